@@ -1,0 +1,1 @@
+print("SwiftConnect Playground")

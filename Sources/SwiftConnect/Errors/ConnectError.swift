@@ -1,0 +1,226 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The one error type SwiftConnect fails with.
+///
+/// Every failure names the stage that failed (``Kind``), a human-readable ``message``, and whatever context
+/// was known at that point: the request, the response, the body, the underlying error.
+///
+/// ```swift
+/// connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).observe { result in
+///     if case .failure(let error as ConnectError) = result {
+///         switch error.kind {
+///         case .httpStatus, .serverMessage: print("server said no:", error.statusCode ?? 0, error.message)
+///         case .cancelled: break
+///         default: print(error)
+///         }
+///     }
+/// }
+/// ```
+public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
+    /// The stage of a request that failed.
+    public enum Kind: String, Sendable, Hashable, CaseIterable {
+        /// The request could not be built: a missing path value, an invalid header, two bodies…
+        /// Nothing was sent.
+        case invalidRequest
+        /// The transport failed before a complete response arrived (no connection, reset, TLS…).
+        /// ``ConnectError/urlError`` holds the platform error when there is one.
+        case transport
+        /// The server answered with a status outside 200..<300 and no message the error handler recognised.
+        case httpStatus
+        /// The server answered with an error status and a message the error handler extracted.
+        case serverMessage
+        /// The body could not be decoded into the requested type.
+        case decoding
+        /// The request or future was cancelled.
+        case cancelled
+        /// The request did not finish within its timeout.
+        case timedOut
+        /// A middleware, validator or processor rejected the request or response.
+        case rejected
+    }
+
+    /// Why a request could not be built.
+    public enum InvalidRequestReason: Sendable, Equatable, CustomStringConvertible {
+        /// The endpoint has a `{placeholder}` that no `.path` parameter fills.
+        case missingPathValue(placeholder: String)
+        /// A `.path` parameter has an empty value, which would leave an empty path segment.
+        case emptyPathValue(key: String)
+        /// Two `.path` parameters name the same placeholder.
+        case duplicatePathParameter(key: String)
+        /// A `.path` parameter names a placeholder the endpoint does not contain.
+        case unusedPathParameter(key: String)
+        /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens.
+        case invalidHeader(name: String)
+        /// More than one body was given (two `.jsonObject`, or JSON and a form).
+        case multipleBodies
+        /// The base URL and endpoint do not make a valid URL.
+        case invalidURL(String)
+        /// The body could not be encoded.
+        case bodyEncodingFailed(String)
+
+        public var description: String {
+            switch self {
+            case .missingPathValue(let placeholder):
+                return "the endpoint's placeholder {\(placeholder)} has no .path value"
+            case .emptyPathValue(let key):
+                return "the .path parameter '\(key)' is empty, which would leave an empty path segment"
+            case .duplicatePathParameter(let key):
+                return "the .path parameter '\(key)' is given more than once"
+            case .unusedPathParameter(let key):
+                return "the .path parameter '\(key)' matches no {\(key)} placeholder in the endpoint"
+            case .invalidHeader(let name):
+                return "the header '\(name.debugDescription)' has a name or value with forbidden characters (CR, LF or NUL)"
+            case .multipleBodies:
+                return "the request has more than one body"
+            case .invalidURL(let url):
+                return "'\(url)' is not a valid URL"
+            case .bodyEncodingFailed(let detail):
+                return "the body could not be encoded: \(detail)"
+            }
+        }
+    }
+
+    /// The stage that failed.
+    public var kind: Kind
+    /// A sentence saying what went wrong, for logs and, with care, for users.
+    public var message: String
+    /// The detail of an ``Kind/invalidRequest`` failure.
+    public var invalidRequestReason: InvalidRequestReason?
+    /// The request as it was sent (or about to be), when known.
+    public var request: URLRequest?
+    /// The HTTP response, when one arrived.
+    public var response: HTTPURLResponse?
+    /// The response body, when one arrived.
+    public var body: Data?
+    /// The error underneath, such as a `URLError` or a `DecodingError`.
+    public var underlyingError: (any Error)?
+    /// For ``Kind/decoding`` failures: the coding path to the value that failed, as `"todos[2].title"`.
+    public var codingPath: String?
+
+    /// Creates an error. Most code receives these rather than making them.
+    ///
+    /// - Parameters:
+    ///   - kind: The stage that failed.
+    ///   - message: What went wrong.
+    ///   - request: The request, when known.
+    ///   - response: The response, when one arrived.
+    ///   - body: The response body, when one arrived.
+    ///   - underlyingError: The error underneath, if any.
+    public init(
+        _ kind: Kind,
+        message: String,
+        request: URLRequest? = nil,
+        response: HTTPURLResponse? = nil,
+        body: Data? = nil,
+        underlyingError: (any Error)? = nil
+    ) {
+        self.kind = kind
+        self.message = message
+        self.request = request
+        self.response = response
+        self.body = body
+        self.underlyingError = underlyingError
+    }
+
+    /// The HTTP status code, when a response arrived.
+    public var statusCode: Int? { response?.statusCode }
+
+    /// The platform's `URLError` for ``Kind/transport`` and ``Kind/timedOut`` failures.
+    public var urlError: URLError? { underlyingError as? URLError }
+
+    /// The response headers, when a response arrived.
+    public var headers: [String: String] {
+        guard let response else { return [:] }
+        var result: [String: String] = [:]
+        for (key, value) in response.allHeaderFields {
+            if let key = key as? String, let value = value as? String { result[key] = value }
+        }
+        return result
+    }
+
+    /// Whether this error means the request was cancelled.
+    public var isCancelled: Bool { kind == .cancelled }
+
+    public var description: String {
+        var text = "\(kind.stageName): \(message)"
+        if let method = request?.httpMethod, let url = request?.url {
+            text += " [\(method) \(url.redactingUserInfo)]"
+        }
+        if let statusCode { text += " (HTTP \(statusCode))" }
+        return text
+    }
+
+    public var debugDescription: String {
+        var text = description
+        if let codingPath { text += "\n  at: \(codingPath)" }
+        if let underlyingError { text += "\n  underlying: \(underlyingError)" }
+        if let body, !body.isEmpty { text += "\n  body: \(ConnectError.excerpt(of: body))" }
+        return text
+    }
+}
+
+// MARK: - Factories
+
+extension ConnectError {
+    /// A cancellation error.
+    ///
+    /// - Parameter request: The request that was cancelled, when known.
+    /// - Returns: An error of kind ``Kind/cancelled``.
+    public static func cancelled(request: URLRequest? = nil) -> ConnectError {
+        ConnectError(.cancelled, message: "the request was cancelled", request: request)
+    }
+
+    /// An error saying the request could not be built.
+    ///
+    /// - Parameters:
+    ///   - reason: Why it could not be built.
+    ///   - request: The partly built request, when there is one.
+    /// - Returns: An error of kind ``Kind/invalidRequest``.
+    public static func invalidRequest(_ reason: InvalidRequestReason, request: URLRequest? = nil) -> ConnectError {
+        var error = ConnectError(.invalidRequest, message: reason.description, request: request)
+        error.invalidRequestReason = reason
+        return error
+    }
+
+    /// How many bytes of a body an error description shows at most.
+    static let excerptLimit = 512
+
+    /// A short, printable excerpt of a body for error messages.
+    static func excerpt(of body: Data) -> String {
+        let prefix = body.prefix(excerptLimit)
+        let text = String(decoding: prefix, as: UTF8.self)
+        return body.count > excerptLimit ? text + "… (\(body.count) bytes)" : text
+    }
+}
+
+extension ConnectError.Kind {
+    /// The stage's name as it reads in a description.
+    var stageName: String {
+        switch self {
+        case .invalidRequest: return "Invalid request"
+        case .transport: return "Transport failure"
+        case .httpStatus: return "HTTP error status"
+        case .serverMessage: return "Server error"
+        case .decoding: return "Decoding failed"
+        case .cancelled: return "Cancelled"
+        case .timedOut: return "Timed out"
+        case .rejected: return "Rejected"
+        }
+    }
+}
+
+extension URL {
+    /// The URL with any `user:password@` part removed, for logs and error messages.
+    var redactingUserInfo: String {
+        guard user != nil || password != nil,
+            var components = URLComponents(url: self, resolvingAgainstBaseURL: false)
+        else { return absoluteString }
+        components.user = nil
+        components.password = nil
+        return components.string ?? absoluteString
+    }
+}
