@@ -1,0 +1,100 @@
+// MARK: - Combining futures
+
+extension Future {
+    /// A future of both values, once both futures succeed; it fails as soon as either fails.
+    ///
+    /// ```swift
+    /// connect.send(GetUser(id: 1)).zip(connect.send(GetTodos(userID: 1))).onSuccess { user, todos in
+    ///     print(user.name, todos.count)
+    /// }
+    /// ```
+    ///
+    /// Cancelling the returned future cancels both.
+    ///
+    /// - Parameter other: The second future.
+    /// - Returns: A future of the pair of values.
+    public func zip<Other>(_ other: Future<Other>) -> Future<(Value, Other)> {
+        let derived = Future<(Value, Other)>()
+        let values = Protected<(Value?, Other?)>((nil, nil))
+        derived.setCancelHandler {
+            self.cancel()
+            other.cancel()
+        }
+        whenCompleteReturningWork { result in
+            switch result {
+            case .failure(let error):
+                return derived.resolve(.failure(error))
+            case .success(let value):
+                let pair = values.withLock { state -> (Value, Other)? in
+                    state.0 = value
+                    return state.1.map { (value, $0) }
+                }
+                return pair.map { derived.resolve(.success($0)) } ?? .empty
+            }
+        }.run()
+        other.whenCompleteReturningWork { result in
+            switch result {
+            case .failure(let error):
+                return derived.resolve(.failure(error))
+            case .success(let otherValue):
+                let pair = values.withLock { state -> (Value, Other)? in
+                    state.1 = otherValue
+                    return state.0.map { ($0, otherValue) }
+                }
+                return pair.map { derived.resolve(.success($0)) } ?? .empty
+            }
+        }.run()
+        return derived
+    }
+
+    /// A future of every value, in the order of `futures`, once all succeed; it fails with the first error.
+    ///
+    /// ```swift
+    /// let todos: Future<[Todo]> = Future.all((1...3).map { connect.send(GetTodo(id: $0)) })
+    /// ```
+    ///
+    /// Cancelling the returned future cancels every future still pending. An empty array succeeds at once
+    /// with `[]`.
+    ///
+    /// - Parameter futures: The futures to wait for.
+    /// - Returns: A future of the values in order.
+    public static func all<Element>(_ futures: [Future<Element>]) -> Future<[Element]> where Value == [Element] {
+        if futures.isEmpty { return Future(value: []) }
+        let derived = Future<[Element]>()
+        let state = Protected(AllState<Element>(count: futures.count))
+        derived.setCancelHandler {
+            for future in futures { future.cancel() }
+        }
+        for (index, future) in futures.enumerated() {
+            future.whenCompleteReturningWork { result in
+                switch result {
+                case .failure(let error):
+                    return derived.resolve(.failure(error))
+                case .success(let value):
+                    let values = state.withLock { $0.store(value, at: index) }
+                    return values.map { derived.resolve(.success($0)) } ?? .empty
+                }
+            }.run()
+        }
+        return derived
+    }
+}
+
+/// The values gathered so far by ``Future/all(_:)``.
+struct AllState<Element> {
+    private var values: [Element?]
+    private var remaining: Int
+
+    init(count: Int) {
+        values = Array(repeating: nil, count: count)
+        remaining = count
+    }
+
+    /// Stores a value; returns every value once the last one arrives.
+    mutating func store(_ value: Element, at index: Int) -> [Element]? {
+        values[index] = value
+        remaining -= 1
+        guard remaining == 0 else { return nil }
+        return values.map { $0! }
+    }
+}

@@ -1,0 +1,58 @@
+// MARK: - Bridging to Swift concurrency
+
+extension Future {
+    /// Creates a future from an `async` operation, started at once in a new task.
+    ///
+    /// Cancelling the future cancels the task.
+    ///
+    /// ```swift
+    /// let future = Future { try await loadConfiguration() }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - priority: The task's priority.
+    ///   - operation: The work; its value or thrown error completes the future.
+    public convenience init(
+        priority: TaskPriority? = nil,
+        _ operation: @escaping @Sendable () async throws -> Value
+    ) {
+        self.init()
+        let task = Task(priority: priority) { [self] in
+            let result: Result<Value, any Error>
+            do {
+                result = .success(try await operation())
+            } catch {
+                result = .failure(error)
+            }
+            resolve(result).run()
+        }
+        setCancelHandler { task.cancel() }
+    }
+
+    /// The value, awaited: `let todo = try await connect.send(GetTodo(id: 1)).value`.
+    ///
+    /// Cancelling the awaiting task cancels the future (and so the request behind it).
+    ///
+    /// - Throws: The future's error; ``ConnectError`` of kind ``ConnectError/Kind/cancelled`` when cancelled.
+    public var value: Value {
+        get async throws {
+            try await resultValue.get()
+        }
+    }
+
+    /// The result, awaited, without throwing.
+    ///
+    /// Cancelling the awaiting task cancels the future.
+    public var resultValue: Result<Value, any Error> {
+        get async {
+            if let result { return result }
+            return await withTaskCancellationHandler {
+                await withCheckedContinuation { continuation in
+                    whenComplete { continuation.resume(returning: $0) }
+                }
+            } onCancel: {
+                cancel()
+            }
+        }
+    }
+}

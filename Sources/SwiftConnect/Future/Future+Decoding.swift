@@ -1,0 +1,117 @@
+import Foundation
+
+// MARK: - Decoding
+
+extension Future where Value == Data {
+    /// Decodes the body as JSON into `type`.
+    ///
+    /// ```swift
+    /// Connect.default.request(TodoConnector.get(id: 123))
+    ///     .decoded(toType: Todo.self)
+    ///     .observe { result in print(result) }
+    /// ```
+    ///
+    /// An empty body decodes as `nil` when `type` is an `Optional`, and as ``EmptyResponse``.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - decoder: The decoder; a plain `JSONDecoder` by default.
+    /// - Returns: A future of the decoded value. A decoding failure is a ``ConnectError`` of kind
+    ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body.
+    public func decoded<Decoded: Decodable & Sendable>(
+        toType type: Decoded.Type = Decoded.self,
+        decoder: JSONDecoder = JSONDecoder()
+    ) -> Future<Decoded> {
+        map { data in try decodeBody(data, as: type, with: decoder) }
+    }
+}
+
+/// Decodes a response body, turning every failure into a ``ConnectError`` of kind `.decoding`.
+func decodeBody<Decoded: Decodable>(_ data: Data, as type: Decoded.Type, with decoder: JSONDecoder) throws -> Decoded {
+    if data.isEmpty, let empty = (type as? any EmptyDecodable.Type)?.emptyValue as? Decoded {
+        return empty
+    }
+    do {
+        return try decoder.decode(type, from: data)
+    } catch {
+        throw ConnectError.decoding(error, body: data, as: type)
+    }
+}
+
+/// A value that decodes from an empty body. `Optional` (as `nil`) and ``EmptyResponse`` conform.
+protocol EmptyDecodable {
+    static var emptyValue: Self { get }
+}
+
+extension Optional: EmptyDecodable {
+    static var emptyValue: Self { nil }
+}
+
+/// The body of a response that has none, such as `204 No Content`.
+///
+/// ```swift
+/// connect.request(DeleteTodo(id: 1)).decoded(toType: EmptyResponse.self)
+/// ```
+public struct EmptyResponse: Decodable, Sendable, Equatable, EmptyDecodable {
+    /// Creates an empty response.
+    public init() {}
+
+    /// Decodes from any JSON value, ignoring it.
+    public init(from decoder: any Decoder) throws {}
+
+    static var emptyValue: EmptyResponse { EmptyResponse() }
+}
+
+extension ConnectError {
+    /// A decoding failure with the coding path of the value that failed and an excerpt of the body.
+    static func decoding(_ error: any Error, body: Data, as type: Any.Type) -> ConnectError {
+        var detail = "\(error)"
+        var path: String?
+        if let decodingError = error as? DecodingError {
+            (detail, path) = describe(decodingError)
+        }
+        var message = "could not decode \(type) from the response body: \(detail)"
+        if let path { message += " at '\(path)'" }
+        var result = ConnectError(.decoding, message: message, body: body, underlyingError: error)
+        result.codingPath = path
+        return result
+    }
+
+    /// A one-line description and a dotted coding path (`todos[2].title`) for a `DecodingError`.
+    private static func describe(_ error: DecodingError) -> (String, String?) {
+        let context: DecodingError.Context
+        let detail: String
+        switch error {
+        case .typeMismatch(let type, let errorContext):
+            context = errorContext
+            detail = "expected \(type): \(errorContext.debugDescription)"
+        case .valueNotFound(let type, let errorContext):
+            context = errorContext
+            detail = "missing \(type) value: \(errorContext.debugDescription)"
+        case .keyNotFound(let key, let errorContext):
+            context = errorContext
+            detail = "missing key '\(key.stringValue)'"
+        case .dataCorrupted(let errorContext):
+            context = errorContext
+            detail = "invalid data: \(errorContext.debugDescription)"
+        @unknown default:
+            return ("\(error)", nil)
+        }
+        return (detail, codingPathDescription(context.codingPath))
+    }
+
+    /// `[todos, 2, title]` → `todos[2].title`; the empty path → `nil`.
+    static func codingPathDescription(_ path: [any CodingKey]) -> String? {
+        guard !path.isEmpty else { return nil }
+        var text = ""
+        for key in path {
+            if let index = key.intValue {
+                text += "[\(index)]"
+            } else {
+                if !text.isEmpty { text += "." }
+                text += key.stringValue
+            }
+        }
+        return text
+    }
+}

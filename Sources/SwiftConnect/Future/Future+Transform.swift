@@ -1,0 +1,139 @@
+// MARK: - Transforming values
+
+extension Future {
+    /// Transforms the value when the future succeeds; errors pass through untouched.
+    ///
+    /// An error thrown by `transform` fails the returned future.
+    ///
+    /// ```swift
+    /// let title: Future<String> = todo.map { $0.title }
+    /// ```
+    ///
+    /// - Parameter transform: Turns the value into a new value. Runs on the thread that completes `self`
+    ///   (or at once, if `self` is already complete).
+    /// - Returns: A future of the transformed value.
+    public func map<NewValue>(
+        _ transform: @escaping @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        transformResult { result in result.flatMap { value in Result { try transform(value) } } }
+    }
+
+    /// Chains an asynchronous step: when the future succeeds, starts the future `transform` returns.
+    ///
+    /// ```swift
+    /// let comments = connect.send(GetTodo(id: 1)).flatMap { todo in
+    ///     connect.send(GetComments(todoID: todo.id))
+    /// }
+    /// ```
+    ///
+    /// - Parameter transform: Starts the next step from the value. An error it throws fails the result.
+    /// - Returns: A future of the next step's value.
+    public func flatMap<NewValue>(
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        chain { result in
+            switch result {
+            case .success(let value):
+                do { return .next(try transform(value)) } catch { return .done(.failure(error)) }
+            case .failure(let error):
+                return .done(.failure(error))
+            }
+        }
+    }
+
+    /// Transforms the error when the future fails; values pass through untouched.
+    ///
+    /// ```swift
+    /// let future = todo.mapError { error in AppError.network(error) }
+    /// ```
+    ///
+    /// - Parameter transform: Turns the error into another error.
+    /// - Returns: A future with the transformed error.
+    public func mapError(_ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
+        transformResult { result in result.mapError { transform($0) } }
+    }
+
+    /// Replaces a failure with a value.
+    ///
+    /// ```swift
+    /// let todos = connect.send(ListTodos()).recover { _ in [] }
+    /// ```
+    ///
+    /// - Parameter body: Returns a value for the error, or throws to keep failing.
+    /// - Returns: A future that fails only if `body` throws.
+    public func recover(_ body: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
+        transformResult { result in
+            switch result {
+            case .success: return result
+            case .failure(let error): return Result { try body(error) }
+            }
+        }
+    }
+
+    /// Replaces a failure with another asynchronous attempt.
+    ///
+    /// ```swift
+    /// let todo = primary.request(endpoint).recover { _ in fallback.request(endpoint) }
+    /// ```
+    ///
+    /// - Parameter body: Returns the future to use instead, or throws to keep failing.
+    /// - Returns: A future of the value, from `self` or from the recovery.
+    public func recover(_ body: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
+        chain { result in
+            switch result {
+            case .success:
+                return .done(result)
+            case .failure(let error):
+                do { return .next(try body(error)) } catch { return .done(.failure(error)) }
+            }
+        }
+    }
+
+    /// Discards the value, keeping only success or failure.
+    ///
+    /// - Returns: A future that succeeds with `()` when `self` succeeds.
+    public func asVoid() -> Future<Void> {
+        map { _ in () }
+    }
+}
+
+// MARK: - Primitives the operators share
+
+extension Future {
+    /// The primitive behind every synchronous operator: derives a future whose result is computed from
+    /// this one's. On an already complete future it computes at once and allocates one resolved future.
+    func transformResult<NewValue>(
+        _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
+    ) -> Future<NewValue> {
+        if callbackQueue == nil, let result { return Future<NewValue>(result: transform(result)) }
+        let derived: Future<NewValue> = makeDerived()
+        whenCompleteReturningWork { result in
+            derived.resolve(transform(result))
+        }.run()
+        return derived
+    }
+
+    /// What an asynchronous step decided: a final result, or another future to follow.
+    enum Step<NewValue: Sendable> {
+        case done(Result<NewValue, any Error>)
+        case next(Future<NewValue>)
+    }
+
+    /// The primitive behind every asynchronous operator: derives a future that follows the future `step`
+    /// returns, with cancellation pointed at whichever future is running.
+    func chain<NewValue>(
+        _ step: @escaping @Sendable (Result<Value, any Error>) -> Step<NewValue>
+    ) -> Future<NewValue> {
+        let derived: Future<NewValue> = makeDerived()
+        whenCompleteReturningWork { result in
+            switch step(result) {
+            case .done(let newResult):
+                return derived.resolve(newResult)
+            case .next(let next):
+                derived.setUpstream(next)
+                return next.whenCompleteReturningWork { derived.resolve($0) }
+            }
+        }.run()
+        return derived
+    }
+}

@@ -1,0 +1,382 @@
+import Dispatch
+
+/// The eventual result of an asynchronous operation: a value or an error.
+///
+/// Every request SwiftConnect starts returns a `Future`. Chain operators to transform the result, then
+/// ``observe(on:_:)`` it or `await` its ``value``:
+///
+/// ```swift
+/// Connect.default.request(TodoConnector.get(id: 123))
+///     .decoded(toType: Todo.self)
+///     .observe { result in
+///         switch result {
+///         case .success(let todo): print(todo.title)
+///         case .failure(let error): print(error)
+///         }
+///     }
+/// ```
+///
+/// ## Completing a future
+/// A future is read-only. The write side is a ``Promise``: make one, hand out its ``Promise/future``, and
+/// complete it once. A future can also start resolved (``init(value:)``, ``init(error:)``) or come from an
+/// `async` closure (``init(priority:_:)``).
+///
+/// ## Which thread runs my callbacks?
+/// A callback runs on the thread that completes the future; if the future is already complete when the
+/// callback is added, it runs at once on the thread that adds it. SwiftConnect never hops threads on its own,
+/// so nothing depends on a run loop or the main queue (a command-line program that never runs the main run
+/// loop still gets its callbacks). To choose the queue, pass one: `observe(on: .main) { … }`, or insert
+/// ``receive(on:)`` in a chain.
+///
+/// ## Guarantees
+/// A future completes at most once; later completions are ignored (and reported in debug builds). Every
+/// callback runs exactly once. Callbacks run outside the future's lock, so a callback may add callbacks or
+/// complete other futures. Long chains complete iteratively, without deep recursion. Once complete, a
+/// future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
+///
+/// ## Cancellation
+/// ``cancel()`` fails a pending future with ``ConnectError/Kind/cancelled`` and runs its cancel handler
+/// (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
+/// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
+// @unchecked Sendable: `lock` protects `state`, `cancelHandler`, `upstream` and `stashedCallbacks`.
+// A future created resolved has no lock: its `state` is written once, in `init`, and never again.
+public final class Future<Value: Sendable>: @unchecked Sendable {
+    /// A callback stored while the future is pending. It returns the futures it resolved in turn, so the
+    /// caller can run their callbacks in a loop instead of recursing.
+    typealias Callback = @Sendable (Result<Value, any Error>) -> CallbackList
+
+    enum State {
+        case pending(Callbacks)
+        case resolved(Result<Value, any Error>)
+    }
+
+    /// Pending callbacks in registration order; the first one is stored inline (no array allocation).
+    struct Callbacks {
+        var first: Callback?
+        var rest: [Callback] = []
+
+        mutating func append(_ callback: @escaping Callback) {
+            if first == nil { first = callback } else { rest.append(callback) }
+        }
+    }
+
+    private let lock: Lock?
+    /// Where callbacks run, for futures made by ``receive(on:)``; `nil` runs them on the completing thread.
+    let callbackQueue: DispatchQueue?
+    private var state: State
+    private var cancelHandler: (@Sendable () -> Void)?
+    private weak var upstream: (any CancellableFuture)?
+    private var stashedCallbacks = Callbacks()
+    /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
+    private var wasCancelled = false
+
+    /// Creates a pending future. Only a ``Promise`` or an operator completes it.
+    init(callbackQueue: DispatchQueue? = nil) {
+        lock = Lock()
+        self.callbackQueue = callbackQueue
+        state = .pending(Callbacks())
+    }
+
+    /// Creates a future that is already complete with `result`.
+    ///
+    /// - Parameter result: The value or error the future holds.
+    public init(result: Result<Value, any Error>) {
+        lock = nil
+        callbackQueue = nil
+        state = .resolved(result)
+    }
+
+    /// Creates a future that already succeeded.
+    ///
+    /// ```swift
+    /// let answer = Future(value: 42)
+    /// ```
+    ///
+    /// - Parameter value: The value the future holds.
+    public convenience init(value: Value) {
+        self.init(result: .success(value))
+    }
+
+    /// Creates a future that already failed.
+    ///
+    /// - Parameter error: The error the future holds.
+    public convenience init(error: any Error) {
+        self.init(result: .failure(error))
+    }
+
+    /// Creates a pending future and hands its promise to `producer`, which completes it now or later.
+    ///
+    /// ```swift
+    /// let future = Future<Int> { promise in
+    ///     DispatchQueue.global().async { promise.succeed(42) }
+    /// }
+    /// ```
+    ///
+    /// - Parameter producer: Receives the promise; called synchronously, before `init` returns.
+    public convenience init(_ producer: (Promise<Value>) -> Void) {
+        self.init()
+        producer(Promise(future: self))
+    }
+
+    deinit {
+        lock?.destroy()
+    }
+
+    /// The result, if the future is complete.
+    ///
+    /// Prefer ``observe(on:_:)`` or ``value``: polling is for tests and diagnostics.
+    public var result: Result<Value, any Error>? {
+        guard let lock else { return resolvedResult }
+        return lock.withLock { () -> Result<Value, any Error>? in
+            if case .resolved(let result) = state { return result }
+            return nil
+        }
+    }
+
+    /// Whether the future is complete.
+    public var isCompleted: Bool { result != nil }
+
+    /// The result of a future created resolved (no lock: its state never changes).
+    private var resolvedResult: Result<Value, any Error> {
+        if case .resolved(let result) = state { return result }
+        preconditionFailure("unreachable: a future without a lock is always resolved")
+    }
+}
+
+// MARK: - Core primitives
+
+/// A future whose callbacks are waiting to run, type-erased so futures of different types can be drained
+/// by one loop.
+protocol DrainableFuture: AnyObject {
+    func runStashedCallbacks() -> CallbackList
+}
+
+/// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
+protocol CancellableFuture: AnyObject, Sendable {
+    func cancel()
+}
+
+/// Futures that were just resolved and whose callbacks must run next.
+struct CallbackList {
+    var first: (any DrainableFuture)?
+    var rest: [any DrainableFuture] = []
+
+    static var empty: CallbackList { CallbackList(first: nil) }
+
+    /// Adds the futures of `other` after these.
+    mutating func append(_ other: CallbackList) {
+        guard let otherFirst = other.first else { return }
+        guard first != nil else {
+            self = other
+            return
+        }
+        rest.append(otherFirst)
+        rest.append(contentsOf: other.rest)
+    }
+
+    /// Runs the callbacks of every listed future, then those of the futures they resolve, iteratively:
+    /// a chain of 10,000 stages uses constant stack.
+    func run() {
+        guard var current = first else { return }
+        if rest.isEmpty {
+            // A linear chain, the common case: no array at all.
+            while true {
+                let next = current.runStashedCallbacks()
+                guard let nextFirst = next.first else { return }
+                guard next.rest.isEmpty else {
+                    next.runWithStack()
+                    return
+                }
+                current = nextFirst
+            }
+        }
+        runWithStack()
+    }
+
+    /// The general case: depth-first, each future's callbacks in registration order.
+    private func runWithStack() {
+        var stack: [any DrainableFuture] = []
+        stack.reserveCapacity(rest.count + 1)
+        stack.append(contentsOf: rest.reversed())
+        if let first { stack.append(first) }
+        while let future = stack.popLast() {
+            let next = future.runStashedCallbacks()
+            stack.append(contentsOf: next.rest.reversed())
+            if let nextFirst = next.first { stack.append(nextFirst) }
+        }
+    }
+}
+
+extension Future: DrainableFuture, CancellableFuture {
+    /// Completes the future unless it is already complete (operators; a lost race is expected).
+    ///
+    /// - Returns: This future, if it has callbacks to run; the caller runs them (``CallbackList/run()``).
+    func resolve(_ result: Result<Value, any Error>) -> CallbackList {
+        complete(result, reportingDoubleCompletionAt: nil).work
+    }
+
+    /// Completes the future unless it is already complete.
+    ///
+    /// - Parameters:
+    ///   - result: The result.
+    ///   - location: Where a promise was completed; a second completion from there is a caller bug worth
+    ///     reporting, unless the future was cancelled (the cancelled work is expected to complete it too).
+    /// - Returns: Whether this call completed the future, and the callbacks the caller must run.
+    func complete(
+        _ result: Result<Value, any Error>,
+        reportingDoubleCompletionAt location: SourceLocation?
+    ) -> (completed: Bool, work: CallbackList) {
+        guard let lock else {
+            if let location { FutureDiagnostics.reportDoubleCompletion(of: Value.self, at: location) }
+            return (false, .empty)
+        }
+        lock.lock()
+        guard case .pending(let callbacks) = state else {
+            let expected = wasCancelled
+            lock.unlock()
+            if let location, !expected {
+                FutureDiagnostics.reportDoubleCompletion(of: Value.self, at: location)
+            }
+            return (false, .empty)
+        }
+        state = .resolved(result)
+        let handler = cancelHandler
+        cancelHandler = nil
+        upstream = nil
+        let hasCallbacks = callbacks.first != nil
+        if hasCallbacks { stashedCallbacks = callbacks }
+        lock.unlock()
+        _ = handler  // released outside the lock: its captures may run deinit code
+        return (true, hasCallbacks ? CallbackList(first: self) : .empty)
+    }
+
+    func runStashedCallbacks() -> CallbackList {
+        // Only the thread that resolved the future gets here, once, right after `resolve` or `cancel`
+        // stashed the callbacks; no other thread reads or writes the stash or, from now on, `state`.
+        let callbacks = stashedCallbacks
+        stashedCallbacks = Callbacks()
+        guard let first = callbacks.first else { return .empty }
+        let result = resolvedResult
+        if let callbackQueue {
+            callbackQueue.async {
+                var list = first(result)
+                for callback in callbacks.rest { list.append(callback(result)) }
+                list.run()
+            }
+            return .empty
+        }
+        var list = first(result)
+        for callback in callbacks.rest { list.append(callback(result)) }
+        return list
+    }
+
+    /// Adds a callback, or runs it now if the future is complete.
+    ///
+    /// - Returns: What the callback resolved when it ran now; the caller runs it.
+    func whenCompleteReturningWork(_ callback: @escaping Callback) -> CallbackList {
+        guard let lock else { return callback(resolvedResult) }
+        lock.lock()
+        switch state {
+        case .pending(var callbacks):
+            state = .pending(Callbacks())  // keeps `callbacks` uniquely referenced: no copy on append
+            callbacks.append(callback)
+            state = .pending(callbacks)
+            lock.unlock()
+            return .empty
+        case .resolved(let result):
+            lock.unlock()
+            if let callbackQueue {
+                callbackQueue.async { callback(result).run() }
+                return .empty
+            }
+            return callback(result)
+        }
+    }
+
+    /// Adds a callback that resolves nothing further, running everything it triggers.
+    func whenComplete(_ callback: @escaping @Sendable (Result<Value, any Error>) -> Void) {
+        whenCompleteReturningWork { result in
+            callback(result)
+            return .empty
+        }.run()
+    }
+
+    /// Makes a pending future whose cancellation cancels `self` (and so on up the chain).
+    func makeDerived<NewValue>(_ type: NewValue.Type = NewValue.self) -> Future<NewValue> {
+        let derived = Future<NewValue>()
+        derived.setUpstream(self)
+        return derived
+    }
+
+    /// Points cancellation of this future at `future`, which it now depends on.
+    func setUpstream(_ future: any CancellableFuture) {
+        guard let lock else { return }
+        let cancelNow: Bool = lock.withLock {
+            switch state {
+            case .pending:
+                upstream = future
+                return false
+            case .resolved:
+                return wasCancelled
+            }
+        }
+        if cancelNow { future.cancel() }
+    }
+
+    /// Sets the action ``cancel()`` runs; runs it at once if the future was already cancelled.
+    func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
+        guard let lock else { return }
+        let runNow: Bool = lock.withLock {
+            switch state {
+            case .pending:
+                cancelHandler = handler
+                return false
+            case .resolved:
+                return wasCancelled
+            }
+        }
+        if runNow { handler() }
+    }
+}
+
+// MARK: - Cancellation
+
+extension Future {
+    /// Cancels the future: fails it with ``ConnectError/Kind/cancelled`` and runs its cancel handler
+    /// (for a request, cancelling the network task).
+    ///
+    /// Does nothing if the future is already complete. The failure and the cancel handler happen exactly
+    /// once, however many threads call `cancel()`. A derived future also cancels the future it came from.
+    ///
+    /// ```swift
+    /// let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)
+    /// todo.cancel()  // the URLSession task is cancelled; observers get ConnectError.cancelled
+    /// ```
+    public func cancel() {
+        guard let lock else { return }
+        lock.lock()
+        guard case .pending(let callbacks) = state else {
+            lock.unlock()
+            return
+        }
+        state = .resolved(.failure(ConnectError.cancelled()))
+        wasCancelled = true
+        let handler = cancelHandler
+        let upstreamFuture = upstream
+        cancelHandler = nil
+        upstream = nil
+        let hasCallbacks = callbacks.first != nil
+        if hasCallbacks { stashedCallbacks = callbacks }
+        lock.unlock()
+
+        if hasCallbacks { CallbackList(first: self).run() }
+        handler?()
+        upstreamFuture?.cancel()
+    }
+
+    /// Whether the future ended by ``cancel()``.
+    public var isCancelled: Bool {
+        guard let lock else { return false }
+        return lock.withLock { wasCancelled }
+    }
+}

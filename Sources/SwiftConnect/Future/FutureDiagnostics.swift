@@ -1,0 +1,31 @@
+/// Where SwiftConnect reports misuse of futures and promises that is not worth a crash.
+///
+/// In debug builds, completing a ``Promise`` a second time is reported here (the second result is ignored
+/// in every build). By default the report goes to ``ConnectLogging/logger`` at the warning level; tests can
+/// install their own handler to assert on it.
+///
+/// ```swift
+/// FutureDiagnostics.handler = { message in XCTFail(message) }
+/// ```
+public enum FutureDiagnostics {
+    private static let storage = Protected<(@Sendable (String) -> Void)?>(nil)
+
+    /// Receives each diagnostic message; `nil` restores the default (the library logger).
+    public static var handler: (@Sendable (String) -> Void)? {
+        get { storage.snapshot }
+        set { storage.withLock { $0 = newValue } }
+    }
+
+    static func reportDoubleCompletion<Value>(of type: Value.Type, at location: SourceLocation) {
+        #if DEBUG
+        let message =
+            "Promise<\(Value.self)> completed more than once (at \(location.file):\(location.line)); "
+            + "the later result was ignored"
+        if let handler = storage.snapshot {
+            handler(message)
+        } else {
+            ConnectLogging.logger.log(.warning, message)
+        }
+        #endif
+    }
+}

@@ -1,0 +1,106 @@
+/// The write side of a ``Future``: completes it exactly once.
+///
+/// Make a promise, return its ``future``, and complete it when the work is done. A second completion is
+/// ignored and, in debug builds, reported through ``FutureDiagnostics``.
+///
+/// ```swift
+/// func fetchNumber() -> Future<Int> {
+///     let promise = Promise<Int>()
+///     DispatchQueue.global().async { promise.succeed(42) }
+///     return promise.future
+/// }
+/// ```
+public struct Promise<Value: Sendable>: Sendable {
+    /// The future this promise completes.
+    public let future: Future<Value>
+
+    /// Creates a promise with a pending future.
+    public init() {
+        future = Future()
+    }
+
+    init(future: Future<Value>) {
+        self.future = future
+    }
+
+    /// Completes the future with a value.
+    ///
+    /// - Parameter value: The value.
+    /// - Returns: `true` if this call completed the future; `false` if it was already complete.
+    @discardableResult
+    public func succeed(_ value: Value, file: StaticString = #fileID, line: UInt = #line) -> Bool {
+        complete(with: .success(value), file: file, line: line)
+    }
+
+    /// Completes the future with an error.
+    ///
+    /// - Parameter error: The error.
+    /// - Returns: `true` if this call completed the future; `false` if it was already complete.
+    @discardableResult
+    public func fail(_ error: any Error, file: StaticString = #fileID, line: UInt = #line) -> Bool {
+        complete(with: .failure(error), file: file, line: line)
+    }
+
+    /// Completes the future with a result.
+    ///
+    /// Callbacks already added run on the calling thread before this method returns.
+    ///
+    /// - Parameter result: The value or error.
+    /// - Returns: `true` if this call completed the future; `false` if it was already complete (a cancelled
+    ///   future is expected to be completed again by the work it cancelled: that is not reported).
+    @discardableResult
+    public func complete(
+        with result: Result<Value, any Error>,
+        file: StaticString = #fileID,
+        line: UInt = #line
+    ) -> Bool {
+        let (completed, work) = future.complete(
+            result,
+            reportingDoubleCompletionAt: SourceLocation(file: file, line: line)
+        )
+        work.run()
+        return completed
+    }
+
+    /// Completes the future unless it is already complete, without reporting a lost race.
+    ///
+    /// For producers that race on purpose, such as a response and a timeout.
+    ///
+    /// - Parameter result: The value or error.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func completeIfPending(with result: Result<Value, any Error>) -> Bool {
+        let (completed, work) = future.complete(result, reportingDoubleCompletionAt: nil)
+        work.run()
+        return completed
+    }
+
+    /// Completes the future with the outcome of `body`: its value, or the error it throws.
+    ///
+    /// - Parameter body: The work whose outcome completes the future.
+    /// - Returns: `true` if this call completed the future.
+    @discardableResult
+    public func complete(
+        file: StaticString = #fileID,
+        line: UInt = #line,
+        catching body: () throws -> Value
+    ) -> Bool {
+        complete(with: Result(catching: body), file: file, line: line)
+    }
+
+    /// Sets what ``Future/cancel()`` does besides failing the future, such as cancelling a network task.
+    ///
+    /// Runs at most once. If the future was already cancelled, `handler` runs at once; if it completed
+    /// otherwise, `handler` never runs and is released.
+    ///
+    /// - Parameter handler: The cancellation action.
+    public func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
+        future.setCancelHandler(handler)
+    }
+}
+
+/// Where in the caller's code something happened, for diagnostics.
+struct SourceLocation: Sendable {
+    let file: StaticString
+    let line: UInt
+}

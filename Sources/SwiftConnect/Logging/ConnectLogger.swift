@@ -1,0 +1,99 @@
+import Foundation
+
+/// How important a log message is.
+public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConvertible {
+    /// Detail for debugging, such as `debugResponse` output.
+    case debug
+    /// Normal events.
+    case info
+    /// Something unexpected that SwiftConnect worked around.
+    case warning
+    /// Something failed.
+    case error
+
+    public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
+
+    public var description: String {
+        switch self {
+        case .debug: return "debug"
+        case .info: return "info"
+        case .warning: return "warning"
+        case .error: return "error"
+        }
+    }
+}
+
+/// Where SwiftConnect writes what it has to say: debug output of requests and responses, and diagnostics.
+///
+/// SwiftConnect never calls `print`. Plug in your logging system by conforming a type:
+///
+/// ```swift
+/// struct OSLogger: ConnectLogger {
+///     func log(_ level: LogLevel, _ message: String) {
+///         os_log("%{public}@", message)
+///     }
+/// }
+/// ConnectLogging.logger = OSLogger()
+/// ```
+public protocol ConnectLogger: Sendable {
+    /// Writes one message.
+    ///
+    /// - Parameters:
+    ///   - level: How important the message is.
+    ///   - message: The text, already redacted of secrets unless redaction was turned off.
+    func log(_ level: LogLevel, _ message: String)
+}
+
+/// The default logger: writes each message as one line (or block) to standard error.
+public struct StandardErrorLogger: ConnectLogger {
+    /// Messages below this level are dropped.
+    public var minimumLevel: LogLevel
+
+    /// Creates a logger writing to standard error.
+    ///
+    /// - Parameter minimumLevel: Messages below this level are dropped. Defaults to `.debug`.
+    public init(minimumLevel: LogLevel = .debug) {
+        self.minimumLevel = minimumLevel
+    }
+
+    public func log(_ level: LogLevel, _ message: String) {
+        guard level >= minimumLevel else { return }
+        FileHandle.standardError.write(Data("[SwiftConnect] \(level): \(message)\n".utf8))
+    }
+}
+
+/// A logger that collects messages in memory, for tests and for showing logs in an app's debug screen.
+// @unchecked Sendable: `storage` is a `Protected` box; every access takes its lock.
+public final class MemoryLogger: ConnectLogger, @unchecked Sendable {
+    private let storage = Protected<[(level: LogLevel, message: String)]>([])
+
+    /// Creates an empty logger.
+    public init() {}
+
+    public func log(_ level: LogLevel, _ message: String) {
+        storage.withLock { $0.append((level, message)) }
+    }
+
+    /// The messages logged so far, oldest first.
+    public var messages: [String] { storage.snapshot.map(\.message) }
+
+    /// The messages logged so far with their levels, oldest first.
+    public var entries: [(level: LogLevel, message: String)] { storage.snapshot }
+
+    /// Forgets every message.
+    public func removeAll() {
+        storage.withLock { $0.removeAll() }
+    }
+}
+
+/// The process-wide logger SwiftConnect uses when a client was not given one.
+public enum ConnectLogging {
+    private static let storage = Protected<any ConnectLogger>(StandardErrorLogger())
+
+    /// The default logger for every ``Connect`` made without one, and for diagnostics.
+    /// Defaults to a ``StandardErrorLogger``.
+    public static var logger: any ConnectLogger {
+        get { storage.snapshot }
+        set { storage.withLock { $0 = newValue } }
+    }
+}

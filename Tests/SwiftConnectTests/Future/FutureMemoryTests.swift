@@ -1,0 +1,117 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// Long chains and retention: nothing overflows, nothing outlives its completion.
+final class FutureMemoryTests: XCTestCase {
+    /// Completes a 10,000-stage chain on a thread with a deliberately small stack (256 KiB):
+    /// recursion per stage would overflow it.
+    func testTenThousandStageMapChainCompletesIterativelyAndFreesEverything() throws {
+        weak var weakFirst: Future<Int>?
+        weak var weakLast: Future<Int>?
+        let promise = Promise<Int>()
+        let done = DispatchSemaphore(value: 0)
+        let observed = Recorder<Int>()
+        do {
+            var future = promise.future.map { $0 + 1 }
+            weakFirst = future
+            for _ in 1..<10_000 { future = future.map { $0 + 1 } }
+            weakLast = future
+            future.observe { result in
+                if case .success(let value) = result { observed.append(value) }
+                done.signal()
+            }
+        }
+        let returned = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            promise.succeed(0)
+            returned.signal()  // `succeed` has returned: the drain loop and its locals are gone
+        }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(returned.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(observed.values, [10_000])
+        XCTAssertNil(weakFirst)
+        XCTAssertNil(weakLast)
+    }
+
+    func testTenThousandStageChainOnAResolvedValue() throws {
+        var future = Future(value: 0)
+        for _ in 0..<10_000 { future = future.map { $0 + 1 } }
+        XCTAssertEqual(try future.wait(), 10_000)
+    }
+
+    func testTenThousandStageFlatMapChainCompletesIteratively() throws {
+        let promise = Promise<Int>()
+        var future = promise.future
+        for _ in 0..<10_000 { future = future.flatMap { Future(value: $0 + 1) } }
+        let done = DispatchSemaphore(value: 0)
+        future.observe { _ in done.signal() }
+        let thread = Thread { promise.succeed(0) }
+        thread.stackSize = 256 * 1024
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success)
+        XCTAssertEqual(try future.wait(), 10_000)
+    }
+
+    func testNothingInACompletedChainIsRetained() throws {
+        weak var weakSource: Future<Int>?
+        weak var weakMapped: Future<Int>?
+        weak var weakInner: Future<Int>?
+        weak var weakCaptured: Token?
+        let promise = Promise<Int>()
+        var last: Future<String>?
+        do {
+            let captured = Token()
+            weakCaptured = captured
+            weakSource = promise.future
+            let mapped = promise.future.map { value -> Int in
+                _ = captured
+                return value + 1
+            }
+            weakMapped = mapped
+            let innerPromise = Promise<Int>()
+            weakInner = innerPromise.future
+            let chained = mapped.flatMap { value -> Future<Int> in
+                DispatchQueue.global().async { innerPromise.succeed(value) }
+                return innerPromise.future
+            }
+            last = chained.recover { _ in 0 }.map { "\($0)" }
+            last?.onSuccess { _ in _ = captured }
+        }
+        promise.succeed(1)
+        XCTAssertEqual(try last?.wait(), "2")
+        last = nil
+        XCTAssertNil(weakMapped, "a completed stage is not retained by anything")
+        XCTAssertNil(weakInner)
+        XCTAssertNil(weakCaptured, "closures are released once they ran")
+        _ = promise
+        XCTAssertNotNil(weakSource, "the promise still holds its own future")
+    }
+
+    func testCompletedFutureReleasesItsCancelHandler() {
+        weak var weakCaptured: Token?
+        let promise = Promise<Int>()
+        do {
+            let captured = Token()
+            weakCaptured = captured
+            promise.setCancelHandler { _ = captured }
+        }
+        XCTAssertNotNil(weakCaptured)
+        promise.succeed(1)
+        XCTAssertNil(weakCaptured)
+    }
+
+    func testPendingChainWithoutProducerIsFreed() {
+        weak var weakMapped: Future<Int>?
+        do {
+            let promise = Promise<Int>()
+            let mapped = promise.future.map { $0 }.flatMap { Future(value: $0) }
+            weakMapped = mapped
+        }
+        XCTAssertNil(weakMapped, "an abandoned pending chain has no retain cycle")
+    }
+}

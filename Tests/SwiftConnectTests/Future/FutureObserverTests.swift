@@ -1,0 +1,130 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// Observers: each runs exactly once, in order, on a documented thread.
+final class FutureObserverTests: XCTestCase {
+    func testObserversBeforeAndAfterCompletionEachRunExactlyOnce() {
+        let promise = Promise<Int>()
+        let before = Counter()
+        let after = Counter()
+        for _ in 0..<10 { promise.future.observe { _ in before.increment() } }
+        promise.succeed(1)
+        for _ in 0..<10 { promise.future.observe { _ in after.increment() } }
+        promise.future.cancel()  // a completed future ignores cancel: no extra calls
+        XCTAssertEqual(before.value, 10)
+        XCTAssertEqual(after.value, 10)
+    }
+
+    func testObserversRunInRegistrationOrder() {
+        let promise = Promise<Int>()
+        let order = Recorder<Int>()
+        for index in 0..<5 { promise.future.observe { _ in order.append(index) } }
+        promise.succeed(0)
+        XCTAssertEqual(order.values, [0, 1, 2, 3, 4])
+    }
+
+    func testObserversAddedConcurrentlyWithCompletionRunExactlyOnce() {
+        for _ in 0..<100 {
+            let promise = Promise<Int>()
+            let calls = Counter()
+            DispatchQueue.concurrentPerform(iterations: 8) { index in
+                if index == 4 { promise.succeed(1) }
+                promise.future.observe { _ in calls.increment() }
+            }
+            XCTAssertEqual(calls.value, 8)
+        }
+    }
+
+    func testObserverAddingAnObserverDoesNotDeadlock() {
+        let promise = Promise<Int>()
+        let inner = Counter()
+        promise.future.observe { _ in
+            promise.future.observe { _ in inner.increment() }
+            promise.future.map { $0 + 1 }.observe { _ in inner.increment() }
+        }
+        promise.succeed(1)
+        XCTAssertEqual(inner.value, 2)
+
+        let resolved = Future(value: 1)
+        resolved.observe { _ in resolved.observe { _ in inner.increment() } }
+        XCTAssertEqual(inner.value, 3)
+    }
+
+    func testCallbackRunsOnTheCompletingThread() {
+        let promise = Promise<Int>()
+        let queue = DispatchQueue(label: "completer")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "completer")
+        let seen = Recorder<String?>()
+        let done = expectation(description: "observed")
+        promise.future.map { $0 * 2 }.observe { _ in
+            seen.append(DispatchQueue.getSpecific(key: key))
+            done.fulfill()
+        }
+        queue.async { promise.succeed(1) }
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(seen.values, ["completer"])
+    }
+
+    func testCallbackOnACompletedFutureRunsAtOnceOnTheCallingThread() {
+        let ran = Counter()
+        Future(value: 1).observe { _ in ran.increment() }
+        XCTAssertEqual(ran.value, 1, "ran synchronously, before observe returned")
+    }
+
+    func testObserveOnQueueRunsThere() {
+        let queue = DispatchQueue(label: "chosen")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "chosen")
+        let done = expectation(description: "observed")
+        let seen = Recorder<String?>()
+        Future(value: 1).observe(on: queue) { _ in
+            seen.append(DispatchQueue.getSpecific(key: key))
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(seen.values, ["chosen"])
+    }
+
+    func testReceiveOnMovesTheRestOfTheChainToTheQueue() {
+        let queue = DispatchQueue(label: "receiver")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "receiver")
+        let done = expectation(description: "observed")
+        let seen = Recorder<String?>()
+        Future(value: 1).receive(on: queue).map { value -> Int in
+            seen.append(DispatchQueue.getSpecific(key: key))
+            return value
+        }.observe { _ in done.fulfill() }
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(seen.values, ["receiver"])
+    }
+
+    /// A command-line program never runs the main run loop: callbacks must not depend on it.
+    func testCallbacksArriveWhileTheMainThreadIsBlocked() {
+        XCTAssertTrue(Thread.isMainThread)
+        let semaphore = DispatchSemaphore(value: 0)
+        let promise = Promise<Int>()
+        promise.future.map { $0 + 1 }.observe { _ in semaphore.signal() }
+        DispatchQueue.global().async { promise.succeed(1) }
+        XCTAssertEqual(semaphore.wait(timeout: .now() + 5), .success)
+    }
+
+    func testTapsSeeValuesAndErrorsAndReturnTheSameFuture() {
+        let successes = Recorder<Int>()
+        let failures = Counter()
+        let always = Counter()
+        let future = Future(value: 5)
+        XCTAssertTrue(future.onSuccess { successes.append($0) }.onFailure { _ in failures.increment() }.always {
+            always.increment()
+        } === future)
+        Future<Int>(error: TestError()).onSuccess { successes.append($0) }.onFailure { _ in failures.increment() }
+            .always { always.increment() }
+        XCTAssertEqual(successes.values, [5])
+        XCTAssertEqual(failures.value, 1)
+        XCTAssertEqual(always.value, 2)
+    }
+}

@@ -1,0 +1,80 @@
+import Foundation
+import SwiftConnect
+import XCTest
+
+/// A thread-safe counter for asserting how many times something ran.
+final class Counter: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `count`.
+    private let lock = NSLock()
+    private var count = 0
+
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
+    }
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+}
+
+/// A thread-safe list for recording events in the order they happened.
+final class Recorder<Element>: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `elements`.
+    private let lock = NSLock()
+    private var elements: [Element] = []
+
+    func append(_ element: Element) {
+        lock.lock()
+        elements.append(element)
+        lock.unlock()
+    }
+
+    var values: [Element] {
+        lock.lock()
+        defer { lock.unlock() }
+        return elements
+    }
+}
+
+/// An object to watch with a weak reference.
+final class Token: Sendable {}
+
+struct TestError: Error, Equatable {
+    let code: Int
+    init(_ code: Int = 0) { self.code = code }
+}
+
+extension XCTestCase {
+    /// Waits for the future to complete and returns its result; fails the test on timeout.
+    func result<Value>(
+        of future: Future<Value>,
+        timeout: TimeInterval = 10,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Result<Value, any Error>? {
+        let done = expectation(description: "future completes")
+        future.observe { _ in done.fulfill() }
+        wait(for: [done], timeout: timeout)
+        return future.result
+    }
+
+    /// Waits for the future and returns its error; fails the test if it succeeds.
+    func error<Value>(
+        of future: Future<Value>,
+        timeout: TimeInterval = 10,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> (any Error)? {
+        switch result(of: future, timeout: timeout, file: file, line: line) {
+        case .failure(let error): return error
+        case .success(let value):
+            XCTFail("expected a failure, got \(value)", file: file, line: line)
+            return nil
+        case nil: return nil
+        }
+    }
+}
