@@ -61,6 +61,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case invalidURL(String)
         /// The body could not be encoded.
         case bodyEncodingFailed(String)
+        /// The HTTP method is empty or not an RFC 9110 token (for example, it contains a space or CR/LF).
+        case invalidMethod(String)
 
         public var description: String {
             switch self {
@@ -80,6 +82,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                 return "'\(url)' is not a valid URL"
             case .bodyEncodingFailed(let detail):
                 return "the body could not be encoded: \(detail)"
+            case .invalidMethod(let method):
+                return "the HTTP method \(method.debugDescription) is not a valid RFC 9110 token"
             }
         }
     }
@@ -148,7 +152,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var description: String {
         var text = "\(kind.stageName): \(message)"
         if let method = request?.httpMethod, let url = request?.url {
-            text += " [\(method) \(url.redactingUserInfo)]"
+            text += " [\(method) \(Redaction.url(url, redacting: true))]"
         }
         if let statusCode { text += " (HTTP \(statusCode))" }
         return text

@@ -1,0 +1,29 @@
+import Foundation
+
+/// A ``Connector`` that names the type its response decodes to, for ``Connect/send(_:debugResponse:)``.
+///
+/// ```swift
+/// struct GetTodo: TypedConnector {
+///     typealias Response = Todo
+///     let id: Int
+///     var baseURL: URL { URL(string: "https://jsonplaceholder.typicode.com")! }
+///     var endpoint: String { "/todos/{id}" }
+///     var method: HTTPMethod { .get }
+///     var headers: [HTTPHeader] { [] }
+///     var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "\(id)") }
+/// }
+///
+/// let todo = try await Connect.default.send(GetTodo(id: 1)).value
+/// ```
+public protocol TypedConnector: Connector {
+    /// The type the response body decodes to. Use ``EmptyResponse`` for endpoints without a body.
+    associatedtype Response: Decodable & Sendable
+
+    /// The decoder for the response body. Defaults to a plain `JSONDecoder`.
+    var decoder: JSONDecoder { get }
+}
+
+extension TypedConnector {
+    /// A plain `JSONDecoder`.
+    public var decoder: JSONDecoder { JSONDecoder() }
+}

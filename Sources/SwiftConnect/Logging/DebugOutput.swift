@@ -1,0 +1,68 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The text `debugResponse: true` logs for a request and its outcome.
+enum DebugOutput {
+    static let rule = "======================================="
+
+    static func request(_ request: URLRequest, redacting: Bool) -> String {
+        "\(rule)\n$ \(cURLCommand(for: request, redactingSecrets: redacting))\n\(rule)"
+    }
+
+    static func response(_ response: ConnectResponse, redacting: Bool) -> String {
+        var lines = [rule]
+        let method = response.request.httpMethod ?? "GET"
+        let url = response.request.url.map { Redaction.url($0, redacting: redacting) } ?? "?"
+        let reason = HTTPURLResponse.localizedString(forStatusCode: response.statusCode)
+        lines.append("HTTP \(response.statusCode) \(reason) ← \(method) \(url) (\(response.data.count) bytes)")
+        let headers = response.response.allHeaderFields.compactMap { key, value -> (String, String)? in
+            guard let key = key as? String else { return nil }
+            return (key, "\(value)")
+        }.sorted { $0.0.lowercased() < $1.0.lowercased() }
+        for (name, value) in headers {
+            lines.append("\(name): \(Redaction.headerValue(value, name: name, redacting: redacting))")
+        }
+        let body = Redaction.bodyText(
+            response.data,
+            contentType: response.header("Content-Type"),
+            redacting: redacting,
+            pretty: true
+        )
+        if !body.isEmpty {
+            lines.append("")
+            lines.append(body)
+        }
+        lines.append(rule)
+        return lines.joined(separator: "\n")
+    }
+
+    /// The response (also the one inside an error-status failure), or the failure.
+    static func outcome(_ result: Result<ConnectResponse, any Error>, of request: URLRequest, redacting: Bool)
+        -> String
+    {
+        switch result {
+        case .success(let response):
+            return self.response(response, redacting: redacting)
+        case .failure(let error as ConnectError):
+            guard let httpResponse = error.response else { return failure(error, for: request, redacting: redacting) }
+            let response = ConnectResponse(
+                request: error.request ?? request,
+                response: httpResponse,
+                data: error.body ?? Data()
+            )
+            return self.response(response, redacting: redacting) + "\n" + failure(error, for: request, redacting: redacting)
+        case .failure(let error):
+            return failure(error, for: request, redacting: redacting)
+        }
+    }
+
+    static func failure(_ error: any Error, for request: URLRequest?, redacting: Bool) -> String {
+        let target = request.flatMap { request in
+            request.url.map { "\(request.httpMethod ?? "GET") \(Redaction.url($0, redacting: redacting))" }
+        }
+        return "\(rule)\nFAILED \(target ?? ""): \(error)\n\(rule)"
+    }
+}

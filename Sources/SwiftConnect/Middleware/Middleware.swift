@@ -1,0 +1,81 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A stage wrapped around the transport: it sees every request on its way out and every response on its
+/// way back.
+///
+/// Middlewares form an onion. With `Connect(middlewares: [a, b])` a request passes `a`, then `b`, then the
+/// transport; the response comes back through `b`, then `a`. A middleware can change the request, look at
+/// or replace the response, call `next` again to retry, or answer without calling `next` at all.
+///
+/// ```swift
+/// struct APIKeyMiddleware: Middleware {
+///     let key: String
+///     func intercept(
+///         _ request: URLRequest,
+///         context: RequestContext,
+///         next: @escaping Next
+///     ) -> Future<ConnectResponse> {
+///         var request = request
+///         request.setValue(key, forHTTPHeaderField: "X-API-Key")
+///         return next(request)
+///     }
+/// }
+/// ```
+///
+/// Test one with a closure as `next`: no client or network needed.
+public protocol Middleware: Sendable {
+    /// The rest of the pipeline: the following middlewares and the transport.
+    typealias Next = @Sendable (URLRequest) -> Future<ConnectResponse>
+
+    /// Handles one request.
+    ///
+    /// - Parameters:
+    ///   - request: The request so far.
+    ///   - context: Facts about the call that are not in the request.
+    ///   - next: Sends a request through the rest of the pipeline; may be called again to retry, or not at all.
+    /// - Returns: A future of the response to hand back to the previous stage.
+    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+}
+
+/// What a middleware knows about a call beyond the `URLRequest` itself.
+public struct RequestContext: Sendable {
+    /// The request method.
+    public var method: HTTPMethod
+    /// The connector's type name, for logs and metrics (`"TodoConnector"`).
+    public var connectorName: String
+    /// The logger of the client sending the request.
+    public var logger: any ConnectLogger
+
+    /// Creates a context.
+    ///
+    /// - Parameters:
+    ///   - method: The request method.
+    ///   - connectorName: The connector's name.
+    ///   - logger: Where to log.
+    public init(method: HTTPMethod, connectorName: String, logger: any ConnectLogger = ConnectLogging.logger) {
+        self.method = method
+        self.connectorName = connectorName
+        self.logger = logger
+    }
+}
+
+/// Runs a request through `middlewares` in order, then `transport`.
+struct MiddlewareChain: Sendable {
+    let middlewares: [any Middleware]
+    let transport: any Transport
+
+    func send(_ request: URLRequest, context: RequestContext) -> Future<ConnectResponse> {
+        send(request, context: context, from: 0)
+    }
+
+    private func send(_ request: URLRequest, context: RequestContext, from index: Int) -> Future<ConnectResponse> {
+        guard index < middlewares.count else { return transport.send(request) }
+        return middlewares[index].intercept(request, context: context) { request in
+            send(request, context: context, from: index + 1)
+        }
+    }
+}

@@ -1,0 +1,172 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Turns a response with an error status (outside 200..<300) into a Swift error.
+///
+/// Backends disagree on how they report errors, so this is pluggable. Implement the usage guide's
+/// ``handle(response:)``, which receives the JSON object of the body, and return the error to fail with,
+/// or `nil` to treat the response as a success:
+///
+/// ```swift
+/// struct MyBackendErrors: ErrorHandlerProtocol {
+///     func handle(response: [String: Any]) -> Error? {
+///         guard let code = response["code"] as? Int else { return nil }
+///         return MyBackendError(code: code)
+///     }
+/// }
+/// let connect = Connect(middleware: ConnectMiddleware(), errorHandler: MyBackendErrors())
+/// ```
+///
+/// For the status code, headers and raw body, implement ``handle(_:)`` instead.
+public protocol ErrorHandling: Sendable {
+    /// Returns the error a JSON error body stands for, or `nil` to treat the response as a success.
+    ///
+    /// - Parameter response: The body, parsed as a JSON object.
+    /// - Returns: The error to fail with, or `nil` for success.
+    func handle(response: [String: Any]) -> (any Error)?
+
+    /// Returns the error a complete error response stands for, or `nil` to treat it as a success.
+    ///
+    /// The default parses the body as a JSON object and asks ``handle(response:)``; a body that is not a
+    /// JSON object gives a ``ConnectError`` of kind ``ConnectError/Kind/httpStatus`` with the body kept.
+    ///
+    /// - Parameter response: The response, whose status is outside 200..<300.
+    /// - Returns: The error to fail with, or `nil` for success.
+    func handle(_ response: ConnectResponse) -> (any Error)?
+}
+
+/// The usage guide's name for ``ErrorHandling``.
+public typealias ErrorHandlerProtocol = ErrorHandling
+
+extension ErrorHandling {
+    public func handle(_ response: ConnectResponse) -> (any Error)? {
+        guard let object = ErrorBody.jsonObject(response.data) else {
+            return ConnectError.httpStatus(response)
+        }
+        return handle(response: object)
+    }
+}
+
+/// The default error handler: finds the server's message in the common places.
+///
+/// It looks, in order, for:
+/// - an RFC 7807 problem (`application/problem+json`): `title` and `detail`;
+/// - the keys `msg`, `message`, `error`, `err` holding a string, or an object holding a `message`;
+/// - `errors[0].message` (or `errors[0]` as a string).
+///
+/// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
+/// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body.
+///
+/// ```swift
+/// let connect = Connect(middleware: ConnectMiddleware(), errorHandler: ErrorHandler())
+/// ```
+public struct ErrorHandler: ErrorHandling {
+    /// The keys searched for a message, in order.
+    public var messageKeys: [String]
+
+    /// Creates the default handler.
+    ///
+    /// - Parameter messageKeys: The keys to search, in order. Defaults to `msg`, `message`, `error`, `err`.
+    public init(messageKeys: [String] = ["msg", "message", "error", "err"]) {
+        self.messageKeys = messageKeys
+    }
+
+    /// The guide's entry point: the error for a JSON error body, without status or headers.
+    public func handle(response: [String: Any]) -> (any Error)? {
+        guard let message = message(in: response, problem: false) else {
+            return ConnectError(.httpStatus, message: "the server returned an error without a message")
+        }
+        return ConnectError(.serverMessage, message: message)
+    }
+
+    public func handle(_ response: ConnectResponse) -> (any Error)? {
+        guard let object = ErrorBody.jsonObject(response.data) else {
+            return ConnectError.httpStatus(response)
+        }
+        let isProblem = response.mediaType == "application/problem+json"
+        guard let message = message(in: object, problem: isProblem) else {
+            return ConnectError.httpStatus(response)
+        }
+        return ConnectError(
+            .serverMessage,
+            message: message,
+            request: response.request,
+            response: response.response,
+            body: response.data
+        )
+    }
+
+    /// The server's message in a JSON error object, if there is one.
+    func message(in object: [String: Any], problem: Bool) -> String? {
+        if problem || object["type"] != nil || object["title"] != nil && object["detail"] != nil,
+            let text = problemMessage(object)
+        {
+            return text
+        }
+        for key in messageKeys {
+            if let text = ErrorBody.text(object[key]) { return text }
+        }
+        if let errors = object["errors"] as? [Any], let first = errors.first, let text = ErrorBody.text(first) {
+            return text
+        }
+        return problemMessage(object)
+    }
+
+    private func problemMessage(_ object: [String: Any]) -> String? {
+        let title = object["title"] as? String
+        let detail = object["detail"] as? String
+        switch (title, detail) {
+        case (let title?, let detail?) where !title.isEmpty && !detail.isEmpty: return "\(title): \(detail)"
+        case (let title?, _) where !title.isEmpty: return title
+        case (_, let detail?) where !detail.isEmpty: return detail
+        default: return nil
+        }
+    }
+}
+
+/// Reading error bodies.
+enum ErrorBody {
+    /// The body as a JSON object, or `nil` when it is not one.
+    static func jsonObject(_ data: Data) -> [String: Any]? {
+        guard !data.isEmpty, let first = data.first(where: { !isWhitespace($0) }), first == UInt8(ascii: "{") else {
+            return nil
+        }
+        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+    }
+
+    /// A message from a JSON value: a non-empty string, or an object's `message` (or `msg`, `detail`).
+    static func text(_ value: Any?) -> String? {
+        if let string = value as? String {
+            let trimmed = string.trimmingCharacters(in: .whitespacesAndNewlines)
+            return trimmed.isEmpty ? nil : trimmed
+        }
+        if let object = value as? [String: Any] {
+            for key in ["message", "msg", "detail", "description"] {
+                if let text = text(object[key]) { return text }
+            }
+        }
+        return nil
+    }
+
+    private static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+}
+
+extension ConnectError {
+    /// An error status with no message the handler recognised; the body is kept.
+    static func httpStatus(_ response: ConnectResponse) -> ConnectError {
+        let status = response.statusCode
+        let reason = HTTPURLResponse.localizedString(forStatusCode: status)
+        return ConnectError(
+            .httpStatus,
+            message: "the server answered \(status) \(reason)",
+            request: response.request,
+            response: response.response,
+            body: response.data
+        )
+    }
+}

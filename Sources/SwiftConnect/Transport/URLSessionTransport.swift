@@ -1,0 +1,156 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The real transport: sends requests with `URLSession` (FoundationNetworking on Linux).
+///
+/// ```swift
+/// let connect = Connect(transport: URLSessionTransport())  // what Connect() does
+///
+/// let configuration = URLSessionConfiguration.default
+/// configuration.httpAdditionalHeaders = ["X-App": "demo"]
+/// let custom = Connect(transport: URLSessionTransport(configuration: configuration))
+/// ```
+///
+/// A transport made from a configuration owns its session, with a delegate that keeps credentials from
+/// following a redirect: `Authorization`, `Proxy-Authorization` and `Cookie` are removed when a redirect
+/// goes to another scheme, host or port. A session you pass in yourself keeps its own delegate and rules.
+public final class URLSessionTransport: Transport {
+    /// The session that runs the requests.
+    public let session: URLSession
+    private let ownsSession: Bool
+
+    /// Creates a transport with its own session.
+    ///
+    /// - Parameter configuration: The session configuration. Defaults to ``defaultConfiguration``.
+    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
+        session = URLSession(configuration: configuration, delegate: RedirectGuard(), delegateQueue: nil)
+        ownsSession = true
+    }
+
+    /// Creates a transport over an existing session, which the caller keeps ownership of.
+    ///
+    /// - Parameter session: The session, such as `URLSession.shared`.
+    public init(session: URLSession) {
+        self.session = session
+        ownsSession = false
+    }
+
+    deinit {
+        if ownsSession { session.finishTasksAndInvalidate() }
+    }
+
+    /// The configuration of a transport's own session: `URLSessionConfiguration.default`, with up to 16
+    /// connections per host (the platform default of 6 makes a busy client close and reopen kept-alive
+    /// connections) and no response cache unless a connector asks for one through its `cachePolicy`.
+    public static var defaultConfiguration: URLSessionConfiguration {
+        let configuration = URLSessionConfiguration.default
+        configuration.httpMaximumConnectionsPerHost = 16
+        return configuration
+    }
+
+    public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        let task = session.dataTask(with: request) { data, response, error in
+            promise.completeIfPending(with: Self.result(for: request, data: data, response: response, error: error))
+        }
+        promise.setCancelHandler { task.cancel() }
+        task.resume()
+        return promise.future
+    }
+
+    /// Turns what `URLSession` reported into a response or a ``ConnectError``.
+    static func result(
+        for request: URLRequest,
+        data: Data?,
+        response: URLResponse?,
+        error: (any Error)?
+    ) -> Result<ConnectResponse, any Error> {
+        if let error {
+            return .failure(ConnectError.transportFailure(error, request: request))
+        }
+        guard let response = response as? HTTPURLResponse else {
+            let error = ConnectError(
+                .transport,
+                message: "the server's answer was not an HTTP response",
+                request: request
+            )
+            return .failure(error)
+        }
+        return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
+    }
+}
+
+extension ConnectError {
+    /// Classifies a transport error: cancellation, timeout, or another transport failure.
+    static func transportFailure(_ error: any Error, request: URLRequest) -> ConnectError {
+        if let connectError = error as? ConnectError { return connectError }
+        guard let urlError = error as? URLError else {
+            return ConnectError(
+                .transport,
+                message: "the request failed: \(error.localizedDescription)",
+                request: request,
+                underlyingError: error
+            )
+        }
+        switch urlError.code {
+        case .cancelled:
+            return ConnectError(.cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
+        case .timedOut:
+            let seconds = request.timeoutInterval
+            return ConnectError(
+                .timedOut,
+                message: "no response within the timeout of \(seconds) s",
+                request: request,
+                underlyingError: urlError
+            )
+        default:
+            return ConnectError(
+                .transport,
+                message: "the request failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))",
+                request: request,
+                underlyingError: urlError
+            )
+        }
+    }
+}
+
+/// Removes credentials from a redirected request that leaves the original origin or downgrades to http.
+final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(Self.redirect(request, from: task.originalRequest ?? task.currentRequest))
+    }
+
+    /// The request to follow: `request`, without credentials when it changes scheme, host or port.
+    static func redirect(_ request: URLRequest, from original: URLRequest?) -> URLRequest {
+        guard let from = original?.url, let to = request.url, !isSameOrigin(from, to) else { return request }
+        var stripped = request
+        for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+            stripped.setValue(nil, forHTTPHeaderField: name)
+        }
+        return stripped
+    }
+
+    static func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
+        lhs.scheme?.lowercased() == rhs.scheme?.lowercased()
+            && lhs.host?.lowercased() == rhs.host?.lowercased()
+            && effectivePort(lhs) == effectivePort(rhs)
+    }
+
+    private static func effectivePort(_ url: URL) -> Int? {
+        if let port = url.port { return port }
+        switch url.scheme?.lowercased() {
+        case "http": return 80
+        case "https": return 443
+        default: return nil
+        }
+    }
+}

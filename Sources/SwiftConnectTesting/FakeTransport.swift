@@ -1,0 +1,244 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// A ``SwiftConnect/Transport`` that answers from canned responses and records every request, for unit
+/// tests without a network.
+///
+/// ```swift
+/// let transport = FakeTransport()
+/// transport.stub(.get, "/todos/1", with: .json(Todo(id: 1, title: "Test")))
+/// transport.stub(.get, "/todos/2", with: .status(404))
+/// transport.stub(.get, "/flaky", with: [.failure(URLError(.networkConnectionLost)), .json(["ok": true])])
+///
+/// let connect = Connect(transport: transport)
+/// let todo = try connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).wait()
+/// XCTAssertEqual(transport.requests.count, 1)
+/// ```
+///
+/// Routes match by method, path and (optionally) query items; the most recent matching stub wins. A
+/// route given several responses serves them in order and then repeats the last. Unmatched requests get
+/// the fallback (404 by default).
+public final class FakeTransport: Transport, Sendable {
+    private struct Route {
+        let method: HTTPMethod?
+        let path: String
+        let query: [String: String]?
+        var responses: [FakeResponse]
+        var served = 0
+
+        func matches(_ request: URLRequest) -> Bool {
+            guard let url = request.url, url.path == path || (path.isEmpty && url.path == "/") else { return false }
+            if let method, request.httpMethod != method.rawValue { return false }
+            guard let query else { return true }
+            let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            for (name, value) in query where !items.contains(where: { $0.name == name && $0.value == value }) {
+                return false
+            }
+            return true
+        }
+    }
+
+    private struct State {
+        var routes: [Route] = []
+        var requests: [URLRequest] = []
+        var fallback: FakeResponse
+    }
+
+    private let state: Protected<State>
+
+    /// Creates a transport with no stubs.
+    ///
+    /// - Parameter fallback: The response to unmatched requests. Defaults to a 404 with a JSON message.
+    public init(fallback: FakeResponse = .json(string: #"{"error":"no stub for this request"}"#, status: 404)) {
+        state = Protected(State(fallback: fallback))
+    }
+
+    /// A transport answering every request with `response`.
+    ///
+    /// - Parameter response: The response.
+    /// - Returns: The transport.
+    public static func answering(_ response: FakeResponse) -> FakeTransport {
+        FakeTransport(fallback: response)
+    }
+
+    /// Answers requests to `path` with `response`.
+    ///
+    /// - Parameters:
+    ///   - method: The method to match; `nil` matches any.
+    ///   - path: The URL path to match exactly, such as `/todos/1` (percent-decoded, as `URL.path` gives it).
+    ///   - query: Query items the request must have; `nil` ignores the query.
+    ///   - response: The response.
+    public func stub(_ method: HTTPMethod? = nil, _ path: String, query: [String: String]? = nil, with response: FakeResponse) {
+        stub(method, path, query: query, with: [response])
+    }
+
+    /// Answers successive requests to `path` with `responses` in order, then repeats the last one.
+    ///
+    /// - Parameters:
+    ///   - method: The method to match; `nil` matches any.
+    ///   - path: The URL path to match.
+    ///   - query: Query items the request must have; `nil` ignores the query.
+    ///   - responses: The responses, in order. Must not be empty.
+    public func stub(_ method: HTTPMethod? = nil, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]) {
+        guard !responses.isEmpty else { return }
+        state.withLock { $0.routes.append(Route(method: method, path: path, query: query, responses: responses)) }
+    }
+
+    /// Every request sent so far, in order.
+    public var requests: [URLRequest] { state.withLock { $0.requests } }
+
+    /// The requests sent to `path` so far, in order.
+    ///
+    /// - Parameter path: The URL path.
+    /// - Returns: The matching requests.
+    public func requests(to path: String) -> [URLRequest] {
+        requests.filter { $0.url?.path == path }
+    }
+
+    /// Forgets the recorded requests (the stubs stay).
+    public func removeRecordedRequests() {
+        state.withLock { $0.requests.removeAll() }
+    }
+
+    public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        let response: FakeResponse = state.withLock { state in
+            state.requests.append(request)
+            guard let index = state.routes.lastIndex(where: { $0.matches(request) }) else { return state.fallback }
+            let route = state.routes[index]
+            state.routes[index].served += 1
+            return route.responses[min(route.served, route.responses.count - 1)]
+        }
+        return response.answer(request)
+    }
+}
+
+/// A canned answer of a ``FakeTransport``.
+public struct FakeResponse: Sendable {
+    let answer: @Sendable (URLRequest) -> Future<ConnectResponse>
+
+    /// An answer computed by `body` from the request.
+    ///
+    /// ```swift
+    /// .handler { request in .success(ConnectResponse(request: request, statusCode: 200, data: request.httpBody ?? Data())!) }
+    /// ```
+    ///
+    /// - Parameter body: Returns the response or the transport error.
+    /// - Returns: The answer.
+    public static func handler(_ body: @escaping @Sendable (URLRequest) -> Result<ConnectResponse, any Error>) -> FakeResponse {
+        FakeResponse { request in Future(result: body(request)) }
+    }
+
+    /// A response with a status, headers and body.
+    ///
+    /// - Parameters:
+    ///   - data: The body.
+    ///   - status: The status code. Defaults to 200.
+    ///   - headers: The headers.
+    /// - Returns: The answer.
+    public static func data(_ data: Data, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
+        .handler { request in
+            guard let response = ConnectResponse(request: request, statusCode: status, headers: headers, data: data) else {
+                return .failure(ConnectError(.transport, message: "FakeTransport cannot answer with status \(status)"))
+            }
+            return .success(response)
+        }
+    }
+
+    /// A JSON response encoding `value`.
+    ///
+    /// - Parameters:
+    ///   - value: The body, encoded with a plain `JSONEncoder`.
+    ///   - status: The status code. Defaults to 200.
+    ///   - headers: More headers (`Content-Type: application/json` is set).
+    /// - Returns: The answer.
+    public static func json(_ value: some Encodable & Sendable, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
+        do {
+            return json(data: try JSONEncoder().encode(value), status: status, headers: headers)
+        } catch {
+            return failure(ConnectError(.transport, message: "FakeTransport could not encode the stub: \(error)"))
+        }
+    }
+
+    /// A JSON response with a literal body.
+    ///
+    /// - Parameters:
+    ///   - string: The JSON text.
+    ///   - status: The status code. Defaults to 200.
+    ///   - headers: More headers (`Content-Type: application/json` is set).
+    /// - Returns: The answer.
+    public static func json(string: String, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
+        json(data: Data(string.utf8), status: status, headers: headers)
+    }
+
+    private static func json(data: Data, status: Int, headers: [String: String]) -> FakeResponse {
+        var headers = headers
+        if headers.keys.first(where: { $0.lowercased() == "content-type" }) == nil {
+            headers["Content-Type"] = "application/json"
+        }
+        return .data(data, status: status, headers: headers)
+    }
+
+    /// A response with a status code and an empty body.
+    ///
+    /// - Parameters:
+    ///   - status: The status code.
+    ///   - headers: The headers.
+    /// - Returns: The answer.
+    public static func status(_ status: Int, headers: [String: String] = [:]) -> FakeResponse {
+        .data(Data(), status: status, headers: headers)
+    }
+
+    /// A transport failure, such as `URLError(.notConnectedToInternet)`.
+    ///
+    /// - Parameter error: The error the transport fails with.
+    /// - Returns: The answer.
+    public static func failure(_ error: any Error) -> FakeResponse {
+        FakeResponse { _ in Future(error: error) }
+    }
+
+    /// No answer at all: the request completes only when cancelled.
+    public static var never: FakeResponse {
+        FakeResponse { _ in Promise<ConnectResponse>().future }
+    }
+
+    /// This answer, given only once `gate` completes: lets a test decide exactly when a response arrives.
+    ///
+    /// ```swift
+    /// let gate = Promise<Void>()
+    /// transport.stub(.get, "/slow", with: FakeResponse.status(200).released(by: gate.future))
+    /// // … assert on the in-flight state …
+    /// gate.succeed(())
+    /// ```
+    ///
+    /// - Parameter gate: The future to wait for.
+    /// - Returns: The gated answer.
+    public func released(by gate: Future<Void>) -> FakeResponse {
+        let answer = self.answer
+        return FakeResponse { request in
+            // Not `gate.flatMap`: cancelling one request must not cancel the gate other requests share.
+            let promise = Promise<ConnectResponse>()
+            gate.observe { _ in answer(request).observe { promise.completeIfPending(with: $0) } }
+            return promise.future
+        }
+    }
+
+    /// This answer, given after `seconds` on a background queue.
+    ///
+    /// - Parameter seconds: The delay.
+    /// - Returns: The delayed answer.
+    public func delayed(by seconds: TimeInterval) -> FakeResponse {
+        let answer = self.answer
+        return FakeResponse { request in
+            let promise = Promise<ConnectResponse>()
+            DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
+                answer(request).observe { promise.completeIfPending(with: $0) }
+            }
+            return promise.future
+        }
+    }
+}
