@@ -1,1 +1,110 @@
-print("SwiftConnect Playground")
+// The SwiftConnect Playground: `swift run Playground`.
+//
+// Starts a small todo API on 127.0.0.1 and walks through the README's examples against it.
+// Everything runs locally; no internet needed. Each example prints what happened.
+
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+
+func section(_ title: String) {
+    print("\n── \(title) " + String(repeating: "─", count: max(0, 60 - title.count)))
+}
+
+print("SwiftConnect Playground — todo API running at \(Demo.baseURL.absoluteString)")
+
+// MARK: 1. Request and decode (the usage guide's example)
+
+section("1. Request and decode")
+let done = DispatchSemaphore(value: 0)
+Connect.default.request(TodoConnector.get(id: 123), debugResponse: true).decoded(toType: Todo.self).observe { result in
+    switch result {
+    case .success(let todo):
+        print(todo)
+    case .failure(let error):
+        print(error)
+    }
+    done.signal()
+}
+done.wait()
+
+// MARK: 2. Composite parameters: path + query + JSON body
+
+section("2. Composite parameters")
+let todo = Todo(userId: 2, id: 1, title: "Test Todo", completed: false)
+let update = AdvancedTodoConnector.update(userId: 1, todoId: 2, action: .update, object: todo)
+print(cURLCommand(for: try update.asURLRequest()))
+let updated = try Connect.default.request(update).decoded(toType: Todo.self).wait()
+print("Server answered:", updated.title)
+
+// MARK: 3. Typed connectors and async/await
+
+section("3. Typed connectors and async/await")
+let seven = try await Connect.default.send(GetTodo(id: 7)).value
+print("GetTodo(id: 7) →", seven.title)
+let titles = try Future.all((1...3).map { Connect.default.send(GetTodo(id: $0)) }).map { $0.map(\.title) }.wait()
+print("All three:", titles)
+
+// MARK: 4. Errors: the default handler and a custom one
+
+section("4. Errors")
+do {
+    _ = try Connect.default.send(GetTodo(id: 999)).wait()
+} catch let error as ConnectError {
+    print("kind: \(error.kind), status: \(error.statusCode ?? 0), message: \(error.message)")
+}
+
+struct LegacyError: Error {
+    let code: Int
+    let reason: String
+}
+
+struct LegacyErrorHandler: ErrorHandlerProtocol {
+    func handle(response: [String: Any]) -> Error? {
+        guard let code = response["code"] as? Int else { return nil }
+        return LegacyError(code: code, reason: response["reason"] as? String ?? "unknown")
+    }
+}
+
+let legacy = Connect(middleware: ConnectMiddleware(), errorHandler: LegacyErrorHandler())
+do {
+    _ = try legacy.request(LegacyEndpoint()).wait()
+} catch let error as LegacyError {
+    print("LegacyError code \(error.code): \(error.reason)")
+}
+
+// MARK: 5. Authorization
+
+section("5. Authorization")
+do {
+    _ = try Connect.default.send(GetProfile(token: nil)).wait()
+} catch let error as ConnectError {
+    print("Without a token: HTTP \(error.statusCode ?? 0), \(error.message)")
+}
+let profile = try Connect.default.send(GetProfile(token: "secret-token"), debugResponse: true).wait()
+print("With a token: \(profile.name) on the \(profile.plan) plan (the log above shows Authorization: <redacted>)")
+
+// MARK: 6. Cancellation
+
+section("6. Cancellation")
+let slow = Connect.default.request(SlowEndpoint())
+slow.cancel()
+if case .failure(let error as ConnectError) = try slow.waitForResult() {
+    print("Cancelled one request:", error.kind)
+}
+let client = Connect()
+let pending = (0..<5).map { _ in client.request(SlowEndpoint()) }
+client.cancelAllRequests()
+let cancelled = pending.filter { (try? $0.waitForResult())?.isCancellation == true }.count
+print("cancelAllRequests() cancelled \(cancelled) of \(pending.count) requests")
+
+section("Done")
+Demo.server.stop()
+
+extension Result {
+    var isCancellation: Bool {
+        if case .failure(let error as ConnectError) = self { return error.kind == .cancelled }
+        return false
+    }
+}

@@ -57,7 +57,10 @@ enum Redaction {
     {
         if data.isEmpty { return "" }
         let type = contentType?.lowercased() ?? ""
-        if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]) {
+        if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+            pretty || (redacting && containsSensitiveField(json))
+        {
+            // Re-serialised only to pretty-print or to hide a field; otherwise the exact bytes are shown.
             let shown = redacting ? redactJSON(json) : json
             var options: JSONSerialization.WritingOptions = [.fragmentsAllowed, .withoutEscapingSlashes]
             if pretty { options.formUnion([.prettyPrinted, .sortedKeys]) }
@@ -72,6 +75,15 @@ enum Redaction {
             return truncated(redactedQuery(text), limit: limit)
         }
         return truncated(text, limit: limit)
+    }
+
+    /// Whether a JSON value has a sensitive key at any depth.
+    static func containsSensitiveField(_ value: Any) -> Bool {
+        if let object = value as? [String: Any] {
+            return object.contains { key, child in isSensitiveField(key) || containsSensitiveField(child) }
+        }
+        if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
+        return false
     }
 
     /// A JSON value with the values of sensitive keys replaced, at any depth.

@@ -1,0 +1,56 @@
+import Foundation
+
+/// Credentials sent in the `Authorization` header of an ``AuthorizedConnector``'s requests.
+///
+/// ```swift
+/// var authorizationToken: AuthorizationToken? {
+///     switch self {
+///     case .login: return nil
+///     case .profile: return .bearer(token: session.accessToken)
+///     }
+/// }
+/// ```
+///
+/// Printing a token (``description``, `debugPrint`, `dump`) never shows the secret.
+public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
+    /// `Authorization: Bearer <token>` (RFC 6750).
+    case bearer(token: String)
+    /// `Authorization: Basic <base64 of "username:password">` (RFC 7617, UTF-8).
+    case basic(username: String, password: String)
+    /// `Authorization: <token>`: the value used exactly as given, for schemes such as `Token abc` or AWS
+    /// signatures.
+    case custom(token: String)
+
+    /// The value of the `Authorization` header, such as `Bearer abc`.
+    public var headerValue: String {
+        switch self {
+        case .bearer(let token):
+            return "Bearer " + token
+        case .basic(let username, let password):
+            return "Basic " + Data((username + ":" + password).utf8).base64EncodedString()
+        case .custom(let token):
+            return token
+        }
+    }
+
+    /// The `Authorization` header carrying this token.
+    public var header: HTTPHeader {
+        .authorization(headerValue)
+    }
+
+    /// The kind of token with its secret redacted, such as `bearer(<redacted>)`.
+    public var description: String {
+        switch self {
+        case .bearer: return "bearer(<redacted>)"
+        case .basic: return "basic(<redacted>)"
+        case .custom: return "custom(<redacted>)"
+        }
+    }
+}
+
+extension AuthorizationToken: CustomReflectable {
+    /// A mirror without children, so `dump(token)` shows no secret either.
+    public var customMirror: Mirror {
+        Mirror(self, children: [], displayStyle: .enum)
+    }
+}

@@ -1,0 +1,351 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension Connector {
+    /// Builds the `URLRequest` this connector describes. Pure: no I/O, no shared state.
+    ///
+    /// - The URL is ``baseURL`` followed by ``endpoint``, with exactly one `/` between them. Each `{name}`
+    ///   placeholder is replaced by its `.path` value, percent-encoded as one path segment (`a/b` → `a%2Fb`;
+    ///   `.` and `..` → `%2E`, `%2E%2E`). Placeholders may sit inside a segment (`/files/{name}.json`) or repeat.
+    /// - `.query` items follow any query already in the base URL or the endpoint, in order, with every
+    ///   character outside RFC 3986 *unreserved* percent-encoded (`&` → `%26`, `=` → `%3D`, `+` → `%2B`,
+    ///   space → `%20`), so no value can inject another item.
+    /// - The body is the `.jsonObject` (encoded with ``jsonEncoder``, `Content-Type: application/json`), the
+    ///   `.form` fields (`application/x-www-form-urlencoded; charset=utf-8`), or the raw `.body`. A
+    ///   `Content-Type` in ``headers`` takes precedence over these defaults.
+    /// - ``headers`` are set in order, a later one replacing an earlier one of the same name (ignoring case).
+    ///   If the connector is an ``AuthorizedConnector`` with a token, the token's `Authorization` replaces any
+    ///   in ``headers``.
+    /// - ``timeout``, ``cachePolicy`` and ``method`` are copied as they are.
+    ///
+    /// ```swift
+    /// let request = try AdvancedTodoConnector.update(userId: 1, todoId: 2, action: .update, object: todo)
+    ///     .asURLRequest()
+    /// // PUT https://myserver.com/users/1/todos/2?action=update, Content-Type: application/json
+    /// ```
+    ///
+    /// - Returns: The request, ready to send.
+    /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` whose
+    ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
+    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL, an invalid
+    ///   method, a header name that is not a token or a value with CR/LF/NUL (`invalidHeader`), two bodies
+    ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
+    public func asURLRequest() throws -> URLRequest {
+        let parameterList = parameters?.parameterList ?? []
+        var parts = try RequestParts(parameterList)
+        let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
+
+        var request = URLRequest(url: url, cachePolicy: cachePolicy, timeoutInterval: timeout)
+        let method = self.method.rawValue
+        guard HTTPHeader.isValidName(method) else {
+            throw ConnectError.invalidRequest(.invalidMethod(method), request: request)
+        }
+        request.httpMethod = method
+
+        let headers = self.headers
+        var fields = HeaderFields(capacity: headers.count + 2)
+        for header in headers {
+            try fields.set(name: header.name, value: header.value, request: request)
+        }
+        if let authorized = self as? any AuthorizedConnector, let token = authorized.authorizationToken {
+            try fields.set(name: "Authorization", value: token.headerValue, request: request)
+        }
+
+        switch parts.body {
+        case nil:
+            break
+        case .json(let value)?:
+            do {
+                request.httpBody = try jsonEncoder.encode(value)
+            } catch {
+                var failure = ConnectError.invalidRequest(
+                    .bodyEncodingFailed(String(describing: error)), request: request)
+                failure.underlyingError = error
+                throw failure
+            }
+            fields.setIfAbsent(name: "Content-Type", value: "application/json")
+        case .form(let bytes)?:
+            request.httpBody = Data(bytes)
+            fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
+        case .raw(let data, let contentType)?:
+            guard HTTPHeader.isValidValue(contentType) else {
+                throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"), request: request)
+            }
+            request.httpBody = data
+            fields.setIfAbsent(name: "Content-Type", value: contentType)
+        }
+
+        fields.apply(to: &request)
+        return request
+    }
+}
+
+// MARK: - Parameters
+
+/// The parameters of one request, sorted out: path values to substitute and the body. Query items are
+/// written straight from the parameter list, after the endpoint.
+struct RequestParts {
+    struct PathValue {
+        let key: String
+        let value: String
+        var isUsed = false
+    }
+
+    enum Body {
+        case json(any Encodable)
+        /// The encoded `key=value&…` form, built as the fields arrive.
+        case form([UInt8])
+        case raw(Data, contentType: String)
+    }
+
+    /// A handful at most, so a linear scan beats hashing.
+    private(set) var pathValues: [PathValue] = []
+    private(set) var body: Body?
+
+    /// Sorts `parameters` out, checking path values and that there is at most one body.
+    init(_ parameters: [Parameter]) throws {
+        for parameter in parameters {
+            switch parameter {
+            case .query:
+                continue
+            case .path(let key, let value):
+                guard !pathValues.contains(where: { $0.key == key }) else {
+                    throw ConnectError.invalidRequest(.duplicatePathParameter(key: key))
+                }
+                guard !value.isEmpty else {
+                    throw ConnectError.invalidRequest(.emptyPathValue(key: key))
+                }
+                pathValues.append(PathValue(key: key, value: value))
+            case .jsonObject(let value):
+                guard body == nil else { throw ConnectError.invalidRequest(.multipleBodies) }
+                body = .json(value)
+            case .form(let key, let value):
+                // Form fields use the same strict encoding as query items, with a space written as `+`
+                // (the HTML form convention); a literal `+` is `%2B`, so decoding is unambiguous.
+                var bytes: [UInt8]
+                switch body {
+                case nil:
+                    bytes = []
+                    bytes.reserveCapacity(key.utf8.count + value.utf8.count + 16)
+                case .form(let existing)?:
+                    bytes = existing
+                    body = nil  // leave `bytes` the only reference, so appending does not copy
+                    bytes.append(0x26)  // &
+                default:
+                    throw ConnectError.invalidRequest(.multipleBodies)
+                }
+                PercentEncoding.append(key, to: &bytes, spaceAsPlus: true)
+                bytes.append(0x3D)  // =
+                PercentEncoding.append(value, to: &bytes, spaceAsPlus: true)
+                body = .form(bytes)
+            case .body(let data, let contentType):
+                guard body == nil else { throw ConnectError.invalidRequest(.multipleBodies) }
+                body = .raw(data, contentType: contentType)
+            }
+        }
+    }
+
+    // MARK: URL
+
+    /// Joins the base URL and the expanded endpoint, then appends the query items.
+    mutating func makeURL(baseURL: URL, endpoint: String, parameters: [Parameter]) throws -> URL {
+        let base = baseURL.absoluteString
+        var endpoint = endpoint
+        endpoint.makeContiguousUTF8()
+        var out: [UInt8] = []
+        out.reserveCapacity(base.utf8.count + endpoint.utf8.count + 64)
+
+        // The base URL up to its own query or fragment, which are put back after the endpoint's path.
+        let baseUTF8 = base.utf8
+        let baseDelimiter = baseUTF8.firstIndex { $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+        out.append(contentsOf: baseUTF8[..<(baseDelimiter ?? baseUTF8.endIndex)])
+
+        let invalidURL = InvalidURLContext(base: base, endpoint: endpoint)
+        var marks = EndpointMarks()
+        let expanded: Bool? = try endpoint.utf8.withContiguousStorageIfAvailable { bytes in
+            try expand(bytes, into: &out, marks: &marks, invalidURL: invalidURL)
+            return true
+        }
+        if expanded == nil {  // Unreachable after makeContiguousUTF8(); kept for safety.
+            try Array(endpoint.utf8).withUnsafeBufferPointer { bytes in
+                try expand(bytes, into: &out, marks: &marks, invalidURL: invalidURL)
+            }
+        }
+        if let unused = pathValues.first(where: { !$0.isUsed }) {
+            throw ConnectError.invalidRequest(.unusedPathParameter(key: unused.key))
+        }
+
+        // The endpoint's fragment wins over the base URL's; either goes last.
+        var fragment: [UInt8] = []
+        if let start = marks.fragment {
+            fragment = Array(out[start...])
+            out.removeSubrange(start...)
+        } else if let delimiter = baseDelimiter, let hash = baseUTF8[delimiter...].firstIndex(of: UInt8(ascii: "#")) {
+            fragment = Array(baseUTF8[hash...])
+        }
+
+        // Query: the base URL's, then the endpoint's, then the `.query` items.
+        var hasQuery = false
+        if let start = marks.query {
+            if out.count == start + 1 { out.removeLast() } else { hasQuery = true }  // drop a lone "?"
+        }
+        if let delimiter = baseDelimiter, baseUTF8[delimiter] == UInt8(ascii: "?") {
+            let queryEnd = baseUTF8[delimiter...].firstIndex(of: UInt8(ascii: "#")) ?? baseUTF8.endIndex
+            let baseQuery = baseUTF8[baseUTF8.index(after: delimiter)..<queryEnd]
+            if !baseQuery.isEmpty {
+                if let start = marks.query, hasQuery {
+                    out.insert(contentsOf: Array(baseQuery) + [UInt8(ascii: "&")], at: start + 1)
+                } else {
+                    out.append(UInt8(ascii: "?"))
+                    out.append(contentsOf: baseQuery)
+                }
+                hasQuery = true
+            }
+        }
+        for case .query(let key, let value) in parameters {
+            out.append(hasQuery ? UInt8(ascii: "&") : UInt8(ascii: "?"))
+            hasQuery = true
+            PercentEncoding.append(key, to: &out)
+            out.append(UInt8(ascii: "="))
+            PercentEncoding.append(value, to: &out)
+        }
+        out.append(contentsOf: fragment)
+
+        let string = String(decoding: out, as: UTF8.self)
+        guard let url = URL(string: string), url.scheme != nil else {
+            throw ConnectError.invalidRequest(.invalidURL(string))
+        }
+        return url
+    }
+
+    /// What an `invalidURL` error reports: the base URL and the endpoint as written.
+    struct InvalidURLContext {
+        let base: String
+        let endpoint: String
+
+        func error() -> ConnectError {
+            ConnectError.invalidRequest(.invalidURL(base + endpoint))
+        }
+    }
+
+    /// Where the endpoint's literal `?` and `#` landed in the output buffer.
+    struct EndpointMarks {
+        var query: Int?
+        var fragment: Int?
+    }
+
+    /// Appends the endpoint to `out` (which holds the base URL), joining them with exactly one slash and
+    /// replacing each `{placeholder}`, in one pass over the endpoint's UTF-8.
+    private mutating func expand(
+        _ endpoint: UnsafeBufferPointer<UInt8>,
+        into out: inout [UInt8],
+        marks: inout EndpointMarks,
+        invalidURL: InvalidURLContext
+    ) throws {
+        let slash = UInt8(ascii: "/")
+        let count = endpoint.count
+        var index = 0
+        while index < count, endpoint[index] == slash { index += 1 }
+
+        // Join: unless the endpoint has no path at all ("", "?a=1"), the base loses its trailing slashes and
+        // gets exactly one. The slashes of "scheme://" or "file:///" are never removed.
+        let hasPath = index > 0 || (count > 0 && endpoint[0] != UInt8(ascii: "?") && endpoint[0] != UInt8(ascii: "#"))
+        if hasPath {
+            var end = out.count
+            while end > 0, out[end - 1] == slash { end -= 1 }
+            if end == 0 || out[end - 1] != UInt8(ascii: ":") {
+                out.removeSubrange(end...)
+                out.append(slash)
+            }
+        }
+
+        let literal = PercentEncoding.endpointLiteral
+        while index < count {
+            let byte = endpoint[index]
+            switch byte {
+            case UInt8(ascii: "{"):
+                let nameStart = index + 1
+                var nameEnd = nameStart
+                while nameEnd < count, endpoint[nameEnd] != UInt8(ascii: "}") {
+                    switch endpoint[nameEnd] {
+                    case UInt8(ascii: "{"), slash, UInt8(ascii: "?"), UInt8(ascii: "#"): throw invalidURL.error()
+                    default: nameEnd += 1
+                    }
+                }
+                guard nameEnd < count, nameEnd > nameStart else { throw invalidURL.error() }
+                let name = UnsafeBufferPointer(rebasing: endpoint[nameStart..<nameEnd])
+                guard let match = pathValues.firstIndex(where: { $0.key.utf8.elementsEqual(name) }) else {
+                    throw ConnectError.invalidRequest(
+                        .missingPathValue(placeholder: String(decoding: name, as: UTF8.self)))
+                }
+                pathValues[match].isUsed = true
+                PercentEncoding.appendPathSegment(pathValues[match].value, to: &out)
+                index = nameEnd + 1
+            case UInt8(ascii: "?") where marks.query == nil && marks.fragment == nil:
+                marks.query = out.count
+                out.append(byte)
+                index += 1
+            case UInt8(ascii: "#") where marks.fragment == nil:
+                marks.fragment = out.count
+                out.append(byte)
+                index += 1
+            case UInt8(ascii: "%"):
+                guard index + 2 < count,
+                    PercentEncoding.isHexDigit(endpoint[index + 1]),
+                    PercentEncoding.isHexDigit(endpoint[index + 2])
+                else { throw invalidURL.error() }
+                out.append(contentsOf: endpoint[index...(index + 2)])
+                index += 3
+            default:
+                guard literal.contains(byte) else { throw invalidURL.error() }
+                out.append(byte)
+                index += 1
+            }
+        }
+    }
+}
+
+// MARK: - Headers
+
+/// The request's header fields while they are assembled: unique names (ignoring case), in first-set order.
+struct HeaderFields {
+    private var fields: [(name: String, value: String)] = []
+
+    init(capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
+    /// Checks and sets a field, replacing any with the same name (ignoring case).
+    mutating func set(name: String, value: String, request: URLRequest) throws {
+        guard HTTPHeader.isValidName(name), HTTPHeader.isValidValue(value) else {
+            throw ConnectError.invalidRequest(.invalidHeader(name: name), request: request)
+        }
+        if let index = fields.firstIndex(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) {
+            fields[index] = (name, value)
+        } else {
+            fields.append((name, value))
+        }
+    }
+
+    /// Sets a field unless one with the same name (ignoring case) is already set.
+    mutating func setIfAbsent(name: String, value: String) {
+        guard !fields.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) else { return }
+        fields.append((name, value))
+    }
+
+    /// Sets the fields on `request`, replacing any it had.
+    ///
+    /// One assignment of `allHTTPHeaderFields` rather than a `setValue` per field: the names are already unique
+    /// ignoring case, and on Linux each `setValue` re-validates and capitalises (about three times slower).
+    func apply(to request: inout URLRequest) {
+        guard !fields.isEmpty else { return }
+        var dictionary: [String: String] = Dictionary(minimumCapacity: fields.count)
+        for field in fields {
+            dictionary[field.name] = field.value
+        }
+        request.allHTTPHeaderFields = dictionary
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A description of one HTTP request: where it goes, how, and with what.
+///
+/// A connector is usually an enum with one case per route of an API. It only describes the request;
+/// ``asURLRequest()`` turns the description into a `URLRequest` (substituting path values, encoding the query
+/// and the body, checking headers) and `Connect` sends it.
+///
+/// Implement the five requirements; ``timeout``, ``cachePolicy`` and ``jsonEncoder`` have defaults.
+///
+/// ```swift
+/// enum TodoConnector: Connector {
+///     case get(id: Int)
+///
+///     var baseURL: URL { URL(string: "https://jsonplaceholder.typicode.com")! }
+///     var endpoint: String { "/todos/{id}" }
+///     var method: HTTPMethod { .get }
+///     var headers: [HTTPHeader] { [] }
+///
+///     var parameters: ParametersRepresentable? {
+///         switch self {
+///         case .get(let id): return Parameter.path(key: "id", value: "\(id)")
+///         }
+///     }
+/// }
+///
+/// let request = try TodoConnector.get(id: 123).asURLRequest()
+/// // GET https://jsonplaceholder.typicode.com/todos/123
+/// ```
+///
+/// A connector need not be `Sendable`: it is turned into a `URLRequest` on the caller's thread, before
+/// anything crosses a concurrency boundary. To send credentials, also conform to ``AuthorizedConnector``.
+public protocol Connector {
+    /// The server's base URL, such as `https://api.example.com/v1`. The ``endpoint`` is appended to it.
+    var baseURL: URL { get }
+
+    /// The path appended to ``baseURL``, such as `"/users/{userId}/todos"`.
+    ///
+    /// Each `{name}` placeholder is replaced by the value of the `.path(key: "name", …)` parameter, encoded as a
+    /// single path segment. The endpoint may end with a literal query (`"/todos?sort=asc"`), which comes before
+    /// the `.query` parameters. Outside placeholders it must contain only characters valid in a URL (use
+    /// `%XX` escapes for others); a space or a stray brace makes ``asURLRequest()`` throw.
+    var endpoint: String { get }
+
+    /// The request method, such as ``HTTPMethod/get``.
+    var method: HTTPMethod { get }
+
+    /// Headers to send, in order. A later header replaces an earlier one with the same name (ignoring case).
+    var headers: [HTTPHeader] { get }
+
+    /// The path values, query items and body of the request: a ``Parameter``, a ``CompositeParameters``,
+    /// or `nil` for none.
+    var parameters: (any ParametersRepresentable)? { get }
+
+    /// How many seconds the request may stay idle before it times out. Defaults to 60.
+    var timeout: TimeInterval { get }
+
+    /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.
+    var cachePolicy: URLRequest.CachePolicy { get }
+
+    /// The encoder for `.jsonObject` bodies. Defaults to a plain `JSONEncoder()`.
+    ///
+    /// Return your own to change key or date strategies:
+    ///
+    /// ```swift
+    /// var jsonEncoder: JSONEncoder {
+    ///     let encoder = JSONEncoder()
+    ///     encoder.keyEncodingStrategy = .convertToSnakeCase
+    ///     return encoder
+    /// }
+    /// ```
+    var jsonEncoder: JSONEncoder { get }
+}
+
+// MARK: - Defaults
+
+extension Connector {
+    /// The default timeout: 60 seconds.
+    public var timeout: TimeInterval { 60 }
+
+    /// The default cache policy: `.useProtocolCachePolicy`.
+    public var cachePolicy: URLRequest.CachePolicy { .useProtocolCachePolicy }
+
+    /// The default JSON encoder: a new `JSONEncoder()` with default strategies.
+    public var jsonEncoder: JSONEncoder { JSONEncoder() }
+}

@@ -1,0 +1,70 @@
+/// An HTTP request method, such as `GET` or `POST`.
+///
+/// The common methods are static members, so a connector reads `.get` or `.put`. Any other method (WebDAV's
+/// `PROPFIND`, say) can be written as a string literal. Methods are case-sensitive (RFC 9110 §9.1), so the raw
+/// value is used exactly as given.
+///
+/// ```swift
+/// var method: HTTPMethod {
+///     switch self {
+///     case .get: return .get
+///     case .search: return "QUERY"
+///     }
+/// }
+/// ```
+public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStringLiteral, CustomStringConvertible {
+    /// The method's token as it is sent, such as `"GET"`.
+    public let rawValue: String
+
+    /// Creates a method from its token.
+    ///
+    /// - Parameter rawValue: The token as it is sent, such as `"PATCH"`. It is not uppercased.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// Creates a method from a string literal, as in `let method: HTTPMethod = "PROPFIND"`.
+    ///
+    /// - Parameter value: The token as it is sent.
+    public init(stringLiteral value: String) {
+        self.rawValue = value
+    }
+
+    /// The method's token, such as `GET`.
+    public var description: String { rawValue }
+
+    /// Whether sending the request twice has the same intended effect on the server as sending it once.
+    ///
+    /// True for `GET`, `HEAD`, `PUT`, `DELETE`, `OPTIONS` and `TRACE` (RFC 9110 §9.2.2); false for `POST`,
+    /// `PATCH`, `CONNECT` and any other method. A retry policy may resend idempotent requests freely; others
+    /// need an `Idempotency-Key` or the caller's consent.
+    public var isIdempotent: Bool {
+        switch rawValue {
+        case "GET", "HEAD", "PUT", "DELETE", "OPTIONS", "TRACE": return true
+        default: return false
+        }
+    }
+}
+
+// MARK: - Standard methods
+
+extension HTTPMethod {
+    /// `GET`: transfer a current representation of the target resource.
+    public static let get = HTTPMethod(rawValue: "GET")
+    /// `POST`: process the enclosed representation according to the resource's own semantics.
+    public static let post = HTTPMethod(rawValue: "POST")
+    /// `PUT`: replace the target resource's state with the enclosed representation.
+    public static let put = HTTPMethod(rawValue: "PUT")
+    /// `PATCH`: apply a partial modification to the target resource (RFC 5789).
+    public static let patch = HTTPMethod(rawValue: "PATCH")
+    /// `DELETE`: remove the association between the target resource and its current functionality.
+    public static let delete = HTTPMethod(rawValue: "DELETE")
+    /// `HEAD`: like `GET`, but the server sends no body.
+    public static let head = HTTPMethod(rawValue: "HEAD")
+    /// `OPTIONS`: describe the communication options for the target resource.
+    public static let options = HTTPMethod(rawValue: "OPTIONS")
+    /// `TRACE`: perform a message loop-back test along the path to the target resource.
+    public static let trace = HTTPMethod(rawValue: "TRACE")
+    /// `CONNECT`: establish a tunnel to the server identified by the target resource.
+    public static let connect = HTTPMethod(rawValue: "CONNECT")
+}

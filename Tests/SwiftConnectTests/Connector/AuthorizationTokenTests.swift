@@ -1,0 +1,111 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+final class AuthorizationTokenTests: XCTestCase {
+    // MARK: - Header values
+
+    func testBearerTokenHeaderValue() {
+        XCTAssertEqual(AuthorizationToken.bearer(token: "abc.def").headerValue, "Bearer abc.def")
+    }
+
+    func testBasicTokenIsBase64OfUsernameColonPassword() {
+        // RFC 7617's example.
+        XCTAssertEqual(
+            AuthorizationToken.basic(username: "Aladdin", password: "open sesame").headerValue,
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        // UTF-8, as RFC 7617 §2.1 recommends.
+        XCTAssertEqual(
+            AuthorizationToken.basic(username: "test", password: "123\u{A3}").headerValue, "Basic dGVzdDoxMjPCow==")
+    }
+
+    func testCustomTokenIsUsedAsIs() {
+        XCTAssertEqual(AuthorizationToken.custom(token: "Token xyz").headerValue, "Token xyz")
+    }
+
+    func testTokenHeaderIsAuthorization() {
+        XCTAssertEqual(
+            AuthorizationToken.bearer(token: "t").header, HTTPHeader(name: "Authorization", value: "Bearer t"))
+    }
+
+    func testAuthorizationHeaderFactoriesMatchTokens() {
+        XCTAssertEqual(HTTPHeader.authorization(bearerToken: "t"), AuthorizationToken.bearer(token: "t").header)
+        XCTAssertEqual(
+            HTTPHeader.authorization(username: "Aladdin", password: "open sesame").value,
+            "Basic QWxhZGRpbjpvcGVuIHNlc2FtZQ==")
+        XCTAssertEqual(HTTPHeader.authorization("Digest x"), HTTPHeader(name: "Authorization", value: "Digest x"))
+    }
+
+    func testTokensAreHashableByValue() {
+        XCTAssertEqual(AuthorizationToken.bearer(token: "a"), .bearer(token: "a"))
+        XCTAssertNotEqual(AuthorizationToken.bearer(token: "a"), .custom(token: "a"))
+        XCTAssertEqual(
+            Set([AuthorizationToken.basic(username: "u", password: "p"), .basic(username: "u", password: "p")]).count, 1
+        )
+    }
+
+    // MARK: - Secrets never printed
+
+    func testTokenDescriptionsNeverContainTheSecret() {
+        let tokens: [AuthorizationToken] = [
+            .bearer(token: "s3cr3t-bearer"), .basic(username: "s3cr3t-user", password: "s3cr3t-pass"),
+            .custom(token: "s3cr3t-custom"),
+        ]
+        for token in tokens {
+            var dumped = ""
+            dump(token, to: &dumped)
+            for text in [
+                token.description, String(describing: token), String(reflecting: token), "\(token)", dumped,
+                "\([token])",
+            ] {
+                XCTAssertFalse(text.contains("s3cr3t"), text)
+                XCTAssertFalse(text.contains(token.headerValue), text)
+                XCTAssertTrue(text.contains("<redacted>"), text)
+            }
+        }
+        XCTAssertEqual(AuthorizationToken.bearer(token: "x").description, "bearer(<redacted>)")
+    }
+
+    func testSensitiveHeaderDescriptionsAreRedacted() {
+        let sensitive = [
+            HTTPHeader.authorization(bearerToken: "s3cr3t"), HTTPHeader(name: "Proxy-Authorization", value: "s3cr3t"),
+            HTTPHeader(name: "cookie", value: "s3cr3t"), HTTPHeader(name: "Set-Cookie", value: "s3cr3t"),
+            HTTPHeader(name: "X-Auth-Token", value: "s3cr3t"), HTTPHeader(name: "X-API-Key", value: "s3cr3t"),
+            HTTPHeader(name: "Client-Secret", value: "s3cr3t"), HTTPHeader(name: "X-PASSWORD", value: "s3cr3t"),
+        ]
+        for header in sensitive {
+            var dumped = ""
+            dump(header, to: &dumped)
+            XCTAssertEqual(header.description, "\(header.name): <redacted>")
+            XCTAssertFalse(dumped.contains("s3cr3t"), dumped)
+            XCTAssertFalse("\([header])".contains("s3cr3t"))
+        }
+        XCTAssertEqual(HTTPHeader.accept("application/json").description, "Accept: application/json")
+    }
+
+    func testIsSensitiveIgnoresCaseAndMatchesFragments() {
+        for name in [
+            "Authorization", "AUTHORIZATION", "proxy-authorization", "Cookie", "set-cookie", "X-Refresh-Token",
+            "token", "x-secret-id", "Password", "x-api-key", "X_API_KEY", "apikey",
+        ] {
+            XCTAssertTrue(HTTPHeader.isSensitive(name: name), name)
+        }
+        for name in [
+            "Accept", "Content-Type", "User-Agent", "X-Cookies-Enabled-Version", "Authorization-Hint",
+            "Idempotency-Key", "",
+        ] {
+            XCTAssertFalse(HTTPHeader.isSensitive(name: name), name)
+        }
+    }
+
+    // MARK: - Common headers
+
+    func testCommonHeaderFactories() {
+        XCTAssertEqual(HTTPHeader.contentType("text/plain"), HTTPHeader(name: "Content-Type", value: "text/plain"))
+        XCTAssertEqual(HTTPHeader.accept("a/b"), HTTPHeader(name: "Accept", value: "a/b"))
+        XCTAssertEqual(HTTPHeader.acceptLanguage("en"), HTTPHeader(name: "Accept-Language", value: "en"))
+        XCTAssertEqual(HTTPHeader.userAgent("App/1"), HTTPHeader(name: "User-Agent", value: "App/1"))
+        XCTAssertEqual(HTTPHeader.idempotencyKey("k1"), HTTPHeader(name: "Idempotency-Key", value: "k1"))
+    }
+}

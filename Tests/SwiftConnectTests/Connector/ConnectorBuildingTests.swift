@@ -1,0 +1,459 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+final class ConnectorBuildingTests: XCTestCase {
+    /// A connector whose every requirement is a stored property; `timeout`, `cachePolicy` and `jsonEncoder` are
+    /// left to the protocol's defaults.
+    struct Stub: Connector {
+        var baseURL = URL(string: "https://api.example.com")!
+        var endpoint = "/todos"
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+    }
+
+    /// A connector overriding the defaulted requirements.
+    struct Tuned: Connector {
+        var baseURL = URL(string: "https://api.example.com")!
+        var endpoint = "/todos"
+        var method: HTTPMethod = .post
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+        var timeout: TimeInterval = 5
+        var cachePolicy: URLRequest.CachePolicy = .reloadIgnoringLocalCacheData
+        var jsonEncoder: JSONEncoder {
+            let encoder = JSONEncoder()
+            encoder.keyEncodingStrategy = .convertToSnakeCase
+            encoder.outputFormatting = .sortedKeys
+            return encoder
+        }
+    }
+
+    /// A connector that is also an `AuthorizedConnector`.
+    struct Authorized: Connector, AuthorizedConnector {
+        var baseURL = URL(string: "https://api.example.com")!
+        var endpoint = "/me"
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+        var authorizationToken: AuthorizationToken?
+    }
+
+    struct Payload: Encodable {
+        var userName: String
+        var score: Double
+    }
+
+    // MARK: - Helpers
+
+    private func url(
+        base: String = "https://api.example.com", _ endpoint: String, _ parameters: Parameter...,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> String {
+        let connector = Stub(
+            baseURL: URL(string: base)!, endpoint: endpoint,
+            parameters: CompositeParameters(parameters))
+        let request = try connector.asURLRequest()
+        return try XCTUnwrap(request.url, file: file, line: line).absoluteString
+    }
+
+    private func assertInvalidRequest(
+        _ connector: some Connector, _ expected: ConnectError.InvalidRequestReason,
+        file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(try connector.asURLRequest(), file: file, line: line) { error in
+            guard let error = error as? ConnectError else {
+                return XCTFail("expected a ConnectError, got \(error)", file: file, line: line)
+            }
+            XCTAssertEqual(error.kind, .invalidRequest, file: file, line: line)
+            XCTAssertEqual(error.invalidRequestReason, expected, file: file, line: line)
+        }
+    }
+
+    private func pathSegments(of request: URLRequest, file: StaticString = #filePath, line: UInt = #line) throws
+        -> [String]
+    {
+        let url = try XCTUnwrap(request.url, file: file, line: line)
+        let components = try XCTUnwrap(URLComponents(url: url, resolvingAgainstBaseURL: false), file: file, line: line)
+        return components.percentEncodedPath.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    // MARK: - Method
+
+    func testMethodIsCopiedAsRawValue() throws {
+        // Given / When
+        let request = try Stub(method: .patch).asURLRequest()
+        let custom = try Stub(method: "PROPFIND").asURLRequest()
+        // Then
+        XCTAssertEqual(request.httpMethod, "PATCH")
+        XCTAssertEqual(custom.httpMethod, "PROPFIND")
+    }
+
+    func testInvalidMethodIsRefused() {
+        assertInvalidRequest(Stub(method: "GET\r\nX-Evil: 1"), .invalidMethod("GET\r\nX-Evil: 1"))
+        assertInvalidRequest(Stub(method: "GE T"), .invalidMethod("GE T"))
+        assertInvalidRequest(Stub(method: ""), .invalidMethod(""))
+    }
+
+    func testIdempotentMethodsFollowRFC9110() {
+        let idempotent: [HTTPMethod] = [.get, .head, .put, .delete, .options, .trace]
+        let notIdempotent: [HTTPMethod] = [.post, .patch, .connect, "PROPFIND", "get"]
+        for method in idempotent { XCTAssertTrue(method.isIdempotent, "\(method)") }
+        for method in notIdempotent { XCTAssertFalse(method.isIdempotent, "\(method)") }
+        XCTAssertEqual(HTTPMethod.delete.description, "DELETE")
+        XCTAssertEqual(HTTPMethod(rawValue: "GET"), .get)
+    }
+
+    // MARK: - URL joining
+
+    func testBaseAndEndpointAreJoinedWithExactlyOneSlash() throws {
+        XCTAssertEqual(try url(base: "https://a.com/api", "/todos"), "https://a.com/api/todos")
+        XCTAssertEqual(try url(base: "https://a.com/api/", "/todos"), "https://a.com/api/todos")
+        XCTAssertEqual(try url(base: "https://a.com/api/", "todos"), "https://a.com/api/todos")
+        XCTAssertEqual(try url(base: "https://a.com/api", "todos"), "https://a.com/api/todos")
+        XCTAssertEqual(try url(base: "https://a.com", "/todos"), "https://a.com/todos")
+        XCTAssertEqual(try url(base: "https://a.com/", "//todos"), "https://a.com/todos")
+    }
+
+    func testEmptyEndpointLeavesBaseURLUnchanged() throws {
+        XCTAssertEqual(try url(base: "https://a.com/api", ""), "https://a.com/api")
+        XCTAssertEqual(try url(base: "https://a.com/api/", ""), "https://a.com/api/")
+    }
+
+    func testTrailingSlashOfEndpointIsKept() throws {
+        XCTAssertEqual(try url(base: "https://a.com/api", "/todos/"), "https://a.com/api/todos/")
+        XCTAssertEqual(try url(base: "https://a.com/api", "/"), "https://a.com/api/")
+    }
+
+    func testEndpointLiteralQueryComesBeforeQueryItems() throws {
+        XCTAssertEqual(
+            try url("/todos?a=1", .query(key: "b", value: "2")), "https://api.example.com/todos?a=1&b=2")
+        XCTAssertEqual(try url("/todos?", .query(key: "b", value: "2")), "https://api.example.com/todos?b=2")
+        XCTAssertEqual(try url(base: "https://a.com/api", "?a=1"), "https://a.com/api?a=1")
+    }
+
+    func testBaseURLQueryAndFragmentAreKept() throws {
+        XCTAssertEqual(
+            try url(base: "https://a.com/api?key=k", "/todos", .query(key: "b", value: "2")),
+            "https://a.com/api/todos?key=k&b=2")
+        XCTAssertEqual(
+            try url(base: "https://a.com/api?key=k#top", "/todos?a=1", .query(key: "b", value: "2")),
+            "https://a.com/api/todos?key=k&a=1&b=2#top")
+        XCTAssertEqual(
+            try url("/todos#list", .query(key: "b", value: "2")), "https://api.example.com/todos?b=2#list")
+    }
+
+    func testEndpointNotValidInAURLThrowsInvalidURL() {
+        for endpoint in ["/todos/a b", "/%zz", "/%4", "/{", "/{}", "/}", "/{a/b}", "/caf\u{e9}", "/a|b", "/a\nb"] {
+            assertInvalidRequest(
+                Stub(endpoint: endpoint), .invalidURL("https://api.example.com" + endpoint))
+        }
+    }
+
+    func testBaseURLWithoutSchemeThrowsInvalidURL() {
+        assertInvalidRequest(
+            Stub(baseURL: URL(string: "relative/api")!, endpoint: "/todos"), .invalidURL("relative/api/todos"))
+    }
+
+    func testValidPercentEscapesInEndpointAreKept() throws {
+        XCTAssertEqual(try url("/a%20b/%E2%82%AC"), "https://api.example.com/a%20b/%E2%82%AC")
+    }
+
+    // MARK: - Path values
+
+    func testPlaceholderIsReplacedByPathValue() throws {
+        XCTAssertEqual(
+            try url(
+                "/users/{userId}/todos/{todoId}", .path(key: "todoId", value: "5"), .path(key: "userId", value: "1")),
+            "https://api.example.com/users/1/todos/5")
+    }
+
+    func testPlaceholderInsideSegmentAndRepeatedPlaceholderAreReplaced() throws {
+        XCTAssertEqual(
+            try url("/files/{name}.json", .path(key: "name", value: "report")),
+            "https://api.example.com/files/report.json")
+        XCTAssertEqual(
+            try url("/{id}/x/{id}", .path(key: "id", value: "7")), "https://api.example.com/7/x/7")
+    }
+
+    func testPlaceholderInLiteralQueryIsStrictlyEncoded() throws {
+        XCTAssertEqual(
+            try url("/search?q={term}", .path(key: "term", value: "a&b=c")),
+            "https://api.example.com/search?q=a%26b%3Dc")
+    }
+
+    func testPathValueIsEncodedAsOneSegment() throws {
+        XCTAssertEqual(
+            try url("/f/{v}", .path(key: "v", value: "a/b?c#d%")), "https://api.example.com/f/a%2Fb%3Fc%23d%25")
+        XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: "a b")), "https://api.example.com/f/a%20b")
+        XCTAssertEqual(
+            try url("/f/{v}", .path(key: "v", value: "\u{e9}\u{1F600}")), "https://api.example.com/f/%C3%A9%F0%9F%98%80"
+        )
+        XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: "a\u{0}b")), "https://api.example.com/f/a%00b")
+        XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: "A-z.0_9~")), "https://api.example.com/f/A-z.0_9~")
+    }
+
+    func testDotOnlyPathValuesCannotBecomeDotSegments() throws {
+        XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: ".")), "https://api.example.com/f/%2E/g")
+        XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: "..")), "https://api.example.com/f/%2E%2E/g")
+        XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: "...")), "https://api.example.com/f/%2E%2E%2E/g")
+        // Dots among other characters are harmless and stay readable.
+        XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: "a..b")), "https://api.example.com/f/a..b")
+        XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: ".hidden")), "https://api.example.com/f/.hidden")
+    }
+
+    func testHostilePathValuesNeverChangeThePathStructure() throws {
+        let hostile = [
+            "a/b?c#d%", "..", ".", "../../etc/passwd", " ", "a b", "\u{1F600}/\u{1F600}", "\u{0}", "%2F", "?", "#",
+            ";x=1", "//",
+        ]
+        for value in hostile {
+            // Given
+            let connector = Stub(endpoint: "/users/{id}/todos", parameters: Parameter.path(key: "id", value: value))
+            // When
+            let request = try connector.asURLRequest()
+            let segments = try pathSegments(of: request)
+            // Then
+            XCTAssertEqual(segments.count, 4, "\(value.debugDescription) → \(segments)")
+            XCTAssertEqual(segments.first, "")
+            XCTAssertEqual(segments.last, "todos")
+            XCTAssertEqual(segments[1], "users")
+            XCTAssertEqual(segments[2].removingPercentEncoding, value)
+            XCTAssertNil(request.url?.query, "\(value.debugDescription) created a query")
+            XCTAssertNil(request.url?.fragment, "\(value.debugDescription) created a fragment")
+        }
+    }
+
+    func testPlaceholderWithoutValueThrowsMissingPathValue() {
+        assertInvalidRequest(Stub(endpoint: "/todos/{id}"), .missingPathValue(placeholder: "id"))
+        assertInvalidRequest(
+            Stub(endpoint: "/u/{userId}/t/{todoId}", parameters: Parameter.path(key: "userId", value: "1")),
+            .missingPathValue(placeholder: "todoId"))
+    }
+
+    func testPathParameterWithoutPlaceholderThrowsUnusedPathParameter() {
+        assertInvalidRequest(
+            Stub(endpoint: "/todos", parameters: Parameter.path(key: "id", value: "1")),
+            .unusedPathParameter(key: "id"))
+    }
+
+    func testEmptyPathValueThrowsEmptyPathValue() {
+        assertInvalidRequest(
+            Stub(endpoint: "/todos/{id}", parameters: Parameter.path(key: "id", value: "")), .emptyPathValue(key: "id"))
+    }
+
+    func testRepeatedPathKeyThrowsDuplicatePathParameter() {
+        assertInvalidRequest(
+            Stub(
+                endpoint: "/todos/{id}",
+                parameters: CompositeParameters(.path(key: "id", value: "1"), .path(key: "id", value: "2"))),
+            .duplicatePathParameter(key: "id"))
+    }
+
+    // MARK: - Query items
+
+    func testQueryItemsKeepOrderAndDuplicates() throws {
+        XCTAssertEqual(
+            try url("/todos", .query(key: "b", value: "2"), .query(key: "a", value: "1"), .query(key: "b", value: "3")),
+            "https://api.example.com/todos?b=2&a=1&b=3")
+    }
+
+    func testQueryNamesAndValuesEncodeEverythingButUnreserved() throws {
+        XCTAssertEqual(
+            try url("/s", .query(key: "q&x=y", value: "a&b=c+d#e f%"), .query(key: "k", value: "")),
+            "https://api.example.com/s?q%26x%3Dy=a%26b%3Dc%2Bd%23e%20f%25&k=")
+    }
+
+    func testQueryValuesSurviveARoundTripThroughURLComponents() throws {
+        // Given
+        let values = ["a&b=c", "1+1=2", "#hash", "x y", "%41", "caf\u{e9} \u{1F600}", "a=b&c=d", "?", "/"]
+        let connector = Stub(
+            parameters: CompositeParameters(
+                values.enumerated().map { Parameter.query(key: "k\($0.offset)", value: $0.element) }))
+        // When
+        let request = try connector.asURLRequest()
+        let items = try XCTUnwrap(
+            URLComponents(url: XCTUnwrap(request.url), resolvingAgainstBaseURL: false)?.queryItems)
+        // Then
+        XCTAssertEqual(items.map(\.name), values.indices.map { "k\($0)" })
+        XCTAssertEqual(items.map(\.value), values)
+    }
+
+    // MARK: - Bodies
+
+    func testJSONBodyIsEncodedWithTheConnectorsEncoder() throws {
+        // Given
+        let connector = Tuned(parameters: Parameter.jsonObject(value: Payload(userName: "ann", score: 1.5)))
+        // When
+        let request = try connector.asURLRequest()
+        // Then
+        XCTAssertEqual(
+            request.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"score":1.5,"user_name":"ann"}"#)
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/json")
+    }
+
+    func testJSONContentTypeGivesWayToTheConnectorsHeader() throws {
+        let connector = Stub(
+            headers: [.contentType("application/vnd.api+json")],
+            parameters: Parameter.jsonObject(value: ["a": 1]))
+        let request = try connector.asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/vnd.api+json")
+        XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"a":1}"#)
+    }
+
+    func testFormFieldsMakeOneURLEncodedBodyInOrder() throws {
+        // Given: space is written as "+", and a literal "+" as "%2B" (the HTML form convention).
+        let connector = Stub(
+            method: .post,
+            parameters: CompositeParameters(
+                .form(key: "name", value: "a b+c&d=e"), .query(key: "q", value: "1"),
+                .form(key: "\u{e9}", value: "~.-_")))
+        // When
+        let request = try connector.asURLRequest()
+        // Then
+        XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, "name=a+b%2Bc%26d%3De&%C3%A9=~.-_")
+        XCTAssertEqual(
+            request.value(forHTTPHeaderField: "Content-Type"), "application/x-www-form-urlencoded; charset=utf-8")
+        XCTAssertEqual(request.url?.absoluteString, "https://api.example.com/todos?q=1")
+    }
+
+    func testRawBodyIsSentAsIsWithItsContentType() throws {
+        let data = Data([0x89, 0x50, 0x4E, 0x47, 0x00, 0xFF])
+        let request = try Stub(method: .put, parameters: Parameter.body(data, contentType: "image/png")).asURLRequest()
+        XCTAssertEqual(request.httpBody, data)
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "image/png")
+    }
+
+    func testRawBodyContentTypeWithCRLFIsRefused() {
+        assertInvalidRequest(
+            Stub(parameters: Parameter.body(Data(), contentType: "text/plain\r\nX-Evil: 1")),
+            .invalidHeader(name: "Content-Type"))
+    }
+
+    func testNoParametersMeansNoBodyAndNoContentType() throws {
+        let request = try Stub().asURLRequest()
+        XCTAssertNil(request.httpBody)
+        XCTAssertNil(request.value(forHTTPHeaderField: "Content-Type"))
+        XCTAssertEqual(request.url?.absoluteString, "https://api.example.com/todos")
+    }
+
+    func testTwoBodiesThrowMultipleBodies() {
+        let bodies: [[Parameter]] = [
+            [.jsonObject(value: 1), .jsonObject(value: 2)],
+            [.jsonObject(value: 1), .form(key: "a", value: "b")],
+            [.form(key: "a", value: "b"), .jsonObject(value: 1)],
+            [.form(key: "a", value: "b"), .body(Data(), contentType: "text/plain")],
+            [.body(Data(), contentType: "text/plain"), .body(Data(), contentType: "text/plain")],
+        ]
+        for parameters in bodies {
+            assertInvalidRequest(Stub(parameters: CompositeParameters(parameters)), .multipleBodies)
+        }
+    }
+
+    func testBodyEncodingFailureThrowsBodyEncodingFailed() throws {
+        // Given: JSONEncoder refuses NaN by default.
+        let connector = Stub(parameters: Parameter.jsonObject(value: Payload(userName: "x", score: .nan)))
+        // When / Then
+        XCTAssertThrowsError(try connector.asURLRequest()) { error in
+            let error = error as? ConnectError
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            guard case .bodyEncodingFailed(let detail)? = error?.invalidRequestReason else {
+                return XCTFail("unexpected reason \(String(describing: error?.invalidRequestReason))")
+            }
+            let underlying = try? XCTUnwrap(error?.underlyingError as? EncodingError)
+            XCTAssertNotNil(underlying)
+            XCTAssertEqual(detail, underlying.map { String(describing: $0) })
+            XCTAssertTrue(detail.contains("invalidValue"), detail)
+        }
+    }
+
+    // MARK: - Headers
+
+    func testHeadersAreSetAndALaterNameReplacesAnEarlierOneIgnoringCase() throws {
+        // Given
+        let connector = Stub(headers: [
+            .accept("text/html"), HTTPHeader(name: "X-Trace", value: "1"),
+            HTTPHeader(name: "accept", value: "application/json"),
+        ])
+        // When
+        let request = try connector.asURLRequest()
+        // Then
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Accept"), "application/json")
+        XCTAssertEqual(request.value(forHTTPHeaderField: "x-trace"), "1")
+        XCTAssertEqual(request.allHTTPHeaderFields?.count, 2)
+    }
+
+    func testHeaderValueWithCROrLFOrNULIsRefused() {
+        for value in ["a\r\nX-Evil: 1", "a\nb", "a\rb", "a\u{0}b"] {
+            assertInvalidRequest(
+                Stub(headers: [HTTPHeader(name: "X-Note", value: value)]), .invalidHeader(name: "X-Note"))
+        }
+    }
+
+    func testHeaderNameThatIsNotATokenIsRefused() {
+        for name in ["", "X Note", "X-Note:", "X-Note\r\n", "Caf\u{e9}", "(x)"] {
+            assertInvalidRequest(Stub(headers: [HTTPHeader(name: name, value: "1")]), .invalidHeader(name: name))
+        }
+    }
+
+    // MARK: - Authorization
+
+    func testAuthorizationTokenWinsOverAnAuthorizationHeader() throws {
+        let connector = Authorized(
+            headers: [HTTPHeader(name: "authorization", value: "Bearer old")], authorizationToken: .bearer(token: "new")
+        )
+        let request = try connector.asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Authorization"), "Bearer new")
+        XCTAssertEqual(request.allHTTPHeaderFields?.count, 1)
+    }
+
+    func testNilAuthorizationTokenLeavesHeadersAlone() throws {
+        let withHeader = Authorized(headers: [.authorization("Token t")], authorizationToken: nil)
+        XCTAssertEqual(try withHeader.asURLRequest().value(forHTTPHeaderField: "Authorization"), "Token t")
+        XCTAssertNil(try Authorized().asURLRequest().value(forHTTPHeaderField: "Authorization"))
+    }
+
+    func testAuthorizationTokenIsCheckedLikeAHeader() {
+        assertInvalidRequest(
+            Authorized(authorizationToken: .bearer(token: "t\r\nX-Evil: 1")), .invalidHeader(name: "Authorization"))
+        assertInvalidRequest(
+            Authorized(authorizationToken: .custom(token: "t\u{0}")), .invalidHeader(name: "Authorization"))
+    }
+
+    // MARK: - Timeout and cache policy
+
+    func testTimeoutAndCachePolicyDefaults() throws {
+        let stub = Stub()
+        XCTAssertEqual(stub.timeout, 60)
+        XCTAssertEqual(stub.cachePolicy, .useProtocolCachePolicy)
+        let request = try stub.asURLRequest()
+        XCTAssertEqual(request.timeoutInterval, 60)
+        XCTAssertEqual(request.cachePolicy, .useProtocolCachePolicy)
+    }
+
+    func testTimeoutAndCachePolicyOverrides() throws {
+        let request = try Tuned().asURLRequest()
+        XCTAssertEqual(request.timeoutInterval, 5)
+        XCTAssertEqual(request.cachePolicy, .reloadIgnoringLocalCacheData)
+        XCTAssertEqual(request.httpMethod, "POST")
+    }
+
+    func testDefaultJSONEncoderIsPlain() throws {
+        let encoder = Stub().jsonEncoder
+        XCTAssertEqual(String(decoding: try encoder.encode(["a_b": 1]), as: UTF8.self), #"{"a_b":1}"#)
+    }
+
+    // MARK: - Errors carry context
+
+    func testHeaderErrorCarriesThePartlyBuiltRequest() {
+        XCTAssertThrowsError(try Stub(headers: [HTTPHeader(name: "X", value: "\n")]).asURLRequest()) { error in
+            XCTAssertEqual((error as? ConnectError)?.request?.url?.absoluteString, "https://api.example.com/todos")
+        }
+    }
+}
