@@ -25,7 +25,10 @@ public struct Promise<Value: Sendable>: Sendable {
 
     /// Completes the future with a value.
     ///
-    /// - Parameter value: The value.
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - file: The caller's file, for the debug report of a second completion.
+    ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete.
     @discardableResult
     public func succeed(_ value: Value, file: StaticString = #fileID, line: UInt = #line) -> Bool {
@@ -34,7 +37,10 @@ public struct Promise<Value: Sendable>: Sendable {
 
     /// Completes the future with an error.
     ///
-    /// - Parameter error: The error.
+    /// - Parameters:
+    ///   - error: The error.
+    ///   - file: The caller's file, for the debug report of a second completion.
+    ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete.
     @discardableResult
     public func fail(_ error: any Error, file: StaticString = #fileID, line: UInt = #line) -> Bool {
@@ -45,7 +51,10 @@ public struct Promise<Value: Sendable>: Sendable {
     ///
     /// Callbacks already added run on the calling thread before this method returns.
     ///
-    /// - Parameter result: The value or error.
+    /// - Parameters:
+    ///   - result: The value or error.
+    ///   - file: The caller's file, for the debug report of a second completion.
+    ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete (a cancelled
     ///   future is expected to be completed again by the work it cancelled: that is not reported).
     @discardableResult
@@ -77,7 +86,10 @@ public struct Promise<Value: Sendable>: Sendable {
 
     /// Completes the future with the outcome of `body`: its value, or the error it throws.
     ///
-    /// - Parameter body: The work whose outcome completes the future.
+    /// - Parameters:
+    ///   - file: The caller's file, for the debug report of a second completion.
+    ///   - line: The caller's line, for the same report.
+    ///   - body: The work whose outcome completes the future.
     /// - Returns: `true` if this call completed the future.
     @discardableResult
     public func complete(

@@ -1,0 +1,321 @@
+import Foundation
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
+// MARK: - Receive buffer
+
+/// The bytes received on one connection and not yet consumed, pipelined requests included.
+///
+/// Searches use `memchr` / `memmem`; consumed bytes are dropped lazily, when they outweigh the rest.
+struct ReceiveBuffer {
+    private var storage: [UInt8] = []
+    private var readerIndex = 0
+
+    /// Bytes received and not yet consumed.
+    var readableCount: Int { storage.count - readerIndex }
+
+    mutating func append(_ bytes: UnsafeRawBufferPointer) {
+        if readerIndex > 0, readerIndex >= storage.count / 2 {
+            storage.removeFirst(readerIndex)
+            readerIndex = 0
+        }
+        storage.append(contentsOf: bytes)
+    }
+
+    /// The offset, relative to the first readable byte, of the first occurrence of `needle` at or after `offset`.
+    ///
+    /// Jumps between candidates with `memchr` on the needle's first byte (`memmem` is not imported on Linux).
+    func firstOffset(of needle: [UInt8], from offset: Int = 0) -> Int? {
+        precondition(!needle.isEmpty)
+        return storage.withUnsafeBytes { all -> Int? in
+            guard let base = all.baseAddress else { return nil }
+            let end = all.count - needle.count
+            var candidate = readerIndex + offset
+            while candidate <= end {
+                guard let found = memchr(base + candidate, Int32(needle[0]), end - candidate + 1) else { return nil }
+                candidate = base.distance(to: UnsafeRawPointer(found))
+                if memcmp(base + candidate, needle, needle.count) == 0 { return candidate - readerIndex }
+                candidate += 1
+            }
+            return nil
+        }
+    }
+
+    /// Calls `body` with the first `count` readable bytes.
+    func withBytes<Result>(count: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        precondition(count <= readableCount)
+        return try storage.withUnsafeBytes {
+            try body(UnsafeRawBufferPointer(rebasing: $0[readerIndex..<readerIndex + count]))
+        }
+    }
+
+    /// Removes the first `count` readable bytes and returns them.
+    mutating func read(_ count: Int) -> Data {
+        let data = withBytes(count: count) { Data($0) }
+        skip(count)
+        return data
+    }
+
+    /// Removes the first `count` readable bytes.
+    mutating func skip(_ count: Int) {
+        precondition(count <= readableCount)
+        readerIndex += count
+        if readerIndex == storage.count {
+            storage.removeAll(keepingCapacity: true)
+            readerIndex = 0
+        }
+    }
+}
+
+// MARK: - Request head
+
+/// A parsed request line and header block.
+struct RequestHead {
+    var method: String
+    var target: String
+    var minorVersion: Int
+    var headers: [(name: String, value: String)]
+
+    /// The first value of the header `name`, compared case-insensitively.
+    func header(_ name: String) -> String? {
+        headers.first { $0.name.caseInsensitiveEquals(name) }?.value
+    }
+
+    /// Whether the client wants the connection kept open after this request.
+    var wantsKeepAlive: Bool {
+        let tokens = headers.filter { $0.name.caseInsensitiveEquals("connection") }
+            .flatMap { $0.value.split(separator: ",") }
+            .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        if tokens.contains("close") { return false }
+        return minorVersion >= 1 || tokens.contains("keep-alive")
+    }
+}
+
+/// How a request's body is delimited.
+enum BodyFraming: Equatable {
+    case none
+    case contentLength(Int)
+    case chunked
+}
+
+/// Why a request could not be parsed; each maps to the status the server answers before closing.
+enum HTTPParseError: Error {
+    case malformed(String)
+    case headersTooLarge
+
+    var status: Int {
+        switch self {
+        case .malformed: 400
+        case .headersTooLarge: 431
+        }
+    }
+
+    var message: String {
+        switch self {
+        case .malformed(let reason): reason
+        case .headersTooLarge: "request headers exceed \(HTTPParser.maximumHeadSize) bytes"
+        }
+    }
+}
+
+/// Parses HTTP/1.x request heads and chunked bodies.
+enum HTTPParser {
+    /// The largest request line plus header block accepted; bigger ones are answered 431.
+    static let maximumHeadSize = 64 * 1024
+
+    static let headTerminator: [UInt8] = Array("\r\n\r\n".utf8)
+    static let lineTerminator: [UInt8] = Array("\r\n".utf8)
+
+    /// Parses the request line and headers in `bytes` (which excludes the blank line ending them).
+    static func parseHead(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> RequestHead {
+        var lines = LineIterator(bytes: bytes)
+        guard let requestLine = lines.next() else { throw .malformed("empty request") }
+        let parts = requestLine.split(separator: UInt8(ascii: " "), omittingEmptySubsequences: false)
+        guard parts.count == 3 else { throw .malformed("malformed request line") }
+
+        let method = parts[0]
+        guard !method.isEmpty, method.allSatisfy(isTokenCharacter) else { throw .malformed("malformed method") }
+        let target = parts[1]
+        guard !target.isEmpty, target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+            throw .malformed("malformed request target")
+        }
+        let version = parts[2]
+        guard version.count == 8, version.starts(with: "HTTP/1.".utf8), let minor = version.last,
+            minor >= UInt8(ascii: "0"), minor <= UInt8(ascii: "9")
+        else { throw .malformed("unsupported HTTP version") }
+
+        var headers: [(name: String, value: String)] = []
+        while let line = lines.next() {
+            guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else { throw .malformed("header without a colon") }
+            let name = line[line.startIndex..<colon]
+            guard !name.isEmpty, name.allSatisfy(isTokenCharacter) else { throw .malformed("malformed header name") }
+            var value = line[(colon + 1)...]
+            while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
+            while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
+            guard !value.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) else {
+                throw .malformed("malformed header value")
+            }
+            headers.append((String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self)))
+        }
+        return RequestHead(
+            method: String(decoding: method, as: UTF8.self),
+            target: String(decoding: target, as: UTF8.self),
+            minorVersion: Int(minor - UInt8(ascii: "0")),
+            headers: headers
+        )
+    }
+
+    /// Decides how the body of `head` is delimited (RFC 9112 §6.3).
+    static func framing(of head: RequestHead) throws(HTTPParseError) -> BodyFraming {
+        let transferEncodings = head.headers.filter { $0.name.caseInsensitiveEquals("transfer-encoding") }
+        if !transferEncodings.isEmpty {
+            let last = transferEncodings.last!.value.split(separator: ",").last?
+                .trimmingCharacters(in: .whitespaces).lowercased()
+            guard last == "chunked" else { throw .malformed("unsupported transfer encoding") }
+            return .chunked
+        }
+        let lengths = head.headers.filter { $0.name.caseInsensitiveEquals("content-length") }
+            .flatMap { $0.value.split(separator: ",", omittingEmptySubsequences: false) }
+            .map { $0.trimmingCharacters(in: .whitespaces) }
+        guard let first = lengths.first else { return .none }
+        guard lengths.allSatisfy({ $0 == first }), !first.isEmpty, first.utf8.allSatisfy(isDigit),
+            let length = Int(first)
+        else { throw .malformed("malformed content-length") }
+        return length == 0 ? .none : .contentLength(length)
+    }
+
+    private static func isDigit(_ byte: UInt8) -> Bool {
+        byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9")
+    }
+
+    /// RFC 9110 `tchar`.
+    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        default:
+            "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        }
+    }
+
+    /// Splits a header block on CRLF (a bare LF is accepted too), using `memchr`.
+    private struct LineIterator {
+        let bytes: UnsafeRawBufferPointer
+        var position = 0
+
+        mutating func next() -> UnsafeRawBufferPointer.SubSequence? {
+            guard position < bytes.count, let base = bytes.baseAddress else { return nil }
+            let end: Int
+            if let newline = memchr(base + position, 0x0A, bytes.count - position) {
+                end = base.distance(to: UnsafeRawPointer(newline))
+            } else {
+                end = bytes.count
+            }
+            var lineEnd = end
+            if lineEnd > position, bytes[lineEnd - 1] == 0x0D { lineEnd -= 1 }
+            let line = bytes[position..<lineEnd]
+            position = end + 1
+            return line
+        }
+    }
+}
+
+// MARK: - Chunked bodies
+
+/// Decodes a `Transfer-Encoding: chunked` body incrementally, consuming bytes from a ``ReceiveBuffer``.
+///
+/// Chunk extensions and trailer fields are skipped.
+struct ChunkedDecoder {
+    private enum Stage {
+        case size
+        case data(remaining: Int)
+        case dataEnd
+        case trailers
+        case done
+    }
+
+    private var stage = Stage.size
+    private(set) var body = Data()
+
+    /// The longest chunk-size line or trailer line accepted.
+    private static let maximumLineLength = 8 * 1024
+
+    /// Consumes as much of `buffer` as possible.
+    ///
+    /// - Returns: `true` once the whole body, trailers included, has been consumed.
+    mutating func decode(_ buffer: inout ReceiveBuffer) throws(HTTPParseError) -> Bool {
+        while true {
+            switch stage {
+            case .size:
+                guard let lineLength = try Self.lineLength(in: buffer) else { return false }
+                let size = buffer.withBytes(count: lineLength) { line -> Int? in
+                    let digits = line.prefix { $0 != UInt8(ascii: ";") }
+                        .filter { $0 != 0x20 && $0 != 0x09 }
+                    guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(\.isHexDigit) else { return nil }
+                    return Int(String(decoding: digits, as: UTF8.self), radix: 16)
+                }
+                guard let size else { throw .malformed("malformed chunk size") }
+                buffer.skip(lineLength + 2)
+                stage = size == 0 ? .trailers : .data(remaining: size)
+            case .data(let remaining):
+                guard buffer.readableCount > 0 else { return false }
+                let count = min(remaining, buffer.readableCount)
+                buffer.withBytes(count: count) { body.append(contentsOf: $0) }
+                buffer.skip(count)
+                stage = count == remaining ? .dataEnd : .data(remaining: remaining - count)
+            case .dataEnd:
+                guard buffer.readableCount >= 2 else { return false }
+                let isCRLF = buffer.withBytes(count: 2) { $0[0] == 0x0D && $0[1] == 0x0A }
+                guard isCRLF else { throw .malformed("chunk not followed by CRLF") }
+                buffer.skip(2)
+                stage = .size
+            case .trailers:
+                guard let lineLength = try Self.lineLength(in: buffer) else { return false }
+                buffer.skip(lineLength + 2)
+                if lineLength == 0 { stage = .done }
+            case .done:
+                return true
+            }
+        }
+    }
+
+    /// The length of the CRLF-terminated line at the start of `buffer`, or `nil` if it is incomplete.
+    private static func lineLength(in buffer: ReceiveBuffer) throws(HTTPParseError) -> Int? {
+        if let end = buffer.firstOffset(of: HTTPParser.lineTerminator) { return end }
+        if buffer.readableCount > maximumLineLength { throw .malformed("chunk line too long") }
+        return nil
+    }
+}
+
+// MARK: - Helpers
+
+extension UInt8 {
+    fileprivate var isHexDigit: Bool {
+        switch self {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
+        default:
+            false
+        }
+    }
+}
+
+extension StringProtocol {
+    /// ASCII case-insensitive equality, the comparison HTTP uses for field names and tokens.
+    func caseInsensitiveEquals(_ other: some StringProtocol) -> Bool {
+        let lhs = utf8
+        let rhs = other.utf8
+        guard lhs.count == rhs.count else { return false }
+        return zip(lhs, rhs).allSatisfy { a, b in
+            a == b || (a | 0x20 == b | 0x20 && (a | 0x20) >= UInt8(ascii: "a") && (a | 0x20) <= UInt8(ascii: "z"))
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import SwiftConnect
+
+extension LocalServer {
+    /// The counters behind the public statistics, kept in ``Core/State``.
+    struct Statistics {
+        var requestCount = 0
+        var requests: [Request] = []
+        var connectionCount = 0
+        var openConnections = 0
+        var requestsInFlight = 0
+        var maxConcurrentRequests = 0
+    }
+
+    /// The number of requests received since the start or the last ``resetStatistics()``.
+    ///
+    /// A request is counted once its body has been read, before its handler runs: when a client has its response,
+    /// the request is already counted.
+    public var requestCount: Int {
+        core.state.withLock { $0.statistics.requestCount }
+    }
+
+    /// Every request received since the start or the last ``resetStatistics()``, in order of arrival.
+    ///
+    /// Empty if the server was created with `recordsRequests: false`.
+    public var requests: [Request] {
+        core.state.withLock { $0.statistics.requests }
+    }
+
+    /// The number of recorded requests with the given method and raw path.
+    ///
+    /// - Parameters:
+    ///   - method: The method, compared exactly; `"*"` for any.
+    ///   - path: The raw path (``Request/path``: still percent-encoded, without the query), compared exactly.
+    /// - Returns: The count, 0 if the server was created with `recordsRequests: false`.
+    public func requestCount(for method: String, path: String) -> Int {
+        requests.lazy.filter { (method == "*" || $0.method == method) && $0.path == path }.count
+    }
+
+    /// The number of connections accepted since the start or the last ``resetStatistics()``.
+    public var connectionCount: Int {
+        core.state.withLock { $0.statistics.connectionCount }
+    }
+
+    /// The number of connections open right now.
+    public var openConnections: Int {
+        core.state.withLock { $0.statistics.openConnections }
+    }
+
+    /// The number of requests being handled right now: from their headers parsed to their response written.
+    public var requestsInFlight: Int {
+        core.state.withLock { $0.statistics.requestsInFlight }
+    }
+
+    /// The peak of ``requestsInFlight`` since the start or the last ``resetStatistics()``: use it to check a
+    /// client's cap on concurrent requests.
+    public var maxConcurrentRequests: Int {
+        core.state.withLock { $0.statistics.maxConcurrentRequests }
+    }
+
+    /// Zeroes the counters and empties ``requests``.
+    ///
+    /// ``openConnections`` and ``requestsInFlight`` describe the present and are kept; ``maxConcurrentRequests``
+    /// restarts from the requests in flight now.
+    public func resetStatistics() {
+        core.state.withLock { state in
+            let open = state.statistics.openConnections
+            let inFlight = state.statistics.requestsInFlight
+            state.statistics = Statistics()
+            state.statistics.openConnections = open
+            state.statistics.requestsInFlight = inFlight
+            state.statistics.maxConcurrentRequests = inFlight
+        }
+    }
+}
+
+extension LocalServer.Core {
+    /// A request's headers were parsed: it is now in flight.
+    func requestStarted() {
+        state.withLock { state in
+            state.statistics.requestsInFlight += 1
+            state.statistics.maxConcurrentRequests = max(
+                state.statistics.maxConcurrentRequests,
+                state.statistics.requestsInFlight
+            )
+        }
+    }
+
+    /// A request's response was written, or its connection failed.
+    func requestFinished() {
+        state.withLock { $0.statistics.requestsInFlight -= 1 }
+    }
+
+    /// Finds the route for `request`, then counts and records the request (with its path parameters).
+    ///
+    /// - Returns: The request with its path parameters, and the matching route's handler or `nil` for a 404.
+    func receive(
+        _ request: LocalServer.Request
+    ) -> (LocalServer.Request, (@Sendable (LocalServer.Request) -> LocalServer.Response)?) {
+        state.withLock { state in
+            var request = request
+            var handler: (@Sendable (LocalServer.Request) -> LocalServer.Response)?
+            for route in state.routes.reversed() {
+                if let parameters = route.match(method: request.method, path: request.decodedPathSegments) {
+                    request.pathParameters = parameters
+                    handler = route.handler
+                    break
+                }
+            }
+            state.statistics.requestCount += 1
+            if recordsRequests { state.statistics.requests.append(request) }
+            return (request, handler)
+        }
+    }
+}

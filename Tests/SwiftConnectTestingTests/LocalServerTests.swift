@@ -1,0 +1,707 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#endif
+
+final class LocalServerTests: XCTestCase {
+    private var server: LocalServer!
+    private var session: URLSession!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpMaximumConnectionsPerHost = 32
+        session = URLSession(configuration: configuration)
+    }
+
+    override func tearDown() {
+        session.invalidateAndCancel()
+        server.stop()
+        server = nil
+    }
+
+    // MARK: - Routing
+
+    func testGetJSONRoute() throws {
+        // Given
+        server.route("GET", "/hello") { _ in .json(["greeting": "hi", "path": "/a/b"]) }
+
+        // When
+        let result = fetch("/hello")
+
+        // Then
+        XCTAssertNil(result.error)
+        XCTAssertEqual(result.response?.statusCode, 200)
+        XCTAssertEqual(result.response?.value(forHTTPHeaderField: "Content-Type"), "application/json")
+        XCTAssertEqual(result.text, #"{"greeting":"hi","path":"/a/b"}"#)
+        XCTAssertEqual(server.requestCount, 1)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/hello"), 1)
+    }
+
+    func testPathParametersArePercentDecodedAndRawPathIsKept() throws {
+        // Given
+        server.route("GET", "/items/:id") { request in .text(request.pathParameters["id"] ?? "-") }
+
+        // When
+        let result = fetch("/items/a%2Fb")
+
+        // Then
+        XCTAssertEqual(result.text, "a/b")
+        let request = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(request.path, "/items/a%2Fb")
+        XCTAssertEqual(request.target, "/items/a%2Fb")
+        XCTAssertEqual(request.decodedPathSegments, ["items", "a/b"])
+        XCTAssertEqual(request.pathParameters, ["id": "a/b"])
+    }
+
+    func testQueryItemsAreDecodedInOrder() throws {
+        // Given
+        server.route("GET", "/search") { _ in .status(204) }
+
+        // When
+        let result = fetch("/search?q=swift%20connect&tag=a&tag=b%26c&flag")
+
+        // Then
+        XCTAssertEqual(result.response?.statusCode, 204)
+        let request = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(request.path, "/search")
+        XCTAssertEqual(request.queryItems.map(\.name), ["q", "tag", "tag", "flag"])
+        XCTAssertEqual(request.queryItems.map(\.value), ["swift connect", "a", "b&c", ""])
+        XCTAssertEqual(request.queryItem("q"), "swift connect")
+    }
+
+    func testLaterRoutesWinAndWildcardsMatchPrefixes() throws {
+        // Given
+        server.route("*", "/files/*") { request in .text("any " + (request.pathParameters["*"] ?? "")) }
+        server.route("GET", "/files/*") { request in .text("get " + (request.pathParameters["*"] ?? "")) }
+        server.route("GET", "/files/special") { _ in .text("special") }
+
+        // When / Then
+        XCTAssertEqual(fetch("/files/a/b").text, "get a/b")
+        XCTAssertEqual(fetch("/files/special").text, "special")
+        XCTAssertEqual(fetch("/files/x", method: "DELETE").text, "any x")
+    }
+
+    func testUnknownRouteAnswers404WithJSON() {
+        // When
+        let result = fetch("/x")
+
+        // Then
+        XCTAssertEqual(result.response?.statusCode, 404)
+        XCTAssertEqual(result.text, #"{"error":"no route for GET /x"}"#)
+    }
+
+    func testRoutesCanBeAddedWhileRunning() {
+        XCTAssertEqual(fetch("/late").response?.statusCode, 404)
+        server.route("GET", "/late") { _ in .text("here") }
+        XCTAssertEqual(fetch("/late").text, "here")
+    }
+
+    // MARK: - Request bodies
+
+    func testPostBodyWithContentLength() throws {
+        // Given
+        server.route("POST", "/echo") { request in .data(request.body) }
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("echo"))
+        request.httpMethod = "POST"
+        request.httpBody = Data("name=swift".utf8)
+
+        // When
+        let result = fetch(request)
+
+        // Then
+        XCTAssertEqual(result.text, "name=swift")
+        let received = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(received.method, "POST")
+        XCTAssertEqual(received.header("content-length"), "10")
+        XCTAssertEqual(received.bodyText, "name=swift")
+    }
+
+    func testChunkedRequestBodyIsDecoded() throws {
+        // Given
+        server.route("POST", "/echo") { request in .data(request.body) }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5;ext=1\r\nhello\r\n7\r\n, world\r\n0\r\nX-Trailer: ignored\r\n\r\n"
+        )
+        let response = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(response.text, "hello, world")
+        XCTAssertEqual(server.requests.first?.header("transfer-encoding"), "chunked")
+    }
+
+    func testExpect100ContinueIsAnsweredBeforeTheBody() throws {
+        // Given
+        server.route("PUT", "/upload") { request in .text("got \(request.body.count)") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nExpect: 100-continue\r\n\r\n")
+        let interim = try client.readResponse()
+        client.send("abcd")
+        let final = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(interim.status, 100)
+        XCTAssertEqual(final.status, 200)
+        XCTAssertEqual(final.text, "got 4")
+    }
+
+    // MARK: - Connections
+
+    func testKeepAliveServesSequentialRequestsOnOneConnection() throws {
+        // Given
+        server.route("GET", "/n/:n") { request in .text(request.pathParameters["n"] ?? "") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /n/1 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try client.readResponse()
+        client.send("GET /n/2 HTTP/1.1\r\nHost: x\r\n\r\n")
+        let second = try client.readResponse()
+        client.close()
+
+        // Then
+        XCTAssertEqual([first.text, second.text], ["1", "2"])
+        XCTAssertEqual(first.header("connection"), "keep-alive")
+        XCTAssertEqual(server.connectionCount, 1)
+        XCTAssertEqual(server.requestCount, 2)
+        XCTAssertEqual(Set(server.requests.map(\.connectionID)).count, 1)
+    }
+
+    func testPipelinedRequestsAreAnsweredInOrder() throws {
+        // Given
+        server.route("GET", "/n/:n") { request in .text(request.pathParameters["n"] ?? "") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send((1...3).map { "GET /n/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+        let responses = try (1...3).map { _ in try client.readResponse() }
+
+        // Then
+        XCTAssertEqual(responses.map(\.text), ["1", "2", "3"])
+        XCTAssertEqual(server.connectionCount, 1)
+    }
+
+    func testConnectionCloseFromClientIsHonoured() throws {
+        // Given
+        server.route("GET", "/") { _ in .text("bye") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        let response = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(response.text, "bye")
+        XCTAssertEqual(response.header("connection"), "close")
+        XCTAssertTrue(client.readsEndOfStream())
+    }
+
+    func testHeadResponseHasLengthButNoBody() throws {
+        // Given
+        server.route("*", "/doc") { _ in .text("12345") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("HEAD /doc HTTP/1.1\r\nHost: x\r\n\r\nGET /doc HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readResponse(bodyless: true)
+        let get = try client.readResponse()
+
+        // Then: the GET is read right after the HEAD's headers, so no body was sent for the HEAD.
+        XCTAssertEqual(head.header("content-length"), "5")
+        XCTAssertEqual(head.body.count, 0)
+        XCTAssertEqual(get.text, "12345")
+    }
+
+    func testMalformedRequestLineGets400AndClose() throws {
+        // Given
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("NOT A VALID REQUEST LINE\r\n\r\n")
+        let response = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(response.status, 400)
+        XCTAssertEqual(response.header("connection"), "close")
+        XCTAssertTrue(client.readsEndOfStream())
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    func testOversizedHeadersGet431() throws {
+        // Given
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET / HTTP/1.1\r\nX-Big: \(String(repeating: "a", count: 70 * 1024))\r\n\r\n")
+        let response = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(response.status, 431)
+    }
+
+    func testSixtyFourConcurrentKeepAliveConnections() throws {
+        // Given
+        server.route("GET", "/ping") { _ in .text("pong") }
+        let clients = try (0..<64).map { _ in try RawClient(port: server.port) }
+
+        // When: every round sends one request on each connection before reading any answer.
+        for _ in 0..<10 {
+            for client in clients { client.send("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n") }
+            for client in clients { XCTAssertEqual(try client.readResponse().text, "pong") }
+        }
+
+        // Then
+        XCTAssertEqual(server.openConnections, 64)
+        XCTAssertEqual(server.connectionCount, 64)
+        XCTAssertEqual(server.requestCount, 640)
+    }
+
+    func testThousandsOfPipelinedRequests() throws {
+        // Given
+        server.route("GET", "/n/:n") { request in .text(request.pathParameters["n"] ?? "") }
+        let clients = try (0..<4).map { _ in try RawClient(port: server.port) }
+
+        // When: 4 connections × 10 batches of 50 pipelined requests.
+        var answers: [String] = []
+        for batch in 0..<10 {
+            for (index, client) in clients.enumerated() {
+                client.send((0..<50).map { "GET /n/\(batch)-\(index)-\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+            }
+            for client in clients {
+                answers += try (0..<50).map { _ in try client.readResponse().text }
+            }
+        }
+
+        // Then
+        XCTAssertEqual(answers.count, 2000)
+        XCTAssertEqual(answers.last, "9-3-49")
+        XCTAssertEqual(server.requestCount, 2000)
+        XCTAssertEqual(server.connectionCount, 4)
+    }
+
+    // MARK: - Faults and timing
+
+    func testCloseBeforeHeadersFailsURLSessionWithURLError() {
+        // Given
+        server.route("GET", "/drop") { _ in .text("never sent").withFault(.closeBeforeHeaders) }
+
+        // When
+        let result = fetch("/drop")
+
+        // Then
+        XCTAssertNil(result.response)
+        XCTAssertNotNil(result.error as? URLError, "expected a URLError, got \(String(describing: result.error))")
+    }
+
+    func testCloseMidBodyFailsTheClient() throws {
+        // Given
+        server.route("GET", "/cut") { _ in .text("0123456789").withFault(.closeMidBody(afterBytes: 4)) }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /cut HTTP/1.1\r\nHost: x\r\n\r\n")
+
+        // Then
+        XCTAssertThrowsError(try client.readResponse()) { error in
+            XCTAssertEqual(error as? RawClient.Failure, .closedEarly(received: Array("0123".utf8)))
+        }
+        XCTAssertNotNil(fetch("/cut").error)
+    }
+
+    func testChunkedResponseIsReassembled() {
+        // Given
+        server.route("GET", "/chunks") { _ in .text("abcdefghij").withFault(.chunked) }
+
+        // When
+        let result = fetch("/chunks")
+
+        // Then
+        XCTAssertEqual(result.text, "abcdefghij")
+        XCTAssertEqual(result.response?.value(forHTTPHeaderField: "Transfer-Encoding"), "chunked")
+    }
+
+    func testTrickleSendsChunksUntilTheClientLeaves() throws {
+        // Given
+        server.route("GET", "/stream") { _ in .status(200).withFault(.trickle(chunk: Data("tick".utf8), interval: 0.01))
+        }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readHead()
+        let chunks = try (0..<3).map { _ in try client.readChunk() }
+        client.close()
+
+        // Then
+        XCTAssertEqual(head.header("transfer-encoding"), "chunked")
+        XCTAssertEqual(chunks, Array(repeating: Data("tick".utf8), count: 3))
+    }
+
+    func testLieAboutLengthKeepsTheConnectionOpenUntilStop() throws {
+        // Given
+        server.route("GET", "/short") { _ in .text("abc").withFault(.lieAboutLength(extra: 10)) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readHead()
+        XCTAssertEqual(head.header("content-length"), "13")
+        XCTAssertEqual(try client.readExactly(3), Array("abc".utf8))
+        XCTAssertEqual(server.openConnections, 1)
+
+        // When
+        server.stop()
+
+        // Then
+        XCTAssertTrue(client.readsEndOfStream())
+    }
+
+    func testDelayedResponseArrivesAfterTheDelay() {
+        // Given
+        server.route("GET", "/slow") { _ in .text("late").delayed(by: 0.3) }
+        let start = Date()
+
+        // When
+        let result = fetch("/slow")
+
+        // Then
+        XCTAssertEqual(result.text, "late")
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(start), 0.3)
+    }
+
+    func testConcurrentRequestsOverlapOnTheServer() {
+        // Given
+        server.route("GET", "/slow/:n") { request in .text(request.pathParameters["n"] ?? "").delayed(by: 0.2) }
+        let results = Protected([Int: String]())
+        let finished = (0..<20).map { expectation(description: "request \($0)") }
+
+        // When
+        for index in 0..<20 {
+            session.dataTask(with: server.baseURL.appendingPathComponent("slow/\(index)")) { data, _, _ in
+                results.withLock { $0[index] = data.map { String(decoding: $0, as: UTF8.self) } }
+                finished[index].fulfill()
+            }.resume()
+        }
+        wait(for: finished, timeout: 20)
+
+        // Then
+        XCTAssertEqual(results.snapshot, Dictionary(uniqueKeysWithValues: (0..<20).map { ($0, "\($0)") }))
+        XCTAssertEqual(server.requestCount, 20)
+        XCTAssertGreaterThan(server.maxConcurrentRequests, 1)
+    }
+
+    func testResetStatisticsZeroesTheCounters() {
+        server.route("GET", "/") { _ in .status(200) }
+        _ = fetch("/")
+        XCTAssertEqual(server.requestCount, 1)
+
+        server.resetStatistics()
+
+        XCTAssertEqual(server.requestCount, 0)
+        XCTAssertEqual(server.connectionCount, 0)
+        XCTAssertTrue(server.requests.isEmpty)
+    }
+
+    // MARK: - Lifecycle
+
+    func testStopWhileHeadersHangReturnsPromptlyAndTheClientFails() {
+        // Given
+        let handled = expectation(description: "handler ran")
+        server.route("GET", "/hang") { _ in
+            handled.fulfill()
+            return .status(200).withFault(.neverFinishHeaders)
+        }
+        let failed = expectation(description: "client finished")
+        let error = Protected<(any Error)?>(nil)
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("hang"))
+        request.timeoutInterval = 30
+        session.dataTask(with: request) { _, _, failure in
+            error.withLock { $0 = failure }
+            failed.fulfill()
+        }.resume()
+        wait(for: [handled], timeout: 10)
+
+        // When
+        let start = Date()
+        server.stop()
+        let stopDuration = Date().timeIntervalSince(start)
+
+        // Then
+        XCTAssertLessThan(stopDuration, 2)
+        wait(for: [failed], timeout: 10)
+        XCTAssertNotNil(error.snapshot)
+        XCTAssertEqual(server.openConnections, 0)
+    }
+
+    func testStopEndsADelayedResponseAtOnce() throws {
+        // Given
+        let handled = expectation(description: "handler ran")
+        server.route("GET", "/sleepy") { _ in
+            handled.fulfill()
+            return .text("too late").delayed(by: 30)
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /sleepy HTTP/1.1\r\nHost: x\r\n\r\n")
+        wait(for: [handled], timeout: 10)
+
+        // When
+        let start = Date()
+        server.stop()
+
+        // Then
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        XCTAssertTrue(client.readsEndOfStream())
+    }
+
+    func testStopFromAHandlerDoesNotDeadlock() {
+        // Given
+        let server = self.server!
+        server.route("GET", "/shutdown") { [unowned server] _ in
+            server.stop()
+            return .text("stopping")
+        }
+
+        // When
+        let result = fetch("/shutdown")
+
+        // Then: the handler returned (no deadlock), the response was not sent on the shut-down connection.
+        XCTAssertNotNil(result.error)
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
+    func testStartStopCyclesDoNotLeakDescriptors() throws {
+        let descriptors = "/proc/self/fd"
+        guard FileManager.default.fileExists(atPath: descriptors) else { throw XCTSkip("needs /proc") }
+        let before = try FileManager.default.contentsOfDirectory(atPath: descriptors).count
+
+        for cycle in 0..<20 {
+            // A fresh server each cycle, deinitialised while running half of the time.
+            let fresh = LocalServer()
+            fresh.route("GET", "/") { _ in .text("\(cycle)") }
+            try fresh.start()
+            let client = try RawClient(port: fresh.port)
+            client.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+            XCTAssertEqual(try client.readResponse().text, "\(cycle)")
+            if cycle.isMultiple(of: 2) { fresh.stop() }
+            client.close()
+        }
+        for _ in 0..<20 {  // The same server, restarted.
+            try server.start()
+            server.stop()
+            server.stop()
+        }
+
+        let after = try FileManager.default.contentsOfDirectory(atPath: descriptors).count
+        XCTAssertLessThanOrEqual(after, before)
+    }
+
+    // MARK: - Helpers
+
+    private struct FetchResult: Sendable {
+        var data: Data?
+        var response: HTTPURLResponse?
+        var error: (any Error)?
+
+        var text: String? { data.map { String(decoding: $0, as: UTF8.self) } }
+    }
+
+    private func fetch(_ target: String, method: String = "GET") -> FetchResult {
+        var request = URLRequest(url: URL(string: server.baseURL.absoluteString + target)!)
+        request.httpMethod = method
+        return fetch(request)
+    }
+
+    private func fetch(_ request: URLRequest) -> FetchResult {
+        let result = Protected(FetchResult())
+        let done = expectation(description: "\(request.httpMethod ?? "GET") \(request.url!)")
+        session.dataTask(with: request) { data, response, error in
+            result.withLock { $0 = FetchResult(data: data, response: response as? HTTPURLResponse, error: error) }
+            done.fulfill()
+        }.resume()
+        wait(for: [done], timeout: 10)
+        return result.snapshot
+    }
+}
+
+// MARK: - Raw client
+
+/// A blocking HTTP/1.1 client over a plain socket, for what URLSession cannot do: pipelining, chunked request
+/// bodies, malformed requests, `Expect: 100-continue`. Reads time out after 5 seconds.
+private final class RawClient {
+    struct Response {
+        var status: Int
+        var headers: [(name: String, value: String)]
+        var body = Data()
+
+        var text: String { String(decoding: body, as: UTF8.self) }
+
+        func header(_ name: String) -> String? {
+            headers.first { $0.name.lowercased() == name.lowercased() }?.value
+        }
+    }
+
+    enum Failure: Error, Equatable {
+        case connect(Int32)
+        case closedEarly(received: [UInt8])
+        case malformed(String)
+    }
+
+    private let fd: Int32
+    private var buffer: [UInt8] = []
+    private var isClosed = false
+
+    init(port: Int) throws {
+        #if canImport(Darwin)
+            fd = socket(AF_INET, SOCK_STREAM, 0)
+        #else
+            fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        #endif
+        var timeout = timeval(tv_sec: 5, tv_usec: 0)
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &timeout, socklen_t(MemoryLayout<timeval>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = UInt16(port).bigEndian
+        address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
+        let result = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
+                connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size))
+            }
+        }
+        guard result == 0 else {
+            let code = errno
+            _ = Self.closeDescriptor(fd)
+            throw Failure.connect(code)
+        }
+    }
+
+    deinit { close() }
+
+    func close() {
+        guard !isClosed else { return }
+        isClosed = true
+        _ = Self.closeDescriptor(fd)
+    }
+
+    private static func closeDescriptor(_ fd: Int32) -> Int32 {
+        #if canImport(Darwin)
+            Darwin.close(fd)
+        #else
+            Glibc.close(fd)
+        #endif
+    }
+
+    func send(_ text: String) {
+        let bytes = Array(text.utf8)
+        var offset = 0
+        while offset < bytes.count {
+            #if canImport(Darwin)
+                let flags: Int32 = 0
+            #else
+                let flags = Int32(MSG_NOSIGNAL)
+            #endif
+            let sent = bytes[offset...].withUnsafeBytes { Foundation.send(fd, $0.baseAddress, $0.count, flags) }
+            guard sent > 0 else { return }
+            offset += sent
+        }
+    }
+
+    /// Reads one response; `bodyless` for an answer to `HEAD`.
+    func readResponse(bodyless: Bool = false) throws -> Response {
+        var response = try readHead()
+        if bodyless || (100..<200).contains(response.status) || response.status == 204 || response.status == 304 {
+            return response
+        }
+        if response.header("transfer-encoding")?.lowercased() == "chunked" {
+            while let chunk = try readChunk() { response.body.append(chunk) }
+        } else if let length = response.header("content-length").flatMap({ Int($0) }) {
+            response.body = Data(try readExactly(length))
+        } else {
+            while fill() {}
+            response.body = Data(buffer)
+            buffer.removeAll()
+        }
+        return response
+    }
+
+    /// Reads a status line and headers.
+    func readHead() throws -> Response {
+        let terminator = Array("\r\n\r\n".utf8)
+        var end: Int?
+        while true {
+            end = buffer.indices.dropLast(3).first { buffer[$0..<$0 + 4].elementsEqual(terminator) }
+            if end != nil { break }
+            guard fill() else { throw Failure.closedEarly(received: buffer) }
+        }
+        let head = String(decoding: buffer[..<end!], as: UTF8.self)
+        buffer.removeFirst(end! + 4)
+        var lines = head.components(separatedBy: "\r\n")
+        let statusParts = lines.removeFirst().split(separator: " ")
+        guard statusParts.count >= 2, let status = Int(statusParts[1]) else { throw Failure.malformed(head) }
+        let headers = lines.map { line -> (name: String, value: String) in
+            let parts = line.split(separator: ":", maxSplits: 1)
+            return (String(parts[0]), parts.count > 1 ? parts[1].trimmingCharacters(in: .whitespaces) : "")
+        }
+        return Response(status: status, headers: headers)
+    }
+
+    /// Reads one chunk of a chunked body; `nil` for the last one (trailers consumed).
+    func readChunk() throws -> Data? {
+        let sizeLine = try readLine()
+        guard let size = Int(sizeLine.split(separator: ";").first ?? "", radix: 16) else {
+            throw Failure.malformed(sizeLine)
+        }
+        if size == 0 {
+            while try !readLine().isEmpty {}
+            return nil
+        }
+        let chunk = Data(try readExactly(size))
+        guard try readLine().isEmpty else { throw Failure.malformed("chunk not followed by CRLF") }
+        return chunk
+    }
+
+    func readExactly(_ count: Int) throws -> [UInt8] {
+        while buffer.count < count {
+            guard fill() else { throw Failure.closedEarly(received: buffer) }
+        }
+        defer { buffer.removeFirst(count) }
+        return Array(buffer[..<count])
+    }
+
+    /// Whether the server closes the connection without sending anything more.
+    func readsEndOfStream() -> Bool {
+        buffer.isEmpty && !fill() && buffer.isEmpty
+    }
+
+    private func readLine() throws -> String {
+        while true {
+            if let index = buffer.indices.dropLast().first(where: { buffer[$0] == 13 && buffer[$0 + 1] == 10 }) {
+                defer { buffer.removeFirst(index + 2) }
+                return String(decoding: buffer[..<index], as: UTF8.self)
+            }
+            guard fill() else { throw Failure.closedEarly(received: buffer) }
+        }
+    }
+
+    /// Appends the next bytes to the buffer; `false` on end of stream, error or timeout.
+    private func fill() -> Bool {
+        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
+        let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        guard count > 0 else { return false }
+        buffer.append(contentsOf: chunk[..<count])
+        return true
+    }
+}

@@ -1,0 +1,83 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// README examples must compile and run: each Swift block in README.md is code that the Playground
+/// (`swift run Playground`, run by CI) or this file contains verbatim.
+final class ReadmeExamplesTests: XCTestCase {
+    private struct Todo: Codable, Equatable, Sendable {
+        var userId: Int
+        var id: Int
+        var title: String
+        var completed: Bool
+    }
+
+    private struct GetTodo: TypedConnector {
+        typealias Response = Todo
+        let id: Int
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/todos/{id}" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { Parameter.path(key: "id", value: "\(id)") }
+    }
+
+    /// The README's "Testing your code" example.
+    func testFakeTransportExample() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/todos/1", with: .json(Todo(userId: 1, id: 1, title: "Stubbed", completed: false)))
+        let connect = Connect(transport: transport)
+
+        let todo = try connect.send(GetTodo(id: 1)).wait(timeout: 5)
+        XCTAssertEqual(todo.title, "Stubbed")
+        XCTAssertEqual(transport.requests.first?.url?.path, "/todos/1")
+    }
+
+    func testEveryReadmeSwiftBlockIsCompiledCode() throws {
+        let root = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent()
+        let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
+        var sources = try compiledSources(in: root.appendingPathComponent("Playground"))
+        sources += try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        let haystack = normalized(sources)
+
+        let blocks = swiftBlocks(in: readme)
+        XCTAssertGreaterThan(blocks.count, 5)
+        for block in blocks where !block.hasPrefix(".package(") {
+            XCTAssertTrue(
+                haystack.contains(normalized(block)),
+                "README block is not in the Playground or ReadmeExamplesTests:\n\(block)"
+            )
+        }
+    }
+
+    private func compiledSources(in folder: URL) throws -> String {
+        let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
+        return try files.filter { $0.pathExtension == "swift" }.sorted { $0.path < $1.path }
+            .map { try String(contentsOf: $0, encoding: .utf8) }.joined(separator: "\n")
+    }
+
+    private func swiftBlocks(in markdown: String) -> [String] {
+        var blocks: [String] = []
+        var current: [String]?
+        for line in markdown.components(separatedBy: "\n") {
+            if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
+                current = []
+            } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
+                blocks.append(current!.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// Lines trimmed, blank lines dropped: indentation may differ between README and source.
+    private func normalized(_ text: String) -> String {
+        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .joined(separator: "\n")
+    }
+}

@@ -1,0 +1,172 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The whole client through real `URLSession` to a real HTTP server on 127.0.0.1.
+final class ConnectIntegrationTests: XCTestCase {
+    private struct Todo: Codable, Equatable, Sendable {
+        var userId: Int
+        var id: Int
+        var title: String
+        var completed: Bool
+    }
+
+    /// A connector to the test server, described with the guide's vocabulary.
+    private struct Endpoint: Connector {
+        var baseURL: URL
+        var endpoint: String
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+    }
+
+    private var server: LocalServer!
+    private var connect: Connect!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        connect = Connect(transport: URLSessionTransport())
+    }
+
+    override func tearDown() {
+        connect.cancelAllRequests()
+        server.stop()
+        server = nil
+        connect = nil
+    }
+
+    private func endpoint(
+        _ path: String,
+        method: HTTPMethod = .get,
+        parameters: (any ParametersRepresentable)? = nil
+    ) -> Endpoint {
+        Endpoint(baseURL: server.baseURL, endpoint: path, method: method, parameters: parameters)
+    }
+
+    func testGetAndDecode() throws {
+        server.route("GET", "/todos/:id") { request in
+            .json(Todo(userId: 1, id: Int(request.pathParameters["id"] ?? "") ?? -1, title: "Served", completed: true))
+        }
+        let todo = try connect.request(endpoint("/todos/{id}", parameters: Parameter.path(key: "id", value: "42")))
+            .decoded(toType: Todo.self)
+            .wait()
+        XCTAssertEqual(todo, Todo(userId: 1, id: 42, title: "Served", completed: true))
+        XCTAssertEqual(server.requests.first?.header("Accept"), "application/json")
+    }
+
+    func testGuideUpdateSendsPathQueryAndJSONBody() throws {
+        server.route("PUT", "/users/:userId/todos/:todoId") { request in
+            .data(request.body, contentType: "application/json")
+        }
+        let todo = Todo(userId: 2, id: 1, title: "Test Todo", completed: false)
+        let parameters = CompositeParameters(
+            .path(key: "userId", value: "1"),
+            .path(key: "todoId", value: "2"),
+            .query(key: "action", value: "update"),
+            .jsonObject(value: todo)
+        )
+        let echoed = try connect.request(endpoint("/users/{userId}/todos/{todoId}", method: .put, parameters: parameters))
+            .decoded(toType: Todo.self)
+            .wait()
+        XCTAssertEqual(echoed, todo)
+        let received = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(received.method, "PUT")
+        XCTAssertEqual(received.target, "/users/1/todos/2?action=update")
+        XCTAssertEqual(received.header("Content-Type"), "application/json")
+    }
+
+    func testServerMessagesOn4xxAnd5xxBecomeTypedErrors() throws {
+        server.route("GET", "/missing") { _ in
+            LocalServer.Response.json(string: #"{"message":"Todo 9 not found"}"#, status: 404).withHeader("X-Request-ID", "abc")
+        }
+        server.route("GET", "/broken") { _ in .json(string: #"{"error":{"message":"database down"}}"#, status: 503) }
+
+        let notFound = try XCTUnwrap(error(of: connect.request(endpoint("/missing"))) as? ConnectError)
+        XCTAssertEqual(notFound.kind, .serverMessage)
+        XCTAssertEqual(notFound.statusCode, 404)
+        XCTAssertEqual(notFound.message, "Todo 9 not found")
+        XCTAssertEqual(notFound.headers["X-Request-ID"] ?? notFound.headers["x-request-id"], "abc")
+
+        let unavailable = try XCTUnwrap(error(of: connect.request(endpoint("/broken"))) as? ConnectError)
+        XCTAssertEqual(unavailable.kind, .serverMessage)
+        XCTAssertEqual(unavailable.statusCode, 503)
+        XCTAssertEqual(unavailable.message, "database down")
+    }
+
+    func testHTMLErrorBodyGivesAnHTTPStatusErrorWithTheBodyKept() throws {
+        let html = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+        server.route("GET", "/gateway") { _ in .text(html, status: 502, contentType: "text/html") }
+        let failure = try XCTUnwrap(error(of: connect.request(endpoint("/gateway"))) as? ConnectError)
+        XCTAssertEqual(failure.kind, .httpStatus)
+        XCTAssertEqual(failure.statusCode, 502)
+        XCTAssertEqual(failure.body.map { String(decoding: $0, as: UTF8.self) }, html)
+        XCTAssertTrue(failure.description.contains("502"), failure.description)
+    }
+
+    func testCancellingOneSlowRequestEndsItAndCancelsTheTask() throws {
+        server.route("GET", "/slow") { _ in LocalServer.Response.json(["late": true]).delayed(by: 60) }
+        server.route("GET", "/fast") { _ in .json(["ok": true]) }
+        let session = URLSession(configuration: .ephemeral)
+        let client = Connect(transport: URLSessionTransport(session: session))
+
+        let slow = client.request(endpoint("/slow")).decoded(toType: [String: Bool].self)
+        let other = client.request(endpoint("/fast"))
+        slow.cancel()
+
+        let failure = try XCTUnwrap(error(of: slow) as? ConnectError)
+        XCTAssertEqual(failure.kind, .cancelled)
+        XCTAssertNoThrow(try other.wait(), "cancelling one request leaves the others alone")
+
+        let tasksChecked = expectation(description: "tasks listed")
+        session.getAllTasks { tasks in
+            XCTAssertTrue(tasks.allSatisfy { $0.state != .running }, "the URLSession task was cancelled")
+            tasksChecked.fulfill()
+        }
+        wait(for: [tasksChecked], timeout: 5)
+        session.invalidateAndCancel()
+    }
+
+    func testCancelAllRequestsWithFiftyInFlight() throws {
+        let arrived = DispatchSemaphore(value: 0)
+        server.route("GET", "/hang") { _ in
+            arrived.signal()
+            return LocalServer.Response.json(["late": true]).delayed(by: 60)
+        }
+        let completions = Counter()
+        let allDone = expectation(description: "every future completed")
+        allDone.expectedFulfillmentCount = 50
+        let futures = (0..<50).map { _ in connect.request(endpoint("/hang")) }
+        for future in futures {
+            future.observe { _ in
+                completions.increment()
+                allDone.fulfill()
+            }
+        }
+        // Wait until the server has some requests in hand, so cancellation hits requests on the wire.
+        for _ in 0..<10 { XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success) }
+        XCTAssertEqual(connect.requestsInFlight, 50)
+
+        connect.cancelAllRequests()
+
+        wait(for: [allDone], timeout: 10)
+        XCTAssertEqual(completions.value, 50, "each future completed exactly once")
+        for future in futures {
+            guard case .failure(let error as ConnectError)? = future.result else { return XCTFail("not cancelled") }
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testTransportFailureIsTyped() throws {
+        server.route("GET", "/drop") { _ in LocalServer.Response.json(["x": 1]).withFault(.closeBeforeHeaders) }
+        let failure = try XCTUnwrap(error(of: connect.request(endpoint("/drop"))) as? ConnectError)
+        XCTAssertEqual(failure.kind, .transport)
+        XCTAssertNotNil(failure.urlError)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+@testable import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Credentials never follow a redirect to another origin.
+final class RedirectTests: XCTestCase {
+    private struct Endpoint: Connector, AuthorizedConnector {
+        var baseURL: URL
+        var endpoint: String
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [HTTPHeader(name: "Cookie", value: "session=abc")] }
+        var parameters: (any ParametersRepresentable)? { nil }
+        var authorizationToken: AuthorizationToken? { .bearer(token: "secret-token") }
+    }
+
+    func testAuthorizationIsDroppedWhenARedirectChangesHost() throws {
+        let origin = try LocalServer.started()
+        let other = try LocalServer.started()
+        defer {
+            origin.stop()
+            other.stop()
+        }
+        other.route("GET", "/landing") { _ in .json(["ok": true]) }
+        origin.route("GET", "/start") { _ in .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString) }
+
+        let connect = Connect(transport: URLSessionTransport())
+        XCTAssertNoThrow(try connect.request(Endpoint(baseURL: origin.baseURL, endpoint: "/start")).wait())
+
+        XCTAssertEqual(origin.requests.first?.header("Authorization"), "Bearer secret-token")
+        let landed = try XCTUnwrap(other.requests.first)
+        XCTAssertNil(landed.header("Authorization"), "credentials must not reach another origin")
+        XCTAssertNil(landed.header("Cookie"))
+    }
+
+    func testAuthorizationIsKeptOnASameOriginRedirect() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/landing") { _ in .json(["ok": true]) }
+        server.route("GET", "/start") { _ in .redirect(to: "/landing") }
+
+        let connect = Connect(transport: URLSessionTransport())
+        XCTAssertNoThrow(try connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/start")).wait())
+        XCTAssertEqual(server.requests.last?.header("Authorization"), "Bearer secret-token")
+    }
+
+    func testRedirectRuleForDowngradeAndPorts() {
+        var request = URLRequest(url: URL(string: "http://example.com/next")!)
+        request.setValue("Bearer x", forHTTPHeaderField: "Authorization")
+        let fromHTTPS = URLRequest(url: URL(string: "https://example.com/start")!)
+        XCTAssertNil(RedirectGuard.redirect(request, from: fromHTTPS).value(forHTTPHeaderField: "Authorization"))
+        let samePortImplicit = URLRequest(url: URL(string: "http://example.com:80/start")!)
+        XCTAssertEqual(
+            RedirectGuard.redirect(request, from: samePortImplicit).value(forHTTPHeaderField: "Authorization"),
+            "Bearer x"
+        )
+    }
+}
