@@ -14,6 +14,10 @@ import FoundationNetworking
 /// let custom = Connect(transport: URLSessionTransport(configuration: configuration))
 /// ```
 ///
+/// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds the whole exchange, from
+/// sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
+/// the future fails with ``ConnectError/Kind/timedOut``.
+///
 /// A transport made from a configuration owns its session, with a delegate that keeps credentials from
 /// following a redirect: `Authorization`, `Proxy-Authorization` and `Cookie` are removed when a redirect
 /// goes to another scheme, host or port. A session you pass in yourself keeps its own delegate and rules.
@@ -53,10 +57,19 @@ public final class URLSessionTransport: Transport {
 
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
+        let deadline = Deadline(seconds: request.timeoutInterval)
         let task = session.dataTask(with: request) { data, response, error in
+            deadline?.cancel()
             promise.completeIfPending(with: Self.result(for: request, data: data, response: response, error: error))
         }
-        promise.setCancelHandler { task.cancel() }
+        promise.setCancelHandler {
+            deadline?.cancel()
+            task.cancel()
+        }
+        deadline?.start { [weak task] in
+            promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
+            task?.cancel()
+        }
         task.resume()
         return promise.future
     }
@@ -99,13 +112,7 @@ extension ConnectError {
         case .cancelled:
             return ConnectError(.cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
         case .timedOut:
-            let seconds = request.timeoutInterval
-            return ConnectError(
-                .timedOut,
-                message: "no response within the timeout of \(seconds) s",
-                request: request,
-                underlyingError: urlError
-            )
+            return timedOut(request)
         default:
             return ConnectError(
                 .transport,
@@ -114,6 +121,18 @@ extension ConnectError {
                 underlyingError: urlError
             )
         }
+    }
+}
+
+extension ConnectError {
+    /// The request did not complete within its `timeoutInterval`.
+    static func timedOut(_ request: URLRequest) -> ConnectError {
+        ConnectError(
+            .timedOut,
+            message: "no complete response within the timeout of \(request.timeoutInterval) s",
+            request: request,
+            underlyingError: URLError(.timedOut)
+        )
     }
 }
 

@@ -24,6 +24,7 @@ final class ConnectIntegrationTests: XCTestCase {
         var method: HTTPMethod = .get
         var headers: [HTTPHeader] = []
         var parameters: (any ParametersRepresentable)?
+        var timeout: TimeInterval = 60
     }
 
     private var server: LocalServer!
@@ -161,6 +162,15 @@ final class ConnectIntegrationTests: XCTestCase {
             XCTAssertEqual(error.kind, .cancelled)
         }
         XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testAServerThatNeverAnswersTimesOutWithATypedError() throws {
+        server.route("GET", "/silent") { _ in LocalServer.Response.json(["late": true]).delayed(by: 60) }
+        var silent = endpoint("/silent")
+        silent.timeout = 0.5
+        let failure = try XCTUnwrap(error(of: connect.request(silent), timeout: 20) as? ConnectError)
+        XCTAssertEqual(failure.kind, .timedOut)
+        XCTAssertEqual(failure.urlError?.code, .timedOut)
     }
 
     func testTransportFailureIsTyped() throws {
