@@ -73,8 +73,28 @@ public final class FakeTransport: Transport, Sendable {
     ///   - path: The URL path to match exactly, such as `/todos/1` (percent-decoded, as `URL.path` gives it).
     ///   - query: Query items the request must have; `nil` ignores the query.
     ///   - response: The response.
-    public func stub(_ method: HTTPMethod? = nil, _ path: String, query: [String: String]? = nil, with response: FakeResponse) {
+    public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse) {
         stub(method, path, query: query, with: [response])
+    }
+
+    /// Answers requests of any method to `path` with `response`.
+    ///
+    /// - Parameters:
+    ///   - path: The URL path to match.
+    ///   - query: Query items the request must have; `nil` ignores the query.
+    ///   - response: The response.
+    public func stub(_ path: String, query: [String: String]? = nil, with response: FakeResponse) {
+        stub(nil, path, query: query, with: [response])
+    }
+
+    /// Answers successive requests of any method to `path` with `responses` in order, then repeats the last.
+    ///
+    /// - Parameters:
+    ///   - path: The URL path to match.
+    ///   - query: Query items the request must have; `nil` ignores the query.
+    ///   - responses: The responses, in order.
+    public func stub(_ path: String, query: [String: String]? = nil, with responses: [FakeResponse]) {
+        stub(nil, path, query: query, with: responses)
     }
 
     /// Answers successive requests to `path` with `responses` in order, then repeats the last one.
@@ -84,7 +104,7 @@ public final class FakeTransport: Transport, Sendable {
     ///   - path: The URL path to match.
     ///   - query: Query items the request must have; `nil` ignores the query.
     ///   - responses: The responses, in order. Must not be empty.
-    public func stub(_ method: HTTPMethod? = nil, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]) {
+    public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]) {
         guard !responses.isEmpty else { return }
         state.withLock { $0.routes.append(Route(method: method, path: path, query: query, responses: responses)) }
     }

@@ -12,37 +12,58 @@ import FoundationNetworking
 ///     .observe { result in print(result) }
 /// ```
 ///
-/// A request goes through a fixed pipeline: the connector is built into a `URLRequest` (no I/O; invalid
-/// input fails here with ``ConnectError/Kind/invalidRequest``), the client's default headers are added, the
-/// request passes through the ``Middleware``s in order to the ``Transport``, and the response comes back
-/// through them in reverse. A status outside 200..<300 then goes to the ``ErrorHandling`` error handler.
+/// ## The pipeline
+/// 1. The connector is built into a `URLRequest` (no I/O; invalid input fails here with
+///    ``ConnectError/Kind/invalidRequest``) and the client's default headers are added.
+/// 2. The request passes through the middlewares, outermost first: the ``ResponseCache`` (if any), the
+///    coalescing of identical GETs (if on), the ``RetryPolicy``, the client's `middlewares`, the connector's
+///    and the call's ``RequestOptions/middlewares``, the ``RequestQueue`` (if any), the plugins, and finally
+///    the ``Transport``. The response comes back through them in reverse.
+/// 3. A status outside 200..<300 goes to the ``ErrorHandling`` error handler.
+/// 4. Validators (client, connector, call) check the response, then processors transform it.
+/// 5. ``Future/decoded(toType:decoder:)`` decodes the body with the decoder registered for its content type.
 ///
 /// `Connect` is thread-safe; share one per backend.
 public final class Connect: Sendable {
-    /// The shared client, with a ``URLSessionTransport``, no middleware and the default ``ErrorHandler``.
+    /// The shared client, with a ``URLSessionTransport``, the default retry policy and the default
+    /// ``ErrorHandler``.
     public static let `default` = Connect()
 
     /// What sends requests.
     public let transport: any Transport
-    /// The middlewares every request passes through, in order.
+    /// The client's own middlewares, in order (see the pipeline above for where they sit).
     public let middlewares: [any Middleware]
     /// What turns error responses into errors.
     public let errorHandler: any ErrorHandling
+    /// The retry policy, or `nil` when requests are never retried.
+    public let retryPolicy: RetryPolicy?
+    /// The queue capping requests in flight, if any.
+    public let requestQueue: RequestQueue?
+    /// The response cache, if any.
+    public let responseCache: ResponseCache?
+    /// Client-level plugins, validators and processors (they run before the connector's and the call's).
+    public let options: RequestOptions
+    /// The decoders `decoded(toType:)` chooses from by content type.
+    public let decoders: ResponseDecoders
     /// Headers added to every request that does not set them already.
     public let defaultHeaders: [HTTPHeader]
     /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
     public let redactsSecrets: Bool
     private let customLogger: (any ConnectLogger)?
+    /// The middlewares before the per-call ones (cache, coalescing, retry, client middlewares).
+    private let outerMiddlewares: [any Middleware]
+    /// The pipeline for calls that add nothing of their own.
     private let chain: MiddlewareChain
+    private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
     private let inFlight = Protected(InFlightRequests())
 
     /// Creates a client.
     ///
     /// ```swift
     /// let connect = Connect(
-    ///     transport: URLSessionTransport(),
     ///     middlewares: [LocaleMiddleware()],
-    ///     errorHandler: ErrorHandler()
+    ///     retryPolicy: RetryPolicy(maxAttempts: 4),
+    ///     requestQueue: RequestQueue(maxConcurrentRequests: 4)
     /// )
     /// ```
     ///
@@ -50,6 +71,15 @@ public final class Connect: Sendable {
     ///   - transport: What sends requests. Defaults to a new ``URLSessionTransport``.
     ///   - middlewares: Stages every request passes through, in order.
     ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``.
+    ///   - retryPolicy: When to retry failed requests; `nil` never retries. Defaults to
+    ///     ``RetryPolicy/default``: a conservative policy for idempotent requests.
+    ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once.
+    ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
+    ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network
+    ///     call. Defaults to `false`.
+    ///   - options: Client-level plugins, validators and processors (and more middlewares, after
+    ///     `middlewares`).
+    ///   - decoders: The decoders by content type. Defaults to JSON.
     ///   - defaultHeaders: Headers for every request that does not set them. Defaults to
     ///     `Accept: application/json`.
     ///   - logger: Where debug output goes. Defaults to ``ConnectLogging/logger`` (standard error).
@@ -58,6 +88,12 @@ public final class Connect: Sendable {
         transport: any Transport = URLSessionTransport(),
         middlewares: [any Middleware] = [],
         errorHandler: any ErrorHandling = ErrorHandler(),
+        retryPolicy: RetryPolicy? = .default,
+        requestQueue: RequestQueue? = nil,
+        responseCache: ResponseCache? = nil,
+        coalescesIdenticalRequests: Bool = false,
+        options: RequestOptions = RequestOptions(),
+        decoders: ResponseDecoders = .default,
         defaultHeaders: [HTTPHeader] = [.accept("application/json")],
         logger: (any ConnectLogger)? = nil,
         redactsSecrets: Bool = true
@@ -65,10 +101,24 @@ public final class Connect: Sendable {
         self.transport = transport
         self.middlewares = middlewares
         self.errorHandler = errorHandler
+        self.retryPolicy = retryPolicy
+        self.requestQueue = requestQueue
+        self.responseCache = responseCache
+        self.options = options
+        self.decoders = decoders
         self.defaultHeaders = defaultHeaders
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
-        self.chain = MiddlewareChain(middlewares: middlewares, transport: transport)
+        var outer: [any Middleware] = []
+        if let responseCache { outer.append(responseCache) }
+        if coalescesIdenticalRequests { outer.append(RequestCoalescer()) }
+        if let retryPolicy { outer.append(retryPolicy.middleware) }
+        outer += middlewares
+        outerMiddlewares = outer
+        chain = MiddlewareChain(
+            middlewares: Connect.pipeline(outer: outer, options: options, queue: requestQueue, pluginQueue: pluginQueue),
+            transport: transport
+        )
     }
 
     /// The usage guide's initializer: one middleware and an error handler.
@@ -86,6 +136,19 @@ public final class Connect: Sendable {
 
     /// Where this client logs.
     public var logger: any ConnectLogger { customLogger ?? ConnectLogging.logger }
+
+    /// The middlewares of a call, outermost first, given its merged options.
+    private static func pipeline(
+        outer: [any Middleware],
+        options: RequestOptions,
+        queue: RequestQueue?,
+        pluginQueue: DispatchQueue
+    ) -> [any Middleware] {
+        var all = outer + options.middlewares
+        if let queue { all.append(queue) }
+        if !options.plugins.isEmpty { all.append(PluginNotifier(plugins: options.plugins, queue: pluginQueue)) }
+        return all
+    }
 }
 
 // MARK: - Sending requests
@@ -106,7 +169,24 @@ extension Connect {
     /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted).
     ///   It fails with a ``ConnectError``, or with the error your ``ErrorHandling`` returned.
     public func request(_ request: any Connector, debugResponse: Bool = false) -> Future<Data> {
-        response(for: request, debugResponse: debugResponse).map { $0.data }
+        body(of: response(for: request, debugResponse: debugResponse))
+    }
+
+    /// Sends the request a connector describes, with options for this call only, and returns a future of
+    /// the response body.
+    ///
+    /// ```swift
+    /// connect.request(TodoConnector.get(id: 1), options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The connector describing the endpoint.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Middlewares, plugins, validators, processors and rules for this call, after the client's
+    ///     and the connector's.
+    /// - Returns: A future of the body, as for ``request(_:debugResponse:)``.
+    public func request(_ request: any Connector, debugResponse: Bool = false, options: RequestOptions) -> Future<Data> {
+        body(of: response(for: request, debugResponse: debugResponse, options: options))
     }
 
     /// Sends the request a connector describes and returns a future of the whole response: status,
@@ -122,7 +202,11 @@ extension Connect {
     ///   - connector: The connector describing the endpoint.
     ///   - debugResponse: Logs the request and response (see ``request(_:debugResponse:)``).
     /// - Returns: A future of the response; error statuses fail it as for ``request(_:debugResponse:)``.
-    public func response(for connector: any Connector, debugResponse: Bool = false) -> Future<ConnectResponse> {
+    public func response(
+        for connector: any Connector,
+        debugResponse: Bool = false,
+        options callOptions: RequestOptions = RequestOptions()
+    ) -> Future<ConnectResponse> {
         let request: URLRequest
         do {
             request = try prepare(connector)
@@ -130,12 +214,14 @@ extension Connect {
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
             return Future(error: error)
         }
+        let requestOptions = connector.options.merged(with: callOptions)
         let context = RequestContext(
             method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
             connectorName: String(describing: type(of: connector)),
+            options: requestOptions,
             logger: logger
         )
-        return perform(request, context: context, debugResponse: debugResponse)
+        return perform(request, context: context, extra: requestOptions, debugResponse: debugResponse)
     }
 
     /// Sends a connector that names its response type and returns a future of the decoded value.
@@ -156,12 +242,14 @@ extension Connect {
     /// - Parameters:
     ///   - connector: The connector.
     ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
     /// - Returns: A future of the decoded response.
     public func send<Endpoint: TypedConnector>(
         _ connector: Endpoint,
-        debugResponse: Bool = false
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
     ) -> Future<Endpoint.Response> {
-        request(connector, debugResponse: debugResponse)
+        body(of: response(for: connector, debugResponse: debugResponse, options: options))
             .decoded(toType: Endpoint.Response.self, decoder: connector.decoder)
     }
 
@@ -190,13 +278,35 @@ extension Connect {
         return request
     }
 
-    /// Runs a built request through the middlewares, the transport and the error handler.
-    func perform(_ request: URLRequest, context: RequestContext, debugResponse: Bool) -> Future<ConnectResponse> {
+    /// Runs a built request through the middlewares, the transport, the error handler, the validators and
+    /// the processors.
+    func perform(
+        _ request: URLRequest,
+        context: RequestContext,
+        extra: RequestOptions,
+        debugResponse: Bool
+    ) -> Future<ConnectResponse> {
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
-        let sent = chain.send(request, context: context)
+        let all = options.merged(with: extra)
+        let sent: Future<ConnectResponse>
+        if extra.isEmpty {
+            sent = chain.send(request, context: context)
+        } else {
+            let middlewares = Connect.pipeline(
+                outer: outerMiddlewares,
+                options: RequestOptions(middlewares: all.middlewares, plugins: all.plugins),
+                queue: requestQueue,
+                pluginQueue: pluginQueue
+            )
+            sent = MiddlewareChain(middlewares: middlewares, transport: transport).send(request, context: context)
+        }
         let errorHandler = self.errorHandler
+        let validators = all.validators
+        let processors = all.processors
         let validated = sent.transformResult { result in
-            Connect.validate(result, request: request, errorHandler: errorHandler)
+            Connect.validate(result, request: request, errorHandler: errorHandler).flatMap { response in
+                Connect.check(response, validators: validators, processors: processors)
+            }
         }
         if debugResponse {
             let logger = self.logger
@@ -207,6 +317,41 @@ extension Connect {
         }
         track(validated)
         return validated
+    }
+
+    /// Runs the validators, then the processors, in order.
+    static func check(
+        _ response: ConnectResponse,
+        validators: [any ResponseValidator],
+        processors: [any ResponseProcessor]
+    ) -> Result<ConnectResponse, any Error> {
+        for validator in validators {
+            do { try validator.validate(response) } catch {
+                return .failure(ConnectError.rejected(error, by: validator, response: response))
+            }
+        }
+        var current = response
+        for processor in processors {
+            do { current = try processor.process(current) } catch {
+                return .failure(ConnectError.rejected(error, by: processor, response: current))
+            }
+        }
+        return .success(current)
+    }
+
+    /// The body of a response future, with what `decoded(toType:)` needs to choose a decoder.
+    func body(of response: Future<ConnectResponse>) -> Future<Data> {
+        let decoders = self.decoders
+        let body: Future<Data> = response.makeDerived()
+        response.whenCompleteReturningWork { result in
+            switch result {
+            case .success(let response):
+                return body.resolve(.success(response.data), hint: BodyHint(mediaType: response.mediaType, decoders: decoders))
+            case .failure(let error):
+                return body.resolve(.failure(error))
+            }
+        }.run()
+        return body
     }
 
     /// Applies the error handler to an error status; normalises transport errors to ``ConnectError``.

@@ -19,11 +19,12 @@ public protocol TypedConnector: Connector {
     /// The type the response body decodes to. Use ``EmptyResponse`` for endpoints without a body.
     associatedtype Response: Decodable & Sendable
 
-    /// The decoder for the response body. Defaults to a plain `JSONDecoder`.
-    var decoder: JSONDecoder { get }
+    /// The decoder for the response body, such as a `JSONDecoder` with your date strategy. Defaults to `nil`:
+    /// the client's ``ResponseDecoders`` choose by the response's `Content-Type`.
+    var decoder: (any ResponseBodyDecoder)? { get }
 }
 
 extension TypedConnector {
-    /// A plain `JSONDecoder`.
-    public var decoder: JSONDecoder { JSONDecoder() }
+    /// `nil`: the decoder is chosen by content type.
+    public var decoder: (any ResponseBodyDecoder)? { nil }
 }

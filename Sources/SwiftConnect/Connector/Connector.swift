@@ -56,7 +56,8 @@ public protocol Connector {
     /// or `nil` for none.
     var parameters: (any ParametersRepresentable)? { get }
 
-    /// How many seconds the request may stay idle before it times out. Defaults to 60.
+    /// How many seconds the whole request may take, from sending to the last byte of the response, before it
+    /// fails with ``ConnectError/Kind/timedOut``. Defaults to 60.
     var timeout: TimeInterval { get }
 
     /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.
@@ -74,6 +75,16 @@ public protocol Connector {
     /// }
     /// ```
     var jsonEncoder: JSONEncoder { get }
+
+    /// Middlewares, plugins, validators, processors, retry and cache rules for this connector's requests,
+    /// added to the client's. Defaults to none.
+    ///
+    /// ```swift
+    /// var options: RequestOptions {
+    ///     RequestOptions(validators: [RequireHeader("ETag")], isRetrySafe: true)
+    /// }
+    /// ```
+    var options: RequestOptions { get }
 }
 
 // MARK: - Defaults
@@ -87,4 +98,7 @@ extension Connector {
 
     /// The default JSON encoder: a new `JSONEncoder()` with default strategies.
     public var jsonEncoder: JSONEncoder { JSONEncoder() }
+
+    /// No connector-level options.
+    public var options: RequestOptions { RequestOptions() }
 }

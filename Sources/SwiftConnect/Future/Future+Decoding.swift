@@ -3,7 +3,7 @@ import Foundation
 // MARK: - Decoding
 
 extension Future where Value == Data {
-    /// Decodes the body as JSON into `type`.
+    /// Decodes the body into `type`.
     ///
     /// ```swift
     /// Connect.default.request(TodoConnector.get(id: 123))
@@ -11,23 +11,33 @@ extension Future where Value == Data {
     ///     .observe { result in print(result) }
     /// ```
     ///
-    /// An empty body decodes as `nil` when `type` is an `Optional`, and as ``EmptyResponse``.
+    /// Without a `decoder`, a body from ``Connect`` is decoded by the client's ``ResponseDecoders`` for the
+    /// response's `Content-Type` (JSON unless you registered others); any other body as JSON. An empty body
+    /// decodes as `nil` when `type` is an `Optional`, and as ``EmptyResponse``.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
-    ///   - decoder: The decoder; a plain `JSONDecoder` by default.
+    ///   - decoder: The decoder to use whatever the content type, such as a `JSONDecoder` with your date
+    ///     strategy; `nil` (the default) chooses by content type.
     /// - Returns: A future of the decoded value. A decoding failure is a ``ConnectError`` of kind
     ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body.
     public func decoded<Decoded: Decodable & Sendable>(
         toType type: Decoded.Type = Decoded.self,
-        decoder: JSONDecoder = JSONDecoder()
+        decoder: (any ResponseBodyDecoder)? = nil
     ) -> Future<Decoded> {
-        map { data in try decodeBody(data, as: type, with: decoder) }
+        if let decoder { return map { data in try decodeBody(data, as: type, with: decoder) } }
+        return map { [self] data in
+            try decodeBody(data, as: type, with: self.bodyHint?.decoder ?? JSONDecoder())
+        }
     }
 }
 
 /// Decodes a response body, turning every failure into a ``ConnectError`` of kind `.decoding`.
-func decodeBody<Decoded: Decodable>(_ data: Data, as type: Decoded.Type, with decoder: JSONDecoder) throws -> Decoded {
+func decodeBody<Decoded: Decodable>(
+    _ data: Data,
+    as type: Decoded.Type,
+    with decoder: any ResponseBodyDecoder
+) throws -> Decoded {
     if data.isEmpty, let empty = (type as? any EmptyDecodable.Type)?.emptyValue as? Decoded {
         return empty
     }

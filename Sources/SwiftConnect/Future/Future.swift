@@ -69,6 +69,8 @@ public final class Future<Value: Sendable>: @unchecked Sendable {
     private var stashedCallbacks = Callbacks()
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
     private var wasCancelled = false
+    /// For body futures made by ``Connect``: the response's media type and the client's decoders.
+    private var hint: BodyHint?
 
     /// Creates a pending future. Only a ``Promise`` or an operator completes it.
     init(callbackQueue: DispatchQueue? = nil) {
@@ -336,6 +338,22 @@ extension Future: DrainableFuture, CancellableFuture {
             }
         }
         if runNow { handler() }
+    }
+}
+
+// MARK: - Body hints
+
+extension Future {
+    /// Completes the future with a body and what is known about it. One lock, like ``resolve(_:)``.
+    func resolve(_ result: Result<Value, any Error>, hint: BodyHint?) -> CallbackList {
+        if let hint, let lock { lock.withLock { self.hint = hint } }
+        return resolve(result)
+    }
+
+    /// The hint stored with the body, read once the future is complete.
+    var bodyHint: BodyHint? {
+        guard let lock else { return nil }
+        return lock.withLock { hint }
     }
 }
 

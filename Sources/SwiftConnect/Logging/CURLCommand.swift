@@ -30,10 +30,13 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
         let shown = Redaction.headerValue(value, name: name, redacting: redactingSecrets)
         lines.append("-H \(shellQuoted("\(name): \(shown)"))")
     }
+    var note = ""
     if let body = request.httpBody, !body.isEmpty {
         let contentType = request.value(forHTTPHeaderField: "Content-Type")
         if String(data: body, encoding: .utf8) == nil {
-            lines.append("--data-binary @body.bin  # \(body.count) bytes of binary data")
+            lines.append("--data-binary @body.bin")
+            // After the last argument: a comment before a line continuation would swallow it.
+            note = "  # body.bin: the \(body.count)-byte binary body"
         } else {
             let text = Redaction.bodyText(
                 body,
@@ -48,7 +51,7 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
     if let url = request.url {
         lines.append(shellQuoted(Redaction.url(url, redacting: redactingSecrets)))
     }
-    return lines.joined(separator: " \\\n    ")
+    return lines.joined(separator: " \\\n    ") + note
 }
 
 /// `text` in single quotes for a POSIX shell; an embedded `'` becomes `'\''`.

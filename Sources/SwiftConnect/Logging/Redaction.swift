@@ -34,10 +34,13 @@ enum Redaction {
         }
         components.user = nil
         components.password = nil
-        if let query = components.percentEncodedQuery {
-            components.percentEncodedQuery = redactedQuery(query)
-        }
-        return components.string ?? url.redactingUserInfo
+        guard let query = components.percentEncodedQuery else { return components.string ?? url.redactingUserInfo }
+        // The placeholder is not valid in a percent-encoded query, so the display string is assembled by hand.
+        let fragment = components.percentEncodedFragment
+        components.percentEncodedQuery = nil
+        components.percentEncodedFragment = nil
+        let base = components.string ?? url.redactingUserInfo
+        return base + "?" + redactedQuery(query) + (fragment.map { "#" + $0 } ?? "")
     }
 
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.

@@ -47,6 +47,8 @@ public struct RequestContext: Sendable {
     public var method: HTTPMethod
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
+    /// The connector's and the call's options, merged (the client's own are not included).
+    public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
 
@@ -55,12 +57,23 @@ public struct RequestContext: Sendable {
     /// - Parameters:
     ///   - method: The request method.
     ///   - connectorName: The connector's name.
+    ///   - options: The connector's and call's options.
     ///   - logger: Where to log.
-    public init(method: HTTPMethod, connectorName: String, logger: any ConnectLogger = ConnectLogging.logger) {
+    public init(
+        method: HTTPMethod,
+        connectorName: String,
+        options: RequestOptions = RequestOptions(),
+        logger: any ConnectLogger = ConnectLogging.logger
+    ) {
         self.method = method
         self.connectorName = connectorName
+        self.options = options
         self.logger = logger
     }
+
+    /// Whether the request may be sent again after a failure: its method is idempotent, or the connector or
+    /// call marked it ``RequestOptions/isRetrySafe``.
+    public var isRetrySafe: Bool { options.isRetrySafe ?? method.isIdempotent }
 }
 
 /// Runs a request through `middlewares` in order, then `transport`.

@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// An observer of requests, for logging, metrics and activity indicators.
+///
+/// A plugin is told about every attempt that reaches the transport: ``willSend(_:context:)`` before it goes
+/// out, then ``didReceive(_:context:)`` when a response (of any status) arrives, or ``didFail(_:request:context:)``
+/// when none does. Each call is balanced: one `willSend`, then exactly one of the other two.
+///
+/// Plugins run on the client's plugin queue, one event after another in the order they happened, never on
+/// the request's own path: a slow plugin delays other plugins, not requests. Implement only what you need:
+///
+/// ```swift
+/// final class ActivityCounter: ConnectPlugin, @unchecked Sendable {
+///     // @unchecked Sendable: only touched on the client's serial plugin queue.
+///     var active = 0
+///     func willSend(_ request: URLRequest, context: RequestContext) { active += 1 }
+///     func didReceive(_ response: ConnectResponse, context: RequestContext) { active -= 1 }
+///     func didFail(_ error: Error, request: URLRequest, context: RequestContext) { active -= 1 }
+/// }
+/// ```
+public protocol ConnectPlugin: Sendable {
+    /// A request is about to be sent.
+    ///
+    /// - Parameters:
+    ///   - request: The request as it goes to the transport.
+    ///   - context: Facts about the call.
+    func willSend(_ request: URLRequest, context: RequestContext)
+
+    /// A response arrived (any status).
+    ///
+    /// - Parameters:
+    ///   - response: The response.
+    ///   - context: Facts about the call.
+    func didReceive(_ response: ConnectResponse, context: RequestContext)
+
+    /// No response arrived: the transport failed or the request was cancelled.
+    ///
+    /// - Parameters:
+    ///   - error: Why.
+    ///   - request: The request that failed.
+    ///   - context: Facts about the call.
+    func didFail(_ error: any Error, request: URLRequest, context: RequestContext)
+}
+
+extension ConnectPlugin {
+    /// Does nothing.
+    public func willSend(_ request: URLRequest, context: RequestContext) {}
+    /// Does nothing.
+    public func didReceive(_ response: ConnectResponse, context: RequestContext) {}
+    /// Does nothing.
+    public func didFail(_ error: any Error, request: URLRequest, context: RequestContext) {}
+}
+
+/// A plugin made of closures.
+///
+/// ```swift
+/// let logSends = AnyPlugin(willSend: { request, _ in print("→", request.url!) })
+/// ```
+public struct AnyPlugin: ConnectPlugin {
+    private let onWillSend: (@Sendable (URLRequest, RequestContext) -> Void)?
+    private let onDidReceive: (@Sendable (ConnectResponse, RequestContext) -> Void)?
+    private let onDidFail: (@Sendable (any Error, URLRequest, RequestContext) -> Void)?
+
+    /// Creates a plugin from closures; leave out what you don't need.
+    ///
+    /// - Parameters:
+    ///   - willSend: Called before each attempt.
+    ///   - didReceive: Called when a response arrives.
+    ///   - didFail: Called when no response arrives.
+    public init(
+        willSend: (@Sendable (URLRequest, RequestContext) -> Void)? = nil,
+        didReceive: (@Sendable (ConnectResponse, RequestContext) -> Void)? = nil,
+        didFail: (@Sendable (any Error, URLRequest, RequestContext) -> Void)? = nil
+    ) {
+        onWillSend = willSend
+        onDidReceive = didReceive
+        onDidFail = didFail
+    }
+
+    /// Calls the `willSend` closure.
+    public func willSend(_ request: URLRequest, context: RequestContext) { onWillSend?(request, context) }
+    /// Calls the `didReceive` closure.
+    public func didReceive(_ response: ConnectResponse, context: RequestContext) { onDidReceive?(response, context) }
+    /// Calls the `didFail` closure.
+    public func didFail(_ error: any Error, request: URLRequest, context: RequestContext) {
+        onDidFail?(error, request, context)
+    }
+}
+
+/// The innermost middleware of a call: tells the plugins about each attempt, on the plugin queue.
+struct PluginNotifier: Middleware {
+    let plugins: [any ConnectPlugin]
+    let queue: DispatchQueue
+
+    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        let plugins = self.plugins
+        queue.async { for plugin in plugins { plugin.willSend(request, context: context) } }
+        let response = next(request)
+        response.whenComplete { [queue] result in
+            queue.async {
+                for plugin in plugins {
+                    switch result {
+                    case .success(let response): plugin.didReceive(response, context: context)
+                    case .failure(let error): plugin.didFail(error, request: request, context: context)
+                    }
+                }
+            }
+        }
+        return response
+    }
+}

@@ -1,0 +1,106 @@
+import Foundation
+
+/// What can be added to requests at three levels: the client, a connector and a single call.
+///
+/// The levels combine in a fixed order, client first, then connector, then call:
+/// - **middlewares**: client middlewares wrap connector middlewares, which wrap call middlewares, which wrap
+///   the transport. A request passes them in that order; the response comes back in reverse.
+/// - **plugins** are told about each attempt in that order.
+/// - **validators** check a successful response in that order; the first that throws fails the request.
+/// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
+/// - **isRetrySafe** and **cache**: the most specific level that sets them wins (call, then connector).
+///
+/// ```swift
+/// connect.request(
+///     TodoConnector.get(id: 1),
+///     options: RequestOptions(plugins: [activityIndicator], cache: CacheRule(timeToLive: 60))
+/// )
+/// ```
+public struct RequestOptions: Sendable {
+    /// Middlewares wrapped around the transport for these requests.
+    public var middlewares: [any Middleware]
+    /// Observers told when a request is sent, answered or fails.
+    public var plugins: [any ConnectPlugin]
+    /// Checks a successful response must pass.
+    public var validators: [any ResponseValidator]
+    /// Transformations of the response before decoding.
+    public var processors: [any ResponseProcessor]
+    /// Whether a request whose method is not idempotent (POST, PATCH) may be replayed by the retry policy;
+    /// `nil` leaves it to the method.
+    public var isRetrySafe: Bool?
+    /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached.
+    public var cache: CacheRule?
+
+    /// Creates options.
+    ///
+    /// - Parameters:
+    ///   - middlewares: Middlewares for these requests.
+    ///   - plugins: Observers.
+    ///   - validators: Checks on successful responses.
+    ///   - processors: Body transformations before decoding.
+    ///   - isRetrySafe: Whether a non-idempotent request may be replayed; `nil` leaves it to the method.
+    ///   - cache: The cache rule; `nil` for none.
+    public init(
+        middlewares: [any Middleware] = [],
+        plugins: [any ConnectPlugin] = [],
+        validators: [any ResponseValidator] = [],
+        processors: [any ResponseProcessor] = [],
+        isRetrySafe: Bool? = nil,
+        cache: CacheRule? = nil
+    ) {
+        self.middlewares = middlewares
+        self.plugins = plugins
+        self.validators = validators
+        self.processors = processors
+        self.isRetrySafe = isRetrySafe
+        self.cache = cache
+    }
+
+    /// Whether no option is set (the fast path: nothing to merge).
+    var isEmpty: Bool {
+        middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty && isRetrySafe == nil
+            && cache == nil
+    }
+
+    /// These options followed by `more`: lists concatenated, single values taken from `more` when set.
+    func merged(with more: RequestOptions) -> RequestOptions {
+        if more.isEmpty { return self }
+        if isEmpty { return more }
+        return RequestOptions(
+            middlewares: middlewares + more.middlewares,
+            plugins: plugins + more.plugins,
+            validators: validators + more.validators,
+            processors: processors + more.processors,
+            isRetrySafe: more.isRetrySafe ?? isRetrySafe,
+            cache: more.cache ?? cache
+        )
+    }
+}
+
+/// How a ``ResponseCache`` stores and serves one request's response.
+///
+/// ```swift
+/// RequestOptions(cache: CacheRule(timeToLive: 300))                      // serve from cache for 5 minutes
+/// RequestOptions(cache: CacheRule(timeToLive: 300, bypassesCache: true)) // fetch fresh, then store
+/// RequestOptions(cache: CacheRule(timeToLive: 60, key: "search:\(query)"))
+/// ```
+public struct CacheRule: Sendable, Hashable {
+    /// How long a stored response is served, in seconds.
+    public var timeToLive: TimeInterval
+    /// The cache key; `nil` uses the method and the full URL.
+    public var key: String?
+    /// Whether to skip a stored response and fetch a fresh one (which is then stored).
+    public var bypassesCache: Bool
+
+    /// Creates a rule.
+    ///
+    /// - Parameters:
+    ///   - timeToLive: How long a stored response is served, in seconds.
+    ///   - key: A custom key; `nil` uses method and URL.
+    ///   - bypassesCache: Whether to fetch fresh and store, ignoring what is stored.
+    public init(timeToLive: TimeInterval, key: String? = nil, bypassesCache: Bool = false) {
+        self.timeToLive = timeToLive
+        self.key = key
+        self.bypassesCache = bypassesCache
+    }
+}

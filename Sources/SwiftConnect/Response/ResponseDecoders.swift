@@ -1,0 +1,83 @@
+import Foundation
+
+/// Decodes a response body into a `Decodable` type. `JSONDecoder` is one; register others (XML, property
+/// lists, MessagePack…) with ``ResponseDecoders``.
+public protocol ResponseBodyDecoder: Sendable {
+    /// Decodes `type` from `data`.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - data: The body.
+    /// - Returns: The decoded value.
+    /// - Throws: Why the body could not be decoded.
+    func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T
+}
+
+extension JSONDecoder: ResponseBodyDecoder {}
+
+/// Which decoder ``Future/decoded(toType:decoder:)`` uses for a response, chosen by its `Content-Type`.
+///
+/// JSON is built in, for `application/json` and every `…+json` type (`application/problem+json`,
+/// `application/vnd.api+json`…). A response whose type has no registered decoder, or no `Content-Type`,
+/// uses the ``fallback`` (JSON by default).
+///
+/// ```swift
+/// var decoders = ResponseDecoders.default
+/// decoders.register(PropertyListDecoder(), for: "application/x-plist")
+/// let connect = Connect(decoders: decoders)
+/// ```
+public struct ResponseDecoders: Sendable {
+    private var decoders: [String: any ResponseBodyDecoder]
+    /// The decoder for types with no registered decoder.
+    public var fallback: any ResponseBodyDecoder
+
+    /// JSON for `application/json` and `…+json`, and JSON as the fallback.
+    public static var `default`: ResponseDecoders {
+        ResponseDecoders(decoders: ["application/json": JSONDecoder()], fallback: JSONDecoder())
+    }
+
+    private init(decoders: [String: any ResponseBodyDecoder], fallback: any ResponseBodyDecoder) {
+        self.decoders = decoders
+        self.fallback = fallback
+    }
+
+    /// Uses `decoder` for responses of `mediaType`.
+    ///
+    /// - Parameters:
+    ///   - decoder: The decoder.
+    ///   - mediaType: A media type such as `application/xml` (matched ignoring case and parameters), or a
+    ///     structured suffix such as `+xml` for every type ending with it.
+    public mutating func register(_ decoder: any ResponseBodyDecoder, for mediaType: String) {
+        decoders[mediaType.lowercased()] = decoder
+    }
+
+    /// The decoder for a media type (`application/json`, already without parameters).
+    ///
+    /// - Parameter mediaType: The response's media type, or `nil` when it has none.
+    /// - Returns: The registered decoder, the one for its `+suffix`, `application/json`'s for `+json`, or the
+    ///   fallback.
+    public func decoder(for mediaType: String?) -> any ResponseBodyDecoder {
+        guard let mediaType = mediaType?.lowercased() else { return fallback }
+        if let decoder = decoders[mediaType] { return decoder }
+        if let plus = mediaType.lastIndex(of: "+") {
+            let suffix = String(mediaType[plus...])
+            if let decoder = decoders[suffix] { return decoder }
+            if suffix == "+json", let json = decoders["application/json"] { return json }
+        }
+        return fallback
+    }
+}
+
+/// What a body future returned by ``Connect`` knows about where its data came from, so that
+/// `decoded(toType:)` can pick a decoder by content type.
+final class BodyHint: Sendable {
+    let mediaType: String?
+    let decoders: ResponseDecoders
+
+    init(mediaType: String?, decoders: ResponseDecoders) {
+        self.mediaType = mediaType
+        self.decoders = decoders
+    }
+
+    var decoder: any ResponseBodyDecoder { decoders.decoder(for: mediaType) }
+}

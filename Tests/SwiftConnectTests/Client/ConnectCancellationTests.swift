@@ -1,0 +1,209 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Cancelling requests: one future, the end of a chain, or all of a client's requests at once.
+final class ConnectCancellationTests: XCTestCase {
+    typealias Todo = ClientFixtures.Todo
+    typealias TodoConnector = ClientFixtures.TodoConnector
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    // MARK: - One request
+
+    func testCancellingARequestFailsItWithCancelled() {
+        // Given
+        let fake = FakeTransport.answering(.never)
+        let connect = Connect(transport: fake)
+        let future = connect.request(Endpoint())
+        XCTAssertFalse(future.isCompleted)
+        // When
+        future.cancel()
+        // Then
+        let error = connectError(of: future)
+        XCTAssertEqual(error?.kind, .cancelled)
+        XCTAssertTrue(future.isCancelled)
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testCancellingARequestCancelsTheTransportFuture() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport)
+        let future = connect.request(Endpoint())
+        XCTAssertEqual(transport.requests.count, 1)
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(transport.cancellations.value, 1, "the transport's cancel handler runs once")
+        XCTAssertEqual(transport.futures.first?.isCancelled, true)
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+    }
+
+    func testCancellingTheDecodedEndOfTheChainCancelsTheTransport() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport)
+        let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)
+        // When
+        todo.cancel()
+        // Then
+        XCTAssertEqual(connectError(of: todo)?.kind, .cancelled)
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testCancellingThroughAMiddlewareReachesTheTransport() {
+        // Given: a middleware that maps the response, so the client's future is derived from the transport's
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, middlewares: [RecordingMiddleware(name: "a", events: Recorder())])
+        let future = connect.response(for: Endpoint())
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+    }
+
+    func testAnswerArrivingAfterCancellationIsIgnored() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport)
+        let future = connect.request(Endpoint())
+        let completions = Counter()
+        future.observe { _ in completions.increment() }
+        future.cancel()
+        // When
+        transport.respond(to: 0, body: Data("late".utf8))
+        // Then
+        XCTAssertEqual(completions.value, 1)
+        XCTAssertNil(future.result.flatMap { try? $0.get() }, "the late answer does not replace the cancellation")
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+    }
+
+    func testCancellingOneRequestLeavesTheOthersRunning() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport)
+        let first = connect.request(Endpoint())
+        let second = connect.request(Endpoint())
+        // When
+        first.cancel()
+        transport.respond(to: 1, body: Data("second".utf8))
+        // Then
+        XCTAssertEqual(connectError(of: first)?.kind, .cancelled)
+        XCTAssertEqual(value(of: second), Data("second".utf8))
+        XCTAssertEqual(transport.cancellations.value, 1)
+    }
+
+    // MARK: - All requests
+
+    func testCancelAllRequestsCancelsFiftyPendingRequestsExactlyOnce() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport)
+        let count = 50
+        let completions = (0..<count).map { _ in Counter() }
+        let kinds = Recorder<ConnectError.Kind?>()
+        let allDone = expectation(description: "every request completes")
+        allDone.expectedFulfillmentCount = count
+        let futures = (0..<count).map { index -> Future<Data> in
+            let future = connect.request(Endpoint())
+            future.observe { result in
+                completions[index].increment()
+                if case .failure(let error) = result { kinds.append((error as? ConnectError)?.kind) } else { kinds.append(nil) }
+                allDone.fulfill()
+            }
+            return future
+        }
+        XCTAssertEqual(connect.requestsInFlight, count)
+        // When
+        connect.cancelAllRequests()
+        // Then
+        wait(for: [allDone], timeout: 10)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        XCTAssertEqual(kinds.values.count, count)
+        XCTAssertTrue(kinds.values.allSatisfy { $0 == .cancelled }, "\(kinds.values)")
+        XCTAssertEqual(transport.cancellations.value, count, "every network exchange is cancelled")
+        XCTAssertTrue(futures.allSatisfy(\.isCompleted))
+        // And late answers change nothing
+        for index in 0..<count { transport.respond(to: index) }
+        XCTAssertEqual(completions.map(\.value), Array(repeating: 1, count: count))
+    }
+
+    func testCancelAllRequestsWithFakeNeverStubs() {
+        // Given
+        let fake = FakeTransport.answering(.never)
+        let connect = Connect(transport: fake)
+        let futures = (0..<50).map { _ in connect.request(Endpoint()).decoded(toType: Todo.self) }
+        // When
+        connect.cancelAllRequests()
+        // Then
+        for future in futures { XCTAssertEqual(connectError(of: future)?.kind, .cancelled) }
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        XCTAssertEqual(fake.requests.count, 50)
+    }
+
+    func testCancelAllRequestsLeavesOtherClientsAlone() {
+        // Given
+        let transport = ManualTransport()
+        let mine = Connect(transport: transport)
+        let theirs = Connect(transport: transport)
+        let cancelled = mine.request(Endpoint())
+        let untouched = theirs.request(Endpoint())
+        // When
+        mine.cancelAllRequests()
+        transport.respond(to: 1, body: Data("ok".utf8))
+        // Then
+        XCTAssertEqual(connectError(of: cancelled)?.kind, .cancelled)
+        XCTAssertEqual(value(of: untouched), Data("ok".utf8))
+    }
+
+    func testCancelAllRequestsWithNothingInFlightDoesNothing() {
+        // Given
+        let connect = Connect(transport: FakeTransport.answering(.status(200)))
+        _ = value(of: connect.request(Endpoint()))
+        // When
+        connect.cancelAllRequests()
+        // Then
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        XCTAssertEqual(value(of: connect.request(Endpoint())), Data(), "the client still works")
+    }
+
+    // MARK: - Requests in flight
+
+    func testCompletedRequestIsRemovedFromRequestsInFlight() {
+        // Given
+        let gate = Promise<Void>()
+        let fake = FakeTransport.answering(FakeResponse.json(Todo.sample).released(by: gate.future))
+        let connect = Connect(transport: fake)
+        let future = connect.request(TodoConnector.get(id: 1))
+        XCTAssertEqual(connect.requestsInFlight, 1)
+        // When
+        gate.succeed(())
+        // Then
+        XCTAssertNotNil(value(of: future))
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testFailedAndInvalidRequestsAreNotLeftInFlight() {
+        // Given
+        let gate = Promise<Void>()
+        let fake = FakeTransport.answering(FakeResponse.failure(URLError(.cannotConnectToHost)).released(by: gate.future))
+        let connect = Connect(transport: fake)
+        let failing = connect.request(Endpoint())
+        let invalid = connect.request(Endpoint(endpoint: "/x/{missing}"))
+        XCTAssertEqual(connect.requestsInFlight, 1, "an invalid request is never in flight")
+        // When
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(connectError(of: failing)?.kind, .transport)
+        XCTAssertEqual(connectError(of: invalid)?.kind, .invalidRequest)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+}

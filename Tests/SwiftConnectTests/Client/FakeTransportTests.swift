@@ -1,0 +1,287 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The `FakeTransport` double itself: matching, ordering of stubs and answers, the fallback, recording.
+final class FakeTransportTests: XCTestCase {
+    typealias Todo = ClientFixtures.Todo
+
+    /// Sends a request straight to the transport.
+    private func send(
+        _ transport: FakeTransport,
+        _ url: String,
+        method: String = "GET"
+    ) -> Future<ConnectResponse> {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        return transport.send(request)
+    }
+
+    private func status(
+        _ transport: FakeTransport,
+        _ url: String,
+        method: String = "GET",
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> Int? {
+        value(of: send(transport, url, method: method), file: file, line: line)?.statusCode
+    }
+
+    // MARK: - Matching
+
+    func testMatchesByMethod() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.post, "/todos", with: .status(201))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos", method: "POST"), 201)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos", method: "GET"), 404)
+    }
+
+    func testNilMethodMatchesAnyMethod() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(nil, "/todos", with: .status(202))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos", method: "GET"), 202)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos", method: "DELETE"), 202)
+    }
+
+    func testMatchesThePathExactly() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos/1", with: .status(200))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos/1"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos/10"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos/1?extra=1"), 200, "no query stub: the query is ignored")
+    }
+
+    func testMatchesRequiredQueryItems() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos", query: ["page": "2"], with: .status(206))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?page=2"), 206)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?sort=asc&page=2"), 206, "other items may be present")
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?page=3"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos"), 404)
+    }
+
+    // MARK: - Which answer
+
+    func testMostRecentMatchingStubWins() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos/1", with: .status(200))
+        fake.stub(.get, "/todos/1", with: .status(410))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos/1"), 410)
+    }
+
+    func testMoreSpecificEarlierStubLosesToALaterGeneralOne() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos", query: ["page": "2"], with: .status(206))
+        fake.stub(nil, "/todos", with: .status(200))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?page=2"), 200)
+    }
+
+    func testSequenceIsServedInOrderThenRepeatsTheLast() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/flaky", with: [.failure(URLError(.networkConnectionLost)), .status(500), .status(200)])
+        // When
+        let first = send(fake, "https://api.example.com/flaky")
+        let statuses = (0..<3).map { _ in status(fake, "https://api.example.com/flaky") }
+        // Then
+        XCTAssertEqual((error(of: first) as? URLError)?.code, .networkConnectionLost)
+        XCTAssertEqual(statuses, [500, 200, 200])
+    }
+
+    func testEachRouteCountsItsOwnSequence() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/a", with: [.status(201), .status(202)])
+        fake.stub(.get, "/b", with: [.status(301), .status(302)])
+        // When
+        let answers = [
+            status(fake, "https://x.test/a"), status(fake, "https://x.test/b"), status(fake, "https://x.test/a"),
+            status(fake, "https://x.test/b"),
+        ]
+        // Then
+        XCTAssertEqual(answers, [201, 301, 202, 302])
+    }
+
+    func testUnmatchedRequestGetsTheFallback404() throws {
+        // Given
+        let fake = FakeTransport()
+        // When
+        let response = value(of: send(fake, "https://api.example.com/nothing"))
+        // Then
+        XCTAssertEqual(response?.statusCode, 404)
+        let body = try XCTUnwrap(response?.data)
+        XCTAssertEqual(try JSONSerialization.jsonObject(with: body) as? [String: String], ["error": "no stub for this request"])
+    }
+
+    func testFallbackThroughTheClientIsAServerMessage() {
+        // Given
+        let connect = Connect(transport: FakeTransport())
+        // When
+        let error = connectError(of: connect.request(ClientFixtures.Endpoint()))
+        // Then
+        XCTAssertEqual(error?.statusCode, 404)
+        XCTAssertEqual(error?.message, "no stub for this request")
+    }
+
+    func testCustomFallback() {
+        // Given
+        let fake = FakeTransport(fallback: .status(418))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/anything"), 418)
+    }
+
+    // MARK: - Recording
+
+    func testRecordsEveryRequestInOrderIncludingUnmatchedOnes() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/a", with: .status(200))
+        // When
+        _ = send(fake, "https://x.test/a", method: "GET")
+        _ = send(fake, "https://x.test/b", method: "POST")
+        _ = send(fake, "https://x.test/a?n=2", method: "GET")
+        // Then
+        XCTAssertEqual(fake.requests.map { "\($0.httpMethod ?? "") \($0.url?.absoluteString ?? "")" }, [
+            "GET https://x.test/a", "POST https://x.test/b", "GET https://x.test/a?n=2",
+        ])
+        XCTAssertEqual(fake.requests(to: "/a").count, 2)
+        XCTAssertEqual(fake.requests(to: "/b").map(\.httpMethod), ["POST"])
+    }
+
+    func testRemoveRecordedRequestsKeepsTheStubs() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/a", with: .status(201))
+        _ = send(fake, "https://x.test/a")
+        // When
+        fake.removeRecordedRequests()
+        // Then
+        XCTAssertTrue(fake.requests.isEmpty)
+        XCTAssertEqual(status(fake, "https://x.test/a"), 201)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    // MARK: - Answers
+
+    func testJSONAnswerEncodesTheValueAndSetsContentType() {
+        // Given
+        let fake = FakeTransport.answering(.json(Todo.sample, headers: ["X-Extra": "1"]))
+        // When
+        let response = value(of: send(fake, "https://x.test/t"))
+        // Then
+        XCTAssertEqual(response?.header("Content-Type"), "application/json")
+        XCTAssertEqual(response?.header("X-Extra"), "1")
+        XCTAssertEqual(response.flatMap { try? JSONDecoder().decode(Todo.self, from: $0.data) }, Todo.sample)
+    }
+
+    func testJSONAnswerKeepsAnExplicitContentType() {
+        // Given
+        let fake = FakeTransport.answering(.json(string: "{}", status: 400, headers: ["content-type": "application/problem+json"]))
+        // When
+        let response = value(of: send(fake, "https://x.test/t"))
+        // Then
+        XCTAssertEqual(response?.mediaType, "application/problem+json")
+        XCTAssertEqual(response?.statusCode, 400)
+    }
+
+    func testHandlerAnswerSeesTheRequest() {
+        // Given
+        let fake = FakeTransport.answering(.handler { request in
+            .success(ConnectResponse(request: request, statusCode: 200, data: request.httpBody ?? Data())!)
+        })
+        var request = URLRequest(url: URL(string: "https://x.test/echo")!)
+        request.httpMethod = "POST"
+        request.httpBody = Data("ping".utf8)
+        // When
+        let response = value(of: fake.send(request))
+        // Then
+        XCTAssertEqual(response?.data, Data("ping".utf8))
+    }
+
+    func testImpossibleStatusFailsAsTransportError() {
+        // Given
+        let fake = FakeTransport.answering(.status(42))
+        // When
+        let error = connectError(of: send(fake, "https://x.test/t"))
+        // Then
+        XCTAssertEqual(error?.kind, .transport)
+    }
+
+    func testNeverAnswerStaysPendingUntilCancelled() {
+        // Given
+        let fake = FakeTransport.answering(.never)
+        let future = send(fake, "https://x.test/t")
+        XCTAssertFalse(future.isCompleted)
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+    }
+
+    func testReleasedAnswerWaitsForTheGate() {
+        // Given
+        let gate = Promise<Void>()
+        let fake = FakeTransport.answering(FakeResponse.status(200).released(by: gate.future))
+        let future = send(fake, "https://x.test/t")
+        XCTAssertFalse(future.isCompleted)
+        // When
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(value(of: future)?.statusCode, 200)
+    }
+
+    func testCancellingOneGatedRequestLeavesTheGateAndTheOthers() {
+        // Given
+        let gate = Promise<Void>()
+        let fake = FakeTransport.answering(FakeResponse.status(200).released(by: gate.future))
+        let cancelled = send(fake, "https://x.test/one")
+        let kept = send(fake, "https://x.test/two")
+        // When
+        cancelled.cancel()
+        gate.succeed(())
+        // Then
+        XCTAssertFalse(gate.future.isCancelled)
+        XCTAssertEqual(connectError(of: cancelled)?.kind, .cancelled)
+        XCTAssertEqual(value(of: kept)?.statusCode, 200)
+    }
+
+    func testDelayedAnswerArrivesLater() {
+        // Given
+        let fake = FakeTransport.answering(FakeResponse.status(200).delayed(by: 0.3))
+        // When
+        let future = send(fake, "https://x.test/t")
+        // Then
+        XCTAssertFalse(future.isCompleted, "not answered synchronously")
+        XCTAssertEqual(value(of: future)?.statusCode, 200)
+    }
+
+    func testConcurrentSendsAreAllRecorded() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/c", with: .status(200))
+        // When
+        DispatchQueue.concurrentPerform(iterations: 100) { _ in
+            _ = fake.send(URLRequest(url: URL(string: "https://x.test/c")!))
+        }
+        // Then
+        XCTAssertEqual(fake.requests.count, 100)
+    }
+}

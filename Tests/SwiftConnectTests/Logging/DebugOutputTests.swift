@@ -1,0 +1,406 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `debugResponse: true` output through the client's logger, `cURLCommand(for:)`, and redaction of secrets.
+final class DebugOutputTests: XCTestCase {
+    typealias Todo = ClientFixtures.Todo
+    typealias TodoConnector = ClientFixtures.TodoConnector
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    // MARK: - debugResponse
+
+    func testDebugResponseLogsACURLCommandThenTheResponse() {
+        // Given
+        let logger = MemoryLogger()
+        let fake = FakeTransport()
+        fake.stub(.put, "/todos/1", with: .json(Todo.sample))
+        let connect = Connect(transport: fake, logger: logger)
+        // When
+        _ = value(of: connect.request(TodoConnector.update(id: 1, todo: .sample), debugResponse: true))
+        // Then
+        let entries = logger.entries
+        XCTAssertEqual(entries.count, 2, "\(logger.messages)")
+        XCTAssertTrue(entries.allSatisfy { $0.level == .debug })
+        let request = entries.first?.message ?? ""
+        XCTAssertTrue(request.contains("curl"), request)
+        XCTAssertTrue(request.contains("-X PUT"), request)
+        XCTAssertTrue(request.contains("'https://jsonplaceholder.typicode.com/todos/1'"), request)
+        XCTAssertTrue(request.contains(#""title":"Test Todo""#), request)
+        XCTAssertTrue(request.contains("'Content-Type: application/json'"), request)
+        let response = entries.last?.message ?? ""
+        XCTAssertTrue(response.contains("HTTP 200"), response)
+        XCTAssertTrue(response.contains("PUT https://jsonplaceholder.typicode.com/todos/1"), response)
+        XCTAssertTrue(response.contains("\n  \"title\" : \"Test Todo\""), "the body is pretty-printed JSON: \(response)")
+    }
+
+    func testWithoutDebugResponseNothingIsLogged() {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport.answering(.json(Todo.sample)), logger: logger)
+        // When
+        _ = value(of: connect.request(TodoConnector.get(id: 1)))
+        // Then
+        XCTAssertEqual(logger.messages, [])
+    }
+
+    func testErrorStatusLogsTheResponseAndTheFailure() {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"message":"no such todo"}"#, status: 404)),
+            logger: logger
+        )
+        // When
+        _ = error(of: connect.request(TodoConnector.get(id: 9), debugResponse: true))
+        // Then
+        let output = logger.messages.last ?? ""
+        XCTAssertTrue(output.contains("HTTP 404"), output)
+        XCTAssertTrue(output.contains("\"message\" : \"no such todo\""), output)
+        XCTAssertTrue(output.contains("FAILED"), output)
+    }
+
+    func testInvalidRequestWithDebugResponseLogsTheFailure() {
+        // Given
+        let logger = MemoryLogger()
+        let fake = FakeTransport()
+        let connect = Connect(transport: fake, logger: logger)
+        // When
+        _ = error(of: connect.request(Endpoint(endpoint: "/todos/{id}"), debugResponse: true))
+        // Then
+        XCTAssertEqual(logger.messages.count, 1)
+        XCTAssertTrue(logger.messages.first?.contains("{id}") ?? false, logger.messages.first ?? "")
+        XCTAssertTrue(fake.requests.isEmpty)
+    }
+
+    // MARK: - Redaction
+
+    func testAuthorizationAndCookiesAreRedactedEverywhere() {
+        // Given
+        let logger = MemoryLogger()
+        let fake = FakeTransport.answering(.json(
+            string: #"{"id":1,"token":"response-token-value"}"#,
+            headers: ["Set-Cookie": "sid=response-cookie-value"]
+        ))
+        let connect = Connect(transport: fake, logger: logger)
+        // When
+        _ = value(of: connect.request(SignedIn(token: .bearer(token: "secret-token")), debugResponse: true))
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for secret in ["secret-token", "session-cookie-value", "response-token-value", "response-cookie-value"] {
+            XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
+        }
+        XCTAssertTrue(output.contains("'Authorization: <redacted>'"), output)
+        XCTAssertTrue(output.contains("'Cookie: <redacted>'"), output)
+        XCTAssertTrue(output.contains("\"id\" : 1"), "non-secret fields stay: \(output)")
+        XCTAssertEqual(
+            fake.requests.first?.value(forHTTPHeaderField: "Authorization"), "Bearer secret-token",
+            "only the logs are redacted, not the request"
+        )
+    }
+
+    func testSecretJSONBodyFieldsAreRedacted() {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport.answering(.status(204)), logger: logger)
+        let login = Endpoint(
+            endpoint: "/login",
+            method: .post,
+            parameters: Parameter.jsonObject(value: Login(username: "amy", password: "hunter2", token: "tok-999"))
+        )
+        // When
+        _ = value(of: connect.request(login, debugResponse: true))
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        XCTAssertFalse(output.contains("hunter2"), output)
+        XCTAssertFalse(output.contains("tok-999"), output)
+        XCTAssertTrue(output.contains(#""password":"<redacted>""#), output)
+        XCTAssertTrue(output.contains(#""token":"<redacted>""#), output)
+        XCTAssertTrue(output.contains(#""username":"amy""#), output)
+    }
+
+    func testSecretFormFieldsAreRedacted() throws {
+        // Given
+        let request = try Endpoint(
+            endpoint: "/login",
+            method: .post,
+            parameters: CompositeParameters(.form(key: "user", value: "amy"), .form(key: "password", value: "hunter2"))
+        ).asURLRequest()
+        // When
+        let command = cURLCommand(for: request)
+        // Then
+        XCTAssertFalse(command.contains("hunter2"), command)
+        XCTAssertTrue(command.contains("user=amy"), command)
+    }
+
+    func testUserInfoInTheURLIsRedacted() throws {
+        // Given
+        let request = try Endpoint(baseURL: URL(string: "https://amy:hunter2@api.example.com")!).asURLRequest()
+        // When
+        let command = cURLCommand(for: request)
+        // Then
+        XCTAssertFalse(command.contains("hunter2"), command)
+        XCTAssertTrue(command.contains("api.example.com/items"), command)
+    }
+
+    /// Runs in a child process: setting `<redacted>` into `URLComponents.percentEncodedQuery` traps on
+    /// swift-foundation, which would otherwise end the whole test run.
+    func testSecretQueryValueIsRedacted() throws {
+        try runIsolated {
+            // Given
+            let request = try Endpoint(
+                endpoint: "/search",
+                parameters: CompositeParameters(.query(key: "token", value: "query-secret"), .query(key: "page", value: "2"))
+            ).asURLRequest()
+            // When
+            let command = cURLCommand(for: request)
+            // Then
+            XCTAssertFalse(command.contains("query-secret"), command)
+            XCTAssertTrue(command.contains("page=2"), command)
+            XCTAssertTrue(command.contains("token="), command)
+        }
+    }
+
+    /// Runs in a child process for the same reason as ``testSecretQueryValueIsRedacted()``.
+    func testSecretQueryValueIsRedactedInDebugResponseLogs() throws {
+        try runIsolated {
+            // Given
+            let logger = MemoryLogger()
+            let connect = Connect(transport: FakeTransport.answering(.status(200)), logger: logger)
+            let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "api_key", value: "query-secret"))
+            // When
+            _ = self.value(of: connect.request(search, debugResponse: true))
+            // Then
+            let output = logger.messages.joined(separator: "\n")
+            XCTAssertEqual(logger.messages.count, 2)
+            XCTAssertFalse(output.contains("query-secret"), output)
+        }
+    }
+
+    /// Runs in a child process for the same reason as ``testSecretQueryValueIsRedacted()``.
+    func testErrorDescriptionRedactsSecretQueryValue() throws {
+        try runIsolated {
+            // Given
+            let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))))
+            let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "token", value: "query-secret"))
+            let error = self.connectError(of: connect.request(search))
+            // When
+            let description = error.map(String.init(describing:)) ?? ""
+            // Then
+            XCTAssertTrue(description.contains("GET https://api.example.com/search"), description)
+            XCTAssertFalse(description.contains("query-secret"), description)
+        }
+    }
+
+    func testWithRedactionOffTheValuesAppear() {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), logger: logger, redactsSecrets: false)
+        let connector = SignedIn(
+            token: .bearer(token: "secret-token"),
+            query: "query-secret",
+            body: Login(username: "amy", password: "hunter2", token: "tok-999")
+        )
+        // When
+        _ = value(of: connect.request(connector, debugResponse: true))
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        XCTAssertFalse(connect.redactsSecrets)
+        for secret in ["Bearer secret-token", "session-cookie-value", "query-secret", "hunter2", "tok-999"] {
+            XCTAssertTrue(output.contains(secret), "\(secret) missing from:\n\(output)")
+        }
+        XCTAssertFalse(output.contains("<redacted>"), output)
+    }
+
+    // MARK: - cURL command
+
+    func testCURLCommandPassesShellSyntaxCheck() throws {
+        // Given
+        let request = try SignedIn(
+            token: .bearer(token: "secret-token"),
+            extraHeaders: [HTTPHeader(name: "X-Note", value: "it's \"quoted\" $HOME `x` \\ done")],
+            body: Login(username: "O'Brien", password: "p", token: "t")
+        ).asURLRequest()
+        let command = cURLCommand(for: request)
+        // When
+        let result = try shell(["-n", "-c", command])
+        // Then
+        XCTAssertEqual(result.status, 0, "sh -n rejected:\n\(command)\n\(result.stderr)")
+    }
+
+    func testCURLCommandEscapesSingleQuotes() throws {
+        // Given
+        let request = try Endpoint(headers: [HTTPHeader(name: "X-Note", value: "it's")]).asURLRequest()
+        // When
+        let command = cURLCommand(for: request)
+        // Then
+        XCTAssertTrue(command.contains(#"'X-Note: it'\''s'"#), command)
+    }
+
+    func testCURLCommandArgumentsSurviveTheShell() throws {
+        // Given
+        let note = "it's \"quoted\" $HOME `x` \\ done"
+        let request = try SignedIn(
+            token: nil,
+            extraHeaders: [HTTPHeader(name: "X-Note", value: note)],
+            body: Login(username: "O'Brien", password: "p", token: "t")
+        ).asURLRequest()
+        let command = cURLCommand(for: request)
+        // When: `curl` replaced by `printf`, the shell prints each argument it would pass to curl
+        let arguments = try shellArguments(of: command)
+        // Then
+        XCTAssertEqual(arguments.first, "-v")
+        XCTAssertTrue(arguments.contains("X-Note: \(note)"), "\(arguments)")
+        XCTAssertEqual(arguments.last, "https://api.example.com/me")
+        let dataIndex = try XCTUnwrap(arguments.firstIndex(of: "--data-raw"))
+        let body = try XCTUnwrap(arguments[dataIndex + 1].data(using: .utf8))
+        let json = try XCTUnwrap(JSONSerialization.jsonObject(with: body) as? [String: String])
+        XCTAssertEqual(json["username"], "O'Brien")
+    }
+
+    func testCURLCommandWithBinaryBodyKeepsTheURLAnArgument() throws {
+        // Given
+        let binary = Data([0xFF, 0xFE, 0x00, 0x80])
+        let request = try Endpoint(
+            endpoint: "/upload",
+            method: .post,
+            parameters: Parameter.body(binary, contentType: "application/octet-stream")
+        ).asURLRequest()
+        let command = cURLCommand(for: request)
+        // When
+        let arguments = try shellArguments(of: command)
+        // Then
+        XCTAssertEqual(arguments.last, "https://api.example.com/upload", "the URL must still be passed to curl:\n\(command)")
+        XCTAssertTrue(arguments.contains("--data-binary"), "\(arguments)")
+    }
+
+    func testCURLCommandOfAGETHasMethodAndURL() throws {
+        // Given
+        let request = try TodoConnector.get(id: 123).asURLRequest()
+        // When
+        let command = cURLCommand(for: request)
+        // Then
+        XCTAssertEqual(command, "curl -v \\\n    -X GET \\\n    'https://jsonplaceholder.typicode.com/todos/123'")
+    }
+}
+
+// MARK: - Doubles
+
+private struct Login: Encodable {
+    let username: String
+    let password: String
+    let token: String
+}
+
+/// A connector with credentials, a cookie and optionally a secret query item and a JSON body.
+private struct SignedIn: Connector, AuthorizedConnector {
+    var token: AuthorizationToken?
+    var query: String = ""
+    var extraHeaders: [HTTPHeader] = []
+    var body: Login? = nil
+
+    var baseURL: URL { URL(string: "https://api.example.com")! }
+    var endpoint: String { "/me" }
+    var method: HTTPMethod { body == nil ? .get : .post }
+    var headers: [HTTPHeader] { [HTTPHeader(name: "Cookie", value: "session=session-cookie-value")] + extraHeaders }
+    var authorizationToken: AuthorizationToken? { token }
+    var parameters: ParametersRepresentable? {
+        var list: [Parameter] = []
+        if !query.isEmpty { list.append(.query(key: "token", value: query)) }
+        if let body { list.append(.jsonObject(value: body)) }
+        return CompositeParameters(list)
+    }
+}
+
+// MARK: - Running shells and child processes
+
+extension DebugOutputTests {
+    private static let childEnvironmentKey = "SWIFTCONNECT_ISOLATED_TEST"
+
+    /// Runs `body` in a child copy of this test process, so that a trap in library code fails this test with
+    /// the child's output instead of ending the whole run. In the child, runs `body` directly.
+    private func runIsolated(
+        _ function: String = #function,
+        file: StaticString = #filePath,
+        line: UInt = #line,
+        _ body: () throws -> Void
+    ) throws {
+        let testName = String(function.prefix { $0 != "(" })
+        if ProcessInfo.processInfo.environment[Self.childEnvironmentKey] == testName {
+            try body()
+            return
+        }
+        guard let executable = Bundle.main.executablePath ?? CommandLine.arguments.first,
+            FileManager.default.isExecutableFile(atPath: executable)
+        else {
+            throw XCTSkip("cannot find the test executable to run \(testName) in a child process")
+        }
+        var environment = ProcessInfo.processInfo.environment
+        environment[Self.childEnvironmentKey] = testName
+        environment["SWIFT_BACKTRACE"] = "enable=no"
+        let result = try run(executable, ["SwiftConnectTests.DebugOutputTests/\(testName)"], environment: environment)
+        let output = result.stdout + result.stderr
+        let keyLines = output.split(separator: "\n")
+            .filter { $0.contains("Fatal error") || $0.contains("error:") || $0.contains("Executed") }
+            .joined(separator: "\n")
+        let summary = keyLines.isEmpty ? String(output.suffix(2000)) : keyLines
+        XCTAssertEqual(
+            result.status, 0, "\(testName) failed or crashed in its child process:\n\(summary)", file: file, line: line)
+        if result.status == 0 {
+            XCTAssertTrue(output.contains("Executed 1 test"), "the child did not run \(testName):\n\(summary)", file: file, line: line)
+        }
+    }
+
+    /// The arguments the shell would pass to curl, found by running the command with `printf` in its place.
+    private func shellArguments(of command: String) throws -> [String] {
+        XCTAssertTrue(command.hasPrefix("curl "), command)
+        let script = "printf '%s\\n' " + command.dropFirst("curl ".count)
+        let result = try shell(["-c", script])
+        XCTAssertEqual(result.status, 0, "the shell failed on:\n\(command)\n\(result.stderr)")
+        var lines = result.stdout.components(separatedBy: "\n")
+        if lines.last == "" { lines.removeLast() }
+        return lines
+    }
+
+    private func shell(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
+        try XCTSkipUnless(FileManager.default.isExecutableFile(atPath: "/bin/sh"), "/bin/sh is missing")
+        return try run("/bin/sh", arguments, environment: ["PATH": "/usr/bin:/bin", "HOME": "/nonexistent"])
+    }
+
+    private func run(
+        _ executable: String,
+        _ arguments: [String],
+        environment: [String: String]
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        try process.run()
+        // Read stderr concurrently so that neither pipe can fill up and block the child.
+        let errorData = Recorder<Data>()
+        let errorRead = DispatchGroup()
+        errorRead.enter()
+        DispatchQueue.global().async {
+            errorData.append(stderr.fileHandleForReading.readDataToEndOfFile())
+            errorRead.leave()
+        }
+        let outputData = stdout.fileHandleForReading.readDataToEndOfFile()
+        errorRead.wait()
+        process.waitUntilExit()
+        return (
+            process.terminationStatus,
+            String(decoding: outputData, as: UTF8.self),
+            String(decoding: errorData.values.first ?? Data(), as: UTF8.self)
+        )
+    }
+}

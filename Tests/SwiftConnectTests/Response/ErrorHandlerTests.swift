@@ -1,0 +1,187 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The default `ErrorHandler`, through a client: where it finds the server's message, and the context every
+/// error carries.
+final class ErrorHandlerTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    /// The error a client with the default handler fails with for a response.
+    private func errorFor(
+        body: String,
+        status: Int = 400,
+        headers: [String: String] = ["Content-Type": "application/json"],
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> ConnectError? {
+        let connect = Connect(transport: FakeTransport.answering(.data(Data(body.utf8), status: status, headers: headers)))
+        return connectError(of: connect.request(Endpoint()), file: file, line: line)
+    }
+
+    // MARK: - Where the message is
+
+    func testMsgKey() {
+        let error = errorFor(body: #"{"msg":"Name is required"}"#)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Name is required")
+    }
+
+    func testMessageKey() {
+        let error = errorFor(body: #"{"message":"Not allowed","code":7}"#, status: 403)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Not allowed")
+    }
+
+    func testErrorKeyWithString() {
+        let error = errorFor(body: #"{"error":"invalid_grant"}"#, status: 401)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "invalid_grant")
+    }
+
+    func testErrKey() {
+        let error = errorFor(body: #"{"err":"disk full"}"#, status: 507)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "disk full")
+    }
+
+    func testErrorObjectWithMessage() {
+        let error = errorFor(body: #"{"error":{"code":"E42","message":"Quota exceeded"}}"#, status: 429)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Quota exceeded")
+    }
+
+    func testErrorsArrayFirstMessage() {
+        let error = errorFor(body: #"{"errors":[{"message":"Title is blank"},{"message":"Second"}]}"#, status: 422)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Title is blank")
+    }
+
+    func testKeysAreSearchedInTheGuidesOrder() {
+        let error = errorFor(body: #"{"err":"fourth","error":"third","message":"second","msg":"first"}"#)
+        XCTAssertEqual(error?.message, "first")
+    }
+
+    func testProblemJSONGivesTitleAndDetail() {
+        // Given
+        let body = #"{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","detail":"Your balance is 30, but that costs 50.","status":403}"#
+        // When
+        let error = errorFor(body: body, status: 403, headers: ["Content-Type": "application/problem+json; charset=utf-8"])
+        // Then
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "You do not have enough credit.: Your balance is 30, but that costs 50.")
+        XCTAssertEqual(error?.statusCode, 403)
+    }
+
+    func testCustomMessageKeys() {
+        // Given
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"msg":"ignored","reason":"custom"}"#, status: 400)),
+            errorHandler: ErrorHandler(messageKeys: ["reason"])
+        )
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(error?.message, "custom")
+    }
+
+    // MARK: - No message
+
+    func testUnrecognisedJSONIsHTTPStatus() {
+        // Given / When
+        let error = errorFor(body: #"{"status":"bad","code":12}"#, status: 400)
+        // Then
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 400)
+        XCTAssertEqual(error?.body.map { String(decoding: $0, as: UTF8.self) }, #"{"status":"bad","code":12}"#)
+    }
+
+    func testEmptyMessageIsNotAMessage() {
+        let error = errorFor(body: #"{"message":"   "}"#, status: 400)
+        XCTAssertEqual(error?.kind, .httpStatus)
+    }
+
+    func testHTMLBodyIsHTTPStatusWithTheBodyKept() {
+        // Given
+        let html = "<html><body><h1>502 Bad Gateway</h1></body></html>"
+        // When
+        let error = errorFor(body: html, status: 502, headers: ["Content-Type": "text/html"])
+        // Then
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 502)
+        XCTAssertEqual(error?.body, Data(html.utf8))
+        XCTAssertTrue(error?.debugDescription.contains("502 Bad Gateway</h1>") ?? false, error?.debugDescription ?? "")
+    }
+
+    func testEmptyBodyIsHTTPStatus() {
+        // Given / When
+        let error = errorFor(body: "", status: 500, headers: [:])
+        // Then
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 500)
+        XCTAssertEqual(error?.body, Data())
+    }
+
+    func testJSONArrayBodyIsHTTPStatus() {
+        let error = errorFor(body: #"[{"message":"in an array"}]"#, status: 400)
+        XCTAssertEqual(error?.kind, .httpStatus)
+    }
+
+    // MARK: - Context every error carries
+
+    func testServerMessageErrorCarriesStatusHeadersBodyAndRequest() {
+        // Given
+        let body = #"{"message":"Not found here"}"#
+        // When
+        let error = errorFor(body: body, status: 404, headers: ["Content-Type": "application/json", "X-Request-ID": "req-123"])
+        // Then
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.statusCode, 404)
+        XCTAssertEqual(error?.headers["X-Request-ID"], "req-123")
+        XCTAssertEqual(error?.body, Data(body.utf8))
+        XCTAssertEqual(error?.request?.url?.absoluteString, "https://api.example.com/items")
+    }
+
+    func testHTTPStatusErrorCarriesStatusHeadersAndBody() {
+        // Given / When
+        let error = errorFor(body: "upstream down", status: 503, headers: ["Content-Type": "text/plain", "X-Request-ID": "req-9"])
+        // Then
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(error?.headers["X-Request-ID"], "req-9")
+        XCTAssertEqual(error?.body, Data("upstream down".utf8))
+    }
+
+    func testDescriptionNamesTheStageAndTheStatus() {
+        // Given / When
+        let message = errorFor(body: #"{"message":"Nope"}"#, status: 403)
+        let status = errorFor(body: "<html></html>", status: 500, headers: ["Content-Type": "text/html"])
+        // Then
+        let messageText = message.map(String.init(describing:)) ?? ""
+        XCTAssertTrue(messageText.hasPrefix("Server error: Nope"), messageText)
+        XCTAssertTrue(messageText.contains("403"), messageText)
+        XCTAssertTrue(messageText.contains("GET https://api.example.com/items"), messageText)
+        let statusText = status.map(String.init(describing:)) ?? ""
+        XCTAssertTrue(statusText.hasPrefix("HTTP error status:"), statusText)
+        XCTAssertTrue(statusText.contains("500"), statusText)
+    }
+
+    // MARK: - The guide's entry point
+
+    func testHandleResponseDictionaryDirectly() {
+        // Given
+        let handler = ErrorHandler()
+        // When
+        let found = handler.handle(response: ["message": "direct"]) as? ConnectError
+        let none = handler.handle(response: ["foo": 1]) as? ConnectError
+        // Then
+        XCTAssertEqual(found?.kind, .serverMessage)
+        XCTAssertEqual(found?.message, "direct")
+        XCTAssertEqual(none?.kind, .httpStatus)
+    }
+}
