@@ -4,13 +4,177 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// STUB — replaced by the cache implementation.
+/// An in-memory cache of successful responses, bounded in bytes, evicting the least recently used.
+///
+/// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
+/// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status are
+/// stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
+/// ends, without touching the network or the middlewares inside the cache.
+///
+/// ```swift
+/// let cache = ResponseCache(maxBytes: 5_000_000)
+/// let connect = Connect(responseCache: cache)
+///
+/// let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+/// connect.request(TodoConnector.get(id: 1), options: rule)   // network
+/// connect.request(TodoConnector.get(id: 1), options: rule)   // served from memory
+/// ```
+///
+/// The key is the method and full URL unless the rule names one. The cache is safe to share between
+/// threads and clients.
 public final class ResponseCache: Middleware {
-    /// Creates a cache.
-    public init(maxBytes: Int) {}
+    private struct Entry {
+        var response: ConnectResponse
+        var expiry: Date
+        var size: Int
+        var tick: UInt64
+    }
 
-    /// Sends the request.
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Recency: tick → key. Ticks only grow, so the oldest live tick is found by scanning up from
+        /// `oldestTick`, which is amortised constant time.
+        var recency: [UInt64: String] = [:]
+        var nextTick: UInt64 = 0
+        var oldestTick: UInt64 = 0
+        var totalBytes = 0
+        var hits = 0
+        var misses = 0
+
+        mutating func touch(_ key: String) {
+            guard let old = entries[key]?.tick else { return }
+            recency[old] = nil
+            entries[key]?.tick = nextTick
+            recency[nextTick] = key
+            nextTick += 1
+        }
+
+        mutating func remove(_ key: String) {
+            guard let entry = entries.removeValue(forKey: key) else { return }
+            recency[entry.tick] = nil
+            totalBytes -= entry.size
+        }
+
+        mutating func insert(_ key: String, response: ConnectResponse, expiry: Date, size: Int, limit: Int) {
+            remove(key)
+            while totalBytes + size > limit, let oldest = popOldestKey() {
+                remove(oldest)
+            }
+            entries[key] = Entry(response: response, expiry: expiry, size: size, tick: nextTick)
+            recency[nextTick] = key
+            nextTick += 1
+            totalBytes += size
+        }
+
+        private mutating func popOldestKey() -> String? {
+            while oldestTick < nextTick {
+                if let key = recency[oldestTick] { return key }
+                oldestTick += 1
+            }
+            return nil
+        }
+    }
+
+    /// The most bytes of bodies (plus a small estimate for headers) the cache holds.
+    public let maxBytes: Int
+    private let now: @Sendable () -> Date
+    private let state = Protected(State())
+
+    /// Creates an empty cache.
+    ///
+    /// - Parameters:
+    ///   - maxBytes: The most bytes the cache holds; older entries are evicted to make room. Defaults to
+    ///     10 MB. A response larger than this is never stored.
+    ///   - now: The clock for time to live; tests inject their own.
+    public init(maxBytes: Int = 10_000_000, now: @escaping @Sendable () -> Date = { Date() }) {
+        self.maxBytes = max(0, maxBytes)
+        self.now = now
+    }
+
+    /// How many responses are stored.
+    public var count: Int { state.withLock { $0.entries.count } }
+
+    /// How many bytes the stored responses take, by the cache's estimate.
+    public var totalBytes: Int { state.withLock { $0.totalBytes } }
+
+    /// How many requests were served from the cache.
+    public var hitCount: Int { state.withLock { $0.hits } }
+
+    /// How many requests with a cache rule went to the network.
+    public var missCount: Int { state.withLock { $0.misses } }
+
+    /// Forgets every stored response.
+    public func removeAll() {
+        state.withLock { state in
+            state.entries.removeAll()
+            state.recency.removeAll()
+            state.totalBytes = 0
+            state.oldestTick = state.nextTick
+        }
+    }
+
+    /// Forgets the response stored under `key`.
+    ///
+    /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
+    public func removeResponse(forKey key: String) {
+        state.withLock { $0.remove(key) }
+    }
+
+    /// The key a request is stored under: the rule's key, or the method and full URL.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - rule: The request's cache rule.
+    /// - Returns: The key.
+    public static func key(for request: URLRequest, rule: CacheRule) -> String {
+        rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
+    }
+
+    /// Serves a fresh stored response, or sends the request and stores its response.
     public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        next(request)
+        guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head
+        else { return next(request) }
+        let key = Self.key(for: request, rule: rule)
+        let now = self.now()
+        let cached: ConnectResponse? = state.withLock { state in
+            if !rule.bypassesCache, let entry = state.entries[key] {
+                if entry.expiry > now {
+                    state.hits += 1
+                    state.touch(key)
+                    return entry.response
+                }
+                state.remove(key)
+            }
+            state.misses += 1
+            return nil
+        }
+        if var cached {
+            cached.request = request
+            return Future(value: cached)
+        }
+        let response = next(request)
+        response.whenComplete { [weak self] result in
+            guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
+            let size = Self.estimatedSize(of: response)
+            guard size <= self.maxBytes else { return }
+            let expiry = self.now().addingTimeInterval(rule.timeToLive)
+            self.state.withLock { $0.insert(key, response: response, expiry: expiry, size: size, limit: self.maxBytes) }
+        }
+        return response
+    }
+
+    private static func isStorable(_ response: ConnectResponse) -> Bool {
+        guard response.isSuccess else { return false }
+        let cacheControl = response.header("Cache-Control")?.lowercased() ?? ""
+        return !cacheControl.contains("no-store")
+    }
+
+    /// Body bytes plus a rough allowance for the URL and headers.
+    private static func estimatedSize(of response: ConnectResponse) -> Int {
+        var size = response.data.count + (response.request.url?.absoluteString.utf8.count ?? 0)
+        for (key, value) in response.response.allHeaderFields {
+            size += "\(key)".utf8.count + "\(value)".utf8.count + 4
+        }
+        return size
     }
 }

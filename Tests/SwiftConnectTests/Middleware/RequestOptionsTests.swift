@@ -1,0 +1,195 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Plugins, validators, processors and middlewares at client, connector and call level, in a defined order.
+final class RequestOptionsTests: XCTestCase {
+    private struct Endpoint: Connector {
+        var connectorOptions = RequestOptions()
+        var method: HTTPMethod = .get
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/items" }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+        var options: RequestOptions { connectorOptions }
+    }
+
+    private struct Tagging: Middleware {
+        let tag: String
+        let log: Recorder<String>
+        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+            log.append("→\(tag)")
+            return next(request).map { response in
+                self.log.append("←\(tag)")
+                return response
+            }
+        }
+    }
+
+    private struct AnyMiddlewareProbe: Middleware {
+        let body: @Sendable (RequestContext) -> Void
+        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+            body(context)
+            return next(request)
+        }
+    }
+
+    private func recordingPlugin(_ tag: String, _ log: Recorder<String>, _ events: XCTestExpectation) -> AnyPlugin {
+        AnyPlugin(
+            willSend: { _, _ in
+                log.append("\(tag).willSend")
+                events.fulfill()
+            },
+            didReceive: { response, _ in
+                log.append("\(tag).didReceive \(response.statusCode)")
+                events.fulfill()
+            },
+            didFail: { _, _, _ in
+                log.append("\(tag).didFail")
+                events.fulfill()
+            }
+        )
+    }
+
+    func testMiddlewaresNestClientThenConnectorThenCall() throws {
+        let log = Recorder<String>()
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)),
+            middlewares: [Tagging(tag: "client", log: log)],
+            retryPolicy: nil
+        )
+        let endpoint = Endpoint(connectorOptions: RequestOptions(middlewares: [Tagging(tag: "connector", log: log)]))
+        _ = try connect.request(endpoint, options: RequestOptions(middlewares: [Tagging(tag: "call", log: log)])).wait()
+        XCTAssertEqual(log.values, ["→client", "→connector", "→call", "←call", "←connector", "←client"])
+    }
+
+    func testPluginsAreToldInLevelOrderAndBalanced() throws {
+        let log = Recorder<String>()
+        let events = expectation(description: "plugin events")
+        events.expectedFulfillmentCount = 12
+        let transport = FakeTransport()
+        transport.stub(nil, "/items", with: [.status(200), .failure(URLError(.notConnectedToInternet))])
+        let connect = Connect(
+            transport: transport,
+            retryPolicy: nil,
+            options: RequestOptions(plugins: [recordingPlugin("client", log, events)])
+        )
+        let endpoint = Endpoint(connectorOptions: RequestOptions(plugins: [recordingPlugin("connector", log, events)]))
+        let call = RequestOptions(plugins: [recordingPlugin("call", log, events)])
+        _ = try connect.request(endpoint, options: call).wait()
+        XCTAssertThrowsError(try connect.request(endpoint, options: call).wait())
+        wait(for: [events], timeout: 5)
+        XCTAssertEqual(
+            log.values,
+            [
+                "client.willSend", "connector.willSend", "call.willSend",
+                "client.didReceive 200", "connector.didReceive 200", "call.didReceive 200",
+                "client.willSend", "connector.willSend", "call.willSend",
+                "client.didFail", "connector.didFail", "call.didFail",
+            ]
+        )
+    }
+
+    func testASlowPluginDoesNotStallRequests() throws {
+        let gate = DispatchSemaphore(value: 0)
+        let blocking = AnyPlugin(willSend: { _, _ in gate.wait() })
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)),
+            retryPolicy: nil,
+            options: RequestOptions(plugins: [blocking])
+        )
+        for _ in 0..<5 {
+            XCTAssertNoThrow(try connect.request(Endpoint()).wait(timeout: 5), "requests complete while the plugin blocks")
+        }
+        for _ in 0..<5 { gate.signal() }
+    }
+
+    func testValidatorsRunInLevelOrderAndTheFirstRejectionWins() throws {
+        struct Rejected: Error, Equatable { let by: String }
+        let log = Recorder<String>()
+        func validator(_ tag: String, rejects: Bool = false) -> AnyResponseValidator {
+            AnyResponseValidator { _ in
+                log.append(tag)
+                if rejects { throw Rejected(by: tag) }
+            }
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)),
+            retryPolicy: nil,
+            options: RequestOptions(validators: [validator("client")])
+        )
+        let endpoint = Endpoint(connectorOptions: RequestOptions(validators: [validator("connector", rejects: true)]))
+        let error = try XCTUnwrap(
+            self.error(of: connect.request(endpoint, options: RequestOptions(validators: [validator("call")])))
+                as? ConnectError
+        )
+        XCTAssertEqual(log.values, ["client", "connector"])
+        XCTAssertEqual(error.kind, .rejected)
+        XCTAssertEqual(error.underlyingError as? Rejected, Rejected(by: "connector"))
+        XCTAssertEqual(error.statusCode, 200)
+    }
+
+    func testValidatorsDoNotRunOnErrorStatuses() {
+        let ran = Counter()
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(404)),
+            retryPolicy: nil,
+            options: RequestOptions(validators: [AnyResponseValidator { _ in ran.increment() }])
+        )
+        XCTAssertThrowsError(try connect.request(Endpoint()).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .httpStatus)
+        }
+        XCTAssertEqual(ran.value, 0)
+    }
+
+    func testProcessorsChainInLevelOrderBeforeDecoding() throws {
+        func appending(_ suffix: String) -> AnyResponseProcessor {
+            AnyResponseProcessor { response in
+                var response = response
+                response.data += Data(suffix.utf8)
+                return response
+            }
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.data(Data("[".utf8))),
+            retryPolicy: nil,
+            options: RequestOptions(processors: [appending("\"client\"")])
+        )
+        let endpoint = Endpoint(connectorOptions: RequestOptions(processors: [appending(",\"connector\"")]))
+        let values = try connect.request(endpoint, options: RequestOptions(processors: [appending("]")]))
+            .decoded(toType: [String].self)
+            .wait()
+        XCTAssertEqual(values, ["client", "connector"])
+    }
+
+    func testAThrowingProcessorRejects() {
+        struct Broken: Error {}
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
+        let options = RequestOptions(processors: [AnyResponseProcessor { _ in throw Broken() }])
+        XCTAssertThrowsError(try connect.request(Endpoint(), options: options).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .rejected)
+            XCTAssertTrue((error as? ConnectError)?.underlyingError is Broken)
+        }
+    }
+
+    func testCallLevelRetrySafetyOverridesConnectorAndMethod() {
+        var context = RequestContext(method: .post, connectorName: "X")
+        XCTAssertFalse(context.isRetrySafe)
+        context.options = RequestOptions(isRetrySafe: true)
+        XCTAssertTrue(context.isRetrySafe)
+        XCTAssertTrue(RequestContext(method: .put, connectorName: "X").isRetrySafe)
+
+        let seen = Recorder<Bool>()
+        let probe = AnyMiddlewareProbe { context in seen.append(context.isRetrySafe) }
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), middlewares: [probe], retryPolicy: nil)
+        let endpoint = Endpoint(connectorOptions: RequestOptions(isRetrySafe: true), method: .post)
+        _ = try? connect.request(endpoint).wait()
+        _ = try? connect.request(endpoint, options: RequestOptions(isRetrySafe: false)).wait()
+        XCTAssertEqual(seen.values, [true, false], "the call's setting wins over the connector's")
+    }
+}

@@ -1,0 +1,158 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The opt-in in-memory response cache: TTL, bypass, keys, byte bound with LRU, concurrency.
+final class ResponseCacheTests: XCTestCase {
+    private struct Item: Connector {
+        var path: String
+        var method: HTTPMethod = .get
+        var rule: CacheRule? = CacheRule(timeToLive: 60)
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { path }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+        var options: RequestOptions { RequestOptions(cache: rule) }
+    }
+
+    /// A clock the test moves by hand.
+    private final class ManualClock: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `current`.
+        private let lock = NSLock()
+        private var current = Date(timeIntervalSince1970: 1_000_000)
+        var now: Date {
+            lock.lock()
+            defer { lock.unlock() }
+            return current
+        }
+        func advance(_ seconds: TimeInterval) {
+            lock.lock()
+            current += seconds
+            lock.unlock()
+        }
+    }
+
+    private func makeClient(maxBytes: Int = 1_000_000, clock: ManualClock = ManualClock()) -> (Connect, FakeTransport, ResponseCache) {
+        let transport = FakeTransport()
+        transport.stub(nil, "/a", with: .json(string: #"{"v":"a"}"#))
+        transport.stub(nil, "/b", with: .json(string: #"{"v":"b"}"#))
+        transport.stub(nil, "/c", with: .json(string: #"{"v":"c"}"#))
+        transport.stub(nil, "/error", with: .status(500))
+        let cache = ResponseCache(maxBytes: maxBytes, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        return (connect, transport, cache)
+    }
+
+    func testASecondRequestIsServedFromTheCache() throws {
+        let (connect, transport, cache) = makeClient()
+        let first = try connect.request(Item(path: "/a")).wait()
+        let second = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(first, second)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(cache.hitCount, 1)
+        XCTAssertEqual(cache.missCount, 1)
+    }
+
+    func testRequestsWithoutARuleAreNotCached() throws {
+        let (connect, transport, cache) = makeClient()
+        _ = try connect.request(Item(path: "/a", rule: nil)).wait()
+        _ = try connect.request(Item(path: "/a", rule: nil)).wait()
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(cache.count, 0)
+    }
+
+    func testEntriesExpireAfterTheirTimeToLive() throws {
+        let clock = ManualClock()
+        let (connect, transport, _) = makeClient(clock: clock)
+        _ = try connect.request(Item(path: "/a")).wait()
+        clock.advance(59)
+        _ = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(transport.requests.count, 1)
+        clock.advance(2)
+        _ = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(transport.requests.count, 2, "expired after 60 s")
+    }
+
+    func testBypassFetchesFreshAndStores() throws {
+        let (connect, transport, cache) = makeClient()
+        _ = try connect.request(Item(path: "/a")).wait()
+        _ = try connect.request(Item(path: "/a", rule: CacheRule(timeToLive: 60, bypassesCache: true))).wait()
+        XCTAssertEqual(transport.requests.count, 2)
+        _ = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(cache.count, 1)
+    }
+
+    func testCallLevelRuleOverridesAndCustomKeysShareEntries() throws {
+        let (connect, transport, _) = makeClient()
+        let shared = RequestOptions(cache: CacheRule(timeToLive: 60, key: "shared"))
+        _ = try connect.request(Item(path: "/a", rule: nil), options: shared).wait()
+        let fromB = try connect.request(Item(path: "/b", rule: nil), options: shared).wait()
+        XCTAssertEqual(transport.requests.count, 1, "same custom key, one network call")
+        XCTAssertEqual(String(decoding: fromB, as: UTF8.self), #"{"v":"a"}"#)
+    }
+
+    func testOnlySuccessfulGETsAreStored() throws {
+        let (connect, transport, cache) = makeClient()
+        XCTAssertThrowsError(try connect.request(Item(path: "/error")).wait())
+        XCTAssertThrowsError(try connect.request(Item(path: "/error")).wait())
+        _ = try connect.request(Item(path: "/a", method: .post)).wait()
+        _ = try connect.request(Item(path: "/a", method: .post)).wait()
+        XCTAssertEqual(transport.requests.count, 4)
+        XCTAssertEqual(cache.count, 0)
+    }
+
+    func testNoStoreResponsesAreNotKept() throws {
+        let transport = FakeTransport.answering(.json(string: "{}", headers: ["Cache-Control": "no-store"]))
+        let cache = ResponseCache()
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try connect.request(Item(path: "/a")).wait()
+        _ = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testLeastRecentlyUsedIsEvictedWhenFull() throws {
+        // Each entry is about 60 bytes with its URL and headers; room for two.
+        let (connect, transport, cache) = makeClient(maxBytes: 150)
+        _ = try connect.request(Item(path: "/a")).wait()
+        _ = try connect.request(Item(path: "/b")).wait()
+        _ = try connect.request(Item(path: "/a")).wait()  // a is now more recent than b
+        XCTAssertEqual(transport.requests.count, 2)
+        _ = try connect.request(Item(path: "/c")).wait()  // evicts b
+        XCTAssertEqual(cache.count, 2)
+        XCTAssertLessThanOrEqual(cache.totalBytes, 150)
+        _ = try connect.request(Item(path: "/a")).wait()
+        XCTAssertEqual(transport.requests.count, 3, "a survived")
+        _ = try connect.request(Item(path: "/b")).wait()
+        XCTAssertEqual(transport.requests.count, 4, "b was evicted")
+    }
+
+    func testAResponseLargerThanTheCacheIsNotStored() throws {
+        let transport = FakeTransport.answering(.data(Data(count: 10_000)))
+        let cache = ResponseCache(maxBytes: 1_000)
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try connect.request(Item(path: "/big")).wait()
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertEqual(cache.totalBytes, 0)
+    }
+
+    func testConcurrentUseStaysConsistent() throws {
+        let (connect, _, cache) = makeClient(maxBytes: 200)
+        let paths = ["/a", "/b", "/c"]
+        DispatchQueue.concurrentPerform(iterations: 300) { index in
+            _ = try? connect.request(Item(path: paths[index % 3])).wait()
+            if index % 50 == 0 { cache.removeResponse(forKey: "GET https://api.example.com/a") }
+        }
+        XCTAssertLessThanOrEqual(cache.totalBytes, 200)
+        XCTAssertLessThanOrEqual(cache.count, 3)
+        XCTAssertEqual(cache.hitCount + cache.missCount, 300)
+        cache.removeAll()
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertEqual(cache.totalBytes, 0)
+    }
+}

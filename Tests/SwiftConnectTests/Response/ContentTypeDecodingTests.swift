@@ -1,0 +1,76 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// decoded(toType:) chooses its decoder by the response's Content-Type through an extensible registry.
+final class ContentTypeDecodingTests: XCTestCase {
+    private struct Item: Codable, Equatable, Sendable { let name: String }
+
+    private struct Endpoint: TypedConnector {
+        typealias Response = Item
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/item" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    /// A toy format: `name=<value>`.
+    private struct KeyValueDecoder: ResponseBodyDecoder {
+        let calls: Counter
+        func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+            calls.increment()
+            let text = String(decoding: data, as: UTF8.self)
+            let json = try JSONSerialization.data(withJSONObject: ["name": String(text.dropFirst("name=".count))])
+            return try JSONDecoder().decode(type, from: json)
+        }
+    }
+
+    func testRegisteredDecoderIsChosenByContentType() throws {
+        let calls = Counter()
+        var decoders = ResponseDecoders.default
+        decoders.register(KeyValueDecoder(calls: calls), for: "text/x-key-value")
+        let transport = FakeTransport.answering(.data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value; charset=utf-8"]))
+        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+
+        XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "kv"))
+        XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "kv"))
+        XCTAssertEqual(calls.value, 2)
+    }
+
+    func testJSONIsBuiltInForJSONAndPlusJSONTypes() throws {
+        for type in ["application/json", "application/vnd.api+json", "application/problem+json; charset=utf-8"] {
+            let transport = FakeTransport.answering(.data(Data(#"{"name":"j"}"#.utf8), headers: ["Content-Type": type]))
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "j"), type)
+        }
+    }
+
+    func testUnknownOrMissingContentTypeFallsBackToJSON() throws {
+        let transport = FakeTransport.answering(.data(Data(#"{"name":"f"}"#.utf8), headers: ["Content-Type": "text/plain"]))
+        XCTAssertEqual(try Connect(transport: transport, retryPolicy: nil).send(Endpoint()).wait(), Item(name: "f"))
+        let bare = FakeTransport.answering(.data(Data(#"{"name":"g"}"#.utf8)))
+        XCTAssertEqual(try Connect(transport: bare, retryPolicy: nil).send(Endpoint()).wait(), Item(name: "g"))
+    }
+
+    func testAnExplicitDecoderWinsOverTheRegistry() throws {
+        let calls = Counter()
+        var decoders = ResponseDecoders.default
+        decoders.register(KeyValueDecoder(calls: calls), for: "application/json")
+        let transport = FakeTransport.answering(.json(string: #"{"name":"explicit"}"#))
+        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let item = try connect.request(Endpoint()).decoded(toType: Item.self, decoder: JSONDecoder()).wait()
+        XCTAssertEqual(item, Item(name: "explicit"))
+        XCTAssertEqual(calls.value, 0)
+    }
+
+    func testSuffixRegistration() {
+        let calls = Counter()
+        var decoders = ResponseDecoders.default
+        decoders.register(KeyValueDecoder(calls: calls), for: "+kv")
+        XCTAssertTrue(decoders.decoder(for: "application/vnd.thing+kv") is KeyValueDecoder)
+        XCTAssertTrue(decoders.decoder(for: "application/json") is JSONDecoder)
+        XCTAssertTrue(decoders.decoder(for: nil) is JSONDecoder)
+    }
+}
