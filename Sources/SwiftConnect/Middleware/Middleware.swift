@@ -51,6 +51,8 @@ public struct RequestContext: Sendable {
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
+    /// Uploads from files, downloads to files, size limits and progress for this request.
+    public var transfer = TransferOptions()
 
     /// Creates a context.
     ///
@@ -86,7 +88,9 @@ struct MiddlewareChain: Sendable {
     }
 
     private func send(_ request: URLRequest, context: RequestContext, from index: Int) -> Future<ConnectResponse> {
-        guard index < middlewares.count else { return transport.send(request) }
+        guard index < middlewares.count else {
+            return context.transfer.isPlain ? transport.send(request) : transport.send(request, transfer: context.transfer)
+        }
         return middlewares[index].intercept(request, context: context) { request in
             send(request, context: context, from: index + 1)
         }

@@ -18,8 +18,10 @@ public struct ConnectResponse: Sendable {
     public var request: URLRequest
     /// The HTTP response: status code and headers.
     public var response: HTTPURLResponse
-    /// The body (empty when there was none).
+    /// The body (empty when there was none, or when it was written to ``fileURL``).
     public var data: Data
+    /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
+    public var fileURL: URL?
 
     /// Creates a response.
     ///

@@ -29,4 +29,63 @@ public protocol Transport: Sendable {
     /// - Parameter request: The fully built request.
     /// - Returns: A future of the response; cancelling it cancels the exchange.
     func send(_ request: URLRequest) -> Future<ConnectResponse>
+
+    /// Sends `request` with a body streamed from a file, a response written to a file, a size limit or
+    /// progress reports, as `transfer` asks.
+    ///
+    /// The default implementation suits transports that work in memory: it reads ``TransferOptions/bodyFile``
+    /// into the body, sends with ``send(_:)``, then applies the size limit, writes the destination file and
+    /// reports progress once at the end. ``URLSessionTransport`` streams instead.
+    ///
+    /// - Parameters:
+    ///   - request: The fully built request.
+    ///   - transfer: How to move the body and the response.
+    /// - Returns: A future of the response.
+    func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse>
+}
+
+extension Transport {
+    /// Sends in memory and applies the transfer options afterwards (see ``Transport/send(_:transfer:)``).
+    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if transfer.isPlain { return send(request) }
+        return sendInMemory(request, transfer: transfer, using: self)
+    }
+}
+
+/// The in-memory way to honour transfer options: read the body file, send, then check the size, write the
+/// destination and report progress once.
+func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transport: any Transport) -> Future<ConnectResponse> {
+    var request = request
+    if let file = transfer.bodyFile {
+        do {
+            request.httpBody = try Data(contentsOf: file)
+        } catch {
+            return Future(error: ConnectError.fileAccess(error, url: file, request: request))
+        }
+    }
+    let sentBytes = Int64(request.httpBody?.count ?? 0)
+    return transport.send(request).map { [request] response in
+        if let limit = transfer.maxResponseBytes, response.data.count > limit {
+            throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
+        }
+        let received = Int64(response.data.count)
+        transfer.progress?(
+            TransferProgress(
+                bytesSent: sentBytes,
+                totalBytesToSend: sentBytes,
+                bytesReceived: received,
+                totalBytesToReceive: received
+            )
+        )
+        guard let destination = transfer.destination, response.isSuccess else { return response }
+        do {
+            try response.data.write(to: destination, options: .atomic)
+        } catch {
+            throw ConnectError.fileAccess(error, url: destination, request: request)
+        }
+        var written = response
+        written.data = Data()
+        written.fileURL = destination
+        return written
+    }
 }

@@ -18,20 +18,26 @@ import FoundationNetworking
 /// sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
 /// the future fails with ``ConnectError/Kind/timedOut``.
 ///
-/// A transport made from a configuration owns its session, with a delegate that keeps credentials from
-/// following a redirect: `Authorization`, `Proxy-Authorization` and `Cookie` are removed when a redirect
-/// goes to another scheme, host or port. A session you pass in yourself keeps its own delegate and rules.
+/// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
+/// files without loading them, responses to files without holding them, size limits enforced as bytes
+/// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
+/// `Proxy-Authorization` and `Cookie` are removed when a redirect goes to another scheme, host or port.
+///
+/// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
+/// (see ``Transport/send(_:transfer:)``).
 public final class URLSessionTransport: Transport {
     /// The session that runs the requests.
     public let session: URLSession
-    private let ownsSession: Bool
+    /// The session's delegate, when this transport owns the session.
+    private let delegate: SessionDelegate?
 
     /// Creates a transport with its own session.
     ///
     /// - Parameter configuration: The session configuration. Defaults to ``defaultConfiguration``.
     public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
-        session = URLSession(configuration: configuration, delegate: RedirectGuard(), delegateQueue: nil)
-        ownsSession = true
+        let delegate = SessionDelegate()
+        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
+        self.delegate = delegate
     }
 
     /// Creates a transport over an existing session, which the caller keeps ownership of.
@@ -39,23 +45,62 @@ public final class URLSessionTransport: Transport {
     /// - Parameter session: The session, such as `URLSession.shared`.
     public init(session: URLSession) {
         self.session = session
-        ownsSession = false
+        delegate = nil
     }
 
     deinit {
-        if ownsSession { session.finishTasksAndInvalidate() }
+        if delegate != nil { session.finishTasksAndInvalidate() }
     }
 
     /// The configuration of a transport's own session: `URLSessionConfiguration.default`, with up to 16
     /// connections per host (the platform default of 6 makes a busy client close and reopen kept-alive
-    /// connections) and no response cache unless a connector asks for one through its `cachePolicy`.
+    /// connections).
     public static var defaultConfiguration: URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
         configuration.httpMaximumConnectionsPerHost = 16
         return configuration
     }
 
+    /// Sends a request and collects its response in memory.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        send(request, transfer: TransferOptions())
+    }
+
+    /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
+    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        guard let delegate else {
+            return transfer.isPlain ? sendWithCompletionHandler(request) : sendInMemory(request, transfer: transfer, using: self)
+        }
+        let task: URLSessionTask
+        if let bodyFile = transfer.bodyFile {
+            guard FileManager.default.isReadableFile(atPath: bodyFile.path) else {
+                let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: bodyFile.path])
+                return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
+            }
+            var streamed = request
+            streamed.httpBody = nil
+            task = session.uploadTask(with: streamed, fromFile: bodyFile)
+        } else {
+            task = session.dataTask(with: request)
+        }
+        let promise = Promise<ConnectResponse>()
+        let deadline = Deadline(seconds: request.timeoutInterval)
+        let handler = TaskHandler(request: request, transfer: transfer, promise: promise, deadline: deadline)
+        delegate.register(handler, for: task)
+        promise.setCancelHandler {
+            deadline?.cancel()
+            task.cancel()
+        }
+        deadline?.start { [weak task] in
+            promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
+            task?.cancel()
+        }
+        task.resume()
+        return promise.future
+    }
+
+    /// A plain exchange on a session this transport does not own.
+    private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
         let deadline = Deadline(seconds: request.timeoutInterval)
         let task = session.dataTask(with: request) { data, response, error in
@@ -122,9 +167,7 @@ extension ConnectError {
             )
         }
     }
-}
 
-extension ConnectError {
     /// The request did not complete within its `timeoutInterval`.
     static func timedOut(_ request: URLRequest) -> ConnectError {
         ConnectError(
@@ -137,17 +180,7 @@ extension ConnectError {
 }
 
 /// Removes credentials from a redirected request that leaves the original origin or downgrades to http.
-final class RedirectGuard: NSObject, URLSessionTaskDelegate, Sendable {
-    func urlSession(
-        _ session: URLSession,
-        task: URLSessionTask,
-        willPerformHTTPRedirection response: HTTPURLResponse,
-        newRequest request: URLRequest,
-        completionHandler: @escaping @Sendable (URLRequest?) -> Void
-    ) {
-        completionHandler(Self.redirect(request, from: task.originalRequest ?? task.currentRequest))
-    }
-
+enum RedirectGuard {
     /// The request to follow: `request`, without credentials when it changes scheme, host or port.
     static func redirect(_ request: URLRequest, from original: URLRequest?) -> URLRequest {
         guard let from = original?.url, let to = request.url, !isSameOrigin(from, to) else { return request }

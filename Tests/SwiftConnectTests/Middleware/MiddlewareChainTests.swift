@@ -57,7 +57,7 @@ final class MiddlewareChainTests: XCTestCase {
         // Given
         let fake = FakeTransport()
         fake.stub(.get, "/items", with: [.status(503), .json(string: #"{"ok":true}"#)])
-        let connect = Connect(transport: fake, middlewares: [RetryOnceMiddleware()])
+        let connect = Connect(transport: fake, middlewares: [RetryOnceMiddleware()], retryPolicy: nil)
         // When
         let data = value(of: connect.request(Endpoint()))
         // Then
@@ -69,7 +69,7 @@ final class MiddlewareChainTests: XCTestCase {
     func testErrorHandlerSeesTheResponseTheMiddlewaresReturn() {
         // Given: the retry middleware gives up after one retry; the second 503 goes to the error handler
         let fake = FakeTransport.answering(.json(string: #"{"message":"still down"}"#, status: 503))
-        let connect = Connect(transport: fake, middlewares: [RetryOnceMiddleware()])
+        let connect = Connect(transport: fake, middlewares: [RetryOnceMiddleware()], retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then

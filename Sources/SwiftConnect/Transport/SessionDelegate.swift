@@ -1,0 +1,227 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The delegate of a ``URLSessionTransport``'s own session: routes each task's events to its handler and
+/// applies the redirect rule.
+final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
+    private let handlers = Protected<[Int: TaskHandler]>([:])
+
+    /// Routes the events of `task` to `handler`. Call before `task.resume()`.
+    func register(_ handler: TaskHandler, for task: URLSessionTask) {
+        handlers.withLock { $0[task.taskIdentifier] = handler }
+    }
+
+    private func handler(for task: URLSessionTask) -> TaskHandler? {
+        handlers.withLock { $0[task.taskIdentifier] }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        dataTask: URLSessionDataTask,
+        didReceive response: URLResponse,
+        completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
+    ) {
+        let proceed = handler(for: dataTask)?.didReceive(response) ?? true
+        completionHandler(proceed ? .allow : .cancel)
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        guard let handler = handler(for: dataTask) else { return }
+        if !handler.didReceive(data) { dataTask.cancel() }
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        handler(for: task)?.didSend(totalBytesSent, of: totalBytesExpectedToSend)
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        let handler = handlers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
+        handler?.didComplete(error: error)
+    }
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        willPerformHTTPRedirection response: HTTPURLResponse,
+        newRequest request: URLRequest,
+        completionHandler: @escaping @Sendable (URLRequest?) -> Void
+    ) {
+        completionHandler(RedirectGuard.redirect(request, from: task.originalRequest ?? task.currentRequest))
+    }
+}
+
+/// One task's state: where its body goes, how much has moved, and the promise to complete.
+///
+/// Events arrive on the session's serial delegate queue; the state sits behind a lock all the same, since
+/// cancellation and the timeout come from other threads.
+final class TaskHandler: Sendable {
+    /// Error bodies are kept in memory up to this size when no limit is set, even for downloads to a file.
+    static let errorBodyLimit = 1 << 20
+
+    private struct State {
+        var response: HTTPURLResponse?
+        var data = Data()
+        var file: FileHandle?
+        var temporaryFile: URL?
+        var bytesSent: Int64 = 0
+        var bytesToSend: Int64?
+        var bytesReceived: Int64 = 0
+        var bytesToReceive: Int64?
+        var failure: (any Error)?
+    }
+
+    let request: URLRequest
+    let transfer: TransferOptions
+    let promise: Promise<ConnectResponse>
+    let deadline: Deadline?
+    private let state = Protected(State())
+
+    init(request: URLRequest, transfer: TransferOptions, promise: Promise<ConnectResponse>, deadline: Deadline?) {
+        self.request = request
+        self.transfer = transfer
+        self.promise = promise
+        self.deadline = deadline
+        if let body = request.httpBody {
+            state.withLock { $0.bytesToSend = Int64(body.count) }
+        }
+    }
+
+    /// The response head arrived. Returns `false` to cancel the task (declared size over the limit, or no
+    /// file to write to).
+    func didReceive(_ response: URLResponse) -> Bool {
+        guard let response = response as? HTTPURLResponse else { return true }
+        let expected = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        let isSuccess = (200..<300).contains(response.statusCode)
+        return state.withLock { state in
+            state.response = response
+            state.bytesToReceive = expected
+            if let limit = transfer.maxResponseBytes, let expected, expected > Int64(limit) {
+                state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: response)
+                return false
+            }
+            if isSuccess, let destination = transfer.destination {
+                let temporary = destination.deletingLastPathComponent()
+                    .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+                guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
+                    let handle = FileHandle(forWritingAtPath: temporary.path)
+                else {
+                    let error = CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path])
+                    state.failure = ConnectError.fileAccess(error, url: destination, request: request)
+                    return false
+                }
+                state.file = handle
+                state.temporaryFile = temporary
+            } else if let expected, expected > 0 {
+                state.data.reserveCapacity(Int(min(expected, 16 << 20)))
+            }
+            return true
+        }
+    }
+
+    /// A piece of the body arrived. Returns `false` to cancel the task (over the limit, or a write failed).
+    func didReceive(_ data: Data) -> Bool {
+        let progress: TransferProgress? = state.withLock { state in
+            guard state.failure == nil else { return nil }
+            state.bytesReceived += Int64(data.count)
+            let limit = transfer.maxResponseBytes ?? (state.file == nil && transfer.destination != nil ? Self.errorBodyLimit : nil)
+            if let limit, state.bytesReceived > Int64(limit) {
+                state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: state.response)
+                return nil
+            }
+            if let file = state.file {
+                do {
+                    try Self.write(data, to: file)
+                } catch {
+                    let url = transfer.destination ?? FileManager.default.temporaryDirectory
+                    state.failure = ConnectError.fileAccess(error, url: url, request: request)
+                    return nil
+                }
+            } else {
+                state.data.append(data)
+            }
+            return transfer.progress == nil ? nil : Self.progress(of: state)
+        }
+        if let progress { transfer.progress?(progress) }
+        return state.withLock { $0.failure == nil }
+    }
+
+    /// Part of the body went out.
+    func didSend(_ total: Int64, of expected: Int64) {
+        let progress: TransferProgress = state.withLock { state in
+            state.bytesSent = total
+            if expected > 0 { state.bytesToSend = expected }
+            return Self.progress(of: state)
+        }
+        transfer.progress?(progress)
+    }
+
+    /// The task ended: completes the promise (unless cancelled or timed out first) and cleans up.
+    func didComplete(error: (any Error)?) {
+        deadline?.cancel()
+        let (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
+            let taken = (state, state.file, state.temporaryFile)
+            state.file = nil
+            state.temporaryFile = nil
+            state.data = Data()
+            return taken
+        }
+        try? file?.close()
+        let result = outcome(of: snapshot, error: error, temporary: temporary)
+        if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }
+        if case .success = result, transfer.progress != nil {
+            var final = snapshot
+            if final.bytesToSend != nil { final.bytesSent = final.bytesToSend ?? final.bytesSent }
+            final.bytesToReceive = final.bytesToReceive ?? final.bytesReceived
+            transfer.progress?(Self.progress(of: final))
+        }
+        promise.completeIfPending(with: result)
+    }
+
+    private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {
+        if let failure = state.failure { return .failure(failure) }
+        if let error { return .failure(ConnectError.transportFailure(error, request: request)) }
+        guard let response = state.response else {
+            return .failure(ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
+        }
+        guard let temporary, let destination = transfer.destination else {
+            return .success(ConnectResponse(request: request, response: response, data: state.data))
+        }
+        do {
+            if FileManager.default.fileExists(atPath: destination.path) {
+                try FileManager.default.removeItem(at: destination)
+            }
+            try FileManager.default.moveItem(at: temporary, to: destination)
+        } catch {
+            return .failure(ConnectError.fileAccess(error, url: destination, request: request))
+        }
+        var written = ConnectResponse(request: request, response: response, data: Data())
+        written.fileURL = destination
+        return .success(written)
+    }
+
+    private static func write(_ data: Data, to file: FileHandle) throws {
+        if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
+            try file.write(contentsOf: data)
+        } else {
+            file.write(data)
+        }
+    }
+
+    private static func progress(of state: State) -> TransferProgress {
+        TransferProgress(
+            bytesSent: state.bytesSent,
+            totalBytesToSend: state.bytesToSend,
+            bytesReceived: state.bytesReceived,
+            totalBytesToReceive: state.bytesToReceive
+        )
+    }
+}

@@ -1,0 +1,117 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// How a request's body goes out and its response comes in, beyond what the `URLRequest` says: a body
+/// streamed from a file, a response written to a file, a size limit and progress reports.
+///
+/// ``Connect`` fills these in for uploads, downloads and size limits; a ``Transport`` reads them from
+/// ``RequestContext/transfer``.
+public struct TransferOptions: Sendable {
+    /// A file whose contents are the request body, streamed from disk (replaces `httpBody`).
+    public var bodyFile: URL?
+    /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
+    public var destination: URL?
+    /// The most response-body bytes accepted; more fails the request with
+    /// ``ConnectError/Kind/responseTooLarge`` without downloading the rest. `nil` for no limit.
+    public var maxResponseBytes: Int?
+    /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
+    /// request's future completes.
+    public var progress: (@Sendable (TransferProgress) -> Void)?
+
+    /// Creates transfer options.
+    ///
+    /// - Parameters:
+    ///   - bodyFile: A file to stream as the body.
+    ///   - destination: A file to write a successful response body to.
+    ///   - maxResponseBytes: The response size limit.
+    ///   - progress: Progress reports.
+    public init(
+        bodyFile: URL? = nil,
+        destination: URL? = nil,
+        maxResponseBytes: Int? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
+    ) {
+        self.bodyFile = bodyFile
+        self.destination = destination
+        self.maxResponseBytes = maxResponseBytes
+        self.progress = progress
+    }
+
+    /// Whether nothing beyond a plain in-memory exchange is asked for.
+    public var isPlain: Bool { bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil }
+}
+
+/// How far a transfer has got.
+public struct TransferProgress: Sendable, Equatable, CustomStringConvertible {
+    /// Request-body bytes sent so far.
+    public var bytesSent: Int64
+    /// The request-body size, when known.
+    public var totalBytesToSend: Int64?
+    /// Response-body bytes received so far.
+    public var bytesReceived: Int64
+    /// The response-body size, when the server declared it.
+    public var totalBytesToReceive: Int64?
+
+    /// Creates a progress report.
+    ///
+    /// - Parameters:
+    ///   - bytesSent: Bytes sent.
+    ///   - totalBytesToSend: Bytes to send, if known.
+    ///   - bytesReceived: Bytes received.
+    ///   - totalBytesToReceive: Bytes to receive, if known.
+    public init(bytesSent: Int64, totalBytesToSend: Int64?, bytesReceived: Int64, totalBytesToReceive: Int64?) {
+        self.bytesSent = bytesSent
+        self.totalBytesToSend = totalBytesToSend
+        self.bytesReceived = bytesReceived
+        self.totalBytesToReceive = totalBytesToReceive
+    }
+
+    /// The fraction of the upload done (0…1), if its size is known.
+    public var uploadFraction: Double? {
+        guard let total = totalBytesToSend else { return nil }
+        return total == 0 ? 1 : min(1, Double(bytesSent) / Double(total))
+    }
+
+    /// The fraction of the download done (0…1), if its size is known.
+    public var downloadFraction: Double? {
+        guard let total = totalBytesToReceive else { return nil }
+        return total == 0 ? 1 : min(1, Double(bytesReceived) / Double(total))
+    }
+
+    /// The fraction of the whole exchange done: the download's once receiving has begun, else the upload's.
+    public var fractionCompleted: Double? {
+        if bytesReceived > 0 || totalBytesToReceive != nil { return downloadFraction }
+        return uploadFraction
+    }
+
+    public var description: String {
+        let sent = totalBytesToSend.map { "\(bytesSent)/\($0)" } ?? "\(bytesSent)"
+        let received = totalBytesToReceive.map { "\(bytesReceived)/\($0)" } ?? "\(bytesReceived)"
+        return "sent \(sent) B, received \(received) B"
+    }
+}
+
+extension ConnectError {
+    /// The response body exceeded `limit` bytes.
+    static func responseTooLarge(limit: Int, request: URLRequest?, response: HTTPURLResponse?) -> ConnectError {
+        ConnectError(
+            .responseTooLarge,
+            message: "the response body exceeds the limit of \(limit) bytes",
+            request: request,
+            response: response
+        )
+    }
+
+    /// A file could not be read or written.
+    static func fileAccess(_ error: any Error, url: URL, request: URLRequest?) -> ConnectError {
+        ConnectError(
+            .fileAccess,
+            message: "could not access \(url.path): \(error.localizedDescription)",
+            request: request,
+            underlyingError: error
+        )
+    }
+}
