@@ -47,6 +47,12 @@ public final class Connect: Sendable {
     public let decoders: ResponseDecoders
     /// Headers added to every request that does not set them already.
     public let defaultHeaders: [HTTPHeader]
+    /// The server this client talks to, for connectors and routes with a relative base URL, with default
+    /// headers and query items for every request.
+    public let configuration: ServerConfiguration?
+    /// The most response-body bytes accepted for any request (a request's own limit overrides it); `nil`
+    /// for no limit.
+    public let maxResponseBytes: Int?
     /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
     public let redactsSecrets: Bool
     private let customLogger: (any ConnectLogger)?
@@ -80,8 +86,11 @@ public final class Connect: Sendable {
     ///   - options: Client-level plugins, validators and processors (and more middlewares, after
     ///     `middlewares`).
     ///   - decoders: The decoders by content type. Defaults to JSON.
+    ///   - configuration: The server for relative connectors and ``Route``s, with default headers and query
+    ///     items for every request.
     ///   - defaultHeaders: Headers for every request that does not set them. Defaults to
     ///     `Accept: application/json`.
+    ///   - maxResponseBytes: The response size limit for every request; `nil` (the default) for none.
     ///   - logger: Where debug output goes. Defaults to ``ConnectLogging/logger`` (standard error).
     ///   - redactsSecrets: Whether debug output hides secrets. Defaults to `true`.
     public init(
@@ -94,7 +103,9 @@ public final class Connect: Sendable {
         coalescesIdenticalRequests: Bool = false,
         options: RequestOptions = RequestOptions(),
         decoders: ResponseDecoders = .default,
+        configuration: ServerConfiguration? = nil,
         defaultHeaders: [HTTPHeader] = [.accept("application/json")],
+        maxResponseBytes: Int? = nil,
         logger: (any ConnectLogger)? = nil,
         redactsSecrets: Bool = true
     ) {
@@ -107,6 +118,8 @@ public final class Connect: Sendable {
         self.options = options
         self.decoders = decoders
         self.defaultHeaders = defaultHeaders
+        self.configuration = configuration
+        self.maxResponseBytes = maxResponseBytes
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
         var outer: [any Middleware] = []
@@ -132,6 +145,20 @@ public final class Connect: Sendable {
     ///   - errorHandler: Turns error responses into errors.
     public convenience init(middleware: any Middleware, errorHandler: any ErrorHandling) {
         self.init(middlewares: [middleware], errorHandler: errorHandler)
+    }
+
+    /// A client for one server, by host name, over https.
+    ///
+    /// ```swift
+    /// let api = Connect(host: "api.example.com")
+    /// api.request("/todos/1").decoded(toType: Todo.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - host: The host name, without scheme.
+    ///   - transport: What sends requests.
+    public convenience init(host: String, transport: any Transport = URLSessionTransport()) {
+        self.init(transport: transport, configuration: ServerConfiguration(host: host))
     }
 
     /// Where this client logs.
@@ -207,21 +234,7 @@ extension Connect {
         debugResponse: Bool = false,
         options callOptions: RequestOptions = RequestOptions()
     ) -> Future<ConnectResponse> {
-        let request: URLRequest
-        do {
-            request = try prepare(connector)
-        } catch {
-            if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
-            return Future(error: error)
-        }
-        let requestOptions = connector.options.merged(with: callOptions)
-        let context = RequestContext(
-            method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
-            connectorName: String(describing: type(of: connector)),
-            options: requestOptions,
-            logger: logger
-        )
-        return perform(request, context: context, extra: requestOptions, debugResponse: debugResponse)
+        start(connector, debugResponse: debugResponse, options: callOptions) { _, _ in }
     }
 
     /// Sends a connector that names its response type and returns a future of the decoded value.
@@ -269,13 +282,58 @@ extension Connect {
 // MARK: - Pipeline
 
 extension Connect {
-    /// Builds the request and adds the client's default headers. Pure: no I/O.
+    /// Builds the request and adds the client's configuration: base URL for relative connectors, default
+    /// query items and default headers. Pure: no I/O.
     func prepare(_ connector: any Connector) throws -> URLRequest {
-        var request = try connector.asURLRequest()
-        for header in defaultHeaders where request.value(forHTTPHeaderField: header.name) == nil {
+        var request: URLRequest
+        if let configuration, RelativeBase.isRelative(connector.baseURL) {
+            request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL()).asURLRequest()
+        } else {
+            request = try connector.asURLRequest()
+        }
+        if let configuration, !configuration.defaultQueryItems.isEmpty {
+            request.url = configuration.appendingDefaultQueryItems(to: request.url)
+        }
+        for header in (configuration?.defaultHeaders ?? []) + defaultHeaders
+        where request.value(forHTTPHeaderField: header.name) == nil {
+            guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
+                throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request)
+            }
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }
         return request
+    }
+
+    /// Builds, adapts and sends one call. `adjust` may change the request and its transfer options (uploads
+    /// and downloads do) before it enters the pipeline; throwing from it fails the call.
+    func start(
+        _ connector: any Connector,
+        debugResponse: Bool,
+        options callOptions: RequestOptions,
+        adjust: (inout URLRequest, inout TransferOptions) throws -> Void
+    ) -> Future<ConnectResponse> {
+        let requestOptions = connector.options.merged(with: callOptions)
+        let all = options.merged(with: requestOptions)
+        var request: URLRequest
+        var transfer = TransferOptions(
+            maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes,
+            progress: all.progress
+        )
+        do {
+            request = try prepare(connector)
+            try adjust(&request, &transfer)
+        } catch {
+            if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
+            return Future(error: error)
+        }
+        var context = RequestContext(
+            method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
+            connectorName: String(describing: type(of: connector)),
+            options: requestOptions,
+            logger: logger
+        )
+        context.transfer = transfer
+        return perform(request, context: context, extra: requestOptions, debugResponse: debugResponse)
     }
 
     /// Runs a built request through the middlewares, the transport, the error handler, the validators and

@@ -8,7 +8,8 @@ import Foundation
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
-/// - **isRetrySafe** and **cache**: the most specific level that sets them wins (call, then connector).
+/// - **isRetrySafe**, **cache**, **maxResponseBytes** and **progress**: the most specific level that sets
+///   them wins (call, then connector, then client).
 ///
 /// ```swift
 /// connect.request(
@@ -30,6 +31,11 @@ public struct RequestOptions: Sendable {
     public var isRetrySafe: Bool?
     /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached.
     public var cache: CacheRule?
+    /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge`` without
+    /// downloading the rest. Overrides the client's limit; `nil` keeps it.
+    public var maxResponseBytes: Int?
+    /// Receives upload and download progress, in order; the last report comes before the future completes.
+    public var progress: (@Sendable (TransferProgress) -> Void)?
 
     /// Creates options.
     ///
@@ -40,13 +46,17 @@ public struct RequestOptions: Sendable {
     ///   - processors: Body transformations before decoding.
     ///   - isRetrySafe: Whether a non-idempotent request may be replayed; `nil` leaves it to the method.
     ///   - cache: The cache rule; `nil` for none.
+    ///   - maxResponseBytes: The response size limit; `nil` keeps the client's.
+    ///   - progress: Progress reports.
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],
         validators: [any ResponseValidator] = [],
         processors: [any ResponseProcessor] = [],
         isRetrySafe: Bool? = nil,
-        cache: CacheRule? = nil
+        cache: CacheRule? = nil,
+        maxResponseBytes: Int? = nil,
+        progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) {
         self.middlewares = middlewares
         self.plugins = plugins
@@ -54,12 +64,14 @@ public struct RequestOptions: Sendable {
         self.processors = processors
         self.isRetrySafe = isRetrySafe
         self.cache = cache
+        self.maxResponseBytes = maxResponseBytes
+        self.progress = progress
     }
 
     /// Whether no option is set (the fast path: nothing to merge).
     var isEmpty: Bool {
         middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty && isRetrySafe == nil
-            && cache == nil
+            && cache == nil && maxResponseBytes == nil && progress == nil
     }
 
     /// These options followed by `more`: lists concatenated, single values taken from `more` when set.
@@ -72,7 +84,9 @@ public struct RequestOptions: Sendable {
             validators: validators + more.validators,
             processors: processors + more.processors,
             isRetrySafe: more.isRetrySafe ?? isRetrySafe,
-            cache: more.cache ?? cache
+            cache: more.cache ?? cache,
+            maxResponseBytes: more.maxResponseBytes ?? maxResponseBytes,
+            progress: more.progress ?? progress
         )
     }
 }

@@ -1,0 +1,134 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+// MARK: - Uploads and downloads
+
+extension Connect {
+    /// Bodies up to this size are encoded in memory; larger ones, and any with a file on disk, are written to a
+    /// temporary file and streamed from it.
+    static let inMemoryMultipartLimit: Int64 = 8 << 20
+
+    /// Uploads files as a `multipart/form-data` body to the endpoint a connector describes, as in the usage
+    /// guide. The connector's `.form` parameters become text fields.
+    ///
+    /// ```swift
+    /// let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: jpeg)
+    /// Connect.default.upload(files: [photo], to: AlbumConnector.addPhoto(albumID: 7))
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - files: The files; `nil` or empty sends only the fields.
+    ///   - request: The connector; its method is used as is (usually POST).
+    ///   - debugResponse: Logs the request and response.
+    /// - Returns: A future of the response body.
+    public func upload(files: [File]?, to request: any Connector, debugResponse: Bool = false) -> Future<Data> {
+        upload(files: files, fields: [], to: request, debugResponse: debugResponse)
+    }
+
+    /// Uploads files and text fields as a `multipart/form-data` body.
+    ///
+    /// Files on disk are streamed: the body is written to a temporary file in 1 MiB pieces and sent from
+    /// there, so memory stays bounded whatever the file size. The `Content-Length` is always known. Retries
+    /// resend the same temporary file, which is deleted when the request completes.
+    ///
+    /// ```swift
+    /// connect.upload(
+    ///     files: [File(key: "video", fileURL: movieURL)],
+    ///     fields: [("title", "Holiday")],
+    ///     to: VideoConnector.create,
+    ///     options: RequestOptions(progress: { print($0.uploadFraction ?? 0) })
+    /// )
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - files: The files.
+    ///   - fields: Text fields, in order, sent before the files (after the connector's `.form` fields).
+    ///   - request: The connector. A `.jsonObject` or `.body` parameter fails with
+    ///     ``ConnectError/InvalidRequestReason/multipleBodies``.
+    ///   - boundary: The multipart boundary; random by default.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call, such as `progress`.
+    /// - Returns: A future of the response body.
+    public func upload(
+        files: [File]?,
+        fields: [(String, String)],
+        to request: any Connector,
+        boundary: String = MultipartFormData.randomBoundary(),
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<Data> {
+        var form = MultipartFormData(boundary: boundary)
+        var hasOtherBody = false
+        for parameter in request.parameters?.parameterList ?? [] {
+            switch parameter {
+            case .form(let key, let value): form.append(field: key, value: value)
+            case .jsonObject, .body: hasOtherBody = true
+            case .query, .path: break
+            }
+        }
+        guard !hasOtherBody else { return Future(error: ConnectError.invalidRequest(.multipleBodies)) }
+        for (name, value) in fields { form.append(field: name, value: value) }
+        for file in files ?? [] { form.append(file) }
+
+        var temporaryFile: URL?
+        let response = start(request, debugResponse: debugResponse, options: options) { urlRequest, transfer in
+            urlRequest.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
+            let length = try form.contentLength()
+            urlRequest.setValue(String(length), forHTTPHeaderField: "Content-Length")
+            if form.isInMemory && length <= Connect.inMemoryMultipartLimit {
+                urlRequest.httpBody = try form.encodedData()
+            } else {
+                let file = FileManager.default.temporaryDirectory
+                    .appendingPathComponent("SwiftConnect-upload-\(UUID().uuidString).multipart")
+                temporaryFile = file
+                try form.write(to: file)
+                urlRequest.httpBody = nil
+                transfer.bodyFile = file
+            }
+        }
+        if let file = temporaryFile {
+            response.always { try? FileManager.default.removeItem(at: file) }
+        }
+        return body(of: response)
+    }
+
+    /// Downloads the response body of a connector's request straight to a file, without holding it in memory.
+    ///
+    /// The file appears (replacing any file there) only when the whole body has arrived with a 2xx status;
+    /// an error status is handled by the error handler as usual and leaves no file.
+    ///
+    /// ```swift
+    /// let file = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - connector: The connector.
+    ///   - destination: Where to write the body.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call, such as `progress` and `maxResponseBytes`.
+    /// - Returns: A future of `destination`, once written.
+    public func download(
+        _ connector: any Connector,
+        to destination: URL,
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<URL> {
+        start(connector, debugResponse: debugResponse, options: options) { _, transfer in
+            transfer.destination = destination
+        }.map { response in
+            guard let file = response.fileURL else {
+                // A transport that ignores transfer options: write what arrived in memory.
+                do {
+                    try response.data.write(to: destination, options: .atomic)
+                } catch {
+                    throw ConnectError.fileAccess(error, url: destination, request: response.request)
+                }
+                return destination
+            }
+            return file
+        }
+    }
+}

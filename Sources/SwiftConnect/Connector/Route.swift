@@ -1,0 +1,63 @@
+import Foundation
+
+/// A ready-made connector for endpoints nobody wrote a type for.
+///
+/// Give it a full base URL, or leave the base out and send it with a client that has a
+/// ``ServerConfiguration`` (such as `Connect(host:)`):
+///
+/// ```swift
+/// let api = Connect(host: "api.example.com")
+/// let route = Route("/users/{id}", method: .get, parameters: Parameter.path(key: "id", value: "42"))
+/// api.request(route).decoded(toType: User.self)
+///
+/// let absolute = Route("/status", baseURL: URL(string: "https://status.example.com")!)
+/// ```
+public struct Route: Connector, AuthorizedConnector {
+    /// The base URL; a relative one (the default) is replaced by the client's server.
+    public var baseURL: URL
+    /// The endpoint, with `{placeholders}` for `.path` parameters.
+    public var endpoint: String
+    /// The method.
+    public var method: HTTPMethod
+    /// The headers.
+    public var headers: [HTTPHeader]
+    /// The parameters.
+    public var parameters: (any ParametersRepresentable)?
+    /// The credential to send, if any.
+    public var authorizationToken: AuthorizationToken?
+    /// The timeout for the whole request, in seconds.
+    public var timeout: TimeInterval
+    /// Options for this route's requests.
+    public var options: RequestOptions
+
+    /// Creates a route.
+    ///
+    /// - Parameters:
+    ///   - endpoint: The path, such as `/todos/{id}`.
+    ///   - baseURL: The server; `nil` (the default) uses the sending client's ``ServerConfiguration``.
+    ///   - method: The method; GET by default.
+    ///   - parameters: Path values, query items and body.
+    ///   - headers: Headers.
+    ///   - authorizationToken: A credential to send.
+    ///   - timeout: The timeout in seconds; 60 by default.
+    ///   - options: Options for these requests.
+    public init(
+        _ endpoint: String,
+        baseURL: URL? = nil,
+        method: HTTPMethod = .get,
+        parameters: (any ParametersRepresentable)? = nil,
+        headers: [HTTPHeader] = [],
+        authorizationToken: AuthorizationToken? = nil,
+        timeout: TimeInterval = 60,
+        options: RequestOptions = RequestOptions()
+    ) {
+        self.endpoint = endpoint
+        self.baseURL = baseURL ?? RelativeBase.url
+        self.method = method
+        self.parameters = parameters
+        self.headers = headers
+        self.authorizationToken = authorizationToken
+        self.timeout = timeout
+        self.options = options
+    }
+}

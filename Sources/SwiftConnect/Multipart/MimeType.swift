@@ -1,0 +1,85 @@
+import Foundation
+
+/// A media type for an uploaded file, such as `image/jpeg`. Extensible:
+///
+/// ```swift
+/// extension MimeType {
+///     static let myAwesomeType = MimeType(rawValue: "awesome/type")
+/// }
+/// let type = MimeType(fileExtension: "png")  // .png
+/// ```
+public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
+    /// The media type, such as `image/png`.
+    public let rawValue: String
+
+    /// Creates a media type.
+    ///
+    /// - Parameter rawValue: The media type, such as `application/zip`.
+    public init(rawValue: String) {
+        self.rawValue = rawValue
+    }
+
+    /// The media type for a file extension (`"jpg"`, `"PDF"`, `".png"`), or `application/octet-stream`
+    /// for an unknown one.
+    ///
+    /// - Parameter fileExtension: The extension, with or without the dot, in any case.
+    public init(fileExtension: String) {
+        var key = fileExtension.lowercased()
+        if key.hasPrefix(".") { key.removeFirst() }
+        self = MimeType.byExtension[key] ?? .octetStream
+    }
+
+    /// The media type for a file's extension.
+    ///
+    /// - Parameter url: The file.
+    /// - Returns: The inferred type, or `application/octet-stream`.
+    public static func inferred(from url: URL) -> MimeType {
+        MimeType(fileExtension: url.pathExtension)
+    }
+
+    public var description: String { rawValue }
+
+    /// `image/jpeg`.
+    public static let jpg = MimeType(rawValue: "image/jpeg")
+    /// `image/png`.
+    public static let png = MimeType(rawValue: "image/png")
+    /// `image/gif`.
+    public static let gif = MimeType(rawValue: "image/gif")
+    /// `image/webp`.
+    public static let webp = MimeType(rawValue: "image/webp")
+    /// `image/heic`.
+    public static let heic = MimeType(rawValue: "image/heic")
+    /// `image/svg+xml`.
+    public static let svg = MimeType(rawValue: "image/svg+xml")
+    /// `video/mp4`.
+    public static let mp4 = MimeType(rawValue: "video/mp4")
+    /// `video/quicktime`.
+    public static let mov = MimeType(rawValue: "video/quicktime")
+    /// `audio/mpeg`.
+    public static let mp3 = MimeType(rawValue: "audio/mpeg")
+    /// `audio/wav`.
+    public static let wav = MimeType(rawValue: "audio/wav")
+    /// `application/pdf`.
+    public static let pdf = MimeType(rawValue: "application/pdf")
+    /// `application/json`.
+    public static let json = MimeType(rawValue: "application/json")
+    /// `application/xml`.
+    public static let xml = MimeType(rawValue: "application/xml")
+    /// `application/zip`.
+    public static let zip = MimeType(rawValue: "application/zip")
+    /// `text/plain; charset=utf-8`.
+    public static let plainText = MimeType(rawValue: "text/plain; charset=utf-8")
+    /// `text/csv`.
+    public static let csv = MimeType(rawValue: "text/csv")
+    /// `text/html; charset=utf-8`.
+    public static let html = MimeType(rawValue: "text/html; charset=utf-8")
+    /// `application/octet-stream`: any bytes.
+    public static let octetStream = MimeType(rawValue: "application/octet-stream")
+
+    private static let byExtension: [String: MimeType] = [
+        "jpg": .jpg, "jpeg": .jpg, "png": .png, "gif": .gif, "webp": .webp, "heic": .heic, "svg": .svg,
+        "mp4": .mp4, "m4v": .mp4, "mov": .mov, "mp3": .mp3, "wav": .wav, "pdf": .pdf, "json": .json,
+        "xml": .xml, "zip": .zip, "txt": .plainText, "text": .plainText, "csv": .csv, "html": .html,
+        "htm": .html,
+    ]
+}

@@ -1,0 +1,224 @@
+import Foundation
+
+/// A `multipart/form-data` body (RFC 7578): text fields and files, encoded in memory or streamed to a file.
+///
+/// Field names and file names follow the HTML form encoding: inside the quoted `name` and `filename`
+/// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`; other characters,
+/// non-ASCII included, are sent as UTF-8. The boundary is random (a test can pass its own).
+///
+/// ```swift
+/// var form = MultipartFormData()
+/// form.append(field: "title", value: "Holiday")
+/// form.append(File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: jpeg))
+/// let body = try form.encodedData()
+/// request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
+/// ```
+public struct MultipartFormData: Sendable {
+    private enum Part: Sendable {
+        case field(name: String, value: String)
+        case file(File)
+    }
+
+    /// The boundary between parts.
+    public let boundary: String
+    private var parts: [Part] = []
+
+    /// Creates an empty body.
+    ///
+    /// - Parameter boundary: The boundary; random by default. It must not occur in any part.
+    public init(boundary: String = MultipartFormData.randomBoundary()) {
+        self.boundary = boundary
+    }
+
+    /// A fresh random boundary: `SwiftConnect-` followed by 32 hexadecimal digits.
+    public static func randomBoundary() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let high = generator.next() as UInt64
+        let low = generator.next() as UInt64
+        let hex = String(high, radix: 16) + String(low, radix: 16)
+        return "SwiftConnect-" + String(repeating: "0", count: max(0, 32 - hex.count)) + hex
+    }
+
+    /// The `Content-Type` header value: `multipart/form-data; boundary=…`.
+    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+
+    /// Whether the body has no parts.
+    public var isEmpty: Bool { parts.isEmpty }
+
+    /// Whether every part is in memory (no file to stream from disk).
+    public var isInMemory: Bool {
+        parts.allSatisfy { part in
+            if case .file(let file) = part, case .file = file.content { return false }
+            return true
+        }
+    }
+
+    /// Adds a text field.
+    ///
+    /// - Parameters:
+    ///   - name: The field name.
+    ///   - value: The value, sent as UTF-8.
+    public mutating func append(field name: String, value: String) {
+        parts.append(.field(name: name, value: value))
+    }
+
+    /// Adds a file.
+    ///
+    /// - Parameter file: The file.
+    public mutating func append(_ file: File) {
+        parts.append(.file(file))
+    }
+
+    /// The size of the encoded body in bytes (file sizes read from disk).
+    ///
+    /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/fileAccess`` when a file cannot be read.
+    public func contentLength() throws -> Int64 {
+        var total: Int64 = 0
+        for part in parts {
+            total += Int64(try header(of: part).count)
+            switch part {
+            case .field(_, let value): total += Int64(value.utf8.count)
+            case .file(let file): total += try Self.size(of: file.content)
+            }
+            total += 2  // CRLF after the content
+        }
+        return total + Int64(closing.count)
+    }
+
+    /// The whole body in memory. Files on disk are read; prefer ``write(to:)`` for large ones.
+    ///
+    /// - Returns: The encoded body.
+    /// - Throws: ``ConnectError`` when a header would be invalid or a file cannot be read.
+    public func encodedData() throws -> Data {
+        var body = Data()
+        for part in parts {
+            body.append(try header(of: part))
+            switch part {
+            case .field(_, let value): body.append(Data(value.utf8))
+            case .file(let file):
+                switch file.content {
+                case .data(let data): body.append(data)
+                case .file(let url):
+                    do { body.append(try Data(contentsOf: url)) } catch {
+                        throw ConnectError.fileAccess(error, url: url, request: nil)
+                    }
+                }
+            }
+            body.append(Self.crlf)
+        }
+        body.append(closing)
+        return body
+    }
+
+    /// Writes the body to a file, copying files from disk in 1 MiB pieces so memory stays bounded.
+    ///
+    /// - Parameter url: Where to write; replaced if it exists.
+    /// - Throws: ``ConnectError`` when a header would be invalid or a file cannot be read or written.
+    public func write(to url: URL) throws {
+        guard FileManager.default.createFile(atPath: url.path, contents: nil),
+            let output = FileHandle(forWritingAtPath: url.path)
+        else {
+            let error = CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: url.path])
+            throw ConnectError.fileAccess(error, url: url, request: nil)
+        }
+        defer { output.closeFile() }
+        for part in parts {
+            try Self.write(try header(of: part), to: output, url: url)
+            switch part {
+            case .field(_, let value): try Self.write(Data(value.utf8), to: output, url: url)
+            case .file(let file):
+                switch file.content {
+                case .data(let data): try Self.write(data, to: output, url: url)
+                case .file(let source): try Self.copy(source, to: output, url: url)
+                }
+            }
+            try Self.write(Self.crlf, to: output, url: url)
+        }
+        try Self.write(closing, to: output, url: url)
+    }
+
+    // MARK: Encoding
+
+    private static let crlf = Data("\r\n".utf8)
+    private var closing: Data { Data("--\(boundary)--\r\n".utf8) }
+
+    private func header(of part: Part) throws -> Data {
+        var text = "--\(boundary)\r\n"
+        switch part {
+        case .field(let name, _):
+            text += "Content-Disposition: form-data; name=\"\(Self.escaped(name))\"\r\n\r\n"
+        case .file(let file):
+            guard HTTPHeader.isValidValue(file.mimeType.rawValue) else {
+                throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+            }
+            text += "Content-Disposition: form-data; name=\"\(Self.escaped(file.key))\"; "
+            text += "filename=\"\(Self.escaped(file.name))\"\r\n"
+            text += "Content-Type: \(file.mimeType.rawValue)\r\n\r\n"
+        }
+        return Data(text.utf8)
+    }
+
+    /// A `name` or `filename` value for a quoted string: `"` `\` CR LF percent-encoded, the rest as is.
+    static func escaped(_ value: String) -> String {
+        var result = ""
+        result.reserveCapacity(value.utf8.count)
+        for scalar in value.unicodeScalars {
+            switch scalar {
+            case "\"": result += "%22"
+            case "\\": result += "%5C"
+            case "\r": result += "%0D"
+            case "\n": result += "%0A"
+            default: result.unicodeScalars.append(scalar)
+            }
+        }
+        return result
+    }
+
+    private static func size(of content: File.Content) throws -> Int64 {
+        switch content {
+        case .data(let data): return Int64(data.count)
+        case .file(let url):
+            do {
+                let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
+                return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+            } catch {
+                throw ConnectError.fileAccess(error, url: url, request: nil)
+            }
+        }
+    }
+
+    private static func write(_ data: Data, to output: FileHandle, url: URL) throws {
+        do {
+            if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
+                try output.write(contentsOf: data)
+            } else {
+                output.write(data)
+            }
+        } catch {
+            throw ConnectError.fileAccess(error, url: url, request: nil)
+        }
+    }
+
+    private static func copy(_ source: URL, to output: FileHandle, url: URL) throws {
+        guard let input = FileHandle(forReadingAtPath: source.path) else {
+            let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: source.path])
+            throw ConnectError.fileAccess(error, url: source, request: nil)
+        }
+        defer { input.closeFile() }
+        while true {
+            let chunk = autoreleasing { input.readData(ofLength: 1 << 20) }
+            if chunk.isEmpty { break }
+            try write(chunk, to: output, url: url)
+        }
+    }
+}
+
+/// Runs `body` in an autorelease pool where there is one (Apple platforms), so copied chunks are freed at once.
+@inline(__always)
+func autoreleasing<T>(_ body: () throws -> T) rethrows -> T {
+    #if canImport(ObjectiveC)
+    return try autoreleasepool { try body() }
+    #else
+    return try body()
+    #endif
+}
