@@ -41,6 +41,14 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case timedOut
         /// A middleware, validator or processor rejected the request or response.
         case rejected
+        /// The server rejected the credentials and they could not be renewed: the refresh of an
+        /// ``AuthenticationMiddleware`` failed (``ConnectError/underlyingError`` holds its error), or the
+        /// request was rejected again with the renewed credential (``ConnectError/response`` holds that answer).
+        case authenticationFailed
+        /// The response body exceeded the size limit; the rest was not downloaded.
+        case responseTooLarge
+        /// A file to upload or a download destination could not be read or written.
+        case fileAccess
     }
 
     /// Why a request could not be built.
@@ -213,6 +221,9 @@ extension ConnectError.Kind {
         case .cancelled: return "Cancelled"
         case .timedOut: return "Timed out"
         case .rejected: return "Rejected"
+        case .authenticationFailed: return "Authentication failed"
+        case .responseTooLarge: return "Response too large"
+        case .fileAccess: return "File access failed"
         }
     }
 }
