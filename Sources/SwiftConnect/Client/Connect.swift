@@ -269,6 +269,8 @@ extension Connect {
     /// Cancels every request of this client that has not completed; each fails with
     /// ``ConnectError/Kind/cancelled`` and its network task is cancelled.
     public func cancelAllRequests() {
+        // Waiting requests first: cancelling a running one frees a queue slot, which would start a waiting one.
+        requestQueue?.cancelPending()
         let requests = inFlight.withLock { $0.removeAll() }
         for request in requests { request.cancel() }
     }

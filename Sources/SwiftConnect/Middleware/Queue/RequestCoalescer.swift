@@ -4,9 +4,121 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// STUB — replaced by the coalescing implementation.
-struct RequestCoalescer: Middleware {
+/// Lets identical GET and HEAD requests in flight at the same time share one call down the pipeline.
+///
+/// Turned on with `Connect(coalescesIdenticalRequests: true)`; it sits just inside the response cache, so
+/// the shared call includes retries and everything after:
+///
+/// ```swift
+/// let connect = Connect(coalescesIdenticalRequests: true)
+/// let a = connect.request(TodoConnector.get(id: 1))
+/// let b = connect.request(TodoConnector.get(id: 1))  // no second network call: b shares a's
+/// b.cancel()                                         // a still gets its result
+/// ```
+///
+/// Requests are identical when their method, full URL and every header field (name case-insensitive, value
+/// exact) match, so requests with different `Authorization` headers never share a response. A GET or HEAD
+/// with a body, and any other method, passes straight through.
+///
+/// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
+/// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
+/// forgotten: a later identical request makes a new call.
+final class RequestCoalescer: Middleware {
+    /// What makes two requests identical.
+    struct Key: Hashable {
+        let method: String
+        let url: String
+        /// `name:value` per header field, names lowercased, sorted.
+        let headers: [String]
+    }
+
+    /// One shared call and the callers waiting for it.
+    private struct Call {
+        /// Tells this call from a later one with the same key.
+        let id: UInt64
+        /// The shared future, once `next` has returned it. Held so it stays alive until it completes.
+        var shared: Future<ConnectResponse>?
+        var callers: [UInt64: Promise<ConnectResponse>]
+    }
+
+    /// Everything that changes, behind one lock.
+    private struct MutableState {
+        var calls: [Key: Call] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    private let state = Protected(MutableState())
+
+    init() {}
+
+    /// The key of a request that may share a call, or `nil` if it must go alone.
+    static func key(for request: URLRequest) -> Key? {
+        let method = (request.httpMethod ?? "GET").uppercased()
+        guard method == "GET" || method == "HEAD" else { return nil }
+        guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
+        let headers = (request.allHTTPHeaderFields ?? [:])
+            .map { "\($0.key.lowercased()):\($0.value)" }
+            .sorted()
+        return Key(method: method, url: url.absoluteString, headers: headers)
+    }
+
+    /// Joins the call in flight for an identical request, or starts one.
     func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        next(request)
+        guard let key = Self.key(for: request) else { return next(request) }
+        let promise = Promise<ConnectResponse>()
+        let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
+            state.nextID &+= 1
+            let callerID = state.nextID
+            if let existing = state.calls[key]?.id {
+                state.calls[key]?.callers[callerID] = promise
+                return (existing, callerID, false)
+            }
+            state.calls[key] = Call(id: callerID, shared: nil, callers: [callerID: promise])
+            return (callerID, callerID, true)
+        }
+        promise.setCancelHandler { [weak self] in
+            self?.drop(callerID, from: key, callID: callID)
+        }
+        if isFirst { start(request, key: key, callID: callID, next: next) }
+        return promise.future
+    }
+}
+
+// MARK: - The shared call
+
+extension RequestCoalescer {
+    /// Sends the shared request and hands its result to every caller still interested.
+    private func start(_ request: URLRequest, key: Key, callID: UInt64, next: Next) {
+        let shared = next(request)
+        let abandoned: Bool = state.withLock { state in
+            guard state.calls[key]?.id == callID else { return true }
+            state.calls[key]?.shared = shared
+            return false
+        }
+        // Every caller cancelled while `next` ran: nobody wants the result.
+        if abandoned { shared.cancel() }
+        shared.whenComplete { result in
+            let callers: [Promise<ConnectResponse>] = self.state.withLock { state in
+                guard let call = state.calls[key], call.id == callID else { return [] }
+                state.calls[key] = nil
+                return call.callers.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
+            }
+            for caller in callers { caller.completeIfPending(with: result) }
+        }
+    }
+
+    /// Forgets a caller that cancelled; cancels the shared call when it was the last one.
+    private func drop(_ callerID: UInt64, from key: Key, callID: UInt64) {
+        let orphaned: Future<ConnectResponse>? = state.withLock { state in
+            guard var call = state.calls[key], call.id == callID else { return nil }
+            call.callers[callerID] = nil
+            guard call.callers.isEmpty else {
+                state.calls[key] = call
+                return nil
+            }
+            state.calls[key] = nil
+            return call.shared
+        }
+        orphaned?.cancel()
     }
 }

@@ -4,13 +4,248 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// STUB — replaced by the queue implementation.
-public final class RequestQueue: Middleware {
-    /// Creates a queue.
-    public init(maxConcurrentRequests: Int) {}
+#if canImport(Darwin)
+import Darwin
+#elseif canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Android)
+import Android
+#endif
 
-    /// Sends the request.
+/// Caps how many requests of a client are in flight at once; the others wait their turn, first in, first out.
+///
+/// Give one to a client; every request of that client then passes through it, just before the plugins and
+/// the transport (so a retried request queues again for each attempt, and a request answered by the cache
+/// or shared by coalescing never takes a slot):
+///
+/// ```swift
+/// let queue = RequestQueue(maxConcurrentRequests: 2)
+/// let connect = Connect(requestQueue: queue)
+///
+/// for id in 1...10 {
+///     connect.request(TodoConnector.get(id: id)).observe { print($0) }
+/// }
+/// print(queue.runningCount, queue.pendingCount)  // 2 8
+///
+/// queue.pause()          // going offline: nothing new starts, running requests finish
+/// queue.resume()         // back online: waiting requests start in order, up to the cap
+/// queue.cancelPending()  // or give up on the ones still waiting
+/// ```
+///
+/// ## Cancellation
+/// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
+/// future of a running request cancels its transport call; its slot is freed and the next request starts.
+///
+/// ## Threads
+/// The queue never hops threads: a waiting request starts on the thread that freed its slot (the thread
+/// that completed the previous request), or on the thread that submitted it or called ``resume()``. When a
+/// running request completes, the next one starts before the completed request's future is completed, so
+/// by the time you observe a result the next request is already on its way. Requests that complete at once
+/// (a stub, a fake transport) are started in a loop, so thousands of them use constant stack.
+public final class RequestQueue: Middleware {
+    /// A request waiting for a slot.
+    private struct Waiting {
+        let request: URLRequest
+        let next: Next
+        let promise: Promise<ConnectResponse>
+    }
+
+    /// A request that took a slot and must be started, outside the lock.
+    private struct Start {
+        let id: UInt64
+        let waiting: Waiting
+    }
+
+    /// Everything that changes, behind one lock.
+    private struct MutableState {
+        var isPaused = false
+        var nextID: UInt64 = 0
+        /// Waiting requests by id.
+        var pending: [UInt64: Waiting] = [:]
+        /// The order of arrival. May still list ids that left `pending` (cancelled); they are skipped.
+        var order: [UInt64] = []
+        /// The index in `order` of the oldest id not yet taken.
+        var head = 0
+        /// The requests holding a slot, with their transport future once `next` has returned it. Holding the
+        /// future keeps it, and the callback that frees the slot, alive until it completes.
+        var running: [UInt64: Future<ConnectResponse>?] = [:]
+        /// The threads running `startWaitingRequests(force:)` for this queue: a slot freed on one
+        /// of them is left to that loop instead of starting a new, nested one (the trampoline).
+        var drainingThreads: [pthread_t] = []
+    }
+
+    /// The most requests in flight at once (at least 1).
+    public let maxConcurrentRequests: Int
+    private let state = Protected(MutableState())
+
+    /// Creates a queue.
+    ///
+    /// ```swift
+    /// let connect = Connect(requestQueue: RequestQueue(maxConcurrentRequests: 4))
+    /// ```
+    ///
+    /// - Parameter maxConcurrentRequests: The most requests in flight at once. A value below 1 is treated
+    ///   as 1: the queue always lets at least one request run.
+    public init(maxConcurrentRequests: Int) {
+        self.maxConcurrentRequests = max(1, maxConcurrentRequests)
+    }
+
+    /// The number of requests waiting for a slot (not started yet).
+    public var pendingCount: Int {
+        state.withLock { $0.pending.count }
+    }
+
+    /// The number of requests started and not completed.
+    public var runningCount: Int {
+        state.withLock { $0.running.count }
+    }
+
+    /// Whether the queue is paused: see ``pause()``.
+    public var isPaused: Bool {
+        state.withLock { $0.isPaused }
+    }
+
+    /// Stops starting requests. Running requests finish normally; new and waiting requests wait until
+    /// ``resume()``.
+    ///
+    /// Use it when the device goes offline, for example.
+    public func pause() {
+        state.withLock { $0.isPaused = true }
+    }
+
+    /// Starts requests again: the waiting ones start in the order they arrived, up to the cap.
+    ///
+    /// Requests start on the calling thread, before this method returns.
+    public func resume() {
+        state.withLock { $0.isPaused = false }
+        startWaitingRequests(force: true)
+    }
+
+    /// Fails every waiting request with ``ConnectError/Kind/cancelled``; none of them reaches the transport.
+    ///
+    /// Running requests are not affected. The waiting requests' futures are cancelled (``Future/isCancelled``
+    /// is `true`), so whatever was chained after them is cancelled too.
+    public func cancelPending() {
+        let cancelled: [Waiting] = state.withLock { state in
+            let waiting = state.order[state.head...].compactMap { state.pending[$0] }
+            state.pending.removeAll()
+            state.order.removeAll()
+            state.head = 0
+            return waiting
+        }
+        for waiting in cancelled { waiting.promise.future.cancel() }
+    }
+
+    /// Queues the request, and starts it at once if a slot is free and nobody is waiting.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - context: Facts about the call (unused).
+    ///   - next: The plugins and the transport; called when the request's turn comes, or never if its
+    ///     future is cancelled while it waits.
+    /// - Returns: A future of the response; it completes when the transport answers, or fails with
+    ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
     public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        next(request)
+        let promise = Promise<ConnectResponse>()
+        let id: UInt64 = state.withLock { state in
+            state.nextID &+= 1
+            state.pending[state.nextID] = Waiting(request: request, next: next, promise: promise)
+            state.order.append(state.nextID)
+            return state.nextID
+        }
+        promise.setCancelHandler { [weak self] in self?.cancel(id) }
+        // Forced: if this thread is already starting requests (a request submitted from the callback of one
+        // that completed at once), a caller blocking on the new request would otherwise wait forever.
+        startWaitingRequests(force: true)
+        return promise.future
+    }
+}
+
+// MARK: - Starting requests
+
+extension RequestQueue {
+    /// Starts waiting requests while slots are free, in a loop on the calling thread.
+    ///
+    /// - Parameter force: Whether to loop even if this thread already runs the loop further up its stack.
+    ///   `false` when a slot was freed: the loop further up starts the next request, which keeps the stack
+    ///   flat when requests complete at once.
+    private func startWaitingRequests(force: Bool) {
+        let thread = pthread_self()
+        let entered: Bool = state.withLock { state in
+            if !force, state.drainingThreads.contains(where: { pthread_equal($0, thread) != 0 }) { return false }
+            state.drainingThreads.append(thread)
+            return true
+        }
+        guard entered else { return }
+        while let start = state.withLock({ takeNextInsideLock(&$0, leaving: thread) }) {
+            run(start)
+        }
+    }
+
+    /// Moves the oldest waiting request into a free slot; with nothing to start, takes `thread` off the
+    /// draining threads (in the same critical section, so no freed slot goes unnoticed).
+    private func takeNextInsideLock(_ state: inout MutableState, leaving thread: pthread_t) -> Start? {
+        if !state.isPaused, state.running.count < maxConcurrentRequests {
+            while state.head < state.order.count {
+                let id = state.order[state.head]
+                state.head += 1
+                guard let waiting = state.pending.removeValue(forKey: id) else { continue }
+                compactOrderInsideLock(&state)
+                state.running[id] = .some(nil)
+                return Start(id: id, waiting: waiting)
+            }
+            compactOrderInsideLock(&state)
+        }
+        if let index = state.drainingThreads.lastIndex(where: { pthread_equal($0, thread) != 0 }) {
+            state.drainingThreads.remove(at: index)
+        }
+        return nil
+    }
+
+    /// Drops the ids already taken from the front of `order`, once they are the larger part of it.
+    private func compactOrderInsideLock(_ state: inout MutableState) {
+        if state.head == state.order.count {
+            state.order.removeAll(keepingCapacity: true)
+            state.head = 0
+        } else if state.head >= 1024, state.head * 2 >= state.order.count {
+            state.order.removeFirst(state.head)
+            state.head = 0
+        }
+    }
+
+    /// Sends a request that holds a slot, and frees the slot when its transport future completes.
+    private func run(_ start: Start) {
+        let promise = start.waiting.promise
+        // Cancelled between leaving `pending` and now: never send it.
+        if promise.future.isCompleted {
+            state.withLock { _ = $0.running.removeValue(forKey: start.id) }
+            return
+        }
+        let sent = start.waiting.next(start.waiting.request)
+        state.withLock { $0.running[start.id] = sent }
+        // `cancel(_:)` found no future to cancel if it ran before the line above; it set `isCancelled` first.
+        if promise.future.isCancelled { sent.cancel() }
+        sent.whenComplete { result in
+            self.finish(start.id, with: result, promise: promise)
+        }
+    }
+
+    /// Frees the slot of a completed request, starts the next one, then completes the caller's future.
+    private func finish(_ id: UInt64, with result: Result<ConnectResponse, any Error>, promise: Promise<ConnectResponse>) {
+        state.withLock { _ = $0.running.removeValue(forKey: id) }
+        startWaitingRequests(force: false)
+        promise.completeIfPending(with: result)
+    }
+
+    /// Runs when a caller cancels its future: a waiting request leaves the queue, a running one is cancelled
+    /// (its completion frees the slot).
+    private func cancel(_ id: UInt64) {
+        let running: Future<ConnectResponse>? = state.withLock { state in
+            if state.pending.removeValue(forKey: id) != nil { return nil }
+            return state.running[id] ?? nil
+        }
+        running?.cancel()
     }
 }

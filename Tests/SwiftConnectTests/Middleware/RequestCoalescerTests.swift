@@ -1,0 +1,208 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `Connect(coalescesIdenticalRequests: true)`: identical GETs in flight share one transport call.
+final class RequestCoalescerTests: XCTestCase {
+    typealias Todo = ClientFixtures.Todo
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    /// A fake transport answering `/items` with a todo once the returned gate opens.
+    private func gatedTransport() -> (FakeTransport, Promise<Void>) {
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        transport.stub("/items", with: FakeResponse.json(Todo.sample).released(by: gate.future))
+        return (transport, gate)
+    }
+
+    private func coalescing(_ transport: any Transport) -> Connect {
+        Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+    }
+
+    // MARK: - Sharing
+
+    func testIdenticalGetsInFlightShareOneTransportCall() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let todos = (0..<5).map { _ in connect.request(Endpoint()).decoded(toType: Todo.self) }
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        for todo in todos { XCTAssertEqual(value(of: todo), Todo.sample) }
+    }
+
+    func testIdenticalHeadRequestsShareOneTransportCall() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let futures = (0..<3).map { _ in connect.response(for: Endpoint(method: .head)) }
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        for future in futures { XCTAssertEqual(value(of: future)?.statusCode, 200) }
+    }
+
+    func testHeaderOrderAndNameCaseDoNotMatter() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let first = connect.request(Endpoint(headers: [HTTPHeader(name: "X-A", value: "1"), HTTPHeader(name: "X-B", value: "2")]))
+        let second = connect.request(Endpoint(headers: [HTTPHeader(name: "x-b", value: "2"), HTTPHeader(name: "x-a", value: "1")]))
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: second))
+    }
+
+    func testDifferentHeadersOrURLsMakeSeparateCalls() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let alice = connect.request(Endpoint(headers: [.authorization(bearerToken: "alice")]))
+        let bob = connect.request(Endpoint(headers: [.authorization(bearerToken: "bob")]))
+        let anonymous = connect.request(Endpoint())
+        let other = connect.request(Endpoint(parameters: Parameter.query(key: "page", value: "2")))
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 4)
+        XCTAssertEqual(
+            Set(transport.requests.compactMap { $0.value(forHTTPHeaderField: "Authorization") }),
+            ["Bearer alice", "Bearer bob"]
+        )
+        for future in [alice, bob, anonymous, other] { XCTAssertNotNil(value(of: future)) }
+    }
+
+    func testPostIsNeverCoalesced() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let futures = (0..<3).map { _ in connect.request(Endpoint(method: .post)) }
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 3)
+        for future in futures { XCTAssertNotNil(value(of: future)) }
+    }
+
+    func testWithoutCoalescingIdenticalGetsAreSentSeparately() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        // When
+        let futures = (0..<3).map { _ in connect.request(Endpoint()) }
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 3)
+        for future in futures { XCTAssertNotNil(value(of: future)) }
+    }
+
+    func testACompletedCallIsForgotten() {
+        // Given
+        let transport = FakeTransport.answering(.json(Todo.sample))
+        let connect = coalescing(transport)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        // When
+        let again = connect.request(Endpoint())
+        // Then
+        XCTAssertNotNil(value(of: again))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testAnIdenticalRequestFromACompletionCallbackMakesANewCall() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        let second = Recorder<Future<Data>>()
+        connect.request(Endpoint()).observe { _ in second.append(connect.request(Endpoint())) }
+        // When
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertNotNil(second.values.first.flatMap { value(of: $0) })
+    }
+
+    func testFailuresAreSharedToo() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let futures = (0..<3).map { _ in connect.request(Endpoint()) }
+        // When
+        transport.respond(to: 0, status: 500)
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        for future in futures { XCTAssertEqual(connectError(of: future)?.statusCode, 500) }
+    }
+
+    // MARK: - Cancellation
+
+    func testCancellingOneCallerLeavesTheOthersTheSharedResult() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let futures = (0..<3).map { _ in connect.request(Endpoint()) }
+        XCTAssertEqual(transport.requests.count, 1)
+        // When
+        futures[0].cancel()
+        transport.respond(to: 0, body: Data("shared".utf8))
+        // Then
+        XCTAssertEqual(connectError(of: futures[0])?.kind, .cancelled)
+        XCTAssertEqual(value(of: futures[1]), Data("shared".utf8))
+        XCTAssertEqual(value(of: futures[2]), Data("shared".utf8))
+        XCTAssertEqual(transport.cancellations.value, 0, "the shared call is not cancelled")
+    }
+
+    func testCancellingEveryCallerCancelsTheSharedCall() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let futures = (0..<3).map { _ in connect.request(Endpoint()) }
+        // When
+        futures[0].cancel()
+        futures[2].cancel()
+        XCTAssertEqual(transport.cancellations.value, 0)
+        futures[1].cancel()
+        // Then
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertEqual(transport.futures.first?.isCancelled, true)
+        for future in futures { XCTAssertEqual(connectError(of: future)?.kind, .cancelled) }
+    }
+
+    func testARequestAfterEveryCallerCancelledMakesANewCall() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        connect.request(Endpoint()).cancel()
+        // When
+        let fresh = connect.request(Endpoint())
+        transport.respond(to: 1)
+        // Then
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertNotNil(value(of: fresh))
+    }
+
+    func testCoalescingWorksWithARequestQueue() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue, coalescesIdenticalRequests: true)
+        // When
+        let futures = (0..<4).map { _ in connect.request(Endpoint()) }
+        // Then: one shared call, holding one slot
+        XCTAssertEqual(queue.runningCount, 1)
+        XCTAssertEqual(queue.pendingCount, 0)
+        gate.succeed(())
+        XCTAssertEqual(transport.requests.count, 1)
+        for future in futures { XCTAssertNotNil(value(of: future)) }
+    }
+}
