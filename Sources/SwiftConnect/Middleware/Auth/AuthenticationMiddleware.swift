@@ -1,0 +1,377 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// Signs every request with a credential and, when the server rejects it, renews it once for all the
+/// requests in flight.
+///
+/// ```swift
+/// let auth = AuthenticationMiddleware(credential: .bearer(token: session.accessToken)) { expired in
+///     // A client without this middleware: the refresh call must not wait for itself.
+///     authClient.send(RefreshSession(refreshToken: session.refreshToken)).map { .bearer(token: $0.accessToken) }
+/// }
+/// let connect = Connect(middlewares: [auth])
+/// // After signing out:
+/// auth.setCredential(nil)
+/// ```
+///
+/// ## Signing
+/// Every request going through gets `Authorization: <credential.headerValue>`, replacing any `Authorization`
+/// it already had (from a connector's headers or an ``AuthorizedConnector``). With no credential (`nil`),
+/// requests go out as they are.
+///
+/// ## Refreshing, once
+/// When a response is unauthorized (by default: status 401):
+/// - If the request was signed with the current credential, the middleware calls `refresh` with that
+///   credential. While the refresh runs, other requests rejected with the same credential join it, and new
+///   requests wait for it instead of going out with a credential known to be stale. `refresh` is called once
+///   for all of them, never under a lock.
+/// - If the credential changed since the request was signed (a refresh finished, or ``setCredential(_:)``),
+///   the request is sent again at once with the current credential, without refreshing.
+///
+/// When the refresh succeeds, the new credential becomes ``credential`` and each waiting request is sent once
+/// with it, in the order it started waiting. A request rejected again after that replay fails with
+/// ``ConnectError/Kind/authenticationFailed`` carrying the response: the middleware never refreshes twice for
+/// one request, so it cannot loop.
+///
+/// When the refresh fails, every waiting request fails with one and the same ``ConnectError`` of kind
+/// ``ConnectError/Kind/authenticationFailed`` whose ``ConnectError/underlyingError`` is the refresh's error.
+/// The credential is **kept**: requests rejected with it meanwhile fail with that same error without being
+/// sent again, and the next request signed with it after the failure may start a new refresh. Call
+/// ``setCredential(_:)`` with `nil` to sign the user out instead.
+///
+/// ## Cancellation
+/// Cancelling a request that waits for a refresh removes only that request; the refresh goes on for the
+/// others, even when no request waits for it any more.
+///
+/// - Important: Send the refresh call through a client that does not contain this middleware: a request
+///   going through it while it refreshes would wait for the refresh it is part of, for ever.
+public final class AuthenticationMiddleware: Middleware {
+    /// Renews a credential the server rejected.
+    ///
+    /// - Parameter expired: The credential the server rejected, or `nil` if the requests carried none.
+    /// - Returns: A future of the new credential. Its failure fails every request waiting for it.
+    public typealias Refresh = @Sendable (_ expired: AuthorizationToken?) -> Future<AuthorizationToken>
+
+    private let refresh: Refresh
+    private let isUnauthorized: @Sendable (ConnectResponse) -> Bool
+    private let state: Protected<State>
+
+    /// Creates the middleware.
+    ///
+    /// - Parameters:
+    ///   - credential: The credential to start with; `nil` sends requests unsigned until the first refresh
+    ///     or ``setCredential(_:)``.
+    ///   - isUnauthorized: Whether a response means the credential was rejected. Defaults to status 401.
+    ///     Called outside any lock, once per response.
+    ///   - refresh: Renews a rejected credential (see ``Refresh``). Called outside any lock, at most once at a
+    ///     time, from the thread that received the rejection.
+    public init(
+        credential: AuthorizationToken?,
+        isUnauthorized: @escaping @Sendable (ConnectResponse) -> Bool = { $0.statusCode == 401 },
+        refresh: @escaping Refresh
+    ) {
+        self.refresh = refresh
+        self.isUnauthorized = isUnauthorized
+        state = Protected(State(credential: credential))
+    }
+
+    /// The credential requests are signed with now, or `nil` when they go out unsigned.
+    ///
+    /// Thread-safe. A successful refresh replaces it; ``setCredential(_:)`` sets it.
+    public var credential: AuthorizationToken? {
+        state.withLock { $0.credential }
+    }
+
+    /// Replaces the credential, for example after signing in (a token) or out (`nil`).
+    ///
+    /// Requests waiting for a refresh stop waiting and are sent at once with `credential`; the result of that
+    /// refresh, when it comes, is ignored. Requests already signed with the previous credential and rejected
+    /// later are sent again with this one, without a refresh.
+    ///
+    /// - Parameter credential: The new credential, or `nil` to send requests unsigned.
+    public func setCredential(_ credential: AuthorizationToken?) {
+        let (waiters, signature) = state.withLock { $0.replaceCredential(with: credential) }
+        for waiter in waiters {
+            send(waiter, signedWith: signature)
+        }
+    }
+
+    /// Signs the request, sends it, and handles a rejection as the type's documentation describes.
+    ///
+    /// - Parameters:
+    ///   - request: The request so far.
+    ///   - context: Facts about the call (unused).
+    ///   - next: The rest of the pipeline; called once, or twice when the request is replayed.
+    /// - Returns: A future of the response, or of a ``ConnectError/Kind/authenticationFailed`` error.
+    public func intercept(
+        _ request: URLRequest,
+        context: RequestContext,
+        next: @escaping Next
+    ) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        let (waiter, signature) = state.withLock { state in
+            let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise)
+            let waiter = Waiter(exchange: exchange, isReplay: false)
+            return (waiter, state.signatureOrWait(waiter))
+        }
+        let id = waiter.exchange.id
+        promise.setCancelHandler { [weak self] in self?.stopWaiting(id) }
+        if let signature {
+            send(waiter, signedWith: signature)
+        }
+        return promise.future
+    }
+}
+
+// MARK: - Discoverability
+
+extension Middleware where Self == AuthenticationMiddleware {
+    /// A middleware that signs requests and refreshes the credential once when the server rejects it.
+    ///
+    /// ```swift
+    /// let connect = Connect(middlewares: [.authentication(credential: .bearer(token: token)) { _ in renew() }])
+    /// ```
+    ///
+    /// Keep a reference to it (`let auth = AuthenticationMiddleware(…)`) to call
+    /// ``AuthenticationMiddleware/setCredential(_:)`` later.
+    ///
+    /// - Parameters:
+    ///   - credential: The credential to start with, or `nil`.
+    ///   - isUnauthorized: Whether a response means the credential was rejected. Defaults to status 401.
+    ///   - refresh: Renews a rejected credential.
+    /// - Returns: The middleware.
+    public static func authentication(
+        credential: AuthorizationToken?,
+        isUnauthorized: @escaping @Sendable (ConnectResponse) -> Bool = { $0.statusCode == 401 },
+        refresh: @escaping AuthenticationMiddleware.Refresh
+    ) -> AuthenticationMiddleware {
+        AuthenticationMiddleware(credential: credential, isUnauthorized: isUnauthorized, refresh: refresh)
+    }
+}
+
+// MARK: - Sending and replaying
+
+extension AuthenticationMiddleware {
+    /// Signs the exchange's original request with `signature`'s credential and sends it.
+    private func send(_ waiter: Waiter, signedWith signature: Signature) {
+        let exchange = waiter.exchange
+        let result = exchange.promise.future
+        guard !result.isCompleted else { return }  // Cancelled while waiting: never sent.
+        var request = exchange.request
+        if let credential = signature.credential {
+            request.setValue(credential.headerValue, forHTTPHeaderField: "Authorization")
+        }
+        let sent = exchange.next(request)
+        result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
+        sent.whenCompleteReturningWork { outcome in
+            self.receive(outcome, for: waiter, signedIn: signature.epoch)
+        }.run()
+    }
+
+    /// Hands a response back, or decides what a rejection leads to.
+    private func receive(
+        _ outcome: Result<ConnectResponse, any Error>,
+        for waiter: Waiter,
+        signedIn epoch: UInt64
+    ) -> CallbackList {
+        let exchange = waiter.exchange
+        guard case .success(let response) = outcome, isUnauthorized(response) else {
+            return exchange.promise.future.resolve(outcome)
+        }
+        if waiter.isReplay {
+            return exchange.promise.future.resolve(.failure(ConnectError.rejectedAfterRenewal(response)))
+        }
+        let decision = state.withLock { $0.decideAfterRejection(of: exchange, signedIn: epoch) }
+        if case .wait = decision, exchange.promise.future.isCompleted {
+            // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
+            stopWaiting(exchange.id)
+        }
+        switch decision {
+        case .wait:
+            return .empty
+        case .refresh(let id, let expired):
+            startRefresh(id, of: expired)
+            return .empty
+        case .replay(let signature):
+            send(Waiter(exchange: exchange, isReplay: true), signedWith: signature)
+            return .empty
+        case .fail(let error):
+            return exchange.promise.future.resolve(.failure(error))
+        }
+    }
+
+    /// Calls `refresh` (no lock held) and releases the waiting requests when it completes.
+    private func startRefresh(_ id: UInt64, of expired: AuthorizationToken?) {
+        // `self` is kept until the refresh completes: the waiting requests live in `state`.
+        refresh(expired).whenComplete { result in
+            self.finishRefresh(id, with: result)
+        }
+    }
+
+    private func finishRefresh(_ id: UInt64, with result: Result<AuthorizationToken, any Error>) {
+        let outcome = result.mapError { error in
+            ConnectError(
+                .authenticationFailed,
+                message: "the server rejected the credential and refreshing it failed",
+                underlyingError: error
+            )
+        }
+        guard let (waiters, signature) = state.withLock({ $0.finishRefresh(id, with: outcome) }) else {
+            return  // Superseded by `setCredential(_:)`, which already released the waiters.
+        }
+        switch outcome {
+        case .success:
+            for waiter in waiters {
+                send(waiter, signedWith: signature)
+            }
+        case .failure(let error):
+            for waiter in waiters {
+                waiter.exchange.promise.completeIfPending(with: .failure(error))
+            }
+        }
+    }
+
+    /// Removes a cancelled request from the refresh it waits for, if any.
+    private func stopWaiting(_ id: UInt64) {
+        state.withLock { $0.removeWaiter(id) }
+    }
+}
+
+// MARK: - State
+
+extension AuthenticationMiddleware {
+    /// One call through the middleware.
+    struct Exchange: Sendable {
+        let id: UInt64
+        /// The request as it arrived, before signing.
+        let request: URLRequest
+        let next: Next
+        let promise: Promise<ConnectResponse>
+    }
+
+    /// An exchange about to be sent, and whether that sending is its replay after a rejection.
+    struct Waiter: Sendable {
+        let exchange: Exchange
+        let isReplay: Bool
+    }
+
+    /// A credential and the epoch it belongs to: what a request is signed with.
+    struct Signature: Sendable {
+        let credential: AuthorizationToken?
+        let epoch: UInt64
+    }
+
+    /// What a rejected request does next.
+    enum Decision {
+        /// Wait for the refresh in flight.
+        case wait
+        /// Call `refresh` for `expired` (the request already waits for it).
+        case refresh(id: UInt64, expired: AuthorizationToken?)
+        /// Send again now: the credential changed since the request was signed.
+        case replay(Signature)
+        /// Fail: the credential the request would be replayed with is one whose refresh just failed.
+        case fail(ConnectError)
+    }
+
+    /// A refresh in flight and the requests waiting for it, in the order they started waiting.
+    struct RefreshInFlight {
+        let id: UInt64
+        var waiters: [Waiter]
+    }
+
+    /// Everything that changes, behind the one lock. Its methods run inside the lock and call no user code.
+    struct State {
+        var credential: AuthorizationToken?
+        /// Advances whenever `credential` is replaced or a refresh of it fails; requests remember the epoch
+        /// they were signed in, to tell a rejection of the current credential from one of an older credential.
+        var epoch: UInt64 = 0
+        /// The error of the failed refresh that started the current epoch; `nil` if it started otherwise.
+        var failure: ConnectError?
+        var refresh: RefreshInFlight?
+        private var lastID: UInt64 = 0
+
+        init(credential: AuthorizationToken?) {
+            self.credential = credential
+        }
+
+        var signature: Signature { Signature(credential: credential, epoch: epoch) }
+
+        mutating func makeID() -> UInt64 {
+            lastID &+= 1
+            return lastID
+        }
+
+        /// The signature for a request about to be sent, or `nil` after queueing it behind the refresh in
+        /// flight.
+        mutating func signatureOrWait(_ waiter: Waiter) -> Signature? {
+            guard refresh != nil else { return signature }
+            refresh?.waiters.append(waiter)
+            return nil
+        }
+
+        mutating func decideAfterRejection(of exchange: Exchange, signedIn requestEpoch: UInt64) -> Decision {
+            let waiter = Waiter(exchange: exchange, isReplay: true)
+            if refresh != nil {
+                refresh?.waiters.append(waiter)
+                return .wait
+            }
+            if requestEpoch == epoch {
+                let id = makeID()
+                refresh = RefreshInFlight(id: id, waiters: [waiter])
+                return .refresh(id: id, expired: credential)
+            }
+            if let failure { return .fail(failure) }
+            return .replay(signature)
+        }
+
+        /// Ends refresh `id`: stores its outcome and hands back its waiters, or `nil` if it was superseded.
+        mutating func finishRefresh(
+            _ id: UInt64,
+            with outcome: Result<AuthorizationToken, ConnectError>
+        ) -> (waiters: [Waiter], signature: Signature)? {
+            guard let finished = refresh, finished.id == id else { return nil }
+            refresh = nil
+            epoch &+= 1
+            switch outcome {
+            case .success(let renewed):
+                credential = renewed
+                failure = nil
+            case .failure(let error):
+                failure = error
+            }
+            return (finished.waiters, signature)
+        }
+
+        /// Sets the credential; hands back the requests that waited for a refresh, to send with it.
+        mutating func replaceCredential(with newCredential: AuthorizationToken?) -> ([Waiter], Signature) {
+            credential = newCredential
+            epoch &+= 1
+            failure = nil
+            let waiters = refresh?.waiters ?? []
+            refresh = nil
+            return (waiters, signature)
+        }
+
+        mutating func removeWaiter(_ id: UInt64) {
+            refresh?.waiters.removeAll { $0.exchange.id == id }
+        }
+    }
+}
+
+// MARK: - Errors
+
+extension ConnectError {
+    /// A request rejected again after being replayed with a renewed or newer credential.
+    static func rejectedAfterRenewal(_ response: ConnectResponse) -> ConnectError {
+        ConnectError(
+            .authenticationFailed,
+            message: "the server rejected the request again with the renewed credential",
+            request: response.request,
+            response: response.response,
+            body: response.data
+        )
+    }
+}

@@ -1,0 +1,412 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// `AuthenticationMiddleware`: signing, one refresh for many rejected requests, replays, failures, cancellation.
+///
+/// Deterministic: transports answer on the calling thread (or when the test says so), and every refresh is a
+/// `Promise` the test completes.
+final class TokenRefreshTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private static let old = AuthorizationToken.bearer(token: "old")
+    private static let new = AuthorizationToken.bearer(token: "new")
+
+    // MARK: - Doubles
+
+    /// A refresh closure whose every call returns a new pending future the test completes.
+    private final class RefreshStub: Sendable {
+        private let calls = Recorder<(expired: AuthorizationToken?, promise: Promise<AuthorizationToken>)>()
+
+        var refresh: AuthenticationMiddleware.Refresh {
+            { [calls] expired in
+                let promise = Promise<AuthorizationToken>()
+                calls.append((expired, promise))
+                return promise.future
+            }
+        }
+
+        var callCount: Int { calls.values.count }
+        var expiredCredentials: [AuthorizationToken?] { calls.values.map(\.expired) }
+        func future(ofCall index: Int) -> Future<AuthorizationToken> { calls.values[index].promise.future }
+
+        func succeed(_ token: AuthorizationToken, call index: Int = 0) {
+            calls.values[index].promise.succeed(token)
+        }
+
+        func fail(_ error: any Error, call index: Int = 0) {
+            calls.values[index].promise.fail(error)
+        }
+    }
+
+    /// 200 when the request carries `token`, 401 otherwise.
+    private static func accepting(only token: AuthorizationToken) -> FakeResponse {
+        .handler { request in
+            let status = request.value(forHTTPHeaderField: "Authorization") == token.headerValue ? 200 : 401
+            return .success(ConnectResponse(request: request, statusCode: status, data: Data(#"{"ok":true}"#.utf8))!)
+        }
+    }
+
+    private func client(_ transport: any Transport, _ auth: AuthenticationMiddleware) -> Connect {
+        Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+    }
+
+    private func authorization(_ requests: [URLRequest]) -> [String?] {
+        requests.map { $0.value(forHTTPHeaderField: "Authorization") }
+    }
+
+    // MARK: - Signing
+
+    func testEveryRequestCarriesTheCredentialReplacingItsOwn() {
+        // Given
+        let fake = FakeTransport.answering(.status(200))
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: RefreshStub().refresh)
+        let connect = client(fake, auth)
+        // When
+        _ = value(of: connect.request(Endpoint(endpoint: "/plain")))
+        _ = value(of: connect.request(Endpoint(endpoint: "/own", headers: [.authorization("Token own")])))
+        // Then
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer old"])
+        XCTAssertEqual(auth.credential, Self.old)
+    }
+
+    func testDiscoverableAsAStaticMemberWithASynchronousRefresh() {
+        // Given
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let refreshes = Counter()
+        let connect = Connect(
+            transport: fake,
+            middlewares: [
+                .authentication(credential: Self.old) { _ in
+                    refreshes.increment()
+                    return Future(value: Self.new)
+                }
+            ],
+            retryPolicy: nil
+        )
+        // When
+        let data = value(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertNotNil(data)
+        XCTAssertEqual(refreshes.value, 1)
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer new"])
+    }
+
+    func testCustomUnauthorizedRule() {
+        // Given: this server says 419 for an expired session
+        let fake = FakeTransport()
+        fake.stub(.get, "/items", with: [.status(419), .status(200)])
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, isUnauthorized: { $0.statusCode == 419 }, refresh: stub.refresh)
+        // When
+        let future = client(fake, auth).request(Endpoint())
+        stub.succeed(Self.new)
+        // Then
+        XCTAssertNotNil(value(of: future))
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer new"])
+    }
+
+    func testRefreshAndUnauthorizedRuleRunOutsideTheLock() {
+        // Given: closures that use the middleware itself (the lock is not recursive: this would deadlock under it)
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let middleware = Recorder<AuthenticationMiddleware>()
+        let seen = Recorder<AuthorizationToken?>()
+        let auth = AuthenticationMiddleware(
+            credential: Self.old,
+            isUnauthorized: { response in
+                seen.append(middleware.values.first?.credential)
+                return response.statusCode == 401
+            },
+            refresh: { _ in
+                seen.append(middleware.values.first?.credential)
+                return Future(value: Self.new)
+            }
+        )
+        middleware.append(auth)
+        // When
+        let data = value(of: client(fake, auth).request(Endpoint()))
+        // Then
+        XCTAssertNotNil(data)
+        XCTAssertEqual(seen.values, [Self.old, Self.old, Self.new], "rule, refresh, rule")
+    }
+
+    // MARK: - One refresh for many
+
+    func testTwentyConcurrentRejectionsShareOneRefreshAndAllSucceed() {
+        // Given: 20 requests sent at once with the old token, their 401s held back by a gate
+        let gate = Promise<Void>()
+        let fake = FakeTransport(fallback: Self.accepting(only: Self.new).released(by: gate.future))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let futures = Recorder<Future<Data>>()
+        DispatchQueue.concurrentPerform(iterations: 20) { index in
+            futures.append(connect.request(Endpoint(endpoint: "/items/\(index)")))
+        }
+        XCTAssertEqual(fake.requests.count, 20)
+        // When: the 401s arrive, then the refresh succeeds
+        gate.succeed(())
+        XCTAssertEqual(stub.callCount, 1, "one refresh for 20 rejections")
+        XCTAssertEqual(stub.expiredCredentials, [Self.old])
+        XCTAssertTrue(futures.values.allSatisfy { !$0.isCompleted }, "all wait for the refresh")
+        stub.succeed(Self.new)
+        // Then
+        for future in futures.values { XCTAssertNotNil(value(of: future)) }
+        XCTAssertEqual(stub.callCount, 1)
+        XCTAssertEqual(auth.credential, Self.new)
+        let headers = authorization(fake.requests)
+        XCTAssertEqual(headers.count, 40)
+        XCTAssertEqual(headers.filter { $0 == "Bearer old" }.count, 20)
+        XCTAssertEqual(headers.filter { $0 == "Bearer new" }.count, 20)
+        let replayedPaths = fake.requests.filter { $0.value(forHTTPHeaderField: "Authorization") == "Bearer new" }.map(\.url?.path)
+        XCTAssertEqual(Set(replayedPaths).count, 20, "each request replayed exactly once")
+    }
+
+    func testRequestStartedDuringTheRefreshWaitsAndGoesOutOnlyWithTheNewToken() {
+        // Given: a first request was rejected and the refresh is running
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let connect = client(fake, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let first = connect.request(Endpoint(endpoint: "/first"))
+        XCTAssertEqual(stub.callCount, 1)
+        // When
+        let second = connect.request(Endpoint(endpoint: "/second"))
+        // Then: nothing is sent until the refresh ends
+        XCTAssertTrue(fake.requests(to: "/second").isEmpty)
+        XCTAssertFalse(second.isCompleted)
+        stub.succeed(Self.new)
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: second))
+        XCTAssertEqual(authorization(fake.requests(to: "/second")), ["Bearer new"])
+        XCTAssertEqual(authorization(fake.requests(to: "/first")), ["Bearer old", "Bearer new"])
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    // MARK: - Failures
+
+    func testRefreshFailureFailsEveryWaitingRequestWithOneErrorAndSendsNothingMore() throws {
+        // Given
+        let gate = Promise<Void>()
+        let fake = FakeTransport(fallback: Self.accepting(only: Self.new).released(by: gate.future))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let futures = (0..<20).map { connect.request(Endpoint(endpoint: "/items/\($0)")) }
+        gate.succeed(())
+        // When
+        stub.fail(TestError(7))
+        // Then
+        let errors = futures.compactMap { connectError(of: $0) }
+        XCTAssertEqual(errors.count, 20)
+        let first = try XCTUnwrap(errors.first)
+        XCTAssertEqual(first.kind, .authenticationFailed)
+        XCTAssertEqual(first.underlyingError as? TestError, TestError(7))
+        for error in errors {
+            XCTAssertEqual(error.kind, first.kind)
+            XCTAssertEqual(error.message, first.message)
+            XCTAssertEqual(error.underlyingError as? TestError, TestError(7))
+            XCTAssertNil(error.request, "one error for all: it names no single request")
+        }
+        XCTAssertEqual(fake.requests.count, 20, "no request is sent again")
+        XCTAssertEqual(stub.callCount, 1)
+        XCTAssertEqual(auth.credential, Self.old, "the credential is kept")
+    }
+
+    func testAfterAFailedRefreshTheNextRequestMayRefreshAgain() {
+        // Given: a refresh failed
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let connect = client(fake, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let failed = connect.request(Endpoint(endpoint: "/failed"))
+        stub.fail(TestError(1))
+        XCTAssertEqual(connectError(of: failed)?.kind, .authenticationFailed)
+        // When: a new request is rejected with the kept credential
+        let later = connect.request(Endpoint(endpoint: "/later"))
+        XCTAssertEqual(stub.callCount, 2)
+        XCTAssertEqual(stub.expiredCredentials, [Self.old, Self.old])
+        stub.succeed(Self.new, call: 1)
+        // Then
+        XCTAssertNotNil(value(of: later))
+        XCTAssertEqual(authorization(fake.requests(to: "/later")), ["Bearer old", "Bearer new"])
+    }
+
+    func testRejectionOfTheReplayFailsWithoutASecondRefresh() throws {
+        // Given: a server that rejects every token
+        let fake = FakeTransport.answering(.json(string: #"{"error":"revoked"}"#, status: 401))
+        let stub = RefreshStub()
+        let connect = client(fake, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        // When
+        let future = connect.request(Endpoint())
+        stub.succeed(Self.new)
+        // Then
+        let error = try XCTUnwrap(connectError(of: future))
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        XCTAssertEqual(error.statusCode, 401)
+        XCTAssertEqual(error.request?.value(forHTTPHeaderField: "Authorization"), "Bearer new")
+        XCTAssertEqual(error.body.map { String(decoding: $0, as: UTF8.self) }, #"{"error":"revoked"}"#)
+        XCTAssertTrue(error.description.hasPrefix("Authentication failed: "), error.description)
+        XCTAssertEqual(stub.callCount, 1)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    // MARK: - Stale credentials
+
+    func testRequestRejectedWithAnOlderCredentialReplaysWithoutRefreshing() {
+        // Given: two requests out with the old token; the first one's 401 led to a finished refresh
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        transport.respond(to: 0, status: 401)
+        stub.succeed(Self.new)
+        transport.respond(to: 2, status: 200)
+        XCTAssertNotNil(value(of: a))
+        // When: the second request's 401 arrives late
+        transport.respond(to: 1, status: 401)
+        // Then: it is sent again at once with the new token
+        XCTAssertEqual(transport.requests.count, 4)
+        XCTAssertEqual(transport.requests.last?.url?.path, "/b")
+        XCTAssertEqual(authorization(transport.requests), ["Bearer old", "Bearer old", "Bearer new", "Bearer new"])
+        transport.respond(to: 3, status: 200)
+        XCTAssertNotNil(value(of: b))
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    func testRequestRejectedWithACredentialWhoseRefreshFailedFailsWithTheSameError() throws {
+        // Given: two requests out; the first one's 401 led to a failed refresh
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        transport.respond(to: 0, status: 401)
+        stub.fail(TestError(3))
+        let first = try XCTUnwrap(connectError(of: a))
+        // When: the second request's 401 arrives late
+        transport.respond(to: 1, status: 401)
+        // Then
+        let second = try XCTUnwrap(connectError(of: b))
+        XCTAssertEqual(second.kind, .authenticationFailed)
+        XCTAssertEqual(second.message, first.message)
+        XCTAssertEqual(second.underlyingError as? TestError, TestError(3))
+        XCTAssertEqual(transport.requests.count, 2, "not sent again with a credential known to fail")
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    // MARK: - Cancellation
+
+    func testCancellingOneWaitingRequestRemovesOnlyThatOne() {
+        // Given: a, b, c rejected and waiting for the refresh; d started during the refresh
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        let c = connect.request(Endpoint(endpoint: "/c"))
+        for index in 0..<3 { transport.respond(to: index, status: 401) }
+        let d = connect.request(Endpoint(endpoint: "/d"))
+        XCTAssertEqual(transport.requests.count, 3)
+        // When
+        b.cancel()
+        d.cancel()
+        // Then
+        XCTAssertEqual(connectError(of: b)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: d)?.kind, .cancelled)
+        XCTAssertFalse(stub.future(ofCall: 0).isCancelled, "the refresh goes on for the others")
+        stub.succeed(Self.new)
+        XCTAssertEqual(transport.requests.dropFirst(3).map(\.url?.path), ["/a", "/c"])
+        XCTAssertEqual(authorization(Array(transport.requests.dropFirst(3))), ["Bearer new", "Bearer new"])
+        transport.respond(to: 3, status: 200)
+        transport.respond(to: 4, status: 200)
+        XCTAssertNotNil(value(of: a))
+        XCTAssertNotNil(value(of: c))
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    func testCancellingEveryWaitingRequestLetsTheRefreshFinish() {
+        // Given
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(transport, auth)
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        transport.respond(to: 0, status: 401)
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        // When
+        a.cancel()
+        b.cancel()
+        stub.succeed(Self.new)
+        // Then
+        XCTAssertEqual(connectError(of: a)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: b)?.kind, .cancelled)
+        XCTAssertEqual(transport.requests.count, 1, "cancelled requests are not sent")
+        XCTAssertEqual(auth.credential, Self.new, "the refresh's result is still stored")
+    }
+
+    // MARK: - Setting the credential
+
+    func testSetCredentialSignsTheNextRequestsAndNilSendsThemAsTheyAre() {
+        // Given
+        let fake = FakeTransport.answering(.status(200))
+        let auth = AuthenticationMiddleware(credential: nil, refresh: RefreshStub().refresh)
+        let connect = client(fake, auth)
+        XCTAssertNil(auth.credential)
+        _ = value(of: connect.request(Endpoint(endpoint: "/anonymous")))
+        // When
+        auth.setCredential(.bearer(token: "signed-in"))
+        _ = value(of: connect.request(Endpoint(endpoint: "/signed-in")))
+        auth.setCredential(nil)
+        _ = value(of: connect.request(Endpoint(endpoint: "/signed-out", headers: [.authorization("Token own")])))
+        // Then
+        XCTAssertNil(auth.credential)
+        XCTAssertEqual(authorization(fake.requests), [nil, "Bearer signed-in", "Token own"])
+    }
+
+    func testSetCredentialDuringARefreshReleasesTheWaitersAndIgnoresTheLateResult() {
+        // Given: a rejected request waits for a refresh, another request waits to be sent
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        // When
+        auth.setCredential(Self.new)
+        // Then
+        XCTAssertNotNil(value(of: a))
+        XCTAssertNotNil(value(of: b))
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer new", "Bearer new"])
+        stub.succeed(.bearer(token: "late"))
+        XCTAssertEqual(auth.credential, Self.new)
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    // MARK: - Memory
+
+    func testCompletedRequestsDoNotKeepTheMiddlewareAlive() {
+        weak var weakAuth: AuthenticationMiddleware?
+        var kept: [Future<Data>] = []
+        do {
+            let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+            let stub = RefreshStub()
+            let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+            weakAuth = auth
+            let connect = client(fake, auth)
+            kept.append(connect.request(Endpoint(endpoint: "/rejected")))
+            let cancelled = connect.request(Endpoint(endpoint: "/waiting"))
+            cancelled.cancel()
+            kept.append(cancelled)
+            stub.succeed(Self.new)
+            kept.append(connect.request(Endpoint(endpoint: "/after")))
+        }
+        XCTAssertEqual(kept.map { $0.isCompleted }, [true, true, true])
+        XCTAssertEqual(kept.map { $0.isCancelled }, [false, true, false])
+        XCTAssertNil(weakAuth, "neither the completed futures nor the refresh keep the middleware")
+    }
+}
