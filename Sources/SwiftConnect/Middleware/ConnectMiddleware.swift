@@ -4,10 +4,12 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// The usage guide's middleware shape: adapt each request before it goes out.
+/// The usage guide's middleware shape: adapt each request before it goes out, and decide whether a failed
+/// one is sent again.
 ///
-/// Conform and implement ``adapt(_:)``; the ``Middleware/intercept(_:context:next:)`` requirement is
-/// provided. Throwing from `adapt` fails the request with your error before anything is sent.
+/// Conform and implement ``adapt(_:)``, ``retry(_:dueTo:attempt:)`` or both; the
+/// ``Middleware/intercept(_:context:next:)`` requirement is provided. Throwing from `adapt` fails the request
+/// with your error before anything is sent.
 ///
 /// ```swift
 /// struct LocaleMiddleware: ConnectMiddlewareProtocol {
@@ -19,6 +21,30 @@ import FoundationNetworking
 /// }
 /// let connect = Connect(middleware: LocaleMiddleware(), errorHandler: ErrorHandler())
 /// ```
+///
+/// ## Retrying
+/// After a transport failure or a response outside 200..<300, the provided `intercept` asks
+/// ``retry(_:dueTo:attempt:)``. A retry adapts the original request again (so a refreshed token is picked
+/// up) and sends it; cancelling the request cancels the attempt in flight and any wait. Cancellations are
+/// never offered for retry, and a request is sent at most ``maxRetryAttempts`` (5) times in all, whatever
+/// `retry` answers. Unlike ``RetryPolicy``, this hook does not check that the request is safe to replay:
+/// look at `request.httpMethod` if that matters.
+///
+/// ```swift
+/// struct RefreshingMiddleware: ConnectMiddlewareProtocol {
+///     let tokens: TokenStore
+///     func adapt(_ request: URLRequest) throws -> URLRequest {
+///         var request = request
+///         request.setValue("Bearer \(tokens.current)", forHTTPHeaderField: "Authorization")
+///         return request
+///     }
+///     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+///         guard (error as? ConnectError)?.statusCode == 401, attempt == 1 else { return .doNotRetry }
+///         tokens.refresh()
+///         return .retry
+///     }
+/// }
+/// ```
 public protocol ConnectMiddlewareProtocol: Middleware {
     /// Returns the request to send instead of `request`.
     ///
@@ -26,18 +52,94 @@ public protocol ConnectMiddlewareProtocol: Middleware {
     /// - Returns: The adapted request.
     /// - Throws: Any error, to fail the request without sending it.
     func adapt(_ request: URLRequest) throws -> URLRequest
+
+    /// Decides whether to send a failed request again. The default never retries.
+    ///
+    /// - Parameters:
+    ///   - request: The request as this middleware sent it (after ``adapt(_:)``).
+    ///   - error: Why the attempt failed: the transport's error, or for a response outside 200..<300 a
+    ///     ``ConnectError`` of kind ``ConnectError/Kind/httpStatus`` carrying the status, headers and body.
+    ///   - attempt: The number of the attempt that failed, 1 for the first.
+    /// - Returns: Whether to retry, and when.
+    func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision
+}
+
+/// What ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` answers about a failed request.
+public enum RetryDecision: Sendable, Equatable {
+    /// Stop: the failure stands (an error response still goes to the error handler).
+    case doNotRetry
+    /// Adapt the request again and send it now.
+    case retry
+    /// Adapt the request again and send it after the given number of seconds.
+    case retryAfter(TimeInterval)
 }
 
 extension ConnectMiddlewareProtocol {
     /// Leaves the request as it is.
+    ///
+    /// - Parameter request: The request so far.
+    /// - Returns: `request`, unchanged.
     public func adapt(_ request: URLRequest) throws -> URLRequest { request }
 
-    /// Adapts the request, then sends it.
+    /// Never retries.
+    ///
+    /// - Parameters:
+    ///   - request: The request that failed.
+    ///   - error: Why it failed.
+    ///   - attempt: The number of the attempt that failed.
+    /// - Returns: ``RetryDecision/doNotRetry``.
+    public func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision { .doNotRetry }
+
+    /// The most attempts the provided `intercept` makes, the first included: a safety net against a `retry`
+    /// that always says yes.
+    public static var maxRetryAttempts: Int { 5 }
+
+    /// Adapts the request, sends it, and on failure asks ``retry(_:dueTo:attempt:)`` whether to adapt and send
+    /// it again.
+    ///
+    /// - Parameters:
+    ///   - request: The request so far.
+    ///   - context: Facts about the call.
+    ///   - next: The rest of the pipeline, called once per attempt.
+    /// - Returns: A future of the last attempt's response.
     public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        let first: URLRequest
         do {
-            return next(try adapt(request))
+            first = try adapt(request)
         } catch {
             return Future(error: error)
+        }
+        return RetryLoop.run(
+            maxAttempts: Self.maxRetryAttempts,
+            clock: DispatchRetryClock(),
+            next: next,
+            request: { attempt in attempt == 1 ? first : try self.adapt(request) },
+            delay: { result, sent, attempt in self.retryDelay(after: result, of: sent, attempt: attempt) }
+        )
+    }
+
+    /// Turns the outcome of an attempt into the question for ``retry(_:dueTo:attempt:)`` and its answer into
+    /// a delay, or `nil` to stop.
+    private func retryDelay(
+        after result: Result<ConnectResponse, any Error>,
+        of request: URLRequest,
+        attempt: Int
+    ) -> TimeInterval? {
+        let error: any Error
+        switch result {
+        case .success(let response):
+            if response.isSuccess { return nil }
+            error = ConnectError.httpStatus(response)
+        case .failure(let failure):
+            if (failure as? ConnectError)?.isCancelled == true || (failure as? URLError)?.code == .cancelled {
+                return nil
+            }
+            error = failure
+        }
+        switch retry(request, dueTo: error, attempt: attempt) {
+        case .doNotRetry: return nil
+        case .retry: return 0
+        case .retryAfter(let seconds): return seconds.isFinite ? max(0, seconds) : nil
         }
     }
 }

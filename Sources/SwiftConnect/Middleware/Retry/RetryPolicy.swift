@@ -4,20 +4,257 @@ import Foundation
 import FoundationNetworking
 #endif
 
-/// STUB — replaced by the retry implementation.
+/// When and how often a failed request is sent again.
+///
+/// `Connect()` applies ``default`` to every request; pass another policy, or `nil` to never retry:
+///
+/// ```swift
+/// let connect = Connect(retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: 1))
+/// let impatient = Connect(retryPolicy: .none)
+/// // The same policy as an explicit middleware, anywhere in the onion:
+/// let explicit = Connect(middlewares: [.retry(RetryPolicy(maxAttempts: 2))], retryPolicy: nil)
+/// ```
+///
+/// ## Which requests are replayed
+/// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
+/// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
+/// `Idempotency-Key` header. With ``addsIdempotencyKey`` on, every `POST` and `PATCH` without that header gets
+/// one (a UUID, the same on every attempt), which makes it replayable. Any other `POST` is sent exactly once.
+///
+/// ## Which failures are retried
+/// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504).
+///   The policy sees raw responses, before the error handler turns them into errors.
+/// - A transport failure: a `URLError`, or a ``ConnectError`` of kind ``ConnectError/Kind/transport`` or
+///   ``ConnectError/Kind/timedOut``, whose code is in ``retryableURLErrorCodes``.
+/// - Never a cancellation: neither a ``ConnectError/Kind/cancelled`` failure nor a request whose future was
+///   cancelled. Cancelling the future cancels the attempt in flight and any wait before the next one.
+///
+/// ## How long it waits
+/// Before retry *n* (1 for the first retry) the policy waits `baseDelay × multiplier^(n−1)`, capped at
+/// ``maxDelay``, with **equal jitter**: a random delay between half that value and that value, so clients
+/// that failed together spread out while still backing off. When a retryable response carries `Retry-After`
+/// (a number of seconds, or an HTTP-date in IMF-fixdate form) and ``honorsRetryAfter`` is on, the policy waits
+/// that long instead, but never longer than ``maxRetryAfter``; a date in the past means no wait.
+///
+/// ## When it gives up
+/// After ``maxAttempts`` attempts in all (the first included), the last outcome stands: the last response, so
+/// the error handler reports the server's real status and message, or the last transport error.
+///
+/// ## Testing
+/// Inject a ``RetryClock``: `SwiftConnectTesting`'s `ImmediateRetryClock` records every delay and runs the
+/// next attempt at once, and a fixed ``jitter`` makes the delays exact:
+///
+/// ```swift
+/// let clock = ImmediateRetryClock()
+/// let connect = Connect(transport: fake, retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock))
+/// // … send a request the fake answers with 503, 503, 200 …
+/// XCTAssertEqual(clock.delays, [0.5, 1.0])
+/// ```
 public struct RetryPolicy: Sendable {
-    /// The conservative default.
+    /// How many times a request is sent at most, the first attempt included. Values below 1 count as 1.
+    public var maxAttempts: Int
+    /// The wait before the first retry, in seconds, before jitter.
+    public var baseDelay: TimeInterval
+    /// The factor the wait grows by after each retry.
+    public var multiplier: Double
+    /// The longest wait between two attempts computed by backoff, in seconds (`Retry-After` has its own cap).
+    public var maxDelay: TimeInterval
+    /// Picks the actual delay within a range: given `(delay / 2)...delay`, returns a value in it.
+    ///
+    /// Defaults to ``randomJitter``; ``noJitter`` (or any fixed choice) makes delays predictable in tests.
+    public var jitter: @Sendable (ClosedRange<Double>) -> Double
+    /// The response statuses that are retried.
+    public var retryableStatusCodes: Set<Int>
+    /// The `URLError` codes of transport failures that are retried.
+    public var retryableURLErrorCodes: Set<URLError.Code>
+    /// Whether a `Retry-After` header on a retryable response replaces the backoff delay.
+    public var honorsRetryAfter: Bool
+    /// The longest wait a `Retry-After` header can impose, in seconds; a longer one is cut to this.
+    public var maxRetryAfter: TimeInterval
+    /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header gets one (a UUID, the same on every
+    /// attempt), making it safe to replay. The server must support the header for this to mean anything.
+    public var addsIdempotencyKey: Bool
+    /// What the policy waits with; ``DispatchRetryClock`` by default.
+    public var clock: any RetryClock
+
+    /// The default policy: 3 attempts, 0.5 s base delay doubling up to 30 s with equal jitter, the default
+    /// statuses and `URLError` codes, `Retry-After` honoured up to 60 s, no idempotency keys added.
     public static let `default` = RetryPolicy()
 
-    /// Creates a policy.
-    public init() {}
+    /// A policy that never retries (one attempt).
+    public static let none = RetryPolicy(maxAttempts: 1)
 
-    /// The middleware applying this policy.
-    var middleware: any Middleware { PassThroughMiddleware() }
+    /// Creates a policy.
+    ///
+    /// - Parameters:
+    ///   - maxAttempts: Attempts in all, the first included. Defaults to 3.
+    ///   - baseDelay: The wait before the first retry, in seconds. Defaults to 0.5.
+    ///   - multiplier: The factor the wait grows by after each retry. Defaults to 2.
+    ///   - maxDelay: The cap on a backoff wait, in seconds. Defaults to 30.
+    ///   - jitter: Picks the delay within `(delay / 2)...delay`. Defaults to ``randomJitter``.
+    ///   - retryableStatusCodes: The statuses retried. Defaults to ``defaultRetryableStatusCodes``.
+    ///   - retryableURLErrorCodes: The transport failures retried. Defaults to ``defaultRetryableURLErrorCodes``.
+    ///   - honorsRetryAfter: Whether `Retry-After` replaces the backoff delay. Defaults to `true`.
+    ///   - maxRetryAfter: The cap on a `Retry-After` wait, in seconds. Defaults to 60.
+    ///   - addsIdempotencyKey: Whether `POST` and `PATCH` get an `Idempotency-Key`. Defaults to `false`.
+    ///   - clock: What the policy waits with. Defaults to a ``DispatchRetryClock``.
+    public init(
+        maxAttempts: Int = 3,
+        baseDelay: TimeInterval = 0.5,
+        multiplier: Double = 2,
+        maxDelay: TimeInterval = 30,
+        jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = RetryPolicy.randomJitter,
+        retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
+        honorsRetryAfter: Bool = true,
+        maxRetryAfter: TimeInterval = 60,
+        addsIdempotencyKey: Bool = false,
+        clock: any RetryClock = DispatchRetryClock()
+    ) {
+        self.maxAttempts = maxAttempts
+        self.baseDelay = baseDelay
+        self.multiplier = multiplier
+        self.maxDelay = maxDelay
+        self.jitter = jitter
+        self.retryableStatusCodes = retryableStatusCodes
+        self.retryableURLErrorCodes = retryableURLErrorCodes
+        self.honorsRetryAfter = honorsRetryAfter
+        self.maxRetryAfter = maxRetryAfter
+        self.addsIdempotencyKey = addsIdempotencyKey
+        self.clock = clock
+    }
+
+    /// The middleware applying this policy (what ``Connect`` puts in its pipeline).
+    var middleware: any Middleware { RetryMiddleware(policy: self) }
 }
 
-struct PassThroughMiddleware: Middleware {
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        next(request)
+// MARK: - Defaults
+
+extension RetryPolicy {
+    /// A random delay in the range: the default ``jitter``.
+    public static let randomJitter: @Sendable (ClosedRange<Double>) -> Double = { range in
+        Double.random(in: range)
+    }
+
+    /// Always the top of the range: plain exponential backoff, for predictable delays in tests.
+    public static let noJitter: @Sendable (ClosedRange<Double>) -> Double = { range in
+        range.upperBound
+    }
+
+    /// The statuses retried by default: the server says the failure is temporary.
+    public static let defaultRetryableStatusCodes: Set<Int> = [
+        408,  // Request Timeout: the server gave up waiting for the request; a new connection may do better.
+        429,  // Too Many Requests: rate limited; waiting (usually as `Retry-After` says) lifts it.
+        500,  // Internal Server Error: often a transient fault on one instance behind a load balancer.
+        502,  // Bad Gateway: the upstream was restarting or unreachable from the proxy.
+        503,  // Service Unavailable: overloaded or in maintenance, temporarily by definition.
+        504,  // Gateway Timeout: the upstream was slow this time.
+    ]
+
+    /// The transport failures retried by default: conditions that commonly clear within seconds.
+    ///
+    /// `.cancelled` is never retried, whatever this set holds.
+    public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
+        // No complete response within the timeout: congestion or a briefly overloaded server; the next attempt
+        // often gets through, and each attempt is still bounded by the request's own timeout.
+        .timedOut,
+        // The connection dropped mid-exchange, typically a kept-alive connection the server had already closed;
+        // a fresh connection usually works at once.
+        .networkConnectionLost,
+        // Nothing accepted the connection: a server restarting, or a load balancer rotating instances.
+        .cannotConnectToHost,
+        // The device is offline right now; Wi-Fi and cellular hand-overs come back within seconds.
+        .notConnectedToInternet,
+        // The resolver itself failed (timeout, SERVFAIL), which says nothing about the name: ask again.
+        .dnsLookupFailed,
+        // The name did not resolve, often a resolver hiccup during a network change (a real typo just fails
+        // a bounded number of times, quickly).
+        .cannotFindHost,
+        // The TLS handshake failed without a specific reason, usually a reset mid-handshake, not a bad
+        // certificate (those have their own codes and are not retried).
+        .secureConnectionFailed,
+        // The response was malformed or cut short, typically by a proxy or a connection reset; a new exchange
+        // can succeed. (The request is replayed only if it is safe to replay.)
+        .badServerResponse,
+        // Not retried, among others: `.cancelled` (the caller's decision), `.resourceUnavailable` and
+        // `.fileDoesNotExist` (permanent), `.badURL` and `.unsupportedURL` (the request itself is wrong),
+        // certificate errors (`.serverCertificateUntrusted`…: retrying does not make a certificate valid),
+        // `.userAuthenticationRequired` (needs credentials, not time).
+    ]
+
+    /// The header that makes a non-idempotent request safe to replay.
+    static let idempotencyKeyHeader = "Idempotency-Key"
+}
+
+// MARK: - Decisions
+
+extension RetryPolicy {
+    /// The number of attempts actually allowed: at least one.
+    var attemptLimit: Int { max(1, maxAttempts) }
+
+    /// Whether `request` may be sent more than once.
+    ///
+    /// - Parameters:
+    ///   - request: The request, with any idempotency key already added.
+    ///   - context: The call's context, which knows the method and the `isRetrySafe` option.
+    /// - Returns: `true` for idempotent methods, requests marked retry-safe, and requests with an
+    ///   `Idempotency-Key`.
+    static func isReplayable(_ request: URLRequest, context: RequestContext) -> Bool {
+        context.isRetrySafe || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
+    }
+
+    /// `request` with an `Idempotency-Key` added if the policy asks for one and the request needs one.
+    func addingIdempotencyKeyIfNeeded(to request: URLRequest, method: HTTPMethod) -> URLRequest {
+        guard addsIdempotencyKey, method == .post || method == .patch,
+            request.value(forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader) == nil
+        else { return request }
+        var request = request
+        request.setValue(UUID().uuidString, forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader)
+        return request
+    }
+
+    /// How long to wait before the next attempt, or `nil` not to retry.
+    ///
+    /// - Parameters:
+    ///   - result: The outcome of the attempt that just ended.
+    ///   - attempt: That attempt's number, 1 for the first.
+    /// - Returns: The delay in seconds, or `nil` when the outcome is not retryable. Attempt limits and
+    ///   cancellation are the caller's business.
+    func retryDelay(after result: Result<ConnectResponse, any Error>, attempt: Int) -> TimeInterval? {
+        switch result {
+        case .success(let response):
+            guard retryableStatusCodes.contains(response.statusCode) else { return nil }
+            if honorsRetryAfter, let value = response.header("Retry-After"),
+                let wait = RetryAfter.delay(from: value, now: clock.now)
+            {
+                return min(wait, max(0, maxRetryAfter))
+            }
+            return backoffDelay(afterAttempt: attempt)
+        case .failure(let error):
+            return isRetryable(error) ? backoffDelay(afterAttempt: attempt) : nil
+        }
+    }
+
+    /// Whether a transport failure is worth another attempt.
+    func isRetryable(_ error: any Error) -> Bool {
+        if let error = error as? ConnectError {
+            guard error.kind == .transport || error.kind == .timedOut, let code = error.urlError?.code else {
+                return false
+            }
+            return code != .cancelled && retryableURLErrorCodes.contains(code)
+        }
+        if let error = error as? URLError {
+            return error.code != .cancelled && retryableURLErrorCodes.contains(error.code)
+        }
+        return false
+    }
+
+    /// The backoff wait after attempt number `attempt` failed: exponential, capped, with equal jitter.
+    func backoffDelay(afterAttempt attempt: Int) -> TimeInterval {
+        let growth = baseDelay * pow(multiplier, Double(max(0, attempt - 1)))
+        let ceiling = max(0, growth.isFinite ? min(growth, maxDelay) : maxDelay)
+        let picked = jitter((ceiling / 2)...ceiling)
+        // A jitter source that strays out of its range is brought back into it.
+        return picked.isFinite ? min(max(picked, ceiling / 2), ceiling) : ceiling
     }
 }

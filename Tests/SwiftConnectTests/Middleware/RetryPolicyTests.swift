@@ -1,0 +1,722 @@
+import Foundation
+@testable import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
+/// The retry policy, rule by rule, with a fake transport and a clock that never waits.
+final class RetryPolicyTests: XCTestCase {
+    private typealias Endpoint = ClientFixtures.Endpoint
+
+    private var fake: FakeTransport!
+    private var clock: ImmediateRetryClock!
+
+    override func setUp() {
+        fake = FakeTransport()
+        clock = ImmediateRetryClock()
+    }
+
+    override func tearDown() {
+        fake = nil
+        clock = nil
+    }
+
+    /// A client retrying by `policy` (the test clock and no jitter unless the test says otherwise).
+    private func client(
+        _ policy: RetryPolicy? = nil,
+        errorHandler: any ErrorHandling = ErrorHandler()
+    ) -> Connect {
+        Connect(
+            transport: fake,
+            errorHandler: errorHandler,
+            retryPolicy: policy ?? RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock)
+        )
+    }
+
+    private func policy(
+        maxAttempts: Int = 3,
+        jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = RetryPolicy.noJitter,
+        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
+        honorsRetryAfter: Bool = true,
+        maxRetryAfter: TimeInterval = 60,
+        addsIdempotencyKey: Bool = false
+    ) -> RetryPolicy {
+        RetryPolicy(
+            maxAttempts: maxAttempts,
+            jitter: jitter,
+            retryableURLErrorCodes: retryableURLErrorCodes,
+            honorsRetryAfter: honorsRetryAfter,
+            maxRetryAfter: maxRetryAfter,
+            addsIdempotencyKey: addsIdempotencyKey,
+            clock: clock
+        )
+    }
+
+    private static let ok = FakeResponse.json(string: #"{"ok":true}"#)
+
+    // MARK: - Defaults
+
+    func testDefaultPolicyValues() {
+        let policy = RetryPolicy.default
+        XCTAssertEqual(policy.maxAttempts, 3)
+        XCTAssertEqual(policy.baseDelay, 0.5)
+        XCTAssertEqual(policy.multiplier, 2)
+        XCTAssertEqual(policy.maxDelay, 30)
+        XCTAssertTrue(policy.honorsRetryAfter)
+        XCTAssertEqual(policy.maxRetryAfter, 60)
+        XCTAssertFalse(policy.addsIdempotencyKey)
+        XCTAssertEqual(policy.retryableStatusCodes, [408, 429, 500, 502, 503, 504])
+        XCTAssertTrue(policy.clock is DispatchRetryClock)
+        for code: URLError.Code in [.timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet] {
+            XCTAssertTrue(policy.retryableURLErrorCodes.contains(code), "\(code.rawValue)")
+        }
+        XCTAssertFalse(policy.retryableURLErrorCodes.contains(.cancelled))
+        XCTAssertEqual(RetryPolicy.none.maxAttempts, 1)
+    }
+
+    func testDefaultClientRetriesAGetOn503() {
+        // Given: the client as users make it, with the real clock (one wait of at most 0.5 s)
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(transport: fake)
+        // When
+        let data = value(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(data.map { String(decoding: $0, as: UTF8.self) }, #"{"ok":true}"#)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    // MARK: - Bounded attempts
+
+    func testRetriesUntilSuccess() {
+        // Given
+        fake.stub(.get, "/items", with: [.status(503), .status(503), Self.ok])
+        // When
+        let data = value(of: client().request(Endpoint()))
+        // Then
+        XCTAssertNotNil(data)
+        XCTAssertEqual(fake.requests.count, 3)
+        XCTAssertEqual(clock.delays, [0.5, 1.0])
+    }
+
+    func testStopsAfterMaxAttempts() {
+        // Given
+        fake.stub(.get, "/items", with: .status(503))
+        // When
+        let error = connectError(of: client(policy(maxAttempts: 4)).request(Endpoint()))
+        // Then
+        XCTAssertEqual(fake.requests.count, 4)
+        XCTAssertEqual(clock.delays.count, 3, "no wait after the last attempt")
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 503)
+    }
+
+    func testExhaustedAttemptsReportTheLastResponse() {
+        // Given: three different failures, each with its own message
+        fake.stub(.get, "/items", with: [
+            .json(string: #"{"message":"first"}"#, status: 500),
+            .json(string: #"{"message":"second"}"#, status: 502),
+            .json(string: #"{"message":"third"}"#, status: 503),
+        ])
+        let handled = Counter()
+        let connect = client(errorHandler: CountingErrorHandler(count: handled))
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then: the error handler saw only the last response
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "third")
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(handled.value, 1)
+    }
+
+    func testExhaustedAttemptsWithEmptyBodiesGiveHTTPStatus() {
+        fake.stub(.get, "/items", with: [.status(500), .status(504)])
+        let error = connectError(of: client(policy(maxAttempts: 2)).request(Endpoint()))
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 504)
+    }
+
+    func testExhaustedAttemptsReportTheLastTransportError() {
+        fake.stub(.get, "/items", with: [.failure(URLError(.timedOut)), .failure(URLError(.networkConnectionLost))])
+        let error = connectError(of: client(policy(maxAttempts: 2)).request(Endpoint()))
+        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.urlError?.code, .networkConnectionLost)
+    }
+
+    func testPolicyNoneSendsOnce() {
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let error = connectError(of: client(RetryPolicy.none).request(Endpoint()))
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testMaxAttemptsBelowOneMeansOneAttempt() {
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        _ = connectError(of: client(policy(maxAttempts: 0)).request(Endpoint()))
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    func testNilPolicyNeverRetries() {
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(transport: fake, retryPolicy: nil)
+        _ = connectError(of: connect.request(Endpoint()))
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    // MARK: - Backoff and jitter
+
+    func testDelaysGrowExponentiallyAndAreCapped() {
+        // Given
+        fake.stub(.get, "/items", with: .status(503))
+        let policy = RetryPolicy(maxAttempts: 6, baseDelay: 1, multiplier: 3, maxDelay: 20, jitter: RetryPolicy.noJitter, clock: clock)
+        // When
+        _ = connectError(of: client(policy).request(Endpoint()))
+        // Then
+        XCTAssertEqual(clock.delays, [1, 3, 9, 20, 20])
+    }
+
+    func testEqualJitterOffersHalfTheDelayToTheFullDelay() {
+        // Given: a jitter source that records its ranges and picks the bottom
+        let ranges = Recorder<ClosedRange<Double>>()
+        let jitter: @Sendable (ClosedRange<Double>) -> Double = { range in
+            ranges.append(range)
+            return range.lowerBound
+        }
+        fake.stub(.get, "/items", with: .status(503))
+        // When
+        _ = connectError(of: client(policy(maxAttempts: 4, jitter: jitter)).request(Endpoint()))
+        // Then
+        XCTAssertEqual(ranges.values, [0.25...0.5, 0.5...1.0, 1.0...2.0])
+        XCTAssertEqual(clock.delays, [0.25, 0.5, 1.0])
+    }
+
+    func testRandomJitterStaysWithinBounds() {
+        // Given
+        fake.stub(.get, "/items", with: .status(503))
+        let policy = RetryPolicy(maxAttempts: 8, maxDelay: 10, clock: clock)
+        // When
+        for _ in 0..<20 { _ = connectError(of: client(policy).request(Endpoint())) }
+        // Then
+        let delays = clock.delays
+        XCTAssertEqual(delays.count, 20 * 7)
+        for (index, delay) in delays.enumerated() {
+            let retry = index % 7
+            let ceiling = min(10, 0.5 * pow(2, Double(retry)))
+            XCTAssertGreaterThanOrEqual(delay, ceiling / 2)
+            XCTAssertLessThanOrEqual(delay, ceiling)
+        }
+    }
+
+    func testJitterOutsideItsRangeIsClamped() {
+        fake.stub(.get, "/items", with: .status(503))
+        _ = connectError(of: client(policy(maxAttempts: 3, jitter: { _ in 1000 })).request(Endpoint()))
+        _ = connectError(of: client(policy(maxAttempts: 2, jitter: { _ in -5 })).request(Endpoint()))
+        XCTAssertEqual(clock.delays, [0.5, 1.0, 0.25])
+    }
+
+    // MARK: - Retry-After
+
+    func testRetryAfterSecondsReplacesTheBackoff() {
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "7"]), .status(429, headers: ["Retry-After": " 2 "]), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [7, 2])
+    }
+
+    func testRetryAfterIsCappedAtMaxRetryAfter() {
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "3600"]), Self.ok])
+        XCTAssertNotNil(value(of: client(policy(maxRetryAfter: 10)).request(Endpoint())))
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "99999999999999999999999"]), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [10, 60])
+    }
+
+    func testRetryAfterHTTPDateIsMeasuredFromNow() {
+        // Given: the clock's now is 2024-01-01 00:00:00 GMT
+        XCTAssertEqual(clock.now, Date(timeIntervalSince1970: 1_704_067_200))
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "Mon, 01 Jan 2024 00:00:45 GMT"]), Self.ok])
+        // When
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        // Then
+        XCTAssertEqual(clock.delays, [45])
+    }
+
+    func testRetryAfterHTTPDateBeyondTheCapIsCapped() {
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "Tue, 02 Jan 2024 00:00:00 GMT"]), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [60])
+    }
+
+    func testRetryAfterInThePastMeansNoWait() {
+        fake.stub(.get, "/items", with: [
+            .status(503, headers: ["Retry-After": "Sun, 31 Dec 2023 23:59:00 GMT"]),
+            .status(503, headers: ["Retry-After": "-5"]),
+            Self.ok,
+        ])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [0, 0])
+    }
+
+    func testUnreadableRetryAfterFallsBackToBackoff() {
+        fake.stub(.get, "/items", with: [
+            .status(503, headers: ["Retry-After": "soon"]),
+            .status(503, headers: ["Retry-After": "Sunday, 31-Dec-23 23:59:00 GMT"]),  // obsolete RFC 850 form
+            Self.ok,
+        ])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [0.5, 1.0])
+    }
+
+    func testRetryAfterIgnoredWhenNotHonoured() {
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "30"]), Self.ok])
+        XCTAssertNotNil(value(of: client(policy(honorsRetryAfter: false)).request(Endpoint())))
+        XCTAssertEqual(clock.delays, [0.5])
+    }
+
+    func testRetryAfterOnANonRetryableStatusDoesNotRetry() {
+        fake.stub(.get, "/items", with: [.status(400, headers: ["Retry-After": "1"]), Self.ok])
+        XCTAssertEqual(connectError(of: client().request(Endpoint()))?.statusCode, 400)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testRetryAfterParsing() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        XCTAssertEqual(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:49:37 GMT", now: now), 0)
+        XCTAssertEqual(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:50:37 GMT", now: now), 60)
+        XCTAssertEqual(RetryAfter.delay(from: "120", now: now), 120)
+        XCTAssertEqual(RetryAfter.delay(from: "0", now: now), 0)
+        XCTAssertNil(RetryAfter.delay(from: "", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "1.5", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "Sun Nov  6 08:49:37 1994", now: now), "asctime form is not read")
+        XCTAssertNil(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:49:37 PST", now: now))
+    }
+
+    // MARK: - Which requests are replayed
+
+    func testPostIsNotReplayed() {
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let error = connectError(of: client().request(Endpoint(method: .post)))
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    func testPatchAfterTransportFailureIsNotReplayed() {
+        fake.stub(.patch, "/items", with: [.failure(URLError(.networkConnectionLost)), Self.ok])
+        XCTAssertEqual(connectError(of: client().request(Endpoint(method: .patch)))?.kind, .transport)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testIdempotentMethodsAreReplayed() {
+        for method: HTTPMethod in [.get, .head, .put, .delete, .options] {
+            fake.stub(method, "/items", with: [.status(503), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(value(of: client().request(Endpoint(method: method))), method.rawValue)
+            XCTAssertEqual(fake.requests.count, 2, method.rawValue)
+        }
+    }
+
+    func testPostMarkedRetrySafeIsReplayed() {
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let data = value(of: client().request(Endpoint(method: .post), options: RequestOptions(isRetrySafe: true)))
+        XCTAssertNotNil(data)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testPutMarkedNotRetrySafeIsNotReplayed() {
+        fake.stub(.put, "/items", with: [.status(503), Self.ok])
+        _ = connectError(of: client().request(Endpoint(method: .put), options: RequestOptions(isRetrySafe: false)))
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testPostWithIdempotencyKeyIsReplayedWithTheSameKey() {
+        fake.stub(.post, "/items", with: [.status(503), .status(502), Self.ok])
+        let endpoint = Endpoint(method: .post, headers: [.idempotencyKey("order-42")])
+        XCTAssertNotNil(value(of: client().request(endpoint)))
+        XCTAssertEqual(fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42", "order-42"])
+    }
+
+    func testAddsIdempotencyKeyReusedOnEveryAttempt() throws {
+        // Given
+        fake.stub(.post, "/items", with: [.status(503), .status(503), Self.ok])
+        // When
+        XCTAssertNotNil(value(of: client(policy(addsIdempotencyKey: true)).request(Endpoint(method: .post))))
+        // Then
+        let keys = fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        XCTAssertEqual(keys.count, 3)
+        let key = try XCTUnwrap(keys.first ?? nil)
+        XCTAssertNotNil(UUID(uuidString: key), key)
+        XCTAssertEqual(Set(keys), [key])
+    }
+
+    func testAddsIdempotencyKeyToPatchButNotToGetOrToAKeyedPost() {
+        let connect = client(policy(addsIdempotencyKey: true))
+        fake.stub("/items", with: Self.ok)
+        _ = value(of: connect.request(Endpoint(method: .patch)))
+        _ = value(of: connect.request(Endpoint(method: .get)))
+        _ = value(of: connect.request(Endpoint(method: .post, headers: [.idempotencyKey("mine")])))
+        let keys = fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        XCTAssertNotNil(keys[0])
+        XCTAssertNil(keys[1])
+        XCTAssertEqual(keys[2], "mine")
+    }
+
+    func testEachRequestGetsItsOwnIdempotencyKey() {
+        let connect = client(policy(addsIdempotencyKey: true))
+        fake.stub("/items", with: Self.ok)
+        _ = value(of: connect.request(Endpoint(method: .post)))
+        _ = value(of: connect.request(Endpoint(method: .post)))
+        let keys = fake.requests.compactMap { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        XCTAssertEqual(Set(keys).count, 2)
+    }
+
+    // MARK: - Which failures are retried
+
+    func testEachRetryableStatusIsRetried() {
+        for status in [408, 429, 500, 502, 503, 504] {
+            fake.stub(.get, "/items", with: [.status(status), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(value(of: client().request(Endpoint())), "\(status)")
+            XCTAssertEqual(fake.requests.count, 2, "\(status)")
+        }
+    }
+
+    func testOtherStatusesAreNotRetried() {
+        for status in [400, 401, 403, 404, 409, 422, 501, 505] {
+            fake.stub(.get, "/items", with: [.status(status), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertEqual(connectError(of: client().request(Endpoint()))?.statusCode, status)
+            XCTAssertEqual(fake.requests.count, 1, "\(status)")
+        }
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    func testCustomRetryableStatusCodes() {
+        fake.stub(.get, "/items", with: [.status(404), .status(503), Self.ok])
+        let policy = RetryPolicy(maxAttempts: 3, retryableStatusCodes: [404], clock: clock)
+        XCTAssertEqual(connectError(of: client(policy).request(Endpoint()))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testEachRetryableURLErrorCodeIsRetried() {
+        for code in RetryPolicy.defaultRetryableURLErrorCodes {
+            // As the bare URLError a transport may fail with…
+            fake.stub(.get, "/items", with: [.failure(URLError(code)), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(value(of: client().request(Endpoint())), "URLError \(code.rawValue)")
+            XCTAssertEqual(fake.requests.count, 2, "URLError \(code.rawValue)")
+            // …and wrapped in a ConnectError, as URLSessionTransport reports it.
+            let kind: ConnectError.Kind = code == .timedOut ? .timedOut : .transport
+            let wrapped = ConnectError(kind, message: "failed", underlyingError: URLError(code))
+            fake.stub(.get, "/items", with: [.failure(wrapped), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(value(of: client().request(Endpoint())), "ConnectError \(code.rawValue)")
+            XCTAssertEqual(fake.requests.count, 2, "ConnectError \(code.rawValue)")
+        }
+    }
+
+    func testOtherURLErrorCodesAreNotRetried() {
+        let codes: [URLError.Code] = [.badURL, .unsupportedURL, .resourceUnavailable, .serverCertificateUntrusted, .userAuthenticationRequired]
+        for code in codes {
+            fake.stub(.get, "/items", with: [.failure(URLError(code)), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertEqual(connectError(of: client().request(Endpoint()))?.urlError?.code, code)
+            XCTAssertEqual(fake.requests.count, 1, "\(code.rawValue)")
+        }
+    }
+
+    func testTransportTimeoutFromTheDeadlineIsRetried() {
+        // What URLSessionTransport fails with when a request's own timeout passes
+        let timedOut = ConnectError(.timedOut, message: "no complete response", underlyingError: URLError(.timedOut))
+        fake.stub(.get, "/items", with: [.failure(timedOut), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testErrorsThatAreNotTransportFailuresAreNotRetried() {
+        let errors: [any Error] = [
+            ConnectError(.transport, message: "not an HTTP response"),  // no URLError to judge by
+            ConnectError(.rejected, message: "a middleware said no", underlyingError: URLError(.timedOut)),
+            TestError(7),
+        ]
+        for error in errors {
+            fake.stub(.get, "/items", with: [.failure(error), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(self.error(of: client().request(Endpoint())))
+            XCTAssertEqual(fake.requests.count, 1, "\(error)")
+        }
+    }
+
+    func testCancellationErrorsAreNeverRetried() {
+        // Given: a policy that (wrongly) lists .cancelled
+        let policy = policy(retryableURLErrorCodes: [.cancelled, .timedOut])
+        let errors: [any Error] = [
+            ConnectError.cancelled(),
+            ConnectError(.cancelled, message: "cancelled", underlyingError: URLError(.cancelled)),
+            ConnectError(.transport, message: "cancelled", underlyingError: URLError(.cancelled)),
+            URLError(.cancelled),
+        ]
+        for error in errors {
+            fake.stub(.get, "/items", with: [.failure(error), Self.ok])
+            fake.removeRecordedRequests()
+            XCTAssertNotNil(self.error(of: client(policy).request(Endpoint())))
+            XCTAssertEqual(fake.requests.count, 1, "\(error)")
+        }
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    // MARK: - Cancellation
+
+    func testCancellingDuringBackoffStopsEverything() {
+        // Given: a clock that holds the wait before attempt 2
+        let clock = ImmediateRetryClock(holdsActions: true)
+        fake.stub(.get, "/items", with: .status(503))
+        let connect = client(RetryPolicy(clock: clock))
+        let future = connect.request(Endpoint())
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(clock.pendingActionCount, 1)
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(clock.cancelledActionCount, 1)
+        XCTAssertEqual(clock.pendingActionCount, 0)
+        XCTAssertEqual(clock.runPendingActions(), 0)
+        XCTAssertEqual(fake.requests.count, 1, "no attempt after cancellation")
+    }
+
+    func testCancelAllRequestsDuringBackoffStopsEverything() {
+        let clock = ImmediateRetryClock(holdsActions: true)
+        fake.stub(.get, "/items", with: .status(503))
+        let connect = client(RetryPolicy(clock: clock))
+        let future = connect.request(Endpoint()).decoded(toType: [String: Bool].self)
+        connect.cancelAllRequests()
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(clock.cancelledActionCount, 1)
+        clock.runPendingActions()
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testHeldBackoffRunsTheNextAttemptWhenTheClockFires() {
+        let clock = ImmediateRetryClock(holdsActions: true)
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let future = client(RetryPolicy(clock: clock)).request(Endpoint())
+        XCTAssertFalse(future.isCompleted)
+        XCTAssertEqual(clock.runPendingActions(), 1)
+        XCTAssertNotNil(value(of: future))
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testCancellingDuringARetryCancelsTheAttemptInFlight() {
+        // Given: attempt 1 fails with 503, attempt 2 is in flight
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: clock))
+        let future = connect.request(Endpoint())
+        transport.respond(to: 0, status: 503)
+        XCTAssertEqual(transport.requests.count, 2)
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertTrue(transport.futures[1].isCancelled)
+        XCTAssertEqual(transport.requests.count, 2, "no third attempt")
+        XCTAssertEqual(clock.delays.count, 1)
+    }
+
+    func testCancellingTheFirstAttemptDoesNotRetry() {
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: clock))
+        let future = connect.request(Endpoint())
+        future.cancel()
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    // MARK: - The middleware on its own
+
+    func testRetryMiddlewareWorksWithAClosureAsNext() {
+        // Given
+        let sent = Counter()
+        let middleware = RetryMiddleware(policy: RetryPolicy(clock: clock))
+        let request = URLRequest(url: URL(string: "https://api.example.com/items")!)
+        // When
+        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) { request in
+            sent.increment()
+            let status = sent.value < 3 ? 503 : 200
+            return Future(value: ConnectResponse(request: request, statusCode: status)!)
+        }
+        // Then
+        XCTAssertEqual(value(of: future)?.statusCode, 200)
+        XCTAssertEqual(sent.value, 3)
+    }
+
+    func testRetryIsADiscoverableMiddleware() {
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(transport: fake, middlewares: [.retry(RetryPolicy(clock: clock))], retryPolicy: nil)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(fake.requests.count, 2)
+        XCTAssertEqual(RetryMiddleware.retry().policy.maxAttempts, 3)
+    }
+
+    // MARK: - Clocks
+
+    func testDispatchClockRunsTheAction() {
+        let ran = expectation(description: "action runs")
+        _ = DispatchRetryClock().schedule(after: 0.01) { ran.fulfill() }
+        wait(for: [ran], timeout: 5)
+    }
+
+    func testDispatchClockCancelReleasesTheAction() {
+        // Given
+        var token: Token? = Token()
+        weak let watched = token
+        let ran = Counter()
+        let scheduled = DispatchRetryClock().schedule(after: 60) { [token] in
+            _ = token
+            ran.increment()
+        }
+        token = nil
+        XCTAssertNotNil(watched, "the pending action keeps its captures")
+        // When
+        scheduled.cancel()
+        // Then
+        XCTAssertNil(watched, "cancelling releases them at once, not at the deadline")
+        XCTAssertEqual(ran.value, 0)
+    }
+
+    // MARK: - The usage guide's retry hook
+
+    func testGuideMiddlewareRetriesAndReadaptsEachAttempt() {
+        // Given
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let middleware = GuideRetrying { _, error, attempt in
+            (error as? ConnectError)?.statusCode == 503 && attempt == 1 ? .retry : .doNotRetry
+        }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        // When
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        // Then
+        XCTAssertEqual(fake.requests.map { $0.value(forHTTPHeaderField: "X-Adapted") }, ["1", "2"])
+        XCTAssertEqual(middleware.adapted.value, 2)
+    }
+
+    func testGuideMiddlewareIsAskedWithAnHTTPStatusErrorAndTheSentRequest() {
+        fake.stub(.get, "/items", with: [.json(string: #"{"message":"busy"}"#, status: 503), Self.ok])
+        let asked = Recorder<String>()
+        let middleware = GuideRetrying { request, error, attempt in
+            let error = error as? ConnectError
+            asked.append("\(attempt) \(error?.kind.rawValue ?? "-") \(error?.statusCode ?? 0) \(request.value(forHTTPHeaderField: "X-Adapted") ?? "-")")
+            return .retryAfter(0.01)
+        }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(asked.values, ["1 httpStatus 503 1"])
+    }
+
+    func testGuideMiddlewareSeesTransportErrorsAsTheyAre() {
+        fake.stub(.get, "/items", with: [.failure(URLError(.networkConnectionLost)), Self.ok])
+        let asked = Recorder<URLError.Code?>()
+        let middleware = GuideRetrying { _, error, _ in
+            asked.append((error as? URLError)?.code)
+            return .retry
+        }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(asked.values, [.networkConnectionLost])
+    }
+
+    func testGuideMiddlewareDefaultDoesNotRetry() {
+        fake.stub(.get, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(transport: fake, middlewares: [ConnectMiddleware()], retryPolicy: nil)
+        XCTAssertEqual(connectError(of: connect.request(Endpoint()))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testGuideMiddlewareIsCappedAtFiveAttempts() {
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying { _, _, _ in .retry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertEqual(connectError(of: connect.request(Endpoint()))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 5)
+        XCTAssertEqual(GuideRetrying.maxRetryAttempts, 5)
+    }
+
+    func testGuideMiddlewareIsNotAskedAboutSuccessOrCancellation() {
+        let asked = Counter()
+        let middleware = GuideRetrying { _, _, _ in
+            asked.increment()
+            return .retry
+        }
+        fake.stub(.get, "/ok", with: Self.ok)
+        fake.stub(.get, "/cancelled", with: .failure(ConnectError.cancelled()))
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertNotNil(value(of: connect.request(Endpoint(endpoint: "/ok"))))
+        XCTAssertEqual(connectError(of: connect.request(Endpoint(endpoint: "/cancelled")))?.kind, .cancelled)
+        XCTAssertEqual(asked.value, 0)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testGuideMiddlewareAdaptFailingOnARetryFailsTheRequest() {
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying(failsAfter: 1) { _, _, _ in .retry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertEqual(error(of: connect.request(Endpoint())) as? TestError, TestError(401))
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testCancellingDuringTheGuideMiddlewaresWaitStopsEverything() {
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying { _, _, _ in .retryAfter(30) }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        let future = connect.request(Endpoint())
+        future.cancel()
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+}
+
+// MARK: - Doubles
+
+/// An error handler that counts the responses it is given, then does what ``ErrorHandler`` does.
+private struct CountingErrorHandler: ErrorHandling {
+    let count: Counter
+
+    func handle(response: [String: Any]) -> (any Error)? {
+        ErrorHandler().handle(response: response)
+    }
+
+    func handle(_ response: ConnectResponse) -> (any Error)? {
+        count.increment()
+        return ErrorHandler().handle(response)
+    }
+}
+
+/// A usage-guide middleware: numbers each adaptation in `X-Adapted`, and retries as `decide` says.
+private struct GuideRetrying: ConnectMiddlewareProtocol {
+    let adapted = Counter()
+    let failsAfter: Int?
+    let decide: @Sendable (URLRequest, any Error, Int) -> RetryDecision
+
+    init(failsAfter: Int? = nil, decide: @escaping @Sendable (URLRequest, any Error, Int) -> RetryDecision) {
+        self.failsAfter = failsAfter
+        self.decide = decide
+    }
+
+    func adapt(_ request: URLRequest) throws -> URLRequest {
+        if let failsAfter, adapted.value >= failsAfter { throw TestError(401) }
+        adapted.increment()
+        var request = request
+        request.setValue("\(adapted.value)", forHTTPHeaderField: "X-Adapted")
+        return request
+    }
+
+    func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+        decide(request, error, attempt)
+    }
+}
