@@ -2,6 +2,10 @@ import Foundation
 import SwiftConnect
 import SwiftConnectTesting
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 /// The demo's backend: a small todo API on a loopback `LocalServer`, so the Playground needs no internet.
 enum Demo {
     /// The running server; started on first use.
@@ -57,6 +61,30 @@ enum TodoServer {
         }
         server.route("GET", "/slow") { _ in
             LocalServer.Response.json(["late": true]).delayed(by: 5)
+        }
+        let flakyCalls = Protected(0)
+        server.route("GET", "/flaky") { _ in
+            let call = flakyCalls.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            // Fails twice with 503, then succeeds: retries make it look reliable.
+            return call % 3 == 0 ? .json(["attempt": call]) : .json(string: #"{"error":"warming up"}"#, status: 503)
+        }
+        server.route("GET", "/secure") { request in
+            guard request.header("Authorization") == "Bearer fresh-token" else {
+                return .json(string: #"{"error":"token expired"}"#, status: 401)
+            }
+            return .json(["secret": "42"])
+        }
+        server.route("POST", "/upload") { request in
+            guard let contentType = request.header("Content-Type"),
+                let parts = try? MultipartParser.parse(request.body, contentType: contentType)
+            else { return .json(string: #"{"error":"not multipart"}"#, status: 400) }
+            return .json(parts.map { "\($0.name): \($0.filename ?? "-") (\($0.data.count) bytes)" })
+        }
+        server.route("GET", "/files/report") { _ in
+            .data(Data(repeating: 0x2A, count: 300_000), contentType: "application/octet-stream")
         }
     }
 }

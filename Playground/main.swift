@@ -8,6 +8,10 @@ import Foundation
 import SwiftConnect
 import SwiftConnectTesting
 
+#if canImport(FoundationNetworking)
+import FoundationNetworking
+#endif
+
 func section(_ title: String) {
     print("\n── \(title) " + String(repeating: "─", count: max(0, 60 - title.count)))
 }
@@ -98,6 +102,50 @@ let pending = (0..<5).map { _ in client.request(SlowEndpoint()) }
 client.cancelAllRequests()
 let cancelled = pending.filter { (try? $0.waitForResult())?.isCancellation == true }.count
 print("cancelAllRequests() cancelled \(cancelled) of \(pending.count) requests")
+
+// MARK: 7. Middleware, retries and token refresh
+
+section("7. Middleware, retries and token refresh")
+struct AppVersionMiddleware: Middleware {
+    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        var request = request
+        request.setValue("2.4.1", forHTTPHeaderField: "X-App-Version")
+        return next(request)
+    }
+}
+
+let patient = Connect(middlewares: [AppVersionMiddleware()], retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: 0.05))
+let flaky = try patient.request(Route("/flaky", baseURL: Demo.baseURL)).decoded(toType: [String: Int].self).wait()
+print("/flaky answered on attempt \(flaky["attempt"] ?? 0) (two 503s were retried)")
+
+let auth = AuthenticationMiddleware(credential: .bearer(token: "expired-token")) { _ in
+    Future(value: .bearer(token: "fresh-token"))  // call your token endpoint here
+}
+let signedIn = Connect(middlewares: [auth])
+let secret = try signedIn.request(Route("/secure", baseURL: Demo.baseURL)).decoded(toType: [String: String].self).wait()
+print("After one refresh:", secret, "— credential now", auth.credential?.description ?? "none")
+
+// MARK: 8. Uploads, downloads and quick calls
+
+section("8. Uploads, downloads and quick calls")
+let local = Connect(configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: Demo.server.port))
+let quick = try local.request("/todos/{id}", parameters: Parameter.path(key: "id", value: "5")).decoded(toType: Todo.self).wait()
+print("Quick call:", quick.title)
+
+let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data(repeating: 0xFF, count: 2_048))
+let progress = RequestOptions(progress: { report in
+    if report.uploadFraction == 1 { print("Upload progress: 100%") }
+})
+let receipt = try local.upload(files: [photo], fields: [("album", "Holiday")], to: Route("/upload", method: .post), options: progress)
+    .decoded(toType: [String].self)
+    .wait()
+print("Server received:", receipt)
+
+let destination = FileManager.default.temporaryDirectory.appendingPathComponent("swiftconnect-report.bin")
+let file = try local.download(Route("/files/report"), to: destination).wait()
+let size = (try? Data(contentsOf: file).count) ?? 0
+print("Downloaded \(size) bytes to \(file.lastPathComponent)")
+try? FileManager.default.removeItem(at: file)
 
 section("Done")
 Demo.server.stop()

@@ -288,7 +288,12 @@ extension Connect {
     /// query items and default headers. Pure: no I/O.
     func prepare(_ connector: any Connector) throws -> URLRequest {
         var request: URLRequest
-        if let configuration, RelativeBase.isRelative(connector.baseURL) {
+        if RelativeBase.isRelative(connector.baseURL) {
+            guard let configuration else {
+                var error = ConnectError.invalidRequest(.invalidURL(connector.endpoint))
+                error.message = "'\(connector.endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
+                throw error
+            }
             request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL()).asURLRequest()
         } else {
             request = try connector.asURLRequest()

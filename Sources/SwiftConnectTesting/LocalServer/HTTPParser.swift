@@ -95,6 +95,11 @@ struct RequestHead {
         if tokens.contains("close") { return false }
         return minorVersion >= 1 || tokens.contains("keep-alive")
     }
+
+    /// Whether the client waits for a `100 Continue` before sending its body (HTTP/1.1 and later only).
+    var expectsContinue: Bool {
+        minorVersion >= 1 && (header("expect")?.caseInsensitiveEquals("100-continue") ?? false)
+    }
 }
 
 /// How a request's body is delimited.
@@ -231,7 +236,8 @@ enum HTTPParser {
 
 /// Decodes a `Transfer-Encoding: chunked` body incrementally, consuming bytes from a ``ReceiveBuffer``.
 ///
-/// Chunk extensions and trailer fields are skipped.
+/// Either all at once into ``body`` (``decode(_:)``), or piece by piece (``next(from:maxBytes:)``) for a streaming
+/// route. Chunk extensions and trailer fields are skipped.
 struct ChunkedDecoder {
     private enum Stage {
         case size
@@ -241,20 +247,43 @@ struct ChunkedDecoder {
         case done
     }
 
+    /// What ``next(from:maxBytes:)`` found.
+    enum Piece {
+        /// Body bytes, never empty.
+        case data(Data)
+        /// The buffer holds no complete piece: receive more bytes, then call again.
+        case needsMoreInput
+        /// The body, trailers included, has been consumed.
+        case end
+    }
+
     private var stage = Stage.size
     private(set) var body = Data()
 
     /// The longest chunk-size line or trailer line accepted.
     private static let maximumLineLength = 8 * 1024
 
-    /// Consumes as much of `buffer` as possible.
+    /// Consumes as much of `buffer` as possible, appending the body bytes to ``body``.
     ///
     /// - Returns: `true` once the whole body, trailers included, has been consumed.
     mutating func decode(_ buffer: inout ReceiveBuffer) throws(HTTPParseError) -> Bool {
         while true {
+            switch try next(from: &buffer, maxBytes: .max) {
+            case .data(let data): body.append(data)
+            case .needsMoreInput: return false
+            case .end: return true
+            }
+        }
+    }
+
+    /// Consumes the framing at the start of `buffer` up to the next body bytes, then at most `maxBytes` of them.
+    ///
+    /// - Parameter maxBytes: The most body bytes to return; at least 1.
+    mutating func next(from buffer: inout ReceiveBuffer, maxBytes: Int) throws(HTTPParseError) -> Piece {
+        while true {
             switch stage {
             case .size:
-                guard let lineLength = try Self.lineLength(in: buffer) else { return false }
+                guard let lineLength = try Self.lineLength(in: buffer) else { return .needsMoreInput }
                 let size = buffer.withBytes(count: lineLength) { line -> Int? in
                     let digits = line.prefix { $0 != UInt8(ascii: ";") }
                         .filter { $0 != 0x20 && $0 != 0x09 }
@@ -265,23 +294,23 @@ struct ChunkedDecoder {
                 buffer.skip(lineLength + 2)
                 stage = size == 0 ? .trailers : .data(remaining: size)
             case .data(let remaining):
-                guard buffer.readableCount > 0 else { return false }
-                let count = min(remaining, buffer.readableCount)
-                buffer.withBytes(count: count) { body.append(contentsOf: $0) }
-                buffer.skip(count)
+                guard buffer.readableCount > 0 else { return .needsMoreInput }
+                let count = min(remaining, buffer.readableCount, max(1, maxBytes))
+                let data = buffer.read(count)
                 stage = count == remaining ? .dataEnd : .data(remaining: remaining - count)
+                return .data(data)
             case .dataEnd:
-                guard buffer.readableCount >= 2 else { return false }
+                guard buffer.readableCount >= 2 else { return .needsMoreInput }
                 let isCRLF = buffer.withBytes(count: 2) { $0[0] == 0x0D && $0[1] == 0x0A }
                 guard isCRLF else { throw .malformed("chunk not followed by CRLF") }
                 buffer.skip(2)
                 stage = .size
             case .trailers:
-                guard let lineLength = try Self.lineLength(in: buffer) else { return false }
+                guard let lineLength = try Self.lineLength(in: buffer) else { return .needsMoreInput }
                 buffer.skip(lineLength + 2)
                 if lineLength == 0 { stage = .done }
             case .done:
-                return true
+                return .end
             }
         }
     }

@@ -9,21 +9,20 @@ extension LocalServer {
         let socket: Socket
         let core: Core
         let run: Run
-        private var buffer = ReceiveBuffer()
-        /// Where `recv` writes, reused for every read of the connection.
-        private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Socket.receiveSize, alignment: 16)
+        /// The received bytes, shared with the ``BodyReader`` of a streaming route.
+        private let input: ConnectionInput
 
         init(id: Int, socket: Socket, core: Core, run: Run) {
             self.id = id
             self.socket = socket
             self.core = core
             self.run = run
+            self.input = ConnectionInput(socket: socket)
         }
 
         /// Serves requests until the client closes, asks to close, a fault ends the connection or the server stops.
         /// The caller closes the socket afterwards.
-        mutating func serve() {
-            defer { scratch.deallocate() }
+        func serve() {
             while serveOneRequest() {}
         }
 
@@ -32,27 +31,27 @@ extension LocalServer {
         /// Reads, handles and answers one request.
         ///
         /// - Returns: Whether the connection stays open for another request.
-        private mutating func serveOneRequest() -> Bool {
+        private func serveOneRequest() -> Bool {
             var searchFrom = 0
             var headLength = 0
             while true {
-                if let end = buffer.firstOffset(of: HTTPParser.headTerminator, from: searchFrom) {
+                if let end = input.buffer.firstOffset(of: HTTPParser.headTerminator, from: searchFrom) {
                     headLength = end
                     break
                 }
-                if buffer.readableCount > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
-                searchFrom = max(0, buffer.readableCount - 3)
-                guard receiveMore() else { return false }
+                if input.buffer.readableCount > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
+                searchFrom = max(0, input.buffer.readableCount - 3)
+                guard input.receiveMore() else { return false }
             }
             if headLength > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
 
-            let parsed = buffer.withBytes(count: headLength) { bytes in
+            let parsed = input.buffer.withBytes(count: headLength) { bytes in
                 Result { () throws(HTTPParseError) in
                     let head = try HTTPParser.parseHead(bytes)
                     return (head, try HTTPParser.framing(of: head))
                 }
             }
-            buffer.skip(headLength + HTTPParser.headTerminator.count)
+            input.buffer.skip(headLength + HTTPParser.headTerminator.count)
             guard case .success((let head, let framing)) = parsed else {
                 if case .failure(let error) = parsed { return refuse(error) }
                 return false
@@ -61,48 +60,71 @@ extension LocalServer {
             core.requestStarted()
             defer { core.requestFinished() }
 
-            let body: Data
-            switch readBody(framing, head: head) {
-            case .success(let read): body = read
-            case .failure(let error): return refuse(error)
-            case nil: return false
-            }
-
-            let (request, handler) = core.receive(
-                Request(method: head.method, target: head.target, headers: head.headers, body: body, connectionID: id)
+            var (request, handler) = core.match(
+                Request(method: head.method, target: head.target, headers: head.headers, connectionID: id)
             )
-            let response =
-                handler?(request)
-                ?? .json(["error": "no route for \(request.method) \(request.path)"], status: 404)
+            let response: Response
+            // Whether the connection must close after the response, whatever the client asked.
+            var mustClose = false
+            switch handler {
+            case .streaming(let handle):
+                request.bodyLength = nil
+                let ticket = core.record(request)
+                let reader = BodyReader(input: input, framing: framing, expectsContinue: head.expectsContinue)
+                let handled = handle(request, reader)
+                let outcome = reader.finish()
+                if let ticket { core.recordBodyLength(reader.byteCount, for: ticket) }
+                switch outcome {
+                case .consumed: response = handled
+                case .neverSolicited:
+                    response = handled
+                    mustClose = true
+                case .failed(let error): return refuse(error)
+                case .disconnected: return false
+                }
+            case .buffered, nil:
+                switch readBody(framing, head: head) {
+                case .success(let body): (request.body, request.bodyLength) = (body, body.count)
+                case .failure(let error): return refuse(error)
+                case nil: return false
+                }
+                core.record(request)
+                if case .buffered(let handle) = handler {
+                    response = handle(request)
+                } else {
+                    response = .json(["error": "no route for \(request.method) \(request.path)"], status: 404)
+                }
+            }
             let keepAlive =
-                head.wantsKeepAlive
+                !mustClose
+                && head.wantsKeepAlive
                 && !(response.header("connection")?.caseInsensitiveEquals("close") ?? false)
                 && !run.isStopping
-            return write(response, isHead: head.method == "HEAD", keepAlive: keepAlive)
+            let keepsOpen = write(response, isHead: head.method == "HEAD", keepAlive: keepAlive)
+            if mustClose { lingerBeforeClosing() }
+            return keepsOpen
         }
 
         /// Reads the body delimited by `framing`, answering `Expect: 100-continue` first if asked to.
         ///
         /// - Returns: The body, a parse error, or `nil` if the connection ended first.
-        private mutating func readBody(_ framing: BodyFraming, head: RequestHead) -> Result<Data, HTTPParseError>? {
-            if framing != .none, head.minorVersion >= 1,
-                head.header("expect")?.caseInsensitiveEquals("100-continue") ?? false
-            {
+        private func readBody(_ framing: BodyFraming, head: RequestHead) -> Result<Data, HTTPParseError>? {
+            if framing != .none, head.expectsContinue {
                 guard socket.sendAll(Array("HTTP/1.1 100 Continue\r\n\r\n".utf8)) else { return nil }
             }
             switch framing {
             case .none:
                 return .success(Data())
             case .contentLength(let length):
-                while buffer.readableCount < length {
-                    guard receiveMore() else { return nil }
+                while input.buffer.readableCount < length {
+                    guard input.receiveMore() else { return nil }
                 }
-                return .success(buffer.read(length))
+                return .success(input.buffer.read(length))
             case .chunked:
                 var decoder = ChunkedDecoder()
                 do {
-                    while try !decoder.decode(&buffer) {
-                        guard receiveMore() else { return nil }
+                    while try !decoder.decode(&input.buffer) {
+                        guard input.receiveMore() else { return nil }
                     }
                 } catch {
                     return .failure(error)
@@ -111,32 +133,25 @@ extension LocalServer {
             }
         }
 
-        /// Appends the next bytes from the socket to the buffer.
-        ///
-        /// - Returns: `false` if the client closed, the connection failed or the server stopped.
-        private mutating func receiveMore() -> Bool {
-            let count = socket.receive(into: scratch)
-            guard count > 0 else { return false }
-            buffer.append(UnsafeRawBufferPointer(rebasing: scratch[0..<count]))
-            return true
-        }
-
         /// Answers a request that cannot be parsed, then ends the connection.
-        ///
-        /// Lingers briefly, reading what the client still sends, so closing does not reset the connection before
-        /// the client has read the answer.
-        private mutating func refuse(_ error: HTTPParseError) -> Bool {
+        private func refuse(_ error: HTTPParseError) -> Bool {
             var response = Response.json(["error": error.message], status: error.status)
             response.headers.append(("Connection", "close"))
             _ = write(response, isHead: false, keepAlive: false)
+            lingerBeforeClosing()
+            return false
+        }
+
+        /// Ends the sending direction, then briefly reads and drops what the client still sends, so that closing
+        /// does not reset the connection before the client has read the answer.
+        private func lingerBeforeClosing() {
             socket.shutdownWrite()
             var drained = 0
             while drained < 1 << 20, socket.waitForReadable(seconds: 1) == .readable {
-                let count = socket.receive(into: scratch)
+                let count = socket.receive(into: input.scratch)
                 guard count > 0 else { break }
                 drained += count
             }
-            return false
         }
 
         // MARK: - Writing a response
@@ -149,6 +164,11 @@ extension LocalServer {
                 return false
             }
             let sendsBody = !isHead && Connection.statusAllowsBody(response.status)
+            if let streamed = response.streamedBody,
+                let keepsOpen = writeStreamed(response, streamed, sendsBody: sendsBody, keepAlive: keepAlive)
+            {
+                return keepsOpen
+            }
             let body = sendsBody ? response.body : Data()
 
             switch response.fault {
@@ -195,9 +215,20 @@ extension LocalServer {
         /// Sends `bytes`, then keeps the connection open, optionally trickling chunks, until the client leaves or
         /// the server stops; then resets it.
         private func hang(after bytes: [UInt8], trickling: (chunk: Data, interval: TimeInterval)? = nil) {
+            hang(afterSending: { socket.sendAll(bytes) }, trickling: trickling)
+        }
+
+        /// Runs `send`, then keeps the connection open, optionally trickling chunks, until the client leaves or
+        /// the server stops; then resets it.
+        ///
+        /// - Parameter send: Writes the start of the response; returns `false` if the connection failed.
+        private func hang(
+            afterSending send: () -> Bool,
+            trickling: (chunk: Data, interval: TimeInterval)? = nil
+        ) {
             guard run.markAbortive(id: id) else { return }
             defer { socket.resetOnClose() }
-            guard socket.sendAll(bytes) else { return }
+            guard send() else { return }
             if let trickling {
                 trickle(trickling.chunk, every: trickling.interval)
             } else {
@@ -225,7 +256,7 @@ extension LocalServer {
                     if !chunk.isEmpty { guard socket.sendAll(frame) else { return } }
                     nextSend += max(interval, 0.001)
                 case .readable:
-                    guard socket.receive(into: scratch) > 0 else { return }
+                    guard socket.receive(into: input.scratch) > 0 else { return }
                 case .hungUp:
                     return
                 }
@@ -234,8 +265,95 @@ extension LocalServer {
 
         /// Reads and drops whatever the client sends until it closes or the server stops.
         private func discardUntilHangUp() {
-            while socket.receive(into: scratch) > 0 {}
+            while socket.receive(into: input.scratch) > 0 {}
         }
+
+        // MARK: - Writing a streamed body
+
+        /// Sends a response whose body comes from a producer, for the faults that involve the body.
+        ///
+        /// - Returns: Whether the connection stays open for another request, or `nil` if `response.fault` does not
+        ///   involve the body and the caller must send the response as usual.
+        private func writeStreamed(
+            _ response: Response,
+            _ streamed: Response.StreamedBody,
+            sendsBody: Bool,
+            keepAlive: Bool
+        ) -> Bool? {
+            let length = streamed.contentLength.map { max(0, $0) }
+            switch response.fault {
+            case .closeBeforeHeaders, .neverFinishHeaders, .trickle:
+                return nil
+            case .normal:
+                let head = Connection.head(of: response, length: length, keepAlive: keepAlive)
+                guard socket.sendAll(head) else { return false }
+                guard sendsBody else { return keepAlive }
+                let pumped = pump(streamed, chunked: length == nil, limit: length)
+                guard pumped.succeeded else { return false }
+                if let length { return pumped.sent == length && keepAlive }
+                return socket.sendAll(Connection.lastChunk) && keepAlive
+            case .chunked:
+                let head = Connection.head(of: response, length: nil, keepAlive: keepAlive)
+                guard socket.sendAll(head) else { return false }
+                guard sendsBody else { return keepAlive }
+                guard pump(streamed, chunked: true, limit: nil).succeeded else { return false }
+                return socket.sendAll(Connection.lastChunk) && keepAlive
+            case .closeMidBody(let afterBytes):
+                let head = Connection.head(of: response, length: length, keepAlive: false)
+                if socket.sendAll(head), sendsBody {
+                    _ = pump(streamed, chunked: length == nil, limit: min(max(0, afterBytes), length ?? .max))
+                }
+                socket.shutdownWrite()
+                return false
+            case .lieAboutLength(let extra):
+                let head = Connection.head(of: response, length: length.map { $0 + extra }, keepAlive: keepAlive)
+                hang(afterSending: {
+                    guard socket.sendAll(head) else { return false }
+                    return !sendsBody || pump(streamed, chunked: length == nil, limit: length).succeeded
+                })
+                return false
+            }
+        }
+
+        /// Runs the producer of `streamed`, sending what it writes as it writes it.
+        ///
+        /// - Parameters:
+        ///   - chunked: Whether to frame every non-empty piece as a chunk (the last, empty chunk is not sent).
+        ///   - limit: The most body bytes to send; a piece going beyond is cut, and `write` returns `false`.
+        /// - Returns: The number of body bytes sent, and `false` if a send failed.
+        private func pump(_ streamed: Response.StreamedBody, chunked: Bool, limit: Int?) -> (sent: Int, succeeded: Bool)
+        {
+            var sent = 0
+            var succeeded = true
+            streamed.producer { piece in
+                guard succeeded else { return false }
+                let room = limit.map { $0 - sent } ?? .max
+                let accepted = piece.count <= room ? piece : piece.prefix(room)
+                if !accepted.isEmpty {
+                    let sentPiece =
+                        chunked
+                        ? sendChunk(accepted)
+                        : accepted.withUnsafeBytes { socket.sendAll($0) }
+                    guard sentPiece else {
+                        succeeded = false
+                        return false
+                    }
+                    sent += accepted.count
+                }
+                return accepted.count == piece.count
+            }
+            return (sent, succeeded)
+        }
+
+        /// Sends `chunk` as one chunk of a chunked body: size line, bytes, CRLF.
+        private func sendChunk(_ chunk: Data) -> Bool {
+            socket.sendAll(Array("\(String(chunk.count, radix: 16))\r\n".utf8))
+                && chunk.withUnsafeBytes { socket.sendAll($0) }
+                && socket.sendAll(Connection.lineEnd)
+        }
+
+        private static let lastChunk = Array("0\r\n\r\n".utf8)
+        private static let lineEnd: [UInt8] = [0x0D, 0x0A]
 
         // MARK: - Serialising
 

@@ -28,8 +28,16 @@ extension LocalServer {
         /// Every header field, in the order received, with names as sent.
         public let headers: [(name: String, value: String)]
 
-        /// The body, after any chunked transfer coding was removed. Empty when there is none.
-        public let body: Data
+        /// The body, after any chunked transfer coding was removed. Empty when there is none, and for a request
+        /// to a streaming route (whose handler reads the body from a ``LocalServer/BodyReader``).
+        public internal(set) var body: Data
+
+        /// The length of the body in bytes, after any chunked transfer coding was removed.
+        ///
+        /// `body.count` for a request whose body was read whole. For a request to a streaming route, `nil` in the
+        /// request its handler gets; in ``LocalServer/requests``, `nil` until the body has been read, then the
+        /// number of bytes it had (or that arrived before the connection failed).
+        public internal(set) var bodyLength: Int?
 
         /// The values captured by the route's `:name` segments, percent-decoded. A trailing `*` captures the
         /// rest of the path (decoded, joined with `/`) under the key `"*"`.
@@ -58,6 +66,7 @@ extension LocalServer {
             self.target = target
             self.headers = headers
             self.body = body
+            self.bodyLength = body.count
             self.connectionID = connectionID
             self.pathParameters = [:]
 

@@ -20,6 +20,9 @@ extension LocalServer {
         /// The body. Never sent for `HEAD` requests nor for 1xx, 204 and 304 statuses.
         public var body: Data
 
+        /// A body produced piece by piece while it is sent, instead of ``body``, which it replaces when set.
+        public var streamedBody: StreamedBody?
+
         /// How long the server waits before writing anything, in seconds. Ended early by ``LocalServer/stop()``
         /// or by the client disconnecting.
         public var delay: TimeInterval
@@ -27,7 +30,40 @@ extension LocalServer {
         /// How the response is sent, or deliberately not sent.
         public var fault: Fault
 
+        /// A body written piece by piece by a producer while the response is sent, so it is never held in memory.
+        ///
+        /// Build one with ``LocalServer/Response/stream(contentLength:contentType:status:producer:)`` or
+        /// ``LocalServer/Response/generatedBytes(count:seed:contentType:status:)``. The producer runs on the
+        /// connection's thread after the head was sent, and is not run at all when no body is sent (`HEAD`, 204…).
+        ///
+        /// With a known ``contentLength`` the body is sent with that `Content-Length`: bytes written beyond it are
+        /// dropped, and a producer that writes fewer leaves the client with a short body and a closed connection.
+        /// With `nil` the body is sent chunked, one chunk per non-empty write (an empty write sends nothing).
+        public struct StreamedBody: Sendable {
+            /// The number of bytes the producer writes, or `nil` if unknown (the body is then sent chunked).
+            public var contentLength: Int?
+
+            /// Writes the body by calling `write` with successive pieces, then returns. `write` sends a piece at
+            /// once and returns whether all of it was sent: `false` when the client left, the server is stopping,
+            /// or the piece went beyond ``contentLength``, and the producer should then return.
+            public var producer: @Sendable (_ write: (Data) -> Bool) -> Void
+
+            /// Creates a streamed body.
+            ///
+            /// - Parameters:
+            ///   - contentLength: The number of bytes `producer` writes, or `nil` to send the body chunked.
+            ///   - producer: Writes the body, see ``producer``.
+            public init(contentLength: Int?, producer: @escaping @Sendable (_ write: (Data) -> Bool) -> Void) {
+                self.contentLength = contentLength
+                self.producer = producer
+            }
+        }
+
         /// A way to send a response, mostly misbehaviours to exercise a client's error handling.
+        ///
+        /// With a ``StreamedBody``: ``chunked`` sends every write as a chunk; ``closeMidBody(afterBytes:)`` stops
+        /// after that many bytes (declaring the length, or chunked if unknown); ``lieAboutLength(extra:)`` declares
+        /// the length plus `extra` (and with an unknown length sends chunks without the final one) then hangs.
         public enum Fault: Sendable {
             /// A well-formed response with a `Content-Length`.
             case normal
@@ -67,6 +103,7 @@ extension LocalServer {
             self.status = status
             self.headers = headers
             self.body = body
+            self.streamedBody = nil
             self.delay = delay
             self.fault = fault
         }
@@ -150,6 +187,35 @@ extension LocalServer.Response {
     /// - Returns: The response.
     public static func data(_ data: Data, contentType: String = "application/octet-stream", status: Int = 200) -> Self {
         Self(status: status, headers: [("Content-Type", contentType)], body: data)
+    }
+
+    /// A response whose body is written piece by piece by `producer` while it is sent, never held in memory.
+    ///
+    /// ```swift
+    /// server.route("GET", "/numbers") { _ in
+    ///     .stream(contentLength: nil, contentType: "text/plain") { write in
+    ///         for n in 1...1_000 { guard write(Data("\(n)\n".utf8)) else { return } }
+    ///     }
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - contentLength: The number of bytes `producer` writes, sent as `Content-Length`; `nil` sends the body
+    ///     with `Transfer-Encoding: chunked`.
+    ///   - contentType: The `Content-Type`; `application/octet-stream` by default.
+    ///   - status: The status code; 200 by default.
+    ///   - producer: Writes the body by calling `write`, and returns when done or once `write` returns `false`.
+    ///     It runs on the connection's thread, after the head was sent. See ``StreamedBody``.
+    /// - Returns: The response.
+    public static func stream(
+        contentLength: Int?,
+        contentType: String = "application/octet-stream",
+        status: Int = 200,
+        producer: @escaping @Sendable (_ write: (Data) -> Bool) -> Void
+    ) -> Self {
+        var response = Self(status: status, headers: [("Content-Type", contentType)])
+        response.streamedBody = StreamedBody(contentLength: contentLength, producer: producer)
+        return response
     }
 }
 

@@ -16,12 +16,20 @@ struct Route: Sendable {
         case prefix(String)
     }
 
+    /// What the route runs, and how it wants the request body.
+    enum Handler: Sendable {
+        /// Gets the request with its whole body read.
+        case buffered(@Sendable (LocalServer.Request) -> LocalServer.Response)
+        /// Gets the request's head and reads the body itself.
+        case streaming(@Sendable (LocalServer.Request, LocalServer.BodyReader) -> LocalServer.Response)
+    }
+
     let method: String
     private let segments: [Segment]
     private let tail: Tail
-    let handler: @Sendable (LocalServer.Request) -> LocalServer.Response
+    let handler: Handler
 
-    init(method: String, pattern: String, handler: @escaping @Sendable (LocalServer.Request) -> LocalServer.Response) {
+    init(method: String, pattern: String, handler: Handler) {
         self.method = method
         self.handler = handler
         var parts = LocalServer.Request.segments(of: pattern)

@@ -9,19 +9,30 @@ extension LocalServer {
         var openConnections = 0
         var requestsInFlight = 0
         var maxConcurrentRequests = 0
+        /// Incremented by every ``LocalServer/resetStatistics()``, so a ``RecordTicket`` taken before a reset
+        /// cannot update the wrong entry of ``requests`` after it.
+        var generation = 0
+    }
+
+    /// Where a request was recorded in ``Statistics/requests``, to complete its entry later.
+    struct RecordTicket {
+        let generation: Int
+        let index: Int
     }
 
     /// The number of requests received since the start or the last ``resetStatistics()``.
     ///
     /// A request is counted once its body has been read, before its handler runs: when a client has its response,
-    /// the request is already counted.
+    /// the request is already counted. A request to a streaming route is counted before its handler runs, its
+    /// body not read yet.
     public var requestCount: Int {
         core.state.withLock { $0.statistics.requestCount }
     }
 
     /// Every request received since the start or the last ``resetStatistics()``, in order of arrival.
     ///
-    /// Empty if the server was created with `recordsRequests: false`.
+    /// Empty if the server was created with `recordsRequests: false`. Requests to streaming routes are recorded
+    /// with an empty ``Request/body``, and with their ``Request/bodyLength`` once their body has been read.
     public var requests: [Request] {
         core.state.withLock { $0.statistics.requests }
     }
@@ -65,7 +76,9 @@ extension LocalServer {
         core.state.withLock { state in
             let open = state.statistics.openConnections
             let inFlight = state.statistics.requestsInFlight
+            let generation = state.statistics.generation
             state.statistics = Statistics()
+            state.statistics.generation = generation + 1
             state.statistics.openConnections = open
             state.statistics.requestsInFlight = inFlight
             state.statistics.maxConcurrentRequests = inFlight
@@ -90,25 +103,45 @@ extension LocalServer.Core {
         state.withLock { $0.statistics.requestsInFlight -= 1 }
     }
 
-    /// Finds the route for `request`, then counts and records the request (with its path parameters).
+    /// Finds the route for `request`.
     ///
     /// - Returns: The request with its path parameters, and the matching route's handler or `nil` for a 404.
-    func receive(
-        _ request: LocalServer.Request
-    ) -> (LocalServer.Request, (@Sendable (LocalServer.Request) -> LocalServer.Response)?) {
+    func match(_ request: LocalServer.Request) -> (LocalServer.Request, Route.Handler?) {
         state.withLock { state in
             var request = request
-            var handler: (@Sendable (LocalServer.Request) -> LocalServer.Response)?
             for route in state.routes.reversed() {
                 if let parameters = route.match(method: request.method, path: request.decodedPathSegments) {
                     request.pathParameters = parameters
-                    handler = route.handler
-                    break
+                    return (request, route.handler)
                 }
             }
+            return (request, nil)
+        }
+    }
+
+    /// Counts `request` and, if requests are recorded, appends it to the log.
+    ///
+    /// - Returns: Where it was recorded, or `nil` if requests are not recorded.
+    @discardableResult
+    func record(_ request: LocalServer.Request) -> LocalServer.RecordTicket? {
+        state.withLock { state in
             state.statistics.requestCount += 1
-            if recordsRequests { state.statistics.requests.append(request) }
-            return (request, handler)
+            guard recordsRequests else { return nil }
+            state.statistics.requests.append(request)
+            return LocalServer.RecordTicket(
+                generation: state.statistics.generation,
+                index: state.statistics.requests.count - 1
+            )
+        }
+    }
+
+    /// Sets the body length of a recorded request, unless the statistics were reset since it was recorded.
+    func recordBodyLength(_ length: Int, for ticket: LocalServer.RecordTicket) {
+        state.withLock { state in
+            guard ticket.generation == state.statistics.generation,
+                state.statistics.requests.indices.contains(ticket.index)
+            else { return }
+            state.statistics.requests[ticket.index].bodyLength = length
         }
     }
 }

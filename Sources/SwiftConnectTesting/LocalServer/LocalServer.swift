@@ -22,6 +22,10 @@ import SwiftConnect
 /// XCTAssertEqual(server.requestCount(for: "GET", path: "/users/42"), 1)
 /// ```
 ///
+/// Bodies too large for memory stream both ways: a ``streamingRoute(_:_:handler:)`` reads the request body piece by
+/// piece from a ``BodyReader``, and ``Response/stream(contentLength:contentType:status:producer:)`` (or
+/// ``Response/generatedBytes(count:seed:contentType:status:)``) writes the response body as it is produced.
+///
 /// An unknown route answers 404 with `{"error":"no route for GET /x"}`. ``stop()`` closes every connection and
 /// waits for the server's threads; it is also called when the server is deinitialised.
 public final class LocalServer: Sendable {
@@ -92,7 +96,41 @@ public final class LocalServer: Sendable {
         _ path: String,
         handler: @escaping @Sendable (LocalServer.Request) -> LocalServer.Response
     ) {
-        let route = Route(method: method, pattern: path, handler: handler)
+        let route = Route(method: method, pattern: path, handler: .buffered(handler))
+        core.state.withLock { $0.routes.append(route) }
+    }
+
+    /// Registers `handler` for requests whose method and path match, giving it the body to read as it arrives.
+    ///
+    /// Use it for bodies too large to hold in memory: the handler gets the request with an empty
+    /// ``Request/body`` and a ``BodyReader`` that pulls the body from the connection piece by piece. Whatever the
+    /// handler leaves unread is read and dropped before the connection serves its next request; if the client
+    /// asked for `Expect: 100-continue` and the handler read nothing, the server answers without inviting the
+    /// body, then closes the connection. An invalid chunked body is answered 400 instead of the handler's response.
+    ///
+    /// The request is counted and recorded (with an empty body) before the handler runs; its recorded
+    /// ``Request/bodyLength`` is set once the body has been read.
+    ///
+    /// ```swift
+    /// server.streamingRoute("POST", "/upload") { request, body in
+    ///     var byteCount = 0
+    ///     while let piece = body.read(maxBytes: 64 * 1024) { byteCount += piece.count }
+    ///     return .text("\(byteCount)")
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - method: The method to match exactly, or `"*"` for any method.
+    ///   - path: The path pattern, as for ``route(_:_:handler:)``. Streaming and buffered routes share one list:
+    ///     when several match, the one registered last wins.
+    ///   - handler: Reads the body and builds the response. It runs on the connection's thread, may block, and
+    ///     must be thread-safe; the reader must not be used after it returns.
+    public func streamingRoute(
+        _ method: String,
+        _ path: String,
+        handler: @escaping @Sendable (LocalServer.Request, LocalServer.BodyReader) -> LocalServer.Response
+    ) {
+        let route = Route(method: method, pattern: path, handler: .streaming(handler))
         core.state.withLock { $0.routes.append(route) }
     }
 
@@ -192,7 +230,7 @@ extension LocalServer {
                         state.withLock { $0.statistics.openConnections -= 1 }
                         run.group.leave()
                     }
-                    var connection = Connection(id: id, socket: socket, core: self, run: run)
+                    let connection = Connection(id: id, socket: socket, core: self, run: run)
                     connection.serve()
                 }
             }

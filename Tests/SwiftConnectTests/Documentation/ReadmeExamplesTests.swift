@@ -34,6 +34,40 @@ final class ReadmeExamplesTests: XCTestCase {
         XCTAssertEqual(transport.requests.first?.url?.path, "/todos/1")
     }
 
+    private struct MissingETag: Error {}
+
+    private struct ConfigConnector: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/config" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    /// The README's "Plugins, validators, processors, caching and the request queue" example.
+    func testOptionsExample() throws {
+        let transport = FakeTransport.answering(.json(string: "{}", headers: ["ETag": "v1"]))
+        let seen = Recorder<String>()
+        let logSends = AnyPlugin(willSend: { request, _ in seen.append(request.url?.path ?? "") })
+        let requireETag = AnyResponseValidator { response in
+            if response.header("ETag") == nil { throw MissingETag() }
+        }
+        let cache = ResponseCache(maxBytes: 5_000_000)
+        let queue = RequestQueue(maxConcurrentRequests: 4)
+        let connect = Connect(
+            transport: transport,
+            requestQueue: queue,
+            responseCache: cache,
+            options: RequestOptions(plugins: [logSends], validators: [requireETag])
+        )
+        let cached = RequestOptions(cache: CacheRule(timeToLive: 300))
+        _ = try connect.request(ConfigConnector(), options: cached).wait()
+        _ = try connect.request(ConfigConnector(), options: cached).wait()  // served from memory
+
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(cache.hitCount, 1)
+    }
+
     func testEveryReadmeSwiftBlockIsCompiledCode() throws {
         let root = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -76,14 +76,17 @@ final class FutureMemoryTests: XCTestCase {
             let innerPromise = Promise<Int>()
             weakInner = innerPromise.future
             let chained = mapped.flatMap { value -> Future<Int> in
-                DispatchQueue.global().async { innerPromise.succeed(value) }
-                return innerPromise.future
+                innerPromise.future.map { $0 + value }
             }
             last = chained.recover { _ in 0 }.map { "\($0)" }
             last?.onSuccess { _ in _ = captured }
+            // Given a chain waiting on both an outer and an inner producer, when both complete…
+            promise.succeed(1)
+            XCTAssertFalse(last?.isCompleted ?? true)
+            innerPromise.succeed(10)
         }
-        promise.succeed(1)
-        XCTAssertEqual(try last?.wait(), "2")
+        // …then only the end of the chain, held by `last`, and the source, held by its promise, remain.
+        XCTAssertEqual(try last?.wait(), "12")
         last = nil
         XCTAssertNil(weakMapped, "a completed stage is not retained by anything")
         XCTAssertNil(weakInner)

@@ -1,0 +1,106 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// Uploads, downloads, size limits and progress through the fake transport (in-memory transfers).
+final class TransferTests: XCTestCase {
+    private struct Upload: Connector {
+        var parameters: (any ParametersRepresentable)? = nil
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/upload" }
+        var method: HTTPMethod { .post }
+        var headers: [HTTPHeader] { [] }
+    }
+
+    private struct Download: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/file" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    private func temporaryURL(_ name: String = UUID().uuidString) -> URL {
+        FileManager.default.temporaryDirectory.appendingPathComponent("transfer-\(name)")
+    }
+
+    func testGuideUploadSendsAMultipartBody() throws {
+        let transport = FakeTransport.answering(.json(string: #"{"stored":true}"#, status: 201))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let file = File(name: "me.png", key: "avatar", mimeType: .png, data: Data([0x89, 0x50, 0x4E, 0x47]))
+        _ = try connect.upload(files: [file], to: Upload(parameters: Parameter.form(key: "user", value: "ada"))).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        XCTAssertTrue(contentType.hasPrefix("multipart/form-data; boundary=SwiftConnect-"))
+        let body = try XCTUnwrap(sent.httpBody)
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "Content-Length"), String(body.count))
+        let parts = try MultipartParser.parse(body, contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["user", "avatar"])
+        XCTAssertEqual(parts[1].filename, "me.png")
+        XCTAssertEqual(parts[1].contentType, "image/png")
+        XCTAssertEqual(parts[1].data, Data([0x89, 0x50, 0x4E, 0x47]))
+    }
+
+    func testUploadWithAJSONBodyIsRefused() {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport)
+        let future = connect.upload(files: [], to: Upload(parameters: Parameter.jsonObject(value: ["a": 1])))
+        XCTAssertThrowsError(try future.wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .multipleBodies)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testUploadOfAMissingFileFailsBeforeAnyIO() {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport)
+        let missing = File(key: "f", fileURL: URL(fileURLWithPath: "/nonexistent/\(UUID().uuidString).bin"))
+        XCTAssertThrowsError(try connect.upload(files: [missing], to: Upload()).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testDownloadWritesTheBodyToTheDestination() throws {
+        let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0) })
+        let connect = Connect(transport: FakeTransport.answering(.data(bytes)), retryPolicy: nil)
+        let destination = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: destination) }
+        let written = try connect.download(Download(), to: destination).wait()
+        XCTAssertEqual(written, destination)
+        XCTAssertEqual(try Data(contentsOf: destination), bytes)
+    }
+
+    func testDownloadOfAnErrorStatusLeavesNoFile() {
+        let connect = Connect(transport: FakeTransport.answering(.json(string: #"{"message":"gone"}"#, status: 410)), retryPolicy: nil)
+        let destination = temporaryURL()
+        XCTAssertThrowsError(try connect.download(Download(), to: destination).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.message, "gone")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    func testClientAndRequestSizeLimits() {
+        let big = FakeTransport.answering(.data(Data(count: 2_000)))
+        let limited = Connect(transport: big, retryPolicy: nil, maxResponseBytes: 1_000)
+        XCTAssertThrowsError(try limited.request(Download()).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        XCTAssertNoThrow(
+            try limited.request(Download(), options: RequestOptions(maxResponseBytes: 5_000)).wait(),
+            "a request's own limit overrides the client's"
+        )
+        let unlimited = Connect(transport: big, retryPolicy: nil)
+        XCTAssertThrowsError(try unlimited.request(Download(), options: RequestOptions(maxResponseBytes: 10)).wait())
+    }
+
+    func testProgressEndsAtCompletion() throws {
+        let reports = Recorder<TransferProgress>()
+        let connect = Connect(transport: FakeTransport.answering(.data(Data(count: 500))), retryPolicy: nil)
+        _ = try connect.request(Download(), options: RequestOptions(progress: { reports.append($0) })).wait()
+        XCTAssertEqual(reports.values.last?.bytesReceived, 500)
+        XCTAssertEqual(reports.values.last?.downloadFraction, 1)
+    }
+}

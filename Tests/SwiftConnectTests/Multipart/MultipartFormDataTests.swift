@@ -1,0 +1,88 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// RFC 7578 encoding: exact bytes, escaping, lengths, streaming to a file, MIME types.
+final class MultipartFormDataTests: XCTestCase {
+    func testEncodesFieldsAndFilesExactly() throws {
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "title", value: "Holiday")
+        form.append(File(name: "a.txt", key: "doc", mimeType: .plainText, data: Data("hi".utf8)))
+        let expected =
+            "--B\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nHoliday\r\n"
+            + "--B\r\nContent-Disposition: form-data; name=\"doc\"; filename=\"a.txt\"\r\n"
+            + "Content-Type: text/plain; charset=utf-8\r\n\r\nhi\r\n--B--\r\n"
+        XCTAssertEqual(String(decoding: try form.encodedData(), as: UTF8.self), expected)
+        XCTAssertEqual(form.contentType, "multipart/form-data; boundary=B")
+        XCTAssertEqual(try form.contentLength(), Int64(expected.utf8.count))
+    }
+
+    func testNamesAndFilenamesAreEscaped() throws {
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(name: "evil\"\r\nX-Injected: 1\\.txt", key: "k\"ey", mimeType: .octetStream, data: Data()))
+        form.append(File(name: "résumé 📄.pdf", key: "cv", mimeType: .pdf, data: Data()))
+        let text = String(decoding: try form.encodedData(), as: UTF8.self)
+        XCTAssertTrue(text.contains(#"name="k%22ey"; filename="evil%22%0D%0AX-Injected: 1%5C.txt""#), text)
+        XCTAssertFalse(text.contains("\r\nX-Injected"), "CR/LF in a file name cannot start a header")
+        XCTAssertTrue(text.contains(#"filename="résumé 📄.pdf""#), "non-ASCII is sent as UTF-8")
+    }
+
+    func testARandomBoundaryIsUniquePerBody() {
+        let boundaries = Set((0..<100).map { _ in MultipartFormData().boundary })
+        XCTAssertEqual(boundaries.count, 100)
+        XCTAssertTrue(boundaries.allSatisfy { $0.hasPrefix("SwiftConnect-") && $0.count == 45 })
+    }
+
+    func testAMimeTypeWithCRLFIsRefused() {
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(name: "x", key: "k", mimeType: MimeType(rawValue: "text/plain\r\nX: y"), data: Data()))
+        XCTAssertThrowsError(try form.encodedData()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+        }
+    }
+
+    func testStreamingToAFileGivesTheSameBytesAsInMemory() throws {
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("mp-src-\(UUID().uuidString).bin")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString).bin")
+        defer {
+            try? FileManager.default.removeItem(at: source)
+            try? FileManager.default.removeItem(at: output)
+        }
+        let bytes = Data((0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+        try bytes.write(to: source)
+        var form = MultipartFormData(boundary: "stream")
+        form.append(field: "a", value: "1")
+        form.append(File(key: "blob", fileURL: source))
+        XCTAssertFalse(form.isInMemory)
+        try form.write(to: output)
+        let written = try Data(contentsOf: output)
+        XCTAssertEqual(written, try form.encodedData())
+        XCTAssertEqual(Int64(written.count), try form.contentLength())
+        XCTAssertTrue(String(decoding: written.prefix(300), as: UTF8.self).contains("filename=\"\(source.lastPathComponent)\""))
+    }
+
+    func testAMissingFileIsATypedError() {
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(key: "f", fileURL: URL(fileURLWithPath: "/nonexistent/\(UUID().uuidString)")))
+        XCTAssertThrowsError(try form.contentLength()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+        XCTAssertThrowsError(try form.encodedData()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+    }
+
+    func testMimeTypesAreInferredFromExtensions() {
+        XCTAssertEqual(MimeType(fileExtension: "JPG"), .jpg)
+        XCTAssertEqual(MimeType(fileExtension: ".png"), .png)
+        XCTAssertEqual(MimeType.inferred(from: URL(fileURLWithPath: "/tmp/movie.mp4")), .mp4)
+        XCTAssertEqual(MimeType.inferred(from: URL(fileURLWithPath: "/tmp/doc.pdf")), .pdf)
+        XCTAssertEqual(MimeType(fileExtension: "unknownext"), .octetStream)
+        XCTAssertEqual(File(key: "k", fileURL: URL(fileURLWithPath: "/tmp/x.json")).mimeType, .json)
+    }
+
+    func testGuideStyleMimeTypeExtension() {
+        XCTAssertEqual(MimeType.myAwesomeType.rawValue, "awesome/type")
+    }
+}
+
+extension MimeType {
+    static let myAwesomeType = MimeType(rawValue: "awesome/type")
+}
