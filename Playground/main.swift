@@ -133,9 +133,7 @@ let quick = try local.request("/todos/{id}", parameters: Parameter.path(key: "id
 print("Quick call:", quick.title)
 
 let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data(repeating: 0xFF, count: 2_048))
-let progress = RequestOptions(progress: { report in
-    if report.uploadFraction == 1 { print("Upload progress: 100%") }
-})
+let progress = RequestOptions(progress: { report in print("Progress:", report) })
 let receipt = try local.upload(files: [photo], fields: [("album", "Holiday")], to: Route("/upload", method: .post), options: progress)
     .decoded(toType: [String].self)
     .wait()

@@ -77,6 +77,8 @@ final class TaskHandler: Sendable {
         var bytesReceived: Int64 = 0
         var bytesToReceive: Int64?
         var failure: (any Error)?
+        /// The last report given, so the final one is not repeated.
+        var lastReported: TransferProgress?
     }
 
     let request: URLRequest
@@ -148,7 +150,9 @@ final class TaskHandler: Sendable {
             } else {
                 state.data.append(data)
             }
-            return transfer.progress == nil ? nil : Self.progress(of: state)
+            guard transfer.progress != nil else { return nil }
+            state.lastReported = Self.progress(of: state)
+            return state.lastReported
         }
         if let progress { transfer.progress?(progress) }
         return state.withLock { $0.failure == nil }
@@ -156,9 +160,11 @@ final class TaskHandler: Sendable {
 
     /// Part of the body went out.
     func didSend(_ total: Int64, of expected: Int64) {
+        guard transfer.progress != nil else { return }
         let progress: TransferProgress = state.withLock { state in
             state.bytesSent = total
             if expected > 0 { state.bytesToSend = expected }
+            state.lastReported = Self.progress(of: state)
             return Self.progress(of: state)
         }
         transfer.progress?(progress)
@@ -181,7 +187,8 @@ final class TaskHandler: Sendable {
             var final = snapshot
             if final.bytesToSend != nil { final.bytesSent = final.bytesToSend ?? final.bytesSent }
             final.bytesToReceive = final.bytesToReceive ?? final.bytesReceived
-            transfer.progress?(Self.progress(of: final))
+            let report = Self.progress(of: final)
+            if report != snapshot.lastReported { transfer.progress?(report) }
         }
         promise.completeIfPending(with: result)
     }

@@ -18,7 +18,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingARequestFailsItWithCancelled() {
         // Given
         let fake = FakeTransport.answering(.never)
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let future = connect.request(Endpoint())
         XCTAssertFalse(future.isCompleted)
         // When
@@ -34,7 +34,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingARequestCancelsTheTransportFuture() {
         // Given
         let transport = ManualTransport()
-        let connect = Connect(transport: transport)
+        let connect = Connect(transport: transport, retryPolicy: nil)
         let future = connect.request(Endpoint())
         XCTAssertEqual(transport.requests.count, 1)
         // When
@@ -48,7 +48,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingTheDecodedEndOfTheChainCancelsTheTransport() {
         // Given
         let transport = ManualTransport()
-        let connect = Connect(transport: transport)
+        let connect = Connect(transport: transport, retryPolicy: nil)
         let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)
         // When
         todo.cancel()
@@ -61,7 +61,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingThroughAMiddlewareReachesTheTransport() {
         // Given: a middleware that maps the response, so the client's future is derived from the transport's
         let transport = ManualTransport()
-        let connect = Connect(transport: transport, middlewares: [RecordingMiddleware(name: "a", events: Recorder())])
+        let connect = Connect(transport: transport, middlewares: [RecordingMiddleware(name: "a", events: Recorder())], retryPolicy: nil)
         let future = connect.response(for: Endpoint())
         // When
         future.cancel()
@@ -73,7 +73,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testAnswerArrivingAfterCancellationIsIgnored() {
         // Given
         let transport = ManualTransport()
-        let connect = Connect(transport: transport)
+        let connect = Connect(transport: transport, retryPolicy: nil)
         let future = connect.request(Endpoint())
         let completions = Counter()
         future.observe { _ in completions.increment() }
@@ -89,7 +89,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingOneRequestLeavesTheOthersRunning() {
         // Given
         let transport = ManualTransport()
-        let connect = Connect(transport: transport)
+        let connect = Connect(transport: transport, retryPolicy: nil)
         let first = connect.request(Endpoint())
         let second = connect.request(Endpoint())
         // When
@@ -106,7 +106,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancelAllRequestsCancelsFiftyPendingRequestsExactlyOnce() {
         // Given
         let transport = ManualTransport()
-        let connect = Connect(transport: transport)
+        let connect = Connect(transport: transport, retryPolicy: nil)
         let count = 50
         let completions = (0..<count).map { _ in Counter() }
         let kinds = Recorder<ConnectError.Kind?>()
@@ -139,7 +139,7 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancelAllRequestsWithFakeNeverStubs() {
         // Given
         let fake = FakeTransport.answering(.never)
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let futures = (0..<50).map { _ in connect.request(Endpoint()).decoded(toType: Todo.self) }
         // When
         connect.cancelAllRequests()
@@ -152,8 +152,8 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancelAllRequestsLeavesOtherClientsAlone() {
         // Given
         let transport = ManualTransport()
-        let mine = Connect(transport: transport)
-        let theirs = Connect(transport: transport)
+        let mine = Connect(transport: transport, retryPolicy: nil)
+        let theirs = Connect(transport: transport, retryPolicy: nil)
         let cancelled = mine.request(Endpoint())
         let untouched = theirs.request(Endpoint())
         // When
@@ -166,7 +166,7 @@ final class ConnectCancellationTests: XCTestCase {
 
     func testCancelAllRequestsWithNothingInFlightDoesNothing() {
         // Given
-        let connect = Connect(transport: FakeTransport.answering(.status(200)))
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
         _ = value(of: connect.request(Endpoint()))
         // When
         connect.cancelAllRequests()
@@ -181,7 +181,7 @@ final class ConnectCancellationTests: XCTestCase {
         // Given
         let gate = Promise<Void>()
         let fake = FakeTransport.answering(FakeResponse.json(Todo.sample).released(by: gate.future))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let future = connect.request(TodoConnector.get(id: 1))
         XCTAssertEqual(connect.requestsInFlight, 1)
         // When
@@ -195,7 +195,7 @@ final class ConnectCancellationTests: XCTestCase {
         // Given
         let gate = Promise<Void>()
         let fake = FakeTransport.answering(FakeResponse.failure(URLError(.cannotConnectToHost)).released(by: gate.future))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let failing = connect.request(Endpoint())
         let invalid = connect.request(Endpoint(endpoint: "/x/{missing}"))
         XCTAssertEqual(connect.requestsInFlight, 1, "an invalid request is never in flight")

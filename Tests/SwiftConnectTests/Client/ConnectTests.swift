@@ -24,7 +24,7 @@ final class ConnectTests: XCTestCase {
         let observed = expectation(description: "observe runs")
         let received = Recorder<Result<Todo, Error>>()
         // When
-        Connect(transport: fake, logger: MemoryLogger())
+        Connect(transport: fake, retryPolicy: nil, logger: MemoryLogger())
             .request(TodoConnector.get(id: 123), debugResponse: true)
             .decoded(toType: Todo.self)
             .observe { result in
@@ -61,7 +61,7 @@ final class ConnectTests: XCTestCase {
     func testRequestIsSentAsTheConnectorBuildsIt() throws {
         // Given
         let fake = FakeTransport.answering(.json(Todo.sample))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         let data = value(of: connect.request(TodoConnector.update(id: 7, todo: .sample)))
         // Then
@@ -77,7 +77,7 @@ final class ConnectTests: XCTestCase {
     func testDefaultAcceptHeaderIsAddedToEveryRequest() throws {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         _ = value(of: connect.request(Endpoint()))
         // Then
@@ -88,7 +88,7 @@ final class ConnectTests: XCTestCase {
     func testConnectorHeaderOverridesTheDefaultHeader() throws {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let endpoint = Endpoint(headers: [HTTPHeader(name: "accept", value: "text/plain"), HTTPHeader(name: "X-Trace", value: "42")])
         // When
         _ = value(of: connect.request(endpoint))
@@ -103,7 +103,7 @@ final class ConnectTests: XCTestCase {
     func testCustomDefaultHeadersReplaceTheBuiltInOnes() throws {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake, defaultHeaders: [.userAgent("Tests/1.0")])
+        let connect = Connect(transport: fake, retryPolicy: nil, defaultHeaders: [.userAgent("Tests/1.0")])
         // When
         _ = value(of: connect.request(Endpoint()))
         // Then
@@ -115,7 +115,7 @@ final class ConnectTests: XCTestCase {
     func testMissingPathValueFailsAsInvalidRequestWithoutSending() {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let endpoint = Endpoint(endpoint: "/todos/{id}")
         // When
         let error = connectError(of: connect.request(endpoint))
@@ -129,7 +129,7 @@ final class ConnectTests: XCTestCase {
     func testHeaderWithCRLFFailsAsInvalidRequestWithoutSending() {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         let endpoint = Endpoint(headers: [HTTPHeader(name: "X-Note", value: "a\r\nX-Evil: 1")])
         // When
         let error = connectError(of: connect.response(for: endpoint))
@@ -145,7 +145,7 @@ final class ConnectTests: XCTestCase {
         // Given
         let fake = FakeTransport()
         fake.stub(.get, "/todos/1", with: .json(Todo.sample, status: 201, headers: ["ETag": "\"v1\""]))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         let response = value(of: connect.response(for: TodoConnector.get(id: 1)))
         // Then
@@ -161,7 +161,7 @@ final class ConnectTests: XCTestCase {
         // Given
         let fake = FakeTransport()
         fake.stub(.get, "/todos/5", with: .json(Todo(userId: 1, id: 5, title: "Five", completed: false)))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         let todo: Todo? = value(of: connect.send(GetTodo(id: 5)))
         // Then
@@ -171,7 +171,7 @@ final class ConnectTests: XCTestCase {
     func testUndecodableBodyFailsWithDecodingError() {
         // Given
         let fake = FakeTransport.answering(.json(string: #"{"userId":1,"id":"five","title":"x","completed":false}"#))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         let error = connectError(of: connect.send(GetTodo(id: 5)))
         // Then
@@ -183,7 +183,7 @@ final class ConnectTests: XCTestCase {
     func testEvery2xxStatusIsSuccess() {
         for status in [200, 201, 202, 299] {
             // Given
-            let connect = Connect(transport: FakeTransport.answering(.json(string: #"{"ok":true}"#, status: status)))
+            let connect = Connect(transport: FakeTransport.answering(.json(string: #"{"ok":true}"#, status: status)), retryPolicy: nil)
             // When
             let data = value(of: connect.request(Endpoint()))
             // Then
@@ -195,7 +195,7 @@ final class ConnectTests: XCTestCase {
         // Given
         let fake = FakeTransport()
         fake.stub(.delete, "/todos/3", with: .status(204))
-        let connect = Connect(transport: fake)
+        let connect = Connect(transport: fake, retryPolicy: nil)
         // When
         let empty = value(of: connect.send(DeleteTodo(id: 3)))
         let data = value(of: connect.request(DeleteTodo(id: 3)))
@@ -214,7 +214,8 @@ final class ConnectTests: XCTestCase {
                     seen.append(response.statusCode)
                     return TestError(status)
                 }
-            )
+            ,
+                retryPolicy: nil)
             // When
             let error = error(of: connect.request(Endpoint()))
             // Then
@@ -232,7 +233,8 @@ final class ConnectTests: XCTestCase {
                 seen.increment()
                 return TestError()
             }
-        )
+        ,
+            retryPolicy: nil)
         // When
         _ = value(of: connect.request(Endpoint()))
         // Then
@@ -244,7 +246,8 @@ final class ConnectTests: XCTestCase {
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"fine":true}"#, status: 409)),
             errorHandler: ClosureErrorHandler { _ in nil }
-        )
+        ,
+            retryPolicy: nil)
         // When
         let response = value(of: connect.response(for: Endpoint()))
         // Then
@@ -257,7 +260,8 @@ final class ConnectTests: XCTestCase {
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"code":42,"text":"quota"}"#, status: 429)),
             errorHandler: BackendErrors()
-        )
+        ,
+            retryPolicy: nil)
         // When
         let error = error(of: connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self))
         // Then
@@ -269,7 +273,8 @@ final class ConnectTests: XCTestCase {
         let connect = Connect(
             transport: FakeTransport.answering(.json(Todo.sample, status: 500)),
             errorHandler: BackendErrors()
-        )
+        ,
+            retryPolicy: nil)
         // When
         let todo = value(of: connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self))
         // Then
@@ -280,7 +285,7 @@ final class ConnectTests: XCTestCase {
 
     func testURLErrorBecomesTransportConnectError() {
         // Given
-        let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))))
+        let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
@@ -292,7 +297,7 @@ final class ConnectTests: XCTestCase {
 
     func testURLErrorTimedOutBecomesTimedOut() {
         // Given
-        let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.timedOut))))
+        let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.timedOut))), retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
@@ -303,7 +308,7 @@ final class ConnectTests: XCTestCase {
     func testTransportConnectErrorPassesThroughUnchanged() {
         // Given
         let original = ConnectError(.rejected, message: "the proxy refused")
-        let connect = Connect(transport: FakeTransport.answering(.failure(original)))
+        let connect = Connect(transport: FakeTransport.answering(.failure(original)), retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
@@ -320,7 +325,8 @@ final class ConnectTests: XCTestCase {
                 seen.increment()
                 return TestError()
             }
-        )
+        ,
+            retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then

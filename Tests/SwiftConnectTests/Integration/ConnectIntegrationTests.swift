@@ -32,7 +32,7 @@ final class ConnectIntegrationTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
-        connect = Connect(transport: URLSessionTransport())
+        connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
     }
 
     override func tearDown() {
@@ -114,7 +114,7 @@ final class ConnectIntegrationTests: XCTestCase {
         server.route("GET", "/slow") { _ in LocalServer.Response.json(["late": true]).delayed(by: 60) }
         server.route("GET", "/fast") { _ in .json(["ok": true]) }
         let session = URLSession(configuration: .ephemeral)
-        let client = Connect(transport: URLSessionTransport(session: session))
+        let client = Connect(transport: URLSessionTransport(session: session), retryPolicy: nil)
 
         let slow = client.request(endpoint("/slow")).decoded(toType: [String: Bool].self)
         let other = client.request(endpoint("/fast"))

@@ -28,7 +28,7 @@ final class RedirectTests: XCTestCase {
         other.route("GET", "/landing") { _ in .json(["ok": true]) }
         origin.route("GET", "/start") { _ in .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString) }
 
-        let connect = Connect(transport: URLSessionTransport())
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: origin.baseURL, endpoint: "/start")).wait())
 
         XCTAssertEqual(origin.requests.first?.header("Authorization"), "Bearer secret-token")
@@ -43,7 +43,7 @@ final class RedirectTests: XCTestCase {
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "/landing") }
 
-        let connect = Connect(transport: URLSessionTransport())
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/start")).wait())
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Bearer secret-token")
     }

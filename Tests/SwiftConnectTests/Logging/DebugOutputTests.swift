@@ -20,7 +20,7 @@ final class DebugOutputTests: XCTestCase {
         let logger = MemoryLogger()
         let fake = FakeTransport()
         fake.stub(.put, "/todos/1", with: .json(Todo.sample))
-        let connect = Connect(transport: fake, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
         // When
         _ = value(of: connect.request(TodoConnector.update(id: 1, todo: .sample), debugResponse: true))
         // Then
@@ -42,7 +42,7 @@ final class DebugOutputTests: XCTestCase {
     func testWithoutDebugResponseNothingIsLogged() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.json(Todo.sample)), logger: logger)
+        let connect = Connect(transport: FakeTransport.answering(.json(Todo.sample)), retryPolicy: nil, logger: logger)
         // When
         _ = value(of: connect.request(TodoConnector.get(id: 1)))
         // Then
@@ -54,6 +54,7 @@ final class DebugOutputTests: XCTestCase {
         let logger = MemoryLogger()
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"message":"no such todo"}"#, status: 404)),
+            retryPolicy: nil,
             logger: logger
         )
         // When
@@ -69,7 +70,7 @@ final class DebugOutputTests: XCTestCase {
         // Given
         let logger = MemoryLogger()
         let fake = FakeTransport()
-        let connect = Connect(transport: fake, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
         // When
         _ = error(of: connect.request(Endpoint(endpoint: "/todos/{id}"), debugResponse: true))
         // Then
@@ -87,7 +88,7 @@ final class DebugOutputTests: XCTestCase {
             string: #"{"id":1,"token":"response-token-value"}"#,
             headers: ["Set-Cookie": "sid=response-cookie-value"]
         ))
-        let connect = Connect(transport: fake, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
         // When
         _ = value(of: connect.request(SignedIn(token: .bearer(token: "secret-token")), debugResponse: true))
         // Then
@@ -107,7 +108,7 @@ final class DebugOutputTests: XCTestCase {
     func testSecretJSONBodyFieldsAreRedacted() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.status(204)), logger: logger)
+        let connect = Connect(transport: FakeTransport.answering(.status(204)), retryPolicy: nil, logger: logger)
         let login = Endpoint(
             endpoint: "/login",
             method: .post,
@@ -171,7 +172,7 @@ final class DebugOutputTests: XCTestCase {
         try runIsolated {
             // Given
             let logger = MemoryLogger()
-            let connect = Connect(transport: FakeTransport.answering(.status(200)), logger: logger)
+            let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger)
             let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "api_key", value: "query-secret"))
             // When
             _ = self.value(of: connect.request(search, debugResponse: true))
@@ -186,7 +187,7 @@ final class DebugOutputTests: XCTestCase {
     func testErrorDescriptionRedactsSecretQueryValue() throws {
         try runIsolated {
             // Given
-            let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))))
+            let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
             let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "token", value: "query-secret"))
             let error = self.connectError(of: connect.request(search))
             // When
@@ -200,7 +201,7 @@ final class DebugOutputTests: XCTestCase {
     func testWithRedactionOffTheValuesAppear() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.status(200)), logger: logger, redactsSecrets: false)
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger, redactsSecrets: false)
         let connector = SignedIn(
             token: .bearer(token: "secret-token"),
             query: "query-secret",

@@ -20,7 +20,7 @@ final class ErrorHandlerTests: XCTestCase {
         file: StaticString = #filePath,
         line: UInt = #line
     ) -> ConnectError? {
-        let connect = Connect(transport: FakeTransport.answering(.data(Data(body.utf8), status: status, headers: headers)))
+        let connect = Connect(transport: FakeTransport.answering(.data(Data(body.utf8), status: status, headers: headers)), retryPolicy: nil)
         return connectError(of: connect.request(Endpoint()), file: file, line: line)
     }
 
@@ -83,7 +83,8 @@ final class ErrorHandlerTests: XCTestCase {
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"msg":"ignored","reason":"custom"}"#, status: 400)),
             errorHandler: ErrorHandler(messageKeys: ["reason"])
-        )
+        ,
+            retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
