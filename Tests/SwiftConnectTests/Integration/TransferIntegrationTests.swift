@@ -1,0 +1,207 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// Uploads, downloads, limits and progress through real URLSession to LocalServer, checked by the server's
+/// own multipart parser and SHA-256.
+final class TransferIntegrationTests: XCTestCase {
+    private var server: LocalServer!
+    private var connect: Connect!
+    private var temporaryFiles: [URL] = []
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        connect = Connect(
+            transport: URLSessionTransport(),
+            retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port)
+        )
+        // Answers with what the server's own parser saw: name, filename, type, size and SHA-256 of each part.
+        server.route("POST", "/upload") { request in
+            guard let type = request.header("Content-Type") else { return .status(400) }
+            do {
+                let parts = try MultipartParser.parse(request.body, contentType: type)
+                return .json(parts.map { ReceivedPart($0.name, $0.filename, $0.contentType, $0.data.count, SHA256.hex(SHA256.hash($0.data))) })
+            } catch {
+                return .json(string: #"{"error":"\#(error)"}"#, status: 400)
+            }
+        }
+        server.streamingRoute("POST", "/upload-stream") { request, body in
+            guard let type = request.header("Content-Type") else { return .status(400) }
+            do {
+                let parts = try MultipartParser.parseStreaming(body, contentType: type)
+                return .json(parts.map { ReceivedPart($0.name, $0.filename, $0.contentType, $0.byteCount, $0.sha256Hex) })
+            } catch {
+                return .json(string: #"{"error":"\#(error)"}"#, status: 400)
+            }
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+        for file in temporaryFiles { try? FileManager.default.removeItem(at: file) }
+    }
+
+    private func temporaryURL(_ suffix: String) -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("SC-\(UUID().uuidString)-\(suffix)")
+        temporaryFiles.append(url)
+        return url
+    }
+
+    private struct ReceivedPart: Codable, Equatable, Sendable {
+        let name: String
+        let filename: String?
+        let contentType: String?
+        let size: Int
+        let sha256: String
+        init(_ name: String, _ filename: String?, _ contentType: String?, _ size: Int, _ sha256: String) {
+            self.name = name
+            self.filename = filename
+            self.contentType = contentType
+            self.size = size
+            self.sha256 = sha256
+        }
+    }
+
+    func testServerParsesEveryPartExactly() throws {
+        let binary = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }) + Data("\r\n--SwiftConnect-\r\n".utf8)
+        let files = [
+            File(name: "note.txt", key: "small", mimeType: .plainText, data: Data("hello".utf8)),
+            File(name: "empty.bin", key: "empty", mimeType: .octetStream, data: Data()),
+            File(name: "blob.bin", key: "binary", mimeType: .octetStream, data: binary),
+            File(name: "we\"ird\\name\r\n.pdf", key: "quote\"key", mimeType: .pdf, data: Data([1, 2, 3])),
+            File(name: "résumé 📄.pdf", key: "ünïcode", mimeType: .pdf, data: Data([4, 5])),
+        ]
+        let received = try connect.upload(files: files, fields: [("title", "Holiday ☀️")], to: Route("/upload", method: .post))
+            .decoded(toType: [ReceivedPart].self)
+            .wait()
+
+        var expected = [ReceivedPart("title", nil, nil, "Holiday ☀️".utf8.count, SHA256.hex(SHA256.hash(Data("Holiday ☀️".utf8))))]
+        for file in files {
+            guard case .data(let data) = file.content else { return XCTFail("in-memory files only") }
+            expected.append(ReceivedPart(file.key, file.name, file.mimeType.rawValue, data.count, SHA256.hex(SHA256.hash(data))))
+        }
+        XCTAssertEqual(received, expected)
+    }
+
+    func testDiskFileIsStreamedAndArrivesIntact() throws {
+        let source = temporaryURL("source.bin")
+        let size = 3 << 20
+        try LocalServer.writeGeneratedBytes(count: size, seed: 11, to: source)
+        let received = try connect.upload(files: [File(key: "blob", fileURL: source)], to: Route("/upload-stream", method: .post))
+            .decoded(toType: [ReceivedPart].self)
+            .wait(timeout: 60)
+        XCTAssertEqual(received.first?.size, size)
+        XCTAssertEqual(received.first?.filename, source.lastPathComponent)
+        XCTAssertEqual(received.first?.sha256, SHA256.hex(LocalServer.generatedBytesSHA256(count: size, seed: 11)))
+    }
+
+    /// The stated bound: streaming a 256 MiB file keeps the process's resident memory within 64 MiB of where
+    /// it started (client and server both run in this process). A figure, not a timing.
+    func testLargeStreamedUploadKeepsMemoryBounded() throws {
+        let size = ProcessMemory.isSanitized ? 32 << 20 : 256 << 20
+        let source = temporaryURL("large.bin")
+        try LocalServer.writeGeneratedBytes(count: size, seed: 5, to: source)
+        let expectedHash = SHA256.hex(LocalServer.generatedBytesSHA256(count: size, seed: 5))
+        guard let before = ProcessMemory.residentBytes() else { throw XCTSkip("no /proc/self/status here") }
+
+        let sampler = MemorySampler()
+        let received = try connect.upload(files: [File(key: "video", fileURL: source)], to: Route("/upload-stream", method: .post))
+            .decoded(toType: [ReceivedPart].self)
+            .wait(timeout: 600)
+        let peak = sampler.stop()
+
+        XCTAssertEqual(received.first?.size, size)
+        XCTAssertEqual(received.first?.sha256, expectedHash)
+        let growth = peak - before
+        print("Streamed upload of \(size >> 20) MiB: resident memory \(before >> 20) MiB before, peak \(peak >> 20) MiB (+\(growth >> 20) MiB)")
+        if !ProcessMemory.isSanitized {
+            XCTAssertLessThan(growth, 64 << 20, "memory grew by \(growth >> 20) MiB")
+        }
+    }
+
+    func testDownloadToDiskMatchesByteForByte() throws {
+        let size = 8 << 20
+        server.route("GET", "/big") { _ in .generatedBytes(count: size, seed: 3) }
+        let destination = temporaryURL("download.bin")
+        let file = try connect.download(Route("/big"), to: destination).wait(timeout: 60)
+        XCTAssertEqual(file, destination)
+        let data = try Data(contentsOf: destination)
+        XCTAssertEqual(data.count, size)
+        XCTAssertEqual(SHA256.hash(data), LocalServer.generatedBytesSHA256(count: size, seed: 3))
+        XCTAssertTrue(
+            try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
+                .filter { $0.hasPrefix(".\(destination.lastPathComponent)") }.isEmpty,
+            "no temporary file is left behind"
+        )
+    }
+
+    func testDownloadOfAnErrorStatusReportsTheServerMessageAndWritesNothing() {
+        server.route("GET", "/missing") { _ in .json(string: #"{"message":"no such report"}"#, status: 404) }
+        let destination = temporaryURL("missing.bin")
+        XCTAssertThrowsError(try connect.download(Route("/missing"), to: destination).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.message, "no such report")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+    }
+
+    func testSizeLimitFiresOnADeclaredLength() {
+        server.route("GET", "/declared") { _ in .generatedBytes(count: 4 << 20, seed: 1) }
+        let limited = RequestOptions(maxResponseBytes: 1 << 20)
+        XCTAssertThrowsError(try connect.request(Route("/declared"), options: limited).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 200)
+        }
+    }
+
+    /// An endless body of unknown length: the limit stops the transfer, and the server sees the client leave
+    /// long before the body would end.
+    func testSizeLimitStopsAnEndlessChunkedBodyWithoutBufferingTheRest() throws {
+        let written = Protected(0)
+        let producerDone = expectation(description: "server stopped writing")
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                let piece = Data(count: 64 << 10)
+                for _ in 0..<(1 << 14) {  // up to 1 GiB
+                    guard write(piece) else { break }
+                    written.withLock { $0 += piece.count }
+                }
+                producerDone.fulfill()
+            }
+        }
+        let limitedClient = Connect(
+            transport: URLSessionTransport(),
+            retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
+            maxResponseBytes: 2 << 20
+        )
+        XCTAssertThrowsError(try limitedClient.request(Route("/endless")).wait(timeout: 60)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        wait(for: [producerDone], timeout: 60)
+        XCTAssertLessThan(written.snapshot, 256 << 20, "the client stopped reading: \(written.snapshot >> 20) MiB were written")
+    }
+
+    func testProgressIsOrderedAndReachesCompletion() throws {
+        let size = 2 << 20
+        server.route("GET", "/progress") { _ in .generatedBytes(count: size, seed: 9) }
+        let downloads = Recorder<TransferProgress>()
+        let destination = temporaryURL("progress.bin")
+        _ = try connect.download(Route("/progress"), to: destination, options: RequestOptions(progress: { downloads.append($0) }))
+            .wait(timeout: 60)
+        let received = downloads.values.map(\.bytesReceived)
+        XCTAssertEqual(received, received.sorted(), "reports are in order")
+        XCTAssertEqual(downloads.values.last?.downloadFraction, 1)
+        XCTAssertEqual(downloads.values.last?.bytesReceived, Int64(size))
+
+        let uploads = Recorder<TransferProgress>()
+        let file = File(name: "p.bin", key: "p", mimeType: .octetStream, data: Data(count: 1 << 20))
+        _ = try connect.upload(files: [file], fields: [], to: Route("/upload", method: .post), options: RequestOptions(progress: { uploads.append($0) }))
+            .wait(timeout: 60)
+        let sent = uploads.values.map(\.bytesSent)
+        XCTAssertEqual(sent, sent.sorted())
+        XCTAssertEqual(uploads.values.last?.uploadFraction, 1)
+        XCTAssertGreaterThan(uploads.values.last?.bytesSent ?? 0, 1 << 20)
+    }
+}
