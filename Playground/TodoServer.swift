@@ -3,7 +3,7 @@ import SwiftConnect
 import SwiftConnectTesting
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The demo's backend: a small todo API on a loopback `LocalServer`, so the Playground needs no internet.
@@ -37,7 +37,8 @@ enum TodoServer {
     static func install(on server: LocalServer) {
         server.route("GET", "/todos/:id") { request in
             guard let id = Int(request.pathParameters["id"] ?? ""), id <= 200 else {
-                return .json(string: #"{"message":"Todo \#(request.pathParameters["id"] ?? "?") not found"}"#, status: 404)
+                return .json(
+                    string: #"{"message":"Todo \#(request.pathParameters["id"] ?? "?") not found"}"#, status: 404)
             }
             return .json(Todo(userId: 1, id: id, title: "Todo number \(id)", completed: id.isMultiple(of: 2)))
         }

@@ -3,7 +3,7 @@ import Foundation
 import SwiftConnect
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A ``SwiftConnect/Transport`` that answers from canned responses and records every request, for unit
@@ -73,7 +73,8 @@ public final class FakeTransport: Transport, Sendable {
     ///   - path: The URL path to match exactly, such as `/todos/1` (percent-decoded, as `URL.path` gives it).
     ///   - query: Query items the request must have; `nil` ignores the query.
     ///   - response: The response.
-    public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse) {
+    public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse)
+    {
         stub(method, path, query: query, with: [response])
     }
 
@@ -104,7 +105,9 @@ public final class FakeTransport: Transport, Sendable {
     ///   - path: The URL path to match.
     ///   - query: Query items the request must have; `nil` ignores the query.
     ///   - responses: The responses, in order. Must not be empty.
-    public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]) {
+    public func stub(
+        _ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]
+    ) {
         guard !responses.isEmpty else { return }
         state.withLock { $0.routes.append(Route(method: method, path: path, query: query, responses: responses)) }
     }
@@ -125,6 +128,7 @@ public final class FakeTransport: Transport, Sendable {
         state.withLock { $0.requests.removeAll() }
     }
 
+    /// Records the request and answers with the matching stub, or the fallback.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
         let response: FakeResponse = state.withLock { state in
             state.requests.append(request)
@@ -149,7 +153,9 @@ public struct FakeResponse: Sendable {
     ///
     /// - Parameter body: Returns the response or the transport error.
     /// - Returns: The answer.
-    public static func handler(_ body: @escaping @Sendable (URLRequest) -> Result<ConnectResponse, any Error>) -> FakeResponse {
+    public static func handler(_ body: @escaping @Sendable (URLRequest) -> Result<ConnectResponse, any Error>)
+        -> FakeResponse
+    {
         FakeResponse { request in Future(result: body(request)) }
     }
 
@@ -162,7 +168,8 @@ public struct FakeResponse: Sendable {
     /// - Returns: The answer.
     public static func data(_ data: Data, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
         .handler { request in
-            guard let response = ConnectResponse(request: request, statusCode: status, headers: headers, data: data) else {
+            guard let response = ConnectResponse(request: request, statusCode: status, headers: headers, data: data)
+            else {
                 return .failure(ConnectError(.transport, message: "FakeTransport cannot answer with status \(status)"))
             }
             return .success(response)
@@ -176,7 +183,9 @@ public struct FakeResponse: Sendable {
     ///   - status: The status code. Defaults to 200.
     ///   - headers: More headers (`Content-Type: application/json` is set).
     /// - Returns: The answer.
-    public static func json(_ value: some Encodable & Sendable, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
+    public static func json(_ value: some Encodable & Sendable, status: Int = 200, headers: [String: String] = [:])
+        -> FakeResponse
+    {
         do {
             return json(data: try JSONEncoder().encode(value), status: status, headers: headers)
         } catch {

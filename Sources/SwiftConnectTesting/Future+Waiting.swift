@@ -7,6 +7,7 @@ public struct FutureTimeoutError: Error, CustomStringConvertible, Sendable {
     /// How long the caller waited, in seconds.
     public let timeout: TimeInterval
 
+    /// Says how long the caller waited.
     public var description: String { "the future did not complete within \(timeout) s" }
 }
 

@@ -81,7 +81,8 @@ public final class ImmediateRetryClock: RetryClock {
     ///   - seconds: The delay, recorded as given.
     ///   - action: What to run.
     /// - Returns: A token that cancels a held action (and counts it in ``cancelledActionCount``).
-    public func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+    public func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable
+    {
         let id = state.withLock { state -> Int in
             state.delays.append(seconds)
             state.nextID += 1

@@ -32,6 +32,7 @@ extension Connect {
             error.message = "'\(path)' is relative and this client has no ServerConfiguration (use Connect(host:))"
             return Future(error: error)
         }
-        return request(Route(path, method: method, parameters: parameters, headers: headers), debugResponse: debugResponse)
+        return request(
+            Route(path, method: method, parameters: parameters, headers: headers), debugResponse: debugResponse)
     }
 }

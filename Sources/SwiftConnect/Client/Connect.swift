@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The client: sends the requests that ``Connector``s describe and returns ``Future``s of their results.
@@ -129,7 +129,8 @@ public final class Connect: Sendable {
         outer += middlewares
         outerMiddlewares = outer
         chain = MiddlewareChain(
-            middlewares: Connect.pipeline(outer: outer, options: options, queue: requestQueue, pluginQueue: pluginQueue),
+            middlewares: Connect.pipeline(
+                outer: outer, options: options, queue: requestQueue, pluginQueue: pluginQueue),
             transport: transport
         )
     }
@@ -212,7 +213,8 @@ extension Connect {
     ///   - options: Middlewares, plugins, validators, processors and rules for this call, after the client's
     ///     and the connector's.
     /// - Returns: A future of the body, as for ``request(_:debugResponse:)``.
-    public func request(_ request: any Connector, debugResponse: Bool = false, options: RequestOptions) -> Future<Data> {
+    public func request(_ request: any Connector, debugResponse: Bool = false, options: RequestOptions) -> Future<Data>
+    {
         body(of: response(for: request, debugResponse: debugResponse, options: options))
     }
 
@@ -291,10 +293,12 @@ extension Connect {
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
                 var error = ConnectError.invalidRequest(.invalidURL(connector.endpoint))
-                error.message = "'\(connector.endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
+                error.message =
+                    "'\(connector.endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
                 throw error
             }
-            request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL()).asURLRequest()
+            request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
+                .asURLRequest()
         } else {
             request = try connector.asURLRequest()
         }
@@ -411,7 +415,8 @@ extension Connect {
         response.whenCompleteReturningWork { result in
             switch result {
             case .success(let response):
-                return body.resolve(.success(response.data), hint: BodyHint(mediaType: response.mediaType, decoders: decoders))
+                return body.resolve(
+                    .success(response.data), hint: BodyHint(mediaType: response.mediaType, decoders: decoders))
             case .failure(let error):
                 return body.resolve(.failure(error))
             }

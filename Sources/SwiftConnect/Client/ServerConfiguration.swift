@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Where a client's server lives, and what every request to it carries: for apps that talk to several
@@ -77,7 +77,8 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     func requireBaseURL() throws -> URL {
         guard let url = baseURL else {
-            throw ConnectError.invalidRequest(.invalidURL("\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(basePath)"))
+            throw ConnectError.invalidRequest(
+                .invalidURL("\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(basePath)"))
         }
         return url
     }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The one error type SwiftConnect fails with.
@@ -21,7 +21,7 @@ import FoundationNetworking
 /// }
 /// ```
 public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebugStringConvertible {
-    /// The stage of a request that failed.
+    /// The stage of a request that failed. Switch over it with a `default` clause: kinds may be added.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The request could not be built: a missing path value, an invalid header, two bodies…
         /// Nothing was sent.
@@ -72,6 +72,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// The HTTP method is empty or not an RFC 9110 token (for example, it contains a space or CR/LF).
         case invalidMethod(String)
 
+        /// A sentence saying what is wrong.
         public var description: String {
             switch self {
             case .missingPathValue(let placeholder):
@@ -83,7 +84,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .unusedPathParameter(let key):
                 return "the .path parameter '\(key)' matches no {\(key)} placeholder in the endpoint"
             case .invalidHeader(let name):
-                return "the header '\(name.debugDescription)' has a name or value with forbidden characters (CR, LF or NUL)"
+                return
+                    "the header '\(name.debugDescription)' has a name or value with forbidden characters (CR, LF or NUL)"
             case .multipleBodies:
                 return "the request has more than one body"
             case .invalidURL(let url):
@@ -157,6 +159,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// Whether this error means the request was cancelled.
     public var isCancelled: Bool { kind == .cancelled }
 
+    /// The stage, the message, the method and URL (secrets hidden) and the status.
     public var description: String {
         var text = "\(kind.stageName): \(message)"
         if let method = request?.httpMethod, let url = request?.url {
@@ -166,6 +169,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return text
     }
 
+    /// The description plus the coding path, the underlying error and a body excerpt.
     public var debugDescription: String {
         var text = description
         if let codingPath { text += "\n  at: \(codingPath)" }

@@ -38,9 +38,12 @@ import Dispatch
 /// ``cancel()`` fails a pending future with ``ConnectError/Kind/cancelled`` and runs its cancel handler
 /// (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
 /// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
-// @unchecked Sendable: `lock` protects `state`, `cancelHandler`, `upstream` and `stashedCallbacks`.
-// A future created resolved has no lock: its `state` is written once, in `init`, and never again.
-public final class Future<Value: Sendable>: @unchecked Sendable {
+public final class Future<Value: Sendable>:
+    // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `stashedCallbacks`,
+    // `wasCancelled` and `hint`. A future created resolved has no lock: its `state` is written once, in
+    // `init`, and never again.
+    @unchecked Sendable
+{
     /// A callback stored while the future is pending. It returns the futures it resolved in turn, so the
     /// caller can run their callbacks in a loop instead of recursing.
     typealias Callback = @Sendable (Result<Value, any Error>) -> CallbackList

@@ -18,14 +18,14 @@ public enum FutureDiagnostics {
 
     static func reportDoubleCompletion<Value>(of type: Value.Type, at location: SourceLocation) {
         #if DEBUG
-        let message =
-            "Promise<\(Value.self)> completed more than once (at \(location.file):\(location.line)); "
-            + "the later result was ignored"
-        if let handler = storage.snapshot {
-            handler(message)
-        } else {
-            ConnectLogging.logger.log(.warning, message)
-        }
+            let message =
+                "Promise<\(Value.self)> completed more than once (at \(location.file):\(location.line)); "
+                + "the later result was ignored"
+            if let handler = storage.snapshot {
+                handler(message)
+            } else {
+                ConnectLogging.logger.log(.warning, message)
+            }
         #endif
     }
 }

@@ -1,11 +1,11 @@
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Android)
-import Android
+    import Android
 #endif
 
 /// A minimal non-recursive mutex over the platform's fastest primitive.
@@ -16,9 +16,9 @@ import Android
 /// `Synchronization.Mutex` would avoid the extra cell but needs macOS 15 / iOS 18.
 package struct Lock {
     #if canImport(Darwin)
-    @usableFromInline typealias Primitive = os_unfair_lock
+        @usableFromInline typealias Primitive = os_unfair_lock
     #else
-    @usableFromInline typealias Primitive = pthread_mutex_t
+        @usableFromInline typealias Primitive = pthread_mutex_t
     #endif
 
     @usableFromInline let primitive: UnsafeMutablePointer<Primitive>
@@ -26,18 +26,18 @@ package struct Lock {
     package init() {
         primitive = .allocate(capacity: 1)
         #if canImport(Darwin)
-        primitive.initialize(to: os_unfair_lock())
+            primitive.initialize(to: os_unfair_lock())
         #else
-        primitive.initialize(to: pthread_mutex_t())
-        let status = pthread_mutex_init(primitive, nil)
-        precondition(status == 0, "pthread_mutex_init failed with \(status)")
+            primitive.initialize(to: pthread_mutex_t())
+            let status = pthread_mutex_init(primitive, nil)
+            precondition(status == 0, "pthread_mutex_init failed with \(status)")
         #endif
     }
 
     /// Releases the primitive. Call once, when nothing can use the lock any more.
     package func destroy() {
         #if !canImport(Darwin)
-        pthread_mutex_destroy(primitive)
+            pthread_mutex_destroy(primitive)
         #endif
         primitive.deinitialize(count: 1)
         primitive.deallocate()
@@ -46,18 +46,18 @@ package struct Lock {
     @inlinable
     package func lock() {
         #if canImport(Darwin)
-        os_unfair_lock_lock(primitive)
+            os_unfair_lock_lock(primitive)
         #else
-        pthread_mutex_lock(primitive)
+            pthread_mutex_lock(primitive)
         #endif
     }
 
     @inlinable
     package func unlock() {
         #if canImport(Darwin)
-        os_unfair_lock_unlock(primitive)
+            os_unfair_lock_unlock(primitive)
         #else
-        pthread_mutex_unlock(primitive)
+            pthread_mutex_unlock(primitive)
         #endif
     }
 

@@ -11,8 +11,10 @@ public enum LogLevel: Int, Sendable, Comparable, CaseIterable, CustomStringConve
     /// Something failed.
     case error
 
+    /// Whether `lhs` is less important than `rhs`.
     public static func < (lhs: LogLevel, rhs: LogLevel) -> Bool { lhs.rawValue < rhs.rawValue }
 
+    /// The level's name, such as `warning`.
     public var description: String {
         switch self {
         case .debug: return "debug"
@@ -56,6 +58,7 @@ public struct StandardErrorLogger: ConnectLogger {
         self.minimumLevel = minimumLevel
     }
 
+    /// Writes the message to standard error if its level is high enough.
     public func log(_ level: LogLevel, _ message: String) {
         guard level >= minimumLevel else { return }
         FileHandle.standardError.write(Data("[SwiftConnect] \(level): \(message)\n".utf8))
@@ -63,13 +66,13 @@ public struct StandardErrorLogger: ConnectLogger {
 }
 
 /// A logger that collects messages in memory, for tests and for showing logs in an app's debug screen.
-// @unchecked Sendable: `storage` is a `Protected` box; every access takes its lock.
-public final class MemoryLogger: ConnectLogger, @unchecked Sendable {
+public final class MemoryLogger: ConnectLogger {
     private let storage = Protected<[(level: LogLevel, message: String)]>([])
 
     /// Creates an empty logger.
     public init() {}
 
+    /// Keeps the message.
     public func log(_ level: LogLevel, _ message: String) {
         storage.withLock { $0.append((level, message)) }
     }

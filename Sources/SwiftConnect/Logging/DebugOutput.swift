@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The text `debugResponse: true` logs for a request and its outcome.
@@ -53,7 +53,8 @@ enum DebugOutput {
                 response: httpResponse,
                 data: error.body ?? Data()
             )
-            return self.response(response, redacting: redacting) + "\n" + failure(error, for: request, redacting: redacting)
+            return self.response(response, redacting: redacting) + "\n"
+                + failure(error, for: request, redacting: redacting)
         case .failure(let error):
             return failure(error, for: request, redacting: redacting)
         }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The usage guide's middleware shape: adapt each request before it goes out, and decide whether a failed
@@ -102,7 +102,9 @@ extension ConnectMiddlewareProtocol {
     ///   - context: Facts about the call.
     ///   - next: The rest of the pipeline, called once per attempt.
     /// - Returns: A future of the last attempt's response.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
         let first: URLRequest
         do {
             first = try adapt(request)

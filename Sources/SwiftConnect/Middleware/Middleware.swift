@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A stage wrapped around the transport: it sees every request on its way out and every response on its
@@ -89,7 +89,8 @@ struct MiddlewareChain: Sendable {
 
     private func send(_ request: URLRequest, context: RequestContext, from index: Int) -> Future<ConnectResponse> {
         guard index < middlewares.count else {
-            return context.transfer.isPlain ? transport.send(request) : transport.send(request, transfer: context.transfer)
+            return context.transfer.isPlain
+                ? transport.send(request) : transport.send(request, transfer: context.transfer)
         }
         return middlewares[index].intercept(request, context: context) { request in
             send(request, context: context, from: index + 1)

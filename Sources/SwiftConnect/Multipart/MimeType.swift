@@ -37,6 +37,7 @@ public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomS
         MimeType(fileExtension: url.pathExtension)
     }
 
+    /// A short human-readable form.
     public var description: String { rawValue }
 
     /// `image/jpeg`.

@@ -217,8 +217,8 @@ public struct MultipartFormData: Sendable {
 @inline(__always)
 func autoreleasing<T>(_ body: () throws -> T) rethrows -> T {
     #if canImport(ObjectiveC)
-    return try autoreleasepool { try body() }
+        return try autoreleasepool { try body() }
     #else
-    return try body()
+        return try body()
     #endif
 }

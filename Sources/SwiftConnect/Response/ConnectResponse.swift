@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// A complete HTTP response: the request that produced it, the status and headers, and the body.
@@ -47,7 +47,8 @@ public struct ConnectResponse: Sendable {
     public init?(request: URLRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data()) {
         guard (100...999).contains(statusCode),
             let url = request.url,
-            let response = HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
+            let response = HTTPURLResponse(
+                url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
         else { return nil }
         self.init(request: request, response: response, data: data)
     }

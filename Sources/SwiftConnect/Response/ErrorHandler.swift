@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Turns a response with an error status (outside 200..<300) into a Swift error.
@@ -42,6 +42,7 @@ public protocol ErrorHandling: Sendable {
 public typealias ErrorHandlerProtocol = ErrorHandling
 
 extension ErrorHandling {
+    /// Parses the body as a JSON object and asks ``handle(response:)``; other bodies give an HTTP-status error.
     public func handle(_ response: ConnectResponse) -> (any Error)? {
         guard let object = ErrorBody.jsonObject(response.data) else {
             return ConnectError.httpStatus(response)
@@ -82,6 +83,8 @@ public struct ErrorHandler: ErrorHandling {
         return ConnectError(.serverMessage, message: message)
     }
 
+    /// The error for a complete error response: a server message with status, headers and body, or an
+    /// HTTP-status error.
     public func handle(_ response: ConnectResponse) -> (any Error)? {
         guard let object = ErrorBody.jsonObject(response.data) else {
             return ConnectError.httpStatus(response)

@@ -36,11 +36,6 @@ public struct ResponseDecoders: Sendable {
         ResponseDecoders(decoders: ["application/json": JSONDecoder()], fallback: JSONDecoder())
     }
 
-    private init(decoders: [String: any ResponseBodyDecoder], fallback: any ResponseBodyDecoder) {
-        self.decoders = decoders
-        self.fallback = fallback
-    }
-
     /// Uses `decoder` for responses of `mediaType`.
     ///
     /// - Parameters:

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The delegate of a ``URLSessionTransport``'s own session: routes each task's events to its handler and
@@ -134,7 +134,9 @@ final class TaskHandler: Sendable {
         let progress: TransferProgress? = state.withLock { state in
             guard state.failure == nil else { return nil }
             state.bytesReceived += Int64(data.count)
-            let limit = transfer.maxResponseBytes ?? (state.file == nil && transfer.destination != nil ? Self.errorBodyLimit : nil)
+            let limit =
+                transfer.maxResponseBytes
+                ?? (state.file == nil && transfer.destination != nil ? Self.errorBodyLimit : nil)
             if let limit, state.bytesReceived > Int64(limit) {
                 state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: state.response)
                 return nil
@@ -197,7 +199,8 @@ final class TaskHandler: Sendable {
         if let failure = state.failure { return .failure(failure) }
         if let error { return .failure(ConnectError.transportFailure(error, request: request)) }
         guard let response = state.response else {
-            return .failure(ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
+            return .failure(
+                ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
         }
         guard let temporary, let destination = transfer.destination else {
             return .success(ConnectResponse(request: request, response: response, data: state.data))

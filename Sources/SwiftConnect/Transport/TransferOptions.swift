@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// How a request's body goes out and its response comes in, beyond what the `URLRequest` says: a body
@@ -87,6 +87,7 @@ public struct TransferProgress: Sendable, Equatable, CustomStringConvertible {
         return uploadFraction
     }
 
+    /// A short human-readable form.
     public var description: String {
         let sent = totalBytesToSend.map { "\(bytesSent)/\($0)" } ?? "\(bytesSent)"
         let received = totalBytesToReceive.map { "\(bytesReceived)/\($0)" } ?? "\(bytesReceived)"

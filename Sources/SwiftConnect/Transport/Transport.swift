@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Sends one request and delivers its response: the seam between SwiftConnect and the network.
@@ -54,7 +54,9 @@ extension Transport {
 
 /// The in-memory way to honour transfer options: read the body file, send, then check the size, write the
 /// destination and report progress once.
-func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transport: any Transport) -> Future<ConnectResponse> {
+func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transport: any Transport) -> Future<
+    ConnectResponse
+> {
     var request = request
     if let file = transfer.bodyFile {
         do {

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The real transport: sends requests with `URLSession` (FoundationNetworking on Linux).
@@ -69,7 +69,8 @@ public final class URLSessionTransport: Transport {
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard let delegate else {
-            return transfer.isPlain ? sendWithCompletionHandler(request) : sendInMemory(request, transfer: transfer, using: self)
+            return transfer.isPlain
+                ? sendWithCompletionHandler(request) : sendInMemory(request, transfer: transfer, using: self)
         }
         let task: URLSessionTask
         if let bodyFile = transfer.bodyFile {
@@ -87,16 +88,7 @@ public final class URLSessionTransport: Transport {
         let deadline = Deadline(seconds: request.timeoutInterval)
         let handler = TaskHandler(request: request, transfer: transfer, promise: promise, deadline: deadline)
         delegate.register(handler, for: task)
-        promise.setCancelHandler {
-            deadline?.cancel()
-            task.cancel()
-        }
-        deadline?.start { [weak task] in
-            promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
-            task?.cancel()
-        }
-        task.resume()
-        return promise.future
+        return Self.run(task, promise: promise, deadline: deadline, request: request)
     }
 
     /// A plain exchange on a session this transport does not own.
@@ -107,6 +99,16 @@ public final class URLSessionTransport: Transport {
             deadline?.cancel()
             promise.completeIfPending(with: Self.result(for: request, data: data, response: response, error: error))
         }
+        return Self.run(task, promise: promise, deadline: deadline, request: request)
+    }
+
+    /// Points the promise's cancellation and the request's deadline at `task`, then starts it.
+    private static func run(
+        _ task: URLSessionTask,
+        promise: Promise<ConnectResponse>,
+        deadline: Deadline?,
+        request: URLRequest
+    ) -> Future<ConnectResponse> {
         promise.setCancelHandler {
             deadline?.cancel()
             task.cancel()
@@ -155,7 +157,8 @@ extension ConnectError {
         }
         switch urlError.code {
         case .cancelled:
-            return ConnectError(.cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
+            return ConnectError(
+                .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
         case .timedOut:
             return timedOut(request)
         default:

@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Cancelling requests: one future, the end of a chain, or all of a client's requests at once.
@@ -61,7 +61,8 @@ final class ConnectCancellationTests: XCTestCase {
     func testCancellingThroughAMiddlewareReachesTheTransport() {
         // Given: a middleware that maps the response, so the client's future is derived from the transport's
         let transport = ManualTransport()
-        let connect = Connect(transport: transport, middlewares: [RecordingMiddleware(name: "a", events: Recorder())], retryPolicy: nil)
+        let connect = Connect(
+            transport: transport, middlewares: [RecordingMiddleware(name: "a", events: Recorder())], retryPolicy: nil)
         let future = connect.response(for: Endpoint())
         // When
         future.cancel()
@@ -116,7 +117,11 @@ final class ConnectCancellationTests: XCTestCase {
             let future = connect.request(Endpoint())
             future.observe { result in
                 completions[index].increment()
-                if case .failure(let error) = result { kinds.append((error as? ConnectError)?.kind) } else { kinds.append(nil) }
+                if case .failure(let error) = result {
+                    kinds.append((error as? ConnectError)?.kind)
+                } else {
+                    kinds.append(nil)
+                }
                 allDone.fulfill()
             }
             return future
@@ -194,7 +199,8 @@ final class ConnectCancellationTests: XCTestCase {
     func testFailedAndInvalidRequestsAreNotLeftInFlight() {
         // Given
         let gate = Promise<Void>()
-        let fake = FakeTransport.answering(FakeResponse.failure(URLError(.cannotConnectToHost)).released(by: gate.future))
+        let fake = FakeTransport.answering(
+            FakeResponse.failure(URLError(.cannotConnectToHost)).released(by: gate.future))
         let connect = Connect(transport: fake, retryPolicy: nil)
         let failing = connect.request(Endpoint())
         let invalid = connect.request(Endpoint(endpoint: "/x/{missing}"))

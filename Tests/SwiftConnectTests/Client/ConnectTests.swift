@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `Connect` over a `FakeTransport`: the request it sends, the responses it accepts, the errors it reports.
@@ -89,7 +89,9 @@ final class ConnectTests: XCTestCase {
         // Given
         let fake = FakeTransport.answering(.status(200))
         let connect = Connect(transport: fake, retryPolicy: nil)
-        let endpoint = Endpoint(headers: [HTTPHeader(name: "accept", value: "text/plain"), HTTPHeader(name: "X-Trace", value: "42")])
+        let endpoint = Endpoint(headers: [
+            HTTPHeader(name: "accept", value: "text/plain"), HTTPHeader(name: "X-Trace", value: "42"),
+        ])
         // When
         _ = value(of: connect.request(endpoint))
         // Then
@@ -183,7 +185,8 @@ final class ConnectTests: XCTestCase {
     func testEvery2xxStatusIsSuccess() {
         for status in [200, 201, 202, 299] {
             // Given
-            let connect = Connect(transport: FakeTransport.answering(.json(string: #"{"ok":true}"#, status: status)), retryPolicy: nil)
+            let connect = Connect(
+                transport: FakeTransport.answering(.json(string: #"{"ok":true}"#, status: status)), retryPolicy: nil)
             // When
             let data = value(of: connect.request(Endpoint()))
             // Then
@@ -213,8 +216,7 @@ final class ConnectTests: XCTestCase {
                 errorHandler: ClosureErrorHandler { response in
                     seen.append(response.statusCode)
                     return TestError(status)
-                }
-            ,
+                },
                 retryPolicy: nil)
             // When
             let error = error(of: connect.request(Endpoint()))
@@ -232,8 +234,7 @@ final class ConnectTests: XCTestCase {
             errorHandler: ClosureErrorHandler { _ in
                 seen.increment()
                 return TestError()
-            }
-        ,
+            },
             retryPolicy: nil)
         // When
         _ = value(of: connect.request(Endpoint()))
@@ -245,8 +246,7 @@ final class ConnectTests: XCTestCase {
         // Given
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"fine":true}"#, status: 409)),
-            errorHandler: ClosureErrorHandler { _ in nil }
-        ,
+            errorHandler: ClosureErrorHandler { _ in nil },
             retryPolicy: nil)
         // When
         let response = value(of: connect.response(for: Endpoint()))
@@ -259,8 +259,7 @@ final class ConnectTests: XCTestCase {
         // Given
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"code":42,"text":"quota"}"#, status: 429)),
-            errorHandler: BackendErrors()
-        ,
+            errorHandler: BackendErrors(),
             retryPolicy: nil)
         // When
         let error = error(of: connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self))
@@ -272,8 +271,7 @@ final class ConnectTests: XCTestCase {
         // Given: a body without `code`, which BackendErrors accepts
         let connect = Connect(
             transport: FakeTransport.answering(.json(Todo.sample, status: 500)),
-            errorHandler: BackendErrors()
-        ,
+            errorHandler: BackendErrors(),
             retryPolicy: nil)
         // When
         let todo = value(of: connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self))
@@ -285,7 +283,8 @@ final class ConnectTests: XCTestCase {
 
     func testURLErrorBecomesTransportConnectError() {
         // Given
-        let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
+        let connect = Connect(
+            transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
@@ -324,8 +323,7 @@ final class ConnectTests: XCTestCase {
             errorHandler: ClosureErrorHandler { _ in
                 seen.increment()
                 return TestError()
-            }
-        ,
+            },
             retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))

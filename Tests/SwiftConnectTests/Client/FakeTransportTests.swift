@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The `FakeTransport` double itself: matching, ordering of stubs and answers, the fallback, recording.
@@ -60,7 +60,8 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(status(fake, "https://api.example.com/todos/1"), 200)
         XCTAssertEqual(status(fake, "https://api.example.com/todos/10"), 404)
         XCTAssertEqual(status(fake, "https://api.example.com/todos"), 404)
-        XCTAssertEqual(status(fake, "https://api.example.com/todos/1?extra=1"), 200, "no query stub: the query is ignored")
+        XCTAssertEqual(
+            status(fake, "https://api.example.com/todos/1?extra=1"), 200, "no query stub: the query is ignored")
     }
 
     func testMatchesRequiredQueryItems() {
@@ -128,7 +129,8 @@ final class FakeTransportTests: XCTestCase {
         // Then
         XCTAssertEqual(response?.statusCode, 404)
         let body = try XCTUnwrap(response?.data)
-        XCTAssertEqual(try JSONSerialization.jsonObject(with: body) as? [String: String], ["error": "no stub for this request"])
+        XCTAssertEqual(
+            try JSONSerialization.jsonObject(with: body) as? [String: String], ["error": "no stub for this request"])
     }
 
     func testFallbackThroughTheClientIsAServerMessage() {
@@ -159,9 +161,11 @@ final class FakeTransportTests: XCTestCase {
         _ = send(fake, "https://x.test/b", method: "POST")
         _ = send(fake, "https://x.test/a?n=2", method: "GET")
         // Then
-        XCTAssertEqual(fake.requests.map { "\($0.httpMethod ?? "") \($0.url?.absoluteString ?? "")" }, [
-            "GET https://x.test/a", "POST https://x.test/b", "GET https://x.test/a?n=2",
-        ])
+        XCTAssertEqual(
+            fake.requests.map { "\($0.httpMethod ?? "") \($0.url?.absoluteString ?? "")" },
+            [
+                "GET https://x.test/a", "POST https://x.test/b", "GET https://x.test/a?n=2",
+            ])
         XCTAssertEqual(fake.requests(to: "/a").count, 2)
         XCTAssertEqual(fake.requests(to: "/b").map(\.httpMethod), ["POST"])
     }
@@ -194,7 +198,8 @@ final class FakeTransportTests: XCTestCase {
 
     func testJSONAnswerKeepsAnExplicitContentType() {
         // Given
-        let fake = FakeTransport.answering(.json(string: "{}", status: 400, headers: ["content-type": "application/problem+json"]))
+        let fake = FakeTransport.answering(
+            .json(string: "{}", status: 400, headers: ["content-type": "application/problem+json"]))
         // When
         let response = value(of: send(fake, "https://x.test/t"))
         // Then
@@ -204,9 +209,10 @@ final class FakeTransportTests: XCTestCase {
 
     func testHandlerAnswerSeesTheRequest() {
         // Given
-        let fake = FakeTransport.answering(.handler { request in
-            .success(ConnectResponse(request: request, statusCode: 200, data: request.httpBody ?? Data())!)
-        })
+        let fake = FakeTransport.answering(
+            .handler { request in
+                .success(ConnectResponse(request: request, statusCode: 200, data: request.httpBody ?? Data())!)
+            })
         var request = URLRequest(url: URL(string: "https://x.test/echo")!)
         request.httpMethod = "POST"
         request.httpBody = Data("ping".utf8)

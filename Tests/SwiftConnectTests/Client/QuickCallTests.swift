@@ -76,8 +76,12 @@ final class QuickCallTests: XCTestCase {
 
     func testDefaultHeaderWithCRLFIsRefused() {
         let transport = FakeTransport.answering(.status(200))
-        let api = Connect(transport: transport, configuration: ServerConfiguration(host: "a.com", defaultHeaders: [HTTPHeader(name: "X", value: "a\r\nb")]))
-        XCTAssertThrowsError(try api.request("/x").wait()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .invalidRequest) }
+        let api = Connect(
+            transport: transport,
+            configuration: ServerConfiguration(host: "a.com", defaultHeaders: [HTTPHeader(name: "X", value: "a\r\nb")]))
+        XCTAssertThrowsError(try api.request("/x").wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .invalidRequest)
+        }
         XCTAssertTrue(transport.requests.isEmpty)
     }
 }

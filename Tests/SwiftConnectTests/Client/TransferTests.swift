@@ -74,7 +74,8 @@ final class TransferTests: XCTestCase {
     }
 
     func testDownloadOfAnErrorStatusLeavesNoFile() {
-        let connect = Connect(transport: FakeTransport.answering(.json(string: #"{"message":"gone"}"#, status: 410)), retryPolicy: nil)
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"message":"gone"}"#, status: 410)), retryPolicy: nil)
         let destination = temporaryURL()
         XCTAssertThrowsError(try connect.download(Download(), to: destination).wait()) { error in
             XCTAssertEqual((error as? ConnectError)?.message, "gone")

@@ -40,9 +40,9 @@ final class FutureCompletionTests: XCTestCase {
         XCTAssertFalse(promise.fail(TestError()))
         XCTAssertEqual(try promise.future.wait(), 1)
         #if DEBUG
-        XCTAssertEqual(reports.values.count, 2)
-        XCTAssertTrue(reports.values.first?.contains("Promise<Int> completed more than once") ?? false)
-        XCTAssertTrue(reports.values.first?.contains("FutureCompletionTests.swift") ?? false)
+            XCTAssertEqual(reports.values.count, 2)
+            XCTAssertTrue(reports.values.first?.contains("Promise<Int> completed more than once") ?? false)
+            XCTAssertTrue(reports.values.first?.contains("FutureCompletionTests.swift") ?? false)
         #endif
     }
 

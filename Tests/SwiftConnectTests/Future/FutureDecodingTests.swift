@@ -44,7 +44,8 @@ final class FutureDecodingTests: XCTestCase {
         let decoder = JSONDecoder()
         decoder.keyDecodingStrategy = .convertFromSnakeCase
         struct Item: Decodable, Sendable { let itemName: String }
-        let item = try Future(value: Data(#"{"item_name":"x"}"#.utf8)).decoded(toType: Item.self, decoder: decoder).wait()
+        let item = try Future(value: Data(#"{"item_name":"x"}"#.utf8)).decoded(toType: Item.self, decoder: decoder)
+            .wait()
         XCTAssertEqual(item.itemName, "x")
     }
 }

@@ -118,9 +118,10 @@ final class FutureObserverTests: XCTestCase {
         let failures = Counter()
         let always = Counter()
         let future = Future(value: 5)
-        XCTAssertTrue(future.onSuccess { successes.append($0) }.onFailure { _ in failures.increment() }.always {
-            always.increment()
-        } === future)
+        XCTAssertTrue(
+            future.onSuccess { successes.append($0) }.onFailure { _ in failures.increment() }.always {
+                always.increment()
+            } === future)
         Future<Int>(error: TestError()).onSuccess { successes.append($0) }.onFailure { _ in failures.increment() }
             .always { always.increment() }
         XCTAssertEqual(successes.values, [5])

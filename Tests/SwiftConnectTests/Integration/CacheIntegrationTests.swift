@@ -22,7 +22,8 @@ final class CacheIntegrationTests: XCTestCase {
         let connect = Connect(transport: URLSessionTransport(), responseCache: cache)
 
         let first = try connect.request(Endpoint(baseURL: server.baseURL)).decoded(toType: [String: String].self).wait()
-        let second = try connect.request(Endpoint(baseURL: server.baseURL)).decoded(toType: [String: String].self).wait()
+        let second = try connect.request(Endpoint(baseURL: server.baseURL)).decoded(toType: [String: String].self)
+            .wait()
 
         XCTAssertEqual(first, ["theme": "dark"])
         XCTAssertEqual(second, first)

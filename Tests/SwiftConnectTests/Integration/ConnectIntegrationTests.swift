@@ -5,7 +5,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The whole client through real `URLSession` to a real HTTP server on 127.0.0.1.
@@ -72,9 +72,11 @@ final class ConnectIntegrationTests: XCTestCase {
             .query(key: "action", value: "update"),
             .jsonObject(value: todo)
         )
-        let echoed = try connect.request(endpoint("/users/{userId}/todos/{todoId}", method: .put, parameters: parameters))
-            .decoded(toType: Todo.self)
-            .wait()
+        let echoed = try connect.request(
+            endpoint("/users/{userId}/todos/{todoId}", method: .put, parameters: parameters)
+        )
+        .decoded(toType: Todo.self)
+        .wait()
         XCTAssertEqual(echoed, todo)
         let received = try XCTUnwrap(server.requests.first)
         XCTAssertEqual(received.method, "PUT")
@@ -84,7 +86,8 @@ final class ConnectIntegrationTests: XCTestCase {
 
     func testServerMessagesOn4xxAnd5xxBecomeTypedErrors() throws {
         server.route("GET", "/missing") { _ in
-            LocalServer.Response.json(string: #"{"message":"Todo 9 not found"}"#, status: 404).withHeader("X-Request-ID", "abc")
+            LocalServer.Response.json(string: #"{"message":"Todo 9 not found"}"#, status: 404).withHeader(
+                "X-Request-ID", "abc")
         }
         server.route("GET", "/broken") { _ in .json(string: #"{"error":{"message":"database down"}}"#, status: 503) }
 

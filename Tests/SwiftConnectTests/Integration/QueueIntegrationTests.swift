@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The request queue and coalescing through real `URLSession` to a real HTTP server on 127.0.0.1: the
@@ -45,11 +45,13 @@ final class QueueIntegrationTests: XCTestCase {
         defer { connect.cancelAllRequests() }
         // When
         let items = (0..<20).map { id in
-            connect.request(Endpoint(
-                baseURL: server.baseURL,
-                endpoint: "/items/{id}",
-                parameters: Parameter.path(key: "id", value: "\(id)")
-            )).decoded(toType: Item.self)
+            connect.request(
+                Endpoint(
+                    baseURL: server.baseURL,
+                    endpoint: "/items/{id}",
+                    parameters: Parameter.path(key: "id", value: "\(id)")
+                )
+            ).decoded(toType: Item.self)
         }
         // Then
         for (id, item) in items.enumerated() {

@@ -1,10 +1,11 @@
 import Foundation
-@testable import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+@testable import SwiftConnect
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Credentials never follow a redirect to another origin.
@@ -26,7 +27,9 @@ final class RedirectTests: XCTestCase {
             other.stop()
         }
         other.route("GET", "/landing") { _ in .json(["ok": true]) }
-        origin.route("GET", "/start") { _ in .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString) }
+        origin.route("GET", "/start") { _ in
+            .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString)
+        }
 
         let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: origin.baseURL, endpoint: "/start")).wait())

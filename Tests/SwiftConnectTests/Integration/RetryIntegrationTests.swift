@@ -5,7 +5,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The retry policy through real `URLSession` to a real HTTP server on 127.0.0.1.
@@ -84,7 +84,8 @@ final class RetryIntegrationTests: XCTestCase {
         route("GET", "/maintenance", failing: 1, with: LocalServer.Response.status(503).withHeader("Retry-After", "1"))
         let realConnect = Connect(transport: URLSessionTransport())
         // When
-        let body = try realConnect.request(endpoint("/maintenance")).decoded(toType: [String: Bool].self).wait(timeout: 20)
+        let body = try realConnect.request(endpoint("/maintenance")).decoded(toType: [String: Bool].self).wait(
+            timeout: 20)
         // Then
         XCTAssertEqual(body, ["ok": true])
         XCTAssertEqual(server.requestCount(for: "GET", path: "/maintenance"), 2)

@@ -5,7 +5,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `AuthenticationMiddleware` through real `URLSession` to a real HTTP server on 127.0.0.1.
@@ -53,7 +53,8 @@ final class TokenRefreshIntegrationTests: XCTestCase {
 
         // When
         let futures = (0..<20).map { index in
-            connect.request(Endpoint(baseURL: baseURL, endpoint: "/secret/\(index)")).decoded(toType: [String: String].self)
+            connect.request(Endpoint(baseURL: baseURL, endpoint: "/secret/\(index)")).decoded(
+                toType: [String: String].self)
         }
 
         // Then

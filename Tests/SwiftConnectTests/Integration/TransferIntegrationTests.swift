@@ -22,7 +22,11 @@ final class TransferIntegrationTests: XCTestCase {
             guard let type = request.header("Content-Type") else { return .status(400) }
             do {
                 let parts = try MultipartParser.parse(request.body, contentType: type)
-                return .json(parts.map { ReceivedPart($0.name, $0.filename, $0.contentType, $0.data.count, SHA256.hex(SHA256.hash($0.data))) })
+                return .json(
+                    parts.map {
+                        ReceivedPart(
+                            $0.name, $0.filename, $0.contentType, $0.data.count, SHA256.hex(SHA256.hash($0.data)))
+                    })
             } catch {
                 return .json(string: #"{"error":"\#(error)"}"#, status: 400)
             }
@@ -31,7 +35,8 @@ final class TransferIntegrationTests: XCTestCase {
             guard let type = request.header("Content-Type") else { return .status(400) }
             do {
                 let parts = try MultipartParser.parseStreaming(body, contentType: type)
-                return .json(parts.map { ReceivedPart($0.name, $0.filename, $0.contentType, $0.byteCount, $0.sha256Hex) })
+                return .json(
+                    parts.map { ReceivedPart($0.name, $0.filename, $0.contentType, $0.byteCount, $0.sha256Hex) })
             } catch {
                 return .json(string: #"{"error":"\#(error)"}"#, status: 400)
             }
@@ -65,7 +70,8 @@ final class TransferIntegrationTests: XCTestCase {
     }
 
     func testServerParsesEveryPartExactly() throws {
-        let binary = Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }) + Data("\r\n--SwiftConnect-\r\n".utf8)
+        let binary =
+            Data((0..<70_000).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ 3) }) + Data("\r\n--SwiftConnect-\r\n".utf8)
         let files = [
             File(name: "note.txt", key: "small", mimeType: .plainText, data: Data("hello".utf8)),
             File(name: "empty.bin", key: "empty", mimeType: .octetStream, data: Data()),
@@ -73,14 +79,19 @@ final class TransferIntegrationTests: XCTestCase {
             File(name: "we\"ird\\name\r\n.pdf", key: "quote\"key", mimeType: .pdf, data: Data([1, 2, 3])),
             File(name: "résumé 📄.pdf", key: "ünïcode", mimeType: .pdf, data: Data([4, 5])),
         ]
-        let received = try connect.upload(files: files, fields: [("title", "Holiday ☀️")], to: Route("/upload", method: .post))
-            .decoded(toType: [ReceivedPart].self)
-            .wait()
+        let received = try connect.upload(
+            files: files, fields: [("title", "Holiday ☀️")], to: Route("/upload", method: .post)
+        )
+        .decoded(toType: [ReceivedPart].self)
+        .wait()
 
-        var expected = [ReceivedPart("title", nil, nil, "Holiday ☀️".utf8.count, SHA256.hex(SHA256.hash(Data("Holiday ☀️".utf8))))]
+        var expected = [
+            ReceivedPart("title", nil, nil, "Holiday ☀️".utf8.count, SHA256.hex(SHA256.hash(Data("Holiday ☀️".utf8))))
+        ]
         for file in files {
             guard case .data(let data) = file.content else { return XCTFail("in-memory files only") }
-            expected.append(ReceivedPart(file.key, file.name, file.mimeType.rawValue, data.count, SHA256.hex(SHA256.hash(data))))
+            expected.append(
+                ReceivedPart(file.key, file.name, file.mimeType.rawValue, data.count, SHA256.hex(SHA256.hash(data))))
         }
         XCTAssertEqual(received, expected)
     }
@@ -89,9 +100,11 @@ final class TransferIntegrationTests: XCTestCase {
         let source = temporaryURL("source.bin")
         let size = 3 << 20
         try LocalServer.writeGeneratedBytes(count: size, seed: 11, to: source)
-        let received = try connect.upload(files: [File(key: "blob", fileURL: source)], to: Route("/upload-stream", method: .post))
-            .decoded(toType: [ReceivedPart].self)
-            .wait(timeout: 60)
+        let received = try connect.upload(
+            files: [File(key: "blob", fileURL: source)], to: Route("/upload-stream", method: .post)
+        )
+        .decoded(toType: [ReceivedPart].self)
+        .wait(timeout: 60)
         XCTAssertEqual(received.first?.size, size)
         XCTAssertEqual(received.first?.filename, source.lastPathComponent)
         XCTAssertEqual(received.first?.sha256, SHA256.hex(LocalServer.generatedBytesSHA256(count: size, seed: 11)))
@@ -107,15 +120,19 @@ final class TransferIntegrationTests: XCTestCase {
         guard let before = ProcessMemory.residentBytes() else { throw XCTSkip("no /proc/self/status here") }
 
         let sampler = MemorySampler()
-        let received = try connect.upload(files: [File(key: "video", fileURL: source)], to: Route("/upload-stream", method: .post))
-            .decoded(toType: [ReceivedPart].self)
-            .wait(timeout: 600)
+        let received = try connect.upload(
+            files: [File(key: "video", fileURL: source)], to: Route("/upload-stream", method: .post)
+        )
+        .decoded(toType: [ReceivedPart].self)
+        .wait(timeout: 600)
         let peak = sampler.stop()
 
         XCTAssertEqual(received.first?.size, size)
         XCTAssertEqual(received.first?.sha256, expectedHash)
         let growth = peak - before
-        print("Streamed upload of \(size >> 20) MiB: resident memory \(before >> 20) MiB before, peak \(peak >> 20) MiB (+\(growth >> 20) MiB)")
+        print(
+            "Streamed upload of \(size >> 20) MiB: resident memory \(before >> 20) MiB before, peak \(peak >> 20) MiB (+\(growth >> 20) MiB)"
+        )
         if !ProcessMemory.isSanitized {
             XCTAssertLessThan(growth, 64 << 20, "memory grew by \(growth >> 20) MiB")
         }
@@ -180,7 +197,8 @@ final class TransferIntegrationTests: XCTestCase {
             XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
         }
         wait(for: [producerDone], timeout: 60)
-        XCTAssertLessThan(written.snapshot, 256 << 20, "the client stopped reading: \(written.snapshot >> 20) MiB were written")
+        XCTAssertLessThan(
+            written.snapshot, 256 << 20, "the client stopped reading: \(written.snapshot >> 20) MiB were written")
     }
 
     func testProgressIsOrderedAndReachesCompletion() throws {
@@ -188,8 +206,10 @@ final class TransferIntegrationTests: XCTestCase {
         server.route("GET", "/progress") { _ in .generatedBytes(count: size, seed: 9) }
         let downloads = Recorder<TransferProgress>()
         let destination = temporaryURL("progress.bin")
-        _ = try connect.download(Route("/progress"), to: destination, options: RequestOptions(progress: { downloads.append($0) }))
-            .wait(timeout: 60)
+        _ = try connect.download(
+            Route("/progress"), to: destination, options: RequestOptions(progress: { downloads.append($0) })
+        )
+        .wait(timeout: 60)
         let received = downloads.values.map(\.bytesReceived)
         XCTAssertEqual(received, received.sorted(), "reports are in order")
         XCTAssertEqual(downloads.values.last?.downloadFraction, 1)
@@ -197,8 +217,11 @@ final class TransferIntegrationTests: XCTestCase {
 
         let uploads = Recorder<TransferProgress>()
         let file = File(name: "p.bin", key: "p", mimeType: .octetStream, data: Data(count: 1 << 20))
-        _ = try connect.upload(files: [file], fields: [], to: Route("/upload", method: .post), options: RequestOptions(progress: { uploads.append($0) }))
-            .wait(timeout: 60)
+        _ = try connect.upload(
+            files: [file], fields: [], to: Route("/upload", method: .post),
+            options: RequestOptions(progress: { uploads.append($0) })
+        )
+        .wait(timeout: 60)
         let sent = uploads.values.map(\.bytesSent)
         XCTAssertEqual(sent, sent.sorted())
         XCTAssertEqual(uploads.values.last?.uploadFraction, 1)

@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `debugResponse: true` output through the client's logger, `cURLCommand(for:)`, and redaction of secrets.
@@ -36,7 +36,8 @@ final class DebugOutputTests: XCTestCase {
         let response = entries.last?.message ?? ""
         XCTAssertTrue(response.contains("HTTP 200"), response)
         XCTAssertTrue(response.contains("PUT https://jsonplaceholder.typicode.com/todos/1"), response)
-        XCTAssertTrue(response.contains("\n  \"title\" : \"Test Todo\""), "the body is pretty-printed JSON: \(response)")
+        XCTAssertTrue(
+            response.contains("\n  \"title\" : \"Test Todo\""), "the body is pretty-printed JSON: \(response)")
     }
 
     func testWithoutDebugResponseNothingIsLogged() {
@@ -84,10 +85,11 @@ final class DebugOutputTests: XCTestCase {
     func testAuthorizationAndCookiesAreRedactedEverywhere() {
         // Given
         let logger = MemoryLogger()
-        let fake = FakeTransport.answering(.json(
-            string: #"{"id":1,"token":"response-token-value"}"#,
-            headers: ["Set-Cookie": "sid=response-cookie-value"]
-        ))
+        let fake = FakeTransport.answering(
+            .json(
+                string: #"{"id":1,"token":"response-token-value"}"#,
+                headers: ["Set-Cookie": "sid=response-cookie-value"]
+            ))
         let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
         // When
         _ = value(of: connect.request(SignedIn(token: .bearer(token: "secret-token")), debugResponse: true))
@@ -156,7 +158,8 @@ final class DebugOutputTests: XCTestCase {
             // Given
             let request = try Endpoint(
                 endpoint: "/search",
-                parameters: CompositeParameters(.query(key: "token", value: "query-secret"), .query(key: "page", value: "2"))
+                parameters: CompositeParameters(
+                    .query(key: "token", value: "query-secret"), .query(key: "page", value: "2"))
             ).asURLRequest()
             // When
             let command = cURLCommand(for: request)
@@ -173,7 +176,8 @@ final class DebugOutputTests: XCTestCase {
             // Given
             let logger = MemoryLogger()
             let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger)
-            let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "api_key", value: "query-secret"))
+            let search = Endpoint(
+                endpoint: "/search", parameters: Parameter.query(key: "api_key", value: "query-secret"))
             // When
             _ = self.value(of: connect.request(search, debugResponse: true))
             // Then
@@ -187,7 +191,8 @@ final class DebugOutputTests: XCTestCase {
     func testErrorDescriptionRedactsSecretQueryValue() throws {
         try runIsolated {
             // Given
-            let connect = Connect(transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
+            let connect = Connect(
+                transport: FakeTransport.answering(.failure(URLError(.notConnectedToInternet))), retryPolicy: nil)
             let search = Endpoint(endpoint: "/search", parameters: Parameter.query(key: "token", value: "query-secret"))
             let error = self.connectError(of: connect.request(search))
             // When
@@ -201,7 +206,8 @@ final class DebugOutputTests: XCTestCase {
     func testWithRedactionOffTheValuesAppear() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger, redactsSecrets: false)
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger, redactsSecrets: false)
         let connector = SignedIn(
             token: .bearer(token: "secret-token"),
             query: "query-secret",
@@ -276,7 +282,8 @@ final class DebugOutputTests: XCTestCase {
         // When
         let arguments = try shellArguments(of: command)
         // Then
-        XCTAssertEqual(arguments.last, "https://api.example.com/upload", "the URL must still be passed to curl:\n\(command)")
+        XCTAssertEqual(
+            arguments.last, "https://api.example.com/upload", "the URL must still be passed to curl:\n\(command)")
         XCTAssertTrue(arguments.contains("--data-binary"), "\(arguments)")
     }
 
@@ -353,7 +360,9 @@ extension DebugOutputTests {
         XCTAssertEqual(
             result.status, 0, "\(testName) failed or crashed in its child process:\n\(summary)", file: file, line: line)
         if result.status == 0 {
-            XCTAssertTrue(output.contains("Executed 1 test"), "the child did not run \(testName):\n\(summary)", file: file, line: line)
+            XCTAssertTrue(
+                output.contains("Executed 1 test"), "the child did not run \(testName):\n\(summary)", file: file,
+                line: line)
         }
     }
 

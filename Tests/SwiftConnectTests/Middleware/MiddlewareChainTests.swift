@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Middlewares around the transport: the onion order, answering without the transport, retrying, adapting.
@@ -17,7 +17,9 @@ final class MiddlewareChainTests: XCTestCase {
         let fake = FakeTransport.handlerRecording(events)
         let connect = Connect(
             transport: fake,
-            middlewares: [RecordingMiddleware(name: "a", events: events), RecordingMiddleware(name: "b", events: events)]
+            middlewares: [
+                RecordingMiddleware(name: "a", events: events), RecordingMiddleware(name: "b", events: events),
+            ]
         )
         // When
         _ = value(of: connect.request(Endpoint()))
@@ -34,7 +36,9 @@ final class MiddlewareChainTests: XCTestCase {
         _ = value(of: connect.request(Endpoint()))
         // Then
         XCTAssertEqual(fake.requests.first?.value(forHTTPHeaderField: "X-API-Key"), "k1")
-        XCTAssertEqual(fake.requests.first?.value(forHTTPHeaderField: "Accept"), "application/json", "default headers come before middlewares")
+        XCTAssertEqual(
+            fake.requests.first?.value(forHTTPHeaderField: "Accept"), "application/json",
+            "default headers come before middlewares")
     }
 
     func testMiddlewareCanAnswerWithoutCallingNext() {
@@ -43,7 +47,9 @@ final class MiddlewareChainTests: XCTestCase {
         let behind = Recorder<String>()
         let connect = Connect(
             transport: fake,
-            middlewares: [CacheMiddleware(body: Data("cached".utf8)), RecordingMiddleware(name: "behind", events: behind)]
+            middlewares: [
+                CacheMiddleware(body: Data("cached".utf8)), RecordingMiddleware(name: "behind", events: behind),
+            ]
         )
         // When
         let data = value(of: connect.request(Endpoint()))
@@ -109,7 +115,9 @@ final class MiddlewareChainTests: XCTestCase {
         let fake = FakeTransport.answering(.status(200))
         let plain = Connect(transport: fake)
         let wrapped = Connect(transport: fake, middlewares: [ConnectMiddleware()])
-        let endpoint = Endpoint(method: .post, headers: [HTTPHeader(name: "X-A", value: "1")], parameters: Parameter.jsonObject(value: ["k": "v"]))
+        let endpoint = Endpoint(
+            method: .post, headers: [HTTPHeader(name: "X-A", value: "1")],
+            parameters: Parameter.jsonObject(value: ["k": "v"]))
         // When
         _ = value(of: plain.request(endpoint))
         _ = value(of: wrapped.request(endpoint))
@@ -140,7 +148,8 @@ final class MiddlewareChainTests: XCTestCase {
         let middleware = RecordingMiddleware(name: "solo", events: events)
         let request = URLRequest(url: URL(string: "https://api.example.com/x")!)
         // When
-        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) { sent in
+        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) {
+            sent in
             events.append("next:\(sent.value(forHTTPHeaderField: "X-Trail") ?? "")")
             return Future(value: ConnectResponse(request: sent, statusCode: 200)!)
         }
@@ -155,17 +164,19 @@ final class MiddlewareChainTests: XCTestCase {
 extension FakeTransport {
     /// A transport answering 200 that records `transport` into `events` for every request.
     fileprivate static func handlerRecording(_ events: Recorder<String>) -> FakeTransport {
-        .answering(.handler { request in
-            events.append("transport")
-            return .success(ConnectResponse(request: request, statusCode: 200)!)
-        })
+        .answering(
+            .handler { request in
+                events.append("transport")
+                return .success(ConnectResponse(request: request, statusCode: 200)!)
+            })
     }
 }
 
 extension Connect {
     /// The same client with another transport (the guide's initializer always uses URLSession).
     fileprivate func with(transport: any Transport) -> Connect {
-        Connect(transport: transport, middlewares: middlewares, errorHandler: errorHandler, defaultHeaders: defaultHeaders)
+        Connect(
+            transport: transport, middlewares: middlewares, errorHandler: errorHandler, defaultHeaders: defaultHeaders)
     }
 }
 

@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `Connect(coalescesIdenticalRequests: true)`: identical GETs in flight share one transport call.
@@ -55,8 +55,10 @@ final class RequestCoalescerTests: XCTestCase {
         let (transport, gate) = gatedTransport()
         let connect = coalescing(transport)
         // When
-        let first = connect.request(Endpoint(headers: [HTTPHeader(name: "X-A", value: "1"), HTTPHeader(name: "X-B", value: "2")]))
-        let second = connect.request(Endpoint(headers: [HTTPHeader(name: "x-b", value: "2"), HTTPHeader(name: "x-a", value: "1")]))
+        let first = connect.request(
+            Endpoint(headers: [HTTPHeader(name: "X-A", value: "1"), HTTPHeader(name: "X-B", value: "2")]))
+        let second = connect.request(
+            Endpoint(headers: [HTTPHeader(name: "x-b", value: "2"), HTTPHeader(name: "x-a", value: "1")]))
         gate.succeed(())
         // Then
         XCTAssertEqual(transport.requests.count, 1)
@@ -195,7 +197,8 @@ final class RequestCoalescerTests: XCTestCase {
         // Given
         let (transport, gate) = gatedTransport()
         let queue = RequestQueue(maxConcurrentRequests: 1)
-        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue, coalescesIdenticalRequests: true)
         // When
         let futures = (0..<4).map { _ in connect.request(Endpoint()) }
         // Then: one shared call, holding one slot

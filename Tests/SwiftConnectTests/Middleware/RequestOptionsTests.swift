@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// Plugins, validators, processors and middlewares at client, connector and call level, in a defined order.
@@ -22,7 +22,8 @@ final class RequestOptionsTests: XCTestCase {
     private struct Tagging: Middleware {
         let tag: String
         let log: Recorder<String>
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+        {
             log.append("→\(tag)")
             return next(request).map { response in
                 self.log.append("←\(tag)")
@@ -33,7 +34,8 @@ final class RequestOptionsTests: XCTestCase {
 
     private struct AnyMiddlewareProbe: Middleware {
         let body: @Sendable (RequestContext) -> Void
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+        {
             body(context)
             return next(request)
         }
@@ -104,7 +106,8 @@ final class RequestOptionsTests: XCTestCase {
             options: RequestOptions(plugins: [blocking])
         )
         for _ in 0..<5 {
-            XCTAssertNoThrow(try connect.request(Endpoint()).wait(timeout: 5), "requests complete while the plugin blocks")
+            XCTAssertNoThrow(
+                try connect.request(Endpoint()).wait(timeout: 5), "requests complete while the plugin blocks")
         }
         for _ in 0..<5 { gate.signal() }
     }

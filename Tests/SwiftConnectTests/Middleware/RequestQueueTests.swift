@@ -5,7 +5,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `RequestQueue`: the cap, the order, the counts, pausing and cancelling. Every response is held back by a
@@ -133,11 +133,14 @@ final class RequestQueueTests: XCTestCase {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub(.get, "/r/0", with: FakeResponse.status(200).released(by: gate.future))
-        transport.stub(.get, "/r/1", with: .handler { request in
-            startedOnCompleter.append(DispatchQueue.getSpecific(key: key) == true)
-            return .success(ConnectResponse(request: request, statusCode: 200)!)
-        })
-        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: RequestQueue(maxConcurrentRequests: 1))
+        transport.stub(
+            .get, "/r/1",
+            with: .handler { request in
+                startedOnCompleter.append(DispatchQueue.getSpecific(key: key) == true)
+                return .success(ConnectResponse(request: request, statusCode: 200)!)
+            })
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: RequestQueue(maxConcurrentRequests: 1))
         let futures = send(2, through: connect)
         // When
         completer.sync { _ = gate.succeed(()) }

@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The opt-in in-memory response cache: TTL, bypass, keys, byte bound with LRU, concurrency.
@@ -37,7 +37,9 @@ final class ResponseCacheTests: XCTestCase {
         }
     }
 
-    private func makeClient(maxBytes: Int = 1_000_000, clock: ManualClock = ManualClock()) -> (Connect, FakeTransport, ResponseCache) {
+    private func makeClient(maxBytes: Int = 1_000_000, clock: ManualClock = ManualClock()) -> (
+        Connect, FakeTransport, ResponseCache
+    ) {
         let transport = FakeTransport()
         transport.stub(nil, "/a", with: .json(string: #"{"v":"a"}"#))
         transport.stub(nil, "/b", with: .json(string: #"{"v":"b"}"#))

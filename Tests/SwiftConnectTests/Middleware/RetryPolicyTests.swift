@@ -1,10 +1,11 @@
 import Foundation
-@testable import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+@testable import SwiftConnect
+
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The retry policy, rule by rule, with a fake transport and a clock that never waits.
@@ -115,11 +116,13 @@ final class RetryPolicyTests: XCTestCase {
 
     func testExhaustedAttemptsReportTheLastResponse() {
         // Given: three different failures, each with its own message
-        fake.stub(.get, "/items", with: [
-            .json(string: #"{"message":"first"}"#, status: 500),
-            .json(string: #"{"message":"second"}"#, status: 502),
-            .json(string: #"{"message":"third"}"#, status: 503),
-        ])
+        fake.stub(
+            .get, "/items",
+            with: [
+                .json(string: #"{"message":"first"}"#, status: 500),
+                .json(string: #"{"message":"second"}"#, status: 502),
+                .json(string: #"{"message":"third"}"#, status: 503),
+            ])
         let handled = Counter()
         let connect = client(errorHandler: CountingErrorHandler(count: handled))
         // When
@@ -171,7 +174,8 @@ final class RetryPolicyTests: XCTestCase {
     func testDelaysGrowExponentiallyAndAreCapped() {
         // Given
         fake.stub(.get, "/items", with: .status(503))
-        let policy = RetryPolicy(maxAttempts: 6, baseDelay: 1, multiplier: 3, maxDelay: 20, jitter: RetryPolicy.noJitter, clock: clock)
+        let policy = RetryPolicy(
+            maxAttempts: 6, baseDelay: 1, multiplier: 3, maxDelay: 20, jitter: RetryPolicy.noJitter, clock: clock)
         // When
         _ = connectError(of: client(policy).request(Endpoint()))
         // Then
@@ -220,7 +224,9 @@ final class RetryPolicyTests: XCTestCase {
     // MARK: - Retry-After
 
     func testRetryAfterSecondsReplacesTheBackoff() {
-        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "7"]), .status(429, headers: ["Retry-After": " 2 "]), Self.ok])
+        fake.stub(
+            .get, "/items",
+            with: [.status(503, headers: ["Retry-After": "7"]), .status(429, headers: ["Retry-After": " 2 "]), Self.ok])
         XCTAssertNotNil(value(of: client().request(Endpoint())))
         XCTAssertEqual(clock.delays, [7, 2])
     }
@@ -236,7 +242,8 @@ final class RetryPolicyTests: XCTestCase {
     func testRetryAfterHTTPDateIsMeasuredFromNow() {
         // Given: the clock's now is 2024-01-01 00:00:00 GMT
         XCTAssertEqual(clock.now, Date(timeIntervalSince1970: 1_704_067_200))
-        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "Mon, 01 Jan 2024 00:00:45 GMT"]), Self.ok])
+        fake.stub(
+            .get, "/items", with: [.status(503, headers: ["Retry-After": "Mon, 01 Jan 2024 00:00:45 GMT"]), Self.ok])
         // When
         XCTAssertNotNil(value(of: client().request(Endpoint())))
         // Then
@@ -244,27 +251,32 @@ final class RetryPolicyTests: XCTestCase {
     }
 
     func testRetryAfterHTTPDateBeyondTheCapIsCapped() {
-        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "Tue, 02 Jan 2024 00:00:00 GMT"]), Self.ok])
+        fake.stub(
+            .get, "/items", with: [.status(503, headers: ["Retry-After": "Tue, 02 Jan 2024 00:00:00 GMT"]), Self.ok])
         XCTAssertNotNil(value(of: client().request(Endpoint())))
         XCTAssertEqual(clock.delays, [60])
     }
 
     func testRetryAfterInThePastMeansNoWait() {
-        fake.stub(.get, "/items", with: [
-            .status(503, headers: ["Retry-After": "Sun, 31 Dec 2023 23:59:00 GMT"]),
-            .status(503, headers: ["Retry-After": "-5"]),
-            Self.ok,
-        ])
+        fake.stub(
+            .get, "/items",
+            with: [
+                .status(503, headers: ["Retry-After": "Sun, 31 Dec 2023 23:59:00 GMT"]),
+                .status(503, headers: ["Retry-After": "-5"]),
+                Self.ok,
+            ])
         XCTAssertNotNil(value(of: client().request(Endpoint())))
         XCTAssertEqual(clock.delays, [0, 0])
     }
 
     func testUnreadableRetryAfterFallsBackToBackoff() {
-        fake.stub(.get, "/items", with: [
-            .status(503, headers: ["Retry-After": "soon"]),
-            .status(503, headers: ["Retry-After": "Sunday, 31-Dec-23 23:59:00 GMT"]),  // obsolete RFC 850 form
-            Self.ok,
-        ])
+        fake.stub(
+            .get, "/items",
+            with: [
+                .status(503, headers: ["Retry-After": "soon"]),
+                .status(503, headers: ["Retry-After": "Sunday, 31-Dec-23 23:59:00 GMT"]),  // obsolete RFC 850 form
+                Self.ok,
+            ])
         XCTAssertNotNil(value(of: client().request(Endpoint())))
         XCTAssertEqual(clock.delays, [0.5, 1.0])
     }
@@ -335,7 +347,8 @@ final class RetryPolicyTests: XCTestCase {
         fake.stub(.post, "/items", with: [.status(503), .status(502), Self.ok])
         let endpoint = Endpoint(method: .post, headers: [.idempotencyKey("order-42")])
         XCTAssertNotNil(value(of: client().request(endpoint)))
-        XCTAssertEqual(fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42", "order-42"])
+        XCTAssertEqual(
+            fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42", "order-42"])
     }
 
     func testAddsIdempotencyKeyReusedOnEveryAttempt() throws {
@@ -418,7 +431,9 @@ final class RetryPolicyTests: XCTestCase {
     }
 
     func testOtherURLErrorCodesAreNotRetried() {
-        let codes: [URLError.Code] = [.badURL, .unsupportedURL, .resourceUnavailable, .serverCertificateUntrusted, .userAuthenticationRequired]
+        let codes: [URLError.Code] = [
+            .badURL, .unsupportedURL, .resourceUnavailable, .serverCertificateUntrusted, .userAuthenticationRequired,
+        ]
         for code in codes {
             fake.stub(.get, "/items", with: [.failure(URLError(code)), Self.ok])
             fake.removeRecordedRequests()
@@ -546,7 +561,8 @@ final class RetryPolicyTests: XCTestCase {
         let middleware = RetryMiddleware(policy: RetryPolicy(clock: clock))
         let request = URLRequest(url: URL(string: "https://api.example.com/items")!)
         // When
-        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) { request in
+        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) {
+            request in
             sent.increment()
             let status = sent.value < 3 ? 503 : 200
             return Future(value: ConnectResponse(request: request, statusCode: status)!)
@@ -611,7 +627,9 @@ final class RetryPolicyTests: XCTestCase {
         let asked = Recorder<String>()
         let middleware = GuideRetrying { request, error, attempt in
             let error = error as? ConnectError
-            asked.append("\(attempt) \(error?.kind.rawValue ?? "-") \(error?.statusCode ?? 0) \(request.value(forHTTPHeaderField: "X-Adapted") ?? "-")")
+            asked.append(
+                "\(attempt) \(error?.kind.rawValue ?? "-") \(error?.statusCode ?? 0) \(request.value(forHTTPHeaderField: "X-Adapted") ?? "-")"
+            )
             return .retryAfter(0.01)
         }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)

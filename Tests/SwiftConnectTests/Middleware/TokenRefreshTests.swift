@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// `AuthenticationMiddleware`: signing, one refresh for many rejected requests, replays, failures, cancellation.
@@ -102,7 +102,8 @@ final class TokenRefreshTests: XCTestCase {
         let fake = FakeTransport()
         fake.stub(.get, "/items", with: [.status(419), .status(200)])
         let stub = RefreshStub()
-        let auth = AuthenticationMiddleware(credential: Self.old, isUnauthorized: { $0.statusCode == 419 }, refresh: stub.refresh)
+        let auth = AuthenticationMiddleware(
+            credential: Self.old, isUnauthorized: { $0.statusCode == 419 }, refresh: stub.refresh)
         // When
         let future = client(fake, auth).request(Endpoint())
         stub.succeed(Self.new)
@@ -163,7 +164,8 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(headers.count, 40)
         XCTAssertEqual(headers.filter { $0 == "Bearer old" }.count, 20)
         XCTAssertEqual(headers.filter { $0 == "Bearer new" }.count, 20)
-        let replayedPaths = fake.requests.filter { $0.value(forHTTPHeaderField: "Authorization") == "Bearer new" }.map(\.url?.path)
+        let replayedPaths = fake.requests.filter { $0.value(forHTTPHeaderField: "Authorization") == "Bearer new" }.map(
+            \.url?.path)
         XCTAssertEqual(Set(replayedPaths).count, 20, "each request replayed exactly once")
     }
 

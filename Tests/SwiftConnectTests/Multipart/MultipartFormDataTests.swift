@@ -59,7 +59,8 @@ final class MultipartFormDataTests: XCTestCase {
         let written = try Data(contentsOf: output)
         XCTAssertEqual(written, try form.encodedData())
         XCTAssertEqual(Int64(written.count), try form.contentLength())
-        XCTAssertTrue(String(decoding: written.prefix(300), as: UTF8.self).contains("filename=\"\(source.lastPathComponent)\""))
+        XCTAssertTrue(
+            String(decoding: written.prefix(300), as: UTF8.self).contains("filename=\"\(source.lastPathComponent)\""))
     }
 
     func testAMissingFileIsATypedError() {

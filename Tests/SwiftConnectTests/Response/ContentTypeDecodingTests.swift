@@ -31,7 +31,8 @@ final class ContentTypeDecodingTests: XCTestCase {
         let calls = Counter()
         var decoders = ResponseDecoders.default
         decoders.register(KeyValueDecoder(calls: calls), for: "text/x-key-value")
-        let transport = FakeTransport.answering(.data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value; charset=utf-8"]))
+        let transport = FakeTransport.answering(
+            .data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value; charset=utf-8"]))
         let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
 
         XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "kv"))
@@ -48,7 +49,8 @@ final class ContentTypeDecodingTests: XCTestCase {
     }
 
     func testUnknownOrMissingContentTypeFallsBackToJSON() throws {
-        let transport = FakeTransport.answering(.data(Data(#"{"name":"f"}"#.utf8), headers: ["Content-Type": "text/plain"]))
+        let transport = FakeTransport.answering(
+            .data(Data(#"{"name":"f"}"#.utf8), headers: ["Content-Type": "text/plain"]))
         XCTAssertEqual(try Connect(transport: transport, retryPolicy: nil).send(Endpoint()).wait(), Item(name: "f"))
         let bare = FakeTransport.answering(.data(Data(#"{"name":"g"}"#.utf8)))
         XCTAssertEqual(try Connect(transport: bare, retryPolicy: nil).send(Endpoint()).wait(), Item(name: "g"))

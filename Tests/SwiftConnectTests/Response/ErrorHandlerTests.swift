@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The default `ErrorHandler`, through a client: where it finds the server's message, and the context every
@@ -20,7 +20,9 @@ final class ErrorHandlerTests: XCTestCase {
         file: StaticString = #filePath,
         line: UInt = #line
     ) -> ConnectError? {
-        let connect = Connect(transport: FakeTransport.answering(.data(Data(body.utf8), status: status, headers: headers)), retryPolicy: nil)
+        let connect = Connect(
+            transport: FakeTransport.answering(.data(Data(body.utf8), status: status, headers: headers)),
+            retryPolicy: nil)
         return connectError(of: connect.request(Endpoint()), file: file, line: line)
     }
 
@@ -69,9 +71,11 @@ final class ErrorHandlerTests: XCTestCase {
 
     func testProblemJSONGivesTitleAndDetail() {
         // Given
-        let body = #"{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","detail":"Your balance is 30, but that costs 50.","status":403}"#
+        let body =
+            #"{"type":"https://example.com/probs/out-of-credit","title":"You do not have enough credit.","detail":"Your balance is 30, but that costs 50.","status":403}"#
         // When
-        let error = errorFor(body: body, status: 403, headers: ["Content-Type": "application/problem+json; charset=utf-8"])
+        let error = errorFor(
+            body: body, status: 403, headers: ["Content-Type": "application/problem+json; charset=utf-8"])
         // Then
         XCTAssertEqual(error?.kind, .serverMessage)
         XCTAssertEqual(error?.message, "You do not have enough credit.: Your balance is 30, but that costs 50.")
@@ -82,8 +86,7 @@ final class ErrorHandlerTests: XCTestCase {
         // Given
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"msg":"ignored","reason":"custom"}"#, status: 400)),
-            errorHandler: ErrorHandler(messageKeys: ["reason"])
-        ,
+            errorHandler: ErrorHandler(messageKeys: ["reason"]),
             retryPolicy: nil)
         // When
         let error = connectError(of: connect.request(Endpoint()))
@@ -139,7 +142,8 @@ final class ErrorHandlerTests: XCTestCase {
         // Given
         let body = #"{"message":"Not found here"}"#
         // When
-        let error = errorFor(body: body, status: 404, headers: ["Content-Type": "application/json", "X-Request-ID": "req-123"])
+        let error = errorFor(
+            body: body, status: 404, headers: ["Content-Type": "application/json", "X-Request-ID": "req-123"])
         // Then
         XCTAssertEqual(error?.kind, .serverMessage)
         XCTAssertEqual(error?.statusCode, 404)
@@ -150,7 +154,8 @@ final class ErrorHandlerTests: XCTestCase {
 
     func testHTTPStatusErrorCarriesStatusHeadersAndBody() {
         // Given / When
-        let error = errorFor(body: "upstream down", status: 503, headers: ["Content-Type": "text/plain", "X-Request-ID": "req-9"])
+        let error = errorFor(
+            body: "upstream down", status: 503, headers: ["Content-Type": "text/plain", "X-Request-ID": "req-9"])
         // Then
         XCTAssertEqual(error?.kind, .httpStatus)
         XCTAssertEqual(error?.statusCode, 503)

@@ -3,7 +3,7 @@ import SwiftConnect
 import XCTest
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 // Doubles shared by the client tests (Connect, cancellation, error handling, debug output, middleware, fake
@@ -127,7 +127,8 @@ final class ManualTransport: Transport, @unchecked Sendable {
         let promise = promises[index]
         let request = sent[index]
         lock.unlock()
-        promise.completeIfPending(with: .success(ConnectResponse(request: request, statusCode: status, headers: headers, data: body)!))
+        promise.completeIfPending(
+            with: .success(ConnectResponse(request: request, statusCode: status, headers: headers, data: body)!))
     }
 }
 

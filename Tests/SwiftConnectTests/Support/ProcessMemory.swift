@@ -2,9 +2,9 @@ import Dispatch
 import Foundation
 
 #if canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Darwin)
-import Darwin
+    import Darwin
 #endif
 
 /// The process's memory, for tests that state and check a memory bound (never a timing).
@@ -23,11 +23,11 @@ enum ProcessMemory {
     /// transfers many times slower and memory figures meaningless; large tests scale down.
     static var isSanitized: Bool {
         #if canImport(Glibc) || canImport(Darwin)
-        guard let handle = dlopen(nil, RTLD_NOW) else { return false }
-        defer { dlclose(handle) }
-        return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil
+            guard let handle = dlopen(nil, RTLD_NOW) else { return false }
+            defer { dlclose(handle) }
+            return dlsym(handle, "__tsan_init") != nil || dlsym(handle, "__asan_init") != nil
         #else
-        return false
+            return false
         #endif
     }
 }

@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// An in-memory cache of successful responses, bounded in bytes, evicting the least recently used.
@@ -131,7 +131,9 @@ public final class ResponseCache: Middleware {
     }
 
     /// Serves a fresh stored response, or sends the request and stores its response.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
         guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head
         else { return next(request) }
         let key = Self.key(for: request, rule: rule)

@@ -1,17 +1,17 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 #if canImport(Darwin)
-import Darwin
+    import Darwin
 #elseif canImport(Glibc)
-import Glibc
+    import Glibc
 #elseif canImport(Musl)
-import Musl
+    import Musl
 #elseif canImport(Android)
-import Android
+    import Android
 #endif
 
 /// Caps how many requests of a client are in flight at once; the others wait their turn, first in, first out.
@@ -147,7 +147,9 @@ public final class RequestQueue: Middleware {
     ///     future is cancelled while it waits.
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
         let promise = Promise<ConnectResponse>()
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
@@ -233,7 +235,9 @@ extension RequestQueue {
     }
 
     /// Frees the slot of a completed request, starts the next one, then completes the caller's future.
-    private func finish(_ id: UInt64, with result: Result<ConnectResponse, any Error>, promise: Promise<ConnectResponse>) {
+    private func finish(
+        _ id: UInt64, with result: Result<ConnectResponse, any Error>, promise: Promise<ConnectResponse>
+    ) {
         state.withLock { _ = $0.running.removeValue(forKey: id) }
         startWaitingRequests(force: false)
         promise.completeIfPending(with: result)

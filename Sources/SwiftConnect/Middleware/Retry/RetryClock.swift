@@ -76,7 +76,8 @@ public struct DispatchRetryClock: RetryClock {
     ///   - seconds: The delay; negative or non-finite values mean no delay.
     ///   - action: What to run.
     /// - Returns: A token that cancels the action.
-    public func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+    public func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable
+    {
         let scheduled = ScheduledAction(action)
         let delay = seconds.isFinite ? max(0, seconds) : 0
         queue.asyncAfter(deadline: .now() + delay) { scheduled.fire() }

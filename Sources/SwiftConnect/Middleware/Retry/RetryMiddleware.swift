@@ -1,7 +1,7 @@
 import Foundation
 
 #if canImport(FoundationNetworking)
-import FoundationNetworking
+    import FoundationNetworking
 #endif
 
 /// The middleware that applies a ``RetryPolicy``: resends requests that failed for a temporary reason.
@@ -34,7 +34,9 @@ public struct RetryMiddleware: Middleware {
     ///   - next: The rest of the pipeline, called once per attempt.
     /// - Returns: A future of the last attempt's response. Cancelling it cancels the attempt in flight and
     ///   any wait before the next one.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
         let policy = self.policy
         let request = policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method)
         guard policy.attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
@@ -75,11 +77,12 @@ final class RetryLoop: Sendable {
     /// Builds the request of attempt number `attempt` (1 for the first); throwing ends the loop with the error.
     typealias MakeRequest = @Sendable (_ attempt: Int) throws -> URLRequest
     /// How long to wait after an attempt, or `nil` to stop with its outcome.
-    typealias Delay = @Sendable (
-        _ result: Result<ConnectResponse, any Error>,
-        _ request: URLRequest,
-        _ attempt: Int
-    ) -> TimeInterval?
+    typealias Delay =
+        @Sendable (
+            _ result: Result<ConnectResponse, any Error>,
+            _ request: URLRequest,
+            _ attempt: Int
+        ) -> TimeInterval?
 
     private struct State {
         /// The number of the latest attempt started; 0 before the first.
@@ -99,7 +102,10 @@ final class RetryLoop: Sendable {
     private let makeRequest: MakeRequest
     private let delay: Delay
 
-    private init(maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, request: @escaping MakeRequest, delay: @escaping Delay) {
+    private init(
+        maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, request: @escaping MakeRequest,
+        delay: @escaping Delay
+    ) {
         self.maxAttempts = maxAttempts
         self.clock = clock
         self.next = next
