@@ -129,18 +129,17 @@ print("After one refresh:", secret, "— credential now", auth.credential?.descr
 
 section("8. Uploads, downloads and quick calls")
 let local = Connect(configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: Demo.server.port))
-let quick = try local.request("/todos/{id}", parameters: Parameter.path(key: "id", value: "5")).decoded(
-    toType: Todo.self
-).wait()
+let quick = try local.request("/todos/{id}", parameters: Parameter.path(key: "id", value: "5"))
+    .decoded(toType: Todo.self)
+    .wait()
 print("Quick call:", quick.title)
 
 let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data(repeating: 0xFF, count: 2_048))
 let progress = RequestOptions(progress: { report in print("Progress:", report) })
-let receipt = try local.upload(
-    files: [photo], fields: [("album", "Holiday")], to: Route("/upload", method: .post), options: progress
-)
-.decoded(toType: [String].self)
-.wait()
+let upload = Route("/upload", method: .post)
+let receipt = try local.upload(files: [photo], fields: [("album", "Holiday")], to: upload, options: progress)
+    .decoded(toType: [String].self)
+    .wait()
 print("Server received:", receipt)
 
 let destination = FileManager.default.temporaryDirectory.appendingPathComponent("swiftconnect-report.bin")

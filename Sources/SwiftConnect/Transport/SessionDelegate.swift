@@ -30,7 +30,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
         guard let handler = handler(for: dataTask) else { return }
-        if !handler.didReceive(data) { dataTask.cancel() }
+        if !handler.didReceive(data) { handler.stop() }
     }
 
     func urlSession(
@@ -85,13 +85,22 @@ final class TaskHandler: Sendable {
     let transfer: TransferOptions
     let promise: Promise<ConnectResponse>
     let deadline: Deadline?
+    /// Stops the transfer for good (cancelling the task, and on Linux its own session).
+    let stop: @Sendable () -> Void
     private let state = Protected(State())
 
-    init(request: URLRequest, transfer: TransferOptions, promise: Promise<ConnectResponse>, deadline: Deadline?) {
+    init(
+        request: URLRequest,
+        transfer: TransferOptions,
+        promise: Promise<ConnectResponse>,
+        deadline: Deadline?,
+        stop: @escaping @Sendable () -> Void
+    ) {
         self.request = request
         self.transfer = transfer
         self.promise = promise
         self.deadline = deadline
+        self.stop = stop
         if let body = request.httpBody {
             state.withLock { $0.bytesToSend = Int64(body.count) }
         }
@@ -157,7 +166,11 @@ final class TaskHandler: Sendable {
             return state.lastReported
         }
         if let progress { transfer.progress?(progress) }
-        return state.withLock { $0.failure == nil }
+        guard let failure = state.withLock({ $0.failure }) else { return true }
+        // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends).
+        deadline?.cancel()
+        promise.completeIfPending(with: .failure(failure))
+        return false
     }
 
     /// Part of the body went out.

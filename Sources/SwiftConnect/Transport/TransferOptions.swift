@@ -14,8 +14,12 @@ public struct TransferOptions: Sendable {
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
     public var destination: URL?
-    /// The most response-body bytes accepted; more fails the request with
-    /// ``ConnectError/Kind/responseTooLarge`` without downloading the rest. `nil` for no limit.
+    /// The most response-body bytes accepted; more fails the request at once with
+    /// ``ConnectError/Kind/responseTooLarge``, and the rest of the body is not kept. `nil` for no limit.
+    ///
+    /// A declared `Content-Length` over the limit stops the request before the body is read. On Linux,
+    /// FoundationNetworking cannot abort a transfer already under way: bytes still arriving after the limit
+    /// fired are discarded as they come, until the server stops sending.
     public var maxResponseBytes: Int?
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
     /// request's future completes.

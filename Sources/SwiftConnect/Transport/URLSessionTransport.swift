@@ -84,11 +84,12 @@ public final class URLSessionTransport: Transport {
         } else {
             task = session.dataTask(with: request)
         }
+        let stop: @Sendable () -> Void = { [weak task] in task?.cancel() }
         let promise = Promise<ConnectResponse>()
         let deadline = Deadline(seconds: request.timeoutInterval)
-        let handler = TaskHandler(request: request, transfer: transfer, promise: promise, deadline: deadline)
+        let handler = TaskHandler(request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
         delegate.register(handler, for: task)
-        return Self.run(task, promise: promise, deadline: deadline, request: request)
+        return Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
     }
 
     /// A plain exchange on a session this transport does not own.
@@ -99,23 +100,24 @@ public final class URLSessionTransport: Transport {
             deadline?.cancel()
             promise.completeIfPending(with: Self.result(for: request, data: data, response: response, error: error))
         }
-        return Self.run(task, promise: promise, deadline: deadline, request: request)
+        return Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in task?.cancel() }
     }
 
-    /// Points the promise's cancellation and the request's deadline at `task`, then starts it.
+    /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`.
     private static func run(
         _ task: URLSessionTask,
         promise: Promise<ConnectResponse>,
         deadline: Deadline?,
-        request: URLRequest
+        request: URLRequest,
+        stop: @escaping @Sendable () -> Void
     ) -> Future<ConnectResponse> {
         promise.setCancelHandler {
             deadline?.cancel()
-            task.cancel()
+            stop()
         }
-        deadline?.start { [weak task] in
+        deadline?.start {
             promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
-            task?.cancel()
+            stop()
         }
         task.resume()
         return promise.future
