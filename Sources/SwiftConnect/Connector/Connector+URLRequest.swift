@@ -30,7 +30,8 @@ extension Connector {
     /// - Returns: The request, ready to send.
     /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` whose
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
-    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL, an invalid
+    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL (reported
+    ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token or a value with CR/LF/NUL (`invalidHeader`), two bodies
     ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
@@ -216,18 +217,19 @@ struct RequestParts {
 
         let string = String(decoding: out, as: UTF8.self)
         guard let url = URL(string: string), url.scheme != nil else {
-            throw ConnectError.invalidRequest(.invalidURL(string))
+            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
         return url
     }
 
-    /// What an `invalidURL` error reports: the base URL and the endpoint as written.
+    /// What an `invalidURL` error reports: the base URL and the endpoint as written, secrets hidden (errors are
+    /// printed and logged).
     struct InvalidURLContext {
         let base: String
         let endpoint: String
 
         func error() -> ConnectError {
-            ConnectError.invalidRequest(.invalidURL(base + endpoint))
+            ConnectError.invalidRequest(.invalidURL(Redaction.urlText(base) + Redaction.urlText(endpoint)))
         }
     }
 

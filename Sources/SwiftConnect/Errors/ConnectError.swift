@@ -169,12 +169,31 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return text
     }
 
-    /// The description plus the coding path, the underlying error and a body excerpt.
+    /// The description plus the coding path, the underlying error and a body excerpt, secrets hidden.
     public var debugDescription: String {
         var text = description
         if let codingPath { text += "\n  at: \(codingPath)" }
-        if let underlyingError { text += "\n  underlying: \(underlyingError)" }
-        if let body, !body.isEmpty { text += "\n  body: \(ConnectError.excerpt(of: body))" }
+        if let underlyingError {
+            var underlying = "\(underlyingError)"
+            // Platform errors quote the failing URL verbatim: hide its secrets as the description does.
+            if let url = request?.url ?? response?.url {
+                underlying = underlying.replacingOccurrences(
+                    of: url.absoluteString,
+                    with: Redaction.url(url, redacting: true)
+                )
+            }
+            text += "\n  underlying: \(underlying)"
+        }
+        if let body, !body.isEmpty {
+            let excerpt = Redaction.bodyText(
+                body,
+                contentType: response?.value(forHTTPHeaderField: "Content-Type"),
+                redacting: true,
+                pretty: false,
+                limit: ConnectError.excerptLimit
+            )
+            text += "\n  body: \(excerpt)"
+        }
         return text
     }
 }
@@ -205,12 +224,6 @@ extension ConnectError {
     /// How many bytes of a body an error description shows at most.
     static let excerptLimit = 512
 
-    /// A short, printable excerpt of a body for error messages.
-    static func excerpt(of body: Data) -> String {
-        let prefix = body.prefix(excerptLimit)
-        let text = String(decoding: prefix, as: UTF8.self)
-        return body.count > excerptLimit ? text + "… (\(body.count) bytes)" : text
-    }
 }
 
 extension ConnectError.Kind {

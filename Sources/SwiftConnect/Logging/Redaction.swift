@@ -43,6 +43,29 @@ enum Redaction {
         return base + "?" + redactedQuery(query) + (fragment.map { "#" + $0 } ?? "")
     }
 
+    /// A URL as text that need not parse as a `URL` (the subject of an invalid-URL error), hidden as
+    /// ``url(_:redacting:)`` hides a URL: without `user:password@`, and with sensitive query values hidden.
+    static func urlText(_ text: String) -> String {
+        var rest = Substring(text)
+        var fragment: Substring = ""
+        if let hash = rest.firstIndex(of: "#") {
+            fragment = rest[hash...]
+            rest = rest[..<hash]
+        }
+        var query: Substring?
+        if let mark = rest.firstIndex(of: "?") {
+            query = rest[rest.index(after: mark)...]
+            rest = rest[..<mark]
+        }
+        if let schemeEnd = rest.range(of: "://") {
+            let authority = rest[schemeEnd.upperBound...].prefix { $0 != "/" }
+            if let at = authority.lastIndex(of: "@") {
+                rest = rest[..<schemeEnd.upperBound] + rest[rest.index(after: at)...]
+            }
+        }
+        return String(rest) + (query.map { "?" + redactedQuery(String($0)) } ?? "") + fragment
+    }
+
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.
     static func redactedQuery(_ query: String) -> String {
         query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
@@ -53,14 +76,22 @@ enum Redaction {
         }.joined(separator: "&")
     }
 
-    /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms with sensitive values
-    /// hidden, other text as is, binary as a byte count. Long bodies are cut at `limit` bytes.
+    /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer
+    /// overflows a 512 KiB thread stack (Apple's dispatch worker threads, where responses are logged) from
+    /// about 300 levels: 128 leaves a wide margin and is plenty to read.
+    static let maximumJSONDepth = 128
+
+    /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms (URL-encoded or
+    /// multipart) with sensitive values hidden, other text as is, binary as a byte count. Long bodies are cut at `limit` bytes. Text nested
+    /// deeper than ``maximumJSONDepth`` is not parsed: shown as is, or withheld when redacting, since the
+    /// secrets in it cannot be found.
     static func bodyText(_ data: Data, contentType: String?, redacting: Bool, pretty: Bool, limit: Int = 64 * 1024)
         -> String
     {
         if data.isEmpty { return "" }
         let type = contentType?.lowercased() ?? ""
-        if let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+        let tooDeep = JSONDepth.exceeds(data, limit: maximumJSONDepth)
+        if !tooDeep, let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
             pretty || (redacting && containsSensitiveField(json))
         {
             // Re-serialised only to pretty-print or to hide a field; otherwise the exact bytes are shown.
@@ -74,10 +105,51 @@ enum Redaction {
         guard let text = String(data: data, encoding: .utf8) else {
             return "<\(data.count) bytes of binary data>"
         }
+        if tooDeep && redacting {
+            return "<\(data.count) bytes nested deeper than \(maximumJSONDepth) levels, not shown: secrets stay hidden>"
+        }
         if redacting && type.hasPrefix("application/x-www-form-urlencoded") {
             return truncated(redactedQuery(text), limit: limit)
         }
+        if redacting && type.hasPrefix("multipart/form-data"), let contentType {
+            return truncated(redactedMultipart(text, contentType: contentType), limit: limit)
+        }
         return truncated(text, limit: limit)
+    }
+
+    /// A `multipart/form-data` body (RFC 7578) with the content of each part whose field name is sensitive
+    /// hidden. Parts are found by the boundary of `contentType`; text that does not parse is left as is.
+    static func redactedMultipart(_ text: String, contentType: String) -> String {
+        guard let boundary = parameter("boundary", of: contentType), !boundary.isEmpty else { return text }
+        let delimiter = "--" + boundary
+        var parts = text.components(separatedBy: delimiter)
+        for index in parts.indices.dropFirst() {
+            let part = parts[index]
+            guard let headEnd = part.range(of: "\r\n\r\n") else { continue }
+            let disposition = part[..<headEnd.lowerBound].components(separatedBy: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-disposition:") }
+            guard let disposition, let name = parameter("name", of: disposition), isSensitiveField(name) else {
+                continue
+            }
+            // The part's content ends with the CRLF that belongs to the next delimiter.
+            parts[index] = String(part[..<headEnd.upperBound]) + placeholder + (part.hasSuffix("\r\n") ? "\r\n" : "")
+        }
+        return parts.joined(separator: delimiter)
+    }
+
+    /// The value of a `; name=value` or `; name="value"` parameter of a header value, such as a
+    /// `Content-Type`'s boundary or a `Content-Disposition`'s field name.
+    private static func parameter(_ name: String, of headerValue: String) -> String? {
+        for item in headerValue.split(separator: ";").dropFirst() {
+            let pair = item.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else {
+                continue
+            }
+            let value = pair[1].trimmingCharacters(in: .whitespaces)
+            guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
+            return String(value.dropFirst().dropLast())
+        }
+        return nil
     }
 
     /// Whether a JSON value has a sensitive key at any depth.

@@ -89,6 +89,12 @@ struct MiddlewareChain: Sendable {
 
     private func send(_ request: URLRequest, context: RequestContext, from index: Int) -> Future<ConnectResponse> {
         guard index < middlewares.count else {
+            // Middlewares may have added headers after the builder checked them: check again before the wire
+            // (FoundationNetworking would otherwise drop a header with CR/LF without a word).
+            for (name, value) in request.allHTTPHeaderFields ?? [:]
+            where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
+                return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
+            }
             return context.transfer.isPlain
                 ? transport.send(request) : transport.send(request, transfer: context.transfer)
         }

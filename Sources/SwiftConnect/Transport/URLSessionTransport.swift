@@ -21,7 +21,8 @@ import Foundation
 /// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
 /// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
-/// `Proxy-Authorization` and `Cookie` are removed when a redirect goes to another scheme, host or port.
+/// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
+/// removed when a redirect goes to another scheme, host or port.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see ``Transport/send(_:transfer:)``).
@@ -184,13 +185,14 @@ extension ConnectError {
     }
 }
 
-/// Removes credentials from a redirected request that leaves the original origin or downgrades to http.
+/// Removes credentials (every header ``HTTPHeader`` treats as sensitive: `Authorization`, `Cookie`,
+/// `X-Api-Key`, `*-Token`…) from a redirected request that leaves the original origin or downgrades to http.
 enum RedirectGuard {
     /// The request to follow: `request`, without credentials when it changes scheme, host or port.
     static func redirect(_ request: URLRequest, from original: URLRequest?) -> URLRequest {
         guard let from = original?.url, let to = request.url, !isSameOrigin(from, to) else { return request }
         var stripped = request
-        for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
             stripped.setValue(nil, forHTTPHeaderField: name)
         }
         return stripped

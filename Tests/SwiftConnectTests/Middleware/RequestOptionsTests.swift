@@ -195,4 +195,20 @@ final class RequestOptionsTests: XCTestCase {
         _ = try? connect.request(endpoint, options: RequestOptions(isRetrySafe: false)).wait()
         XCTAssertEqual(seen.values, [true, false], "the call's setting wins over the connector's")
     }
+
+    func testHeadersAMiddlewareAddsAreCheckedBeforeTheWire() {
+        struct Injecting: Middleware {
+            func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+                var request = request
+                request.setValue("a\r\nX-Evil: 1", forHTTPHeaderField: "X-Trace")
+                return next(request)
+            }
+        }
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, middlewares: [Injecting()], retryPolicy: nil)
+        XCTAssertThrowsError(try connect.request(Endpoint()).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "X-Trace"))
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
 }

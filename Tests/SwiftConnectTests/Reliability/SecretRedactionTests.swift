@@ -1,0 +1,447 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Secrets stay out of everything SwiftConnect prints, and credentials stay home when a redirect leaves.
+///
+/// `DebugOutputTests` checks each redaction rule with a fake transport; these send every kind of secret at once
+/// through `URLSession` to a ``LocalServer`` that echoes secrets back, and search all the text produced
+/// (logs, cURL commands, error descriptions, `dump`) for any of them. Every secret contains `SECRET-`, so one
+/// search finds any of them, whatever redaction rule missed it.
+final class SecretRedactionTests: XCTestCase {
+    /// One value per kind of secret.
+    private enum Secret {
+        static let marker = "SECRET-"
+        static let bearer = "bearer-SECRET-01"
+        static let basicPassword = "basic-SECRET-02"
+        static let custom = "Token custom-SECRET-03"
+        static let cookie = "cookie-SECRET-04"
+        static let apiKey = "apikey-SECRET-05"
+        static let password = "password-SECRET-06"
+        static let refreshToken = "refresh-SECRET-07"
+        static let listSecret = "list-SECRET-08"
+        static let formPassword = "form-SECRET-09"
+        static let accessToken = "query-SECRET-10"
+        static let responseCookie = "response-cookie-SECRET-11"
+        static let responseToken = "response-token-SECRET-12"
+        static let errorToken = "error-token-SECRET-13"
+
+        /// `Basic <base64>`: does not contain the marker, so it is searched for on its own.
+        static let basicHeaderValue = AuthorizationToken.basic(username: "amy", password: basicPassword).headerValue
+        static let basicBase64 = String(basicHeaderValue.dropFirst("Basic ".count))
+
+        /// What must not appear in redacted text.
+        static let searched = [marker, basicBase64]
+        /// What must appear with redaction off: one of each kind.
+        static let all = [
+            bearer, basicBase64, custom, cookie, apiKey, password, refreshToken, listSecret, formPassword,
+            accessToken, responseCookie, responseToken, errorToken,
+        ]
+    }
+
+    /// A connector whose every part a test chooses.
+    private struct Endpoint: Connector, AuthorizedConnector {
+        var baseURL: URL
+        var endpoint: String
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+        var authorizationToken: AuthorizationToken?
+    }
+
+    private struct Nested: Encodable {
+        var refresh_token: String
+        var device: String
+    }
+
+    private struct Item: Encodable {
+        var secret: String
+        var label: String
+    }
+
+    /// `{"password": …, "nested": {"refresh_token": …}, "list": [{"secret": …}], "username": "amy"}`
+    private struct LoginBody: Encodable {
+        var username = "amy"
+        var password = Secret.password
+        var nested = Nested(refresh_token: Secret.refreshToken, device: "phone")
+        var list = [Item(secret: Secret.listSecret, label: "first")]
+    }
+
+    private var server: LocalServer!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        let setCookie = "sid=\(Secret.responseCookie); Path=/; HttpOnly"
+        server.route("GET", "/me") { _ in
+            .json(string: #"{"id":1,"name":"amy","token":"\#(Secret.responseToken)"}"#)
+                .withHeader("Set-Cookie", setCookie)
+        }
+        server.route("POST", "/login") { _ in
+            .json(string: #"{"message":"bad credentials","token":"\#(Secret.errorToken)"}"#, status: 401)
+                .withHeader("Set-Cookie", setCookie)
+        }
+        server.route("POST", "/form") { _ in .status(204) }
+    }
+
+    override func tearDown() {
+        server.stop()
+        server = nil
+    }
+
+    // MARK: - The requests
+
+    /// Bearer token, cookie, API key header and a secret query item.
+    private var profile: Endpoint {
+        Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/me",
+            headers: [
+                HTTPHeader(name: "Cookie", value: "sid=\(Secret.cookie)"),
+                HTTPHeader(name: "X-Api-Key", value: Secret.apiKey),
+            ],
+            parameters: CompositeParameters(
+                .query(key: "access_token", value: Secret.accessToken), .query(key: "page", value: "2")),
+            authorizationToken: .bearer(token: Secret.bearer)
+        )
+    }
+
+    /// Basic credentials and a JSON body with secrets at three depths; answered 401 with a secret.
+    private var login: Endpoint {
+        Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/login",
+            method: .post,
+            parameters: Parameter.jsonObject(value: LoginBody()),
+            authorizationToken: .basic(username: "amy", password: Secret.basicPassword)
+        )
+    }
+
+    /// A custom token and a form body with a password.
+    private var form: Endpoint {
+        Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/form",
+            method: .post,
+            parameters: CompositeParameters(
+                .form(key: "user", value: "amy"), .form(key: "password", value: Secret.formPassword)),
+            authorizationToken: .custom(token: Secret.custom)
+        )
+    }
+
+    // MARK: - Debug output, cURL and errors
+
+    func testNoSecretAppearsInDebugOutputCURLOrErrors() throws {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        // When
+        let outcomes = try [profile, login, form].map { try connect.request($0, debugResponse: true).waitForResult() }
+        // Then
+        guard case .failure(let loginError as ConnectError) = outcomes[1] else {
+            return XCTFail("the login should fail with a ConnectError: \(outcomes[1])")
+        }
+        XCTAssertEqual(loginError.statusCode, 401)
+        XCTAssertEqual(logger.messages.count, 6, "a request and an outcome for each call")
+        assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
+        for connector in [profile, login, form] {
+            assertNoSecret(in: cURLCommand(for: try connector.asURLRequest()), "cURL of \(connector.endpoint)")
+        }
+        assertNoSecret(in: loginError.description, "ConnectError.description")
+        assertNoSecret(in: String(describing: loginError), "String(describing: ConnectError)")
+        assertNoSecret(in: loginError.localizedDescription, "ConnectError.localizedDescription")
+        // What the server got was not redacted: only the text is.
+        XCTAssertEqual(server.requests.first?.header("Authorization"), "Bearer \(Secret.bearer)")
+        XCTAssertEqual(server.requests.first?.queryItem("access_token"), Secret.accessToken)
+    }
+
+    func testSecretMultipartFieldsAreRedacted() throws {
+        // Given
+        server.route("POST", "/upload") { _ in .status(204) }
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let note = File(name: "note.txt", key: "client_secret", mimeType: .plainText, data: Data(Secret.apiKey.utf8))
+        let fields = [("password", Secret.formPassword), ("refresh_token", Secret.refreshToken), ("album", "Holiday")]
+        let upload = Route("/upload", baseURL: server.baseURL, method: .post)
+        // When
+        _ = try connect.upload(files: [note], fields: fields, to: upload, debugResponse: true).wait(timeout: 10)
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        assertNoSecret(in: output, "debug output of a multipart upload")
+        XCTAssertTrue(output.contains("name=\"password\"\r\n\r\n<redacted>\r\n"), output)
+        XCTAssertTrue(output.contains("name=\"album\"\r\n\r\nHoliday\r\n"), output)
+        let received = try XCTUnwrap(server.requests.last?.bodyText)
+        XCTAssertTrue(received.contains(Secret.formPassword), "only the log is redacted")
+    }
+
+    func testRedactedOutputStillShowsWhatIsNotSecret() throws {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        // When
+        _ = try connect.request(login, debugResponse: true).waitForResult()
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for visible in [#""username":"amy""#, #""device":"phone""#, #""label":"first""#, "HTTP 401", "bad credentials"]
+        {
+            XCTAssertTrue(output.contains(visible), "\(visible) is missing:\n\(output)")
+        }
+        XCTAssertTrue(output.contains("'Authorization: <redacted>'"), output)
+        XCTAssertTrue(output.contains("Set-Cookie: <redacted>"), output)
+    }
+
+    func testTransportFailureDescriptionsHideTheSecretQueryValue() throws {
+        // Given: a port nobody listens on any more
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        var request = profile
+        server.stop()
+        request.baseURL = server.baseURL
+        // When
+        let result = try connect.request(request, debugResponse: true).waitForResult()
+        // Then
+        guard case .failure(let error as ConnectError) = result else {
+            return XCTFail("expected a transport failure, got \(result)")
+        }
+        XCTAssertEqual(error.kind, .transport)
+        assertNoSecret(in: error.description, "description")
+        assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
+    }
+
+    /// `debugDescription` adds the response body and the underlying error (whose `URLError` names the URL)
+    /// to the description.
+    func testErrorDebugDescriptionHidesSecretsOfTheBodyAndTheUnderlyingError() throws {
+        // Given: an error status whose body holds a token, and a failure to connect to a URL with a token
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let statusError = try XCTUnwrap(connectError(of: connect.request(login)))
+        var unreachable = profile
+        server.stop()
+        unreachable.baseURL = server.baseURL
+        let transportError = try XCTUnwrap(connectError(of: connect.request(unreachable)))
+        // When
+        let texts = [statusError.debugDescription, transportError.debugDescription]
+        // Then
+        for text in texts {
+            assertNoSecret(in: text, "debugDescription")
+        }
+    }
+
+    func testInvalidRequestErrorsHideSecretsOfTheURL() {
+        // Given: URLs the builder refuses, carrying credentials in the base URL or the endpoint's literal query
+        let connectors = [
+            Endpoint(baseURL: URL(string: "https://amy:\(Secret.basicPassword)@api.example.com")!, endpoint: "/a b"),
+            Endpoint(baseURL: URL(string: "https://api.example.com")!, endpoint: "/s?token=\(Secret.bearer)&x={"),
+            Endpoint(baseURL: URL(string: "https://api.example.com?api_key=\(Secret.apiKey)")!, endpoint: "/a|b"),
+        ]
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, logger: logger)
+        for connector in connectors {
+            // When
+            let error = connectError(of: connect.request(connector, debugResponse: true))
+            // Then
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            assertNoSecret(in: error?.description ?? "", "description of \(connector.endpoint)")
+            assertNoSecret(in: error?.debugDescription ?? "", "debugDescription of \(connector.endpoint)")
+        }
+        assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
+    }
+
+    func testURLTextOfAnInvalidURLHidesUserInfoAndSecretQueryValues() {
+        XCTAssertEqual(
+            Redaction.urlText(
+                "https://amy:\(Secret.basicPassword)@api.example.com/a b?token=\(Secret.bearer)&page=2#top"),
+            "https://api.example.com/a b?token=<redacted>&page=2#top")
+        XCTAssertEqual(Redaction.urlText("relative/api/todos"), "relative/api/todos")
+        XCTAssertEqual(Redaction.urlText("https://api.example.com/a@b|c"), "https://api.example.com/a@b|c")
+        XCTAssertEqual(Redaction.urlText("/s?page={"), "/s?page={")
+    }
+
+    func testPrintingTokensAndHeadersShowsNoSecret() {
+        // Given
+        let tokens: [AuthorizationToken] = [
+            .bearer(token: Secret.bearer), .basic(username: "amy", password: Secret.basicPassword),
+            .custom(token: Secret.custom),
+        ]
+        let headers =
+            tokens.map(\.header) + [
+                HTTPHeader(name: "Cookie", value: Secret.cookie), HTTPHeader(name: "X-Api-Key", value: Secret.apiKey),
+                HTTPHeader(name: "set-cookie", value: Secret.responseCookie),
+                HTTPHeader(name: "X-Refresh-Token", value: Secret.refreshToken),
+                HTTPHeader(name: "Proxy-Authorization", value: Secret.basicHeaderValue),
+            ]
+        // When
+        var texts: [String] = []
+        for value in tokens.map({ $0 as Any }) + headers.map({ $0 as Any }) + [tokens as Any, headers as Any] {
+            var dumped = ""
+            dump(value, to: &dumped)
+            texts += [String(describing: value), String(reflecting: value), "\(value)", dumped]
+        }
+        // Then
+        for text in texts {
+            assertNoSecret(in: text, "printed value")
+        }
+    }
+
+    // MARK: - Turning redaction off
+
+    func testWithRedactionOffEverySecretAppears() throws {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger, redactsSecrets: false)
+        // When
+        _ = try [profile, login, form].map { try connect.request($0, debugResponse: true).waitForResult() }
+        let commands = try [profile, login, form].map {
+            cURLCommand(for: try $0.asURLRequest(), redactingSecrets: false)
+        }
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for secret in Secret.all {
+            XCTAssertTrue(output.contains(secret), "\(secret) is missing from the unredacted output:\n\(output)")
+        }
+        let curl = commands.joined(separator: "\n")
+        for secret in Secret.all.prefix(10) {
+            XCTAssertTrue(curl.contains(secret), "\(secret) is missing from the unredacted cURL:\n\(curl)")
+        }
+        XCTAssertFalse(output.contains(Redaction.placeholder), output)
+    }
+
+    // MARK: - Redirects, end to end
+
+    func testCredentialsAreDroppedWhenA307RedirectOfAPOSTLeavesTheOrigin() throws {
+        // Given
+        let other = try LocalServer.started()
+        defer { other.stop() }
+        other.route("POST", "/landing") { _ in .status(204) }
+        let target = other.baseURL.appendingPathComponent("landing").absoluteString
+        server.route("POST", "/submit") { _ in .redirect(to: target, status: 307) }
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let submit = Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/submit",
+            method: .post,
+            headers: [HTTPHeader(name: "Cookie", value: "sid=\(Secret.cookie)")],
+            parameters: Parameter.jsonObject(value: ["note": "hello"]),
+            authorizationToken: .bearer(token: Secret.bearer)
+        )
+        // When
+        _ = try connect.request(submit).wait(timeout: 10)
+        // Then
+        let first = try XCTUnwrap(server.requests.first { $0.path == "/submit" })
+        XCTAssertEqual(first.header("Authorization"), "Bearer \(Secret.bearer)")
+        XCTAssertEqual(first.bodyText, #"{"note":"hello"}"#)
+        let landed = try XCTUnwrap(other.requests.first)
+        // 307 keeps the method. (FoundationNetworking on Linux does not resend the body; Apple's URLSession does.)
+        XCTAssertEqual(landed.method, "POST")
+        XCTAssertNil(landed.header("Authorization"), "credentials must not follow a redirect to another origin")
+        XCTAssertNil(landed.header("Cookie"))
+    }
+
+    func testCredentialsFollowSameOriginHopsAndStopAtTheFirstCrossOriginHop() throws {
+        // Given: A /one → A /two → B /landing
+        let other = try LocalServer.started()
+        defer { other.stop() }
+        other.route("GET", "/landing") { _ in .json(["ok": true]) }
+        let target = other.baseURL.appendingPathComponent("landing").absoluteString
+        server.route("GET", "/one") { _ in .redirect(to: "/two", status: 302) }
+        server.route("GET", "/two") { _ in .redirect(to: target, status: 301) }
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let start = Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/one",
+            headers: [
+                HTTPHeader(name: "Cookie", value: "sid=\(Secret.cookie)"),
+                HTTPHeader(name: "Proxy-Authorization", value: Secret.basicHeaderValue),
+            ],
+            authorizationToken: .bearer(token: Secret.bearer)
+        )
+        // When
+        _ = try connect.request(start).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(server.requests.map(\.path), ["/one", "/two"])
+        for request in server.requests {
+            XCTAssertEqual(request.header("Authorization"), "Bearer \(Secret.bearer)", "same origin: \(request.path)")
+            XCTAssertEqual(request.header("Cookie"), "sid=\(Secret.cookie)", "same origin: \(request.path)")
+        }
+        let landed = try XCTUnwrap(other.requests.first)
+        XCTAssertNil(landed.header("Authorization"))
+        XCTAssertNil(landed.header("Proxy-Authorization"))
+        XCTAssertNil(landed.header("Cookie"))
+        XCTAssertEqual(landed.header("Accept"), "application/json", "other headers still follow")
+    }
+
+    // MARK: - Redirect rule
+
+    /// https → http cannot be served on loopback without TLS, so the rule itself is checked here.
+    func testRedirectRuleDropsCredentialsOnEveryOriginChange() {
+        let changes = [
+            ("https://api.example.com/a", "http://api.example.com/b"),  // downgrade
+            ("https://api.example.com/a", "http://api.example.com:443/b"),  // downgrade, same port number
+            ("http://api.example.com/a", "https://api.example.com/b"),  // upgrade: another origin all the same
+            ("https://api.example.com/a", "https://api.example.com:8443/b"),  // same host, other port
+            ("http://127.0.0.1:8080/a", "http://127.0.0.1:8081/b"),
+            ("https://api.example.com/a", "https://evil.example.com/b"),  // other host
+            ("https://api.example.com/a", "https://api.example.com.evil.net/b"),
+            ("https://example.com/a", "https://api.example.com/b"),  // subdomain
+            ("http://localhost:8080/a", "http://127.0.0.1:8080/b"),  // same machine, other name
+        ]
+        for (from, to) in changes {
+            let followed = RedirectGuard.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
+                XCTAssertNil(followed.value(forHTTPHeaderField: name), "\(name) kept from \(from) to \(to)")
+            }
+            XCTAssertEqual(followed.value(forHTTPHeaderField: "Accept"), "application/json", "\(from) → \(to)")
+        }
+    }
+
+    func testRedirectRuleKeepsCredentialsWithinTheSameOrigin() {
+        let sameOrigin = [
+            ("https://api.example.com/a", "https://api.example.com/b?page=2"),
+            ("https://API.Example.COM/a", "https://api.example.com/b"),  // hosts compare ignoring case
+            ("HTTPS://api.example.com/a", "https://api.example.com/b"),  // so do schemes
+            ("https://api.example.com/a", "https://api.example.com:443/b"),  // the default port, written out
+            ("http://api.example.com:80/a", "http://api.example.com/b"),
+            ("http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"),
+        ]
+        for (from, to) in sameOrigin {
+            let followed = RedirectGuard.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            XCTAssertEqual(
+                followed.value(forHTTPHeaderField: "Authorization"), "Bearer \(Secret.bearer)", "\(from) → \(to)")
+            XCTAssertEqual(followed.value(forHTTPHeaderField: "Cookie"), "sid=\(Secret.cookie)", "\(from) → \(to)")
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// A request to `url` carrying every credential header.
+    private func signedRequest(_ url: String) -> URLRequest {
+        var request = URLRequest(url: URL(string: url)!)
+        request.setValue("Bearer \(Secret.bearer)", forHTTPHeaderField: "Authorization")
+        request.setValue(Secret.basicHeaderValue, forHTTPHeaderField: "Proxy-Authorization")
+        request.setValue("sid=\(Secret.cookie)", forHTTPHeaderField: "Cookie")
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        return request
+    }
+
+    /// A transport whose session neither stores nor sends cookies, so the `Set-Cookie` these tests receive
+    /// cannot reach other tests through the shared cookie storage (cookies ignore ports: both servers are
+    /// 127.0.0.1).
+    private static func cookielessTransport() -> URLSessionTransport {
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.httpCookieStorage = nil
+        configuration.httpCookieAcceptPolicy = .never
+        configuration.httpShouldSetCookies = false
+        return URLSessionTransport(configuration: configuration)
+    }
+
+    private func assertNoSecret(in text: String, _ label: String, file: StaticString = #filePath, line: UInt = #line) {
+        for secret in Secret.searched where text.contains(secret) {
+            XCTFail("a secret (\(secret)) leaked into the \(label):\n\(text)", file: file, line: line)
+        }
+    }
+}
