@@ -44,7 +44,14 @@ func decodeBody<Decoded: Decodable>(
     do {
         return try decoder.decode(type, from: data)
     } catch {
-        throw ConnectError.decoding(error, body: data, as: type)
+        var failure = ConnectError.decoding(error, body: data, as: type)
+        // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.
+        if decoder is JSONDecoder, JSONDepth.exceeds(data, limit: JSONDepth.foundationLimit) {
+            failure.message =
+                "could not decode \(type) from the response body: "
+                + "the JSON is nested deeper than \(JSONDepth.foundationLimit) levels"
+        }
+        throw failure
     }
 }
 
