@@ -210,7 +210,16 @@ final class TaskHandler: Sendable {
 
     private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {
         if let failure = state.failure { return .failure(failure) }
-        if let error { return .failure(ConnectError.transportFailure(error, request: request)) }
+        if var error {
+            // FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
+            // `.unknown`; a body cut short of its declared length is a lost connection on every platform.
+            if (error as? URLError)?.code == .unknown, let expected = state.bytesToReceive,
+                state.bytesReceived < expected
+            {
+                error = URLError(.networkConnectionLost, userInfo: (error as? URLError)?.userInfo ?? [:])
+            }
+            return .failure(ConnectError.transportFailure(error, request: request))
+        }
         guard let response = state.response else {
             return .failure(
                 ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
