@@ -15,7 +15,19 @@ extension Future {
     public func map<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
-        transformResult { result in result.flatMap { value in Result { try transform(value) } } }
+        // Already complete: transform at once. Only the resolved future is allocated, not the closure that the
+        // general path below wraps around `transform` (issue 6: a `map` stage costs at most one allocation).
+        if callbackQueue == nil, let result {
+            switch result {
+            case .success(let value):
+                do { return Future<NewValue>(result: .success(try transform(value))) } catch {
+                    return Future<NewValue>(result: .failure(error))
+                }
+            case .failure(let error):
+                return Future<NewValue>(result: .failure(error))
+            }
+        }
+        return transformResult { result in result.flatMap { value in Result { try transform(value) } } }
     }
 
     /// Chains an asynchronous step: when the future succeeds, starts the future `transform` returns.

@@ -1,0 +1,16 @@
+import Benchmark
+
+// SwiftConnect's benchmarks (issue 6): every SwiftConnect figure beside the alternative a user would pick
+// instead, measured in the same run. `swift package benchmark` from Benchmarks/ runs them all; names are
+// "<area>/<case>/<variant>", and scripts/benchmarks.sh turns a run into BENCHMARKS.md.
+//
+// SWIFTCONNECT_BENCHMARK_SMOKE=1 runs each benchmark once with one operation (CI's smoke pass).
+let benchmarks: @Sendable () -> Void = {
+    // This executable is also the loopback server of the HTTP benchmarks, in a child process.
+    LoopbackServer.runIfServerProcess()
+
+    registerFutureBenchmarks()
+    registerPipelineBenchmarks()
+    registerLoopbackBenchmarks()
+    registerTransferBenchmarks()
+}

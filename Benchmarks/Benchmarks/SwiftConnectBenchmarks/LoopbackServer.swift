@@ -1,0 +1,104 @@
+import Foundation
+import SwiftConnectTesting
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// The loopback server of the HTTP benchmarks: SwiftConnectTesting's `LocalServer`, run in a child process
+/// (this same executable, started with `SWIFTCONNECT_BENCHMARK_ROLE=server`) so that the client's CPU time,
+/// allocations and peak memory are measured without the server's.
+///
+/// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB;
+/// `POST /upload` reads the request body to the end and answers `{"bytes":N}`.
+enum LoopbackServer {
+    static let roleVariable = "SWIFTCONNECT_BENCHMARK_ROLE"
+
+    /// The child server for this benchmark process, started on first use; it exits when this process does.
+    static let shared: Child = Child.start()
+
+    static var baseURL: URL { shared.baseURL }
+
+    /// Runs the server in this process if it was started as the server, and never returns then.
+    static func runIfServerProcess() {
+        guard ProcessInfo.processInfo.environment[roleVariable] == "server" else { return }
+        let server = LocalServer(recordsRequests: false)
+        let small = Payload.small
+        let large = Payload.large
+        server.route("GET", "/todos/1k") { _ in .data(small, contentType: "application/json") }
+        server.route("GET", "/todos/100k") { _ in .data(large, contentType: "application/json") }
+        server.streamingRoute("POST", "/upload") { _, body in
+            var bytes = 0
+            while let piece = body.read(maxBytes: 256 << 10) { bytes += piece.count }
+            return .json(["bytes": bytes])
+        }
+        do {
+            try server.start()
+        } catch {
+            FileHandle.standardError.write(Data("loopback server: \(error)\n".utf8))
+            exit(1)
+        }
+        // The parent reads the port from the first line, then holds our standard input open while it lives.
+        print(server.port)
+        fflush(stdout)
+        _ = FileHandle.standardInput.readDataToEndOfFile()
+        server.stop()
+        exit(0)
+    }
+
+    /// A running child server process.
+    final class Child: Sendable {
+        let baseURL: URL
+        private let process: Process
+        private let input: Pipe
+
+        private init(baseURL: URL, process: Process, input: Pipe) {
+            self.baseURL = baseURL
+            self.process = process
+            self.input = input
+        }
+
+        static func start() -> Child {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executablePath())
+            var environment = ProcessInfo.processInfo.environment
+            environment[LoopbackServer.roleVariable] = "server"
+            process.environment = environment
+            let input = Pipe()
+            let output = Pipe()
+            process.standardInput = input
+            process.standardOutput = output
+            do {
+                try process.run()
+            } catch {
+                fatalError("could not start the loopback server: \(error)")
+            }
+            var line = Data()
+            while true {
+                let byte = output.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty || byte == Data("\n".utf8) { break }
+                line.append(byte)
+            }
+            guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+                fatalError("the loopback server did not report its port")
+            }
+            let child = Child(baseURL: URL(string: "http://127.0.0.1:\(port)")!, process: process, input: input)
+            atexit {
+                // Closing our end of its standard input tells the server to stop.
+                try? LoopbackServer.shared.input.fileHandleForWriting.close()
+            }
+            return child
+        }
+
+        private static func executablePath() -> String {
+            #if os(Linux)
+                if let path = try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe") {
+                    return path
+                }
+            #endif
+            return Bundle.main.executablePath ?? CommandLine.arguments[0]
+        }
+    }
+}

@@ -1,0 +1,151 @@
+import Benchmark
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// Issue 6, item 3: the request pipeline without a network. Connect with a middleware, the default error
+// handler and decoding, through FakeTransport; beside it, the same work written by hand (build the URLRequest,
+// call the same FakeTransport, check the status, decode) and decoding alone, so the pipeline's own cost is the
+// difference. Also: building a URLRequest from a Connector with composite parameters, beside building it by hand.
+
+func registerPipelineBenchmarks() {
+    for (label, body) in [("1 KiB", Payload.small), ("100 KiB", Payload.large)] {
+        let scaling: BenchmarkScalingFactor = body.count > 10_000 ? .one : .kilo
+        let maxIterations = body.count > 10_000 ? 2_000 : 10_000
+        let name = "Pipeline/\(label) JSON via FakeTransport"
+        // Made once per benchmark process, as an app makes its client once.
+        let transport = FakeTransport.answering(.data(body, headers: ["Content-Type": "application/json"]))
+        let connect = Connect(transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler())
+        let connector = FakeTodos()
+        let url = FakeTodos.base.appendingPathComponent("todos")
+
+        Benchmark(
+            name + "/SwiftConnect Connect + middleware + decoding",
+            configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
+        ) { benchmark in
+            transport.removeRecordedRequests()
+            benchmark.measure {
+                for _ in benchmark.scaledIterations {
+                    let todos = connect.send(connector)
+                    guard case .success(let value)? = todos.result, !value.isEmpty else {
+                        return benchmark.error("the request did not succeed: \(String(describing: todos.result))")
+                    }
+                    blackHole(value)
+                }
+            }
+        }
+
+        Benchmark(
+            name + "/by hand: URLRequest + FakeTransport + JSONDecoder",
+            configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
+        ) { benchmark in
+            transport.removeRecordedRequests()
+            benchmark.measure {
+                for _ in benchmark.scaledIterations {
+                    var request = URLRequest(url: url)
+                    request.setValue("application/json", forHTTPHeaderField: "Accept")
+                    request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+                    guard case .success(let response)? = transport.send(request).result, response.isSuccess,
+                        let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
+                    else {
+                        return benchmark.error("the request did not succeed")
+                    }
+                    blackHole(todos)
+                }
+            }
+        }
+
+        Benchmark(
+            name + "/JSONDecoder alone",
+            configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
+        ) { benchmark in
+            benchmark.measure {
+                for _ in benchmark.scaledIterations {
+                    blackHole(try? JSONDecoder().decode([Todo].self, from: body))
+                }
+            }
+        }
+    }
+
+    Benchmark(
+        "Pipeline/URLRequest from a Connector with composite parameters/SwiftConnect asURLRequest",
+        configuration: configuration()
+    ) { benchmark in
+        let connector = UpdateTodo(userID: 7, todoID: 42, action: "update", todo: sampleTodo)
+        benchmark.measure {
+            for _ in benchmark.scaledIterations {
+                blackHole(try? connector.asURLRequest())
+            }
+        }
+    }
+
+    Benchmark(
+        "Pipeline/URLRequest from a Connector with composite parameters/by hand: URLComponents + JSONEncoder",
+        configuration: configuration()
+    ) { benchmark in
+        benchmark.measure {
+            for _ in benchmark.scaledIterations {
+                blackHole(try? handBuiltUpdateRequest(userID: 7, todoID: 42, action: "update", todo: sampleTodo))
+            }
+        }
+    }
+}
+
+private let sampleTodo = Todo(userId: 7, id: 42, title: "Write the benchmarks", completed: false)
+
+/// The middleware of the pipeline benchmark: adds one header.
+private struct HeaderMiddleware: Middleware {
+    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        var request = request
+        request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+        return next(request)
+    }
+}
+
+private struct FakeTodos: TypedConnector {
+    typealias Response = [Todo]
+    static let base = URL(string: "https://api.example.com")!
+
+    var baseURL: URL { Self.base }
+    var endpoint: String { "/todos" }
+    var method: HTTPMethod { .get }
+    var headers: [HTTPHeader] { [] }
+    var parameters: (any ParametersRepresentable)? { nil }
+}
+
+/// Two path placeholders, a query item and a JSON body.
+private struct UpdateTodo: Connector {
+    let userID: Int
+    let todoID: Int
+    let action: String
+    let todo: Todo
+
+    var baseURL: URL { FakeTodos.base }
+    var endpoint: String { "/users/{userId}/todos/{todoId}" }
+    var method: HTTPMethod { .put }
+    var headers: [HTTPHeader] { [HTTPHeader(name: "X-Client", value: "benchmarks")] }
+    var parameters: (any ParametersRepresentable)? {
+        CompositeParameters(
+            .path(key: "userId", value: "\(userID)"),
+            .path(key: "todoId", value: "\(todoID)"),
+            .query(key: "action", value: action),
+            .jsonObject(value: todo)
+        )
+    }
+}
+
+private func handBuiltUpdateRequest(userID: Int, todoID: Int, action: String, todo: Todo) throws -> URLRequest {
+    var components = URLComponents(url: FakeTodos.base, resolvingAgainstBaseURL: false)!
+    components.path = "/users/\(userID)/todos/\(todoID)"
+    components.queryItems = [URLQueryItem(name: "action", value: action)]
+    var request = URLRequest(url: components.url!)
+    request.httpMethod = "PUT"
+    request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+    request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+    request.httpBody = try JSONEncoder().encode(todo)
+    return request
+}

@@ -1,0 +1,187 @@
+import Benchmark
+import Dispatch
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+// MARK: - Run modes
+
+/// How this run was asked to behave, from the environment.
+enum RunMode {
+    /// `SWIFTCONNECT_BENCHMARK_SMOKE=1`: every benchmark runs once, one operation per sample, with small bodies,
+    /// so CI can check that the benchmarks build and run without spending minutes on figures.
+    static let isSmoke = ProcessInfo.processInfo.environment["SWIFTCONNECT_BENCHMARK_SMOKE"] == "1"
+}
+
+// MARK: - Metrics
+
+/// Process CPU time (all threads) from `CLOCK_PROCESS_CPUTIME_ID`, in nanoseconds per operation.
+///
+/// package-benchmark's own `cpuTotal` reads `/proc/self/stat`, whose 10 ms ticks cannot resolve operations of a
+/// few microseconds; this clock has nanosecond resolution and covers URLSession's threads too.
+let cpuTimeMetric = BenchmarkMetric.custom("CPU time (ns)", polarity: .prefersSmaller, useScalingFactor: true)
+
+func processCPUNanoseconds() -> Int {
+    var time = timespec()
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &time)
+    return Int(time.tv_sec) * 1_000_000_000 + Int(time.tv_nsec)
+}
+
+/// How many operations each sample ran, so exported results (`--format influx`) can be turned into per-operation
+/// figures by scripts/benchmarks.sh.
+let operationsMetric = BenchmarkMetric.custom(
+    "Operations per sample", polarity: .prefersLarger, useScalingFactor: false)
+
+/// Wall time, CPU time, instructions (where the machine has hardware counters) and mallocs, per operation.
+let coreMetrics: [BenchmarkMetric] = [
+    .wallClock, .throughput, .instructions, .mallocCountTotal, cpuTimeMetric, operationsMetric,
+]
+
+/// The core metrics plus peak resident memory, for the benchmarks where memory is part of the question.
+let memoryMetrics: [BenchmarkMetric] = coreMetrics + [.peakMemoryResident]
+
+/// A configuration: `scalingFactor` operations per sample (the tables show per-operation figures with `--scale`),
+/// at most `maxDuration` per benchmark. In smoke mode: one sample of one operation, no warm-up.
+func configuration(
+    scalingFactor: BenchmarkScalingFactor = .kilo,
+    metrics: [BenchmarkMetric] = coreMetrics,
+    maxDuration: Duration = .seconds(2),
+    maxIterations: Int = 10_000,
+    setup: Benchmark.BenchmarkSetupHook? = nil,
+    teardown: Benchmark.BenchmarkTeardownHook? = nil
+) -> Benchmark.Configuration {
+    if RunMode.isSmoke {
+        return .init(
+            metrics: metrics, warmupIterations: 0, scalingFactor: .one, maxDuration: .seconds(5), maxIterations: 1,
+            setup: setup, teardown: teardown)
+    }
+    return .init(
+        metrics: metrics, warmupIterations: 1, scalingFactor: scalingFactor, maxDuration: maxDuration,
+        maxIterations: maxIterations, setup: setup, teardown: teardown)
+}
+
+extension Benchmark {
+    /// Runs `body` as the measured part of one sample and records the process CPU time it used.
+    ///
+    /// Work before and after `body` (per-sample set-up, clean-up) is left out of every metric.
+    func measure(_ body: () throws -> Void) rethrows {
+        startMeasurement()
+        let cpuStart = processCPUNanoseconds()
+        try body()
+        let cpu = processCPUNanoseconds() - cpuStart
+        stopMeasurement()
+        measurement(cpuTimeMetric, cpu)
+        measurement(operationsMetric, operations)
+    }
+
+    /// The asynchronous form of ``measure(_:)``.
+    func measureAsync(_ body: () async throws -> Void) async rethrows {
+        startMeasurement()
+        let cpuStart = processCPUNanoseconds()
+        try await body()
+        let cpu = processCPUNanoseconds() - cpuStart
+        stopMeasurement()
+        measurement(cpuTimeMetric, cpu)
+        measurement(operationsMetric, operations)
+    }
+
+    /// How many operations one sample performs.
+    var operations: Int { scaledIterations.count }
+}
+
+// MARK: - Payloads
+
+/// The JSON object the pipeline and loopback benchmarks decode: a to-do, about 100 bytes encoded.
+struct Todo: Codable, Sendable, Equatable {
+    let userId: Int
+    let id: Int
+    let title: String
+    let completed: Bool
+}
+
+enum Payload {
+    /// A JSON array of to-dos of about `bytes` bytes (never less than one element).
+    static func todos(approximately bytes: Int) -> Data {
+        var todos: [Todo] = []
+        var size = 2
+        while size < bytes {
+            let todo = Todo(
+                userId: todos.count % 10 + 1, id: todos.count + 1, title: "delectus aut autem \(todos.count)",
+                completed: todos.count % 3 == 0)
+            todos.append(todo)
+            size += (try? JSONEncoder().encode(todo).count + 1) ?? 80
+        }
+        return (try? JSONEncoder().encode(todos)) ?? Data("[]".utf8)
+    }
+
+    static let small = todos(approximately: 1 << 10)
+    static let large = todos(approximately: 100 << 10)
+}
+
+// MARK: - Waiting
+
+/// Counts operations down to zero from any thread; `wait()` blocks until then.
+final class Countdown: @unchecked Sendable {
+    // @unchecked Sendable: `remaining` is only touched under `lock`; the semaphore is thread-safe.
+    private let lock = NSLock()
+    private var remaining: Int
+    private let done = DispatchSemaphore(value: 0)
+
+    init(_ count: Int) {
+        remaining = count
+        if count == 0 { done.signal() }
+    }
+
+    func tick() {
+        lock.lock()
+        remaining -= 1
+        let finished = remaining == 0
+        lock.unlock()
+        if finished { done.signal() }
+    }
+
+    func wait() {
+        done.wait()
+    }
+}
+
+/// Runs `total` operations with at most `width` in flight: `start(index, finished)` starts one and calls
+/// `finished` (from any thread) when it ends. Returns when all have ended.
+func runWindowed(total: Int, width: Int, start: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void) {
+    guard total > 0 else { return }
+    let window = Window(total: total, start: start)
+    for _ in 0..<min(width, total) { window.launchNext() }
+    window.countdown.wait()
+}
+
+/// The state of one ``runWindowed(total:width:start:)``.
+private final class Window: @unchecked Sendable {
+    // @unchecked Sendable: `started` is only touched under `lock`; the rest is immutable or thread-safe.
+    let countdown: Countdown
+    private let total: Int
+    private let start: @Sendable (Int, @escaping @Sendable () -> Void) -> Void
+    private let lock = NSLock()
+    private var started = 0
+
+    init(total: Int, start: @escaping @Sendable (Int, @escaping @Sendable () -> Void) -> Void) {
+        self.total = total
+        self.start = start
+        countdown = Countdown(total)
+    }
+
+    func launchNext() {
+        lock.lock()
+        let index = started
+        started += 1
+        lock.unlock()
+        guard index < total else { return }
+        start(index) { [self] in
+            countdown.tick()
+            launchNext()
+        }
+    }
+}

@@ -1,0 +1,31 @@
+// swift-tools-version:6.1
+import PackageDescription
+
+// The benchmarks of SwiftConnect, in their own package so the library itself keeps zero dependencies.
+// Run them with `swift package benchmark` from this folder (or `scripts/benchmarks.sh` from the root).
+let package = Package(
+    name: "SwiftConnectBenchmarks",
+    platforms: [.macOS(.v13)],
+    dependencies: [
+        .package(name: "SwiftConnect", path: ".."),
+        // Only the malloc interposer: it counts allocations without jemalloc. The default traits would
+        // also pull in a runtime interposer that is not needed here.
+        .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
+        .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+    ],
+    targets: [
+        .executableTarget(
+            name: "SwiftConnectBenchmarks",
+            dependencies: [
+                .product(name: "Benchmark", package: "benchmark"),
+                .product(name: "SwiftConnect", package: "SwiftConnect"),
+                .product(name: "SwiftConnectTesting", package: "SwiftConnect"),
+                .product(name: "OpenCombine", package: "OpenCombine"),
+                .product(name: "OpenCombineDispatch", package: "OpenCombine"),
+            ],
+            path: "Benchmarks/SwiftConnectBenchmarks",
+            swiftSettings: [.swiftLanguageMode(.v5)],
+            plugins: [.plugin(name: "BenchmarkPlugin", package: "benchmark")]
+        )
+    ]
+)
