@@ -19,7 +19,8 @@ public struct TransferOptions: Sendable {
     ///
     /// A declared `Content-Length` over the limit stops the request before the body is read. On Linux,
     /// FoundationNetworking cannot abort a transfer already under way: bytes still arriving after the limit
-    /// fired are discarded as they come, until the server stops sending.
+    /// fired are discarded as they come, until the server stops sending. Such requests (and downloads) run
+    /// there on a short-lived session of their own, so a runaway body never slows the client's other requests.
     public var maxResponseBytes: Int?
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
     /// request's future completes.

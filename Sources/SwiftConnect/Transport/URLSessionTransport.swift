@@ -73,25 +73,53 @@ public final class URLSessionTransport: Transport {
             return transfer.isPlain
                 ? sendWithCompletionHandler(request) : sendInMemory(request, transfer: transfer, using: self)
         }
+        // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
+        // receiving, and every piece still goes through the session's delegate queue, which would slow every
+        // other request of the session. A request that may have to stop mid-body (size limit, download) runs
+        // there on a short-lived session of its own, invalidated to stop it, so the rest of the client is
+        // unaffected.
+        let isolated = Self.stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
+        let taskDelegate = isolated ? SessionDelegate() : delegate
+        let taskSession =
+            isolated
+            ? URLSession(configuration: session.configuration, delegate: taskDelegate, delegateQueue: nil) : session
         let task: URLSessionTask
         if let bodyFile = transfer.bodyFile {
             guard FileManager.default.isReadableFile(atPath: bodyFile.path) else {
+                if isolated { taskSession.invalidateAndCancel() }
                 let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: bodyFile.path])
                 return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
             }
             var streamed = request
             streamed.httpBody = nil
-            task = session.uploadTask(with: streamed, fromFile: bodyFile)
+            task = taskSession.uploadTask(with: streamed, fromFile: bodyFile)
         } else {
-            task = session.dataTask(with: request)
+            task = taskSession.dataTask(with: request)
         }
-        let stop: @Sendable () -> Void = { [weak task] in task?.cancel() }
+        let stop: @Sendable () -> Void
+        if isolated {
+            stop = { [weak task] in
+                task?.cancel()
+                taskSession.invalidateAndCancel()
+            }
+        } else {
+            stop = { [weak task] in task?.cancel() }
+        }
         let promise = Promise<ConnectResponse>()
         let deadline = Deadline(seconds: request.timeoutInterval)
-        let handler = TaskHandler(request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
-        delegate.register(handler, for: task)
+        let handler = TaskHandler(
+            request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
+        taskDelegate.register(handler, for: task)
+        if isolated { promise.future.always { taskSession.finishTasksAndInvalidate() } }
         return Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
     }
+
+    /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
+    #if canImport(FoundationNetworking)
+        static let stopsOnlyWithItsSession = true
+    #else
+        static let stopsOnlyWithItsSession = false
+    #endif
 
     /// A plain exchange on a session this transport does not own.
     private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {

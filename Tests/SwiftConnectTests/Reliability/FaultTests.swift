@@ -458,12 +458,14 @@ final class FaultTests: XCTestCase {
     // MARK: - Size limit
 
     func testAResponseOverTheSizeLimitIsStopped() {
-        // Given a declared 64 KiB body, and a chunked body that never ends
+        // Given a declared 64 KiB body, and a 32 MiB chunked body of undeclared length. (Not an endless one: on
+        // Linux, FoundationNetworking cannot abort a body transfer under way, so the bytes after the limit are
+        // read and dropped, on a session of the request's own, until the server stops sending.)
         server.route("GET", "/declared") { _ in .data(Data(count: 64 * 1_024)) }
         server.route("GET", "/endless") { _ in
             .stream(contentLength: nil) { write in
                 let piece = Data(count: 16 * 1_024)
-                while write(piece) {}
+                for _ in 0..<2_048 where !write(piece) { break }
             }
         }
         let limited = RequestOptions(maxResponseBytes: 1_024)
