@@ -198,7 +198,11 @@ final class RequestOptionsTests: XCTestCase {
 
     func testHeadersAMiddlewareAddsAreCheckedBeforeTheWire() {
         struct Injecting: Middleware {
-            func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+            func intercept(
+                _ request: URLRequest,
+                context: RequestContext,
+                next: @escaping Next
+            ) -> Future<ConnectResponse> {
                 var request = request
                 request.setValue("a\r\nX-Evil: 1", forHTTPHeaderField: "X-Trace")
                 return next(request)
