@@ -230,6 +230,7 @@ extension Connect {
     /// - Parameters:
     ///   - connector: The connector describing the endpoint.
     ///   - debugResponse: Logs the request and response (see ``request(_:debugResponse:)``).
+    ///   - callOptions: Options for this call only, after the client's and the connector's.
     /// - Returns: A future of the response; error statuses fail it as for ``request(_:debugResponse:)``.
     public func response(
         for connector: any Connector,

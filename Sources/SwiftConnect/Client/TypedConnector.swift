@@ -1,6 +1,6 @@
 import Foundation
 
-/// A ``Connector`` that names the type its response decodes to, for ``Connect/send(_:debugResponse:)``.
+/// A ``Connector`` that names the type its response decodes to, for ``Connect/send(_:debugResponse:options:)``.
 ///
 /// ```swift
 /// struct GetTodo: TypedConnector {
