@@ -1,3 +1,5 @@
+import Dispatch
+import Foundation
 import SwiftConnect
 
 extension LocalServer {
@@ -9,6 +11,8 @@ extension LocalServer {
         var openConnections = 0
         var requestsInFlight = 0
         var maxConcurrentRequests = 0
+        /// Callers of ``LocalServer/waitUntilIdle(timeout:)``, signalled when ``requestsInFlight`` drops to 0.
+        var idleWaiters: [DispatchSemaphore] = []
         /// Incremented by every ``LocalServer/resetStatistics()``, so a ``RecordTicket`` taken before a reset
         /// cannot update the wrong entry of ``requests`` after it.
         var generation = 0
@@ -18,6 +22,24 @@ extension LocalServer {
     struct RecordTicket {
         let generation: Int
         let index: Int
+    }
+
+    /// Waits until no request is in flight: every response written, or its connection gone.
+    ///
+    /// An event to wait on instead of polling ``requestsInFlight``, for example to check that a client let go
+    /// of an exchange it abandoned.
+    ///
+    /// - Parameter timeout: The longest wait, in seconds.
+    /// - Returns: Whether the server became idle within `timeout`.
+    @discardableResult
+    public func waitUntilIdle(timeout: TimeInterval) -> Bool {
+        let waiter = DispatchSemaphore(value: 0)
+        let idle: Bool = core.state.withLock { state in
+            guard state.statistics.requestsInFlight > 0 else { return true }
+            state.statistics.idleWaiters.append(waiter)
+            return false
+        }
+        return idle || waiter.wait(timeout: .now() + timeout) == .success
     }
 
     /// The number of requests received since the start or the last ``resetStatistics()``.
@@ -100,7 +122,13 @@ extension LocalServer.Core {
 
     /// A request's response was written, or its connection failed.
     func requestFinished() {
-        state.withLock { $0.statistics.requestsInFlight -= 1 }
+        let waiters: [DispatchSemaphore] = state.withLock { state in
+            state.statistics.requestsInFlight -= 1
+            guard state.statistics.requestsInFlight == 0 else { return [] }
+            defer { state.statistics.idleWaiters.removeAll() }
+            return state.statistics.idleWaiters
+        }
+        for waiter in waiters { waiter.signal() }
     }
 
     /// Finds the route for `request`.
