@@ -229,7 +229,8 @@ extension Future: DrainableFuture, CancellableFuture {
     /// - Returns: Whether this call completed the future, and the callbacks the caller must run.
     func complete(
         _ result: Result<Value, any Error>,
-        reportingDoubleCompletionAt location: SourceLocation?
+        reportingDoubleCompletionAt location: SourceLocation?,
+        hint: BodyHint? = nil
     ) -> (completed: Bool, work: CallbackList) {
         guard let lock else {
             if let location { FutureDiagnostics.reportDoubleCompletion(of: Value.self, at: location) }
@@ -245,6 +246,7 @@ extension Future: DrainableFuture, CancellableFuture {
             return (false, .empty)
         }
         state = .resolved(result)
+        if let hint { self.hint = hint }
         let handler = cancelHandler
         cancelHandler = nil
         upstream = nil
@@ -347,10 +349,9 @@ extension Future: DrainableFuture, CancellableFuture {
 // MARK: - Body hints
 
 extension Future {
-    /// Completes the future with a body and what is known about it. One lock, like ``resolve(_:)``.
+    /// Completes the future with a body and what is known about it, under the same single lock.
     func resolve(_ result: Result<Value, any Error>, hint: BodyHint?) -> CallbackList {
-        if let hint, let lock { lock.withLock { self.hint = hint } }
-        return resolve(result)
+        complete(result, reportingDoubleCompletionAt: nil, hint: hint).work
     }
 
     /// The hint stored with the body, read once the future is complete.

@@ -345,28 +345,6 @@ private final class Outcomes: Sendable {
     }
 }
 
-/// Opens once; until then `wait` blocks (bounded). Broadcast: every waiter is released.
-private final class Gate: Sendable {
-    private let group = DispatchGroup()
-    private let isOpen = Protected(false)
-
-    init() {
-        group.enter()
-    }
-
-    func wait(timeout: TimeInterval) {
-        _ = group.wait(timeout: .now() + timeout)
-    }
-
-    func open() {
-        let wasOpen = isOpen.withLock { isOpen in
-            defer { isOpen = true }
-            return isOpen
-        }
-        if !wasOpen { group.leave() }
-    }
-}
-
 /// Wraps a transport and measures how many requests are inside it at once.
 ///
 /// Its callback is registered on the transport's future before the request queue's, so it counts a request out

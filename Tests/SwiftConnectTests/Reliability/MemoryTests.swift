@@ -444,28 +444,6 @@ private final class WeakSample: Sendable {
     }
 }
 
-/// Opens once; until then `wait` blocks (bounded). Every waiter is released.
-private final class Gate: Sendable {
-    private let group = DispatchGroup()
-    private let isOpen = Protected(false)
-
-    init() {
-        group.enter()
-    }
-
-    func wait(timeout: TimeInterval) {
-        _ = group.wait(timeout: .now() + timeout)
-    }
-
-    func open() {
-        let wasOpen = isOpen.withLock { isOpen in
-            defer { isOpen = true }
-            return isOpen
-        }
-        if !wasOpen { group.leave() }
-    }
-}
-
 /// An object a middleware creates per request and captures in its response handler.
 private final class RequestTag: Sendable {}
 

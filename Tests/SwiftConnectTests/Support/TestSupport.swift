@@ -78,3 +78,25 @@ extension XCTestCase {
         }
     }
 }
+
+/// Opens once; until then `wait` blocks (bounded). Broadcast: every waiter is released.
+final class Gate: Sendable {
+    private let group = DispatchGroup()
+    private let isOpen = Protected(false)
+
+    init() {
+        group.enter()
+    }
+
+    func wait(timeout: TimeInterval) {
+        _ = group.wait(timeout: .now() + timeout)
+    }
+
+    func open() {
+        let wasOpen = isOpen.withLock { isOpen in
+            defer { isOpen = true }
+            return isOpen
+        }
+        if !wasOpen { group.leave() }
+    }
+}
