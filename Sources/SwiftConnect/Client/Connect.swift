@@ -340,7 +340,7 @@ extension Connect {
         }
         var context = RequestContext(
             method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
-            connectorName: String(describing: type(of: connector)),
+            connectorType: type(of: connector),
             options: requestOptions,
             logger: logger
         )

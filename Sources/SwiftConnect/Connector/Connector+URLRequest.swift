@@ -44,7 +44,8 @@ extension Connector {
         guard HTTPHeader.isValidName(method) else {
             throw ConnectError.invalidRequest(.invalidMethod(method), request: request)
         }
-        request.httpMethod = method
+        // A new URLRequest already says GET; setting it again costs a normalisation pass in Foundation.
+        if method != "GET" { request.httpMethod = method }
 
         let headers = self.headers
         var fields = HeaderFields(capacity: headers.count + 2)

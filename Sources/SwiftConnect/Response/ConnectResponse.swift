@@ -75,7 +75,13 @@ public struct ConnectResponse: Sendable {
     /// The media type of the body, lowercased and without parameters (`application/json`), if declared.
     public var mediaType: String? {
         guard let contentType = header("Content-Type") else { return nil }
-        let type = contentType.split(separator: ";", maxSplits: 1).first.map(String.init) ?? contentType
-        return type.trimmingCharacters(in: .whitespaces).lowercased()
+        // By hand over the UTF-8 bytes: Foundation's `trimmingCharacters(in:)` cost more than the rest of a
+        // small request's pipeline (measured with callgrind).
+        var type = contentType.utf8[...]
+        if let semicolon = type.firstIndex(of: UInt8(ascii: ";")) { type = type[..<semicolon] }
+        let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+        while let first = type.first, isBlank(first) { type = type.dropFirst() }
+        while let last = type.last, isBlank(last) { type = type.dropLast() }
+        return String(Substring(type)).lowercased()
     }
 }

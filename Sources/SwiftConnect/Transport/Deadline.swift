@@ -1,46 +1,115 @@
 import Dispatch
 
-/// A one-shot timer that fires unless cancelled first; cancelling releases its handler at once.
+/// A one-shot deadline that fires unless cancelled first; cancelling releases its handler at once.
 ///
 /// FoundationNetworking (libcurl) does not enforce `URLRequest.timeoutInterval` against a server that accepts
 /// the connection and then stays silent, so the transport enforces the timeout itself on every platform.
-// @unchecked Sendable: `lock` protects `timer`; the DispatchSource itself is thread-safe.
-final class Deadline: @unchecked Sendable {
-    private let lock = Lock()
-    private var timer: (any DispatchSourceTimer)?
+///
+/// Deadlines share one timer (``DeadlineScheduler``): a `DispatchSource` per request cost every request a
+/// timer set-up and tear-down and a wake-up of the dispatch timer thread (measured: about two context switches
+/// per request on Linux).
+final class Deadline: Sendable {
+    /// When the deadline passes.
+    let time: DispatchTime
+    private let scheduler: DeadlineScheduler
 
     /// A deadline `seconds` from now, or `nil` when `seconds` is not a positive finite number.
-    init?(seconds: Double) {
+    init?(seconds: Double, scheduler: DeadlineScheduler = .shared) {
         guard seconds > 0, seconds.isFinite else { return nil }
-        let timer = DispatchSource.makeTimerSource(queue: .global())
-        timer.schedule(deadline: .now() + seconds, leeway: .milliseconds(10))
-        self.timer = timer
+        // Capped so that adding it to `now` cannot overflow (a year is as good as never for a request).
+        let nanoseconds = UInt64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)
+        time = DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds &+ nanoseconds)
+        self.scheduler = scheduler
     }
 
     deinit {
         cancel()
+    }
+
+    /// Arms the deadline; `handler` runs once, on a global queue, unless ``cancel()`` comes first.
+    func start(_ handler: @escaping @Sendable () -> Void) {
+        scheduler.add(ObjectIdentifier(self), at: time, handler: handler)
+    }
+
+    /// Disarms the deadline and releases its handler. Safe to call more than once, from any thread.
+    func cancel() {
+        scheduler.remove(ObjectIdentifier(self))
+    }
+}
+
+/// One timer for many deadlines.
+///
+/// The timer is armed for the earliest pending deadline and re-armed only when a new deadline comes earlier
+/// than that, or when it fires. Requests with the same timeout therefore never touch the timer between their
+/// start and their end: adding and removing a deadline is a dictionary update under a lock.
+// @unchecked Sendable: `lock` protects `entries` and `armedAt`; the DispatchSource itself is thread-safe.
+final class DeadlineScheduler: @unchecked Sendable {
+    /// The scheduler every transport uses.
+    static let shared = DeadlineScheduler()
+
+    private struct Entry {
+        let time: DispatchTime
+        let handler: @Sendable () -> Void
+    }
+
+    private let lock = Lock()
+    private var entries: [ObjectIdentifier: Entry] = [:]
+    /// When the timer is set to fire; `nil` when it is idle.
+    private var armedAt: DispatchTime?
+    private let timer: any DispatchSourceTimer
+    /// Where expired handlers run, each on its own, so a slow one delays no other.
+    private let handlerQueue: DispatchQueue
+
+    init(handlerQueue: DispatchQueue = .global()) {
+        self.handlerQueue = handlerQueue
+        timer = DispatchSource.makeTimerSource(queue: DispatchQueue(label: "SwiftConnect.DeadlineScheduler"))
+        timer.setEventHandler { [weak self] in self?.fire() }
+        timer.schedule(deadline: .distantFuture, leeway: .milliseconds(10))
+        timer.activate()
+    }
+
+    deinit {
+        timer.cancel()
         lock.destroy()
     }
 
-    /// Arms the timer; `handler` runs once, on a global queue, unless ``cancel()`` comes first.
-    func start(_ handler: @escaping @Sendable () -> Void) {
+    /// The number of deadlines waiting (for tests).
+    var pendingCount: Int { lock.withLock { entries.count } }
+
+    /// Runs `handler` at `time` unless `key` is removed first.
+    func add(_ key: ObjectIdentifier, at time: DispatchTime, handler: @escaping @Sendable () -> Void) {
         lock.withLock {
-            timer?.setEventHandler { [weak self] in
-                self?.cancel()
-                handler()
-            }
-            timer?.resume()
+            entries[key] = Entry(time: time, handler: handler)
+            if let armedAt, armedAt <= time { return }
+            armedAt = time
+            timer.schedule(deadline: time, leeway: .milliseconds(10))
         }
     }
 
-    /// Stops the timer and releases its handler. Safe to call more than once, from any thread.
-    func cancel() {
-        let timer = lock.withLock { () -> (any DispatchSourceTimer)? in
-            defer { self.timer = nil }
-            return self.timer
+    /// Forgets the deadline of `key`, releasing its handler. The timer stays as it is: if it fires for
+    /// nothing, it re-arms for what is left.
+    func remove(_ key: ObjectIdentifier) {
+        let removed = lock.withLock { entries.removeValue(forKey: key) }
+        _ = removed  // released outside the lock: its captures may run deinit code
+    }
+
+    private func fire() {
+        let expired: [Entry] = lock.withLock {
+            let now = DispatchTime.now()
+            var expiredKeys: [ObjectIdentifier] = []
+            var earliest: DispatchTime?
+            for (key, entry) in entries {
+                if entry.time <= now {
+                    expiredKeys.append(key)
+                } else if earliest.map({ entry.time < $0 }) ?? true {
+                    earliest = entry.time
+                }
+            }
+            let expired = expiredKeys.compactMap { entries.removeValue(forKey: $0) }
+            armedAt = earliest
+            timer.schedule(deadline: earliest ?? .distantFuture, leeway: .milliseconds(10))
+            return expired
         }
-        guard let timer else { return }
-        timer.setEventHandler {}
-        timer.cancel()
+        for entry in expired { handlerQueue.async(execute: entry.handler) }
     }
 }

@@ -205,20 +205,15 @@ final class TaskHandler: Sendable {
             let report = Self.progress(of: final)
             if report != snapshot.lastReported { transfer.progress?(report) }
         }
-        promise.completeIfPending(with: result)
+        URLSessionTransport.complete(promise, with: result, bodySize: snapshot.data.count)
     }
 
     private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {
         if let failure = state.failure { return .failure(failure) }
-        if var error {
-            // FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
-            // `.unknown`; a body cut short of its declared length is a lost connection on every platform.
-            if (error as? URLError)?.code == .unknown, let expected = state.bytesToReceive,
-                state.bytesReceived < expected
-            {
-                error = URLError(.networkConnectionLost, userInfo: (error as? URLError)?.userInfo ?? [:])
-            }
-            return .failure(ConnectError.transportFailure(error, request: request))
+        if let error {
+            let lost = state.bytesToReceive.map { state.bytesReceived < $0 } ?? false
+            let reported = URLSessionTransport.cutShort(error, lostConnection: lost)
+            return .failure(ConnectError.transportFailure(reported, request: request))
         }
         guard let response = state.response else {
             return .failure(

@@ -53,12 +53,16 @@ public final class URLSessionTransport: Transport {
         if delegate != nil { session.finishTasksAndInvalidate() }
     }
 
-    /// The configuration of a transport's own session: `URLSessionConfiguration.default`, with up to 16
-    /// connections per host (the platform default of 6 makes a busy client close and reopen kept-alive
-    /// connections).
+    /// The configuration of a transport's own session: `URLSessionConfiguration.default` without `URLCache`.
+    ///
+    /// An API client gets its caching from ``Connect``'s response cache (``RequestOptions/cache``), where
+    /// the app decides what is kept and for how long. `URLCache` would store and look up every response on
+    /// top of that: on Linux that was a fifth of the CPU time of each small request (measured, see
+    /// BENCHMARKS.md). Pass `.default` to keep it.
     public static var defaultConfiguration: URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
-        configuration.httpMaximumConnectionsPerHost = 16
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
         return configuration
     }
 
@@ -69,10 +73,11 @@ public final class URLSessionTransport: Transport {
 
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        guard let delegate else {
-            return transfer.isPlain
-                ? sendWithCompletionHandler(request) : sendInMemory(request, transfer: transfer, using: self)
-        }
+        // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
+        // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
+        // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
+        if transfer.isPlain { return sendWithCompletionHandler(request) }
+        guard let delegate else { return sendInMemory(request, transfer: transfer, using: self) }
         // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
         // receiving, and every piece still goes through the session's delegate queue, which would slow every
         // other request of the session. A request that may have to stop mid-body (size limit, download) runs
@@ -127,9 +132,27 @@ public final class URLSessionTransport: Transport {
         let deadline = Deadline(seconds: request.timeoutInterval)
         let task = session.dataTask(with: request) { data, response, error in
             deadline?.cancel()
-            promise.completeIfPending(with: Self.result(for: request, data: data, response: response, error: error))
+            let result = Self.result(for: request, data: data, response: response, error: error)
+            Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
         return Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in task?.cancel() }
+    }
+
+    /// Responses with bodies at least this large complete on a concurrent queue rather than on the session's
+    /// serial delegate queue, so that decoding them (milliseconds of CPU for 100 KiB of JSON) runs on every
+    /// core instead of queuing behind each other. Smaller ones complete in place: a thread hop would cost more
+    /// than their decoding.
+    static let concurrentCompletionThreshold = 32 << 10
+
+    /// Completes `promise` with `result`: in place, or for large bodies on a concurrent queue.
+    static func complete(
+        _ promise: Promise<ConnectResponse>, with result: Result<ConnectResponse, any Error>, bodySize: Int
+    ) {
+        guard bodySize >= concurrentCompletionThreshold else {
+            promise.completeIfPending(with: result)
+            return
+        }
+        DispatchQueue.global().async { promise.completeIfPending(with: result) }
     }
 
     /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`.
@@ -160,7 +183,10 @@ public final class URLSessionTransport: Transport {
         error: (any Error)?
     ) -> Result<ConnectResponse, any Error> {
         if let error {
-            return .failure(ConnectError.transportFailure(error, request: request))
+            // The completion handler gets no response with an error: libcurl's own message tells a body cut
+            // short ("transfer closed with 992 bytes remaining to read") from other failures.
+            let lost = (error as? URLError)?.localizedDescription.hasPrefix("transfer closed with") ?? false
+            return .failure(ConnectError.transportFailure(cutShort(error, lostConnection: lost), request: request))
         }
         guard let response = response as? HTTPURLResponse else {
             let error = ConnectError(
@@ -171,6 +197,16 @@ public final class URLSessionTransport: Transport {
             return .failure(error)
         }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
+    }
+}
+
+extension URLSessionTransport {
+    /// FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
+    /// `.unknown`: a body cut short of its declared length is reported as a lost connection, as Apple's
+    /// URLSession does, so the retry policy treats it alike on every platform.
+    static func cutShort(_ error: any Error, lostConnection: Bool) -> any Error {
+        guard lostConnection, let urlError = error as? URLError, urlError.code == .unknown else { return error }
+        return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
     }
 }
 

@@ -159,6 +159,25 @@ final class ConnectTests: XCTestCase {
         XCTAssertEqual(response?.request.url?.path, "/todos/1")
     }
 
+    func testMediaTypeIsLowercasedWithoutParametersOrBlanks() throws {
+        let request = URLRequest(url: URL(string: "https://api.example.com/x")!)
+        let cases: [(String?, String?)] = [
+            ("application/json", "application/json"),
+            ("Application/JSON; charset=UTF-8", "application/json"),
+            (" \ttext/plain \t;charset=utf-8", "text/plain"),
+            ("application/vnd.api+json;", "application/vnd.api+json"),
+            (";charset=utf-8", ""),
+            ("", ""),
+            ("tëxt/plaîn", "tëxt/plaîn"),
+            (nil, nil),
+        ]
+        for (header, expected) in cases {
+            let headers = header.map { ["Content-Type": $0] } ?? [:]
+            let response = try XCTUnwrap(ConnectResponse(request: request, statusCode: 200, headers: headers))
+            XCTAssertEqual(response.mediaType, expected, "Content-Type: \(header ?? "none")")
+        }
+    }
+
     func testSendDecodesTheTypedConnectorsResponse() {
         // Given
         let fake = FakeTransport()

@@ -153,7 +153,8 @@ final class ConnectIntegrationTests: XCTestCase {
             }
         }
         // Wait until the server has some requests in hand, so cancellation hits requests on the wire.
-        for _ in 0..<10 { XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success) }
+        // (URLSession opens at most `httpMaximumConnectionsPerHost` connections: 6 by default; the rest queue.)
+        for _ in 0..<5 { XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success) }
         XCTAssertEqual(connect.requestsInFlight, 50)
 
         connect.cancelAllRequests()

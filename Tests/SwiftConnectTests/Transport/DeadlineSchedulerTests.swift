@@ -1,0 +1,119 @@
+import Dispatch
+import XCTest
+
+@testable import SwiftConnect
+
+/// Request deadlines share one timer: each fires once, after its time, unless cancelled; nothing is kept.
+final class DeadlineSchedulerTests: XCTestCase {
+    /// Handlers run here, one at a time, in the order the scheduler hands them out.
+    private let handlers = DispatchQueue(label: "DeadlineSchedulerTests.handlers")
+
+    func testADeadlineFiresOnceAfterItsTime() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let fired = expectation(description: "fired")
+        let started = DispatchTime.now()
+        let deadline = try XCTUnwrap(Deadline(seconds: 0.05, scheduler: scheduler))
+        let firedAt = Recorder<DispatchTime>()
+        deadline.start {
+            firedAt.append(.now())
+            fired.fulfill()
+        }
+        wait(for: [fired], timeout: 10)
+
+        let elapsed = try XCTUnwrap(firedAt.values.first).uptimeNanoseconds - started.uptimeNanoseconds
+        XCTAssertGreaterThanOrEqual(elapsed, 50_000_000, "never before its time")
+        XCTAssertEqual(scheduler.pendingCount, 0, "a fired deadline is forgotten")
+        // A second expectation fulfilment would fail the test: `fired` allows exactly one.
+        withExtendedLifetime(deadline) {}
+    }
+
+    func testACancelledDeadlineNeverFiresAndReleasesItsHandler() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let fired = Recorder<String>()
+        weak var captured: Token?
+        let cancelled = try XCTUnwrap(Deadline(seconds: 0.02, scheduler: scheduler))
+        do {
+            let token = Token()
+            captured = token
+            cancelled.start { withExtendedLifetime(token) { fired.append("cancelled") } }
+        }
+        cancelled.cancel()
+        XCTAssertNil(captured, "cancelling releases the handler at once")
+
+        // A later deadline on the same serial handler queue: once it has fired, the earlier one would have too.
+        let later = expectation(description: "later")
+        let sentinel = try XCTUnwrap(Deadline(seconds: 0.06, scheduler: scheduler))
+        sentinel.start {
+            fired.append("sentinel")
+            later.fulfill()
+        }
+        wait(for: [later], timeout: 10)
+        XCTAssertEqual(fired.values, ["sentinel"])
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+
+    func testAnEarlierDeadlineAddedLaterRearmsTheTimer() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let fired = Recorder<String>()
+        let early = expectation(description: "early")
+        let long = try XCTUnwrap(Deadline(seconds: 600, scheduler: scheduler))
+        long.start { fired.append("long") }
+        let short = try XCTUnwrap(Deadline(seconds: 0.05, scheduler: scheduler))
+        short.start {
+            fired.append("short")
+            early.fulfill()
+        }
+
+        // Then: the timer armed for 600 s was moved forward; the long deadline is still waiting.
+        wait(for: [early], timeout: 10)
+        XCTAssertEqual(fired.values, ["short"])
+        XCTAssertEqual(scheduler.pendingCount, 1)
+        long.cancel()
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+
+    func testManyDeadlinesFireInTimeOrderAndDroppedOnesAreForgotten() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let fired = Recorder<Int>()
+        let all = expectation(description: "all fired")
+        all.expectedFulfillmentCount = 5
+        var kept: [Deadline] = []
+        for index in (0..<10).reversed() {
+            let deadline = try XCTUnwrap(Deadline(seconds: 0.01 * Double(index + 1), scheduler: scheduler))
+            deadline.start {
+                fired.append(index)
+                all.fulfill()
+            }
+            // Every other one is dropped: releasing a deadline cancels it.
+            if index.isMultiple(of: 2) { kept.append(deadline) }
+        }
+        XCTAssertEqual(scheduler.pendingCount, 5)
+        wait(for: [all], timeout: 10)
+        XCTAssertEqual(fired.values, [0, 2, 4, 6, 8])
+        XCTAssertEqual(scheduler.pendingCount, 0)
+        withExtendedLifetime(kept) {}
+    }
+
+    func testDeadlinesFromManyThreadsAllFireExactlyOnce() throws {
+        let scheduler = DeadlineScheduler()
+        let count = 400
+        let all = expectation(description: "all fired")
+        all.expectedFulfillmentCount = count
+        let deadlines = Protected<[Deadline]>([])
+        DispatchQueue.concurrentPerform(iterations: count) { index in
+            guard let deadline = Deadline(seconds: 0.001 * Double(index % 40 + 1), scheduler: scheduler) else { return }
+            deadline.start { all.fulfill() }
+            deadlines.withLock { $0.append(deadline) }
+        }
+        wait(for: [all], timeout: 30)
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+
+    func testNonPositiveOrInfiniteTimeoutsMakeNoDeadline() {
+        XCTAssertNil(Deadline(seconds: 0))
+        XCTAssertNil(Deadline(seconds: -1))
+        XCTAssertNil(Deadline(seconds: .infinity))
+        XCTAssertNil(Deadline(seconds: .nan))
+        XCTAssertNotNil(Deadline(seconds: .greatestFiniteMagnitude), "huge timeouts are capped, not overflowed")
+    }
+}

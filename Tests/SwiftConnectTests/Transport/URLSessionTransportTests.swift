@@ -1,0 +1,83 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How `URLSessionTransport` uses its own session: configuration, where responses complete, deadlines.
+final class URLSessionTransportTests: XCTestCase {
+    private var server: LocalServer!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        server.route("GET", "/small") { _ in .data(Data(repeating: 0x61, count: 1024), contentType: "text/plain") }
+        server.route("GET", "/large") { _ in
+            .data(
+                Data(repeating: 0x62, count: URLSessionTransport.concurrentCompletionThreshold),
+                contentType: "text/plain")
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private func send(_ path: String, on transport: URLSessionTransport) -> Future<(ConnectResponse, Bool)> {
+        let delegateQueue = transport.session.delegateQueue
+        return transport.send(URLRequest(url: server.baseURL.appendingPathComponent(path)))
+            .map { response in (response, OperationQueue.current === delegateQueue) }
+    }
+
+    func testTheDefaultConfigurationLeavesCachingToConnect() {
+        let configuration = URLSessionTransport.defaultConfiguration
+        XCTAssertNil(configuration.urlCache)
+        XCTAssertEqual(configuration.requestCachePolicy, .reloadIgnoringLocalCacheData)
+        XCTAssertNil(URLSessionTransport().session.configuration.urlCache)
+    }
+
+    func testSmallResponsesCompleteOnTheSessionsDelegateQueue() throws {
+        let transport = URLSessionTransport()
+        let (response, onDelegateQueue) = try send("small", on: transport).wait(timeout: 30)
+        XCTAssertEqual(response.data.count, 1024)
+        XCTAssertTrue(onDelegateQueue, "no thread hop for a small body")
+    }
+
+    func testLargeResponsesCompleteOffTheSessionsSerialDelegateQueue() throws {
+        let transport = URLSessionTransport()
+        let (response, onDelegateQueue) = try send("large", on: transport).wait(timeout: 30)
+        XCTAssertEqual(response.data.count, URLSessionTransport.concurrentCompletionThreshold)
+        XCTAssertFalse(onDelegateQueue, "large bodies are decoded on a concurrent queue, on every core")
+    }
+
+    func testLargeResponsesDecodeInParallel() throws {
+        // Given two large responses whose decoding waits for each other
+        let transport = URLSessionTransport()
+        let bothDecoding = DispatchGroup()
+        bothDecoding.enter()
+        bothDecoding.enter()
+        let decoded = (0..<2).map { _ in
+            transport.send(URLRequest(url: server.baseURL.appendingPathComponent("large"))).map { response -> Bool in
+                bothDecoding.leave()
+                // On one serial queue, the first would wait here for the second forever (until the timeout).
+                return bothDecoding.wait(timeout: .now() + 30) == .success && !response.data.isEmpty
+            }
+        }
+
+        // Then: both ran at the same time
+        XCTAssertEqual(try Future.all(decoded).wait(timeout: 60), [true, true])
+    }
+
+    func testFinishedRequestsLeaveNoDeadlineBehind() throws {
+        let before = DeadlineScheduler.shared.pendingCount
+        let transport = URLSessionTransport()
+        let requests = (0..<20).map { index in
+            send(index.isMultiple(of: 2) ? "small" : "large", on: transport)
+        }
+        _ = try Future.all(requests).wait(timeout: 60)
+        XCTAssertLessThanOrEqual(DeadlineScheduler.shared.pendingCount, before)
+    }
+}
