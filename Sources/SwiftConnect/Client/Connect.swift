@@ -340,7 +340,7 @@ extension Connect {
         }
         var context = RequestContext(
             method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
-            connectorType: type(of: connector),
+            connectorName: ConnectorNames.name(of: type(of: connector)),
             options: requestOptions,
             logger: logger
         )

@@ -20,8 +20,25 @@ extension Future {
     ///   - queue: Where `callback` runs. `nil` (the default) runs it on the thread that completes the
     ///     future, or at once on this thread if the future is already complete. Pass `.main` for UI work.
     ///   - callback: Receives the result; runs exactly once.
+    @inlinable
     public func observe(
         on queue: DispatchQueue? = nil,
+        _ callback: @escaping @Sendable (Result<Value, any Error>) -> Void
+    ) {
+        // Created resolved: deliver at once (or hand to `queue` at once), compiled into the caller.
+        guard lock == nil else { return observeSlowPath(on: queue, callback) }
+        let result = resolvedResult
+        if let queue {
+            queue.async { callback(result) }
+        } else {
+            callback(result)
+        }
+    }
+
+    /// ``observe(on:_:)`` for a future that has a lock.
+    @usableFromInline
+    func observeSlowPath(
+        on queue: DispatchQueue?,
         _ callback: @escaping @Sendable (Result<Value, any Error>) -> Void
     ) {
         if let queue {

@@ -12,7 +12,26 @@ extension Future {
     /// - Parameter transform: Turns the value into a new value. Runs on the thread that completes `self`
     ///   (or at once, if `self` is already complete).
     /// - Returns: A future of the transformed value.
+    @inlinable
     public func map<NewValue>(
+        _ transform: @escaping @Sendable (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        // Created resolved (no lock, so no callback queue and a state that never changes): transform at once,
+        // compiled into the caller and specialised for its types. One allocation, the resolved future.
+        guard lock == nil else { return mapSlowPath(transform) }
+        switch resolvedResult {
+        case .success(let value):
+            do { return Future<NewValue>(result: .success(try transform(value))) } catch {
+                return Future<NewValue>(result: .failure(error))
+            }
+        case .failure(let error):
+            return Future<NewValue>(result: .failure(error))
+        }
+    }
+
+    /// ``map(_:)`` for a future that has a lock: pending, or resolved by a promise or an operator.
+    @usableFromInline
+    func mapSlowPath<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
         // Already complete: transform at once. Only the resolved future is allocated, not the closure that the
@@ -40,7 +59,26 @@ extension Future {
     ///
     /// - Parameter transform: Starts the next step from the value. An error it throws fails the result.
     /// - Returns: A future of the next step's value.
+    @inlinable
     public func flatMap<NewValue>(
+        _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
+    ) -> Future<NewValue> {
+        // Created resolved: start the next step at once. A next step created resolved too is returned as it
+        // is (nothing about it can change); any other is followed as the general path does.
+        guard lock == nil else { return flatMapSlowPath(transform) }
+        switch resolvedResult {
+        case .success(let value):
+            let next: Future<NewValue>
+            do { next = try transform(value) } catch { return Future<NewValue>(result: .failure(error)) }
+            return next.lock == nil ? next : next.followed()
+        case .failure(let error):
+            return Future<NewValue>(result: .failure(error))
+        }
+    }
+
+    /// ``flatMap(_:)`` for a future that has a lock.
+    @usableFromInline
+    func flatMapSlowPath<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
         chain { result in
@@ -61,7 +99,15 @@ extension Future {
     ///
     /// - Parameter transform: Turns the error into another error.
     /// - Returns: A future with the transformed error.
+    @inlinable
     public func mapError(_ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
+        guard lock == nil else { return mapErrorSlowPath(transform) }
+        return Future(result: resolvedResult.mapError { transform($0) })
+    }
+
+    /// ``mapError(_:)`` for a future that has a lock.
+    @usableFromInline
+    func mapErrorSlowPath(_ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
         transformResult { result in result.mapError { transform($0) } }
     }
 
@@ -73,7 +119,19 @@ extension Future {
     ///
     /// - Parameter body: Returns a value for the error, or throws to keep failing.
     /// - Returns: A future that fails only if `body` throws.
+    @inlinable
     public func recover(_ body: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
+        guard lock == nil else { return recoverSlowPath(body) }
+        let result = resolvedResult
+        switch result {
+        case .success: return Future(result: result)
+        case .failure(let error): return Future(result: Result { try body(error) })
+        }
+    }
+
+    /// The synchronous ``recover(_:)`` for a future that has a lock.
+    @usableFromInline
+    func recoverSlowPath(_ body: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
         transformResult { result in
             switch result {
             case .success: return result
@@ -104,6 +162,7 @@ extension Future {
     /// Discards the value, keeping only success or failure.
     ///
     /// - Returns: A future that succeeds with `()` when `self` succeeds.
+    @inlinable
     public func asVoid() -> Future<Void> {
         map { _ in () }
     }
@@ -122,6 +181,17 @@ extension Future {
         whenCompleteReturningWork { result in
             derived.resolve(transform(result))
         }.run()
+        return derived
+    }
+
+    /// A derived future that completes with this future's result and whose cancellation cancels this
+    /// future: what ``chain(_:)`` returns when its step starts this future. For ``flatMap(_:)`` on a future
+    /// created resolved.
+    @usableFromInline
+    func followed() -> Future<Value> {
+        let derived = Future<Value>()
+        derived.setUpstream(self)
+        whenCompleteReturningWork { derived.resolve($0) }.run()
         return derived
     }
 

@@ -23,10 +23,11 @@ import Dispatch
 ///
 /// ## Which thread runs my callbacks?
 /// A callback runs on the thread that completes the future; if the future is already complete when the
-/// callback is added, it runs at once on the thread that adds it. SwiftConnect never hops threads on its own,
-/// so nothing depends on a run loop or the main queue (a command-line program that never runs the main run
-/// loop still gets its callbacks). To choose the queue, pass one: `observe(on: .main) { … }`, or insert
-/// ``receive(on:)`` in a chain.
+/// callback is added, it runs at once on the thread that adds it. A future never hops threads on its own, so
+/// nothing depends on a run loop or the main queue (a command-line program that never runs the main run loop
+/// still gets its callbacks). A request's future completes on a URLSession queue thread, or, for a body of
+/// 32 KiB or more, on a global concurrent queue, where decoding it does not hold up other responses. To choose
+/// the queue, pass one: `observe(on: .main) { … }`, or insert ``receive(on:)`` in a chain.
 ///
 /// ## Guarantees
 /// A future completes at most once; later completions are ignored (and reported in debug builds). Every
@@ -41,32 +42,48 @@ import Dispatch
 public final class Future<Value: Sendable>:
     // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `stashedCallbacks`,
     // `wasCancelled` and `hint`. A future created resolved has no lock: its `state` is written once, in
-    // `init`, and never again.
+    // `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths, which
+    // client modules compile: they touch `state` only when `lock` is `nil`).
     @unchecked Sendable
 {
     /// A callback stored while the future is pending. It returns the futures it resolved in turn, so the
     /// caller can run their callbacks in a loop instead of recursing.
+    @usableFromInline
     typealias Callback = @Sendable (Result<Value, any Error>) -> CallbackList
 
+    @usableFromInline
     enum State {
         case pending(Callbacks)
         case resolved(Result<Value, any Error>)
     }
 
     /// Pending callbacks in registration order; the first one is stored inline (no array allocation).
-    struct Callbacks {
-        var first: Callback?
-        var rest: [Callback] = []
+    @usableFromInline
+    struct Callbacks: Sendable {
+        @usableFromInline var first: Callback?
+        @usableFromInline var rest: [Callback]
+
+        /// No callbacks. Inlinable, so a future created resolved in a client module builds its empty stash
+        /// without looking up generic metadata.
+        @inlinable
+        init() {
+            first = nil
+            rest = []
+        }
 
         mutating func append(_ callback: @escaping Callback) {
             if first == nil { first = callback } else { rest.append(callback) }
         }
     }
 
-    private let lock: Lock?
+    // The fast paths compiled into client modules (`@inlinable`) use `lock`, `callbackQueue` and `state`,
+    // so they are `@usableFromInline`; they stay internal.
+    /// `nil` for a future created resolved (``init(result:)``), whose `state` never changes.
+    @usableFromInline let lock: Lock?
     /// Where callbacks run, for futures made by ``receive(on:)``; `nil` runs them on the completing thread.
-    let callbackQueue: DispatchQueue?
-    private var state: State
+    /// Always `nil` when `lock` is `nil`.
+    @usableFromInline let callbackQueue: DispatchQueue?
+    @usableFromInline var state: State
     private var cancelHandler: (@Sendable () -> Void)?
     private weak var upstream: (any CancellableFuture)?
     private var stashedCallbacks = Callbacks()
@@ -85,6 +102,7 @@ public final class Future<Value: Sendable>:
     /// Creates a future that is already complete with `result`.
     ///
     /// - Parameter result: The value or error the future holds.
+    @inlinable
     public init(result: Result<Value, any Error>) {
         lock = nil
         callbackQueue = nil
@@ -98,6 +116,7 @@ public final class Future<Value: Sendable>:
     /// ```
     ///
     /// - Parameter value: The value the future holds.
+    @inlinable
     public convenience init(value: Value) {
         self.init(result: .success(value))
     }
@@ -105,6 +124,7 @@ public final class Future<Value: Sendable>:
     /// Creates a future that already failed.
     ///
     /// - Parameter error: The error the future holds.
+    @inlinable
     public convenience init(error: any Error) {
         self.init(result: .failure(error))
     }
@@ -130,7 +150,22 @@ public final class Future<Value: Sendable>:
     /// The result, if the future is complete.
     ///
     /// Prefer ``observe(on:_:)`` or ``value``: polling is for tests and diagnostics.
+    @inlinable
     public var result: Result<Value, any Error>? {
+        guard lock == nil else { return lockedResult }
+        return resolvedResult
+    }
+
+    /// Whether the future is complete.
+    @inlinable
+    public var isCompleted: Bool {
+        guard lock == nil else { return lockedResult != nil }
+        return true
+    }
+
+    /// The result of a future that has a lock, read under it.
+    @usableFromInline
+    var lockedResult: Result<Value, any Error>? {
         guard let lock else { return resolvedResult }
         return lock.withLock { () -> Result<Value, any Error>? in
             if case .resolved(let result) = state { return result }
@@ -138,11 +173,10 @@ public final class Future<Value: Sendable>:
         }
     }
 
-    /// Whether the future is complete.
-    public var isCompleted: Bool { result != nil }
-
-    /// The result of a future created resolved (no lock: its state never changes).
-    private var resolvedResult: Result<Value, any Error> {
+    /// The result of a future known to be complete: one created resolved (no lock: its state never
+    /// changes), or one whose callbacks are running (its state no longer changes either).
+    @inlinable
+    var resolvedResult: Result<Value, any Error> {
         if case .resolved(let result) = state { return result }
         preconditionFailure("unreachable: a future without a lock is always resolved")
     }
@@ -162,6 +196,7 @@ protocol CancellableFuture: AnyObject, Sendable {
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
+@usableFromInline
 struct CallbackList {
     var first: (any DrainableFuture)?
     var rest: [any DrainableFuture] = []

@@ -14,6 +14,7 @@
 /// The primitive lives in its own heap cell because Swift gives no stable address to a stored property.
 /// The owner calls ``destroy()`` exactly once, from its `deinit`.
 /// `Synchronization.Mutex` would avoid the extra cell but needs macOS 15 / iOS 18.
+@usableFromInline
 package struct Lock {
     #if canImport(Darwin)
         @usableFromInline typealias Primitive = os_unfair_lock

@@ -46,18 +46,7 @@ public struct RequestContext: Sendable {
     /// The request method.
     public var method: HTTPMethod
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
-    public var connectorName: String {
-        get {
-            switch name {
-            case .text(let text): return text
-            case .type(let type): return String(describing: type)
-            }
-        }
-        set { name = .text(newValue) }
-    }
-    /// The name, or the connector type to take it from when asked: `String(describing:)` is too slow to pay
-    /// on every request for a name most requests never read.
-    private var name: Name
+    public var connectorName: String
     /// The connector's and the call's options, merged (the client's own are not included).
     public var options: RequestOptions
     /// The logger of the client sending the request.
@@ -79,22 +68,9 @@ public struct RequestContext: Sendable {
         logger: any ConnectLogger = ConnectLogging.logger
     ) {
         self.method = method
-        self.name = .text(connectorName)
+        self.connectorName = connectorName
         self.options = options
         self.logger = logger
-    }
-
-    /// A context whose ``connectorName`` is the name of `connectorType`, worked out when first read.
-    init(method: HTTPMethod, connectorType: any Connector.Type, options: RequestOptions, logger: any ConnectLogger) {
-        self.method = method
-        self.name = .type(connectorType)
-        self.options = options
-        self.logger = logger
-    }
-
-    private enum Name: Sendable {
-        case text(String)
-        case type(any Connector.Type)
     }
 
     /// Whether the request may be sent again after a failure: its method is idempotent, or the connector or
