@@ -291,6 +291,7 @@ extension Connect {
     /// query items and default headers. Pure: no I/O.
     func prepare(_ connector: any Connector) throws -> URLRequest {
         var request: URLRequest
+        let serverHeaders = configuration?.defaultHeaders ?? []
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
                 var error = ConnectError.invalidRequest(.invalidURL(connector.endpoint))
@@ -299,19 +300,12 @@ extension Connect {
                 throw error
             }
             request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
-                .asURLRequest()
+                .makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders)
         } else {
-            request = try connector.asURLRequest()
+            request = try connector.makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders)
         }
         if let configuration, !configuration.defaultQueryItems.isEmpty {
             request.url = configuration.appendingDefaultQueryItems(to: request.url)
-        }
-        for header in (configuration?.defaultHeaders ?? []) + defaultHeaders
-        where request.value(forHTTPHeaderField: header.name) == nil {
-            guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
-                throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request)
-            }
-            request.setValue(header.value, forHTTPHeaderField: header.name)
         }
         return request
     }

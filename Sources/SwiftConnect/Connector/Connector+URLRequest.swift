@@ -35,6 +35,12 @@ extension Connector {
     ///   method, a header name that is not a token or a value with CR/LF/NUL (`invalidHeader`), two bodies
     ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
+        try makeURLRequest(defaultHeaders: [], [])
+    }
+
+    /// ``asURLRequest()``, also setting each of `defaultHeaders` (both lists, in order) that the request does
+    /// not set itself: in the same pass, without Foundation's case-insensitive header lookups.
+    func makeURLRequest(defaultHeaders first: [HTTPHeader], _ second: [HTTPHeader]) throws -> URLRequest {
         let parameterList = parameters?.parameterList ?? []
         var parts = try RequestParts(parameterList)
         let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
@@ -80,6 +86,12 @@ extension Connector {
             fields.setIfAbsent(name: "Content-Type", value: contentType)
         }
 
+        for header in first {
+            try fields.setIfAbsent(checking: header, request: request)
+        }
+        for header in second {
+            try fields.setIfAbsent(checking: header, request: request)
+        }
         fields.apply(to: &request)
         return request
     }
@@ -337,6 +349,14 @@ struct HeaderFields {
     mutating func setIfAbsent(name: String, value: String) {
         guard !fields.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) else { return }
         fields.append((name, value))
+    }
+
+    /// Checks `header` and sets it unless a field with the same name (ignoring case) is already set.
+    mutating func setIfAbsent(checking header: HTTPHeader, request: URLRequest) throws {
+        guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
+            throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request)
+        }
+        setIfAbsent(name: header.name, value: header.value)
     }
 
     /// Sets the fields on `request`, replacing any it had.

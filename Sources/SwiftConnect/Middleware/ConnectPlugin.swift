@@ -113,3 +113,5 @@ struct PluginNotifier: Middleware {
         return response
     }
 }
+
+extension PluginNotifier: PreservesValidHeaders {}

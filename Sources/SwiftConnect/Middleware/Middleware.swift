@@ -78,10 +78,22 @@ public struct RequestContext: Sendable {
     public var isRetrySafe: Bool { options.isRetrySafe ?? method.isIdempotent }
 }
 
+/// A middleware of SwiftConnect's own that never adds or changes a header with a value from outside (a UUID
+/// idempotency key at most), so headers it passes on need no second check.
+protocol PreservesValidHeaders {}
+
 /// Runs a request through `middlewares` in order, then `transport`.
 struct MiddlewareChain: Sendable {
     let middlewares: [any Middleware]
     let transport: any Transport
+    /// Whether a middleware may have set headers the request builder did not check.
+    private let checksHeaders: Bool
+
+    init(middlewares: [any Middleware], transport: any Transport) {
+        self.middlewares = middlewares
+        self.transport = transport
+        checksHeaders = middlewares.contains { !($0 is any PreservesValidHeaders) }
+    }
 
     func send(_ request: URLRequest, context: RequestContext) -> Future<ConnectResponse> {
         send(request, context: context, from: 0)
@@ -91,9 +103,11 @@ struct MiddlewareChain: Sendable {
         guard index < middlewares.count else {
             // Middlewares may have added headers after the builder checked them: check again before the wire
             // (FoundationNetworking would otherwise drop a header with CR/LF without a word).
-            for (name, value) in request.allHTTPHeaderFields ?? [:]
-            where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
-                return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
+            if checksHeaders {
+                for (name, value) in request.allHTTPHeaderFields ?? [:]
+                where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
+                    return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
+                }
             }
             return context.transfer.isPlain
                 ? transport.send(request) : transport.send(request, transfer: context.transfer)

@@ -180,3 +180,5 @@ public final class ResponseCache: Middleware {
         return size
     }
 }
+
+extension ResponseCache: PreservesValidHeaders {}

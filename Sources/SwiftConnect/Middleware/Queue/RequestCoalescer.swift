@@ -122,3 +122,5 @@ extension RequestCoalescer {
         orphaned?.cancel()
     }
 }
+
+extension RequestCoalescer: PreservesValidHeaders {}

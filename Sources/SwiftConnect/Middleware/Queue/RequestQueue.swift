@@ -253,3 +253,5 @@ extension RequestQueue {
         running?.cancel()
     }
 }
+
+extension RequestQueue: PreservesValidHeaders {}

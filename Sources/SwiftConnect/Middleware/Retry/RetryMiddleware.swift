@@ -201,3 +201,5 @@ final class RetryLoop: Sendable {
         inFlight?.cancel()
     }
 }
+
+extension RetryMiddleware: PreservesValidHeaders {}
