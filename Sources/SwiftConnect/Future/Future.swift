@@ -83,7 +83,9 @@ public final class Future<Value: Sendable>:
     /// Where callbacks run, for futures made by ``receive(on:)``; `nil` runs them on the completing thread.
     /// Always `nil` when `lock` is `nil`.
     @usableFromInline let callbackQueue: DispatchQueue?
-    @usableFromInline var state: State
+    // Exclusivity is enforced by `lock` (or by immutability, for a future created resolved): the runtime
+    // check on every access cost about 90 instructions of a ~1,000-instruction `map` stage.
+    @exclusivity(unchecked) @usableFromInline var state: State
     private var cancelHandler: (@Sendable () -> Void)?
     private weak var upstream: (any CancellableFuture)?
     private var stashedCallbacks = Callbacks()
