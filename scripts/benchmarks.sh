@@ -179,15 +179,29 @@ if f_ours:
     r = ratio(wall_ns(f_async), wall_ns(f_ours))
     target("cross-queue `flatMap` chain: no slower than async/await", fmt_ratio(r), None if r is None else r >= 1,
            f"{fmt_time(wall_ns(f_ours))} vs {fmt_time(wall_ns(f_async))} per 10-stage chain")
+def paired_ns(name, which):
+    return per_op(name, "PairedConnecttime(ns)" if which == "connect" else "Pairedby-handtime(ns)")
+
 for size in ["1 KiB", "100 KiB"]:
-    p_ours = find("Pipeline", f"{size} JSON", "SwiftConnect")
+    p_ours = find("Pipeline", f"{size} JSON", "SwiftConnect Connect +")
     p_hand = find("Pipeline", f"{size} JSON", "by hand")
+    p_pair = find("Pipeline", f"{size} JSON", "SwiftConnect Connect and by hand")
     if p_ours and p_hand:
-        extra_ns = wall_ns(p_ours) - wall_ns(p_hand)
         extra_m = mallocs(p_ours) - mallocs(p_hand)
+        allocations = f"Connect {fmt_num(mallocs(p_ours), 0)} mallocs vs by hand {fmt_num(mallocs(p_hand), 0)}"
+        if p_pair and paired_ns(p_pair, "connect") is not None:
+            # Interleaved in the same samples: the machine's drift between two processes is paired away.
+            connect_ns, hand_ns = paired_ns(p_pair, "connect"), paired_ns(p_pair, "hand")
+            extra_ns = connect_ns - hand_ns
+            detail = (f"interleaved in one benchmark: Connect {fmt_time(connect_ns)} vs by hand {fmt_time(hand_ns)}; "
+                      f"{allocations}; \"a few\" read as ≤ 5 µs")
+        else:
+            extra_ns = wall_ns(p_ours) - wall_ns(p_hand)
+            detail = (f"Connect {fmt_time(wall_ns(p_ours))} vs by hand {fmt_time(wall_ns(p_hand))}, separate "
+                      f"benchmarks; {allocations}; \"a few\" read as ≤ 5 µs")
+        sign = "+" if extra_ns >= 0 else "−"
         target(f"pipeline over FakeTransport ({size}): a few µs and a small, stated number of allocations on top",
-               f"+{fmt_time(extra_ns)}, +{extra_m:.0f} mallocs", extra_ns <= 5000,
-               f"Connect {fmt_time(wall_ns(p_ours))} / {fmt_num(mallocs(p_ours), 0)} mallocs vs by hand {fmt_time(wall_ns(p_hand))} / {fmt_num(mallocs(p_hand), 0)}; \"a few\" read as ≤ 5 µs")
+               f"{sign}{fmt_time(abs(extra_ns))}, +{extra_m:.0f} mallocs", extra_ns <= 5000, detail)
 l_seq = find("Loopback", "GET 1 KiB JSON sequential", "SwiftConnect")
 l_seq_raw = find("Loopback", "GET 1 KiB JSON sequential", "raw URLSession default")
 if l_seq and l_seq_raw:
@@ -269,6 +283,11 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
             variant = n.split("/")[2]
             label = f"**{variant}**" if n == reference else variant
             speed = "—" if n == reference else fmt_ratio(ratio(wall_ns(n), wall_ns(reference)))
+            if "interleaved" in variant and paired_ns(n, "connect") is not None:
+                # One operation is a Connect request plus a hand-written one: show the two times instead.
+                out(f"| {case} | {variant}: Connect / by hand | {fmt_time(paired_ns(n, 'connect'))} / "
+                    f"{fmt_time(paired_ns(n, 'hand'))} | – | – | – | – |")
+                continue
             if area == "Loopback":
                 rps = None if not wall_ns(n) else 1e9 / wall_ns(n)
                 cpu_ratio = "—" if n == reference else fmt_ratio(ratio(cpu_ns(reference), cpu_ns(n)))

@@ -31,22 +31,32 @@ func registerLoopbackBenchmarks() {
             } run: { client, count in
                 client.run(count: count, width: width)
             }
-            // Diagnostics: the same Connect over a session it does not own (URLSessionTransport then uses a
-            // completion handler instead of its delegate), and with URLSession's default of 6 connections per host.
-            register(name: name + "/SwiftConnect Connect, completion-handler session", config: config) {
-                ConnectClient(path: path, transport: URLSessionTransport(session: URLSession(configuration: .default)))
+            // Diagnostics: the same Connect over a session with URLSession's default configuration (URLCache on),
+            // and with 16 connections per host instead of the default 6.
+            register(name: name + "/SwiftConnect Connect, URLSession default configuration", config: config) {
+                ConnectClient(path: path, transport: URLSessionTransport(configuration: .default))
             } run: { client, count in
                 client.run(count: count, width: width)
             }
             if width > 1 {
-                register(name: name + "/SwiftConnect Connect, 6 connections per host", config: config) {
-                    ConnectClient(path: path, transport: URLSessionTransport(configuration: .default))
+                register(name: name + "/SwiftConnect Connect, 16 connections per host", config: config) {
+                    let configuration = URLSessionTransport.defaultConfiguration
+                    configuration.httpMaximumConnectionsPerHost = 16
+                    return ConnectClient(path: path, transport: URLSessionTransport(configuration: configuration))
                 } run: { client, count in
                     client.run(count: count, width: width)
                 }
             }
             register(name: name + "/raw URLSession default configuration", config: config) {
                 RawClient(path: path, configuration: .default)
+            } run: { client, count in
+                client.run(count: count, width: width)
+            }
+            register(name: name + "/raw URLSession without URLCache", config: config) {
+                let configuration = URLSessionConfiguration.default
+                configuration.urlCache = nil
+                configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+                return RawClient(path: path, configuration: configuration)
             } run: { client, count in
                 client.run(count: count, width: width)
             }
