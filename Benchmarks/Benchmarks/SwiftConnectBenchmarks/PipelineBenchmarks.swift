@@ -23,46 +23,45 @@ func registerPipelineBenchmarks() {
         let connector = FakeTodos()
         let url = FakeTodos.base.appendingPathComponent("todos")
 
-        Benchmark(
-            name + "/SwiftConnect Connect + middleware + decoding",
-            configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
-        ) { benchmark in
-            transport.removeRecordedRequests()
-            benchmark.measure {
-                for _ in benchmark.scaledIterations {
-                    let todos = connect.send(connector)
-                    guard case .success(let value)? = todos.result, !value.isEmpty else {
-                        return benchmark.error("the request did not succeed: \(String(describing: todos.result))")
-                    }
-                    blackHole(value)
-                }
-            }
+        // One request each way; `false` if it did not succeed. The same two closures run in every benchmark below.
+        let viaConnect = { () -> Bool in
+            let todos = connect.send(connector)
+            guard case .success(let value)? = todos.result, !value.isEmpty else { return false }
+            blackHole(value)
+            return true
+        }
+        let byHand = { () -> Bool in
+            var request = URLRequest(url: url)
+            request.setValue("application/json", forHTTPHeaderField: "Accept")
+            request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+            guard case .success(let response)? = transport.send(request).result, response.isSuccess,
+                let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
+            else { return false }
+            blackHole(todos)
+            return true
         }
 
-        Benchmark(
-            name + "/by hand: URLRequest + FakeTransport + JSONDecoder",
-            configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
-        ) { benchmark in
-            transport.removeRecordedRequests()
-            benchmark.measure {
-                for _ in benchmark.scaledIterations {
-                    var request = URLRequest(url: url)
-                    request.setValue("application/json", forHTTPHeaderField: "Accept")
-                    request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
-                    guard case .success(let response)? = transport.send(request).result, response.isSuccess,
-                        let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
-                    else {
+        for (variant, run) in [
+            ("SwiftConnect Connect + middleware + decoding", viaConnect),
+            ("by hand: URLRequest + FakeTransport + JSONDecoder", byHand),
+        ] {
+            Benchmark(
+                name + "/" + variant,
+                configuration: configuration(scalingFactor: scaling, maxIterations: maxIterations)
+            ) { benchmark in
+                transport.removeRecordedRequests()
+                benchmark.measure {
+                    for _ in benchmark.scaledIterations where !run() {
                         return benchmark.error("the request did not succeed")
                     }
-                    blackHole(todos)
                 }
             }
         }
 
         // The two above run in separate processes, minutes apart: for a 3 ms operation, drift between them is larger
         // than the pipeline's own microseconds. Here both run in the same sample, interleaved (alternating which
-        // goes first), so the difference of their times is the pipeline's cost with the drift paired away.
-        // For 100 KiB one operation is 10 pairs, so each sample sums enough requests to pair away drift.
+        // goes first), so the difference of their times is the pipeline's cost with the drift paired away. For
+        // 100 KiB one operation is 10 pairs, so each sample sums enough requests.
         let pairsPerOperation = body.count > 10_000 ? 10 : 1
         Benchmark(
             name + "/SwiftConnect Connect and by hand, interleaved",
@@ -71,22 +70,6 @@ func registerPipelineBenchmarks() {
                 maxIterations: maxIterations)
         ) { benchmark in
             transport.removeRecordedRequests()
-            let viaConnect = {
-                let todos = connect.send(connector)
-                guard case .success(let value)? = todos.result, !value.isEmpty else { return false }
-                blackHole(value)
-                return true
-            }
-            let byHand = {
-                var request = URLRequest(url: url)
-                request.setValue("application/json", forHTTPHeaderField: "Accept")
-                request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
-                guard case .success(let response)? = transport.send(request).result, response.isSuccess,
-                    let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
-                else { return false }
-                blackHole(todos)
-                return true
-            }
             var connectNanoseconds = 0
             var handNanoseconds = 0
             var failed = false

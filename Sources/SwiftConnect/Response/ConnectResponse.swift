@@ -82,6 +82,6 @@ public struct ConnectResponse: Sendable {
         let isBlank: (UInt8) -> Bool = { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
         while let first = type.first, isBlank(first) { type = type.dropFirst() }
         while let last = type.last, isBlank(last) { type = type.dropLast() }
-        return String(Substring(type)).lowercased()
+        return Substring(type).lowercased()
     }
 }

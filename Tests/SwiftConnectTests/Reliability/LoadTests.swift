@@ -70,13 +70,7 @@ final class LoadTests: XCTestCase {
         let futures = submit(count, to: connect, recordingIn: outcomes)
 
         // Then: every observer ran once, with the value of its own id
-        XCTAssertEqual(outcomes.waitForCompletions(count, timeout: Self.runTimeout), count, "no future was lost")
-        XCTAssertTrue(futures.allSatisfy(\.isCompleted))
-        let observed = outcomes.byID
-        XCTAssertEqual(observed.count, count)
-        for id in 0..<count where observed[id] != [.value(id)] {
-            XCTFail("request \(id) was observed as \(observed[id] ?? [])")
-        }
+        assertEachObservedOnceWithItsValue(futures, outcomes: outcomes, count: count)
         // And: the server served each id exactly once, and nothing else
         let served = ledger.snapshot.served
         XCTAssertEqual(server.requestCount, count)
@@ -115,13 +109,7 @@ final class LoadTests: XCTestCase {
         let futures = submit(count, to: connect, recordingIn: outcomes)
 
         // Then: all succeed, each observed once with its own value
-        XCTAssertEqual(outcomes.waitForCompletions(count, timeout: Self.runTimeout), count, "no future was lost")
-        XCTAssertTrue(futures.allSatisfy(\.isCompleted))
-        let observed = outcomes.byID
-        XCTAssertEqual(observed.count, count)
-        for id in 0..<count where observed[id] != [.value(id)] {
-            XCTFail("request \(id) was observed as \(observed[id] ?? [])")
-        }
+        assertEachObservedOnceWithItsValue(futures, outcomes: outcomes, count: count)
         // And: one refresh for all the rejected requests
         XCTAssertEqual(refreshes.value, 1, "exactly one refresh")
         XCTAssertEqual(auth.credential, .bearer(token: "fresh"))
@@ -243,6 +231,21 @@ final class LoadTests: XCTestCase {
     }
 
     /// Sends requests for ids `0..<count` at once; each observer records its result under its own id.
+    /// Waits for every request, then checks that each future completed and its observer ran exactly once, with
+    /// the value of its own id.
+    private func assertEachObservedOnceWithItsValue(
+        _ futures: [Future<Item>], outcomes: Outcomes, count: Int, line: UInt = #line
+    ) {
+        XCTAssertEqual(
+            outcomes.waitForCompletions(count, timeout: Self.runTimeout), count, "no future was lost", line: line)
+        XCTAssertTrue(futures.allSatisfy(\.isCompleted), line: line)
+        let observed = outcomes.byID
+        XCTAssertEqual(observed.count, count, line: line)
+        for id in 0..<count where observed[id] != [.value(id)] {
+            XCTFail("request \(id) was observed as \(observed[id] ?? [])", line: line)
+        }
+    }
+
     private func submit(_ count: Int, to connect: Connect, recordingIn outcomes: Outcomes) -> [Future<Item>] {
         let baseURL = server.baseURL
         return (0..<count).map { id in
