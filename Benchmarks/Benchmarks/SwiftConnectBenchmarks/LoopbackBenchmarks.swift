@@ -26,6 +26,7 @@ func registerLoopbackBenchmarks() {
         for width in widths {
             let name =
                 width == 1 ? "Loopback/GET \(label) JSON sequential" : "Loopback/GET \(label) JSON \(width) in flight"
+            registerInterleaved(name: name, path: path, width: width, large: path.hasSuffix("100k"))
             register(name: name + "/SwiftConnect Connect", config: config) {
                 ConnectClient(path: path)
             } run: { client, count in
@@ -73,6 +74,104 @@ func registerLoopbackBenchmarks() {
     }
 }
 
+/// Connect and raw URLSession (default configuration) in the same samples: each sample alternates batches of
+/// requests between the two clients, switching which goes first, and records each client's wall time, CPU time
+/// and the connections the server accepted during its batches.
+///
+/// The separate benchmarks above run minutes apart, each in its own process, and this machine's speed drifts
+/// between them by more than the differences they compare (±30 %). Batches of a few hundred requests put both
+/// clients under the same conditions, so their ratio is measured, not the drift.
+private func registerInterleaved(name: String, path: String, width: Int, large: Bool) {
+    let config = configuration(
+        scalingFactor: .kilo, metrics: interleavedMetrics, maxDuration: .seconds(large ? 30 : 15),
+        maxIterations: large ? 5 : 10_000)
+    Benchmark(name + "/SwiftConnect Connect and raw URLSession, interleaved", configuration: config) { benchmark in
+        let clients = LoopbackClients.client {
+            ClientPair(connect: ConnectClient(path: path), raw: RawClient(path: path, configuration: .default))
+        }
+        let total = benchmark.operations
+        // Batches of 100 requests sequentially, 250 with 16 in flight (the window fills and drains once per batch).
+        let batch = max(1, min(total, width == 1 ? 100 : 250))
+        var connect = BatchTotals()
+        var raw = BatchTotals()
+        var failures = 0
+        benchmark.measure {
+            var done = 0
+            var connectFirst = true
+            while done < total {
+                let count = min(batch, total - done)
+                for step in 0..<2 {
+                    let isConnect = (step == 0) == connectFirst
+                    let client: any LoopbackClient = isConnect ? clients.connect : clients.raw
+                    let connectionsBefore = LoopbackServer.shared.connectionsAccepted()
+                    let cpuStart = processCPUNanoseconds()
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    failures += client.run(count: count, width: width)
+                    let elapsed = Int(DispatchTime.now().uptimeNanoseconds - start)
+                    let cpu = processCPUNanoseconds() - cpuStart
+                    let opened = LoopbackServer.shared.connectionsAccepted() - connectionsBefore
+                    if isConnect {
+                        connect.add(nanoseconds: elapsed, cpu: cpu, connections: opened)
+                    } else {
+                        raw.add(nanoseconds: elapsed, cpu: cpu, connections: opened)
+                    }
+                }
+                done += count
+                connectFirst.toggle()
+            }
+        }
+        if failures > 0 { return benchmark.error("\(failures) requests failed") }
+        benchmark.measurement(pairedConnectMetric, connect.nanoseconds)
+        benchmark.measurement(pairedRawMetric, raw.nanoseconds)
+        benchmark.measurement(pairedConnectCPUMetric, connect.cpu)
+        benchmark.measurement(pairedRawCPUMetric, raw.cpu)
+        benchmark.measurement(connectConnectionsMetric, connect.connections)
+        benchmark.measurement(rawConnectionsMetric, raw.connections)
+    }
+}
+
+/// One client's share of an interleaved sample.
+private struct BatchTotals {
+    var nanoseconds = 0
+    var cpu = 0
+    var connections = 0
+
+    mutating func add(nanoseconds: Int, cpu: Int, connections: Int) {
+        self.nanoseconds += nanoseconds
+        self.cpu += cpu
+        self.connections += connections
+    }
+}
+
+/// Per sample of the interleaved benchmarks (scaled per request): each client's wall time and process CPU time
+/// over its own batches, and the connections the server accepted during them.
+let pairedRawMetric = BenchmarkMetric.custom(
+    "Paired raw time (ns)", polarity: .prefersSmaller, useScalingFactor: true)
+let pairedConnectCPUMetric = BenchmarkMetric.custom(
+    "Paired Connect CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true)
+let pairedRawCPUMetric = BenchmarkMetric.custom(
+    "Paired raw CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true)
+let connectConnectionsMetric = BenchmarkMetric.custom(
+    "Connect connections opened", polarity: .prefersSmaller, useScalingFactor: false)
+let rawConnectionsMetric = BenchmarkMetric.custom(
+    "Raw connections opened", polarity: .prefersSmaller, useScalingFactor: false)
+private let interleavedMetrics: [BenchmarkMetric] =
+    coreMetrics + [
+        pairedConnectMetric, pairedRawMetric, pairedConnectCPUMetric, pairedRawCPUMetric, connectConnectionsMetric,
+        rawConnectionsMetric,
+    ]
+
+/// The two clients of an interleaved benchmark, made once per benchmark process.
+private final class ClientPair: Sendable {
+    let connect: ConnectClient
+    let raw: RawClient
+
+    init(connect: ConnectClient, raw: RawClient) {
+        self.connect = connect
+        self.raw = raw
+    }
+}
+
 /// Registers a loopback benchmark whose client is made once per benchmark process (so connections are kept
 /// alive across samples, as in an app) and fails the benchmark if any request failed.
 private func register<Client: LoopbackClient>(
@@ -95,7 +194,7 @@ private func register<Client: LoopbackClient>(
 private enum LoopbackClients {
     nonisolated(unsafe) static var current: AnyObject?
 
-    static func client<Client: LoopbackClient>(_ make: () -> Client) -> Client {
+    static func client<Client: AnyObject>(_ make: () -> Client) -> Client {
         if let client = current as? Client { return client }
         let client = make()
         current = client

@@ -40,10 +40,14 @@ enum LoopbackServer {
             FileHandle.standardError.write(Data("loopback server: \(error)\n".utf8))
             exit(1)
         }
-        // The parent reads the port from the first line, then holds our standard input open while it lives.
+        // The parent reads the port from the first line, then holds our standard input open while it lives. Each
+        // line it sends asks for the number of connections accepted so far, answered on a line of its own.
         print(server.port)
         fflush(stdout)
-        _ = FileHandle.standardInput.readDataToEndOfFile()
+        while readLine() != nil {
+            print(server.connectionCount)
+            fflush(stdout)
+        }
         server.stop()
         exit(0)
     }
@@ -53,11 +57,32 @@ enum LoopbackServer {
         let baseURL: URL
         private let process: Process
         private let input: Pipe
+        private let output: Pipe
+        private let queryLock = NSLock()
 
-        private init(baseURL: URL, process: Process, input: Pipe) {
+        private init(baseURL: URL, process: Process, input: Pipe, output: Pipe) {
             self.baseURL = baseURL
             self.process = process
             self.input = input
+            self.output = output
+        }
+
+        /// How many TCP connections the server has accepted since it started (a round trip through its pipes).
+        func connectionsAccepted() -> Int {
+            queryLock.lock()
+            defer { queryLock.unlock() }
+            input.fileHandleForWriting.write(Data("connections\n".utf8))
+            return Int(Self.readLine(from: output)) ?? -1
+        }
+
+        private static func readLine(from pipe: Pipe) -> String {
+            var line = Data()
+            while true {
+                let byte = pipe.fileHandleForReading.readData(ofLength: 1)
+                if byte.isEmpty || byte == Data("\n".utf8) { break }
+                line.append(byte)
+            }
+            return String(decoding: line, as: UTF8.self)
         }
 
         static func start() -> Child {
@@ -75,16 +100,11 @@ enum LoopbackServer {
             } catch {
                 fatalError("could not start the loopback server: \(error)")
             }
-            var line = Data()
-            while true {
-                let byte = output.fileHandleForReading.readData(ofLength: 1)
-                if byte.isEmpty || byte == Data("\n".utf8) { break }
-                line.append(byte)
-            }
-            guard let port = Int(String(decoding: line, as: UTF8.self)) else {
+            guard let port = Int(readLine(from: output)) else {
                 fatalError("the loopback server did not report its port")
             }
-            let child = Child(baseURL: URL(string: "http://127.0.0.1:\(port)")!, process: process, input: input)
+            let child = Child(
+                baseURL: URL(string: "http://127.0.0.1:\(port)")!, process: process, input: input, output: output)
             atexit {
                 // Closing our end of its standard input tells the server to stop.
                 try? LoopbackServer.shared.input.fileHandleForWriting.close()
