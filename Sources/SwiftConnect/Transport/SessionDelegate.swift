@@ -169,7 +169,7 @@ final class TaskHandler: Sendable {
         guard let failure = state.withLock({ $0.failure }) else { return true }
         // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends).
         deadline?.cancel()
-        promise.completeIfPending(with: .failure(failure))
+        CompletionContext.deliver { promise.completeIfPending(with: .failure(failure)) }
         return false
     }
 

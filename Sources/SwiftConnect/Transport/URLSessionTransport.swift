@@ -31,6 +31,12 @@ public final class URLSessionTransport: Transport {
     public let session: URLSession
     /// The session's delegate, when this transport owns the session.
     private let delegate: SessionDelegate?
+    /// Where requests started while a response is being delivered are handed to URLSession (see
+    /// ``CompletionContext``).
+    let submissionQueue = DispatchQueue(label: "SwiftConnect.URLSessionTransport.submission")
+    /// Plain requests started and not yet answered: with none, URLSession's work queue is idle and a request
+    /// started from a delivery goes straight to it.
+    private let plainInFlight = Protected(0)
 
     /// Creates a transport with its own session.
     ///
@@ -72,11 +78,29 @@ public final class URLSessionTransport: Transport {
     }
 
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
+    ///
+    /// A request sent from a callback of another request (the next step of a `flatMap` chain) is handed to
+    /// URLSession from the transport's own queue when other requests are in flight: creating a task waits for
+    /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
+    /// Callbacks still run where they would; a request cancelled before its turn never starts.
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
         // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
         // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
         if transfer.isPlain { return sendWithCompletionHandler(request) }
+        guard CompletionContext.isDelivering else { return startTransfer(request, transfer: transfer) }
+        let promise = Promise<ConnectResponse>()
+        submissionQueue.async { [self] in
+            guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
+            let started = startTransfer(request, transfer: transfer)
+            promise.setCancelHandler { started.cancel() }
+            started.observe { promise.completeIfPending(with: $0) }
+        }
+        return promise.future
+    }
+
+    /// Starts a transfer at once, on the caller's thread.
+    private func startTransfer(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard let delegate else { return sendInMemory(request, transfer: transfer, using: self) }
         // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
         // receiving, and every piece still goes through the session's delegate queue, which would slow every
@@ -126,16 +150,32 @@ public final class URLSessionTransport: Transport {
         static let stopsOnlyWithItsSession = false
     #endif
 
-    /// A plain exchange on a session this transport does not own.
+    /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
+    /// when the caller is delivering another response (``CompletionContext``).
     private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
+        guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
+            startDataTask(request, promise: promise)
+            return promise.future
+        }
+        submissionQueue.async { [self] in
+            guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
+            startDataTask(request, promise: promise)
+        }
+        return promise.future
+    }
+
+    /// Creates and starts the data task that completes `promise`.
+    private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
         let deadline = Deadline(seconds: request.timeoutInterval)
-        let task = session.dataTask(with: request) { data, response, error in
+        plainInFlight.withLock { $0 += 1 }
+        let task = session.dataTask(with: request) { [plainInFlight] data, response, error in
             deadline?.cancel()
+            plainInFlight.withLock { $0 -= 1 }
             let result = Self.result(for: request, data: data, response: response, error: error)
             Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
-        return Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in task?.cancel() }
+        _ = Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in task?.cancel() }
     }
 
     /// Responses with bodies at least this large complete on a concurrent queue rather than on the session's
@@ -144,12 +184,13 @@ public final class URLSessionTransport: Transport {
     /// than their decoding.
     static let concurrentCompletionThreshold = 32 << 10
 
-    /// Completes `promise` with `result`: in place, or for large bodies on a concurrent queue.
+    /// Completes `promise` with `result`, called on the session's delegate queue: in place (marked as a
+    /// ``CompletionContext`` delivery), or for large bodies on a concurrent queue.
     static func complete(
         _ promise: Promise<ConnectResponse>, with result: Result<ConnectResponse, any Error>, bodySize: Int
     ) {
         guard bodySize >= concurrentCompletionThreshold else {
-            promise.completeIfPending(with: result)
+            CompletionContext.deliver { promise.completeIfPending(with: result) }
             return
         }
         DispatchQueue.global().async { promise.completeIfPending(with: result) }

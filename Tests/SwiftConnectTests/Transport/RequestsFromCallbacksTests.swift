@@ -1,0 +1,164 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Requests started from a callback chained on another request (`flatMap`, `observe`…), which runs on the
+/// session's delegate queue: `URLSessionTransport` hands them to URLSession from its own queue when other
+/// requests are in flight, so the delegate queue never waits for URLSession's work queue.
+final class RequestsFromCallbacksTests: XCTestCase {
+    private var server: LocalServer!
+    private let releaseSlow = DispatchSemaphore(value: 0)
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        server.route("GET", "/small") { _ in .text("small") }
+        server.route("GET", "/chained") { _ in .text("chained") }
+        server.route("GET", "/after") { _ in .text("after") }
+        let release = releaseSlow
+        server.route("GET", "/slow") { _ in
+            _ = release.wait(timeout: .now() + 30)
+            return .text("slow")
+        }
+    }
+
+    override func tearDown() {
+        releaseSlow.signal()
+        server.stop()
+    }
+
+    private func request(_ path: String) -> URLRequest {
+        URLRequest(url: server.baseURL.appendingPathComponent(path))
+    }
+
+    private func kind(of outcome: Result<ConnectResponse, any Error>) -> ConnectError.Kind? {
+        guard case .failure(let error) = outcome else { return nil }
+        return (error as? ConnectError)?.kind
+    }
+
+    private func text(_ future: Future<ConnectResponse>) -> Future<String> {
+        future.map { String(decoding: $0.data, as: UTF8.self) }
+    }
+
+    func testTheMarkIsSetOnlyWhileDelivering() {
+        XCTAssertFalse(CompletionContext.isDelivering)
+        var inside = false
+        var nested = false
+        var afterNested = false
+        CompletionContext.deliver {
+            inside = CompletionContext.isDelivering
+            CompletionContext.deliver { nested = CompletionContext.isDelivering }
+            afterNested = CompletionContext.isDelivering
+        }
+        XCTAssertTrue(inside)
+        XCTAssertTrue(nested)
+        XCTAssertTrue(afterNested, "a nested delivery leaves the outer one marked")
+        XCTAssertFalse(CompletionContext.isDelivering)
+    }
+
+    func testCallbacksOfAResponseRunMarkedAsADelivery() throws {
+        let transport = URLSessionTransport()
+        let marked = transport.send(request("small")).map { _ in CompletionContext.isDelivering }
+        XCTAssertTrue(try marked.wait(timeout: 30))
+    }
+
+    func testARequestFromACallbackWaitsForTheSubmissionQueueWhileOthersAreInFlight() throws {
+        // Given a request in flight and the transport's submission queue held
+        let transport = URLSessionTransport()
+        let slow = transport.send(request("slow"))
+        transport.submissionQueue.suspend()
+
+        // When a callback starts a request
+        let second = request("chained")
+        let chained = transport.send(request("small")).flatMap { _ in transport.send(second) }
+
+        // Then it starts only once the queue runs, and completes then
+        let startedEarly = expectation(description: "the chained request did not start on the delegate queue")
+        startedEarly.isInverted = true
+        chained.observe { _ in startedEarly.fulfill() }
+        wait(for: [startedEarly], timeout: 0.5)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+        transport.submissionQueue.resume()
+        XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
+        releaseSlow.signal()
+        XCTAssertEqual(try text(slow).wait(timeout: 30), "slow")
+    }
+
+    func testARequestFromACallbackCancelledBeforeItsTurnNeverStarts() throws {
+        // Given a request in flight and the transport's submission queue held
+        let transport = URLSessionTransport()
+        let slow = transport.send(request("slow"))
+        transport.submissionQueue.suspend()
+
+        // When a callback starts a request and cancels it at once
+        let second = request("chained")
+        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
+            let chained = transport.send(second)
+            chained.cancel()
+            return chained
+        }
+        let outcome = try cancelled.waitForResult(timeout: 30)
+        transport.submissionQueue.resume()
+
+        // Then it failed as cancelled and never reached the server, while later requests still go out
+        XCTAssertEqual(kind(of: outcome), .cancelled)
+        let third = request("after")
+        let after = transport.send(request("small")).flatMap { _ in transport.send(third) }
+        XCTAssertEqual(try text(after).wait(timeout: 30), "after")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+        releaseSlow.signal()
+        _ = try slow.wait(timeout: 30)
+    }
+
+    func testWithNothingElseInFlightARequestFromACallbackStartsAtOnce() throws {
+        // The submission queue is held: a request that went through it would never complete.
+        let transport = URLSessionTransport()
+        transport.submissionQueue.suspend()
+        defer { transport.submissionQueue.resume() }
+        let second = request("chained")
+        let chained = transport.send(request("small")).flatMap { _ in transport.send(second) }
+        XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
+    }
+
+    func testTransfersFromACallbackAlsoWaitForTheSubmissionQueue() throws {
+        let transport = URLSessionTransport()
+        transport.submissionQueue.suspend()
+        let limited = TransferOptions(maxResponseBytes: 1 << 20)
+        let second = request("chained")
+        let third = request("after")
+        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
+            let chained = transport.send(second, transfer: limited)
+            chained.cancel()
+            return chained
+        }
+        let outcome = try cancelled.waitForResult(timeout: 30)
+        transport.submissionQueue.resume()
+        XCTAssertEqual(kind(of: outcome), .cancelled)
+
+        let chained = transport.send(request("small")).flatMap { _ in transport.send(third, transfer: limited) }
+        XCTAssertEqual(try text(chained).wait(timeout: 30), "after")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+    }
+
+    func testManyChainsInFlightAllCompleteOnTheDelegateQueue() throws {
+        // 16 chains of 10 requests each, every step started from the previous step's callback
+        let transport = URLSessionTransport()
+        let delegateQueue = transport.session.delegateQueue
+        let small = request("small")
+        @Sendable func chain(_ steps: Int) -> Future<Int> {
+            transport.send(small).flatMap { response -> Future<Int> in
+                XCTAssertTrue(OperationQueue.current === delegateQueue)
+                XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "small")
+                return steps == 1 ? Future(value: 1) : chain(steps - 1).map { $0 + 1 }
+            }
+        }
+        let chains = (0..<16).map { _ in chain(10) }
+        XCTAssertEqual(try Future.all(chains).wait(timeout: 60), Array(repeating: 10, count: 16))
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/small"), 160)
+    }
+}
