@@ -115,6 +115,29 @@ final class RequestsFromCallbacksTests: XCTestCase {
         _ = try slow.wait(timeout: 30)
     }
 
+    func testATransportOverASessionOfYourOwnDoesTheSame() throws {
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let transport = URLSessionTransport(session: session)
+        let slow = transport.send(request("slow"))
+        transport.submissionQueue.suspend()
+        let second = request("chained")
+        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
+            let chained = transport.send(second)
+            chained.cancel()
+            return chained
+        }
+        let outcome = try cancelled.waitForResult(timeout: 30)
+        transport.submissionQueue.resume()
+        XCTAssertEqual(kind(of: outcome), .cancelled)
+        let third = request("after")
+        let after = transport.send(request("small")).flatMap { _ in transport.send(third) }
+        XCTAssertEqual(try text(after).wait(timeout: 30), "after")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+        releaseSlow.signal()
+        _ = try slow.wait(timeout: 30)
+    }
+
     func testWithNothingElseInFlightARequestFromACallbackStartsAtOnce() throws {
         // The submission queue is held: a request that went through it would never complete.
         let transport = URLSessionTransport()
