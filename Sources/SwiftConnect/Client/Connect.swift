@@ -265,8 +265,15 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<Endpoint.Response> {
-        body(of: response(for: connector, debugResponse: debugResponse, options: options))
-            .decoded(toType: Endpoint.Response.self, decoder: connector.decoder)
+        // One stage from the response to the value: what `body(of:)` then `decoded(toType:decoder:)` do, without
+        // the intermediate future of the body.
+        let decoders = self.decoders
+        let decoder = connector.decoder
+        return response(for: connector, debugResponse: debugResponse, options: options).map { response in
+            try decodeBody(
+                response.data, as: Endpoint.Response.self,
+                with: decoder ?? decoders.decoder(for: response.mediaType))
+        }
     }
 
     /// Cancels every request of this client that has not completed; each fails with
