@@ -90,8 +90,21 @@ final class RequestsFromCallbacksTests: XCTestCase {
     }
 
     func testARequestFromACallbackCancelledBeforeItsTurnNeverStarts() throws {
+        try assertCancelledBeforeItsTurnNeverStarts(on: URLSessionTransport())
+    }
+
+    func testATransportOverASessionOfYourOwnDoesTheSame() throws {
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        try assertCancelledBeforeItsTurnNeverStarts(on: URLSessionTransport(session: session))
+    }
+
+    /// With another request in flight and `transport`'s submission queue held, a callback starts a request
+    /// and cancels it at once: it fails as cancelled and never reaches the server, and later requests still go out.
+    private func assertCancelledBeforeItsTurnNeverStarts(
+        on transport: URLSessionTransport, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         // Given a request in flight and the transport's submission queue held
-        let transport = URLSessionTransport()
         let slow = transport.send(request("slow"))
         transport.submissionQueue.suspend()
 
@@ -106,34 +119,11 @@ final class RequestsFromCallbacksTests: XCTestCase {
         transport.submissionQueue.resume()
 
         // Then it failed as cancelled and never reached the server, while later requests still go out
-        XCTAssertEqual(kind(of: outcome), .cancelled)
+        XCTAssertEqual(kind(of: outcome), .cancelled, file: file, line: line)
         let third = request("after")
         let after = transport.send(request("small")).flatMap { _ in transport.send(third) }
-        XCTAssertEqual(try text(after).wait(timeout: 30), "after")
-        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
-        releaseSlow.signal()
-        _ = try slow.wait(timeout: 30)
-    }
-
-    func testATransportOverASessionOfYourOwnDoesTheSame() throws {
-        let session = URLSession(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
-        let transport = URLSessionTransport(session: session)
-        let slow = transport.send(request("slow"))
-        transport.submissionQueue.suspend()
-        let second = request("chained")
-        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
-            let chained = transport.send(second)
-            chained.cancel()
-            return chained
-        }
-        let outcome = try cancelled.waitForResult(timeout: 30)
-        transport.submissionQueue.resume()
-        XCTAssertEqual(kind(of: outcome), .cancelled)
-        let third = request("after")
-        let after = transport.send(request("small")).flatMap { _ in transport.send(third) }
-        XCTAssertEqual(try text(after).wait(timeout: 30), "after")
-        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
+        XCTAssertEqual(try text(after).wait(timeout: 30), "after", file: file, line: line)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0, file: file, line: line)
         releaseSlow.signal()
         _ = try slow.wait(timeout: 30)
     }
