@@ -19,7 +19,16 @@ extension Future {
         // Created resolved (no lock, so no callback queue and a state that never changes): transform at once,
         // compiled into the caller and specialised for its types. One allocation, the resolved future.
         guard lock == nil else { return mapSlowPath(transform) }
-        switch resolvedResult {
+        return Self.resolved(resolvedResult, mappedBy: transform)
+    }
+
+    /// A resolved future of `result` with `transform` applied to its value: the one allocation of a `map`
+    /// stage on a complete future.
+    @inlinable
+    static func resolved<NewValue>(
+        _ result: Result<Value, any Error>, mappedBy transform: (Value) throws -> NewValue
+    ) -> Future<NewValue> {
+        switch result {
         case .success(let value):
             do { return Future<NewValue>(result: .success(try transform(value))) } catch {
                 return Future<NewValue>(result: .failure(error))
@@ -36,16 +45,7 @@ extension Future {
     ) -> Future<NewValue> {
         // Already complete: transform at once. Only the resolved future is allocated, not the closure that the
         // general path below wraps around `transform` (issue 6: a `map` stage costs at most one allocation).
-        if callbackQueue == nil, let result {
-            switch result {
-            case .success(let value):
-                do { return Future<NewValue>(result: .success(try transform(value))) } catch {
-                    return Future<NewValue>(result: .failure(error))
-                }
-            case .failure(let error):
-                return Future<NewValue>(result: .failure(error))
-            }
-        }
+        if callbackQueue == nil, let result { return Self.resolved(result, mappedBy: transform) }
         return transformResult { result in result.flatMap { value in Result { try transform(value) } } }
     }
 
