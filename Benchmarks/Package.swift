@@ -14,9 +14,28 @@ let package = Package(
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
     ],
     targets: [
+        // What the benchmarks and PipelineInstructions share: the payloads and the pipeline's two ways of making a request.
+        .target(
+            name: "BenchmarkFixtures",
+            dependencies: [
+                .product(name: "SwiftConnect", package: "SwiftConnect"),
+                .product(name: "SwiftConnectTesting", package: "SwiftConnect"),
+            ],
+            path: "Sources/BenchmarkFixtures",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
+        // The pipeline's instructions and allocations per request, counted under valgrind by scripts/benchmarks.sh
+        // (no malloc interposer, so it runs under valgrind).
+        .executableTarget(
+            name: "PipelineInstructions",
+            dependencies: ["BenchmarkFixtures"],
+            path: "Sources/PipelineInstructions",
+            swiftSettings: [.swiftLanguageMode(.v5)]
+        ),
         .executableTarget(
             name: "SwiftConnectBenchmarks",
             dependencies: [
+                "BenchmarkFixtures",
                 .product(name: "Benchmark", package: "benchmark"),
                 .product(name: "SwiftConnect", package: "SwiftConnect"),
                 .product(name: "SwiftConnectTesting", package: "SwiftConnect"),

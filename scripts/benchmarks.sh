@@ -10,7 +10,8 @@
 #                                      BENCHMARKS.md is then written from the benchmarks that ran
 #
 # Needs python3 for the report (not for --smoke), and wrk (Debian package) for the server check, which is skipped
-# with a note in BENCHMARKS.md when wrk is missing. The hand-written part of BENCHMARKS.md between
+# with a note in BENCHMARKS.md when wrk is missing. With valgrind installed, the pipeline's instructions and
+# allocations per request are also counted (PipelineInstructions under callgrind and dhat, about 2 minutes). The hand-written part of BENCHMARKS.md between
 # "<!-- notes -->" and "<!-- /notes -->" is kept.
 set -euo pipefail
 
@@ -31,6 +32,10 @@ done
 if ((smoke)); then
     started=$(date +%s)
     SWIFTCONNECT_BENCHMARK_SMOKE=1 swift package benchmark --no-progress --quiet ${extra[@]+"${extra[@]}"}
+    swift build -c release --product PipelineInstructions
+    counter="$(swift build -c release --show-bin-path)/PipelineInstructions"
+    "$counter" connect 1k 1
+    "$counter" by-hand 100k 1
     echo "Benchmark smoke pass: every benchmark built and ran once ($(($(date +%s) - started)) s)."
     exit 0
 fi
@@ -63,6 +68,31 @@ else
     echo "wrk is not installed (apt-get install -y wrk): the server check is skipped" >"$wrk_report"
 fi
 
+# The pipeline's instructions and allocations per request, where the machine has no hardware counters: two runs of
+# different lengths under valgrind, so start-up and warm-up cancel out in the difference. Hashing is made
+# deterministic: Swift otherwise seeds each dictionary with its address, and JSONDecoder's count would move with
+# the heap. One line per body and way: body variant short long instructions(short) instructions(long)
+# blocks(short) blocks(long).
+counts_report="$results/counts.txt"
+if command -v valgrind >/dev/null 2>&1; then
+    swift build -c release --product PipelineInstructions >/dev/null
+    counter="$(swift build -c release --show-bin-path)/PipelineInstructions"
+    counted() { # tool variant body requests: prints callgrind's instructions or dhat's blocks
+        local pattern='s/.*Collected : \([0-9]*\).*/\1/p'
+        [[ "$1" == dhat ]] && pattern='s/.*Total: .* in \([0-9,]*\) blocks.*/\1/p'
+        SWIFT_DETERMINISTIC_HASHING=1 valgrind --tool="$1" --"$1"-out-file=/dev/null "$counter" "$2" "$3" "$4" 2>&1 |
+            sed -n "$pattern" | tr -d ,
+    }
+    for body in 1k 100k; do
+        if [[ "$body" == 1k ]]; then short=200 long=600; else short=20 long=60; fi
+        for variant in connect by-hand; do
+            echo "$body $variant $short $long $(counted callgrind "$variant" "$body" "$short")" \
+                "$(counted callgrind "$variant" "$body" "$long") $(counted dhat "$variant" "$body" "$short")" \
+                "$(counted dhat "$variant" "$body" "$long")" >>"$counts_report"
+        done
+    done
+fi
+
 machine_cpu="$(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | cut -d: -f2- | sed 's/^ *//' || uname -m)"
 perf_note="not available"
 if command -v perf >/dev/null 2>&1 && perf stat -e instructions true 2>&1 | grep -qE '^ *[0-9,]+ +instructions'; then
@@ -87,6 +117,23 @@ for path in glob.glob(os.path.join(results, "*.influx.csv")):
         if len(row) != len(header): continue
         if float(row[column["percentile"]]) != 50.0: continue
         runs.setdefault(row[column["test"]], {})[row[column["metric"]]] = float(row[column["value"]])
+
+# --- PipelineInstructions under valgrind: per body ("1k", "100k") and way ("connect", "by-hand"), instructions
+# and allocations per request. ---
+counts = {}
+counts_path = os.path.join(results, "counts.txt")
+if os.path.exists(counts_path):
+    for line in open(counts_path):
+        fields = line.split()
+        if len(fields) != 8 or not all(f.isdigit() for f in fields[2:]): continue
+        body, variant, short, long_, i_short, i_long, b_short, b_long = fields[0], fields[1], *map(int, fields[2:])
+        counts[(body, variant)] = ((i_long - i_short) / (long_ - short), (b_long - b_short) / (long_ - short))
+
+def counted_extra(body):
+    """Connect minus by hand, in instructions and allocations per request, or None."""
+    if (body, "connect") not in counts or (body, "by-hand") not in counts: return None
+    (ci, cb), (hi, hb) = counts[(body, "connect")], counts[(body, "by-hand")]
+    return ci - hi, cb - hb
 
 def p50(name, metric):
     return runs.get(name, {}).get(metric)
@@ -208,6 +255,10 @@ for size in ["1 KiB", "100 KiB"]:
             extra_ns = wall_ns(p_ours) - wall_ns(p_hand)
             detail = (f"Connect {fmt_time(wall_ns(p_ours))} vs by hand {fmt_time(wall_ns(p_hand))}, separate "
                       f"benchmarks; {allocations}; \"a few\" read as ≤ 5 µs")
+        extra = counted_extra("1k" if size == "1 KiB" else "100k")
+        if extra:
+            detail += (f"; counted under valgrind (deterministic hashing): {extra[0] / 1000:+.1f} k instructions and "
+                       f"{extra[1]:+.0f} allocations per request")
         sign = "+" if extra_ns >= 0 else "−"
         target(f"pipeline over FakeTransport ({size}): a few µs and a small, stated number of allocations on top",
                f"{sign}{fmt_time(abs(extra_ns))}, +{extra_m:.0f} mallocs", extra_ns <= 5000, detail)
@@ -342,6 +393,25 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
                 out(f"| {case} | {label} | {fmt_time(wall_ns(n))} | {fmt_time(cpu_ns(n))} | "
                     f"{fmt_num(instructions(n), 0) if instructions(n) is not None else 'n/a'} | {fmt_num(mallocs(n))} | {speed} |")
     out("")
+    if area == "Pipeline" and counts:
+        out("Counted under valgrind instead of timed: `PipelineInstructions` makes the same requests as the benchmarks "
+            "above, without the malloc interposer, with `SWIFT_DETERMINISTIC_HASHING=1`. It runs under callgrind "
+            "(instructions) and dhat (allocations), twice with different numbers of requests; per request is the "
+            "difference divided by the difference in requests. These counts repeat to within a few instructions from run to run, "
+            "whatever else the machine is doing.")
+        out("")
+        out("| Body | Way | Instructions per request | Allocations per request |")
+        out("| --- | --- | ---: | ---: |")
+        for body, label in [("1k", "1 KiB"), ("100k", "100 KiB")]:
+            for variant, name in [("connect", "**SwiftConnect Connect + middleware + decoding**"),
+                                  ("by-hand", "by hand: URLRequest + FakeTransport + JSONDecoder")]:
+                if (body, variant) in counts:
+                    instructions_, blocks = counts[(body, variant)]
+                    out(f"| {label} | {name} | {instructions_:,.0f} | {blocks:,.1f} |")
+            extra = counted_extra(body)
+            if extra:
+                out(f"| {label} | Connect − by hand | {extra[0]:+,.0f} | {extra[1]:+.1f} |")
+        out("")
 
 out("## Is the loopback server the bottleneck?")
 out("")

@@ -1,4 +1,5 @@
 import Benchmark
+import BenchmarkFixtures
 import Foundation
 import SwiftConnect
 import SwiftConnectTesting
@@ -17,29 +18,12 @@ func registerPipelineBenchmarks() {
         let scaling: BenchmarkScalingFactor = body.count > 10_000 ? .one : .kilo
         let maxIterations = body.count > 10_000 ? 2_000 : 10_000
         let name = "Pipeline/\(label) JSON via FakeTransport"
-        // Made once per benchmark process, as an app makes its client once.
-        let transport = FakeTransport.answering(.data(body, headers: ["Content-Type": "application/json"]))
-        let connect = Connect(transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler())
-        let connector = FakeTodos()
-        let url = FakeTodos.base.appendingPathComponent("todos")
-
-        // One request each way; `false` if it did not succeed. The same two closures run in every benchmark below.
-        let viaConnect = { () -> Bool in
-            let todos = connect.send(connector)
-            guard case .success(let value)? = todos.result, !value.isEmpty else { return false }
-            blackHole(value)
-            return true
-        }
-        let byHand = { () -> Bool in
-            var request = URLRequest(url: url)
-            request.setValue("application/json", forHTTPHeaderField: "Accept")
-            request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
-            guard case .success(let response)? = transport.send(request).result, response.isSuccess,
-                let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
-            else { return false }
-            blackHole(todos)
-            return true
-        }
+        // Made once per benchmark process, as an app makes its client once. The same two ways of making a request
+        // run in every benchmark below.
+        let requests = PipelineRequests(body: body)
+        let transport = requests.transport
+        let viaConnect = requests.viaConnect
+        let byHand = requests.byHand
 
         for (variant, run) in [
             ("SwiftConnect Connect + middleware + decoding", viaConnect),
@@ -136,25 +120,8 @@ private let pairedMetrics: [BenchmarkMetric] = coreMetrics + [pairedConnectMetri
 
 private let sampleTodo = Todo(userId: 7, id: 42, title: "Write the benchmarks", completed: false)
 
-/// The middleware of the pipeline benchmark: adds one header.
-private struct HeaderMiddleware: Middleware {
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        var request = request
-        request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
-        return next(request)
-    }
-}
-
-private struct FakeTodos: TypedConnector {
-    typealias Response = [Todo]
-    static let base = URL(string: "https://api.example.com")!
-
-    var baseURL: URL { Self.base }
-    var endpoint: String { "/todos" }
-    var method: HTTPMethod { .get }
-    var headers: [HTTPHeader] { [] }
-    var parameters: (any ParametersRepresentable)? { nil }
-}
+/// The server of the request-building benchmarks (never contacted).
+private let apiBase = URL(string: "https://api.example.com")!
 
 /// Two path placeholders, a query item and a JSON body.
 private struct UpdateTodo: Connector {
@@ -163,7 +130,7 @@ private struct UpdateTodo: Connector {
     let action: String
     let todo: Todo
 
-    var baseURL: URL { FakeTodos.base }
+    var baseURL: URL { apiBase }
     var endpoint: String { "/users/{userId}/todos/{todoId}" }
     var method: HTTPMethod { .put }
     var headers: [HTTPHeader] { [HTTPHeader(name: "X-Client", value: "benchmarks")] }
@@ -178,7 +145,7 @@ private struct UpdateTodo: Connector {
 }
 
 private func handBuiltUpdateRequest(userID: Int, todoID: Int, action: String, todo: Todo) throws -> URLRequest {
-    var components = URLComponents(url: FakeTodos.base, resolvingAgainstBaseURL: false)!
+    var components = URLComponents(url: apiBase, resolvingAgainstBaseURL: false)!
     components.path = "/users/\(userID)/todos/\(todoID)"
     components.queryItems = [URLQueryItem(name: "action", value: action)]
     var request = URLRequest(url: components.url!)

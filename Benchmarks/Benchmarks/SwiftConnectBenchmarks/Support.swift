@@ -93,35 +93,6 @@ extension Benchmark {
     var operations: Int { scaledIterations.count }
 }
 
-// MARK: - Payloads
-
-/// The JSON object the pipeline and loopback benchmarks decode: a to-do, about 100 bytes encoded.
-struct Todo: Codable, Sendable, Equatable {
-    let userId: Int
-    let id: Int
-    let title: String
-    let completed: Bool
-}
-
-enum Payload {
-    /// A JSON array of to-dos of about `bytes` bytes (never less than one element).
-    static func todos(approximately bytes: Int) -> Data {
-        var todos: [Todo] = []
-        var size = 2
-        while size < bytes {
-            let todo = Todo(
-                userId: todos.count % 10 + 1, id: todos.count + 1, title: "delectus aut autem \(todos.count)",
-                completed: todos.count % 3 == 0)
-            todos.append(todo)
-            size += (try? JSONEncoder().encode(todo).count + 1) ?? 80
-        }
-        return (try? JSONEncoder().encode(todos)) ?? Data("[]".utf8)
-    }
-
-    static let small = todos(approximately: 1 << 10)
-    static let large = todos(approximately: 100 << 10)
-}
-
 // MARK: - Waiting
 
 /// Counts operations down to zero from any thread; `wait()` blocks until then.

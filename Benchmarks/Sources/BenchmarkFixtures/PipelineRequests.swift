@@ -1,0 +1,70 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request of the pipeline benchmarks (issue 6, item 3), through Connect or written by hand, over the same
+/// FakeTransport. The benchmarks time them; `PipelineInstructions` runs them under callgrind and dhat.
+public struct PipelineRequests: Sendable {
+    /// The transport both ways share; it records requests, so clear it between samples.
+    public let transport: FakeTransport
+    private let connect: Connect
+    private let url = FakeTodos.base.appendingPathComponent("todos")
+
+    /// A client with one middleware and the default error handler and retry policy, over a transport that
+    /// answers every request with `body` as JSON. Made once, as an app makes its client once.
+    public init(body: Data) {
+        transport = FakeTransport.answering(.data(body, headers: ["Content-Type": "application/json"]))
+        connect = Connect(transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler())
+    }
+
+    /// One request through Connect, its middleware, error handler and decoding; `false` if it did not succeed.
+    public func viaConnect() -> Bool {
+        let todos = connect.send(FakeTodos())
+        guard case .success(let value)? = todos.result, !value.isEmpty else { return false }
+        consume(value)
+        return true
+    }
+
+    /// The same work by hand: build the URLRequest, call the same FakeTransport, check the status, decode.
+    public func byHand() -> Bool {
+        var request = URLRequest(url: url)
+        request.setValue("application/json", forHTTPHeaderField: "Accept")
+        request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+        guard case .success(let response)? = transport.send(request).result, response.isSuccess,
+            let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
+        else { return false }
+        consume(todos)
+        return true
+    }
+}
+
+/// Keeps the optimizer from dropping a result.
+@inline(never)
+func consume<T>(_ value: T) {
+    withExtendedLifetime(value) {}
+}
+
+/// The middleware of the pipeline benchmark: adds one header.
+private struct HeaderMiddleware: Middleware {
+    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+        var request = request
+        request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
+        return next(request)
+    }
+}
+
+/// The endpoint of the pipeline benchmark: GET /todos, decoded as `[Todo]`.
+struct FakeTodos: TypedConnector {
+    typealias Response = [Todo]
+    static let base = URL(string: "https://api.example.com")!
+
+    var baseURL: URL { Self.base }
+    var endpoint: String { "/todos" }
+    var method: HTTPMethod { .get }
+    var headers: [HTTPHeader] { [] }
+    var parameters: (any ParametersRepresentable)? { nil }
+}
