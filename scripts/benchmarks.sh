@@ -11,8 +11,8 @@
 #
 # Needs python3 for the report (not for --smoke), and wrk (Debian package) for the server check, which is skipped
 # with a note in BENCHMARKS.md when wrk is missing. With valgrind installed, the pipeline's instructions and
-# allocations per request are also counted (PipelineInstructions under callgrind and dhat, about 2 minutes). The hand-written part of BENCHMARKS.md between
-# "<!-- notes -->" and "<!-- /notes -->" is kept.
+# allocations per request are also counted (PipelineInstructions under callgrind and dhat, about 2 minutes).
+# The hand-written part of BENCHMARKS.md between "<!-- notes -->" and "<!-- /notes -->" is kept.
 set -euo pipefail
 
 root="$(cd "$(dirname "$0")/.." && pwd)"
