@@ -43,12 +43,7 @@ public struct RetryMiddleware: Middleware {
             return next(request)
         }
         return RetryLoop.run(
-            maxAttempts: policy.attemptLimit,
-            clock: policy.clock,
-            next: next,
-            request: { _ in request },
-            delay: { result, _, attempt in policy.retryDelay(after: result, attempt: attempt) }
-        )
+            maxAttempts: policy.attemptLimit, clock: policy.clock, next: next, plan: .policy(policy, request: request))
     }
 }
 
@@ -71,9 +66,14 @@ extension Middleware where Self == RetryMiddleware {
 /// Sends a request, waits, and sends it again, until a decision says stop or attempts run out: the one
 /// primitive behind ``RetryMiddleware`` and ``ConnectMiddlewareProtocol``'s `retry`.
 ///
-/// All mutable state sits in one ``Protected`` `State`. Callbacks, the clock and `next` are always called
-/// outside the lock.
-final class RetryLoop: Sendable {
+/// All mutable state sits in one `State` behind `lock`. Callbacks, the clock and `next` are always called
+/// outside the lock. Every request pays for a loop (retries are on by default), so it allocates little: no
+/// closures for a policy's loop, and its state and lock live in the loop itself.
+final class RetryLoop:
+    // Checked by hand: `state` is only read and written with `lock` held, in `withState`. Every other stored
+    // property is immutable and Sendable.
+    @unchecked Sendable
+{
     /// Builds the request of attempt number `attempt` (1 for the first); throwing ends the loop with the error.
     typealias MakeRequest = @Sendable (_ attempt: Int) throws -> URLRequest
     /// How long to wait after an attempt, or `nil` to stop with its outcome.
@@ -94,23 +94,37 @@ final class RetryLoop: Sendable {
         var timer: (any RetryCancellable)?
     }
 
-    private let state = Protected(State())
+    /// Where each attempt's request and the decision after it come from.
+    enum Plan: Sendable {
+        /// The same request every time; the policy decides whether and when to go on.
+        case policy(RetryPolicy, request: URLRequest)
+        /// Closures build each attempt's request and decide after it.
+        case custom(request: MakeRequest, delay: Delay)
+    }
+
+    private let lock = Lock()
+    private var state = State()
     private let promise = Promise<ConnectResponse>()
     private let maxAttempts: Int
     private let clock: any RetryClock
     private let next: Middleware.Next
-    private let makeRequest: MakeRequest
-    private let delay: Delay
+    private let plan: Plan
 
-    private init(
-        maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, request: @escaping MakeRequest,
-        delay: @escaping Delay
-    ) {
+    private init(maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, plan: Plan) {
         self.maxAttempts = maxAttempts
         self.clock = clock
         self.next = next
-        self.makeRequest = request
-        self.delay = delay
+        self.plan = plan
+    }
+
+    deinit {
+        lock.destroy()
+    }
+
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&state)
     }
 
     /// Starts the first attempt and returns the future of the last one's outcome.
@@ -130,7 +144,18 @@ final class RetryLoop: Sendable {
         request: @escaping MakeRequest,
         delay: @escaping Delay
     ) -> Future<ConnectResponse> {
-        let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, request: request, delay: delay)
+        run(maxAttempts: maxAttempts, clock: clock, next: next, plan: .custom(request: request, delay: delay))
+    }
+
+    /// Starts the first attempt of `plan` and returns the future of the last one's outcome; see
+    /// ``run(maxAttempts:clock:next:request:delay:)``.
+    static func run(
+        maxAttempts: Int,
+        clock: any RetryClock,
+        next: @escaping Middleware.Next,
+        plan: Plan
+    ) -> Future<ConnectResponse> {
+        let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan)
         // The future holds the loop through this handler only while pending; completing releases it.
         loop.promise.setCancelHandler { loop.cancel() }
         loop.startAttempt()
@@ -138,7 +163,7 @@ final class RetryLoop: Sendable {
     }
 
     private func startAttempt() {
-        let attempt: Int? = state.withLock { state in
+        let attempt: Int? = withState { state in
             guard !state.isCancelled else { return nil }
             state.timer = nil
             state.attempt += 1
@@ -146,14 +171,19 @@ final class RetryLoop: Sendable {
         }
         guard let attempt else { return }
         let request: URLRequest
-        do {
-            request = try makeRequest(attempt)
-        } catch {
-            promise.completeIfPending(with: .failure(error))
-            return
+        switch plan {
+        case .policy(_, let same):
+            request = same
+        case .custom(let makeRequest, _):
+            do {
+                request = try makeRequest(attempt)
+            } catch {
+                promise.completeIfPending(with: .failure(error))
+                return
+            }
         }
         let future = next(request)
-        let cancelledMeanwhile = state.withLock { state -> Bool in
+        let cancelledMeanwhile = withState { state -> Bool in
             if state.isCancelled { return true }
             state.inFlight = future
             return false
@@ -162,23 +192,25 @@ final class RetryLoop: Sendable {
             future.cancel()
             return
         }
-        future.whenComplete { result in
+        // One closure, not `whenComplete`'s wrapper around one.
+        future.whenCompleteReturningWork { result in
             self.attemptEnded(attempt, request: request, result: result)
-        }
+            return .empty
+        }.run()
     }
 
     private func attemptEnded(_ attempt: Int, request: URLRequest, result: Result<ConnectResponse, any Error>) {
-        let isCancelled = state.withLock { state -> Bool in
+        let isCancelled = withState { state -> Bool in
             state.inFlight = nil
             return state.isCancelled
         }
         guard !isCancelled else { return }
-        guard attempt < maxAttempts, let wait = delay(result, request, attempt) else {
+        guard attempt < maxAttempts, let wait = delay(after: result, of: request, attempt: attempt) else {
             promise.completeIfPending(with: result)
             return
         }
         let timer = clock.schedule(after: wait) { self.startAttempt() }
-        let cancelTimer = state.withLock { state -> Bool in
+        let cancelTimer = withState { state -> Bool in
             if state.isCancelled { return true }
             // A clock may have run the action already (the next attempt started): nothing left to cancel.
             if state.attempt == attempt { state.timer = timer }
@@ -187,9 +219,19 @@ final class RetryLoop: Sendable {
         if cancelTimer { timer.cancel() }
     }
 
+    /// How long to wait after attempt number `attempt`, which sent `request`, or `nil` to stop.
+    private func delay(
+        after result: Result<ConnectResponse, any Error>, of request: URLRequest, attempt: Int
+    ) -> TimeInterval? {
+        switch plan {
+        case .policy(let policy, _): policy.retryDelay(after: result, attempt: attempt)
+        case .custom(_, let delay): delay(result, request, attempt)
+        }
+    }
+
     /// Cancels the attempt in flight or the pending wait; no further attempt starts.
     private func cancel() {
-        let (timer, inFlight) = state.withLock { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
+        let (timer, inFlight) = withState { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
             state.isCancelled = true
             defer {
                 state.timer = nil
