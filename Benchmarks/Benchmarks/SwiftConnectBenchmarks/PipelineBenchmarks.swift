@@ -43,37 +43,12 @@ func registerPipelineBenchmarks() {
         }
 
         // The two above run in separate processes, minutes apart: for a 3 ms operation, drift between them is larger
-        // than the pipeline's own microseconds. Here both run in the same sample, interleaved (alternating which
-        // goes first), so the difference of their times is the pipeline's cost with the drift paired away. For
-        // 100 KiB one operation is 10 pairs, so each sample sums enough requests.
-        let pairsPerOperation = body.count > 10_000 ? 10 : 1
-        Benchmark(
-            name + "/SwiftConnect Connect and by hand, interleaved",
-            configuration: configuration(
-                scalingFactor: scaling, metrics: pairedMetrics, maxDuration: .seconds(body.count > 10_000 ? 10 : 2),
-                maxIterations: maxIterations)
-        ) { benchmark in
-            transport.removeRecordedRequests()
-            var connectNanoseconds = 0
-            var handNanoseconds = 0
-            var failed = false
-            benchmark.measure {
-                for iteration in 0..<(benchmark.operations * pairsPerOperation) {
-                    let connectFirst = iteration.isMultiple(of: 2)
-                    for step in 0..<2 {
-                        let isConnect = (step == 0) == connectFirst
-                        let start = DispatchTime.now().uptimeNanoseconds
-                        let succeeded = isConnect ? viaConnect() : byHand()
-                        let elapsed = Int(DispatchTime.now().uptimeNanoseconds - start)
-                        if isConnect { connectNanoseconds += elapsed } else { handNanoseconds += elapsed }
-                        failed = failed || !succeeded
-                    }
-                }
-            }
-            if failed { return benchmark.error("a request did not succeed") }
-            benchmark.measurement(pairedConnectMetric, connectNanoseconds / pairsPerOperation)
-            benchmark.measurement(pairedByHandMetric, handNanoseconds / pairsPerOperation)
-        }
+        // than the pipeline's own microseconds. Here both run in the same sample, interleaved, so the difference of
+        // their times is the pipeline's cost with the drift paired away. For 100 KiB one operation is 10 pairs, so
+        // each sample sums enough requests.
+        registerInterleaved(
+            name, requests: requests, pairsPerOperation: body.count > 10_000 ? 10 : 1, scaling: scaling,
+            maxDuration: .seconds(body.count > 10_000 ? 10 : 2), maxIterations: maxIterations)
 
         Benchmark(
             name + "/JSONDecoder alone",
@@ -86,6 +61,16 @@ func registerPipelineBenchmarks() {
             }
         }
     }
+
+    // The 1 KiB requests again, each after an untimed decode of an unrelated 100 KiB body: what the pipeline costs
+    // when decoding a large body just ran, as it has before every request of the 100 KiB benchmarks.
+    let coldRequests = PipelineRequests(body: Payload.small)
+    let largeBody = Payload.large
+    let decoder = JSONDecoder()
+    registerInterleaved(
+        "Pipeline/After a 100 KiB decode: 1 KiB JSON via FakeTransport", requests: coldRequests,
+        pairsPerOperation: 10, scaling: .one, maxDuration: .seconds(10), maxIterations: 2_000,
+        beforeEachRequest: { blackHole(try? decoder.decode([Todo].self, from: largeBody)) })
 
     Benchmark(
         "Pipeline/URLRequest from a Connector with composite parameters/SwiftConnect asURLRequest",
@@ -108,6 +93,50 @@ func registerPipelineBenchmarks() {
                 blackHole(try? handBuiltUpdateRequest(userID: 7, todoID: 42, action: "update", todo: sampleTodo))
             }
         }
+    }
+}
+
+/// Registers `name`/"SwiftConnect Connect and by hand, interleaved": in every sample, `pairsPerOperation` pairs of
+/// requests per operation, one through Connect and one by hand, alternating which goes first. Each request is timed
+/// on its own (into ``pairedConnectMetric`` and ``pairedByHandMetric``); `beforeEachRequest` runs untimed before each.
+private func registerInterleaved(
+    _ name: String,
+    requests: PipelineRequests,
+    pairsPerOperation: Int,
+    scaling: BenchmarkScalingFactor,
+    maxDuration: Duration,
+    maxIterations: Int,
+    beforeEachRequest: (@Sendable () -> Void)? = nil
+) {
+    let transport = requests.transport
+    let viaConnect = requests.viaConnect
+    let byHand = requests.byHand
+    Benchmark(
+        name + "/SwiftConnect Connect and by hand, interleaved",
+        configuration: configuration(
+            scalingFactor: scaling, metrics: pairedMetrics, maxDuration: maxDuration, maxIterations: maxIterations)
+    ) { benchmark in
+        transport.removeRecordedRequests()
+        var connectNanoseconds = 0
+        var handNanoseconds = 0
+        var failed = false
+        benchmark.measure {
+            for iteration in 0..<(benchmark.operations * pairsPerOperation) {
+                let connectFirst = iteration.isMultiple(of: 2)
+                for step in 0..<2 {
+                    let isConnect = (step == 0) == connectFirst
+                    beforeEachRequest?()
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    let succeeded = isConnect ? viaConnect() : byHand()
+                    let elapsed = Int(DispatchTime.now().uptimeNanoseconds - start)
+                    if isConnect { connectNanoseconds += elapsed } else { handNanoseconds += elapsed }
+                    failed = failed || !succeeded
+                }
+            }
+        }
+        if failed { return benchmark.error("a request did not succeed") }
+        benchmark.measurement(pairedConnectMetric, connectNanoseconds / pairsPerOperation)
+        benchmark.measurement(pairedByHandMetric, handNanoseconds / pairsPerOperation)
     }
 }
 
