@@ -122,9 +122,7 @@ final class RetryLoop:
     }
 
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
-        lock.lock()
-        defer { lock.unlock() }
-        return body(&state)
+        lock.withLock { body(&state) }
     }
 
     /// Starts the first attempt and returns the future of the last one's outcome.
