@@ -295,8 +295,8 @@ extension Connect {
 
 extension Connect {
     /// Builds the request and adds the client's configuration: base URL for relative connectors, default
-    /// query items and default headers. Pure: no I/O.
-    func prepare(_ connector: any Connector) throws -> URLRequest {
+    /// query items and default headers. Pure: no I/O. `traits` are those of the connector's type.
+    func prepare(_ connector: any Connector, traits: ConnectorTraits) throws -> URLRequest {
         var request: URLRequest
         let serverHeaders = configuration?.defaultHeaders ?? []
         if RelativeBase.isRelative(connector.baseURL) {
@@ -307,9 +307,9 @@ extension Connect {
                 throw error
             }
             request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
-                .makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders)
+                .makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
-            request = try connector.makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders)
+            request = try connector.makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         }
         if let configuration, !configuration.defaultQueryItems.isEmpty {
             request.url = configuration.appendingDefaultQueryItems(to: request.url)
@@ -332,8 +332,9 @@ extension Connect {
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes,
             progress: all.progress
         )
+        let traits = ConnectorTraits.of(type(of: connector))
         do {
-            request = try prepare(connector)
+            request = try prepare(connector, traits: traits)
             try adjust(&request, &transfer)
         } catch {
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }

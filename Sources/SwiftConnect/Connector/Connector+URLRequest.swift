@@ -35,12 +35,17 @@ extension Connector {
     ///   method, a header name that is not a token or a value with CR/LF/NUL (`invalidHeader`), two bodies
     ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
-        try makeURLRequest(defaultHeaders: [], [])
+        try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
     }
 
     /// ``asURLRequest()``, also setting each of `defaultHeaders` (both lists, in order) that the request does
-    /// not set itself: in the same pass, without Foundation's case-insensitive header lookups.
-    func makeURLRequest(defaultHeaders first: [HTTPHeader], _ second: [HTTPHeader]) throws -> URLRequest {
+    /// not set itself: in the same pass, without Foundation's case-insensitive header lookups. `traits` are
+    /// those of the connector's type (for a wrapper, of the type it wraps).
+    func makeURLRequest(
+        defaultHeaders first: [HTTPHeader],
+        _ second: [HTTPHeader],
+        traits: ConnectorTraits
+    ) throws -> URLRequest {
         let parameterList = parameters?.parameterList ?? []
         var parts = try RequestParts(parameterList)
         let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
@@ -58,7 +63,9 @@ extension Connector {
         for header in headers {
             try fields.set(name: header.name, value: header.value, request: request)
         }
-        if let authorized = self as? any AuthorizedConnector, let token = authorized.authorizationToken {
+        if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
+            let token = authorized.authorizationToken
+        {
             try fields.set(name: "Authorization", value: token.headerValue, request: request)
         }
 
