@@ -236,7 +236,7 @@ struct RequestParts {
         out.append(contentsOf: fragment)
 
         let string = String(decoding: out, as: UTF8.self)
-        guard let url = URL(string: string), url.scheme != nil else {
+        guard let url = ParsedURLs.url(string) else {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
         return url

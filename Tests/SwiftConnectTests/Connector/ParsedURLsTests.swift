@@ -1,0 +1,62 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The cache of parsed URLs must never change which URL a request gets, and must stay bounded.
+final class ParsedURLsTests: XCTestCase {
+    private struct Endpoint: Connector {
+        var baseURL = URL(string: "https://cache.example.com/v1")!
+        var endpoint: String
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+    }
+
+    func testARepeatedEndpointGetsTheSameURLAsAFreshParse() throws {
+        // Given
+        let connector = Endpoint(
+            endpoint: "/items/{id}",
+            parameters: CompositeParameters(.path(key: "id", value: "a b"), .query(key: "q", value: "x&y")))
+        // When
+        let first = try connector.asURLRequest().url
+        let second = try connector.asURLRequest().url
+        // Then
+        let expected = URL(string: "https://cache.example.com/v1/items/a%20b?q=x%26y")
+        XCTAssertEqual(first, expected)
+        XCTAssertEqual(second, expected)
+        XCTAssertEqual(second?.absoluteString, expected?.absoluteString)
+    }
+
+    func testDifferentValuesNeverShareACachedURL() throws {
+        // When
+        let urls = try (0..<20).map { index in
+            try Endpoint(endpoint: "/items/{id}", parameters: Parameter.path(key: "id", value: "\(index % 5)"))
+                .asURLRequest().url?.absoluteString
+        }
+        // Then
+        XCTAssertEqual(urls, (0..<20).map { "https://cache.example.com/v1/items/\($0 % 5)" })
+    }
+
+    func testTheCacheStaysWithinItsCapacity() throws {
+        // When: more distinct URLs than the cache holds
+        for index in 0..<(ParsedURLs.capacity * 3) {
+            _ = try Endpoint(endpoint: "/unique/\(index)").asURLRequest()
+        }
+        // Then
+        XCTAssertLessThanOrEqual(ParsedURLs.count, ParsedURLs.capacity)
+        XCTAssertEqual(
+            try Endpoint(endpoint: "/unique/1").asURLRequest().url?.absoluteString,
+            "https://cache.example.com/v1/unique/1")
+    }
+
+    func testAStringThatIsNotAURLIsNotCachedAndStillFails() {
+        XCTAssertNil(ParsedURLs.url("no scheme here"))
+        XCTAssertNil(ParsedURLs.url("no scheme here"), "asked twice, still no URL")
+        XCTAssertThrowsError(try Endpoint(baseURL: URL(string: "example.com")!, endpoint: "/a").asURLRequest())
+    }
+}
