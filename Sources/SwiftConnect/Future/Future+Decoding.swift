@@ -33,6 +33,7 @@ extension Future where Value == Data {
 }
 
 /// Decodes a response body, turning every failure into a ``ConnectError`` of kind `.decoding`.
+@usableFromInline
 func decodeBody<Decoded: Decodable>(
     _ data: Data,
     as type: Decoded.Type,
