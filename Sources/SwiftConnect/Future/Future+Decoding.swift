@@ -21,10 +21,13 @@ extension Future where Value == Data {
     ///     strategy; `nil` (the default) chooses by content type.
     /// - Returns: A future of the decoded value. A decoding failure is a ``ConnectError`` of kind
     ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body.
+    @inlinable
     public func decoded<Decoded: Decodable & Sendable>(
         toType type: Decoded.Type = Decoded.self,
         decoder: (any ResponseBodyDecoder)? = nil
     ) -> Future<Decoded> {
+        // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took 0.1 to
+        // 0.6 µs longer per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
         if let decoder { return map { data in try decodeBody(data, as: type, with: decoder) } }
         return map { [self] data in
             try decodeBody(data, as: type, with: self.bodyHint?.decoder ?? JSONDecoder())

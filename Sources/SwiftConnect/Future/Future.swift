@@ -392,7 +392,7 @@ extension Future {
     }
 
     /// The hint stored with the body, read once the future is complete.
-    var bodyHint: BodyHint? {
+    @usableFromInline var bodyHint: BodyHint? {
         guard let lock else { return nil }
         return lock.withLock { hint }
     }

@@ -65,6 +65,7 @@ public struct ResponseDecoders: Sendable {
 
 /// What a body future returned by ``Connect`` knows about where its data came from, so that
 /// `decoded(toType:)` can pick a decoder by content type.
+@usableFromInline
 final class BodyHint: Sendable {
     let mediaType: String?
     let decoders: ResponseDecoders
@@ -74,5 +75,5 @@ final class BodyHint: Sendable {
         self.decoders = decoders
     }
 
-    var decoder: any ResponseBodyDecoder { decoders.decoder(for: mediaType) }
+    @usableFromInline var decoder: any ResponseBodyDecoder { decoders.decoder(for: mediaType) }
 }
