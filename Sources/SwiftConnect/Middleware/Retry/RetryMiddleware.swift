@@ -18,12 +18,16 @@ import Foundation
 public struct RetryMiddleware: Middleware {
     /// The rules this middleware applies.
     public let policy: RetryPolicy
+    /// The same rules, behind one reference: each request's retry loop holds this rather than its own copy of
+    /// the policy (a copy retains its closures, sets and clock one by one).
+    private let shared: SharedRetryPolicy
 
     /// Creates the middleware.
     ///
     /// - Parameter policy: When and how often to retry. Defaults to ``RetryPolicy/default``.
     public init(policy: RetryPolicy = .default) {
         self.policy = policy
+        shared = SharedRetryPolicy(policy)
     }
 
     /// Sends the request, and sends it again while the policy says so.
@@ -37,13 +41,24 @@ public struct RetryMiddleware: Middleware {
     public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        let policy = self.policy
         let request = policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method)
-        guard policy.attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
+        guard shared.attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
             return next(request)
         }
         return RetryLoop.run(
-            maxAttempts: policy.attemptLimit, clock: policy.clock, next: next, plan: .policy(policy, request: request))
+            maxAttempts: shared.attemptLimit, clock: policy.clock, next: next, plan: .policy(shared, request: request))
+    }
+}
+
+/// A ``RetryPolicy`` shared by reference between a ``RetryMiddleware`` and its requests' retry loops.
+final class SharedRetryPolicy: Sendable {
+    let policy: RetryPolicy
+    /// `policy.attemptLimit`, worked out once.
+    let attemptLimit: Int
+
+    init(_ policy: RetryPolicy) {
+        self.policy = policy
+        attemptLimit = policy.attemptLimit
     }
 }
 
@@ -97,7 +112,7 @@ final class RetryLoop:
     /// Where each attempt's request and the decision after it come from.
     enum Plan: Sendable {
         /// The same request every time; the policy decides whether and when to go on.
-        case policy(RetryPolicy, request: URLRequest)
+        case policy(SharedRetryPolicy, request: URLRequest)
         /// Closures build each attempt's request and decide after it.
         case custom(request: MakeRequest, delay: Delay)
     }
@@ -222,7 +237,7 @@ final class RetryLoop:
         after result: Result<ConnectResponse, any Error>, of request: URLRequest, attempt: Int
     ) -> TimeInterval? {
         switch plan {
-        case .policy(let policy, _): policy.retryDelay(after: result, attempt: attempt)
+        case .policy(let shared, _): shared.policy.retryDelay(after: result, attempt: attempt)
         case .custom(_, let delay): delay(result, request, attempt)
         }
     }
