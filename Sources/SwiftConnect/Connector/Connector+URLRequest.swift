@@ -174,6 +174,14 @@ struct RequestParts {
     /// Joins the base URL and the expanded endpoint, then appends the query items.
     mutating func makeURL(baseURL: URL, endpoint: String, parameters: [Parameter]) throws -> URL {
         let base = baseURL.absoluteString
+        // Without `.path` or `.query` parameters the URL depends on the base URL and the endpoint alone.
+        let isJoinOnly =
+            pathValues.isEmpty
+            && !parameters.contains {
+                if case .query = $0 { return true }
+                return false
+            }
+        if isJoinOnly, let url = ParsedURLs.url(base: base, endpoint: endpoint) { return url }
         var endpoint = endpoint
         endpoint.makeContiguousUTF8()
         var out: [UInt8] = []
@@ -239,6 +247,7 @@ struct RequestParts {
         guard let url = ParsedURLs.url(string) else {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
+        if isJoinOnly { ParsedURLs.remember(url, base: base, endpoint: endpoint) }
         return url
     }
 

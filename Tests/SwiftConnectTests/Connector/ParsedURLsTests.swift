@@ -42,6 +42,44 @@ final class ParsedURLsTests: XCTestCase {
         XCTAssertEqual(urls, (0..<20).map { "https://cache.example.com/v1/items/\($0 % 5)" })
     }
 
+    func testEndpointsAndBasesThatDifferSlightlyNeverShareAJoinedURL() throws {
+        // Given: endpoints and bases without `.path` or `.query` parameters, each asked for twice
+        let cases: [(base: String, endpoint: String, expected: String)] = [
+            ("https://cache.example.com/v1", "/todos", "https://cache.example.com/v1/todos"),
+            ("https://cache.example.com/v1", "/todos/", "https://cache.example.com/v1/todos/"),
+            ("https://cache.example.com/v1", "todos?done=1", "https://cache.example.com/v1/todos?done=1"),
+            ("https://cache.example.com/v1/", "/todos", "https://cache.example.com/v1/todos"),
+            ("https://cache.example.com/v2", "/todos", "https://cache.example.com/v2/todos"),
+            ("https://cache.example.com/v1?key=a", "/todos", "https://cache.example.com/v1/todos?key=a"),
+        ]
+        for _ in 0..<2 {
+            for item in cases {
+                // When
+                let url = try Endpoint(baseURL: URL(string: item.base)!, endpoint: item.endpoint)
+                    .asURLRequest().url?.absoluteString
+                // Then
+                XCTAssertEqual(url, item.expected, "\(item.base) + \(item.endpoint)")
+            }
+        }
+    }
+
+    func testABodyParameterDoesNotChangeTheJoinedURL() throws {
+        let plain = try Endpoint(endpoint: "/items").asURLRequest()
+        let withBody = try Endpoint(endpoint: "/items", parameters: Parameter.jsonObject(value: ["a": 1]))
+            .asURLRequest()
+        XCTAssertEqual(withBody.url, plain.url)
+        XCTAssertNotNil(withBody.httpBody)
+    }
+
+    func testAPlaceholderWithoutItsValueFailsEveryTime() {
+        for _ in 0..<2 {
+            XCTAssertThrowsError(try Endpoint(endpoint: "/items/{id}").asURLRequest()) { error in
+                XCTAssertEqual(
+                    (error as? ConnectError)?.invalidRequestReason, .missingPathValue(placeholder: "id"))
+            }
+        }
+    }
+
     func testTheCacheStaysWithinItsCapacity() throws {
         // When: more distinct URLs than the cache holds
         for index in 0..<(ParsedURLs.capacity * 3) {
