@@ -13,7 +13,9 @@ import Foundation
 ///
 /// The cache holds at most ``capacity`` URLs and empties itself when full: no eviction bookkeeping, and an app
 /// whose URLs never repeat (a search box, say) pays one lookup per request and a cleared dictionary every
-/// `capacity` requests. Only URLs that parsed, with a scheme, are kept.
+/// `capacity` requests. Only URLs that parsed, with a scheme, are kept, and never one that carries a secret
+/// (`user:password@`, or a query item named like one, as logs hide them): the cache must not keep a secret in
+/// memory after the request that used it.
 enum ParsedURLs {
     static let capacity = 128
 
@@ -47,6 +49,8 @@ enum ParsedURLs {
     }
 
     private static func store(_ url: URL, for key: Key) {
+        let text = url.absoluteString
+        guard Redaction.urlText(text) == text else { return }
         cache.withLock { urls in
             if urls.count >= capacity { urls.removeAll(keepingCapacity: true) }
             urls[key] = url
@@ -55,4 +59,9 @@ enum ParsedURLs {
 
     /// How many URLs are cached (for tests).
     static var count: Int { cache.withLock { $0.count } }
+
+    /// Whether a URL is cached under its text (for tests).
+    static func isCached(_ string: String) -> Bool {
+        cache.withLock { $0[.text(string)] != nil }
+    }
 }

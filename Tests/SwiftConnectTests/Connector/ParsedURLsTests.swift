@@ -80,6 +80,26 @@ final class ParsedURLsTests: XCTestCase {
         }
     }
 
+    func testAURLCarryingASecretIsNeverCached() throws {
+        // Given: a secret in the query, in the user info, and, for comparison, none
+        let token = Endpoint(endpoint: "/feed", parameters: Parameter.query(key: "access_token", value: "s3cr3t"))
+        let password = Endpoint(baseURL: URL(string: "https://user:pw@cache.example.com")!, endpoint: "/feed")
+        let plain = Endpoint(endpoint: "/feed", parameters: Parameter.query(key: "page", value: "2"))
+        // When
+        let urls = try [token, password, plain].map { try XCTUnwrap($0.asURLRequest().url?.absoluteString) }
+        // Then: each request still gets its URL; only the one without a secret is kept
+        XCTAssertEqual(
+            urls,
+            [
+                "https://cache.example.com/v1/feed?access_token=s3cr3t", "https://user:pw@cache.example.com/feed",
+                "https://cache.example.com/v1/feed?page=2",
+            ])
+        XCTAssertFalse(ParsedURLs.isCached(urls[0]))
+        XCTAssertFalse(ParsedURLs.isCached(urls[1]))
+        XCTAssertTrue(ParsedURLs.isCached(urls[2]))
+        XCTAssertEqual(try password.asURLRequest().url?.absoluteString, urls[1], "asked again, built again")
+    }
+
     func testTheCacheStaysWithinItsCapacity() throws {
         // When: more distinct URLs than the cache holds
         for index in 0..<(ParsedURLs.capacity * 3) {
