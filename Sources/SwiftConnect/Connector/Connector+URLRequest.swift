@@ -174,14 +174,14 @@ struct RequestParts {
     /// Joins the base URL and the expanded endpoint, then appends the query items.
     mutating func makeURL(baseURL: URL, endpoint: String, parameters: [Parameter]) throws -> URL {
         let base = baseURL.absoluteString
-        // Without `.path` or `.query` parameters the URL depends on the base URL and the endpoint alone.
-        let isJoinOnly =
-            pathValues.isEmpty
-            && !parameters.contains {
-                if case .query = $0 { return true }
-                return false
-            }
-        if isJoinOnly, let url = ParsedURLs.url(base: base, endpoint: endpoint) { return url }
+        // Without `.path` or `.query` parameters the URL depends on the base URL and the endpoint alone: it is
+        // cached under those two, and found before anything is joined.
+        var joinedKey: ParsedURLs.Key?
+        if pathValues.isEmpty, !parameters.contains(where: { if case .query = $0 { true } else { false } }) {
+            let key = ParsedURLs.Key.joined(base: base, endpoint: endpoint)
+            if let url = ParsedURLs.url(for: key) { return url }
+            joinedKey = key
+        }
         var endpoint = endpoint
         endpoint.makeContiguousUTF8()
         var out: [UInt8] = []
@@ -244,10 +244,9 @@ struct RequestParts {
         out.append(contentsOf: fragment)
 
         let string = String(decoding: out, as: UTF8.self)
-        guard let url = ParsedURLs.url(string) else {
+        guard let url = ParsedURLs.url(string, keptAs: joinedKey) else {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
-        if isJoinOnly { ParsedURLs.remember(url, base: base, endpoint: endpoint) }
         return url
     }
 

@@ -19,7 +19,8 @@ import Foundation
 enum ParsedURLs {
     static let capacity = 128
 
-    private enum Key: Hashable {
+    /// What a URL is kept under.
+    enum Key: Hashable {
         /// A URL that is the base URL (its text) joined with the endpoint, as written.
         case joined(base: String, endpoint: String)
         /// A URL by its text.
@@ -28,40 +29,25 @@ enum ParsedURLs {
 
     private static let cache = Protected<[Key: URL]>([:])
 
-    /// The URL for `string`, parsed once while it stays in the cache; `nil` if it is not a URL with a scheme.
-    static func url(_ string: String) -> URL? {
-        let key = Key.text(string)
-        if let url = cache.withLock({ $0[key] }) { return url }
+    /// The URL kept under `key`, if it is still cached.
+    static func url(for key: Key) -> URL? {
+        cache.withLock { $0[key] }
+    }
+
+    /// The URL for `string`, kept under `key` (by default the text itself) once parsed; `nil` if it is not a URL
+    /// with a scheme.
+    static func url(_ string: String, keptAs key: Key? = nil) -> URL? {
+        let key = key ?? .text(string)
+        if let url = url(for: key) { return url }
         guard let url = URL(string: string), url.scheme != nil else { return nil }
-        store(url, for: key)
-        return url
-    }
-
-    /// The URL built earlier from this base URL (its text) and endpoint alone, if it is still cached.
-    static func url(base: String, endpoint: String) -> URL? {
-        let key = Key.joined(base: base, endpoint: endpoint)
-        return cache.withLock { $0[key] }
-    }
-
-    /// Remembers `url` as what `base` (its text) and `endpoint` alone make.
-    static func remember(_ url: URL, base: String, endpoint: String) {
-        store(url, for: .joined(base: base, endpoint: endpoint))
-    }
-
-    private static func store(_ url: URL, for key: Key) {
-        let text = url.absoluteString
-        guard Redaction.urlText(text) == text else { return }
+        guard Redaction.urlText(string) == string else { return url }
         cache.withLock { urls in
             if urls.count >= capacity { urls.removeAll(keepingCapacity: true) }
             urls[key] = url
         }
+        return url
     }
 
     /// How many URLs are cached (for tests).
     static var count: Int { cache.withLock { $0.count } }
-
-    /// Whether a URL is cached under its text (for tests).
-    static func isCached(_ string: String) -> Bool {
-        cache.withLock { $0[.text(string)] != nil }
-    }
 }

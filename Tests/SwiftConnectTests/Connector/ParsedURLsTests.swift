@@ -63,6 +63,15 @@ final class ParsedURLsTests: XCTestCase {
         }
     }
 
+    func testAURLWithoutParametersIsKeptOnceUnderItsBaseAndEndpoint() throws {
+        // When
+        let url = try XCTUnwrap(Endpoint(endpoint: "/kept-once").asURLRequest().url)
+        // Then: found by base URL and endpoint, not also by its text
+        XCTAssertEqual(
+            ParsedURLs.url(for: .joined(base: "https://cache.example.com/v1", endpoint: "/kept-once")), url)
+        XCTAssertNil(ParsedURLs.url(for: .text(url.absoluteString)))
+    }
+
     func testABodyParameterDoesNotChangeTheJoinedURL() throws {
         let plain = try Endpoint(endpoint: "/items").asURLRequest()
         let withBody = try Endpoint(endpoint: "/items", parameters: Parameter.jsonObject(value: ["a": 1]))
@@ -94,9 +103,9 @@ final class ParsedURLsTests: XCTestCase {
                 "https://cache.example.com/v1/feed?access_token=s3cr3t", "https://user:pw@cache.example.com/feed",
                 "https://cache.example.com/v1/feed?page=2",
             ])
-        XCTAssertFalse(ParsedURLs.isCached(urls[0]))
-        XCTAssertFalse(ParsedURLs.isCached(urls[1]))
-        XCTAssertTrue(ParsedURLs.isCached(urls[2]))
+        XCTAssertNil(ParsedURLs.url(for: .text(urls[0])))
+        XCTAssertNil(ParsedURLs.url(for: .joined(base: "https://user:pw@cache.example.com", endpoint: "/feed")))
+        XCTAssertNotNil(ParsedURLs.url(for: .text(urls[2])))
         XCTAssertEqual(try password.asURLRequest().url?.absoluteString, urls[1], "asked again, built again")
     }
 
