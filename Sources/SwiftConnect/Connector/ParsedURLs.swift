@@ -12,8 +12,8 @@ import Foundation
 /// - any other is kept under its text, and found again without parsing.
 ///
 /// The cache holds at most ``capacity`` URLs and empties itself when full: no eviction bookkeeping, and an app
-/// whose URLs never repeat (a search box, say) pays one lookup per request and a cleared dictionary every
-/// `capacity` requests. Only URLs that parsed, with a scheme, are kept, and never one that carries a secret
+/// whose URLs never repeat (a search box, say) pays, per request, one lookup and the scan for secrets below, and a
+/// cleared dictionary every `capacity` requests. Only URLs that parsed, with a scheme, are kept, and never one that carries a secret
 /// (`user:password@`, or a query item named like one, as logs hide them): the cache must not keep a secret in
 /// memory after the request that used it.
 enum ParsedURLs {
