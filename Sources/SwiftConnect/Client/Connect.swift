@@ -275,7 +275,7 @@ extension Connect {
         return response(for: connector, debugResponse: debugResponse, options: options).map { response in
             try decodeBody(
                 response.data, as: Endpoint.Response.self,
-                with: decoder ?? decoders.decoder(for: response.mediaType))
+                with: decoder ?? decoders.decoder(for: response))
         }
     }
 
@@ -422,7 +422,7 @@ extension Connect {
             switch result {
             case .success(let response):
                 return body.resolve(
-                    .success(response.data), hint: BodyHint(mediaType: response.mediaType, decoders: decoders))
+                    .success(response.data), hint: BodyHint(decoder: decoders.decoder(for: response)))
             case .failure(let error):
                 return body.resolve(.failure(error))
             }

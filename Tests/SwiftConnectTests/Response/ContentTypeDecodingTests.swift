@@ -75,4 +75,61 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertTrue(decoders.decoder(for: "application/json") is JSONDecoder)
         XCTAssertTrue(decoders.decoder(for: nil) is JSONDecoder)
     }
+
+    /// JSON, counting its calls; a class, so that one instance can be told from another.
+    private final class CountingJSONDecoder: ResponseBodyDecoder {
+        let calls = Counter()
+        func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+            calls.increment()
+            return try JSONDecoder().decode(type, from: data)
+        }
+    }
+
+    private func decodedItem(
+        contentType: String?, decoders: ResponseDecoders, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Item {
+        let headers = contentType.map { ["Content-Type": $0] } ?? [:]
+        let transport = FakeTransport.answering(.data(Data(#"{"name":"n"}"#.utf8), headers: headers))
+        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let sent = try connect.send(Endpoint()).wait()
+        XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), sent, file: file, line: line)
+        return sent
+    }
+
+    func testOneDecoderForEveryTypeIsUsedWhateverTheContentType() throws {
+        let shared = CountingJSONDecoder()
+        var decoders = ResponseDecoders.default
+        decoders.fallback = shared
+        decoders.register(shared, for: "application/json")
+        for type in ["application/json", "text/plain", "application/vnd.api+json", nil] {
+            XCTAssertEqual(try decodedItem(contentType: type, decoders: decoders), Item(name: "n"))
+        }
+        XCTAssertEqual(shared.calls.value, 8)
+    }
+
+    func testRegisteringAnotherDecoderStillChoosesByContentType() throws {
+        let shared = CountingJSONDecoder()
+        let other = CountingJSONDecoder()
+        var decoders = ResponseDecoders.default
+        decoders.fallback = shared
+        decoders.register(shared, for: "application/json")
+        decoders.register(other, for: "application/x-other")
+        _ = try decodedItem(contentType: "application/x-other; charset=utf-8", decoders: decoders)
+        _ = try decodedItem(contentType: "application/json", decoders: decoders)
+        _ = try decodedItem(contentType: nil, decoders: decoders)
+        XCTAssertEqual(other.calls.value, 2)
+        XCTAssertEqual(shared.calls.value, 4)
+    }
+
+    func testAnotherFallbackIsUsedOnlyForTypesWithoutADecoder() throws {
+        let fallback = CountingJSONDecoder()
+        var decoders = ResponseDecoders.default
+        decoders.fallback = fallback
+        _ = try decodedItem(contentType: "application/json", decoders: decoders)
+        _ = try decodedItem(contentType: "application/problem+json", decoders: decoders)
+        XCTAssertEqual(fallback.calls.value, 0)
+        _ = try decodedItem(contentType: "text/plain", decoders: decoders)
+        _ = try decodedItem(contentType: nil, decoders: decoders)
+        XCTAssertEqual(fallback.calls.value, 4)
+    }
 }
