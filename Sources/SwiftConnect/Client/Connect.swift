@@ -237,7 +237,7 @@ extension Connect {
         debugResponse: Bool = false,
         options callOptions: RequestOptions = RequestOptions()
     ) -> Future<ConnectResponse> {
-        start(connector, debugResponse: debugResponse, options: callOptions) { _, _ in }
+        start(connector, debugResponse: debugResponse, options: callOptions)
     }
 
     /// Sends a connector that names its response type and returns a future of the decoded value.
@@ -297,10 +297,10 @@ extension Connect {
 // MARK: - Pipeline
 
 extension Connect {
-    /// Builds the request and adds the client's configuration: base URL for relative connectors, default
-    /// query items and default headers. Pure: no I/O. `traits` are those of the connector's type.
-    func prepare(_ connector: any Connector, traits: ConnectorTraits) throws -> URLRequest {
-        var request: URLRequest
+    /// Builds the request's blueprint and adds the client's configuration: base URL for relative connectors,
+    /// default query items and default headers. Pure: no I/O. `traits` are those of the connector's type.
+    func blueprint(for connector: any Connector, traits: ConnectorTraits) throws -> RequestBlueprint {
+        var blueprint: RequestBlueprint
         let serverHeaders = configuration?.defaultHeaders ?? []
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
@@ -309,24 +309,26 @@ extension Connect {
                     "'\(connector.endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
                 throw error
             }
-            request = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
-                .makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+            blueprint = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
+                .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
-            request = try connector.makeURLRequest(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+            blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         }
-        if let configuration, !configuration.defaultQueryItems.isEmpty {
-            request.url = configuration.appendingDefaultQueryItems(to: request.url)
+        if let configuration, !configuration.defaultQueryItems.isEmpty,
+            let url = configuration.appendingDefaultQueryItems(to: blueprint.url)
+        {
+            blueprint = blueprint.with(url: url)
         }
-        return request
+        return blueprint
     }
 
-    /// Builds, adapts and sends one call. `adjust` may change the request and its transfer options (uploads
-    /// and downloads do) before it enters the pipeline; throwing from it fails the call.
+    /// Builds, adapts and sends one call. `adjust`, if any, may change the request and its transfer options
+    /// (uploads and downloads do) before it enters the pipeline; throwing from it fails the call.
     func start(
         _ connector: any Connector,
         debugResponse: Bool,
         options callOptions: RequestOptions,
-        adjust: (inout URLRequest, inout TransferOptions) throws -> Void
+        adjust: ((inout URLRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Future<ConnectResponse> {
         let requestOptions = connector.options.merged(with: callOptions)
         let all = options.merged(with: requestOptions)
@@ -336,36 +338,50 @@ extension Connect {
             progress: all.progress
         )
         let traits = ConnectorTraits.of(type(of: connector))
+        let blueprint: RequestBlueprint
         do {
-            request = try prepare(connector, traits: traits)
-            try adjust(&request, &transfer)
+            blueprint = try self.blueprint(for: connector, traits: traits)
+            request = blueprint.makeRequest()
+            try adjust?(&request, &transfer)
         } catch {
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
             return Future(error: error)
         }
         var context = RequestContext(
-            method: HTTPMethod(rawValue: request.httpMethod ?? "GET"),
+            method: HTTPMethod(rawValue: blueprint.method),
             connectorName: traits.name,
             options: requestOptions,
             logger: logger
         )
         context.transfer = transfer
-        return perform(request, context: context, extra: requestOptions, debugResponse: debugResponse)
+        // Adjusted, the request is no longer what the blueprint makes.
+        if adjust == nil { context.blueprint = blueprint }
+        return perform(consume request, context: context, extra: requestOptions, debugResponse: debugResponse)
     }
 
     /// Runs a built request through the middlewares, the transport, the error handler, the validators and
     /// the processors.
+    ///
+    /// The request is handed on, not kept: with ``RequestContext/blueprint`` set, an error that reports it
+    /// makes it again, so the first middleware that changes it changes it in place instead of copying it.
     func perform(
-        _ request: URLRequest,
+        _ request: consuming URLRequest,
         context: RequestContext,
         extra: RequestOptions,
         debugResponse: Bool
     ) -> Future<ConnectResponse> {
+        // Kept only where the blueprint cannot make it again, or for the debug output.
+        let sentRequest: SentRequest
+        if let blueprint = context.blueprint, !debugResponse {
+            sentRequest = .remade(blueprint)
+        } else {
+            sentRequest = .kept(copy request)
+        }
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
         let all = options.merged(with: extra)
         let sent: Future<ConnectResponse>
         if extra.isEmpty {
-            sent = chain.send(request, context: context)
+            sent = chain.send(consume request, context: context)
         } else {
             let middlewares = Connect.pipeline(
                 outer: outerMiddlewares,
@@ -373,21 +389,23 @@ extension Connect {
                 queue: requestQueue,
                 pluginQueue: pluginQueue
             )
-            sent = MiddlewareChain(middlewares: middlewares, transport: transport).send(request, context: context)
+            sent = MiddlewareChain(middlewares: middlewares, transport: transport)
+                .send(consume request, context: context)
         }
         let errorHandler = self.errorHandler
         let validators = all.validators
         let processors = all.processors
         let validated = sent.transformResult { result in
-            Connect.validate(result, request: request, errorHandler: errorHandler).flatMap { response in
-                Connect.check(response, validators: validators, processors: processors)
-            }
+            Connect.validate(result, request: sentRequest.request, errorHandler: errorHandler)
+                .flatMap { response in
+                    Connect.check(response, validators: validators, processors: processors)
+                }
         }
         if debugResponse {
             let logger = self.logger
             let redacting = redactsSecrets
             validated.whenComplete { result in
-                logger.log(.debug, DebugOutput.outcome(result, of: request, redacting: redacting))
+                logger.log(.debug, DebugOutput.outcome(result, of: sentRequest.request, redacting: redacting))
             }
         }
         track(validated)
@@ -431,9 +449,10 @@ extension Connect {
     }
 
     /// Applies the error handler to an error status; normalises transport errors to ``ConnectError``.
+    /// `request` is evaluated only for a transport error.
     static func validate(
         _ result: Result<ConnectResponse, any Error>,
-        request: URLRequest,
+        request: @autoclosure () -> URLRequest,
         errorHandler: any ErrorHandling
     ) -> Result<ConnectResponse, any Error> {
         switch result {
@@ -443,7 +462,7 @@ extension Connect {
             return result
         case .failure(let error):
             if error is ConnectError { return result }
-            if error is URLError { return .failure(ConnectError.transportFailure(error, request: request)) }
+            if error is URLError { return .failure(ConnectError.transportFailure(error, request: request())) }
             return result
         }
     }
@@ -454,6 +473,19 @@ extension Connect {
         let id = inFlight.withLock { $0.insert(future) }
         future.whenComplete { [inFlight] _ in
             inFlight.withLock { $0.remove(id) }
+        }
+    }
+}
+
+/// The request of a call as its outcome reports it: kept, or made again from its blueprint.
+enum SentRequest: Sendable {
+    case kept(URLRequest)
+    case remade(RequestBlueprint)
+
+    var request: URLRequest {
+        switch self {
+        case .kept(let request): request
+        case .remade(let blueprint): blueprint.makeRequest()
         }
     }
 }

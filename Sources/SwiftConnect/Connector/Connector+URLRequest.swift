@@ -46,61 +46,78 @@ extension Connector {
         _ second: [HTTPHeader],
         traits: ConnectorTraits
     ) throws -> URLRequest {
+        try makeBlueprint(defaultHeaders: first, second, traits: traits).makeRequest()
+    }
+
+    /// The parts of the request ``makeURLRequest(defaultHeaders:_:traits:)`` makes, checked: what the request
+    /// is made from, and made from again for a retry.
+    func makeBlueprint(
+        defaultHeaders first: [HTTPHeader],
+        _ second: [HTTPHeader],
+        traits: ConnectorTraits
+    ) throws -> RequestBlueprint {
         let parameterList = parameters?.parameterList ?? []
         var parts = try RequestParts(parameterList)
         let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)
+        let cachePolicy = self.cachePolicy
+        let timeout = self.timeout
+        /// The request so far, for an error to report.
+        func partialRequest(method: String = "GET", body: Data? = nil) -> URLRequest {
+            RequestBlueprint.makeRequest(
+                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: [:])
+        }
 
-        var request = URLRequest(url: url, cachePolicy: cachePolicy, timeoutInterval: timeout)
         let method = self.method.rawValue
         guard HTTPHeader.isValidName(method) else {
-            throw ConnectError.invalidRequest(.invalidMethod(method), request: request)
+            throw ConnectError.invalidRequest(.invalidMethod(method), request: partialRequest())
         }
-        // A new URLRequest already says GET; setting it again costs a normalisation pass in Foundation.
-        if method != "GET" { request.httpMethod = method }
 
         let headers = self.headers
         var fields = HeaderFields(capacity: headers.count + 2)
         for header in headers {
-            try fields.set(name: header.name, value: header.value, request: request)
+            try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
         }
         if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
             let token = authorized.authorizationToken
         {
-            try fields.set(name: "Authorization", value: token.headerValue, request: request)
+            try fields.set(name: "Authorization", value: token.headerValue, request: partialRequest(method: method))
         }
 
+        var body: Data?
         switch parts.body {
         case nil:
             break
         case .json(let value)?:
             do {
-                request.httpBody = try jsonEncoder.encode(value)
+                body = try jsonEncoder.encode(value)
             } catch {
                 var failure = ConnectError.invalidRequest(
-                    .bodyEncodingFailed(String(describing: error)), request: request)
+                    .bodyEncodingFailed(String(describing: error)), request: partialRequest(method: method))
                 failure.underlyingError = error
                 throw failure
             }
             fields.setIfAbsent(name: "Content-Type", value: "application/json")
         case .form(let bytes)?:
-            request.httpBody = Data(bytes)
+            body = Data(bytes)
             fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
         case .raw(let data, let contentType)?:
             guard HTTPHeader.isValidValue(contentType) else {
-                throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"), request: request)
+                throw ConnectError.invalidRequest(
+                    .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
-            request.httpBody = data
+            body = data
             fields.setIfAbsent(name: "Content-Type", value: contentType)
         }
 
         for header in first {
-            try fields.setIfAbsent(checking: header, request: request)
+            try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
         }
         for header in second {
-            try fields.setIfAbsent(checking: header, request: request)
+            try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
         }
-        fields.apply(to: &request)
-        return request
+        return RequestBlueprint(
+            url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
+            headers: fields.dictionary)
     }
 }
 
@@ -349,9 +366,9 @@ struct HeaderFields {
     }
 
     /// Checks and sets a field, replacing any with the same name (ignoring case).
-    mutating func set(name: String, value: String, request: URLRequest) throws {
+    mutating func set(name: String, value: String, request: @autoclosure () -> URLRequest) throws {
         guard HTTPHeader.isValidName(name), HTTPHeader.isValidValue(value) else {
-            throw ConnectError.invalidRequest(.invalidHeader(name: name), request: request)
+            throw ConnectError.invalidRequest(.invalidHeader(name: name), request: request())
         }
         if let index = fields.firstIndex(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) {
             fields[index] = (name, value)
@@ -367,23 +384,22 @@ struct HeaderFields {
     }
 
     /// Checks `header` and sets it unless a field with the same name (ignoring case) is already set.
-    mutating func setIfAbsent(checking header: HTTPHeader, request: URLRequest) throws {
+    mutating func setIfAbsent(checking header: HTTPHeader, request: @autoclosure () -> URLRequest) throws {
         guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
-            throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request)
+            throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request())
         }
         setIfAbsent(name: header.name, value: header.value)
     }
 
-    /// Sets the fields on `request`, replacing any it had.
-    ///
-    /// One assignment of `allHTTPHeaderFields` rather than a `setValue` per field: the names are already unique
-    /// ignoring case, and on Linux each `setValue` re-validates and capitalises (about three times slower).
-    func apply(to request: inout URLRequest) {
-        guard !fields.isEmpty else { return }
+    /// The fields, to set on a request in one assignment of `allHTTPHeaderFields` rather than a `setValue` per
+    /// field: the names are already unique ignoring case, and on Linux each `setValue` re-validates and
+    /// capitalises (about three times slower).
+    var dictionary: [String: String] {
+        guard !fields.isEmpty else { return [:] }
         var dictionary: [String: String] = Dictionary(minimumCapacity: fields.count)
         for field in fields {
             dictionary[field.name] = field.value
         }
-        request.allHTTPHeaderFields = dictionary
+        return dictionary
     }
 }

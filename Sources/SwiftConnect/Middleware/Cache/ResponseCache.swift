@@ -131,7 +131,7 @@ public final class ResponseCache: Middleware {
     }
 
     /// Serves a fresh stored response, or sends the request and stores its response.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head
@@ -181,4 +181,4 @@ public final class ResponseCache: Middleware {
     }
 }
 
-extension ResponseCache: PreservesValidHeaders {}
+extension ResponseCache: PreservesValidHeaders, PassesRequestThrough {}

@@ -63,7 +63,9 @@ final class RequestCoalescer: Middleware {
     }
 
     /// Joins the call in flight for an identical request, or starts one.
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
         guard let key = Self.key(for: request) else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
@@ -79,7 +81,7 @@ final class RequestCoalescer: Middleware {
         promise.setCancelHandler { [weak self] in
             self?.drop(callerID, from: key, callID: callID)
         }
-        if isFirst { start(request, key: key, callID: callID, next: next) }
+        if isFirst { start(consume request, key: key, callID: callID, next: next) }
         return promise.future
     }
 }
@@ -88,8 +90,8 @@ final class RequestCoalescer: Middleware {
 
 extension RequestCoalescer {
     /// Sends the shared request and hands its result to every caller still interested.
-    private func start(_ request: URLRequest, key: Key, callID: UInt64, next: Next) {
-        let shared = next(request)
+    private func start(_ request: consuming URLRequest, key: Key, callID: UInt64, next: Next) {
+        let shared = next(consume request)
         let abandoned: Bool = state.withLock { state in
             guard state.calls[key]?.id == callID else { return true }
             state.calls[key]?.shared = shared
@@ -123,4 +125,4 @@ extension RequestCoalescer {
     }
 }
 
-extension RequestCoalescer: PreservesValidHeaders {}
+extension RequestCoalescer: PreservesValidHeaders, PassesRequestThrough {}

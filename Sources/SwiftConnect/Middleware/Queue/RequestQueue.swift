@@ -147,13 +147,14 @@ public final class RequestQueue: Middleware {
     ///     future is cancelled while it waits.
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
+        let waiting = Waiting(request: request, next: next, promise: promise)
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
-            state.pending[state.nextID] = Waiting(request: request, next: next, promise: promise)
+            state.pending[state.nextID] = waiting
             state.order.append(state.nextID)
             return state.nextID
         }

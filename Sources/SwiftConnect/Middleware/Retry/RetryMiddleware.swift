@@ -20,7 +20,7 @@ public struct RetryMiddleware: Middleware {
     public let policy: RetryPolicy
     /// The same rules, behind one reference: each request's retry loop holds this rather than its own copy of
     /// the policy (a copy retains its closures, sets and clock one by one).
-    private let shared: SharedRetryPolicy
+    let shared: SharedRetryPolicy
 
     /// Creates the middleware.
     ///
@@ -38,15 +38,10 @@ public struct RetryMiddleware: Middleware {
     ///   - next: The rest of the pipeline, called once per attempt.
     /// - Returns: A future of the last attempt's response. Cancelling it cancels the attempt in flight and
     ///   any wait before the next one.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        let request = policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method)
-        guard shared.attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
-            return next(request)
-        }
-        return RetryLoop.run(
-            maxAttempts: shared.attemptLimit, clock: policy.clock, next: next, plan: .policy(shared, request: request))
+        shared.intercept(request, context: context, next: next, blueprint: nil)
     }
 }
 
@@ -59,6 +54,31 @@ final class SharedRetryPolicy: Sendable {
     init(_ policy: RetryPolicy) {
         self.policy = policy
         attemptLimit = policy.attemptLimit
+    }
+
+    /// ``RetryMiddleware/intercept(_:context:next:)``; with `blueprint`, what `request` was made from and
+    /// still equals, a retry makes the request again from it instead of keeping the first attempt's, which
+    /// stays the only reference for the stages after this one to change in place.
+    func intercept(
+        _ request: consuming URLRequest,
+        context: RequestContext,
+        next: @escaping Middleware.Next,
+        blueprint: RequestBlueprint?
+    ) -> Future<ConnectResponse> {
+        // An idempotency key added here is not in the blueprint: then the request is kept, as it is without one.
+        if let blueprint, !policy.needsIdempotencyKey(request, method: context.method) {
+            guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
+                return next(consume request)
+            }
+            return RetryLoop.run(
+                maxAttempts: attemptLimit, clock: policy.clock, next: next, plan: .remade(self, blueprint),
+                first: consume request)
+        }
+        let request = policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method)
+        guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else { return next(request) }
+        return RetryLoop.run(
+            maxAttempts: attemptLimit, clock: policy.clock, next: next, plan: .policy(self, request: request),
+            first: request)
     }
 }
 
@@ -113,6 +133,9 @@ final class RetryLoop:
     enum Plan: Sendable {
         /// The same request every time; the policy decides whether and when to go on.
         case policy(SharedRetryPolicy, request: URLRequest)
+        /// The same request every time, made again from its blueprint for each attempt after the first; the
+        /// policy decides.
+        case remade(SharedRetryPolicy, RequestBlueprint)
         /// Closures build each attempt's request and decide after it.
         case custom(request: MakeRequest, delay: Delay)
     }
@@ -160,22 +183,24 @@ final class RetryLoop:
         run(maxAttempts: maxAttempts, clock: clock, next: next, plan: .custom(request: request, delay: delay))
     }
 
-    /// Starts the first attempt of `plan` and returns the future of the last one's outcome; see
-    /// ``run(maxAttempts:clock:next:request:delay:)``.
+    /// Starts the first attempt of `plan`, with `first` as its request if given, and returns the future of the
+    /// last one's outcome; see ``run(maxAttempts:clock:next:request:delay:)``.
     static func run(
         maxAttempts: Int,
         clock: any RetryClock,
         next: @escaping Middleware.Next,
-        plan: Plan
+        plan: Plan,
+        first: consuming URLRequest? = nil
     ) -> Future<ConnectResponse> {
         let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan)
         // The future holds the loop through this handler only while pending; completing releases it.
         loop.promise.setCancelHandler { loop.cancel() }
-        loop.startAttempt()
+        loop.startAttempt(with: consume first)
         return loop.promise.future
     }
 
-    private func startAttempt() {
+    /// Starts the next attempt, with `given` as its request, or else the plan's.
+    private func startAttempt(with given: consuming URLRequest? = nil) {
         let attempt: Int? = withState { state in
             guard !state.isCancelled else { return nil }
             state.timer = nil
@@ -184,18 +209,27 @@ final class RetryLoop:
         }
         guard let attempt else { return }
         let request: URLRequest
-        switch plan {
-        case .policy(_, let same):
-            request = same
-        case .custom(let makeRequest, _):
-            do {
-                request = try makeRequest(attempt)
-            } catch {
-                promise.completeIfPending(with: .failure(error))
-                return
+        if let first = consume given {
+            request = first
+        } else {
+            switch plan {
+            case .policy(_, let same):
+                request = same
+            case .remade(_, let blueprint):
+                request = blueprint.makeRequest()
+            case .custom(let makeRequest, _):
+                do {
+                    request = try makeRequest(attempt)
+                } catch {
+                    promise.completeIfPending(with: .failure(error))
+                    return
+                }
             }
         }
-        let future = next(request)
+        // Only a custom plan's decision looks at the request; otherwise it goes on as the only reference.
+        let sent: URLRequest?
+        if case .custom = plan { sent = copy request } else { sent = nil }
+        let future = next(consume request)
         let cancelledMeanwhile = withState { state -> Bool in
             if state.isCancelled { return true }
             state.inFlight = future
@@ -207,12 +241,12 @@ final class RetryLoop:
         }
         // One closure, not `whenComplete`'s wrapper around one.
         future.whenCompleteReturningWork { result in
-            self.attemptEnded(attempt, request: request, result: result)
+            self.attemptEnded(attempt, request: sent, result: result)
             return .empty
         }.run()
     }
 
-    private func attemptEnded(_ attempt: Int, request: URLRequest, result: Result<ConnectResponse, any Error>) {
+    private func attemptEnded(_ attempt: Int, request: URLRequest?, result: Result<ConnectResponse, any Error>) {
         let isCancelled = withState { state -> Bool in
             state.inFlight = nil
             return state.isCancelled
@@ -232,13 +266,14 @@ final class RetryLoop:
         if cancelTimer { timer.cancel() }
     }
 
-    /// How long to wait after attempt number `attempt`, which sent `request`, or `nil` to stop.
+    /// How long to wait after attempt number `attempt`, which sent `request` (kept for a custom plan only),
+    /// or `nil` to stop.
     private func delay(
-        after result: Result<ConnectResponse, any Error>, of request: URLRequest, attempt: Int
+        after result: Result<ConnectResponse, any Error>, of request: URLRequest?, attempt: Int
     ) -> TimeInterval? {
         switch plan {
-        case .policy(let shared, _): shared.policy.retryDelay(after: result, attempt: attempt)
-        case .custom(_, let delay): delay(result, request, attempt)
+        case .policy(let shared, _), .remade(let shared, _): shared.policy.retryDelay(after: result, attempt: attempt)
+        case .custom(_, let delay): request.flatMap { delay(result, $0, attempt) }
         }
     }
 

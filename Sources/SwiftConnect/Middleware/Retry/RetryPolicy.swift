@@ -203,11 +203,15 @@ extension RetryPolicy {
         context.isRetrySafe || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
     }
 
+    /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
+    func needsIdempotencyKey(_ request: URLRequest, method: HTTPMethod) -> Bool {
+        addsIdempotencyKey && (method == .post || method == .patch)
+            && request.value(forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader) == nil
+    }
+
     /// `request` with an `Idempotency-Key` added if the policy asks for one and the request needs one.
     func addingIdempotencyKeyIfNeeded(to request: URLRequest, method: HTTPMethod) -> URLRequest {
-        guard addsIdempotencyKey, method == .post || method == .patch,
-            request.value(forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader) == nil
-        else { return request }
+        guard needsIdempotencyKey(request, method: method) else { return request }
         var request = request
         request.setValue(UUID().uuidString, forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader)
         return request
