@@ -356,7 +356,7 @@ extension Connect {
         context.transfer = transfer
         // Adjusted, the request is no longer what the blueprint makes.
         if adjust == nil { context.blueprint = blueprint }
-        return perform(consume request, context: context, extra: requestOptions, debugResponse: debugResponse)
+        return perform(consume request, context: context, all: all, debugResponse: debugResponse)
     }
 
     /// Runs a built request through the middlewares, the transport, the error handler, the validators and
@@ -364,10 +364,12 @@ extension Connect {
     ///
     /// The request is handed on, not kept: with ``RequestContext/blueprint`` set, an error that reports it
     /// makes it again, so the first middleware that changes it changes it in place instead of copying it.
+    ///
+    /// `all` is the client's options merged with the call's (`context.options`, the connector's and the call's).
     func perform(
         _ request: consuming URLRequest,
         context: RequestContext,
-        extra: RequestOptions,
+        all: RequestOptions,
         debugResponse: Bool
     ) -> Future<ConnectResponse> {
         // Kept only where the blueprint cannot make it again, or for the debug output.
@@ -378,9 +380,8 @@ extension Connect {
             sentRequest = .kept(copy request)
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
-        let all = options.merged(with: extra)
         let sent: Future<ConnectResponse>
-        if extra.isEmpty {
+        if context.options.isEmpty {
             sent = chain.send(consume request, context: context)
         } else {
             let middlewares = Connect.pipeline(
