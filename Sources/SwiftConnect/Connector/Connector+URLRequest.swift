@@ -63,8 +63,9 @@ extension Connector {
         let timeout = self.timeout
         /// The request so far, for an error to report.
         func partialRequest(method: String = "GET", body: Data? = nil) -> URLRequest {
-            RequestBlueprint.makeRequest(
-                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: [:])
+            RequestBlueprint(
+                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: [:]
+            ).makeRequest()
         }
 
         let method = self.method.rawValue

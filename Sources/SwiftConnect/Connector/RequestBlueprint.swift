@@ -44,22 +44,8 @@ final class RequestBlueprint: Sendable {
             url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: headers)
     }
 
-    /// The request, made the same way the request builder made it.
+    /// The request: the one way the request builder makes one, so a request made again equals the first.
     func makeRequest() -> URLRequest {
-        Self.makeRequest(
-            url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: headers)
-    }
-
-    /// Makes a request from its parts: the one way both the request builder and a blueprint make one, so that
-    /// a request made again equals the first.
-    static func makeRequest(
-        url: URL,
-        cachePolicy: URLRequest.CachePolicy,
-        timeout: TimeInterval,
-        method: String,
-        body: Data?,
-        headers: [String: String]
-    ) -> URLRequest {
         var request = URLRequest(url: url, cachePolicy: cachePolicy, timeoutInterval: timeout)
         // A new URLRequest already says GET; setting it again costs a normalisation pass in Foundation.
         if method != "GET" { request.httpMethod = method }
