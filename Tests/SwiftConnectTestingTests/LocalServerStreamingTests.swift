@@ -42,11 +42,11 @@ final class LocalServerStreamingTests: XCTestCase {
 
     // MARK: - Streaming request bodies
 
-    func testStreamingRouteHashesA64MiBContentLengthUploadFromAFile() throws {
+    func testStreamingRouteHashesA64MiBContentLengthUpload() throws {
         try assertUploadIsHashed(count: Self.largeBody, seed: 1, chunked: false)
     }
 
-    func testStreamingRouteHashesA64MiBChunkedUploadFromAFile() throws {
+    func testStreamingRouteHashesA64MiBChunkedUpload() throws {
         try assertUploadIsHashed(count: Self.largeBody, seed: 2, chunked: true)
     }
 
@@ -439,7 +439,7 @@ final class LocalServerStreamingTests: XCTestCase {
         var request = URLRequest(url: server.baseURL.appendingPathComponent("form"))
         request.httpMethod = "POST"
         request.setValue("multipart/form-data; boundary=\"\(boundary)\"", forHTTPHeaderField: "Content-Type")
-        let result = upload(request, fromFile: url)
+        let result = upload(request, bodyOf: url)
 
         // Then
         XCTAssertEqual(result.response?.statusCode, 204)
@@ -473,7 +473,7 @@ final class LocalServerStreamingTests: XCTestCase {
         if chunked { request.setValue("chunked", forHTTPHeaderField: "Transfer-Encoding") }
 
         // When
-        let result = upload(request, fromFile: url)
+        let result = upload(request, bodyOf: url)
 
         // Then
         XCTAssertNil(result.error, file: file, line: line)
@@ -501,8 +501,22 @@ final class LocalServerStreamingTests: XCTestCase {
         return complete("GET \(path)") { done in session.dataTask(with: request, completionHandler: done) }
     }
 
-    private func upload(_ request: URLRequest, fromFile url: URL) -> FetchResult {
-        complete("upload") { done in session.uploadTask(with: request, fromFile: url, completionHandler: done) }
+    /// Uploads the bytes of the file at `url`, handed to URLSession from memory.
+    ///
+    /// Not with `uploadTask(with:fromFile:)`: on Linux, FoundationNetworking's upload from a file sometimes stops
+    /// sending for good. Under ThreadSanitizer and a second process's load it stalled in 2 of 26 runs of the
+    /// chunked test: the server's connection thread waited in `recv` for the rest of the body and no thread of
+    /// the client was in libcurl or FoundationNetworking. These tests are about the server, so the client sends
+    /// from memory: 0 stalls in 220 runs under the same load.
+    private func upload(_ request: URLRequest, bodyOf url: URL) -> FetchResult {
+        let body: Data
+        do {
+            body = try Data(contentsOf: url)
+        } catch {
+            XCTFail("cannot read \(url.path): \(error)")
+            return FetchResult()
+        }
+        return complete("upload") { done in session.uploadTask(with: request, from: body, completionHandler: done) }
     }
 
     private func complete(
