@@ -101,11 +101,14 @@ extension Middleware where Self == RetryMiddleware {
 /// Sends a request, waits, and sends it again, until a decision says stop or attempts run out: the one
 /// primitive behind ``RetryMiddleware`` and ``ConnectMiddlewareProtocol``'s `retry`.
 ///
-/// All mutable state sits in one `State` behind `lock`. Callbacks, the clock and `next` are always called
-/// outside the lock. Every request pays for a loop (retries are on by default), so it allocates little: no
-/// closures for a policy's loop, and its state and lock live in the loop itself.
+/// All mutable state sits in one `State` behind the lock of the future the loop returns. Callbacks, the clock,
+/// `next` and that future's methods are always called outside the lock. Every request pays for a loop (retries
+/// are on by default), so it allocates little: no closures for a policy's loop, its state lives in the loop
+/// itself, and it borrows its future's lock rather than making one of its own.
 final class RetryLoop:
-    // Checked by hand: `state` is only read and written with `lock` held, in `withState`. Every other stored
+    // Checked by hand: `state` is only read and written with the lock of `promise.future` held, in
+    // `withState`. The future takes that lock only around its own state and never calls out while holding it
+    // (its callbacks and cancel handler run after it unlocks), so the two never nest. Every other stored
     // property is immutable and Sendable.
     @unchecked Sendable
 {
@@ -140,9 +143,10 @@ final class RetryLoop:
         case custom(request: MakeRequest, delay: Delay)
     }
 
-    private let lock = Lock()
     private var state = State()
     private let promise = Promise<ConnectResponse>()
+    /// The lock of `promise.future` (a pending future always has one).
+    private let lock: Lock
     private let maxAttempts: Int
     private let clock: any RetryClock
     private let next: Middleware.Next
@@ -153,10 +157,8 @@ final class RetryLoop:
         self.clock = clock
         self.next = next
         self.plan = plan
-    }
-
-    deinit {
-        lock.destroy()
+        guard let lock = promise.future.lock else { preconditionFailure("a pending future has a lock") }
+        self.lock = lock
     }
 
     private func withState<Result>(_ body: (inout State) -> Result) -> Result {
