@@ -276,9 +276,16 @@ def loopback_pair(case_prefix):
     if pair and per_op(pair, "PairedConnecttime(ns)") is not None:
         ops_ = ops(pair)
         opened = lambda metric: None if p50(pair, metric) is None else p50(pair, metric) / ops_ * 1000
-        how = (f"interleaved in one benchmark (batches alternating in every sample); connections the server "
-               f"accepted per 1,000 requests: Connect {fmt_num(opened('Connectconnectionsopened'))}, raw "
-               f"{fmt_num(opened('Rawconnectionsopened'))}")
+        how = (f"interleaved in one benchmark (turns alternating in every sample; the steady batch of each turn, "
+               f"which follows the client's own)")
+        c_pause, r_pause = per_op(pair, "PairedConnecttimeafterapause(ns)"), per_op(pair, "Pairedrawtimeafterapause(ns)")
+        if c_pause is not None and r_pause is not None:
+            how += (f"; the batch right after the other client's turn: {1e9 / c_pause:,.0f} vs {1e9 / r_pause:,.0f} "
+                    f"requests/s, {fmt_ratio(ratio(r_pause, c_pause))}")
+        # Both batches of every turn: twice the sample's operations.
+        how += (f"; connections the server accepted per 1,000 requests: Connect "
+                f"{fmt_num(None if opened('Connectconnectionsopened') is None else opened('Connectconnectionsopened') / 2)}, raw "
+                f"{fmt_num(None if opened('Rawconnectionsopened') is None else opened('Rawconnectionsopened') / 2)}")
         return (per_op(pair, "PairedConnecttime(ns)"), per_op(pair, "Pairedrawtime(ns)"),
                 per_op(pair, "PairedConnectCPU(ns)"), per_op(pair, "PairedrawCPU(ns)"), how)
     ours_, raw_ = exact("Loopback", case_prefix, "SwiftConnect Connect"), find("Loopback", case_prefix, "raw URLSession default")
@@ -378,6 +385,11 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
                 out(f"| {case} | {variant}: Connect / raw | {1e9 / cw:,.0f} / {1e9 / rw:,.0f} | {fmt_time(cw)} / "
                     f"{fmt_time(rw)} | {fmt_time(cc)} / {fmt_time(rc)} | – | – | {fmt_ratio(ratio(rw, cw))} | "
                     f"{fmt_ratio(ratio(cc, rc))} |")
+                cp, rp = per_op(n, "PairedConnecttimeafterapause(ns)"), per_op(n, "Pairedrawtimeafterapause(ns)")
+                if cp is not None and rp is not None:
+                    out(f"| {case} | {variant}, the batch right after the other client's: Connect / raw | "
+                        f"{1e9 / cp:,.0f} / {1e9 / rp:,.0f} | {fmt_time(cp)} / {fmt_time(rp)} | – | – | – | "
+                        f"{fmt_ratio(ratio(rp, cp))} | – |")
                 continue
             if "interleaved" in variant and paired_ns(n, "connect") is not None:
                 # One operation is a Connect request plus a hand-written one: show the two times instead.
