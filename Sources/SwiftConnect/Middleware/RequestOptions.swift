@@ -19,23 +19,87 @@ import Foundation
 /// ```
 public struct RequestOptions: Sendable {
     /// Middlewares wrapped around the transport for these requests.
-    public var middlewares: [any Middleware]
+    public var middlewares: [any Middleware] {
+        get { storage.values.middlewares }
+        set { update { $0.middlewares = newValue } }
+    }
     /// Observers told when a request is sent, answered or fails.
-    public var plugins: [any ConnectPlugin]
+    public var plugins: [any ConnectPlugin] {
+        get { storage.values.plugins }
+        set { update { $0.plugins = newValue } }
+    }
     /// Checks a successful response must pass.
-    public var validators: [any ResponseValidator]
+    public var validators: [any ResponseValidator] {
+        get { storage.values.validators }
+        set { update { $0.validators = newValue } }
+    }
     /// Transformations of the response before decoding.
-    public var processors: [any ResponseProcessor]
+    public var processors: [any ResponseProcessor] {
+        get { storage.values.processors }
+        set { update { $0.processors = newValue } }
+    }
     /// Whether a request whose method is not idempotent (POST, PATCH) may be replayed by the retry policy;
     /// `nil` leaves it to the method.
-    public var isRetrySafe: Bool?
+    public var isRetrySafe: Bool? {
+        get { storage.values.isRetrySafe }
+        set { update { $0.isRetrySafe = newValue } }
+    }
     /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached.
-    public var cache: CacheRule?
+    public var cache: CacheRule? {
+        get { storage.values.cache }
+        set { update { $0.cache = newValue } }
+    }
     /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge`` without
     /// downloading the rest. Overrides the client's limit; `nil` keeps it.
-    public var maxResponseBytes: Int?
+    public var maxResponseBytes: Int? {
+        get { storage.values.maxResponseBytes }
+        set { update { $0.maxResponseBytes = newValue } }
+    }
     /// Receives upload and download progress, in order; the last report comes before the future completes.
-    public var progress: (@Sendable (TransferProgress) -> Void)?
+    public var progress: (@Sendable (TransferProgress) -> Void)? {
+        get { storage.values.progress }
+        set { update { $0.progress = newValue } }
+    }
+
+    /// The options' values.
+    private struct Values: Sendable {
+        var middlewares: [any Middleware]
+        var plugins: [any ConnectPlugin]
+        var validators: [any ResponseValidator]
+        var processors: [any ResponseProcessor]
+        var isRetrySafe: Bool?
+        var cache: CacheRule?
+        var maxResponseBytes: Int?
+        var progress: (@Sendable (TransferProgress) -> Void)?
+
+        var isEmpty: Bool {
+            middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty
+                && isRetrySafe == nil && cache == nil && maxResponseBytes == nil && progress == nil
+        }
+    }
+
+    /// The values behind one reference, never changed once made: every request carries its options through
+    /// the pipeline, and a copy of them is then one retain instead of one per list, closure and string.
+    private final class Storage: Sendable {
+        let values: Values
+
+        init(_ values: Values) {
+            self.values = values
+        }
+    }
+
+    /// The storage of every empty set of options (most calls'), so making one allocates nothing.
+    private static let emptyStorage = Storage(
+        Values(middlewares: [], plugins: [], validators: [], processors: []))
+
+    private var storage: Storage
+
+    /// Sets a value: new storage with the change, as the old one may be shared.
+    private mutating func update(_ change: (inout Values) -> Void) {
+        var values = storage.values
+        change(&values)
+        storage = values.isEmpty ? Self.emptyStorage : Storage(values)
+    }
 
     /// Creates options.
     ///
@@ -58,20 +122,15 @@ public struct RequestOptions: Sendable {
         maxResponseBytes: Int? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil
     ) {
-        self.middlewares = middlewares
-        self.plugins = plugins
-        self.validators = validators
-        self.processors = processors
-        self.isRetrySafe = isRetrySafe
-        self.cache = cache
-        self.maxResponseBytes = maxResponseBytes
-        self.progress = progress
+        let values = Values(
+            middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
+            isRetrySafe: isRetrySafe, cache: cache, maxResponseBytes: maxResponseBytes, progress: progress)
+        storage = values.isEmpty ? Self.emptyStorage : Storage(values)
     }
 
     /// Whether no option is set (the fast path: nothing to merge).
     var isEmpty: Bool {
-        middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty && isRetrySafe == nil
-            && cache == nil && maxResponseBytes == nil && progress == nil
+        storage === Self.emptyStorage
     }
 
     /// These options followed by `more`: lists concatenated, single values taken from `more` when set.

@@ -58,6 +58,36 @@ final class RequestOptionsTests: XCTestCase {
         )
     }
 
+    /// Options keep value semantics although their values sit behind one shared reference: changing a copy
+    /// leaves the original alone, and options set back to nothing behave as options never set.
+    func testOptionsAreValuesAndChangingACopyLeavesTheOriginal() throws {
+        let log = Recorder<String>()
+        var original = RequestOptions(isRetrySafe: true, maxResponseBytes: 10)
+        var copy = original
+        copy.maxResponseBytes = 20
+        copy.middlewares.append(Tagging(tag: "copy", log: log))
+        copy.cache = CacheRule(timeToLive: 5, key: "k")
+        XCTAssertEqual(original.maxResponseBytes, 10)
+        XCTAssertTrue(original.middlewares.isEmpty)
+        XCTAssertNil(original.cache)
+        XCTAssertEqual(copy.maxResponseBytes, 20)
+        XCTAssertEqual(copy.middlewares.count, 1)
+        XCTAssertEqual(copy.cache?.key, "k")
+        XCTAssertEqual(copy.isRetrySafe, true)
+
+        // Cleared again, the original sends like a call without options; the copy sends with its middleware.
+        original.isRetrySafe = nil
+        original.maxResponseBytes = nil
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var post = Endpoint()
+        post.method = .post
+        _ = try connect.request(post, options: original).wait(timeout: 5)
+        _ = try connect.request(post, options: copy).wait(timeout: 5)
+        XCTAssertEqual(log.values, ["→copy", "←copy"])
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     func testMiddlewaresNestClientThenConnectorThenCall() throws {
         let log = Recorder<String>()
         let connect = Connect(
