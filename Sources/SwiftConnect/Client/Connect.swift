@@ -237,7 +237,7 @@ extension Connect {
         debugResponse: Bool = false,
         options callOptions: RequestOptions = RequestOptions()
     ) -> Future<ConnectResponse> {
-        start(connector, debugResponse: debugResponse, options: callOptions)
+        exchange(connector, debugResponse: debugResponse, options: callOptions).checked()
     }
 
     /// Sends a connector that names its response type and returns a future of the decoded value.
@@ -272,7 +272,16 @@ extension Connect {
         // request after a large decode had left that code cold (BENCHMARKS.md).
         let decoders = self.decoders
         let decoder = connector.decoder
-        return response(for: connector, debugResponse: debugResponse, options: options).map { response in
+        let exchange = self.exchange(connector, debugResponse: debugResponse, options: options)
+        // Checked and decoded in one stage; at once, compiled here, when the exchange has completed already.
+        guard let outcome = exchange.completedOutcome else {
+            return exchange.finish { response in
+                try decodeBody(
+                    response.data, as: Endpoint.Response.self,
+                    with: decoder ?? decoders.decoder(for: response))
+            }
+        }
+        return Future.resolved(outcome) { response in
             try decodeBody(
                 response.data, as: Endpoint.Response.self,
                 with: decoder ?? decoders.decoder(for: response))
@@ -330,6 +339,18 @@ extension Connect {
         options callOptions: RequestOptions,
         adjust: ((inout URLRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Future<ConnectResponse> {
+        exchange(connector, debugResponse: debugResponse, options: callOptions, adjust: adjust).checked()
+    }
+
+    /// Builds the connector's request, adjusted by `adjust` if given, and sends it through the middlewares and
+    /// the transport; the outcome's check is left to the caller (``Exchange``).
+    @usableFromInline
+    func exchange(
+        _ connector: any Connector,
+        debugResponse: Bool,
+        options callOptions: RequestOptions,
+        adjust: ((inout URLRequest, inout TransferOptions) throws -> Void)? = nil
+    ) -> Exchange {
         let requestOptions = connector.options.merged(with: callOptions)
         let all = options.merged(with: requestOptions)
         var request: URLRequest
@@ -345,7 +366,7 @@ extension Connect {
             try adjust?(&request, &transfer)
         } catch {
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
-            return Future(error: error)
+            return Exchange(sent: Future(error: error), check: nil)
         }
         var context = RequestContext(
             method: HTTPMethod(rawValue: blueprint.method),
@@ -359,8 +380,8 @@ extension Connect {
         return perform(consume request, context: context, all: all, debugResponse: debugResponse)
     }
 
-    /// Runs a built request through the middlewares, the transport, the error handler, the validators and
-    /// the processors.
+    /// Runs a built request through the middlewares and the transport, and says what its outcome goes through
+    /// next: the error handler, the validators and the processors (``Exchange``).
     ///
     /// The request is handed on, not kept: with ``RequestContext/blueprint`` set, an error that reports it
     /// makes it again, so the first middleware that changes it changes it in place instead of copying it.
@@ -371,7 +392,7 @@ extension Connect {
         context: RequestContext,
         all: RequestOptions,
         debugResponse: Bool
-    ) -> Future<ConnectResponse> {
+    ) -> Exchange {
         // Kept only where the blueprint cannot make it again, or for the debug output.
         let sentRequest: SentRequest
         if let blueprint = context.blueprint, !debugResponse {
@@ -393,24 +414,11 @@ extension Connect {
             sent = MiddlewareChain(middlewares: middlewares, transport: transport)
                 .send(consume request, context: context)
         }
-        let errorHandler = self.errorHandler
-        let validators = all.validators
-        let processors = all.processors
-        let validated = sent.transformResult { result in
-            Connect.validate(result, request: sentRequest.request, errorHandler: errorHandler)
-                .flatMap { response in
-                    Connect.check(response, validators: validators, processors: processors)
-                }
-        }
-        if debugResponse {
-            let logger = self.logger
-            let redacting = redactsSecrets
-            validated.whenComplete { result in
-                logger.log(.debug, DebugOutput.outcome(result, of: sentRequest.request, redacting: redacting))
-            }
-        }
-        track(validated)
-        return validated
+        track(sent)
+        let check = ResponseCheck(
+            sentRequest: sentRequest, errorHandler: errorHandler, validators: all.validators,
+            processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
+        return Exchange(sent: sent, check: check)
     }
 
     /// Runs the validators, then the processors, in order.

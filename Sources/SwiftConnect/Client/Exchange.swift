@@ -1,0 +1,64 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A request on its way: the future of what the middlewares and the transport returned, and the check its
+/// outcome still has to pass (error handler, validators, processors, debug output).
+///
+/// Kept apart so that a call finishes in one stage: `send(_:)` checks the outcome and decodes the body in the same
+/// callback, instead of a stage for the check and another for the decoding, each with its future.
+@usableFromInline
+struct Exchange: Sendable {
+    /// What the middlewares and the transport returned; tracked by the client until it completes.
+    let sent: Future<ConnectResponse>
+    /// What the outcome goes through; `nil` when the request failed before it was sent.
+    let check: ResponseCheck?
+
+    /// The checked outcome, when `sent` is complete already (a synchronous transport, a cached response, a
+    /// failure before sending); `nil` while it is pending. Read it once: the check logs with `debugResponse`.
+    @usableFromInline
+    var completedOutcome: Result<ConnectResponse, any Error>? {
+        guard let result = sent.result else { return nil }
+        return check?.outcome(of: result) ?? result
+    }
+
+    /// The checked outcome as a future.
+    func checked() -> Future<ConnectResponse> {
+        guard let check else { return sent }
+        return sent.transformResult { check.outcome(of: $0) }
+    }
+
+    /// The checked outcome transformed by `transform`, in one stage.
+    @usableFromInline
+    func finish<Output>(_ transform: @escaping @Sendable (ConnectResponse) throws -> Output) -> Future<Output> {
+        let check = self.check
+        return sent.transformResult { result in
+            (check?.outcome(of: result) ?? result).flatMap { response in Result { try transform(response) } }
+        }
+    }
+}
+
+/// What a response goes through after the transport: the error handler, then the validators and processors in
+/// order; with `debugResponse`, the outcome is logged.
+struct ResponseCheck: Sendable {
+    /// The request, as the outcome reports it.
+    let sentRequest: SentRequest
+    let errorHandler: any ErrorHandling
+    let validators: [any ResponseValidator]
+    let processors: [any ResponseProcessor]
+    /// Where the outcome is logged, with `debugResponse`.
+    let debugLogger: (any ConnectLogger)?
+    let redactsSecrets: Bool
+
+    /// The outcome of a request whose middlewares and transport returned `result`.
+    func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
+        let outcome = Connect.validate(result, request: sentRequest.request, errorHandler: errorHandler)
+            .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
+        if let debugLogger {
+            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: sentRequest.request, redacting: redactsSecrets))
+        }
+        return outcome
+    }
+}
