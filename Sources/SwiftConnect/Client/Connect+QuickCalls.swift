@@ -27,9 +27,9 @@ extension Connect {
         debugResponse: Bool = false
     ) -> Future<Data> {
         guard configuration != nil else {
-            let reason = ConnectError.InvalidRequestReason.invalidURL(path)
-            var error = ConnectError.invalidRequest(reason)
-            error.message = "'\(path)' is relative and this client has no ServerConfiguration (use Connect(host:))"
+            let shown = Redaction.urlText(path)
+            var error = ConnectError.invalidRequest(.invalidURL(shown))
+            error.message = "'\(shown)' is relative and this client has no ServerConfiguration (use Connect(host:))"
             return Future(error: error)
         }
         return request(

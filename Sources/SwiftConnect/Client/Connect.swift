@@ -313,12 +313,15 @@ extension Connect {
         let serverHeaders = configuration?.defaultHeaders ?? []
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
-                var error = ConnectError.invalidRequest(.invalidURL(connector.endpoint))
+                // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.
+                let endpoint = Redaction.urlText(connector.endpoint)
+                var error = ConnectError.invalidRequest(.invalidURL(endpoint))
                 error.message =
-                    "'\(connector.endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
+                    "'\(endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
                 throw error
             }
-            blueprint = try ResolvedConnector(wrapped: connector, baseURL: try configuration.requireBaseURL())
+            let server = try RelativeBase.resolving(connector.baseURL, against: configuration.requireBaseURL())
+            blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
             blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)

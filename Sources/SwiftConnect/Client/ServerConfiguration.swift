@@ -61,26 +61,89 @@ public struct ServerConfiguration: Sendable, Equatable {
         self.defaultQueryItems = defaultQueryItems
     }
 
-    /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one.
+    /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one: an
+    /// empty host or one with a scheme, port, path or spaces in it, a port outside 1...65535, or a base path with
+    /// characters a URL path cannot hold (`basePath` is percent-encoded text: write a space as `%20`).
     public var baseURL: URL? {
+        try? requireBaseURL()
+    }
+
+    /// ``baseURL``, or an ``ConnectError/Kind/invalidRequest`` error that says which part is wrong.
+    func requireBaseURL() throws -> URL {
+        if let problem = problem {
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(attemptedURL)))
+            error.message = "the ServerConfiguration does not make a base URL: \(problem)"
+            throw error
+        }
         var components = URLComponents()
         components.scheme = scheme.rawValue
         components.host = host
         components.port = port
-        let path = basePath.hasPrefix("/") || basePath.isEmpty ? basePath : "/" + basePath
-        components.percentEncodedPath = path
-        guard !host.isEmpty, host.allSatisfy({ !$0.isWhitespace && $0 != "/" && $0 != "?" && $0 != "#" }) else {
-            return nil
-        }
-        return components.url
-    }
-
-    func requireBaseURL() throws -> URL {
-        guard let url = baseURL else {
-            throw ConnectError.invalidRequest(
-                .invalidURL("\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(basePath)"))
+        components.percentEncodedPath = normalizedBasePath
+        guard let url = components.url else {
+            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(attemptedURL)))
         }
         return url
+    }
+
+    /// `basePath` with a leading `/`.
+    private var normalizedBasePath: String {
+        basePath.hasPrefix("/") || basePath.isEmpty ? basePath : "/" + basePath
+    }
+
+    /// The URL the parts spell, for messages.
+    private var attemptedURL: String {
+        "\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(normalizedBasePath)"
+    }
+
+    /// What keeps the parts from making a URL, or `nil`. Checked before `URLComponents` sees them: it stops the
+    /// process on a path with characters a URL cannot hold, or on a negative port.
+    private var problem: String? {
+        if host.isEmpty { return "the host is empty" }
+        if host.contains("://") {
+            return "the host '\(Redaction.urlText(host))' is a URL: give the host alone, and the scheme as `scheme:`"
+        }
+        if host.contains(where: { $0.isWhitespace || "/?#@\\".contains($0) }) {
+            return "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?', '#' or '@')"
+        }
+        let isBracketedIPv6 = host.hasPrefix("[") && host.hasSuffix("]")
+        if !isBracketedIPv6, host.contains(":") {
+            return host.filter { $0 == ":" }.count > 1
+                ? "an IPv6 address is written in brackets, such as '[::1]'"
+                : "the host '\(host)' holds a port: give it as `port:`"
+        }
+        if let port, !(1...65_535).contains(port) { return "the port \(port) is not in 1...65535" }
+        if !Self.isPercentEncodedPath(normalizedBasePath) {
+            return "the base path '\(basePath)' is not a URL path: it may hold letters, digits, "
+                + "-._~!$&'()*+,;=:@/ and %XX escapes (no spaces, '?' or '#')"
+        }
+        return nil
+    }
+
+    /// Whether `path` holds only RFC 3986 path characters and well-formed `%XX` escapes.
+    private static func isPercentEncodedPath(_ path: String) -> Bool {
+        let bytes = Array(path.utf8)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                    return false
+                }
+                index += 3
+                continue
+            }
+            guard pathCharacters.contains(byte) else { return false }
+            index += 1
+        }
+        return true
+    }
+
+    private static let pathCharacters = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~!$&'()*+,;=:@/")
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
     /// `url` with the default query items appended, RFC 3986 encoded.
@@ -105,6 +168,23 @@ enum RelativeBase {
 
     static func isRelative(_ url: URL) -> Bool {
         url.host == nil && (url.scheme == nil || url.isFileURL)
+    }
+
+    /// The server's base URL followed by the path (and query) of a relative base URL such as `/api/v1`: a
+    /// relative base is resolved against the server, not replaced by it.
+    static func resolving(_ relative: URL, against server: URL) throws -> URL {
+        guard let components = URLComponents(url: relative, resolvingAgainstBaseURL: false) else { return server }
+        let path = components.percentEncodedPath
+        let query = components.percentEncodedQuery
+        guard path.contains(where: { $0 != "/" }) || query != nil else { return server }
+        var text = server.absoluteString
+        while text.hasSuffix("/") { text.removeLast() }
+        text += "/" + path.drop { $0 == "/" }
+        if let query { text += "?" + query }
+        guard let url = URL(string: text) else {
+            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(text)))
+        }
+        return url
     }
 }
 

@@ -72,6 +72,11 @@ extension Connector {
         guard HTTPHeader.isValidName(method) else {
             throw ConnectError.invalidRequest(.invalidMethod(method), request: partialRequest())
         }
+        // Zero, negative or NaN would turn the deadline off without a word (libcurl does not enforce them
+        // either): a silent server would then hold the request forever.
+        guard timeout > 0 else {
+            throw ConnectError.invalidRequest(.invalidTimeout(timeout), request: partialRequest(method: method))
+        }
 
         let headers = self.headers
         var fields = HeaderFields(capacity: headers.count + 2)
@@ -200,6 +205,11 @@ struct RequestParts {
             if let url = ParsedURLs.url(for: key) { return url }
             joinedKey = key
         }
+        if let problem = Self.baseProblem(base) ?? Self.endpointProblem(endpoint) {
+            var error = InvalidURLContext(base: base, endpoint: endpoint).error()
+            error.message += ": " + problem
+            throw error
+        }
         var endpoint = endpoint
         endpoint.makeContiguousUTF8()
         var out: [UInt8] = []
@@ -266,6 +276,51 @@ struct RequestParts {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
         return url
+    }
+
+    /// Why a base URL cannot be joined with an endpoint, or `nil`: it names no host (`https://`, `https:`,
+    /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host. A `file:` URL (a connector
+    /// resolved against no server) is let through as before.
+    static func baseProblem(_ base: String) -> String? {
+        let utf8 = base.utf8
+        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else {
+            return "the base URL has no scheme and no host"
+        }
+        let scheme = base[..<colon].lowercased()
+        if scheme == "file" { return nil }
+        let rest = base[base.index(after: colon)...]
+        guard rest.hasPrefix("//") else { return "the base URL has no host" }
+        var authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
+        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
+        let host: Substring
+        if authority.hasPrefix("[") {
+            host = authority.prefix { $0 != "]" }.dropFirst()
+        } else {
+            host = authority.prefix { $0 != ":" }
+        }
+        return host.isEmpty ? "the base URL has no host" : nil
+    }
+
+    /// Why an endpoint cannot be joined to a base URL, or `nil`: it is a whole URL (`https://other.example/x`),
+    /// which would otherwise be sent to the base URL's server as a path.
+    static func endpointProblem(_ endpoint: String) -> String? {
+        var sawScheme = false
+        for byte in endpoint.utf8 {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"):
+                sawScheme = true
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
+                guard sawScheme else { return nil }
+            case UInt8(ascii: ":"):
+                guard sawScheme, endpoint.utf8.dropFirst(endpoint.utf8.prefix { $0 != UInt8(ascii: ":") }.count + 1)
+                    .starts(with: "//".utf8)
+                else { return nil }
+                return "the endpoint is a whole URL: put the server in the base URL and the path in the endpoint"
+            default:
+                return nil
+            }
+        }
+        return nil
     }
 
     /// What an `invalidURL` error reports: the base URL and the endpoint as written, secrets hidden (errors are

@@ -71,6 +71,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case bodyEncodingFailed(String)
         /// The HTTP method is empty or not an RFC 9110 token (for example, it contains a space or CR/LF).
         case invalidMethod(String)
+        /// The timeout is zero, negative or not a number (`.infinity` means no timeout).
+        case invalidTimeout(TimeInterval)
 
         /// A sentence saying what is wrong.
         public var description: String {
@@ -94,6 +96,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                 return "the body could not be encoded: \(detail)"
             case .invalidMethod(let method):
                 return "the HTTP method \(method.debugDescription) is not a valid RFC 9110 token"
+            case .invalidTimeout(let timeout):
+                return "the timeout \(timeout) is not a positive number of seconds (use .infinity for none)"
             }
         }
     }

@@ -50,6 +50,43 @@ final class ResponseCacheTests: XCTestCase {
         return (connect, transport, cache)
     }
 
+    /// One user's cached response is never served to another: requests with credentials are stored apart for
+    /// each set of credentials, and removing a key removes every user's copy.
+    func testResponsesToRequestsWithCredentialsAreKeptApartPerCredential() throws {
+        let transport = FakeTransport.answering(.handler { request in
+            let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+            let cookie = request.value(forHTTPHeaderField: "Cookie") ?? "-"
+            return .success(
+                ConnectResponse(
+                    request: request, statusCode: 200, headers: [:],
+                    data: Data(#"{"user":"\#(user)","cookie":"\#(cookie)"}"#.utf8))!)
+        })
+        let cache = ResponseCache(maxBytes: 1_000_000)
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let base = try XCTUnwrap(URL(string: "https://api.example.com"))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        func me(_ token: String?, cookie: String? = nil) throws -> String {
+            let route = Route(
+                "/me", baseURL: base, headers: cookie.map { [HTTPHeader(name: "Cookie", value: $0)] } ?? [],
+                authorizationToken: token.map { .bearer(token: $0) })
+            return String(decoding: try connect.request(route, options: rule).wait(timeout: 5), as: UTF8.self)
+        }
+        XCTAssertEqual(try me("alice"), #"{"user":"Bearer alice","cookie":"-"}"#)
+        XCTAssertEqual(try me("bob"), #"{"user":"Bearer bob","cookie":"-"}"#)
+        XCTAssertEqual(try me(nil), #"{"user":"anonymous","cookie":"-"}"#)
+        XCTAssertEqual(try me(nil, cookie: "s=1"), #"{"user":"anonymous","cookie":"s=1"}"#)
+        XCTAssertEqual(transport.requests.count, 4, "four sets of credentials, four requests")
+        XCTAssertEqual(try me("alice"), #"{"user":"Bearer alice","cookie":"-"}"#)
+        XCTAssertEqual(try me(nil, cookie: "s=1"), #"{"user":"anonymous","cookie":"s=1"}"#)
+        XCTAssertEqual(transport.requests.count, 4, "each served again from its own entry")
+
+        cache.removeResponse(forKey: "GET https://api.example.com/me")
+        _ = try me("alice")
+        _ = try me("bob")
+        _ = try me(nil)
+        XCTAssertEqual(transport.requests.count, 7, "removing the key removed every user's copy")
+    }
+
     func testASecondRequestIsServedFromTheCache() throws {
         let (connect, transport, cache) = makeClient()
         let first = try connect.request(Item(path: "/a")).wait()

@@ -20,8 +20,10 @@ import Foundation
 /// connect.request(TodoConnector.get(id: 1), options: rule)   // served from memory
 /// ```
 ///
-/// The key is the method and full URL unless the rule names one. The cache is safe to share between
-/// threads and clients.
+/// The key is the method and full URL unless the rule names one. A request that carries credentials
+/// (`Authorization`, `Cookie` or any header named like a secret) is stored apart for each set of credentials, so
+/// one user's response is never served to another: the key then ends with a digest of them (see
+/// ``key(for:rule:)``). `Vary` is not read. The cache is safe to share between threads and clients.
 public final class ResponseCache: Middleware {
     private struct Entry {
         var response: ConnectResponse
@@ -113,21 +115,47 @@ public final class ResponseCache: Middleware {
         }
     }
 
-    /// Forgets the response stored under `key`.
+    /// Forgets the responses stored under `key`, for every set of credentials.
     ///
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
-        state.withLock { $0.remove(key) }
+        let partitioned = key + Self.credentialsMarker
+        state.withLock { state in
+            state.remove(key)
+            for stored in Array(state.entries.keys) where stored.hasPrefix(partitioned) { state.remove(stored) }
+        }
     }
 
-    /// The key a request is stored under: the rule's key, or the method and full URL.
+    /// The key a request is stored under: the rule's key, or the method and full URL; for a request that
+    /// carries credentials, followed by `" credentials:"` and a digest of them (kept for this process only).
     ///
     /// - Parameters:
     ///   - request: The request.
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
     public static func key(for request: URLRequest, rule: CacheRule) -> String {
-        rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
+        let key = rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
+        guard let digest = credentialsDigest(of: request) else { return key }
+        return key + credentialsMarker + digest
+    }
+
+    /// What separates a key from the digest of a request's credentials.
+    private static let credentialsMarker = " credentials:"
+
+    /// A digest of the request's secret headers (names ignoring case, and values), or `nil` if it has none.
+    /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
+    private static func credentialsDigest(of request: URLRequest) -> String? {
+        let secrets = (request.allHTTPHeaderFields ?? [:])
+            .filter { HTTPHeader.isSensitive(name: $0.key) }
+            .map { (name: $0.key.lowercased(), value: $0.value) }
+            .sorted { $0.name < $1.name }
+        guard !secrets.isEmpty else { return nil }
+        var hasher = Hasher()
+        for secret in secrets {
+            hasher.combine(secret.name)
+            hasher.combine(secret.value)
+        }
+        return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 
     /// Serves a fresh stored response, or sends the request and stores its response.

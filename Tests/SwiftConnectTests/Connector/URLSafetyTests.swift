@@ -1,0 +1,147 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Base URLs, endpoints, server configurations and timeouts that cannot make a safe request fail with a typed
+/// error before anything is sent: never a crash, never a request to a host the app did not name.
+final class URLSafetyTests: XCTestCase {
+    private struct Endpoint: Connector, AuthorizedConnector {
+        var baseURL: URL
+        var endpoint: String
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+        var authorizationToken: AuthorizationToken?
+        var timeout: TimeInterval = 60
+    }
+
+    /// Sends `connector` through a fake transport and returns the typed error, checking nothing was sent.
+    private func refusal(
+        _ connector: any Connector,
+        configuration: ServerConfiguration? = nil,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) throws -> ConnectError {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+        let result = try connect.request(connector).waitForResult(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 0, "nothing is sent", file: file, line: line)
+        guard case .failure(let error as ConnectError) = result else {
+            XCTFail("expected a ConnectError, got \(String(describing: result))", file: file, line: line)
+            throw CancellationError()
+        }
+        XCTAssertEqual(error.kind, .invalidRequest, file: file, line: line)
+        return error
+    }
+
+    // MARK: ServerConfiguration
+
+    func testAServerConfigurationThatMakesNoURLIsATypedErrorNotACrash() throws {
+        let cases: [(ServerConfiguration, String)] = [
+            (ServerConfiguration(host: "api.example.com", basePath: "/v 2"), "base path"),
+            (ServerConfiguration(host: "api.example.com", basePath: "/v%zz"), "base path"),
+            (ServerConfiguration(host: "api.example.com", basePath: "/v2?x=1"), "base path"),
+            (ServerConfiguration(host: "api.example.com", basePath: "/v2#top"), "base path"),
+            (ServerConfiguration(host: "api.example.com", port: -1), "port -1"),
+            (ServerConfiguration(host: "api.example.com", port: 0), "port 0"),
+            (ServerConfiguration(host: "api.example.com", port: 70_000), "port 70000"),
+            (ServerConfiguration(host: "api.example.com:8443"), "port:"),
+            (ServerConfiguration(host: "https://api.example.com"), "scheme:"),
+            (ServerConfiguration(host: ""), "empty"),
+            (ServerConfiguration(host: "api example.com"), "cannot"),
+            (ServerConfiguration(host: "user@api.example.com"), "cannot"),
+            (ServerConfiguration(host: "::1"), "brackets"),
+        ]
+        for (configuration, words) in cases {
+            XCTAssertNil(configuration.baseURL, "\(configuration)")
+            let error = try refusal(Route("/todos"), configuration: configuration)
+            XCTAssertTrue(error.message.contains(words), "\(error.message) should say \(words)")
+        }
+    }
+
+    func testValidServerConfigurationsStillMakeTheirURLs() throws {
+        XCTAssertEqual(
+            ServerConfiguration(host: "api.example.com", port: 8443, basePath: "v2/a%20b").baseURL?.absoluteString,
+            "https://api.example.com:8443/v2/a%20b")
+        XCTAssertEqual(
+            ServerConfiguration(scheme: .http, host: "[::1]", port: 8080).baseURL?.absoluteString,
+            "http://[::1]:8080")
+        XCTAssertEqual(ServerConfiguration(host: "127.0.0.1").baseURL?.absoluteString, "https://127.0.0.1")
+    }
+
+    // MARK: Base URLs and endpoints
+
+    func testABaseURLWithoutAHostIsRefusedSoAPathValueCannotBecomeTheHost() throws {
+        for base in ["https://", "https:", "https://:443", "https://user@", "mailto:someone", "urn:isbn:1"] {
+            let connector = Endpoint(
+                baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/{tenant}/profile",
+                parameters: Parameter.path(key: "tenant", value: "evil.com"),
+                authorizationToken: .bearer(token: "SECRET"))
+            let error = try refusal(connector)
+            XCTAssertTrue(error.message.contains("no host"), "\(base): \(error.message)")
+            XCTAssertFalse(error.description.contains("SECRET"))
+        }
+    }
+
+    func testAWholeURLAsTheEndpointIsRefused() throws {
+        let base = try XCTUnwrap(URL(string: "https://api.example.com"))
+        for endpoint in ["https://other.example.com/v1/items", "HTTP://other.example.com", "s3+x.y://bucket/key"] {
+            let error = try refusal(Endpoint(baseURL: base, endpoint: endpoint))
+            XCTAssertTrue(error.message.contains("whole URL"), error.message)
+        }
+        let quick = Connect(host: "api.example.com", transport: FakeTransport.answering(.json(string: "{}")))
+        XCTAssertThrowsError(try quick.request("https://other.example.com/v1/items").wait(timeout: 5))
+        // A colon later in a path is an ordinary path character.
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        _ = try Connect(transport: transport, retryPolicy: nil)
+            .request(Endpoint(baseURL: base, endpoint: "/items/a:b")).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.first?.url?.absoluteString, "https://api.example.com/items/a:b")
+    }
+
+    func testARelativeBaseURLKeepsItsPathUnderTheServer() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            configuration: ServerConfiguration(host: "api.example.com", basePath: "/v2"))
+        let relative = Endpoint(baseURL: try XCTUnwrap(URL(string: "/api/v1/")), endpoint: "/todos")
+        _ = try connect.request(relative).wait(timeout: 5)
+        _ = try connect.request(Route("/todos")).wait(timeout: 5)
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString },
+            ["https://api.example.com/v2/api/v1/todos", "https://api.example.com/v2/todos"])
+    }
+
+    func testANoServerErrorHidesSecretsInTheEndpoint() throws {
+        let error = try refusal(Route("/reset?token=SECRET1&page=2"))
+        XCTAssertFalse(String(reflecting: error).contains("SECRET1"))
+        XCTAssertFalse(error.invalidRequestReason.map { "\($0)" }?.contains("SECRET1") ?? true)
+        XCTAssertTrue(error.message.contains("page=2"), error.message)
+
+        let quick = Connect(transport: FakeTransport.answering(.json(string: "{}")))
+        let result = try quick.request("/login?password=SECRET2").waitForResult(timeout: 5)
+        guard case .failure(let quickError) = result else { return XCTFail("expected a failure") }
+        XCTAssertFalse(String(reflecting: quickError).contains("SECRET2"))
+    }
+
+    // MARK: Timeouts
+
+    func testATimeoutThatIsNotPositiveIsRefusedInsteadOfSilentlyWaitingForever() throws {
+        let base = try XCTUnwrap(URL(string: "https://api.example.com"))
+        for timeout in [0, -1, TimeInterval.nan, -TimeInterval.infinity] {
+            let error = try refusal(Endpoint(baseURL: base, endpoint: "/todos", timeout: timeout))
+            guard case .invalidTimeout(let reported)? = error.invalidRequestReason else {
+                return XCTFail("\(timeout): \(String(describing: error.invalidRequestReason))")
+            }
+            XCTAssertTrue(reported.isNaN ? timeout.isNaN : reported == timeout)
+        }
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        _ = try Connect(transport: transport, retryPolicy: nil)
+            .request(Endpoint(baseURL: base, endpoint: "/todos", timeout: .infinity)).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 1, "infinity means no timeout")
+    }
+}
