@@ -104,7 +104,8 @@ public struct ServerConfiguration: Sendable, Equatable {
             return "the host '\(Redaction.urlText(host))' is a URL: give the host alone, and the scheme as `scheme:`"
         }
         if host.contains(where: { $0.isWhitespace || "/?#@\\".contains($0) }) {
-            return "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?', '#' or '@')"
+            return
+                "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?', '#' or '@')"
         }
         let isBracketedIPv6 = host.hasPrefix("[") && host.hasSuffix("]")
         if !isBracketedIPv6, host.contains(":") {

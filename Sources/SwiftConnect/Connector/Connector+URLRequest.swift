@@ -312,8 +312,9 @@ struct RequestParts {
             case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."):
                 guard sawScheme else { return nil }
             case UInt8(ascii: ":"):
-                guard sawScheme, endpoint.utf8.dropFirst(endpoint.utf8.prefix { $0 != UInt8(ascii: ":") }.count + 1)
-                    .starts(with: "//".utf8)
+                guard sawScheme,
+                    endpoint.utf8.dropFirst(endpoint.utf8.prefix { $0 != UInt8(ascii: ":") }.count + 1)
+                        .starts(with: "//".utf8)
                 else { return nil }
                 return "the endpoint is a whole URL: put the server in the base URL and the path in the endpoint"
             default:

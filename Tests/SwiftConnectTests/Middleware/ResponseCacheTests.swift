@@ -53,14 +53,15 @@ final class ResponseCacheTests: XCTestCase {
     /// One user's cached response is never served to another: requests with credentials are stored apart for
     /// each set of credentials, and removing a key removes every user's copy.
     func testResponsesToRequestsWithCredentialsAreKeptApartPerCredential() throws {
-        let transport = FakeTransport.answering(.handler { request in
-            let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
-            let cookie = request.value(forHTTPHeaderField: "Cookie") ?? "-"
-            return .success(
-                ConnectResponse(
-                    request: request, statusCode: 200, headers: [:],
-                    data: Data(#"{"user":"\#(user)","cookie":"\#(cookie)"}"#.utf8))!)
-        })
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+                let cookie = request.value(forHTTPHeaderField: "Cookie") ?? "-"
+                return .success(
+                    ConnectResponse(
+                        request: request, statusCode: 200, headers: [:],
+                        data: Data(#"{"user":"\#(user)","cookie":"\#(cookie)"}"#.utf8))!)
+            })
         let cache = ResponseCache(maxBytes: 1_000_000)
         let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
         let base = try XCTUnwrap(URL(string: "https://api.example.com"))
