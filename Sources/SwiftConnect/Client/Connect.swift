@@ -276,15 +276,26 @@ extension Connect {
         // Checked and decoded in one stage; at once, compiled here, when the exchange has completed already.
         guard let outcome = exchange.completedOutcome else {
             return exchange.finish { response in
-                try decodeBody(
-                    response.data, as: Endpoint.Response.self,
-                    with: decoder ?? decoders.decoder(for: response))
+                try Connect.decode(
+                    response, as: Endpoint.Response.self, with: decoder ?? decoders.decoder(for: response))
             }
         }
         return Future.resolved(outcome) { response in
-            try decodeBody(
-                response.data, as: Endpoint.Response.self,
-                with: decoder ?? decoders.decoder(for: response))
+            try Connect.decode(response, as: Endpoint.Response.self, with: decoder ?? decoders.decoder(for: response))
+        }
+    }
+
+    /// Decodes a response's body; a failure says which request and response it came from.
+    @inlinable
+    static func decode<Decoded: Decodable>(
+        _ response: ConnectResponse,
+        as type: Decoded.Type,
+        with decoder: any ResponseBodyDecoder
+    ) throws -> Decoded {
+        do {
+            return try decodeBody(response.data, as: type, with: decoder)
+        } catch let error as ConnectError {
+            throw error.from(response)
         }
     }
 

@@ -225,6 +225,17 @@ extension ConnectError {
         return error
     }
 
+    /// The error with the request, response and body of `response` where it has none of its own, for a failure
+    /// that happened while handling that response (decoding its body).
+    @usableFromInline
+    func from(_ response: ConnectResponse) -> ConnectError {
+        var error = self
+        if error.request == nil { error.request = response.request }
+        if error.response == nil { error.response = response.response }
+        if error.body == nil { error.body = response.data }
+        return error
+    }
+
     /// How many bytes of a body an error description shows at most.
     static let excerptLimit = 512
 

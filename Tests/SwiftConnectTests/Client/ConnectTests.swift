@@ -199,6 +199,10 @@ final class ConnectTests: XCTestCase {
         XCTAssertEqual(error?.kind, .decoding)
         XCTAssertEqual(error?.codingPath, "id")
         XCTAssertNotNil(error?.body)
+        // It says which call failed: the request and the response are attached, and the description shows them.
+        XCTAssertEqual(error?.statusCode, 200)
+        XCTAssertEqual(error?.request?.url?.path, "/todos/5")
+        XCTAssertTrue(error?.description.contains("/todos/5") ?? false, error?.description ?? "")
     }
 
     func testEvery2xxStatusIsSuccess() {
