@@ -1,8 +1,9 @@
 /// An HTTP request method, such as `GET` or `POST`.
 ///
 /// The common methods are static members, so a connector reads `.get` or `.put`. Any other method (WebDAV's
-/// `PROPFIND`, say) can be written as a string literal. Methods are case-sensitive (RFC 9110 §9.1), so the raw
-/// value is used exactly as given.
+/// `PROPFIND`, say) can be written as a string literal. Methods are case-sensitive (RFC 9110 §9.1): an extension
+/// method is sent exactly as given, but a standard one written in another case (`"get"`, `"Delete"`, `"patch"`)
+/// is sent in capitals, as Foundation sends most of them anyway, so what is sent, compared and retried agrees.
 ///
 /// ```swift
 /// var method: HTTPMethod {
@@ -18,16 +19,28 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// Creates a method from its token.
     ///
-    /// - Parameter rawValue: The token as it is sent, such as `"PATCH"`. It is not uppercased.
+    /// - Parameter rawValue: The token as it is sent, such as `"PATCH"`. Only a standard method's name is
+    ///   uppercased (`"get"` becomes `"GET"`); any other is kept as given.
     public init(rawValue: String) {
-        self.rawValue = rawValue
+        self.rawValue = Self.standardSpelling(of: rawValue) ?? rawValue
     }
 
     /// Creates a method from a string literal, as in `let method: HTTPMethod = "PROPFIND"`.
     ///
     /// - Parameter value: The token as it is sent.
     public init(stringLiteral value: String) {
-        self.rawValue = value
+        self.init(rawValue: value)
+    }
+
+    /// The capitalised name of a standard method written in another case, or `nil`.
+    private static func standardSpelling(of method: String) -> String? {
+        let utf8 = method.utf8
+        guard (3...7).contains(utf8.count), utf8.contains(where: { (0x61...0x7A).contains($0) }) else { return nil }
+        let upper = method.uppercased()
+        switch upper {
+        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return upper
+        default: return nil
+        }
     }
 
     /// The method's token, such as `GET`.

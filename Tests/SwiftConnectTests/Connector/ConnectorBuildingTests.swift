@@ -95,6 +95,20 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(custom.httpMethod, "PROPFIND")
     }
 
+    /// A standard method written in another case is sent, compared and retried in capitals on every platform
+    /// (Foundation capitalises most, but not all, of them on its own); an extension method is kept as written.
+    func testStandardMethodsInAnyCaseAreSentInCapitals() throws {
+        for (written, sent) in [
+            ("get", "GET"), ("post", "POST"), ("patch", "PATCH"), ("Delete", "DELETE"), ("options", "OPTIONS"),
+            ("propfind", "propfind"), ("PROPFIND", "PROPFIND"), ("getter", "getter"),
+        ] {
+            let method = HTTPMethod(rawValue: written)
+            XCTAssertEqual(method.rawValue, sent)
+            XCTAssertEqual(try Stub(method: method).asURLRequest().httpMethod, sent)
+        }
+        XCTAssertEqual(HTTPMethod("get"), .get)
+    }
+
     func testInvalidMethodIsRefused() {
         assertInvalidRequest(Stub(method: "GET\r\nX-Evil: 1"), .invalidMethod("GET\r\nX-Evil: 1"))
         assertInvalidRequest(Stub(method: "GE T"), .invalidMethod("GE T"))
@@ -102,8 +116,8 @@ final class ConnectorBuildingTests: XCTestCase {
     }
 
     func testIdempotentMethodsFollowRFC9110() {
-        let idempotent: [HTTPMethod] = [.get, .head, .put, .delete, .options, .trace]
-        let notIdempotent: [HTTPMethod] = [.post, .patch, .connect, "PROPFIND", "get"]
+        let idempotent: [HTTPMethod] = [.get, .head, .put, .delete, .options, .trace, "get", "Delete"]
+        let notIdempotent: [HTTPMethod] = [.post, .patch, .connect, "PROPFIND", "propfind", "post"]
         for method in idempotent { XCTAssertTrue(method.isIdempotent, "\(method)") }
         for method in notIdempotent { XCTAssertFalse(method.isIdempotent, "\(method)") }
         XCTAssertEqual(HTTPMethod.delete.description, "DELETE")
