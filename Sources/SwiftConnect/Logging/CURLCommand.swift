@@ -8,7 +8,9 @@ import Foundation
 ///
 /// Secrets are hidden unless `redactingSecrets` is `false`: sensitive headers (`Authorization`, `Cookie`,
 /// `*-Token`…), sensitive query values and JSON or form fields named like `password` or `token`, and any
-/// `user:password@` in the URL. Arguments are single-quoted, so the command is safe to paste into a shell.
+/// `user:password@` in the URL. Every argument taken from the request (method, headers, body, URL) is
+/// single-quoted unless it is a plain word, so the command is safe to paste into a shell whatever the request
+/// holds: quotes, `$(…)`, backticks, `;` or newlines in it reach curl as text, never run.
 ///
 /// ```swift
 /// let request = try TodoConnector.get(id: 1).asURLRequest()
@@ -24,7 +26,7 @@ import Foundation
 /// - Returns: The command, one argument per line.
 public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) -> String {
     var lines = ["curl -v"]
-    lines.append("-X \(request.httpMethod ?? "GET")")
+    lines.append("-X \(shellWord(request.httpMethod ?? "GET"))")
     let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
     for (name, value) in headers {
         let shown = Redaction.headerValue(value, name: name, redacting: redactingSecrets)
@@ -57,4 +59,16 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
 /// `text` in single quotes for a POSIX shell; an embedded `'` becomes `'\''`.
 func shellQuoted(_ text: String) -> String {
     "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
+}
+
+/// `text` as one shell word: as is when it is a plain word (ASCII letters, digits, `-`, `_`, `.`), which no
+/// shell reads specially, such as the usual methods; otherwise ``shellQuoted(_:)``.
+func shellWord(_ text: String) -> String {
+    let isPlain =
+        !text.isEmpty
+        && text.utf8.allSatisfy { byte in
+            (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A)
+                || byte == 0x2D || byte == 0x5F || byte == 0x2E
+        }
+    return isPlain ? text : shellQuoted(text)
 }

@@ -287,6 +287,47 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertTrue(arguments.contains("--data-binary"), "\(arguments)")
     }
 
+    /// Text that runs a command, or ends the argument, if the shell reads it unquoted.
+    private static let hostile = "a'b\"c `echo PWNED` $(echo PWNED) ${HOME} ;echo PWNED| & \\ #\necho PWNED"
+
+    func testCURLCommandQuotesAHostileMethod() throws {
+        for method in [
+            "GET;echo PWNED", "`echo PWNED`", "$(echo PWNED)", "A|B&C", "it's", "GET\necho PWNED", Self.hostile,
+        ] {
+            // Given: a raw request can hold any method
+            var request = URLRequest(url: URL(string: "https://api.example.com/me")!)
+            request.httpMethod = method
+            let command = cURLCommand(for: request)
+            // When
+            let arguments = try shellArguments(of: command)
+            // Then: the method reaches curl as one argument, and nothing else runs
+            XCTAssertEqual(arguments, ["-v", "-X", request.httpMethod ?? "", "https://api.example.com/me"], command)
+        }
+    }
+
+    func testCURLCommandQuotesHostileHeadersBodyAndURL() throws {
+        // Given: a raw request with hostile text in every part, redaction off so it is all shown
+        let url = try XCTUnwrap(URL(string: "https://api.example.com/a'b;c$(d)&e|f?q='$(echo%20PWNED)'#x;y"))
+        var request = URLRequest(url: url)
+        request.httpMethod = "POST"
+        request.setValue("v'1 `echo PWNED` $(echo PWNED) ;echo PWNED", forHTTPHeaderField: "X-Note")
+        request.setValue("plain", forHTTPHeaderField: "X-It's`id`$(id)")
+        request.httpBody = Data(Self.hostile.utf8)
+        XCTAssertEqual(
+            request.allHTTPHeaderFields?.count, 2, "both headers are kept: \(request.allHTTPHeaderFields ?? [:])")
+        for redacting in [false, true] {
+            let command = cURLCommand(for: request, redactingSecrets: redacting)
+            // When
+            let arguments = try shellArguments(of: command)
+            // Then
+            let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
+            var expected = ["-v", "-X", "POST"]
+            for (name, value) in headers { expected += ["-H", "\(name): \(value)"] }
+            expected += ["--data-raw", Self.hostile, url.absoluteString]
+            XCTAssertEqual(arguments, expected, command)
+        }
+    }
+
     func testCURLCommandOfAGETHasMethodAndURL() throws {
         // Given
         let request = try TodoConnector.get(id: 123).asURLRequest()
@@ -367,14 +408,16 @@ extension DebugOutputTests {
     }
 
     /// The arguments the shell would pass to curl, found by running the command with `printf` in its place.
+    /// Each argument is followed by the record separator (U+001E), so arguments may hold newlines.
     private func shellArguments(of command: String) throws -> [String] {
         XCTAssertTrue(command.hasPrefix("curl "), command)
-        let script = "printf '%s\\n' " + command.dropFirst("curl ".count)
+        let script = "printf '%s\\036' " + command.dropFirst("curl ".count)
         let result = try shell(["-c", script])
         XCTAssertEqual(result.status, 0, "the shell failed on:\n\(command)\n\(result.stderr)")
-        var lines = result.stdout.components(separatedBy: "\n")
-        if lines.last == "" { lines.removeLast() }
-        return lines
+        XCTAssertEqual(result.stderr, "", "the shell complained about:\n\(command)")
+        var arguments = result.stdout.components(separatedBy: "\u{1E}")
+        if arguments.last == "" { arguments.removeLast() }
+        return arguments
     }
 
     private func shell(_ arguments: [String]) throws -> (status: Int32, stdout: String, stderr: String) {
