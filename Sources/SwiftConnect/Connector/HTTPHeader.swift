@@ -11,8 +11,9 @@
 /// Equality compares names exactly; the request builder matches names case-insensitively, so a later
 /// `content-type` replaces an earlier `Content-Type`.
 ///
-/// The ``description`` of a sensitive header (credentials, cookies, tokens, secrets, passwords, API keys) hides
-/// the value, so printing headers never leaks them: `Authorization: <redacted>`.
+/// The ``description`` of a sensitive header (credentials, cookies, tokens, secrets, passwords, API keys,
+/// sessions, signatures, private keys) hides the value, so printing headers never leaks them:
+/// `Authorization: <redacted>`.
 public struct HTTPHeader: Hashable, Sendable, CustomStringConvertible {
     /// The field name, such as `Content-Type`. It must be an RFC 9110 token to be sent.
     public let name: String
@@ -111,25 +112,39 @@ extension HTTPHeader {
     /// The characters of an RFC 9110 token (`tchar`): letters, digits and ``!#$%&'*+-.^_`|~``.
     private static let tokenCharacters = ASCIIByteSet("!#$%&'*+-.^_`|~" + ASCIIByteSet.alphanumerics)
 
-    /// Header names whose value is always a credential or session state.
-    private static let sensitiveNames = ["authorization", "proxy-authorization", "cookie", "set-cookie"]
-
-    /// Fragments that make any header name containing them sensitive, such as `X-Auth-Token`.
-    private static let sensitiveFragments = ["token", "secret", "password", "api-key", "api_key", "apikey"]
-
-    /// Whether a header with this name carries a secret whose value logs, descriptions and cURL output hide.
+    /// Fragments that make a name secret: a header name (`X-Auth-Token`, `Set-Cookie`), a query item, or a
+    /// JSON, form or multipart field (`refresh_token`). The one list behind header redaction, the credentials
+    /// dropped on a cross-origin redirect, and field redaction in logs.
     ///
-    /// True, ignoring case, for `Authorization`, `Proxy-Authorization`, `Cookie`, `Set-Cookie`, and any name
-    /// containing `token`, `secret`, `password` or `api-key` (also `api_key`, `apikey`).
+    /// Matched ignoring ASCII case and the separators `-`, `_`, `.`, `+` and space, so `apikey` also finds
+    /// `X-Api-Key`, `api_key` and `API KEY`, and `private` finds `private_key`.
+    static let sensitiveNameFragments = [
+        "authorization", "cookie", "token", "secret", "password", "passwd", "apikey", "credential", "session",
+        "signature", "private",
+    ]
+
+    /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
+    /// output, and it is dropped when a redirect leaves the origin.
+    ///
+    /// True when the name contains, ignoring ASCII case and the separators `-`, `_`, `.`, `+` and space, any of
+    /// `authorization` (so `Authorization`, `Proxy-Authorization`, `X-Authorization`), `cookie` (`Cookie`,
+    /// `Set-Cookie`), `token`, `secret`, `password`, `passwd`, `apikey` (`X-Api-Key`, `api_key`),
+    /// `credential`, `session`, `signature` or `private` (as in a private key). Query items and body fields
+    /// are recognised by the same list.
     ///
     /// - Parameter name: The header name.
     /// - Returns: Whether its value must be redacted.
     package static func isSensitive(name: String) -> Bool {
-        for candidate in sensitiveNames where asciiCaseInsensitiveEquals(name, candidate) { return true }
-        for fragment in sensitiveFragments where asciiCaseInsensitiveContains(name, lowercasedFragment: fragment) {
-            return true
+        // The name's bytes, ASCII-lowercased, without separators: fragments are matched in this.
+        var folded: [UInt8] = []
+        folded.reserveCapacity(name.utf8.count)
+        for byte in name.utf8 {
+            switch byte {
+            case 0x2D, 0x5F, 0x2E, 0x2B, 0x20: continue  // - _ . + space
+            default: folded.append(asciiLowercased(byte))
+            }
         }
-        return false
+        return sensitiveFragmentBytes.contains { fragment in containsRun(fragment, in: folded) }
     }
 
     /// Whether `name` is a non-empty RFC 9110 token, which a field name (and a method) must be.
@@ -164,13 +179,14 @@ extension HTTPHeader {
         return true
     }
 
-    /// Whether `name` contains `fragment` (which must be lowercase ASCII), ignoring ASCII case.
-    private static func asciiCaseInsensitiveContains(_ name: String, lowercasedFragment fragment: String) -> Bool {
-        let haystack = Array(name.utf8)
-        let needle = Array(fragment.utf8)
-        guard needle.count <= haystack.count else { return false }
+    /// ``sensitiveNameFragments`` as bytes.
+    private static let sensitiveFragmentBytes = sensitiveNameFragments.map { Array($0.utf8) }
+
+    /// Whether `haystack` contains `needle` as a contiguous run of bytes.
+    private static func containsRun(_ needle: [UInt8], in haystack: [UInt8]) -> Bool {
+        guard !needle.isEmpty, needle.count <= haystack.count else { return needle.isEmpty }
         outer: for start in 0...(haystack.count - needle.count) {
-            for offset in 0..<needle.count where asciiLowercased(haystack[start + offset]) != needle[offset] {
+            for offset in 0..<needle.count where haystack[start + offset] != needle[offset] {
                 continue outer
             }
             return true

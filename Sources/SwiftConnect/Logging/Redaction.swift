@@ -10,16 +10,10 @@ enum Redaction {
     /// What a hidden value is replaced with.
     static let placeholder = "<redacted>"
 
-    /// Fragments that mark a query item or JSON/form field name as secret, matched ignoring case.
-    private static let sensitiveFieldFragments = [
-        "password", "passwd", "secret", "token", "apikey", "api_key", "api-key", "authorization", "cookie",
-        "credential", "session", "signature", "private_key", "privatekey",
-    ]
-
-    /// Whether a query item or body field with this name holds a secret.
+    /// Whether a query item or body field with this name holds a secret: by the same list of fragments
+    /// (``HTTPHeader/sensitiveNameFragments``) as a header name.
     static func isSensitiveField(_ name: String) -> Bool {
-        let lowered = name.lowercased()
-        return sensitiveFieldFragments.contains { lowered.contains($0) }
+        HTTPHeader.isSensitive(name: name)
     }
 
     /// The header value to show: the value, or the placeholder for a sensitive header.

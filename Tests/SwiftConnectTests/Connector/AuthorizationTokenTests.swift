@@ -87,13 +87,16 @@ final class AuthorizationTokenTests: XCTestCase {
     func testIsSensitiveIgnoresCaseAndMatchesFragments() {
         for name in [
             "Authorization", "AUTHORIZATION", "proxy-authorization", "Cookie", "set-cookie", "X-Refresh-Token",
-            "token", "x-secret-id", "Password", "x-api-key", "X_API_KEY", "apikey",
+            "token", "x-secret-id", "Password", "x-api-key", "X_API_KEY", "apikey", "X-Authorization",
+            "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie", "X-Private-Key",
+            "Api.Key", "api key", "Pass_Word", "X-Cookies-Enabled-Version", "Authorization-Hint",
         ] {
             XCTAssertTrue(HTTPHeader.isSensitive(name: name), name)
         }
         for name in [
-            "Accept", "Content-Type", "User-Agent", "X-Cookies-Enabled-Version", "Authorization-Hint",
-            "Idempotency-Key", "",
+            "Accept", "Accept-Encoding", "Accept-Language", "Content-Type", "Content-Length", "User-Agent",
+            "Cache-Control", "Idempotency-Key", "If-None-Match", "Keep-Alive", "Transfer-Encoding",
+            "WWW-Authenticate", "Sec-WebSocket-Key", "X-Request-ID", "X-Forwarded-For", "",
         ] {
             XCTAssertFalse(HTTPHeader.isSensitive(name: name), name)
         }

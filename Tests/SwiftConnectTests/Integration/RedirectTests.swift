@@ -40,6 +40,37 @@ final class RedirectTests: XCTestCase {
         XCTAssertNil(landed.header("Cookie"))
     }
 
+    func testEveryHeaderNamedLikeASecretIsDroppedWhenARedirectChangesHost() throws {
+        let origin = try LocalServer.started()
+        let other = try LocalServer.started()
+        defer {
+            origin.stop()
+            other.stop()
+        }
+        other.route("GET", "/landing") { _ in .json(["ok": true]) }
+        origin.route("GET", "/start") { _ in
+            .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString)
+        }
+        let secrets = [
+            "X-Authorization", "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie",
+            "X-Private-Key", "X-Api-Key", "X-Auth-Token",
+        ]
+        let headers = secrets.map { HTTPHeader(name: $0, value: "secret-of-\($0)") }
+        let start = Route(
+            "/start", baseURL: origin.baseURL, headers: headers + [HTTPHeader(name: "X-Trace", value: "trace-1")])
+
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        XCTAssertNoThrow(try connect.request(start).wait())
+
+        let sent = try XCTUnwrap(origin.requests.first)
+        let landed = try XCTUnwrap(other.requests.first)
+        for name in secrets {
+            XCTAssertEqual(sent.header(name), "secret-of-\(name)", "the origin gets \(name)")
+            XCTAssertNil(landed.header(name), "\(name) must not reach another origin")
+        }
+        XCTAssertEqual(landed.header("X-Trace"), "trace-1", "other headers still follow")
+    }
+
     func testAuthorizationIsKeptOnASameOriginRedirect() throws {
         let server = try LocalServer.started()
         defer { server.stop() }

@@ -160,6 +160,51 @@ final class SecretRedactionTests: XCTestCase {
         XCTAssertEqual(server.requests.first?.queryItem("access_token"), Secret.accessToken)
     }
 
+    /// Header names outside the old short list, each one also a query item and a JSON field: the one list of
+    /// secret names covers headers and fields alike.
+    private static let namesLikeSecrets = [
+        "X-Authorization", "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie",
+        "X-Private-Key", "X-API-KEY", "Proxy-Authorization",
+    ]
+
+    func testHeadersAndFieldsNamedLikeSecretsAreRedactedInCURLAndDebugOutput() throws {
+        // Given
+        server.route("POST", "/names") { _ in .status(204) }
+        let headers = Self.namesLikeSecrets.enumerated().map { index, name in
+            HTTPHeader(name: name, value: "header-SECRET-\(index)")
+        }
+        var fields: [String: String] = ["label": "visible"]
+        var queries: [Parameter] = [.query(key: "page", value: "2")]
+        for (index, name) in Self.namesLikeSecrets.enumerated() {
+            fields[name.lowercased().replacingOccurrences(of: "-", with: "_")] = "field-SECRET-\(index)"
+            queries.append(.query(key: name, value: "query-SECRET-\(index)"))
+        }
+        let endpoint = Endpoint(
+            baseURL: server.baseURL,
+            endpoint: "/names",
+            method: .post,
+            headers: headers + [HTTPHeader(name: "X-Trace", value: "trace-visible")],
+            parameters: CompositeParameters(queries + [.jsonObject(value: fields)])
+        )
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        // When
+        _ = try connect.request(endpoint, debugResponse: true).wait(timeout: 10)
+        let command = cURLCommand(for: try endpoint.asURLRequest())
+        // Then
+        for text in [command, logger.messages.joined(separator: "\n")] {
+            assertNoSecret(in: text, "output")
+            for name in Self.namesLikeSecrets {
+                XCTAssertTrue(text.contains("\(name): <redacted>"), "\(name) is not shown redacted:\n\(text)")
+            }
+            for visible in ["X-Trace: trace-visible", "page=2", "visible", "Content-Type: application/json"] {
+                XCTAssertTrue(text.contains(visible), "\(visible) is missing:\n\(text)")
+            }
+        }
+        let received = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(received.header("X-Session-Id"), "header-SECRET-1", "only the text is redacted")
+    }
+
     func testSecretMultipartFieldsAreRedacted() throws {
         // Given
         server.route("POST", "/upload") { _ in .status(204) }
