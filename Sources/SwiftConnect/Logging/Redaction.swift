@@ -61,13 +61,25 @@ enum Redaction {
     }
 
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.
+    ///
+    /// Pairs are separated by `&` or by `;` (which some servers also accept), so `user=amy;password=x` hides
+    /// the password too; every separator is kept as it was.
     static func redactedQuery(_ query: String) -> String {
-        query.split(separator: "&", omittingEmptySubsequences: false).map { pair -> String in
-            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-            guard parts.count == 2, isSensitiveField(name) else { return String(pair) }
-            return "\(parts[0])=\(placeholder)"
-        }.joined(separator: "&")
+        var result = ""
+        var pairStart = query.startIndex
+        for index in query.indices where query[index] == "&" || query[index] == ";" {
+            result += redactedPair(query[pairStart..<index]) + String(query[index])
+            pairStart = query.index(after: index)
+        }
+        return result + redactedPair(query[pairStart...])
+    }
+
+    /// `name=value`, or `name=<redacted>` when the name (percent-decoded) is sensitive.
+    private static func redactedPair(_ pair: Substring) -> String {
+        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
+        guard parts.count == 2, isSensitiveField(name) else { return String(pair) }
+        return "\(parts[0])=\(placeholder)"
     }
 
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer
@@ -76,31 +88,44 @@ enum Redaction {
     static let maximumJSONDepth = 128
 
     /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms (URL-encoded or
-    /// multipart) with sensitive values hidden, other text as is, binary as a byte count. Long bodies are cut at `limit` bytes. Text nested
-    /// deeper than ``maximumJSONDepth`` is not parsed: shown as is, or withheld when redacting, since the
-    /// secrets in it cannot be found.
+    /// multipart) with sensitive values hidden, other text as is, binary as a byte count. Long bodies are cut
+    /// at `limit` bytes.
+    ///
+    /// When redacting, a body that is or claims to be JSON (a `json` content type, or text that is not a form
+    /// and starts with `{` or `[`) is never shown as it came unless it parses and holds no sensitive field: JSON lines (NDJSON) are
+    /// redacted line by line, and JSON that cannot be parsed or re-serialised (a truncated body, a number
+    /// beyond `Double`, a lone surrogate), or that nests deeper than ``maximumJSONDepth``, is withheld as a
+    /// byte count, since the secrets in it cannot be found.
     static func bodyText(_ data: Data, contentType: String?, redacting: Bool, pretty: Bool, limit: Int = 64 * 1024)
         -> String
     {
         if data.isEmpty { return "" }
         let type = contentType?.lowercased() ?? ""
         let tooDeep = JSONDepth.exceeds(data, limit: maximumJSONDepth)
-        if !tooDeep, let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-            pretty || (redacting && containsSensitiveField(json))
+        let isForm = type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/form-data")
+        let claimsJSON = type.contains("json") || (!isForm && startsLikeJSON(data))
+        if !tooDeep, let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
         {
-            // Re-serialised only to pretty-print or to hide a field; otherwise the exact bytes are shown.
-            let shown = redacting ? redactJSON(json) : json
-            var options: JSONSerialization.WritingOptions = [.fragmentsAllowed, .withoutEscapingSlashes]
-            if pretty { options.formUnion([.prettyPrinted, .sortedKeys]) }
-            if let output = try? JSONSerialization.data(withJSONObject: shown, options: options) {
-                return truncated(String(decoding: output, as: UTF8.self), limit: limit)
+            let hidesField = redacting && containsSensitiveField(json)
+            if pretty || hidesField {
+                // Re-serialised only to pretty-print or to hide a field; otherwise the exact bytes are shown.
+                if let output = serialised(redacting ? redactJSON(json) : json, pretty: pretty) {
+                    return truncated(output, limit: limit)
+                }
+                if hidesField { return withheld(data, reason: "of JSON that cannot be re-serialised") }
             }
+        } else if redacting && claimsJSON {
+            if tooDeep {
+                return withheld(data, reason: "nested deeper than \(maximumJSONDepth) levels")
+            }
+            if let lines = redactedJSONLines(data) { return truncated(lines, limit: limit) }
+            return withheld(data, reason: "of JSON that does not parse")
         }
         guard let text = String(data: data, encoding: .utf8) else {
             return "<\(data.count) bytes of binary data>"
         }
         if tooDeep && redacting {
-            return "<\(data.count) bytes nested deeper than \(maximumJSONDepth) levels, not shown: secrets stay hidden>"
+            return withheld(data, reason: "nested deeper than \(maximumJSONDepth) levels")
         }
         if redacting && type.hasPrefix("application/x-www-form-urlencoded") {
             return truncated(redactedQuery(text), limit: limit)
@@ -109,6 +134,52 @@ enum Redaction {
             return truncated(redactedMultipart(text, contentType: contentType), limit: limit)
         }
         return truncated(text, limit: limit)
+    }
+
+    /// What is shown instead of a body whose secrets cannot be found: its size and why.
+    private static func withheld(_ data: Data, reason: String) -> String {
+        "<\(data.count) bytes \(reason), not shown: secrets stay hidden>"
+    }
+
+    /// `data` without a leading UTF-8 byte order mark, which the JSON parser may refuse.
+    private static func withoutBOM(_ data: Data) -> Data {
+        data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
+    }
+
+    /// Whether the first byte after a byte order mark and whitespace is `{` or `[`.
+    private static func startsLikeJSON(_ data: Data) -> Bool {
+        let first = withoutBOM(data).first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
+        return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+    }
+
+    /// A JSON value as compact or pretty-printed text, keys sorted, or `nil` if the writer refuses it.
+    private static func serialised(_ value: Any, pretty: Bool) -> String? {
+        var options: JSONSerialization.WritingOptions = [.fragmentsAllowed, .withoutEscapingSlashes, .sortedKeys]
+        if pretty { options.insert(.prettyPrinted) }
+        guard let output = try? JSONSerialization.data(withJSONObject: value, options: options) else { return nil }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// JSON lines (NDJSON, JSON Lines) with the sensitive fields of each line hidden, one compact value a
+    /// line; `nil` unless every non-blank line parses and every line with a sensitive field re-serialises.
+    private static func redactedJSONLines(_ data: Data) -> String? {
+        let lines = withoutBOM(data).split(separator: 0x0A).map { line in
+            line.last == 0x0D ? line.dropLast() : line
+        }
+        var shown: [String] = []
+        for line in lines {
+            guard line.contains(where: { $0 != 0x20 && $0 != 0x09 }) else { continue }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
+                return nil
+            }
+            if containsSensitiveField(json) {
+                guard let text = serialised(redactJSON(json), pretty: false) else { return nil }
+                shown.append(text)
+            } else {
+                shown.append(String(decoding: line, as: UTF8.self))
+            }
+        }
+        return shown.isEmpty ? nil : shown.joined(separator: "\n")
     }
 
     /// A `multipart/form-data` body (RFC 7578) with the content of each part whose field name is sensitive
@@ -132,18 +203,56 @@ enum Redaction {
     }
 
     /// The value of a `; name=value` or `; name="value"` parameter of a header value, such as a
-    /// `Content-Type`'s boundary or a `Content-Disposition`'s field name.
+    /// `Content-Type`'s boundary or a `Content-Disposition`'s field name. A quoted value may hold `;`, `=` and
+    /// backslash-escaped characters (`name="user;password"`, `name="a\\"b"`).
     private static func parameter(_ name: String, of headerValue: String) -> String? {
-        for item in headerValue.split(separator: ";").dropFirst() {
+        for item in parameterItems(of: headerValue).dropFirst() {
             let pair = item.split(separator: "=", maxSplits: 1)
             guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else {
                 continue
             }
-            let value = pair[1].trimmingCharacters(in: .whitespaces)
-            guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
-            return String(value.dropFirst().dropLast())
+            return unquoted(pair[1].trimmingCharacters(in: .whitespaces))
         }
         return nil
+    }
+
+    /// A header value split at each `;` outside a quoted string.
+    private static func parameterItems(of headerValue: String) -> [Substring] {
+        var items: [Substring] = []
+        var start = headerValue.startIndex
+        var inQuotes = false
+        var escaped = false
+        for index in headerValue.indices {
+            let character = headerValue[index]
+            if escaped {
+                escaped = false
+            } else if inQuotes && character == "\\" {
+                escaped = true
+            } else if character == "\"" {
+                inQuotes.toggle()
+            } else if character == ";" && !inQuotes {
+                items.append(headerValue[start..<index])
+                start = headerValue.index(after: index)
+            }
+        }
+        items.append(headerValue[start...])
+        return items
+    }
+
+    /// A parameter value without its quotes and with its backslash escapes undone, if it is quoted.
+    private static func unquoted(_ value: String) -> String {
+        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
+        var result = ""
+        var escaped = false
+        for character in value.dropFirst().dropLast() {
+            if !escaped && character == "\\" {
+                escaped = true
+                continue
+            }
+            escaped = false
+            result.append(character)
+        }
+        return result
     }
 
     /// Whether a JSON value has a sensitive key at any depth.

@@ -306,6 +306,116 @@ final class SecretRedactionTests: XCTestCase {
         XCTAssertEqual(Redaction.urlText("/s?page={"), "/s?page={")
     }
 
+    // MARK: - Bodies whose secrets cannot be found
+
+    /// JSON with a secret that parses but cannot be re-serialised, or does not parse at all.
+    private static let unreadableJSON = [
+        #"{"password":"\#(Secret.password)","n":1e400}"#,
+        #"{"password":"\#(Secret.password)","n":-1e999}"#,
+        #"{"password":"\#(Secret.password)","s":"\ud800"}"#,
+        #"{"password":"\#(Secret.password)", "#,
+        #"[{"token":"\#(Secret.bearer)"}"#,
+        #"{"token":"\#(Secret.bearer)"} trailing"#,
+        "{\"password\":\"\(Secret.password)\"}\n{\"broken\"",
+    ]
+
+    func testJSONThatCannotBeParsedOrReserialisedIsWithheldWhenRedacting() {
+        for body in Self.unreadableJSON {
+            let data = Data(body.utf8)
+            for contentType in ["application/json", "application/problem+json; charset=utf-8", "text/plain", nil] {
+                for pretty in [false, true] {
+                    // When
+                    let text = Redaction.bodyText(data, contentType: contentType, redacting: true, pretty: pretty)
+                    // Then
+                    assertNoSecret(in: text, "body \(body) as \(contentType ?? "no type")")
+                    XCTAssertTrue(text.contains("\(data.count) bytes"), "the placeholder gives the size: \(text)")
+                }
+            }
+            let shown = Redaction.bodyText(data, contentType: "application/json", redacting: false, pretty: true)
+            XCTAssertEqual(shown, body, "without redaction the body is shown as it came")
+        }
+    }
+
+    func testJSONLinesAreRedactedLineByLine() {
+        // Given
+        let body =
+            "{\"token\":\"\(Secret.bearer)\",\"id\":1}\r\n\n{\"id\":2,\"note\":\"plain\"}\n"
+            + "[{\"password\":\"\(Secret.password)\"}]\n"
+        for contentType in ["application/x-ndjson", "application/jsonl", nil] {
+            // When
+            let text = Redaction.bodyText(Data(body.utf8), contentType: contentType, redacting: true, pretty: true)
+            // Then
+            XCTAssertEqual(
+                text,
+                #"{"id":1,"token":"<redacted>"}"# + "\n" + #"{"id":2,"note":"plain"}"# + "\n"
+                    + #"[{"password":"<redacted>"}]"#,
+                "\(contentType ?? "no type")")
+        }
+    }
+
+    func testJSONWithAByteOrderMarkIsRedactedAndReadableTextIsStillShown() {
+        let bom = Data([0xEF, 0xBB, 0xBF]) + Data(#"{"password":"\#(Secret.password)","user":"amy"}"#.utf8)
+        let redacted = Redaction.bodyText(bom, contentType: "application/json", redacting: true, pretty: false)
+        assertNoSecret(in: redacted, "JSON after a byte order mark")
+        XCTAssertTrue(redacted.contains(#""user":"amy""#), redacted)
+        // JSON without secrets is shown byte for byte; text that is not JSON is shown as is.
+        let plain = #"{"b":1,  "a":[2,3]}"#
+        XCTAssertEqual(
+            Redaction.bodyText(Data(plain.utf8), contentType: "application/json", redacting: true, pretty: false),
+            plain)
+        XCTAssertEqual(
+            Redaction.bodyText(Data("not json {".utf8), contentType: "text/plain", redacting: true, pretty: true),
+            "not json {")
+    }
+
+    func testUnreadableJSONResponseIsWithheldFromDebugOutputAndErrors() throws {
+        // Given
+        server.route("GET", "/huge") { _ in
+            .json(string: #"{"access_token":"\#(Secret.responseToken)","expires":1e400}"#)
+        }
+        server.route("GET", "/cut") { _ in
+            .json(string: #"{"error":"bad","token":"\#(Secret.errorToken)","#, status: 400)
+        }
+        let logger = MemoryLogger()
+        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        // When
+        _ = try connect.request(Route("/huge", baseURL: server.baseURL), debugResponse: true).waitForResult()
+        let failure = try connect.request(Route("/cut", baseURL: server.baseURL), debugResponse: true)
+            .waitForResult()
+        // Then
+        assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
+        guard case .failure(let error as ConnectError) = failure else { return XCTFail("\(failure)") }
+        XCTAssertEqual(error.statusCode, 400)
+        assertNoSecret(in: error.debugDescription, "debugDescription")
+    }
+
+    func testFormAndMultipartFieldsWithSemicolonsAreRedacted() {
+        // Given: `;` as a form separator, and in quoted multipart field names
+        let form = "user=amy;password=\(Secret.formPassword)&note=a;b"
+        XCTAssertEqual(
+            Redaction.bodyText(
+                Data(form.utf8), contentType: "application/x-www-form-urlencoded", redacting: true, pretty: true),
+            "user=amy;password=<redacted>&note=a;b")
+        let parts = [
+            #"form-data; name="user;password""#, "form-data; name=password", #"form-data; NAME="Password""#,
+            #"form-data; filename="a;b.txt"; name="api_key""#, #"form-data; name="x\"token""#,
+        ]
+        var multipart = ""
+        for (index, disposition) in parts.enumerated() {
+            multipart += "--B\r\nContent-Disposition: \(disposition)\r\n\r\nmp-SECRET-\(index)\r\n"
+        }
+        multipart += "--B\r\nContent-Disposition: form-data; name=\"album;x\"\r\n\r\nHoliday\r\n--B--\r\n"
+        for contentType in ["multipart/form-data; boundary=B", #"multipart/form-data; boundary="B""#] {
+            // When
+            let text = Redaction.bodyText(
+                Data(multipart.utf8), contentType: contentType, redacting: true, pretty: true)
+            // Then
+            assertNoSecret(in: text, "multipart body")
+            XCTAssertTrue(text.contains("\r\n\r\nHoliday\r\n"), text)
+            XCTAssertEqual(text.components(separatedBy: "<redacted>").count, parts.count + 1, text)
+        }
+    }
+
     func testPrintingTokensAndHeadersShowsNoSecret() {
         // Given
         let tokens: [AuthorizationToken] = [
