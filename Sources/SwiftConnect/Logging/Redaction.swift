@@ -21,29 +21,33 @@ enum Redaction {
         redacting && HTTPHeader.isSensitive(name: name) ? placeholder : value
     }
 
-    /// The URL to show: without `user:password@`, and with sensitive query values hidden.
+    /// The URL to show: without `user:password@`, and with sensitive values hidden in the query and in a
+    /// fragment of `name=value` pairs (`#access_token=…&state=…`, as OAuth's implicit flow returns).
     static func url(_ url: URL, redacting: Bool) -> String {
-        guard redacting, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
-            return url.absoluteString
+        guard redacting else { return url.absoluteString }
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            return urlText(url.absoluteString)
         }
         components.user = nil
         components.password = nil
-        guard let query = components.percentEncodedQuery else { return components.string ?? url.redactingUserInfo }
-        // The placeholder is not valid in a percent-encoded query, so the display string is assembled by hand.
+        let query = components.percentEncodedQuery
         let fragment = components.percentEncodedFragment
+        guard query != nil || fragment != nil else { return components.string ?? urlText(url.absoluteString) }
+        // The placeholder is not valid in a percent-encoded query, so the display string is assembled by hand.
         components.percentEncodedQuery = nil
         components.percentEncodedFragment = nil
-        let base = components.string ?? url.redactingUserInfo
-        return base + "?" + redactedQuery(query) + (fragment.map { "#" + $0 } ?? "")
+        guard let base = components.string else { return urlText(url.absoluteString) }
+        return base + (query.map { "?" + redactedQuery($0) } ?? "") + (fragment.map { "#" + redactedQuery($0) } ?? "")
     }
 
     /// A URL as text that need not parse as a `URL` (the subject of an invalid-URL error), hidden as
-    /// ``url(_:redacting:)`` hides a URL: without `user:password@`, and with sensitive query values hidden.
+    /// ``url(_:redacting:)`` hides a URL: without `user:password@`, and with sensitive values hidden in the
+    /// query and the fragment.
     static func urlText(_ text: String) -> String {
         var rest = Substring(text)
-        var fragment: Substring = ""
+        var fragment: Substring?
         if let hash = rest.firstIndex(of: "#") {
-            fragment = rest[hash...]
+            fragment = rest[rest.index(after: hash)...]
             rest = rest[..<hash]
         }
         var query: Substring?
@@ -57,7 +61,8 @@ enum Redaction {
                 rest = rest[..<schemeEnd.upperBound] + rest[rest.index(after: at)...]
             }
         }
-        return String(rest) + (query.map { "?" + redactedQuery(String($0)) } ?? "") + fragment
+        return String(rest) + (query.map { "?" + redactedQuery(String($0)) } ?? "")
+            + (fragment.map { "#" + redactedQuery(String($0)) } ?? "")
     }
 
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.

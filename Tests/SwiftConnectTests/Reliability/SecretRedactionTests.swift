@@ -416,6 +416,49 @@ final class SecretRedactionTests: XCTestCase {
         }
     }
 
+    func testSecretValuesInAURLFragmentAreRedacted() throws {
+        // Given: what OAuth's implicit flow puts in a fragment
+        let fragment = "access_token=\(Secret.accessToken)&expires_in=3600&state=xyz"
+        let url = try XCTUnwrap(URL(string: "https://amy:\(Secret.basicPassword)@api.example.com/cb#\(fragment)"))
+        let withQuery = try XCTUnwrap(
+            URL(string: "https://api.example.com/cb?page=2&token=\(Secret.bearer)#\(fragment)"))
+        // When / Then
+        XCTAssertEqual(
+            Redaction.url(url, redacting: true),
+            "https://api.example.com/cb#access_token=<redacted>&expires_in=3600&state=xyz")
+        XCTAssertEqual(
+            Redaction.url(withQuery, redacting: true),
+            "https://api.example.com/cb?page=2&token=<redacted>#access_token=<redacted>&expires_in=3600&state=xyz")
+        XCTAssertEqual(
+            Redaction.urlText("https://api.example.com/a b?page=2#id_token=\(Secret.bearer)&state=xyz"),
+            "https://api.example.com/a b?page=2#id_token=<redacted>&state=xyz")
+        XCTAssertEqual(
+            Redaction.url(URL(string: "https://api.example.com/doc#top")!, redacting: true),
+            "https://api.example.com/doc#top")
+        XCTAssertEqual(
+            Redaction.urlText("https://api.example.com/a b#/route?x=1"), "https://api.example.com/a b#/route?x=1")
+        XCTAssertTrue(Redaction.url(url, redacting: false).contains(Secret.accessToken), "shown without redaction")
+        var request = URLRequest(url: withQuery)
+        request.httpMethod = "GET"
+        assertNoSecret(in: cURLCommand(for: request), "cURL of a URL with a fragment")
+    }
+
+    func testInvalidURLErrorsHideSecretsOfTheFragment() {
+        // Given
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, logger: logger)
+        let invalid = Endpoint(
+            baseURL: URL(string: "https://api.example.com")!, endpoint: "/a b#access_token=\(Secret.accessToken)")
+        // When
+        let error = connectError(of: connect.request(invalid, debugResponse: true))
+        // Then
+        XCTAssertEqual(error?.kind, .invalidRequest)
+        XCTAssertTrue(error?.description.contains("#access_token=<redacted>") == true, "\(String(describing: error))")
+        assertNoSecret(in: error?.description ?? "", "description")
+        assertNoSecret(in: error?.debugDescription ?? "", "debugDescription")
+        assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
+    }
+
     func testPrintingTokensAndHeadersShowsNoSecret() {
         // Given
         let tokens: [AuthorizationToken] = [
