@@ -256,6 +256,66 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 2)
     }
 
+    // MARK: - Invalid credentials
+
+    private func assertInvalidAuthorizationHeader(
+        _ future: Future<Data>,
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        let error = connectError(of: future)
+        XCTAssertEqual(error?.kind, .invalidRequest, "\(String(describing: error))", file: file, line: line)
+        XCTAssertEqual(error?.invalidRequestReason, .invalidHeader(name: "Authorization"), file: file, line: line)
+        XCTAssertFalse(
+            error?.description.contains("abc") ?? true, "the credential is not shown", file: file, line: line)
+    }
+
+    func testCredentialWithALineBreakFailsTheRequestWithoutSendingIt() {
+        for token in ["abc\n", "abc\r\nX-Injected: 1", "abc\u{0}"] {
+            // Given: a token read from a file with its trailing newline, say
+            let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+            let stub = RefreshStub()
+            let connect = client(
+                fake, AuthenticationMiddleware(credential: .bearer(token: token), refresh: stub.refresh))
+            // When
+            let future = connect.request(Endpoint())
+            // Then
+            assertInvalidAuthorizationHeader(future)
+            XCTAssertEqual(fake.requests.count, 0, "nothing goes out unsigned")
+            XCTAssertEqual(stub.callCount, 0, "no refresh either")
+        }
+    }
+
+    func testRefreshedCredentialWithALineBreakFailsTheWaitingRequestsWithoutSendingThem() {
+        // Given
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let connect = client(fake, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let first = connect.request(Endpoint(endpoint: "/first"))
+        let second = connect.request(Endpoint(endpoint: "/second"))  // waits for the refresh
+        // When
+        stub.succeed(.bearer(token: "abc\n"))
+        // Then
+        assertInvalidAuthorizationHeader(first)
+        assertInvalidAuthorizationHeader(second)
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old"], "only the first attempt went out")
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    func testSetCredentialWithALineBreakFailsTheNextRequestsWithoutSendingThem() {
+        // Given
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let auth = AuthenticationMiddleware(credential: Self.new, refresh: RefreshStub().refresh)
+        let connect = client(fake, auth)
+        // When
+        auth.setCredential(.custom(token: "abc\r\n"))
+        // Then
+        assertInvalidAuthorizationHeader(connect.request(Endpoint()))
+        XCTAssertEqual(fake.requests.count, 0)
+        auth.setCredential(Self.new)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())), "a valid credential signs requests again")
+    }
+
     // MARK: - Stale credentials
 
     func testRequestRejectedWithAnOlderCredentialReplaysWithoutRefreshing() {

@@ -42,6 +42,13 @@ import Foundation
 /// sent again, and the next request signed with it after the failure may start a new refresh. Call
 /// ``setCredential(_:)`` with `nil` to sign the user out instead.
 ///
+/// ## Invalid credentials
+/// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
+/// file with its trailing newline) cannot be sent as a header. A request to be signed with it, the first time
+/// or after a refresh or ``setCredential(_:)``, fails with a ``ConnectError`` of kind
+/// ``ConnectError/Kind/invalidRequest`` whose ``ConnectError/invalidRequestReason`` is
+/// ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization`, and is not sent.
+///
 /// ## Cancellation
 /// Cancelling a request that waits for a refresh removes only that request; the refresh goes on for the
 /// others, even when no request waits for it any more.
@@ -105,7 +112,8 @@ public final class AuthenticationMiddleware: Middleware {
     ///   - request: The request so far.
     ///   - context: Facts about the call (unused).
     ///   - next: The rest of the pipeline; called once, or twice when the request is replayed.
-    /// - Returns: A future of the response, or of a ``ConnectError/Kind/authenticationFailed`` error.
+    /// - Returns: A future of the response, or of a ``ConnectError/Kind/authenticationFailed`` error, or of an
+    ///   ``ConnectError/Kind/invalidRequest`` error when the credential cannot be a header value.
     public func intercept(
         _ request: URLRequest,
         context: RequestContext,
@@ -155,14 +163,23 @@ extension Middleware where Self == AuthenticationMiddleware {
 // MARK: - Sending and replaying
 
 extension AuthenticationMiddleware {
-    /// Signs the exchange's original request with `signature`'s credential and sends it.
+    /// Signs the exchange's original request with `signature`'s credential and sends it, or fails it
+    /// without sending it when the credential cannot be a header value.
     private func send(_ waiter: Waiter, signedWith signature: Signature) {
         let exchange = waiter.exchange
         let result = exchange.promise.future
         guard !result.isCompleted else { return }  // Cancelled while waiting: never sent.
         var request = exchange.request
         if let credential = signature.credential {
-            request.setValue(credential.headerValue, forHTTPHeaderField: "Authorization")
+            // A value with CR, LF or NUL (a token read with its trailing newline) would be dropped on the way
+            // out, and the request sent unsigned: fail it instead, and send nothing.
+            let value = credential.headerValue
+            guard HTTPHeader.isValidValue(value) else {
+                let error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), request: request)
+                _ = exchange.promise.completeIfPending(with: .failure(error))
+                return
+            }
+            request.setValue(value, forHTTPHeaderField: "Authorization")
         }
         let sent = exchange.next(request)
         result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
