@@ -328,11 +328,14 @@ final class SecretRedactionTests: XCTestCase {
                     let text = Redaction.bodyText(data, contentType: contentType, redacting: true, pretty: pretty)
                     // Then
                     assertNoSecret(in: text, "body \(body) as \(contentType ?? "no type")")
-                    XCTAssertTrue(text.contains("\(data.count) bytes"), "the placeholder gives the size: \(text)")
+                    // Withheld, with its size; or, where the platform's parser reads it after all, redacted.
+                    XCTAssertTrue(
+                        text.contains("\(data.count) bytes") || text.contains(Redaction.placeholder),
+                        "neither withheld nor redacted: \(text)")
                 }
             }
             let shown = Redaction.bodyText(data, contentType: "application/json", redacting: false, pretty: true)
-            XCTAssertEqual(shown, body, "without redaction the body is shown as it came")
+            XCTAssertTrue(shown.contains(Secret.marker), "without redaction the body is shown: \(shown)")
         }
     }
 
