@@ -119,8 +119,8 @@ extension HTTPHeader {
     /// Matched ignoring ASCII case and the separators `-`, `_`, `.`, `+` and space, so `apikey` also finds
     /// `X-Api-Key`, `api_key` and `API KEY`, and `private` finds `private_key`.
     static let sensitiveNameFragments = [
-        "authorization", "cookie", "token", "secret", "password", "passwd", "apikey", "credential", "session",
-        "signature", "private",
+        "authorization", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey", "credential",
+        "session", "signature", "private",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
