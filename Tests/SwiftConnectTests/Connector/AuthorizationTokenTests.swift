@@ -88,7 +88,8 @@ final class AuthorizationTokenTests: XCTestCase {
         for name in [
             "Authorization", "AUTHORIZATION", "proxy-authorization", "Cookie", "set-cookie", "X-Refresh-Token",
             "token", "x-secret-id", "Password", "x-api-key", "X_API_KEY", "apikey", "X-Authorization",
-            "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie", "X-Private-Key", "X-Access-Key",
+            "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie", "X-Private-Key",
+            "X-Access-Key",
             "Api.Key", "api key", "Pass_Word", "X-Cookies-Enabled-Version", "Authorization-Hint",
         ] {
             XCTAssertTrue(HTTPHeader.isSensitive(name: name), name)
