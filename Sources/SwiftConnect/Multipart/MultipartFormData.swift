@@ -6,6 +6,9 @@ import Foundation
 /// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`; other characters,
 /// non-ASCII included, are sent as UTF-8. The boundary is random (a test can pass its own).
 ///
+/// A file part streamed from disk must be a regular file (a symbolic link to one is followed): a directory,
+/// a device or a pipe fails with ``ConnectError/Kind/fileAccess``.
+///
 /// ```swift
 /// var form = MultipartFormData()
 /// form.append(field: "title", value: "Holiday")
@@ -71,14 +74,19 @@ public struct MultipartFormData: Sendable {
 
     /// The size of the encoded body in bytes (file sizes read from disk).
     ///
-    /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/fileAccess`` when a file cannot be read.
+    /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/fileAccess`` when a file is not a readable regular
+    ///   file, or of kind ``ConnectError/Kind/invalidRequest`` when a header would be invalid.
     public func contentLength() throws -> Int64 {
         var total: Int64 = 0
         for part in parts {
             total += Int64(try header(of: part).count)
             switch part {
             case .field(_, let value): total += Int64(value.utf8.count)
-            case .file(let file): total += try Self.size(of: file.content)
+            case .file(let file):
+                switch file.content {
+                case .data(let data): total += Int64(data.count)
+                case .file(let url): total += try Self.regularFileSize(url)
+                }
             }
             total += 2  // CRLF after the content
         }
@@ -99,6 +107,7 @@ public struct MultipartFormData: Sendable {
                 switch file.content {
                 case .data(let data): body.append(data)
                 case .file(let url):
+                    _ = try Self.regularFileSize(url)
                     do { body.append(try Data(contentsOf: url)) } catch {
                         throw ConnectError.fileAccess(error, url: url, request: nil)
                     }
@@ -115,10 +124,12 @@ public struct MultipartFormData: Sendable {
     /// - Parameter url: Where to write; replaced if it exists.
     /// - Throws: ``ConnectError`` when a header would be invalid or a file cannot be read or written.
     public func write(to url: URL) throws {
-        guard FileManager.default.createFile(atPath: url.path, contents: nil),
-            let output = FileHandle(forWritingAtPath: url.path)
-        else {
-            let error = CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: url.path])
+        let output: FileHandle
+        do {
+            // Throwing calls, so a failure says why (no such folder, no permission, a directory…).
+            try Data().write(to: url)
+            output = try FileHandle(forWritingTo: url)
+        } catch {
             throw ConnectError.fileAccess(error, url: url, request: nil)
         }
         defer { output.closeFile() }
@@ -174,17 +185,28 @@ public struct MultipartFormData: Sendable {
         return result
     }
 
-    private static func size(of content: File.Content) throws -> Int64 {
-        switch content {
-        case .data(let data): return Int64(data.count)
-        case .file(let url):
-            do {
-                let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
-                return (attributes[.size] as? NSNumber)?.int64Value ?? 0
-            } catch {
-                throw ConnectError.fileAccess(error, url: url, request: nil)
-            }
+    // MARK: Files
+
+    /// The size of the file a part streams from, once checked to be a regular file (a symbolic link is
+    /// followed). A directory, device or pipe would fail or never end when read, and its size is not that of
+    /// its content.
+    private static func regularFileSize(_ url: URL) throws -> Int64 {
+        let attributes: [FileAttributeKey: Any]
+        do {
+            attributes = try FileManager.default.attributesOfItem(atPath: url.resolvingSymlinksInPath().path)
+        } catch {
+            throw ConnectError.fileAccess(error, url: url, request: nil)
         }
+        guard let type = attributes[.type] as? FileAttributeType, type == .typeRegular else {
+            let isDirectory = attributes[.type] as? FileAttributeType == .typeDirectory
+            let reason = isDirectory ? "it is a directory" : "it is not a regular file"
+            throw ConnectError(
+                .fileAccess,
+                message: "could not read \(url.path): \(reason)",
+                underlyingError: POSIXError(isDirectory ? .EISDIR : .EINVAL)
+            )
+        }
+        return (attributes[.size] as? NSNumber)?.int64Value ?? 0
     }
 
     private static func write(_ data: Data, to output: FileHandle, url: URL) throws {
@@ -200,15 +222,34 @@ public struct MultipartFormData: Sendable {
     }
 
     private static func copy(_ source: URL, to output: FileHandle, url: URL) throws {
-        guard let input = FileHandle(forReadingAtPath: source.path) else {
-            let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: source.path])
+        _ = try regularFileSize(source)
+        let input: FileHandle
+        do {
+            input = try FileHandle(forReadingFrom: source)
+        } catch {
             throw ConnectError.fileAccess(error, url: source, request: nil)
         }
-        defer { input.closeFile() }
+        defer { try? input.close() }
         while true {
-            let chunk = autoreleasing { input.readData(ofLength: 1 << 20) }
+            let chunk: Data
+            do {
+                chunk = try autoreleasing { try read(upTo: 1 << 20, from: input) }
+            } catch {
+                throw ConnectError.fileAccess(error, url: source, request: nil)
+            }
             if chunk.isEmpty { break }
             try write(chunk, to: output, url: url)
+        }
+    }
+
+    /// Up to `count` bytes, empty at the end of the file. A read error is thrown, never trapped on.
+    private static func read(upTo count: Int, from input: FileHandle) throws -> Data {
+        if #available(macOS 10.15.4, iOS 13.4, tvOS 13.4, watchOS 6.2, *) {
+            return try input.read(upToCount: count) ?? Data()
+        } else {
+            // Older systems have only the reading call that raises on an error; the file was checked to be a
+            // regular file just before.
+            return input.readData(ofLength: count)
         }
     }
 }

@@ -63,6 +63,19 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// Uploading a directory trapped inside Foundation's `FileHandle` while the body was written.
+    func testUploadOfADirectoryFailsBeforeAnyIO() throws {
+        let directory = temporaryURL()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        XCTAssertThrowsError(try connect.upload(files: [File(key: "f", fileURL: directory)], to: Upload()).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     func testDownloadWritesTheBodyToTheDestination() throws {
         let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0) })
         let connect = Connect(transport: FakeTransport.answering(.data(bytes)), retryPolicy: nil)

@@ -70,6 +70,40 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertThrowsError(try form.encodedData()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
     }
 
+    /// A directory was read as a file: its entry's size as the length, and a trap in `write(to:)`.
+    func testADirectoryPartIsAFileAccessErrorEverywhere() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mp-dir-\(UUID().uuidString)")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer {
+            try? FileManager.default.removeItem(at: directory)
+            try? FileManager.default.removeItem(at: output)
+        }
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(key: "f", fileURL: directory))
+        XCTAssertThrowsError(try form.contentLength()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+        XCTAssertThrowsError(try form.encodedData()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+        XCTAssertThrowsError(try form.write(to: output)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+    }
+
+    /// A symbolic link to a file counts the file's size, not the link's.
+    func testASymbolicLinkToAFileIsFollowed() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mp-link-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let target = directory.appendingPathComponent("target.bin")
+        try Data(count: 10_000).write(to: target)
+        let link = directory.appendingPathComponent("link.bin")
+        try FileManager.default.createSymbolicLink(atPath: link.path, withDestinationPath: "target.bin")
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(key: "f", fileURL: link))
+        let output = directory.appendingPathComponent("out")
+        try form.write(to: output)
+        let written = try Data(contentsOf: output)
+        XCTAssertEqual(try form.contentLength(), Int64(written.count))
+        XCTAssertEqual(try form.encodedData(), written)
+    }
+
     func testMimeTypesAreInferredFromExtensions() {
         XCTAssertEqual(MimeType(fileExtension: "JPG"), .jpg)
         XCTAssertEqual(MimeType(fileExtension: ".png"), .png)
