@@ -6,8 +6,8 @@ import Foundation
 /// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`; other characters,
 /// non-ASCII included, are sent as UTF-8. The boundary is random (a test can pass its own).
 ///
-/// A file part streamed from disk must be a regular file (a symbolic link to one is followed): a directory,
-/// a device or a pipe fails with ``ConnectError/Kind/fileAccess``.
+/// A file part streamed from disk must be a `file:` URL naming a regular file (a symbolic link to one is
+/// followed): a directory, a device, a pipe or a remote URL fails with ``ConnectError/Kind/fileAccess``.
 ///
 /// ```swift
 /// var form = MultipartFormData()
@@ -187,10 +187,18 @@ public struct MultipartFormData: Sendable {
 
     // MARK: Files
 
-    /// The size of the file a part streams from, once checked to be a regular file (a symbolic link is
-    /// followed). A directory, device or pipe would fail or never end when read, and its size is not that of
-    /// its content.
+    /// The size of the file a part streams from, once checked to be a `file:` URL naming a regular file (a
+    /// symbolic link is followed). A directory, device or pipe would fail or never end when read, and its
+    /// size is not that of its content; another scheme is not a local file at all.
     private static func regularFileSize(_ url: URL) throws -> Int64 {
+        guard url.isFileURL else {
+            let error = CocoaError(.fileReadUnsupportedScheme, userInfo: [NSURLErrorKey: url])
+            throw ConnectError(
+                .fileAccess,
+                message: "\(Redaction.url(url, redacting: true)) is not a file URL: only local files can be uploaded",
+                underlyingError: error
+            )
+        }
         let attributes: [FileAttributeKey: Any]
         do {
             attributes = try FileManager.default.attributesOfItem(atPath: url.resolvingSymlinksInPath().path)

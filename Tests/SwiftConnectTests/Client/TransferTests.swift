@@ -76,6 +76,20 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// A remote URL was read as a local path and the local file uploaded.
+    func testUploadOfANonFileURLFailsBeforeAnyIO() throws {
+        let local = temporaryURL()
+        try Data("local".utf8).write(to: local)
+        defer { try? FileManager.default.removeItem(at: local) }
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let remote = File(key: "f", fileURL: try XCTUnwrap(URL(string: "https://cdn.example.invalid" + local.path)))
+        XCTAssertThrowsError(try connect.upload(files: [remote], to: Upload()).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     func testDownloadWritesTheBodyToTheDestination() throws {
         let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0) })
         let connect = Connect(transport: FakeTransport.answering(.data(bytes)), retryPolicy: nil)

@@ -86,6 +86,23 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertThrowsError(try form.write(to: output)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
     }
 
+    /// A URL with another scheme named a remote file, yet its path was read from the local disk.
+    func testANonFileURLIsAFileAccessErrorEverywhere() throws {
+        let local = FileManager.default.temporaryDirectory.appendingPathComponent("mp-src-\(UUID().uuidString).txt")
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString)")
+        try Data("local secret".utf8).write(to: local)
+        defer {
+            try? FileManager.default.removeItem(at: local)
+            try? FileManager.default.removeItem(at: output)
+        }
+        let remote = try XCTUnwrap(URL(string: "https://cdn.example.invalid" + local.path))
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(key: "f", fileURL: remote))
+        XCTAssertThrowsError(try form.contentLength()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+        XCTAssertThrowsError(try form.encodedData()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+        XCTAssertThrowsError(try form.write(to: output)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
+    }
+
     /// A symbolic link to a file counts the file's size, not the link's.
     func testASymbolicLinkToAFileIsFollowed() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mp-link-\(UUID().uuidString)")
