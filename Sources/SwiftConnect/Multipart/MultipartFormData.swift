@@ -28,7 +28,10 @@ public struct MultipartFormData: Sendable {
 
     /// Creates an empty body.
     ///
-    /// - Parameter boundary: The boundary; random by default. It must not occur in any part.
+    /// - Parameter boundary: The boundary; random by default. It must not occur in any part, and must be
+    ///   1 to 70 characters from RFC 2046's set (letters, digits and `'()+_,-./:=? `), not ending in a space;
+    ///   otherwise encoding fails with ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for
+    ///   `Content-Type`.
     public init(boundary: String = MultipartFormData.randomBoundary()) {
         self.boundary = boundary
     }
@@ -42,8 +45,12 @@ public struct MultipartFormData: Sendable {
         return "SwiftConnect-" + String(repeating: "0", count: max(0, 32 - hex.count)) + hex
     }
 
-    /// The `Content-Type` header value: `multipart/form-data; boundary=…`.
-    public var contentType: String { "multipart/form-data; boundary=\(boundary)" }
+    /// The `Content-Type` header value: `multipart/form-data; boundary=…`, the boundary quoted when it
+    /// contains a character that a bare parameter value cannot (RFC 2045 `tspecials` or a space).
+    public var contentType: String {
+        let needsQuotes = boundary.utf8.contains { Self.quotedBoundaryCharacters.contains($0) }
+        return "multipart/form-data; boundary=" + (needsQuotes ? "\"\(boundary)\"" : boundary)
+    }
 
     /// Whether the body has no parts.
     public var isEmpty: Bool { parts.isEmpty }
@@ -75,8 +82,9 @@ public struct MultipartFormData: Sendable {
     /// The size of the encoded body in bytes (file sizes read from disk).
     ///
     /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/fileAccess`` when a file is not a readable regular
-    ///   file, or of kind ``ConnectError/Kind/invalidRequest`` when a header would be invalid.
+    ///   file, or of kind ``ConnectError/Kind/invalidRequest`` when the boundary or a header would be invalid.
     public func contentLength() throws -> Int64 {
+        try checkBoundary()
         var total: Int64 = 0
         for part in parts {
             total += Int64(try header(of: part).count)
@@ -96,8 +104,9 @@ public struct MultipartFormData: Sendable {
     /// The whole body in memory. Files on disk are read; prefer ``write(to:)`` for large ones.
     ///
     /// - Returns: The encoded body.
-    /// - Throws: ``ConnectError`` when a header would be invalid or a file cannot be read.
+    /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read.
     public func encodedData() throws -> Data {
+        try checkBoundary()
         var body = Data()
         for part in parts {
             body.append(try header(of: part))
@@ -122,8 +131,10 @@ public struct MultipartFormData: Sendable {
     /// Writes the body to a file, copying files from disk in 1 MiB pieces so memory stays bounded.
     ///
     /// - Parameter url: Where to write; replaced if it exists.
-    /// - Throws: ``ConnectError`` when a header would be invalid or a file cannot be read or written.
+    /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read or
+    ///   written.
     public func write(to url: URL) throws {
+        try checkBoundary()
         let output: FileHandle
         do {
             // Throwing calls, so a failure says why (no such folder, no permission, a directory…).
@@ -183,6 +194,37 @@ public struct MultipartFormData: Sendable {
             }
         }
         return result
+    }
+
+    // MARK: Boundary
+
+    /// The characters RFC 2046 allows in a boundary besides letters and digits (`bchars`).
+    private static let boundarySymbols = Set("'()+_,-./:=? ".utf8)
+    /// The boundary characters that make a bare `boundary=` parameter value invalid: RFC 2045 `tspecials`
+    /// and the space.
+    private static let quotedBoundaryCharacters = Set("(),/:=? ".utf8)
+
+    /// Whether `boundary` is one RFC 2046 allows: 1 to 70 `bchars`, the last not a space.
+    static func isValidBoundary(_ boundary: String) -> Bool {
+        let bytes = boundary.utf8
+        guard (1...70).contains(bytes.count), bytes.last != UInt8(ascii: " ") else { return false }
+        return bytes.allSatisfy { byte in
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "a")...UInt8(ascii: "z"):
+                return true
+            default:
+                return boundarySymbols.contains(byte)
+            }
+        }
+    }
+
+    /// Fails when the boundary is not one RFC 2046 allows: it would corrupt the body, or with CR or LF the
+    /// `Content-Type` header.
+    private func checkBoundary() throws {
+        guard Self.isValidBoundary(boundary) else {
+            throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+        }
     }
 
     // MARK: Files

@@ -90,6 +90,19 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    func testUploadWithAnInvalidBoundaryIsRefused() {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let file = File(name: "a.txt", key: "f", mimeType: .plainText, data: Data("x".utf8))
+        for boundary in ["B\r\nX-Injected: 1", "", String(repeating: "b", count: 71)] {
+            let future = connect.upload(files: [file], fields: [], to: Upload(), boundary: boundary)
+            XCTAssertThrowsError(try future.wait(), boundary.debugDescription) {
+                XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Content-Type"))
+            }
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "nothing is sent")
+    }
+
     func testDownloadWritesTheBodyToTheDestination() throws {
         let bytes = Data((0..<100_000).map { UInt8(truncatingIfNeeded: $0) })
         let connect = Connect(transport: FakeTransport.answering(.data(bytes)), retryPolicy: nil)

@@ -121,6 +121,45 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(try form.encodedData(), written)
     }
 
+    func testAnInvalidBoundaryIsRefusedEverywhere() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let invalid = [
+            "", "B\r\nX-Injected: 1", "B\n", "B\r", String(repeating: "a", count: 71), "ends in a space ", "quote\"",
+            "semi;colon", "tab\t", "é", "nul\u{0}",
+        ]
+        for boundary in invalid {
+            var form = MultipartFormData(boundary: boundary)
+            form.append(field: "a", value: "1")
+            let expected = ConnectError.InvalidRequestReason.invalidHeader(name: "Content-Type")
+            let label = boundary.debugDescription
+            XCTAssertThrowsError(try form.contentLength(), label) {
+                XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, expected, label)
+            }
+            XCTAssertThrowsError(try form.encodedData(), label) {
+                XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, expected, label)
+            }
+            XCTAssertThrowsError(try form.write(to: output), label) {
+                XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, expected, label)
+            }
+        }
+    }
+
+    func testEveryRFC2046BoundaryCharacterIsAcceptedAndQuotedWhenNeeded() throws {
+        for boundary in ["a'()+_,-./:=? z", String(repeating: "9", count: 70), "plain-Boundary_1.2+x'"] {
+            var form = MultipartFormData(boundary: boundary)
+            form.append(field: "a", value: "1")
+            let body = try form.encodedData()
+            XCTAssertEqual(try form.contentLength(), Int64(body.count))
+            let parts = try MultipartParser.parse(body, contentType: form.contentType)
+            XCTAssertEqual(parts.map(\.name), ["a"], boundary)
+        }
+        XCTAssertEqual(
+            MultipartFormData(boundary: "a b").contentType, "multipart/form-data; boundary=\"a b\"",
+            "a boundary with a space or a tspecial is quoted")
+        XCTAssertEqual(MultipartFormData(boundary: "a-b_c").contentType, "multipart/form-data; boundary=a-b_c")
+    }
+
     func testMimeTypesAreInferredFromExtensions() {
         XCTAssertEqual(MimeType(fileExtension: "JPG"), .jpg)
         XCTAssertEqual(MimeType(fileExtension: ".png"), .png)
