@@ -97,8 +97,10 @@ extension Connect {
 
     /// Downloads the response body of a connector's request straight to a file, without holding it in memory.
     ///
-    /// The file appears (replacing any file there) only when the whole body has arrived with a 2xx status;
-    /// an error status is handled by the error handler as usual and leaves no file.
+    /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
+    /// 2xx status; an error status is handled by the error handler as usual and leaves no file. A destination
+    /// that is not a `file:` URL or that is an existing directory fails with ``ConnectError/Kind/fileAccess``
+    /// before anything is sent.
     ///
     /// ```swift
     /// let file = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value
@@ -116,7 +118,8 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<URL> {
-        start(connector, debugResponse: debugResponse, options: options) { _, transfer in
+        start(connector, debugResponse: debugResponse, options: options) { urlRequest, transfer in
+            try TransferOptions.checkDestination(destination, request: urlRequest)
             transfer.destination = destination
         }.map { response in
             guard let file = response.fileURL else {

@@ -223,12 +223,11 @@ final class TaskHandler: Sendable {
             return .success(ConnectResponse(request: request, response: response, data: state.data))
         }
         do {
-            if FileManager.default.fileExists(atPath: destination.path) {
-                try FileManager.default.removeItem(at: destination)
-            }
-            try FileManager.default.moveItem(at: temporary, to: destination)
+            try TransferOptions.checkDestination(destination, request: request)
+            try TransferOptions.moveIntoPlace(temporary, to: destination)
         } catch {
-            return .failure(ConnectError.fileAccess(error, url: destination, request: request))
+            return .failure(
+                error as? ConnectError ?? ConnectError.fileAccess(error, url: destination, request: request))
         }
         var written = ConnectResponse(request: request, response: response, data: Data())
         written.fileURL = destination

@@ -121,3 +121,38 @@ extension ConnectError {
         )
     }
 }
+
+extension TransferOptions {
+    /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
+    /// not a `file:` URL, or it is an existing directory (which must never be replaced: its contents would be
+    /// lost).
+    static func checkDestination(_ destination: URL, request: URLRequest?) throws {
+        guard destination.isFileURL else {
+            throw ConnectError(
+                .fileAccess,
+                message: "\(Redaction.url(destination, redacting: true)) is not a file URL: "
+                    + "a download can only be written to a local file",
+                request: request,
+                underlyingError: CocoaError(.fileWriteUnsupportedScheme, userInfo: [NSURLErrorKey: destination])
+            )
+        }
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+            throw ConnectError(
+                .fileAccess,
+                message: "could not write \(destination.path): it is a directory",
+                request: request,
+                underlyingError: POSIXError(.EISDIR)
+            )
+        }
+    }
+
+    /// Puts a finished download in place with one `rename(2)`: a file at `destination` is replaced
+    /// atomically, never deleted first (if the rename fails, it is still there), and a directory there is
+    /// refused (`EISDIR`), never removed. `temporary` must be in the same folder as `destination`.
+    static func moveIntoPlace(_ temporary: URL, to destination: URL) throws {
+        guard rename(temporary.path, destination.path) == 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+    }
+}

@@ -58,6 +58,13 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
     ConnectResponse
 > {
     var request = request
+    if let destination = transfer.destination {
+        do {
+            try TransferOptions.checkDestination(destination, request: request)
+        } catch {
+            return Future(error: error)
+        }
+    }
     if let file = transfer.bodyFile {
         do {
             request.httpBody = try Data(contentsOf: file)

@@ -102,6 +102,13 @@ public final class URLSessionTransport: Transport {
     /// Starts a transfer at once, on the caller's thread.
     private func startTransfer(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard let delegate else { return sendInMemory(request, transfer: transfer, using: self) }
+        if let destination = transfer.destination {
+            do {
+                try TransferOptions.checkDestination(destination, request: request)
+            } catch {
+                return Future(error: error)
+            }
+        }
         // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
         // receiving, and every piece still goes through the session's delegate queue, which would slow every
         // other request of the session. A request that may have to stop mid-body (size limit, download) runs

@@ -3,6 +3,10 @@ import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Uploads, downloads, size limits and progress through the fake transport (in-memory transfers).
 final class TransferTests: XCTestCase {
     private struct Upload: Connector {
@@ -111,6 +115,51 @@ final class TransferTests: XCTestCase {
         let written = try connect.download(Download(), to: destination).wait()
         XCTAssertEqual(written, destination)
         XCTAssertEqual(try Data(contentsOf: destination), bytes)
+    }
+
+    /// A download onto an existing directory deleted it, with everything in it.
+    func testDownloadOntoADirectoryIsRefusedAndKeepsIt() throws {
+        let folder = temporaryURL()
+        let precious = folder.appendingPathComponent("precious.txt")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("user data".utf8).write(to: precious)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let transport = FakeTransport.answering(.data(Data("payload".utf8)))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        XCTAssertThrowsError(try connect.download(Download(), to: folder).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "refused before anything is sent")
+        XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
+    }
+
+    /// The in-memory way of honouring transfer options refuses a directory too, whoever calls it.
+    func testInMemoryTransferRefusesADirectoryDestination() throws {
+        let folder = temporaryURL()
+        let precious = folder.appendingPathComponent("precious.txt")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("user data".utf8).write(to: precious)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let transport = FakeTransport.answering(.data(Data("payload".utf8)))
+        let request = URLRequest(url: URL(string: "https://api.example.com/file")!)
+        XCTAssertThrowsError(try transport.send(request, transfer: TransferOptions(destination: folder)).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "refused before anything is sent")
+        XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
+    }
+
+    /// A URL with another scheme is not a place on disk: its path is not written to.
+    func testDownloadToANonFileURLIsRefused() throws {
+        let local = temporaryURL()
+        let transport = FakeTransport.answering(.data(Data("payload".utf8)))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let remote = try XCTUnwrap(URL(string: "https://cdn.example.invalid" + local.path))
+        XCTAssertThrowsError(try connect.download(Download(), to: remote).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "refused before anything is sent")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: local.path))
     }
 
     func testDownloadOfAnErrorStatusLeavesNoFile() {

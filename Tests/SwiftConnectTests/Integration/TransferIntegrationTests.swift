@@ -154,6 +154,77 @@ final class TransferIntegrationTests: XCTestCase {
         )
     }
 
+    func testDownloadReplacesAnExistingFile() throws {
+        server.route("GET", "/file") { _ in .data(Data("new contents".utf8)) }
+        let destination = temporaryURL("existing.bin")
+        try Data("old contents".utf8).write(to: destination)
+        XCTAssertEqual(try connect.download(Route("/file"), to: destination).wait(timeout: 60), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("new contents".utf8))
+    }
+
+    /// A download onto an existing directory deleted it, with everything in it.
+    func testDownloadOntoAnExistingDirectoryIsRefusedBeforeAnythingIsSent() throws {
+        server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }
+        let folder = temporaryURL("folder")
+        let precious = folder.appendingPathComponent("precious.txt")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        try Data("user data".utf8).write(to: precious)
+        XCTAssertThrowsError(try connect.download(Route("/file"), to: folder).wait(timeout: 60)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+        XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
+    }
+
+    /// A directory that appears at the destination while the body arrives is kept: the download fails.
+    func testADirectoryAppearingDuringADownloadIsKept() throws {
+        server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }
+        let folder = temporaryURL("appearing")
+        let precious = folder.appendingPathComponent("precious.txt")
+        let made = Recorder<Bool>()
+        let options = RequestOptions(progress: { _ in
+            guard made.values.isEmpty else { return }
+            made.append(true)
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            try? Data("user data".utf8).write(to: precious)
+        })
+        XCTAssertThrowsError(try connect.download(Route("/file"), to: folder, options: options).wait(timeout: 60)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertEqual(made.values, [true])
+        XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
+        XCTAssertEqual(try Self.leftovers(of: folder), [], "no temporary file is left behind")
+    }
+
+    /// When the finished download cannot be moved into place, the file it would have replaced is still there.
+    func testAFailedMoveKeepsTheFileItWouldHaveReplaced() throws {
+        server.route("GET", "/file") { _ in .data(Data("new contents".utf8)) }
+        let destination = temporaryURL("kept.bin")
+        try Data("old contents".utf8).write(to: destination)
+        let folder = destination.deletingLastPathComponent()
+        let removed = Recorder<String>()
+        // Take the temporary file away once the body is in it: the final move must fail.
+        let options = RequestOptions(progress: { _ in
+            guard removed.values.isEmpty else { return }
+            for name in (try? Self.leftovers(of: destination)) ?? [] {
+                try? FileManager.default.removeItem(at: folder.appendingPathComponent(name))
+                removed.append(name)
+            }
+        })
+        let download = connect.download(Route("/file"), to: destination, options: options)
+        XCTAssertThrowsError(try download.wait(timeout: 60)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertEqual(removed.values.count, 1)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("old contents".utf8))
+    }
+
+    /// The names of the temporary download files of `destination`, left in its folder.
+    private static func leftovers(of destination: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
+            .filter { $0.hasPrefix(".\(destination.lastPathComponent).") && $0.hasSuffix(".download") }
+    }
+
     func testDownloadOfAnErrorStatusReportsTheServerMessageAndWritesNothing() {
         server.route("GET", "/missing") { _ in .json(string: #"{"message":"no such report"}"#, status: 404) }
         let destination = temporaryURL("missing.bin")
