@@ -99,8 +99,8 @@ extension Connect {
     ///
     /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
     /// 2xx status; an error status is handled by the error handler as usual and leaves no file. A destination
-    /// that is not a `file:` URL or that is an existing directory fails with ``ConnectError/Kind/fileAccess``
-    /// before anything is sent.
+    /// that is not a `file:` URL, that is an existing directory, or whose folder does not exist fails with
+    /// ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
     /// ```swift
     /// let file = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value

@@ -122,15 +122,20 @@ final class TaskHandler: Sendable {
             if isSuccess, let destination = transfer.destination {
                 let temporary = destination.deletingLastPathComponent()
                     .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
-                guard FileManager.default.createFile(atPath: temporary.path, contents: nil),
-                    let handle = FileHandle(forWritingAtPath: temporary.path)
-                else {
-                    let error = CocoaError(.fileWriteNoPermission, userInfo: [NSFilePathErrorKey: temporary.path])
-                    state.failure = ConnectError.fileAccess(error, url: destination, request: request)
+                do {
+                    // Checked again, and created with throwing calls, so a failure says why (the folder was
+                    // removed, a directory appeared, no permission…).
+                    try TransferOptions.checkDestination(destination, request: request)
+                    try Data().write(to: temporary, options: .withoutOverwriting)
+                    state.temporaryFile = temporary
+                    state.file = try FileHandle(forWritingTo: temporary)
+                } catch {
+                    if let temporary = state.temporaryFile { try? FileManager.default.removeItem(at: temporary) }
+                    state.temporaryFile = nil
+                    state.failure =
+                        error as? ConnectError ?? ConnectError.fileAccess(error, url: destination, request: request)
                     return false
                 }
-                state.file = handle
-                state.temporaryFile = temporary
             } else if let expected, expected > 0 {
                 state.data.reserveCapacity(Int(min(expected, 16 << 20)))
             }

@@ -124,8 +124,8 @@ extension ConnectError {
 
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
-    /// not a `file:` URL, or it is an existing directory (which must never be replaced: its contents would be
-    /// lost).
+    /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
+    /// lost), or its folder does not exist.
     static func checkDestination(_ destination: URL, request: URLRequest?) throws {
         guard destination.isFileURL else {
             throw ConnectError(
@@ -143,6 +143,23 @@ extension TransferOptions {
                 message: "could not write \(destination.path): it is a directory",
                 request: request,
                 underlyingError: POSIXError(.EISDIR)
+            )
+        }
+        let folder = destination.deletingLastPathComponent()
+        guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
+            throw ConnectError(
+                .fileAccess,
+                message: "could not write \(destination.path): the folder \(folder.path) does not exist",
+                request: request,
+                underlyingError: CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: folder.path])
+            )
+        }
+        guard isDirectory.boolValue else {
+            throw ConnectError(
+                .fileAccess,
+                message: "could not write \(destination.path): \(folder.path) is not a folder",
+                request: request,
+                underlyingError: POSIXError(.ENOTDIR)
             )
         }
     }

@@ -149,6 +149,18 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8))
     }
 
+    /// A destination in a folder that does not exist was reported as a permission problem.
+    func testDownloadIntoAMissingFolderSaysSo() {
+        let transport = FakeTransport.answering(.data(Data("payload".utf8)))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let destination = temporaryURL().appendingPathComponent("x.bin")
+        XCTAssertThrowsError(try connect.download(Download(), to: destination).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertTrue((error as? ConnectError)?.message.contains("does not exist") ?? false, "\(error)")
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "refused before anything is sent")
+    }
+
     /// A URL with another scheme is not a place on disk: its path is not written to.
     func testDownloadToANonFileURLIsRefused() throws {
         let local = temporaryURL()

@@ -219,6 +219,35 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Data("old contents".utf8))
     }
 
+    /// A destination in a folder that does not exist was reported as a permission problem.
+    func testDownloadIntoAMissingFolderSaysSoBeforeAnythingIsSent() {
+        server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }
+        let destination = temporaryURL("missing-folder").appendingPathComponent("x.bin")
+        XCTAssertThrowsError(try connect.download(Route("/file"), to: destination).wait(timeout: 60)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertTrue((error as? ConnectError)?.message.contains("does not exist") ?? false, "\(error)")
+            XCTAssertFalse("\(error)".contains("permission"), "\(error)")
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// The folder goes away after the request is sent and before the answer arrives: the error says so.
+    func testAFolderRemovedBeforeTheAnswerIsReportedAsMissing() throws {
+        let folder = temporaryURL("vanishing")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        server.route("GET", "/file") { _ in
+            try? FileManager.default.removeItem(at: folder)
+            return .data(Data("payload".utf8))
+        }
+        let destination = folder.appendingPathComponent("x.bin")
+        XCTAssertThrowsError(try connect.download(Route("/file"), to: destination).wait(timeout: 60)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertTrue((error as? ConnectError)?.message.contains("does not exist") ?? false, "\(error)")
+            XCTAssertFalse("\(error)".contains("permission"), "\(error)")
+        }
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
     /// The names of the temporary download files of `destination`, left in its folder.
     private static func leftovers(of destination: URL) throws -> [String] {
         try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
