@@ -223,7 +223,11 @@ public struct MultipartFormData: Sendable {
     /// `Content-Type` header.
     private func checkBoundary() throws {
         guard Self.isValidBoundary(boundary) else {
-            throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+            var error = ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+            error.message =
+                "the multipart boundary \(String(boundary.prefix(80)).debugDescription) is invalid: RFC 2046 allows "
+                + "1 to 70 letters, digits and '()+_,-./:=? characters, not ending in a space"
+            throw error
         }
     }
 

@@ -135,6 +135,7 @@ final class MultipartFormDataTests: XCTestCase {
             let label = boundary.debugDescription
             XCTAssertThrowsError(try form.contentLength(), label) {
                 XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, expected, label)
+                XCTAssertTrue(($0 as? ConnectError)?.message.contains("multipart boundary") ?? false, "\($0)")
             }
             XCTAssertThrowsError(try form.encodedData(), label) {
                 XCTAssertEqual(($0 as? ConnectError)?.invalidRequestReason, expected, label)
