@@ -236,7 +236,7 @@ public struct MultipartFormData: Sendable {
     /// The size of the file a part streams from, once checked to be a `file:` URL naming a regular file (a
     /// symbolic link is followed). A directory, device or pipe would fail or never end when read, and its
     /// size is not that of its content; another scheme is not a local file at all.
-    private static func regularFileSize(_ url: URL) throws -> Int64 {
+    static func regularFileSize(_ url: URL) throws -> Int64 {
         guard url.isFileURL else {
             let error = CocoaError(.fileReadUnsupportedScheme, userInfo: [NSURLErrorKey: url])
             throw ConnectError(

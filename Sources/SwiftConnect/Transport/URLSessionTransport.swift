@@ -121,6 +121,15 @@ public final class URLSessionTransport: Transport {
             ? URLSession(configuration: session.configuration, delegate: taskDelegate, delegateQueue: nil) : session
         let task: URLSessionTask
         if let bodyFile = transfer.bodyFile {
+            // A directory, device or pipe would make FoundationNetworking stop the process or wait forever.
+            do { _ = try MultipartFormData.regularFileSize(bodyFile) } catch var error as ConnectError {
+                if isolated { taskSession.invalidateAndCancel() }
+                error.request = request
+                return Future(error: error)
+            } catch {
+                if isolated { taskSession.invalidateAndCancel() }
+                return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
+            }
             guard FileManager.default.isReadableFile(atPath: bodyFile.path) else {
                 if isolated { taskSession.invalidateAndCancel() }
                 let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: bodyFile.path])

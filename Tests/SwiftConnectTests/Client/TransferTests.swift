@@ -80,6 +80,20 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// The transport itself refuses a body file that is a directory, before it makes a task.
+    func testTransportRefusesADirectoryAsTheBodyFile() throws {
+        let directory = temporaryURL()
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var request = URLRequest(url: try XCTUnwrap(URL(string: "http://127.0.0.1:9/upload")))
+        request.httpMethod = "POST"
+        let sent = URLSessionTransport().send(request, transfer: TransferOptions(bodyFile: directory))
+        XCTAssertThrowsError(try sent.wait(timeout: 10)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertEqual((error as? ConnectError)?.request?.url, request.url)
+        }
+    }
+
     /// A remote URL was read as a local path and the local file uploaded.
     func testUploadOfANonFileURLFailsBeforeAnyIO() throws {
         let local = temporaryURL()
