@@ -163,9 +163,13 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// Whether this error means the request was cancelled.
     public var isCancelled: Bool { kind == .cancelled }
 
-    /// The stage, the message, the method and URL (secrets hidden) and the status.
+    /// The stage, the message, the method and URL (secrets hidden) and the status, on one line.
+    ///
+    /// The message can hold a server's text (through a decoding error or a custom error handler): here its
+    /// control characters become spaces and it is cut to about 1,024 characters, so that it can neither
+    /// forge log lines nor flood a log. ``message`` itself is kept as it is.
     public var description: String {
-        var text = "\(kind.stageName): \(message)"
+        var text = "\(kind.stageName): \(SingleLineText.make(message))"
         if let method = request?.httpMethod, let url = request?.url {
             text += " [\(method) \(Redaction.url(url, redacting: true))]"
         }
@@ -186,7 +190,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                     with: Redaction.url(url, redacting: true)
                 )
             }
-            text += "\n  underlying: \(underlying)"
+            text += "\n  underlying: \(SingleLineText.make(underlying, limit: ConnectError.underlyingLimit))"
         }
         if let body, !body.isEmpty {
             let excerpt = Redaction.bodyText(
@@ -238,6 +242,9 @@ extension ConnectError {
 
     /// How many bytes of a body an error description shows at most.
     static let excerptLimit = 512
+
+    /// How many characters of the underlying error a debug description shows at most.
+    static let underlyingLimit = 2_048
 
 }
 

@@ -119,12 +119,12 @@ public struct ErrorHandler: ErrorHandling {
     }
 
     private func problemMessage(_ object: [String: Any]) -> String? {
-        let title = object["title"] as? String
-        let detail = object["detail"] as? String
+        let title = ErrorBody.string(object["title"])
+        let detail = ErrorBody.string(object["detail"])
         switch (title, detail) {
-        case (let title?, let detail?) where !title.isEmpty && !detail.isEmpty: return "\(title): \(detail)"
-        case (let title?, _) where !title.isEmpty: return title
-        case (_, let detail?) where !detail.isEmpty: return detail
+        case (let title?, let detail?): return SingleLineText.make("\(title): \(detail)")
+        case (let title?, nil): return title
+        case (nil, let detail?): return detail
         default: return nil
         }
     }
@@ -141,17 +141,25 @@ enum ErrorBody {
     }
 
     /// A message from a JSON value: a non-empty string, or an object's `message` (or `msg`, `detail`).
+    ///
+    /// The message is put on one line and cut to ``SingleLineText/messageLimit`` characters: it is the
+    /// server's text, and it ends up in logs.
     static func text(_ value: Any?) -> String? {
-        if let string = value as? String {
-            let trimmed = string.trimmingCharacters(in: .whitespacesAndNewlines)
-            return trimmed.isEmpty ? nil : trimmed
-        }
+        if let string = string(value) { return string }
         if let object = value as? [String: Any] {
             for key in ["message", "msg", "detail", "description"] {
                 if let text = text(object[key]) { return text }
             }
         }
         return nil
+    }
+
+    /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is
+    /// not a string, or nothing but spaces and control characters.
+    static func string(_ value: Any?) -> String? {
+        guard let string = value as? String else { return nil }
+        let text = SingleLineText.make(string.trimmingCharacters(in: .whitespacesAndNewlines))
+        return text.isEmpty ? nil : text
     }
 
     private static func isWhitespace(_ byte: UInt8) -> Bool {

@@ -177,6 +177,55 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertTrue(statusText.contains("500"), statusText)
     }
 
+    // MARK: - The server's text is bounded and on one line
+
+    func testLongServerMessageIsCutToAboutAThousandCharacters() {
+        // Given: a 2 MB message
+        let long = String(repeating: "A", count: 2_000_000)
+        // When
+        let error = errorFor(body: #"{"message":"\#(long)"}"#, status: 500)
+        // Then
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message.count, 1_024)
+        XCTAssertEqual(error?.message.hasSuffix("AAA…"), true)
+        XCTAssertLessThan(error.map(String.init(describing:))?.count ?? .max, 1_200)
+    }
+
+    func testControlCharactersInTheServerMessageBecomeOneSpace() {
+        // Given: CR LF to forge a log line, ESC to colour a terminal, NEL and DEL
+        let body = #"{"message":"bad\r\n[GET https://evil] (HTTP 200)\u001b[31m red\u0085\u007f end\t"}"#
+        // When
+        let error = errorFor(body: body)
+        // Then
+        XCTAssertEqual(error?.message, "bad [GET https://evil] (HTTP 200) [31m red end")
+        let description = error.map(String.init(describing:)) ?? ""
+        XCTAssertFalse(description.contains { $0.isNewline || $0 == "\u{1B}" }, description.debugDescription)
+    }
+
+    func testProblemTitleAndDetailAreBoundedAndOnOneLine() {
+        // Given
+        let detail = String(repeating: "d", count: 5_000)
+        let body = #"{"title":"Out\nof credit","detail":"\#(detail)"}"#
+        // When
+        let error = errorFor(body: body, status: 403, headers: ["Content-Type": "application/problem+json"])
+        // Then
+        XCTAssertEqual(error?.message.hasPrefix("Out of credit: ddd"), true, error?.message ?? "")
+        XCTAssertEqual(error?.message.count, 1_024)
+    }
+
+    func testMessageOfNothingButControlCharactersIsNoMessage() {
+        let error = errorFor(body: #"{"message":"\u001b\u0007"}"#)
+        XCTAssertEqual(error?.kind, .httpStatus)
+    }
+
+    func testDescriptionPutsAMessageFromElsewhereOnOneLine() {
+        // Given: a custom handler's error quoting the server verbatim
+        let error = ConnectError(.serverMessage, message: "line one\r\nDecoding failed: forged\u{1B}[0m")
+        // Then
+        XCTAssertEqual(error.description, "Server error: line one Decoding failed: forged [0m")
+        XCTAssertEqual(error.message, "line one\r\nDecoding failed: forged\u{1B}[0m")
+    }
+
     // MARK: - The guide's entry point
 
     func testHandleResponseDictionaryDirectly() {
