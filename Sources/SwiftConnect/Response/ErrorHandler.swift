@@ -133,8 +133,18 @@ public struct ErrorHandler: ErrorHandling {
 /// Reading error bodies.
 enum ErrorBody {
     /// The body as a JSON object, or `nil` when it is not one.
+    ///
+    /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-16's
+    /// (big- or little-endian) is read as UTF-16.
     static func jsonObject(_ data: Data) -> [String: Any]? {
-        guard !data.isEmpty, let first = data.first(where: { !isWhitespace($0) }), first == UInt8(ascii: "{") else {
+        var data = data
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) {
+            data = data.subdata(in: data.startIndex + 3..<data.endIndex)
+        } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
+            guard let text = String(data: data, encoding: .utf16) else { return nil }
+            data = Data(text.utf8)
+        }
+        guard let first = data.first(where: { !isWhitespace($0) }), first == UInt8(ascii: "{") else {
             return nil
         }
         return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]

@@ -226,6 +226,40 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error.message, "line one\r\nDecoding failed: forged\u{1B}[0m")
     }
 
+    // MARK: - Byte order marks
+
+    func testUTF8ByteOrderMarkBeforeTheBodyKeepsTheMessage() {
+        // Given
+        let body = Data([0xEF, 0xBB, 0xBF]) + Data(#"{"message":"quota exceeded"}"#.utf8)
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(body, status: 429, headers: ["Content-Type": "application/json"])),
+            retryPolicy: nil)
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "quota exceeded")
+        XCTAssertEqual(error?.body, body)
+    }
+
+    func testUTF16BodiesWithAByteOrderMarkKeepTheMessage() {
+        for encoding in [String.Encoding.utf16BigEndian, .utf16LittleEndian] {
+            // Given
+            let bom: [UInt8] = encoding == .utf16BigEndian ? [0xFE, 0xFF] : [0xFF, 0xFE]
+            let body = Data(bom) + #"{"message":"quota exceeded ✓"}"#.data(using: encoding)!
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(body, status: 429, headers: ["Content-Type": "application/json; charset=utf-16"])),
+                retryPolicy: nil)
+            // When
+            let error = connectError(of: connect.request(Endpoint()))
+            // Then
+            XCTAssertEqual(error?.kind, .serverMessage, "\(encoding)")
+            XCTAssertEqual(error?.message, "quota exceeded ✓", "\(encoding)")
+        }
+    }
+
     // MARK: - The guide's entry point
 
     func testHandleResponseDictionaryDirectly() {
