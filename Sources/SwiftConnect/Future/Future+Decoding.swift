@@ -28,19 +28,33 @@ extension Future where Value == Data {
     ) -> Future<Decoded> {
         // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took 0.1 to
         // 0.6 µs longer per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
-        if let decoder { return map { data in try decodeBody(data, as: type, with: decoder) } }
+        // The response the body came from, when ``Connect`` recorded it, is looked up only for a failure.
+        if let decoder {
+            return map { [self] data in
+                try decodeBody(data, as: type, with: decoder, response: self.bodyHint?.response)
+            }
+        }
         return map { [self] data in
-            try decodeBody(data, as: type, with: self.bodyHint?.decoder ?? JSONDecoder())
+            let hint = self.bodyHint
+            return try decodeBody(data, as: type, with: hint?.decoder ?? JSONDecoder(), response: hint?.response)
         }
     }
 }
 
 /// Decodes a response body, turning every failure into a ``ConnectError`` of kind `.decoding`.
+///
+/// - Parameters:
+///   - data: The body.
+///   - type: The type to decode.
+///   - decoder: The decoder.
+///   - response: The response the body came from, when known: a failure then carries its request, status and
+///     headers. Evaluated only for a failure.
 @usableFromInline
 func decodeBody<Decoded: Decodable>(
     _ data: Data,
     as type: Decoded.Type,
-    with decoder: any ResponseBodyDecoder
+    with decoder: any ResponseBodyDecoder,
+    response: @autoclosure () -> ConnectResponse? = nil
 ) throws -> Decoded {
     if data.isEmpty, let empty = (type as? any EmptyDecodable.Type)?.emptyValue as? Decoded {
         return empty
@@ -49,11 +63,20 @@ func decodeBody<Decoded: Decodable>(
         return try decoder.decode(type, from: data)
     } catch {
         var failure = ConnectError.decoding(error, body: data, as: type)
-        // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.
-        if decoder is JSONDecoder, JSONDepth.exceeds(data, limit: JSONDepth.foundationLimit) {
+        if data.isEmpty {
+            // Foundation says "not valid JSON", which sends people looking for a syntax error.
+            failure.message =
+                "could not decode \(type) from the response body: the response body is empty "
+                + "(decode an Optional or EmptyResponse for a response that may have no body)"
+        } else if decoder is JSONDecoder, JSONDepth.exceeds(data, limit: JSONDepth.foundationLimit) {
+            // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.
             failure.message =
                 "could not decode \(type) from the response body: "
                 + "the JSON is nested deeper than \(JSONDepth.foundationLimit) levels"
+        }
+        if let response = response() {
+            failure.request = response.request
+            failure.response = response.response
         }
         throw failure
     }

@@ -1,7 +1,12 @@
 import Foundation
-import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 
 private struct Todo: Codable, Equatable {
     let id: Int
@@ -38,6 +43,59 @@ final class FutureDecodingTests: XCTestCase {
         XCTAssertNil(try Future(value: Data()).decoded(toType: Todo?.self).wait())
         XCTAssertEqual(try Future(value: Data()).decoded(toType: EmptyResponse.self).wait(), EmptyResponse())
         XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait())
+    }
+
+    func testEmptyBodyFailureSaysTheBodyIsEmpty() {
+        XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait()) { error in
+            guard let error = error as? ConnectError else { return XCTFail("\(error)") }
+            XCTAssertEqual(error.kind, .decoding)
+            XCTAssertTrue(error.message.contains("the response body is empty"), error.message)
+            XCTAssertTrue(error.message.contains("Optional"), error.message)
+            XCTAssertTrue(error.message.contains("EmptyResponse"), error.message)
+            XCTAssertFalse(error.message.contains("not valid JSON"), error.message)
+            XCTAssertTrue(error.underlyingError is DecodingError)
+        }
+    }
+
+    func testEmptyBodyFromAClientSaysTheBodyIsEmpty() {
+        // Given
+        let connect = Connect(transport: FakeTransport.answering(.data(Data(), status: 200)), retryPolicy: nil)
+        // When
+        let error = connectError(of: connect.request(ClientFixtures.Endpoint()).decoded(toType: Todo.self))
+        // Then
+        XCTAssertEqual(error?.kind, .decoding)
+        XCTAssertTrue(error?.message.contains("the response body is empty") ?? false, error?.message ?? "")
+    }
+
+    func testDecodingFailureCarriesTheResponseTheBodyHintRecords() throws {
+        // Given: a body future as Connect completes it, with the response it came from
+        let request = URLRequest(url: URL(string: "https://api.example.com/todos/1")!)
+        let data = Data(#"{"id":"one","title":"a"}"#.utf8)
+        let response = try XCTUnwrap(
+            ConnectResponse(request: request, statusCode: 200, headers: ["X-Request-ID": "r-1"], data: data))
+        for decoder in [nil, JSONDecoder()] {
+            let body = Promise<Data>().future
+            body.resolve(.success(data), hint: BodyHint(decoder: JSONDecoder(), response: response)).run()
+            // When
+            XCTAssertThrowsError(try body.decoded(toType: Todo.self, decoder: decoder).wait()) { error in
+                // Then
+                guard let error = error as? ConnectError else { return XCTFail("\(error)") }
+                XCTAssertEqual(error.kind, .decoding)
+                XCTAssertEqual(error.statusCode, 200)
+                XCTAssertEqual(error.headers["X-Request-ID"], "r-1")
+                XCTAssertEqual(error.request?.url, request.url)
+                XCTAssertEqual(error.codingPath, "id")
+                XCTAssertTrue(error.description.contains("[GET https://api.example.com/todos/1]"), error.description)
+                XCTAssertTrue(error.description.hasSuffix("(HTTP 200)"), error.description)
+            }
+        }
+    }
+
+    func testDecodingFailureWithoutAKnownResponseHasNone() {
+        XCTAssertThrowsError(try Future(value: Data("{}".utf8)).decoded(toType: Todo.self).wait()) { error in
+            XCTAssertNil((error as? ConnectError)?.response)
+            XCTAssertNil((error as? ConnectError)?.request)
+        }
     }
 
     func testCustomDecoder() throws {
