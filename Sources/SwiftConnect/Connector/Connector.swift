@@ -56,8 +56,19 @@ public protocol Connector {
     /// or `nil` for none.
     var parameters: (any ParametersRepresentable)? { get }
 
-    /// How many seconds the whole request may take, from sending to the last byte of the response, before it
-    /// fails with ``ConnectError/Kind/timedOut``. Defaults to 60.
+    /// How many seconds each attempt at the request may take, from the moment the transport sends it to the last
+    /// byte of its response (connecting, redirects and the upload included), before that attempt is cancelled
+    /// and fails with ``ConnectError/Kind/timedOut``. Defaults to 60.
+    ///
+    /// It bounds one attempt, not the whole call. A timed-out attempt may be retried (see ``RetryPolicy``), and
+    /// every attempt gets the full timeout again. Not counted at all: the waits between attempts (backoff, or
+    /// `Retry-After` up to ``RetryPolicy/maxRetryAfter``), the time a request waits in a ``RequestQueue``, and
+    /// the time middleware takes before sending, such as renewing a token. A call with the default retry
+    /// policy can therefore take several times this long; to bound the whole call, cancel its future when
+    /// your own deadline passes.
+    ///
+    /// The value becomes the request's `timeoutInterval`; ``URLSessionTransport`` enforces it as above on every
+    /// platform, and another ``Transport`` decides what to do with it.
     var timeout: TimeInterval { get }
 
     /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.

@@ -25,7 +25,8 @@ public struct Route: Connector, AuthorizedConnector {
     public var parameters: (any ParametersRepresentable)?
     /// The credential to send, if any.
     public var authorizationToken: AuthorizationToken?
-    /// The timeout for the whole request, in seconds.
+    /// The timeout of each attempt, in seconds, from sending to the last byte of the response; retries, the
+    /// waits between them and time in a ``RequestQueue`` come on top (see ``Connector/timeout``).
     public var timeout: TimeInterval
     /// Options for this route's requests.
     public var options: RequestOptions
@@ -39,7 +40,7 @@ public struct Route: Connector, AuthorizedConnector {
     ///   - parameters: Path values, query items and body.
     ///   - headers: Headers.
     ///   - authorizationToken: A credential to send.
-    ///   - timeout: The timeout in seconds; 60 by default.
+    ///   - timeout: The timeout of each attempt in seconds (see ``Connector/timeout``); 60 by default.
     ///   - options: Options for these requests.
     public init(
         _ endpoint: String,

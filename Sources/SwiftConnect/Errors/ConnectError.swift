@@ -37,7 +37,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case decoding
         /// The request or future was cancelled.
         case cancelled
-        /// The request did not finish within its timeout.
+        /// An attempt did not complete within the request's timeout (``Connector/timeout``, which bounds each
+        /// attempt from sending to the last byte of the response), and no retry followed it.
         case timedOut
         /// A middleware, validator or processor rejected the request or response.
         case rejected
