@@ -20,7 +20,8 @@ extension Future where Value == Data {
     ///   - decoder: The decoder to use whatever the content type, such as a `JSONDecoder` with your date
     ///     strategy; `nil` (the default) chooses by content type.
     /// - Returns: A future of the decoded value. A decoding failure is a ``ConnectError`` of kind
-    ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body.
+    ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body, and the request and
+    ///   response when the body's future knows them.
     @inlinable
     public func decoded<Decoded: Decodable & Sendable>(
         toType type: Decoded.Type = Decoded.self,
