@@ -463,7 +463,8 @@ extension Connect {
             switch result {
             case .success(let response):
                 return body.resolve(
-                    .success(response.data), hint: BodyHint(decoder: decoders.decoder(for: response)))
+                    .success(response.data),
+                    hint: BodyHint(decoder: decoders.decoder(for: response), response: response))
             case .failure(let error):
                 return body.resolve(.failure(error))
             }

@@ -68,7 +68,9 @@ public protocol Connector {
     /// your own deadline passes.
     ///
     /// The value becomes the request's `timeoutInterval`; ``URLSessionTransport`` enforces it as above on every
-    /// platform, and another ``Transport`` decides what to do with it.
+    /// platform, and another ``Transport`` decides what to do with it. It must be positive: zero, a negative
+    /// value or NaN fails the call with ``ConnectError/InvalidRequestReason/invalidTimeout(_:)``; `.infinity`
+    /// means no timeout.
     var timeout: TimeInterval { get }
 
     /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.

@@ -55,8 +55,12 @@ extension ErrorHandling {
 ///
 /// It looks, in order, for:
 /// - an RFC 7807 problem (`application/problem+json`): `title` and `detail`;
-/// - the keys `msg`, `message`, `error`, `err` holding a string, or an object holding a `message`;
-/// - `errors[0].message` (or `errors[0]` as a string).
+/// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, or an
+///   object holding a `message`;
+/// - `errors[0].message` (or `errors[0]` as a string);
+/// - `title` and `detail`, for a problem sent with another content type.
+///
+/// A body that is a JSON array is read as its first object.
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body.
@@ -70,8 +74,9 @@ public struct ErrorHandler: ErrorHandling {
 
     /// Creates the default handler.
     ///
-    /// - Parameter messageKeys: The keys to search, in order. Defaults to `msg`, `message`, `error`, `err`.
-    public init(messageKeys: [String] = ["msg", "message", "error", "err"]) {
+    /// - Parameter messageKeys: The keys to search, in order. Defaults to `msg`, `message`, `messge`, `error`,
+    ///   `err`.
+    public init(messageKeys: [String] = ["msg", "message", "messge", "error", "err"]) {
         self.messageKeys = messageKeys
     }
 
@@ -104,11 +109,7 @@ public struct ErrorHandler: ErrorHandling {
 
     /// The server's message in a JSON error object, if there is one.
     func message(in object: [String: Any], problem: Bool) -> String? {
-        if problem || object["type"] != nil || object["title"] != nil && object["detail"] != nil,
-            let text = problemMessage(object)
-        {
-            return text
-        }
+        if problem, let text = problemMessage(object) { return text }
         for key in messageKeys {
             if let text = ErrorBody.text(object[key]) { return text }
         }
@@ -132,7 +133,7 @@ public struct ErrorHandler: ErrorHandling {
 
 /// Reading error bodies.
 enum ErrorBody {
-    /// The body as a JSON object, or `nil` when it is not one.
+    /// The body as a JSON object (the first object of a JSON array), or `nil` when it is not one.
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-16's
     /// (big- or little-endian) is read as UTF-16.
@@ -144,10 +145,15 @@ enum ErrorBody {
             guard let text = String(data: data, encoding: .utf16) else { return nil }
             data = Data(text.utf8)
         }
-        guard let first = data.first(where: { !isWhitespace($0) }), first == UInt8(ascii: "{") else {
+        guard let first = data.first(where: { !isWhitespace($0) }),
+            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+        else {
             return nil
         }
-        return (try? JSONSerialization.jsonObject(with: data)) as? [String: Any]
+        let value = try? JSONSerialization.jsonObject(with: data)
+        // Some servers send a list of errors: its first object stands for the body.
+        if let array = value as? [Any] { return array.first as? [String: Any] }
+        return value as? [String: Any]
     }
 
     /// A message from a JSON value: a non-empty string, or an object's `message` (or `msg`, `detail`).

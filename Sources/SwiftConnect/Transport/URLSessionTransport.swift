@@ -14,8 +14,8 @@ import Foundation
 /// let custom = Connect(transport: URLSessionTransport(configuration: configuration))
 /// ```
 ///
-/// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds the whole exchange, from
-/// sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
+/// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds each exchange (one attempt),
+/// from sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
 /// the future fails with ``ConnectError/Kind/timedOut``.
 ///
 /// A transport made from a configuration owns its session and is its delegate. It streams: uploads from

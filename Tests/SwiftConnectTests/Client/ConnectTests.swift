@@ -203,6 +203,12 @@ final class ConnectTests: XCTestCase {
         XCTAssertEqual(error?.statusCode, 200)
         XCTAssertEqual(error?.request?.url?.path, "/todos/5")
         XCTAssertTrue(error?.description.contains("/todos/5") ?? false, error?.description ?? "")
+
+        // The same through the usage guide's path, `request(_:)` then `decoded(toType:)`.
+        let guided = connectError(of: connect.request(GetTodo(id: 5)).decoded(toType: Todo.self))
+        XCTAssertEqual(guided?.kind, .decoding)
+        XCTAssertEqual(guided?.statusCode, 200)
+        XCTAssertEqual(guided?.request?.url?.path, "/todos/5")
     }
 
     func testEvery2xxStatusIsSuccess() {

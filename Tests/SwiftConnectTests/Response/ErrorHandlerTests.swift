@@ -131,9 +131,30 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.body, Data())
     }
 
-    func testJSONArrayBodyIsHTTPStatus() {
-        let error = errorFor(body: #"[{"message":"in an array"}]"#, status: 400)
-        XCTAssertEqual(error?.kind, .httpStatus)
+    /// "Some people return an array" (the usage guide): its first object is read.
+    func testJSONArrayBodyIsReadAsItsFirstObject() {
+        let error = errorFor(body: #"[{"message":"in an array"},{"message":"second"}]"#, status: 400)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "in an array")
+        XCTAssertEqual(errorFor(body: #"["just text"]"#, status: 400)?.kind, .httpStatus)
+        XCTAssertEqual(errorFor(body: "[]", status: 400)?.kind, .httpStatus)
+    }
+
+    /// The usage guide lists the keys as "msg, messge, error, err": its spelling is read too.
+    func testTheGuidesSpellingMessgeIsRead() {
+        let error = errorFor(body: #"{"messge":"spelled as in the guide"}"#, status: 400)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "spelled as in the guide")
+    }
+
+    /// A `type` or `title` key does not hide the message keys unless the body is declared a problem.
+    func testMessageKeysComeBeforeTitleUnlessTheBodyIsAProblem() {
+        let body = #"{"type":"auth","title":"Unauthorized","detail":"d","message":"token expired"}"#
+        XCTAssertEqual(errorFor(body: body, status: 401)?.message, "token expired")
+        XCTAssertEqual(
+            errorFor(body: body, status: 401, headers: ["Content-Type": "application/problem+json"])?.message,
+            "Unauthorized: d")
+        XCTAssertEqual(errorFor(body: #"{"title":"Bad","detail":"worse"}"#, status: 400)?.message, "Bad: worse")
     }
 
     // MARK: - Context every error carries
