@@ -131,12 +131,18 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), bytes)
     }
 
-    /// A download onto an existing directory deleted it, with everything in it.
-    func testDownloadOntoADirectoryIsRefusedAndKeepsIt() throws {
+    /// A new folder holding `precious.txt` ("user data"), which a download must not destroy.
+    private func makeFolderHoldingAFile() throws -> (folder: URL, precious: URL) {
         let folder = temporaryURL()
         let precious = folder.appendingPathComponent("precious.txt")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         try Data("user data".utf8).write(to: precious)
+        return (folder, precious)
+    }
+
+    /// A download onto an existing directory deleted it, with everything in it.
+    func testDownloadOntoADirectoryIsRefusedAndKeepsIt() throws {
+        let (folder, precious) = try makeFolderHoldingAFile()
         defer { try? FileManager.default.removeItem(at: folder) }
         let transport = FakeTransport.answering(.data(Data("payload".utf8)))
         let connect = Connect(transport: transport, retryPolicy: nil)
@@ -149,10 +155,7 @@ final class TransferTests: XCTestCase {
 
     /// The in-memory way of honouring transfer options refuses a directory too, whoever calls it.
     func testInMemoryTransferRefusesADirectoryDestination() throws {
-        let folder = temporaryURL()
-        let precious = folder.appendingPathComponent("precious.txt")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        try Data("user data".utf8).write(to: precious)
+        let (folder, precious) = try makeFolderHoldingAFile()
         defer { try? FileManager.default.removeItem(at: folder) }
         let transport = FakeTransport.answering(.data(Data("payload".utf8)))
         let request = URLRequest(url: URL(string: "https://api.example.com/file")!)

@@ -19,16 +19,22 @@ final class RedirectTests: XCTestCase {
         var authorizationToken: AuthorizationToken? { .bearer(token: "secret-token") }
     }
 
-    func testAuthorizationIsDroppedWhenARedirectChangesHost() throws {
+    /// Two servers: `origin` answers `/start` with a redirect to `/landing` on `other`, a different port.
+    private func startRedirectingToAnotherOrigin() throws -> (origin: LocalServer, other: LocalServer) {
         let origin = try LocalServer.started()
         let other = try LocalServer.started()
-        defer {
-            origin.stop()
-            other.stop()
-        }
         other.route("GET", "/landing") { _ in .json(["ok": true]) }
         origin.route("GET", "/start") { _ in
             .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString)
+        }
+        return (origin, other)
+    }
+
+    func testAuthorizationIsDroppedWhenARedirectChangesHost() throws {
+        let (origin, other) = try startRedirectingToAnotherOrigin()
+        defer {
+            origin.stop()
+            other.stop()
         }
 
         let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
@@ -41,15 +47,10 @@ final class RedirectTests: XCTestCase {
     }
 
     func testEveryHeaderNamedLikeASecretIsDroppedWhenARedirectChangesHost() throws {
-        let origin = try LocalServer.started()
-        let other = try LocalServer.started()
+        let (origin, other) = try startRedirectingToAnotherOrigin()
         defer {
             origin.stop()
             other.stop()
-        }
-        other.route("GET", "/landing") { _ in .json(["ok": true]) }
-        origin.route("GET", "/start") { _ in
-            .redirect(to: other.baseURL.appendingPathComponent("landing").absoluteString)
         }
         let secrets = [
             "X-Authorization", "X-Session-Id", "X-Credential", "X-Signature", "X-Passwd", "X-Client-Cookie",
