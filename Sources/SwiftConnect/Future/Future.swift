@@ -89,6 +89,9 @@ public final class Future<Value: Sendable>:
     private var cancelHandler: (@Sendable () -> Void)?
     private weak var upstream: (any CancellableFuture)?
     private var stashedCallbacks = Callbacks()
+    /// Whether the stashed callbacks are running: a callback added meanwhile waits for them (`lateCallbacks`).
+    private var isRunningCallbacks = false
+    private var lateCallbacks: [Callback] = []
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
     private var wasCancelled = false
     /// For body futures made by ``Connect``: the response's media type and the client's decoders.
@@ -146,7 +149,15 @@ public final class Future<Value: Sendable>:
     }
 
     deinit {
-        lock?.destroy()
+        guard let lock else { return }
+        lock.destroy()
+        // A future dropped while pending keeps its callbacks, and in a chain each holds the next future: freeing
+        // them here would free the next future, whose deinit frees its callbacks, and so on, one stack frame per
+        // stage (a 100,000-stage chain overflowed the stack). They are handed to the thread's release loop
+        // instead, which frees them one after another.
+        guard case .pending(let callbacks) = state, callbacks.first != nil else { return }
+        state = .pending(Callbacks())
+        DeferredRelease.release(consume callbacks)
     }
 
     /// The result, if the future is complete.
@@ -195,6 +206,8 @@ protocol DrainableFuture: AnyObject {
 /// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
 protocol CancellableFuture: AnyObject, Sendable {
     func cancel()
+    /// Cancels this future only; returns the future it came from, which the caller cancels next.
+    func cancelReturningUpstream() -> (any CancellableFuture)?
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
@@ -288,7 +301,10 @@ extension Future: DrainableFuture, CancellableFuture {
         cancelHandler = nil
         upstream = nil
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks { stashedCallbacks = callbacks }
+        if hasCallbacks {
+            stashedCallbacks = callbacks
+            isRunningCallbacks = true
+        }
         lock.unlock()
         _ = handler  // released outside the lock: its captures may run deinit code
         return (true, hasCallbacks ? CallbackList(first: self) : .empty)
@@ -305,13 +321,30 @@ extension Future: DrainableFuture, CancellableFuture {
             callbackQueue.async {
                 var list = first(result)
                 for callback in callbacks.rest { list.append(callback(result)) }
+                self.runLateCallbacks(result, into: &list)
                 list.run()
             }
             return .empty
         }
         var list = first(result)
         for callback in callbacks.rest { list.append(callback(result)) }
+        runLateCallbacks(result, into: &list)
         return list
+    }
+
+    /// Runs the callbacks added while the stashed ones ran, in order, until none is left.
+    private func runLateCallbacks(_ result: Result<Value, any Error>, into list: inout CallbackList) {
+        guard let lock else { return }
+        while true {
+            let late: [Callback] = lock.withLock {
+                let late = lateCallbacks
+                lateCallbacks = []
+                if late.isEmpty { isRunningCallbacks = false }
+                return late
+            }
+            if late.isEmpty { return }
+            for callback in late { list.append(callback(result)) }
+        }
     }
 
     /// Adds a callback, or runs it now if the future is complete.
@@ -328,6 +361,12 @@ extension Future: DrainableFuture, CancellableFuture {
             lock.unlock()
             return .empty
         case .resolved(let result):
+            if isRunningCallbacks {
+                // Added by (or alongside) a callback of this future: runs after the ones added before it.
+                lateCallbacks.append(callback)
+                lock.unlock()
+                return .empty
+            }
             lock.unlock()
             if let callbackQueue {
                 callbackQueue.async { callback(result).run() }
@@ -412,11 +451,17 @@ extension Future {
     /// todo.cancel()  // the URLSession task is cancelled; observers get ConnectError.cancelled
     /// ```
     public func cancel() {
-        guard let lock else { return }
+        // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
+        var next: (any CancellableFuture)? = cancelReturningUpstream()
+        while let future = next { next = future.cancelReturningUpstream() }
+    }
+
+    func cancelReturningUpstream() -> (any CancellableFuture)? {
+        guard let lock else { return nil }
         lock.lock()
         guard case .pending(let callbacks) = state else {
             lock.unlock()
-            return
+            return nil
         }
         state = .resolved(.failure(ConnectError.cancelled()))
         wasCancelled = true
@@ -425,12 +470,15 @@ extension Future {
         cancelHandler = nil
         upstream = nil
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks { stashedCallbacks = callbacks }
+        if hasCallbacks {
+            stashedCallbacks = callbacks
+            isRunningCallbacks = true
+        }
         lock.unlock()
 
         if hasCallbacks { CallbackList(first: self).run() }
         handler?()
-        upstreamFuture?.cancel()
+        return upstreamFuture
     }
 
     /// Whether the future ended by ``cancel()``.

@@ -66,7 +66,12 @@ final class RequestCoalescer: Middleware {
     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        guard let key = Self.key(for: request) else { return next(request) }
+        // Per-call/connector middlewares and plugins run after this stage, and transfer options apply to this
+        // call only: such a request is not interchangeable with another one that has the same URL and headers.
+        let options = context.options
+        guard options.middlewares.isEmpty, options.plugins.isEmpty, options.maxResponseBytes == nil,
+            options.progress == nil, let key = Self.key(for: request)
+        else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
             state.nextID &+= 1

@@ -24,7 +24,7 @@ enum RetryAfter {
     private static func seconds(in text: String) -> TimeInterval? {
         let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
         guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
-        let magnitude = Double(digits) ?? .greatestFiniteMagnitude
+        let magnitude = Double(digits).flatMap { $0.isFinite ? $0 : nil } ?? .greatestFiniteMagnitude
         return text.hasPrefix("-") ? -magnitude : magnitude
     }
 

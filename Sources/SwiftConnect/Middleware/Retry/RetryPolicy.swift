@@ -257,6 +257,8 @@ extension RetryPolicy {
     func backoffDelay(afterAttempt attempt: Int) -> TimeInterval {
         let growth = baseDelay * pow(multiplier, Double(max(0, attempt - 1)))
         let ceiling = max(0, growth.isFinite ? min(growth, maxDelay) : maxDelay)
+        // An uncapped policy (`maxDelay: .infinity`) whose growth overflowed: no finite range to jitter over.
+        guard ceiling.isFinite else { return .greatestFiniteMagnitude }
         let picked = jitter((ceiling / 2)...ceiling)
         // A jitter source that strays out of its range is brought back into it.
         return picked.isFinite ? min(max(picked, ceiling / 2), ceiling) : ceiling
