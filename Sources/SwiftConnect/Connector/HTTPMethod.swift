@@ -34,6 +34,10 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// The capitalised name of a standard method written in another case, or `nil`.
     private static func standardSpelling(of method: String) -> String? {
+        switch method {
+        case "GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS", "TRACE", "CONNECT": return nil  // as sent
+        default: break
+        }
         let utf8 = method.utf8
         guard (3...7).contains(utf8.count), utf8.contains(where: { (0x61...0x7A).contains($0) }) else { return nil }
         let upper = method.uppercased()

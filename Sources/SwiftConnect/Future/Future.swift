@@ -89,6 +89,9 @@ public final class Future<Value: Sendable>:
     private var cancelHandler: (@Sendable () -> Void)?
     private weak var upstream: (any CancellableFuture)?
     private var stashedCallbacks = Callbacks()
+    /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
+    /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
+    private var holdsPendingCallbacks = false
     /// Whether the stashed callbacks are running: a callback added meanwhile waits for them (`lateCallbacks`).
     private var isRunningCallbacks = false
     private var lateCallbacks: [Callback] = []
@@ -155,7 +158,7 @@ public final class Future<Value: Sendable>:
         // them here would free the next future, whose deinit frees its callbacks, and so on, one stack frame per
         // stage (a 100,000-stage chain overflowed the stack). They are handed to the thread's release loop
         // instead, which frees them one after another.
-        guard case .pending(let callbacks) = state, callbacks.first != nil else { return }
+        guard holdsPendingCallbacks, case .pending(let callbacks) = state, callbacks.first != nil else { return }
         state = .pending(Callbacks())
         DeferredRelease.release(consume callbacks)
     }
@@ -358,6 +361,7 @@ extension Future: DrainableFuture, CancellableFuture {
             state = .pending(Callbacks())  // keeps `callbacks` uniquely referenced: no copy on append
             callbacks.append(callback)
             state = .pending(callbacks)
+            holdsPendingCallbacks = true
             lock.unlock()
             return .empty
         case .resolved(let result):
