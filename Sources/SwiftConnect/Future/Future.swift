@@ -92,9 +92,6 @@ public final class Future<Value: Sendable>:
     /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
     /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
     private var holdsPendingCallbacks = false
-    /// Whether the stashed callbacks are running: a callback added meanwhile waits for them (`lateCallbacks`).
-    private var isRunningCallbacks = false
-    private var lateCallbacks: [Callback] = []
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
     private var wasCancelled = false
     /// For body futures made by ``Connect``: the response's media type and the client's decoders.
@@ -304,10 +301,7 @@ extension Future: DrainableFuture, CancellableFuture {
         cancelHandler = nil
         upstream = nil
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks {
-            stashedCallbacks = callbacks
-            isRunningCallbacks = true
-        }
+        if hasCallbacks { stashedCallbacks = callbacks }
         lock.unlock()
         _ = handler  // released outside the lock: its captures may run deinit code
         return (true, hasCallbacks ? CallbackList(first: self) : .empty)
@@ -322,31 +316,20 @@ extension Future: DrainableFuture, CancellableFuture {
         let result = resolvedResult
         if let callbackQueue {
             callbackQueue.async {
-                var list = first(result)
-                for callback in callbacks.rest { list.append(callback(result)) }
-                self.runLateCallbacks(result, into: &list)
-                list.run()
+                RunningCallbacks.run(of: self) {
+                    var list = first(result)
+                    for callback in callbacks.rest { list.append(callback(result)) }
+                    return list
+                }.run()
             }
             return .empty
         }
-        var list = first(result)
-        for callback in callbacks.rest { list.append(callback(result)) }
-        runLateCallbacks(result, into: &list)
-        return list
-    }
-
-    /// Runs the callbacks added while the stashed ones ran, in order, until none is left.
-    private func runLateCallbacks(_ result: Result<Value, any Error>, into list: inout CallbackList) {
-        guard let lock else { return }
-        while true {
-            let late: [Callback] = lock.withLock {
-                let late = lateCallbacks
-                lateCallbacks = []
-                if late.isEmpty { isRunningCallbacks = false }
-                return late
-            }
-            if late.isEmpty { return }
-            for callback in late { list.append(callback(result)) }
+        // Marked as running this future's callbacks, so one that adds another to this future queues it after
+        // the rest instead of running it ahead of them.
+        return RunningCallbacks.run(of: self) {
+            var list = first(result)
+            for callback in callbacks.rest { list.append(callback(result)) }
+            return list
         }
     }
 
@@ -365,13 +348,12 @@ extension Future: DrainableFuture, CancellableFuture {
             lock.unlock()
             return .empty
         case .resolved(let result):
-            if isRunningCallbacks {
-                // Added by (or alongside) a callback of this future: runs after the ones added before it.
-                lateCallbacks.append(callback)
-                lock.unlock()
+            lock.unlock()
+            if RunningCallbacks.areRunning(of: self) {
+                // Added by a callback of this future: runs after the ones registered before it.
+                RunningCallbacks.queue { callback(result) }
                 return .empty
             }
-            lock.unlock()
             if let callbackQueue {
                 callbackQueue.async { callback(result).run() }
                 return .empty
@@ -474,10 +456,7 @@ extension Future {
         cancelHandler = nil
         upstream = nil
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks {
-            stashedCallbacks = callbacks
-            isRunningCallbacks = true
-        }
+        if hasCallbacks { stashedCallbacks = callbacks }
         lock.unlock()
 
         if hasCallbacks { CallbackList(first: self).run() }
