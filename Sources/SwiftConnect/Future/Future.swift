@@ -39,23 +39,17 @@ import Dispatch
 /// ``cancel()`` fails a pending future with ``ConnectError/Kind/cancelled`` and runs its cancel handler
 /// (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
 /// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
-public final class Future<Value: Sendable>:
-    // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `stashedCallbacks`,
-    // `wasCancelled` and `hint`. A future created resolved has no lock: its `state` is written once, in
-    // `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths, which
-    // client modules compile: they touch `state` only when `lock` is `nil`).
+public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
+    // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks`, `wasCancelled`
+    // and `hint`. A future created resolved has no lock: its `state` is written once, in `init`, and never
+    // again, so it is read without a lock (also by the `@inlinable` fast paths, which client modules
+    // compile: they touch `state` only when `lock` is `nil`).
     @unchecked Sendable
 {
     /// A callback stored while the future is pending. It returns the futures it resolved in turn, so the
     /// caller can run their callbacks in a loop instead of recursing.
     @usableFromInline
     typealias Callback = @Sendable (Result<Value, any Error>) -> CallbackList
-
-    @usableFromInline
-    enum State {
-        case pending(Callbacks)
-        case resolved(Result<Value, any Error>)
-    }
 
     /// Pending callbacks in registration order; the first one is stored inline (no array allocation).
     @usableFromInline
@@ -83,12 +77,10 @@ public final class Future<Value: Sendable>:
     /// Where callbacks run, for futures made by ``receive(on:)``; `nil` runs them on the completing thread.
     /// Always `nil` when `lock` is `nil`.
     @usableFromInline let callbackQueue: DispatchQueue?
-    // Exclusivity is enforced by `lock` (or by immutability, for a future created resolved): the runtime
-    // check on every access cost about 90 instructions of a ~1,000-instruction `map` stage.
-    @exclusivity(unchecked) @usableFromInline var state: State
     private var cancelHandler: (@Sendable () -> Void)?
     private weak var upstream: (any CancellableFuture)?
-    private var stashedCallbacks = Callbacks()
+    /// The callbacks registered while pending; on completion, the ones the completing thread is to run.
+    private var callbacks = Callbacks()
     /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
     /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
     private var holdsPendingCallbacks = false
@@ -101,7 +93,7 @@ public final class Future<Value: Sendable>:
     init(callbackQueue: DispatchQueue? = nil) {
         lock = Lock()
         self.callbackQueue = callbackQueue
-        state = .pending(Callbacks())
+        super.init(state: .pending)
     }
 
     /// Creates a future that is already complete with `result`.
@@ -111,7 +103,7 @@ public final class Future<Value: Sendable>:
     public init(result: Result<Value, any Error>) {
         lock = nil
         callbackQueue = nil
-        state = .resolved(result)
+        super.init(state: .resolved(result))
     }
 
     /// Creates a future that already succeeded.
@@ -155,9 +147,11 @@ public final class Future<Value: Sendable>:
         // them here would free the next future, whose deinit frees its callbacks, and so on, one stack frame per
         // stage (a 100,000-stage chain overflowed the stack). They are handed to the thread's release loop
         // instead, which frees them one after another.
-        guard holdsPendingCallbacks, case .pending(let callbacks) = state, callbacks.first != nil else { return }
-        state = .pending(Callbacks())
-        DeferredRelease.release(consume callbacks)
+        // (Callbacks left here were never run: running them empties this.)
+        guard holdsPendingCallbacks, callbacks.first != nil else { return }
+        let unrun = callbacks
+        callbacks = Callbacks()
+        DeferredRelease.release(consume unrun)
     }
 
     /// The result, if the future is complete.
@@ -287,7 +281,7 @@ extension Future: DrainableFuture, CancellableFuture {
             return (false, .empty)
         }
         lock.lock()
-        guard case .pending(let callbacks) = state else {
+        guard case .pending = state else {
             let expected = wasCancelled
             lock.unlock()
             if let location, !expected {
@@ -300,18 +294,18 @@ extension Future: DrainableFuture, CancellableFuture {
         let handler = cancelHandler
         cancelHandler = nil
         upstream = nil
+        // The callbacks stay where they are: from now on only this thread touches them (runStashedCallbacks).
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks { stashedCallbacks = callbacks }
         lock.unlock()
         _ = handler  // released outside the lock: its captures may run deinit code
         return (true, hasCallbacks ? CallbackList(first: self) : .empty)
     }
 
     func runStashedCallbacks() -> CallbackList {
-        // Only the thread that resolved the future gets here, once, right after `resolve` or `cancel`
-        // stashed the callbacks; no other thread reads or writes the stash or, from now on, `state`.
-        let callbacks = stashedCallbacks
-        stashedCallbacks = Callbacks()
+        // Only the thread that resolved the future gets here, once, right after `resolve` or `cancel`; no other
+        // thread reads or writes `callbacks` (registrations now see the future complete) or `state`.
+        let callbacks = self.callbacks
+        self.callbacks = Callbacks()
         guard let first = callbacks.first else { return .empty }
         let result = resolvedResult
         if let callbackQueue {
@@ -340,10 +334,8 @@ extension Future: DrainableFuture, CancellableFuture {
         guard let lock else { return callback(resolvedResult) }
         lock.lock()
         switch state {
-        case .pending(var callbacks):
-            state = .pending(Callbacks())  // keeps `callbacks` uniquely referenced: no copy on append
+        case .pending:
             callbacks.append(callback)
-            state = .pending(callbacks)
             holdsPendingCallbacks = true
             lock.unlock()
             return .empty
@@ -445,7 +437,7 @@ extension Future {
     func cancelReturningUpstream() -> (any CancellableFuture)? {
         guard let lock else { return nil }
         lock.lock()
-        guard case .pending(let callbacks) = state else {
+        guard case .pending = state else {
             lock.unlock()
             return nil
         }
@@ -456,7 +448,6 @@ extension Future {
         cancelHandler = nil
         upstream = nil
         let hasCallbacks = callbacks.first != nil
-        if hasCallbacks { stashedCallbacks = callbacks }
         lock.unlock()
 
         if hasCallbacks { CallbackList(first: self).run() }
@@ -469,4 +460,30 @@ extension Future {
         guard let lock else { return false }
         return lock.withLock { wasCancelled }
     }
+}
+
+// MARK: - Storage
+
+/// Where a ``Future`` keeps its state: an implementation detail, public only because `Future` inherits from it.
+///
+/// As the generic parameter of a base class, the state's type is found in the class's own metadata when an
+/// instance is freed. As a stored property of `Future`'s own generic type, every deallocation looked it up in
+/// the runtime's metadata cache: about a third of the instructions of a `map` stage.
+public class _FutureStorage<State> {
+    // Exclusivity is enforced by `Future`'s lock (or by immutability, for a future created resolved): the
+    // runtime check on every access cost about 90 instructions of a ~1,000-instruction `map` stage.
+    @exclusivity(unchecked) @usableFromInline var state: State
+
+    @usableFromInline
+    init(state: State) {
+        self.state = state
+    }
+}
+
+/// The state of a ``Future``: an implementation detail, public only because `Future`'s base class names it.
+public enum _FutureState<Value: Sendable> {
+    /// Not complete yet.
+    case pending
+    /// Complete with this result.
+    case resolved(Result<Value, any Error>)
 }
