@@ -200,8 +200,11 @@ protocol DrainableFuture: AnyObject {
 /// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
 protocol CancellableFuture: AnyObject, Sendable {
     func cancel()
-    /// Cancels this future only; returns the future it came from, which the caller cancels next.
-    func cancelReturningUpstream() -> (any CancellableFuture)?
+    /// Cancels this future only and runs its cancel handler; returns the future it came from, which the caller
+    /// cancels next, and whether callbacks now wait to run (``runCancellationCallbacks()``).
+    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
+    /// Runs the callbacks of a future that ``cancelStep()`` cancelled.
+    func runCancellationCallbacks()
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
@@ -430,16 +433,24 @@ extension Future {
     /// ```
     public func cancel() {
         // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
-        var next: (any CancellableFuture)? = cancelReturningUpstream()
-        while let future = next { next = future.cancelReturningUpstream() }
+        // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
+        // the next request while this one's network task still ran, one over its limit.
+        var toNotify: [any CancellableFuture] = []
+        var next: (any CancellableFuture)? = self
+        while let future = next {
+            let step = future.cancelStep()
+            if step.hasCallbacks { toNotify.append(future) }
+            next = step.upstream
+        }
+        for future in toNotify { future.runCancellationCallbacks() }
     }
 
-    func cancelReturningUpstream() -> (any CancellableFuture)? {
-        guard let lock else { return nil }
+    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
+        guard let lock else { return (nil, false) }
         lock.lock()
         guard case .pending = state else {
             lock.unlock()
-            return nil
+            return (nil, false)
         }
         state = .resolved(.failure(ConnectError.cancelled()))
         wasCancelled = true
@@ -450,9 +461,12 @@ extension Future {
         let hasCallbacks = callbacks.first != nil
         lock.unlock()
 
-        if hasCallbacks { CallbackList(first: self).run() }
         handler?()
-        return upstreamFuture
+        return (upstreamFuture, hasCallbacks)
+    }
+
+    func runCancellationCallbacks() {
+        CallbackList(first: self).run()
     }
 
     /// Whether the future ended by ``cancel()``.
