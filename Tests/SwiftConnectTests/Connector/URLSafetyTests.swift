@@ -10,15 +10,7 @@ import XCTest
 /// Base URLs, endpoints, server configurations and timeouts that cannot make a safe request fail with a typed
 /// error before anything is sent: never a crash, never a request to a host the app did not name.
 final class URLSafetyTests: XCTestCase {
-    private struct Endpoint: Connector, AuthorizedConnector {
-        var baseURL: URL
-        var endpoint: String
-        var method: HTTPMethod = .get
-        var headers: [HTTPHeader] = []
-        var parameters: (any ParametersRepresentable)?
-        var authorizationToken: AuthorizationToken?
-        var timeout: TimeInterval = 60
-    }
+    private typealias Endpoint = ConfigurableConnector
 
     /// Sends `connector` through a fake transport and returns the typed error, checking nothing was sent.
     private func refusal(

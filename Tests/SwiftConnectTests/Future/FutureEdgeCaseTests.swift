@@ -205,46 +205,6 @@ final class FutureEdgeCaseTests: XCTestCase {
 }
 
 extension FutureEdgeCaseTests {
-    func testTenThousandMapsCancelledAtTheEnd() {
-        let promise = Promise<Int>()
-        var f = promise.future
-        for _ in 0..<10_000 { f = f.map { $0 + 1 } }
-        f.cancel()
-        XCTAssertTrue(promise.future.isCancelled)
-    }
-
-    func testThirtyThousandMapsCancelledAtTheEnd() {
-        let promise = Promise<Int>()
-        var f = promise.future
-        for _ in 0..<30_000 { f = f.map { $0 + 1 } }
-        f.cancel()
-        XCTAssertTrue(promise.future.isCancelled)
-    }
-
-    func testTenThousandMapsDroppedWhilePending() {
-        weak var weakHead: Future<Int>?
-        do {
-            let promise = Promise<Int>()
-            weakHead = promise.future
-            var f = promise.future
-            for _ in 0..<10_000 { f = f.map { $0 + 1 } }
-        }
-        XCTAssertNil(weakHead)
-    }
-
-    func testThirtyThousandMapsDroppedWhilePending() {
-        weak var weakHead: Future<Int>?
-        do {
-            let promise = Promise<Int>()
-            weakHead = promise.future
-            var f = promise.future
-            for _ in 0..<30_000 { f = f.map { $0 + 1 } }
-        }
-        XCTAssertNil(weakHead)
-    }
-}
-
-extension FutureEdgeCaseTests {
     func testFiveThousandMapsDroppedWhilePendingOnBackgroundThread() {
         let done = expectation(description: "dropped")
         Thread.detachNewThread {

@@ -180,7 +180,8 @@ extension Connect {
     }
 }
 
-private struct HeaderMiddleware: Middleware {
+/// Sets one header, as an app's middleware would (also used by MiddlewareEdgeCaseTests).
+struct HeaderMiddleware: Middleware {
     let name: String
     let value: String
 

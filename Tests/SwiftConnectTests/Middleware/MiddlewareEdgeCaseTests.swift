@@ -8,17 +8,6 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// A middleware adding a header, as an auth middleware given per call would.
-private struct HeaderMiddleware: Middleware {
-    let name: String
-    let value: String
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
-        var request = request
-        request.setValue(value, forHTTPHeaderField: name)
-        return next(request)
-    }
-}
-
 private struct ClosureTransport: Transport {
     let body: @Sendable (URLRequest) -> Future<ConnectResponse>
     init(_ body: @escaping @Sendable (URLRequest) -> Future<ConnectResponse>) { self.body = body }
@@ -28,6 +17,23 @@ private struct ClosureTransport: Transport {
 /// The queue, the coalescer, retries and plugins at their edges: calls that must not be merged, limits, huge
 /// or malformed `Retry-After`, uncapped backoff, cancellation at every step.
 final class MiddlewareEdgeCaseTests: XCTestCase {
+    /// A plugin that records "will", "did" and "fail" and fulfils `expectation` at each.
+    private func recordingPlugin(_ events: Recorder<String>, fulfilling expectation: XCTestExpectation) -> AnyPlugin {
+        AnyPlugin(
+            willSend: { _, _ in
+                events.append("will")
+                expectation.fulfill()
+            },
+            didReceive: { _, _ in
+                events.append("did")
+                expectation.fulfill()
+            },
+            didFail: { _, _, _ in
+                events.append("fail")
+                expectation.fulfill()
+            })
+    }
+
     typealias Endpoint = ClientFixtures.Endpoint
 
     private func echoAuthorization() -> FakeResponse {
@@ -230,19 +236,7 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let events = Recorder<String>()
         let allDone = expectation(description: "plugin events")
         allDone.expectedFulfillmentCount = 2
-        let plugin = AnyPlugin(
-            willSend: { _, _ in
-                events.append("will")
-                allDone.fulfill()
-            },
-            didReceive: { _, _ in
-                events.append("did")
-                allDone.fulfill()
-            },
-            didFail: { _, _, _ in
-                events.append("fail")
-                allDone.fulfill()
-            })
+        let plugin = recordingPlugin(events, fulfilling: allDone)
         let transport = ManualTransport()
         let connect = Connect(transport: transport, options: RequestOptions(plugins: [plugin]))
         let f = connect.request(Endpoint())
@@ -439,19 +433,7 @@ extension MiddlewareEdgeCaseTests {
         let events = Recorder<String>()
         let allDone = expectation(description: "plugin events")
         allDone.expectedFulfillmentCount = 2
-        let plugin = AnyPlugin(
-            willSend: { _, _ in
-                events.append("will")
-                allDone.fulfill()
-            },
-            didReceive: { _, _ in
-                events.append("did")
-                allDone.fulfill()
-            },
-            didFail: { _, _, _ in
-                events.append("fail")
-                allDone.fulfill()
-            })
+        let plugin = recordingPlugin(events, fulfilling: allDone)
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(
             transport: transport, middlewares: [HeaderMiddleware(name: "X Bad", value: "v")], retryPolicy: nil,

@@ -45,15 +45,7 @@ final class SecretRedactionTests: XCTestCase {
         ]
     }
 
-    /// A connector whose every part a test chooses.
-    private struct Endpoint: Connector, AuthorizedConnector {
-        var baseURL: URL
-        var endpoint: String
-        var method: HTTPMethod = .get
-        var headers: [HTTPHeader] = []
-        var parameters: (any ParametersRepresentable)?
-        var authorizationToken: AuthorizationToken?
-    }
+    private typealias Endpoint = ConfigurableConnector
 
     private struct Nested: Encodable {
         var refresh_token: String

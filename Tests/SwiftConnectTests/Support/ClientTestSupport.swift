@@ -191,3 +191,14 @@ extension XCTestCase {
         return try XCTUnwrap(JSONSerialization.jsonObject(with: body) as? NSDictionary, file: file, line: line)
     }
 }
+
+/// A connector whose every part a test chooses.
+struct ConfigurableConnector: Connector, AuthorizedConnector {
+    var baseURL: URL
+    var endpoint: String
+    var method: HTTPMethod = .get
+    var headers: [HTTPHeader] = []
+    var parameters: (any ParametersRepresentable)?
+    var authorizationToken: AuthorizationToken?
+    var timeout: TimeInterval = 60
+}
