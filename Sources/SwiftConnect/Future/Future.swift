@@ -313,21 +313,15 @@ extension Future: DrainableFuture, CancellableFuture {
         let result = resolvedResult
         if let callbackQueue {
             callbackQueue.async {
-                RunningCallbacks.run(of: self) {
-                    var list = first(result)
-                    for callback in callbacks.rest { list.append(callback(result)) }
-                    return list
-                }.run()
+                var list = first(result)
+                for callback in callbacks.rest { list.append(callback(result)) }
+                list.run()
             }
             return .empty
         }
-        // Marked as running this future's callbacks, so one that adds another to this future queues it after
-        // the rest instead of running it ahead of them.
-        return RunningCallbacks.run(of: self) {
-            var list = first(result)
-            for callback in callbacks.rest { list.append(callback(result)) }
-            return list
-        }
+        var list = first(result)
+        for callback in callbacks.rest { list.append(callback(result)) }
+        return list
     }
 
     /// Adds a callback, or runs it now if the future is complete.
@@ -344,11 +338,6 @@ extension Future: DrainableFuture, CancellableFuture {
             return .empty
         case .resolved(let result):
             lock.unlock()
-            if RunningCallbacks.areRunning(of: self) {
-                // Added by a callback of this future: runs after the ones registered before it.
-                RunningCallbacks.queue { callback(result) }
-                return .empty
-            }
             if let callbackQueue {
                 callbackQueue.async { callback(result).run() }
                 return .empty

@@ -3,22 +3,26 @@ import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
-/// Futures at their edges: callback order when callbacks add callbacks, cancellation and release of very long
+/// Futures at their edges: callbacks that add callbacks, cancellation and release of very long
 /// chains, many threads at once, and chains that must be freed.
 final class FutureEdgeCaseTests: XCTestCase {
     // MARK: ordering
 
-    func testCallbackAddedInsideCallbackRunsAfterEarlierRegisteredCallbacks() {
+    /// As documented: a callback added to a complete future runs at once, on the thread that adds it, also from
+    /// inside another callback of the same future (so a callback may wait for what it adds).
+    func testCallbackAddedInsideCallbackRunsAtOnce() {
         let promise = Promise<Int>()
         let future = promise.future
         let events = Recorder<String>()
         future.observe { _ in
             events.append("A")
             future.observe { _ in events.append("C") }
+            events.append("C ran: \(events.values.contains("C"))")
+            XCTAssertEqual(future.flatMap { Future(value: $0 + 1) }.result.flatMap { try? $0.get() }, 2)
         }
         future.observe { _ in events.append("B") }
         promise.succeed(1)
-        XCTAssertEqual(events.values, ["A", "B", "C"])
+        XCTAssertEqual(events.values, ["A", "C", "C ran: true", "B"])
     }
 
     func testCallbacksRunInRegistrationOrder() {
