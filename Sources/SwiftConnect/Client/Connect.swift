@@ -62,6 +62,8 @@ public final class Connect: Sendable {
     private let chain: MiddlewareChain
     private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
     private let inFlight = Protected(InFlightRequests())
+    /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
+    private let serverBaseURL: Result<URL, any Error>?
 
     /// Creates a client.
     ///
@@ -119,6 +121,7 @@ public final class Connect: Sendable {
         self.decoders = decoders
         self.defaultHeaders = defaultHeaders
         self.configuration = configuration
+        serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
         self.maxResponseBytes = maxResponseBytes
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
@@ -331,7 +334,10 @@ extension Connect {
                     "'\(endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
                 throw error
             }
-            let server = try RelativeBase.resolving(connector.baseURL, against: configuration.requireBaseURL())
+            let serverURL = try serverBaseURL?.get() ?? configuration.requireBaseURL()
+            let server =
+                connector.baseURL == RelativeBase.url
+                ? serverURL : try RelativeBase.resolving(connector.baseURL, against: serverURL)
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {

@@ -84,6 +84,7 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
     /// Callbacks still run where they would; a request cancelled before its turn never starts.
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        let request = Self.withUsableTimeout(request)
         // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
         // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
         // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
@@ -97,6 +98,18 @@ public final class URLSessionTransport: Transport {
             started.observe { promise.completeIfPending(with: $0) }
         }
         return promise.future
+    }
+
+    /// The longest timeout handed to URLSession: a year, as good as never for a request.
+    static let longestTimeout: TimeInterval = 365 * 24 * 3600
+
+    /// `request` with a timeout FoundationNetworking can take. It converts the timeout to whole milliseconds for
+    /// libcurl and stops the process when they do not fit (`.infinity`, `1e300`, set by a middleware, say).
+    private static func withUsableTimeout(_ request: URLRequest) -> URLRequest {
+        guard !(request.timeoutInterval <= longestTimeout) else { return request }  // NaN is replaced too
+        var request = request
+        request.timeoutInterval = longestTimeout
+        return request
     }
 
     /// Starts a transfer at once, on the caller's thread.

@@ -80,6 +80,26 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// Coalescing two downloads of the same URL to different files gave both callers the first file.
+    func testCoalescedDownloadsToDifferentFilesEachWriteTheirOwn() throws {
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        transport.stub("/file", with: FakeResponse.data(Data("payload".utf8)).released(by: gate.future))
+        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let first = temporaryURL()
+        let second = temporaryURL()
+        defer {
+            try? FileManager.default.removeItem(at: first)
+            try? FileManager.default.removeItem(at: second)
+        }
+        let one = connect.download(Download(), to: first)
+        let two = connect.download(Download(), to: second)
+        gate.succeed(())
+        XCTAssertEqual(try one.wait(timeout: 10), first)
+        XCTAssertEqual(try two.wait(timeout: 10), second)
+        XCTAssertEqual(try Data(contentsOf: second), Data("payload".utf8))
+    }
+
     /// The transport itself refuses a body file that is a directory, before it makes a task.
     func testTransportRefusesADirectoryAsTheBodyFile() throws {
         let directory = temporaryURL()

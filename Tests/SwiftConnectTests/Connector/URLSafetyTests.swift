@@ -122,6 +122,30 @@ final class URLSafetyTests: XCTestCase {
 
     // MARK: Timeouts
 
+    /// FoundationNetworking stops the process on a timeout that does not fit in whole milliseconds; the
+    /// transport hands it a year instead, whoever set it (a connector, or a middleware after the builder).
+    func testAnInfiniteTimeoutGoesThroughURLSession() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/ok") { _ in .json(["ok": true]) }
+        let endless = RequestOptions(middlewares: [TimeoutMiddleware(seconds: 1e300)])
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connector = Endpoint(baseURL: server.baseURL, endpoint: "/ok", timeout: .infinity)
+        XCTAssertNoThrow(try connect.request(connector).wait(timeout: 30))
+        XCTAssertNoThrow(try connect.request(connector, options: endless).wait(timeout: 30))
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/ok"), 2)
+    }
+
+    private struct TimeoutMiddleware: Middleware {
+        let seconds: TimeInterval
+        func intercept(
+            _ request: consuming URLRequest, context: RequestContext, next: @escaping Next
+        ) -> Future<ConnectResponse> {
+            request.timeoutInterval = seconds
+            return next(request)
+        }
+    }
+
     func testATimeoutThatIsNotPositiveIsRefusedInsteadOfSilentlyWaitingForever() throws {
         let base = try XCTUnwrap(URL(string: "https://api.example.com"))
         for timeout in [0, -1, TimeInterval.nan, -TimeInterval.infinity] {

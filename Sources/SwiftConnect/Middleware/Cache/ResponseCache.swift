@@ -20,10 +20,14 @@ import Foundation
 /// connect.request(TodoConnector.get(id: 1), options: rule)   // served from memory
 /// ```
 ///
-/// The key is the method and full URL unless the rule names one. A request that carries credentials
-/// (`Authorization`, `Cookie` or any header named like a secret) is stored apart for each set of credentials, so
-/// one user's response is never served to another: the key then ends with a digest of them (see
-/// ``key(for:rule:)``). `Vary` is not read. The cache is safe to share between threads and clients.
+/// The key is the method and full URL unless the rule names one. A request that carries credentials when it
+/// reaches the cache (`Authorization`, `Cookie` or any header named like a secret, from the connector, its
+/// `authorizationToken` or the client's default headers) is stored apart for each set of credentials, so one
+/// user's response is not served to another: the key then ends with a digest of them (see
+/// ``key(for:rule:)``). The cache comes before your middlewares, so it cannot see credentials a middleware adds
+/// (such as ``AuthenticationMiddleware``): for those requests, name the user in the rule's key, or call
+/// ``removeAll()`` when the user changes. `Vary` is not read. The cache is safe to share between threads and
+/// clients.
 public final class ResponseCache: Middleware {
     private struct Entry {
         var response: ConnectResponse
