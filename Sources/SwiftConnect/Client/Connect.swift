@@ -126,7 +126,10 @@ public final class Connect: Sendable {
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
         var outer: [any Middleware] = []
-        if let responseCache { outer.append(responseCache) }
+        if let responseCache {
+            let authenticators = middlewares.compactMap { $0 as? AuthenticationMiddleware }
+            outer.append(ClientResponseCache(cache: responseCache, authenticators: authenticators))
+        }
         if coalescesIdenticalRequests { outer.append(RequestCoalescer()) }
         if let retryPolicy { outer.append(retryPolicy.middleware) }
         outer += middlewares

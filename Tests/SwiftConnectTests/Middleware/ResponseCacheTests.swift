@@ -88,6 +88,32 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 7, "removing the key removed every user's copy")
     }
 
+    /// The credential an `AuthenticationMiddleware` adds after the cache counts in the key too: after a switch of
+    /// user, the other user's response is not served.
+    func testTheCredentialOfTheClientsAuthenticationMiddlewareKeepsUsersApart() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
+            })
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: nil,
+            responseCache: ResponseCache(maxBytes: 1_000_000))
+        let route = Route(
+            "/me", baseURL: try XCTUnwrap(URL(string: "https://api.example.com")),
+            options: RequestOptions(cache: CacheRule(timeToLive: 300)))
+        func me() throws -> String { String(decoding: try connect.request(route).wait(timeout: 5), as: UTF8.self) }
+        XCTAssertEqual(try me(), "Bearer alice")
+        auth.setCredential(.bearer(token: "bob"))
+        XCTAssertEqual(try me(), "Bearer bob")
+        auth.setCredential(.bearer(token: "alice"))
+        XCTAssertEqual(try me(), "Bearer alice")
+        XCTAssertEqual(transport.requests.count, 2, "alice's second request was served from her own entry")
+    }
+
     func testASecondRequestIsServedFromTheCache() throws {
         let (connect, transport, cache) = makeClient()
         let first = try connect.request(Item(path: "/a")).wait()

@@ -24,9 +24,10 @@ import Foundation
 /// reaches the cache (`Authorization`, `Cookie` or any header named like a secret, from the connector, its
 /// `authorizationToken` or the client's default headers) is stored apart for each set of credentials, so one
 /// user's response is not served to another: the key then ends with a digest of them (see
-/// ``key(for:rule:)``). The cache comes before your middlewares, so it cannot see credentials a middleware adds
-/// (such as ``AuthenticationMiddleware``): for those requests, name the user in the rule's key, or call
-/// ``removeAll()`` when the user changes. `Vary` is not read. The cache is safe to share between threads and
+/// ``key(for:rule:)``). The current credential of each ``AuthenticationMiddleware`` of the client, connector or
+/// call counts too, although it is added after the cache. The cache comes before your middlewares, so it cannot
+/// see credentials one of your own middlewares adds: for those requests, name the user in the rule's key, or
+/// call ``removeAll()`` when the user changes. `Vary` is not read. The cache is safe to share between threads and
 /// clients.
 public final class ResponseCache: Middleware {
     private struct Entry {
@@ -138,8 +139,14 @@ public final class ResponseCache: Middleware {
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
     public static func key(for request: URLRequest, rule: CacheRule) -> String {
+        key(for: request, rule: rule, addedCredentials: [])
+    }
+
+    /// ``key(for:rule:)`` for a request to which `addedCredentials` (`Authorization` values) will be added after
+    /// the cache, by ``AuthenticationMiddleware``s.
+    static func key(for request: URLRequest, rule: CacheRule, addedCredentials: [String]) -> String {
         let key = rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
-        guard let digest = credentialsDigest(of: request) else { return key }
+        guard let digest = credentialsDigest(of: request, adding: addedCredentials) else { return key }
         return key + credentialsMarker + digest
     }
 
@@ -148,11 +155,13 @@ public final class ResponseCache: Middleware {
 
     /// A digest of the request's secret headers (names ignoring case, and values), or `nil` if it has none.
     /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
-    private static func credentialsDigest(of request: URLRequest) -> String? {
-        let secrets = (request.allHTTPHeaderFields ?? [:])
+    private static func credentialsDigest(of request: URLRequest, adding added: [String]) -> String? {
+        let secrets =
+            (request.allHTTPHeaderFields ?? [:])
             .filter { HTTPHeader.isSensitive(name: $0.key) }
             .map { (name: $0.key.lowercased(), value: $0.value) }
             .sorted { $0.name < $1.name }
+            + added.map { (name: "authorization (added)", value: $0) }
         guard !secrets.isEmpty else { return nil }
         var hasher = Hasher()
         for secret in secrets {
@@ -166,9 +175,23 @@ public final class ResponseCache: Middleware {
     public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        intercept(request, context: context, next: next, authenticators: [])
+    }
+
+    /// ``intercept(_:context:next:)`` in a client whose `authenticators` add credentials after the cache: their
+    /// current credentials, and those of the connector's or call's own ``AuthenticationMiddleware``s, go into
+    /// the key as if the request carried them.
+    func intercept(
+        _ request: consuming URLRequest,
+        context: RequestContext,
+        next: @escaping Next,
+        authenticators: [AuthenticationMiddleware]
+    ) -> Future<ConnectResponse> {
         guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head
         else { return next(request) }
-        let key = Self.key(for: request, rule: rule)
+        let added = (authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware })
+            .compactMap { $0.credential?.headerValue }
+        let key = Self.key(for: request, rule: rule, addedCredentials: added)
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
             if !rule.bypassesCache, let entry = state.entries[key] {
@@ -214,3 +237,16 @@ public final class ResponseCache: Middleware {
 }
 
 extension ResponseCache: PreservesValidHeaders, PassesRequestThrough {}
+
+/// A client's ``ResponseCache`` stage: the cache, told which of the client's middlewares add credentials after it.
+struct ClientResponseCache: Middleware, PreservesValidHeaders, PassesRequestThrough {
+    let cache: ResponseCache
+    /// The client's ``AuthenticationMiddleware``s.
+    let authenticators: [AuthenticationMiddleware]
+
+    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        cache.intercept(request, context: context, next: next, authenticators: authenticators)
+    }
+}
