@@ -30,11 +30,12 @@ struct Exchange: Sendable {
         return sent.transformResult { check.outcome(of: $0) }
     }
 
-    /// The checked outcome transformed by `transform`, in one stage.
+    /// The checked outcome transformed by `transform`, in one stage; for an exchange that
+    /// ``completedOutcome`` has just found pending (it is not looked at again).
     @usableFromInline
     func finish<Output>(_ transform: @escaping @Sendable (ConnectResponse) throws -> Output) -> Future<Output> {
         let check = self.check
-        return sent.transformResult { result in
+        return sent.deriveResult { result in
             (check?.outcome(of: result) ?? result).flatMap { response in Result { try transform(response) } }
         }
     }

@@ -177,6 +177,15 @@ extension Future {
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
     ) -> Future<NewValue> {
         if callbackQueue == nil, let result { return Future<NewValue>(result: transform(result)) }
+        return deriveResult(transform)
+    }
+
+    /// ``transformResult(_:)`` without its look at whether the future is complete, for a caller that has just
+    /// looked (each look takes the lock). Still right if the future completed since: the callback then runs at
+    /// once.
+    func deriveResult<NewValue>(
+        _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
+    ) -> Future<NewValue> {
         let derived: Future<NewValue> = makeDerived()
         whenCompleteReturningWork { result in
             derived.resolve(transform(result))
