@@ -109,14 +109,18 @@ results, output, cores, cpu, swift, date, kernel, perf, elapsed, command = sys.a
 # --- Read package-benchmark's influx export: per benchmark and metric, percentiles of the raw per-sample values
 # (nanoseconds, counts, bytes). Metric names come without spaces. ---
 runs = {}
+quantiles = {}
 for path in glob.glob(os.path.join(results, "*.influx.csv")):
     rows = list(csv.reader(open(path, newline="")))
     header = rows[1]
     column = {key: index for index, key in enumerate(header)}
     for row in rows[2:]:
         if len(row) != len(header): continue
-        if float(row[column["percentile"]]) != 50.0: continue
-        runs.setdefault(row[column["test"]], {})[row[column["metric"]]] = float(row[column["value"]])
+        test, metric, value = row[column["test"]], row[column["metric"]], float(row[column["value"]])
+        percentile = float(row[column["percentile"]])
+        quantiles.setdefault((test, metric), {})[percentile] = value
+        if percentile == 50.0:
+            runs.setdefault(test, {})[metric] = value
 
 # --- PipelineInstructions under valgrind: per body ("1k", "100k") and way ("connect", "by-hand"), instructions
 # and allocations per request. ---
@@ -238,6 +242,19 @@ if f_ours:
 def paired_ns(name, which):
     return per_op(name, "PairedConnecttime(ns)" if which == "connect" else "Pairedby-handtime(ns)")
 
+def paired_difference(name, percentile):
+    """A percentile of the per-sample differences, Connect minus by hand, per operation, or None. The benchmark
+    records each difference split by sign into two metrics (the harness takes no negative values); a quantile of
+    the differences is the same quantile of the first where that is above 0, else minus the opposite quantile of
+    the second."""
+    excess = quantiles.get((name, "PairedConnectminusbyhand(ns)"), {}).get(percentile)
+    shortfall = quantiles.get((name, "PairedbyhandminusConnect(ns)"), {}).get(100.0 - percentile)
+    if excess is None or shortfall is None: return None
+    return (excess if excess > 0 else -shortfall) / ops(name)
+
+def fmt_signed_time(ns):
+    return ("+" if ns >= 0 else "−") + fmt_time(abs(ns))
+
 for size in ["1 KiB", "100 KiB"]:
     p_ours = find("Pipeline", f"{size} JSON", "SwiftConnect Connect +")
     p_hand = find("Pipeline", f"{size} JSON", "by hand")
@@ -249,8 +266,16 @@ for size in ["1 KiB", "100 KiB"]:
             # Interleaved in the same samples: the machine's drift between two processes is paired away.
             connect_ns, hand_ns = paired_ns(p_pair, "connect"), paired_ns(p_pair, "hand")
             extra_ns = connect_ns - hand_ns
-            detail = (f"interleaved in one benchmark: Connect {fmt_time(connect_ns)} vs by hand {fmt_time(hand_ns)}; "
-                      f"{allocations}; \"a few\" read as ≤ 5 µs")
+            detail = f"interleaved in one benchmark: Connect {fmt_time(connect_ns)} vs by hand {fmt_time(hand_ns)}"
+            median_difference = paired_difference(p_pair, 50.0)
+            if median_difference is not None:
+                # The median of the differences within each sample, rather than the difference of the two
+                # medians: samples drift together, so this one has a far smaller spread.
+                low, high = paired_difference(p_pair, 25.0), paired_difference(p_pair, 75.0)
+                detail += (f" (difference of the medians {fmt_signed_time(extra_ns)}); the figure is the median of the "
+                           f"differences within each sample, quartiles {fmt_signed_time(low)} and {fmt_signed_time(high)}")
+                extra_ns = median_difference
+            detail += f"; {allocations}; \"a few\" read as ≤ 5 µs"
         else:
             extra_ns = wall_ns(p_ours) - wall_ns(p_hand)
             detail = (f"Connect {fmt_time(wall_ns(p_ours))} vs by hand {fmt_time(wall_ns(p_hand))}, separate "
@@ -260,8 +285,10 @@ for size in ["1 KiB", "100 KiB"]:
             # The 1 KiB requests, each after an untimed 100 KiB decode: how much of the gap is the pipeline
             # running right after a large decode rather than anything that grows with the body.
             cold_c, cold_h = paired_ns(p_cold, "connect"), paired_ns(p_cold, "hand")
+            cold_difference = paired_difference(p_cold, 50.0)
+            if cold_difference is None: cold_difference = cold_c - cold_h
             detail += (f"; the 1 KiB request, each after an untimed 100 KiB decode: Connect {fmt_time(cold_c)} vs "
-                       f"by hand {fmt_time(cold_h)} ({'+' if cold_c >= cold_h else '−'}{fmt_time(abs(cold_c - cold_h))})")
+                       f"by hand {fmt_time(cold_h)}, median difference within a sample {fmt_signed_time(cold_difference)}")
         extra = counted_extra("1k" if size == "1 KiB" else "100k")
         if extra:
             detail += (f"; counted under valgrind (deterministic hashing): {extra[0] / 1000:+.1f} k instructions and "
