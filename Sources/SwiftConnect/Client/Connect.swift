@@ -145,12 +145,15 @@ public final class Connect: Sendable {
     ///
     /// ```swift
     /// let connect = Connect(middleware: ConnectMiddleware(), errorHandler: ErrorHandler())
+    /// let adapted = Connect(middleware: LocaleMiddleware())  // the default ErrorHandler
     /// ```
+    ///
+    /// (`Connect(errorHandler:)` alone keeps the default middlewares: none.)
     ///
     /// - Parameters:
     ///   - middleware: The middleware every request passes through.
-    ///   - errorHandler: Turns error responses into errors.
-    public convenience init(middleware: any Middleware, errorHandler: any ErrorHandling) {
+    ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``.
+    public convenience init(middleware: any Middleware, errorHandler: any ErrorHandling = ErrorHandler()) {
         self.init(middlewares: [middleware], errorHandler: errorHandler)
     }
 

@@ -152,4 +152,18 @@ final class GuideExamplesTests: XCTestCase {
             urls,
             ["https://jsonplaceholder.typicode.com/todos/1", "https://myserver.com/users/3/todos/4?action=update"])
     }
+
+    /// "Its constructor contains two parameters (ConnectMiddleware / ErrorHandler)": either may be customised on
+    /// its own, the other keeping its default.
+    func testConnectTakesEitherOfTheGuidesTwoParametersOnItsOwn() {
+        let both = Connect(middleware: ConnectMiddleware(), errorHandler: ErrorHandler())
+        let middlewareOnly = Connect(middleware: ConnectMiddleware())
+        let errorHandlerOnly = Connect(errorHandler: ErrorHandler(messageKeys: ["detail"]))
+
+        XCTAssertEqual(both.middlewares.count, 1)
+        XCTAssertEqual(middlewareOnly.middlewares.count, 1)
+        XCTAssertTrue(middlewareOnly.middlewares.first is ConnectMiddleware)
+        XCTAssertEqual((middlewareOnly.errorHandler as? ErrorHandler)?.messageKeys, ErrorHandler().messageKeys)
+        XCTAssertEqual((errorHandlerOnly.errorHandler as? ErrorHandler)?.messageKeys, ["detail"])
+    }
 }
