@@ -15,6 +15,9 @@ public protocol ResponseBodyDecoder: Sendable {
 
 extension JSONDecoder: ResponseBodyDecoder {}
 
+/// Property lists, for ``ResponseDecoders/register(_:for:)`` (such as `application/x-plist`).
+extension PropertyListDecoder: ResponseBodyDecoder {}
+
 /// Which decoder ``Future/decoded(toType:decoder:)`` uses for a response, chosen by its `Content-Type`.
 ///
 /// JSON is built in, for `application/json` and every `…+json` type (`application/problem+json`,

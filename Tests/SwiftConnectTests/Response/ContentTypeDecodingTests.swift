@@ -40,6 +40,18 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertEqual(calls.value, 2)
     }
 
+    /// ResponseDecoders' documented example registers Foundation's `PropertyListDecoder` as it is.
+    func testThePropertyListDecoderOfTheDocumentedExampleRegistersAsIs() throws {
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")
+        let plist = try PropertyListEncoder().encode(Item(name: "p"))
+        let transport = FakeTransport.answering(.data(plist, headers: ["Content-Type": "application/x-plist"]))
+        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+
+        XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "p"))
+        XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "p"))
+    }
+
     func testJSONIsBuiltInForJSONAndPlusJSONTypes() throws {
         for type in ["application/json", "application/vnd.api+json", "application/problem+json; charset=utf-8"] {
             let transport = FakeTransport.answering(.data(Data(#"{"name":"j"}"#.utf8), headers: ["Content-Type": type]))
