@@ -94,7 +94,10 @@ public protocol Connector {
     ///
     /// ```swift
     /// var options: RequestOptions {
-    ///     RequestOptions(validators: [RequireHeader("ETag")], isRetrySafe: true)
+    ///     let requireETag = AnyResponseValidator { response in
+    ///         if response.header("ETag") == nil { throw URLError(.badServerResponse) }
+    ///     }
+    ///     return RequestOptions(validators: [requireETag], isRetrySafe: true)
     /// }
     /// ```
     var options: RequestOptions { get }

@@ -19,6 +19,21 @@ final class RequestOptionsTests: XCTestCase {
         var options: RequestOptions { connectorOptions }
     }
 
+    /// `Connector.options`' documented example, as written there.
+    private struct DocumentedOptions: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/items" }
+        var method: HTTPMethod { .post }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+        var options: RequestOptions {
+            let requireETag = AnyResponseValidator { response in
+                if response.header("ETag") == nil { throw URLError(.badServerResponse) }
+            }
+            return RequestOptions(validators: [requireETag], isRetrySafe: true)
+        }
+    }
+
     private struct Tagging: Middleware {
         let tag: String
         let log: Recorder<String>
@@ -254,5 +269,16 @@ final class RequestOptionsTests: XCTestCase {
         default:
             XCTFail("unexpected outcome \(String(describing: result))")
         }
+    }
+
+    func testConnectorOptionsDocumentedExampleCompilesAndValidates() throws {
+        let transport = FakeTransport(fallback: .json(string: "{}"))
+        transport.stub(.post, "/items", with: [.json(string: "{}", status: 503), .json(string: "{}")])
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+
+        XCTAssertThrowsError(try connect.request(DocumentedOptions()).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .rejected)
+        }
+        XCTAssertEqual(transport.requests.count, 2, "isRetrySafe: the POST was retried after the 503")
     }
 }
