@@ -48,7 +48,7 @@ public final class Connect: Sendable {
     /// Headers added to every request that does not set them already.
     public let defaultHeaders: [HTTPHeader]
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
-    /// headers and query items for every request.
+    /// headers and query items for every request to it (not for an absolute connector naming another host).
     public let configuration: ServerConfiguration?
     /// The most response-body bytes accepted for any request (a request's own limit overrides it); `nil`
     /// for no limit.
@@ -89,7 +89,7 @@ public final class Connect: Sendable {
     ///     `middlewares`).
     ///   - decoders: The decoders by content type. Defaults to JSON.
     ///   - configuration: The server for relative connectors and ``Route``s, with default headers and query
-    ///     items for every request.
+    ///     items for every request to it.
     ///   - defaultHeaders: Headers for every request that does not set them. Defaults to
     ///     `Accept: application/json`.
     ///   - maxResponseBytes: The response size limit for every request; `nil` (the default) for none.
@@ -328,9 +328,15 @@ extension Connect {
 extension Connect {
     /// Builds the request's blueprint and adds the client's configuration: base URL for relative connectors,
     /// default query items and default headers. Pure: no I/O. `traits` are those of the connector's type.
+    ///
+    /// The server's own defaults (``ServerConfiguration/defaultHeaders`` and
+    /// ``ServerConfiguration/defaultQueryItems``, often an API key) go only to requests for that server: a
+    /// relative connector, or an absolute one naming the server's scheme, host and port. The client's
+    /// ``defaultHeaders`` go to every request.
     func blueprint(for connector: any Connector, traits: ConnectorTraits) throws -> RequestBlueprint {
         var blueprint: RequestBlueprint
-        let serverHeaders = configuration?.defaultHeaders ?? []
+        var serverHeaders = configuration?.defaultHeaders ?? []
+        var isForServer = true
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
                 // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.
@@ -347,9 +353,14 @@ extension Connect {
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
+            if configuration != nil {
+                let serverURL = try? serverBaseURL?.get()
+                isForServer = serverURL.map { ServerConfiguration.isSameOrigin(connector.baseURL, as: $0) } ?? false
+                if !isForServer { serverHeaders = [] }
+            }
             blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         }
-        if let configuration, !configuration.defaultQueryItems.isEmpty,
+        if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
             let url = configuration.appendingDefaultQueryItems(to: blueprint.url)
         {
             blueprint = blueprint.with(url: url)

@@ -31,9 +31,11 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var port: Int?
     /// A path prefix for every endpoint, such as `/v2`.
     public var basePath: String
-    /// Headers added to every request that does not set them.
+    /// Headers added to every request to this server that does not set them. A connector whose absolute base
+    /// URL names another scheme, host or port does not get them.
     public var defaultHeaders: [HTTPHeader]
-    /// Query items appended to every request, after the connector's, in order.
+    /// Query items appended to every request to this server, after the connector's, in order. A connector
+    /// whose absolute base URL names another scheme, host or port does not get them.
     public var defaultQueryItems: [URLQueryItem]
 
     /// Creates a configuration.
@@ -145,6 +147,18 @@ public struct ServerConfiguration: Sendable, Equatable {
     private static func isHexDigit(_ byte: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
+    }
+
+    /// Whether `url` is on the server at `server`: the same scheme, host (both ignoring case) and port (an
+    /// absent port being the scheme's default).
+    static func isSameOrigin(_ url: URL, as server: URL) -> Bool {
+        guard let scheme = url.scheme?.lowercased(), scheme == server.scheme?.lowercased(),
+            let host = url.host?.lowercased(), host == server.host?.lowercased()
+        else { return false }
+        func port(of url: URL) -> Int? {
+            url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
+        }
+        return port(of: url) == port(of: server)
     }
 
     /// `url` with the default query items appended, RFC 3986 encoded.

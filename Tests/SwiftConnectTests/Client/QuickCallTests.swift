@@ -46,6 +46,41 @@ final class QuickCallTests: XCTestCase {
         XCTAssertEqual(transport.requests.first?.url?.host, "status.example.org")
     }
 
+    /// ServerConfiguration is "what every request to it carries": its default headers and query items (an API
+    /// key, typically) go to its own server, never to another host an absolute connector names.
+    func testTheServersDefaultHeadersAndQueryItemsStayOnTheServer() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let configuration = ServerConfiguration(
+            host: "api.example.com",
+            defaultHeaders: [HTTPHeader(name: "X-API-Key", value: "s3cret")],
+            defaultQueryItems: [URLQueryItem(name: "api_key", value: "s3cret")]
+        )
+        let api = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+        let elsewhere = [
+            "https://status.example.org", "http://api.example.com", "https://api.example.com:8443",
+            "https://api.example.com.evil.example",
+        ]
+        for base in elsewhere {
+            _ = try api.request(Route("/status", baseURL: URL(string: base)!)).wait()
+        }
+        _ = try api.request(Route("/me", baseURL: URL(string: "https://API.example.com:443/v1")!)).wait()
+        _ = try api.request(Route("/me")).wait()
+
+        let requests = transport.requests
+        XCTAssertEqual(requests.count, elsewhere.count + 2)
+        for (base, request) in zip(elsewhere, requests) {
+            XCTAssertEqual(request.url?.absoluteString, base + "/status")
+            XCTAssertNil(request.value(forHTTPHeaderField: "X-API-Key"), base)
+            XCTAssertEqual(request.value(forHTTPHeaderField: "Accept"), "application/json", "the client's own defaults")
+        }
+        // The server itself, named by an absolute connector or reached through a relative one, gets them.
+        XCTAssertEqual(
+            requests[elsewhere.count].url?.absoluteString, "https://API.example.com:443/v1/me?api_key=s3cret")
+        XCTAssertEqual(requests[elsewhere.count].value(forHTTPHeaderField: "X-API-Key"), "s3cret")
+        XCTAssertEqual(requests[elsewhere.count + 1].url?.absoluteString, "https://api.example.com/me?api_key=s3cret")
+        XCTAssertEqual(requests[elsewhere.count + 1].value(forHTTPHeaderField: "X-API-Key"), "s3cret")
+    }
+
     func testRelativeCallsWithoutAConfigurationFailWithATypedError() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
