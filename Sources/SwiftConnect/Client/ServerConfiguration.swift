@@ -34,8 +34,9 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// Headers added to every request to this server that does not set them. A connector whose absolute base
     /// URL names another scheme, host or port does not get them.
     public var defaultHeaders: [HTTPHeader]
-    /// Query items appended to every request to this server, after the connector's, in order. A connector
-    /// whose absolute base URL names another scheme, host or port does not get them.
+    /// Query items appended to every request to this server that does not have an item of the same name
+    /// already, after the connector's, in order: the request's own value wins. A connector whose absolute base
+    /// URL names another scheme, host or port does not get them.
     public var defaultQueryItems: [URLQueryItem]
 
     /// Creates a configuration.
@@ -161,10 +162,13 @@ public struct ServerConfiguration: Sendable, Equatable {
         return port(of: url) == port(of: server)
     }
 
-    /// `url` with the default query items appended, RFC 3986 encoded.
+    /// `url` with the default query items it has no item of the same name for appended, RFC 3986 encoded.
     func appendingDefaultQueryItems(to url: URL?) -> URL? {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
-        let added = defaultQueryItems.map { item in
+        let present = Set((components.queryItems ?? []).map(\.name))
+        let missing = defaultQueryItems.filter { !present.contains($0.name) }
+        guard !missing.isEmpty else { return url }
+        let added = missing.map { item in
             PercentEncoding.encoded(item.name) + "=" + PercentEncoding.encoded(item.value ?? "")
         }.joined(separator: "&")
         if let existing = components.percentEncodedQuery, !existing.isEmpty {

@@ -81,6 +81,30 @@ final class QuickCallTests: XCTestCase {
         XCTAssertEqual(requests[elsewhere.count + 1].value(forHTTPHeaderField: "X-API-Key"), "s3cret")
     }
 
+    /// Default query items fill in what a request lacks, as default headers do (and as JustAPIs' default fields
+    /// did): a request's own item of the same name wins, instead of going out twice with two values.
+    func testADefaultQueryItemDoesNotDuplicateOneTheRequestSets() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let configuration = ServerConfiguration(
+            host: "api.example.com",
+            defaultQueryItems: [URLQueryItem(name: "lang", value: "en"), URLQueryItem(name: "api key", value: "k")]
+        )
+        let api = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+        _ = try api.request(Route("/a", parameters: Parameter.query(key: "lang", value: "fr"))).wait()
+        _ = try api.request(Route("/b?lang=de")).wait()
+        _ = try api.request(Route("/c", parameters: Parameter.query(key: "api key", value: "mine"))).wait()
+        _ = try api.request(Route("/d")).wait()
+
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString },
+            [
+                "https://api.example.com/a?lang=fr&api%20key=k",
+                "https://api.example.com/b?lang=de&api%20key=k",
+                "https://api.example.com/c?api%20key=mine&lang=en",
+                "https://api.example.com/d?lang=en&api%20key=k",
+            ])
+    }
+
     func testRelativeCallsWithoutAConfigurationFailWithATypedError() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
