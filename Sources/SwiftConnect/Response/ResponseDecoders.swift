@@ -57,10 +57,12 @@ public struct ResponseDecoders: Sendable {
     ///
     /// - Parameters:
     ///   - decoder: The decoder.
-    ///   - mediaType: A media type such as `application/xml` (matched ignoring case and parameters), or a
-    ///     structured suffix such as `+xml` for every type ending with it.
+    ///   - mediaType: A media type such as `application/xml` (matched ignoring case and parameters, on either
+    ///     side: `application/xml; charset=utf-8` registers `application/xml`), or a structured suffix such as
+    ///     `+xml` for every type ending with it.
     public mutating func register(_ decoder: any ResponseBodyDecoder, for mediaType: String) {
-        decoders[mediaType.lowercased()] = decoder
+        let bare = mediaType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
+        decoders[bare.lowercased()] = decoder
     }
 
     /// The decoder for a media type (`application/json`, already without parameters).

@@ -40,6 +40,22 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertEqual(calls.value, 2)
     }
 
+    /// "matched ignoring case and parameters": a media type registered with parameters or surrounding spaces,
+    /// as copied from a `Content-Type` header, is matched like the bare type, not silently never used.
+    func testAMediaTypeRegisteredWithParametersIsMatched() throws {
+        for registered in ["text/x-key-value; charset=utf-8", " Text/X-Key-Value ", "text/x-key-value;"] {
+            let calls = Counter()
+            var decoders = ResponseDecoders.default
+            decoders.register(KeyValueDecoder(calls: calls), for: registered)
+            let transport = FakeTransport.answering(
+                .data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value"]))
+            let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+
+            XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "kv"), registered)
+            XCTAssertEqual(calls.value, 1, registered)
+        }
+    }
+
     /// ResponseDecoders' documented example registers Foundation's `PropertyListDecoder` as it is.
     func testThePropertyListDecoderOfTheDocumentedExampleRegistersAsIs() throws {
         var decoders = ResponseDecoders.default
