@@ -1,5 +1,9 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// Credentials sent in the `Authorization` header of an ``AuthorizedConnector``'s requests.
 ///
 /// ```swift
@@ -16,6 +20,10 @@ public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
     /// `Authorization: Bearer <token>` (RFC 6750).
     case bearer(token: String)
     /// `Authorization: Basic <base64 of "username:password">` (RFC 7617, UTF-8).
+    ///
+    /// The username must not contain `:` (RFC 7617): the server would split the pair at it and read another
+    /// user's credentials. A request signed with such a token fails with
+    /// ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization` and is not sent.
     case basic(username: String, password: String)
     /// `Authorization: <token>`: the value used exactly as given, for schemes such as `Token abc` or AWS
     /// signatures.
@@ -31,6 +39,24 @@ public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
         case .custom(let token):
             return token
         }
+    }
+
+    /// Whether the token can be sent as it means: its header value has no CR, LF or NUL, and a Basic username
+    /// has no `:`.
+    var isSendable: Bool {
+        if case .basic(let username, _) = self, username.contains(":") { return false }
+        return HTTPHeader.isValidValue(headerValue)
+    }
+
+    /// The error for a request that would be signed with a token that is not ``isSendable``; names no secret.
+    func unsendableError(request: URLRequest?) -> ConnectError {
+        var error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), request: request)
+        if case .basic(let username, _) = self, username.contains(":") {
+            error.message =
+                "the Basic username of 'Authorization' contains ':', which RFC 7617 forbids "
+                + "(the server would read another user's credentials)"
+        }
+        return error
     }
 
     /// The `Authorization` header carrying this token.

@@ -86,6 +86,7 @@ extension Connector {
         if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
             let token = authorized.authorizationToken
         {
+            guard token.isSendable else { throw token.unsendableError(request: partialRequest(method: method)) }
             try fields.set(name: "Authorization", value: token.headerValue, request: partialRequest(method: method))
         }
 

@@ -62,7 +62,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case duplicatePathParameter(key: String)
         /// A `.path` parameter names a placeholder the endpoint does not contain.
         case unusedPathParameter(key: String)
-        /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens.
+        /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens; or, for
+        /// `Authorization`, a ``AuthorizationToken/basic(username:password:)`` username contains `:`.
         case invalidHeader(name: String)
         /// More than one body was given (two `.jsonObject`, or JSON and a form).
         case multipleBodies

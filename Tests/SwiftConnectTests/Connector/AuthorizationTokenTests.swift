@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnect
@@ -18,6 +19,43 @@ final class AuthorizationTokenTests: XCTestCase {
         // UTF-8, as RFC 7617 §2.1 recommends.
         XCTAssertEqual(
             AuthorizationToken.basic(username: "test", password: "123\u{A3}").headerValue, "Basic dGVzdDoxMjPCow==")
+    }
+
+    /// RFC 7617: a user-id containing a colon is invalid. Sent, "ann:admin" / "pw" reads as the user "ann" with
+    /// the password "admin:pw": someone else's sign-in. It is a typed error instead, and nothing is sent.
+    func testABasicUsernameWithAColonIsATypedErrorNotAnotherUsersSignIn() throws {
+        struct Signed: Connector, AuthorizedConnector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/me" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { nil }
+            var authorizationToken: AuthorizationToken? { .basic(username: "ann:admin", password: "pw") }
+        }
+        func assertRefused(_ expression: @autoclosure () throws -> some Any, _ label: String) {
+            XCTAssertThrowsError(try expression(), label) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, label)
+                XCTAssertEqual(
+                    (error as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Authorization"), label)
+                XCTAssertFalse("\(error)".contains("admin"), "the credentials stay out of the message")
+            }
+        }
+        assertRefused(try Signed().asURLRequest(), "AuthorizedConnector")
+
+        let transport = FakeTransport.answering(.status(200))
+        let viaConnector = Connect(transport: transport, retryPolicy: nil)
+        assertRefused(try viaConnector.request(Signed()).wait(timeout: 5), "Connect + AuthorizedConnector")
+        let auth = AuthenticationMiddleware(credential: .basic(username: "ann:admin", password: "pw")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let viaMiddleware = Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+        let base = URL(string: "https://a.example")!
+        let route = Route("/me", baseURL: base)
+        assertRefused(try viaMiddleware.request(route).wait(timeout: 5), "AuthenticationMiddleware")
+        XCTAssertTrue(transport.requests.isEmpty)
+        // A colon in the password is fine.
+        let colonInPassword = Route("/me", baseURL: base, authorizationToken: .basic(username: "ann", password: "a:b"))
+        XCTAssertNoThrow(try viaConnector.request(colonInPassword).wait(timeout: 5))
     }
 
     func testCustomTokenIsUsedAsIs() {

@@ -236,7 +236,8 @@ final class HostileInputTests: XCTestCase {
 
     func testBasicCredentialsWithCRLFCannotInjectBecauseTheyAreBase64Encoded() throws {
         // Given
-        let token = AuthorizationToken.basic(username: "amy\r\nX-Evil: 1", password: "p\r\n")
+        // (The injection sits in the password: a username with ':' is refused before anything is sent.)
+        let token = AuthorizationToken.basic(username: "amy\r\n", password: "p\r\nX-Evil: 1\r\n")
         // When
         _ = try connect.request(signed(token: token)).wait(timeout: 10)
         // Then

@@ -173,10 +173,10 @@ extension AuthenticationMiddleware {
         if let credential = signature.credential {
             // A value with CR, LF or NUL (a token read with its trailing newline) would be dropped on the way
             // out, and the request sent unsigned: fail it instead, and send nothing.
+            // So would a Basic username with a colon be sent as someone else's credentials.
             let value = credential.headerValue
-            guard HTTPHeader.isValidValue(value) else {
-                let error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), request: request)
-                _ = exchange.promise.completeIfPending(with: .failure(error))
+            guard credential.isSendable else {
+                _ = exchange.promise.completeIfPending(with: .failure(credential.unsendableError(request: request)))
                 return
             }
             request.setValue(value, forHTTPHeaderField: "Authorization")
