@@ -355,7 +355,7 @@ extension Connect {
         } else {
             if configuration != nil {
                 let serverURL = try? serverBaseURL?.get()
-                isForServer = serverURL.map { ServerConfiguration.isSameOrigin(connector.baseURL, as: $0) } ?? false
+                isForServer = serverURL.map { connector.baseURL.hasSameOrigin(as: $0) } ?? false
                 if !isForServer { serverHeaders = [] }
             }
             blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)

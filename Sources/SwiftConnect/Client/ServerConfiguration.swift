@@ -150,18 +150,6 @@ public struct ServerConfiguration: Sendable, Equatable {
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
-    /// Whether `url` is on the server at `server`: the same scheme, host (both ignoring case) and port (an
-    /// absent port being the scheme's default).
-    static func isSameOrigin(_ url: URL, as server: URL) -> Bool {
-        guard let scheme = url.scheme?.lowercased(), scheme == server.scheme?.lowercased(),
-            let host = url.host?.lowercased(), host == server.host?.lowercased()
-        else { return false }
-        func port(of url: URL) -> Int? {
-            url.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : nil)
-        }
-        return port(of: url) == port(of: server)
-    }
-
     /// `url` with the default query items it has no item of the same name for appended, RFC 3986 encoded.
     func appendingDefaultQueryItems(to url: URL?) -> URL? {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }

@@ -324,26 +324,11 @@ extension ConnectError {
 enum RedirectGuard {
     /// The request to follow: `request`, without credentials when it changes scheme, host or port.
     static func redirect(_ request: URLRequest, from original: URLRequest?) -> URLRequest {
-        guard let from = original?.url, let to = request.url, !isSameOrigin(from, to) else { return request }
+        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return request }
         var stripped = request
         for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
             stripped.setValue(nil, forHTTPHeaderField: name)
         }
         return stripped
-    }
-
-    static func isSameOrigin(_ lhs: URL, _ rhs: URL) -> Bool {
-        lhs.scheme?.lowercased() == rhs.scheme?.lowercased()
-            && lhs.host?.lowercased() == rhs.host?.lowercased()
-            && effectivePort(lhs) == effectivePort(rhs)
-    }
-
-    private static func effectivePort(_ url: URL) -> Int? {
-        if let port = url.port { return port }
-        switch url.scheme?.lowercased() {
-        case "http": return 80
-        case "https": return 443
-        default: return nil
-        }
     }
 }
