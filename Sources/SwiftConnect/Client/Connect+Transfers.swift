@@ -98,7 +98,8 @@ extension Connect {
     /// Downloads the response body of a connector's request straight to a file, without holding it in memory.
     ///
     /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
-    /// 2xx status; an error status is handled by the error handler as usual and leaves no file. A destination
+    /// 2xx status; an error status is handled by the error handler as usual and leaves no file (one the error
+    /// handler lets through fails with ``ConnectError/Kind/httpStatus``). A destination
     /// that is not a `file:` URL, that is an existing directory, or whose folder does not exist fails with
     /// ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
@@ -122,6 +123,9 @@ extension Connect {
             try TransferOptions.checkDestination(destination, request: urlRequest)
             transfer.destination = destination
         }.map { response in
+            // An error status the error handler let through is still no file: its body (an error page) must not
+            // replace what is at the destination.
+            guard response.isSuccess else { throw ConnectError.httpStatus(response) }
             guard let file = response.fileURL else {
                 // A transport that ignores transfer options: write what arrived in memory.
                 do {

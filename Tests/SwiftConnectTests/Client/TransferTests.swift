@@ -221,6 +221,30 @@ final class TransferTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
     }
 
+    /// An error handler that lets an error status through (as the usage guide's does for a body without a
+    /// `code`): a download of a 404 replaced the file at the destination with the server's error page.
+    func testDownloadOfAnErrorStatusLetThroughByTheErrorHandlerKeepsTheExistingFile() throws {
+        struct LenientErrors: ErrorHandling {
+            func handle(response: [String: Any]) -> (any Error)? {
+                guard let code = response["code"] as? Int else { return nil }
+                return TestError(code)
+            }
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"message":"no such report"}"#, status: 404)),
+            errorHandler: LenientErrors(),
+            retryPolicy: nil
+        )
+        let destination = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: destination) }
+        try Data("user data".utf8).write(to: destination)
+        XCTAssertThrowsError(try connect.download(Download(), to: destination).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .httpStatus)
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 404)
+        }
+        XCTAssertEqual(try Data(contentsOf: destination), Data("user data".utf8), "the file is kept")
+    }
+
     func testClientAndRequestSizeLimits() {
         let big = FakeTransport.answering(.data(Data(count: 2_000)))
         let limited = Connect(transport: big, retryPolicy: nil, maxResponseBytes: 1_000)
