@@ -55,7 +55,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        completionHandler(RedirectGuard.redirect(request, from: task.originalRequest ?? task.currentRequest))
+        let original = task.originalRequest ?? task.currentRequest
+        let hadBody = RedirectGuard.hasBody(original, task: task)
+        if hadBody, RedirectGuard.wouldLoseBody(request) {
+            completionHandler(nil)  // the redirect response itself is the answer
+            return
+        }
+        completionHandler(RedirectGuard.redirect(request, from: original, hadBody: hadBody))
     }
 }
 

@@ -321,14 +321,52 @@ extension ConnectError {
 
 /// Removes credentials (every header ``HTTPHeader`` treats as sensitive: `Authorization`, `Cookie`,
 /// `X-Api-Key`, `*-Token`…) from a redirected request that leaves the original origin or downgrades to http.
+///
+/// It also keeps a request body from being lost on a redirect. FoundationNetworking never sends the body again
+/// after a redirect, yet keeps the method (307, 308, or 301/302 for methods other than POST) and every header,
+/// `Content-Length` included: the server got the request with an empty body, or waited for the announced body
+/// until the timeout. There such a redirect is not followed (the 3xx response is the answer, which the error
+/// handler reports); a redirect that turns the request into a GET drops the headers that described the body.
 enum RedirectGuard {
-    /// The request to follow: `request`, without credentials when it changes scheme, host or port.
-    static func redirect(_ request: URLRequest, from original: URLRequest?) -> URLRequest {
-        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return request }
-        var stripped = request
-        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
-            stripped.setValue(nil, forHTTPHeaderField: name)
+    /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
+    /// the headers describing a body when `hadBody` and it became a GET or HEAD.
+    static func redirect(_ request: URLRequest, from original: URLRequest?, hadBody: Bool = false) -> URLRequest {
+        var redirected = request
+        if hadBody, isBodyless(request) {
+            for name in bodyHeaders { redirected.setValue(nil, forHTTPHeaderField: name) }
         }
-        return stripped
+        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return redirected }
+        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
+            redirected.setValue(nil, forHTTPHeaderField: name)
+        }
+        return redirected
+    }
+
+    /// The headers that describe a request body, meaningless once the redirect has none.
+    static let bodyHeaders = ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"]
+
+    /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
+    #if canImport(FoundationNetworking)
+        static let dropsBodyOnRedirect = true
+    #else
+        static let dropsBodyOnRedirect = false
+    #endif
+
+    /// Whether the task's request had a body: in memory, a stream, or a file being uploaded.
+    static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
+        if let body = original?.httpBody, !body.isEmpty { return true }
+        return original?.httpBodyStream != nil || task is URLSessionUploadTask || task.countOfBytesExpectedToSend > 0
+    }
+
+    /// Whether following `request`, the redirect of a request with a body, would send it without that body
+    /// while keeping a method that carries one.
+    static func wouldLoseBody(_ request: URLRequest) -> Bool {
+        dropsBodyOnRedirect && !isBodyless(request)
+    }
+
+    /// Whether the request's method is GET or HEAD (also when none is set).
+    private static func isBodyless(_ request: URLRequest) -> Bool {
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        return method == "GET" || method == "HEAD"
     }
 }

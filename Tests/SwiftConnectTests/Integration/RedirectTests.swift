@@ -83,6 +83,83 @@ final class RedirectTests: XCTestCase {
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Bearer secret-token")
     }
 
+    /// `server` answers `POST /a` with `status` to `/b`, which answers with the size of the body it got.
+    private func startRedirectingABody(status: Int) throws -> LocalServer {
+        let server = try LocalServer.started()
+        server.route("POST", "/a") { _ in .redirect(to: "/b", status: status) }
+        server.route("*", "/b") { request in .json(["received": request.body.count]) }
+        return server
+    }
+
+    private func file(of size: Int) -> File {
+        File(name: "a.bin", key: "file", mimeType: .octetStream, data: Data(repeating: 7, count: size))
+    }
+
+    /// FoundationNetworking follows a 307 without the body but with its `Content-Length`: an upload waited for
+    /// the server, which waited for the body, until the timeout.
+    func testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty() throws {
+        let server = try startRedirectingABody(status: 307)
+        defer { server.stop() }
+        let onDisk = FileManager.default.temporaryDirectory.appendingPathComponent("redirect-\(UUID().uuidString)")
+        try Data(repeating: 7, count: 1000).write(to: onDisk)
+        defer { try? FileManager.default.removeItem(at: onDisk) }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        for file in [file(of: 1000), File(key: "file", fileURL: onDisk)] {  // in memory, then streamed from disk
+            let upload = connect.upload(
+                files: [file], fields: [], to: Route("/a", baseURL: server.baseURL, method: .post, timeout: 10))
+            let result = try upload.waitForResult(timeout: 20)
+            #if canImport(FoundationNetworking)
+                XCTAssertThrowsError(try result.get()) { error in
+                    XCTAssertEqual((error as? ConnectError)?.statusCode, 307, "\(error)")
+                }
+                XCTAssertEqual(server.requestCount(for: "POST", path: "/b"), 0, "no request without its body")
+            #else
+                XCTAssertNoThrow(try result.get())
+                XCTAssertGreaterThan(server.requests.last?.body.count ?? 0, 1000)
+            #endif
+        }
+    }
+
+    /// A POST with a body redirected by a 308 reached the new location with an empty body, and succeeded.
+    func testABodyIsNeverSentEmptyAfterA308() throws {
+        let server = try startRedirectingABody(status: 308)
+        defer { server.stop() }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let post = Route(
+            "/a", baseURL: server.baseURL, method: .post,
+            parameters: Parameter.body(Data(#"{"name":"report"}"#.utf8), contentType: "application/json"))
+        let progress = RequestOptions(progress: { _ in })
+        for options in [RequestOptions(), progress] {  // the plain path and the streaming one
+            let result = try connect.request(post, options: options).waitForResult(timeout: 20)
+            #if canImport(FoundationNetworking)
+                XCTAssertThrowsError(try result.get()) { error in
+                    XCTAssertEqual((error as? ConnectError)?.statusCode, 308, "\(error)")
+                }
+            #else
+                XCTAssertNoThrow(try result.get())
+            #endif
+        }
+        for request in server.requests where request.path == "/b" {
+            XCTAssertEqual(request.body.count, 17, "the body is sent again, or not at all")
+        }
+    }
+
+    /// An upload answered 303 is followed with a GET, without the upload's `Content-Length`, which made the
+    /// server wait for a body that never came.
+    func testAnUploadRedirectedWith303IsFollowedWithAPlainGET() throws {
+        let server = try startRedirectingABody(status: 303)
+        defer { server.stop() }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let upload = connect.upload(
+            files: [file(of: 1000)], fields: [], to: Route("/a", baseURL: server.baseURL, method: .post, timeout: 10))
+        XCTAssertNoThrow(try upload.wait(timeout: 20))
+        let landed = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(landed.method, "GET")
+        XCTAssertEqual(landed.path, "/b")
+        XCTAssertNil(landed.header("Content-Length"))
+        XCTAssertNil(landed.header("Content-Type"))
+    }
+
     func testRedirectRuleForDowngradeAndPorts() {
         var request = URLRequest(url: URL(string: "http://example.com/next")!)
         request.setValue("Bearer x", forHTTPHeaderField: "Authorization")
