@@ -119,6 +119,7 @@ final class TaskHandler: Sendable {
         let expected = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
         let isSuccess = (200..<300).contains(response.statusCode)
         return state.withLock { state in
+            guard state.failure == nil else { return false }  // given up already (cancelled, timed out)
             state.response = response
             state.bytesToReceive = expected
             if let limit = transfer.maxResponseBytes, let expected, expected > Int64(limit) {
@@ -180,8 +181,24 @@ final class TaskHandler: Sendable {
         guard let failure = state.withLock({ $0.failure }) else { return true }
         // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends).
         deadline?.cancel()
+        discardPartialDownload()
         CompletionContext.deliver { promise.completeIfPending(with: .failure(failure)) }
         return false
+    }
+
+    /// Gives up the transfer before its completion (cancelled, timed out, over the limit): body bytes still
+    /// arriving are dropped, and the partial download is removed now, not when the task's completion comes
+    /// (late, on Linux), so no temporary file outlives the request's future.
+    func discardPartialDownload() {
+        let (file, temporary) = state.withLock { state -> (FileHandle?, URL?) in
+            if state.failure == nil { state.failure = ConnectError.cancelled() }
+            let taken = (state.file, state.temporaryFile)
+            state.file = nil
+            state.temporaryFile = nil
+            return taken
+        }
+        try? file?.close()
+        if let temporary { try? FileManager.default.removeItem(at: temporary) }
     }
 
     /// Part of the body went out.

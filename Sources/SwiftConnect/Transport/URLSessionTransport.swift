@@ -169,7 +169,9 @@ public final class URLSessionTransport: Transport {
             request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
         taskDelegate.register(handler, for: task)
         if isolated { promise.future.always { taskSession.finishTasksAndInvalidate() } }
-        return Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
+        return Self.run(
+            task, promise: promise, deadline: deadline, request: request, discard: handler.discardPartialDownload,
+            stop: stop)
     }
 
     /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
@@ -226,18 +228,24 @@ public final class URLSessionTransport: Transport {
     }
 
     /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`.
+    ///
+    /// `discard`, if given, runs first, before the future's callbacks: it drops what the transfer has kept
+    /// (a partial download).
     private static func run(
         _ task: URLSessionTask,
         promise: Promise<ConnectResponse>,
         deadline: Deadline?,
         request: URLRequest,
+        discard: (@Sendable () -> Void)? = nil,
         stop: @escaping @Sendable () -> Void
     ) -> Future<ConnectResponse> {
         promise.setCancelHandler {
             deadline?.cancel()
+            discard?()
             stop()
         }
         deadline?.start {
+            discard?()
             promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
             stop()
         }

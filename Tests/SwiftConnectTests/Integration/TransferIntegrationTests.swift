@@ -303,6 +303,64 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertNoThrow(try limitedClient.request(Route("/small")).wait(timeout: 30), "the client keeps working")
     }
 
+    /// A new, empty folder for a download, removed after the test.
+    private func emptyFolder() throws -> URL {
+        let folder = temporaryURL("folder")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        return folder
+    }
+
+    private func trickling() {
+        server.route("GET", "/trickle") { _ in
+            LocalServer.Response(fault: .trickle(chunk: Data(repeating: 1, count: 1000), interval: 0.05))
+        }
+    }
+
+    /// A download that failed part-way left its partial `.download` file beside the destination when its future
+    /// completed; it went only later, when the task's completion came.
+    func testADownloadThatTimesOutLeavesNoPartialFileWhenItFails() throws {
+        trickling()
+        let folder = try emptyFolder()
+        let received = expectation(description: "part of the body arrived")
+        received.assertForOverFulfill = false
+        let download = connect.download(
+            Route("/trickle", timeout: 1), to: folder.appendingPathComponent("report.bin"),
+            options: RequestOptions(progress: { if $0.bytesReceived > 0 { received.fulfill() } }))
+        wait(for: [received], timeout: 10)
+        XCTAssertThrowsError(try download.wait(timeout: 20)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .timedOut) }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    func testACancelledDownloadLeavesNoPartialFile() throws {
+        trickling()
+        let folder = try emptyFolder()
+        let received = expectation(description: "part of the body arrived")
+        received.assertForOverFulfill = false
+        let download = connect.download(
+            Route("/trickle"), to: folder.appendingPathComponent("report.bin"),
+            options: RequestOptions(progress: { if $0.bytesReceived > 0 { received.fulfill() } }))
+        wait(for: [received], timeout: 10)
+        download.cancel()
+        XCTAssertThrowsError(try download.wait(timeout: 20)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    func testADownloadOverTheLimitLeavesNoPartialFileWhenItFails() throws {
+        server.route("GET", "/undeclared") { _ in
+            .stream(contentLength: nil) { write in
+                for _ in 0..<64 { guard write(Data(count: 64 << 10)) else { break } }
+            }
+        }
+        let folder = try emptyFolder()
+        let download = connect.download(
+            Route("/undeclared"), to: folder.appendingPathComponent("report.bin"),
+            options: RequestOptions(maxResponseBytes: 100_000))
+        XCTAssertThrowsError(try download.wait(timeout: 20)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .responseTooLarge)
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
     func testProgressIsOrderedAndReachesCompletion() throws {
         let size = 2 << 20
         server.route("GET", "/progress") { _ in .generatedBytes(count: size, seed: 9) }
