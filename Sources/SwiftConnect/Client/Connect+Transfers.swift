@@ -84,7 +84,8 @@ extension Connect {
                 let file = FileManager.default.temporaryDirectory
                     .appendingPathComponent("SwiftConnect-upload-\(UUID().uuidString).multipart")
                 temporaryFile = file
-                try form.write(to: file)
+                // Created readable by the owner only: it holds the user's files and fields.
+                _ = try form.writePrivately(to: file)
                 urlRequest.httpBody = nil
                 transfer.bodyFile = file
             }

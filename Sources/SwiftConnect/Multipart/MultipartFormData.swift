@@ -144,19 +144,53 @@ public struct MultipartFormData: Sendable {
             throw ConnectError.fileAccess(error, url: url, request: nil)
         }
         defer { output.closeFile() }
+        _ = try write(to: output, url: url)
+    }
+
+    /// Writes the body to a new file that only its owner can read or write (mode 0600 from its creation, so
+    /// no other local user can open it, even for a moment), and returns the number of bytes written: the
+    /// body's true length, even if a file on disk grew or shrank since ``contentLength()`` read its size.
+    ///
+    /// - Parameter url: Where to write; must not exist.
+    /// - Returns: The size of the body written.
+    /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read or
+    ///   written.
+    func writePrivately(to url: URL) throws -> Int64 {
+        try checkBoundary()
+        let descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
+            guard let path else { return -1 }
+            return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        }
+        guard descriptor >= 0 else {
+            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            throw ConnectError.fileAccess(error, url: url, request: nil)
+        }
+        let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+        defer { try? output.close() }
+        return try write(to: output, url: url)
+    }
+
+    /// Writes every part to `output` and returns the number of bytes written.
+    private func write(to output: FileHandle, url: URL) throws -> Int64 {
+        var written: Int64 = 0
+        func put(_ data: Data) throws {
+            try Self.write(data, to: output, url: url)
+            written += Int64(data.count)
+        }
         for part in parts {
-            try Self.write(try header(of: part), to: output, url: url)
+            try put(try header(of: part))
             switch part {
-            case .field(_, let value): try Self.write(Data(value.utf8), to: output, url: url)
+            case .field(_, let value): try put(Data(value.utf8))
             case .file(let file):
                 switch file.content {
-                case .data(let data): try Self.write(data, to: output, url: url)
-                case .file(let source): try Self.copy(source, to: output, url: url)
+                case .data(let data): try put(data)
+                case .file(let source): written += try Self.copy(source, to: output, url: url)
                 }
             }
-            try Self.write(Self.crlf, to: output, url: url)
+            try put(Self.crlf)
         }
-        try Self.write(closing, to: output, url: url)
+        try put(closing)
+        return written
     }
 
     // MARK: Encoding
@@ -275,7 +309,9 @@ public struct MultipartFormData: Sendable {
         }
     }
 
-    private static func copy(_ source: URL, to output: FileHandle, url: URL) throws {
+    /// Copies `source` to `output` and returns the number of bytes copied (read to its end, whatever size the
+    /// file said it had).
+    private static func copy(_ source: URL, to output: FileHandle, url: URL) throws -> Int64 {
         _ = try regularFileSize(source)
         let input: FileHandle
         do {
@@ -284,6 +320,7 @@ public struct MultipartFormData: Sendable {
             throw ConnectError.fileAccess(error, url: source, request: nil)
         }
         defer { try? input.close() }
+        var copied: Int64 = 0
         while true {
             let chunk: Data
             do {
@@ -291,8 +328,9 @@ public struct MultipartFormData: Sendable {
             } catch {
                 throw ConnectError.fileAccess(error, url: source, request: nil)
             }
-            if chunk.isEmpty { break }
+            if chunk.isEmpty { return copied }
             try write(chunk, to: output, url: url)
+            copied += Int64(chunk.count)
         }
     }
 

@@ -267,3 +267,49 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(reports.values.last?.downloadFraction, 1)
     }
 }
+
+/// The temporary multipart body of `upload(files:to:)`: who can read it, and that its `Content-Length` is the
+/// size of what was written.
+final class UploadBodyFileTests: XCTestCase {
+    private struct Upload: Connector {
+        var parameters: (any ParametersRepresentable)? = nil
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/upload" }
+        var method: HTTPMethod { .post }
+        var headers: [HTTPHeader] { [] }
+    }
+
+    /// Answers 200 after noting the permissions of the body file as the transport sees it.
+    private final class PermissionsRecordingTransport: Transport {
+        let seen = Protected<[Int]>([])
+        let bodyFiles = Protected<[URL]>([])
+
+        func send(_ request: URLRequest) -> Future<ConnectResponse> {
+            Future(value: ConnectResponse(request: request, statusCode: 200, data: Data())!)
+        }
+
+        func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+            if let file = transfer.bodyFile {
+                let attributes = try? FileManager.default.attributesOfItem(atPath: file.path)
+                let permissions = (attributes?[.posixPermissions] as? NSNumber)?.intValue ?? -1
+                seen.withLock { $0.append(permissions) }
+                bodyFiles.withLock { $0.append(file) }
+            }
+            return send(request)
+        }
+    }
+
+    func testTheTemporaryBodyFileIsReadableByItsOwnerOnly() throws {
+        let source = FileManager.default.temporaryDirectory.appendingPathComponent("upload-\(UUID().uuidString).txt")
+        try Data("private notes".utf8).write(to: source)
+        defer { try? FileManager.default.removeItem(at: source) }
+        let transport = PermissionsRecordingTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+
+        _ = try connect.upload(files: [File(key: "notes", fileURL: source)], to: Upload()).wait()
+
+        XCTAssertEqual(transport.seen.snapshot, [0o600], "the body file must be readable by its owner only")
+        let file = try XCTUnwrap(transport.bodyFiles.snapshot.first)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file.path), "the body file is removed afterwards")
+    }
+}
