@@ -76,19 +76,23 @@ extension Connect {
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { urlRequest, transfer in
             urlRequest.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
-            let length = try form.contentLength()
-            urlRequest.setValue(String(length), forHTTPHeaderField: "Content-Length")
-            if form.isInMemory && length <= Connect.inMemoryMultipartLimit {
-                urlRequest.httpBody = try form.encodedData()
+            // The length is that of the body as built, never a size read earlier: a file on disk that grows or
+            // shrinks meanwhile would otherwise make the header disagree with the body (a hang or a cut body).
+            let length: Int64
+            if form.isInMemory, try form.contentLength() <= Connect.inMemoryMultipartLimit {
+                let data = try form.encodedData()
+                length = Int64(data.count)
+                urlRequest.httpBody = data
             } else {
                 let file = FileManager.default.temporaryDirectory
                     .appendingPathComponent("SwiftConnect-upload-\(UUID().uuidString).multipart")
                 temporaryFile = file
                 // Created readable by the owner only: it holds the user's files and fields.
-                _ = try form.writePrivately(to: file)
+                length = try form.writePrivately(to: file)
                 urlRequest.httpBody = nil
                 transfer.bodyFile = file
             }
+            urlRequest.setValue(String(length), forHTTPHeaderField: "Content-Length")
         }
         if let file = temporaryFile {
             response.always { try? FileManager.default.removeItem(at: file) }

@@ -312,4 +312,28 @@ final class UploadBodyFileTests: XCTestCase {
         let file = try XCTUnwrap(transport.bodyFiles.snapshot.first)
         XCTAssertFalse(FileManager.default.fileExists(atPath: file.path), "the body file is removed afterwards")
     }
+
+    #if os(Linux)
+        /// `/proc` files say they are empty yet have content: the size read before copying disagrees with
+        /// what is copied, as with a file that grows in between. (A `/sys` file says 4096 bytes and has fewer,
+        /// as with one that shrinks.)
+        func testContentLengthIsTheSizeOfTheBodyActuallyWritten() throws {
+            var sources = [URL(fileURLWithPath: "/proc/self/status")]
+            let shrinking = "/sys/kernel/mm/transparent_hugepage/enabled"
+            if FileManager.default.isReadableFile(atPath: shrinking) { sources.append(URL(fileURLWithPath: shrinking)) }
+            for source in sources {
+                let transport = FakeTransport.answering(.status(200))
+                let connect = Connect(transport: transport, retryPolicy: nil)
+                _ = try connect.upload(files: [File(key: "status", fileURL: source)], to: Upload()).wait()
+
+                let sent = try XCTUnwrap(transport.requests.first)
+                let body = try XCTUnwrap(sent.httpBody)
+                XCTAssertEqual(sent.value(forHTTPHeaderField: "Content-Length"), String(body.count), source.path)
+                let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+                let parts = try MultipartParser.parse(body, contentType: contentType)
+                XCTAssertEqual(parts.count, 1)
+                XCTAssertFalse(parts.first?.data.isEmpty ?? true, source.path)
+            }
+        }
+    #endif
 }
