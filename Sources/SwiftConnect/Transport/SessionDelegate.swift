@@ -85,6 +85,9 @@ final class TaskHandler: Sendable {
         var failure: (any Error)?
         /// The last report given, so the final one is not repeated.
         var lastReported: TransferProgress?
+        /// The task's completion has taken the outcome (and the download it may move into place): a deadline
+        /// or cancellation coming after it changes neither the future nor the disk.
+        var completing = false
     }
 
     let request: URLRequest
@@ -93,6 +96,8 @@ final class TaskHandler: Sendable {
     let deadline: Deadline?
     /// Stops the transfer for good (cancelling the task, and on Linux its own session).
     let stop: @Sendable () -> Void
+    /// Puts a finished download in place (``TransferOptions/moveIntoPlace(_:to:)``; tests pass a gate).
+    private let moveIntoPlace: @Sendable (URL, URL) throws -> Void
     private let state = Protected(State())
 
     init(
@@ -100,12 +105,14 @@ final class TaskHandler: Sendable {
         transfer: TransferOptions,
         promise: Promise<ConnectResponse>,
         deadline: Deadline?,
+        moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
         stop: @escaping @Sendable () -> Void
     ) {
         self.request = request
         self.transfer = transfer
         self.promise = promise
         self.deadline = deadline
+        self.moveIntoPlace = moveIntoPlace
         self.stop = stop
         if let body = request.httpBody {
             state.withLock { $0.bytesToSend = Int64(body.count) }
@@ -189,16 +196,36 @@ final class TaskHandler: Sendable {
     /// Gives up the transfer before its completion (cancelled, timed out, over the limit): body bytes still
     /// arriving are dropped, and the partial download is removed now, not when the task's completion comes
     /// (late, on Linux), so no temporary file outlives the request's future.
-    func discardPartialDownload() {
-        let (file, temporary) = state.withLock { state -> (FileHandle?, URL?) in
-            if state.failure == nil { state.failure = ConnectError.cancelled() }
+    ///
+    /// - Parameter failure: What the transfer failed with, unless it had failed already.
+    /// - Returns: `false`, having done nothing, when the task's completion came first: it reports the outcome.
+    @discardableResult
+    func discardPartialDownload(failure: ConnectError = ConnectError.cancelled()) -> Bool {
+        let taken = state.withLock { state -> (FileHandle?, URL?)? in
+            guard !state.completing else { return nil }
+            if state.failure == nil { state.failure = failure }
             let taken = (state.file, state.temporaryFile)
             state.file = nil
             state.temporaryFile = nil
             return taken
         }
+        guard let (file, temporary) = taken else { return false }
         try? file?.close()
         if let temporary { try? FileManager.default.removeItem(at: temporary) }
+        return true
+    }
+
+    /// The request's deadline passed: the future fails with ``ConnectError/Kind/timedOut`` and the transfer stops.
+    ///
+    /// Deciding between the timeout and the task's completion happens under the state's lock, so the two
+    /// always agree: a timeout that comes once the completion has taken the outcome does nothing (the
+    /// completion reports it, and the file it moved into place is the one the future names); one that
+    /// comes first removes the partial download and the completion then reports the failure, moving nothing.
+    func timeOut() {
+        let failure = ConnectError.timedOut(request)
+        guard discardPartialDownload(failure: failure) else { return }
+        promise.completeIfPending(with: .failure(failure))
+        stop()
     }
 
     /// Part of the body went out.
@@ -217,6 +244,7 @@ final class TaskHandler: Sendable {
     func didComplete(error: (any Error)?) {
         deadline?.cancel()
         let (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
+            state.completing = true
             let taken = (state, state.file, state.temporaryFile)
             state.file = nil
             state.temporaryFile = nil
@@ -250,9 +278,11 @@ final class TaskHandler: Sendable {
         guard let temporary, let destination = transfer.destination else {
             return .success(ConnectResponse(request: request, response: response, data: state.data))
         }
+        // Cancelled by the caller meanwhile: the future says so, and no file may appear.
+        guard !promise.future.isCompleted else { return .failure(ConnectError.cancelled(request: request)) }
         do {
             try TransferOptions.checkDestination(destination, request: request)
-            try TransferOptions.moveIntoPlace(temporary, to: destination)
+            try moveIntoPlace(temporary, destination)
         } catch {
             return .failure(
                 error as? ConnectError ?? ConnectError.fileAccess(error, url: destination, request: request))

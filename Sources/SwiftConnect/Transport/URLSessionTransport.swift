@@ -170,8 +170,8 @@ public final class URLSessionTransport: Transport {
         taskDelegate.register(handler, for: task)
         if isolated { promise.future.always { taskSession.finishTasksAndInvalidate() } }
         return Self.run(
-            task, promise: promise, deadline: deadline, request: request, discard: handler.discardPartialDownload,
-            stop: stop)
+            task, promise: promise, deadline: deadline, request: request,
+            discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
     }
 
     /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
@@ -229,14 +229,17 @@ public final class URLSessionTransport: Transport {
 
     /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`.
     ///
-    /// `discard`, if given, runs first, before the future's callbacks: it drops what the transfer has kept
-    /// (a partial download).
+    /// `discard`, if given, runs first on cancellation, before the future's callbacks: it drops what the transfer
+    /// has kept (a partial download). `timeOut`, if given, handles the deadline instead of failing the future
+    /// with ``ConnectError/Kind/timedOut`` at once: a transfer's handler decides between its deadline and its
+    /// completion, so that the outcome reported and the file on disk agree (``TaskHandler/timeOut()``).
     private static func run(
         _ task: URLSessionTask,
         promise: Promise<ConnectResponse>,
         deadline: Deadline?,
         request: URLRequest,
         discard: (@Sendable () -> Void)? = nil,
+        timeOut: (@Sendable () -> Void)? = nil,
         stop: @escaping @Sendable () -> Void
     ) -> Future<ConnectResponse> {
         promise.setCancelHandler {
@@ -244,11 +247,11 @@ public final class URLSessionTransport: Transport {
             discard?()
             stop()
         }
-        deadline?.start {
-            discard?()
-            promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
-            stop()
-        }
+        deadline?.start(
+            timeOut ?? {
+                promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
+                stop()
+            })
         task.resume()
         return promise.future
     }
