@@ -12,16 +12,30 @@ extension Connect {
     static let inMemoryMultipartLimit: Int64 = 8 << 20
 
     /// Uploads files as a `multipart/form-data` body to the endpoint a connector describes, as in the usage
-    /// guide. The connector's `.form` parameters become text fields.
+    /// guide. The connector's `.form` parameters become text fields, sent before the files.
+    ///
+    /// A connector's `.jsonObject` whose top level is a JSON object (a profile sent with an avatar, say) becomes
+    /// one text field per key, in the order the connector's `jsonEncoder` wrote them (give it `.sortedKeys` for
+    /// a fixed order): a string value as is, a
+    /// number, `true`/`false` or `null` as its JSON text, a nested object or array as its JSON text. Any other
+    /// top level (an array, a lone value) fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``
+    /// and a `.body` parameter with ``ConnectError/InvalidRequestReason/multipleBodies``, before anything is sent.
+    /// Plain fields can also be given in order with ``upload(files:fields:to:boundary:debugResponse:options:)``.
     ///
     /// ```swift
     /// let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: jpeg)
     /// Connect.default.upload(files: [photo], to: AlbumConnector.addPhoto(albumID: 7))
+    ///
+    /// // One text field per key ("name": "Ada", "age": "36"), then the file "avatar".
+    /// struct Profile: Encodable { let name: String; let age: Int }
+    /// let avatar = File(name: "me.png", key: "avatar", mimeType: .png, data: png)
+    /// Connect.default.upload(files: [avatar], to: ProfileConnector.update(Profile(name: "Ada", age: 36)))
     /// ```
     ///
     /// - Parameters:
     ///   - files: The files; `nil` or empty sends only the fields.
-    ///   - request: The connector; its method is used as is (usually POST).
+    ///   - request: The connector; its method is used as is (usually POST). Its `.form` parameters, or the keys
+    ///     of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
     /// - Returns: A future of the response body.
     public func upload(files: [File]?, to request: any Connector, debugResponse: Bool = false) -> Future<Data> {
@@ -45,9 +59,11 @@ extension Connect {
     ///
     /// - Parameters:
     ///   - files: The files.
-    ///   - fields: Text fields, in order, sent before the files (after the connector's `.form` fields).
-    ///   - request: The connector. A `.jsonObject` or `.body` parameter fails with
-    ///     ``ConnectError/InvalidRequestReason/multipleBodies``.
+    ///   - fields: Text fields, in order, sent before the files (after the connector's fields).
+    ///   - request: The connector. Its `.form` parameters, or the keys of a `.jsonObject` whose top level is a
+    ///     JSON object, become text fields first (see ``upload(files:to:debugResponse:)``); any other
+    ///     `.jsonObject` fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, a `.body`
+    ///     parameter with ``ConnectError/InvalidRequestReason/multipleBodies``.
     ///   - boundary: The multipart boundary; random by default.
     ///   - debugResponse: Logs the request and response.
     ///   - options: Options for this call, such as `progress`.
@@ -60,21 +76,34 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<Data> {
-        var form = MultipartFormData(boundary: boundary)
-        var hasOtherBody = false
+        var connectorFields: [(String, String)] = []
+        var hasJSONObject = false
+        var hasRawBody = false
         for parameter in request.parameters?.parameterList ?? [] {
             switch parameter {
-            case .form(let key, let value): form.append(field: key, value: value)
-            case .jsonObject, .body: hasOtherBody = true
+            case .form(let key, let value): connectorFields.append((key, value))
+            case .jsonObject: hasJSONObject = true
+            case .body: hasRawBody = true
             case .query, .path: break
             }
         }
-        guard !hasOtherBody else { return Future(error: ConnectError.invalidRequest(.multipleBodies)) }
-        for (name, value) in fields { form.append(field: name, value: value) }
-        for file in files ?? [] { form.append(file) }
+        guard !hasRawBody else { return Future(error: ConnectError.invalidRequest(.multipleBodies)) }
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { urlRequest, transfer in
+            var form = MultipartFormData(boundary: boundary)
+            if hasJSONObject {
+                // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that
+                // order, become the text fields.
+                do {
+                    connectorFields = try JSONFormFields.fields(of: urlRequest.httpBody ?? Data())
+                } catch var error as ConnectError {
+                    error.request = urlRequest
+                    throw error
+                }
+            }
+            for (name, value) in connectorFields + fields { form.append(field: name, value: value) }
+            for file in files ?? [] { form.append(file) }
             urlRequest.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
             // The length is that of the body as built, never a size read earlier: a file on disk that grows or
             // shrinks meanwhile would otherwise make the header disagree with the body (a hang or a cut body).

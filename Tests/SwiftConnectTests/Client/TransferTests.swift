@@ -47,10 +47,82 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(parts[1].data, Data([0x89, 0x50, 0x4E, 0x47]))
     }
 
-    func testUploadWithAJSONBodyIsRefused() {
+    private struct SortedUpload: Connector {
+        var parameters: (any ParametersRepresentable)?
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/upload" }
+        var method: HTTPMethod { .post }
+        var headers: [HTTPHeader] { [] }
+        var jsonEncoder: JSONEncoder {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = .sortedKeys
+            return encoder
+        }
+    }
+
+    /// Profile fields beside an avatar: the connector's `.jsonObject` becomes one text part per key, in the
+    /// order the connector's encoder wrote them (sorted here).
+    func testUploadSendsAJSONObjectsKeysAsTextFields() throws {
+        struct Address: Encodable {
+            let city: String
+            let zip: [Int]
+        }
+        struct Profile: Encodable {
+            let name: String
+            let age: Int
+            let score: Double
+            let verified: Bool
+            let bio: String?
+            let address: Address
+            let quote: String
+        }
+        let profile = Profile(
+            name: "Ada Lovelace", age: 36, score: 9.5, verified: true, bio: nil,
+            address: Address(city: "London", zip: [1, 2]), quote: "say \"hi\"\n\u{E9}")
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let avatar = File(name: "me.png", key: "avatar", mimeType: .png, data: Data([0x89, 0x50]))
+
+        _ = try connect.upload(
+            files: [avatar], fields: [("extra", "1")],
+            to: SortedUpload(parameters: Parameter.jsonObject(value: profile))
+        ).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        XCTAssertTrue(contentType.hasPrefix("multipart/form-data; boundary="))
+        let parts = try MultipartParser.parse(try XCTUnwrap(sent.httpBody), contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["address", "age", "name", "quote", "score", "verified", "extra", "avatar"])
+        let text = parts.map { String(decoding: $0.data, as: UTF8.self) }
+        XCTAssertEqual(text[0], #"{"city":"London","zip":[1,2]}"#)
+        XCTAssertEqual(text[1], "36")
+        XCTAssertEqual(text[2], "Ada Lovelace")
+        XCTAssertEqual(text[3], "say \"hi\"\n\u{E9}")
+        XCTAssertEqual(text[4], "9.5")
+        XCTAssertEqual(text[5], "true")
+        XCTAssertEqual(text[6], "1")
+        XCTAssertNil(parts[0].filename)
+        XCTAssertEqual(parts[7].filename, "me.png")
+    }
+
+    func testUploadWithAJSONBodyThatIsNotAnObjectIsRefused() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
-        let future = connect.upload(files: [], to: Upload(parameters: Parameter.jsonObject(value: ["a": 1])))
+        let future = connect.upload(files: [], to: Upload(parameters: Parameter.jsonObject(value: [1, 2])))
+        XCTAssertThrowsError(try future.wait()) { error in
+            guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertTrue(reason.contains("JSON object"), reason)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testUploadWithARawBodyIsRefused() {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport)
+        let raw = Parameter.body(Data("x".utf8), contentType: "text/plain")
+        let future = connect.upload(files: [], to: Upload(parameters: raw))
         XCTAssertThrowsError(try future.wait()) { error in
             XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .multipleBodies)
         }
