@@ -62,6 +62,8 @@ public final class Connect: Sendable {
     private let chain: MiddlewareChain
     private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
     private let inFlight = Protected(InFlightRequests())
+    /// Marks this client's requests in ``requestQueue``, which other clients may share.
+    private let queueOwner = RequestQueue.Owner()
     /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
     private let serverBaseURL: Result<URL, any Error>?
 
@@ -134,9 +136,11 @@ public final class Connect: Sendable {
         if let retryPolicy { outer.append(retryPolicy.middleware) }
         outer += middlewares
         outerMiddlewares = outer
+        let owner = queueOwner
+        let queueEntry = requestQueue.map { ClientRequestQueue(queue: $0, owner: owner) }
         chain = MiddlewareChain(
             middlewares: Connect.pipeline(
-                outer: outer, options: options, queue: requestQueue, pluginQueue: pluginQueue),
+                outer: outer, options: options, queue: queueEntry, pluginQueue: pluginQueue),
             transport: transport
         )
     }
@@ -178,7 +182,7 @@ public final class Connect: Sendable {
     private static func pipeline(
         outer: [any Middleware],
         options: RequestOptions,
-        queue: RequestQueue?,
+        queue: ClientRequestQueue?,
         pluginQueue: DispatchQueue
     ) -> [any Middleware] {
         var all = outer + options.middlewares
@@ -310,9 +314,12 @@ extension Connect {
 
     /// Cancels every request of this client that has not completed; each fails with
     /// ``ConnectError/Kind/cancelled`` and its network task is cancelled.
+    ///
+    /// Only this client's requests: with a ``RequestQueue`` shared with other clients, their waiting requests
+    /// keep their place (and take the slots this client's cancelled requests free).
     public func cancelAllRequests() {
         // Waiting requests first: cancelling a running one frees a queue slot, which would start a waiting one.
-        requestQueue?.cancelPending()
+        requestQueue?.cancelPending(of: queueOwner)
         let requests = inFlight.withLock { $0.removeAll() }
         for request in requests { request.cancel() }
     }
@@ -445,7 +452,7 @@ extension Connect {
             let middlewares = Connect.pipeline(
                 outer: outerMiddlewares,
                 options: RequestOptions(middlewares: all.middlewares, plugins: all.plugins),
-                queue: requestQueue,
+                queue: requestQueue.map { ClientRequestQueue(queue: $0, owner: queueOwner) },
                 pluginQueue: pluginQueue
             )
             sent = MiddlewareChain(middlewares: middlewares, transport: transport)

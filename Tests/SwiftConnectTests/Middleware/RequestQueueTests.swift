@@ -283,6 +283,48 @@ final class RequestQueueTests: XCTestCase {
         XCTAssertEqual(queue.pendingCount, 0)
     }
 
+    func testCancelAllRequestsOfOneClientLeavesAnotherClientsWaitingRequestsInTheSharedQueue() {
+        // Given: two clients share a queue of one slot; A's request runs, then B's and A's wait
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let clientA = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let clientB = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let runningA = clientA.request(Endpoint(endpoint: "/a/0"))
+        let waitingB = clientB.request(Endpoint(endpoint: "/b/0"))
+        let waitingA = clientA.request(Endpoint(endpoint: "/a/1"))
+        XCTAssertEqual(queue.pendingCount, 2)
+        // When
+        clientA.cancelAllRequests()
+        // Then: A's requests are cancelled, A's waiting one never sent; B's takes the freed slot
+        XCTAssertEqual(connectError(of: runningA)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: waitingA)?.kind, .cancelled)
+        XCTAssertFalse(waitingB.isCompleted, "client B's request is not client A's to cancel")
+        XCTAssertEqual(transport.requests.map(\.url?.path), ["/a/0", "/b/0"])
+        XCTAssertEqual(queue.pendingCount, 0)
+        XCTAssertEqual(queue.runningCount, 1)
+        transport.respond(to: 1)
+        XCTAssertNotNil(value(of: waitingB))
+        XCTAssertEqual(clientB.requestsInFlight, 0)
+    }
+
+    func testCancelPendingStillFailsTheWaitingRequestsOfEveryClient() {
+        // Given
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let clientA = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let clientB = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let running = clientA.request(Endpoint(endpoint: "/a/0"))
+        let waiting = [clientA.request(Endpoint(endpoint: "/a/1")), clientB.request(Endpoint(endpoint: "/b/0"))]
+        // When: the queue's own method is queue-wide
+        queue.cancelPending()
+        // Then
+        for future in waiting { XCTAssertEqual(connectError(of: future)?.kind, .cancelled) }
+        XCTAssertFalse(running.isCompleted)
+        transport.respond(to: 0)
+        XCTAssertNotNil(value(of: running))
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     // MARK: - Many requests that complete at once
 
     func testTenThousandImmediateRequestsStartedByResumeDoNotOverflowTheStack() {

@@ -38,6 +38,13 @@ import Foundation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
 /// future of a running request cancels its transport call; its slot is freed and the next request starts.
 ///
+/// ## Sharing a queue between clients
+/// Several clients may share one queue, to cap their requests together (say, every client talking to one
+/// slow server). The cap, the order and ``pause()`` then apply to all of them. The queue knows which client
+/// each waiting request came from, so a client's `Connect/cancelAllRequests()` cancels only that client's
+/// requests: another client's waiting requests stay in line and take the slots it frees. ``cancelPending()``
+/// is the queue's own and cancels every waiting request, whichever client it came from.
+///
 /// ## Threads
 /// The queue never hops threads: a waiting request starts on the thread that freed its slot (the thread
 /// that completed the previous request), or on the thread that submitted it or called ``resume()``. When a
@@ -50,6 +57,23 @@ public final class RequestQueue: Middleware {
         let request: URLRequest
         let next: Next
         let promise: Promise<ConnectResponse>
+        /// The client that sent it (see ``Owner``); `nil` when the queue is used as a plain middleware.
+        let owner: Owner?
+    }
+
+    /// Names the client a request came from, so that ``Connect/cancelAllRequests()`` cancels only that
+    /// client's waiting requests when clients share a queue. Unique for the life of the process.
+    struct Owner: Hashable, Sendable {
+        private let id: UInt64
+        private static let lastID = Protected<UInt64>(0)
+
+        /// A new owner, different from every other.
+        init() {
+            id = Owner.lastID.withLock { last in
+                last &+= 1
+                return last
+            }
+        }
     }
 
     /// A request that took a slot and must be started, outside the lock.
@@ -127,6 +151,9 @@ public final class RequestQueue: Middleware {
     ///
     /// Running requests are not affected. The waiting requests' futures are cancelled (``Future/isCancelled``
     /// is `true`), so whatever was chained after them is cancelled too.
+    ///
+    /// This cancels the waiting requests of every client that shares the queue. To cancel one client's
+    /// requests only, call that client's ``Connect/cancelAllRequests()``.
     public func cancelPending() {
         let cancelled: [Waiting] = state.withLock { state in
             let waiting = state.order[state.head...].compactMap { state.pending[$0] }
@@ -134,6 +161,22 @@ public final class RequestQueue: Middleware {
             state.order.removeAll()
             state.head = 0
             return waiting
+        }
+        for waiting in cancelled { waiting.promise.future.cancel() }
+    }
+
+    /// Fails the waiting requests that `owner` sent, as ``cancelPending()`` does; other waiting requests keep
+    /// their place.
+    func cancelPending(of owner: Owner) {
+        let cancelled: [Waiting] = state.withLock { state in
+            var cancelled: [Waiting] = []
+            for id in state.order[state.head...] {
+                guard let waiting = state.pending[id], waiting.owner == owner else { continue }
+                state.pending[id] = nil
+                cancelled.append(waiting)
+            }
+            // The ids left in `order` are skipped when their turn comes.
+            return cancelled
         }
         for waiting in cancelled { waiting.promise.future.cancel() }
     }
@@ -150,8 +193,13 @@ public final class RequestQueue: Middleware {
     public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        enqueue(request, owner: nil, next: next)
+    }
+
+    /// ``intercept(_:context:next:)`` for a request of the client `owner`.
+    func enqueue(_ request: consuming URLRequest, owner: Owner?, next: @escaping Next) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
-        let waiting = Waiting(request: request, next: next, promise: promise)
+        let waiting = Waiting(request: request, next: next, promise: promise, owner: owner)
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
@@ -256,3 +304,16 @@ extension RequestQueue {
 }
 
 extension RequestQueue: PreservesValidHeaders {}
+
+/// A client's entry into its ``RequestQueue``: queues each request as that client's, so that the client's
+/// ``Connect/cancelAllRequests()`` cancels its own waiting requests and no other client's.
+struct ClientRequestQueue: Middleware, PreservesValidHeaders {
+    let queue: RequestQueue
+    let owner: RequestQueue.Owner
+
+    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        queue.enqueue(request, owner: owner, next: next)
+    }
+}
