@@ -80,9 +80,13 @@ public final class Connect: Sendable {
     /// - Parameters:
     ///   - transport: What sends requests. Defaults to a new ``URLSessionTransport``.
     ///   - middlewares: Stages every request passes through, in order.
-    ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``.
+    ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``. It sees only the
+    ///     final response, after `retryPolicy` is done: accepting a status here does not stop the policy
+    ///     retrying it first.
     ///   - retryPolicy: When to retry failed requests; `nil` never retries. Defaults to
-    ///     ``RetryPolicy/default``: a conservative policy for idempotent requests.
+    ///     ``RetryPolicy/default``: a conservative policy for idempotent requests, which retries 408, 429,
+    ///     500, 502, 503 and 504 by status, whatever `errorHandler` would make of them (see
+    ///     ``RetryPolicy/retryableStatusCodes``).
     ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
     ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network

@@ -134,6 +134,35 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(handled.value, 1)
     }
 
+    func testAnErrorHandlerThatAcceptsAStatusDoesNotStopThePolicyRetryingIt() {
+        // Given: an error handler that accepts 500; the policy still retries it (documented: it runs first)
+        fake.stub(.get, "/items", with: [.status(500), .status(500), .json(string: "{}", status: 500)])
+        let handled = Counter()
+        let connect = client(errorHandler: Accepting500(count: handled))
+        // When
+        let body = value(of: connect.request(Endpoint()))
+        // Then: three attempts, and only the last response reached the error handler, which accepted it
+        XCTAssertEqual(body, Data("{}".utf8))
+        XCTAssertEqual(fake.requests.count, 3)
+        XCTAssertEqual(clock.delays, [0.5, 1.0])
+        XCTAssertEqual(handled.value, 1)
+    }
+
+    func testAStatusLeftOutOfTheRetryableStatusesIsSentOnceAndGoesToTheErrorHandler() {
+        // Given: the documented way to accept 500 without retrying it
+        fake.stub(.get, "/items", with: [.json(string: "{}", status: 500), .status(200)])
+        var noRetryOn500 = policy()
+        noRetryOn500.retryableStatusCodes.remove(500)
+        let handled = Counter()
+        let connect = client(noRetryOn500, errorHandler: Accepting500(count: handled))
+        // When
+        let body = value(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(body, Data("{}".utf8))
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(handled.value, 1)
+    }
+
     func testExhaustedAttemptsWithEmptyBodiesGiveHTTPStatus() {
         fake.stub(.get, "/items", with: [.status(500), .status(504)])
         let error = connectError(of: client(policy(maxAttempts: 2)).request(Endpoint()))
@@ -712,6 +741,20 @@ private struct CountingErrorHandler: ErrorHandling {
     func handle(_ response: ConnectResponse) -> (any Error)? {
         count.increment()
         return ErrorHandler().handle(response)
+    }
+}
+
+/// An error handler that counts the responses it is given and treats a 500 as a success.
+private struct Accepting500: ErrorHandling {
+    let count: Counter
+
+    func handle(response: [String: Any]) -> (any Error)? {
+        ErrorHandler().handle(response: response)
+    }
+
+    func handle(_ response: ConnectResponse) -> (any Error)? {
+        count.increment()
+        return response.statusCode == 500 ? nil : ErrorHandler().handle(response)
     }
 }
 

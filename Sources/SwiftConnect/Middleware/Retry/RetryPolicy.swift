@@ -23,7 +23,11 @@ import Foundation
 ///
 /// ## Which failures are retried
 /// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504).
-///   The policy sees raw responses, before the error handler turns them into errors.
+///   The policy sees raw responses, before the error handler turns them into errors, and does not ask the
+///   error handler: an ``ErrorHandling`` that accepts a status (returns `nil` for it) still sees that status
+///   retried first, and is handed only the last attempt's response. To accept a status without retrying it,
+///   leave it out of ``retryableStatusCodes`` (`policy.retryableStatusCodes.remove(500)`), or pass
+///   `retryPolicy: nil`.
 /// - A transport failure: a `URLError`, or a ``ConnectError`` of kind ``ConnectError/Kind/transport`` or
 ///   ``ConnectError/Kind/timedOut``, whose code is in ``retryableURLErrorCodes``.
 /// - Never a cancellation: neither a ``ConnectError/Kind/cancelled`` failure nor a request whose future was
@@ -63,7 +67,8 @@ public struct RetryPolicy: Sendable {
     ///
     /// Defaults to ``randomJitter``; ``noJitter`` (or any fixed choice) makes delays predictable in tests.
     public var jitter: @Sendable (ClosedRange<Double>) -> Double
-    /// The response statuses that are retried.
+    /// The response statuses that are retried, whether or not the client's error handler would accept them
+    /// (the policy runs first and does not ask it).
     public var retryableStatusCodes: Set<Int>
     /// The `URLError` codes of transport failures that are retried.
     public var retryableURLErrorCodes: Set<URLError.Code>
