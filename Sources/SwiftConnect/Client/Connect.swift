@@ -87,7 +87,8 @@ public final class Connect: Sendable {
     ///     ``RetryPolicy/default``: a conservative policy for idempotent requests, which retries 408, 429,
     ///     500, 502, 503 and 504 by status, whatever `errorHandler` would make of them (see
     ///     ``RetryPolicy/retryableStatusCodes``).
-    ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once.
+    ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once. Clients
+    ///     may share one queue; see ``RequestQueue``.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
     ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network
     ///     call. Defaults to `false`.
