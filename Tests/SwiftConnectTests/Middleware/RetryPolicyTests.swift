@@ -372,6 +372,50 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 1)
     }
 
+    func testAGetThatAMiddlewareTurnedIntoAPostBeforeTheRetryIsNotReplayed() {
+        // Given: the retry stage placed after a middleware that sends the GET as a POST
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(
+            transport: fake,
+            middlewares: [SendsAsPost(), .retry(RetryPolicy(clock: clock))],
+            retryPolicy: nil
+        )
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then: what goes out is a POST, which nothing marked safe to replay
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(fake.requests.map(\.httpMethod), ["POST"])
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    func testARequestTurnedIntoAPostIsReplayedWhenMarkedRetrySafe() {
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let connect = Connect(
+            transport: fake,
+            middlewares: [SendsAsPost(), .retry(RetryPolicy(clock: clock))],
+            retryPolicy: nil
+        )
+        XCTAssertNotNil(value(of: connect.request(Endpoint(), options: RequestOptions(isRetrySafe: true))))
+        XCTAssertEqual(fake.requests.map(\.httpMethod), ["POST", "POST"])
+    }
+
+    func testARetryMiddlewareGivenAPostUnderAGetContextDoesNotReplayIt() {
+        // Given: a context that says GET, a request that is a POST
+        let sent = Counter()
+        let middleware = RetryMiddleware(policy: RetryPolicy(clock: clock))
+        var request = URLRequest(url: URL(string: "https://api.example.com/items")!)
+        request.httpMethod = "POST"
+        // When
+        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) {
+            request in
+            sent.increment()
+            return Future(value: ConnectResponse(request: request, statusCode: 503)!)
+        }
+        // Then
+        XCTAssertEqual(value(of: future)?.statusCode, 503)
+        XCTAssertEqual(sent.value, 1)
+    }
+
     func testPostWithIdempotencyKeyIsReplayedWithTheSameKey() {
         fake.stub(.post, "/items", with: [.status(503), .status(502), Self.ok])
         let endpoint = Endpoint(method: .post, headers: [.idempotencyKey("order-42")])
@@ -741,6 +785,17 @@ private struct CountingErrorHandler: ErrorHandling {
     func handle(_ response: ConnectResponse) -> (any Error)? {
         count.increment()
         return ErrorHandler().handle(response)
+    }
+}
+
+/// A middleware that sends every request as a `POST` (as a method-override scheme might).
+private struct SendsAsPost: Middleware {
+    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        var request = request
+        request.httpMethod = "POST"
+        return next(request)
     }
 }
 

@@ -67,7 +67,7 @@ final class SharedRetryPolicy: Sendable {
     ) -> Future<ConnectResponse> {
         // An idempotency key added here is not in the blueprint: then the request is kept, as it is without one.
         if let blueprint, !policy.needsIdempotencyKey(request, method: context.method) {
-            guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else {
+            guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context, isAsBuilt: true) else {
                 return next(consume request)
             }
             return RetryLoop.run(
@@ -75,7 +75,9 @@ final class SharedRetryPolicy: Sendable {
                 first: consume request)
         }
         let request = policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method)
-        guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context) else { return next(request) }
+        guard attemptLimit > 1, RetryPolicy.isReplayable(request, context: context, isAsBuilt: false) else {
+            return next(request)
+        }
         return RetryLoop.run(
             maxAttempts: attemptLimit, clock: policy.clock, next: next, plan: .policy(self, request: request),
             first: request)

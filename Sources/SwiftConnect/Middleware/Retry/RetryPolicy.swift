@@ -20,6 +20,8 @@ import Foundation
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
 /// `Idempotency-Key` header. With ``addsIdempotencyKey`` on, every `POST` and `PATCH` without that header gets
 /// one (a UUID, the same on every attempt), which makes it replayable. Any other `POST` is sent exactly once.
+/// The method that counts is the one the request reaches the retry stage with: a ``RetryMiddleware`` placed
+/// after a middleware that sends a `GET` as a `POST` does not replay it unless it is marked retry-safe.
 ///
 /// ## Which failures are retried
 /// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504).
@@ -201,11 +203,17 @@ extension RetryPolicy {
     ///
     /// - Parameters:
     ///   - request: The request, with any idempotency key already added.
-    ///   - context: The call's context, which knows the method and the `isRetrySafe` option.
+    ///   - context: The call's context, which knows the connector's method and the `isRetrySafe` option.
+    ///   - isAsBuilt: Whether `request` is known to carry the connector's method (the request as `Connect`
+    ///     built it). Otherwise a middleware before the retry stage may have changed the method, and the
+    ///     request's own method must be idempotent too: a `GET` sent as a `POST` is not replayed unless marked.
     /// - Returns: `true` for idempotent methods, requests marked retry-safe, and requests with an
     ///   `Idempotency-Key`.
-    static func isReplayable(_ request: URLRequest, context: RequestContext) -> Bool {
-        context.isRetrySafe || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
+    static func isReplayable(_ request: URLRequest, context: RequestContext, isAsBuilt: Bool) -> Bool {
+        if request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil { return true }
+        if let marked = context.options.isRetrySafe { return marked }
+        return context.method.isIdempotent
+            && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent)
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
