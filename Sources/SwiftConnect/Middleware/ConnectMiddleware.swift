@@ -62,6 +62,16 @@ public protocol ConnectMiddlewareProtocol: Middleware {
     ///   - attempt: The number of the attempt that failed, 1 for the first.
     /// - Returns: Whether to retry, and when.
     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision
+
+    /// The most attempts the provided `intercept` makes, the first included: a safety net against a `retry`
+    /// that always says yes. Defaults to 5; a value below 1 counts as 1.
+    ///
+    /// ```swift
+    /// struct PatientMiddleware: ConnectMiddlewareProtocol {
+    ///     static var maxRetryAttempts: Int { 2 }
+    /// }
+    /// ```
+    static var maxRetryAttempts: Int { get }
 }
 
 /// What ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` answers about a failed request.
@@ -90,8 +100,7 @@ extension ConnectMiddlewareProtocol {
     /// - Returns: ``RetryDecision/doNotRetry``.
     public func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision { .doNotRetry }
 
-    /// The most attempts the provided `intercept` makes, the first included: a safety net against a `retry`
-    /// that always says yes.
+    /// Five attempts in all, the first included.
     public static var maxRetryAttempts: Int { 5 }
 
     /// Adapts the request, sends it, and on failure asks ``retry(_:dueTo:attempt:)`` whether to adapt and send
@@ -112,7 +121,7 @@ extension ConnectMiddlewareProtocol {
             return Future(error: error)
         }
         return RetryLoop.run(
-            maxAttempts: Self.maxRetryAttempts,
+            maxAttempts: max(Self.maxRetryAttempts, 1),
             clock: DispatchRetryClock(),
             next: next,
             request: { attempt in attempt == 1 ? first : try self.adapt(request) },

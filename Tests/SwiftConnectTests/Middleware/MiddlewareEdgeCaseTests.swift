@@ -369,6 +369,32 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, GuideMiddleware.maxRetryAttempts)
     }
 
+    /// Always retries, but declares its own limit.
+    struct TwoAttemptMiddleware: ConnectMiddlewareProtocol {
+        static var maxRetryAttempts: Int { 2 }
+        func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision { .retry }
+    }
+
+    /// Declares a limit below one.
+    struct NoAttemptMiddleware: ConnectMiddlewareProtocol {
+        static var maxRetryAttempts: Int { 0 }
+        func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision { .retry }
+    }
+
+    func testAMiddlewaresOwnMaxRetryAttemptsIsTheLimit() {
+        let transport = FakeTransport.answering(.status(500))
+        let connect = Connect(transport: transport, middlewares: [TwoAttemptMiddleware()], retryPolicy: nil)
+        XCTAssertEqual((error(of: connect.request(Endpoint())) as? ConnectError)?.statusCode, 500)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testAMaxRetryAttemptsBelowOneStillSendsTheRequestOnce() {
+        let transport = FakeTransport.answering(.status(500))
+        let connect = Connect(transport: transport, middlewares: [NoAttemptMiddleware()], retryPolicy: nil)
+        XCTAssertEqual((error(of: connect.request(Endpoint())) as? ConnectError)?.statusCode, 500)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testGuideRetryAdaptFailureEndsRequest() {
         let transport = FakeTransport.answering(.status(500))
         let connect = Connect(
