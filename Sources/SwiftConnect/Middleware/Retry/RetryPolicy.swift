@@ -210,10 +210,12 @@ extension RetryPolicy {
     /// - Returns: `true` for idempotent methods, requests marked retry-safe, and requests with an
     ///   `Idempotency-Key`.
     static func isReplayable(_ request: URLRequest, context: RequestContext, isAsBuilt: Bool) -> Bool {
-        if request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil { return true }
-        if let marked = context.options.isRetrySafe { return marked }
-        return context.method.isIdempotent
-            && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent)
+        let allowed =
+            context.options.isRetrySafe
+            ?? (context.method.isIdempotent
+                && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent))
+        // The header lookup last: it is the costly check, and most requests are allowed before it.
+        return allowed || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
