@@ -58,7 +58,9 @@ extension HTTPHeader {
     /// An `Authorization: Basic <base64(username:password)>` header (RFC 7617, UTF-8).
     ///
     /// - Parameters:
-    ///   - username: The user name. It should not contain a colon.
+    ///   - username: The user name. It must not contain a colon: the server splits the credentials at the first
+    ///     one. This function cannot fail, so it does not check; ``AuthorizationToken/basic(username:password:)``
+    ///     does, and fails the request with a typed error instead.
     ///   - password: The password.
     /// - Returns: The header.
     public static func authorization(username: String, password: String) -> HTTPHeader {

@@ -55,7 +55,8 @@ public struct RequestOptions: Sendable {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }
     }
-    /// Receives upload and download progress, in order; the last report comes before the future completes.
+    /// Receives upload and download progress, in order; the last report comes before the future completes. A
+    /// retried request sends its body again, so each attempt reports from zero.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }
