@@ -7,16 +7,17 @@ import XCTest
     import FoundationNetworking
 #endif
 
+/// POST /upload, with the parameters a test gives it.
+private struct Upload: Connector {
+    var parameters: (any ParametersRepresentable)? = nil
+    var baseURL: URL { URL(string: "https://api.example.com")! }
+    var endpoint: String { "/upload" }
+    var method: HTTPMethod { .post }
+    var headers: [HTTPHeader] { [] }
+}
+
 /// Uploads, downloads, size limits and progress through the fake transport (in-memory transfers).
 final class TransferTests: XCTestCase {
-    private struct Upload: Connector {
-        var parameters: (any ParametersRepresentable)? = nil
-        var baseURL: URL { URL(string: "https://api.example.com")! }
-        var endpoint: String { "/upload" }
-        var method: HTTPMethod { .post }
-        var headers: [HTTPHeader] { [] }
-    }
-
     private struct Download: Connector {
         var baseURL: URL { URL(string: "https://api.example.com")! }
         var endpoint: String { "/file" }
@@ -343,14 +344,6 @@ final class TransferTests: XCTestCase {
 /// The temporary multipart body of `upload(files:to:)`: who can read it, and that its `Content-Length` is the
 /// size of what was written.
 final class UploadBodyFileTests: XCTestCase {
-    private struct Upload: Connector {
-        var parameters: (any ParametersRepresentable)? = nil
-        var baseURL: URL { URL(string: "https://api.example.com")! }
-        var endpoint: String { "/upload" }
-        var method: HTTPMethod { .post }
-        var headers: [HTTPHeader] { [] }
-    }
-
     /// Answers 200 after noting the permissions of the body file as the transport sees it.
     private final class PermissionsRecordingTransport: Transport {
         let seen = Protected<[Int]>([])
