@@ -211,10 +211,17 @@ extension Future {
     }
 
     /// The primitive behind every asynchronous operator: derives a future that follows the future `step`
-    /// returns, with cancellation pointed at whichever future is running.
+    /// returns, with cancellation pointed at whichever future is running. On an already complete future it
+    /// steps at once: a final result allocates one resolved future, as ``transformResult(_:)`` does.
     func chain<NewValue>(
         _ step: @escaping @Sendable (Result<Value, any Error>) -> Step<NewValue>
     ) -> Future<NewValue> {
+        if callbackQueue == nil, let result {
+            switch step(result) {
+            case .done(let newResult): return Future<NewValue>(result: newResult)
+            case .next(let next): return next.lock == nil ? next : next.followed()
+            }
+        }
         let derived: Future<NewValue> = makeDerived()
         whenCompleteReturningWork { result in
             switch step(result) {

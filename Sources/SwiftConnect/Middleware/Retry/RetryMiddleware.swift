@@ -104,12 +104,13 @@ extension Middleware where Self == RetryMiddleware {
 /// primitive behind ``RetryMiddleware`` and ``ConnectMiddlewareProtocol``'s `retry`.
 ///
 /// All mutable state sits in one `State` behind the lock of the future the loop returns. Callbacks, the clock,
-/// `next` and that future's methods are always called outside the lock. Every request pays for a loop (retries
-/// are on by default), so it allocates little: no closures for a policy's loop, its state lives in the loop
-/// itself, and it borrows its future's lock rather than making one of its own.
+/// `next` and that future's methods are always called outside the lock. A request's first attempt runs without
+/// a loop (retries are on by default, and most requests succeed at once); the loop is made when an attempt is to
+/// be followed by another, and then allocates little: no closures for a policy's loop, its state lives in the
+/// loop itself, and it borrows its future's lock rather than making one of its own.
 final class RetryLoop:
     // Checked by hand: `state` is only read and written with the lock of `promise.future` held, in
-    // `withState`. The future takes that lock only around its own state and never calls out while holding it
+    // `withState` (and set once in `init`, before the loop is shared). The future takes that lock only around its own state and never calls out while holding it
     // (its callbacks and cancel handler run after it unlocks), so the two never nest. Every other stored
     // property is immutable and Sendable.
     @unchecked Sendable
@@ -125,7 +126,7 @@ final class RetryLoop:
         ) -> TimeInterval?
 
     private struct State {
-        /// The number of the latest attempt started; 0 before the first.
+        /// The number of the latest attempt started (the loop is made after the first).
         var attempt = 0
         var isCancelled = false
         /// The attempt in flight, to cancel with the loop.
@@ -143,6 +144,32 @@ final class RetryLoop:
         case remade(SharedRetryPolicy, RequestBlueprint)
         /// Closures build each attempt's request and decide after it.
         case custom(request: MakeRequest, delay: Delay)
+
+        /// The request of attempt number `attempt`.
+        func request(forAttempt attempt: Int) throws -> URLRequest {
+            switch self {
+            case .policy(_, let same): same
+            case .remade(_, let blueprint): blueprint.makeRequest()
+            case .custom(let makeRequest, _): try makeRequest(attempt)
+            }
+        }
+
+        /// Whether the decision after an attempt looks at its request: then keep a copy of what was sent.
+        var decidesOnRequest: Bool {
+            if case .custom = self { true } else { false }
+        }
+
+        /// How long to wait after attempt number `attempt`, which sent `request` (kept for a custom plan only),
+        /// or `nil` to stop.
+        func delay(
+            after result: Result<ConnectResponse, any Error>, of request: URLRequest?, attempt: Int
+        ) -> TimeInterval? {
+            switch self {
+            case .policy(let shared, _), .remade(let shared, _):
+                shared.policy.retryDelay(after: result, attempt: attempt)
+            case .custom(_, let delay): request.flatMap { delay(result, $0, attempt) }
+            }
+        }
     }
 
     private var state = State()
@@ -154,7 +181,10 @@ final class RetryLoop:
     private let next: Middleware.Next
     private let plan: Plan
 
-    private init(maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, plan: Plan) {
+    private init(
+        maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, plan: Plan, attemptsMade: Int
+    ) {
+        state.attempt = attemptsMade
         self.maxAttempts = maxAttempts
         self.clock = clock
         self.next = next
@@ -189,6 +219,10 @@ final class RetryLoop:
 
     /// Starts the first attempt of `plan`, with `first` as its request if given, and returns the future of the
     /// last one's outcome; see ``run(maxAttempts:clock:next:request:delay:)``.
+    ///
+    /// The first attempt runs without a loop: most requests succeed at once, so the loop (its state and the
+    /// future it completes) is made only when an attempt is to be followed by another. Until then the future
+    /// returned follows the first attempt, and cancelling it cancels that attempt.
     static func run(
         maxAttempts: Int,
         clock: any RetryClock,
@@ -196,15 +230,32 @@ final class RetryLoop:
         plan: Plan,
         first: consuming URLRequest? = nil
     ) -> Future<ConnectResponse> {
-        let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan)
-        // The future holds the loop through this handler only while pending; completing releases it.
-        loop.promise.setCancelHandler { loop.cancel() }
-        loop.startAttempt(with: consume first)
-        return loop.promise.future
+        let request: URLRequest
+        if let first = consume first {
+            request = first
+        } else {
+            do {
+                request = try plan.request(forAttempt: 1)
+            } catch {
+                return Future(error: error)
+            }
+        }
+        // Only a custom plan's decision looks at the request; otherwise it goes on as the only reference.
+        let sent: URLRequest? = plan.decidesOnRequest ? copy request : nil
+        let attempt = next(consume request)
+        guard maxAttempts > 1 else { return attempt }
+        return attempt.chain { result in
+            guard let wait = plan.delay(after: result, of: sent, attempt: 1) else { return .done(result) }
+            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, attemptsMade: 1)
+            // The future holds the loop through this handler only while pending; completing releases it.
+            loop.promise.setCancelHandler { loop.cancel() }
+            loop.scheduleAttempt(after: wait, following: 1)
+            return .next(loop.promise.future)
+        }
     }
 
-    /// Starts the next attempt, with `given` as its request, or else the plan's.
-    private func startAttempt(with given: consuming URLRequest? = nil) {
+    /// Starts the next attempt, with the plan's request for it.
+    private func startAttempt() {
         let attempt: Int? = withState { state in
             guard !state.isCancelled else { return nil }
             state.timer = nil
@@ -213,26 +264,13 @@ final class RetryLoop:
         }
         guard let attempt else { return }
         let request: URLRequest
-        if let first = consume given {
-            request = first
-        } else {
-            switch plan {
-            case .policy(_, let same):
-                request = same
-            case .remade(_, let blueprint):
-                request = blueprint.makeRequest()
-            case .custom(let makeRequest, _):
-                do {
-                    request = try makeRequest(attempt)
-                } catch {
-                    promise.completeIfPending(with: .failure(error))
-                    return
-                }
-            }
+        do {
+            request = try plan.request(forAttempt: attempt)
+        } catch {
+            promise.completeIfPending(with: .failure(error))
+            return
         }
-        // Only a custom plan's decision looks at the request; otherwise it goes on as the only reference.
-        let sent: URLRequest?
-        if case .custom = plan { sent = copy request } else { sent = nil }
+        let sent: URLRequest? = plan.decidesOnRequest ? copy request : nil
         let future = next(consume request)
         let cancelledMeanwhile = withState { state -> Bool in
             if state.isCancelled { return true }
@@ -256,10 +294,15 @@ final class RetryLoop:
             return state.isCancelled
         }
         guard !isCancelled else { return }
-        guard attempt < maxAttempts, let wait = delay(after: result, of: request, attempt: attempt) else {
+        guard attempt < maxAttempts, let wait = plan.delay(after: result, of: request, attempt: attempt) else {
             promise.completeIfPending(with: result)
             return
         }
+        scheduleAttempt(after: wait, following: attempt)
+    }
+
+    /// Starts the attempt after number `attempt` once `wait` seconds have passed.
+    private func scheduleAttempt(after wait: TimeInterval, following attempt: Int) {
         let timer = clock.schedule(after: wait) { self.startAttempt() }
         let cancelTimer = withState { state -> Bool in
             if state.isCancelled { return true }
@@ -268,17 +311,6 @@ final class RetryLoop:
             return false
         }
         if cancelTimer { timer.cancel() }
-    }
-
-    /// How long to wait after attempt number `attempt`, which sent `request` (kept for a custom plan only),
-    /// or `nil` to stop.
-    private func delay(
-        after result: Result<ConnectResponse, any Error>, of request: URLRequest?, attempt: Int
-    ) -> TimeInterval? {
-        switch plan {
-        case .policy(let shared, _), .remade(let shared, _): shared.policy.retryDelay(after: result, attempt: attempt)
-        case .custom(_, let delay): request.flatMap { delay(result, $0, attempt) }
-        }
     }
 
     /// Cancels the attempt in flight or the pending wait; no further attempt starts.
