@@ -137,6 +137,10 @@ extension Connect {
     /// that is not a `file:` URL, that is an existing directory, or whose folder does not exist fails with
     /// ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
+    /// A timeout or a failure leaves the destination as it was. A cancellation does too, except one that comes
+    /// at the very moment the finished body is being moved into place: the future then reports the cancellation
+    /// and the new file may already be there.
+    ///
     /// ```swift
     /// let file = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value
     /// ```
