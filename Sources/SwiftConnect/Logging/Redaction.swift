@@ -16,10 +16,20 @@ enum Redaction {
         HTTPHeader.isSensitive(name: name)
     }
 
-    /// The header value to show: the value, or the placeholder for a sensitive header.
+    /// The header value to show: the value, the placeholder for a sensitive header, or for a header whose value
+    /// is a URL (`Location`, `Content-Location`, `Referer`) the URL hidden as ``urlText(_:)`` hides it: a
+    /// redirect or a `201 Created` can point at a URL with a token in its query or fragment.
     static func headerValue(_ value: String, name: String, redacting: Bool) -> String {
-        redacting && HTTPHeader.isSensitive(name: name) ? placeholder : value
+        guard redacting else { return value }
+        if HTTPHeader.isSensitive(name: name) { return placeholder }
+        if urlValuedHeaders.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0, name) }) {
+            return urlText(value)
+        }
+        return value
     }
+
+    /// The headers whose value is a URL, which may carry a secret in its query, fragment or user info.
+    private static let urlValuedHeaders = ["Location", "Content-Location", "Referer"]
 
     /// The URL to show: without `user:password@`, and with sensitive values hidden in the query and in a
     /// fragment of `name=value` pairs (`#access_token=…&state=…`, as OAuth's implicit flow returns).

@@ -107,6 +107,28 @@ final class DebugOutputTests: XCTestCase {
         )
     }
 
+    func testSecretsInAURLValuedResponseHeaderAreRedacted() {
+        // Given: a redirect answered as it is (a login form's 303) or a 201, whose Location holds a token
+        let logger = MemoryLogger()
+        let fake = FakeTransport.answering(
+            .status(
+                303,
+                headers: [
+                    "Location": "https://app.example.com/callback?code=ok&access_token=location-token#id_token=frag",
+                    "Content-Location": "https://user:location-password@files.example.com/a?signature=sig-value",
+                ]))
+        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
+        // When
+        _ = try? connect.request(Endpoint(), debugResponse: true).waitForResult(timeout: 5)
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for secret in ["location-token", "frag", "location-password", "sig-value"] {
+            XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
+        }
+        XCTAssertTrue(
+            output.contains("Location: https://app.example.com/callback?code=ok&access_token=<redacted>"), output)
+    }
+
     func testSecretJSONBodyFieldsAreRedacted() {
         // Given
         let logger = MemoryLogger()
