@@ -26,14 +26,21 @@ import Foundation
 /// - Returns: The command, one argument per line.
 public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) -> String {
     var lines = ["curl -v"]
-    lines.append("-X \(shellWord(request.httpMethod ?? "GET"))")
+    let method = request.httpMethod ?? "GET"
+    let body = request.httpBody.flatMap { $0.isEmpty ? nil : $0 }
+    if method == "HEAD" && body == nil {
+        // `-X HEAD` only renames the method: curl still waits for the body the Content-Length announces.
+        lines.append("--head")
+    } else {
+        lines.append("-X \(shellWord(method))")
+    }
     let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
     for (name, value) in headers {
         let shown = Redaction.headerValue(value, name: name, redacting: redactingSecrets)
         lines.append("-H \(shellQuoted("\(name): \(shown)"))")
     }
     var note = ""
-    if let body = request.httpBody, !body.isEmpty {
+    if let body {
         let contentType = request.value(forHTTPHeaderField: "Content-Type")
         if String(data: body, encoding: .utf8) == nil {
             lines.append("--data-binary @body.bin")

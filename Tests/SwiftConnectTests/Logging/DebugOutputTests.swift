@@ -350,6 +350,15 @@ final class DebugOutputTests: XCTestCase {
         }
     }
 
+    func testCURLCommandOfAHEADUsesHeadNotDashXHEAD() throws {
+        // Given: `curl -X HEAD` waits for the body the response's Content-Length announces, and hangs
+        let request = try Endpoint(endpoint: "/todos", method: .head).asURLRequest()
+        // When
+        let arguments = try shellArguments(of: cURLCommand(for: request))
+        // Then
+        XCTAssertEqual(arguments, ["-v", "--head", "https://api.example.com/todos"])
+    }
+
     func testCURLCommandOfAGETHasMethodAndURL() throws {
         // Given
         let request = try TodoConnector.get(id: 123).asURLRequest()
