@@ -37,7 +37,9 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
     let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
     for (name, value) in headers {
         let shown = Redaction.headerValue(value, name: name, redacting: redactingSecrets)
-        lines.append("-H \(shellQuoted("\(name): \(shown)"))")
+        // curl drops `Name:` with nothing after it; `Name;` is how it sends an empty value.
+        let isEmpty = shown.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 }
+        lines.append("-H \(shellQuoted(isEmpty ? "\(name);" : "\(name): \(shown)"))")
     }
     var note = ""
     if let body {

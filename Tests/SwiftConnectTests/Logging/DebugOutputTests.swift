@@ -359,6 +359,17 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertEqual(arguments, ["-v", "--head", "https://api.example.com/todos"])
     }
 
+    func testCURLCommandSendsAHeaderWithAnEmptyValue() throws {
+        // Given: curl drops `-H 'X-Empty: '` (and `-H 'X-Empty:'`) instead of sending it empty
+        let request = try Endpoint(headers: [HTTPHeader(name: "X-Empty", value: "")]).asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "X-Empty"), "")
+        // When
+        let arguments = try shellArguments(of: cURLCommand(for: request))
+        // Then: `Name;` is curl's way to send a header with no value
+        XCTAssertTrue(arguments.contains("X-Empty;"), "\(arguments)")
+        XCTAssertFalse(arguments.contains { $0.hasPrefix("X-Empty:") }, "\(arguments)")
+    }
+
     func testCURLCommandOfAGETHasMethodAndURL() throws {
         // Given
         let request = try TodoConnector.get(id: 123).asURLRequest()
