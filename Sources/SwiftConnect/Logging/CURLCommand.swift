@@ -44,7 +44,8 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
     var note = ""
     if let body {
         let contentType = request.value(forHTTPHeaderField: "Content-Type")
-        if String(data: body, encoding: .utf8) == nil {
+        // A shell argument cannot hold a NUL byte: such a body is binary here even when it is valid UTF-8.
+        if body.contains(0) || String(data: body, encoding: .utf8) == nil {
             lines.append("--data-binary @body.bin")
             // After the last argument: a comment before a line continuation would swallow it.
             note = "  # body.bin: the \(body.count)-byte binary body"

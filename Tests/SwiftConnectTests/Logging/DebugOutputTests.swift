@@ -370,6 +370,23 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertFalse(arguments.contains { $0.hasPrefix("X-Empty:") }, "\(arguments)")
     }
 
+    func testCURLCommandOfATextBodyWithANULByteSendsItAsBinary() throws {
+        // Given: a shell argument cannot hold a NUL byte, so `--data-raw` would send a cut or altered body
+        let request = try Endpoint(
+            endpoint: "/upload",
+            method: .post,
+            parameters: Parameter.body(Data("a\u{0}b".utf8), contentType: "text/plain")
+        ).asURLRequest()
+        // When
+        let command = cURLCommand(for: request)
+        // Then
+        XCTAssertFalse(command.utf8.contains(0), "the command holds a NUL byte: \(command.debugDescription)")
+        let arguments = try shellArguments(of: command)
+        XCTAssertTrue(arguments.contains("--data-binary"), "\(arguments)")
+        XCTAssertFalse(arguments.contains("--data-raw"), "\(arguments)")
+        XCTAssertEqual(arguments.last, "https://api.example.com/upload")
+    }
+
     func testCURLCommandOfAGETHasMethodAndURL() throws {
         // Given
         let request = try TodoConnector.get(id: 123).asURLRequest()
