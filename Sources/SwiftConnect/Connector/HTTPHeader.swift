@@ -121,18 +121,20 @@ extension HTTPHeader {
     /// Matched ignoring ASCII case and the separators `-`, `_`, `.`, `+` and space, so `apikey` also finds
     /// `X-Api-Key`, `api_key` and `API KEY`, and `private` finds `private_key`.
     static let sensitiveNameFragments = [
-        "authorization", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey", "credential",
-        "session", "signature", "private",
+        "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
+        "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
     /// output, and it is dropped when a redirect leaves the origin.
     ///
     /// True when the name contains, ignoring ASCII case and the separators `-`, `_`, `.`, `+` and space, any of
-    /// `authorization` (so `Authorization`, `Proxy-Authorization`, `X-Authorization`), `cookie` (`Cookie`,
-    /// `Set-Cookie`), `token`, `secret`, `password`, `passwd`, `apikey` (`X-Api-Key`, `api_key`),
-    /// `credential`, `session`, `signature` or `private` (as in a private key). Query items and body fields
-    /// are recognised by the same list.
+    /// `authorization` (so `Authorization`, `Proxy-Authorization`, `X-Authorization`), `authentication`,
+    /// `cookie` (`Cookie`, `Set-Cookie`), `token`, `secret`, `password`, `passwd`, `apikey` (`X-Api-Key`,
+    /// `api_key`), `accesskey`, `authkey` (`X-Auth-Key`), `subscriptionkey` (`Ocp-Apim-Subscription-Key`),
+    /// `functionskey` (`x-functions-key`), `credential`, `session`, `signature` or `private` (as in a private
+    /// key). Query items and body fields are recognised by the same list; a query item named exactly `key` or
+    /// `sig` (API keys and signed URLs) is hidden too.
     ///
     /// - Parameter name: The header name.
     /// - Returns: Whether its value must be redacted.

@@ -93,8 +93,14 @@ enum Redaction {
     private static func redactedPair(_ pair: Substring) -> String {
         let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
         let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-        guard parts.count == 2, isSensitiveField(name) else { return String(pair) }
+        guard parts.count == 2, isSensitiveField(name) || isSensitiveQueryName(name) else { return String(pair) }
         return "\(parts[0])=\(placeholder)"
+    }
+
+    /// Query item names too short to match as fragments of longer names, which hold a secret when they are the
+    /// whole name: an API key (`?key=`) and a signed URL's signature (`?sig=`).
+    private static func isSensitiveQueryName(_ name: String) -> Bool {
+        HTTPHeader.asciiCaseInsensitiveEquals(name, "key") || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig")
     }
 
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer

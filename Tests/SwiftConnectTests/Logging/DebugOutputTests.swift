@@ -129,6 +129,36 @@ final class DebugOutputTests: XCTestCase {
             output.contains("Location: https://app.example.com/callback?code=ok&access_token=<redacted>"), output)
     }
 
+    func testVendorKeyHeadersAndShortSecretQueryNamesAreRedacted() {
+        // Given: credentials in headers and query items named as common services name them
+        let logger = MemoryLogger()
+        let connect = Connect(transport: FakeTransport.answering(.status(204)), retryPolicy: nil, logger: logger)
+        let endpoint = Endpoint(
+            endpoint: "/maps",
+            headers: [
+                HTTPHeader(name: "X-Auth-Key", value: "cloudflare-key"),
+                HTTPHeader(name: "Ocp-Apim-Subscription-Key", value: "azure-subscription"),
+                HTTPHeader(name: "x-functions-key", value: "azure-function"),
+                HTTPHeader(name: "Authentication", value: "auth-header"),
+                HTTPHeader(name: "Idempotency-Key", value: "idempotency-visible"),
+            ],
+            parameters: CompositeParameters(
+                .query(key: "key", value: "query-api-key"), .query(key: "SIG", value: "sas-signature"),
+                .query(key: "monkey", value: "visible-value"))
+        )
+        // When
+        _ = value(of: connect.request(endpoint, debugResponse: true))
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        for secret in [
+            "query-api-key", "sas-signature", "cloudflare-key", "azure-subscription", "azure-function", "auth-header",
+        ] {
+            XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
+        }
+        XCTAssertTrue(output.contains("visible-value"), output)
+        XCTAssertTrue(output.contains("idempotency-visible"), output)
+    }
+
     func testSecretJSONBodyFieldsAreRedacted() {
         // Given
         let logger = MemoryLogger()
