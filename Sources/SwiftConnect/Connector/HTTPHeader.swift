@@ -164,14 +164,15 @@ extension HTTPHeader {
         return !bytes.isEmpty && bytes.allSatisfy { allowed.contains($0) }
     }
 
-    /// Whether `value` is free of CR, LF and NUL, the bytes that could split or truncate a header.
+    /// Whether `value` is free of control characters (RFC 9110 §5.5 allows none but the horizontal tab): CR,
+    /// LF and NUL could split or truncate a header, and the others are rejected or mangled by servers.
     static func isValidValue(_ value: String) -> Bool {
         if let valid = value.utf8.withContiguousStorageIfAvailable({ isSafeValue($0) }) { return valid }
         return isSafeValue(Array(value.utf8))
     }
 
     private static func isSafeValue(_ bytes: some Collection<UInt8>) -> Bool {
-        !bytes.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0x00 }
+        !bytes.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }
 
     /// Whether two header names are equal ignoring ASCII case, as field names are (RFC 9110 §5.1).
