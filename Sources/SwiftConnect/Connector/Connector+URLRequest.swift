@@ -113,7 +113,10 @@ extension Connector {
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
             body = data
-            fields.setIfAbsent(name: "Content-Type", value: contentType)
+            // An empty content type means none: a blank `Content-Type:` line says nothing a server could use.
+            if contentType.contains(where: { $0 != " " && $0 != "\t" }) {
+                fields.setIfAbsent(name: "Content-Type", value: contentType)
+            }
         }
 
         for header in first {

@@ -38,7 +38,8 @@ public enum Parameter: ParametersRepresentable {
     /// written in order.
     case form(key: String, value: String)
 
-    /// A body sent as is, with the given `Content-Type` (unless the connector's headers set another).
+    /// A body sent as is, with the given `Content-Type` (unless the connector's headers set another); an empty
+    /// content type sends none.
     case body(Data, contentType: String)
 
     /// This parameter alone.

@@ -344,6 +344,16 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "image/png")
     }
 
+    func testRawBodyWithAnEmptyContentTypeSendsNoContentType() throws {
+        for contentType in ["", " ", "\t"] {
+            let data = Data("plain bytes".utf8)
+            let request = try Stub(method: .put, parameters: Parameter.body(data, contentType: contentType))
+                .asURLRequest()
+            XCTAssertEqual(request.httpBody, data)
+            XCTAssertNil(request.value(forHTTPHeaderField: "Content-Type"), contentType.debugDescription)
+        }
+    }
+
     func testRawBodyContentTypeWithCRLFIsRefused() {
         assertInvalidRequest(
             Stub(parameters: Parameter.body(Data(), contentType: "text/plain\r\nX-Evil: 1")),
