@@ -200,7 +200,8 @@ extension Future {
     func followed() -> Future<Value> {
         let derived = Future<Value>()
         derived.setUpstream(self)
-        whenCompleteReturningWork { derived.resolve($0) }.run()
+        // Unowned: the callback is stored in `self` and only `self` runs it.
+        whenCompleteReturningWork { [unowned self] in derived.resolve($0, hint: hintForCallback) }.run()
         return derived
     }
 
@@ -229,7 +230,9 @@ extension Future {
                 return derived.resolve(newResult)
             case .next(let next):
                 derived.setUpstream(next)
-                return next.whenCompleteReturningWork { derived.resolve($0) }
+                return next.whenCompleteReturningWork { [unowned next] in
+                    derived.resolve($0, hint: next.hintForCallback)
+                }
             }
         }.run()
         return derived

@@ -312,7 +312,9 @@ extension Future: DrainableFuture, CancellableFuture {
         guard let first = callbacks.first else { return .empty }
         let result = resolvedResult
         if let callbackQueue {
-            callbackQueue.async {
+            // `self` is kept until its callbacks have run: operators' callbacks read it (`unowned`).
+            callbackQueue.async { [self] in
+                _ = self
                 var list = first(result)
                 for callback in callbacks.rest { list.append(callback(result)) }
                 list.run()
@@ -339,7 +341,11 @@ extension Future: DrainableFuture, CancellableFuture {
         case .resolved(let result):
             lock.unlock()
             if let callbackQueue {
-                callbackQueue.async { callback(result).run() }
+                // `self` is kept until the callback has run: operators' callbacks read it (`unowned`).
+                callbackQueue.async { [self] in
+                    _ = self
+                    callback(result).run()
+                }
                 return .empty
             }
             return callback(result)
@@ -405,6 +411,12 @@ extension Future {
         guard let lock else { return nil }
         return lock.withLock { hint }
     }
+
+    /// The hint stored with the body, for one of this future's callbacks: it is written with the result, under
+    /// the lock, before any callback runs, and never changes afterwards, so a callback reads it without the lock.
+    /// For operators whose result is this future's result, unchanged (``receive(on:)``, ``flatMap(_:)``), so
+    /// `decoded(toType:)` after them still knows the response's decoder and the response.
+    var hintForCallback: BodyHint? { hint }
 }
 
 // MARK: - Cancellation

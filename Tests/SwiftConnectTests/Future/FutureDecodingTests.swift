@@ -91,6 +91,45 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
+    /// `connect.request(…).receive(on: .main).decoded(toType:)`, or a body reached through `flatMap`, keeps what the client knows
+    /// what the client knows about the body (its content type's decoder, and the response for a failure).
+    func testDecodingAfterReceiveOnUsesTheClientsDecoderAndKeepsTheResponse() throws {
+        let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
+        let snakeCase = JSONDecoder()
+        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
+        struct Item: Decodable, Sendable { let itemName: String }
+        let queue = DispatchQueue(label: "receiver")
+        for (body, succeeds) in [(#"{"item_name":"x"}"#, true), (#"{"other":1}"#, false)] {
+            let data = Data(body.utf8)
+            let response = try XCTUnwrap(ConnectResponse(request: request, statusCode: 200, headers: [:], data: data))
+            let promise = Promise<Data>()
+            let trigger = Promise<Void>()
+            let paths: [(String, Future<Item>)] = [
+                ("receive(on:)", promise.future.receive(on: queue).decoded(toType: Item.self)),
+                (
+                    "receive(on:) twice",
+                    promise.future.receive(on: queue).receive(on: .global()).decoded(toType: Item.self)
+                ),
+                ("flatMap", trigger.future.flatMap { promise.future }.decoded(toType: Item.self)),
+                ("flatMap on a value", Future(value: ()).flatMap { promise.future }.decoded(toType: Item.self)),
+            ]
+            trigger.succeed(())
+            promise.future.resolve(.success(data), hint: BodyHint(decoder: snakeCase, response: response)).run()
+            for (name, decoded) in paths {
+                let result = try decoded.waitForResult()
+                if succeeds {
+                    XCTAssertEqual(try result.get().itemName, "x", name)
+                } else {
+                    XCTAssertThrowsError(try result.get(), name) { error in
+                        XCTAssertEqual((error as? ConnectError)?.kind, .decoding, name)
+                        XCTAssertEqual((error as? ConnectError)?.request?.url, request.url, name)
+                        XCTAssertEqual((error as? ConnectError)?.statusCode, 200, name)
+                    }
+                }
+            }
+        }
+    }
+
     func testDecodingFailureWithoutAKnownResponseHasNone() {
         XCTAssertThrowsError(try Future(value: Data("{}".utf8)).decoded(toType: Todo.self).wait()) { error in
             XCTAssertNil((error as? ConnectError)?.response)
