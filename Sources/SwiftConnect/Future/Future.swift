@@ -74,7 +74,8 @@ public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     // so they are `@usableFromInline`; they stay internal.
     /// `nil` for a future created resolved (``init(result:)``), whose `state` never changes.
     @usableFromInline let lock: Lock?
-    /// Where callbacks run, for futures made by ``receive(on:)``; `nil` runs them on the completing thread.
+    /// Where callbacks run, for futures made by ``receive(on:)`` and the stages derived from them; `nil` runs
+    /// them on the completing thread.
     /// Always `nil` when `lock` is `nil`.
     @usableFromInline let callbackQueue: DispatchQueue?
     private var cancelHandler: (@Sendable () -> Void)?
@@ -361,8 +362,11 @@ extension Future: DrainableFuture, CancellableFuture {
     }
 
     /// Makes a pending future whose cancellation cancels `self` (and so on up the chain).
+    ///
+    /// It delivers on `self`'s callback queue: after ``receive(on:)``, a callback added to a later stage once that
+    /// stage has completed runs on the queue too, not on the thread that adds it.
     func makeDerived<NewValue>(_ type: NewValue.Type = NewValue.self) -> Future<NewValue> {
-        let derived = Future<NewValue>()
+        let derived = Future<NewValue>(callbackQueue: callbackQueue)
         derived.setUpstream(self)
         return derived
     }

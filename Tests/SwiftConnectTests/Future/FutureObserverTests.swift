@@ -103,6 +103,37 @@ final class FutureObserverTests: XCTestCase {
         XCTAssertEqual(seen.values, ["receiver"])
     }
 
+    /// `send(…).receive(on: .main).map { … }.onSuccess { … }` built on a background thread: the queue may run the
+    /// `map` before `onSuccess` is added; `onSuccess` must still run on the queue, not on the adding thread.
+    func testCallbacksAddedAfterAStageAfterReceiveOnCompletedStillRunOnTheQueue() {
+        let queue = DispatchQueue(label: "receiver")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "receiver")
+        let promise = Promise<Int>()
+        let source = promise.future.receive(on: queue)
+        let stages: [Future<Int>] = [
+            source.map { $0 + 1 }, source.mapError { $0 }, source.recover { _ in 0 },
+            source.flatMap { Future(value: $0) }, source.map { $0 }.map { $0 + 1 },
+        ]
+        promise.succeed(1)
+        for stage in stages { XCTAssertNoThrow(try stage.waitForResult().get()) }  // the stages completed
+        let seen = Recorder<String?>()
+        let done = expectation(description: "observed")
+        done.expectedFulfillmentCount = stages.count * 2
+        for stage in stages {
+            stage.observe { _ in
+                seen.append(DispatchQueue.getSpecific(key: key))
+                done.fulfill()
+            }
+            stage.map { $0 }.observe { _ in
+                seen.append(DispatchQueue.getSpecific(key: key))
+                done.fulfill()
+            }
+        }
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(seen.values, Array(repeating: "receiver", count: stages.count * 2))
+    }
+
     /// A command-line program never runs the main run loop: callbacks must not depend on it.
     func testCallbacksArriveWhileTheMainThreadIsBlocked() {
         XCTAssertTrue(Thread.isMainThread)
