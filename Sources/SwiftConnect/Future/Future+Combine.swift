@@ -16,9 +16,11 @@ extension Future {
     public func zip<Other>(_ other: Future<Other>) -> Future<(Value, Other)> {
         let derived = Future<(Value, Other)>()
         let values = Protected<(Value?, Other?)>((nil, nil))
-        derived.setCancelHandler {
-            self.cancel()
-            other.cancel()
+        // Weak: each input's callback holds `derived`, so holding the inputs here too would make a cycle that keeps
+        // a pair abandoned while pending (and its inputs) alive forever.
+        derived.setCancelHandler { [weak self, weak other] in
+            self?.cancel()
+            other?.cancel()
         }
         whenCompleteReturningWork { result in
             switch result {
@@ -62,8 +64,10 @@ extension Future {
         if futures.isEmpty { return Future(value: []) }
         let derived = Future<[Element]>()
         let state = Protected(AllState<Element>(count: futures.count))
+        // Weak, as in `zip`: the inputs' callbacks hold `derived`.
+        let inputs = futures.map { WeakFuture(future: $0) }
         derived.setCancelHandler {
-            for future in futures { future.cancel() }
+            for input in inputs { input.future?.cancel() }
         }
         for (index, future) in futures.enumerated() {
             future.whenCompleteReturningWork { result in
@@ -78,6 +82,11 @@ extension Future {
         }
         return derived
     }
+}
+
+/// An input of ``Future/all(_:)``, held weakly by the cancel handler of the future it feeds.
+private struct WeakFuture<Value: Sendable>: Sendable {
+    weak var future: Future<Value>?
 }
 
 /// The values gathered so far by ``Future/all(_:)``.

@@ -30,12 +30,14 @@ extension Future where Value == Data {
         // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took 0.1 to
         // 0.6 µs longer per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
         // The response the body came from, when ``Connect`` recorded it, is looked up only for a failure.
+        // Unowned: the transform is stored in `self` while it is pending, and only `self` runs it (a strong
+        // reference would keep a body abandoned while pending alive forever).
         if let decoder {
-            return map { [self] data in
+            return map { [unowned self] data in
                 try decodeBody(data, as: type, with: decoder, response: self.bodyHint?.response)
             }
         }
-        return map { [self] data in
+        return map { [unowned self] data in
             let hint = self.bodyHint
             return try decodeBody(data, as: type, with: hint?.decoder ?? JSONDecoder(), response: hint?.response)
         }

@@ -117,4 +117,31 @@ final class FutureMemoryTests: XCTestCase {
         }
         XCTAssertNil(weakMapped, "an abandoned pending chain has no retain cycle")
     }
+
+    /// The same for `zip`, `all` and `decoded(toType:)`: abandoned while pending, they and their inputs are freed.
+    func testPendingZipAllAndDecodedWithoutProducerAreFreed() {
+        weak var weakInput: Future<Int>?
+        weak var weakZipped: Future<(Int, Int)>?
+        weak var weakAll: Future<[Int]>?
+        weak var weakBody: Future<Data>?
+        weak var weakDecoded: Future<Int>?
+        do {
+            let first = Promise<Int>()
+            let second = Promise<Int>()
+            let body = Promise<Data>()
+            weakInput = first.future
+            let zipped = first.future.zip(second.future)
+            weakZipped = zipped
+            let all = Future.all([first.future, second.future])
+            weakAll = all
+            weakBody = body.future
+            let decoded = body.future.decoded(toType: Int.self)
+            weakDecoded = decoded
+        }
+        XCTAssertNil(weakZipped, "zip")
+        XCTAssertNil(weakAll, "all")
+        XCTAssertNil(weakInput, "an input of zip and all")
+        XCTAssertNil(weakDecoded, "decoded")
+        XCTAssertNil(weakBody, "the body decoded(toType:) decodes")
+    }
 }
