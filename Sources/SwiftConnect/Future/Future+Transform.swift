@@ -108,7 +108,7 @@ extension Future {
     /// ``mapError(_:)`` for a future that has a lock.
     @usableFromInline
     func mapErrorSlowPath(_ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
-        transformResult { result in result.mapError { transform($0) } }
+        transformResultKeepingHint { result in result.mapError { transform($0) } }
     }
 
     /// Replaces a failure with a value.
@@ -132,7 +132,7 @@ extension Future {
     /// The synchronous ``recover(_:)`` for a future that has a lock.
     @usableFromInline
     func recoverSlowPath(_ body: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
-        transformResult { result in
+        transformResultKeepingHint { result in
             switch result {
             case .success: return result
             case .failure(let error): return Result { try body(error) }
@@ -180,6 +180,30 @@ extension Future {
         return deriveResult(transform)
     }
 
+    /// ``transformResult(_:)`` for the operators that pass a success through unchanged (``mapError(_:)``,
+    /// ``recover(_:)``): the result keeps this future's body hint, so `decoded(toType:)` after them still knows
+    /// the response's decoder and the response.
+    func transformResultKeepingHint(
+        _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error>
+    ) -> Future<Value> {
+        // The hint is written with the result, under the lock: once `result` is read, the hint can be too.
+        if callbackQueue == nil, let result { return Future.resolved(transform(result), hint: hintForCallback) }
+        let derived: Future<Value> = makeDerived()
+        // Unowned: the callback is stored in `self` and only `self` runs it.
+        whenCompleteReturningWork { [unowned self] result in
+            derived.resolve(transform(result), hint: hintForCallback)
+        }.run()
+        return derived
+    }
+
+    /// A complete future of `result`, able to hold `hint` if there is one (a future created resolved holds none).
+    static func resolved(_ result: Result<Value, any Error>, hint: BodyHint?) -> Future<Value> {
+        guard let hint, case .success = result else { return Future(result: result) }
+        let future = Future()
+        _ = future.resolve(result, hint: hint)  // nothing to run: no callback was added yet
+        return future
+    }
+
     /// ``transformResult(_:)`` without its look at whether the future is complete, for a caller that has just
     /// looked (each look takes the lock). Still right if the future completed since: the callback then runs at
     /// once.
@@ -219,15 +243,17 @@ extension Future {
     ) -> Future<NewValue> {
         if callbackQueue == nil, let result {
             switch step(result) {
-            case .done(let newResult): return Future<NewValue>(result: newResult)
+            // A success that is done at once is this future's, passed through (`recover`): with its hint.
+            case .done(let newResult): return Future<NewValue>.resolved(newResult, hint: hintForCallback)
             case .next(let next): return next.lock == nil ? next : next.followed()
             }
         }
         let derived: Future<NewValue> = makeDerived()
-        whenCompleteReturningWork { result in
+        // Unowned: the callback is stored in `self` and only `self` runs it.
+        whenCompleteReturningWork { [unowned self] result in
             switch step(result) {
             case .done(let newResult):
-                return derived.resolve(newResult)
+                return derived.resolve(newResult, hint: hintForCallback)
             case .next(let next):
                 derived.setUpstream(next)
                 return next.whenCompleteReturningWork { [unowned next] in

@@ -130,6 +130,44 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
+    /// `connect.request(…).mapError { … }.decoded(toType:)`, or with `recover`: a success passes through
+    /// unchanged, and so does what the client knows about the body, whether the body is already there or not.
+    func testDecodingAfterMapErrorOrRecoverUsesTheClientsDecoderAndKeepsTheResponse() throws {
+        let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
+        let snakeCase = JSONDecoder()
+        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
+        struct Item: Decodable, Sendable { let itemName: String }
+        for (body, succeeds) in [(#"{"item_name":"x"}"#, true), (#"{"other":1}"#, false)] {
+            let data = Data(body.utf8)
+            let response = try XCTUnwrap(ConnectResponse(request: request, statusCode: 200, headers: [:], data: data))
+            for alreadyComplete in [false, true] {
+                let promise = Promise<Data>()
+                let complete = {
+                    promise.future.resolve(.success(data), hint: BodyHint(decoder: snakeCase, response: response)).run()
+                }
+                if alreadyComplete { complete() }
+                let paths: [(String, Future<Item>)] = [
+                    ("mapError", promise.future.mapError { $0 }.decoded(toType: Item.self)),
+                    ("recover", promise.future.recover { _ in Data() }.decoded(toType: Item.self)),
+                    ("recover with a future", promise.future.recover { _ in Future(value: Data()) }.decoded()),
+                ]
+                if !alreadyComplete { complete() }
+                for (name, decoded) in paths {
+                    let name = "\(name), body complete first: \(alreadyComplete)"
+                    let result = try decoded.waitForResult()
+                    if succeeds {
+                        XCTAssertEqual(try result.get().itemName, "x", name)
+                    } else {
+                        XCTAssertThrowsError(try result.get(), name) { error in
+                            XCTAssertEqual((error as? ConnectError)?.request?.url, request.url, name)
+                            XCTAssertEqual((error as? ConnectError)?.statusCode, 200, name)
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     func testDecodingFailureWithoutAKnownResponseHasNone() {
         XCTAssertThrowsError(try Future(value: Data("{}".utf8)).decoded(toType: Todo.self).wait()) { error in
             XCTAssertNil((error as? ConnectError)?.response)
