@@ -134,6 +134,35 @@ final class FutureObserverTests: XCTestCase {
         XCTAssertEqual(seen.values, Array(repeating: "receiver", count: stages.count * 2))
     }
 
+    func testAFlatMapAfterReceiveOnDeliversOnTheQueueWhenItsInnerFutureCompletesElsewhere() {
+        // Given: the inner future of the flatMap is completed by this thread, not the queue
+        let queue = DispatchQueue(label: "receiver")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "receiver")
+        let source = Promise<Int>()
+        let inner = Promise<Int>()
+        let seen = Recorder<String?>()
+        let done = expectation(description: "observed")
+        let started = expectation(description: "the flatMap's step ran")
+        source.future.receive(on: queue)
+            .flatMap { _ in
+                started.fulfill()
+                return inner.future
+            }
+            .map { $0 + 1 }
+            .observe { _ in
+                seen.append(DispatchQueue.getSpecific(key: key))
+                done.fulfill()
+            }
+        // When
+        source.succeed(1)
+        wait(for: [started], timeout: 5)
+        inner.succeed(2)
+        // Then
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(seen.values, ["receiver"])
+    }
+
     /// A command-line program never runs the main run loop: callbacks must not depend on it.
     func testCallbacksArriveWhileTheMainThreadIsBlocked() {
         XCTAssertTrue(Thread.isMainThread)
