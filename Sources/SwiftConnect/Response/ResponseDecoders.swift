@@ -61,8 +61,7 @@ public struct ResponseDecoders: Sendable {
     ///     side: `application/xml; charset=utf-8` registers `application/xml`), or a structured suffix such as
     ///     `+xml` for every type ending with it.
     public mutating func register(_ decoder: any ResponseBodyDecoder, for mediaType: String) {
-        let bare = mediaType.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
-        decoders[bare.lowercased()] = decoder
+        decoders[ConnectResponse.mediaType(of: mediaType)] = decoder
     }
 
     /// The decoder for a media type (`application/json`, already without parameters).
