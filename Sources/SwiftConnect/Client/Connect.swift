@@ -133,11 +133,11 @@ public final class Connect: Sendable {
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
         var outer: [any Middleware] = []
+        let authenticators = middlewares.compactMap { $0 as? AuthenticationMiddleware }
         if let responseCache {
-            let authenticators = middlewares.compactMap { $0 as? AuthenticationMiddleware }
             outer.append(ClientResponseCache(cache: responseCache, authenticators: authenticators))
         }
-        if coalescesIdenticalRequests { outer.append(RequestCoalescer()) }
+        if coalescesIdenticalRequests { outer.append(RequestCoalescer(authenticators: authenticators)) }
         if let retryPolicy { outer.append(retryPolicy.middleware) }
         outer += middlewares
         outerMiddlewares = outer

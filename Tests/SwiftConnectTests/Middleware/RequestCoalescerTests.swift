@@ -146,6 +146,32 @@ final class RequestCoalescerTests: XCTestCase {
         for future in futures { XCTAssertEqual(connectError(of: future)?.statusCode, 500) }
     }
 
+    /// The client's `AuthenticationMiddleware` signs requests after this stage: a request made after the user
+    /// changed must not share the previous user's call in flight.
+    func testARequestSignedWithAnotherCredentialDoesNotShareTheCallInFlight() {
+        // Given: alice's request in flight
+        let transport = ManualTransport()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: nil, coalescesIdenticalRequests: true)
+        let alice = connect.request(Endpoint())
+        let aliceAgain = connect.request(Endpoint())
+        // When: bob signs in and asks for the same resource
+        auth.setCredential(.bearer(token: "bob"))
+        let bob = connect.request(Endpoint())
+        // Then: bob's request goes out on its own, signed as bob, and gets his answer
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, ["Bearer alice", "Bearer bob"])
+        guard transport.requests.count == 2 else { return }
+        transport.respond(to: 0, body: Data("alice".utf8))
+        transport.respond(to: 1, body: Data("bob".utf8))
+        XCTAssertEqual(value(of: alice), Data("alice".utf8))
+        XCTAssertEqual(value(of: aliceAgain), Data("alice".utf8))
+        XCTAssertEqual(value(of: bob), Data("bob".utf8))
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

@@ -17,8 +17,9 @@ import Foundation
 /// ```
 ///
 /// Requests are identical when their method, full URL and every header field (name case-insensitive, value
-/// exact) match, so requests with different `Authorization` headers never share a response. A GET or HEAD
-/// with a body, and any other method, passes straight through.
+/// exact) match, and the client's ``AuthenticationMiddleware``s (which sign requests after this stage) hold the
+/// same credentials for both, so requests of different users never share a response. A GET or HEAD with a
+/// body, and any other method, passes straight through.
 ///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
@@ -30,6 +31,8 @@ final class RequestCoalescer: Middleware {
         let url: String
         /// `name:value` per header field, names lowercased, sorted.
         let headers: [String]
+        /// The `Authorization` values the client's ``AuthenticationMiddleware``s will sign the request with.
+        let credentials: [String?]
     }
 
     /// One shared call and the callers waiting for it.
@@ -48,18 +51,25 @@ final class RequestCoalescer: Middleware {
     }
 
     private let state = Protected(MutableState())
+    /// The client's ``AuthenticationMiddleware``s: they sign requests after this stage, so their credentials
+    /// belong in the key as if the request carried them.
+    private let authenticators: [AuthenticationMiddleware]
 
-    init() {}
+    /// Creates the stage of a client whose `authenticators` sign requests after it.
+    init(authenticators: [AuthenticationMiddleware] = []) {
+        self.authenticators = authenticators
+    }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    static func key(for request: URLRequest) -> Key? {
+    func key(for request: URLRequest) -> Key? {
         let method = (request.httpMethod ?? "GET").uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
         let headers = (request.allHTTPHeaderFields ?? [:])
             .map { "\($0.key.lowercased()):\($0.value)" }
             .sorted()
-        return Key(method: method, url: url.absoluteString, headers: headers)
+        let credentials = authenticators.map { $0.credential?.headerValue }
+        return Key(method: method, url: url.absoluteString, headers: headers, credentials: credentials)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
@@ -73,7 +83,7 @@ final class RequestCoalescer: Middleware {
         let transfer = context.transfer
         guard options.middlewares.isEmpty, options.plugins.isEmpty, options.maxResponseBytes == nil,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
-            transfer.progress == nil, let key = Self.key(for: request)
+            transfer.progress == nil, let key = key(for: request)
         else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
