@@ -221,4 +221,24 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(cache.count, 0)
         XCTAssertEqual(cache.totalBytes, 0)
     }
+
+    /// A download's response has its body in a file, not in memory: serving it again would hand the next download
+    /// the first one's file, and a plain request an empty body.
+    func testDownloadsAreNeitherServedFromNorStoredInTheCache() throws {
+        let (connect, transport, cache) = makeClient()
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let first = folder.appendingPathComponent("first.json")
+        let second = folder.appendingPathComponent("second.json")
+
+        XCTAssertEqual(try connect.download(Item(path: "/a"), to: first).wait(timeout: 5), first)
+        XCTAssertEqual(try connect.download(Item(path: "/a"), to: second).wait(timeout: 5), second)
+        XCTAssertEqual(try Data(contentsOf: second), Data(#"{"v":"a"}"#.utf8))
+        let plain = try connect.request(Item(path: "/a")).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: plain, as: UTF8.self), #"{"v":"a"}"#)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(cache.count, 1, "only the plain request's response is stored")
+    }
+
 }

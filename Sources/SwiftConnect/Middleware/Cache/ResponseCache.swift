@@ -9,7 +9,8 @@ import Foundation
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
 /// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status are
 /// stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
-/// ends, without touching the network or the middlewares inside the cache.
+/// ends, without touching the network or the middlewares inside the cache. Downloads to a file
+/// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
 ///
 /// ```swift
 /// let cache = ResponseCache(maxBytes: 5_000_000)
@@ -187,7 +188,9 @@ public final class ResponseCache: Middleware {
         next: @escaping Next,
         authenticators: [AuthenticationMiddleware]
     ) -> Future<ConnectResponse> {
-        guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head
+        // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
+        guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head,
+            context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let added = (authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware })
             .compactMap { $0.credential?.headerValue }
@@ -221,7 +224,7 @@ public final class ResponseCache: Middleware {
     }
 
     private static func isStorable(_ response: ConnectResponse) -> Bool {
-        guard response.isSuccess else { return false }
+        guard response.isSuccess, response.fileURL == nil else { return false }
         let cacheControl = response.header("Cache-Control")?.lowercased() ?? ""
         return !cacheControl.contains("no-store")
     }
