@@ -241,4 +241,12 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(cache.count, 1, "only the plain request's response is stored")
     }
 
+    /// A stored response larger than a later call's `maxResponseBytes` is not served to that call: it fails as the
+    /// network would make it fail.
+    func testAStoredResponseOverTheCallsSizeLimitIsNotServed() throws {
+        let (connect, _, _) = makeClient()
+        _ = try connect.request(Item(path: "/a")).wait(timeout: 5)
+        let limited = connect.request(Item(path: "/a"), options: RequestOptions(maxResponseBytes: 3))
+        XCTAssertEqual(connectError(of: limited)?.kind, .responseTooLarge)
+    }
 }

@@ -9,7 +9,8 @@ import Foundation
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
 /// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status are
 /// stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
-/// ends, without touching the network or the middlewares inside the cache. Downloads to a file
+/// ends, without touching the network or the middlewares inside the cache, except to a call whose
+/// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
 /// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
 ///
 /// ```swift
@@ -192,12 +193,14 @@ public final class ResponseCache: Middleware {
         guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head,
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
+        let limit = context.transfer.maxResponseBytes ?? .max
         let added = (authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware })
             .compactMap { $0.credential?.headerValue }
         let key = Self.key(for: request, rule: rule, addedCredentials: added)
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
-            if !rule.bypassesCache, let entry = state.entries[key] {
+            // A body over this call's size limit is not served: the network makes the call fail as it should.
+            if !rule.bypassesCache, let entry = state.entries[key], entry.response.data.count <= limit {
                 if entry.expiry > now {
                     state.hits += 1
                     state.touch(key)
