@@ -249,4 +249,29 @@ final class ResponseCacheTests: XCTestCase {
         let limited = connect.request(Item(path: "/a"), options: RequestOptions(maxResponseBytes: 3))
         XCTAssertEqual(connectError(of: limited)?.kind, .responseTooLarge)
     }
+
+    /// A request looked up under one user's credential but signed with another's (the user changed while it waited
+    /// for a refresh) is not stored under the first user's key: that user is not served the other's response.
+    func testAResponseSignedWithACredentialSetWhileInFlightIsNotStoredUnderThePreviousOne() {
+        let transport = ManualTransport()
+        let refresh = Promise<AuthorizationToken>()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in refresh.future }
+        let cache = ResponseCache(maxBytes: 1_000_000)
+        let connect = Connect(transport: transport, middlewares: [auth], retryPolicy: nil, responseCache: cache)
+        let me = Item(path: "/me")
+        // alice's request is rejected and waits for a refresh; meanwhile bob signs in
+        let first = connect.request(me)
+        transport.respond(to: 0, status: 401)
+        auth.setCredential(.bearer(token: "bob"))
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "Authorization"), "Bearer bob")
+        transport.respond(to: 1, body: Data("bob".utf8))
+        XCTAssertEqual(value(of: first), Data("bob".utf8))
+        // alice is back
+        auth.setCredential(.bearer(token: "alice"))
+        let second = connect.request(me)
+        XCTAssertEqual(transport.requests.count, 3, "alice's request goes to the network")
+        guard transport.requests.count == 3 else { return }
+        transport.respond(to: 2, body: Data("alice".utf8))
+        XCTAssertEqual(value(of: second), Data("alice".utf8))
+    }
 }

@@ -92,6 +92,12 @@ public final class AuthenticationMiddleware: Middleware {
         state.withLock { $0.credential }
     }
 
+    /// The credential a request starting now is signed with, and its epoch: the epoch changes whenever the
+    /// credential is replaced or a refresh ends, so an unchanged epoch means no request was signed with another.
+    var currentSignature: Signature {
+        state.withLock { $0.signature }
+    }
+
     /// Replaces the credential, for example after signing in (a token) or out (`nil`).
     ///
     /// Requests waiting for a refresh stop waiting and are sent at once with `credential`; the result of that

@@ -27,7 +27,9 @@ import Foundation
 /// `authorizationToken` or the client's default headers) is stored apart for each set of credentials, so one
 /// user's response is not served to another: the key then ends with a digest of them (see
 /// ``key(for:rule:)``). The current credential of each ``AuthenticationMiddleware`` of the client, connector or
-/// call counts too, although it is added after the cache. The cache comes before your middlewares, so it cannot
+/// call counts too, although it is added after the cache; a response is not stored when that credential changed
+/// (a refresh, ``AuthenticationMiddleware/setCredential(_:)``) while its request was in flight, as the request
+/// may have been signed with the new one. The cache comes before your middlewares, so it cannot
 /// see credentials one of your own middlewares adds: for those requests, name the user in the rule's key, or
 /// call ``removeAll()`` when the user changes. `Vary` is not read. The cache is safe to share between threads and
 /// clients.
@@ -194,9 +196,10 @@ public final class ResponseCache: Middleware {
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
-        let added = (authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware })
-            .compactMap { $0.credential?.headerValue }
-        let key = Self.key(for: request, rule: rule, addedCredentials: added)
+        let signers = authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware }
+        let signatures = signers.map(\.currentSignature)
+        let key = Self.key(
+            for: request, rule: rule, addedCredentials: signatures.compactMap { $0.credential?.headerValue })
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
@@ -218,6 +221,9 @@ public final class ResponseCache: Middleware {
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
+            // A credential replaced or refreshed while the request was in flight may have signed it instead of the
+            // one in the key (a request waiting for a refresh when the user changed): it is not this key's answer.
+            guard zip(signers, signatures).allSatisfy({ $0.currentSignature.epoch == $1.epoch }) else { return }
             let size = Self.estimatedSize(of: response)
             guard size <= self.maxBytes else { return }
             let expiry = self.now().addingTimeInterval(rule.timeToLive)
