@@ -133,7 +133,9 @@ public final class Connect: Sendable {
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
         var outer: [any Middleware] = []
-        let authenticators = middlewares.compactMap { $0 as? AuthenticationMiddleware }
+        // Every AuthenticationMiddleware of the client signs after the cache and the coalescing: theirs, and the
+        // ones among `options.middlewares` (which `RequestContext.options` does not carry).
+        let authenticators = (middlewares + options.middlewares).compactMap { $0 as? AuthenticationMiddleware }
         if let responseCache {
             outer.append(ClientResponseCache(cache: responseCache, authenticators: authenticators))
         }

@@ -172,6 +172,24 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(value(of: bob), Data("bob".utf8))
     }
 
+    func testACredentialOfAnAuthenticationMiddlewareInTheClientsOptionsCountsToo() {
+        // Given: alice's request in flight, signed by an AuthenticationMiddleware of the client's options
+        let transport = ManualTransport()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true,
+            options: RequestOptions(middlewares: [auth]))
+        _ = connect.request(Endpoint())
+        // When
+        auth.setCredential(.bearer(token: "bob"))
+        _ = connect.request(Endpoint())
+        // Then
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, ["Bearer alice", "Bearer bob"])
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

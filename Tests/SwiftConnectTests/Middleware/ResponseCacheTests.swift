@@ -274,4 +274,26 @@ final class ResponseCacheTests: XCTestCase {
         transport.respond(to: 2, body: Data("alice".utf8))
         XCTAssertEqual(value(of: second), Data("alice".utf8))
     }
+
+    /// An `AuthenticationMiddleware` among the client's options' middlewares signs requests after the cache too:
+    /// its credential keeps users apart as one in `middlewares` does.
+    func testTheCredentialOfAnAuthenticationMiddlewareInTheClientsOptionsKeepsUsersApart() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
+            })
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, responseCache: ResponseCache(maxBytes: 1_000_000),
+            options: RequestOptions(middlewares: [auth]))
+        func me() throws -> String {
+            String(decoding: try connect.request(Item(path: "/me")).wait(timeout: 5), as: UTF8.self)
+        }
+        XCTAssertEqual(try me(), "Bearer alice")
+        auth.setCredential(.bearer(token: "bob"))
+        XCTAssertEqual(try me(), "Bearer bob")
+    }
 }
