@@ -296,4 +296,24 @@ final class ResponseCacheTests: XCTestCase {
         auth.setCredential(.bearer(token: "bob"))
         XCTAssertEqual(try me(), "Bearer bob")
     }
+
+    /// A 206 holds part of the body only: it is not stored, so a later request for the whole resource is not
+    /// served the part.
+    func testPartialContentIsNotStored() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let isRange = request.value(forHTTPHeaderField: "Range") != nil
+                return .success(
+                    ConnectResponse(
+                        request: request, statusCode: isRange ? 206 : 200, data: Data((isRange ? "ab" : "abcd").utf8))!)
+            })
+        let cache = ResponseCache()
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 60))
+        let range = ClientFixtures.Endpoint(headers: [HTTPHeader(name: "Range", value: "bytes=0-1")])
+        XCTAssertEqual(try connect.request(range, options: rule).wait(timeout: 5), Data("ab".utf8))
+        let whole = try connect.request(ClientFixtures.Endpoint(), options: rule).wait(timeout: 5)
+        XCTAssertEqual(whole, Data("abcd".utf8))
+        XCTAssertEqual(cache.count, 1)
+    }
 }

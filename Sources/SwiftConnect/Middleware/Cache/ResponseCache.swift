@@ -7,8 +7,8 @@ import Foundation
 /// An in-memory cache of successful responses, bounded in bytes, evicting the least recently used.
 ///
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
-/// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status are
-/// stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
+/// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status other than
+/// 206 (Partial Content) are stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
 /// ends, without touching the network or the middlewares inside the cache, except to a call whose
 /// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
 /// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
@@ -233,7 +233,8 @@ public final class ResponseCache: Middleware {
     }
 
     private static func isStorable(_ response: ConnectResponse) -> Bool {
-        guard response.isSuccess, response.fileURL == nil else { return false }
+        // A 206 holds only the part of the body its request's `Range` asked for, not the resource.
+        guard response.isSuccess, response.statusCode != 206, response.fileURL == nil else { return false }
         let cacheControl = response.header("Cache-Control")?.lowercased() ?? ""
         return !cacheControl.contains("no-store")
     }
