@@ -316,4 +316,37 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(whole, Data("abcd".utf8))
         XCTAssertEqual(cache.count, 1)
     }
+
+    /// A response whose `Vary` names a request header is served only to requests with the same value of it, and
+    /// one with `Vary: *` is not stored.
+    func testVaryIsHonoured() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let accept = request.value(forHTTPHeaderField: "Accept") ?? "-"
+                let vary = request.url?.path == "/star" ? "*" : "Accept-Language, accept"
+                let response = ConnectResponse(
+                    request: request, statusCode: 200, headers: ["Vary": vary], data: Data(accept.utf8))
+                return .success(response!)
+            })
+        let cache = ResponseCache()
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 60))
+        func get(_ path: String = "/items", accept: String? = nil) throws -> String {
+            let headers = accept.map { [HTTPHeader.accept($0)] } ?? []
+            let data = try connect.request(ClientFixtures.Endpoint(endpoint: path, headers: headers), options: rule)
+                .wait(timeout: 5)
+            return String(decoding: data, as: UTF8.self)
+        }
+        XCTAssertEqual(try get(), "application/json")
+        XCTAssertEqual(try get(), "application/json")
+        XCTAssertEqual(transport.requests.count, 1, "same Accept: served from the cache")
+        XCTAssertEqual(try get(accept: "text/csv"), "text/csv")
+        XCTAssertEqual(transport.requests.count, 2, "another Accept: to the network")
+        XCTAssertEqual(try get(accept: "text/csv"), "text/csv")
+        XCTAssertEqual(transport.requests.count, 2)
+
+        _ = try get("/star")
+        _ = try get("/star")
+        XCTAssertEqual(transport.requests.count, 4, "Vary: * is never served from the cache")
+    }
 }

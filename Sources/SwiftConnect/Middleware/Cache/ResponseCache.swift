@@ -31,14 +31,24 @@ import Foundation
 /// (a refresh, ``AuthenticationMiddleware/setCredential(_:)``) while its request was in flight, as the request
 /// may have been signed with the new one. The cache comes before your middlewares, so it cannot
 /// see credentials one of your own middlewares adds: for those requests, name the user in the rule's key, or
-/// call ``removeAll()`` when the user changes. `Vary` is not read. The cache is safe to share between threads and
-/// clients.
+/// call ``removeAll()`` when the user changes.
+///
+/// A response with a `Vary` header is served only to requests whose headers it names have the values the first
+/// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
+/// stored. The cache is safe to share between threads and clients.
 public final class ResponseCache: Middleware {
     private struct Entry {
         var response: ConnectResponse
         var expiry: Date
         var size: Int
         var tick: UInt64
+        /// The request headers the response's `Vary` names (lowercased), with the stored request's values.
+        var varying: [(name: String, value: String?)] = []
+
+        /// Whether `request` has the values of the headers the response varies on that the stored one had.
+        func matches(_ request: URLRequest) -> Bool {
+            varying.allSatisfy { request.value(forHTTPHeaderField: $0.name) == $0.value }
+        }
     }
 
     private struct State {
@@ -66,15 +76,17 @@ public final class ResponseCache: Middleware {
             totalBytes -= entry.size
         }
 
-        mutating func insert(_ key: String, response: ConnectResponse, expiry: Date, size: Int, limit: Int) {
+        mutating func insert(_ key: String, entry: Entry, limit: Int) {
             remove(key)
-            while totalBytes + size > limit, let oldest = popOldestKey() {
+            while totalBytes + entry.size > limit, let oldest = popOldestKey() {
                 remove(oldest)
             }
-            entries[key] = Entry(response: response, expiry: expiry, size: size, tick: nextTick)
+            var entry = entry
+            entry.tick = nextTick
+            entries[key] = entry
             recency[nextTick] = key
             nextTick += 1
-            totalBytes += size
+            totalBytes += entry.size
         }
 
         private mutating func popOldestKey() -> String? {
@@ -203,7 +215,9 @@ public final class ResponseCache: Middleware {
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
-            if !rule.bypassesCache, let entry = state.entries[key], entry.response.data.count <= limit {
+            if !rule.bypassesCache, let entry = state.entries[key], entry.response.data.count <= limit,
+                entry.matches(request)
+            {
                 if entry.expiry > now {
                     state.hits += 1
                     state.touch(key)
@@ -218,18 +232,38 @@ public final class ResponseCache: Middleware {
             cached.request = request
             return Future(value: cached)
         }
+        // The headers as the cache saw them, for a response that varies on some of them.
+        let requestHeaders = request.allHTTPHeaderFields ?? [:]
         let response = next(request)
         response.whenComplete { [weak self] result in
-            guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
+            guard let self, case .success(let response) = result, Self.isStorable(response),
+                let varying = Self.varying(of: response, requestHeaders: requestHeaders)
+            else { return }
             // A credential replaced or refreshed while the request was in flight may have signed it instead of the
             // one in the key (a request waiting for a refresh when the user changed): it is not this key's answer.
             guard zip(signers, signatures).allSatisfy({ $0.currentSignature.epoch == $1.epoch }) else { return }
             let size = Self.estimatedSize(of: response)
             guard size <= self.maxBytes else { return }
             let expiry = self.now().addingTimeInterval(rule.timeToLive)
-            self.state.withLock { $0.insert(key, response: response, expiry: expiry, size: size, limit: self.maxBytes) }
+            let entry = Entry(response: response, expiry: expiry, size: size, tick: 0, varying: varying)
+            self.state.withLock { $0.insert(key, entry: entry, limit: self.maxBytes) }
         }
         return response
+    }
+
+    /// The request headers `response` varies on, with their values in `requestHeaders`, or `nil` for `Vary: *`
+    /// (it varies on more than the request: never serve it again).
+    private static func varying(
+        of response: ConnectResponse,
+        requestHeaders: [String: String]
+    ) -> [(name: String, value: String?)]? {
+        guard let vary = response.header("Vary") else { return [] }
+        let names = vary.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty }
+        if names.contains("*") { return nil }
+        return names.map { name in
+            (name, requestHeaders.first { $0.key.lowercased() == name }?.value)
+        }
     }
 
     private static func isStorable(_ response: ConnectResponse) -> Bool {
