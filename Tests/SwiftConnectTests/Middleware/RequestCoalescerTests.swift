@@ -190,6 +190,30 @@ final class RequestCoalescerTests: XCTestCase {
             transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, ["Bearer alice", "Bearer bob"])
     }
 
+    /// A request's timeout and cache policy are its own: a request with another one does not wait on, or fail
+    /// with, a call made with different ones.
+    func testRequestsWithAnotherTimeoutOrCachePolicyMakeSeparateCalls() {
+        struct Items: Connector {
+            var timeout: TimeInterval
+            var cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/items" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { nil }
+        }
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        // When
+        _ = connect.request(Items(timeout: 300))
+        _ = connect.request(Items(timeout: 5))
+        _ = connect.request(Items(timeout: 5, cachePolicy: .reloadIgnoringLocalCacheData))
+        // Then
+        XCTAssertEqual(transport.requests.map(\.timeoutInterval), [300, 5, 5])
+        XCTAssertEqual(transport.requests.last?.cachePolicy, .reloadIgnoringLocalCacheData)
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

@@ -16,10 +16,10 @@ import Foundation
 /// b.cancel()                                         // a still gets its result
 /// ```
 ///
-/// Requests are identical when their method, full URL and every header field (name case-insensitive, value
-/// exact) match, and the client's ``AuthenticationMiddleware``s (which sign requests after this stage) hold the
-/// same credentials for both, so requests of different users never share a response. A GET or HEAD with a
-/// body, and any other method, passes straight through.
+/// Requests are identical when their method, full URL, timeout, cache policy and every header field (name
+/// case-insensitive, value exact) match, and the client's ``AuthenticationMiddleware``s (which sign requests
+/// after this stage) hold the same credentials for both, so requests of different users never share a
+/// response. A GET or HEAD with a body, and any other method, passes straight through.
 ///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
@@ -33,6 +33,10 @@ final class RequestCoalescer: Middleware {
         let headers: [String]
         /// The `Authorization` values the client's ``AuthenticationMiddleware``s will sign the request with.
         let credentials: [String?]
+        /// The request's own timeout and cache policy: a caller must not wait longer, or time out sooner, than
+        /// it asked, nor get an answer from a cache it asked to skip.
+        let timeout: TimeInterval
+        let cachePolicy: UInt
     }
 
     /// One shared call and the callers waiting for it.
@@ -69,7 +73,9 @@ final class RequestCoalescer: Middleware {
             .map { "\($0.key.lowercased()):\($0.value)" }
             .sorted()
         let credentials = authenticators.map { $0.credential?.headerValue }
-        return Key(method: method, url: url.absoluteString, headers: headers, credentials: credentials)
+        return Key(
+            method: method, url: url.absoluteString, headers: headers, credentials: credentials,
+            timeout: request.timeoutInterval, cachePolicy: request.cachePolicy.rawValue)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
