@@ -349,4 +349,21 @@ final class ResponseCacheTests: XCTestCase {
         _ = try get("/star")
         XCTAssertEqual(transport.requests.count, 4, "Vary: * is never served from the cache")
     }
+
+    /// A rule's custom key does not name the method: a HEAD response (no body) is not served to a GET sharing
+    /// the key, nor a GET response to a HEAD.
+    func testAHeadAndAGetSharingACustomKeyAreNotServedEachOthersResponse() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let body = request.httpMethod == "HEAD" ? Data() : Data("body".utf8)
+                return .success(ConnectResponse(request: request, statusCode: 200, data: body)!)
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: ResponseCache())
+        let shared = RequestOptions(cache: CacheRule(timeToLive: 60, key: "a"))
+        _ = try connect.response(for: Item(path: "/a", method: .head, rule: nil), options: shared).wait(timeout: 5)
+        let get = try connect.request(Item(path: "/a", rule: nil), options: shared).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: get, as: UTF8.self), "body")
+        _ = try connect.response(for: Item(path: "/a", method: .head, rule: nil), options: shared).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.map(\.httpMethod), ["HEAD", "GET", "HEAD"])
+    }
 }

@@ -42,6 +42,9 @@ public final class ResponseCache: Middleware {
         var expiry: Date
         var size: Int
         var tick: UInt64
+        /// The method of the stored request: a rule's custom key does not name it, and a HEAD response (no body)
+        /// must not answer a GET.
+        var method: HTTPMethod
         /// The request headers the response's `Vary` names (lowercased), with the stored request's values.
         var varying: [(name: String, value: String?)] = []
 
@@ -208,6 +211,7 @@ public final class ResponseCache: Middleware {
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
+        let method = context.method
         let signers = authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware }
         let signatures = signers.map(\.currentSignature)
         let key = Self.key(
@@ -215,8 +219,8 @@ public final class ResponseCache: Middleware {
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
-            if !rule.bypassesCache, let entry = state.entries[key], entry.response.data.count <= limit,
-                entry.matches(request)
+            if !rule.bypassesCache, let entry = state.entries[key], entry.method == method,
+                entry.response.data.count <= limit, entry.matches(request)
             {
                 if entry.expiry > now {
                     state.hits += 1
@@ -245,7 +249,8 @@ public final class ResponseCache: Middleware {
             let size = Self.estimatedSize(of: response)
             guard size <= self.maxBytes else { return }
             let expiry = self.now().addingTimeInterval(rule.timeToLive)
-            let entry = Entry(response: response, expiry: expiry, size: size, tick: 0, varying: varying)
+            let entry = Entry(
+                response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying)
             self.state.withLock { $0.insert(key, entry: entry, limit: self.maxBytes) }
         }
         return response
