@@ -41,7 +41,8 @@ public final class Connect: Sendable {
     public let requestQueue: RequestQueue?
     /// The response cache, if any.
     public let responseCache: ResponseCache?
-    /// Client-level plugins, validators and processors (they run before the connector's and the call's).
+    /// Client-level plugins, validators and processors (they run before the connector's and the call's), and the
+    /// `isRetrySafe`, cache rule, size limit and progress of calls whose connector and call leave them unset.
     public let options: RequestOptions
     /// The decoders `decoded(toType:)` chooses from by content type.
     public let decoders: ResponseDecoders
@@ -66,6 +67,9 @@ public final class Connect: Sendable {
     private let queueOwner = RequestQueue.Owner()
     /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
     private let serverBaseURL: Result<URL, any Error>?
+    /// The client's `isRetrySafe` and cache rule, the options of a call's ``RequestContext`` fall back to (empty,
+    /// and then free to merge, when the client sets neither).
+    private let contextDefaults: RequestOptions
 
     /// Creates a client.
     ///
@@ -129,6 +133,7 @@ public final class Connect: Sendable {
         self.defaultHeaders = defaultHeaders
         self.configuration = configuration
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
+        contextDefaults = RequestOptions(isRetrySafe: options.isRetrySafe, cache: options.cache)
         self.maxResponseBytes = maxResponseBytes
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
@@ -422,7 +427,7 @@ extension Connect {
         var context = RequestContext(
             method: HTTPMethod(rawValue: blueprint.method),
             connectorName: traits.name,
-            options: requestOptions,
+            options: contextDefaults.merged(with: requestOptions),
             logger: logger
         )
         context.transfer = transfer
@@ -453,7 +458,7 @@ extension Connect {
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
         let sent: Future<ConnectResponse>
-        if context.options.isEmpty {
+        if context.options.isEmpty || !context.options.addsStages {
             sent = chain.send(consume request, context: context)
         } else {
             let middlewares = Connect.pipeline(

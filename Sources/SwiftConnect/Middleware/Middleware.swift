@@ -59,7 +59,8 @@ public struct RequestContext: Sendable {
     public var method: HTTPMethod
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
-    /// The connector's and the call's options, merged (the client's own are not included).
+    /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe` and
+    /// `cache` are included, where the connector and the call leave them unset.
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger

@@ -134,6 +134,11 @@ public struct RequestOptions: Sendable {
         storage === Self.emptyStorage
     }
 
+    /// Whether the options add stages to the pipeline (middlewares or plugins), not only values.
+    var addsStages: Bool {
+        !storage.values.middlewares.isEmpty || !storage.values.plugins.isEmpty
+    }
+
     /// These options followed by `more`: lists concatenated, single values taken from `more` when set.
     func merged(with more: RequestOptions) -> RequestOptions {
         if more.isEmpty { return self }

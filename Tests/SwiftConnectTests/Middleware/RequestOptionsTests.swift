@@ -281,4 +281,26 @@ final class RequestOptionsTests: XCTestCase {
         }
         XCTAssertEqual(transport.requests.count, 2, "isRetrySafe: the POST was retried after the 503")
     }
+
+    /// `RequestOptions`' single values: the most specific level that sets one wins, the client's included.
+    func testTheClientsCacheRuleAndRetrySafetyApplyUnlessTheConnectorOrCallSetsTheirOwn() throws {
+        // Given: a cache rule and retry safety set on the client only
+        let transport = FakeTransport()
+        transport.stub(.get, "/items", with: .status(200))
+        transport.stub(.post, "/items", with: [.status(503), .status(200)])
+        let cache = ResponseCache()
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(maxAttempts: 2, clock: ImmediateRetryClock()),
+            responseCache: cache, options: RequestOptions(isRetrySafe: true, cache: CacheRule(timeToLive: 60)))
+        // When
+        _ = try connect.request(ClientFixtures.Endpoint()).wait(timeout: 5)
+        _ = try connect.request(ClientFixtures.Endpoint()).wait(timeout: 5)
+        let uncached = RequestOptions(cache: CacheRule(timeToLive: 0))
+        _ = try connect.request(ClientFixtures.Endpoint(), options: uncached).wait(timeout: 5)
+        XCTAssertEqual(cache.hitCount, 1)
+        let post = connect.request(ClientFixtures.Endpoint(method: .post))
+        // Then
+        XCTAssertNotNil(value(of: post))
+        XCTAssertEqual(transport.requests(to: "/items").map(\.httpMethod), ["GET", "GET", "POST", "POST"])
+    }
 }
