@@ -16,10 +16,11 @@ import Foundation
 /// b.cancel()                                         // a still gets its result
 /// ```
 ///
-/// Requests are identical when their method, full URL, timeout, cache policy and every header field (name
-/// case-insensitive, value exact) match, and the client's ``AuthenticationMiddleware``s (which sign requests
-/// after this stage) hold the same credentials for both, so requests of different users never share a
-/// response. A GET or HEAD with a body, and any other method, passes straight through.
+/// Requests are identical when their method, full URL, timeout, cache policy, ``RequestContext/isRetrySafe``
+/// and every header field (name case-insensitive, value exact) match, and the client's
+/// ``AuthenticationMiddleware``s (which sign requests after this stage) hold the same credentials for both, so
+/// requests of different users never share a response. A GET or HEAD with a body, and any other method, passes
+/// straight through.
 ///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
@@ -37,6 +38,8 @@ final class RequestCoalescer: Middleware {
         /// it asked, nor get an answer from a cache it asked to skip.
         let timeout: TimeInterval
         let cachePolicy: UInt
+        /// Whether the retry policy inside this stage may replay the call (``RequestContext/isRetrySafe``).
+        let isRetrySafe: Bool
     }
 
     /// One shared call and the callers waiting for it.
@@ -65,7 +68,7 @@ final class RequestCoalescer: Middleware {
     }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: URLRequest) -> Key? {
+    func key(for request: URLRequest, isRetrySafe: Bool) -> Key? {
         let method = (request.httpMethod ?? "GET").uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
@@ -75,7 +78,7 @@ final class RequestCoalescer: Middleware {
         let credentials = authenticators.map { $0.credential?.headerValue }
         return Key(
             method: method, url: url.absoluteString, headers: headers, credentials: credentials,
-            timeout: request.timeoutInterval, cachePolicy: request.cachePolicy.rawValue)
+            timeout: request.timeoutInterval, cachePolicy: request.cachePolicy.rawValue, isRetrySafe: isRetrySafe)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
@@ -89,7 +92,7 @@ final class RequestCoalescer: Middleware {
         let transfer = context.transfer
         guard options.middlewares.isEmpty, options.plugins.isEmpty, options.maxResponseBytes == nil,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
-            transfer.progress == nil, let key = key(for: request)
+            transfer.progress == nil, let key = key(for: request, isRetrySafe: context.isRetrySafe)
         else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
