@@ -471,4 +471,27 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(kept.map { $0.isCancelled }, [false, true, false])
         XCTAssertNil(weakAuth, "neither the completed futures nor the refresh keep the middleware")
     }
+
+    /// A refresh that sends its call through the client it refreshes for would wait for itself for ever: that
+    /// call fails at once instead, and so does the refresh, with a clear error.
+    func testARefreshSendingThroughItsOwnMiddlewareFailsInsteadOfWaitingForItself() throws {
+        // Given: the refresh call goes through the same client
+        let fake = FakeTransport()
+        fake.stub(.get, "/items", with: Self.accepting(only: Self.new))
+        fake.stub(.post, "/token", with: .json(string: #"{"token":"new"}"#))
+        let clients = Recorder<Connect>()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            clients.values[0].request(Endpoint(endpoint: "/token", method: .post)).map { _ in Self.new }
+        }
+        let connect = client(fake, auth)
+        clients.append(connect)
+        // When
+        let error = try XCTUnwrap(error(of: connect.request(Endpoint()), timeout: 5) as? ConnectError)
+        // Then
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        let cause = try XCTUnwrap(error.underlyingError as? ConnectError)
+        XCTAssertEqual(cause.kind, .authenticationFailed)
+        XCTAssertTrue(cause.message.contains("refresh"), cause.message)
+        XCTAssertEqual(fake.requests(to: "/token").count, 0, "the refresh call was not sent")
+    }
 }

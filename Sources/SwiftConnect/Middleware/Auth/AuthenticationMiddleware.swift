@@ -4,6 +4,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Android)
+    import Android
+#endif
+
 /// Signs every request with a credential and, when the server rejects it, renews it once for all the
 /// requests in flight.
 ///
@@ -54,7 +64,9 @@ import Foundation
 /// others, even when no request waits for it any more.
 ///
 /// - Important: Send the refresh call through a client that does not contain this middleware: a request
-///   going through it while it refreshes would wait for the refresh it is part of, for ever.
+///   going through it while it refreshes would wait for the refresh it is part of, for ever. One sent through it
+///   from inside `refresh` itself (on the thread that called it) is caught: it fails at once, unsent, with
+///   ``ConnectError/Kind/authenticationFailed``, and so the refresh fails instead of hanging.
 public final class AuthenticationMiddleware: Middleware {
     /// Renews a credential the server rejected.
     ///
@@ -126,14 +138,17 @@ public final class AuthenticationMiddleware: Middleware {
         next: @escaping Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
-        let (waiter, signature) = state.withLock { state in
+        let (waiter, admission) = state.withLock { state in
             let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise)
             let waiter = Waiter(exchange: exchange, isReplay: false)
-            return (waiter, state.signatureOrWait(waiter))
+            return (waiter, state.admit(waiter))
+        }
+        if case .refuse = admission {
+            return Future(error: ConnectError.sentFromItsOwnRefresh(waiter.exchange.request))
         }
         let id = waiter.exchange.id
         promise.setCancelHandler { [weak self] in self?.stopWaiting(id) }
-        if let signature {
+        if case .send(let signature) = admission {
             send(waiter, signedWith: signature)
         }
         return promise.future
@@ -228,8 +243,11 @@ extension AuthenticationMiddleware {
 
     /// Calls `refresh` (no lock held) and releases the waiting requests when it completes.
     private func startRefresh(_ id: UInt64, of expired: AuthorizationToken?) {
+        let renewed = refresh(expired)
+        // Requests from this thread no longer come from inside `refresh`.
+        state.withLock { $0.leftRefreshCall(id) }
         // `self` is kept until the refresh completes: the waiting requests live in `state`.
-        refresh(expired).whenComplete { result in
+        renewed.whenComplete { result in
             self.finishRefresh(id, with: result)
         }
     }
@@ -303,6 +321,19 @@ extension AuthenticationMiddleware {
     struct RefreshInFlight {
         let id: UInt64
         var waiters: [Waiter]
+        /// The thread calling `refresh`, until the call returns: a request arriving on it meanwhile was sent by
+        /// `refresh` itself, and would wait for itself.
+        var callingThread: pthread_t?
+    }
+
+    /// What a request entering the middleware does.
+    enum Admission {
+        /// Go out now, signed so.
+        case send(Signature)
+        /// Wait for the refresh in flight (already queued).
+        case wait
+        /// Fail: sent from inside `refresh`, it would wait for the refresh it is part of.
+        case refuse
     }
 
     /// Everything that changes, behind the one lock. Its methods run inside the lock and call no user code.
@@ -327,12 +358,18 @@ extension AuthenticationMiddleware {
             return lastID
         }
 
-        /// The signature for a request about to be sent, or `nil` after queueing it behind the refresh in
-        /// flight.
-        mutating func signatureOrWait(_ waiter: Waiter) -> Signature? {
-            guard refresh != nil else { return signature }
+        /// The signature for a request about to be sent, or `.wait` after queueing it behind the refresh in
+        /// flight, or `.refuse` if `refresh` itself sends it.
+        mutating func admit(_ waiter: Waiter) -> Admission {
+            guard let inFlight = refresh else { return .send(signature) }
+            if let thread = inFlight.callingThread, pthread_equal(thread, pthread_self()) != 0 { return .refuse }
             refresh?.waiters.append(waiter)
-            return nil
+            return .wait
+        }
+
+        /// Notes that the call to `refresh` for refresh `id` returned.
+        mutating func leftRefreshCall(_ id: UInt64) {
+            if refresh?.id == id { refresh?.callingThread = nil }
         }
 
         mutating func decideAfterRejection(of exchange: Exchange, signedIn requestEpoch: UInt64) -> Decision {
@@ -343,7 +380,7 @@ extension AuthenticationMiddleware {
             }
             if requestEpoch == epoch {
                 let id = makeID()
-                refresh = RefreshInFlight(id: id, waiters: [waiter])
+                refresh = RefreshInFlight(id: id, waiters: [waiter], callingThread: pthread_self())
                 return .refresh(id: id, expired: credential)
             }
             if let failure { return .fail(failure) }
@@ -387,6 +424,16 @@ extension AuthenticationMiddleware {
 // MARK: - Errors
 
 extension ConnectError {
+    /// A request sent through an ``AuthenticationMiddleware`` from inside its own `refresh`.
+    static func sentFromItsOwnRefresh(_ request: URLRequest) -> ConnectError {
+        ConnectError(
+            .authenticationFailed,
+            message: "the refresh sent this request through the AuthenticationMiddleware it renews the credential "
+                + "of, where it would wait for itself: send it through a client without that middleware",
+            request: request
+        )
+    }
+
     /// A request rejected again after being replayed with a renewed or newer credential.
     static func rejectedAfterRenewal(_ response: ConnectResponse) -> ConnectError {
         ConnectError(
