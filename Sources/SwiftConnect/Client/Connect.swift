@@ -146,7 +146,17 @@ public final class Connect: Sendable {
         }
         if coalescesIdenticalRequests { outer.append(RequestCoalescer(authenticators: authenticators)) }
         if let retryPolicy { outer.append(retryPolicy.middleware) }
-        outer += middlewares
+        // A cache given as a middleware is told, like `responseCache`, which AuthenticationMiddlewares sign after it.
+        for (index, middleware) in middlewares.enumerated() {
+            guard let cache = middleware as? ResponseCache else {
+                outer.append(middleware)
+                continue
+            }
+            let signers = (middlewares[(index + 1)...] + options.middlewares).compactMap {
+                $0 as? AuthenticationMiddleware
+            }
+            outer.append(ClientResponseCache(cache: cache, authenticators: signers))
+        }
         outerMiddlewares = outer
         let owner = queueOwner
         let queueEntry = requestQueue.map { ClientRequestQueue(queue: $0, owner: owner) }

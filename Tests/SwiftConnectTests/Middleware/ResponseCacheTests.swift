@@ -366,4 +366,24 @@ final class ResponseCacheTests: XCTestCase {
         _ = try connect.response(for: Item(path: "/a", method: .head, rule: nil), options: shared).wait(timeout: 5)
         XCTAssertEqual(transport.requests.map(\.httpMethod), ["HEAD", "GET", "HEAD"])
     }
+
+    /// A cache given among the client's middlewares, before its `AuthenticationMiddleware`, keeps users apart as
+    /// one given as `responseCache` does.
+    func testACacheAmongTheClientsMiddlewaresCountsTheCredentialOfAnAuthenticationMiddlewareAfterIt() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
+            })
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let connect = Connect(transport: transport, middlewares: [ResponseCache(), auth], retryPolicy: nil)
+        func me() throws -> String {
+            String(decoding: try connect.request(Item(path: "/me")).wait(timeout: 5), as: UTF8.self)
+        }
+        XCTAssertEqual(try me(), "Bearer alice")
+        auth.setCredential(.bearer(token: "bob"))
+        XCTAssertEqual(try me(), "Bearer bob")
+    }
 }
