@@ -60,8 +60,8 @@ extension ErrorHandling {
 ///
 /// It looks, in order, for:
 /// - an RFC 7807 problem (`application/problem+json`): `title` and `detail`;
-/// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, or an
-///   object holding a `message`;
+/// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, an
+///   object holding a `message`, or a list of these (its first message: `"message": ["email is invalid"]`);
 /// - `errors[0].message` (or `errors[0]` as a string);
 /// - `title` and `detail`, for a problem sent with another content type.
 ///
@@ -161,7 +161,9 @@ enum ErrorBody {
         return value as? [String: Any]
     }
 
-    /// A message from a JSON value: a non-empty string, or an object's `message` (or `msg`, `detail`).
+    /// A message from a JSON value: a non-empty string, an object's `message` (or `msg`, `detail`,
+    /// `description`), or the first message in an array (`"message": ["email must be an email", …]`, as NestJS
+    /// validation errors send it).
     ///
     /// The message is put on one line and cut to ``SingleLineText/messageLimit`` characters: it is the
     /// server's text, and it ends up in logs.
@@ -170,6 +172,10 @@ enum ErrorBody {
         if let object = value as? [String: Any] {
             for key in ["message", "msg", "detail", "description"] {
                 if let text = text(object[key]) { return text }
+            }
+        } else if let array = value as? [Any] {
+            for element in array {
+                if let text = text(element) { return text }
             }
         }
         return nil

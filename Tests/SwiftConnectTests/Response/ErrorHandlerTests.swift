@@ -140,6 +140,18 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(errorFor(body: "[]", status: 400)?.kind, .httpStatus)
     }
 
+    /// A message key holding a list of messages (as NestJS's validation errors do, next to a generic `error`)
+    /// gives its first message, not the generic text of a later key.
+    func testMessageKeyHoldingAListGivesItsFirstMessage() {
+        let body = #"{"statusCode":400,"message":["email must be an email","name is blank"],"error":"Bad Request"}"#
+        let error = errorFor(body: body)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "email must be an email")
+        XCTAssertEqual(errorFor(body: #"{"message":[{"message":"in an object"}]}"#)?.message, "in an object")
+        XCTAssertEqual(errorFor(body: #"{"message":[],"error":"Bad Request"}"#)?.message, "Bad Request")
+        XCTAssertEqual(errorFor(body: #"{"message":[" ", 7, "third"]}"#)?.message, "third")
+    }
+
     /// The usage guide lists the keys as "msg, messge, error, err": its spelling is read too.
     func testTheGuidesSpellingMessgeIsRead() {
         let error = errorFor(body: #"{"messge":"spelled as in the guide"}"#, status: 400)
