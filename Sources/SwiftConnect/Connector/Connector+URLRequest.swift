@@ -359,12 +359,14 @@ struct RequestParts {
         while index < count, endpoint[index] == slash { index += 1 }
 
         // Join: unless the endpoint has no path at all ("", "?a=1"), the base loses its trailing slashes and
-        // gets exactly one. The slashes of "scheme://" or "file:///" are never removed.
+        // gets exactly one. The slashes of "scheme://" or "file:///" are never removed; any other colon before
+        // them (an empty port, `/v1:`) is ordinary text, so the endpoint cannot be read as its port.
         let hasPath = index > 0 || (count > 0 && endpoint[0] != UInt8(ascii: "?") && endpoint[0] != UInt8(ascii: "#"))
         if hasPath {
             var end = out.count
             while end > 0, out[end - 1] == slash { end -= 1 }
-            if end == 0 || out[end - 1] != UInt8(ascii: ":") {
+            let schemeEnd = (out.firstIndex(of: UInt8(ascii: ":")) ?? -1) + 1
+            if end != schemeEnd {
                 out.removeSubrange(end...)
                 out.append(slash)
             }

@@ -135,6 +135,19 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(try url(base: "https://a.com/", "//todos"), "https://a.com/todos")
     }
 
+    /// A base URL ending with a colon that is not its scheme's (an empty port, a path such as `/v1:`) still gets
+    /// its slash: the endpoint used to be glued to it, so `https://a.com:` + `8080/admin` went to port 8080.
+    func testBaseURLEndingWithAColonIsStillJoinedWithASlash() throws {
+        let glued = try XCTUnwrap(URL(string: try url(base: "https://a.com:", "8080/admin")))
+        XCTAssertEqual(glued.host, "a.com")
+        XCTAssertNil(glued.port)
+        XCTAssertEqual(glued.path, "/8080/admin")
+        XCTAssertEqual(try url(base: "https://a.com:", "/todos"), "https://a.com:/todos")
+        XCTAssertEqual(try url(base: "https://a.com/v1:", "/todos"), "https://a.com/v1:/todos")
+        XCTAssertEqual(try url(base: "https://a.com/v1:", "{id}", .path(key: "id", value: "7")), "https://a.com/v1:/7")
+        XCTAssertEqual(try url(base: "file:///", "/tmp/x"), "file:///tmp/x")
+    }
+
     func testEmptyEndpointLeavesBaseURLUnchanged() throws {
         XCTAssertEqual(try url(base: "https://a.com/api", ""), "https://a.com/api")
         XCTAssertEqual(try url(base: "https://a.com/api/", ""), "https://a.com/api/")
