@@ -283,8 +283,9 @@ struct RequestParts {
     }
 
     /// Why a base URL cannot be joined with an endpoint, or `nil`: it names no host (`https://`, `https:`,
-    /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host. A `file:` URL (a connector
-    /// resolved against no server) is let through as before.
+    /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host; or its port is outside
+    /// 1...65535 (Foundation parses `:99999`; the transport would only fail with an unexplained "bad URL"). A
+    /// `file:` URL (a connector resolved against no server) is let through as before.
     static func baseProblem(_ base: String) -> String? {
         let utf8 = base.utf8
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else {
@@ -297,12 +298,24 @@ struct RequestParts {
         var authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
         if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
         let host: Substring
+        let afterHost: Substring
         if authority.hasPrefix("[") {
-            host = authority.prefix { $0 != "]" }.dropFirst()
+            let bracketed = authority.prefix { $0 != "]" }
+            host = bracketed.dropFirst()
+            afterHost = authority[bracketed.endIndex...].dropFirst()
         } else {
             host = authority.prefix { $0 != ":" }
+            afterHost = authority[host.endIndex...]
         }
-        return host.isEmpty ? "the base URL has no host" : nil
+        if host.isEmpty { return "the base URL has no host" }
+        // An empty port (`host:`) means the scheme's default.
+        if afterHost.count > 1 {
+            let port = afterHost.dropFirst()
+            guard let number = Int(port), (1...65_535).contains(number) else {
+                return "the base URL's port \(port) is not in 1...65535"
+            }
+        }
+        return nil
     }
 
     /// Why an endpoint cannot be joined to a base URL, or `nil`: it is a whole URL (`https://other.example/x`),

@@ -80,6 +80,29 @@ final class URLSafetyTests: XCTestCase {
         }
     }
 
+    /// A base URL whose port no connection can use (Foundation parses `:99999`) is refused before sending,
+    /// saying so, instead of failing in the transport as an unexplained "bad URL" (NSURLErrorDomain -1000).
+    func testABaseURLWithAPortOutOfRangeIsRefused() throws {
+        for (base, port) in [
+            ("https://api.example.com:99999", "99999"), ("http://127.0.0.1:65536/v1", "65536"),
+            ("http://[::1]:0", "0"), ("https://user:pw@api.example.com:123456?k=1", "123456"),
+        ] {
+            let connector = Endpoint(
+                baseURL: try XCTUnwrap(URL(string: base), base), endpoint: "/{id}",
+                parameters: Parameter.path(key: "id", value: "1"))
+            let error = try refusal(connector)
+            XCTAssertTrue(error.message.contains("port \(port) is not in 1...65535"), "\(base): \(error.message)")
+            XCTAssertFalse(error.description.contains("pw"), error.description)
+        }
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        for base in ["https://api.example.com:65535", "https://api.example.com:", "http://[::1]:1/v1", "http://[::1]"] {
+            _ = try connect.request(Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/t")).wait(
+                timeout: 5)
+        }
+        XCTAssertEqual(transport.requests.count, 4)
+    }
+
     func testAWholeURLAsTheEndpointIsRefused() throws {
         let base = try XCTUnwrap(URL(string: "https://api.example.com"))
         for endpoint in ["https://other.example.com/v1/items", "HTTP://other.example.com", "s3+x.y://bucket/key"] {
