@@ -35,7 +35,8 @@ public protocol ErrorHandling: Sendable {
 
     /// Returns the error a complete error response stands for, or `nil` to treat it as a success.
     ///
-    /// The default parses the body as a JSON object and asks ``handle(response:)``; a body that is not a
+    /// The default parses the body as a JSON object and asks ``handle(response:)``, completing a
+    /// ``ConnectError`` it returns with the response's request, status, headers and body; a body that is not a
     /// JSON object gives a ``ConnectError`` of kind ``ConnectError/Kind/httpStatus`` with the body kept.
     ///
     /// - Parameter response: The response, whose status is outside 200..<300.
@@ -48,11 +49,16 @@ public typealias ErrorHandlerProtocol = ErrorHandling
 
 extension ErrorHandling {
     /// Parses the body as a JSON object and asks ``handle(response:)``; other bodies give an HTTP-status error.
+    ///
+    /// A ``ConnectError`` that ``handle(response:)`` returns gets the response's request, status, headers and
+    /// body where it has none of its own (that method sees only the JSON object).
     public func handle(_ response: ConnectResponse) -> (any Error)? {
         guard let object = ErrorBody.jsonObject(response.data) else {
             return ConnectError.httpStatus(response)
         }
-        return handle(response: object)
+        let error = handle(response: object)
+        if let connectError = error as? ConnectError { return connectError.from(response) }
+        return error
     }
 }
 

@@ -293,6 +293,38 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    // MARK: - Custom handlers
+
+    /// The usage guide's custom handler: it sees only the JSON object, so a `ConnectError` it returns has no
+    /// status, request or body of its own. The client fills them in, as it does for its own errors; what the
+    /// handler did set is kept.
+    func testAConnectErrorFromACustomHandlerGetsTheResponsesContext() throws {
+        struct CodeHandler: ErrorHandlerProtocol {
+            func handle(response: [String: Any]) -> (any Error)? {
+                guard let code = response["code"] as? Int else { return nil }
+                if code == 2 {
+                    return ConnectError(.serverMessage, message: "kept", body: Data("mine".utf8))
+                }
+                return ConnectError(.serverMessage, message: "code \(code)")
+            }
+        }
+        for (body, message, keptBody) in [(#"{"code":1}"#, "code 1", #"{"code":1}"#), (#"{"code":2}"#, "kept", "mine")]
+        {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(Data(body.utf8), status: 409, headers: ["Content-Type": "application/json", "X-Id": "r1"])),
+                errorHandler: CodeHandler(),
+                retryPolicy: nil)
+            let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+            XCTAssertEqual(error.message, message)
+            XCTAssertEqual(error.statusCode, 409)
+            XCTAssertEqual(error.headers["X-Id"], "r1")
+            XCTAssertEqual(error.request?.url?.absoluteString, "https://api.example.com/items")
+            XCTAssertEqual(error.body, Data(keptBody.utf8))
+            XCTAssertTrue(error.description.contains("(HTTP 409)"), error.description)
+        }
+    }
+
     // MARK: - The guide's entry point
 
     func testHandleResponseDictionaryDirectly() {
