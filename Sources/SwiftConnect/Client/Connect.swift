@@ -366,6 +366,7 @@ extension Connect {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
         var isForServer = true
+        let routePort = Route.port(of: connector)
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
                 // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.
@@ -376,18 +377,29 @@ extension Connect {
                 throw error
             }
             let serverURL = try serverBaseURL?.get() ?? configuration.requireBaseURL()
-            let server =
+            var server =
                 connector.baseURL == RelativeBase.url
                 ? serverURL : try RelativeBase.resolving(connector.baseURL, against: serverURL)
+            if let routePort {
+                server = try Route.url(server, withPort: routePort)
+                isForServer = server.hasSameOrigin(as: serverURL)
+                if !isForServer { serverHeaders = [] }
+            }
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
+            let base = try routePort.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
                 let serverURL = try? serverBaseURL?.get()
-                isForServer = serverURL.map { connector.baseURL.hasSameOrigin(as: $0) } ?? false
+                isForServer = serverURL.map { base.hasSameOrigin(as: $0) } ?? false
                 if !isForServer { serverHeaders = [] }
             }
-            blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+            if routePort != nil {
+                blueprint = try ResolvedConnector(wrapped: connector, baseURL: base)
+                    .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+            } else {
+                blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+            }
         }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
             let url = configuration.appendingDefaultQueryItems(to: blueprint.url)

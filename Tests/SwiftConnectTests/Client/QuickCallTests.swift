@@ -105,6 +105,72 @@ final class QuickCallTests: XCTestCase {
             ])
     }
 
+    /// A route may name its own port, as Remotli's `Route(port:)` does: on the client's server (relative) or on
+    /// its own base URL (absolute), replacing the port either names.
+    func testARouteWithAPortGoesToThatPort() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let api = Connect(
+            transport: transport, retryPolicy: nil,
+            configuration: ServerConfiguration(host: "api.example.com", port: 8443, basePath: "/v2"))
+        _ = try api.request(Route("/metrics", port: 9090)).wait()
+        _ = try api.request(Route("/items/{id}", port: 8080, parameters: Parameter.path(key: "id", value: "1"))).wait()
+        _ = try api.request(Route("/s", baseURL: URL(string: "http://user@[::1]:80/base?k=1")!, port: 8081)).wait()
+        _ = try api.request(Route("/s", baseURL: URL(string: "https://status.example.org")!, port: 444)).wait()
+        _ = try api.request(Route("/same", port: 8443)).wait()
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString },
+            [
+                "https://api.example.com:9090/v2/metrics", "https://api.example.com:8080/v2/items/1",
+                "http://user@[::1]:8081/base/s?k=1", "https://status.example.org:444/s",
+                "https://api.example.com:8443/v2/same",
+            ])
+        let direct = try Route("/x", baseURL: URL(string: "https://a.example.com:1")!, port: 2).asURLRequest()
+        XCTAssertEqual(direct.url?.absoluteString, "https://a.example.com:2/x")
+        XCTAssertNil(Route("/x").port)
+    }
+
+    /// Another port is another origin: the server's default headers and query items (an API key) do not follow
+    /// a route to it, as they do not follow an absolute connector to another port.
+    func testTheServersDefaultsDoNotFollowARouteToAnotherPort() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let configuration = ServerConfiguration(
+            host: "api.example.com",
+            defaultHeaders: [HTTPHeader(name: "X-API-Key", value: "s3cret")],
+            defaultQueryItems: [URLQueryItem(name: "api_key", value: "s3cret")])
+        let api = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+        _ = try api.request(Route("/other", port: 8443)).wait()
+        _ = try api.request(Route("/same", port: 443)).wait()
+        _ = try api.request(Route("/abs", baseURL: URL(string: "https://api.example.com")!, port: 9443)).wait()
+        let requests = transport.requests
+        XCTAssertEqual(requests[0].url?.absoluteString, "https://api.example.com:8443/other")
+        XCTAssertNil(requests[0].value(forHTTPHeaderField: "X-API-Key"))
+        XCTAssertEqual(requests[1].url?.absoluteString, "https://api.example.com:443/same?api_key=s3cret")
+        XCTAssertEqual(requests[1].value(forHTTPHeaderField: "X-API-Key"), "s3cret")
+        XCTAssertEqual(requests[2].url?.absoluteString, "https://api.example.com:9443/abs")
+        XCTAssertNil(requests[2].value(forHTTPHeaderField: "X-API-Key"))
+    }
+
+    func testARoutePortOutsideTheRangeIsATypedError() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let api = Connect(
+            transport: transport, retryPolicy: nil, configuration: ServerConfiguration(host: "api.example.com"))
+        let absolute = URL(string: "https://user:pw@other.example.com")!
+        for route in [
+            Route("/x", port: 0), Route("/x", port: -1), Route("/x", port: 65_536),
+            Route("/x", baseURL: absolute, port: -8080), Route("/x", baseURL: absolute, port: 70_000),
+        ] {
+            let port = route.port ?? 0
+            XCTAssertThrowsError(try api.request(route).wait(timeout: 5)) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest)
+                XCTAssertEqual(error?.message.contains("port \(port) is not in 1...65535"), true, error?.message ?? "")
+                XCTAssertEqual(error?.description.contains("pw"), false)
+            }
+        }
+        XCTAssertThrowsError(try Route("/x", baseURL: absolute, port: 0).asURLRequest())
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     func testRelativeCallsWithoutAConfigurationFailWithATypedError() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
