@@ -328,7 +328,7 @@ extension Connect {
         with decoder: any ResponseBodyDecoder
     ) throws -> Decoded {
         do {
-            return try decodeBody(response.data, as: type, with: decoder)
+            return try decodeBody(response.data, as: type, with: decoder, response: response)
         } catch let error as ConnectError {
             throw error.from(response)
         }

@@ -65,6 +65,7 @@ func decodeBody<Decoded: Decodable>(
     do {
         return try decoder.decode(type, from: data)
     } catch {
+        let response = response()
         var failure = ConnectError.decoding(error, body: data, as: type)
         if data.isEmpty {
             // Foundation says "not valid JSON", which sends people looking for a syntax error.
@@ -76,8 +77,14 @@ func decodeBody<Decoded: Decodable>(
             failure.message =
                 "could not decode \(type) from the response body: "
                 + "the JSON is nested deeper than \(JSONDepth.foundationLimit) levels"
+        } else if decoder is JSONDecoder, case .dataCorrupted(let context)? = error as? DecodingError,
+            context.codingPath.isEmpty, let problem = JSONSyntax.problem(in: data)
+        {
+            // Foundation says only "The given data was not valid JSON.": say where, and what the server declared.
+            failure.message = "could not decode \(type) from the response body: the response body is not valid JSON: "
+            failure.message += problem + JSONSyntax.declaredTypeNote(response?.mediaType)
         }
-        if let response = response() {
+        if let response {
             failure.request = response.request
             failure.response = response.response
         }

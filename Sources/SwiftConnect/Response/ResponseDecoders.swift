@@ -115,3 +115,26 @@ final class BodyHint: Sendable {
         self.response = response
     }
 }
+
+/// Explaining why a body is not JSON, for a decoding failure.
+enum JSONSyntax {
+    /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;
+    /// `nil` when `data` parses. Parses the whole body again: call it for a failure only.
+    static func problem(in data: Data) -> String? {
+        do {
+            _ = try JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed)
+            return nil
+        } catch {
+            let detail = (error as NSError).userInfo[NSDebugDescriptionErrorKey] as? String
+            return SingleLineText.make(detail ?? error.localizedDescription, limit: 200)
+        }
+    }
+
+    /// ` (the response's Content-Type is text/html)` when the response declared a media type that is not JSON,
+    /// else nothing.
+    static func declaredTypeNote(_ mediaType: String?) -> String {
+        guard let mediaType, !mediaType.isEmpty, mediaType != "application/json", !mediaType.hasSuffix("+json")
+        else { return "" }
+        return " (the response's Content-Type is \(SingleLineText.make(mediaType, limit: 100)))"
+    }
+}

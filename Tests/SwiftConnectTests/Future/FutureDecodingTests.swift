@@ -39,6 +39,38 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
+    /// "The given data was not valid JSON." said neither where nor why. The failure now says what the parser
+    /// found and where, and, when the response declared another type (an HTML login page), that type.
+    func testInvalidJSONSaysWhatIsWrongAndWhatTheResponseDeclared() {
+        let cases: [(body: String, contentType: String?, linuxDetail: String)] = [
+            ("<html><body>Please log in</body></html>", "text/html; charset=utf-8", "around character 0"),
+            (#"{"id":1,"title":"a""#, "application/json", "Unexpected end of file"),
+            (#"{"id":1,"title":"a"} trailing"#, nil, "around character 21"),
+        ]
+        for (body, contentType, linuxDetail) in cases {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(Data(body.utf8), status: 200, headers: contentType.map { ["Content-Type": $0] } ?? [:])),
+                retryPolicy: nil)
+            let decoded = connectError(of: connect.request(ClientFixtures.Endpoint()).decoded(toType: Todo.self))
+            let sent = connectError(of: connect.send(ClientFixtures.GetTodo(id: 1)))
+            for error in [decoded, sent] {
+                let message = error?.message ?? ""
+                XCTAssertEqual(error?.kind, .decoding)
+                XCTAssertTrue(message.contains("the response body is not valid JSON: "), message)
+                XCTAssertFalse(message.contains("The given data was not valid JSON."), message)
+                #if os(Linux)
+                    XCTAssertTrue(message.contains(linuxDetail), message)
+                #endif
+                let namesHTML = message.contains("(the response's Content-Type is text/html)")
+                XCTAssertEqual(namesHTML, contentType == "text/html; charset=utf-8", message)
+                XCTAssertTrue(error?.underlyingError is DecodingError)
+                XCTAssertEqual(error?.body, Data(body.utf8))
+                XCTAssertEqual(error?.statusCode, 200)
+            }
+        }
+    }
+
     func testEmptyBodyDecodesAsNilOrEmptyResponse() throws {
         XCTAssertNil(try Future(value: Data()).decoded(toType: Todo?.self).wait())
         XCTAssertEqual(try Future(value: Data()).decoded(toType: EmptyResponse.self).wait(), EmptyResponse())
