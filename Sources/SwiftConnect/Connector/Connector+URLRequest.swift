@@ -32,7 +32,8 @@ extension Connector {
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
     ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL (reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
-    ///   method, a header name that is not a token or a value with CR/LF/NUL (`invalidHeader`), two bodies
+    ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
+    ///   body's length (`invalidHeader`), two bodies
     ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
         try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
@@ -131,9 +132,30 @@ extension Connector {
         for header in second {
             try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
         }
+        // A length that disagrees with the body leaves the server waiting for bytes that never come, or reading
+        // the rest of the body as the start of the next request on the connection.
+        if let (name, declared) = fields.field(named: "Content-Length"), !Self.isLength(declared, of: body) {
+            var error = ConnectError.invalidRequest(
+                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+            error.message =
+                "the header '\(name)' says \(SingleLineText.make(declared.debugDescription, limit: 40)) but the body "
+                + "has \(body?.count ?? 0) bytes: leave it out, the length is sent from the body"
+            throw error
+        }
         return RequestBlueprint(
             url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
             headers: fields.dictionary)
+    }
+}
+
+extension Connector {
+    /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.
+    fileprivate static func isLength(_ value: String, of body: Data?) -> Bool {
+        var digits = Substring(value)
+        while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
+        while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
+        guard digits.allSatisfy({ $0.isASCII && $0.isNumber }), let length = Int(digits) else { return false }
+        return length == body?.count ?? 0
     }
 }
 
@@ -457,6 +479,11 @@ struct HeaderFields {
         } else {
             fields.append((name, value))
         }
+    }
+
+    /// The field named `name` (ignoring case), as it was set.
+    func field(named name: String) -> (name: String, value: String)? {
+        fields.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }
     }
 
     /// Sets a field unless one with the same name (ignoring case) is already set.

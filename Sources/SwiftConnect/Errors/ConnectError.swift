@@ -63,7 +63,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// A `.path` parameter names a placeholder the endpoint does not contain.
         case unusedPathParameter(key: String)
         /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens; or, for
-        /// `Authorization`, a ``AuthorizationToken/basic(username:password:)`` username contains `:`.
+        /// `Authorization`, a ``AuthorizationToken/basic(username:password:)`` username contains `:`; or a
+        /// `Content-Length` is not the length of the body.
         case invalidHeader(name: String)
         /// More than one body was given (two `.jsonObject`, or JSON and a form).
         case multipleBodies

@@ -433,6 +433,32 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// A `Content-Length` that disagrees with the body made the server wait for bytes that never came (a hang
+    /// until the timeout), or cut the body and left its rest on the connection, where the server read it as the
+    /// start of the next request. It is refused; one that agrees, in any case, is kept.
+    func testContentLengthThatDisagreesWithTheBodyIsRefused() throws {
+        let hello = Parameter.body(Data("hello".utf8), contentType: "text/plain")
+        let refused: [(String, String, Parameter?)] = [
+            ("Content-Length", "100", hello), ("content-length", "2", hello), ("Content-Length", "5 5", hello),
+            ("CONTENT-LENGTH", "-5", hello), ("Content-Length", "", hello), ("Content-Length", "1", nil),
+            ("Content-Length", "99999999999999999999999", hello),
+            ("Content-Length", "8", .jsonObject(value: ["a": 1])),
+        ]
+        for (name, value, body) in refused {
+            let connector = Stub(method: .post, headers: [HTTPHeader(name: name, value: value)], parameters: body)
+            assertInvalidRequest(connector, .invalidHeader(name: name))
+            XCTAssertThrowsError(try connector.asURLRequest()) { error in
+                let message = (error as? ConnectError)?.message ?? ""
+                XCTAssertTrue(message.contains("but the body has"), message)
+            }
+        }
+        for (value, body) in [("5", hello), (" 5\t", hello), ("0", nil), ("7", .jsonObject(value: ["a": 1]))] {
+            let connector = Stub(
+                method: .post, headers: [HTTPHeader(name: "Content-Length", value: value)], parameters: body)
+            XCTAssertEqual(try connector.asURLRequest().value(forHTTPHeaderField: "Content-Length"), value)
+        }
+    }
+
     func testHeaderNameThatIsNotATokenIsRefused() {
         for name in ["", "X Note", "X-Note:", "X-Note\r\n", "Caf\u{e9}", "(x)"] {
             assertInvalidRequest(Stub(headers: [HTTPHeader(name: name, value: "1")]), .invalidHeader(name: name))
