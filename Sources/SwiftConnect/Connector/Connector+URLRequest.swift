@@ -33,8 +33,8 @@ extension Connector {
     ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL (reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
-    ///   body's length (`invalidHeader`), two bodies
-    ///   (`multipleBodies`), or a body that failed to encode (`bodyEncodingFailed`).
+    ///   body's length (`invalidHeader`), two bodies (`multipleBodies`), a body on a GET or HEAD
+    ///   (`bodyNotAllowed`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
         try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
     }
@@ -124,6 +124,10 @@ extension Connector {
             if contentType.contains(where: { $0 != " " && $0 != "\t" }) {
                 fields.setIfAbsent(name: "Content-Type", value: contentType)
             }
+        }
+
+        if let body, !body.isEmpty, method == "GET" || method == "HEAD" {
+            throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), request: partialRequest(method: method))
         }
 
         for header in first {

@@ -76,6 +76,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case invalidMethod(String)
         /// The timeout is zero, negative or not a number (`.infinity` means no timeout).
         case invalidTimeout(TimeInterval)
+        /// A GET or HEAD request has a non-empty body: URLSession fails a GET with one ("resource exceeds maximum
+        /// size") and sends a HEAD without it. Send the values as `.query` parameters, or use another method.
+        case bodyNotAllowed(method: String)
 
         /// A sentence saying what is wrong.
         public var description: String {
@@ -101,6 +104,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                 return "the HTTP method \(method.debugDescription) is not a valid RFC 9110 token"
             case .invalidTimeout(let timeout):
                 return "the timeout \(timeout) is not a positive number of seconds (use .infinity for none)"
+            case .bodyNotAllowed(let method):
+                return "a \(method) request cannot carry a body (URLSession refuses or drops it): "
+                    + "send the values as .query parameters, or use another method such as POST"
             }
         }
     }

@@ -327,7 +327,7 @@ final class ConnectorBuildingTests: XCTestCase {
 
     func testJSONContentTypeGivesWayToTheConnectorsHeader() throws {
         let connector = Stub(
-            headers: [.contentType("application/vnd.api+json")],
+            method: .post, headers: [.contentType("application/vnd.api+json")],
             parameters: Parameter.jsonObject(value: ["a": 1]))
         let request = try connector.asURLRequest()
         XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/vnd.api+json")
@@ -390,6 +390,32 @@ final class ConnectorBuildingTests: XCTestCase {
         ]
         for parameters in bodies {
             assertInvalidRequest(Stub(parameters: CompositeParameters(parameters)), .multipleBodies)
+        }
+    }
+
+    /// URLSession fails a GET with a body as "resource exceeds maximum size" (NSURLErrorDomain -1103, on Linux
+    /// and Apple platforms alike) and sends a HEAD without its body. Such a request is refused when it is
+    /// built, saying why; an empty body, and a body on any other method, are sent as before.
+    func testABodyOnAGETOrHEADIsRefused() throws {
+        let bodies: [Parameter] = [
+            .jsonObject(value: ["a": 1]), .form(key: "a", value: "1"),
+            .body(Data("x".utf8), contentType: "text/plain"),
+        ]
+        for method in [HTTPMethod.get, .head, HTTPMethod(rawValue: "get")] {
+            for body in bodies {
+                let connector = Stub(method: method, parameters: body)
+                assertInvalidRequest(connector, .bodyNotAllowed(method: method.rawValue))
+                XCTAssertThrowsError(try connector.asURLRequest()) { error in
+                    let text = String(describing: error)
+                    XCTAssertTrue(text.contains("a \(method.rawValue) request cannot carry a body"), text)
+                    XCTAssertTrue(text.contains(".query"), text)
+                }
+            }
+        }
+        XCTAssertNoThrow(try Stub(method: .get, parameters: Parameter.body(Data(), contentType: "")).asURLRequest())
+        for method in [HTTPMethod.post, .put, .patch, .delete, .options, HTTPMethod(rawValue: "QUERY")] {
+            XCTAssertEqual(
+                try Stub(method: method, parameters: bodies[0]).asURLRequest().httpBody, Data(#"{"a":1}"#.utf8))
         }
     }
 

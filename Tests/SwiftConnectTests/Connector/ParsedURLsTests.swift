@@ -74,8 +74,9 @@ final class ParsedURLsTests: XCTestCase {
 
     func testABodyParameterDoesNotChangeTheJoinedURL() throws {
         let plain = try Endpoint(endpoint: "/items").asURLRequest()
-        let withBody = try Endpoint(endpoint: "/items", parameters: Parameter.jsonObject(value: ["a": 1]))
-            .asURLRequest()
+        let withBody = try Endpoint(
+            endpoint: "/items", method: .post, parameters: Parameter.jsonObject(value: ["a": 1])
+        ).asURLRequest()
         XCTAssertEqual(withBody.url, plain.url)
         XCTAssertNotNil(withBody.httpBody)
     }
