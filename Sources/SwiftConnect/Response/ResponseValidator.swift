@@ -4,7 +4,8 @@ import Foundation
 ///
 /// Validators run after the error handler, on responses it accepted, before processors and decoding. A
 /// thrown error fails the request with a ``ConnectError`` of kind ``ConnectError/Kind/rejected`` whose
-/// ``ConnectError/underlyingError`` is what you threw.
+/// ``ConnectError/underlyingError`` is what you threw; a ``ConnectError`` you throw is kept, with the
+/// response's status, headers, body and request added where it has none.
 ///
 /// ```swift
 /// struct RequireJSON: ResponseValidator {
@@ -90,9 +91,10 @@ public struct AnyResponseProcessor: ResponseProcessor {
 }
 
 extension ConnectError {
-    /// A validator or processor rejected a response.
+    /// A validator or processor rejected a response. A ``ConnectError`` it threw is kept, completed with the
+    /// response's request, status, headers and body where it has none of its own.
     static func rejected(_ error: any Error, by stage: Any, response: ConnectResponse) -> ConnectError {
-        if let connectError = error as? ConnectError { return connectError }
+        if let connectError = error as? ConnectError { return connectError.from(response) }
         return ConnectError(
             .rejected,
             message: "\(type(of: stage)) rejected the response: \(error)",
