@@ -476,7 +476,7 @@ struct HeaderFields {
     /// Checks and sets a field, replacing any with the same name (ignoring case).
     mutating func set(name: String, value: String, request: @autoclosure () -> URLRequest) throws {
         guard HTTPHeader.isValidName(name), HTTPHeader.isValidValue(value) else {
-            throw ConnectError.invalidRequest(.invalidHeader(name: name), request: request())
+            throw Self.invalidHeaderError(name: name, request: request())
         }
         if let index = fields.firstIndex(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) {
             fields[index] = (name, value)
@@ -499,9 +499,25 @@ struct HeaderFields {
     /// Checks `header` and sets it unless a field with the same name (ignoring case) is already set.
     mutating func setIfAbsent(checking header: HTTPHeader, request: @autoclosure () -> URLRequest) throws {
         guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
-            throw ConnectError.invalidRequest(.invalidHeader(name: header.name), request: request())
+            throw Self.invalidHeaderError(name: header.name, request: request())
         }
         setIfAbsent(name: header.name, value: header.value)
+    }
+
+    /// The error for a header whose name or value cannot be sent, saying which; the value is not repeated (it
+    /// may be a secret).
+    private static func invalidHeaderError(name: String, request: URLRequest) -> ConnectError {
+        var error = ConnectError.invalidRequest(.invalidHeader(name: name), request: request)
+        if !HTTPHeader.isValidName(name) {
+            error.message =
+                "the header name \(SingleLineText.make(name.debugDescription, limit: 100)) is not an RFC 9110 token "
+                + "(letters, digits and !#$%&'*+-.^_`|~ only)"
+        } else {
+            error.message =
+                "the value of the header '\(name)' contains a control character (such as CR, LF or NUL), which "
+                + "could split the header or cut it short"
+        }
+        return error
     }
 
     /// The fields, to set on a request in one assignment of `allHTTPHeaderFields` rather than a `setValue` per

@@ -92,8 +92,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .unusedPathParameter(let key):
                 return "the .path parameter '\(key)' matches no {\(key)} placeholder in the endpoint"
             case .invalidHeader(let name):
-                return
-                    "the header '\(name.debugDescription)' has a name or value with forbidden characters (CR, LF or NUL)"
+                return "the header \(name.debugDescription) has a name that is not an RFC 9110 token or a value "
+                    + "with a control character (such as CR, LF or NUL)"
             case .multipleBodies:
                 return "the request has more than one body"
             case .invalidURL(let url):

@@ -459,6 +459,28 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// The error said "forbidden characters (CR, LF or NUL)" for a name such as `X Note`, which has none of
+    /// them. It now says which part is wrong, and never repeats the value (it may be a secret).
+    func testAnInvalidHeaderErrorSaysWhetherTheNameOrTheValueIsWrong() {
+        let names = ["X Note", "Caf\u{e9}", "", "(x)"]
+        for name in names {
+            XCTAssertThrowsError(try Stub(headers: [HTTPHeader(name: name, value: "1")]).asURLRequest()) { error in
+                let message = (error as? ConnectError)?.message ?? ""
+                XCTAssertTrue(message.contains("is not an RFC 9110 token"), message)
+                XCTAssertFalse(message.contains("CR, LF"), message)
+            }
+        }
+        let values = ["s3cret\r\nX-Evil: 1", "s3cret\u{1}", "s3cret\u{7F}"]
+        for value in values {
+            XCTAssertThrowsError(try Stub(headers: [HTTPHeader(name: "X-Key", value: value)]).asURLRequest()) {
+                let error = $0 as? ConnectError
+                XCTAssertTrue(error?.message.contains("value of the header 'X-Key'") ?? false, error?.message ?? "")
+                XCTAssertTrue(error?.message.contains("control character") ?? false, error?.message ?? "")
+                XCTAssertFalse(error.map(String.init(reflecting:))?.contains("s3cret") ?? true)
+            }
+        }
+    }
+
     /// A `Content-Length` that disagrees with the body made the server wait for bytes that never came (a hang
     /// until the timeout), or cut the body and left its rest on the connection, where the server read it as the
     /// start of the next request. It is refused; one that agrees, in any case, is kept.
