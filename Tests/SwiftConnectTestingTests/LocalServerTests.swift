@@ -324,6 +324,23 @@ final class LocalServerTests: XCTestCase {
         XCTAssertNotNil(fetch("/cut").error)
     }
 
+    func testRawSendsExactlyTheGivenBytesThenCloses() throws {
+        // Given a 204 with a body, which a well-behaved response never has
+        let text = "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello"
+        server.route("GET", "/raw") { _ in LocalServer.Response().withFault(.raw(Data(text.utf8))) }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /raw HTTP/1.1\r\nHost: x\r\n\r\n")
+
+        // Then: those bytes and nothing else, then the end of the stream
+        let head = try client.readHead()
+        XCTAssertEqual(head.status, 204)
+        XCTAssertEqual(head.headers.map(\.name), ["Content-Length"])
+        XCTAssertEqual(try client.readExactly(5), Array("hello".utf8))
+        XCTAssertTrue(client.readsEndOfStream())
+    }
+
     func testChunkedResponseIsReassembled() {
         // Given
         server.route("GET", "/chunks") { _ in .text("abcdefghij").withFault(.chunked) }

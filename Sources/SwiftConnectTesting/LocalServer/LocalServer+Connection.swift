@@ -174,6 +174,10 @@ extension LocalServer {
             switch response.fault {
             case .closeBeforeHeaders:
                 return false
+            case .raw(let bytes):
+                _ = bytes.withUnsafeBytes { socket.sendAll($0) }
+                lingerBeforeClosing()
+                return false
             case .normal:
                 let head = Connection.head(
                     of: response, length: response.body.count, keepAlive: keepAlive, keepsFraming: true)
@@ -282,7 +286,7 @@ extension LocalServer {
         ) -> Bool? {
             let length = streamed.contentLength.map { max(0, $0) }
             switch response.fault {
-            case .closeBeforeHeaders, .neverFinishHeaders, .trickle:
+            case .closeBeforeHeaders, .neverFinishHeaders, .trickle, .raw:
                 return nil
             case .normal:
                 let head = Connection.head(of: response, length: length, keepAlive: keepAlive)

@@ -83,6 +83,10 @@ extension LocalServer {
             case trickle(chunk: Data, interval: TimeInterval)
             /// Sends the body with `Transfer-Encoding: chunked`, in a few chunks.
             case chunked
+            /// Sends `bytes` as the whole response, status line and headers included, exactly as given (no header
+            /// is added, whatever the method or status), then closes the connection: for answers a well-behaved
+            /// server never gives, such as a 204 with a body or a reply that is not HTTP at all.
+            case raw(Data)
         }
 
         /// Creates a response.
