@@ -123,7 +123,9 @@ final class TaskHandler: Sendable {
     /// file to write to).
     func didReceive(_ response: URLResponse) -> Bool {
         guard let response = response as? HTTPURLResponse else { return true }
-        let expected = response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        let expected: Int64? =
+            Self.hasNoBody(response, request: request)
+            ? 0 : response.expectedContentLength >= 0 ? response.expectedContentLength : nil
         let isSuccess = (200..<300).contains(response.statusCode)
         return state.withLock { state in
             guard state.failure == nil else { return false }  // given up already (cancelled, timed out)
@@ -155,6 +157,15 @@ final class TaskHandler: Sendable {
             }
             return true
         }
+    }
+
+    /// Whether `response` has no body whatever its `Content-Length` says (RFC 9110, 6.4.1): the answer to a HEAD,
+    /// or a 1xx, 204 or 304 status. Its `Content-Length` describes the resource, not bytes to come: it must
+    /// neither trip the size limit nor be awaited by progress reports.
+    static func hasNoBody(_ response: HTTPURLResponse, request: URLRequest) -> Bool {
+        let status = response.statusCode
+        return (100..<200).contains(status) || status == 204 || status == 304
+            || request.httpMethod?.caseInsensitiveCompare("HEAD") == .orderedSame
     }
 
     /// A piece of the body arrived. Returns `false` to cancel the task (over the limit, or a write failed).

@@ -1,0 +1,97 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Responses whose head says one thing about the body and the exchange another, through real `URLSession` to a
+/// ``LocalServer`` on 127.0.0.1: bodiless answers, bodies cut short, broken encodings.
+final class ResponseFramingTests: XCTestCase {
+    private var server: LocalServer!
+    private var connect: Connect!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+    }
+
+    override func tearDown() {
+        connect.cancelAllRequests()
+        server.stop()
+        server = nil
+        connect = nil
+    }
+
+    private func route(_ path: String, method: HTTPMethod = .get, options: RequestOptions = RequestOptions()) -> Route {
+        Route(path, baseURL: server.baseURL, method: method, timeout: 10, options: options)
+    }
+
+    /// A route answering exactly `text`, head included, then closing the connection.
+    private func rawRoute(_ path: String, _ text: String) {
+        server.route("*", path) { _ in LocalServer.Response().withFault(.raw(Data(text.utf8))) }
+    }
+
+    // MARK: - Bodiless answers
+
+    func testAHeadOfAResourceLargerThanTheSizeLimitSucceeds() throws {
+        // Given a 100 kB resource and a client accepting bodies of at most 1 kB
+        server.route("*", "/big") { _ in .data(Data(count: 100_000)) }
+        let limited = Connect(transport: URLSessionTransport(), retryPolicy: nil, maxResponseBytes: 1_000)
+
+        // When asking for its head only
+        let response = try limited.response(for: route("/big", method: .head)).wait()
+
+        // Then: HEAD has no body, whatever Content-Length announces
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(response.data, Data())
+        XCTAssertEqual(response.header("Content-Length"), "100000")
+    }
+
+    func testAHeadsLastProgressReportSaysTheExchangeIsComplete() throws {
+        // Given
+        server.route("*", "/big") { _ in .data(Data(count: 100_000)) }
+        let reports = Recorder<TransferProgress>()
+
+        // When
+        _ = try connect.response(
+            for: route("/big", method: .head, options: RequestOptions(progress: { reports.append($0) }))
+        ).wait()
+
+        // Then: nothing more was to come
+        let last = try XCTUnwrap(reports.values.last)
+        XCTAssertEqual(last.bytesReceived, 0)
+        XCTAssertEqual(last.totalBytesToReceive, 0)
+        XCTAssertEqual(last.downloadFraction, 1)
+    }
+
+    func testA304AnnouncingALengthOverTheLimitIsA304NotTooLarge() throws {
+        // Given a 304 carrying the Content-Length of the representation it stands for (RFC 9110 allows it)
+        rawRoute("/cached", "HTTP/1.1 304 Not Modified\r\nETag: \"v1\"\r\nContent-Length: 5000\r\n\r\n")
+
+        // When
+        let error = try XCTUnwrap(
+            connectError(of: connect.response(for: route("/cached", options: RequestOptions(maxResponseBytes: 100)))))
+
+        // Then: the error handler sees the 304, as without a limit
+        XCTAssertEqual(error.kind, .httpStatus)
+        XCTAssertEqual(error.statusCode, 304)
+    }
+
+    func testA204WithABodyIsA204WithoutOne() throws {
+        // Given a server that sends a body after a 204 anyway
+        rawRoute("/gone", "HTTP/1.1 204 No Content\r\nContent-Length: 5\r\n\r\nhello")
+
+        for options in [RequestOptions(), RequestOptions(maxResponseBytes: 2)] {
+            // When
+            let response = try connect.response(for: route("/gone", options: options)).wait()
+
+            // Then
+            XCTAssertEqual(response.statusCode, 204)
+            XCTAssertEqual(response.data, Data())
+        }
+    }
+}
