@@ -55,6 +55,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        guard !RedirectGuard.leavesHTTP(response, to: request) else {
+            completionHandler(nil)  // the redirect response itself is the answer
+            return
+        }
         let original = task.originalRequest ?? task.currentRequest
         let hadBody = RedirectGuard.hasBody(original, task: task)
         if hadBody, RedirectGuard.wouldLoseBody(request) {

@@ -22,7 +22,8 @@ import Foundation
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
 /// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
-/// removed when a redirect goes to another scheme, host or port.
+/// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https is not
+/// followed (the 3xx response is the answer).
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see ``Transport/send(_:transfer:)``).
@@ -333,6 +334,10 @@ extension ConnectError {
 /// Removes credentials (every header ``HTTPHeader`` treats as sensitive: `Authorization`, `Cookie`,
 /// `X-Api-Key`, `*-Token`…) from a redirected request that leaves the original origin or downgrades to http.
 ///
+/// It follows only redirects to http and https URLs: FoundationNetworking takes a `Location` with another scheme
+/// and no host (`file:///etc/passwd`, `data:…`, `mailto:…`) for a path on the same server and sends the request
+/// there. Such a redirect is not followed on any platform: the 3xx response is the answer.
+///
 /// It also keeps a request body from being lost on a redirect. FoundationNetworking never sends the body again
 /// after a redirect, yet keeps the method (307, 308, or 301/302 for methods other than POST) and every header,
 /// `Content-Length` included: the server got the request with an empty body, or waited for the announced body
@@ -351,6 +356,41 @@ enum RedirectGuard {
             redirected.setValue(nil, forHTTPHeaderField: name)
         }
         return redirected
+    }
+
+    /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
+    /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
+    static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
+        if let location = response.value(forHTTPHeaderField: "Location"), let scheme = scheme(of: location),
+            !isHTTP(scheme)
+        {
+            return true
+        }
+        guard let scheme = request.url?.scheme else { return true }
+        return !isHTTP(scheme)
+    }
+
+    private static func isHTTP(_ scheme: Substring) -> Bool {
+        scheme.caseInsensitiveCompare("http") == .orderedSame || scheme.caseInsensitiveCompare("https") == .orderedSame
+    }
+
+    private static func isHTTP(_ scheme: String) -> Bool { isHTTP(Substring(scheme)) }
+
+    /// The scheme of a URI reference, or `nil` for a relative reference (RFC 3986, 3.1 and 4.2: a scheme is a
+    /// letter then letters, digits, `+`, `-` or `.`, before the first `:`, which comes before any `/`, `?` or `#`).
+    static func scheme(of reference: String) -> Substring? {
+        let trimmed = reference.drop { $0 == " " || $0 == "\t" }
+        guard let colon = trimmed.firstIndex(of: ":") else { return nil }
+        let candidate = trimmed[..<colon]
+        guard let first = candidate.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else {
+            return nil
+        }
+        let allowed = candidate.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "+-.".unicodeScalars.contains(scalar))
+        }
+        return allowed ? candidate : nil
     }
 
     /// The headers that describe a request body, meaningless once the redirect has none.

@@ -160,6 +160,44 @@ final class RedirectTests: XCTestCase {
         XCTAssertNil(landed.header("Content-Type"))
     }
 
+    /// A redirect to a `file:`, `data:`, `mailto:` or `ftp:` URL is not followed: FoundationNetworking took such a
+    /// `Location` as a path on the same server (`file:///etc/hostname` became `GET /etc/hostname`), and its answer
+    /// was handed out as the one from the URL the server named.
+    func testARedirectToAnotherSchemeIsNotFollowedAndIsNeverSentToTheSameServer() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "*") { request in .text("served \(request.path)") }
+        let locations = [
+            "file:///etc/hostname", "data:text/plain,hello", "mailto:someone@example.com",
+            "ftp://127.0.0.1:\(server.port)/pub", "FILE:///etc/hostname", "javascript:alert(1)",
+        ]
+        for (index, location) in locations.enumerated() {
+            server.route("GET", "/away/\(index)") { _ in .redirect(to: location) }
+        }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        for (index, location) in locations.enumerated() {
+            for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+                server.resetStatistics()
+                let route = Route("/away/\(index)", baseURL: server.baseURL, timeout: 10, options: options)
+
+                let error = connectError(of: connect.request(route))
+
+                XCTAssertEqual(error?.kind, .httpStatus, location)
+                XCTAssertEqual(error?.statusCode, 302, location)
+                XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
+            }
+        }
+    }
+
+    func testTheSchemeOfALocationIsReadAsRFC3986Does() {
+        XCTAssertEqual(RedirectGuard.scheme(of: "HTTPS://example.com/a"), "HTTPS")
+        XCTAssertEqual(RedirectGuard.scheme(of: "svn+ssh://host/x"), "svn+ssh")
+        XCTAssertEqual(RedirectGuard.scheme(of: "data:text/plain,hi"), "data")
+        for relative in ["/next?to=http://x", "next/a:b", "./a:b", "//other.example/x", "?q=a:b", "#a:b", "1a:b", ""] {
+            XCTAssertNil(RedirectGuard.scheme(of: relative), relative)
+        }
+    }
+
     func testRedirectRuleForDowngradeAndPorts() {
         var request = URLRequest(url: URL(string: "http://example.com/next")!)
         request.setValue("Bearer x", forHTTPHeaderField: "Authorization")
