@@ -11,6 +11,8 @@ import Dispatch
 final class Deadline: Sendable {
     /// When the deadline passes.
     let time: DispatchTime
+    /// How long after its creation it passes, in seconds (for messages).
+    let seconds: Double
     private let scheduler: DeadlineScheduler
 
     /// A deadline `seconds` from now, or `nil` when `seconds` is not a positive finite number.
@@ -19,6 +21,7 @@ final class Deadline: Sendable {
         // Capped so that adding it to `now` cannot overflow (a year is as good as never for a request).
         let nanoseconds = UInt64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)
         time = DispatchTime(uptimeNanoseconds: DispatchTime.now().uptimeNanoseconds &+ nanoseconds)
+        self.seconds = seconds
         self.scheduler = scheduler
     }
 

@@ -237,7 +237,7 @@ final class TaskHandler: Sendable {
     /// completion reports it, and the file it moved into place is the one the future names); one that
     /// comes first removes the partial download and the completion then reports the failure, moving nothing.
     func timeOut() {
-        let failure = ConnectError.timedOut(request)
+        let failure = ConnectError.timedOut(request, after: deadline?.seconds)
         guard discardPartialDownload(failure: failure) else { return }
         promise.completeIfPending(with: .failure(failure))
         stop()

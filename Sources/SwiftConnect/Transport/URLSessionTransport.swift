@@ -16,7 +16,8 @@ import Foundation
 ///
 /// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds each exchange (one attempt),
 /// from sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
-/// the future fails with ``ConnectError/Kind/timedOut``.
+/// the future fails with ``ConnectError/Kind/timedOut``. So does the configuration's
+/// `timeoutIntervalForResource` when it is shorter (FoundationNetworking ignores it: the transport enforces it).
 ///
 /// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
@@ -38,6 +39,8 @@ public final class URLSessionTransport: Transport {
     /// Plain requests started and not yet answered: with none, URLSession's work queue is idle and a request
     /// started from a delivery goes straight to it.
     private let plainInFlight = Protected(0)
+    /// The session configuration's `timeoutIntervalForResource`, read once; `.infinity` when it sets none.
+    private let resourceTimeout: TimeInterval
 
     /// Creates a transport with its own session.
     ///
@@ -46,6 +49,7 @@ public final class URLSessionTransport: Transport {
         let delegate = SessionDelegate()
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.delegate = delegate
+        resourceTimeout = Self.resourceTimeout(of: configuration)
     }
 
     /// Creates a transport over an existing session, which the caller keeps ownership of.
@@ -54,6 +58,18 @@ public final class URLSessionTransport: Transport {
     public init(session: URLSession) {
         self.session = session
         delegate = nil
+        resourceTimeout = Self.resourceTimeout(of: session.configuration)
+    }
+
+    /// The longest a task may take by `configuration`, or `.infinity` when it sets no usable limit.
+    private static func resourceTimeout(of configuration: URLSessionConfiguration) -> TimeInterval {
+        let seconds = configuration.timeoutIntervalForResource
+        return seconds > 0 && seconds.isFinite ? seconds : .infinity
+    }
+
+    /// The deadline of one exchange: the request's timeout, or the session's resource timeout if shorter.
+    private func deadline(for request: URLRequest) -> Deadline? {
+        Deadline(seconds: min(request.timeoutInterval, resourceTimeout))
     }
 
     deinit {
@@ -165,7 +181,7 @@ public final class URLSessionTransport: Transport {
             stop = { [weak task] in task?.cancel() }
         }
         let promise = Promise<ConnectResponse>()
-        let deadline = Deadline(seconds: request.timeoutInterval)
+        let deadline = deadline(for: request)
         let handler = TaskHandler(
             request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
         taskDelegate.register(handler, for: task)
@@ -199,7 +215,7 @@ public final class URLSessionTransport: Transport {
 
     /// Creates and starts the data task that completes `promise`.
     private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
-        let deadline = Deadline(seconds: request.timeoutInterval)
+        let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
         let task = session.dataTask(with: request) { [plainInFlight] data, response, error in
             deadline?.cancel()
@@ -250,7 +266,7 @@ public final class URLSessionTransport: Transport {
         }
         deadline?.start(
             timeOut ?? {
-                promise.completeIfPending(with: .failure(ConnectError.timedOut(request)))
+                promise.completeIfPending(with: .failure(ConnectError.timedOut(request, after: deadline?.seconds)))
                 stop()
             })
         task.resume()
@@ -320,11 +336,11 @@ extension ConnectError {
         }
     }
 
-    /// The request did not complete within its `timeoutInterval`.
-    static func timedOut(_ request: URLRequest) -> ConnectError {
+    /// The request did not complete within `seconds`, by default its `timeoutInterval`.
+    static func timedOut(_ request: URLRequest, after seconds: TimeInterval? = nil) -> ConnectError {
         ConnectError(
             .timedOut,
-            message: "no complete response within the timeout of \(request.timeoutInterval) s",
+            message: "no complete response within the timeout of \(seconds ?? request.timeoutInterval) s",
             request: request,
             underlyingError: URLError(.timedOut)
         )

@@ -80,4 +80,49 @@ final class URLSessionTransportTests: XCTestCase {
         _ = try Future.all(requests).wait(timeout: 60)
         XCTAssertLessThanOrEqual(DeadlineScheduler.shared.pendingCount, before)
     }
+
+    // MARK: - The session's resource timeout
+
+    /// `timeoutIntervalForResource` bounds each task on Apple platforms; FoundationNetworking ignores it, so the
+    /// transport enforces it itself, as it does the request's timeout.
+    func testTheConfigurationsResourceTimeoutEndsASilentExchange() throws {
+        // Given a session allowing half a second per task, and a request allowing a minute
+        server.route("GET", "/silent") { _ in .text("late").delayed(by: 60) }
+        server.route("GET", "/trickle") { _ in .status(200).withFault(.trickle(chunk: Data("x".utf8), interval: 0.05)) }
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.timeoutIntervalForResource = 0.5
+        let connect = Connect(transport: URLSessionTransport(configuration: configuration), retryPolicy: nil)
+
+        for path in ["/silent", "/trickle"] {
+            for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+                // When
+                let future = connect.request(Route(path, baseURL: server.baseURL, timeout: 60, options: options))
+
+                // Then: the shorter of the two ends it, and the error names it
+                guard case .failure(let error as ConnectError) = try future.waitForResult(timeout: 20) else {
+                    return XCTFail("\(path): expected a ConnectError")
+                }
+                XCTAssertEqual(error.kind, .timedOut, path)
+                XCTAssertTrue(error.message.contains("0.5 s"), error.message)
+            }
+        }
+    }
+
+    func testAResourceTimeoutLongerThanTheRequestsLeavesTheRequestsInCharge() throws {
+        // Given
+        server.route("GET", "/silent") { _ in .text("late").delayed(by: 60) }
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.timeoutIntervalForResource = 120
+        let connect = Connect(transport: URLSessionTransport(configuration: configuration), retryPolicy: nil)
+
+        // When
+        let future = connect.request(Route("/silent", baseURL: server.baseURL, timeout: 0.5))
+
+        // Then
+        guard case .failure(let error as ConnectError) = try future.waitForResult(timeout: 20) else {
+            return XCTFail("expected a ConnectError")
+        }
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertTrue(error.message.contains("0.5 s"), error.message)
+    }
 }
