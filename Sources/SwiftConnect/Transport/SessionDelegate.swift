@@ -282,9 +282,7 @@ final class TaskHandler: Sendable {
     private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {
         if let failure = state.failure { return .failure(failure) }
         if let error {
-            let lost = state.bytesToReceive.map { state.bytesReceived < $0 } ?? false
-            let reported = URLSessionTransport.cutShort(error, lostConnection: lost)
-            return .failure(ConnectError.transportFailure(reported, request: request))
+            return .failure(ConnectError.transportFailure(URLSessionTransport.cutShort(error), request: request))
         }
         guard let response = state.response else {
             return .failure(

@@ -281,10 +281,7 @@ public final class URLSessionTransport: Transport {
         error: (any Error)?
     ) -> Result<ConnectResponse, any Error> {
         if let error {
-            // The completion handler gets no response with an error: libcurl's own message tells a body cut
-            // short ("transfer closed with 992 bytes remaining to read") from other failures.
-            let lost = (error as? URLError)?.localizedDescription.hasPrefix("transfer closed with") ?? false
-            return .failure(ConnectError.transportFailure(cutShort(error, lostConnection: lost), request: request))
+            return .failure(ConnectError.transportFailure(cutShort(error), request: request))
         }
         guard let response = response as? HTTPURLResponse else {
             let error = ConnectError(
@@ -302,8 +299,15 @@ extension URLSessionTransport {
     /// FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
     /// `.unknown`: a body cut short of its declared length is reported as a lost connection, as Apple's
     /// URLSession does, so the retry policy treats it alike on every platform.
-    static func cutShort(_ error: any Error, lostConnection: Bool) -> any Error {
-        guard lostConnection, let urlError = error as? URLError, urlError.code == .unknown else { return error }
+    ///
+    /// libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to read", "transfer
+    /// closed with outstanding read data remaining" for a chunked one) from other failures with the same code,
+    /// such as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes
+    /// counted against `Content-Length` cannot tell them apart (a body that fails to decode counts none).
+    static func cutShort(_ error: any Error) -> any Error {
+        guard let urlError = error as? URLError, urlError.code == .unknown,
+            urlError.localizedDescription.hasPrefix("transfer closed with")
+        else { return error }
         return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
     }
 }

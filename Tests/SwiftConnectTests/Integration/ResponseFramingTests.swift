@@ -94,4 +94,49 @@ final class ResponseFramingTests: XCTestCase {
             XCTAssertEqual(response.data, Data())
         }
     }
+
+    // MARK: - Bodies that do not arrive whole
+
+    /// Each way the transport can run an exchange: plain, with a size limit, with progress reports.
+    private let everyPath = [
+        RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20), RequestOptions(progress: { _ in }),
+    ]
+
+    func testABodyCutShortIsALostConnectionOnEveryPath() throws {
+        // Given a chunked body and a body with a Content-Length, each cut short by the server closing
+        server.route("GET", "/chunked") { _ in
+            .stream(contentLength: nil) { write in _ = write(Data("abc".utf8)) }.withFault(.closeMidBody(afterBytes: 2))
+        }
+        rawRoute("/sized", "HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nabc")
+
+        for path in ["/chunked", "/sized"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then: as Apple's URLSession says, whether or not the transport watches the bytes
+                XCTAssertEqual(error?.kind, .transport, path)
+                XCTAssertEqual(error?.urlError?.code, .networkConnectionLost, "\(path): \(String(describing: error))")
+            }
+        }
+    }
+
+    func testABrokenContentEncodingIsNotALostConnectionNorRetried() throws {
+        // Given a body announced as gzip that is not
+        rawRoute("/gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd")
+        let retrying = Connect(transport: URLSessionTransport())
+
+        for options in everyPath {
+            server.resetStatistics()
+
+            // When
+            let error = connectError(of: retrying.request(route("/gzip", options: options)))
+
+            // Then: a transport failure that a new attempt would only repeat, sent once
+            XCTAssertEqual(error?.kind, .transport)
+            XCTAssertNotNil(error?.urlError)
+            XCTAssertNotEqual(error?.urlError?.code, .networkConnectionLost, String(describing: error))
+            XCTAssertEqual(server.requestCount, 1, String(describing: error))
+        }
+    }
 }
