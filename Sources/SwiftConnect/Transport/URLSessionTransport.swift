@@ -19,6 +19,9 @@ import Foundation
 /// the future fails with ``ConnectError/Kind/timedOut``. So does the configuration's
 /// `timeoutIntervalForResource` when it is shorter (FoundationNetworking ignores it: the transport enforces it).
 ///
+/// It sends http and https URLs only: any other scheme (`file:`, `ftp:`, `data:`…) fails at once with
+/// ``ConnectError/Kind/invalidRequest``, nothing sent, on every platform.
+///
 /// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
 /// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
@@ -100,8 +103,12 @@ public final class URLSessionTransport: Transport {
     /// URLSession from the transport's own queue when other requests are in flight: creating a task waits for
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
     /// Callbacks still run where they would; a request cancelled before its turn never starts.
-    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        let request = Self.withUsableTimeout(request)
+    public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        let request: URLRequest
+        switch Self.prepared(unprepared) {
+        case .success(let prepared): request = prepared
+        case .failure(let error): return Future(error: error)
+        }
         // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
         // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
         // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
@@ -119,6 +126,40 @@ public final class URLSessionTransport: Transport {
 
     /// The longest timeout handed to URLSession: a year, as good as never for a request.
     static let longestTimeout: TimeInterval = 365 * 24 * 3600
+
+    /// `request` as URLSession can take it, or why it cannot be sent.
+    ///
+    /// Only http and https URLs go out, on every platform: FoundationNetworking waits for the whole timeout on an
+    /// `ftp:` URL and answers `data:` without HTTP, and Apple's URLSession reads `file:` URLs from the disk. A
+    /// scheme in capitals (`HTTP://`), the same scheme by RFC 3986, is written in lower case, which
+    /// FoundationNetworking requires. A plain http or https request is handed on as it is, without a copy.
+    private static func prepared(_ request: URLRequest) -> Result<URLRequest, ConnectError> {
+        guard let scheme = request.url?.scheme, scheme == "https" || scheme == "http" else {
+            return withLowercaseHTTPScheme(request).map(withUsableTimeout)
+        }
+        return .success(withUsableTimeout(request))
+    }
+
+    /// `request` with its http or https scheme in lower case, or an ``ConnectError/Kind/invalidRequest`` error
+    /// for any other scheme, or no URL.
+    private static func withLowercaseHTTPScheme(_ request: URLRequest) -> Result<URLRequest, ConnectError> {
+        let text = request.url?.absoluteString ?? ""
+        let scheme = request.url?.scheme ?? ""
+        let lowercased = scheme.lowercased()
+        guard lowercased == "http" || lowercased == "https", text.hasPrefix(scheme),
+            let url = URL(string: lowercased + text.dropFirst(scheme.count))
+        else {
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(text)), request: request)
+            error.message =
+                request.url == nil
+                ? "the request has no URL"
+                : "'\(Redaction.urlText(text))' is not an http or https URL: URLSessionTransport sends HTTP only"
+            return .failure(error)
+        }
+        var request = request
+        request.url = url
+        return .success(request)
+    }
 
     /// `request` with a timeout FoundationNetworking can take. It converts the timeout to whole milliseconds for
     /// libcurl and stops the process when they do not fit (`.infinity`, `1e300`, set by a middleware, say).

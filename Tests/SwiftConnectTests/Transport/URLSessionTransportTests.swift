@@ -125,4 +125,45 @@ final class URLSessionTransportTests: XCTestCase {
         XCTAssertEqual(error.kind, .timedOut)
         XCTAssertTrue(error.message.contains("0.5 s"), error.message)
     }
+
+    // MARK: - Schemes
+
+    /// URLSessionTransport speaks HTTP: any other scheme fails at once, nothing sent, the same on every platform.
+    /// FoundationNetworking otherwise waited for the whole timeout on `ftp:` and answered `data:` without HTTP.
+    func testAURLThatIsNotHTTPFailsAtOnceAsAnInvalidRequest() throws {
+        let transport = URLSessionTransport()
+        let urls = [
+            "ftp://127.0.0.1:\(server.port)/pub", "file:///etc/hostname", "data:text/plain,hello",
+            "gopher://127.0.0.1:\(server.port)/x", "ws://127.0.0.1:\(server.port)/socket", "mailto:someone@example.com",
+        ]
+        for text in urls {
+            // Given a request allowing a minute
+            var request = URLRequest(url: try XCTUnwrap(URL(string: text)))
+            request.timeoutInterval = 60
+
+            // When
+            let result = try transport.send(request).waitForResult(timeout: 10)
+
+            // Then
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(text): \(result)") }
+            XCTAssertEqual(error.kind, .invalidRequest, text)
+            XCTAssertEqual(error.invalidRequestReason, .invalidURL(text), text)
+            XCTAssertTrue(error.message.contains("http"), error.message)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    func testASchemeInCapitalsIsHTTPAllTheSame() throws {
+        // Given URLs whose scheme is written in capitals, which RFC 3986 makes the same scheme
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        for scheme in ["HTTP", "Http"] {
+            let base = try XCTUnwrap(URL(string: "\(scheme)://127.0.0.1:\(server.port)"))
+
+            // When
+            let body = try connect.request(Route("/small", baseURL: base, timeout: 10)).wait()
+
+            // Then
+            XCTAssertEqual(body.count, 1024, scheme)
+        }
+    }
 }
