@@ -8,6 +8,9 @@ import Foundation
 /// applies the redirect rule.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let handlers = Protected<[Int: TaskHandler]>([:])
+    /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
+    /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
+    private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
 
     /// Routes the events of `task` to `handler`. Call before `task.resume()`.
     func register(_ handler: TaskHandler, for task: URLSessionTask) {
@@ -46,6 +49,49 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let handler = handlers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
         handler?.didComplete(error: error)
+    }
+
+    /// Whether an authentication challenge that nothing can answer must be declined explicitly.
+    ///
+    /// FoundationNetworking turns a 401 with a `WWW-Authenticate: Basic` challenge into a challenge for the
+    /// session; with no credential to propose, its default handling never completes the task, which then waits
+    /// for its whole timeout. Apple's URLSession delivers the 401.
+    #if canImport(FoundationNetworking)
+        static let declinesChallengesItCannotAnswer = true
+    #else
+        static let declinesChallengesItCannotAnswer = false
+    #endif
+
+    func urlSession(
+        _ session: URLSession,
+        task: URLSessionTask,
+        didReceive challenge: URLAuthenticationChallenge,
+        completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
+    ) {
+        // A credential from the session's storage, tried once, is still the platform's to handle.
+        guard Self.declinesChallengesItCannotAnswer,
+            challenge.proposedCredential == nil || challenge.previousFailureCount > 0,
+            let response = challenge.failureResponse as? HTTPURLResponse
+        else {
+            completionHandler(.performDefaultHandling, nil)
+            return
+        }
+        // Declining cancels the task: its completion then reports the 401 instead of the cancellation.
+        if let handler = handler(for: task) {
+            handler.declinedChallenge(of: response)
+        } else if let key = response.url?.absoluteString {
+            declinedChallenges.withLock { $0[key] = response }
+        }
+        completionHandler(.cancelAuthenticationChallenge, nil)
+    }
+
+    /// The 401 answer whose challenge was declined, when `error` is the cancellation that declining caused to a
+    /// plain task; `nil` for any other error.
+    func takeDeclinedChallenge(endedBy error: any Error) -> HTTPURLResponse? {
+        guard Self.declinesChallengesItCannotAnswer, let urlError = error as? URLError, urlError.code == .cancelled,
+            let key = urlError.failingURL?.absoluteString
+        else { return nil }
+        return declinedChallenges.withLock { $0.removeValue(forKey: key) }
     }
 
     func urlSession(
@@ -89,6 +135,9 @@ final class TaskHandler: Sendable {
         var failure: (any Error)?
         /// The last report given, so the final one is not repeated.
         var lastReported: TransferProgress?
+        /// The 401 answer of a challenge that was declined (``SessionDelegate/declinesChallengesItCannotAnswer``):
+        /// the cancellation that follows is that answer, not a failure.
+        var declinedChallenge: HTTPURLResponse?
         /// The task's completion has taken the outcome (and the download it may move into place): a deadline
         /// or cancellation coming after it changes neither the future nor the disk.
         var completing = false
@@ -243,6 +292,11 @@ final class TaskHandler: Sendable {
         stop()
     }
 
+    /// The task's authentication challenge was declined: its 401 `response` is the answer.
+    func declinedChallenge(of response: HTTPURLResponse) {
+        state.withLock { $0.declinedChallenge = response }
+    }
+
     /// Part of the body went out.
     func didSend(_ total: Int64, of expected: Int64) {
         guard transfer.progress != nil else { return }
@@ -281,6 +335,9 @@ final class TaskHandler: Sendable {
 
     private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {
         if let failure = state.failure { return .failure(failure) }
+        if let declined = state.declinedChallenge, (error as? URLError)?.code == .cancelled {
+            return .success(ConnectResponse(request: request, response: state.response ?? declined, data: state.data))
+        }
         if let error {
             return .failure(ConnectError.transportFailure(URLSessionTransport.cutShort(error), request: request))
         }

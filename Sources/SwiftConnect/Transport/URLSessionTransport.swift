@@ -258,9 +258,18 @@ public final class URLSessionTransport: Transport {
     private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
         let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
-        let task = session.dataTask(with: request) { [plainInFlight] data, response, error in
+        let task = session.dataTask(with: request) { [plainInFlight, delegate] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
+            // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
+            if let error, !promise.future.isCompleted,
+                let declined = delegate?.takeDeclinedChallenge(endedBy: error)
+            {
+                Self.complete(
+                    promise, with: .success(ConnectResponse(request: request, response: declined, data: Data())),
+                    bodySize: 0)
+                return
+            }
             let result = Self.result(for: request, data: data, response: response, error: error)
             Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
