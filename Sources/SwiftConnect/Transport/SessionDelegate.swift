@@ -48,7 +48,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let handler = handlers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        handler?.didComplete(error: error)
+        handler?.didComplete(error: error, response: task.response as? HTTPURLResponse)
     }
 
     /// Whether an authentication challenge that nothing can answer must be declined explicitly.
@@ -310,9 +310,14 @@ final class TaskHandler: Sendable {
     }
 
     /// The task ended: completes the promise (unless cancelled or timed out first) and cleans up.
-    func didComplete(error: (any Error)?) {
+    ///
+    /// - Parameters:
+    ///   - error: The task's error, if it failed.
+    ///   - response: The task's response. FoundationNetworking gives the delegate no response head for a redirect
+    ///     status (301, 302, 303, 305…308) it did not follow, for want of a usable `Location`: that answer is this.
+    func didComplete(error: (any Error)?, response: HTTPURLResponse? = nil) {
         deadline?.cancel()
-        let (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
+        var (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
             state.completing = true
             let taken = (state, state.file, state.temporaryFile)
             state.file = nil
@@ -321,6 +326,7 @@ final class TaskHandler: Sendable {
             return taken
         }
         try? file?.close()
+        if snapshot.response == nil { snapshot.response = response }
         let result = outcome(of: snapshot, error: error, temporary: temporary)
         if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }
         if case .success = result, transfer.progress != nil {

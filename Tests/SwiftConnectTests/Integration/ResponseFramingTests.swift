@@ -95,6 +95,24 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    func testARedirectWithoutAUsableLocationIsA3xxOnEveryPath() throws {
+        // Given redirects that cannot be followed: no Location, an empty one, one that is not a URL
+        rawRoute("/none", "HTTP/1.1 302 Found\r\nContent-Length: 0\r\n\r\n")
+        rawRoute("/empty", "HTTP/1.1 302 Found\r\nLocation: \r\nContent-Length: 0\r\n\r\n")
+        rawRoute("/broken", "HTTP/1.1 301 Moved Permanently\r\nLocation: http://[::1\r\nContent-Length: 0\r\n\r\n")
+
+        for (path, status) in [("/none", 302), ("/empty", 302), ("/broken", 301)] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then: the error handler sees the redirect response, as for a plain request
+                XCTAssertEqual(error?.kind, .httpStatus, "\(path): \(String(describing: error))")
+                XCTAssertEqual(error?.statusCode, status, path)
+            }
+        }
+    }
+
     // MARK: - Bodies that do not arrive whole
 
     /// Each way the transport can run an exchange: plain, with a size limit, with progress reports.
