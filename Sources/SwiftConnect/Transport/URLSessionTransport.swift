@@ -380,6 +380,15 @@ extension ConnectError {
                 .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
         case .timedOut:
             return timedOut(request)
+        case .dataLengthExceedsMaximum where isGETWithBody(request):
+            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size".
+            return ConnectError(
+                .invalidRequest,
+                message: "a GET request cannot carry a body: URLSession refuses to send it (send the values as "
+                    + "query items, or use POST)",
+                request: request,
+                underlyingError: urlError
+            )
         default:
             return ConnectError(
                 .transport,
@@ -388,6 +397,12 @@ extension ConnectError {
                 underlyingError: urlError
             )
         }
+    }
+
+    /// Whether `request` is a GET (the method by default) with a body.
+    private static func isGETWithBody(_ request: URLRequest) -> Bool {
+        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+        return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
     }
 
     /// The request did not complete within `seconds`, by default its `timeoutInterval`.

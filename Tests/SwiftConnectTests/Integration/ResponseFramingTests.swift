@@ -35,6 +35,28 @@ final class ResponseFramingTests: XCTestCase {
         server.route("*", path) { _ in LocalServer.Response().withFault(.raw(Data(text.utf8))) }
     }
 
+    // MARK: - Requests URLSession refuses
+
+    func testAGETWithABodyIsAnInvalidRequestThatSaysSo() throws {
+        // Given a GET with a JSON body, which URLSession refuses to send ("resource exceeds maximum size")
+        server.route("*", "/search") { request in .text("\(request.method) \(request.body.count)") }
+        let retrying = Connect(transport: URLSessionTransport())
+        let search = Route(
+            "/search", baseURL: server.baseURL, method: .get, parameters: Parameter.jsonObject(value: ["q": "x"]),
+            timeout: 10)
+
+        for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+            // When
+            let error = connectError(of: retrying.request(search.with(options: options)))
+
+            // Then: nothing sent, and the message names the cause
+            XCTAssertEqual(error?.kind, .invalidRequest, String(describing: error))
+            XCTAssertTrue(error?.message.contains("GET") ?? false, String(describing: error))
+            XCTAssertTrue(error?.message.contains("body") ?? false, String(describing: error))
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     // MARK: - Bodiless answers
 
     func testAHeadOfAResourceLargerThanTheSizeLimitSucceeds() throws {
@@ -156,5 +178,13 @@ final class ResponseFramingTests: XCTestCase {
             XCTAssertNotEqual(error?.urlError?.code, .networkConnectionLost, String(describing: error))
             XCTAssertEqual(server.requestCount, 1, String(describing: error))
         }
+    }
+}
+
+extension Route {
+    fileprivate func with(options: RequestOptions) -> Route {
+        var route = self
+        route.options = options
+        return route
     }
 }
