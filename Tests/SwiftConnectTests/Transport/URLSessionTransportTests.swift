@@ -166,4 +166,51 @@ final class URLSessionTransportTests: XCTestCase {
             XCTAssertEqual(body.count, 1024, scheme)
         }
     }
+
+    // MARK: - Clients come and go
+
+    #if os(Linux)
+        /// Entries of a `/proc/self` folder: open descriptors (`fd`) or threads (`task`).
+        private func count(_ folder: String) throws -> Int {
+            try FileManager.default.contentsOfDirectory(atPath: "/proc/self/\(folder)").count
+        }
+
+        func testClientsMadeAndDroppedLeaveNoDescriptorsOrThreadsBehind() throws {
+            // Given a process that has made clients before (libcurl and dispatch are set up)
+            for _ in 0..<5 {
+                _ = try Connect(retryPolicy: nil).request(Route("/small", baseURL: server.baseURL)).wait()
+            }
+            let descriptors = try count("fd")
+            let threads = try count("task")
+
+            // When a hundred clients each send a request and are dropped
+            for _ in 0..<100 {
+                _ = try Connect(retryPolicy: nil).request(Route("/small", baseURL: server.baseURL)).wait()
+            }
+
+            // Then: each session was invalidated with its client (one descriptor or thread each would show)
+            XCTAssertLessThanOrEqual(try count("fd"), descriptors + 10)
+            XCTAssertLessThanOrEqual(try count("task"), threads + 10)
+        }
+    #endif
+
+    func testAClientDroppedWithARequestInFlightStillDeliversItsResponse() throws {
+        // Given a request the server holds until the client is gone
+        let release = DispatchSemaphore(value: 0)
+        server.route("GET", "/held") { _ in
+            _ = release.wait(timeout: .now() + 30)
+            return .text("answered")
+        }
+        var connect: Connect? = Connect(retryPolicy: nil)
+        let future = try XCTUnwrap(connect).request(Route("/held", baseURL: server.baseURL, timeout: 30))
+        weak let dropped = connect
+
+        // When
+        connect = nil
+        XCTAssertNil(dropped, "the client is freed while its request runs")
+        release.signal()
+
+        // Then
+        XCTAssertEqual(try future.wait(timeout: 30), Data("answered".utf8))
+    }
 }
