@@ -176,9 +176,14 @@ final class TaskHandler: Sendable {
     /// file to write to).
     func didReceive(_ response: URLResponse) -> Bool {
         guard let response = response as? HTTPURLResponse else { return true }
-        let expected: Int64? =
-            Self.hasNoBody(response, request: request)
-            ? 0 : response.expectedContentLength >= 0 ? response.expectedContentLength : nil
+        let expected: Int64?
+        if Self.hasNoBody(response, request: request) {
+            expected = 0
+        } else if response.expectedContentLength < 0 || Self.isContentEncoded(response) {
+            expected = nil
+        } else {
+            expected = response.expectedContentLength
+        }
         let isSuccess = (200..<300).contains(response.statusCode)
         return state.withLock { state in
             guard state.failure == nil else { return false }  // given up already (cancelled, timed out)
@@ -219,6 +224,14 @@ final class TaskHandler: Sendable {
         let status = response.statusCode
         return (100..<200).contains(status) || status == 204 || status == 304
             || request.httpMethod?.caseInsensitiveCompare("HEAD") == .orderedSame
+    }
+
+    /// Whether `response` declares a `Content-Encoding` (gzip, br…), which URLSession decodes: its `Content-Length`
+    /// is the size of the encoded body, not of the bytes delivered, which the size limit and progress count.
+    static func isContentEncoded(_ response: HTTPURLResponse) -> Bool {
+        guard let encoding = response.value(forHTTPHeaderField: "Content-Encoding") else { return false }
+        let trimmed = encoding.trimmingCharacters(in: .whitespaces)
+        return !trimmed.isEmpty && trimmed.caseInsensitiveCompare("identity") != .orderedSame
     }
 
     /// A piece of the body arrived. Returns `false` to cancel the task (over the limit, or a write failed).

@@ -17,9 +17,10 @@ public struct TransferOptions: Sendable {
     /// The most response-body bytes accepted; more fails the request at once with
     /// ``ConnectError/Kind/responseTooLarge``, and the rest of the body is not kept. `nil` for no limit.
     ///
-    /// A declared `Content-Length` over the limit stops the request before the body is read. On Linux,
-    /// FoundationNetworking cannot abort a transfer already under way: bytes still arriving after the limit
-    /// fired are discarded as they come, until the server stops sending. Such requests (and downloads) run
+    /// A declared `Content-Length` over the limit stops the request before the body is read (unless the body is
+    /// content-encoded, gzip say: the limit counts the decoded bytes, and the encoded length says nothing of them).
+    /// On Linux, FoundationNetworking cannot abort a transfer already under way: bytes still arriving after the
+    /// limit fired are discarded as they come, until the server stops sending. Such requests (and downloads) run
     /// there on a short-lived session of their own, so a runaway body never slows the client's other requests.
     public var maxResponseBytes: Int?
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the

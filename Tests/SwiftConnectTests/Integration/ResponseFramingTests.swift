@@ -135,6 +135,63 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    // MARK: - Compressed bodies
+
+    /// `data` as a gzip stream of one stored (uncompressed) deflate block: 23 bytes longer than `data`, which must
+    /// hold at most 65,535 bytes.
+    private static func gzipStored(_ data: Data) -> Data {
+        var crc: UInt32 = 0xFFFF_FFFF
+        for byte in data {
+            crc ^= UInt32(byte)
+            for _ in 0..<8 { crc = (crc >> 1) ^ (crc & 1 == 1 ? 0xEDB8_8320 : 0) }
+        }
+        crc ^= 0xFFFF_FFFF
+        let length = UInt16(data.count)
+        func littleEndian<T: FixedWidthInteger>(_ value: T) -> [UInt8] {
+            (0..<T.bitWidth / 8).map { UInt8(truncatingIfNeeded: value >> ($0 * 8)) }
+        }
+        var gzip = Data([0x1F, 0x8B, 8, 0, 0, 0, 0, 0, 0, 0xFF, 0x01])
+        gzip += littleEndian(length) + littleEndian(~length)
+        gzip += data
+        gzip += littleEndian(crc) + littleEndian(UInt32(data.count))
+        return gzip
+    }
+
+    func testACompressedBodyWithinTheLimitIsNotRefusedForItsCompressedLength() throws {
+        // Given 2,000 bytes sent gzip-encoded in 2,023 bytes, and a limit of 2,010
+        let body = Data(repeating: 0x61, count: 2_000)
+        let encoded = Self.gzipStored(body)
+        server.route("GET", "/gzip") { _ in .data(encoded).withHeader("Content-Encoding", "gzip") }
+
+        // When
+        let received = try connect.request(route("/gzip", options: RequestOptions(maxResponseBytes: 2_010))).wait()
+
+        // Then: the limit applies to the body the caller gets
+        XCTAssertEqual(received, body)
+    }
+
+    func testProgressOfACompressedBodyNeverCountsPastItsTotal() throws {
+        // Given 60,000 bytes sent gzip-encoded, whose Content-Length is the encoded size
+        let body = Data(repeating: 0x62, count: 60_000)
+        let encoded = Self.gzipStored(body)
+        server.route("GET", "/gzip") { _ in .data(encoded).withHeader("Content-Encoding", "gzip") }
+        let reports = Recorder<TransferProgress>()
+
+        // When
+        let received = try connect.request(route("/gzip", options: RequestOptions(progress: { reports.append($0) })))
+            .wait()
+
+        // Then: the decoded size is unknown until the end, never the encoded one
+        XCTAssertEqual(received, body)
+        for report in reports.values {
+            if let total = report.totalBytesToReceive {
+                XCTAssertLessThanOrEqual(report.bytesReceived, total, "\(report)")
+            }
+        }
+        XCTAssertEqual(reports.values.last?.totalBytesToReceive, 60_000)
+        XCTAssertEqual(reports.values.last?.downloadFraction, 1)
+    }
+
     // MARK: - Bodies that do not arrive whole
 
     /// Each way the transport can run an exchange: plain, with a size limit, with progress reports.
