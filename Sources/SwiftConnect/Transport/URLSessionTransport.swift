@@ -381,14 +381,11 @@ extension ConnectError {
         case .timedOut:
             return timedOut(request)
         case .dataLengthExceedsMaximum where isGETWithBody(request):
-            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size".
-            return ConnectError(
-                .invalidRequest,
-                message: "a GET request cannot carry a body: URLSession refuses to send it (send the values as "
-                    + "query items, or use POST)",
-                request: request,
-                underlyingError: urlError
-            )
+            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
+            // are refused when built; this is a body a middleware or transport-level caller added.
+            var error = invalidRequest(.bodyNotAllowed(method: "GET"), request: request)
+            error.underlyingError = urlError
+            return error
         default:
             return ConnectError(
                 .transport,

@@ -57,6 +57,23 @@ final class ResponseFramingTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    func testAGETGivenABodyByAMiddlewareFailsWithBodyNotAllowed() throws {
+        // Given a GET that is built without a body, and a middleware that adds one before URLSession sees it
+        server.route("*", "/search") { request in .text("\(request.method) \(request.body.count)") }
+        let client = Connect(transport: URLSessionTransport(), middlewares: [AddsABody()], retryPolicy: nil)
+
+        for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+            // When
+            let error = connectError(of: client.request(route("/search", options: options)))
+
+            // Then: URLSession's "resource exceeds maximum size" is the invalid request it is, with the reason
+            XCTAssertEqual(error?.kind, .invalidRequest, String(describing: error))
+            XCTAssertEqual(error?.invalidRequestReason, .bodyNotAllowed(method: "GET"), String(describing: error))
+            XCTAssertEqual((error?.underlyingError as? URLError)?.code, .dataLengthExceedsMaximum)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     // MARK: - Bodiless answers
 
     func testAHeadOfAResourceLargerThanTheSizeLimitSucceeds() throws {
@@ -243,5 +260,15 @@ extension Route {
         var route = self
         route.options = options
         return route
+    }
+}
+
+/// Adds a body to every request, whatever its method.
+private struct AddsABody: Middleware {
+    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        request.httpBody = Data(#"{"q":"x"}"#.utf8)
+        return next(request)
     }
 }
