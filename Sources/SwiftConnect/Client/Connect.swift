@@ -366,7 +366,7 @@ extension Connect {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
         var isForServer = true
-        let routePort = Route.port(of: connector)
+        let routePort = traits.isRoute ? (connector as? Route)?.port : nil
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else {
                 // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.

@@ -1,6 +1,6 @@
 /// What the pipeline needs to know about a connector's type, worked out once per type.
 ///
-/// Both facts are costly to find out on every request: `String(describing:)` on a type demangles its name (about
+/// The first two are costly to find out on every request: `String(describing:)` on a type demangles its name (about
 /// 10,000 instructions), and `as? any AuthorizedConnector` searches the runtime's conformance tables (1.3 to
 /// 2.0 µs per request after a 100 KiB decode had left that code cold; see BENCHMARKS.md). A program has a
 /// bounded set of connector types, so the cache stays small.
@@ -10,6 +10,8 @@ struct ConnectorTraits: Sendable {
     let name: String
     /// Whether the type conforms to ``AuthorizedConnector``: only then is its token looked up.
     let isAuthorized: Bool
+    /// Whether the type is ``Route``: only then can the connector name a port of its own.
+    let isRoute: Bool
 
     private static let cache = Protected<[ObjectIdentifier: ConnectorTraits]>([:])
 
@@ -19,7 +21,8 @@ struct ConnectorTraits: Sendable {
         if let traits = cache.withLock({ $0[key] }) { return traits }
         let traits = ConnectorTraits(
             name: String(describing: type),
-            isAuthorized: type is any AuthorizedConnector.Type
+            isAuthorized: type is any AuthorizedConnector.Type,
+            isRoute: type == Route.self
         )
         cache.withLock { $0[key] = traits }
         return traits

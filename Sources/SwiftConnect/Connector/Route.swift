@@ -74,12 +74,6 @@ public struct Route: Connector, AuthorizedConnector {
 }
 
 extension Route {
-    /// The ``port`` of `connector` if it is a route with one; other connectors are not copied to find out.
-    static func port(of connector: any Connector) -> Int? {
-        guard type(of: connector) == Route.self else { return nil }
-        return (connector as? Route)?.port
-    }
-
     /// `url` with its port replaced by `port`; a URL without a host is returned as it is (joining it fails).
     ///
     /// - Throws: ``ConnectError/Kind/invalidRequest`` when `port` is outside 1...65535.
