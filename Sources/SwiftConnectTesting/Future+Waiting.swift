@@ -14,8 +14,9 @@ public struct FutureTimeoutError: Error, CustomStringConvertible, Sendable {
 extension Future {
     /// Blocks the calling thread until the future completes, for tests and command-line tools.
     ///
-    /// Works without a run loop: SwiftConnect completes futures on the thread that finishes the work, so
-    /// blocking the main thread here does not stop the future from completing.
+    /// Works without a run loop: SwiftConnect completes futures on the thread that finishes the work. On the
+    /// main thread it runs the main run loop while it waits, so a future that delivers on the main queue
+    /// (after ``SwiftConnect/Future/receive(on:)`` with `.main`) completes too.
     ///
     /// ```swift
     /// let todo = try connect.send(GetTodo(id: 1)).wait(timeout: 5)
@@ -35,11 +36,35 @@ extension Future {
     /// - Throws: ``FutureTimeoutError`` when the future does not complete in time.
     public func waitForResult(timeout: TimeInterval = 10) throws -> Result<Value, any Error> {
         if let result { return result }
+        let deadline = DispatchTime.now() + timeout
         let semaphore = DispatchSemaphore(value: 0)
-        observe { _ in semaphore.signal() }
-        guard semaphore.wait(timeout: .now() + timeout) == .success, let result else {
-            throw FutureTimeoutError(timeout: timeout)
+        guard Thread.isMainThread else {
+            observe { _ in semaphore.signal() }
+            guard semaphore.wait(timeout: deadline) == .success, let result else {
+                throw FutureTimeoutError(timeout: timeout)
+            }
+            return result
         }
+        // On the main thread, run the main run loop instead of blocking it: a future after `receive(on: .main)`
+        // completes on the main queue, which a blocked main thread would never drain (the wait timed out although
+        // the result was ready). The no-op block wakes the run loop when the future completes on another thread.
+        // It runs in slices: inside a block of the main queue that block cannot run, and if another source keeps
+        // the run loop waiting, the slice bounds how late the result is seen.
+        observe { _ in
+            semaphore.signal()
+            DispatchQueue.main.async {}
+        }
+        while semaphore.wait(timeout: .now()) != .success {
+            let now = DispatchTime.now()
+            guard now < deadline else { throw FutureTimeoutError(timeout: timeout) }
+            let seconds = min(Double(deadline.uptimeNanoseconds - now.uptimeNanoseconds) / 1e9, 0.05)
+            guard RunLoop.current.run(mode: .default, before: Date(timeIntervalSinceNow: seconds)) else {
+                // The run loop cannot run here (inside a block of the main queue itself): block, as elsewhere.
+                guard semaphore.wait(timeout: deadline) == .success else { throw FutureTimeoutError(timeout: timeout) }
+                break
+            }
+        }
+        guard let result else { throw FutureTimeoutError(timeout: timeout) }
         return result
     }
 

@@ -1,0 +1,80 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// SwiftConnectTesting's waiting helpers: `wait(timeout:)`, `waitForResult(timeout:)`, `value(timeout:)`.
+final class FutureWaitingTests: XCTestCase {
+    // MARK: - The main thread
+
+    /// A chain after `receive(on: .main)` completes on the main queue: waiting on the main thread must let that
+    /// queue run, or the wait times out although the future has its result.
+    func testWaitOnTheMainThreadForAFutureThatDeliversOnMain() throws {
+        XCTAssertTrue(Thread.isMainThread)
+        let promise = Promise<Int>()
+        promise.succeed(6)
+        // `map` after `receive(on: .main)` runs on the main queue, so `doubled` is pending until that queue runs.
+        let doubled = promise.future.receive(on: .main).map { $0 * 2 }
+        XCTAssertFalse(doubled.isCompleted)
+
+        XCTAssertEqual(try doubled.wait(timeout: 5), 12)
+    }
+
+    func testWaitForResultOnTheMainThreadForAFutureThatDeliversOnMain() throws {
+        let promise = Promise<Int>()
+        let onMain = promise.future.receive(on: .main).map { $0 + 1 }
+        DispatchQueue.global().async { promise.fail(TestError(4)) }
+
+        let result = try onMain.waitForResult(timeout: 5)
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual($0 as? TestError, TestError(4)) }
+    }
+
+    /// The usual case on the main thread: a future completed by another thread is seen as soon as it completes.
+    func testWaitOnTheMainThreadForAFutureCompletedElsewhere() throws {
+        let promise = Promise<String>()
+        let gate = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            gate.wait()
+            promise.succeed("done")
+        }
+        gate.signal()
+        XCTAssertEqual(try promise.future.wait(timeout: 10), "done")
+    }
+
+    func testWaitOnTheMainThreadStillTimesOut() {
+        let promise = Promise<Int>()
+        XCTAssertThrowsError(try promise.future.receive(on: .main).wait(timeout: 0.01)) {
+            XCTAssertTrue($0 is FutureTimeoutError)
+        }
+        promise.succeed(1)
+    }
+
+    /// Off the main thread nothing changes: the waiting thread blocks until the future completes.
+    func testWaitOnABackgroundThread() {
+        let promise = Promise<Int>()
+        let waited = expectation(description: "wait returned")
+        DispatchQueue.global().async {
+            XCTAssertEqual(try? promise.future.map { $0 * 3 }.wait(timeout: 10), 21)
+            waited.fulfill()
+        }
+        promise.succeed(7)
+        wait(for: [waited], timeout: 10)
+    }
+}
+
+extension FutureWaitingTests {
+    /// Inside a block of the main queue the main queue cannot run again: the wait blocks, as it always did.
+    func testWaitInsideABlockOfTheMainQueue() {
+        let promise = Promise<Int>()
+        let waited = expectation(description: "wait returned")
+        DispatchQueue.main.async {
+            DispatchQueue.global().async { promise.succeed(2) }
+            let start = Date()
+            XCTAssertEqual(try? promise.future.wait(timeout: 10), 2)
+            XCTAssertLessThan(Date().timeIntervalSince(start), 5)
+            waited.fulfill()
+        }
+        wait(for: [waited], timeout: 20)
+    }
+}
