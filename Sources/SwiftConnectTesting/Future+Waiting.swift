@@ -22,7 +22,7 @@ extension Future {
     /// let todo = try connect.send(GetTodo(id: 1)).wait(timeout: 5)
     /// ```
     ///
-    /// - Parameter timeout: The longest wait, in seconds.
+    /// - Parameter timeout: The longest wait, in seconds (`.infinity` waits as long as it takes; NaN does not wait).
     /// - Returns: The value.
     /// - Throws: The future's error, or ``FutureTimeoutError`` when it does not complete in time.
     public func wait(timeout: TimeInterval = 10) throws -> Value {
@@ -31,12 +31,12 @@ extension Future {
 
     /// Blocks the calling thread until the future completes, and returns its result.
     ///
-    /// - Parameter timeout: The longest wait, in seconds.
+    /// - Parameter timeout: The longest wait, in seconds (`.infinity` waits as long as it takes; NaN does not wait).
     /// - Returns: The result.
     /// - Throws: ``FutureTimeoutError`` when the future does not complete in time.
     public func waitForResult(timeout: TimeInterval = 10) throws -> Result<Value, any Error> {
         if let result { return result }
-        let deadline = DispatchTime.now() + timeout
+        let deadline = Self.deadline(after: timeout)
         let semaphore = DispatchSemaphore(value: 0)
         guard Thread.isMainThread else {
             observe { _ in semaphore.signal() }
@@ -74,13 +74,13 @@ extension Future {
     /// let todo = try await connect.send(GetTodo(id: 1)).value(timeout: 5)
     /// ```
     ///
-    /// - Parameter timeout: The longest wait, in seconds.
+    /// - Parameter timeout: The longest wait, in seconds (`.infinity` waits as long as it takes; NaN does not wait).
     /// - Returns: The value.
     /// - Throws: The future's error, or ``FutureTimeoutError``.
     public func value(timeout: TimeInterval) async throws -> Value {
         if let result { return try result.get() }
         let timer = Promise<Value>()
-        DispatchQueue.global().asyncAfter(deadline: .now() + timeout) {
+        DispatchQueue.global().asyncAfter(deadline: Self.deadline(after: timeout)) {
             timer.completeIfPending(with: .failure(FutureTimeoutError(timeout: timeout)))
         }
         observe { timer.completeIfPending(with: $0) }
@@ -89,5 +89,11 @@ extension Future {
         } onCancel: {
             self.cancel()
         }
+    }
+
+    /// The moment `timeout` seconds from now. A NaN timeout is over at once: Dispatch reads a NaN interval as
+    /// "never", which made a wait with a timeout computed from a missing value hang for ever.
+    private static func deadline(after timeout: TimeInterval) -> DispatchTime {
+        timeout.isNaN ? .now() : .now() + timeout
     }
 }

@@ -78,3 +78,47 @@ extension FutureWaitingTests {
         wait(for: [waited], timeout: 20)
     }
 }
+
+// MARK: - Timeouts that are not a number
+
+extension FutureWaitingTests {
+    /// `.nan` (say, a timeout computed from an unset value) gives up at once instead of waiting forever.
+    func testWaitWithANaNTimeoutGivesUpAtOnce() {
+        let promise = Promise<Int>()
+        let waited = expectation(description: "wait returned")
+        DispatchQueue.global().async {
+            do {
+                _ = try promise.future.wait(timeout: .nan)
+                XCTFail("expected a timeout")
+            } catch {
+                XCTAssertTrue(error is FutureTimeoutError)
+            }
+            waited.fulfill()
+        }
+        wait(for: [waited], timeout: 10)
+        promise.succeed(1)
+    }
+
+    func testWaitOnTheMainThreadWithANaNTimeoutGivesUpAtOnce() {
+        let promise = Promise<Int>()
+        XCTAssertThrowsError(try promise.future.receive(on: .main).wait(timeout: .nan)) {
+            XCTAssertTrue($0 is FutureTimeoutError)
+        }
+        promise.succeed(1)
+    }
+
+    func testValueWithANaNTimeoutGivesUpAtOnce() async {
+        let promise = Promise<Int>()
+        let waiting = Task { try await promise.future.value(timeout: .nan) }
+        let outcome = Promise<Result<Int, any Error>>()
+        Task { outcome.succeed(await waiting.result) }
+        // Bounded: a NaN deadline used to mean "never", and this wait would hang.
+        let result = try? await outcome.future.value(timeout: 10)
+        XCTAssertNotNil(result, "value(timeout: .nan) did not return")
+        if let result {
+            XCTAssertThrowsError(try result.get()) { XCTAssertTrue($0 is FutureTimeoutError) }
+        }
+        waiting.cancel()
+        promise.succeed(1)
+    }
+}
