@@ -23,6 +23,11 @@ import SwiftConnect
 /// Routes match by method, path and (optionally) query items; the most recent matching stub wins. A
 /// route given several responses serves them in order and then repeats the last. Unmatched requests get
 /// the fallback (404 by default).
+///
+/// For code that sends from another thread or task, ``requestsReceived(count:)`` is a future of the requests
+/// once they have arrived, so a test waits for them without sleeping; an answer that takes time
+/// (``FakeResponse/never``, ``FakeResponse/released(by:)``) is kept pending like a real network task, and
+/// ``cancelledRequests`` lists those the client cancelled.
 public final class FakeTransport: Transport, Sendable {
     private struct Route {
         let method: HTTPMethod?
@@ -46,6 +51,12 @@ public final class FakeTransport: Transport, Sendable {
     private struct State {
         var routes: [Route] = []
         var requests: [URLRequest] = []
+        var cancelledRequests: [URLRequest] = []
+        /// The futures of answers not given yet, kept as a real transport keeps its tasks: the pipeline holds the
+        /// transport's future weakly, so without this a `.never` answer was freed and cancelling never reached it.
+        var pending: [ObjectIdentifier: Future<ConnectResponse>] = [:]
+        /// ``requestsReceived(count:)`` futures not complete yet.
+        var waiters: [(count: Int, promise: Promise<[URLRequest]>)] = []
         var fallback: FakeResponse
     }
 
@@ -123,21 +134,97 @@ public final class FakeTransport: Transport, Sendable {
         requests.filter { $0.url?.path == path }
     }
 
-    /// Forgets the recorded requests (the stubs stay).
+    /// The requests whose answer was still pending when the client cancelled them (`future.cancel()`, a
+    /// cancelled `Task` awaiting the value, `cancelAllRequests()`…), in the order cancelled.
+    ///
+    /// Only answers that take time can be cancelled: ``FakeResponse/never``, and answers made with
+    /// ``FakeResponse/released(by:)`` or ``FakeResponse/delayed(by:)`` before they are given.
+    ///
+    /// ```swift
+    /// transport.stub(.get, "/todos", with: .never)
+    /// let task = Task { try await connect.send(ListTodos()).value }
+    /// _ = try await transport.requestsReceived(count: 1).value(timeout: 5)
+    /// task.cancel()
+    /// _ = await task.result
+    /// XCTAssertEqual(transport.cancelledRequests.count, 1)
+    /// ```
+    public var cancelledRequests: [URLRequest] { state.withLock { $0.cancelledRequests } }
+
+    /// A future of the first `count` recorded requests, complete once that many have been sent (at once if they
+    /// have been already): lets a test wait, without sleeping, for code that sends from another thread or task.
+    ///
+    /// ```swift
+    /// let loading = Task { await viewModel.load() }
+    /// let sent = try await transport.requestsReceived(count: 1).value(timeout: 5)
+    /// XCTAssertTrue(viewModel.isLoading)
+    /// ```
+    ///
+    /// - Parameter count: How many requests to wait for; 0 or less completes at once with none.
+    /// - Returns: A future of the first `count` entries of ``requests``. It stays pending until they arrive: await
+    ///   it with a timeout (`value(timeout:)`, `wait(timeout:)`).
+    public func requestsReceived(count: Int) -> Future<[URLRequest]> {
+        let promise = Promise<[URLRequest]>()
+        let received: [URLRequest]? = state.withLock { state in
+            guard state.requests.count < count else { return Array(state.requests.prefix(max(0, count))) }
+            state.waiters.append((count, promise))
+            return nil
+        }
+        if let received { promise.succeed(received) }
+        return promise.future
+    }
+
+    /// Forgets the recorded requests and cancellations (the stubs stay).
     public func removeRecordedRequests() {
-        state.withLock { $0.requests.removeAll() }
+        state.withLock { state in
+            state.requests.removeAll()
+            state.cancelledRequests.removeAll()
+        }
     }
 
     /// Records the request and answers with the matching stub, or the fallback.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        var satisfied: [(promise: Promise<[URLRequest]>, requests: [URLRequest])] = []
         let response: FakeResponse = state.withLock { state in
             state.requests.append(request)
+            if !state.waiters.isEmpty {
+                let count = state.requests.count
+                for waiter in state.waiters where waiter.count <= count {
+                    satisfied.append((waiter.promise, Array(state.requests.prefix(waiter.count))))
+                }
+                state.waiters.removeAll { $0.count <= count }
+            }
             guard let index = state.routes.lastIndex(where: { $0.matches(request) }) else { return state.fallback }
             let route = state.routes[index]
             state.routes[index].served += 1
             return route.responses[min(route.served, route.responses.count - 1)]
         }
-        return response.answer(request)
+        for (promise, requests) in satisfied { promise.succeed(requests) }
+        let answer = response.answer(request)
+        // Given already (the usual stub): nothing to cancel, and nothing more to do on this path.
+        if answer.isCompleted { return answer }
+        return recordingCancellation(of: answer, for: request)
+    }
+
+    /// A future with `answer`'s result, kept until it completes, whose cancellation is recorded in
+    /// ``cancelledRequests`` and cancels `answer`.
+    private func recordingCancellation(
+        of answer: Future<ConnectResponse>,
+        for request: URLRequest
+    ) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        let id = ObjectIdentifier(promise.future)
+        // Weak: whoever is to give the answer keeps it, and the transport keeps the future; neither may keep the
+        // other alive once the transport is gone.
+        promise.setCancelHandler { [weak state, weak answer] in
+            state?.withLock { $0.cancelledRequests.append(request) }
+            answer?.cancel()
+        }
+        state.withLock { $0.pending[id] = promise.future }
+        promise.future.observe { [weak state] _ in
+            state?.withLock { $0.pending[id] = nil }
+        }
+        answer.observe { promise.completeIfPending(with: $0) }
+        return promise.future
     }
 }
 
