@@ -115,11 +115,18 @@ public final class FakeTransport: Transport, Sendable {
     ///   - method: The method to match; `nil` matches any.
     ///   - path: The URL path to match.
     ///   - query: Query items the request must have; `nil` ignores the query.
-    ///   - responses: The responses, in order. Must not be empty.
+    ///   - responses: The responses, in order. Empty is a mistake in the test: the route's requests then fail with
+    ///     a ``SwiftConnect/ConnectError`` saying the stub has no responses.
     public func stub(
         _ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with responses: [FakeResponse]
     ) {
-        guard !responses.isEmpty else { return }
+        var responses = responses
+        if responses.isEmpty {
+            // Not ignored: requests would silently get an earlier stub's answer or the fallback.
+            let route = "\(method?.rawValue ?? "any method") \(path)"
+            let message = "FakeTransport: the stub for \(route) has no responses"
+            responses = [.failure(ConnectError(.transport, message: message))]
+        }
         state.withLock { $0.routes.append(Route(method: method, path: path, query: query, responses: responses)) }
     }
 

@@ -86,6 +86,22 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(status(fake, "https://api.example.com/todos/1"), 410)
     }
 
+    /// A stub given no responses (say, built from an empty fixture list) is a mistake in the test: its requests
+    /// fail saying so, instead of silently getting an earlier stub's answer or the 404 fallback.
+    func testAStubWithNoResponsesFailsItsRequestsSayingSo() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos/1", with: .status(200))
+        let fixtures: [FakeResponse] = []
+        fake.stub(.get, "/todos/1", with: fixtures)
+        // When
+        let error = connectError(of: send(fake, "https://api.example.com/todos/1"))
+        // Then
+        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertTrue(error?.message.contains("no responses") ?? false, error?.message ?? "no error")
+        XCTAssertTrue(error?.message.contains("/todos/1") ?? false, error?.message ?? "no error")
+    }
+
     func testMoreSpecificEarlierStubLosesToALaterGeneralOne() {
         // Given
         let fake = FakeTransport()
