@@ -1,0 +1,47 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Cancelling the Task that awaits a request, through real `URLSession` to a real server on 127.0.0.1, with the
+/// client's default retry policy: the request must end, not keep running.
+final class AsyncCancellationIntegrationTests: XCTestCase {
+    private struct Slow: TypedConnector {
+        typealias Response = [String: Bool]
+        let baseURL: URL
+        var endpoint: String { "/slow" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    func testCancellingTheAwaitingTaskCancelsTheURLSessionTask() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        server.route("GET", "/slow") { _ in
+            arrived.completeIfPending(with: .success(()))
+            return LocalServer.Response.json(["late": true]).delayed(by: 60)
+        }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let client = Connect(transport: URLSessionTransport(session: session))
+
+        let task = Task { try await client.send(Slow(baseURL: server.baseURL)).value }
+        try await arrived.future.value(timeout: 10)
+        task.cancel()
+        let result = await task.result
+
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertEqual(client.requestsInFlight, 0)
+        let tasks = await withCheckedContinuation { continuation in
+            session.getAllTasks { continuation.resume(returning: $0.map(\.state)) }
+        }
+        XCTAssertTrue(tasks.allSatisfy { $0 != .running }, "the URLSession task was cancelled: \(tasks)")
+    }
+}
