@@ -29,7 +29,7 @@ extension LocalServer {
     /// An event to wait on instead of polling ``requestsInFlight``, for example to check that a client let go
     /// of an exchange it abandoned.
     ///
-    /// - Parameter timeout: The longest wait, in seconds.
+    /// - Parameter timeout: The longest wait, in seconds (NaN does not wait).
     /// - Returns: Whether the server became idle within `timeout`.
     @discardableResult
     public func waitUntilIdle(timeout: TimeInterval) -> Bool {
@@ -39,7 +39,8 @@ extension LocalServer {
             state.statistics.idleWaiters.append(waiter)
             return false
         }
-        return idle || waiter.wait(timeout: .now() + timeout) == .success
+        // A NaN timeout is over at once: Dispatch reads `now() + .nan` as "never".
+        return idle || waiter.wait(timeout: timeout.isNaN ? .now() : .now() + timeout) == .success
     }
 
     /// The number of requests received since the start or the last ``resetStatistics()``.
