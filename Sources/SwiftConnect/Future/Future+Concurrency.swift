@@ -31,7 +31,15 @@ extension Future {
 
     /// The value, awaited: `let todo = try await connect.send(GetTodo(id: 1)).value`.
     ///
-    /// Cancelling the awaiting task cancels the future (and so the request behind it).
+    /// Cancelling the awaiting task cancels the future (and so the request behind it). It is cancelled for
+    /// everyone: other tasks awaiting the same future, and its observers, get the cancellation too. To stop
+    /// waiting for a future you share without cancelling it, await a future of your own that follows it:
+    ///
+    /// ```swift
+    /// let mine = Promise<User>()
+    /// shared.observe { mine.completeIfPending(with: $0) }
+    /// let user = try await mine.future.value  // cancelling this task cancels only `mine`
+    /// ```
     ///
     /// - Throws: The future's error; ``ConnectError`` of kind ``ConnectError/Kind/cancelled`` when cancelled.
     public var value: Value {

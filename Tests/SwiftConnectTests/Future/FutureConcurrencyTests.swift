@@ -74,3 +74,28 @@ final class FutureConcurrencyTests: XCTestCase {
         promise.succeed(1)
     }
 }
+
+// MARK: - A future awaited by several tasks
+
+extension FutureConcurrencyTests {
+    /// As `value` documents: a cancelled awaiting task cancels the future for every task awaiting it; awaiting a
+    /// relay that follows the shared future cancels only the relay.
+    func testCancellingOneAwaitingTaskCancelsASharedFutureUnlessAwaitedThroughARelay() async {
+        let shared = Promise<Int>()
+        let direct = Task { try await shared.future.value }
+        let mine = Promise<Int>()
+        shared.future.observe { mine.completeIfPending(with: $0) }
+        let relayed = Task { try await mine.future.value }
+
+        relayed.cancel()
+        let relayedResult = await relayed.result
+        XCTAssertThrowsError(try relayedResult.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertFalse(shared.future.isCompleted, "the relay's cancellation stays with the relay")
+
+        let other = Task { try await shared.future.value }
+        direct.cancel()
+        let otherResult = await other.result
+        XCTAssertThrowsError(try otherResult.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertTrue(shared.future.isCancelled)
+    }
+}
