@@ -65,8 +65,9 @@ public final class LocalServer: Sendable {
     /// Closes the listener and every open connection, then waits for the server's threads to finish.
     ///
     /// Requests being handled, delayed or hanging on a fault end at once; their clients see the connection
-    /// close. Calling it again, or on a server never started, does nothing. Called from a route handler, it does
-    /// not wait (the handler's own thread could never finish).
+    /// close. A handler blocked in your own code cannot be interrupted: `stop()` waits for it 5 seconds at most,
+    /// then returns and says so on standard error. Calling it again, or on a server never started, does nothing.
+    /// Called from a route handler, it does not wait (the handler's own thread could never finish).
     public func stop() {
         core.stop()
     }
@@ -198,10 +199,21 @@ extension LocalServer {
                 })
             else { return }
             run.beginStopping()
-            if !run.ownsCurrentThread {
-                run.group.wait()
+            guard !run.ownsCurrentThread, run.group.wait(timeout: .now() + Core.stopGracePeriod) == .timedOut else {
+                return
             }
+            // A handler blocked in the test's own code (on a semaphore never signalled, say) cannot be interrupted:
+            // waiting for it hung `stop()`, and every `defer { server.stop() }`, for ever. Its connection is closed
+            // already; its thread ends when the handler returns.
+            let running = state.withLock { $0.statistics.requestsInFlight }
+            let message =
+                "LocalServer :\(state.withLock { $0.port }): stop() stopped waiting after \(Int(Core.stopGracePeriod)) s "
+                + "for \(running) request handler(s) still running; is one blocked on something never signalled?\n"
+            FileHandle.standardError.write(Data(message.utf8))
         }
+
+        /// How long ``stop()`` waits for the server's threads, request handlers included.
+        static let stopGracePeriod: TimeInterval = 5
 
         /// Accepts connections until the run stops, one thread per connection; then releases the listener.
         private func acceptLoop(_ run: Run) {
