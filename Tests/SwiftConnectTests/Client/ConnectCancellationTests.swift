@@ -213,3 +213,45 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(connect.requestsInFlight, 0)
     }
 }
+
+// MARK: - Cancelling the task that awaits
+
+extension ConnectCancellationTests {
+    /// The task is cancelled before it awaits: the request has gone to the transport (sending is synchronous),
+    /// and is cancelled as soon as the task awaits it; the task throws `ConnectError.cancelled`.
+    func testATaskCancelledBeforeItAwaitsCancelsTheRequest() async {
+        let fake = FakeTransport.answering(.never)
+        let connect = Connect(transport: fake)
+        let started = Promise<Void>()
+        let proceed = Promise<Void>()
+        let task = Task {
+            started.succeed(())
+            _ = await proceed.future.resultValue
+            return try await connect.send(ClientFixtures.GetTodo(id: 1)).value
+        }
+        _ = await started.future.resultValue
+        task.cancel()
+        proceed.succeed(())
+
+        let result = await task.result
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(fake.cancelledRequests.count, 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    /// The task is cancelled after the response arrived: nothing is left to cancel, and the value is returned.
+    func testATaskCancelledAfterTheResponseGetsTheValue() async throws {
+        let fake = FakeTransport.answering(.json(ClientFixtures.Todo.sample))
+        let connect = Connect(transport: fake)
+        let future = connect.send(ClientFixtures.GetTodo(id: 1))
+        XCTAssertTrue(future.isCompleted)
+        let task = Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await future.value
+        }
+        let todo = try await task.value
+        XCTAssertEqual(todo, ClientFixtures.Todo.sample)
+        XCTAssertEqual(fake.cancelledRequests.count, 0)
+    }
+}
