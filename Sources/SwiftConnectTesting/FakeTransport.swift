@@ -282,16 +282,32 @@ public struct FakeResponse: Sendable {
 
     /// A JSON response encoding `value`.
     ///
+    /// Pass the encoder that matches how your API writes JSON, so the client's decoder reads the stub as it reads
+    /// the real server:
+    ///
+    /// ```swift
+    /// let encoder = JSONEncoder()
+    /// encoder.dateEncodingStrategy = .iso8601
+    /// encoder.keyEncodingStrategy = .convertToSnakeCase
+    /// transport.stub(.get, "/events/1", with: .json(event, encoder: encoder))
+    /// ```
+    ///
     /// - Parameters:
-    ///   - value: The body, encoded with a plain `JSONEncoder`.
+    ///   - value: The body. It is encoded once, now: later changes to `encoder` do not affect the stub. If
+    ///     encoding fails, requests answered by the stub fail with a ``SwiftConnect/ConnectError`` saying why.
+    ///   - encoder: The encoder. Defaults to a plain `JSONEncoder` (dates as seconds since 2001, keys as
+    ///     declared).
     ///   - status: The status code. Defaults to 200.
     ///   - headers: More headers (`Content-Type: application/json` is set).
     /// - Returns: The answer.
-    public static func json(_ value: some Encodable & Sendable, status: Int = 200, headers: [String: String] = [:])
-        -> FakeResponse
-    {
+    public static func json(
+        _ value: some Encodable & Sendable,
+        encoder: JSONEncoder = JSONEncoder(),
+        status: Int = 200,
+        headers: [String: String] = [:]
+    ) -> FakeResponse {
         do {
-            return json(data: try JSONEncoder().encode(value), status: status, headers: headers)
+            return json(data: try encoder.encode(value), status: status, headers: headers)
         } catch {
             return failure(ConnectError(.transport, message: "FakeTransport could not encode the stub: \(error)"))
         }

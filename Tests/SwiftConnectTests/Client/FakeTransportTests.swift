@@ -212,6 +212,34 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(response.flatMap { try? JSONDecoder().decode(Todo.self, from: $0.data) }, Todo.sample)
     }
 
+    func testJSONAnswerUsesTheGivenEncoderSoAClientWithAMatchingDecoderReadsIt() throws {
+        // Given: an API with snake_case keys and ISO 8601 dates, and a client configured for it.
+        struct Event: Codable, Equatable, Sendable {
+            let startsAt: Date
+        }
+        let event = Event(startsAt: Date(timeIntervalSince1970: 1_700_000_000))
+        let encoder = JSONEncoder()
+        encoder.dateEncodingStrategy = .iso8601
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .iso8601
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        var decoders = ResponseDecoders.default
+        decoders.register(decoder, for: "application/json")
+        let fake = FakeTransport.answering(.json(event, encoder: encoder))
+        let connect = Connect(transport: fake, retryPolicy: nil, decoders: decoders)
+
+        // When
+        let response = value(of: send(fake, "https://x.test/events/1"))
+        let decoded = value(of: connect.request(ClientFixtures.Endpoint()).decoded(toType: Event.self))
+
+        // Then
+        let body = response.map { String(decoding: $0.data, as: UTF8.self) }
+        XCTAssertEqual(body, #"{"starts_at":"2023-11-14T22:13:20Z"}"#)
+        XCTAssertEqual(response?.header("Content-Type"), "application/json")
+        XCTAssertEqual(decoded, event)
+    }
+
     func testJSONAnswerKeepsAnExplicitContentType() {
         // Given
         let fake = FakeTransport.answering(
