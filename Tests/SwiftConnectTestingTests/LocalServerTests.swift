@@ -353,6 +353,36 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(result.response?.value(forHTTPHeaderField: "Transfer-Encoding"), "chunked")
     }
 
+    func testAResponseHeaderWithCRLFIsAnswered500InsteadOfSplittingTheResponse() throws {
+        // Given: a handler that puts a line break into a header value.
+        server.route("GET", "/split") { _ in .text("ok").withHeader("X-Note", "a\r\nSet-Cookie: injected=1") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /split HTTP/1.1\r\nHost: x\r\n\r\nGET /split HTTP/1.1\r\nHost: x\r\n\r\n")
+        let first = try client.readResponse()
+        let second = try client.readResponse()
+
+        // Then: no injected field, a 500 saying which header is wrong, and the connection still framed correctly.
+        for response in [first, second] {
+            XCTAssertEqual(response.status, 500)
+            XCTAssertNil(response.header("set-cookie"))
+            XCTAssertTrue(response.text.contains("X-Note"), response.text)
+        }
+    }
+
+    func testAResponseHeaderNameThatIsNotATokenIsAnswered500() throws {
+        // Given
+        server.route("GET", "/bad-name") { _ in .text("ok").withHeader("X-Bad: injected\r\nX-Other", "1") }
+
+        // When
+        let result = fetch("/bad-name")
+
+        // Then
+        XCTAssertEqual(result.response?.statusCode, 500)
+        XCTAssertNil(result.response?.value(forHTTPHeaderField: "X-Other"))
+    }
+
     func testTrickleSendsChunksUntilTheClientLeaves() throws {
         // Given
         server.route("GET", "/stream") { _ in .status(200).withFault(.trickle(chunk: Data("tick".utf8), interval: 0.01))

@@ -200,7 +200,7 @@ enum HTTPParser {
     }
 
     /// RFC 9110 `tchar`.
-    private static func isTokenCharacter(_ byte: UInt8) -> Bool {
+    static func isTokenCharacter(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
             UInt8(ascii: "0")...UInt8(ascii: "9"):

@@ -63,7 +63,7 @@ extension LocalServer {
             var (request, handler) = core.match(
                 Request(method: head.method, target: head.target, headers: head.headers, connectionID: id)
             )
-            let response: Response
+            var response: Response
             // Whether the connection must close after the response, whatever the client asked.
             var mustClose = false
             switch handler {
@@ -95,6 +95,7 @@ extension LocalServer {
                     response = .json(["error": "no route for \(request.method) \(request.path)"], status: 404)
                 }
             }
+            response = Connection.sendable(response, answering: request)
             let keepAlive =
                 !mustClose
                 && head.wantsKeepAlive
@@ -103,6 +104,17 @@ extension LocalServer {
             let keepsOpen = write(response, isHead: head.method == "HEAD", keepAlive: keepAlive)
             if mustClose { lingerBeforeClosing() }
             return keepsOpen
+        }
+
+        /// `response`, or, if the handler built one the server cannot send (see ``Response/mistake``), a 500 whose
+        /// body says why, also written to standard error so that a test author sees it whatever the client reports.
+        private static func sendable(_ response: Response, answering request: Request) -> Response {
+            guard let mistake = response.mistake else { return response }
+            let message =
+                "LocalServer: the response to \(request.method) \(request.path) cannot be sent: \(mistake); "
+                + "answered 500 instead"
+            FileHandle.standardError.write(Data((message + "\n").utf8))
+            return .text(message, status: 500)
         }
 
         /// Reads the body delimited by `framing`, answering `Expect: 100-continue` first if asked to.

@@ -15,6 +15,10 @@ extension LocalServer {
         public var status: Int
 
         /// Header fields, in order. `Content-Length` and `Connection` are added when missing.
+        ///
+        /// A name that is not a valid field name, or a value containing CR, LF or NUL, would split the response:
+        /// the server sends a 500 instead, whose body says which header is wrong, and writes that on standard
+        /// error. To send a malformed response on purpose, use ``Fault/raw(_:)``.
         public var headers: [(name: String, value: String)]
 
         /// The body. Never sent for `HEAD` requests nor for 1xx, 204 and 304 statuses.
@@ -249,12 +253,32 @@ extension LocalServer.Response {
     /// This response with one more header field.
     ///
     /// - Parameters:
-    ///   - name: The field name.
-    ///   - value: The field value.
+    ///   - name: The field name: a token such as `X-Request-ID`.
+    ///   - value: The field value, without CR, LF or NUL (see ``headers``).
     /// - Returns: A copy with the field appended.
     public func withHeader(_ name: String, _ value: String) -> Self {
         var copy = self
         copy.headers.append((name, value))
         return copy
+    }
+}
+
+// MARK: - Checking
+
+extension LocalServer.Response {
+    /// Why the server cannot send this response as the handler built it, or `nil` if it can.
+    ///
+    /// A line break in a header would split the response: the client would read injected fields, or a second
+    /// response. A test gets a broken response from a deliberate ``Fault``, never from a mistake in a handler.
+    var mistake: String? {
+        for (name, value) in headers {
+            if name.isEmpty || !name.utf8.allSatisfy(HTTPParser.isTokenCharacter) {
+                return "the header name \(name.debugDescription) is not a valid field name"
+            }
+            if value.utf8.contains(where: { $0 == 0x0D || $0 == 0x0A || $0 == 0 }) {
+                return "the value of the header \(name) contains CR, LF or NUL: \(value.debugDescription)"
+            }
+        }
+        return nil
     }
 }
