@@ -400,6 +400,24 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(chunks, Array(repeating: Data("tick".utf8), count: 3))
     }
 
+    func testTrickleWithAnIntervalThatIsNotPositiveIsAnswered500() throws {
+        for interval in [TimeInterval.nan, -1, 0] {
+            // Given
+            let fault = LocalServer.Response.Fault.trickle(chunk: Data("x".utf8), interval: interval)
+            server.route("GET", "/stream") { _ in .status(200).withFault(fault) }
+            let client = try RawClient(port: server.port)
+
+            // When: only the head is read, so a server sending chunks for ever cannot hang the test.
+            client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+            let head = try client.readHead()
+            client.close()
+
+            // Then
+            XCTAssertEqual(head.status, 500, "interval \(interval)")
+            XCTAssertNotEqual(head.header("transfer-encoding"), "chunked", "interval \(interval)")
+        }
+    }
+
     func testLieAboutLengthKeepsTheConnectionOpenUntilStop() throws {
         // Given
         server.route("GET", "/short") { _ in .text("abc").withFault(.lieAboutLength(extra: 10)) }

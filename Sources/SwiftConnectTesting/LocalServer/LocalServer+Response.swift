@@ -83,7 +83,8 @@ extension LocalServer {
             case neverFinishHeaders
             /// Sends a chunked response whose chunks are `chunk`, one every `interval` seconds, for ever:
             /// until the client disconnects or the server stops, which resets the connection. The first chunk
-            /// goes out at once; an empty `chunk` sends nothing.
+            /// goes out at once; an empty `chunk` sends nothing. An `interval` that is NaN, zero or negative is a
+            /// mistake: the server answers 500 instead, saying why (on standard error too).
             case trickle(chunk: Data, interval: TimeInterval)
             /// Sends the body with `Transfer-Encoding: chunked`, in a few chunks.
             case chunked
@@ -270,7 +271,12 @@ extension LocalServer.Response {
     ///
     /// A line break in a header would split the response: the client would read injected fields, or a second
     /// response. A test gets a broken response from a deliberate ``Fault``, never from a mistake in a handler.
+    /// A ``Fault/trickle(chunk:interval:)`` must have an interval more than zero.
     var mistake: String? {
+        // A NaN, zero or negative interval sent chunks in a tight loop, until the client gave up.
+        if case .trickle(_, let interval) = fault, !(interval > 0) {
+            return "the trickle interval \(interval) is not a positive number of seconds"
+        }
         for (name, value) in headers {
             if name.isEmpty || !name.utf8.allSatisfy(HTTPParser.isTokenCharacter) {
                 return "the header name \(name.debugDescription) is not a valid field name"
