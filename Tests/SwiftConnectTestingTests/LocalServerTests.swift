@@ -243,6 +243,23 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    func testARequestHeadEndedByBareLineFeedsIsAnsweredAtOnce() throws {
+        // Given: RFC 9112 §2.2 lets a recipient accept a bare LF as a line terminator.
+        server.route("*", "/lf") { request in .text("\(request.header("x-test") ?? "-") \(request.bodyText)") }
+        let client = try RawClient(port: server.port)
+
+        // When: bare LFs throughout, then CRLF lines ended by a bare LF, then CRLFs only, pipelined.
+        client.send("POST /lf HTTP/1.1\nHost: x\nX-Test: bare\nContent-Length: 3\n\nabc")
+        client.send("GET /lf HTTP/1.1\r\nHost: x\r\nX-Test: mixed\r\n\n")
+        client.send("GET /lf HTTP/1.1\r\nHost: x\r\nX-Test: crlf\r\n\r\n")
+        let responses = try (0..<3).map { _ in try client.readResponse() }
+
+        // Then
+        XCTAssertEqual(responses.map(\.status), [200, 200, 200])
+        XCTAssertEqual(responses.map(\.text), ["bare abc", "mixed ", "crlf "])
+        XCTAssertEqual(server.requests.map(\.target), ["/lf", "/lf", "/lf"])
+    }
+
     func testOversizedHeadersGet431() throws {
         // Given
         let client = try RawClient(port: server.port)

@@ -47,6 +47,12 @@ struct ReceiveBuffer {
         }
     }
 
+    /// The readable byte at `offset`, relative to the first readable byte.
+    func byte(at offset: Int) -> UInt8 {
+        precondition(offset < readableCount)
+        return storage[readerIndex + offset]
+    }
+
     /// Calls `body` with the first `count` readable bytes.
     func withBytes<Result>(count: Int, _ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
         precondition(count <= readableCount)
@@ -134,8 +140,33 @@ enum HTTPParser {
     /// The largest request line plus header block accepted; bigger ones are answered 431.
     static let maximumHeadSize = 64 * 1024
 
-    static let headTerminator: [UInt8] = Array("\r\n\r\n".utf8)
     static let lineTerminator: [UInt8] = Array("\r\n".utf8)
+
+    /// Finds the empty line that ends a request head: CRLF CRLF, or a bare LF where either CRLF is (RFC 9112 §2.2
+    /// lets a recipient accept a bare LF as a line terminator; the lines are split that way too).
+    ///
+    /// - Parameters:
+    ///   - buffer: The received bytes, starting with the head.
+    ///   - offset: Where to start looking: bytes before it were searched already (it may step back two bytes).
+    /// - Returns: The length of the head without the empty line, and the number of bytes to consume with the empty
+    ///   line; `nil` if the head is not complete yet.
+    static func endOfHead(in buffer: ReceiveBuffer, from offset: Int) -> (headLength: Int, consumed: Int)? {
+        var from = offset
+        while let lineFeed = buffer.firstOffset(of: [0x0A], from: from) {
+            guard lineFeed + 1 < buffer.readableCount else { return nil }
+            switch buffer.byte(at: lineFeed + 1) {
+            case 0x0A:
+                return (lineFeed, lineFeed + 2)
+            case 0x0D:
+                guard lineFeed + 2 < buffer.readableCount else { return nil }
+                if buffer.byte(at: lineFeed + 2) == 0x0A { return (lineFeed, lineFeed + 3) }
+            default:
+                break
+            }
+            from = lineFeed + 1
+        }
+        return nil
+    }
 
     /// Parses the request line and headers in `bytes` (which excludes the blank line ending them).
     static func parseHead(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> RequestHead {

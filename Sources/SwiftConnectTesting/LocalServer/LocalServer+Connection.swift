@@ -34,13 +34,16 @@ extension LocalServer {
         private func serveOneRequest() -> Bool {
             var searchFrom = 0
             var headLength = 0
+            var consumed = 0
             while true {
-                if let end = input.buffer.firstOffset(of: HTTPParser.headTerminator, from: searchFrom) {
-                    headLength = end
+                // A head ended by bare LFs waited for a CRLF CRLF that never came, until the 64 KiB limit or the
+                // client gave up.
+                if let end = HTTPParser.endOfHead(in: input.buffer, from: searchFrom) {
+                    (headLength, consumed) = end
                     break
                 }
                 if input.buffer.readableCount > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
-                searchFrom = max(0, input.buffer.readableCount - 3)
+                searchFrom = max(0, input.buffer.readableCount - 2)
                 guard input.receiveMore() else { return false }
             }
             if headLength > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
@@ -51,7 +54,7 @@ extension LocalServer {
                     return (head, try HTTPParser.framing(of: head))
                 }
             }
-            input.buffer.skip(headLength + HTTPParser.headTerminator.count)
+            input.buffer.skip(consumed)
             guard case .success((let head, let framing)) = parsed else {
                 if case .failure(let error) = parsed { return refuse(error) }
                 return false
