@@ -79,6 +79,24 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(request.queryItem("q"), "swift connect")
     }
 
+    func testAPlusInTheQueryStaysAPlusAsURLComponentsReadsIt() throws {
+        // Given: `URLComponents` sends a literal `+` as is, so only a form-encoding client means a space by it.
+        server.route("GET", "/search") { _ in .status(204) }
+        var components = URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false)!
+        components.path = "/search"
+        components.queryItems = [URLQueryItem(name: "q", value: "1+1"), URLQueryItem(name: "s", value: "a b")]
+
+        // When
+        _ = fetch(URLRequest(url: components.url!))
+
+        // Then: the server reads the items as `URLComponents` does, raw `+` included.
+        let request = try XCTUnwrap(server.requests.first)
+        XCTAssertEqual(request.target, "/search?q=1+1&s=a%20b")
+        XCTAssertEqual(request.queryItem("q"), "1+1")
+        XCTAssertEqual(request.queryItem("s"), "a b")
+        XCTAssertEqual(request.queryItems.map(\.value), components.queryItems?.map(\.value))
+    }
+
     func testLaterRoutesWinAndWildcardsMatchPrefixes() throws {
         // Given
         server.route("*", "/files/*") { request in .text("any " + (request.pathParameters["*"] ?? "")) }

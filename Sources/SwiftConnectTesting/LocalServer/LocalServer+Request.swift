@@ -23,6 +23,11 @@ extension LocalServer {
 
         /// The query items, in order, names and values percent-decoded. `+` is kept as is, like `URLComponents`
         /// does; an item without `=` has an empty value.
+        ///
+        /// A `+` means a space only in form encoding (`application/x-www-form-urlencoded`, as an HTML form sends
+        /// a query); `URLComponents` sends a literal `+` unencoded, so reading it as a space would be wrong for
+        /// most clients. To read a form-encoded query, decode it from ``target`` yourself: replace `+` with a space
+        /// in each name and value, then remove the percent-encoding.
         public let queryItems: [(name: String, value: String)]
 
         /// Every header field, in the order received, with names as sent.
@@ -97,6 +102,8 @@ extension LocalServer {
         }
 
         /// The value of the first query item called `name`.
+        ///
+        /// Decoded as in ``queryItems``: a `+` stays a `+`.
         ///
         /// - Parameter name: The decoded item name, compared exactly.
         /// - Returns: The decoded value, or `nil` if there is no such item.
