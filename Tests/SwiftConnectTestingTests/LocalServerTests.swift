@@ -418,6 +418,22 @@ final class LocalServerTests: XCTestCase {
         XCTAssertNil(result.response?.value(forHTTPHeaderField: "X-Other"))
     }
 
+    func testAStatusOutside200To999IsAnswered500() throws {
+        // Given: a final 1xx makes a client wait for the real answer for ever; other codes are not HTTP.
+        for status in [100, 101, 199, 42, 1000, -1] {
+            server.route("GET", "/status") { _ in .status(status) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then
+            XCTAssertEqual(response.status, 500, "status \(status)")
+            XCTAssertTrue(response.text.contains("\(status)"), response.text)
+        }
+    }
+
     func testTrickleSendsChunksUntilTheClientLeaves() throws {
         // Given
         server.route("GET", "/stream") { _ in .status(200).withFault(.trickle(chunk: Data("tick".utf8), interval: 0.01))

@@ -11,7 +11,8 @@ extension LocalServer {
     /// server.route("GET", "/broken") { _ in .text("0123456789").withFault(.closeMidBody(afterBytes: 4)) }
     /// ```
     public struct Response: Sendable {
-        /// The status code.
+        /// The status code, from 200 to 999: for any other, the server sends a 500 instead, whose body says why (a
+        /// 1xx is an interim answer, after which a client waits for another). Send a 1xx with ``Fault/raw(_:)``.
         public var status: Int
 
         /// Header fields, in order. `Content-Length` and `Connection` are added when missing.
@@ -271,8 +272,18 @@ extension LocalServer.Response {
     ///
     /// A line break in a header would split the response: the client would read injected fields, or a second
     /// response. A test gets a broken response from a deliberate ``Fault``, never from a mistake in a handler.
-    /// A ``Fault/trickle(chunk:interval:)`` must have an interval more than zero.
+    /// The status must be a final one, from 200 to 999, and a ``Fault/trickle(chunk:interval:)`` must have an
+    /// interval more than zero. ``Fault/raw(_:)`` and ``Fault/closeBeforeHeaders`` send none of it, so anything goes.
     var mistake: String? {
+        switch fault {
+        case .raw, .closeBeforeHeaders: return nil  // Neither sends the status nor the headers.
+        default: break
+        }
+        // A final 1xx left the client waiting for the real answer; other codes are not HTTP at all.
+        guard (200...999).contains(status) else {
+            return "the status \(status) is not a final status code from 200 to 999 (a client takes a 1xx for an "
+                + "interim answer and waits for another)"
+        }
         // A NaN, zero or negative interval sent chunks in a tight loop, until the client gave up.
         if case .trickle(_, let interval) = fault, !(interval > 0) {
             return "the trickle interval \(interval) is not a positive number of seconds"
