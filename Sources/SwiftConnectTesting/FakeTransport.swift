@@ -378,9 +378,14 @@ public struct FakeResponse: Sendable {
 
     /// This answer, given after `seconds` on a background queue.
     ///
-    /// - Parameter seconds: The delay.
+    /// - Parameter seconds: The delay; zero or negative gives the answer at once, on the background queue. NaN is
+    ///   a mistake in the test: the requests fail at once with a ``SwiftConnect/ConnectError`` saying so.
     /// - Returns: The delayed answer.
     public func delayed(by seconds: TimeInterval) -> FakeResponse {
+        // Dispatch reads NaN seconds as "never": the request stayed pending until the test timed out.
+        guard !seconds.isNaN else {
+            return .failure(ConnectError(.transport, message: "FakeTransport: delayed(by:) was given NaN seconds"))
+        }
         let answer = self.answer
         return FakeResponse { request in
             let promise = Promise<ConnectResponse>()

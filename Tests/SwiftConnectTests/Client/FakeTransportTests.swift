@@ -323,6 +323,18 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(value(of: future)?.statusCode, 200)
     }
 
+    func testDelayedAnswerWithANaNDelayFailsAtOnceSayingSo() throws {
+        // Given: a delay computed from a missing value; Dispatch reads NaN seconds as "never".
+        let fake = FakeTransport.answering(FakeResponse.status(200).delayed(by: .nan))
+        // When
+        let result = self.result(of: send(fake, "https://x.test/t"), timeout: 5)
+        // Then
+        guard case .failure(let error as ConnectError)? = result else {
+            return XCTFail("expected a ConnectError, got \(String(describing: result))")
+        }
+        XCTAssertTrue(error.message.contains("NaN"), "\(error)")
+    }
+
     func testConcurrentSendsAreAllRecorded() {
         // Given
         let fake = FakeTransport()
