@@ -8,8 +8,9 @@ extension Connector {
     /// Builds the `URLRequest` this connector describes. Pure: no I/O, no shared state.
     ///
     /// - The URL is ``baseURL`` followed by ``endpoint``, with exactly one `/` between them. Each `{name}`
-    ///   placeholder is replaced by its `.path` value, percent-encoded as one path segment (`a/b` → `a%2Fb`;
-    ///   `.` and `..` → `%2E`, `%2E%2E`). Placeholders may sit inside a segment (`/files/{name}.json`) or repeat.
+    ///   placeholder is replaced by its `.path` value, percent-encoded as one path segment (`a/b` → `a%2Fb`).
+    ///   A value that would make its segment `.` or `..` is refused. Placeholders may sit inside a segment
+    ///   (`/files/{name}.json`), in the endpoint's query (`/search?q={q}`), or repeat.
     /// - `.query` items follow any query already in the base URL or the endpoint, in order, with every
     ///   character outside RFC 3986 *unreserved* percent-encoded (`&` → `%26`, `=` → `%3D`, `+` → `%2B`,
     ///   space → `%20`), so no value can inject another item.
@@ -30,7 +31,8 @@ extension Connector {
     /// - Returns: The request, ready to send.
     /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` whose
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
-    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, an invalid URL (reported
+    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, or that would make its path
+    ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
     ///   body's length (`invalidHeader`), two bodies (`multipleBodies`), a body on a GET or HEAD
@@ -418,6 +420,10 @@ struct RequestParts {
         }
 
         let literal = PercentEncoding.endpointLiteral
+        // The path segment being written: where it starts in `out`, and the first placeholder in it (an index in
+        // `pathValues`), whose value may make it a dot-segment. Only a segment with a placeholder is checked.
+        var segmentStart = out.count
+        var segmentPlaceholder: Int?
         while index < count {
             let byte = endpoint[index]
             switch byte {
@@ -437,13 +443,26 @@ struct RequestParts {
                         .missingPathValue(placeholder: String(decoding: name, as: UTF8.self)))
                 }
                 pathValues[match].isUsed = true
+                if marks.query == nil && marks.fragment == nil, segmentPlaceholder == nil {
+                    segmentPlaceholder = match
+                }
                 PercentEncoding.appendPathSegment(pathValues[match].value, to: &out)
                 index = nameEnd + 1
+            case slash where marks.query == nil && marks.fragment == nil:
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                out.append(byte)
+                index += 1
+                segmentStart = out.count
+                segmentPlaceholder = nil
             case UInt8(ascii: "?") where marks.query == nil && marks.fragment == nil:
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                segmentPlaceholder = nil
                 marks.query = out.count
                 out.append(byte)
                 index += 1
             case UInt8(ascii: "#") where marks.fragment == nil:
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                segmentPlaceholder = nil
                 marks.fragment = out.count
                 out.append(byte)
                 index += 1
@@ -460,6 +479,14 @@ struct RequestParts {
                 index += 1
             }
         }
+        try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+    }
+
+    /// Throws when the path segment `out[start...]`, which holds the value of `pathValues[placeholder]`, is a
+    /// dot-segment: servers and proxies that normalise URLs would resolve it to another path, `%2E` or not.
+    private func checkSegment(_ out: [UInt8], from start: Int, placeholder: Int?) throws {
+        guard let placeholder, PercentEncoding.isDotSegment(out[start...]) else { return }
+        throw ConnectError.invalidRequest(.dotSegmentPathValue(key: pathValues[placeholder].key))
     }
 }
 

@@ -26,7 +26,10 @@ public enum Parameter: ParametersRepresentable {
     /// A value for the `{key}` placeholder of the endpoint.
     ///
     /// The value is percent-encoded as one path segment: `/` and every other reserved character is escaped,
-    /// so `"a/b"` stays one segment (`a%2Fb`), and `"."` or `".."` cannot step out of the path.
+    /// so `"a/b"` stays one segment (`a%2Fb`). A value that would make its segment `"."` or `".."` (which servers
+    /// resolve to another path, even sent as `%2E`) fails the request with
+    /// ``ConnectError/InvalidRequestReason/dotSegmentPathValue(key:)`` before anything is sent; so does an empty
+    /// value in the path (``ConnectError/InvalidRequestReason/emptyPathValue(key:)``).
     case path(key: String, value: String)
 
     /// A JSON body, encoded with the connector's `jsonEncoder`.

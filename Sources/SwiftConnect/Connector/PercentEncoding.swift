@@ -67,8 +67,9 @@ enum PercentEncoding {
 
     /// Appends `value` encoded as the content of one path segment.
     ///
-    /// Like ``append(_:to:spaceAsPlus:)``, and a value made only of dots (`.`, `..`) has its dots encoded as
-    /// `%2E`, so it cannot become a dot-segment that a client or server would resolve away.
+    /// Like ``append(_:to:spaceAsPlus:)``, and a value made only of dots (`...`) has its dots encoded as `%2E`.
+    /// Encoding does not make `.` or `..` safe (`%2E%2E` is still a dot-segment to URL normalisers): the request
+    /// builder refuses a segment that ``isDotSegment(_:)``.
     ///
     /// - Parameters:
     ///   - value: The path value.
@@ -95,6 +96,27 @@ enum PercentEncoding {
         buffer.reserveCapacity(value.utf8.count * 3)
         appendPathSegment(value, to: &buffer)
         return String(decoding: buffer, as: UTF8.self)
+    }
+
+    /// Whether `segment` (one path segment, encoded) is a dot-segment, `.` or `..`, reading `%2E` in either case
+    /// as a dot, as RFC 3986 §6.2.2 normalisers and WHATWG URL parsers do.
+    static func isDotSegment(_ segment: ArraySlice<UInt8>) -> Bool {
+        guard (1...6).contains(segment.count) else { return false }
+        var dots = 0
+        var index = segment.startIndex
+        while index < segment.endIndex {
+            if segment[index] == 0x2E {  // .
+                index += 1
+            } else if segment[index] == 0x25, segment.endIndex - index >= 3, segment[index + 1] == 0x32,
+                segment[index + 2] | 0x20 == 0x65  // %2E or %2e
+            {
+                index += 3
+            } else {
+                return false
+            }
+            dots += 1
+        }
+        return dots <= 2
     }
 
     /// Whether `byte` is an ASCII hex digit.

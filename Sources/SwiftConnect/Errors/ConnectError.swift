@@ -58,6 +58,11 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case missingPathValue(placeholder: String)
         /// A `.path` parameter has an empty value, which would leave an empty path segment.
         case emptyPathValue(key: String)
+        /// A `.path` value would make its path segment `.` or `..` (also when sent as `%2E`), which servers and
+        /// proxies that normalise URLs resolve to the current or the parent directory: `/files/{name}/meta` with
+        /// `".."` would reach `/meta`. Nothing is sent. Check the value (it is often user input), or send it in
+        /// the query.
+        case dotSegmentPathValue(key: String)
         /// Two `.path` parameters name the same placeholder.
         case duplicatePathParameter(key: String)
         /// A `.path` parameter names a placeholder the endpoint does not contain.
@@ -87,6 +92,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                 return "the endpoint's placeholder {\(placeholder)} has no .path value"
             case .emptyPathValue(let key):
                 return "the .path parameter '\(key)' is empty, which would leave an empty path segment"
+            case .dotSegmentPathValue(let key):
+                return "the .path parameter '\(key)' would make a dot-segment ('.' or '..', even as %2E), which "
+                    + "servers resolve to another path"
             case .duplicatePathParameter(let key):
                 return "the .path parameter '\(key)' is given more than once"
             case .unusedPathParameter(let key):

@@ -227,17 +227,66 @@ final class ConnectorBuildingTests: XCTestCase {
     }
 
     func testDotOnlyPathValuesCannotBecomeDotSegments() throws {
-        XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: ".")), "https://api.example.com/f/%2E/g")
-        XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: "..")), "https://api.example.com/f/%2E%2E/g")
         XCTAssertEqual(try url("/f/{v}/g", .path(key: "v", value: "...")), "https://api.example.com/f/%2E%2E%2E/g")
         // Dots among other characters are harmless and stay readable.
         XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: "a..b")), "https://api.example.com/f/a..b")
         XCTAssertEqual(try url("/f/{v}", .path(key: "v", value: ".hidden")), "https://api.example.com/f/.hidden")
     }
 
+    /// `.` and `..` sent as `%2E` and `%2E%2E` are still dot-segments to servers and proxies that normalise URLs
+    /// (RFC 3986 §6.2.2, WHATWG): `/files/%2E%2E/meta` reaches `/meta`. A value that would make its segment one is
+    /// refused before anything is sent.
+    func testAPathValueThatMakesADotSegmentIsRefused() {
+        for value in [".", ".."] {
+            for endpoint in ["/f/{v}/g", "/f/{v}", "{v}", "/f/{v}?q=1", "/f/{v}#top", "/f/{v}/"] {
+                assertInvalidRequest(
+                    Stub(endpoint: endpoint, parameters: Parameter.path(key: "v", value: value)),
+                    .dotSegmentPathValue(key: "v"))
+            }
+        }
+        // With the endpoint's own dots, or with another value, in the same segment.
+        for endpoint in ["/f/.{v}", "/f/{v}.", "/f/%2e{v}", "/f/{v}%2E/g"] {
+            assertInvalidRequest(
+                Stub(endpoint: endpoint, parameters: Parameter.path(key: "v", value: ".")),
+                .dotSegmentPathValue(key: "v"))
+        }
+        assertInvalidRequest(
+            Stub(
+                endpoint: "/f/{a}{b}/g",
+                parameters: CompositeParameters(.path(key: "a", value: "."), .path(key: "b", value: "."))),
+            .dotSegmentPathValue(key: "a"))
+        // The error says what is wrong.
+        XCTAssertThrowsError(
+            try Stub(endpoint: "/f/{v}", parameters: Parameter.path(key: "v", value: "..")).asURLRequest()
+        ) { error in
+            let message = (error as? ConnectError)?.message ?? ""
+            XCTAssertTrue(message.contains("'v'") && message.contains("dot-segment"), message)
+        }
+    }
+
+    /// Values that only look like dot-segments are sent, encoded so that they stay what they are.
+    func testValuesThatOnlyLookLikeDotSegmentsAreSent() throws {
+        let expected = [
+            "%2e": "%252e", "%2E%2E": "%252E%252E", ".%2E": ".%252E", "...": "%2E%2E%2E", "..;x": "..%3Bx",
+            ".. ": "..%20", "a/..": "a%2F..", "./": ".%2F", "..\u{0}": "..%00",
+        ]
+        for (value, encoded) in expected {
+            XCTAssertEqual(
+                try url("/f/{v}/g", .path(key: "v", value: value)), "https://api.example.com/f/\(encoded)/g", value)
+        }
+        // A dot-segment takes the whole segment: dots beside other text, or in the query, are plain values.
+        XCTAssertEqual(try url("/f/{v}.json", .path(key: "v", value: "..")), "https://api.example.com/f/%2E%2E.json")
+        XCTAssertEqual(try url("/f/v{v}", .path(key: "v", value: ".")), "https://api.example.com/f/v%2E")
+        XCTAssertEqual(
+            try url("/search?q={v}", .path(key: "v", value: "..")), "https://api.example.com/search?q=%2E%2E")
+        XCTAssertEqual(
+            try url("/f/{a}{b}", .path(key: "a", value: "."), .path(key: "b", value: "...")),
+            "https://api.example.com/f/%2E%2E%2E%2E")
+    }
+
     func testHostilePathValuesNeverChangeThePathStructure() throws {
         let hostile = [
-            "a/b?c#d%", "..", ".", "../../etc/passwd", " ", "a b", "\u{1F600}/\u{1F600}", "\u{0}", "%2F", "?", "#",
+            "a/b?c#d%", "...", "./", "../../etc/passwd", " ", "a b", "\u{1F600}/\u{1F600}", "\u{0}", "%2F", "?", "#",
             ";x=1", "//",
         ]
         for value in hostile {

@@ -78,7 +78,7 @@ final class HostileInputTests: XCTestCase {
     /// Values that would change the path or the query if they were not encoded, or that a client could
     /// normalise away.
     static let hostileValues = [
-        "a/b", "../../etc/passwd", "..", ".", "...", "./", "/..", "//", "/", "a?b=c", "?", "#", "#frag", "a#b?c",
+        "a/b", "../../etc/passwd", "...", "./", "/..", "//", "/", "a?b=c", "?", "#", "#frag", "a#b?c",
         "100%", "%", "%2F", "%2f", "%2E%2E", ".%2E", "%00", "%zz", "a b", " ", "  ", "\t", "a+b", "&q=evil",
         "x&q=evil#y", "q=1", ";jsessionid=1", "a\\b", "\"quoted\"", "<script>", "caf\u{E9}", "cafe\u{301}",
         "\u{301}", "\u{1F600}", "\u{1F469}\u{200D}\u{1F4BB}", "\u{4E2D}\u{6587}", "\u{FEFF}", "\u{2028}",
@@ -109,16 +109,20 @@ final class HostileInputTests: XCTestCase {
         }
     }
 
-    func testDotSegmentValuesAreNotResolvedAway() throws {
+    /// `%2E` and `%2E%2E` are still dot-segments to servers and proxies that normalise URLs: refused, unsent.
+    func testDotSegmentValuesAreRefusedBeforeAnythingIsSent() throws {
         for value in [".", ".."] {
             // Given
             let connector = FileMeta(baseURL: server.baseURL, name: value, query: "x")
             // When
-            let received = try connect.request(connector).decoded(toType: Received.self).wait(timeout: 10)
+            let error = connectError(of: connect.request(connector))
             // Then
-            XCTAssertEqual(received.segments, ["files", value, "meta"], "target: \(received.target)")
-            XCTAssertTrue(received.target.hasPrefix("/files/%2E"), received.target)
+            XCTAssertEqual(error?.invalidRequestReason, .dotSegmentPathValue(key: "name"), value)
         }
+        XCTAssertEqual(server.requestCount, 0)
+        let received = try connect.request(FileMeta(baseURL: server.baseURL, name: "...", query: "x"))
+            .decoded(toType: Received.self).wait(timeout: 10)
+        XCTAssertEqual(received.segments, ["files", "...", "meta"], "target: \(received.target)")
     }
 
     func testAQueryValueCannotAddOrReplaceAnItem() throws {
@@ -147,6 +151,10 @@ final class HostileInputTests: XCTestCase {
             let value = generator.next()
             let context = PropertySeed.context(case: index, value: value)
             // When
+            if value == "." || value == ".." {  // would be a dot-segment: refused
+                XCTAssertThrowsError(try FileMeta(baseURL: base, name: value, query: value).asURLRequest(), context)
+                continue
+            }
             let request = try FileMeta(baseURL: base, name: value, query: value).asURLRequest()
             // Then
             let url = try XCTUnwrap(request.url, context)
@@ -179,6 +187,7 @@ final class HostileInputTests: XCTestCase {
         var generator = HostileStringGenerator(seed: PropertySeed.value)
         let batchSize = 8
         var index = 0
+        var refused = 0  // "." and "..", which would be dot-segments
         while index < 2_000 {
             let values = (0..<batchSize).map { _ in generator.next() }
             let futures = values.map { value in
@@ -190,6 +199,12 @@ final class HostileInputTests: XCTestCase {
                 let received: Received
                 do {
                     received = try future.wait(timeout: 10)
+                } catch let error as ConnectError
+                    where error.invalidRequestReason == .dotSegmentPathValue(key: "name")
+                {
+                    refused += 1
+                    XCTAssert(value == "." || value == "..", "\(error) (\(context))")
+                    continue
                 } catch {
                     return XCTFail("request failed: \(error) (\(context))")
                 }
@@ -199,7 +214,7 @@ final class HostileInputTests: XCTestCase {
             }
             index += batchSize
         }
-        XCTAssertEqual(server.requestCount, 2_000)
+        XCTAssertEqual(server.requestCount, 2_000 - refused)
     }
 
     // MARK: - Header injection
@@ -502,10 +517,10 @@ private struct HostileStringGenerator {
 
     init(seed: UInt64) { random = SplitMix64(seed: seed) }
 
-    /// A value of 1 to 16 pieces; one in 32 is made only of dots (`.`, `..`, `...`).
+    /// A value of 1 to 16 pieces; one in 32 is made only of dots (`...` to `.....`: `.` and `..` are refused).
     mutating func next() -> String {
         if random.next(below: 32) == 0 {
-            return String(repeating: ".", count: 1 + random.next(below: 3))
+            return String(repeating: ".", count: 3 + random.next(below: 3))
         }
         let count = 1 + random.next(below: 16)
         var value = ""
