@@ -31,7 +31,8 @@ extension Connector {
     /// - Returns: The request, ready to send.
     /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` whose
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
-    ///   (`missingPathValue`), a `.path` value that is empty, repeated or unused, or that would make its path
+    ///   (`missingPathValue`), a `.path` value that is empty in the path (`?q={q}` may be empty), repeated or
+    ///   unused, or that would make its path
     ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
@@ -196,9 +197,6 @@ struct RequestParts {
             case .path(let key, let value):
                 guard !pathValues.contains(where: { $0.key == key }) else {
                     throw ConnectError.invalidRequest(.duplicatePathParameter(key: key))
-                }
-                guard !value.isEmpty else {
-                    throw ConnectError.invalidRequest(.emptyPathValue(key: key))
                 }
                 pathValues.append(PathValue(key: key, value: value))
             case .jsonObject(let value):
@@ -443,8 +441,12 @@ struct RequestParts {
                         .missingPathValue(placeholder: String(decoding: name, as: UTF8.self)))
                 }
                 pathValues[match].isUsed = true
-                if marks.query == nil && marks.fragment == nil, segmentPlaceholder == nil {
-                    segmentPlaceholder = match
+                // In the path (not in the endpoint's query or fragment, where `?q=` is a legitimate value).
+                if marks.query == nil && marks.fragment == nil {
+                    guard !pathValues[match].value.isEmpty else {
+                        throw ConnectError.invalidRequest(.emptyPathValue(key: pathValues[match].key))
+                    }
+                    if segmentPlaceholder == nil { segmentPlaceholder = match }
                 }
                 PercentEncoding.appendPathSegment(pathValues[match].value, to: &out)
                 index = nameEnd + 1

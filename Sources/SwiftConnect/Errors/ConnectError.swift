@@ -56,7 +56,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public enum InvalidRequestReason: Sendable, Equatable, CustomStringConvertible {
         /// The endpoint has a `{placeholder}` that no `.path` parameter fills.
         case missingPathValue(placeholder: String)
-        /// A `.path` parameter has an empty value, which would leave an empty path segment.
+        /// A `.path` parameter has an empty value for a placeholder in the path, which would leave an empty path
+        /// segment. (An empty value is fine for a placeholder in the endpoint's query, such as `/search?q={q}`.)
         case emptyPathValue(key: String)
         /// A `.path` value would make its path segment `.` or `..` (also when sent as `%2E`), which servers and
         /// proxies that normalise URLs resolve to the current or the parent directory: `/files/{name}/meta` with

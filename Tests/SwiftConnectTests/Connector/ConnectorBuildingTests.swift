@@ -324,6 +324,25 @@ final class ConnectorBuildingTests: XCTestCase {
             Stub(endpoint: "/todos/{id}", parameters: Parameter.path(key: "id", value: "")), .emptyPathValue(key: "id"))
     }
 
+    /// An empty value is legitimate in the endpoint's query (`?q=`), not in its path.
+    func testAnEmptyValueIsFineInTheEndpointsQueryButNotInItsPath() throws {
+        XCTAssertEqual(try url("/search?q={q}", .path(key: "q", value: "")), "https://api.example.com/search?q=")
+        XCTAssertEqual(
+            try url("/search?q={q}&page=1", .path(key: "q", value: ""), .query(key: "x", value: "")),
+            "https://api.example.com/search?q=&page=1&x=")
+        XCTAssertEqual(
+            try url("/items/{id}?q={q}", .path(key: "id", value: "7"), .path(key: "q", value: "")),
+            "https://api.example.com/items/7?q=")
+        XCTAssertEqual(try url("/items#{section}", .path(key: "section", value: "")), "https://api.example.com/items#")
+        // Still refused in the path, also when the placeholder is used in the query too.
+        assertInvalidRequest(
+            Stub(endpoint: "/items/{id}?q={id}", parameters: Parameter.path(key: "id", value: "")),
+            .emptyPathValue(key: "id"))
+        assertInvalidRequest(
+            Stub(endpoint: "/files/{name}.json", parameters: Parameter.path(key: "name", value: "")),
+            .emptyPathValue(key: "name"))
+    }
+
     func testRepeatedPathKeyThrowsDuplicatePathParameter() {
         assertInvalidRequest(
             Stub(
