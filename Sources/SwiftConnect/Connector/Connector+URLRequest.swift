@@ -280,7 +280,9 @@ struct RequestParts {
             fragment = Array(baseUTF8[hash...])
         }
 
-        // Query: the base URL's, then the endpoint's, then the `.query` items.
+        // Query: the base URL's, then the endpoint's, then the `.query` items, joined by one `&` (none after a
+        // query that already ends with one, such as a base URL's `?key=k&`).
+        let ampersand = UInt8(ascii: "&")
         var hasQuery = false
         if let start = marks.query {
             if out.count == start + 1 { out.removeLast() } else { hasQuery = true }  // drop a lone "?"
@@ -290,7 +292,9 @@ struct RequestParts {
             let baseQuery = baseUTF8[baseUTF8.index(after: delimiter)..<queryEnd]
             if !baseQuery.isEmpty {
                 if let start = marks.query, hasQuery {
-                    out.insert(contentsOf: Array(baseQuery) + [UInt8(ascii: "&")], at: start + 1)
+                    var joined = Array(baseQuery)
+                    if joined.last != ampersand { joined.append(ampersand) }
+                    out.insert(contentsOf: joined, at: start + 1)
                 } else {
                     out.append(UInt8(ascii: "?"))
                     out.append(contentsOf: baseQuery)
@@ -299,7 +303,11 @@ struct RequestParts {
             }
         }
         for case .query(let key, let value) in parameters {
-            out.append(hasQuery ? UInt8(ascii: "&") : UInt8(ascii: "?"))
+            if !hasQuery {
+                out.append(UInt8(ascii: "?"))
+            } else if out.last != ampersand {
+                out.append(ampersand)
+            }
             hasQuery = true
             PercentEncoding.append(key, to: &out)
             out.append(UInt8(ascii: "="))

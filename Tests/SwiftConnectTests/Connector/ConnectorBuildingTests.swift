@@ -176,6 +176,21 @@ final class ConnectorBuildingTests: XCTestCase {
             try url("/todos#list", .query(key: "b", value: "2")), "https://api.example.com/todos?b=2#list")
     }
 
+    /// A base URL whose query ends with `&` gets no second `&` before what follows; alone, it is kept as written.
+    func testABaseQueryEndingWithAnAmpersandIsJoinedWithoutAnEmptyItem() throws {
+        XCTAssertEqual(try url(base: "https://a.com/api?k=1&", "/todos?a=1"), "https://a.com/api/todos?k=1&a=1")
+        XCTAssertEqual(
+            try url(base: "https://a.com/api?k=1&", "/todos", .query(key: "b", value: "2")),
+            "https://a.com/api/todos?k=1&b=2")
+        XCTAssertEqual(
+            try url(base: "https://a.com/api?k=1&", "/todos?a=1&", .query(key: "b", value: "2")),
+            "https://a.com/api/todos?k=1&a=1&b=2")
+        XCTAssertEqual(try url(base: "https://a.com/api?k=1&", "/todos"), "https://a.com/api/todos?k=1&")
+        XCTAssertEqual(try url("/todos?a=1&", .query(key: "b", value: "2")), "https://api.example.com/todos?a=1&b=2")
+        // Only the separator is not doubled: empty items written on purpose stay.
+        XCTAssertEqual(try url(base: "https://a.com/api?k=1&&", "/todos?a=1"), "https://a.com/api/todos?k=1&&a=1")
+    }
+
     func testEndpointNotValidInAURLThrowsInvalidURL() {
         for endpoint in ["/todos/a b", "/%zz", "/%4", "/{", "/{}", "/}", "/{a/b}", "/caf\u{e9}", "/a|b", "/a\nb"] {
             assertInvalidRequest(
