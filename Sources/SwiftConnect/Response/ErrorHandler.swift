@@ -68,10 +68,13 @@ extension ErrorHandling {
 /// - an RFC 7807 problem (`application/problem+json`): `title` and `detail`;
 /// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, an
 ///   object holding a `message`, or a list of these (its first message: `"message": ["email is invalid"]`);
-/// - `errors[0].message` (or `errors[0]` as a string);
+/// - `errors`: a list's first message (`errors[0].message`, or `errors[0]` as a string), or, keyed by field as
+///   Rails and Laravel send validation errors (`{"email": ["is invalid"]}`), each field with its first message,
+///   sorted by field: `email: is invalid; name: can't be blank` (Rails' `base` without its name);
 /// - `title` and `detail`, for a problem sent with another content type.
 ///
-/// A body that is a JSON array is read as its first object.
+/// Only text is a message: a number or a boolean (`"error": true`, `"message": 404`) is skipped. A body that is a
+/// JSON array is read as its first object (`[1, {"message": "…"}]` as the object).
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body.
@@ -124,8 +127,15 @@ public struct ErrorHandler: ErrorHandling {
         for key in messageKeys {
             if let text = ErrorBody.text(object[key]) { return text }
         }
-        if let errors = object["errors"] as? [Any], let first = errors.first, let text = ErrorBody.text(first) {
-            return text
+        if let errors = object["errors"] {
+            // An object without a message of its own is a map of fields to their messages.
+            let text: String? =
+                if let fields = errors as? [String: Any], !ErrorBody.hasOwnMessage(fields) {
+                    ErrorBody.fieldMessages(fields)
+                } else {
+                    ErrorBody.text(errors)
+                }
+            if let text { return text }
         }
         return problemMessage(object)
     }
@@ -144,7 +154,8 @@ public struct ErrorHandler: ErrorHandling {
 
 /// Reading error bodies.
 enum ErrorBody {
-    /// The body as a JSON object (the first object of a JSON array), or `nil` when it is not one.
+    /// The body as a JSON object (the first element of a JSON array that is an object), or `nil` when it is not
+    /// one.
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-16's
     /// (big- or little-endian) is read as UTF-16.
@@ -163,7 +174,12 @@ enum ErrorBody {
         }
         let value = try? JSONSerialization.jsonObject(with: data)
         // Some servers send a list of errors: its first object stands for the body.
-        if let array = value as? [Any] { return array.first as? [String: Any] }
+        if let array = value as? [Any] {
+            for element in array {
+                if let object = element as? [String: Any] { return object }
+            }
+            return nil
+        }
         return value as? [String: Any]
     }
 
@@ -176,7 +192,7 @@ enum ErrorBody {
     static func text(_ value: Any?) -> String? {
         if let string = string(value) { return string }
         if let object = value as? [String: Any] {
-            for key in ["message", "msg", "detail", "description"] {
+            for key in messageKeys {
                 if let text = text(object[key]) { return text }
             }
         } else if let array = value as? [Any] {
@@ -185,6 +201,31 @@ enum ErrorBody {
             }
         }
         return nil
+    }
+
+    /// The keys of an error object's own message, in the order ``text(_:)`` reads them.
+    private static let messageKeys = ["message", "msg", "detail", "description"]
+
+    /// Whether `object` is one error with a message of its own (a text at one of ``messageKeys``), rather than a
+    /// map of fields to their messages.
+    static func hasOwnMessage(_ object: [String: Any]) -> Bool {
+        messageKeys.contains { string(object[$0]) != nil }
+    }
+
+    /// The messages of validation errors keyed by field, as Rails and Laravel send them
+    /// (`{"email": ["is invalid", "is taken"], "name": ["can't be blank"]}`): each field with its first message,
+    /// sorted by field (a JSON object has no order), joined by `; `, Rails' `base` (the record as a whole) without
+    /// its name: `email: is invalid; name: can't be blank`. `nil` when no field has a message.
+    static func fieldMessages(_ fields: [String: Any]) -> String? {
+        var result = ""
+        for field in fields.keys.sorted() {
+            guard let message = text(fields[field]) else { continue }
+            if !result.isEmpty { result += "; " }
+            let name = field.trimmingCharacters(in: .whitespacesAndNewlines)
+            result += name.isEmpty || name == "base" ? message : name + ": " + message
+            if result.utf8.count > SingleLineText.messageLimit * 4 { break }  // cut to the limit below anyway
+        }
+        return result.isEmpty ? nil : SingleLineText.make(result)
     }
 
     /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is

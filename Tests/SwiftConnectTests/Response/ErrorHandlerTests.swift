@@ -152,6 +152,52 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(errorFor(body: #"{"message":[" ", 7, "third"]}"#)?.message, "third")
     }
 
+    /// "Its first object" is the first element that is an object, wherever it is in the array.
+    func testAnArrayBodyIsReadAsItsFirstObjectAfterOtherValues() {
+        XCTAssertEqual(errorFor(body: #"[1, {"message":"x"}]"#)?.message, "x")
+        XCTAssertEqual(errorFor(body: #"[1, {"message":"x"}]"#)?.kind, .serverMessage)
+        XCTAssertEqual(errorFor(body: #"[null, "text", {"error":"y"}, {"error":"z"}]"#)?.message, "y")
+        XCTAssertEqual(errorFor(body: #"[1, 2, true]"#)?.kind, .httpStatus)
+        XCTAssertEqual(errorFor(body: #"[1, {"code":7}]"#)?.kind, .httpStatus)
+    }
+
+    /// `errors` keyed by field, as Rails and Laravel send validation errors: each field with its first message,
+    /// sorted by field (a JSON object has no order), Rails' `base` (the record as a whole) without its name.
+    func testValidationErrorsByFieldGiveEachFieldWithItsFirstMessage() {
+        let byField = errorFor(body: #"{"errors":{"password":["is too short"],"email":["is invalid","is taken"]}}"#)
+        XCTAssertEqual(byField?.kind, .serverMessage)
+        XCTAssertEqual(byField?.message, "email: is invalid; password: is too short")
+        XCTAssertEqual(errorFor(body: #"{"errors":{"email":"is invalid"}}"#)?.message, "email: is invalid")
+        XCTAssertEqual(errorFor(body: #"{"errors":{"base":["Account is locked"]}}"#)?.message, "Account is locked")
+        XCTAssertEqual(
+            errorFor(body: #"{"errors":{"name":[],"email":[" "],"age":["must be a number"]}}"#)?.message,
+            "age: must be a number")
+        XCTAssertEqual(errorFor(body: #"{"errors":{"email":[],"name":[7]}}"#)?.kind, .httpStatus)
+        // Laravel sends a summary first, which wins.
+        let laravel = #"{"message":"The given data was invalid.","errors":{"email":["The email is required."]}}"#
+        XCTAssertEqual(errorFor(body: laravel, status: 422)?.message, "The given data was invalid.")
+        // An `errors` object that is one error, not a map of fields.
+        XCTAssertEqual(errorFor(body: #"{"errors":{"message":"Rate limited","code":429}}"#)?.message, "Rate limited")
+        // A field name is the server's text too: on one line.
+        XCTAssertEqual(errorFor(body: #"{"errors":{"e\nmail":["bad"]}}"#)?.message, "e mail: bad")
+    }
+
+    /// A number or a boolean where a message is expected (`"error": true`, `"message": 404`) is a flag or a code,
+    /// not a message: it is skipped, and without another message the error is the status's.
+    func testANumberOrABooleanIsNotAMessage() {
+        for body in [
+            #"{"message":404}"#, #"{"error":true}"#, #"{"success":false,"message":false}"#, #"{"msg":12.5}"#,
+            #"{"error":{"message":1}}"#, #"{"errors":[1,2]}"#,
+        ] {
+            let error = errorFor(body: body)
+            XCTAssertEqual(error?.kind, .httpStatus, body)
+            XCTAssertEqual(error?.message.hasPrefix("the server answered 400 "), true, error?.message ?? body)
+        }
+        XCTAssertEqual(errorFor(body: #"{"error":true,"message":"Token expired"}"#)?.message, "Token expired")
+        XCTAssertEqual(errorFor(body: #"{"message":404,"error":"Not Found"}"#)?.message, "Not Found")
+        XCTAssertEqual(errorFor(body: #"{"errors":[404,{"message":"x"}]}"#)?.message, "x")
+    }
+
     /// The usage guide lists the keys as "msg, messge, error, err": its spelling is read too.
     func testTheGuidesSpellingMessgeIsRead() {
         let error = errorFor(body: #"{"messge":"spelled as in the guide"}"#, status: 400)
