@@ -58,6 +58,35 @@ final class AuthorizationTokenTests: XCTestCase {
         XCTAssertNoThrow(try viaConnector.request(colonInPassword).wait(timeout: 5))
     }
 
+    /// `.bearer(token: "")` is sent as it is, not refused when the request is built: an app whose token store is
+    /// still empty before the first refresh signs its connectors with it, and the request must reach the
+    /// `AuthenticationMiddleware`, whose 401 starts the refresh.
+    func testAnEmptyBearerTokenIsSentSoThatARefreshCanReplaceIt() throws {
+        struct Signed: Connector, AuthorizedConnector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/me" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { nil }
+            var authorizationToken: AuthorizationToken? { .bearer(token: "") }
+        }
+        // Given
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let status = request.value(forHTTPHeaderField: "Authorization") == "Bearer fresh" ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status, data: Data())!)
+            })
+        let auth = AuthenticationMiddleware(credential: nil) { _ in Future(value: .bearer(token: "fresh")) }
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: nil)
+        // When
+        let response = value(of: connect.response(for: Signed()))
+        // Then
+        XCTAssertEqual(response?.statusCode, 200)
+        XCTAssertEqual(fake.requests.count, 2)
+        XCTAssertEqual(fake.requests.last?.value(forHTTPHeaderField: "Authorization"), "Bearer fresh")
+        XCTAssertEqual(auth.credential, .bearer(token: "fresh"))
+    }
+
     func testCustomTokenIsUsedAsIs() {
         XCTAssertEqual(AuthorizationToken.custom(token: "Token xyz").headerValue, "Token xyz")
     }
