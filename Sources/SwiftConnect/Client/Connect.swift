@@ -92,7 +92,9 @@ public final class Connect: Sendable {
     ///     500, 502, 503 and 504 by status, whatever `errorHandler` would make of them (see
     ///     ``RetryPolicy/retryableStatusCodes``).
     ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once. Clients
-    ///     may share one queue; see ``RequestQueue``.
+    ///     may share one queue; see ``RequestQueue``. A request takes one slot of a queue however many times the
+    ///     queue is listed: given here and also among `middlewares` (or the client's, a connector's or a call's
+    ///     ``RequestOptions/middlewares``), it sits only where this parameter puts it.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
     ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network
     ///     call. Defaults to `false`.
@@ -207,10 +209,28 @@ public final class Connect: Sendable {
         queue: ClientRequestQueue?,
         pluginQueue: DispatchQueue
     ) -> [any Middleware] {
-        var all = outer + options.middlewares
+        var all = listingEachQueueOnce(outer + options.middlewares, besides: queue?.queue)
         if let queue { all.append(queue) }
         if !options.plugins.isEmpty { all.append(PluginNotifier(plugins: options.plugins, queue: pluginQueue)) }
         return all
+    }
+
+    /// `middlewares` with each ``RequestQueue`` at its first place only, and none that is `clientQueue` (the
+    /// client's `requestQueue`, added after them): a request in a queue listed twice would wait for a second slot
+    /// while holding the first, for ever when the queue has one.
+    private static func listingEachQueueOnce(
+        _ middlewares: [any Middleware],
+        besides clientQueue: RequestQueue?
+    ) -> [any Middleware] {
+        guard middlewares.contains(where: { $0 is RequestQueue }) else { return middlewares }
+        var seen = clientQueue.map { [ObjectIdentifier($0)] } ?? []
+        return middlewares.filter { middleware in
+            guard let queue = middleware as? RequestQueue else { return true }
+            let id = ObjectIdentifier(queue)
+            if seen.contains(id) { return false }
+            seen.append(id)
+            return true
+        }
     }
 }
 

@@ -385,4 +385,79 @@ final class RequestQueueTests: XCTestCase {
         XCTAssertEqual(queue.runningCount, 0)
         XCTAssertEqual(queue.pendingCount, 0)
     }
+
+    // MARK: - One queue in several places
+
+    /// Sends one request through `connect`, with `options` for the call, and checks it completes without waiting
+    /// for a slot it holds itself: the wait is bounded, and a request that hangs fails the test.
+    private func assertOneSlotPerRequest(
+        _ connect: Connect,
+        _ fake: FakeTransport,
+        _ queue: RequestQueue,
+        options: RequestOptions = RequestOptions(),
+        file: StaticString = #filePath,
+        line: UInt = #line
+    ) {
+        let future = connect.request(Endpoint(), options: options)
+        let outcome = result(of: future, timeout: 2, file: file, line: line)
+        XCTAssertNotNil(try? outcome?.get(), "the request completes", file: file, line: line)
+        XCTAssertEqual(fake.requests.count, 1, "sent once", file: file, line: line)
+        XCTAssertEqual(queue.runningCount, 0, file: file, line: line)
+        XCTAssertEqual(queue.pendingCount, 0, file: file, line: line)
+    }
+
+    func testAQueueGivenAsRequestQueueAndAsAMiddlewareTakesOneSlotPerRequest() {
+        // Given: the same queue in both places, one slot
+        let fake = FakeTransport.answering(.status(200))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: fake, middlewares: [queue], retryPolicy: nil, requestQueue: queue)
+        // Then
+        assertOneSlotPerRequest(connect, fake, queue)
+        XCTAssertEqual(connect.middlewares.count, 1, "the client still lists what it was given")
+    }
+
+    func testAQueueGivenAsRequestQueueAndInTheClientOrCallOptionsTakesOneSlotPerRequest() {
+        // Given
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let inClientOptions = FakeTransport.answering(.status(200))
+        let inCallOptions = FakeTransport.answering(.status(200))
+        // Then
+        assertOneSlotPerRequest(
+            Connect(
+                transport: inClientOptions, retryPolicy: nil, requestQueue: queue,
+                options: RequestOptions(middlewares: [queue])),
+            inClientOptions, queue)
+        assertOneSlotPerRequest(
+            Connect(transport: inCallOptions, retryPolicy: nil, requestQueue: queue), inCallOptions, queue,
+            options: RequestOptions(middlewares: [queue]))
+    }
+
+    func testAQueueListedTwiceAmongTheMiddlewaresTakesOneSlotPerRequest() {
+        // Given: no `requestQueue:`, the queue twice among the client's and the call's middlewares
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let twice = FakeTransport.answering(.status(200))
+        let clientAndCall = FakeTransport.answering(.status(200))
+        // Then
+        assertOneSlotPerRequest(Connect(transport: twice, middlewares: [queue, queue], retryPolicy: nil), twice, queue)
+        assertOneSlotPerRequest(
+            Connect(transport: clientAndCall, middlewares: [queue], retryPolicy: nil), clientAndCall, queue,
+            options: RequestOptions(middlewares: [queue]))
+    }
+
+    func testCancelAllRequestsStillCancelsTheWaitingRequestsOfAClientThatListsItsQueueTwice() {
+        // Given: a request running, a second one waiting
+        let gated = Gated(count: 2)
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: gated.transport, middlewares: [queue], retryPolicy: nil, requestQueue: queue)
+        let futures = send(2, through: connect)
+        XCTAssertEqual(gated.sentPaths, paths(0..<1))
+        XCTAssertEqual(queue.pendingCount, 1)
+        // When
+        connect.cancelAllRequests()
+        // Then
+        XCTAssertEqual(connectError(of: futures[1])?.kind, .cancelled)
+        XCTAssertEqual(queue.pendingCount, 0)
+        XCTAssertEqual(gated.sentPaths, paths(0..<1), "the waiting request was never sent")
+    }
 }

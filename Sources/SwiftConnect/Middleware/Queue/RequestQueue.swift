@@ -34,6 +34,10 @@ import Foundation
 /// queue.cancelPending()  // or give up on the ones still waiting
 /// ```
 ///
+/// A request takes one slot of a queue, however many times the client lists it: a queue given as
+/// `Connect(requestQueue:)` and also among the middlewares (the client's, a connector's or a call's) sits only
+/// where `requestQueue:` puts it, and a queue listed twice among the middlewares sits at its first place.
+///
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
 /// future of a running request cancels its transport call; its slot is freed and the next request starts.
