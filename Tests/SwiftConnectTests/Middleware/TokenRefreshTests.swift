@@ -212,11 +212,46 @@ final class TokenRefreshTests: XCTestCase {
             XCTAssertEqual(error.kind, first.kind)
             XCTAssertEqual(error.message, first.message)
             XCTAssertEqual(error.underlyingError as? TestError, TestError(7))
-            XCTAssertNil(error.request, "one error for all: it names no single request")
         }
         XCTAssertEqual(fake.requests.count, 20, "no request is sent again")
         XCTAssertEqual(stub.callCount, 1)
         XCTAssertEqual(auth.credential, Self.old, "the credential is kept")
+    }
+
+    func testRefreshFailureErrorsCarryTheRejectionOfEachRequest() throws {
+        // Given: /a and /b rejected, each with its own 401; /c started during the refresh, never sent
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        for (index, reason) in ["expired", "revoked"].enumerated() {
+            transport.respond(
+                to: index, status: 401, headers: ["WWW-Authenticate": #"Bearer error="\#(reason)""#],
+                body: Data(#"{"error":"\#(reason)"}"#.utf8))
+        }
+        let c = connect.request(Endpoint(endpoint: "/c"))
+        // When
+        stub.fail(TestError(7))
+        // Then: each rejected request's error has its own response, as an error status would
+        for (future, reason, path) in [(a, "expired", "/a"), (b, "revoked", "/b")] {
+            let error = try XCTUnwrap(connectError(of: future))
+            XCTAssertEqual(error.kind, .authenticationFailed)
+            XCTAssertEqual(error.underlyingError as? TestError, TestError(7))
+            XCTAssertEqual(error.statusCode, 401)
+            XCTAssertEqual(error.headers["WWW-Authenticate"], #"Bearer error="\#(reason)""#)
+            XCTAssertEqual(error.body.map { String(decoding: $0, as: UTF8.self) }, #"{"error":"\#(reason)"}"#)
+            XCTAssertEqual(error.request?.url?.path, path)
+            XCTAssertEqual(error.request?.value(forHTTPHeaderField: "Authorization"), "Bearer old", "as it was sent")
+        }
+        // and the request that never went out names itself, with no response
+        let unsent = try XCTUnwrap(connectError(of: c))
+        XCTAssertEqual(unsent.kind, .authenticationFailed)
+        XCTAssertEqual(unsent.underlyingError as? TestError, TestError(7))
+        XCTAssertEqual(unsent.request?.url?.path, "/c")
+        XCTAssertNil(unsent.response)
+        XCTAssertNil(unsent.body)
+        XCTAssertEqual(transport.requests.count, 2)
     }
 
     func testAfterAFailedRefreshTheNextRequestMayRefreshAgain() {
@@ -357,6 +392,9 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(second.kind, .authenticationFailed)
         XCTAssertEqual(second.message, first.message)
         XCTAssertEqual(second.underlyingError as? TestError, TestError(3))
+        XCTAssertEqual(second.statusCode, 401, "its own rejection")
+        XCTAssertEqual(second.request?.url?.path, "/b")
+        XCTAssertEqual(first.request?.url?.path, "/a")
         XCTAssertEqual(transport.requests.count, 2, "not sent again with a credential known to fail")
         XCTAssertEqual(stub.callCount, 1)
     }

@@ -46,10 +46,15 @@ import Foundation
 /// ``ConnectError/Kind/authenticationFailed`` carrying the response: the middleware never refreshes twice for
 /// one request, so it cannot loop.
 ///
-/// When the refresh fails, every waiting request fails with one and the same ``ConnectError`` of kind
-/// ``ConnectError/Kind/authenticationFailed`` whose ``ConnectError/underlyingError`` is the refresh's error.
-/// The credential is **kept**: requests rejected with it meanwhile fail with that same error without being
-/// sent again, and the next request signed with it after the failure may start a new refresh. Call
+/// When the refresh fails, every waiting request fails with a ``ConnectError`` of kind
+/// ``ConnectError/Kind/authenticationFailed`` whose ``ConnectError/underlyingError`` is the refresh's error. A
+/// request the server rejected carries that rejection, as an error status would: ``ConnectError/request`` as
+/// sent, ``ConnectError/response`` (so ``ConnectError/statusCode`` and ``ConnectError/headers``) and
+/// ``ConnectError/body``; one that waited without being sent carries only its request. A rejected response is
+/// held only while its request waits for the refresh, and dropped if the refresh succeeds.
+/// The credential is **kept**: requests rejected with it meanwhile fail the same way, each with its own
+/// rejection, without being sent again, and the next request signed with it after the failure may start a new
+/// refresh. Call
 /// ``setCredential(_:)`` with `nil` to sign the user out instead.
 ///
 /// ## Invalid credentials
@@ -140,7 +145,7 @@ public final class AuthenticationMiddleware: Middleware {
         let promise = Promise<ConnectResponse>()
         let (waiter, admission) = state.withLock { state in
             let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise)
-            let waiter = Waiter(exchange: exchange, isReplay: false)
+            let waiter = Waiter(exchange: exchange, isReplay: false, rejection: nil)
             return (waiter, state.admit(waiter))
         }
         if case .refuse = admission {
@@ -188,6 +193,8 @@ extension AuthenticationMiddleware {
     /// without sending it when the credential cannot be a header value.
     private func send(_ waiter: Waiter, signedWith signature: Signature) {
         let exchange = waiter.exchange
+        // The attempt keeps its exchange, not the rejection that made it wait: that body is no longer needed.
+        let attempt = Waiter(exchange: exchange, isReplay: waiter.isReplay, rejection: nil)
         let result = exchange.promise.future
         guard !result.isCompleted else { return }  // Cancelled while waiting: never sent.
         var request = exchange.request
@@ -205,7 +212,7 @@ extension AuthenticationMiddleware {
         let sent = exchange.next(request)
         result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
         sent.whenCompleteReturningWork { outcome in
-            self.receive(outcome, for: waiter, signedIn: signature.epoch)
+            self.receive(outcome, for: attempt, signedIn: signature.epoch)
         }.run()
     }
 
@@ -222,7 +229,7 @@ extension AuthenticationMiddleware {
         if waiter.isReplay {
             return exchange.promise.future.resolve(.failure(ConnectError.rejectedAfterRenewal(response)))
         }
-        let decision = state.withLock { $0.decideAfterRejection(of: exchange, signedIn: epoch) }
+        let decision = state.withLock { $0.decideAfterRejection(of: exchange, signedIn: epoch, with: response) }
         if case .wait = decision, exchange.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
             stopWaiting(exchange.id)
@@ -234,10 +241,10 @@ extension AuthenticationMiddleware {
             startRefresh(id, of: expired)
             return .empty
         case .replay(let signature):
-            send(Waiter(exchange: exchange, isReplay: true), signedWith: signature)
+            send(Waiter(exchange: exchange, isReplay: true, rejection: nil), signedWith: signature)
             return .empty
         case .fail(let error):
-            return exchange.promise.future.resolve(.failure(error))
+            return exchange.promise.future.resolve(.failure(error.from(response)))
         }
     }
 
@@ -270,7 +277,7 @@ extension AuthenticationMiddleware {
             }
         case .failure(let error):
             for waiter in waiters {
-                waiter.exchange.promise.completeIfPending(with: .failure(error))
+                waiter.exchange.promise.completeIfPending(with: .failure(error.rejecting(waiter)))
             }
         }
     }
@@ -297,6 +304,9 @@ extension AuthenticationMiddleware {
     struct Waiter: Sendable {
         let exchange: Exchange
         let isReplay: Bool
+        /// The response that rejected the exchange, while it waits for a refresh: the refresh's failure reports it.
+        /// `nil` once the exchange is sent again, and for an exchange that waits without having been sent.
+        let rejection: ConnectResponse?
     }
 
     /// A credential and the epoch it belongs to: what a request is signed with.
@@ -372,8 +382,12 @@ extension AuthenticationMiddleware {
             if refresh?.id == id { refresh?.callingThread = nil }
         }
 
-        mutating func decideAfterRejection(of exchange: Exchange, signedIn requestEpoch: UInt64) -> Decision {
-            let waiter = Waiter(exchange: exchange, isReplay: true)
+        mutating func decideAfterRejection(
+            of exchange: Exchange,
+            signedIn requestEpoch: UInt64,
+            with response: ConnectResponse
+        ) -> Decision {
+            let waiter = Waiter(exchange: exchange, isReplay: true, rejection: response)
             if refresh != nil {
                 refresh?.waiters.append(waiter)
                 return .wait
@@ -432,6 +446,15 @@ extension ConnectError {
                 + "of, where it would wait for itself: send it through a client without that middleware",
             request: request
         )
+    }
+
+    /// The failure of a refresh as `waiter` reports it: with the request, response and body of its rejection, or
+    /// with its request if it waited without being sent.
+    fileprivate func rejecting(_ waiter: AuthenticationMiddleware.Waiter) -> ConnectError {
+        if let rejection = waiter.rejection { return from(rejection) }
+        var error = self
+        if error.request == nil { error.request = waiter.exchange.request }
+        return error
     }
 
     /// A request rejected again after being replayed with a renewed or newer credential.
