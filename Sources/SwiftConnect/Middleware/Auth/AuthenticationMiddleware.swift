@@ -71,7 +71,9 @@ import Foundation
 /// - Important: Send the refresh call through a client that does not contain this middleware: a request
 ///   going through it while it refreshes would wait for the refresh it is part of, for ever. One sent through it
 ///   from inside `refresh` itself (on the thread that called it) is caught: it fails at once, unsent, with
-///   ``ConnectError/Kind/authenticationFailed``, and so the refresh fails instead of hanging.
+///   ``ConnectError/Kind/authenticationFailed``, and so the refresh fails instead of hanging. Nor send it
+///   through a client sharing a ``RequestQueue`` listed before this middleware: the rejected requests hold that
+///   queue's slots while they wait for the refresh (a queue given as `Connect(requestQueue:)` comes after it).
 public final class AuthenticationMiddleware: Middleware {
     /// Renews a credential the server rejected.
     ///

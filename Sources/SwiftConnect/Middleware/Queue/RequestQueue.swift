@@ -38,6 +38,11 @@ import Foundation
 /// `Connect(requestQueue:)` and also among the middlewares (the client's, a connector's or a call's) sits only
 /// where `requestQueue:` puts it, and a queue listed twice among the middlewares sits at its first place.
 ///
+/// - Important: Listed among the middlewares before an ``AuthenticationMiddleware``, a queue holds a request's
+///   slot while the request waits for a credential refresh. A refresh sent through a client that shares the queue
+///   then waits for that slot, for ever when the queue is full. Give the queue as `Connect(requestQueue:)`, which
+///   puts it after every middleware, or list it after the ``AuthenticationMiddleware``.
+///
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
 /// future of a running request cancels its transport call; its slot is freed and the next request starts.
