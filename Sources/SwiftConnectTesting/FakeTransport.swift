@@ -173,8 +173,8 @@ public final class FakeTransport: Transport, Sendable {
     ///
     /// It completes as the transport receives the last of them, which can be before the client's `request` or
     /// `send` call has returned on the sending thread: the client may not count that request yet in
-    /// ``SwiftConnect/Connect/requestsInFlight``, nor cancel it with ``SwiftConnect/Connect/cancelAllRequests()``.
-    /// To cancel it, cancel the task awaiting it, or its future.
+    /// ``SwiftConnect/Connect/requestsInFlight``. ``SwiftConnect/Connect/cancelAllRequests()`` reaches it all the
+    /// same: a request started before that call is cancelled as soon as the client has its future.
     ///
     /// - Parameter count: How many requests to wait for; 0 or less completes at once with none.
     /// - Returns: A future of the first `count` entries of ``requests``. It stays pending until they arrive: await

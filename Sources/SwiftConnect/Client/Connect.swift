@@ -358,7 +358,8 @@ extension Connect {
     /// ``ConnectError/Kind/cancelled`` and its network task is cancelled.
     ///
     /// Only this client's requests: with a ``RequestQueue`` shared with other clients, their waiting requests
-    /// keep their place (and take the slots this client's cancelled requests free).
+    /// keep their place (and take the slots this client's cancelled requests free). A request that another thread
+    /// is starting at the same time is cancelled too, as soon as the client has its future.
     public func cancelAllRequests() {
         // Waiting requests first: cancelling a running one frees a queue slot, which would start a waiting one.
         requestQueue?.cancelPending(of: queueOwner)
@@ -499,6 +500,9 @@ extension Connect {
             sentRequest = .kept(copy request)
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
+        // Read before the request can reach the transport: a cancelAllRequests() from another thread between
+        // here and `track` has to reach this request too.
+        let cancellationsBefore = inFlight.withLock { $0.cancellations }
         let sent: Future<ConnectResponse>
         if context.options.isEmpty || !context.options.addsStages {
             sent = chain.send(consume request, context: context)
@@ -512,7 +516,7 @@ extension Connect {
             sent = MiddlewareChain(middlewares: middlewares, transport: transport)
                 .send(consume request, context: context)
         }
-        track(sent)
+        track(sent, startedAfter: cancellationsBefore)
         let check = ResponseCheck(
             sentRequest: sentRequest, errorHandler: errorHandler, validators: all.validators,
             processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
@@ -575,10 +579,14 @@ extension Connect {
         }
     }
 
-    /// Remembers a request until it completes, for ``cancelAllRequests()``.
-    private func track(_ future: Future<ConnectResponse>) {
+    /// Remembers a request until it completes, for ``cancelAllRequests()``; cancels it instead if
+    /// `cancelAllRequests()` ran since it was started (`cancellations` was then that count).
+    private func track(_ future: Future<ConnectResponse>, startedAfter cancellations: UInt64) {
         guard !future.isCompleted else { return }
-        let id = inFlight.withLock { $0.insert(future) }
+        guard let id = inFlight.withLock({ $0.insert(future, startedAfter: cancellations) }) else {
+            future.cancel()
+            return
+        }
         future.whenComplete { [inFlight] _ in
             inFlight.withLock { $0.remove(id) }
         }
@@ -602,10 +610,15 @@ enum SentRequest: Sendable {
 struct InFlightRequests {
     private var requests: [UInt64: any CancellableFuture] = [:]
     private var nextID: UInt64 = 0
+    /// How many times ``removeAll()`` ran: a request started when the count was lower is cancelled as it is
+    /// inserted, as `cancelAllRequests()` would have cancelled it.
+    private(set) var cancellations: UInt64 = 0
 
     var count: Int { requests.count }
 
-    mutating func insert(_ future: any CancellableFuture) -> UInt64 {
+    /// Adds `future` and returns its id, or returns `nil` if ``removeAll()`` ran since `cancellations` was read.
+    mutating func insert(_ future: any CancellableFuture, startedAfter cancellations: UInt64) -> UInt64? {
+        guard cancellations == self.cancellations else { return nil }
         nextID &+= 1
         requests[nextID] = future
         return nextID
@@ -616,6 +629,7 @@ struct InFlightRequests {
     }
 
     mutating func removeAll() -> [any CancellableFuture] {
+        cancellations &+= 1
         defer { requests.removeAll() }
         return Array(requests.values)
     }

@@ -169,6 +169,26 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(value(of: untouched), Data("ok".utf8))
     }
 
+    func testCancelAllRequestsCancelsARequestTheTransportHasBeforeTheClientTracksIt() {
+        // Given a transport that, as it receives the request, lets cancelAllRequests() in before the client's
+        // request(_:) has returned: what another thread's call does when it lands in that window
+        let transport = CancelsAllRequestsOnSend()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        transport.client = connect
+        // When
+        let future = connect.request(Endpoint())
+        // Then: the request started before the cancellation, so it is cancelled, not left running
+        XCTAssertEqual(transport.cancellations.value, 1, "the network exchange is cancelled")
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        // And a request started after it is not
+        transport.client = nil
+        let later = connect.request(Endpoint())
+        XCTAssertFalse(later.isCompleted)
+        XCTAssertEqual(connect.requestsInFlight, 1)
+        later.cancel()
+    }
+
     func testCancelAllRequestsWithNothingInFlightDoesNothing() {
         // Given
         let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
@@ -253,5 +273,26 @@ extension ConnectCancellationTests {
         let todo = try await task.value
         XCTAssertEqual(todo, ClientFixtures.Todo.sample)
         XCTAssertEqual(fake.cancelledRequests.count, 0)
+    }
+}
+
+/// Calls its client's `cancelAllRequests()` from inside `send`, after taking the request, then answers never.
+private final class CancelsAllRequestsOnSend: Transport, @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `weakClient`; `cancellations` is itself thread-safe.
+    private let lock = NSLock()
+    private weak var weakClient: Connect?
+    /// How many times a returned future's cancel handler ran.
+    let cancellations = Counter()
+
+    var client: Connect? {
+        get { lock.withLock { weakClient } }
+        set { lock.withLock { weakClient = newValue } }
+    }
+
+    func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        promise.setCancelHandler { [cancellations] in cancellations.increment() }
+        client?.cancelAllRequests()
+        return promise.future
     }
 }
