@@ -364,6 +364,7 @@ final class TaskHandler: Sendable {
             return .failure(
                 ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
         }
+        if let failure = URLSessionTransport.framingError(of: response, request: request) { return .failure(failure) }
         guard let temporary, let destination = transfer.destination else {
             return .success(ConnectResponse(request: request, response: response, data: state.data))
         }

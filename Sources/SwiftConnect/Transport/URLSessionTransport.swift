@@ -341,6 +341,7 @@ public final class URLSessionTransport: Transport {
             )
             return .failure(error)
         }
+        if let failure = framingError(of: response, request: request) { return .failure(failure) }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
     }
 }
@@ -359,6 +360,64 @@ extension URLSessionTransport {
             urlError.localizedDescription.hasPrefix("transfer closed with")
         else { return error }
         return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+    }
+}
+
+extension URLSessionTransport {
+    /// Why a response URLSession delivered as complete cannot be trusted to be, or `nil` when it can.
+    ///
+    /// RFC 9112, 6.3 makes a `Content-Length` that is not one length (`3, 5`: two headers that disagree, or a
+    /// value that is not a number) an unrecoverable error. libcurl goes by the last header and FoundationNetworking
+    /// delivers the body as complete, so the transport fails it with `badServerResponse`. The same length repeated
+    /// (`5, 5`) is that length, as the RFC allows. `Transfer-Encoding` overrides `Content-Length`, and a bodiless
+    /// answer (HEAD, 1xx, 204, 304) has no body for it to frame.
+    ///
+    /// A response with one valid length costs a comparison: URLSession parsed it (`expectedContentLength`), and
+    /// libcurl held the body to it.
+    static func framingError(of response: HTTPURLResponse, request: URLRequest) -> ConnectError? {
+        guard response.expectedContentLength < 0,
+            let declared = response.value(forHTTPHeaderField: "Content-Length"),
+            response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
+            !TaskHandler.hasNoBody(response, request: request)
+        else { return nil }
+        switch DeclaredLength(declared) {
+        case .length:
+            return nil
+        case .invalid:
+            return ConnectError(
+                .transport,
+                message:
+                    "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
+                request: request,
+                response: response,
+                underlyingError: URLError(.badServerResponse)
+            )
+        }
+    }
+}
+
+/// What a `Content-Length` field value declares (RFC 9112, 6.3), as URLSession reports it: the values of repeated
+/// headers joined by commas.
+enum DeclaredLength: Equatable {
+    /// One length, maybe repeated.
+    case length(Int64)
+    /// Lengths that disagree, or a value that is not a length.
+    case invalid
+
+    init(_ value: String) {
+        var length: Int64?
+        for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+            let digits = element.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
+                .reversed().drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
+            guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
+                let parsed = Int64(String(decoding: digits, as: UTF8.self)), length == nil || length == parsed
+            else {
+                self = .invalid
+                return
+            }
+            length = parsed
+        }
+        self = length.map { .length($0) } ?? .invalid
     }
 }
 

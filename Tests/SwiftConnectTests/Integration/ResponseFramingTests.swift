@@ -235,6 +235,39 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    func testConflictingContentLengthsAreABadServerResponseOnEveryPath() throws {
+        // Given two Content-Length headers that disagree, in either order (libcurl went by the last one)
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+        rawRoute("/short-first", head + "Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde")
+        rawRoute("/long-first", head + "Content-Length: 5\r\nContent-Length: 3\r\n\r\nabcde")
+
+        for path in ["/short-first", "/long-first"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then: RFC 9112, 6.3: the framing is invalid, an unrecoverable error, not a body of either length
+                XCTAssertEqual(error?.kind, .transport, "\(path): \(String(describing: error))")
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, "\(path): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("Content-Length") ?? false, String(describing: error))
+            }
+        }
+    }
+
+    func testTheSameContentLengthTwiceIsAnOrdinaryBody() throws {
+        // Given a Content-Length repeated with the same value, which RFC 9112, 6.3 lets a recipient accept
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+        rawRoute("/twice", head + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nabcde")
+
+        for options in everyPath {
+            // When
+            let body = try connect.request(route("/twice", options: options)).wait()
+
+            // Then
+            XCTAssertEqual(body, Data("abcde".utf8))
+        }
+    }
+
     func testABrokenContentEncodingIsNotALostConnectionNorRetried() throws {
         // Given a body announced as gzip that is not
         rawRoute("/gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd")
