@@ -354,7 +354,8 @@ extension URLSessionTransport {
     /// libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to read", "transfer
     /// closed with outstanding read data remaining" for a chunked one) from other failures with the same code,
     /// such as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes
-    /// counted against `Content-Length` cannot tell them apart (a body that fails to decode counts none).
+    /// counted against `Content-Length` cannot tell them apart (a body that fails to decode counts none). libcurl
+    /// says nothing when a `Content-Length` is too large to count: ``framingError(of:request:)`` catches that one.
     static func cutShort(_ error: any Error) -> any Error {
         guard let urlError = error as? URLError, urlError.code == .unknown,
             urlError.localizedDescription.hasPrefix("transfer closed with")
@@ -369,7 +370,9 @@ extension URLSessionTransport {
     /// RFC 9112, 6.3 makes a `Content-Length` that is not one length (`3, 5`: two headers that disagree, or a
     /// value that is not a number) an unrecoverable error. libcurl goes by the last header and FoundationNetworking
     /// delivers the body as complete, so the transport fails it with `badServerResponse`. The same length repeated
-    /// (`5, 5`) is that length, as the RFC allows. `Transfer-Encoding` overrides `Content-Length`, and a bodiless
+    /// (`5, 5`) is that length, as the RFC allows. A length past 64 bits, which libcurl ignores (reading until the
+    /// connection closes, then reporting success), is a body cut short: `networkConnectionLost`, as when the
+    /// connection closes before a length libcurl counts. `Transfer-Encoding` overrides `Content-Length`, and a bodiless
     /// answer (HEAD, 1xx, 204, 304) has no body for it to frame.
     ///
     /// A response with one valid length costs a comparison: URLSession parsed it (`expectedContentLength`), and
@@ -383,6 +386,16 @@ extension URLSessionTransport {
         switch DeclaredLength(declared) {
         case .length:
             return nil
+        case .uncountable:
+            // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``cutShort(_:)``).
+            return ConnectError(
+                .transport,
+                message:
+                    "the connection closed before the end of the body: the server announced \(declared) bytes",
+                request: request,
+                response: response,
+                underlyingError: URLError(.networkConnectionLost)
+            )
         case .invalid:
             return ConnectError(
                 .transport,
@@ -401,23 +414,40 @@ extension URLSessionTransport {
 enum DeclaredLength: Equatable {
     /// One length, maybe repeated.
     case length(Int64)
+    /// One length, maybe repeated, too large for a 64-bit count: libcurl ignores it and reads until the connection
+    /// closes, so the bytes it delivers are never the whole body.
+    case uncountable
     /// Lengths that disagree, or a value that is not a length.
     case invalid
 
     init(_ value: String) {
-        var length: Int64?
+        var declared: Substring.UTF8View.SubSequence?
         for element in value.split(separator: ",", omittingEmptySubsequences: false) {
-            let digits = element.utf8.drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
-                .reversed().drop { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }.reversed()
-            guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }),
-                let parsed = Int64(String(decoding: digits, as: UTF8.self)), length == nil || length == parsed
-            else {
+            let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+            var digits = element.utf8.drop(while: isSpace)
+            while let last = digits.last, isSpace(last) { digits = digits.dropLast() }
+            guard !digits.isEmpty, digits.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) }) else {
                 self = .invalid
                 return
             }
-            length = parsed
+            let significant = digits.drop { $0 == UInt8(ascii: "0") }
+            guard declared == nil || declared?.elementsEqual(significant) == true else {
+                self = .invalid
+                return
+            }
+            declared = significant
         }
-        self = length.map { .length($0) } ?? .invalid
+        guard let declared else {
+            self = .invalid
+            return
+        }
+        if declared.isEmpty {
+            self = .length(0)
+        } else if let length = Int64(String(decoding: declared, as: UTF8.self)) {
+            self = .length(length)
+        } else {
+            self = .uncountable
+        }
     }
 }
 

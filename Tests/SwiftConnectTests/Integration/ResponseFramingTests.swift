@@ -268,6 +268,39 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    func testAContentLengthTooLargeToCountIsABodyCutShortOnEveryPath() throws {
+        // Given lengths past what libcurl can count (it then reads until the connection closes), and 3 bytes sent
+        rawRoute("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\nConnection: close\r\n\r\nabc")
+        rawRoute("/over", "HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775808\r\nConnection: close\r\n\r\nabc")
+
+        for path in ["/huge", "/over"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then: the body ended long before the length announced, as any body cut short
+                XCTAssertEqual(error?.kind, .transport, "\(path): \(String(describing: error))")
+                XCTAssertEqual(error?.urlError?.code, .networkConnectionLost, "\(path): \(String(describing: error))")
+            }
+        }
+    }
+
+    func testAHugeContentLengthOnABodilessAnswerIsNotAnError() throws {
+        // Given a 304 and a HEAD answer announcing a length libcurl cannot count: neither has a body to frame
+        rawRoute("/cached", "HTTP/1.1 304 Not Modified\r\nContent-Length: 99999999999999999999\r\n\r\n")
+        rawRoute("/head", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n")
+
+        for options in everyPath {
+            // When
+            let notModified = connectError(of: connect.response(for: route("/cached", options: options)))
+            let head = try connect.response(for: route("/head", method: .head, options: options)).wait()
+
+            // Then
+            XCTAssertEqual(notModified?.statusCode, 304, String(describing: notModified))
+            XCTAssertEqual(head.statusCode, 200)
+        }
+    }
+
     func testABrokenContentEncodingIsNotALostConnectionNorRetried() throws {
         // Given a body announced as gzip that is not
         rawRoute("/gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd")
