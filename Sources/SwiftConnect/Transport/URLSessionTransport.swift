@@ -21,6 +21,8 @@ import Foundation
 ///
 /// It sends http and https URLs only: any other scheme (`file:`, `ftp:`, `data:`…) fails at once with
 /// ``ConnectError/Kind/invalidRequest``, nothing sent, on every platform.
+/// On Linux, a URL whose host is an IPv6 address literal (`http://[::1]:8080/`) fails the same way, nothing sent:
+/// FoundationNetworking refuses it, and the error says so. Use a host name that resolves to the address.
 ///
 /// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
@@ -469,6 +471,8 @@ extension ConnectError {
                 .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
         case .timedOut:
             return timedOut(request)
+        case .badURL where isIPv6Literal(urlError.failingURL ?? request.url):
+            return ipv6LiteralRefused(urlError, request: request)
         case .dataLengthExceedsMaximum where isGETWithBody(request):
             // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
             // are refused when built; this is a body a middleware or transport-level caller added.
@@ -483,6 +487,28 @@ extension ConnectError {
                 underlyingError: urlError
             )
         }
+    }
+
+    /// Whether `url`'s host is an IPv6 address literal (`http://[::1]:8080/`), which FoundationNetworking cannot
+    /// send to: its check that libcurl reads the same host as `URL` compares `::1` with `[::1]` and fails the task
+    /// with a bare `badURL` before anything is sent. No other URL has a colon in its host.
+    private static func isIPv6Literal(_ url: URL?) -> Bool {
+        #if canImport(FoundationNetworking)
+            url?.host?.contains(":") ?? false
+        #else
+            false
+        #endif
+    }
+
+    /// The ``Kind/invalidRequest`` error for a URL with an IPv6 literal host, refused by FoundationNetworking.
+    private static func ipv6LiteralRefused(_ urlError: URLError, request: URLRequest) -> ConnectError {
+        let text = Redaction.urlText((urlError.failingURL ?? request.url)?.absoluteString ?? "")
+        var error = invalidRequest(.invalidURL(text), request: request)
+        error.message =
+            "'\(text)' names its host by an IPv6 address, which FoundationNetworking (URLSession on Linux) cannot "
+            + "send to: give the server a host name that resolves to that address"
+        error.underlyingError = urlError
+        return error
     }
 
     /// Whether `request` is a GET (the method by default) with a body.

@@ -167,6 +167,28 @@ final class URLSessionTransportTests: XCTestCase {
         }
     }
 
+    #if canImport(FoundationNetworking)
+        /// FoundationNetworking refuses every URL whose host is an IPv6 literal with a bare `badURL` (its own check of
+        /// the host disagrees with libcurl's about the brackets): the error says so, on every path.
+        func testAnIPv6LiteralFailsAtOnceSayingFoundationNetworkingCannotSendToIt() throws {
+            let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+            let base = try XCTUnwrap(URL(string: "http://[::1]:\(server.port)"))
+            for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+                // When
+                let result = try connect.request(Route("/small", baseURL: base, timeout: 60, options: options))
+                    .waitForResult(timeout: 10)
+
+                // Then
+                guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+                XCTAssertEqual(error.kind, .invalidRequest, error.description)
+                XCTAssertEqual(error.invalidRequestReason, .invalidURL("http://[::1]:\(server.port)/small"))
+                XCTAssertEqual(error.urlError?.code, .badURL)
+                XCTAssertTrue(error.message.contains("IPv6"), error.message)
+                XCTAssertTrue(error.message.contains("FoundationNetworking"), error.message)
+            }
+        }
+    #endif
+
     // MARK: - Clients come and go
 
     #if os(Linux)
