@@ -254,6 +254,26 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    func testADownloadWhoseLengthCannotBeTrustedLeavesNoFile() throws {
+        // Given answers whose body cannot be trusted: two lengths that disagree, a length too large to count
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+        rawRoute("/conflicting", head + "Content-Length: 3\r\nContent-Length: 5\r\n\r\nabcde")
+        rawRoute("/huge", head + "Content-Length: 99999999999999999999\r\n\r\nabc")
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+
+        for (path, code) in [("/conflicting", URLError.Code.badServerResponse), ("/huge", .networkConnectionLost)] {
+            // When
+            let destination = folder.appendingPathComponent("download.bin")
+            let error = connectError(of: connect.download(route(path), to: destination))
+
+            // Then: a failure, and nothing written, not even a partial file
+            XCTAssertEqual(error?.urlError?.code, code, "\(path): \(String(describing: error))")
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [], path)
+        }
+    }
+
     func testTheSameContentLengthTwiceIsAnOrdinaryBody() throws {
         // Given a Content-Length repeated with the same value, which RFC 9112, 6.3 lets a recipient accept
         let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
