@@ -91,14 +91,8 @@ final class ResponseCacheTests: XCTestCase {
     /// The credential an `AuthenticationMiddleware` adds after the cache counts in the key too: after a switch of
     /// user, the other user's response is not served.
     func testTheCredentialOfTheClientsAuthenticationMiddlewareKeepsUsersApart() throws {
-        let transport = FakeTransport.answering(
-            .handler { request in
-                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
-                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
-            })
-        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
-            Future(error: URLError(.userAuthenticationRequired))
-        }
+        let transport = answeringWithTheAuthorizationHeader()
+        let auth = signedInAsAlice()
         let connect = Connect(
             transport: transport, middlewares: [auth], retryPolicy: nil,
             responseCache: ResponseCache(maxBytes: 1_000_000))
@@ -278,14 +272,8 @@ final class ResponseCacheTests: XCTestCase {
     /// An `AuthenticationMiddleware` among the client's options' middlewares signs requests after the cache too:
     /// its credential keeps users apart as one in `middlewares` does.
     func testTheCredentialOfAnAuthenticationMiddlewareInTheClientsOptionsKeepsUsersApart() throws {
-        let transport = FakeTransport.answering(
-            .handler { request in
-                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
-                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
-            })
-        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
-            Future(error: URLError(.userAuthenticationRequired))
-        }
+        let transport = answeringWithTheAuthorizationHeader()
+        let auth = signedInAsAlice()
         let connect = Connect(
             transport: transport, retryPolicy: nil, responseCache: ResponseCache(maxBytes: 1_000_000),
             options: RequestOptions(middlewares: [auth]))
@@ -370,14 +358,8 @@ final class ResponseCacheTests: XCTestCase {
     /// A cache given among the client's middlewares, before its `AuthenticationMiddleware`, keeps users apart as
     /// one given as `responseCache` does.
     func testACacheAmongTheClientsMiddlewaresCountsTheCredentialOfAnAuthenticationMiddlewareAfterIt() throws {
-        let transport = FakeTransport.answering(
-            .handler { request in
-                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
-                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
-            })
-        let auth = AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
-            Future(error: URLError(.userAuthenticationRequired))
-        }
+        let transport = answeringWithTheAuthorizationHeader()
+        let auth = signedInAsAlice()
         let connect = Connect(transport: transport, middlewares: [ResponseCache(), auth], retryPolicy: nil)
         func me() throws -> String {
             String(decoding: try connect.request(Item(path: "/me")).wait(timeout: 5), as: UTF8.self)
@@ -385,5 +367,21 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(try me(), "Bearer alice")
         auth.setCredential(.bearer(token: "bob"))
         XCTAssertEqual(try me(), "Bearer bob")
+    }
+
+    /// A transport answering every request with its `Authorization` header (or "anonymous") as the body.
+    private func answeringWithTheAuthorizationHeader() -> FakeTransport {
+        FakeTransport.answering(
+            .handler { request in
+                let user = request.value(forHTTPHeaderField: "Authorization") ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
+            })
+    }
+
+    /// An `AuthenticationMiddleware` signing as "alice", whose refresh always fails.
+    private func signedInAsAlice() -> AuthenticationMiddleware {
+        AuthenticationMiddleware(credential: .bearer(token: "alice")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
     }
 }
