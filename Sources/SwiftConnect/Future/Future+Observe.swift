@@ -96,12 +96,16 @@ extension Future {
 
     /// A future with the same result whose callbacks all run on `queue`.
     ///
-    /// Everything chained after `receive(on:)` runs on `queue`, even when added after completion:
+    /// Everything chained after `receive(on:)` runs on `queue`, even when added after completion. The callbacks
+    /// are still `@Sendable` closures the compiler does not know run on the main actor; on `.main`, say so with
+    /// `MainActor.assumeIsolated` to touch UI state:
     ///
     /// ```swift
     /// connect.send(GetTodo(id: 1))
     ///     .receive(on: .main)
-    ///     .onSuccess { todo in label.text = todo.title }
+    ///     .onSuccess { todo in
+    ///         MainActor.assumeIsolated { label.text = todo.title }
+    ///     }
     /// ```
     ///
     /// - Parameter queue: The queue that runs the returned future's callbacks.
