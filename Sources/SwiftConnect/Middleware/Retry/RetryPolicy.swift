@@ -10,7 +10,7 @@ import Foundation
 ///
 /// ```swift
 /// let connect = Connect(retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: 1))
-/// let impatient = Connect(retryPolicy: .none)
+/// let impatient = Connect(retryPolicy: nil)  // never retries, like RetryPolicy.none (one attempt)
 /// // The same policy as an explicit middleware, anywhere in the onion:
 /// let explicit = Connect(middlewares: [.retry(RetryPolicy(maxAttempts: 2))], retryPolicy: nil)
 /// ```
