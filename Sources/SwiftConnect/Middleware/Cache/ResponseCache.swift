@@ -18,9 +18,12 @@ import Foundation
 /// let connect = Connect(responseCache: cache)
 ///
 /// let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
-/// connect.request(TodoConnector.get(id: 1), options: rule)   // network
-/// connect.request(TodoConnector.get(id: 1), options: rule)   // served from memory
+/// _ = try await connect.request(TodoConnector.get(id: 1), options: rule).value  // network
+/// _ = try await connect.request(TodoConnector.get(id: 1), options: rule).value  // served from memory
 /// ```
+///
+/// Only a completed response is served: an identical request sent while the first is still in flight goes to
+/// the network too (turn on `coalescesIdenticalRequests` to share it).
 ///
 /// The key is the method and full URL unless the rule names one. A request that carries credentials when it
 /// reaches the cache (`Authorization`, `Cookie` or any header named like a secret, from the connector, its
