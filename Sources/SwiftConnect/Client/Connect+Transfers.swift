@@ -26,7 +26,7 @@ extension Connect {
     /// let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: jpeg)
     /// Connect.default.upload(files: [photo], to: AlbumConnector.addPhoto(albumID: 7))
     ///
-    /// // One text field per key ("name": "Ada", "age": "36"), then the file "avatar".
+    /// // One text field per key ("name": "Ada" and "age": "36", in the encoder's order), then the file "avatar".
     /// struct Profile: Encodable { let name: String; let age: Int }
     /// let avatar = File(name: "me.png", key: "avatar", mimeType: .png, data: png)
     /// Connect.default.upload(files: [avatar], to: ProfileConnector.update(Profile(name: "Ada", age: 36)))
