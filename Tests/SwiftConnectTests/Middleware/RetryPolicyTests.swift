@@ -626,6 +626,23 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [])
     }
 
+    func testCancellingWhileTheFirstFailureIsJudgedSendsNoFurtherAttempt() {
+        // Given: the first attempt answers 503 later, and the caller cancels (as from another thread) just as
+        // the policy asks the clock for the wait before attempt 2
+        let target = Protected<Future<ConnectResponse>?>(nil)
+        let clock = CancellingRetryClock(target: target)
+        let transport = ManualTransport()
+        let request = URLRequest(url: URL(string: "https://api.example.com/items")!)
+        let future = RetryMiddleware(policy: RetryPolicy(clock: clock)).intercept(
+            request, context: RequestContext(method: .get, connectorName: "Test"), next: transport.send)
+        target.withLock { $0 = future }
+        // When
+        transport.respond(to: 0, status: 503)
+        // Then
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(transport.requests.count, 1, "no attempt after cancellation")
+    }
+
     // MARK: - The middleware on its own
 
     func testRetryMiddlewareWorksWithAClosureAsNext() {
@@ -834,5 +851,17 @@ private struct GuideRetrying: ConnectMiddlewareProtocol {
 
     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
         decide(request, error, attempt)
+    }
+}
+
+/// A clock that cancels `target` when asked to wait (a cancellation racing the decision to retry), then runs
+/// the action at once.
+private struct CancellingRetryClock: RetryClock {
+    let target: Protected<Future<ConnectResponse>?>
+
+    func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+        target.withLock { $0 }?.cancel()
+        action()
+        return RetryCancellables.none
     }
 }

@@ -244,14 +244,36 @@ final class RetryLoop:
         let sent: URLRequest? = plan.decidesOnRequest ? copy request : nil
         let attempt = next(consume request)
         guard maxAttempts > 1 else { return attempt }
-        return attempt.chain { result in
-            guard let wait = plan.delay(after: result, of: sent, attempt: 1) else { return .done(result) }
+        // `chain`, written out: the future returned must follow the loop before the loop's first wait is
+        // scheduled, so that a cancellation arriving while the first outcome is judged stops the loop before it
+        // sends another attempt (`chain` would point the cancellation at the loop only after that).
+        if attempt.callbackQueue == nil, let result = attempt.result {
+            // Complete at once: nobody holds the future returned yet, so nobody can have cancelled it.
+            guard let wait = plan.delay(after: result, of: sent, attempt: 1) else { return attempt }
+            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, attemptsMade: 1)
+            loop.promise.setCancelHandler { loop.cancel() }
+            loop.scheduleAttempt(after: wait, following: 1)
+            return loop.promise.future
+        }
+        let derived: Future<ConnectResponse> = attempt.makeDerived()
+        // Unowned: the callback is stored in `attempt` and only `attempt` runs it.
+        attempt.whenCompleteReturningWork { [unowned attempt] result in
+            guard let wait = plan.delay(after: result, of: sent, attempt: 1) else {
+                return derived.resolve(result, hint: attempt.hintForCallback)
+            }
             let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, attemptsMade: 1)
             // The future holds the loop through this handler only while pending; completing releases it.
             loop.promise.setCancelHandler { loop.cancel() }
+            let future = loop.promise.future
+            // Cancels the loop at once if `derived` was cancelled meanwhile: then no attempt is scheduled.
+            derived.setUpstream(future)
+            let work = future.whenCompleteReturningWork { [unowned future] in
+                derived.resolve($0, hint: future.hintForCallback)
+            }
             loop.scheduleAttempt(after: wait, following: 1)
-            return .next(loop.promise.future)
-        }
+            return work
+        }.run()
+        return derived
     }
 
     /// Starts the next attempt, with the plan's request for it.
@@ -303,6 +325,7 @@ final class RetryLoop:
 
     /// Starts the attempt after number `attempt` once `wait` seconds have passed.
     private func scheduleAttempt(after wait: TimeInterval, following attempt: Int) {
+        guard !withState({ $0.isCancelled }) else { return }
         let timer = clock.schedule(after: wait) { self.startAttempt() }
         let cancelTimer = withState { state -> Bool in
             if state.isCancelled { return true }
