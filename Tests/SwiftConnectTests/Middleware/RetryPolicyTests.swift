@@ -334,6 +334,15 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:49:37 PST", now: now))
     }
 
+    func testRetryAfterWithNonASCIIDigitsIsUnreadable() {
+        let now = Date(timeIntervalSince1970: 784_111_777)
+        // A digit with a combining mark is one Character that sorts between "0" and "9", but is no DIGIT.
+        XCTAssertNil(RetryAfter.delay(from: "5\u{301}", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "-1\u{301}", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "\u{661}\u{662}", now: now))  // Arabic-Indic digits
+        XCTAssertEqual(RetryAfter.delay(from: "0120", now: now), 120)
+    }
+
     // MARK: - Which requests are replayed
 
     func testPostIsNotReplayed() {

@@ -23,7 +23,9 @@ enum RetryAfter {
     /// `delay-seconds` (`1*DIGIT`), tolerating a leading minus sign; very long numbers saturate.
     private static func seconds(in text: String) -> TimeInterval? {
         let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
-        guard !digits.isEmpty, digits.allSatisfy({ ("0"..."9").contains($0) }) else { return nil }
+        // ASCII digits only, byte by byte: a Character range would also take a digit with a combining mark.
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
+        else { return nil }
         let magnitude = Double(digits).flatMap { $0.isFinite ? $0 : nil } ?? .greatestFiniteMagnitude
         return text.hasPrefix("-") ? -magnitude : magnitude
     }
