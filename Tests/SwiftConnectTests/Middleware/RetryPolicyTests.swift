@@ -671,6 +671,23 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(sent.value, 3)
     }
 
+    func testManyAttemptsWithAnImmediateClockAndTransportDoNotGrowTheStack() {
+        // Given: a clock and a `next` that both finish synchronously, and a huge attempt limit
+        let sent = Counter()
+        let middleware = RetryMiddleware(policy: RetryPolicy(maxAttempts: 20_000, baseDelay: 0, clock: clock))
+        let request = URLRequest(url: URL(string: "https://api.example.com/items")!)
+        // When
+        let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) {
+            request in
+            sent.increment()
+            return Future(value: ConnectResponse(request: request, statusCode: 503)!)
+        }
+        // Then: every attempt ran, one after the other, without one stack frame set per attempt
+        XCTAssertEqual(value(of: future)?.statusCode, 503)
+        XCTAssertEqual(sent.value, 20_000)
+        XCTAssertEqual(clock.delays.count, 19_999)
+    }
+
     func testRetryIsADiscoverableMiddleware() {
         fake.stub(.get, "/items", with: [.status(503), Self.ok])
         let connect = Connect(transport: fake, middlewares: [.retry(RetryPolicy(clock: clock))], retryPolicy: nil)

@@ -133,6 +133,10 @@ final class RetryLoop:
         var inFlight: Future<ConnectResponse>?
         /// The wait before the next attempt, to cancel with the loop.
         var timer: (any RetryCancellable)?
+        /// Whether a thread is starting attempts in ``RetryLoop/timerFired()``.
+        var isStarting = false
+        /// Whether a wait ended while that thread was busy: it starts the next attempt when it is done.
+        var startRequested = false
     }
 
     /// Where each attempt's request and the decision after it come from.
@@ -276,6 +280,33 @@ final class RetryLoop:
         return derived
     }
 
+    /// Starts the next attempt once its wait is over.
+    ///
+    /// A clock and a `next` that both finish synchronously would otherwise nest each attempt inside the one
+    /// before (wait, start, end, wait…) until the stack overflows: while a thread is starting attempts here, a
+    /// wait that ends inside that work only asks it to start the next one when it is done.
+    private func timerFired() {
+        let starts = withState { state -> Bool in
+            if state.isStarting {
+                state.startRequested = true
+                return false
+            }
+            state.isStarting = true
+            return true
+        }
+        guard starts else { return }
+        repeat {
+            startAttempt()
+        } while withState({ state -> Bool in
+            if state.startRequested {
+                state.startRequested = false
+                return true
+            }
+            state.isStarting = false
+            return false
+        })
+    }
+
     /// Starts the next attempt, with the plan's request for it.
     private func startAttempt() {
         let attempt: Int? = withState { state in
@@ -326,7 +357,7 @@ final class RetryLoop:
     /// Starts the attempt after number `attempt` once `wait` seconds have passed.
     private func scheduleAttempt(after wait: TimeInterval, following attempt: Int) {
         guard !withState({ $0.isCancelled }) else { return }
-        let timer = clock.schedule(after: wait) { self.startAttempt() }
+        let timer = clock.schedule(after: wait) { self.timerFired() }
         let cancelTimer = withState { state -> Bool in
             if state.isCancelled { return true }
             // A clock may have run the action already (the next attempt started): nothing left to cancel.
