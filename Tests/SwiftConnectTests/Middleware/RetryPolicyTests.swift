@@ -303,7 +303,7 @@ final class RetryPolicyTests: XCTestCase {
             .get, "/items",
             with: [
                 .status(503, headers: ["Retry-After": "soon"]),
-                .status(503, headers: ["Retry-After": "Sunday, 31-Dec-23 23:59:00 GMT"]),  // obsolete RFC 850 form
+                .status(503, headers: ["Retry-After": "Sunday, 31-Dec-23 23:59:00 CET"]),  // an HTTP-date is in GMT
                 Self.ok,
             ])
         XCTAssertNotNil(value(of: client().request(Endpoint())))
@@ -330,8 +330,29 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(RetryAfter.delay(from: "0", now: now), 0)
         XCTAssertNil(RetryAfter.delay(from: "", now: now))
         XCTAssertNil(RetryAfter.delay(from: "1.5", now: now))
-        XCTAssertNil(RetryAfter.delay(from: "Sun Nov  6 08:49:37 1994", now: now), "asctime form is not read")
+        XCTAssertNil(RetryAfter.delay(from: "Sun Nov  6 08:49:37 1994 GMT", now: now))
         XCTAssertNil(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:49:37 PST", now: now))
+    }
+
+    func testRetryAfterReadsTheObsoleteHTTPDateForms() {
+        // RFC 9110 §5.6.7: a recipient must accept all three HTTP-date forms.
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        XCTAssertEqual(RetryAfter.delay(from: "Sunday, 06-Nov-94 08:50:37 GMT", now: now), 60)  // RFC 850
+        XCTAssertEqual(RetryAfter.delay(from: "Sun Nov  6 08:50:37 1994", now: now), 60)  // asctime
+        XCTAssertEqual(RetryAfter.delay(from: "Sun Nov 16 08:49:37 1994", now: now), 864_000)
+        // A two-digit year more than 50 years ahead is the latest past year with those digits: already past.
+        let in2024 = Date(timeIntervalSince1970: 1_704_067_200)  // Mon, 01 Jan 2024 00:00:00 GMT
+        XCTAssertEqual(RetryAfter.delay(from: "Monday, 01-Jan-24 00:00:45 GMT", now: in2024), 45)
+        XCTAssertEqual(RetryAfter.delay(from: "Tuesday, 01-Jan-74 00:00:45 GMT", now: in2024), 0)
+        XCTAssertNil(RetryAfter.delay(from: "Sunday, 06-Nov-94 08:50:37 PST", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "Sun Nov  6 25:50:37 1994", now: now))
+    }
+
+    func testRetryAfterInTheRFC850FormIsHonoured() {
+        fake.stub(
+            .get, "/items", with: [.status(503, headers: ["Retry-After": "Monday, 01-Jan-24 00:00:07 GMT"]), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(clock.delays, [7])
     }
 
     func testRetryAfterWithNonASCIIDigitsIsUnreadable() {

@@ -39,8 +39,8 @@ import Foundation
 /// Before retry *n* (1 for the first retry) the policy waits `baseDelay × multiplier^(n−1)`, capped at
 /// ``maxDelay``, with **equal jitter**: a random delay between half that value and that value, so clients
 /// that failed together spread out while still backing off. When a retryable response carries `Retry-After`
-/// (a number of seconds, or an HTTP-date in IMF-fixdate form) and ``honorsRetryAfter`` is on, the policy waits
-/// that long instead, but never longer than ``maxRetryAfter``; a date in the past means no wait.
+/// (a number of seconds, or an HTTP-date in any of its three RFC 9110 forms) and ``honorsRetryAfter`` is on,
+/// the policy waits that long instead, but never longer than ``maxRetryAfter``; a date in the past means no wait.
 ///
 /// ## When it gives up
 /// After ``maxAttempts`` attempts in all (the first included), the last outcome stands: the last response, so
