@@ -24,14 +24,6 @@ final class AuthorizationTokenTests: XCTestCase {
     /// RFC 7617: a user-id containing a colon is invalid. Sent, "ann:admin" / "pw" reads as the user "ann" with
     /// the password "admin:pw": someone else's sign-in. It is a typed error instead, and nothing is sent.
     func testABasicUsernameWithAColonIsATypedErrorNotAnotherUsersSignIn() throws {
-        struct Signed: Connector, AuthorizedConnector {
-            var baseURL: URL { URL(string: "https://api.example.com")! }
-            var endpoint: String { "/me" }
-            var method: HTTPMethod { .get }
-            var headers: [HTTPHeader] { [] }
-            var parameters: (any ParametersRepresentable)? { nil }
-            var authorizationToken: AuthorizationToken? { .basic(username: "ann:admin", password: "pw") }
-        }
         func assertRefused(_ expression: @autoclosure () throws -> some Any, _ label: String) {
             XCTAssertThrowsError(try expression(), label) { error in
                 XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, label)
@@ -40,11 +32,12 @@ final class AuthorizationTokenTests: XCTestCase {
                 XCTAssertFalse("\(error)".contains("admin"), "the credentials stay out of the message")
             }
         }
-        assertRefused(try Signed().asURLRequest(), "AuthorizedConnector")
+        let signed = SignedMe(token: .basic(username: "ann:admin", password: "pw"))
+        assertRefused(try signed.asURLRequest(), "AuthorizedConnector")
 
         let transport = FakeTransport.answering(.status(200))
         let viaConnector = Connect(transport: transport, retryPolicy: nil)
-        assertRefused(try viaConnector.request(Signed()).wait(timeout: 5), "Connect + AuthorizedConnector")
+        assertRefused(try viaConnector.request(signed).wait(timeout: 5), "Connect + AuthorizedConnector")
         let auth = AuthenticationMiddleware(credential: .basic(username: "ann:admin", password: "pw")) { _ in
             Future(error: URLError(.userAuthenticationRequired))
         }
@@ -62,14 +55,6 @@ final class AuthorizationTokenTests: XCTestCase {
     /// still empty before the first refresh signs its connectors with it, and the request must reach the
     /// `AuthenticationMiddleware`, whose 401 starts the refresh.
     func testAnEmptyBearerTokenIsSentSoThatARefreshCanReplaceIt() throws {
-        struct Signed: Connector, AuthorizedConnector {
-            var baseURL: URL { URL(string: "https://api.example.com")! }
-            var endpoint: String { "/me" }
-            var method: HTTPMethod { .get }
-            var headers: [HTTPHeader] { [] }
-            var parameters: (any ParametersRepresentable)? { nil }
-            var authorizationToken: AuthorizationToken? { .bearer(token: "") }
-        }
         // Given
         let fake = FakeTransport.answering(
             .handler { request in
@@ -79,7 +64,7 @@ final class AuthorizationTokenTests: XCTestCase {
         let auth = AuthenticationMiddleware(credential: nil) { _ in Future(value: .bearer(token: "fresh")) }
         let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: nil)
         // When
-        let response = value(of: connect.response(for: Signed()))
+        let response = value(of: connect.response(for: SignedMe(token: .bearer(token: ""))))
         // Then
         XCTAssertEqual(response?.statusCode, 200)
         XCTAssertEqual(fake.requests.count, 2)
@@ -179,4 +164,16 @@ final class AuthorizationTokenTests: XCTestCase {
         XCTAssertEqual(HTTPHeader.userAgent("App/1"), HTTPHeader(name: "User-Agent", value: "App/1"))
         XCTAssertEqual(HTTPHeader.idempotencyKey("k1"), HTTPHeader(name: "Idempotency-Key", value: "k1"))
     }
+}
+
+/// GET https://api.example.com/me, signed with `token`.
+private struct SignedMe: Connector, AuthorizedConnector {
+    let token: AuthorizationToken
+
+    var baseURL: URL { URL(string: "https://api.example.com")! }
+    var endpoint: String { "/me" }
+    var method: HTTPMethod { .get }
+    var headers: [HTTPHeader] { [] }
+    var parameters: (any ParametersRepresentable)? { nil }
+    var authorizationToken: AuthorizationToken? { token }
 }
