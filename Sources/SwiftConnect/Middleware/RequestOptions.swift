@@ -38,8 +38,9 @@ public struct RequestOptions: Sendable {
         get { storage.values.processors }
         set { update { $0.processors = newValue } }
     }
-    /// Whether a request whose method is not idempotent (POST, PATCH) may be replayed by the retry policy;
-    /// `nil` leaves it to the method.
+    /// Whether the retry policy may replay the request: `true` lets it replay a `POST` or `PATCH`, `false`
+    /// keeps any request to one attempt, an idempotent or `Idempotency-Key`ed one included; `nil` leaves it
+    /// to the method and the `Idempotency-Key` header.
     public var isRetrySafe: Bool? {
         get { storage.values.isRetrySafe }
         set { update { $0.isRetrySafe = newValue } }

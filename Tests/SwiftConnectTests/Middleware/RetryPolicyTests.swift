@@ -454,6 +454,26 @@ final class RetryPolicyTests: XCTestCase {
             fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }, ["order-42", "order-42", "order-42"])
     }
 
+    func testAnIdempotencyKeyDoesNotOverrideAnExplicitIsRetrySafeFalse() {
+        // Given: a keyed POST the call marks as not safe to replay, and a client-level `false` with a keyed POST
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let keyed = Endpoint(method: .post, headers: [.idempotencyKey("order-42")])
+        // When
+        let error = connectError(of: client().request(keyed, options: RequestOptions(isRetrySafe: false)))
+        // Then: the explicit choice wins over the header
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(clock.delays, [])
+
+        // The same when the client says so for all its calls
+        fake.removeRecordedRequests()
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let cautious = Connect(
+            transport: fake, retryPolicy: RetryPolicy(clock: clock), options: RequestOptions(isRetrySafe: false))
+        XCTAssertEqual(connectError(of: cautious.request(keyed))?.statusCode, 503)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
     func testAddsIdempotencyKeyReusedOnEveryAttempt() throws {
         // Given
         fake.stub(.post, "/items", with: [.status(503), .status(503), Self.ok])

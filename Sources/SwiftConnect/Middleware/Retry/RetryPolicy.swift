@@ -20,6 +20,8 @@ import Foundation
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
 /// `Idempotency-Key` header. With ``addsIdempotencyKey`` on, every `POST` and `PATCH` without that header gets
 /// one (a UUID, the same on every attempt), which makes it replayable. Any other `POST` is sent exactly once.
+/// An explicit `isRetrySafe` (of the connector, the call or the client) always wins: `false` keeps even an
+/// idempotent or keyed request to one attempt.
 /// The method that counts is the one the request reaches the retry stage with: a ``RetryMiddleware`` placed
 /// after a middleware that sends a `GET` as a `POST` does not replay it unless it is marked retry-safe.
 ///
@@ -207,15 +209,15 @@ extension RetryPolicy {
     ///   - isAsBuilt: Whether `request` is known to carry the connector's method (the request as `Connect`
     ///     built it). Otherwise a middleware before the retry stage may have changed the method, and the
     ///     request's own method must be idempotent too: a `GET` sent as a `POST` is not replayed unless marked.
-    /// - Returns: `true` for idempotent methods, requests marked retry-safe, and requests with an
-    ///   `Idempotency-Key`.
+    /// - Returns: The call's explicit ``RequestOptions/isRetrySafe`` when it has one; otherwise `true` for
+    ///   idempotent methods and requests with an `Idempotency-Key`.
     static func isReplayable(_ request: URLRequest, context: RequestContext, isAsBuilt: Bool) -> Bool {
-        let allowed =
-            context.options.isRetrySafe
-            ?? (context.method.isIdempotent
-                && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent))
+        // An explicit choice of the connector, the call or the client wins, an `Idempotency-Key` included.
+        if let isRetrySafe = context.options.isRetrySafe { return isRetrySafe }
         // The header lookup last: it is the costly check, and most requests are allowed before it.
-        return allowed || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
+        return context.method.isIdempotent
+            && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent)
+            || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
