@@ -165,7 +165,8 @@ public struct RequestOptions: Sendable {
 /// RequestOptions(cache: CacheRule(timeToLive: 60, key: "search:\(query)"))
 /// ```
 public struct CacheRule: Sendable, Hashable {
-    /// How long a stored response is served, in seconds.
+    /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
+    /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).
     public var timeToLive: TimeInterval
     /// The cache key; `nil` uses the method and the full URL.
     public var key: String?
@@ -175,7 +176,7 @@ public struct CacheRule: Sendable, Hashable {
     /// Creates a rule.
     ///
     /// - Parameters:
-    ///   - timeToLive: How long a stored response is served, in seconds.
+    ///   - timeToLive: The longest a stored response is served, in seconds; the response's headers may shorten it.
     ///   - key: A custom key; `nil` uses method and URL.
     ///   - bypassesCache: Whether to fetch fresh and store, ignoring what is stored.
     public init(timeToLive: TimeInterval, key: String? = nil, bypassesCache: Bool = false) {

@@ -8,8 +8,9 @@ import Foundation
 ///
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
 /// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status other than
-/// 206 (Partial Content) are stored, never one marked `Cache-Control: no-store`. A stored response is served until its time to live
-/// ends, without touching the network or the middlewares inside the cache, except to a call whose
+/// 206 (Partial Content) are stored. A stored response is served until its time to live ends (the rule's
+/// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below), without
+/// touching the network or the middlewares inside the cache, except to a call whose
 /// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
 /// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
 ///
@@ -35,6 +36,25 @@ import Foundation
 /// may have been signed with the new one. The cache comes before your middlewares, so it cannot
 /// see credentials one of your own middlewares adds: for those requests, name the user in the rule's key, or
 /// call ``removeAll()`` when the user changes.
+///
+/// The cache is private (its client's) and never revalidates: it sends no conditional requests, and never serves
+/// a response past its time to live. It reads the response's headers as RFC 9111 asks of such a cache:
+///
+/// - `Cache-Control` is a comma-separated list of directives: names in any case, arguments as tokens or quoted
+///   strings (a comma inside quotes separates nothing); several `Cache-Control` lines count as one list. A
+///   directive is matched by its whole name, never as part of another name or of an argument.
+/// - `no-store` keeps the response out of the cache, and so does `no-cache`, with or without field names: it
+///   allows reuse only after revalidation.
+/// - `max-age=N` shortens the time to live to N seconds less the response's `Age` (when `Age` is a non-negative
+///   integer). Of several, the first counts; values over 2³¹ count as 2³¹. One that is not a non-negative
+///   integer makes the response stale, and a stale response (a time to live of 0 or less) is not stored.
+/// - Without `max-age`, `Expires` shortens the time to live to the time from the response's `Date` (or, without
+///   one, from its arrival) to that date, less `Age`. An `Expires` that is not an HTTP-date (such as `0`) means
+///   already expired: the response is not stored.
+/// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
+/// - Other directives change nothing: `public`, `private`, `s-maxage` and `proxy-revalidate` concern shared
+///   caches, `must-revalidate` only what follows expiry (this cache never serves a stale response), and
+///   `immutable` only reloads. Without any of these headers, the rule alone decides.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
@@ -251,7 +271,10 @@ public final class ResponseCache: Middleware {
             guard zip(signers, signatures).allSatisfy({ $0.currentSignature.epoch == $1.epoch }) else { return }
             let size = Self.estimatedSize(of: response)
             guard size <= self.maxBytes else { return }
-            let expiry = self.now().addingTimeInterval(rule.timeToLive)
+            let arrival = self.now()
+            guard let lifetime = ResponseFreshness.lifetime(of: response, timeToLive: rule.timeToLive, now: arrival)
+            else { return }
+            let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
                 response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying)
             self.state.withLock { $0.insert(key, entry: entry, limit: self.maxBytes) }
@@ -274,11 +297,11 @@ public final class ResponseCache: Middleware {
         }
     }
 
+    /// Whether the status and body of `response` allow storing it; its headers decide for how long
+    /// (``ResponseFreshness/lifetime(of:timeToLive:now:)``).
     private static func isStorable(_ response: ConnectResponse) -> Bool {
         // A 206 holds only the part of the body its request's `Range` asked for, not the resource.
-        guard response.isSuccess, response.statusCode != 206, response.fileURL == nil else { return false }
-        let cacheControl = response.header("Cache-Control")?.lowercased() ?? ""
-        return !cacheControl.contains("no-store")
+        response.isSuccess && response.statusCode != 206 && response.fileURL == nil
     }
 
     /// Body bytes plus a rough allowance for the URL and headers.

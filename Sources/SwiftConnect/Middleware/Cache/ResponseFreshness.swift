@@ -1,0 +1,176 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How long a ``ResponseCache`` may serve a response, by its rule and by the response's own `Cache-Control`,
+/// `Expires`, `Age`, `Date` and `Pragma` headers, as RFC 9111 asks of a private cache that never revalidates.
+enum ResponseFreshness {
+    /// The number `delta-seconds` values saturate at (RFC 9111 §1.2.2): 2³¹.
+    static let maxDeltaSeconds: TimeInterval = 2_147_483_648
+
+    /// How long `response` may be served from `now` on: `timeToLive`, shortened (never lengthened) by the
+    /// response's `max-age` less its `Age`, or without `max-age` by its `Expires` less its `Date` and `Age`.
+    ///
+    /// - Parameters:
+    ///   - response: The response, whose status was checked already.
+    ///   - timeToLive: The rule's time to live, positive.
+    ///   - now: When the response arrived: the `Date` of a response without one.
+    /// - Returns: The lifetime, positive; `nil` when the response must not be stored: `no-store`, `no-cache`
+    ///   (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, or stale on arrival (a
+    ///   lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
+    static func lifetime(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> TimeInterval? {
+        let fields = freshnessFields(of: response.response)
+        if let cacheControl = fields.cacheControl {
+            let directives = CacheDirectives(cacheControl)
+            if directives.noStore || directives.noCache { return nil }
+            if let maxAge = directives.maxAge {
+                let lifetime = min(timeToLive, maxAge - age(of: response))
+                return lifetime > 0 ? lifetime : nil
+            }
+        } else if let pragma = fields.pragma, CacheDirectives(pragma).noCache {
+            return nil
+        }
+        guard let expires = fields.expires else { return timeToLive }
+        // RFC 9111 §5.3: an invalid date, such as "0", means already expired.
+        guard let expiry = HTTPDate.date(from: trimmed(expires), now: now) else { return nil }
+        let date = response.header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) } ?? now
+        let lifetime = min(timeToLive, expiry.timeIntervalSince(date) - age(of: response))
+        return lifetime > 0 ? lifetime : nil
+    }
+
+    /// The `Cache-Control`, `Expires` and `Pragma` values of `response`, found in one pass over its headers: a
+    /// response with none of them (the common case) costs no more than one header lookup that misses.
+    private static func freshnessFields(of response: HTTPURLResponse) -> (
+        cacheControl: String?, expires: String?, pragma: String?
+    ) {
+        var fields: (cacheControl: String?, expires: String?, pragma: String?) = (nil, nil, nil)
+        for (key, value) in response.allHeaderFields {
+            guard let name = key as? String, let value = value as? String else { continue }
+            // The length first: most names are none of the three, and most differ from them in length.
+            switch name.utf8.count {
+            case 13 where HTTPHeader.asciiCaseInsensitiveEquals(name, "Cache-Control"): fields.cacheControl = value
+            case 7 where HTTPHeader.asciiCaseInsensitiveEquals(name, "Expires"): fields.expires = value
+            case 6 where HTTPHeader.asciiCaseInsensitiveEquals(name, "Pragma"): fields.pragma = value
+            default: break
+            }
+        }
+        return fields
+    }
+
+    /// The response's `Age` in seconds, or 0 when it has none or it is not a non-negative integer.
+    private static func age(of response: ConnectResponse) -> TimeInterval {
+        response.header("Age").flatMap { deltaSeconds(trimmed(Substring($0))) } ?? 0
+    }
+
+    /// `delta-seconds` (`1*DIGIT`, RFC 9111 §1.2.2), saturating at ``maxDeltaSeconds``; `nil` for anything else
+    /// (empty, a sign, a fraction, other characters).
+    static func deltaSeconds(_ text: Substring) -> TimeInterval? {
+        guard !text.isEmpty else { return nil }
+        var seconds: TimeInterval = 0
+        // ASCII digits only, byte by byte: a Character range would also take a digit with a combining mark.
+        for byte in text.utf8 {
+            guard (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) else { return nil }
+            seconds = min(maxDeltaSeconds, seconds * 10 + TimeInterval(byte - UInt8(ascii: "0")))
+        }
+        return seconds
+    }
+
+    /// `text` without leading and trailing spaces and tabs (HTTP's optional whitespace).
+    static func trimmed(_ text: Substring) -> Substring {
+        let isBlank = { (character: Character) in character == " " || character == "\t" }
+        guard let first = text.firstIndex(where: { !isBlank($0) }), let last = text.lastIndex(where: { !isBlank($0) })
+        else { return text[text.endIndex...] }
+        return text[first...last]
+    }
+
+    /// `text` without leading and trailing spaces and tabs, as a string.
+    private static func trimmed(_ text: String) -> String {
+        String(trimmed(Substring(text)))
+    }
+}
+
+/// The directives of a `Cache-Control` (or `Pragma`) value this cache acts on (RFC 9111 §5.2).
+///
+/// The value is a comma-separated list of directives, `name` or `name=argument`, the argument a token or a quoted
+/// string whose commas do not separate directives; names are compared ignoring ASCII case, and never as parts of
+/// longer names or of arguments. Several header lines, which the platform joins with commas, read as one list.
+/// Other directives are skipped.
+struct CacheDirectives {
+    /// Whether `no-store` is present.
+    var noStore = false
+    /// Whether `no-cache` is present, with or without field names.
+    var noCache = false
+    /// The first `max-age` in seconds, saturating at ``ResponseFreshness/maxDeltaSeconds``; 0 when its argument
+    /// is missing or not a non-negative integer (RFC 9111 §4.2.1: invalid freshness information means stale);
+    /// `nil` without `max-age`.
+    var maxAge: TimeInterval?
+
+    /// Reads the directives of `value`.
+    init(_ value: String) {
+        let text = Substring(value)
+        let bytes = text.utf8
+        var index = bytes.startIndex
+        while index < bytes.endIndex {
+            let start = index
+            var equals: Substring.Index?
+            var isQuoted = false
+            var isEscaped = false
+            // Up to the next comma outside a quoted string.
+            while index < bytes.endIndex {
+                let byte = bytes[index]
+                if isQuoted {
+                    if isEscaped {
+                        isEscaped = false
+                    } else if byte == UInt8(ascii: "\\") {
+                        isEscaped = true
+                    } else if byte == UInt8(ascii: "\"") {
+                        isQuoted = false
+                    }
+                } else if byte == UInt8(ascii: ",") {
+                    break
+                } else if byte == UInt8(ascii: "\"") {
+                    isQuoted = true
+                } else if byte == UInt8(ascii: "="), equals == nil {
+                    equals = index
+                }
+                bytes.formIndex(after: &index)
+            }
+            let end = index
+            if index < bytes.endIndex { bytes.formIndex(after: &index) }
+            let name = ResponseFreshness.trimmed(text[start..<(equals ?? end)])
+            let argument = equals.map { ResponseFreshness.trimmed(text[bytes.index(after: $0)..<end]) }
+            read(name: name, argument: argument)
+        }
+    }
+
+    /// Records one directive, if it is one this cache acts on.
+    private mutating func read(name: Substring, argument: Substring?) {
+        if Self.isName(name, "no-store") {
+            noStore = true
+        } else if Self.isName(name, "no-cache") {
+            noCache = true
+        } else if Self.isName(name, "max-age"), maxAge == nil {
+            maxAge = argument.flatMap { ResponseFreshness.deltaSeconds(Self.unquoted($0)) } ?? 0
+        }
+    }
+
+    /// `argument` without the quotes of a quoted string (which a recipient accepts for any directive).
+    private static func unquoted(_ argument: Substring) -> Substring {
+        guard argument.utf8.count >= 2, argument.utf8.first == UInt8(ascii: "\""),
+            argument.utf8.last == UInt8(ascii: "\"")
+        else { return argument }
+        return argument.dropFirst().dropLast()
+    }
+
+    /// Whether `name` is `lowercased` ignoring ASCII case.
+    private static func isName(_ name: Substring, _ lowercased: String) -> Bool {
+        guard name.utf8.count == lowercased.utf8.count else { return false }
+        for (byte, expected) in zip(name.utf8, lowercased.utf8) {
+            let folded = (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) ? byte + 32 : byte
+            if folded != expected { return false }
+        }
+        return true
+    }
+}

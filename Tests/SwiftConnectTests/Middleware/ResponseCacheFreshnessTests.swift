@@ -1,0 +1,225 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What the response's own `Cache-Control`, `Expires`, `Age` and `Pragma` headers do to the ``ResponseCache``: they
+/// can keep a response out of it or shorten its rule's time to live, never lengthen it.
+final class ResponseCacheFreshnessTests: XCTestCase {
+    /// A clock the test moves by hand.
+    private final class ManualClock: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `current`.
+        private let lock = NSLock()
+        private var current = Date(timeIntervalSince1970: 1_000_000)
+        var now: Date {
+            lock.lock()
+            defer { lock.unlock() }
+            return current
+        }
+        func advance(_ seconds: TimeInterval) {
+            lock.lock()
+            current += seconds
+            lock.unlock()
+        }
+    }
+
+    /// The clocks' starting time.
+    private static let start = Date(timeIntervalSince1970: 1_000_000)
+
+    /// `date` as an IMF-fixdate (`Mon, 12 Jan 1970 13:46:40 GMT`).
+    private static func httpDate(_ date: Date) -> String {
+        let formatter = DateFormatter()
+        formatter.locale = Locale(identifier: "en_US_POSIX")
+        formatter.timeZone = TimeZone(identifier: "GMT")
+        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+        return formatter.string(from: date)
+    }
+
+    /// What a cache made of a response with `headers`, stored under a rule of `timeToLive` seconds: the response
+    /// is requested once, then again `after` seconds later (each on a fresh client, cache and clock).
+    private struct Outcome {
+        /// Whether the first response was stored.
+        var isStored: Bool
+        /// Whether the second request was served from the cache.
+        var isServed: Bool
+    }
+
+    private func outcome(
+        of headers: [String: String], timeToLive: TimeInterval = 60, after seconds: TimeInterval = 1,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws -> Outcome {
+        let clock = ManualClock()
+        let transport = FakeTransport.answering(.json(string: "{}", headers: headers))
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let route = Route("/a", baseURL: try XCTUnwrap(URL(string: "https://api.example.com")))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: timeToLive))
+        _ = try connect.request(route, options: rule).wait(timeout: 5)
+        let isStored = cache.count == 1
+        clock.advance(seconds)
+        _ = try connect.request(route, options: rule).wait(timeout: 5)
+        let isServed = transport.requests.count == 1
+        XCTAssertEqual(cache.hitCount, isServed ? 1 : 0, "hits", file: file, line: line)
+        XCTAssertEqual(cache.missCount, isServed ? 1 : 2, "misses", file: file, line: line)
+        return Outcome(isStored: isStored, isServed: isServed)
+    }
+
+    /// Asserts a response with `headers` is not stored at all.
+    private func assertNotStored(
+        _ headers: [String: String], timeToLive: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let result = try outcome(of: headers, timeToLive: timeToLive, after: 0, file: file, line: line)
+        XCTAssertFalse(result.isStored, "\(headers) stored", file: file, line: line)
+        XCTAssertFalse(result.isServed, "\(headers) served", file: file, line: line)
+    }
+
+    /// Asserts a response with `headers` is served `servedAt` seconds after it was stored but not `expiredAt`.
+    private func assertLifetime(
+        _ headers: [String: String], timeToLive: TimeInterval = 60, servedAt: TimeInterval, expiredAt: TimeInterval,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        let early = try outcome(of: headers, timeToLive: timeToLive, after: servedAt, file: file, line: line)
+        XCTAssertTrue(early.isServed, "\(headers) not served after \(servedAt) s", file: file, line: line)
+        let late = try outcome(of: headers, timeToLive: timeToLive, after: expiredAt, file: file, line: line)
+        XCTAssertTrue(late.isStored, "\(headers) not stored", file: file, line: line)
+        XCTAssertFalse(late.isServed, "\(headers) still served after \(expiredAt) s", file: file, line: line)
+    }
+
+    // MARK: - Cache-Control as a list of directives
+
+    /// `no-store` is a directive, in any case and position, not a substring: an extension directive or a quoted
+    /// value that contains the letters does not keep the response out.
+    func testNoStoreIsADirectiveNotASubstring() throws {
+        try assertNotStored(["Cache-Control": "no-store"])
+        try assertNotStored(["Cache-Control": "max-age=60, NO-STORE"])
+        try assertNotStored(["Cache-Control": "private,no-store , max-age=60"])
+        try assertLifetime(["Cache-Control": "x-no-store-ext"], servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Cache-Control": #"ext="no-store", max-age=30"#], servedAt: 29, expiredAt: 31)
+        try assertLifetime(["Cache-Control": #"ext="a, no-store", max-age=30"#], servedAt: 29, expiredAt: 31)
+    }
+
+    /// `no-cache`, with or without field names, asks for revalidation before every reuse, which this cache never
+    /// does: such a response is not stored.
+    func testNoCacheResponsesAreNotStored() throws {
+        try assertNotStored(["Cache-Control": "no-cache"])
+        try assertNotStored(["Cache-Control": "max-age=60, No-Cache"])
+        try assertNotStored(["Cache-Control": #"no-cache="Set-Cookie""#])
+        try assertNotStored(["Cache-Control": #"public, no-cache="Set-Cookie, Authorization", max-age=60"#])
+        try assertLifetime(["Cache-Control": "no-cache-ext, max-age=30"], servedAt: 29, expiredAt: 31)
+    }
+
+    /// Directives that concern shared caches, revalidation after expiry or reloads change nothing.
+    func testDirectivesWithoutMeaningForThisCacheChangeNothing() throws {
+        let headers = ["Cache-Control": "public, private, must-revalidate, proxy-revalidate, immutable, s-maxage=0"]
+        try assertLifetime(headers, servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Cache-Control": ""], servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Cache-Control": " , ,"], servedAt: 59, expiredAt: 61)
+    }
+
+    // MARK: - max-age and Age
+
+    /// `max-age` shortens the rule's time to live, and never lengthens it.
+    func testMaxAgeShortensTheRulesTimeToLiveButNeverLengthensIt() throws {
+        try assertLifetime(["Cache-Control": "max-age=10"], servedAt: 9, expiredAt: 11)
+        try assertLifetime(["Cache-Control": "public, MAX-AGE = 10"], servedAt: 9, expiredAt: 11)
+        try assertLifetime(["Cache-Control": #"max-age="10""#], servedAt: 9, expiredAt: 11)
+        try assertLifetime(["Cache-Control": "max-age=3600"], servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Cache-Control": "max-age=3600"], timeToLive: 5, servedAt: 4, expiredAt: 6)
+    }
+
+    /// Of several `max-age` directives (several `Cache-Control` lines the platform joined with commas), the first
+    /// counts.
+    func testTheFirstMaxAgeCounts() throws {
+        try assertLifetime(["Cache-Control": "max-age=10, max-age=100"], servedAt: 9, expiredAt: 11)
+        try assertLifetime(
+            ["Cache-Control": "max-age=100, public, max-age=10"], timeToLive: 600, servedAt: 99, expiredAt: 101)
+        try assertNotStored(["Cache-Control": "max-age=0, max-age=100"])
+    }
+
+    /// The time the response already spent in other caches (`Age`) is taken off `max-age`.
+    func testAgeIsTakenOffMaxAge() throws {
+        try assertLifetime(["Cache-Control": "max-age=30", "Age": "25"], servedAt: 4, expiredAt: 6)
+        try assertNotStored(["Cache-Control": "max-age=30", "Age": "30"])
+        try assertNotStored(["Cache-Control": "max-age=30", "Age": "31"])
+        try assertNotStored(["Cache-Control": "max-age=60", "Age": "99999999999999999999999999"])
+    }
+
+    /// An `Age` that is not a non-negative integer is ignored.
+    func testAnInvalidAgeIsIgnored() throws {
+        for age in ["abc", "-5", "1.5", "", "10 s"] {
+            try assertLifetime(["Cache-Control": "max-age=30", "Age": age], servedAt: 29, expiredAt: 31)
+        }
+    }
+
+    /// A `max-age` of 0, or one that is not a non-negative integer, makes the response stale at once: not stored.
+    func testAZeroOrInvalidMaxAgeIsNotStored() throws {
+        for value in ["max-age=0", "max-age=-1", "max-age=abc", "max-age", "max-age=", #"max-age="""#, "max-age=1.5"] {
+            try assertNotStored(["Cache-Control": value])
+        }
+    }
+
+    /// A `max-age` too large for any integer type is clamped, not a crash, and the rule still bounds the lifetime.
+    func testAHugeMaxAgeIsClamped() throws {
+        try assertLifetime(["Cache-Control": "max-age=99999999999999999999999999999"], servedAt: 59, expiredAt: 61)
+    }
+
+    // MARK: - Expires and Pragma
+
+    /// Without `max-age`, an `Expires` not after the response's `Date` (or, without one, the current time) or
+    /// that is not an HTTP-date makes the response stale at once: not stored.
+    func testAnExpiresNotInTheFutureOrInvalidIsNotStored() throws {
+        let start = Self.start
+        try assertNotStored(["Expires": Self.httpDate(start - 1)])
+        try assertNotStored(["Expires": Self.httpDate(start)])
+        try assertNotStored(["Expires": Self.httpDate(start + 100), "Date": Self.httpDate(start + 100)])
+        try assertNotStored(["Expires": "0"])
+        try assertNotStored(["Expires": "tomorrow"])
+        try assertNotStored(["Expires": "0", "Cache-Control": "public"])
+    }
+
+    /// An `Expires` in the future shortens the rule's time to live to the time from the response's `Date` (or the
+    /// current time) to it, and never lengthens it.
+    func testAFutureExpiresShortensTheRulesTimeToLive() throws {
+        let start = Self.start
+        try assertLifetime(["Expires": Self.httpDate(start + 10)], servedAt: 9, expiredAt: 11)
+        try assertLifetime(
+            ["Expires": Self.httpDate(start + 10), "Date": Self.httpDate(start)], servedAt: 9, expiredAt: 11)
+        try assertLifetime(["Expires": Self.httpDate(start + 3600)], servedAt: 59, expiredAt: 61)
+        try assertLifetime(
+            ["Expires": Self.httpDate(start + 10), "Date": Self.httpDate(start), "Age": "5"], servedAt: 4, expiredAt: 6)
+        // A server clock an hour behind ours: the lifetime is measured from its `Date`, not from our clock.
+        try assertLifetime(
+            ["Expires": Self.httpDate(start - 3590), "Date": Self.httpDate(start - 3600)], servedAt: 9, expiredAt: 11)
+        // The obsolete asctime form is an HTTP-date too (12 January 1970, 13:46:50 is `start` + 10 s).
+        try assertLifetime(["Expires": "Mon Jan 12 13:46:50 1970"], servedAt: 9, expiredAt: 11)
+    }
+
+    /// `max-age` takes precedence over `Expires`, even an invalid or past one.
+    func testMaxAgeTakesPrecedenceOverExpires() throws {
+        let start = Self.start
+        try assertLifetime(["Cache-Control": "max-age=30", "Expires": "0"], servedAt: 29, expiredAt: 31)
+        try assertLifetime(
+            ["Cache-Control": "max-age=30", "Expires": Self.httpDate(start - 10)], servedAt: 29, expiredAt: 31)
+        try assertLifetime(
+            ["Cache-Control": "max-age=10", "Expires": Self.httpDate(start + 3600)], servedAt: 9, expiredAt: 11)
+    }
+
+    /// `Pragma: no-cache` keeps a response without `Cache-Control` out of the cache (HTTP/1.0); with a
+    /// `Cache-Control`, it is ignored.
+    func testPragmaNoCacheCountsOnlyWithoutCacheControl() throws {
+        try assertNotStored(["Pragma": "no-cache"])
+        try assertNotStored(["Pragma": "x-ext, NO-CACHE"])
+        try assertLifetime(["Pragma": "no-cache", "Cache-Control": "max-age=30"], servedAt: 29, expiredAt: 31)
+        try assertLifetime(["Pragma": "x-no-cache"], servedAt: 59, expiredAt: 61)
+    }
+
+    /// A response without any freshness header is kept for the rule's whole time to live, as before.
+    func testWithoutFreshnessHeadersTheRuleDecides() throws {
+        try assertLifetime([:], servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Age": "50"], servedAt: 59, expiredAt: 61)
+    }
+}
