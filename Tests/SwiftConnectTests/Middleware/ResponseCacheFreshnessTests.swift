@@ -222,4 +222,34 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertLifetime([:], servedAt: 59, expiredAt: 61)
         try assertLifetime(["Age": "50"], servedAt: 59, expiredAt: 61)
     }
+
+    /// A fresh answer that may not be stored (a refetch answered `no-store`, a shorter `max-age` now 0) replaces
+    /// the stored one by nothing: the older response is not served in its place afterwards.
+    func testAFreshAnswerThatMayNotBeStoredRemovesTheOlderOne() throws {
+        // Given: a stored response, then a server that now answers `no-store`
+        let transport = FakeTransport()
+        transport.stub(
+            "/a",
+            with: [
+                .json(string: #"{"v":1}"#), .json(string: #"{"v":2}"#, headers: ["Cache-Control": "no-store"]),
+                .json(string: #"{"v":3}"#),
+            ])
+        let cache = ResponseCache(maxBytes: 1_000_000)
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let route = Route("/a", baseURL: try XCTUnwrap(URL(string: "https://api.example.com")))
+        let rule = CacheRule(timeToLive: 60)
+        let first = try connect.request(route, options: RequestOptions(cache: rule)).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: first, as: UTF8.self), #"{"v":1}"#)
+        XCTAssertEqual(cache.count, 1)
+        // When: a refetch gets the `no-store` answer
+        var refetch = rule
+        refetch.bypassesCache = true
+        let fresh = try connect.request(route, options: RequestOptions(cache: refetch)).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: fresh, as: UTF8.self), #"{"v":2}"#)
+        // Then: the first answer is gone; the next request goes to the server
+        XCTAssertEqual(cache.count, 0)
+        let next = try connect.request(route, options: RequestOptions(cache: rule)).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: next, as: UTF8.self), #"{"v":3}"#)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
 }

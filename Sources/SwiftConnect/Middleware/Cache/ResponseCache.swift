@@ -55,6 +55,9 @@ import Foundation
 /// - Other directives change nothing: `public`, `private`, `s-maxage` and `proxy-revalidate` concern shared
 ///   caches, `must-revalidate` only what follows expiry (this cache never serves a stale response), and
 ///   `immutable` only reloads. Without any of these headers, the rule alone decides.
+/// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
+///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
+///   response is not served in its place.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
@@ -263,17 +266,22 @@ public final class ResponseCache: Middleware {
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         let response = next(request)
         response.whenComplete { [weak self] result in
-            guard let self, case .success(let response) = result, Self.isStorable(response),
-                let varying = Self.varying(of: response, requestHeaders: requestHeaders)
-            else { return }
+            guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
             // A credential replaced or refreshed while the request was in flight may have signed it instead of the
             // one in the key (a request waiting for a refresh when the user changed): it is not this key's answer.
             guard zip(signers, signatures).allSatisfy({ $0.currentSignature.epoch == $1.epoch }) else { return }
             let size = Self.estimatedSize(of: response)
-            guard size <= self.maxBytes else { return }
             let arrival = self.now()
-            guard let lifetime = ResponseFreshness.lifetime(of: response, timeToLive: rule.timeToLive, now: arrival)
-            else { return }
+            guard size <= self.maxBytes, let varying = Self.varying(of: response, requestHeaders: requestHeaders),
+                let lifetime = ResponseFreshness.lifetime(of: response, timeToLive: rule.timeToLive, now: arrival)
+            else {
+                // The server's newest answer for this key may not be stored (`no-store`, stale, `Vary: *`, too
+                // large): the older one it supersedes, if any (a refetch), must not be served in its place.
+                self.state.withLock { state in
+                    if state.entries[key]?.method == method { state.remove(key) }
+                }
+                return
+            }
             let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
                 response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying)
