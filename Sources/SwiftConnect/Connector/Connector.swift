@@ -36,6 +36,18 @@ import Foundation
 /// anything crosses a concurrency boundary. To send credentials, also conform to ``AuthorizedConnector``.
 public protocol Connector {
     /// The server's base URL, such as `https://api.example.com/v1`. The ``endpoint`` is appended to it.
+    ///
+    /// A relative base URL, with no scheme and no host (such as `URL(string: "/v1")!`, or `/` for none), leaves the
+    /// server to the client: ``Connect`` resolves it against its ``ServerConfiguration``, so the same connectors
+    /// reach production, staging or a test server depending on the client that sends them. Such a connector
+    /// sent by a client without a configuration, or built with ``asURLRequest()`` alone, fails with
+    /// ``ConnectError/Kind/invalidRequest``.
+    ///
+    /// ```swift
+    /// var baseURL: URL { URL(string: "/v1")! }
+    /// let staging = Connect(configuration: ServerConfiguration(host: "staging.example.com"))
+    /// // staging.request(NotesConnector.list) → GET https://staging.example.com/v1/notes
+    /// ```
     var baseURL: URL { get }
 
     /// The path appended to ``baseURL``, such as `"/users/{userId}/todos"`.
