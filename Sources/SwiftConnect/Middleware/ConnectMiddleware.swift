@@ -30,6 +30,11 @@ import Foundation
 /// `retry` answers. Unlike ``RetryPolicy``, this hook does not check that the request is safe to replay:
 /// look at `request.httpMethod` if that matters.
 ///
+/// The client's ``RetryPolicy`` sits outside the client's middlewares, so each of its attempts runs this
+/// middleware's whole retry loop: with the default policy (3 attempts) and a `retry` that keeps saying yes to a
+/// 503, a GET is sent 3 × ``maxRetryAttempts`` times. When this hook decides the retries, create the client with
+/// `retryPolicy: nil`, or take the statuses it handles out of ``RetryPolicy/retryableStatusCodes``.
+///
 /// ```swift
 /// struct RefreshingMiddleware: ConnectMiddlewareProtocol {
 ///     let tokens: TokenStore
