@@ -42,7 +42,9 @@ public final class FakeTransport: Transport, Sendable {
         var served = 0
 
         func matches(_ request: URLRequest) -> Bool {
-            guard let url = request.url, url.path == path || (path.isEmpty && url.path == "/") else { return false }
+            guard let url = request.url, FakeTransport.path(of: url) == FakeTransport.rootedPath(path) else {
+                return false
+            }
             if let method, request.httpMethod != method.rawValue { return false }
             guard let query else { return true }
             let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
@@ -86,7 +88,8 @@ public final class FakeTransport: Transport, Sendable {
     ///
     /// - Parameters:
     ///   - method: The method to match; `nil` matches any.
-    ///   - path: The URL path to match exactly, such as `/todos/1` (percent-decoded, as `URL.path` gives it).
+    ///   - path: The URL path to match exactly, such as `/todos/1`: percent-decoded, and with its trailing slash,
+    ///     if any (`/notes/` and `/notes` are different paths). `""` and `/` both match the root.
     ///   - query: Query items the request must have; `nil` ignores the query.
     ///   - response: The response.
     public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse)
@@ -140,10 +143,22 @@ public final class FakeTransport: Transport, Sendable {
 
     /// The requests sent to `path` so far, in order.
     ///
-    /// - Parameter path: The URL path.
+    /// - Parameter path: The URL path, compared as a stub's path is: percent-decoded, trailing slash included.
     /// - Returns: The matching requests.
     public func requests(to path: String) -> [URLRequest] {
-        requests.filter { $0.url?.path == path }
+        let path = FakeTransport.rootedPath(path)
+        return requests.filter { $0.url.map(FakeTransport.path(of:)) == path }
+    }
+
+    /// The percent-decoded path of `url` as a stub matches it: with its trailing slash (which `URL.path` drops,
+    /// so a stub for `/notes/` never matched), and `/` for a URL with no path.
+    static func path(of url: URL) -> String {
+        rootedPath(URLComponents(url: url, resolvingAgainstBaseURL: false)?.path ?? url.path)
+    }
+
+    /// `path`, or `/` for the empty path: both name the root.
+    static func rootedPath(_ path: String) -> String {
+        path.isEmpty ? "/" : path
     }
 
     /// The requests whose answer was still pending when the client cancelled them (`future.cancel()`, a

@@ -64,6 +64,32 @@ final class FakeTransportTests: XCTestCase {
             status(fake, "https://api.example.com/todos/1?extra=1"), 200, "no query stub: the query is ignored")
     }
 
+    func testATrailingSlashIsPartOfThePath() {
+        // Given: an API whose paths end with a slash (Django REST Framework's default), and one without
+        let fake = FakeTransport()
+        fake.stub(.get, "/notes/", with: .status(200))
+        fake.stub(.get, "/tags", with: .status(204))
+        // When / Then: `URL.path` drops the trailing slash, which made "/notes/" unmatchable
+        XCTAssertEqual(status(fake, "https://api.example.com/notes/"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/notes"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/tags"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/tags/"), 404)
+        XCTAssertEqual(fake.requests(to: "/notes/").count, 1)
+        XCTAssertEqual(fake.requests(to: "/notes").count, 1)
+    }
+
+    func testMatchesThePercentDecodedPath() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/folders/a b/notes/x;y", with: .status(200))
+        fake.stub(.get, "/", with: .status(204))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/x%3By"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/x;y"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com"), 204, "no path is the root")
+    }
+
     func testMatchesRequiredQueryItems() {
         // Given
         let fake = FakeTransport()
