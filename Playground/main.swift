@@ -66,7 +66,8 @@ struct LegacyError: Error {
 
 struct LegacyErrorHandler: ErrorHandlerProtocol {
     func handle(response: [String: Any]) -> Error? {
-        guard let code = response["code"] as? Int else { return nil }
+        // Not our shape: let the default handler read it (returning nil would accept the response as a success).
+        guard let code = response["code"] as? Int else { return ErrorHandler().handle(response: response) }
         return LegacyError(code: code, reason: response["reason"] as? String ?? "unknown")
     }
 }

@@ -13,7 +13,8 @@ import Foundation
 /// ```swift
 /// struct MyBackendErrors: ErrorHandlerProtocol {
 ///     func handle(response: [String: Any]) -> Error? {
-///         guard let code = response["code"] as? Int else { return nil }
+///         // Another shape: the default handler reads it (`nil` would make the response a success).
+///         guard let code = response["code"] as? Int else { return ErrorHandler().handle(response: response) }
 ///         return MyBackendError(code: code)
 ///     }
 /// }
