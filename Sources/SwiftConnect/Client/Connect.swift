@@ -389,14 +389,7 @@ extension Connect {
         var isForServer = true
         let routePort = traits.isRoute ? (connector as? Route)?.port : nil
         if RelativeBase.isRelative(connector.baseURL) {
-            guard let configuration else {
-                // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.
-                let endpoint = Redaction.urlText(connector.endpoint)
-                var error = ConnectError.invalidRequest(.invalidURL(endpoint))
-                error.message =
-                    "'\(endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
-                throw error
-            }
+            guard let configuration else { throw RelativeBase.noServer(endpoint: connector.endpoint) }
             let serverURL = try serverBaseURL?.get() ?? configuration.requireBaseURL()
             var server =
                 connector.baseURL == RelativeBase.url

@@ -177,6 +177,16 @@ enum RelativeBase {
         url.host == nil && (url.scheme == nil || url.isFileURL)
     }
 
+    /// The error for a connector with a relative base URL built without a server to resolve it against.
+    static func noServer(endpoint: String) -> ConnectError {
+        // The endpoint as text, with secrets in its query hidden, as every invalid-URL error shows it.
+        let endpoint = Redaction.urlText(endpoint)
+        var error = ConnectError.invalidRequest(.invalidURL(endpoint))
+        error.message =
+            "'\(endpoint)' has no server: give the client a ServerConfiguration or the connector a base URL"
+        return error
+    }
+
     /// The server's base URL followed by the path (and query) of a relative base URL such as `/api/v1`: a
     /// relative base is resolved against the server, not replaced by it.
     static func resolving(_ relative: URL, against server: URL) throws -> URL {

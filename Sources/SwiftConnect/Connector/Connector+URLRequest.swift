@@ -33,13 +33,16 @@ extension Connector {
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
     ///   (`missingPathValue`), a `.path` value that is empty in the path (`?q={q}` may be empty), repeated or
     ///   unused, or that would make its path
-    ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (reported
+    ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (`invalidURL`: also a
+    ///   relative ``baseURL``, such as a ``Route``'s without one, which only a client's server completes; reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
     ///   body's length (`invalidHeader`), two bodies (`multipleBodies`), a body on a GET or HEAD
     ///   (`bodyNotAllowed`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
-        try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
+        // A relative base (a `Route` without one, `/v1`) means "the client's server": there is none here.
+        if RelativeBase.isRelative(baseURL) { throw RelativeBase.noServer(endpoint: endpoint) }
+        return try makeURLRequest(defaultHeaders: [], [], traits: ConnectorTraits.of(Self.self))
     }
 
     /// ``asURLRequest()``, also setting each of `defaultHeaders` (both lists, in order) that the request does
@@ -325,7 +328,7 @@ struct RequestParts {
     /// Why a base URL cannot be joined with an endpoint, or `nil`: it names no host (`https://`, `https:`,
     /// `mailto:`…), so the endpoint, or a `.path` value in it, would become the host; or its port is outside
     /// 1...65535 (Foundation parses `:99999`; the transport would only fail with an unexplained "bad URL"). A
-    /// `file:` URL (a connector resolved against no server) is let through as before.
+    /// `file:` URL is let through: ``Connector/asURLRequest()`` and the client treat it as relative first.
     static func baseProblem(_ base: String) -> String? {
         let utf8 = base.utf8
         guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else {

@@ -39,6 +39,30 @@ final class QuickCallTests: XCTestCase {
         XCTAssertEqual(sent.value(forHTTPHeaderField: "Content-Type"), "application/json")
     }
 
+    /// A route or connector without a server of its own has no URL until a client gives it one: building its
+    /// request alone fails with the error a client without a server gives, instead of a `file:///…` request.
+    func testARelativeConnectorBuiltAloneHasNoServer() throws {
+        struct Relative: Connector {
+            var baseURL: URL { URL(fileURLWithPath: "/") }
+            var endpoint: String { "/todos" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { nil }
+        }
+        for build in [{ try Route("/todos").asURLRequest() }, { try Relative().asURLRequest() }] {
+            XCTAssertThrowsError(try build()) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest)
+                XCTAssertEqual(error?.invalidRequestReason, .invalidURL("/todos"))
+                XCTAssertTrue(error?.message.contains("has no server") ?? false, error?.message ?? "")
+            }
+        }
+        // The same route through a client with a server is fine.
+        let transport = FakeTransport.answering(.status(200))
+        _ = try Connect(host: "api.example.com", transport: transport).request(Route("/todos")).wait()
+        XCTAssertEqual(transport.requests.first?.url?.absoluteString, "https://api.example.com/todos")
+    }
+
     func testAbsoluteRoutesIgnoreTheConfiguration() throws {
         let transport = FakeTransport.answering(.status(200))
         let api = Connect(host: "api.example.com", transport: transport)

@@ -145,7 +145,6 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(try url(base: "https://a.com:", "/todos"), "https://a.com:/todos")
         XCTAssertEqual(try url(base: "https://a.com/v1:", "/todos"), "https://a.com/v1:/todos")
         XCTAssertEqual(try url(base: "https://a.com/v1:", "{id}", .path(key: "id", value: "7")), "https://a.com/v1:/7")
-        XCTAssertEqual(try url(base: "file:///", "/tmp/x"), "file:///tmp/x")
     }
 
     func testEmptyEndpointLeavesBaseURLUnchanged() throws {
@@ -198,9 +197,13 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// A base URL without scheme and host is relative: only a client's server completes it.
     func testBaseURLWithoutSchemeThrowsInvalidURL() {
-        assertInvalidRequest(
-            Stub(baseURL: URL(string: "relative/api")!, endpoint: "/todos"), .invalidURL("relative/api/todos"))
+        let relative = Stub(baseURL: URL(string: "relative/api")!, endpoint: "/todos")
+        assertInvalidRequest(relative, .invalidURL("/todos"))
+        XCTAssertThrowsError(try relative.asURLRequest()) { error in
+            XCTAssertTrue((error as? ConnectError)?.message.contains("has no server") ?? false, "\(error)")
+        }
     }
 
     func testValidPercentEscapesInEndpointAreKept() throws {
