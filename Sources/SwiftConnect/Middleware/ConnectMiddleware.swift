@@ -77,6 +77,22 @@ public protocol ConnectMiddlewareProtocol: Middleware {
     /// }
     /// ```
     static var maxRetryAttempts: Int { get }
+
+    /// What waits before a ``RetryDecision/retryAfter(_:)`` attempt. Defaults to a ``DispatchRetryClock``;
+    /// tests give `SwiftConnectTesting`'s `ImmediateRetryClock`, which records the delays and waits for none:
+    ///
+    /// ```swift
+    /// struct BackingOff: ConnectMiddlewareProtocol {
+    ///     var retryClock: any RetryClock = DispatchRetryClock()
+    ///     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+    ///         attempt < 3 ? .retryAfter(30) : .doNotRetry
+    ///     }
+    /// }
+    /// let clock = ImmediateRetryClock()
+    /// let connect = Connect(transport: fake, middlewares: [BackingOff(retryClock: clock)], retryPolicy: nil)
+    /// // … after a request the fake answers with 503 three times: clock.delays == [30, 30]
+    /// ```
+    var retryClock: any RetryClock { get }
 }
 
 /// What ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` answers about a failed request.
@@ -108,6 +124,9 @@ extension ConnectMiddlewareProtocol {
     /// Five attempts in all, the first included.
     public static var maxRetryAttempts: Int { 5 }
 
+    /// A ``DispatchRetryClock``: waits really pass.
+    public var retryClock: any RetryClock { DispatchRetryClock() }
+
     /// Adapts the request, sends it, and on failure asks ``retry(_:dueTo:attempt:)`` whether to adapt and send
     /// it again.
     ///
@@ -127,7 +146,7 @@ extension ConnectMiddlewareProtocol {
         }
         return RetryLoop.run(
             maxAttempts: max(Self.maxRetryAttempts, 1),
-            clock: DispatchRetryClock(),
+            clock: retryClock,
             next: next,
             request: { attempt in attempt == 1 ? first : try self.adapt(request) },
             delay: { result, sent, attempt in self.retryDelay(after: result, of: sent, attempt: attempt) }

@@ -845,6 +845,17 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 1)
     }
 
+    /// A test replaces the guide middleware's clock as it does a policy's: `retryAfter` delays are recorded, and
+    /// no time passes.
+    func testGuideMiddlewareWaitsOnItsOwnRetryClock() {
+        fake.stub(.get, "/items", with: [.status(503), .status(503), Self.ok])
+        let middleware = GuideRetrying(retryClock: clock) { _, _, attempt in .retryAfter(TimeInterval(attempt) * 30) }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(clock.delays, [30, 60])
+        XCTAssertEqual(fake.requests.count, 3)
+    }
+
     func testCancellingDuringTheGuideMiddlewaresWaitStopsEverything() {
         fake.stub(.get, "/items", with: .status(503))
         let middleware = GuideRetrying { _, _, _ in .retryAfter(30) }
@@ -901,10 +912,15 @@ private struct Accepting500: ErrorHandling {
 private struct GuideRetrying: ConnectMiddlewareProtocol {
     let adapted = Counter()
     let failsAfter: Int?
+    let retryClock: any RetryClock
     let decide: @Sendable (URLRequest, any Error, Int) -> RetryDecision
 
-    init(failsAfter: Int? = nil, decide: @escaping @Sendable (URLRequest, any Error, Int) -> RetryDecision) {
+    init(
+        failsAfter: Int? = nil, retryClock: any RetryClock = DispatchRetryClock(),
+        decide: @escaping @Sendable (URLRequest, any Error, Int) -> RetryDecision
+    ) {
         self.failsAfter = failsAfter
+        self.retryClock = retryClock
         self.decide = decide
     }
 
