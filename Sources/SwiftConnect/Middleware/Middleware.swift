@@ -70,6 +70,9 @@ public struct RequestContext: Sendable {
     /// since: a retry stage with only pass-through stages before it makes the request again from this rather
     /// than keeping it (see ``RequestBlueprint``).
     var blueprint: RequestBlueprint?
+    /// The slots the request holds in the ``RequestQueue``s before this stage that come before an
+    /// ``AuthenticationMiddleware``: that middleware gives them back while the request waits for a refresh.
+    var queueSlots = HeldQueueSlots()
 
     /// Creates a context.
     ///
@@ -112,6 +115,9 @@ struct MiddlewareChain: Sendable {
     /// The index and policy of the first retry stage, if only pass-through stages come before it: it receives
     /// the request exactly as built, so it can make it again from the blueprint instead of keeping it.
     private let leadingRetry: (index: Int, policy: SharedRetryPolicy)?
+    /// The queues listed before an ``AuthenticationMiddleware``, by index: they hand the slot a request holds down
+    /// the pipeline, so that the middleware can give it back while the request waits for a refresh. Usually empty.
+    private let queuesBeforeAuthentication: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)]
 
     init(middlewares: [any Middleware], transport: any Transport) {
         self.middlewares = middlewares
@@ -123,6 +129,17 @@ struct MiddlewareChain: Sendable {
         } else {
             leadingRetry = nil
         }
+        var queues: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)] = []
+        if let lastAuthentication = middlewares.lastIndex(where: { $0 is AuthenticationMiddleware }) {
+            for (index, middleware) in middlewares[..<lastAuthentication].enumerated() {
+                if let queue = middleware as? RequestQueue {
+                    queues.append((index, queue, nil))
+                } else if let entry = middleware as? ClientRequestQueue {
+                    queues.append((index, entry.queue, entry.owner))
+                }
+            }
+        }
+        queuesBeforeAuthentication = queues
     }
 
     func send(_ request: consuming URLRequest, context: RequestContext) -> Future<ConnectResponse> {
@@ -144,6 +161,15 @@ struct MiddlewareChain: Sendable {
             }
             return context.transfer.isPlain
                 ? transport.send(request) : transport.send(request, transfer: context.transfer)
+        }
+        if !queuesBeforeAuthentication.isEmpty,
+            let entry = queuesBeforeAuthentication.first(where: { $0.index == index })
+        {
+            return entry.queue.enqueue(consume request, owner: entry.owner) { request, slot in
+                var context = context
+                context.queueSlots.append(slot)
+                return self.send(consume request, context: context, from: index + 1)
+            }
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         if let leadingRetry, leadingRetry.index == index, let blueprint = context.blueprint {

@@ -68,12 +68,16 @@ import Foundation
 /// Cancelling a request that waits for a refresh removes only that request; the refresh goes on for the
 /// others, even when no request waits for it any more.
 ///
+/// ## Request queues
+/// A ``RequestQueue`` listed before this middleware (among the client's, a connector's or a call's middlewares)
+/// gets back the slot of every request that waits for a refresh, and gives it to the next request in line; the
+/// request takes a slot again before it is sent again. So the refresh call may go through a client that shares
+/// the queue, however full the queue is. A queue given as `Connect(requestQueue:)` comes after this middleware.
+///
 /// - Important: Send the refresh call through a client that does not contain this middleware: a request
 ///   going through it while it refreshes would wait for the refresh it is part of, for ever. One sent through it
 ///   from inside `refresh` itself (on the thread that called it) is caught: it fails at once, unsent, with
-///   ``ConnectError/Kind/authenticationFailed``, and so the refresh fails instead of hanging. Nor send it
-///   through a client sharing a ``RequestQueue`` listed before this middleware: the rejected requests hold that
-///   queue's slots while they wait for the refresh (a queue given as `Connect(requestQueue:)` comes after it).
+///   ``ConnectError/Kind/authenticationFailed``, and so the refresh fails instead of hanging.
 public final class AuthenticationMiddleware: Middleware {
     /// Renews a credential the server rejected.
     ///
@@ -127,7 +131,7 @@ public final class AuthenticationMiddleware: Middleware {
     public func setCredential(_ credential: AuthorizationToken?) {
         let (waiters, signature) = state.withLock { $0.replaceCredential(with: credential) }
         for waiter in waiters {
-            send(waiter, signedWith: signature)
+            sendAfterWaiting(waiter, signedWith: signature)
         }
     }
 
@@ -145,13 +149,22 @@ public final class AuthenticationMiddleware: Middleware {
         next: @escaping Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
+        let slots = context.queueSlots
         let (waiter, admission) = state.withLock { state in
-            let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise)
+            let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise, slots: slots)
             let waiter = Waiter(exchange: exchange, isReplay: false, rejection: nil)
-            return (waiter, state.admit(waiter))
+            let admission = state.admit(waiter, mayComeFromRefresh: slots.mayComeFromTheCallingThread)
+            // Under the lock: the refresh cannot release the waiter before its slots are given back.
+            if case .wait = admission { slots.park() }
+            return (waiter, admission)
         }
-        if case .refuse = admission {
+        switch admission {
+        case .refuse:
             return Future(error: ConnectError.sentFromItsOwnRefresh(waiter.exchange.request))
+        case .wait:
+            slots.startFreedSlots()
+        case .send:
+            break
         }
         let id = waiter.exchange.id
         promise.setCancelHandler { [weak self] in self?.stopWaiting(id) }
@@ -191,6 +204,14 @@ extension Middleware where Self == AuthenticationMiddleware {
 // MARK: - Sending and replaying
 
 extension AuthenticationMiddleware {
+    /// Sends a request that waited for a refresh, once it holds again the queue slots it gave back (at once if it
+    /// came through no ``RequestQueue``).
+    private func sendAfterWaiting(_ waiter: Waiter, signedWith signature: Signature) {
+        let slots = waiter.exchange.slots
+        if slots.isEmpty { return send(waiter, signedWith: signature) }
+        slots.unpark { self.send(waiter, signedWith: signature) }
+    }
+
     /// Signs the exchange's original request with `signature`'s credential and sends it, or fails it
     /// without sending it when the credential cannot be a header value.
     private func send(_ waiter: Waiter, signedWith signature: Signature) {
@@ -231,15 +252,27 @@ extension AuthenticationMiddleware {
         if waiter.isReplay {
             return exchange.promise.future.resolve(.failure(ConnectError.rejectedAfterRenewal(response)))
         }
-        let decision = state.withLock { $0.decideAfterRejection(of: exchange, signedIn: epoch, with: response) }
+        let decision = state.withLock { state in
+            let decision = state.decideAfterRejection(of: exchange, signedIn: epoch, with: response)
+            switch decision {
+            case .wait, .refresh:
+                // Under the lock: the refresh cannot release the waiter before its slots are given back.
+                exchange.slots.park()
+            case .replay, .fail:
+                break
+            }
+            return decision
+        }
         if case .wait = decision, exchange.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
             stopWaiting(exchange.id)
         }
         switch decision {
         case .wait:
+            exchange.slots.startFreedSlots()
             return .empty
         case .refresh(let id, let expired):
+            exchange.slots.startFreedSlots()
             startRefresh(id, of: expired)
             return .empty
         case .replay(let signature):
@@ -275,7 +308,7 @@ extension AuthenticationMiddleware {
         switch outcome {
         case .success:
             for waiter in waiters {
-                send(waiter, signedWith: signature)
+                sendAfterWaiting(waiter, signedWith: signature)
             }
         case .failure(let error):
             for waiter in waiters {
@@ -300,6 +333,8 @@ extension AuthenticationMiddleware {
         let request: URLRequest
         let next: Next
         let promise: Promise<ConnectResponse>
+        /// The queue slots the request holds, given back while it waits for a refresh (see ``HeldQueueSlots``).
+        let slots: HeldQueueSlots
     }
 
     /// An exchange about to be sent, and whether that sending is its replay after a rejection.
@@ -372,9 +407,15 @@ extension AuthenticationMiddleware {
 
         /// The signature for a request about to be sent, or `.wait` after queueing it behind the refresh in
         /// flight, or `.refuse` if `refresh` itself sends it.
-        mutating func admit(_ waiter: Waiter) -> Admission {
+        ///
+        /// `mayComeFromRefresh` is `false` for a request a ``RequestQueue`` started when a slot was freed rather
+        /// than when it was queued: arriving on the thread calling `refresh` (whose waiting requests give their
+        /// slots back), it was not sent by `refresh`.
+        mutating func admit(_ waiter: Waiter, mayComeFromRefresh: Bool) -> Admission {
             guard let inFlight = refresh else { return .send(signature) }
-            if let thread = inFlight.callingThread, pthread_equal(thread, pthread_self()) != 0 { return .refuse }
+            if mayComeFromRefresh, let thread = inFlight.callingThread, pthread_equal(thread, pthread_self()) != 0 {
+                return .refuse
+            }
             refresh?.waiters.append(waiter)
             return .wait
         }
