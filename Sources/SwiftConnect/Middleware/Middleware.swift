@@ -116,8 +116,9 @@ struct MiddlewareChain: Sendable {
     /// the request exactly as built, so it can make it again from the blueprint instead of keeping it.
     private let leadingRetry: (index: Int, policy: SharedRetryPolicy)?
     /// The queues listed before an ``AuthenticationMiddleware``, by index: they hand the slot a request holds down
-    /// the pipeline, so that the middleware can give it back while the request waits for a refresh. Usually empty.
-    private let queuesBeforeAuthentication: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)]
+    /// the pipeline, so that the middleware can give it back while the request waits for a refresh. Usually `nil`
+    /// (no such queue), which costs a copy of the chain nothing to retain.
+    private let queuesBeforeAuthentication: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)]?
 
     init(middlewares: [any Middleware], transport: any Transport) {
         self.middlewares = middlewares
@@ -139,7 +140,7 @@ struct MiddlewareChain: Sendable {
                 }
             }
         }
-        queuesBeforeAuthentication = queues
+        queuesBeforeAuthentication = queues.isEmpty ? nil : queues
     }
 
     func send(_ request: consuming URLRequest, context: RequestContext) -> Future<ConnectResponse> {
@@ -162,7 +163,7 @@ struct MiddlewareChain: Sendable {
             return context.transfer.isPlain
                 ? transport.send(request) : transport.send(request, transfer: context.transfer)
         }
-        if !queuesBeforeAuthentication.isEmpty,
+        if let queuesBeforeAuthentication,
             let entry = queuesBeforeAuthentication.first(where: { $0.index == index })
         {
             return entry.queue.enqueue(consume request, owner: entry.owner) { request, slot in

@@ -328,51 +328,38 @@ extension RequestQueue {
 /// The queue slots a request holds on its way down the pipeline, outermost queue first (see
 /// ``RequestQueue/Slot``); empty unless a ``RequestQueue`` comes before an ``AuthenticationMiddleware``.
 ///
-/// One slot is stored inline, so a request holding none or one costs no allocation.
+/// Empty, it is one `nil` reference: copying a ``RequestContext`` that holds it retains nothing.
 struct HeldQueueSlots: Sendable {
-    /// The outermost slot.
-    private var first: RequestQueue.Slot?
-    /// The slots of further queues, in order.
-    private var more: [RequestQueue.Slot] = []
+    /// Every slot, outermost first; `nil` for none.
+    private(set) var all: [RequestQueue.Slot]?
 
     /// Whether the request holds no slot.
-    var isEmpty: Bool { first == nil }
-
-    /// Every slot, outermost first.
-    var all: [RequestQueue.Slot] {
-        guard let first else { return [] }
-        return [first] + more
-    }
+    var isEmpty: Bool { all == nil }
 
     /// Whether a request with these slots may have been sent from inside a `refresh` call on this thread: it holds
     /// no slot, or was started at once by the call that queued it in every queue.
     var mayComeFromTheCallingThread: Bool {
-        guard let first else { return true }
-        return first.isStartedBySubmitter && more.allSatisfy(\.isStartedBySubmitter)
+        all?.allSatisfy(\.isStartedBySubmitter) ?? true
     }
 
     /// Adds the slot of the next queue down the pipeline.
     mutating func append(_ slot: RequestQueue.Slot) {
-        if first == nil { first = slot } else { more.append(slot) }
+        all = (all ?? []) + [slot]
     }
 
     /// Gives every slot back (see ``RequestQueue/park(_:)``). Takes the queues' locks only.
     func park() {
-        guard let first else { return }
-        first.queue.park(first.id)
-        for slot in more { slot.queue.park(slot.id) }
+        for slot in all ?? [] { slot.queue.park(slot.id) }
     }
 
     /// Starts waiting requests in the slots ``park()`` freed.
     func startFreedSlots() {
-        guard let first else { return }
-        first.queue.startFreedSlots()
-        for slot in more { slot.queue.startFreedSlots() }
+        for slot in all ?? [] { slot.queue.startFreedSlots() }
     }
 
     /// Takes every slot again, outermost first, then calls `resume` (see ``RequestQueue/unpark(_:then:)``).
     func unpark(then resume: @escaping @Sendable () -> Void) {
-        Self.unpark(all[...], then: resume)
+        Self.unpark((all ?? [])[...], then: resume)
     }
 
     /// Takes the slots of `slots` again, in order, then calls `resume`.
