@@ -106,6 +106,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         let original = task.originalRequest ?? task.currentRequest
+        guard !RedirectGuard.bringsCredentialsOfItsOwn(response, to: request, from: original) else {
+            completionHandler(nil)  // the redirect response itself is the answer
+            return
+        }
         let hadBody = RedirectGuard.hasBody(original, task: task)
         if hadBody, RedirectGuard.wouldLoseBody(request) {
             completionHandler(nil)  // the redirect response itself is the answer

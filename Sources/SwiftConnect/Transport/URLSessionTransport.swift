@@ -28,8 +28,8 @@ import Foundation
 /// files without loading them, responses to files without holding them, size limits enforced as bytes
 /// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
-/// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https is not
-/// followed (the 3xx response is the answer).
+/// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
+/// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see ``Transport/send(_:transfer:)``).
@@ -448,6 +448,9 @@ extension ConnectError {
 /// and no host (`file:///etc/passwd`, `data:…`, `mailto:…`) for a path on the same server and sends the request
 /// there. Such a redirect is not followed on any platform: the 3xx response is the answer.
 ///
+/// Nor is a redirect to a URL with a `user:password@` part that the original URL did not have, or to another
+/// origin with any: libcurl would send those credentials as `Authorization: Basic`.
+///
 /// It also keeps a request body from being lost on a redirect. FoundationNetworking never sends the body again
 /// after a redirect, yet keeps the method (307, 308, or 301/302 for methods other than POST) and every header,
 /// `Content-Length` included: the server got the request with an empty body, or waited for the announced body
@@ -466,6 +469,25 @@ enum RedirectGuard {
             redirected.setValue(nil, forHTTPHeaderField: name)
         }
         return redirected
+    }
+
+    /// Whether following a redirect would send credentials that its `Location` names
+    /// (`http://user:password@host/`) and the original request's URL did not: libcurl turns a URL's userinfo
+    /// into `Authorization: Basic`, which replaced the request's own credentials, so the server that wrote the
+    /// `Location` chose what was sent. The original URL's own userinfo, the caller's, may follow a redirect to the
+    /// same origin only. The `Location` is read as well as the request to follow, as FoundationNetworking drops
+    /// the userinfo of a `//user@host/` reference that Apple's URLSession keeps.
+    static func bringsCredentialsOfItsOwn(
+        _ response: HTTPURLResponse, to request: URLRequest, from original: URLRequest?
+    ) -> Bool {
+        let location = response.value(forHTTPHeaderField: "Location").flatMap { location in
+            URL(string: location, relativeTo: response.url ?? original?.url)?.absoluteURL
+        }
+        return [request.url, location].contains { target in
+            guard let target, target.user != nil || target.password != nil else { return false }
+            guard let from = original?.url, from.hasSameOrigin(as: target) else { return true }
+            return target.user != from.user || target.password != from.password
+        }
     }
 
     /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to

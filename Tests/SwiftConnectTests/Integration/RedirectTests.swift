@@ -189,6 +189,52 @@ final class RedirectTests: XCTestCase {
         }
     }
 
+    /// A `Location` with a `user:password@` part is not followed: libcurl turned it into `Authorization: Basic`
+    /// for the new URL (replacing the request's own credentials, on another host too), so whoever wrote the
+    /// `Location` chose the credentials sent, silently.
+    func testARedirectToAURLWithUserinfoIsNotFollowed() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "*") { _ in .json(["ok": true]) }
+        let locations = [
+            "http://user:pass@localhost:\(server.port)/landing", "http://user:pass@127.0.0.1:\(server.port)/landing",
+            "http://user@localhost:\(server.port)/landing", "//user:pass@localhost:\(server.port)/landing",
+        ]
+        for (index, location) in locations.enumerated() {
+            server.route("GET", "/away/\(index)") { _ in .redirect(to: location) }
+        }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        for (index, location) in locations.enumerated() {
+            for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+                server.resetStatistics()
+                let route = Route(
+                    "/away/\(index)", baseURL: server.baseURL, headers: [.authorization("Bearer mine")], timeout: 10,
+                    options: options)
+
+                let error = connectError(of: connect.request(route))
+
+                XCTAssertEqual(error?.statusCode, 302, location)
+                XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
+            }
+        }
+    }
+
+    /// The userinfo of the request's own URL is the caller's: a same-origin redirect keeps it, as it keeps the
+    /// other credentials.
+    func testTheRequestsOwnUserinfoFollowsASameOriginRedirect() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/landing") { _ in .json(["ok": true]) }
+        server.route("GET", "/start") { _ in .redirect(to: "/landing") }
+        let base = try XCTUnwrap(URL(string: "http://me:secret@127.0.0.1:\(server.port)"))
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+
+        XCTAssertNoThrow(try connect.request(Route("/start", baseURL: base, timeout: 10)).wait(timeout: 20))
+
+        XCTAssertEqual(server.requests.map(\.path), ["/start", "/landing"])
+        XCTAssertEqual(server.requests.last?.header("Authorization"), "Basic bWU6c2VjcmV0")
+    }
+
     func testTheSchemeOfALocationIsReadAsRFC3986Does() {
         XCTAssertEqual(RedirectGuard.scheme(of: "HTTPS://example.com/a"), "HTTPS")
         XCTAssertEqual(RedirectGuard.scheme(of: "svn+ssh://host/x"), "svn+ssh")
