@@ -65,10 +65,14 @@ enum Redaction {
             query = rest[rest.index(after: mark)...]
             rest = rest[..<mark]
         }
-        if let schemeEnd = rest.range(of: "://") {
-            let authority = rest[schemeEnd.upperBound...].prefix { $0 != "/" }
+        // The authority follows `scheme://`, or the `//` that starts a network-path reference (`//host/path`, as
+        // a `Location` may be).
+        let authorityStart =
+            rest.hasPrefix("//") ? rest.index(rest.startIndex, offsetBy: 2) : rest.range(of: "://")?.upperBound
+        if let authorityStart {
+            let authority = rest[authorityStart...].prefix { $0 != "/" }
             if let at = authority.lastIndex(of: "@") {
-                rest = rest[..<schemeEnd.upperBound] + rest[rest.index(after: at)...]
+                rest = rest[..<authorityStart] + rest[rest.index(after: at)...]
             }
         }
         return String(rest) + (query.map { "?" + redactedQuery(String($0)) } ?? "")

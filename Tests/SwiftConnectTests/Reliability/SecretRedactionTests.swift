@@ -296,6 +296,11 @@ final class SecretRedactionTests: XCTestCase {
         XCTAssertEqual(Redaction.urlText("relative/api/todos"), "relative/api/todos")
         XCTAssertEqual(Redaction.urlText("https://api.example.com/a@b|c"), "https://api.example.com/a@b|c")
         XCTAssertEqual(Redaction.urlText("/s?page={"), "/s?page={")
+        // A network-path reference, as a `Location` may be: the authority starts after `//`.
+        XCTAssertEqual(
+            Redaction.urlText("//amy:\(Secret.basicPassword)@api.example.com/a?page=2"), "//api.example.com/a?page=2")
+        XCTAssertEqual(Redaction.urlText("//api.example.com/a@b"), "//api.example.com/a@b")
+        XCTAssertEqual(Redaction.urlText("//amy:pw@api.example.com/a://b"), "//api.example.com/a://b")
     }
 
     // MARK: - Bodies whose secrets cannot be found
