@@ -247,9 +247,10 @@ extension ConnectError {
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
+        let redirect = (300...399).contains(status) ? RedirectGuard.notFollowed(response) : ""
         return ConnectError(
             .httpStatus,
-            message: "the server answered \(status) \(reason)",
+            message: "the server answered \(status) \(reason)\(redirect)",
             request: response.request,
             response: response.response,
             body: response.data

@@ -490,6 +490,43 @@ enum RedirectGuard {
         }
     }
 
+    /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
+    /// `Location`, redacted) and why ``URLSessionTransport``'s rule did not follow it, when the rule explains it;
+    /// empty without a `Location`. Built on the error path only.
+    static func notFollowed(_ response: ConnectResponse) -> String {
+        let http = response.response
+        guard let location = http.value(forHTTPHeaderField: "Location") else { return "" }
+        let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
+        if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
+        if bringsCredentialsOfItsOwn(http, to: response.request, from: response.request) {
+            return text + ": its URL carries credentials (user:password@)"
+        }
+        if dropsBodyOnRedirect, hadBody(response.request), keepsMethod(response.request, status: response.statusCode) {
+            return text + ": FoundationNetworking cannot send the request body again"
+        }
+        return text
+    }
+
+    /// Whether `request` went out with a body, by the body it holds or the headers announcing one.
+    private static func hadBody(_ request: URLRequest) -> Bool {
+        if let body = request.httpBody, !body.isEmpty { return true }
+        if request.httpBodyStream != nil || request.value(forHTTPHeaderField: "Transfer-Encoding") != nil {
+            return true
+        }
+        return Int(request.value(forHTTPHeaderField: "Content-Length") ?? "").map { $0 > 0 } ?? false
+    }
+
+    /// Whether a redirect with `status` keeps the method of `request` (and so would need its body again): 307 and
+    /// 308 always, 301 and 302 for methods other than POST, never for GET or HEAD.
+    private static func keepsMethod(_ request: URLRequest, status: Int) -> Bool {
+        guard !isBodyless(request) else { return false }
+        switch status {
+        case 307, 308: return true
+        case 301, 302: return request.httpMethod?.uppercased() != "POST"
+        default: return false
+        }
+    }
+
     /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
     /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
     static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {

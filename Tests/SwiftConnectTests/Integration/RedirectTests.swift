@@ -134,6 +134,10 @@ final class RedirectTests: XCTestCase {
             #if canImport(FoundationNetworking)
                 XCTAssertThrowsError(try result.get()) { error in
                     XCTAssertEqual((error as? ConnectError)?.statusCode, 308, "\(error)")
+                    XCTAssertEqual(
+                        (error as? ConnectError)?.message,
+                        "the server answered 308 Permanent Redirect to '/b', not followed: FoundationNetworking "
+                            + "cannot send the request body again")
                 }
             #else
                 XCTAssertNoThrow(try result.get())
@@ -185,6 +189,8 @@ final class RedirectTests: XCTestCase {
                 XCTAssertEqual(error?.kind, .httpStatus, location)
                 XCTAssertEqual(error?.statusCode, 302, location)
                 XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
+                XCTAssertTrue(
+                    error?.message.hasSuffix("not followed: it leaves HTTP") ?? false, error?.message ?? location)
             }
         }
     }
@@ -215,6 +221,10 @@ final class RedirectTests: XCTestCase {
 
                 XCTAssertEqual(error?.statusCode, 302, location)
                 XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
+                XCTAssertTrue(
+                    error?.message.hasSuffix("not followed: its URL carries credentials (user:password@)") ?? false,
+                    error?.message ?? location)
+                XCTAssertFalse(error?.description.contains("pass@") ?? true, error?.description ?? location)
             }
         }
     }
