@@ -111,6 +111,9 @@ final class RedirectTests: XCTestCase {
             #if canImport(FoundationNetworking)
                 XCTAssertThrowsError(try result.get()) { error in
                     XCTAssertEqual((error as? ConnectError)?.statusCode, 307, "\(error)")
+                    XCTAssertTrue(
+                        (error as? ConnectError)?.message.hasSuffix("cannot send the request body again") ?? false,
+                        "\(error)")
                 }
                 XCTAssertEqual(server.requestCount(for: "POST", path: "/b"), 0, "no request without its body")
             #else
