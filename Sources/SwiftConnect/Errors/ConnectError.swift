@@ -39,6 +39,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case cancelled
         /// An attempt did not complete within the request's timeout (``Connector/timeout``, which bounds each
         /// attempt from sending to the last byte of the response), and no retry followed it.
+        /// Also a future that did not complete within the limit of ``Future/timeout(after:on:)``: that error has
+        /// no ``ConnectError/request`` and no ``ConnectError/underlyingError``.
         case timedOut
         /// A middleware, validator or processor rejected the request or response.
         case rejected
@@ -233,6 +235,13 @@ extension ConnectError {
     /// - Returns: An error of kind ``Kind/cancelled``.
     public static func cancelled(request: URLRequest? = nil) -> ConnectError {
         ConnectError(.cancelled, message: "the request was cancelled", request: request)
+    }
+
+    /// The failure of ``Future/timeout(after:on:)``: the future did not complete within `seconds`.
+    ///
+    /// No underlying `URLError`: nothing failed on the network, and a ``RetryPolicy`` does not retry it.
+    static func timedOut(after seconds: TimeInterval) -> ConnectError {
+        ConnectError(.timedOut, message: "the future did not complete within the time limit of \(seconds) s")
     }
 
     /// An error saying the request could not be built.

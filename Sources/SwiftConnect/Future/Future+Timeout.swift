@@ -1,0 +1,92 @@
+import Dispatch
+import Foundation
+
+// MARK: - Time limits
+
+extension Future {
+    /// A future with this future's result, or a failure with ``ConnectError/Kind/timedOut`` if it is not
+    /// complete within `seconds`; this future is then cancelled (for a request: its network task is cancelled).
+    ///
+    /// ```swift
+    /// connect.send(GetTodo(id: 1))
+    ///     .timeout(after: 5)
+    ///     .observe { result in
+    ///         if case .failure(let error as ConnectError) = result, error.kind == .timedOut {
+    ///             print("no answer within 5 s; the request was cancelled")
+    ///         }
+    ///     }
+    /// ```
+    ///
+    /// Whichever comes first wins. When this future completes first, the returned future completes with its
+    /// result and the timer is cancelled and released at once: it never fires later. When the time is up first,
+    /// the returned future fails with a ``ConnectError`` of kind ``ConnectError/Kind/timedOut`` (it has no
+    /// ``ConnectError/request`` and no ``ConnectError/underlyingError``), then this future is cancelled: its
+    /// cancel handler runs before the returned future's callbacks do. Cancelling the returned future cancels this
+    /// future and the timer.
+    ///
+    /// The limit applies to this future as a whole, on top of any per-attempt ``Connector/timeout`` of a request
+    /// (retries included). Cancelling this future cancels it for everyone that holds it; to give up waiting for a
+    /// future you share without cancelling it, put the limit on a future of your own that follows it (see
+    /// ``value``).
+    ///
+    /// - Parameters:
+    ///   - seconds: The time limit. `.infinity` sets none (this future is returned as it is). Zero, a negative
+    ///     number or NaN is a limit already over: a pending future times out at once, before this method returns.
+    ///     A complete future keeps its result whatever the limit.
+    ///   - queue: Where the timer fires: the timeout's failure, and the cancellation of this future it causes,
+    ///     happen there. `nil` (the default) uses a global queue. A result that comes first is delivered as
+    ///     usual, on the thread that completes this future; to run every callback on one queue, chain
+    ///     ``receive(on:)``.
+    /// - Returns: A future with this future's result, or the timeout's failure.
+    public func timeout(after seconds: TimeInterval, on queue: DispatchQueue? = nil) -> Future<Value> {
+        timeout(after: seconds, on: queue, scheduler: .shared)
+    }
+
+    /// ``timeout(after:on:)`` with the timer on `scheduler` (tests count its pending deadlines).
+    func timeout(after seconds: TimeInterval, on queue: DispatchQueue?, scheduler: DeadlineScheduler) -> Future<Value> {
+        if seconds == .infinity { return self }
+        // Already complete: its result came first. (`transformResultKeepingHint` delivers it on this future's
+        // callback queue, if it has one, and keeps the body hint, so `decoded(toType:)` still works after it.)
+        if isCompleted { return transformResultKeepingHint { $0 } }
+
+        let derived: Future<Value> = makeDerived()
+        // Weak: the scheduler holds this handler until it fires or is disarmed; `derived` lives as long as someone
+        // holds it or this future's callback does, and this future as long as its producer does.
+        let expire: @Sendable () -> Void = { [weak self, weak derived] in
+            guard let derived else { return }
+            let (completed, work) = derived.complete(
+                .failure(ConnectError.timedOut(after: seconds)),
+                reportingDoubleCompletionAt: nil
+            )
+            // The result came first (it may have arrived while the timer was firing): nothing else to do.
+            guard completed else { return }
+            // The work is stopped before anyone hears of the timeout, as `cancel()` does. Its own failure
+            // (`cancelled`) cannot reach `derived` any more.
+            self?.cancel()
+            work.run()
+        }
+        // `nil` for a limit that is already over (zero, negative, NaN).
+        let deadline = Deadline(seconds: seconds, scheduler: scheduler)
+        if let deadline {
+            // Cancelling the returned future disarms the timer; its cancellation reaches this future through
+            // `makeDerived`'s link. The handler is released once `derived` completes.
+            derived.setCancelHandler { deadline.cancel() }
+            // Armed before the callback below is added, so that a result arriving meanwhile disarms it.
+            if let queue {
+                deadline.start { queue.async(execute: expire) }
+            } else {
+                deadline.start(expire)
+            }
+        } else {
+            expire()
+        }
+        // Holds the deadline until this future completes, or is freed while pending (abandoned: the deadline's
+        // deinit then disarms it, so the timer keeps nothing of an abandoned chain alive).
+        // Unowned: the callback is stored in `self` and only `self` runs it.
+        whenCompleteReturningWork { [unowned self] result in
+            deadline?.cancel()
+            return derived.resolve(result, hint: hintForCallback)
+        }.run()
+        return derived
+    }
+}

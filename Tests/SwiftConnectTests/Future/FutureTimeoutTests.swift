@@ -1,0 +1,200 @@
+import Dispatch
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+/// `timeout(after:on:)`: fails with `timedOut` and cancels the future when it is late; otherwise passes its result
+/// on and disarms the timer at once. Timers that must fire are tiny on a promise never completed; timers that must
+/// not fire are 60 s, and the future completes first: no outcome depends on the machine's speed.
+final class FutureTimeoutTests: XCTestCase {
+    /// Handlers of the test schedulers run here, one at a time.
+    private let handlers = DispatchQueue(label: "FutureTimeoutTests.handlers")
+
+    func testALateFutureTimesOutAndIsCancelledBeforeAnyoneHearsOfIt() throws {
+        let promise = Promise<Int>()
+        let events = Recorder<String>()
+        promise.setCancelHandler { events.append("upstream cancelled") }
+        let limited = promise.future.timeout(after: 0.01)
+        limited.observe { _ in events.append("observed") }
+
+        let error = try XCTUnwrap(error(of: limited) as? ConnectError)
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertNil(error.request, "a future's timeout has no request")
+        XCTAssertNil(error.underlyingError, "nothing failed on the network: a retry policy does not retry it")
+        XCTAssertTrue(error.message.contains("0.01"), error.message)
+        XCTAssertTrue(promise.future.isCancelled, "the late work is cancelled")
+        XCTAssertFalse(limited.isCancelled, "the returned future timed out; it was not cancelled")
+        XCTAssertEqual(events.values, ["upstream cancelled", "observed"])
+        XCTAssertFalse(promise.succeed(1), "the cancelled work completing later changes nothing")
+    }
+
+    func testTheEndOfAChainTimingOutCancelsTheSource() throws {
+        let promise = Promise<Int>()
+        let cancelled = expectation(description: "source cancelled")
+        promise.setCancelHandler { cancelled.fulfill() }
+        let limited = promise.future.map { $0 + 1 }.flatMap { Future(value: $0) }.timeout(after: 0.01)
+        wait(for: [cancelled], timeout: 10)
+        XCTAssertEqual((error(of: limited) as? ConnectError)?.kind, .timedOut)
+    }
+
+    func testAResultFirstWinsAndDisarmsTheTimer() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let promise = Promise<Int>()
+        let limited = promise.future.timeout(after: 60, on: nil, scheduler: scheduler)
+        XCTAssertEqual(scheduler.pendingCount, 1, "armed")
+        DispatchQueue.global().async { promise.succeed(7) }
+
+        XCTAssertEqual(try limited.wait(), 7)
+        XCTAssertEqual(scheduler.pendingCount, 0, "disarmed and released as the result arrived, not 60 s later")
+        XCTAssertFalse(promise.future.isCancelled)
+    }
+
+    func testAFailureFirstWinsToo() {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let promise = Promise<Int>()
+        let limited = promise.future.timeout(after: 60, on: nil, scheduler: scheduler)
+        promise.fail(TestError(3))
+        XCTAssertEqual(error(of: limited) as? TestError, TestError(3))
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+
+    /// The timer's handler holds nothing strongly: once the result is in, what it captured is gone even though
+    /// the returned future is still held.
+    func testTheTimerKeepsNothingAliveOnceTheResultIsIn() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        weak var weakSource: Future<Int>?
+        var limited: Future<Int>?
+        do {
+            let promise = Promise<Int>()
+            weakSource = promise.future
+            limited = promise.future.timeout(after: 60, on: nil, scheduler: scheduler)
+            promise.succeed(1)
+        }
+        XCTAssertNil(weakSource, "the source is not held by the timer nor by the returned future")
+        XCTAssertEqual(scheduler.pendingCount, 0)
+        XCTAssertEqual(try limited?.wait(), 1)
+    }
+
+    /// Abandoned while pending, a future with a time limit and its source are freed at once, and the timer with
+    /// them: nothing waits for the 60 s to pass.
+    func testAnAbandonedPendingTimeoutIsFreedWithItsTimer() {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        weak var weakSource: Future<Int>?
+        weak var weakLimited: Future<Int>?
+        do {
+            let promise = Promise<Int>()
+            weakSource = promise.future
+            let limited = promise.future.map { $0 }.timeout(after: 60, on: nil, scheduler: scheduler)
+            weakLimited = limited
+            XCTAssertEqual(scheduler.pendingCount, 1)
+        }
+        XCTAssertNil(weakLimited)
+        XCTAssertNil(weakSource)
+        XCTAssertEqual(scheduler.pendingCount, 0, "the deadline was disarmed when it was freed")
+    }
+
+    func testCancellingTheReturnedFutureCancelsTheSourceAndTheTimer() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let promise = Promise<Int>()
+        let handlerRuns = Counter()
+        promise.setCancelHandler { handlerRuns.increment() }
+        let limited = promise.future.timeout(after: 60, on: nil, scheduler: scheduler)
+        limited.cancel()
+
+        XCTAssertEqual(handlerRuns.value, 1)
+        XCTAssertTrue(promise.future.isCancelled)
+        XCTAssertTrue(limited.isCancelled)
+        XCTAssertEqual(scheduler.pendingCount, 0)
+        XCTAssertEqual((error(of: limited) as? ConnectError)?.kind, .cancelled)
+    }
+
+    func testALimitAlreadyOverTimesOutAtOnce() throws {
+        for seconds in [0, -1, -.infinity, .nan] as [TimeInterval] {
+            let scheduler = DeadlineScheduler(handlerQueue: handlers)
+            let promise = Promise<Int>()
+            let limited = promise.future.timeout(after: seconds, on: nil, scheduler: scheduler)
+            let result = try XCTUnwrap(limited.result, "\(seconds): complete before timeout(after:) returns")
+            XCTAssertThrowsError(try result.get()) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .timedOut, "\(seconds)")
+            }
+            XCTAssertTrue(promise.future.isCancelled, "\(seconds)")
+            XCTAssertEqual(scheduler.pendingCount, 0, "\(seconds): no timer")
+        }
+    }
+
+    func testACompleteFutureKeepsItsResultWhateverTheLimit() throws {
+        for seconds in [0, -1, .nan, 0.001, 60, .infinity] as [TimeInterval] {
+            XCTAssertEqual(try Future(value: 1).timeout(after: seconds).wait(), 1, "\(seconds)")
+            let promise = Promise<Int>()
+            promise.succeed(2)
+            XCTAssertEqual(try promise.future.timeout(after: seconds).wait(), 2, "\(seconds)")
+            XCTAssertFalse(promise.future.isCancelled)
+        }
+    }
+
+    func testAnInfiniteLimitIsNoLimit() throws {
+        let scheduler = DeadlineScheduler(handlerQueue: handlers)
+        let promise = Promise<Int>()
+        let limited = promise.future.timeout(after: .infinity, on: nil, scheduler: scheduler)
+        XCTAssertTrue(limited === promise.future, "the future itself, as documented")
+        XCTAssertEqual(scheduler.pendingCount, 0)
+        promise.succeed(4)
+        XCTAssertEqual(try limited.wait(), 4)
+    }
+
+    func testTheTimeoutHappensOnTheGivenQueue() throws {
+        let key = DispatchSpecificKey<String>()
+        let queue = DispatchQueue(label: "FutureTimeoutTests.timer")
+        queue.setSpecific(key: key, value: "timer")
+        let promise = Promise<Int>()
+        let seen = Recorder<String?>()
+        promise.setCancelHandler { seen.append(DispatchQueue.getSpecific(key: key)) }
+        let limited = promise.future.timeout(after: 0.01, on: queue)
+        limited.observe { _ in seen.append(DispatchQueue.getSpecific(key: key)) }
+        XCTAssertEqual((error(of: limited) as? ConnectError)?.kind, .timedOut)
+        XCTAssertEqual(seen.values, ["timer", "timer"], "the cancellation and the callbacks ran on the queue")
+    }
+
+    func testCallbacksAfterReceiveOnStayOnTheQueue() throws {
+        let key = DispatchSpecificKey<String>()
+        let queue = DispatchQueue(label: "FutureTimeoutTests.receive")
+        queue.setSpecific(key: key, value: "receive")
+        let promise = Promise<Int>()
+        let limited = promise.future.receive(on: queue).timeout(after: 60)
+        let seen = Recorder<String?>()
+        limited.observe { _ in seen.append(DispatchQueue.getSpecific(key: key)) }
+        promise.succeed(1)
+        XCTAssertEqual(try limited.wait(), 1)
+        XCTAssertEqual(seen.values, ["receive"])
+    }
+
+    /// A result and the timer arriving together, many times over on many threads: exactly one wins, and the
+    /// outcome is consistent: the value with the source intact, or `timedOut` with the source cancelled.
+    func testAResultRacingTheTimerHasOneConsistentOutcome() {
+        let scheduler = DeadlineScheduler()
+        let outcomes = Recorder<(result: Result<Int, any Error>, sourceCancelled: Bool)>()
+        let callbacks = Counter()
+        DispatchQueue.concurrentPerform(iterations: 200) { index in
+            let promise = Promise<Int>()
+            let limited = promise.future.timeout(after: 0.000_1, on: nil, scheduler: scheduler)
+            limited.observe { _ in callbacks.increment() }
+            promise.completeIfPending(with: .success(index))
+            let result = (try? limited.waitForResult(timeout: 10)) ?? .failure(TestError(-1))
+            outcomes.append((result, promise.future.isCancelled))
+        }
+        XCTAssertEqual(callbacks.value, 200, "each returned future completed exactly once")
+        for outcome in outcomes.values {
+            switch outcome.result {
+            case .success:
+                XCTAssertFalse(outcome.sourceCancelled)
+            case .failure(let error):
+                XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
+                XCTAssertTrue(outcome.sourceCancelled)
+            }
+        }
+        // A timer that fired was forgotten as it fired; every other one was disarmed by its result.
+        XCTAssertEqual(scheduler.pendingCount, 0)
+    }
+}
