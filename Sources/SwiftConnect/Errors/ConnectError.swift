@@ -24,7 +24,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The stage of a request that failed. Switch over it with a `default` clause: kinds may be added.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The request could not be built: a missing path value, an invalid header, two bodies…
-        /// Nothing was sent.
+        /// Nothing was sent. Also ``Future/race(_:)`` given no futures (with no ``ConnectError/invalidRequestReason``).
         case invalidRequest
         /// The transport failed before a complete response arrived (no connection, reset, TLS…).
         /// ``ConnectError/urlError`` holds the platform error when there is one.
@@ -242,6 +242,11 @@ extension ConnectError {
     /// No underlying `URLError`: nothing failed on the network, and a ``RetryPolicy`` does not retry it.
     static func timedOut(after seconds: TimeInterval) -> ConnectError {
         ConnectError(.timedOut, message: "the future did not complete within the time limit of \(seconds) s")
+    }
+
+    /// The failure of ``Future/race(_:)`` given no futures.
+    static func emptyRace() -> ConnectError {
+        ConnectError(.invalidRequest, message: "Future.race(_:) was given no futures: none can ever complete first")
     }
 
     /// An error saying the request could not be built.

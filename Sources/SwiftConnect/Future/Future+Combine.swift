@@ -82,14 +82,94 @@ extension Future {
         }
         return derived
     }
+
+    /// A future of the result of whichever future completes first, success or failure; the others are then
+    /// cancelled.
+    ///
+    /// ```swift
+    /// // Ask two mirrors; the slower request is cancelled as soon as one answers.
+    /// let file = Future.race([primary.send(GetFile(name: "a")), mirror.send(GetFile(name: "a"))])
+    /// ```
+    ///
+    /// The first result wins, a failure included (as with PromiseKit's `race`). The losers are cancelled before the
+    /// returned future's callbacks run, for everyone that holds them. A future already complete when `race` is called wins at once (the first such
+    /// one in the array). Cancelling the returned future cancels every input still pending.
+    ///
+    /// An empty array fails at once with a ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` (with
+    /// no ``ConnectError/invalidRequestReason``): with nothing to wait for, nothing could ever come first.
+    ///
+    /// - Parameter futures: The futures to race.
+    /// - Returns: A future of the first result.
+    public static func race(_ futures: [Future<Value>]) -> Future<Value> {
+        if futures.isEmpty { return Future(error: ConnectError.emptyRace()) }
+        let derived = Future<Value>()
+        // Weak, as in `all`: the inputs' callbacks hold `derived` (and this array).
+        let inputs = futures.map { WeakFuture(future: $0) }
+        derived.setCancelHandler {
+            for input in inputs { input.future?.cancel() }
+        }
+        for future in futures {
+            // Unowned: the callback is stored in `future` and only `future` runs it.
+            future.whenCompleteReturningWork { [unowned future] result in
+                let (won, work) = derived.complete(
+                    result,
+                    reportingDoubleCompletionAt: nil,
+                    hint: future.hintForCallback
+                )
+                guard won else { return work }
+                // The losers' work is stopped before anyone hears of the winner. Their failures (`cancelled`)
+                // cannot reach `derived` any more.
+                for input in inputs where input.future !== future { input.future?.cancel() }
+                return work
+            }.run()
+        }
+        return derived
+    }
+
+    /// A future of every result, success or failure, in the order of `futures`, once all are complete.
+    ///
+    /// ```swift
+    /// Future.allSettled(ids.map { connect.send(GetTodo(id: $0)) }).onSuccess { results in
+    ///     let todos = results.compactMap { try? $0.get() }
+    ///     print("\(todos.count) of \(results.count) loaded")
+    /// }
+    /// ```
+    ///
+    /// Unlike ``all(_:)``, one failure neither fails it nor ends the wait: it never fails, unless it is itself
+    /// cancelled (like PromiseKit's `when(resolved:)` and SwiftNIO's `whenAllComplete`). Cancelling it cancels
+    /// every input still pending, and fails it with ``ConnectError/Kind/cancelled``. An empty array succeeds at
+    /// once with `[]`.
+    ///
+    /// - Parameter futures: The futures to wait for.
+    /// - Returns: A future of the results in order.
+    public static func allSettled<Element>(
+        _ futures: [Future<Element>]
+    ) -> Future<[Result<Element, any Error>]> where Value == [Result<Element, any Error>] {
+        if futures.isEmpty { return Future(value: []) }
+        let derived = Future<[Result<Element, any Error>]>()
+        let state = Protected(AllState<Result<Element, any Error>>(count: futures.count))
+        // Weak, as in `all`: the inputs' callbacks hold `derived`.
+        let inputs = futures.map { WeakFuture(future: $0) }
+        derived.setCancelHandler {
+            for input in inputs { input.future?.cancel() }
+        }
+        for (index, future) in futures.enumerated() {
+            future.whenCompleteReturningWork { result in
+                let results = state.withLock { $0.store(result, at: index) }
+                return results.map { derived.resolve(.success($0)) } ?? .empty
+            }.run()
+        }
+        return derived
+    }
 }
 
-/// An input of ``Future/all(_:)``, held weakly by the cancel handler of the future it feeds.
+/// An input of ``Future/all(_:)``, ``Future/race(_:)`` or ``Future/allSettled(_:)``, held weakly by the cancel handler
+/// of the future it feeds.
 private struct WeakFuture<Value: Sendable>: Sendable {
     weak var future: Future<Value>?
 }
 
-/// The values gathered so far by ``Future/all(_:)``.
+/// The values gathered so far by ``Future/all(_:)`` (and the results, by ``Future/allSettled(_:)``).
 struct AllState<Element> {
     private var values: [Element?]
     private var remaining: Int
