@@ -95,6 +95,19 @@ final class FutureTimeoutTests: XCTestCase {
         XCTAssertEqual(scheduler.pendingCount, 0, "the deadline was disarmed when it was freed")
     }
 
+    /// The timer is kept by the returned future: held alone, its source's producer gone, it still times out.
+    func testTheReturnedFutureTimesOutWhenItsSourceIsAbandoned() {
+        weak var weakSource: Future<Int>?
+        let limited: Future<Int>
+        do {
+            let promise = Promise<Int>()
+            weakSource = promise.future
+            limited = promise.future.timeout(after: 0.01)
+        }
+        XCTAssertEqual((error(of: limited) as? ConnectError)?.kind, .timedOut)
+        XCTAssertNil(weakSource)
+    }
+
     func testCancellingTheReturnedFutureCancelsTheSourceAndTheTimer() throws {
         let scheduler = DeadlineScheduler(handlerQueue: handlers)
         let promise = Promise<Int>()
@@ -180,9 +193,11 @@ final class FutureTimeoutTests: XCTestCase {
             let promise = Promise<Int>()
             let limited = promise.future.timeout(after: 0.000_1, on: nil, scheduler: scheduler)
             limited.observe { _ in callbacks.increment() }
-            promise.completeIfPending(with: .success(index))
+            // Every other future completes only after the wait: those certainly time out.
+            if index.isMultiple(of: 2) { promise.completeIfPending(with: .success(index)) }
             let result = (try? limited.waitForResult(timeout: 10)) ?? .failure(TestError(-1))
             outcomes.append((result, promise.future.isCancelled))
+            promise.completeIfPending(with: .success(index))
         }
         XCTAssertEqual(callbacks.value, 200, "each returned future completed exactly once")
         for outcome in outcomes.values {
