@@ -25,18 +25,18 @@ extension Future {
     /// future and the timer.
     ///
     /// The limit applies to this future as a whole, on top of any per-attempt ``Connector/timeout`` of a request
-    /// (retries included). Cancelling this future cancels it for everyone that holds it; to give up waiting for a
+    /// (retries included). The timeout cancels this future for everyone that holds it; to give up waiting for a
     /// future you share without cancelling it, put the limit on a future of your own that follows it (see
     /// ``value``).
     ///
     /// - Parameters:
     ///   - seconds: The time limit. `.infinity` sets none (this future is returned as it is). Zero, a negative
     ///     number or NaN is a limit already over: a pending future times out at once, before this method returns.
-    ///     A complete future keeps its result whatever the limit.
+    ///     A complete future keeps its result whatever the limit. A limit over a year counts as a year.
     ///   - queue: Where the timer fires: the timeout's failure, and the cancellation of this future it causes,
     ///     happen there. `nil` (the default) uses a global queue. A result that comes first is delivered as
-    ///     usual, on the thread that completes this future; to run every callback on one queue, chain
-    ///     ``receive(on:)``.
+    ///     usual, on the thread that completes this future, and a limit already over needs no timer: it times
+    ///     out on the calling thread. To run every callback on one queue, chain ``receive(on:)``.
     /// - Returns: A future with this future's result, or the timeout's failure.
     public func timeout(after seconds: TimeInterval, on queue: DispatchQueue? = nil) -> Future<Value> {
         timeout(after: seconds, on: queue, scheduler: .shared)
