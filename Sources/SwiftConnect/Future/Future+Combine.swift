@@ -91,9 +91,10 @@ extension Future {
     /// let file = Future.race([primary.send(GetFile(name: "a")), mirror.send(GetFile(name: "a"))])
     /// ```
     ///
-    /// The first result wins, a failure included (as with PromiseKit's `race`). The losers are cancelled before the
-    /// returned future's callbacks run, for everyone that holds them. A future already complete when `race` is called wins at once (the first such
-    /// one in the array). Cancelling the returned future cancels every input still pending.
+    /// The first result wins, a failure included (as with PromiseKit's `race`). The losers are cancelled before
+    /// the returned future's callbacks run, for everyone that holds them. A future already complete when `race` is
+    /// called wins at once (the first such one in the array). Cancelling the returned future cancels every input
+    /// still pending.
     ///
     /// An empty array fails at once with a ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` (with
     /// no ``ConnectError/invalidRequestReason``): with nothing to wait for, nothing could ever come first.
