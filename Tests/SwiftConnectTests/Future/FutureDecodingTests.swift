@@ -162,8 +162,9 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
-    /// `connect.request(…).mapError { … }.decoded(toType:)`, or with `recover`: a success passes through
-    /// unchanged, and so does what the client knows about the body, whether the body is already there or not.
+    /// `connect.request(…).mapError { … }.decoded(toType:)`, or with `recover`, `timeout(after:)` or `race(_:)`: a
+    /// success passes through unchanged, and so does what the client knows about the body, whether the body is
+    /// already there or not.
     func testDecodingAfterMapErrorOrRecoverUsesTheClientsDecoderAndKeepsTheResponse() throws {
         let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
         let snakeCase = JSONDecoder()
@@ -182,6 +183,8 @@ final class FutureDecodingTests: XCTestCase {
                     ("mapError", promise.future.mapError { $0 }.decoded(toType: Item.self)),
                     ("recover", promise.future.recover { _ in Data() }.decoded(toType: Item.self)),
                     ("recover with a future", promise.future.recover { _ in Future(value: Data()) }.decoded()),
+                    ("timeout", promise.future.timeout(after: 60).decoded(toType: Item.self)),
+                    ("race", Future.race([promise.future, Promise<Data>().future]).decoded(toType: Item.self)),
                 ]
                 if !alreadyComplete { complete() }
                 for (name, decoded) in paths {
