@@ -119,4 +119,20 @@ final class FutureRaceTests: XCTestCase {
         XCTAssertNil(weakWinner)
         XCTAssertNil(weakLoser)
     }
+
+    // MARK: requests
+
+    /// `Future.race` of two requests: the answer wins, the request still pending is cancelled.
+    func testARaceOfRequestsCancelsTheSlowerOne() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        transport.stub(.get, "/fast", with: .json(string: #"{"ok":true}"#))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let first = Future.race([
+            connect.request(ClientFixtures.Endpoint(endpoint: "/slow")),
+            connect.request(ClientFixtures.Endpoint(endpoint: "/fast")),
+        ])
+        XCTAssertEqual(String(decoding: try first.wait(), as: UTF8.self), #"{"ok":true}"#)
+        XCTAssertEqual(transport.cancelledRequests.map { $0.url?.path }, ["/slow"])
+    }
 }

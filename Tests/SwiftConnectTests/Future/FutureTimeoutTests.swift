@@ -212,4 +212,17 @@ final class FutureTimeoutTests: XCTestCase {
         // A timer that fired was forgotten as it fired; every other one was disarmed by its result.
         XCTAssertEqual(scheduler.pendingCount, 0)
     }
+
+    // MARK: requests
+
+    /// As documented: a request that does not answer in time fails with `timedOut`, and its network task (here,
+    /// the fake transport's pending answer) is cancelled.
+    func testARequestThatTakesTooLongIsCancelled() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let limited = connect.request(ClientFixtures.Endpoint(endpoint: "/slow")).timeout(after: 0.01)
+        XCTAssertEqual((error(of: limited) as? ConnectError)?.kind, .timedOut)
+        XCTAssertEqual(transport.cancelledRequests.map { $0.url?.path }, ["/slow"])
+    }
 }
