@@ -49,6 +49,9 @@ let seven = try await Connect.default.send(GetTodo(id: 7)).value
 print("GetTodo(id: 7) →", seven.title)
 let titles = try Future.all((1...3).map { Connect.default.send(GetTodo(id: $0)) }).map { $0.map(\.title) }.wait()
 print("All three:", titles)
+let first = try Connect.default.send(GetTodo(id: 1)).timeout(after: 5).wait()  // .timedOut, and cancelled, after 5 s
+let every = try Future.allSettled((1...3).map { Connect.default.send(GetTodo(id: $0)) }).wait()  // [Result]
+print(first.title, every.count)
 
 // MARK: 4. Errors: the default handler and a custom one
 
