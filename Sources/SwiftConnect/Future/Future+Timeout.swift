@@ -20,9 +20,10 @@ extension Future {
     /// Whichever comes first wins. When this future completes first, the returned future completes with its
     /// result and the timer is cancelled and released at once: it never fires later. When the time is up first,
     /// the returned future fails with a ``ConnectError`` of kind ``ConnectError/Kind/timedOut`` (it has no
-    /// ``ConnectError/request`` and no ``ConnectError/underlyingError``), then this future is cancelled: its
-    /// cancel handler runs before the returned future's callbacks do. Cancelling the returned future cancels this
-    /// future and the timer.
+    /// ``ConnectError/request`` and no ``ConnectError/underlyingError``) once this future is cancelled: its
+    /// cancel handler has run, and its work has stopped, before anyone sees the timeout, whether by a callback
+    /// or by reading ``result``. A result that arrives while the timer fires, before the cancellation reaches this
+    /// future, still wins. Cancelling the returned future cancels this future and the timer.
     ///
     /// The limit applies to this future as a whole, on top of any per-attempt ``Connector/timeout`` of a request
     /// (retries included). The timeout cancels this future for everyone that holds it; to give up waiting for a
@@ -50,20 +51,24 @@ extension Future {
         if isCompleted { return transformResultKeepingHint { $0 } }
 
         let derived: Future<Value> = makeDerived()
+        let timeoutError = ConnectError.timedOut(after: seconds)
+        // Set when the limit passes, before this future is cancelled: the cancellation that comes back through the
+        // callback below is then reported as the timeout. So the returned future fails with `timedOut` only once
+        // this future is cancelled (or gone), and never while its work still runs.
+        let expired = Protected(false)
         // Weak: the scheduler holds this handler until it fires or is disarmed; `derived` lives as long as someone
         // holds it or this future's callback does, and this future as long as its producer does.
         let expire: @Sendable () -> Void = { [weak self, weak derived] in
-            guard let derived else { return }
-            let (completed, work) = derived.complete(
-                .failure(ConnectError.timedOut(after: seconds)),
-                reportingDoubleCompletionAt: nil
-            )
-            // The result came first (it may have arrived while the timer was firing): nothing else to do.
-            guard completed else { return }
-            // The work is stopped before anyone hears of the timeout, as `cancel()` does. Its own failure
-            // (`cancelled`) cannot reach `derived` any more.
-            self?.cancel()
-            work.run()
+            guard let derived, !derived.isCompleted else { return }
+            guard let self else {
+                // This future was freed while pending (abandoned): there is no work left to stop.
+                derived.complete(.failure(timeoutError), reportingDoubleCompletionAt: nil).work.run()
+                return
+            }
+            expired.withLock { $0 = true }
+            // The work is stopped before anyone hears of the timeout, as `cancel()` does; a result that came first
+            // (it may have arrived while the timer was firing) stands, as cancelling a complete future does nothing.
+            self.cancel()
         }
         // `nil` for a limit that is already over (zero, negative, NaN).
         let deadline = Deadline(seconds: seconds, scheduler: scheduler)
@@ -85,6 +90,11 @@ extension Future {
         // Unowned: the callback is stored in `self` and only `self` runs it.
         whenCompleteReturningWork { [unowned self] result in
             deadline?.cancel()
+            if case .failure(let error) = result, (error as? ConnectError)?.isCancelled == true,
+                expired.withLock({ $0 })
+            {
+                return derived.resolve(.failure(timeoutError), hint: hintForCallback)
+            }
             return derived.resolve(result, hint: hintForCallback)
         }.run()
         return derived

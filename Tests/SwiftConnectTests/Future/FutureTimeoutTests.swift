@@ -185,18 +185,18 @@ final class FutureTimeoutTests: XCTestCase {
 
     /// A result and the timer arriving together, many times over on many threads: exactly one wins, and the
     /// outcome is consistent: the value with the source intact, or `timedOut` with the source cancelled. (Checked
-    /// in a callback: the source's cancellation comes before the callbacks, as with `cancel()`; a thread polling
-    /// `result` may see the timeout a moment before.)
+    /// in a callback, which may be added after the returned future completed: the source is cancelled before the
+    /// returned future fails.)
     func testAResultRacingTheTimerHasOneConsistentOutcome() {
         let scheduler = DeadlineScheduler()
-        let outcomes = Recorder<(result: Result<Int, any Error>, sourceCancelled: Bool)>()
+        let outcomes = Recorder<(result: Result<Int, any Error>, source: Result<Int, any Error>?)>()
         let callbacks = DispatchGroup()
         DispatchQueue.concurrentPerform(iterations: 200) { index in
             let promise = Promise<Int>()
             let limited = promise.future.timeout(after: 0.000_1, on: nil, scheduler: scheduler)
             callbacks.enter()
             limited.observe { result in
-                outcomes.append((result, promise.future.isCancelled))
+                outcomes.append((result, promise.future.result))
                 callbacks.leave()
             }
             // Every other future completes only after the wait: those certainly time out.
@@ -208,11 +208,17 @@ final class FutureTimeoutTests: XCTestCase {
         XCTAssertEqual(outcomes.values.count, 200, "each returned future completed exactly once")
         for outcome in outcomes.values {
             switch outcome.result {
-            case .success:
-                XCTAssertFalse(outcome.sourceCancelled)
+            case .success(let value):
+                guard case .success(let sourceValue)? = outcome.source else {
+                    return XCTFail("the value won, yet the source is \(String(describing: outcome.source))")
+                }
+                XCTAssertEqual(sourceValue, value)
             case .failure(let error):
                 XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
-                XCTAssertTrue(outcome.sourceCancelled)
+                guard case .failure(let sourceError)? = outcome.source else {
+                    return XCTFail("the timeout won, yet the source is \(String(describing: outcome.source))")
+                }
+                XCTAssertEqual((sourceError as? ConnectError)?.kind, .cancelled)
             }
         }
         // A timer that fired was forgotten as it fired; every other one was disarmed by its result.
