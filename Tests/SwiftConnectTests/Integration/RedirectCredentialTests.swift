@@ -30,6 +30,15 @@ final class RedirectCredentialTests: XCTestCase {
     }
 
     /// `localhost` and `127.0.0.1` are two hosts, even on the same port: the credentials stay with the first.
+    /// Two local servers, two origins (their ports differ), stopped when the test ends.
+    private func twoOrigins() throws -> (origin: LocalServer, other: LocalServer) {
+        let origin = try LocalServer.started()
+        addTeardownBlock { origin.stop() }
+        let other = try LocalServer.started()
+        addTeardownBlock { other.stop() }
+        return (origin, other)
+    }
+
     func testAnotherHostNameForTheSameServerGetsNoCredentials() throws {
         let server = try LocalServer.started()
         defer { server.stop() }
@@ -58,12 +67,7 @@ final class RedirectCredentialTests: XCTestCase {
     /// The server configuration's default headers and query items, and the credential an
     /// `AuthenticationMiddleware` signs with, stay with the origin too.
     func testConfigurationDefaultsAndTheMiddlewaresCredentialStayWithTheOrigin() throws {
-        let origin = try LocalServer.started()
-        let other = try LocalServer.started()
-        defer {
-            origin.stop()
-            other.stop()
-        }
+        let (origin, other) = try twoOrigins()
         other.route("GET", "/landing") { _ in .json(["ok": true]) }
         origin.route("GET", "/start") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/landing") }
         let configuration = ServerConfiguration(
@@ -91,12 +95,7 @@ final class RedirectCredentialTests: XCTestCase {
 
     /// Once they have left for another origin, credentials do not come back when it redirects to the first one.
     func testCredentialsDoNotComeBackAfterARoundTripThroughAnotherOrigin() throws {
-        let origin = try LocalServer.started()
-        let other = try LocalServer.started()
-        defer {
-            origin.stop()
-            other.stop()
-        }
+        let (origin, other) = try twoOrigins()
         origin.route("GET", "/start") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/bounce") }
         other.route("GET", "/bounce") { _ in .redirect(to: "http://127.0.0.1:\(origin.port)/back") }
         origin.route("GET", "/back") { _ in .json(["ok": true]) }
@@ -172,12 +171,7 @@ final class RedirectCredentialTests: XCTestCase {
     /// Debug output of a redirected request shows the request as sent, redacted, and nothing of the URL it
     /// was redirected to.
     func testDebugOutputOfARedirectedRequestShowsNoSecret() throws {
-        let origin = try LocalServer.started()
-        let other = try LocalServer.started()
-        defer {
-            origin.stop()
-            other.stop()
-        }
+        let (origin, other) = try twoOrigins()
         other.route("GET", "/landing") { _ in .json(["ok": true]) }
         origin.route("GET", "/start") { _ in
             .redirect(to: "http://127.0.0.1:\(other.port)/landing?token=secret-in-location")
@@ -200,12 +194,7 @@ final class RedirectCredentialTests: XCTestCase {
     /// A retried request starts again from the original URL, with its credentials, and the origin it was
     /// redirected to still gets none.
     func testARetryAfterARedirectStartsAgainFromTheOrigin() throws {
-        let origin = try LocalServer.started()
-        let other = try LocalServer.started()
-        defer {
-            origin.stop()
-            other.stop()
-        }
+        let (origin, other) = try twoOrigins()
         let answered = Protected(0)
         other.route("GET", "/landing") { _ in
             let count = answered.withLock { count in

@@ -170,14 +170,21 @@ final class QueuedAuthenticationTests: XCTestCase {
 
     // MARK: - Slots, order and cap
 
-    func testWaitingRequestsGiveTheirSlotsBackAndTakeOneAgainAheadOfTheLineBeforeTheReplay() {
-        // Given: one slot; a is rejected while b waits in the queue
+    /// A queue of one slot before an authentication middleware whose refresh goes through another client sharing
+    /// that queue, over a transport the test answers request by request.
+    private static func oneSlotClients() -> (transport: ManualTransport, queue: RequestQueue, connect: Connect) {
         let transport = ManualTransport()
         let queue = RequestQueue(maxConcurrentRequests: 1)
         let authClient = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
         let connect = Connect(
-            transport: transport, middlewares: [queue, Self.authentication(refreshingThrough: authClient)],
+            transport: transport, middlewares: [queue, authentication(refreshingThrough: authClient)],
             retryPolicy: nil)
+        return (transport, queue, connect)
+    }
+
+    func testWaitingRequestsGiveTheirSlotsBackAndTakeOneAgainAheadOfTheLineBeforeTheReplay() {
+        // Given: one slot; a is rejected while b waits in the queue
+        let (transport, queue, connect) = Self.oneSlotClients()
         let a = connect.request(Endpoint(endpoint: "/a"))
         let b = connect.request(Endpoint(endpoint: "/b"))
         XCTAssertEqual(paths(transport.requests), ["/a"])
@@ -206,12 +213,7 @@ final class QueuedAuthenticationTests: XCTestCase {
 
     func testAReplayWaitsForAFreeSlotEvenInAPausedQueueButIgnoresThePause() {
         // Given: a rejected, the refresh running; the queue is paused
-        let transport = ManualTransport()
-        let queue = RequestQueue(maxConcurrentRequests: 1)
-        let authClient = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
-        let connect = Connect(
-            transport: transport, middlewares: [queue, Self.authentication(refreshingThrough: authClient)],
-            retryPolicy: nil)
+        let (transport, queue, connect) = Self.oneSlotClients()
         let a = connect.request(Endpoint(endpoint: "/a"))
         respond(transport, to: 0, status: 401)
         XCTAssertEqual(paths(transport.requests), ["/a", "/token"])
@@ -258,12 +260,7 @@ final class QueuedAuthenticationTests: XCTestCase {
 
     func testCancellingARequestWaitingForTheRefreshFreesEverything() {
         // Given: a rejected and waiting for the refresh, which holds the only slot
-        let transport = ManualTransport()
-        let queue = RequestQueue(maxConcurrentRequests: 1)
-        let authClient = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
-        let connect = Connect(
-            transport: transport, middlewares: [queue, Self.authentication(refreshingThrough: authClient)],
-            retryPolicy: nil)
+        let (transport, queue, connect) = Self.oneSlotClients()
         let a = connect.request(Endpoint(endpoint: "/a"))
         respond(transport, to: 0, status: 401)
         let b = connect.request(Endpoint(endpoint: "/b"))

@@ -10,23 +10,6 @@ import XCTest
 /// What the response's own `Cache-Control`, `Expires`, `Age` and `Pragma` headers do to the ``ResponseCache``: they
 /// can keep a response out of it or shorten its rule's time to live, never lengthen it.
 final class ResponseCacheFreshnessTests: XCTestCase {
-    /// A clock the test moves by hand.
-    private final class ManualClock: @unchecked Sendable {
-        // @unchecked Sendable: `lock` protects `current`.
-        private let lock = NSLock()
-        private var current = Date(timeIntervalSince1970: 1_000_000)
-        var now: Date {
-            lock.lock()
-            defer { lock.unlock() }
-            return current
-        }
-        func advance(_ seconds: TimeInterval) {
-            lock.lock()
-            current += seconds
-            lock.unlock()
-        }
-    }
-
     /// The clocks' starting time.
     private static let start = Date(timeIntervalSince1970: 1_000_000)
 

@@ -20,23 +20,6 @@ final class ResponseCacheTests: XCTestCase {
         var options: RequestOptions { RequestOptions(cache: rule) }
     }
 
-    /// A clock the test moves by hand.
-    private final class ManualClock: @unchecked Sendable {
-        // @unchecked Sendable: `lock` protects `current`.
-        private let lock = NSLock()
-        private var current = Date(timeIntervalSince1970: 1_000_000)
-        var now: Date {
-            lock.lock()
-            defer { lock.unlock() }
-            return current
-        }
-        func advance(_ seconds: TimeInterval) {
-            lock.lock()
-            current += seconds
-            lock.unlock()
-        }
-    }
-
     private func makeClient(maxBytes: Int = 1_000_000, clock: ManualClock = ManualClock()) -> (
         Connect, FakeTransport, ResponseCache
     ) {

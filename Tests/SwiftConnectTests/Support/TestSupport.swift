@@ -100,3 +100,24 @@ final class Gate: Sendable {
         if !wasOpen { group.leave() }
     }
 }
+
+/// A clock a test moves by hand, starting at 1,000,000 seconds after 1970 (for a ``ResponseCache``'s `now`).
+final class ManualClock: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `current`.
+    private let lock = NSLock()
+    private var current = Date(timeIntervalSince1970: 1_000_000)
+
+    /// The clock's time.
+    var now: Date {
+        lock.lock()
+        defer { lock.unlock() }
+        return current
+    }
+
+    /// Moves the clock `seconds` forward.
+    func advance(_ seconds: TimeInterval) {
+        lock.lock()
+        current += seconds
+        lock.unlock()
+    }
+}
