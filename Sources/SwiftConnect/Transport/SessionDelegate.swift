@@ -101,6 +101,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        // A hop the transport sent itself: it follows that hop's redirects too, counting them (RedirectChain).
+        if RedirectGuard.dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker {
+            completionHandler(nil)
+            return
+        }
         guard !RedirectGuard.leavesHTTP(response, to: request) else {
             completionHandler(nil)  // the redirect response itself is the answer
             return
@@ -147,10 +152,26 @@ final class TaskHandler: Sendable {
         var completing = false
     }
 
+    /// How a transport follows the redirects of a task that the session could not follow
+    /// (``URLSessionTransport/followsRedirect(of:answeredBy:hasBody:chain:deadline:promise:send:)``).
+    struct Redirects: Sendable {
+        /// The transport that sends the next hop.
+        let transport: URLSessionTransport
+        /// The request as the task sends it.
+        let hop: URLRequest
+        /// Whether the task sends a body the transport can send again (in memory or from a file).
+        let hasBody: Bool
+        /// The exchange, when the task is a hop the transport sent itself.
+        let chain: RedirectChain?
+    }
+
+    /// The request reported in responses and errors: the caller's, also for a hop of a redirect.
     let request: URLRequest
     let transfer: TransferOptions
     let promise: Promise<ConnectResponse>
     let deadline: Deadline?
+    /// How the transport follows this task's redirects itself; `nil` when it does not.
+    let redirects: Redirects?
     /// Stops the transfer for good (cancelling the task, and on Linux its own session).
     let stop: @Sendable () -> Void
     /// Puts a finished download in place (``TransferOptions/moveIntoPlace(_:to:)``; tests pass a gate).
@@ -163,6 +184,7 @@ final class TaskHandler: Sendable {
         promise: Promise<ConnectResponse>,
         deadline: Deadline?,
         moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
+        redirects: Redirects? = nil,
         stop: @escaping @Sendable () -> Void
     ) {
         self.request = request
@@ -170,8 +192,9 @@ final class TaskHandler: Sendable {
         self.promise = promise
         self.deadline = deadline
         self.moveIntoPlace = moveIntoPlace
+        self.redirects = redirects
         self.stop = stop
-        if let body = request.httpBody {
+        if let body = (redirects?.hop ?? request).httpBody {
             state.withLock { $0.bytesToSend = Int64(body.count) }
         }
     }
@@ -346,6 +369,11 @@ final class TaskHandler: Sendable {
         if snapshot.response == nil { snapshot.response = response }
         let result = outcome(of: snapshot, error: error, temporary: temporary)
         if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }
+        if RedirectGuard.dropsBodyOnRedirect, case .success(let answer) = result,
+            (300..<400).contains(answer.statusCode), followsRedirect(answer.response)
+        {
+            return
+        }
         if case .success = result, transfer.progress != nil {
             var final = snapshot
             if final.bytesToSend != nil { final.bytesSent = final.bytesToSend ?? final.bytesSent }
@@ -354,6 +382,27 @@ final class TaskHandler: Sendable {
             if report != snapshot.lastReported { transfer.progress?(report) }
         }
         URLSessionTransport.complete(promise, with: result, bodySize: snapshot.data.count)
+    }
+
+    /// Sends the request again to where `response` redirects it, when the session could not follow it with the
+    /// body (``URLSessionTransport/followsRedirect(of:answeredBy:hasBody:chain:deadline:promise:send:)``): the next
+    /// hop runs as a transfer of its own, which completes this task's promise and which cancelling it cancels.
+    /// Progress reports start again with the new hop.
+    ///
+    /// - Returns: Whether the redirect was taken over; `false` when `response` is the answer.
+    private func followsRedirect(_ response: HTTPURLResponse) -> Bool {
+        guard let redirects else { return false }
+        let (transfer, promise, transport) = (transfer, promise, redirects.transport)
+        return transport.followsRedirect(
+            of: redirects.hop, answeredBy: response, hasBody: redirects.hasBody, chain: redirects.chain,
+            deadline: deadline, promise: promise
+        ) { next, keepsBody, chain in
+            var options = transfer
+            if !keepsBody { options.bodyFile = nil }
+            let started = transport.startTransfer(next, transfer: options, chain: chain)
+            promise.setCancelHandler { started.cancel() }
+            started.observe { promise.completeIfPending(with: $0) }
+        }
     }
 
     private func outcome(of state: State, error: (any Error)?, temporary: URL?) -> Result<ConnectResponse, any Error> {

@@ -14,9 +14,9 @@ import Foundation
 /// let custom = Connect(transport: URLSessionTransport(configuration: configuration))
 /// ```
 ///
-/// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds each exchange (one attempt),
-/// from sending to the last byte of the response, on every platform: when it passes, the task is cancelled and
-/// the future fails with ``ConnectError/Kind/timedOut``. So does the configuration's
+/// Each request's `timeoutInterval` (a connector's ``Connector/timeout``) bounds each exchange (one attempt, its
+/// redirects included), from sending to the last byte of the response, on every platform: when it passes, the
+/// task is cancelled and the future fails with ``ConnectError/Kind/timedOut``. So does the configuration's
 /// `timeoutIntervalForResource` when it is shorter (FoundationNetworking ignores it: the transport enforces it).
 ///
 /// It sends http and https URLs only: any other scheme (`file:`, `ftp:`, `data:`…) fails at once with
@@ -30,6 +30,13 @@ import Foundation
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
 /// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
 /// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
+///
+/// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
+/// every platform: on Linux, where FoundationNetworking cannot send a body again, the transport sends the request
+/// again itself (see ``RedirectGuard``), from memory or from its file, within the same timeout and redirect limit
+/// (20). A body from an `InputStream` cannot be read twice: there the 3xx response is the answer. The response
+/// names the URL that answered; its ``ConnectResponse/request`` is the request sent first, as for the redirects
+/// URLSession follows.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see ``Transport/send(_:transfer:)``).
@@ -173,8 +180,14 @@ public final class URLSessionTransport: Transport {
     }
 
     /// Starts a transfer at once, on the caller's thread.
-    private func startTransfer(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        guard let delegate else { return sendInMemory(request, transfer: transfer, using: self) }
+    ///
+    /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
+    ///   deadline runs on, and its original request is the one reported.
+    func startTransfer(
+        _ sent: URLRequest, transfer: TransferOptions, chain: RedirectChain? = nil
+    ) -> Future<ConnectResponse> {
+        guard let delegate else { return sendInMemory(sent, transfer: transfer, using: self) }
+        let request = chain?.original ?? sent
         if let destination = transfer.destination {
             do {
                 try TransferOptions.checkDestination(destination, request: request)
@@ -208,12 +221,13 @@ public final class URLSessionTransport: Transport {
                 let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: bodyFile.path])
                 return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
             }
-            var streamed = request
+            var streamed = sent
             streamed.httpBody = nil
             task = taskSession.uploadTask(with: streamed, fromFile: bodyFile)
         } else {
-            task = taskSession.dataTask(with: request)
+            task = taskSession.dataTask(with: sent)
         }
+        if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
         let stop: @Sendable () -> Void
         if isolated {
             stop = { [weak task] in
@@ -224,9 +238,17 @@ public final class URLSessionTransport: Transport {
             stop = { [weak task] in task?.cancel() }
         }
         let promise = Promise<ConnectResponse>()
-        let deadline = deadline(for: request)
+        let deadline = chain.map(\.deadline) ?? deadline(for: sent)
+        // Where the session cannot send a body again, the transport follows such redirects itself.
+        let redirects =
+            RedirectGuard.dropsBodyOnRedirect
+            ? TaskHandler.Redirects(
+                transport: self, hop: sent,
+                hasBody: transfer.bodyFile != nil || !(sent.httpBody?.isEmpty ?? true), chain: chain)
+            : nil
         let handler = TaskHandler(
-            request: request, transfer: transfer, promise: promise, deadline: deadline, stop: stop)
+            request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
+            stop: stop)
         taskDelegate.register(handler, for: task)
         if isolated { promise.future.always { taskSession.finishTasksAndInvalidate() } }
         return Self.run(
@@ -256,11 +278,18 @@ public final class URLSessionTransport: Transport {
         return promise.future
     }
 
+    /// Whether this transport owns its session and its delegate, whose redirect rule it relies on.
+    var ownsDelegate: Bool { delegate != nil }
+
     /// Creates and starts the data task that completes `promise`.
-    private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
-        let deadline = deadline(for: request)
+    ///
+    /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
+    ///   deadline runs on, and its original request is the one reported.
+    private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, chain: RedirectChain? = nil) {
+        let deadline = chain.map(\.deadline) ?? deadline(for: request)
+        let reported = chain?.original ?? request
         plainInFlight.withLock { $0 += 1 }
-        let task = session.dataTask(with: request) { [plainInFlight, delegate] data, response, error in
+        let task = session.dataTask(with: request) { [self] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
             // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
@@ -268,14 +297,25 @@ public final class URLSessionTransport: Transport {
                 let declined = delegate?.takeDeclinedChallenge(endedBy: error)
             {
                 Self.complete(
-                    promise, with: .success(ConnectResponse(request: request, response: declined, data: Data())),
+                    promise, with: .success(ConnectResponse(request: reported, response: declined, data: Data())),
                     bodySize: 0)
                 return
             }
-            let result = Self.result(for: request, data: data, response: response, error: error)
+            // A redirect the session could not follow with the body (FoundationNetworking): sent again from here.
+            if RedirectGuard.dropsBodyOnRedirect, error == nil, let http = response as? HTTPURLResponse,
+                (300..<400).contains(http.statusCode),
+                followsRedirect(
+                    of: request, answeredBy: http, hasBody: !(request.httpBody?.isEmpty ?? true), chain: chain,
+                    deadline: deadline, promise: promise,
+                    send: { next, _, chain in self.startDataTask(next, promise: promise, chain: chain) })
+            {
+                return
+            }
+            let result = Self.result(for: reported, data: data, response: response, error: error)
             Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
-        _ = Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in task?.cancel() }
+        if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
+        _ = Self.run(task, promise: promise, deadline: deadline, request: reported) { [weak task] in task?.cancel() }
     }
 
     /// Responses with bodies at least this large complete on a concurrent queue rather than on the session's
@@ -454,8 +494,11 @@ extension ConnectError {
 /// It also keeps a request body from being lost on a redirect. FoundationNetworking never sends the body again
 /// after a redirect, yet keeps the method (307, 308, or 301/302 for methods other than POST) and every header,
 /// `Content-Length` included: the server got the request with an empty body, or waited for the announced body
-/// until the timeout. There such a redirect is not followed (the 3xx response is the answer, which the error
-/// handler reports); a redirect that turns the request into a GET drops the headers that described the body.
+/// until the timeout. There the session does not follow such a redirect: ``URLSessionTransport`` sends the
+/// request again itself, body included (``nextHop(after:answeredBy:hasBody:isFollowUp:)``, ``RedirectChain``),
+/// by these same rules. A body it cannot read twice (an `httpBodyStream`) is not sent again: the 3xx response is
+/// the answer, which the error handler reports. A redirect that turns the request into a GET drops the headers
+/// that described the body.
 enum RedirectGuard {
     /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
     /// the headers describing a body when `hadBody` and it became a GET or HEAD.
@@ -492,7 +535,8 @@ enum RedirectGuard {
 
     /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
     /// `Location`, redacted) and why ``URLSessionTransport``'s rule did not follow it, when the rule explains it;
-    /// empty without a `Location`. Built on the error path only.
+    /// empty without a `Location`. Built on the error path only. "Cannot send the request body again" is for a
+    /// body the transport cannot send again itself either: one from an `InputStream`.
     static func notFollowed(_ response: ConnectResponse) -> String {
         let http = response.response
         guard let location = http.value(forHTTPHeaderField: "Location") else { return "" }
@@ -571,6 +615,51 @@ enum RedirectGuard {
     #else
         static let dropsBodyOnRedirect = false
     #endif
+
+    /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow: the hops the
+    /// transport follows itself count with those the session follows.
+    static let maxRedirects = 20
+
+    /// The request ``URLSessionTransport`` sends for the redirect `response` of `hop`, which the session did not
+    /// follow; `nil` when `response` is the answer.
+    ///
+    /// The first request of an exchange (`isFollowUp` false) is sent again only for a redirect that keeps its
+    /// method (307, 308, or 301/302 for a method other than POST) when it has a body the transport can send again
+    /// (`hasBody`: in memory or from a file, never a stream): the redirects the session declined to follow because
+    /// it would lose the body. A request the transport sent itself (`isFollowUp`) has every redirect followed
+    /// here (the session follows none of them, see ``SessionDelegate``), so that they all count against one limit:
+    /// a 303, or a 301/302 of a POST, becomes a GET without the body and the headers that described it.
+    ///
+    /// The `Location` is resolved against the URL that answered. The same rules apply as to the redirects the
+    /// session follows: none to a URL that is not http or https (``leavesHTTP(_:to:)``) or that carries
+    /// credentials of its own (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials removed on a change of
+    /// origin (``redirect(_:from:hadBody:)``).
+    ///
+    /// - Returns: The request to send and whether it keeps the body (a `bodyFile` is uploaded again only then).
+    static func nextHop(
+        after hop: URLRequest, answeredBy response: HTTPURLResponse, hasBody: Bool, isFollowUp: Bool
+    ) -> (request: URLRequest, keepsBody: Bool)? {
+        let status = response.statusCode
+        guard status == 301 || status == 302 || status == 303 || status == 307 || status == 308,
+            hop.httpBodyStream == nil
+        else { return nil }
+        let keepsMethod = keepsMethod(hop, status: status)
+        guard isFollowUp || (hasBody && keepsMethod),
+            let location = response.value(forHTTPHeaderField: "Location"),
+            let url = URL(string: location, relativeTo: response.url ?? hop.url)?.absoluteURL
+        else { return nil }
+        var next = hop
+        next.url = url
+        let becomesGET = !keepsMethod && !isBodyless(hop)
+        if becomesGET {
+            next.httpMethod = "GET"
+            next.httpBody = nil
+        }
+        guard !leavesHTTP(response, to: next), !bringsCredentialsOfItsOwn(response, to: next, from: hop) else {
+            return nil
+        }
+        return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
+    }
 
     /// Whether the task's request had a body: in memory, a stream, or a file being uploaded.
     static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
