@@ -303,6 +303,36 @@ final class BodyRedirectTests: XCTestCase {
         XCTAssertEqual(server.requests.last?.header("Content-Type"), "application/octet-stream")
     }
 
+    /// A download and a size-limited request (each on a session of its own, on Linux) follow the 307 too: the file
+    /// holds the final answer, and the last progress report is the final hop's.
+    func testADownloadAndASizeLimitedRequestFollowTheRedirect() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let payload = Data(repeating: 9, count: 3000)
+        server.route("POST", "/a") { _ in .redirect(to: "/b", status: 307) }
+        server.route("POST", "/b") { _ in .data(payload) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("redirect-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("answer.bin")
+        let reports = Protected<[TransferProgress]>([])
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let options = RequestOptions(progress: { report in reports.withLock { $0.append(report) } })
+
+        let file = try connect.download(Self.route("/a", on: server, options: options), to: destination)
+            .wait(timeout: 20)
+
+        XCTAssertEqual(try Data(contentsOf: file), payload)
+        XCTAssertEqual(reports.snapshot.last?.bytesReceived, 3000)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["answer.bin"])
+        assertCarriesTheBody(server.requests.last, method: "POST", "download")
+
+        server.resetStatistics()
+        let limited = Self.route("/a", on: server, options: RequestOptions(maxResponseBytes: 1 << 20))
+        XCTAssertEqual(try connect.request(limited).wait(timeout: 20), payload)
+        assertCarriesTheBody(server.requests.last, method: "POST", "size limit")
+    }
+
     /// Cancelling while the second hop is in flight cancels that hop; nothing more is sent.
     func testCancellingDuringTheSecondHopStopsIt() throws {
         let server = try LocalServer.started()
