@@ -155,8 +155,9 @@ final class TaskHandler: Sendable {
     /// How a transport follows the redirects of a task that the session could not follow
     /// (``URLSessionTransport/followsRedirect(of:answeredBy:hasBody:chain:deadline:promise:send:)``).
     struct Redirects: Sendable {
-        /// The transport that sends the next hop.
-        let transport: URLSessionTransport
+        /// The transport that sends the next hop; held weakly, so that a transfer in flight does not keep a released
+        /// client alive (then the 3xx response is the answer).
+        weak var transport: URLSessionTransport?
         /// The request as the task sends it.
         let hop: URLRequest
         /// Whether the task sends a body the transport can send again (in memory or from a file).
@@ -391,8 +392,8 @@ final class TaskHandler: Sendable {
     ///
     /// - Returns: Whether the redirect was taken over; `false` when `response` is the answer.
     private func followsRedirect(_ response: HTTPURLResponse) -> Bool {
-        guard let redirects else { return false }
-        let (transfer, promise, transport) = (transfer, promise, redirects.transport)
+        guard let redirects, let transport = redirects.transport else { return false }
+        let (transfer, promise) = (transfer, promise)
         return transport.followsRedirect(
             of: redirects.hop, answeredBy: response, hasBody: redirects.hasBody, chain: redirects.chain,
             deadline: deadline, promise: promise

@@ -36,7 +36,8 @@ import Foundation
 /// again itself (see ``RedirectGuard``), from memory or from its file, within the same timeout and redirect limit
 /// (20). A body from an `InputStream` cannot be read twice: there the 3xx response is the answer. The response
 /// names the URL that answered; its ``ConnectResponse/request`` is the request sent first, as for the redirects
-/// URLSession follows.
+/// URLSession follows. A transport released meanwhile finishes the hop in flight but sends no other: its 3xx
+/// response is the answer.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see ``Transport/send(_:transfer:)``).
@@ -289,7 +290,8 @@ public final class URLSessionTransport: Transport {
         let deadline = chain.map(\.deadline) ?? deadline(for: request)
         let reported = chain?.original ?? request
         plainInFlight.withLock { $0 += 1 }
-        let task = session.dataTask(with: request) { [self] data, response, error in
+        // The transport is held weakly, as before: in-flight requests do not keep a released client alive.
+        let task = session.dataTask(with: request) { [weak self, plainInFlight, delegate] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
             // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
@@ -303,8 +305,8 @@ public final class URLSessionTransport: Transport {
             }
             // A redirect the session could not follow with the body (FoundationNetworking): sent again from here.
             if RedirectGuard.dropsBodyOnRedirect, error == nil, let http = response as? HTTPURLResponse,
-                (300..<400).contains(http.statusCode),
-                followsRedirect(
+                (300..<400).contains(http.statusCode), let self,
+                self.followsRedirect(
                     of: request, answeredBy: http, hasBody: !(request.httpBody?.isEmpty ?? true), chain: chain,
                     deadline: deadline, promise: promise,
                     send: { next, _, chain in self.startDataTask(next, promise: promise, chain: chain) })

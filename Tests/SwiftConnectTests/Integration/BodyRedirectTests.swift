@@ -268,7 +268,9 @@ final class BodyRedirectTests: XCTestCase {
         request.httpBodyStream = InputStream(data: Self.json)
         request.setValue("\(Self.json.count)", forHTTPHeaderField: "Content-Length")
 
-        let response = try URLSessionTransport().send(request).wait(timeout: 20)
+        let transport = URLSessionTransport()
+
+        let response = try transport.send(request).wait(timeout: 20)
 
         #if canImport(FoundationNetworking)
             XCTAssertEqual(response.statusCode, 307)
@@ -294,8 +296,9 @@ final class BodyRedirectTests: XCTestCase {
         request.httpMethod = "POST"
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
 
-        let response = try URLSessionTransport().send(request, transfer: TransferOptions(bodyFile: onDisk))
-            .wait(timeout: 20)
+        let transport = URLSessionTransport()
+
+        let response = try transport.send(request, transfer: TransferOptions(bodyFile: onDisk)).wait(timeout: 20)
 
         XCTAssertEqual(response.statusCode, 200)
         XCTAssertEqual(server.requests.map(\.path), ["/a", "/b"])
