@@ -27,8 +27,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        let proceed = handler(for: dataTask)?.didReceive(response) ?? true
+        guard let handler = handler(for: dataTask) else { return completionHandler(.allow) }
+        let proceed = handler.didReceive(response)
         completionHandler(proceed ? .allow : .cancel)
+        if !proceed { handler.refuseBody() }
     }
 
     func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
@@ -200,8 +202,22 @@ final class TaskHandler: Sendable {
         }
     }
 
+    /// The task was told not to take the body of the response head it delivered: stops the transfer, then fails
+    /// the future with the reason at once.
+    ///
+    /// `.cancel` for the head alone does not stop FoundationNetworking: libcurl goes on receiving the body, and
+    /// the task's completion comes only when the body ends, however long the server takes. The transfer is
+    /// stopped before the future fails, so a caller that learns of the failure sees a transfer already stopping.
+    func refuseBody() {
+        deadline?.cancel()
+        _ = discardPartialDownload()
+        stop()
+        guard let failure = state.withLock({ $0.failure }) else { return }
+        CompletionContext.deliver { promise.completeIfPending(with: .failure(failure)) }
+    }
+
     /// The response head arrived. Returns `false` to cancel the task (declared size over the limit, or no
-    /// file to write to).
+    /// file to write to), which ``refuseBody()`` then stops.
     func didReceive(_ response: URLResponse) -> Bool {
         guard let response = response as? HTTPURLResponse else { return true }
         let expected: Int64?

@@ -272,6 +272,42 @@ final class TransferIntegrationTests: XCTestCase {
         }
     }
 
+    /// A declared length over the limit stops the transfer, not only the future: the body the server goes on
+    /// writing once the client has given up is refused (the connection is gone), rather than received and dropped.
+    func testSizeLimitOnADeclaredLengthStopsTheTransfer() throws {
+        let clientFailed = DispatchSemaphore(value: 0)
+        let producerDone = expectation(description: "server finished writing")
+        let pieceCount = 1 << 10  // 64 MiB in all
+        let piecesSent = Protected(0)
+        server.route("GET", "/declared-endless") { _ in
+            .stream(contentLength: pieceCount << 16) { write in
+                let piece = Data(count: 1 << 16)
+                // The head is out: hold the body back until the client has given up on it.
+                _ = clientFailed.wait(timeout: .now() + 60)
+                for _ in 0..<pieceCount {
+                    guard write(piece) else { break }
+                    piecesSent.withLock { $0 += 1 }
+                }
+                producerDone.fulfill()
+            }
+        }
+        server.route("GET", "/small") { _ in .json(["ok": true]) }
+        let limitedClient = Connect(
+            transport: URLSessionTransport(),
+            retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
+            maxResponseBytes: 1 << 20
+        )
+        XCTAssertThrowsError(try limitedClient.request(Route("/declared-endless")).wait(timeout: 60)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        clientFailed.signal()
+        wait(for: [producerDone], timeout: 60)
+        // Socket buffers take a few MiB at most; a client that kept reading takes all 1,024 pieces.
+        XCTAssertLessThan(piecesSent.snapshot, pieceCount / 2, "the client stopped reading the body")
+        XCTAssertNoThrow(try limitedClient.request(Route("/small")).wait(timeout: 30), "the client keeps working")
+    }
+
     /// A body of unknown length over the limit: the request fails as soon as the limit is passed, while the
     /// server is still holding back the rest of the body, which is then discarded, not kept.
     func testSizeLimitFailsAnUndeclaredBodyAsSoonAsItIsExceeded() throws {
