@@ -48,7 +48,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// ``AuthenticationMiddleware`` failed (``ConnectError/underlyingError`` holds its error), or the
         /// request was rejected again with the renewed credential (``ConnectError/response`` holds that answer).
         case authenticationFailed
-        /// The response body exceeded the size limit; the rest was not downloaded.
+        /// The response body exceeded the size limit (its declared `Content-Length`, or the bytes received so far);
+        /// the request fails and its transfer is stopped. On Linux, FoundationNetworking stops the transfer only
+        /// after reading what has already arrived: a body that comes faster than that (loopback, a fast network)
+        /// may be downloaded in full before the connection closes.
         case responseTooLarge
         /// A file to upload or a download destination could not be read or written.
         case fileAccess
