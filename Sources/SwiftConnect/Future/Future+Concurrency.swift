@@ -41,7 +41,11 @@ extension Future {
     /// let user = try await mine.future.value  // cancelling this task cancels only `mine`
     /// ```
     ///
-    /// - Throws: The future's error; ``ConnectError`` of kind ``ConnectError/Kind/cancelled`` when cancelled.
+    /// A request starts when its future is created, not when it is awaited: created in a task already cancelled,
+    /// it is sent, then cancelled here. Call `try Task.checkCancellation()` first to send nothing.
+    ///
+    /// - Throws: The future's error; ``ConnectError`` of kind ``ConnectError/Kind/cancelled`` when cancelled,
+    ///   not `CancellationError`: test `(error as? ConnectError)?.isCancelled`, not `error is CancellationError`.
     public var value: Value {
         get async throws {
             try await resultValue.get()
