@@ -304,6 +304,45 @@ final class QueuedAuthenticationTests: XCTestCase {
         assertEmpty(queue)
     }
 
+    /// Sends the request again, once, when the rest of the pipeline fails it: a retry between the queue and the
+    /// authentication middleware.
+    private struct RetryOnceOnFailure: Middleware {
+        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+        {
+            next(request).recover { _ in next(request) }
+        }
+    }
+
+    func testARequestSentAgainAfterAFailedRefreshTakesItsSlotAgainFirst() {
+        // Given: one slot; a is rejected and b, started in a's slot, waits for the refresh too
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let stub = Promise<AuthorizationToken>()
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                queue, RetryOnceOnFailure(), AuthenticationMiddleware(credential: Self.old) { _ in stub.future },
+            ],
+            retryPolicy: nil)
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        respond(transport, to: 0, status: 401)
+        XCTAssertEqual(paths(transport.requests), ["/a"])
+        XCTAssertEqual(queue.runningCount, 0, "both wait for the refresh without a slot")
+        // When: the refresh fails, and the middleware between sends both again
+        stub.fail(ConnectError(.transport, message: "no token"))
+        // Then: one at a time, within the cap
+        XCTAssertEqual(paths(transport.requests), ["/a", "/a"], "b waits for a's slot")
+        XCTAssertEqual(queue.runningCount, 1)
+        respond(transport, to: 1)
+        XCTAssertEqual(paths(transport.requests), ["/a", "/a", "/b"])
+        XCTAssertEqual(queue.runningCount, 1)
+        respond(transport, to: 2)
+        XCTAssertNotNil(value(of: a))
+        XCTAssertNotNil(value(of: b))
+        assertEmpty(queue)
+    }
+
     // MARK: - A refresh sent through its own middleware
 
     func testARefreshSentThroughItsOwnClientBehindAQueueStillFailsFast() throws {

@@ -71,8 +71,9 @@ import Foundation
 /// ## Request queues
 /// A ``RequestQueue`` listed before this middleware (among the client's, a connector's or a call's middlewares)
 /// gets back the slot of every request that waits for a refresh, and gives it to the next request in line; the
-/// request takes a slot again before it is sent again. So the refresh call may go through a client that shares
-/// the queue, however full the queue is. A queue given as `Connect(requestQueue:)` comes after this middleware.
+/// request takes a slot again before it is sent again (also when the refresh failed and a middleware between the
+/// queue and this one sends it again). So the refresh call may go through a client that shares the queue, however
+/// full the queue is. A queue given as `Connect(requestQueue:)` comes after this middleware.
 ///
 /// - Important: Send the refresh call through a client that does not contain this middleware: a request
 ///   going through it while it refreshes would wait for the refresh it is part of, for ever. One sent through it
@@ -169,7 +170,9 @@ public final class AuthenticationMiddleware: Middleware {
         let id = waiter.exchange.id
         promise.setCancelHandler { [weak self] in self?.stopWaiting(id) }
         if case .send(let signature) = admission {
-            send(waiter, signedWith: signature)
+            // After waiting: a request sent again by a middleware between the queue and this one (a retry after
+            // a failed refresh) gave its slots back while it waited, and takes them again before it goes out.
+            sendAfterWaiting(waiter, signedWith: signature)
         }
         return promise.future
     }
@@ -204,8 +207,8 @@ extension Middleware where Self == AuthenticationMiddleware {
 // MARK: - Sending and replaying
 
 extension AuthenticationMiddleware {
-    /// Sends a request that waited for a refresh, once it holds again the queue slots it gave back (at once if it
-    /// came through no ``RequestQueue``).
+    /// Sends a request, once it holds again the queue slots it gave back while it waited for a refresh (at once if
+    /// it came through no ``RequestQueue``, or holds its slots).
     private func sendAfterWaiting(_ waiter: Waiter, signedWith signature: Signature) {
         let slots = waiter.exchange.slots
         if slots.isEmpty { return send(waiter, signedWith: signature) }
