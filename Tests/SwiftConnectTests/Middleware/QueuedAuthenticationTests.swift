@@ -343,6 +343,66 @@ final class QueuedAuthenticationTests: XCTestCase {
         assertEmpty(queue)
     }
 
+    /// A transport that rejects every request at once and, when freed, checks from another thread whether `queue`'s
+    /// lock is free: code run by a deinit may use the queue, and would wait for ever if the queue freed it under
+    /// its lock.
+    private final class LockProbeTransport: Transport, Sendable {
+        private let queue: RequestQueue
+        /// Set when freed: whether another thread could read the queue's counts meanwhile.
+        let lockWasFree: Protected<Bool?>
+
+        init(queue: RequestQueue, lockWasFree: Protected<Bool?>) {
+            self.queue = queue
+            self.lockWasFree = lockWasFree
+        }
+
+        deinit {
+            let read = DispatchSemaphore(value: 0)
+            let queue = self.queue
+            Thread.detachNewThread {
+                _ = queue.pendingCount
+                read.signal()
+            }
+            // Bounded: a queue lock held by this thread fails the test instead of hanging it.
+            let wasFree = read.wait(timeout: .now() + 5) == .success
+            lockWasFree.withLock { $0 = wasFree }
+        }
+
+        func send(_ request: URLRequest) -> Future<ConnectResponse> {
+            Future(value: ConnectResponse(request: request, statusCode: 401, data: Data())!)
+        }
+    }
+
+    func testARequestCancelledWhileWaitingForASlotAfterTheRefreshFreesItsPipelineOutsideTheQueuesLock() {
+        // Given: one slot; a, of a client already released, is rejected and waits for the refresh, then for the slot
+        // that a request of another client sharing the queue took meanwhile
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let lockWasFree = Protected<Bool?>(nil)
+        let refresh = Promise<AuthorizationToken>()
+        let other = ManualTransport()
+        let otherClient = Connect(transport: other, retryPolicy: nil, requestQueue: queue)
+        var a: Future<Data>?
+        do {
+            let connect = Connect(
+                transport: LockProbeTransport(queue: queue, lockWasFree: lockWasFree),
+                middlewares: [queue, AuthenticationMiddleware(credential: Self.old) { _ in refresh.future }],
+                retryPolicy: nil)
+            a = connect.request(Endpoint(endpoint: "/a"))
+        }
+        let b = otherClient.request(Endpoint(endpoint: "/b"))
+        XCTAssertEqual(queue.runningCount, 1, "b took the slot a gave back")
+        refresh.succeed(Self.new)
+        XCTAssertNil(lockWasFree.snapshot, "a waits for the slot, its pipeline held by the queue alone")
+        // When: a is cancelled, which frees the last reference to its pipeline and the transport
+        a?.cancel()
+        a = nil
+        // Then
+        XCTAssertEqual(lockWasFree.snapshot, true, "the transport was freed outside the queue's lock")
+        respond(other, to: 0)
+        XCTAssertNotNil(value(of: b))
+        assertEmpty(queue)
+    }
+
     // MARK: - A refresh sent through its own middleware
 
     func testARefreshSentThroughItsOwnClientBehindAQueueStillFailsFast() throws {

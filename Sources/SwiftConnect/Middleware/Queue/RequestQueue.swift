@@ -471,13 +471,17 @@ extension RequestQueue {
     private func finish(
         _ id: UInt64, with result: Result<ConnectResponse, any Error>, promise: Promise<ConnectResponse>
     ) {
-        state.withLock { state in
-            guard state.running.removeValue(forKey: id) == nil else { return }
+        let dropped: Returning? = state.withLock { state in
+            guard state.running.removeValue(forKey: id) == nil else { return nil }
             // It held no slot: it waited for a refresh, or for a slot after one.
-            if state.parked.removeValue(forKey: id) != nil, !state.returning.isEmpty {
-                state.returning.removeAll { $0.id == id }
-            }
+            guard state.parked.removeValue(forKey: id) != nil,
+                let index = state.returning.firstIndex(where: { $0.id == id })
+            else { return nil }
+            return state.returning.remove(at: index)
         }
+        // Released outside the lock: what the request's `resume` holds (the rest of the pipeline, down to the
+        // transport of a client that is gone) may run deinit code, which may use this queue.
+        _ = dropped
         startWaitingRequests(force: false)
         promise.completeIfPending(with: result)
     }
