@@ -33,7 +33,7 @@ import Foundation
 ///
 /// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
 /// every platform: on Linux, where FoundationNetworking cannot send a body again, the transport sends the request
-/// again itself (see ``RedirectGuard``), from memory or from its file, within the same timeout and redirect limit
+/// again itself, from memory or from its file, within the same timeout and redirect limit
 /// (20). A body from an `InputStream` cannot be read twice: there the 3xx response is the answer. The response
 /// names the URL that answered; its ``ConnectResponse/request`` is the request sent first, as for the redirects
 /// URLSession follows. A transport released meanwhile finishes the hop in flight but sends no other: its 3xx
