@@ -14,14 +14,7 @@ import XCTest
 final class BodyRedirectTests: XCTestCase {
     private static let json = Data(#"{"name":"report"}"#.utf8)
 
-    /// Every kind of credential header a connector can carry.
-    private static let secretHeaders = [
-        HTTPHeader(name: "Authorization", value: "Bearer secret-token"),
-        HTTPHeader(name: "Proxy-Authorization", value: "Basic cHJveHk6c2VjcmV0"),
-        HTTPHeader(name: "Cookie", value: "session=secret-cookie"),
-        HTTPHeader(name: "X-API-Key", value: "secret-key"),
-        HTTPHeader(name: "X-Auth-Token", value: "secret-auth-token"),
-    ]
+    private static let secretHeaders = RedirectFixtures.secretHeaders
 
     /// The plain (completion-handler) path and the streaming (delegate) one.
     private static let paths = [RequestOptions(), RequestOptions(progress: { _ in })]

@@ -11,14 +11,7 @@ import XCTest
 /// What a redirected request carries, end to end through `URLSessionTransport` and two local servers: the
 /// credentials from every source the library adds them from, the body, and what is logged and cached.
 final class RedirectCredentialTests: XCTestCase {
-    /// Every kind of credential header a connector can carry.
-    private static let secretHeaders = [
-        HTTPHeader(name: "Authorization", value: "Bearer secret-token"),
-        HTTPHeader(name: "Proxy-Authorization", value: "Basic cHJveHk6c2VjcmV0"),
-        HTTPHeader(name: "Cookie", value: "session=secret-cookie"),
-        HTTPHeader(name: "X-API-Key", value: "secret-key"),
-        HTTPHeader(name: "X-Auth-Token", value: "secret-auth-token"),
-    ]
+    private static let secretHeaders = RedirectFixtures.secretHeaders
 
     /// A transport whose session neither stores nor sends cookies, so that only the request's own `Cookie`
     /// header is looked at.

@@ -292,12 +292,7 @@ final class TransferIntegrationTests: XCTestCase {
             }
         }
         server.route("GET", "/small") { _ in .json(["ok": true]) }
-        let limitedClient = Connect(
-            transport: URLSessionTransport(),
-            retryPolicy: nil,
-            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
-            maxResponseBytes: 1 << 20
-        )
+        let limitedClient = sizeLimitedClient(maxResponseBytes: 1 << 20)
         XCTAssertThrowsError(try limitedClient.request(Route("/declared-endless")).wait(timeout: 60)) { error in
             XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
         }
@@ -325,12 +320,7 @@ final class TransferIntegrationTests: XCTestCase {
             }
         }
         server.route("GET", "/small") { _ in .json(["ok": true]) }
-        let limitedClient = Connect(
-            transport: URLSessionTransport(),
-            retryPolicy: nil,
-            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
-            maxResponseBytes: 2 << 20
-        )
+        let limitedClient = sizeLimitedClient(maxResponseBytes: 2 << 20)
         XCTAssertThrowsError(try limitedClient.request(Route("/endless")).wait(timeout: 60)) { error in
             XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
         }
@@ -422,5 +412,15 @@ final class TransferIntegrationTests: XCTestCase {
         XCTAssertEqual(sent, sent.sorted())
         XCTAssertEqual(uploads.values.last?.uploadFraction, 1)
         XCTAssertGreaterThan(uploads.values.last?.bytesSent ?? 0, 1 << 20)
+    }
+
+    /// A client of `server` that never retries, with a size limit on every response.
+    private func sizeLimitedClient(maxResponseBytes: Int) -> Connect {
+        Connect(
+            transport: URLSessionTransport(),
+            retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
+            maxResponseBytes: maxResponseBytes
+        )
     }
 }

@@ -202,3 +202,15 @@ struct ConfigurableConnector: Connector, AuthorizedConnector {
     var authorizationToken: AuthorizationToken?
     var timeout: TimeInterval = 60
 }
+
+/// What the redirect tests share.
+enum RedirectFixtures {
+    /// Every kind of credential header a connector can carry, none of which may follow a redirect to another origin.
+    static let secretHeaders = [
+        HTTPHeader(name: "Authorization", value: "Bearer secret-token"),
+        HTTPHeader(name: "Proxy-Authorization", value: "Basic cHJveHk6c2VjcmV0"),
+        HTTPHeader(name: "Cookie", value: "session=secret-cookie"),
+        HTTPHeader(name: "X-API-Key", value: "secret-key"),
+        HTTPHeader(name: "X-Auth-Token", value: "secret-auth-token"),
+    ]
+}
