@@ -191,7 +191,9 @@ extension Future {
         let derived: Future<Value> = makeDerived()
         // Unowned: the callback is stored in `self` and only `self` runs it.
         whenCompleteReturningWork { [unowned self] result in
-            derived.resolve(transform(result), hint: hintForCallback)
+            // As in `chain`: the failure that cancelling `derived` caused runs no `recover` or `mapError` closure.
+            if case .failure = result, derived.isCompleted { return .empty }
+            return derived.resolve(transform(result), hint: hintForCallback)
         }.run()
         return derived
     }
@@ -251,6 +253,9 @@ extension Future {
         let derived: Future<NewValue> = makeDerived()
         // Unowned: the callback is stored in `self` and only `self` runs it.
         whenCompleteReturningWork { [unowned self] result in
+            // Cancelling `derived` cancels this future: its failure must not run the step (`recover` would start
+            // work nobody waits for). Looked at on failures only, so a success costs no lock.
+            if case .failure = result, derived.isCompleted { return .empty }
             switch step(result) {
             case .done(let newResult):
                 return derived.resolve(newResult, hint: hintForCallback)

@@ -73,6 +73,33 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertTrue(inner.future.isCancelled)
     }
 
+    /// Cancelling the future `recover` returned cancels its source, whose failure (`cancelled`) must not then run
+    /// the recovery: it would start new work (a request sent again, say) that nobody waits for any more.
+    func testCancellingARecoveredFutureDoesNotRunTheRecovery() {
+        let source = Promise<Int>()
+        let recoveries = Counter()
+        let recovered = source.future.recover { _ -> Future<Int> in
+            recoveries.increment()
+            return Future(value: 1)
+        }
+        let recoveredByValue = Promise<Int>()
+        let byValue = recoveredByValue.future.recover { _ -> Int in
+            recoveries.increment()
+            return 1
+        }
+        recovered.cancel()
+        byValue.cancel()
+        XCTAssertTrue(source.future.isCancelled)
+        XCTAssertTrue(recoveredByValue.future.isCancelled)
+        XCTAssertEqual(recoveries.value, 0)
+        XCTAssertEqual((recovered.result.flatMap { try? $0.get() }), nil)
+        // A source cancelled by someone else is still recovered, as any failure is.
+        let other = Promise<Int>()
+        let rescued = other.future.recover { _ in 7 }
+        other.future.cancel()
+        XCTAssertEqual(try? rescued.wait(), 7)
+    }
+
     func testCancellingZipAndAllCancelsTheirInputs() {
         let first = Promise<Int>()
         let second = Promise<Int>()

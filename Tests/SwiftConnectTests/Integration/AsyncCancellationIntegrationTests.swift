@@ -39,9 +39,8 @@ final class AsyncCancellationIntegrationTests: XCTestCase {
 
         XCTAssertThrowsError(try result.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
         XCTAssertEqual(client.requestsInFlight, 0)
-        let tasks = await withCheckedContinuation { continuation in
-            session.getAllTasks { continuation.resume(returning: $0.map(\.state)) }
-        }
-        XCTAssertTrue(tasks.allSatisfy { $0 != .running }, "the URLSession task was cancelled: \(tasks)")
+        // The URLSession task was cancelled: its connection closed long before the 60 s answer. (Asked of the
+        // server, not of `URLSession.getAllTasks`, which FoundationNetworking can crash in right after a cancel.)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the URLSession task still holds its connection")
     }
 }
