@@ -322,7 +322,10 @@ extension AuthenticationMiddleware {
 
     /// Removes a cancelled request from the refresh it waits for, if any.
     private func stopWaiting(_ id: UInt64) {
-        state.withLock { $0.removeWaiter(id) }
+        // Released after the lock: the waiter's `next` may hold the last reference to a released client's
+        // pipeline, whose teardown must not run under this lock.
+        let removed = state.withLock { $0.removeWaiter(id) }
+        withExtendedLifetime(removed) {}
     }
 }
 
@@ -475,8 +478,11 @@ extension AuthenticationMiddleware {
             return (waiters, signature)
         }
 
-        mutating func removeWaiter(_ id: UInt64) {
-            refresh?.waiters.removeAll { $0.exchange.id == id }
+        /// Takes the request `id` off the refresh it waits for, and returns it, for the caller to release outside
+        /// the lock.
+        mutating func removeWaiter(_ id: UInt64) -> Waiter? {
+            guard let index = refresh?.waiters.firstIndex(where: { $0.exchange.id == id }) else { return nil }
+            return refresh?.waiters.remove(at: index)
         }
     }
 }
