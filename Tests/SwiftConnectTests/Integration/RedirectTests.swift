@@ -162,23 +162,10 @@ final class RedirectTests: XCTestCase {
             "file:///etc/hostname", "data:text/plain,hello", "mailto:someone@example.com",
             "ftp://127.0.0.1:\(server.port)/pub", "FILE:///etc/hostname", "javascript:alert(1)",
         ]
-        for (index, location) in locations.enumerated() {
-            server.route("GET", "/away/\(index)") { _ in .redirect(to: location) }
-        }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
-        for (index, location) in locations.enumerated() {
-            for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
-                server.resetStatistics()
-                let route = Route("/away/\(index)", baseURL: server.baseURL, timeout: 10, options: options)
-
-                let error = connectError(of: connect.request(route))
-
-                XCTAssertEqual(error?.kind, .httpStatus, location)
-                XCTAssertEqual(error?.statusCode, 302, location)
-                XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
-                XCTAssertTrue(
-                    error?.message.hasSuffix("not followed: it leaves HTTP") ?? false, error?.message ?? location)
-            }
+        for (location, error) in errorsOfRedirects(to: locations, on: server) {
+            XCTAssertEqual(error?.kind, .httpStatus, location)
+            XCTAssertTrue(
+                error?.message.hasSuffix("not followed: it leaves HTTP") ?? false, error?.message ?? location)
         }
     }
 
@@ -193,27 +180,42 @@ final class RedirectTests: XCTestCase {
             "http://user:pass@localhost:\(server.port)/landing", "http://user:pass@127.0.0.1:\(server.port)/landing",
             "http://user@localhost:\(server.port)/landing", "//user:pass@localhost:\(server.port)/landing",
         ]
+        for (location, error) in errorsOfRedirects(
+            to: locations, on: server, headers: [.authorization("Bearer mine")])
+        {
+            XCTAssertTrue(
+                error?.message.hasSuffix("not followed: its URL carries credentials (user:password@)") ?? false,
+                error?.message ?? location)
+            XCTAssertFalse(error?.description.contains("pass@") ?? true, error?.description ?? location)
+        }
+    }
+
+    /// Sends a request that `server` redirects to each of `locations`, plainly and size-limited (the two paths of
+    /// the transport), and checks that the 302 was the answer and nothing else was requested. Returns each
+    /// request's error, for the caller to check why the redirect was not followed.
+    private func errorsOfRedirects(
+        to locations: [String], on server: LocalServer, headers: [HTTPHeader] = [],
+        file: StaticString = #filePath, line: UInt = #line
+    ) -> [(location: String, error: ConnectError?)] {
         for (index, location) in locations.enumerated() {
             server.route("GET", "/away/\(index)") { _ in .redirect(to: location) }
         }
         let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        var errors: [(location: String, error: ConnectError?)] = []
         for (index, location) in locations.enumerated() {
             for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
                 server.resetStatistics()
                 let route = Route(
-                    "/away/\(index)", baseURL: server.baseURL, headers: [.authorization("Bearer mine")], timeout: 10,
-                    options: options)
+                    "/away/\(index)", baseURL: server.baseURL, headers: headers, timeout: 10, options: options)
 
                 let error = connectError(of: connect.request(route))
 
-                XCTAssertEqual(error?.statusCode, 302, location)
-                XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location)
-                XCTAssertTrue(
-                    error?.message.hasSuffix("not followed: its URL carries credentials (user:password@)") ?? false,
-                    error?.message ?? location)
-                XCTAssertFalse(error?.description.contains("pass@") ?? true, error?.description ?? location)
+                XCTAssertEqual(error?.statusCode, 302, location, file: file, line: line)
+                XCTAssertEqual(server.requests.map(\.path), ["/away/\(index)"], location, file: file, line: line)
+                errors.append((location, error))
             }
         }
+        return errors
     }
 
     /// The userinfo of the request's own URL is the caller's: a same-origin redirect keeps it, as it keeps the
