@@ -198,6 +198,10 @@ def find(area, case_prefix, variant_prefix):
                     return n
     return None
 
+def in_case(area, case, variant_prefix):
+    """The first benchmark of exactly `case` whose variant starts with `variant_prefix`."""
+    return next((n for n in cases.get(area, {}).get(case, []) if n.split("/")[2].startswith(variant_prefix)), None)
+
 def exact(area, case_prefix, variant):
     """The benchmark of the first case starting with `case_prefix` whose variant is exactly `variant`."""
     for case, names in cases.get(area, {}).items():
@@ -256,9 +260,9 @@ def fmt_signed_time(ns):
     return ("+" if ns >= 0 else "−") + fmt_time(abs(ns))
 
 for size in ["1 KiB", "100 KiB"]:
-    p_ours = find("Pipeline", f"{size} JSON", "SwiftConnect Connect +")
-    p_hand = find("Pipeline", f"{size} JSON", "by hand")
-    p_pair = find("Pipeline", f"{size} JSON", "SwiftConnect Connect and by hand")
+    p_ours = in_case("Pipeline", f"{size} JSON via FakeTransport", "SwiftConnect Connect +")
+    p_hand = in_case("Pipeline", f"{size} JSON via FakeTransport", "by hand")
+    p_pair = in_case("Pipeline", f"{size} JSON via FakeTransport", "SwiftConnect Connect and by hand")
     if p_ours and p_hand:
         extra_m = mallocs(p_ours) - mallocs(p_hand)
         allocations = f"Connect {fmt_num(mallocs(p_ours), 0)} mallocs vs by hand {fmt_num(mallocs(p_hand), 0)}"
@@ -289,6 +293,26 @@ for size in ["1 KiB", "100 KiB"]:
             if cold_difference is None: cold_difference = cold_c - cold_h
             detail += (f"; the 1 KiB request, each after an untimed 100 KiB decode: Connect {fmt_time(cold_c)} vs "
                        f"by hand {fmt_time(cold_h)}, median difference within a sample {fmt_signed_time(cold_difference)}")
+        top_case = f"{size} JSON via FakeTransport, on top of decoding"
+        p_top = in_case("Pipeline", top_case, "SwiftConnect Connect and by hand")
+        p_control = in_case("Pipeline", top_case, "control")
+        if p_top and paired_difference(p_top, 50.0) is not None:
+            # The figure the target asks for, read directly: the same TimedDecoder in both ways, its time taken out
+            # of each request, so the 4 ms decode and its layout-driven spread no longer sit in the difference.
+            totals = detail
+            extra_ns = paired_difference(p_top, 50.0)
+            detail = (f"on top of decoding, read directly: both ways decode with the same decoder and its time is "
+                      f"taken out of each request; the rest takes Connect {fmt_time(paired_ns(p_top, 'connect'))} vs "
+                      f"by hand {fmt_time(paired_ns(p_top, 'hand'))} (freeing the decoded value included); the figure "
+                      f"is the median over samples of each sample's median of 20 paired differences, quartiles "
+                      f"{fmt_signed_time(paired_difference(p_top, 25.0))} and "
+                      f"{fmt_signed_time(paired_difference(p_top, 75.0))}")
+            if p_control and paired_difference(p_control, 50.0) is not None:
+                detail += (f"; the same measurement with the hand-written request on both sides (control): "
+                           f"{fmt_signed_time(paired_difference(p_control, 50.0))}, quartiles "
+                           f"{fmt_signed_time(paired_difference(p_control, 25.0))} and "
+                           f"{fmt_signed_time(paired_difference(p_control, 75.0))}")
+            detail += f"; totals, decoding included, {totals}"
         extra = counted_extra("1k" if size == "1 KiB" else "100k")
         if extra:
             detail += (f"; counted under valgrind (deterministic hashing): {extra[0] / 1000:+.1f} k instructions and "
@@ -420,7 +444,8 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
                 continue
             if "interleaved" in variant and paired_ns(n, "connect") is not None:
                 # One operation is a Connect request plus a hand-written one: show the two times instead.
-                out(f"| {case} | {variant}: Connect / by hand | {fmt_time(paired_ns(n, 'connect'))} / "
+                ways = "by hand / by hand" if variant.startswith("control") else "Connect / by hand"
+                out(f"| {case} | {variant}: {ways} | {fmt_time(paired_ns(n, 'connect'))} / "
                     f"{fmt_time(paired_ns(n, 'hand'))} | – | – | – | – |")
                 continue
             if area == "Loopback":

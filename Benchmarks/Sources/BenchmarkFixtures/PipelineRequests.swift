@@ -13,12 +13,24 @@ public struct PipelineRequests: Sendable {
     public let transport: FakeTransport
     private let connect: Connect
     private let url = FakeTodos.base.appendingPathComponent("todos")
+    /// The decoder both ways share, or `nil`: the client's default decoder, and a new `JSONDecoder` by hand.
+    private let decoder: TimedDecoder?
 
     /// A client with one middleware and the default error handler and retry policy, over a transport that
     /// answers every request with `body` as JSON. Made once, as an app makes its client once.
-    public init(body: Data) {
+    ///
+    /// With a `decoder`, the client uses it as its only decoder (as it would its default `JSONDecoder`) and the
+    /// hand-written requests decode with it too, so that its time can be taken out of both.
+    public init(body: Data, decoder: TimedDecoder? = nil) {
         transport = FakeTransport.answering(.data(body, headers: ["Content-Type": "application/json"]))
-        connect = Connect(transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler())
+        var decoders = ResponseDecoders.default
+        if let decoder {
+            decoders.register(decoder, for: "application/json")
+            decoders.fallback = decoder
+        }
+        connect = Connect(
+            transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler(), decoders: decoders)
+        self.decoder = decoder
     }
 
     /// One request through Connect, its middleware, error handler and decoding; `false` if it did not succeed.
@@ -35,7 +47,8 @@ public struct PipelineRequests: Sendable {
         request.setValue("application/json", forHTTPHeaderField: "Accept")
         request.setValue("benchmarks", forHTTPHeaderField: "X-Client")
         guard case .success(let response)? = transport.send(request).result, response.isSuccess,
-            let todos = try? JSONDecoder().decode([Todo].self, from: response.data)
+            let todos = try? decoder.map({ try $0.decode([Todo].self, from: response.data) })
+                ?? JSONDecoder().decode([Todo].self, from: response.data)
         else { return false }
         consume(todos)
         return true
