@@ -17,6 +17,7 @@ public final class TimedDecoder: ResponseBodyDecoder, @unchecked Sendable {
     /// A decoder that has timed nothing yet.
     public init() {}
 
+    /// Decodes `type` from `data` with a `JSONDecoder`, adding the time it took to ``takeElapsed()``'s count.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         let start = DispatchTime.now().uptimeNanoseconds
         defer {
