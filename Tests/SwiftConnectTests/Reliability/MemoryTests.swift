@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -30,10 +31,12 @@ final class MemoryTests: XCTestCase {
         typealias Response = Item
         let baseURL: URL
         let id: Int
+        let timeout: TimeInterval
 
-        init(baseURL: URL, id: Int) {
+        init(baseURL: URL, id: Int, timeout: TimeInterval = 60) {
             self.baseURL = baseURL
             self.id = id
+            self.timeout = timeout
         }
 
         var endpoint: String { "/items/{id}" }
@@ -163,6 +166,62 @@ final class MemoryTests: XCTestCase {
         if !ProcessMemory.isSanitized {
             XCTAssertLessThan(after - before, 16 * Self.mebibyte, "resident memory grew by less than 16 MiB")
         }
+    }
+
+    // MARK: - Cancelled requests
+
+    /// Requests cancelled every way a caller cancels one leave nothing of SwiftConnect's behind: every future of
+    /// every request (at every depth of the pipeline), what middlewares captured, the connectors, the client's
+    /// in-flight set, the queue's slots, and the shared timer's deadlines.
+    ///
+    /// What memory still grows per request is FoundationNetworking's, not SwiftConnect's (measured with heaptrack,
+    /// 8,000 against 30,000 cancelled requests: no growth at all of Swift allocations, so of no SwiftConnect object;
+    /// about 28 bytes a started task in libcurl URL parts that FoundationNetworking's `CFURLSessionCurlHostIsEqual`
+    /// never frees, which plain `URLSession` leaks as much, cancelled or not; and libdispatch's continuation caches).
+    func testTwoThousandCancelledRequestsThroughURLSessionLeaveNothingOfTheirsBehind() async throws {
+        // Given: a server that holds every request until its client hangs up; a client with the whole pipeline (a
+        // queue of 16, and as many connections); a sample watching every object of every request
+        let rounds = ProcessMemory.isSanitized ? 2 : 20
+        let roundSize = 100
+        let server = LocalServer(recordsRequests: false)
+        try server.start()
+        defer { server.stop() }
+        let arrivals = DispatchSemaphore(value: 0)
+        server.route("GET", "/items/:id") { request in
+            arrivals.signal()
+            return .json(Item(id: Int(request.pathParameters["id"] ?? "") ?? -1)).delayed(by: 600)
+        }
+        let deadlinesBefore = DeadlineScheduler.shared.pendingCount
+        let sample = WeakSample(every: 1)
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.httpMaximumConnectionsPerHost = 16
+        let transport = URLSessionTransport(configuration: configuration)
+        let queue = RequestQueue(maxConcurrentRequests: 16)
+        let connect = Connect(
+            transport: TrackingTransport(base: transport, sample: sample),
+            middlewares: Self.trackedMiddlewares(sample),
+            requestQueue: queue
+        )
+
+        // When: rounds of 100 requests, cancelled once the server holds one of them; after each round, the server has
+        // seen every connection close
+        for round in 0..<rounds {
+            let ids = round * roundSize..<(round + 1) * roundSize
+            try await runCancelledRound(
+                ids, through: connect, baseURL: server.baseURL, arrivals: arrivals, sample: sample)
+            XCTAssertTrue(server.waitUntilIdle(timeout: 60), "the server saw every connection of the round close")
+            XCTAssertEqual(connect.requestsInFlight, 0)
+            XCTAssertEqual(queue.runningCount, 0)
+            XCTAssertEqual(queue.pendingCount, 0)
+        }
+
+        // Then: a cancelled task's completion handler, which holds its promise, runs on the session's delegate queue
+        // once the task has stopped; after that, nothing of any request is left
+        waitUntilGone(sample, after: transport.session.delegateQueue)
+        assertNothingOutlivedItsRequest(sample, expecting: WatchedKind.allCases)
+        // At most as many: a deadline of an earlier test may have fired meanwhile.
+        XCTAssertLessThanOrEqual(
+            DeadlineScheduler.shared.pendingCount, deadlinesBefore, "every request's deadline was disarmed")
     }
 
     // MARK: - The client itself
@@ -303,6 +362,63 @@ final class MemoryTests: XCTestCase {
             return
         }
         XCTAssertEqual(wrong.snapshot, [], "requests that did not get their own item")
+    }
+
+    /// Sends one request per id and cancels each one of four ways, by its place in the round: a time limit of
+    /// 10 ms (`timeout(after:)`), a task awaiting `value` in a task group that is cancelled, `cancel()`, and the
+    /// client's `cancelAllRequests()`. Returns once every future failed as cancelled (timed out, for the first way).
+    private func runCancelledRound(
+        _ ids: Range<Int>,
+        through connect: Connect,
+        baseURL: URL,
+        arrivals: DispatchSemaphore,
+        sample: WeakSample
+    ) async throws {
+        while arrivals.wait(timeout: .now()) == .success {}  // arrivals of the round before
+        let futures = ids.map { id -> Future<Item> in
+            // A time limit longer than the wait for the objects to go: a deadline left armed keeps its request's
+            // objects, and must not be seen to let go of them by firing.
+            let connector = GetItem(baseURL: baseURL, id: id, timeout: 600)
+            sample.consider(connector, as: .connector)
+            let future = connect.send(connector)
+            sample.consider(future, as: .decodedFuture)
+            guard (id - ids.lowerBound) % 4 == 0 else { return future }
+            let limited = future.timeout(after: 0.01)
+            sample.consider(limited, as: .decodedFuture)
+            return limited
+        }
+        let way = { (offset: Int) in offset % 4 }
+        let awaited = futures.enumerated().filter { way($0.offset) == 1 }.map(\.element)
+        let group = Task {
+            await withTaskGroup(of: Void.self) { group in
+                for future in awaited {
+                    group.addTask { _ = try? await future.value }
+                }
+            }
+        }
+        // Cancelled once the server holds a request, so that cancellation also reaches requests on the wire.
+        XCTAssertEqual(arrivals.wait(timeout: .now() + 60), .success, "a request of the round reached the server")
+        group.cancel()
+        await group.value
+        for (offset, future) in futures.enumerated() where way(offset) == 2 { future.cancel() }
+        for (offset, future) in futures.enumerated() where way(offset) == 0 {
+            XCTAssertEqual(try kind(of: future), .timedOut)
+        }
+        connect.cancelAllRequests()
+        for (offset, future) in futures.enumerated() where way(offset) != 0 {
+            XCTAssertEqual(try kind(of: future), .cancelled)
+        }
+    }
+
+    /// Waits, 60 s at most, until every object `sample` watches is gone, by round trips through `queue` (where the
+    /// last holders of those objects run).
+    private func waitUntilGone(_ sample: WeakSample, after queue: OperationQueue) {
+        let deadline = Date() + 60
+        while sample.census.alive != [:], Date() < deadline {
+            queue.addOperation {}
+            queue.waitUntilAllOperationsAreFinished()
+            usleep(1_000)
+        }
     }
 
     /// Fails for every watched object still alive, and for every kind in `kinds` that was never watched.
