@@ -141,6 +141,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var underlyingError: (any Error)?
     /// For ``Kind/decoding`` failures: the coding path to the value that failed, as `"todos[2].title"`.
     public var codingPath: String?
+    /// How many times the request was sent before this error: more than 1 when a ``RetryPolicy`` (or the `retry`
+    /// of a ``ConnectMiddlewareProtocol``) sent it again, and 1 otherwise. The ``description`` ends with
+    /// "(after 3 attempts)" when it is more than 1.
+    ///
+    /// Set when retries ended with this error: the last attempt's transport failure or timeout, the error the
+    /// error handler made of the last response, or an error ending a retry (such as a cancellation reported by
+    /// the transport, or a ``ConnectMiddlewareProtocol/adapt(_:)`` failing before an attempt). A retry loop
+    /// inside another counts every request it sent. A request cancelled by its caller fails with the
+    /// cancellation error of the future that was cancelled, which stays at 1.
+    public var attempts: Int = 1
 
     /// Creates an error. Most code receives these rather than making them.
     ///
@@ -186,7 +196,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// Whether this error means the request was cancelled.
     public var isCancelled: Bool { kind == .cancelled }
 
-    /// The stage, the message, the method and URL (secrets hidden) and the status, on one line.
+    /// The stage, the message, the method and URL (secrets hidden), the status and, after retries, the number of
+    /// ``attempts``, on one line.
     ///
     /// The message can hold a server's text (through a decoding error or a custom error handler): here its
     /// control characters become spaces and it is cut to about 1,024 characters, so that it can neither
@@ -197,6 +208,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             text += " [\(method) \(Redaction.url(url, redacting: true))]"
         }
         if let statusCode { text += " (HTTP \(statusCode))" }
+        if attempts > 1 { text += " (after \(attempts) attempts)" }
         return text
     }
 

@@ -305,6 +305,15 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error.message, "line one\r\nDecoding failed: forged\u{1B}[0m")
     }
 
+    func testDescriptionSaysHowManyAttemptsOnlyWhenThereWereSeveral() {
+        var error = ConnectError(.transport, message: "connection reset")
+        XCTAssertEqual(error.attempts, 1)
+        XCTAssertEqual(error.description, "Transport failure: connection reset")
+        error.attempts = 2
+        XCTAssertEqual(error.description, "Transport failure: connection reset (after 2 attempts)")
+        XCTAssertEqual(error.debugDescription, "Transport failure: connection reset (after 2 attempts)")
+    }
+
     // MARK: - Byte order marks
 
     func testUTF8ByteOrderMarkBeforeTheBodyKeepsTheMessage() {
