@@ -554,7 +554,8 @@ extension Connect {
     }
 
     /// Applies the error handler to an error status; normalises transport errors to ``ConnectError``.
-    /// `request` is evaluated only for a transport error.
+    /// `request` is evaluated only for a transport error. A ``ConnectError`` the handler makes of a response that
+    /// retries sent for says how many attempts were made (``ConnectError/attempts``).
     static func validate(
         _ result: Result<ConnectResponse, any Error>,
         request: @autoclosure () -> URLRequest,
@@ -563,7 +564,10 @@ extension Connect {
         switch result {
         case .success(let response):
             if response.isSuccess { return result }
-            if let error = errorHandler.handle(response) { return .failure(error) }
+            if let error = errorHandler.handle(response) {
+                guard response.attempts > 1 else { return .failure(error) }
+                return .failure(ConnectError.reporting(attempts: response.attempts, on: error))
+            }
             return result
         case .failure(let error):
             if error is ConnectError { return result }

@@ -141,15 +141,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var underlyingError: (any Error)?
     /// For ``Kind/decoding`` failures: the coding path to the value that failed, as `"todos[2].title"`.
     public var codingPath: String?
-    /// How many times the request was sent before this error: more than 1 when a ``RetryPolicy`` (or the `retry`
-    /// of a ``ConnectMiddlewareProtocol``) sent it again, and 1 otherwise. The ``description`` ends with
-    /// "(after 3 attempts)" when it is more than 1.
+    /// How many times the request was sent before this error: more than 1 when a ``RetryPolicy`` or the `retry` of a
+    /// ``ConnectMiddlewareProtocol`` sent it again, 1 otherwise. Then ``description`` ends with "(after 3 attempts)".
     ///
-    /// Set when retries ended with this error: the last attempt's transport failure or timeout, the error the
-    /// error handler made of the last response, or an error ending a retry (such as a cancellation reported by
-    /// the transport, or a ``ConnectMiddlewareProtocol/adapt(_:)`` failing before an attempt). A retry loop
-    /// inside another counts every request it sent. A request cancelled by its caller fails with the
-    /// cancellation error of the future that was cancelled, which stays at 1.
+    /// Retries set it on the error they end with: the last attempt's timeout or transport failure, the error the
+    /// error handler makes of the last response, or an error that stopped them (a cancellation reported by the
+    /// transport, a ``ConnectMiddlewareProtocol/adapt(_:)`` that threw before an attempt). With a retrying
+    /// ``ConnectMiddlewareProtocol`` inside a policy's attempts, it counts every request sent. It stays 1 for an
+    /// error after a retried request succeeded (decoding, a validator), for a request cancelled by its caller (the
+    /// cancelled future's own error), and for a `URLError` from a custom transport, which the client turns into a
+    /// ``ConnectError`` only after the retries.
     public var attempts: Int = 1
 
     /// Creates an error. Most code receives these rather than making them.
@@ -274,6 +275,14 @@ extension ConnectError {
         var error = ConnectError(.invalidRequest, message: reason.description, request: request)
         error.invalidRequestReason = reason
         return error
+    }
+
+    /// `error` saying that `attempts` requests were sent before it (``attempts``) when it is a ``ConnectError``;
+    /// any other error (a user's own type) as it is.
+    static func reporting(attempts: Int, on error: any Error) -> any Error {
+        guard var connectError = error as? ConnectError else { return error }
+        connectError.attempts = attempts
+        return connectError
     }
 
     /// The error with the request, response and body of `response` where it has none of its own, for a failure

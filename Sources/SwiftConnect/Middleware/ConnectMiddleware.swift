@@ -28,7 +28,8 @@ import Foundation
 /// up) and sends it; cancelling the request cancels the attempt in flight and any wait. Cancellations are
 /// never offered for retry, and a request is sent at most ``maxRetryAttempts`` (5) times in all, whatever
 /// `retry` answers. Unlike ``RetryPolicy``, this hook does not check that the request is safe to replay:
-/// look at `request.httpMethod` if that matters.
+/// look at `request.httpMethod` if that matters. A ``ConnectError`` that a request retried ends with says how
+/// many attempts were made (``ConnectError/attempts``).
 ///
 /// The client's ``RetryPolicy`` sits outside the client's middlewares, so each of its attempts runs this
 /// middleware's whole retry loop: with the default policy (3 attempts) and a `retry` that keeps saying yes to a

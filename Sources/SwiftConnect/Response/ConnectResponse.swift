@@ -22,6 +22,10 @@ public struct ConnectResponse: Sendable {
     public var data: Data
     /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
     public var fileURL: URL?
+    /// How many requests were sent to get this error response (outside 200..<300): more than 1 when a retry loop
+    /// sent the request again and ended with it, so that the error the error handler makes of the response says
+    /// so (``ConnectError/attempts``). Always 1 on a success.
+    var attempts: Int = 1
 
     /// Creates a response.
     ///

@@ -865,6 +865,170 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
         XCTAssertEqual(fake.requests.count, 1)
     }
+
+    // MARK: - The final error says how many attempts were made
+
+    func testA503RetriedUntilAttemptsRunOutSaysHowManyAttempts() {
+        // Given
+        fake.stub(.get, "/items", with: .status(503))
+        // When
+        let error = connectError(of: client(policy(maxAttempts: 3)).request(Endpoint()))
+        // Then
+        XCTAssertEqual(fake.requests.count, 3)
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(error?.attempts, 3)
+        XCTAssertEqual(
+            error?.description.hasSuffix("(HTTP 503) (after 3 attempts)"), true, "\(error.map(\.description) ?? "")")
+    }
+
+    func testATimeoutRetriedUntilAttemptsRunOutSaysHowManyAttempts() {
+        // Given: what URLSessionTransport fails with when a request's own timeout passes, on every attempt
+        let timedOut = ConnectError(
+            .timedOut, message: "no complete response within 0.5 s", underlyingError: URLError(.timedOut))
+        fake.stub(.get, "/items", with: .failure(timedOut))
+        // When
+        let error = connectError(of: client().request(Endpoint()))
+        // Then
+        XCTAssertEqual(fake.requests.count, 3)
+        XCTAssertEqual(error?.kind, .timedOut)
+        XCTAssertEqual(error?.attempts, 3)
+        XCTAssertEqual(error?.description, "Timed out: no complete response within 0.5 s (after 3 attempts)")
+    }
+
+    func testAnAttemptThatEndsTheRetriesWithAnotherStatusCountsEveryAttempt() {
+        // Given: two retryable answers, then one that is not retried
+        fake.stub(.get, "/items", with: [.status(503), .status(502), .status(404)])
+        // When
+        let error = connectError(of: client().request(Endpoint()))
+        // Then
+        XCTAssertEqual(error?.statusCode, 404)
+        XCTAssertEqual(error?.attempts, 3)
+    }
+
+    func testAFailureSentOnceKeepsOneAttemptAndItsDescription() {
+        // Given: a status that is not retried, and a POST that is not replayed
+        fake.stub(.get, "/items", with: [.status(404), Self.ok])
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let connect = client()
+        // When
+        let notRetried = connectError(of: connect.request(Endpoint()))
+        let notReplayed = connectError(of: connect.request(Endpoint(method: .post)))
+        // Then: one attempt each, and the description as it has always been
+        XCTAssertEqual(fake.requests.count, 2)
+        for (error, line) in [
+            (notRetried, "GET https://api.example.com/items] (HTTP 404)"),
+            (notReplayed, "POST https://api.example.com/items] (HTTP 503)"),
+        ] {
+            XCTAssertEqual(error?.attempts, 1)
+            XCTAssertEqual(error?.description, error.map { "HTTP error status: \($0.message) [\(line)" })
+        }
+    }
+
+    func testARetriedRequestThatSucceedsIsASuccess() {
+        fake.stub(.get, "/items", with: [.status(503), .failure(URLError(.networkConnectionLost)), Self.ok])
+        let data = value(of: client().request(Endpoint()))
+        XCTAssertEqual(data.map { String(decoding: $0, as: UTF8.self) }, #"{"ok":true}"#)
+        XCTAssertEqual(fake.requests.count, 3)
+    }
+
+    func testAnErrorHandlersOwnConnectErrorAfterRetriesSaysHowManyAttempts() {
+        // Given: a handler that builds its ConnectError itself
+        fake.stub(.get, "/items", with: .status(500))
+        let connect = client(
+            errorHandler: ClosureErrorHandler { ConnectError(.serverMessage, message: "status \($0.statusCode)") })
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(error?.message, "status 500")
+        XCTAssertEqual(error?.attempts, 3)
+    }
+
+    func testAnErrorHandlersOwnErrorTypeAfterRetriesIsPassedOnUnchanged() {
+        fake.stub(.get, "/items", with: .status(503))
+        let connect = client(errorHandler: ClosureErrorHandler { TestError($0.statusCode) })
+        XCTAssertEqual(error(of: connect.request(Endpoint())) as? TestError, TestError(503))
+        XCTAssertEqual(fake.requests.count, 3)
+    }
+
+    func testAnAttemptEndedByACancellationAfterARetrySaysHowManyAttempts() {
+        // Given: the second attempt fails with a cancellation the caller did not ask for (the transport's own)
+        fake.stub(.get, "/items", with: [.status(503), .failure(ConnectError.cancelled())])
+        // When
+        let error = connectError(of: client().request(Endpoint()))
+        // Then
+        XCTAssertEqual(error?.kind, .cancelled)
+        XCTAssertEqual(error?.attempts, 2)
+    }
+
+    func testCancellingDuringBackoffFailsWithTheCancelledFuturesOwnError() {
+        // Given: waiting before attempt 2
+        let clock = ImmediateRetryClock(holdsActions: true)
+        fake.stub(.get, "/items", with: .status(503))
+        let future = client(RetryPolicy(clock: clock)).request(Endpoint())
+        // When
+        future.cancel()
+        // Then: the error the cancelled future fails with, which knows nothing of attempts (documented)
+        let error = connectError(of: future)
+        XCTAssertEqual(error?.kind, .cancelled)
+        XCTAssertEqual(error?.attempts, 1)
+    }
+
+    func testGuideMiddlewareRetriesUntilItsCapSaysHowManyAttempts() {
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying { _, _, _ in .retry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        let error = connectError(of: connect.request(Endpoint()))
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(error?.attempts, 5)
+        XCTAssertEqual(error?.description.hasSuffix("(after 5 attempts)"), true, "\(error.map(\.description) ?? "")")
+    }
+
+    func testGuideMiddlewareRetryingATransportFailureSaysHowManyAttempts() {
+        let failure = ConnectError(
+            .transport, message: "connection reset", underlyingError: URLError(.networkConnectionLost))
+        fake.stub(.get, "/items", with: .failure(failure))
+        let middleware = GuideRetrying { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        let error = connectError(of: connect.request(Endpoint()))
+        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.attempts, 2)
+    }
+
+    func testGuideMiddlewaresOwnErrorTypeAfterRetriesIsPassedOnUnchanged() {
+        fake.stub(.get, "/items", with: .failure(TestError(7)))
+        let middleware = GuideRetrying { _, _, _ in .retry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        XCTAssertEqual(error(of: connect.request(Endpoint())) as? TestError, TestError(7))
+        XCTAssertEqual(fake.requests.count, 5)
+    }
+
+    func testAnAdaptFailingOnARetryCountsTheAttemptsSent() {
+        // Given: adapt throws a ConnectError on the third attempt, after two were sent
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying(failsAfter: 2, failure: ConnectError(.rejected, message: "no token")) {
+            _, _, _ in .retry
+        }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then
+        XCTAssertEqual(fake.requests.count, 2)
+        XCTAssertEqual(error?.kind, .rejected)
+        XCTAssertEqual(error?.attempts, 2)
+    }
+
+    func testAttemptsOfAGuideMiddlewareInsideThePolicyAddUp() {
+        // Given: the policy's 3 attempts, each running the guide middleware's 2
+        fake.stub(.get, "/items", with: .status(503))
+        let middleware = GuideRetrying { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: policy())
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then: every request sent is counted
+        XCTAssertEqual(fake.requests.count, 6)
+        XCTAssertEqual(error?.attempts, 6)
+    }
 }
 
 // MARK: - Doubles
@@ -880,6 +1044,23 @@ private struct CountingErrorHandler: ErrorHandling {
     func handle(_ response: ConnectResponse) -> (any Error)? {
         count.increment()
         return ErrorHandler().handle(response)
+    }
+}
+
+/// An error handler that fails every error response with what `makeError` makes of it.
+private struct ClosureErrorHandler: ErrorHandling {
+    let makeError: @Sendable (ConnectResponse) -> any Error
+
+    init(_ makeError: @escaping @Sendable (ConnectResponse) -> any Error) {
+        self.makeError = makeError
+    }
+
+    func handle(response: [String: Any]) -> (any Error)? {
+        ErrorHandler().handle(response: response)
+    }
+
+    func handle(_ response: ConnectResponse) -> (any Error)? {
+        makeError(response)
     }
 }
 
@@ -912,20 +1093,23 @@ private struct Accepting500: ErrorHandling {
 private struct GuideRetrying: ConnectMiddlewareProtocol {
     let adapted = Counter()
     let failsAfter: Int?
+    /// What `adapt` throws after `failsAfter` adaptations.
+    let failure: any Error
     let retryClock: any RetryClock
     let decide: @Sendable (URLRequest, any Error, Int) -> RetryDecision
 
     init(
-        failsAfter: Int? = nil, retryClock: any RetryClock = DispatchRetryClock(),
+        failsAfter: Int? = nil, failure: any Error = TestError(401), retryClock: any RetryClock = DispatchRetryClock(),
         decide: @escaping @Sendable (URLRequest, any Error, Int) -> RetryDecision
     ) {
         self.failsAfter = failsAfter
+        self.failure = failure
         self.retryClock = retryClock
         self.decide = decide
     }
 
     func adapt(_ request: URLRequest) throws -> URLRequest {
-        if let failsAfter, adapted.value >= failsAfter { throw TestError(401) }
+        if let failsAfter, adapted.value >= failsAfter { throw failure }
         adapted.increment()
         var request = request
         request.setValue("\(adapted.value)", forHTTPHeaderField: "X-Adapted")

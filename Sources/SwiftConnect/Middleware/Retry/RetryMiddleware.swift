@@ -128,6 +128,8 @@ final class RetryLoop:
     private struct State {
         /// The number of the latest attempt started (the loop is made after the first).
         var attempt = 0
+        /// How many requests the attempts that ended sent: one each, or what a retry loop inside counted.
+        var sent = 0
         var isCancelled = false
         /// The attempt in flight, to cancel with the loop.
         var inFlight: Future<ConnectResponse>?
@@ -185,10 +187,13 @@ final class RetryLoop:
     private let next: Middleware.Next
     private let plan: Plan
 
+    /// A loop whose first attempt ended with `first`.
     private init(
-        maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, plan: Plan, attemptsMade: Int
+        maxAttempts: Int, clock: any RetryClock, next: @escaping Middleware.Next, plan: Plan,
+        first: Result<ConnectResponse, any Error>
     ) {
-        state.attempt = attemptsMade
+        state.attempt = 1
+        state.sent = RetryLoop.requestsSent(by: first)
         self.maxAttempts = maxAttempts
         self.clock = clock
         self.next = next
@@ -254,7 +259,7 @@ final class RetryLoop:
         if attempt.callbackQueue == nil, let result = attempt.result {
             // Complete at once: nobody holds the future returned yet, so nobody can have cancelled it.
             guard let wait = plan.delay(after: result, of: sent, attempt: 1) else { return attempt }
-            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, attemptsMade: 1)
+            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, first: result)
             loop.promise.setCancelHandler { loop.cancel() }
             loop.scheduleAttempt(after: wait, following: 1)
             return loop.promise.future
@@ -265,7 +270,7 @@ final class RetryLoop:
             guard let wait = plan.delay(after: result, of: sent, attempt: 1) else {
                 return derived.resolve(result, hint: attempt.hintForCallback)
             }
-            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, attemptsMade: 1)
+            let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, first: result)
             // The future holds the loop through this handler only while pending; completing releases it.
             loop.promise.setCancelHandler { loop.cancel() }
             let future = loop.promise.future
@@ -309,18 +314,19 @@ final class RetryLoop:
 
     /// Starts the next attempt, with the plan's request for it.
     private func startAttempt() {
-        let attempt: Int? = withState { state in
+        let started: (attempt: Int, requestsBefore: Int)? = withState { state in
             guard !state.isCancelled else { return nil }
             state.timer = nil
             state.attempt += 1
-            return state.attempt
+            return (state.attempt, state.sent)
         }
-        guard let attempt else { return }
+        guard let (attempt, requestsBefore) = started else { return }
         let request: URLRequest
         do {
             request = try plan.request(forAttempt: attempt)
         } catch {
-            promise.completeIfPending(with: .failure(error))
+            // The attempts so far sent the request; this one could not be made.
+            promise.completeIfPending(with: RetryLoop.reporting(requestsBefore, on: .failure(error)))
             return
         }
         let sent: URLRequest? = plan.decidesOnRequest ? copy request : nil
@@ -342,16 +348,45 @@ final class RetryLoop:
     }
 
     private func attemptEnded(_ attempt: Int, request: URLRequest?, result: Result<ConnectResponse, any Error>) {
-        let isCancelled = withState { state -> Bool in
+        let requests = RetryLoop.requestsSent(by: result)
+        let (isCancelled, sent) = withState { state -> (Bool, Int) in
             state.inFlight = nil
-            return state.isCancelled
+            state.sent += requests
+            return (state.isCancelled, state.sent)
         }
         guard !isCancelled else { return }
         guard attempt < maxAttempts, let wait = plan.delay(after: result, of: request, attempt: attempt) else {
-            promise.completeIfPending(with: result)
+            promise.completeIfPending(with: RetryLoop.reporting(sent, on: result))
             return
         }
         scheduleAttempt(after: wait, following: attempt)
+    }
+
+    /// How many requests an attempt that ended with `result` sent: the count of a retry loop inside this one
+    /// (``ConnectResponse/attempts``, ``ConnectError/attempts``), else one.
+    private static func requestsSent(by result: Result<ConnectResponse, any Error>) -> Int {
+        switch result {
+        case .success(let response): max(1, response.attempts)
+        case .failure(let error): max(1, (error as? ConnectError)?.attempts ?? 1)
+        }
+    }
+
+    /// The outcome the loop ends with, saying that `sent` requests were sent when that is more than one: on an
+    /// error response, for the error the client's error handler makes of it, or on a ``ConnectError``. A success
+    /// and any other error (a user's own type, or a `URLError` the client turns into a ``ConnectError`` later)
+    /// are left as they are.
+    private static func reporting(
+        _ sent: Int, on result: Result<ConnectResponse, any Error>
+    ) -> Result<ConnectResponse, any Error> {
+        guard sent > 1 else { return result }
+        switch result {
+        case .success(var response):
+            guard !response.isSuccess else { return result }
+            response.attempts = sent
+            return .success(response)
+        case .failure(let error):
+            return .failure(ConnectError.reporting(attempts: sent, on: error))
+        }
     }
 
     /// Starts the attempt after number `attempt` once `wait` seconds have passed.

@@ -46,7 +46,9 @@ import Foundation
 ///
 /// ## When it gives up
 /// After ``maxAttempts`` attempts in all (the first included), the last outcome stands: the last response, so
-/// the error handler reports the server's real status and message, or the last transport error.
+/// the error handler reports the server's real status and message, or the last transport error. A
+/// ``ConnectError`` that a request retried ends with says how many attempts were made: ``ConnectError/attempts``,
+/// and a description ending with "(after 3 attempts)".
 ///
 /// ## Testing
 /// Inject a ``RetryClock``: `SwiftConnectTesting`'s `ImmediateRetryClock` records every delay and runs the
