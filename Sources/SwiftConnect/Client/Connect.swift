@@ -566,7 +566,7 @@ extension Connect {
             if response.isSuccess { return result }
             if let error = errorHandler.handle(response) {
                 guard response.attempts > 1 else { return .failure(error) }
-                return .failure(ConnectError.reporting(attempts: response.attempts, on: error))
+                return .failure(ConnectError.reporting(attempts: Int(response.attempts), on: error))
             }
             return result
         case .failure(let error):

@@ -16,16 +16,19 @@ import Foundation
 public struct ConnectResponse: Sendable {
     /// The request as it was sent, after every middleware.
     public var request: URLRequest
+    /// How many requests were sent to get this error response (outside 200..<300): more than 1 when a retry loop
+    /// sent the request again and ended with it, so that the error the error handler makes of the response says
+    /// so (``ConnectError/attempts``). Always 1 on a success.
+    ///
+    /// An `Int32` right after `request`: on Linux it fills the padding after the `URLRequest`, and a response is
+    /// copied at every stage of a request, so it stays 56 bytes.
+    var attempts: Int32 = 1
     /// The HTTP response: status code and headers.
     public var response: HTTPURLResponse
     /// The body (empty when there was none, or when it was written to ``fileURL``).
     public var data: Data
     /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
     public var fileURL: URL?
-    /// How many requests were sent to get this error response (outside 200..<300): more than 1 when a retry loop
-    /// sent the request again and ended with it, so that the error the error handler makes of the response says
-    /// so (``ConnectError/attempts``). Always 1 on a success.
-    var attempts: Int = 1
 
     /// Creates a response.
     ///
