@@ -976,7 +976,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testGuideMiddlewareRetriesUntilItsCapSaysHowManyAttempts() {
         fake.stub(.get, "/items", with: .status(503))
-        let middleware = GuideRetrying { _, _, _ in .retry }
+        let middleware = GuideRetrying(retryClock: clock) { _, _, _ in .retry }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
         let error = connectError(of: connect.request(Endpoint()))
         XCTAssertEqual(error?.statusCode, 503)
@@ -988,7 +988,7 @@ final class RetryPolicyTests: XCTestCase {
         let failure = ConnectError(
             .transport, message: "connection reset", underlyingError: URLError(.networkConnectionLost))
         fake.stub(.get, "/items", with: .failure(failure))
-        let middleware = GuideRetrying { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
+        let middleware = GuideRetrying(retryClock: clock) { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
         let error = connectError(of: connect.request(Endpoint()))
         XCTAssertEqual(error?.kind, .transport)
@@ -997,7 +997,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testGuideMiddlewaresOwnErrorTypeAfterRetriesIsPassedOnUnchanged() {
         fake.stub(.get, "/items", with: .failure(TestError(7)))
-        let middleware = GuideRetrying { _, _, _ in .retry }
+        let middleware = GuideRetrying(retryClock: clock) { _, _, _ in .retry }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
         XCTAssertEqual(error(of: connect.request(Endpoint())) as? TestError, TestError(7))
         XCTAssertEqual(fake.requests.count, 5)
@@ -1006,7 +1006,9 @@ final class RetryPolicyTests: XCTestCase {
     func testAnAdaptFailingOnARetryCountsTheAttemptsSent() {
         // Given: adapt throws a ConnectError on the third attempt, after two were sent
         fake.stub(.get, "/items", with: .status(503))
-        let middleware = GuideRetrying(failsAfter: 2, failure: ConnectError(.rejected, message: "no token")) {
+        let middleware = GuideRetrying(
+            failsAfter: 2, failure: ConnectError(.rejected, message: "no token"), retryClock: clock
+        ) {
             _, _, _ in .retry
         }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: nil)
@@ -1021,7 +1023,7 @@ final class RetryPolicyTests: XCTestCase {
     func testAttemptsOfAGuideMiddlewareInsideThePolicyAddUp() {
         // Given: the policy's 3 attempts, each running the guide middleware's 2
         fake.stub(.get, "/items", with: .status(503))
-        let middleware = GuideRetrying { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
+        let middleware = GuideRetrying(retryClock: clock) { _, _, attempt in attempt < 2 ? .retry : .doNotRetry }
         let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: policy())
         // When
         let error = connectError(of: connect.request(Endpoint()))
