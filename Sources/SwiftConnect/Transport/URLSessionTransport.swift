@@ -54,6 +54,9 @@ public final class URLSessionTransport: Transport {
     private let plainInFlight = Protected(0)
     /// The session configuration's `timeoutIntervalForResource`, read once; `.infinity` when it sets none.
     private let resourceTimeout: TimeInterval
+    /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
+    /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
+    let isolatedSessionInvalidations = Protected(0)
 
     /// Creates a transport with its own session.
     ///
@@ -230,12 +233,16 @@ public final class URLSessionTransport: Transport {
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
         let stop: @Sendable () -> Void
+        let invalidate: IsolatedSessionInvalidation?
         if isolated {
+            let once = IsolatedSessionInvalidation(taskSession, counting: isolatedSessionInvalidations)
+            invalidate = once
             stop = { [weak task] in
                 task?.cancel()
-                taskSession.invalidateAndCancel()
+                once.invalidate(cancellingTasks: true)
             }
         } else {
+            invalidate = nil
             stop = { [weak task] in task?.cancel() }
         }
         let promise = Promise<ConnectResponse>()
@@ -251,7 +258,7 @@ public final class URLSessionTransport: Transport {
             request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
             stop: stop)
         taskDelegate.register(handler, for: task)
-        if isolated { promise.future.always { taskSession.finishTasksAndInvalidate() } }
+        if let invalidate { promise.future.always { invalidate.invalidate(cancellingTasks: false) } }
         return Self.run(
             task, promise: promise, deadline: deadline, request: request,
             discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
