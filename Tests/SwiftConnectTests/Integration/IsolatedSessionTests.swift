@@ -15,9 +15,7 @@ import XCTest
 /// AddressSanitizer run. A timeout asks for both (the future fails, then the transfer is stopped), and so does a
 /// caller's cancellation (the transfer is stopped, then the future fails).
 final class IsolatedSessionTests: XCTestCase {
-    private struct Todo: Codable, Equatable, Sendable {
-        let id: Int
-    }
+    private typealias Todo = ClientFixtures.Todo
 
     private var server: LocalServer!
     private var transport: URLSessionTransport!
@@ -25,10 +23,10 @@ final class IsolatedSessionTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
-        server.route("GET", "/todo") { _ in .json(Todo(id: 1)) }
+        server.route("GET", "/todo") { _ in .json(Todo.sample) }
         // Declares 100 bytes more than it sends, then stays silent on an open connection.
-        server.route("GET", "/silent") { _ in .json(Todo(id: 2)).withFault(.lieAboutLength(extra: 100)) }
-        server.route("GET", "/held") { _ in .json(Todo(id: 3)).delayed(by: 600) }
+        server.route("GET", "/silent") { _ in .json(Todo.sample).withFault(.lieAboutLength(extra: 100)) }
+        server.route("GET", "/held") { _ in .json(Todo.sample).delayed(by: 600) }
         transport = URLSessionTransport()
         connect = Connect(transport: transport, retryPolicy: nil, maxResponseBytes: 1 << 20)
     }
@@ -49,7 +47,7 @@ final class IsolatedSessionTests: XCTestCase {
         let data = try connect.request(route("/todo")).wait(timeout: 10)
 
         // Then
-        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: data), Todo(id: 1))
+        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: data), Todo.sample)
         XCTAssertTrue(server.waitUntilIdle(timeout: 10))
         XCTAssertEqual(transport.isolatedSessionInvalidations.snapshot, sessionsPerRequest)
     }
@@ -73,7 +71,7 @@ final class IsolatedSessionTests: XCTestCase {
         let arrived = DispatchSemaphore(value: 0)
         server.route("GET", "/held-signalled") { _ in
             arrived.signal()
-            return .json(Todo(id: 4)).delayed(by: 600)
+            return .json(Todo.sample).delayed(by: 600)
         }
         let future = connect.request(route("/held-signalled"))
         XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success, "the request reached the server")
