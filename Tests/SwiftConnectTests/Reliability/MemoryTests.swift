@@ -217,7 +217,7 @@ final class MemoryTests: XCTestCase {
 
         // Then: a cancelled task's completion handler, which holds its promise, runs on the session's delegate queue
         // once the task has stopped; after that, nothing of any request is left
-        waitUntilGone(sample, after: transport.session.delegateQueue)
+        roundTrips(through: transport.session.delegateQueue) { sample.census.alive == [:] }
         assertNothingOutlivedItsRequest(sample, expecting: WatchedKind.allCases)
         // At most as many: a deadline of an earlier test may have fired meanwhile.
         XCTAssertLessThanOrEqual(
@@ -410,14 +410,13 @@ final class MemoryTests: XCTestCase {
         }
     }
 
-    /// Waits, 60 s at most, until every object `sample` watches is gone, by round trips through `queue` (where the
-    /// last holders of those objects run).
-    private func waitUntilGone(_ sample: WeakSample, after queue: OperationQueue) {
+    /// Waits, 60 s at most, until `isDone`, by round trips through `queue` (where the last holders of what is
+    /// waited for run): each waits for the blocks queued before it, with no sleep.
+    private func roundTrips(through queue: OperationQueue, until isDone: () -> Bool) {
         let deadline = Date() + 60
-        while sample.census.alive != [:], Date() < deadline {
+        while !isDone(), Date() < deadline {
             queue.addOperation {}
             queue.waitUntilAllOperationsAreFinished()
-            usleep(1_000)
         }
     }
 
@@ -472,11 +471,7 @@ final class MemoryTests: XCTestCase {
         }
         // The session's queues let go of it once their last blocks (the round trips') are released: wait for that
         // on its delegate queue, a bounded number of times.
-        let deadline = Date() + 60
-        repeat {
-            delegateQueue.addOperation {}
-            delegateQueue.waitUntilAllOperationsAreFinished()
-        } while weakSession != nil && Date() < deadline
+        roundTrips(through: delegateQueue) { weakSession == nil }
         XCTAssertNil(weakSession, "the session was freed", file: file, line: line)
     }
 
