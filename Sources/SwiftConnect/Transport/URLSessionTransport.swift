@@ -232,18 +232,11 @@ public final class URLSessionTransport: Transport {
             task = taskSession.dataTask(with: sent)
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        let stop: @Sendable () -> Void
-        let invalidate: IsolatedSessionInvalidation?
-        if isolated {
-            let once = IsolatedSessionInvalidation(taskSession, counting: isolatedSessionInvalidations)
-            invalidate = once
-            stop = { [weak task] in
-                task?.cancel()
-                once.invalidate(cancellingTasks: true)
-            }
-        } else {
-            invalidate = nil
-            stop = { [weak task] in task?.cancel() }
+        let invalidation =
+            isolated ? IsolatedSessionInvalidation(taskSession, counting: isolatedSessionInvalidations) : nil
+        let stop: @Sendable () -> Void = { [weak task] in
+            task?.cancel()
+            invalidation?.invalidate(cancellingTasks: true)
         }
         let promise = Promise<ConnectResponse>()
         let deadline = chain.map(\.deadline) ?? deadline(for: sent)
@@ -258,7 +251,7 @@ public final class URLSessionTransport: Transport {
             request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
             stop: stop)
         taskDelegate.register(handler, for: task)
-        if let invalidate { promise.future.always { invalidate.invalidate(cancellingTasks: false) } }
+        if let invalidation { promise.future.always { invalidation.invalidate(cancellingTasks: false) } }
         return Self.run(
             task, promise: promise, deadline: deadline, request: request,
             discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
