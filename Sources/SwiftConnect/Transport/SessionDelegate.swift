@@ -11,6 +11,29 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
     /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
     private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
+    /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
+    /// (``cancel(_:)``).
+    private let redirectAnswerOrCancel = Protected(())
+    /// Runs on the delegate queue just before a redirect is answered: tests hold the answer back with it.
+    let beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)?
+
+    /// Creates a delegate; `beforeAnsweringRedirect` is for tests.
+    init(beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil) {
+        self.beforeAnsweringRedirect = beforeAnsweringRedirect
+        super.init()
+    }
+
+    /// Cancels `task`, one of this delegate's: every cancellation of the transport's tasks comes here.
+    ///
+    /// FoundationNetworking stops the process ("Received callback for HTTP redirection, but we're not waiting for
+    /// it") when a redirect is answered after its task was cancelled: the answer reaches a task that has left the
+    /// state of waiting for it. Cancelling under the lock that the answer is given under, where the answer is only
+    /// given to a task still running, keeps the two apart. An answer given first is queued on the task's work
+    /// queue before the cancellation, which that queue then runs after it; a cancellation made first leaves the
+    /// task no longer running, and the redirect is not answered: the task ends as cancelled.
+    func cancel(_ task: URLSessionTask) {
+        redirectAnswerOrCancel.withLock { _ in task.cancel() }
+    }
 
     /// Routes the events of `task` to `handler`. Call before `task.resume()`.
     func register(_ handler: TaskHandler, for task: URLSessionTask) {
@@ -103,26 +126,27 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        let answer = redirectAnswer(for: task, redirectedBy: response, to: request)
+        beforeAnsweringRedirect?(task)
+        // Only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
+        redirectAnswerOrCancel.withLock { _ in
+            guard task.state == .running else { return }
+            completionHandler(answer)
+        }
+    }
+
+    /// The request to follow a redirect with, or `nil` when the redirect response itself is the answer.
+    private func redirectAnswer(
+        for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
+    ) -> URLRequest? {
         // A hop the transport sent itself: it follows that hop's redirects too, counting them (RedirectChain).
-        if RedirectGuard.dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker {
-            completionHandler(nil)
-            return
-        }
-        guard !RedirectGuard.leavesHTTP(response, to: request) else {
-            completionHandler(nil)  // the redirect response itself is the answer
-            return
-        }
+        if RedirectGuard.dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
+        guard !RedirectGuard.leavesHTTP(response, to: request) else { return nil }
         let original = task.originalRequest ?? task.currentRequest
-        guard !RedirectGuard.bringsCredentialsOfItsOwn(response, to: request, from: original) else {
-            completionHandler(nil)  // the redirect response itself is the answer
-            return
-        }
+        guard !RedirectGuard.bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
         let hadBody = RedirectGuard.hasBody(original, task: task)
-        if hadBody, RedirectGuard.wouldLoseBody(request) {
-            completionHandler(nil)  // the redirect response itself is the answer
-            return
-        }
-        completionHandler(RedirectGuard.redirect(request, from: original, hadBody: hadBody))
+        if hadBody, RedirectGuard.wouldLoseBody(request) { return nil }
+        return RedirectGuard.redirect(request, from: original, hadBody: hadBody)
     }
 }
 

@@ -61,8 +61,12 @@ public final class URLSessionTransport: Transport {
     /// Creates a transport with its own session.
     ///
     /// - Parameter configuration: The session configuration. Defaults to ``defaultConfiguration``.
-    public init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
-        let delegate = SessionDelegate()
+    public convenience init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
+        self.init(configuration: configuration, delegate: SessionDelegate())
+    }
+
+    /// Creates a transport with its own session and the given delegate (tests pass one with a hook).
+    init(configuration: URLSessionConfiguration, delegate: SessionDelegate) {
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.delegate = delegate
         resourceTimeout = Self.resourceTimeout(of: configuration)
@@ -205,7 +209,8 @@ public final class URLSessionTransport: Transport {
         // there on a short-lived session of its own, invalidated to stop it, so the rest of the client is
         // unaffected.
         let isolated = Self.stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
-        let taskDelegate = isolated ? SessionDelegate() : delegate
+        let taskDelegate =
+            isolated ? SessionDelegate(beforeAnsweringRedirect: delegate.beforeAnsweringRedirect) : delegate
         let taskSession =
             isolated
             ? URLSession(configuration: session.configuration, delegate: taskDelegate, delegateQueue: nil) : session
@@ -234,8 +239,8 @@ public final class URLSessionTransport: Transport {
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
         let invalidation =
             isolated ? IsolatedSessionInvalidation(taskSession, counting: isolatedSessionInvalidations) : nil
-        let stop: @Sendable () -> Void = { [weak task] in
-            task?.cancel()
+        let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
+            Self.cancel(task, through: taskDelegate)
             invalidation?.invalidate(cancellingTasks: true)
         }
         let promise = Promise<ConnectResponse>()
@@ -317,7 +322,16 @@ public final class URLSessionTransport: Transport {
             Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        _ = Self.run(task, promise: promise, deadline: deadline, request: reported) { [weak task] in task?.cancel() }
+        _ = Self.run(task, promise: promise, deadline: deadline, request: reported) { [weak task, delegate] in
+            Self.cancel(task, through: delegate)
+        }
+    }
+
+    /// Cancels `task` through the transport's delegate, which keeps the cancellation apart from a redirect's
+    /// answer (``SessionDelegate/cancel(_:)``); directly on a session the transport does not own.
+    private static func cancel(_ task: URLSessionTask?, through delegate: SessionDelegate?) {
+        guard let task else { return }
+        if let delegate { delegate.cancel(task) } else { task.cancel() }
     }
 
     /// Responses with bodies at least this large complete on a concurrent queue rather than on the session's
