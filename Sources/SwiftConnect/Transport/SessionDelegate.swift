@@ -128,12 +128,21 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     ) {
         let answer = redirectAnswer(for: task, redirectedBy: response, to: request)
         beforeAnsweringRedirect?(task)
-        // Only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
+        // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.withLock { _ in
-            guard task.state == .running else { return }
+            guard !Self.answersOnlyRunningTasks || task.state == .running else { return }
             completionHandler(answer)
         }
     }
+
+    /// Whether a redirect's answer must not reach a task that was cancelled meanwhile: FoundationNetworking stops
+    /// the process then (``cancel(_:)``). Apple's URLSession takes such an answer and ignores it, so there every
+    /// redirect is answered, as its documentation asks.
+    #if canImport(FoundationNetworking)
+        static let answersOnlyRunningTasks = true
+    #else
+        static let answersOnlyRunningTasks = false
+    #endif
 
     /// The request to follow a redirect with, or `nil` when the redirect response itself is the answer.
     private func redirectAnswer(
