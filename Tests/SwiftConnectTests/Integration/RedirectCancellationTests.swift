@@ -90,4 +90,26 @@ final class RedirectCancellationTests: XCTestCase {
         XCTAssertEqual(answered.snapshot, 1)
         XCTAssertEqual(server.requestCount(for: "GET", path: "/landing"), 1)
     }
+
+    /// Without a held answer: requests cancelled at moments spread over their first 2 ms, so that some
+    /// cancellations fall while the redirect is being answered. Without the fix, each of 5 runs of this test
+    /// stopped the process. It passes whatever the timing, and checks that every request ends.
+    func testRequestsCancelledAroundTheirRedirectAllEnd() throws {
+        let server = try startRedirectingServer()
+        defer { server.stop() }
+        let transport = URLSessionTransport()
+        let start = server.baseURL.appendingPathComponent("start")
+
+        var ended = 0
+        for index in 0..<1_000 {
+            let future = transport.send(URLRequest(url: start))
+            let cancelAt = DispatchTime.now().uptimeNanoseconds + UInt64(index % 100) * 20_000
+            while DispatchTime.now().uptimeNanoseconds < cancelAt {}
+            future.cancel()
+            if (try? future.waitForResult(timeout: 30)) != nil { ended += 1 }
+        }
+
+        XCTAssertEqual(ended, 1_000)
+        XCTAssertNoThrow(try transport.send(URLRequest(url: start)).wait())
+    }
 }
