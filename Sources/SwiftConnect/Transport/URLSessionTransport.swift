@@ -157,6 +157,27 @@ public final class URLSessionTransport: Transport {
         return .success(withUsableTimeout(request))
     }
 
+    /// `request` as the session gets it: on Linux, with a timeout FoundationNetworking's own timer cannot fire
+    /// before the transport's deadline.
+    ///
+    /// FoundationNetworking truncates a request's timeout to whole seconds for its timer: a timeout under a
+    /// second (set with `timeoutInterval =`) failed the request within milliseconds, and 1.5 s failed it after
+    /// 1 s. The transport's deadline enforces the request's own timeout on every platform, so a timeout that is
+    /// not a whole number of seconds goes to FoundationNetworking rounded up, plus a second. Whole-second
+    /// timeouts, the default 60 s among them, go as they are: FoundationNetworking then still applies the
+    /// configuration's `timeoutIntervalForRequest` to a request whose own timeout was never set, as before.
+    static func forSession(_ request: URLRequest) -> URLRequest {
+        #if canImport(FoundationNetworking)
+            let timeout = request.timeoutInterval
+            guard timeout > 0, timeout.isFinite, timeout.rounded(.down) != timeout else { return request }
+            var request = request
+            request.timeoutInterval = timeout.rounded(.up) + 1
+            return request
+        #else
+            return request
+        #endif
+    }
+
     /// `request` with its http or https scheme in lower case, or an ``ConnectError/Kind/invalidRequest`` error
     /// for any other scheme, or no URL.
     private static func withLowercaseHTTPScheme(_ request: URLRequest) -> Result<URLRequest, ConnectError> {
@@ -232,9 +253,9 @@ public final class URLSessionTransport: Transport {
             }
             var streamed = sent
             streamed.httpBody = nil
-            task = taskSession.uploadTask(with: streamed, fromFile: bodyFile)
+            task = taskSession.uploadTask(with: Self.forSession(streamed), fromFile: bodyFile)
         } else {
-            task = taskSession.dataTask(with: sent)
+            task = taskSession.dataTask(with: Self.forSession(sent))
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
         let invalidation =
@@ -296,7 +317,8 @@ public final class URLSessionTransport: Transport {
         let reported = chain?.original ?? request
         plainInFlight.withLock { $0 += 1 }
         // The transport is held weakly, as before: in-flight requests do not keep a released client alive.
-        let task = session.dataTask(with: request) { [weak self, plainInFlight, delegate] data, response, error in
+        let task = session.dataTask(with: Self.forSession(request)) {
+            [weak self, plainInFlight, delegate] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
             // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.

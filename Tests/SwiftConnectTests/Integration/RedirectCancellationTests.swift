@@ -112,4 +112,33 @@ final class RedirectCancellationTests: XCTestCase {
         XCTAssertEqual(ended, 1_000)
         XCTAssertNoThrow(try transport.send(URLRequest(url: start)).wait())
     }
+
+    /// Requests whose timeouts (1 to 5.5 ms) fall around a redirect answered after 1 ms. FoundationNetworking's
+    /// own timer, when it fired while the answer was on its way, stopped the process too (3 of 3 runs of 600
+    /// such requests, before its timer was moved past the transport's deadline); every request has to end.
+    func testRequestsTimingOutAroundTheirRedirectAllEnd() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/landing") { _ in
+            let response: LocalServer.Response = .json(["ok": true])
+            return response.delayed(by: 0.002)
+        }
+        server.route("GET", "/start") { _ in
+            let response: LocalServer.Response = .redirect(to: "/landing")
+            return response.delayed(by: 0.001)
+        }
+        let transport = URLSessionTransport()
+
+        var ended = 0
+        for batch in 0..<20 {
+            let futures = (0..<30).map { index in
+                var request = URLRequest(url: server.baseURL.appendingPathComponent("start"))
+                request.timeoutInterval = 0.001 + Double((batch + index) % 10) * 0.0005
+                return transport.send(request)
+            }
+            ended += futures.filter { (try? $0.waitForResult(timeout: 30)) != nil }.count
+        }
+
+        XCTAssertEqual(ended, 600)
+    }
 }
