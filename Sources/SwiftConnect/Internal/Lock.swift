@@ -98,3 +98,21 @@ package final class Protected<Value>: @unchecked Sendable {
         withLock { $0 }
     }
 }
+
+/// A lock that guards no value but keeps sections of code from running at the same time, such as two calls into
+/// a platform API that must not cross. Where it is used says what it keeps apart.
+// @unchecked Sendable: `lock` is the only stored property, and a mutex is made to be used from any thread.
+package final class ExclusiveSection: @unchecked Sendable {
+    private let lock = Lock()
+
+    package init() {}
+
+    deinit {
+        lock.destroy()
+    }
+
+    /// Runs `body` while no other section of this lock runs. Never call out to user code from `body`.
+    package func run<Result>(_ body: () throws -> Result) rethrows -> Result {
+        try lock.withLock(body)
+    }
+}

@@ -13,7 +13,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
     /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
     /// (``cancel(_:)``).
-    private let redirectAnswerOrCancel = Protected(())
+    private let redirectAnswerOrCancel = ExclusiveSection()
     /// Runs on the delegate queue just before a redirect is answered: tests hold the answer back with it.
     let beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)?
 
@@ -32,7 +32,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// queue before the cancellation, which that queue then runs after it; a cancellation made first leaves the
     /// task no longer running, and the redirect is not answered: the task ends as cancelled.
     func cancel(_ task: URLSessionTask) {
-        redirectAnswerOrCancel.withLock { _ in task.cancel() }
+        redirectAnswerOrCancel.run { task.cancel() }
     }
 
     /// Routes the events of `task` to `handler`. Call before `task.resume()`.
@@ -129,7 +129,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         let answer = redirectAnswer(for: task, redirectedBy: response, to: request)
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
-        redirectAnswerOrCancel.withLock { _ in
+        redirectAnswerOrCancel.run {
             guard !Self.answersOnlyRunningTasks || task.state == .running else { return }
             completionHandler(answer)
         }
