@@ -14,11 +14,13 @@ import XCTest
 /// waiting for it") when the redirect was answered after the cancellation. These tests hold the answer back until
 /// the request has been cancelled: without the fix, the first of them crashes the test process.
 final class RedirectCancellationTests: XCTestCase {
-    /// A server whose `/start` redirects to `/landing`.
-    private func startRedirectingServer() throws -> LocalServer {
+    /// A server whose `/start` redirects to `/landing`, each answering after its delay in seconds.
+    private func startRedirectingServer(redirectAfter: TimeInterval = 0, landingAfter: TimeInterval = 0) throws
+        -> LocalServer
+    {
         let server = try LocalServer.started()
-        server.route("GET", "/landing") { _ in .json(["ok": true]) }
-        server.route("GET", "/start") { _ in .redirect(to: "/landing") }
+        server.route("GET", "/landing") { _ in .json(["ok": true]).delayed(by: landingAfter) }
+        server.route("GET", "/start") { _ in .redirect(to: "/landing").delayed(by: redirectAfter) }
         return server
     }
 
@@ -117,16 +119,8 @@ final class RedirectCancellationTests: XCTestCase {
     /// own timer, when it fired while the answer was on its way, stopped the process too (3 of 3 runs of 600
     /// such requests, before its timer was moved past the transport's deadline); every request has to end.
     func testRequestsTimingOutAroundTheirRedirectAllEnd() throws {
-        let server = try LocalServer.started()
+        let server = try startRedirectingServer(redirectAfter: 0.001, landingAfter: 0.002)
         defer { server.stop() }
-        server.route("GET", "/landing") { _ in
-            let response: LocalServer.Response = .json(["ok": true])
-            return response.delayed(by: 0.002)
-        }
-        server.route("GET", "/start") { _ in
-            let response: LocalServer.Response = .redirect(to: "/landing")
-            return response.delayed(by: 0.001)
-        }
         let transport = URLSessionTransport()
 
         var ended = 0

@@ -18,14 +18,8 @@ final class TimeoutPrecisionTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
-        server.route("GET", "/soon") { _ in
-            let response: LocalServer.Response = .json(["ok": true])
-            return response.delayed(by: 0.1)
-        }
-        server.route("GET", "/silent") { _ in
-            let response: LocalServer.Response = .json(["ok": true])
-            return response.delayed(by: 30)
-        }
+        server.route("GET", "/soon") { _ in .json(["ok": true]).delayed(by: 0.1) }
+        server.route("GET", "/silent") { _ in .json(["ok": true]).delayed(by: 30) }
     }
 
     override func tearDown() {
