@@ -12,16 +12,19 @@ import Foundation
 ///     .observe { result in print(result) }
 /// ```
 ///
-/// ## The pipeline
+/// ## The path of a request
 /// 1. The connector is built into a `URLRequest` (no I/O; invalid input fails here with
 ///    ``ConnectError/Kind/invalidRequest``) and the client's default headers are added.
-/// 2. The request passes through the middlewares, outermost first: the ``ResponseCache`` (if any), the
-///    coalescing of identical GETs (if on), the ``RetryPolicy``, the client's `middlewares`, the connector's
-///    and the call's ``RequestOptions/middlewares``, the ``RequestQueue`` (if any), the plugins, and finally
-///    the ``Transport``. The response comes back through them in reverse.
-/// 3. A status outside 200..<300 goes to the ``ErrorHandling`` error handler.
-/// 4. Validators (client, connector, call) check the response, then processors transform it.
-/// 5. ``Future/decoded(toType:decoder:)`` decodes the body with the decoder registered for its content type.
+/// 2. The client's retry loop sends it, once or more (``RetryPolicy``), within the connector's `timeout`.
+/// 3. Each attempt passes through the middlewares in order: the client's `middlewares`, the connector's and the
+///    call's ``RequestOptions/middlewares``, then the built-in stages the client was given (the
+///    ``ResponseCache``, the coalescing of identical GETs, the ``RequestQueue``, the plugins), and finally the
+///    ``Transport``. The response comes back through them in reverse.
+/// 4. A status outside 200..<300 goes to the ``ErrorHandling`` error handler.
+/// 5. Validators (client, connector, call) check the response, then processors transform it.
+/// 6. ``Future/decoded(toType:decoder:)`` decodes the body with the decoder registered for its content type.
+///
+/// See ARCHITECTURE.md at the root of the repository for why the stages sit in that order.
 ///
 /// `Connect` is thread-safe; share one per backend.
 public final class Connect: Sendable {
@@ -31,11 +34,12 @@ public final class Connect: Sendable {
 
     /// What sends requests.
     public let transport: any Transport
-    /// The client's own middlewares, in order (see the pipeline above for where they sit).
+    /// The client's own middlewares, in order: the first sees each request first.
     public let middlewares: [any Middleware]
     /// What turns error responses into errors.
     public let errorHandler: any ErrorHandling
-    /// The retry policy, or `nil` when requests are never retried.
+    /// The retry policy, or `nil` when the client retries nothing by itself (a middleware may still ask for
+    /// another attempt, up to three in all; see ``RetryPolicy``).
     public let retryPolicy: RetryPolicy?
     /// The queue capping requests in flight, if any.
     public let requestQueue: RequestQueue?
@@ -57,8 +61,10 @@ public final class Connect: Sendable {
     /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
     public let redactsSecrets: Bool
     private let customLogger: (any ConnectLogger)?
-    /// The middlewares before the per-call ones (cache, coalescing, retry, client middlewares).
-    private let outerMiddlewares: [any Middleware]
+    /// The policy the retry loop applies: `retryPolicy`, or the one `nil` stands for.
+    private let appliedRetryPolicy: RetryPolicy
+    /// The stages after every middleware, in order: cache, coalescing, queue.
+    private let builtInStages: [any Middleware]
     /// The pipeline for calls that add nothing of their own.
     private let chain: MiddlewareChain
     private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
@@ -84,17 +90,14 @@ public final class Connect: Sendable {
     /// - Parameters:
     ///   - transport: What sends requests. Defaults to a new ``URLSessionTransport``.
     ///   - middlewares: Stages every request passes through, in order.
-    ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``. It sees only the
-    ///     final response, after `retryPolicy` is done: accepting a status here does not stop the policy
-    ///     retrying it first.
-    ///   - retryPolicy: When to retry failed requests; `nil` never retries. Defaults to
-    ///     ``RetryPolicy/default``: a conservative policy for idempotent requests, which retries 408, 429,
-    ///     500, 502, 503 and 504 by status, whatever `errorHandler` would make of them (see
-    ///     ``RetryPolicy/retryableStatusCodes``).
+    ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``. A status it accepts
+    ///     (returns `nil` for) is an answer: the retry policy does not retry it.
+    ///   - retryPolicy: When to retry failed requests. Defaults to ``RetryPolicy/default``: a conservative
+    ///     policy for idempotent requests, which retries 408, 429, 500, 502, 503 and 504 (see
+    ///     ``RetryPolicy/retryableStatusCodes``). ``RetryPolicy/none`` sends every request once; `nil` retries
+    ///     nothing by itself but lets a middleware ask for another attempt, up to three in all.
     ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once. Clients
-    ///     may share one queue; see ``RequestQueue``. A request takes one slot of a queue however many times the
-    ///     queue is listed: given here and also among `middlewares` (or the client's, a connector's or a call's
-    ///     ``RequestOptions/middlewares``), it sits only where this parameter puts it.
+    ///     may share one queue; see ``RequestQueue``.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
     ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network
     ///     call. Defaults to `false`.
@@ -139,32 +142,18 @@ public final class Connect: Sendable {
         self.maxResponseBytes = maxResponseBytes
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
-        var outer: [any Middleware] = []
-        // Every AuthenticationMiddleware of the client signs after the cache and the coalescing: theirs, and the
-        // ones among `options.middlewares` (which `RequestContext.options` does not carry).
-        let authenticators = (middlewares + options.middlewares).compactMap { $0 as? AuthenticationMiddleware }
-        if let responseCache {
-            outer.append(ClientResponseCache(cache: responseCache, authenticators: authenticators))
-        }
-        if coalescesIdenticalRequests { outer.append(RequestCoalescer(authenticators: authenticators)) }
-        if let retryPolicy { outer.append(retryPolicy.middleware) }
-        // A cache given as a middleware is told, like `responseCache`, which AuthenticationMiddlewares sign after it.
-        for (index, middleware) in middlewares.enumerated() {
-            guard let cache = middleware as? ResponseCache else {
-                outer.append(middleware)
-                continue
-            }
-            let signers = (middlewares[(index + 1)...] + options.middlewares).compactMap {
-                $0 as? AuthenticationMiddleware
-            }
-            outer.append(ClientResponseCache(cache: cache, authenticators: signers))
-        }
-        outerMiddlewares = outer
-        let owner = queueOwner
-        let queueEntry = requestQueue.map { ClientRequestQueue(queue: $0, owner: owner) }
+        appliedRetryPolicy = retryPolicy ?? .advisedOnly
+        // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
+        // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its
+        // way to the transport, never while a middleware makes it wait (for a token refresh, say).
+        var stages: [any Middleware] = []
+        if let responseCache { stages.append(ResponseCacheStage(cache: responseCache)) }
+        if coalescesIdenticalRequests { stages.append(RequestCoalescer()) }
+        if let requestQueue { stages.append(RequestQueueStage(queue: requestQueue, owner: queueOwner)) }
+        builtInStages = stages
         chain = MiddlewareChain(
-            middlewares: Connect.pipeline(
-                outer: outer, options: options, queue: queueEntry, pluginQueue: pluginQueue),
+            middlewares: middlewares + options.middlewares + stages
+                + Connect.pluginStage(options.plugins, queue: pluginQueue),
             transport: transport
         )
     }
@@ -202,35 +191,9 @@ public final class Connect: Sendable {
     /// Where this client logs.
     public var logger: any ConnectLogger { customLogger ?? ConnectLogging.logger }
 
-    /// The middlewares of a call, outermost first, given its merged options.
-    private static func pipeline(
-        outer: [any Middleware],
-        options: RequestOptions,
-        queue: ClientRequestQueue?,
-        pluginQueue: DispatchQueue
-    ) -> [any Middleware] {
-        var all = listingEachQueueOnce(outer + options.middlewares, besides: queue?.queue)
-        if let queue { all.append(queue) }
-        if !options.plugins.isEmpty { all.append(PluginNotifier(plugins: options.plugins, queue: pluginQueue)) }
-        return all
-    }
-
-    /// `middlewares` with each ``RequestQueue`` at its first place only, and none that is `clientQueue` (the
-    /// client's `requestQueue`, added after them): a request in a queue listed twice would wait for a second slot
-    /// while holding the first, for ever when the queue has one.
-    private static func listingEachQueueOnce(
-        _ middlewares: [any Middleware],
-        besides clientQueue: RequestQueue?
-    ) -> [any Middleware] {
-        guard middlewares.contains(where: { $0 is RequestQueue }) else { return middlewares }
-        var seen = clientQueue.map { [ObjectIdentifier($0)] } ?? []
-        return middlewares.filter { middleware in
-            guard let queue = middleware as? RequestQueue else { return true }
-            let id = ObjectIdentifier(queue)
-            if seen.contains(id) { return false }
-            seen.append(id)
-            return true
-        }
+    /// The stage that tells `plugins` about each attempt, innermost: none without plugins.
+    private static func pluginStage(_ plugins: [any ConnectPlugin], queue: DispatchQueue) -> [any Middleware] {
+        plugins.isEmpty ? [] : [PluginNotifier(plugins: plugins, queue: queue)]
     }
 }
 
@@ -467,51 +430,41 @@ extension Connect {
             logger: logger
         )
         context.transfer = transfer
-        // Adjusted, the request is no longer what the blueprint makes.
-        if adjust == nil { context.blueprint = blueprint }
-        return perform(consume request, context: context, all: all, debugResponse: debugResponse)
+        return perform(request, context: context, all: all, debugResponse: debugResponse)
     }
 
-    /// Runs a built request through the middlewares and the transport, and says what its outcome goes through
-    /// next: the error handler, the validators and the processors (``Exchange``).
-    ///
-    /// The request is handed on, not kept: with ``RequestContext/blueprint`` set, an error that reports it
-    /// makes it again, so the first middleware that changes it changes it in place instead of copying it.
+    /// Runs a built request through the retry loop, the middlewares and the transport, and says what its outcome
+    /// goes through next: the error handler, the validators and the processors (``Exchange``).
     ///
     /// `all` is the client's options merged with the call's (`context.options`, the connector's and the call's).
     func perform(
-        _ request: consuming URLRequest,
+        _ request: URLRequest,
         context: RequestContext,
         all: RequestOptions,
         debugResponse: Bool
     ) -> Exchange {
-        // Kept only where the blueprint cannot make it again, or for the debug output.
-        let sentRequest: SentRequest
-        if let blueprint = context.blueprint, !debugResponse {
-            sentRequest = .remade(blueprint)
-        } else {
-            sentRequest = .kept(copy request)
-        }
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
         // Read before the request can reach the transport: a cancelAllRequests() from another thread between
         // here and `track` has to reach this request too.
         let cancellationsBefore = inFlight.withLock { $0.cancellations }
-        let sent: Future<ConnectResponse>
+        let chain: MiddlewareChain
         if context.options.isEmpty || !context.options.addsStages {
-            sent = chain.send(consume request, context: context)
+            chain = self.chain
         } else {
-            let middlewares = Connect.pipeline(
-                outer: outerMiddlewares,
-                options: RequestOptions(middlewares: all.middlewares, plugins: all.plugins),
-                queue: requestQueue.map { ClientRequestQueue(queue: $0, owner: queueOwner) },
-                pluginQueue: pluginQueue
+            chain = MiddlewareChain(
+                middlewares: middlewares + all.middlewares + builtInStages
+                    + Connect.pluginStage(all.plugins, queue: pluginQueue),
+                transport: transport
             )
-            sent = MiddlewareChain(middlewares: middlewares, transport: transport)
-                .send(consume request, context: context)
+        }
+        let sent = RetryingCall.start(
+            request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler
+        ) { request, context in
+            chain.send(request, context: context)
         }
         track(sent, startedAfter: cancellationsBefore)
         let check = ResponseCheck(
-            sentRequest: sentRequest, errorHandler: errorHandler, validators: all.validators,
+            request: request, errorHandler: errorHandler, validators: all.validators,
             processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
         return Exchange(sent: sent, check: check)
     }
@@ -586,19 +539,6 @@ extension Connect {
         }
         future.whenComplete { [inFlight] _ in
             inFlight.withLock { $0.remove(id) }
-        }
-    }
-}
-
-/// The request of a call as its outcome reports it: kept, or made again from its blueprint.
-enum SentRequest: Sendable {
-    case kept(URLRequest)
-    case remade(RequestBlueprint)
-
-    var request: URLRequest {
-        switch self {
-        case .kept(let request): request
-        case .remade(let blueprint): blueprint.makeRequest()
         }
     }
 }

@@ -45,7 +45,7 @@ struct Exchange: Sendable {
 /// order; with `debugResponse`, the outcome is logged.
 struct ResponseCheck: Sendable {
     /// The request, as the outcome reports it.
-    let sentRequest: SentRequest
+    let request: URLRequest
     let errorHandler: any ErrorHandling
     let validators: [any ResponseValidator]
     let processors: [any ResponseProcessor]
@@ -55,10 +55,10 @@ struct ResponseCheck: Sendable {
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
-        let outcome = Connect.validate(result, request: sentRequest.request, errorHandler: errorHandler)
+        let outcome = Connect.validate(result, request: request, errorHandler: errorHandler)
             .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
         if let debugLogger {
-            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: sentRequest.request, redacting: redactsSecrets))
+            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))
         }
         return outcome
     }

@@ -24,17 +24,14 @@ import Foundation
 ///
 /// ## Retrying
 /// After a transport failure or a response outside 200..<300, the provided `intercept` asks
-/// ``retry(_:dueTo:attempt:)``. A retry adapts the original request again (so a refreshed token is picked
-/// up) and sends it; cancelling the request cancels the attempt in flight and any wait. Cancellations are
-/// never offered for retry, and a request is sent at most ``maxRetryAttempts`` (5) times in all, whatever
-/// `retry` answers. Unlike ``RetryPolicy``, this hook does not check that the request is safe to replay:
-/// look at `request.httpMethod` if that matters. A ``ConnectError`` that a request retried ends with says how
-/// many attempts were made (``ConnectError/attempts``).
-///
-/// The client's ``RetryPolicy`` sits outside the client's middlewares, so each of its attempts runs this
-/// middleware's whole retry loop: with the default policy (3 attempts) and a `retry` that keeps saying yes to a
-/// 503, a GET is sent 3 × ``maxRetryAttempts`` times. When this hook decides the retries, create the client with
-/// `retryPolicy: nil`, or take the statuses it handles out of ``RetryPolicy/retryableStatusCodes``.
+/// ``retry(_:dueTo:attempt:)``. A `.retry` or `.retryAfter` answer asks the client's retry loop for another
+/// attempt (``RequestContext/retryAdvice``): the loop adapts and sends the request again through the whole
+/// pipeline (so a refreshed token is picked up), after the delay asked for. The loop is the client's
+/// ``RetryPolicy``: a request is sent at most its ``RetryPolicy/maxAttempts`` times in all (3 by default, and
+/// with `retryPolicy: nil` too), and at most ``maxRetryAttempts`` times by this hook's answers. Cancellations are
+/// never offered for retry. Unlike the policy's own rules, this hook does not check that the request is safe to
+/// replay: look at `request.httpMethod` if that matters. A ``ConnectError`` that a request retried ends with says
+/// how many attempts were made (``ConnectError/attempts``).
 ///
 /// ```swift
 /// struct RefreshingMiddleware: ConnectMiddlewareProtocol {
@@ -69,8 +66,8 @@ public protocol ConnectMiddlewareProtocol: Middleware {
     /// - Returns: Whether to retry, and when.
     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision
 
-    /// The most attempts the provided `intercept` makes, the first included: a safety net against a `retry`
-    /// that always says yes. Defaults to 5; a value below 1 counts as 1.
+    /// The most attempts this middleware's answers lead to, the first included: a safety net against a `retry`
+    /// that always says yes. Defaults to 5; the client's ``RetryPolicy/maxAttempts`` caps it too.
     ///
     /// ```swift
     /// struct PatientMiddleware: ConnectMiddlewareProtocol {
@@ -78,31 +75,15 @@ public protocol ConnectMiddlewareProtocol: Middleware {
     /// }
     /// ```
     static var maxRetryAttempts: Int { get }
-
-    /// What waits before a ``RetryDecision/retryAfter(_:)`` attempt. Defaults to a ``DispatchRetryClock``;
-    /// tests give `SwiftConnectTesting`'s `ImmediateRetryClock`, which records the delays and waits for none:
-    ///
-    /// ```swift
-    /// struct BackingOff: ConnectMiddlewareProtocol {
-    ///     var retryClock: any RetryClock = DispatchRetryClock()
-    ///     func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
-    ///         attempt < 3 ? .retryAfter(30) : .doNotRetry
-    ///     }
-    /// }
-    /// let clock = ImmediateRetryClock()
-    /// let connect = Connect(transport: fake, middlewares: [BackingOff(retryClock: clock)], retryPolicy: nil)
-    /// // … after a request the fake answers with 503 three times: clock.delays == [30, 30]
-    /// ```
-    var retryClock: any RetryClock { get }
 }
 
 /// What ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` answers about a failed request.
 public enum RetryDecision: Sendable, Equatable {
     /// Stop: the failure stands (an error response still goes to the error handler).
     case doNotRetry
-    /// Adapt the request again and send it now.
+    /// Ask for another attempt at once: the request is adapted again and sent.
     case retry
-    /// Adapt the request again and send it after the given number of seconds.
+    /// Ask for another attempt after the given number of seconds.
     case retryAfter(TimeInterval)
 }
 
@@ -125,37 +106,35 @@ extension ConnectMiddlewareProtocol {
     /// Five attempts in all, the first included.
     public static var maxRetryAttempts: Int { 5 }
 
-    /// A ``DispatchRetryClock``: waits really pass.
-    public var retryClock: any RetryClock { DispatchRetryClock() }
-
-    /// Adapts the request, sends it, and on failure asks ``retry(_:dueTo:attempt:)`` whether to adapt and send
-    /// it again.
+    /// Adapts the request and sends it; on failure, asks ``retry(_:dueTo:attempt:)`` whether the client's retry
+    /// loop should send it again, and passes a yes on as ``RequestContext/retryAdvice``.
     ///
     /// - Parameters:
     ///   - request: The request so far.
-    ///   - context: Facts about the call.
-    ///   - next: The rest of the pipeline, called once per attempt.
-    /// - Returns: A future of the last attempt's response.
+    ///   - context: Facts about the call: its ``RequestContext/attempt`` number is the one `retry` is told.
+    ///   - next: The rest of the pipeline.
+    /// - Returns: A future of this attempt's response.
     public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        let first: URLRequest
+        let adapted: URLRequest
         do {
-            first = try adapt(request)
+            adapted = try adapt(request)
         } catch {
             return Future(error: error)
         }
-        return RetryLoop.run(
-            maxAttempts: max(Self.maxRetryAttempts, 1),
-            clock: retryClock,
-            next: next,
-            request: { attempt in attempt == 1 ? first : try self.adapt(request) },
-            delay: { result, sent, attempt in self.retryDelay(after: result, of: sent, attempt: attempt) }
-        )
+        guard context.attempt < max(Self.maxRetryAttempts, 1) else { return next(adapted) }
+        // The advice is given before the returned future completes, so the loop reads it when the attempt ends.
+        return next(adapted).transformResult { result in
+            if let delay = self.retryDelay(after: result, of: adapted, attempt: context.attempt) {
+                context.retryAdvice.request(after: delay)
+            }
+            return result
+        }
     }
 
     /// Turns the outcome of an attempt into the question for ``retry(_:dueTo:attempt:)`` and its answer into
-    /// a delay, or `nil` to stop.
+    /// a delay, or `nil` for no retry.
     private func retryDelay(
         after result: Result<ConnectResponse, any Error>,
         of request: URLRequest,

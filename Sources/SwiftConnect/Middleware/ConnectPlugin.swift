@@ -113,5 +113,3 @@ struct PluginNotifier: Middleware {
         return response
     }
 }
-
-extension PluginNotifier: PreservesValidHeaders {}

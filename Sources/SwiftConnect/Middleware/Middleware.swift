@@ -25,10 +25,11 @@ import Foundation
 /// }
 /// ```
 ///
-/// The request is handed over `consuming`: declared that way, as above, a middleware owns it and changes it in
-/// place. `Connect` keeps no other reference to it on the way in (a retry makes it again), so no copy is made.
-/// A middleware written with a plain `_ request: URLRequest` parameter still conforms; its first change
-/// copies the request (about 7,000 instructions on Linux).
+/// The request is handed over `consuming`: a middleware may change it in place, as above. A plain
+/// `_ request: URLRequest` parameter conforms too.
+///
+/// A middleware may ask the client for another attempt with ``RequestContext/retryAdvice``; the client's
+/// ``RetryPolicy`` loop is what sends it again, so `next` is best called once per `intercept`.
 ///
 /// Headers a middleware leaves on the request are checked before the transport: a name that is not a token, or
 /// a value with CR, LF or NUL, fails the call with ``ConnectError/InvalidRequestReason/invalidHeader(name:)``.
@@ -66,13 +67,10 @@ public struct RequestContext: Sendable {
     public var logger: any ConnectLogger
     /// Uploads from files, downloads to files, size limits and progress for this request.
     public var transfer = TransferOptions()
-    /// What the request entering the pipeline was made from, when `Connect` built it and nothing changed it
-    /// since: a retry stage with only pass-through stages before it makes the request again from this rather
-    /// than keeping it (see ``RequestBlueprint``).
-    var blueprint: RequestBlueprint?
-    /// The slots the request holds in the ``RequestQueue``s before this stage that come before an
-    /// ``AuthenticationMiddleware``: that middleware gives them back while the request waits for a refresh.
-    var queueSlots = HeldQueueSlots()
+    /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
+    public var attempt = 1
+    /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
+    public var retryAdvice = RetryAdvice()
 
     /// Creates a context.
     ///
@@ -98,50 +96,54 @@ public struct RequestContext: Sendable {
     public var isRetrySafe: Bool { options.isRetrySafe ?? method.isIdempotent }
 }
 
-/// A middleware of SwiftConnect's own that never adds or changes a header with a value from outside (a UUID
-/// idempotency key at most), so headers it passes on need no second check.
-protocol PreservesValidHeaders {}
+/// A middleware's request for another attempt, read by the client's retry loop when the attempt ends.
+///
+/// The loop is the only place that sends a request again: a middleware that wants a retry (after refreshing a
+/// token, say) says so here before its future completes, and the loop sends the request through the whole
+/// pipeline again, within the policy's ``RetryPolicy/maxAttempts`` and the call's deadline. Unlike the policy's
+/// own rules, a requested retry does not check that the request is safe to replay: the middleware knows why it
+/// asks.
+///
+/// ```swift
+/// struct RetryOnceOn409: Middleware {
+///     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+///         -> Future<ConnectResponse>
+///     {
+///         next(request).map { response in
+///             if response.statusCode == 409, context.attempt == 1 { context.retryAdvice.request(after: 0.2) }
+///             return response
+///         }
+///     }
+/// }
+/// ```
+public struct RetryAdvice: Sendable {
+    /// The delay asked for, behind a lock: middlewares may ask from any thread.
+    private let requested = Protected<TimeInterval?>(nil)
 
-/// A middleware of SwiftConnect's own that hands every request on exactly as it received it (or answers
-/// without sending), so a retry stage after it can make the request again from its blueprint.
-protocol PassesRequestThrough {}
+    /// Creates empty advice (the client makes one for each attempt).
+    public init() {}
+
+    /// Asks for another attempt after `delay` seconds (0 for at once). A later request in the same attempt
+    /// replaces an earlier one; a negative or non-finite delay counts as 0.
+    ///
+    /// - Parameter delay: How long to wait before the next attempt, in seconds.
+    public func request(after delay: TimeInterval = 0) {
+        let delay = delay.isFinite ? max(0, delay) : 0
+        requested.withLock { $0 = delay }
+    }
+
+    /// The delay a middleware asked for, or `nil` if none asked.
+    public var requestedDelay: TimeInterval? { requested.withLock { $0 } }
+}
 
 /// Runs a request through `middlewares` in order, then `transport`.
+///
+/// The middlewares are the client's array, folded around the transport: the chain does not know what any of
+/// them is. Before the transport it checks the headers the middlewares left: a name that is not a token, or a
+/// value with CR, LF or NUL, fails the call instead of reaching the wire.
 struct MiddlewareChain: Sendable {
     let middlewares: [any Middleware]
     let transport: any Transport
-    /// Whether a middleware may have set headers the request builder did not check.
-    private let checksHeaders: Bool
-    /// The index and policy of the first retry stage, if only pass-through stages come before it: it receives
-    /// the request exactly as built, so it can make it again from the blueprint instead of keeping it.
-    private let leadingRetry: (index: Int, policy: SharedRetryPolicy)?
-    /// The queues listed before an ``AuthenticationMiddleware``, by index: they hand the slot a request holds down
-    /// the pipeline, so that the middleware can give it back while the request waits for a refresh. Usually `nil`
-    /// (no such queue), which costs a copy of the chain nothing to retain.
-    private let queuesBeforeAuthentication: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)]?
-
-    init(middlewares: [any Middleware], transport: any Transport) {
-        self.middlewares = middlewares
-        self.transport = transport
-        checksHeaders = middlewares.contains { !($0 is any PreservesValidHeaders) }
-        let firstOther = middlewares.firstIndex { !($0 is any PassesRequestThrough) }
-        if let index = firstOther, let retry = middlewares[index] as? RetryMiddleware {
-            leadingRetry = (index, retry.shared)
-        } else {
-            leadingRetry = nil
-        }
-        var queues: [(index: Int, queue: RequestQueue, owner: RequestQueue.Owner?)] = []
-        if let lastAuthentication = middlewares.lastIndex(where: { $0 is AuthenticationMiddleware }) {
-            for (index, middleware) in middlewares[..<lastAuthentication].enumerated() {
-                if let queue = middleware as? RequestQueue {
-                    queues.append((index, queue, nil))
-                } else if let entry = middleware as? ClientRequestQueue {
-                    queues.append((index, entry.queue, entry.owner))
-                }
-            }
-        }
-        queuesBeforeAuthentication = queues.isEmpty ? nil : queues
-    }
 
     func send(_ request: consuming URLRequest, context: RequestContext) -> Future<ConnectResponse> {
         send(consume request, context: context, from: 0)
@@ -151,31 +153,16 @@ struct MiddlewareChain: Sendable {
         ConnectResponse
     > {
         guard index < middlewares.count else {
-            // Middlewares may have added headers after the builder checked them: check again before the wire. This
-            // sees values assigned through `allHTTPHeaderFields` (and, on Apple platforms, through `setValue`);
+            // This sees values assigned through `allHTTPHeaderFields` (and, on Apple platforms, through `setValue`);
             // FoundationNetworking's `setValue` drops a value with CR/LF before anyone can see it.
-            if checksHeaders {
-                for (name, value) in request.allHTTPHeaderFields ?? [:]
-                where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
-                    return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
-                }
+            for (name, value) in request.allHTTPHeaderFields ?? [:]
+            where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
+                return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
             }
             return context.transfer.isPlain
                 ? transport.send(request) : transport.send(request, transfer: context.transfer)
         }
-        if let queuesBeforeAuthentication,
-            let entry = queuesBeforeAuthentication.first(where: { $0.index == index })
-        {
-            return entry.queue.enqueue(consume request, owner: entry.owner) { request, slot in
-                var context = context
-                context.queueSlots.append(slot)
-                return self.send(consume request, context: context, from: index + 1)
-            }
-        }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
-        if let leadingRetry, leadingRetry.index == index, let blueprint = context.blueprint {
-            return leadingRetry.policy.intercept(consume request, context: context, next: next, blueprint: blueprint)
-        }
         return middlewares[index].intercept(consume request, context: context, next: next)
     }
 }

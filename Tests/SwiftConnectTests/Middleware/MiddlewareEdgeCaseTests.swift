@@ -251,7 +251,9 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let now = Date(timeIntervalSince1970: 1_704_067_200)  // Mon, 01 Jan 2024 00:00:00 GMT
         XCTAssertEqual(RetryAfter.delay(from: "120", now: now), 120)
         XCTAssertEqual(RetryAfter.delay(from: " 5 ", now: now), 5)
-        XCTAssertEqual(RetryAfter.delay(from: "-5", now: now), 0)
+        XCTAssertNil(RetryAfter.delay(from: "-5", now: now), "a negative value is invalid, not 'retry now'")
+        XCTAssertNil(RetryAfter.delay(from: "-0", now: now))
+        XCTAssertNil(RetryAfter.delay(from: "+5", now: now))
         XCTAssertNil(RetryAfter.delay(from: "soon", now: now))
         XCTAssertNil(RetryAfter.delay(from: "", now: now))
         XCTAssertNil(RetryAfter.delay(from: "1.5", now: now))
@@ -262,15 +264,16 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         XCTAssertTrue(huge!.isFinite, "huge Retry-After gives \(String(describing: huge))")
     }
 
-    func testHugeRetryAfterWithUncappedPolicyDoesNotRetryImmediately() {
+    func testHugeRetryAfterWithUncappedPolicyIsNotWaitedPastTheCallsDeadline() {
         let clock = ImmediateRetryClock()
         let policy = RetryPolicy(maxAttempts: 2, maxRetryAfter: .infinity, clock: clock)
         let transport = FakeTransport()
         transport.stub("/items", with: .status(503, headers: ["Retry-After": String(repeating: "9", count: 400)]))
         let connect = Connect(transport: transport, retryPolicy: policy)
-        _ = result(of: connect.request(Endpoint()))
-        XCTAssertEqual(clock.delays.count, 1)
-        XCTAssertTrue(clock.delays.allSatisfy { $0.isFinite && $0 > 1e6 }, "delays \(clock.delays)")
+        // The wait would end long after the connector's 60 s timeout: the 503 stands at once, not retried now
+        XCTAssertEqual((error(of: connect.request(Endpoint())) as? ConnectError)?.statusCode, 503)
+        XCTAssertEqual(clock.delays, [])
+        XCTAssertEqual(transport.requests.count, 1)
     }
 
     func testBackoffWithUncappedMaxDelay() {
@@ -364,9 +367,38 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let transport = FakeTransport.answering(.status(500))
         let connect = Connect(
             transport: transport, middlewares: [GuideMiddleware(attempts: Counter(), adaptFailsAt: nil)],
-            retryPolicy: nil)
+            retryPolicy: RetryPolicy(maxAttempts: 10, retryableStatusCodes: [], clock: ImmediateRetryClock()))
         XCTAssertNotNil(error(of: connect.request(Endpoint())))
         XCTAssertEqual(transport.requests.count, GuideMiddleware.maxRetryAttempts)
+    }
+
+    func testGuideRetryNeverSendsMoreThanThePolicysMaxAttempts() {
+        // Given: a hook that always says yes, and the default policy, which retries 500 by itself too
+        let transport = FakeTransport.answering(.status(500))
+        let clock = ImmediateRetryClock()
+        let connect = Connect(
+            transport: transport, middlewares: [GuideMiddleware(attempts: Counter(), adaptFailsAt: nil)],
+            retryPolicy: RetryPolicy(clock: clock))
+        // When
+        let failure = error(of: connect.request(Endpoint())) as? ConnectError
+        // Then: one loop, one cap: 3 sends, not 3 x 5
+        XCTAssertEqual(failure?.statusCode, 500)
+        XCTAssertEqual(failure?.attempts, 3)
+        XCTAssertEqual(transport.requests.count, RetryPolicy.default.maxAttempts)
+        // And without a policy of its own, the client still caps the hook at the default three
+        let unpoliced = FakeTransport.answering(.status(500))
+        let noPolicy = Connect(
+            transport: unpoliced, middlewares: [GuideMiddleware(attempts: Counter(), adaptFailsAt: nil)],
+            retryPolicy: nil)
+        _ = error(of: noPolicy.request(Endpoint()))
+        XCTAssertEqual(unpoliced.requests.count, 3)
+        // And `RetryPolicy.none` sends once, whatever the hook says
+        let once = FakeTransport.answering(.status(500))
+        let single = Connect(
+            transport: once, middlewares: [GuideMiddleware(attempts: Counter(), adaptFailsAt: nil)],
+            retryPolicy: RetryPolicy.none)
+        _ = error(of: single.request(Endpoint()))
+        XCTAssertEqual(once.requests.count, 1)
     }
 
     /// Always retries, but declares its own limit.

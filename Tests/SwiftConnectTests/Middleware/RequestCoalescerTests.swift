@@ -214,20 +214,6 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.last?.cachePolicy, .reloadIgnoringLocalCacheData)
     }
 
-    /// The retry policy inside this stage follows the first caller's `isRetrySafe`: a GET its caller marked not
-    /// safe to replay does not share a call that may be replayed, nor the other way round.
-    func testRequestsWithAnotherRetrySafetyMakeSeparateCalls() {
-        // Given
-        let transport = ManualTransport()
-        let connect = coalescing(transport)
-        // When
-        _ = connect.request(Endpoint())
-        _ = connect.request(Endpoint(), options: RequestOptions(isRetrySafe: false))
-        _ = connect.request(Endpoint(), options: RequestOptions(isRetrySafe: false))
-        // Then
-        XCTAssertEqual(transport.requests.count, 2)
-    }
-
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

@@ -338,20 +338,6 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.map(\.httpMethod), ["HEAD", "GET", "HEAD"])
     }
 
-    /// A cache given among the client's middlewares, before its `AuthenticationMiddleware`, keeps users apart as
-    /// one given as `responseCache` does.
-    func testACacheAmongTheClientsMiddlewaresCountsTheCredentialOfAnAuthenticationMiddlewareAfterIt() throws {
-        let transport = answeringWithTheAuthorizationHeader()
-        let auth = signedInAsAlice()
-        let connect = Connect(transport: transport, middlewares: [ResponseCache(), auth], retryPolicy: nil)
-        func me() throws -> String {
-            String(decoding: try connect.request(Item(path: "/me")).wait(timeout: 5), as: UTF8.self)
-        }
-        XCTAssertEqual(try me(), "Bearer alice")
-        auth.setCredential(.bearer(token: "bob"))
-        XCTAssertEqual(try me(), "Bearer bob")
-    }
-
     /// A transport answering every request with its `Authorization` header (or "anonymous") as the body.
     private func answeringWithTheAuthorizationHeader() -> FakeTransport {
         FakeTransport.answering(

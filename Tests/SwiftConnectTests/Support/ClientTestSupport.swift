@@ -84,6 +84,7 @@ enum ClientFixtures {
         var method: HTTPMethod = .get
         var headers: [HTTPHeader] = []
         var parameters: ParametersRepresentable? = nil
+        var timeout: TimeInterval = 60
     }
 }
 

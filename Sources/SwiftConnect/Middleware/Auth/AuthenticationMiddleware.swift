@@ -39,12 +39,19 @@ import Foundation
 ///   requests wait for it instead of going out with a credential known to be stale. `refresh` is called once
 ///   for all of them, never under a lock.
 /// - If the credential changed since the request was signed (a refresh finished, or ``setCredential(_:)``),
-///   the request is sent again at once with the current credential, without refreshing.
+///   the request asks the client's retry loop for another attempt at once, signed with the current credential,
+///   without refreshing.
 ///
-/// When the refresh succeeds, the new credential becomes ``credential`` and each waiting request is sent once
-/// with it, in the order it started waiting. A request rejected again after that replay fails with
-/// ``ConnectError/Kind/authenticationFailed`` carrying the response: the middleware never refreshes twice for
-/// one request, so it cannot loop.
+/// When the refresh succeeds, the new credential becomes ``credential``. Requests that waited without being
+/// sent go out with it; requests the server rejected ask the client's retry loop for another attempt
+/// (``RequestContext/retryAdvice``), which sends them through the whole pipeline again and signs them with it.
+/// Those replays count against the client's ``RetryPolicy/maxAttempts`` like any other attempt (with
+/// ``RetryPolicy/none`` the rejection stands).
+///
+/// A renewed credential that the server rejects before it has accepted it once is not refreshed again: the
+/// request fails with ``ConnectError/Kind/authenticationFailed`` carrying the response, and so does every other
+/// request rejected with that credential, until ``setCredential(_:)`` or a credential the server accepts. Ten
+/// requests rejected together cause one refresh, whatever the server answers afterwards.
 ///
 /// When the refresh fails, every waiting request fails with a ``ConnectError`` of kind
 /// ``ConnectError/Kind/authenticationFailed`` whose ``ConnectError/underlyingError`` is the refresh's error. A
@@ -69,11 +76,8 @@ import Foundation
 /// others, even when no request waits for it any more.
 ///
 /// ## Request queues
-/// A ``RequestQueue`` listed before this middleware (among the client's, a connector's or a call's middlewares)
-/// gets back the slot of every request that waits for a refresh, and gives it to the next request in line; the
-/// request takes a slot again before it is sent again (also when the refresh failed and a middleware between the
-/// queue and this one sends it again). So the refresh call may go through a client that shares the queue, however
-/// full the queue is. A queue given as `Connect(requestQueue:)` comes after this middleware.
+/// The client's ``RequestQueue`` sits after its middlewares: a request waiting here for a refresh holds no slot,
+/// so the refresh call may go through a client that shares the queue, however full the queue is.
 ///
 /// - Important: Send the refresh call through a client that does not contain this middleware: a request
 ///   going through it while it refreshes would wait for the refresh it is part of, for ever. One sent through it
@@ -116,32 +120,25 @@ public final class AuthenticationMiddleware: Middleware {
         state.withLock { $0.credential }
     }
 
-    /// The credential a request starting now is signed with, and its epoch: the epoch changes whenever the
-    /// credential is replaced or a refresh ends, so an unchanged epoch means no request was signed with another.
-    var currentSignature: Signature {
-        state.withLock { $0.signature }
-    }
-
     /// Replaces the credential, for example after signing in (a token) or out (`nil`).
     ///
-    /// Requests waiting for a refresh stop waiting and are sent at once with `credential`; the result of that
-    /// refresh, when it comes, is ignored. Requests already signed with the previous credential and rejected
-    /// later are sent again with this one, without a refresh.
+    /// Requests waiting for a refresh stop waiting: those not sent yet go out with `credential`, those the server
+    /// rejected ask for another attempt; the result of that refresh, when it comes, is ignored. Requests already
+    /// signed with the previous credential and rejected later ask for another attempt too, without a refresh.
     ///
     /// - Parameter credential: The new credential, or `nil` to send requests unsigned.
     public func setCredential(_ credential: AuthorizationToken?) {
         let (waiters, signature) = state.withLock { $0.replaceCredential(with: credential) }
-        for waiter in waiters {
-            sendAfterWaiting(waiter, signedWith: signature)
-        }
+        for waiter in waiters { release(waiter, signedWith: signature) }
     }
 
     /// Signs the request, sends it, and handles a rejection as the type's documentation describes.
     ///
     /// - Parameters:
     ///   - request: The request so far.
-    ///   - context: Facts about the call (unused).
-    ///   - next: The rest of the pipeline; called once, or twice when the request is replayed.
+    ///   - context: Facts about the call: a rejected request asks for another attempt through its
+    ///     ``RequestContext/retryAdvice``.
+    ///   - next: The rest of the pipeline; called at most once.
     /// - Returns: A future of the response, or of a ``ConnectError/Kind/authenticationFailed`` error, or of an
     ///   ``ConnectError/Kind/invalidRequest`` error when the credential cannot be a header value.
     public func intercept(
@@ -150,30 +147,22 @@ public final class AuthenticationMiddleware: Middleware {
         next: @escaping Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
-        let slots = context.queueSlots
         let (waiter, admission) = state.withLock { state in
-            let exchange = Exchange(id: state.makeID(), request: request, next: next, promise: promise, slots: slots)
-            let waiter = Waiter(exchange: exchange, isReplay: false, rejection: nil)
-            let admission = state.admit(waiter, mayComeFromRefresh: slots.mayComeFromTheCallingThread)
-            // Under the lock: the refresh cannot release the waiter before its slots are given back.
-            if case .wait = admission { slots.park() }
-            return (waiter, admission)
+            let waiter = Waiter(
+                id: state.makeID(), request: request, next: next, promise: promise, advice: context.retryAdvice,
+                rejection: nil)
+            return (waiter, state.admit(waiter))
         }
         switch admission {
         case .refuse:
-            return Future(error: ConnectError.sentFromItsOwnRefresh(waiter.exchange.request))
+            return Future(error: ConnectError.sentFromItsOwnRefresh(request))
         case .wait:
-            slots.startFreedSlots()
-        case .send:
             break
+        case .send(let signature):
+            send(waiter, signedWith: signature)
         }
-        let id = waiter.exchange.id
+        let id = waiter.id
         promise.setCancelHandler { [weak self] in self?.stopWaiting(id) }
-        if case .send(let signature) = admission {
-            // After waiting: a request sent again by a middleware between the queue and this one (a retry after
-            // a failed refresh) gave its slots back while it waited, and takes them again before it goes out.
-            sendAfterWaiting(waiter, signedWith: signature)
-        }
         return promise.future
     }
 }
@@ -204,42 +193,30 @@ extension Middleware where Self == AuthenticationMiddleware {
     }
 }
 
-// MARK: - Sending and replaying
+// MARK: - Sending
 
 extension AuthenticationMiddleware {
-    /// Sends a request, once it holds again the queue slots it gave back while it waited for a refresh (at once if
-    /// it came through no ``RequestQueue``, or holds its slots).
-    private func sendAfterWaiting(_ waiter: Waiter, signedWith signature: Signature) {
-        let slots = waiter.exchange.slots
-        if slots.isEmpty { return send(waiter, signedWith: signature) }
-        slots.unpark { self.send(waiter, signedWith: signature) }
-    }
-
-    /// Signs the exchange's original request with `signature`'s credential and sends it, or fails it
-    /// without sending it when the credential cannot be a header value.
+    /// Signs the request with `signature`'s credential and sends it, or fails it without sending it when the
+    /// credential cannot be a header value.
     private func send(_ waiter: Waiter, signedWith signature: Signature) {
-        let exchange = waiter.exchange
-        // The attempt keeps its exchange, not the rejection that made it wait: that body is no longer needed.
-        let attempt = Waiter(exchange: exchange, isReplay: waiter.isReplay, rejection: nil)
-        let result = exchange.promise.future
+        let result = waiter.promise.future
         guard !result.isCompleted else { return }  // Cancelled while waiting: never sent.
-        var request = exchange.request
+        var request = waiter.request
         if let credential = signature.credential {
             // A value with CR, LF or NUL (a token read with its trailing newline) would be dropped on the way
             // out, and the request sent unsigned: fail it instead, and send nothing.
             // So would a Basic username with a colon be sent as someone else's credentials.
-            let value = credential.headerValue
             guard credential.isSendable else {
-                _ = exchange.promise.completeIfPending(with: .failure(credential.unsendableError(request: request)))
+                _ = waiter.promise.completeIfPending(with: .failure(credential.unsendableError(request: request)))
                 return
             }
-            request.setValue(value, forHTTPHeaderField: "Authorization")
+            request.setValue(credential.headerValue, forHTTPHeaderField: "Authorization")
         }
-        let sent = exchange.next(request)
+        let sent = waiter.next(request)
         result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
-        sent.whenCompleteReturningWork { outcome in
-            self.receive(outcome, for: attempt, signedIn: signature.epoch)
-        }.run()
+        sent.whenComplete { outcome in
+            self.receive(outcome, for: waiter, signedIn: signature.epoch)
+        }
     }
 
     /// Hands a response back, or decides what a rejection leads to.
@@ -247,42 +224,46 @@ extension AuthenticationMiddleware {
         _ outcome: Result<ConnectResponse, any Error>,
         for waiter: Waiter,
         signedIn epoch: UInt64
-    ) -> CallbackList {
-        let exchange = waiter.exchange
+    ) {
         guard case .success(let response) = outcome, isUnauthorized(response) else {
-            return exchange.promise.future.resolve(outcome)
+            if case .success = outcome { state.withLock { $0.accepted(signedIn: epoch) } }
+            _ = waiter.promise.completeIfPending(with: outcome)
+            return
         }
-        if waiter.isReplay {
-            return exchange.promise.future.resolve(.failure(ConnectError.rejectedAfterRenewal(response)))
-        }
-        let decision = state.withLock { state in
-            let decision = state.decideAfterRejection(of: exchange, signedIn: epoch, with: response)
-            switch decision {
-            case .wait, .refresh:
-                // Under the lock: the refresh cannot release the waiter before its slots are given back.
-                exchange.slots.park()
-            case .replay, .fail:
-                break
-            }
-            return decision
-        }
-        if case .wait = decision, exchange.promise.future.isCompleted {
+        let rejected = Waiter(
+            id: waiter.id, request: waiter.request, next: waiter.next, promise: waiter.promise, advice: waiter.advice,
+            rejection: response)
+        let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
+        if case .wait = decision, waiter.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
-            stopWaiting(exchange.id)
+            stopWaiting(waiter.id)
         }
         switch decision {
         case .wait:
-            exchange.slots.startFreedSlots()
-            return .empty
+            break
         case .refresh(let id, let expired):
-            exchange.slots.startFreedSlots()
             startRefresh(id, of: expired)
-            return .empty
-        case .replay(let signature):
-            send(Waiter(exchange: exchange, isReplay: true, rejection: nil), signedWith: signature)
-            return .empty
+        case .retry:
+            askForRetry(rejected, with: response)
         case .fail(let error):
-            return exchange.promise.future.resolve(.failure(error.from(response)))
+            _ = waiter.promise.completeIfPending(with: .failure(error.from(response)))
+        }
+    }
+
+    /// Hands the rejection back and asks the client's retry loop to send the request again, now that the
+    /// credential changed.
+    private func askForRetry(_ waiter: Waiter, with rejection: ConnectResponse) {
+        waiter.advice.request(after: 0)
+        _ = waiter.promise.completeIfPending(with: .success(rejection))
+    }
+
+    /// Lets a request that waited for a refresh go on with `signature`: sends it if it was never sent, or asks
+    /// for another attempt if the server rejected it.
+    private func release(_ waiter: Waiter, signedWith signature: Signature) {
+        if let rejection = waiter.rejection {
+            askForRetry(waiter, with: rejection)
+        } else {
+            send(waiter, signedWith: signature)
         }
     }
 
@@ -310,12 +291,10 @@ extension AuthenticationMiddleware {
         }
         switch outcome {
         case .success:
-            for waiter in waiters {
-                sendAfterWaiting(waiter, signedWith: signature)
-            }
+            for waiter in waiters { release(waiter, signedWith: signature) }
         case .failure(let error):
             for waiter in waiters {
-                waiter.exchange.promise.completeIfPending(with: .failure(error.rejecting(waiter)))
+                waiter.promise.completeIfPending(with: .failure(error.rejecting(waiter)))
             }
         }
     }
@@ -332,23 +311,17 @@ extension AuthenticationMiddleware {
 // MARK: - State
 
 extension AuthenticationMiddleware {
-    /// One call through the middleware.
-    struct Exchange: Sendable {
+    /// One request through the middleware.
+    struct Waiter: Sendable {
         let id: UInt64
         /// The request as it arrived, before signing.
         let request: URLRequest
         let next: Next
         let promise: Promise<ConnectResponse>
-        /// The queue slots the request holds, given back while it waits for a refresh (see ``HeldQueueSlots``).
-        let slots: HeldQueueSlots
-    }
-
-    /// An exchange about to be sent, and whether that sending is its replay after a rejection.
-    struct Waiter: Sendable {
-        let exchange: Exchange
-        let isReplay: Bool
-        /// The response that rejected the exchange, while it waits for a refresh: the refresh's failure reports it.
-        /// `nil` once the exchange is sent again, and for an exchange that waits without having been sent.
+        /// Where a rejected request asks the client's retry loop for another attempt.
+        let advice: RetryAdvice
+        /// The response that rejected the request, while it waits for a refresh; `nil` for a request that waits
+        /// without having been sent.
         let rejection: ConnectResponse?
     }
 
@@ -364,9 +337,9 @@ extension AuthenticationMiddleware {
         case wait
         /// Call `refresh` for `expired` (the request already waits for it).
         case refresh(id: UInt64, expired: AuthorizationToken?)
-        /// Send again now: the credential changed since the request was signed.
-        case replay(Signature)
-        /// Fail: the credential the request would be replayed with is one whose refresh just failed.
+        /// Ask for another attempt: the credential changed since the request was signed.
+        case retry
+        /// Fail: the refresh failed, or the renewed credential was rejected too.
         case fail(ConnectError)
     }
 
@@ -392,11 +365,16 @@ extension AuthenticationMiddleware {
     /// Everything that changes, behind the one lock. Its methods run inside the lock and call no user code.
     struct State {
         var credential: AuthorizationToken?
-        /// Advances whenever `credential` is replaced or a refresh of it fails; requests remember the epoch
-        /// they were signed in, to tell a rejection of the current credential from one of an older credential.
+        /// Advances whenever `credential` is replaced or a refresh of it ends; requests remember the epoch they
+        /// were signed in, to tell a rejection of the current credential from one of an older credential.
         var epoch: UInt64 = 0
         /// The error of the failed refresh that started the current epoch; `nil` if it started otherwise.
         var failure: ConnectError?
+        /// Whether the current credential came from a refresh and the server has not accepted it yet.
+        var isUnproven = false
+        /// The error every request rejected with the current credential fails with, once that credential was
+        /// rejected although it had just been renewed.
+        var renewalRejected: ConnectError?
         var refresh: RefreshInFlight?
         private var lastID: UInt64 = 0
 
@@ -413,15 +391,9 @@ extension AuthenticationMiddleware {
 
         /// The signature for a request about to be sent, or `.wait` after queueing it behind the refresh in
         /// flight, or `.refuse` if `refresh` itself sends it.
-        ///
-        /// `mayComeFromRefresh` is `false` for a request a ``RequestQueue`` started when a slot was freed rather
-        /// than when it was queued: arriving on the thread calling `refresh` (whose waiting requests give their
-        /// slots back), it was not sent by `refresh`.
-        mutating func admit(_ waiter: Waiter, mayComeFromRefresh: Bool) -> Admission {
+        mutating func admit(_ waiter: Waiter) -> Admission {
             guard let inFlight = refresh else { return .send(signature) }
-            if mayComeFromRefresh, let thread = inFlight.callingThread, pthread_equal(thread, pthread_self()) != 0 {
-                return .refuse
-            }
+            if let thread = inFlight.callingThread, pthread_equal(thread, pthread_self()) != 0 { return .refuse }
             refresh?.waiters.append(waiter)
             return .wait
         }
@@ -431,23 +403,34 @@ extension AuthenticationMiddleware {
             if refresh?.id == id { refresh?.callingThread = nil }
         }
 
+        /// Notes that the server accepted a request signed in `requestEpoch`.
+        mutating func accepted(signedIn requestEpoch: UInt64) {
+            if requestEpoch == epoch { isUnproven = false }
+        }
+
         mutating func decideAfterRejection(
-            of exchange: Exchange,
+            of waiter: Waiter,
             signedIn requestEpoch: UInt64,
             with response: ConnectResponse
         ) -> Decision {
-            let waiter = Waiter(exchange: exchange, isReplay: true, rejection: response)
             if refresh != nil {
                 refresh?.waiters.append(waiter)
                 return .wait
             }
+            if let renewalRejected { return .fail(renewalRejected) }
             if requestEpoch == epoch {
+                if isUnproven {
+                    // Renewed and rejected at once: refreshing again would only repeat it.
+                    let error = ConnectError.rejectedAfterRenewal(response)
+                    renewalRejected = error
+                    return .fail(error)
+                }
                 let id = makeID()
                 refresh = RefreshInFlight(id: id, waiters: [waiter], callingThread: pthread_self())
                 return .refresh(id: id, expired: credential)
             }
             if let failure { return .fail(failure) }
-            return .replay(signature)
+            return .retry
         }
 
         /// Ends refresh `id`: stores its outcome and hands back its waiters, or `nil` if it was superseded.
@@ -458,21 +441,26 @@ extension AuthenticationMiddleware {
             guard let finished = refresh, finished.id == id else { return nil }
             refresh = nil
             epoch &+= 1
+            renewalRejected = nil
             switch outcome {
             case .success(let renewed):
                 credential = renewed
                 failure = nil
+                isUnproven = true
             case .failure(let error):
                 failure = error
+                isUnproven = false
             }
             return (finished.waiters, signature)
         }
 
-        /// Sets the credential; hands back the requests that waited for a refresh, to send with it.
+        /// Sets the credential; hands back the requests that waited for a refresh, to go on with it.
         mutating func replaceCredential(with newCredential: AuthorizationToken?) -> ([Waiter], Signature) {
             credential = newCredential
             epoch &+= 1
             failure = nil
+            renewalRejected = nil
+            isUnproven = false
             let waiters = refresh?.waiters ?? []
             refresh = nil
             return (waiters, signature)
@@ -481,7 +469,7 @@ extension AuthenticationMiddleware {
         /// Takes the request `id` off the refresh it waits for, and returns it, for the caller to release outside
         /// the lock.
         mutating func removeWaiter(_ id: UInt64) -> Waiter? {
-            guard let index = refresh?.waiters.firstIndex(where: { $0.exchange.id == id }) else { return nil }
+            guard let index = refresh?.waiters.firstIndex(where: { $0.id == id }) else { return nil }
             return refresh?.waiters.remove(at: index)
         }
     }
@@ -505,15 +493,15 @@ extension ConnectError {
     fileprivate func rejecting(_ waiter: AuthenticationMiddleware.Waiter) -> ConnectError {
         if let rejection = waiter.rejection { return from(rejection) }
         var error = self
-        if error.request == nil { error.request = waiter.exchange.request }
+        if error.request == nil { error.request = waiter.request }
         return error
     }
 
-    /// A request rejected again after being replayed with a renewed or newer credential.
+    /// A request rejected with a credential that had just been renewed.
     static func rejectedAfterRenewal(_ response: ConnectResponse) -> ConnectError {
         ConnectError(
             .authenticationFailed,
-            message: "the server rejected the request again with the renewed credential",
+            message: "the server rejected the renewed credential",
             request: response.request,
             response: response.response,
             body: response.data

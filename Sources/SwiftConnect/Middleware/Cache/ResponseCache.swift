@@ -10,7 +10,7 @@ import Foundation
 /// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status other than
 /// 206 (Partial Content) are stored. A stored response is served until its time to live ends (the rule's
 /// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below), without
-/// touching the network or the middlewares inside the cache, except to a call whose
+/// touching the network, except to a call whose
 /// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
 /// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
 ///
@@ -26,16 +26,12 @@ import Foundation
 /// Only a completed response is served: an identical request sent while the first is still in flight goes to
 /// the network too (turn on `coalescesIdenticalRequests` to share it).
 ///
-/// The key is the method and full URL unless the rule names one. A request that carries credentials when it
-/// reaches the cache (`Authorization`, `Cookie` or any header named like a secret, from the connector, its
-/// `authorizationToken` or the client's default headers) is stored apart for each set of credentials, so one
-/// user's response is not served to another: the key then ends with a digest of them (see
-/// ``key(for:rule:)``). The current credential of each ``AuthenticationMiddleware`` of the client, connector or
-/// call counts too, although it is added after the cache; a response is not stored when that credential changed
-/// (a refresh, ``AuthenticationMiddleware/setCredential(_:)``) while its request was in flight, as the request
-/// may have been signed with the new one. The cache comes before your middlewares, so it cannot
-/// see credentials one of your own middlewares adds: for those requests, name the user in the rule's key, or
-/// call ``removeAll()`` when the user changes.
+/// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
+/// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
+/// key is the method and full URL unless the rule names one. A request that carries credentials
+/// (`Authorization`, `Cookie` or any header named like a secret) is stored apart for each set of credentials, so
+/// one user's response is not served to another: the key then ends with a digest of them (see
+/// ``key(for:rule:)``). A response served from the cache still passes back through your middlewares.
 ///
 /// The cache is private (its client's) and never revalidates: it sends no conditional requests, and never serves
 /// a response past its time to live. It reads the response's headers as RFC 9111 asks of such a cache:
@@ -62,7 +58,7 @@ import Foundation
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
 /// stored. The cache is safe to share between threads and clients.
-public final class ResponseCache: Middleware {
+public final class ResponseCache: Sendable {
     private struct Entry {
         var response: ConnectResponse
         var expiry: Date
@@ -184,14 +180,8 @@ public final class ResponseCache: Middleware {
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
     public static func key(for request: URLRequest, rule: CacheRule) -> String {
-        key(for: request, rule: rule, addedCredentials: [])
-    }
-
-    /// ``key(for:rule:)`` for a request to which `addedCredentials` (`Authorization` values) will be added after
-    /// the cache, by ``AuthenticationMiddleware``s.
-    static func key(for request: URLRequest, rule: CacheRule, addedCredentials: [String]) -> String {
         let key = rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
-        guard let digest = credentialsDigest(of: request, adding: addedCredentials) else { return key }
+        guard let digest = credentialsDigest(of: request) else { return key }
         return key + credentialsMarker + digest
     }
 
@@ -200,13 +190,12 @@ public final class ResponseCache: Middleware {
 
     /// A digest of the request's secret headers (names ignoring case, and values), or `nil` if it has none.
     /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
-    private static func credentialsDigest(of request: URLRequest, adding added: [String]) -> String? {
+    private static func credentialsDigest(of request: URLRequest) -> String? {
         let secrets =
             (request.allHTTPHeaderFields ?? [:])
             .filter { HTTPHeader.isSensitive(name: $0.key) }
             .map { (name: $0.key.lowercased(), value: $0.value) }
             .sorted { $0.name < $1.name }
-            + added.map { (name: "authorization (added)", value: $0) }
         guard !secrets.isEmpty else { return nil }
         var hasher = Hasher()
         for secret in secrets {
@@ -216,21 +205,11 @@ public final class ResponseCache: Middleware {
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 
-    /// Serves a fresh stored response, or sends the request and stores its response.
-    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
-        ConnectResponse
-    > {
-        intercept(request, context: context, next: next, authenticators: [])
-    }
-
-    /// ``intercept(_:context:next:)`` in a client whose `authenticators` add credentials after the cache: their
-    /// current credentials, and those of the connector's or call's own ``AuthenticationMiddleware``s, go into
-    /// the key as if the request carried them.
-    func intercept(
-        _ request: consuming URLRequest,
+    /// Serves a fresh stored response, or sends the request through `next` and stores its response.
+    func respond(
+        to request: consuming URLRequest,
         context: RequestContext,
-        next: @escaping Next,
-        authenticators: [AuthenticationMiddleware]
+        next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
         guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head,
@@ -238,10 +217,7 @@ public final class ResponseCache: Middleware {
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
-        let signers = authenticators + context.options.middlewares.compactMap { $0 as? AuthenticationMiddleware }
-        let signatures = signers.map(\.currentSignature)
-        let key = Self.key(
-            for: request, rule: rule, addedCredentials: signatures.compactMap { $0.credential?.headerValue })
+        let key = Self.key(for: request, rule: rule)
         let now = self.now()
         let cached: ConnectResponse? = state.withLock { state in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
@@ -267,9 +243,6 @@ public final class ResponseCache: Middleware {
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
-            // A credential replaced or refreshed while the request was in flight may have signed it instead of the
-            // one in the key (a request waiting for a refresh when the user changed): it is not this key's answer.
-            guard zip(signers, signatures).allSatisfy({ $0.currentSignature.epoch == $1.epoch }) else { return }
             let size = Self.estimatedSize(of: response)
             let arrival = self.now()
             guard size <= self.maxBytes, let varying = Self.varying(of: response, requestHeaders: requestHeaders),
@@ -322,17 +295,13 @@ public final class ResponseCache: Middleware {
     }
 }
 
-extension ResponseCache: PreservesValidHeaders, PassesRequestThrough {}
-
-/// A client's ``ResponseCache`` stage: the cache, told which of the client's middlewares add credentials after it.
-struct ClientResponseCache: Middleware, PreservesValidHeaders, PassesRequestThrough {
+/// A client's stage for its ``ResponseCache``.
+struct ResponseCacheStage: Middleware {
     let cache: ResponseCache
-    /// The client's ``AuthenticationMiddleware``s.
-    let authenticators: [AuthenticationMiddleware]
 
     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        cache.intercept(request, context: context, next: next, authenticators: authenticators)
+        cache.respond(to: request, context: context, next: next)
     }
 }

@@ -6,8 +6,8 @@ import Foundation
 
 /// Lets identical GET and HEAD requests in flight at the same time share one call down the pipeline.
 ///
-/// Turned on with `Connect(coalescesIdenticalRequests: true)`; it sits just inside the response cache, so
-/// the shared call includes retries and everything after:
+/// Turned on with `Connect(coalescesIdenticalRequests: true)`; it sits after your middlewares and the response
+/// cache, so it sees requests as they go on the wire, and before the queue, so a shared call takes one slot:
 ///
 /// ```swift
 /// let connect = Connect(coalescesIdenticalRequests: true)
@@ -16,11 +16,10 @@ import Foundation
 /// b.cancel()                                         // a still gets its result
 /// ```
 ///
-/// Requests are identical when their method, full URL, timeout, cache policy, ``RequestContext/isRetrySafe``
-/// and every header field (name case-insensitive, value exact) match, and the client's
-/// ``AuthenticationMiddleware``s (which sign requests after this stage) hold the same credentials for both, so
-/// requests of different users never share a response. A GET or HEAD with a body, and any other method, passes
-/// straight through.
+/// Requests are identical when their method, full URL, timeout, cache policy and every header field (name
+/// case-insensitive, value exact) match: requests signed for different users never share a response. A GET or
+/// HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
+/// of its own.
 ///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
@@ -32,14 +31,10 @@ final class RequestCoalescer: Middleware {
         let url: String
         /// `name:value` per header field, names lowercased, sorted.
         let headers: [String]
-        /// The `Authorization` values the client's ``AuthenticationMiddleware``s will sign the request with.
-        let credentials: [String?]
         /// The request's own timeout and cache policy: a caller must not wait longer, or time out sooner, than
         /// it asked, nor get an answer from a cache it asked to skip.
         let timeout: TimeInterval
         let cachePolicy: UInt
-        /// Whether the retry policy inside this stage may replay the call (``RequestContext/isRetrySafe``).
-        let isRetrySafe: Bool
     }
 
     /// One shared call and the callers waiting for it.
@@ -58,41 +53,32 @@ final class RequestCoalescer: Middleware {
     }
 
     private let state = Protected(MutableState())
-    /// The client's ``AuthenticationMiddleware``s: they sign requests after this stage, so their credentials
-    /// belong in the key as if the request carried them.
-    private let authenticators: [AuthenticationMiddleware]
-
-    /// Creates the stage of a client whose `authenticators` sign requests after it.
-    init(authenticators: [AuthenticationMiddleware] = []) {
-        self.authenticators = authenticators
-    }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: URLRequest, isRetrySafe: Bool) -> Key? {
+    func key(for request: URLRequest) -> Key? {
         let method = (request.httpMethod ?? "GET").uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
         let headers = (request.allHTTPHeaderFields ?? [:])
             .map { "\($0.key.lowercased()):\($0.value)" }
             .sorted()
-        let credentials = authenticators.map { $0.credential?.headerValue }
         return Key(
-            method: method, url: url.absoluteString, headers: headers, credentials: credentials,
-            timeout: request.timeoutInterval, cachePolicy: request.cachePolicy.rawValue, isRetrySafe: isRetrySafe)
+            method: method, url: url.absoluteString, headers: headers, timeout: request.timeoutInterval,
+            cachePolicy: request.cachePolicy.rawValue)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        // Per-call/connector middlewares and plugins run after this stage, and transfer options apply to this
-        // call only: such a request is not interchangeable with another one that has the same URL and headers.
-        // Nor are transfers that read or write their own files.
+        // Per-call/connector plugins run after this stage, and transfer options apply to this call only: such a
+        // request is not interchangeable with another one that has the same URL and headers. Nor are transfers
+        // that read or write their own files.
         let options = context.options
         let transfer = context.transfer
-        guard options.middlewares.isEmpty, options.plugins.isEmpty, options.maxResponseBytes == nil,
+        guard options.plugins.isEmpty, options.maxResponseBytes == nil,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
-            transfer.progress == nil, let key = key(for: request, isRetrySafe: context.isRetrySafe)
+            transfer.progress == nil, let key = key(for: request)
         else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
@@ -151,5 +137,3 @@ extension RequestCoalescer {
         orphaned?.cancel()
     }
 }
-
-extension RequestCoalescer: PreservesValidHeaders, PassesRequestThrough {}

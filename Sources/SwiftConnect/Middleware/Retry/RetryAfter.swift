@@ -8,7 +8,8 @@ import Foundation
 enum RetryAfter {
     /// The wait a `Retry-After` value asks for, in seconds, never negative.
     ///
-    /// A negative number of seconds, or a date already past, gives 0: the server is ready now.
+    /// A date already past gives 0: the server is ready now. A negative number is not a `delay-seconds` value and
+    /// gives `nil`, like any other value that is neither form: it must not read as "retry now".
     ///
     /// - Parameters:
     ///   - value: The header value.
@@ -16,18 +17,18 @@ enum RetryAfter {
     /// - Returns: The delay, or `nil` when the value is neither a number of seconds nor an HTTP-date.
     static func delay(from value: String, now: Date) -> TimeInterval? {
         let text = value.trimmingCharacters(in: .whitespaces)
-        if let seconds = seconds(in: text) { return max(0, seconds) }
+        if let seconds = seconds(in: text) { return seconds }
         guard let date = HTTPDate.date(from: text, now: now) else { return nil }
         return max(0, date.timeIntervalSince(now))
     }
 
-    /// `delay-seconds` (`1*DIGIT`), tolerating a leading minus sign; very long numbers saturate.
+    /// `delay-seconds` (`1*DIGIT`); very long numbers saturate.
     private static func seconds(in text: String) -> TimeInterval? {
-        let digits = text.hasPrefix("-") ? text.dropFirst() : Substring(text)
+        let digits = Substring(text)
         // ASCII digits only, byte by byte: a Character range would also take a digit with a combining mark.
         guard !digits.isEmpty, digits.utf8.allSatisfy({ (UInt8(ascii: "0")...UInt8(ascii: "9")).contains($0) })
         else { return nil }
         let magnitude = Double(digits).flatMap { $0.isFinite ? $0 : nil } ?? .greatestFiniteMagnitude
-        return text.hasPrefix("-") ? -magnitude : magnitude
+        return magnitude
     }
 }

@@ -6,14 +6,18 @@ import Foundation
 
 /// When and how often a failed request is sent again.
 ///
-/// `Connect()` applies ``default`` to every request; pass another policy, or `nil` to never retry:
+/// `Connect()` applies ``default`` to every request; pass another policy, or ``none`` to send every request once:
 ///
 /// ```swift
 /// let connect = Connect(retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: 1))
-/// let impatient = Connect(retryPolicy: nil)  // never retries, like RetryPolicy.none (one attempt)
-/// // The same policy as an explicit middleware, anywhere in the onion:
-/// let explicit = Connect(middlewares: [.retry(RetryPolicy(maxAttempts: 2))], retryPolicy: nil)
+/// let once = Connect(retryPolicy: .none)  // one attempt, whatever a middleware asks
 /// ```
+///
+/// The policy is applied by the client's retry loop, the only place a request is sent again. That loop also
+/// honours a middleware's request for another attempt (``RequestContext/retryAdvice``, which
+/// ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` and ``AuthenticationMiddleware`` use), within the same
+/// ``maxAttempts``: no configuration sends a request more often than that. `Connect(retryPolicy: nil)` retries
+/// nothing by itself but still lets a middleware ask, up to the default three attempts.
 ///
 /// ## Which requests are replayed
 /// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
@@ -22,16 +26,12 @@ import Foundation
 /// one (a UUID, the same on every attempt), which makes it replayable. Any other `POST` is sent exactly once.
 /// An explicit `isRetrySafe` (of the connector, the call or the client) always wins: `false` keeps even an
 /// idempotent or keyed request to one attempt.
-/// The method that counts is the one the request reaches the retry stage with: a ``RetryMiddleware`` placed
-/// after a middleware that sends a `GET` as a `POST` does not replay it unless it is marked retry-safe.
+/// The method that counts is the connector's: the loop runs outside every middleware.
 ///
 /// ## Which failures are retried
-/// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504).
-///   The policy sees raw responses, before the error handler turns them into errors, and does not ask the
-///   error handler: an ``ErrorHandling`` that accepts a status (returns `nil` for it) still sees that status
-///   retried first, and is handed only the last attempt's response. To accept a status without retrying it,
-///   leave it out of ``retryableStatusCodes`` (`policy.retryableStatusCodes.remove(500)`), or pass
-///   `retryPolicy: nil`.
+/// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504),
+///   unless the client's ``ErrorHandling`` accepts it (returns `nil` for it): an accepted response is an
+///   answer, and is not retried.
 /// - A transport failure: a `URLError`, or a ``ConnectError`` of kind ``ConnectError/Kind/transport`` or
 ///   ``ConnectError/Kind/timedOut``, whose code is in ``retryableURLErrorCodes``.
 /// - Never a cancellation: neither a ``ConnectError/Kind/cancelled`` failure nor a request whose future was
@@ -43,6 +43,10 @@ import Foundation
 /// that failed together spread out while still backing off. When a retryable response carries `Retry-After`
 /// (a number of seconds, or an HTTP-date in any of its three RFC 9110 forms) and ``honorsRetryAfter`` is on,
 /// the policy waits that long instead, but never longer than ``maxRetryAfter``; a date in the past means no wait.
+/// A value that is neither (a negative number, garbage) is ignored: the backoff applies.
+///
+/// The call's deadline (the connector's `timeout`) bounds everything: a wait that would end after it is not
+/// started, and the call ends with the last outcome.
 ///
 /// ## When it gives up
 /// After ``maxAttempts`` attempts in all (the first included), the last outcome stands: the last response, so
@@ -73,8 +77,7 @@ public struct RetryPolicy: Sendable {
     ///
     /// Defaults to ``randomJitter``; ``noJitter`` (or any fixed choice) makes delays predictable in tests.
     public var jitter: @Sendable (ClosedRange<Double>) -> Double
-    /// The response statuses that are retried, whether or not the client's error handler would accept them
-    /// (the policy runs first and does not ask it).
+    /// The response statuses that are retried, unless the client's error handler accepts them.
     public var retryableStatusCodes: Set<Int>
     /// The `URLError` codes of transport failures that are retried.
     public var retryableURLErrorCodes: Set<URLError.Code>
@@ -135,8 +138,9 @@ public struct RetryPolicy: Sendable {
         self.clock = clock
     }
 
-    /// The middleware applying this policy (what ``Connect`` puts in its pipeline).
-    var middleware: any Middleware { RetryMiddleware(policy: self) }
+    /// What `Connect(retryPolicy: nil)` applies: no retries of its own (no status or transport error is
+    /// retryable), but a middleware may still ask for another attempt, up to the default three in all.
+    static let advisedOnly = RetryPolicy(retryableStatusCodes: [], retryableURLErrorCodes: [])
 }
 
 // MARK: - Defaults
@@ -200,26 +204,17 @@ extension RetryPolicy {
 // MARK: - Decisions
 
 extension RetryPolicy {
-    /// The number of attempts actually allowed: at least one.
-    var attemptLimit: Int { max(1, maxAttempts) }
-
-    /// Whether `request` may be sent more than once.
+    /// Whether `request` may be sent more than once by the policy's own rules.
     ///
     /// - Parameters:
     ///   - request: The request, with any idempotency key already added.
     ///   - context: The call's context, which knows the connector's method and the `isRetrySafe` option.
-    ///   - isAsBuilt: Whether `request` is known to carry the connector's method (the request as `Connect`
-    ///     built it). Otherwise a middleware before the retry stage may have changed the method, and the
-    ///     request's own method must be idempotent too: a `GET` sent as a `POST` is not replayed unless marked.
     /// - Returns: The call's explicit ``RequestOptions/isRetrySafe`` when it has one; otherwise `true` for
     ///   idempotent methods and requests with an `Idempotency-Key`.
-    static func isReplayable(_ request: URLRequest, context: RequestContext, isAsBuilt: Bool) -> Bool {
+    static func isReplayable(_ request: URLRequest, context: RequestContext) -> Bool {
         // An explicit choice of the connector, the call or the client wins, an `Idempotency-Key` included.
         if let isRetrySafe = context.options.isRetrySafe { return isRetrySafe }
-        // The header lookup last: it is the costly check, and most requests are allowed before it.
-        return context.method.isIdempotent
-            && (isAsBuilt || HTTPMethod(rawValue: request.httpMethod ?? "GET").isIdempotent)
-            || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
+        return context.method.isIdempotent || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
@@ -274,6 +269,8 @@ extension RetryPolicy {
 
     /// The backoff wait after attempt number `attempt` failed: exponential, capped, with equal jitter.
     func backoffDelay(afterAttempt attempt: Int) -> TimeInterval {
+        // No base delay is no delay, however many attempts (0 times an overflowed power would be NaN).
+        guard baseDelay > 0 else { return 0 }
         let growth = baseDelay * pow(multiplier, Double(max(0, attempt - 1)))
         let ceiling = max(0, growth.isFinite ? min(growth, maxDelay) : maxDelay)
         // An uncapped policy (`maxDelay: .infinity`) whose growth overflowed: no finite range to jitter over.

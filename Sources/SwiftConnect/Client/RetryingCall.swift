@@ -1,0 +1,244 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One call's attempts: the only code in SwiftConnect that sends a request more than once.
+///
+/// It sends the request through the pipeline, and after each attempt decides whether to send it again:
+/// 1. a cancelled call, or the policy's last attempt, ends with that attempt's outcome;
+/// 2. a middleware that asked for another attempt (``RequestContext/retryAdvice``) gets it, after its delay;
+/// 3. a response the client accepts ends the call: a 2xx, or a status the error handler returns `nil` for;
+/// 4. otherwise the ``RetryPolicy`` decides, for a request that is safe to replay.
+///
+/// The call's deadline (the connector's `timeout`) bounds the attempts and the waits between them together: when it
+/// passes, the attempt in flight is cancelled and the call fails with ``ConnectError/Kind/timedOut``; a wait that
+/// would end after it is not started, and the call ends with the last outcome instead.
+final class RetryingCall:
+    // @unchecked Sendable: `state` (a `Protected`, with its own lock) holds everything that changes; every other
+    // stored property is immutable and Sendable. Callbacks, the clock, `send` and the promise are always called
+    // outside that lock.
+    @unchecked Sendable
+{
+    /// Sends one attempt through the pipeline.
+    typealias Send = @Sendable (URLRequest, RequestContext) -> Future<ConnectResponse>
+
+    private struct State {
+        /// The number of the latest attempt started.
+        var attempt = 0
+        /// Whether the call was cancelled, timed out or ended: no further attempt starts.
+        var isOver = false
+        /// The attempt in flight, to cancel with the call.
+        var inFlight: Future<ConnectResponse>?
+        /// The wait before the next attempt, to cancel with the call.
+        var timer: (any RetryCancellable)?
+        /// Whether a thread is starting attempts in ``RetryingCall/startAttempts()``.
+        var isStarting = false
+        /// Whether a wait ended while that thread was busy: it starts the next attempt when it is done.
+        var startRequested = false
+        /// The waits scheduled so far, in seconds: on a clock that runs actions at once (a test's), the time the
+        /// call has spent by its own account.
+        var waited: TimeInterval = 0
+    }
+
+    private let state = Protected(State())
+    private let promise = Promise<ConnectResponse>()
+    private let request: URLRequest
+    private let context: RequestContext
+    private let policy: RetryPolicy
+    private let maxAttempts: Int
+    /// Whether the policy may replay the request by its own rules (a middleware's request does not ask).
+    private let isReplayable: Bool
+    private let errorHandler: any ErrorHandling
+    private let send: Send
+    private let deadline: Deadline?
+    private let started = DispatchTime.now()
+
+    private init(
+        request: URLRequest, context: RequestContext, policy: RetryPolicy, errorHandler: any ErrorHandling,
+        send: @escaping Send
+    ) {
+        self.policy = policy
+        maxAttempts = max(1, policy.maxAttempts)
+        let request =
+            maxAttempts > 1 ? policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method) : request
+        self.request = request
+        self.context = context
+        isReplayable = RetryPolicy.isReplayable(request, context: context)
+        self.errorHandler = errorHandler
+        self.send = send
+        deadline = Deadline(seconds: request.timeoutInterval)
+    }
+
+    /// Starts the call and returns the future of its outcome.
+    ///
+    /// - Parameters:
+    ///   - request: The request, as built; each attempt sends it (with an `Idempotency-Key` if the policy adds one).
+    ///   - context: The call's context; each attempt gets a copy with its number and fresh ``RetryAdvice``.
+    ///   - policy: When to retry, how often and how long to wait.
+    ///   - errorHandler: The client's error handler: a status it accepts is not retried.
+    ///   - send: Sends one attempt through the pipeline.
+    /// - Returns: The future; cancelling it cancels the attempt in flight or the wait, and no attempt follows.
+    static func start(
+        _ request: URLRequest,
+        context: RequestContext,
+        policy: RetryPolicy,
+        errorHandler: any ErrorHandling,
+        send: @escaping Send
+    ) -> Future<ConnectResponse> {
+        let call = RetryingCall(
+            request: request, context: context, policy: policy, errorHandler: errorHandler, send: send)
+        let future = call.promise.future
+        // The future holds the call through its cancel handler while pending; completing releases it.
+        call.promise.setCancelHandler { call.end(with: nil) }
+        call.deadline?.start { [weak call] in call?.timeOut() }
+        call.startAttempts()
+        return future
+    }
+
+    /// Starts the next attempt, and the ones after it that a synchronous clock and transport finish at once.
+    ///
+    /// A clock and a pipeline that both finish synchronously would otherwise nest each attempt inside the one
+    /// before (wait, start, end, wait…) until the stack overflows: while a thread is starting attempts here, a
+    /// wait that ends inside that work only asks it to start the next one when it is done.
+    private func startAttempts() {
+        let starts = state.withLock { state -> Bool in
+            if state.isStarting {
+                state.startRequested = true
+                return false
+            }
+            state.isStarting = true
+            return true
+        }
+        guard starts else { return }
+        repeat {
+            startAttempt()
+        } while state.withLock({ state -> Bool in
+            if state.startRequested {
+                state.startRequested = false
+                return true
+            }
+            state.isStarting = false
+            return false
+        })
+    }
+
+    private func startAttempt() {
+        let attempt: Int? = state.withLock { state in
+            guard !state.isOver else { return nil }
+            state.timer = nil
+            state.attempt += 1
+            return state.attempt
+        }
+        guard let attempt else { return }
+        var context = self.context
+        context.attempt = attempt
+        context.retryAdvice = RetryAdvice()
+        let advice = context.retryAdvice
+        let future = send(request, context)
+        let isOver = state.withLock { state -> Bool in
+            if state.isOver { return true }
+            state.inFlight = future
+            return false
+        }
+        if isOver {
+            future.cancel()
+            return
+        }
+        future.whenComplete { result in
+            self.attemptEnded(attempt, result: result, advice: advice)
+        }
+    }
+
+    private func attemptEnded(_ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice) {
+        let isOver = state.withLock { state -> Bool in
+            state.inFlight = nil
+            return state.isOver
+        }
+        guard !isOver else { return }
+        guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
+            return end(with: RetryingCall.reporting(attempt, on: result))
+        }
+        let waited = state.withLock { state -> TimeInterval in
+            defer { state.waited += wait }
+            return state.waited
+        }
+        if let deadline {
+            // The time spent: what passed, or what the clock was asked to wait if that is more (a test's clock
+            // runs actions at once).
+            let elapsed = max(Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, waited)
+            // The next attempt could not start before the deadline: the outcome so far is the better answer.
+            if elapsed + wait >= deadline.seconds { return end(with: RetryingCall.reporting(attempt, on: result)) }
+        }
+        // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
+        guard wait > 0 else { return startAttempts() }
+        let timer = policy.clock.schedule(after: wait) { self.startAttempts() }
+        let cancelTimer = state.withLock { state -> Bool in
+            if state.isOver { return true }
+            // A clock may have run the action already (the next attempt started): nothing left to cancel.
+            if state.attempt == attempt { state.timer = timer }
+            return false
+        }
+        if cancelTimer { timer.cancel() }
+    }
+
+    /// How long to wait before the next attempt, or `nil` to stop with `result`.
+    private func delay(
+        after result: Result<ConnectResponse, any Error>, attempt: Int, advice: RetryAdvice
+    ) -> TimeInterval? {
+        if RetryingCall.isCancellation(result) { return nil }
+        if let requested = advice.requestedDelay { return requested }
+        guard isReplayable else { return nil }
+        if case .success(let response) = result {
+            if response.isSuccess { return nil }
+            // Asked only for a status the policy would retry: an accepted status is an answer, not a failure.
+            guard policy.retryableStatusCodes.contains(response.statusCode), errorHandler.handle(response) != nil
+            else { return nil }
+        }
+        return policy.retryDelay(after: result, attempt: attempt)
+    }
+
+    /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
+    private func timeOut() {
+        end(with: .failure(ConnectError.timedOut(request, after: deadline?.seconds)))
+    }
+
+    /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
+    /// completes with `result` (`nil` when it was cancelled, and so is complete already).
+    private func end(with result: Result<ConnectResponse, any Error>?) {
+        let (timer, inFlight) = state.withLock { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
+            state.isOver = true
+            defer {
+                state.timer = nil
+                state.inFlight = nil
+            }
+            return (state.timer, state.inFlight)
+        }
+        deadline?.cancel()
+        timer?.cancel()
+        inFlight?.cancel()
+        if let result { promise.completeIfPending(with: result) }
+    }
+
+    private static func isCancellation(_ result: Result<ConnectResponse, any Error>) -> Bool {
+        guard case .failure(let error) = result else { return false }
+        return (error as? ConnectError)?.isCancelled == true || (error as? URLError)?.code == .cancelled
+    }
+
+    /// The outcome the call ends with, saying that `attempts` requests were sent when that is more than one: on an
+    /// error response, for the error the client's error handler makes of it, or on a ``ConnectError``.
+    private static func reporting(
+        _ attempts: Int, on result: Result<ConnectResponse, any Error>
+    ) -> Result<ConnectResponse, any Error> {
+        guard attempts > 1 else { return result }
+        switch result {
+        case .success(var response):
+            guard !response.isSuccess else { return result }
+            response.attempts = Int32(clamping: attempts)
+            return .success(response)
+        case .failure(let error):
+            return .failure(ConnectError.reporting(attempts: attempts, on: error))
+        }
+    }
+}
