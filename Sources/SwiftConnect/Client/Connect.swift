@@ -94,8 +94,9 @@ public final class Connect: Sendable {
     ///     (returns `nil` for) is an answer: the retry policy does not retry it.
     ///   - retryPolicy: When to retry failed requests. Defaults to ``RetryPolicy/default``: a conservative
     ///     policy for idempotent requests, which retries 408, 429, 500, 502, 503 and 504 (see
-    ///     ``RetryPolicy/retryableStatusCodes``). ``RetryPolicy/none`` sends every request once; `nil` retries
-    ///     nothing by itself but lets a middleware ask for another attempt, up to three in all.
+    ///     ``RetryPolicy/retryableStatusCodes``). `nil` (or ``RetryPolicy/none``) retries nothing by
+    ///     itself but lets a middleware ask for another attempt, up to three in all; `RetryPolicy(maxAttempts: 1)`
+    ///     sends every request once.
     ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once. Clients
     ///     may share one queue; see ``RequestQueue``.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
@@ -142,7 +143,7 @@ public final class Connect: Sendable {
         self.maxResponseBytes = maxResponseBytes
         self.customLogger = logger
         self.redactsSecrets = redactsSecrets
-        appliedRetryPolicy = retryPolicy ?? .advisedOnly
+        appliedRetryPolicy = retryPolicy ?? .none
         // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
         // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its
         // way to the transport, never while a middleware makes it wait (for a token refresh, say).

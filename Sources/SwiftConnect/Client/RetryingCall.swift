@@ -158,7 +158,7 @@ final class RetryingCall:
         }
         guard !isOver else { return }
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
-            return end(with: RetryingCall.reporting(attempt, on: result))
+            return end(with: reporting(attempt, on: result))
         }
         let waited = state.withLock { state -> TimeInterval in
             defer { state.waited += wait }
@@ -169,7 +169,7 @@ final class RetryingCall:
             // runs actions at once).
             let elapsed = max(Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, waited)
             // The next attempt could not start before the deadline: the outcome so far is the better answer.
-            if elapsed + wait >= deadline.seconds { return end(with: RetryingCall.reporting(attempt, on: result)) }
+            if elapsed + wait >= deadline.seconds { return end(with: reporting(attempt, on: result)) }
         }
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
@@ -226,9 +226,10 @@ final class RetryingCall:
         return (error as? ConnectError)?.isCancelled == true || (error as? URLError)?.code == .cancelled
     }
 
-    /// The outcome the call ends with, saying that `attempts` requests were sent when that is more than one: on an
-    /// error response, for the error the client's error handler makes of it, or on a ``ConnectError``.
-    private static func reporting(
+    /// The outcome the call ends with, saying that `attempts` attempts were made when that is more than one: on an
+    /// error response, for the error the client's error handler makes of it, or on the error, a transport's
+    /// `URLError` made a ``ConnectError`` first.
+    private func reporting(
         _ attempts: Int, on result: Result<ConnectResponse, any Error>
     ) -> Result<ConnectResponse, any Error> {
         guard attempts > 1 else { return result }
@@ -237,6 +238,9 @@ final class RetryingCall:
             guard !response.isSuccess else { return result }
             response.attempts = Int32(clamping: attempts)
             return .success(response)
+        case .failure(let error as URLError):
+            let failure = ConnectError.transportFailure(error, request: request)
+            return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         case .failure(let error):
             return .failure(ConnectError.reporting(attempts: attempts, on: error))
         }

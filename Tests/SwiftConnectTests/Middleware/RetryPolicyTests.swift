@@ -80,7 +80,8 @@ final class RetryPolicyTests: XCTestCase {
             XCTAssertTrue(policy.retryableURLErrorCodes.contains(code), "\(code.rawValue)")
         }
         XCTAssertFalse(policy.retryableURLErrorCodes.contains(.cancelled))
-        XCTAssertEqual(RetryPolicy.none.maxAttempts, 1)
+        XCTAssertEqual(RetryPolicy.none.retryableStatusCodes, [])
+        XCTAssertEqual(RetryPolicy.none.retryableURLErrorCodes, [])
     }
 
     func testDefaultClientRetriesAGetOn503() {
@@ -183,7 +184,7 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(error?.urlError?.code, .networkConnectionLost)
     }
 
-    func testPolicyNoneSendsOnce() {
+    func testPolicyNoneRetriesNothingByItself() {
         fake.stub(.get, "/items", with: [.status(503), Self.ok])
         let error = connectError(of: client(RetryPolicy.none).request(Endpoint()))
         XCTAssertEqual(error?.statusCode, 503)

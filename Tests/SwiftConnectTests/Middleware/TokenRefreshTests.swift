@@ -291,6 +291,63 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 2)
     }
 
+    func testTenRequestsWhoseRenewedCredentialIsRejectedTooCauseOneRefresh() throws {
+        // Given: a server that rejects every credential; ten requests rejected together, on the default client
+        let gate = Promise<Void>()
+        let fake = FakeTransport(
+            fallback: FakeResponse.json(string: #"{"error":"revoked"}"#, status: 401).released(by: gate.future))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: fake, middlewares: [auth])
+        let futures = (0..<10).map { connect.request(Endpoint(endpoint: "/items/\($0)")) }
+        gate.succeed(())
+        XCTAssertEqual(stub.callCount, 1)
+        // When: the refresh succeeds, and the server rejects the renewed credential as well
+        stub.succeed(Self.new)
+        // Then: each request was replayed once, and fails; nobody refreshed again
+        for future in futures {
+            let error = try XCTUnwrap(connectError(of: future))
+            XCTAssertEqual(error.kind, .authenticationFailed)
+            XCTAssertEqual(error.statusCode, 401)
+        }
+        XCTAssertEqual(stub.callCount, 1, "one refresh for ten requests")
+        XCTAssertEqual(authorization(fake.requests).filter { $0 == "Bearer new" }.count, 10)
+        XCTAssertEqual(fake.requests.count, 20)
+        // And a later request rejected with that credential fails without a refresh, until the credential changes
+        XCTAssertEqual(connectError(of: connect.request(Endpoint()))?.kind, .authenticationFailed)
+        XCTAssertEqual(stub.callCount, 1)
+        XCTAssertEqual(fake.requests.count, 21)
+        auth.setCredential(.bearer(token: "other"))
+        let afterSignIn = connect.request(Endpoint())
+        XCTAssertEqual(stub.callCount, 2, "a credential set by the app may be refreshed")
+        stub.fail(URLError(.userAuthenticationRequired), call: 1)
+        XCTAssertEqual(connectError(of: afterSignIn)?.kind, .authenticationFailed)
+    }
+
+    func testARenewedCredentialTheServerAcceptedOnceMayBeRefreshedWhenItExpiresLater() {
+        // Given: the renewed credential works once, then the server rejects it (it expired)
+        let accepted = Protected(Set<String>(["Bearer new"]))
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let value = request.value(forHTTPHeaderField: "Authorization") ?? ""
+                let status = accepted.withLock { $0.contains(value) } ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status)!)
+            })
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let first = connect.request(Endpoint())
+        stub.succeed(Self.new)
+        XCTAssertNotNil(value(of: first))
+        // When: the credential expires
+        accepted.withLock { $0 = ["Bearer newer"] }
+        let second = connect.request(Endpoint())
+        // Then: a second refresh, and the request goes through with its result
+        XCTAssertEqual(stub.callCount, 2)
+        stub.succeed(.bearer(token: "newer"), call: 1)
+        XCTAssertNotNil(value(of: second))
+    }
+
     // MARK: - Invalid credentials
 
     private func assertInvalidAuthorizationHeader(

@@ -46,7 +46,7 @@ import Foundation
 /// sent go out with it; requests the server rejected ask the client's retry loop for another attempt
 /// (``RequestContext/retryAdvice``), which sends them through the whole pipeline again and signs them with it.
 /// Those replays count against the client's ``RetryPolicy/maxAttempts`` like any other attempt (with
-/// ``RetryPolicy/none`` the rejection stands).
+/// `RetryPolicy(maxAttempts: 1)` the rejection stands).
 ///
 /// A renewed credential that the server rejects before it has accepted it once is not refreshed again: the
 /// request fails with ``ConnectError/Kind/authenticationFailed`` carrying the response, and so does every other

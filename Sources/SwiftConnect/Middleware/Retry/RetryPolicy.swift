@@ -6,18 +6,19 @@ import Foundation
 
 /// When and how often a failed request is sent again.
 ///
-/// `Connect()` applies ``default`` to every request; pass another policy, or ``none`` to send every request once:
+/// `Connect()` applies ``default`` to every request; pass another policy, or ``none`` (the same as `nil`) for no
+/// retries of the policy's own:
 ///
 /// ```swift
 /// let connect = Connect(retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: 1))
-/// let once = Connect(retryPolicy: .none)  // one attempt, whatever a middleware asks
+/// let noRetries = Connect(retryPolicy: .none)  // a token refresh may still replay a request
+/// let once = Connect(retryPolicy: RetryPolicy(maxAttempts: 1))  // one attempt, whatever a middleware asks
 /// ```
 ///
 /// The policy is applied by the client's retry loop, the only place a request is sent again. That loop also
 /// honours a middleware's request for another attempt (``RequestContext/retryAdvice``, which
 /// ``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)`` and ``AuthenticationMiddleware`` use), within the same
-/// ``maxAttempts``: no configuration sends a request more often than that. `Connect(retryPolicy: nil)` retries
-/// nothing by itself but still lets a middleware ask, up to the default three attempts.
+/// ``maxAttempts``: no configuration sends a request more often than that.
 ///
 /// ## Which requests are replayed
 /// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
@@ -95,8 +96,11 @@ public struct RetryPolicy: Sendable {
     /// statuses and `URLError` codes, `Retry-After` honoured up to 60 s, no idempotency keys added.
     public static let `default` = RetryPolicy()
 
-    /// A policy that never retries (one attempt).
-    public static let none = RetryPolicy(maxAttempts: 1)
+    /// A policy that retries nothing by itself (no status or transport error is retryable), what
+    /// `Connect(retryPolicy: nil)` applies too; a middleware may still ask for another attempt (a token refresh
+    /// does), up to three in all. For exactly one attempt whatever a middleware asks, use
+    /// `RetryPolicy(maxAttempts: 1)`.
+    public static let none = RetryPolicy(retryableStatusCodes: [], retryableURLErrorCodes: [])
 
     /// Creates a policy.
     ///
@@ -137,10 +141,6 @@ public struct RetryPolicy: Sendable {
         self.addsIdempotencyKey = addsIdempotencyKey
         self.clock = clock
     }
-
-    /// What `Connect(retryPolicy: nil)` applies: no retries of its own (no status or transport error is
-    /// retryable), but a middleware may still ask for another attempt, up to the default three in all.
-    static let advisedOnly = RetryPolicy(retryableStatusCodes: [], retryableURLErrorCodes: [])
 }
 
 // MARK: - Defaults

@@ -1,0 +1,197 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A connector's `timeout` is the caller's deadline: it bounds the whole call, every attempt and every wait between
+/// them, whatever the retry policy; a middleware can ask the one retry loop for another attempt.
+final class CallDeadlineTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private static func seconds(since start: DispatchTime) -> Double {
+        Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9
+    }
+
+    // MARK: - The deadline
+
+    func testASilentServerFailsTheCallAtItsTimeoutWhateverTheRetryPolicy() throws {
+        // Given: a transport that never answers, and a policy that would retry a timeout five times
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(maxAttempts: 5, baseDelay: 0.01))
+        let start = DispatchTime.now()
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.3))))
+        // Then: one deadline for the whole call; the attempt in flight is cancelled, no other one is sent
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertGreaterThanOrEqual(Self.seconds(since: start), 0.3)
+        XCTAssertLessThan(Self.seconds(since: start), 0.3 + 2, "within the timeout plus scheduling slack")
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(transport.cancellations.value, 1)
+    }
+
+    func testTheDeadlineCoversTheWaitsBetweenAttempts() throws {
+        // Given: every attempt fails at once with a retryable error; the policy waits 0.2 s, then 0.4 s, 0.8 s…
+        let transport = FakeTransport.answering(.failure(URLError(.networkConnectionLost)))
+        let clock = ImmediateRetryClock()
+        let policy = RetryPolicy(maxAttempts: 10, baseDelay: 0.2, jitter: RetryPolicy.noJitter, clock: clock)
+        let connect = Connect(transport: transport, retryPolicy: policy)
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 1))))
+        // Then: 0.2 + 0.4 fit in the second; the 0.8 s wait would end after it, so the call ends with the last
+        // failure instead of waiting, well before ten attempts (the test's clock counts the waits as time spent)
+        XCTAssertEqual(error.kind, .transport)
+        XCTAssertEqual(error.attempts, 3)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(clock.delays, [0.2, 0.4])
+    }
+
+    func testAWaitThatWouldEndAfterTheDeadlineIsNotStarted() throws {
+        // Given: a 503 asking for a 30 s wait, in a call of 5 s
+        let transport = FakeTransport.answering(.status(503, headers: ["Retry-After": "30"]))
+        let clock = ImmediateRetryClock()
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: clock))
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 5))))
+        // Then: the server's answer stands at once
+        XCTAssertEqual(error.statusCode, 503)
+        XCTAssertEqual(clock.delays, [])
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testAnInfiniteTimeoutSetsNoDeadline() {
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503), .status(503), .status(200)])
+        let clock = ImmediateRetryClock()
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock))
+        XCTAssertNotNil(value(of: connect.request(Endpoint(timeout: .infinity))))
+        XCTAssertEqual(clock.delays, [0.5, 1.0])
+    }
+
+    // MARK: - Asking the loop for another attempt
+
+    /// Asks for one more attempt after a 409 on the first, as the documentation of `RetryAdvice` shows.
+    private struct RetryOnceOn409: Middleware {
+        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
+            next(request).map { response in
+                if response.statusCode == 409, context.attempt == 1 { context.retryAdvice.request(after: 0.2) }
+                return response
+            }
+        }
+    }
+
+    func testAUserMiddlewareAsksTheLoopForAnotherAttempt() {
+        // Given: a POST (which the policy would never replay by itself) answered 409, then 200
+        let transport = FakeTransport()
+        transport.stub(.post, "/items", with: [.status(409), .status(200)])
+        let clock = ImmediateRetryClock()
+        let connect = Connect(
+            transport: transport, middlewares: [RetryOnceOn409()], retryPolicy: RetryPolicy(clock: clock))
+        // When
+        let outcome = result(of: connect.request(Endpoint(method: .post)))
+        // Then
+        XCTAssertNotNil(try? outcome?.get())
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(clock.delays, [0.2], "the delay the middleware asked for, on the policy's clock")
+    }
+
+    func testAskingForAnotherAttemptStaysWithinThePolicysMaxAttempts() {
+        let transport = FakeTransport.answering(.status(409))
+        let connect = Connect(
+            transport: transport, middlewares: [RetryOnceOn409()],
+            retryPolicy: RetryPolicy(maxAttempts: 1))
+        XCTAssertEqual(connectError(of: connect.request(Endpoint(method: .post)))?.statusCode, 409)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testEachAttemptPassesEveryMiddlewareWithItsNumber() {
+        let attempts = Recorder<Int>()
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503), .status(503), .status(200)])
+        let connect = Connect(
+            transport: transport, middlewares: [AttemptRecorder(attempts: attempts)],
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(attempts.values, [1, 2, 3])
+    }
+
+    private struct AttemptRecorder: Middleware {
+        let attempts: Recorder<Int>
+        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
+            attempts.append(context.attempt)
+            return next(request)
+        }
+    }
+}
+
+/// A released client lets the requests it started finish: each future completes exactly once.
+final class ClientReleaseTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    func testReleasingAClientLetsItsRequestsFinishEachExactlyOnce() {
+        // Given: three requests in flight through a client nobody holds any more
+        let transport = ManualTransport()
+        let completions = Recorder<Int>()
+        var futures: [Future<Data>] = []
+        weak var released: Connect?
+        do {
+            let connect = Connect(
+                transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+                requestQueue: RequestQueue(maxConcurrentRequests: 2))
+            released = connect
+            futures = (0..<3).map { connect.request(Endpoint(endpoint: "/items/\($0)")) }
+        }
+        for (index, future) in futures.enumerated() { future.observe { _ in completions.append(index) } }
+        // Then: the client is gone, its requests are not
+        XCTAssertNil(released, "in-flight requests do not keep the client alive")
+        XCTAssertEqual(transport.requests.count, 2, "the queue still holds the third")
+        // When: the server answers, the first with a 503 that the policy retries
+        transport.respond(to: 0, status: 503)
+        transport.respond(to: 1, body: Data("1".utf8))
+        XCTAssertEqual(transport.requests.count, 4, "the retry of the first and the third went out")
+        transport.respond(to: 2)
+        transport.respond(to: 3, body: Data("2".utf8))
+        // Then
+        for future in futures { XCTAssertNotNil(value(of: future)) }
+        XCTAssertEqual(completions.values.sorted(), [0, 1, 2], "each future completed exactly once")
+    }
+
+    func testReleasingAClientWithARealEngineLetsItsRequestsFinish() throws {
+        // Given: a loopback server that answers when the test says so
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let release = DispatchSemaphore(value: 0)
+        let arrived = DispatchSemaphore(value: 0)
+        server.route("GET", "/slow") { _ in
+            arrived.signal()
+            // Bounded: a test that fails to release the server does not hang it.
+            _ = release.wait(timeout: .now() + 10)
+            return .text("done")
+        }
+        var futures: [Future<Data>] = []
+        weak var released: Connect?
+        do {
+            let connect = Connect(transport: URLSessionTransport(), retryPolicy: .none)
+            released = connect
+            let endpoint = ConfigurableConnector(baseURL: server.baseURL, endpoint: "/slow")
+            futures = (0..<3).map { _ in connect.request(endpoint) }
+        }
+        for _ in 0..<3 {
+            XCTAssertEqual(arrived.wait(timeout: .now() + 10), .success, "the request reached the server")
+        }
+        XCTAssertNil(released)
+        // When
+        for _ in 0..<3 { release.signal() }
+        // Then
+        for future in futures { XCTAssertEqual(value(of: future), Data("done".utf8)) }
+    }
+}
