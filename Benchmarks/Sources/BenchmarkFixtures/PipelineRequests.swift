@@ -29,7 +29,8 @@ public struct PipelineRequests: Sendable {
             decoders.fallback = decoder
         }
         connect = Connect(
-            transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler(), decoders: decoders)
+            transport: transport, middlewares: [HeaderMiddleware()], errorHandler: ErrorHandler(),
+            settings: Connect.Settings(decoders: decoders))
         self.decoder = decoder
     }
 

@@ -45,21 +45,21 @@ public final class Connect: Sendable {
     public let requestQueue: RequestQueue?
     /// The response cache, if any.
     public let responseCache: ResponseCache?
-    /// Client-level plugins, validators and processors (they run before the connector's and the call's), and the
-    /// `isRetrySafe`, cache rule, size limit and progress of calls whose connector and call leave them unset.
-    public let options: RequestOptions
-    /// The decoders `decoded(toType:)` chooses from by content type.
-    public let decoders: ResponseDecoders
-    /// Headers added to every request that does not set them already.
-    public let defaultHeaders: [HTTPHeader]
+    /// The rest of the client's settings: options, decoders, default headers, size limit, logging.
+    public let settings: Settings
+    /// `settings.options`.
+    let options: RequestOptions
+    /// `settings.decoders`.
+    @usableFromInline let decoders: ResponseDecoders
+    /// `settings.defaultHeaders`.
+    let defaultHeaders: [HTTPHeader]
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
     /// headers and query items for every request to it (not for an absolute connector naming another host).
     public let configuration: ServerConfiguration?
-    /// The most response-body bytes accepted for any request (a request's own limit overrides it); `nil`
-    /// for no limit.
-    public let maxResponseBytes: Int?
-    /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
-    public let redactsSecrets: Bool
+    /// `settings.maxResponseBytes`.
+    let maxResponseBytes: Int?
+    /// `settings.redactsSecrets`.
+    let redactsSecrets: Bool
     private let customLogger: (any ConnectLogger)?
     /// The policy the retry loop applies: `retryPolicy`, or the one `nil` stands for.
     private let appliedRetryPolicy: RetryPolicy
@@ -100,18 +100,10 @@ public final class Connect: Sendable {
     ///   - requestQueue: Caps the requests in flight; `nil` (the default) sends everything at once. Clients
     ///     may share one queue; see ``RequestQueue``.
     ///   - responseCache: An in-memory cache for requests with a ``CacheRule``; `nil` (the default) for none.
-    ///   - coalescesIdenticalRequests: Whether identical GETs in flight at the same time share one network
-    ///     call. Defaults to `false`.
-    ///   - options: Client-level plugins, validators and processors (and more middlewares, after
-    ///     `middlewares`).
-    ///   - decoders: The decoders by content type. Defaults to JSON.
     ///   - configuration: The server for relative connectors and ``Route``s, with default headers and query
     ///     items for every request to it.
-    ///   - defaultHeaders: Headers for every request that does not set them. Defaults to
-    ///     `Accept: application/json`.
-    ///   - maxResponseBytes: The response size limit for every request; `nil` (the default) for none.
-    ///   - logger: Where debug output goes. Defaults to ``ConnectLogging/logger`` (standard error).
-    ///   - redactsSecrets: Whether debug output hides secrets. Defaults to `true`.
+    ///   - settings: Everything else, each with a good default: coalescing, client-level options, decoders,
+    ///     default headers, size limit, logging (see ``Settings``).
     public init(
         transport: any Transport = URLSessionTransport(),
         middlewares: [any Middleware] = [],
@@ -119,14 +111,8 @@ public final class Connect: Sendable {
         retryPolicy: RetryPolicy? = .default,
         requestQueue: RequestQueue? = nil,
         responseCache: ResponseCache? = nil,
-        coalescesIdenticalRequests: Bool = false,
-        options: RequestOptions = RequestOptions(),
-        decoders: ResponseDecoders = .default,
         configuration: ServerConfiguration? = nil,
-        defaultHeaders: [HTTPHeader] = [.accept("application/json")],
-        maxResponseBytes: Int? = nil,
-        logger: (any ConnectLogger)? = nil,
-        redactsSecrets: Bool = true
+        settings: Settings = Settings()
     ) {
         self.transport = transport
         self.middlewares = middlewares
@@ -134,22 +120,24 @@ public final class Connect: Sendable {
         self.retryPolicy = retryPolicy
         self.requestQueue = requestQueue
         self.responseCache = responseCache
+        self.settings = settings
+        let options = settings.options
         self.options = options
-        self.decoders = decoders
-        self.defaultHeaders = defaultHeaders
+        decoders = settings.decoders
+        defaultHeaders = settings.defaultHeaders
         self.configuration = configuration
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
         contextDefaults = RequestOptions(isRetrySafe: options.isRetrySafe, cache: options.cache)
-        self.maxResponseBytes = maxResponseBytes
-        self.customLogger = logger
-        self.redactsSecrets = redactsSecrets
+        maxResponseBytes = settings.maxResponseBytes
+        customLogger = settings.logger
+        redactsSecrets = settings.redactsSecrets
         appliedRetryPolicy = retryPolicy ?? .none
         // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
         // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its
         // way to the transport, never while a middleware makes it wait (for a token refresh, say).
         var stages: [any Middleware] = []
         if let responseCache { stages.append(ResponseCacheStage(cache: responseCache)) }
-        if coalescesIdenticalRequests { stages.append(RequestCoalescer()) }
+        if settings.coalescesIdenticalRequests { stages.append(RequestCoalescer()) }
         if let requestQueue { stages.append(RequestQueueStage(queue: requestQueue, owner: queueOwner)) }
         builtInStages = stages
         chain = MiddlewareChain(

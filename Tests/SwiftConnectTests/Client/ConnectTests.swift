@@ -24,7 +24,7 @@ final class ConnectTests: XCTestCase {
         let observed = expectation(description: "observe runs")
         let received = Recorder<Result<Todo, Error>>()
         // When
-        Connect(transport: fake, retryPolicy: nil, logger: MemoryLogger())
+        Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: MemoryLogger()))
             .request(TodoConnector.get(id: 123), debugResponse: true)
             .decoded(toType: Todo.self)
             .observe { result in
@@ -105,7 +105,8 @@ final class ConnectTests: XCTestCase {
     func testCustomDefaultHeadersReplaceTheBuiltInOnes() throws {
         // Given
         let fake = FakeTransport.answering(.status(200))
-        let connect = Connect(transport: fake, retryPolicy: nil, defaultHeaders: [.userAgent("Tests/1.0")])
+        let connect = Connect(
+            transport: fake, retryPolicy: nil, settings: Connect.Settings(defaultHeaders: [.userAgent("Tests/1.0")]))
         // When
         _ = value(of: connect.request(Endpoint()))
         // Then

@@ -253,7 +253,7 @@ final class FakeTransportTests: XCTestCase {
         var decoders = ResponseDecoders.default
         decoders.register(decoder, for: "application/json")
         let fake = FakeTransport.answering(.json(event, encoder: encoder))
-        let connect = Connect(transport: fake, retryPolicy: nil, decoders: decoders)
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
 
         // When
         let response = value(of: send(fake, "https://x.test/events/1"))

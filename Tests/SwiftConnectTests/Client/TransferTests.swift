@@ -158,7 +158,8 @@ final class TransferTests: XCTestCase {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub("/file", with: FakeResponse.data(Data("payload".utf8)).released(by: gate.future))
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let first = temporaryURL()
         let second = temporaryURL()
         defer {
@@ -320,7 +321,7 @@ final class TransferTests: XCTestCase {
 
     func testClientAndRequestSizeLimits() {
         let big = FakeTransport.answering(.data(Data(count: 2_000)))
-        let limited = Connect(transport: big, retryPolicy: nil, maxResponseBytes: 1_000)
+        let limited = Connect(transport: big, retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1_000))
         XCTAssertThrowsError(try limited.request(Download()).wait()) { error in
             XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
         }

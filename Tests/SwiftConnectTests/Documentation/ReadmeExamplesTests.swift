@@ -57,7 +57,7 @@ final class ReadmeExamplesTests: XCTestCase {
             transport: transport,
             requestQueue: queue,
             responseCache: cache,
-            options: RequestOptions(plugins: [logSends], validators: [requireETag])
+            settings: Connect.Settings(options: RequestOptions(plugins: [logSends], validators: [requireETag]))
         )
         let cached = RequestOptions(cache: CacheRule(timeToLive: 300))
         _ = try connect.request(ConfigConnector(), options: cached).wait()

@@ -28,7 +28,7 @@ final class IsolatedSessionTests: XCTestCase {
         server.route("GET", "/silent") { _ in .json(Todo.sample).withFault(.lieAboutLength(extra: 100)) }
         server.route("GET", "/held") { _ in .json(Todo.sample).delayed(by: 600) }
         transport = URLSessionTransport()
-        connect = Connect(transport: transport, retryPolicy: nil, maxResponseBytes: 1 << 20)
+        connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1 << 20))
     }
 
     override func tearDown() {

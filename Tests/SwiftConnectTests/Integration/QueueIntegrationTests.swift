@@ -69,7 +69,9 @@ final class QueueIntegrationTests: XCTestCase {
         server.route("GET", "/shared") { _ in
             LocalServer.Response.json(Item(id: 7, name: "shared")).delayed(by: 0.2)
         }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
         defer { connect.cancelAllRequests() }
         let endpoint = Endpoint(baseURL: server.baseURL, endpoint: "/shared")
         // When

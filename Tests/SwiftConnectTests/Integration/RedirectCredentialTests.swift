@@ -170,7 +170,8 @@ final class RedirectCredentialTests: XCTestCase {
             .redirect(to: "http://127.0.0.1:\(other.port)/landing?token=secret-in-location")
         }
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         let route = Route("/start?api_key=secret-query", baseURL: origin.baseURL, headers: Self.secretHeaders)
 
         XCTAssertNoThrow(try connect.request(route, debugResponse: true).wait(timeout: 20))

@@ -79,7 +79,8 @@ final class ResponseFramingTests: XCTestCase {
     func testAHeadOfAResourceLargerThanTheSizeLimitSucceeds() throws {
         // Given a 100 kB resource and a client accepting bodies of at most 1 kB
         server.route("*", "/big") { _ in .data(Data(count: 100_000)) }
-        let limited = Connect(transport: URLSessionTransport(), retryPolicy: nil, maxResponseBytes: 1_000)
+        let limited = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1_000))
 
         // When asking for its head only
         let response = try limited.response(for: route("/big", method: .head)).wait()

@@ -417,10 +417,8 @@ final class TransferIntegrationTests: XCTestCase {
     /// A client of `server` that never retries, with a size limit on every response.
     private func sizeLimitedClient(maxResponseBytes: Int) -> Connect {
         Connect(
-            transport: URLSessionTransport(),
-            retryPolicy: nil,
+            transport: URLSessionTransport(), retryPolicy: nil,
             configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
-            maxResponseBytes: maxResponseBytes
-        )
+            settings: Connect.Settings(maxResponseBytes: maxResponseBytes))
     }
 }

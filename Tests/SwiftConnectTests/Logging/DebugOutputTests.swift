@@ -20,7 +20,7 @@ final class DebugOutputTests: XCTestCase {
         let logger = MemoryLogger()
         let fake = FakeTransport()
         fake.stub(.put, "/todos/1", with: .json(Todo.sample))
-        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = value(of: connect.request(TodoConnector.update(id: 1, todo: .sample), debugResponse: true))
         // Then
@@ -43,7 +43,9 @@ final class DebugOutputTests: XCTestCase {
     func testWithoutDebugResponseNothingIsLogged() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.json(Todo.sample)), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(Todo.sample)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
         // When
         _ = value(of: connect.request(TodoConnector.get(id: 1)))
         // Then
@@ -55,9 +57,7 @@ final class DebugOutputTests: XCTestCase {
         let logger = MemoryLogger()
         let connect = Connect(
             transport: FakeTransport.answering(.json(string: #"{"message":"no such todo"}"#, status: 404)),
-            retryPolicy: nil,
-            logger: logger
-        )
+            retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = error(of: connect.request(TodoConnector.get(id: 9), debugResponse: true))
         // Then
@@ -71,7 +71,7 @@ final class DebugOutputTests: XCTestCase {
         // Given
         let logger = MemoryLogger()
         let fake = FakeTransport()
-        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = error(of: connect.request(Endpoint(endpoint: "/todos/{id}"), debugResponse: true))
         // Then
@@ -90,7 +90,7 @@ final class DebugOutputTests: XCTestCase {
                 string: #"{"id":1,"token":"response-token-value"}"#,
                 headers: ["Set-Cookie": "sid=response-cookie-value"]
             ))
-        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = value(of: connect.request(SignedIn(token: .bearer(token: "secret-token")), debugResponse: true))
         // Then
@@ -117,7 +117,7 @@ final class DebugOutputTests: XCTestCase {
                     "Location": "https://app.example.com/callback?code=ok&access_token=location-token#id_token=frag",
                     "Content-Location": "https://user:location-password@files.example.com/a?signature=sig-value",
                 ]))
-        let connect = Connect(transport: fake, retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = try? connect.request(Endpoint(), debugResponse: true).waitForResult(timeout: 5)
         // Then
@@ -132,7 +132,9 @@ final class DebugOutputTests: XCTestCase {
     func testVendorKeyHeadersAndShortSecretQueryNamesAreRedacted() {
         // Given: credentials in headers and query items named as common services name them
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.status(204)), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(204)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
         let endpoint = Endpoint(
             endpoint: "/maps",
             headers: [
@@ -162,7 +164,9 @@ final class DebugOutputTests: XCTestCase {
     func testSecretJSONBodyFieldsAreRedacted() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport.answering(.status(204)), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(204)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
         let login = Endpoint(
             endpoint: "/login",
             method: .post,
@@ -227,7 +231,9 @@ final class DebugOutputTests: XCTestCase {
         try runIsolated {
             // Given
             let logger = MemoryLogger()
-            let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger)
+            let connect = Connect(
+                transport: FakeTransport.answering(.status(200)), retryPolicy: nil,
+                settings: Connect.Settings(logger: logger))
             let search = Endpoint(
                 endpoint: "/search", parameters: Parameter.query(key: "api_key", value: "query-secret"))
             // When
@@ -259,7 +265,8 @@ final class DebugOutputTests: XCTestCase {
         // Given
         let logger = MemoryLogger()
         let connect = Connect(
-            transport: FakeTransport.answering(.status(200)), retryPolicy: nil, logger: logger, redactsSecrets: false)
+            transport: FakeTransport.answering(.status(200)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger, redactsSecrets: false))
         let connector = SignedIn(
             token: .bearer(token: "secret-token"),
             query: "query-secret",
@@ -269,7 +276,7 @@ final class DebugOutputTests: XCTestCase {
         _ = value(of: connect.request(connector, debugResponse: true))
         // Then
         let output = logger.messages.joined(separator: "\n")
-        XCTAssertFalse(connect.redactsSecrets)
+        XCTAssertFalse(connect.settings.redactsSecrets)
         for secret in ["Bearer secret-token", "session-cookie-value", "query-secret", "hunter2", "tok-999"] {
             XCTAssertTrue(output.contains(secret), "\(secret) missing from:\n\(output)")
         }

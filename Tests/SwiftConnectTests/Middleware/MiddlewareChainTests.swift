@@ -131,10 +131,8 @@ final class MiddlewareChainTests: XCTestCase {
         let contexts = Recorder<String>()
         let logger = MemoryLogger()
         let connect = Connect(
-            transport: FakeTransport.answering(.status(200)),
-            middlewares: [ContextMiddleware(contexts: contexts)],
-            logger: logger
-        )
+            transport: FakeTransport.answering(.status(200)), middlewares: [ContextMiddleware(contexts: contexts)],
+            settings: Connect.Settings(logger: logger))
         // When
         _ = value(of: connect.request(Endpoint(method: .delete)))
         // Then
@@ -175,8 +173,7 @@ extension FakeTransport {
 extension Connect {
     /// The same client with another transport (the guide's initializer always uses URLSession).
     fileprivate func with(transport: any Transport) -> Connect {
-        Connect(
-            transport: transport, middlewares: middlewares, errorHandler: errorHandler, defaultHeaders: defaultHeaders)
+        Connect(transport: transport, middlewares: middlewares, errorHandler: errorHandler, settings: settings)
     }
 }
 

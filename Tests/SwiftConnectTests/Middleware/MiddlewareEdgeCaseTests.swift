@@ -49,7 +49,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub("/items", with: echoAuthorization().released(by: gate.future))
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let alice = connect.request(
             Endpoint(), options: RequestOptions(middlewares: [HeaderMiddleware(name: "Authorization", value: "alice")]))
         let bob = connect.request(
@@ -64,7 +65,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub("/items", with: FakeResponse.status(200).released(by: gate.future))
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let firstSaw = expectation(description: "first plugin didReceive")
         let secondSaw = expectation(description: "second plugin didReceive")
         let a = connect.request(
@@ -79,7 +81,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
 
     func testCoalescerCancellingOneCallerKeepsOthers() {
         let transport = ManualTransport()
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let futures = (0..<3).map { _ in connect.request(Endpoint()) }
         XCTAssertEqual(transport.requests.count, 1)
         futures[1].cancel()
@@ -92,7 +95,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
 
     func testCoalescerCancellingAllCancelsTransportOnce() {
         let transport = ManualTransport()
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let futures = (0..<3).map { _ in connect.request(Endpoint()) }
         for f in futures { f.cancel() }
         XCTAssertEqual(transport.cancellations.value, 1)
@@ -107,7 +111,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub("/items", with: FakeResponse.failure(URLError(.badURL)).released(by: gate.future))
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let futures = (0..<3).map { _ in connect.request(Endpoint()) }
         gate.succeed(())
         for f in futures { XCTAssertNotNil(error(of: f)) }
@@ -226,7 +231,7 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         transport.stub("/items", with: [.status(503), .status(503), .status(200)])
         let connect = Connect(
             transport: transport, retryPolicy: RetryPolicy(maxAttempts: 3, clock: clock),
-            options: RequestOptions(plugins: [plugin]))
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
         XCTAssertNotNil(value(of: connect.request(Endpoint())))
         wait(for: [allDone], timeout: 5)
         XCTAssertEqual(events.values, ["will", "did503", "will", "did503", "will", "did200"])
@@ -238,7 +243,8 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         allDone.expectedFulfillmentCount = 2
         let plugin = recordingPlugin(events, fulfilling: allDone)
         let transport = ManualTransport()
-        let connect = Connect(transport: transport, options: RequestOptions(plugins: [plugin]))
+        let connect = Connect(
+            transport: transport, settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
         let f = connect.request(Endpoint())
         f.cancel()
         wait(for: [allDone], timeout: 5)
@@ -453,7 +459,8 @@ extension MiddlewareEdgeCaseTests {
         let gate = Promise<Void>()
         let transport = FakeTransport()
         transport.stub("/items", with: FakeResponse.data(Data(repeating: 65, count: 100)).released(by: gate.future))
-        let connect = Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
         let unlimited = connect.request(Endpoint())
         let limited = connect.request(Endpoint(), options: RequestOptions(maxResponseBytes: 10))
         gate.succeed(())
@@ -495,7 +502,7 @@ extension MiddlewareEdgeCaseTests {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(
             transport: transport, middlewares: [HeaderMiddleware(name: "X Bad", value: "v")], retryPolicy: nil,
-            options: RequestOptions(plugins: [plugin]))
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
         XCTAssertNotNil(error(of: connect.request(Endpoint())))
         wait(for: [allDone], timeout: 5)
         XCTAssertEqual(events.values, ["will", "fail"])

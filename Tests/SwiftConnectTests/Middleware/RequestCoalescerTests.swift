@@ -7,7 +7,7 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// `Connect(coalescesIdenticalRequests: true)`: identical GETs in flight share one transport call.
+/// `Connect(settings: Connect.Settings(coalescesIdenticalRequests: true))`: identical GETs in flight share one transport call.
 final class RequestCoalescerTests: XCTestCase {
     typealias Todo = ClientFixtures.Todo
     typealias Endpoint = ClientFixtures.Endpoint
@@ -21,7 +21,7 @@ final class RequestCoalescerTests: XCTestCase {
     }
 
     private func coalescing(_ transport: any Transport) -> Connect {
-        Connect(transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true)
+        Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
     }
 
     // MARK: - Sharing
@@ -155,7 +155,8 @@ final class RequestCoalescerTests: XCTestCase {
             Future(error: URLError(.userAuthenticationRequired))
         }
         let connect = Connect(
-            transport: transport, middlewares: [auth], retryPolicy: nil, coalescesIdenticalRequests: true)
+            transport: transport, middlewares: [auth], retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
         let alice = connect.request(Endpoint())
         let aliceAgain = connect.request(Endpoint())
         // When: bob signs in and asks for the same resource
@@ -179,8 +180,8 @@ final class RequestCoalescerTests: XCTestCase {
             Future(error: URLError(.userAuthenticationRequired))
         }
         let connect = Connect(
-            transport: transport, retryPolicy: nil, coalescesIdenticalRequests: true,
-            options: RequestOptions(middlewares: [auth]))
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, options: RequestOptions(middlewares: [auth])))
         _ = connect.request(Endpoint())
         // When
         auth.setCredential(.bearer(token: "bob"))
@@ -266,7 +267,8 @@ final class RequestCoalescerTests: XCTestCase {
         let (transport, gate) = gatedTransport()
         let queue = RequestQueue(maxConcurrentRequests: 1)
         let connect = Connect(
-            transport: transport, retryPolicy: nil, requestQueue: queue, coalescesIdenticalRequests: true)
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
         // When
         let futures = (0..<4).map { _ in connect.request(Endpoint()) }
         // Then: one shared call, holding one slot

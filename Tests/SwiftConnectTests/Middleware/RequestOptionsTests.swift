@@ -122,10 +122,8 @@ final class RequestOptionsTests: XCTestCase {
         let transport = FakeTransport()
         transport.stub(nil, "/items", with: [.status(200), .failure(URLError(.notConnectedToInternet))])
         let connect = Connect(
-            transport: transport,
-            retryPolicy: nil,
-            options: RequestOptions(plugins: [recordingPlugin("client", log, events)])
-        )
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(plugins: [recordingPlugin("client", log, events)])))
         let endpoint = Endpoint(connectorOptions: RequestOptions(plugins: [recordingPlugin("connector", log, events)]))
         let call = RequestOptions(plugins: [recordingPlugin("call", log, events)])
         _ = try connect.request(endpoint, options: call).wait()
@@ -146,10 +144,8 @@ final class RequestOptionsTests: XCTestCase {
         let gate = DispatchSemaphore(value: 0)
         let blocking = AnyPlugin(willSend: { _, _ in gate.wait() })
         let connect = Connect(
-            transport: FakeTransport.answering(.status(200)),
-            retryPolicy: nil,
-            options: RequestOptions(plugins: [blocking])
-        )
+            transport: FakeTransport.answering(.status(200)), retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(plugins: [blocking])))
         for _ in 0..<5 {
             XCTAssertNoThrow(
                 try connect.request(Endpoint()).wait(timeout: 5), "requests complete while the plugin blocks")
@@ -167,10 +163,8 @@ final class RequestOptionsTests: XCTestCase {
             }
         }
         let connect = Connect(
-            transport: FakeTransport.answering(.status(200)),
-            retryPolicy: nil,
-            options: RequestOptions(validators: [validator("client")])
-        )
+            transport: FakeTransport.answering(.status(200)), retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(validators: [validator("client")])))
         let endpoint = Endpoint(connectorOptions: RequestOptions(validators: [validator("connector", rejects: true)]))
         let error = try XCTUnwrap(
             self.error(of: connect.request(endpoint, options: RequestOptions(validators: [validator("call")])))
@@ -185,10 +179,9 @@ final class RequestOptionsTests: XCTestCase {
     func testValidatorsDoNotRunOnErrorStatuses() {
         let ran = Counter()
         let connect = Connect(
-            transport: FakeTransport.answering(.status(404)),
-            retryPolicy: nil,
-            options: RequestOptions(validators: [AnyResponseValidator { _ in ran.increment() }])
-        )
+            transport: FakeTransport.answering(.status(404)), retryPolicy: nil,
+            settings: Connect.Settings(
+                options: RequestOptions(validators: [AnyResponseValidator { _ in ran.increment() }])))
         XCTAssertThrowsError(try connect.request(Endpoint()).wait()) {
             XCTAssertEqual(($0 as? ConnectError)?.kind, .httpStatus)
         }
@@ -204,10 +197,8 @@ final class RequestOptionsTests: XCTestCase {
             }
         }
         let connect = Connect(
-            transport: FakeTransport.answering(.data(Data("[".utf8))),
-            retryPolicy: nil,
-            options: RequestOptions(processors: [appending("\"client\"")])
-        )
+            transport: FakeTransport.answering(.data(Data("[".utf8))), retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(processors: [appending("\"client\"")])))
         let endpoint = Endpoint(connectorOptions: RequestOptions(processors: [appending(",\"connector\"")]))
         let values = try connect.request(endpoint, options: RequestOptions(processors: [appending("]")]))
             .decoded(toType: [String].self)
@@ -291,7 +282,8 @@ final class RequestOptionsTests: XCTestCase {
         let cache = ResponseCache()
         let connect = Connect(
             transport: transport, retryPolicy: RetryPolicy(maxAttempts: 2, clock: ImmediateRetryClock()),
-            responseCache: cache, options: RequestOptions(isRetrySafe: true, cache: CacheRule(timeToLive: 60)))
+            responseCache: cache,
+            settings: Connect.Settings(options: RequestOptions(isRetrySafe: true, cache: CacheRule(timeToLive: 60))))
         // When
         _ = try connect.request(ClientFixtures.Endpoint()).wait(timeout: 5)
         _ = try connect.request(ClientFixtures.Endpoint()).wait(timeout: 5)

@@ -62,7 +62,13 @@ final class RequestOwnershipTests: XCTestCase {
             ("default retry policy", { Connect(transport: $0, middlewares: $1) }),
             ("no retry policy", { Connect(transport: $0, middlewares: $1, retryPolicy: nil) }),
             ("response cache", { Connect(transport: $0, middlewares: $1, responseCache: ResponseCache()) }),
-            ("coalescing", { Connect(transport: $0, middlewares: $1, coalescesIdenticalRequests: true) }),
+            (
+                "coalescing",
+                {
+                    Connect(
+                        transport: $0, middlewares: $1, settings: Connect.Settings(coalescesIdenticalRequests: true))
+                }
+            ),
             (
                 "request queue",
                 { Connect(transport: $0, middlewares: $1, requestQueue: RequestQueue(maxConcurrentRequests: 2)) }
@@ -160,7 +166,7 @@ final class RequestOwnershipTests: XCTestCase {
     func testWithDebugOutputTheRequestIsKeptAndStillSent() throws {
         let transport = FakeTransport.answering(Self.ok)
         let lines = Recorder<String>()
-        let connect = Connect(transport: transport, logger: RecordingLogger(lines: lines))
+        let connect = Connect(transport: transport, settings: Connect.Settings(logger: RecordingLogger(lines: lines)))
         guard case .success? = result(of: connect.request(Todos(), debugResponse: true)) else {
             return XCTFail("the request failed")
         }

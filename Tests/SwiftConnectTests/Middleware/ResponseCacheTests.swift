@@ -259,7 +259,7 @@ final class ResponseCacheTests: XCTestCase {
         let auth = signedInAsAlice()
         let connect = Connect(
             transport: transport, retryPolicy: nil, responseCache: ResponseCache(maxBytes: 1_000_000),
-            options: RequestOptions(middlewares: [auth]))
+            settings: Connect.Settings(options: RequestOptions(middlewares: [auth])))
         func me() throws -> String {
             String(decoding: try connect.request(Item(path: "/me")).wait(timeout: 5), as: UTF8.self)
         }

@@ -433,7 +433,8 @@ final class RetryPolicyTests: XCTestCase {
         fake.removeRecordedRequests()
         fake.stub(.post, "/items", with: [.status(503), Self.ok])
         let cautious = Connect(
-            transport: fake, retryPolicy: RetryPolicy(clock: clock), options: RequestOptions(isRetrySafe: false))
+            transport: fake, retryPolicy: RetryPolicy(clock: clock),
+            settings: Connect.Settings(options: RequestOptions(isRetrySafe: false)))
         XCTAssertEqual(connectError(of: cautious.request(keyed))?.statusCode, 503)
         XCTAssertEqual(fake.requests.count, 1)
     }

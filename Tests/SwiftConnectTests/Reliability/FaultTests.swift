@@ -56,7 +56,8 @@ final class FaultTests: XCTestCase {
         server = try LocalServer.started()
         server.route("GET", "/todo") { _ in .json(Todo.sample) }
         logger = MemoryLogger()
-        connect = Connect(transport: URLSessionTransport(), retryPolicy: nil, logger: logger)
+        connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
     }
 
     override func tearDown() {
@@ -374,7 +375,9 @@ final class FaultTests: XCTestCase {
         server.route("GET", "/too-deep") { _ in .json(string: tooDeep) }
         server.route("GET", "/deep") { _ in .json(string: deep) }
         server.route("GET", "/deep-500") { _ in .json(string: deep, status: 500) }
-        let showing = Connect(transport: URLSessionTransport(), retryPolicy: nil, logger: logger, redactsSecrets: false)
+        let showing = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger, redactsSecrets: false))
 
         for client in [connect!, showing] {
             logger.removeAll()
@@ -392,7 +395,7 @@ final class FaultTests: XCTestCase {
             let responses = logger.messages.filter { $0.contains("HTTP ") && $0.contains(" ← GET ") }
             XCTAssertEqual(responses.count, 3, "one response log per request")
             for message in responses {
-                if client.redactsSecrets {
+                if client.settings.redactsSecrets {
                     let withheld = message.contains("nested deeper than 128 levels, not shown")
                     XCTAssertTrue(withheld, String(message.prefix(300)))
                 } else {
@@ -489,7 +492,7 @@ final class FaultTests: XCTestCase {
 
     func testRetriesEndATransientFaultInBoundedTime() {
         // Given the default retry policy and a server that always closes before the headers
-        let retrying = Connect(transport: URLSessionTransport(), logger: logger)
+        let retrying = Connect(transport: URLSessionTransport(), settings: Connect.Settings(logger: logger))
         server.route("GET", "/fault") { _ in .json(Todo.sample).withFault(.closeBeforeHeaders) }
 
         // When
@@ -505,7 +508,7 @@ final class FaultTests: XCTestCase {
 
     func testRetriesOfATimeoutStayBoundedByTheTimeout() {
         // Given the default retry policy and headers that never finish
-        let retrying = Connect(transport: URLSessionTransport(), logger: logger)
+        let retrying = Connect(transport: URLSessionTransport(), settings: Connect.Settings(logger: logger))
         server.route("GET", "/fault") { _ in .json(Todo.sample).withFault(.neverFinishHeaders) }
 
         // When

@@ -286,16 +286,17 @@ final class HostileInputTests: XCTestCase {
     func testClientAndServerDefaultHeadersWithCRLFAreRefused() throws {
         // Given
         let evil = HTTPHeader(name: "X-Default", value: "v\r\nX-Evil: 1")
-        let clientDefaults = Connect(transport: URLSessionTransport(), retryPolicy: nil, defaultHeaders: [evil])
+        let clientDefaults = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil, settings: Connect.Settings(defaultHeaders: [evil]))
         let configuration = ServerConfiguration(
             scheme: .http, host: "127.0.0.1", port: server.port, defaultHeaders: [evil])
         let serverDefaults = Connect(transport: URLSessionTransport(), retryPolicy: nil, configuration: configuration)
         let badName = Connect(
             transport: URLSessionTransport(), retryPolicy: nil,
-            defaultHeaders: [HTTPHeader(name: "X-Default\r\nX-Evil", value: "1")])
+            settings: Connect.Settings(defaultHeaders: [HTTPHeader(name: "X-Default\r\nX-Evil", value: "1")]))
         // When
         let errors = [
-            try refusal(of: clientDefaults.request(signed()), "Connect(defaultHeaders:)"),
+            try refusal(of: clientDefaults.request(signed()), "Connect(settings: Connect.Settings(defaultHeaders:))"),
             try refusal(of: serverDefaults.request(Route("/signed")), "ServerConfiguration.defaultHeaders"),
             try refusal(of: badName.request(signed()), "default header name"),
         ]
@@ -313,7 +314,8 @@ final class HostileInputTests: XCTestCase {
     func testAConnectorHeaderSharingADefaultHeadersNameIsStillChecked() throws {
         // Given: a default header would be skipped because the connector sets the same name…
         let connect = Connect(
-            transport: URLSessionTransport(), retryPolicy: nil, defaultHeaders: [.accept("application/json")])
+            transport: URLSessionTransport(), retryPolicy: nil,
+            settings: Connect.Settings(defaultHeaders: [.accept("application/json")]))
         // When: …but the connector's own value is the hostile one
         let error = try refusal(
             of: connect.request(signed(headers: [.accept("*/*\r\nX-Evil: 1")])), "connector header over default")

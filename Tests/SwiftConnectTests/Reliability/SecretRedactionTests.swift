@@ -131,7 +131,8 @@ final class SecretRedactionTests: XCTestCase {
     func testNoSecretAppearsInDebugOutputCURLOrErrors() throws {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         let outcomes = try [profile, login, form].map { try connect.request($0, debugResponse: true).waitForResult() }
         // Then
@@ -179,7 +180,8 @@ final class SecretRedactionTests: XCTestCase {
             parameters: CompositeParameters(queries + [.jsonObject(value: fields)])
         )
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = try connect.request(endpoint, debugResponse: true).wait(timeout: 10)
         let command = cURLCommand(for: try endpoint.asURLRequest())
@@ -201,7 +203,8 @@ final class SecretRedactionTests: XCTestCase {
         // Given
         server.route("POST", "/upload") { _ in .status(204) }
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         let note = File(name: "note.txt", key: "client_secret", mimeType: .plainText, data: Data(Secret.apiKey.utf8))
         let fields = [("password", Secret.formPassword), ("refresh_token", Secret.refreshToken), ("album", "Holiday")]
         let upload = Route("/upload", baseURL: server.baseURL, method: .post)
@@ -219,7 +222,8 @@ final class SecretRedactionTests: XCTestCase {
     func testRedactedOutputStillShowsWhatIsNotSecret() throws {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = try connect.request(login, debugResponse: true).waitForResult()
         // Then
@@ -235,7 +239,8 @@ final class SecretRedactionTests: XCTestCase {
     func testTransportFailureDescriptionsHideTheSecretQueryValue() throws {
         // Given: a port nobody listens on any more
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         var request = profile
         server.stop()
         request.baseURL = server.baseURL
@@ -276,7 +281,7 @@ final class SecretRedactionTests: XCTestCase {
             Endpoint(baseURL: URL(string: "https://api.example.com?api_key=\(Secret.apiKey)")!, endpoint: "/a|b"),
         ]
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         for connector in connectors {
             // When
             let error = connectError(of: connect.request(connector, debugResponse: true))
@@ -377,7 +382,8 @@ final class SecretRedactionTests: XCTestCase {
             .json(string: #"{"error":"bad","token":"\#(Secret.errorToken)","#, status: 400)
         }
         let logger = MemoryLogger()
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(
+            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         // When
         _ = try connect.request(Route("/huge", baseURL: server.baseURL), debugResponse: true).waitForResult()
         let failure = try connect.request(Route("/cut", baseURL: server.baseURL), debugResponse: true)
@@ -446,7 +452,7 @@ final class SecretRedactionTests: XCTestCase {
     func testInvalidURLErrorsHideSecretsOfTheFragment() {
         // Given
         let logger = MemoryLogger()
-        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, logger: logger)
+        let connect = Connect(transport: FakeTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
         let invalid = Endpoint(
             baseURL: URL(string: "https://api.example.com")!, endpoint: "/a b#access_token=\(Secret.accessToken)")
         // When
@@ -491,7 +497,8 @@ final class SecretRedactionTests: XCTestCase {
         // Given
         let logger = MemoryLogger()
         let connect = Connect(
-            transport: Self.cookielessTransport(), retryPolicy: nil, logger: logger, redactsSecrets: false)
+            transport: Self.cookielessTransport(), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger, redactsSecrets: false))
         // When
         _ = try [profile, login, form].map { try connect.request($0, debugResponse: true).waitForResult() }
         let commands = try [profile, login, form].map {

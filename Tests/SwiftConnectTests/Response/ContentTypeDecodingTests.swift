@@ -33,7 +33,7 @@ final class ContentTypeDecodingTests: XCTestCase {
         decoders.register(KeyValueDecoder(calls: calls), for: "text/x-key-value")
         let transport = FakeTransport.answering(
             .data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value; charset=utf-8"]))
-        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
 
         XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "kv"))
         XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "kv"))
@@ -49,7 +49,8 @@ final class ContentTypeDecodingTests: XCTestCase {
             decoders.register(KeyValueDecoder(calls: calls), for: registered)
             let transport = FakeTransport.answering(
                 .data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value"]))
-            let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+            let connect = Connect(
+                transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
 
             XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "kv"), registered)
             XCTAssertEqual(calls.value, 1, registered)
@@ -62,7 +63,7 @@ final class ContentTypeDecodingTests: XCTestCase {
         decoders.register(PropertyListDecoder(), for: "application/x-plist")
         let plist = try PropertyListEncoder().encode(Item(name: "p"))
         let transport = FakeTransport.answering(.data(plist, headers: ["Content-Type": "application/x-plist"]))
-        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
 
         XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "p"))
         XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "p"))
@@ -89,7 +90,7 @@ final class ContentTypeDecodingTests: XCTestCase {
         var decoders = ResponseDecoders.default
         decoders.register(KeyValueDecoder(calls: calls), for: "application/json")
         let transport = FakeTransport.answering(.json(string: #"{"name":"explicit"}"#))
-        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
         let item = try connect.request(Endpoint()).decoded(toType: Item.self, decoder: JSONDecoder()).wait()
         XCTAssertEqual(item, Item(name: "explicit"))
         XCTAssertEqual(calls.value, 0)
@@ -118,7 +119,7 @@ final class ContentTypeDecodingTests: XCTestCase {
     ) throws -> Item {
         let headers = contentType.map { ["Content-Type": $0] } ?? [:]
         let transport = FakeTransport.answering(.data(Data(#"{"name":"n"}"#.utf8), headers: headers))
-        let connect = Connect(transport: transport, retryPolicy: nil, decoders: decoders)
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
         let sent = try connect.send(Endpoint()).wait()
         XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), sent, file: file, line: line)
         return sent

@@ -1,0 +1,61 @@
+import Foundation
+
+extension Connect {
+    /// The client's settings beyond its transport, middlewares, error handler, retry policy, queue, cache and
+    /// server: what most clients leave at their defaults.
+    ///
+    /// ```swift
+    /// let connect = Connect(
+    ///     retryPolicy: RetryPolicy(maxAttempts: 4),
+    ///     settings: Connect.Settings(decoders: decoders, maxResponseBytes: 5_000_000, logger: logger)
+    /// )
+    /// ```
+    public struct Settings: Sendable {
+        /// Whether identical GETs in flight at the same time share one network call. Defaults to `false`.
+        public var coalescesIdenticalRequests: Bool
+        /// Client-level plugins, validators and processors (they run before the connector's and the call's), more
+        /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit and
+        /// progress of calls whose connector and call leave them unset.
+        public var options: RequestOptions
+        /// The decoders `decoded(toType:)` chooses from by content type. Defaults to JSON.
+        public var decoders: ResponseDecoders
+        /// Headers added to every request that does not set them already. Defaults to
+        /// `Accept: application/json`.
+        public var defaultHeaders: [HTTPHeader]
+        /// The most response-body bytes accepted for any request (a request's own limit overrides it); `nil`
+        /// (the default) for no limit.
+        public var maxResponseBytes: Int?
+        /// Where debug output goes; `nil` (the default) for ``ConnectLogging/logger`` (standard error).
+        public var logger: (any ConnectLogger)?
+        /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
+        public var redactsSecrets: Bool
+
+        /// Creates settings; every parameter has the default its property describes.
+        ///
+        /// - Parameters:
+        ///   - coalescesIdenticalRequests: Whether identical GETs in flight share one network call.
+        ///   - options: Client-level options.
+        ///   - decoders: The decoders by content type.
+        ///   - defaultHeaders: Headers for every request that does not set them.
+        ///   - maxResponseBytes: The response size limit for every request.
+        ///   - logger: Where debug output goes.
+        ///   - redactsSecrets: Whether debug output hides secrets.
+        public init(
+            coalescesIdenticalRequests: Bool = false,
+            options: RequestOptions = RequestOptions(),
+            decoders: ResponseDecoders = .default,
+            defaultHeaders: [HTTPHeader] = [.accept("application/json")],
+            maxResponseBytes: Int? = nil,
+            logger: (any ConnectLogger)? = nil,
+            redactsSecrets: Bool = true
+        ) {
+            self.coalescesIdenticalRequests = coalescesIdenticalRequests
+            self.options = options
+            self.decoders = decoders
+            self.defaultHeaders = defaultHeaders
+            self.maxResponseBytes = maxResponseBytes
+            self.logger = logger
+            self.redactsSecrets = redactsSecrets
+        }
+    }
+}
