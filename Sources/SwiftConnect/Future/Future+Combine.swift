@@ -112,11 +112,7 @@ extension Future {
         for future in futures {
             // Unowned: the callback is stored in `future` and only `future` runs it.
             future.whenCompleteReturningWork { [unowned future] result in
-                let (won, work) = derived.complete(
-                    result,
-                    reportingDoubleCompletionAt: nil,
-                    hint: future.hintForCallback
-                )
+                let (won, work) = derived.complete(result, reportingDoubleCompletionAt: nil)
                 guard won else { return work }
                 // The losers' work is stopped before anyone hears of the winner. Their failures (`cancelled`)
                 // cannot reach `derived` any more.

@@ -46,9 +46,9 @@ extension Future {
     /// ``timeout(after:on:)`` with the timer on `scheduler` (tests count its pending deadlines).
     func timeout(after seconds: TimeInterval, on queue: DispatchQueue?, scheduler: DeadlineScheduler) -> Future<Value> {
         if seconds == .infinity { return self }
-        // Already complete: its result came first. (`transformResultKeepingHint` delivers it on this future's
-        // callback queue, if it has one, and keeps the body hint, so `decoded(toType:)` still works after it.)
-        if isCompleted { return transformResultKeepingHint { $0 } }
+        // Already complete: its result came first. (`transformResult` delivers it on this future's callback queue,
+        // if it has one.)
+        if isCompleted { return transformResult { $0 } }
 
         let derived: Future<Value> = makeDerived()
         let timeoutError = ConnectError.timedOut(after: seconds)
@@ -87,15 +87,14 @@ extension Future {
         }
         // Holds the deadline until this future completes, or is freed while pending (abandoned: the deadline's
         // deinit then disarms it, so the timer keeps nothing of an abandoned chain alive).
-        // Unowned: the callback is stored in `self` and only `self` runs it.
-        whenCompleteReturningWork { [unowned self] result in
+        whenCompleteReturningWork { result in
             deadline?.cancel()
             if case .failure(let error) = result, (error as? ConnectError)?.isCancelled == true,
                 expired.withLock({ $0 })
             {
-                return derived.resolve(.failure(timeoutError), hint: hintForCallback)
+                return derived.resolve(.failure(timeoutError))
             }
-            return derived.resolve(result, hint: hintForCallback)
+            return derived.resolve(result)
         }.run()
         return derived
     }

@@ -271,10 +271,9 @@ final class RetryLoop:
             return loop.promise.future
         }
         let derived: Future<ConnectResponse> = attempt.makeDerived()
-        // Unowned: the callback is stored in `attempt` and only `attempt` runs it.
-        attempt.whenCompleteReturningWork { [unowned attempt] result in
+        attempt.whenCompleteReturningWork { result in
             guard let wait = plan.delay(after: result, of: sent, attempt: 1) else {
-                return derived.resolve(result, hint: attempt.hintForCallback)
+                return derived.resolve(result)
             }
             let loop = RetryLoop(maxAttempts: maxAttempts, clock: clock, next: next, plan: plan, first: result)
             // The future holds the loop through this handler only while pending; completing releases it.
@@ -282,9 +281,7 @@ final class RetryLoop:
             let future = loop.promise.future
             // Cancels the loop at once if `derived` was cancelled meanwhile: then no attempt is scheduled.
             derived.setUpstream(future)
-            let work = future.whenCompleteReturningWork { [unowned future] in
-                derived.resolve($0, hint: future.hintForCallback)
-            }
+            let work = future.whenCompleteReturningWork { derived.resolve($0) }
             loop.scheduleAttempt(after: wait, following: 1)
             return work
         }.run()
