@@ -36,8 +36,8 @@ import Dispatch
 /// future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
 ///
 /// ## Cancellation
-/// ``cancel()`` fails a pending future with ``ConnectError/Kind/cancelled`` and runs its cancel handler
-/// (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
+/// ``cancel()`` fails a pending future with ``FutureError/cancelled`` (a request's future: with the client's own
+/// error of kind `cancelled`) and runs its cancel handler (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
 /// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
 ///
 /// ## Subclasses
@@ -204,11 +204,15 @@ protocol DrainableFuture: AnyObject {
 /// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
 protocol CancellableFuture: AnyObject, Sendable {
     func cancel()
-    /// Cancels this future only and runs its cancel handler; returns the future it came from, which the caller
-    /// cancels next, and whether callbacks now wait to run (``runCancellationCallbacks()``).
-    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
-    /// Runs the callbacks of a future that ``cancelStep()`` cancelled.
+    /// Cancels this future only, failing it with `error`, and runs its cancel handler; returns the future it came
+    /// from, which the caller cancels next, and whether callbacks now wait to run (``runCancellationCallbacks()``).
+    func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
+    /// Runs the callbacks of a future that ``cancelStep(failingWith:)`` cancelled.
     func runCancellationCallbacks()
+    /// `error` as this future's value type reports it (``FutureErrorReporting``); `nil` if the type does not.
+    func ownReport(of error: FutureError) -> (any Error)?
+    /// The future this one waits on, while it is pending.
+    var pendingUpstream: (any CancellableFuture)? { get }
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
@@ -406,38 +410,44 @@ extension Future: DrainableFuture, CancellableFuture {
 // MARK: - Cancellation
 
 extension Future {
-    /// Cancels the future: fails it with ``ConnectError/Kind/cancelled`` and runs its cancel handler
+    /// Cancels the future: fails it with ``FutureError/cancelled`` and runs its cancel handler
     /// (for a request, cancelling the network task).
     ///
     /// Does nothing if the future is already complete. The failure and the cancel handler happen exactly
     /// once, however many threads call `cancel()`. A derived future also cancels the future it came from.
     ///
+    /// A future whose work has an error type of its own fails with that type's cancellation instead, and so
+    /// does every future chained on it: a request's future, and everything derived from it, fails with the
+    /// client's error of kind `cancelled`.
+    ///
     /// ```swift
     /// let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)
-    /// todo.cancel()  // the URLSession task is cancelled; observers get ConnectError.cancelled
+    /// todo.cancel()  // the network task is cancelled; observers get the client's cancellation error
     /// ```
     public func cancel() {
         // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
         // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
         // the next request while this one's network task still ran, one over its limit.
+        // Every future of the chain fails with the same error, found first (another walk up the chain).
+        let error = reported(.cancelled)
         var toNotify: [any CancellableFuture] = []
         var next: (any CancellableFuture)? = self
         while let future = next {
-            let step = future.cancelStep()
+            let step = future.cancelStep(failingWith: error)
             if step.hasCallbacks { toNotify.append(future) }
             next = step.upstream
         }
         for future in toNotify { future.runCancellationCallbacks() }
     }
 
-    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
+    func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
         guard let lock else { return (nil, false) }
         lock.lock()
         guard case .pending = state else {
             lock.unlock()
             return (nil, false)
         }
-        state = .resolved(.failure(ConnectError.cancelled()))
+        state = .resolved(.failure(error))
         wasCancelled = true
         let handler = cancelHandler
         let upstreamFuture = upstream
@@ -458,6 +468,32 @@ extension Future {
     public var isCancelled: Bool {
         guard let lock else { return false }
         return lock.withLock { wasCancelled }
+    }
+
+    /// `error` as the futures of this chain report it: through this future's value type, or else through that of
+    /// the nearest future it waits on whose type reports such errors (``FutureErrorReporting``); as it is when
+    /// none does.
+    func reported(_ error: FutureError) -> any Error {
+        var next: (any CancellableFuture)? = self
+        while let future = next {
+            if let reported = future.ownReport(of: error) { return reported }
+            next = future.pendingUpstream
+        }
+        return error
+    }
+
+    /// `error` as futures of `Value` report it, if `Value` reports such errors.
+    static func ownReport(of error: FutureError) -> (any Error)? {
+        (Value.self as? any FutureErrorReporting.Type)?.reportedError(for: error)
+    }
+
+    func ownReport(of error: FutureError) -> (any Error)? {
+        Self.ownReport(of: error)
+    }
+
+    var pendingUpstream: (any CancellableFuture)? {
+        guard let lock else { return nil }
+        return lock.withLock { upstream }
     }
 }
 
