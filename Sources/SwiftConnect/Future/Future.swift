@@ -428,7 +428,9 @@ extension Future {
         // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
         // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
         // the next request while this one's network task still ran, one over its limit.
-        // Every future of the chain fails with the same error, found first (another walk up the chain).
+        // Every future of the chain fails with the same error, found first (another walk up the chain), unless
+        // there is nothing to cancel.
+        guard lock != nil, !isCompleted else { return }
         let error = reported(.cancelled)
         var toNotify: [any CancellableFuture] = []
         var next: (any CancellableFuture)? = self
