@@ -18,19 +18,19 @@ extension Connect {
     ///   - parameters: Path values, query items and body.
     ///   - headers: Headers.
     ///   - debugResponse: Logs the request and response.
-    /// - Returns: A future of the response body.
+    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
     public func request(
         _ path: String,
         method: HTTPMethod = .get,
         parameters: (any ParametersRepresentable)? = nil,
         headers: [HTTPHeader] = [],
         debugResponse: Bool = false
-    ) -> Future<Data> {
+    ) -> ResponseBodyFuture {
         guard configuration != nil else {
             let shown = Redaction.urlText(path)
             var error = ConnectError.invalidRequest(.invalidURL(shown))
             error.message = "'\(shown)' is relative and this client has no ServerConfiguration (use Connect(host:))"
-            return Future(error: error)
+            return body(of: Future(error: error))
         }
         return request(
             Route(path, method: method, parameters: parameters, headers: headers), debugResponse: debugResponse)

@@ -37,8 +37,12 @@ extension Connect {
     ///   - request: The connector; its method is used as is (usually POST). Its `.form` parameters, or the keys
     ///     of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
-    /// - Returns: A future of the response body.
-    public func upload(files: [File]?, to request: any Connector, debugResponse: Bool = false) -> Future<Data> {
+    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
+    public func upload(
+        files: [File]?,
+        to request: any Connector,
+        debugResponse: Bool = false
+    ) -> ResponseBodyFuture {
         upload(files: files, fields: [], to: request, debugResponse: debugResponse)
     }
 
@@ -67,7 +71,7 @@ extension Connect {
     ///   - boundary: The multipart boundary; random by default.
     ///   - debugResponse: Logs the request and response.
     ///   - options: Options for this call, such as `progress`.
-    /// - Returns: A future of the response body.
+    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
     public func upload(
         files: [File]?,
         fields: [(String, String)],
@@ -75,7 +79,7 @@ extension Connect {
         boundary: String = MultipartFormData.randomBoundary(),
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
-    ) -> Future<Data> {
+    ) -> ResponseBodyFuture {
         var connectorFields: [(String, String)] = []
         var hasJSONObject = false
         var hasRawBody = false
@@ -87,7 +91,7 @@ extension Connect {
             case .query, .path: break
             }
         }
-        guard !hasRawBody else { return Future(error: ConnectError.invalidRequest(.multipleBodies)) }
+        guard !hasRawBody else { return body(of: Future(error: ConnectError.invalidRequest(.multipleBodies))) }
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { urlRequest, transfer in

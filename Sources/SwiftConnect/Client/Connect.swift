@@ -201,9 +201,11 @@ extension Connect {
     ///   - request: The connector describing the endpoint.
     ///   - debugResponse: Logs a runnable cURL command for the request, then the response, through
     ///     ``logger`` (secrets hidden unless ``redactsSecrets`` is `false`).
-    /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted).
-    ///   It fails with a ``ConnectError``, or with the error your ``ErrorHandling`` returned.
-    public func request(_ request: any Connector, debugResponse: Bool = false) -> Future<Data> {
+    /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted): a
+    ///   `Future<Data>` that knows its response, so that ``Future/decoded(toType:decoder:)`` chooses the decoder
+    ///   by content type (see ``ResponseBodyFuture``). It fails with a ``ConnectError``, or with the error your
+    ///   ``ErrorHandling`` returned.
+    public func request(_ request: any Connector, debugResponse: Bool = false) -> ResponseBodyFuture {
         body(of: response(for: request, debugResponse: debugResponse))
     }
 
@@ -220,8 +222,11 @@ extension Connect {
     ///   - options: Middlewares, plugins, validators, processors and rules for this call, after the client's
     ///     and the connector's.
     /// - Returns: A future of the body, as for ``request(_:debugResponse:)``.
-    public func request(_ request: any Connector, debugResponse: Bool = false, options: RequestOptions) -> Future<Data>
-    {
+    public func request(
+        _ request: any Connector,
+        debugResponse: Bool = false,
+        options: RequestOptions
+    ) -> ResponseBodyFuture {
         body(of: response(for: request, debugResponse: debugResponse, options: options))
     }
 
@@ -478,20 +483,12 @@ extension Connect {
         return .success(current)
     }
 
-    /// The body of a response future, with what `decoded(toType:)` needs to choose a decoder.
-    func body(of response: Future<ConnectResponse>) -> Future<Data> {
-        let decoders = self.decoders
-        let body: Future<Data> = response.makeDerived()
-        response.whenCompleteReturningWork { result in
-            switch result {
-            case .success(let response):
-                return body.resolve(
-                    .success(response.data),
-                    hint: BodyHint(decoder: decoders.decoder(for: response), response: response))
-            case .failure(let error):
-                return body.resolve(.failure(error))
-            }
-        }.run()
+    /// The body of a response future, as a future that knows the response, for `decoded(toType:)` to choose a
+    /// decoder by content type.
+    func body(of response: Future<ConnectResponse>) -> ResponseBodyFuture {
+        let body = ResponseBodyFuture(decoders: decoders, callbackQueue: response.callbackQueue)
+        body.setUpstream(response)
+        response.whenCompleteReturningWork { body.complete(with: $0) }.run()
         return body
     }
 

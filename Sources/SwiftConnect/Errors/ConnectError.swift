@@ -24,7 +24,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The stage of a request that failed. Switch over it with a `default` clause: kinds may be added.
     public enum Kind: String, Sendable, Hashable, CaseIterable {
         /// The request could not be built: a missing path value, an invalid header, two bodies…
-        /// Nothing was sent. Also ``Future/race(_:)`` given no futures (with no ``ConnectError/invalidRequestReason``).
+        /// Nothing was sent.
         case invalidRequest
         /// The transport failed before a complete response arrived (no connection, reset, TLS…).
         /// ``ConnectError/urlError`` holds the platform error when there is one.
@@ -35,12 +35,14 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case serverMessage
         /// The body could not be decoded into the requested type.
         case decoding
-        /// The request or future was cancelled.
+        /// The request was cancelled: its future, or any future chained on it, by ``Future/cancel()`` (or the task
+        /// awaiting its ``Future/value``), or by ``Connect/cancelAllRequests()``.
         case cancelled
         /// An attempt did not complete within the request's timeout (``Connector/timeout``, which bounds each
         /// attempt from sending to the last byte of the response), and no retry followed it.
-        /// Also a future that did not complete within the limit of ``Future/timeout(after:on:)``: that error has
-        /// no ``ConnectError/request`` and no ``ConnectError/underlyingError``.
+        /// Also a request's future, or a future chained on it, that did not complete within the limit of
+        /// ``Future/timeout(after:on:)``: that error has no ``ConnectError/request`` and no
+        /// ``ConnectError/underlyingError``.
         case timedOut
         /// A middleware, validator or processor rejected the request or response.
         case rejected
@@ -253,16 +255,11 @@ extension ConnectError {
         ConnectError(.cancelled, message: "the request was cancelled", request: request)
     }
 
-    /// The failure of ``Future/timeout(after:on:)``: the future did not complete within `seconds`.
+    /// The failure of ``Future/timeout(after:on:)`` on a request's future: it did not complete within `seconds`.
     ///
     /// No underlying `URLError`: nothing failed on the network, and a ``RetryPolicy`` does not retry it.
     static func timedOut(after seconds: TimeInterval) -> ConnectError {
         ConnectError(.timedOut, message: "the future did not complete within the time limit of \(seconds) s")
-    }
-
-    /// The failure of ``Future/race(_:)`` given no futures.
-    static func emptyRace() -> ConnectError {
-        ConnectError(.invalidRequest, message: "Future.race(_:) was given no futures: none can ever complete first")
     }
 
     /// An error saying the request could not be built.
@@ -302,6 +299,20 @@ extension ConnectError {
     /// How many characters of the underlying error a debug description shows at most.
     static let underlyingLimit = 2_048
 
+}
+
+/// A request's futures fail with a `ConnectError` when cancelled or timed out: the futures of its response, and
+/// every future chained on one (its body, `decoded(toType:)`, `map`…), report ``FutureError/cancelled`` as kind
+/// ``ConnectError/Kind/cancelled`` and ``FutureError/timedOut(after:)`` as ``ConnectError/Kind/timedOut``, so
+/// that `(error as? ConnectError)?.isCancelled` holds wherever in the chain the request was cancelled.
+extension ConnectResponse: FutureErrorReporting {
+    static func reportedError(for error: FutureError) -> any Error {
+        switch error {
+        case .cancelled: ConnectError.cancelled()
+        case .timedOut(let seconds): ConnectError.timedOut(after: seconds)
+        case .emptyRace: error
+        }
+    }
 }
 
 extension ConnectError.Kind {

@@ -96,13 +96,13 @@ extension Future {
     /// called wins at once (the first such one in the array). Cancelling the returned future cancels every input
     /// still pending.
     ///
-    /// An empty array fails at once with a ``ConnectError`` of kind ``ConnectError/Kind/invalidRequest`` (with
-    /// no ``ConnectError/invalidRequestReason``): with nothing to wait for, nothing could ever come first.
+    /// An empty array fails at once with ``FutureError/emptyRace``: with nothing to wait for, nothing could ever
+    /// come first.
     ///
     /// - Parameter futures: The futures to race.
     /// - Returns: A future of the first result.
     public static func race(_ futures: [Future<Value>]) -> Future<Value> {
-        if futures.isEmpty { return Future(error: ConnectError.emptyRace()) }
+        if futures.isEmpty { return Future(error: FutureError.emptyRace) }
         let derived = Future<Value>()
         // Weak, as in `all`: the inputs' callbacks hold `derived` (and this array).
         let inputs = futures.map { WeakFuture(future: $0) }
@@ -112,11 +112,7 @@ extension Future {
         for future in futures {
             // Unowned: the callback is stored in `future` and only `future` runs it.
             future.whenCompleteReturningWork { [unowned future] result in
-                let (won, work) = derived.complete(
-                    result,
-                    reportingDoubleCompletionAt: nil,
-                    hint: future.hintForCallback
-                )
+                let (won, work) = derived.complete(result, reportingDoubleCompletionAt: nil)
                 guard won else { return work }
                 // The losers' work is stopped before anyone hears of the winner. Their failures (`cancelled`)
                 // cannot reach `derived` any more.
@@ -138,7 +134,7 @@ extension Future {
     ///
     /// Unlike ``all(_:)``, one failure neither fails it nor ends the wait: it never fails, unless it is itself
     /// cancelled (like PromiseKit's `when(resolved:)` and SwiftNIO's `whenAllComplete`). Cancelling it cancels
-    /// every input still pending, and fails it with ``ConnectError/Kind/cancelled``. An empty array succeeds at
+    /// every input still pending, and fails it with ``FutureError/cancelled``. An empty array succeeds at
     /// once with `[]`.
     ///
     /// - Parameter futures: The futures to wait for.

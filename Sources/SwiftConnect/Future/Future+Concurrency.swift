@@ -44,8 +44,9 @@ extension Future {
     /// A request starts when its future is created, not when it is awaited: created in a task already cancelled,
     /// it is sent, then cancelled here. Call `try Task.checkCancellation()` first to send nothing.
     ///
-    /// - Throws: The future's error; ``ConnectError`` of kind ``ConnectError/Kind/cancelled`` when cancelled,
-    ///   not `CancellationError`: test `(error as? ConnectError)?.isCancelled`, not `error is CancellationError`.
+    /// - Throws: The future's error; when cancelled, the error ``cancel()`` fails it with (``FutureError/cancelled``,
+    ///   or for a request's future the client's error of kind `cancelled`), not `CancellationError`: test for
+    ///   that error, not `error is CancellationError`.
     public var value: Value {
         get async throws {
             try await resultValue.get()

@@ -113,10 +113,7 @@ extension Future {
     public func receive(on queue: DispatchQueue) -> Future<Value> {
         let derived = Future<Value>(callbackQueue: queue)
         derived.setUpstream(self)
-        // Unowned: the callback is stored in `self` and only `self` runs it.
-        whenCompleteReturningWork { [unowned self] result in
-            derived.resolve(result, hint: hintForCallback)
-        }.run()
+        whenCompleteReturningWork { result in derived.resolve(result) }.run()
         return derived
     }
 }

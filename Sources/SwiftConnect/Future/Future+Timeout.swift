@@ -4,26 +4,29 @@ import Foundation
 // MARK: - Time limits
 
 extension Future {
-    /// A future with this future's result, or a failure with ``ConnectError/Kind/timedOut`` if it is not
+    /// A future with this future's result, or a failure with ``FutureError/timedOut(after:)`` if it is not
     /// complete within `seconds`; this future is then cancelled (for a request: its network task is cancelled).
     ///
     /// ```swift
-    /// connect.send(GetTodo(id: 1))
+    /// loadReport()
     ///     .timeout(after: 5)
     ///     .observe { result in
-    ///         if case .failure(let error as ConnectError) = result, error.kind == .timedOut {
-    ///             print("no answer within 5 s; the request was cancelled")
+    ///         if case .failure(FutureError.timedOut) = result {
+    ///             print("no report within 5 s; loading it was cancelled")
     ///         }
     ///     }
     /// ```
     ///
     /// Whichever comes first wins. When this future completes first, the returned future completes with its
     /// result and the timer is cancelled and released at once: it never fires later. When the time is up first,
-    /// the returned future fails with a ``ConnectError`` of kind ``ConnectError/Kind/timedOut`` (it has no
-    /// ``ConnectError/request`` and no ``ConnectError/underlyingError``) once this future is cancelled: its
+    /// the returned future fails with ``FutureError/timedOut(after:)`` once this future is cancelled: its
     /// cancel handler has run, and its work has stopped, before anyone sees the timeout, whether by a callback
     /// or by reading ``result``. A result that arrives while the timer fires, before the cancellation reaches this
     /// future, still wins. Cancelling the returned future cancels this future and the timer.
+    ///
+    /// A future whose work has an error type of its own reports the timeout in that type instead, as it does a
+    /// cancellation (``cancel()``): a request's future, and everything derived from it, fails with the client's
+    /// error of kind `timedOut`, with no request and no underlying error.
     ///
     /// The limit applies to this future as a whole, on top of any per-attempt ``Connector/timeout`` of a request
     /// (retries included). The timeout cancels this future for everyone that holds it; to give up waiting for a
@@ -46,12 +49,12 @@ extension Future {
     /// ``timeout(after:on:)`` with the timer on `scheduler` (tests count its pending deadlines).
     func timeout(after seconds: TimeInterval, on queue: DispatchQueue?, scheduler: DeadlineScheduler) -> Future<Value> {
         if seconds == .infinity { return self }
-        // Already complete: its result came first. (`transformResultKeepingHint` delivers it on this future's
-        // callback queue, if it has one, and keeps the body hint, so `decoded(toType:)` still works after it.)
-        if isCompleted { return transformResultKeepingHint { $0 } }
+        // Already complete: its result came first. (`transformResult` delivers it on this future's callback queue,
+        // if it has one.)
+        if isCompleted { return transformResult { $0 } }
 
         let derived: Future<Value> = makeDerived()
-        let timeoutError = ConnectError.timedOut(after: seconds)
+        let timeoutError = reported(.timedOut(after: seconds))
         // Set when the limit passes, before this future is cancelled: the cancellation that comes back through the
         // callback below is then reported as the timeout. So the returned future fails with `timedOut` only once
         // this future is cancelled (or gone), and never while its work still runs.
@@ -90,12 +93,11 @@ extension Future {
         // Unowned: the callback is stored in `self` and only `self` runs it.
         whenCompleteReturningWork { [unowned self] result in
             deadline?.cancel()
-            if case .failure(let error) = result, (error as? ConnectError)?.isCancelled == true,
-                expired.withLock({ $0 })
-            {
-                return derived.resolve(.failure(timeoutError), hint: hintForCallback)
+            // The cancellation the timer caused, not a failure of the work that came first.
+            if case .failure = result, expired.withLock({ $0 }), isCancelled {
+                return derived.resolve(.failure(timeoutError))
             }
-            return derived.resolve(result, hint: hintForCallback)
+            return derived.resolve(result)
         }.run()
         return derived
     }

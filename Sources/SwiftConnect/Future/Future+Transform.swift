@@ -108,7 +108,7 @@ extension Future {
     /// ``mapError(_:)`` for a future that has a lock.
     @usableFromInline
     func mapErrorSlowPath(_ transform: @escaping @Sendable (any Error) -> any Error) -> Future<Value> {
-        transformResultKeepingHint { result in result.mapError { transform($0) } }
+        transformFailure { result in result.mapError { transform($0) } }
     }
 
     /// Replaces a failure with a value.
@@ -132,7 +132,7 @@ extension Future {
     /// The synchronous ``recover(_:)`` for a future that has a lock.
     @usableFromInline
     func recoverSlowPath(_ body: @escaping @Sendable (any Error) throws -> Value) -> Future<Value> {
-        transformResultKeepingHint { result in
+        transformFailure { result in
             switch result {
             case .success: return result
             case .failure(let error): return Result { try body(error) }
@@ -180,30 +180,19 @@ extension Future {
         return deriveResult(transform)
     }
 
-    /// ``transformResult(_:)`` for the operators that pass a success through unchanged (``mapError(_:)``,
-    /// ``recover(_:)``): the result keeps this future's body hint, so `decoded(toType:)` after them still knows
-    /// the response's decoder and the response.
-    func transformResultKeepingHint(
+    /// ``transformResult(_:)`` for the operators that act on a failure and pass a success through (``mapError(_:)``,
+    /// ``recover(_:)``): the failure that cancelling the returned future causes runs no `transform`.
+    func transformFailure(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error>
     ) -> Future<Value> {
-        // The hint is written with the result, under the lock: once `result` is read, the hint can be too.
-        if callbackQueue == nil, let result { return Future.resolved(transform(result), hint: hintForCallback) }
+        if callbackQueue == nil, let result { return Future(result: transform(result)) }
         let derived: Future<Value> = makeDerived()
-        // Unowned: the callback is stored in `self` and only `self` runs it.
-        whenCompleteReturningWork { [unowned self] result in
+        whenCompleteReturningWork { result in
             // As in `chain`: the failure that cancelling `derived` caused runs no `recover` or `mapError` closure.
             if case .failure = result, derived.isCompleted { return .empty }
-            return derived.resolve(transform(result), hint: hintForCallback)
+            return derived.resolve(transform(result))
         }.run()
         return derived
-    }
-
-    /// A complete future of `result`, able to hold `hint` if there is one (a future created resolved holds none).
-    static func resolved(_ result: Result<Value, any Error>, hint: BodyHint?) -> Future<Value> {
-        guard let hint, case .success = result else { return Future(result: result) }
-        let future = Future()
-        _ = future.resolve(result, hint: hint)  // nothing to run: no callback was added yet
-        return future
     }
 
     /// ``transformResult(_:)`` without its look at whether the future is complete, for a caller that has just
@@ -226,8 +215,7 @@ extension Future {
     func followed() -> Future<Value> {
         let derived = Future<Value>()
         derived.setUpstream(self)
-        // Unowned: the callback is stored in `self` and only `self` runs it.
-        whenCompleteReturningWork { [unowned self] in derived.resolve($0, hint: hintForCallback) }.run()
+        whenCompleteReturningWork { derived.resolve($0) }.run()
         return derived
     }
 
@@ -245,25 +233,21 @@ extension Future {
     ) -> Future<NewValue> {
         if callbackQueue == nil, let result {
             switch step(result) {
-            // A success that is done at once is this future's, passed through (`recover`): with its hint.
-            case .done(let newResult): return Future<NewValue>.resolved(newResult, hint: hintForCallback)
+            case .done(let newResult): return Future<NewValue>(result: newResult)
             case .next(let next): return next.lock == nil ? next : next.followed()
             }
         }
         let derived: Future<NewValue> = makeDerived()
-        // Unowned: the callback is stored in `self` and only `self` runs it.
-        whenCompleteReturningWork { [unowned self] result in
+        whenCompleteReturningWork { result in
             // Cancelling `derived` cancels this future: its failure must not run the step (`recover` would start
             // work nobody waits for). Looked at on failures only, so a success costs no lock.
             if case .failure = result, derived.isCompleted { return .empty }
             switch step(result) {
             case .done(let newResult):
-                return derived.resolve(newResult, hint: hintForCallback)
+                return derived.resolve(newResult)
             case .next(let next):
                 derived.setUpstream(next)
-                return next.whenCompleteReturningWork { [unowned next] in
-                    derived.resolve($0, hint: next.hintForCallback)
-                }
+                return next.whenCompleteReturningWork { derived.resolve($0) }
             }
         }.run()
         return derived

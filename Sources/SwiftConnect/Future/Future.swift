@@ -36,14 +36,19 @@ import Dispatch
 /// future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
 ///
 /// ## Cancellation
-/// ``cancel()`` fails a pending future with ``ConnectError/Kind/cancelled`` and runs its cancel handler
-/// (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
+/// ``cancel()`` fails a pending future with ``FutureError/cancelled`` (a request's future: with the client's own
+/// error of kind `cancelled`) and runs its cancel handler (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
 /// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
-public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
-    // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks`, `wasCancelled`
-    // and `hint`. A future created resolved has no lock: its `state` is written once, in `init`, and never
-    // again, so it is read without a lock (also by the `@inlinable` fast paths, which client modules
-    // compile: they touch `state` only when `lock` is `nil`).
+///
+/// ## Subclasses
+/// `Future` is not `open`: only SwiftConnect itself subclasses it, to return a future that knows more about where
+/// its value comes from while still being a `Future`. Its members are `final`, so a subclass adds API without
+/// changing how any operator works; operators return plain futures, which carry nothing besides their result.
+public class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
+    // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks` and `wasCancelled`
+    // (and what a subclass says it protects). A future created resolved has no lock: its `state` is written
+    // once, in `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths,
+    // which client modules compile: they touch `state` only when `lock` is `nil`).
     @unchecked Sendable
 {
     /// A callback stored while the future is pending. It returns the futures it resolved in turn, so the
@@ -73,22 +78,20 @@ public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     // The fast paths compiled into client modules (`@inlinable`) use `lock`, `callbackQueue` and `state`,
     // so they are `@usableFromInline`; they stay internal.
     /// `nil` for a future created resolved (``init(result:)``), whose `state` never changes.
-    @usableFromInline let lock: Lock?
+    @usableFromInline final let lock: Lock?
     /// Where callbacks run, for futures made by ``receive(on:)`` and the stages derived from them; `nil` runs
     /// them on the completing thread.
     /// Always `nil` when `lock` is `nil`.
-    @usableFromInline let callbackQueue: DispatchQueue?
-    private var cancelHandler: (@Sendable () -> Void)?
-    private weak var upstream: (any CancellableFuture)?
+    @usableFromInline final let callbackQueue: DispatchQueue?
+    private final var cancelHandler: (@Sendable () -> Void)?
+    private final weak var upstream: (any CancellableFuture)?
     /// The callbacks registered while pending; on completion, the ones the completing thread is to run.
-    private var callbacks = Callbacks()
+    private final var callbacks = Callbacks()
     /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
     /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
-    private var holdsPendingCallbacks = false
+    private final var holdsPendingCallbacks = false
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
-    private var wasCancelled = false
-    /// For body futures made by ``Connect``: the response's media type and the client's decoders.
-    private var hint: BodyHint?
+    private final var wasCancelled = false
 
     /// Creates a pending future. Only a ``Promise`` or an operator completes it.
     init(callbackQueue: DispatchQueue? = nil) {
@@ -159,21 +162,21 @@ public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     ///
     /// Prefer ``observe(on:_:)`` or ``value``: polling is for tests and diagnostics.
     @inlinable
-    public var result: Result<Value, any Error>? {
+    public final var result: Result<Value, any Error>? {
         guard lock == nil else { return lockedResult }
         return resolvedResult
     }
 
     /// Whether the future is complete.
     @inlinable
-    public var isCompleted: Bool {
+    public final var isCompleted: Bool {
         guard lock == nil else { return lockedResult != nil }
         return true
     }
 
     /// The result of a future that has a lock, read under it.
     @usableFromInline
-    var lockedResult: Result<Value, any Error>? {
+    final var lockedResult: Result<Value, any Error>? {
         guard let lock else { return resolvedResult }
         return lock.withLock { () -> Result<Value, any Error>? in
             if case .resolved(let result) = state { return result }
@@ -184,7 +187,7 @@ public final class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     /// The result of a future known to be complete: one created resolved (no lock: its state never
     /// changes), or one whose callbacks are running (its state no longer changes either).
     @inlinable
-    var resolvedResult: Result<Value, any Error> {
+    final var resolvedResult: Result<Value, any Error> {
         if case .resolved(let result) = state { return result }
         preconditionFailure("unreachable: a future without a lock is always resolved")
     }
@@ -201,11 +204,15 @@ protocol DrainableFuture: AnyObject {
 /// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
 protocol CancellableFuture: AnyObject, Sendable {
     func cancel()
-    /// Cancels this future only and runs its cancel handler; returns the future it came from, which the caller
-    /// cancels next, and whether callbacks now wait to run (``runCancellationCallbacks()``).
-    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
-    /// Runs the callbacks of a future that ``cancelStep()`` cancelled.
+    /// Cancels this future only, failing it with `error`, and runs its cancel handler; returns the future it came
+    /// from, which the caller cancels next, and whether callbacks now wait to run (``runCancellationCallbacks()``).
+    func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
+    /// Runs the callbacks of a future that ``cancelStep(failingWith:)`` cancelled.
     func runCancellationCallbacks()
+    /// `error` as this future's value type reports it (``FutureErrorReporting``); `nil` if the type does not.
+    func ownReport(of error: FutureError) -> (any Error)?
+    /// The future this one waits on, while it is pending.
+    var pendingUpstream: (any CancellableFuture)? { get }
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
@@ -277,8 +284,7 @@ extension Future: DrainableFuture, CancellableFuture {
     /// - Returns: Whether this call completed the future, and the callbacks the caller must run.
     func complete(
         _ result: Result<Value, any Error>,
-        reportingDoubleCompletionAt location: SourceLocation?,
-        hint: BodyHint? = nil
+        reportingDoubleCompletionAt location: SourceLocation?
     ) -> (completed: Bool, work: CallbackList) {
         guard let lock else {
             if let location { FutureDiagnostics.reportDoubleCompletion(of: Value.self, at: location) }
@@ -294,7 +300,6 @@ extension Future: DrainableFuture, CancellableFuture {
             return (false, .empty)
         }
         state = .resolved(result)
-        if let hint { self.hint = hint }
         let handler = cancelHandler
         cancelHandler = nil
         upstream = nil
@@ -402,62 +407,49 @@ extension Future: DrainableFuture, CancellableFuture {
     }
 }
 
-// MARK: - Body hints
-
-extension Future {
-    /// Completes the future with a body and what is known about it, under the same single lock.
-    func resolve(_ result: Result<Value, any Error>, hint: BodyHint?) -> CallbackList {
-        complete(result, reportingDoubleCompletionAt: nil, hint: hint).work
-    }
-
-    /// The hint stored with the body, read once the future is complete.
-    @usableFromInline var bodyHint: BodyHint? {
-        guard let lock else { return nil }
-        return lock.withLock { hint }
-    }
-
-    /// The hint stored with the body, for one of this future's callbacks: it is written with the result, under
-    /// the lock, before any callback runs, and never changes afterwards, so a callback reads it without the lock.
-    /// For operators whose result is this future's result, unchanged (``receive(on:)``, ``flatMap(_:)``), so
-    /// `decoded(toType:)` after them still knows the response's decoder and the response.
-    var hintForCallback: BodyHint? { hint }
-}
-
 // MARK: - Cancellation
 
 extension Future {
-    /// Cancels the future: fails it with ``ConnectError/Kind/cancelled`` and runs its cancel handler
+    /// Cancels the future: fails it with ``FutureError/cancelled`` and runs its cancel handler
     /// (for a request, cancelling the network task).
     ///
     /// Does nothing if the future is already complete. The failure and the cancel handler happen exactly
     /// once, however many threads call `cancel()`. A derived future also cancels the future it came from.
     ///
+    /// A future whose work has an error type of its own fails with that type's cancellation instead, and so
+    /// does every future chained on it: a request's future, and everything derived from it, fails with the
+    /// client's error of kind `cancelled`.
+    ///
     /// ```swift
     /// let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)
-    /// todo.cancel()  // the URLSession task is cancelled; observers get ConnectError.cancelled
+    /// todo.cancel()  // the network task is cancelled; observers get the client's cancellation error
     /// ```
     public func cancel() {
         // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
         // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
         // the next request while this one's network task still ran, one over its limit.
+        // Every future of the chain fails with the same error, found first (another walk up the chain), unless
+        // there is nothing to cancel.
+        guard lock != nil, !isCompleted else { return }
+        let error = reported(.cancelled)
         var toNotify: [any CancellableFuture] = []
         var next: (any CancellableFuture)? = self
         while let future = next {
-            let step = future.cancelStep()
+            let step = future.cancelStep(failingWith: error)
             if step.hasCallbacks { toNotify.append(future) }
             next = step.upstream
         }
         for future in toNotify { future.runCancellationCallbacks() }
     }
 
-    func cancelStep() -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
+    func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
         guard let lock else { return (nil, false) }
         lock.lock()
         guard case .pending = state else {
             lock.unlock()
             return (nil, false)
         }
-        state = .resolved(.failure(ConnectError.cancelled()))
+        state = .resolved(.failure(error))
         wasCancelled = true
         let handler = cancelHandler
         let upstreamFuture = upstream
@@ -478,6 +470,32 @@ extension Future {
     public var isCancelled: Bool {
         guard let lock else { return false }
         return lock.withLock { wasCancelled }
+    }
+
+    /// `error` as the futures of this chain report it: through this future's value type, or else through that of
+    /// the nearest future it waits on whose type reports such errors (``FutureErrorReporting``); as it is when
+    /// none does.
+    func reported(_ error: FutureError) -> any Error {
+        var next: (any CancellableFuture)? = self
+        while let future = next {
+            if let reported = future.ownReport(of: error) { return reported }
+            next = future.pendingUpstream
+        }
+        return error
+    }
+
+    /// `error` as futures of `Value` report it, if `Value` reports such errors.
+    static func ownReport(of error: FutureError) -> (any Error)? {
+        (Value.self as? any FutureErrorReporting.Type)?.reportedError(for: error)
+    }
+
+    func ownReport(of error: FutureError) -> (any Error)? {
+        Self.ownReport(of: error)
+    }
+
+    var pendingUpstream: (any CancellableFuture)? {
+        guard let lock else { return nil }
+        return lock.withLock { upstream }
     }
 }
 

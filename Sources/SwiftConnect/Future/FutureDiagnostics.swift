@@ -1,8 +1,10 @@
+import Foundation
+
 /// Where SwiftConnect reports misuse of futures and promises that is not worth a crash.
 ///
 /// In debug builds, completing a ``Promise`` a second time is reported here (the second result is ignored
-/// in every build). By default the report goes to ``ConnectLogging/logger`` at the warning level; tests can
-/// install their own handler to assert on it.
+/// in every build). By default the report is written to standard error; install a handler to send it to your
+/// logger, or, in tests, to assert on it.
 ///
 /// ```swift
 /// FutureDiagnostics.handler = { message in XCTFail(message) }
@@ -10,7 +12,7 @@
 public enum FutureDiagnostics {
     private static let storage = Protected<(@Sendable (String) -> Void)?>(nil)
 
-    /// Receives each diagnostic message; `nil` restores the default (the library logger).
+    /// Receives each diagnostic message; `nil` restores the default (standard error).
     public static var handler: (@Sendable (String) -> Void)? {
         get { storage.snapshot }
         set { storage.withLock { $0 = newValue } }
@@ -24,7 +26,7 @@ public enum FutureDiagnostics {
             if let handler = storage.snapshot {
                 handler(message)
             } else {
-                ConnectLogging.logger.log(.warning, message)
+                FileHandle.standardError.write(Data("[SwiftConnect] warning: \(message)\n".utf8))
             }
         #endif
     }

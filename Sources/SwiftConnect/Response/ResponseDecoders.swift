@@ -100,22 +100,6 @@ public struct ResponseDecoders: Sendable {
     }
 }
 
-/// What a body future returned by ``Connect`` knows about where its data came from, so that
-/// `decoded(toType:)` can pick a decoder by content type, and say in a decoding failure which request and
-/// response the body belongs to.
-@usableFromInline
-final class BodyHint: Sendable {
-    /// The decoder for the response's content type.
-    @usableFromInline let decoder: any ResponseBodyDecoder
-    /// The response the body came from (with its request), when known.
-    @usableFromInline let response: ConnectResponse?
-
-    init(decoder: any ResponseBodyDecoder, response: ConnectResponse? = nil) {
-        self.decoder = decoder
-        self.response = response
-    }
-}
-
 /// Explaining why a body is not JSON, for a decoding failure.
 enum JSONSyntax {
     /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;

@@ -45,6 +45,32 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
     }
 
+    /// The futures of a request, and everything chained on them, fail with `ConnectError` wherever the chain is
+    /// cancelled or timed out: `Future` itself knows nothing of `ConnectError` (a plain future fails with
+    /// `FutureError`), the response's futures name the error.
+    func testFuturesChainedOnARequestFailWithConnectErrorWhereverTheChainEnds() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let body = connect.request(TodoConnector.get(id: 1))
+        let decoded = body.decoded(toType: Todo.self)
+        let title = decoded.map { $0.title }
+        let received = title.receive(on: DispatchQueue(label: "ConnectCancellationTests.receive"))
+        let typed = Future(value: ()).flatMap { connect.send(ClientFixtures.GetTodo(id: 2)) }.map { $0.id }
+        // When
+        received.cancel()
+        typed.cancel()
+        let limited = connect.send(ClientFixtures.GetTodo(id: 3)).map { $0.title }.timeout(after: 0.01)
+        // Then
+        XCTAssertEqual(connectError(of: body)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: decoded)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: title)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: received)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: typed)?.kind, .cancelled)
+        XCTAssertEqual(connectError(of: limited)?.kind, .timedOut)
+        XCTAssertEqual(transport.cancellations.value, 3, "every request's transport future was cancelled")
+    }
+
     func testCancellingTheDecodedEndOfTheChainCancelsTheTransport() {
         // Given
         let transport = ManualTransport()

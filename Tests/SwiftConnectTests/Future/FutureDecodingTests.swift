@@ -99,23 +99,23 @@ final class FutureDecodingTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("the response body is empty") ?? false, error?.message ?? "")
     }
 
-    func testDecodingFailureCarriesTheResponseTheBodyHintRecords() throws {
-        // Given: a body future as Connect completes it, with the response it came from
-        let request = URLRequest(url: URL(string: "https://api.example.com/todos/1")!)
-        let data = Data(#"{"id":"one","title":"a"}"#.utf8)
-        let response = try XCTUnwrap(
-            ConnectResponse(request: request, statusCode: 200, headers: ["X-Request-ID": "r-1"], data: data))
+    func testDecodingFailureOfARequestsBodyCarriesItsResponse() throws {
+        // Given: a client whose response has a body that does not fit the type
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/todos/1",
+            with: .data(Data(#"{"id":"one","title":"a"}"#.utf8), headers: ["X-Request-ID": "r-1"]))
+        let connect = Connect(transport: transport, retryPolicy: nil)
         for decoder in [nil, JSONDecoder()] {
-            let body = Promise<Data>().future
-            body.resolve(.success(data), hint: BodyHint(decoder: JSONDecoder(), response: response)).run()
             // When
+            let body = connect.request(ClientFixtures.Endpoint(endpoint: "/todos/1"))
             XCTAssertThrowsError(try body.decoded(toType: Todo.self, decoder: decoder).wait()) { error in
                 // Then
                 guard let error = error as? ConnectError else { return XCTFail("\(error)") }
                 XCTAssertEqual(error.kind, .decoding)
                 XCTAssertEqual(error.statusCode, 200)
                 XCTAssertEqual(error.headers["X-Request-ID"], "r-1")
-                XCTAssertEqual(error.request?.url, request.url)
+                XCTAssertEqual(error.request?.url?.absoluteString, "https://api.example.com/todos/1")
                 XCTAssertEqual(error.codingPath, "id")
                 XCTAssertTrue(error.description.contains("[GET https://api.example.com/todos/1]"), error.description)
                 XCTAssertTrue(error.description.hasSuffix("(HTTP 200)"), error.description)
@@ -123,84 +123,71 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
-    /// `connect.request(…).receive(on: .main).decoded(toType:)`, or a body reached through `flatMap`, keeps what the client knows
-    /// what the client knows about the body (its content type's decoder, and the response for a failure).
-    func testDecodingAfterReceiveOnUsesTheClientsDecoderAndKeepsTheResponse() throws {
-        let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
-        let snakeCase = JSONDecoder()
-        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
-        struct Item: Decodable, Sendable { let itemName: String }
-        let queue = DispatchQueue(label: "receiver")
-        for (body, succeeds) in [(#"{"item_name":"x"}"#, true), (#"{"other":1}"#, false)] {
-            let data = Data(body.utf8)
-            let response = try XCTUnwrap(ConnectResponse(request: request, statusCode: 200, headers: [:], data: data))
-            let promise = Promise<Data>()
-            let trigger = Promise<Void>()
-            let paths: [(String, Future<Item>)] = [
-                ("receive(on:)", promise.future.receive(on: queue).decoded(toType: Item.self)),
-                (
-                    "receive(on:) twice",
-                    promise.future.receive(on: queue).receive(on: .global()).decoded(toType: Item.self)
-                ),
-                ("flatMap", trigger.future.flatMap { promise.future }.decoded(toType: Item.self)),
-                ("flatMap on a value", Future(value: ()).flatMap { promise.future }.decoded(toType: Item.self)),
-            ]
-            trigger.succeed(())
-            promise.future.resolve(.success(data), hint: BodyHint(decoder: snakeCase, response: response)).run()
-            for (name, decoded) in paths {
-                let result = try decoded.waitForResult()
-                if succeeds {
-                    XCTAssertEqual(try result.get().itemName, "x", name)
-                } else {
-                    XCTAssertThrowsError(try result.get(), name) { error in
-                        XCTAssertEqual((error as? ConnectError)?.kind, .decoding, name)
-                        XCTAssertEqual((error as? ConnectError)?.request?.url, request.url, name)
-                        XCTAssertEqual((error as? ConnectError)?.statusCode, 200, name)
-                    }
-                }
-            }
-        }
+    /// A client with a property-list decoder registered for `application/x-plist`, answering with a property list.
+    private func plistClient() throws -> (Connect, Data) {
+        let plist = try PropertyListEncoder().encode(Todo(id: 7, title: "Plist"))
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")
+        let transport = FakeTransport.answering(
+            .data(plist, headers: ["Content-Type": "application/x-plist; charset=utf-8"]))
+        return (Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders)), plist)
     }
 
-    /// `connect.request(…).mapError { … }.decoded(toType:)`, or with `recover`, `timeout(after:)` or `race(_:)`: a
-    /// success passes through unchanged, and so does what the client knows about the body, whether the body is
-    /// already there or not.
-    func testDecodingAfterMapErrorOrRecoverUsesTheClientsDecoderAndKeepsTheResponse() throws {
-        let request = URLRequest(url: URL(string: "https://api.example.com/items/1")!)
-        let snakeCase = JSONDecoder()
-        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
-        struct Item: Decodable, Sendable { let itemName: String }
-        for (body, succeeds) in [(#"{"item_name":"x"}"#, true), (#"{"other":1}"#, false)] {
-            let data = Data(body.utf8)
-            let response = try XCTUnwrap(ConnectResponse(request: request, statusCode: 200, headers: [:], data: data))
-            for alreadyComplete in [false, true] {
-                let promise = Promise<Data>()
-                let complete = {
-                    promise.future.resolve(.success(data), hint: BodyHint(decoder: snakeCase, response: response)).run()
-                }
-                if alreadyComplete { complete() }
-                let paths: [(String, Future<Item>)] = [
-                    ("mapError", promise.future.mapError { $0 }.decoded(toType: Item.self)),
-                    ("recover", promise.future.recover { _ in Data() }.decoded(toType: Item.self)),
-                    ("recover with a future", promise.future.recover { _ in Future(value: Data()) }.decoded()),
-                    ("timeout", promise.future.timeout(after: 60).decoded(toType: Item.self)),
-                    ("race", Future.race([promise.future, Promise<Data>().future]).decoded(toType: Item.self)),
-                ]
-                if !alreadyComplete { complete() }
-                for (name, decoded) in paths {
-                    let name = "\(name), body complete first: \(alreadyComplete)"
-                    let result = try decoded.waitForResult()
-                    if succeeds {
-                        XCTAssertEqual(try result.get().itemName, "x", name)
-                    } else {
-                        XCTAssertThrowsError(try result.get(), name) { error in
-                            XCTAssertEqual((error as? ConnectError)?.request?.url, request.url, name)
-                            XCTAssertEqual((error as? ConnectError)?.statusCode, 200, name)
-                        }
-                    }
-                }
+    /// `connect.request(…).decoded(toType:)` decodes with the decoder the client registered for the response's
+    /// content type, also when the body is held as a plain `Future<Data>` and when the body is already there.
+    func testARequestsBodyIsDecodedByItsContentType() throws {
+        // Given
+        let (connect, _) = try plistClient()
+        let expected = Todo(id: 7, title: "Plist")
+        // When
+        let decoded = connect.request(ClientFixtures.Endpoint()).decoded(toType: Todo.self)
+        let body: Future<Data> = connect.request(ClientFixtures.Endpoint())
+        let later = ManualTransport()
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")
+        let laterBody = Connect(transport: later, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
+            .request(ClientFixtures.Endpoint()).decoded(toType: Todo.self)
+        later.respond(
+            to: 0, headers: ["Content-Type": "application/x-plist"], body: try PropertyListEncoder().encode(expected))
+        // Then
+        XCTAssertEqual(try decoded.wait(), expected)
+        XCTAssertEqual(try body.decoded(toType: Todo.self).wait(), expected, "held as a Future<Data>")
+        XCTAssertEqual(try laterBody.wait(), expected, "decoded before the response arrived")
+        XCTAssertEqual(
+            try connect.request(ClientFixtures.Endpoint()).decoded(toType: Todo.self).timeout(after: 60).wait(),
+            expected, "decoded first, then an operator")
+    }
+
+    /// A `Future<Data>` that is not a response's body, including the future an operator makes of one, has nothing
+    /// but its data: it decodes JSON unless given a decoder, and its failures name no response.
+    func testAPlainDataFutureDecodesJSONWithNoHiddenState() throws {
+        // Given: a response body that is a property list, and futures an operator made of it
+        let (connect, plist) = try plistClient()
+        let expected = Todo(id: 7, title: "Plist")
+        let request: @Sendable () -> ResponseBodyFuture = { connect.request(ClientFixtures.Endpoint()) }
+        let plain: [(String, Future<Data>)] = [
+            ("map", request().map { $0 }),
+            ("receive(on:)", request().receive(on: DispatchQueue(label: "receiver"))),
+            ("mapError", request().mapError { $0 }),
+            ("recover", request().recover { _ in Data() }),
+            ("flatMap", Future(value: ()).flatMap { request() }),
+            ("timeout", request().timeout(after: 60)),
+            ("race", Future.race([request(), Promise<Data>().future])),
+            ("a promise's future", Future(value: plist)),
+        ]
+        for (name, future) in plain {
+            // When / Then: decoded as JSON, so the property list fails, naming no response
+            XCTAssertThrowsError(try future.decoded(toType: Todo.self).wait(), name) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .decoding, name)
+                XCTAssertNil((error as? ConnectError)?.request, name)
+                XCTAssertNil((error as? ConnectError)?.response, name)
             }
+            // With the decoder given, it decodes
+            XCTAssertEqual(try future.decoded(toType: Todo.self, decoder: PropertyListDecoder()).wait(), expected, name)
         }
+        // And JSON decodes as JSON
+        let json = Future(value: Data(#"{"id":7,"title":"Plist"}"#.utf8))
+        XCTAssertEqual(try json.decoded(toType: Todo.self).wait(), expected)
     }
 
     func testDecodingFailureWithoutAKnownResponseHasNone() {

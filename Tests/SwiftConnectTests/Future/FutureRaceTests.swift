@@ -45,10 +45,8 @@ final class FutureRaceTests: XCTestCase {
         let first = Future<Int>.race([])
         let result = try XCTUnwrap(first.result, "no hang: complete before race returns")
         XCTAssertThrowsError(try result.get()) { error in
-            let error = error as? ConnectError
-            XCTAssertEqual(error?.kind, .invalidRequest)
-            XCTAssertNil(error?.invalidRequestReason)
-            XCTAssertTrue(error?.message.contains("race") ?? false)
+            XCTAssertEqual(error as? FutureError, .emptyRace)
+            XCTAssertTrue("\(error)".contains("race"), "\(error)")
         }
     }
 
@@ -68,7 +66,7 @@ final class FutureRaceTests: XCTestCase {
         XCTAssertEqual(handlerRuns.value, 3)
         XCTAssertTrue(promises.allSatisfy(\.future.isCancelled))
         XCTAssertTrue(first.isCancelled)
-        XCTAssertEqual((error(of: first) as? ConnectError)?.kind, .cancelled)
+        XCTAssertEqual(error(of: first) as? FutureError, .cancelled)
     }
 
     /// Many inputs completing at once from many threads: exactly one result, which is the winner's, and every

@@ -93,7 +93,7 @@ final class FutureResolvedFastPathTests: XCTestCase {
         chained.cancel()
         XCTAssertEqual(handlerRuns.value, 1)
         XCTAssertTrue(next.future.isCancelled)
-        XCTAssertThrowsError(try chained.wait()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertThrowsError(try chained.wait()) { XCTAssertEqual($0 as? FutureError, .cancelled) }
 
         let resolved = Future(value: 1).flatMap { Future(value: $0) }
         resolved.cancel()

@@ -11,36 +11,32 @@ extension Future where Value == Data {
     ///     .observe { result in print(result) }
     /// ```
     ///
-    /// Without a `decoder`, a body from ``Connect`` is decoded by the client's ``ResponseDecoders`` for the
-    /// response's `Content-Type` (JSON unless you registered others); any other body as JSON. An empty body
+    /// Without a `decoder`, the body of a response that ``Connect`` returned (a ``ResponseBodyFuture``, also when
+    /// held as a `Future<Data>`) is decoded by the client's ``ResponseDecoders`` for the response's `Content-Type`
+    /// (JSON unless you registered others); any other `Future<Data>` is decoded as JSON. That includes the
+    /// future an operator returns: `connect.request(…).timeout(after: 5)` is a plain `Future<Data>`, which knows
+    /// nothing of the response; to decode by content type, decode first and chain operators on the result
+    /// (`connect.request(…).decoded(toType: Todo.self).timeout(after: 5)`), or pass the decoder. An empty body
     /// decodes as `nil` when `type` is an `Optional`, and as ``EmptyResponse``.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
     ///   - decoder: The decoder to use whatever the content type, such as a `JSONDecoder` with your date
-    ///     strategy; `nil` (the default) chooses by content type.
+    ///     strategy; `nil` (the default) chooses by content type for a response's body, JSON otherwise.
     /// - Returns: A future of the decoded value. A decoding failure is a ``ConnectError`` of kind
-    ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body, and the request and
-    ///   response when the body's future knows them.
+    ///   ``ConnectError/Kind/decoding`` with the coding path and an excerpt of the body, and, for the body of a
+    ///   response that ``Connect`` returned, the request and response.
     @inlinable
     public func decoded<Decoded: Decodable & Sendable>(
         toType type: Decoded.Type = Decoded.self,
         decoder: (any ResponseBodyDecoder)? = nil
     ) -> Future<Decoded> {
-        // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took 0.1 to
-        // 0.6 µs longer per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
-        // The response the body came from, when ``Connect`` recorded it, is looked up only for a failure.
-        // Unowned: the transform is stored in `self` while it is pending, and only `self` runs it (a strong
-        // reference would keep a body abandoned while pending alive forever).
-        if let decoder {
-            return map { [unowned self] data in
-                try decodeBody(data, as: type, with: decoder, response: self.bodyHint?.response)
-            }
-        }
-        return map { [unowned self] data in
-            let hint = self.bodyHint
-            return try decodeBody(data, as: type, with: hint?.decoder ?? JSONDecoder(), response: hint?.response)
-        }
+        // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took longer
+        // per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
+        // A response's body knows its response; that is its type's business, not a value stored in every future.
+        if let body = self as? ResponseBodyFuture { return body.decodedByContentType(as: type, decoder: decoder) }
+        let decoder = decoder ?? JSONDecoder()
+        return map { data in try decodeBody(data, as: type, with: decoder) }
     }
 }
 

@@ -1,0 +1,43 @@
+import Foundation
+
+/// Why a future failed when the future itself ended it, rather than the work behind it.
+///
+/// A future that nothing but its own operators knows about fails with these: one made by a ``Promise`` or from an
+/// `async` closure, and the futures derived from it.
+///
+/// ```swift
+/// let answer = Promise<Int>().future
+/// answer.cancel()
+/// if case .failure(FutureError.cancelled)? = answer.result { print("cancelled") }
+/// ```
+///
+/// A future whose work reports failures in an error type of its own reports these in that type instead, and so
+/// does every future derived from it: a request's future fails with SwiftConnect's client error, of kind
+/// `cancelled` or `timedOut`, wherever in its chain it is cancelled or timed out.
+public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// ``Future/cancel()`` ended the future before it completed.
+    case cancelled
+    /// The future did not complete within the limit of ``Future/timeout(after:on:)``, in seconds.
+    case timedOut(after: TimeInterval)
+    /// ``Future/race(_:)`` was given no futures: with nothing to wait for, nothing could ever come first.
+    case emptyRace
+
+    /// A sentence saying what happened.
+    public var description: String {
+        switch self {
+        case .cancelled: "the future was cancelled"
+        case .timedOut(let seconds): "the future did not complete within the time limit of \(seconds) s"
+        case .emptyRace: "Future.race(_:) was given no futures: none can ever complete first"
+        }
+    }
+}
+
+/// A value type whose futures report a ``FutureError`` in an error type of their own domain.
+///
+/// A future reports `cancelled` and `timedOut` through its own value type, if it conforms, or else through that
+/// of the nearest future it waits on that does (``Future/reported(_:)``): everything chained on a future of a
+/// conforming type reports them alike. Nothing else about the value is looked at.
+protocol FutureErrorReporting {
+    /// The error a future of this type fails with instead of `error`.
+    static func reportedError(for error: FutureError) -> any Error
+}
