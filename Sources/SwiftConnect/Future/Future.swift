@@ -44,7 +44,7 @@ import Dispatch
 /// `Future` is not `open`: only SwiftConnect itself subclasses it, to return a future that knows more about where
 /// its value comes from while still being a `Future`. Its members are `final`, so a subclass adds API without
 /// changing how any operator works; operators return plain futures, which carry nothing besides their result.
-public class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
+public class Future<Value: Sendable>:
     // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks` and `wasCancelled`
     // (and what a subclass says it protects). A future created resolved has no lock: its `state` is written
     // once, in `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths,
@@ -77,6 +77,17 @@ public class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
 
     // The fast paths compiled into client modules (`@inlinable`) use `lock`, `callbackQueue` and `state`,
     // so they are `@usableFromInline`; they stay internal.
+    /// Whether the future is complete, and with what.
+    @usableFromInline
+    enum State {
+        /// Not complete yet.
+        case pending
+        /// Complete with this result.
+        case resolved(Result<Value, any Error>)
+    }
+
+    /// The state, behind `lock` (or immutable, for a future created resolved).
+    @usableFromInline final var state: State
     /// `nil` for a future created resolved (``init(result:)``), whose `state` never changes.
     @usableFromInline final let lock: Lock?
     /// Where callbacks run, for futures made by ``receive(on:)`` and the stages derived from them; `nil` runs
@@ -97,7 +108,7 @@ public class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     init(callbackQueue: DispatchQueue? = nil) {
         lock = Lock()
         self.callbackQueue = callbackQueue
-        super.init(state: .pending)
+        state = .pending
     }
 
     /// Creates a future that is already complete with `result`.
@@ -107,7 +118,7 @@ public class Future<Value: Sendable>: _FutureStorage<_FutureState<Value>>,
     public init(result: Result<Value, any Error>) {
         lock = nil
         callbackQueue = nil
-        super.init(state: .resolved(result))
+        state = .resolved(result)
     }
 
     /// Creates a future that already succeeded.
@@ -497,30 +508,4 @@ extension Future {
         guard let lock else { return nil }
         return lock.withLock { upstream }
     }
-}
-
-// MARK: - Storage
-
-/// Where a ``Future`` keeps its state: an implementation detail, public only because `Future` inherits from it.
-///
-/// As the generic parameter of a base class, the state's type is found in the class's own metadata when an
-/// instance is freed. As a stored property of `Future`'s own generic type, every deallocation looked it up in
-/// the runtime's metadata cache: about a third of the instructions of a `map` stage.
-public class _FutureStorage<State> {
-    // Exclusivity is enforced by `Future`'s lock (or by immutability, for a future created resolved): the
-    // runtime check on every access cost about 90 instructions of a ~1,000-instruction `map` stage.
-    @exclusivity(unchecked) @usableFromInline var state: State
-
-    @usableFromInline
-    init(state: State) {
-        self.state = state
-    }
-}
-
-/// The state of a ``Future``: an implementation detail, public only because `Future`'s base class names it.
-public enum _FutureState<Value: Sendable> {
-    /// Not complete yet.
-    case pending
-    /// Complete with this result.
-    case resolved(Result<Value, any Error>)
 }
