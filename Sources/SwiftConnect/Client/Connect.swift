@@ -280,8 +280,7 @@ extension Connect {
     ) -> Future<Endpoint.Response> {
         // One stage from the response to the value: what `body(of:)` then `decoded(toType:decoder:)` do, without
         // the intermediate future of the body. Inlinable, so that the caller's module specialises it for the
-        // response type: run unspecialised, through the runtime's generic code, it took 1.0 to 1.3 µs longer per
-        // request after a large decode had left that code cold (BENCHMARKS.md).
+        // response type.
         let decoders = self.decoders
         let decoder = connector.decoder
         let exchange = self.exchange(connector, debugResponse: debugResponse, options: options)

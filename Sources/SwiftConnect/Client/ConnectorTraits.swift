@@ -1,9 +1,8 @@
 /// What the pipeline needs to know about a connector's type, worked out once per type.
 ///
-/// The first two are costly to find out on every request: `String(describing:)` on a type demangles its name (about
-/// 10,000 instructions), and `as? any AuthorizedConnector` searches the runtime's conformance tables (1.3 to
-/// 2.0 µs per request after a 100 KiB decode had left that code cold; see BENCHMARKS.md). A program has a
-/// bounded set of connector types, so the cache stays small.
+/// The first two are costly to find out on every request: `String(describing:)` on a type demangles its name, and
+/// `as? any AuthorizedConnector` searches the runtime's conformance tables. A program has a bounded set of
+/// connector types, so the cache stays small.
 struct ConnectorTraits: Sendable {
     /// The type's name as `String(describing:)` gives it (`"TodoConnector"`), for
     /// ``RequestContext/connectorName``.

@@ -16,7 +16,7 @@ import Foundation
 /// passes, the attempt in flight is cancelled and the call fails with ``ConnectError/Kind/timedOut``; a wait that
 /// would end after it is not started, and the call ends with the last outcome instead.
 final class RetryingCall:
-    // @unchecked Sendable: `state` (a `Protected`, with its own lock) holds everything that changes; every other
+    // Checked by hand: `state` (a `Protected`, with its own lock) holds everything that changes; every other
     // stored property is immutable and Sendable. Callbacks, the clock, `send` and the promise are always called
     // outside that lock.
     @unchecked Sendable

@@ -236,14 +236,6 @@ struct RequestParts {
     /// Joins the base URL and the expanded endpoint, then appends the query items.
     mutating func makeURL(baseURL: URL, endpoint: String, parameters: [Parameter]) throws -> URL {
         let base = baseURL.absoluteString
-        // Without `.path` or `.query` parameters the URL depends on the base URL and the endpoint alone: it is
-        // cached under those two, and found before anything is joined.
-        var joinedKey: ParsedURLs.Key?
-        if pathValues.isEmpty, !parameters.contains(where: { if case .query = $0 { true } else { false } }) {
-            let key = ParsedURLs.Key.joined(base: base, endpoint: endpoint)
-            if let url = ParsedURLs.url(for: key) { return url }
-            joinedKey = key
-        }
         if let problem = Self.baseProblem(base) ?? Self.endpointProblem(endpoint) {
             var error = InvalidURLContext(base: base, endpoint: endpoint).error()
             error.message += ": " + problem
@@ -319,7 +311,7 @@ struct RequestParts {
         out.append(contentsOf: fragment)
 
         let string = String(decoding: out, as: UTF8.self)
-        guard let url = ParsedURLs.url(string, keptAs: joinedKey) else {
+        guard let url = URL(string: string), url.scheme != nil else {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(string)))
         }
         return url

@@ -80,9 +80,7 @@ public struct ResponseDecoders: Sendable {
         return fallback
     }
 
-    /// The decoder for `response`'s media type; its `Content-Type` is read only when the choice depends on it
-    /// (looking a header up and lowercasing it took about 3,000 instructions per request, measured with
-    /// callgrind).
+    /// The decoder for `response`'s media type; its `Content-Type` is read only when the choice depends on it.
     @usableFromInline
     func decoder(for response: ConnectResponse) -> any ResponseBodyDecoder {
         soleDecoder ?? decoder(for: response.mediaType)

@@ -100,8 +100,8 @@ public final class URLSessionTransport: Transport {
     ///
     /// An API client gets its caching from ``Connect``'s response cache (``RequestOptions/cache``), where
     /// the app decides what is kept and for how long. `URLCache` would store and look up every response on
-    /// top of that: on Linux that was about a sixth of the CPU time of each small request (measured, see
-    /// BENCHMARKS.md). Pass `.default` to keep it.
+    /// top of that, a noticeable share of each small request's CPU time on Linux (see BENCHMARKS.md). Pass
+    /// `.default` to keep it.
     public static var defaultConfiguration: URLSessionConfiguration {
         let configuration = URLSessionConfiguration.default
         configuration.urlCache = nil

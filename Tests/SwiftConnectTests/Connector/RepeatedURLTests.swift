@@ -7,8 +7,8 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// The cache of parsed URLs must never change which URL a request gets, and must stay bounded.
-final class ParsedURLsTests: XCTestCase {
+/// A repeated endpoint gets the URL a fresh build gives, and slightly different ones never share one.
+final class RepeatedURLTests: XCTestCase {
     private struct Endpoint: Connector {
         var baseURL = URL(string: "https://cache.example.com/v1")!
         var endpoint: String
@@ -63,15 +63,6 @@ final class ParsedURLsTests: XCTestCase {
         }
     }
 
-    func testAURLWithoutParametersIsKeptOnceUnderItsBaseAndEndpoint() throws {
-        // When
-        let url = try XCTUnwrap(Endpoint(endpoint: "/kept-once").asURLRequest().url)
-        // Then: found by base URL and endpoint, not also by its text
-        XCTAssertEqual(
-            ParsedURLs.url(for: .joined(base: "https://cache.example.com/v1", endpoint: "/kept-once")), url)
-        XCTAssertNil(ParsedURLs.url(for: .text(url.absoluteString)))
-    }
-
     func testABodyParameterDoesNotChangeTheJoinedURL() throws {
         let plain = try Endpoint(endpoint: "/items").asURLRequest()
         let withBody = try Endpoint(
@@ -90,41 +81,7 @@ final class ParsedURLsTests: XCTestCase {
         }
     }
 
-    func testAURLCarryingASecretIsNeverCached() throws {
-        // Given: a secret in the query, in the user info, and, for comparison, none
-        let token = Endpoint(endpoint: "/feed", parameters: Parameter.query(key: "access_token", value: "s3cr3t"))
-        let password = Endpoint(baseURL: URL(string: "https://user:pw@cache.example.com")!, endpoint: "/feed")
-        let plain = Endpoint(endpoint: "/feed", parameters: Parameter.query(key: "page", value: "2"))
-        // When
-        let urls = try [token, password, plain].map { try XCTUnwrap($0.asURLRequest().url?.absoluteString) }
-        // Then: each request still gets its URL; only the one without a secret is kept
-        XCTAssertEqual(
-            urls,
-            [
-                "https://cache.example.com/v1/feed?access_token=s3cr3t", "https://user:pw@cache.example.com/feed",
-                "https://cache.example.com/v1/feed?page=2",
-            ])
-        XCTAssertNil(ParsedURLs.url(for: .text(urls[0])))
-        XCTAssertNil(ParsedURLs.url(for: .joined(base: "https://user:pw@cache.example.com", endpoint: "/feed")))
-        XCTAssertNotNil(ParsedURLs.url(for: .text(urls[2])))
-        XCTAssertEqual(try password.asURLRequest().url?.absoluteString, urls[1], "asked again, built again")
-    }
-
-    func testTheCacheStaysWithinItsCapacity() throws {
-        // When: more distinct URLs than the cache holds
-        for index in 0..<(ParsedURLs.capacity * 3) {
-            _ = try Endpoint(endpoint: "/unique/\(index)").asURLRequest()
-        }
-        // Then
-        XCTAssertLessThanOrEqual(ParsedURLs.count, ParsedURLs.capacity)
-        XCTAssertEqual(
-            try Endpoint(endpoint: "/unique/1").asURLRequest().url?.absoluteString,
-            "https://cache.example.com/v1/unique/1")
-    }
-
-    func testAStringThatIsNotAURLIsNotCachedAndStillFails() {
-        XCTAssertNil(ParsedURLs.url("no scheme here"))
-        XCTAssertNil(ParsedURLs.url("no scheme here"), "asked twice, still no URL")
+    func testAStringThatIsNotAURLStillFails() {
         XCTAssertThrowsError(try Endpoint(baseURL: URL(string: "example.com")!, endpoint: "/a").asURLRequest())
     }
 }
