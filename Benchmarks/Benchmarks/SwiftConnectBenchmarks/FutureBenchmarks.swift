@@ -14,6 +14,7 @@ func registerFutureBenchmarks() {
     registerHundredObservers()
     registerTenThousandPromises()
     registerAllOfThousand()
+    registerPendingChain()
 }
 
 @inline(never)
@@ -394,6 +395,75 @@ private func registerAllOfThousand() {
                     return values
                 }
                 blackHole(values)
+            }
+        }
+    }
+}
+
+// MARK: - The pending path: resolved later, on another queue
+
+/// What every network response goes through: a future resolved on a serial queue, `flatMap` to a second such
+/// future, `map`, `observe`. Beside the same chain on `MinimalFuture` (a mutex and a callback list) and on
+/// async/await, in the same run.
+private func registerPendingChain() {
+    let first = DispatchQueue(label: "benchmarks.pending.first")
+    let second = DispatchQueue(label: "benchmarks.pending.second")
+
+    Benchmark("Futures/pending flatMap-map-observe/SwiftConnect Future", configuration: configuration()) { benchmark in
+        benchmark.measure {
+            for _ in benchmark.scaledIterations {
+                let done = DispatchSemaphore(value: 0)
+                let start = Promise<Int>()
+                start.future
+                    .flatMap { value -> SwiftConnect.Future<Int> in
+                        let next = Promise<Int>()
+                        second.async { next.succeed(value &+ 1) }
+                        return next.future
+                    }
+                    .map(addOne)
+                    .observe { result in
+                        blackHole(result)
+                        done.signal()
+                    }
+                first.async { start.succeed(1) }
+                done.wait()
+            }
+        }
+    }
+
+    Benchmark("Futures/pending flatMap-map-observe/minimal mutex future", configuration: configuration()) {
+        benchmark in
+        benchmark.measure {
+            for _ in benchmark.scaledIterations {
+                let done = DispatchSemaphore(value: 0)
+                let start = MinimalFuture<Int>()
+                start
+                    .flatMap { value -> MinimalFuture<Int> in
+                        let next = MinimalFuture<Int>()
+                        second.async { next.succeed(value &+ 1) }
+                        return next
+                    }
+                    .map(addOne)
+                    .observe { value in
+                        blackHole(value)
+                        done.signal()
+                    }
+                first.async { start.succeed(1) }
+                done.wait()
+            }
+        }
+    }
+
+    Benchmark("Futures/pending flatMap-map-observe/async-await", configuration: configuration()) { benchmark in
+        await benchmark.measureAsync {
+            for _ in benchmark.scaledIterations {
+                let value = await withCheckedContinuation { continuation in
+                    first.async { continuation.resume(returning: 1) }
+                }
+                let next = await withCheckedContinuation { continuation in
+                    second.async { continuation.resume(returning: value &+ 1) }
+                }
+                blackHole(addOne(next))
             }
         }
     }
