@@ -200,7 +200,7 @@ extension Connect {
     /// - Parameters:
     ///   - request: The connector describing the endpoint.
     ///   - debugResponse: Logs a runnable cURL command for the request, then the response, through
-    ///     ``logger`` (secrets hidden unless ``redactsSecrets`` is `false`).
+    ///     ``logger`` (secrets hidden unless ``Settings/redactsSecrets`` is `false`).
     /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted): a
     ///   `Future<Data>` that knows its response, so that ``Future/decoded(toType:decoder:)`` chooses the decoder
     ///   by content type (see ``ResponseBodyFuture``). It fails with a ``ConnectError``, or with the error your
@@ -338,7 +338,7 @@ extension Connect {
     /// The server's own defaults (``ServerConfiguration/defaultHeaders`` and
     /// ``ServerConfiguration/defaultQueryItems``, often an API key) go only to requests for that server: a
     /// relative connector, or an absolute one naming the server's scheme, host and port. The client's
-    /// ``defaultHeaders`` go to every request.
+    /// ``Settings/defaultHeaders`` go to every request.
     func blueprint(for connector: any Connector, traits: ConnectorTraits) throws -> RequestBlueprint {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
