@@ -243,6 +243,20 @@ if f_ours:
     r = ratio(wall_ns(f_async), wall_ns(f_ours))
     target("cross-queue `flatMap` chain: no slower than async/await", fmt_ratio(r), None if r is None else r >= 1,
            f"{fmt_time(wall_ns(f_ours))} vs {fmt_time(wall_ns(f_async))} per 10-stage chain")
+p_ours = find("Futures", "pending", "SwiftConnect")
+p_minimal = find("Futures", "pending", "minimal")
+p_async = find("Futures", "pending", "async-await")
+if p_ours:
+    # Issue 22: the path every response takes, pending then completed on another queue.
+    r = ratio(wall_ns(p_minimal), wall_ns(p_ours))
+    target("pending chain (resolved on a queue, flatMap, map, observe): no slower than a minimal mutex future",
+           fmt_ratio(r), None if r is None else r >= 1,
+           f"{fmt_time(wall_ns(p_ours))} vs {fmt_time(wall_ns(p_minimal))} per chain; CPU "
+           f"{fmt_time(cpu_ns(p_ours))} vs {fmt_time(cpu_ns(p_minimal))}; mallocs {fmt_num(mallocs(p_ours))} vs "
+           f"{fmt_num(mallocs(p_minimal))}")
+    r = ratio(wall_ns(p_async), wall_ns(p_ours))
+    target("pending chain: no slower than async/await", fmt_ratio(r), None if r is None else r >= 1,
+           f"{fmt_time(wall_ns(p_ours))} vs {fmt_time(wall_ns(p_async))} per chain")
 def paired_ns(name, which):
     return per_op(name, "PairedConnecttime(ns)" if which == "connect" else "Pairedby-handtime(ns)")
 
@@ -318,8 +332,12 @@ for size in ["1 KiB", "100 KiB"]:
             detail += (f"; counted under valgrind (deterministic hashing): {extra[0] / 1000:+.1f} k instructions and "
                        f"{extra[1]:+.0f} allocations per request")
         sign = "+" if extra_ns >= 0 else "−"
-        target(f"pipeline over FakeTransport ({size}): a few µs and a small, stated number of allocations on top",
-               f"{sign}{fmt_time(abs(extra_ns))}, +{extra_m:.0f} mallocs", extra_ns <= 5000, detail)
+        # The 100 KiB microsecond target is retired (issue 22): it measured cache misses after a decode, not design.
+        retired = size == "100 KiB"
+        target(f"pipeline over FakeTransport ({size}): a few µs and a small, stated number of allocations on top"
+               + (" (retired: stated, not judged)" if retired else ""),
+               f"{sign}{fmt_time(abs(extra_ns))}, +{extra_m:.0f} mallocs", None if retired else extra_ns <= 5000,
+               detail)
 def loopback_pair(case_prefix):
     """Connect's and raw URLSession's (default configuration) wall and CPU time per request, and how they were
     measured: interleaved in one benchmark when it ran, else from the two separate benchmarks."""
