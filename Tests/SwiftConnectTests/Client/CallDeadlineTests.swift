@@ -180,7 +180,7 @@ final class ClientReleaseTests: XCTestCase {
         var futures: [Future<Data>] = []
         weak var released: Connect?
         do {
-            let connect = Connect(transport: URLSessionTransport(), retryPolicy: .none)
+            let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
             released = connect
             let endpoint = ConfigurableConnector(baseURL: server.baseURL, endpoint: "/slow")
             futures = (0..<3).map { _ in connect.request(endpoint) }

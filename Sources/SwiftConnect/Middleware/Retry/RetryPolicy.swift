@@ -6,12 +6,12 @@ import Foundation
 
 /// When and how often a failed request is sent again.
 ///
-/// `Connect()` applies ``default`` to every request; pass another policy, or ``none`` (the same as `nil`) for no
-/// retries of the policy's own:
+/// `Connect()` applies ``default`` to every request; pass another policy, or `nil` (the same as ``none``; a bare
+/// `.none` there is `Optional.none`, which the compiler warns about) for no retries of the policy's own:
 ///
 /// ```swift
 /// let connect = Connect(retryPolicy: RetryPolicy(maxAttempts: 4, baseDelay: 1))
-/// let noRetries = Connect(retryPolicy: .none)  // a token refresh may still replay a request
+/// let noRetries = Connect(retryPolicy: nil)  // as RetryPolicy.none: a token refresh may still replay a request
 /// let once = Connect(retryPolicy: RetryPolicy(maxAttempts: 1))  // one attempt, whatever a middleware asks
 /// ```
 ///
