@@ -27,7 +27,7 @@ extension URLSessionTransport {
         case .length:
             return nil
         case .uncountable:
-            // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``cutShort(_:)``).
+            // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``ConnectError/cutShort(_:)``).
             return ConnectError(
                 .transport,
                 message:

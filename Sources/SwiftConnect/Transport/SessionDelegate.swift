@@ -76,28 +76,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         handler?.didComplete(error: error, response: task.response as? HTTPURLResponse)
     }
 
-    /// Whether an authentication challenge that nothing can answer must be declined explicitly.
-    ///
-    /// FoundationNetworking turns a 401 with a `WWW-Authenticate: Basic` challenge into a challenge for the
-    /// session; with no credential to propose, its default handling never completes the task, which then waits
-    /// for its whole timeout. Apple's URLSession delivers the 401.
-    #if canImport(FoundationNetworking)
-        static let declinesChallengesItCannotAnswer = true
-    #else
-        static let declinesChallengesItCannotAnswer = false
-    #endif
-
     func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        // A credential from the session's storage, tried once, is still the platform's to handle.
-        guard Self.declinesChallengesItCannotAnswer,
-            challenge.proposedCredential == nil || challenge.previousFailureCount > 0,
-            let response = challenge.failureResponse as? HTTPURLResponse
-        else {
+        // On Linux, a 401 nothing can answer is declined, or the task would never complete.
+        guard let response = Self.unanswerable401(of: challenge) else {
             completionHandler(.performDefaultHandling, nil)
             return
         }
@@ -130,19 +116,10 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
-            guard !Self.answersOnlyRunningTasks || task.state == .running else { return }
+            guard Self.mayAnswerRedirect(of: task) else { return }
             completionHandler(answer)
         }
     }
-
-    /// Whether a redirect's answer must not reach a task that was cancelled meanwhile: FoundationNetworking stops
-    /// the process then (``cancel(_:)``). Apple's URLSession takes such an answer and ignores it, so there every
-    /// redirect is answered, as its documentation asks.
-    #if canImport(FoundationNetworking)
-        static let answersOnlyRunningTasks = true
-    #else
-        static let answersOnlyRunningTasks = false
-    #endif
 
     /// The request to follow a redirect with, or `nil` when the redirect response itself is the answer.
     private func redirectAnswer(
@@ -461,7 +438,7 @@ final class TaskHandler: Sendable {
             return .success(ConnectResponse(request: request, response: state.response ?? declined, data: state.data))
         }
         if let error {
-            return .failure(ConnectError.transportFailure(URLSessionTransport.cutShort(error), request: request))
+            return .failure(ConnectError.transportFailure(ConnectError.cutShort(error), request: request))
         }
         guard let response = state.response else {
             return .failure(

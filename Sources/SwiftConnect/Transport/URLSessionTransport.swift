@@ -141,9 +141,6 @@ public final class URLSessionTransport: Transport {
         return promise.future
     }
 
-    /// The longest timeout handed to URLSession: a year, as good as never for a request.
-    static let longestTimeout: TimeInterval = 365 * 24 * 3600
-
     /// `request` as URLSession can take it, or why it cannot be sent.
     ///
     /// Only http and https URLs go out, on every platform: FoundationNetworking waits for the whole timeout on an
@@ -155,27 +152,6 @@ public final class URLSessionTransport: Transport {
             return withLowercaseHTTPScheme(request).map(withUsableTimeout)
         }
         return .success(withUsableTimeout(request))
-    }
-
-    /// `request` as the session gets it: on Linux, with a timeout FoundationNetworking's own timer cannot fire
-    /// before the transport's deadline.
-    ///
-    /// FoundationNetworking truncates a request's timeout to whole seconds for its timer: a timeout under a
-    /// second (set with `timeoutInterval =`) failed the request within milliseconds, and 1.5 s failed it after
-    /// 1 s. The transport's deadline enforces the request's own timeout on every platform, so a timeout that is
-    /// not a whole number of seconds goes to FoundationNetworking rounded up, plus a second. Whole-second
-    /// timeouts, the default 60 s among them, go as they are: FoundationNetworking then still applies the
-    /// configuration's `timeoutIntervalForRequest` to a request whose own timeout was never set, as before.
-    static func forSession(_ request: URLRequest) -> URLRequest {
-        #if canImport(FoundationNetworking)
-            let timeout = request.timeoutInterval
-            guard timeout > 0, timeout.isFinite, timeout.rounded(.down) != timeout else { return request }
-            var request = request
-            request.timeoutInterval = timeout.rounded(.up) + 1
-            return request
-        #else
-            return request
-        #endif
     }
 
     /// `request` with its http or https scheme in lower case, or an ``ConnectError/Kind/invalidRequest`` error
@@ -199,15 +175,6 @@ public final class URLSessionTransport: Transport {
         return .success(request)
     }
 
-    /// `request` with a timeout FoundationNetworking can take. It converts the timeout to whole milliseconds for
-    /// libcurl and stops the process when they do not fit (`.infinity`, `1e300`, set by a middleware, say).
-    private static func withUsableTimeout(_ request: URLRequest) -> URLRequest {
-        guard !(request.timeoutInterval <= longestTimeout) else { return request }  // NaN is replaced too
-        var request = request
-        request.timeoutInterval = longestTimeout
-        return request
-    }
-
     /// Starts a transfer at once, on the caller's thread.
     ///
     /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
@@ -224,12 +191,9 @@ public final class URLSessionTransport: Transport {
                 return Future(error: error)
             }
         }
-        // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
-        // receiving, and every piece still goes through the session's delegate queue, which would slow every
-        // other request of the session. A request that may have to stop mid-body (size limit, download) runs
-        // there on a short-lived session of its own, invalidated to stop it, so the rest of the client is
-        // unaffected.
-        let isolated = Self.stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
+        // A request that may have to stop mid-body runs, on Linux, on a short-lived session of its own, which is
+        // invalidated to stop it (see ``needsSessionOfItsOwn(_:)``).
+        let isolated = Self.needsSessionOfItsOwn(transfer)
         let taskDelegate =
             isolated ? SessionDelegate(beforeAnsweringRedirect: delegate.beforeAnsweringRedirect) : delegate
         let taskSession =
@@ -282,13 +246,6 @@ public final class URLSessionTransport: Transport {
             task, promise: promise, deadline: deadline, request: request,
             discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
     }
-
-    /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
-    #if canImport(FoundationNetworking)
-        static let stopsOnlyWithItsSession = true
-    #else
-        static let stopsOnlyWithItsSession = false
-    #endif
 
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
     /// when the caller is delivering another response (``CompletionContext``).
@@ -411,7 +368,7 @@ public final class URLSessionTransport: Transport {
         error: (any Error)?
     ) -> Result<ConnectResponse, any Error> {
         if let error {
-            return .failure(ConnectError.transportFailure(cutShort(error), request: request))
+            return .failure(ConnectError.transportFailure(ConnectError.cutShort(error), request: request))
         }
         guard let response = response as? HTTPURLResponse else {
             let error = ConnectError(
@@ -423,24 +380,6 @@ public final class URLSessionTransport: Transport {
         }
         if let failure = framingError(of: response, request: request) { return .failure(failure) }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
-    }
-}
-
-extension URLSessionTransport {
-    /// FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
-    /// `.unknown`: a body cut short of its declared length is reported as a lost connection, as Apple's
-    /// URLSession does, so the retry policy treats it alike on every platform.
-    ///
-    /// libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to read", "transfer
-    /// closed with outstanding read data remaining" for a chunked one) from other failures with the same code,
-    /// such as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes
-    /// counted against `Content-Length` cannot tell them apart (a body that fails to decode counts none). libcurl
-    /// says nothing when a `Content-Length` is too large to count: ``framingError(of:request:)`` catches that one.
-    static func cutShort(_ error: any Error) -> any Error {
-        guard let urlError = error as? URLError, urlError.code == .unknown,
-            urlError.localizedDescription.hasPrefix("transfer closed with")
-        else { return error }
-        return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
     }
 }
 
@@ -478,28 +417,6 @@ extension ConnectError {
                 underlyingError: urlError
             )
         }
-    }
-
-    /// Whether `url`'s host is an IPv6 address literal (`http://[::1]:8080/`), which FoundationNetworking cannot
-    /// send to: its check that libcurl reads the same host as `URL` compares `::1` with `[::1]` and fails the task
-    /// with a bare `badURL` before anything is sent. No other URL has a colon in its host.
-    private static func isIPv6Literal(_ url: URL?) -> Bool {
-        #if canImport(FoundationNetworking)
-            url?.host?.contains(":") ?? false
-        #else
-            false
-        #endif
-    }
-
-    /// The ``Kind/invalidRequest`` error for a URL with an IPv6 literal host, refused by FoundationNetworking.
-    private static func ipv6LiteralRefused(_ urlError: URLError, request: URLRequest) -> ConnectError {
-        let text = Redaction.urlText((urlError.failingURL ?? request.url)?.absoluteString ?? "")
-        var error = invalidRequest(.invalidURL(text), request: request)
-        error.message =
-            "'\(text)' names its host by an IPv6 address, which FoundationNetworking (URLSession on Linux) cannot "
-            + "send to: give the server a host name that resolves to that address"
-        error.underlyingError = urlError
-        return error
     }
 
     /// Whether `request` is a GET (the method by default) with a body.
@@ -646,13 +563,6 @@ enum RedirectGuard {
 
     /// The headers that describe a request body, meaningless once the redirect has none.
     static let bodyHeaders = ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"]
-
-    /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
-    #if canImport(FoundationNetworking)
-        static let dropsBodyOnRedirect = true
-    #else
-        static let dropsBodyOnRedirect = false
-    #endif
 
     /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow: the hops the
     /// transport follows itself count with those the session follows.
