@@ -353,7 +353,7 @@ final class TaskHandler: Sendable {
     /// completion reports it, and the file it moved into place is the one the future names); one that
     /// comes first removes the partial download and the completion then reports the failure, moving nothing.
     func timeOut() {
-        let failure = ConnectError.timedOut(request, after: deadline?.seconds)
+        let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
         guard discardPartialDownload(failure: failure) else { return }
         promise.completeIfPending(with: .failure(failure))
         stop()
@@ -437,17 +437,11 @@ final class TaskHandler: Sendable {
         if let declined = state.declinedChallenge, (error as? URLError)?.code == .cancelled {
             return .success(ConnectResponse(request: request, response: state.response ?? declined, data: state.data))
         }
-        if let error {
-            return .failure(ConnectError.transportFailure(ConnectError.cutShort(error), request: request))
+        let checked = URLSessionTransport.result(for: request, data: state.data, response: state.response, error: error)
+        guard case .success(let answer) = checked, let temporary, let destination = transfer.destination else {
+            return checked
         }
-        guard let response = state.response else {
-            return .failure(
-                ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
-        }
-        if let failure = URLSessionTransport.framingError(of: response, request: request) { return .failure(failure) }
-        guard let temporary, let destination = transfer.destination else {
-            return .success(ConnectResponse(request: request, response: response, data: state.data))
-        }
+        let response = answer.response
         // Cancelled by the caller meanwhile: the future says so, and no file may appear.
         guard !promise.future.isCompleted else { return .failure(ConnectError.cancelled(request: request)) }
         do {

@@ -353,86 +353,28 @@ public final class URLSessionTransport: Transport {
         }
         deadline?.start(
             timeOut ?? {
-                promise.completeIfPending(with: .failure(ConnectError.timedOut(request, after: deadline?.seconds)))
+                let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
+                promise.completeIfPending(with: .failure(failure))
                 stop()
             })
         task.resume()
         return promise.future
     }
 
-    /// Turns what `URLSession` reported into a response or a ``ConnectError``.
+    /// Turns what `URLSession` reported into a response or a ``ConnectError``, on both paths (the completion
+    /// handler's and ``TaskHandler``'s): errors are classified by ``ConnectError/transportFailure(_:request:)``.
     static func result(
         for request: URLRequest,
         data: Data?,
         response: URLResponse?,
         error: (any Error)?
     ) -> Result<ConnectResponse, any Error> {
-        if let error {
-            return .failure(ConnectError.transportFailure(ConnectError.cutShort(error), request: request))
-        }
+        if let error { return .failure(ConnectError.transportFailure(.reported(error), request: request)) }
         guard let response = response as? HTTPURLResponse else {
-            let error = ConnectError(
-                .transport,
-                message: "the server's answer was not an HTTP response",
-                request: request
-            )
-            return .failure(error)
+            return .failure(ConnectError.transportFailure(.notHTTP, request: request))
         }
         if let failure = framingError(of: response, request: request) { return .failure(failure) }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
-    }
-}
-
-extension ConnectError {
-    /// Classifies a transport error: cancellation, timeout, or another transport failure.
-    static func transportFailure(_ error: any Error, request: URLRequest) -> ConnectError {
-        if let connectError = error as? ConnectError { return connectError }
-        guard let urlError = error as? URLError else {
-            return ConnectError(
-                .transport,
-                message: "the request failed: \(error.localizedDescription)",
-                request: request,
-                underlyingError: error
-            )
-        }
-        switch urlError.code {
-        case .cancelled:
-            return ConnectError(
-                .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
-        case .timedOut:
-            return timedOut(request)
-        case .badURL where isIPv6Literal(urlError.failingURL ?? request.url):
-            return ipv6LiteralRefused(urlError, request: request)
-        case .dataLengthExceedsMaximum where isGETWithBody(request):
-            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
-            // are refused when built; this is a body a middleware or transport-level caller added.
-            var error = invalidRequest(.bodyNotAllowed(method: "GET"), request: request)
-            error.underlyingError = urlError
-            return error
-        default:
-            return ConnectError(
-                .transport,
-                message: "the request failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))",
-                request: request,
-                underlyingError: urlError
-            )
-        }
-    }
-
-    /// Whether `request` is a GET (the method by default) with a body.
-    private static func isGETWithBody(_ request: URLRequest) -> Bool {
-        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
-        return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
-    }
-
-    /// The request did not complete within `seconds`, by default its `timeoutInterval`.
-    static func timedOut(_ request: URLRequest, after seconds: TimeInterval? = nil) -> ConnectError {
-        ConnectError(
-            .timedOut,
-            message: "no complete response within the timeout of \(seconds ?? request.timeoutInterval) s",
-            request: request,
-            underlyingError: URLError(.timedOut)
-        )
     }
 }
 

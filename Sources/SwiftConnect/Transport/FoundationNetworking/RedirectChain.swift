@@ -43,7 +43,8 @@ final class RedirectChain: Sendable {
     func tooManyRedirects(at url: URL?) -> ConnectError {
         var userInfo: [String: any Sendable] = [:]
         if let url { userInfo[NSURLErrorFailingURLErrorKey] = url }
-        return ConnectError.transportFailure(URLError(.httpTooManyRedirects, userInfo: userInfo), request: original)
+        return ConnectError.transportFailure(
+            .reported(URLError(.httpTooManyRedirects, userInfo: userInfo)), request: original)
     }
 }
 
@@ -85,7 +86,8 @@ extension URLSessionTransport {
         submissionQueue.async {
             guard !promise.future.isCompleted else { return }  // cancelled or timed out: no hop is sent
             if let deadline = chain.deadline, DispatchTime.now() >= deadline.time {
-                let failure = ConnectError.timedOut(chain.original, after: deadline.seconds)
+                let failure = ConnectError.transportFailure(
+                    .deadlinePassed(after: deadline.seconds), request: chain.original)
                 promise.completeIfPending(with: .failure(failure))
                 return
             }
