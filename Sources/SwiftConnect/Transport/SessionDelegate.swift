@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// The delegate of a ``URLSessionTransport``'s own session: routes each task's events to its handler and
-/// applies the redirect rule.
+/// answers redirects by ``RedirectRules``.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let handlers = Protected<[Int: TaskHandler]>([:])
     /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
@@ -112,27 +112,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let answer = redirectAnswer(for: task, redirectedBy: response, to: request)
+        let answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
             guard Self.mayAnswerRedirect(of: task) else { return }
             completionHandler(answer)
         }
-    }
-
-    /// The request to follow a redirect with, or `nil` when the redirect response itself is the answer.
-    private func redirectAnswer(
-        for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
-    ) -> URLRequest? {
-        // A hop the transport sent itself: it follows that hop's redirects too, counting them (RedirectChain).
-        if RedirectGuard.dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
-        guard !RedirectGuard.leavesHTTP(response, to: request) else { return nil }
-        let original = task.originalRequest ?? task.currentRequest
-        guard !RedirectGuard.bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
-        let hadBody = RedirectGuard.hasBody(original, task: task)
-        if hadBody, RedirectGuard.wouldLoseBody(request) { return nil }
-        return RedirectGuard.redirect(request, from: original, hadBody: hadBody)
     }
 }
 
@@ -396,8 +382,8 @@ final class TaskHandler: Sendable {
         if snapshot.response == nil { snapshot.response = response }
         let result = outcome(of: snapshot, error: error, temporary: temporary)
         if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }
-        if RedirectGuard.dropsBodyOnRedirect, case .success(let answer) = result,
-            (300..<400).contains(answer.statusCode), followsRedirect(answer.response)
+        if case .success(let answer) = result, RedirectRules.transportMayFollow(answer.response),
+            followsRedirect(answer.response)
         {
             return
         }

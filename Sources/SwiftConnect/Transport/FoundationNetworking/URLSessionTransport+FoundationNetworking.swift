@@ -195,7 +195,7 @@ extension SessionDelegate {
 
 // MARK: - A redirect loses the request body
 
-extension RedirectGuard {
+extension RedirectRules {
     /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
     ///
     /// Defect: FoundationNetworking never sends the body again after a redirect, yet keeps the method (307, 308,
