@@ -509,7 +509,9 @@ extension Connect {
             return result
         case .failure(let error):
             if error is ConnectError { return result }
-            if error is URLError { return .failure(ConnectError.transportFailure(error, request: request())) }
+            if error is URLError {
+                return .failure(ConnectError.transportFailure(.reported(error), request: request()))
+            }
             return result
         }
     }

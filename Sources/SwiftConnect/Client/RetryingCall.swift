@@ -201,7 +201,7 @@ final class RetryingCall:
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
     private func timeOut() {
-        end(with: .failure(ConnectError.timedOut(request, after: deadline?.seconds)))
+        end(with: .failure(ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)))
     }
 
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
@@ -239,7 +239,7 @@ final class RetryingCall:
             response.attempts = Int32(clamping: attempts)
             return .success(response)
         case .failure(let error as URLError):
-            let failure = ConnectError.transportFailure(error, request: request)
+            let failure = ConnectError.transportFailure(.reported(error), request: request)
             return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         case .failure(let error):
             return .failure(ConnectError.reporting(attempts: attempts, on: error))

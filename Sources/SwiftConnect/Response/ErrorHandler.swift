@@ -247,7 +247,7 @@ extension ConnectError {
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
-        let redirect = (300...399).contains(status) ? RedirectGuard.notFollowed(response) : ""
+        let redirect = (300...399).contains(status) ? RedirectRules.notFollowed(response) : ""
         return ConnectError(
             .httpStatus,
             message: "the server answered \(status) \(reason)\(redirect)",

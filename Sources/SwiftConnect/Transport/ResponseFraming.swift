@@ -27,24 +27,11 @@ extension URLSessionTransport {
         case .length:
             return nil
         case .uncountable:
-            // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``cutShort(_:)``).
-            return ConnectError(
-                .transport,
-                message:
-                    "the connection closed before the end of the body: the server announced \(declared) bytes",
-                request: request,
-                response: response,
-                underlyingError: URLError(.networkConnectionLost)
-            )
+            return ConnectError.transportFailure(
+                .lengthTooLargeToCount(declared: declared, response: response), request: request)
         case .invalid:
-            return ConnectError(
-                .transport,
-                message:
-                    "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
-                request: request,
-                response: response,
-                underlyingError: URLError(.badServerResponse)
-            )
+            return ConnectError.transportFailure(
+                .invalidLength(declared: declared, response: response), request: request)
         }
     }
 }

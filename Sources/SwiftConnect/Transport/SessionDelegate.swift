@@ -5,12 +5,9 @@ import Foundation
 #endif
 
 /// The delegate of a ``URLSessionTransport``'s own session: routes each task's events to its handler and
-/// applies the redirect rule.
+/// answers redirects by ``RedirectRules``.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let handlers = Protected<[Int: TaskHandler]>([:])
-    /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
-    /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
-    private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
     /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
     /// (``cancel(_:)``).
     private let redirectAnswerOrCancel = ExclusiveSection()
@@ -76,47 +73,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         handler?.didComplete(error: error, response: task.response as? HTTPURLResponse)
     }
 
-    /// Whether an authentication challenge that nothing can answer must be declined explicitly.
-    ///
-    /// FoundationNetworking turns a 401 with a `WWW-Authenticate: Basic` challenge into a challenge for the
-    /// session; with no credential to propose, its default handling never completes the task, which then waits
-    /// for its whole timeout. Apple's URLSession delivers the 401.
-    #if canImport(FoundationNetworking)
-        static let declinesChallengesItCannotAnswer = true
-    #else
-        static let declinesChallengesItCannotAnswer = false
-    #endif
-
     func urlSession(
         _ session: URLSession,
         task: URLSessionTask,
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
-        // A credential from the session's storage, tried once, is still the platform's to handle.
-        guard Self.declinesChallengesItCannotAnswer,
-            challenge.proposedCredential == nil || challenge.previousFailureCount > 0,
-            let response = challenge.failureResponse as? HTTPURLResponse
-        else {
+        // On Linux, a 401 nothing can answer is declined, or the task would never complete.
+        guard let response = Self.unanswerable401(of: challenge) else {
             completionHandler(.performDefaultHandling, nil)
             return
         }
         // Declining cancels the task: its completion then reports the 401 instead of the cancellation.
-        if let handler = handler(for: task) {
-            handler.declinedChallenge(of: response)
-        } else if let key = response.url?.absoluteString {
-            declinedChallenges.withLock { $0[key] = response }
-        }
+        handler(for: task)?.declinedChallenge(of: response)
         completionHandler(.cancelAuthenticationChallenge, nil)
-    }
-
-    /// The 401 answer whose challenge was declined, when `error` is the cancellation that declining caused to a
-    /// plain task; `nil` for any other error.
-    func takeDeclinedChallenge(endedBy error: any Error) -> HTTPURLResponse? {
-        guard Self.declinesChallengesItCannotAnswer, let urlError = error as? URLError, urlError.code == .cancelled,
-            let key = urlError.failingURL?.absoluteString
-        else { return nil }
-        return declinedChallenges.withLock { $0.removeValue(forKey: key) }
     }
 
     func urlSession(
@@ -126,36 +96,13 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let answer = redirectAnswer(for: task, redirectedBy: response, to: request)
+        let answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
-            guard !Self.answersOnlyRunningTasks || task.state == .running else { return }
+            guard Self.mayAnswerRedirect(of: task) else { return }
             completionHandler(answer)
         }
-    }
-
-    /// Whether a redirect's answer must not reach a task that was cancelled meanwhile: FoundationNetworking stops
-    /// the process then (``cancel(_:)``). Apple's URLSession takes such an answer and ignores it, so there every
-    /// redirect is answered, as its documentation asks.
-    #if canImport(FoundationNetworking)
-        static let answersOnlyRunningTasks = true
-    #else
-        static let answersOnlyRunningTasks = false
-    #endif
-
-    /// The request to follow a redirect with, or `nil` when the redirect response itself is the answer.
-    private func redirectAnswer(
-        for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
-    ) -> URLRequest? {
-        // A hop the transport sent itself: it follows that hop's redirects too, counting them (RedirectChain).
-        if RedirectGuard.dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
-        guard !RedirectGuard.leavesHTTP(response, to: request) else { return nil }
-        let original = task.originalRequest ?? task.currentRequest
-        guard !RedirectGuard.bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
-        let hadBody = RedirectGuard.hasBody(original, task: task)
-        if hadBody, RedirectGuard.wouldLoseBody(request) { return nil }
-        return RedirectGuard.redirect(request, from: original, hadBody: hadBody)
     }
 }
 
@@ -210,6 +157,8 @@ final class TaskHandler: Sendable {
     let redirects: Redirects?
     /// Stops the transfer for good (cancelling the task, and on Linux its own session).
     let stop: @Sendable () -> Void
+    /// Runs when the task has ended, before its outcome is delivered.
+    private let taskEnded: (@Sendable () -> Void)?
     /// Puts a finished download in place (``TransferOptions/moveIntoPlace(_:to:)``; tests pass a gate).
     private let moveIntoPlace: @Sendable (URL, URL) throws -> Void
     private let state = Protected(State())
@@ -221,6 +170,7 @@ final class TaskHandler: Sendable {
         deadline: Deadline?,
         moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
         redirects: Redirects? = nil,
+        taskEnded: (@Sendable () -> Void)? = nil,
         stop: @escaping @Sendable () -> Void
     ) {
         self.request = request
@@ -229,6 +179,7 @@ final class TaskHandler: Sendable {
         self.deadline = deadline
         self.moveIntoPlace = moveIntoPlace
         self.redirects = redirects
+        self.taskEnded = taskEnded
         self.stop = stop
         if let body = (redirects?.hop ?? request).httpBody {
             state.withLock { $0.bytesToSend = Int64(body.count) }
@@ -376,7 +327,7 @@ final class TaskHandler: Sendable {
     /// completion reports it, and the file it moved into place is the one the future names); one that
     /// comes first removes the partial download and the completion then reports the failure, moving nothing.
     func timeOut() {
-        let failure = ConnectError.timedOut(request, after: deadline?.seconds)
+        let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
         guard discardPartialDownload(failure: failure) else { return }
         promise.completeIfPending(with: .failure(failure))
         stop()
@@ -407,6 +358,7 @@ final class TaskHandler: Sendable {
     ///     status (301, 302, 303, 305…308) it did not follow, for want of a usable `Location`: that answer is this.
     func didComplete(error: (any Error)?, response: HTTPURLResponse? = nil) {
         deadline?.cancel()
+        taskEnded?()
         var (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
             state.completing = true
             let taken = (state, state.file, state.temporaryFile)
@@ -419,8 +371,8 @@ final class TaskHandler: Sendable {
         if snapshot.response == nil { snapshot.response = response }
         let result = outcome(of: snapshot, error: error, temporary: temporary)
         if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }
-        if RedirectGuard.dropsBodyOnRedirect, case .success(let answer) = result,
-            (300..<400).contains(answer.statusCode), followsRedirect(answer.response)
+        if case .success(let answer) = result, RedirectRules.transportMayFollow(answer.response),
+            followsRedirect(answer.response)
         {
             return
         }
@@ -460,17 +412,11 @@ final class TaskHandler: Sendable {
         if let declined = state.declinedChallenge, (error as? URLError)?.code == .cancelled {
             return .success(ConnectResponse(request: request, response: state.response ?? declined, data: state.data))
         }
-        if let error {
-            return .failure(ConnectError.transportFailure(URLSessionTransport.cutShort(error), request: request))
+        let checked = URLSessionTransport.result(for: request, data: state.data, response: state.response, error: error)
+        guard case .success(let answer) = checked, let temporary, let destination = transfer.destination else {
+            return checked
         }
-        guard let response = state.response else {
-            return .failure(
-                ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request))
-        }
-        if let failure = URLSessionTransport.framingError(of: response, request: request) { return .failure(failure) }
-        guard let temporary, let destination = transfer.destination else {
-            return .success(ConnectResponse(request: request, response: response, data: state.data))
-        }
+        let response = answer.response
         // Cancelled by the caller meanwhile: the future says so, and no file may appear.
         guard !promise.future.isCompleted else { return .failure(ConnectError.cancelled(request: request)) }
         do {

@@ -126,23 +126,20 @@ public final class URLSessionTransport: Transport {
         case .success(let prepared): request = prepared
         case .failure(let error): return Future(error: error)
         }
-        // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
-        // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
-        // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
-        if transfer.isPlain { return sendWithCompletionHandler(request) }
-        guard CompletionContext.isDelivering else { return startTransfer(request, transfer: transfer) }
+        // A plain request goes straight to URLSession when no other plain request is in flight: its work queue
+        // is then idle, and creating the task does not wait.
+        guard CompletionContext.isDelivering, !transfer.isPlain || plainInFlight.snapshot > 0 else {
+            return start(request, transfer: transfer)
+        }
         let promise = Promise<ConnectResponse>()
         submissionQueue.async { [self] in
             guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-            let started = startTransfer(request, transfer: transfer)
+            let started = start(request, transfer: transfer)
             promise.setCancelHandler { started.cancel() }
             started.observe { promise.completeIfPending(with: $0) }
         }
         return promise.future
     }
-
-    /// The longest timeout handed to URLSession: a year, as good as never for a request.
-    static let longestTimeout: TimeInterval = 365 * 24 * 3600
 
     /// `request` as URLSession can take it, or why it cannot be sent.
     ///
@@ -155,27 +152,6 @@ public final class URLSessionTransport: Transport {
             return withLowercaseHTTPScheme(request).map(withUsableTimeout)
         }
         return .success(withUsableTimeout(request))
-    }
-
-    /// `request` as the session gets it: on Linux, with a timeout FoundationNetworking's own timer cannot fire
-    /// before the transport's deadline.
-    ///
-    /// FoundationNetworking truncates a request's timeout to whole seconds for its timer: a timeout under a
-    /// second (set with `timeoutInterval =`) failed the request within milliseconds, and 1.5 s failed it after
-    /// 1 s. The transport's deadline enforces the request's own timeout on every platform, so a timeout that is
-    /// not a whole number of seconds goes to FoundationNetworking rounded up, plus a second. Whole-second
-    /// timeouts, the default 60 s among them, go as they are: FoundationNetworking then still applies the
-    /// configuration's `timeoutIntervalForRequest` to a request whose own timeout was never set, as before.
-    static func forSession(_ request: URLRequest) -> URLRequest {
-        #if canImport(FoundationNetworking)
-            let timeout = request.timeoutInterval
-            guard timeout > 0, timeout.isFinite, timeout.rounded(.down) != timeout else { return request }
-            var request = request
-            request.timeoutInterval = timeout.rounded(.up) + 1
-            return request
-        #else
-            return request
-        #endif
     }
 
     /// `request` with its http or https scheme in lower case, or an ``ConnectError/Kind/invalidRequest`` error
@@ -199,13 +175,12 @@ public final class URLSessionTransport: Transport {
         return .success(request)
     }
 
-    /// `request` with a timeout FoundationNetworking can take. It converts the timeout to whole milliseconds for
-    /// libcurl and stops the process when they do not fit (`.infinity`, `1e300`, set by a middleware, say).
-    private static func withUsableTimeout(_ request: URLRequest) -> URLRequest {
-        guard !(request.timeoutInterval <= longestTimeout) else { return request }  // NaN is replaced too
-        var request = request
-        request.timeoutInterval = longestTimeout
-        return request
+    /// Starts an exchange at once, on the caller's thread: through the transport's delegate (``TaskHandler``) on
+    /// its own session, plain requests included, so that challenges, redirects, framing and completion have one
+    /// path; with URLSession's completion handler on a session passed in, which keeps its own delegate.
+    private func start(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        guard ownsDelegate || !transfer.isPlain else { return startDataTask(request) }
+        return startTransfer(request, transfer: transfer)
     }
 
     /// Starts a transfer at once, on the caller's thread.
@@ -224,12 +199,9 @@ public final class URLSessionTransport: Transport {
                 return Future(error: error)
             }
         }
-        // FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl keeps
-        // receiving, and every piece still goes through the session's delegate queue, which would slow every
-        // other request of the session. A request that may have to stop mid-body (size limit, download) runs
-        // there on a short-lived session of its own, invalidated to stop it, so the rest of the client is
-        // unaffected.
-        let isolated = Self.stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
+        // A request that may have to stop mid-body runs, on Linux, on a short-lived session of its own, which is
+        // invalidated to stop it (see ``needsSessionOfItsOwn(_:)``).
+        let isolated = Self.needsSessionOfItsOwn(transfer)
         let taskDelegate =
             isolated ? SessionDelegate(beforeAnsweringRedirect: delegate.beforeAnsweringRedirect) : delegate
         let taskSession =
@@ -268,14 +240,20 @@ public final class URLSessionTransport: Transport {
         let deadline = chain.map(\.deadline) ?? deadline(for: sent)
         // Where the session cannot send a body again, the transport follows such redirects itself.
         let redirects =
-            RedirectGuard.dropsBodyOnRedirect
+            RedirectRules.dropsBodyOnRedirect
             ? TaskHandler.Redirects(
                 transport: self, hop: sent,
-                hasBody: transfer.bodyFile != nil || !(sent.httpBody?.isEmpty ?? true), chain: chain)
+                hasBody: RedirectRules.hasBodyToSendAgain(sent, bodyFile: transfer.bodyFile), chain: chain)
             : nil
+        // Plain tasks are counted until they end, as URLSession's work queue is busy until then (see `send`).
+        var taskEnded: (@Sendable () -> Void)?
+        if transfer.isPlain {
+            plainInFlight.withLock { $0 += 1 }
+            taskEnded = { [plainInFlight] in plainInFlight.withLock { $0 -= 1 } }
+        }
         let handler = TaskHandler(
             request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
-            stop: stop)
+            taskEnded: taskEnded, stop: stop)
         taskDelegate.register(handler, for: task)
         if let invalidation { promise.future.always { invalidation.invalidate(cancellingTasks: false) } }
         return Self.run(
@@ -283,69 +261,24 @@ public final class URLSessionTransport: Transport {
             discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
     }
 
-    /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
-    #if canImport(FoundationNetworking)
-        static let stopsOnlyWithItsSession = true
-    #else
-        static let stopsOnlyWithItsSession = false
-    #endif
-
-    /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
-    /// when the caller is delivering another response (``CompletionContext``).
-    private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {
-        let promise = Promise<ConnectResponse>()
-        guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
-            startDataTask(request, promise: promise)
-            return promise.future
-        }
-        submissionQueue.async { [self] in
-            guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-            startDataTask(request, promise: promise)
-        }
-        return promise.future
-    }
-
     /// Whether this transport owns its session and its delegate, whose redirect rule it relies on.
     var ownsDelegate: Bool { delegate != nil }
 
-    /// Creates and starts the data task that completes `promise`.
-    ///
-    /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
-    ///   deadline runs on, and its original request is the one reported.
-    private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, chain: RedirectChain? = nil) {
-        let deadline = chain.map(\.deadline) ?? deadline(for: request)
-        let reported = chain?.original ?? request
+    /// Creates and starts a data task with URLSession's completion handler, on a session the transport does not
+    /// own: that session's delegate and rules apply (it follows redirects as it was told to), and the transport
+    /// adds the deadline and the classification of its errors.
+    private func startDataTask(_ request: URLRequest) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
-        // The transport is held weakly, as before: in-flight requests do not keep a released client alive.
-        let task = session.dataTask(with: Self.forSession(request)) {
-            [weak self, plainInFlight, delegate] data, response, error in
+        let task = session.dataTask(with: Self.forSession(request)) { [plainInFlight] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
-            // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
-            if let error, !promise.future.isCompleted,
-                let declined = delegate?.takeDeclinedChallenge(endedBy: error)
-            {
-                Self.complete(
-                    promise, with: .success(ConnectResponse(request: reported, response: declined, data: Data())),
-                    bodySize: 0)
-                return
-            }
-            // A redirect the session could not follow with the body (FoundationNetworking): sent again from here.
-            if RedirectGuard.dropsBodyOnRedirect, error == nil, let http = response as? HTTPURLResponse,
-                (300..<400).contains(http.statusCode), let self,
-                self.followsRedirect(
-                    of: request, answeredBy: http, hasBody: !(request.httpBody?.isEmpty ?? true), chain: chain,
-                    deadline: deadline, promise: promise,
-                    send: { next, _, chain in self.startDataTask(next, promise: promise, chain: chain) })
-            {
-                return
-            }
-            let result = Self.result(for: reported, data: data, response: response, error: error)
+            let result = Self.result(for: request, data: data, response: response, error: error)
             Self.complete(promise, with: result, bodySize: data?.count ?? 0)
         }
-        if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        _ = Self.run(task, promise: promise, deadline: deadline, request: reported) { [weak task, delegate] in
-            Self.cancel(task, through: delegate)
+        return Self.run(task, promise: promise, deadline: deadline, request: request) { [weak task] in
+            task?.cancel()
         }
     }
 
@@ -396,324 +329,27 @@ public final class URLSessionTransport: Transport {
         }
         deadline?.start(
             timeOut ?? {
-                promise.completeIfPending(with: .failure(ConnectError.timedOut(request, after: deadline?.seconds)))
+                let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
+                promise.completeIfPending(with: .failure(failure))
                 stop()
             })
         task.resume()
         return promise.future
     }
 
-    /// Turns what `URLSession` reported into a response or a ``ConnectError``.
+    /// Turns what `URLSession` reported into a response or a ``ConnectError``, on both paths (the completion
+    /// handler's and ``TaskHandler``'s): errors are classified by ``ConnectError/transportFailure(_:request:)``.
     static func result(
         for request: URLRequest,
         data: Data?,
         response: URLResponse?,
         error: (any Error)?
     ) -> Result<ConnectResponse, any Error> {
-        if let error {
-            return .failure(ConnectError.transportFailure(cutShort(error), request: request))
-        }
+        if let error { return .failure(ConnectError.transportFailure(.reported(error), request: request)) }
         guard let response = response as? HTTPURLResponse else {
-            let error = ConnectError(
-                .transport,
-                message: "the server's answer was not an HTTP response",
-                request: request
-            )
-            return .failure(error)
+            return .failure(ConnectError.transportFailure(.notHTTP, request: request))
         }
         if let failure = framingError(of: response, request: request) { return .failure(failure) }
         return .success(ConnectResponse(request: request, response: response, data: data ?? Data()))
-    }
-}
-
-extension URLSessionTransport {
-    /// FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
-    /// `.unknown`: a body cut short of its declared length is reported as a lost connection, as Apple's
-    /// URLSession does, so the retry policy treats it alike on every platform.
-    ///
-    /// libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to read", "transfer
-    /// closed with outstanding read data remaining" for a chunked one) from other failures with the same code,
-    /// such as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes
-    /// counted against `Content-Length` cannot tell them apart (a body that fails to decode counts none). libcurl
-    /// says nothing when a `Content-Length` is too large to count: ``framingError(of:request:)`` catches that one.
-    static func cutShort(_ error: any Error) -> any Error {
-        guard let urlError = error as? URLError, urlError.code == .unknown,
-            urlError.localizedDescription.hasPrefix("transfer closed with")
-        else { return error }
-        return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
-    }
-}
-
-extension ConnectError {
-    /// Classifies a transport error: cancellation, timeout, or another transport failure.
-    static func transportFailure(_ error: any Error, request: URLRequest) -> ConnectError {
-        if let connectError = error as? ConnectError { return connectError }
-        guard let urlError = error as? URLError else {
-            return ConnectError(
-                .transport,
-                message: "the request failed: \(error.localizedDescription)",
-                request: request,
-                underlyingError: error
-            )
-        }
-        switch urlError.code {
-        case .cancelled:
-            return ConnectError(
-                .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
-        case .timedOut:
-            return timedOut(request)
-        case .badURL where isIPv6Literal(urlError.failingURL ?? request.url):
-            return ipv6LiteralRefused(urlError, request: request)
-        case .dataLengthExceedsMaximum where isGETWithBody(request):
-            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
-            // are refused when built; this is a body a middleware or transport-level caller added.
-            var error = invalidRequest(.bodyNotAllowed(method: "GET"), request: request)
-            error.underlyingError = urlError
-            return error
-        default:
-            return ConnectError(
-                .transport,
-                message: "the request failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))",
-                request: request,
-                underlyingError: urlError
-            )
-        }
-    }
-
-    /// Whether `url`'s host is an IPv6 address literal (`http://[::1]:8080/`), which FoundationNetworking cannot
-    /// send to: its check that libcurl reads the same host as `URL` compares `::1` with `[::1]` and fails the task
-    /// with a bare `badURL` before anything is sent. No other URL has a colon in its host.
-    private static func isIPv6Literal(_ url: URL?) -> Bool {
-        #if canImport(FoundationNetworking)
-            url?.host?.contains(":") ?? false
-        #else
-            false
-        #endif
-    }
-
-    /// The ``Kind/invalidRequest`` error for a URL with an IPv6 literal host, refused by FoundationNetworking.
-    private static func ipv6LiteralRefused(_ urlError: URLError, request: URLRequest) -> ConnectError {
-        let text = Redaction.urlText((urlError.failingURL ?? request.url)?.absoluteString ?? "")
-        var error = invalidRequest(.invalidURL(text), request: request)
-        error.message =
-            "'\(text)' names its host by an IPv6 address, which FoundationNetworking (URLSession on Linux) cannot "
-            + "send to: give the server a host name that resolves to that address"
-        error.underlyingError = urlError
-        return error
-    }
-
-    /// Whether `request` is a GET (the method by default) with a body.
-    private static func isGETWithBody(_ request: URLRequest) -> Bool {
-        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
-        return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
-    }
-
-    /// The request did not complete within `seconds`, by default its `timeoutInterval`.
-    static func timedOut(_ request: URLRequest, after seconds: TimeInterval? = nil) -> ConnectError {
-        ConnectError(
-            .timedOut,
-            message: "no complete response within the timeout of \(seconds ?? request.timeoutInterval) s",
-            request: request,
-            underlyingError: URLError(.timedOut)
-        )
-    }
-}
-
-/// Removes credentials (every header ``HTTPHeader`` treats as sensitive: `Authorization`, `Cookie`,
-/// `X-Api-Key`, `*-Token`…) from a redirected request that leaves the original origin or downgrades to http.
-///
-/// It follows only redirects to http and https URLs: FoundationNetworking takes a `Location` with another scheme
-/// and no host (`file:///etc/passwd`, `data:…`, `mailto:…`) for a path on the same server and sends the request
-/// there. Such a redirect is not followed on any platform: the 3xx response is the answer.
-///
-/// Nor is a redirect to a URL with a `user:password@` part that the original URL did not have, or to another
-/// origin with any: libcurl would send those credentials as `Authorization: Basic`.
-///
-/// It also keeps a request body from being lost on a redirect. FoundationNetworking never sends the body again
-/// after a redirect, yet keeps the method (307, 308, or 301/302 for methods other than POST) and every header,
-/// `Content-Length` included: the server got the request with an empty body, or waited for the announced body
-/// until the timeout. There the session does not follow such a redirect: ``URLSessionTransport`` sends the
-/// request again itself, body included (``nextHop(after:answeredBy:hasBody:isFollowUp:)``, ``RedirectChain``),
-/// by these same rules. A body it cannot read twice (an `httpBodyStream`) is not sent again: the 3xx response is
-/// the answer, which the error handler reports. A redirect that turns the request into a GET drops the headers
-/// that described the body.
-enum RedirectGuard {
-    /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
-    /// the headers describing a body when `hadBody` and it became a GET or HEAD.
-    static func redirect(_ request: URLRequest, from original: URLRequest?, hadBody: Bool = false) -> URLRequest {
-        var redirected = request
-        if hadBody, isBodyless(request) {
-            for name in bodyHeaders { redirected.setValue(nil, forHTTPHeaderField: name) }
-        }
-        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return redirected }
-        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
-            redirected.setValue(nil, forHTTPHeaderField: name)
-        }
-        return redirected
-    }
-
-    /// Whether following a redirect would send credentials that its `Location` names
-    /// (`http://user:password@host/`) and the original request's URL did not: libcurl turns a URL's userinfo
-    /// into `Authorization: Basic`, which replaced the request's own credentials, so the server that wrote the
-    /// `Location` chose what was sent. The original URL's own userinfo, the caller's, may follow a redirect to the
-    /// same origin only. The `Location` is read as well as the request to follow, as FoundationNetworking drops
-    /// the userinfo of a `//user@host/` reference that Apple's URLSession keeps.
-    static func bringsCredentialsOfItsOwn(
-        _ response: HTTPURLResponse, to request: URLRequest, from original: URLRequest?
-    ) -> Bool {
-        let location = response.value(forHTTPHeaderField: "Location").flatMap { location in
-            URL(string: location, relativeTo: response.url ?? original?.url)?.absoluteURL
-        }
-        return [request.url, location].contains { target in
-            guard let target, target.user != nil || target.password != nil else { return false }
-            guard let from = original?.url, from.hasSameOrigin(as: target) else { return true }
-            return target.user != from.user || target.password != from.password
-        }
-    }
-
-    /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
-    /// `Location`, redacted) and why ``URLSessionTransport``'s rule did not follow it, when the rule explains it;
-    /// empty without a `Location`. Built on the error path only. "Cannot send the request body again" is for a
-    /// body the transport cannot send again itself either: one from an `InputStream`.
-    static func notFollowed(_ response: ConnectResponse) -> String {
-        let http = response.response
-        guard let location = http.value(forHTTPHeaderField: "Location") else { return "" }
-        let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
-        if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
-        if bringsCredentialsOfItsOwn(http, to: response.request, from: response.request) {
-            return text + ": its URL carries credentials (user:password@)"
-        }
-        if dropsBodyOnRedirect, hadBody(response.request), keepsMethod(response.request, status: response.statusCode) {
-            return text + ": FoundationNetworking cannot send the request body again"
-        }
-        return text
-    }
-
-    /// Whether `request` went out with a body, by the body it holds or the headers announcing one.
-    private static func hadBody(_ request: URLRequest) -> Bool {
-        if let body = request.httpBody, !body.isEmpty { return true }
-        if request.httpBodyStream != nil || request.value(forHTTPHeaderField: "Transfer-Encoding") != nil {
-            return true
-        }
-        return Int(request.value(forHTTPHeaderField: "Content-Length") ?? "").map { $0 > 0 } ?? false
-    }
-
-    /// Whether a redirect with `status` keeps the method of `request` (and so would need its body again): 307 and
-    /// 308 always, 301 and 302 for methods other than POST, never for GET or HEAD.
-    private static func keepsMethod(_ request: URLRequest, status: Int) -> Bool {
-        guard !isBodyless(request) else { return false }
-        switch status {
-        case 307, 308: return true
-        case 301, 302: return request.httpMethod?.uppercased() != "POST"
-        default: return false
-        }
-    }
-
-    /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
-    /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
-    static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
-        if let location = response.value(forHTTPHeaderField: "Location"), let scheme = scheme(of: location),
-            !isHTTP(scheme)
-        {
-            return true
-        }
-        guard let scheme = request.url?.scheme else { return true }
-        return !isHTTP(scheme)
-    }
-
-    private static func isHTTP(_ scheme: Substring) -> Bool {
-        scheme.caseInsensitiveCompare("http") == .orderedSame || scheme.caseInsensitiveCompare("https") == .orderedSame
-    }
-
-    private static func isHTTP(_ scheme: String) -> Bool { isHTTP(Substring(scheme)) }
-
-    /// The scheme of a URI reference, or `nil` for a relative reference (RFC 3986, 3.1 and 4.2: a scheme is a
-    /// letter then letters, digits, `+`, `-` or `.`, before the first `:`, which comes before any `/`, `?` or `#`).
-    static func scheme(of reference: String) -> Substring? {
-        let trimmed = reference.drop { $0 == " " || $0 == "\t" }
-        guard let colon = trimmed.firstIndex(of: ":") else { return nil }
-        let candidate = trimmed[..<colon]
-        guard let first = candidate.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else {
-            return nil
-        }
-        let allowed = candidate.unicodeScalars.allSatisfy { scalar in
-            scalar.isASCII
-                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
-                    || "+-.".unicodeScalars.contains(scalar))
-        }
-        return allowed ? candidate : nil
-    }
-
-    /// The headers that describe a request body, meaningless once the redirect has none.
-    static let bodyHeaders = ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"]
-
-    /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
-    #if canImport(FoundationNetworking)
-        static let dropsBodyOnRedirect = true
-    #else
-        static let dropsBodyOnRedirect = false
-    #endif
-
-    /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow: the hops the
-    /// transport follows itself count with those the session follows.
-    static let maxRedirects = 20
-
-    /// The request ``URLSessionTransport`` sends for the redirect `response` of `hop`, which the session did not
-    /// follow; `nil` when `response` is the answer.
-    ///
-    /// The first request of an exchange (`isFollowUp` false) is sent again only for a redirect that keeps its
-    /// method (307, 308, or 301/302 for a method other than POST) when it has a body the transport can send again
-    /// (`hasBody`: in memory or from a file, never a stream): the redirects the session declined to follow because
-    /// it would lose the body. A request the transport sent itself (`isFollowUp`) has every redirect followed
-    /// here (the session follows none of them, see ``SessionDelegate``), so that they all count against one limit:
-    /// a 303, or a 301/302 of a POST, becomes a GET without the body and the headers that described it.
-    ///
-    /// The `Location` is resolved against the URL that answered. The same rules apply as to the redirects the
-    /// session follows: none to a URL that is not http or https (``leavesHTTP(_:to:)``) or that carries
-    /// credentials of its own (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials removed on a change of
-    /// origin (``redirect(_:from:hadBody:)``).
-    ///
-    /// - Returns: The request to send and whether it keeps the body (a `bodyFile` is uploaded again only then).
-    static func nextHop(
-        after hop: URLRequest, answeredBy response: HTTPURLResponse, hasBody: Bool, isFollowUp: Bool
-    ) -> (request: URLRequest, keepsBody: Bool)? {
-        let status = response.statusCode
-        guard status == 301 || status == 302 || status == 303 || status == 307 || status == 308,
-            hop.httpBodyStream == nil
-        else { return nil }
-        let keepsMethod = keepsMethod(hop, status: status)
-        guard isFollowUp || (hasBody && keepsMethod),
-            let location = response.value(forHTTPHeaderField: "Location"),
-            let url = URL(string: location, relativeTo: response.url ?? hop.url)?.absoluteURL
-        else { return nil }
-        var next = hop
-        next.url = url
-        let becomesGET = !keepsMethod && !isBodyless(hop)
-        if becomesGET {
-            next.httpMethod = "GET"
-            next.httpBody = nil
-        }
-        guard !leavesHTTP(response, to: next), !bringsCredentialsOfItsOwn(response, to: next, from: hop) else {
-            return nil
-        }
-        return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
-    }
-
-    /// Whether the task's request had a body: in memory, a stream, or a file being uploaded.
-    static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
-        if let body = original?.httpBody, !body.isEmpty { return true }
-        return original?.httpBodyStream != nil || task is URLSessionUploadTask || task.countOfBytesExpectedToSend > 0
-    }
-
-    /// Whether following `request`, the redirect of a request with a body, would send it without that body
-    /// while keeping a method that carries one.
-    static func wouldLoseBody(_ request: URLRequest) -> Bool {
-        dropsBodyOnRedirect && !isBodyless(request)
-    }
-
-    /// Whether the request's method is GET or HEAD (also when none is set).
-    private static func isBodyless(_ request: URLRequest) -> Bool {
-        let method = request.httpMethod?.uppercased() ?? "GET"
-        return method == "GET" || method == "HEAD"
     }
 }

@@ -268,7 +268,7 @@ final class BodyRedirectTests: XCTestCase {
         #if canImport(FoundationNetworking)
             XCTAssertEqual(response.statusCode, 307)
             XCTAssertEqual(
-                RedirectGuard.notFollowed(response),
+                RedirectRules.notFollowed(response),
                 " to '/b', not followed: FoundationNetworking cannot send the request body again")
             XCTAssertEqual(server.requestCount(for: "POST", path: "/b"), 0)
         #else

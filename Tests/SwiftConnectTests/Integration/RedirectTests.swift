@@ -235,11 +235,11 @@ final class RedirectTests: XCTestCase {
     }
 
     func testTheSchemeOfALocationIsReadAsRFC3986Does() {
-        XCTAssertEqual(RedirectGuard.scheme(of: "HTTPS://example.com/a"), "HTTPS")
-        XCTAssertEqual(RedirectGuard.scheme(of: "svn+ssh://host/x"), "svn+ssh")
-        XCTAssertEqual(RedirectGuard.scheme(of: "data:text/plain,hi"), "data")
+        XCTAssertEqual(RedirectRules.scheme(of: "HTTPS://example.com/a"), "HTTPS")
+        XCTAssertEqual(RedirectRules.scheme(of: "svn+ssh://host/x"), "svn+ssh")
+        XCTAssertEqual(RedirectRules.scheme(of: "data:text/plain,hi"), "data")
         for relative in ["/next?to=http://x", "next/a:b", "./a:b", "//other.example/x", "?q=a:b", "#a:b", "1a:b", ""] {
-            XCTAssertNil(RedirectGuard.scheme(of: relative), relative)
+            XCTAssertNil(RedirectRules.scheme(of: relative), relative)
         }
     }
 
@@ -247,10 +247,10 @@ final class RedirectTests: XCTestCase {
         var request = URLRequest(url: URL(string: "http://example.com/next")!)
         request.setValue("Bearer x", forHTTPHeaderField: "Authorization")
         let fromHTTPS = URLRequest(url: URL(string: "https://example.com/start")!)
-        XCTAssertNil(RedirectGuard.redirect(request, from: fromHTTPS).value(forHTTPHeaderField: "Authorization"))
+        XCTAssertNil(RedirectRules.redirect(request, from: fromHTTPS).value(forHTTPHeaderField: "Authorization"))
         let samePortImplicit = URLRequest(url: URL(string: "http://example.com:80/start")!)
         XCTAssertEqual(
-            RedirectGuard.redirect(request, from: samePortImplicit).value(forHTTPHeaderField: "Authorization"),
+            RedirectRules.redirect(request, from: samePortImplicit).value(forHTTPHeaderField: "Authorization"),
             "Bearer x"
         )
     }

@@ -598,7 +598,7 @@ final class SecretRedactionTests: XCTestCase {
             ("http://localhost:8080/a", "http://127.0.0.1:8080/b"),  // same machine, other name
         ]
         for (from, to) in changes {
-            let followed = RedirectGuard.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            let followed = RedirectRules.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
                 XCTAssertNil(followed.value(forHTTPHeaderField: name), "\(name) kept from \(from) to \(to)")
             }
@@ -616,7 +616,7 @@ final class SecretRedactionTests: XCTestCase {
             ("http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"),
         ]
         for (from, to) in sameOrigin {
-            let followed = RedirectGuard.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            let followed = RedirectRules.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
             XCTAssertEqual(
                 followed.value(forHTTPHeaderField: "Authorization"), "Bearer \(Secret.bearer)", "\(from) → \(to)")
             XCTAssertEqual(followed.value(forHTTPHeaderField: "Cookie"), "sid=\(Secret.cookie)", "\(from) → \(to)")

@@ -5,14 +5,14 @@ import Foundation
 #endif
 
 /// An exchange whose redirects ``URLSessionTransport`` follows itself, on a platform whose session cannot send a
-/// request body again (``RedirectGuard/dropsBodyOnRedirect``): what every hop after the first shares.
+/// request body again (``RedirectRules/dropsBodyOnRedirect``): what every hop after the first shares.
 ///
 /// Created at the first redirect the transport follows, never for a request that is not redirected. Every hop
 /// reports the request the caller sent (``original``), as URLSession does for the redirects it follows itself,
 /// and runs against the first hop's ``deadline``: the timeout counts from the first send.
 final class RedirectChain: Sendable {
     /// What a task the transport sent for a redirect carries in `taskDescription`, so that the session's delegate
-    /// lets the transport follow its redirects too (``RedirectGuard/nextHop(after:answeredBy:hasBody:isFollowUp:)``).
+    /// lets the transport follow its redirects too (``RedirectRules/nextHop(after:answeredBy:hasBody:isFollowUp:)``).
     static let followUpMarker = "SwiftConnect.redirect-follow-up"
 
     /// The request the caller sent: what responses and errors report, and what a retry starts again from.
@@ -29,10 +29,10 @@ final class RedirectChain: Sendable {
     }
 
     /// Counts one more hop. Returns `false`, counting nothing, when it would go over
-    /// ``RedirectGuard/maxRedirects``.
+    /// ``RedirectRules/maxRedirects``.
     func countHop() -> Bool {
         hops.withLock { hops in
-            guard hops < RedirectGuard.maxRedirects else { return false }
+            guard hops < RedirectRules.maxRedirects else { return false }
             hops += 1
             return true
         }
@@ -43,13 +43,14 @@ final class RedirectChain: Sendable {
     func tooManyRedirects(at url: URL?) -> ConnectError {
         var userInfo: [String: any Sendable] = [:]
         if let url { userInfo[NSURLErrorFailingURLErrorKey] = url }
-        return ConnectError.transportFailure(URLError(.httpTooManyRedirects, userInfo: userInfo), request: original)
+        return ConnectError.transportFailure(
+            .reported(URLError(.httpTooManyRedirects, userInfo: userInfo)), request: original)
     }
 }
 
 extension URLSessionTransport {
     /// Follows the redirect `response` of `hop` itself, when the session could not
-    /// (``RedirectGuard/nextHop(after:answeredBy:hasBody:isFollowUp:)``): counts the hop, then calls `send` with the
+    /// (``RedirectRules/nextHop(after:answeredBy:hasBody:isFollowUp:)``): counts the hop, then calls `send` with the
     /// next request from ``submissionQueue``, unless the exchange's future completed meanwhile (cancelled, timed
     /// out). Only a transport that owns its session's delegate follows redirects itself.
     ///
@@ -73,7 +74,7 @@ extension URLSessionTransport {
         send: @escaping @Sendable (_ next: URLRequest, _ keepsBody: Bool, _ chain: RedirectChain) -> Void
     ) -> Bool {
         guard ownsDelegate,
-            let (next, keepsBody) = RedirectGuard.nextHop(
+            let (next, keepsBody) = RedirectRules.nextHop(
                 after: hop, answeredBy: response, hasBody: hasBody, isFollowUp: chain != nil)
         else { return false }
         let chain = chain ?? RedirectChain(original: hop, deadline: deadline)
@@ -85,7 +86,8 @@ extension URLSessionTransport {
         submissionQueue.async {
             guard !promise.future.isCompleted else { return }  // cancelled or timed out: no hop is sent
             if let deadline = chain.deadline, DispatchTime.now() >= deadline.time {
-                let failure = ConnectError.timedOut(chain.original, after: deadline.seconds)
+                let failure = ConnectError.transportFailure(
+                    .deadlinePassed(after: deadline.seconds), request: chain.original)
                 promise.completeIfPending(with: .failure(failure))
                 return
             }

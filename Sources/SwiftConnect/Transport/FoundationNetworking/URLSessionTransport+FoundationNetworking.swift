@@ -1,0 +1,214 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// The workarounds for FoundationNetworking (URLSession on Linux, built on libcurl), one section per platform
+// defect: what goes wrong, what the transport does about it, and the test that shows it. The transport's main
+// files (URLSessionTransport.swift, SessionDelegate.swift) describe the portable behaviour and call the hooks
+// below. Two defects have files of their own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
+// session twice races) and ``RedirectChain`` (the redirects the transport follows itself, see "A redirect loses
+// the request body" below).
+
+// MARK: - A timeout that is not a whole number of seconds fires early
+
+extension URLSessionTransport {
+    /// `request` as the session gets it: on Linux, with a timeout FoundationNetworking's own timer cannot fire
+    /// before the transport's deadline.
+    ///
+    /// Defect: FoundationNetworking truncates a request's timeout to whole seconds for its timer: a timeout under a
+    /// second (set with `timeoutInterval =`) failed the request within milliseconds, and 1.5 s failed it after 1 s.
+    /// The transport's deadline enforces the request's own timeout on every platform, so a timeout that is not a
+    /// whole number of seconds goes to FoundationNetworking rounded up, plus a second. Whole-second timeouts, the
+    /// default 60 s among them, go as they are: FoundationNetworking then still applies the configuration's
+    /// `timeoutIntervalForRequest` to a request whose own timeout was never set, as before.
+    ///
+    /// Test: `TimeoutPrecisionTests` (`testAFractionalTimeoutIsNotCutToWholeSeconds`,
+    /// `testAHalfSecondTimeoutLetsAnAnswerAfterATenthOfASecondThrough`).
+    static func forSession(_ request: URLRequest) -> URLRequest {
+        #if canImport(FoundationNetworking)
+            let timeout = request.timeoutInterval
+            guard timeout > 0, timeout.isFinite, timeout.rounded(.down) != timeout else { return request }
+            var request = request
+            request.timeoutInterval = timeout.rounded(.up) + 1
+            return request
+        #else
+            return request
+        #endif
+    }
+}
+
+// MARK: - A timeout too large for libcurl's milliseconds stops the process
+
+extension URLSessionTransport {
+    /// The longest timeout handed to URLSession: a year, as good as never for a request.
+    static let longestTimeout: TimeInterval = 365 * 24 * 3600
+
+    /// `request` with a timeout FoundationNetworking can take.
+    ///
+    /// Defect: FoundationNetworking converts the timeout to whole milliseconds for libcurl and stops the process
+    /// when they do not fit (`.infinity`, `1e300`, set by a middleware, say). Applied on every platform, where a
+    /// year is as good as never: the request the session gets is the same everywhere.
+    ///
+    /// Test: `URLSafetyTests.testAnInfiniteTimeoutGoesThroughURLSession`.
+    static func withUsableTimeout(_ request: URLRequest) -> URLRequest {
+        guard !(request.timeoutInterval <= longestTimeout) else { return request }  // NaN is replaced too
+        var request = request
+        request.timeoutInterval = longestTimeout
+        return request
+    }
+}
+
+// MARK: - A URL whose host is an IPv6 address literal fails as a bare badURL
+
+extension ConnectError {
+    /// Whether `url`'s host is an IPv6 address literal (`http://[::1]:8080/`), which FoundationNetworking cannot
+    /// send to. Always `false` on other platforms.
+    ///
+    /// Defect: FoundationNetworking's check that libcurl reads the same host as `URL` compares `::1` with `[::1]`
+    /// and fails the task with a bare `badURL` before anything is sent. No other URL has a colon in its host.
+    ///
+    /// Test: `URLSessionTransportTests.testAnIPv6LiteralFailsAtOnceSayingFoundationNetworkingCannotSendToIt`.
+    static func isIPv6Literal(_ url: URL?) -> Bool {
+        #if canImport(FoundationNetworking)
+            url?.host?.contains(":") ?? false
+        #else
+            false
+        #endif
+    }
+
+    /// The ``Kind/invalidRequest`` error for a URL with an IPv6 literal host (``isIPv6Literal(_:)``): it says
+    /// why, and what to do instead.
+    static func ipv6LiteralRefused(_ urlError: URLError, request: URLRequest) -> ConnectError {
+        let text = Redaction.urlText((urlError.failingURL ?? request.url)?.absoluteString ?? "")
+        var error = invalidRequest(.invalidURL(text), request: request)
+        error.message =
+            "'\(text)' names its host by an IPv6 address, which FoundationNetworking (URLSession on Linux) cannot "
+            + "send to: give the server a host name that resolves to that address"
+        error.underlyingError = urlError
+        return error
+    }
+}
+
+// MARK: - A body cut short is an unknown error
+
+extension ConnectError {
+    /// `error`, or a `networkConnectionLost` when it is libcurl's report of a body cut short of its declared
+    /// length, so that the retry policy treats it as Apple's URLSession reports it, on every platform.
+    ///
+    /// Defect: FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
+    /// `.unknown`. libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to
+    /// read", "transfer closed with outstanding read data remaining" for a chunked one) from other failures with
+    /// the same code, such as a body that does not decode as its `Content-Encoding` says, which no new attempt
+    /// would fix. Bytes counted against `Content-Length` cannot tell them apart (a body that fails to decode counts
+    /// none). libcurl says nothing when a `Content-Length` is too large to count:
+    /// ``URLSessionTransport/framingError(of:request:)`` catches that one. No other platform reports this message.
+    ///
+    /// Tests: `FaultTests.testConnectionClosedMidBodyIsATransportFailure`,
+    /// `ResponseFramingTests.testABodyCutShortIsALostConnectionOnEveryPath`,
+    /// `ResponseFramingTests.testABrokenContentEncodingIsNotALostConnectionNorRetried`.
+    static func cutShort(_ error: any Error) -> any Error {
+        guard let urlError = error as? URLError, urlError.code == .unknown,
+            urlError.localizedDescription.hasPrefix("transfer closed with")
+        else { return error }
+        return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+    }
+}
+
+// MARK: - A transfer under way does not stop when its task is cancelled
+
+extension URLSessionTransport {
+    /// Whether stopping a transfer under way needs its session invalidated (FoundationNetworking).
+    ///
+    /// Defect: FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl
+    /// keeps receiving, and every piece still goes through the session's delegate queue, which would slow every
+    /// other request of the session. A request that may have to stop mid-body (size limit, download) runs there
+    /// on a short-lived session of its own, invalidated to stop it (``IsolatedSessionInvalidation``), so the rest
+    /// of the client is unaffected.
+    ///
+    /// Tests: `IsolatedSessionTests`, `TransferIntegrationTests.testSizeLimitOnADeclaredLengthStopsTheTransfer`,
+    /// `FaultTests.testAResponseOverTheSizeLimitIsStopped`.
+    #if canImport(FoundationNetworking)
+        static let stopsOnlyWithItsSession = true
+    #else
+        static let stopsOnlyWithItsSession = false
+    #endif
+
+    /// Whether `transfer` runs on a short-lived session of its own (``stopsOnlyWithItsSession``): one that may
+    /// have to stop mid-body, for a size limit or a download.
+    static func needsSessionOfItsOwn(_ transfer: TransferOptions) -> Bool {
+        stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
+    }
+}
+
+// MARK: - A Basic challenge nothing can answer never completes
+
+extension SessionDelegate {
+    /// Whether an authentication challenge that nothing can answer must be declined explicitly.
+    ///
+    /// Defect: FoundationNetworking turns a 401 with a `WWW-Authenticate: Basic` challenge into a challenge for the
+    /// session; with no credential to propose, its default handling never completes the task, which then waits
+    /// for its whole timeout. Apple's URLSession delivers the 401. Declining cancels the task: the transport
+    /// reports the 401 instead of that cancellation.
+    ///
+    /// Tests: `AuthenticationChallengeTests`.
+    #if canImport(FoundationNetworking)
+        static let declinesChallengesItCannotAnswer = true
+    #else
+        static let declinesChallengesItCannotAnswer = false
+    #endif
+
+    /// The 401 answer of `challenge` when the challenge must be declined (``declinesChallengesItCannotAnswer``),
+    /// or `nil` when it is the platform's to handle: a credential from the session's storage is tried once.
+    static func unanswerable401(of challenge: URLAuthenticationChallenge) -> HTTPURLResponse? {
+        guard declinesChallengesItCannotAnswer,
+            challenge.proposedCredential == nil || challenge.previousFailureCount > 0
+        else { return nil }
+        return challenge.failureResponse as? HTTPURLResponse
+    }
+}
+
+// MARK: - A redirect answered after its task was cancelled stops the process
+
+extension SessionDelegate {
+    /// Whether a redirect's answer must not reach a task that was cancelled meanwhile.
+    ///
+    /// Defect: FoundationNetworking stops the process ("Received callback for HTTP redirection, but we're not
+    /// waiting for it") when a redirect is answered after its task was cancelled. The delegate answers redirects
+    /// and cancels tasks under one lock (``SessionDelegate/cancel(_:)``), and on Linux answers only a task still
+    /// running; a cancelled one ends as cancelled. Apple's URLSession takes such an answer and ignores it, so
+    /// there every redirect is answered, as its documentation asks.
+    ///
+    /// Tests: `RedirectCancellationTests`.
+    #if canImport(FoundationNetworking)
+        static let answersOnlyRunningTasks = true
+    #else
+        static let answersOnlyRunningTasks = false
+    #endif
+
+    /// Whether the redirect of `task` may be answered now (called under the lock that cancellations take).
+    static func mayAnswerRedirect(of task: URLSessionTask) -> Bool {
+        !answersOnlyRunningTasks || task.state == .running
+    }
+}
+
+// MARK: - A redirect loses the request body
+
+extension RedirectRules {
+    /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
+    ///
+    /// Defect: FoundationNetworking never sends the body again after a redirect, yet keeps the method (307, 308,
+    /// or 301/302 for methods other than POST) and every header, `Content-Length` included: the server got the
+    /// request with an empty body, or waited for the announced body until the timeout. There the session does not
+    /// follow such a redirect, and ``URLSessionTransport`` sends the request again itself, body included
+    /// (``RedirectChain``, ``URLSessionTransport/followsRedirect(of:answeredBy:hasBody:chain:deadline:promise:send:)``).
+    ///
+    /// Tests: `BodyRedirectTests`, `RedirectTests.testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty`,
+    /// `RedirectTests.testABodyIsNeverSentEmptyAfterA308`.
+    #if canImport(FoundationNetworking)
+        static let dropsBodyOnRedirect = true
+    #else
+        static let dropsBodyOnRedirect = false
+    #endif
+}

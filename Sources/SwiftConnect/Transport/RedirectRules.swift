@@ -1,0 +1,233 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Every redirect rule of ``URLSessionTransport``, in one place: which redirects are followed, what a followed
+/// request keeps, and how many hops an exchange may take. The session's delegate (``SessionDelegate``) asks
+/// ``sessionAnswer(for:redirectedBy:to:)`` for the redirects URLSession would follow; on Linux, the transport
+/// asks ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` for those it follows itself (``RedirectChain``). Both
+/// apply the same rules:
+///
+/// - **Only http and https.** A redirect to any other scheme is not followed, on any platform: the 3xx response
+///   is the answer. FoundationNetworking takes a `Location` with another scheme and no host (`file:///etc/passwd`,
+///   `data:…`, `mailto:…`) for a path on the same server and sends the request there (``leavesHTTP(_:to:)``).
+/// - **No credentials from the server.** Nor is a redirect to a URL with a `user:password@` part that the original
+///   URL did not have, or to another origin with any: libcurl would send those credentials as
+///   `Authorization: Basic` (``bringsCredentialsOfItsOwn(_:to:from:)``).
+/// - **Credentials stay home.** Every header ``HTTPHeader`` treats as sensitive (`Authorization`, `Cookie`,
+///   `X-Api-Key`, `*-Token`…) is removed from a redirected request that changes scheme, host or port
+///   (``redirect(_:from:hadBody:)``).
+/// - **Method and body by status.** 307 and 308 keep the method and the body, as do 301 and 302 for a method
+///   other than POST; 303, and 301/302 of a POST, become a GET without the body and without the headers that
+///   described it (``keepsMethod(_:status:)``). FoundationNetworking never sends the body again after a redirect
+///   (``dropsBodyOnRedirect``): there the session does not follow a redirect that keeps a body, and the transport
+///   sends the request again itself, body included. A body it cannot read twice (an `httpBodyStream`) is not
+///   sent again: the 3xx response is the answer, which the error handler reports (``notFollowed(_:)``).
+/// - **At most ``maxRedirects`` hops**, those the transport follows itself counted with those the session
+///   follows.
+enum RedirectRules {
+    /// What the session's delegate answers URLSession about to follow `response` of `task` with `request`: the
+    /// request to follow, or `nil` when `response` itself is the answer.
+    ///
+    /// A hop the transport sent itself has none of its redirects followed by the session: the transport follows
+    /// them too, counting them (``RedirectChain``).
+    static func sessionAnswer(
+        for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
+    ) -> URLRequest? {
+        if dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
+        guard !leavesHTTP(response, to: request) else { return nil }
+        let original = task.originalRequest ?? task.currentRequest
+        guard !bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
+        let hadBody = hasBody(original, task: task)
+        if hadBody, wouldLoseBody(request) { return nil }
+        return redirect(request, from: original, hadBody: hadBody)
+    }
+
+    /// Whether the transport may follow the redirect `response` itself, which the session returned as the answer:
+    /// only where the session cannot send a body again (``dropsBodyOnRedirect``), and only for a 3xx.
+    /// ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` then decides.
+    static func transportMayFollow(_ response: HTTPURLResponse?) -> Bool {
+        guard dropsBodyOnRedirect, let response else { return false }
+        return (300..<400).contains(response.statusCode)
+    }
+
+    /// Whether `request` (uploading `bodyFile`, if any) has a body the transport can send again on a redirect it
+    /// follows itself: one in memory or in a file, never a stream.
+    static func hasBodyToSendAgain(_ request: URLRequest, bodyFile: URL? = nil) -> Bool {
+        bodyFile != nil || !(request.httpBody?.isEmpty ?? true)
+    }
+
+    /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
+    /// the headers describing a body when `hadBody` and it became a GET or HEAD.
+    static func redirect(_ request: URLRequest, from original: URLRequest?, hadBody: Bool = false) -> URLRequest {
+        var redirected = request
+        if hadBody, isBodyless(request) {
+            for name in bodyHeaders { redirected.setValue(nil, forHTTPHeaderField: name) }
+        }
+        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return redirected }
+        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
+            redirected.setValue(nil, forHTTPHeaderField: name)
+        }
+        return redirected
+    }
+
+    /// Whether following a redirect would send credentials that its `Location` names
+    /// (`http://user:password@host/`) and the original request's URL did not: libcurl turns a URL's userinfo
+    /// into `Authorization: Basic`, which replaced the request's own credentials, so the server that wrote the
+    /// `Location` chose what was sent. The original URL's own userinfo, the caller's, may follow a redirect to the
+    /// same origin only. The `Location` is read as well as the request to follow, as FoundationNetworking drops
+    /// the userinfo of a `//user@host/` reference that Apple's URLSession keeps.
+    static func bringsCredentialsOfItsOwn(
+        _ response: HTTPURLResponse, to request: URLRequest, from original: URLRequest?
+    ) -> Bool {
+        let location = response.value(forHTTPHeaderField: "Location").flatMap { location in
+            URL(string: location, relativeTo: response.url ?? original?.url)?.absoluteURL
+        }
+        return [request.url, location].contains { target in
+            guard let target, target.user != nil || target.password != nil else { return false }
+            guard let from = original?.url, from.hasSameOrigin(as: target) else { return true }
+            return target.user != from.user || target.password != from.password
+        }
+    }
+
+    /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
+    /// `Location`, redacted) and why ``URLSessionTransport``'s rule did not follow it, when the rule explains it;
+    /// empty without a `Location`. Built on the error path only. "Cannot send the request body again" is for a
+    /// body the transport cannot send again itself either: one from an `InputStream`.
+    static func notFollowed(_ response: ConnectResponse) -> String {
+        let http = response.response
+        guard let location = http.value(forHTTPHeaderField: "Location") else { return "" }
+        let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
+        if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
+        if bringsCredentialsOfItsOwn(http, to: response.request, from: response.request) {
+            return text + ": its URL carries credentials (user:password@)"
+        }
+        if dropsBodyOnRedirect, hadBody(response.request), keepsMethod(response.request, status: response.statusCode) {
+            return text + ": FoundationNetworking cannot send the request body again"
+        }
+        return text
+    }
+
+    /// Whether `request` went out with a body, by the body it holds or the headers announcing one.
+    private static func hadBody(_ request: URLRequest) -> Bool {
+        if let body = request.httpBody, !body.isEmpty { return true }
+        if request.httpBodyStream != nil || request.value(forHTTPHeaderField: "Transfer-Encoding") != nil {
+            return true
+        }
+        return Int(request.value(forHTTPHeaderField: "Content-Length") ?? "").map { $0 > 0 } ?? false
+    }
+
+    /// Whether a redirect with `status` keeps the method of `request` (and so would need its body again): 307 and
+    /// 308 always, 301 and 302 for methods other than POST, never for GET or HEAD.
+    static func keepsMethod(_ request: URLRequest, status: Int) -> Bool {
+        guard !isBodyless(request) else { return false }
+        switch status {
+        case 307, 308: return true
+        case 301, 302: return request.httpMethod?.uppercased() != "POST"
+        default: return false
+        }
+    }
+
+    /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
+    /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
+    static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
+        if let location = response.value(forHTTPHeaderField: "Location"), let scheme = scheme(of: location),
+            !isHTTP(scheme)
+        {
+            return true
+        }
+        guard let scheme = request.url?.scheme else { return true }
+        return !isHTTP(scheme)
+    }
+
+    private static func isHTTP(_ scheme: Substring) -> Bool {
+        scheme.caseInsensitiveCompare("http") == .orderedSame || scheme.caseInsensitiveCompare("https") == .orderedSame
+    }
+
+    private static func isHTTP(_ scheme: String) -> Bool { isHTTP(Substring(scheme)) }
+
+    /// The scheme of a URI reference, or `nil` for a relative reference (RFC 3986, 3.1 and 4.2: a scheme is a
+    /// letter then letters, digits, `+`, `-` or `.`, before the first `:`, which comes before any `/`, `?` or `#`).
+    static func scheme(of reference: String) -> Substring? {
+        let trimmed = reference.drop { $0 == " " || $0 == "\t" }
+        guard let colon = trimmed.firstIndex(of: ":") else { return nil }
+        let candidate = trimmed[..<colon]
+        guard let first = candidate.unicodeScalars.first, first.isASCII, first.properties.isAlphabetic else {
+            return nil
+        }
+        let allowed = candidate.unicodeScalars.allSatisfy { scalar in
+            scalar.isASCII
+                && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                    || "+-.".unicodeScalars.contains(scalar))
+        }
+        return allowed ? candidate : nil
+    }
+
+    /// The headers that describe a request body, meaningless once the redirect has none.
+    static let bodyHeaders = ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"]
+
+    /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow: the hops the
+    /// transport follows itself count with those the session follows.
+    static let maxRedirects = 20
+
+    /// The request ``URLSessionTransport`` sends for the redirect `response` of `hop`, which the session did not
+    /// follow; `nil` when `response` is the answer.
+    ///
+    /// The first request of an exchange (`isFollowUp` false) is sent again only for a redirect that keeps its
+    /// method (307, 308, or 301/302 for a method other than POST) when it has a body the transport can send again
+    /// (`hasBody`: in memory or from a file, never a stream): the redirects the session declined to follow because
+    /// it would lose the body. A request the transport sent itself (`isFollowUp`) has every redirect followed
+    /// here (the session follows none of them, see ``SessionDelegate``), so that they all count against one limit:
+    /// a 303, or a 301/302 of a POST, becomes a GET without the body and the headers that described it.
+    ///
+    /// The `Location` is resolved against the URL that answered. The same rules apply as to the redirects the
+    /// session follows: none to a URL that is not http or https (``leavesHTTP(_:to:)``) or that carries
+    /// credentials of its own (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials removed on a change of
+    /// origin (``redirect(_:from:hadBody:)``).
+    ///
+    /// - Returns: The request to send and whether it keeps the body (a `bodyFile` is uploaded again only then).
+    static func nextHop(
+        after hop: URLRequest, answeredBy response: HTTPURLResponse, hasBody: Bool, isFollowUp: Bool
+    ) -> (request: URLRequest, keepsBody: Bool)? {
+        let status = response.statusCode
+        guard status == 301 || status == 302 || status == 303 || status == 307 || status == 308,
+            hop.httpBodyStream == nil
+        else { return nil }
+        let keepsMethod = keepsMethod(hop, status: status)
+        guard isFollowUp || (hasBody && keepsMethod),
+            let location = response.value(forHTTPHeaderField: "Location"),
+            let url = URL(string: location, relativeTo: response.url ?? hop.url)?.absoluteURL
+        else { return nil }
+        var next = hop
+        next.url = url
+        let becomesGET = !keepsMethod && !isBodyless(hop)
+        if becomesGET {
+            next.httpMethod = "GET"
+            next.httpBody = nil
+        }
+        guard !leavesHTTP(response, to: next), !bringsCredentialsOfItsOwn(response, to: next, from: hop) else {
+            return nil
+        }
+        return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
+    }
+
+    /// Whether the task's request had a body: in memory, a stream, or a file being uploaded.
+    private static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
+        if let body = original?.httpBody, !body.isEmpty { return true }
+        return original?.httpBodyStream != nil || task is URLSessionUploadTask || task.countOfBytesExpectedToSend > 0
+    }
+
+    /// Whether following `request`, the redirect of a request with a body, would send it without that body
+    /// while keeping a method that carries one.
+    private static func wouldLoseBody(_ request: URLRequest) -> Bool {
+        dropsBodyOnRedirect && !isBodyless(request)
+    }
+
+    /// Whether the request's method is GET or HEAD (also when none is set).
+    private static func isBodyless(_ request: URLRequest) -> Bool {
+        let method = request.httpMethod?.uppercased() ?? "GET"
+        return method == "GET" || method == "HEAD"
+    }
+}

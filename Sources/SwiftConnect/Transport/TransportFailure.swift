@@ -1,0 +1,115 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What ended an exchange without a response the client can use, as the transport saw it: the input of the one
+/// classification of transport errors, ``ConnectError/transportFailure(_:request:)``.
+enum TransportFailure {
+    /// What URLSession reported (a `URLError`, mostly), or what another transport handed to the client.
+    case reported(any Error)
+    /// The exchange's deadline passed, `seconds` after it started; `nil`: the request's `timeoutInterval`.
+    case deadlinePassed(after: TimeInterval?)
+    /// URLSession completed the exchange without an HTTP response.
+    case notHTTP
+    /// The response's `Content-Length` (`declared`) is too large to count: libcurl read until the connection
+    /// closed, so the body delivered as complete is cut short (``URLSessionTransport/framingError(of:request:)``).
+    case lengthTooLargeToCount(declared: String, response: HTTPURLResponse)
+    /// The response has no single valid `Content-Length` (`declared`): its body cannot be trusted.
+    case invalidLength(declared: String, response: HTTPURLResponse)
+}
+
+extension ConnectError {
+    /// The one place where a transport's failure becomes a ``ConnectError``: URLSession's errors, the transport's
+    /// own deadline, and responses that cannot be trusted, on both of ``URLSessionTransport``'s paths. The client
+    /// classifies the `URLError`s of other transports here too, so that one error means one thing whatever
+    /// transport reported it.
+    ///
+    /// A `ConnectError` is kept as it is. A `URLError` becomes ``Kind/cancelled`` or ``Kind/timedOut`` for those
+    /// codes, ``Kind/invalidRequest`` where the request could never have been sent (a GET with a body; an IPv6
+    /// literal host on Linux), and ``Kind/transport`` otherwise, keeping the `URLError` as the underlying error,
+    /// which the retry policy reads. Platform defects are answered by the hooks of
+    /// `Transport/FoundationNetworking/` (``cutShort(_:)``, ``isIPv6Literal(_:)``).
+    static func transportFailure(_ failure: TransportFailure, request: URLRequest) -> ConnectError {
+        switch failure {
+        case .reported(let error):
+            return reported(cutShort(error), request: request)
+        case .deadlinePassed(let seconds):
+            return timedOut(request, after: seconds)
+        case .notHTTP:
+            return ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request)
+        case .lengthTooLargeToCount(let declared, let response):
+            // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``cutShort(_:)``).
+            return ConnectError(
+                .transport,
+                message:
+                    "the connection closed before the end of the body: the server announced \(declared) bytes",
+                request: request,
+                response: response,
+                underlyingError: URLError(.networkConnectionLost)
+            )
+        case .invalidLength(let declared, let response):
+            return ConnectError(
+                .transport,
+                message:
+                    "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
+                request: request,
+                response: response,
+                underlyingError: URLError(.badServerResponse)
+            )
+        }
+    }
+
+    /// Classifies an error the engine reported: cancellation, timeout, a request that cannot be sent, or another
+    /// transport failure.
+    private static func reported(_ error: any Error, request: URLRequest) -> ConnectError {
+        if let connectError = error as? ConnectError { return connectError }
+        guard let urlError = error as? URLError else {
+            return ConnectError(
+                .transport,
+                message: "the request failed: \(error.localizedDescription)",
+                request: request,
+                underlyingError: error
+            )
+        }
+        switch urlError.code {
+        case .cancelled:
+            return ConnectError(
+                .cancelled, message: "the request was cancelled", request: request, underlyingError: urlError)
+        case .timedOut:
+            return timedOut(request)
+        case .badURL where isIPv6Literal(urlError.failingURL ?? request.url):
+            return ipv6LiteralRefused(urlError, request: request)
+        case .dataLengthExceedsMaximum where isGETWithBody(request):
+            // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
+            // are refused when built; this is a body a middleware or transport-level caller added.
+            var error = invalidRequest(.bodyNotAllowed(method: "GET"), request: request)
+            error.underlyingError = urlError
+            return error
+        default:
+            return ConnectError(
+                .transport,
+                message: "the request failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))",
+                request: request,
+                underlyingError: urlError
+            )
+        }
+    }
+
+    /// Whether `request` is a GET (the method by default) with a body.
+    private static func isGETWithBody(_ request: URLRequest) -> Bool {
+        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+        return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
+    }
+
+    /// The request did not complete within `seconds`, by default its `timeoutInterval`.
+    private static func timedOut(_ request: URLRequest, after seconds: TimeInterval? = nil) -> ConnectError {
+        ConnectError(
+            .timedOut,
+            message: "no complete response within the timeout of \(seconds ?? request.timeoutInterval) s",
+            request: request,
+            underlyingError: URLError(.timedOut)
+        )
+    }
+}
