@@ -16,9 +16,8 @@ import Foundation
 /// passes, the attempt in flight is cancelled and the call fails with ``ConnectError/Kind/timedOut``; a wait that
 /// would end after it is not started, and the call ends with the last outcome instead.
 final class RetryingCall:
-    // Checked by hand: `state` (a `Protected`, with its own lock) holds everything that changes; every other
-    // stored property is immutable and Sendable. Callbacks, the clock, `send` and the promise are always called
-    // outside that lock.
+    // Checked by hand: `lock` protects `state`, which holds everything that changes; every other stored property
+    // is immutable and Sendable. Callbacks, the clock, `send` and the promise are always called outside the lock.
     @unchecked Sendable
 {
     /// Sends one attempt through the pipeline.
@@ -42,7 +41,8 @@ final class RetryingCall:
         var waited: TimeInterval = 0
     }
 
-    private let state = Protected(State())
+    private let lock = Lock()
+    private var state = State()
     private let promise = Promise<ConnectResponse>()
     private let request: URLRequest
     private let context: RequestContext
@@ -69,6 +69,14 @@ final class RetryingCall:
         self.errorHandler = errorHandler
         self.send = send
         deadline = Deadline(seconds: request.timeoutInterval)
+    }
+
+    deinit {
+        lock.destroy()
+    }
+
+    private func withState<Result>(_ body: (inout State) -> Result) -> Result {
+        lock.withLock { body(&state) }
     }
 
     /// Starts the call and returns the future of its outcome.
@@ -103,7 +111,7 @@ final class RetryingCall:
     /// before (wait, start, end, wait…) until the stack overflows: while a thread is starting attempts here, a
     /// wait that ends inside that work only asks it to start the next one when it is done.
     private func startAttempts() {
-        let starts = state.withLock { state -> Bool in
+        let starts = withState { state -> Bool in
             if state.isStarting {
                 state.startRequested = true
                 return false
@@ -114,7 +122,7 @@ final class RetryingCall:
         guard starts else { return }
         repeat {
             startAttempt()
-        } while state.withLock({ state -> Bool in
+        } while withState({ state -> Bool in
             if state.startRequested {
                 state.startRequested = false
                 return true
@@ -125,7 +133,7 @@ final class RetryingCall:
     }
 
     private func startAttempt() {
-        let attempt: Int? = state.withLock { state in
+        let attempt: Int? = withState { state in
             guard !state.isOver else { return nil }
             state.timer = nil
             state.attempt += 1
@@ -137,7 +145,7 @@ final class RetryingCall:
         context.retryAdvice = RetryAdvice()
         let advice = context.retryAdvice
         let future = send(request, context)
-        let isOver = state.withLock { state -> Bool in
+        let isOver = withState { state -> Bool in
             if state.isOver { return true }
             state.inFlight = future
             return false
@@ -152,7 +160,7 @@ final class RetryingCall:
     }
 
     private func attemptEnded(_ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice) {
-        let isOver = state.withLock { state -> Bool in
+        let isOver = withState { state -> Bool in
             state.inFlight = nil
             return state.isOver
         }
@@ -160,7 +168,7 @@ final class RetryingCall:
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
             return end(with: reporting(attempt, on: result))
         }
-        let waited = state.withLock { state -> TimeInterval in
+        let waited = withState { state -> TimeInterval in
             defer { state.waited += wait }
             return state.waited
         }
@@ -174,7 +182,7 @@ final class RetryingCall:
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
         let timer = policy.clock.schedule(after: wait) { self.startAttempts() }
-        let cancelTimer = state.withLock { state -> Bool in
+        let cancelTimer = withState { state -> Bool in
             if state.isOver { return true }
             // A clock may have run the action already (the next attempt started): nothing left to cancel.
             if state.attempt == attempt { state.timer = timer }
@@ -207,7 +215,7 @@ final class RetryingCall:
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
     /// completes with `result` (`nil` when it was cancelled, and so is complete already).
     private func end(with result: Result<ConnectResponse, any Error>?) {
-        let (timer, inFlight) = state.withLock { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
+        let (timer, inFlight) = withState { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
             state.isOver = true
             defer {
                 state.timer = nil

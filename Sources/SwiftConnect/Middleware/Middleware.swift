@@ -70,7 +70,9 @@ public struct RequestContext: Sendable {
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
     public var attempt = 1
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
-    public var retryAdvice = RetryAdvice()
+    /// The client's retry loop gives each attempt its own; a context made by hand has advice nobody reads until
+    /// it is given a `RetryAdvice()`.
+    public var retryAdvice = RetryAdvice(unread: ())
 
     /// Creates a context.
     ///
@@ -117,11 +119,18 @@ public struct RequestContext: Sendable {
 /// }
 /// ```
 public struct RetryAdvice: Sendable {
-    /// The delay asked for, behind a lock: middlewares may ask from any thread.
-    private let requested = Protected<TimeInterval?>(nil)
+    /// The delay asked for, behind a lock: middlewares may ask from any thread. `nil` for advice nobody reads.
+    private let requested: Protected<TimeInterval?>?
 
     /// Creates empty advice (the client makes one for each attempt).
-    public init() {}
+    public init() {
+        requested = Protected(nil)
+    }
+
+    /// Advice nobody reads: what a context starts with until the retry loop gives it its own.
+    init(unread: Void) {
+        requested = nil
+    }
 
     /// Asks for another attempt after `delay` seconds (0 for at once). A later request in the same attempt
     /// replaces an earlier one; a negative or non-finite delay counts as 0.
@@ -129,11 +138,11 @@ public struct RetryAdvice: Sendable {
     /// - Parameter delay: How long to wait before the next attempt, in seconds.
     public func request(after delay: TimeInterval = 0) {
         let delay = delay.isFinite ? max(0, delay) : 0
-        requested.withLock { $0 = delay }
+        requested?.withLock { $0 = delay }
     }
 
     /// The delay a middleware asked for, or `nil` if none asked.
-    public var requestedDelay: TimeInterval? { requested.withLock { $0 } }
+    public var requestedDelay: TimeInterval? { requested?.withLock { $0 } }
 }
 
 /// Runs a request through `middlewares` in order, then `transport`.
