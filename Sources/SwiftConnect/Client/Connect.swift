@@ -48,19 +48,18 @@ public final class Connect: Sendable {
     /// The rest of the client's settings: options, decoders, default headers, size limit, logging.
     public let settings: Settings
     /// `settings.options`.
-    let options: RequestOptions
+    var options: RequestOptions { settings.options }
     /// `settings.decoders`.
-    @usableFromInline let decoders: ResponseDecoders
+    @usableFromInline var decoders: ResponseDecoders { settings.decoders }
     /// `settings.defaultHeaders`.
-    let defaultHeaders: [HTTPHeader]
+    var defaultHeaders: [HTTPHeader] { settings.defaultHeaders }
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
     /// headers and query items for every request to it (not for an absolute connector naming another host).
     public let configuration: ServerConfiguration?
     /// `settings.maxResponseBytes`.
-    let maxResponseBytes: Int?
+    var maxResponseBytes: Int? { settings.maxResponseBytes }
     /// `settings.redactsSecrets`.
-    let redactsSecrets: Bool
-    private let customLogger: (any ConnectLogger)?
+    var redactsSecrets: Bool { settings.redactsSecrets }
     /// The policy the retry loop applies: `retryPolicy`, or the one `nil` stands for.
     private let appliedRetryPolicy: RetryPolicy
     /// The stages after every middleware, in order: cache, coalescing, queue.
@@ -121,16 +120,9 @@ public final class Connect: Sendable {
         self.requestQueue = requestQueue
         self.responseCache = responseCache
         self.settings = settings
-        let options = settings.options
-        self.options = options
-        decoders = settings.decoders
-        defaultHeaders = settings.defaultHeaders
         self.configuration = configuration
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
-        contextDefaults = RequestOptions(isRetrySafe: options.isRetrySafe, cache: options.cache)
-        maxResponseBytes = settings.maxResponseBytes
-        customLogger = settings.logger
-        redactsSecrets = settings.redactsSecrets
+        contextDefaults = RequestOptions(isRetrySafe: settings.options.isRetrySafe, cache: settings.options.cache)
         appliedRetryPolicy = retryPolicy ?? .none
         // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
         // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its
@@ -140,11 +132,9 @@ public final class Connect: Sendable {
         if settings.coalescesIdenticalRequests { stages.append(RequestCoalescer()) }
         if let requestQueue { stages.append(RequestQueueStage(queue: requestQueue, owner: queueOwner)) }
         builtInStages = stages
-        chain = MiddlewareChain(
-            middlewares: middlewares + options.middlewares + stages
-                + Connect.pluginStage(options.plugins, queue: pluginQueue),
-            transport: transport
-        )
+        chain = Connect.pipeline(
+            middlewares + settings.options.middlewares + stages, plugins: settings.options.plugins,
+            pluginQueue: pluginQueue, transport: transport)
     }
 
     /// The usage guide's initializer: one middleware and an error handler.
@@ -178,11 +168,18 @@ public final class Connect: Sendable {
     }
 
     /// Where this client logs.
-    public var logger: any ConnectLogger { customLogger ?? ConnectLogging.logger }
+    public var logger: any ConnectLogger { settings.logger ?? ConnectLogging.logger }
 
-    /// The stage that tells `plugins` about each attempt, innermost: none without plugins.
-    private static func pluginStage(_ plugins: [any ConnectPlugin], queue: DispatchQueue) -> [any Middleware] {
-        plugins.isEmpty ? [] : [PluginNotifier(plugins: plugins, queue: queue)]
+    /// The pipeline of a call: `stages` (the client's middlewares, the call's, the built-in stages), then the
+    /// plugins' stage, innermost, when there are plugins, then the transport.
+    private static func pipeline(
+        _ stages: [any Middleware],
+        plugins: [any ConnectPlugin],
+        pluginQueue: DispatchQueue,
+        transport: any Transport
+    ) -> MiddlewareChain {
+        let notifier: [any Middleware] = plugins.isEmpty ? [] : [PluginNotifier(plugins: plugins, queue: pluginQueue)]
+        return MiddlewareChain(middlewares: stages + notifier, transport: transport)
     }
 }
 
@@ -440,16 +437,12 @@ extension Connect {
         // Read before the request can reach the transport: a cancelAllRequests() from another thread between
         // here and `track` has to reach this request too.
         let cancellationsBefore = inFlight.withLock { $0.cancellations }
-        let chain: MiddlewareChain
-        if context.options.isEmpty || !context.options.addsStages {
-            chain = self.chain
-        } else {
-            chain = MiddlewareChain(
-                middlewares: middlewares + all.middlewares + builtInStages
-                    + Connect.pluginStage(all.plugins, queue: pluginQueue),
-                transport: transport
-            )
-        }
+        let chain =
+            context.options.isEmpty || !context.options.addsStages
+            ? self.chain
+            : Connect.pipeline(
+                middlewares + all.middlewares + builtInStages, plugins: all.plugins, pluginQueue: pluginQueue,
+                transport: transport)
         let sent = RetryingCall.start(
             request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler
         ) { request, context in
@@ -491,12 +484,11 @@ extension Connect {
         return body
     }
 
-    /// Applies the error handler to an error status; normalises transport errors to ``ConnectError``.
-    /// `request` is evaluated only for a transport error. A ``ConnectError`` the handler makes of a response that
-    /// retries sent for says how many attempts were made (``ConnectError/attempts``).
+    /// Applies the error handler to an error status (the retry loop has already made a transport's `URLError` a
+    /// ``ConnectError``). A ``ConnectError`` the handler makes of a response that retries sent for says how many
+    /// attempts were made (``ConnectError/attempts``).
     static func validate(
         _ result: Result<ConnectResponse, any Error>,
-        request: @autoclosure () -> URLRequest,
         errorHandler: any ErrorHandling
     ) -> Result<ConnectResponse, any Error> {
         switch result {
@@ -507,11 +499,7 @@ extension Connect {
                 return .failure(ConnectError.reporting(attempts: Int(response.attempts), on: error))
             }
             return result
-        case .failure(let error):
-            if error is ConnectError { return result }
-            if error is URLError {
-                return .failure(ConnectError.transportFailure(.reported(error), request: request()))
-            }
+        case .failure:
             return result
         }
     }

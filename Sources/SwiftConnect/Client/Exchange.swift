@@ -55,7 +55,7 @@ struct ResponseCheck: Sendable {
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
-        let outcome = Connect.validate(result, request: request, errorHandler: errorHandler)
+        let outcome = Connect.validate(result, errorHandler: errorHandler)
             .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
         if let debugLogger {
             debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))

@@ -234,23 +234,22 @@ final class RetryingCall:
         return (error as? ConnectError)?.isCancelled == true || (error as? URLError)?.code == .cancelled
     }
 
-    /// The outcome the call ends with, saying that `attempts` attempts were made when that is more than one: on an
-    /// error response, for the error the client's error handler makes of it, or on the error, a transport's
-    /// `URLError` made a ``ConnectError`` first.
+    /// The outcome the call ends with: a transport's `URLError` made a ``ConnectError``, and, when more than one
+    /// attempt was made, saying how many: on an error response, for the error the client's error handler makes of
+    /// it, or on the error.
     private func reporting(
         _ attempts: Int, on result: Result<ConnectResponse, any Error>
     ) -> Result<ConnectResponse, any Error> {
-        guard attempts > 1 else { return result }
         switch result {
         case .success(var response):
-            guard !response.isSuccess else { return result }
+            guard attempts > 1, !response.isSuccess else { return result }
             response.attempts = Int32(clamping: attempts)
             return .success(response)
-        case .failure(let error as URLError):
-            let failure = ConnectError.transportFailure(.reported(error), request: request)
-            return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         case .failure(let error):
-            return .failure(ConnectError.reporting(attempts: attempts, on: error))
+            let failure =
+                error is URLError ? ConnectError.transportFailure(.reported(error), request: request) : error
+            guard attempts > 1 else { return .failure(failure) }
+            return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         }
     }
 }

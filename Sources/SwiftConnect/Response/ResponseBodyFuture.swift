@@ -11,7 +11,7 @@ import Foundation
 /// ```swift
 /// var decoders = ResponseDecoders.default
 /// decoders.register(PropertyListDecoder(), for: "application/x-plist")
-/// let connect = Connect(decoders: decoders)
+/// let connect = Connect(settings: Connect.Settings(decoders: decoders))
 /// connect.request(SettingsConnector.get())  // answers with Content-Type: application/x-plist
 ///     .decoded(toType: Settings.self)       // decoded with the PropertyListDecoder
 ///     .timeout(after: 5)

@@ -27,7 +27,7 @@ extension PropertyListDecoder: ResponseBodyDecoder {}
 /// ```swift
 /// var decoders = ResponseDecoders.default
 /// decoders.register(PropertyListDecoder(), for: "application/x-plist")
-/// let connect = Connect(decoders: decoders)
+/// let connect = Connect(settings: Connect.Settings(decoders: decoders))
 /// ```
 public struct ResponseDecoders: Sendable {
     private var decoders: [String: any ResponseBodyDecoder] {

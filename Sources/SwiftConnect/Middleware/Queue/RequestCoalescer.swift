@@ -6,11 +6,11 @@ import Foundation
 
 /// Lets identical GET and HEAD requests in flight at the same time share one call down the pipeline.
 ///
-/// Turned on with `Connect(coalescesIdenticalRequests: true)`; it sits after your middlewares and the response
+/// Turned on with `Connect.Settings(coalescesIdenticalRequests: true)`; it sits after your middlewares and the response
 /// cache, so it sees requests as they go on the wire, and before the queue, so a shared call takes one slot:
 ///
 /// ```swift
-/// let connect = Connect(coalescesIdenticalRequests: true)
+/// let connect = Connect(settings: Connect.Settings(coalescesIdenticalRequests: true))
 /// let a = connect.request(TodoConnector.get(id: 1))
 /// let b = connect.request(TodoConnector.get(id: 1))  // no second network call: b shares a's
 /// b.cancel()                                         // a still gets its result
