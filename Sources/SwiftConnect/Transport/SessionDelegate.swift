@@ -8,6 +8,9 @@ import Foundation
 /// answers redirects by ``RedirectRules``.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let handlers = Protected<[Int: TaskHandler]>([:])
+    /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
+    /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
+    private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
     /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
     /// (``cancel(_:)``).
     private let redirectAnswerOrCancel = ExclusiveSection()
@@ -85,8 +88,21 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         // Declining cancels the task: its completion then reports the 401 instead of the cancellation.
-        handler(for: task)?.declinedChallenge(of: response)
+        if let handler = handler(for: task) {
+            handler.declinedChallenge(of: response)
+        } else if let key = response.url?.absoluteString {
+            declinedChallenges.withLock { $0[key] = response }
+        }
         completionHandler(.cancelAuthenticationChallenge, nil)
+    }
+
+    /// The 401 answer whose challenge was declined, when `error` is the cancellation that declining caused to a
+    /// plain task; `nil` for any other error.
+    func takeDeclinedChallenge(endedBy error: any Error) -> HTTPURLResponse? {
+        guard Self.declinesChallengesItCannotAnswer, let urlError = error as? URLError, urlError.code == .cancelled,
+            let key = urlError.failingURL?.absoluteString
+        else { return nil }
+        return declinedChallenges.withLock { $0.removeValue(forKey: key) }
     }
 
     func urlSession(
@@ -157,8 +173,6 @@ final class TaskHandler: Sendable {
     let redirects: Redirects?
     /// Stops the transfer for good (cancelling the task, and on Linux its own session).
     let stop: @Sendable () -> Void
-    /// Runs when the task has ended, before its outcome is delivered.
-    private let taskEnded: (@Sendable () -> Void)?
     /// Puts a finished download in place (``TransferOptions/moveIntoPlace(_:to:)``; tests pass a gate).
     private let moveIntoPlace: @Sendable (URL, URL) throws -> Void
     private let state = Protected(State())
@@ -170,7 +184,6 @@ final class TaskHandler: Sendable {
         deadline: Deadline?,
         moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
         redirects: Redirects? = nil,
-        taskEnded: (@Sendable () -> Void)? = nil,
         stop: @escaping @Sendable () -> Void
     ) {
         self.request = request
@@ -179,7 +192,6 @@ final class TaskHandler: Sendable {
         self.deadline = deadline
         self.moveIntoPlace = moveIntoPlace
         self.redirects = redirects
-        self.taskEnded = taskEnded
         self.stop = stop
         if let body = (redirects?.hop ?? request).httpBody {
             state.withLock { $0.bytesToSend = Int64(body.count) }
@@ -358,7 +370,6 @@ final class TaskHandler: Sendable {
     ///     status (301, 302, 303, 305…308) it did not follow, for want of a usable `Location`: that answer is this.
     func didComplete(error: (any Error)?, response: HTTPURLResponse? = nil) {
         deadline?.cancel()
-        taskEnded?()
         var (snapshot, file, temporary) = state.withLock { state -> (State, FileHandle?, URL?) in
             state.completing = true
             let taken = (state, state.file, state.temporaryFile)
