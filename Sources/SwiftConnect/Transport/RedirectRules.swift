@@ -231,3 +231,97 @@ enum RedirectRules {
         return method == "GET" || method == "HEAD"
     }
 }
+
+/// SwiftConnect's redirect rules, for a ``Transport`` that follows redirects itself: the same rules
+/// ``URLSessionTransport`` applies, so that a request is redirected the same way on every engine.
+///
+/// A transport that follows redirects asks ``next(after:answeredBy:canSendBodyAgain:)`` for each 3xx response
+/// and stops after ``maxHops`` of them:
+///
+/// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;
+/// - every credential header (`Authorization`, `Cookie`, `X-Api-Key`, `*-Token`…, as ``HTTPHeader`` judges them)
+///   is removed when the redirect changes scheme, host or port;
+/// - 307 and 308 keep the method and the body, as do 301 and 302 for a method other than POST; 303, and 301/302
+///   of a POST, become a GET without the body or the headers describing it;
+/// - a body that cannot be sent again (an `InputStream`) stops there: the 3xx response is the answer.
+///
+/// ```swift
+/// var hop = request
+/// for _ in 0...RedirectRule.maxHops {
+///     let response = try await send(hop)
+///     guard let next = RedirectRule.next(after: hop, answeredBy: response.response)
+///     else { return response }
+///     hop = next.request
+/// }
+/// ```
+public enum RedirectRule {
+    /// The most redirects one request follows (20, as URLSession allows).
+    public static let maxHops = RedirectRules.maxRedirects
+
+    /// The next request of a redirected exchange.
+    public struct Hop: Sendable {
+        /// The request to send next: its URL is the resolved `Location`.
+        public var request: URLRequest
+        /// Whether the next request carries the body again (a body from a file is uploaded again only then).
+        public var keepsBody: Bool
+    }
+
+    /// The request to send after `response` answered `hop`, or `nil` when `response` is the answer: not a
+    /// redirect, no usable `Location`, or a redirect the rules refuse.
+    ///
+    /// - Parameters:
+    ///   - hop: The request that `response` answered, its body in `httpBody` or `httpBodyStream` (a body from a
+    ///     stream cannot be sent again: a redirect of such a request is not followed).
+    ///   - response: The response, a 3xx or not.
+    ///   - bodyFile: The file `hop`'s body was uploaded from, if any (see ``TransferOptions/bodyFile``).
+    /// - Returns: The next hop, or `nil`.
+    public static func next(after hop: URLRequest, answeredBy response: HTTPURLResponse, bodyFile: URL? = nil)
+        -> Hop?
+    {
+        // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession
+        // makes it (an empty reference would resolve to the same URL, again and again).
+        guard let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
+            !location.isEmpty, URLComponents(string: location) != nil
+        else { return nil }
+        let hasBody = RedirectRules.hasBodyToSendAgain(hop, bodyFile: bodyFile)
+        guard let next = RedirectRules.nextHop(after: hop, answeredBy: response, hasBody: hasBody, isFollowUp: true)
+        else { return nil }
+        return Hop(request: withCookies(setBy: response, on: next.request), keepsBody: next.keepsBody)
+    }
+
+    /// `request` with the cookies that `response` set and that apply to its URL added to its `Cookie` header
+    /// (replacing any of the same name), as a browser or URLSession's cookie storage would send them: a login that
+    /// sets its session cookie on a 302 keeps it on the next hop.
+    static func withCookies(setBy response: HTTPURLResponse, on request: URLRequest) -> URLRequest {
+        guard let url = request.url, let host = url.host?.lowercased(), let from = response.url else { return request }
+        var fields: [String: String] = [:]
+        for case (let name as String, let value as String) in response.allHeaderFields { fields[name] = value }
+        guard fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame }) else {
+            return request
+        }
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: from).filter { cookie in
+            if cookie.isSecure, url.scheme?.lowercased() != "https" { return false }
+            if let expires = cookie.expiresDate, expires < Date() { return false }
+            let domain = cookie.domain.lowercased()
+            let matchesHost =
+                domain.hasPrefix(".")
+                ? host == domain.dropFirst() || host.hasSuffix(domain) : host == domain
+            let path = url.path.isEmpty ? "/" : url.path
+            return matchesHost && (path == cookie.path || path.hasPrefix(cookie.path))
+        }
+        guard !cookies.isEmpty else { return request }
+        var pairs: [(name: String, value: String)] = []
+        for part in (request.value(forHTTPHeaderField: "Cookie") ?? "").split(separator: ";") {
+            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            guard let name = pair.first, !name.isEmpty else { continue }
+            pairs.append((name, pair.count > 1 ? pair[1] : ""))
+        }
+        for cookie in cookies {
+            pairs.removeAll { $0.name == cookie.name }
+            pairs.append((cookie.name, cookie.value))
+        }
+        var request = request
+        request.setValue(pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; "), forHTTPHeaderField: "Cookie")
+        return request
+    }
+}

@@ -102,8 +102,15 @@ public struct TransferProgress: Sendable, Equatable, CustomStringConvertible {
 }
 
 extension ConnectError {
-    /// The response body exceeded `limit` bytes.
-    static func responseTooLarge(limit: Int, request: URLRequest?, response: HTTPURLResponse?) -> ConnectError {
+    /// The response body exceeded `limit` bytes: the error every transport reports for
+    /// ``TransferOptions/maxResponseBytes``.
+    ///
+    /// - Parameters:
+    ///   - limit: The limit that was exceeded.
+    ///   - request: The request.
+    ///   - response: The response whose body was refused.
+    /// - Returns: An error of kind ``Kind/responseTooLarge``.
+    public static func responseTooLarge(limit: Int, request: URLRequest?, response: HTTPURLResponse?) -> ConnectError {
         ConnectError(
             .responseTooLarge,
             message: "the response body exceeds the limit of \(limit) bytes",
@@ -112,8 +119,15 @@ extension ConnectError {
         )
     }
 
-    /// A file could not be read or written.
-    static func fileAccess(_ error: any Error, url: URL, request: URLRequest?) -> ConnectError {
+    /// A file of a transfer could not be read or written: the error every transport reports for
+    /// ``TransferOptions/bodyFile`` and ``TransferOptions/destination``.
+    ///
+    /// - Parameters:
+    ///   - error: What the file system reported.
+    ///   - url: The file.
+    ///   - request: The request.
+    /// - Returns: An error of kind ``Kind/fileAccess``.
+    public static func fileAccess(_ error: any Error, url: URL, request: URLRequest?) -> ConnectError {
         ConnectError(
             .fileAccess,
             message: "could not access \(url.path): \(error.localizedDescription)",
@@ -126,8 +140,12 @@ extension ConnectError {
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
     /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
-    /// lost), or its folder does not exist.
-    static func checkDestination(_ destination: URL, request: URLRequest?) throws {
+    /// lost), or its folder does not exist. Every transport checks before sending.
+    ///
+    /// - Parameters:
+    ///   - destination: The file a download is to be written to.
+    ///   - request: The request, for the error.
+    public static func checkDestination(_ destination: URL, request: URLRequest?) throws {
         guard destination.isFileURL else {
             throw ConnectError(
                 .fileAccess,
@@ -168,7 +186,11 @@ extension TransferOptions {
     /// Puts a finished download in place with one `rename(2)`: a file at `destination` is replaced
     /// atomically, never deleted first (if the rename fails, it is still there), and a directory there is
     /// refused (`EISDIR`), never removed. `temporary` must be in the same folder as `destination`.
-    static func moveIntoPlace(_ temporary: URL, to destination: URL) throws {
+    ///
+    /// - Parameters:
+    ///   - temporary: The finished download.
+    ///   - destination: Where it goes.
+    public static func moveIntoPlace(_ temporary: URL, to destination: URL) throws {
         guard rename(temporary.path, destination.path) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }

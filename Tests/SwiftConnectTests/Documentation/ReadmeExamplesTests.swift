@@ -4,7 +4,8 @@ import SwiftConnectTesting
 import XCTest
 
 /// README examples must compile and run: each Swift block in README.md is code that the Playground
-/// (`swift run Playground`, run by CI) or this file contains verbatim.
+/// (`swift run Playground`, run by CI), this file, or the tests of a package under `Transports/` (run by CI)
+/// contain verbatim.
 final class ReadmeExamplesTests: XCTestCase {
     private struct Todo: Codable, Equatable, Sendable {
         var userId: Int
@@ -74,6 +75,14 @@ final class ReadmeExamplesTests: XCTestCase {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         var sources = try compiledSources(in: root.appendingPathComponent("Playground"))
         sources += try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
+        // The engine examples are run by the tests of their packages (Transports/*/Tests).
+        let transports = root.appendingPathComponent("Transports")
+        for package in (try? FileManager.default.contentsOfDirectory(atPath: transports.path)) ?? [] {
+            let tests = transports.appendingPathComponent(package).appendingPathComponent("Tests")
+            for target in (try? FileManager.default.contentsOfDirectory(atPath: tests.path)) ?? [] {
+                sources += try compiledSources(in: tests.appendingPathComponent(target))
+            }
+        }
         let haystack = normalized(sources)
 
         let blocks = swiftBlocks(in: readme)

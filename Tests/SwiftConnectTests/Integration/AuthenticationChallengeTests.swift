@@ -50,7 +50,7 @@ final class AuthenticationChallengeTests: XCTestCase {
 
     func testA401WithABasicChallengeComesBackAsA401() throws {
         // Given a client with no credential for the challenge
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         // When
         let error = try failure(of: connect.request(route()))
@@ -63,7 +63,7 @@ final class AuthenticationChallengeTests: XCTestCase {
 
     func testA401WithABasicChallengeKeepsItsBodyWhenTheTransportWatchesTheBytes() throws {
         // Given a request with a size limit (and one with progress reports)
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         for options in [RequestOptions(maxResponseBytes: 1 << 20), RequestOptions(progress: { _ in })] {
             // When
             let error = try failure(of: connect.request(route(options)))
@@ -82,7 +82,7 @@ final class AuthenticationChallengeTests: XCTestCase {
             refreshes.increment()
             return Future(value: .bearer(token: "fresh"))
         }
-        let connect = Connect(transport: URLSessionTransport(), middlewares: [auth])
+        let connect = Connect(transport: TransportUnderTest.make(), middlewares: [auth])
 
         // When
         let body = try connect.request(route()).decoded(toType: [String: String].self).wait(timeout: 10)

@@ -19,15 +19,6 @@ final class BodyRedirectTests: XCTestCase {
     /// The plain (completion-handler) path and the streaming (delegate) one.
     private static let paths = [RequestOptions(), RequestOptions(progress: { _ in })]
 
-    /// A transport whose session neither stores nor sends cookies, so that only the request's own `Cookie`
-    /// header is looked at.
-    private static func cookielessTransport() -> URLSessionTransport {
-        let configuration = URLSessionTransport.defaultConfiguration
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        return URLSessionTransport(configuration: configuration)
-    }
-
     private static func route(
         _ path: String, on server: LocalServer, method: HTTPMethod = .post, headers: [HTTPHeader] = [],
         timeout: TimeInterval = 10, options: RequestOptions = RequestOptions()
@@ -54,7 +45,7 @@ final class BodyRedirectTests: XCTestCase {
         defer { server.stop() }
         for status in [307, 308] { server.route("*", "/a\(status)") { _ in .redirect(to: "/b", status: status) } }
         server.route("*", "/b") { request in .json(["received": request.body.count]) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for status in [307, 308] {
             for method in [HTTPMethod.post, .put, .patch, .delete] {
@@ -78,7 +69,7 @@ final class BodyRedirectTests: XCTestCase {
         defer { server.stop() }
         for status in [301, 302] { server.route("PUT", "/a\(status)") { _ in .redirect(to: "/b", status: status) } }
         server.route("*", "/b") { _ in .json(["ok": true]) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for status in [301, 302] {
             for (index, options) in Self.paths.enumerated() {
@@ -103,7 +94,7 @@ final class BodyRedirectTests: XCTestCase {
         }
         origin.route("POST", "/a") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/b", status: 307) }
         other.route("POST", "/b") { _ in .json(["ok": true]) }
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
         let headers = Self.secretHeaders + [HTTPHeader(name: "X-Trace", value: "trace-1")]
 
         for (index, options) in Self.paths.enumerated() {
@@ -135,7 +126,7 @@ final class BodyRedirectTests: XCTestCase {
         origin.route("POST", "/a") { _ in .redirect(to: "/b", status: 307) }
         origin.route("POST", "/b") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/c", status: 308) }
         other.route("POST", "/c") { _ in .json(["ok": true]) }
-        let transport = Self.cookielessTransport()
+        let transport = TransportUnderTest.makeCookieless()
         let connect = Connect(transport: transport, retryPolicy: nil)
         let headers = [HTTPHeader(name: "Authorization", value: "Bearer secret-token")]
 
@@ -164,7 +155,7 @@ final class BodyRedirectTests: XCTestCase {
         var request = URLRequest(url: server.baseURL.appendingPathComponent("a"), timeoutInterval: 10)
         request.httpMethod = "POST"
         request.httpBody = Self.json
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
 
         for transfer in [TransferOptions(), TransferOptions(maxResponseBytes: 1 << 20)] {
             let response = try transport.send(request, transfer: transfer).wait(timeout: 20)
@@ -180,7 +171,7 @@ final class BodyRedirectTests: XCTestCase {
         let server = try LocalServer.started()
         defer { server.stop() }
         server.route("POST", "/loop") { _ in .redirect(to: "/loop", status: 307) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for (index, options) in Self.paths.enumerated() {
             server.resetStatistics()
@@ -203,7 +194,7 @@ final class BodyRedirectTests: XCTestCase {
         server.route("POST", "/a") { _ in .redirect(to: "/b", status: 307) }
         server.route("POST", "/b") { _ in .redirect(to: "/loop", status: 303) }
         server.route("GET", "/loop") { _ in .redirect(to: "/loop") }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let plain = try LocalServer.started()
         defer { plain.stop() }
         plain.route("GET", "/loop") { _ in .redirect(to: "/loop") }
@@ -235,7 +226,7 @@ final class BodyRedirectTests: XCTestCase {
         for (index, (location, _)) in cases.enumerated() {
             server.route("POST", "/away/\(index)") { _ in .redirect(to: location, status: 307) }
         }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for (index, (location, reason)) in cases.enumerated() {
             for options in Self.paths {
@@ -261,7 +252,7 @@ final class BodyRedirectTests: XCTestCase {
         request.httpBodyStream = InputStream(data: Self.json)
         request.setValue("\(Self.json.count)", forHTTPHeaderField: "Content-Length")
 
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
 
         let response = try transport.send(request).wait(timeout: 20)
 
@@ -289,7 +280,7 @@ final class BodyRedirectTests: XCTestCase {
         request.httpMethod = "POST"
         request.setValue("application/octet-stream", forHTTPHeaderField: "Content-Type")
 
-        let transport = URLSessionTransport()
+        let transport = TransportUnderTest.make()
 
         let response = try transport.send(request, transfer: TransferOptions(bodyFile: onDisk)).wait(timeout: 20)
 
@@ -312,7 +303,7 @@ final class BodyRedirectTests: XCTestCase {
         defer { try? FileManager.default.removeItem(at: folder) }
         let destination = folder.appendingPathComponent("answer.bin")
         let reports = Protected<[TransferProgress]>([])
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let options = RequestOptions(progress: { report in reports.withLock { $0.append(report) } })
 
         let file = try connect.download(Self.route("/a", on: server, options: options), to: destination)
@@ -339,7 +330,7 @@ final class BodyRedirectTests: XCTestCase {
             arrived.signal()
             return .status(200).withFault(.neverFinishHeaders)
         }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for (index, options) in Self.paths.enumerated() {
             server.resetStatistics()
@@ -361,7 +352,7 @@ final class BodyRedirectTests: XCTestCase {
         defer { server.stop() }
         server.route("POST", "/a") { _ in .redirect(to: "/b", status: 307).delayed(by: 1.5) }
         server.route("POST", "/b") { _ in .status(200).withFault(.neverFinishHeaders) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for (index, options) in Self.paths.enumerated() {
             server.resetStatistics()

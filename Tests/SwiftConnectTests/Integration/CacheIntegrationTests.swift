@@ -19,7 +19,7 @@ final class CacheIntegrationTests: XCTestCase {
         defer { server.stop() }
         server.route("GET", "/config") { _ in .json(["theme": "dark"]) }
         let cache = ResponseCache()
-        let connect = Connect(transport: URLSessionTransport(), responseCache: cache)
+        let connect = Connect(transport: TransportUnderTest.make(), responseCache: cache)
 
         let first = try connect.request(Endpoint(baseURL: server.baseURL)).decoded(toType: [String: String].self).wait()
         let second = try connect.request(Endpoint(baseURL: server.baseURL)).decoded(toType: [String: String].self)

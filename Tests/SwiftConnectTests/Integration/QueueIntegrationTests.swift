@@ -41,7 +41,7 @@ final class QueueIntegrationTests: XCTestCase {
                 .delayed(by: 0.05)
         }
         let queue = RequestQueue(maxConcurrentRequests: 3)
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil, requestQueue: queue)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, requestQueue: queue)
         defer { connect.cancelAllRequests() }
         // When
         let items = (0..<20).map { id in
@@ -70,7 +70,7 @@ final class QueueIntegrationTests: XCTestCase {
             LocalServer.Response.json(Item(id: 7, name: "shared")).delayed(by: 0.2)
         }
         let connect = Connect(
-            transport: URLSessionTransport(), retryPolicy: nil,
+            transport: TransportUnderTest.make(), retryPolicy: nil,
             settings: Connect.Settings(coalescesIdenticalRequests: true))
         defer { connect.cancelAllRequests() }
         let endpoint = Endpoint(baseURL: server.baseURL, endpoint: "/shared")

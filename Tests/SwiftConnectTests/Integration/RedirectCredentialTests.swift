@@ -13,15 +13,6 @@ import XCTest
 final class RedirectCredentialTests: XCTestCase {
     private static let secretHeaders = RedirectFixtures.secretHeaders
 
-    /// A transport whose session neither stores nor sends cookies, so that only the request's own `Cookie`
-    /// header is looked at.
-    private static func cookielessTransport() -> URLSessionTransport {
-        let configuration = URLSessionTransport.defaultConfiguration
-        configuration.httpCookieStorage = nil
-        configuration.httpShouldSetCookies = false
-        return URLSessionTransport(configuration: configuration)
-    }
-
     /// `localhost` and `127.0.0.1` are two hosts, even on the same port: the credentials stay with the first.
     /// Two local servers, two origins (their ports differ), stopped when the test ends.
     private func twoOrigins() throws -> (origin: LocalServer, other: LocalServer) {
@@ -37,7 +28,7 @@ final class RedirectCredentialTests: XCTestCase {
         defer { server.stop() }
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "http://localhost:\(server.port)/landing") }
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
         let headers = Self.secretHeaders + [HTTPHeader(name: "X-Trace", value: "trace-1")]
 
         for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
@@ -71,7 +62,7 @@ final class RedirectCredentialTests: XCTestCase {
             Future(value: .bearer(token: "renewed"))
         }
         let connect = Connect(
-            transport: Self.cookielessTransport(), middlewares: [authentication], retryPolicy: nil,
+            transport: TransportUnderTest.makeCookieless(), middlewares: [authentication], retryPolicy: nil,
             configuration: configuration)
 
         XCTAssertNoThrow(try connect.request(Route("/start", timeout: 10)).wait(timeout: 20))
@@ -92,7 +83,7 @@ final class RedirectCredentialTests: XCTestCase {
         origin.route("GET", "/start") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/bounce") }
         other.route("GET", "/bounce") { _ in .redirect(to: "http://127.0.0.1:\(origin.port)/back") }
         origin.route("GET", "/back") { _ in .json(["ok": true]) }
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
         let route = Route("/start", baseURL: origin.baseURL, headers: Self.secretHeaders, timeout: 10)
 
         XCTAssertNoThrow(try connect.request(route).wait(timeout: 20))
@@ -113,7 +104,7 @@ final class RedirectCredentialTests: XCTestCase {
             server.route("POST", "/a\(status)") { _ in .redirect(to: "/b", status: status) }
         }
         server.route("*", "/b") { request in .json(["received": request.body.count]) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let body = Parameter.body(Data(#"{"name":"report"}"#.utf8), contentType: "application/json")
 
         for status in [301, 302, 303] {
@@ -135,7 +126,7 @@ final class RedirectCredentialTests: XCTestCase {
         let server = try LocalServer.started()
         defer { server.stop() }
         server.route("GET", "/loop") { _ in .redirect(to: "/loop") }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
             server.resetStatistics()
@@ -154,7 +145,7 @@ final class RedirectCredentialTests: XCTestCase {
         defer { server.stop() }
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "landing?page=2#section") }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         XCTAssertNoThrow(try connect.request(Route("/start", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20))
 
@@ -171,7 +162,8 @@ final class RedirectCredentialTests: XCTestCase {
         }
         let logger = MemoryLogger()
         let connect = Connect(
-            transport: Self.cookielessTransport(), retryPolicy: nil, settings: Connect.Settings(logger: logger))
+            transport: TransportUnderTest.makeCookieless(), retryPolicy: nil, settings: Connect.Settings(logger: logger)
+        )
         let route = Route("/start?api_key=secret-query", baseURL: origin.baseURL, headers: Self.secretHeaders)
 
         XCTAssertNoThrow(try connect.request(route, debugResponse: true).wait(timeout: 20))
@@ -199,7 +191,7 @@ final class RedirectCredentialTests: XCTestCase {
         }
         origin.route("GET", "/start") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/landing") }
         let policy = RetryPolicy(jitter: RetryPolicy.noJitter, clock: ImmediateRetryClock())
-        let connect = Connect(transport: Self.cookielessTransport(), retryPolicy: policy)
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: policy)
         let route = Route("/start", baseURL: origin.baseURL, headers: Self.secretHeaders, timeout: 10)
 
         XCTAssertNoThrow(try connect.request(route).wait(timeout: 20))
@@ -220,7 +212,7 @@ final class RedirectCredentialTests: XCTestCase {
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "/landing") }
         let cache = ResponseCache()
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil, responseCache: cache)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: cache)
         let route = Route(
             "/start", baseURL: server.baseURL, timeout: 10, options: RequestOptions(cache: CacheRule(timeToLive: 60)))
 

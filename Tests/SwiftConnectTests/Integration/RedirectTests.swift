@@ -37,7 +37,7 @@ final class RedirectTests: XCTestCase {
             other.stop()
         }
 
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: origin.baseURL, endpoint: "/start")).wait())
 
         XCTAssertEqual(origin.requests.first?.header("Authorization"), "Bearer secret-token")
@@ -60,7 +60,7 @@ final class RedirectTests: XCTestCase {
         let start = Route(
             "/start", baseURL: origin.baseURL, headers: headers + [HTTPHeader(name: "X-Trace", value: "trace-1")])
 
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(start).wait())
 
         let sent = try XCTUnwrap(origin.requests.first)
@@ -78,7 +78,7 @@ final class RedirectTests: XCTestCase {
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "/landing") }
 
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: server.baseURL, endpoint: "/start")).wait())
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Bearer secret-token")
     }
@@ -104,7 +104,7 @@ final class RedirectTests: XCTestCase {
         let onDisk = FileManager.default.temporaryDirectory.appendingPathComponent("redirect-\(UUID().uuidString)")
         try Data(repeating: 7, count: 1000).write(to: onDisk)
         defer { try? FileManager.default.removeItem(at: onDisk) }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         for file in [file(of: 1000), File(key: "file", fileURL: onDisk)] {  // in memory, then streamed from disk
             server.resetStatistics()
             let upload = connect.upload(
@@ -121,7 +121,7 @@ final class RedirectTests: XCTestCase {
     func testABodyIsNeverSentEmptyAfterA308() throws {
         let server = try startRedirectingABody(status: 308)
         defer { server.stop() }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let post = Route(
             "/a", baseURL: server.baseURL, method: .post,
             parameters: Parameter.body(Data(#"{"name":"report"}"#.utf8), contentType: "application/json"))
@@ -140,7 +140,7 @@ final class RedirectTests: XCTestCase {
     func testAnUploadRedirectedWith303IsFollowedWithAPlainGET() throws {
         let server = try startRedirectingABody(status: 303)
         defer { server.stop() }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         let upload = connect.upload(
             files: [file(of: 1000)], fields: [], to: Route("/a", baseURL: server.baseURL, method: .post, timeout: 10))
         XCTAssertNoThrow(try upload.wait(timeout: 20))
@@ -200,7 +200,7 @@ final class RedirectTests: XCTestCase {
         for (index, location) in locations.enumerated() {
             server.route("GET", "/away/\(index)") { _ in .redirect(to: location) }
         }
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
         var errors: [(location: String, error: ConnectError?)] = []
         for (index, location) in locations.enumerated() {
             for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
@@ -226,7 +226,7 @@ final class RedirectTests: XCTestCase {
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         server.route("GET", "/start") { _ in .redirect(to: "/landing") }
         let base = try XCTUnwrap(URL(string: "http://me:secret@127.0.0.1:\(server.port)"))
-        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
 
         XCTAssertNoThrow(try connect.request(Route("/start", baseURL: base, timeout: 10)).wait(timeout: 20))
 

@@ -16,7 +16,7 @@ final class ResponseFramingTests: XCTestCase {
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
-        connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
     }
 
     override func tearDown() {
@@ -40,7 +40,7 @@ final class ResponseFramingTests: XCTestCase {
     func testAGETWithABodyIsAnInvalidRequestThatSaysSo() throws {
         // Given a GET with a JSON body, which URLSession refuses to send ("resource exceeds maximum size")
         server.route("*", "/search") { request in .text("\(request.method) \(request.body.count)") }
-        let retrying = Connect(transport: URLSessionTransport())
+        let retrying = Connect(transport: TransportUnderTest.make())
         let search = Route(
             "/search", baseURL: server.baseURL, method: .get, parameters: Parameter.jsonObject(value: ["q": "x"]),
             timeout: 10)
@@ -60,7 +60,7 @@ final class ResponseFramingTests: XCTestCase {
     func testAGETGivenABodyByAMiddlewareFailsWithBodyNotAllowed() throws {
         // Given a GET that is built without a body, and a middleware that adds one before URLSession sees it
         server.route("*", "/search") { request in .text("\(request.method) \(request.body.count)") }
-        let client = Connect(transport: URLSessionTransport(), middlewares: [AddsABody()], retryPolicy: nil)
+        let client = Connect(transport: TransportUnderTest.make(), middlewares: [AddsABody()], retryPolicy: nil)
 
         for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
             // When
@@ -80,7 +80,7 @@ final class ResponseFramingTests: XCTestCase {
         // Given a 100 kB resource and a client accepting bodies of at most 1 kB
         server.route("*", "/big") { _ in .data(Data(count: 100_000)) }
         let limited = Connect(
-            transport: URLSessionTransport(), retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1_000))
+            transport: TransportUnderTest.make(), retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1_000))
 
         // When asking for its head only
         let response = try limited.response(for: route("/big", method: .head)).wait()
@@ -264,7 +264,9 @@ final class ResponseFramingTests: XCTestCase {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
 
-        for (path, code) in [("/conflicting", URLError.Code.badServerResponse), ("/huge", .networkConnectionLost)] {
+        // (AsyncHTTPClient's parser refuses a length too large to count as invalid framing.)
+        let hugeCode: URLError.Code = TransportUnderTest.isURLSession ? .networkConnectionLost : .badServerResponse
+        for (path, code) in [("/conflicting", URLError.Code.badServerResponse), ("/huge", hugeCode)] {
             // When
             let destination = folder.appendingPathComponent("download.bin")
             let error = connectError(of: connect.download(route(path), to: destination))
@@ -281,6 +283,12 @@ final class ResponseFramingTests: XCTestCase {
         rawRoute("/twice", head + "Content-Length: 5\r\nContent-Length: 5\r\n\r\nabcde")
 
         for options in everyPath {
+            guard TransportUnderTest.isURLSession else {
+                // AsyncHTTPClient's parser (llhttp) refuses any repeated Content-Length: a typed error, not a body.
+                let error = connectError(of: connect.request(route("/twice", options: options)))
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, String(describing: error))
+                continue
+            }
             // When
             let body = try connect.request(route("/twice", options: options)).wait()
 
@@ -299,9 +307,12 @@ final class ResponseFramingTests: XCTestCase {
                 // When
                 let error = connectError(of: connect.request(route(path, options: options)))
 
-                // Then: the body ended long before the length announced, as any body cut short
+                // Then: the body ended long before the length announced, as any body cut short (AsyncHTTPClient's
+                // parser refuses the length itself: invalid framing)
+                let refused = !TransportUnderTest.isURLSession && path == "/huge"  // past 2^64: llhttp refuses it
+                let code: URLError.Code = refused ? .badServerResponse : .networkConnectionLost
                 XCTAssertEqual(error?.kind, .transport, "\(path): \(String(describing: error))")
-                XCTAssertEqual(error?.urlError?.code, .networkConnectionLost, "\(path): \(String(describing: error))")
+                XCTAssertEqual(error?.urlError?.code, code, "\(path): \(String(describing: error))")
             }
         }
     }
@@ -312,6 +323,12 @@ final class ResponseFramingTests: XCTestCase {
         rawRoute("/head", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\n\r\n")
 
         for options in everyPath {
+            guard TransportUnderTest.isURLSession else {
+                // AsyncHTTPClient's parser (llhttp) refuses the length even where no body follows: a typed error.
+                let error = connectError(of: connect.response(for: route("/head", method: .head, options: options)))
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, String(describing: error))
+                continue
+            }
             // When
             let notModified = connectError(of: connect.response(for: route("/cached", options: options)))
             let head = try connect.response(for: route("/head", method: .head, options: options)).wait()
@@ -325,7 +342,7 @@ final class ResponseFramingTests: XCTestCase {
     func testABrokenContentEncodingIsNotALostConnectionNorRetried() throws {
         // Given a body announced as gzip that is not
         rawRoute("/gzip", "HTTP/1.1 200 OK\r\nContent-Encoding: gzip\r\nContent-Length: 4\r\n\r\nabcd")
-        let retrying = Connect(transport: URLSessionTransport())
+        let retrying = Connect(transport: TransportUnderTest.make())
 
         for options in everyPath {
             server.resetStatistics()

@@ -26,7 +26,7 @@ final class RetryIntegrationTests: XCTestCase {
         server = try LocalServer.started()
         clock = ImmediateRetryClock()
         connect = Connect(
-            transport: URLSessionTransport(),
+            transport: TransportUnderTest.make(),
             retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock)
         )
     }
@@ -82,7 +82,7 @@ final class RetryIntegrationTests: XCTestCase {
     func testRetryAfterWithTheRealClock() throws {
         // Given: the default policy and its real clock (one wait of about a second)
         route("GET", "/maintenance", failing: 1, with: LocalServer.Response.status(503).withHeader("Retry-After", "1"))
-        let realConnect = Connect(transport: URLSessionTransport())
+        let realConnect = Connect(transport: TransportUnderTest.make())
         // When
         let body = try realConnect.request(endpoint("/maintenance")).decoded(toType: [String: Bool].self).wait(
             timeout: 20)
@@ -107,7 +107,7 @@ final class RetryIntegrationTests: XCTestCase {
         // Given
         route("POST", "/payments", failing: 1, with: .status(503))
         let keyed = Connect(
-            transport: URLSessionTransport(),
+            transport: TransportUnderTest.make(),
             retryPolicy: RetryPolicy(addsIdempotencyKey: true, clock: clock)
         )
         // When

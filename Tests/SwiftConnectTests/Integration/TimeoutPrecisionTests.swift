@@ -34,7 +34,7 @@ final class TimeoutPrecisionTests: XCTestCase {
     }
 
     func testAHalfSecondTimeoutLetsAnAnswerAfterATenthOfASecondThrough() throws {
-        let response = try URLSessionTransport().send(request("/soon", timeout: 0.5)).wait()
+        let response = try TransportUnderTest.make().send(request("/soon", timeout: 0.5)).wait()
 
         XCTAssertEqual(response.statusCode, 200)
     }
@@ -42,7 +42,7 @@ final class TimeoutPrecisionTests: XCTestCase {
     func testAFractionalTimeoutIsNotCutToWholeSeconds() throws {
         let started = DispatchTime.now()
 
-        let result = try URLSessionTransport().send(request("/silent", timeout: 1.25)).waitForResult(timeout: 30)
+        let result = try TransportUnderTest.make().send(request("/silent", timeout: 1.25)).waitForResult(timeout: 30)
 
         let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
         guard case .failure(let error) = result else { return XCTFail("a silent server answered") }
@@ -52,7 +52,7 @@ final class TimeoutPrecisionTests: XCTestCase {
 
     func testATimeoutAMiddlewareSetsOnTheRequestIsKept() throws {
         let connect = Connect(
-            transport: URLSessionTransport(), middlewares: [HalfSecondTimeout()], retryPolicy: nil)
+            transport: TransportUnderTest.make(), middlewares: [HalfSecondTimeout()], retryPolicy: nil)
 
         let response = try connect.response(for: Route("/soon", baseURL: server.baseURL)).wait()
 

@@ -47,7 +47,7 @@ final class TokenRefreshIntegrationTests: XCTestCase {
             }
             return promise.future
         }
-        let connect = Connect(transport: URLSessionTransport(), middlewares: [auth])
+        let connect = Connect(transport: TransportUnderTest.make(), middlewares: [auth])
         defer { connect.cancelAllRequests() }
         let baseURL = server.baseURL
 

@@ -13,7 +13,7 @@ final class TransferIntegrationTests: XCTestCase {
     override func setUpWithError() throws {
         server = try LocalServer.started()
         connect = Connect(
-            transport: URLSessionTransport(),
+            transport: TransportUnderTest.make(),
             retryPolicy: nil,
             configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port)
         )
@@ -278,7 +278,7 @@ final class TransferIntegrationTests: XCTestCase {
         let clientFailed = DispatchSemaphore(value: 0)
         let producerDone = expectation(description: "server finished writing")
         let pieceCount = 1 << 10  // 64 MiB in all
-        let piecesSent = Protected(0)
+        let piecesSent = Guarded(0)
         server.route("GET", "/declared-endless") { _ in
             .stream(contentLength: pieceCount << 16) { write in
                 let piece = Data(count: 1 << 16)
@@ -417,7 +417,7 @@ final class TransferIntegrationTests: XCTestCase {
     /// A client of `server` that never retries, with a size limit on every response.
     private func sizeLimitedClient(maxResponseBytes: Int) -> Connect {
         Connect(
-            transport: URLSessionTransport(), retryPolicy: nil,
+            transport: TransportUnderTest.make(), retryPolicy: nil,
             configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
             settings: Connect.Settings(maxResponseBytes: maxResponseBytes))
     }

@@ -82,7 +82,7 @@ extension XCTestCase {
 /// Opens once; until then `wait` blocks (bounded). Broadcast: every waiter is released.
 final class Gate: Sendable {
     private let group = DispatchGroup()
-    private let isOpen = Protected(false)
+    private let isOpen = Guarded(false)
 
     init() {
         group.enter()
@@ -120,4 +120,24 @@ final class ManualClock: @unchecked Sendable {
         current += seconds
         lock.unlock()
     }
+}
+
+/// A value read and written under a lock, for the tests shared with the AsyncHTTPClient package, which cannot see
+/// the library's `package` types.
+final class Guarded<Value>: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `value`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) throws -> Result) rethrows -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body(&value)
+    }
+
+    var snapshot: Value { withLock { $0 } }
 }

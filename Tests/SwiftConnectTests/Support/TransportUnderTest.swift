@@ -1,0 +1,33 @@
+import Foundation
+import SwiftConnect
+
+/// The engine the shared integration tests (`Integration/`) run on.
+///
+/// Here it is ``URLSessionTransport``. The AsyncHTTPClient package (`Transports/AsyncHTTPClient`) compiles the same
+/// test files with a `TransportUnderTest` of its own, so the client's behaviour is proven on both engines by one
+/// set of tests. A test that checks one engine's own behaviour asks ``isFoundationNetworking``.
+enum TransportUnderTest {
+    /// A new transport.
+    static func make() -> any Transport { URLSessionTransport() }
+
+    /// A transport that neither stores nor sends cookies, so that only the request's own `Cookie` header counts.
+    static func makeCookieless() -> any Transport {
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        return URLSessionTransport(configuration: configuration)
+    }
+
+    /// Whether the engine is URLSession (Apple's or FoundationNetworking): libcurl's and Apple's framing rules,
+    /// which AsyncHTTPClient's parser (llhttp) is stricter than.
+    static let isURLSession = true
+
+    /// Whether the engine is FoundationNetworking (URLSession on Linux), whose known defects some tests expect.
+    static var isFoundationNetworking: Bool {
+        #if canImport(FoundationNetworking)
+            return true
+        #else
+            return false
+        #endif
+    }
+}
