@@ -1,0 +1,44 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// SwiftConnect's AsyncHTTPClient engine, in a package of its own so the core keeps zero dependencies.
+let package = Package(
+    name: "SwiftConnectAsyncHTTPClient",
+    platforms: [.macOS(.v10_15), .iOS(.v13), .tvOS(.v13), .watchOS(.v6)],
+    products: [
+        .library(name: "SwiftConnectAsyncHTTPClient", targets: ["SwiftConnectAsyncHTTPClient"])
+    ],
+    dependencies: [
+        .package(name: "SwiftConnect", path: "../.."),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+    ],
+    targets: [
+        .target(
+            name: "SwiftConnectAsyncHTTPClient",
+            dependencies: [
+                .product(name: "SwiftConnect", package: "SwiftConnect"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+                .product(name: "NIOFoundationCompat", package: "swift-nio"),
+                .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+            ],
+            swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
+        ),
+        .testTarget(
+            name: "SwiftConnectAsyncHTTPClientTests",
+            dependencies: [
+                "SwiftConnectAsyncHTTPClient",
+                .product(name: "SwiftConnect", package: "SwiftConnect"),
+                .product(name: "SwiftConnectTesting", package: "SwiftConnect"),
+            ]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,126 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A ``SwiftConnect/Transport`` that sends requests with AsyncHTTPClient (SwiftNIO): the engine for Linux
+/// servers, and for apps that want control over TLS trust.
+///
+/// ```swift
+/// let transport = AsyncHTTPClientTransport()
+/// let connect = Connect(transport: transport)
+/// let todo = try await connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).value
+/// try await transport.shutdown()
+/// ```
+///
+/// It is a drop-in for ``SwiftConnect/URLSessionTransport``: the client's behaviour (retries, token refresh,
+/// queue, cache, transfers, progress, size limits) is the same, and so are the policies the core owns:
+///
+/// - **Redirects** follow SwiftConnect's rules (``SwiftConnect/RedirectRule``), applied by this transport, which
+///   turns AsyncHTTPClient's own redirect handling off: credentials never follow a redirect to another origin,
+///   307/308 keep the body, at most 20 hops. A cookie set by a redirect response is sent on the next hop. No cookie
+///   store is kept from one request to the next.
+/// - **Deadlines**: a request's `timeoutInterval` bounds the whole exchange, redirects included, to the
+///   nanosecond.
+/// - **Size limits** stop reading: a body refused at its limit is not kept, and the connection is closed.
+/// - **Compressed bodies** (gzip, deflate) are decoded, and the size limit counts the decoded bytes.
+///
+/// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
+/// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
+///
+/// ## Shutting down
+///
+/// A transport made with ``init(configuration:eventLoopGroup:)`` owns its `HTTPClient`: call ``shutdown()`` once
+/// the last request is done, to close its connections. A transport released without it shuts its client down by
+/// itself, in the background (it never crashes, as an `HTTPClient` released without shutting down does in debug
+/// builds); an explicit shutdown is still the way to know when the connections are closed. A transport made with
+/// ``init(client:)`` leaves the client to its owner.
+public final class AsyncHTTPClientTransport: Transport {
+    /// The client that runs the requests.
+    public let client: HTTPClient
+    /// Whether this transport made `client`, and so shuts it down.
+    private let ownsClient: Bool
+    /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
+    private let shutDown = NIOLockedValueBox(false)
+
+    /// The configuration of a transport's own client: AsyncHTTPClient's defaults, with decompression of gzip and
+    /// deflate bodies on (the size limit applies to the decoded bytes), and a connection that cannot be made failing
+    /// at once (``SwiftConnect/RetryPolicy`` decides what is tried again). The transport turns redirect following
+    /// off in whatever configuration it is given: it follows redirects itself, by SwiftConnect's rules.
+    public static var defaultConfiguration: HTTPClient.Configuration {
+        var configuration = HTTPClient.Configuration()
+        configuration.decompression = .enabled(limit: .none)
+        // A connection that cannot be made fails the request at once, as with URLSession, instead of being tried
+        // again until the connect timeout: SwiftConnect's RetryPolicy decides what is tried again, and when.
+        configuration.connectionPool.retryConnectionEstablishment = false
+        return configuration
+    }
+
+    /// Creates a transport with an `HTTPClient` of its own; call ``shutdown()`` when done with it.
+    ///
+    /// - Parameters:
+    ///   - configuration: The client's configuration (TLS, timeouts, pool, proxy…). Its redirect configuration
+    ///     is replaced: the transport follows redirects itself. Defaults to ``defaultConfiguration``.
+    ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
+    public init(
+        configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
+        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup
+    ) {
+        var configuration = configuration
+        configuration.redirectConfiguration = .disallow
+        client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        ownsClient = true
+    }
+
+    /// Creates a transport over the app's own client, which its owner shuts down.
+    ///
+    /// Give it a client configured with `redirectConfiguration: .disallow`, so that redirects follow SwiftConnect's
+    /// rules. A client that follows redirects by itself applies AsyncHTTPClient's rules first, which remove
+    /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
+    /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…).
+    ///
+    /// - Parameter client: The client, such as `HTTPClient.shared`.
+    public init(client: HTTPClient) {
+        self.client = client
+        ownsClient = false
+    }
+
+    deinit {
+        guard ownsClient, !shutDown.withLockedValue({ $0 }) else { return }
+        // Forgotten: shut down in the background. The client stays alive until its shutdown is done.
+        client.shutdown(queue: .global()) { _ in }
+    }
+
+    /// Shuts the transport's own client down: waits for requests in flight, closes every connection. Requests
+    /// sent afterwards fail with ``SwiftConnect/ConnectError/Kind/transport``. Does nothing for a transport made
+    /// over the app's client, and nothing the second time.
+    public func shutdown() async throws {
+        guard ownsClient, markShutDown() else { return }
+        try await client.shutdown().get()
+    }
+
+    /// Marks the transport shut down; `false` when it already was.
+    private func markShutDown() -> Bool {
+        shutDown.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
+    }
+
+    /// Sends a request and collects its response in memory.
+    public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        send(request, transfer: TransferOptions())
+    }
+
+    /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks, with
+    /// its size limit applied as the bytes arrive and progress reported as they go.
+    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        ExchangeOverAsyncHTTPClient(transport: self, request: request, transfer: transfer).start()
+    }
+}

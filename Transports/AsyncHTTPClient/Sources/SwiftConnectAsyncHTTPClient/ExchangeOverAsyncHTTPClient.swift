@@ -1,0 +1,348 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOFoundationCompat
+import NIOHTTP1
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request through ``AsyncHTTPClientTransport``, from the first hop to the response: the redirects it
+/// follows by SwiftConnect's rules, the deadline shared by every hop, the size limit and the download file, and
+/// progress. It runs in a task of its own, which cancelling the future cancels.
+struct ExchangeOverAsyncHTTPClient: Sendable {
+    /// Kept until the exchange ends: a transport released meanwhile shuts its client down only then.
+    let transport: AsyncHTTPClientTransport
+    var client: HTTPClient { transport.client }
+    /// The request as the client handed it over: what the response reports as its request.
+    let original: URLRequest
+    let transfer: TransferOptions
+    /// When the whole exchange, redirects included, must be done.
+    let deadline: NIODeadline
+
+    /// The download file being written, so that a cancellation removes it before anyone hears of it.
+    private let download = DownloadSlot()
+
+    init(transport: AsyncHTTPClientTransport, request: URLRequest, transfer: TransferOptions) {
+        self.transport = transport
+        original = request
+        self.transfer = transfer
+        let seconds = request.timeoutInterval
+        deadline =
+            seconds > 0 && seconds.isFinite
+            ? .now() + .nanoseconds(Int64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)) : .distantFuture
+    }
+
+    /// Checks the request, starts the exchange and returns its future.
+    func start() -> Future<ConnectResponse> {
+        guard let scheme = original.url?.scheme?.lowercased(), scheme == "http" || scheme == "https" else {
+            let text = original.url?.absoluteString ?? ""
+            var error = ConnectError.invalidRequest(.invalidURL(text), request: original)
+            error.message =
+                original.url == nil
+                ? "the request has no URL"
+                : "'\(text)' is not an http or https URL: AsyncHTTPClientTransport sends HTTP only"
+            return Future(error: error)
+        }
+        if let destination = transfer.destination {
+            do {
+                try TransferOptions.checkDestination(destination, request: original)
+            } catch {
+                return Future(error: error)
+            }
+        }
+        if let bodyFile = transfer.bodyFile, let error = unusableBodyFile(bodyFile, request: original) {
+            return Future(error: error)
+        }
+        if (original.httpMethod ?? "GET").uppercased() == "GET",
+            !(original.httpBody?.isEmpty ?? true) || original.httpBodyStream != nil || transfer.bodyFile != nil
+        {
+            // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), request: original)
+            error.underlyingError = URLError(.dataLengthExceedsMaximum)
+            return Future(error: error)
+        }
+        let promise = Promise<ConnectResponse>()
+        let task = Task {
+            let result: Result<ConnectResponse, any Error>
+            do {
+                result = .success(try await run())
+            } catch {
+                result = .failure(ErrorClassification.connectError(error, request: original, timeout: timeout))
+            }
+            Self.complete(promise, with: result)
+        }
+        promise.setCancelHandler { [download] in
+            task.cancel()
+            download.discard()
+        }
+        return promise.future
+    }
+
+    /// Sends each hop until a response that is the answer.
+    private func run() async throws -> ConnectResponse {
+        var hop = original
+        var bodyFile = transfer.bodyFile
+        var redirects = 0
+        let progress = transfer.progress.map { Progress(report: $0) }
+        while true {
+            try Task.checkCancellation()
+            progress?.startHop(sending: RequestConversion.bodyLength(of: hop, bodyFile: bodyFile))
+            let request = try RequestConversion.request(for: hop, bodyFile: bodyFile, sent: progress?.sent)
+            let response = try await client.execute(request, deadline: deadline)
+            let head = Self.httpResponse(response, url: hop.url!)
+            if (300..<400).contains(head.statusCode),
+                let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile)
+            {
+                redirects += 1
+                guard redirects <= RedirectRule.maxHops else {
+                    throw ConnectError(
+                        .transport,
+                        message: "the server redirected more than \(RedirectRule.maxHops) times",
+                        request: original,
+                        response: head,
+                        underlyingError: URLError(.httpTooManyRedirects)
+                    )
+                }
+                // The body of a redirect is not the answer; read to its end, the connection can serve the next hop.
+                for try await _ in response.body {}
+                hop = Self.keepingUserinfo(of: hop, on: next.request)
+                bodyFile = next.keepsBody ? bodyFile : nil
+                continue
+            }
+            return try await collect(response, head: head, progress: progress)
+        }
+    }
+
+    /// `next` with the `user:password@` part of `hop`'s URL when it goes to the same origin without one of its own,
+    /// as URLSession keeps the caller's credentials for a same-origin redirect (the redirect rules refuse a
+    /// `Location` that brings its own).
+    private static func keepingUserinfo(of hop: URLRequest, on next: URLRequest) -> URLRequest {
+        guard let from = hop.url, from.user != nil, let to = next.url, to.user == nil, from.scheme == to.scheme,
+            from.host == to.host, from.port == to.port,
+            var components = URLComponents(url: to, resolvingAgainstBaseURL: false)
+        else { return next }
+        let original = URLComponents(url: from, resolvingAgainstBaseURL: false)
+        components.percentEncodedUser = original?.percentEncodedUser
+        components.percentEncodedPassword = original?.percentEncodedPassword
+        var request = next
+        request.url = components.url ?? to
+        return request
+    }
+
+    /// Reads the body of the response that is the answer: into memory, or into the destination file for a
+    /// successful download, counting it against the size limit as it arrives.
+    private func collect(_ response: HTTPClientResponse, head: HTTPURLResponse, progress: Progress?) async throws
+        -> ConnectResponse
+    {
+        // The declared length counts the decoded bytes only when the body is not content-encoded, and says nothing
+        // where no body follows (HEAD, 1xx, 204, 304).
+        let status = head.statusCode
+        let bodiless = original.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
+        let encoded = bodiless || response.headers.contains(name: "Content-Encoding")
+        let declared = encoded ? nil : response.headers.first(name: "Content-Length").flatMap { Int64($0) }
+        if let limit = transfer.maxResponseBytes, let declared, declared > Int64(limit) {
+            throw ConnectError.responseTooLarge(limit: limit, request: original, response: head)
+        }
+        progress?.startReceiving(expected: declared)
+        let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
+        var received: Int64 = 0
+        if let destination = transfer.destination, head.statusCode >= 200, head.statusCode < 300 {
+            let sink: DownloadFile
+            do {
+                sink = try DownloadFile(besides: destination)
+            } catch {
+                // The folder may have gone meanwhile: the check says so in its words.
+                try TransferOptions.checkDestination(destination, request: original)
+                throw ConnectError.fileAccess(error, url: destination, request: original)
+            }
+            download.hold(sink)
+            do {
+                for try await part in response.body {
+                    received += Int64(part.readableBytes)
+                    guard received <= limit else {
+                        throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+                    }
+                    do {
+                        try sink.write(part)
+                    } catch {
+                        throw ConnectError.fileAccess(error, url: destination, request: original)
+                    }
+                    progress?.received(Int64(part.readableBytes))
+                }
+                try sink.close()
+                try TransferOptions.moveIntoPlace(sink.url, to: destination)
+            } catch {
+                sink.discard()
+                if error is ConnectError { throw error }
+                throw ConnectError.fileAccess(error, url: destination, request: original)
+            }
+            progress?.finish()
+            var answer = ConnectResponse(request: original, response: head, data: Data())
+            answer.fileURL = destination
+            return answer
+        }
+        var body = ByteBuffer()
+        for try await part in response.body {
+            received += Int64(part.readableBytes)
+            guard received <= limit else {
+                throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+            }
+            if body.readableBytes == 0 {
+                body = part
+            } else {
+                body.writeImmutableBuffer(part)
+            }
+            progress?.received(Int64(part.readableBytes))
+        }
+        progress?.finish()
+        return ConnectResponse(request: original, response: head, data: Data(buffer: body))
+    }
+
+    /// The request's timeout, for messages.
+    private var timeout: TimeInterval? {
+        deadline == .distantFuture ? nil : original.timeoutInterval
+    }
+
+    /// Completes `promise`: in place for small bodies, on a global queue for large ones, whose decoding would
+    /// hold up the tasks of other requests.
+    private static func complete(_ promise: Promise<ConnectResponse>, with result: Result<ConnectResponse, any Error>) {
+        let size = (try? result.get().data.count) ?? 0
+        guard size > concurrentCompletionThreshold else {
+            promise.completeIfPending(with: result)
+            return
+        }
+        DispatchQueue.global().async { promise.completeIfPending(with: result) }
+    }
+
+    /// Responses with bodies larger than this complete on a global queue.
+    static let concurrentCompletionThreshold = 32 << 10
+
+    /// `response`'s head as Foundation's response, repeated fields joined with ", " as URLSession joins them.
+    static func httpResponse(_ response: HTTPClientResponse, url: URL) -> HTTPURLResponse {
+        var fields: [String: String] = [:]
+        fields.reserveCapacity(response.headers.count)
+        for (name, value) in response.headers {
+            if let existing = fields[name] {
+                fields[name] = existing + ", " + value
+            } else {
+                fields[name] = value
+            }
+        }
+        let version =
+            response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
+        // Never nil for a URL and a status code NIO parsed (100...999).
+        return HTTPURLResponse(
+            url: url, statusCode: Int(response.status.code), httpVersion: version, headerFields: fields)!
+    }
+}
+
+/// The progress of one exchange, reported in order to ``SwiftConnect/TransferOptions/progress``.
+private final class Progress: Sendable {
+    private let report: @Sendable (TransferProgress) -> Void
+    private let state = NIOLockedValueBox(
+        TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil))
+
+    init(report: @escaping @Sendable (TransferProgress) -> Void) {
+        self.report = report
+    }
+
+    /// A hop starts: nothing sent yet of `total` bytes.
+    func startHop(sending total: Int64?) {
+        state.withLockedValue {
+            $0 = TransferProgress(bytesSent: 0, totalBytesToSend: total, bytesReceived: 0, totalBytesToReceive: nil)
+        }
+    }
+
+    /// `count` more bytes of the body were handed to the connection.
+    var sent: @Sendable (Int64) -> Void {
+        { [self] count in
+            update { $0.bytesSent += count }
+        }
+    }
+
+    /// The answer's head came: the whole body was sent; `expected` bytes are announced.
+    func startReceiving(expected: Int64?) {
+        update { progress in
+            if let total = progress.totalBytesToSend { progress.bytesSent = total }
+            progress.totalBytesToReceive = expected
+        }
+    }
+
+    func received(_ count: Int64) {
+        update { $0.bytesReceived += count }
+    }
+
+    /// The body is complete: its size is known.
+    func finish() {
+        update { $0.totalBytesToReceive = $0.bytesReceived }
+    }
+
+    private func update(_ change: (inout TransferProgress) -> Void) {
+        let progress = state.withLockedValue { progress in
+            change(&progress)
+            return progress
+        }
+        report(progress)
+    }
+}
+
+/// The download file of an exchange, if any, for its cancellation.
+private final class DownloadSlot: Sendable {
+    private let file = NIOLockedValueBox<DownloadFile?>(nil)
+    private let cancelled = NIOLockedValueBox(false)
+
+    func hold(_ download: DownloadFile) {
+        file.withLockedValue { $0 = download }
+        if cancelled.withLockedValue({ $0 }) { download.discard() }
+    }
+
+    func discard() {
+        cancelled.withLockedValue { $0 = true }
+        file.withLockedValue { $0 }?.discard()
+    }
+}
+
+/// A download's temporary file, beside its destination, so that it is moved into place with one rename.
+// @unchecked Sendable: `lock` protects `handle` (nil once closed or discarded).
+final class DownloadFile: @unchecked Sendable {
+    let url: URL
+    private let lock = NIOLock()
+    private var handle: FileHandle?
+
+    init(besides destination: URL) throws {
+        url = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        handle = try FileHandle(forWritingTo: url)
+    }
+
+    func write(_ buffer: ByteBuffer) throws {
+        try lock.withLock {
+            guard let handle else { throw CancellationError() }
+            try handle.write(contentsOf: buffer.readableBytesView)
+        }
+    }
+
+    func close() throws {
+        try lock.withLock {
+            guard let handle else { throw CancellationError() }
+            self.handle = nil
+            try handle.close()
+        }
+    }
+
+    /// Closes and removes the file (nothing once it was moved into place).
+    func discard() {
+        lock.withLock {
+            try? handle?.close()
+            handle = nil
+            try? FileManager.default.removeItem(at: url)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectAsyncHTTPClient
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What is particular to ``AsyncHTTPClientTransport``: its life cycle and what the engine makes possible. The
+/// client's behaviour over it is proven by the shared integration tests (`Shared/`).
+final class AsyncHTTPClientTransportTests: XCTestCase {
+    private var server: LocalServer!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        server.route("GET", "/ok") { _ in .json(["ok": true]) }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private func request(_ path: String, timeout: TimeInterval = 10) -> URLRequest {
+        URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())), timeoutInterval: timeout)
+    }
+
+    /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
+    /// no crash, no leak, again and again.
+    func testATransportReleasedWithoutShutdownNeverCrashes() throws {
+        for _ in 0..<200 {
+            let response = try AsyncHTTPClientTransport().send(request("/ok")).wait(timeout: 10)
+            XCTAssertEqual(response.statusCode, 200)
+        }
+    }
+
+    /// `shutdown()` closes the connections; a request after it fails with a typed error; a second shutdown does
+    /// nothing.
+    func testShutdownIsExplicitAndIdempotent() async throws {
+        let transport = AsyncHTTPClientTransport()
+        let response = try await transport.send(request("/ok")).value
+        XCTAssertEqual(response.statusCode, 200)
+
+        try await transport.shutdown()
+        try await transport.shutdown()
+
+        do {
+            _ = try await transport.send(request("/ok")).value
+            XCTFail("a shut-down transport sent a request")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport, error.description)
+            XCTAssertTrue(error.message.contains("shut down"), error.message)
+        }
+    }
+
+    /// The README's "Choosing an engine" example, verbatim (the root package's ReadmeExamplesTests checks it is
+    /// here), against a local server.
+    func testTheReadmeExample() async throws {
+        let transport = AsyncHTTPClientTransport()  // or AsyncHTTPClientTransport(client: yourHTTPClient)
+        let connect = Connect(transport: transport)
+        let todo = try await connect.send(GetTodo(id: 1)).value
+        try await transport.shutdown()  // when the app is done with it: closes the connections
+
+        XCTAssertEqual(todo.id, 1)
+        XCTAssertEqual(todo.title, "Ship it")
+    }
+
+    /// A login that sets its session cookie on a 302 keeps it on the next hop (FoundationNetworking loses it).
+    func testACookieSetByARedirectIsSentOnTheNextHop() throws {
+        server.route("POST", "/login") { _ in
+            LocalServer.Response.redirect(to: "/home", status: 302).withHeader("Set-Cookie", "session=s3cr3t; Path=/")
+        }
+        server.route("GET", "/home") { request in .text(request.header("Cookie") ?? "none") }
+        var login = request("/login")
+        login.httpMethod = "POST"
+        login.httpBody = Data("user=me".utf8)
+
+        let response = try AsyncHTTPClientTransport().send(login).wait(timeout: 10)
+
+        XCTAssertEqual(response.response.url?.path, "/home")
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "session=s3cr3t")
+    }
+
+    /// Cancelling a request whose answer is still coming closes its connection: the server sees the close
+    /// promptly, not when the body would have ended.
+    func testCancellationClosesTheConnectionAtOnce() throws {
+        let started = DispatchSemaphore(value: 0)
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                started.signal()
+                while write(Data(count: 1 << 14)) {}
+            }
+        }
+        let transport = AsyncHTTPClientTransport()
+        let future = transport.send(request("/endless", timeout: 60))
+        XCTAssertEqual(started.wait(timeout: .now() + 10), .success)
+
+        future.cancel()
+
+        // The body never ends: only a closed connection lets the server go idle.
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the server still has a connection busy")
+        XCTAssertThrowsError(try future.wait(timeout: 5)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .cancelled)
+        }
+    }
+
+    /// A body over the size limit is refused as it arrives: the connection closes, the rest is never read.
+    func testASizeLimitStopsReading() throws {
+        let piecesWritten = Guarded(0)
+        server.route("GET", "/big") { _ in
+            .stream(contentLength: nil) { write in
+                for _ in 0..<3200 {  // 50 MiB in 16 KiB pieces
+                    guard write(Data(count: 1 << 14)) else { break }
+                    piecesWritten.withLock { $0 += 1 }
+                }
+            }
+        }
+        let transport = AsyncHTTPClientTransport()
+
+        let result = try transport.send(request("/big"), transfer: TransferOptions(maxResponseBytes: 1 << 20))
+            .waitForResult(timeout: 30)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(error.kind, .responseTooLarge)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10))
+        XCTAssertLessThan(piecesWritten.snapshot, 3200, "the whole body was sent: reading did not stop")
+    }
+}
+
+/// The README's model and connector, served by a local server of their own.
+private struct Todo: Codable, Sendable {
+    let id: Int
+    let title: String
+}
+
+private struct GetTodo: TypedConnector {
+    typealias Response = Todo
+    let id: Int
+    var baseURL: URL { ReadmeServer.server.baseURL }
+    var endpoint: String { "/todos/{id}" }
+    var method: HTTPMethod { .get }
+    var headers: [HTTPHeader] { [] }
+    var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "\(id)") }
+}
+
+private enum ReadmeServer {
+    static let server: LocalServer = {
+        let server = LocalServer()
+        try? server.start()
+        server.route("GET", "/todos/:id") { request in
+            .json(Todo(id: Int(request.pathParameters["id"] ?? "") ?? 0, title: "Ship it"))
+        }
+        return server
+    }()
+}

@@ -1,0 +1,20 @@
+import Foundation
+import SwiftConnectAsyncHTTPClient
+
+@testable import SwiftConnect
+
+/// The engine the shared integration tests (`Shared/`, the root package's `Tests/SwiftConnectTests/Integration`
+/// files) run on here: ``AsyncHTTPClientTransport``.
+enum TransportUnderTest {
+    /// A new transport with a client of its own (shut down by itself when released).
+    static func make() -> any Transport { AsyncHTTPClientTransport() }
+
+    /// The same: this engine keeps no cookie store between requests.
+    static func makeCookieless() -> any Transport { AsyncHTTPClientTransport() }
+
+    /// Whether the engine is URLSession: not here.
+    static let isURLSession = false
+
+    /// Whether the engine is FoundationNetworking: never here.
+    static let isFoundationNetworking = false
+}
