@@ -1,0 +1,442 @@
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The transport contract, as checks any ``SwiftConnect/Transport`` can be run against, yours included: each
+/// check starts its own ``LocalServer`` on 127.0.0.1, sends through a transport you make, and says what went wrong.
+///
+/// ```swift
+/// func testMyTransportKeepsTheContract() {
+///     let outcomes = TransportConformance.run(knownDefects: [:]) { MyTransport() }
+///     for outcome in outcomes where !outcome.isAsExpected { XCTFail(outcome.description) }
+/// }
+/// ```
+///
+/// A platform whose engine cannot keep part of the contract names it in `knownDefects` (check name → the defect):
+/// that check must then fail, and one that starts passing is reported, so the exception is removed.
+public enum TransportConformance {
+    /// One clause of the contract.
+    public struct Check: Sendable, CustomStringConvertible {
+        /// A short name, the key of `knownDefects`.
+        public let name: String
+        let body: @Sendable (Context) throws -> Void
+
+        /// The check's name.
+        public var description: String { name }
+    }
+
+    /// What running a check came to.
+    public struct Outcome: Sendable, CustomStringConvertible {
+        /// The check.
+        public let check: String
+        /// Why it failed, or `nil` when it passed.
+        public let failure: String?
+        /// The known defect it was expected to fail for, if any.
+        public let knownDefect: String?
+
+        /// Whether the outcome is the expected one: passed with no known defect, or failed with one.
+        public var isAsExpected: Bool { (failure == nil) == (knownDefect == nil) }
+
+        /// A line saying what happened.
+        public var description: String {
+            switch (failure, knownDefect) {
+            case (nil, nil): return "\(check): passed"
+            case (let failure?, nil): return "\(check): FAILED: \(failure)"
+            case (let failure?, let defect?): return "\(check): failed as expected (\(defect)): \(failure)"
+            case (nil, let defect?): return "\(check): passed although marked as a known defect (\(defect))"
+            }
+        }
+    }
+
+    /// A failed expectation of a check.
+    struct Failure: Error, CustomStringConvertible {
+        let description: String
+    }
+
+    /// What a check works with.
+    struct Context: Sendable {
+        let makeTransport: @Sendable () -> any Transport
+
+        /// Fails the check with `message` unless `condition` holds.
+        func expect(_ condition: Bool, _ message: @autoclosure () -> String) throws {
+            if !condition { throw Failure(description: message()) }
+        }
+
+        /// A started server, stopped when `body` returns.
+        func withServer<T>(_ body: (LocalServer) throws -> T) throws -> T {
+            let server = try LocalServer.started()
+            defer { server.stop() }
+            return try body(server)
+        }
+
+        /// The outcome of sending `request` (bounded wait: a hang is a failure, not a hung test).
+        func send(_ request: URLRequest, transfer: TransferOptions = TransferOptions(), within seconds: Double = 30)
+            throws -> Result<ConnectResponse, any Error>
+        {
+            let future = makeTransport().send(request, transfer: transfer)
+            do {
+                return try future.waitForResult(timeout: seconds)
+            } catch {
+                future.cancel()
+                throw Failure(description: "no answer within \(seconds) s: the transport hung")
+            }
+        }
+
+        /// The response to `request`, or a failure saying what came instead.
+        func response(_ request: URLRequest, transfer: TransferOptions = TransferOptions()) throws -> ConnectResponse {
+            switch try send(request, transfer: transfer) {
+            case .success(let response): return response
+            case .failure(let error): throw Failure(description: "expected a response, got \(error)")
+            }
+        }
+
+        /// The `ConnectError` `request` fails with, or a failure saying what came instead.
+        func error(_ request: URLRequest, transfer: TransferOptions = TransferOptions()) throws -> ConnectError {
+            switch try send(request, transfer: transfer) {
+            case .success(let response):
+                throw Failure(description: "expected an error, got a \(response.statusCode) response")
+            case .failure(let error as ConnectError): return error
+            case .failure(let error): throw Failure(description: "expected a ConnectError, got \(error)")
+            }
+        }
+    }
+
+    /// Runs every check (or those named in `only`) against transports made by `makeTransport`, one check after
+    /// the other.
+    ///
+    /// - Parameters:
+    ///   - knownDefects: Check names this transport is known to fail, each with the defect that explains it.
+    ///   - only: The names of the checks to run; all when `nil`.
+    ///   - makeTransport: Makes a transport; called once or more per check.
+    /// - Returns: One outcome per check run.
+    public static func run(
+        knownDefects: [String: String] = [:], only: Set<String>? = nil,
+        makeTransport: @escaping @Sendable () -> any Transport
+    ) -> [Outcome] {
+        let context = Context(makeTransport: makeTransport)
+        return checks.filter { only?.contains($0.name) ?? true }.map { check in
+            var failure: String?
+            do {
+                try check.body(context)
+            } catch {
+                failure = "\(error)"
+            }
+            return Outcome(check: check.name, failure: failure, knownDefect: knownDefects[check.name])
+        }
+    }
+
+    /// Every check, in the order they run.
+    public static let checks: [Check] = [
+        methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
+        redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, cancellationClosesTheConnection,
+        sizeLimitStopsReading, progress, truncatedBody, resetOfAPOSTOnAReusedConnection, compressedBodies,
+        compressedBodyLimit, downloadToAFile,
+    ]
+
+    private static func request(
+        _ server: LocalServer, _ path: String, method: String = "GET", body: Data? = nil, timeout: Double = 30
+    ) -> URLRequest {
+        var request = URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())))
+        request.httpMethod = method
+        request.httpBody = body
+        request.timeoutInterval = timeout
+        return request
+    }
+
+    private static func text(_ response: ConnectResponse) -> String {
+        String(decoding: response.data, as: UTF8.self)
+    }
+
+    // MARK: - The checks
+
+    static let methodsAndBodies = Check(name: "methods and bodies") { context in
+        try context.withServer { server in
+            server.route("*", "/echo") { request in .text("\(request.method) \(request.body.count)") }
+            let body = Data(repeating: 7, count: 10_000)
+            for method in ["POST", "PUT", "PATCH", "DELETE"] {
+                let response = try context.response(request(server, "/echo", method: method, body: body))
+                try context.expect(text(response) == "\(method) 10000", "\(method): the server got \(text(response))")
+            }
+            let get = try context.response(request(server, "/echo"))
+            try context.expect(text(get) == "GET 0", "GET: the server got \(text(get))")
+            let head = try context.response(request(server, "/echo", method: "HEAD"))
+            try context.expect(head.statusCode == 200 && head.data.isEmpty, "HEAD: \(head.statusCode), \(head.data)")
+        }
+    }
+
+    static let bodyFromAFile = Check(name: "body from a file") { context in
+        try context.withServer { server in
+            server.route("POST", "/upload") { request in .text(SHA256.hex(request.body)) }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID())")
+            let bytes = Data((0..<300_000).map { UInt8(truncatingIfNeeded: $0 &* 31) })
+            try bytes.write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let response = try context.response(
+                request(server, "/upload", method: "POST"), transfer: TransferOptions(bodyFile: file))
+            try context.expect(text(response) == SHA256.hex(bytes), "the server got other bytes than the file's")
+        }
+    }
+
+    static let bodyFromAStream = Check(name: "body from a stream") { context in
+        try context.withServer { server in
+            server.route("POST", "/upload") { request in .text(SHA256.hex(request.body)) }
+            let bytes = Data(repeating: 3, count: 50_000)
+            var streamed = request(server, "/upload", method: "POST")
+            streamed.httpBodyStream = InputStream(data: bytes)
+            streamed.setValue("\(bytes.count)", forHTTPHeaderField: "Content-Length")
+            let response = try context.response(streamed)
+            try context.expect(text(response) == SHA256.hex(bytes), "the server got other bytes than the stream's")
+        }
+    }
+
+    static let repeatedHeaderFields = Check(name: "repeated header fields") { context in
+        try context.withServer { server in
+            server.route("GET", "/headers") { request in
+                LocalServer.Response.text(request.header("X-Sent") ?? "none")
+                    .withHeader("X-Multi", "a").withHeader("X-Multi", "b")
+            }
+            var sent = request(server, "/headers")
+            sent.setValue("value", forHTTPHeaderField: "X-Sent")
+            let response = try context.response(sent)
+            try context.expect(text(response) == "value", "the server got X-Sent: \(text(response))")
+            let multi = response.header("X-Multi")
+            try context.expect(multi == "a, b" || multi == "a,b", "X-Multi came back as \(multi ?? "nothing")")
+        }
+    }
+
+    static let statusesAreResponses = Check(name: "statuses are responses") { context in
+        try context.withServer { server in
+            for status in [204, 400, 404, 500, 503] {
+                server.route("GET", "/\(status)") { _ in .status(status) }
+                let response = try context.response(request(server, "/\(status)"))
+                try context.expect(response.statusCode == status, "\(status) came back as \(response.statusCode)")
+            }
+        }
+    }
+
+    static let redirectsKeepCredentialsHome = Check(name: "redirects keep credentials home") { context in
+        try context.withServer { origin in
+            try context.withServer { other in
+                other.route("GET", "/landing") { request in .text(request.header("Authorization") ?? "none") }
+                origin.route("GET", "/landing") { request in .text(request.header("Authorization") ?? "none") }
+                origin.route("GET", "/away") { _ in .redirect(to: other.baseURL.absoluteString + "/landing") }
+                origin.route("GET", "/home") { _ in .redirect(to: "/landing") }
+                for (path, expected) in [("/away", "none"), ("/home", "Bearer secret")] {
+                    var signed = request(origin, path)
+                    signed.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+                    let response = try context.response(signed)
+                    try context.expect(
+                        text(response) == expected, "\(path): the redirect target got Authorization \(text(response))")
+                }
+            }
+        }
+    }
+
+    static let cookieSetByARedirect = Check(name: "cookie set by a redirect") { context in
+        try context.withServer { server in
+            server.route("POST", "/login") { _ in
+                LocalServer.Response.redirect(to: "/home").withHeader("Set-Cookie", "session=c0nf; Path=/")
+            }
+            server.route("GET", "/home") { request in .text(request.header("Cookie") ?? "none") }
+            let response = try context.response(request(server, "/login", method: "POST", body: Data("u=me".utf8)))
+            try context.expect(
+                text(response).contains("session=c0nf"), "the next hop carried Cookie: \(text(response))")
+        }
+    }
+
+    static let subSecondDeadline = Check(name: "sub-second deadline") { context in
+        try context.withServer { server in
+            server.route("GET", "/late") { _ in LocalServer.Response.text("late").delayed(by: 10) }
+            let started = Date()
+            let error = try context.error(request(server, "/late", timeout: 0.25))
+            let elapsed = Date().timeIntervalSince(started)
+            try context.expect(error.kind == .timedOut, "expected timedOut, got \(error.kind)")
+            // A deadline rounded to whole seconds (as libcurl's timer does) would end at 1 s or later.
+            try context.expect(elapsed < 0.9, "a 0.25 s deadline ended after \(elapsed) s")
+        }
+    }
+
+    static let cancellationClosesTheConnection = Check(name: "cancellation closes the connection") { context in
+        try context.withServer { server in
+            let started = DispatchSemaphore(value: 0)
+            server.route("GET", "/endless") { _ in
+                .stream(contentLength: nil) { write in
+                    started.signal()
+                    while write(Data(count: 16_384)) {}
+                }
+            }
+            let future = context.makeTransport().send(request(server, "/endless", timeout: 60))
+            try context.expect(started.wait(timeout: .now() + 10) == .success, "the request never reached the server")
+            future.cancel()
+            try context.expect(server.waitUntilIdle(timeout: 10), "the server still streams to a cancelled request")
+            let result = try? future.waitForResult(timeout: 10)
+            guard case .failure(let error as ConnectError)? = result, error.kind == .cancelled else {
+                throw Failure(description: "a cancelled request ended with \(String(describing: result))")
+            }
+        }
+    }
+
+    static let sizeLimitStopsReading = Check(name: "size limit stops reading") { context in
+        try context.withServer { server in
+            let pieces = PieceCounter()
+            server.route("GET", "/big") { _ in
+                .stream(contentLength: nil) { write in
+                    for _ in 0..<3_200 {  // 50 MiB
+                        guard write(Data(count: 16_384)) else { break }
+                        pieces.add()
+                    }
+                }
+            }
+            let error = try context.error(
+                request(server, "/big"), transfer: TransferOptions(maxResponseBytes: 1 << 20))
+            try context.expect(error.kind == .responseTooLarge, "expected responseTooLarge, got \(error.kind)")
+            try context.expect(server.waitUntilIdle(timeout: 10), "the server still streams to a refused request")
+            try context.expect(pieces.count < 3_200, "the whole 50 MiB was read: reading did not stop")
+        }
+    }
+
+    static let progress = Check(name: "progress") { context in
+        try context.withServer { server in
+            let size = 200_000
+            server.route("GET", "/data") { _ in .data(Data(count: size)) }
+            let reports = ReportRecorder()
+            let options = TransferOptions(progress: { reports.add($0) })
+            let response = try context.response(request(server, "/data"), transfer: options)
+            let seen = reports.all
+            try context.expect(response.data.count == size, "the body has \(response.data.count) bytes")
+            try context.expect(!seen.isEmpty, "no progress report before the future completed")
+            try context.expect(seen.last?.bytesReceived == Int64(size), "the last report says \(seen.last!)")
+            let ordered = zip(seen, seen.dropFirst()).allSatisfy { $0.bytesReceived <= $1.bytesReceived }
+            try context.expect(ordered, "progress went backwards")
+        }
+    }
+
+    static let truncatedBody = Check(name: "truncated body") { context in
+        try context.withServer { server in
+            server.route("GET", "/cut") { _ in
+                LocalServer.Response.data(Data(count: 10_000)).withFault(.closeMidBody(afterBytes: 1_000))
+            }
+            let error = try context.error(request(server, "/cut"))
+            try context.expect(
+                error.kind == .transport && error.urlError?.code == .networkConnectionLost,
+                "a body cut short came back as \(error)")
+        }
+    }
+
+    static let resetOfAPOSTOnAReusedConnection = Check(name: "reset of a POST on a reused connection") { context in
+        try context.withServer { server in
+            server.route("GET", "/warm") { _ in .text("ok") }
+            server.route("POST", "/reset") { _ in LocalServer.Response().withFault(.closeBeforeHeaders) }
+            let transport = context.makeTransport()
+            _ = try transport.send(request(server, "/warm")).waitForResult(timeout: 10)
+            let started = Date()
+            let result = try transport.send(request(server, "/reset", method: "POST", body: Data("x".utf8), timeout: 8))
+                .waitForResult(timeout: 30)
+            let elapsed = Date().timeIntervalSince(started)
+            guard case .failure(let error as ConnectError) = result else {
+                throw Failure(description: "a reset POST ended with \(result)")
+            }
+            try context.expect(error.kind == .transport, "a reset POST came back as \(error.kind)")
+            try context.expect(elapsed < 4, "a reset POST failed only after \(elapsed) s (its timeout is 8 s)")
+        }
+    }
+
+    /// `"conformance " × 100`, gzip-compressed and zlib-wrapped deflate.
+    private static let gzipped = Data(base64Encoded: "H4sIAAAAAAACA0vOz0vLL8pNzEtOVUgeZY+yR9mj7EHMBgBfY9NSsAQAAA==")!
+    private static let deflated = Data(base64Encoded: "eJxLzs9Lyy/KTcxLTlVIHmWPskfZo+xBzAYA7k3S3A==")!
+    /// 200,000 zero bytes, gzip-compressed to a few hundred.
+    private static let gzippedZeros = Data(
+        base64Encoded:
+            "H4sIAAAAAAACA+3BMQEAAADCoPVPbQZ/oAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAACA1wB7WOBcQA0DAA=="
+    )!
+
+    static let compressedBodies = Check(name: "compressed bodies") { context in
+        try context.withServer { server in
+            server.route("GET", "/gzip") { _ in
+                LocalServer.Response.data(gzipped, contentType: "text/plain").withHeader("Content-Encoding", "gzip")
+            }
+            server.route("GET", "/deflate") { _ in
+                LocalServer.Response.data(deflated, contentType: "text/plain").withHeader("Content-Encoding", "deflate")
+            }
+            let expected = String(repeating: "conformance ", count: 100)
+            for path in ["/gzip", "/deflate"] {
+                var accepting = request(server, path)
+                accepting.setValue("gzip, deflate", forHTTPHeaderField: "Accept-Encoding")
+                let response = try context.response(accepting)
+                try context.expect(text(response) == expected, "\(path): the body was not decoded")
+            }
+        }
+    }
+
+    static let compressedBodyLimit = Check(name: "size limit counts decoded bytes") { context in
+        try context.withServer { server in
+            server.route("GET", "/zeros") { _ in
+                LocalServer.Response.data(gzippedZeros).withHeader("Content-Encoding", "gzip")
+            }
+            var accepting = request(server, "/zeros")
+            accepting.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+            let error = try context.error(accepting, transfer: TransferOptions(maxResponseBytes: 100_000))
+            try context.expect(
+                error.kind == .responseTooLarge, "200,000 decoded bytes under a 100,000 limit came back as \(error)")
+        }
+    }
+
+    static let downloadToAFile = Check(name: "download to a file") { context in
+        try context.withServer { server in
+            let bytes = Data((0..<150_000).map { UInt8(truncatingIfNeeded: $0) })
+            server.route("GET", "/file") { _ in .data(bytes) }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let destination = folder.appendingPathComponent("download.bin")
+            let response = try context.response(
+                request(server, "/file"), transfer: TransferOptions(destination: destination))
+            try context.expect(
+                response.fileURL == destination, "the response names \(String(describing: response.fileURL))")
+            try context.expect((try? Data(contentsOf: destination)) == bytes, "the file does not hold the body")
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            try context.expect(left == ["download.bin"], "the folder holds \(left)")
+        }
+    }
+}
+
+/// Counts pieces a server route wrote.
+private final class PieceCounter: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `value`.
+    private let lock = NSLock()
+    private var value = 0
+
+    func add() {
+        lock.lock()
+        value += 1
+        lock.unlock()
+    }
+
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return value
+    }
+}
+
+/// Keeps progress reports in order.
+private final class ReportRecorder: @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `reports`.
+    private let lock = NSLock()
+    private var reports: [TransferProgress] = []
+
+    func add(_ report: TransferProgress) {
+        lock.lock()
+        reports.append(report)
+        lock.unlock()
+    }
+
+    var all: [TransferProgress] {
+        lock.lock()
+        defer { lock.unlock() }
+        return reports
+    }
+}
