@@ -57,6 +57,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case responseTooLarge
         /// A file to upload or a download destination could not be read or written.
         case fileAccess
+        /// Certificate pinning (``CertificatePins``) stopped the request before it was sent: the server's
+        /// certificates match none of the host's pins, the engine cannot check them, or the pins are malformed.
+        case certificatePinning
     }
 
     /// Why a request could not be built.
@@ -330,6 +333,7 @@ extension ConnectError.Kind {
         case .authenticationFailed: return "Authentication failed"
         case .responseTooLarge: return "Response too large"
         case .fileAccess: return "File access failed"
+        case .certificatePinning: return "Certificate pinning"
         }
     }
 }

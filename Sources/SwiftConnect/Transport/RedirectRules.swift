@@ -235,7 +235,7 @@ enum RedirectRules {
 /// SwiftConnect's redirect rules, for a ``Transport`` that follows redirects itself: the same rules
 /// ``URLSessionTransport`` applies, so that a request is redirected the same way on every engine.
 ///
-/// A transport that follows redirects asks ``next(after:answeredBy:canSendBodyAgain:)`` for each 3xx response
+/// A transport that follows redirects asks ``next(after:answeredBy:bodyFile:)`` for each 3xx response
 /// and stops after ``maxHops`` of them:
 ///
 /// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;

@@ -54,6 +54,8 @@ public final class URLSessionTransport: Transport {
     private let plainInFlight = Protected(0)
     /// The session configuration's `timeoutIntervalForResource`, read once; `.infinity` when it sets none.
     private let resourceTimeout: TimeInterval
+    /// The certificate pins; a request to a pinned host is refused (see ``init(configuration:pins:)``).
+    private let pins: CertificatePins
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
     /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
     let isolatedSessionInvalidations = Protected(0)
@@ -65,8 +67,23 @@ public final class URLSessionTransport: Transport {
         self.init(configuration: configuration, delegate: SessionDelegate())
     }
 
+    /// Creates a transport with its own session and certificate pins.
+    ///
+    /// This transport does not check pins yet: a request to a pinned host fails at once with
+    /// ``ConnectError/Kind/certificatePinning``, nothing sent, rather than going out unpinned. FoundationNetworking
+    /// (Linux) has no server-trust hook at all; on Apple platforms the check through the server-trust challenge is
+    /// to come. Hosts without pins are sent as usual.
+    ///
+    /// - Parameters:
+    ///   - configuration: The session configuration.
+    ///   - pins: The certificate pins.
+    public convenience init(configuration: URLSessionConfiguration, pins: CertificatePins) {
+        self.init(configuration: configuration, delegate: SessionDelegate(), pins: pins)
+    }
+
     /// Creates a transport with its own session and the given delegate (tests pass one with a hook).
-    init(configuration: URLSessionConfiguration, delegate: SessionDelegate) {
+    init(configuration: URLSessionConfiguration, delegate: SessionDelegate, pins: CertificatePins = CertificatePins()) {
+        self.pins = pins
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.delegate = delegate
         resourceTimeout = Self.resourceTimeout(of: configuration)
@@ -76,6 +93,7 @@ public final class URLSessionTransport: Transport {
     ///
     /// - Parameter session: The session, such as `URLSession.shared`.
     public init(session: URLSession) {
+        pins = CertificatePins()
         self.session = session
         delegate = nil
         resourceTimeout = Self.resourceTimeout(of: session.configuration)
@@ -121,6 +139,10 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
     /// Callbacks still run where they would; a request cancelled before its turn never starts.
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if !pins.isEmpty, let host = unprepared.url?.host, pins.pins(for: host) != nil {
+            return Future(
+                error: CertificatePins.unenforceable(host: host, engine: "URLSessionTransport", request: unprepared))
+        }
         let request: URLRequest
         switch Self.prepared(unprepared) {
         case .success(let prepared): request = prepared

@@ -46,6 +46,8 @@ public final class AsyncHTTPClientTransport: Transport {
     public let client: HTTPClient
     /// Whether this transport made `client`, and so shuts it down.
     private let ownsClient: Bool
+    /// The certificate pins: a request to a pinned host is refused (see ``init(configuration:eventLoopGroup:pins:)``).
+    let pins: CertificatePins
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
@@ -68,10 +70,16 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - configuration: The client's configuration (TLS, timeouts, pool, proxy…). Its redirect configuration
     ///     is replaced: the transport follows redirects itself. Defaults to ``defaultConfiguration``.
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
+    ///   - pins: Certificate pins. AsyncHTTPClient 1.37 gives no hook into the TLS handshake, so this transport
+    ///     cannot check them yet: a request to a pinned host fails at once with
+    ///     ``SwiftConnect/ConnectError/Kind/certificatePinning``, nothing sent, rather than going out unpinned. To
+    ///     restrict trust today, give the configuration's `tlsConfiguration` your own `trustRoots`.
     public init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
-        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup
+        eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
+        pins: CertificatePins = CertificatePins()
     ) {
+        self.pins = pins
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
@@ -85,8 +93,11 @@ public final class AsyncHTTPClientTransport: Transport {
     /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
     /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…).
     ///
-    /// - Parameter client: The client, such as `HTTPClient.shared`.
-    public init(client: HTTPClient) {
+    /// - Parameters:
+    ///   - client: The client, such as `HTTPClient.shared`.
+    ///   - pins: Certificate pins, refused as with ``init(configuration:eventLoopGroup:pins:)``.
+    public init(client: HTTPClient, pins: CertificatePins = CertificatePins()) {
+        self.pins = pins
         self.client = client
         ownsClient = false
     }

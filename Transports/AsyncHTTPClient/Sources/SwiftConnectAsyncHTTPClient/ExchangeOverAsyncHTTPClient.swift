@@ -47,6 +47,10 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                 : "'\(text)' is not an http or https URL: AsyncHTTPClientTransport sends HTTP only"
             return Future(error: error)
         }
+        if !transport.pins.isEmpty, let host = original.url?.host, transport.pins.pins(for: host) != nil {
+            return Future(
+                error: CertificatePins.unenforceable(host: host, engine: "AsyncHTTPClientTransport", request: original))
+        }
         if let destination = transfer.destination {
             do {
                 try TransferOptions.checkDestination(destination, request: original)

@@ -1,0 +1,193 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Certificate pinning, the same on every engine: the public keys a host's certificate chain must contain, as
+/// SHA-256 hashes of their SubjectPublicKeyInfo, base64-encoded (the `pin-sha256` of RFC 7469, as TrustKit and
+/// OkHttp write them).
+///
+/// ```swift
+/// let pins = try CertificatePins([
+///     "api.example.com": ["r/mIkG3eEpVdm+u/ko/cwxzOMo1bk4TyHIlByibiA5E=", "backupPinForTheNextKeyxxxxxxxxxxxxxxxxxxxxxx="],
+///     "*.cdn.example.com": ["YLh1dUR9y6Kja30RrAn7JKnbQG/uEtLMkBgFF2Fuihg="],
+/// ])
+/// ```
+///
+/// A host matches its exact name, else the most specific `*.` pattern it is a subdomain of (at any depth:
+/// `*.example.com` covers `a.example.com` and `a.b.example.com`, not `example.com` itself). Several pins per host
+/// allow a key rotation: a chain passes when any certificate in it has any of the host's pins. A host without pins
+/// is not pinned.
+///
+/// A mismatch fails the request with ``ConnectError/Kind/certificatePinning`` naming the host, before any byte of
+/// the request is sent. An engine that cannot see the server's certificates during the handshake refuses a pinned
+/// request with the same kind of error instead of sending it unpinned (see SECURITY.md for each engine).
+public struct CertificatePins: Sendable, Equatable {
+    /// The pins of each host pattern, lowercased.
+    private var pinsByPattern: [String: Set<Data>] = [:]
+
+    /// No host pinned.
+    public init() {}
+
+    /// Pins each host pattern (an exact name, or `*.` and a domain) to the base64 SHA-256 hashes given.
+    ///
+    /// - Parameter pins: Host pattern → base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
+    /// - Throws: ``ConnectError/Kind/certificatePinning`` for a hash that is not 32 bytes of base64, an empty
+    ///   list, or a malformed pattern.
+    public init(_ pins: [String: [String]]) throws {
+        for (pattern, hashes) in pins { try pin(pattern, sha256Base64: hashes) }
+    }
+
+    /// Adds `hashes` to the pins of `pattern`.
+    ///
+    /// - Parameters:
+    ///   - pattern: A host name, or `*.` followed by a domain.
+    ///   - hashes: Base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
+    public mutating func pin(_ pattern: String, sha256Base64 hashes: [String]) throws {
+        let key = pattern.lowercased()
+        let name = key.hasPrefix("*.") ? String(key.dropFirst(2)) : key
+        guard !name.isEmpty, !name.contains("*"), !name.hasPrefix("."), !name.hasSuffix("."), !hashes.isEmpty else {
+            throw Self.invalid("'\(pattern)' with \(hashes.count) pins is not a host pattern with pins")
+        }
+        var decoded = Set<Data>()
+        for hash in hashes {
+            guard let bytes = Data(base64Encoded: hash), bytes.count == SHA256Hasher.digestByteCount else {
+                throw Self.invalid("'\(hash)' (for \(pattern)) is not a base64 SHA-256 hash")
+            }
+            decoded.insert(bytes)
+        }
+        pinsByPattern[key, default: []].formUnion(decoded)
+    }
+
+    /// Whether no host is pinned.
+    public var isEmpty: Bool { pinsByPattern.isEmpty }
+
+    /// The pins that apply to `host`: its exact name's, else the most specific matching `*.` pattern's; `nil`
+    /// when the host is not pinned.
+    ///
+    /// - Parameter host: A host name, as in a URL.
+    /// - Returns: The SHA-256 hashes, or `nil`.
+    public func pins(for host: String) -> Set<Data>? {
+        var name = host.lowercased()
+        if name.hasSuffix(".") { name.removeLast() }
+        if let exact = pinsByPattern[name] { return exact }
+        var rest = Substring(name)
+        while let dot = rest.firstIndex(of: ".") {
+            rest = rest[rest.index(after: dot)...]
+            if let wildcard = pinsByPattern["*." + rest] { return wildcard }
+        }
+        return nil
+    }
+
+    /// Whether a server of `host` presenting `chain` passes: `host` is not pinned, or a certificate of `chain`
+    /// (DER, leaf first) has a public key pinned for it. A certificate that cannot be read matches no pin.
+    ///
+    /// - Parameters:
+    ///   - host: The host the request goes to.
+    ///   - chain: The certificates the server presented, DER-encoded.
+    /// - Returns: Whether the request may go on.
+    public func accepts(host: String, chain: [Data]) -> Bool {
+        guard let pins = pins(for: host) else { return true }
+        return chain.contains { certificate in
+            guard let hash = try? Self.spkiSHA256(ofCertificate: certificate) else { return false }
+            return pins.contains(hash)
+        }
+    }
+
+    /// The SHA-256 hash of a certificate's SubjectPublicKeyInfo: what a pin is.
+    ///
+    /// - Parameter certificate: The certificate, DER-encoded (X.509, RFC 5280).
+    /// - Returns: The 32 bytes of the hash.
+    /// - Throws: ``ConnectError/Kind/certificatePinning`` when the bytes are not a certificate.
+    public static func spkiSHA256(ofCertificate certificate: Data) throws -> Data {
+        Data(SHA256Hasher.hash(try subjectPublicKeyInfo(ofCertificate: [UInt8](certificate))))
+    }
+
+    /// The DER bytes of the SubjectPublicKeyInfo of a DER certificate: Certificate → TBSCertificate → [0] version
+    /// (optional), serialNumber, signature, issuer, validity, subject, subjectPublicKeyInfo.
+    static func subjectPublicKeyInfo(ofCertificate der: [UInt8]) throws -> ArraySlice<UInt8> {
+        var reader = DERReader(der[...])
+        var certificate = DERReader(try reader.read(tag: 0x30).content)
+        var tbs = DERReader(try certificate.read(tag: 0x30).content)
+        if tbs.peekTag == 0xA0 { _ = try tbs.read(tag: 0xA0) }
+        _ = try tbs.read(tag: 0x02)  // serialNumber
+        for _ in 0..<4 { _ = try tbs.read(tag: 0x30) }  // signature, issuer, validity, subject
+        return try tbs.read(tag: 0x30).whole
+    }
+
+    private static func invalid(_ message: String) -> ConnectError {
+        ConnectError(.certificatePinning, message: "invalid certificate pins: " + message)
+    }
+
+    /// The error of a transport that cannot check a pinned host's certificates: the request is refused, nothing
+    /// sent.
+    ///
+    /// - Parameters:
+    ///   - host: The pinned host.
+    ///   - engine: The transport, for the message.
+    ///   - request: The request refused.
+    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``.
+    public static func unenforceable(host: String, engine: String, request: URLRequest) -> ConnectError {
+        ConnectError(
+            .certificatePinning,
+            message: "\(host) is pinned, and \(engine) cannot check a server's certificates during the handshake: "
+                + "the request is refused rather than sent unpinned",
+            request: request
+        )
+    }
+
+    /// The error of a server whose certificates match none of the host's pins.
+    ///
+    /// - Parameters:
+    ///   - host: The pinned host.
+    ///   - request: The request, not sent.
+    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``.
+    public static func mismatch(host: String, request: URLRequest) -> ConnectError {
+        ConnectError(
+            .certificatePinning,
+            message: "the certificates of \(host) match none of its pins: the request was not sent",
+            request: request,
+            underlyingError: URLError(.serverCertificateUntrusted)
+        )
+    }
+}
+
+/// Reads DER TLVs (definite lengths, low tag numbers: all a certificate's outer structure needs).
+private struct DERReader {
+    private var bytes: ArraySlice<UInt8>
+
+    init(_ bytes: ArraySlice<UInt8>) {
+        self.bytes = bytes
+    }
+
+    var peekTag: UInt8? { bytes.first }
+
+    /// Reads the next element, which must have `tag`: its content and its whole encoding.
+    mutating func read(tag: UInt8) throws -> (content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>) {
+        let start = bytes.startIndex
+        guard bytes.count >= 2, bytes[start] == tag else { throw Self.malformed }
+        var index = start + 1
+        let first = bytes[index]
+        index += 1
+        var length = 0
+        if first < 0x80 {
+            length = Int(first)
+        } else {
+            let count = Int(first & 0x7F)
+            guard count >= 1, count <= 4, bytes.endIndex - index >= count else { throw Self.malformed }
+            for _ in 0..<count {
+                length = length << 8 | Int(bytes[index])
+                index += 1
+            }
+        }
+        guard length <= bytes.endIndex - index else { throw Self.malformed }
+        let end = index + length
+        defer { bytes = bytes[end...] }
+        return (bytes[index..<end], bytes[start..<end])
+    }
+
+    private static var malformed: ConnectError {
+        ConnectError(.certificatePinning, message: "the bytes are not a DER X.509 certificate")
+    }
+}

@@ -1,0 +1,100 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `CertificatePins`: SPKI hashing against vectors computed by OpenSSL, host matching, and the refusal of pinned
+/// requests by an engine that cannot check them.
+final class CertificatePinsTests: XCTestCase {
+    /// Self-signed certificates made once with `openssl req -x509` (their keys were discarded), and their pins by
+    /// `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
+    private static let ecCertificate = Data(
+        base64Encoded:
+            "MIIBizCCATGgAwIBAgIUHU8dQ5EfF8a5GizNn1iUPR1kNtgwCgYIKoZIzj0EAwIwGzEZMBcGA1UEAwwQcGlucy5leGFtcGxlLmNvbTAeFw0yNjExMjYyMzA4MTVaFw0zNjExMjMyMzA4MTVaMBsxGTAXBgNVBAMMEHBpbnMuZXhhbXBsZS5jb20wWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASTXLg6Lc2XUfYDWPXBWznwJsNKQ11L4DcN+qNNAs386yru9DL57rybAs36dh8yLoEIIZnfFifkRyOxms+hs8Iro1MwUTAdBgNVHQ4EFgQUwzQD2QgC8hvZi3RARghOVX8p6PQwHwYDVR0jBBgwFoAUwzQD2QgC8hvZi3RARghOVX8p6PQwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiBMU3kuV/3ED41XucyVZ0nhdSENOYz967DS1mP9wf/n5QIhAJEvuDRXAC2S0cWebiDQ55RVQChylPCRPw5FpZRCLYE6"
+    )!
+    private static let ecPin = "So88jSErZAik3vN2xuBa9Vc9YJGEJeJ0Seiox9u1TzA="
+    private static let rsaCertificate = Data(
+        base64Encoded:
+            "MIIDFTCCAf2gAwIBAgIUNC/E0nxelFGIPOU0sXYcGpq21xUwDQYJKoZIhvcNAQELBQAwGjEYMBYGA1UEAwwPcnNhLmV4YW1wbGUuY29tMB4XDTI2MTEyNjIzMDgxNloXDTM2MTEyMzIzMDgxNlowGjEYMBYGA1UEAwwPcnNhLmV4YW1wbGUuY29tMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAs/NsTm0vURQHZgICk2cc88A9/w5C4fhThdpan93ijAMrX0KM3EO6M1UNFIwmT9lJT47ILsf1axq/VXUoOKFkvCWxK/PeY4fOZT1SjSyujrZLkIoVCs/KIa7usXY8elVckpGokygDT2kaNBmoYrJ78EsR8h9fiZt6T6eJZ13hyV9zhxv160pCz3qlRPzMnOAVP5EDKJTogPLq5KNGraZR17KVpe0IWs9OL0m4X46xB97bPfJX9PowCX0UNcMxL4IyiF54VjRbuM2oRS7woEPRrpGRqC8/C/ungUeJDKD/nNdUgGmrMjizbcP/UeaoOGf8v1oC31Tvaja0UPHP3dGNMwIDAQABo1MwUTAdBgNVHQ4EFgQUl/brCwhHGunqEBkgMWcxxlk9zIcwHwYDVR0jBBgwFoAUl/brCwhHGunqEBkgMWcxxlk9zIcwDwYDVR0TAQH/BAUwAwEB/zANBgkqhkiG9w0BAQsFAAOCAQEAiJ3wDM2s8Rgf5t9boyjbQIDBZ4FyM30mN3szocLFuvgiLyQ0e+s9p8XHd4QZFP0SciZoAaVs2330JCyEUPwWDK1rHYRvlKLQrgDrGu83a+pmLaAWFNFiGQ1AgSCzXPMiee7U8F0FN3ZEhY9AioSFe3btGd90MSrS4nP+PS1gOaMoJ2ab6hhcwwg+XHwJA6j8Lquf8uGyiTSxZxjCqqJ7NltnQxmZI5hY3Yg1rGhbdg4hVWlQgOvM+o7Mm4yU9ZmA0wH09peWP8iP2sKfu7HRk55teNlQqTdq3H9D6vrlsPMMwGg/blGvT5KygwqHkdnjRcO28TfUAJUwrFu36hDUkQ=="
+    )!
+    private static let rsaPin = "KjEi170DhkV5kj+cvJ8fEet+rENS670dltohdZQ3L80="
+    private static let otherPin = Data(repeating: 1, count: 32).base64EncodedString()
+
+    func testSPKIHashesMatchOpenSSL() throws {
+        XCTAssertEqual(
+            try CertificatePins.spkiSHA256(ofCertificate: Self.ecCertificate).base64EncodedString(), Self.ecPin)
+        XCTAssertEqual(
+            try CertificatePins.spkiSHA256(ofCertificate: Self.rsaCertificate).base64EncodedString(), Self.rsaPin)
+    }
+
+    func testNotACertificateIsATypedError() {
+        for bytes in [
+            Data(), Data([0x30, 0x82, 0xFF]), Data("not a certificate".utf8), Self.ecCertificate.prefix(100),
+        ] {
+            XCTAssertThrowsError(try CertificatePins.spkiSHA256(ofCertificate: bytes)) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+            }
+        }
+    }
+
+    func testAChainPassesWithAnyPinOfItsHost() throws {
+        let pins = try CertificatePins(["pins.example.com": [Self.otherPin, Self.ecPin]])  // the backup pin first
+
+        XCTAssertTrue(pins.accepts(host: "pins.example.com", chain: [Self.ecCertificate]))
+        XCTAssertTrue(pins.accepts(host: "PINS.example.com.", chain: [Self.rsaCertificate, Self.ecCertificate]))
+        XCTAssertFalse(pins.accepts(host: "pins.example.com", chain: [Self.rsaCertificate]))
+        XCTAssertFalse(pins.accepts(host: "pins.example.com", chain: [Data("junk".utf8)]))
+        XCTAssertTrue(pins.accepts(host: "unpinned.example.com", chain: [Self.rsaCertificate]), "not pinned")
+    }
+
+    func testHostPatterns() throws {
+        let pins = try CertificatePins([
+            "api.example.com": [Self.ecPin], "*.example.com": [Self.rsaPin], "*.cdn.example.com": [Self.otherPin],
+        ])
+        let ec = Data(base64Encoded: Self.ecPin)!
+        let rsa = Data(base64Encoded: Self.rsaPin)!
+        let other = Data(base64Encoded: Self.otherPin)!
+
+        XCTAssertEqual(pins.pins(for: "api.example.com"), [ec], "the exact name wins")
+        XCTAssertEqual(pins.pins(for: "www.example.com"), [rsa])
+        XCTAssertEqual(pins.pins(for: "a.b.example.com"), [rsa], "any depth")
+        XCTAssertEqual(pins.pins(for: "img.cdn.example.com"), [other], "the most specific pattern")
+        XCTAssertNil(pins.pins(for: "example.com"), "*.example.com does not cover example.com")
+        XCTAssertNil(pins.pins(for: "notexample.com"))
+    }
+
+    func testMalformedPinsAreRefused() {
+        for pins in [
+            ["api.example.com": ["not base64!"]], ["api.example.com": ["AAAA"]], ["api.example.com": []],
+            ["*.": [Self.ecPin]], ["a.*.example.com": [Self.ecPin]],
+        ] {
+            XCTAssertThrowsError(try CertificatePins(pins), "\(pins)") { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+            }
+        }
+    }
+
+    /// URLSessionTransport cannot check pins yet: a pinned host is refused before anything is sent; other hosts go.
+    func testURLSessionTransportRefusesAPinnedHostAndSendsTheOthers() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/ok") { _ in .text("ok") }
+        let pins = try CertificatePins(["localhost": [Self.ecPin]])
+        let transport = URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration, pins: pins)
+        let pinned = URLRequest(url: URL(string: "http://localhost:\(server.port)/ok")!)
+        let unpinned = URLRequest(url: server.baseURL.appendingPathComponent("ok"))
+
+        let result = try transport.send(pinned).waitForResult(timeout: 10)
+        let response = try transport.send(unpinned).wait(timeout: 10)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(error.kind, .certificatePinning)
+        XCTAssertTrue(error.message.contains("localhost"), error.message)
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(server.requestCount, 1, "the pinned request was sent")
+    }
+}
