@@ -12,6 +12,10 @@ let package = Package(
         // also pull in a runtime interposer that is not needed here.
         .package(url: "https://github.com/ordo-one/benchmark", from: "1.38.1", traits: ["MallocInterposer"]),
         .package(url: "https://github.com/OpenCombine/OpenCombine", from: "0.14.0"),
+        // The AsyncHTTPClient engine, measured beside raw AsyncHTTPClient (Engines/ benchmarks).
+        .package(name: "SwiftConnectAsyncHTTPClient", path: "../Transports/AsyncHTTPClient"),
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         // What the benchmarks and PipelineInstructions share: the payloads and the pipeline's two ways of making a request.
@@ -41,6 +45,9 @@ let package = Package(
                 .product(name: "SwiftConnectTesting", package: "SwiftConnect"),
                 .product(name: "OpenCombine", package: "OpenCombine"),
                 .product(name: "OpenCombineDispatch", package: "OpenCombine"),
+                .product(name: "SwiftConnectAsyncHTTPClient", package: "SwiftConnectAsyncHTTPClient"),
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Benchmarks/SwiftConnectBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)],

@@ -386,6 +386,32 @@ for size, goal in [("1 KiB", 1.2), ("100 KiB", 1.3)]:
         target(f"loopback {size}, 16 in flight: peak memory within 1.2× raw URLSession's", fmt_ratio(r),
                None if r is None else r <= 1.2, f"{fmt_num(peak_mib(l_ours))} vs {fmt_num(peak_mib(l_raw))} MiB resident, whole process")
 
+# --- Issue 23, item 4: the AsyncHTTPClient engine beside raw AsyncHTTPClient and raw URLSession. ---
+engine_rows = []
+for width, label in [(1, "sequential"), (16, "16 in flight")]:
+    trio = find("Engines", f"GET 1 KiB JSON {label}", "SwiftConnect Connect over AsyncHTTPClient, raw")
+    if not trio or per_op(trio, "EngineConnectoverAHCtime(ns)") is None: continue
+    c, a, u = (per_op(trio, f"Engine{who}time(ns)") for who in ["ConnectoverAHC", "rawAHC", "rawURLSession"])
+    cc, ac, uc = (per_op(trio, f"Engine{who}CPU(ns)") for who in ["ConnectoverAHC", "rawAHC", "rawURLSession"])
+    engine_rows.append((label, c, a, u, cc, ac, uc))
+    r = ratio(a, c)
+    target(f"engine, 1 KiB {label}: Connect over AsyncHTTPClientTransport ≥ 0.9× raw AsyncHTTPClient", fmt_ratio(r),
+           None if r is None else r >= 0.9,
+           f"{1e9 / c:,.0f} vs {1e9 / a:,.0f} requests/s, CPU per request {fmt_time(cc)} vs {fmt_time(ac)}; "
+           "interleaved in one benchmark (three clients taking turns, the steady batch of each turn)")
+    if width == 16:
+        r = ratio(u, c)
+        target("engine, 1 KiB 16 in flight: Connect over AsyncHTTPClientTransport ≥ 2.5× raw URLSession",
+               fmt_ratio(r), None if r is None else r >= 2.5,
+               f"{1e9 / c:,.0f} vs {1e9 / u:,.0f} requests/s, CPU per request {fmt_time(cc)} vs {fmt_time(uc)}")
+        m_ours = exact("Engines", "GET 1 KiB JSON 16 in flight", "SwiftConnect Connect over AsyncHTTPClient")
+        m_raw = exact("Engines", "GET 1 KiB JSON 16 in flight", "raw AsyncHTTPClient")
+        if m_ours and m_raw:
+            r = ratio(peak_mib(m_ours), peak_mib(m_raw))
+            target("engine, 1 KiB 16 in flight: peak memory within 1.2× raw AsyncHTTPClient's", fmt_ratio(r),
+                   None if r is None else r <= 1.2,
+                   f"{fmt_num(peak_mib(m_ours))} vs {fmt_num(peak_mib(m_raw))} MiB resident, whole process")
+
 # --- The report. ---
 notes = ""
 if os.path.exists(output):
@@ -424,6 +450,21 @@ lines.extend(targets if targets else ["| (no target's benchmarks ran) | | | |"])
 out("")
 out(notes)
 out("")
+
+if engine_rows:
+    out("## Engines: AsyncHTTPClient and URLSession")
+    out("")
+    out("The same 1 KiB JSON GET, decoded, through Connect over `AsyncHTTPClientTransport`, raw AsyncHTTPClient "
+        "(`execute`, body collected, decoded) and raw URLSession (completion handler), taking turns in every sample "
+        "(the `Engines/` benchmarks). Per request: wall time (requests/s) and the whole process's CPU time.")
+    out("")
+    out("| Case | Connect over AsyncHTTPClient | raw AsyncHTTPClient | raw URLSession | Connect/AHC vs raw AHC | vs raw URLSession |")
+    out("| --- | --- | --- | --- | --- | --- |")
+    for label, c, a, u, cc, ac, uc in engine_rows:
+        out(f"| 1 KiB {label} | {fmt_time(c)} ({1e9 / c:,.0f}/s), CPU {fmt_time(cc)} | "
+            f"{fmt_time(a)} ({1e9 / a:,.0f}/s), CPU {fmt_time(ac)} | {fmt_time(u)} ({1e9 / u:,.0f}/s), CPU {fmt_time(uc)} | "
+            f"{fmt_ratio(ratio(a, c))} | {fmt_ratio(ratio(u, c))} |")
+    out("")
 
 titles = {"Futures": "Futures", "Pipeline": "Request pipeline without a network", "Loopback": "Loopback HTTP",
           "Transfers": "Transfers"}

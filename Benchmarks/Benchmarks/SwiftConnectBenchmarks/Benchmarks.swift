@@ -13,4 +13,5 @@ let benchmarks: @Sendable () -> Void = {
     registerPipelineBenchmarks()
     registerLoopbackBenchmarks()
     registerTransferBenchmarks()
+    registerEngineBenchmarks()
 }
