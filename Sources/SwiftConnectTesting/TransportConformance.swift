@@ -281,12 +281,12 @@ public enum TransportConformance {
 
     static let sizeLimitStopsReading = Check(name: "size limit stops reading") { context in
         try context.withServer { server in
-            let pieces = PieceCounter()
+            let pieces = Protected(0)
             server.route("GET", "/big") { _ in
                 .stream(contentLength: nil) { write in
                     for _ in 0..<3_200 {  // 50 MiB
                         guard write(Data(count: 16_384)) else { break }
-                        pieces.add()
+                        pieces.withLock { $0 += 1 }
                     }
                 }
             }
@@ -294,7 +294,7 @@ public enum TransportConformance {
                 request(server, "/big"), transfer: TransferOptions(maxResponseBytes: 1 << 20))
             try context.expect(error.kind == .responseTooLarge, "expected responseTooLarge, got \(error.kind)")
             try context.expect(server.waitUntilIdle(timeout: 10), "the server still streams to a refused request")
-            try context.expect(pieces.count < 3_200, "the whole 50 MiB was read: reading did not stop")
+            try context.expect(pieces.snapshot < 3_200, "the whole 50 MiB was read: reading did not stop")
         }
     }
 
@@ -302,10 +302,10 @@ public enum TransportConformance {
         try context.withServer { server in
             let size = 200_000
             server.route("GET", "/data") { _ in .data(Data(count: size)) }
-            let reports = ReportRecorder()
-            let options = TransferOptions(progress: { reports.add($0) })
+            let reports = Protected<[TransferProgress]>([])
+            let options = TransferOptions(progress: { report in reports.withLock { $0.append(report) } })
             let response = try context.response(request(server, "/data"), transfer: options)
-            let seen = reports.all
+            let seen = reports.snapshot
             try context.expect(response.data.count == size, "the body has \(response.data.count) bytes")
             try context.expect(!seen.isEmpty, "no progress report before the future completed")
             try context.expect(seen.last?.bytesReceived == Int64(size), "the last report says \(seen.last!)")
@@ -400,43 +400,5 @@ public enum TransportConformance {
             let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
             try context.expect(left == ["download.bin"], "the folder holds \(left)")
         }
-    }
-}
-
-/// Counts pieces a server route wrote.
-private final class PieceCounter: @unchecked Sendable {
-    // @unchecked Sendable: `lock` protects `value`.
-    private let lock = NSLock()
-    private var value = 0
-
-    func add() {
-        lock.lock()
-        value += 1
-        lock.unlock()
-    }
-
-    var count: Int {
-        lock.lock()
-        defer { lock.unlock() }
-        return value
-    }
-}
-
-/// Keeps progress reports in order.
-private final class ReportRecorder: @unchecked Sendable {
-    // @unchecked Sendable: `lock` protects `reports`.
-    private let lock = NSLock()
-    private var reports: [TransferProgress] = []
-
-    func add(_ report: TransferProgress) {
-        lock.lock()
-        reports.append(report)
-        lock.unlock()
-    }
-
-    var all: [TransferProgress] {
-        lock.lock()
-        defer { lock.unlock() }
-        return reports
     }
 }

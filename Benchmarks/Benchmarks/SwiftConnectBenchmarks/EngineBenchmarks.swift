@@ -1,15 +1,10 @@
 import AsyncHTTPClient
 import Benchmark
 import BenchmarkFixtures
-import Dispatch
 import Foundation
 import NIOCore
 import SwiftConnect
 import SwiftConnectAsyncHTTPClient
-
-#if canImport(FoundationNetworking)
-    import FoundationNetworking
-#endif
 
 // Issue 23, item 4: Connect over AsyncHTTPClientTransport beside raw AsyncHTTPClient (`execute` with the body
 // collected, then decoded) and raw URLSession, to the same loopback server, sequentially and 16 in flight. The
@@ -22,13 +17,13 @@ func registerEngineBenchmarks() {
         registerEngineTurns(name: name, width: width)
         let config = configuration(scalingFactor: .kilo, metrics: memoryMetrics, maxDuration: .seconds(12))
         Benchmark(name + "/SwiftConnect Connect over AsyncHTTPClient", configuration: config) { benchmark in
-            let client = EngineClients.client { EngineTrio() }.connect
+            let client = LoopbackClients.client { EngineTrio() }.connect
             var failures = 0
             benchmark.measure { failures = client.run(count: benchmark.operations, width: width) }
             if failures > 0 { benchmark.error("\(failures) requests failed") }
         }
         Benchmark(name + "/raw AsyncHTTPClient", configuration: config) { benchmark in
-            let client = EngineClients.client { EngineTrio() }.rawAHC
+            let client = LoopbackClients.client { EngineTrio() }.rawAHC
             var failures = 0
             benchmark.measure { failures = client.run(count: benchmark.operations, width: width) }
             if failures > 0 { benchmark.error("\(failures) requests failed") }
@@ -53,8 +48,8 @@ private func registerEngineTurns(name: String, width: Int) {
         name + "/SwiftConnect Connect over AsyncHTTPClient, raw AsyncHTTPClient, raw URLSession, interleaved",
         configuration: config
     ) { benchmark in
-        let trio = EngineClients.client { EngineTrio() }
-        let clients: [any EngineClient] = [trio.connect, trio.rawAHC, trio.rawURLSession]
+        let trio = LoopbackClients.client { EngineTrio() }
+        let clients: [any LoopbackClient] = [trio.connect, trio.rawAHC, trio.rawURLSession]
         let total = benchmark.operations
         let batch = max(1, min(total, width == 1 ? 100 : 250))
         var wall = [0, 0, 0]
@@ -69,11 +64,9 @@ private func registerEngineTurns(name: String, width: Int) {
                     let index = (first + step) % 3
                     // A batch after the other clients' turns, then the measured (steady) batch.
                     failures += clients[index].run(count: count, width: width)
-                    let cpuStart = processCPUNanoseconds()
-                    let start = DispatchTime.now().uptimeNanoseconds
-                    failures += clients[index].run(count: count, width: width)
-                    wall[index] += Int(DispatchTime.now().uptimeNanoseconds - start)
-                    cpu[index] += processCPUNanoseconds() - cpuStart
+                    let steady = timedBatch(clients[index], count: count, width: width, failures: &failures)
+                    wall[index] += steady.nanoseconds
+                    cpu[index] += steady.cpu
                 }
                 done += count
                 first = (first + 1) % 3
@@ -88,51 +81,11 @@ private func registerEngineTurns(name: String, width: Int) {
 private final class EngineTrio: Sendable {
     let connect = ConnectOverAHC()
     let rawAHC = RawAHC()
-    let rawURLSession = RawURLSession()
-}
-
-private enum EngineClients {
-    nonisolated(unsafe) static var current: EngineTrio?
-
-    static func client(_ make: () -> EngineTrio) -> EngineTrio {
-        if let current { return current }
-        let trio = make()
-        current = trio
-        return trio
-    }
-}
-
-private protocol EngineClient: AnyObject, Sendable {
-    /// Starts one request; `done(succeeded)` is called from any thread when it ends.
-    func start(_ done: @escaping @Sendable (Bool) -> Void)
-}
-
-extension EngineClient {
-    /// Runs `count` requests, at most `width` at a time. Returns how many failed.
-    func run(count: Int, width: Int) -> Int {
-        let failures = Sink()
-        runWindowed(total: count, width: width) { _, finished in
-            self.start { succeeded in
-                if !succeeded { failures.add(1) }
-                finished()
-            }
-        }
-        return failures.total
-    }
-}
-
-/// A typed GET of the to-do list (1 KiB).
-private struct GetTodos: TypedConnector {
-    typealias Response = [Todo]
-    var baseURL: URL { LoopbackServer.baseURL }
-    var endpoint: String { "/todos/1k" }
-    var method: HTTPMethod { .get }
-    var headers: [HTTPHeader] { [] }
-    var parameters: (any ParametersRepresentable)? { nil }
+    let rawURLSession = RawClient(path: "/todos/1k", configuration: .default)
 }
 
 /// `Connect(transport: AsyncHTTPClientTransport())`, the defaults otherwise, `send` of a typed connector.
-private final class ConnectOverAHC: EngineClient {
+private final class ConnectOverAHC: LoopbackClient {
     let connect = Connect(transport: AsyncHTTPClientTransport())
 
     init() {
@@ -140,14 +93,14 @@ private final class ConnectOverAHC: EngineClient {
     }
 
     func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        connect.send(GetTodos()).observe { result in
+        connect.send(GetTodos(path: "/todos/1k")).observe { result in
             if case .success(let todos) = result { done(!todos.isEmpty) } else { done(false) }
         }
     }
 }
 
 /// AsyncHTTPClient as its README shows it: `execute`, check the status, collect the body, decode.
-private final class RawAHC: EngineClient {
+private final class RawAHC: LoopbackClient {
     let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
     let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
 
@@ -165,22 +118,5 @@ private final class RawAHC: EngineClient {
                 done(false)
             }
         }
-    }
-}
-
-/// Raw URLSession (default configuration) with a completion handler, as in the Loopback benchmarks.
-private final class RawURLSession: EngineClient {
-    let session = URLSession(configuration: .default)
-    let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k")
-
-    func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        var request = URLRequest(url: url)
-        request.setValue("application/json", forHTTPHeaderField: "Accept")
-        session.dataTask(with: request) { data, response, error in
-            guard error == nil, let data, (response as? HTTPURLResponse)?.statusCode == 200,
-                let todos = try? JSONDecoder().decode([Todo].self, from: data)
-            else { return done(false) }
-            done(!todos.isEmpty)
-        }.resume()
     }
 }

@@ -24,8 +24,8 @@ func registerFutureBenchmarks() {
 func addOneAsync(_ value: Int) async -> Int { value &+ 1 }
 
 /// Somewhere for results to go so the optimizer keeps the work.
+// @unchecked Sendable: benchmarks that share one across threads write it under `lock`.
 final class Sink: @unchecked Sendable {
-    // @unchecked Sendable: benchmarks that share one across threads write it under `lock`.
     let lock = NSLock()
     var total = 0
 

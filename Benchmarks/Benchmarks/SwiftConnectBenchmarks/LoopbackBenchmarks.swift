@@ -135,7 +135,7 @@ private func registerInterleaved(name: String, path: String, width: Int, large: 
 }
 
 /// Runs one batch of `count` requests, `width` at a time, and measures it.
-private func timedBatch(_ client: any LoopbackClient, count: Int, width: Int, failures: inout Int) -> BatchTotals {
+func timedBatch(_ client: any LoopbackClient, count: Int, width: Int, failures: inout Int) -> BatchTotals {
     let connectionsBefore = LoopbackServer.shared.connectionsAccepted()
     let cpuStart = processCPUNanoseconds()
     let start = DispatchTime.now().uptimeNanoseconds
@@ -159,7 +159,7 @@ private struct Turns {
 }
 
 /// One client's share of an interleaved sample.
-private struct BatchTotals {
+struct BatchTotals {
     var nanoseconds = 0
     var cpu = 0
     var connections = 0
@@ -224,7 +224,7 @@ private func register<Client: LoopbackClient>(
 }
 
 /// One client per benchmark process.
-private enum LoopbackClients {
+enum LoopbackClients {
     nonisolated(unsafe) static var current: AnyObject?
 
     static func client<Client: AnyObject>(_ make: () -> Client) -> Client {
@@ -235,7 +235,7 @@ private enum LoopbackClients {
     }
 }
 
-private protocol LoopbackClient: AnyObject, Sendable {
+protocol LoopbackClient: AnyObject, Sendable {
     /// Starts one request; `done(succeeded)` is called from any thread when it ends.
     func start(_ done: @escaping @Sendable (Bool) -> Void)
 }
@@ -255,7 +255,7 @@ extension LoopbackClient {
 }
 
 /// A typed GET of the to-do list.
-private struct GetTodos: TypedConnector {
+struct GetTodos: TypedConnector {
     typealias Response = [Todo]
     let path: String
 
@@ -290,7 +290,7 @@ private final class ConnectClient: LoopbackClient {
 }
 
 /// Raw URLSession with a completion handler: check the status, decode with a JSONDecoder.
-private final class RawClient: LoopbackClient {
+final class RawClient: LoopbackClient {
     let session: URLSession
     let url: URL
 

@@ -2,8 +2,8 @@ import Foundation
 
 /// The smallest thread-safe future that does the job: a mutex, a state, a callback list. The yardstick for
 /// SwiftConnect's `Future` on the path every network response takes (pending, completed later on another queue).
+// @unchecked Sendable: `lock` protects `result` and `callbacks`.
 final class MinimalFuture<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `lock` protects `result` and `callbacks`.
     private let lock = NSLock()
     private var result: Value?
     private var callbacks: [@Sendable (Value) -> Void] = []

@@ -20,9 +20,9 @@ import Foundation
 /// allow a key rotation: a chain passes when any certificate in it has any of the host's pins. A host without pins
 /// is not pinned.
 ///
-/// A mismatch fails the request with ``ConnectError/Kind/certificatePinning`` naming the host, before any byte of
-/// the request is sent. An engine that cannot see the server's certificates during the handshake refuses a pinned
-/// request with the same kind of error instead of sending it unpinned (see SECURITY.md for each engine).
+/// No engine checks pins during the handshake yet: each refuses a request to a pinned host with
+/// ``ConnectError/Kind/certificatePinning`` naming the host (``refusal(of:by:)``), nothing sent, instead of sending
+/// it unpinned (see SECURITY.md for each engine). ``accepts(host:chain:)`` is the check an engine will apply.
 public struct CertificatePins: Sendable, Equatable {
     /// The pins of each host pattern, lowercased.
     private var pinsByPattern: [String: Set<Data>] = [:]
@@ -120,35 +120,20 @@ public struct CertificatePins: Sendable, Equatable {
         ConnectError(.certificatePinning, message: "invalid certificate pins: " + message)
     }
 
-    /// The error of a transport that cannot check a pinned host's certificates: the request is refused, nothing
-    /// sent.
+    /// The refusal of `request` by a transport that cannot check a pinned host's certificates, or `nil` when its
+    /// host is not pinned: a pinned request is refused, nothing sent, rather than sent unpinned.
     ///
     /// - Parameters:
-    ///   - host: The pinned host.
+    ///   - request: The request about to be sent.
     ///   - engine: The transport, for the message.
-    ///   - request: The request refused.
-    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``.
-    public static func unenforceable(host: String, engine: String, request: URLRequest) -> ConnectError {
-        ConnectError(
+    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``, or `nil`.
+    public func refusal(of request: URLRequest, by engine: String) -> ConnectError? {
+        guard !isEmpty, let host = request.url?.host, pins(for: host) != nil else { return nil }
+        return ConnectError(
             .certificatePinning,
             message: "\(host) is pinned, and \(engine) cannot check a server's certificates during the handshake: "
                 + "the request is refused rather than sent unpinned",
             request: request
-        )
-    }
-
-    /// The error of a server whose certificates match none of the host's pins.
-    ///
-    /// - Parameters:
-    ///   - host: The pinned host.
-    ///   - request: The request, not sent.
-    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``.
-    public static func mismatch(host: String, request: URLRequest) -> ConnectError {
-        ConnectError(
-            .certificatePinning,
-            message: "the certificates of \(host) match none of its pins: the request was not sent",
-            request: request,
-            underlyingError: URLError(.serverCertificateUntrusted)
         )
     }
 }

@@ -139,10 +139,7 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
     /// Callbacks still run where they would; a request cancelled before its turn never starts.
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if !pins.isEmpty, let host = unprepared.url?.host, pins.pins(for: host) != nil {
-            return Future(
-                error: CertificatePins.unenforceable(host: host, engine: "URLSessionTransport", request: unprepared))
-        }
+        if let refusal = pins.refusal(of: unprepared, by: "URLSessionTransport") { return Future(error: refusal) }
         let request: URLRequest
         switch Self.prepared(unprepared) {
         case .success(let prepared): request = prepared

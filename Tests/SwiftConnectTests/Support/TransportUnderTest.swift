@@ -5,7 +5,7 @@ import SwiftConnect
 ///
 /// Here it is ``URLSessionTransport``. The AsyncHTTPClient package (`Transports/AsyncHTTPClient`) compiles the same
 /// test files with a `TransportUnderTest` of its own, so the client's behaviour is proven on both engines by one
-/// set of tests. A test that checks one engine's own behaviour asks ``isFoundationNetworking``.
+/// set of tests. A test that checks one engine's own behaviour asks ``isURLSession``.
 enum TransportUnderTest {
     /// A new transport.
     static func make() -> any Transport { URLSessionTransport() }
@@ -21,13 +21,4 @@ enum TransportUnderTest {
     /// Whether the engine is URLSession (Apple's or FoundationNetworking): libcurl's and Apple's framing rules,
     /// which AsyncHTTPClient's parser (llhttp) is stricter than.
     static let isURLSession = true
-
-    /// Whether the engine is FoundationNetworking (URLSession on Linux), whose known defects some tests expect.
-    static var isFoundationNetworking: Bool {
-        #if canImport(FoundationNetworking)
-            return true
-        #else
-            return false
-        #endif
-    }
 }

@@ -29,7 +29,7 @@ enum ErrorClassification {
             return ConnectError(
                 .timedOut, message: "no complete response within the timeout\(seconds)", request: request,
                 underlyingError: URLError(.timedOut, underlying: error))
-        case .badURL, .unsupportedURL:
+        case .badURL:
             var failure = ConnectError.invalidRequest(.invalidURL(request.url?.absoluteString ?? ""), request: request)
             failure.message = message
             failure.underlyingError = URLError(code, underlying: error)
@@ -106,9 +106,6 @@ enum ErrorClassification {
         case .bodyLengthMismatch:
             return (.unknown, "the request body did not have the length announced (a file changed while sent?)")
         default:
-            if "\(error)".contains("unsupportedScheme") {
-                return (.unsupportedURL, "the request's URL scheme is not http or https")
-            }
             return (.badServerResponse, "the request failed: \(error)")
         }
     }

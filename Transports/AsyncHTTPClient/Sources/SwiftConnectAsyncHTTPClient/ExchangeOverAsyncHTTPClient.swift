@@ -47,9 +47,8 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                 : "'\(text)' is not an http or https URL: AsyncHTTPClientTransport sends HTTP only"
             return Future(error: error)
         }
-        if !transport.pins.isEmpty, let host = original.url?.host, transport.pins.pins(for: host) != nil {
-            return Future(
-                error: CertificatePins.unenforceable(host: host, engine: "AsyncHTTPClientTransport", request: original))
+        if let refusal = transport.pins.refusal(of: original, by: "AsyncHTTPClientTransport") {
+            return Future(error: refusal)
         }
         if let destination = transfer.destination {
             do {
@@ -153,57 +152,63 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         }
         progress?.startReceiving(expected: declared)
         let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
-        var received: Int64 = 0
-        if let destination = transfer.destination, head.statusCode >= 200, head.statusCode < 300 {
-            let sink: DownloadFile
-            do {
-                sink = try DownloadFile(besides: destination)
-            } catch {
-                // The folder may have gone meanwhile: the check says so in its words.
-                try TransferOptions.checkDestination(destination, request: original)
-                throw ConnectError.fileAccess(error, url: destination, request: original)
-            }
-            download.hold(sink)
-            do {
-                for try await part in response.body {
-                    received += Int64(part.readableBytes)
-                    guard received <= limit else {
-                        throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
-                    }
-                    do {
-                        try sink.write(part)
-                    } catch {
-                        throw ConnectError.fileAccess(error, url: destination, request: original)
-                    }
-                    progress?.received(Int64(part.readableBytes))
-                }
-                try sink.close()
-                try TransferOptions.moveIntoPlace(sink.url, to: destination)
-            } catch {
-                sink.discard()
-                if error is ConnectError { throw error }
-                throw ConnectError.fileAccess(error, url: destination, request: original)
-            }
-            progress?.finish()
-            var answer = ConnectResponse(request: original, response: head, data: Data())
-            answer.fileURL = destination
-            return answer
-        }
+        // A successful download goes to a file beside its destination; any other body stays in memory.
+        let destination = (200..<300).contains(status) ? transfer.destination : nil
+        let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0)) }
         var body = ByteBuffer()
-        for try await part in response.body {
-            received += Int64(part.readableBytes)
-            guard received <= limit else {
-                throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+        var received: Int64 = 0
+        do {
+            for try await part in response.body {
+                received += Int64(part.readableBytes)
+                guard received <= limit else {
+                    throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+                }
+                if let download {
+                    try fileAccess(download.url) { try download.file.write(part) }
+                } else if body.readableBytes == 0 {
+                    body = part
+                } else {
+                    body.writeImmutableBuffer(part)
+                }
+                progress?.received(Int64(part.readableBytes))
             }
-            if body.readableBytes == 0 {
-                body = part
-            } else {
-                body.writeImmutableBuffer(part)
+            if let download {
+                try fileAccess(download.url) {
+                    try download.file.close()
+                    try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
+                }
             }
-            progress?.received(Int64(part.readableBytes))
+        } catch {
+            download?.file.discard()
+            throw error
         }
         progress?.finish()
-        return ConnectResponse(request: original, response: head, data: Data(buffer: body))
+        var answer = ConnectResponse(
+            request: original, response: head, data: download == nil ? Data(buffer: body) : Data())
+        answer.fileURL = download?.url
+        return answer
+    }
+
+    /// A temporary file beside `destination`, held for a cancellation to remove.
+    private func openDownloadFile(besides destination: URL) throws -> DownloadFile {
+        do {
+            let file = try DownloadFile(besides: destination)
+            download.hold(file)
+            return file
+        } catch {
+            // The folder may have gone meanwhile: the check says so in its words.
+            try TransferOptions.checkDestination(destination, request: original)
+            throw ConnectError.fileAccess(error, url: destination, request: original)
+        }
+    }
+
+    /// Runs a step on the download file, its failure reported as ``SwiftConnect/ConnectError/Kind/fileAccess``.
+    private func fileAccess(_ destination: URL, _ step: () throws -> Void) throws {
+        do {
+            try step()
+        } catch {
+            throw ConnectError.fileAccess(error, url: destination, request: original)
+        }
     }
 
     /// The request's timeout, for messages.
@@ -296,17 +301,21 @@ private final class Progress: Sendable {
 
 /// The download file of an exchange, if any, for its cancellation.
 private final class DownloadSlot: Sendable {
-    private let file = NIOLockedValueBox<DownloadFile?>(nil)
-    private let cancelled = NIOLockedValueBox(false)
+    private let state = NIOLockedValueBox<(file: DownloadFile?, cancelled: Bool)>((nil, false))
 
     func hold(_ download: DownloadFile) {
-        file.withLockedValue { $0 = download }
-        if cancelled.withLockedValue({ $0 }) { download.discard() }
+        let cancelled = state.withLockedValue { state in
+            state.file = download
+            return state.cancelled
+        }
+        if cancelled { download.discard() }
     }
 
     func discard() {
-        cancelled.withLockedValue { $0 = true }
-        file.withLockedValue { $0 }?.discard()
+        state.withLockedValue { state in
+            state.cancelled = true
+            return state.file
+        }?.discard()
     }
 }
 

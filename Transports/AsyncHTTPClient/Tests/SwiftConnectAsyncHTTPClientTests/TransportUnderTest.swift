@@ -14,7 +14,4 @@ enum TransportUnderTest {
 
     /// Whether the engine is URLSession: not here.
     static let isURLSession = false
-
-    /// Whether the engine is FoundationNetworking: never here.
-    static let isFoundationNetworking = false
 }
