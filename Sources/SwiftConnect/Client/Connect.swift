@@ -410,6 +410,7 @@ extension Connect {
             request = blueprint.makeRequest()
             try adjust?(&request, &transfer)
         } catch {
+            let error = redactsSecrets ? error : ConnectError.showingSecrets(error)
             if debugResponse { logger.log(.debug, DebugOutput.failure(error, for: nil, redacting: redactsSecrets)) }
             return Exchange(sent: Future(error: error), check: nil)
         }

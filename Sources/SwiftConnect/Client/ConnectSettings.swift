@@ -27,7 +27,15 @@ extension Connect {
         public var maxResponseBytes: Int?
         /// Where debug output goes; `nil` (the default) for ``ConnectLogging/logger`` (standard error).
         public var logger: (any ConnectLogger)?
-        /// Whether debug output hides secrets (`Authorization`, cookies, password-like fields). Defaults to `true`.
+        /// Whether debug output, cURL commands and the errors of this client's requests hide secrets. Defaults to
+        /// `true`.
+        ///
+        /// Secrets are hidden by name (`Authorization`, cookies, password-like fields and query items) and by
+        /// value: the secret values a request carried are hidden wherever they appear again in what the client
+        /// logs or puts in an error, such as a response body or a server message that echoes the token. With
+        /// `false`, debug output and the ``ConnectError/message`` and descriptions of errors from the client's
+        /// requests show everything, for a debugging session; decoding errors made after the response keep
+        /// hiding secrets. SECURITY.md lists what counts as a secret.
         public var redactsSecrets: Bool
 
         /// Creates settings; every parameter has the default its property describes.
@@ -39,7 +47,7 @@ extension Connect {
         ///   - defaultHeaders: Headers for every request that does not set them.
         ///   - maxResponseBytes: The response size limit for every request.
         ///   - logger: Where debug output goes.
-        ///   - redactsSecrets: Whether debug output hides secrets.
+        ///   - redactsSecrets: Whether debug output, cURL commands and errors hide secrets.
         public init(
             coalescesIdenticalRequests: Bool = false,
             options: RequestOptions = RequestOptions(),

@@ -51,12 +51,15 @@ struct ResponseCheck: Sendable {
     let processors: [any ResponseProcessor]
     /// Where the outcome is logged, with `debugResponse`.
     let debugLogger: (any ConnectLogger)?
+    /// Whether debug output hides secrets, and the error the outcome fails with hides the request's secret values
+    /// (``ConnectError/message``); both show everything when `false`.
     let redactsSecrets: Bool
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
-        let outcome = Connect.validate(result, errorHandler: errorHandler)
+        var outcome = Connect.validate(result, errorHandler: errorHandler)
             .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
+        if !redactsSecrets { outcome = outcome.mapError(ConnectError.showingSecrets) }
         if let debugLogger {
             debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))
         }

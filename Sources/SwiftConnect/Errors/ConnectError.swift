@@ -133,7 +133,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The stage that failed.
     public var kind: Kind
     /// A sentence saying what went wrong, for logs and, with care, for users.
-    public var message: String
+    ///
+    /// A message can quote the server ("invalid token abc…") or the request. Read here, it has the secret values
+    /// of ``request`` hidden (``secretsAreShown``): its credential headers, secret query items and body fields,
+    /// its cookies and basic credentials. What the server sent stays intact in ``body``.
+    public var message: String {
+        get { secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage) }
+        set { storedMessage = newValue }
+    }
+    /// The message as it was made.
+    private var storedMessage: String
     /// The detail of an ``Kind/invalidRequest`` failure.
     public var invalidRequestReason: InvalidRequestReason?
     /// The request as it was sent (or about to be), when known.
@@ -157,6 +166,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// cancelled future's own error), and for a `URLError` from a custom transport, which the client turns into a
     /// ``ConnectError`` only after the retries.
     public var attempts: Int = 1
+    /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
+    /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).
+    var secretsAreShown = false
 
     /// Creates an error. Most code receives these rather than making them.
     ///
@@ -176,7 +188,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         underlyingError: (any Error)? = nil
     ) {
         self.kind = kind
-        self.message = message
+        self.storedMessage = message
         self.request = request
         self.response = response
         self.body = body
@@ -208,42 +220,66 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The message can hold a server's text (through a decoding error or a custom error handler): here its
     /// control characters become spaces and it is cut to about 1,024 characters, so that it can neither
     /// forge log lines nor flood a log. ``message`` itself is kept as it is.
+    ///
+    /// Secrets are hidden by name (a URL's credentials and secret query items) and by value (the secret values
+    /// ``request`` carried, wherever the message quotes them), unless the client was set not to redact.
     public var description: String {
-        var text = "\(kind.stageName): \(SingleLineText.make(message))"
-        if let method = request?.httpMethod, let url = request?.url {
-            text += " [\(method) \(Redaction.url(url, redacting: true))]"
+        description(hiding: secretsAreShown ? nil : secrets())
+    }
+
+    /// The description plus the coding path, the underlying error and a body excerpt, secrets hidden as in
+    /// ``description``.
+    public var debugDescription: String {
+        let secrets = secretsAreShown ? nil : secrets()
+        var text = description(hiding: secrets)
+        if let codingPath { text += "\n  at: \(codingPath)" }
+        if let underlyingError {
+            let underlying = underlyingText(underlyingError, hiding: secrets)
+            text += "\n  underlying: \(SingleLineText.make(underlying, limit: ConnectError.underlyingLimit))"
         }
-        if let statusCode { text += " (HTTP \(statusCode))" }
-        if attempts > 1 { text += " (after \(attempts) attempts)" }
+        if let excerpt = bodyExcerpt(hiding: secrets) { text += "\n  body: \(excerpt)" }
         return text
     }
 
-    /// The description plus the coding path, the underlying error and a body excerpt, secrets hidden.
-    public var debugDescription: String {
-        var text = description
-        if let codingPath { text += "\n  at: \(codingPath)" }
-        if let underlyingError {
-            var underlying = "\(underlyingError)"
-            // Platform errors quote the failing URL verbatim: hide its secrets as the description does.
-            if let url = request?.url ?? response?.url {
-                underlying = underlying.replacingOccurrences(
-                    of: url.absoluteString,
-                    with: Redaction.url(url, redacting: true)
-                )
-            }
-            text += "\n  underlying: \(SingleLineText.make(underlying, limit: ConnectError.underlyingLimit))"
+    /// The description, with `secrets` and the secrets named in the URL hidden; with nothing hidden if `nil`.
+    private func description(hiding secrets: SecretValues?) -> String {
+        let redacting = secrets != nil
+        var text = "\(kind.stageName): \(SingleLineText.make(storedMessage))"
+        if let method = request?.httpMethod, let url = request?.url {
+            text += " [\(method) \(Redaction.url(url, redacting: redacting))]"
         }
-        if let body, !body.isEmpty {
-            let excerpt = Redaction.bodyText(
-                body,
-                contentType: response?.value(forHTTPHeaderField: "Content-Type"),
-                redacting: true,
-                pretty: false,
-                limit: ConnectError.excerptLimit
-            )
-            text += "\n  body: \(excerpt)"
+        if let statusCode { text += " (HTTP \(statusCode))" }
+        if attempts > 1 { text += " (after \(attempts) attempts)" }
+        return secrets?.hiding(in: text) ?? text
+    }
+
+    /// The text of `error`, with `secrets` hidden and the request's and response's URLs redacted by name
+    /// (platform errors quote the failing URL verbatim); as it is if `secrets` is `nil`.
+    func underlyingText(_ error: any Error, hiding secrets: SecretValues?) -> String {
+        var text = error is ConnectError ? String(reflecting: error) : "\(error)"
+        guard let secrets else { return text }
+        for url in [request?.url, response?.url].compactMap({ $0 }) {
+            text = text.replacingOccurrences(of: url.absoluteString, with: Redaction.url(url, redacting: true))
         }
-        return text
+        return secrets.hiding(in: text)
+    }
+
+    /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`).
+    func bodyExcerpt(hiding secrets: SecretValues?) -> String? {
+        guard let body, !body.isEmpty else { return nil }
+        let excerpt = Redaction.bodyText(
+            body,
+            contentType: response?.value(forHTTPHeaderField: "Content-Type"),
+            redacting: secrets != nil,
+            pretty: false,
+            limit: ConnectError.excerptLimit
+        )
+        return secrets?.hiding(in: excerpt) ?? excerpt
+    }
+
+    /// The secret values of the request, to hide wherever the error shows text.
+    func secrets() -> SecretValues {
+        SecretValues(of: request)
     }
 }
 
@@ -294,6 +330,14 @@ extension ConnectError {
         if error.response == nil { error.response = response.response }
         if error.body == nil { error.body = response.data }
         return error
+    }
+
+    /// `error` with the secrets of its request shown as they are, when it is a ``ConnectError``: the failure of a
+    /// client set not to redact (``Connect/Settings/redactsSecrets``).
+    static func showingSecrets(_ error: any Error) -> any Error {
+        guard var connectError = error as? ConnectError else { return error }
+        connectError.secretsAreShown = true
+        return connectError
     }
 
     /// How many bytes of a body an error description shows at most.

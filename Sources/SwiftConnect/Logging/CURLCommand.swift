@@ -8,7 +8,9 @@ import Foundation
 ///
 /// Secrets are hidden unless `redactingSecrets` is `false`: sensitive headers (`Authorization`, `Cookie`,
 /// `*-Token`…), sensitive query values and JSON or form fields named like `password` or `token`, and any
-/// `user:password@` in the URL. Every argument taken from the request (method, headers, body, URL) is
+/// `user:password@` in the URL; and the values of those, wherever else in the request they appear (a token
+/// quoted in another header or body field). Values under 6 characters are hidden only as whole words, and
+/// under 4 only in their own fields (see SECURITY.md). Every argument taken from the request (method, headers, body, URL) is
 /// single-quoted unless it is a plain word, so the command is safe to paste into a shell whatever the request
 /// holds: quotes, `$(…)`, backticks, `;` or newlines in it reach curl as text, never run.
 ///
@@ -26,6 +28,8 @@ import Foundation
 /// - Returns: The command, one argument per line.
 public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) -> String {
     var lines = ["curl -v"]
+    // The request's secret values, hidden wherever they show up (a custom header or body field quoting a token).
+    let secrets = redactingSecrets ? SecretValues(of: request) : SecretValues()
     let method = request.httpMethod ?? "GET"
     let body = request.httpBody.flatMap { $0.isEmpty ? nil : $0 }
     if method == "HEAD" && body == nil {
@@ -36,7 +40,7 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
     }
     let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
     for (name, value) in headers {
-        let shown = Redaction.headerValue(value, name: name, redacting: redactingSecrets)
+        let shown = secrets.hiding(in: Redaction.headerValue(value, name: name, redacting: redactingSecrets))
         // curl drops `Name:` with nothing after it; `Name;` is how it sends an empty value.
         let isEmpty = shown.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 }
         lines.append("-H \(shellQuoted(isEmpty ? "\(name);" : "\(name): \(shown)"))")
@@ -57,11 +61,11 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
                 pretty: false,
                 limit: .max
             )
-            lines.append("--data-raw \(shellQuoted(text))")
+            lines.append("--data-raw \(shellQuoted(secrets.hiding(in: text)))")
         }
     }
     if let url = request.url {
-        lines.append(shellQuoted(Redaction.url(url, redacting: redactingSecrets)))
+        lines.append(shellQuoted(secrets.hiding(in: Redaction.url(url, redacting: redactingSecrets))))
     }
     return lines.joined(separator: " \\\n    ") + note
 }

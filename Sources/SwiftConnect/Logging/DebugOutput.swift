@@ -12,7 +12,9 @@ enum DebugOutput {
         "\(rule)\n$ \(cURLCommand(for: request, redactingSecrets: redacting))\n\(rule)"
     }
 
-    static func response(_ response: ConnectResponse, redacting: Bool) -> String {
+    /// The response's status, headers and body; with `redacting`, secrets hidden by name and the values of
+    /// `secrets` hidden wherever they appear (a body that echoes the request's token).
+    static func response(_ response: ConnectResponse, redacting: Bool, secrets: SecretValues) -> String {
         var lines = [rule]
         let method = response.request.httpMethod ?? "GET"
         let url = response.request.url.map { Redaction.url($0, redacting: redacting) } ?? "?"
@@ -36,24 +38,28 @@ enum DebugOutput {
             lines.append(body)
         }
         lines.append(rule)
-        return lines.joined(separator: "\n")
+        return secrets.hiding(in: lines.joined(separator: "\n"))
     }
 
     /// The response (also the one inside an error-status failure), or the failure.
     static func outcome(_ result: Result<ConnectResponse, any Error>, of request: URLRequest, redacting: Bool)
         -> String
     {
+        // The values of the request as built and as sent (after the middlewares that add credentials).
+        var secrets = redacting ? SecretValues(of: request) : SecretValues()
         switch result {
         case .success(let response):
-            return self.response(response, redacting: redacting)
+            if redacting { secrets = secrets.union(SecretValues(of: response.request)) }
+            return self.response(response, redacting: redacting, secrets: secrets)
         case .failure(let error as ConnectError):
+            if redacting { secrets = secrets.union(error.secrets()) }
             guard let httpResponse = error.response else { return failure(error, for: request, redacting: redacting) }
             let response = ConnectResponse(
                 request: error.request ?? request,
                 response: httpResponse,
                 data: error.body ?? Data()
             )
-            return self.response(response, redacting: redacting) + "\n"
+            return self.response(response, redacting: redacting, secrets: secrets) + "\n"
                 + failure(error, for: request, redacting: redacting)
         case .failure(let error):
             return failure(error, for: request, redacting: redacting)
@@ -64,6 +70,7 @@ enum DebugOutput {
         let target = request.flatMap { request in
             request.url.map { "\(request.httpMethod ?? "GET") \(Redaction.url($0, redacting: redacting))" }
         }
-        return "\(rule)\nFAILED \(target ?? ""): \(error)\n\(rule)"
+        let text = "\(rule)\nFAILED \(target ?? ""): \(error)\n\(rule)"
+        return redacting ? SecretValues(of: request).hiding(in: text) : text
     }
 }

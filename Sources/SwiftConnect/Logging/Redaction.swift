@@ -97,14 +97,16 @@ enum Redaction {
     private static func redactedPair(_ pair: Substring) -> String {
         let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
         let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-        guard parts.count == 2, isSensitiveField(name) || isSensitiveQueryName(name) else { return String(pair) }
+        guard parts.count == 2, isSensitiveQueryItem(name) else { return String(pair) }
         return "\(parts[0])=\(placeholder)"
     }
 
-    /// Query item names too short to match as fragments of longer names, which hold a secret when they are the
-    /// whole name: an API key (`?key=`) and a signed URL's signature (`?sig=`).
-    private static func isSensitiveQueryName(_ name: String) -> Bool {
-        HTTPHeader.asciiCaseInsensitiveEquals(name, "key") || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig")
+    /// Whether a query item (or form field) with this name holds a secret: a sensitive field name, or a name too
+    /// short to match as a fragment of longer names that holds a secret when it is the whole name: an API key
+    /// (`?key=`) and a signed URL's signature (`?sig=`).
+    static func isSensitiveQueryItem(_ name: String) -> Bool {
+        isSensitiveField(name) || HTTPHeader.asciiCaseInsensitiveEquals(name, "key")
+            || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig")
     }
 
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer
@@ -214,17 +216,34 @@ enum Redaction {
         let delimiter = "--" + boundary
         var parts = text.components(separatedBy: delimiter)
         for index in parts.indices.dropFirst() {
+            guard let headEnd = sensitivePartHeadEnd(parts[index]) else { continue }
             let part = parts[index]
-            guard let headEnd = part.range(of: "\r\n\r\n") else { continue }
-            let disposition = part[..<headEnd.lowerBound].components(separatedBy: "\r\n")
-                .first { $0.lowercased().hasPrefix("content-disposition:") }
-            guard let disposition, let name = parameter("name", of: disposition), isSensitiveField(name) else {
-                continue
-            }
             // The part's content ends with the CRLF that belongs to the next delimiter.
-            parts[index] = String(part[..<headEnd.upperBound]) + placeholder + (part.hasSuffix("\r\n") ? "\r\n" : "")
+            parts[index] = String(part[..<headEnd]) + placeholder + (part.hasSuffix("\r\n") ? "\r\n" : "")
         }
         return parts.joined(separator: delimiter)
+    }
+
+    /// The contents of the parts of a `multipart/form-data` body whose field name is sensitive.
+    static func sensitiveMultipartContents(_ text: String, contentType: String) -> [String] {
+        guard let boundary = parameter("boundary", of: contentType), !boundary.isEmpty else { return [] }
+        return text.components(separatedBy: "--" + boundary).dropFirst().compactMap { part in
+            guard let headEnd = sensitivePartHeadEnd(part) else { return nil }
+            let content = part[headEnd...]
+            // CRLF is one `Character`.
+            return String(content.hasSuffix("\r\n") ? content.dropLast() : content)
+        }
+    }
+
+    /// Where the head of a multipart part ends (after its blank line), when its field name is sensitive.
+    private static func sensitivePartHeadEnd(_ part: String) -> String.Index? {
+        guard let headEnd = part.range(of: "\r\n\r\n") else { return nil }
+        let disposition = part[..<headEnd.lowerBound].components(separatedBy: "\r\n")
+            .first { $0.lowercased().hasPrefix("content-disposition:") }
+        guard let disposition, let name = parameter("name", of: disposition), isSensitiveField(name) else {
+            return nil
+        }
+        return headEnd.upperBound
     }
 
     /// The value of a `; name=value` or `; name="value"` parameter of a header value, such as a

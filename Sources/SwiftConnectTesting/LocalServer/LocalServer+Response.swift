@@ -170,6 +170,42 @@ extension LocalServer.Response {
         .data(Data(text.utf8), contentType: contentType, status: status)
     }
 
+    /// A JSON response that echoes `request`, as httpbin's `/anything` does and as many error messages do: its
+    /// method, target, headers and body, and a `message` quoting all of them.
+    ///
+    /// For tests of what a client shows when a server repeats the request's secrets back: with an error `status`,
+    /// the error handler takes `message` as the server's message.
+    ///
+    /// ```swift
+    /// server.route("POST", "/login") { request in .echo(request, status: 401) }
+    /// // {"body":"…","headers":{"Authorization":"Bearer …"},"message":"rejected POST /login with …","method":"POST",…}
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - request: The request to echo.
+    ///   - status: The status code; 200 by default.
+    /// - Returns: A response with `Content-Type: application/json`.
+    public static func echo(_ request: LocalServer.Request, status: Int = 200) -> Self {
+        struct Echo: Encodable, Sendable {
+            let method: String
+            let target: String
+            let headers: [String: String]
+            let body: String
+            let message: String
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in request.headers {
+            headers[name] = headers[name].map { $0 + ", " + value } ?? value
+        }
+        let quoted = request.headers.map { "\($0.name): \($0.value)" }.joined(separator: "; ")
+        let verb = (200..<300).contains(status) ? "received" : "rejected"
+        let message = "\(verb) \(request.method) \(request.target) with \(quoted); body: \(request.bodyText)"
+        let echo = Echo(
+            method: request.method, target: request.target, headers: headers, body: request.bodyText,
+            message: message)
+        return .json(echo, status: status)
+    }
+
     /// A response with an empty body.
     ///
     /// - Parameter status: The status code.

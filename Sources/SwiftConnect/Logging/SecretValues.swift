@@ -1,0 +1,249 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The secret values one request carried, to hide wherever they show up again: in a response body that echoes
+/// the request, in a server's error message ("invalid token abc…"), in an underlying error's text.
+///
+/// Redaction by name (``Redaction``) hides a field called `Authorization` or `password`; it cannot see the same
+/// value under another name, as `{"url": "…?access_token=abc…"}` or `"bad credentials for amy:hunter22"`.
+/// This type finds the values by name in the request, once, and then hides them by value in any text.
+///
+/// What counts as a secret value:
+/// - the value of each sensitive header (``HTTPHeader/isSensitive(name:)``), and the credential after its
+///   scheme (`Bearer abc…` gives `abc…`); for `Basic`, the base64 text, `user:password` and the password;
+///   for `Cookie`, each cookie's value;
+/// - the password of a URL's `user:password@`, and `user:password`;
+/// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`);
+/// - the values of sensitive fields of the body: JSON (at any depth; every string or number under a sensitive
+///   key), URL-encoded forms and multipart forms.
+///
+/// Each value is also hidden in the forms an echo writes it in: percent-encoded (`%2B`, and `+` for a space as
+/// forms write it) and JSON-escaped (`\/`, `\"`).
+///
+/// Short values: a value of fewer than ``minimumLength`` characters is not hidden by value (a 3-character
+/// secret is guessed in moments anyway, and hiding `abc` or `123` everywhere would garble ordinary text);
+/// one of fewer than ``anywhereLength`` characters is hidden only where it stands as a whole word, not inside
+/// longer words. By-name redaction still hides short values in their own fields. A username is not a secret:
+/// it names an account without opening it, and is shown.
+struct SecretValues: Sendable, Equatable {
+    /// Values of at least ``anywhereLength`` characters, in every form, longest first: hidden wherever found.
+    private(set) var anywhere: [String] = []
+    /// Shorter values, in every form, longest first: hidden where they stand as a whole word.
+    private(set) var wholeWords: [String] = []
+
+    /// Values shorter than this are not hidden by value.
+    static let minimumLength = 4
+    /// Values shorter than this are hidden only as whole words.
+    static let anywhereLength = 6
+
+    /// No values.
+    init() {}
+
+    /// The secret values of `request`, or none.
+    init(of request: URLRequest?) {
+        guard let request else {
+            self.init()
+            return
+        }
+        var found: [String] = []
+        for (name, value) in request.allHTTPHeaderFields ?? [:] where HTTPHeader.isSensitive(name: name) {
+            found += Self.headerSecrets(value, name: name)
+        }
+        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+            if let password = components.password, !password.isEmpty {
+                // As sent: the engine turns `user:password@` into `Authorization: Basic base64(user:password)`.
+                let pair = (components.user ?? "") + ":" + password
+                found += [password, pair, Data(pair.utf8).base64EncodedString()]
+            }
+            for part in [components.percentEncodedQuery, components.percentEncodedFragment].compactMap({ $0 }) {
+                found += Self.formSecrets(part)
+            }
+        }
+        if let body = request.httpBody, !body.isEmpty {
+            found += Self.bodySecrets(body, contentType: request.value(forHTTPHeaderField: "Content-Type"))
+        }
+        self.init(values: found)
+    }
+
+    /// The given values, with the forms they take in echoes.
+    init(values: [String]) {
+        var long = Set<String>()
+        var short = Set<String>()
+        for value in values {
+            let trimmed = value.trimmingCharacters(in: .whitespaces)
+            guard trimmed.count >= Self.minimumLength else { continue }
+            for form in Self.forms(of: trimmed) {
+                if form.count >= Self.anywhereLength { long.insert(form) } else { short.insert(form) }
+            }
+        }
+        anywhere = long.sorted(by: Self.longestFirst)
+        wholeWords = short.sorted(by: Self.longestFirst)
+    }
+
+    /// Whether there is nothing to hide.
+    var isEmpty: Bool { anywhere.isEmpty && wholeWords.isEmpty }
+
+    /// These values and those of `other`.
+    func union(_ other: SecretValues) -> SecretValues {
+        guard !other.isEmpty else { return self }
+        guard !isEmpty else { return other }
+        var result = SecretValues()
+        result.anywhere = Array(Set(anywhere + other.anywhere)).sorted(by: Self.longestFirst)
+        result.wholeWords = Array(Set(wholeWords + other.wholeWords)).sorted(by: Self.longestFirst)
+        return result
+    }
+
+    /// `text` with every value replaced by ``Redaction/placeholder``. Longer values go first, so a value that
+    /// contains another is hidden whole.
+    func hiding(in text: String) -> String {
+        guard !isEmpty, !text.isEmpty else { return text }
+        var result = text
+        for value in anywhere where result.contains(value) {
+            result = result.replacingOccurrences(of: value, with: Redaction.placeholder)
+        }
+        for value in wholeWords {
+            result = Self.replacingWholeWords(value, in: result)
+        }
+        return result
+    }
+
+    // MARK: - Finding the values
+
+    /// The secrets of one sensitive header's value.
+    private static func headerSecrets(_ value: String, name: String) -> [String] {
+        var found = [value]
+        if HTTPHeader.asciiCaseInsensitiveEquals(name, "Cookie") {
+            for pair in value.split(separator: ";") {
+                let parts = pair.split(separator: "=", maxSplits: 1)
+                if parts.count == 2 { found.append(String(parts[1]).trimmingCharacters(in: .whitespaces)) }
+            }
+            return found
+        }
+        // `Scheme credentials`, as `Bearer abc…` or `Basic dXNlcjpwYXNz`.
+        let words = value.split(separator: " ", maxSplits: 1)
+        guard words.count == 2 else { return found }
+        let credentials = String(words[1]).trimmingCharacters(in: .whitespaces)
+        found.append(credentials)
+        if words[0].lowercased() == "basic", let data = Data(base64Encoded: credentials),
+            let pair = String(data: data, encoding: .utf8)
+        {
+            found.append(pair)
+            if let colon = pair.firstIndex(of: ":") { found.append(String(pair[pair.index(after: colon)...])) }
+        }
+        return found
+    }
+
+    /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
+    private static func formSecrets(_ text: String) -> [String] {
+        var found: [String] = []
+        for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { continue }
+            let name = decodedFormText(parts[0])
+            guard Redaction.isSensitiveQueryItem(name) else { continue }
+            found.append(String(parts[1]))
+            found.append(decodedFormText(parts[1]))
+        }
+        return found
+    }
+
+    /// Form text with `+` read as a space and percent escapes undone.
+    private static func decodedFormText(_ text: Substring) -> String {
+        let spaced = text.replacingOccurrences(of: "+", with: " ")
+        return spaced.removingPercentEncoding ?? spaced
+    }
+
+    /// The values of sensitive fields of a request body.
+    private static func bodySecrets(_ body: Data, contentType: String?) -> [String] {
+        let type = contentType?.lowercased() ?? ""
+        if type.hasPrefix("application/x-www-form-urlencoded") {
+            return String(data: body, encoding: .utf8).map(formSecrets) ?? []
+        }
+        if type.hasPrefix("multipart/form-data"), let contentType, let text = String(data: body, encoding: .utf8) {
+            return Redaction.sensitiveMultipartContents(text, contentType: contentType)
+        }
+        let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
+        guard type.contains("json") || start.first == UInt8(ascii: "{") || start.first == UInt8(ascii: "["),
+            !JSONDepth.exceeds(body, limit: Redaction.maximumJSONDepth),
+            let json = try? JSONSerialization.jsonObject(with: Data(start), options: [.fragmentsAllowed])
+        else { return [] }
+        var found: [String] = []
+        collectJSONSecrets(json, underSensitiveKey: false, into: &found)
+        return found
+    }
+
+    /// Every string and number under a sensitive key, at any depth.
+    private static func collectJSONSecrets(_ value: Any, underSensitiveKey: Bool, into found: inout [String]) {
+        if let object = value as? [String: Any] {
+            for (key, child) in object {
+                collectJSONSecrets(
+                    child, underSensitiveKey: underSensitiveKey || Redaction.isSensitiveField(key), into: &found)
+            }
+        } else if let array = value as? [Any] {
+            for child in array { collectJSONSecrets(child, underSensitiveKey: underSensitiveKey, into: &found) }
+        } else if underSensitiveKey {
+            if let string = value as? String {
+                found.append(string)
+            } else if let number = value as? NSNumber, !(value is Bool) {
+                found.append(number.stringValue)
+            }
+        }
+    }
+
+    // MARK: - Forms and matching
+
+    /// `value` as sent, percent-encoded (strictly, and as a form writes a space) and JSON-escaped.
+    private static func forms(of value: String) -> Set<String> {
+        var forms: Set<String> = [value]
+        if let encoded = value.addingPercentEncoding(withAllowedCharacters: strictlyUnreserved) {
+            forms.insert(encoded)
+            forms.insert(encoded.replacingOccurrences(of: "%20", with: "+"))
+        }
+        if let data = try? JSONSerialization.data(withJSONObject: [value], options: []),
+            let array = String(data: data, encoding: .utf8), array.count >= 4
+        {
+            // `["…"]`: the escaped string is between the first two and the last two characters.
+            // Writers differ on `/`: one form with it escaped, one without.
+            let unslashed = String(array.dropFirst(2).dropLast(2)).replacingOccurrences(of: "\\/", with: "/")
+            forms.insert(unslashed)
+            forms.insert(unslashed.replacingOccurrences(of: "/", with: "\\/"))
+        }
+        return forms.filter { !$0.isEmpty }
+    }
+
+    /// Letters, digits and `-._~`: what RFC 3986 never needs to escape.
+    private static let strictlyUnreserved: CharacterSet = {
+        var set = CharacterSet()
+        set.insert(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return set
+    }()
+
+    private static func longestFirst(_ a: String, _ b: String) -> Bool {
+        a.utf8.count != b.utf8.count ? a.utf8.count > b.utf8.count : a < b
+    }
+
+    /// `text` with each occurrence of `value` that is not part of a longer word replaced.
+    private static func replacingWholeWords(_ value: String, in text: String) -> String {
+        guard text.contains(value) else { return text }
+        var result = ""
+        var rest = text[...]
+        while let range = rest.range(of: value) {
+            let before = range.lowerBound > rest.startIndex ? rest[rest.index(before: range.lowerBound)] : nil
+            let after = range.upperBound < rest.endIndex ? rest[range.upperBound] : nil
+            let isWord = !isWordCharacter(before) && !isWordCharacter(after)
+            result += rest[..<range.lowerBound]
+            result += isWord ? Redaction.placeholder : String(rest[range])
+            rest = rest[range.upperBound...]
+        }
+        return result + rest
+    }
+
+    /// Whether `character` is a letter or a digit (which would make a match part of a longer word).
+    private static func isWordCharacter(_ character: Character?) -> Bool {
+        guard let character else { return false }
+        return character.isLetter || character.isNumber
+    }
+}

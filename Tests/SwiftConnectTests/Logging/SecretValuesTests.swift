@@ -1,0 +1,125 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The rules of redaction by value: which values a request's secrets are, in which forms they are hidden, and
+/// how short values are treated.
+final class SecretValuesTests: XCTestCase {
+    private func request(
+        url: String = "https://api.example.com/me", headers: [String: String] = [:], body: String? = nil,
+        contentType: String? = nil
+    ) -> URLRequest {
+        var request = URLRequest(url: URL(string: url)!)
+        for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
+        if let contentType { request.setValue(contentType, forHTTPHeaderField: "Content-Type") }
+        request.httpBody = body.map { Data($0.utf8) }
+        return request
+    }
+
+    func testValuesUnderFourCharactersAreNotHiddenByValue() {
+        let secrets = SecretValues(of: request(headers: ["X-Api-Key": "abc"]))
+        XCTAssertTrue(secrets.isEmpty)
+        XCTAssertEqual(secrets.hiding(in: "abc is the key"), "abc is the key")
+    }
+
+    func testValuesUnderSixCharactersAreHiddenOnlyAsWholeWords() {
+        let secrets = SecretValues(of: request(headers: ["X-Api-Key": "k9x2q"]))
+        XCTAssertEqual(secrets.hiding(in: "key k9x2q rejected"), "key <redacted> rejected")
+        XCTAssertEqual(secrets.hiding(in: "\"k9x2q\","), "\"<redacted>\",")
+        XCTAssertEqual(secrets.hiding(in: "k9x2q"), "<redacted>")
+        // Inside a longer word it is ordinary text.
+        XCTAssertEqual(secrets.hiding(in: "ak9x2qz k9x2q9"), "ak9x2qz k9x2q9")
+    }
+
+    func testLongValuesAreHiddenAnywhere() {
+        let secrets = SecretValues(of: request(headers: ["Authorization": "Bearer abcdef123"]))
+        XCTAssertEqual(secrets.hiding(in: "token=xabcdef123y"), "token=x<redacted>y")
+    }
+
+    func testALongerValueIsHiddenWholeBeforeAShorterOneInsideIt() {
+        let secrets = SecretValues(values: ["secret-1", "secret-12345"])
+        XCTAssertEqual(secrets.hiding(in: "secret-12345 secret-1"), "<redacted> <redacted>")
+    }
+
+    func testBasicCredentialsGiveTheBase64ThePairAndThePasswordButNotTheUsername() {
+        let base64 = Data("amy:hunter22".utf8).base64EncodedString()
+        let secrets = SecretValues(of: request(headers: ["Authorization": "Basic \(base64)"]))
+        XCTAssertEqual(
+            secrets.hiding(in: "\(base64) amy:hunter22 hunter22 amy"), "<redacted> <redacted> <redacted> amy")
+    }
+
+    func testUserInfoGivesThePasswordAndTheBasicCredentialsItBecomes() {
+        let secrets = SecretValues(of: request(url: "https://amy:pa55word@api.example.com/"))
+        let base64 = Data("amy:pa55word".utf8).base64EncodedString()
+        XCTAssertEqual(secrets.hiding(in: "pa55word \(base64)"), "<redacted> <redacted>")
+    }
+
+    func testCookieValuesAreHiddenOneByOne() {
+        let secrets = SecretValues(of: request(headers: ["Cookie": "session=s3ss10n-id; theme=darkmode"]))
+        XCTAssertEqual(secrets.hiding(in: "s3ss10n-id darkmode"), "<redacted> <redacted>")
+    }
+
+    func testSecretQueryItemsAndFragmentPairsAreHiddenDecodedAndEncoded() {
+        let secrets = SecretValues(
+            of: request(url: "https://api.example.com/cb?access_token=a%2Bb%20c%2Fd&page=2#id_token=fr4gment-t0k"))
+        XCTAssertEqual(
+            secrets.hiding(in: "a+b c/d a%2Bb%20c%2Fd a%2Bb+c%2Fd fr4gment-t0k page=2"),
+            "<redacted> <redacted> <redacted> <redacted> page=2")
+    }
+
+    func testJSONBodySecretsAtAnyDepthIncludingNumbersAndJSONEscapedForms() {
+        let body = #"{"user":{"name":"amy","password":"p/ss \"w0rd\""},"pin":{"code":918273},"ok":true}"#
+        let secrets = SecretValues(of: request(body: body, contentType: "application/json"))
+        XCTAssertEqual(secrets.hiding(in: #"p/ss "w0rd""#), "<redacted>")
+        XCTAssertEqual(secrets.hiding(in: #"p\/ss \"w0rd\""#), "<redacted>")
+        XCTAssertEqual(secrets.hiding(in: #"p/ss \"w0rd\""#), "<redacted>")
+        XCTAssertEqual(secrets.hiding(in: "p%2Fss%20%22w0rd%22"), "<redacted>")
+        // Not under a secret key: shown. `pin` is not a secret name, so 918273 is ordinary text.
+        XCTAssertEqual(secrets.hiding(in: "amy 918273"), "amy 918273")
+    }
+
+    func testFormAndMultipartBodySecrets() {
+        let form = SecretValues(
+            of: request(body: "user=amy&password=f0rm+pa55%21", contentType: "application/x-www-form-urlencoded"))
+        XCTAssertEqual(form.hiding(in: "f0rm pa55! f0rm+pa55%21 amy"), "<redacted> <redacted> amy")
+        let multipart = SecretValues(
+            of: request(
+                body: "--B\r\nContent-Disposition: form-data; name=\"api_key\"\r\n\r\nmp-k3y-value\r\n--B--\r\n",
+                contentType: "multipart/form-data; boundary=B"))
+        XCTAssertEqual(multipart.hiding(in: "got mp-k3y-value"), "got <redacted>")
+    }
+
+    func testNothingButSecretsIsHidden() {
+        let secrets = SecretValues(
+            of: request(
+                headers: ["Accept": "application/json", "X-Request-Id": "req-123456"], body: #"{"name":"amy-long"}"#,
+                contentType: "application/json"))
+        XCTAssertTrue(secrets.isEmpty)
+    }
+
+    func testCURLCommandHidesASecretQuotedInAnotherHeaderOrField() {
+        let request = request(
+            headers: ["Authorization": "Bearer t0ken-abcdef", "X-Note": "sent t0ken-abcdef"],
+            body: #"{"token":"t0ken-abcdef","comment":"my token is t0ken-abcdef"}"#, contentType: "application/json")
+        let command = cURLCommand(for: request)
+        XCTAssertFalse(command.contains("t0ken-abcdef"), command)
+        XCTAssertTrue(command.contains("X-Note: sent <redacted>"), command)
+        XCTAssertTrue(cURLCommand(for: request, redactingSecrets: false).contains("my token is t0ken-abcdef"))
+    }
+
+    func testAnErrorMessageHidesTheRequestsSecretsButTheBodyKeepsThem() {
+        let request = request(headers: ["Authorization": "Bearer t0ken-abcdef"])
+        let body = Data(#"{"message":"invalid token t0ken-abcdef"}"#.utf8)
+        var error = ConnectError(.serverMessage, message: "invalid token t0ken-abcdef", request: request, body: body)
+        XCTAssertEqual(error.message, "invalid token <redacted>")
+        XCTAssertFalse(error.debugDescription.contains("t0ken-abcdef"), error.debugDescription)
+        XCTAssertEqual(error.body, body)
+        error = ConnectError.showingSecrets(error) as! ConnectError
+        XCTAssertEqual(error.message, "invalid token t0ken-abcdef")
+    }
+}
