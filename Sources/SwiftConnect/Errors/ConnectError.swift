@@ -60,6 +60,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// Certificate pinning (``CertificatePins``) stopped the request before it was sent: the server's
         /// certificates match none of the host's pins, the engine cannot check them, or the pins are malformed.
         case certificatePinning
+        /// A ``ConnectivityMiddleware`` with the ``ConnectivityPolicy/failFast`` policy held the request back because
+        /// its monitor reports the network gone: nothing was sent. ``ConnectError/urlError`` is
+        /// `URLError(.notConnectedToInternet)`. The retry policy does not retry it.
+        case notConnected
     }
 
     /// Why a request could not be built.
@@ -378,6 +382,7 @@ extension ConnectError.Kind {
         case .responseTooLarge: return "Response too large"
         case .fileAccess: return "File access failed"
         case .certificatePinning: return "Certificate pinning"
+        case .notConnected: return "Not connected"
         }
     }
 }

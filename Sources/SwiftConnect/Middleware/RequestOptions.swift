@@ -8,8 +8,8 @@ import Foundation
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
-/// - **isRetrySafe**, **cache**, **maxResponseBytes** and **progress**: the most specific level that sets
-///   them wins (call, then connector, then client).
+/// - **isRetrySafe**, **cache**, **maxResponseBytes**, **progress** and **connectivity**: the most specific level
+///   that sets them wins (call, then connector, then client).
 ///
 /// ```swift
 /// connect.request(
@@ -56,6 +56,12 @@ public struct RequestOptions: Sendable {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }
     }
+    /// What the request does while a ``ConnectivityMiddleware``'s monitor reports the network gone; `nil` keeps
+    /// the middleware's policy.
+    public var connectivity: ConnectivityPolicy? {
+        get { storage.values.connectivity }
+        set { update { $0.connectivity = newValue } }
+    }
     /// Receives upload and download progress, in order; the last report comes before the future completes. A
     /// retried request sends its body again, so each attempt reports from zero.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
@@ -73,10 +79,12 @@ public struct RequestOptions: Sendable {
         var cache: CacheRule?
         var maxResponseBytes: Int?
         var progress: (@Sendable (TransferProgress) -> Void)?
+        var connectivity: ConnectivityPolicy?
 
         var isEmpty: Bool {
             middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty
                 && isRetrySafe == nil && cache == nil && maxResponseBytes == nil && progress == nil
+                && connectivity == nil
         }
     }
 
@@ -114,6 +122,7 @@ public struct RequestOptions: Sendable {
     ///   - cache: The cache rule; `nil` for none.
     ///   - maxResponseBytes: The response size limit; `nil` keeps the client's.
     ///   - progress: Progress reports.
+    ///   - connectivity: What the request does while offline; `nil` keeps the ``ConnectivityMiddleware``'s policy.
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],
@@ -122,11 +131,13 @@ public struct RequestOptions: Sendable {
         isRetrySafe: Bool? = nil,
         cache: CacheRule? = nil,
         maxResponseBytes: Int? = nil,
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        connectivity: ConnectivityPolicy? = nil
     ) {
         let values = Values(
             middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
-            isRetrySafe: isRetrySafe, cache: cache, maxResponseBytes: maxResponseBytes, progress: progress)
+            isRetrySafe: isRetrySafe, cache: cache, maxResponseBytes: maxResponseBytes, progress: progress,
+            connectivity: connectivity)
         storage = values.isEmpty ? Self.emptyStorage : Storage(values)
     }
 
@@ -152,7 +163,8 @@ public struct RequestOptions: Sendable {
             isRetrySafe: more.isRetrySafe ?? isRetrySafe,
             cache: more.cache ?? cache,
             maxResponseBytes: more.maxResponseBytes ?? maxResponseBytes,
-            progress: more.progress ?? progress
+            progress: more.progress ?? progress,
+            connectivity: more.connectivity ?? connectivity
         )
     }
 }

@@ -1,0 +1,167 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a request does while a ``ConnectivityMonitor`` reports the network gone.
+public enum ConnectivityPolicy: Sendable, Hashable {
+    /// Send it anyway: the transport's own error says what happened (what a client without a monitor does).
+    case ignore
+    /// Fail at once with ``ConnectError/Kind/notConnected``; nothing is sent. For screens that show an offline
+    /// banner instead of a spinner.
+    case failFast
+    /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
+    /// together go in the order they came.
+    case waitForConnectivity
+}
+
+/// Holds requests back while the network is gone, as a ``ConnectivityMonitor`` reports it.
+///
+/// ```swift
+/// let monitor = try SystemConnectivityMonitor()
+/// let connect = Connect(middlewares: [ConnectivityMiddleware(monitor: monitor, policy: .waitForConnectivity)])
+/// ```
+///
+/// While the monitor says the device is offline:
+/// - a new request follows the ``ConnectivityPolicy``: the client's (here), or the connector's or call's
+///   ``RequestOptions/connectivity`` when set;
+/// - a retry (any attempt after the first, sent by the client's ``RetryPolicy`` after the network dropped under a
+///   request in flight) waits for the network whatever the policy, so retries do not spend attempts while
+///   offline; the call's deadline still bounds the wait;
+/// - requests to a loopback host (`localhost`, `127.0.0.0/8`, `::1`) are never held back: local servers work
+///   with no network.
+///
+/// Requests in flight when the network drops are not touched: the transport reports what happens to them.
+///
+/// With `pausing:` the middleware also pauses a ``RequestQueue`` while offline and resumes it when the network
+/// returns, so requests already queued wait too (the queue's own ``RequestQueue/pause()`` and
+/// ``RequestQueue/resume()`` stay available; the monitor's next change overrides them).
+///
+/// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
+/// refresh, a cache lookup).
+public struct ConnectivityMiddleware: Middleware {
+    /// The monitor it follows.
+    public var monitor: any ConnectivityMonitor { gate.monitor }
+    /// The policy for requests whose connector and call set none.
+    public let policy: ConnectivityPolicy
+    private let gate: ConnectivityGate
+
+    /// Creates the middleware.
+    ///
+    /// - Parameters:
+    ///   - monitor: Reports the network's state and its changes.
+    ///   - policy: What a new request does while offline, unless its connector or call says otherwise.
+    ///     Defaults to ``ConnectivityPolicy/waitForConnectivity``.
+    ///   - queue: A queue to pause while offline and resume when the network returns.
+    public init(
+        monitor: any ConnectivityMonitor, policy: ConnectivityPolicy = .waitForConnectivity,
+        pausing queue: RequestQueue? = nil
+    ) {
+        self.policy = policy
+        gate = ConnectivityGate(monitor: monitor, queue: queue)
+    }
+
+    /// Sends the request, waits for the network, or fails at once, as described above.
+    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        let policy = context.options.connectivity ?? policy
+        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return next(request) }
+        return gate.send(request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next)
+    }
+}
+
+/// The requests a ``ConnectivityMiddleware`` holds back, and the state it last heard from its monitor.
+final class ConnectivityGate: Sendable {
+    /// A request waiting for the network.
+    private struct Waiting {
+        let request: URLRequest
+        let next: Middleware.Next
+        let promise: Promise<ConnectResponse>
+    }
+
+    private struct State {
+        var isConnected: Bool
+        var waiting: [UInt64: Waiting] = [:]
+        var nextID: UInt64 = 0
+    }
+
+    let monitor: any ConnectivityMonitor
+    private let queue: RequestQueue?
+    private let state: Protected<State>
+    /// Keeps the observer registered for as long as the gate lives.
+    private let observation = Protected<ConnectivityObservation?>(nil)
+
+    init(monitor: any ConnectivityMonitor, queue: RequestQueue?) {
+        self.monitor = monitor
+        self.queue = queue
+        state = Protected(State(isConnected: true))
+        // Registered before the state is read, so that no change falls between the two.
+        let observation = monitor.observe { [weak self] connectivity in self?.changed(to: connectivity) }
+        self.observation.withLock { $0 = observation }
+        changed(to: monitor.current)
+    }
+
+    /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
+    func send(_ request: consuming URLRequest, waiting: Bool, next: @escaping Middleware.Next) -> Future<
+        ConnectResponse
+    > {
+        let promise = Promise<ConnectResponse>()
+        let request = copy request
+        let id: UInt64? = state.withLock { state in
+            guard !state.isConnected, waiting else { return nil }
+            state.nextID &+= 1
+            state.waiting[state.nextID] = Waiting(request: request, next: next, promise: promise)
+            return state.nextID
+        }
+        guard let id else {
+            if state.withLock({ $0.isConnected }) { return next(request) }
+            return Future(error: ConnectError.notConnected(request: request))
+        }
+        promise.setCancelHandler { [weak self] in
+            _ = self?.state.withLock { $0.waiting.removeValue(forKey: id) }
+        }
+        return promise.future
+    }
+
+    /// Records the monitor's new state; when the network is back, resumes the queue and sends the waiting
+    /// requests, oldest first.
+    private func changed(to connectivity: Connectivity) {
+        let released: [Waiting] = state.withLock { state in
+            state.isConnected = connectivity.isConnected
+            guard connectivity.isConnected else { return [] }
+            defer { state.waiting.removeAll() }
+            return state.waiting.sorted { $0.key < $1.key }.map(\.value)
+        }
+        if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
+        for waiting in released {
+            let sent = waiting.next(waiting.request)
+            waiting.promise.setCancelHandler { sent.cancel() }
+            sent.whenComplete { waiting.promise.completeIfPending(with: $0) }
+        }
+    }
+}
+
+/// Hosts on this machine, which need no network: never held back by connectivity.
+enum LoopbackHost {
+    static func contains(_ url: URL?) -> Bool {
+        guard var host = url?.host?.lowercased() else { return false }
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        let octets = host.split(separator: ".", omittingEmptySubsequences: false)
+        return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
+    }
+}
+
+extension ConnectError {
+    /// The failure of a request held back because the network is gone (``ConnectivityPolicy/failFast``).
+    static func notConnected(request: URLRequest) -> ConnectError {
+        ConnectError(
+            .notConnected,
+            message: "the network is offline (as the connectivity monitor reports): the request was not sent",
+            request: request,
+            underlyingError: URLError(.notConnectedToInternet)
+        )
+    }
+}

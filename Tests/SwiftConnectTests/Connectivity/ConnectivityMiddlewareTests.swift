@@ -1,0 +1,252 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The connectivity policies over a fake monitor: fail fast, wait for the network, retries that wait instead of
+/// spending attempts, a queue paused while offline, loopback hosts never held back (issue 26).
+final class ConnectivityMiddlewareTests: XCTestCase {
+    struct Item: Connector {
+        var id: Int
+        var host = "https://api.example.com"
+        var timeout: TimeInterval = 10
+        var options = RequestOptions()
+        var baseURL: URL { URL(string: host)! }
+        var endpoint: String { "/items/\(id)" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    private var transport: FakeTransport!
+    private var network: FakeConnectivityMonitor!
+
+    override func setUp() {
+        transport = FakeTransport(fallback: .json(["ok": true]))
+        network = FakeConnectivityMonitor(.disconnected)
+    }
+
+    private func client(
+        _ policy: ConnectivityPolicy, retryPolicy: RetryPolicy? = nil, queue: RequestQueue? = nil,
+        pausing: Bool = false
+    ) -> Connect {
+        Connect(
+            transport: transport,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: policy, pausing: pausing ? queue : nil)],
+            retryPolicy: retryPolicy, requestQueue: queue)
+    }
+
+    private func connectError(_ future: ResponseBodyFuture, timeout: TimeInterval = 5) throws -> ConnectError {
+        guard case .failure(let error) = try future.waitForResult(timeout: timeout) else {
+            throw XCTSkip("expected a failure")
+        }
+        return try XCTUnwrap(error as? ConnectError, "\(error)")
+    }
+
+    // MARK: - Fail fast
+
+    func testFailFastFailsAtOnceWithATypedErrorAndSendsNothing() throws {
+        let connect = client(.failFast, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let future = connect.request(Item(id: 1))
+
+        XCTAssertTrue(future.isCompleted, "fail fast must not wait")
+        let error = try connectError(future)
+        XCTAssertEqual(error.kind, .notConnected)
+        XCTAssertEqual(error.urlError?.code, .notConnectedToInternet)
+        XCTAssertEqual(error.attempts, 1, "the retry policy must not retry a request held back")
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testOnlineRequestsGoAsUsual() throws {
+        network.goOnline()
+        let connect = client(.failFast)
+        XCTAssertNoThrow(try connect.request(Item(id: 1)).wait(timeout: 5))
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testIgnoreSendsWhileOffline() throws {
+        let connect = client(.ignore)
+        XCTAssertNoThrow(try connect.request(Item(id: 1)).wait(timeout: 5))
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testLoopbackHostsAreNeverHeldBack() throws {
+        let connect = client(.failFast)
+        for host in ["http://127.0.0.1:8080", "http://localhost:8080", "http://[::1]:8080", "http://127.8.9.10"] {
+            XCTAssertNoThrow(try connect.request(Item(id: 1, host: host)).wait(timeout: 5), host)
+        }
+        XCTAssertEqual(transport.requests.count, 4)
+        // A name that only looks local is not loopback.
+        XCTAssertEqual(
+            try connectError(connect.request(Item(id: 1, host: "http://127.0.0.1.example.com"))).kind, .notConnected)
+    }
+
+    // MARK: - Waiting
+
+    func testWaitingRequestsGoInOrderWhenTheNetworkReturns() throws {
+        let connect = client(.waitForConnectivity)
+        let futures = (1...5).map { connect.request(Item(id: $0)) }
+
+        XCTAssertTrue(transport.requests.isEmpty)
+        XCTAssertFalse(futures.contains { $0.isCompleted })
+        network.goOnline()
+
+        for future in futures { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, (1...5).map { "/items/\($0)" })
+    }
+
+    func testAWaitingRequestFailsWithTimedOutAtItsDeadline() throws {
+        let connect = client(.waitForConnectivity)
+        let started = Date()
+        let error = try connectError(connect.request(Item(id: 1, timeout: 0.3)))
+
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.25)
+        network.goOnline()
+        XCTAssertTrue(transport.requests.isEmpty, "a request past its deadline must never be sent")
+    }
+
+    func testCancellingAWaitingRequestMeansItIsNeverSent() throws {
+        let connect = client(.waitForConnectivity)
+        let cancelled = connect.request(Item(id: 1))
+        let kept = connect.request(Item(id: 2))
+        cancelled.cancel()
+
+        XCTAssertEqual(try connectError(cancelled).kind, .cancelled)
+        network.goOnline()
+        XCTAssertNoThrow(try kept.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/2"])
+    }
+
+    func testConnectorAndCallOptionsOverrideTheClientsPolicy() throws {
+        let failing = client(.waitForConnectivity)
+        var failFast = Item(id: 1)
+        failFast.options = RequestOptions(connectivity: .failFast)
+        XCTAssertEqual(try connectError(failing.request(failFast)).kind, .notConnected)
+
+        let waiting = client(.failFast)
+        let future = waiting.request(Item(id: 2), options: RequestOptions(connectivity: .waitForConnectivity))
+        XCTAssertFalse(future.isCompleted)
+        network.goOnline()
+        XCTAssertNoThrow(try future.wait(timeout: 5))
+    }
+
+    // MARK: - Requests in flight, retries, flapping
+
+    func testARetryWaitsForTheNetworkInsteadOfSpendingAttempts() throws {
+        network.goOnline()
+        let gate = Promise<Void>()
+        transport.stub(
+            .get, "/items/1",
+            with: [
+                FakeResponse.failure(URLError(.networkConnectionLost)).released(by: gate.future),
+                .json(["ok": true]),
+            ])
+        let connect = client(.failFast, retryPolicy: RetryPolicy(maxAttempts: 2, clock: ImmediateRetryClock()))
+        let future = connect.request(Item(id: 1))
+        XCTAssertEqual(try transport.requestsReceived(count: 1).wait(timeout: 5).count, 1)
+
+        // The network drops under the request in flight; the transport then reports it.
+        network.goOffline()
+        gate.succeed(())
+
+        // The retry waits (even under fail fast: the call started online), and nothing more is sent.
+        XCTAssertFalse(future.isCompleted)
+        XCTAssertEqual(transport.requests.count, 1)
+        network.goOnline()
+        XCTAssertNoThrow(try future.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testAFlappingNetworkSendsEachRequestExactlyOnce() throws {
+        let connect = client(.waitForConnectivity)
+        var futures: [ResponseBodyFuture] = []
+        for round in 0..<20 {
+            futures += (0..<5).map { connect.request(Item(id: round * 5 + $0)) }
+            if round.isMultiple(of: 2) { network.goOnline() } else { network.goOffline() }
+        }
+        network.goOnline()
+
+        for future in futures { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        let paths = transport.requests.compactMap { $0.url?.path }
+        XCTAssertEqual(paths.count, 100)
+        XCTAssertEqual(Set(paths).count, 100, "a request was sent twice")
+    }
+
+    func testFlappingFromManyThreadsCompletesEveryRequestOnce() throws {
+        let connect = client(.waitForConnectivity)
+        let futures = Guarded<[ResponseBodyFuture]>([])
+        let network = self.network!
+        DispatchQueue.concurrentPerform(iterations: 200) { index in
+            let future = connect.request(Item(id: index))
+            futures.withLock { $0.append(future) }
+            if index.isMultiple(of: 7) { network.goOnline() }
+            if index.isMultiple(of: 11) { network.goOffline() }
+        }
+        network.goOnline()
+        for future in futures.snapshot { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        XCTAssertEqual(Set(transport.requests.compactMap { $0.url?.path }).count, 200)
+        XCTAssertEqual(transport.requests.count, 200)
+    }
+
+    // MARK: - The queue
+
+    func testTheQueuePausesWhileOfflineAndResumesWhenOnline() throws {
+        network.goOnline()
+        let gate = Promise<Void>()
+        transport.stub(.get, "/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = client(.waitForConnectivity, queue: queue, pausing: true)
+        let first = connect.request(Item(id: 1))
+        let second = connect.request(Item(id: 2))
+        XCTAssertEqual(queue.pendingCount, 1)
+
+        network.goOffline()
+        XCTAssertTrue(queue.isPaused)
+        gate.succeed(())
+        XCTAssertNoThrow(try first.wait(timeout: 5))
+        XCTAssertFalse(second.isCompleted, "a queued request started while offline")
+        XCTAssertEqual(transport.requests.count, 1)
+
+        network.goOnline()
+        XCTAssertFalse(queue.isPaused)
+        XCTAssertNoThrow(try second.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    // MARK: - The monitor seam
+
+    func testObserversSeeEachChangeOnceInOrderEvenWhenAHandlerChangesTheState() {
+        let observers = ConnectivityObservers(initial: .disconnected)
+        let seen = Guarded<[Bool]>([])
+        let observation = observers.add { state in
+            seen.withLock { $0.append(state.isConnected) }
+            // A handler that reports a change itself: delivered after this one, not inside it.
+            if state.isConnected { observers.update(.disconnected) }
+        }
+        observers.update(.connected)
+        XCTAssertEqual(seen.snapshot, [true, false])
+        XCTAssertEqual(observers.current, .disconnected)
+        observers.update(.disconnected)  // no change: not delivered
+        XCTAssertEqual(seen.snapshot, [true, false])
+
+        observation.cancel()
+        observers.update(.connected)
+        XCTAssertEqual(seen.snapshot, [true, false], "a cancelled observation was called")
+    }
+
+    func testChangesStartWithTheCurrentState() async throws {
+        let monitor = FakeConnectivityMonitor(.disconnected)
+        var iterator = monitor.changes.makeAsyncIterator()
+        let first = await iterator.next()
+        XCTAssertEqual(first, .disconnected)
+        monitor.goOnline(over: [.wiredEthernet])
+        let second = await iterator.next()
+        XCTAssertEqual(second, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
+        XCTAssertEqual(second?.description, "connected (wiredEthernet)")
+    }
+}
