@@ -123,3 +123,20 @@ struct SlowEndpoint: Connector {
     var headers: [HTTPHeader] { [] }
     var parameters: ParametersRepresentable? { nil }
 }
+
+/// A chat completion, streamed as server-sent events.
+struct ChatCompletion: Connector {
+    let prompt: String
+
+    var baseURL: URL { Demo.baseURL }
+    var endpoint: String { "/chat/completions" }
+    var method: HTTPMethod { .post }
+    var headers: [HTTPHeader] { [HTTPHeader(name: "Accept", value: "text/event-stream")] }
+    var parameters: ParametersRepresentable? { Parameter.jsonObject(value: ["prompt": prompt]) }
+    var timeout: TimeInterval { .infinity }  // a stream may run long: StreamingOptions.idleTimeout bounds the silence
+}
+
+/// One token of a chat completion.
+struct ChatToken: Decodable {
+    let text: String
+}

@@ -87,5 +87,11 @@ enum TodoServer {
         server.route("GET", "/files/report") { _ in
             .data(Data(repeating: 0x2A, count: 300_000), contentType: "application/octet-stream")
         }
+        // A language-model API: the reply streamed token by token as server-sent events, then `[DONE]`.
+        server.route("POST", "/chat/completions") { _ in
+            let tokens = ["Hello", "!", " I", " stream", " one", " token", " at", " a", " time", "."]
+            let events = tokens.map { ServerSentEvent(data: #"{"text":"\#($0)"}"#) } + [ServerSentEvent(data: "[DONE]")]
+            return .serverSentEvents(events, interval: 0.03)
+        }
     }
 }

@@ -153,6 +153,50 @@ let size = (try? Data(contentsOf: file).count) ?? 0
 print("Downloaded \(size) bytes to \(file.lastPathComponent)")
 try? FileManager.default.removeItem(at: file)
 
+// MARK: 9. Streaming: a chat completion, token by token
+
+section("9. Streaming: a chat completion, token by token")
+let chat = Connect.default.stream(ChatCompletion(prompt: "Say hello"), streaming: StreamingOptions(idleTimeout: 10))
+let replied = Promise<Void>()
+chat.observeEvents { event in
+    guard event.data != "[DONE]", let token = try? JSONDecoder().decode(ChatToken.self, from: Data(event.data.utf8))
+    else { return }
+    print(token.text, terminator: "")
+    fflush(nil)  // token by token, not line by line
+} completion: { result in
+    print()
+    replied.complete(with: result)
+}
+try replied.future.wait(timeout: 30)
+
+// MARK: 10. Connectivity: a request waits out an outage
+
+section("10. Connectivity: a request waits out an outage")
+if let system = try? SystemConnectivityMonitor() {
+    print("This machine's network:", system.current)
+}
+// A simulated outage: in an app, the monitor is `try SystemConnectivityMonitor()`.
+let network = FakeConnectivityMonitor(.disconnected)
+let api = FakeTransport()
+api.stub(
+    .get, "/todos/1", with: .json(string: #"{"userId":1,"id":1,"title":"Sent after the outage","completed":false}"#))
+let offlineFirst = Connect(
+    transport: api,
+    middlewares: [ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity)]
+)
+let waiting = offlineFirst.request(Route("/todos/1", baseURL: URL(string: "https://api.example.com")!))
+print("Offline: the request waits (sent so far: \(api.requests.count))")
+DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { network.goOnline(over: [.wifi]) }
+let arrived = try waiting.decoded(toType: Todo.self).wait(timeout: 10)
+print("Back online over Wi-Fi:", arrived.title)
+let impatient = Connect(transport: api, middlewares: [ConnectivityMiddleware(monitor: network, policy: .failFast)])
+network.goOffline()
+if case .failure(let error as ConnectError) = try impatient.request(
+    Route("/todos/1", baseURL: URL(string: "https://api.example.com")!)
+).waitForResult() {
+    print("Fail fast while offline:", error.kind, "(nothing sent)")
+}
+
 section("Done")
 Demo.server.stop()
 

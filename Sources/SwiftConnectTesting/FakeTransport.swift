@@ -295,6 +295,62 @@ public struct FakeResponse: Sendable {
         }
     }
 
+    /// A streamed answer: the head at once, then the body as `producer` writes it to the stream, for code that
+    /// reads with ``SwiftConnect/Connect/stream(_:options:streaming:)``.
+    ///
+    /// ```swift
+    /// transport.stub(.get, "/events", with: .stream(headers: ["Content-Type": "text/event-stream"]) { body in
+    ///     for token in ["Hel", "lo"] {
+    ///         guard await body.send(Data("data: \(token)\n\n".utf8)) else { return }
+    ///     }
+    ///     body.finish()
+    /// })
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - status: The status code. Defaults to 200.
+    ///   - headers: The headers.
+    ///   - producer: Writes the body with ``SwiftConnect/ResponseBodyStream/send(_:)`` (which waits while the reader
+    ///     is behind, and returns `false` once it stopped reading), then ends it with `finish(throwing:)`. It runs
+    ///     in a task of its own.
+    /// - Returns: The answer.
+    public static func stream(
+        status: Int = 200, headers: [String: String] = [:],
+        _ producer: @escaping @Sendable (ResponseBodyStream) async -> Void
+    ) -> FakeResponse {
+        FakeResponse { request in
+            guard var response = ConnectResponse(request: request, statusCode: status, headers: headers) else {
+                return Future(
+                    error: ConnectError(.transport, message: "FakeTransport cannot answer with status \(status)"))
+            }
+            let body = ResponseBodyStream()
+            let producing = Task { await producer(body) }
+            body.setCancelHandler { producing.cancel() }
+            response.bodyStream = body
+            return Future(value: response)
+        }
+    }
+
+    /// A streamed answer whose body is `chunks`, each handed over as the reader asks for it, then the end (or
+    /// `failure`, as a transfer that broke).
+    ///
+    /// - Parameters:
+    ///   - chunks: The pieces of the body, in order.
+    ///   - status: The status code. Defaults to 200.
+    ///   - headers: The headers.
+    ///   - failure: The error the body ends with; `nil` for a complete body.
+    /// - Returns: The answer.
+    public static func stream(
+        _ chunks: [Data], status: Int = 200, headers: [String: String] = [:], endingWith failure: (any Error)? = nil
+    ) -> FakeResponse {
+        .stream(status: status, headers: headers) { body in
+            for chunk in chunks {
+                guard await body.send(chunk) else { return }
+            }
+            body.finish(throwing: failure)
+        }
+    }
+
     /// A JSON response encoding `value`.
     ///
     /// Pass the encoder that matches how your API writes JSON, so the client's decoder reads the stub as it reads

@@ -468,6 +468,8 @@ extension Connect {
             }
         }
         var current = response
+        // A processor transforms a body in memory; a streamed one has not arrived yet.
+        guard response.bodyStream == nil else { return .success(current) }
         for processor in processors {
             do { current = try processor.process(current) } catch {
                 return .failure(ConnectError.rejected(error, by: processor, response: current))

@@ -168,10 +168,44 @@ struct MiddlewareChain: Sendable {
             where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
                 return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
             }
-            return context.transfer.isPlain
-                ? transport.send(request) : transport.send(request, transfer: context.transfer)
+            if context.transfer.isPlain { return transport.send(request) }
+            let sent = transport.send(request, transfer: context.transfer)
+            guard let streaming = context.transfer.streaming else { return sent }
+            return sent.flatMap { response in
+                if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
+                return Self.readingErrorBody(of: response, upTo: streaming.errorBodyLimit)
+            }
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         return middlewares[index].intercept(consume request, context: context, next: next)
+    }
+
+    /// A streamed response as every stage expects an error response: for a status outside 200..<300, the body
+    /// read into ``ConnectResponse/data`` (up to `limit` bytes, for the error handler, a token refresh, the retry
+    /// policy) and the stream closed. A success keeps its stream for the caller.
+    static func readingErrorBody(of response: ConnectResponse, upTo limit: Int) -> Future<ConnectResponse> {
+        guard let stream = response.bodyStream else { return Future(value: response) }
+        guard !response.isSuccess else { return Future(value: response) }
+        let promise = Promise<ConnectResponse>()
+        let reading = Task {
+            var body = Data()
+            do {
+                while body.count < limit, let chunk = try await stream.next() {
+                    body.append(chunk.prefix(limit - body.count))
+                }
+            } catch {
+                // The body is an excerpt for the error handler: what arrived before the failure will do.
+            }
+            stream.cancel()
+            var answer = response
+            answer.bodyStream = nil
+            answer.data = body
+            promise.completeIfPending(with: .success(answer))
+        }
+        promise.setCancelHandler {
+            reading.cancel()
+            stream.cancel()
+        }
+        return promise.future
     }
 }

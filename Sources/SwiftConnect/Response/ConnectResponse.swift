@@ -21,7 +21,7 @@ public struct ConnectResponse: Sendable {
     /// so (``ConnectError/attempts``). Always 1 on a success.
     ///
     /// An `Int32` right after `request`: on Linux it fills the padding after the `URLRequest`, and a response is
-    /// copied at every stage of a request, so it stays 56 bytes.
+    /// copied at every stage of a request.
     var attempts: Int32 = 1
     /// The HTTP response: status code and headers.
     public var response: HTTPURLResponse
@@ -29,6 +29,9 @@ public struct ConnectResponse: Sendable {
     public var data: Data
     /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
     public var fileURL: URL?
+    /// The body still arriving, for a streamed request (``TransferOptions/streaming``); ``data`` is then empty.
+    /// `nil` otherwise.
+    public var bodyStream: ResponseBodyStream?
 
     /// Creates a response.
     ///

@@ -148,6 +148,9 @@ final class TaskHandler: Sendable {
         /// The task's completion has taken the outcome (and the download it may move into place): a deadline
         /// or cancellation coming after it changes neither the future nor the disk.
         var completing = false
+        /// Where the body goes for a streamed request, once its head has been handed over
+        /// (``TransferOptions/streaming``).
+        var stream: ResponseBodyStream?
     }
 
     /// How a transport follows the redirects of a task that the session could not follow
@@ -225,7 +228,7 @@ final class TaskHandler: Sendable {
             expected = response.expectedContentLength
         }
         let isSuccess = (200..<300).contains(response.statusCode)
-        return state.withLock { state in
+        let proceeds = state.withLock { state in
             guard state.failure == nil else { return false }  // given up already (cancelled, timed out)
             state.response = response
             state.bytesToReceive = expected
@@ -250,11 +253,23 @@ final class TaskHandler: Sendable {
                         error as? ConnectError ?? ConnectError.fileAccess(error, url: destination, request: request)
                     return false
                 }
+            } else if let streaming = transfer.streaming, !(300..<400).contains(response.statusCode) {
+                // The head is the answer now; the body follows in the stream. (A redirect stays whole: the
+                // transport may follow it when the task completes.)
+                let stream = ResponseBodyStream(options: streaming)
+                stream.setCancelHandler(stop)
+                state.stream = stream
             } else if let expected, expected > 0 {
                 state.data.reserveCapacity(Int(min(expected, 16 << 20)))
             }
             return true
         }
+        if proceeds, let stream = state.withLock({ $0.stream }) {
+            var head = ConnectResponse(request: request, response: response, data: Data())
+            head.bodyStream = stream
+            promise.completeIfPending(with: .success(head))
+        }
+        return proceeds
     }
 
     /// Whether `response` has no body whatever its `Content-Length` says (RFC 9110, 6.4.1): the answer to a HEAD,
@@ -286,7 +301,9 @@ final class TaskHandler: Sendable {
                 state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: state.response)
                 return nil
             }
-            if let file = state.file {
+            if state.stream != nil {
+                // Handed to the stream below, outside the lock.
+            } else if let file = state.file {
                 do {
                     try Self.write(data, to: file)
                 } catch {
@@ -302,7 +319,15 @@ final class TaskHandler: Sendable {
             return state.lastReported
         }
         if let progress { transfer.progress?(progress) }
-        guard let failure = state.withLock({ $0.failure }) else { return true }
+        let (failure, stream) = state.withLock { ($0.failure, $0.stream) }
+        if let stream {
+            if let failure {
+                stream.finish(throwing: failure)
+                return false
+            }
+            return stream.offer(data)
+        }
+        guard let failure else { return true }
         // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends).
         deadline?.cancel()
         discardPartialDownload()
@@ -342,6 +367,7 @@ final class TaskHandler: Sendable {
         let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
         guard discardPartialDownload(failure: failure) else { return }
         promise.completeIfPending(with: .failure(failure))
+        state.withLock { $0.stream }?.finish(throwing: failure)
         stop()
     }
 
@@ -379,6 +405,13 @@ final class TaskHandler: Sendable {
             return taken
         }
         try? file?.close()
+        if let stream = snapshot.stream {
+            // The head went out as the answer; the stream gets the end of the body, or why it broke.
+            let failure =
+                snapshot.failure ?? error.map { ConnectError.transportFailure(.reported($0), request: request) }
+            stream.finish(throwing: failure)
+            return
+        }
         if snapshot.response == nil { snapshot.response = response }
         let result = outcome(of: snapshot, error: error, temporary: temporary)
         if case .failure = result, let temporary { try? FileManager.default.removeItem(at: temporary) }

@@ -26,6 +26,10 @@ public struct TransferOptions: Sendable {
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
     /// request's future completes.
     public var progress: (@Sendable (TransferProgress) -> Void)?
+    /// Streams the response body: when set, the transport completes the request's future as soon as the
+    /// response head arrives, with the body to come in ``ConnectResponse/bodyStream`` (see ``ResponseBodyStream``).
+    /// A transport that cannot stream delivers the whole body in memory and a finished stream of it.
+    public var streaming: StreamingOptions?
 
     /// Creates transfer options.
     ///
@@ -34,20 +38,25 @@ public struct TransferOptions: Sendable {
     ///   - destination: A file to write a successful response body to.
     ///   - maxResponseBytes: The response size limit.
     ///   - progress: Progress reports.
+    ///   - streaming: Stream the response body as it arrives.
     public init(
         bodyFile: URL? = nil,
         destination: URL? = nil,
         maxResponseBytes: Int? = nil,
-        progress: (@Sendable (TransferProgress) -> Void)? = nil
+        progress: (@Sendable (TransferProgress) -> Void)? = nil,
+        streaming: StreamingOptions? = nil
     ) {
         self.bodyFile = bodyFile
         self.destination = destination
         self.maxResponseBytes = maxResponseBytes
         self.progress = progress
+        self.streaming = streaming
     }
 
     /// Whether nothing beyond a plain in-memory exchange is asked for.
-    public var isPlain: Bool { bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil }
+    public var isPlain: Bool {
+        bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
+    }
 }
 
 /// How far a transfer has got.

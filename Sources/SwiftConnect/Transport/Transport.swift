@@ -86,6 +86,13 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
                 totalBytesToReceive: received
             )
         )
+        if transfer.streaming != nil, response.bodyStream == nil {
+            // No streaming here: the whole body, delivered as a finished stream.
+            var streamed = response
+            streamed.bodyStream = .finished(with: response.data)
+            streamed.data = Data()
+            return streamed
+        }
         guard let destination = transfer.destination, response.isSuccess else { return response }
         do {
             try response.data.write(to: destination, options: .atomic)

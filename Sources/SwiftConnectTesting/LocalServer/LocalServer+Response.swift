@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnect
 
 extension LocalServer {
     /// What a route answers: a status, headers and a body, optionally delayed or broken on purpose.
@@ -262,6 +263,43 @@ extension LocalServer.Response {
         var response = Self(status: status, headers: [("Content-Type", contentType)])
         response.streamedBody = StreamedBody(contentLength: contentLength, producer: producer)
         return response
+    }
+
+    /// A `text/event-stream` of server-sent events, each written as a chunk of its own after waiting `interval`
+    /// seconds: a language-model API streaming tokens, a live feed.
+    ///
+    /// ```swift
+    /// server.route("GET", "/chat") { _ in
+    ///     .serverSentEvents(["Hel", "lo"].map { ServerSentEvent(data: $0) }, interval: 0.05)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - events: The events, written as `event:` (unless `message`), `id:`, `retry:` and one `data:` line per
+    ///     line of data, then a blank line.
+    ///   - interval: The wait before each event, in seconds.
+    /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
+    public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
+        var response = stream(contentLength: nil, contentType: "text/event-stream") { write in
+            for event in events {
+                if interval > 0 { Thread.sleep(forTimeInterval: interval) }
+                guard write(Data(serialized(event).utf8)) else { return }
+            }
+        }
+        response.headers.append(("Cache-Control", "no-cache"))
+        return response
+    }
+
+    /// An event as it goes on the wire.
+    static func serialized(_ event: ServerSentEvent) -> String {
+        var text = ""
+        if event.event != "message" { text += "event: \(event.event)\n" }
+        if let id = event.id { text += "id: \(id)\n" }
+        if let retry = event.retry { text += "retry: \(retry)\n" }
+        for line in event.data.split(separator: "\n", omittingEmptySubsequences: false) {
+            text += "data: \(line)\n"
+        }
+        return text + "\n"
     }
 }
 

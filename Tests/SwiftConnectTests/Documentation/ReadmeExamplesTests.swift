@@ -68,6 +68,44 @@ final class ReadmeExamplesTests: XCTestCase {
         XCTAssertEqual(cache.hitCount, 1)
     }
 
+    private struct ChatCompletion: Connector {
+        let prompt: String
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/chat/completions" }
+        var method: HTTPMethod { .post }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { Parameter.jsonObject(value: ["prompt": prompt]) }
+    }
+
+    /// The README's "Streaming responses" example.
+    func testStreamingExample() async throws {
+        let transport = FakeTransport()
+        let events = ["data: Hel\n\n", "data: lo\n\n", "data: [DONE]\n\n"].map { Data($0.utf8) }
+        transport.stub(
+            .post, "/chat/completions", with: .stream(events, headers: ["Content-Type": "text/event-stream"]))
+        let connect = Connect(transport: transport)
+
+        let stream = connect.stream(ChatCompletion(prompt: "Say hello"))
+        var reply = ""
+        for try await event in stream.events where event.data != "[DONE]" {
+            reply += event.data
+        }
+        XCTAssertEqual(reply, "Hello")
+    }
+
+    /// The README's "Connectivity" example.
+    func testConnectivityExample() throws {
+        let monitor = try SystemConnectivityMonitor()
+        let queue = RequestQueue(maxConcurrentRequests: 4)
+        let connect = Connect(
+            middlewares: [ConnectivityMiddleware(monitor: monitor, policy: .waitForConnectivity, pausing: queue)],
+            requestQueue: queue
+        )
+        let urgent = RequestOptions(connectivity: .failFast)  // this call: fail at once while offline
+        XCTAssertEqual(urgent.connectivity, .failFast)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
     func testEveryReadmeSwiftBlockIsCompiledCode() throws {
         let root = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

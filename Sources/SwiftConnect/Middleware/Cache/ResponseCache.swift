@@ -302,6 +302,8 @@ struct ResponseCacheStage: Middleware {
     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        cache.respond(to: request, context: context, next: next)
+        // A streamed body is read once, by its caller: there is nothing to store or to serve again.
+        guard context.transfer.streaming == nil else { return next(request) }
+        return cache.respond(to: request, context: context, next: next)
     }
 }

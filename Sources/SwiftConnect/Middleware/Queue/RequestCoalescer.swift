@@ -73,12 +73,12 @@ final class RequestCoalescer: Middleware {
     > {
         // Per-call/connector plugins run after this stage, and transfer options apply to this call only: such a
         // request is not interchangeable with another one that has the same URL and headers. Nor are transfers
-        // that read or write their own files.
+        // that read or write their own files, or stream a body only one reader can take.
         let options = context.options
         let transfer = context.transfer
         guard options.plugins.isEmpty, options.maxResponseBytes == nil,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
-            transfer.progress == nil, let key = key(for: request)
+            transfer.progress == nil, transfer.streaming == nil, let key = key(for: request)
         else { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in

@@ -136,9 +136,10 @@ extension URLSessionTransport {
     #endif
 
     /// Whether `transfer` runs on a short-lived session of its own (``stopsOnlyWithItsSession``): one that may
-    /// have to stop mid-body, for a size limit or a download.
+    /// have to stop mid-body, for a size limit, a download or a stream its reader stops.
     static func needsSessionOfItsOwn(_ transfer: TransferOptions) -> Bool {
-        stopsOnlyWithItsSession && (transfer.maxResponseBytes != nil || transfer.destination != nil)
+        stopsOnlyWithItsSession
+            && (transfer.maxResponseBytes != nil || transfer.destination != nil || transfer.streaming != nil)
     }
 }
 

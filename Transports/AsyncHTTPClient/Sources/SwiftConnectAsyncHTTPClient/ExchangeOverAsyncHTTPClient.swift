@@ -69,15 +69,17 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             return Future(error: error)
         }
         let promise = Promise<ConnectResponse>()
+        let running = NIOLockedValueBox<Task<Void, Never>?>(nil)
         let task = Task {
             let result: Result<ConnectResponse, any Error>
             do {
-                result = .success(try await run())
+                result = .success(try await run(promise: promise, stopping: running))
             } catch {
                 result = .failure(ErrorClassification.connectError(error, request: original, timeout: timeout))
             }
             Self.complete(promise, with: result)
         }
+        running.withLockedValue { $0 = task }
         promise.setCancelHandler { [download] in
             task.cancel()
             download.discard()
@@ -85,8 +87,11 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         return promise.future
     }
 
-    /// Sends each hop until a response that is the answer.
-    private func run() async throws -> ConnectResponse {
+    /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's
+    /// head as soon as it arrives, and `task` (this exchange's) is what the stream's reader cancels.
+    private func run(promise: Promise<ConnectResponse>, stopping task: NIOLockedValueBox<Task<Void, Never>?>)
+        async throws -> ConnectResponse
+    {
         var hop = original
         var bodyFile = transfer.bodyFile
         var redirects = 0
@@ -116,8 +121,43 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
             }
+            if let streaming = transfer.streaming {
+                return await stream(
+                    response, head: head, options: streaming, progress: progress, promise: promise, task: task)
+            }
             return try await collect(response, head: head, progress: progress)
         }
+    }
+
+    /// Hands the answer's head to `promise` with a body stream, then pumps the body into it as the reader takes
+    /// it: AsyncHTTPClient reads no further while the reader is behind (back-pressure), and a reader that stops
+    /// cancels `task`, which closes the connection. Returns the head (already delivered) at the end.
+    private func stream(
+        _ response: HTTPClientResponse, head: HTTPURLResponse, options: StreamingOptions, progress: Progress?,
+        promise: Promise<ConnectResponse>, task: NIOLockedValueBox<Task<Void, Never>?>
+    ) async -> ConnectResponse {
+        let body = ResponseBodyStream(options: options)
+        body.setCancelHandler { task.withLockedValue { $0 }?.cancel() }
+        var answer = ConnectResponse(request: original, response: head, data: Data())
+        answer.bodyStream = body
+        promise.completeIfPending(with: .success(answer))
+        let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
+        var received: Int64 = 0
+        do {
+            for try await part in response.body {
+                received += Int64(part.readableBytes)
+                guard received <= limit else {
+                    throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+                }
+                progress?.received(Int64(part.readableBytes))
+                guard await body.send(Data(buffer: part)) else { return answer }
+            }
+            progress?.finish()
+            body.finish()
+        } catch {
+            body.finish(throwing: ErrorClassification.connectError(error, request: original, timeout: timeout))
+        }
+        return answer
     }
 
     /// `next` with the `user:password@` part of `hop`'s URL when it goes to the same origin without one of its own,

@@ -53,6 +53,41 @@ final class AsyncHTTPClientMemoryTests: XCTestCase {
         }
     }
 
+    /// A 1 GiB stream read by a consumer slower than the server keeps peak resident memory growth under 64 MiB:
+    /// the engine reads no further while the reader is behind (back-pressure), so the server waits instead.
+    func testA1GiBStreamReadSlowlyKeepsMemoryBounded() async throws {
+        let total = 1 << 30
+        server.route("GET", "/export") { _ in
+            .stream(contentLength: total) { write in
+                let piece = Data(repeating: 0x2A, count: 64 << 10)
+                for _ in 0..<(total / piece.count) {
+                    guard write(piece) else { return }
+                }
+            }
+        }
+        let connect = Connect(transport: AsyncHTTPClientTransport(), retryPolicy: nil)
+        let route = Route("/export", baseURL: server.baseURL)
+        guard let before = ProcessMemory.residentBytes() else { throw XCTSkip("no /proc/self/status here") }
+
+        let sampler = MemorySampler()
+        var received = 0
+        var chunks = 0
+        for try await chunk in connect.stream(route) {
+            received += chunk.count
+            chunks += 1
+            // Slower than the server: a pause every 64 chunks, so that a full buffer would pile up.
+            if chunks % 64 == 0 { try await Task.sleep(nanoseconds: 1_000_000) }
+        }
+        let peak = sampler.stop()
+
+        XCTAssertEqual(received, total)
+        let growth = peak - before
+        print("1 GiB stream read slowly: peak resident memory +\(growth >> 20) MiB over \(chunks) chunks")
+        if !ProcessMemory.isSanitized {
+            XCTAssertLessThan(growth, 64 << 20, "memory grew by \(growth >> 20) MiB")
+        }
+    }
+
     /// 100,000 requests after a warm-up grow resident memory by less than 5 MB: nothing is kept per request.
     func test100000RequestsDoNotGrowMemory() throws {
         server.route("GET", "/small") { _ in .data(Data(count: 64)) }

@@ -1,0 +1,339 @@
+import Dispatch
+import Foundation
+
+/// How a streamed response body is delivered: how much an engine that cannot pause may buffer, and how long the
+/// stream may go without a byte.
+///
+/// ```swift
+/// let stream = connect.stream(Completions(prompt: "Hi"), options: StreamingOptions(idleTimeout: 30))
+/// ```
+public struct StreamingOptions: Sendable, Hashable {
+    /// The most body bytes held for a consumer that reads slower than the server sends, on an engine that cannot
+    /// pause the transfer (URLSession on Linux). Going over fails the stream with
+    /// ``ConnectError/Kind/responseTooLarge`` rather than growing memory. An engine with back-pressure
+    /// (AsyncHTTPClient) pauses reading instead, at ``pauseThreshold``. Defaults to 8 MiB.
+    public var bufferLimit: Int
+    /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds;
+    /// `nil` (the default) for none. The connector's `timeout` still bounds the whole stream unless it is
+    /// `.infinity`, as suits a stream that may run for hours.
+    public var idleTimeout: TimeInterval?
+    /// The most bytes of an error response's body read (for the error handler) before the stream is closed.
+    /// Defaults to 64 KiB.
+    public var errorBodyLimit: Int
+
+    /// Creates options.
+    ///
+    /// - Parameters:
+    ///   - bufferLimit: The most bytes buffered on an engine that cannot pause; at least 1.
+    ///   - idleTimeout: The longest wait for the next bytes, in seconds; `nil` for none.
+    ///   - errorBodyLimit: The most bytes of an error body read.
+    public init(bufferLimit: Int = 8 << 20, idleTimeout: TimeInterval? = nil, errorBodyLimit: Int = 64 << 10) {
+        self.bufferLimit = max(1, bufferLimit)
+        self.idleTimeout = idleTimeout
+        self.errorBodyLimit = max(0, errorBodyLimit)
+    }
+
+    /// How many buffered bytes make ``ResponseBodyStream/send(_:)`` wait for the consumer: the smaller of
+    /// ``bufferLimit`` and 256 KiB.
+    public var pauseThreshold: Int { min(bufferLimit, 256 << 10) }
+}
+
+/// A response body on its way: the engine puts chunks in as they arrive, the consumer takes them out in order.
+///
+/// Transports make one for a request with ``TransferOptions/streaming`` set and hand it over in
+/// ``ConnectResponse/bodyStream`` as soon as the response head arrives. An engine that can pause reading calls
+/// ``send(_:)``, which waits while the consumer is behind; one that cannot calls ``offer(_:)``, which fails the
+/// stream once ``StreamingOptions/bufferLimit`` bytes wait. The engine ends the stream with ``finish(throwing:)``
+/// and stops its transfer in the handler it gives ``setCancelHandler(_:)``, which runs when the consumer cancels
+/// or stops reading, or the idle timeout fires.
+///
+/// ```swift
+/// let body = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
+/// body.setCancelHandler { task.cancel() }
+/// // as bytes arrive:
+/// guard await body.send(chunk) else { return }  // false: nobody reads any more
+/// // at the end:
+/// body.finish()
+/// ```
+public final class ResponseBodyStream: Sendable {
+    private struct State {
+        var chunks: [Data] = []
+        var head = 0
+        var bufferedBytes = 0
+        /// How the stream ended, once it has: `nil` for the end of the body, or the error.
+        var end: (any Error)??
+        var consumer: CheckedContinuation<Data?, any Error>?
+        var producer: CheckedContinuation<Bool, Never>?
+        var onCancel: (@Sendable () -> Void)?
+        /// When the last bytes arrived, for the idle timeout.
+        var lastActivity = DispatchTime.now()
+        /// The consumer (or the idle timeout) stopped the stream: the engine's transfer must stop.
+        var wasStopped = false
+    }
+
+    /// The options the stream enforces.
+    public let options: StreamingOptions
+    private let state = Protected(State())
+    private let idleDeadline = Protected<Deadline?>(nil)
+
+    /// Creates an open stream.
+    ///
+    /// - Parameter options: The buffer limit and idle timeout to enforce.
+    public init(options: StreamingOptions = StreamingOptions()) {
+        self.options = options
+    }
+
+    deinit {
+        idleDeadline.withLock { $0?.cancel() }
+    }
+
+    /// A stream that holds `data` and has ended: what a transport without streaming gives.
+    ///
+    /// - Parameter data: The whole body.
+    /// - Returns: A finished stream of one chunk (none if `data` is empty).
+    public static func finished(with data: Data) -> ResponseBodyStream {
+        let stream = ResponseBodyStream(options: StreamingOptions(bufferLimit: max(1, data.count)))
+        if !data.isEmpty { _ = stream.offer(data) }
+        stream.finish()
+        return stream
+    }
+
+    // MARK: - The engine's side
+
+    /// Adds a chunk without waiting. Returns `false` when the stream has ended (cancelled, failed): stop the
+    /// transfer. Over ``StreamingOptions/bufferLimit`` buffered bytes, the stream fails with
+    /// ``ConnectError/Kind/responseTooLarge`` and this returns `false`.
+    ///
+    /// - Parameter chunk: The bytes that arrived.
+    /// - Returns: Whether to go on.
+    public func offer(_ chunk: Data) -> Bool {
+        guard !chunk.isEmpty else { return isOpen }
+        let (consumer, failed) = state.withLock { state -> (CheckedContinuation<Data?, any Error>?, Bool) in
+            guard state.end == nil else { return (nil, false) }
+            state.lastActivity = .now()
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return (consumer, false)
+            }
+            guard state.bufferedBytes + chunk.count <= options.bufferLimit else { return (nil, true) }
+            state.chunks.append(chunk)
+            state.bufferedBytes += chunk.count
+            return (nil, false)
+        }
+        if let consumer {
+            consumer.resume(returning: chunk)
+            return true
+        }
+        if failed {
+            fail(
+                with: ConnectError(
+                    .responseTooLarge,
+                    message: "the stream's buffer of \(options.bufferLimit) bytes is full: the consumer reads slower "
+                        + "than the server sends, and this engine cannot pause the transfer "
+                        + "(raise StreamingOptions.bufferLimit, or read faster)"))
+            return false
+        }
+        return isOpen
+    }
+
+    /// Adds a chunk, waiting while ``StreamingOptions/pauseThreshold`` bytes or more wait for the consumer (the
+    /// engine reads no further meanwhile: back-pressure). Returns `false` when the stream has ended: stop the
+    /// transfer.
+    ///
+    /// - Parameter chunk: The bytes that arrived.
+    /// - Returns: Whether to go on.
+    public func send(_ chunk: Data) async -> Bool {
+        guard !chunk.isEmpty else { return isOpen }
+        let consumer = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
+            guard state.end == nil else { return nil }
+            state.lastActivity = .now()
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return consumer
+            }
+            state.chunks.append(chunk)
+            state.bufferedBytes += chunk.count
+            return nil
+        }
+        if let consumer {
+            consumer.resume(returning: chunk)
+            return true
+        }
+        guard state.withLock({ $0.end == nil && $0.bufferedBytes >= options.pauseThreshold }) else { return isOpen }
+        return await withCheckedContinuation { continuation in
+            let resumeNow: Bool? = state.withLock { state in
+                guard state.end == nil else { return false }
+                guard state.bufferedBytes >= options.pauseThreshold else { return true }
+                state.producer = continuation
+                return nil
+            }
+            if let resumeNow { continuation.resume(returning: resumeNow) }
+        }
+    }
+
+    /// Ends the stream: with `nil`, the body is complete; with an error, the transfer failed (the consumer gets it
+    /// after the chunks already buffered). Later calls do nothing.
+    ///
+    /// - Parameter error: Why the transfer failed, or `nil`.
+    public func finish(throwing error: (any Error)? = nil) {
+        let consumer = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
+            guard state.end == nil else { return nil }
+            state.end = .some(error)
+            state.onCancel = nil
+            guard state.head == state.chunks.count else { return nil }
+            defer { state.consumer = nil }
+            return state.consumer
+        }
+        idleDeadline.withLock { $0?.cancel() }
+        if let error {
+            consumer?.resume(throwing: error)
+        } else {
+            consumer?.resume(returning: nil)
+        }
+    }
+
+    /// Sets what stops the transfer when the consumer cancels or stops reading, or the idle timeout fires. Runs
+    /// at once if that already happened; never after ``finish(throwing:)``.
+    ///
+    /// - Parameter handler: Stops the engine's transfer.
+    public func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
+        let runNow = state.withLock { state -> Bool in
+            guard state.end == nil else { return state.wasStopped }
+            state.onCancel = handler
+            return false
+        }
+        if runNow { handler() }
+    }
+
+    /// Whether the stream still takes chunks.
+    public var isOpen: Bool { state.withLock { $0.end == nil } }
+
+    // MARK: - The consumer's side
+
+    /// Stops the stream: buffered chunks are dropped, the engine's transfer is stopped, and a reader waiting for
+    /// the next chunk gets ``ConnectError/Kind/cancelled``.
+    public func cancel() {
+        fail(with: ConnectError.cancelled(), cancelling: true)
+    }
+
+    /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
+    func next() async throws -> Data? {
+        let chunk = try state.withLock { state -> Data?? in
+            if state.head < state.chunks.count {
+                return .some(take(&state))
+            }
+            if let end = state.end {
+                if let error = end { throw error }
+                return .some(nil)
+            }
+            return nil
+        }
+        if let chunk {
+            resumeProducerIfBelowThreshold()
+            return chunk
+        }
+        return try await withTaskCancellationHandler {
+            try await withCheckedThrowingContinuation { continuation in
+                let ready: Result<Data?, any Error>? = state.withLock { state in
+                    if state.head < state.chunks.count { return .success(take(&state)) }
+                    if let end = state.end { return end.map { .failure($0) } ?? .success(nil) }
+                    state.consumer = continuation
+                    return nil
+                }
+                if let ready { continuation.resume(with: ready) }
+            }
+        } onCancel: {
+            cancel()
+        }
+    }
+
+    /// Takes the oldest buffered chunk.
+    private func take(_ state: inout State) -> Data {
+        let chunk = state.chunks[state.head]
+        state.chunks[state.head] = Data()
+        state.head += 1
+        state.bufferedBytes -= chunk.count
+        if state.head == state.chunks.count {
+            state.chunks.removeAll(keepingCapacity: true)
+            state.head = 0
+        } else if state.head >= 64, state.head * 2 >= state.chunks.count {
+            state.chunks.removeFirst(state.head)
+            state.head = 0
+        }
+        return chunk
+    }
+
+    private func resumeProducerIfBelowThreshold() {
+        let producer = state.withLock { state -> CheckedContinuation<Bool, Never>? in
+            guard state.bufferedBytes < options.pauseThreshold else { return nil }
+            defer { state.producer = nil }
+            return state.producer
+        }
+        producer?.resume(returning: true)
+    }
+
+    /// Who waits on a stream that ends: the reader, the engine, and the engine's cancel handler.
+    private typealias Waiting = (
+        consumer: CheckedContinuation<Data?, any Error>?, producer: CheckedContinuation<Bool, Never>?,
+        onCancel: (@Sendable () -> Void)?
+    )
+
+    /// Ends the stream with `error` at once (dropping what is buffered), and stops the engine's transfer.
+    private func fail(with error: any Error, cancelling: Bool = false) {
+        let taken = state.withLock { state -> Waiting? in
+            guard state.end == nil else { return nil }
+            state.end = .some(error)
+            state.wasStopped = cancelling
+            state.chunks.removeAll()
+            state.head = 0
+            state.bufferedBytes = 0
+            defer {
+                state.consumer = nil
+                state.producer = nil
+                state.onCancel = nil
+            }
+            return (state.consumer, state.producer, state.onCancel)
+        }
+        idleDeadline.withLock { $0?.cancel() }
+        guard let (consumer, producer, onCancel) = taken else { return }
+        onCancel?()
+        producer?.resume(returning: false)
+        consumer?.resume(throwing: error)
+    }
+
+    /// Fails the stream when no bytes arrive for `seconds` from now on (``StreamingOptions/idleTimeout``). The
+    /// client starts it when the response head arrives, whatever the engine; a second call does nothing.
+    ///
+    /// - Parameter seconds: The longest wait for the next bytes.
+    func startIdleTimeout(_ seconds: TimeInterval) {
+        let isFirst = idleDeadline.withLock { $0 == nil }
+        guard isFirst, seconds > 0 else { return }
+        state.withLock { $0.lastActivity = .now() }
+        armIdleTimeout(after: seconds, limit: seconds)
+    }
+
+    /// Fails the stream when no bytes came for `limit` seconds, checking in `idle` seconds; re-armed for the time
+    /// left while bytes keep coming.
+    private func armIdleTimeout(after idle: TimeInterval, limit: TimeInterval) {
+        guard let deadline = Deadline(seconds: idle) else { return }
+        idleDeadline.withLock { $0 = deadline }
+        deadline.start { [weak self] in
+            guard let self else { return }
+            let quiet = state.withLock { state -> Double? in
+                guard state.end == nil else { return nil }
+                return Double(DispatchTime.now().uptimeNanoseconds - state.lastActivity.uptimeNanoseconds) / 1e9
+            }
+            guard let quiet else { return }
+            if quiet >= limit - 0.001 {
+                fail(
+                    with: ConnectError(
+                        .timedOut,
+                        message: "the stream received no bytes for \(limit) s (StreamingOptions.idleTimeout)",
+                        underlyingError: URLError(.timedOut)),
+                    cancelling: true)
+            } else {
+                armIdleTimeout(after: limit - quiet, limit: limit)
+            }
+        }
+    }
+}

@@ -1,0 +1,294 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `Connect.stream` over a scripted fake transport: chunks in order, the error handler for a non-2xx head,
+/// retries before the first byte and never after, cancellation, the idle timeout, callbacks (issue 25).
+final class ResponseStreamTests: XCTestCase {
+    struct Feed: Connector {
+        var path = "/feed"
+        var timeout: TimeInterval = 10
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { path }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    private func chunks(_ texts: String...) -> [Data] { texts.map { Data($0.utf8) } }
+
+    private func collect(_ stream: ResponseStream) async throws -> [String] {
+        var received: [String] = []
+        for try await chunk in stream { received.append(String(decoding: chunk, as: UTF8.self)) }
+        return received
+    }
+
+    func testChunksArriveInOrderAfterTheHead() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("a", "b", "c"), headers: ["X-Feed": "1"]))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+
+        let head = try await stream.response
+        XCTAssertEqual(head.statusCode, 200)
+        XCTAssertEqual(head.header("X-Feed"), "1")
+        XCTAssertTrue(head.data.isEmpty)
+        let received = try await collect(stream)
+        XCTAssertEqual(received, ["a", "b", "c"])
+    }
+
+    func testAnErrorStatusGoesThroughTheErrorHandlerWithItsBodyRead() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks(#"{"mess"#, #"age":"quota exceeded"}"#), status: 429))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+
+        do {
+            _ = try await collect(stream)
+            XCTFail("a 429 must fail the stream")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .serverMessage)
+            XCTAssertEqual(error.message, "quota exceeded")
+            XCTAssertEqual(error.statusCode, 429)
+        }
+    }
+
+    func testTheErrorBodyIsReadOnlyUpToItsLimit() async throws {
+        let transport = FakeTransport()
+        let read = Guarded(0)
+        transport.stub(
+            .get, "/feed",
+            with: .stream(status: 500) { body in
+                // An endless error body: the client must stop reading at its limit.
+                while await body.send(Data(repeating: 0x61, count: 1024)) { read.withLock { $0 += 1024 } }
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil)
+            .stream(Feed(), streaming: StreamingOptions(errorBodyLimit: 4096))
+
+        do {
+            _ = try await collect(stream)
+            XCTFail("a 500 must fail the stream")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .httpStatus)
+            XCTAssertEqual(error.body?.count, 4096)
+        }
+    }
+
+    func testARetryHappensBeforeTheFirstByteAndNeverAfter() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: [
+                .stream(chunks("unavailable"), status: 503),
+                .stream(chunks("a", "b"), endingWith: URLError(.networkConnectionLost)),
+                .stream(chunks("never")),
+            ])
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let stream = connect.stream(Feed())
+
+        var received: [String] = []
+        do {
+            for try await chunk in stream { received.append(String(decoding: chunk, as: UTF8.self)) }
+            XCTFail("the broken body must fail the stream")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.urlError?.code, .networkConnectionLost, "\(error)")
+        }
+        XCTAssertEqual(received, ["a", "b"], "the chunks before the failure are delivered")
+        XCTAssertEqual(transport.requests.count, 2, "a 503 head is retried; a body that broke is not")
+    }
+
+    func testBreakingOutOfTheLoopStopsTheProducer() async throws {
+        let transport = FakeTransport()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                var n = 0
+                while await body.send(Data("\(n)\n".utf8)) { n += 1 }
+                stopped.succeed(())
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+
+        for try await _ in stream { break }
+        try await stopped.future.value(timeout: 5)
+    }
+
+    func testCancellingTheConsumingTaskStopsTheTransfer() async throws {
+        let transport = FakeTransport()
+        let firstSent = Promise<Void>()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                _ = await body.send(Data("first".utf8))
+                firstSent.succeed(())
+                // Nothing more arrives until the consumer gives up.
+                while !Task.isCancelled, body.isOpen { try? await Task.sleep(nanoseconds: 1_000_000) }
+                stopped.succeed(())
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        let reading = Task {
+            var count = 0
+            for try await _ in stream { count += 1 }
+            return count
+        }
+        try await firstSent.future.value(timeout: 5)
+        reading.cancel()
+        do {
+            _ = try await reading.value
+            XCTFail("a cancelled read must throw")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+        try await stopped.future.value(timeout: 5)
+    }
+
+    func testCancelBeforeTheHeadFailsTheStream() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .never)
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        stream.cancel()
+        do {
+            _ = try await collect(stream)
+            XCTFail("expected a cancellation")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+        XCTAssertEqual(transport.cancelledRequests.count, 1)
+    }
+
+    func testABodyCanBeReadOnce() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("a")))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        var first = stream.makeAsyncIterator()
+        var second = stream.makeAsyncIterator()
+        let chunk = try await first.next()
+        XCTAssertEqual(chunk, Data("a".utf8))
+        do {
+            _ = try await second.next()
+            XCTFail("a second reader must be refused")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .rejected)
+        }
+    }
+
+    func testTheIdleTimeoutFailsAStreamThatGoesQuiet() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                _ = await body.send(Data("hello".utf8))
+                while body.isOpen { try? await Task.sleep(nanoseconds: 5_000_000) }
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil)
+            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.2))
+        var received: [String] = []
+        let started = Date()
+        do {
+            for try await chunk in stream { received.append(String(decoding: chunk, as: UTF8.self)) }
+            XCTFail("a quiet stream must time out")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .timedOut)
+        }
+        XCTAssertEqual(received, ["hello"])
+        XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.19)
+    }
+
+    func testObserveDeliversChunksInOrderThenTheCompletion() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream((0..<50).map { Data("\($0),".utf8) }))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        let received = Guarded("")
+        let done = Promise<ConnectResponse>()
+        let queue = DispatchQueue(label: "observer")
+        stream.observe(
+            on: queue,
+            chunk: { chunk in
+                dispatchPrecondition(condition: .onQueue(queue))
+                received.withLock { $0 += String(decoding: chunk, as: UTF8.self) }
+            },
+            completion: { result in
+                dispatchPrecondition(condition: .onQueue(queue))
+                done.complete(with: result)
+            })
+        let head = try done.future.wait(timeout: 5)
+        XCTAssertEqual(head.statusCode, 200)
+        XCTAssertEqual(received.snapshot, (0..<50).map { "\($0)," }.joined())
+    }
+
+    func testProcessorsDoNotRunOnAStreamAndTheCacheIsBypassed() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("live")))
+        let cache = ResponseCache(maxBytes: 1 << 20)
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let options = RequestOptions(cache: CacheRule(timeToLive: 60))
+        for _ in 0..<2 {
+            let received = try await collect(connect.stream(Feed(), options: options))
+            XCTAssertEqual(received, ["live"])
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(cache.hitCount, 0)
+    }
+
+    // MARK: - The body stream itself
+
+    func testOfferFailsTheStreamWhenTheBufferIsFull() async throws {
+        let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 10))
+        XCTAssertTrue(body.offer(Data(count: 6)))
+        XCTAssertFalse(body.offer(Data(count: 6)))
+        XCTAssertFalse(body.isOpen)
+        var iterator = ConnectStreamProbe(body)
+        do {
+            _ = try await iterator.next()
+            XCTFail("an overflowed stream must fail")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+    }
+
+    func testSendWaitsWhileTheReaderIsBehind() async throws {
+        let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 100))
+        let sent = Guarded(0)
+        let producer = Task {
+            for _ in 0..<10 {
+                guard await body.send(Data(count: 60)) else { return }
+                sent.withLock { $0 += 1 }
+            }
+            body.finish()
+        }
+        // The threshold is 100 bytes: the first chunk goes at once, the second (120 bytes buffered) waits for the
+        // reader. Nothing to wait on but the producer's progress: give it a bounded number of turns.
+        var probe = ConnectStreamProbe(body)
+        for _ in 0..<1_000 where sent.snapshot < 1 { try await Task.sleep(nanoseconds: 1_000_000) }
+        for _ in 0..<50 { await Task.yield() }
+        XCTAssertEqual(sent.snapshot, 1, "the producer must wait while 100 bytes or more are unread")
+        var total = 0
+        while let chunk = try await probe.next() { total += chunk.count }
+        XCTAssertEqual(total, 600)
+        await producer.value
+    }
+}
+
+/// Reads a body stream the way `ResponseStream` does.
+private struct ConnectStreamProbe {
+    let stream: ResponseStream
+    var iterator: ResponseStream.AsyncIterator
+
+    init(_ body: ResponseBodyStream) {
+        let request = URLRequest(url: URL(string: "https://api.example.com/probe")!)
+        var response = ConnectResponse(request: request, statusCode: 200)!
+        response.bodyStream = body
+        let answer = response
+        let transport = FakeTransport(fallback: .handler { _ in .success(answer) })
+        stream = Connect(transport: transport, retryPolicy: nil).stream(ResponseStreamTests.Feed(path: "/probe"))
+        iterator = stream.makeAsyncIterator()
+    }
+
+    mutating func next() async throws -> Data? {
+        try await iterator.next()
+    }
+}
