@@ -1,0 +1,178 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How an ``EventSource`` reconnects, as a browser's `EventSource` does.
+public struct EventSourceReconnection: Sendable, Hashable {
+    /// The wait before reconnecting, until the server sets another with a `retry:` field. Defaults to 3 s, the
+    /// WHATWG default.
+    public var delay: TimeInterval
+    /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit.
+    public var maxAttempts: Int?
+
+    /// Creates a reconnection policy.
+    ///
+    /// - Parameters:
+    ///   - delay: The first wait before reconnecting, in seconds.
+    ///   - maxAttempts: The most reconnections in a row without an event; `nil` for no limit.
+    public init(delay: TimeInterval = 3, maxAttempts: Int? = nil) {
+        self.delay = max(0, delay)
+        self.maxAttempts = maxAttempts
+    }
+}
+
+/// Server-sent events from one endpoint that survive the end of a connection: after the stream ends or breaks, the
+/// source waits (`retry:` from the server, or ``EventSourceReconnection/delay``) and reconnects with a
+/// `Last-Event-ID` header, so that the server resumes after the last event seen. Made by
+/// ``Connect/eventSource(_:options:streaming:reconnection:)``.
+///
+/// ```swift
+/// for try await event in connect.eventSource(PriceFeed()) {
+///     show(event.data)
+/// }
+/// ```
+///
+/// As the WHATWG rules say, a response that is not a 2xx `text/event-stream` fails the source (no reconnection),
+/// and a `204 No Content` ends it. Cancel the task, or break out of the loop, to stop.
+public struct EventSource: AsyncSequence {
+    /// An event.
+    public typealias Element = ServerSentEvent
+
+    let connect: Connect
+    let connector: any Connector
+    let options: RequestOptions
+    let streaming: StreamingOptions
+    let reconnection: EventSourceReconnection
+
+    /// Makes the iterator; each iterator connects on its own.
+    public func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(source: self)
+    }
+
+    /// Reads events, reconnecting as needed.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private let source: EventSource
+        private var events: ResponseEvents<ResponseStream>.AsyncIterator?
+        /// The last event ID seen, sent as `Last-Event-ID` when reconnecting.
+        public private(set) var lastEventID = ""
+        private var delay: TimeInterval
+        /// Reconnections since the last event.
+        private var failures = 0
+        private var isFinished = false
+
+        init(source: EventSource) {
+            self.source = source
+            delay = source.reconnection.delay
+        }
+
+        /// The next event, reconnecting first when the stream ended; `nil` once the server answered 204.
+        public mutating func next() async throws -> ServerSentEvent? {
+            while !isFinished {
+                if events == nil {
+                    guard let opened = try await open() else {
+                        isFinished = true
+                        return nil
+                    }
+                    events = opened
+                }
+                do {
+                    if let event = try await events?.next() {
+                        failures = 0
+                        record(events)
+                        return event
+                    }
+                    record(events)
+                } catch let error as ConnectError where error.kind == .cancelled || Task.isCancelled {
+                    isFinished = true
+                    throw error
+                } catch {
+                    record(events)
+                    // A broken stream is reconnected like one that ended.
+                }
+                events = nil
+                failures += 1
+                if let limit = source.reconnection.maxAttempts, failures > limit {
+                    isFinished = true
+                    throw ConnectError(
+                        .transport,
+                        message: "the event stream ended \(failures) times in a row without an event: "
+                            + "gave up after \(limit) reconnections",
+                        underlyingError: URLError(.networkConnectionLost))
+                }
+                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            }
+            return nil
+        }
+
+        /// Keeps the last event ID and the server's reconnection time.
+        private mutating func record(_ iterator: ResponseEvents<ResponseStream>.AsyncIterator?) {
+            guard let iterator else { return }
+            lastEventID = iterator.lastEventID
+            if let time = iterator.reconnectionTime { delay = Double(time) / 1000 }
+        }
+
+        /// Connects, with `Last-Event-ID` when there is one; `nil` for a 204 (the server says: stop).
+        private func open() async throws -> ResponseEvents<ResponseStream>.AsyncIterator? {
+            let lastEventID = lastEventID
+            let stream = source.connect.stream(
+                source.connector, options: source.options, streaming: source.streaming
+            ) { request in
+                request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
+                request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
+                if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+            }
+            let head = try await stream.response
+            if head.statusCode == 204 {
+                stream.cancel()
+                return nil
+            }
+            guard let type = head.mediaType, type == "text/event-stream" else {
+                stream.cancel()
+                throw ConnectError(
+                    .rejected,
+                    message: "the event source answered \(head.mediaType ?? "no Content-Type"), "
+                        + "not text/event-stream",
+                    request: head.request, response: head.response)
+            }
+            return ResponseEvents(stream, lastEventID: lastEventID).makeAsyncIterator()
+        }
+    }
+}
+
+extension Connect {
+    /// Server-sent events from an endpoint, reconnecting as a browser's `EventSource` does: after the stream ends
+    /// or breaks, it waits (the server's `retry:`, or the policy's delay) and resumes with `Last-Event-ID`.
+    ///
+    /// ```swift
+    /// for try await event in connect.eventSource(Notifications(), reconnection: EventSourceReconnection(delay: 1)) {
+    ///     handle(event)
+    /// }
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - connector: The endpoint.
+    ///   - options: Options for each connection.
+    ///   - streaming: Buffer limit, idle timeout and error-body limit of each connection.
+    ///   - reconnection: The wait before reconnecting and the most reconnections without an event.
+    /// - Returns: The events; connecting starts when iteration does.
+    public func eventSource(
+        _ connector: any Connector, options: RequestOptions = RequestOptions(),
+        streaming: StreamingOptions = StreamingOptions(), reconnection: EventSourceReconnection = EventSourceReconnection()
+    ) -> EventSource {
+        EventSource(connect: self, connector: connector, options: options, streaming: streaming, reconnection: reconnection)
+    }
+
+    /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
+    func stream(
+        _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
+        adjust: @escaping @Sendable (inout URLRequest) -> Void
+    ) -> ResponseStream {
+        let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
+            adjust(&request)
+            transfer.streaming = streaming
+        }
+        return ResponseStream(head: exchange.checked())
+    }
+}

@@ -1,0 +1,108 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `Connect.eventSource`: the opt-in reconnecting mode of server-sent events, which resumes with `Last-Event-ID`
+/// and honours `retry:` (issue 25, item 2).
+final class EventSourceTests: XCTestCase {
+    private struct Feed: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/events" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { nil }
+    }
+
+    private let eventStream = ["Content-Type": "text/event-stream"]
+
+    private func sse(_ text: String, endingWith failure: (any Error)? = nil) -> FakeResponse {
+        .stream([Data(text.utf8)], headers: eventStream, endingWith: failure)
+    }
+
+    func testItReconnectsWithTheLastEventIDAfterTheServersRetryAndStopsOn204() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events",
+            with: [
+                sse("retry: 20\nid: 1\ndata: a\n\nid: 2\ndata: b\n\n"),
+                sse("id: 3\ndata: c\n\n", endingWith: URLError(.networkConnectionLost)),
+                .status(204),
+            ])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let started = Date()
+
+        var received: [String] = []
+        for try await event in connect.eventSource(Feed()) { received.append(event.data) }
+
+        XCTAssertEqual(received, ["a", "b", "c"])
+        let sent = transport.requests
+        XCTAssertEqual(sent.count, 3)
+        XCTAssertNil(sent[0].value(forHTTPHeaderField: "Last-Event-ID"))
+        XCTAssertEqual(sent[1].value(forHTTPHeaderField: "Last-Event-ID"), "2")
+        XCTAssertEqual(sent[2].value(forHTTPHeaderField: "Last-Event-ID"), "3", "a broken stream is resumed too")
+        XCTAssertEqual(sent[0].value(forHTTPHeaderField: "Accept"), "text/event-stream")
+        // The server's `retry: 20` (ms) replaced the 3 s default: two reconnections well under a second.
+        XCTAssertLessThan(Date().timeIntervalSince(started), 2)
+    }
+
+    func testAnErrorStatusFailsTheSourceWithoutReconnecting() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .json(["error": "forbidden"], status: 403))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+            XCTFail("a 403 must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .serverMessage)
+            XCTAssertEqual(error.message, "forbidden")
+        }
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testAnswerThatIsNotAnEventStreamFailsTheSource() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .json(["not": "events"]))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+            XCTFail("a JSON answer must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .rejected)
+            XCTAssertTrue(error.message.contains("text/event-stream"), error.message)
+        }
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testItGivesUpAfterTheMostReconnectionsWithoutAnEvent() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: sse(": nothing to say\n\n"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            let policy = EventSourceReconnection(delay: 0, maxAttempts: 3)
+            for try await _ in connect.eventSource(Feed(), reconnection: policy) {}
+            XCTFail("an endless run of empty streams must end")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("3 reconnections"), error.message)
+        }
+        XCTAssertEqual(transport.requests.count, 4, "the first connection and three reconnections")
+    }
+
+    func testBreakingOutStopsReconnecting() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: sse("data: tick\n\n"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var ticks = 0
+        for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            ticks += 1
+            if ticks == 5 { break }
+        }
+        XCTAssertEqual(ticks, 5)
+        XCTAssertEqual(transport.requests.count, 5)
+    }
+}
