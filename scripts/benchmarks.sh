@@ -412,6 +412,21 @@ for width, label in [(1, "sequential"), (16, "16 in flight")]:
                    None if r is None else r <= 1.2,
                    f"{fmt_num(peak_mib(m_ours))} vs {fmt_num(peak_mib(m_raw))} MiB resident, whole process")
 
+# --- Issue 25, item 6: parsed stream views beside a plain read of the same bytes, and the cost per chunk. ---
+streaming_rows = []
+for case, names in sorted(cases.get("Streaming", {}).items()):
+    parsed = next((n for n in names if n.split("/")[2].startswith("SwiftConnect .")), None)
+    plain = in_case("Streaming", case, "plain Data read")
+    if not parsed or not plain: continue
+    r = ratio(wall_ns(plain), wall_ns(parsed))
+    streaming_rows.append((case, parsed.split("/")[2], wall_ns(parsed), cpu_ns(parsed), wall_ns(plain), cpu_ns(plain), r))
+    target(f"streaming, {case}: {parsed.split('/')[2]} ≥ 0.8× a plain read of the same stream", fmt_ratio(r),
+           None if r is None else r >= 0.8,
+           f"{fmt_time(wall_ns(parsed))} vs {fmt_time(wall_ns(plain))} per 16 MiB stream; CPU "
+           f"{fmt_time(cpu_ns(parsed))} vs {fmt_time(cpu_ns(plain))}")
+chunk_ours = in_case("Streaming", "chunks 16 MiB over AsyncHTTPClient", "SwiftConnect ResponseStream")
+chunk_raw = in_case("Streaming", "chunks 16 MiB over AsyncHTTPClient", "raw AsyncHTTPClient body")
+
 # --- The report. ---
 notes = ""
 if os.path.exists(output):
@@ -465,6 +480,26 @@ if engine_rows:
             f"{fmt_time(a)} ({1e9 / a:,.0f}/s), CPU {fmt_time(ac)} | {fmt_time(u)} ({1e9 / u:,.0f}/s), CPU {fmt_time(uc)} | "
             f"{fmt_ratio(ratio(a, c))} | {fmt_ratio(ratio(u, c))} |")
     out("")
+
+if streaming_rows:
+    out("## Streaming")
+    out("")
+    out("One operation is one whole 16 MiB stream from the loopback server (another process) through "
+        "`Connect.stream` over `AsyncHTTPClientTransport`: parsed by a view, or read as plain `Data` chunks "
+        "(the `Streaming/` benchmarks). The `at 1 Gbit per s` cases pace the server as a fast real network would.")
+    out("")
+    out("| Case | View | View: wall / CPU per stream | Plain read: wall / CPU per stream | View ÷ plain (throughput) |")
+    out("| --- | --- | ---: | ---: | ---: |")
+    for case, view, pw, pc, rw, rc, r in streaming_rows:
+        out(f"| {case} | {view} | {fmt_time(pw)} / {fmt_time(pc)} | {fmt_time(rw)} / {fmt_time(rc)} | {fmt_ratio(r)} |")
+    out("")
+    if chunk_ours and chunk_raw:
+        co, cr = per_op(chunk_ours, "Chunksperstream"), per_op(chunk_raw, "Chunksperstream")
+        if co and cr:
+            out(f"Per chunk: `ResponseStream` {fmt_time(cpu_ns(chunk_ours) / co)} of CPU over {co:,.0f} chunks, raw "
+                f"AsyncHTTPClient's body {fmt_time(cpu_ns(chunk_raw) / cr)} over {cr:,.0f} chunks (whole process, "
+                "network included).")
+            out("")
 
 titles = {"Futures": "Futures", "Pipeline": "Request pipeline without a network", "Loopback": "Loopback HTTP",
           "Transfers": "Transfers"}

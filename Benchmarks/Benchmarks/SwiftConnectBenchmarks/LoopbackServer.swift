@@ -13,7 +13,9 @@ import SwiftConnectTesting
 /// allocations and peak memory are measured without the server's.
 ///
 /// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB;
-/// `POST /upload` reads the request body to the end and answers `{"bytes":N}`.
+/// `POST /upload` reads the request body to the end and answers `{"bytes":N}`; `GET /stream/events` and
+/// `GET /stream/lines` stream 16 MiB of ~80-byte server-sent events or lines, chunked (with `/paced` at the end,
+/// at 1 Gbit/s).
 enum LoopbackServer {
     static let roleVariable = "SWIFTCONNECT_BENCHMARK_ROLE"
 
@@ -30,6 +32,37 @@ enum LoopbackServer {
         let large = Payload.large
         server.route("GET", "/todos/1k") { _ in .data(small, contentType: "application/json") }
         server.route("GET", "/todos/100k") { _ in .data(large, contentType: "application/json") }
+        let streams = [
+            ("/stream/events", StreamingPayload.small.body, "text/event-stream"),
+            ("/stream/large-events", StreamingPayload.large.body, "text/event-stream"),
+            ("/stream/lines", StreamingPayload.lines.body, "text/plain"),
+        ]
+        for (path, body, type) in streams {
+            server.route("GET", path) { _ in
+                .stream(contentLength: nil, contentType: type) { write in
+                    var offset = 0
+                    while offset < body.count {
+                        let end = min(offset + (64 << 10), body.count)
+                        guard write(body[offset..<end]) else { return }
+                        offset = end
+                    }
+                }
+            }
+            // The same body at most 1 Gbit/s (about 119 MB/s), as a fast real network delivers it.
+            server.route("GET", path + "/paced") { _ in
+                .stream(contentLength: nil, contentType: type) { write in
+                    let started = Date()
+                    var offset = 0
+                    while offset < body.count {
+                        let end = min(offset + (64 << 10), body.count)
+                        guard write(body[offset..<end]) else { return }
+                        offset = end
+                        let due = Double(offset) / 125_000_000 - Date().timeIntervalSince(started)
+                        if due > 0 { Thread.sleep(forTimeInterval: due) }
+                    }
+                }
+            }
+        }
         server.streamingRoute("POST", "/upload") { _, body in
             var bytes = 0
             while let piece = body.read(maxBytes: 256 << 10) { bytes += piece.count }
