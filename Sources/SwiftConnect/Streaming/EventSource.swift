@@ -159,9 +159,11 @@ extension Connect {
     /// - Returns: The events; connecting starts when iteration does.
     public func eventSource(
         _ connector: any Connector, options: RequestOptions = RequestOptions(),
-        streaming: StreamingOptions = StreamingOptions(), reconnection: EventSourceReconnection = EventSourceReconnection()
+        streaming: StreamingOptions = StreamingOptions(),
+        reconnection: EventSourceReconnection = EventSourceReconnection()
     ) -> EventSource {
-        EventSource(connect: self, connector: connector, options: options, streaming: streaming, reconnection: reconnection)
+        EventSource(
+            connect: self, connector: connector, options: options, streaming: streaming, reconnection: reconnection)
     }
 
     /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
