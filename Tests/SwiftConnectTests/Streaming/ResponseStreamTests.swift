@@ -100,6 +100,29 @@ final class ResponseStreamTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2, "a 503 head is retried; a body that broke is not")
     }
 
+    func testATokenRefreshHappensBeforeTheStreamStarts() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/feed",
+            with: [
+                .stream(chunks(#"{"error":"token expired"}"#), status: 401),
+                .stream(chunks("private ", "feed")),
+            ])
+        let refreshes = Guarded(0)
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            refreshes.withLock { $0 += 1 }
+            return Future(value: .bearer(token: "new"))
+        }
+        let connect = Connect(transport: transport, middlewares: [auth])
+
+        let received = try await collect(connect.stream(Feed()))
+
+        XCTAssertEqual(received, ["private ", "feed"])
+        XCTAssertEqual(refreshes.snapshot, 1)
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, ["Bearer old", "Bearer new"])
+    }
+
     func testBreakingOutOfTheLoopStopsTheProducer() async throws {
         let transport = FakeTransport()
         let stopped = Promise<Void>()
