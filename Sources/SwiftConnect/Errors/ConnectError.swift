@@ -139,8 +139,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// A sentence saying what went wrong, for logs and, with care, for users.
     ///
     /// A message can quote the server ("invalid token abc…") or the request. Read here, it has the secret values
-    /// of ``request`` hidden (``secretsAreShown``): its credential headers, secret query items and body fields,
-    /// its cookies and basic credentials. What the server sent stays intact in ``body``.
+    /// of ``request`` hidden: its credential headers, secret query items and body fields, its cookies and basic
+    /// credentials (unless the client was made with ``Connect/Settings/redactsSecrets`` `false`). What the server
+    /// sent stays intact in ``body``.
     public var message: String {
         get { secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage) }
         set { storedMessage = newValue }
