@@ -86,10 +86,13 @@ final class StreamingIntegrationTests: XCTestCase {
     /// A reader that stops early stops the transfer: the server's writes start failing.
     func testBreakingOutOfTheLoopClosesTheConnection() async throws {
         let closed = Promise<Int>()
+        // FoundationNetworking goes on reading a stopped transfer (below): there the body ends after 64 MiB, or
+        // the runaway transfer would take both cores from the tests that follow for as long as it runs.
+        let limit = TransportUnderTest.isURLSession ? 4096 : Int.max
         server.route("GET", "/endless") { _ in
             .stream(contentLength: nil, contentType: "text/plain") { write in
                 var chunks = 0
-                while write(Data(repeating: 0x61, count: 16 * 1024)) { chunks += 1 }
+                while chunks < limit, write(Data(repeating: 0x61, count: 16 * 1024)) { chunks += 1 }
                 closed.succeed(chunks)
             }
         }
@@ -98,9 +101,10 @@ final class StreamingIntegrationTests: XCTestCase {
         let stoppedAt = Date()
         let written = try await closed.future.value(timeout: 20)
         let delay = Date().timeIntervalSince(stoppedAt)
+        let ended = written == limit ? "reached its end" : "saw the close"
         print(
-            "StreamingIntegrationTests: the server saw the close \(Int(delay * 1000)) ms after the break,",
-            "having written \(written) chunks in \(Int(stoppedAt.timeIntervalSince(started) * 1000)) ms")
+            "StreamingIntegrationTests: the server \(ended) \(Int(delay * 1000)) ms after the break, having written",
+            "\(written) chunks of 16 KiB; the break came \(Int(stoppedAt.timeIntervalSince(started) * 1000)) ms in")
         XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the connection stayed open")
         if !TransportUnderTest.isURLSession {
             XCTAssertLessThan(delay, 1, "the transfer went on after the reader stopped")
