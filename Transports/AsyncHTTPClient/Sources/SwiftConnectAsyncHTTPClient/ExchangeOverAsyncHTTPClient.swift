@@ -145,10 +145,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         var received: Int64 = 0
         do {
             for try await part in response.body {
-                received += Int64(part.readableBytes)
-                guard received <= limit else {
-                    throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
-                }
+                try count(part, into: &received, limit: limit, head: head)
                 progress?.received(Int64(part.readableBytes))
                 guard await body.send(Data(buffer: part)) else { return answer }
             }
@@ -199,10 +196,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         var received: Int64 = 0
         do {
             for try await part in response.body {
-                received += Int64(part.readableBytes)
-                guard received <= limit else {
-                    throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
-                }
+                try count(part, into: &received, limit: limit, head: head)
                 if let download {
                     try fileAccess(download.url) { try download.file.write(part) }
                 } else if body.readableBytes == 0 {
@@ -227,6 +221,14 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             request: original, response: head, data: download == nil ? Data(buffer: body) : Data())
         answer.fileURL = download?.url
         return answer
+    }
+
+    /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
+    private func count(_ part: ByteBuffer, into received: inout Int64, limit: Int64, head: HTTPURLResponse) throws {
+        received += Int64(part.readableBytes)
+        guard received <= limit else {
+            throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+        }
     }
 
     /// A temporary file beside `destination`, held for a cancellation to remove.
