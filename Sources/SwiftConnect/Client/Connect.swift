@@ -308,7 +308,8 @@ extension Connect {
     }
 
     /// Cancels every request of this client that has not completed; each fails with
-    /// ``ConnectError/Kind/cancelled`` and its network task is cancelled.
+    /// ``ConnectError/Kind/cancelled`` and its network task is cancelled. A stream (``stream(_:options:streaming:)``)
+    /// counts until its body has ended: its transfer stops and its reader gets the cancellation.
     ///
     /// Only this client's requests: with a ``RequestQueue`` shared with other clients, their waiting requests
     /// keep their place (and take the slots this client's cancelled requests free). A request that another thread
@@ -509,7 +510,10 @@ extension Connect {
 
     /// Remembers a request until it completes, for ``cancelAllRequests()``; cancels it instead if
     /// `cancelAllRequests()` ran since it was started (`cancellations` was then that count).
-    private func track(_ future: Future<ConnectResponse>, startedAfter cancellations: UInt64) {
+    /// How many times ``cancelAllRequests()`` has run: read before starting something to ``track(_:startedAfter:)``.
+    var inFlightCancellations: UInt64 { inFlight.withLock { $0.cancellations } }
+
+    func track<Value>(_ future: Future<Value>, startedAfter cancellations: UInt64) {
         guard !future.isCompleted else { return }
         guard let id = inFlight.withLock({ $0.insert(future, startedAfter: cancellations) }) else {
             future.cancel()

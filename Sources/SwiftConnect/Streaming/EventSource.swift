@@ -175,6 +175,6 @@ extension Connect {
             adjust(&request)
             transfer.streaming = streaming
         }
-        return ResponseStream(head: exchange.checked())
+        return trackingBody(of: ResponseStream(head: exchange.checked()))
     }
 }

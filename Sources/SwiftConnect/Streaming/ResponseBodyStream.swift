@@ -69,6 +69,8 @@ public final class ResponseBodyStream: Sendable {
         var lastActivity = DispatchTime.now()
         /// The consumer (or the idle timeout) stopped the stream: the engine's transfer must stop.
         var wasStopped = false
+        /// Run once when the stream ends, however it ends.
+        var onEnd: [@Sendable () -> Void] = []
     }
 
     /// The options the stream enforces.
@@ -176,15 +178,19 @@ public final class ResponseBodyStream: Sendable {
     ///
     /// - Parameter error: Why the transfer failed, or `nil`.
     public func finish(throwing error: (any Error)? = nil) {
-        let consumer = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
-            guard state.end == nil else { return nil }
+        typealias Ending = (consumer: CheckedContinuation<Data?, any Error>?, onEnd: [@Sendable () -> Void])
+        let (consumer, onEnd) = state.withLock { state -> Ending in
+            guard state.end == nil else { return (nil, []) }
             state.end = .some(error)
             state.onCancel = nil
-            guard state.head == state.chunks.count else { return nil }
+            let onEnd = state.onEnd
+            state.onEnd = []
+            guard state.head == state.chunks.count else { return (nil, onEnd) }
             defer { state.consumer = nil }
-            return state.consumer
+            return (state.consumer, onEnd)
         }
         idleDeadline.withLock { $0?.cancel() }
+        for handler in onEnd { handler() }
         if let error {
             consumer?.resume(throwing: error)
         } else {
@@ -203,6 +209,16 @@ public final class ResponseBodyStream: Sendable {
             return false
         }
         if runNow { handler() }
+    }
+
+    /// Runs `handler` once when the stream ends (its body complete, failed or cancelled); at once if it has.
+    func whenEnded(_ handler: @escaping @Sendable () -> Void) {
+        let ended = state.withLock { state -> Bool in
+            guard state.end == nil else { return true }
+            state.onEnd.append(handler)
+            return false
+        }
+        if ended { handler() }
     }
 
     /// Whether the stream still takes chunks.
@@ -280,10 +296,13 @@ public final class ResponseBodyStream: Sendable {
 
     /// Ends the stream with `error` at once (dropping what is buffered), and stops the engine's transfer.
     private func fail(with error: any Error, cancelling: Bool = false) {
+        var onEnd: [@Sendable () -> Void] = []
         let taken = state.withLock { state -> Waiting? in
             guard state.end == nil else { return nil }
             state.end = .some(error)
             state.wasStopped = cancelling
+            onEnd = state.onEnd
+            state.onEnd = []
             state.chunks.removeAll()
             state.head = 0
             state.bufferedBytes = 0
@@ -297,6 +316,7 @@ public final class ResponseBodyStream: Sendable {
         idleDeadline.withLock { $0?.cancel() }
         guard let (consumer, producer, onCancel) = taken else { return }
         onCancel?()
+        for handler in onEnd { handler() }
         producer?.resume(returning: false)
         consumer?.resume(throwing: error)
     }

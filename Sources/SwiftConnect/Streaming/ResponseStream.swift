@@ -265,6 +265,20 @@ extension Connect {
         let exchange = exchange(connector, debugResponse: false, options: options) { _, transfer in
             transfer.streaming = streaming
         }
-        return ResponseStream(head: exchange.checked())
+        return trackingBody(of: ResponseStream(head: exchange.checked()))
+    }
+
+    /// `stream`, whose body, once the head has arrived, counts as in flight until it ends: so that
+    /// ``cancelAllRequests()`` stops it too.
+    func trackingBody(of stream: ResponseStream) -> ResponseStream {
+        let cancellationsBefore = inFlightCancellations
+        stream.head.whenComplete { [weak self] result in
+            guard case .success(let response) = result, let body = response.bodyStream, let self else { return }
+            let running = Promise<Void>()
+            running.setCancelHandler { body.cancel() }
+            body.whenEnded { running.completeIfPending(with: .success(())) }
+            track(running.future, startedAfter: cancellationsBefore)
+        }
+        return stream
     }
 }

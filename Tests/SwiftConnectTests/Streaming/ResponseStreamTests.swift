@@ -169,6 +169,42 @@ final class ResponseStreamTests: XCTestCase {
         try await stopped.future.value(timeout: 5)
     }
 
+    func testCancelAllRequestsStopsARunningStream() async throws {
+        let transport = FakeTransport()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                while await body.send(Data("tick\n".utf8)) {}
+                stopped.succeed(())
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let stream = connect.stream(Feed())
+        var iterator = stream.makeAsyncIterator()
+        _ = try await iterator.next()
+        XCTAssertEqual(connect.requestsInFlight, 1, "a stream counts until its body ends")
+
+        connect.cancelAllRequests()
+
+        try await stopped.future.value(timeout: 5)
+        do {
+            while try await iterator.next() != nil {}
+            XCTFail("a cancelled stream must throw")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    func testAStreamThatEndsLeavesNothingInFlight() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("a", "b")))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let received = try await collect(connect.stream(Feed()))
+        XCTAssertEqual(received, ["a", "b"])
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
     func testCancelBeforeTheHeadFailsTheStream() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/feed", with: .never)
