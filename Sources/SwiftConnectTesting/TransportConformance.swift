@@ -133,7 +133,7 @@ public enum TransportConformance {
         methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, cancellationClosesTheConnection,
         sizeLimitStopsReading, progress, truncatedBody, resetOfAPOSTOnAReusedConnection, compressedBodies,
-        compressedBodyLimit, downloadToAFile,
+        compressedBodyLimit, downloadToAFile, streamedBodyArrivesAsItIsSent,
     ]
 
     private static func request(
@@ -381,6 +381,50 @@ public enum TransportConformance {
             let error = try context.error(accepting, transfer: TransferOptions(maxResponseBytes: 100_000))
             try context.expect(
                 error.kind == .responseTooLarge, "200,000 decoded bytes under a 100,000 limit came back as \(error)")
+        }
+    }
+
+    /// With ``SwiftConnect/TransferOptions/streaming``, the head and the first bytes reach the caller before the
+    /// body is complete: the server sends the rest only once the client has the first chunk.
+    static let streamedBodyArrivesAsItIsSent = Check(name: "streamed body arrives as it is sent") { context in
+        try context.withServer { server in
+            let firstReceived = DispatchSemaphore(value: 0)
+            let serverWaited = Protected<Bool?>(nil)
+            server.route("GET", "/live") { _ in
+                .stream(contentLength: nil, contentType: "text/plain") { write in
+                    guard write(Data("first\n".utf8)) else { return }
+                    let signalled = firstReceived.wait(timeout: .now() + 5) == .success
+                    serverWaited.withLock { $0 = signalled }
+                    _ = write(Data("second\n".utf8))
+                }
+            }
+            let connect = Connect(transport: context.makeTransport(), retryPolicy: nil)
+            let stream = connect.stream(SwiftConnect.Route("/live", baseURL: server.baseURL))
+            let received = Promise<String>()
+            Task {
+                var text = ""
+                do {
+                    for try await chunk in stream {
+                        if text.isEmpty { firstReceived.signal() }
+                        text += String(decoding: chunk, as: UTF8.self)
+                    }
+                    _ = received.succeed(text)
+                } catch {
+                    _ = received.fail(error)
+                }
+            }
+            let text: String
+            do {
+                text = try received.future.wait(timeout: 30)
+            } catch {
+                stream.cancel()
+                throw Failure(description: "the stream failed: \(error)")
+            }
+            try context.expect(text == "first\nsecond\n", "the stream delivered \(text.debugDescription)")
+            try context.expect(
+                serverWaited.snapshot == true,
+                "the first chunk came only with the whole body: the transport does not stream (TransferOptions.streaming)"
+            )
         }
     }
 

@@ -3,6 +3,10 @@ import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// `URLSessionTransport` against the transport contract (`TransportConformance`), each platform exception named
 /// with the defect behind it. A known defect that starts passing fails this test, so the exception goes.
 final class TransportConformanceTests: XCTestCase {
@@ -43,5 +47,19 @@ final class TransportConformanceTests: XCTestCase {
             if Self.racing.contains(outcome.check), Self.knownDefects[outcome.check] != nil { continue }
             XCTAssertTrue(outcome.isAsExpected, outcome.description)
         }
+    }
+
+    /// The streaming check can fail: a transport that implements only `send(_:)` gets the in-memory default, which
+    /// hands over the body once it is complete.
+    func testATransportThatDoesNotStreamFailsTheStreamingCheck() throws {
+        struct WholeBodies: Transport {
+            let engine = URLSessionTransport()
+            func send(_ request: URLRequest) -> Future<ConnectResponse> { engine.send(request) }
+        }
+        let outcomes = TransportConformance.run(only: ["streamed body arrives as it is sent"]) { WholeBodies() }
+
+        let outcome = try XCTUnwrap(outcomes.first)
+        XCTAssertFalse(outcome.isAsExpected, outcome.description)
+        XCTAssertTrue(outcome.failure?.contains("does not stream") ?? false, outcome.description)
     }
 }
