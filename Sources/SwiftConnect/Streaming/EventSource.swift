@@ -165,16 +165,4 @@ extension Connect {
         EventSource(
             connect: self, connector: connector, options: options, streaming: streaming, reconnection: reconnection)
     }
-
-    /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
-    func stream(
-        _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
-        adjust: @escaping @Sendable (inout URLRequest) -> Void
-    ) -> ResponseStream {
-        let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
-            adjust(&request)
-            transfer.streaming = streaming
-        }
-        return trackingBody(of: ResponseStream(head: exchange.checked()))
-    }
 }

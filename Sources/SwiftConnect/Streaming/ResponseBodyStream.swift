@@ -57,8 +57,7 @@ public struct StreamingOptions: Sendable, Hashable {
 /// ```
 public final class ResponseBodyStream: Sendable {
     private struct State {
-        var chunks: [Data] = []
-        var head = 0
+        var chunks = FIFO<Data>()
         var bufferedBytes = 0
         /// How the stream ended, once it has: `nil` for the end of the body, or the error.
         var end: (any Error)??
@@ -110,23 +109,15 @@ public final class ResponseBodyStream: Sendable {
     /// - Returns: Whether to go on.
     public func offer(_ chunk: Data) -> Bool {
         guard !chunk.isEmpty else { return isOpen }
-        let (consumer, failed) = state.withLock { state -> (CheckedContinuation<Data?, any Error>?, Bool) in
-            guard state.end == nil else { return (nil, false) }
-            state.lastActivity = .now()
-            if let consumer = state.consumer {
-                state.consumer = nil
-                return (consumer, false)
-            }
-            guard state.bufferedBytes + chunk.count <= options.bufferLimit else { return (nil, true) }
-            state.chunks.append(chunk)
-            state.bufferedBytes += chunk.count
-            return (nil, false)
-        }
-        if let consumer {
+        switch arrive(chunk, limit: options.bufferLimit) {
+        case .handedOver(let consumer):
             consumer.resume(returning: chunk)
             return true
-        }
-        if failed {
+        case .buffered:
+            return true
+        case .ended:
+            return false
+        case .overflowed:
             fail(
                 with: ConnectError(
                     .responseTooLarge,
@@ -135,7 +126,6 @@ public final class ResponseBodyStream: Sendable {
                         + "(raise StreamingOptions.bufferLimit, or read faster)"))
             return false
         }
-        return isOpen
     }
 
     /// Adds a chunk, waiting while ``StreamingOptions/pauseThreshold`` bytes or more wait for the consumer (the
@@ -146,20 +136,14 @@ public final class ResponseBodyStream: Sendable {
     /// - Returns: Whether to go on.
     public func send(_ chunk: Data) async -> Bool {
         guard !chunk.isEmpty else { return isOpen }
-        let consumer = state.withLock { state -> CheckedContinuation<Data?, any Error>? in
-            guard state.end == nil else { return nil }
-            state.lastActivity = .now()
-            if let consumer = state.consumer {
-                state.consumer = nil
-                return consumer
-            }
-            state.chunks.append(chunk)
-            state.bufferedBytes += chunk.count
-            return nil
-        }
-        if let consumer {
+        switch arrive(chunk, limit: .max) {
+        case .handedOver(let consumer):
             consumer.resume(returning: chunk)
             return true
+        case .ended, .overflowed:
+            return false
+        case .buffered:
+            break
         }
         guard state.withLock({ $0.end == nil && $0.bufferedBytes >= options.pauseThreshold }) else { return isOpen }
         return await withCheckedContinuation { continuation in
@@ -170,6 +154,34 @@ public final class ResponseBodyStream: Sendable {
                 return nil
             }
             if let resumeNow { continuation.resume(returning: resumeNow) }
+        }
+    }
+
+    /// What became of a chunk that arrived.
+    private enum Arrival {
+        /// A reader was waiting: it gets the chunk.
+        case handedOver(CheckedContinuation<Data?, any Error>)
+        /// It waits in the buffer.
+        case buffered
+        /// The buffer would go over its limit: nothing was kept.
+        case overflowed
+        /// The stream has ended: nothing was kept.
+        case ended
+    }
+
+    /// Hands `chunk` to a waiting reader, or buffers it unless the buffer would go over `limit` bytes.
+    private func arrive(_ chunk: Data, limit: Int) -> Arrival {
+        state.withLock { state in
+            guard state.end == nil else { return .ended }
+            state.lastActivity = .now()
+            if let consumer = state.consumer {
+                state.consumer = nil
+                return .handedOver(consumer)
+            }
+            guard state.bufferedBytes <= limit - chunk.count else { return .overflowed }
+            state.chunks.append(chunk)
+            state.bufferedBytes += chunk.count
+            return .buffered
         }
     }
 
@@ -185,7 +197,7 @@ public final class ResponseBodyStream: Sendable {
             state.onCancel = nil
             let onEnd = state.onEnd
             state.onEnd = []
-            guard state.head == state.chunks.count else { return (nil, onEnd) }
+            guard state.chunks.isEmpty else { return (nil, onEnd) }
             defer { state.consumer = nil }
             return (state.consumer, onEnd)
         }
@@ -235,9 +247,7 @@ public final class ResponseBodyStream: Sendable {
     /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
     func next() async throws -> Data? {
         let chunk = try state.withLock { state -> Data?? in
-            if state.head < state.chunks.count {
-                return .some(take(&state))
-            }
+            if let chunk = take(&state) { return .some(chunk) }
             if let end = state.end {
                 if let error = end { throw error }
                 return .some(nil)
@@ -251,7 +261,7 @@ public final class ResponseBodyStream: Sendable {
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
                 let ready: Result<Data?, any Error>? = state.withLock { state in
-                    if state.head < state.chunks.count { return .success(take(&state)) }
+                    if let chunk = take(&state) { return .success(chunk) }
                     if let end = state.end { return end.map { .failure($0) } ?? .success(nil) }
                     state.consumer = continuation
                     return nil
@@ -263,19 +273,10 @@ public final class ResponseBodyStream: Sendable {
         }
     }
 
-    /// Takes the oldest buffered chunk.
-    private func take(_ state: inout State) -> Data {
-        let chunk = state.chunks[state.head]
-        state.chunks[state.head] = Data()
-        state.head += 1
+    /// Takes the oldest buffered chunk, if any.
+    private func take(_ state: inout State) -> Data? {
+        guard let chunk = state.chunks.popFirst() else { return nil }
         state.bufferedBytes -= chunk.count
-        if state.head == state.chunks.count {
-            state.chunks.removeAll(keepingCapacity: true)
-            state.head = 0
-        } else if state.head >= 64, state.head * 2 >= state.chunks.count {
-            state.chunks.removeFirst(state.head)
-            state.head = 0
-        }
         return chunk
     }
 
@@ -304,7 +305,6 @@ public final class ResponseBodyStream: Sendable {
             onEnd = state.onEnd
             state.onEnd = []
             state.chunks.removeAll()
-            state.head = 0
             state.bufferedBytes = 0
             defer {
                 state.consumer = nil

@@ -262,7 +262,16 @@ extension Connect {
         _ connector: any Connector, options: RequestOptions = RequestOptions(),
         streaming: StreamingOptions = StreamingOptions()
     ) -> ResponseStream {
-        let exchange = exchange(connector, debugResponse: false, options: options) { _, transfer in
+        stream(connector, options: options, streaming: streaming) { _ in }
+    }
+
+    /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
+    func stream(
+        _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
+        adjust: @escaping @Sendable (inout URLRequest) -> Void
+    ) -> ResponseStream {
+        let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
+            adjust(&request)
             transfer.streaming = streaming
         }
         return trackingBody(of: ResponseStream(head: exchange.checked()))

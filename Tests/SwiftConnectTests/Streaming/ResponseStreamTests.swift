@@ -148,8 +148,8 @@ final class ResponseStreamTests: XCTestCase {
             with: .stream { body in
                 _ = await body.send(Data("first".utf8))
                 firstSent.succeed(())
-                // Nothing more arrives until the consumer gives up.
-                while !Task.isCancelled, body.isOpen { try? await Task.sleep(nanoseconds: 1_000_000) }
+                // Nothing more arrives until the consumer gives up, which cancels this producer.
+                await waitUntilCancelled()
                 stopped.succeed(())
             })
         let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
@@ -241,7 +241,7 @@ final class ResponseStreamTests: XCTestCase {
             .get, "/feed",
             with: .stream { body in
                 _ = await body.send(Data("hello".utf8))
-                while body.isOpen { try? await Task.sleep(nanoseconds: 5_000_000) }
+                await waitUntilCancelled()  // until the idle timeout stops the stream
             })
         let stream = Connect(transport: transport, retryPolicy: nil)
             .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.2))
@@ -311,25 +311,41 @@ final class ResponseStreamTests: XCTestCase {
 
     func testSendWaitsWhileTheReaderIsBehind() async throws {
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 100))
-        let sent = Guarded(0)
+        let firstSent = Promise<Void>()
+        let secondSent = Promise<Void>()
         let producer = Task {
-            for _ in 0..<10 {
+            guard await body.send(Data(count: 60)) else { return }
+            firstSent.succeed(())
+            // 120 bytes unread, over the 100-byte threshold: this waits for the reader.
+            guard await body.send(Data(count: 60)) else { return }
+            secondSent.succeed(())
+            for _ in 0..<8 {
                 guard await body.send(Data(count: 60)) else { return }
-                sent.withLock { $0 += 1 }
             }
             body.finish()
         }
-        // The threshold is 100 bytes: the first chunk goes at once, the second (120 bytes buffered) waits for the
-        // reader. Nothing to wait on but the producer's progress: give it a bounded number of turns.
         var probe = ConnectStreamProbe(body)
-        for _ in 0..<1_000 where sent.snapshot < 1 { try await Task.sleep(nanoseconds: 1_000_000) }
-        for _ in 0..<50 { await Task.yield() }
-        XCTAssertEqual(sent.snapshot, 1, "the producer must wait while 100 bytes or more are unread")
+        try await firstSent.future.value(timeout: 5)
+        do {
+            try await secondSent.future.value(timeout: 0.2)
+            XCTFail("the producer must wait while 100 bytes or more are unread")
+        } catch {
+            // Still waiting: nobody has read.
+        }
         var total = 0
         while let chunk = try await probe.next() { total += chunk.count }
         XCTAssertEqual(total, 600)
+        XCTAssertNotNil(secondSent.future.result, "reading let the producer go on")
         await producer.value
     }
+}
+
+/// Returns once the current task is cancelled: the iteration of an `AsyncStream` that never yields ends then.
+private func waitUntilCancelled() async {
+    var continuation: AsyncStream<Never>.Continuation?
+    let never = AsyncStream<Never> { continuation = $0 }
+    for await _ in never {}
+    continuation?.finish()
 }
 
 /// Reads a body stream the way `ResponseStream` does.

@@ -88,9 +88,7 @@ public final class RequestQueue: Sendable {
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
         /// The order of arrival. May still list ids that left `pending` (cancelled); they are skipped.
-        var order: [UInt64] = []
-        /// The index in `order` of the oldest id not yet taken.
-        var head = 0
+        var order = FIFO<UInt64>()
         /// The requests holding a slot, with their transport future once `next` has returned it. Holding the
         /// future keeps it, and the callback that frees the slot, alive until it completes.
         var running: [UInt64: Future<ConnectResponse>?] = [:]
@@ -155,10 +153,9 @@ public final class RequestQueue: Sendable {
     /// requests only, call that client's ``Connect/cancelAllRequests()``.
     public func cancelPending() {
         let cancelled: [Waiting] = state.withLock { state in
-            let waiting = state.order[state.head...].compactMap { state.pending[$0] }
+            let waiting = state.order.elements.compactMap { state.pending[$0] }
             state.pending.removeAll()
             state.order.removeAll()
-            state.head = 0
             return waiting
         }
         for waiting in cancelled { waiting.promise.future.cancel() }
@@ -169,7 +166,7 @@ public final class RequestQueue: Sendable {
     func cancelPending(of owner: Owner) {
         let cancelled: [Waiting] = state.withLock { state in
             var cancelled: [Waiting] = []
-            for id in state.order[state.head...] {
+            for id in state.order.elements {
                 guard let waiting = state.pending[id], waiting.owner == owner else { continue }
                 state.pending[id] = nil
                 cancelled.append(waiting)
@@ -236,31 +233,16 @@ extension RequestQueue {
         _ state: inout MutableState, leaving thread: pthread_t
     ) -> (id: UInt64, waiting: Waiting)? {
         if !state.isPaused, state.running.count < maxConcurrentRequests {
-            while state.head < state.order.count {
-                let id = state.order[state.head]
-                state.head += 1
+            while let id = state.order.popFirst() {
                 guard let waiting = state.pending.removeValue(forKey: id) else { continue }
-                compactOrderInsideLock(&state)
                 state.running[id] = .some(nil)
                 return (id, waiting)
             }
-            compactOrderInsideLock(&state)
         }
         if let index = state.drainingThreads.lastIndex(where: { pthread_equal($0, thread) != 0 }) {
             state.drainingThreads.remove(at: index)
         }
         return nil
-    }
-
-    /// Drops the ids already taken from the front of `order`, once they are the larger part of it.
-    private func compactOrderInsideLock(_ state: inout MutableState) {
-        if state.head == state.order.count {
-            state.order.removeAll(keepingCapacity: true)
-            state.head = 0
-        } else if state.head >= 1024, state.head * 2 >= state.order.count {
-            state.order.removeFirst(state.head)
-            state.head = 0
-        }
     }
 
     /// Sends a request that holds a slot, and frees the slot when its transport future completes.
