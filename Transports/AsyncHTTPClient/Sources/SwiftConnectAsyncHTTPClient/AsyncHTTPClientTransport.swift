@@ -3,6 +3,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import NIOSSL
 import SwiftConnect
 
 #if canImport(FoundationNetworking)
@@ -31,6 +32,15 @@ import SwiftConnect
 /// - **Size limits** stop reading: a body refused at its limit is not kept, and the connection is closed.
 /// - **Compressed bodies** (gzip, deflate) are decoded, and the size limit counts the decoded bytes.
 ///
+/// ## Certificate pinning
+///
+/// Pins (``SwiftConnect/CertificatePins``) are checked during the TLS handshake, before any byte of the request is
+/// sent: the chain is validated against the trust roots of the TLS configuration (the system's by default), and a
+/// chain without a pinned key fails with ``SwiftConnect/ConnectError/Kind/certificatePinning`` naming the host.
+/// AsyncHTTPClient has no hook into its own handshakes, so the transport connects to pinned hosts itself and relays
+/// AsyncHTTPClient's connections to them through a Unix socket in a private temporary directory. Pinned hosts are
+/// therefore spoken to over HTTP/1.1, directly rather than through a proxy; other hosts are unaffected.
+///
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
 ///
@@ -46,8 +56,8 @@ public final class AsyncHTTPClientTransport: Transport {
     public let client: HTTPClient
     /// Whether this transport made `client`, and so shuts it down.
     private let ownsClient: Bool
-    /// The certificate pins: a request to a pinned host is refused (see ``init(configuration:eventLoopGroup:pins:)``).
-    let pins: CertificatePins
+    /// The pinned hosts, and the connections the transport makes to them itself.
+    let pinned: PinnedRoutes
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
@@ -70,16 +80,18 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - configuration: The client's configuration (TLS, timeouts, pool, proxy…). Its redirect configuration
     ///     is replaced: the transport follows redirects itself. Defaults to ``defaultConfiguration``.
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
-    ///   - pins: Certificate pins. AsyncHTTPClient 1.37 gives no hook into the TLS handshake, so this transport
-    ///     cannot check them yet: a request to a pinned host fails at once with
-    ///     ``SwiftConnect/ConnectError/Kind/certificatePinning``, nothing sent, rather than going out unpinned. To
-    ///     restrict trust today, give the configuration's `tlsConfiguration` your own `trustRoots`.
+    ///   - pins: Certificate pins, checked during the handshake (see "Certificate pinning" above), with the
+    ///     configuration's `tlsConfiguration` for trust. A pinned host is refused, nothing sent, when it cannot be
+    ///     reached pinned: over plain `http`, with certificate verification off, or through the configuration's proxy.
     public init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
         pins: CertificatePins = CertificatePins()
     ) {
-        self.pins = pins
+        pinned = PinnedRoutes(
+            pins: pins, tls: configuration.tlsConfiguration, group: eventLoopGroup,
+            connectTimeout: configuration.timeout.connect ?? .seconds(10),
+            unusable: configuration.proxy == nil ? nil : "the transport's client goes through a proxy")
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
@@ -95,25 +107,39 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - Parameters:
     ///   - client: The client, such as `HTTPClient.shared`.
-    ///   - pins: Certificate pins, refused as with ``init(configuration:eventLoopGroup:pins:)``.
-    public init(client: HTTPClient, pins: CertificatePins = CertificatePins()) {
-        self.pins = pins
+    ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``.
+    ///   - tlsConfiguration: The TLS configuration of the connections to pinned hosts, whose trust roots validate
+    ///     their chains (AsyncHTTPClient does not show a client's own). Defaults to NIOSSL's client configuration:
+    ///     the system's trust roots.
+    public init(
+        client: HTTPClient, pins: CertificatePins = CertificatePins(), tlsConfiguration: TLSConfiguration? = nil
+    ) {
+        pinned = PinnedRoutes(
+            pins: pins, tls: tlsConfiguration, group: client.eventLoopGroup, connectTimeout: .seconds(10),
+            unusable: nil)
         self.client = client
         ownsClient = false
     }
 
     deinit {
-        guard ownsClient, !shutDown.withLockedValue({ $0 }) else { return }
+        guard !shutDown.withLockedValue({ $0 }) else { return }
         // Forgotten: shut down in the background. The client stays alive until its shutdown is done.
-        client.shutdown(queue: .global()) { _ in }
+        let pinned = pinned
+        guard ownsClient else {
+            Task { await pinned.shutdown() }
+            return
+        }
+        client.shutdown(queue: .global()) { _ in Task { await pinned.shutdown() } }
     }
 
-    /// Shuts the transport's own client down: waits for requests in flight, closes every connection. Requests
-    /// sent afterwards fail with ``SwiftConnect/ConnectError/Kind/transport``. Does nothing for a transport made
-    /// over the app's client, and nothing the second time.
+    /// Shuts the transport down: its own client waits for requests in flight and closes every connection, and the
+    /// sockets that relay pinned hosts are closed. Requests sent afterwards fail with
+    /// ``SwiftConnect/ConnectError/Kind/transport``. A transport made over the app's client leaves that client
+    /// running. Does nothing the second time.
     public func shutdown() async throws {
-        guard ownsClient, markShutDown() else { return }
-        try await client.shutdown().get()
+        guard markShutDown() else { return }
+        if ownsClient { try await client.shutdown().get() }
+        await pinned.shutdown()
     }
 
     /// Marks the transport shut down; `false` when it already was.

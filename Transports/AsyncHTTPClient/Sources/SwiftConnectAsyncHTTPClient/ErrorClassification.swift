@@ -18,6 +18,7 @@ import SwiftConnect
 enum ErrorClassification {
     static func connectError(_ error: any Error, request: URLRequest, timeout: TimeInterval?) -> ConnectError {
         if let error = error as? ConnectError { return error }
+        if let failure = error as? PinnedFailure { return failure.connectError(request: request, timeout: timeout) }
         let (code, message) = classify(error)
         switch code {
         case .cancelled:

@@ -47,9 +47,6 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                 : "'\(text)' is not an http or https URL: AsyncHTTPClientTransport sends HTTP only"
             return Future(error: error)
         }
-        if let refusal = transport.pins.refusal(of: original, by: "AsyncHTTPClientTransport") {
-            return Future(error: refusal)
-        }
         if let destination = transfer.destination {
             do {
                 try TransferOptions.checkDestination(destination, request: original)
@@ -99,8 +96,18 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         while true {
             try Task.checkCancellation()
             progress?.startHop(sending: RequestConversion.bodyLength(of: hop, bodyFile: bodyFile))
-            let request = try RequestConversion.request(for: hop, bodyFile: bodyFile, sent: progress?.sent)
-            let response = try await client.execute(request, deadline: deadline)
+            let relay = try await transport.pinned.relay(for: hop.url!)
+            let request = try RequestConversion.request(
+                for: hop, bodyFile: bodyFile, sent: progress?.sent, relay: relay?.socketPath)
+            let failuresBefore = relay?.failureCount ?? 0
+            let response: HTTPClientResponse
+            do {
+                response = try await client.execute(request, deadline: deadline)
+            } catch {
+                // Through a relay, AsyncHTTPClient only sees its connection close: the relay knows why.
+                if let failure = relay?.failure(since: failuresBefore) { throw failure }
+                throw error
+            }
             let head = Self.httpResponse(response, url: hop.url!)
             if (300..<400).contains(head.statusCode),
                 let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile)

@@ -13,16 +13,21 @@ import SwiftConnect
 enum RequestConversion {
     /// The request to send for `hop`: its URL, method and header fields, and its body: from `bodyFile` when given
     /// (streamed from disk, each chunk counted by `sent`), else from memory or its `httpBodyStream` (read whole
-    /// first).
-    static func request(for hop: URLRequest, bodyFile: URL?, sent: (@Sendable (Int64) -> Void)?) throws
-        -> HTTPClientRequest
+    /// first). With `relay`, it goes to that Unix socket (a pinned host's, see ``PinnedRoutes``), with the host's
+    /// name in its `Host` field.
+    static func request(for hop: URLRequest, bodyFile: URL?, sent: (@Sendable (Int64) -> Void)?, relay: String? = nil)
+        throws -> HTTPClientRequest
     {
         guard let url = hop.url else { throw HTTPClientError.invalidURL }
-        var request = HTTPClientRequest(url: url.absoluteString)
+        var request = HTTPClientRequest(url: try relay.map { try target(of: url, through: $0) } ?? url.absoluteString)
         request.method = NIOHTTP1.HTTPMethod(rawValue: hop.httpMethod ?? "GET")
         if let fields = hop.allHTTPHeaderFields {
             request.headers.reserveCapacity(fields.count)
             for (name, value) in fields { request.headers.add(name: name, value: value) }
+        }
+        if relay != nil, !request.headers.contains(name: "Host"), let host = url.host {
+            let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+            request.headers.add(name: "Host", value: url.port.map { name + ":\($0)" } ?? name)
         }
         if let user = url.user(percentEncoded: false), !request.headers.contains(name: "Authorization") {
             // The URL's `user:password@` part, as URLSession sends it (AsyncHTTPClient ignores it).
@@ -38,6 +43,16 @@ enum RequestConversion {
             request.body = .bytes(ByteBuffer(data: read(stream)))
         }
         return request
+    }
+
+    /// `url`'s path and query, sent to the Unix socket at `socketPath`.
+    private static func target(of url: URL, through socketPath: String) throws -> String {
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        var uri = components?.percentEncodedPath ?? ""
+        if uri.isEmpty { uri = "/" }
+        if let query = components?.percentEncodedQuery { uri += "?" + query }
+        guard let target = URL(httpURLWithSocketPath: socketPath, uri: uri) else { throw HTTPClientError.invalidURL }
+        return target.absoluteString
     }
 
     /// The number of bytes of `hop`'s body, when known before sending.

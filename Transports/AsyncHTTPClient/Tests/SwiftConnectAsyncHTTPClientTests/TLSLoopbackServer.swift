@@ -1,5 +1,6 @@
 import Crypto
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
@@ -18,6 +19,8 @@ struct ThrowawayPKI {
     let serverSPKI: [UInt8]
     /// The server certificate, DER.
     let serverDER: [UInt8]
+    /// The CA certificate, DER.
+    let caDER: [UInt8]
 
     init() throws {
         let now = Date()
@@ -54,6 +57,9 @@ struct ThrowawayPKI {
         var certificateSerializer = DER.Serializer()
         try certificateSerializer.serialize(server)
         serverDER = certificateSerializer.serializedBytes
+        var caSerializer = DER.Serializer()
+        try caSerializer.serialize(ca)
+        caDER = caSerializer.serializedBytes
     }
 }
 
@@ -61,12 +67,20 @@ struct ThrowawayPKI {
 /// version it was made over ("HTTP/2" or "HTTP/1.1").
 final class TLSLoopbackServer: Sendable {
     private let channel: any Channel
+    private let received = NIOLockedValueBox(0)
 
-    init(pki: ThrowawayPKI) throws {
+    /// How many requests have arrived (their heads parsed), over any connection.
+    var requestCount: Int { received.withLockedValue { $0 } }
+
+    /// Starts the server on `host` (a loopback address), on a port of its own, presenting its certificate followed
+    /// by `extraCertificates`.
+    init(pki: ThrowawayPKI, host: String = "127.0.0.1", extraCertificates: [NIOSSLCertificate] = []) throws {
         var configuration = TLSConfiguration.makeServerConfiguration(
-            certificateChain: [.certificate(pki.serverCertificate)], privateKey: .privateKey(pki.serverKey))
+            certificateChain: ([pki.serverCertificate] + extraCertificates).map { .certificate($0) },
+            privateKey: .privateKey(pki.serverKey))
         configuration.applicationProtocols = ["h2", "http/1.1"]
         let context = try NIOSSLContext(configuration: configuration)
+        let received = received
         channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
@@ -78,7 +92,8 @@ final class TLSLoopbackServer: Sendable {
                             channel.configureHTTP2Pipeline(mode: .server) { stream in
                                 stream.eventLoop.makeCompletedFuture {
                                     try stream.pipeline.syncOperations.addHandlers([
-                                        HTTP2FramePayloadToHTTP1ServerCodec(), VersionEcho(version: "HTTP/2"),
+                                        HTTP2FramePayloadToHTTP1ServerCodec(),
+                                        VersionEcho(version: "HTTP/2", received: received),
                                     ])
                                 }
                             }.map { _ in }
@@ -86,12 +101,13 @@ final class TLSLoopbackServer: Sendable {
                         http1ChannelConfigurator: { channel in
                             channel.eventLoop.makeCompletedFuture {
                                 try channel.pipeline.syncOperations.configureHTTPServerPipeline()
-                                try channel.pipeline.syncOperations.addHandler(VersionEcho(version: "HTTP/1.1"))
+                                try channel.pipeline.syncOperations.addHandler(
+                                    VersionEcho(version: "HTTP/1.1", received: received))
                             }
                         })
                 }
             }
-            .bind(host: "127.0.0.1", port: 0).wait()
+            .bind(host: host, port: 0).wait()
     }
 
     /// `https://localhost:PORT`.
@@ -110,12 +126,15 @@ private final class VersionEcho: ChannelInboundHandler {
     typealias OutboundOut = HTTPServerResponsePart
 
     let version: String
+    let received: NIOLockedValueBox<Int>
 
-    init(version: String) {
+    init(version: String, received: NIOLockedValueBox<Int>) {
         self.version = version
+        self.received = received
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .head = unwrapInboundIn(data) { received.withLockedValue { $0 += 1 } }
         guard case .end = unwrapInboundIn(data) else { return }
         let body = ByteBuffer(string: version)
         var headers = HTTPHeaders()

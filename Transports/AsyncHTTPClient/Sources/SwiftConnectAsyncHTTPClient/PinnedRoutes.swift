@@ -1,0 +1,373 @@
+import AsyncHTTPClient
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import NIOSSL
+import NIOTLS
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Certificate pinning on AsyncHTTPClient, which makes its TLS handlers itself and offers no hook into their
+/// handshake: a pinned host is reached through a connection this transport makes, and checks, itself.
+///
+/// AsyncHTTPClient is handed `http+unix://` URLs to a Unix socket of the transport's own: one per pinned origin, in a
+/// directory only this user may open. Each connection AsyncHTTPClient opens there is relayed to the origin over a
+/// TLS connection whose handshake ``PinnedTrust`` judges. The relay reads nothing from AsyncHTTPClient's side until
+/// the handshake is done and the validated chain has a pinned key, so a request to a server that fails its pins
+/// never leaves the process. What it costs, as the transport's documentation says: pinned hosts are spoken to over
+/// HTTP/1.1, directly (never through a proxy), through one more in-process hop.
+final class PinnedRoutes: Sendable {
+    let pins: CertificatePins
+    private let tls: TLSConfiguration
+    private let group: any EventLoopGroup
+    private let connectTimeout: TimeAmount
+    /// Why this transport cannot pin at all (a proxy it was configured with), or `nil`.
+    private let unusable: String?
+    private let state = NIOLockedValueBox(State())
+
+    private struct State {
+        /// The directory of the sockets, made at the first pinned request.
+        var directory: String?
+        /// The relay of each origin ("host:port"), started once.
+        var relays: [String: Task<Relay, any Error>] = [:]
+        var isShutDown = false
+    }
+
+    init(
+        pins: CertificatePins, tls: TLSConfiguration?, group: any EventLoopGroup, connectTimeout: TimeAmount,
+        unusable: String?
+    ) {
+        self.pins = pins
+        self.tls = tls ?? .makeClientConfiguration()
+        self.group = group
+        self.connectTimeout = connectTimeout
+        self.unusable = unusable
+    }
+
+    /// The relay that requests to `url` go through, or `nil` when its host is not pinned.
+    ///
+    /// - Throws: ``PinnedFailure`` when the host is pinned but cannot be reached pinned (plain `http`, certificate
+    ///   verification off, trust roots that cannot be read).
+    func relay(for url: URL) async throws -> Relay? {
+        guard !pins.isEmpty, let host = url.host.map(Self.bare), pins.pins(for: host) != nil else { return nil }
+        guard url.scheme?.lowercased() == "https" else {
+            throw PinnedFailure.unusable(host: host, reason: "plain http has no certificate to check")
+        }
+        if let unusable { throw PinnedFailure.unusable(host: host, reason: unusable) }
+        guard tls.certificateVerification != .none else {
+            throw PinnedFailure.unusable(
+                host: host, reason: "the TLS configuration turns certificate verification off")
+        }
+        let port = url.port ?? 443
+        let key = "\(host):\(port)"
+        let task: Task<Relay, any Error> = try state.withLockedValue { state in
+            if state.isShutDown { throw HTTPClientError.alreadyShutdown }
+            if let task = state.relays[key] { return task }
+            let task = Task { try await self.start(host: host, port: port, key: key) }
+            state.relays[key] = task
+            return task
+        }
+        return try await task.value
+    }
+
+    /// Starts the relay of `host`:`port`; a relay that cannot start is forgotten, so the next request tries again.
+    private func start(host: String, port: Int, key: String) async throws -> Relay {
+        do {
+            let trust: PinnedTrust
+            do {
+                trust = try PinnedTrust(tls: tls, pins: pins)
+            } catch {
+                throw PinnedFailure.unusable(host: host, reason: "the trust roots cannot be read (\(error))")
+            }
+            let path = try state.withLockedValue { state in
+                if state.directory == nil { state.directory = try Self.makeDirectory() }
+                return state.directory! + "/\(state.relays.count).sock"
+            }
+            var configuration = tls
+            configuration.applicationProtocols = ["http/1.1"]
+            let dialer = Dialer(
+                host: host, port: port, context: try NIOSSLContext(configuration: configuration), trust: trust,
+                connectTimeout: connectTimeout)
+            let server = try await ServerBootstrap(group: group)
+                .childChannelOption(.autoRead, value: false)
+                .childChannelInitializer { child in dialer.accept(child) }
+                .bind(unixDomainSocketPath: path, cleanupExistingSocketFile: true)
+                .get()
+            return Relay(socketPath: path, server: server, dialer: dialer)
+        } catch {
+            _ = state.withLockedValue { $0.relays.removeValue(forKey: key) }
+            throw error
+        }
+    }
+
+    /// Closes every relay and removes their sockets. Connections already relayed end when AsyncHTTPClient closes
+    /// them (its shutdown does).
+    func shutdown() async {
+        let (relays, directory) = state.withLockedValue { state in
+            state.isShutDown = true
+            return (state.relays.values, state.directory)
+        }
+        for task in relays {
+            try? await task.value.server.close()
+        }
+        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    /// A new directory for the sockets, which only this user may open (a socket there is a door to the origin).
+    private static func makeDirectory() throws -> String {
+        let name = "swiftconnect-" + (0..<8).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
+        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent(name)
+        try FileManager.default.createDirectory(
+            atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
+        return path
+    }
+
+    /// `host` without the brackets of an IPv6 literal.
+    static func bare(_ host: String) -> String {
+        host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+    }
+
+    /// Whether `host` is an IP address (no SNI is sent for one, and its identity is checked as an address).
+    static func isIPAddress(_ host: String) -> Bool {
+        (try? SocketAddress(ipAddress: bare(host), port: 0)) != nil
+    }
+}
+
+/// One pinned origin's Unix socket and what relays its connections.
+final class Relay: Sendable {
+    let socketPath: String
+    let server: any Channel
+    let dialer: Dialer
+
+    init(socketPath: String, server: any Channel, dialer: Dialer) {
+        self.socketPath = socketPath
+        self.server = server
+        self.dialer = dialer
+    }
+
+    /// How many connections to the origin have failed so far: read before a request, so that a failure during it
+    /// can be told apart (``failure(since:)``).
+    var failureCount: Int { dialer.failures.withLockedValue { $0.count } }
+
+    /// The last failure to connect to the origin, if one happened after `count` failures.
+    func failure(since count: Int) -> PinnedFailure? {
+        dialer.failures.withLockedValue { $0.count > count ? $0.last : nil }
+    }
+}
+
+/// Connects each connection accepted on a relay's socket to the origin, pinned.
+struct Dialer: Sendable {
+    let host: String
+    let port: Int
+    let context: NIOSSLContext
+    let trust: PinnedTrust
+    let connectTimeout: TimeAmount
+    /// Failed connections: how many, and the last one's cause.
+    let failures = NIOLockedValueBox<(count: Int, last: PinnedFailure?)>((0, nil))
+
+    /// Connects `child` (AsyncHTTPClient's connection, not read yet) to the origin. Once the handshake has passed
+    /// trust and pins, the two are glued and `child` is read; otherwise the failure is recorded and `child` closed,
+    /// none of its bytes read.
+    func accept(_ child: any Channel) -> EventLoopFuture<Void> {
+        let handshake = child.eventLoop.makePromise(of: Void.self)
+        let verdict = NIOLockedValueBox<PinnedFailure?>(nil)
+        let upstream = ClientBootstrap(group: child.eventLoop)
+            .connectTimeout(connectTimeout)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .channelInitializer { [host, context, trust] channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let tls = try NIOSSLClientHandler(
+                        context: context, serverHostname: PinnedRoutes.isIPAddress(host) ? nil : host,
+                        customVerificationCallbackWithMetadata: { presented, promise in
+                            promise.completeWithTask {
+                                switch await trust.evaluate(presented, host: host) {
+                                case .trusted(let chain):
+                                    return .certificateVerified(VerificationMetadata(chain))
+                                case .untrusted(let reason):
+                                    verdict.withLockedValue { $0 = .untrusted(host: host, reason: reason) }
+                                    return .failed
+                                case .pinMismatch:
+                                    verdict.withLockedValue { $0 = .pinMismatch(host: host) }
+                                    return .failed
+                                }
+                            }
+                        })
+                    try channel.pipeline.syncOperations.addHandler(tls)
+                    try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: handshake))
+                }
+            }
+            .connect(host: PinnedRoutes.bare(host), port: port)
+        upstream.whenSuccess { upstream in
+            // AsyncHTTPClient gave up (cancelled, deadline): so does the connection to the origin.
+            child.closeFuture.whenComplete { _ in upstream.close(promise: nil) }
+        }
+        upstream.flatMap { upstream in handshake.futureResult.map { upstream } }.whenComplete { [failures] result in
+            switch result {
+            case .success(let upstream):
+                do {
+                    let (inner, outer) = RelayGlue.pair()
+                    try child.pipeline.syncOperations.addHandler(inner)
+                    try upstream.pipeline.syncOperations.addHandler(outer)
+                    child.setOption(.autoRead, value: true).whenFailure { _ in child.close(promise: nil) }
+                } catch {
+                    child.close(promise: nil)
+                    upstream.close(promise: nil)
+                }
+            case .failure(let error):
+                let failure = verdict.withLockedValue { $0 } ?? .connection(error)
+                failures.withLockedValue { $0 = ($0.count + 1, failure) }
+                child.close(promise: nil)
+                upstream.whenSuccess { $0.close(promise: nil) }
+            }
+        }
+        return child.eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// Why a request to a pinned host failed before anything was sent to it.
+enum PinnedFailure: Error, Sendable {
+    /// The host's validated chain has none of its pinned keys.
+    case pinMismatch(host: String)
+    /// The host's certificate is not trusted, pins aside.
+    case untrusted(host: String, reason: String)
+    /// The connection to the host could not be made, or its handshake failed.
+    case connection(any Error)
+    /// The host is pinned, and this request or transport cannot reach it pinned.
+    case unusable(host: String, reason: String)
+
+    /// The error the exchange reports for `request`.
+    func connectError(request: URLRequest, timeout: TimeInterval?) -> ConnectError {
+        switch self {
+        case .pinMismatch(let host):
+            return ConnectError(
+                .certificatePinning,
+                message: "the certificate chain of \(host) has none of the keys pinned for it: nothing was sent",
+                request: request, underlyingError: URLError(.serverCertificateUntrusted))
+        case .untrusted(let host, let reason):
+            return ConnectError(
+                .transport, message: "the certificate of \(host) is not trusted (\(reason))", request: request,
+                underlyingError: URLError(.serverCertificateUntrusted))
+        case .connection(let error):
+            return ErrorClassification.connectError(error, request: request, timeout: timeout)
+        case .unusable(let host, let reason):
+            return ConnectError(
+                .certificatePinning,
+                message: "\(host) is pinned and cannot be reached pinned: \(reason); the request is refused rather "
+                    + "than sent unpinned",
+                request: request)
+        }
+    }
+}
+
+/// Completes `promise` when the TLS handshake is done, or fails it if the connection errs or ends first.
+private final class HandshakeWatcher: ChannelInboundHandler {
+    typealias InboundIn = NIOAny
+
+    private let promise: EventLoopPromise<Void>
+    private var done = false
+
+    init(promise: EventLoopPromise<Void>) {
+        self.promise = promise
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case TLSUserEvent.handshakeCompleted = event { finish(.success(())) }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        finish(.failure(error))
+        context.fireErrorCaught(error)
+        context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        finish(.failure(ChannelError.eof))
+        context.fireChannelInactive()
+    }
+
+    private func finish(_ result: Result<Void, any Error>) {
+        guard !done else { return }
+        done = true
+        promise.completeWith(result)
+    }
+}
+
+/// One end of a relay: what its channel reads is written to the other end's channel, and it reads only while the
+/// other end can take more (back-pressure). When its channel closes, the other end closes once its writes are out.
+/// Both ends live on one event loop.
+private final class RelayGlue: ChannelDuplexHandler {
+    typealias InboundIn = NIOAny
+    typealias OutboundIn = NIOAny
+    typealias OutboundOut = NIOAny
+
+    private var partner: RelayGlue?
+    private var context: ChannelHandlerContext?
+    private var pendingRead = false
+
+    static func pair() -> (RelayGlue, RelayGlue) {
+        let first = RelayGlue()
+        let second = RelayGlue()
+        first.partner = second
+        second.partner = first
+        return (first, second)
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+        partner = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        partner?.context?.write(data, promise: nil)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        partner?.context?.flush()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        partner?.closeAfterWrites()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        if context.channel.isWritable { partner?.resumeReading() }
+        context.fireChannelWritabilityChanged()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if partner?.context?.channel.isWritable ?? true {
+            context.read()
+        } else {
+            pendingRead = true
+        }
+    }
+
+    private func resumeReading() {
+        guard pendingRead, let context else { return }
+        pendingRead = false
+        context.read()
+    }
+
+    /// Closes this end once what it was given to write is written (an empty write completes after them).
+    private func closeAfterWrites() {
+        guard let context else { return }
+        let channel = context.channel
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(NIOAny(ByteBuffer()), promise: written)
+        written.futureResult.whenComplete { _ in channel.close(promise: nil) }
+    }
+}

@@ -1,0 +1,218 @@
+import AsyncHTTPClient
+import Foundation
+import NIOSSL
+import SwiftConnect
+import SwiftConnectAsyncHTTPClient
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Certificate pinning on `AsyncHTTPClientTransport`, against a loopback TLS server whose CA and certificate the
+/// test makes at run time: the right pin, a wrong one, a backup pin, a pin on the CA, an unpinned host, and the
+/// cases where a pinned host cannot be reached pinned. "Nothing sent" is read off the server's request count.
+final class PinningTests: XCTestCase {
+    private var pki: ThrowawayPKI!
+    private var server: TLSLoopbackServer!
+
+    override func setUpWithError() throws {
+        pki = try ThrowawayPKI()
+        server = try TLSLoopbackServer(pki: pki)
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private var serverPin: String {
+        get throws { try CertificatePins.spkiSHA256(ofCertificate: Data(pki.serverDER)).base64EncodedString() }
+    }
+
+    /// A pin no certificate here has.
+    private let otherPin = Data(repeating: 7, count: 32).base64EncodedString()
+
+    /// A transport trusting the throwaway CA (or the system's roots), with `pins`.
+    private func transport(pinning pins: [String: [String]], trustingTheCA: Bool = true) throws
+        -> AsyncHTTPClientTransport
+    {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        if trustingTheCA { tls.trustRoots = .certificates([pki.caCertificate]) }
+        configuration.tlsConfiguration = tls
+        let transport = AsyncHTTPClientTransport(configuration: configuration, pins: try CertificatePins(pins))
+        addTeardownBlock { try await transport.shutdown() }
+        return transport
+    }
+
+    private func request(_ base: URL? = nil) -> URLRequest {
+        URLRequest(url: (base ?? server.baseURL).appendingPathComponent("version"), timeoutInterval: 10)
+    }
+
+    private func failure(of transport: AsyncHTTPClientTransport, _ request: URLRequest) throws -> ConnectError {
+        let result = try transport.send(request).waitForResult(timeout: 10)
+        guard case .failure(let error as ConnectError) = result else {
+            XCTFail("expected a ConnectError, got \(result)")
+            throw CancellationError()
+        }
+        return error
+    }
+
+    /// The server's own key pinned: the request goes through, over HTTP/1.1 (a pinned host's connection is the
+    /// transport's own, which offers only HTTP/1.1).
+    func testTheRightPinGoesThrough() throws {
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+
+        let response = try transport.send(request()).wait(timeout: 10)
+
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "HTTP/1.1")
+        XCTAssertEqual(response.response.url, request().url)
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
+    /// A pin the chain doesn't have: a typed error naming the host, and the server never sees the request.
+    func testAWrongPinFailsNamingTheHostBeforeAnythingIsSent() throws {
+        let transport = try transport(pinning: ["localhost": [otherPin]])
+
+        let error = try failure(of: transport, request())
+
+        XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        XCTAssertTrue(error.message.contains("localhost"), error.message)
+        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted)
+        XCTAssertEqual(server.requestCount, 0)
+        // The next request is judged again, and fails the same way.
+        XCTAssertEqual(try failure(of: transport, request()).kind, .certificatePinning)
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// Rotation: the current key is the backup pin; the request goes through.
+    func testABackupPinLetsARotatedKeyThrough() throws {
+        let transport = try transport(pinning: ["localhost": [otherPin, try serverPin]])
+
+        XCTAssertEqual(try transport.send(request()).wait(timeout: 10).statusCode, 200)
+    }
+
+    /// A pin on the CA's key covers every certificate it signs: the pins are looked for in the validated chain.
+    func testAPinOnTheCAsKeyCoversTheChain() throws {
+        let caPin = try CertificatePins.spkiSHA256(ofCertificate: Data(pki.caDER)).base64EncodedString()
+        let transport = try transport(pinning: ["*.example.com": [otherPin], "localhost": [caPin]])
+
+        XCTAssertEqual(try transport.send(request()).wait(timeout: 10).statusCode, 200)
+    }
+
+    /// Pins are looked for in the validated chain, not in what the server presents: a server that appends a
+    /// certificate with the pinned key, which its chain to the trust root doesn't use, fails its pins.
+    func testAPinnedCertificateAppendedOutsideTheChainDoesNotPass() throws {
+        let stranger = try ThrowawayPKI()
+        let padded = try TLSLoopbackServer(pki: pki, extraCertificates: [stranger.caCertificate])
+        defer { padded.stop() }
+        let strangerPin = try CertificatePins.spkiSHA256(ofCertificate: Data(stranger.caDER)).base64EncodedString()
+        let transport = try transport(pinning: ["localhost": [strangerPin]])
+
+        let error = try failure(of: transport, request(padded.baseURL))
+
+        XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        XCTAssertEqual(padded.requestCount, 0)
+    }
+
+    /// A host without pins goes the usual way: AsyncHTTPClient's own connection, HTTP/2 by ALPN.
+    func testAnUnpinnedHostGoesDirect() throws {
+        let transport = try transport(pinning: ["api.example.com": [otherPin]])
+
+        let response = try transport.send(request()).wait(timeout: 10)
+
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "HTTP/2")
+    }
+
+    /// A pin adds to trust, never replaces it: the right pin on a certificate the roots don't trust still fails,
+    /// as untrusted, nothing sent.
+    func testTheRightPinDoesNotMakeAnUntrustedCertificateTrusted() throws {
+        let transport = try transport(pinning: ["localhost": [try serverPin]], trustingTheCA: false)
+
+        let error = try failure(of: transport, request())
+
+        XCTAssertEqual(error.kind, .transport, error.description)
+        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted, error.description)
+        XCTAssertTrue(error.message.contains("localhost"), error.message)
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// The server's identity is still checked: the same certificate (for `localhost` and 127.0.0.1) served on
+    /// 127.0.0.2 fails as untrusted, though its key is pinned for that address.
+    func testTheServersIdentityIsStillChecked() throws {
+        let elsewhere = try TLSLoopbackServer(pki: pki, host: "127.0.0.2")
+        defer { elsewhere.stop() }
+        let transport = try transport(pinning: ["127.0.0.1": [try serverPin], "127.0.0.2": [try serverPin]])
+        let named = URL(string: "https://127.0.0.1:\(server.baseURL.port!)")!
+        let unnamed = URL(string: "https://127.0.0.2:\(elsewhere.baseURL.port!)")!
+
+        XCTAssertEqual(try transport.send(request(named)).wait(timeout: 10).statusCode, 200)
+        let error = try failure(of: transport, request(unnamed))
+
+        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted, error.description)
+        XCTAssertEqual(elsewhere.requestCount, 0)
+    }
+
+    /// A pinned host asked for over plain http, or with certificate verification off, is refused: nothing is sent
+    /// unpinned.
+    func testAPinnedHostThatCannotBeCheckedIsRefused() throws {
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+        let plain = URLRequest(url: URL(string: "http://localhost:\(server.baseURL.port!)/version")!)
+
+        let error = try failure(of: transport, plain)
+
+        XCTAssertEqual(error.kind, .certificatePinning)
+        XCTAssertTrue(error.message.contains("localhost"), error.message)
+
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.certificateVerification = .none
+        configuration.tlsConfiguration = tls
+        let unverified = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        addTeardownBlock { try await unverified.shutdown() }
+        XCTAssertEqual(try failure(of: unverified, request()).kind, .certificatePinning)
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// Many requests at once to a pinned host, through `Connect`: each arrives once and each answer comes back.
+    func testConcurrentRequestsThroughConnect() async throws {
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+        let connect = Connect(transport: transport)
+        let base = server.baseURL
+
+        let bodies = try await withThrowingTaskGroup(of: String.self) { group in
+            for _ in 0..<40 {
+                group.addTask {
+                    let data = try await connect.request(Route("/version", baseURL: base, timeout: 10)).value
+                    return String(decoding: data, as: UTF8.self)
+                }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+
+        XCTAssertEqual(bodies, Array(repeating: "HTTP/1.1", count: 40))
+        XCTAssertEqual(server.requestCount, 40)
+    }
+
+    /// Over the app's own client, pins are checked with the TLS configuration given beside it.
+    func testPinsOverTheAppsOwnClient() throws {
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        addTeardownBlock { try await client.shutdown() }
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        let right = AsyncHTTPClientTransport(
+            client: client, pins: try CertificatePins(["localhost": [try serverPin]]), tlsConfiguration: tls)
+        let wrong = AsyncHTTPClientTransport(
+            client: client, pins: try CertificatePins(["localhost": [otherPin]]), tlsConfiguration: tls)
+        addTeardownBlock {
+            try await right.shutdown()
+            try await wrong.shutdown()
+        }
+
+        XCTAssertEqual(try right.send(request()).wait(timeout: 10).statusCode, 200)
+        XCTAssertEqual(try failure(of: wrong, request()).kind, .certificatePinning)
+        XCTAssertEqual(server.requestCount, 1)
+    }
+}
