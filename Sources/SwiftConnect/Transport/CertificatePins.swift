@@ -20,9 +20,11 @@ import Foundation
 /// allow a key rotation: a chain passes when any certificate in it has any of the host's pins. A host without pins
 /// is not pinned.
 ///
-/// No engine checks pins during the handshake yet: each refuses a request to a pinned host with
-/// ``ConnectError/Kind/certificatePinning`` naming the host (``refusal(of:by:)``), nothing sent, instead of sending
-/// it unpinned (see SECURITY.md for each engine). ``accepts(host:chain:)`` is the check an engine will apply.
+/// Engines check pins during the TLS handshake, in the chain they validated (``accepts(host:chain:)``):
+/// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport`. A server whose chain has none of its
+/// host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is sent. An
+/// engine that cannot check a pinned host refuses it instead of sending it unpinned (``refusal(of:by:)``):
+/// FoundationNetworking on Linux, and plain `http` everywhere (see SECURITY.md for each engine).
 public struct CertificatePins: Sendable, Equatable {
     /// The pins of each host pattern, lowercased.
     private var pinsByPattern: [String: Set<Data>] = [:]

@@ -11,14 +11,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
     /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
     private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
+    /// The certificate pins the server-trust challenge checks (``ServerTrustPinning``).
+    let pins: CertificatePins
+    /// The hosts of plain tasks whose server failed its pins, by URL, until the task's completion handler collects
+    /// them (as ``declinedChallenges``).
+    private let pinRejections = Protected<[String: String]>([:])
     /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
     /// (``cancel(_:)``).
     private let redirectAnswerOrCancel = ExclusiveSection()
     /// Runs on the delegate queue just before a redirect is answered: tests hold the answer back with it.
     let beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)?
 
-    /// Creates a delegate; `beforeAnsweringRedirect` is for tests.
-    init(beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil) {
+    /// Creates a delegate checking `pins`; `beforeAnsweringRedirect` is for tests.
+    init(
+        pins: CertificatePins = CertificatePins(), beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil
+    ) {
+        self.pins = pins
         self.beforeAnsweringRedirect = beforeAnsweringRedirect
         super.init()
     }
@@ -82,6 +90,22 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         didReceive challenge: URLAuthenticationChallenge,
         completionHandler: @escaping @Sendable (URLSession.AuthChallengeDisposition, URLCredential?) -> Void
     ) {
+        switch ServerTrustPinning.verdict(for: challenge, pins: pins) {
+        case .defaultHandling?:
+            return completionHandler(.performDefaultHandling, nil)
+        case .accept(let credential)?:
+            return completionHandler(.useCredential, credential)
+        case .reject(let host)?:
+            // Cancelling ends the task before anything is sent; its completion then reports the pins.
+            if let handler = handler(for: task) {
+                handler.rejectedPins(of: host)
+            } else if let key = task.currentRequest?.url?.absoluteString {
+                pinRejections.withLock { $0[key] = host }
+            }
+            return completionHandler(.cancelAuthenticationChallenge, nil)
+        case nil:
+            break
+        }
         // On Linux, a 401 nothing can answer is declined, or the task would never complete.
         guard let response = Self.unanswerable401(of: challenge) else {
             completionHandler(.performDefaultHandling, nil)
@@ -103,6 +127,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             let key = urlError.failingURL?.absoluteString
         else { return nil }
         return declinedChallenges.withLock { $0.removeValue(forKey: key) }
+    }
+
+    /// The error of a plain task whose server failed its pins, when `error` is the cancellation that caused;
+    /// `nil` for any other error.
+    func takePinRejection(endedBy error: any Error, request: URLRequest) -> ConnectError? {
+        guard let urlError = error as? URLError, urlError.code == .cancelled,
+            let key = urlError.failingURL?.absoluteString,
+            let host = pinRejections.withLock({ $0.removeValue(forKey: key) })
+        else { return nil }
+        return ServerTrustPinning.mismatch(host: host, request: request)
     }
 
     func urlSession(
@@ -369,6 +403,13 @@ final class TaskHandler: Sendable {
         promise.completeIfPending(with: .failure(failure))
         state.withLock { $0.stream }?.finish(throwing: failure)
         stop()
+    }
+
+    /// The server of `host` failed its pins: the cancellation that follows reports that.
+    func rejectedPins(of host: String) {
+        state.withLock { state in
+            if state.failure == nil { state.failure = ServerTrustPinning.mismatch(host: host, request: request) }
+        }
     }
 
     /// The task's authentication challenge was declined: its 401 `response` is the answer.

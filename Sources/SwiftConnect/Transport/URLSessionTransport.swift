@@ -54,7 +54,7 @@ public final class URLSessionTransport: Transport {
     private let plainInFlight = Protected(0)
     /// The session configuration's `timeoutIntervalForResource`, read once; `.infinity` when it sets none.
     private let resourceTimeout: TimeInterval
-    /// The certificate pins; a request to a pinned host is refused (see ``init(configuration:pins:)``).
+    /// The certificate pins (see ``init(configuration:pins:)``); the delegate checks them.
     private let pins: CertificatePins
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
     /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
@@ -69,16 +69,18 @@ public final class URLSessionTransport: Transport {
 
     /// Creates a transport with its own session and certificate pins.
     ///
-    /// This transport does not check pins yet: a request to a pinned host fails at once with
-    /// ``ConnectError/Kind/certificatePinning``, nothing sent, rather than going out unpinned. FoundationNetworking
-    /// (Linux) has no server-trust hook at all; on Apple platforms the check through the server-trust challenge is
-    /// to come. Hosts without pins are sent as usual.
+    /// On Apple platforms, pins are checked in the server-trust challenge, after the system has evaluated the
+    /// chain: a chain without a pinned key fails with ``ConnectError/Kind/certificatePinning`` naming the host,
+    /// before any byte of the request is sent. FoundationNetworking (Linux) has no server-trust challenge: there a
+    /// request to a pinned host fails at once with that error, nothing sent, rather than going out unpinned (use
+    /// `AsyncHTTPClientTransport` to pin on Linux). Over plain `http`, a pinned host is refused everywhere. Hosts
+    /// without pins are sent as usual.
     ///
     /// - Parameters:
     ///   - configuration: The session configuration.
     ///   - pins: The certificate pins.
     public convenience init(configuration: URLSessionConfiguration, pins: CertificatePins) {
-        self.init(configuration: configuration, delegate: SessionDelegate(), pins: pins)
+        self.init(configuration: configuration, delegate: SessionDelegate(pins: pins), pins: pins)
     }
 
     /// Creates a transport with its own session and the given delegate (tests pass one with a hook).
@@ -139,7 +141,7 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
     /// Callbacks still run where they would; a request cancelled before its turn never starts.
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if let refusal = pins.refusal(of: unprepared, by: "URLSessionTransport") { return Future(error: refusal) }
+        if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
         switch Self.prepared(unprepared) {
         case .success(let prepared): request = prepared
@@ -214,7 +216,9 @@ public final class URLSessionTransport: Transport {
         // invalidated to stop it (see ``needsSessionOfItsOwn(_:)``).
         let isolated = Self.needsSessionOfItsOwn(transfer)
         let taskDelegate =
-            isolated ? SessionDelegate(beforeAnsweringRedirect: delegate.beforeAnsweringRedirect) : delegate
+            isolated
+            ? SessionDelegate(pins: delegate.pins, beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
+            : delegate
         let taskSession =
             isolated
             ? URLSession(configuration: session.configuration, delegate: taskDelegate, delegateQueue: nil) : session
@@ -297,6 +301,13 @@ public final class URLSessionTransport: Transport {
             [weak self, plainInFlight, delegate] data, response, error in
             deadline?.cancel()
             plainInFlight.withLock { $0 -= 1 }
+            // A server that failed its pins ends the task as a cancellation: the pins are the reason.
+            if let error, !promise.future.isCompleted,
+                let rejection = delegate?.takePinRejection(endedBy: error, request: reported)
+            {
+                Self.complete(promise, with: .failure(rejection), bodySize: 0)
+                return
+            }
             // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
             if let error, !promise.future.isCompleted,
                 let declined = delegate?.takeDeclinedChallenge(endedBy: error)

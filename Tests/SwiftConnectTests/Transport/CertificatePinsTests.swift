@@ -78,7 +78,8 @@ final class CertificatePinsTests: XCTestCase {
         }
     }
 
-    /// URLSessionTransport cannot check pins yet: a pinned host is refused before anything is sent; other hosts go.
+    /// A pinned host over plain http has no certificate to check: URLSessionTransport refuses it before anything is
+    /// sent, on every platform; other hosts go.
     func testURLSessionTransportRefusesAPinnedHostAndSendsTheOthers() throws {
         let server = try LocalServer.started()
         defer { server.stop() }
@@ -97,4 +98,21 @@ final class CertificatePinsTests: XCTestCase {
         XCTAssertEqual(response.statusCode, 200)
         XCTAssertEqual(server.requestCount, 1, "the pinned request was sent")
     }
+
+    #if canImport(FoundationNetworking)
+        /// FoundationNetworking has no server-trust challenge: an https request to a pinned host is refused, with a
+        /// typed error naming the host, instead of going out unpinned (nothing listens on localhost's port 1: a
+        /// request that tried to connect would fail as a transport error instead).
+        func testFoundationNetworkingRefusesPinnedHTTPS() throws {
+            let pins = try CertificatePins(["localhost": [Self.ecPin]])
+            let transport = URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration, pins: pins)
+
+            let result = try transport.send(URLRequest(url: URL(string: "https://localhost:1/")!))
+                .waitForResult(timeout: 10)
+
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+            XCTAssertEqual(error.kind, .certificatePinning)
+            XCTAssertTrue(error.message.contains("localhost"), error.message)
+        }
+    #endif
 }
