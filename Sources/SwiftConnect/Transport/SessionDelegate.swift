@@ -6,16 +6,14 @@ import Foundation
 
 /// The delegate of a ``URLSessionTransport``'s own session: routes each task's events to its handler and
 /// answers redirects by ``RedirectRules``.
+///
+/// Every task of the transport has a ``TaskHandler``, registered before the task starts: a plain exchange's too,
+/// whose body comes whole through URLSession's completion handler instead of piece by piece through this delegate.
+/// Challenges, redirects and the outcome are therefore handled in one place for both.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let handlers = Protected<[Int: TaskHandler]>([:])
-    /// The 401 answers of plain tasks whose challenge was declined (``declinesChallengesItCannotAnswer``), by URL,
-    /// until the task's completion handler collects them (it does not know its task, only the URL of its error).
-    private let declinedChallenges = Protected<[String: HTTPURLResponse]>([:])
     /// The certificate pins the server-trust challenge checks (``ServerTrustPinning``).
     let pins: CertificatePins
-    /// The hosts of plain tasks whose server failed its pins, by URL, until the task's completion handler collects
-    /// them (as ``declinedChallenges``).
-    private let pinRejections = Protected<[String: String]>([:])
     /// Held while a redirect is answered and while a task is cancelled, so that the two never cross
     /// (``cancel(_:)``).
     private let redirectAnswerOrCancel = ExclusiveSection()
@@ -46,6 +44,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Routes the events of `task` to `handler`. Call before `task.resume()`.
     func register(_ handler: TaskHandler, for task: URLSessionTask) {
         handlers.withLock { $0[task.taskIdentifier] = handler }
+    }
+
+    /// Stops routing the events of the task `identifier` (a plain task, at its completion handler).
+    func unregister(_ identifier: Int) {
+        _ = handlers.withLock { $0.removeValue(forKey: identifier) }
     }
 
     private func handler(for task: URLSessionTask) -> TaskHandler? {
@@ -81,7 +84,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 
     func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
         let handler = handlers.withLock { $0.removeValue(forKey: task.taskIdentifier) }
-        handler?.didComplete(error: error, response: task.response as? HTTPURLResponse)
+        // A plain task ends in its completion handler, which has the body.
+        guard let handler, !handler.receivesWholeBody else { return }
+        handler.didComplete(error: error, response: task.response as? HTTPURLResponse)
     }
 
     func urlSession(
@@ -97,11 +102,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return completionHandler(.useCredential, credential)
         case .reject(let host)?:
             // Cancelling ends the task before anything is sent; its completion then reports the pins.
-            if let handler = handler(for: task) {
-                handler.rejectedPins(of: host)
-            } else if let key = task.currentRequest?.url?.absoluteString {
-                pinRejections.withLock { $0[key] = host }
-            }
+            handler(for: task)?.rejectedPins(of: host)
             return completionHandler(.cancelAuthenticationChallenge, nil)
         case nil:
             break
@@ -112,31 +113,8 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         // Declining cancels the task: its completion then reports the 401 instead of the cancellation.
-        if let handler = handler(for: task) {
-            handler.declinedChallenge(of: response)
-        } else if let key = response.url?.absoluteString {
-            declinedChallenges.withLock { $0[key] = response }
-        }
+        handler(for: task)?.declinedChallenge(of: response)
         completionHandler(.cancelAuthenticationChallenge, nil)
-    }
-
-    /// The 401 answer whose challenge was declined, when `error` is the cancellation that declining caused to a
-    /// plain task; `nil` for any other error.
-    func takeDeclinedChallenge(endedBy error: any Error) -> HTTPURLResponse? {
-        guard Self.declinesChallengesItCannotAnswer, let urlError = error as? URLError, urlError.code == .cancelled,
-            let key = urlError.failingURL?.absoluteString
-        else { return nil }
-        return declinedChallenges.withLock { $0.removeValue(forKey: key) }
-    }
-
-    /// The error of a plain task whose server failed its pins, when `error` is the cancellation that caused;
-    /// `nil` for any other error.
-    func takePinRejection(endedBy error: any Error, request: URLRequest) -> ConnectError? {
-        guard let urlError = error as? URLError, urlError.code == .cancelled,
-            let key = urlError.failingURL?.absoluteString,
-            let host = pinRejections.withLock({ $0.removeValue(forKey: key) })
-        else { return nil }
-        return ServerTrustPinning.mismatch(host: host, request: request)
     }
 
     func urlSession(
@@ -208,6 +186,9 @@ final class TaskHandler: Sendable {
     let deadline: Deadline?
     /// How the transport follows this task's redirects itself; `nil` when it does not.
     let redirects: Redirects?
+    /// Whether the body comes whole at the end, through URLSession's completion handler (a plain exchange:
+    /// ``didComplete(data:response:error:)``), rather than piece by piece through the delegate.
+    let receivesWholeBody: Bool
     /// Stops the transfer for good (cancelling the task, and on Linux its own session).
     let stop: @Sendable () -> Void
     /// Puts a finished download in place (``TransferOptions/moveIntoPlace(_:to:)``; tests pass a gate).
@@ -221,8 +202,10 @@ final class TaskHandler: Sendable {
         deadline: Deadline?,
         moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
         redirects: Redirects? = nil,
+        receivesWholeBody: Bool = false,
         stop: @escaping @Sendable () -> Void
     ) {
+        self.receivesWholeBody = receivesWholeBody
         self.request = request
         self.transfer = transfer
         self.promise = promise
@@ -429,6 +412,17 @@ final class TaskHandler: Sendable {
         transfer.progress?(progress)
     }
 
+    /// A plain exchange's task ended, in URLSession's completion handler, with its whole body: completes the
+    /// promise as ``didComplete(error:response:)`` does.
+    func didComplete(data: Data?, response: URLResponse?, error: (any Error)?) {
+        let response = response as? HTTPURLResponse
+        state.withLock { state in
+            if state.response == nil { state.response = response }
+            if let data { state.data = data }
+        }
+        didComplete(error: error, response: response)
+    }
+
     /// The task ended: completes the promise (unless cancelled or timed out first) and cleans up.
     ///
     /// - Parameters:
@@ -484,6 +478,10 @@ final class TaskHandler: Sendable {
             of: redirects.hop, answeredBy: response, hasBody: redirects.hasBody, chain: redirects.chain,
             deadline: deadline, promise: promise
         ) { next, keepsBody, chain in
+            if transfer.isPlain {
+                transport.startDataTask(next, promise: promise, chain: chain)
+                return
+            }
             var options = transfer
             if !keepsBody { options.bodyFile = nil }
             let started = transport.startTransfer(next, transfer: options, chain: chain)

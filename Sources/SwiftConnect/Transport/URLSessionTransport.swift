@@ -288,52 +288,39 @@ public final class URLSessionTransport: Transport {
     /// Whether this transport owns its session and its delegate, whose redirect rule it relies on.
     var ownsDelegate: Bool { delegate != nil }
 
-    /// Creates and starts the data task that completes `promise`.
+    /// Creates and starts the data task that completes `promise`: URLSession's completion handler hands its
+    /// outcome, body included, to the task's ``TaskHandler``, which challenges and redirects have reached through
+    /// the delegate (the same handler a transfer has, fed at the end instead of piece by piece).
     ///
     /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
     ///   deadline runs on, and its original request is the one reported.
-    private func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, chain: RedirectChain? = nil) {
+    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, chain: RedirectChain? = nil) {
         let deadline = chain.map(\.deadline) ?? deadline(for: request)
-        let reported = chain?.original ?? request
         plainInFlight.withLock { $0 += 1 }
-        // The transport is held weakly, as before: in-flight requests do not keep a released client alive.
+        let slot = Protected<(handler: TaskHandler, task: Int)?>(nil)
         let task = session.dataTask(with: Self.forSession(request)) {
-            [weak self, plainInFlight, delegate] data, response, error in
-            deadline?.cancel()
+            [plainInFlight, delegate] data, response, error in
             plainInFlight.withLock { $0 -= 1 }
-            // A server that failed its pins ends the task as a cancellation: the pins are the reason.
-            if let error, !promise.future.isCompleted,
-                let rejection = delegate?.takePinRejection(endedBy: error, request: reported)
-            {
-                Self.complete(promise, with: .failure(rejection), bodySize: 0)
-                return
-            }
-            // A 401 whose Basic challenge the delegate declined ends as a cancellation; its body is not kept.
-            if let error, !promise.future.isCompleted,
-                let declined = delegate?.takeDeclinedChallenge(endedBy: error)
-            {
-                Self.complete(
-                    promise, with: .success(ConnectResponse(request: reported, response: declined, data: Data())),
-                    bodySize: 0)
-                return
-            }
-            // A redirect the session could not follow with the body (FoundationNetworking): sent again from here.
-            if error == nil, let http = response as? HTTPURLResponse, RedirectRules.transportMayFollow(http),
-                let self,
-                self.followsRedirect(
-                    of: request, answeredBy: http, hasBody: RedirectRules.hasBodyToSendAgain(request), chain: chain,
-                    deadline: deadline, promise: promise,
-                    send: { next, _, chain in self.startDataTask(next, promise: promise, chain: chain) })
-            {
-                return
-            }
-            let result = Self.result(for: reported, data: data, response: response, error: error)
-            Self.complete(promise, with: result, bodySize: data?.count ?? 0)
+            guard let (handler, task) = slot.snapshot else { return }
+            delegate?.unregister(task)
+            handler.didComplete(data: data, response: response, error: error)
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        _ = Self.run(task, promise: promise, deadline: deadline, request: reported) { [weak task, delegate] in
-            Self.cancel(task, through: delegate)
-        }
+        // Where the session cannot send a body again, the transport follows such redirects itself. The transport
+        // is held weakly there, as before: in-flight requests do not keep a released client alive.
+        let redirects =
+            RedirectRules.dropsBodyOnRedirect
+            ? TaskHandler.Redirects(
+                transport: self, hop: request, hasBody: RedirectRules.hasBodyToSendAgain(request), chain: chain)
+            : nil
+        let stop: @Sendable () -> Void = { [weak task, delegate] in Self.cancel(task, through: delegate) }
+        let handler = TaskHandler(
+            request: chain?.original ?? request, transfer: TransferOptions(), promise: promise, deadline: deadline,
+            redirects: redirects, receivesWholeBody: true, stop: stop)
+        slot.withLock { $0 = (handler, task.taskIdentifier) }
+        delegate?.register(handler, for: task)
+        _ = Self.run(
+            task, promise: promise, deadline: deadline, request: handler.request, timeOut: handler.timeOut, stop: stop)
     }
 
     /// Cancels `task` through the transport's delegate, which keeps the cancellation apart from a redirect's
