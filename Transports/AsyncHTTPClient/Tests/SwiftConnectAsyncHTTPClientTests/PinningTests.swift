@@ -12,18 +12,7 @@ import XCTest
 /// Certificate pinning on `AsyncHTTPClientTransport`, against a loopback TLS server whose CA and certificate the
 /// test makes at run time: the right pin, a wrong one, a backup pin, a pin on the CA, an unpinned host, and the
 /// cases where a pinned host cannot be reached pinned. "Nothing sent" is read off the server's request count.
-final class PinningTests: XCTestCase {
-    private var pki: ThrowawayPKI!
-    private var server: TLSLoopbackServer!
-
-    override func setUpWithError() throws {
-        pki = try ThrowawayPKI()
-        server = try TLSLoopbackServer(pki: pki)
-    }
-
-    override func tearDown() {
-        server.stop()
-    }
+final class PinningTests: TLSServerTestCase {
 
     private var serverPin: String {
         get throws { try CertificatePins.spkiSHA256(ofCertificate: Data(pki.serverDER)).base64EncodedString() }

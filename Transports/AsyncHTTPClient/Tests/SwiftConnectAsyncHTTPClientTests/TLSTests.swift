@@ -11,18 +11,7 @@ import XCTest
 #endif
 
 /// HTTPS through `AsyncHTTPClientTransport` to a loopback TLS server whose CA the test makes at run time.
-final class TLSTests: XCTestCase {
-    private var pki: ThrowawayPKI!
-    private var server: TLSLoopbackServer!
-
-    override func setUpWithError() throws {
-        pki = try ThrowawayPKI()
-        server = try TLSLoopbackServer(pki: pki)
-    }
-
-    override func tearDown() {
-        server.stop()
-    }
+final class TLSTests: TLSServerTestCase {
 
     private func transport(trusting roots: [NIOSSLCertificate]?, http2: Bool = true) -> AsyncHTTPClientTransport {
         var configuration = AsyncHTTPClientTransport.defaultConfiguration
@@ -67,5 +56,20 @@ final class TLSTests: XCTestCase {
         let ours = try CertificatePins.spkiSHA256(ofCertificate: Data(pki.serverDER))
 
         XCTAssertEqual(ours, Data(SHA256.hash(data: pki.serverSPKI)))
+    }
+}
+
+/// A test case with a throwaway PKI and a loopback TLS server presenting its certificate, new for each test.
+class TLSServerTestCase: XCTestCase {
+    var pki: ThrowawayPKI!
+    var server: TLSLoopbackServer!
+
+    override func setUpWithError() throws {
+        pki = try ThrowawayPKI()
+        server = try TLSLoopbackServer(pki: pki)
+    }
+
+    override func tearDown() {
+        server.stop()
     }
 }
