@@ -34,6 +34,8 @@ final class PinnedRoutes: Sendable {
         var directory: String?
         /// The relay of each origin ("host:port"), started once.
         var relays: [String: Task<Relay, any Error>] = [:]
+        /// The number of the next socket: each relay gets a name of its own, even after one failed to start.
+        var nextSocket = 0
         var isShutDown = false
     }
 
@@ -85,7 +87,8 @@ final class PinnedRoutes: Sendable {
             }
             let path = try state.withLockedValue { state in
                 if state.directory == nil { state.directory = try Self.makeDirectory() }
-                return state.directory! + "/\(state.relays.count).sock"
+                state.nextSocket += 1
+                return state.directory! + "/\(state.nextSocket).sock"
             }
             var configuration = tls
             configuration.applicationProtocols = ["http/1.1"]

@@ -165,6 +165,28 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    /// Trust roots that cannot be read leave nothing to validate a pinned host's chain against: a typed error
+    /// naming the host, nothing sent; and the next request tries again rather than keeping the failure.
+    func testUnreadableTrustRootsAreATypedError() throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("no-such-roots-\(UUID()).pem")
+        tls.trustRoots = .file(missing.path)
+        configuration.tlsConfiguration = tls
+        let transport = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        addTeardownBlock { try await transport.shutdown() }
+
+        for _ in 0..<2 {
+            let error = try failure(of: transport, request())
+
+            XCTAssertEqual(error.kind, .certificatePinning, error.description)
+            XCTAssertTrue(error.message.contains("localhost"), error.message)
+            XCTAssertTrue(error.message.contains("trust roots"), error.message)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     /// Many requests at once to a pinned host, through `Connect`: each arrives once and each answer comes back.
     func testConcurrentRequestsThroughConnect() async throws {
         let transport = try transport(pinning: ["localhost": [try serverPin]])
