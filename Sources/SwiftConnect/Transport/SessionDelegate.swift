@@ -124,7 +124,16 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        let answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
+        var answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
+        // A redirect to a pinned host the transport cannot check there (plain http; any host on Linux) is not
+        // followed: the task ends with the refusal instead of reaching that host unpinned.
+        if let next = answer, let handler = handler(for: task),
+            var refusal = ServerTrustPinning.refusal(of: next, pins: pins)
+        {
+            refusal.request = handler.request
+            handler.fail(refusal)
+            answer = nil
+        }
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
@@ -390,8 +399,13 @@ final class TaskHandler: Sendable {
 
     /// The server of `host` failed its pins: the cancellation that follows reports that.
     func rejectedPins(of host: String) {
+        fail(ServerTrustPinning.mismatch(host: host, request: request))
+    }
+
+    /// The task is to end with `failure`, whatever its completion reports (unless it failed already).
+    func fail(_ failure: ConnectError) {
         state.withLock { state in
-            if state.failure == nil { state.failure = ServerTrustPinning.mismatch(host: host, request: request) }
+            if state.failure == nil { state.failure = failure }
         }
     }
 

@@ -55,7 +55,7 @@ public final class URLSessionTransport: Transport {
     /// The session configuration's `timeoutIntervalForResource`, read once; `.infinity` when it sets none.
     private let resourceTimeout: TimeInterval
     /// The certificate pins (see ``init(configuration:pins:)``); the delegate checks them.
-    private let pins: CertificatePins
+    let pins: CertificatePins
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
     /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
     let isolatedSessionInvalidations = Protected(0)

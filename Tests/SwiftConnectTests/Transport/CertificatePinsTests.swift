@@ -99,6 +99,33 @@ final class CertificatePinsTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 1, "the pinned request was sent")
     }
 
+    /// A redirect does not reach a pinned host unchecked: from an unpinned host (127.0.0.1) to a pinned one
+    /// (`localhost`) over plain http, the session's own redirect (GET) and the one the transport follows itself on
+    /// Linux (a POST with its body, 307) both end in the refusal, and the pinned host never sees the request.
+    func testARedirectToAPinnedHostIsRefusedNotFollowedUnpinned() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let pinned = "http://localhost:\(server.port)/secret"
+        server.route("GET", "/go") { _ in .redirect(to: pinned) }
+        server.route("POST", "/go") { _ in .redirect(to: pinned, status: 307) }
+        server.route("*", "/secret") { _ in .text("secret") }
+        let pins = try CertificatePins(["localhost": [Self.ecPin]])
+        let transport = URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration, pins: pins)
+        var post = URLRequest(url: server.baseURL.appendingPathComponent("go"))
+        post.httpMethod = "POST"
+        post.httpBody = Data("body".utf8)
+
+        for request in [URLRequest(url: server.baseURL.appendingPathComponent("go")), post] {
+            let result = try transport.send(request).waitForResult(timeout: 10)
+
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+            XCTAssertEqual(error.kind, .certificatePinning, error.description)
+            XCTAssertTrue(error.message.contains("localhost"), error.message)
+            XCTAssertEqual(error.request?.url, request.url)
+        }
+        XCTAssertEqual(server.requestCount, 2, "only the two /go requests arrive")
+    }
+
     #if canImport(FoundationNetworking)
         /// FoundationNetworking has no server-trust challenge: an https request to a pinned host is refused, with a
         /// typed error naming the host, instead of going out unpinned (nothing listens on localhost's port 1: a

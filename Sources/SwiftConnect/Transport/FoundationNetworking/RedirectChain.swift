@@ -83,6 +83,12 @@ extension URLSessionTransport {
             CompletionContext.deliver { promise.completeIfPending(with: .failure(failure)) }
             return true
         }
+        if var refusal = ServerTrustPinning.refusal(of: next, pins: pins) {
+            // A pinned host is not reached unpinned by a redirect either.
+            refusal.request = chain.original
+            CompletionContext.deliver { promise.completeIfPending(with: .failure(refusal)) }
+            return true
+        }
         submissionQueue.async {
             guard !promise.future.isCompleted else { return }  // cancelled or timed out: no hop is sent
             if let deadline = chain.deadline, DispatchTime.now() >= deadline.time {
