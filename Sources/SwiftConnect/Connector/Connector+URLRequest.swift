@@ -322,30 +322,33 @@ struct RequestParts {
     /// 1...65535 (Foundation parses `:99999`; the transport would only fail with an unexplained "bad URL"). A
     /// `file:` URL is let through: ``Connector/asURLRequest()`` and the client treat it as relative first.
     static func baseProblem(_ base: String) -> String? {
-        let utf8 = base.utf8
-        guard let colon = utf8.firstIndex(of: UInt8(ascii: ":")) else {
+        // On UTF-8 bytes, not Characters: an absolute URL string is ASCII, and this runs for every request.
+        let bytes = Array(base.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else {
             return "the base URL has no scheme and no host"
         }
-        let scheme = base[..<colon].lowercased()
-        if scheme == "file" { return nil }
-        let rest = base[base.index(after: colon)...]
-        guard rest.hasPrefix("//") else { return "the base URL has no host" }
-        var authority = rest.dropFirst(2).prefix { $0 != "/" && $0 != "?" && $0 != "#" }
-        if let at = authority.lastIndex(of: "@") { authority = authority[authority.index(after: at)...] }
-        let host: Substring
-        let afterHost: Substring
-        if authority.hasPrefix("[") {
-            let bracketed = authority.prefix { $0 != "]" }
+        let scheme = bytes[..<colon]
+        if scheme.count == 4, zip(scheme, "file".utf8).allSatisfy({ $0 | 0x20 == $1 }) { return nil }
+        let rest = bytes[(colon + 1)...]
+        guard rest.starts(with: "//".utf8) else { return "the base URL has no host" }
+        var authority = rest.dropFirst(2).prefix {
+            $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?") && $0 != UInt8(ascii: "#")
+        }
+        if let at = authority.lastIndex(of: UInt8(ascii: "@")) { authority = authority[(at + 1)...] }
+        let host: ArraySlice<UInt8>
+        let afterHost: ArraySlice<UInt8>
+        if authority.first == UInt8(ascii: "[") {
+            let bracketed = authority.prefix { $0 != UInt8(ascii: "]") }
             host = bracketed.dropFirst()
             afterHost = authority[bracketed.endIndex...].dropFirst()
         } else {
-            host = authority.prefix { $0 != ":" }
+            host = authority.prefix { $0 != UInt8(ascii: ":") }
             afterHost = authority[host.endIndex...]
         }
         if host.isEmpty { return "the base URL has no host" }
         // An empty port (`host:`) means the scheme's default.
         if afterHost.count > 1 {
-            let port = afterHost.dropFirst()
+            let port = String(decoding: afterHost.dropFirst(), as: UTF8.self)
             guard let number = Int(port), (1...65_535).contains(number) else {
                 return "the base URL's port \(port) is not in 1...65535"
             }

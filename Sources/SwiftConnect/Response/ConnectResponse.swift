@@ -23,8 +23,18 @@ public struct ConnectResponse: Sendable {
     /// An `Int32` right after `request`: on Linux it fills the padding after the `URLRequest`, and a response is
     /// copied at every stage of a request.
     var attempts: Int32 = 1
+    /// The status and headers: Foundation's response, or the parts a transport reported, made into one when
+    /// ``response`` is first read.
+    private var head: Head
     /// The HTTP response: status code and headers.
-    public var response: HTTPURLResponse
+    ///
+    /// A transport whose engine does not make Foundation's `HTTPURLResponse` (AsyncHTTPClient) reports the parts,
+    /// and this is made from them the first time it is read; ``statusCode`` and ``header(_:)`` read the parts
+    /// directly. Each read returns the same instance.
+    public var response: HTTPURLResponse {
+        get { head.response }
+        set { head = .foundation(newValue) }
+    }
     /// The body (empty when there was none, or when it was written to ``fileURL``).
     public var data: Data
     /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
@@ -41,30 +51,53 @@ public struct ConnectResponse: Sendable {
     ///   - data: The body.
     public init(request: URLRequest, response: HTTPURLResponse, data: Data) {
         self.request = request
-        self.response = response
+        self.head = .foundation(response)
         self.data = data
     }
 
-    /// Creates a response from its parts, for fake transports and middlewares that answer by themselves.
+    /// Creates a response from its parts: for transports whose engine does not make Foundation's
+    /// `HTTPURLResponse`, fake transports, and middlewares that answer by themselves.
     ///
-    /// Fails only when Foundation cannot represent the response (for example a status code below 100).
+    /// ``response`` is made from the parts the first time it is read, so a response read only through
+    /// ``statusCode`` and ``header(_:)`` (as the client reads a successful one) never pays for Foundation's
+    /// header canonicalisation.
+    ///
+    /// ```swift
+    /// let answer = ConnectResponse(
+    ///     request: request, statusCode: 200, headers: ["Content-Type": "application/json"], data: body,
+    ///     url: finalURL, httpVersion: "HTTP/2")
+    /// ```
+    ///
+    /// Fails when the status code is outside 100...999, or when there is no URL (neither `url` nor the request's).
     ///
     /// - Parameters:
-    ///   - request: The request being answered; its URL becomes the response's URL.
+    ///   - request: The request being answered.
     ///   - statusCode: The status code.
-    ///   - headers: The response headers.
+    ///   - headers: The response headers, repeated fields joined with ", ".
     ///   - data: The body.
-    public init?(request: URLRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data()) {
-        guard (100...999).contains(statusCode),
-            let url = request.url,
-            let response = HTTPURLResponse(
-                url: url, statusCode: statusCode, httpVersion: "HTTP/1.1", headerFields: headers)
-        else { return nil }
-        self.init(request: request, response: response, data: data)
+    ///   - url: The response's URL, when it is not the request's (after redirects).
+    ///   - httpVersion: The protocol version, as URLSession reports it (`HTTP/1.1`, `HTTP/2`).
+    public init?(
+        request: URLRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data(), url: URL? = nil,
+        httpVersion: String = "HTTP/1.1"
+    ) {
+        guard (100...999).contains(statusCode), let url = url ?? request.url else { return nil }
+        self.request = request
+        self.head = .parts(
+            ResponseParts(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headers))
+        self.data = data
     }
 
+    /// Where the status and headers are (for tests).
+    var headForTesting: Head { head }
+
     /// The HTTP status code.
-    public var statusCode: Int { response.statusCode }
+    public var statusCode: Int {
+        switch head {
+        case .foundation(let response): response.statusCode
+        case .parts(let parts): parts.statusCode
+        }
+    }
 
     /// Whether the status is in 200..<300.
     public var isSuccess: Bool { (200..<300).contains(statusCode) }
@@ -74,6 +107,11 @@ public struct ConnectResponse: Sendable {
     /// - Parameter name: The header name.
     /// - Returns: The value, or `nil` when absent.
     public func header(_ name: String) -> String? {
+        let response: HTTPURLResponse
+        switch head {
+        case .parts(let parts): return parts.value(of: name)
+        case .foundation(let foundation): response = foundation
+        }
         if let value = response.value(forHTTPHeaderField: name) { return value }
         let lowered = name.lowercased()
         for (key, value) in response.allHeaderFields {
@@ -97,5 +135,75 @@ public struct ConnectResponse: Sendable {
         while let first = type.first, isBlank(first) { type = type.dropFirst() }
         while let last = type.last, isBlank(last) { type = type.dropLast() }
         return Substring(type).lowercased()
+    }
+}
+
+extension ConnectResponse {
+    /// Where a response's status and headers are: in Foundation's response, or in the parts it is made from.
+    enum Head: Sendable {
+        case foundation(HTTPURLResponse)
+        case parts(ResponseParts)
+
+        var response: HTTPURLResponse {
+            switch self {
+            case .foundation(let response): response
+            case .parts(let parts): parts.response
+            }
+        }
+    }
+}
+
+/// A response's status and headers as a transport reported them, and Foundation's `HTTPURLResponse` made from them
+/// once someone asks for it. Making one canonicalises every header name (with Foundation's case-insensitive
+/// comparisons and `capitalized`), which on Linux costs more than the rest of a small request's response handling;
+/// the client itself reads only the status and a header or two.
+// @unchecked Sendable: `lock` protects `made`; every other property is immutable.
+final class ResponseParts: @unchecked Sendable {
+    let url: URL
+    let statusCode: Int
+    let httpVersion: String
+    let headerFields: [String: String]
+    private let lock = NSLock()
+    private var made: HTTPURLResponse?
+
+    /// - Precondition: `statusCode` is in 100...999 (checked by ``ConnectResponse``'s initializer).
+    init(url: URL, statusCode: Int, httpVersion: String, headerFields: [String: String]) {
+        self.url = url
+        self.statusCode = statusCode
+        self.httpVersion = httpVersion
+        self.headerFields = headerFields
+    }
+
+    /// Foundation's response, made on the first call; the same instance afterwards.
+    var response: HTTPURLResponse {
+        lock.lock()
+        defer { lock.unlock() }
+        if let made { return made }
+        // Foundation's initializer returns nil for no status code in 100...999 (checked on the way in), on no
+        // platform for a valid URL: the second attempt, without the fields, is for a platform that would refuse them.
+        guard
+            let response = HTTPURLResponse(
+                url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerFields)
+                ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: nil)
+        else { preconditionFailure("HTTPURLResponse refused status \(statusCode) for \(url)") }
+        made = response
+        return response
+    }
+
+    /// Whether Foundation's response has been made (for tests).
+    var isMadeForTesting: Bool {
+        lock.lock()
+        defer { lock.unlock() }
+        return made != nil
+    }
+
+    /// A header's value, its name compared case-insensitively.
+    func value(of name: String) -> String? {
+        if let value = headerFields[name] { return value }
+        let lowered = name.lowercased()
+        for (key, value) in headerFields where key.lowercased() == lowered {
+            return value
+        }
+        return nil
     }
 }

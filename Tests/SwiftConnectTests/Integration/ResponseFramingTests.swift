@@ -264,6 +264,34 @@ final class ResponseFramingTests: XCTestCase {
         }
     }
 
+    func testAStatusCodeBelow100IsABadServerResponseOnEveryPath() throws {
+        // AsyncHTTPClient 1.37 ignores such a head as if it were a 1xx, then stops the process on the body or end
+        // that follows (a precondition in its HTTPRequestStateMachine): no transport above it can turn that into
+        // an error. SECURITY.md says so, under AsyncHTTPClientTransport.
+        try XCTSkipUnless(
+            TransportUnderTest.isURLSession, "AsyncHTTPClient 1.37 stops the process on a status below 100")
+        // Given status lines whose three digits make no HTTP status (RFC 9110, 15: 100 to 599, three digits)
+        rawRoute("/zero", "HTTP/1.1 000 Zero\r\nContent-Length: 2\r\n\r\nok")
+        rawRoute("/ninety-nine", "HTTP/1.1 099 Early\r\nContent-Length: 2\r\n\r\nok")
+
+        for path in ["/zero", "/ninety-nine"] {
+            for options in everyPath {
+                // When
+                let result = Result { try connect.request(route(path, options: options)).wait(timeout: 10) }
+
+                // Then: a typed error, never a response with a status no HTTP client can act on
+                guard case .failure(let failure) = result, let error = failure as? ConnectError else {
+                    return XCTFail("\(path): \(result)")
+                }
+                XCTAssertEqual(error.kind, .transport, "\(path): \(error)")
+                // libcurl's "Unsupported response code in HTTP response" reaches FoundationNetworking's users as
+                // URLError -1002; AsyncHTTPClientTransport says what it is.
+                let expected: URLError.Code = TransportUnderTest.isURLSession ? .unsupportedURL : .badServerResponse
+                XCTAssertEqual(error.urlError?.code, expected, "\(path): \(error)")
+            }
+        }
+    }
+
     func testADownloadWhoseLengthCannotBeTrustedLeavesNoFile() throws {
         // Given answers whose body cannot be trusted: two lengths that disagree, a length too large to count
         let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"

@@ -108,9 +108,9 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                 if let failure = relay?.failure(since: failuresBefore) { throw failure }
                 throw error
             }
-            let head = Self.httpResponse(response, url: hop.url!)
+            let head = try Self.head(of: response, url: hop.url!, request: original)
             if (300..<400).contains(head.statusCode),
-                let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile)
+                let next = RedirectRule.next(after: hop, answeredBy: head.response, bodyFile: bodyFile)
             {
                 redirects += 1
                 guard redirects <= RedirectRule.maxHops else {
@@ -118,7 +118,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                         .transport,
                         message: "the server redirected more than \(RedirectRule.maxHops) times",
                         request: original,
-                        response: head,
+                        response: head.response,
                         underlyingError: URLError(.httpTooManyRedirects)
                     )
                 }
@@ -140,12 +140,12 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// it: AsyncHTTPClient reads no further while the reader is behind (back-pressure), and a reader that stops
     /// cancels `task`, which closes the connection. Returns the head (already delivered) at the end.
     private func stream(
-        _ response: HTTPClientResponse, head: HTTPURLResponse, options: StreamingOptions, progress: Progress?,
+        _ response: HTTPClientResponse, head: ConnectResponse, options: StreamingOptions, progress: Progress?,
         promise: Promise<ConnectResponse>, task: NIOLockedValueBox<Task<Void, Never>?>
     ) async -> ConnectResponse {
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { task.withLockedValue { $0 }?.cancel() }
-        var answer = ConnectResponse(request: original, response: head, data: Data())
+        var answer = head
         answer.bodyStream = body
         promise.completeIfPending(with: .success(answer))
         let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
@@ -182,7 +182,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
 
     /// Reads the body of the response that is the answer: into memory, or into the destination file for a
     /// successful download, counting it against the size limit as it arrives.
-    private func collect(_ response: HTTPClientResponse, head: HTTPURLResponse, progress: Progress?) async throws
+    private func collect(_ response: HTTPClientResponse, head: ConnectResponse, progress: Progress?) async throws
         -> ConnectResponse
     {
         // The declared length counts the decoded bytes only when the body is not content-encoded, and says nothing
@@ -192,7 +192,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         let encoded = bodiless || response.headers.contains(name: "Content-Encoding")
         let declared = encoded ? nil : response.headers.first(name: "Content-Length").flatMap { Int64($0) }
         if let limit = transfer.maxResponseBytes, let declared, declared > Int64(limit) {
-            throw ConnectError.responseTooLarge(limit: limit, request: original, response: head)
+            throw ConnectError.responseTooLarge(limit: limit, request: original, response: head.response)
         }
         progress?.startReceiving(expected: declared)
         let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
@@ -224,17 +224,17 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             throw error
         }
         progress?.finish()
-        var answer = ConnectResponse(
-            request: original, response: head, data: download == nil ? Data(buffer: body) : Data())
+        var answer = head
+        answer.data = download == nil ? Data(buffer: body) : Data()
         answer.fileURL = download?.url
         return answer
     }
 
     /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
-    private func count(_ part: ByteBuffer, into received: inout Int64, limit: Int64, head: HTTPURLResponse) throws {
+    private func count(_ part: ByteBuffer, into received: inout Int64, limit: Int64, head: ConnectResponse) throws {
         received += Int64(part.readableBytes)
         guard received <= limit else {
-            throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head)
+            throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head.response)
         }
     }
 
@@ -279,8 +279,12 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// Responses with bodies larger than this complete on a global queue.
     static let concurrentCompletionThreshold = 32 << 10
 
-    /// `response`'s head as Foundation's response, repeated fields joined with ", " as URLSession joins them.
-    static func httpResponse(_ response: HTTPClientResponse, url: URL) -> HTTPURLResponse {
+    /// `response`'s head as the answer to `request` from `url`, without a body yet: its repeated fields joined with
+    /// ", " as URLSession joins them. Foundation's `HTTPURLResponse` is made only if someone reads it (see
+    /// ``SwiftConnect/ConnectResponse/response``).
+    ///
+    /// - Throws: `URLError(.badServerResponse)` for a status code outside 100...999 (`000`, which NIO parses).
+    static func head(of response: HTTPClientResponse, url: URL, request: URLRequest) throws -> ConnectResponse {
         var fields: [String: String] = [:]
         fields.reserveCapacity(response.headers.count)
         for (name, value) in response.headers {
@@ -292,9 +296,12 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         }
         let version =
             response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
-        // Never nil for a URL and a status code NIO parsed (100...999).
-        return HTTPURLResponse(
-            url: url, statusCode: Int(response.status.code), httpVersion: version, headerFields: fields)!
+        guard
+            let head = ConnectResponse(
+                request: request, statusCode: Int(response.status.code), headers: fields, url: url,
+                httpVersion: version)
+        else { throw URLError(.badServerResponse) }
+        return head
     }
 }
 
