@@ -22,9 +22,10 @@ import Foundation
 ///
 /// Engines check pins during the TLS handshake, in the chain they validated (``accepts(host:chain:)``):
 /// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport`. A server whose chain has none of its
-/// host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is sent. An
-/// engine that cannot check a pinned host refuses it instead of sending it unpinned (``refusal(of:by:)``):
-/// FoundationNetworking on Linux, and plain `http` everywhere (see SECURITY.md for each engine).
+/// host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is sent.
+/// Before that, every engine asks ``refusal(of:by:checksHandshake:)`` about each request and redirect hop: a pinned
+/// host that cannot be checked is refused instead of sent unpinned (FoundationNetworking on Linux, and plain `http`
+/// everywhere; see SECURITY.md for each engine).
 public struct CertificatePins: Sendable, Equatable {
     /// The pins of each host pattern, lowercased.
     private var pinsByPattern: [String: Set<Data>] = [:]
@@ -122,21 +123,43 @@ public struct CertificatePins: Sendable, Equatable {
         ConnectError(.certificatePinning, message: "invalid certificate pins: " + message)
     }
 
-    /// The refusal of `request` by a transport that cannot check a pinned host's certificates, or `nil` when its
-    /// host is not pinned: a pinned request is refused, nothing sent, rather than sent unpinned.
+    /// Why a transport must refuse `request` before sending anything, or `nil` when it may go: the one rule every
+    /// engine applies (both of SwiftConnect's, and a transport of your own), to each request and each redirect hop.
+    ///
+    /// A request to a host without pins may always go. One to a pinned host is refused when the transport cannot
+    /// check certificates during the handshake (`checksHandshake: false`), or when it goes over plain `http`,
+    /// where there is no certificate to check: refused, rather than sent unpinned.
+    ///
+    /// ```swift
+    /// if let refusal = pins.refusal(of: request, by: "MyTransport", checksHandshake: true) {
+    ///     return Future(error: refusal)
+    /// }
+    /// ```
     ///
     /// - Parameters:
-    ///   - request: The request about to be sent.
+    ///   - request: The request about to be sent, or the next hop of a redirect.
     ///   - engine: The transport, for the message.
-    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning``, or `nil`.
-    public func refusal(of request: URLRequest, by engine: String) -> ConnectError? {
-        guard !isEmpty, let host = request.url?.host, pins(for: host) != nil else { return nil }
-        return ConnectError(
-            .certificatePinning,
-            message: "\(host) is pinned, and \(engine) cannot check a server's certificates during the handshake: "
-                + "the request is refused rather than sent unpinned",
-            request: request
-        )
+    ///   - checksHandshake: Whether the transport checks the pins of `https` hosts during the handshake. A
+    ///     transport that cannot refuses every pinned host.
+    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning`` naming the host, or `nil`.
+    public func refusal(of request: URLRequest, by engine: String, checksHandshake: Bool = false) -> ConnectError? {
+        guard !isEmpty, let url = request.url, let host = url.host, pins(for: host) != nil else { return nil }
+        guard checksHandshake else {
+            return ConnectError(
+                .certificatePinning,
+                message: "\(host) is pinned, and \(engine) cannot check a server's certificates during the "
+                    + "handshake: the request is refused rather than sent unpinned",
+                request: request
+            )
+        }
+        guard url.scheme?.lowercased() == "https" else {
+            return ConnectError(
+                .certificatePinning,
+                message: "\(host) is pinned, and plain http has no certificate to check: the request is refused "
+                    + "rather than sent unpinned",
+                request: request)
+        }
+        return nil
     }
 }
 

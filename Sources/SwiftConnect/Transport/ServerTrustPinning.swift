@@ -40,16 +40,9 @@ enum ServerTrustPinning {
     /// Why `request` is refused before it is sent, or `nil` when it may go: its host is pinned, and either it goes
     /// over plain `http`, or the platform cannot check pins (FoundationNetworking).
     static func refusal(of request: URLRequest, pins: CertificatePins) -> ConnectError? {
-        guard !pins.isEmpty, let url = request.url, let host = url.host, pins.pins(for: host) != nil else { return nil }
-        guard checksDuringHandshake else { return pins.refusal(of: request, by: "URLSessionTransport on Linux") }
-        guard url.scheme?.lowercased() == "https" else {
-            return ConnectError(
-                .certificatePinning,
-                message: "\(host) is pinned, and plain http has no certificate to check: the request is refused "
-                    + "rather than sent unpinned",
-                request: request)
-        }
-        return nil
+        pins.refusal(
+            of: request, by: checksDuringHandshake ? "URLSessionTransport" : "URLSessionTransport on Linux",
+            checksHandshake: checksDuringHandshake)
     }
 
     /// The error of a request whose server failed its pins.

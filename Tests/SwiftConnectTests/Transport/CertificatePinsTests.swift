@@ -78,6 +78,31 @@ final class CertificatePinsTests: XCTestCase {
         }
     }
 
+    /// The one rule every engine applies before sending: a pinned host is refused by a transport that cannot check
+    /// its certificates, and over plain http by any transport; every other request goes.
+    func testTheRefusalRuleEveryEngineApplies() throws {
+        let pins = try CertificatePins(["api.example.com": [Self.ecPin], "*.pinned.example": [Self.ecPin]])
+        func request(_ url: String) -> URLRequest { URLRequest(url: URL(string: url)!) }
+
+        for checks in [true, false] {
+            XCTAssertNil(pins.refusal(of: request("https://other.example/x"), by: "T", checksHandshake: checks))
+            XCTAssertNil(pins.refusal(of: request("http://other.example/x"), by: "T", checksHandshake: checks))
+        }
+        XCTAssertNil(pins.refusal(of: request("https://api.example.com/x"), by: "T", checksHandshake: true))
+        XCTAssertNil(pins.refusal(of: request("HTTPS://a.pinned.example/x"), by: "T", checksHandshake: true))
+        XCTAssertNil(CertificatePins().refusal(of: request("http://api.example.com/x"), by: "T"))
+
+        let plain = try XCTUnwrap(
+            pins.refusal(of: request("http://a.pinned.example/x"), by: "T", checksHandshake: true))
+        XCTAssertEqual(plain.kind, .certificatePinning)
+        XCTAssertTrue(plain.message.contains("a.pinned.example is pinned, and plain http"), plain.message)
+        XCTAssertEqual(plain.request?.url?.absoluteString, "http://a.pinned.example/x")
+
+        let unable = try XCTUnwrap(pins.refusal(of: request("https://api.example.com/x"), by: "MyTransport"))
+        XCTAssertEqual(unable.kind, .certificatePinning)
+        XCTAssertTrue(unable.message.contains("MyTransport cannot check"), unable.message)
+    }
+
     /// A pinned host over plain http has no certificate to check: URLSessionTransport refuses it before anything is
     /// sent, on every platform; other hosts go.
     func testURLSessionTransportRefusesAPinnedHostAndSendsTheOthers() throws {

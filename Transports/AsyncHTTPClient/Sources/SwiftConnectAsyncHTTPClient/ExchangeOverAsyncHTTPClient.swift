@@ -96,7 +96,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         while true {
             try Task.checkCancellation()
             progress?.startHop(sending: RequestConversion.bodyLength(of: hop, bodyFile: bodyFile))
-            let relay = try await transport.pinned.relay(for: hop.url!)
+            let relay = try await transport.pinned.relay(for: hop)
             let request = try RequestConversion.request(
                 for: hop, bodyFile: bodyFile, sent: progress?.sent, relay: relay?.socketPath)
             let failuresBefore = relay?.failureCount ?? 0

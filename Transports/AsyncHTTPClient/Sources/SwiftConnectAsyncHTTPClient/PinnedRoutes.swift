@@ -50,14 +50,16 @@ final class PinnedRoutes: Sendable {
         self.unusable = unusable
     }
 
-    /// The relay that requests to `url` go through, or `nil` when its host is not pinned.
+    /// The relay that `hop` goes through, or `nil` when its host is not pinned.
     ///
-    /// - Throws: ``PinnedFailure`` when the host is pinned but cannot be reached pinned (plain `http`, certificate
-    ///   verification off, trust roots that cannot be read).
-    func relay(for url: URL) async throws -> Relay? {
-        guard !pins.isEmpty, let host = url.host.map(Self.bare), pins.pins(for: host) != nil else { return nil }
-        guard url.scheme?.lowercased() == "https" else {
-            throw PinnedFailure.unusable(host: host, reason: "plain http has no certificate to check")
+    /// - Throws: The core's refusal (``SwiftConnect/CertificatePins/refusal(of:by:checksHandshake:)``: plain `http`
+    ///   to a pinned host), or ``PinnedFailure`` when this transport cannot reach the host pinned (certificate
+    ///   verification off, a proxy, trust roots that cannot be read).
+    func relay(for hop: URLRequest) async throws -> Relay? {
+        guard !pins.isEmpty, let url = hop.url, let host = url.host.map(Self.bare), pins.pins(for: host) != nil
+        else { return nil }
+        if let refusal = pins.refusal(of: hop, by: "AsyncHTTPClientTransport", checksHandshake: true) {
+            throw refusal
         }
         if let unusable { throw PinnedFailure.unusable(host: host, reason: unusable) }
         guard tls.certificateVerification != .none else {

@@ -152,7 +152,7 @@ final class PinningTests: TLSServerTestCase {
         let error = try failure(of: transport, plain)
 
         XCTAssertEqual(error.kind, .certificatePinning)
-        XCTAssertTrue(error.message.contains("localhost"), error.message)
+        XCTAssertTrue(error.message.contains("localhost is pinned, and plain http"), error.message)
 
         var configuration = AsyncHTTPClientTransport.defaultConfiguration
         var tls = TLSConfiguration.makeClientConfiguration()
