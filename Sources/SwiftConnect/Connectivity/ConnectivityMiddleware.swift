@@ -109,15 +109,24 @@ final class ConnectivityGate: Sendable {
     > {
         let promise = Promise<ConnectResponse>()
         let request = copy request
-        let id: UInt64? = state.withLock { state in
-            guard !state.isConnected, waiting else { return nil }
+        // Decided under one lock: read twice, a drop between the reads failed a request that was to wait.
+        enum Decision {
+            case send
+            case fail
+            case wait(UInt64)
+        }
+        let decision: Decision = state.withLock { state in
+            if state.isConnected { return .send }
+            guard waiting else { return .fail }
             state.nextID &+= 1
             state.waiting[state.nextID] = Waiting(request: request, next: next, promise: promise)
-            return state.nextID
+            return .wait(state.nextID)
         }
-        guard let id else {
-            if state.withLock({ $0.isConnected }) { return next(request) }
-            return Future(error: ConnectError.notConnected(request: request))
+        let id: UInt64
+        switch decision {
+        case .send: return next(request)
+        case .fail: return Future(error: ConnectError.notConnected(request: request))
+        case .wait(let waitingID): id = waitingID
         }
         promise.setCancelHandler { [weak self] in
             _ = self?.state.withLock { $0.waiting.removeValue(forKey: id) }
