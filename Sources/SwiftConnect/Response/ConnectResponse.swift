@@ -157,14 +157,13 @@ extension ConnectResponse {
 /// once someone asks for it. Making one canonicalises every header name (with Foundation's case-insensitive
 /// comparisons and `capitalized`), which on Linux costs more than the rest of a small request's response handling;
 /// the client itself reads only the status and a header or two.
-// @unchecked Sendable: `lock` protects `made`; every other property is immutable.
-final class ResponseParts: @unchecked Sendable {
+final class ResponseParts: Sendable {
     let url: URL
     let statusCode: Int
     let httpVersion: String
     let headerFields: [String: String]
-    private let lock = NSLock()
-    private var made: HTTPURLResponse?
+    /// Foundation's response, once made.
+    private let made = Protected<HTTPURLResponse?>(nil)
 
     /// - Precondition: `statusCode` is in 100...999 (checked by ``ConnectResponse``'s initializer).
     init(url: URL, statusCode: Int, httpVersion: String, headerFields: [String: String]) {
@@ -176,26 +175,23 @@ final class ResponseParts: @unchecked Sendable {
 
     /// Foundation's response, made on the first call; the same instance afterwards.
     var response: HTTPURLResponse {
-        lock.lock()
-        defer { lock.unlock() }
-        if let made { return made }
-        // Foundation's initializer returns nil for no status code in 100...999 (checked on the way in), on no
-        // platform for a valid URL: the second attempt, without the fields, is for a platform that would refuse them.
-        guard
-            let response = HTTPURLResponse(
-                url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerFields)
-                ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: nil)
-        else { preconditionFailure("HTTPURLResponse refused status \(statusCode) for \(url)") }
-        made = response
-        return response
+        made.withLock { made in
+            if let made { return made }
+            // Foundation's initializer returns nil for no status code in 100...999 (checked on the way in), on no
+            // platform for a valid URL: the second attempt, without the fields, is for a platform that would refuse
+            // them.
+            guard
+                let response = HTTPURLResponse(
+                    url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerFields)
+                    ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: nil)
+            else { preconditionFailure("HTTPURLResponse refused status \(statusCode) for \(url)") }
+            made = response
+            return response
+        }
     }
 
     /// Whether Foundation's response has been made (for tests).
-    var isMadeForTesting: Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        return made != nil
-    }
+    var isMadeForTesting: Bool { made.snapshot != nil }
 
     /// A header's value, its name compared case-insensitively.
     func value(of name: String) -> String? {
