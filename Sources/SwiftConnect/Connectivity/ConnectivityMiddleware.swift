@@ -122,16 +122,17 @@ final class ConnectivityGate: Sendable {
             state.waiting[state.nextID] = Waiting(request: request, next: next, promise: promise)
             return .wait(state.nextID)
         }
-        let id: UInt64
         switch decision {
-        case .send: return next(request)
-        case .fail: return Future(error: ConnectError.notConnected(request: request))
-        case .wait(let waitingID): id = waitingID
+        case .send:
+            return next(request)
+        case .fail:
+            return Future(error: ConnectError.notConnected(request: request))
+        case .wait(let id):
+            promise.setCancelHandler { [weak self] in
+                _ = self?.state.withLock { $0.waiting.removeValue(forKey: id) }
+            }
+            return promise.future
         }
-        promise.setCancelHandler { [weak self] in
-            _ = self?.state.withLock { $0.waiting.removeValue(forKey: id) }
-        }
-        return promise.future
     }
 
     /// Records the monitor's new state; when the network is back, resumes the queue and sends the waiting

@@ -177,13 +177,11 @@ final class ResponseParts: Sendable {
     var response: HTTPURLResponse {
         made.withLock { made in
             if let made { return made }
-            // Foundation's initializer returns nil for no status code in 100...999 (checked on the way in), on no
-            // platform for a valid URL: the second attempt, without the fields, is for a platform that would refuse
-            // them.
+            // Foundation's initializer returns nil on no platform for a URL and a status code in 100...999 (checked
+            // by ConnectResponse's initializer, which builds these parts).
             guard
                 let response = HTTPURLResponse(
                     url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerFields)
-                    ?? HTTPURLResponse(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: nil)
             else { preconditionFailure("HTTPURLResponse refused status \(statusCode) for \(url)") }
             made = response
             return response

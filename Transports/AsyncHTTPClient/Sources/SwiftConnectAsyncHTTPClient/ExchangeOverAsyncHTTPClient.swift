@@ -283,7 +283,8 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// ", " as URLSession joins them. Foundation's `HTTPURLResponse` is made only if someone reads it (see
     /// ``SwiftConnect/ConnectResponse/response``).
     ///
-    /// - Throws: `URLError(.badServerResponse)` for a status code outside 100...999 (`000`, which NIO parses).
+    /// - Throws: `URLError(.badServerResponse)` for a status code outside 100...999. NIO parses `000`, but
+    ///   AsyncHTTPClient 1.37 stops the process on such a head before it gets here (SECURITY.md).
     static func head(of response: HTTPClientResponse, url: URL, request: URLRequest) throws -> ConnectResponse {
         var fields: [String: String] = [:]
         fields.reserveCapacity(response.headers.count)
