@@ -299,7 +299,9 @@ public enum RedirectRule {
         guard fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame }) else {
             return request
         }
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: from).filter { cookie in
+        // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
+        let readable = SetCookieFields.readable(fields)
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: readable, for: from).filter { cookie in
             if cookie.isSecure, url.scheme?.lowercased() != "https" { return false }
             if let expires = cookie.expiresDate, expires < Date() { return false }
             let domain = cookie.domain.lowercased()

@@ -19,12 +19,17 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     private let redirectAnswerOrCancel = ExclusiveSection()
     /// Runs on the delegate queue just before a redirect is answered: tests hold the answer back with it.
     let beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)?
+    /// Where the cookies of each response are kept, on Linux, where the session's own parsing is off
+    /// (``SessionCookies``); `nil` elsewhere, and when the configuration keeps no cookies.
+    let cookies: SessionCookies?
 
-    /// Creates a delegate checking `pins`; `beforeAnsweringRedirect` is for tests.
+    /// Creates a delegate checking `pins`, keeping `cookies`; `beforeAnsweringRedirect` is for tests.
     init(
-        pins: CertificatePins = CertificatePins(), beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil
+        pins: CertificatePins = CertificatePins(), cookies: SessionCookies? = nil,
+        beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil
     ) {
         self.pins = pins
+        self.cookies = cookies
         self.beforeAnsweringRedirect = beforeAnsweringRedirect
         super.init()
     }
@@ -61,6 +66,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
+        cookies?.keep(from: response)
         guard let handler = handler(for: dataTask) else { return completionHandler(.allow) }
         let proceed = handler.didReceive(response)
         completionHandler(proceed ? .allow : .cancel)
@@ -124,6 +130,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
+        cookies?.keep(from: response)
         var answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
         // A redirect to a pinned host the transport cannot check there (plain http; any host on Linux) is not
         // followed: the task ends with the refusal instead of reaching that host unpinned.

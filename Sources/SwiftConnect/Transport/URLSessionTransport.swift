@@ -64,7 +64,7 @@ public final class URLSessionTransport: Transport {
     ///
     /// - Parameter configuration: The session configuration. Defaults to ``defaultConfiguration``.
     public convenience init(configuration: URLSessionConfiguration = URLSessionTransport.defaultConfiguration) {
-        self.init(configuration: configuration, delegate: SessionDelegate())
+        self.init(configuration: configuration, pins: CertificatePins())
     }
 
     /// Creates a transport with its own session and certificate pins.
@@ -80,10 +80,14 @@ public final class URLSessionTransport: Transport {
     ///   - configuration: The session configuration.
     ///   - pins: The certificate pins.
     public convenience init(configuration: URLSessionConfiguration, pins: CertificatePins) {
-        self.init(configuration: configuration, delegate: SessionDelegate(pins: pins), pins: pins)
+        let (configuration, cookies) = SessionCookies.takingOver(configuration)
+        self.init(configuration: configuration, delegate: SessionDelegate(pins: pins, cookies: cookies), pins: pins)
     }
 
     /// Creates a transport with its own session and the given delegate (tests pass one with a hook).
+    ///
+    /// The session runs with `configuration` as it is: on Linux, give it one made by ``SessionCookies`` and the
+    /// delegate the cookies to keep, as the public initializers do.
     init(configuration: URLSessionConfiguration, delegate: SessionDelegate, pins: CertificatePins = CertificatePins()) {
         self.pins = pins
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
@@ -217,7 +221,9 @@ public final class URLSessionTransport: Transport {
         let isolated = Self.needsSessionOfItsOwn(transfer)
         let taskDelegate =
             isolated
-            ? SessionDelegate(pins: delegate.pins, beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
+            ? SessionDelegate(
+                pins: delegate.pins, cookies: delegate.cookies,
+                beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
             : delegate
         let taskSession =
             isolated
@@ -301,6 +307,7 @@ public final class URLSessionTransport: Transport {
         let task = session.dataTask(with: Self.forSession(request)) {
             [plainInFlight, delegate] data, response, error in
             plainInFlight.withLock { $0 -= 1 }
+            delegate?.cookies?.keep(from: response)
             guard let (handler, task) = slot.snapshot else { return }
             delegate?.unregister(task)
             handler.didComplete(data: data, response: response, error: error)

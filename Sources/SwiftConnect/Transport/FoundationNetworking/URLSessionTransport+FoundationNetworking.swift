@@ -213,3 +213,52 @@ extension RedirectRules {
         static let dropsBodyOnRedirect = false
     #endif
 }
+
+// MARK: - A Set-Cookie field its cookie parser misreads stops the process
+
+/// The cookie storage that a transport's own session keeps `Set-Cookie` fields in, in FoundationNetworking's place.
+///
+/// Defect: FoundationNetworking parses each `Set-Cookie` line of every response as it arrives, unless the
+/// configuration's `httpCookieAcceptPolicy` is `.never`, with a parser that stops the process on a cookie name
+/// holding a character outside the Basic Multilingual Plane (`Set-Cookie: 😀=`, see ``SetCookieFields``). Any server
+/// could stop a Linux client with one response. The transport's own sessions therefore run with `.never`, and the
+/// transport stores each response's cookies itself, as FoundationNetworking would (the same parser and the same
+/// storage call), once the cookies that parser cannot read are removed. Cookies are still sent from the storage by
+/// FoundationNetworking, by `httpShouldSetCookies`. A session given with ``URLSessionTransport/init(session:)`` is
+/// used as it is: the defect stays with it.
+///
+/// Tests: `SetCookieSafetyTests`.
+struct SessionCookies: Sendable {
+    /// Where the configuration keeps cookies.
+    let storage: HTTPCookieStorage
+
+    /// The configuration a transport's session runs with, and the cookies the transport keeps for it: on Linux, a
+    /// copy of `configuration` whose session parses no cookie, and the storage that `configuration` would have kept
+    /// them in (`nil` when it keeps none); elsewhere, `configuration` itself and `nil`.
+    static func takingOver(_ configuration: URLSessionConfiguration) -> (URLSessionConfiguration, SessionCookies?) {
+        #if canImport(FoundationNetworking)
+            guard configuration.httpCookieAcceptPolicy != .never,
+                let copy = configuration.copy() as? URLSessionConfiguration
+            else { return (configuration, nil) }
+            let storage = configuration.httpCookieStorage
+            copy.httpCookieAcceptPolicy = .never
+            return (copy, storage.map(SessionCookies.init))
+        #else
+            return (configuration, nil)
+        #endif
+    }
+
+    /// Stores the cookies `response` sets that can be read safely, for its URL.
+    func keep(from response: URLResponse?) {
+        guard let response = response as? HTTPURLResponse, let url = response.url else { return }
+        var fields: [String: String] = [:]
+        for case (let name as String, let value as String) in response.allHeaderFields {
+            guard name.caseInsensitiveCompare("Set-Cookie") == .orderedSame else { continue }
+            fields[name] = value
+        }
+        guard !fields.isEmpty else { return }
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: SetCookieFields.readable(fields), for: url)
+        guard !cookies.isEmpty else { return }
+        storage.setCookies(cookies, for: url, mainDocumentURL: nil)
+    }
+}

@@ -1,0 +1,58 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A `Set-Cookie` field that FoundationNetworking's cookie parser cannot read (`😀=`, see `SetCookieFields`) neither
+/// stops the process nor loses the other cookies of the response, on every engine.
+final class SetCookieSafetyTests: XCTestCase {
+    func testAResponseSettingAnUnreadableCookieArrivesAndItsOtherCookiesAreKept() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let name = "kept\(UInt32.random(in: 0...UInt32.max))"
+        server.route("GET", "/set") { _ in
+            LocalServer.Response(
+                status: 200, headers: [("Set-Cookie", "😀="), ("Set-Cookie", "\(name)=1; Path=/")],
+                body: Data("{}".utf8))
+        }
+        server.route("GET", "/echo") { request in .text(request.header("Cookie") ?? "none") }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        defer {
+            HTTPCookieStorage.shared.cookies?.filter { $0.name == name }.forEach(HTTPCookieStorage.shared.deleteCookie)
+        }
+
+        let response = try connect.request(Route("/set", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+        let echoed = try connect.request(Route("/echo", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+
+        XCTAssertEqual(response, Data("{}".utf8))
+        if TransportUnderTest.isURLSession {
+            // The session's cookie storage (`HTTPCookieStorage.shared`) kept the readable cookie.
+            XCTAssertEqual(String(decoding: echoed, as: UTF8.self), "\(name)=1")
+        } else {
+            XCTAssertEqual(String(decoding: echoed, as: UTF8.self), "none", "no cookie store across requests")
+        }
+    }
+
+    func testARedirectSettingAnUnreadableCookieIsFollowed() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/login") { _ in
+            LocalServer.Response(
+                status: 302, headers: [("Location", "/home"), ("Set-Cookie", "😀="), ("Set-Cookie", "s=r1; Path=/")])
+        }
+        server.route("GET", "/home") { request in .text(request.header("Cookie") ?? "none") }
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
+
+        let home = try connect.request(Route("/login", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+
+        XCTAssertEqual(server.requests.map(\.path), ["/login", "/home"])
+        if !TransportUnderTest.isURLSession {
+            XCTAssertEqual(String(decoding: home, as: UTF8.self), "s=r1", "the readable cookie went on the next hop")
+        }
+    }
+}

@@ -1,0 +1,86 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `SetCookieFields`: only cookies written in visible ASCII reach `HTTPCookie`'s parser, which on Linux stops the
+/// process on a cookie name with a character outside the Basic Multilingual Plane.
+final class SetCookieFieldsTests: XCTestCase {
+    /// Values that stopped FoundationNetworking's parser (`String index is out of bounds`), found by fuzzing.
+    static let unreadable = ["😀=", "ab😀😀=x", "\r\n\u{1D}idata:llo\r\r\r\n\r\n\ri%\u{01}{\"g\u{00}da="]
+
+    private let url = URL(string: "https://api.example.com/login")!
+
+    func testTheCookiesTheParserCannotReadAreRemovedAndTheOthersKept() throws {
+        let joined = "a=1; Expires=Wed, 09 Jun 2077 10:18:14 GMT; Path=/, 😀=, b=2; Path=/, ab😀😀=x"
+
+        let readable = SetCookieFields.readable(["Set-Cookie": joined, "Content-Type": "text/plain; 😀"])
+
+        XCTAssertEqual(readable["Set-Cookie"], "a=1; Expires=Wed, 09 Jun 2077 10:18:14 GMT; Path=/, b=2; Path=/")
+        XCTAssertEqual(readable["Content-Type"], "text/plain; 😀", "other fields are left as they are")
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: readable, for: url)
+        XCTAssertEqual(cookies.map(\.name).sorted(), ["a", "b"])
+        let expires = try XCTUnwrap(cookies.first { $0.name == "a" }?.expiresDate, "the date's comma split it")
+        XCTAssertEqual(Calendar(identifier: .gregorian).component(.year, from: expires), 2077)
+    }
+
+    func testAFieldLeftWithoutCookiesIsRemovedWhateverTheCaseOfItsName() {
+        for name in ["Set-Cookie", "set-cookie", "SET-COOKIE"] {
+            XCTAssertNil(SetCookieFields.readable([name: "😀="])[name], name)
+        }
+    }
+
+    func testACommaOutsideAnExpiresDateSeparatesCookies() {
+        XCTAssertEqual(SetCookieFields.cookies(in: "a=1, b=2,c=3"), ["a=1", " b=2", "c=3"])
+        XCTAssertEqual(
+            SetCookieFields.cookies(in: "a=1; Expires=Sun, 06 Nov 2077 08:49:37 GMT, b=2"),
+            ["a=1; Expires=Sun, 06 Nov 2077 08:49:37 GMT", " b=2"])
+        XCTAssertEqual(SetCookieFields.cookies(in: ""), [""])
+    }
+
+    func testValuesThatStoppedTheParserReachItAsNothing() {
+        for value in Self.unreadable {
+            let readable = SetCookieFields.readable(["Set-Cookie": value])
+            XCTAssertTrue(HTTPCookie.cookies(withResponseHeaderFields: readable, for: url).isEmpty, value)
+        }
+    }
+
+    /// The redirect rules (AsyncHTTPClientTransport's) send the readable cookies of a redirect on the next hop.
+    func testARedirectSettingAnUnreadableCookieKeepsTheReadableOnes() throws {
+        for value in Self.unreadable {
+            let response = try XCTUnwrap(
+                HTTPURLResponse(
+                    url: url, statusCode: 302, httpVersion: "HTTP/1.1",
+                    headerFields: ["Location": "/home", "Set-Cookie": value + ", session=s1; Path=/"]))
+
+            let next = try XCTUnwrap(RedirectRule.next(after: URLRequest(url: url), answeredBy: response))
+
+            XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "session=s1", value)
+        }
+    }
+
+    /// Linux: the transport's session parses no cookie itself; the configuration it was given is left unchanged.
+    func testTheSessionOfATransportParsesNoCookieOnLinux() throws {
+        let configuration = URLSessionConfiguration.default
+        configuration.httpCookieAcceptPolicy = .always
+
+        let (used, cookies) = SessionCookies.takingOver(configuration)
+
+        XCTAssertEqual(configuration.httpCookieAcceptPolicy, .always)
+        #if canImport(FoundationNetworking)
+            XCTAssertEqual(used.httpCookieAcceptPolicy, .never)
+            XCTAssertTrue(cookies?.storage === configuration.httpCookieStorage)
+            XCTAssertTrue(used.httpCookieStorage === configuration.httpCookieStorage, "cookies are still sent")
+        #else
+            XCTAssertTrue(used === configuration)
+            XCTAssertNil(cookies)
+        #endif
+        let never = URLSessionConfiguration.default
+        never.httpCookieAcceptPolicy = .never
+        XCTAssertNil(SessionCookies.takingOver(never).1, "a configuration that keeps no cookie keeps none")
+    }
+}
