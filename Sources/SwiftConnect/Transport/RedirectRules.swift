@@ -293,7 +293,7 @@ public enum RedirectRule {
     /// (replacing any of the same name), as a browser or URLSession's cookie storage would send them: a login that
     /// sets its session cookie on a 302 keeps it on the next hop.
     static func withCookies(setBy response: HTTPURLResponse, on request: URLRequest) -> URLRequest {
-        guard let url = request.url, let host = url.host?.lowercased(), let from = response.url else { return request }
+        guard let from = response.url else { return request }
         var fields: [String: String] = [:]
         for case (let name as String, let value as String) in response.allHeaderFields { fields[name] = value }
         guard fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame }) else {
@@ -301,7 +301,14 @@ public enum RedirectRule {
         }
         // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
         let readable = SetCookieFields.readable(fields)
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: readable, for: from).filter { cookie in
+        return adding(HTTPCookie.cookies(withResponseHeaderFields: readable, for: from), to: request)
+    }
+
+    /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`, not expired) in its `Cookie`
+    /// header, each replacing any of the same name.
+    static func adding(_ cookies: [HTTPCookie], to request: URLRequest) -> URLRequest {
+        guard let url = request.url, let host = url.host?.lowercased() else { return request }
+        let cookies = cookies.filter { cookie in
             if cookie.isSecure, url.scheme?.lowercased() != "https" { return false }
             if let expires = cookie.expiresDate, expires < Date() { return false }
             let domain = cookie.domain.lowercased()

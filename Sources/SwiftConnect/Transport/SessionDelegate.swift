@@ -141,6 +141,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             handler.fail(refusal)
             answer = nil
         }
+        answer = answer.map { Self.withSessionCookies($0, of: session) }
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {

@@ -14,9 +14,6 @@ final class TransportConformanceTests: XCTestCase {
     static var knownDefects: [String: String] {
         #if canImport(FoundationNetworking)
             return [
-                "cookie set by a redirect":
-                    "FoundationNetworking does not store a cookie set by a response it redirects from, so the next "
-                    + "hop goes without it",
                 "cancellation closes the connection":
                     "FoundationNetworking cannot stop a body transfer under way: a cancelled request's bytes may "
                     + "keep coming until the server stops (seen under ThreadSanitizer, not in plain runs here)",

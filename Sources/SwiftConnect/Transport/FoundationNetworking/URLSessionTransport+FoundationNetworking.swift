@@ -214,6 +214,32 @@ extension RedirectRules {
     #endif
 }
 
+// MARK: - The next hop of a redirect goes without the session's cookies
+
+extension SessionDelegate {
+    /// `request`, the next hop of a redirect that `session` follows, with the cookies of the session's storage that
+    /// apply to it.
+    ///
+    /// Defect: FoundationNetworking sets a task's `Cookie` header from the storage for its first request only: the
+    /// next hop of a redirect went without the cookies stored since, such as the session cookie that a login sets on
+    /// its 302, which Apple's URLSession sends. On Linux the storage's cookies for the hop's URL are added to its
+    /// `Cookie` header (each replacing the request's own of the same name), when the configuration sends cookies
+    /// (`httpShouldSetCookies`). The redirect's own cookies are in the storage by then (``SessionCookies``).
+    ///
+    /// Test: `TransportConformanceTests` (its check "cookie set by a redirect").
+    static func withSessionCookies(_ request: URLRequest, of session: URLSession) -> URLRequest {
+        #if canImport(FoundationNetworking)
+            let configuration = session.configuration
+            guard configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage,
+                let url = request.url, let cookies = storage.cookies(for: url), !cookies.isEmpty
+            else { return request }
+            return RedirectRule.adding(cookies, to: request)
+        #else
+            return request
+        #endif
+    }
+}
+
 // MARK: - A Set-Cookie field its cookie parser misreads stops the process
 
 /// The cookie storage that a transport's own session keeps `Set-Cookie` fields in, in FoundationNetworking's place.

@@ -66,7 +66,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(todo.title, "Ship it")
     }
 
-    /// A login that sets its session cookie on a 302 keeps it on the next hop (FoundationNetworking loses it).
+    /// A login that sets its session cookie on a 302 keeps it on the next hop.
     func testACookieSetByARedirectIsSentOnTheNextHop() throws {
         server.route("POST", "/login") { _ in
             LocalServer.Response.redirect(to: "/home", status: 302).withHeader("Set-Cookie", "session=s3cr3t; Path=/")
