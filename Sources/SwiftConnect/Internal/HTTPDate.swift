@@ -11,6 +11,10 @@ enum HTTPDate {
     ///     with those digits (RFC 9110 §5.6.7).
     /// - Returns: The date, or `nil` when `text` is in none of the forms.
     static func date(from text: String, now: Date) -> Date? {
+        // An HTTP-date is visible ASCII, 33 characters at most (`Wednesday, 09-Nov-94 08:49:37 GMT`). Nothing else
+        // reaches DateFormatter, which on Linux stops the process on some other text: " \u{0657} ", a combining mark
+        // after a space, fails its "Incorrect range" precondition (found by fuzzing the header parsers).
+        guard text.utf8.count <= 40, text.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else { return nil }
         // A formatter per call: parsing happens once per retried or cached response at most, and a fresh formatter
         // sidesteps the thread-safety questions a shared one raises on older platforms.
         let formatter = DateFormatter()

@@ -342,6 +342,20 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.delay(from: "Sun, 06 Nov 1994 08:49:37 PST", now: now))
     }
 
+    /// Text that is not ASCII is no HTTP-date: it never reaches DateFormatter, which on Linux stops the process on
+    /// some of it (" \u{0657} ", a combining mark after a space, found by fuzzing the header parsers).
+    func testARetryAfterThatIsNotASCIIIsNoDate() {
+        let now = Date(timeIntervalSince1970: 784_111_777)
+        for text in [" \u{0657} ", "\u{0657}", "Sun, 06 Nov 1994 08:49:37 GMT\u{0301}"] {
+            XCTAssertNil(HTTPDate.date(from: text, now: now), text)
+            XCTAssertNil(RetryAfter.delay(from: text, now: now), text)
+        }
+        XCTAssertNil(HTTPDate.date(from: "Sun, 06 Nov 1994 08:49:37 GMT" + String(repeating: " ", count: 40), now: now))
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": " \u{0657} "]), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
     func testRetryAfterReadsTheObsoleteHTTPDateForms() {
         // RFC 9110 §5.6.7: a recipient must accept all three HTTP-date forms.
         let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
