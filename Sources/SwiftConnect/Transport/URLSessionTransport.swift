@@ -97,6 +97,11 @@ public final class URLSessionTransport: Transport {
 
     /// Creates a transport over an existing session, which the caller keeps ownership of.
     ///
+    /// The session is used as it is. On Linux it therefore parses cookies with FoundationNetworking's parser, which
+    /// stops the process on some `Set-Cookie` fields a hostile server can send (`😀=`); the transport's own sessions
+    /// (``init(configuration:)``) do not. With a server you do not trust, prefer those, or give the session a
+    /// configuration with `httpCookieAcceptPolicy = .never`.
+    ///
     /// - Parameter session: The session, such as `URLSession.shared`.
     public init(session: URLSession) {
         pins = CertificatePins()
