@@ -111,9 +111,12 @@
             wakeSender = session.wakeSender
             finished.enter()
             let thread = Thread { [self] in
+                // Named from the thread itself: Foundation's `Thread` on Linux does not pass a name set before
+                // `start()` on to the system, where debuggers, `top` and /proc/self/task/*/comm read it.
+                // At most 15 characters: the kernel's limit.
+                Thread.current.name = "NetlinkMonitor"
                 run(session)
             }
-            thread.name = "NetlinkMonitor"  // At most 15 characters: the kernel's limit.
             thread.start()
         }
 

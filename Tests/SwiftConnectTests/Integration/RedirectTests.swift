@@ -37,7 +37,9 @@ final class RedirectTests: XCTestCase {
             other.stop()
         }
 
-        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        // Cookieless: the request's own `Cookie` must not cross, whatever the shared storage (which FoundationNetworking
+        // keeps on disk) holds for the other host.
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
         XCTAssertNoThrow(try connect.request(Endpoint(baseURL: origin.baseURL, endpoint: "/start")).wait())
 
         XCTAssertEqual(origin.requests.first?.header("Authorization"), "Bearer secret-token")
