@@ -15,10 +15,15 @@ final class URLSessionStreamingTests: XCTestCase {
         let server = try LocalServer.started()
         defer { server.stop() }
         let producerEnded = Promise<Void>()
+        let firstPieceRead = Promise<Void>()
         server.route("GET", "/export") { _ in
             .stream(contentLength: nil) { write in
                 let piece = Data(repeating: 0x2A, count: 64 << 10)
-                for _ in 0..<256 {  // 16 MiB
+                guard write(piece) else { return }
+                // The rest once the reader has the first piece: sent at once, 16 MiB could fill the buffer before
+                // the reader asks for anything, and the first read would fail instead (seen once in CI).
+                _ = try? firstPieceRead.future.wait(timeout: 30)
+                for _ in 1..<256 {  // 16 MiB in all
                     guard write(piece) else { break }
                 }
                 producerEnded.succeed(())
@@ -30,6 +35,7 @@ final class URLSessionStreamingTests: XCTestCase {
         var iterator = stream.makeAsyncIterator()
         let first = try await iterator.next()
         XCTAssertNotNil(first)
+        firstPieceRead.succeed(())
 
         // The reader stops reading; the server sends the rest (or gives up once the client stops the transfer).
         try await producerEnded.future.value(timeout: 30)
