@@ -293,15 +293,10 @@ public enum RedirectRule {
     /// (replacing any of the same name), as a browser or URLSession's cookie storage would send them: a login that
     /// sets its session cookie on a 302 keeps it on the next hop.
     static func withCookies(setBy response: HTTPURLResponse, on request: URLRequest) -> URLRequest {
-        guard let from = response.url else { return request }
-        var fields: [String: String] = [:]
-        for case (let name as String, let value as String) in response.allHeaderFields { fields[name] = value }
-        guard fields.keys.contains(where: { $0.caseInsensitiveCompare("Set-Cookie") == .orderedSame }) else {
-            return request
-        }
         // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
-        let readable = SetCookieFields.readable(fields)
-        return adding(HTTPCookie.cookies(withResponseHeaderFields: readable, for: from), to: request)
+        let fields = SetCookieFields.readable(of: response)
+        guard let from = response.url, !fields.isEmpty else { return request }
+        return adding(HTTPCookie.cookies(withResponseHeaderFields: fields, for: from), to: request)
     }
 
     /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`, not expired) in its `Cookie`

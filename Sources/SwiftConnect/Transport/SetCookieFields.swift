@@ -12,6 +12,17 @@ import Foundation
 /// through ``readable(_:)`` first, which keeps only cookies written in visible ASCII, space and tab: RFC 6265 §4.1.1
 /// allows nothing else in a cookie, and on such text characters and UTF-16 units are one and the same.
 enum SetCookieFields {
+    /// The readable `Set-Cookie` fields of `response`, ready for `HTTPCookie.cookies(withResponseHeaderFields:for:)`;
+    /// empty when it sets no cookie that can be read.
+    static func readable(of response: HTTPURLResponse) -> [String: String] {
+        var fields: [String: String] = [:]
+        for case (let name as String, let value as String) in response.allHeaderFields
+        where name.caseInsensitiveCompare("Set-Cookie") == .orderedSame {
+            fields[name] = value
+        }
+        return fields.isEmpty ? fields : readable(fields)
+    }
+
     /// `fields` with every cookie of its `Set-Cookie` fields that is not written in visible ASCII removed, and a
     /// `Set-Cookie` field left with none removed. Other fields are kept as they are.
     ///

@@ -277,13 +277,9 @@ struct SessionCookies: Sendable {
     /// Stores the cookies `response` sets that can be read safely, for its URL.
     func keep(from response: URLResponse?) {
         guard let response = response as? HTTPURLResponse, let url = response.url else { return }
-        var fields: [String: String] = [:]
-        for case (let name as String, let value as String) in response.allHeaderFields {
-            guard name.caseInsensitiveCompare("Set-Cookie") == .orderedSame else { continue }
-            fields[name] = value
-        }
+        let fields = SetCookieFields.readable(of: response)
         guard !fields.isEmpty else { return }
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: SetCookieFields.readable(fields), for: url)
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
         guard !cookies.isEmpty else { return }
         storage.setCookies(cookies, for: url, mainDocumentURL: nil)
     }
