@@ -56,7 +56,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         _ = handlers.withLock { $0.removeValue(forKey: identifier) }
     }
 
-    private func handler(for task: URLSessionTask) -> TaskHandler? {
+    func handler(for task: URLSessionTask) -> TaskHandler? {
         handlers.withLock { $0[task.taskIdentifier] }
     }
 

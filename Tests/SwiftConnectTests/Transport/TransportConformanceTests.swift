@@ -20,9 +20,6 @@ final class TransportConformanceTests: XCTestCase {
                 "size limit stops reading":
                     "FoundationNetworking cannot abort a transfer under way; the transport invalidates the "
                     + "request's own session, which stops it in some runs only: otherwise the rest is read and dropped",
-                "reset of a POST on a reused connection":
-                    "FoundationNetworking waits for the whole timeout when the server closes a reused connection "
-                    + "under a POST",
             ]
         #else
             return [:]

@@ -170,6 +170,56 @@ extension SessionDelegate {
     }
 }
 
+// MARK: - A body libcurl sends again goes out empty
+
+#if canImport(FoundationNetworking)
+    extension SessionDelegate {
+        /// FoundationNetworking asks for the body of `task` again, from its start: libcurl is about to send the
+        /// request a second time. The transport gives none, and fails the task with `networkConnectionLost`.
+        ///
+        /// Defect: when a server closes a reused connection without answering, libcurl sends the request again on a
+        /// new connection and asks FoundationNetworking to rewind the body. FoundationNetworking rewinds only a body
+        /// stream the delegate hands it here, and stops the process if the task's body was data or a file; given
+        /// none, it leaves the body at its end, and libcurl sends the head again, `Content-Length` included, without
+        /// the body. The server waits for the announced body, and the request for its whole timeout (60 s by
+        /// default), on every request with a body: POST, PUT, PATCH, uploads. Failing at once is what
+        /// AsyncHTTPClient does: the engine never sends a request twice, and ``RetryPolicy`` decides whether it is
+        /// sent again (a replay-safe request, yes; a POST without an idempotency key, no). Requests without a body
+        /// never get here: libcurl sends them again by itself, as Apple's URLSession does.
+        ///
+        /// Tests: `TransportConformanceTests` ("reset of a POST on a reused connection"),
+        /// `ReusedConnectionTests`.
+        func urlSession(
+            _ session: URLSession,
+            task: URLSessionTask,
+            needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
+        ) {
+            completionHandler(nil)
+            guard let handler = handler(for: task) else { return }
+            handler.fail(ConnectError.bodyNotSentAgain(request: handler.request))
+            // This runs inside libcurl, on the session's own queue: cancelled from another, so that no version of
+            // FoundationNetworking waits there for itself.
+            DispatchQueue.global().async { [weak self, weak task] in
+                guard let self, let task else { return }
+                cancel(task)
+            }
+        }
+    }
+
+    extension ConnectError {
+        /// The failure of a request whose body FoundationNetworking would have sent again empty
+        /// (``SessionDelegate/urlSession(_:task:needNewBodyStream:)``).
+        static func bodyNotSentAgain(request: URLRequest) -> ConnectError {
+            ConnectError(
+                .transport,
+                message: "the server closed the connection without answering, and the request was not sent again",
+                request: request,
+                underlyingError: URLError(.networkConnectionLost)
+            )
+        }
+    }
+#endif
+
 // MARK: - A redirect answered after its task was cancelled stops the process
 
 extension SessionDelegate {
