@@ -7,9 +7,12 @@ import SwiftConnect
 import SwiftConnectAsyncHTTPClient
 
 // Issue 23, item 4: Connect over AsyncHTTPClientTransport beside raw AsyncHTTPClient (`execute` with the body
-// collected, then decoded) and raw URLSession, to the same loopback server, sequentially and 16 in flight. The
-// three clients take turns within each sample (see `registerInterleaved` in LoopbackBenchmarks.swift for why),
-// and peak memory is measured apart, one client per process.
+// collected, then decoded) and raw URLSession, to the same loopback server, sequentially and 16 in flight. Raw
+// AsyncHTTPClient runs twice: with its default configuration, as the issue names it, and with the transport's
+// (`AsyncHTTPClientTransport.defaultConfiguration`: decompression on, which adds NIO's decompressor to every
+// connection and an `Accept-Encoding` to every request), so that the engine's own work is told apart from
+// SwiftConnect's. The four clients take turns within each sample (see `registerInterleaved` in
+// LoopbackBenchmarks.swift for why), and peak memory is measured apart, one client per process.
 
 func registerEngineBenchmarks() {
     for width in [1, 16] {
@@ -17,13 +20,13 @@ func registerEngineBenchmarks() {
         registerEngineTurns(name: name, width: width)
         let config = configuration(scalingFactor: .kilo, metrics: memoryMetrics, maxDuration: .seconds(12))
         Benchmark(name + "/SwiftConnect Connect over AsyncHTTPClient", configuration: config) { benchmark in
-            let client = LoopbackClients.client { EngineTrio() }.connect
+            let client = LoopbackClients.client { EngineClients() }.connect
             var failures = 0
             benchmark.measure { failures = client.run(count: benchmark.operations, width: width) }
             if failures > 0 { benchmark.error("\(failures) requests failed") }
         }
         Benchmark(name + "/raw AsyncHTTPClient", configuration: config) { benchmark in
-            let client = LoopbackClients.client { EngineTrio() }.rawAHC
+            let client = LoopbackClients.client { EngineClients() }.rawAHC
             var failures = 0
             benchmark.measure { failures = client.run(count: benchmark.operations, width: width) }
             if failures > 0 { benchmark.error("\(failures) requests failed") }
@@ -36,9 +39,11 @@ let engineMetrics: [BenchmarkMetric] = [
     .custom("Engine Connect over AHC time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
     .custom("Engine raw AHC time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
     .custom("Engine raw URLSession time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("Engine raw AHC transport configuration time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
     .custom("Engine Connect over AHC CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
     .custom("Engine raw AHC CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
     .custom("Engine raw URLSession CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("Engine raw AHC transport configuration CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
 ]
 
 private func registerEngineTurns(name: String, width: Int) {
@@ -48,20 +53,22 @@ private func registerEngineTurns(name: String, width: Int) {
         name + "/SwiftConnect Connect over AsyncHTTPClient, raw AsyncHTTPClient, raw URLSession, interleaved",
         configuration: config
     ) { benchmark in
-        let trio = LoopbackClients.client { EngineTrio() }
-        let clients: [any LoopbackClient] = [trio.connect, trio.rawAHC, trio.rawURLSession]
+        let engines = LoopbackClients.client { EngineClients() }
+        let clients: [any LoopbackClient] = [
+            engines.connect, engines.rawAHC, engines.rawURLSession, engines.rawAHCAsTransport,
+        ]
         let total = benchmark.operations
         let batch = max(1, min(total, width == 1 ? 100 : 250))
-        var wall = [0, 0, 0]
-        var cpu = [0, 0, 0]
+        var wall = [0, 0, 0, 0]
+        var cpu = [0, 0, 0, 0]
         var failures = 0
         benchmark.measure {
             var done = 0
             var first = 0
             while done < total {
                 let count = min(batch, total - done)
-                for step in 0..<3 {
-                    let index = (first + step) % 3
+                for step in 0..<clients.count {
+                    let index = (first + step) % clients.count
                     // A batch after the other clients' turns, then the measured (steady) batch.
                     failures += clients[index].run(count: count, width: width)
                     let steady = timedBatch(clients[index], count: count, width: width, failures: &failures)
@@ -69,7 +76,7 @@ private func registerEngineTurns(name: String, width: Int) {
                     cpu[index] += steady.cpu
                 }
                 done += count
-                first = (first + 1) % 3
+                first = (first + 1) % clients.count
             }
         }
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
@@ -77,11 +84,13 @@ private func registerEngineTurns(name: String, width: Int) {
     }
 }
 
-/// The three clients, made once per benchmark process.
-private final class EngineTrio: Sendable {
+/// The clients, made once per benchmark process.
+private final class EngineClients: Sendable {
     let connect = ConnectOverAHC()
-    let rawAHC = RawAHC()
+    let rawAHC = RawAHC(configuration: HTTPClient.Configuration())
     let rawURLSession = RawClient(path: "/todos/1k", configuration: .default)
+    /// Raw AsyncHTTPClient with the configuration `AsyncHTTPClientTransport()` gives its own client.
+    let rawAHCAsTransport = RawAHC(configuration: AsyncHTTPClientTransport.defaultConfiguration)
 }
 
 /// `Connect(transport: AsyncHTTPClientTransport())`, the defaults otherwise, `send` of a typed connector.
@@ -101,8 +110,12 @@ private final class ConnectOverAHC: LoopbackClient {
 
 /// AsyncHTTPClient as its README shows it: `execute`, check the status, collect the body, decode.
 private final class RawAHC: LoopbackClient {
-    let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+    let client: HTTPClient
     let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
+
+    init(configuration: HTTPClient.Configuration) {
+        client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
 
     func start(_ done: @escaping @Sendable (Bool) -> Void) {
         Task { [client, url] in
