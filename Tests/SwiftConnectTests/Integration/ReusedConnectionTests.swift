@@ -18,12 +18,8 @@ final class ReusedConnectionTests: XCTestCase {
 
     /// A POST is not replay-safe: it fails, and the server received it once, whole.
     func testAPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain() throws {
-        let server = try LocalServer.started()
+        let (server, connect) = try Self.pooledConnection(closedUnder: "/orders")
         defer { server.stop() }
-        server.route("GET", "/warm") { _ in .text("ok") }
-        server.route("POST", "/orders") { _ in LocalServer.Response().withFault(.closeBeforeHeaders) }
-        let connect = Connect(transport: TransportUnderTest.make())
-        _ = try connect.request(Route("/warm", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
 
         // Without the fix, libcurl sends the request again without its body, and it waits out its timeout.
         let post = Route("/orders", baseURL: server.baseURL, method: .post, parameters: Self.order, timeout: 60)
@@ -38,12 +34,8 @@ final class ReusedConnectionTests: XCTestCase {
 
     /// The same for a body sent from a file (an upload of a file on disk goes through a temporary file).
     func testAnUploadFromAFileWhoseReusedConnectionIsClosedFailsAtOnce() throws {
-        let server = try LocalServer.started()
+        let (server, connect) = try Self.pooledConnection(closedUnder: "/uploads")
         defer { server.stop() }
-        server.route("GET", "/warm") { _ in .text("ok") }
-        server.route("POST", "/uploads") { _ in LocalServer.Response().withFault(.closeBeforeHeaders) }
-        let connect = Connect(transport: TransportUnderTest.make())
-        _ = try connect.request(Route("/warm", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("reused-\(UUID().uuidString).txt")
         try Data("a file's content".utf8).write(to: file)
         defer { try? FileManager.default.removeItem(at: file) }
@@ -56,6 +48,22 @@ final class ReusedConnectionTests: XCTestCase {
         let bodies = server.requests.filter { $0.path == "/uploads" }.map(\.bodyText)
         XCTAssertEqual(bodies.count, 1)
         XCTAssertTrue(bodies.first?.contains("a file's content") ?? false, "\(bodies)")
+    }
+
+    /// A server whose POSTs to `path` close the connection, and a client (the default retry policy) that holds a
+    /// connection to it in its pool.
+    private static func pooledConnection(closedUnder path: String) throws -> (LocalServer, Connect) {
+        let server = try LocalServer.started()
+        server.route("GET", "/warm") { _ in .text("ok") }
+        server.route("POST", path) { _ in LocalServer.Response().withFault(.closeBeforeHeaders) }
+        let connect = Connect(transport: TransportUnderTest.make())
+        do {
+            _ = try connect.request(Route("/warm", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+        } catch {
+            server.stop()
+            throw error
+        }
+        return (server, connect)
     }
 
     /// A PUT is replay-safe: the engine fails it as it fails a POST, then the retry policy sends it again, whole.
