@@ -13,6 +13,8 @@ import Foundation
 /// - **Only http and https.** A redirect to any other scheme is not followed, on any platform: the 3xx response
 ///   is the answer. FoundationNetworking takes a `Location` with another scheme and no host (`file:///etc/passwd`,
 ///   `data:…`, `mailto:…`) for a path on the same server and sends the request there (``leavesHTTP(_:to:)``).
+/// - **A host to go to.** A redirect to a URL without a host, or with one that no host name or IP address could be
+///   (`//a%20b/`), is not followed (``namesNoHost(_:)``).
 /// - **No credentials from the server.** Nor is a redirect to a URL with a `user:password@` part that the original
 ///   URL did not have, or to another origin with any: libcurl would send those credentials as
 ///   `Authorization: Basic` (``bringsCredentialsOfItsOwn(_:to:from:)``).
@@ -37,7 +39,7 @@ enum RedirectRules {
         for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
     ) -> URLRequest? {
         if dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
-        guard !leavesHTTP(response, to: request) else { return nil }
+        guard !leavesHTTP(response, to: request), !namesNoHost(request) else { return nil }
         let original = task.originalRequest ?? task.currentRequest
         guard !bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
         let hadBody = hasBody(original, task: task)
@@ -130,6 +132,22 @@ enum RedirectRules {
         }
     }
 
+    /// Whether `request`, the next hop of a redirect, names no host a connection could be made to: none (`///x`), or
+    /// one with characters that no host name or IP address has once percent-decoded (a space, `/`, `@`, NUL…:
+    /// `//a%20b/`). An engine would otherwise look such a name up in the DNS, or fail in its own way.
+    static func namesNoHost(_ request: URLRequest) -> Bool {
+        guard let host = request.url?.host, !host.isEmpty else { return true }
+        let isIPv6 = host.contains(":")
+        return !host.unicodeScalars.allSatisfy { scalar in
+            switch scalar {
+            case "a"..."z", "A"..."Z", "0"..."9", "-", ".", "_": return true
+            case ":": return isIPv6
+            case "%": return isIPv6  // an IPv6 zone (`fe80::1%eth0`)
+            default: return false
+            }
+        }
+    }
+
     /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
     /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
     static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
@@ -207,7 +225,9 @@ enum RedirectRules {
             next.httpMethod = "GET"
             next.httpBody = nil
         }
-        guard !leavesHTTP(response, to: next), !bringsCredentialsOfItsOwn(response, to: next, from: hop) else {
+        guard !leavesHTTP(response, to: next), !namesNoHost(next),
+            !bringsCredentialsOfItsOwn(response, to: next, from: hop)
+        else {
             return nil
         }
         return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)

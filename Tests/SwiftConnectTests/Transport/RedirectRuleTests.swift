@@ -62,6 +62,16 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertNil(RedirectRule.next(after: request(), answeredBy: redirect(304, to: "/b")))
     }
 
+    func testARedirectToNoHostOrToAHostNoNameCouldBeIsNotFollowed() throws {
+        for location in ["///x", "//a%20b/x", "//a%2Fb/x", "//a%00b/x", "//a%40b/x", "http://exa%0Dmple.com/"] {
+            XCTAssertNil(RedirectRule.next(after: request(), answeredBy: redirect(302, to: location)), location)
+        }
+        // Host names and IP addresses, IPv6 among them, are followed.
+        for location in ["//[::1]:8443/x", "//[fe80::1%25eth0]/x", "//10.0.0.1/x", "//a_b.example-1.com/x"] {
+            XCTAssertNotNil(RedirectRule.next(after: request(), answeredBy: redirect(302, to: location)), location)
+        }
+    }
+
     func testABodyFromAStreamIsNotSentAgain() {
         var streamed = request("POST")
         streamed.httpBodyStream = InputStream(data: Data("x".utf8))
