@@ -82,6 +82,21 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "session=s3cr3t")
     }
 
+    /// What stops a Linux process on FoundationNetworking (`FoundationNetworkingProcessStopTests`, SECURITY.md) is a
+    /// typed error here: a head cut short by the connection closing, and a `Content-Length` of 2^63 − 1.
+    func testWhatStopsFoundationNetworkingIsATypedErrorHere() throws {
+        let transport = AsyncHTTPClientTransport()
+        for (path, answer) in [
+            ("/cut", "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n"),
+            ("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 9223372036854775807\r\n\r\nabc"),
+        ] {
+            server.route("GET", path) { _ in LocalServer.Response().withFault(.raw(Data(answer.utf8))) }
+            let result = try transport.send(request(path)).waitForResult(timeout: 20)
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(path): \(result)") }
+            XCTAssertEqual(error.kind, .transport, "\(path): \(error)")
+        }
+    }
+
     /// Cancelling a request whose answer is still coming closes its connection: the server sees the close
     /// promptly, not when the body would have ended.
     func testCancellationClosesTheConnectionAtOnce() throws {
