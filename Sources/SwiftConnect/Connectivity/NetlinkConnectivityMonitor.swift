@@ -110,14 +110,18 @@
             observers = ConnectivityObservers(initial: session.table.connectivity)
             wakeSender = session.wakeSender
             finished.enter()
+            let named = DispatchSemaphore(value: 0)
             let thread = Thread { [self] in
                 // Named from the thread itself: Foundation's `Thread` on Linux does not pass a name set before
                 // `start()` on to the system, where debuggers, `top` and /proc/self/task/*/comm read it.
                 // At most 15 characters: the kernel's limit.
                 Thread.current.name = "NetlinkMonitor"
+                named.signal()
                 run(session)
             }
             thread.start()
+            // The thread is there, under its name, once `init` returns.
+            named.wait()
         }
 
         /// Asks the thread to end and waits for it, unless called on that thread.
