@@ -131,6 +131,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         cookies?.keep(from: response)
+        let request = Self.withLocationAsSent(request, answering: response)
         var answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
         // A redirect to a pinned host the transport cannot check there (plain http; any host on Linux) is not
         // followed: the task ends with the refusal instead of reaching that host unpinned.

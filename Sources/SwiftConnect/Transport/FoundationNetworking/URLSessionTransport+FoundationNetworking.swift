@@ -170,6 +170,32 @@ extension SessionDelegate {
     }
 }
 
+// MARK: - A relative redirect loses its encoded slashes
+
+extension SessionDelegate {
+    /// `request`, the next hop FoundationNetworking made of the `Location` of `response`, going to the URL that
+    /// `Location` names.
+    ///
+    /// Defect: FoundationNetworking rebuilds a relative `Location` (`/files/a%2Fb.txt`, `//host/path`) from its
+    /// decoded path, so an encoded slash becomes a separator and the next hop asks for another resource
+    /// (`/files/a/b.txt`). The `Location` resolved against the URL that answered keeps its encoding, as Apple's
+    /// URLSession and ``RedirectRule`` do. Applied before the redirect rules look at the hop.
+    ///
+    /// Test: `RedirectEncodingTests`.
+    static func withLocationAsSent(_ request: URLRequest, answering response: HTTPURLResponse) -> URLRequest {
+        #if canImport(FoundationNetworking)
+            guard let location = response.value(forHTTPHeaderField: "Location"),
+                let url = URL(string: location, relativeTo: response.url)?.absoluteURL, url != request.url
+            else { return request }
+            var corrected = request
+            corrected.url = url
+            return corrected
+        #else
+            return request
+        #endif
+    }
+}
+
 // MARK: - A body libcurl sends again goes out empty
 
 #if canImport(FoundationNetworking)
