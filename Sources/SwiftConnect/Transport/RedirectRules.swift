@@ -84,9 +84,7 @@ enum RedirectRules {
     static func bringsCredentialsOfItsOwn(
         _ response: HTTPURLResponse, to request: URLRequest, from original: URLRequest?
     ) -> Bool {
-        let location = response.value(forHTTPHeaderField: "Location").flatMap { location in
-            URL(string: location, relativeTo: response.url ?? original?.url)?.absoluteURL
-        }
+        let location = target(of: response, from: original?.url)
         return [request.url, location].contains { target in
             guard let target, target.user != nil || target.password != nil else { return false }
             guard let from = original?.url, from.hasSameOrigin(as: target) else { return true }
@@ -130,6 +128,13 @@ enum RedirectRules {
         case 301, 302: return request.httpMethod?.uppercased() != "POST"
         default: return false
         }
+    }
+
+    /// The URL the `Location` of `response` names, resolved against the URL that answered (or `url`, the request's),
+    /// its encoding kept; `nil` without a `Location` that is a URI reference.
+    static func target(of response: HTTPURLResponse, from url: URL?) -> URL? {
+        guard let location = response.value(forHTTPHeaderField: "Location") else { return nil }
+        return URL(string: location, relativeTo: response.url ?? url)?.absoluteURL
     }
 
     /// Whether `request`, the next hop of a redirect, names no host a connection could be made to: none (`///x`), or
@@ -215,8 +220,7 @@ enum RedirectRules {
         else { return nil }
         let keepsMethod = keepsMethod(hop, status: status)
         guard isFollowUp || (hasBody && keepsMethod),
-            let location = response.value(forHTTPHeaderField: "Location"),
-            let url = URL(string: location, relativeTo: response.url ?? hop.url)?.absoluteURL
+            let url = target(of: response, from: hop.url)
         else { return nil }
         var next = hop
         next.url = url

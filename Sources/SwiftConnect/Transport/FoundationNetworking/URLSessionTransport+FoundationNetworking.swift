@@ -179,14 +179,15 @@ extension SessionDelegate {
     /// Defect: FoundationNetworking rebuilds a relative `Location` (`/files/a%2Fb.txt`, `//host/path`) from its
     /// decoded path, so an encoded slash becomes a separator and the next hop asks for another resource
     /// (`/files/a/b.txt`). The `Location` resolved against the URL that answered keeps its encoding, as Apple's
-    /// URLSession and ``RedirectRule`` do. Applied before the redirect rules look at the hop.
+    /// URLSession and ``RedirectRule`` do (``RedirectRules/target(of:from:)``). Applied before the redirect rules look
+    /// at the hop.
     ///
     /// Test: `RedirectEncodingTests`.
     static func withLocationAsSent(_ request: URLRequest, answering response: HTTPURLResponse) -> URLRequest {
         #if canImport(FoundationNetworking)
-            guard let location = response.value(forHTTPHeaderField: "Location"),
-                let url = URL(string: location, relativeTo: response.url)?.absoluteURL, url != request.url
-            else { return request }
+            guard let url = RedirectRules.target(of: response, from: nil), url != request.url else {
+                return request
+            }
             var corrected = request
             corrected.url = url
             return corrected
@@ -223,12 +224,9 @@ extension SessionDelegate {
             completionHandler(nil)
             guard let handler = handler(for: task) else { return }
             handler.fail(ConnectError.bodyNotSentAgain(request: handler.request))
-            // This runs inside libcurl, on the session's own queue: cancelled from another, so that no version of
-            // FoundationNetworking waits there for itself.
-            DispatchQueue.global().async { [weak self, weak task] in
-                guard let self, let task else { return }
-                cancel(task)
-            }
+            // Stopped as the transport stops any of its tasks, but from another queue: this runs inside libcurl, on
+            // the session's own queue, where no version of FoundationNetworking may wait for itself.
+            DispatchQueue.global().async { handler.stop() }
         }
     }
 
