@@ -68,19 +68,18 @@ public protocol Connector {
     /// or `nil` for none.
     var parameters: (any ParametersRepresentable)? { get }
 
-    /// How many seconds each attempt at the request may take, from the moment the transport sends it to the last
-    /// byte of its response (connecting, redirects and the upload included), before that attempt is cancelled
-    /// and fails with ``ConnectError/Kind/timedOut``. Defaults to 60.
+    /// How many seconds the whole call may take, from the moment it starts to the last byte of its response, before
+    /// it fails with ``ConnectError/Kind/timedOut``. Defaults to 60.
     ///
-    /// It bounds one attempt, not the whole call. A timed-out attempt may be retried (see ``RetryPolicy``), and
-    /// every attempt gets the full timeout again. Not counted at all: the waits between attempts (backoff, or
-    /// `Retry-After` up to ``RetryPolicy/maxRetryAfter``), the time a request waits in a ``RequestQueue``, and
-    /// the time middleware takes before sending, such as renewing a token. A call with the default retry
-    /// policy can therefore take several times this long; to bound the whole call, cancel its future when
-    /// your own deadline passes.
+    /// It is the caller's deadline, and everything the call does counts against it: every attempt (connecting,
+    /// redirects and the upload included), the waits between attempts (backoff, or `Retry-After`), the time the
+    /// request waits in a ``RequestQueue`` or for connectivity, and the time middleware takes, such as renewing a
+    /// token. When it passes, the attempt in flight is cancelled and no other one is sent; a wait between attempts
+    /// that would end after it is not started, and the call ends with the outcome it has. A call with the default
+    /// retry policy therefore never takes much longer than this, however many attempts it makes.
     ///
-    /// The value becomes the request's `timeoutInterval`; ``URLSessionTransport`` enforces it as above on every
-    /// platform, and another ``Transport`` decides what to do with it. It must be positive: zero, a negative
+    /// The value also becomes the request's `timeoutInterval`, which each transport enforces for the attempt it is
+    /// given (a middleware may lower it for one attempt). It must be positive: zero, a negative
     /// value or NaN fails the call with ``ConnectError/InvalidRequestReason/invalidTimeout(_:)``; `.infinity`
     /// means no timeout.
     var timeout: TimeInterval { get }

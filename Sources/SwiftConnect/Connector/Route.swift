@@ -48,7 +48,8 @@ public struct Route: Connector, AuthorizedConnector {
     ///   - parameters: Path values, query items and body.
     ///   - headers: Headers.
     ///   - authorizationToken: A credential to send.
-    ///   - timeout: The timeout of each attempt in seconds (see ``Connector/timeout``); 60 by default.
+    ///   - timeout: The call's deadline in seconds, attempts and waits included (see ``Connector/timeout``); 60
+    ///     by default.
     ///   - options: Options for these requests.
     public init(
         _ endpoint: String,

@@ -28,8 +28,8 @@ extension Future {
     /// cancellation (``cancel()``): a request's future, and everything derived from it, fails with the client's
     /// error of kind `timedOut`, with no request and no underlying error.
     ///
-    /// The limit applies to this future as a whole, on top of any per-attempt ``Connector/timeout`` of a request
-    /// (retries included). The timeout cancels this future for everyone that holds it; to give up waiting for a
+    /// The limit applies to this future as a whole, on top of a request's own deadline (``Connector/timeout``,
+    /// which already bounds its attempts and the waits between them): the earlier of the two ends it. The timeout cancels this future for everyone that holds it; to give up waiting for a
     /// future you share without cancelling it, put the limit on a future of your own that follows it (see
     /// ``value``).
     ///

@@ -171,7 +171,7 @@ extension RetryPolicy {
     /// `.cancelled` is never retried, whatever this set holds.
     public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
         // No complete response within the timeout: congestion or a briefly overloaded server; the next attempt
-        // often gets through, and each attempt is still bounded by the request's own timeout.
+        // often gets through, and the call's deadline (the connector's timeout) still bounds all attempts together.
         .timedOut,
         // The connection dropped mid-exchange, typically a kept-alive connection the server had already closed;
         // a fresh connection usually works at once.
