@@ -348,6 +348,39 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertNotNil(value(of: second))
     }
 
+    func testARenewedCredentialRejectedOnceThenAcceptedMayBeRefreshedWhenItExpiresLater() throws {
+        // Given: the server rejects the first request with the renewed credential (a replica that has not heard of
+        // it yet), then accepts it
+        let accepted = Protected(Set<String>(["Bearer new"]))
+        let sightingsOfNew = Protected(0)
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let value = request.value(forHTTPHeaderField: "Authorization") ?? ""
+                let firstSighting =
+                    value == "Bearer new"
+                    && sightingsOfNew.withLock {
+                        $0 += 1
+                        return $0 == 1
+                    }
+                let status = !firstSighting && accepted.withLock { $0.contains(value) } ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status)!)
+            })
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let first = connect.request(Endpoint())
+        stub.succeed(Self.new)
+        XCTAssertEqual(connectError(of: first)?.kind, .authenticationFailed, "the renewed credential was rejected")
+        XCTAssertNotNil(value(of: connect.request(Endpoint())), "then accepted")
+        // When: the credential expires
+        accepted.withLock { $0 = ["Bearer newer"] }
+        let third = connect.request(Endpoint())
+        // Then: accepted once, it is refreshed as any other credential, and the request goes through
+        XCTAssertEqual(stub.callCount, 2)
+        stub.succeed(.bearer(token: "newer"), call: 1)
+        XCTAssertNotNil(value(of: third))
+    }
+
     // MARK: - Invalid credentials
 
     private func assertInvalidAuthorizationHeader(

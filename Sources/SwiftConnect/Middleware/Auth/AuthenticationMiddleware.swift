@@ -403,9 +403,12 @@ extension AuthenticationMiddleware {
             if refresh?.id == id { refresh?.callingThread = nil }
         }
 
-        /// Notes that the server accepted a request signed in `requestEpoch`.
+        /// Notes that the server accepted a request signed in `requestEpoch`: the current credential, if so, is
+        /// proven, and a rejection of it after its renewal no longer stops it being refreshed.
         mutating func accepted(signedIn requestEpoch: UInt64) {
-            if requestEpoch == epoch { isUnproven = false }
+            guard requestEpoch == epoch else { return }
+            isUnproven = false
+            renewalRejected = nil
         }
 
         mutating func decideAfterRejection(
