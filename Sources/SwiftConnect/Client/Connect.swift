@@ -122,7 +122,9 @@ public final class Connect: Sendable {
         self.settings = settings
         self.configuration = configuration
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
-        contextDefaults = RequestOptions(isRetrySafe: settings.options.isRetrySafe, cache: settings.options.cache)
+        contextDefaults = RequestOptions(
+            isRetrySafe: settings.options.isRetrySafe, cache: settings.options.cache,
+            connectivity: settings.options.connectivity)
         appliedRetryPolicy = retryPolicy ?? .none
         // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
         // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its

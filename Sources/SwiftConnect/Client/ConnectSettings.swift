@@ -14,8 +14,9 @@ extension Connect {
         /// Whether identical GETs in flight at the same time share one network call. Defaults to `false`.
         public var coalescesIdenticalRequests: Bool
         /// Client-level plugins, validators and processors (they run before the connector's and the call's), more
-        /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit and
-        /// progress of calls whose connector and call leave them unset.
+        /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit,
+        /// progress and connectivity policy of calls whose connector and call leave them unset (a connectivity
+        /// policy set here wins over the ``ConnectivityMiddleware``'s own).
         public var options: RequestOptions
         /// The decoders `decoded(toType:)` chooses from by content type. Defaults to JSON.
         public var decoders: ResponseDecoders

@@ -27,8 +27,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 /// - a new request follows the ``ConnectivityPolicy``: the client's (here), or the connector's or call's
 ///   ``RequestOptions/connectivity`` when set;
 /// - a retry (any attempt after the first, sent by the client's ``RetryPolicy`` after the network dropped under a
-///   request in flight) waits for the network whatever the policy, so retries do not spend attempts while
-///   offline; the call's deadline still bounds the wait;
+///   request in flight) waits for the network under either policy that holds requests back (`.waitForConnectivity`
+///   or `.failFast`), so retries do not spend attempts while offline; the call's deadline still bounds the wait.
+///   Under `.ignore` nothing waits, retries included;
 /// - requests to a loopback host (`localhost`, `127.0.0.0/8`, `::1`) are never held back: local servers work
 ///   with no network.
 ///

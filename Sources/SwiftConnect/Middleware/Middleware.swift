@@ -60,8 +60,8 @@ public struct RequestContext: Sendable {
     public var method: HTTPMethod
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
-    /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe` and
-    /// `cache` are included, where the connector and the call leave them unset.
+    /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe`, `cache`
+    /// and `connectivity` are included, where the connector and the call leave them unset.
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
@@ -93,8 +93,10 @@ public struct RequestContext: Sendable {
         self.logger = logger
     }
 
-    /// Whether the request may be sent again after a failure: its method is idempotent, or the connector or
-    /// call marked it ``RequestOptions/isRetrySafe``.
+    /// Whether the request may be sent again after a failure, as far as its options and method tell: the
+    /// ``RequestOptions/isRetrySafe`` of the call, the connector or the client, in that order, or else whether its
+    /// method is idempotent. The client's retry loop also replays a request that carries an `Idempotency-Key`
+    /// (see ``RetryPolicy``), which this does not look at.
     public var isRetrySafe: Bool { options.isRetrySafe ?? method.isIdempotent }
 }
 

@@ -39,8 +39,9 @@ public struct RequestOptions: Sendable {
         set { update { $0.processors = newValue } }
     }
     /// Whether the retry policy may replay the request: `true` lets it replay a `POST` or `PATCH`, `false`
-    /// keeps any request to one attempt, an idempotent or `Idempotency-Key`ed one included; `nil` leaves it
-    /// to the method and the `Idempotency-Key` header.
+    /// stops it replaying any request, an idempotent or `Idempotency-Key`ed one included; `nil` leaves it
+    /// to the method and the `Idempotency-Key` header. A middleware that asks for another attempt (a token
+    /// refresh) still gets it.
     public var isRetrySafe: Bool? {
         get { storage.values.isRetrySafe }
         set { update { $0.isRetrySafe = newValue } }
@@ -56,8 +57,9 @@ public struct RequestOptions: Sendable {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }
     }
-    /// What the request does while a ``ConnectivityMiddleware``'s monitor reports the network gone; `nil` keeps
-    /// the middleware's policy.
+    /// What the request does while a ``ConnectivityMiddleware``'s monitor reports the network gone; `nil` leaves
+    /// it to the level above (the connector's, then the client's settings), and at the top to the middleware's
+    /// own policy.
     public var connectivity: ConnectivityPolicy? {
         get { storage.values.connectivity }
         set { update { $0.connectivity = newValue } }
@@ -122,7 +124,8 @@ public struct RequestOptions: Sendable {
     ///   - cache: The cache rule; `nil` for none.
     ///   - maxResponseBytes: The response size limit; `nil` keeps the client's.
     ///   - progress: Progress reports.
-    ///   - connectivity: What the request does while offline; `nil` keeps the ``ConnectivityMiddleware``'s policy.
+    ///   - connectivity: What the request does while offline; `nil` leaves it to the level above, and at the top
+    ///     to the ``ConnectivityMiddleware``'s own policy.
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],

@@ -135,6 +135,24 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertNoThrow(try future.wait(timeout: 5))
     }
 
+    func testTheClientsSettingsOverrideTheMiddlewareAndConnectorsOverrideThem() throws {
+        // Given: a middleware that waits, and a client whose settings say fail fast
+        let connect = Connect(
+            transport: transport,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity)],
+            settings: Connect.Settings(options: RequestOptions(connectivity: .failFast)))
+        // Then: the client's setting wins over the middleware's policy…
+        XCTAssertEqual(try connectError(connect.request(Item(id: 1))).kind, .notConnected)
+        // …and a connector's wins over the client's
+        var waiting = Item(id: 2)
+        waiting.options = RequestOptions(connectivity: .waitForConnectivity)
+        let future = connect.request(waiting)
+        XCTAssertFalse(future.isCompleted)
+        network.goOnline()
+        XCTAssertNoThrow(try future.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/2"])
+    }
+
     // MARK: - Requests in flight, retries, flapping
 
     func testARetryWaitsForTheNetworkInsteadOfSpendingAttempts() throws {
