@@ -35,7 +35,11 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// ```
 ///
 /// As the WHATWG rules say, a response that is not a 2xx `text/event-stream` fails the source (no reconnection),
-/// and a `204 No Content` ends it. Cancel the task, or break out of the loop, to stop.
+/// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
+/// a timeout, no network) is tried again after the same wait, and counts against
+/// ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an endpoint
+/// that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has already
+/// retried it). Cancel the task, or break out of the loop, to stop.
 public struct EventSource: AsyncSequence {
     /// An event.
     public typealias Element = ServerSentEvent
@@ -61,6 +65,8 @@ public struct EventSource: AsyncSequence {
         /// Reconnections since the last event.
         private var failures = 0
         private var isFinished = false
+        /// Whether a connection was made once: from then on, one the network refuses is tried again.
+        private var hasConnected = false
 
         init(source: EventSource) {
             self.source = source
@@ -71,11 +77,21 @@ public struct EventSource: AsyncSequence {
         public mutating func next() async throws -> ServerSentEvent? {
             while !isFinished {
                 if events == nil {
-                    guard let opened = try await open() else {
+                    let opened: ResponseEvents<ResponseStream>.AsyncIterator?
+                    do {
+                        opened = try await open()
+                    } catch let error as ConnectError where hasConnected && Self.isNetworkFailure(error) {
+                        // A reconnection the network refused (the server restarting, say) is tried again, as a
+                        // browser's EventSource does; the first connection's failure is the caller's to see.
+                        try await waitToReconnect()
+                        continue
+                    }
+                    guard let opened else {
                         isFinished = true
                         return nil
                     }
                     events = opened
+                    hasConnected = true
                 }
                 do {
                     if let event = try await events?.next() {
@@ -92,18 +108,30 @@ public struct EventSource: AsyncSequence {
                     // A broken stream is reconnected like one that ended.
                 }
                 events = nil
-                failures += 1
-                if let limit = source.reconnection.maxAttempts, failures > limit {
-                    isFinished = true
-                    throw ConnectError(
-                        .transport,
-                        message: "the event stream ended \(failures) times in a row without an event: "
-                            + "gave up after \(limit) reconnections",
-                        underlyingError: URLError(.networkConnectionLost))
-                }
-                try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+                try await waitToReconnect()
             }
             return nil
+        }
+
+        /// Counts a connection that ended, broke or could not be made, and waits before the next one; fails once
+        /// more than ``EventSourceReconnection/maxAttempts`` came in a row without an event.
+        private mutating func waitToReconnect() async throws {
+            failures += 1
+            if let limit = source.reconnection.maxAttempts, failures > limit {
+                isFinished = true
+                throw ConnectError(
+                    .transport,
+                    message: "the event stream ended or could not be reached \(failures) times in a row without an "
+                        + "event: gave up after \(limit) reconnections",
+                    underlyingError: URLError(.networkConnectionLost))
+            }
+            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+        }
+
+        /// Whether `error` says the network did not carry the request (no connection, a timeout, no network), as
+        /// opposed to an answer the server gave or a cancellation.
+        private static func isNetworkFailure(_ error: ConnectError) -> Bool {
+            error.kind == .transport || error.kind == .timedOut || error.kind == .notConnected
         }
 
         /// Keeps the last event ID and the server's reconnection time.

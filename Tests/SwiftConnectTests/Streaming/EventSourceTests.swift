@@ -93,6 +93,60 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 4, "the first connection and three reconnections")
     }
 
+    func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
+        // Given: the server goes away after the first event (a restart), then comes back
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events",
+            with: [
+                sse("id: 1\ndata: a\n\n"),
+                .failure(URLError(.cannotConnectToHost)),
+                .failure(URLError(.timedOut)),
+                sse("id: 2\ndata: b\n\n"),
+                .status(204),
+            ])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        // When
+        var received: [String] = []
+        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            received.append(event.data)
+        }
+        // Then: the refused reconnections were tried again, and the source resumed after the last event
+        XCTAssertEqual(received, ["a", "b"])
+        XCTAssertEqual(transport.requests.count, 5)
+        XCTAssertEqual(transport.requests.dropFirst(3).first?.value(forHTTPHeaderField: "Last-Event-ID"), "1")
+    }
+
+    func testRefusedReconnectionsCountAgainstTheLimit() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: [sse("data: a\n\n"), .failure(URLError(.cannotConnectToHost))])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var received: [String] = []
+        do {
+            let policy = EventSourceReconnection(delay: 0, maxAttempts: 2)
+            for try await event in connect.eventSource(Feed(), reconnection: policy) { received.append(event.data) }
+            XCTFail("a server that stays away must end the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport)
+            XCTAssertTrue(error.message.contains("2 reconnections"), error.message)
+        }
+        XCTAssertEqual(received, ["a"])
+        XCTAssertEqual(transport.requests.count, 3, "the first connection and two refused reconnections")
+    }
+
+    func testTheFirstConnectionsNetworkFailureIsThrownAtOnce() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .failure(URLError(.cannotConnectToHost)))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+            XCTFail("an endpoint that cannot be reached must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .transport)
+        }
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testBreakingOutStopsReconnecting() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/events", with: sse("data: tick\n\n"))
