@@ -131,9 +131,10 @@ public enum TransportConformance {
     /// Every check, in the order they run.
     public static let checks: [Check] = [
         methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
-        redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, cancellationClosesTheConnection,
-        sizeLimitStopsReading, progress, truncatedBody, resetOfAPOSTOnAReusedConnection, compressedBodies,
-        compressedBodyLimit, downloadToAFile, streamedBodyArrivesAsItIsSent,
+        redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
+        cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody,
+        resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, downloadToAFile,
+        downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent,
     ]
 
     private static func request(
@@ -256,6 +257,41 @@ public enum TransportConformance {
             try context.expect(error.kind == .timedOut, "expected timedOut, got \(error.kind)")
             // A deadline rounded to whole seconds (as libcurl's timer does) would end at 1 s or later.
             try context.expect(elapsed < 0.9, "a 0.25 s deadline ended after \(elapsed) s")
+        }
+    }
+
+    /// The request's timeout bounds the whole exchange: a body that stops coming after the head fails at the
+    /// deadline, read into memory or streamed (where the call has ended with the head).
+    static let deadlineCoversTheBody = Check(name: "deadline covers the body") { context in
+        try context.withServer { server in
+            server.route("GET", "/stalls") { _ in .text("the start of a body").withFault(.lieAboutLength(extra: 100)) }
+            let started = Date()
+            let error = try context.error(request(server, "/stalls", timeout: 0.5))
+            let elapsed = Date().timeIntervalSince(started)
+            try context.expect(error.kind == .timedOut, "in memory: expected timedOut, got \(error.kind): \(error)")
+            try context.expect(elapsed >= 0.5, "in memory: a 0.5 s deadline ended after \(elapsed) s")
+
+            let connect = Connect(transport: context.makeTransport(), retryPolicy: nil)
+            let stream = connect.stream(SwiftConnect.Route("/stalls", baseURL: server.baseURL, timeout: 0.5))
+            let ended = Promise<Void>()
+            Task {
+                do {
+                    for try await _ in stream {}
+                    _ = ended.fail(Failure(description: "streamed: the body ended as if complete"))
+                } catch {
+                    _ = ended.complete(with: .failure(error))
+                }
+            }
+            let outcome: Result<Void, any Error>
+            do {
+                outcome = try ended.future.waitForResult(timeout: 20)
+            } catch {
+                stream.cancel()
+                throw Failure(description: "streamed: the body was still open 20 s after a 0.5 s deadline")
+            }
+            guard case .failure(let failure as ConnectError) = outcome, failure.kind == .timedOut else {
+                throw Failure(description: "streamed: expected timedOut, got \(outcome)")
+            }
         }
     }
 
@@ -425,6 +461,33 @@ public enum TransportConformance {
                 serverWaited.snapshot == true,
                 "the first chunk came only with the whole body: the transport does not stream (TransferOptions.streaming)"
             )
+        }
+    }
+
+    /// A download answered with an error status keeps its body in memory, for the error handler: at most
+    /// ``SwiftConnect/TransferOptions/downloadErrorBodyLimit`` bytes of it when no limit is set, declared or not.
+    static let downloadErrorBodyLimit = Check(name: "download error body limit") { context in
+        try context.withServer { server in
+            let page = Data(repeating: 0x20, count: TransferOptions.downloadErrorBodyLimit + 100_000)
+            server.route("GET", "/declared") { _ in .data(page, status: 500) }
+            server.route("GET", "/chunked") { _ in .data(page, status: 500).withFault(.chunked) }
+            server.route("GET", "/small") { _ in .data(Data("no such file".utf8), status: 404) }
+            let folder = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID())")
+            try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+            defer { try? FileManager.default.removeItem(at: folder) }
+            let transfer = TransferOptions(destination: folder.appendingPathComponent("download.bin"))
+            for path in ["/declared", "/chunked"] {
+                let error = try context.error(request(server, path), transfer: transfer)
+                try context.expect(
+                    error.kind == .responseTooLarge, "\(path): expected responseTooLarge, got \(error.kind): \(error)")
+            }
+            let small = try context.response(request(server, "/small"), transfer: transfer)
+            try context.expect(
+                small.statusCode == 404 && text(small) == "no such file" && small.fileURL == nil,
+                "a small error body: \(small.statusCode), \(text(small).debugDescription), \(String(describing: small.fileURL))"
+            )
+            let left = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+            try context.expect(left.isEmpty, "the folder holds \(left)")
         }
     }
 

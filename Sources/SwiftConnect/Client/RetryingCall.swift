@@ -52,7 +52,7 @@ final class RetryingCall:
     private let isReplayable: Bool
     private let errorHandler: any ErrorHandling
     private let send: Send
-    private let deadline: Deadline?
+    private let deadline: TransportDeadline?
     private let started = DispatchTime.now()
 
     private init(
@@ -68,7 +68,7 @@ final class RetryingCall:
         isReplayable = RetryPolicy.isReplayable(request, context: context)
         self.errorHandler = errorHandler
         self.send = send
-        deadline = Deadline(seconds: request.timeoutInterval)
+        deadline = TransportDeadline(seconds: request.timeoutInterval)
     }
 
     deinit {

@@ -25,13 +25,13 @@ extension Future {
     /// future, still wins. Cancelling the returned future cancels this future and the timer.
     ///
     /// A future whose work has an error type of its own reports the timeout in that type instead, as it does a
-    /// cancellation (``cancel()``): a request's future, and everything derived from it, fails with the client's
-    /// error of kind `timedOut`, with no request and no underlying error.
+    /// cancellation (``cancel()``): a request's future, and what one-source operators (`map`, `decoded`…) derive
+    /// from it, fail with the client's error of kind `timedOut`, with no request and no underlying error.
     ///
     /// The limit applies to this future as a whole, on top of a request's own deadline (``Connector/timeout``,
-    /// which already bounds its attempts and the waits between them): the earlier of the two ends it. The timeout cancels this future for everyone that holds it; to give up waiting for a
-    /// future you share without cancelling it, put the limit on a future of your own that follows it (see
-    /// ``value``).
+    /// which already bounds its attempts and the waits between them): the earlier of the two ends it. The timeout
+    /// cancels this future for everyone that holds it; to give up waiting for a future you share without
+    /// cancelling it, put the limit on a future of your own that follows it (see ``value``).
     ///
     /// - Parameters:
     ///   - seconds: The time limit. `.infinity` sets none (this future is returned as it is). Zero, a negative
@@ -74,7 +74,7 @@ extension Future {
             self.cancel()
         }
         // `nil` for a limit that is already over (zero, negative, NaN).
-        let deadline = Deadline(seconds: seconds, scheduler: scheduler)
+        let deadline = TransportDeadline(seconds: seconds, scheduler: scheduler)
         if let deadline {
             // Cancelling the returned future disarms the timer; its cancellation reaches this future through
             // `makeDerived`'s link. The handler is released once `derived` completes.

@@ -75,7 +75,7 @@ public final class ResponseBodyStream: Sendable {
     /// The options the stream enforces.
     public let options: StreamingOptions
     private let state = Protected(State())
-    private let idleDeadline = Protected<Deadline?>(nil)
+    private let idleDeadline = Protected<TransportDeadline?>(nil)
 
     /// Creates an open stream.
     ///
@@ -186,22 +186,30 @@ public final class ResponseBodyStream: Sendable {
     }
 
     /// Ends the stream: with `nil`, the body is complete; with an error, the transfer failed (the consumer gets it
-    /// after the chunks already buffered). Later calls do nothing.
+    /// after the chunks already buffered). A ``send(_:)`` waiting for the consumer returns `false`. Later calls do
+    /// nothing.
     ///
     /// - Parameter error: Why the transfer failed, or `nil`.
     public func finish(throwing error: (any Error)? = nil) {
-        typealias Ending = (consumer: CheckedContinuation<Data?, any Error>?, onEnd: [@Sendable () -> Void])
-        let (consumer, onEnd) = state.withLock { state -> Ending in
-            guard state.end == nil else { return (nil, []) }
+        typealias Ending = (
+            consumer: CheckedContinuation<Data?, any Error>?, producer: CheckedContinuation<Bool, Never>?,
+            onEnd: [@Sendable () -> Void]
+        )
+        let (consumer, producer, onEnd) = state.withLock { state -> Ending in
+            guard state.end == nil else { return (nil, nil, []) }
             state.end = .some(error)
             state.onCancel = nil
             let onEnd = state.onEnd
             state.onEnd = []
-            guard state.chunks.isEmpty else { return (nil, onEnd) }
+            let producer = state.producer
+            state.producer = nil
+            guard state.chunks.isEmpty else { return (nil, producer, onEnd) }
             defer { state.consumer = nil }
-            return (state.consumer, onEnd)
+            return (state.consumer, producer, onEnd)
         }
         idleDeadline.withLock { $0?.cancel() }
+        // Finished from another thread (a deadline) while the engine waited to send more: it stops.
+        producer?.resume(returning: false)
         for handler in onEnd { handler() }
         if let error {
             consumer?.resume(throwing: error)
@@ -335,7 +343,7 @@ public final class ResponseBodyStream: Sendable {
     /// Fails the stream when no bytes came for `limit` seconds, checking in `idle` seconds; re-armed for the time
     /// left while bytes keep coming.
     private func armIdleTimeout(after idle: TimeInterval, limit: TimeInterval) {
-        guard let deadline = Deadline(seconds: idle) else { return }
+        guard let deadline = TransportDeadline(seconds: idle) else { return }
         idleDeadline.withLock { $0 = deadline }
         deadline.start { [weak self] in
             guard let self else { return }

@@ -157,9 +157,6 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 /// Events arrive on the session's serial delegate queue; the state sits behind a lock all the same, since
 /// cancellation and the timeout come from other threads.
 final class TaskHandler: Sendable {
-    /// Error bodies are kept in memory up to this size when no limit is set, even for downloads to a file.
-    static let errorBodyLimit = 1 << 20
-
     private struct State {
         var response: HTTPURLResponse?
         var data = Data()
@@ -201,7 +198,7 @@ final class TaskHandler: Sendable {
     let request: URLRequest
     let transfer: TransferOptions
     let promise: Promise<ConnectResponse>
-    let deadline: Deadline?
+    let deadline: TransportDeadline?
     /// How the transport follows this task's redirects itself; `nil` when it does not.
     let redirects: Redirects?
     /// Whether the body comes whole at the end, through URLSession's completion handler (a plain exchange:
@@ -217,7 +214,7 @@ final class TaskHandler: Sendable {
         request: URLRequest,
         transfer: TransferOptions,
         promise: Promise<ConnectResponse>,
-        deadline: Deadline?,
+        deadline: TransportDeadline?,
         moveIntoPlace: @escaping @Sendable (URL, URL) throws -> Void = TransferOptions.moveIntoPlace,
         redirects: Redirects? = nil,
         receivesWholeBody: Bool = false,
@@ -267,7 +264,9 @@ final class TaskHandler: Sendable {
             guard state.failure == nil else { return false }  // given up already (cancelled, timed out)
             state.response = response
             state.bytesToReceive = expected
-            if let limit = transfer.maxResponseBytes, let expected, expected > Int64(limit) {
+            if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), let expected,
+                expected > Int64(limit)
+            {
                 state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: response)
                 return false
             }
@@ -329,9 +328,8 @@ final class TaskHandler: Sendable {
         let progress: TransferProgress? = state.withLock { state in
             guard state.failure == nil else { return nil }
             state.bytesReceived += Int64(data.count)
-            let limit =
-                transfer.maxResponseBytes
-                ?? (state.file == nil && transfer.destination != nil ? Self.errorBodyLimit : nil)
+            // A download's error body, not written to the file, is limited too.
+            let limit = transfer.responseBodyLimit(statusCode: state.response?.statusCode ?? 200)
             if let limit, state.bytesReceived > Int64(limit) {
                 state.failure = ConnectError.responseTooLarge(limit: limit, request: request, response: state.response)
                 return nil

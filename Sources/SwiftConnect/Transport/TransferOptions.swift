@@ -57,6 +57,22 @@ public struct TransferOptions: Sendable {
     public var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
     }
+
+    /// The most body bytes a transport takes of a response with `statusCode`, or `nil` for no limit:
+    /// ``maxResponseBytes`` when set; else, for a download answered with an error status, whose body stays in
+    /// memory for the error handler instead of going to ``destination``, ``downloadErrorBodyLimit``.
+    ///
+    /// - Parameter statusCode: The response's status code.
+    /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
+    public func responseBodyLimit(statusCode: Int) -> Int? {
+        if let maxResponseBytes { return maxResponseBytes }
+        guard destination != nil, !(200..<300).contains(statusCode) else { return nil }
+        return Self.downloadErrorBodyLimit
+    }
+
+    /// How much of a download's error body is kept in memory when ``maxResponseBytes`` sets no limit: 1 MiB. A
+    /// download is expected to be large; its error page is not, and must not fill the memory meant for a file.
+    public static let downloadErrorBodyLimit = 1 << 20
 }
 
 /// How far a transfer has got.

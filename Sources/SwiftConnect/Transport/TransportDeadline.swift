@@ -1,22 +1,40 @@
 import Dispatch
 
-/// A one-shot deadline that fires unless cancelled first; cancelling releases its handler at once.
+/// A one-shot timer for one exchange: its handler runs once, on a global queue, when the time passes, unless
+/// ``cancel()`` comes first.
 ///
-/// FoundationNetworking (libcurl) does not enforce `URLRequest.timeoutInterval` against a server that accepts
-/// the connection and then stays silent, so the transport enforces the timeout itself on every platform.
+/// A ``Transport`` ends an exchange that outlives its request's `timeoutInterval`, the body included, whatever its
+/// engine's own timers cover: FoundationNetworking (libcurl) does not time out a server that accepts the
+/// connection and then stays silent, and AsyncHTTPClient's deadline ends with the response's head.
+/// ``URLSessionTransport`` and `AsyncHTTPClientTransport` arm one per exchange; a transport of your own can too:
 ///
-/// Deadlines share one timer (``DeadlineScheduler``): a `DispatchSource` per request cost every request a
-/// timer set-up and tear-down and a wake-up of the dispatch timer thread (measured: about two context switches
-/// per request on Linux).
-final class Deadline: Sendable {
+/// ```swift
+/// let deadline = TransportDeadline(seconds: request.timeoutInterval)  // nil: no timeout
+/// deadline?.start { task.cancel() }  // then fail with a ConnectError of kind .timedOut
+/// // … when the exchange ends, however it ends:
+/// deadline?.cancel()
+/// ```
+///
+/// Deadlines share one timer, armed for the earliest of them: arming and cancelling one is a dictionary update
+/// under a lock, not a timer set-up (a `DispatchSource` per request cost every request a wake-up of the dispatch
+/// timer thread on Linux).
+public final class TransportDeadline: Sendable {
     /// When the deadline passes.
     let time: DispatchTime
     /// How long after its creation it passes, in seconds (for messages).
     let seconds: Double
     private let scheduler: DeadlineScheduler
 
-    /// A deadline `seconds` from now, or `nil` when `seconds` is not a positive finite number.
-    init?(seconds: Double, scheduler: DeadlineScheduler = .shared) {
+    /// A deadline `seconds` from now, or `nil` when `seconds` is not a positive finite number: no deadline.
+    ///
+    /// - Parameter seconds: The time allowed, such as a request's `timeoutInterval`; more than a year counts as a
+    ///   year.
+    public convenience init?(seconds: Double) {
+        self.init(seconds: seconds, scheduler: .shared)
+    }
+
+    /// A deadline on `scheduler` (tests use schedulers of their own).
+    init?(seconds: Double, scheduler: DeadlineScheduler) {
         guard seconds > 0, seconds.isFinite else { return nil }
         // Capped so that adding it to `now` cannot overflow (a year is as good as never for a request).
         let nanoseconds = UInt64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)
@@ -29,13 +47,15 @@ final class Deadline: Sendable {
         cancel()
     }
 
-    /// Arms the deadline; `handler` runs once, on a global queue, unless ``cancel()`` comes first.
-    func start(_ handler: @escaping @Sendable () -> Void) {
+    /// Arms the deadline; `handler` runs once, on a global queue, unless ``cancel()`` comes first. Call it once.
+    ///
+    /// - Parameter handler: What to do when the time passes: stop the exchange and report it timed out.
+    public func start(_ handler: @escaping @Sendable () -> Void) {
         scheduler.add(ObjectIdentifier(self), at: time, handler: handler)
     }
 
     /// Disarms the deadline and releases its handler. Safe to call more than once, from any thread.
-    func cancel() {
+    public func cancel() {
         scheduler.remove(ObjectIdentifier(self))
     }
 }

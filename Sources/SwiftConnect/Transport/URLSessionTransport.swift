@@ -117,8 +117,8 @@ public final class URLSessionTransport: Transport {
     }
 
     /// The deadline of one exchange: the request's timeout, or the session's resource timeout if shorter.
-    private func deadline(for request: URLRequest) -> Deadline? {
-        Deadline(seconds: min(request.timeoutInterval, resourceTimeout))
+    private func deadline(for request: URLRequest) -> TransportDeadline? {
+        TransportDeadline(seconds: min(request.timeoutInterval, resourceTimeout))
     }
 
     deinit {
@@ -369,7 +369,7 @@ public final class URLSessionTransport: Transport {
     private static func run(
         _ task: URLSessionTask,
         promise: Promise<ConnectResponse>,
-        deadline: Deadline?,
+        deadline: TransportDeadline?,
         request: URLRequest,
         discard: (@Sendable () -> Void)? = nil,
         timeOut: (@Sendable () -> Void)? = nil,

@@ -12,7 +12,7 @@ final class DeadlineSchedulerTests: XCTestCase {
         let scheduler = DeadlineScheduler(handlerQueue: handlers)
         let fired = expectation(description: "fired")
         let started = DispatchTime.now()
-        let deadline = try XCTUnwrap(Deadline(seconds: 0.05, scheduler: scheduler))
+        let deadline = try XCTUnwrap(TransportDeadline(seconds: 0.05, scheduler: scheduler))
         let firedAt = Recorder<DispatchTime>()
         deadline.start {
             firedAt.append(.now())
@@ -31,7 +31,7 @@ final class DeadlineSchedulerTests: XCTestCase {
         let scheduler = DeadlineScheduler(handlerQueue: handlers)
         let fired = Recorder<String>()
         weak var captured: Token?
-        let cancelled = try XCTUnwrap(Deadline(seconds: 0.02, scheduler: scheduler))
+        let cancelled = try XCTUnwrap(TransportDeadline(seconds: 0.02, scheduler: scheduler))
         do {
             let token = Token()
             captured = token
@@ -42,7 +42,7 @@ final class DeadlineSchedulerTests: XCTestCase {
 
         // A later deadline on the same serial handler queue: once it has fired, the earlier one would have too.
         let later = expectation(description: "later")
-        let sentinel = try XCTUnwrap(Deadline(seconds: 0.06, scheduler: scheduler))
+        let sentinel = try XCTUnwrap(TransportDeadline(seconds: 0.06, scheduler: scheduler))
         sentinel.start {
             fired.append("sentinel")
             later.fulfill()
@@ -56,9 +56,9 @@ final class DeadlineSchedulerTests: XCTestCase {
         let scheduler = DeadlineScheduler(handlerQueue: handlers)
         let fired = Recorder<String>()
         let early = expectation(description: "early")
-        let long = try XCTUnwrap(Deadline(seconds: 600, scheduler: scheduler))
+        let long = try XCTUnwrap(TransportDeadline(seconds: 600, scheduler: scheduler))
         long.start { fired.append("long") }
-        let short = try XCTUnwrap(Deadline(seconds: 0.05, scheduler: scheduler))
+        let short = try XCTUnwrap(TransportDeadline(seconds: 0.05, scheduler: scheduler))
         short.start {
             fired.append("short")
             early.fulfill()
@@ -77,9 +77,9 @@ final class DeadlineSchedulerTests: XCTestCase {
         let fired = Recorder<Int>()
         let all = expectation(description: "all fired")
         all.expectedFulfillmentCount = 5
-        var kept: [Deadline] = []
+        var kept: [TransportDeadline] = []
         for index in (0..<10).reversed() {
-            let deadline = try XCTUnwrap(Deadline(seconds: 0.01 * Double(index + 1), scheduler: scheduler))
+            let deadline = try XCTUnwrap(TransportDeadline(seconds: 0.01 * Double(index + 1), scheduler: scheduler))
             deadline.start {
                 fired.append(index)
                 all.fulfill()
@@ -99,9 +99,11 @@ final class DeadlineSchedulerTests: XCTestCase {
         let count = 400
         let all = expectation(description: "all fired")
         all.expectedFulfillmentCount = count
-        let deadlines = Protected<[Deadline]>([])
+        let deadlines = Protected<[TransportDeadline]>([])
         DispatchQueue.concurrentPerform(iterations: count) { index in
-            guard let deadline = Deadline(seconds: 0.001 * Double(index % 40 + 1), scheduler: scheduler) else { return }
+            guard let deadline = TransportDeadline(seconds: 0.001 * Double(index % 40 + 1), scheduler: scheduler) else {
+                return
+            }
             deadline.start { all.fulfill() }
             deadlines.withLock { $0.append(deadline) }
         }
@@ -110,10 +112,11 @@ final class DeadlineSchedulerTests: XCTestCase {
     }
 
     func testNonPositiveOrInfiniteTimeoutsMakeNoDeadline() {
-        XCTAssertNil(Deadline(seconds: 0))
-        XCTAssertNil(Deadline(seconds: -1))
-        XCTAssertNil(Deadline(seconds: .infinity))
-        XCTAssertNil(Deadline(seconds: .nan))
-        XCTAssertNotNil(Deadline(seconds: .greatestFiniteMagnitude), "huge timeouts are capped, not overflowed")
+        XCTAssertNil(TransportDeadline(seconds: 0))
+        XCTAssertNil(TransportDeadline(seconds: -1))
+        XCTAssertNil(TransportDeadline(seconds: .infinity))
+        XCTAssertNil(TransportDeadline(seconds: .nan))
+        XCTAssertNotNil(
+            TransportDeadline(seconds: .greatestFiniteMagnitude), "huge timeouts are capped, not overflowed")
     }
 }

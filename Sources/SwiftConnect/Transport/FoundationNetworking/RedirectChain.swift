@@ -18,12 +18,12 @@ final class RedirectChain: Sendable {
     /// The request the caller sent: what responses and errors report, and what a retry starts again from.
     let original: URLRequest
     /// The exchange's deadline, set when the first hop was sent; `nil` when it has none.
-    let deadline: Deadline?
+    let deadline: TransportDeadline?
     /// The hops followed so far.
     private let hops = Protected(0)
 
     /// A chain for the exchange that sent `original`, timed by `deadline`.
-    init(original: URLRequest, deadline: Deadline?) {
+    init(original: URLRequest, deadline: TransportDeadline?) {
         self.original = original
         self.deadline = deadline
     }
@@ -69,7 +69,7 @@ extension URLSessionTransport {
         answeredBy response: HTTPURLResponse,
         hasBody: Bool,
         chain: RedirectChain?,
-        deadline: Deadline?,
+        deadline: TransportDeadline?,
         promise: Promise<ConnectResponse>,
         send: @escaping @Sendable (_ next: URLRequest, _ keepsBody: Bool, _ chain: RedirectChain) -> Void
     ) -> Bool {

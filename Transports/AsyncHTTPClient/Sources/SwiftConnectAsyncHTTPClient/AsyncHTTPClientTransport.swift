@@ -108,6 +108,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// - Parameters:
     ///   - client: The client, such as `HTTPClient.shared`.
     ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``.
+    ///     Pinned hosts are reached directly: AsyncHTTPClient does not show a client's configuration, so this
+    ///     transport cannot see, and cannot refuse pinned hosts for, a proxy the client goes through. Do not pass
+    ///     pins with a client that must use a proxy.
     ///   - tlsConfiguration: The TLS configuration of the connections to pinned hosts, whose trust roots validate
     ///     their chains (AsyncHTTPClient does not show a client's own). Defaults to NIOSSL's client configuration:
     ///     the system's trust roots.

@@ -20,8 +20,14 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// The request as the client handed it over: what the response reports as its request.
     let original: URLRequest
     let transfer: TransferOptions
-    /// When the whole exchange, redirects included, must be done.
+    /// When the whole exchange, redirects included, must be done: AsyncHTTPClient's deadline for each hop's head.
     let deadline: NIODeadline
+    /// The same deadline for the rest, the body included: AsyncHTTPClient's own ends when the head arrives.
+    private let timer: TransportDeadline?
+    /// Whether `timer` fired: the exchange's task was cancelled for it, and the exchange reports a timeout.
+    private let expired = NIOLockedValueBox(false)
+    /// The body stream of a streamed answer, once the head came: ended by `timer` if the reader is behind.
+    private let streamed = NIOLockedValueBox<ResponseBodyStream?>(nil)
 
     /// The download file being written, so that a cancellation removes it before anyone hears of it.
     private let download = DownloadSlot()
@@ -34,6 +40,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         deadline =
             seconds > 0 && seconds.isFinite
             ? .now() + .nanoseconds(Int64(min(seconds, 365 * 24 * 3600) * 1_000_000_000)) : .distantFuture
+        timer = TransportDeadline(seconds: seconds)
     }
 
     /// Checks the request, starts the exchange and returns its future.
@@ -72,11 +79,18 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             do {
                 result = .success(try await run(promise: promise, stopping: running))
             } catch {
-                result = .failure(ErrorClassification.connectError(error, request: original, timeout: timeout))
+                result = .failure(classified(error))
             }
+            timer?.cancel()
             Self.complete(promise, with: result)
         }
         running.withLockedValue { $0 = task }
+        timer?.start { [self] in
+            expired.withLockedValue { $0 = true }
+            // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
+            streamed.withLockedValue { $0 }?.finish(throwing: classified(HTTPClientError.deadlineExceeded))
+            task.cancel()
+        }
         promise.setCancelHandler { [download] in
             task.cancel()
             download.discard()
@@ -145,6 +159,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     ) async -> ConnectResponse {
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { task.withLockedValue { $0 }?.cancel() }
+        streamed.withLockedValue { $0 = body }
         var answer = head
         answer.bodyStream = body
         promise.completeIfPending(with: .success(answer))
@@ -159,7 +174,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             progress?.finish()
             body.finish()
         } catch {
-            body.finish(throwing: ErrorClassification.connectError(error, request: original, timeout: timeout))
+            body.finish(throwing: classified(error))
         }
         return answer
     }
@@ -191,11 +206,13 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         let bodiless = original.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
         let encoded = bodiless || response.headers.contains(name: "Content-Encoding")
         let declared = encoded ? nil : response.headers.first(name: "Content-Length").flatMap { Int64($0) }
-        if let limit = transfer.maxResponseBytes, let declared, declared > Int64(limit) {
+        // A download's error body stays in memory: limited even when the caller set no limit.
+        let bodyLimit = transfer.responseBodyLimit(statusCode: status)
+        if let limit = bodyLimit, let declared, declared > Int64(limit) {
             throw ConnectError.responseTooLarge(limit: limit, request: original, response: head.response)
         }
         progress?.startReceiving(expected: declared)
-        let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
+        let limit = bodyLimit.map { Int64($0) } ?? .max
         // A successful download goes to a file beside its destination; any other body stays in memory.
         let destination = (200..<300).contains(status) ? transfer.destination : nil
         let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0)) }
@@ -265,11 +282,18 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         deadline == .distantFuture ? nil : original.timeoutInterval
     }
 
+    /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
+    /// cancellation it caused looks like.
+    private func classified(_ error: any Error) -> ConnectError {
+        let cause = expired.withLockedValue { $0 } ? HTTPClientError.deadlineExceeded : error
+        return ErrorClassification.connectError(cause, request: original, timeout: timeout)
+    }
+
     /// Completes `promise`: in place for small bodies, on a global queue for large ones, whose decoding would
     /// hold up the tasks of other requests.
     private static func complete(_ promise: Promise<ConnectResponse>, with result: Result<ConnectResponse, any Error>) {
         let size = (try? result.get().data.count) ?? 0
-        guard size > concurrentCompletionThreshold else {
+        guard size >= concurrentCompletionThreshold else {
             promise.completeIfPending(with: result)
             return
         }

@@ -124,6 +124,35 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
     }
 
+    /// A streamed body whose reader stopped reading is still bounded by the request's timeout: at the deadline the
+    /// engine, which waited for the reader (back-pressure), stops and closes the connection, and the reader gets
+    /// the timeout after the chunks that had arrived.
+    func testTheDeadlineStopsAStreamWhoseReaderIsBehind() async throws {
+        let started = DispatchSemaphore(value: 0)
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                started.signal()
+                while write(Data(count: 1 << 14)) {}
+            }
+        }
+        let transport = AsyncHTTPClientTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let stream = connect.stream(SwiftConnect.Route("/endless", baseURL: server.baseURL, timeout: 0.5))
+        // Nobody reads: the engine fills the buffer to its threshold, then waits for the reader.
+        _ = try await stream.response
+        XCTAssertEqual(started.wait(timeout: .now() + 10), .success)
+
+        // The body never ends: only a closed connection lets the server go idle.
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the engine still reads a stream past its deadline")
+        do {
+            for try await _ in stream {}
+            XCTFail("the stream must fail at its deadline")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .timedOut)
+        }
+        try await transport.shutdown()
+    }
+
     /// A body over the size limit is refused as it arrives: the connection closes, the rest is never read.
     func testASizeLimitStopsReading() throws {
         let piecesWritten = Guarded(0)
