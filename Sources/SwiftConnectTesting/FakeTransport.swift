@@ -29,8 +29,8 @@ import SwiftConnect
 /// (``FakeResponse/never``, ``FakeResponse/released(by:)``) is kept pending like a real network task, and
 /// ``cancelledRequests`` lists those the client cancelled.
 ///
-/// `Connect` retries by default (``SwiftConnect/RetryPolicy/default``): a stubbed 5xx, 408, 429 or transient
-/// `URLError` is sent up to three times, with real waits between attempts (about a second in all), and
+/// `Connect` retries by default (``SwiftConnect/RetryPolicy/default``): a stubbed 408, 429, 500, 502, 503 or 504
+/// (``SwiftConnect/RetryPolicy/retryableStatusCodes``) or a transient `URLError` is sent up to three times, with real waits between attempts (about a second in all), and
 /// ``requests`` lists every attempt. Make the client with `retryPolicy: nil` to get the first answer at once, or
 /// with an ``ImmediateRetryClock`` to test the retries without waiting.
 public final class FakeTransport: Transport, Sendable {

@@ -32,8 +32,8 @@ public struct Route: Connector, AuthorizedConnector {
     public var parameters: (any ParametersRepresentable)?
     /// The credential to send, if any.
     public var authorizationToken: AuthorizationToken?
-    /// The timeout of each attempt, in seconds, from sending to the last byte of the response; retries, the
-    /// waits between them and time in a ``RequestQueue`` come on top (see ``Connector/timeout``).
+    /// The call's deadline, in seconds, to the last byte of the response: attempts, the waits between them and
+    /// time in a ``RequestQueue`` included (see ``Connector/timeout``).
     public var timeout: TimeInterval
     /// Options for this route's requests.
     public var options: RequestOptions

@@ -25,9 +25,11 @@ import Dispatch
 /// A callback runs on the thread that completes the future; if the future is already complete when the
 /// callback is added, it runs at once on the thread that adds it. A future never hops threads on its own, so
 /// nothing depends on a run loop or the main queue (a command-line program that never runs the main run loop
-/// still gets its callbacks). A request's future completes on a URLSession queue thread, or, for a body of
-/// 32 KiB or more, on a global concurrent queue, where decoding it does not hold up other responses. To choose
-/// the queue, pass one: `observe(on: .main) { … }`, or insert ``receive(on:)`` in a chain.
+/// still gets its callbacks). A request's future completes on a thread of its engine (a URLSession queue thread,
+/// or the task of an `AsyncHTTPClientTransport` exchange), or, for a body of 32 KiB or more, on a global
+/// concurrent queue, where decoding it does not hold up other responses; a request that times out completes on a
+/// global queue, and one that is cancelled on the thread that cancels it. To choose the queue, pass one:
+/// `observe(on: .main) { … }`, or insert ``receive(on:)`` in a chain.
 ///
 /// ## Guarantees
 /// A future completes at most once; later completions are ignored (and reported in debug builds). Every
@@ -37,8 +39,9 @@ import Dispatch
 ///
 /// ## Cancellation
 /// ``cancel()`` fails a pending future with ``FutureError/cancelled`` (a request's future: with the client's own
-/// error of kind `cancelled`) and runs its cancel handler (for a request: cancelling the `URLSessionTask`). Cancelling a future derived with `map`, `flatMap`,
-/// `zip`… also cancels the futures it came from, so cancelling the end of a chain cancels the request.
+/// error of kind `cancelled`) and runs its cancel handler (for a request: cancelling its network task).
+/// Cancelling a future derived with `map`, `flatMap`, `zip`… also cancels the futures it came from, so
+/// cancelling the end of a chain cancels the request.
 ///
 /// ## Subclasses
 /// `Future` is not `open`: only SwiftConnect itself subclasses it, to return a future that knows more about where
@@ -428,8 +431,9 @@ extension Future {
     /// once, however many threads call `cancel()`. A derived future also cancels the future it came from.
     ///
     /// A future whose work has an error type of its own fails with that type's cancellation instead, and so
-    /// does every future chained on it: a request's future, and everything derived from it, fails with the
-    /// client's error of kind `cancelled`.
+    /// does every future chained on it with a one-source operator: a request's future, and what `map`,
+    /// `flatMap`, `decoded`… derive from it, fail with the client's error of kind `cancelled`. A future that
+    /// combines several (`zip`, `all`, `allSettled`, `race`) fails with ``FutureError/cancelled``.
     ///
     /// ```swift
     /// let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)

@@ -23,10 +23,9 @@ import Foundation
 ///
 /// For the status code, headers and raw body, implement ``handle(_:)`` instead.
 ///
-/// The handler sees a request's final response only, after the client's ``RetryPolicy`` has retried
-/// what it retries by status: returning `nil` for, say, a 500 makes the final 500 a success, but does not
-/// stop the default policy from sending the request again on a 500 first. Remove the status from
-/// ``RetryPolicy/retryableStatusCodes`` (or pass `retryPolicy: nil`) to accept it at the first answer.
+/// The client's retry loop asks the handler about every error response before its ``RetryPolicy`` retries by
+/// status: returning `nil` for, say, a 500 makes that 500 the answer, a success, and the request is not sent
+/// again for it.
 public protocol ErrorHandling: Sendable {
     /// Returns the error a JSON error body stands for, or `nil` to treat the response as a success.
     ///

@@ -148,7 +148,8 @@ public final class ResponseCache: Sendable {
     /// How many requests were served from the cache.
     public var hitCount: Int { state.withLock { $0.hits } }
 
-    /// How many requests with a cache rule went to the network.
+    /// How many cacheable requests (a `GET` or `HEAD` with a rule whose time to live is positive, not a download or
+    /// a stream) found no fresh response and went to the network.
     public var missCount: Int { state.withLock { $0.misses } }
 
     /// Forgets every stored response.

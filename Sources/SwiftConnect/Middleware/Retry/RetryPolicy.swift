@@ -23,10 +23,11 @@ import Foundation
 /// ## Which requests are replayed
 /// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
-/// `Idempotency-Key` header. With ``addsIdempotencyKey`` on, every `POST` and `PATCH` without that header gets
-/// one (a UUID, the same on every attempt), which makes it replayable. Any other `POST` is sent exactly once.
-/// An explicit `isRetrySafe` (of the connector, the call or the client) always wins: `false` keeps even an
-/// idempotent or keyed request to one attempt.
+/// `Idempotency-Key` header. With ``addsIdempotencyKey`` on (and more than one attempt allowed), every `POST` and
+/// `PATCH` without that header gets one (a UUID, the same on every attempt), which makes it replayable. Any other
+/// `POST` is sent exactly once. An explicit `isRetrySafe` (of the connector, the call or the client) always wins
+/// over the method and the header: `false` keeps even an idempotent or keyed request from being retried by the
+/// policy. A middleware that asks for another attempt (a token refresh) still gets it: it knows why it asks.
 /// The method that counts is the connector's: the loop runs outside every middleware.
 ///
 /// ## Which failures are retried
@@ -87,7 +88,8 @@ public struct RetryPolicy: Sendable {
     /// The longest wait a `Retry-After` header can impose, in seconds; a longer one is cut to this.
     public var maxRetryAfter: TimeInterval
     /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header gets one (a UUID, the same on every
-    /// attempt), making it safe to replay. The server must support the header for this to mean anything.
+    /// attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request sent once needs none.
+    /// The server must support the header for this to mean anything.
     public var addsIdempotencyKey: Bool
     /// What the policy waits with; ``DispatchRetryClock`` by default.
     public var clock: any RetryClock
