@@ -24,10 +24,9 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     let deadline: NIODeadline
     /// The same deadline for the rest, the body included: AsyncHTTPClient's own ends when the head arrives.
     private let timer: TransportDeadline?
-    /// Whether `timer` fired: the exchange's task was cancelled for it, and the exchange reports a timeout.
-    private let expired = NIOLockedValueBox(false)
-    /// The body stream of a streamed answer, once the head came: ended by `timer` if the reader is behind.
-    private let streamed = NIOLockedValueBox<ResponseBodyStream?>(nil)
+    /// Whether `timer` fired (the exchange's task was cancelled for it, and the exchange reports a timeout), and the
+    /// body stream of a streamed answer once its head came, which `timer` ends if the reader is behind.
+    private let timing = NIOLockedValueBox<(expired: Bool, stream: ResponseBodyStream?)>((false, nil))
 
     /// The download file being written, so that a cancellation removes it before anyone hears of it.
     private let download = DownloadSlot()
@@ -86,9 +85,12 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         }
         running.withLockedValue { $0 = task }
         timer?.start { [self] in
-            expired.withLockedValue { $0 = true }
+            let stream = timing.withLockedValue { timing in
+                timing.expired = true
+                return timing.stream
+            }
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
-            streamed.withLockedValue { $0 }?.finish(throwing: classified(HTTPClientError.deadlineExceeded))
+            stream?.finish(throwing: classified(HTTPClientError.deadlineExceeded))
             task.cancel()
         }
         promise.setCancelHandler { [download] in
@@ -159,7 +161,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     ) async -> ConnectResponse {
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { task.withLockedValue { $0 }?.cancel() }
-        streamed.withLockedValue { $0 = body }
+        timing.withLockedValue { $0.stream = body }
         var answer = head
         answer.bodyStream = body
         promise.completeIfPending(with: .success(answer))
@@ -285,7 +287,7 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
     /// cancellation it caused looks like.
     private func classified(_ error: any Error) -> ConnectError {
-        let cause = expired.withLockedValue { $0 } ? HTTPClientError.deadlineExceeded : error
+        let cause = timing.withLockedValue { $0.expired } ? HTTPClientError.deadlineExceeded : error
         return ErrorClassification.connectError(cause, request: original, timeout: timeout)
     }
 
