@@ -30,9 +30,15 @@ public struct HTTPHeader: Hashable, Sendable, CustomStringConvertible {
         self.value = value
     }
 
-    /// `Name: value`, or `Name: <redacted>` when the header is sensitive.
+    /// `Name: value`, with `<redacted>` for the value of a sensitive header, and a URL-valued header's
+    /// (`Referer`, `Location`) secret query items, fragment pairs and password hidden.
     public var description: String {
-        HTTPHeader.isSensitive(name: name) ? "\(name): <redacted>" : "\(name): \(value)"
+        HTTPHeader.isSensitive(name: name) ? "\(name): <redacted>" : "\(name): \(shownValue)"
+    }
+
+    /// The value as printed: hidden for a sensitive header, its URL's secrets hidden for a URL-valued one.
+    var shownValue: String {
+        HTTPHeader.isSensitive(name: name) ? "<redacted>" : Redaction.headerValue(value, name: name, redacting: true)
     }
 }
 
@@ -206,8 +212,8 @@ extension HTTPHeader {
 }
 
 extension HTTPHeader: CustomReflectable {
-    /// The name and, unless the header is sensitive, the value, so `dump(header)` leaks no secret.
+    /// The name and the value as ``description`` shows it, so `dump(header)` leaks no secret.
     public var customMirror: Mirror {
-        Mirror(self, children: ["name": name, "value": HTTPHeader.isSensitive(name: name) ? "<redacted>" : value])
+        Mirror(self, children: ["name": name, "value": shownValue])
     }
 }

@@ -38,8 +38,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// The request was cancelled: its future, or any future chained on it, by ``Future/cancel()`` (or the task
         /// awaiting its ``Future/value``), or by ``Connect/cancelAllRequests()``.
         case cancelled
-        /// An attempt did not complete within the request's timeout (``Connector/timeout``, which bounds each
-        /// attempt from sending to the last byte of the response), and no retry followed it.
+        /// The call did not complete within the request's timeout (``Connector/timeout``, the call's deadline:
+        /// its attempts and the waits between them), or its transport gave up an attempt at the request's
+        /// `timeoutInterval` and no retry followed.
         /// Also a request's future, or a future chained on it, that did not complete within the limit of
         /// ``Future/timeout(after:on:)``: that error has no ``ConnectError/request`` and no
         /// ``ConnectError/underlyingError``.
@@ -142,8 +143,14 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// of ``request`` hidden: its credential headers, secret query items and body fields, its cookies and basic
     /// credentials (unless the client was made with ``Connect/Settings/redactsSecrets`` `false`). What the server
     /// sent stays intact in ``body``.
+    ///
+    /// It is at most 1,024 characters: secrets are hidden before it is cut, so that none is shown in part.
     public var message: String {
-        get { secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage) }
+        get {
+            let shown = secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage)
+            let limit = SingleLineText.messageLimit
+            return shown.count > limit ? String(shown.prefix(limit - 1)) + "…" : shown
+        }
         set { storedMessage = newValue }
     }
     /// The message as it was made.
@@ -249,7 +256,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The description, with `secrets` and the secrets named in the URL hidden; with nothing hidden if `nil`.
     private func description(hiding secrets: SecretValues?) -> String {
         let redacting = secrets != nil
-        var text = "\(kind.stageName): \(SingleLineText.make(storedMessage))"
+        // Hidden before it is cut: a secret the cut would split is hidden whole.
+        var text = "\(kind.stageName): \(SingleLineText.make(secrets?.hiding(in: storedMessage) ?? storedMessage))"
         if let method = request?.httpMethod, let url = request?.url {
             text += " [\(method) \(Redaction.url(url, redacting: redacting))]"
         }
@@ -272,14 +280,14 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`).
     func bodyExcerpt(hiding secrets: SecretValues?) -> String? {
         guard let body, !body.isEmpty else { return nil }
-        let excerpt = Redaction.bodyText(
+        return Redaction.bodyText(
             body,
             contentType: response?.value(forHTTPHeaderField: "Content-Type"),
             redacting: secrets != nil,
             pretty: false,
-            limit: ConnectError.excerptLimit
+            limit: ConnectError.excerptLimit,
+            hiding: secrets
         )
-        return secrets?.hiding(in: excerpt) ?? excerpt
     }
 
     /// The secret values of the request, to hide wherever the error shows text.

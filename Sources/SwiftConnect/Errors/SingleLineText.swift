@@ -1,7 +1,10 @@
 /// Making text that came from elsewhere (a server, a decoder) safe to show on one line of a log.
 enum SingleLineText {
-    /// How many characters of a server's message an error keeps.
+    /// How many characters of a message an error shows.
     static let messageLimit = 1_024
+    /// How many characters of a server's message an error keeps: more than it shows, so that secrets are hidden
+    /// before the cut to ``messageLimit``, and a secret the cut would split is hidden whole, never shown in part.
+    static let keptLimit = 16 * messageLimit
 
     /// `text` on one line and at most `limit` characters long.
     ///

@@ -31,7 +31,8 @@ enum DebugOutput {
             response.data,
             contentType: response.header("Content-Type"),
             redacting: redacting,
-            pretty: true
+            pretty: true,
+            hiding: redacting ? secrets : nil
         )
         if !body.isEmpty {
             lines.append("")

@@ -123,10 +123,15 @@ enum Redaction {
     /// redacted line by line, and JSON that cannot be parsed or re-serialised (a truncated body, a number
     /// beyond `Double`, a lone surrogate), or that nests deeper than ``maximumJSONDepth``, is withheld as a
     /// byte count, since the secrets in it cannot be found.
-    static func bodyText(_ data: Data, contentType: String?, redacting: Bool, pretty: Bool, limit: Int = 64 * 1024)
-        -> String
-    {
+    static func bodyText(
+        _ data: Data, contentType: String?, redacting: Bool, pretty: Bool, limit: Int = 64 * 1024,
+        hiding secrets: SecretValues? = nil
+    ) -> String {
         if data.isEmpty { return "" }
+        // Secrets by value are hidden before the cut at `limit`, so that one the cut would split is hidden whole.
+        func truncated(_ text: String, limit: Int) -> String {
+            Redaction.truncated(text, limit: limit, hiding: secrets)
+        }
         let type = contentType?.lowercased() ?? ""
         let tooDeep = JSONDepth.exceeds(data, limit: maximumJSONDepth)
         let isForm = type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/form-data")
@@ -321,9 +326,17 @@ enum Redaction {
         return value
     }
 
-    private static func truncated(_ text: String, limit: Int) -> String {
-        guard text.utf8.count > limit else { return text }
-        let prefix = String(decoding: text.utf8.prefix(limit), as: UTF8.self)
-        return prefix + "\n… (\(text.utf8.count) bytes in all)"
+    private static func truncated(_ text: String, limit: Int, hiding secrets: SecretValues?) -> String {
+        let total = text.utf8.count
+        guard let secrets, !secrets.isEmpty else {
+            guard total > limit else { return text }
+            return String(decoding: text.utf8.prefix(limit), as: UTF8.self) + "\n… (\(total) bytes in all)"
+        }
+        guard total > limit else { return secrets.hiding(in: text) }
+        // Hidden over a window that reaches past the cut by the longest secret: a secret that starts before the
+        // cut ends inside it, and is hidden whole.
+        let window = String(decoding: text.utf8.prefix(limit &+ secrets.longestLength), as: UTF8.self)
+        let hidden = secrets.hiding(in: window)
+        return String(decoding: hidden.utf8.prefix(limit), as: UTF8.self) + "\n… (\(total) bytes in all)"
     }
 }

@@ -86,6 +86,12 @@ struct SecretValues: Sendable, Equatable {
     /// Whether there is nothing to hide.
     var isEmpty: Bool { anywhere.isEmpty && wholeWords.isEmpty }
 
+    /// The UTF-8 length of the longest value, in any form: how far past a cut a value that starts before it can
+    /// reach.
+    var longestLength: Int {
+        (anywhere + wholeWords).lazy.map(\.utf8.count).max() ?? 0
+    }
+
     /// These values and those of `other`.
     func union(_ other: SecretValues) -> SecretValues {
         guard !other.isEmpty else { return self }
@@ -162,11 +168,14 @@ struct SecretValues: Sendable, Equatable {
         if type.hasPrefix("application/x-www-form-urlencoded") {
             return String(data: body, encoding: .utf8).map(formSecrets) ?? []
         }
-        if type.hasPrefix("multipart/form-data"), let contentType, let text = String(data: body, encoding: .utf8) {
-            return Redaction.sensitiveMultipartContents(text, contentType: contentType)
+        if type.hasPrefix("multipart/form-data"), let contentType {
+            // Decoded leniently: a binary file part (an image) must not hide the text fields beside it.
+            return Redaction.sensitiveMultipartContents(String(decoding: body, as: UTF8.self), contentType: contentType)
         }
         let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
-        guard type.contains("json") || start.first == UInt8(ascii: "{") || start.first == UInt8(ascii: "["),
+        // The first character after white space, as JSON allows it and as redaction by name looks.
+        let first = start.first { !Self.jsonWhitespace.contains($0) }
+        guard type.contains("json") || first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
             !JSONDepth.exceeds(body, limit: Redaction.maximumJSONDepth),
             let json = try? JSONSerialization.jsonObject(with: Data(start), options: [.fragmentsAllowed])
         else { return [] }
@@ -174,6 +183,9 @@ struct SecretValues: Sendable, Equatable {
         collectJSONSecrets(json, underSensitiveKey: false, into: &found)
         return found
     }
+
+    /// JSON's white space: space, tab, line feed, carriage return.
+    private static let jsonWhitespace: Set<UInt8> = [0x20, 0x09, 0x0A, 0x0D]
 
     /// Every string and number under a sensitive key, at any depth.
     private static func collectJSONSecrets(_ value: Any, underSensitiveKey: Bool, into found: inout [String]) {

@@ -144,7 +144,8 @@ public struct ErrorHandler: ErrorHandling {
         let title = ErrorBody.string(object["title"])
         let detail = ErrorBody.string(object["detail"])
         switch (title, detail) {
-        case (let title?, let detail?): return SingleLineText.make("\(title): \(detail)")
+        case (let title?, let detail?):
+            return SingleLineText.make("\(title): \(detail)", limit: SingleLineText.keptLimit)
         case (let title?, nil): return title
         case (nil, let detail?): return detail
         default: return nil
@@ -187,8 +188,9 @@ enum ErrorBody {
     /// `description`), or the first message in an array (`"message": ["email must be an email", …]`, as NestJS
     /// validation errors send it).
     ///
-    /// The message is put on one line and cut to ``SingleLineText/messageLimit`` characters: it is the
-    /// server's text, and it ends up in logs.
+    /// The message is put on one line and cut to ``SingleLineText/keptLimit`` characters (errors show at most
+    /// ``SingleLineText/messageLimit`` of them, secrets hidden first): it is the server's text, and it ends up in
+    /// logs.
     static func text(_ value: Any?) -> String? {
         if let string = string(value) { return string }
         if let object = value as? [String: Any] {
@@ -223,16 +225,17 @@ enum ErrorBody {
             if !result.isEmpty { result += "; " }
             let name = field.trimmingCharacters(in: .whitespacesAndNewlines)
             result += name.isEmpty || name == "base" ? message : name + ": " + message
-            if result.utf8.count > SingleLineText.messageLimit * 4 { break }  // cut to the limit below anyway
+            if result.utf8.count > SingleLineText.keptLimit * 4 { break }  // cut to the limit below anyway
         }
-        return result.isEmpty ? nil : SingleLineText.make(result)
+        return result.isEmpty ? nil : SingleLineText.make(result, limit: SingleLineText.keptLimit)
     }
 
     /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is
     /// not a string, or nothing but spaces and control characters.
     static func string(_ value: Any?) -> String? {
         guard let string = value as? String else { return nil }
-        let text = SingleLineText.make(string.trimmingCharacters(in: .whitespacesAndNewlines))
+        let text = SingleLineText.make(
+            string.trimmingCharacters(in: .whitespacesAndNewlines), limit: SingleLineText.keptLimit)
         return text.isEmpty ? nil : text
     }
 
