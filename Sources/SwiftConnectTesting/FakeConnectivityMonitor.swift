@@ -3,7 +3,9 @@ import SwiftConnect
 /// A ``ConnectivityMonitor`` that tests switch on and off.
 ///
 /// Each change reaches the observers before ``set(_:)`` returns, on the calling thread, so a test can switch the
-/// network and check what happened next without waiting.
+/// network and check what happened next without waiting; unless another thread is delivering a change at that
+/// moment, or an observer calls `set(_:)` itself: the change is then queued, and that delivery tells the observers
+/// of it, in order, after the one under way.
 ///
 /// ```swift
 /// let network = FakeConnectivityMonitor(.disconnected)
@@ -29,7 +31,8 @@ public final class FakeConnectivityMonitor: ConnectivityMonitor {
         observers.add(handler)
     }
 
-    /// Changes the state; observers are told before this returns (if it differs from the current state).
+    /// Changes the state; observers are told before this returns (if it differs from the current state), unless a
+    /// delivery is under way on another thread or in an observer, which then tells them after its own.
     ///
     /// - Parameter state: The new state.
     public func set(_ state: Connectivity) {

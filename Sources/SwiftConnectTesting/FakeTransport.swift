@@ -29,8 +29,9 @@ import SwiftConnect
 /// (``FakeResponse/never``, ``FakeResponse/released(by:)``) is kept pending like a real network task, and
 /// ``cancelledRequests`` lists those the client cancelled.
 ///
-/// `Connect` retries by default (``SwiftConnect/RetryPolicy/default``): a stubbed 408, 429, 500, 502, 503 or 504
-/// (``SwiftConnect/RetryPolicy/retryableStatusCodes``) or a transient `URLError` is sent up to three times, with real waits between attempts (about a second in all), and
+/// `Connect` retries by default (``SwiftConnect/RetryPolicy/default``): a request safe to replay (an idempotent
+/// method such as `GET`, an `Idempotency-Key`, or `isRetrySafe`) that gets a stubbed 408, 429, 500, 502, 503 or
+/// 504 (``SwiftConnect/RetryPolicy/retryableStatusCodes``) or a transient `URLError` is sent up to three times, with real waits between attempts (about a second in all), and
 /// ``requests`` lists every attempt. Make the client with `retryPolicy: nil` to get the first answer at once, or
 /// with an ``ImmediateRetryClock`` to test the retries without waiting.
 public final class FakeTransport: Transport, Sendable {
@@ -331,8 +332,9 @@ public struct FakeResponse: Sendable {
         }
     }
 
-    /// A streamed answer whose body is `chunks`, each handed over as the reader asks for it, then the end (or
-    /// `failure`, as a transfer that broke).
+    /// A streamed answer whose body is `chunks`, then the end (or `failure`, as a transfer that broke). The chunks
+    /// are buffered for the reader, as an engine with back-pressure buffers them: it waits only once 256 KiB or
+    /// more are unread (``SwiftConnect/StreamingOptions/pauseThreshold``).
     ///
     /// - Parameters:
     ///   - chunks: The pieces of the body, in order.
@@ -369,7 +371,7 @@ public struct FakeResponse: Sendable {
     ///   - encoder: The encoder. Defaults to a plain `JSONEncoder` (dates as seconds since 2001, keys as
     ///     declared).
     ///   - status: The status code. Defaults to 200.
-    ///   - headers: More headers (`Content-Type: application/json` is set).
+    ///   - headers: More headers (`Content-Type: application/json` is added unless they set one).
     /// - Returns: The answer.
     public static func json(
         _ value: some Encodable & Sendable,
@@ -389,7 +391,7 @@ public struct FakeResponse: Sendable {
     /// - Parameters:
     ///   - string: The JSON text.
     ///   - status: The status code. Defaults to 200.
-    ///   - headers: More headers (`Content-Type: application/json` is set).
+    ///   - headers: More headers (`Content-Type: application/json` is added unless they set one).
     /// - Returns: The answer.
     public static func json(string: String, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
         json(data: Data(string.utf8), status: status, headers: headers)

@@ -45,8 +45,8 @@ public struct MultipartParser: Sendable {
         case missingBoundary
         /// The body contains no boundary delimiter line at all.
         case missingOpeningBoundary
-        /// The part at `index` (counting from 0) is invalid: its header block is unterminated, larger than 16 KiB
-        /// or has a line without a colon; it has no `Content-Disposition: form-data` field with a `name`; or the
+        /// The part at `index` (counting from 0) is invalid: its header block is larger than 16 KiB or has a line
+        /// without a colon (a body that ends inside a header block fails with ``missingClosingBoundary``); it has no `Content-Disposition: form-data` field with a `name`; or the
         /// field's parameters are malformed (an unterminated quoted string, for example).
         case malformedPart(index: Int)
         /// The body ends before the closing delimiter `--boundary--`.

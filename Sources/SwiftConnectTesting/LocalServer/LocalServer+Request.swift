@@ -41,7 +41,8 @@ extension LocalServer {
         ///
         /// `body.count` for a request whose body was read whole. For a request to a streaming route, `nil` in the
         /// request its handler gets; in ``LocalServer/requests``, `nil` until the body has been read, then the
-        /// number of bytes it had (or that arrived before the connection failed).
+        /// number of bytes it had (or that arrived before the connection failed). A request sent with
+        /// `Expect: 100-continue` whose handler read nothing records 0: the server never asked for its body.
         public internal(set) var bodyLength: Int?
 
         /// The values captured by the route's `:name` segments, percent-decoded. A trailing `*` captures the

@@ -11,8 +11,6 @@ extension LocalServer {
         var openConnections = 0
         var requestsInFlight = 0
         var maxConcurrentRequests = 0
-        /// Callers of ``LocalServer/waitUntilIdle(timeout:)``, signalled when ``requestsInFlight`` drops to 0.
-        var idleWaiters: [DispatchSemaphore] = []
         /// Incremented by every ``LocalServer/resetStatistics()``, so a ``RecordTicket`` taken before a reset
         /// cannot update the wrong entry of ``requests`` after it.
         var generation = 0
@@ -33,14 +31,19 @@ extension LocalServer {
     /// - Returns: Whether the server became idle within `timeout`.
     @discardableResult
     public func waitUntilIdle(timeout: TimeInterval) -> Bool {
-        let waiter = DispatchSemaphore(value: 0)
-        let idle: Bool = core.state.withLock { state in
-            guard state.statistics.requestsInFlight > 0 else { return true }
-            state.statistics.idleWaiters.append(waiter)
-            return false
-        }
+        guard let waiter = idleWaiter() else { return true }
         // A NaN timeout is over at once: Dispatch reads `now() + .nan` as "never".
-        return idle || waiter.wait(timeout: timeout.isNaN ? .now() : .now() + timeout) == .success
+        return waiter.wait(timeout: timeout.isNaN ? .now() : .now() + timeout) == .success
+    }
+
+    /// A semaphore signalled once no request is in flight, or `nil` when none is now.
+    func idleWaiter() -> DispatchSemaphore? {
+        let waiter = DispatchSemaphore(value: 0)
+        return core.state.withLock { state in
+            guard state.statistics.requestsInFlight > 0 else { return nil }
+            state.idleWaiters.append(waiter)
+            return waiter
+        }
     }
 
     /// The number of requests received since the start or the last ``resetStatistics()``.
@@ -126,8 +129,8 @@ extension LocalServer.Core {
         let waiters: [DispatchSemaphore] = state.withLock { state in
             state.statistics.requestsInFlight -= 1
             guard state.statistics.requestsInFlight == 0 else { return [] }
-            defer { state.statistics.idleWaiters.removeAll() }
-            return state.statistics.idleWaiters
+            defer { state.idleWaiters.removeAll() }
+            return state.idleWaiters
         }
         for waiter in waiters { waiter.signal() }
     }

@@ -162,6 +162,9 @@ extension LocalServer {
             var run: Run?
             var nextConnectionID = 1
             var statistics = Statistics()
+            /// Callers of ``LocalServer/waitUntilIdle(timeout:)``, signalled when no request is in flight. Kept
+            /// apart from `statistics`, which ``LocalServer/resetStatistics()`` replaces while they may wait.
+            var idleWaiters: [DispatchSemaphore] = []
         }
 
         let state = Protected(State())
