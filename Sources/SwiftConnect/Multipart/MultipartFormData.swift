@@ -28,10 +28,11 @@ public struct MultipartFormData: Sendable {
 
     /// Creates an empty body.
     ///
-    /// - Parameter boundary: The boundary; random by default. It must not occur in any part, and must be
-    ///   1 to 70 characters from RFC 2046's set (letters, digits and `'()+_,-./:=? `), not ending in a space;
-    ///   otherwise encoding fails with ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for
-    ///   `Content-Type`.
+    /// - Parameter boundary: The boundary; random by default. It must be 1 to 70 characters from RFC 2046's set
+    ///   (letters, digits and `'()+_,-./:=? `), not ending in a space; otherwise encoding fails with
+    ///   ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Content-Type`. It must also not occur in
+    ///   any part, which is not checked (parts may stream from files): the random default never does; a boundary
+    ///   of your own that a part contains corrupts the body.
     public init(boundary: String = MultipartFormData.randomBoundary()) {
         self.boundary = boundary
     }
