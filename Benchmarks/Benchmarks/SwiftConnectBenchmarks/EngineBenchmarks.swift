@@ -46,9 +46,19 @@ let engineMetrics: [BenchmarkMetric] = [
     .custom("Engine raw AHC transport configuration CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
 ]
 
+/// Each sample's ratio of raw AsyncHTTPClient's wall time to Connect's over it, in thousandths (900 is 0.9×): their
+/// spread over the samples shows how far one sample's ratio is from another's, which the medians alone hide.
+let engineRatioMetrics: [BenchmarkMetric] = [
+    .custom("Engine ratio raw AHC to Connect (per mille)", polarity: .prefersLarger, useScalingFactor: false),
+    .custom(
+        "Engine ratio raw AHC transport configuration to Connect (per mille)", polarity: .prefersLarger,
+        useScalingFactor: false),
+]
+
 private func registerEngineTurns(name: String, width: Int) {
     let config = configuration(
-        scalingFactor: .kilo, metrics: coreMetrics + engineMetrics, maxDuration: .seconds(25), maxIterations: 10_000)
+        scalingFactor: .kilo, metrics: coreMetrics + engineMetrics + engineRatioMetrics, maxDuration: .seconds(25),
+        maxIterations: 10_000)
     Benchmark(
         name + "/SwiftConnect Connect over AsyncHTTPClient, raw AsyncHTTPClient, raw URLSession, interleaved",
         configuration: config
@@ -81,6 +91,10 @@ private func registerEngineTurns(name: String, width: Int) {
         }
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(engineMetrics, wall + cpu) { benchmark.measurement(metric, value) }
+        if wall[0] > 0 {
+            benchmark.measurement(engineRatioMetrics[0], wall[1] * 1000 / wall[0])
+            benchmark.measurement(engineRatioMetrics[1], wall[3] * 1000 / wall[0])
+        }
     }
 }
 
