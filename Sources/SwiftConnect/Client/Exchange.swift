@@ -59,6 +59,10 @@ struct ResponseCheck: Sendable {
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
         var outcome = Connect.validate(result, errorHandler: errorHandler)
             .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
+        if case .success(let response) = result, let body = response.bodyStream, case .failure = outcome {
+            // Nobody reads the body of a streamed response the check refused: the transfer stops.
+            body.cancel()
+        }
         if !redactsSecrets { outcome = outcome.mapError(ConnectError.showingSecrets) }
         if let debugLogger {
             debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))

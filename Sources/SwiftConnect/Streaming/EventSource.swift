@@ -125,7 +125,14 @@ public struct EventSource: AsyncSequence {
                         + "event: gave up after \(limit) reconnections",
                     underlyingError: URLError(.networkConnectionLost))
             }
-            try await Task.sleep(nanoseconds: UInt64(delay * 1_000_000_000))
+            try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
+        }
+
+        /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 ms (or an infinite delay) is a
+        /// very long wait, not a trap converting it.
+        static func nanoseconds(_ seconds: TimeInterval) -> UInt64 {
+            guard seconds > 0 else { return 0 }
+            return UInt64(Swift.min(seconds, 365 * 24 * 3600) * 1_000_000_000)
         }
 
         /// Whether `error` says the network did not carry the request (no connection, a timeout, no network), as

@@ -274,7 +274,11 @@ public final class ResponseBodyStream: Sendable {
                     state.consumer = continuation
                     return nil
                 }
-                if let ready { continuation.resume(with: ready) }
+                if let ready {
+                    continuation.resume(with: ready)
+                    // The chunk taken may be the one the engine waits to send more after (back-pressure).
+                    if case .success(.some) = ready { resumeProducerIfBelowThreshold() }
+                }
             }
         } onCancel: {
             cancel()
