@@ -86,6 +86,8 @@ final class ConnectivityGate: Sendable {
         var isConnected: Bool
         var waiting: [UInt64: Waiting] = [:]
         var nextID: UInt64 = 0
+        /// Whether the monitor has delivered a change: the state read at start is then older than it.
+        var heardFromMonitor = false
     }
 
     let monitor: any ConnectivityMonitor
@@ -93,15 +95,20 @@ final class ConnectivityGate: Sendable {
     private let state: Protected<State>
     /// Keeps the observer registered for as long as the gate lives.
     private let observation = Protected<ConnectivityObservation?>(nil)
+    /// Makes applying a change and pausing or resuming the queue one step, so that two changes (the state read at
+    /// start, and one the monitor delivers meanwhile) cannot leave the queue as the older one wants it. Recursive:
+    /// resuming the queue starts requests, whose code may report a change on this thread.
+    private let applying = NSRecursiveLock()
 
     init(monitor: any ConnectivityMonitor, queue: RequestQueue?) {
         self.monitor = monitor
         self.queue = queue
         state = Protected(State(isConnected: true))
-        // Registered before the state is read, so that no change falls between the two.
+        // Registered before the state is read, so that no change falls between the two; the state read is applied
+        // only if no change was delivered meanwhile (it would be the older).
         let observation = monitor.observe { [weak self] connectivity in self?.changed(to: connectivity) }
         self.observation.withLock { $0 = observation }
-        changed(to: monitor.current)
+        changed(to: monitor.current, isInitial: true)
     }
 
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
@@ -138,17 +145,32 @@ final class ConnectivityGate: Sendable {
 
     /// Records the monitor's new state; when the network is back, resumes the queue and sends the waiting
     /// requests, oldest first.
-    private func changed(to connectivity: Connectivity) {
-        let released: [Waiting] = state.withLock { state in
+    private func changed(to connectivity: Connectivity, isInitial: Bool = false) {
+        applying.lock()
+        let applies: Bool
+        let released: [Waiting]
+        (applies, released) = state.withLock { state in
+            if isInitial {
+                guard !state.heardFromMonitor else { return (false, []) }
+            } else {
+                state.heardFromMonitor = true
+            }
             state.isConnected = connectivity.isConnected
-            guard connectivity.isConnected else { return [] }
+            guard connectivity.isConnected else { return (true, []) }
             defer { state.waiting.removeAll() }
-            return state.waiting.sorted { $0.key < $1.key }.map(\.value)
+            return (true, state.waiting.sorted { $0.key < $1.key }.map(\.value))
         }
-        if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
+        if applies {
+            if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
+        }
+        applying.unlock()
         for waiting in released {
+            // Cancelled (or timed out) since it was taken out: it is not sent.
+            guard !waiting.promise.future.isCompleted else { continue }
             let sent = waiting.next(waiting.request)
-            waiting.promise.setCancelHandler { sent.cancel() }
+            // Cancelling the caller's future now cancels the request sent: linked, not by replacing the cancel
+            // handler `send` sets (which may come after this, on the caller's thread).
+            waiting.promise.future.setUpstream(sent)
             sent.whenComplete { waiting.promise.completeIfPending(with: $0) }
         }
     }
