@@ -69,6 +69,9 @@ public final class ResponseCache: Sendable {
         var method: HTTPMethod
         /// The request headers the response's `Vary` names (lowercased), with the stored request's values.
         var varying: [(name: String, value: String?)] = []
+        /// The number of the network fetch that brought it (``State/fetches``): a fetch started earlier, ending
+        /// later, does not replace it.
+        var fetch: UInt64 = 0
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: URLRequest) -> Bool {
@@ -86,6 +89,10 @@ public final class ResponseCache: Sendable {
         var totalBytes = 0
         var hits = 0
         var misses = 0
+        /// Network fetches started, numbered in order.
+        var fetches: UInt64 = 0
+        /// Raised by every removal the app asks for: a fetch started before it does not store its response.
+        var generation: UInt64 = 0
 
         mutating func touch(_ key: String) {
             guard let old = entries[key]?.tick else { return }
@@ -155,6 +162,7 @@ public final class ResponseCache: Sendable {
     /// Forgets every stored response.
     public func removeAll() {
         state.withLock { state in
+            state.generation &+= 1
             state.entries.removeAll()
             state.recency.removeAll()
             state.totalBytes = 0
@@ -168,6 +176,7 @@ public final class ResponseCache: Sendable {
     public func removeResponse(forKey key: String) {
         let partitioned = key + Self.credentialsMarker
         state.withLock { state in
+            state.generation &+= 1
             state.remove(key)
             for stored in Array(state.entries.keys) where stored.hasPrefix(partitioned) { state.remove(stored) }
         }
@@ -220,7 +229,7 @@ public final class ResponseCache: Sendable {
         let method = context.method
         let key = Self.key(for: request, rule: rule)
         let now = self.now()
-        let cached: ConnectResponse? = state.withLock { state in
+        let (cached, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !rule.bypassesCache, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
@@ -228,12 +237,13 @@ public final class ResponseCache: Sendable {
                 if entry.expiry > now {
                     state.hits += 1
                     state.touch(key)
-                    return entry.response
+                    return (entry.response, 0, 0)
                 }
                 state.remove(key)
             }
             state.misses += 1
-            return nil
+            state.fetches &+= 1
+            return (nil, state.fetches, state.generation)
         }
         if var cached {
             cached.request = request
@@ -258,8 +268,14 @@ public final class ResponseCache: Sendable {
             }
             let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
-                response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying)
-            self.state.withLock { $0.insert(key, entry: entry, limit: self.maxBytes) }
+                response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying,
+                fetch: fetch)
+            self.state.withLock { state in
+                // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
+                // invalidation after a write), nor over the response of a fetch started later.
+                guard state.generation == generation, (state.entries[key]?.fetch ?? 0) < fetch else { return }
+                state.insert(key, entry: entry, limit: self.maxBytes)
+            }
         }
         return response
     }
