@@ -73,6 +73,16 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
         }
         let promise = Promise<ConnectResponse>()
         let running = NIOLockedValueBox<Task<Void, Never>?>(nil)
+        // Armed before the task starts: a task that ends at once disarms it for good.
+        timer?.start { [self] in
+            let stream = timing.withLockedValue { timing in
+                timing.expired = true
+                return timing.stream
+            }
+            // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
+            stream?.finish(throwing: classified(HTTPClientError.deadlineExceeded))
+            running.withLockedValue { $0 }?.cancel()
+        }
         let task = Task {
             let result: Result<ConnectResponse, any Error>
             do {
@@ -84,15 +94,8 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
             Self.complete(promise, with: result)
         }
         running.withLockedValue { $0 = task }
-        timer?.start { [self] in
-            let stream = timing.withLockedValue { timing in
-                timing.expired = true
-                return timing.stream
-            }
-            // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
-            stream?.finish(throwing: classified(HTTPClientError.deadlineExceeded))
-            task.cancel()
-        }
+        // The deadline may have passed before the task was there to cancel.
+        if timing.withLockedValue({ $0.expired }) { task.cancel() }
         promise.setCancelHandler { [download] in
             task.cancel()
             download.discard()
