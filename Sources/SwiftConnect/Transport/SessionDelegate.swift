@@ -173,8 +173,13 @@ final class TaskHandler: Sendable {
         /// the cancellation that follows is that answer, not a failure.
         var declinedChallenge: HTTPURLResponse?
         /// The task's completion has taken the outcome (and the download it may move into place): a deadline
-        /// or cancellation coming after it changes neither the future nor the disk.
+        /// coming after it changes neither the future nor the disk.
         var completing = false
+        /// The caller cancelled after the completion took the outcome: the future says cancelled, so the
+        /// download must not stay at its destination.
+        var cancelledWhileCompleting = false
+        /// The destination the completion moved the download to, for a cancellation that comes just after.
+        var placed: URL?
         /// Where the body goes for a streamed request, once its head has been handed over
         /// (``TransferOptions/streaming``).
         var stream: ResponseBodyStream?
@@ -390,6 +395,17 @@ final class TaskHandler: Sendable {
         return true
     }
 
+    /// The caller cancelled (the future already says so): the partial download is removed, and once the completion
+    /// has taken the outcome, the file it moves into place is removed too, however the two interleave.
+    func discardDownloadOnCancel() {
+        if discardPartialDownload() { return }
+        let placed = state.withLock { state -> URL? in
+            state.cancelledWhileCompleting = true
+            return state.placed
+        }
+        if let placed { try? FileManager.default.removeItem(at: placed) }
+    }
+
     /// The request's deadline passed: the future fails with ``ConnectError/Kind/timedOut`` and the transfer stops.
     ///
     /// Deciding between the timeout and the task's completion happens under the state's lock, so the two
@@ -529,6 +545,15 @@ final class TaskHandler: Sendable {
         } catch {
             return .failure(
                 error as? ConnectError ?? ConnectError.fileAccess(error, url: destination, request: request))
+        }
+        // Cancelled while it moved: the file goes (a cancellation after this removes it itself).
+        let cancelled = self.state.withLock { state -> Bool in
+            if !state.cancelledWhileCompleting { state.placed = destination }
+            return state.cancelledWhileCompleting
+        }
+        if cancelled {
+            try? FileManager.default.removeItem(at: destination)
+            return .failure(ConnectError.cancelled(request: request))
         }
         var written = ConnectResponse(request: request, response: response, data: Data())
         written.fileURL = destination

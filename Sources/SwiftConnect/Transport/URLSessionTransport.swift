@@ -278,7 +278,7 @@ public final class URLSessionTransport: Transport {
         if let invalidation { promise.future.always { invalidation.invalidate(cancellingTasks: false) } }
         return Self.run(
             task, promise: promise, deadline: deadline, request: request,
-            discard: { handler.discardPartialDownload() }, timeOut: handler.timeOut, stop: stop)
+            discard: { handler.discardDownloadOnCancel() }, timeOut: handler.timeOut, stop: stop)
     }
 
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``

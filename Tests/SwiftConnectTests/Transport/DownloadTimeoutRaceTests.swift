@@ -128,4 +128,36 @@ final class DownloadTimeoutRaceTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
         XCTAssertEqual(try temporaryDownloads(beside: destination), [])
     }
+    /// The caller cancels while the finished download is being moved into place, before or after the move itself
+    /// (the cancel handler runs on the caller's thread): the future says cancelled, so no file stays.
+    func testCancellationWhileTheDownloadIsPutInPlaceLeavesNoFile() throws {
+        for cancelsAfterTheMove in [false, true] {
+            let destination = try makeDestination()
+            let promise = Promise<ConnectResponse>()
+            let handlerBox = Protected<TaskHandler?>(nil)
+            @Sendable func cancel() {
+                promise.future.cancel()
+                handlerBox.snapshot?.discardDownloadOnCancel()  // what the transport's cancel handler does
+            }
+            let handler = makeHandler(destination: destination, promise: promise) { temporary, destination in
+                if !cancelsAfterTheMove { cancel() }
+                try TransferOptions.moveIntoPlace(temporary, to: destination)
+                if cancelsAfterTheMove { cancel() }
+            }
+            handlerBox.withLock { $0 = handler }
+            receiveBody(handler)
+
+            handler.didComplete(error: nil)
+
+            let error = promise.future.result.flatMap { result -> ConnectError? in
+                guard case .failure(let error) = result else { return nil }
+                return error as? ConnectError
+            }
+            XCTAssertEqual(error?.kind, .cancelled, "cancelled after the move: \(cancelsAfterTheMove)")
+            XCTAssertFalse(
+                FileManager.default.fileExists(atPath: destination.path),
+                "the future says cancelled but the file is in place (cancelled after the move: \(cancelsAfterTheMove))")
+            XCTAssertEqual(try temporaryDownloads(beside: destination), [])
+        }
+    }
 }

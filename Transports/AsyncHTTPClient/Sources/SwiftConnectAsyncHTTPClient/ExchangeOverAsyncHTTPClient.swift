@@ -240,6 +240,11 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
                     try download.file.close()
                     try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
                 }
+                // Cancelled while it moved: the future says so, and the file goes (a later cancel removes it too).
+                guard self.download.placed(at: download.url) else {
+                    try? FileManager.default.removeItem(at: download.url)
+                    throw CancellationError()
+                }
             }
         } catch {
             download?.file.discard()
@@ -385,9 +390,9 @@ private final class Progress: Sendable {
     }
 }
 
-/// The download file of an exchange, if any, for its cancellation.
+/// The download file of an exchange, if any, for its cancellation: the temporary file, then the file in place.
 private final class DownloadSlot: Sendable {
-    private let state = NIOLockedValueBox<(file: DownloadFile?, cancelled: Bool)>((nil, false))
+    private let state = NIOLockedValueBox<(file: DownloadFile?, placed: URL?, cancelled: Bool)>((nil, nil, false))
 
     func hold(_ download: DownloadFile) {
         let cancelled = state.withLockedValue { state in
@@ -397,11 +402,23 @@ private final class DownloadSlot: Sendable {
         if cancelled { download.discard() }
     }
 
-    func discard() {
+    /// Records the download moved into place at `url`; `false` if the exchange was cancelled meanwhile.
+    func placed(at url: URL) -> Bool {
         state.withLockedValue { state in
+            guard !state.cancelled else { return false }
+            state.placed = url
+            return true
+        }
+    }
+
+    /// The exchange was cancelled (its future says so): the temporary file goes, and the file in place if any.
+    func discard() {
+        let (file, placed) = state.withLockedValue { state in
             state.cancelled = true
-            return state.file
-        }?.discard()
+            return (state.file, state.placed)
+        }
+        file?.discard()
+        if let placed { try? FileManager.default.removeItem(at: placed) }
     }
 }
 
