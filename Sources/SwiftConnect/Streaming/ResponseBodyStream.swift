@@ -118,12 +118,14 @@ public final class ResponseBodyStream: Sendable {
         case .ended:
             return false
         case .overflowed:
+            // The engine is stopped (its cancel handler) before the stream ends: what it cannot pause must stop.
             fail(
                 with: ConnectError(
                     .responseTooLarge,
                     message: "the stream's buffer of \(options.bufferLimit) bytes is full: the consumer reads slower "
                         + "than the server sends, and this engine cannot pause the transfer "
-                        + "(raise StreamingOptions.bufferLimit, or read faster)"))
+                        + "(raise StreamingOptions.bufferLimit, or read faster)"),
+                cancelling: true)
             return false
         }
     }

@@ -360,15 +360,20 @@ final class TaskHandler: Sendable {
         let (failure, stream) = state.withLock { ($0.failure, $0.stream) }
         if let stream {
             if let failure {
+                // Stopped before anyone hears of it, as ``refuseBody()`` does: the end of the stream lets the
+                // session go, after which only a stop made first can still stop the transfer on Linux.
+                stop()
                 stream.finish(throwing: failure)
                 return false
             }
             return stream.offer(data)
         }
         guard let failure else { return true }
-        // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends).
+        // Fail at once: the task's own completion may come late (or, on Linux, only when the body ends). Stopped
+        // first, for the same reason as above: the future's completion lets a session of its own go.
         deadline?.cancel()
         discardPartialDownload()
+        stop()
         CompletionContext.deliver { promise.completeIfPending(with: .failure(failure)) }
         return false
     }
@@ -415,9 +420,11 @@ final class TaskHandler: Sendable {
     func timeOut() {
         let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
         guard discardPartialDownload(failure: failure) else { return }
+        // Stopped first: the future's completion (or the stream's end) lets a session of its own go, after which
+        // only a stop made first can still stop the transfer on Linux.
+        stop()
         promise.completeIfPending(with: .failure(failure))
         state.withLock { $0.stream }?.finish(throwing: failure)
-        stop()
     }
 
     /// The server of `host` failed its pins: the cancellation that follows reports that.

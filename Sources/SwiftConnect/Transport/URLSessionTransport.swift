@@ -59,6 +59,8 @@ public final class URLSessionTransport: Transport {
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
     /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
     let isolatedSessionInvalidations = Protected(0)
+    /// How many of those invalidations cancelled the session's task (a transfer stopped, not one that ended).
+    let isolatedSessionCancellations = Protected(0)
 
     /// Creates a transport with its own session.
     ///
@@ -257,7 +259,10 @@ public final class URLSessionTransport: Transport {
         }
         if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
         let invalidation =
-            isolated ? IsolatedSessionInvalidation(taskSession, counting: isolatedSessionInvalidations) : nil
+            isolated
+            ? IsolatedSessionInvalidation(
+                taskSession, counting: isolatedSessionInvalidations, cancellations: isolatedSessionCancellations)
+            : nil
         let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
             Self.cancel(task, through: taskDelegate)
             invalidation?.invalidate(cancellingTasks: true)
@@ -275,7 +280,18 @@ public final class URLSessionTransport: Transport {
             request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
             stop: stop)
         taskDelegate.register(handler, for: task)
-        if let invalidation { promise.future.always { invalidation.invalidate(cancellingTasks: false) } }
+        if let invalidation {
+            // The session is let go when the transfer is over: for a streamed answer that is when its body ends,
+            // not at its head. Were it let go at the head, a stop afterwards (the reader leaving, a full buffer)
+            // could no longer invalidate it, the one way to stop libcurl on Linux.
+            promise.future.observe { result in
+                if case .success(let response) = result, let stream = response.bodyStream {
+                    stream.whenEnded { invalidation.invalidate(cancellingTasks: false) }
+                } else {
+                    invalidation.invalidate(cancellingTasks: false)
+                }
+            }
+        }
         return Self.run(
             task, promise: promise, deadline: deadline, request: request,
             discard: { handler.discardDownloadOnCancel() }, timeOut: handler.timeOut, stop: stop)

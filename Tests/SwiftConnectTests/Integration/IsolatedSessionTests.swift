@@ -102,4 +102,23 @@ final class IsolatedSessionTests: XCTestCase {
         XCTAssertTrue(server.waitUntilIdle(timeout: 10), "every transfer was stopped")
         XCTAssertEqual(transport.isolatedSessionInvalidations.snapshot, 20 * sessionsPerRequest)
     }
+    /// A transfer stopped mid-body (a size limit reached without a declared length) is stopped before its future
+    /// fails: its session is invalidated with its task cancelled, the one way to stop libcurl, not let go to
+    /// finish the transfer (which the future's completion would do first).
+    func testATransferStoppedMidBodyInvalidatesItsSessionCancellingIt() throws {
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                for _ in 0..<4096 { guard write(Data(count: 16_384)) else { return } }
+            }
+        }
+        let limited = connect.request(route("/endless"))
+        guard case .failure(let error as ConnectError) = try limited.waitForResult(timeout: 20) else {
+            return XCTFail("the size limit did not fail the request")
+        }
+        XCTAssertEqual(error.kind, .responseTooLarge)
+        XCTAssertEqual(transport.isolatedSessionInvalidations.snapshot, sessionsPerRequest)
+        XCTAssertEqual(
+            transport.isolatedSessionCancellations.snapshot, sessionsPerRequest,
+            "the stopped transfer's session was let go to finish instead of being cancelled")
+    }
 }

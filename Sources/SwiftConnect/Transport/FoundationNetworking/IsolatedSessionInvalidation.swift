@@ -19,10 +19,13 @@ final class IsolatedSessionInvalidation: Sendable {
     private let isInvalidated = Protected(false)
     /// The transport's count of invalidations, which tests read.
     private let count: Protected<Int>
+    /// The transport's count of those that cancelled the task, which tests read.
+    private let cancellations: Protected<Int>
 
-    init(_ session: URLSession, counting count: Protected<Int>) {
+    init(_ session: URLSession, counting count: Protected<Int>, cancellations: Protected<Int>) {
         self.session = session
         self.count = count
+        self.cancellations = cancellations
     }
 
     /// Invalidates the session unless that was done already: `invalidateAndCancel()` when `cancellingTasks`,
@@ -34,6 +37,11 @@ final class IsolatedSessionInvalidation: Sendable {
         }
         guard isFirst else { return }
         count.withLock { $0 += 1 }
-        if cancellingTasks { session.invalidateAndCancel() } else { session.finishTasksAndInvalidate() }
+        if cancellingTasks {
+            cancellations.withLock { $0 += 1 }
+            session.invalidateAndCancel()
+        } else {
+            session.finishTasksAndInvalidate()
+        }
     }
 }
