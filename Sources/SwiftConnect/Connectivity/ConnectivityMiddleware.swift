@@ -147,20 +147,23 @@ final class ConnectivityGate: Sendable {
     /// requests, oldest first.
     private func changed(to connectivity: Connectivity, isInitial: Bool = false) {
         applying.lock()
-        let applies: Bool
+        let movesQueue: Bool
         let released: [Waiting]
-        (applies, released) = state.withLock { state in
+        (movesQueue, released) = state.withLock { state in
             if isInitial {
                 guard !state.heardFromMonitor else { return (false, []) }
             } else {
                 state.heardFromMonitor = true
             }
+            // The queue is paused or resumed when the network goes or comes back (and at start when it is
+            // gone), not on a change of interface: that would undo the app's own `pause()`.
+            let flips = isInitial ? !connectivity.isConnected : state.isConnected != connectivity.isConnected
             state.isConnected = connectivity.isConnected
-            guard connectivity.isConnected else { return (true, []) }
+            guard connectivity.isConnected else { return (flips, []) }
             defer { state.waiting.removeAll() }
-            return (true, state.waiting.sorted { $0.key < $1.key }.map(\.value))
+            return (flips, state.waiting.sorted { $0.key < $1.key }.map(\.value))
         }
-        if applies {
+        if movesQueue {
             if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
         }
         applying.unlock()

@@ -238,6 +238,22 @@ final class ConnectivityMiddlewareTests: XCTestCase {
 
     // MARK: - The queue
 
+    func testAChangeOfInterfaceLeavesTheAppsPauseAlone() throws {
+        // Given: online, a queue the app paused
+        network.goOnline(over: [.wifi])
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = client(.waitForConnectivity, queue: queue, pausing: true)
+        defer { withExtendedLifetime(connect) {} }
+        queue.pause()
+        // When: the device moves from Wi-Fi to cellular, online all along
+        network.goOnline(over: [.cellular])
+        // Then: the queue stays paused; going offline and back resumes it
+        XCTAssertTrue(queue.isPaused, "a change of interface resumed a queue the app had paused")
+        network.goOffline()
+        network.goOnline()
+        XCTAssertFalse(queue.isPaused)
+    }
+
     func testTheQueuePausesWhileOfflineAndResumesWhenOnline() throws {
         network.goOnline()
         let gate = Promise<Void>()
