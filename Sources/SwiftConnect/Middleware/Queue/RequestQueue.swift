@@ -55,7 +55,9 @@ import Foundation
 /// that completed the previous request), or on the thread that submitted it or called ``resume()``. When a
 /// running request completes, the next one starts before the completed request's future is completed, so
 /// by the time you observe a result the next request is already on its way. Requests that complete at once
-/// (a stub, a fake transport) are started in a loop, so thousands of them use constant stack.
+/// (a stub, a fake transport) are started in a loop, so thousands of them use constant stack; there a request's
+/// future completes before the next one starts, which starts when its callbacks return: a callback must not block
+/// waiting for another request of the same queue.
 public final class RequestQueue: Sendable {
     /// A request waiting for a slot.
     private struct Waiting {

@@ -112,14 +112,17 @@ final class PinnedRoutes: Sendable {
     /// Closes every relay and removes their sockets. Connections already relayed end when AsyncHTTPClient closes
     /// them (its shutdown does).
     func shutdown() async {
-        let (relays, directory) = state.withLockedValue { state in
+        let relays = state.withLockedValue { state in
             state.isShutDown = true
-            return (state.relays.values, state.directory)
+            return state.relays.values
         }
         for task in relays {
             try? await task.value.server.close()
         }
-        if let directory { try? FileManager.default.removeItem(atPath: directory) }
+        // Read once the relays have started: one starting at shutdown may have made the directory meanwhile.
+        if let directory = state.withLockedValue({ $0.directory }) {
+            try? FileManager.default.removeItem(atPath: directory)
+        }
     }
 
     /// A new directory for the sockets, which only this user may open (a socket there is a door to the origin).
