@@ -85,6 +85,8 @@ final class ConnectivityGate: Sendable {
     private struct State {
         var isConnected: Bool
         var waiting: [UInt64: Waiting] = [:]
+        /// The requests sent since the network came back, while they are on their way: what a cancellation stops.
+        var sending: [UInt64: Future<ConnectResponse>] = [:]
         var nextID: UInt64 = 0
         /// Whether the monitor has delivered a change: the state read at start is then older than it.
         var heardFromMonitor = false
@@ -136,9 +138,7 @@ final class ConnectivityGate: Sendable {
         case .fail:
             return Future(error: ConnectError.notConnected(request: request))
         case .wait(let id):
-            promise.setCancelHandler { [weak self] in
-                _ = self?.state.withLock { $0.waiting.removeValue(forKey: id) }
-            }
+            promise.setCancelHandler { [weak self] in self?.cancel(id) }
             return promise.future
         }
     }
@@ -148,7 +148,7 @@ final class ConnectivityGate: Sendable {
     private func changed(to connectivity: Connectivity, isInitial: Bool = false) {
         applying.lock()
         let movesQueue: Bool
-        let released: [Waiting]
+        let released: [(id: UInt64, waiting: Waiting)]
         (movesQueue, released) = state.withLock { state in
             if isInitial {
                 guard !state.heardFromMonitor else { return (false, []) }
@@ -161,21 +161,38 @@ final class ConnectivityGate: Sendable {
             state.isConnected = connectivity.isConnected
             guard connectivity.isConnected else { return (flips, []) }
             defer { state.waiting.removeAll() }
-            return (flips, state.waiting.sorted { $0.key < $1.key }.map(\.value))
+            return (flips, state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) })
         }
         if movesQueue {
             if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
         }
         applying.unlock()
-        for waiting in released {
+        for (id, waiting) in released {
             // Cancelled (or timed out) since it was taken out: it is not sent.
             guard !waiting.promise.future.isCompleted else { continue }
             let sent = waiting.next(waiting.request)
-            // Cancelling the caller's future now cancels the request sent: linked, not by replacing the cancel
-            // handler `send` sets (which may come after this, on the caller's thread).
-            waiting.promise.future.setUpstream(sent)
-            sent.whenComplete { waiting.promise.completeIfPending(with: $0) }
+            // Recorded for the cancel handler `send` set (``cancel(_:)``); a cancellation that came before this
+            // found nothing to stop, so the request is stopped here.
+            let cancelledMeanwhile = state.withLock { state -> Bool in
+                guard !waiting.promise.future.isCompleted else { return true }
+                state.sending[id] = sent
+                return false
+            }
+            if cancelledMeanwhile { sent.cancel() }
+            sent.whenComplete { [weak self] result in
+                _ = self?.state.withLock { $0.sending.removeValue(forKey: id) }
+                waiting.promise.completeIfPending(with: result)
+            }
         }
+    }
+
+    /// The caller cancelled request `id`: it leaves the waiting ones, or the request sent for it is cancelled.
+    private func cancel(_ id: UInt64) {
+        let sent = state.withLock { state -> Future<ConnectResponse>? in
+            state.waiting.removeValue(forKey: id)
+            return state.sending.removeValue(forKey: id)
+        }
+        sent?.cancel()
     }
 }
 

@@ -146,11 +146,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     ///
     /// It is at most 1,024 characters: secrets are hidden before it is cut, so that none is shown in part.
     public var message: String {
-        get {
-            let shown = secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage)
-            let limit = SingleLineText.messageLimit
-            return shown.count > limit ? String(shown.prefix(limit - 1)) + "…" : shown
-        }
+        get { SingleLineText.cut(secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage)) }
         set { storedMessage = newValue }
     }
     /// The message as it was made.

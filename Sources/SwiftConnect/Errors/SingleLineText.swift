@@ -6,6 +6,11 @@ enum SingleLineText {
     /// before the cut to ``messageLimit``, and a secret the cut would split is hidden whole, never shown in part.
     static let keptLimit = 16 * messageLimit
 
+    /// `text` cut as ``make(_:limit:)`` cuts it (to `limit - 1` characters and "…"), with nothing else changed.
+    static func cut(_ text: String, limit: Int = messageLimit) -> String {
+        text.count > limit ? String(text.prefix(max(limit, 2) - 1)) + "…" : text
+    }
+
     /// `text` on one line and at most `limit` characters long.
     ///
     /// Control characters (C0, DEL and C1, so CR, LF, ESC and NEL among them) and the Unicode line and

@@ -89,7 +89,7 @@ struct SecretValues: Sendable, Equatable {
     /// The UTF-8 length of the longest value, in any form: how far past a cut a value that starts before it can
     /// reach.
     var longestLength: Int {
-        (anywhere + wholeWords).lazy.map(\.utf8.count).max() ?? 0
+        max(anywhere.lazy.map(\.utf8.count).max() ?? 0, wholeWords.lazy.map(\.utf8.count).max() ?? 0)
     }
 
     /// These values and those of `other`.

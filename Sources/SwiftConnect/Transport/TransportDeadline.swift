@@ -16,8 +16,7 @@ import Dispatch
 /// ```
 ///
 /// Deadlines share one timer, armed for the earliest of them: arming and cancelling one is a dictionary update
-/// under a lock, not a timer set-up (a `DispatchSource` per request cost every request a wake-up of the dispatch
-/// timer thread on Linux).
+/// under a lock, not a timer of its own to set up, wake a thread for and tear down.
 public final class TransportDeadline: Sendable {
     /// When the deadline passes.
     let time: DispatchTime

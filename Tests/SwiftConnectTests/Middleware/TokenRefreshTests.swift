@@ -324,15 +324,28 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(connectError(of: afterSignIn)?.kind, .authenticationFailed)
     }
 
+    /// A server that accepts the `Authorization` values in `accepted` and rejects the others with 401; with
+    /// `rejectingOnce`, it rejects the first request with that value too.
+    private func server(accepting accepted: Protected<Set<String>>, rejectingOnce: String? = nil) -> FakeTransport {
+        let sightings = Protected(0)
+        return FakeTransport.answering(
+            .handler { request in
+                let value = request.value(forHTTPHeaderField: "Authorization") ?? ""
+                let firstSighting =
+                    value == rejectingOnce
+                    && sightings.withLock {
+                        $0 += 1
+                        return $0 == 1
+                    }
+                let status = !firstSighting && accepted.withLock { $0.contains(value) } ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status)!)
+            })
+    }
+
     func testARenewedCredentialTheServerAcceptedOnceMayBeRefreshedWhenItExpiresLater() {
         // Given: the renewed credential works once, then the server rejects it (it expired)
         let accepted = Protected(Set<String>(["Bearer new"]))
-        let fake = FakeTransport.answering(
-            .handler { request in
-                let value = request.value(forHTTPHeaderField: "Authorization") ?? ""
-                let status = accepted.withLock { $0.contains(value) } ? 200 : 401
-                return .success(ConnectResponse(request: request, statusCode: status)!)
-            })
+        let fake = server(accepting: accepted)
         let stub = RefreshStub()
         let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
         let connect = client(fake, auth)
@@ -352,19 +365,7 @@ final class TokenRefreshTests: XCTestCase {
         // Given: the server rejects the first request with the renewed credential (a replica that has not heard of
         // it yet), then accepts it
         let accepted = Protected(Set<String>(["Bearer new"]))
-        let sightingsOfNew = Protected(0)
-        let fake = FakeTransport.answering(
-            .handler { request in
-                let value = request.value(forHTTPHeaderField: "Authorization") ?? ""
-                let firstSighting =
-                    value == "Bearer new"
-                    && sightingsOfNew.withLock {
-                        $0 += 1
-                        return $0 == 1
-                    }
-                let status = !firstSighting && accepted.withLock { $0.contains(value) } ? 200 : 401
-                return .success(ConnectResponse(request: request, statusCode: status)!)
-            })
+        let fake = server(accepting: accepted, rejectingOnce: "Bearer new")
         let stub = RefreshStub()
         let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
         let connect = client(fake, auth)

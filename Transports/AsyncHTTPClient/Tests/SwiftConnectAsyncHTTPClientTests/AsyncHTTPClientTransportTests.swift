@@ -22,6 +22,19 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         server.stop()
     }
 
+    /// Routes `/endless` to a body that never ends (until the client closes the connection); the semaphore is
+    /// signalled when the server starts sending it.
+    private func routeEndlessBody() -> DispatchSemaphore {
+        let started = DispatchSemaphore(value: 0)
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                started.signal()
+                while write(Data(count: 1 << 14)) {}
+            }
+        }
+        return started
+    }
+
     private func request(_ path: String, timeout: TimeInterval = 10) -> URLRequest {
         URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())), timeoutInterval: timeout)
     }
@@ -100,13 +113,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
     /// Cancelling a request whose answer is still coming closes its connection: the server sees the close
     /// promptly, not when the body would have ended.
     func testCancellationClosesTheConnectionAtOnce() throws {
-        let started = DispatchSemaphore(value: 0)
-        server.route("GET", "/endless") { _ in
-            .stream(contentLength: nil) { write in
-                started.signal()
-                while write(Data(count: 1 << 14)) {}
-            }
-        }
+        let started = routeEndlessBody()
         let transport = AsyncHTTPClientTransport()
         let future = transport.send(request("/endless", timeout: 60))
         XCTAssertEqual(started.wait(timeout: .now() + 10), .success)
@@ -128,13 +135,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
     /// engine, which waited for the reader (back-pressure), stops and closes the connection, and the reader gets
     /// the timeout after the chunks that had arrived.
     func testTheDeadlineStopsAStreamWhoseReaderIsBehind() async throws {
-        let started = DispatchSemaphore(value: 0)
-        server.route("GET", "/endless") { _ in
-            .stream(contentLength: nil) { write in
-                started.signal()
-                while write(Data(count: 1 << 14)) {}
-            }
-        }
+        let started = routeEndlessBody()
         let transport = AsyncHTTPClientTransport()
         let connect = Connect(transport: transport, retryPolicy: nil)
         let stream = connect.stream(SwiftConnect.Route("/endless", baseURL: server.baseURL, timeout: 0.5))
