@@ -110,16 +110,21 @@
             observers = ConnectivityObservers(initial: session.table.connectivity)
             wakeSender = session.wakeSender
             finished.enter()
+            let started = DispatchSemaphore(value: 0)
             let named = DispatchSemaphore(value: 0)
             let thread = Thread { [self] in
                 // Named from the thread itself: Foundation's `Thread` on Linux does not pass a name set before
-                // `start()` on to the system, where debuggers, `top` and /proc/self/task/*/comm read it.
-                // At most 15 characters: the kernel's limit.
+                // `start()` on to the system, where debuggers, `top` and /proc/self/task/*/comm read it. And only
+                // once `start()` has returned: it stores the thread's handle after creating it, and a name set
+                // before that is dropped (`Thread.name` has no thread to name yet; seen under ThreadSanitizer, a
+                // monitor's thread left unnamed). At most 15 characters: the kernel's limit.
+                started.wait()
                 Thread.current.name = "NetlinkMonitor"
                 named.signal()
                 run(session)
             }
             thread.start()
+            started.signal()
             // The thread is there, under its name, once `init` returns.
             named.wait()
         }
