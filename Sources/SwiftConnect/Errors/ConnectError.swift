@@ -26,9 +26,28 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// The request could not be built: a missing path value, an invalid header, two bodies…
         /// Nothing was sent.
         case invalidRequest
-        /// The transport failed before a complete response arrived (no connection, reset, TLS…).
-        /// ``ConnectError/urlError`` holds the platform error when there is one.
+        /// The transport failed before a complete response arrived, for a reason none of the finer kinds
+        /// below names (``cannotConnect``, ``nameResolution``, ``connectionLost``, ``secureConnection``,
+        /// ``untrustedCertificate``, ``badResponse``). ``ConnectError/underlyingError`` holds the engine's own error
+        /// (a `URLError` from ``URLSessionTransport``, a SwiftNIO or AsyncHTTPClient error from the AsyncHTTPClient
+        /// engine). ``ConnectError/isTransportFailure`` is `true` for this kind and the finer ones.
         case transport
+        /// No connection could be opened: the server refused it, the host is unreachable, or the device is offline.
+        /// Nothing reached the server.
+        case cannotConnect
+        /// The server's host name did not resolve (no such name, or the resolver failed). Nothing was sent.
+        case nameResolution
+        /// The connection closed or was reset before the response was complete.
+        case connectionLost
+        /// The TLS handshake failed for a reason other than the server's certificate (a reset during the
+        /// handshake, no common protocol version or cipher).
+        case secureConnection
+        /// The server's certificate is not trusted: an unknown authority, expired, or for another host. Retrying
+        /// does not help. (A certificate that matches none of the host's pins is ``certificatePinning``.)
+        case untrustedCertificate
+        /// The server's answer is not valid HTTP, or its body's framing cannot be trusted (no single valid
+        /// `Content-Length`, a body cut short by a proxy).
+        case badResponse
         /// The server answered with a status outside 200..<300 and no message the error handler recognised.
         case httpStatus
         /// The server answered with an error status and a message the error handler extracted.
@@ -206,8 +225,17 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The HTTP status code, when a response arrived.
     public var statusCode: Int? { response?.statusCode }
 
-    /// The platform's `URLError` for ``Kind/transport`` and ``Kind/timedOut`` failures.
+    /// The platform's `URLError`, when the engine reported one (``URLSessionTransport``, or a transport of
+    /// yours that fails with `URLError`s). Read ``kind`` to tell failures apart on every engine: the
+    /// AsyncHTTPClient engine keeps its own error in ``underlyingError`` instead.
     public var urlError: URLError? { underlyingError as? URLError }
+
+    /// Whether the transport failed before a complete response arrived: ``Kind/transport`` or one of the finer
+    /// kinds that name the reason (``Kind/cannotConnect``, ``Kind/nameResolution``, ``Kind/connectionLost``,
+    /// ``Kind/secureConnection``, ``Kind/untrustedCertificate``, ``Kind/badResponse``).
+    ///
+    /// Code that compared `kind == .transport` before the finer kinds existed reads this instead.
+    public var isTransportFailure: Bool { kind.isTransportFailure }
 
     /// The response headers, when a response arrived.
     public var headers: [String: String] {
@@ -377,6 +405,12 @@ extension ConnectError.Kind {
         switch self {
         case .invalidRequest: return "Invalid request"
         case .transport: return "Transport failure"
+        case .cannotConnect: return "Cannot connect"
+        case .nameResolution: return "Name resolution failed"
+        case .connectionLost: return "Connection lost"
+        case .secureConnection: return "Secure connection failed"
+        case .untrustedCertificate: return "Untrusted certificate"
+        case .badResponse: return "Bad response"
         case .httpStatus: return "HTTP error status"
         case .serverMessage: return "Server error"
         case .decoding: return "Decoding failed"

@@ -120,7 +120,7 @@ public struct EventSource: AsyncSequence {
             if let limit = source.reconnection.maxAttempts, failures > limit {
                 isFinished = true
                 throw ConnectError(
-                    .transport,
+                    .connectionLost,
                     message: "the event stream ended or could not be reached \(failures) times in a row without an "
                         + "event: gave up after \(limit) reconnections",
                     underlyingError: URLError(.networkConnectionLost))
@@ -138,7 +138,7 @@ public struct EventSource: AsyncSequence {
         /// Whether `error` says the network did not carry the request (no connection, a timeout, no network), as
         /// opposed to an answer the server gave or a cancellation.
         private static func isNetworkFailure(_ error: ConnectError) -> Bool {
-            error.kind == .transport || error.kind == .timedOut || error.kind == .notConnected
+            error.isTransportFailure || error.kind == .timedOut || error.kind == .notConnected
         }
 
         /// Keeps the last event ID and the server's reconnection time.

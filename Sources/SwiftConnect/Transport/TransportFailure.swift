@@ -26,10 +26,10 @@ extension ConnectError {
     /// classifies the `URLError`s of other transports here too, so that one error means one thing whatever
     /// transport reported it.
     ///
-    /// A `ConnectError` is kept as it is. A `URLError` becomes ``Kind/cancelled`` or ``Kind/timedOut`` for those
-    /// codes, ``Kind/invalidRequest`` where the request could never have been sent (a GET with a body; an IPv6
-    /// literal host on Linux), and ``Kind/transport`` otherwise, keeping the `URLError` as the underlying error,
-    /// which the retry policy reads. Platform defects are answered by the hooks of
+    /// A `ConnectError` is kept as it is. A `URLError` becomes ``Kind/invalidRequest`` where the request could
+    /// never have been sent (a GET with a body; an IPv6 literal host on Linux), and otherwise the kind its code
+    /// names (``Kind/init(_:)``: ``Kind/cancelled``, ``Kind/timedOut``, ``Kind/connectionLost``…), keeping the
+    /// `URLError` as the underlying error. Platform defects are answered by the hooks of
     /// `Transport/FoundationNetworking/` (``cutShort(_:)``, ``isIPv6Literal(_:)``).
     static func transportFailure(_ failure: TransportFailure, request: URLRequest) -> ConnectError {
         switch failure {
@@ -38,11 +38,11 @@ extension ConnectError {
         case .deadlinePassed(let seconds):
             return timedOut(request, after: seconds)
         case .notHTTP:
-            return ConnectError(.transport, message: "the server's answer was not an HTTP response", request: request)
+            return ConnectError(.badResponse, message: "the server's answer was not an HTTP response", request: request)
         case .lengthTooLargeToCount(let declared, let response):
             // A body cut short, as libcurl's "transfer closed with bytes remaining" is (``cutShort(_:)``).
             return ConnectError(
-                .transport,
+                .connectionLost,
                 message:
                     "the connection closed before the end of the body: the server announced \(declared) bytes",
                 request: request,
@@ -51,7 +51,7 @@ extension ConnectError {
             )
         case .invalidLength(let declared, let response):
             return ConnectError(
-                .transport,
+                .badResponse,
                 message:
                     "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
                 request: request,
@@ -89,7 +89,7 @@ extension ConnectError {
             return error
         default:
             return ConnectError(
-                .transport,
+                Kind(urlError.code),
                 message: "the request failed: \(urlError.localizedDescription) (URLError \(urlError.code.rawValue))",
                 request: request,
                 underlyingError: urlError

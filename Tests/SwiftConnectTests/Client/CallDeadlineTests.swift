@@ -44,7 +44,7 @@ final class CallDeadlineTests: XCTestCase {
         let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 1))))
         // Then: 0.2 + 0.4 fit in the second; the 0.8 s wait would end after it, so the call ends with the last
         // failure instead of waiting, well before ten attempts (the test's clock counts the waits as time spent)
-        XCTAssertEqual(error.kind, .transport)
+        XCTAssertEqual(error.kind, .connectionLost)
         XCTAssertEqual(error.attempts, 3)
         XCTAssertEqual(transport.requests.count, 3)
         XCTAssertEqual(clock.delays, [0.2, 0.4])

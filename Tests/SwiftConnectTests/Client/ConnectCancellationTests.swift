@@ -254,7 +254,7 @@ final class ConnectCancellationTests: XCTestCase {
         // When
         gate.succeed(())
         // Then
-        XCTAssertEqual(connectError(of: failing)?.kind, .transport)
+        XCTAssertEqual(connectError(of: failing)?.kind, .cannotConnect)
         XCTAssertEqual(connectError(of: invalid)?.kind, .invalidRequest)
         XCTAssertEqual(connect.requestsInFlight, 0)
     }

@@ -318,7 +318,7 @@ final class ConnectTests: XCTestCase {
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .cannotConnect)
         XCTAssertEqual(error?.urlError?.code, .notConnectedToInternet)
         XCTAssertEqual(error?.request?.url?.absoluteString, "https://api.example.com/items")
         XCTAssertNil(error?.statusCode)
@@ -358,7 +358,7 @@ final class ConnectTests: XCTestCase {
         // When
         let error = connectError(of: connect.request(Endpoint()))
         // Then
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .connectionLost)
         XCTAssertEqual(seen.value, 0)
     }
 }

@@ -169,13 +169,15 @@ final class ConnectIntegrationTests: XCTestCase {
         silent.timeout = 0.5
         let failure = try XCTUnwrap(error(of: connect.request(silent), timeout: 20) as? ConnectError)
         XCTAssertEqual(failure.kind, .timedOut)
-        XCTAssertEqual(failure.urlError?.code, .timedOut)
+        XCTAssertNotNil(failure.underlyingError, "the engine's timeout, which a retry policy may retry")
     }
 
     func testTransportFailureIsTyped() throws {
         server.route("GET", "/drop") { _ in LocalServer.Response.json(["x": 1]).withFault(.closeBeforeHeaders) }
         let failure = try XCTUnwrap(error(of: connect.request(endpoint("/drop"))) as? ConnectError)
-        XCTAssertEqual(failure.kind, .transport)
-        XCTAssertNotNil(failure.urlError)
+        // An answer that never came: lost (AsyncHTTPClient; Apple's URLSession) or empty (libcurl's "Empty reply").
+        XCTAssertTrue([.connectionLost, .badResponse].contains(failure.kind), "\(failure)")
+        XCTAssertTrue(failure.isTransportFailure)
+        XCTAssertNotNil(failure.underlyingError)
     }
 }

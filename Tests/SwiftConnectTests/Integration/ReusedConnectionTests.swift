@@ -26,8 +26,7 @@ final class ReusedConnectionTests: XCTestCase {
         let result = try connect.request(post).waitForResult(timeout: 90)
 
         guard case .failure(let error as ConnectError) = result else { return XCTFail("got \(result)") }
-        XCTAssertEqual(error.kind, .transport, "\(error)")
-        XCTAssertEqual(error.urlError?.code, .networkConnectionLost, "\(error)")
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
         XCTAssertEqual(server.requests.filter { $0.path == "/orders" }.map(\.bodyText), [Self.orderBody])
         XCTAssertEqual(server.requestCount(for: "GET", path: "/warm"), 1)
     }
@@ -44,7 +43,7 @@ final class ReusedConnectionTests: XCTestCase {
         let result = try connect.upload(files: [File(key: "doc", fileURL: file)], to: upload).waitForResult(timeout: 90)
 
         guard case .failure(let error as ConnectError) = result else { return XCTFail("got \(result)") }
-        XCTAssertEqual(error.urlError?.code, .networkConnectionLost, "\(error)")
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
         let bodies = server.requests.filter { $0.path == "/uploads" }.map(\.bodyText)
         XCTAssertEqual(bodies.count, 1)
         XCTAssertTrue(bodies.first?.contains("a file's content") ?? false, "\(bodies)")
@@ -90,7 +89,7 @@ final class ReusedConnectionTests: XCTestCase {
         let stored = try connect.request(put).wait(timeout: 90)
 
         XCTAssertEqual(String(decoding: stored, as: UTF8.self), "stored")
-        XCTAssertEqual(outcomes.seen.withLock { $0 }, ["NSURLErrorDomain -1005", "200"])
+        XCTAssertEqual(outcomes.seen.withLock { $0 }, ["connectionLost", "200"])
         XCTAssertEqual(
             server.requests.filter { $0.path == "/orders/7" }.map(\.bodyText), [Self.orderBody, Self.orderBody])
     }
@@ -111,8 +110,7 @@ private struct AttemptOutcomes: Middleware {
             switch result {
             case .success(let response): outcome = "\(response.statusCode)"
             case .failure(let error):
-                let code = (error as? ConnectError)?.urlError?.code.rawValue ?? (error as? URLError)?.code.rawValue
-                outcome = code.map { "NSURLErrorDomain \($0)" } ?? "\(error)"
+                outcome = (error as? ConnectError)?.kind.rawValue ?? "\(error)"
             }
             seen.withLock { $0.append(outcome) }
         }

@@ -157,7 +157,7 @@ final class RequestOwnershipTests: XCTestCase {
         let transport = FakeTransport.answering(.failure(URLError(.cannotConnectToHost)))
         let connect = Connect(transport: transport, retryPolicy: nil)
         let error = try XCTUnwrap(self.error(of: connect.request(Todos())) as? ConnectError)
-        XCTAssertEqual(error.kind, .transport)
+        XCTAssertEqual(error.kind, .cannotConnect)
         let reported = try XCTUnwrap(error.request)
         XCTAssertEqual(reported, try Todos().asURLRequest().withDefaultAccept())
         XCTAssertEqual(reported.value(forHTTPHeaderField: "X-Connector"), "todos")

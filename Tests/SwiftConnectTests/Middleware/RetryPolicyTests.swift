@@ -39,13 +39,13 @@ final class RetryPolicyTests: XCTestCase {
 
     /// A policy that retries nothing by itself and allows 10 attempts: a guide middleware's answers decide.
     private var hookOnly: RetryPolicy {
-        RetryPolicy(maxAttempts: 10, retryableStatusCodes: [], retryableURLErrorCodes: [], clock: clock)
+        RetryPolicy(maxAttempts: 10, retryableStatusCodes: [], retryableFailures: [], clock: clock)
     }
 
     private func policy(
         maxAttempts: Int = 3,
         jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = RetryPolicy.noJitter,
-        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
+        retryableFailures: Set<ConnectError.Kind> = RetryPolicy.defaultRetryableFailures,
         honorsRetryAfter: Bool = true,
         maxRetryAfter: TimeInterval = 60,
         addsIdempotencyKey: Bool = false
@@ -53,7 +53,7 @@ final class RetryPolicyTests: XCTestCase {
         RetryPolicy(
             maxAttempts: maxAttempts,
             jitter: jitter,
-            retryableURLErrorCodes: retryableURLErrorCodes,
+            retryableFailures: retryableFailures,
             honorsRetryAfter: honorsRetryAfter,
             maxRetryAfter: maxRetryAfter,
             addsIdempotencyKey: addsIdempotencyKey,
@@ -76,12 +76,11 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertFalse(policy.addsIdempotencyKey)
         XCTAssertEqual(policy.retryableStatusCodes, [408, 429, 500, 502, 503, 504])
         XCTAssertTrue(policy.clock is DispatchRetryClock)
-        for code: URLError.Code in [.timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet] {
-            XCTAssertTrue(policy.retryableURLErrorCodes.contains(code), "\(code.rawValue)")
-        }
-        XCTAssertFalse(policy.retryableURLErrorCodes.contains(.cancelled))
+        XCTAssertEqual(
+            policy.retryableFailures,
+            [.timedOut, .connectionLost, .cannotConnect, .nameResolution, .secureConnection, .badResponse])
         XCTAssertEqual(RetryPolicy.none.retryableStatusCodes, [])
-        XCTAssertEqual(RetryPolicy.none.retryableURLErrorCodes, [])
+        XCTAssertEqual(RetryPolicy.none.retryableFailures, [])
     }
 
     func testDefaultClientRetriesAGetOn503() {
@@ -180,7 +179,7 @@ final class RetryPolicyTests: XCTestCase {
     func testExhaustedAttemptsReportTheLastTransportError() {
         fake.stub(.get, "/items", with: [.failure(URLError(.timedOut)), .failure(URLError(.networkConnectionLost))])
         let error = connectError(of: client(policy(maxAttempts: 2)).request(Endpoint()))
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .connectionLost)
         XCTAssertEqual(error?.urlError?.code, .networkConnectionLost)
     }
 
@@ -398,7 +397,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testPatchAfterTransportFailureIsNotReplayed() {
         fake.stub(.patch, "/items", with: [.failure(URLError(.networkConnectionLost)), Self.ok])
-        XCTAssertEqual(connectError(of: client().request(Endpoint(method: .patch)))?.kind, .transport)
+        XCTAssertEqual(connectError(of: client().request(Endpoint(method: .patch)))?.kind, .connectionLost)
         XCTAssertEqual(fake.requests.count, 1)
     }
 
@@ -516,20 +515,51 @@ final class RetryPolicyTests: XCTestCase {
     }
 
     func testEachRetryableURLErrorCodeIsRetried() {
-        for code in RetryPolicy.defaultRetryableURLErrorCodes {
+        let codes: [URLError.Code] = [
+            .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed,
+            .cannotFindHost, .secureConnectionFailed, .badServerResponse,
+        ]
+        for code in codes {
             // As the bare URLError a transport may fail with…
             fake.stub(.get, "/items", with: [.failure(URLError(code)), Self.ok])
             fake.removeRecordedRequests()
             XCTAssertNotNil(value(of: client().request(Endpoint())), "URLError \(code.rawValue)")
             XCTAssertEqual(fake.requests.count, 2, "URLError \(code.rawValue)")
-            // …and wrapped in a ConnectError, as URLSessionTransport reports it.
-            let kind: ConnectError.Kind = code == .timedOut ? .timedOut : .transport
-            let wrapped = ConnectError(kind, message: "failed", underlyingError: URLError(code))
+            // …wrapped in a ConnectError of its kind, as URLSessionTransport reports it…
+            let wrapped = ConnectError(ConnectError.Kind(code), message: "failed", underlyingError: URLError(code))
+            XCTAssertTrue(RetryPolicy.defaultRetryableFailures.contains(wrapped.kind), "\(code.rawValue)")
             fake.stub(.get, "/items", with: [.failure(wrapped), Self.ok])
             fake.removeRecordedRequests()
             XCTAssertNotNil(value(of: client().request(Endpoint())), "ConnectError \(code.rawValue)")
             XCTAssertEqual(fake.requests.count, 2, "ConnectError \(code.rawValue)")
         }
+    }
+
+    func testATransportFailureOfTheOldKindIsJudgedByItsURLError() {
+        // A transport of a user's, written before the finer kinds, reports `.transport` with the URLError.
+        let lost = ConnectError(.transport, message: "reset", underlyingError: URLError(.networkConnectionLost))
+        fake.stub(.get, "/items", with: [.failure(lost), Self.ok])
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(fake.requests.count, 2)
+        // …and one whose code is not retryable stays unretried.
+        let untrusted = ConnectError(
+            .transport, message: "bad cert", underlyingError: URLError(.serverCertificateUntrusted))
+        fake.stub(.get, "/items", with: [.failure(untrusted), Self.ok])
+        fake.removeRecordedRequests()
+        XCTAssertEqual(connectError(of: client().request(Endpoint()))?.kind, .transport)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testRemovingAKindStopsItsRetries() {
+        var policy = policy()
+        policy.retryableFailures.remove(.nameResolution)
+        fake.stub(.get, "/items", with: [.failure(URLError(.cannotFindHost)), Self.ok])
+        XCTAssertEqual(connectError(of: client(policy).request(Endpoint()))?.kind, .nameResolution)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testTheDeprecatedURLErrorCodesAdaptToKinds() {
+        (self as any LegacyRetryPolicyUse).checkDeprecatedURLErrorCodes()
     }
 
     func testOtherURLErrorCodesAreNotRetried() {
@@ -568,7 +598,7 @@ final class RetryPolicyTests: XCTestCase {
 
     func testCancellationErrorsAreNeverRetried() {
         // Given: a policy that (wrongly) lists .cancelled
-        let policy = policy(retryableURLErrorCodes: [.cancelled, .timedOut])
+        let policy = policy(retryableFailures: [.cancelled, .timedOut])
         let errors: [any Error] = [
             ConnectError.cancelled(),
             ConnectError(.cancelled, message: "cancelled", underlyingError: URLError(.cancelled)),
@@ -1086,5 +1116,35 @@ private struct CancellingRetryClock: RetryClock {
         target.withLock { $0 }?.cancel()
         action()
         return RetryCancellables.none
+    }
+}
+
+/// Calls the deprecated `URLError` API of `RetryPolicy` through a protocol requirement, so that the test checks the
+/// adapter without a deprecation warning (CI builds with warnings as errors).
+private protocol LegacyRetryPolicyUse {
+    func checkDeprecatedURLErrorCodes()
+}
+
+extension RetryPolicyTests: LegacyRetryPolicyUse {
+    @available(*, deprecated, message: "exercises the deprecated URLError adapter")
+    func checkDeprecatedURLErrorCodes() {
+        // The codes of the default kinds, the old defaults among them.
+        let defaults = RetryPolicy.defaultRetryableURLErrorCodes
+        for code: URLError.Code in [
+            .timedOut, .networkConnectionLost, .cannotConnectToHost, .notConnectedToInternet, .dnsLookupFailed,
+            .cannotFindHost, .secureConnectionFailed, .badServerResponse,
+        ] {
+            XCTAssertTrue(defaults.contains(code), "\(code.rawValue)")
+        }
+        XCTAssertFalse(defaults.contains(.cancelled))
+        XCTAssertFalse(defaults.contains(.serverCertificateUntrusted))
+        XCTAssertEqual(RetryPolicy.default.retryableURLErrorCodes, defaults)
+        XCTAssertEqual(RetryPolicy.none.retryableURLErrorCodes, [])
+        // Setting codes sets their kinds; `.cancelled` is never one of them.
+        var policy = RetryPolicy()
+        policy.retryableURLErrorCodes = [.timedOut, .cancelled]
+        XCTAssertEqual(policy.retryableFailures, [.timedOut])
+        let made = RetryPolicy(retryableURLErrorCodes: [.networkConnectionLost])
+        XCTAssertEqual(made.retryableFailures, [.connectionLost])
     }
 }

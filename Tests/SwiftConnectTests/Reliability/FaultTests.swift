@@ -158,7 +158,7 @@ final class FaultTests: XCTestCase {
         let error = failure(of: connect.request(route("/fault")), "closed before headers")
 
         // Then: libcurl's "empty reply from server"
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .badResponse)
         XCTAssertNil(error?.response)
         #if canImport(FoundationNetworking)
             XCTAssertEqual(error?.urlError?.code, .badServerResponse)
@@ -176,7 +176,7 @@ final class FaultTests: XCTestCase {
         let error = failure(of: connect.request(route("/fault")), "closed mid-body")
 
         // Then: a short body is never handed out as a success
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .connectionLost)
         XCTAssertNotNil(error?.urlError)
         // libcurl's "transfer closed with bytes remaining" has no URLError of its own in FoundationNetworking
         // (it says `.unknown`); the transport reports a body cut short of its length as a lost connection, as
@@ -202,7 +202,7 @@ final class FaultTests: XCTestCase {
         let error = failure(of: future, "reset mid-body")
 
         // Then
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .connectionLost)
         #if canImport(FoundationNetworking)
             XCTAssertEqual(error?.urlError?.code, .networkConnectionLost)
         #endif
@@ -499,7 +499,7 @@ final class FaultTests: XCTestCase {
         let error = failure(of: retrying.request(route("/fault")), "closed before headers, default retries")
 
         // Then: every attempt was made, and the last failure stands
-        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual(error?.kind, .badResponse)
         XCTAssertEqual(server.requestCount(for: "GET", path: "/fault"), RetryPolicy.default.maxAttempts)
         let todo = success(of: retrying.request(route("/todo")).decoded(toType: Todo.self), "follow-up")
         XCTAssertEqual(todo, Todo.sample)

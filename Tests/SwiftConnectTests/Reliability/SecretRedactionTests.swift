@@ -250,7 +250,7 @@ final class SecretRedactionTests: XCTestCase {
         guard case .failure(let error as ConnectError) = result else {
             return XCTFail("expected a transport failure, got \(result)")
         }
-        XCTAssertEqual(error.kind, .transport)
+        XCTAssertEqual(error.kind, .cannotConnect)
         assertNoSecret(in: error.description, "description")
         assertNoSecret(in: logger.messages.joined(separator: "\n"), "debug output")
     }

@@ -87,7 +87,7 @@ final class EventSourceTests: XCTestCase {
             for try await _ in connect.eventSource(Feed(), reconnection: policy) {}
             XCTFail("an endless run of empty streams must end")
         } catch let error as ConnectError {
-            XCTAssertEqual(error.kind, .transport)
+            XCTAssertEqual(error.kind, .connectionLost)
             XCTAssertTrue(error.message.contains("3 reconnections"), error.message)
         }
         XCTAssertEqual(transport.requests.count, 4, "the first connection and three reconnections")
@@ -127,7 +127,7 @@ final class EventSourceTests: XCTestCase {
             for try await event in connect.eventSource(Feed(), reconnection: policy) { received.append(event.data) }
             XCTFail("a server that stays away must end the source")
         } catch let error as ConnectError {
-            XCTAssertEqual(error.kind, .transport)
+            XCTAssertEqual(error.kind, .connectionLost)
             XCTAssertTrue(error.message.contains("2 reconnections"), error.message)
         }
         XCTAssertEqual(received, ["a"])
@@ -142,7 +142,7 @@ final class EventSourceTests: XCTestCase {
             for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
             XCTFail("an endpoint that cannot be reached must fail the source")
         } catch let error as ConnectError {
-            XCTAssertEqual(error.kind, .transport)
+            XCTAssertEqual(error.kind, .cannotConnect)
         }
         XCTAssertEqual(transport.requests.count, 1)
     }

@@ -34,8 +34,9 @@ import Foundation
 /// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504),
 ///   unless the client's ``ErrorHandling`` accepts it (returns `nil` for it): an accepted response is an
 ///   answer, and is not retried.
-/// - A transport failure: a `URLError`, or a ``ConnectError`` of kind ``ConnectError/Kind/transport`` or
-///   ``ConnectError/Kind/timedOut``, whose code is in ``retryableURLErrorCodes``.
+/// - A failure whose ``ConnectError/kind`` is in ``retryableFailures``: by default a timeout, a connection that
+///   could not be opened or was lost, a name that did not resolve, a failed TLS handshake and a malformed answer,
+///   on every engine alike (a `URLError` of a transport of yours is classified the same way).
 /// - Never a cancellation: neither a ``ConnectError/Kind/cancelled`` failure nor a request whose future was
 ///   cancelled. Cancelling the future cancels the attempt in flight and any wait before the next one.
 ///
@@ -81,8 +82,15 @@ public struct RetryPolicy: Sendable {
     public var jitter: @Sendable (ClosedRange<Double>) -> Double
     /// The response statuses that are retried, unless the client's error handler accepts them.
     public var retryableStatusCodes: Set<Int>
-    /// The `URLError` codes of transport failures that are retried.
-    public var retryableURLErrorCodes: Set<URLError.Code>
+    /// The kinds of failure that are retried (``defaultRetryableFailures`` by default). ``ConnectError/Kind/cancelled``
+    /// is never retried, whatever this set holds, and neither is the ``ConnectError/Kind/timedOut`` of
+    /// ``Future/timeout(after:on:)``, which says nothing about the network.
+    ///
+    /// ```swift
+    /// var policy = RetryPolicy()
+    /// policy.retryableFailures.remove(.nameResolution)  // a name that does not resolve fails at once
+    /// ```
+    public var retryableFailures: Set<ConnectError.Kind>
     /// Whether a `Retry-After` header on a retryable response replaces the backoff delay.
     public var honorsRetryAfter: Bool
     /// The longest wait a `Retry-After` header can impose, in seconds; a longer one is cut to this.
@@ -95,14 +103,14 @@ public struct RetryPolicy: Sendable {
     public var clock: any RetryClock
 
     /// The default policy: 3 attempts, 0.5 s base delay doubling up to 30 s with equal jitter, the default
-    /// statuses and `URLError` codes, `Retry-After` honoured up to 60 s, no idempotency keys added.
+    /// statuses and failures, `Retry-After` honoured up to 60 s, no idempotency keys added.
     public static let `default` = RetryPolicy()
 
     /// A policy that retries nothing by itself (no status or transport error is retryable), what
     /// `Connect(retryPolicy: nil)` applies too; a middleware may still ask for another attempt (a token refresh
     /// does), up to three in all. For exactly one attempt whatever a middleware asks, use
     /// `RetryPolicy(maxAttempts: 1)`.
-    public static let none = RetryPolicy(retryableStatusCodes: [], retryableURLErrorCodes: [])
+    public static let none = RetryPolicy(retryableStatusCodes: [], retryableFailures: [])
 
     /// Creates a policy.
     ///
@@ -113,7 +121,7 @@ public struct RetryPolicy: Sendable {
     ///   - maxDelay: The cap on a backoff wait, in seconds. Defaults to 30.
     ///   - jitter: Picks the delay within `(delay / 2)...delay`. Defaults to ``randomJitter``.
     ///   - retryableStatusCodes: The statuses retried. Defaults to ``defaultRetryableStatusCodes``.
-    ///   - retryableURLErrorCodes: The transport failures retried. Defaults to ``defaultRetryableURLErrorCodes``.
+    ///   - retryableFailures: The kinds of failure retried. Defaults to ``defaultRetryableFailures``.
     ///   - honorsRetryAfter: Whether `Retry-After` replaces the backoff delay. Defaults to `true`.
     ///   - maxRetryAfter: The cap on a `Retry-After` wait, in seconds. Defaults to 60.
     ///   - addsIdempotencyKey: Whether `POST` and `PATCH` get an `Idempotency-Key`. Defaults to `false`.
@@ -125,7 +133,7 @@ public struct RetryPolicy: Sendable {
         maxDelay: TimeInterval = 30,
         jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = RetryPolicy.randomJitter,
         retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
-        retryableURLErrorCodes: Set<URLError.Code> = RetryPolicy.defaultRetryableURLErrorCodes,
+        retryableFailures: Set<ConnectError.Kind> = RetryPolicy.defaultRetryableFailures,
         honorsRetryAfter: Bool = true,
         maxRetryAfter: TimeInterval = 60,
         addsIdempotencyKey: Bool = false,
@@ -137,7 +145,7 @@ public struct RetryPolicy: Sendable {
         self.maxDelay = maxDelay
         self.jitter = jitter
         self.retryableStatusCodes = retryableStatusCodes
-        self.retryableURLErrorCodes = retryableURLErrorCodes
+        self.retryableFailures = retryableFailures
         self.honorsRetryAfter = honorsRetryAfter
         self.maxRetryAfter = maxRetryAfter
         self.addsIdempotencyKey = addsIdempotencyKey
@@ -168,35 +176,28 @@ extension RetryPolicy {
         504,  // Gateway Timeout: the upstream was slow this time.
     ]
 
-    /// The transport failures retried by default: conditions that commonly clear within seconds.
-    ///
-    /// `.cancelled` is never retried, whatever this set holds.
-    public static let defaultRetryableURLErrorCodes: Set<URLError.Code> = [
+    /// The kinds of failure retried by default: conditions that commonly clear within seconds.
+    public static let defaultRetryableFailures: Set<ConnectError.Kind> = [
         // No complete response within the timeout: congestion or a briefly overloaded server; the next attempt
         // often gets through, and the call's deadline (the connector's timeout) still bounds all attempts together.
         .timedOut,
         // The connection dropped mid-exchange, typically a kept-alive connection the server had already closed;
         // a fresh connection usually works at once.
-        .networkConnectionLost,
-        // Nothing accepted the connection: a server restarting, or a load balancer rotating instances.
-        .cannotConnectToHost,
-        // The device is offline right now; Wi-Fi and cellular hand-overs come back within seconds.
-        .notConnectedToInternet,
-        // The resolver itself failed (timeout, SERVFAIL), which says nothing about the name: ask again.
-        .dnsLookupFailed,
-        // The name did not resolve, often a resolver hiccup during a network change (a real typo just fails
-        // a bounded number of times, quickly).
-        .cannotFindHost,
-        // The TLS handshake failed without a specific reason, usually a reset mid-handshake, not a bad
-        // certificate (those have their own codes and are not retried).
-        .secureConnectionFailed,
+        .connectionLost,
+        // Nothing accepted the connection (a server restarting, a load balancer rotating instances), or the
+        // device is offline right now: Wi-Fi and cellular hand-overs come back within seconds.
+        .cannotConnect,
+        // The resolver failed or the name did not resolve, often a hiccup during a network change (a real typo
+        // just fails a bounded number of times, quickly).
+        .nameResolution,
+        // The TLS handshake failed without a reason about the certificate, usually a reset mid-handshake.
+        .secureConnection,
         // The response was malformed or cut short, typically by a proxy or a connection reset; a new exchange
         // can succeed. (The request is replayed only if it is safe to replay.)
-        .badServerResponse,
-        // Not retried, among others: `.cancelled` (the caller's decision), `.resourceUnavailable` and
-        // `.fileDoesNotExist` (permanent), `.badURL` and `.unsupportedURL` (the request itself is wrong),
-        // certificate errors (`.serverCertificateUntrusted`…: retrying does not make a certificate valid),
-        // `.userAuthenticationRequired` (needs credentials, not time).
+        .badResponse,
+        // Not retried, among others: `.cancelled` (the caller's decision), `.untrustedCertificate` (retrying does
+        // not make a certificate valid), `.transport` (a failure no finer kind names: a body that cannot be
+        // decoded, a missing file), and every kind that is not about the network.
     ]
 
     /// The header that makes a non-idempotent request safe to replay.
@@ -255,18 +256,24 @@ extension RetryPolicy {
         }
     }
 
-    /// Whether a transport failure is worth another attempt.
+    /// Whether a failure is worth another attempt: its kind is in ``retryableFailures``.
     func isRetryable(_ error: any Error) -> Bool {
+        let kind: ConnectError.Kind
         if let error = error as? ConnectError {
-            guard error.kind == .transport || error.kind == .timedOut, let code = error.urlError?.code else {
-                return false
+            // The timeout of `Future.timeout(after:)` carries no engine error: nothing failed on the network.
+            if error.kind == .timedOut, error.underlyingError == nil { return false }
+            // A transport of yours that reports `.transport` with a `URLError` is judged by the error's code.
+            if error.kind == .transport, let urlError = error.urlError {
+                kind = ConnectError.Kind(urlError.code)
+            } else {
+                kind = error.kind
             }
-            return code != .cancelled && retryableURLErrorCodes.contains(code)
+        } else if let error = error as? URLError {
+            kind = ConnectError.Kind(error.code)
+        } else {
+            return false
         }
-        if let error = error as? URLError {
-            return error.code != .cancelled && retryableURLErrorCodes.contains(error.code)
-        }
-        return false
+        return kind != .cancelled && retryableFailures.contains(kind)
     }
 
     /// The backoff wait after attempt number `attempt` failed: exponential, capped, with equal jitter.
@@ -281,4 +288,54 @@ extension RetryPolicy {
         // A jitter source that strays out of its range is brought back into it.
         return picked.isFinite ? min(max(picked, ceiling / 2), ceiling) : ceiling
     }
+}
+
+// MARK: - Before failure kinds
+
+extension RetryPolicy {
+    /// The `URLError` codes of the failures the policy retries: those whose kind is in ``retryableFailures``.
+    /// Setting it sets ``retryableFailures`` to the kinds of the codes given.
+    @available(*, deprecated, message: "Use retryableFailures: the same rule on every engine, by ConnectError.Kind")
+    public var retryableURLErrorCodes: Set<URLError.Code> {
+        get { Set(RetryPolicy.classifiedURLErrorCodes.filter { retryableFailures.contains(ConnectError.Kind($0)) }) }
+        set { retryableFailures = Set(newValue.map(ConnectError.Kind.init)).subtracting([.cancelled]) }
+    }
+
+    /// The `URLError` codes of ``defaultRetryableFailures``.
+    @available(*, deprecated, message: "Use defaultRetryableFailures")
+    public static var defaultRetryableURLErrorCodes: Set<URLError.Code> {
+        Set(classifiedURLErrorCodes.filter { defaultRetryableFailures.contains(ConnectError.Kind($0)) })
+    }
+
+    /// Creates a policy that retries the failures of the kinds `retryableURLErrorCodes` name.
+    @available(*, deprecated, message: "Use init(retryableFailures:): failures are retried by ConnectError.Kind")
+    public init(
+        maxAttempts: Int = 3,
+        baseDelay: TimeInterval = 0.5,
+        multiplier: Double = 2,
+        maxDelay: TimeInterval = 30,
+        jitter: @escaping @Sendable (ClosedRange<Double>) -> Double = RetryPolicy.randomJitter,
+        retryableStatusCodes: Set<Int> = RetryPolicy.defaultRetryableStatusCodes,
+        retryableURLErrorCodes: Set<URLError.Code>,
+        honorsRetryAfter: Bool = true,
+        maxRetryAfter: TimeInterval = 60,
+        addsIdempotencyKey: Bool = false,
+        clock: any RetryClock = DispatchRetryClock()
+    ) {
+        self.init(
+            maxAttempts: maxAttempts, baseDelay: baseDelay, multiplier: multiplier, maxDelay: maxDelay,
+            jitter: jitter, retryableStatusCodes: retryableStatusCodes,
+            retryableFailures: Set(retryableURLErrorCodes.map(ConnectError.Kind.init)).subtracting([.cancelled]),
+            honorsRetryAfter: honorsRetryAfter, maxRetryAfter: maxRetryAfter, addsIdempotencyKey: addsIdempotencyKey,
+            clock: clock)
+    }
+
+    /// The codes ``ConnectError/Kind/init(_:)`` classifies into a kind of their own.
+    static let classifiedURLErrorCodes: [URLError.Code] = [
+        .timedOut, .cannotConnectToHost, .notConnectedToInternet, .internationalRoamingOff, .callIsActive,
+        .dataNotAllowed, .cannotFindHost, .dnsLookupFailed, .networkConnectionLost, .secureConnectionFailed,
+        .clientCertificateRejected, .clientCertificateRequired, .serverCertificateUntrusted,
+        .serverCertificateHasBadDate, .serverCertificateNotYetValid, .serverCertificateHasUnknownRoot,
+        .badServerResponse, .cannotParseResponse, .zeroByteResource,
+    ]
 }

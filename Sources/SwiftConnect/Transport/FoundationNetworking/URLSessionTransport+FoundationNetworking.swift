@@ -235,7 +235,7 @@ extension SessionDelegate {
         /// (``SessionDelegate/urlSession(_:task:needNewBodyStream:)``).
         static func bodyNotSentAgain(request: URLRequest) -> ConnectError {
             ConnectError(
-                .transport,
+                .connectionLost,
                 message: "the server closed the connection without answering, and the request was not sent again",
                 request: request,
                 underlyingError: URLError(.networkConnectionLost)

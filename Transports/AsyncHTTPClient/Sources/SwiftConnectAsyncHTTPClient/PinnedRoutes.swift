@@ -257,8 +257,8 @@ enum PinnedFailure: Error, Sendable {
                 request: request, underlyingError: URLError(.serverCertificateUntrusted))
         case .untrusted(let host, let reason):
             return ConnectError(
-                .transport, message: "the certificate of \(host) is not trusted (\(reason))", request: request,
-                underlyingError: URLError(.serverCertificateUntrusted))
+                .untrustedCertificate, message: "the certificate of \(host) is not trusted (\(reason))",
+                request: request, underlyingError: URLError(.serverCertificateUntrusted))
         case .connection(let error):
             return ErrorClassification.connectError(error, request: request, timeout: timeout)
         case .unusable(let host, let reason):

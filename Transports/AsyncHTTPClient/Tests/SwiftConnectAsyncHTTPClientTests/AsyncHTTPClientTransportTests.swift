@@ -106,7 +106,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
             server.route("GET", path) { _ in LocalServer.Response().withFault(.raw(Data(answer.utf8))) }
             let result = try transport.send(request(path)).waitForResult(timeout: 20)
             guard case .failure(let error as ConnectError) = result else { return XCTFail("\(path): \(result)") }
-            XCTAssertEqual(error.kind, .transport, "\(path): \(error)")
+            XCTAssertTrue(error.isTransportFailure, "\(path): \(error)")
         }
     }
 

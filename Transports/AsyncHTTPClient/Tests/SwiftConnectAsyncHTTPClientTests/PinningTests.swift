@@ -121,8 +121,7 @@ final class PinningTests: TLSServerTestCase {
 
         let error = try failure(of: transport, request())
 
-        XCTAssertEqual(error.kind, .transport, error.description)
-        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted, error.description)
+        XCTAssertEqual(error.kind, .untrustedCertificate, error.description)
         XCTAssertTrue(error.message.contains("localhost"), error.message)
         XCTAssertEqual(server.requestCount, 0)
     }
@@ -139,7 +138,7 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(try transport.send(request(named)).wait(timeout: 10).statusCode, 200)
         let error = try failure(of: transport, request(unnamed))
 
-        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted, error.description)
+        XCTAssertEqual(error.kind, .untrustedCertificate, error.description)
         XCTAssertEqual(elsewhere.requestCount, 0)
     }
 

@@ -46,8 +46,8 @@ final class TLSTests: TLSServerTestCase {
         let result = try transport(trusting: nil).send(request).waitForResult(timeout: 10)
 
         guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
-        XCTAssertEqual(error.kind, .transport, error.description)
-        XCTAssertEqual(error.urlError?.code, .serverCertificateUntrusted, error.description)
+        XCTAssertEqual(error.kind, .untrustedCertificate, error.description)
+        XCTAssertNotNil(error.underlyingError, "the engine's own error is kept")
     }
 
     /// The core's SPKI hash of a certificate made at run time equals swift-crypto's SHA-256 of its

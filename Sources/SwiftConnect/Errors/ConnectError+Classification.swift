@@ -1,0 +1,49 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+extension ConnectError.Kind {
+    /// Whether the kind says the transport failed before a complete response arrived.
+    var isTransportFailure: Bool {
+        switch self {
+        case .transport, .cannotConnect, .nameResolution, .connectionLost, .secureConnection, .untrustedCertificate,
+            .badResponse:
+            return true
+        default:
+            return false
+        }
+    }
+
+    /// The kind of failure a `URLError` code reports: the one table that turns URLSession's vocabulary (and that of
+    /// any transport reporting `URLError`s) into the engine-neutral kinds that ``RetryPolicy`` and middlewares read.
+    ///
+    /// - Parameter code: The `URLError` code an engine reported.
+    public init(_ code: URLError.Code) {
+        switch code {
+        case .cancelled, .userCancelledAuthentication:
+            self = .cancelled
+        case .timedOut:
+            self = .timedOut
+        case .cannotConnectToHost, .notConnectedToInternet, .internationalRoamingOff, .callIsActive,
+            .dataNotAllowed:
+            self = .cannotConnect
+        case .cannotFindHost, .dnsLookupFailed:
+            self = .nameResolution
+        case .networkConnectionLost:
+            self = .connectionLost
+        case .secureConnectionFailed, .clientCertificateRejected, .clientCertificateRequired:
+            self = .secureConnection
+        case .serverCertificateUntrusted, .serverCertificateHasBadDate, .serverCertificateNotYetValid,
+            .serverCertificateHasUnknownRoot:
+            self = .untrustedCertificate
+        case .badServerResponse, .cannotParseResponse, .zeroByteResource:
+            self = .badResponse
+        default:
+            // Among them `.badURL` and `.unsupportedURL`, `.cannotDecodeContentData` (a body in an encoding that cannot be decoded: a retry gets
+            // the same bytes), `.resourceUnavailable`, `.fileDoesNotExist`, `.userAuthenticationRequired`.
+            self = .transport
+        }
+    }
+}

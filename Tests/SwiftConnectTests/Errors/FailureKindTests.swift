@@ -1,0 +1,53 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The engine-neutral failure kinds: one table from URLSession's codes, and the adapter for code that compared
+/// `kind == .transport`.
+final class FailureKindTests: XCTestCase {
+    func testURLErrorCodesBecomeTheKindsTheyName() {
+        let expected: [(URLError.Code, ConnectError.Kind)] = [
+            (.cancelled, .cancelled),
+            (.timedOut, .timedOut),
+            (.cannotConnectToHost, .cannotConnect),
+            (.notConnectedToInternet, .cannotConnect),
+            (.cannotFindHost, .nameResolution),
+            (.dnsLookupFailed, .nameResolution),
+            (.networkConnectionLost, .connectionLost),
+            (.secureConnectionFailed, .secureConnection),
+            (.serverCertificateUntrusted, .untrustedCertificate),
+            (.serverCertificateHasBadDate, .untrustedCertificate),
+            (.badServerResponse, .badResponse),
+            (.cannotDecodeContentData, .transport),
+            (.badURL, .transport),
+            (.resourceUnavailable, .transport),
+        ]
+        for (code, kind) in expected {
+            XCTAssertEqual(ConnectError.Kind(code), kind, "URLError \(code.rawValue)")
+        }
+    }
+
+    func testTheFinerKindsAreTransportFailures() {
+        let transportKinds: Set<ConnectError.Kind> = [
+            .transport, .cannotConnect, .nameResolution, .connectionLost, .secureConnection, .untrustedCertificate,
+            .badResponse,
+        ]
+        for kind in ConnectError.Kind.allCases {
+            let error = ConnectError(kind, message: "x")
+            XCTAssertEqual(error.isTransportFailure, transportKinds.contains(kind), kind.rawValue)
+        }
+    }
+
+    func testATransportsURLErrorIsClassifiedWithTheEngineErrorKept() {
+        let request = URLRequest(url: URL(string: "https://example.invalid/items")!)
+        let error = ConnectError.transportFailure(.reported(URLError(.networkConnectionLost)), request: request)
+        XCTAssertEqual(error.kind, .connectionLost)
+        XCTAssertEqual(error.urlError?.code, .networkConnectionLost)
+        XCTAssertTrue(error.description.hasPrefix("Connection lost:"), error.description)
+    }
+}
