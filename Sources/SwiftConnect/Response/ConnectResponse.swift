@@ -25,15 +25,24 @@ public struct ConnectResponse: Sendable {
     var attempts: Int32 = 1
     /// The status and headers: Foundation's response, or the parts a transport reported, made into one when
     /// ``response`` is first read.
-    private var head: Head
+    private var storedHead: Head
     /// The HTTP response: status code and headers.
     ///
     /// A transport whose engine does not make Foundation's `HTTPURLResponse` (AsyncHTTPClient) reports the parts,
     /// and this is made from them the first time it is read; ``statusCode`` and ``header(_:)`` read the parts
     /// directly. Each read returns the same instance.
     public var response: HTTPURLResponse {
-        get { head.response }
-        set { head = .foundation(newValue) }
+        get { storedHead.response }
+        set { storedHead = .foundation(newValue) }
+    }
+
+    /// The status and header fields in the core's own HTTP model, repeated fields kept as the engine reported
+    /// them (Foundation's response, where the engine made one, has them joined).
+    public var head: HTTPResponseHead {
+        switch storedHead {
+        case .foundation(let response): HTTPResponseHead(response)
+        case .parts(let parts): parts.head
+        }
     }
     /// The body (empty when there was none, or when it was written to ``fileURL``).
     public var data: Data
@@ -51,7 +60,34 @@ public struct ConnectResponse: Sendable {
     ///   - data: The body.
     public init(request: URLRequest, response: HTTPURLResponse, data: Data) {
         self.request = request
-        self.head = .foundation(response)
+        self.storedHead = .foundation(response)
+        self.data = data
+    }
+
+    /// Creates a response from its head in the core's HTTP model: for engines that are not URLSession, fake
+    /// transports, and middlewares that answer by themselves. Repeated fields are kept as given.
+    ///
+    /// ```swift
+    /// let answer = ConnectResponse(
+    ///     request: request, head: HTTPResponseHead(status: 200, headerFields: [.contentType: "application/json"]),
+    ///     data: body)
+    /// ```
+    ///
+    /// Fails when the status is outside 100...999, or when there is no URL (neither `url` nor the request's).
+    ///
+    /// - Parameters:
+    ///   - request: The request being answered.
+    ///   - head: The status and header fields.
+    ///   - data: The body.
+    ///   - url: The response's URL, when it is not the request's (after redirects).
+    ///   - httpVersion: The protocol version, as URLSession reports it (`HTTP/1.1`, `HTTP/2`).
+    public init?(
+        request: URLRequest, head: HTTPResponseHead, data: Data = Data(), url: URL? = nil,
+        httpVersion: String = "HTTP/1.1"
+    ) {
+        guard (100...999).contains(head.status), let url = url ?? request.url else { return nil }
+        self.request = request
+        self.storedHead = .parts(ResponseParts(url: url, head: head, httpVersion: httpVersion))
         self.data = data
     }
 
@@ -81,21 +117,21 @@ public struct ConnectResponse: Sendable {
         request: URLRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
-        guard (100...999).contains(statusCode), let url = url ?? request.url else { return nil }
-        self.request = request
-        self.head = .parts(
-            ResponseParts(url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headers))
-        self.data = data
+        var fields = HTTPFields()
+        for (name, value) in headers { fields.append(HTTPField(name: HTTPField.Name(name), value: value)) }
+        self.init(
+            request: request, head: HTTPResponseHead(status: statusCode, headerFields: fields), data: data, url: url,
+            httpVersion: httpVersion)
     }
 
     /// Where the status and headers are (for tests).
-    var headForTesting: Head { head }
+    var headForTesting: Head { storedHead }
 
     /// The HTTP status code.
     public var statusCode: Int {
-        switch head {
+        switch storedHead {
         case .foundation(let response): response.statusCode
-        case .parts(let parts): parts.statusCode
+        case .parts(let parts): parts.head.status
         }
     }
 
@@ -108,8 +144,8 @@ public struct ConnectResponse: Sendable {
     /// - Returns: The value, or `nil` when absent.
     public func header(_ name: String) -> String? {
         let response: HTTPURLResponse
-        switch head {
-        case .parts(let parts): return parts.value(of: name)
+        switch storedHead {
+        case .parts(let parts): return parts.head.headerFields[HTTPField.Name(name)]
         case .foundation(let foundation): response = foundation
         }
         if let value = response.value(forHTTPHeaderField: name) { return value }
@@ -159,18 +195,16 @@ extension ConnectResponse {
 /// the client itself reads only the status and a header or two.
 final class ResponseParts: Sendable {
     let url: URL
-    let statusCode: Int
+    let head: HTTPResponseHead
     let httpVersion: String
-    let headerFields: [String: String]
     /// Foundation's response, once made.
     private let made = Protected<HTTPURLResponse?>(nil)
 
-    /// - Precondition: `statusCode` is in 100...999 (checked by ``ConnectResponse``'s initializer).
-    init(url: URL, statusCode: Int, httpVersion: String, headerFields: [String: String]) {
+    /// - Precondition: `head.status` is in 100...999 (checked by ``ConnectResponse``'s initializer).
+    init(url: URL, head: HTTPResponseHead, httpVersion: String) {
         self.url = url
-        self.statusCode = statusCode
+        self.head = head
         self.httpVersion = httpVersion
-        self.headerFields = headerFields
     }
 
     /// Foundation's response, made on the first call; the same instance afterwards.
@@ -181,8 +215,9 @@ final class ResponseParts: Sendable {
             // by ConnectResponse's initializer, which builds these parts).
             guard
                 let response = HTTPURLResponse(
-                    url: url, statusCode: statusCode, httpVersion: httpVersion, headerFields: headerFields)
-            else { preconditionFailure("HTTPURLResponse refused status \(statusCode) for \(url)") }
+                    url: url, statusCode: head.status, httpVersion: httpVersion,
+                    headerFields: head.foundationHeaderFields)
+            else { preconditionFailure("HTTPURLResponse refused status \(head.status) for \(url)") }
             made = response
             return response
         }
@@ -190,14 +225,4 @@ final class ResponseParts: Sendable {
 
     /// Whether Foundation's response has been made (for tests).
     var isMadeForTesting: Bool { made.snapshot != nil }
-
-    /// A header's value, its name compared case-insensitively.
-    func value(of name: String) -> String? {
-        if let value = headerFields[name] { return value }
-        let lowered = name.lowercased()
-        for (key, value) in headerFields where key.lowercased() == lowered {
-            return value
-        }
-        return nil
-    }
 }

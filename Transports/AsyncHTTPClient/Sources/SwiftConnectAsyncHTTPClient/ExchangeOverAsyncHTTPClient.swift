@@ -313,28 +313,21 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     /// Responses with bodies larger than this complete on a global queue.
     static let concurrentCompletionThreshold = 32 << 10
 
-    /// `response`'s head as the answer to `request` from `url`, without a body yet: its repeated fields joined with
-    /// ", " as URLSession joins them. Foundation's `HTTPURLResponse` is made only if someone reads it (see
-    /// ``SwiftConnect/ConnectResponse/response``).
+    /// `response`'s head as the answer to `request` from `url`, without a body yet: its fields copied one by one into
+    /// the core's ``SwiftConnect/HTTPResponseHead``, repeated ones kept. Foundation's `HTTPURLResponse` is made only if
+    /// someone reads it (see ``SwiftConnect/ConnectResponse/response``).
     ///
     /// - Throws: `URLError(.badServerResponse)` for a status code outside 100...999. NIO parses `000`, but
     ///   AsyncHTTPClient 1.37 stops the process on such a head before it gets here (SECURITY.md).
     static func head(of response: HTTPClientResponse, url: URL, request: URLRequest) throws -> ConnectResponse {
-        var fields: [String: String] = [:]
-        fields.reserveCapacity(response.headers.count)
-        for (name, value) in response.headers {
-            if let existing = fields[name] {
-                fields[name] = existing + ", " + value
-            } else {
-                fields[name] = value
-            }
-        }
+        var fields = HTTPFields()
+        for (name, value) in response.headers { fields.append(HTTPField(name: HTTPField.Name(name), value: value)) }
         let version =
             response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
         guard
             let head = ConnectResponse(
-                request: request, statusCode: Int(response.status.code), headers: fields, url: url,
-                httpVersion: version)
+                request: request, head: HTTPResponseHead(status: Int(response.status.code), headerFields: fields),
+                url: url, httpVersion: version)
         else { throw URLError(.badServerResponse) }
         return head
     }

@@ -1,0 +1,126 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What a request says before its body: method, target and header fields, in the core's own HTTP model.
+///
+/// The shape is swift-http-types' `HTTPRequest` (method, scheme, authority, path with its query, fields), so an engine
+/// or an integration copies one into the other field by field, without parsing a URL again:
+///
+/// ```swift
+/// let head = HTTPRequestHead(method: .get, scheme: "https", authority: "api.example.com", path: "/todos/1?full=1",
+///                            headerFields: [.accept: "application/json"])
+/// head.url  // https://api.example.com/todos/1?full=1
+/// ```
+public struct HTTPRequestHead: Sendable, Hashable {
+    /// The method.
+    public var method: HTTPMethod
+    /// `http` or `https`.
+    public var scheme: String
+    /// The host, with `:port` when the port is not the scheme's default, and user info never.
+    public var authority: String
+    /// The path and query, percent-encoded as they go on the wire: `/todos/1?full=1`.
+    public var path: String
+    /// The header fields, in order.
+    public var headerFields: HTTPFields
+
+    /// A head with each part given.
+    public init(method: HTTPMethod, scheme: String, authority: String, path: String, headerFields: HTTPFields = [:]) {
+        self.method = method
+        self.scheme = scheme
+        self.authority = authority
+        self.path = path
+        self.headerFields = headerFields
+    }
+
+    /// The head of a request to `url`; `nil` when the URL has no scheme or host. User info in the URL is not part of
+    /// the head (credentials travel in `Authorization`).
+    public init?(method: HTTPMethod, url: URL, headerFields: HTTPFields = [:]) {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), let host = components.percentEncodedHost, !host.isEmpty
+        else { return nil }
+        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
+        self.init(
+            method: method,
+            scheme: scheme,
+            authority: components.port.map { "\(bracketed):\($0)" } ?? bracketed,
+            path: HTTPRequestHead.target(of: components),
+            headerFields: headerFields
+        )
+    }
+
+    /// The URL the head names: `scheme://authority/path?query`.
+    public var url: URL? { URL(string: "\(scheme)://\(authority)\(path)") }
+
+    /// The path and query of `components` as they go on the wire: `/` for an empty path.
+    private static func target(of components: URLComponents) -> String {
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        guard let query = components.percentEncodedQuery else { return path }
+        return path + "?" + query
+    }
+}
+
+/// What a response says before its body: status and header fields, in the core's own HTTP model.
+///
+/// The shape is swift-http-types' `HTTPResponse` (status code and fields): an engine copies its own head into one
+/// field by field, and Foundation's `HTTPURLResponse` is made from it only where a caller asks for one.
+public struct HTTPResponseHead: Sendable, Hashable {
+    /// The status code, 100 to 999.
+    public var status: Int
+    /// The header fields, in order, repeated names kept.
+    public var headerFields: HTTPFields
+
+    /// A head with `status` and `headerFields`.
+    public init(status: Int, headerFields: HTTPFields = [:]) {
+        self.status = status
+        self.headerFields = headerFields
+    }
+}
+
+// MARK: - Foundation, at the edge
+
+extension HTTPRequestHead {
+    /// The head of `request`: its method (GET when it has none), URL and header fields; `nil` when its URL has no
+    /// scheme or host.
+    public init?(_ request: URLRequest) {
+        guard let url = request.url else { return nil }
+        var fields = HTTPFields()
+        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+            fields.append(HTTPField(name: HTTPField.Name(name), value: value))
+        }
+        self.init(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url, headerFields: fields)
+    }
+}
+
+extension HTTPResponseHead {
+    /// The head of `response`: its status and header fields.
+    ///
+    /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field.
+    public init(_ response: HTTPURLResponse) {
+        var fields = HTTPFields()
+        for (name, value) in response.allHeaderFields {
+            guard let name = name as? String, let value = value as? String else { continue }
+            fields.append(HTTPField(name: HTTPField.Name(name), value: value))
+        }
+        self.init(status: response.statusCode, headerFields: fields)
+    }
+
+    /// The header fields as Foundation holds them: one value a name, repeated names joined (`Set-Cookie` too, as
+    /// Foundation does).
+    var foundationHeaderFields: [String: String] {
+        var joined: [String: String] = [:]
+        var spelling: [String: String] = [:]
+        for field in headerFields {
+            let key = field.name.canonicalName
+            if let existing = spelling[key] {
+                joined[existing] = (joined[existing] ?? "") + ", " + field.value
+            } else {
+                spelling[key] = field.name.rawName
+                joined[field.name.rawName] = field.value
+            }
+        }
+        return joined
+    }
+}
