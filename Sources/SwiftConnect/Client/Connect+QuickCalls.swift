@@ -18,14 +18,14 @@ extension Connect {
     ///   - parameters: Path values, query items and body.
     ///   - headers: Headers.
     ///   - debugResponse: Logs the request and response.
-    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
+    /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
     public func request(
         _ path: String,
         method: HTTPMethod = .get,
         parameters: (any ParametersRepresentable)? = nil,
         headers: [HTTPHeader] = [],
         debugResponse: Bool = false
-    ) -> ResponseBodyFuture {
+    ) -> Future<Data> {
         guard configuration != nil else {
             let shown = Redaction.urlText(path)
             var error = ConnectError.invalidRequest(.invalidURL(shown))

@@ -37,12 +37,12 @@ extension Connect {
     ///   - request: The connector; its method is used as is (usually POST). Its `.form` parameters, or the keys
     ///     of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
-    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
+    /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
     public func upload(
         files: [File]?,
         to request: any Connector,
         debugResponse: Bool = false
-    ) -> ResponseBodyFuture {
+    ) -> Future<Data> {
         upload(files: files, fields: [], to: request, debugResponse: debugResponse)
     }
 
@@ -71,7 +71,7 @@ extension Connect {
     ///   - boundary: The multipart boundary; random by default.
     ///   - debugResponse: Logs the request and response.
     ///   - options: Options for this call, such as `progress`.
-    /// - Returns: A future of the response body, which knows its response (see ``ResponseBodyFuture``).
+    /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
     public func upload(
         files: [File]?,
         fields: [(String, String)],
@@ -79,7 +79,7 @@ extension Connect {
         boundary: String = MultipartFormData.randomBoundary(),
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
-    ) -> ResponseBodyFuture {
+    ) -> Future<Data> {
         var connectorFields: [(String, String)] = []
         var hasJSONObject = false
         var hasRawBody = false

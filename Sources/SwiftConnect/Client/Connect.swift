@@ -202,9 +202,8 @@ extension Connect {
     ///     ``logger`` (secrets hidden unless ``Settings/redactsSecrets`` is `false`).
     /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted): a
     ///   `Future<Data>` that knows its response, so that ``Future/decoded(toType:decoder:)`` chooses the decoder
-    ///   by content type (see ``ResponseBodyFuture``). It fails with a ``ConnectError``, or with the error your
-    ///   ``ErrorHandling`` returned.
-    public func request(_ request: any Connector, debugResponse: Bool = false) -> ResponseBodyFuture {
+    ///   by content type. It fails with a ``ConnectError``, or with the error your ``ErrorHandling`` returned.
+    public func request(_ request: any Connector, debugResponse: Bool = false) -> Future<Data> {
         body(of: response(for: request, debugResponse: debugResponse))
     }
 
@@ -225,7 +224,7 @@ extension Connect {
         _ request: any Connector,
         debugResponse: Bool = false,
         options: RequestOptions
-    ) -> ResponseBodyFuture {
+    ) -> Future<Data> {
         body(of: response(for: request, debugResponse: debugResponse, options: options))
     }
 
@@ -483,11 +482,8 @@ extension Connect {
 
     /// The body of a response future, as a future that knows the response, for `decoded(toType:)` to choose a
     /// decoder by content type.
-    func body(of response: Future<ConnectResponse>) -> ResponseBodyFuture {
-        let body = ResponseBodyFuture(decoders: decoders, callbackQueue: response.callbackQueue)
-        body.setUpstream(response)
-        response.whenCompleteReturningWork { body.complete(with: $0) }.run()
-        return body
+    func body(of response: Future<ConnectResponse>) -> Future<Data> {
+        ResponseBodySource.body(of: response, decoders: decoders)
     }
 
     /// Applies the error handler to an error status (the retry loop has already made a transport's `URLError` a

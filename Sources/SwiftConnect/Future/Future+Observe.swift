@@ -111,8 +111,7 @@ extension Future {
     /// - Parameter queue: The queue that runs the returned future's callbacks.
     /// - Returns: A future with this future's result, delivering on `queue`.
     public func receive(on queue: DispatchQueue) -> Future<Value> {
-        let derived = Future<Value>(callbackQueue: queue)
-        derived.setUpstream(self)
+        let derived = passingThrough(on: queue)
         whenCompleteReturningWork { result in derived.resolve(result) }.run()
         return derived
     }

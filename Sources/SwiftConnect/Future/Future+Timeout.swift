@@ -49,11 +49,10 @@ extension Future {
     /// ``timeout(after:on:)`` with the timer on `scheduler` (tests count its pending deadlines).
     func timeout(after seconds: TimeInterval, on queue: DispatchQueue?, scheduler: DeadlineScheduler) -> Future<Value> {
         if seconds == .infinity { return self }
-        // Already complete: its result came first. (`transformResult` delivers it on this future's callback queue,
-        // if it has one.)
-        if isCompleted { return transformResult { $0 } }
+        // Already complete: its result came first, delivered as this future delivers it.
+        if isCompleted { return self }
 
-        let derived: Future<Value> = makeDerived()
+        let derived = passingThrough()
         let timeoutError = reported(.timedOut(after: seconds))
         // Set when the limit passes, before this future is cancelled: the cancellation that comes back through the
         // callback below is then reported as the timeout. So the returned future fails with `timedOut` only once

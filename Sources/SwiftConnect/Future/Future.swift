@@ -43,11 +43,12 @@ import Dispatch
 /// Cancelling a future derived with `map`, `flatMap`, `zip`… also cancels the futures it came from, so
 /// cancelling the end of a chain cancels the request.
 ///
-/// ## Subclasses
-/// `Future` is not `open`: only SwiftConnect itself subclasses it, to return a future that knows more about where
-/// its value comes from while still being a `Future`. Its members are `final`, so a subclass adds API without
-/// changing how any operator works; operators return plain futures, which carry nothing besides their result.
-public class Future<Value: Sendable>:
+/// ## What passes through
+/// Operators that hand a result on unchanged (``timeout(after:on:)``, ``receive(on:)``, ``always(on:_:)``) return a
+/// future that knows what this one knows about where its value comes from: the body of a response that ``Connect``
+/// returned still decodes by the response's content type after them. Operators that make a new value (`map`,
+/// `flatMap`…) start afresh.
+public final class Future<Value: Sendable>:
     // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks` and `wasCancelled`
     // (and what a subclass says it protects). A future created resolved has no lock: its `state` is written
     // once, in `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths,
@@ -106,11 +107,16 @@ public class Future<Value: Sendable>:
     private final var holdsPendingCallbacks = false
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
     private final var wasCancelled = false
+    /// What the future's producer knows about where its value comes from, handed on by the operators that pass the
+    /// result through unchanged (``passingThrough()``); `nil` for most futures. Immutable: an attachment that learns
+    /// more later (a response body's response) protects its own state. The future knows nothing of what it is.
+    @usableFromInline final let attachment: (any Sendable)?
 
     /// Creates a pending future. Only a ``Promise`` or an operator completes it.
-    init(callbackQueue: DispatchQueue? = nil) {
+    init(callbackQueue: DispatchQueue? = nil, attachment: (any Sendable)? = nil) {
         lock = Lock()
         self.callbackQueue = callbackQueue
+        self.attachment = attachment
         state = .pending
     }
 
@@ -121,6 +127,7 @@ public class Future<Value: Sendable>:
     public init(result: Result<Value, any Error>) {
         lock = nil
         callbackQueue = nil
+        attachment = nil
         state = .resolved(result)
     }
 
@@ -386,6 +393,14 @@ extension Future: DrainableFuture, CancellableFuture {
     /// stage has completed runs on the queue too, not on the thread that adds it.
     func makeDerived<NewValue>(_ type: NewValue.Type = NewValue.self) -> Future<NewValue> {
         let derived = Future<NewValue>(callbackQueue: callbackQueue)
+        derived.setUpstream(self)
+        return derived
+    }
+
+    /// Makes a pending future of the same type that keeps this one's ``attachment``, for an operator that passes
+    /// the result through unchanged; its cancellation cancels `self`.
+    func passingThrough(on queue: DispatchQueue? = nil) -> Future<Value> {
+        let derived = Future<Value>(callbackQueue: queue ?? callbackQueue, attachment: attachment)
         derived.setUpstream(self)
         return derived
     }

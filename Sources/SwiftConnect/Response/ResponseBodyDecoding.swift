@@ -11,13 +11,13 @@ extension Future where Value == Data {
     ///     .observe { result in print(result) }
     /// ```
     ///
-    /// Without a `decoder`, the body of a response that ``Connect`` returned (a ``ResponseBodyFuture``, also when
-    /// held as a `Future<Data>`) is decoded by the client's ``ResponseDecoders`` for the response's `Content-Type`
-    /// (JSON unless you registered others); any other `Future<Data>` is decoded as JSON. That includes the
-    /// future an operator returns: `connect.request(…).timeout(after: 5)` is a plain `Future<Data>`, which knows
-    /// nothing of the response; to decode by content type, decode first and chain operators on the result
-    /// (`connect.request(…).decoded(toType: Todo.self).timeout(after: 5)`), or pass the decoder. An empty body
-    /// decodes as `nil` when `type` is an `Optional`, and as ``EmptyResponse``.
+    /// Without a `decoder`, the body of a response that ``Connect`` returned is decoded by the client's
+    /// ``ResponseDecoders`` for the response's `Content-Type` (JSON unless you registered others), also after
+    /// operators that pass the body through unchanged (``timeout(after:on:)``, ``receive(on:)``,
+    /// ``always(on:_:)``): `connect.request(…).timeout(after: 5).decoded(toType: Todo.self)` decodes as
+    /// `connect.request(…).decoded(toType: Todo.self)` does. Any other `Future<Data>` (one you made, or one `map`
+    /// returned) is decoded as JSON. An empty body decodes as `nil` when `type` is an `Optional`, and as
+    /// ``EmptyResponse``.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
@@ -33,8 +33,8 @@ extension Future where Value == Data {
     ) -> Future<Decoded> {
         // Inlinable, so that the caller's module specialises it for `Decoded`: run unspecialised, it took longer
         // per request after a large decode had left the runtime's generic code cold (BENCHMARKS.md).
-        // A response's body knows its response; that is its type's business, not a value stored in every future.
-        if let body = self as? ResponseBodyFuture { return body.decodedByContentType(as: type, decoder: decoder) }
+        // A response's body future carries what it knows of its response, for decoding by content type.
+        if let source = attachment as? ResponseBodySource { return source.decoded(self, as: type, decoder: decoder) }
         let decoder = decoder ?? JSONDecoder()
         return map { data in try decodeBody(data, as: type, with: decoder) }
     }

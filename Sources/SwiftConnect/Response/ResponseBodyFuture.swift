@@ -1,72 +1,62 @@
 import Foundation
 
-/// The body of a response, as ``Connect/request(_:debugResponse:)`` returns it: a `Future<Data>` that also knows
-/// the response it comes from and the client's decoders.
+/// The former name of the future ``Connect/request(_:debugResponse:)`` returns, which is now a plain `Future<Data>`.
 ///
-/// It is a `Future<Data>`: hold it as one, chain any operator on it. What it adds is for
-/// ``Future/decoded(toType:decoder:)``, which then chooses the decoder registered in the client's
-/// ``ResponseDecoders`` for the response's `Content-Type`, and says in a decoding failure which request and
-/// response the body came from:
+/// That future still knows the response its body comes from and the client's decoders, and so do the futures that
+/// ``Future/timeout(after:on:)``, ``Future/receive(on:)`` and ``Future/always(on:_:)`` make of it: ``Future/decoded(toType:decoder:)``
+/// chooses the decoder for the response's `Content-Type` after any of them.
+@available(*, deprecated, message: "Use Future<Data>: Connect returns a Future<Data> that knows its response")
+public typealias ResponseBodyFuture = Future<Data>
+
+/// What the body future of a response that ``Connect`` returned knows besides the body: the client's decoders and,
+/// once it arrived, the response. It is the future's ``Future/attachment``, kept by the operators that pass the
+/// body through unchanged, and read by ``Future/decoded(toType:decoder:)`` to choose a decoder by content type:
 ///
 /// ```swift
 /// var decoders = ResponseDecoders.default
 /// decoders.register(PropertyListDecoder(), for: "application/x-plist")
 /// let connect = Connect(settings: Connect.Settings(decoders: decoders))
 /// connect.request(SettingsConnector.get())  // answers with Content-Type: application/x-plist
-///     .decoded(toType: Settings.self)       // decoded with the PropertyListDecoder
 ///     .timeout(after: 5)
+///     .decoded(toType: Settings.self)       // decoded with the PropertyListDecoder
 /// ```
-///
-/// The knowledge belongs to this future alone. An operator returns a plain `Future<Data>` that knows only the
-/// body: `connect.request(…).timeout(after: 5).decoded(toType: Settings.self)` decodes JSON, and a failure names
-/// no response. Decode first, then chain operators on the decoded value, or pass the decoder to `decoded`.
-public final class ResponseBodyFuture: Future<Data>,
-    // Checked by hand: `Future`'s lock also protects `storedResponse`, which is written once, under the lock,
-    // before the future succeeds.
-    @unchecked Sendable
-{
-    /// The client's decoders, to choose from by the response's content type.
+@usableFromInline
+final class ResponseBodySource: Sendable {
+    /// The client's decoders.
     @usableFromInline let decoders: ResponseDecoders
-    /// The response the body came from, once the future has succeeded with its body; guarded by the future's lock.
-    private var storedResponse: ConnectResponse?
+    /// The response, written once, before the body future succeeds: whoever sees the body sees the response too.
+    private let received = Protected<ConnectResponse?>(nil)
 
-    /// Creates a pending body; ``complete(with:)`` completes it.
-    init(decoders: ResponseDecoders, callbackQueue: DispatchQueue?) {
+    init(decoders: ResponseDecoders) {
         self.decoders = decoders
-        super.init(callbackQueue: callbackQueue)
     }
 
-    /// The response the body came from: `nil` until the future has succeeded.
-    @usableFromInline var response: ConnectResponse? {
-        lock?.withLock { storedResponse } ?? nil
+    /// The response the body came from; `nil` until the body arrived.
+    @usableFromInline var response: ConnectResponse? { received.snapshot }
+
+    /// The body future of `response`: it succeeds with the response's body, after recording the response here.
+    static func body(of response: Future<ConnectResponse>, decoders: ResponseDecoders) -> Future<Data> {
+        let source = ResponseBodySource(decoders: decoders)
+        let body = Future<Data>(callbackQueue: response.callbackQueue, attachment: source)
+        body.setUpstream(response)
+        response.whenCompleteReturningWork { result in
+            if case .success(let answer) = result { source.received.withLock { $0 = answer } }
+            return body.resolve(result.map(\.data))
+        }.run()
+        return body
     }
 
-    /// Completes the future with the body of a response, or with the failure that came instead of one.
-    ///
-    /// - Returns: The callbacks to run (``CallbackList/run()``).
-    func complete(with result: Result<ConnectResponse, any Error>) -> CallbackList {
-        switch result {
-        case .success(let response):
-            // Written before the body: whoever sees the body complete sees the response too.
-            lock?.withLock { storedResponse = response }
-            return resolve(.success(response.data))
-        case .failure(let error):
-            return resolve(.failure(error))
-        }
-    }
-
-    /// ``Future/decoded(toType:decoder:)`` for a response's body: with `decoder`, or the client's decoder for the
-    /// response's content type; a failure carries the request and the response.
+    /// `body` decoded as `type`: by `decoder` if given, else by the decoder registered for the response's
+    /// content type; a failure names the request and response.
     @inlinable
-    func decodedByContentType<Decoded: Decodable & Sendable>(
+    func decoded<Decoded: Decodable & Sendable>(
+        _ body: Future<Data>,
         as type: Decoded.Type,
         decoder: (any ResponseBodyDecoder)?
     ) -> Future<Decoded> {
         let decoders = self.decoders
-        // Unowned: the transform is stored in `self` while it is pending, and only `self` runs it (a strong
-        // reference would keep a body abandoned while pending alive forever).
-        return map { [unowned self] data in
-            // Set before the body arrived; `nil` only for a body that did not come from a response.
+        return body.map { [self] data in
+            // Set before the body arrived.
             let response = self.response
             let chosen = decoder ?? response.map { decoders.decoder(for: $0) } ?? decoders.fallback
             return try decodeBody(data, as: type, with: chosen, response: response)

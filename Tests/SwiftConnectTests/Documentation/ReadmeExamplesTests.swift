@@ -35,6 +35,39 @@ final class ReadmeExamplesTests: XCTestCase {
         XCTAssertEqual(transport.requests.first?.url?.path, "/todos/1")
     }
 
+    /// The README's "Which call do I use?" table: each call, with the type the table says it returns.
+    func testWhichCallDoIUseTable() async throws {
+        let transport = FakeTransport()
+        let todo = Todo(userId: 1, id: 1, title: "Stubbed", completed: false)
+        transport.stub("/todos/1", with: [.json(todo), .json(todo), .json(todo), .json(todo), .json(todo)])
+        let connect = Connect(transport: transport)
+        let connector = GetTodo(id: 1)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let fileURL = folder.appendingPathComponent("todo.json")
+
+        let bytes: Future<Data> = connect.request(connector)
+        let typed: Future<Todo> = connect.request(connector).decoded(toType: Todo.self)
+        let sent: Future<Todo> = connect.send(connector)
+        let response: Future<ConnectResponse> = connect.response(for: connector)
+        let file: Future<URL> = connect.download(connector, to: fileURL)
+        let stream: ResponseStream = connect.stream(connector)
+
+        let body = try await bytes.value
+        let (typedTodo, sentTodo) = (try await typed.value, try await sent.value)
+        let status = try await response.value.statusCode
+        let written = try await file.value
+        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: body), todo)
+        XCTAssertEqual(typedTodo, todo)
+        XCTAssertEqual(sentTodo, todo)
+        XCTAssertEqual(status, 200)
+        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: Data(contentsOf: written)), todo)
+        var lines: [String] = []
+        for try await line in stream.lines { lines.append(line) }
+        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: Data(lines.joined().utf8)), todo)
+    }
+
     private struct MissingETag: Error {}
 
     private struct ConfigConnector: Connector {

@@ -158,20 +158,52 @@ final class FutureDecodingTests: XCTestCase {
             expected, "decoded first, then an operator")
     }
 
-    /// A `Future<Data>` that is not a response's body, including the future an operator makes of one, has nothing
-    /// but its data: it decodes JSON unless given a decoder, and its failures name no response.
+    /// Operators that pass the body through unchanged keep what it knows of its response: decoding after them
+    /// chooses the decoder by content type, as decoding before them does (issue 36: operator order changed results).
+    func testOperatorsThatPassTheBodyThroughKeepItsContentType() throws {
+        // Given: a body already there (the fake answers at once) and one still pending
+        let (connect, _) = try plistClient()
+        let expected = Todo(id: 7, title: "Plist")
+        let later = ManualTransport()
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")
+        let laterClient = Connect(transport: later, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
+        let receiver = DispatchQueue(label: "receiver")
+        let passedThrough: [(String, Future<Data>)] = [
+            ("timeout", connect.request(ClientFixtures.Endpoint()).timeout(after: 60)),
+            ("receive(on:)", connect.request(ClientFixtures.Endpoint()).receive(on: receiver)),
+            ("always", connect.request(ClientFixtures.Endpoint()).always {}),
+            ("timeout, pending", laterClient.request(ClientFixtures.Endpoint()).timeout(after: 60)),
+            (
+                "receive(on:) then timeout, pending",
+                laterClient.request(ClientFixtures.Endpoint()).receive(on: receiver).timeout(after: 60)
+            ),
+        ]
+        // When
+        let decoded = passedThrough.map { ($0.0, $0.1.decoded(toType: Todo.self)) }
+        for index in 0..<2 {
+            later.respond(
+                to: index, headers: ["Content-Type": "application/x-plist"],
+                body: try PropertyListEncoder().encode(expected))
+        }
+        // Then
+        for (name, future) in decoded {
+            XCTAssertEqual(try future.wait(), expected, name)
+        }
+    }
+
+    /// A `Future<Data>` that is not a response's body, including the future `map` and the like make of one, has
+    /// nothing but its data: it decodes JSON unless given a decoder, and its failures name no response.
     func testAPlainDataFutureDecodesJSONWithNoHiddenState() throws {
         // Given: a response body that is a property list, and futures an operator made of it
         let (connect, plist) = try plistClient()
         let expected = Todo(id: 7, title: "Plist")
-        let request: @Sendable () -> ResponseBodyFuture = { connect.request(ClientFixtures.Endpoint()) }
+        let request: @Sendable () -> Future<Data> = { connect.request(ClientFixtures.Endpoint()) }
         let plain: [(String, Future<Data>)] = [
             ("map", request().map { $0 }),
-            ("receive(on:)", request().receive(on: DispatchQueue(label: "receiver"))),
             ("mapError", request().mapError { $0 }),
             ("recover", request().recover { _ in Data() }),
             ("flatMap", Future(value: ()).flatMap { request() }),
-            ("timeout", request().timeout(after: 60)),
             ("race", Future.race([request(), Promise<Data>().future])),
             ("a promise's future", Future(value: plist)),
         ]
