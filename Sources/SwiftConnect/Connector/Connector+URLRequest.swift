@@ -92,7 +92,7 @@ extension Connector {
         }
 
         let headers = self.headers
-        var fields = HeaderFields(capacity: headers.count + 2)
+        var fields = AssembledHeaders(capacity: headers.count + 2)
         for header in headers {
             try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
         }
@@ -501,7 +501,7 @@ struct RequestParts {
 // MARK: - Headers
 
 /// The request's header fields while they are assembled: unique names (ignoring case), in first-set order.
-struct HeaderFields {
+struct AssembledHeaders {
     private var fields: [(name: String, value: String)] = []
 
     init(capacity: Int) {

@@ -38,9 +38,9 @@ public struct ConnectResponse: Sendable {
 
     /// The status and header fields in the core's own HTTP model, repeated fields kept as the engine reported
     /// them (Foundation's response, where the engine made one, has them joined).
-    public var head: HTTPResponseHead {
+    public var head: ResponseHead {
         switch storedHead {
-        case .foundation(let response): HTTPResponseHead(response)
+        case .foundation(let response): ResponseHead(response)
         case .parts(let parts): parts.head
         }
     }
@@ -69,7 +69,7 @@ public struct ConnectResponse: Sendable {
     ///
     /// ```swift
     /// let answer = ConnectResponse(
-    ///     request: request, head: HTTPResponseHead(status: 200, headerFields: [.contentType: "application/json"]),
+    ///     request: request, head: ResponseHead(status: 200, headerFields: [.contentType: "application/json"]),
     ///     data: body)
     /// ```
     ///
@@ -82,7 +82,7 @@ public struct ConnectResponse: Sendable {
     ///   - url: The response's URL, when it is not the request's (after redirects).
     ///   - httpVersion: The protocol version, as URLSession reports it (`HTTP/1.1`, `HTTP/2`).
     public init?(
-        request: URLRequest, head: HTTPResponseHead, data: Data = Data(), url: URL? = nil,
+        request: URLRequest, head: ResponseHead, data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
         guard (100...999).contains(head.status), let url = url ?? request.url else { return nil }
@@ -117,10 +117,10 @@ public struct ConnectResponse: Sendable {
         request: URLRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
-        var fields = HTTPFields()
-        for (name, value) in headers { fields.append(HTTPField(name: HTTPField.Name(name), value: value)) }
+        var fields = HeaderFields()
+        for (name, value) in headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
         self.init(
-            request: request, head: HTTPResponseHead(status: statusCode, headerFields: fields), data: data, url: url,
+            request: request, head: ResponseHead(status: statusCode, headerFields: fields), data: data, url: url,
             httpVersion: httpVersion)
     }
 
@@ -145,7 +145,7 @@ public struct ConnectResponse: Sendable {
     public func header(_ name: String) -> String? {
         let response: HTTPURLResponse
         switch storedHead {
-        case .parts(let parts): return parts.head.headerFields[HTTPField.Name(name)]
+        case .parts(let parts): return parts.head.headerFields[HeaderField.Name(name)]
         case .foundation(let foundation): response = foundation
         }
         if let value = response.value(forHTTPHeaderField: name) { return value }
@@ -195,13 +195,13 @@ extension ConnectResponse {
 /// the client itself reads only the status and a header or two.
 final class ResponseParts: Sendable {
     let url: URL
-    let head: HTTPResponseHead
+    let head: ResponseHead
     let httpVersion: String
     /// Foundation's response, once made.
     private let made = Protected<HTTPURLResponse?>(nil)
 
     /// - Precondition: `head.status` is in 100...999 (checked by ``ConnectResponse``'s initializer).
-    init(url: URL, head: HTTPResponseHead, httpVersion: String) {
+    init(url: URL, head: ResponseHead, httpVersion: String) {
         self.url = url
         self.head = head
         self.httpVersion = httpVersion

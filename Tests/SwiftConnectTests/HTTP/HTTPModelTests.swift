@@ -10,21 +10,21 @@ import XCTest
 /// The core's own HTTP model: fields in order with case-insensitive names, heads, and Foundation only at the edge.
 final class HTTPModelTests: XCTestCase {
     func testNamesCompareAndHashWithoutRegardToCaseAndKeepTheirSpelling() {
-        let name = HTTPField.Name("X-Request-ID")
+        let name = HeaderField.Name("X-Request-ID")
         XCTAssertEqual(name, "x-request-id")
-        XCTAssertEqual(name.hashValue, HTTPField.Name("X-REQUEST-ID").hashValue)
+        XCTAssertEqual(name.hashValue, HeaderField.Name("X-REQUEST-ID").hashValue)
         XCTAssertEqual(name.rawName, "X-Request-ID")
         XCTAssertEqual(name.canonicalName, "x-request-id")
         XCTAssertNotEqual(name, "X-Request-IDs")
-        XCTAssertEqual(Set<HTTPField.Name>(["Accept", "accept", "ACCEPT"]).count, 1)
+        XCTAssertEqual(Set<HeaderField.Name>(["Accept", "accept", "ACCEPT"]).count, 1)
     }
 
     func testRepeatedFieldsKeepTheirOrderAndJoinWhenReadAsOne() {
-        var fields: HTTPFields = [.accept: "text/plain", "X-Trace": "1"]
-        fields.append(HTTPField(name: .setCookie, value: "a=1"))
-        fields.append(HTTPField(name: "set-cookie", value: "b=2"))
-        fields.append(HTTPField(name: .cookie, value: "c=3"))
-        fields.append(HTTPField(name: .cookie, value: "d=4"))
+        var fields: HeaderFields = [.accept: "text/plain", "X-Trace": "1"]
+        fields.append(HeaderField(name: .setCookie, value: "a=1"))
+        fields.append(HeaderField(name: "set-cookie", value: "b=2"))
+        fields.append(HeaderField(name: .cookie, value: "c=3"))
+        fields.append(HeaderField(name: .cookie, value: "d=4"))
 
         XCTAssertEqual(
             fields.map(\.name.rawName), ["Accept", "X-Trace", "Set-Cookie", "set-cookie", "Cookie", "Cookie"])
@@ -36,7 +36,7 @@ final class HTTPModelTests: XCTestCase {
     }
 
     func testSettingAValueReplacesEveryFieldOfTheNameWhereTheFirstStood() {
-        var fields: HTTPFields = ["A": "1", "B": "2", "b": "3", "C": "4"]
+        var fields: HeaderFields = ["A": "1", "B": "2", "b": "3", "C": "4"]
         fields["B"] = "new"
         XCTAssertEqual(fields.map(\.description), ["A: 1", "B: new", "C: 4"])
         fields[values: "a"] = ["x", "y"]
@@ -48,43 +48,43 @@ final class HTTPModelTests: XCTestCase {
     }
 
     func testInvalidNamesAndValuesAreFoundBeforeAnythingIsSent() {
-        XCTAssertNil(([.accept: "a", "X-Ok": "tab\tis fine"] as HTTPFields).firstInvalid)
+        XCTAssertNil(([.accept: "a", "X-Ok": "tab\tis fine"] as HeaderFields).firstInvalid)
         for value in ["a\r\nInjected: 1", "a\nb", "nul\u{0}", "del\u{7F}"] {
-            let fields: HTTPFields = ["X-Value": value]
+            let fields: HeaderFields = ["X-Value": value]
             XCTAssertEqual(fields.firstInvalid?.name, "X-Value", value.debugDescription)
         }
         for name in ["", "Bad Name", "Bad:Name", "Ünicode"] {
-            let fields = HTTPFields([HTTPField(name: HTTPField.Name(name), value: "v")])
+            let fields = HeaderFields([HeaderField(name: HeaderField.Name(name), value: "v")])
             XCTAssertEqual(fields.firstInvalid?.name.rawName, name, name.debugDescription)
         }
     }
 
     func testDescriptionsHideSecrets() {
-        let fields: HTTPFields = [.authorization: "Bearer s3cr3t", .cookie: "session=s3cr3t", "X-Api-Key": "s3cr3t"]
+        let fields: HeaderFields = [.authorization: "Bearer s3cr3t", .cookie: "session=s3cr3t", "X-Api-Key": "s3cr3t"]
         XCTAssertFalse(fields.description.contains("s3cr3t"), fields.description)
         XCTAssertTrue(fields.description.contains("Authorization: <redacted>"), fields.description)
     }
 
     func testARequestHeadSplitsAURLAsItGoesOnTheWire() throws {
         let url = try XCTUnwrap(URL(string: "HTTPS://user:pw@Example.com:8443/todos/a%2Fb?q=1&r=%20#frag"))
-        let head = try XCTUnwrap(HTTPRequestHead(method: .post, url: url, headerFields: [.accept: "*/*"]))
+        let head = try XCTUnwrap(RequestHead(method: .post, url: url, headerFields: [.accept: "*/*"]))
         XCTAssertEqual(head.method, .post)
         XCTAssertEqual(head.scheme, "https")
         XCTAssertEqual(head.authority, "Example.com:8443", "no user info in the head")
         XCTAssertEqual(head.path, "/todos/a%2Fb?q=1&r=%20", "percent-encoding kept, no fragment")
         XCTAssertEqual(head.url?.absoluteString, "https://Example.com:8443/todos/a%2Fb?q=1&r=%20")
 
-        let bare = try XCTUnwrap(HTTPRequestHead(method: .get, url: try XCTUnwrap(URL(string: "http://[::1]"))))
+        let bare = try XCTUnwrap(RequestHead(method: .get, url: try XCTUnwrap(URL(string: "http://[::1]"))))
         XCTAssertEqual(bare.authority, "[::1]")
         XCTAssertEqual(bare.path, "/")
-        XCTAssertNil(HTTPRequestHead(method: .get, url: try XCTUnwrap(URL(string: "/relative/only"))))
+        XCTAssertNil(RequestHead(method: .get, url: try XCTUnwrap(URL(string: "/relative/only"))))
     }
 
     func testAURLRequestBecomesAHead() throws {
         var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/items?page=2")))
         request.httpMethod = "PUT"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-        let head = try XCTUnwrap(HTTPRequestHead(request))
+        let head = try XCTUnwrap(RequestHead(request))
         XCTAssertEqual(head.method, .put)
         XCTAssertEqual(head.path, "/items?page=2")
         XCTAssertEqual(head.headerFields[.contentType], "application/json")
@@ -92,11 +92,11 @@ final class HTTPModelTests: XCTestCase {
 
     func testAResponseKeepsItsRepeatedFieldsAndMakesFoundationsResponseOnlyWhenAsked() throws {
         let request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/login")))
-        var fields: HTTPFields = [.contentType: "application/json"]
-        fields.append(HTTPField(name: .setCookie, value: "a=1"))
-        fields.append(HTTPField(name: .setCookie, value: "b=2"))
+        var fields: HeaderFields = [.contentType: "application/json"]
+        fields.append(HeaderField(name: .setCookie, value: "a=1"))
+        fields.append(HeaderField(name: .setCookie, value: "b=2"))
         let response = try XCTUnwrap(
-            ConnectResponse(request: request, head: HTTPResponseHead(status: 201, headerFields: fields)))
+            ConnectResponse(request: request, head: ResponseHead(status: 201, headerFields: fields)))
 
         XCTAssertEqual(response.statusCode, 201)
         XCTAssertEqual(response.head.headerFields[values: .setCookie], ["a=1", "b=2"])
@@ -115,12 +115,12 @@ final class HTTPModelTests: XCTestCase {
         let foundation = try XCTUnwrap(
             HTTPURLResponse(url: url, statusCode: 404, httpVersion: nil, headerFields: ["X-Reason": "gone"]))
         let response = ConnectResponse(request: URLRequest(url: url), response: foundation, data: Data())
-        XCTAssertEqual(response.head, HTTPResponseHead(status: 404, headerFields: ["X-Reason": "gone"]))
+        XCTAssertEqual(response.head, ResponseHead(status: 404, headerFields: ["X-Reason": "gone"]))
     }
 
     func testAStatusOutsideTheRangeIsRefused() throws {
         let request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/")))
-        XCTAssertNil(ConnectResponse(request: request, head: HTTPResponseHead(status: 99)))
-        XCTAssertNil(ConnectResponse(request: request, head: HTTPResponseHead(status: 1000)))
+        XCTAssertNil(ConnectResponse(request: request, head: ResponseHead(status: 99)))
+        XCTAssertNil(ConnectResponse(request: request, head: ResponseHead(status: 1000)))
     }
 }

@@ -314,19 +314,19 @@ struct ExchangeOverAsyncHTTPClient: Sendable {
     static let concurrentCompletionThreshold = 32 << 10
 
     /// `response`'s head as the answer to `request` from `url`, without a body yet: its fields copied one by one into
-    /// the core's ``SwiftConnect/HTTPResponseHead``, repeated ones kept. Foundation's `HTTPURLResponse` is made only if
+    /// the core's ``SwiftConnect/ResponseHead``, repeated ones kept. Foundation's `HTTPURLResponse` is made only if
     /// someone reads it (see ``SwiftConnect/ConnectResponse/response``).
     ///
     /// - Throws: `URLError(.badServerResponse)` for a status code outside 100...999. NIO parses `000`, but
     ///   AsyncHTTPClient 1.37 stops the process on such a head before it gets here (SECURITY.md).
     static func head(of response: HTTPClientResponse, url: URL, request: URLRequest) throws -> ConnectResponse {
-        var fields = HTTPFields()
-        for (name, value) in response.headers { fields.append(HTTPField(name: HTTPField.Name(name), value: value)) }
+        var fields = HeaderFields()
+        for (name, value) in response.headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
         let version =
             response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
         guard
             let head = ConnectResponse(
-                request: request, head: HTTPResponseHead(status: Int(response.status.code), headerFields: fields),
+                request: request, head: ResponseHead(status: Int(response.status.code), headerFields: fields),
                 url: url, httpVersion: version)
         else { throw URLError(.badServerResponse) }
         return head

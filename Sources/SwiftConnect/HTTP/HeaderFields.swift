@@ -1,17 +1,18 @@
 /// One header field of a request or a response: a name and a value.
 ///
 /// The core's own HTTP model keeps Foundation out of the seam between SwiftConnect and an engine. Its shape is
-/// that of swift-http-types' `HTTPField`, so converting between the two is a field-by-field copy:
+/// that of swift-http-types' `HTTPField`, so converting between the two is a field-by-field copy; its name is its
+/// own, so that a file importing SwiftConnect beside HTTPTypes or NIOHTTP1 has no ambiguous type:
 ///
 /// ```swift
-/// let field = HTTPField(name: .contentType, value: "application/json")
+/// let field = HeaderField(name: .contentType, value: "application/json")
 /// ```
 ///
 /// Names compare without regard to ASCII case (`Content-Type` and `content-type` are one name, RFC 9110 §5.1) and keep
 /// the spelling they were given. Values are stored as given: a name that is not an RFC 9110 token, or a value with
 /// CR, LF, NUL or another control character, is refused when the request is sent, with
 /// ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, on every engine.
-public struct HTTPField: Sendable, Hashable, CustomStringConvertible {
+public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     /// A field's name: case-insensitive, spelled as given.
     public struct Name: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
         /// The name as it was given, sent as it is on HTTP/1.1.
@@ -27,7 +28,8 @@ public struct HTTPField: Sendable, Hashable, CustomStringConvertible {
             self.init(value)
         }
 
-        /// Whether the name is an RFC 9110 token: not empty, letters, digits and ``!#$%&'*+-.^_`|~`` only.
+        /// Whether the name is an RFC 9110 token: not empty, made of letters, digits and the characters
+        /// `!#$%&'*+-.^_|~` and the backtick only.
         public var isValid: Bool { HTTPHeader.isValidName(rawName) }
 
         /// The name as given.
@@ -73,7 +75,7 @@ public struct HTTPField: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
-extension HTTPField.Name {
+extension HeaderField.Name {
     /// `Accept`.
     public static let accept: Self = "Accept"
     /// `Authorization`: a secret, hidden in every output SwiftConnect writes.
@@ -97,20 +99,20 @@ extension HTTPField.Name {
 /// The header fields of a request or a response, in order, repeated names kept.
 ///
 /// ```swift
-/// var fields: HTTPFields = [.accept: "application/json", "X-Trace": "1"]
-/// fields.append(HTTPField(name: .setCookie, value: "a=1"))
-/// fields.append(HTTPField(name: .setCookie, value: "b=2"))
+/// var fields: HeaderFields = [.accept: "application/json", "X-Trace": "1"]
+/// fields.append(HeaderField(name: .setCookie, value: "a=1"))
+/// fields.append(HeaderField(name: .setCookie, value: "b=2"))
 /// fields[.accept]                // "application/json"
 /// fields[values: .setCookie]     // ["a=1", "b=2"]
 /// fields[.accept] = nil          // removes every Accept field
 /// ```
 ///
-/// Looking a name up ignores ASCII case. Reading a repeated name through ``subscript(_:)`` joins its values with
+/// Looking a name up ignores ASCII case. Reading a repeated name through `fields[name]` joins its values with
 /// `", "` (`"; "` for `Cookie`), as RFC 9110 §5.3 allows for every field but `Set-Cookie`; read
 /// ``subscript(values:)`` to get them one by one. The shape is swift-http-types' `HTTPFields`, so an engine or an
 /// integration converts one into the other field by field.
-public struct HTTPFields: Sendable, Hashable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
-    private var fields: [HTTPField]
+public struct HeaderFields: Sendable, Hashable, RandomAccessCollection, ExpressibleByDictionaryLiteral {
+    private var fields: [HeaderField]
 
     /// No fields.
     public init() {
@@ -118,13 +120,13 @@ public struct HTTPFields: Sendable, Hashable, RandomAccessCollection, Expressibl
     }
 
     /// The given fields, in order.
-    public init(_ fields: some Sequence<HTTPField>) {
+    public init(_ fields: some Sequence<HeaderField>) {
         self.fields = Array(fields)
     }
 
     /// The fields of a literal, in its order: `[.contentType: "application/json"]`.
-    public init(dictionaryLiteral elements: (HTTPField.Name, String)...) {
-        fields = elements.map { HTTPField(name: $0.0, value: $0.1) }
+    public init(dictionaryLiteral elements: (HeaderField.Name, String)...) {
+        fields = elements.map { HeaderField(name: $0.0, value: $0.1) }
     }
 
     /// The position of the first field.
@@ -132,11 +134,11 @@ public struct HTTPFields: Sendable, Hashable, RandomAccessCollection, Expressibl
     /// The position after the last field.
     public var endIndex: Int { fields.endIndex }
     /// The field at `position`.
-    public subscript(position: Int) -> HTTPField { fields[position] }
+    public subscript(position: Int) -> HeaderField { fields[position] }
 
     /// The value of the fields named `name`, joined when the name repeats; `nil` when there is none.
     /// Setting a value replaces every field of that name with one, where the first stood; `nil` removes them.
-    public subscript(name: HTTPField.Name) -> String? {
+    public subscript(name: HeaderField.Name) -> String? {
         get {
             var joined: String?
             let separator = name == .cookie ? "; " : ", "
@@ -155,33 +157,33 @@ public struct HTTPFields: Sendable, Hashable, RandomAccessCollection, Expressibl
     }
 
     /// The values of the fields named `name`, in order. Setting them replaces those fields, where the first stood.
-    public subscript(values name: HTTPField.Name) -> [String] {
+    public subscript(values name: HeaderField.Name) -> [String] {
         get { fields.filter { $0.name == name }.map(\.value) }
         set {
             let first = fields.firstIndex { $0.name == name } ?? fields.endIndex
             let before = fields[..<first].count
             fields.removeAll { $0.name == name }
-            fields.insert(contentsOf: newValue.map { HTTPField(name: name, value: $0) }, at: before)
+            fields.insert(contentsOf: newValue.map { HeaderField(name: name, value: $0) }, at: before)
         }
     }
 
     /// Whether a field is named `name`.
-    public func contains(_ name: HTTPField.Name) -> Bool {
+    public func contains(_ name: HeaderField.Name) -> Bool {
         fields.contains { $0.name == name }
     }
 
     /// Adds `field` after the others, keeping any of the same name.
-    public mutating func append(_ field: HTTPField) {
+    public mutating func append(_ field: HeaderField) {
         fields.append(field)
     }
 
-    /// The first field that is not valid (``HTTPField/isValid``): what the core refuses to send.
-    public var firstInvalid: HTTPField? {
+    /// The first field that is not valid (``HeaderField/isValid``): what the core refuses to send.
+    public var firstInvalid: HeaderField? {
         fields.first { !$0.isValid }
     }
 }
 
-extension HTTPFields: CustomStringConvertible {
-    /// One `Name: value` line a field, secret values hidden (``HTTPField/description``).
+extension HeaderFields: CustomStringConvertible {
+    /// One `Name: value` line a field, secret values hidden (``HeaderField/description``).
     public var description: String { fields.map(\.description).joined(separator: "\n") }
 }

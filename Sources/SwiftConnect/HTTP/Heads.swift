@@ -10,11 +10,11 @@ import Foundation
 /// or an integration copies one into the other field by field, without parsing a URL again:
 ///
 /// ```swift
-/// let head = HTTPRequestHead(method: .get, scheme: "https", authority: "api.example.com", path: "/todos/1?full=1",
+/// let head = RequestHead(method: .get, scheme: "https", authority: "api.example.com", path: "/todos/1?full=1",
 ///                            headerFields: [.accept: "application/json"])
 /// head.url  // https://api.example.com/todos/1?full=1
 /// ```
-public struct HTTPRequestHead: Sendable, Hashable {
+public struct RequestHead: Sendable, Hashable {
     /// The method.
     public var method: HTTPMethod
     /// `http` or `https`.
@@ -24,10 +24,10 @@ public struct HTTPRequestHead: Sendable, Hashable {
     /// The path and query, percent-encoded as they go on the wire: `/todos/1?full=1`.
     public var path: String
     /// The header fields, in order.
-    public var headerFields: HTTPFields
+    public var headerFields: HeaderFields
 
     /// A head with each part given.
-    public init(method: HTTPMethod, scheme: String, authority: String, path: String, headerFields: HTTPFields = [:]) {
+    public init(method: HTTPMethod, scheme: String, authority: String, path: String, headerFields: HeaderFields = [:]) {
         self.method = method
         self.scheme = scheme
         self.authority = authority
@@ -37,7 +37,7 @@ public struct HTTPRequestHead: Sendable, Hashable {
 
     /// The head of a request to `url`; `nil` when the URL has no scheme or host. User info in the URL is not part of
     /// the head (credentials travel in `Authorization`).
-    public init?(method: HTTPMethod, url: URL, headerFields: HTTPFields = [:]) {
+    public init?(method: HTTPMethod, url: URL, headerFields: HeaderFields = [:]) {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
             let scheme = components.scheme?.lowercased(), let host = components.percentEncodedHost, !host.isEmpty
         else { return nil }
@@ -46,7 +46,7 @@ public struct HTTPRequestHead: Sendable, Hashable {
             method: method,
             scheme: scheme,
             authority: components.port.map { "\(bracketed):\($0)" } ?? bracketed,
-            path: HTTPRequestHead.target(of: components),
+            path: RequestHead.target(of: components),
             headerFields: headerFields
         )
     }
@@ -66,14 +66,14 @@ public struct HTTPRequestHead: Sendable, Hashable {
 ///
 /// The shape is swift-http-types' `HTTPResponse` (status code and fields): an engine copies its own head into one
 /// field by field, and Foundation's `HTTPURLResponse` is made from it only where a caller asks for one.
-public struct HTTPResponseHead: Sendable, Hashable {
+public struct ResponseHead: Sendable, Hashable {
     /// The status code, 100 to 999.
     public var status: Int
     /// The header fields, in order, repeated names kept.
-    public var headerFields: HTTPFields
+    public var headerFields: HeaderFields
 
     /// A head with `status` and `headerFields`.
-    public init(status: Int, headerFields: HTTPFields = [:]) {
+    public init(status: Int, headerFields: HeaderFields = [:]) {
         self.status = status
         self.headerFields = headerFields
     }
@@ -81,28 +81,28 @@ public struct HTTPResponseHead: Sendable, Hashable {
 
 // MARK: - Foundation, at the edge
 
-extension HTTPRequestHead {
+extension RequestHead {
     /// The head of `request`: its method (GET when it has none), URL and header fields; `nil` when its URL has no
     /// scheme or host.
     public init?(_ request: URLRequest) {
         guard let url = request.url else { return nil }
-        var fields = HTTPFields()
+        var fields = HeaderFields()
         for (name, value) in request.allHTTPHeaderFields ?? [:] {
-            fields.append(HTTPField(name: HTTPField.Name(name), value: value))
+            fields.append(HeaderField(name: HeaderField.Name(name), value: value))
         }
         self.init(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url, headerFields: fields)
     }
 }
 
-extension HTTPResponseHead {
+extension ResponseHead {
     /// The head of `response`: its status and header fields.
     ///
     /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field.
     public init(_ response: HTTPURLResponse) {
-        var fields = HTTPFields()
+        var fields = HeaderFields()
         for (name, value) in response.allHeaderFields {
             guard let name = name as? String, let value = value as? String else { continue }
-            fields.append(HTTPField(name: HTTPField.Name(name), value: value))
+            fields.append(HeaderField(name: HeaderField.Name(name), value: value))
         }
         self.init(status: response.statusCode, headerFields: fields)
     }
