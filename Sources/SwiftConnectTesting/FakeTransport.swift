@@ -334,7 +334,7 @@ public struct FakeResponse: Sendable {
 
     /// A streamed answer whose body is `chunks`, then the end (or `failure`, as a transfer that broke). The chunks
     /// are buffered for the reader, as an engine with back-pressure buffers them: it waits only once 256 KiB or
-    /// more are unread (``SwiftConnect/StreamingOptions/pauseThreshold``).
+    /// more are unread (the stream's pause threshold).
     ///
     /// - Parameters:
     ///   - chunks: The pieces of the body, in order.

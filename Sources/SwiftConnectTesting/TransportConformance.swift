@@ -465,7 +465,7 @@ public enum TransportConformance {
     }
 
     /// A download answered with an error status keeps its body in memory, for the error handler: at most
-    /// ``SwiftConnect/TransferOptions/downloadErrorBodyLimit`` bytes of it when no limit is set, declared or not.
+    /// 1 MiB of it when no limit is set, declared or not.
     static let downloadErrorBodyLimit = Check(name: "download error body limit") { context in
         try context.withServer { server in
             let page = Data(repeating: 0x20, count: TransferOptions.downloadErrorBodyLimit + 100_000)

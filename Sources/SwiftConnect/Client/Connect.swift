@@ -33,20 +33,20 @@ public final class Connect: Sendable {
     public static let `default` = Connect()
 
     /// What sends requests.
-    public let transport: any Transport
+    package let transport: any Transport
     /// The client's own middlewares, in order: the first sees each request first.
-    public let middlewares: [any Middleware]
+    package let middlewares: [any Middleware]
     /// What turns error responses into errors.
-    public let errorHandler: any ErrorHandling
+    package let errorHandler: any ErrorHandling
     /// The retry policy, or `nil` when the client retries nothing by itself (a middleware may still ask for
     /// another attempt, up to three in all; see ``RetryPolicy``).
-    public let retryPolicy: RetryPolicy?
+    let retryPolicy: RetryPolicy?
     /// The queue capping requests in flight, if any.
-    public let requestQueue: RequestQueue?
+    let requestQueue: RequestQueue?
     /// The response cache, if any.
-    public let responseCache: ResponseCache?
+    let responseCache: ResponseCache?
     /// The rest of the client's settings: options, decoders, default headers, size limit, logging.
-    public let settings: Settings
+    package let settings: Settings
     /// `settings.options`.
     var options: RequestOptions { settings.options }
     /// `settings.decoders`.
@@ -55,7 +55,7 @@ public final class Connect: Sendable {
     var defaultHeaders: [HTTPHeader] { settings.defaultHeaders }
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
     /// headers and query items for every request to it (not for an absolute connector naming another host).
-    public let configuration: ServerConfiguration?
+    let configuration: ServerConfiguration?
     /// `settings.maxResponseBytes`.
     var maxResponseBytes: Int? { settings.maxResponseBytes }
     /// `settings.redactsSecrets`.
@@ -72,8 +72,9 @@ public final class Connect: Sendable {
     private let queueOwner = RequestQueue.Owner()
     /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
     private let serverBaseURL: Result<URL, any Error>?
-    /// The client's `isRetrySafe` and cache rule, the options of a call's ``RequestContext`` fall back to (empty,
-    /// and then free to merge, when the client sets neither).
+    /// The client's keyed option values (its `isRetrySafe`, cache rule, connectivity policy and its stages' own
+    /// values), which the options of a call's ``RequestContext`` fall back to (empty, and then free to merge, when
+    /// the client sets none).
     private let contextDefaults: RequestOptions
 
     /// Creates a client.
@@ -122,9 +123,7 @@ public final class Connect: Sendable {
         self.settings = settings
         self.configuration = configuration
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
-        contextDefaults = RequestOptions(
-            isRetrySafe: settings.options.isRetrySafe, cache: settings.options.cache,
-            connectivity: settings.options.connectivity)
+        contextDefaults = settings.options.keyedValuesOnly
         appliedRetryPolicy = retryPolicy ?? .none
         // After every middleware, so that they see requests as they go on the wire (signed, adapted): the cache
         // and the coalescing key on the final headers, and a request holds a queue slot only while it is on its

@@ -43,9 +43,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 /// refresh, a cache lookup).
 public struct ConnectivityMiddleware: Middleware {
     /// The monitor it follows.
-    public var monitor: any ConnectivityMonitor { gate.monitor }
+    var monitor: any ConnectivityMonitor { gate.monitor }
     /// The policy for requests whose connector and call set none.
-    public let policy: ConnectivityPolicy
+    let policy: ConnectivityPolicy
     private let gate: ConnectivityGate
 
     /// Creates the middleware.
@@ -217,4 +217,10 @@ extension ConnectError {
             underlyingError: URLError(.notConnectedToInternet)
         )
     }
+}
+
+/// The ``ConnectivityMiddleware``'s option: what a request does while the network is gone
+/// (``RequestOptions/connectivity``).
+enum ConnectivityPolicyOption: RequestOptionKey {
+    typealias Value = ConnectivityPolicy
 }

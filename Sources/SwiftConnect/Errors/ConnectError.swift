@@ -327,7 +327,7 @@ extension ConnectError {
     ///
     /// - Parameter request: The request that was cancelled, when known.
     /// - Returns: An error of kind ``Kind/cancelled``.
-    public static func cancelled(request: URLRequest? = nil) -> ConnectError {
+    static func cancelled(request: URLRequest? = nil) -> ConnectError {
         ConnectError(.cancelled, message: "the request was cancelled", request: request)
     }
 

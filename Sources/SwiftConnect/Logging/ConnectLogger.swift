@@ -49,7 +49,7 @@ public protocol ConnectLogger: Sendable {
 /// The default logger: writes each message as one line (or block) to standard error.
 public struct StandardErrorLogger: ConnectLogger {
     /// Messages below this level are dropped.
-    public var minimumLevel: LogLevel
+    var minimumLevel: LogLevel
 
     /// Creates a logger writing to standard error.
     ///

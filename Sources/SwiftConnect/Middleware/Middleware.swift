@@ -66,7 +66,7 @@ public struct RequestContext: Sendable {
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
     /// Uploads from files, downloads to files, size limits and progress for this request.
-    public var transfer = TransferOptions()
+    var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
     public var attempt = 1
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
@@ -125,7 +125,7 @@ public struct RetryAdvice: Sendable {
     private let requested: Protected<TimeInterval?>?
 
     /// Creates empty advice (the client makes one for each attempt).
-    public init() {
+    init() {
         requested = Protected(nil)
     }
 
@@ -144,7 +144,7 @@ public struct RetryAdvice: Sendable {
     }
 
     /// The delay a middleware asked for, or `nil` if none asked.
-    public var requestedDelay: TimeInterval? { requested?.withLock { $0 } }
+    var requestedDelay: TimeInterval? { requested?.withLock { $0 } }
 }
 
 /// Runs a request through `middlewares` in order, then `transport`.

@@ -10,6 +10,9 @@ import Foundation
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
 /// - **isRetrySafe**, **cache**, **maxResponseBytes**, **progress** and **connectivity**: the most specific level
 ///   that sets them wins (call, then connector, then client).
+/// - **values of your own stages**, under a ``RequestOptionKey``: the most specific level wins, unless the key
+///   combines them (``RequestOptionKey/combine(_:_:)``). The built-in stages carry theirs the same way: `cache`,
+///   `connectivity` and `isRetrySafe` are keys of the stages that read them.
 ///
 /// ```swift
 /// connect.request(
@@ -43,13 +46,13 @@ public struct RequestOptions: Sendable {
     /// to the method and the `Idempotency-Key` header. A middleware that asks for another attempt (a token
     /// refresh) still gets it.
     public var isRetrySafe: Bool? {
-        get { storage.values.isRetrySafe }
-        set { update { $0.isRetrySafe = newValue } }
+        get { self[RetrySafety.self] }
+        set { self[RetrySafety.self] = newValue }
     }
     /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached.
     public var cache: CacheRule? {
-        get { storage.values.cache }
-        set { update { $0.cache = newValue } }
+        get { self[CacheRuleOption.self] }
+        set { self[CacheRuleOption.self] = newValue }
     }
     /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge`` without
     /// downloading the rest. Overrides the client's limit; `nil` keeps it.
@@ -61,8 +64,31 @@ public struct RequestOptions: Sendable {
     /// it to the level above (the connector's, then the client's settings), and at the top to the middleware's
     /// own policy.
     public var connectivity: ConnectivityPolicy? {
-        get { storage.values.connectivity }
-        set { update { $0.connectivity = newValue } }
+        get { self[ConnectivityPolicyOption.self] }
+        set { self[ConnectivityPolicyOption.self] = newValue }
+    }
+
+    /// The value set for `key` at this level (or, in a request's ``RequestContext/options``, at the most specific
+    /// level that set one); `nil` when none is set. Setting `nil` removes it.
+    ///
+    /// ```swift
+    /// enum Sampling: RequestOptionKey { typealias Value = Double }
+    ///
+    /// struct TracingMiddleware: Middleware {
+    ///     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+    ///         -> Future<ConnectResponse>
+    ///     {
+    ///         let rate = context.options[Sampling.self] ?? 1  // 0.1 for the calls that set it
+    ///         return next(request)
+    ///     }
+    /// }
+    ///
+    /// var options = RequestOptions()
+    /// options[Sampling.self] = 0.1
+    /// ```
+    public subscript<Key: RequestOptionKey>(key: Key.Type) -> Key.Value? {
+        get { storage.values.keyed[ObjectIdentifier(key)]?.value as? Key.Value }
+        set { update { $0.keyed[ObjectIdentifier(key)] = newValue.map { KeyedValue($0, key: key) } } }
     }
     /// Receives upload and download progress, in order; the last report comes before the future completes. A
     /// retried request sends its body again, so each attempt reports from zero.
@@ -77,16 +103,39 @@ public struct RequestOptions: Sendable {
         var plugins: [any ConnectPlugin]
         var validators: [any ResponseValidator]
         var processors: [any ResponseProcessor]
-        var isRetrySafe: Bool?
-        var cache: CacheRule?
         var maxResponseBytes: Int?
         var progress: (@Sendable (TransferProgress) -> Void)?
-        var connectivity: ConnectivityPolicy?
+        /// The values of stages, built-in or a user's, by key.
+        var keyed: [ObjectIdentifier: KeyedValue] = [:]
 
         var isEmpty: Bool {
             middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty
-                && isRetrySafe == nil && cache == nil && maxResponseBytes == nil && progress == nil
-                && connectivity == nil
+                && maxResponseBytes == nil && progress == nil && keyed.isEmpty
+        }
+    }
+
+    /// A value under a ``RequestOptionKey``, with its key's way of combining two levels' values.
+    struct KeyedValue: Sendable {
+        let value: any Sendable
+        /// The key's ``RequestOptionKey/combine(_:_:)``, over this key's values.
+        let combine: @Sendable (_ earlier: any Sendable, _ later: any Sendable) -> any Sendable
+
+        init<Key: RequestOptionKey>(_ value: Key.Value, key: Key.Type) {
+            self.value = value
+            self.combine = { earlier, later in
+                guard let earlier = earlier as? Key.Value, let later = later as? Key.Value else { return later }
+                return Key.combine(earlier, later)
+            }
+        }
+
+        /// `later` set over this (earlier) value.
+        func followed(by later: KeyedValue) -> KeyedValue {
+            KeyedValue(value: later.combine(value, later.value), combine: later.combine)
+        }
+
+        private init(value: any Sendable, combine: @escaping @Sendable (any Sendable, any Sendable) -> any Sendable) {
+            self.value = value
+            self.combine = combine
         }
     }
 
@@ -137,11 +186,25 @@ public struct RequestOptions: Sendable {
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         connectivity: ConnectivityPolicy? = nil
     ) {
-        let values = Values(
+        var values = Values(
             middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
-            isRetrySafe: isRetrySafe, cache: cache, maxResponseBytes: maxResponseBytes, progress: progress,
-            connectivity: connectivity)
+            maxResponseBytes: maxResponseBytes, progress: progress)
+        Self.set(isRetrySafe, for: RetrySafety.self, in: &values)
+        Self.set(cache, for: CacheRuleOption.self, in: &values)
+        Self.set(connectivity, for: ConnectivityPolicyOption.self, in: &values)
         storage = values.isEmpty ? Self.emptyStorage : Storage(values)
+    }
+
+    private static func set<Key: RequestOptionKey>(_ value: Key.Value?, for key: Key.Type, in values: inout Values) {
+        if let value { values.keyed[ObjectIdentifier(key)] = KeyedValue(value, key: key) }
+    }
+
+    /// Only the keyed values of these options (what the client's options give every request's context), without
+    /// the stages and per-call values the client applies itself.
+    var keyedValuesOnly: RequestOptions {
+        var only = RequestOptions()
+        only.update { $0.keyed = storage.values.keyed }
+        return only
     }
 
     /// Whether no option is set (the fast path: nothing to merge).
@@ -154,22 +217,55 @@ public struct RequestOptions: Sendable {
         !storage.values.middlewares.isEmpty || !storage.values.plugins.isEmpty
     }
 
-    /// These options followed by `more`: lists concatenated, single values taken from `more` when set.
+    /// These options followed by `more`: lists concatenated, single values taken from `more` when set, keyed
+    /// values combined by their keys (by default `more`'s).
     func merged(with more: RequestOptions) -> RequestOptions {
         if more.isEmpty { return self }
         if isEmpty { return more }
+        let (earlier, later) = (storage.values, more.storage.values)
+        var keyed = earlier.keyed
+        for (key, value) in later.keyed {
+            keyed[key] = keyed[key].map { $0.followed(by: value) } ?? value
+        }
         return RequestOptions(
-            middlewares: middlewares + more.middlewares,
-            plugins: plugins + more.plugins,
-            validators: validators + more.validators,
-            processors: processors + more.processors,
-            isRetrySafe: more.isRetrySafe ?? isRetrySafe,
-            cache: more.cache ?? cache,
-            maxResponseBytes: more.maxResponseBytes ?? maxResponseBytes,
-            progress: more.progress ?? progress,
-            connectivity: more.connectivity ?? connectivity
-        )
+            storage: Storage(
+                Values(
+                    middlewares: earlier.middlewares + later.middlewares,
+                    plugins: earlier.plugins + later.plugins,
+                    validators: earlier.validators + later.validators,
+                    processors: earlier.processors + later.processors,
+                    maxResponseBytes: later.maxResponseBytes ?? earlier.maxResponseBytes,
+                    progress: later.progress ?? earlier.progress,
+                    keyed: keyed)))
     }
+
+    private init(storage: Storage) {
+        self.storage = storage
+    }
+}
+
+/// The key of a value that a stage reads from ``RequestOptions``: how a middleware of yours carries its own
+/// configuration at the client, connector and call levels, as the built-in stages carry theirs (the response
+/// cache's ``CacheRule``, the ``ConnectivityPolicy``, replay safety).
+///
+/// ```swift
+/// enum Sampling: RequestOptionKey { typealias Value = Double }
+/// let options = { var options = RequestOptions(); options[Sampling.self] = 0.1; return options }()
+/// ```
+///
+/// A middleware reads the value with `context.options[Sampling.self]`.
+public protocol RequestOptionKey: Sendable {
+    /// The type of the value.
+    associatedtype Value: Sendable
+
+    /// The value that counts where two levels set one: `earlier` is the client's (or the connector's), `later`
+    /// the more specific level's. By default `later`.
+    static func combine(_ earlier: Value, _ later: Value) -> Value
+}
+
+extension RequestOptionKey {
+    /// The more specific level's value wins.
+    public static func combine(_ earlier: Value, _ later: Value) -> Value { later }
 }
 
 /// How a ``ResponseCache`` stores and serves one request's response.

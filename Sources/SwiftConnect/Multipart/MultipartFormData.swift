@@ -23,7 +23,7 @@ public struct MultipartFormData: Sendable {
     }
 
     /// The boundary between parts.
-    public let boundary: String
+    package let boundary: String
     private var parts: [Part] = []
 
     /// Creates an empty body.
@@ -38,7 +38,7 @@ public struct MultipartFormData: Sendable {
     }
 
     /// A fresh random boundary: `SwiftConnect-` followed by 32 hexadecimal digits.
-    public static func randomBoundary() -> String {
+    @usableFromInline static func randomBoundary() -> String {
         var generator = SystemRandomNumberGenerator()
         let high = generator.next() as UInt64
         let low = generator.next() as UInt64
@@ -54,10 +54,10 @@ public struct MultipartFormData: Sendable {
     }
 
     /// Whether the body has no parts.
-    public var isEmpty: Bool { parts.isEmpty }
+    var isEmpty: Bool { parts.isEmpty }
 
     /// Whether every part is in memory (no file to stream from disk).
-    public var isInMemory: Bool {
+    package var isInMemory: Bool {
         parts.allSatisfy { part in
             if case .file(let file) = part, case .file = file.content { return false }
             return true
@@ -84,7 +84,7 @@ public struct MultipartFormData: Sendable {
     ///
     /// - Throws: ``ConnectError`` of kind ``ConnectError/Kind/fileAccess`` when a file is not a readable regular
     ///   file, or of kind ``ConnectError/Kind/invalidRequest`` when the boundary or a header would be invalid.
-    public func contentLength() throws -> Int64 {
+    package func contentLength() throws -> Int64 {
         try checkBoundary()
         var total: Int64 = 0
         for part in parts {
@@ -150,7 +150,7 @@ public struct MultipartFormData: Sendable {
 
     /// Writes the body to a new file that only its owner can read or write (mode 0600 from its creation, so
     /// no other local user can open it, even for a moment), and returns the number of bytes written: the
-    /// body's true length, even if a file on disk grew or shrank since ``contentLength()`` read its size.
+    /// body's true length, even if a file on disk grew or shrank since its length was read.
     ///
     /// - Parameter url: Where to write; must not exist.
     /// - Returns: The size of the body written.

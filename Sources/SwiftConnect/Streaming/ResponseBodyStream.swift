@@ -11,7 +11,8 @@ public struct StreamingOptions: Sendable, Hashable {
     /// The most body bytes held for a consumer that reads slower than the server sends, on an engine that cannot
     /// pause the transfer (URLSession on Linux). Going over fails the stream with
     /// ``ConnectError/Kind/responseTooLarge`` rather than growing memory. An engine with back-pressure
-    /// (AsyncHTTPClient) pauses reading instead, at ``pauseThreshold``. Defaults to 8 MiB.
+    /// (AsyncHTTPClient) pauses reading instead, once 256 KiB (or the limit, if smaller) wait unread. Defaults to
+    /// 8 MiB.
     public var bufferLimit: Int
     /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds;
     /// `nil` (the default) for none. The connector's `timeout` still bounds the whole stream unless it is
@@ -35,7 +36,7 @@ public struct StreamingOptions: Sendable, Hashable {
 
     /// How many buffered bytes make ``ResponseBodyStream/send(_:)`` wait for the consumer: the smaller of
     /// ``bufferLimit`` and 256 KiB.
-    public var pauseThreshold: Int { min(bufferLimit, 256 << 10) }
+    var pauseThreshold: Int { min(bufferLimit, 256 << 10) }
 }
 
 /// A response body on its way: the engine puts chunks in as they arrive, the consumer takes them out in order.
@@ -73,7 +74,7 @@ public final class ResponseBodyStream: Sendable {
     }
 
     /// The options the stream enforces.
-    public let options: StreamingOptions
+    let options: StreamingOptions
     private let state = Protected(State())
     private let idleDeadline = Protected<TransportDeadline?>(nil)
 
@@ -130,7 +131,7 @@ public final class ResponseBodyStream: Sendable {
         }
     }
 
-    /// Adds a chunk, waiting while ``StreamingOptions/pauseThreshold`` bytes or more wait for the consumer (the
+    /// Adds a chunk, waiting while 256 KiB or more (the limit, if smaller) wait for the consumer (the
     /// engine reads no further meanwhile: back-pressure). Returns `false` when the stream has ended: stop the
     /// transfer.
     ///

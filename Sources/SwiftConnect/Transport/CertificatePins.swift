@@ -47,7 +47,7 @@ public struct CertificatePins: Sendable, Equatable {
     /// - Parameters:
     ///   - pattern: A host name, or `*.` followed by a domain.
     ///   - hashes: Base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
-    public mutating func pin(_ pattern: String, sha256Base64 hashes: [String]) throws {
+    mutating func pin(_ pattern: String, sha256Base64 hashes: [String]) throws {
         let key = pattern.lowercased()
         let name = key.hasPrefix("*.") ? String(key.dropFirst(2)) : key
         guard !name.isEmpty, !name.contains("*"), !name.hasPrefix("."), !name.hasSuffix("."), !hashes.isEmpty else {

@@ -8,7 +8,7 @@ import Foundation
 /// streamed from a file, a response written to a file, a size limit and progress reports.
 ///
 /// ``Connect`` fills these in for uploads, downloads and size limits; a ``Transport`` reads them from
-/// ``RequestContext/transfer``.
+/// the request context's transfer options.
 public struct TransferOptions: Sendable {
     /// A file whose contents are the request body, streamed from disk (replaces `httpBody`).
     public var bodyFile: URL?
@@ -54,13 +54,13 @@ public struct TransferOptions: Sendable {
     }
 
     /// Whether nothing beyond a plain in-memory exchange is asked for.
-    public var isPlain: Bool {
+    var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
     }
 
     /// The most body bytes a transport takes of a response with `statusCode`, or `nil` for no limit:
     /// ``maxResponseBytes`` when set; else, for a download answered with an error status, whose body stays in
-    /// memory for the error handler instead of going to ``destination``, ``downloadErrorBodyLimit``.
+    /// memory for the error handler instead of going to ``destination``, 1 MiB.
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
@@ -72,7 +72,7 @@ public struct TransferOptions: Sendable {
 
     /// How much of a download's error body is kept in memory when ``maxResponseBytes`` sets no limit: 1 MiB. A
     /// download is expected to be large; its error page is not, and must not fill the memory meant for a file.
-    public static let downloadErrorBodyLimit = 1 << 20
+    package static let downloadErrorBodyLimit = 1 << 20
 }
 
 /// How far a transfer has got.

@@ -43,7 +43,7 @@ import Foundation
 /// (see ``Transport/send(_:transfer:)``).
 public final class URLSessionTransport: Transport {
     /// The session that runs the requests.
-    public let session: URLSession
+    package let session: URLSession
     /// The session's delegate, when this transport owns the session.
     private let delegate: SessionDelegate?
     /// Where requests started while a response is being delivered are handed to URLSession (see

@@ -295,4 +295,60 @@ final class RequestOptionsTests: XCTestCase {
         XCTAssertNotNil(value(of: post))
         XCTAssertEqual(transport.requests(to: "/items").map(\.httpMethod), ["GET", "GET", "POST", "POST"])
     }
+
+    // MARK: - Values of a user's own stages
+
+    private enum Sampling: RequestOptionKey { typealias Value = Double }
+
+    /// Tags add up across levels instead of the most specific level winning.
+    private enum Tags: RequestOptionKey {
+        typealias Value = [String]
+        static func combine(_ earlier: [String], _ later: [String]) -> [String] { earlier + later }
+    }
+
+    private static func options(sampling: Double? = nil, tags: [String]? = nil) -> RequestOptions {
+        var options = RequestOptions()
+        options[Sampling.self] = sampling
+        options[Tags.self] = tags
+        return options
+    }
+
+    func testAUserStageReadsItsValuesAsTheBuiltInsDoAtEveryLevel() {
+        // Given: a value at the client, another at the connector, another for one call
+        let transport = FakeTransport.answering(.status(200))
+        let seen = Recorder<String>()
+        let probe = AnyMiddlewareProbe { context in
+            let sampling = context.options[Sampling.self].map { "\($0)" } ?? "-"
+            seen.append("\(sampling) \(context.options[Tags.self] ?? [])")
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [probe], retryPolicy: nil,
+            settings: Connect.Settings(options: Self.options(sampling: 1, tags: ["client"])))
+        let connector = Endpoint(connectorOptions: Self.options(tags: ["connector"]))
+
+        // When
+        _ = value(of: connect.request(Endpoint()))
+        _ = value(of: connect.request(connector))
+        _ = value(of: connect.request(connector, options: Self.options(sampling: 0.1, tags: ["call"])))
+
+        // Then: the most specific value wins, or the key combines them
+        XCTAssertEqual(
+            seen.values,
+            ["1.0 [\"client\"]", "1.0 [\"client\", \"connector\"]", "0.1 [\"client\", \"connector\", \"call\"]"])
+    }
+
+    func testBuiltInOptionsAreKeyedValuesThatReadAndClearLikeAnyOther() {
+        var options = RequestOptions(isRetrySafe: true, cache: CacheRule(timeToLive: 60), connectivity: .failFast)
+        XCTAssertEqual(options.isRetrySafe, true)
+        XCTAssertEqual(options.cache, CacheRule(timeToLive: 60))
+        XCTAssertEqual(options.connectivity, .failFast)
+        options.cache = nil
+        options.isRetrySafe = nil
+        options.connectivity = nil
+        options[Sampling.self] = 0.5
+        XCTAssertNil(options.cache)
+        XCTAssertEqual(options[Sampling.self], 0.5)
+        options[Sampling.self] = nil
+        XCTAssertNil(options[Sampling.self])
+    }
 }

@@ -131,7 +131,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// The most bytes of bodies (plus a small estimate for headers) the cache holds.
-    public let maxBytes: Int
+    let maxBytes: Int
     private let now: @Sendable () -> Date
     private let state = Protected(State())
 
@@ -147,17 +147,17 @@ public final class ResponseCache: Sendable {
     }
 
     /// How many responses are stored.
-    public var count: Int { state.withLock { $0.entries.count } }
+    package var count: Int { state.withLock { $0.entries.count } }
 
     /// How many bytes the stored responses take, by the cache's estimate.
-    public var totalBytes: Int { state.withLock { $0.totalBytes } }
+    package var totalBytes: Int { state.withLock { $0.totalBytes } }
 
     /// How many requests were served from the cache.
     public var hitCount: Int { state.withLock { $0.hits } }
 
     /// How many cacheable requests (a `GET` or `HEAD` with a rule whose time to live is positive, not a download or
     /// a stream) found no fresh response and went to the network.
-    public var missCount: Int { state.withLock { $0.misses } }
+    package var missCount: Int { state.withLock { $0.misses } }
 
     /// Forgets every stored response.
     public func removeAll() {
@@ -323,4 +323,9 @@ struct ResponseCacheStage: Middleware {
         guard context.transfer.streaming == nil else { return next(request) }
         return cache.respond(to: request, context: context, next: next)
     }
+}
+
+/// The response cache stage's option: how it stores and serves a request (``RequestOptions/cache``).
+enum CacheRuleOption: RequestOptionKey {
+    typealias Value = CacheRule
 }

@@ -45,7 +45,7 @@ public protocol RetryCancellable: Sendable {
 /// Ready-made ``RetryCancellable`` values.
 public enum RetryCancellables {
     /// A token with nothing to cancel, for clocks that ran the action already.
-    public static let none: any RetryCancellable = NothingToCancel()
+    package static let none: any RetryCancellable = NothingToCancel()
 
     private struct NothingToCancel: RetryCancellable {
         func cancel() {}
@@ -61,7 +61,7 @@ public enum RetryCancellables {
 /// ```
 public struct DispatchRetryClock: RetryClock {
     /// The queue the actions run on.
-    public let queue: DispatchQueue
+    let queue: DispatchQueue
 
     /// Creates a clock.
     ///
@@ -70,7 +70,7 @@ public struct DispatchRetryClock: RetryClock {
         self.queue = queue
     }
 
-    /// Runs `action` on ``queue`` after `seconds`, unless cancelled first.
+    /// Runs `action` on the clock's queue after `seconds`, unless cancelled first.
     ///
     /// - Parameters:
     ///   - seconds: The delay; negative or non-finite values mean no delay.

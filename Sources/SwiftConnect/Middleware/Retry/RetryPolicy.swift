@@ -339,3 +339,8 @@ extension RetryPolicy {
         .badServerResponse, .cannotParseResponse, .zeroByteResource,
     ]
 }
+
+/// The retry loop's option: whether the policy may replay a request (``RequestOptions/isRetrySafe``).
+enum RetrySafety: RequestOptionKey {
+    typealias Value = Bool
+}
