@@ -341,28 +341,28 @@ extension Connect {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
         var isForServer = true
-        let routePort = traits.isRoute ? (connector as? Route)?.port : nil
+        let port = connector.port
         if RelativeBase.isRelative(connector.baseURL) {
             guard let configuration else { throw RelativeBase.noServer(endpoint: connector.endpoint) }
             let serverURL = try serverBaseURL?.get() ?? configuration.requireBaseURL()
             var server =
                 connector.baseURL == RelativeBase.url
                 ? serverURL : try RelativeBase.resolving(connector.baseURL, against: serverURL)
-            if let routePort {
-                server = try Route.url(server, withPort: routePort)
+            if let port {
+                server = try Route.url(server, withPort: port)
                 isForServer = server.hasSameOrigin(as: serverURL)
                 if !isForServer { serverHeaders = [] }
             }
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
         } else {
-            let base = try routePort.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
+            let base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
                 let serverURL = try? serverBaseURL?.get()
                 isForServer = serverURL.map { base.hasSameOrigin(as: $0) } ?? false
                 if !isForServer { serverHeaders = [] }
             }
-            if routePort != nil {
+            if port != nil {
                 blueprint = try ResolvedConnector(wrapped: connector, baseURL: base)
                     .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
             } else {

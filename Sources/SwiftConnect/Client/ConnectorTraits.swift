@@ -9,8 +9,6 @@ struct ConnectorTraits: Sendable {
     let name: String
     /// Whether the type conforms to ``AuthorizedConnector``: only then is its token looked up.
     let isAuthorized: Bool
-    /// Whether the type is ``Route``: only then can the connector name a port of its own.
-    let isRoute: Bool
 
     private static let cache = Protected<[ObjectIdentifier: ConnectorTraits]>([:])
 
@@ -20,8 +18,7 @@ struct ConnectorTraits: Sendable {
         if let traits = cache.withLock({ $0[key] }) { return traits }
         let traits = ConnectorTraits(
             name: String(describing: type),
-            isAuthorized: type is any AuthorizedConnector.Type,
-            isRoute: type == Route.self
+            isAuthorized: type is any AuthorizedConnector.Type
         )
         cache.withLock { $0[key] = traits }
         return traits

@@ -221,5 +221,7 @@ struct ResolvedConnector: Connector, AuthorizedConnector {
     var cachePolicy: URLRequest.CachePolicy { wrapped.cachePolicy }
     var jsonEncoder: JSONEncoder { wrapped.jsonEncoder }
     var options: RequestOptions { wrapped.options }
+    /// The port is already in `baseURL`.
+    var port: Int? { nil }
     var authorizationToken: AuthorizationToken? { (wrapped as? any AuthorizedConnector)?.authorizationToken }
 }

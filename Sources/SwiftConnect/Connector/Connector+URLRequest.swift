@@ -66,9 +66,9 @@ extension Connector {
         let parameterList = parameters?.parameterList ?? []
         var parts = try RequestParts(parameterList)
         var baseURL = self.baseURL
-        // A client sends a route's port itself (it resolves the route first); this is for `asURLRequest()`.
-        // (Cast directly: passing `self` as `any Connector` would box a route on the heap.)
-        if Self.self == Route.self, let port = (self as? Route)?.port, !RelativeBase.isRelative(baseURL) {
+        // A client applies a connector's port itself (it resolves the connector first); this is for
+        // `asURLRequest()`.
+        if let port, !RelativeBase.isRelative(baseURL) {
             baseURL = try Route.url(baseURL, withPort: port)
         }
         let url = try parts.makeURL(baseURL: baseURL, endpoint: endpoint, parameters: parameterList)

@@ -112,6 +112,16 @@ public protocol Connector {
     /// }
     /// ```
     var options: RequestOptions { get }
+
+    /// The port to send to, replacing the port of ``baseURL`` (or of the client's server, for a relative connector);
+    /// `nil`, the default, keeps it. Another port is another origin: the server's default headers and query items
+    /// are not sent there, and a port outside 1...65535 fails the request with
+    /// ``ConnectError/Kind/invalidRequest``.
+    ///
+    /// ```swift
+    /// var port: Int? { 9090 }  // the same server's metrics endpoint
+    /// ```
+    var port: Int? { get }
 }
 
 // MARK: - Defaults
@@ -128,4 +138,7 @@ extension Connector {
 
     /// No connector-level options.
     public var options: RequestOptions { RequestOptions() }
+
+    /// The port of the base URL (or of the client's server): `nil`.
+    public var port: Int? { nil }
 }

@@ -81,7 +81,7 @@ extension Route {
     static func url(_ url: URL, withPort port: Int) throws -> URL {
         guard (1...65_535).contains(port) else {
             var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)))
-            error.message = "the route's port \(port) is not in 1...65535"
+            error.message = "the connector's port \(port) is not in 1...65535"
             throw error
         }
         guard url.host != nil, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {

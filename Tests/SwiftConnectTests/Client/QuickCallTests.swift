@@ -153,6 +153,40 @@ final class QuickCallTests: XCTestCase {
         XCTAssertNil(Route("/x").port)
     }
 
+    /// Any connector may name a port, as a route does: nothing about it is special to `Route`.
+    func testAnyConnectorMayNameItsPort() throws {
+        struct Metrics: Connector {
+            var baseURL: URL
+            var endpoint: String { "/metrics" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? { nil }
+            var port: Int?
+        }
+        let transport = FakeTransport.answering(.status(200))
+        let configuration = ServerConfiguration(
+            host: "api.example.com", defaultHeaders: [HTTPHeader(name: "X-API-Key", value: "s3cret")])
+        let api = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+
+        _ = try api.request(Metrics(baseURL: URL(string: "/")!, port: 9090)).wait()
+        _ = try api.request(Metrics(baseURL: URL(string: "https://status.example.org")!, port: 444)).wait()
+        _ = try api.request(Metrics(baseURL: URL(string: "/")!, port: nil)).wait()
+
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString },
+            [
+                "https://api.example.com:9090/metrics", "https://status.example.org:444/metrics",
+                "https://api.example.com/metrics",
+            ])
+        XCTAssertNil(transport.requests[0].value(forHTTPHeaderField: "X-API-Key"), "another port, another origin")
+        XCTAssertEqual(transport.requests[2].value(forHTTPHeaderField: "X-API-Key"), "s3cret")
+        let direct = try Metrics(baseURL: URL(string: "https://a.example.com:1")!, port: 2).asURLRequest()
+        XCTAssertEqual(direct.url?.absoluteString, "https://a.example.com:2/metrics")
+        let refused = connectError(of: api.request(Metrics(baseURL: URL(string: "/")!, port: 70_000)))
+        XCTAssertEqual(refused?.kind, .invalidRequest)
+        XCTAssertEqual(transport.requests.count, 3, "nothing sent to a port that cannot be")
+    }
+
     /// Another port is another origin: the server's default headers and query items (an API key) do not follow
     /// a route to it, as they do not follow an absolute connector to another port.
     func testTheServersDefaultsDoNotFollowARouteToAnotherPort() throws {
