@@ -110,10 +110,10 @@ public final class Future<Value: Sendable>:
     /// What the future's producer knows about where its value comes from, handed on by the operators that pass the
     /// result through unchanged (``passingThrough()``); `nil` for most futures. Immutable: an attachment that learns
     /// more later (a response body's response) protects its own state. The future knows nothing of what it is.
-    @usableFromInline final let attachment: (any Sendable)?
+    @usableFromInline final let attachment: (any AnyObject & Sendable)?
 
     /// Creates a pending future. Only a ``Promise`` or an operator completes it.
-    init(callbackQueue: DispatchQueue? = nil, attachment: (any Sendable)? = nil) {
+    init(callbackQueue: DispatchQueue? = nil, attachment: (any AnyObject & Sendable)? = nil) {
         lock = Lock()
         self.callbackQueue = callbackQueue
         self.attachment = attachment
