@@ -3,6 +3,10 @@ import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 /// README examples must compile and run: each Swift block in README.md is code that the Playground
 /// (`swift run Playground`, run by CI), this file, or the tests of a package under `Transports/` (run by CI)
 /// contain verbatim.
@@ -66,6 +70,33 @@ final class ReadmeExamplesTests: XCTestCase {
         var lines: [String] = []
         for try await line in stream.lines { lines.append(line) }
         XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: Data(lines.joined().utf8)), todo)
+    }
+
+    enum Sampling: RequestOptionKey { typealias Value = Double }
+
+    struct SamplingMiddleware: Middleware {
+        let sampled: @Sendable (Double) -> Void
+        func intercept(
+            _ request: consuming URLRequest, context: RequestContext, next: @escaping Next
+        ) -> Future<ConnectResponse> {
+            sampled(context.options[Sampling.self] ?? 1)  // the most specific level that set one
+            return next(request)
+        }
+    }
+
+    /// The README's "Middleware" example of a middleware's own option.
+    func testAMiddlewaresOwnOptionExample() throws {
+        let seen = Protected<[Double]>([])
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)),
+            middlewares: [SamplingMiddleware { rate in seen.withLock { $0.append(rate) } }])
+
+        var sampledRarely = RequestOptions()
+        sampledRarely[Sampling.self] = 0.1
+
+        _ = try connect.request(GetTodo(id: 1)).wait(timeout: 5)
+        _ = try connect.request(GetTodo(id: 1), options: sampledRarely).wait(timeout: 5)
+        XCTAssertEqual(seen.withLock { $0 }, [1, 0.1])
     }
 
     private struct MissingETag: Error {}
