@@ -50,7 +50,7 @@ import Dispatch
 /// `flatMap`…) start afresh.
 public final class Future<Value: Sendable>:
     // Checked by hand: `lock` protects `state`, `cancelHandler`, `upstream`, `callbacks` and `wasCancelled`
-    // (and what a subclass says it protects). A future created resolved has no lock: its `state` is written
+    // (`attachment` is immutable). A future created resolved has no lock: its `state` is written
     // once, in `init`, and never again, so it is read without a lock (also by the `@inlinable` fast paths,
     // which client modules compile: they touch `state` only when `lock` is `nil`).
     @unchecked Sendable
