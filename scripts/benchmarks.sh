@@ -2,8 +2,8 @@
 # Runs SwiftConnect's benchmarks (the Benchmarks/ package, package-benchmark) and refreshes BENCHMARKS.md.
 #
 #   scripts/benchmarks.sh              every benchmark (about 10 minutes after the first build), then rewrites
-#                                      BENCHMARKS.md: machine, command, every figure beside its comparison,
-#                                      the issue's targets marked met or missed, and a wrk check of the server
+#                                      BENCHMARKS.md: the issue's targets marked met or missed first, then machine,
+#                                      command, every figure beside its comparison, and a wrk check of the server
 #   scripts/benchmarks.sh --smoke      builds the benchmarks and runs each once, with one operation and small
 #                                      bodies, no thresholds and no report (CI: keeps them compiling and running)
 #   scripts/benchmarks.sh -- ARGS      passes ARGS to `swift package benchmark` (e.g. -- --filter 'Futures/.*');
@@ -459,6 +459,15 @@ out("")
 out("SwiftConnect's overhead beside what a user would pick instead, measured in the same run (issue 6). "
     "Written by `scripts/benchmarks.sh` from a real run; do not edit the figures by hand.")
 out("")
+# The targets first, with the hand-written notes on them; then the machine and command, then every figure.
+out("## Targets")
+out("")
+out("| Target (issue 6) | Measured | | Detail |")
+out("| --- | --- | --- | --- |")
+lines.extend(targets if targets else ["| (no target's benchmarks ran) | | | |"])
+out("")
+out(notes)
+out("")
 out("## Machine and command")
 out("")
 out(f"- Machine: {cores} cores, {cpu}, {kernel}")
@@ -474,14 +483,6 @@ out("Every figure is the median (p50) over the samples of one benchmark, divided
     "package-benchmark's malloc interposer over the whole process; *peak RSS* is the benchmark process's peak "
     "resident memory (the loopback server runs in a separate process). Each benchmark runs in its own process. "
     "*× vs SwiftConnect* is the comparison's wall time divided by SwiftConnect's: above 1, SwiftConnect is faster.")
-out("")
-out("## Targets")
-out("")
-out("| Target (issue 6) | Measured | | Detail |")
-out("| --- | --- | --- | --- |")
-lines.extend(targets if targets else ["| (no target's benchmarks ran) | | | |"])
-out("")
-out(notes)
 out("")
 
 if engine_rows:
