@@ -23,7 +23,7 @@ import Foundation
 /// Engines check pins during the TLS handshake, in the chain they validated (``accepts(host:chain:)``):
 /// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport`. A server whose chain has none of its
 /// host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is sent.
-/// Before that, every engine asks ``refusal(of:by:checksHandshake:)`` about each request and redirect hop: a pinned
+/// Before that, every engine asks `refusal(of:by:checksHandshake:)` about each request and redirect hop: a pinned
 /// host that cannot be checked is refused instead of sent unpinned (FoundationNetworking on Linux, and plain `http`
 /// everywhere; see SECURITY.md for each engine).
 public struct CertificatePins: Sendable, Equatable {
@@ -143,21 +143,34 @@ public struct CertificatePins: Sendable, Equatable {
     ///     transport that cannot refuses every pinned host.
     /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning`` naming the host, or `nil`.
     public func refusal(of request: URLRequest, by engine: String, checksHandshake: Bool = false) -> ConnectError? {
-        guard !isEmpty, let url = request.url, let host = url.host, pins(for: host) != nil else { return nil }
+        guard let url = request.url, var refusal = refusal(of: url, by: engine, checksHandshake: checksHandshake)
+        else { return nil }
+        refusal.request = request
+        return refusal
+    }
+
+    /// Why a hop to `url` must not be sent, or `nil`: the same rule as for a `URLRequest`, for an engine of the core's
+    /// exchange (``HTTPEngine``), which works with the hop's URL.
+    ///
+    /// - Parameters:
+    ///   - url: The URL of the hop about to be sent.
+    ///   - engine: The engine, for the message.
+    ///   - checksHandshake: Whether the engine checks the pins of `https` hosts during the handshake.
+    /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning`` naming the host, or `nil`.
+    public func refusal(of url: URL, by engine: String, checksHandshake: Bool = false) -> ConnectError? {
+        guard !isEmpty, let host = url.host, pins(for: host) != nil else { return nil }
         guard checksHandshake else {
             return ConnectError(
                 .certificatePinning,
                 message: "\(host) is pinned, and \(engine) cannot check a server's certificates during the "
-                    + "handshake: the request is refused rather than sent unpinned",
-                request: request
+                    + "handshake: the request is refused rather than sent unpinned"
             )
         }
         guard url.scheme?.lowercased() == "https" else {
             return ConnectError(
                 .certificatePinning,
                 message: "\(host) is pinned, and plain http has no certificate to check: the request is refused "
-                    + "rather than sent unpinned",
-                request: request)
+                    + "rather than sent unpinned")
         }
         return nil
     }

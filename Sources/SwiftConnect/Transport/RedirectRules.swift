@@ -256,11 +256,8 @@ enum RedirectRules {
     }
 }
 
-/// SwiftConnect's redirect rules, for a ``Transport`` that follows redirects itself: the same rules
-/// ``URLSessionTransport`` applies, so that a request is redirected the same way on every engine.
-///
-/// A transport that follows redirects asks ``next(after:answeredBy:bodyFile:)`` for each 3xx response
-/// and stops after ``maxHops`` of them:
+/// SwiftConnect's redirect rules as the core's exchange asks them for each 3xx (`EngineExchange`, for every
+/// ``HTTPEngine``), and ``URLSessionTransport``'s Linux redirect chain: the next hop, after at most ``maxHops``.
 ///
 /// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;
 /// - every credential header (`Authorization`, `Cookie`, `X-Api-Key`, `*-Token`…, as ``HTTPHeader`` judges them)
@@ -268,26 +265,16 @@ enum RedirectRules {
 /// - 307 and 308 keep the method and the body, as do 301 and 302 for a method other than POST; 303, and 301/302
 ///   of a POST, become a GET without the body or the headers describing it;
 /// - a body that cannot be sent again (an `InputStream`) stops there: the 3xx response is the answer.
-///
-/// ```swift
-/// var hop = request
-/// for _ in 0...RedirectRule.maxHops {
-///     let response = try await send(hop)
-///     guard let next = RedirectRule.next(after: hop, answeredBy: response.response)
-///     else { return response }
-///     hop = next.request
-/// }
-/// ```
-public enum RedirectRule {
+enum RedirectRule {
     /// The most redirects one request follows (20, as URLSession allows).
-    public static let maxHops = RedirectRules.maxRedirects
+    static let maxHops = RedirectRules.maxRedirects
 
     /// The next request of a redirected exchange.
-    public struct Hop: Sendable {
+    struct Hop: Sendable {
         /// The request to send next: its URL is the resolved `Location`.
-        public var request: URLRequest
+        var request: URLRequest
         /// Whether the next request carries the body again (a body from a file is uploaded again only then).
-        public var keepsBody: Bool
+        var keepsBody: Bool
     }
 
     /// The request to send after `response` answered `hop`, or `nil` when `response` is the answer: not a
@@ -299,7 +286,7 @@ public enum RedirectRule {
     ///   - response: The response, a 3xx or not.
     ///   - bodyFile: The file `hop`'s body was uploaded from, if any (see ``TransferOptions/bodyFile``).
     /// - Returns: The next hop, or `nil`.
-    public static func next(after hop: URLRequest, answeredBy response: HTTPURLResponse, bodyFile: URL? = nil)
+    static func next(after hop: URLRequest, answeredBy response: HTTPURLResponse, bodyFile: URL? = nil)
         -> Hop?
     {
         // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession

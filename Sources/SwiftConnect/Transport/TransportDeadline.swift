@@ -3,21 +3,14 @@ import Dispatch
 /// A one-shot timer for one exchange: its handler runs once, on a global queue, when the time passes, unless
 /// ``cancel()`` comes first.
 ///
-/// A ``Transport`` ends an exchange that outlives its request's `timeoutInterval`, the body included, whatever its
-/// engine's own timers cover: FoundationNetworking (libcurl) does not time out a server that accepts the
-/// connection and then stays silent, and AsyncHTTPClient's deadline ends with the response's head.
-/// ``URLSessionTransport`` and `AsyncHTTPClientTransport` arm one per exchange; a transport of your own can too:
-///
-/// ```swift
-/// let deadline = TransportDeadline(seconds: request.timeoutInterval)  // nil: no timeout
-/// deadline?.start { task.cancel() }  // then fail with a ConnectError of kind .timedOut
-/// // … when the exchange ends, however it ends:
-/// deadline?.cancel()
-/// ```
+/// The core ends an exchange that outlives its request's `timeoutInterval`, the body included, whatever the engine's
+/// own timers cover: FoundationNetworking (libcurl) does not time out a server that accepts the connection and then
+/// stays silent, and AsyncHTTPClient's deadline ends with the response's head. The core's exchange (every
+/// ``HTTPEngine``), ``URLSessionTransport``, the client's retry loop and a stream's idle timeout arm one each.
 ///
 /// Deadlines share one timer, armed for the earliest of them: arming and cancelling one is a dictionary update
 /// under a lock, not a timer of its own to set up, wake a thread for and tear down.
-public final class TransportDeadline: Sendable {
+final class TransportDeadline: Sendable {
     /// When the deadline passes.
     let time: DispatchTime
     /// How long after its creation it passes, in seconds (for messages).
@@ -28,7 +21,7 @@ public final class TransportDeadline: Sendable {
     ///
     /// - Parameter seconds: The time allowed, such as a request's `timeoutInterval`; more than a year counts as a
     ///   year.
-    public convenience init?(seconds: Double) {
+    convenience init?(seconds: Double) {
         self.init(seconds: seconds, scheduler: .shared)
     }
 
@@ -49,12 +42,12 @@ public final class TransportDeadline: Sendable {
     /// Arms the deadline; `handler` runs once, on a global queue, unless ``cancel()`` comes first. Call it once.
     ///
     /// - Parameter handler: What to do when the time passes: stop the exchange and report it timed out.
-    public func start(_ handler: @escaping @Sendable () -> Void) {
+    func start(_ handler: @escaping @Sendable () -> Void) {
         scheduler.add(ObjectIdentifier(self), at: time, handler: handler)
     }
 
     /// Disarms the deadline and releases its handler. Safe to call more than once, from any thread.
-    public func cancel() {
+    func cancel() {
         scheduler.remove(ObjectIdentifier(self))
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
-import SwiftConnect
 import XCTest
+
+@testable import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -21,10 +21,12 @@ import SwiftConnect
 /// ```
 ///
 /// It is a drop-in for ``SwiftConnect/URLSessionTransport``: the client's behaviour (retries, token refresh,
-/// queue, cache, transfers, progress, size limits) is the same, and so are the policies the core owns:
+/// queue, cache, transfers, progress, size limits) is the same, and so are the policies the core owns. The
+/// transport is an ``SwiftConnect/HTTPEngine``: it sends one hop at a time, and the core's exchange applies the rules
+/// around it, as for any engine:
 ///
-/// - **Redirects** follow SwiftConnect's rules (``SwiftConnect/RedirectRule``), applied by this transport, which
-///   turns AsyncHTTPClient's own redirect handling off: credentials never follow a redirect to another origin,
+/// - **Redirects** follow SwiftConnect's rules, applied by the core, so the transport turns AsyncHTTPClient's
+///   own redirect handling off: credentials never follow a redirect to another origin,
 ///   307/308 keep the body, at most 20 hops. A cookie set by a redirect response is sent on the next hop. No cookie
 ///   store is kept from one request to the next.
 /// - **Deadlines**: a request's `timeoutInterval` bounds the whole exchange, redirects included, to the
@@ -51,7 +53,7 @@ import SwiftConnect
 /// itself, in the background (it never crashes, as an `HTTPClient` released without shutting down does in debug
 /// builds); an explicit shutdown is still the way to know when the connections are closed. A transport made with
 /// ``init(client:)`` leaves the client to its owner.
-public final class AsyncHTTPClientTransport: Transport {
+public final class AsyncHTTPClientTransport: HTTPEngine {
     /// The client that runs the requests.
     public let client: HTTPClient
     /// Whether this transport made `client`, and so shuts it down.
@@ -153,14 +155,40 @@ public final class AsyncHTTPClientTransport: Transport {
         }
     }
 
-    /// Sends a request and collects its response in memory.
-    public func send(_ request: URLRequest) -> Future<ConnectResponse> {
-        send(request, transfer: TransferOptions())
+    /// The body of a response: AsyncHTTPClient's, read as the core's exchange asks for it.
+    public typealias ResponseBody = AsyncMapSequence<HTTPClientResponse.Body, Data>
+
+    /// Sends one hop with the client: the core's exchange (``SwiftConnect/HTTPEngine``) calls it for each hop and
+    /// applies every rule around it. A pinned host's hop goes through its relay; the hop's deadline becomes
+    /// AsyncHTTPClient's deadline for the head.
+    ///
+    /// - Parameter hop: The head and body to send.
+    /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read.
+    public func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody> {
+        let relay = try await pinned.relay(for: hop)
+        let request = try RequestConversion.request(for: hop, relay: relay?.socketPath)
+        let failuresBefore = relay?.failureCount ?? 0
+        let deadline = hop.deadline.map { NIODeadline.uptimeNanoseconds($0.uptimeNanoseconds) } ?? .distantFuture
+        let response: HTTPClientResponse
+        do {
+            response = try await client.execute(request, deadline: deadline)
+        } catch {
+            // Through a relay, AsyncHTTPClient only sees its connection close: the relay knows why.
+            if let failure = relay?.failure(since: failuresBefore) { throw failure }
+            throw error
+        }
+        var fields = HeaderFields()
+        for (name, value) in response.headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
+        let version =
+            response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
+        return EngineResponse(
+            head: ResponseHead(status: Int(response.status.code), headerFields: fields), httpVersion: version,
+            body: response.body.map { Data(buffer: $0) })
     }
 
-    /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks, with
-    /// its size limit applied as the bytes arrive and progress reported as they go.
-    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        ExchangeOverAsyncHTTPClient(transport: self, request: request, transfer: transfer).start()
+    /// AsyncHTTPClient's and SwiftNIO's errors as the ``SwiftConnect/ConnectError`` of the kind URLSession's
+    /// equivalent failure has, the engine's error kept underneath (see `ErrorClassification.swift`).
+    public func failure(_ error: any Error) -> ConnectError? {
+        ErrorClassification.connectError(error, request: nil, timeout: nil)
     }
 }

@@ -15,7 +15,7 @@ import SwiftConnect
 /// equivalent failure becomes (``SwiftConnect/ConnectError/Kind``), with the engine's own error as the underlying
 /// error. A ``SwiftConnect/RetryPolicy`` reads the kind, so it retries the same failures on either engine.
 enum ErrorClassification {
-    static func connectError(_ error: any Error, request: URLRequest, timeout: TimeInterval?) -> ConnectError {
+    static func connectError(_ error: any Error, request: URLRequest?, timeout: TimeInterval?) -> ConnectError {
         if let error = error as? ConnectError { return error }
         if let failure = error as? PinnedFailure { return failure.connectError(request: request, timeout: timeout) }
         let (kind, message) = classify(error)
@@ -28,7 +28,7 @@ enum ErrorClassification {
                 .timedOut, message: "no complete response within the timeout\(seconds)", request: request,
                 underlyingError: error)
         case .invalidRequest:
-            var failure = ConnectError.invalidRequest(.invalidURL(request.url?.absoluteString ?? ""), request: request)
+            var failure = ConnectError.invalidRequest(.invalidURL(request?.url?.absoluteString ?? ""), request: request)
             failure.message = message
             failure.underlyingError = error
             return failure

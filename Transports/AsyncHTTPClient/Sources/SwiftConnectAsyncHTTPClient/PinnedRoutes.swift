@@ -52,13 +52,13 @@ final class PinnedRoutes: Sendable {
 
     /// The relay that `hop` goes through, or `nil` when its host is not pinned.
     ///
-    /// - Throws: The core's refusal (``SwiftConnect/CertificatePins/refusal(of:by:checksHandshake:)``: plain `http`
+    /// - Throws: The core's refusal (`CertificatePins.refusal(of:by:checksHandshake:)`: plain `http`
     ///   to a pinned host), or ``PinnedFailure`` when this transport cannot reach the host pinned (certificate
     ///   verification off, a proxy, trust roots that cannot be read).
-    func relay(for hop: URLRequest) async throws -> Relay? {
-        guard !pins.isEmpty, let url = hop.url, let host = url.host.map(Self.bare), pins.pins(for: host) != nil
+    func relay(for hop: EngineRequest) async throws -> Relay? {
+        guard !pins.isEmpty, let url = hop.head.url, let host = url.host.map(Self.bare), pins.pins(for: host) != nil
         else { return nil }
-        if let refusal = pins.refusal(of: hop, by: "AsyncHTTPClientTransport", checksHandshake: true) {
+        if let refusal = pins.refusal(of: url, by: "AsyncHTTPClientTransport", checksHandshake: true) {
             throw refusal
         }
         if let unusable { throw PinnedFailure.unusable(host: host, reason: unusable) }
@@ -248,7 +248,7 @@ enum PinnedFailure: Error, Sendable {
     case unusable(host: String, reason: String)
 
     /// The error the exchange reports for `request`.
-    func connectError(request: URLRequest, timeout: TimeInterval?) -> ConnectError {
+    func connectError(request: URLRequest?, timeout: TimeInterval?) -> ConnectError {
         switch self {
         case .pinMismatch(let host):
             return ConnectError(

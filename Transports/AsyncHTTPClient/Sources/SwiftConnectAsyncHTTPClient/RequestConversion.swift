@@ -9,73 +9,38 @@ import SwiftConnect
     import FoundationNetworking
 #endif
 
-/// A `URLRequest` as AsyncHTTPClient takes it.
+/// A hop of the core's exchange as AsyncHTTPClient takes it: a field-by-field copy of its head, no URL parsed
+/// again and no Foundation request made.
 enum RequestConversion {
-    /// The request to send for `hop`: its URL, method and header fields, and its body: from `bodyFile` when given
-    /// (streamed from disk, each chunk counted by `sent`), else from memory or its `httpBodyStream` (read whole
-    /// first). With `relay`, it goes to that Unix socket (a pinned host's, see ``PinnedRoutes``), with the host's
-    /// name in its `Host` field.
-    static func request(for hop: URLRequest, bodyFile: URL?, sent: (@Sendable (Int64) -> Void)?, relay: String? = nil)
-        throws -> HTTPClientRequest
-    {
-        guard let url = hop.url else { throw HTTPClientError.invalidURL }
-        var request = HTTPClientRequest(url: try relay.map { try target(of: url, through: $0) } ?? url.absoluteString)
-        request.method = NIOHTTP1.HTTPMethod(rawValue: hop.httpMethod ?? "GET")
-        if let fields = hop.allHTTPHeaderFields {
-            request.headers.reserveCapacity(fields.count)
-            for (name, value) in fields { request.headers.add(name: name, value: value) }
+    /// The request to send for `hop`: its method, target and header fields in order, and its body: from memory, or
+    /// streamed from its file (each chunk counted by `hop.sent`). With `relay`, it goes to that Unix socket (a pinned
+    /// host's, see ``PinnedRoutes``), with the host's authority in its `Host` field.
+    static func request(for hop: EngineRequest, relay: String? = nil) throws -> HTTPClientRequest {
+        let head = hop.head
+        let url =
+            try relay.map { try target(head.path, through: $0) } ?? "\(head.scheme)://\(head.authority)\(head.path)"
+        var request = HTTPClientRequest(url: url)
+        request.method = NIOHTTP1.HTTPMethod(rawValue: head.method.rawValue)
+        request.headers.reserveCapacity(head.headerFields.count + 1)
+        for field in head.headerFields { request.headers.add(name: field.name.rawName, value: field.value) }
+        if relay != nil, !request.headers.contains(name: "Host") {
+            request.headers.add(name: "Host", value: head.authority)
         }
-        if relay != nil, !request.headers.contains(name: "Host"), let host = url.host {
-            let name = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-            request.headers.add(name: "Host", value: url.port.map { name + ":\($0)" } ?? name)
-        }
-        if let user = url.user(percentEncoded: false), !request.headers.contains(name: "Authorization") {
-            // The URL's `user:password@` part, as URLSession sends it (AsyncHTTPClient ignores it).
-            let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
-            request.headers.add(name: "Authorization", value: "Basic " + Data(credentials.utf8).base64EncodedString())
-        }
-        if let bodyFile {
-            let size = try FileManager.default.attributesOfItem(atPath: bodyFile.path)[.size] as? Int64 ?? 0
-            request.body = .stream(FileChunks(file: bodyFile, size: size, sent: sent), length: .known(size))
-        } else if let data = hop.httpBody, !data.isEmpty {
+        switch hop.body {
+        case .none:
+            break
+        case .bytes(let data):
             request.body = .bytes(ByteBuffer(data: data))
-        } else if let stream = hop.httpBodyStream {
-            request.body = .bytes(ByteBuffer(data: read(stream)))
+        case .file(let file, let length):
+            request.body = .stream(FileChunks(file: file, size: length, sent: hop.sent), length: .known(length))
         }
         return request
     }
 
-    /// `url`'s path and query, sent to the Unix socket at `socketPath`.
-    private static func target(of url: URL, through socketPath: String) throws -> String {
-        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
-        var uri = components?.percentEncodedPath ?? ""
-        if uri.isEmpty { uri = "/" }
-        if let query = components?.percentEncodedQuery { uri += "?" + query }
-        guard let target = URL(httpURLWithSocketPath: socketPath, uri: uri) else { throw HTTPClientError.invalidURL }
+    /// `path` (with its query), sent to the Unix socket at `socketPath`.
+    private static func target(_ path: String, through socketPath: String) throws -> String {
+        guard let target = URL(httpURLWithSocketPath: socketPath, uri: path) else { throw HTTPClientError.invalidURL }
         return target.absoluteString
-    }
-
-    /// The number of bytes of `hop`'s body, when known before sending.
-    static func bodyLength(of hop: URLRequest, bodyFile: URL?) -> Int64? {
-        if let bodyFile {
-            return (try? FileManager.default.attributesOfItem(atPath: bodyFile.path)[.size]) as? Int64
-        }
-        if hop.httpBodyStream != nil { return nil }
-        return Int64(hop.httpBody?.count ?? 0)
-    }
-
-    /// Everything `stream` holds.
-    private static func read(_ stream: InputStream) -> Data {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        stream.open()
-        defer { stream.close() }
-        while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            guard count > 0 else { break }
-            data.append(buffer, count: count)
-        }
-        return data
     }
 }
 
@@ -90,7 +55,7 @@ struct FileChunks: AsyncSequence, Sendable {
     /// The length announced: the reading stops there, even if the file grew meanwhile.
     let size: Int64
     /// Told the length of each chunk handed over.
-    let sent: (@Sendable (Int64) -> Void)?
+    let sent: @Sendable (Int64) -> Void
 
     func makeAsyncIterator() -> Iterator {
         Iterator(file: file, remaining: size, sent: sent)
@@ -99,10 +64,10 @@ struct FileChunks: AsyncSequence, Sendable {
     struct Iterator: AsyncIteratorProtocol {
         let file: URL
         var remaining: Int64
-        let sent: (@Sendable (Int64) -> Void)?
+        let sent: @Sendable (Int64) -> Void
         var handle: FileHandle?
 
-        init(file: URL, remaining: Int64, sent: (@Sendable (Int64) -> Void)?) {
+        init(file: URL, remaining: Int64, sent: @escaping @Sendable (Int64) -> Void) {
             self.file = file
             self.remaining = remaining
             self.sent = sent
@@ -123,25 +88,8 @@ struct FileChunks: AsyncSequence, Sendable {
                 return nil
             }
             remaining -= Int64(chunk.count)
-            sent?(Int64(chunk.count))
+            sent(Int64(chunk.count))
             return ByteBuffer(data: chunk)
         }
-    }
-}
-
-/// Why `file` cannot be uploaded, or `nil` when it can: it must be a readable regular file (a directory, device or
-/// pipe has no length to announce, or no end).
-func unusableBodyFile(_ file: URL, request: URLRequest) -> ConnectError? {
-    do {
-        let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-        guard attributes[.type] as? FileAttributeType == .typeRegular else {
-            return ConnectError.fileAccess(POSIXError(.EINVAL), url: file, request: request)
-        }
-        guard FileManager.default.isReadableFile(atPath: file.path) else {
-            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, request: request)
-        }
-        return nil
-    } catch {
-        return ConnectError.fileAccess(error, url: file, request: request)
     }
 }

@@ -1,0 +1,508 @@
+import Dispatch
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// One request over an ``HTTPEngine``, from the first hop to the response: the core's rules of an exchange,
+/// written once for every engine that moves bytes. It checks the request, follows redirects by
+/// ``RedirectRules`` (credentials never cross origins, a redirect's cookies go on), bounds the whole exchange by
+/// the request's `timeoutInterval`, applies the size limit as bytes arrive, writes a download to its file, reports
+/// progress, hands a streamed body over with back-pressure, and classifies every failure once. It runs in a task
+/// of its own, which cancelling the future cancels: that is how the engine is told to stop.
+struct EngineExchange<Engine: HTTPEngine>: Sendable {
+    let engine: Engine
+    /// The request as the client handed it over: what the response reports as its request.
+    let original: URLRequest
+    let transfer: TransferOptions
+    /// The whole exchange's deadline, redirects and the body included.
+    private let timer: TransportDeadline?
+    /// Whether `timer` fired (the exchange's task was cancelled for it, and the exchange reports a timeout), and the
+    /// body stream of a streamed answer once its head came, which `timer` ends if the reader is behind.
+    private let timing = Protected<(expired: Bool, stream: ResponseBodyStream?)>((false, nil))
+    /// The download file being written, so that a cancellation removes it before anyone hears of it.
+    private let download = DownloadSlot()
+
+    init(engine: Engine, request: URLRequest, transfer: TransferOptions) {
+        self.engine = engine
+        original = request
+        self.transfer = transfer
+        timer = TransportDeadline(seconds: request.timeoutInterval)
+    }
+
+    /// The engine's name, for messages.
+    private var engineName: String { String(describing: Engine.self) }
+
+    /// Checks the request, starts the exchange and returns its future.
+    func start() -> Future<ConnectResponse> {
+        if let refusal = refusal() { return Future(error: refusal) }
+        let promise = Promise<ConnectResponse>()
+        let running = Protected<Task<Void, Never>?>(nil)
+        // Armed before the task starts: a task that ends at once disarms it for good.
+        timer?.start { [self] in
+            let stream = timing.withLock { timing in
+                timing.expired = true
+                return timing.stream
+            }
+            // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
+            stream?.finish(throwing: classified(CancellationError()))
+            running.withLock { $0 }?.cancel()
+        }
+        let task = Task {
+            let result: Result<ConnectResponse, any Error>
+            do {
+                result = .success(try await run(promise: promise, stopping: running))
+            } catch {
+                result = .failure(classified(error))
+            }
+            timer?.cancel()
+            Self.complete(promise, with: result)
+        }
+        running.withLock { $0 = task }
+        // The deadline may have passed before the task was there to cancel.
+        if timing.withLock({ $0.expired }) { task.cancel() }
+        promise.setCancelHandler { [download] in
+            task.cancel()
+            download.discard()
+        }
+        return promise.future
+    }
+
+    /// Why the request cannot be sent at all, or `nil`: checked before any hop, the same for every engine.
+    private func refusal() -> ConnectError? {
+        guard let scheme = original.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            original.url?.host?.isEmpty == false
+        else {
+            let text = original.url?.absoluteString ?? ""
+            var error = ConnectError.invalidRequest(.invalidURL(text), request: original)
+            error.message =
+                original.url == nil
+                ? "the request has no URL"
+                : "'\(Redaction.url(original.url!, redacting: true))' is not an http or https URL with a host: "
+                    + "\(engineName) sends HTTP only"
+            return error
+        }
+        if let destination = transfer.destination {
+            do {
+                try TransferOptions.checkDestination(destination, request: original)
+            } catch {
+                return error as? ConnectError
+            }
+        }
+        if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: original) {
+            return error
+        }
+        if (original.httpMethod ?? "GET").uppercased() == "GET",
+            !(original.httpBody?.isEmpty ?? true) || original.httpBodyStream != nil || transfer.bodyFile != nil
+        {
+            // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), request: original)
+            error.underlyingError = URLError(.dataLengthExceedsMaximum)
+            return error
+        }
+        return nil
+    }
+
+    /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's
+    /// head as soon as it arrives, and `task` (this exchange's) is what the stream's reader cancels.
+    private func run(promise: Promise<ConnectResponse>, stopping task: Protected<Task<Void, Never>?>) async throws
+        -> ConnectResponse
+    {
+        var hop = original
+        var bodyFile = transfer.bodyFile
+        // A body from a stream is read once, here. The hop keeps its stream: the redirect rules know such a body
+        // cannot be sent again.
+        let streamed = bodyFile == nil ? original.httpBodyStream.map(Self.read) : nil
+        var redirects = 0
+        let progress = transfer.progress.map { ExchangeProgress(report: $0) }
+        while true {
+            try Task.checkCancellation()
+            let request = try engineRequest(for: hop, bodyFile: bodyFile, streamed: streamed, progress: progress)
+            progress?.startHop(sending: request.body.length)
+            let response = try await engine.send(request)
+            guard
+                let head = ConnectResponse(
+                    request: original, head: response.head, url: hop.url!, httpVersion: response.httpVersion)
+            else {
+                throw ConnectError(
+                    .badResponse, message: "the server's status \(response.head.status) is not an HTTP status",
+                    request: original, underlyingError: URLError(.badServerResponse))
+            }
+            if (300..<400).contains(head.statusCode),
+                let next = RedirectRule.next(after: hop, answeredBy: head.response, bodyFile: bodyFile)
+            {
+                redirects += 1
+                guard redirects <= RedirectRule.maxHops else {
+                    throw ConnectError(
+                        .transport,
+                        message: "the server redirected more than \(RedirectRule.maxHops) times",
+                        request: original,
+                        response: head.response,
+                        underlyingError: URLError(.httpTooManyRedirects)
+                    )
+                }
+                // The body of a redirect is not the answer; read to its end, the connection can serve the next hop.
+                for try await _ in response.body {}
+                hop = Self.keepingUserinfo(of: hop, on: next.request)
+                bodyFile = next.keepsBody ? bodyFile : nil
+                continue
+            }
+            if let streaming = transfer.streaming {
+                return await stream(
+                    response.body, head: head, options: streaming, progress: progress, promise: promise, task: task)
+            }
+            return try await collect(response.body, head: head, progress: progress)
+        }
+    }
+
+    /// `hop` as the engine sends it: its head (the URL's user info as `Authorization`, as URLSession sends it), its
+    /// body from `bodyFile` or memory, the exchange's deadline.
+    private func engineRequest(for hop: URLRequest, bodyFile: URL?, streamed: Data?, progress: ExchangeProgress?)
+        throws -> EngineRequest
+    {
+        guard let url = hop.url, var head = RequestHead(hop) else {
+            throw ConnectError.invalidRequest(.invalidURL(hop.url?.absoluteString ?? ""), request: original)
+        }
+        if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
+            let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
+            head.headerFields.append(
+                HeaderField(name: .authorization, value: "Basic " + Data(credentials.utf8).base64EncodedString()))
+        }
+        let body: EngineRequest.Body
+        if let bodyFile {
+            let size = (try? FileManager.default.attributesOfItem(atPath: bodyFile.path)[.size]) as? Int64 ?? 0
+            body = .file(bodyFile, length: size)
+        } else if let data = hop.httpBody, !data.isEmpty {
+            body = .bytes(data)
+        } else if hop.httpBodyStream != nil, let streamed, !streamed.isEmpty {
+            body = .bytes(streamed)
+        } else {
+            body = .none
+        }
+        var sent: @Sendable (Int64) -> Void = { _ in }
+        if let progress { sent = progress.sent }
+        return EngineRequest(head: head, body: body, deadline: timer?.time, sent: sent)
+    }
+
+    /// Hands the answer's head to `promise` with a body stream, then pumps the body into it as the reader takes
+    /// it: the engine reads no further while the reader is behind (back-pressure), and a reader that stops cancels
+    /// `task`, which stops the engine. Returns the head (already delivered) at the end.
+    private func stream(
+        _ source: Engine.ResponseBody, head: ConnectResponse, options: StreamingOptions, progress: ExchangeProgress?,
+        promise: Promise<ConnectResponse>, task: Protected<Task<Void, Never>?>
+    ) async -> ConnectResponse {
+        let body = ResponseBodyStream(options: options)
+        body.setCancelHandler { task.withLock { $0 }?.cancel() }
+        timing.withLock { $0.stream = body }
+        var answer = head
+        answer.bodyStream = body
+        promise.completeIfPending(with: .success(answer))
+        let limit = transfer.maxResponseBytes.map { Int64($0) } ?? .max
+        var received: Int64 = 0
+        do {
+            for try await part in source {
+                try count(part, into: &received, limit: limit, head: head)
+                progress?.received(Int64(part.count))
+                guard await body.send(part) else { return answer }
+            }
+            progress?.finish()
+            body.finish()
+        } catch {
+            body.finish(throwing: classified(error))
+        }
+        return answer
+    }
+
+    /// Reads the body of the response that is the answer: into memory, or into the destination file for a
+    /// successful download, counting it against the size limit as it arrives.
+    private func collect(_ source: Engine.ResponseBody, head: ConnectResponse, progress: ExchangeProgress?)
+        async throws -> ConnectResponse
+    {
+        // The declared length counts the decoded bytes only when the body is not content-encoded, and says nothing
+        // where no body follows (HEAD, 1xx, 204, 304).
+        let status = head.statusCode
+        let fields = head.head.headerFields
+        let bodiless = original.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
+        let encoded = bodiless || fields[HeaderField.Name("Content-Encoding")] != nil
+        let declared = encoded ? nil : fields[.contentLength].flatMap { Int64($0) }
+        // A download's error body stays in memory: limited even when the caller set no limit.
+        let bodyLimit = transfer.responseBodyLimit(statusCode: status)
+        if let limit = bodyLimit, let declared, declared > Int64(limit) {
+            throw ConnectError.responseTooLarge(limit: limit, request: original, response: head.response)
+        }
+        progress?.startReceiving(expected: declared)
+        let limit = bodyLimit.map { Int64($0) } ?? .max
+        // A successful download goes to a file beside its destination; any other body stays in memory.
+        let destination = (200..<300).contains(status) ? transfer.destination : nil
+        let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0)) }
+        var body = Data()
+        var received: Int64 = 0
+        do {
+            for try await part in source {
+                try count(part, into: &received, limit: limit, head: head)
+                if let download {
+                    try fileAccess(download.url) { try download.file.write(part) }
+                } else if body.isEmpty {
+                    body = part
+                } else {
+                    body.append(part)
+                }
+                progress?.received(Int64(part.count))
+            }
+            if let download {
+                try fileAccess(download.url) {
+                    try download.file.close()
+                    try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
+                }
+                // Cancelled while it moved: the future says so, and the file goes (a later cancel removes it too).
+                guard self.download.placed(at: download.url) else {
+                    try? FileManager.default.removeItem(at: download.url)
+                    throw CancellationError()
+                }
+            }
+        } catch {
+            download?.file.discard()
+            throw error
+        }
+        progress?.finish()
+        var answer = head
+        answer.data = download == nil ? body : Data()
+        answer.fileURL = download?.url
+        return answer
+    }
+
+    /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
+    private func count(_ part: Data, into received: inout Int64, limit: Int64, head: ConnectResponse) throws {
+        received += Int64(part.count)
+        guard received <= limit else {
+            throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head.response)
+        }
+    }
+
+    /// A temporary file beside `destination`, held for a cancellation to remove.
+    private func openDownloadFile(besides destination: URL) throws -> DownloadFile {
+        do {
+            let file = try DownloadFile(besides: destination)
+            download.hold(file)
+            return file
+        } catch {
+            // The folder may have gone meanwhile: the check says so in its words.
+            try TransferOptions.checkDestination(destination, request: original)
+            throw ConnectError.fileAccess(error, url: destination, request: original)
+        }
+    }
+
+    /// Runs a step on the download file, its failure reported as ``ConnectError/Kind/fileAccess``.
+    private func fileAccess(_ destination: URL, _ step: () throws -> Void) throws {
+        do {
+            try step()
+        } catch {
+            throw ConnectError.fileAccess(error, url: destination, request: original)
+        }
+    }
+
+    /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
+    /// cancellation it caused looks like; else the engine's classification, or the core's.
+    private func classified(_ error: any Error) -> ConnectError {
+        if timing.withLock({ $0.expired }) {
+            return ConnectError.transportFailure(.deadlinePassed(after: nil), request: original)
+        }
+        if var error = error as? ConnectError {
+            if error.request == nil { error.request = original }
+            return error
+        }
+        if var error = engine.failure(error) {
+            if error.request == nil { error.request = original }
+            return error
+        }
+        if error is CancellationError {
+            return ConnectError(
+                .cancelled, message: "the request was cancelled", request: original, underlyingError: error)
+        }
+        return ConnectError.transportFailure(.reported(error), request: original)
+    }
+
+    /// Completes `promise`: in place for small bodies, on a global queue for large ones, whose decoding would
+    /// hold up the tasks of other requests.
+    private static func complete(_ promise: Promise<ConnectResponse>, with result: Result<ConnectResponse, any Error>) {
+        let size = (try? result.get().data.count) ?? 0
+        guard size >= concurrentCompletionThreshold else {
+            promise.completeIfPending(with: result)
+            return
+        }
+        DispatchQueue.global().async { promise.completeIfPending(with: result) }
+    }
+
+    /// `next` with the `user:password@` part of `hop`'s URL when it goes to the same origin without one of its own,
+    /// as URLSession keeps the caller's credentials for a same-origin redirect (the redirect rules refuse a
+    /// `Location` that brings its own).
+    private static func keepingUserinfo(of hop: URLRequest, on next: URLRequest) -> URLRequest {
+        guard let from = hop.url, from.user != nil, let to = next.url, to.user == nil, from.scheme == to.scheme,
+            from.host == to.host, from.port == to.port,
+            var components = URLComponents(url: to, resolvingAgainstBaseURL: false)
+        else { return next }
+        let original = URLComponents(url: from, resolvingAgainstBaseURL: false)
+        components.percentEncodedUser = original?.percentEncodedUser
+        components.percentEncodedPassword = original?.percentEncodedPassword
+        var request = next
+        request.url = components.url ?? to
+        return request
+    }
+
+    /// Why `file` cannot be uploaded, or `nil` when it can: it must be a readable regular file (a directory, device
+    /// or pipe has no length to announce, or no end).
+    static func unusableBodyFile(_ file: URL, request: URLRequest) -> ConnectError? {
+        do {
+            let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
+            guard attributes[.type] as? FileAttributeType == .typeRegular else {
+                return ConnectError.fileAccess(POSIXError(.EINVAL), url: file, request: request)
+            }
+            guard FileManager.default.isReadableFile(atPath: file.path) else {
+                return ConnectError.fileAccess(POSIXError(.EACCES), url: file, request: request)
+            }
+            return nil
+        } catch {
+            return ConnectError.fileAccess(error, url: file, request: request)
+        }
+    }
+
+    /// Everything `stream` holds.
+    private static func read(_ stream: InputStream) -> Data {
+        var data = Data()
+        var buffer = [UInt8](repeating: 0, count: 64 << 10)
+        stream.open()
+        defer { stream.close() }
+        while true {
+            let count = stream.read(&buffer, maxLength: buffer.count)
+            guard count > 0 else { break }
+            data.append(buffer, count: count)
+        }
+        return data
+    }
+}
+
+/// Responses with bodies larger than this complete on a global queue.
+let concurrentCompletionThreshold = 32 << 10
+
+/// The progress of one exchange, reported in order to ``TransferOptions/progress``.
+final class ExchangeProgress: Sendable {
+    private let report: @Sendable (TransferProgress) -> Void
+    private let state = Protected(
+        TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil))
+
+    init(report: @escaping @Sendable (TransferProgress) -> Void) {
+        self.report = report
+    }
+
+    /// A hop starts: nothing sent yet of `total` bytes.
+    func startHop(sending total: Int64?) {
+        state.withLock {
+            $0 = TransferProgress(bytesSent: 0, totalBytesToSend: total, bytesReceived: 0, totalBytesToReceive: nil)
+        }
+    }
+
+    /// `count` more bytes of the body were handed to the connection.
+    var sent: @Sendable (Int64) -> Void {
+        { [self] count in
+            update { $0.bytesSent += count }
+        }
+    }
+
+    /// The answer's head came: the whole body was sent; `expected` bytes are announced.
+    func startReceiving(expected: Int64?) {
+        update { progress in
+            if let total = progress.totalBytesToSend { progress.bytesSent = total }
+            progress.totalBytesToReceive = expected
+        }
+    }
+
+    func received(_ count: Int64) {
+        update { $0.bytesReceived += count }
+    }
+
+    /// The body is complete: its size is known.
+    func finish() {
+        update { $0.totalBytesToReceive = $0.bytesReceived }
+    }
+
+    private func update(_ change: (inout TransferProgress) -> Void) {
+        let progress = state.withLock { progress in
+            change(&progress)
+            return progress
+        }
+        report(progress)
+    }
+}
+
+/// The download file of an exchange, if any, for its cancellation: the temporary file, then the file in place.
+final class DownloadSlot: Sendable {
+    private let state = Protected<(file: DownloadFile?, placed: URL?, cancelled: Bool)>((nil, nil, false))
+
+    func hold(_ download: DownloadFile) {
+        let cancelled = state.withLock { state in
+            state.file = download
+            return state.cancelled
+        }
+        if cancelled { download.discard() }
+    }
+
+    /// Records the download moved into place at `url`; `false` if the exchange was cancelled meanwhile.
+    func placed(at url: URL) -> Bool {
+        state.withLock { state in
+            guard !state.cancelled else { return false }
+            state.placed = url
+            return true
+        }
+    }
+
+    /// The exchange was cancelled (its future says so): the temporary file goes, and the file in place if any.
+    func discard() {
+        let (file, placed) = state.withLock { state in
+            state.cancelled = true
+            return (state.file, state.placed)
+        }
+        file?.discard()
+        if let placed { try? FileManager.default.removeItem(at: placed) }
+    }
+}
+
+/// A download's temporary file, beside its destination, so that it is moved into place with one rename.
+final class DownloadFile: Sendable {
+    let url: URL
+    /// The open file; `nil` once closed or discarded.
+    private let handle: Protected<FileHandle?>
+
+    init(besides destination: URL) throws {
+        url = destination.deletingLastPathComponent()
+            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
+        }
+        handle = Protected(try FileHandle(forWritingTo: url))
+    }
+
+    func write(_ data: Data) throws {
+        try handle.withLock { handle in
+            guard let handle else { throw CancellationError() }
+            try handle.write(contentsOf: data)
+        }
+    }
+
+    func close() throws {
+        try handle.withLock { open in
+            guard let handle = open else { throw CancellationError() }
+            open = nil
+            try handle.close()
+        }
+    }
+
+    /// Closes and removes the file (nothing once it was moved into place).
+    func discard() {
+        handle.withLock { open in
+            try? open?.close()
+            open = nil
+        }
+        try? FileManager.default.removeItem(at: url)
+    }
+}

@@ -1,0 +1,135 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The core's exchange over an engine that only answers what a test scripts: the rules (redirects, credentials,
+/// limits, bodies sent once, classification) are the core's, whatever the engine does.
+final class EngineExchangeTests: XCTestCase {
+    /// An engine that records each hop and answers with the next scripted response.
+    final class ScriptedEngine: HTTPEngine, Sendable {
+        struct Answer: Sendable {
+            var status: Int
+            var fields: HeaderFields = [:]
+            var chunks: [Data] = []
+            var failure: (any Error)? = nil
+        }
+
+        private let state: Protected<(answers: [Answer], hops: [EngineRequest])>
+
+        init(_ answers: [Answer]) {
+            state = Protected((answers, []))
+        }
+
+        var hops: [EngineRequest] { state.withLock { $0.hops } }
+
+        func send(_ hop: EngineRequest) async throws -> EngineResponse<AsyncThrowingStream<Data, any Error>> {
+            let answer = state.withLock { state in
+                state.hops.append(hop)
+                return state.answers.isEmpty ? Answer(status: 599) : state.answers.removeFirst()
+            }
+            let (body, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            for chunk in answer.chunks { continuation.yield(chunk) }
+            continuation.finish(throwing: answer.failure)
+            return EngineResponse(head: ResponseHead(status: answer.status, headerFields: answer.fields), body: body)
+        }
+
+        func failure(_ error: any Error) -> ConnectError? {
+            guard error is EngineSpecific else { return nil }
+            return ConnectError(.connectionLost, message: "the engine's own reset", underlyingError: error)
+        }
+    }
+
+    struct EngineSpecific: Error {}
+    struct ExpectedAnError: Error, CustomStringConvertible { let description: String }
+
+    /// The `ConnectError` `future` fails with.
+    private func failure(of future: Future<ConnectResponse>) throws -> ConnectError {
+        switch try future.waitForResult(timeout: 10) {
+        case .success(let response):
+            throw ExpectedAnError(description: "expected an error, got a \(response.statusCode) response")
+        case .failure(let error): return try XCTUnwrap(error as? ConnectError, "\(error)")
+        }
+    }
+
+    private func request(_ url: String, method: String = "GET", body: Data? = nil) -> URLRequest {
+        var request = URLRequest(url: URL(string: url)!)
+        request.httpMethod = method
+        request.httpBody = body
+        return request
+    }
+
+    func testARedirectToAnotherOriginDropsCredentialsTheEngineNeverSees() throws {
+        let engine = ScriptedEngine([
+            .init(status: 302, fields: [.location: "http://other.test/landing"]),
+            .init(status: 200, chunks: [Data("home".utf8)]),
+        ])
+        var request = request("http://api.test/start")
+        request.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+        let response = try engine.send(request).wait(timeout: 10)
+
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(response.data, Data("home".utf8))
+        XCTAssertEqual(response.request.url, request.url, "the response reports the request the client sent")
+        let hops = engine.hops
+        XCTAssertEqual(hops.map(\.head.authority), ["api.test", "other.test"])
+        XCTAssertEqual(hops[1].head.path, "/landing")
+        XCTAssertEqual(hops[0].head.headerFields[.authorization], "Bearer secret")
+        XCTAssertNil(hops[1].head.headerFields[.authorization])
+    }
+
+    func testUserInfoBecomesBasicAuthorizationAndLeavesTheTarget() throws {
+        let engine = ScriptedEngine([.init(status: 204)])
+        _ = try engine.send(request("http://ann:p%40ss@api.test/me")).wait(timeout: 10)
+
+        let head = try XCTUnwrap(engine.hops.first?.head)
+        XCTAssertEqual(head.authority, "api.test")
+        XCTAssertEqual(head.headerFields[.authorization], "Basic " + Data("ann:p@ss".utf8).base64EncodedString())
+    }
+
+    func testAStreamBodyIsReadOnceAndA307OfItIsNotFollowed() throws {
+        let engine = ScriptedEngine([.init(status: 307, fields: [.location: "/again"]), .init(status: 200)])
+        var request = request("http://api.test/upload", method: "POST")
+        request.httpBodyStream = InputStream(data: Data("one-shot".utf8))
+        let response = try engine.send(request).wait(timeout: 10)
+
+        XCTAssertEqual(response.statusCode, 307, "a body that cannot be sent again stops the redirect")
+        XCTAssertEqual(engine.hops.count, 1)
+        guard case .bytes(let sent) = engine.hops[0].body else { return XCTFail("expected the stream's bytes") }
+        XCTAssertEqual(sent, Data("one-shot".utf8))
+    }
+
+    func testTheLimitCountsChunksAsTheyArrive() throws {
+        let chunks = Array(repeating: Data(repeating: 1, count: 600), count: 3)
+        let engine = ScriptedEngine([.init(status: 200, chunks: chunks)])
+        let transfer = TransferOptions(maxResponseBytes: 1_000)
+        let error = try failure(of: engine.send(request("http://api.test/big"), transfer: transfer))
+
+        XCTAssertEqual(error.kind, .responseTooLarge)
+        XCTAssertEqual(error.request?.url?.path, "/big")
+    }
+
+    func testTheEnginesClassificationIsAskedAndTheRequestFilledIn() throws {
+        let engine = ScriptedEngine([.init(status: 200, chunks: [Data("par".utf8)], failure: EngineSpecific())])
+        let error = try failure(of: engine.send(request("http://api.test/cut")))
+
+        XCTAssertEqual(error.kind, .connectionLost)
+        XCTAssertTrue(error.underlyingError is EngineSpecific)
+        XCTAssertEqual(error.request?.url?.path, "/cut")
+    }
+
+    func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {
+        let engine = ScriptedEngine([])
+        let notHTTP = try failure(of: engine.send(request("ftp://api.test/x")))
+        let getWithBody = try failure(of: engine.send(request("http://api.test/x", body: Data("b".utf8))))
+
+        XCTAssertEqual(notHTTP.kind, .invalidRequest)
+        XCTAssertTrue(notHTTP.message.contains("ScriptedEngine sends HTTP only"), notHTTP.message)
+        XCTAssertEqual(getWithBody.kind, .invalidRequest)
+        XCTAssertTrue(engine.hops.isEmpty)
+    }
+}
