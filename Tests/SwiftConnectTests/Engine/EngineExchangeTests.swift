@@ -122,6 +122,17 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(error.request?.url?.path, "/cut")
     }
 
+    func testAHeaderValueWithCRLFNeverReachesTheEngine() throws {
+        let engine = ScriptedEngine([.init(status: 200)])
+        var request = request("http://api.test/x")
+        request.allHTTPHeaderFields = ["X-A": "a\r\nX-Injected: 1"]
+        let error = try failure(of: engine.send(request))
+
+        XCTAssertEqual(error.kind, .invalidRequest)
+        XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: "X-A"))
+        XCTAssertTrue(engine.hops.isEmpty)
+    }
+
     func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {
         let engine = ScriptedEngine([])
         let notHTTP = try failure(of: engine.send(request("ftp://api.test/x")))

@@ -164,6 +164,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         guard let url = hop.url, var head = RequestHead(hop) else {
             throw ConnectError.invalidRequest(.invalidURL(hop.url?.absoluteString ?? ""), request: original)
         }
+        if let invalid = head.headerFields.firstInvalid {
+            // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
+            throw ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), request: original)
+        }
         if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
             let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
             head.headerFields.append(
@@ -314,6 +318,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if var error = engine.failure(error) {
             if error.request == nil { error.request = original }
+            if error.kind == .timedOut, timer != nil {
+                // The engine's own timer, given the exchange's deadline, fired first: said as the core says it.
+                error.message = "no complete response within the timeout of \(original.timeoutInterval) s"
+            }
             return error
         }
         if error is CancellationError {
