@@ -67,7 +67,7 @@ public final class Connect: Sendable {
     /// The pipeline for calls that add nothing of their own.
     private let chain: MiddlewareChain
     private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
-    private let inFlight = Protected(InFlightRequests())
+    private let inFlight = InFlightCalls()
     /// Marks this client's requests in ``requestQueue``, which other clients may share.
     private let queueOwner = RequestQueue.Owner()
     /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
@@ -317,13 +317,13 @@ extension Connect {
     public func cancelAllRequests() {
         // Waiting requests first: cancelling a running one frees a queue slot, which would start a waiting one.
         requestQueue?.cancelPending(of: queueOwner)
-        let requests = inFlight.withLock { $0.removeAll() }
+        let requests = inFlight.removeAll()
         for request in requests { request.cancel() }
     }
 
     /// How many requests of this client have started and not completed.
     public var requestsInFlight: Int {
-        inFlight.withLock { $0.count }
+        inFlight.count
     }
 }
 
@@ -438,7 +438,7 @@ extension Connect {
         if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
         // Read before the request can reach the transport: a cancelAllRequests() from another thread between
         // here and `track` has to reach this request too.
-        let cancellationsBefore = inFlight.withLock { $0.cancellations }
+        let cancellationsBefore = inFlight.cancellations
         let chain =
             context.options.isEmpty || !context.options.addsStages
             ? self.chain
@@ -446,37 +446,12 @@ extension Connect {
                 middlewares + all.middlewares + builtInStages, plugins: all.plugins, pluginQueue: pluginQueue,
                 transport: transport)
         let sent = RetryingCall.start(
-            request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler
-        ) { request, context in
-            chain.send(request, context: context)
-        }
-        track(sent, startedAfter: cancellationsBefore)
+            request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler, send: chain.send)
+        inFlight.track(sent, startedAfter: cancellationsBefore)
         let check = ResponseCheck(
             request: request, errorHandler: errorHandler, validators: all.validators,
             processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
         return Exchange(sent: sent, check: check)
-    }
-
-    /// Runs the validators, then the processors, in order.
-    static func check(
-        _ response: ConnectResponse,
-        validators: [any ResponseValidator],
-        processors: [any ResponseProcessor]
-    ) -> Result<ConnectResponse, any Error> {
-        for validator in validators {
-            do { try validator.validate(response) } catch {
-                return .failure(ConnectError.rejected(error, by: validator, response: response))
-            }
-        }
-        var current = response
-        // A processor transforms a body in memory; a streamed one has not arrived yet.
-        guard response.bodyStream == nil else { return .success(current) }
-        for processor in processors {
-            do { current = try processor.process(current) } catch {
-                return .failure(ConnectError.rejected(error, by: processor, response: current))
-            }
-        }
-        return .success(current)
     }
 
     /// The body of a response future, as a future that knows the response, for `decoded(toType:)` to choose a
@@ -484,69 +459,14 @@ extension Connect {
     func body(of response: Future<ConnectResponse>) -> Future<Data> {
         ResponseBodySource.body(of: response, decoders: decoders)
     }
-
-    /// Applies the error handler to an error status (the retry loop has already made a transport's `URLError` a
-    /// ``ConnectError``). A ``ConnectError`` the handler makes of a response that retries sent for says how many
-    /// attempts were made (``ConnectError/attempts``).
-    static func validate(
-        _ result: Result<ConnectResponse, any Error>,
-        errorHandler: any ErrorHandling
-    ) -> Result<ConnectResponse, any Error> {
-        switch result {
-        case .success(let response):
-            if response.isSuccess { return result }
-            if let error = errorHandler.handle(response) {
-                guard response.attempts > 1 else { return .failure(error) }
-                return .failure(ConnectError.reporting(attempts: Int(response.attempts), on: error))
-            }
-            return result
-        case .failure:
-            return result
-        }
-    }
-
-    /// Remembers a request until it completes, for ``cancelAllRequests()``; cancels it instead if
-    /// `cancelAllRequests()` ran since it was started (`cancellations` was then that count).
-    /// How many times ``cancelAllRequests()`` has run: read before starting something to ``track(_:startedAfter:)``.
-    var inFlightCancellations: UInt64 { inFlight.withLock { $0.cancellations } }
-
-    func track<Value>(_ future: Future<Value>, startedAfter cancellations: UInt64) {
-        guard !future.isCompleted else { return }
-        guard let id = inFlight.withLock({ $0.insert(future, startedAfter: cancellations) }) else {
-            future.cancel()
-            return
-        }
-        future.whenComplete { [inFlight] _ in
-            inFlight.withLock { $0.remove(id) }
-        }
-    }
 }
 
-/// The requests of one client that have not completed.
-struct InFlightRequests {
-    private var requests: [UInt64: any CancellableFuture] = [:]
-    private var nextID: UInt64 = 0
-    /// How many times ``removeAll()`` ran: a request started when the count was lower is cancelled as it is
-    /// inserted, as `cancelAllRequests()` would have cancelled it.
-    private(set) var cancellations: UInt64 = 0
+extension Connect {
+    /// How many times ``cancelAllRequests()`` has run: read before starting something to ``track(_:startedAfter:)``.
+    var inFlightCancellations: UInt64 { inFlight.cancellations }
 
-    var count: Int { requests.count }
-
-    /// Adds `future` and returns its id, or returns `nil` if ``removeAll()`` ran since `cancellations` was read.
-    mutating func insert(_ future: any CancellableFuture, startedAfter cancellations: UInt64) -> UInt64? {
-        guard cancellations == self.cancellations else { return nil }
-        nextID &+= 1
-        requests[nextID] = future
-        return nextID
-    }
-
-    mutating func remove(_ id: UInt64) {
-        requests[id] = nil
-    }
-
-    mutating func removeAll() -> [any CancellableFuture] {
-        cancellations &+= 1
-        defer { requests.removeAll() }
-        return Array(requests.values)
+    /// Remembers a request until it completes, for ``cancelAllRequests()`` (see ``InFlightCalls``).
+    func track<Value>(_ future: Future<Value>, startedAfter cancellations: UInt64) {
+        inFlight.track(future, startedAfter: cancellations)
     }
 }

@@ -57,8 +57,8 @@ struct ResponseCheck: Sendable {
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
-        var outcome = Connect.validate(result, errorHandler: errorHandler)
-            .flatMap { response in Connect.check(response, validators: validators, processors: processors) }
+        var outcome = Self.validate(result, errorHandler: errorHandler)
+            .flatMap { response in Self.check(response, validators: validators, processors: processors) }
         if case .success(let response) = result, let body = response.bodyStream, case .failure = outcome {
             // Nobody reads the body of a streamed response the check refused: the transfer stops.
             body.cancel()
@@ -68,5 +68,47 @@ struct ResponseCheck: Sendable {
             debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))
         }
         return outcome
+    }
+
+    /// Applies the error handler to an error status (the retry loop has already made a transport's `URLError` a
+    /// ``ConnectError``). A ``ConnectError`` the handler makes of a response that retries sent for says how many
+    /// attempts were made (``ConnectError/attempts``).
+    static func validate(
+        _ result: Result<ConnectResponse, any Error>,
+        errorHandler: any ErrorHandling
+    ) -> Result<ConnectResponse, any Error> {
+        switch result {
+        case .success(let response):
+            if response.isSuccess { return result }
+            if let error = errorHandler.handle(response) {
+                guard response.attempts > 1 else { return .failure(error) }
+                return .failure(ConnectError.reporting(attempts: Int(response.attempts), on: error))
+            }
+            return result
+        case .failure:
+            return result
+        }
+    }
+
+    /// Runs the validators, then the processors, in order.
+    static func check(
+        _ response: ConnectResponse,
+        validators: [any ResponseValidator],
+        processors: [any ResponseProcessor]
+    ) -> Result<ConnectResponse, any Error> {
+        for validator in validators {
+            do { try validator.validate(response) } catch {
+                return .failure(ConnectError.rejected(error, by: validator, response: response))
+            }
+        }
+        var current = response
+        // A processor transforms a body in memory; a streamed one has not arrived yet.
+        guard response.bodyStream == nil else { return .success(current) }
+        for processor in processors {
+            do { current = try processor.process(current) } catch {
+                return .failure(ConnectError.rejected(error, by: processor, response: current))
+            }
+        }
+        return .success(current)
     }
 }
