@@ -64,7 +64,7 @@ public struct TransferOptions: Sendable {
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
-    public func responseBodyLimit(statusCode: Int) -> Int? {
+    func responseBodyLimit(statusCode: Int) -> Int? {
         if let maxResponseBytes { return maxResponseBytes }
         guard destination != nil, !(200..<300).contains(statusCode) else { return nil }
         return Self.downloadErrorBodyLimit
@@ -170,7 +170,7 @@ extension TransferOptions {
     /// - Parameters:
     ///   - destination: The file a download is to be written to.
     ///   - request: The request, for the error.
-    public static func checkDestination(_ destination: URL, request: URLRequest?) throws {
+    static func checkDestination(_ destination: URL, request: URLRequest?) throws {
         guard destination.isFileURL else {
             throw ConnectError(
                 .fileAccess,
@@ -215,7 +215,7 @@ extension TransferOptions {
     /// - Parameters:
     ///   - temporary: The finished download.
     ///   - destination: Where it goes.
-    public static func moveIntoPlace(_ temporary: URL, to destination: URL) throws {
+    static func moveIntoPlace(_ temporary: URL, to destination: URL) throws {
         guard rename(temporary.path, destination.path) == 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
