@@ -64,6 +64,8 @@ final class RetryingCall:
         let request =
             maxAttempts > 1 ? policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method) : request
         self.request = request
+        var context = context
+        if maxAttempts > 1 { context.oneShotBodies = OneShotBodies() }
         self.context = context
         isReplayable = RetryPolicy.isReplayable(request, context: context)
         self.errorHandler = errorHandler
@@ -197,7 +199,8 @@ final class RetryingCall:
     ) -> TimeInterval? {
         if RetryingCall.isCancellation(result) { return nil }
         if let requested = advice.requestedDelay { return requested }
-        guard isReplayable else { return nil }
+        // A body from a stream was read by this attempt: the policy cannot send it again.
+        guard isReplayable, context.oneShotBodies?.sentOneShot(attempt: attempt) != true else { return nil }
         if case .success(let response) = result {
             if response.isSuccess { return nil }
             // Asked only for a status the policy would retry: an accepted status is an answer, not a failure.

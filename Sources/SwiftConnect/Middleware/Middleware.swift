@@ -67,6 +67,9 @@ public struct RequestContext: Sendable {
     public var logger: any ConnectLogger
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
+    /// The bodies from streams this call's attempts sent (the retry loop gives each call one; `nil` in a context
+    /// made by hand).
+    var oneShotBodies: OneShotBodies?
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
     public var attempt = 1
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
@@ -169,6 +172,11 @@ struct MiddlewareChain: Sendable {
             for (name, value) in request.allHTTPHeaderFields ?? [:]
             where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
                 return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
+            }
+            if let stream = request.httpBodyStream, let bodies = context.oneShotBodies,
+                !bodies.sending(stream, attempt: context.attempt)
+            {
+                return Future(error: OneShotBodies.alreadySent(request))
             }
             if context.transfer.isPlain { return transport.send(request) }
             let sent = transport.send(request, transfer: context.transfer)

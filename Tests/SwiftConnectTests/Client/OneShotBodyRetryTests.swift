@@ -1,0 +1,83 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A body from an `InputStream` is read once: the retry loop never sends a stream an attempt already read, though
+/// it runs outside the middleware that set it.
+final class OneShotBodyRetryTests: XCTestCase {
+    /// Sets `makeStream()`'s stream as the body of every attempt.
+    private struct StreamBody: Middleware {
+        let makeStream: @Sendable () -> InputStream
+
+        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            request.httpBodyStream = makeStream()
+            return next(request)
+        }
+    }
+
+    /// Asks for one more attempt after a 401, as a token refresh does.
+    private struct RetryOn401: Middleware {
+        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            next(request).map { response in
+                if response.statusCode == 401, context.attempt == 1 { context.retryAdvice.request() }
+                return response
+            }
+        }
+    }
+
+    /// One stream for every attempt, made by the test and kept.
+    private final class SharedStream: Sendable {
+        // InputStream is not Sendable; this test only hands the one instance to the middleware.
+        nonisolated(unsafe) let stream = InputStream(data: Data("payload".utf8))
+    }
+
+    private let endpoint = ClientFixtures.Endpoint(endpoint: "/upload", method: .put)
+    private let policy = RetryPolicy(jitter: RetryPolicy.noJitter, clock: ImmediateRetryClock())
+
+    func testThePolicyDoesNotReplayAnAttemptThatSentAStream() {
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(503), .status(200)])
+        let shared = SharedStream()
+        let connect = Connect(
+            transport: fake, middlewares: [StreamBody { shared.stream }], retryPolicy: policy)
+
+        let error = connectError(of: connect.request(endpoint))
+
+        XCTAssertEqual(error?.statusCode, 503, "the first attempt's answer stands")
+        XCTAssertEqual(fake.requests.count, 1, "a PUT is idempotent, but its read stream cannot be sent again")
+    }
+
+    func testAnAdvisedRetryWithTheSameStreamFailsTypedInsteadOfSendingItEmpty() {
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(401), .status(200)])
+        let shared = SharedStream()
+        let connect = Connect(
+            transport: fake, middlewares: [RetryOn401(), StreamBody { shared.stream }], retryPolicy: policy)
+
+        let error = connectError(of: connect.request(endpoint))
+
+        XCTAssertEqual(error?.kind, .invalidRequest)
+        XCTAssertTrue(error?.message.contains("can be read once") == true, error?.message ?? "")
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    func testAnAdvisedRetryWithANewStreamIsSent() {
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(401), .status(200)])
+        let connect = Connect(
+            transport: fake, middlewares: [RetryOn401(), StreamBody { InputStream(data: Data("payload".utf8)) }],
+            retryPolicy: policy)
+
+        XCTAssertNotNil(value(of: connect.request(endpoint)))
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+}
