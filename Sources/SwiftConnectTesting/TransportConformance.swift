@@ -133,7 +133,8 @@ public enum TransportConformance {
         methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody,
-        resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, downloadToAFile,
+        resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
+        downloadToAFile,
         downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent,
     ]
 
@@ -404,6 +405,22 @@ public enum TransportConformance {
                 let response = try context.response(accepting)
                 try context.expect(text(response) == expected, "\(path): the body was not decoded")
             }
+        }
+    }
+
+    /// A body in a coding the engine does not decode is a transport failure (``SwiftConnect/ConnectError/Kind/badResponse``
+    /// for an ``SwiftConnect/HTTPEngine``, with the coding named), never a success of bytes nobody can read (a server
+    /// may send `br` whatever was asked).
+    static let undecodedCodingIsRefused = Check(name: "undecoded content coding is refused") { context in
+        try context.withServer { server in
+            server.route("GET", "/brotli") { _ in
+                LocalServer.Response.data(Data([0x1b, 0x0f, 0x00, 0xf8, 0x25, 0x42, 0x4c]), contentType: "text/plain")
+                    .withHeader("Content-Encoding", "x-unknown-coding")
+            }
+            let error = try context.error(request(server, "/brotli"))
+            try context.expect(
+                error.isTransportFailure,
+                "a body in an unknown coding came back as \(error)")
         }
     }
 

@@ -133,6 +133,19 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(engine.hops.isEmpty)
     }
 
+    func testABodyInACodingTheEngineDoesNotDecodeIsRefusedNamingIt() throws {
+        let engine = ScriptedEngine([
+            .init(status: 200, fields: [HeaderField.Name("Content-Encoding"): "br"], chunks: [Data([0x1b, 0x0f])]),
+            .init(status: 204, fields: [HeaderField.Name("Content-Encoding"): "br"]),
+        ])
+        let error = try failure(of: engine.send(request("http://api.test/compressed")))
+        let empty = try engine.send(request("http://api.test/compressed")).wait(timeout: 10)
+
+        XCTAssertEqual(error.kind, .badResponse)
+        XCTAssertTrue(error.message.contains("encoded with br"), error.message)
+        XCTAssertEqual(empty.statusCode, 204, "a body-less answer has nothing to decode")
+    }
+
     func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {
         let engine = ScriptedEngine([])
         let notHTTP = try failure(of: engine.send(request("ftp://api.test/x")))

@@ -148,6 +148,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
             }
+            try refuseUndecodedCoding(of: head)
             if let streaming = transfer.streaming {
                 return await stream(
                     response.body, head: head, options: streaming, progress: progress, promise: promise, task: task)
@@ -274,6 +275,24 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         answer.data = download == nil ? body : Data()
         answer.fileURL = download?.url
         return answer
+    }
+
+    /// Refuses the answer when its body is in a content coding the engine does not decode: the bytes would reach
+    /// the caller as a success nobody can read. A body-less answer (HEAD, 1xx, 204, 304) has nothing to decode.
+    private func refuseUndecodedCoding(of head: ConnectResponse) throws {
+        let status = head.statusCode
+        guard let field = head.head.headerFields[HeaderField.Name("Content-Encoding")],
+            original.httpMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304
+        else { return }
+        let decoded = engine.decodedContentCodings
+        let undecoded = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+            .filter { !$0.isEmpty && $0 != "identity" && !decoded.contains($0) }
+        guard !undecoded.isEmpty else { return }
+        throw ConnectError(
+            .badResponse,
+            message: "the body is encoded with \(undecoded.joined(separator: ", ")), which \(engineName) does not "
+                + "decode: refused rather than passed on as a success",
+            request: original, response: head.response)
     }
 
     /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.

@@ -40,6 +40,11 @@ public protocol HTTPEngine: Transport {
     /// - Throws: What went wrong before a head arrived.
     func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody>
 
+    /// The content codings (`Content-Encoding`, lower case: `"gzip"`, `"deflate"`, `"br"`) this engine decodes
+    /// before handing the body over. The core refuses a body in any other coding with a typed error naming it,
+    /// rather than passing bytes nobody can read as a success. The default is none.
+    var decodedContentCodings: Set<String> { get }
+
     /// `error`, thrown by ``send(_:)-(EngineRequest)`` or by reading a body, as a ``ConnectError`` of the kind that
     /// names it, the engine's error kept as ``ConnectError/underlyingError``; `nil` leaves it to the core's
     /// classification (a `URLError` by its code, a cancellation as `.cancelled`, anything else as `.transport`).
@@ -47,6 +52,9 @@ public protocol HTTPEngine: Transport {
 }
 
 extension HTTPEngine {
+    /// Decodes no content coding: a body in any coding is refused.
+    public var decodedContentCodings: Set<String> { [] }
+
     /// Leaves every error to the core's classification.
     public func failure(_ error: any Error) -> ConnectError? { nil }
 

@@ -32,7 +32,8 @@ import SwiftConnect
 /// - **Deadlines**: a request's `timeoutInterval` bounds the whole exchange, redirects included, to the
 ///   nanosecond.
 /// - **Size limits** stop reading: a body refused at its limit is not kept, and the connection is closed.
-/// - **Compressed bodies** (gzip, deflate) are decoded, and the size limit counts the decoded bytes.
+/// - **Compressed bodies** (gzip, deflate) are decoded, and the size limit counts the decoded bytes. A body in
+///   another coding (`br`, `zstd`…) fails with ``SwiftConnect/ConnectError/Kind/badResponse`` naming it.
 ///
 /// ## Certificate pinning
 ///
@@ -60,6 +61,10 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
     private let ownsClient: Bool
     /// The pinned hosts, and the connections the transport makes to them itself.
     let pinned: PinnedRoutes
+    /// The content codings the client decodes: gzip and deflate when this transport's configuration turns
+    /// decompression on, none when it is off. Over an app's client (``init(client:pins:tlsConfiguration:)``), whose
+    /// configuration AsyncHTTPClient does not show, gzip and deflate: the most it can decode.
+    public let decodedContentCodings: Set<String>
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
@@ -96,6 +101,11 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
             unusable: configuration.proxy == nil ? nil : "the transport's client goes through a proxy")
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
+        if case .disabled = configuration.decompression {
+            decodedContentCodings = []
+        } else {
+            decodedContentCodings = ["gzip", "deflate"]
+        }
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
         ownsClient = true
     }
@@ -124,6 +134,7 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
             unusable: nil)
         self.client = client
         ownsClient = false
+        decodedContentCodings = ["gzip", "deflate"]
     }
 
     deinit {
