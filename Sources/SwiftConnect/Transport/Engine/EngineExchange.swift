@@ -8,8 +8,9 @@ import Foundation
 /// One request over an ``HTTPEngine``, from the first hop to the response: the core's rules of an exchange,
 /// written once for every engine that moves bytes. It checks the request, follows redirects by
 /// ``RedirectRules`` (credentials never cross origins, a redirect's cookies go on), bounds the whole exchange by
-/// the request's `timeoutInterval`, applies the size limit as bytes arrive, writes a download to its file, reports
-/// progress, hands a streamed body over with back-pressure, and classifies every failure once. It runs in a task
+/// the request's `timeoutInterval`, refuses a body in a coding the engine does not decode, applies the size limit as
+/// bytes arrive, writes a download to its file, reports progress, hands a streamed body over with back-pressure, and
+/// classifies every failure once. It runs in a task
 /// of its own, which cancelling the future cancels: that is how the engine is told to stop.
 struct EngineExchange<Engine: HTTPEngine>: Sendable {
     let engine: Engine
