@@ -36,6 +36,9 @@ final class RetryingCall:
         var isStarting = false
         /// Whether a wait ended while that thread was busy: it starts the next attempt when it is done.
         var startRequested = false
+        /// The body streams the attempts sent, held until the call ends: none may be sent again (and holding them
+        /// keeps another stream from taking a sent one's identity meanwhile).
+        var sentStreams: [InputStream] = []
         /// The waits scheduled so far, in seconds: on a clock that runs actions at once (a test's), the time the
         /// call has spent by its own account.
         var waited: TimeInterval = 0
@@ -64,8 +67,6 @@ final class RetryingCall:
         let request =
             maxAttempts > 1 ? policy.addingIdempotencyKeyIfNeeded(to: request, method: context.method) : request
         self.request = request
-        var context = context
-        if maxAttempts > 1 { context.oneShotBodies = OneShotBodies() }
         self.context = context
         isReplayable = RetryPolicy.isReplayable(request, context: context)
         self.errorHandler = errorHandler
@@ -144,7 +145,7 @@ final class RetryingCall:
         guard let attempt else { return }
         var context = self.context
         context.attempt = attempt
-        context.retryAdvice = RetryAdvice()
+        context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         let advice = context.retryAdvice
         let future = send(request, context)
         let isOver = withState { state -> Bool in
@@ -162,8 +163,10 @@ final class RetryingCall:
     }
 
     private func attemptEnded(_ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice) {
+        let sentStream = advice.sentStream
         let isOver = withState { state -> Bool in
             state.inFlight = nil
+            if let sentStream { state.sentStreams.append(sentStream) }
             return state.isOver
         }
         guard !isOver else { return }
@@ -200,7 +203,7 @@ final class RetryingCall:
         if RetryingCall.isCancellation(result) { return nil }
         if let requested = advice.requestedDelay { return requested }
         // A body from a stream was read by this attempt: the policy cannot send it again.
-        guard isReplayable, context.oneShotBodies?.sentOneShot(attempt: attempt) != true else { return nil }
+        guard isReplayable, advice.sentStream == nil else { return nil }
         if case .success(let response) = result {
             if response.isSuccess { return nil }
             // Asked only for a status the policy would retry: an accepted status is an answer, not a failure.

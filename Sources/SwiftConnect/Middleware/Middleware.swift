@@ -67,9 +67,6 @@ public struct RequestContext: Sendable {
     public var logger: any ConnectLogger
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
-    /// The bodies from streams this call's attempts sent (the retry loop gives each call one; `nil` in a context
-    /// made by hand).
-    var oneShotBodies: OneShotBodies?
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
     public var attempt = 1
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
@@ -124,17 +121,28 @@ public struct RequestContext: Sendable {
 /// }
 /// ```
 public struct RetryAdvice: Sendable {
-    /// The delay asked for, behind a lock: middlewares may ask from any thread. `nil` for advice nobody reads.
-    private let requested: Protected<TimeInterval?>?
+    /// What the loop reads of one attempt, behind a lock: middlewares may ask from any thread. `nil` for advice
+    /// nobody reads.
+    private let record: Protected<AttemptRecord>?
 
-    /// Creates empty advice (the client makes one for each attempt).
-    init() {
-        requested = Protected(nil)
+    /// What one attempt asked for and sent.
+    private struct AttemptRecord {
+        /// The delay a middleware asked for.
+        var delay: TimeInterval?
+        /// The body stream the attempt sent (read now: the policy does not replay the attempt).
+        var sentStream: InputStream?
+        /// The body streams earlier attempts of the call sent: none may be sent again.
+        var earlierStreams: [InputStream]
+    }
+
+    /// Creates empty advice (the client makes one for each attempt), knowing the body streams earlier attempts sent.
+    init(earlierStreams: [InputStream] = []) {
+        record = Protected(AttemptRecord(earlierStreams: earlierStreams))
     }
 
     /// Advice nobody reads: what a context starts with until the retry loop gives it its own.
     init(unread: Void) {
-        requested = nil
+        record = nil
     }
 
     /// Asks for another attempt after `delay` seconds (0 for at once). A later request in the same attempt
@@ -143,11 +151,36 @@ public struct RetryAdvice: Sendable {
     /// - Parameter delay: How long to wait before the next attempt, in seconds.
     public func request(after delay: TimeInterval = 0) {
         let delay = delay.isFinite ? max(0, delay) : 0
-        requested?.withLock { $0 = delay }
+        record?.withLock { $0.delay = delay }
     }
 
     /// The delay a middleware asked for, or `nil` if none asked.
-    var requestedDelay: TimeInterval? { requested?.withLock { $0 } }
+    var requestedDelay: TimeInterval? { record?.withLock { $0.delay } }
+
+    /// Records that the attempt sends a body from `stream`; `false` when an earlier attempt of the call sent that
+    /// same stream, which was read then and must not go out again.
+    ///
+    /// The retry loop runs outside the middlewares, so it cannot see a stream a middleware set: the chain records
+    /// it here as it hands the request to the transport, and the loop reads it when the attempt ends.
+    func recordSending(_ stream: InputStream) -> Bool {
+        record?.withLock { record in
+            guard !record.earlierStreams.contains(where: { $0 === stream }) else { return false }
+            record.sentStream = stream
+            return true
+        } ?? true
+    }
+
+    /// The body stream the attempt sent, if any.
+    var sentStream: InputStream? { record?.withLock { $0.sentStream } }
+
+    /// The error of an attempt that would send a stream an earlier attempt read.
+    static func alreadySent(_ request: URLRequest) -> ConnectError {
+        ConnectError(
+            .invalidRequest,
+            message: "the body is an InputStream an earlier attempt of this call sent, and a stream can be read "
+                + "once: set a new stream for each attempt, or send the body from memory or a file",
+            request: request)
+    }
 }
 
 /// Runs a request through `middlewares` in order, then `transport`.
@@ -173,10 +206,8 @@ struct MiddlewareChain: Sendable {
             where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
                 return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
             }
-            if let stream = request.httpBodyStream, let bodies = context.oneShotBodies,
-                !bodies.sending(stream, attempt: context.attempt)
-            {
-                return Future(error: OneShotBodies.alreadySent(request))
+            if let stream = request.httpBodyStream, !context.retryAdvice.recordSending(stream) {
+                return Future(error: RetryAdvice.alreadySent(request))
             }
             if context.transfer.isPlain { return transport.send(request) }
             let sent = transport.send(request, transfer: context.transfer)
