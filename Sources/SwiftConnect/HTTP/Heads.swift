@@ -36,30 +36,40 @@ public struct RequestHead: Sendable, Hashable {
     }
 
     /// The head of a request to `url`; `nil` when the URL has no scheme or host. User info in the URL is not part of
-    /// the head (credentials travel in `Authorization`).
+    /// the head (credentials travel in `Authorization`), nor is its fragment.
+    ///
+    /// The parts are read from the URL's text as it goes on the wire, percent-encoding kept: one scan, no
+    /// `URLComponents` (this runs for every hop an engine sends).
     public init?(method: HTTPMethod, url: URL, headerFields: HeaderFields = [:]) {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-            let scheme = components.scheme?.lowercased(), let host = components.percentEncodedHost, !host.isEmpty
-        else { return nil }
-        let bracketed = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
-        self.init(
-            method: method,
-            scheme: scheme,
-            authority: components.port.map { "\(bracketed):\($0)" } ?? bracketed,
-            path: RequestHead.target(of: components),
-            headerFields: headerFields
-        )
+        guard let (scheme, authority, path) = Self.split(url.absoluteString) else { return nil }
+        self.init(method: method, scheme: scheme, authority: authority, path: path, headerFields: headerFields)
+    }
+
+    /// `text` (an absolute URL) as scheme (lower case), authority without user info, and path with query (`/` when
+    /// empty), the fragment left out; `nil` without a scheme or a host.
+    static func split(_ text: String) -> (scheme: String, authority: String, path: String)? {
+        let bytes = text.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return nil }
+        let afterColon = bytes.index(after: colon)
+        guard bytes[afterColon...].starts(with: "//".utf8) else { return nil }
+        let authorityStart = bytes.index(afterColon, offsetBy: 2)
+        let rest = bytes[authorityStart...]
+        let authorityEnd =
+            rest.firstIndex { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#") }
+            ?? bytes.endIndex
+        var hostStart = authorityStart
+        if let at = bytes[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) {
+            hostStart = bytes.index(after: at)
+        }
+        guard hostStart < authorityEnd, bytes[hostStart] != UInt8(ascii: ":") else { return nil }
+        let targetEnd = bytes[authorityEnd...].firstIndex(of: UInt8(ascii: "#")) ?? bytes.endIndex
+        var path = String(text[authorityEnd..<targetEnd])
+        if !path.hasPrefix("/") { path = "/" + path }
+        return (String(text[..<colon]).lowercased(), String(text[hostStart..<authorityEnd]), path)
     }
 
     /// The URL the head names: `scheme://authority/path?query`.
     public var url: URL? { URL(string: "\(scheme)://\(authority)\(path)") }
-
-    /// The path and query of `components` as they go on the wire: `/` for an empty path.
-    private static func target(of components: URLComponents) -> String {
-        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        guard let query = components.percentEncodedQuery else { return path }
-        return path + "?" + query
-    }
 }
 
 /// What a response says before its body: status and header fields, in the core's own HTTP model.

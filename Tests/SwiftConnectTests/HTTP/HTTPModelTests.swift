@@ -80,6 +80,29 @@ final class HTTPModelTests: XCTestCase {
         XCTAssertNil(RequestHead(method: .get, url: try XCTUnwrap(URL(string: "/relative/only"))))
     }
 
+    func testEveryShapeOfURLSplitsAsURLComponentsWould() throws {
+        let cases: [(String, (String, String, String)?)] = [
+            ("http://host?x=1", ("http", "host", "/?x=1")),
+            ("http://host#top", ("http", "host", "/")),
+            ("http://ann@host/a?b#c", ("http", "host", "/a?b")),
+            ("http://a%40b:p%3A@host:81/", ("http", "host:81", "/")),
+            ("https://[fe80::1%25en0]:8443/x", ("https", "[fe80::1%25en0]:8443", "/x")),
+            ("http://host/a/../b;p?q=%2F", ("http", "host", "/a/../b;p?q=%2F")),
+            ("http:///nohost", nil),
+            ("http://:80/", nil),
+            ("mailto:ann@example.com", nil),
+        ]
+        for (text, expected) in cases {
+            let url = try XCTUnwrap(URL(string: text), text)
+            let head = RequestHead(method: .get, url: url)
+            XCTAssertEqual(head?.scheme, expected?.0, text)
+            XCTAssertEqual(head?.authority, expected?.1, text)
+            XCTAssertEqual(head?.path, expected?.2, text)
+        }
+        let resolved = try XCTUnwrap(URL(string: "b?c=1", relativeTo: URL(string: "https://api.test/v1/a")))
+        XCTAssertEqual(RequestHead(method: .get, url: resolved)?.path, "/v1/b?c=1", "relative to its base")
+    }
+
     func testAURLRequestBecomesAHead() throws {
         var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/items?page=2")))
         request.httpMethod = "PUT"
