@@ -172,6 +172,11 @@ public struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Expressi
         fields.contains { $0.name == name }
     }
 
+    /// Makes room for `count` fields, so that an engine copying a head field by field allocates once.
+    public mutating func reserveCapacity(_ count: Int) {
+        fields.reserveCapacity(count)
+    }
+
     /// Adds `field` after the others, keeping any of the same name.
     public mutating func append(_ field: HeaderField) {
         fields.append(field)

@@ -96,8 +96,10 @@ extension RequestHead {
     /// scheme or host.
     public init?(_ request: URLRequest) {
         guard let url = request.url else { return nil }
+        let foundationFields = request.allHTTPHeaderFields ?? [:]
         var fields = HeaderFields()
-        for (name, value) in request.allHTTPHeaderFields ?? [:] {
+        fields.reserveCapacity(foundationFields.count + 1)
+        for (name, value) in foundationFields {
             fields.append(HeaderField(name: HeaderField.Name(name), value: value))
         }
         self.init(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url, headerFields: fields)

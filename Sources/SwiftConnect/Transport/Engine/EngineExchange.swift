@@ -19,17 +19,21 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     let transfer: TransferOptions
     /// The whole exchange's deadline, redirects and the body included.
     private let timer: TransportDeadline?
-    /// Whether `timer` fired (the exchange's task was cancelled for it, and the exchange reports a timeout), and the
-    /// body stream of a streamed answer once its head came, which `timer` ends if the reader is behind.
-    private let timing = Protected<(expired: Bool, stream: ResponseBodyStream?)>((false, nil))
-    /// The download file being written, so that a cancellation removes it before anyone hears of it.
-    private let download = DownloadSlot()
+    /// The exchange's task, whether `timer` fired (the task was cancelled for it, and the exchange reports a
+    /// timeout), and the body stream of a streamed answer once its head came, which `timer` ends if the reader is
+    /// behind. One box: each lock is an allocation on every request's path.
+    private let state = Protected<(task: Task<Void, Never>?, expired: Bool, stream: ResponseBodyStream?)>(
+        (nil, false, nil))
+    /// The download file being written, so that a cancellation removes it before anyone hears of it; only for a
+    /// download.
+    private let download: DownloadSlot?
 
     init(engine: Engine, request: URLRequest, transfer: TransferOptions) {
         self.engine = engine
         original = request
         self.transfer = transfer
         timer = TransportDeadline(seconds: request.timeoutInterval)
+        download = transfer.destination == nil ? nil : DownloadSlot()
     }
 
     /// The engine's name, for messages.
@@ -39,33 +43,35 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     func start() -> Future<ConnectResponse> {
         if let refusal = refusal() { return Future(error: refusal) }
         let promise = Promise<ConnectResponse>()
-        let running = Protected<Task<Void, Never>?>(nil)
         // Armed before the task starts: a task that ends at once disarms it for good.
         timer?.start { [self] in
-            let stream = timing.withLock { timing in
-                timing.expired = true
-                return timing.stream
+            let (stream, task) = state.withLock { state in
+                state.expired = true
+                return (state.stream, state.task)
             }
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
             stream?.finish(throwing: classified(CancellationError()))
-            running.withLock { $0 }?.cancel()
+            task?.cancel()
         }
         let task = Task {
             let result: Result<ConnectResponse, any Error>
             do {
-                result = .success(try await run(promise: promise, stopping: running))
+                result = .success(try await run(promise: promise))
             } catch {
                 result = .failure(classified(error))
             }
             timer?.cancel()
             Self.complete(promise, with: result)
         }
-        running.withLock { $0 = task }
         // The deadline may have passed before the task was there to cancel.
-        if timing.withLock({ $0.expired }) { task.cancel() }
+        let expired = state.withLock { state in
+            state.task = task
+            return state.expired
+        }
+        if expired { task.cancel() }
         promise.setCancelHandler { [download] in
             task.cancel()
-            download.discard()
+            download?.discard()
         }
         return promise.future
     }
@@ -106,10 +112,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     }
 
     /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's
-    /// head as soon as it arrives, and `task` (this exchange's) is what the stream's reader cancels.
-    private func run(promise: Promise<ConnectResponse>, stopping task: Protected<Task<Void, Never>?>) async throws
-        -> ConnectResponse
-    {
+    /// head as soon as it arrives, and the exchange's task is what the stream's reader cancels.
+    private func run(promise: Promise<ConnectResponse>) async throws -> ConnectResponse {
         var hop = original
         var bodyFile = transfer.bodyFile
         // A body from a stream is read once, here. The hop keeps its stream: the redirect rules know such a body
@@ -151,8 +155,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             }
             try refuseUndecodedCoding(of: head)
             if let streaming = transfer.streaming {
-                return await stream(
-                    response.body, head: head, options: streaming, progress: progress, promise: promise, task: task)
+                return await stream(response.body, head: head, options: streaming, progress: progress, promise: promise)
             }
             return try await collect(response.body, head: head, progress: progress)
         }
@@ -193,14 +196,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Hands the answer's head to `promise` with a body stream, then pumps the body into it as the reader takes
     /// it: the engine reads no further while the reader is behind (back-pressure), and a reader that stops cancels
-    /// `task`, which stops the engine. Returns the head (already delivered) at the end.
+    /// the exchange's task, which stops the engine. Returns the head (already delivered) at the end.
     private func stream(
         _ source: Engine.ResponseBody, head: ConnectResponse, options: StreamingOptions, progress: ExchangeProgress?,
-        promise: Promise<ConnectResponse>, task: Protected<Task<Void, Never>?>
+        promise: Promise<ConnectResponse>
     ) async -> ConnectResponse {
         let body = ResponseBodyStream(options: options)
-        body.setCancelHandler { task.withLock { $0 }?.cancel() }
-        timing.withLock { $0.stream = body }
+        body.setCancelHandler { [state] in state.withLock { $0.task }?.cancel() }
+        state.withLock { $0.stream = body }
         var answer = head
         answer.bodyStream = body
         promise.completeIfPending(with: .success(answer))
@@ -262,7 +265,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
                 }
                 // Cancelled while it moved: the future says so, and the file goes (a later cancel removes it too).
-                guard self.download.placed(at: download.url) else {
+                guard self.download?.placed(at: download.url) == true else {
                     try? FileManager.default.removeItem(at: download.url)
                     throw CancellationError()
                 }
@@ -308,7 +311,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     private func openDownloadFile(besides destination: URL) throws -> DownloadFile {
         do {
             let file = try DownloadFile(besides: destination)
-            download.hold(file)
+            download?.hold(file)
             return file
         } catch {
             // The folder may have gone meanwhile: the check says so in its words.
@@ -329,7 +332,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// `error` as the exchange reports it: a timeout if the deadline stopped the exchange, whatever the
     /// cancellation it caused looks like; else the engine's classification, or the core's.
     private func classified(_ error: any Error) -> ConnectError {
-        if timing.withLock({ $0.expired }) {
+        if state.withLock({ $0.expired }) {
             return ConnectError.transportFailure(.deadlinePassed(after: nil), request: original)
         }
         if var error = error as? ConnectError {

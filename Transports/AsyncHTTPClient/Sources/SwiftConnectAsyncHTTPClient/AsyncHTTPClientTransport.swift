@@ -189,6 +189,7 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
             throw error
         }
         var fields = HeaderFields()
+        fields.reserveCapacity(response.headers.count)
         for (name, value) in response.headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
         let version =
             response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
