@@ -276,8 +276,7 @@ final class TaskHandler: Sendable {
                 return false
             }
             if isSuccess, let destination = transfer.destination {
-                let temporary = destination.deletingLastPathComponent()
-                    .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+                let temporary = TransferOptions.temporaryFile(besides: destination)
                 do {
                     // Checked again, and created with throwing calls, so a failure says why (the folder was
                     // removed, a directory appeared, no permission…).

@@ -180,8 +180,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         let body: EngineRequest.Body
         if let bodyFile {
-            let size = (try? FileManager.default.attributesOfItem(atPath: bodyFile.path)[.size]) as? Int64 ?? 0
-            body = .file(bodyFile, length: size)
+            body = .file(bodyFile, length: (try? MultipartFormData.regularFileSize(bodyFile)) ?? 0)
         } else if let data = hop.httpBody, !data.isEmpty {
             body = .bytes(data)
         } else if hop.httpBodyStream != nil, let streamed, !streamed.isEmpty {
@@ -381,21 +380,21 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         return request
     }
 
-    /// Why `file` cannot be uploaded, or `nil` when it can: it must be a readable regular file (a directory, device
-    /// or pipe has no length to announce, or no end).
+    /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
+    /// ``URLSessionTransport`` make: a directory, device or pipe has no length to announce, or no end).
     static func unusableBodyFile(_ file: URL, request: URLRequest) -> ConnectError? {
         do {
-            let attributes = try FileManager.default.attributesOfItem(atPath: file.path)
-            guard attributes[.type] as? FileAttributeType == .typeRegular else {
-                return ConnectError.fileAccess(POSIXError(.EINVAL), url: file, request: request)
-            }
-            guard FileManager.default.isReadableFile(atPath: file.path) else {
-                return ConnectError.fileAccess(POSIXError(.EACCES), url: file, request: request)
-            }
-            return nil
+            _ = try MultipartFormData.regularFileSize(file)
+        } catch var error as ConnectError {
+            error.request = request
+            return error
         } catch {
             return ConnectError.fileAccess(error, url: file, request: request)
         }
+        guard FileManager.default.isReadableFile(atPath: file.path) else {
+            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, request: request)
+        }
+        return nil
     }
 
     /// Everything `stream` holds.
@@ -505,8 +504,7 @@ final class DownloadFile: Sendable {
     private let handle: Protected<FileHandle?>
 
     init(besides destination: URL) throws {
-        url = destination.deletingLastPathComponent()
-            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
+        url = TransferOptions.temporaryFile(besides: destination)
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
@@ -521,18 +519,18 @@ final class DownloadFile: Sendable {
     }
 
     func close() throws {
-        try handle.withLock { open in
-            guard let handle = open else { throw CancellationError() }
-            open = nil
+        try handle.withLock { current in
+            guard let handle = current else { throw CancellationError() }
+            current = nil
             try handle.close()
         }
     }
 
     /// Closes and removes the file (nothing once it was moved into place).
     func discard() {
-        handle.withLock { open in
-            try? open?.close()
-            open = nil
+        handle.withLock { current in
+            try? current?.close()
+            current = nil
         }
         try? FileManager.default.removeItem(at: url)
     }

@@ -60,7 +60,7 @@ extension HTTPEngine {
 
     /// Sends `request` through the core's exchange over this engine.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
-        EngineExchange(engine: self, request: request, transfer: TransferOptions()).start()
+        send(request, transfer: TransferOptions())
     }
 
     /// Sends `request` through the core's exchange over this engine, as `transfer` asks.
