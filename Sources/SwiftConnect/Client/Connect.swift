@@ -28,9 +28,11 @@ import Foundation
 ///
 /// `Connect` is thread-safe; share one per backend.
 public final class Connect: Sendable {
-    /// The shared client, with a ``URLSessionTransport``, the default retry policy and the default
-    /// ``ErrorHandler``.
-    public static let `default` = Connect()
+    /// The shared client, with the process's transport (a ``URLSessionTransport`` unless
+    /// ``ConnectSystem/bootstrap(transport:)`` set another), the default retry policy and the default ``ErrorHandler``.
+    ///
+    /// Made on first use, with the process's transport even inside `ConnectSystem.withDefaultTransport(_:operation:)`.
+    public static let `default` = Connect(transport: ConnectSystem.processTransport)
 
     /// What sends requests.
     package let transport: any Transport
@@ -88,7 +90,8 @@ public final class Connect: Sendable {
     /// ```
     ///
     /// - Parameters:
-    ///   - transport: What sends requests. Defaults to a new ``URLSessionTransport``.
+    ///   - transport: What sends requests. Defaults to ``ConnectSystem/defaultTransport``: the process's transport
+    ///     if ``ConnectSystem/bootstrap(transport:)`` set one, else a new ``URLSessionTransport``.
     ///   - middlewares: Stages every request passes through, in order.
     ///   - errorHandler: Turns error responses into errors. Defaults to ``ErrorHandler``. A status it accepts
     ///     (returns `nil` for) is an answer: the retry policy does not retry it.
@@ -105,7 +108,7 @@ public final class Connect: Sendable {
     ///   - settings: Everything else, each with a good default: coalescing, client-level options, decoders,
     ///     default headers, size limit, logging (see ``Settings``).
     public init(
-        transport: any Transport = URLSessionTransport(),
+        transport: any Transport = ConnectSystem.defaultTransport,
         middlewares: [any Middleware] = [],
         errorHandler: any ErrorHandling = ErrorHandler(),
         retryPolicy: RetryPolicy? = .default,
@@ -164,7 +167,7 @@ public final class Connect: Sendable {
     /// - Parameters:
     ///   - host: The host name, without scheme.
     ///   - transport: What sends requests.
-    public convenience init(host: String, transport: any Transport = URLSessionTransport()) {
+    public convenience init(host: String, transport: any Transport = ConnectSystem.defaultTransport) {
         self.init(transport: transport, configuration: ServerConfiguration(host: host))
     }
 
