@@ -68,6 +68,20 @@ public struct RequestOptions: Sendable {
         set { self[ConnectivityPolicyOption.self] = newValue }
     }
 
+    /// Whether the client's authentication stages (``AuthenticationMiddleware``, ``BasicAuthentication``) sign
+    /// these requests: `false` sends them as they are, unsigned, and a 401 answer is not refreshed; `nil` or `true`
+    /// signs them. What Remotli's `requiresAuth` was, per route:
+    ///
+    /// ```swift
+    /// Route("/v1/tokens", method: .post, options: RequestOptions(requiresAuthentication: false))
+    /// ```
+    ///
+    /// A connector's own ``AuthorizedConnector/authorizationToken`` is still sent: it is the connector's choice.
+    public var requiresAuthentication: Bool? {
+        get { self[AuthenticationRequirement.self] }
+        set { self[AuthenticationRequirement.self] = newValue }
+    }
+
     /// The value set for `key` at this level (or, in a request's ``RequestContext/options``, at the most specific
     /// level that set one); `nil` when none is set. Setting `nil` removes it.
     ///
@@ -175,6 +189,8 @@ public struct RequestOptions: Sendable {
     ///   - progress: Progress reports.
     ///   - connectivity: What the request does while offline; `nil` leaves it to the level above, and at the top
     ///     to the ``ConnectivityMiddleware``'s own policy.
+    ///   - requiresAuthentication: `false` to send the requests unsigned by the client's authentication stages
+    ///     (see ``requiresAuthentication``); `nil` leaves it to the level above.
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],
@@ -184,7 +200,8 @@ public struct RequestOptions: Sendable {
         cache: CacheRule? = nil,
         maxResponseBytes: Int? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
-        connectivity: ConnectivityPolicy? = nil
+        connectivity: ConnectivityPolicy? = nil,
+        requiresAuthentication: Bool? = nil
     ) {
         var values = Values(
             middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
@@ -192,6 +209,7 @@ public struct RequestOptions: Sendable {
         Self.set(isRetrySafe, for: RetrySafety.self, in: &values)
         Self.set(cache, for: CacheRuleOption.self, in: &values)
         Self.set(connectivity, for: ConnectivityPolicyOption.self, in: &values)
+        Self.set(requiresAuthentication, for: AuthenticationRequirement.self, in: &values)
         storage = values.isEmpty ? Self.emptyStorage : Storage(values)
     }
 

@@ -64,6 +64,10 @@ import Foundation
 /// refresh. Call
 /// ``setCredential(_:)`` with `nil` to sign the user out instead.
 ///
+/// ## Routes that need no credential
+/// A request whose options say ``RequestOptions/requiresAuthentication`` `false` (a sign-in or token route) goes
+/// through unsigned, as it is, and a 401 answer to it is an answer, not a reason to refresh.
+///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
 /// file with its trailing newline) cannot be sent as a header. A request to be signed with it, the first time
@@ -146,6 +150,8 @@ public final class AuthenticationMiddleware: Middleware {
         context: RequestContext,
         next: @escaping Next
     ) -> Future<ConnectResponse> {
+        // A route that opts out (`requiresAuthentication: false`) goes as it is: unsigned, and its 401 is an answer.
+        if context.options.requiresAuthentication == false { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (waiter, admission) = state.withLock { state in
             let waiter = Waiter(

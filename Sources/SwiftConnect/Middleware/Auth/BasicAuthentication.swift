@@ -1,0 +1,73 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Signs every request with HTTP Basic credentials: a user name and password, in one named value.
+///
+/// What Remotli's `BasicAuthPlugin` and similar plugins do, for a server (a staging gate, an internal service) that
+/// asks for the same credentials on every request. There is nothing to refresh: a 401 is an answer. For tokens that
+/// expire, use ``AuthenticationMiddleware``.
+///
+/// ```swift
+/// let connect = Connect(middlewares: [.basicAuthentication(username: "gate", password: secret)])
+/// ```
+///
+/// Every request gets `Authorization: Basic <base64 of "username:password">`, replacing any `Authorization` it had,
+/// except those whose options say ``RequestOptions/requiresAuthentication`` `false`. The credentials are redacted
+/// wherever the library prints a request, and never follow a redirect to another origin.
+///
+/// A user name with `:` (RFC 7617 forbids it: the server would split the pair there and read another user's
+/// credentials) or a value with CR, LF or NUL fails each request with ``ConnectError/Kind/invalidRequest``
+/// (``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization`), unsent.
+public struct BasicAuthentication: Middleware {
+    /// The credentials, as the token sent.
+    public let token: AuthorizationToken
+
+    /// Creates the middleware for `username` and `password`.
+    ///
+    /// - Parameters:
+    ///   - username: The user name, without `:`.
+    ///   - password: The password.
+    public init(username: String, password: String) {
+        token = .basic(username: username, password: password)
+    }
+
+    /// Signs `request`, unless its options opt out, and sends it on.
+    ///
+    /// - Parameters:
+    ///   - request: The request so far.
+    ///   - context: Facts about the call; its ``RequestContext/options`` may opt out.
+    ///   - next: The rest of the pipeline.
+    /// - Returns: The response, or an ``ConnectError/Kind/invalidRequest`` error for credentials that cannot be sent.
+    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        ConnectResponse
+    > {
+        if context.options.requiresAuthentication == false { return next(request) }
+        guard token.isSendable else { return Future(error: token.unsendableError(request: request)) }
+        request.setValue(token.headerValue, forHTTPHeaderField: "Authorization")
+        return next(request)
+    }
+}
+
+extension Middleware where Self == BasicAuthentication {
+    /// A middleware that signs every request with HTTP Basic credentials (see ``BasicAuthentication``).
+    ///
+    /// ```swift
+    /// let connect = Connect(middlewares: [.basicAuthentication(username: "gate", password: secret)])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - username: The user name, without `:`.
+    ///   - password: The password.
+    /// - Returns: The middleware.
+    public static func basicAuthentication(username: String, password: String) -> BasicAuthentication {
+        BasicAuthentication(username: username, password: password)
+    }
+}
+
+/// The key of ``RequestOptions/requiresAuthentication``.
+enum AuthenticationRequirement: RequestOptionKey {
+    typealias Value = Bool
+}
