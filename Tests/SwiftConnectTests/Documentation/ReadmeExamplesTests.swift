@@ -157,6 +157,52 @@ final class ReadmeExamplesTests: XCTestCase {
         XCTAssertEqual(reply, "Hello")
     }
 
+    /// The README's callbacks for UI code and callback code bases ("Futures").
+    @MainActor
+    func testCallbackExamples() async {
+        let transport = FakeTransport()
+        transport.stub(.get, "/todos/1", with: .json(Todo(userId: 1, id: 1, title: "Milk", completed: false)))
+        let connect = Connect(transport: transport)
+        let screen = TodoScreen()
+        await withCheckedContinuation { (done: CheckedContinuation<Void, Never>) in
+            screen.whenShown = { done.resume() }
+            connect.send(GetTodo(id: 1)).observeOnMainActor { result in
+                screen.show(result)  // a @MainActor method
+            }
+        }
+        let received = await withCheckedContinuation { (done: CheckedContinuation<Todo?, Never>) in
+            let completion: @Sendable (Todo?, (any Error)?) -> Void = { todo, _ in done.resume(returning: todo) }
+            connect.send(GetTodo(id: 1)).observe(completion: completion)  // (Todo?, Error?) -> Void, @Sendable
+        }
+        XCTAssertEqual(received?.title, "Milk")
+        XCTAssertEqual(screen.titles, ["Milk"])
+    }
+
+    @MainActor
+    private final class TodoScreen {
+        var titles: [String] = []
+        var whenShown: (() -> Void)?
+
+        func show(_ result: Result<Todo, any Error>) {
+            titles.append((try? result.get().title) ?? "failed")
+            whenShown?()
+        }
+    }
+
+    /// The README's Basic authentication and per-route opt-out ("Authorization").
+    func testBasicAuthenticationExample() throws {
+        let transport = FakeTransport()
+        transport.stub(.post, "/v1/tokens", with: .status(201))
+        let gatePassword = "open sesame"
+        let gated = Connect(middlewares: [.basicAuthentication(username: "gate", password: gatePassword)])
+        let signIn = Route("/v1/tokens", method: .post, options: RequestOptions(requiresAuthentication: false))
+
+        let connect = Connect(
+            transport: transport, middlewares: gated.middlewares, configuration: ServerConfiguration(host: "api.test"))
+        _ = try connect.request(signIn, options: RequestOptions()).wait(timeout: 5)
+        XCTAssertNil(transport.requests.first?.value(forHTTPHeaderField: "Authorization"))
+    }
+
     /// The README's "Connectivity" example.
     func testConnectivityExample() throws {
         let monitor = try SystemConnectivityMonitor()
