@@ -177,7 +177,7 @@ public struct CertificatePins: Sendable, Equatable {
 }
 
 /// Reads DER TLVs (definite lengths, low tag numbers: all a certificate's outer structure needs).
-private struct DERReader {
+struct DERReader {
     private var bytes: ArraySlice<UInt8>
 
     init(_ bytes: ArraySlice<UInt8>) {
@@ -185,6 +185,25 @@ private struct DERReader {
     }
 
     var peekTag: UInt8? { bytes.first }
+
+    /// Whether every element has been read.
+    var isAtEnd: Bool { bytes.isEmpty }
+
+    /// The DER encoding of an element: `tag`, the length of `content` (short or long form), then `content`.
+    static func encode(tag: UInt8, content: [UInt8]) -> [UInt8] {
+        var length: [UInt8] = []
+        if content.count < 0x80 {
+            length = [UInt8(content.count)]
+        } else {
+            var count = content.count
+            while count > 0 {
+                length.insert(UInt8(count & 0xFF), at: 0)
+                count >>= 8
+            }
+            length.insert(0x80 | UInt8(length.count), at: 0)
+        }
+        return [tag] + length + content
+    }
 
     /// Reads the next element, which must have `tag`: its content and its whole encoding.
     mutating func read(tag: UInt8) throws -> (content: ArraySlice<UInt8>, whole: ArraySlice<UInt8>) {

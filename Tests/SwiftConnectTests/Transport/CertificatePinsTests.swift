@@ -12,16 +12,16 @@ import XCTest
 final class CertificatePinsTests: XCTestCase {
     /// Self-signed certificates made once with `openssl req -x509` (their keys were discarded), and their pins by
     /// `openssl x509 -pubkey | openssl pkey -pubin -outform der | openssl dgst -sha256 -binary | base64`.
-    private static let ecCertificate = Data(
+    static let ecCertificate = Data(
         base64Encoded:
             "MIIBizCCATGgAwIBAgIUHU8dQ5EfF8a5GizNn1iUPR1kNtgwCgYIKoZIzj0EAwIwGzEZMBcGA1UEAwwQcGlucy5leGFtcGxlLmNvbTAeFw0yNjExMjYyMzA4MTVaFw0zNjExMjMyMzA4MTVaMBsxGTAXBgNVBAMMEHBpbnMuZXhhbXBsZS5jb20wWTATBgcqhkjOPQIBBggqhkjOPQMBBwNCAASTXLg6Lc2XUfYDWPXBWznwJsNKQ11L4DcN+qNNAs386yru9DL57rybAs36dh8yLoEIIZnfFifkRyOxms+hs8Iro1MwUTAdBgNVHQ4EFgQUwzQD2QgC8hvZi3RARghOVX8p6PQwHwYDVR0jBBgwFoAUwzQD2QgC8hvZi3RARghOVX8p6PQwDwYDVR0TAQH/BAUwAwEB/zAKBggqhkjOPQQDAgNIADBFAiBMU3kuV/3ED41XucyVZ0nhdSENOYz967DS1mP9wf/n5QIhAJEvuDRXAC2S0cWebiDQ55RVQChylPCRPw5FpZRCLYE6"
     )!
-    private static let ecPin = "So88jSErZAik3vN2xuBa9Vc9YJGEJeJ0Seiox9u1TzA="
-    private static let rsaCertificate = Data(
+    static let ecPin = "So88jSErZAik3vN2xuBa9Vc9YJGEJeJ0Seiox9u1TzA="
+    static let rsaCertificate = Data(
         base64Encoded:
             "MIIDFTCCAf2gAwIBAgIUNC/E0nxelFGIPOU0sXYcGpq21xUwDQYJKoZIhvcNAQELBQAwGjEYMBYGA1UEAwwPcnNhLmV4YW1wbGUuY29tMB4XDTI2MTEyNjIzMDgxNloXDTM2MTEyMzIzMDgxNlowGjEYMBYGA1UEAwwPcnNhLmV4YW1wbGUuY29tMIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEAs/NsTm0vURQHZgICk2cc88A9/w5C4fhThdpan93ijAMrX0KM3EO6M1UNFIwmT9lJT47ILsf1axq/VXUoOKFkvCWxK/PeY4fOZT1SjSyujrZLkIoVCs/KIa7usXY8elVckpGokygDT2kaNBmoYrJ78EsR8h9fiZt6T6eJZ13hyV9zhxv160pCz3qlRPzMnOAVP5EDKJTogPLq5KNGraZR17KVpe0IWs9OL0m4X46xB97bPfJX9PowCX0UNcMxL4IyiF54VjRbuM2oRS7woEPRrpGRqC8/C/ungUeJDKD/nNdUgGmrMjizbcP/UeaoOGf8v1oC31Tvaja0UPHP3dGNMwIDAQABo1MwUTAdBgNVHQ4EFgQUl/brCwhHGunqEBkgMWcxxlk9zIcwHwYDVR0jBBgwFoAUl/brCwhHGunqEBkgMWcxxlk9zIcwDwYDVR0TAQH/BAUwAwEB/zANBgkqhkiG9w0BAQsFAAOCAQEAiJ3wDM2s8Rgf5t9boyjbQIDBZ4FyM30mN3szocLFuvgiLyQ0e+s9p8XHd4QZFP0SciZoAaVs2330JCyEUPwWDK1rHYRvlKLQrgDrGu83a+pmLaAWFNFiGQ1AgSCzXPMiee7U8F0FN3ZEhY9AioSFe3btGd90MSrS4nP+PS1gOaMoJ2ab6hhcwwg+XHwJA6j8Lquf8uGyiTSxZxjCqqJ7NltnQxmZI5hY3Yg1rGhbdg4hVWlQgOvM+o7Mm4yU9ZmA0wH09peWP8iP2sKfu7HRk55teNlQqTdq3H9D6vrlsPMMwGg/blGvT5KygwqHkdnjRcO28TfUAJUwrFu36hDUkQ=="
     )!
-    private static let rsaPin = "KjEi170DhkV5kj+cvJ8fEet+rENS670dltohdZQ3L80="
+    static let rsaPin = "KjEi170DhkV5kj+cvJ8fEet+rENS670dltohdZQ3L80="
     private static let otherPin = Data(repeating: 1, count: 32).base64EncodedString()
 
     func testSPKIHashesMatchOpenSSL() throws {

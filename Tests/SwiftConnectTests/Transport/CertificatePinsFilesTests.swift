@@ -1,0 +1,122 @@
+import Foundation
+import SwiftConnect
+import XCTest
+
+/// Pins from certificate and key files (PEM or DER), against the OpenSSL-computed pins of `CertificatePinsTests`'
+/// certificates. The public keys are cut out of those certificates by their known DER prefixes, not by the reader
+/// under test.
+final class CertificatePinsFilesTests: XCTestCase {
+    private typealias Vectors = CertificatePinsTests
+
+    /// The SubjectPublicKeyInfo of the EC certificate: SEQUENCE (0x59 bytes) { SEQUENCE { id-ecPublicKey, … }, … }.
+    private static var ecPublicKeyInfo: Data {
+        slice(
+            of: Vectors.ecCertificate, from: [0x30, 0x59, 0x30, 0x13, 0x06, 0x07, 0x2A, 0x86, 0x48, 0xCE],
+            length: 2 + 0x59)
+    }
+
+    /// The SubjectPublicKeyInfo of the RSA certificate: SEQUENCE (0x122 bytes) { SEQUENCE { rsaEncryption, NULL }, … }.
+    private static var rsaPublicKeyInfo: Data {
+        slice(of: Vectors.rsaCertificate, from: [0x30, 0x82, 0x01, 0x22, 0x30, 0x0D, 0x06, 0x09], length: 4 + 0x122)
+    }
+
+    /// The PKCS #1 `RSAPublicKey` inside it: what follows the BIT STRING's header (`03 82 01 0F 00`), 4 + 0x10A bytes.
+    private static var rsaPKCS1: Data {
+        slice(of: rsaPublicKeyInfo, from: [0x30, 0x82, 0x01, 0x0A], length: 4 + 0x10A)
+    }
+
+    private static func slice(of data: Data, from prefix: [UInt8], length: Int) -> Data {
+        let bytes = [UInt8](data)
+        let start = (0...(bytes.count - prefix.count)).first { Array(bytes[$0..<$0 + prefix.count]) == prefix }!
+        return Data(bytes[start..<start + length])
+    }
+
+    private static func pem(_ label: String, _ der: Data, lineEnding: String = "\n") -> String {
+        let base64 = der.base64EncodedString(options: [.lineLength64Characters, .endLineWithLineFeed])
+            .replacingOccurrences(of: "\n", with: lineEnding)
+        return "-----BEGIN \(label)-----\(lineEnding)\(base64)\(lineEnding)-----END \(label)-----\(lineEnding)"
+    }
+
+    private func pins(_ text: String) throws -> [String] {
+        try CertificatePins.sha256Pins(ofPEMOrDER: Data(text.utf8))
+    }
+
+    func testADERCertificateGivesItsPin() throws {
+        XCTAssertEqual(try CertificatePins.sha256Pins(ofPEMOrDER: Vectors.ecCertificate), [Vectors.ecPin])
+        XCTAssertEqual(try CertificatePins.sha256Pins(ofPEMOrDER: Vectors.rsaCertificate), [Vectors.rsaPin])
+    }
+
+    func testAPEMChainGivesEveryCertificatesPinInOrder() throws {
+        let chain =
+            "subject=CN = rsa.example.com\n" + Self.pem("CERTIFICATE", Vectors.rsaCertificate, lineEnding: "\r\n")
+            + Self.pem("CERTIFICATE", Vectors.ecCertificate)
+
+        XCTAssertEqual(try pins(chain), [Vectors.rsaPin, Vectors.ecPin])
+    }
+
+    func testPublicKeysInPEMAndDERGiveTheSamePinAsTheirCertificate() throws {
+        XCTAssertEqual(try pins(Self.pem("PUBLIC KEY", Self.ecPublicKeyInfo)), [Vectors.ecPin])
+        XCTAssertEqual(try pins(Self.pem("PUBLIC KEY", Self.rsaPublicKeyInfo)), [Vectors.rsaPin])
+        XCTAssertEqual(try CertificatePins.sha256Pins(ofPEMOrDER: Self.ecPublicKeyInfo), [Vectors.ecPin])
+        XCTAssertEqual(try pins(Self.pem("RSA PUBLIC KEY", Self.rsaPKCS1)), [Vectors.rsaPin])
+    }
+
+    func testAPrivateKeyIsRefusedByName() {
+        let text =
+            Self.pem("CERTIFICATE", Vectors.ecCertificate)
+            + "-----BEGIN EC PRIVATE KEY-----\nAAAA\n-----END EC PRIVATE KEY-----\n"
+
+        XCTAssertThrowsError(try pins(text)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+            XCTAssertTrue("\(error)".contains("private key (EC PRIVATE KEY)"), "\(error)")
+        }
+    }
+
+    func testBytesWithoutACertificateOrKeyAreATypedError() {
+        let cases: [Data] = [
+            Data(), Data("hello".utf8), Vectors.ecCertificate.prefix(100),
+            Data(Self.pem("CERTIFICATE REQUEST", Data([0x30, 0x00])).utf8),  // no key of the server
+            Data(Self.pem("CERTIFICATE", Data("junk".utf8)).utf8),  // a block that is not a certificate
+            Data("-----BEGIN CERTIFICATE-----\nMIIB\n".utf8),  // no END line
+            Data(Self.pem("PUBLIC KEY", Vectors.ecCertificate).utf8),  // a certificate where a key should be
+        ]
+        for bytes in cases {
+            XCTAssertThrowsError(try CertificatePins.sha256Pins(ofPEMOrDER: bytes)) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning, "\(error)")
+            }
+        }
+    }
+
+    func testPinsFromFilesInOneLine() throws {
+        // Given: the files an app ships, one PEM chain and one DER backup certificate
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let chainFile = folder.appendingPathComponent("api.pem")
+        let backupFile = folder.appendingPathComponent("backup.cer")
+        try Data(Self.pem("CERTIFICATE", Vectors.ecCertificate).utf8).write(to: chainFile)
+        try Vectors.rsaCertificate.write(to: backupFile)
+
+        // When
+        let pins = try CertificatePins(files: ["api.example.com": [chainFile, backupFile]])
+
+        // Then
+        XCTAssertEqual(
+            pins.pins(for: "api.example.com"),
+            [Data(base64Encoded: Vectors.ecPin)!, Data(base64Encoded: Vectors.rsaPin)!])
+        XCTAssertTrue(pins.accepts(host: "api.example.com", chain: [Vectors.rsaCertificate]))
+        XCTAssertEqual(pins, try CertificatePins(["api.example.com": [Vectors.ecPin, Vectors.rsaPin]]))
+    }
+
+    func testAMissingFileIsAFileAccessErrorNamingIt() {
+        let missing = URL(fileURLWithPath: "/nonexistent/api.pem")
+
+        XCTAssertThrowsError(try CertificatePins(files: ["api.example.com": [missing]])) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertTrue("\(error)".contains("api.pem"), "\(error)")
+        }
+        XCTAssertThrowsError(try CertificatePins(files: ["api.example.com": []])) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+        }
+    }
+}
