@@ -112,7 +112,7 @@ print("cancelAllRequests() cancelled \(cancelled) of \(pending.count) requests")
 section("7. Middleware, retries and token refresh")
 struct AppVersionMiddleware: Middleware {
     func intercept(
-        _ request: consuming URLRequest, context: RequestContext, next: @escaping Next
+        _ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next
     ) -> Future<ConnectResponse> {
         request.setValue("2.4.1", forHTTPHeaderField: "X-App-Version")
         return next(request)

@@ -65,7 +65,7 @@ func consume<T>(_ value: T) {
 /// The middleware of the pipeline benchmark: adds one header, in the style the `Middleware` documentation
 /// shows (the request taken `consuming`, so it changes in place).
 private struct HeaderMiddleware: Middleware {
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         request.setValue("benchmarks", forHTTPHeaderField: "X-Client")

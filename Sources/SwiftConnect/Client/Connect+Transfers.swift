@@ -94,38 +94,38 @@ extension Connect {
         guard !hasRawBody else { return body(of: Future(error: ConnectError.invalidRequest(.multipleBodies))) }
 
         var temporaryFile: URL?
-        let response = start(request, debugResponse: debugResponse, options: options) { urlRequest, transfer in
+        let response = start(request, debugResponse: debugResponse, options: options) { request, transfer in
             var form = MultipartFormData(boundary: boundary)
             if hasJSONObject {
                 // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that
                 // order, become the text fields.
                 do {
-                    connectorFields = try JSONFormFields.fields(of: urlRequest.httpBody ?? Data())
+                    connectorFields = try JSONFormFields.fields(of: request.httpBody ?? Data())
                 } catch var error as ConnectError {
-                    error.request = urlRequest
+                    error.request = request.urlRequest
                     throw error
                 }
             }
             for (name, value) in connectorFields + fields { form.append(field: name, value: value) }
             for file in files ?? [] { form.append(file) }
-            urlRequest.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
+            request.setValue(form.contentType, forHTTPHeaderField: "Content-Type")
             // The length is that of the body as built, never a size read earlier: a file on disk that grows or
             // shrinks meanwhile would otherwise make the header disagree with the body (a hang or a cut body).
             let length: Int64
             if form.isInMemory, try form.contentLength() <= Connect.inMemoryMultipartLimit {
                 let data = try form.encodedData()
                 length = Int64(data.count)
-                urlRequest.httpBody = data
+                request.httpBody = data
             } else {
                 let file = FileManager.default.temporaryDirectory
                     .appendingPathComponent("SwiftConnect-upload-\(UUID().uuidString).multipart")
                 temporaryFile = file
                 // Created readable by the owner only: it holds the user's files and fields.
                 length = try form.writePrivately(to: file)
-                urlRequest.httpBody = nil
+                request.httpBody = nil
                 transfer.bodyFile = file
             }
-            urlRequest.setValue(String(length), forHTTPHeaderField: "Content-Length")
+            request.setValue(String(length), forHTTPHeaderField: "Content-Length")
         }
         if let file = temporaryFile {
             response.always { try? FileManager.default.removeItem(at: file) }
@@ -161,8 +161,8 @@ extension Connect {
         debugResponse: Bool = false,
         options: RequestOptions = RequestOptions()
     ) -> Future<URL> {
-        start(connector, debugResponse: debugResponse, options: options) { urlRequest, transfer in
-            try TransferOptions.checkDestination(destination, request: urlRequest)
+        start(connector, debugResponse: debugResponse, options: options) { request, transfer in
+            try TransferOptions.checkDestination(destination, request: request.urlRequest)
             transfer.destination = destination
         }.map { response in
             // An error status the error handler let through is still no file: its body (an error page) must not

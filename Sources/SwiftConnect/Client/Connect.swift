@@ -386,7 +386,7 @@ extension Connect {
         _ connector: any Connector,
         debugResponse: Bool,
         options callOptions: RequestOptions,
-        adjust: ((inout URLRequest, inout TransferOptions) throws -> Void)? = nil
+        adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Future<ConnectResponse> {
         exchange(connector, debugResponse: debugResponse, options: callOptions, adjust: adjust).checked()
     }
@@ -398,11 +398,11 @@ extension Connect {
         _ connector: any Connector,
         debugResponse: Bool,
         options callOptions: RequestOptions,
-        adjust: ((inout URLRequest, inout TransferOptions) throws -> Void)? = nil
+        adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
         let requestOptions = connector.options.merged(with: callOptions)
         let all = options.merged(with: requestOptions)
-        var request: URLRequest
+        var request: ConnectRequest
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes,
             progress: all.progress
@@ -411,7 +411,7 @@ extension Connect {
         let blueprint: RequestBlueprint
         do {
             blueprint = try self.blueprint(for: connector, traits: traits)
-            request = blueprint.makeRequest()
+            request = blueprint.makeConnectRequest()
             try adjust?(&request, &transfer)
         } catch {
             let error = redactsSecrets ? error : ConnectError.showingSecrets(error)
@@ -433,12 +433,12 @@ extension Connect {
     ///
     /// `all` is the client's options merged with the call's (`context.options`, the connector's and the call's).
     func perform(
-        _ request: URLRequest,
+        _ request: ConnectRequest,
         context: RequestContext,
         all: RequestOptions,
         debugResponse: Bool
     ) -> Exchange {
-        if debugResponse { logger.log(.debug, DebugOutput.request(request, redacting: redactsSecrets)) }
+        if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }
         // Read before the request can reach the transport: a cancelAllRequests() from another thread between
         // here and `track` has to reach this request too.
         let cancellationsBefore = inFlight.cancellations

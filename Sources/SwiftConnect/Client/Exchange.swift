@@ -45,7 +45,7 @@ struct Exchange: Sendable {
 /// order; with `debugResponse`, the outcome is logged.
 struct ResponseCheck: Sendable {
     /// The request, as the outcome reports it.
-    let request: URLRequest
+    let request: ConnectRequest
     let errorHandler: any ErrorHandling
     let validators: [any ResponseValidator]
     let processors: [any ResponseProcessor]
@@ -65,7 +65,7 @@ struct ResponseCheck: Sendable {
         }
         if !redactsSecrets { outcome = outcome.mapError(ConnectError.showingSecrets) }
         if let debugLogger {
-            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request, redacting: redactsSecrets))
+            debugLogger.log(.debug, DebugOutput.outcome(outcome, of: request.urlRequest, redacting: redactsSecrets))
         }
         return outcome
     }

@@ -21,7 +21,7 @@ final class RetryingCall:
     @unchecked Sendable
 {
     /// Sends one attempt through the pipeline.
-    typealias Send = @Sendable (URLRequest, RequestContext) -> Future<ConnectResponse>
+    typealias Send = @Sendable (consuming ConnectRequest, RequestContext) -> Future<ConnectResponse>
 
     private struct State {
         /// The number of the latest attempt started.
@@ -38,7 +38,7 @@ final class RetryingCall:
         var startRequested = false
         /// The body streams the attempts sent, held until the call ends: none may be sent again (and holding them
         /// keeps another stream from taking a sent one's identity meanwhile).
-        var sentStreams: [InputStream] = []
+        var sentStreams: [ConnectRequest.OneShotStream] = []
         /// The waits scheduled so far, in seconds: on a clock that runs actions at once (a test's), the time the
         /// call has spent by its own account.
         var waited: TimeInterval = 0
@@ -47,7 +47,7 @@ final class RetryingCall:
     private let lock = Lock()
     private var state = State()
     private let promise = Promise<ConnectResponse>()
-    private let request: URLRequest
+    private let request: ConnectRequest
     private let context: RequestContext
     private let policy: RetryPolicy
     private let maxAttempts: Int
@@ -59,7 +59,7 @@ final class RetryingCall:
     private let started = DispatchTime.now()
 
     private init(
-        request: URLRequest, context: RequestContext, policy: RetryPolicy, errorHandler: any ErrorHandling,
+        request: ConnectRequest, context: RequestContext, policy: RetryPolicy, errorHandler: any ErrorHandling,
         send: @escaping Send
     ) {
         self.policy = policy
@@ -92,7 +92,7 @@ final class RetryingCall:
     ///   - send: Sends one attempt through the pipeline.
     /// - Returns: The future; cancelling it cancels the attempt in flight or the wait, and no attempt follows.
     static func start(
-        _ request: URLRequest,
+        _ request: ConnectRequest,
         context: RequestContext,
         policy: RetryPolicy,
         errorHandler: any ErrorHandling,
@@ -215,7 +215,9 @@ final class RetryingCall:
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
     private func timeOut() {
-        end(with: .failure(ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)))
+        end(
+            with: .failure(
+                ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request.urlRequest)))
     }
 
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
@@ -253,7 +255,7 @@ final class RetryingCall:
             return .success(response)
         case .failure(let error):
             let failure =
-                error is URLError ? ConnectError.transportFailure(.reported(error), request: request) : error
+                error is URLError ? ConnectError.transportFailure(.reported(error), request: request.urlRequest) : error
             guard attempts > 1 else { return .failure(failure) }
             return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         }

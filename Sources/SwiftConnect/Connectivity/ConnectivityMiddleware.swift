@@ -64,7 +64,7 @@ public struct ConnectivityMiddleware: Middleware {
     }
 
     /// Sends the request, waits for the network, or fails at once, as described above.
-    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         let policy = context.options.connectivity ?? policy
@@ -77,7 +77,7 @@ public struct ConnectivityMiddleware: Middleware {
 final class ConnectivityGate: Sendable {
     /// A request waiting for the network.
     private struct Waiting {
-        let request: URLRequest
+        let request: ConnectRequest
         let next: Middleware.Next
         let promise: Promise<ConnectResponse>
     }
@@ -114,7 +114,7 @@ final class ConnectivityGate: Sendable {
     }
 
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
-    func send(_ request: consuming URLRequest, waiting: Bool, next: @escaping Middleware.Next) -> Future<
+    func send(_ request: consuming ConnectRequest, waiting: Bool, next: @escaping Middleware.Next) -> Future<
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
@@ -136,7 +136,7 @@ final class ConnectivityGate: Sendable {
         case .send:
             return next(request)
         case .fail:
-            return Future(error: ConnectError.notConnected(request: request))
+            return Future(error: ConnectError.notConnected(request: request.urlRequest))
         case .wait(let id):
             promise.setCancelHandler { [weak self] in self?.cancel(id) }
             return promise.future

@@ -39,7 +39,15 @@ final class RequestBlueprint: Sendable {
             url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: headers)
     }
 
-    /// The request: the one way the request builder makes one, so a request made again equals the first.
+    /// The request as it enters the client's pipeline.
+    func makeConnectRequest() -> ConnectRequest {
+        ConnectRequest(
+            method: HTTPMethod(rawValue: method), url: url, headerFields: HeaderFields(foundation: headers),
+            body: body.map(ConnectRequest.Body.bytes) ?? .none, timeoutInterval: timeout, cachePolicy: cachePolicy)
+    }
+
+    /// The request as a `URLRequest` (``Connector/asURLRequest()``): the one way the request builder makes one, so a
+    /// request made again equals the first.
     func makeRequest() -> URLRequest {
         var request = URLRequest(url: url, cachePolicy: cachePolicy, timeoutInterval: timeout)
         // A new URLRequest already says GET; setting it again costs a normalisation pass in Foundation.

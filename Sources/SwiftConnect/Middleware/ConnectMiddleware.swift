@@ -114,18 +114,22 @@ extension ConnectMiddlewareProtocol {
     ///   - context: Facts about the call: its ``RequestContext/attempt`` number is the one `retry` is told.
     ///   - next: The rest of the pipeline.
     /// - Returns: A future of this attempt's response.
-    public func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        // The guide's hooks speak URLRequest: it is made for them and read back (the pass-through one needs neither).
+        if Self.self == ConnectMiddleware.self { return next(request) }
         let adapted: URLRequest
+        let sent: ConnectRequest
         do {
-            adapted = try adapt(request)
+            adapted = try adapt(request.urlRequest)
+            sent = try ConnectRequest(adapted)
         } catch {
             return Future(error: error)
         }
-        guard context.attempt < max(Self.maxRetryAttempts, 1) else { return next(adapted) }
+        guard context.attempt < max(Self.maxRetryAttempts, 1) else { return next(sent) }
         // The advice is given before the returned future completes, so the loop reads it when the attempt ends.
-        return next(adapted).transformResult { result in
+        return next(sent).transformResult { result in
             if let delay = self.retryDelay(after: result, of: adapted, attempt: context.attempt) {
                 context.retryAdvice.request(after: delay)
             }

@@ -96,16 +96,19 @@ struct PluginNotifier: Middleware {
     let plugins: [any ConnectPlugin]
     let queue: DispatchQueue
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         let plugins = self.plugins
-        queue.async { for plugin in plugins { plugin.willSend(request, context: context) } }
+        // Plugins are told in Foundation's terms: the URLRequest is made on the plugin queue, off the request's path.
+        let sent = request
+        queue.async { for plugin in plugins { plugin.willSend(sent.urlRequest, context: context) } }
         let response = next(request)
         response.whenComplete { [queue] result in
             queue.async {
                 for plugin in plugins {
                     switch result {
                     case .success(let response): plugin.didReceive(response, context: context)
-                    case .failure(let error): plugin.didFail(error, request: request, context: context)
+                    case .failure(let error): plugin.didFail(error, request: sent.urlRequest, context: context)
                     }
                 }
             }

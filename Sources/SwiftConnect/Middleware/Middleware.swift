@@ -15,7 +15,7 @@ import Foundation
 /// struct APIKeyMiddleware: Middleware {
 ///     let key: String
 ///     func intercept(
-///         _ request: consuming URLRequest,
+///         _ request: consuming ConnectRequest,
 ///         context: RequestContext,
 ///         next: @escaping Next
 ///     ) -> Future<ConnectResponse> {
@@ -25,22 +25,21 @@ import Foundation
 /// }
 /// ```
 ///
-/// The request is handed over `consuming`: a middleware may change it in place, as above. A plain
-/// `_ request: URLRequest` parameter conforms too.
+/// The request is a ``ConnectRequest``, the core's own model, handed over `consuming`: a middleware may change it
+/// in place, as above. A plain `_ request: ConnectRequest` parameter conforms too. A middleware written for
+/// `URLRequest` changes only that type: ``ConnectRequest`` has the members it used, under the same names.
 ///
 /// A middleware may ask the client for another attempt with ``RequestContext/retryAdvice``; the client's
 /// ``RetryPolicy`` loop is what sends it again, so `next` is best called once per `intercept`.
 ///
 /// Headers a middleware leaves on the request are checked before the transport: a name that is not a token, or
-/// a value with CR, LF or NUL, fails the call with ``ConnectError/InvalidRequestReason/invalidHeader(name:)``.
-/// On Linux, though, FoundationNetworking's `setValue(_:forHTTPHeaderField:)` and `addValue` silently ignore a
-/// value with CR or LF, so the check never sees it and the request goes out without that header; check a value
-/// that comes from outside (a token read from a file) before setting it.
+/// a value with CR, LF or NUL, fails the call with ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, on
+/// every platform and engine.
 ///
 /// Test one with a closure as `next`: no client or network needed.
 public protocol Middleware: Sendable {
     /// The rest of the pipeline: the following middlewares and the transport.
-    typealias Next = @Sendable (consuming URLRequest) -> Future<ConnectResponse>
+    typealias Next = @Sendable (consuming ConnectRequest) -> Future<ConnectResponse>
 
     /// Handles one request.
     ///
@@ -49,12 +48,12 @@ public protocol Middleware: Sendable {
     ///   - context: Facts about the call that are not in the request.
     ///   - next: Sends a request through the rest of the pipeline; may be called again to retry, or not at all.
     /// - Returns: A future of the response to hand back to the previous stage.
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     >
 }
 
-/// What a middleware knows about a call beyond the `URLRequest` itself.
+/// What a middleware knows about a call beyond the ``ConnectRequest`` itself.
 public struct RequestContext: Sendable {
     /// The request method.
     public var method: HTTPMethod
@@ -110,7 +109,7 @@ public struct RequestContext: Sendable {
 ///
 /// ```swift
 /// struct RetryOnceOn409: Middleware {
-///     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+///     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
 ///         -> Future<ConnectResponse>
 ///     {
 ///         next(request).map { response in
@@ -130,13 +129,13 @@ public struct RetryAdvice: Sendable {
         /// The delay a middleware asked for.
         var delay: TimeInterval?
         /// The body stream the attempt sent (read now: the policy does not replay the attempt).
-        var sentStream: InputStream?
+        var sentStream: ConnectRequest.OneShotStream?
         /// The body streams earlier attempts of the call sent: none may be sent again.
-        var earlierStreams: [InputStream]
+        var earlierStreams: [ConnectRequest.OneShotStream]
     }
 
     /// Creates empty advice (the client makes one for each attempt), knowing the body streams earlier attempts sent.
-    init(earlierStreams: [InputStream] = []) {
+    init(earlierStreams: [ConnectRequest.OneShotStream] = []) {
         record = Protected(AttemptRecord(earlierStreams: earlierStreams))
     }
 
@@ -162,24 +161,24 @@ public struct RetryAdvice: Sendable {
     ///
     /// The retry loop runs outside the middlewares, so it cannot see a stream a middleware set: the chain records
     /// it here as it hands the request to the transport, and the loop reads it when the attempt ends.
-    func recordSending(_ stream: InputStream) -> Bool {
+    func recordSending(_ stream: ConnectRequest.OneShotStream) -> Bool {
         record?.withLock { record in
-            guard !record.earlierStreams.contains(where: { $0 === stream }) else { return false }
+            guard !record.earlierStreams.contains(stream) else { return false }
             record.sentStream = stream
             return true
         } ?? true
     }
 
     /// The body stream the attempt sent, if any.
-    var sentStream: InputStream? { record?.withLock { $0.sentStream } }
+    var sentStream: ConnectRequest.OneShotStream? { record?.withLock { $0.sentStream } }
 
     /// The error of an attempt that would send a stream an earlier attempt read.
-    static func alreadySent(_ request: URLRequest) -> ConnectError {
+    static func alreadySent(_ request: ConnectRequest) -> ConnectError {
         ConnectError(
             .invalidRequest,
             message: "the body is an InputStream an earlier attempt of this call sent, and a stream can be read "
                 + "once: set a new stream for each attempt, or send the body from memory or a file",
-            request: request)
+            request: request.urlRequest)
     }
 }
 
@@ -192,25 +191,26 @@ struct MiddlewareChain: Sendable {
     let middlewares: [any Middleware]
     let transport: any Transport
 
-    func send(_ request: consuming URLRequest, context: RequestContext) -> Future<ConnectResponse> {
+    func send(_ request: consuming ConnectRequest, context: RequestContext) -> Future<ConnectResponse> {
         send(consume request, context: context, from: 0)
     }
 
-    private func send(_ request: consuming URLRequest, context: RequestContext, from index: Int) -> Future<
+    private func send(_ request: consuming ConnectRequest, context: RequestContext, from index: Int) -> Future<
         ConnectResponse
     > {
         guard index < middlewares.count else {
-            // This sees values assigned through `allHTTPHeaderFields` (and, on Apple platforms, through `setValue`);
-            // FoundationNetworking's `setValue` drops a value with CR/LF before anyone can see it.
-            for (name, value) in request.allHTTPHeaderFields ?? [:]
-            where !HTTPHeader.isValidName(name) || !HTTPHeader.isValidValue(value) {
-                return Future(error: ConnectError.invalidRequest(.invalidHeader(name: name), request: request))
+            // The fields are kept as every stage set them: a value with CR/LF/NUL is refused here, on every platform.
+            if let invalid = request.headerFields.firstInvalid {
+                return Future(
+                    error: ConnectError.invalidRequest(
+                        .invalidHeader(name: invalid.name.rawName), request: request.urlRequest))
             }
-            if let stream = request.httpBodyStream, !context.retryAdvice.recordSending(stream) {
+            if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 return Future(error: RetryAdvice.alreadySent(request))
             }
-            if context.transfer.isPlain { return transport.send(request) }
-            let sent = transport.send(request, transfer: context.transfer)
+            let urlRequest = request.urlRequest
+            if context.transfer.isPlain { return transport.send(urlRequest) }
+            let sent = transport.send(urlRequest, transfer: context.transfer)
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }

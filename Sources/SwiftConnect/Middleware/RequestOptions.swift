@@ -89,7 +89,7 @@ public struct RequestOptions: Sendable {
     /// enum Sampling: RequestOptionKey { typealias Value = Double }
     ///
     /// struct TracingMiddleware: Middleware {
-    ///     func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+    ///     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
     ///         -> Future<ConnectResponse>
     ///     {
     ///         let rate = context.options[Sampling.self] ?? 1  // 0.1 for the calls that set it

@@ -124,6 +124,41 @@ public struct ConnectResponse: Sendable {
             httpVersion: httpVersion)
     }
 
+    /// A response a middleware answers `request` with by itself, from its head (see
+    /// ``init(request:head:data:url:httpVersion:)``).
+    ///
+    /// - Parameters:
+    ///   - request: The request as the middleware received it.
+    ///   - head: The status and header fields.
+    ///   - data: The body.
+    ///   - url: The URL that answered; `request`'s by default.
+    ///   - httpVersion: The protocol version; `HTTP/1.1` by default.
+    public init?(
+        request: ConnectRequest, head: ResponseHead, data: Data = Data(), url: URL? = nil,
+        httpVersion: String = "HTTP/1.1"
+    ) {
+        self.init(request: request.urlRequest, head: head, data: data, url: url, httpVersion: httpVersion)
+    }
+
+    /// A response a middleware answers `request` with by itself, from a status and headers (see
+    /// ``init(request:statusCode:headers:data:url:httpVersion:)``).
+    ///
+    /// - Parameters:
+    ///   - request: The request as the middleware received it.
+    ///   - statusCode: The status, 100 to 999.
+    ///   - headers: The header fields.
+    ///   - data: The body.
+    ///   - url: The URL that answered; `request`'s by default.
+    ///   - httpVersion: The protocol version; `HTTP/1.1` by default.
+    public init?(
+        request: ConnectRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data(),
+        url: URL? = nil, httpVersion: String = "HTTP/1.1"
+    ) {
+        self.init(
+            request: request.urlRequest, statusCode: statusCode, headers: headers, data: data, url: url,
+            httpVersion: httpVersion)
+    }
+
     /// Where the status and headers are (for tests).
     var headForTesting: Head { storedHead }
 

@@ -268,7 +268,7 @@ extension Connect {
     /// ``stream(_:options:streaming:)`` with `adjust` applied to the request before it enters the pipeline.
     func stream(
         _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
-        adjust: @escaping @Sendable (inout URLRequest) -> Void
+        adjust: @escaping @Sendable (inout ConnectRequest) -> Void
     ) -> ResponseStream {
         let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
             adjust(&request)

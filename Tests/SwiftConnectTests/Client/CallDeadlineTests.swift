@@ -77,7 +77,7 @@ final class CallDeadlineTests: XCTestCase {
 
     /// Asks for one more attempt after a 409 on the first, as the documentation of `RetryAdvice` shows.
     private struct RetryOnceOn409: Middleware {
-        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
             ConnectResponse
         > {
             next(request).map { response in
@@ -124,7 +124,7 @@ final class CallDeadlineTests: XCTestCase {
 
     private struct AttemptRecorder: Middleware {
         let attempts: Recorder<Int>
-        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
             ConnectResponse
         > {
             attempts.append(context.attempt)

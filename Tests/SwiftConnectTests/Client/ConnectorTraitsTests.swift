@@ -105,8 +105,9 @@ final class ConnectorTraitsTests: XCTestCase {
     private struct NameRecorder: Middleware {
         let names: Recorder<String>
 
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
-        {
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
             names.append(context.connectorName)
             return next(request)
         }

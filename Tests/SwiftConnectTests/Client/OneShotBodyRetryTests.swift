@@ -14,7 +14,7 @@ final class OneShotBodyRetryTests: XCTestCase {
     private struct StreamBody: Middleware {
         let makeStream: @Sendable () -> InputStream
 
-        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
             -> Future<ConnectResponse>
         {
             request.httpBodyStream = makeStream()
@@ -24,7 +24,7 @@ final class OneShotBodyRetryTests: XCTestCase {
 
     /// Asks for one more attempt after a 401, as a token refresh does.
     private struct RetryOn401: Middleware {
-        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next)
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
             -> Future<ConnectResponse>
         {
             next(request).map { response in

@@ -162,7 +162,7 @@ final class URLSafetyTests: XCTestCase {
     private struct TimeoutMiddleware: Middleware {
         let seconds: TimeInterval
         func intercept(
-            _ request: consuming URLRequest, context: RequestContext, next: @escaping Next
+            _ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next
         ) -> Future<ConnectResponse> {
             request.timeoutInterval = seconds
             return next(request)

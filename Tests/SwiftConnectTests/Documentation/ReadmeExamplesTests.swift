@@ -77,7 +77,7 @@ final class ReadmeExamplesTests: XCTestCase {
     struct SamplingMiddleware: Middleware {
         let sampled: @Sendable (Double) -> Void
         func intercept(
-            _ request: consuming URLRequest, context: RequestContext, next: @escaping Next
+            _ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next
         ) -> Future<ConnectResponse> {
             sampled(context.options[Sampling.self] ?? 1)  // the most specific level that set one
             return next(request)

@@ -401,7 +401,7 @@ extension Route {
 
 /// Adds a body to every request, whatever its method.
 private struct AddsABody: Middleware {
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         request.httpBody = Data(#"{"q":"x"}"#.utf8)

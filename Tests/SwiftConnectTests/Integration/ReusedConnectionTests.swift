@@ -99,7 +99,7 @@ final class ReusedConnectionTests: XCTestCase {
 private struct AttemptOutcomes: Middleware {
     let seen = Protected<[String]>([])
 
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         let seen = seen

@@ -62,7 +62,7 @@ final class TimeoutPrecisionTests: XCTestCase {
 
 /// Sets every request's timeout to half a second, the way an app's middleware would.
 private struct HalfSecondTimeout: Middleware {
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         request.timeoutInterval = 0.5

@@ -144,7 +144,7 @@ final class MiddlewareChainTests: XCTestCase {
         // Given
         let events = Recorder<String>()
         let middleware = RecordingMiddleware(name: "solo", events: events)
-        let request = URLRequest(url: URL(string: "https://api.example.com/x")!)
+        let request = ConnectRequest(url: URL(string: "https://api.example.com/x")!)
         // When
         let future = middleware.intercept(request, context: RequestContext(method: .get, connectorName: "Test")) {
             sent in
@@ -182,7 +182,8 @@ struct HeaderMiddleware: Middleware {
     let name: String
     let value: String
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         var request = request
         request.setValue(value, forHTTPHeaderField: name)
         return next(request)
@@ -192,14 +193,16 @@ struct HeaderMiddleware: Middleware {
 private struct CacheMiddleware: Middleware {
     let body: Data
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         Future(value: ConnectResponse(request: request, statusCode: 200, data: body)!)
     }
 }
 
 /// Sends the request again, once, when the first answer is a 503.
 private struct RetryOnceMiddleware: Middleware {
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         next(request).flatMap { response in
             response.statusCode == 503 ? next(request) : Future(value: response)
         }
@@ -223,7 +226,8 @@ private struct LocaleAdapter: ConnectMiddlewareProtocol {
 private struct ContextMiddleware: Middleware {
     let contexts: Recorder<String>
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         contexts.append("\(context.method) \(context.connectorName)")
         context.logger.log(.info, "from middleware")
         return next(request)

@@ -37,8 +37,9 @@ final class RequestOptionsTests: XCTestCase {
     private struct Tagging: Middleware {
         let tag: String
         let log: Recorder<String>
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
-        {
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
             log.append("→\(tag)")
             return next(request).map { response in
                 self.log.append("←\(tag)")
@@ -49,8 +50,9 @@ final class RequestOptionsTests: XCTestCase {
 
     private struct AnyMiddlewareProbe: Middleware {
         let body: @Sendable (RequestContext) -> Void
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
-        {
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
             body(context)
             return next(request)
         }
@@ -235,7 +237,7 @@ final class RequestOptionsTests: XCTestCase {
     func testHeadersAMiddlewareAddsAreCheckedBeforeTheWire() {
         struct Injecting: Middleware {
             func intercept(
-                _ request: URLRequest,
+                _ request: ConnectRequest,
                 context: RequestContext,
                 next: @escaping Next
             ) -> Future<ConnectResponse> {

@@ -17,7 +17,7 @@ final class RequestOwnershipTests: XCTestCase {
         let name: String
         let inPlace: Recorder<Bool>
 
-        func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
             ConnectResponse
         > {
             let before = withUnsafeBytes(of: &request) { Array($0) }
@@ -29,7 +29,7 @@ final class RequestOwnershipTests: XCTestCase {
 
     /// The usual way of writing a middleware before `consuming`: still conforms, still works.
     struct PlainParameterMiddleware: Middleware {
-        func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
             ConnectResponse
         > {
             var request = request

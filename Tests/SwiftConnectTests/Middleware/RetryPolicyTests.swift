@@ -1054,7 +1054,7 @@ private struct ClosureErrorHandler: ErrorHandling {
 
 /// A middleware that sends every request as a `POST` (as a method-override scheme might).
 private struct SendsAsPost: Middleware {
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         var request = request

@@ -324,12 +324,13 @@ final class HostileInputTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
-    /// A middleware runs after the builder's checks and sets headers on the `URLRequest` itself: a CR/LF there
-    /// is not SwiftConnect's to refuse, but it must not split the request on the wire either.
-    func testHeadersSetByMiddlewareCannotInjectAHeaderOnTheWire() throws {
+    /// A middleware runs after the builder's checks: a CR/LF it sets is refused by the client's check before the
+    /// transport, as a typed error, on every platform (FoundationNetworking's `URLRequest.setValue` used to drop it
+    /// silently), and nothing reaches the server.
+    func testHeadersSetByMiddlewareAreRefusedNotInjectedOnTheWire() throws {
         // Given
         struct Hostile: Middleware {
-            func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next)
+            func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next)
                 -> Future<ConnectResponse>
             {
                 var request = request
@@ -341,10 +342,15 @@ final class HostileInputTests: XCTestCase {
         let auth = AuthenticationMiddleware(credential: .bearer(token: "t\r\nX-Evil: 3")) { _ in
             Future(value: .bearer(token: "fresh"))
         }
-        let connect = Connect(transport: URLSessionTransport(), middlewares: [Hostile(), auth], retryPolicy: nil)
-        // When: sent or refused, either is fine
-        _ = try connect.request(signed()).waitForResult(timeout: 10)
+        let connect = Connect(transport: URLSessionTransport(), middlewares: [Hostile()], retryPolicy: nil)
+        let signing = Connect(transport: URLSessionTransport(), middlewares: [Hostile(), auth], retryPolicy: nil)
+        // When
+        let error = try refusal(of: connect.request(signed()), "CR/LF from a middleware")
+        let signingError = try refusal(of: signing.request(signed()), "CR/LF from a middleware and a credential")
         // Then
+        XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: "X-Note"))
+        XCTAssertEqual(signingError.invalidRequestReason, .invalidHeader(name: "Authorization"))
+        XCTAssertTrue(server.requests.isEmpty, "nothing is sent")
         for request in server.requests {
             XCTAssertNil(request.header("X-Evil"), "injected through a middleware: \(request.headers)")
             XCTAssertFalse(request.headers.contains { $0.value.contains("X-Evil") }, "\(request.headers)")

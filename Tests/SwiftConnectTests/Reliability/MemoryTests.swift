@@ -564,7 +564,8 @@ private struct TrackingMiddleware: Middleware {
     /// What the future `next` returns is, in the pipeline.
     let next: WatchedKind
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         let tag = RequestTag()
         sample.consider(tag, as: .middlewareCapture)
         let sent = next(request)

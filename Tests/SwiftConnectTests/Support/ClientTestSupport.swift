@@ -138,7 +138,8 @@ struct RecordingMiddleware: Middleware {
     let name: String
     let events: Recorder<String>
 
-    func intercept(_ request: URLRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse> {
+    func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
+    {
         events.append("→\(name)")
         var request = request
         let trail = request.value(forHTTPHeaderField: "X-Trail").map { $0 + "," } ?? ""

@@ -146,7 +146,7 @@ public final class AuthenticationMiddleware: Middleware {
     /// - Returns: A future of the response, or of a ``ConnectError/Kind/authenticationFailed`` error, or of an
     ///   ``ConnectError/Kind/invalidRequest`` error when the credential cannot be a header value.
     public func intercept(
-        _ request: URLRequest,
+        _ request: ConnectRequest,
         context: RequestContext,
         next: @escaping Next
     ) -> Future<ConnectResponse> {
@@ -161,7 +161,7 @@ public final class AuthenticationMiddleware: Middleware {
         }
         switch admission {
         case .refuse:
-            return Future(error: ConnectError.sentFromItsOwnRefresh(request))
+            return Future(error: ConnectError.sentFromItsOwnRefresh(request.urlRequest))
         case .wait:
             break
         case .send(let signature):
@@ -213,10 +213,11 @@ extension AuthenticationMiddleware {
             // out, and the request sent unsigned: fail it instead, and send nothing.
             // So would a Basic username with a colon be sent as someone else's credentials.
             guard credential.isSendable else {
-                _ = waiter.promise.completeIfPending(with: .failure(credential.unsendableError(request: request)))
+                _ = waiter.promise.completeIfPending(
+                    with: .failure(credential.unsendableError(request: request.urlRequest)))
                 return
             }
-            request.setValue(credential.headerValue, forHTTPHeaderField: "Authorization")
+            request.headerFields[.authorization] = credential.headerValue
         }
         let sent = waiter.next(request)
         result.setUpstream(sent)  // Cancelling the caller's future now cancels this attempt.
@@ -321,7 +322,7 @@ extension AuthenticationMiddleware {
     struct Waiter: Sendable {
         let id: UInt64
         /// The request as it arrived, before signing.
-        let request: URLRequest
+        let request: ConnectRequest
         let next: Next
         let promise: Promise<ConnectResponse>
         /// Where a rejected request asks the client's retry loop for another attempt.
@@ -502,7 +503,7 @@ extension ConnectError {
     fileprivate func rejecting(_ waiter: AuthenticationMiddleware.Waiter) -> ConnectError {
         if let rejection = waiter.rejection { return from(rejection) }
         var error = self
-        if error.request == nil { error.request = waiter.request }
+        if error.request == nil { error.request = waiter.request.urlRequest }
         return error
     }
 

@@ -41,12 +41,12 @@ public struct BasicAuthentication: Middleware {
     ///   - context: Facts about the call; its ``RequestContext/options`` may opt out.
     ///   - next: The rest of the pipeline.
     /// - Returns: The response, or an ``ConnectError/Kind/invalidRequest`` error for credentials that cannot be sent.
-    public func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         if context.options.requiresAuthentication == false { return next(request) }
-        guard token.isSendable else { return Future(error: token.unsendableError(request: request)) }
-        request.setValue(token.headerValue, forHTTPHeaderField: "Authorization")
+        guard token.isSendable else { return Future(error: token.unsendableError(request: request.urlRequest)) }
+        request.headerFields[.authorization] = token.headerValue
         return next(request)
     }
 }

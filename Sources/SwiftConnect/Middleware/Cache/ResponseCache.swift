@@ -74,7 +74,7 @@ public final class ResponseCache: Sendable {
         var fetch: UInt64 = 0
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
-        func matches(_ request: URLRequest) -> Bool {
+        func matches(_ request: ConnectRequest) -> Bool {
             varying.allSatisfy { request.value(forHTTPHeaderField: $0.name) == $0.value }
         }
     }
@@ -189,10 +189,21 @@ public final class ResponseCache: Sendable {
     ///   - request: The request.
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
-    public static func key(for request: URLRequest, rule: CacheRule) -> String {
-        let key = rule.key ?? "\(request.httpMethod ?? "GET") \(request.url?.absoluteString ?? "")"
-        guard let digest = credentialsDigest(of: request) else { return key }
+    public static func key(for request: ConnectRequest, rule: CacheRule) -> String {
+        let key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
+        guard let digest = credentialsDigest(of: request.headerFields) else { return key }
         return key + credentialsMarker + digest
+    }
+
+    /// The key a `URLRequest` is stored under (see ``key(for:rule:)-(ConnectRequest,_)``).
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - rule: The request's cache rule.
+    /// - Returns: The key.
+    public static func key(for request: URLRequest, rule: CacheRule) -> String {
+        guard let request = try? ConnectRequest(request) else { return rule.key ?? "GET " }
+        return key(for: request, rule: rule)
     }
 
     /// What separates a key from the digest of a request's credentials.
@@ -200,11 +211,11 @@ public final class ResponseCache: Sendable {
 
     /// A digest of the request's secret headers (names ignoring case, and values), or `nil` if it has none.
     /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
-    private static func credentialsDigest(of request: URLRequest) -> String? {
+    private static func credentialsDigest(of fields: HeaderFields) -> String? {
         let secrets =
-            (request.allHTTPHeaderFields ?? [:])
-            .filter { HTTPHeader.isSensitive(name: $0.key) }
-            .map { (name: $0.key.lowercased(), value: $0.value) }
+            fields
+            .filter { HTTPHeader.isSensitive(name: $0.name.rawName) }
+            .map { (name: $0.name.canonicalName, value: $0.value) }
             .sorted { $0.name < $1.name }
         guard !secrets.isEmpty else { return nil }
         var hasher = Hasher()
@@ -217,7 +228,7 @@ public final class ResponseCache: Sendable {
 
     /// Serves a fresh stored response, or sends the request through `next` and stores its response.
     func respond(
-        to request: consuming URLRequest,
+        to request: consuming ConnectRequest,
         context: RequestContext,
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
@@ -246,7 +257,7 @@ public final class ResponseCache: Sendable {
             return (nil, state.fetches, state.generation)
         }
         if var cached {
-            cached.request = request
+            cached.request = request.urlRequest
             return Future(value: cached)
         }
         // The headers as the cache saw them, for a response that varies on some of them.
@@ -316,7 +327,7 @@ public final class ResponseCache: Sendable {
 struct ResponseCacheStage: Middleware {
     let cache: ResponseCache
 
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         // A streamed body is read once, by its caller: there is nothing to store or to serve again.

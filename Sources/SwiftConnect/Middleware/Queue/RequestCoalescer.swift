@@ -55,20 +55,20 @@ final class RequestCoalescer: Middleware {
     private let state = Protected(MutableState())
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: URLRequest) -> Key? {
-        let method = (request.httpMethod ?? "GET").uppercased()
+    func key(for request: ConnectRequest) -> Key? {
+        let method = request.method.rawValue.uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
-        guard request.httpBody == nil, request.httpBodyStream == nil, let url = request.url else { return nil }
-        let headers = (request.allHTTPHeaderFields ?? [:])
-            .map { "\($0.key.lowercased()):\($0.value)" }
+        guard case .none = request.body else { return nil }
+        let headers = request.headerFields
+            .map { "\($0.name.canonicalName):\($0.value)" }
             .sorted()
         return Key(
-            method: method, url: url.absoluteString, headers: headers, timeout: request.timeoutInterval,
+            method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
             cachePolicy: request.cachePolicy.rawValue)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         // Per-call/connector plugins run after this stage, and transfer options apply to this call only: such a
@@ -103,7 +103,7 @@ final class RequestCoalescer: Middleware {
 
 extension RequestCoalescer {
     /// Sends the shared request and hands its result to every caller still interested.
-    private func start(_ request: consuming URLRequest, key: Key, callID: UInt64, next: Next) {
+    private func start(_ request: consuming ConnectRequest, key: Key, callID: UInt64, next: Next) {
         let shared = next(consume request)
         let abandoned: Bool = state.withLock { state in
             guard state.calls[key]?.id == callID else { return true }

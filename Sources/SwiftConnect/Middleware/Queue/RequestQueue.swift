@@ -61,7 +61,7 @@ import Foundation
 public final class RequestQueue: Sendable {
     /// A request waiting for a slot.
     private struct Waiting {
-        let request: URLRequest
+        let request: ConnectRequest
         let next: Middleware.Next
         let promise: Promise<ConnectResponse>
         /// The client that sent it (see ``Owner``).
@@ -188,7 +188,7 @@ public final class RequestQueue: Sendable {
     ///     cancelled while it waits.
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
-    func enqueue(_ request: consuming URLRequest, owner: Owner, next: @escaping Middleware.Next) -> Future<
+    func enqueue(_ request: consuming ConnectRequest, owner: Owner, next: @escaping Middleware.Next) -> Future<
         ConnectResponse
     > {
         let promise = Promise<ConnectResponse>()
@@ -292,7 +292,7 @@ struct RequestQueueStage: Middleware {
     let queue: RequestQueue
     let owner: RequestQueue.Owner
 
-    func intercept(_ request: consuming URLRequest, context: RequestContext, next: @escaping Next) -> Future<
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         queue.enqueue(request, owner: owner, next: next)

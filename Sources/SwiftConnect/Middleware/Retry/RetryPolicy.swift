@@ -214,20 +214,20 @@ extension RetryPolicy {
     ///   - context: The call's context, which knows the connector's method and the `isRetrySafe` option.
     /// - Returns: The call's explicit ``RequestOptions/isRetrySafe`` when it has one; otherwise `true` for
     ///   idempotent methods and requests with an `Idempotency-Key`.
-    static func isReplayable(_ request: URLRequest, context: RequestContext) -> Bool {
+    static func isReplayable(_ request: ConnectRequest, context: RequestContext) -> Bool {
         // An explicit choice of the connector, the call or the client wins, an `Idempotency-Key` included.
         if let isRetrySafe = context.options.isRetrySafe { return isRetrySafe }
         return context.method.isIdempotent || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
-    func needsIdempotencyKey(_ request: URLRequest, method: HTTPMethod) -> Bool {
+    func needsIdempotencyKey(_ request: ConnectRequest, method: HTTPMethod) -> Bool {
         addsIdempotencyKey && (method == .post || method == .patch)
             && request.value(forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader) == nil
     }
 
     /// `request` with an `Idempotency-Key` added if the policy asks for one and the request needs one.
-    func addingIdempotencyKeyIfNeeded(to request: URLRequest, method: HTTPMethod) -> URLRequest {
+    func addingIdempotencyKeyIfNeeded(to request: ConnectRequest, method: HTTPMethod) -> ConnectRequest {
         guard needsIdempotencyKey(request, method: method) else { return request }
         var request = request
         request.setValue(UUID().uuidString, forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader)

@@ -1,0 +1,259 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A request on its way through the client's pipeline, in the core's own HTTP model: what every ``Middleware``
+/// receives and passes on.
+///
+/// Its header fields are ``HeaderFields``: ordered, names compared without regard to case, values kept exactly as
+/// set. A value with CR, LF or NUL set by any middleware therefore reaches the client's check and fails the call with
+/// ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, on every platform (FoundationNetworking's `URLRequest`
+/// dropped such a value silently). Its body says whether it can be sent again (``Body/isReplayable``).
+///
+/// The members a middleware written for `URLRequest` uses are here under the same names (`url`, `httpMethod`,
+/// `setValue(_:forHTTPHeaderField:)`, `value(forHTTPHeaderField:)`, `httpBody`, `timeoutInterval`), so most such
+/// middlewares change only the type in their signature:
+///
+/// ```swift
+/// struct APIKeyMiddleware: Middleware {
+///     let key: String
+///     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+///         -> Future<ConnectResponse>
+///     {
+///         request.headerFields["X-API-Key"] = key  // or request.setValue(key, forHTTPHeaderField: "X-API-Key")
+///         return next(request)
+///     }
+/// }
+/// ```
+///
+/// Foundation's `URLRequest` is made from it at the edge, where a transport takes one (``urlRequest``); the
+/// properties of a `URLRequest` this model does not carry (`allowsCellularAccess`, `networkServiceType`…) are kept
+/// from the `URLRequest` a request was made from (``init(_:)``) and given back there.
+public struct ConnectRequest: Sendable {
+    /// The method.
+    public var method: HTTPMethod
+    /// The URL, with its query, percent-encoded as it goes on the wire.
+    public var url: URL
+    /// The header fields, in order.
+    public var headerFields: HeaderFields
+    /// The body.
+    public var body: Body
+    /// The longest one exchange (an attempt, its redirects included) may take, in seconds; also the call's deadline,
+    /// attempts and waits included, when the client starts it.
+    public var timeoutInterval: TimeInterval
+    /// The cache policy handed to URLSession (which the transport's own sessions run without `URLCache`).
+    public var cachePolicy: URLRequest.CachePolicy
+    /// The `URLRequest` this request was made from, for the properties the model does not carry; `nil` for one the
+    /// client built.
+    private var foundationBase: URLRequest?
+
+    /// The body of a request, and whether it can be sent again.
+    public enum Body: Sendable {
+        /// No body.
+        case none
+        /// Bytes in memory: sent again as often as needed.
+        case bytes(Data)
+        /// A stream, read once when the request is sent: it cannot be sent again (a retry or a redirect that keeps
+        /// the body fails instead).
+        case stream(OneShotStream)
+
+        /// Whether the body can be sent again (a retry, a redirect that keeps it): `false` only for a stream.
+        public var isReplayable: Bool {
+            if case .stream = self { return false }
+            return true
+        }
+    }
+
+    /// An `InputStream` a body is read from, once.
+    ///
+    /// `@unchecked Sendable`: the stream is only handed out under the lock, and is read by one transport only.
+    public final class OneShotStream: @unchecked Sendable, Equatable {
+        private let lock = Protected<Void>(())
+        private let stream: InputStream
+
+        /// Wraps `stream`, to be read once.
+        public init(_ stream: InputStream) {
+            self.stream = stream
+        }
+
+        /// The stream.
+        public var inputStream: InputStream { lock.withLock { _ in stream } }
+
+        /// Whether both wrap the same stream.
+        public static func == (lhs: OneShotStream, rhs: OneShotStream) -> Bool { lhs.stream === rhs.stream }
+    }
+
+    /// A request with each part given.
+    ///
+    /// - Parameters:
+    ///   - method: The method; GET by default.
+    ///   - url: The URL.
+    ///   - headerFields: The header fields.
+    ///   - body: The body; none by default.
+    ///   - timeoutInterval: The timeout in seconds; 60 by default.
+    ///   - cachePolicy: URLSession's cache policy; `.useProtocolCachePolicy` by default.
+    public init(
+        method: HTTPMethod = .get,
+        url: URL,
+        headerFields: HeaderFields = [:],
+        body: Body = .none,
+        timeoutInterval: TimeInterval = 60,
+        cachePolicy: URLRequest.CachePolicy = .useProtocolCachePolicy
+    ) {
+        self.method = method
+        self.url = url
+        self.headerFields = headerFields
+        self.body = body
+        self.timeoutInterval = timeoutInterval
+        self.cachePolicy = cachePolicy
+    }
+
+    /// The request `request` describes, keeping the properties the model does not carry for ``urlRequest``.
+    ///
+    /// - Parameter request: A `URLRequest` with a URL.
+    /// - Throws: ``ConnectError/Kind/invalidRequest`` when it has no URL.
+    public init(_ request: URLRequest) throws {
+        guard let url = request.url else {
+            var error = ConnectError.invalidRequest(.invalidURL(""), request: request)
+            error.message = "the request has no URL"
+            throw error
+        }
+        self.init(
+            method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url,
+            headerFields: HeaderFields(foundation: request.allHTTPHeaderFields), body: Body(of: request),
+            timeoutInterval: request.timeoutInterval, cachePolicy: request.cachePolicy)
+        foundationBase = request
+    }
+
+    /// The request as Foundation's `URLRequest`, for a transport that takes one: made when asked, at the edge.
+    ///
+    /// Repeated header names are joined as ``HeaderFields`` joins them; values are set as they are (the client has
+    /// refused CR, LF and NUL before a transport sees them).
+    public var urlRequest: URLRequest {
+        var request: URLRequest
+        if var base = foundationBase {
+            base.url = url
+            base.cachePolicy = cachePolicy
+            base.timeoutInterval = timeoutInterval
+            base.allHTTPHeaderFields = nil
+            base.httpBody = nil
+            base.httpBodyStream = nil
+            request = base
+        } else {
+            request = URLRequest(url: url, cachePolicy: cachePolicy, timeoutInterval: timeoutInterval)
+        }
+        // A new URLRequest already says GET; setting it again costs a normalisation pass in Foundation.
+        if method != .get || request.httpMethod != "GET" { request.httpMethod = method.rawValue }
+        switch body {
+        case .none: break
+        case .bytes(let data): request.httpBody = data
+        case .stream(let stream): request.httpBodyStream = stream.inputStream
+        }
+        if !headerFields.isEmpty { request.allHTTPHeaderFields = headerFields.foundationFields }
+        return request
+    }
+}
+
+// MARK: - The names of URLRequest
+
+extension ConnectRequest {
+    /// The method's name, as `URLRequest` has it; setting `nil` makes it GET.
+    public var httpMethod: String? {
+        get { method.rawValue }
+        set { method = HTTPMethod(rawValue: newValue ?? "GET") }
+    }
+
+    /// The value of the fields named `field` (joined when repeated), as `URLRequest` reads it.
+    ///
+    /// - Parameter field: The name, in any case.
+    /// - Returns: The value, or `nil`.
+    public func value(forHTTPHeaderField field: String) -> String? {
+        headerFields[HeaderField.Name(field)]
+    }
+
+    /// Replaces every field named `field` with one of `value`, or removes them for `nil`, as `URLRequest` does; the
+    /// value is kept as it is, and checked before the request is sent.
+    ///
+    /// - Parameters:
+    ///   - value: The value, or `nil`.
+    ///   - field: The name.
+    public mutating func setValue(_ value: String?, forHTTPHeaderField field: String) {
+        headerFields[HeaderField.Name(field)] = value
+    }
+
+    /// Adds a field named `field`, keeping those already there (`URLRequest` joins them with a comma: here they stay
+    /// separate fields, joined only where a transport needs one line).
+    ///
+    /// - Parameters:
+    ///   - value: The value.
+    ///   - field: The name.
+    public mutating func addValue(_ value: String, forHTTPHeaderField field: String) {
+        headerFields.append(HeaderField(name: HeaderField.Name(field), value: value))
+    }
+
+    /// The header fields as `URLRequest` has them: one value a name.
+    public var allHTTPHeaderFields: [String: String]? {
+        get { headerFields.foundationFields }
+        set { headerFields = HeaderFields(foundation: newValue) }
+    }
+
+    /// The body in memory, as `URLRequest` has it; setting replaces the body (`nil`: none).
+    public var httpBody: Data? {
+        get {
+            if case .bytes(let data) = body { return data }
+            return nil
+        }
+        set { body = newValue.map(Body.bytes) ?? .none }
+    }
+
+    /// The body stream, as `URLRequest` has it; setting replaces the body (`nil`: none).
+    public var httpBodyStream: InputStream? {
+        get {
+            if case .stream(let stream) = body { return stream.inputStream }
+            return nil
+        }
+        set { body = newValue.map { .stream(OneShotStream($0)) } ?? .none }
+    }
+}
+
+extension ConnectRequest.Body {
+    /// The body of `request`.
+    init(of request: URLRequest) {
+        if let data = request.httpBody {
+            self = .bytes(data)
+        } else if let stream = request.httpBodyStream {
+            self = .stream(ConnectRequest.OneShotStream(stream))
+        } else {
+            self = .none
+        }
+    }
+}
+
+extension HeaderFields {
+    /// The fields of Foundation's dictionary, in its order.
+    init(foundation fields: [String: String]?) {
+        self.init()
+        guard let fields, !fields.isEmpty else { return }
+        reserveCapacity(fields.count)
+        for (name, value) in fields { append(HeaderField(name: HeaderField.Name(name), value: value)) }
+    }
+
+    /// The fields as Foundation holds them: one value a name, repeated names joined (`"; "` for `Cookie`).
+    var foundationFields: [String: String] {
+        var joined: [String: String] = [:]
+        joined.reserveCapacity(count)
+        var spelling: [String: String] = [:]  // lower case → the first spelling met
+        for field in self {
+            let key = field.name.canonicalName
+            if let first = spelling[key] {
+                joined[first] = self[field.name]
+            } else {
+                spelling[key] = field.name.rawName
+                joined[field.name.rawName] = field.value
+            }
+        }
+        return joined
+    }
+}
