@@ -208,9 +208,7 @@ struct MiddlewareChain: Sendable {
             if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 return Future(error: RetryAdvice.alreadySent(request))
             }
-            let urlRequest = request.urlRequest
-            if context.transfer.isPlain { return transport.send(urlRequest) }
-            let sent = transport.send(urlRequest, transfer: context.transfer)
+            let sent = transport.send(request, transfer: context.transfer)
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }

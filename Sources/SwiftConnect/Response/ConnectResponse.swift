@@ -14,14 +14,32 @@ import Foundation
 /// }
 /// ```
 public struct ConnectResponse: Sendable {
-    /// The request as it was sent, after every middleware.
-    public var request: URLRequest
+    /// The request as it was sent, after every middleware, as Foundation's `URLRequest`.
+    ///
+    /// An engine of the core's exchange (AsyncHTTPClient) reports the core's request (``sentRequest``), and this is
+    /// made from it the first time it is read; each read then returns the same request.
+    public var request: URLRequest {
+        get { storedRequest.urlRequest }
+        set { storedRequest = .foundation(newValue) }
+    }
+
+    /// The request as it was sent, in the core's own model (``ConnectRequest``): made from ``request`` when a
+    /// transport reported Foundation's.
+    public var sentRequest: ConnectRequest {
+        switch storedRequest {
+        case .foundation(let request): (try? ConnectRequest(request)) ?? ConnectRequest(url: Self.noURL)
+        case .model(let sent): sent.request
+        }
+    }
+
+    /// Where the request is: Foundation's, or the core's with Foundation's made from it when asked.
+    private var storedRequest: StoredRequest
     /// How many requests were sent to get this error response (outside 200..<300): more than 1 when a retry loop
     /// sent the request again and ended with it, so that the error the error handler makes of the response says
     /// so (``ConnectError/attempts``). Always 1 on a success.
     ///
-    /// An `Int32` right after `request`: on Linux it fills the padding after the `URLRequest`, and a response is
-    /// copied at every stage of a request.
+    /// An `Int32` right after the request: on Linux it fills the padding after it, and a response is copied at every
+    /// stage of a request.
     var attempts: Int32 = 1
     /// The status and headers: Foundation's response, or the parts a transport reported, made into one when
     /// ``response`` is first read.
@@ -59,7 +77,7 @@ public struct ConnectResponse: Sendable {
     ///   - response: The HTTP response.
     ///   - data: The body.
     public init(request: URLRequest, response: HTTPURLResponse, data: Data) {
-        self.request = request
+        self.storedRequest = .foundation(request)
         self.storedHead = .foundation(response)
         self.data = data
     }
@@ -86,7 +104,7 @@ public struct ConnectResponse: Sendable {
         httpVersion: String = "HTTP/1.1"
     ) {
         guard (100...999).contains(head.status), let url = url ?? request.url else { return nil }
-        self.request = request
+        self.storedRequest = .foundation(request)
         self.storedHead = .parts(ResponseParts(url: url, head: head, httpVersion: httpVersion))
         self.data = data
     }
@@ -137,7 +155,10 @@ public struct ConnectResponse: Sendable {
         request: ConnectRequest, head: ResponseHead, data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
-        self.init(request: request.urlRequest, head: head, data: data, url: url, httpVersion: httpVersion)
+        guard (100...999).contains(head.status) else { return nil }
+        self.storedRequest = .model(SentRequest(request))
+        self.storedHead = .parts(ResponseParts(url: url ?? request.url, head: head, httpVersion: httpVersion))
+        self.data = data
     }
 
     /// A response a middleware answers `request` with by itself, from a status and headers (see
@@ -154,13 +175,18 @@ public struct ConnectResponse: Sendable {
         request: ConnectRequest, statusCode: Int, headers: [String: String] = [:], data: Data = Data(),
         url: URL? = nil, httpVersion: String = "HTTP/1.1"
     ) {
+        var fields = HeaderFields()
+        for (name, value) in headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
         self.init(
-            request: request.urlRequest, statusCode: statusCode, headers: headers, data: data, url: url,
+            request: request, head: ResponseHead(status: statusCode, headerFields: fields), data: data, url: url,
             httpVersion: httpVersion)
     }
 
     /// Where the status and headers are (for tests).
     var headForTesting: Head { storedHead }
+
+    /// Where the request is (for tests).
+    var requestForTesting: StoredRequest { storedRequest }
 
     /// The HTTP status code.
     public var statusCode: Int {
@@ -210,6 +236,22 @@ public struct ConnectResponse: Sendable {
 }
 
 extension ConnectResponse {
+    /// A URL for ``sentRequest`` of a Foundation request without one (which no transport sends).
+    private static let noURL = URL(string: "about:blank")!
+
+    /// Where a response's request is: Foundation's, or the core's.
+    enum StoredRequest: Sendable {
+        case foundation(URLRequest)
+        case model(SentRequest)
+
+        var urlRequest: URLRequest {
+            switch self {
+            case .foundation(let request): request
+            case .model(let sent): sent.urlRequest
+            }
+        }
+    }
+
     /// Where a response's status and headers are: in Foundation's response, or in the parts it is made from.
     enum Head: Sendable {
         case foundation(HTTPURLResponse)
@@ -260,4 +302,29 @@ final class ResponseParts: Sendable {
 
     /// Whether Foundation's response has been made (for tests).
     var isMadeForTesting: Bool { made.snapshot != nil }
+}
+
+/// The core's request a response answers, and Foundation's `URLRequest` made from it once someone asks for it: the
+/// client itself never does on a success's path.
+final class SentRequest: Sendable {
+    let request: ConnectRequest
+    /// Foundation's request, once made.
+    private let made = Protected<URLRequest?>(nil)
+
+    init(_ request: ConnectRequest) {
+        self.request = request
+    }
+
+    /// Whether Foundation's request has been made (for tests: the client itself never asks on a success's path).
+    var hasMadeURLRequest: Bool { made.withLock { $0 != nil } }
+
+    /// Foundation's request, made on the first call; the same one afterwards.
+    var urlRequest: URLRequest {
+        made.withLock { made in
+            if let made { return made }
+            let request = request.urlRequest
+            made = request
+            return request
+        }
+    }
 }

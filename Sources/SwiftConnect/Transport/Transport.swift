@@ -42,9 +42,27 @@ public protocol Transport: Sendable {
     ///   - transfer: How to move the body and the response.
     /// - Returns: A future of the response.
     func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse>
+
+    /// Sends the client's request, in the core's own model, as `transfer` asks: what the client calls.
+    ///
+    /// The default implementation makes Foundation's `URLRequest` of it (``ConnectRequest/urlRequest``) and calls
+    /// ``send(_:)`` or ``send(_:transfer:)``: a transport that works with `URLRequest` needs nothing more. An
+    /// ``HTTPEngine`` takes the request as it is, and no `URLRequest` is made on its path.
+    ///
+    /// - Parameters:
+    ///   - request: The fully built request, after every middleware.
+    ///   - transfer: How to move the body and the response.
+    /// - Returns: A future of the response.
+    func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse>
 }
 
 extension Transport {
+    /// Makes the `URLRequest` and sends it with ``send(_:)``, or ``send(_:transfer:)`` when `transfer` asks for
+    /// more than a plain exchange.
+    public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        transfer.isPlain ? send(request.urlRequest) : send(request.urlRequest, transfer: transfer)
+    }
+
     /// Sends in memory and applies the transfer options afterwards (see ``Transport/send(_:transfer:)``).
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if transfer.isPlain { return send(request) }

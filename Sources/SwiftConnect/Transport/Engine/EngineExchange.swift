@@ -15,7 +15,7 @@ import Foundation
 struct EngineExchange<Engine: HTTPEngine>: Sendable {
     let engine: Engine
     /// The request as the client handed it over: what the response reports as its request.
-    let original: URLRequest
+    let original: ConnectRequest
     let transfer: TransferOptions
     /// The whole exchange's deadline, redirects and the body included.
     private let timer: TransportDeadline?
@@ -28,7 +28,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// download.
     private let download: DownloadSlot?
 
-    init(engine: Engine, request: URLRequest, transfer: TransferOptions) {
+    init(engine: Engine, request: ConnectRequest, transfer: TransferOptions) {
         self.engine = engine
         original = request
         self.transfer = transfer
@@ -78,33 +78,32 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Why the request cannot be sent at all, or `nil`: checked before any hop, the same for every engine.
     private func refusal() -> ConnectError? {
-        guard let scheme = original.url?.scheme?.lowercased(), scheme == "http" || scheme == "https",
-            original.url?.host?.isEmpty == false
+        guard let scheme = original.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
+            original.url.host?.isEmpty == false
         else {
-            let text = original.url?.absoluteString ?? ""
-            var error = ConnectError.invalidRequest(.invalidURL(text), request: original)
+            var error = ConnectError.invalidRequest(
+                .invalidURL(original.url.absoluteString), request: original.urlRequest)
             error.message =
-                original.url == nil
-                ? "the request has no URL"
-                : "'\(Redaction.url(original.url!, redacting: true))' is not an http or https URL with a host: "
-                    + "\(engineName) sends HTTP only"
+                "'\(Redaction.url(original.url, redacting: true))' is not an http or https URL with a host: "
+                + "\(engineName) sends HTTP only"
             return error
         }
         if let destination = transfer.destination {
             do {
-                try TransferOptions.checkDestination(destination, request: original)
+                try TransferOptions.checkDestination(destination, request: original.urlRequest)
             } catch {
                 return error as? ConnectError
             }
         }
-        if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: original) {
+        if let bodyFile = transfer.bodyFile, var error = Self.unusableBodyFile(bodyFile, request: nil) {
+            error.request = original.urlRequest
             return error
         }
-        if (original.httpMethod ?? "GET").uppercased() == "GET",
+        if original.method.rawValue.uppercased() == "GET",
             !(original.httpBody?.isEmpty ?? true) || original.httpBodyStream != nil || transfer.bodyFile != nil
         {
             // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
-            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), request: original)
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), request: original.urlRequest)
             error.underlyingError = URLError(.dataLengthExceedsMaximum)
             return error
         }
@@ -128,28 +127,28 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             let response = try await engine.send(request)
             guard
                 let head = ConnectResponse(
-                    request: original, head: response.head, url: hop.url!, httpVersion: response.httpVersion)
+                    request: original, head: response.head, url: hop.url, httpVersion: response.httpVersion)
             else {
                 throw ConnectError(
                     .badResponse, message: "the server's status \(response.head.status) is not an HTTP status",
-                    request: original, underlyingError: URLError(.badServerResponse))
+                    request: original.urlRequest, underlyingError: URLError(.badServerResponse))
             }
             if (300..<400).contains(head.statusCode),
-                let next = RedirectRule.next(after: hop, answeredBy: head.response, bodyFile: bodyFile)
+                let next = RedirectRule.next(after: hop.urlRequest, answeredBy: head.response, bodyFile: bodyFile)
             {
                 redirects += 1
                 guard redirects <= RedirectRule.maxHops else {
                     throw ConnectError(
                         .transport,
                         message: "the server redirected more than \(RedirectRule.maxHops) times",
-                        request: original,
+                        request: original.urlRequest,
                         response: head.response,
                         underlyingError: URLError(.httpTooManyRedirects)
                     )
                 }
                 // The body of a redirect is not the answer; read to its end, the connection can serve the next hop.
                 for try await _ in response.body {}
-                hop = Self.keepingUserinfo(of: hop, on: next.request)
+                hop = try ConnectRequest(Self.keepingUserinfo(of: hop.urlRequest, on: next.request))
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
             }
@@ -163,15 +162,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// `hop` as the engine sends it: its head (the URL's user info as `Authorization`, as URLSession sends it), its
     /// body from `bodyFile` or memory, the exchange's deadline.
-    private func engineRequest(for hop: URLRequest, bodyFile: URL?, streamed: Data?, progress: ExchangeProgress?)
+    private func engineRequest(for hop: ConnectRequest, bodyFile: URL?, streamed: Data?, progress: ExchangeProgress?)
         throws -> EngineRequest
     {
-        guard let url = hop.url, var head = RequestHead(hop) else {
-            throw ConnectError.invalidRequest(.invalidURL(hop.url?.absoluteString ?? ""), request: original)
+        let url = hop.url
+        guard var head = RequestHead(method: hop.method, url: url, headerFields: hop.headerFields) else {
+            throw ConnectError.invalidRequest(.invalidURL(url.absoluteString), request: original.urlRequest)
         }
         if let invalid = head.headerFields.firstInvalid {
             // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
-            throw ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), request: original)
+            throw ConnectError.invalidRequest(
+                .invalidHeader(name: invalid.name.rawName), request: original.urlRequest)
         }
         if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
             let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
@@ -237,7 +238,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // A download's error body stays in memory: limited even when the caller set no limit.
         let bodyLimit = transfer.responseBodyLimit(statusCode: status)
         if let limit = bodyLimit, let declared, declared > Int64(limit) {
-            throw ConnectError.responseTooLarge(limit: limit, request: original, response: head.response)
+            throw ConnectError.responseTooLarge(limit: limit, request: original.urlRequest, response: head.response)
         }
         progress?.startReceiving(expected: declared)
         let limit = bodyLimit.map { Int64($0) } ?? .max
@@ -295,14 +296,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             .badResponse,
             message: "the body is encoded with \(undecoded.joined(separator: ", ")), which \(engineName) does not "
                 + "decode: refused rather than passed on as a success",
-            request: original, response: head.response)
+            request: original.urlRequest, response: head.response)
     }
 
     /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
     private func count(_ part: Data, into received: inout Int64, limit: Int64, head: ConnectResponse) throws {
         received += Int64(part.count)
         guard received <= limit else {
-            throw ConnectError.responseTooLarge(limit: Int(limit), request: original, response: head.response)
+            throw ConnectError.responseTooLarge(
+                limit: Int(limit), request: original.urlRequest, response: head.response)
         }
     }
 
@@ -314,8 +316,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             return file
         } catch {
             // The folder may have gone meanwhile: the check says so in its words.
-            try TransferOptions.checkDestination(destination, request: original)
-            throw ConnectError.fileAccess(error, url: destination, request: original)
+            try TransferOptions.checkDestination(destination, request: original.urlRequest)
+            throw ConnectError.fileAccess(error, url: destination, request: original.urlRequest)
         }
     }
 
@@ -324,7 +326,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         do {
             try step()
         } catch {
-            throw ConnectError.fileAccess(error, url: destination, request: original)
+            throw ConnectError.fileAccess(error, url: destination, request: original.urlRequest)
         }
     }
 
@@ -332,14 +334,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// cancellation it caused looks like; else the engine's classification, or the core's.
     private func classified(_ error: any Error) -> ConnectError {
         if state.withLock({ $0.expired }) {
-            return ConnectError.transportFailure(.deadlinePassed(after: nil), request: original)
+            return ConnectError.transportFailure(.deadlinePassed(after: nil), request: original.urlRequest)
         }
         if var error = error as? ConnectError {
-            if error.request == nil { error.request = original }
+            if error.request == nil { error.request = original.urlRequest }
             return error
         }
         if var error = engine.failure(error) {
-            if error.request == nil { error.request = original }
+            if error.request == nil { error.request = original.urlRequest }
             if error.kind == .timedOut, timer != nil {
                 // The engine's own timer, given the exchange's deadline, fired first: said as the core says it.
                 error.message = "no complete response within the timeout of \(original.timeoutInterval) s"
@@ -348,9 +350,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if error is CancellationError {
             return ConnectError(
-                .cancelled, message: "the request was cancelled", request: original, underlyingError: error)
+                .cancelled, message: "the request was cancelled", request: original.urlRequest, underlyingError: error)
         }
-        return ConnectError.transportFailure(.reported(error), request: original)
+        return ConnectError.transportFailure(.reported(error), request: original.urlRequest)
     }
 
     /// Completes `promise`: in place for small bodies, on a global queue for large ones, whose decoding would
@@ -382,7 +384,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
     /// ``URLSessionTransport`` make: a directory, device or pipe has no length to announce, or no end).
-    static func unusableBodyFile(_ file: URL, request: URLRequest) -> ConnectError? {
+    static func unusableBodyFile(_ file: URL, request: URLRequest?) -> ConnectError? {
         do {
             _ = try MultipartFormData.regularFileSize(file)
         } catch var error as ConnectError {

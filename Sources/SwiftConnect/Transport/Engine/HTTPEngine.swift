@@ -65,6 +65,16 @@ extension HTTPEngine {
 
     /// Sends `request` through the core's exchange over this engine, as `transfer` asks.
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        do {
+            return send(try ConnectRequest(request), transfer: transfer)
+        } catch {
+            return Future(error: error)
+        }
+    }
+
+    /// Sends the client's request through the core's exchange over this engine, as `transfer` asks: no `URLRequest`
+    /// is made on the way.
+    public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         EngineExchange(engine: self, request: request, transfer: transfer).start()
     }
 }

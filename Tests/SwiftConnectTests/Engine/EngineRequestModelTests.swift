@@ -1,0 +1,48 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+/// Over an `HTTPEngine`, the client's `ConnectRequest` goes to the engine as it is: no `URLRequest` is made on a
+/// success's path, and the fields a middleware set reach the engine in order, repeated names kept.
+final class EngineRequestModelTests: XCTestCase {
+    private typealias ScriptedEngine = EngineExchangeTests.ScriptedEngine
+
+    private struct Tracing: Middleware {
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            request.addValue("a=1", forHTTPHeaderField: "Baggage")
+            request.addValue("b=2", forHTTPHeaderField: "baggage")
+            return next(request)
+        }
+    }
+
+    func testAGetThroughConnectMakesNoURLRequestAndKeepsRepeatedFields() throws {
+        // Given
+        let engine = ScriptedEngine([
+            .init(status: 200, fields: [.contentType: "application/json"], chunks: [Data("{}".utf8)])
+        ])
+        let connect = Connect(transport: engine, middlewares: [Tracing()])
+        let route = Route(
+            "/todos/{id}", baseURL: URL(string: "https://api.test"), parameters: Parameter.path(key: "id", value: "7"))
+
+        // When
+        let response = try connect.response(for: route).wait(timeout: 10)
+
+        // Then: the response holds the core's request, from which no URLRequest was made
+        guard case .model(let sent) = response.requestForTesting else {
+            return XCTFail("the response holds a URLRequest: one was made on the engine's path")
+        }
+        XCTAssertFalse(sent.hasMadeURLRequest)
+        XCTAssertEqual(response.sentRequest.url.absoluteString, "https://api.test/todos/7")
+        let hop = try XCTUnwrap(engine.hops.first)
+        XCTAssertEqual(hop.head.path, "/todos/7")
+        XCTAssertEqual(hop.head.headerFields[values: "Baggage"], ["a=1", "b=2"], "two fields, in order")
+
+        // And Foundation's request is still there when asked for, once
+        XCTAssertEqual(response.request.url, URL(string: "https://api.test/todos/7"))
+        XCTAssertTrue(sent.hasMadeURLRequest)
+    }
+}
