@@ -66,6 +66,10 @@ public final class RequestQueue: Sendable {
         let promise: Promise<ConnectResponse>
         /// The client that sent it (see ``Owner``).
         let owner: Owner
+        /// The connector's type name, for ``RequestQueue/waitingRequests``.
+        let connectorName: String
+        /// When it joined the queue.
+        let since: Date
     }
 
     /// Names the client a request came from, so that ``Connect/cancelAllRequests()`` cancels only that
@@ -188,18 +192,20 @@ public final class RequestQueue: Sendable {
     ///     cancelled while it waits.
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
-    func enqueue(_ request: consuming ConnectRequest, owner: Owner, next: @escaping Middleware.Next) -> Future<
-        ConnectResponse
-    > {
+    func enqueue(
+        _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "",
+        next: @escaping Middleware.Next
+    ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
-        let waiting = Waiting(request: request, next: next, promise: promise, owner: owner)
+        let waiting = Waiting(
+            request: request, next: next, promise: promise, owner: owner, connectorName: connectorName, since: Date())
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
             state.order.append(state.nextID)
             return state.nextID
         }
-        promise.setCancelHandler { [weak self] in self?.cancel(id) }
+        promise.setCancelHandler { [weak self] in self?.withdraw(id) }
         // Forced: if this thread is already starting requests (a request submitted from the callback of one
         // that completed at once), a caller blocking on the new request would otherwise wait forever.
         startWaitingRequests(force: true)
@@ -277,7 +283,7 @@ extension RequestQueue {
 
     /// Runs when a caller cancels its future: a waiting request leaves the queue, a running one is cancelled
     /// (its completion frees the slot).
-    private func cancel(_ id: UInt64) {
+    private func withdraw(_ id: UInt64) {
         let running: Future<ConnectResponse>? = state.withLock { state in
             if state.pending.removeValue(forKey: id) != nil { return nil }
             return state.running[id] ?? nil
@@ -295,6 +301,65 @@ struct RequestQueueStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        queue.enqueue(request, owner: owner, next: next)
+        queue.enqueue(request, owner: owner, connectorName: context.connectorName, next: next)
+    }
+}
+
+// MARK: - Introspection
+
+extension RequestQueue {
+    /// A request waiting for a slot, as ``RequestQueue/waitingRequests`` lists it: what it is, since when it waits,
+    /// and the identity ``RequestQueue/cancel(_:)`` takes.
+    ///
+    /// Printing one shows its URL with secret query values hidden.
+    public struct WaitingRequest: Sendable, Identifiable, CustomStringConvertible {
+        /// The request's place in this queue, unique for the queue's life.
+        public let id: UInt64
+        /// The method.
+        public let method: HTTPMethod
+        /// The URL.
+        public let url: URL
+        /// The connector's type name (`"TodoConnector"`).
+        public let connectorName: String
+        /// When the request joined the queue.
+        public let waitingSince: Date
+
+        /// `GET https://api.example.com/todos (TodoConnector)`, secret query values hidden.
+        public var description: String {
+            "\(method) \(Redaction.url(url, redacting: true))" + (connectorName.isEmpty ? "" : " (\(connectorName))")
+        }
+    }
+
+    /// The requests waiting for a slot, in the order they will start: a snapshot, taken at once under the queue's
+    /// lock (what JustAPIs' `pendingRequests` gave), which the queue does not change afterwards.
+    ///
+    /// ```swift
+    /// for waiting in queue.waitingRequests where waiting.connectorName == "ThumbnailConnector" {
+    ///     queue.cancel(waiting.id)  // the screen that asked for them is gone
+    /// }
+    /// ```
+    public var waitingRequests: [WaitingRequest] {
+        state.withLock { state in
+            state.order.elements.compactMap { id in
+                state.pending[id].map { waiting in
+                    WaitingRequest(
+                        id: id, method: waiting.request.method, url: waiting.request.url,
+                        connectorName: waiting.connectorName, waitingSince: waiting.since)
+                }
+            }
+        }
+    }
+
+    /// Cancels one waiting request: its future fails with ``ConnectError/Kind/cancelled`` and it is never sent;
+    /// the others keep their place.
+    ///
+    /// - Parameter id: The ``WaitingRequest/id`` of a request from ``waitingRequests``.
+    /// - Returns: `true` when it was still waiting; `false` when it had started, ended or was never in this queue
+    ///   (a started request is cancelled through its own future).
+    @discardableResult
+    public func cancel(_ id: WaitingRequest.ID) -> Bool {
+        let waiting = state.withLock { $0.pending.removeValue(forKey: id) }
+        waiting?.promise.future.cancel()
+        return waiting != nil
     }
 }

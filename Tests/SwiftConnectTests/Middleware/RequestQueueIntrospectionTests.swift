@@ -1,0 +1,77 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `RequestQueue.waitingRequests` and `cancel(_:)`: the list of waiting requests, each cancellable by itself.
+final class RequestQueueIntrospectionTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private struct Thumbnail: Connector {
+        let id: Int
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/thumbs/\(id)" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: (any ParametersRepresentable)? { Parameter.query(key: "token", value: "s3cret") }
+    }
+
+    func testWaitingRequestsAreListedInOrderAndOneCanBeCancelledAlone() throws {
+        // Given: one slot, held by the first request
+        let transport = FakeTransport()
+        let gate = Promise<Void>()
+        transport.stub(.get, "/thumbs/1", with: FakeResponse.status(200).released(by: gate.future))
+        transport.stub(.get, "/thumbs/2", with: .status(200))
+        transport.stub(.get, "/thumbs/3", with: .status(200))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let first = connect.request(Thumbnail(id: 1))
+        let second = connect.request(Thumbnail(id: 2))
+        let third = connect.request(Thumbnail(id: 3))
+
+        // When
+        let waiting = queue.waitingRequests
+
+        // Then: the two waiting, in order, described without the secret
+        XCTAssertEqual(waiting.map(\.url.path), ["/thumbs/2", "/thumbs/3"])
+        XCTAssertEqual(waiting.map(\.connectorName), ["Thumbnail", "Thumbnail"])
+        XCTAssertEqual(waiting.map(\.method), [.get, .get])
+        XCTAssertFalse(waiting[0].description.contains("s3cret"), waiting[0].description)
+        XCTAssertTrue(waiting[0].description.hasPrefix("GET https://api.example.com/thumbs/2"), waiting[0].description)
+
+        // When: the second is cancelled by its id
+        XCTAssertTrue(queue.cancel(waiting[0].id))
+        XCTAssertFalse(queue.cancel(waiting[0].id), "already gone")
+
+        // Then: it fails as cancelled, never sent; the third keeps its place and goes next
+        XCTAssertEqual(connectError(of: second)?.kind, .cancelled)
+        XCTAssertEqual(queue.waitingRequests.map(\.url.path), ["/thumbs/3"])
+        gate.succeed(())
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: third))
+        XCTAssertEqual(transport.requests.compactMap { $0.url?.path }, ["/thumbs/1", "/thumbs/3"])
+        XCTAssertTrue(queue.waitingRequests.isEmpty)
+    }
+
+    func testARunningRequestIsNotCancelledByItsWaitingID() throws {
+        let transport = FakeTransport()
+        let gate = Promise<Void>()
+        transport.stub(.get, "/thumbs/1", with: FakeResponse.status(200).released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        queue.pause()
+        let only = connect.request(Thumbnail(id: 1))
+        let id = try XCTUnwrap(queue.waitingRequests.first?.id)
+
+        queue.resume()
+
+        XCTAssertTrue(queue.waitingRequests.isEmpty)
+        XCTAssertFalse(queue.cancel(id), "started: cancelled through its own future, not the queue's list")
+        gate.succeed(())
+        XCTAssertNotNil(value(of: only))
+    }
+}
