@@ -1,0 +1,107 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Composition at run time: closure middlewares and adapters, and a client derived from another with more stages,
+/// sharing its transport, queue and cache.
+final class CompositionTests: XCTestCase {
+    private let base = URL(string: "https://api.test")
+
+    func testAnAdapterPreparesEveryRequestAndItsErrorFailsTheCallUnsent() throws {
+        // Given
+        struct NoLocale: Error {}
+        let transport = FakeTransport()
+        transport.stub("/a", with: .status(204))
+        let adapting = Connect(
+            transport: transport,
+            middlewares: [.adapter { $0.setValue("fr-CH", forHTTPHeaderField: "Accept-Language") }])
+        let refusing = Connect(transport: transport, middlewares: [.adapter { _ in throw NoLocale() }])
+
+        // When
+        _ = try adapting.request(Route("/a", baseURL: base)).wait(timeout: 10)
+        let result = try refusing.request(Route("/a", baseURL: base)).waitForResult(timeout: 10)
+
+        // Then
+        XCTAssertEqual(transport.requests.map { $0.value(forHTTPHeaderField: "Accept-Language") }, ["fr-CH"])
+        guard case .failure(let error) = result else { return XCTFail("sent despite the adapter's error") }
+        XCTAssertTrue(error is NoLocale, "\(error)")
+    }
+
+    func testAClosureMiddlewareSeesTheRequestAndTheResponse() throws {
+        let transport = FakeTransport()
+        transport.stub("/a", with: .status(204))
+        let seen = Recorder<String>()
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                AnyMiddleware { request, context, next in
+                    seen.append("→ \(request.url.path) \(context.connectorName)")
+                    return next(request).map { response in
+                        seen.append("← \(response.statusCode)")
+                        return response
+                    }
+                }
+            ])
+
+        _ = try connect.request(Route("/a", baseURL: base)).wait(timeout: 10)
+
+        XCTAssertEqual(seen.values, ["→ /a Route", "← 204"])
+    }
+
+    func testADerivedClientAddsStagesAndSharesTheTransportQueueAndCache() throws {
+        // Given: a client with a queue and a cache
+        let transport = FakeTransport()
+        transport.stub("/config", with: .json(["v": 1]))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let cache = ResponseCache(maxBytes: 1 << 20)
+        let events = Recorder<String>()
+        let pluginTold = expectation(description: "the derived client's plugin")
+        pluginTold.assertForOverFulfill = false  // told again for the request the paused queue held
+        let api = Connect(
+            transport: transport, middlewares: [.adapter { $0.setValue("api", forHTTPHeaderField: "X-Client") }],
+            requestQueue: queue, responseCache: cache)
+        struct MissingVersion: Error {}
+
+        // When: a derived client with a middleware, a plugin and a validator of its own
+        let audited = api.adding(
+            middlewares: [.adapter { $0.setValue("1", forHTTPHeaderField: "X-Audit") }],
+            plugins: [
+                AnyPlugin(willSend: { request, _ in
+                    events.append("sent \(request.url?.path ?? "")")
+                    pluginTold.fulfill()
+                })
+            ],
+            validators: [
+                AnyResponseValidator { response in if response.header("X-Version") == nil { throw MissingVersion() } }
+            ])
+        let cached = RequestOptions(cache: CacheRule(timeToLive: 60))
+        _ = try api.request(Route("/config", baseURL: base), options: cached).wait(timeout: 10)
+        let fromCache = try audited.request(Route("/config", baseURL: base), options: cached).waitForResult(timeout: 10)
+        _ = try audited.request(Route("/config", baseURL: base)).waitForResult(timeout: 10)
+
+        // Then: the cache the two share answered the derived client (its validator still ran on the answer)
+        guard case .failure(let error) = fromCache else { return XCTFail("the derived client's validator did not run") }
+        XCTAssertEqual((error as? ConnectError)?.kind, .rejected)
+        XCTAssertEqual(cache.hitCount, 1)
+        // The uncached call went out through both clients' middlewares, and the derived client's plugin saw it
+        XCTAssertEqual(transport.requests.count, 2)
+        let last = try XCTUnwrap(transport.requests.last)
+        XCTAssertEqual(last.value(forHTTPHeaderField: "X-Client"), "api")
+        XCTAssertEqual(last.value(forHTTPHeaderField: "X-Audit"), "1")
+        XCTAssertNil(transport.requests.first?.value(forHTTPHeaderField: "X-Audit"), "the first client is unchanged")
+        wait(for: [pluginTold], timeout: 10)  // plugins are told on their own queue
+        XCTAssertEqual(events.values, ["sent /config"])
+        // The two share the queue: a paused queue holds the derived client's request
+        queue.pause()
+        let held = audited.request(Route("/config", baseURL: base))
+        XCTAssertEqual(queue.pendingCount, 1)
+        queue.resume()
+        _ = try held.waitForResult(timeout: 10)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+}
