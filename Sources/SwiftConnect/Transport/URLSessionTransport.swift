@@ -40,7 +40,7 @@ import Foundation
 /// response is the answer.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
-/// (see ``Transport/send(_:transfer:)``).
+/// (see `Transport.send(_:transfer:)`).
 public final class URLSessionTransport: Transport {
     /// The session that runs the requests.
     package let session: URLSession

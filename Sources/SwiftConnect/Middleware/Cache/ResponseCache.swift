@@ -31,7 +31,7 @@ import Foundation
 /// key is the method and full URL unless the rule names one. A request that carries credentials
 /// (`Authorization`, `Cookie` or any header named like a secret) is stored apart for each set of credentials, so
 /// one user's response is not served to another: the key then ends with a digest of them (see
-/// ``key(for:rule:)``). A response served from the cache still passes back through your middlewares.
+/// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
 /// The cache is private (its client's) and never revalidates: it sends no conditional requests, and never serves
 /// a response past its time to live. It reads the response's headers as RFC 9111 asks of such a cache:
