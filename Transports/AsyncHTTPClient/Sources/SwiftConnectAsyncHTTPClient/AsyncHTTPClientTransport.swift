@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import SwiftConnect
@@ -166,36 +167,45 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
         }
     }
 
-    /// The body of a response: AsyncHTTPClient's, read as the core's exchange asks for it.
-    public typealias ResponseBody = AsyncMapSequence<HTTPClientResponse.Body, Data>
-
     /// Sends one hop with the client: the core's exchange (``SwiftConnect/HTTPEngine``) calls it for each hop and
     /// applies every rule around it. A pinned host's hop goes through its relay; the hop's deadline becomes
-    /// AsyncHTTPClient's deadline for the head.
+    /// AsyncHTTPClient's deadline for the whole hop, body included.
     ///
     /// - Parameter hop: The head and body to send.
-    /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read.
+    /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read: every
+    ///   part that arrived before a failure reaches its reader before the failure does (see ``ResponseBody``).
     public func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody> {
         let relay = try await pinned.relay(for: hop)
-        let request = try RequestConversion.request(for: hop, relay: relay?.socketPath)
+        let eventLoop = client.eventLoopGroup.any()
+        let request = try RequestConversion.request(for: hop, relay: relay?.socketPath, eventLoop: eventLoop)
         let failuresBefore = relay?.failureCount ?? 0
-        let deadline = hop.deadline.map { NIODeadline.uptimeNanoseconds($0.uptimeNanoseconds) } ?? .distantFuture
-        let response: HTTPClientResponse
+        let deadline = hop.deadline.map { NIODeadline.uptimeNanoseconds($0.uptimeNanoseconds) }
+        // The delegate API, not `execute(_:deadline:)`: the async API's body drops the last parts of a body whose
+        // connection fails (`ResponseDelivery`).
+        let delivery = ResponseDelivery()
+        let task = client.execute(
+            request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop), deadline: deadline)
+        // A client already shut down fails the task without telling the delegate.
+        task.futureResult.whenFailure { error in delivery.didReceiveError(task: task, error) }
+        let head: HTTPResponseHead
         do {
-            response = try await client.execute(request, deadline: deadline)
+            head = try await withTaskCancellationHandler {
+                try await delivery.head()
+            } onCancel: {
+                task.cancel()
+            }
         } catch {
             // Through a relay, AsyncHTTPClient only sees its connection close: the relay knows why.
             if let failure = relay?.failure(since: failuresBefore) { throw failure }
             throw error
         }
         var fields = HeaderFields()
-        fields.reserveCapacity(response.headers.count)
-        for (name, value) in response.headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
-        let version =
-            response.version.major >= 2 ? "HTTP/2" : "HTTP/\(response.version.major).\(response.version.minor)"
+        fields.reserveCapacity(head.headers.count)
+        for (name, value) in head.headers { fields.append(HeaderField(name: HeaderField.Name(name), value: value)) }
+        let version = head.version.major >= 2 ? "HTTP/2" : "HTTP/\(head.version.major).\(head.version.minor)"
         return EngineResponse(
-            head: ResponseHead(status: Int(response.status.code), headerFields: fields), httpVersion: version,
-            body: response.body.map { Data(buffer: $0) })
+            head: ResponseHead(status: Int(head.status.code), headerFields: fields), httpVersion: version,
+            body: ResponseBody(delivery: delivery, task: task))
     }
 
     /// AsyncHTTPClient's and SwiftNIO's errors as the ``SwiftConnect/ConnectError`` of the kind URLSession's

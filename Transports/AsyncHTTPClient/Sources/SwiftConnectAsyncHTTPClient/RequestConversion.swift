@@ -9,38 +9,62 @@ import SwiftConnect
     import FoundationNetworking
 #endif
 
-/// A hop of the core's exchange as AsyncHTTPClient takes it: a field-by-field copy of its head, no URL parsed
-/// again and no Foundation request made.
+/// A hop of the core's exchange as AsyncHTTPClient takes it: a field-by-field copy of its head, no Foundation request
+/// made.
 enum RequestConversion {
     /// The request to send for `hop`: its method, target and header fields in order, and its body: from memory, or
-    /// streamed from its file (each chunk counted by `hop.sent`). With `relay`, it goes to that Unix socket (a pinned
-    /// host's, see ``PinnedRoutes``), with the host's authority in its `Host` field.
-    static func request(for hop: EngineRequest, relay: String? = nil) throws -> HTTPClientRequest {
+    /// streamed from its file (each chunk counted by `hop.sent`, the next read once the connection took the last). With
+    /// `relay`, it goes to that Unix socket (a pinned host's, see ``PinnedRoutes``), with the host's authority in its
+    /// `Host` field. `eventLoop` is where a file body's writing reports its end.
+    static func request(for hop: EngineRequest, relay: String? = nil, eventLoop: any EventLoop) throws
+        -> HTTPClient.Request
+    {
         let head = hop.head
-        let url =
-            try relay.map { try target(head.path, through: $0) } ?? "\(head.scheme)://\(head.authority)\(head.path)"
-        var request = HTTPClientRequest(url: url)
-        request.method = NIOHTTP1.HTTPMethod(rawValue: head.method.rawValue)
-        request.headers.reserveCapacity(head.headerFields.count + 1)
-        for field in head.headerFields { request.headers.add(name: field.name.rawName, value: field.value) }
-        if relay != nil, !request.headers.contains(name: "Host") {
-            request.headers.add(name: "Host", value: head.authority)
+        var headers = HTTPHeaders()
+        headers.reserveCapacity(head.headerFields.count + 1)
+        for field in head.headerFields { headers.add(name: field.name.rawName, value: field.value) }
+        if relay != nil, !headers.contains(name: "Host") {
+            headers.add(name: "Host", value: head.authority)
         }
+        let body: HTTPClient.Body?
         switch hop.body {
         case .none:
-            break
+            body = nil
         case .bytes(let data):
-            request.body = .bytes(ByteBuffer(data: data))
+            body = .byteBuffer(ByteBuffer(data: data))
         case .file(let file, let length):
-            request.body = .stream(FileChunks(file: file, size: length, sent: hop.sent), length: .known(length))
+            body = fileBody(FileChunks(file: file, size: length, sent: hop.sent), length: length, eventLoop: eventLoop)
         }
-        return request
+        let method = NIOHTTP1.HTTPMethod(rawValue: head.method.rawValue)
+        if let relay {
+            return try HTTPClient.Request(
+                url: try target(head.path, through: relay), method: method, headers: headers, body: body)
+        }
+        return try HTTPClient.Request(
+            url: "\(head.scheme)://\(head.authority)\(head.path)", method: method, headers: headers, body: body)
     }
 
     /// `path` (with its query), sent to the Unix socket at `socketPath`.
-    private static func target(_ path: String, through socketPath: String) throws -> String {
+    private static func target(_ path: String, through socketPath: String) throws -> URL {
         guard let target = URL(httpURLWithSocketPath: socketPath, uri: path) else { throw HTTPClientError.invalidURL }
-        return target.absoluteString
+        return target
+    }
+
+    /// A body of `length` bytes written chunk by chunk from `chunks`, each chunk read once the connection took the
+    /// previous one. The reading runs in a task of its own: never on an event loop.
+    private static func fileBody(_ chunks: FileChunks, length: Int64, eventLoop: any EventLoop) -> HTTPClient.Body {
+        .stream(contentLength: length) { writer in
+            let written = eventLoop.makePromise(of: Void.self)
+            Task {
+                do {
+                    for try await chunk in chunks { try await writer.write(.byteBuffer(chunk)).get() }
+                    written.succeed(())
+                } catch {
+                    written.fail(error)
+                }
+            }
+            return written.futureResult
+        }
     }
 }
 
