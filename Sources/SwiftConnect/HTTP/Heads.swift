@@ -96,13 +96,9 @@ extension RequestHead {
     /// scheme or host.
     public init?(_ request: URLRequest) {
         guard let url = request.url else { return nil }
-        let foundationFields = request.allHTTPHeaderFields ?? [:]
-        var fields = HeaderFields()
-        fields.reserveCapacity(foundationFields.count + 1)
-        for (name, value) in foundationFields {
-            fields.append(HeaderField(name: HeaderField.Name(name), value: value))
-        }
-        self.init(method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url, headerFields: fields)
+        self.init(
+            method: HTTPMethod(rawValue: request.httpMethod ?? "GET"), url: url,
+            headerFields: HeaderFields(foundation: request.allHTTPHeaderFields))
     }
 }
 
@@ -121,18 +117,5 @@ extension ResponseHead {
 
     /// The header fields as Foundation holds them: one value a name, repeated names joined (`Set-Cookie` too, as
     /// Foundation does).
-    var foundationHeaderFields: [String: String] {
-        var joined: [String: String] = [:]
-        var spelling: [String: String] = [:]
-        for field in headerFields {
-            let key = field.name.canonicalName
-            if let existing = spelling[key] {
-                joined[existing] = (joined[existing] ?? "") + ", " + field.value
-            } else {
-                spelling[key] = field.name.rawName
-                joined[field.name.rawName] = field.value
-            }
-        }
-        return joined
-    }
+    var foundationHeaderFields: [String: String] { headerFields.foundationFields }
 }

@@ -13,7 +13,7 @@ import NIOHTTP1
 /// nobody has asked for more of a body, except when the connection ends, when SwiftNIO reads what is left of it at
 /// once; AsyncHTTPClient holds those parts until they are asked for, and drops them when the end proves to be a
 /// failure (a close mid-body). The async API asks for more only while its reader waits in `next()`, so a reader
-/// busy with the previous part lost the last ones (2 runs in 7 with five server-sent events and a close). Here, every
+/// busy with the previous part lost the last ones (`BrokenBodyTests`). Here, every
 /// part is taken at once, so more is asked for before the connection reads again: no part is held where a failure
 /// drops it, as long as the reader is fewer than ``pauseThreshold`` bytes behind. What this cannot cover: a reader
 /// further behind has paused the engine, and AsyncHTTPClient may then drop what a failing connection reads last; and

@@ -28,15 +28,7 @@ final class BrokenBodyTests: XCTestCase {
         let connect = Connect(transport: transport, retryPolicy: nil)
 
         for run in 1...Self.breaks {
-            var ids: [String] = []
-            do {
-                for try await event in connect.stream(Route("/events", baseURL: server.baseURL, timeout: 10)).events {
-                    ids.append(event.id ?? "")
-                }
-                XCTFail("run \(run): the stream ended without the failure")
-            } catch let error as ConnectError {
-                XCTAssertEqual(error.kind, .connectionLost, "run \(run): \(error)")
-            }
+            let ids = await eventIDsBeforeTheBreak(from: server, through: connect, run: run)
             XCTAssertEqual(ids, ["1", "2", "3", "4", "5"], "run \(run): events lost before the close")
             if ids.count != 5 { break }
         }
@@ -106,15 +98,7 @@ final class BrokenBodyTests: XCTestCase {
 
         var complete = 0
         for run in 1...Self.breaks {
-            var ids: [String] = []
-            do {
-                for try await event in connect.stream(Route("/events", baseURL: server.baseURL, timeout: 10)).events {
-                    ids.append(event.id ?? "")
-                }
-                XCTFail("run \(run): the stream ended without the failure")
-            } catch let error as ConnectError {
-                XCTAssertEqual(error.kind, .connectionLost, "run \(run): \(error)")
-            }
+            let ids = await eventIDsBeforeTheBreak(from: server, through: connect, run: run)
             XCTAssertEqual(ids, Array(["1", "2", "3", "4", "5"].prefix(ids.count)), "run \(run)")
             if ids.count == 5 { complete += 1 }
         }
@@ -134,5 +118,24 @@ final class BrokenBodyTests: XCTestCase {
         }
         answer += "40\r\nid: \(ids.upperBound + 1)\ndata: half"
         return Data(answer.utf8)
+    }
+
+    /// The IDs of the events read from `server`'s `/events` before the stream failed, as it must, with
+    /// `.connectionLost`.
+    private func eventIDsBeforeTheBreak(from server: BrokenBodyServer, through connect: Connect, run: Int) async
+        -> [String]
+    {
+        var ids: [String] = []
+        do {
+            for try await event in connect.stream(Route("/events", baseURL: server.baseURL, timeout: 10)).events {
+                ids.append(event.id ?? "")
+            }
+            XCTFail("run \(run): the stream ended without the failure")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .connectionLost, "run \(run): \(error)")
+        } catch {
+            XCTFail("run \(run): \(error)")
+        }
+        return ids
     }
 }
