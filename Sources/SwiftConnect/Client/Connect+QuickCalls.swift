@@ -35,4 +35,60 @@ extension Connect {
         return request(
             Route(path, method: method, parameters: parameters, headers: headers), debugResponse: debugResponse)
     }
+
+    /// Calls an endpoint of the client's server with parameters written by key, as `[String: Any]` was in Remotli,
+    /// Konex and JustAPIs: query items for GET, HEAD and DELETE, the body otherwise (see ``JSONObject``).
+    ///
+    /// ```swift
+    /// api.request("/login", method: .post, parameters: ["username": name, "password": password])
+    ///     .decoded(toType: Session.self)
+    /// api.request("/todos", parameters: ["page": 2], headers: ["Accept-Language": "fr"])
+    ///     .decoded(toType: JSONValue.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - path: The endpoint; relative to the client's ``ServerConfiguration``.
+    ///   - method: The method; GET by default.
+    ///   - parameters: The values by key.
+    ///   - headers: Headers by name.
+    ///   - debugResponse: Logs the request and response.
+    /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
+    public func request(
+        _ path: String,
+        method: HTTPMethod = .get,
+        parameters: JSONObject,
+        headers: [String: String] = [:],
+        debugResponse: Bool = false
+    ) -> Future<Data> {
+        request(
+            path, method: method, parameters: parameters as JSONObject?, headers: HTTPHeader.list(headers),
+            debugResponse: debugResponse)
+    }
+
+    /// Calls an endpoint of the client's server with headers by name, as the libraries that took
+    /// `[String: String]` did.
+    ///
+    /// ```swift
+    /// api.request("/me", headers: ["Accept": "application/json"]).decoded(toType: User.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - path: The endpoint, with `{placeholders}` for `.path` parameters; relative to the client's
+    ///     ``ServerConfiguration``.
+    ///   - method: The method; GET by default.
+    ///   - parameters: Path values, query items and body.
+    ///   - headers: Headers by name.
+    ///   - debugResponse: Logs the request and response.
+    /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
+    public func request(
+        _ path: String,
+        method: HTTPMethod = .get,
+        parameters: (any ParametersRepresentable)? = nil,
+        headers: [String: String],
+        debugResponse: Bool = false
+    ) -> Future<Data> {
+        request(
+            path, method: method, parameters: parameters, headers: HTTPHeader.list(headers),
+            debugResponse: debugResponse)
+    }
 }

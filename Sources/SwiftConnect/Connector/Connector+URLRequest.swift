@@ -63,7 +63,15 @@ extension Connector {
         _ second: [HTTPHeader],
         traits: ConnectorTraits
     ) throws -> RequestBlueprint {
-        let parameterList = parameters?.parameterList ?? []
+        let parameterList: [Parameter]
+        if let object = parameters as? JSONObject {
+            // Placed by method and content type, as the libraries with `[String: Any]` parameters did.
+            let contentType = headers.last { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }?.value
+            parameterList = try object.parameters(
+                method: method.rawValue, contentType: contentType, encoder: jsonEncoder)
+        } else {
+            parameterList = parameters?.parameterList ?? []
+        }
         var parts = try RequestParts(parameterList)
         var baseURL = self.baseURL
         // A client applies a connector's port itself (it resolves the connector first); this is for

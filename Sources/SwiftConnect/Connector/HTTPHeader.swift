@@ -217,3 +217,24 @@ extension HTTPHeader: CustomReflectable {
         Mirror(self, children: ["name": name, "value": shownValue])
     }
 }
+
+extension HTTPHeader {
+    /// Headers from a dictionary, in the order of their names: the same dictionary always makes the same list.
+    static func list(_ headers: [String: String]) -> [HTTPHeader] {
+        headers.sorted { $0.key < $1.key }.map { HTTPHeader(name: $0.key, value: $0.value) }
+    }
+}
+
+extension Array where Element == HTTPHeader {
+    /// Headers from a dictionary, as the libraries that took `[String: String]` had them, in the order of their
+    /// names (a dictionary has none of its own).
+    ///
+    /// ```swift
+    /// override var headers: [HTTPHeader] { .init(["Accept": "application/json", "X-Client": "ios"]) }
+    /// ```
+    ///
+    /// - Parameter dictionary: Values by header name.
+    public init(_ dictionary: [String: String]) {
+        self = HTTPHeader.list(dictionary)
+    }
+}

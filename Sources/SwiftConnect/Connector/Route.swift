@@ -74,6 +74,112 @@ public struct Route: Connector, AuthorizedConnector {
     }
 }
 
+// MARK: - A full URL
+
+extension Route {
+    /// A route to a full URL, for one-off calls outside the client's server (a link from a response, a
+    /// pre-signed upload URL): its query is kept and `.query` parameters follow it.
+    ///
+    /// ```swift
+    /// let next = Route(url: URL(string: "https://api.example.com/todos?page=2")!)
+    /// connect.request(next).decoded(toType: [Todo].self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - url: The URL, scheme and host included.
+    ///   - method: The method; GET by default.
+    ///   - parameters: Query items and body (the URL has no `{placeholders}` to fill).
+    ///   - headers: Headers.
+    ///   - authorizationToken: A credential to send.
+    ///   - timeout: The call's deadline in seconds (see ``Connector/timeout``); 60 by default.
+    ///   - options: Options for these requests.
+    public init(
+        url: URL,
+        method: HTTPMethod = .get,
+        parameters: (any ParametersRepresentable)? = nil,
+        headers: [HTTPHeader] = [],
+        authorizationToken: AuthorizationToken? = nil,
+        timeout: TimeInterval = 60,
+        options: RequestOptions = RequestOptions()
+    ) {
+        self.init(
+            "", baseURL: url, method: method, parameters: parameters, headers: headers,
+            authorizationToken: authorizationToken, timeout: timeout, options: options)
+    }
+}
+
+// MARK: - Dictionary parameters and headers
+
+extension Route {
+    /// Creates a route whose parameters are written by key, as `[String: Any]` was in Remotli, Konex and JustAPIs:
+    /// query items for GET, HEAD and DELETE, the body otherwise (see ``JSONObject``).
+    ///
+    /// ```swift
+    /// let login = Route("/login", method: .post, parameters: ["username": name, "password": password])
+    /// let search = Route("/search", parameters: ["q": query, "page": 2], headers: ["Accept-Language": "fr"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - endpoint: The path, such as `/todos/{id}`.
+    ///   - baseURL: The server; `nil` (the default) uses the sending client's ``ServerConfiguration``.
+    ///   - port: The port, replacing the server's; `nil` (the default) keeps it.
+    ///   - method: The method; GET by default.
+    ///   - parameters: The values by key.
+    ///   - headers: Headers by name, sent in the order of their names.
+    ///   - authorizationToken: A credential to send.
+    ///   - timeout: The call's deadline in seconds (see ``Connector/timeout``); 60 by default.
+    ///   - options: Options for these requests.
+    public init(
+        _ endpoint: String,
+        baseURL: URL? = nil,
+        port: Int? = nil,
+        method: HTTPMethod = .get,
+        parameters: JSONObject,
+        headers: [String: String] = [:],
+        authorizationToken: AuthorizationToken? = nil,
+        timeout: TimeInterval = 60,
+        options: RequestOptions = RequestOptions()
+    ) {
+        self.init(
+            endpoint, baseURL: baseURL, port: port, method: method, parameters: parameters as JSONObject?,
+            headers: HTTPHeader.list(headers), authorizationToken: authorizationToken, timeout: timeout,
+            options: options)
+    }
+
+    /// Creates a route with headers by name, as the libraries that took `[String: String]` did.
+    ///
+    /// ```swift
+    /// let me = Route("/me", headers: ["Accept": "application/json", "X-Client": "ios"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - endpoint: The path, such as `/todos/{id}`.
+    ///   - baseURL: The server; `nil` (the default) uses the sending client's ``ServerConfiguration``.
+    ///   - port: The port, replacing the server's; `nil` (the default) keeps it.
+    ///   - method: The method; GET by default.
+    ///   - parameters: Path values, query items and body.
+    ///   - headers: Headers by name, sent in the order of their names.
+    ///   - authorizationToken: A credential to send.
+    ///   - timeout: The call's deadline in seconds (see ``Connector/timeout``); 60 by default.
+    ///   - options: Options for these requests.
+    public init(
+        _ endpoint: String,
+        baseURL: URL? = nil,
+        port: Int? = nil,
+        method: HTTPMethod = .get,
+        parameters: (any ParametersRepresentable)? = nil,
+        headers: [String: String],
+        authorizationToken: AuthorizationToken? = nil,
+        timeout: TimeInterval = 60,
+        options: RequestOptions = RequestOptions()
+    ) {
+        self.init(
+            endpoint, baseURL: baseURL, port: port, method: method, parameters: parameters,
+            headers: HTTPHeader.list(headers), authorizationToken: authorizationToken, timeout: timeout,
+            options: options)
+    }
+}
+
 extension Route {
     /// `url` with its port replaced by `port`; a URL without a host is returned as it is (joining it fails).
     ///

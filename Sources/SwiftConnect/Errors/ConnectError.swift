@@ -119,6 +119,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// A GET or HEAD request has a non-empty body: URLSession fails a GET with one ("resource exceeds maximum
         /// size") and sends a HEAD without it. Send the values as `.query` parameters, or use another method.
         case bodyNotAllowed(method: String)
+        /// A ``JSONObject`` parameter cannot be sent as given: its key is written twice, its value could not be
+        /// encoded, or it holds an object or nested array, which a query or form cannot carry (`reason` says
+        /// which). Nothing is dropped or flattened by guesswork.
+        case invalidParameter(key: String, reason: String)
 
         /// A sentence saying what is wrong.
         public var description: String {
@@ -150,6 +154,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .bodyNotAllowed(let method):
                 return "a \(method) request cannot carry a body (URLSession refuses or drops it): "
                     + "send the values as .query parameters, or use another method such as POST"
+            case .invalidParameter(let key, let reason):
+                return "the parameter '\(key)' cannot be sent: \(reason)"
             }
         }
     }

@@ -1,0 +1,220 @@
+import Foundation
+
+/// Parameters by key, written as a dictionary literal: the `parameters: [String: Any]` of Remotli, Konex and
+/// JustAPIs, as a `Sendable` value that keeps the order it was written in.
+///
+/// Values may be literals, variables and any `Encodable & Sendable` value (models, dates, arrays, dictionaries):
+///
+/// ```swift
+/// let name = "ada"
+/// api.request("/login", method: .post, parameters: ["username": name, "remember": true, "attempt": 2])
+/// // POST /login, body {"username":"ada","remember":true,"attempt":2}
+///
+/// api.request("/todos", parameters: ["page": 2, "tags": ["home", "work"], "filter": nil])
+/// // GET /todos?page=2&tags=home&tags=work
+/// ```
+///
+/// **Where the values go** is decided by the request's method and `Content-Type`, as those libraries did:
+/// - **GET, HEAD and DELETE**: query items, in the order written, after any query of the endpoint.
+/// - **Any other method**: the body, as a JSON object with the keys as written, in that order, each value encoded
+///   with the connector's `jsonEncoder` (so its date and key strategies apply inside values); or as
+///   `application/x-www-form-urlencoded` fields when the connector's headers say that `Content-Type`.
+///
+/// **In a query or a form**, a value is written as text: a string as it is, a number as Swift prints it (`2`,
+/// `2.5`), a Boolean as `true` or `false`, any other `Encodable` value as the connector's `jsonEncoder` encodes
+/// it (a `Date`, by its date strategy). An array of such values repeats its key (`tags=home&tags=work`; name the
+/// key `tags[]` if the server wants brackets). `nil` (or JSON `null`) leaves the key out, as Alamofire's
+/// form encoder does; in a JSON body it is sent as `null`. A value a query cannot carry (an object, or an array
+/// holding arrays or objects) is never dropped or flattened by guesswork: the request fails with
+/// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing sent. So does a key written twice.
+///
+/// A dictionary literal nested in a value must say its type when its values mix types
+/// (`["user": ["name": name, "age": 3] as JSONObject]`); one whose values share a type needs nothing
+/// (`["ids": [1, 2, 3]]`).
+///
+/// To send it as a JSON body whatever the method, wrap it: `Parameter.jsonObject(value: object)`.
+public struct JSONObject: Sendable, ParametersRepresentable {
+    /// A value as given: `nil` for JSON `null`.
+    public typealias Value = (any Encodable & Sendable)?
+
+    /// The members, in the order written.
+    public private(set) var members: [(key: String, value: Value)]
+    /// The first key written twice, which makes the request fail (a literal cannot throw).
+    private var repeatedKey: String?
+
+    /// An object with these members, in order. A key given twice makes the request fail with
+    /// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``.
+    public init(_ members: [(key: String, value: Value)]) {
+        self.members = []
+        self.members.reserveCapacity(members.count)
+        for (key, value) in members {
+            if repeatedKey == nil, self.members.contains(where: { $0.key == key }) { repeatedKey = key }
+            self.members.append((key, value))
+        }
+    }
+
+    /// An object with the members of `dictionary`, sorted by key (a dictionary has no order of its own).
+    public init(_ dictionary: [String: Value]) {
+        self.init(dictionary.sorted { $0.key < $1.key }.map { (key: $0.key, value: $0.value) })
+    }
+
+    /// The keys, in the order written.
+    public var keys: [String] { members.map(\.key) }
+
+    /// The value of `key`: `nil` when absent or `null`. Setting replaces the value in place, or appends the key.
+    public subscript(key: String) -> Value {
+        get { members.first { $0.key == key }?.value ?? nil }
+        set {
+            if let index = members.firstIndex(where: { $0.key == key }) {
+                members[index].value = newValue
+            } else {
+                members.append((key, newValue))
+            }
+        }
+    }
+
+    /// As a JSON body. A client places the object by method instead (see above); this is what other uses of
+    /// parameters, such as a multipart upload's fields, read.
+    public var parameterList: [Parameter] { [.jsonObject(value: self)] }
+
+    /// The object as a ``JSONValue``, each member encoded with `encoder`.
+    ///
+    /// - Throws: The encoder's error for a value it cannot encode (a `Double.nan`, a model that throws).
+    public func jsonValue(encoder: JSONEncoder = JSONEncoder()) throws -> JSONValue {
+        try JSONDecoder().decode(JSONValue.self, from: encoder.encode(self))
+    }
+}
+
+extension JSONObject: ExpressibleByDictionaryLiteral {
+    /// An object written as a literal, in the order written.
+    public init(dictionaryLiteral elements: (String, Value)...) {
+        self.init(elements.map { (key: $0.0, value: $0.1) })
+    }
+}
+
+extension JSONObject: Encodable {
+    /// Encodes the members (a `nil` value as `null`). `JSONEncoder` writes keys in an order of its own; as a
+    /// request's parameters, the object is written in the order given.
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: JSONKey.self)
+        for (key, value) in members {
+            if let value {
+                try container.encode(value, forKey: JSONKey(key))
+            } else {
+                try container.encodeNil(forKey: JSONKey(key))
+            }
+        }
+    }
+}
+
+// MARK: - Placement
+
+extension JSONObject {
+    /// Whether `method`'s parameters go in the query: GET, HEAD and DELETE.
+    static func placesInQuery(method: String) -> Bool {
+        method == "GET" || method == "HEAD" || method == "DELETE"
+    }
+
+    /// The parameters the object makes for a request with `method` whose `Content-Type` header is `contentType`:
+    /// query items, form fields or one JSON body.
+    ///
+    /// - Throws: ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)`` for a key written twice, a
+    ///   value a query or form cannot carry, or one the encoder cannot encode.
+    func parameters(method: String, contentType: String?, encoder: JSONEncoder) throws -> [Parameter] {
+        if let repeatedKey {
+            throw ConnectError.invalidRequest(
+                .invalidParameter(key: repeatedKey, reason: "the key is given more than once"))
+        }
+        let inQuery = Self.placesInQuery(method: method)
+        let isForm =
+            !inQuery && contentType.map(ConnectResponse.mediaType(of:)) == "application/x-www-form-urlencoded"
+        guard inQuery || isForm else {
+            return [.body(try jsonBody(encoder: encoder), contentType: "application/json")]
+        }
+        var parameters: [Parameter] = []
+        parameters.reserveCapacity(members.count)
+        for (key, value) in members {
+            for text in try Self.texts(of: value, key: key, encoder: encoder, where: inQuery ? "query" : "form") {
+                parameters.append(inQuery ? .query(key: key, value: text) : .form(key: key, value: text))
+            }
+        }
+        return parameters
+    }
+
+    /// The object as a JSON body: its keys as written and in that order (sorted if `encoder` sorts keys), each value
+    /// as `encoder` encodes it, so its date and data strategies apply. (`JSONEncoder` keeps no order of its own.)
+    func jsonBody(encoder: JSONEncoder) throws -> Data {
+        let sorts = encoder.outputFormatting.contains(.sortedKeys)
+        let ordered = sorts ? members.sorted { $0.key < $1.key } : members
+        var body = Data("{".utf8)
+        let keyEncoder = JSONEncoder()
+        for (index, (key, value)) in ordered.enumerated() {
+            if index > 0 { body.append(UInt8(ascii: ",")) }
+            do {
+                body.append(try keyEncoder.encode(key))
+                body.append(UInt8(ascii: ":"))
+                body.append(try value.map { try encoder.encode($0) } ?? Data("null".utf8))
+            } catch {
+                var failure = ConnectError.invalidRequest(
+                    .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
+                failure.underlyingError = error
+                throw failure
+            }
+        }
+        body.append(UInt8(ascii: "}"))
+        return body
+    }
+
+    /// The texts `value` is sent as in a query or form: one, several for an array, none for `nil`.
+    private static func texts(of value: Value, key: String, encoder: JSONEncoder, where place: String) throws
+        -> [String]
+    {
+        switch value {
+        case nil: return []
+        case let text as String: return [text]
+        case let flag as Bool: return [flag ? "true" : "false"]
+        case let number as Int: return [String(number)]
+        case let json as JSONValue: return try texts(of: json, key: key, place: place)
+        case let value?:
+            let json: JSONValue
+            do {
+                json = try JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))
+            } catch {
+                var failure = ConnectError.invalidRequest(
+                    .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
+                failure.underlyingError = error
+                throw failure
+            }
+            return try texts(of: json, key: key, place: place)
+        }
+    }
+
+    private static func texts(of value: JSONValue, key: String, place: String) throws -> [String] {
+        if case .array(let elements) = value {
+            return try elements.compactMap { element in
+                if case .array = element { throw unsendable(key: key, place: place) }
+                return try text(of: element, key: key, place: place)
+            }
+        }
+        return try text(of: value, key: key, place: place).map { [$0] } ?? []
+    }
+
+    private static func text(of value: JSONValue, key: String, place: String) throws -> String? {
+        switch value {
+        case .null: return nil
+        case .bool(let flag): return flag ? "true" : "false"
+        case .int(let number): return String(number)
+        case .double(let number): return String(number)
+        case .string(let text): return text
+        case .array, .object: throw unsendable(key: key, place: place)
+        }
+    }
+
+    private static func unsendable(key: String, place: String) -> ConnectError {
+        ConnectError.invalidRequest(
+            .invalidParameter(
+                key: key,
+                reason: "its value holds an object or nested array, which a \(place) cannot carry: send it in a "
+                    + "JSON body (POST, PUT, PATCH) or flatten it into keys of your own"))
+    }
+}

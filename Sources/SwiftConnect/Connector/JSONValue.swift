@@ -1,0 +1,208 @@
+import Foundation
+
+/// Any JSON value, as a `Sendable` Swift value: what Remotli, Konex and JustAPIs handed out as `[String: Any]`
+/// or `Any`, for code that does not want a model type.
+///
+/// Decode a response into it when no model fits, and read it by key and index:
+///
+/// ```swift
+/// connect.request(Route("/config")).decoded(toType: JSONValue.self).observe { result in
+///     let config = try? result.get()
+///     let title = config?["app"]?["title"]?.stringValue        // "Demo"
+///     let first = config?["servers"]?[0]?["port"]?.intValue     // 8080
+/// }
+/// ```
+///
+/// It is written with literals too (`let value: JSONValue = ["a": [1, 2.5, "x", nil]]`). To send values by
+/// key, as those libraries' `parameters:` did, use ``JSONObject``, which also takes variables and `Encodable`
+/// values.
+///
+/// Numbers without a fraction or exponent that fit an `Int` decode as ``int(_:)``, others as ``double(_:)``;
+/// ``intValue`` and ``doubleValue`` read either.
+public enum JSONValue: Sendable, Hashable {
+    /// `null`.
+    case null
+    /// `true` or `false`.
+    case bool(Bool)
+    /// A number without a fraction that fits an `Int`.
+    case int(Int)
+    /// Any other number.
+    case double(Double)
+    /// A string.
+    case string(String)
+    /// An array.
+    case array([JSONValue])
+    /// An object. (``description`` writes its keys sorted; `JSONEncoder` writes them in an order of its own unless
+    /// told `.sortedKeys`.)
+    case object([String: JSONValue])
+
+    // MARK: Reading
+
+    /// The member named `key` of an object; `nil` for a missing key or a value that is not an object.
+    public subscript(key: String) -> JSONValue? {
+        guard case .object(let members) = self else { return nil }
+        return members[key]
+    }
+
+    /// The element at `index` of an array; `nil` out of bounds or for a value that is not an array.
+    public subscript(index: Int) -> JSONValue? {
+        guard case .array(let elements) = self, elements.indices.contains(index) else { return nil }
+        return elements[index]
+    }
+
+    /// The string, if this is one.
+    public var stringValue: String? {
+        guard case .string(let value) = self else { return nil }
+        return value
+    }
+
+    /// The number as an `Int`, if this is an integer (or a `double` with no fraction that fits).
+    public var intValue: Int? {
+        switch self {
+        case .int(let value): return value
+        case .double(let value): return Int(exactly: value)
+        default: return nil
+        }
+    }
+
+    /// The number as a `Double`, if this is a number.
+    public var doubleValue: Double? {
+        switch self {
+        case .int(let value): return Double(value)
+        case .double(let value): return value
+        default: return nil
+        }
+    }
+
+    /// The Boolean, if this is one.
+    public var boolValue: Bool? {
+        guard case .bool(let value) = self else { return nil }
+        return value
+    }
+
+    /// The elements, if this is an array.
+    public var arrayValue: [JSONValue]? {
+        guard case .array(let value) = self else { return nil }
+        return value
+    }
+
+    /// The members, if this is an object.
+    public var objectValue: [String: JSONValue]? {
+        guard case .object(let value) = self else { return nil }
+        return value
+    }
+
+    /// Whether this is `null`.
+    public var isNull: Bool { self == .null }
+
+    /// This value decoded into a model, for the part of an untyped answer that has one.
+    ///
+    /// ```swift
+    /// let user = try answer["user"]?.decoded(as: User.self)
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - decoder: The decoder; a plain `JSONDecoder` by default.
+    /// - Throws: The decoder's `DecodingError` when the value does not fit the model.
+    public func decoded<T: Decodable>(as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
+        try decoder.decode(T.self, from: JSONEncoder().encode(self))
+    }
+}
+
+// MARK: - Coding
+
+extension JSONValue: Codable {
+    /// Decodes any JSON value.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if container.decodeNil() {
+            self = .null
+        } else if let value = try? container.decode(Bool.self) {
+            self = .bool(value)
+        } else if let value = try? container.decode(Int.self) {
+            self = .int(value)
+        } else if let value = try? container.decode(Double.self) {
+            self = .double(value)
+        } else if let value = try? container.decode(String.self) {
+            self = .string(value)
+        } else if let value = try? container.decode([JSONValue].self) {
+            self = .array(value)
+        } else {
+            self = .object(try container.decode([String: JSONValue].self))
+        }
+    }
+
+    /// Encodes the value.
+    public func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .object(let members):
+            var container = encoder.container(keyedBy: JSONKey.self)
+            for key in members.keys {
+                try container.encode(members[key], forKey: JSONKey(key))
+            }
+        default:
+            var container = encoder.singleValueContainer()
+            switch self {
+            case .null: try container.encodeNil()
+            case .bool(let value): try container.encode(value)
+            case .int(let value): try container.encode(value)
+            case .double(let value): try container.encode(value)
+            case .string(let value): try container.encode(value)
+            case .array(let value): try container.encode(value)
+            case .object: break  // handled above
+            }
+        }
+    }
+}
+
+/// A coding key made from any string: the keys of a JSON object.
+struct JSONKey: CodingKey {
+    let stringValue: String
+    var intValue: Int? { nil }
+
+    init(_ string: String) {
+        stringValue = string
+    }
+
+    init?(stringValue: String) {
+        self.stringValue = stringValue
+    }
+
+    init?(intValue: Int) {
+        return nil
+    }
+}
+
+// MARK: - Literals
+
+extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, ExpressibleByIntegerLiteral,
+    ExpressibleByFloatLiteral, ExpressibleByStringLiteral, ExpressibleByArrayLiteral, ExpressibleByDictionaryLiteral
+{
+    /// `null`.
+    public init(nilLiteral: ()) { self = .null }
+    /// A Boolean.
+    public init(booleanLiteral value: Bool) { self = .bool(value) }
+    /// An integer.
+    public init(integerLiteral value: Int) { self = .int(value) }
+    /// A number with a fraction.
+    public init(floatLiteral value: Double) { self = .double(value) }
+    /// A string.
+    public init(stringLiteral value: String) { self = .string(value) }
+    /// An array.
+    public init(arrayLiteral elements: JSONValue...) { self = .array(elements) }
+    /// An object; a key given twice keeps its last value.
+    public init(dictionaryLiteral elements: (String, JSONValue)...) {
+        self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
+    }
+}
+
+extension JSONValue: CustomStringConvertible {
+    /// The value as compact JSON, keys sorted.
+    public var description: String {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        guard let data = try? encoder.encode(self) else { return "<not encodable as JSON>" }
+        return String(decoding: data, as: UTF8.self)
+    }
+}

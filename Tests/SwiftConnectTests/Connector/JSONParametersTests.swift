@@ -1,0 +1,206 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `[String: Any]`-style parameters (``JSONObject``) and untyped answers (``JSONValue``), as migrating apps write
+/// them.
+final class JSONParametersTests: XCTestCase {
+    private struct User: Codable, Sendable, Equatable {
+        var name: String
+        var age: Int
+    }
+
+    private func sent(
+        _ route: Route, file: StaticString = #filePath, line: UInt = #line
+    ) throws -> URLRequest {
+        let transport = FakeTransport.answering(.status(204))
+        let api = Connect(host: "api.test", transport: transport)
+        _ = value(of: api.request(route), file: file, line: line)
+        return try XCTUnwrap(transport.requests.first, file: file, line: line)
+    }
+
+    private func refusal(_ route: Route) -> ConnectError? {
+        let transport = FakeTransport.answering(.status(204))
+        let error = connectError(of: Connect(host: "api.test", transport: transport).request(route))
+        XCTAssertTrue(transport.requests.isEmpty, "nothing is sent")
+        return error
+    }
+
+    // MARK: Literals
+
+    /// Variables, optionals, literals, arrays and models in one literal, where the seed passed `[String: Any]`; the
+    /// result crosses into a `@Sendable` closure (the compiler checks it).
+    func testALiteralWithVariablesAndModelsIsASendableValue() async throws {
+        let name = "ada"
+        let count = 2
+        let nickname: String? = nil
+        let user = User(name: "bob", age: 7)
+        let parameters: JSONObject = [
+            "username": name, "count": count, "nickname": nickname, "ratio": 2.5, "admin": false,
+            "tags": ["a", "b"], "user": user, "meta": ["source": "ios", "build": 42] as JSONObject,
+        ]
+        let keys = await Task { @Sendable in parameters.keys }.value
+        XCTAssertEqual(keys, ["username", "count", "nickname", "ratio", "admin", "tags", "user", "meta"])
+        XCTAssertEqual(
+            try parameters.jsonValue(),
+            [
+                "username": "ada", "count": 2, "nickname": nil, "ratio": 2.5, "admin": false, "tags": ["a", "b"],
+                "user": ["name": "bob", "age": 7], "meta": ["source": "ios", "build": 42],
+            ])
+    }
+
+    // MARK: Placement by method
+
+    func testGETHEADAndDELETEPutTheValuesInTheQueryInOrder() throws {
+        let query = "ids=1&ids=2&q=caf%C3%A9%20%26%20co&on=true&ratio=0.5"
+        for method in [HTTPMethod.get, .head, .delete] {
+            let request = try sent(
+                Route(
+                    "/search?v=1", method: method,
+                    parameters: ["ids": [1, 2], "q": "café & co", "none": nil, "on": true, "ratio": 0.5]))
+            XCTAssertEqual(request.url?.absoluteString, "https://api.test/search?v=1&" + query, "\(method)")
+            XCTAssertNil(request.httpBody, "\(method)")
+        }
+    }
+
+    func testOtherMethodsSendAJSONBodyInTheOrderWritten() throws {
+        let name = "ada"
+        for method in [HTTPMethod.post, .put, .patch] {
+            let request = try sent(
+                Route("/login", method: method, parameters: ["username": name, "remember": true, "code": nil]))
+            XCTAssertEqual(request.url?.absoluteString, "https://api.test/login")
+            XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/json")
+            XCTAssertEqual(
+                request.httpBody.map { String(decoding: $0, as: UTF8.self) },
+                #"{"username":"ada","remember":true,"code":null}"#, "\(method)")
+        }
+    }
+
+    /// The route's mime type decides between JSON and a form, as Remotli's `mimeType` did.
+    func testAFormContentTypeSendsFormFields() throws {
+        let request = try sent(
+            Route(
+                "/token", method: .post, parameters: ["grant_type": "password", "scope": ["a b", "c"], "n": 3],
+                headers: ["Content-Type": "application/x-www-form-urlencoded; charset=utf-8"]))
+        XCTAssertEqual(
+            request.httpBody.map { String(decoding: $0, as: UTF8.self) }, "grant_type=password&scope=a+b&scope=c&n=3")
+        XCTAssertEqual(
+            request.value(forHTTPHeaderField: "Content-Type"), "application/x-www-form-urlencoded; charset=utf-8")
+    }
+
+    /// A model or a date in the query is written as the connector's encoder writes it.
+    func testEncodableValuesInTheQueryUseTheConnectorsEncoder() throws {
+        struct Dated: Connector {
+            var baseURL: URL { URL(string: "https://api.test")! }
+            var endpoint: String { "/events" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: (any ParametersRepresentable)? {
+                ["since": Date(timeIntervalSince1970: 0), "limit": UInt8(5)] as JSONObject
+            }
+            var jsonEncoder: JSONEncoder {
+                let encoder = JSONEncoder()
+                encoder.dateEncodingStrategy = .iso8601
+                return encoder
+            }
+        }
+        let request = try Dated().asURLRequest()
+        XCTAssertEqual(request.url?.absoluteString, "https://api.test/events?since=1970-01-01T00%3A00%3A00Z&limit=5")
+    }
+
+    // MARK: Refusals
+
+    func testValuesAQueryOrFormCannotCarryAreRefusedNotDropped() {
+        let user = User(name: "bob", age: 7)
+        let cases: [(Route, String)] = [
+            (Route("/a", parameters: ["user": user]), "user"),
+            (Route("/a", method: .delete, parameters: ["grid": [[1, 2], [3]]]), "grid"),
+            (
+                Route(
+                    "/a", method: .post, parameters: ["filter": ["a": 1] as JSONObject],
+                    headers: ["content-type": "application/x-www-form-urlencoded"]), "filter"
+            ),
+        ]
+        for (route, key) in cases {
+            let error = refusal(route)
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            guard case .invalidParameter(key, let reason)? = error?.invalidRequestReason else {
+                XCTFail("\(String(describing: error?.invalidRequestReason))")
+                continue
+            }
+            XCTAssertTrue(reason.contains("cannot carry"), reason)
+        }
+    }
+
+    func testAKeyWrittenTwiceIsRefused() {
+        let error = refusal(Route("/a", method: .post, parameters: JSONObject([("id", 1), ("id", 2)])))
+        XCTAssertEqual(
+            error?.invalidRequestReason, .invalidParameter(key: "id", reason: "the key is given more than once"))
+    }
+
+    func testAValueTheEncoderRefusesFailsTheRequest() {
+        let error = refusal(Route("/a", parameters: ["x": Double.nan]))
+        guard case .invalidParameter("x", let reason)? = error?.invalidRequestReason else {
+            return XCTFail("\(String(describing: error?.invalidRequestReason))")
+        }
+        XCTAssertTrue(reason.contains("could not be encoded"), reason)
+        XCTAssertEqual(refusal(Route("/a", method: .post, parameters: ["x": Double.nan]))?.kind, .invalidRequest)
+    }
+
+    // MARK: Quick calls and header dictionaries
+
+    func testQuickCallsTakeParametersAndHeadersByKey() throws {
+        let transport = FakeTransport.answering(.status(204))
+        let api = Connect(host: "api.test", transport: transport)
+        let password = "s3cret"
+        _ = value(of: api.request("/login", method: .post, parameters: ["user": "ada", "password": password]))
+        _ = value(of: api.request("/me", headers: ["X-Client": "ios", "Accept-Language": "fr"]))
+        _ = value(of: Connect(host: "api.test", transport: transport).request(Route("/x", headers: ["X-A": "1"])))
+        let requests = transport.requests
+        XCTAssertEqual(requests.count, 3)
+        XCTAssertEqual(
+            requests.first?.httpBody.map { String(decoding: $0, as: UTF8.self) },
+            #"{"user":"ada","password":"s3cret"}"#)
+        XCTAssertEqual(requests.dropFirst().first?.value(forHTTPHeaderField: "X-Client"), "ios")
+        XCTAssertEqual(requests.dropFirst().first?.value(forHTTPHeaderField: "Accept-Language"), "fr")
+        XCTAssertEqual(requests.last?.value(forHTTPHeaderField: "X-A"), "1")
+    }
+
+    /// Wrapped in `.jsonObject`, the object is a JSON body whatever the method would have chosen.
+    func testWrappedInJSONObjectItIsABodyForAnyMethod() throws {
+        let request = try sent(
+            Route("/a", method: .put, parameters: Parameter.jsonObject(value: ["k": 1] as JSONObject)))
+        XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"k":1}"#)
+    }
+
+    // MARK: Untyped answers
+
+    func testAnAnswerDecodesIntoJSONValueAndReadsByKeyAndIndex() throws {
+        let body = #"{"app":{"title":"Demo","ratio":1.5,"beta":true,"none":null},"servers":[{"port":8080}],"big":1e3}"#
+        let transport = FakeTransport.answering(.json(string: body))
+        let api = Connect(host: "api.test", transport: transport)
+        let answer = try XCTUnwrap(value(of: api.request("/config").decoded(toType: JSONValue.self)))
+        XCTAssertEqual(answer["app"]?["title"]?.stringValue, "Demo")
+        XCTAssertEqual(answer["app"]?["ratio"]?.doubleValue, 1.5)
+        XCTAssertEqual(answer["app"]?["beta"]?.boolValue, true)
+        XCTAssertEqual(answer["app"]?["none"]?.isNull, true)
+        XCTAssertEqual(answer["servers"]?[0]?["port"]?.intValue, 8080)
+        XCTAssertEqual(answer["big"]?.intValue, 1000)
+        XCTAssertNil(answer["servers"]?[1])
+        XCTAssertNil(answer["app"]?[0])
+        XCTAssertEqual(answer["app"]?["ratio"]?.intValue, nil, "1.5 is not an integer")
+    }
+
+    func testJSONValueRoundTripsAndDecodesIntoAModel() throws {
+        let value: JSONValue = ["b": [1, 2.5, "x", nil, true], "a": ["name": "bob", "age": 7]]
+        let data = try JSONEncoder().encode(value)
+        XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: data), value)
+        XCTAssertEqual(try value["a"]?.decoded(as: User.self), User(name: "bob", age: 7))
+        XCTAssertEqual(value.description, #"{"a":{"age":7,"name":"bob"},"b":[1,2.5,"x",null,true]}"#)
+    }
+}
