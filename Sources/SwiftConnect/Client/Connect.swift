@@ -171,6 +171,24 @@ public final class Connect: Sendable {
         self.init(transport: transport, configuration: ServerConfiguration(host: host))
     }
 
+    /// A client for the server at `baseURL`, whose path every endpoint goes under, as JustAPIs' gateways and
+    /// Remotli's hosts were made.
+    ///
+    /// ```swift
+    /// let gateway = Connect(baseURL: URL(string: "http://gateway.local:5000/v2")!)
+    /// gateway.request("/todos").decoded(toType: [Todo].self)  // GET http://gateway.local:5000/v2/todos
+    /// ```
+    ///
+    /// A URL that cannot name a server makes every request fail with ``ConnectError/Kind/invalidRequest`` saying
+    /// why (see ``ServerConfiguration/init(baseURL:defaultHeaders:)``).
+    ///
+    /// - Parameters:
+    ///   - baseURL: The server, with an optional path prefix.
+    ///   - transport: What sends requests.
+    public convenience init(baseURL: URL, transport: any Transport = ConnectSystem.defaultTransport) {
+        self.init(transport: transport, configuration: ServerConfiguration(baseURL: baseURL))
+    }
+
     /// Where this client logs.
     public var logger: any ConnectLogger { settings.logger ?? ConnectLogging.logger }
 

@@ -64,6 +64,47 @@ public struct ServerConfiguration: Sendable, Equatable {
         self.defaultQueryItems = defaultQueryItems
     }
 
+    /// Why the URL this configuration was made from cannot be a server's (``init(baseURL:defaultHeaders:)``).
+    private var urlProblem: String?
+
+    /// A configuration from a base URL, such as JustAPIs' and Remotli's clients took: its scheme, host, port and
+    /// path (the base path), and its query items as ``defaultQueryItems``.
+    ///
+    /// ```swift
+    /// let api = Connect(configuration: ServerConfiguration(baseURL: URL(string: "http://gateway.local:5000/v2")!))
+    /// // api.request("/todos") → GET http://gateway.local:5000/v2/todos
+    /// ```
+    ///
+    /// A URL that cannot name a server (a scheme other than http or https, no host, a `user:password@` part, a
+    /// fragment) makes every request of a client with this configuration fail with
+    /// ``ConnectError/Kind/invalidRequest`` saying why, nothing sent; ``baseURL`` is then `nil`.
+    ///
+    /// - Parameters:
+    ///   - baseURL: The server's URL, with the path every endpoint goes under.
+    ///   - defaultHeaders: Headers for every request.
+    public init(baseURL: URL, defaultHeaders: [HTTPHeader] = []) {
+        let components = URLComponents(url: baseURL, resolvingAgainstBaseURL: true)
+        let scheme = components?.scheme?.lowercased()
+        var host = components?.host ?? ""
+        if host.contains(":") { host = "[" + host + "]" }  // an IPv6 address, written as a URL writes it
+        self.init(
+            scheme: scheme == "http" ? .http : .https, host: host, port: components?.port,
+            basePath: components?.percentEncodedPath ?? "", defaultHeaders: defaultHeaders,
+            defaultQueryItems: components?.queryItems ?? [])
+        let shown = Redaction.urlText(baseURL.absoluteString)
+        if scheme != "http" && scheme != "https" {
+            urlProblem = "'\(shown)' is not an http or https URL"
+        } else if components?.user != nil || components?.password != nil {
+            urlProblem =
+                "the base URL holds a user name or password: give credentials as an AuthorizationToken or through "
+                + "an authentication middleware, not in a URL that every log would show"
+        } else if components?.fragment != nil {
+            urlProblem = "the base URL '\(shown)' has a fragment ('#…'), which no request sends"
+        } else if host.isEmpty {
+            urlProblem = "the base URL '\(shown)' has no host"
+        }
+    }
+
     /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one: an
     /// empty host or one with a scheme, port, path or spaces in it, a port outside 1...65535, or a base path with
     /// characters a URL path cannot hold (`basePath` is percent-encoded text: write a space as `%20`).
@@ -102,6 +143,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// What keeps the parts from making a URL, or `nil`. Checked before `URLComponents` sees them: it stops the
     /// process on a path with characters a URL cannot hold, or on a negative port.
     private var problem: String? {
+        if let urlProblem { return urlProblem }
         if host.isEmpty { return "the host is empty" }
         if host.contains("://") {
             return "the host '\(Redaction.urlText(host))' is a URL: give the host alone, and the scheme as `scheme:`"

@@ -10,7 +10,8 @@ import Foundation
 /// ``asURLRequest()`` turns the description into a `URLRequest` (substituting path values, encoding the query
 /// and the body, checking headers) and `Connect` sends it.
 ///
-/// Implement the five requirements; ``timeout``, ``cachePolicy`` and ``jsonEncoder`` have defaults.
+/// Implement ``baseURL`` and ``endpoint``; everything else has a default (GET, no headers, no parameters, 60 s). For
+/// requests modelled as a class hierarchy, subclass ``BasicConnector``.
 ///
 /// ```swift
 /// enum TodoConnector: Connector {
@@ -141,4 +142,18 @@ extension Connector {
 
     /// The port of the base URL (or of the client's server): `nil`.
     public var port: Int? { nil }
+
+    /// The default method: GET.
+    ///
+    /// A class that conforms to `Connector` and leaves this out gets GET for every subclass, whatever a subclass
+    /// declares: Swift calls a protocol's default, not a subclass's property, unless the conforming class declares
+    /// the property itself. Subclass ``BasicConnector``, which declares every requirement, rather than conforming
+    /// a base class of your own.
+    public var method: HTTPMethod { .get }
+
+    /// The default headers: none.
+    public var headers: [HTTPHeader] { [] }
+
+    /// The default parameters: none.
+    public var parameters: (any ParametersRepresentable)? { nil }
 }

@@ -1,0 +1,104 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What sends connectors: ``Connect`` conforms, so an app can depend on this protocol, inject the client, and
+/// give its tests a fake of its own instead of a client with a fake transport.
+///
+/// A conformer implements ``response(for:debugResponse:options:)``; the body and typed forms come with it.
+///
+/// ```swift
+/// final class TodoStore {
+///     let client: any ConnectClient
+///     init(client: any ConnectClient = Connect.default) { self.client = client }
+///
+///     func load(id: Int) -> Future<Todo> {
+///         client.request(TodoConnector.get(id: id)).decoded(toType: Todo.self)
+///     }
+/// }
+///
+/// // In a test:
+/// struct CannedClient: ConnectClient {
+///     func response(for connector: any Connector, debugResponse: Bool, options: RequestOptions)
+///         -> Future<ConnectResponse>
+///     {
+///         Future(result: Result { try .json(#"{"id":1,"title":"Test"}"#, for: connector.asURLRequest()) })
+///     }
+/// }
+/// let store = TodoStore(client: CannedClient())
+/// ```
+public protocol ConnectClient: Sendable {
+    /// Sends the request `connector` describes and returns a future of the whole response, error statuses
+    /// failing it as the client's error handler decides.
+    ///
+    /// - Parameters:
+    ///   - connector: The connector describing the endpoint.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the response.
+    func response(for connector: any Connector, debugResponse: Bool, options: RequestOptions) -> Future<ConnectResponse>
+
+    /// Sends the request `connector` describes and returns a future of its body, which knows its response (so
+    /// that ``Future/decoded(toType:decoder:)`` chooses the decoder by content type).
+    ///
+    /// - Parameters:
+    ///   - request: The connector describing the endpoint.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the body.
+    func request(_ request: any Connector, debugResponse: Bool, options: RequestOptions) -> Future<Data>
+}
+
+extension ConnectClient {
+    /// The body of ``response(for:debugResponse:options:)``, decoded later by its content type with the default
+    /// decoders.
+    public func request(_ request: any Connector, debugResponse: Bool, options: RequestOptions) -> Future<Data> {
+        ResponseBodySource.body(
+            of: response(for: request, debugResponse: debugResponse, options: options), decoders: .default)
+    }
+
+    /// Sends the request `request` describes and returns a future of its body.
+    ///
+    /// - Parameters:
+    ///   - request: The connector describing the endpoint.
+    ///   - debugResponse: Logs the request and response.
+    /// - Returns: A future of the body.
+    public func request(_ request: any Connector, debugResponse: Bool = false) -> Future<Data> {
+        self.request(request, debugResponse: debugResponse, options: RequestOptions())
+    }
+
+    /// Sends the request `connector` describes and returns a future of the whole response.
+    ///
+    /// - Parameter connector: The connector describing the endpoint.
+    /// - Returns: A future of the response.
+    public func response(for connector: any Connector) -> Future<ConnectResponse> {
+        response(for: connector, debugResponse: false, options: RequestOptions())
+    }
+}
+
+extension Connect: ConnectClient {}
+
+extension ConnectResponse {
+    /// A 200 response carrying `json` as an `application/json` body, answering `request`: for fakes of a
+    /// ``ConnectClient`` or a ``Transport``.
+    ///
+    /// - Parameters:
+    ///   - json: The body.
+    ///   - status: The status; 200 by default.
+    ///   - request: The request answered.
+    /// - Throws: ``ConnectError/Kind/invalidRequest`` when `request` has no URL, ``ConnectError/Kind/badResponse``
+    ///   when `status` is not in 100...999.
+    public static func json(_ json: String, status: Int = 200, for request: URLRequest) throws -> ConnectResponse {
+        guard request.url != nil else { throw ConnectError.invalidRequest(.invalidURL(""), request: request) }
+        guard
+            let response = ConnectResponse(
+                request: request, statusCode: status, headers: ["Content-Type": "application/json"],
+                data: Data(json.utf8))
+        else {
+            throw ConnectError(.badResponse, message: "\(status) is not an HTTP status", request: request)
+        }
+        return response
+    }
+}
