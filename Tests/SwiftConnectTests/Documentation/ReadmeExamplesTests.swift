@@ -216,6 +216,41 @@ final class ReadmeExamplesTests: XCTestCase {
         XCTAssertEqual(connect.requestsInFlight, 0)
     }
 
+    /// The README's "Parameters by key, short connectors, a client to inject".
+    func testParametersByKeyExample() throws {
+        let transport = FakeTransport(fallback: .status(204))
+        transport.stub(.get, "/config", with: .json(string: #"{"servers":[{"port":8080}]}"#))
+        let api = Connect(host: "api.test", transport: transport)
+
+        let name = "ada"
+        let signIn = Route("/sessions", method: .post, parameters: ["username": name, "remember": true])
+        let search = Route("/todos", parameters: ["userId": 1, "tags": ["home", "work"]], headers: ["X-App": "ios"])
+        let config = api.request("/config").decoded(toType: JSONValue.self)  // config["servers"]?[0]?["port"]
+
+        XCTAssertEqual(try config.wait(timeout: 5)["servers"]?[0]?["port"]?.intValue, 8080)
+        _ = try api.request(signIn).wait(timeout: 5)
+        _ = try api.request(search).wait(timeout: 5)
+        let sent = transport.requests
+        XCTAssertEqual(
+            sent[1].httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"username":"ada","remember":true}"#)
+        XCTAssertEqual(sent[2].url?.absoluteString, "https://api.test/todos?userId=1&tags=home&tags=work")
+        XCTAssertEqual(sent[2].value(forHTTPHeaderField: "X-App"), "ios")
+
+        class APIRequest: BasicConnector {
+            override var baseURL: URL { URL(string: "https://api.example.com/v1")! }
+        }
+
+        final class SignOut: APIRequest {
+            override var endpoint: String { "/sessions/current" }
+            override var method: HTTPMethod { .delete }
+        }
+
+        let gateway: any ConnectClient = Connect(baseURL: URL(string: "http://gateway.local:5000/v2")!)
+        XCTAssertEqual(try SignOut().asURLRequest().httpMethod, "DELETE")
+        XCTAssertEqual(try SignOut().asURLRequest().url?.absoluteString, "https://api.example.com/v1/sessions/current")
+        XCTAssertTrue(gateway is Connect)
+    }
+
     func testEveryReadmeSwiftBlockIsCompiledCode() throws {
         let root = URL(fileURLWithPath: #filePath)
             .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
