@@ -53,8 +53,11 @@ public final class Connect: Sendable {
     var options: RequestOptions { settings.options }
     /// `settings.decoders`.
     @usableFromInline var decoders: ResponseDecoders { settings.decoders }
-    /// `settings.defaultHeaders`.
-    var defaultHeaders: [HTTPHeader] { settings.defaultHeaders }
+    /// The client's headers for every request: its options' (``Settings/options``), then
+    /// ``Settings/defaultHeaders``.
+    var defaultHeaders: [HTTPHeader] {
+        settings.options.headers.isEmpty ? settings.defaultHeaders : settings.options.headers + settings.defaultHeaders
+    }
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
     /// headers and query items for every request to it (not for an absolute connector naming another host).
     let configuration: ServerConfiguration?
@@ -358,7 +361,12 @@ extension Connect {
     /// ``ServerConfiguration/defaultQueryItems``, often an API key) go only to requests for that server: a
     /// relative connector, or an absolute one naming the server's scheme, host and port. The client's
     /// ``Settings/defaultHeaders`` go to every request.
-    func blueprint(for connector: any Connector, traits: ConnectorTraits) throws -> RequestBlueprint {
+    ///
+    /// - Parameter methodHeaders: The headers of the client's options for the connector's method, which rank
+    ///   below the connector's and above the server's and the client's.
+    func blueprint(
+        for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = []
+    ) throws -> RequestBlueprint {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
         var isForServer = true
@@ -375,7 +383,7 @@ extension Connect {
                 if !isForServer { serverHeaders = [] }
             }
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
-                .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+                .makeBlueprint(defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
         } else {
             let base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
@@ -385,9 +393,10 @@ extension Connect {
             }
             if port != nil {
                 blueprint = try ResolvedConnector(wrapped: connector, baseURL: base)
-                    .makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+                    .makeBlueprint(defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
             } else {
-                blueprint = try connector.makeBlueprint(defaultHeaders: serverHeaders, defaultHeaders, traits: traits)
+                blueprint = try connector.makeBlueprint(
+                    defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
             }
         }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
@@ -397,6 +406,20 @@ extension Connect {
         }
         return blueprint
     }
+
+    /// The call's deadline when options set one that wins over the connector's own ``Connector/timeout``: the
+    /// call's or the connector's options; else, for a connector that keeps the default timeout, the method's
+    /// options and then the client's. `nil` keeps the connector's.
+    private func deadline(of connector: any Connector, leveled: RequestOptions, method: RequestOptions?)
+        -> TimeInterval?
+    {
+        if let timeout = leveled.timeout { return timeout }
+        guard let fallback = method?.timeout ?? options.timeout else { return nil }
+        return connector.timeout == Self.defaultConnectorTimeout ? fallback : nil
+    }
+
+    /// ``Connector/timeout``'s default.
+    static let defaultConnectorTimeout: TimeInterval = 60
 
     /// Builds, adapts and sends one call. `adjust`, if any, may change the request and its transfer options
     /// (uploads and downloads do) before it enters the pipeline; throwing from it fails the call.
@@ -418,7 +441,10 @@ extension Connect {
         options callOptions: RequestOptions,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
-        let requestOptions = connector.options.merged(with: callOptions)
+        // The connector's and the call's options; then the client's for the method below them, if any.
+        let leveled = connector.options.merged(with: callOptions)
+        let methodOptions = settings.methodOptions.isEmpty ? nil : settings.methodOptions[connector.method]
+        let requestOptions = methodOptions.map { $0.merged(with: leveled) } ?? leveled
         let all = options.merged(with: requestOptions)
         var request: ConnectRequest
         var transfer = TransferOptions(
@@ -428,8 +454,17 @@ extension Connect {
         let traits = ConnectorTraits.of(type(of: connector))
         let blueprint: RequestBlueprint
         do {
-            blueprint = try self.blueprint(for: connector, traits: traits)
+            blueprint = try self.blueprint(
+                for: connector, traits: traits, methodHeaders: methodOptions?.headers ?? [])
             request = blueprint.makeConnectRequest()
+            // The connector's options and the call's replace headers of the same name, the connector's own too.
+            for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+            if let deadline = deadline(of: connector, leveled: leveled, method: methodOptions) {
+                guard deadline > 0 else {
+                    throw ConnectError.invalidRequest(.invalidTimeout(deadline), request: request.urlRequest)
+                }
+                request.timeoutInterval = deadline
+            }
             try adjust?(&request, &transfer)
         } catch {
             let error = redactsSecrets ? error : ConnectError.showingSecrets(error)

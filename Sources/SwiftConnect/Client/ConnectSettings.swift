@@ -38,6 +38,17 @@ extension Connect {
         /// requests show everything, for a debugging session; decoding errors made after the response keep
         /// hiding secrets. SECURITY.md lists what counts as a secret.
         public var redactsSecrets: Bool
+        /// Defaults for the requests of one method: headers, deadline, cache rule and any other option, between
+        /// the client's ``options`` and the connector's (see ``RequestOptions`` for the order), as JustAPIs'
+        /// `DefaultRequestPropertySet` had them. Empty by default.
+        ///
+        /// ```swift
+        /// let settings = Connect.Settings(methodOptions: [
+        ///     .get: RequestOptions(cache: CacheRule(timeToLive: 60), timeout: 10),
+        ///     .post: RequestOptions(headers: [HTTPHeader(name: "X-Write", value: "1")], timeout: 30),
+        /// ])
+        /// ```
+        public var methodOptions: [HTTPMethod: RequestOptions]
 
         /// Creates settings; every parameter has the default its property describes.
         ///
@@ -49,6 +60,7 @@ extension Connect {
         ///   - maxResponseBytes: The response size limit for every request.
         ///   - logger: Where debug output goes.
         ///   - redactsSecrets: Whether debug output, cURL commands and errors hide secrets.
+        ///   - methodOptions: Defaults for the requests of each method.
         public init(
             coalescesIdenticalRequests: Bool = false,
             options: RequestOptions = RequestOptions(),
@@ -56,7 +68,8 @@ extension Connect {
             defaultHeaders: [HTTPHeader] = [.accept("application/json")],
             maxResponseBytes: Int? = nil,
             logger: (any ConnectLogger)? = nil,
-            redactsSecrets: Bool = true
+            redactsSecrets: Bool = true,
+            methodOptions: [HTTPMethod: RequestOptions] = [:]
         ) {
             self.coalescesIdenticalRequests = coalescesIdenticalRequests
             self.options = options
@@ -65,6 +78,7 @@ extension Connect {
             self.maxResponseBytes = maxResponseBytes
             self.logger = logger
             self.redactsSecrets = redactsSecrets
+            self.methodOptions = methodOptions
         }
     }
 }

@@ -8,8 +8,11 @@ import Foundation
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
-/// - **isRetrySafe**, **cache**, **maxResponseBytes**, **progress** and **connectivity**: the most specific level
-///   that sets them wins (call, then connector, then client).
+/// - **isRetrySafe**, **cache**, **timeout**, **maxResponseBytes**, **progress** and **connectivity**: the most
+///   specific level that sets them wins (call, then connector, then the client's defaults for the request's
+///   method, ``Connect/Settings/methodOptions``, then client).
+/// - **headers**: by name, the most specific level wins, in the same order; a connector's own ``Connector/headers``
+///   rank with the connector's options.
 /// - **values of your own stages**, under a ``RequestOptionKey``: the most specific level wins, unless the key
 ///   combines them (``RequestOptionKey/combine(_:_:)``). The built-in stages carry theirs the same way: `cache`,
 ///   `connectivity` and `isRetrySafe` are keys of the stages that read them.
@@ -104,6 +107,30 @@ public struct RequestOptions: Sendable {
         get { storage.values.keyed[ObjectIdentifier(key)]?.value as? Key.Value }
         set { update { $0.keyed[ObjectIdentifier(key)] = newValue.map { KeyedValue($0, key: key) } } }
     }
+    /// Headers for these requests. A header of a more specific level replaces one of the same name (ignoring case)
+    /// from a level above: the call's replace the connector's (its ``Connector/headers`` included), which replace the
+    /// method's, which replace the client's (``Connect/Settings/defaultHeaders`` and the server's).
+    ///
+    /// ```swift
+    /// connect.request(TodoConnector.list, options: RequestOptions(headers: [.acceptLanguage("fr")]))
+    /// ```
+    ///
+    /// A value with CR, LF or NUL fails the call with ``ConnectError/Kind/invalidRequest``, nothing sent.
+    public var headers: [HTTPHeader] {
+        get { storage.values.headers }
+        set { update { $0.headers = newValue } }
+    }
+    /// The call's deadline in seconds (see ``Connector/timeout``), attempts and waits included; `nil` leaves it to
+    /// the level above.
+    ///
+    /// The call's and the connector's options win over the connector's own ``Connector/timeout``. A connector that
+    /// keeps the default timeout (60 s) takes the deadline of its method's options and then the client's; one that
+    /// returns any other value wins over them. Zero, a negative value or NaN fails the call with
+    /// ``ConnectError/InvalidRequestReason/invalidTimeout(_:)``.
+    public var timeout: TimeInterval? {
+        get { storage.values.timeout }
+        set { update { $0.timeout = newValue } }
+    }
     /// Receives upload and download progress, in order; the last report comes before the future completes. A
     /// retried request sends its body again, so each attempt reports from zero.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
@@ -119,12 +146,14 @@ public struct RequestOptions: Sendable {
         var processors: [any ResponseProcessor]
         var maxResponseBytes: Int?
         var progress: (@Sendable (TransferProgress) -> Void)?
+        var headers: [HTTPHeader] = []
+        var timeout: TimeInterval?
         /// The values of stages, built-in or a user's, by key.
         var keyed: [ObjectIdentifier: KeyedValue] = [:]
 
         var isEmpty: Bool {
             middlewares.isEmpty && plugins.isEmpty && validators.isEmpty && processors.isEmpty
-                && maxResponseBytes == nil && progress == nil && keyed.isEmpty
+                && maxResponseBytes == nil && progress == nil && headers.isEmpty && timeout == nil && keyed.isEmpty
         }
     }
 
@@ -191,6 +220,8 @@ public struct RequestOptions: Sendable {
     ///     to the ``ConnectivityMiddleware``'s own policy.
     ///   - requiresAuthentication: `false` to send the requests unsigned by the client's authentication stages
     ///     (see ``requiresAuthentication``); `nil` leaves it to the level above.
+    ///   - headers: Headers, replacing those of the same name from the levels above.
+    ///   - timeout: The call's deadline in seconds; `nil` leaves it to the level above (see ``timeout``).
     public init(
         middlewares: [any Middleware] = [],
         plugins: [any ConnectPlugin] = [],
@@ -201,11 +232,13 @@ public struct RequestOptions: Sendable {
         maxResponseBytes: Int? = nil,
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         connectivity: ConnectivityPolicy? = nil,
-        requiresAuthentication: Bool? = nil
+        requiresAuthentication: Bool? = nil,
+        headers: [HTTPHeader] = [],
+        timeout: TimeInterval? = nil
     ) {
         var values = Values(
             middlewares: middlewares, plugins: plugins, validators: validators, processors: processors,
-            maxResponseBytes: maxResponseBytes, progress: progress)
+            maxResponseBytes: maxResponseBytes, progress: progress, headers: headers, timeout: timeout)
         Self.set(isRetrySafe, for: RetrySafety.self, in: &values)
         Self.set(cache, for: CacheRuleOption.self, in: &values)
         Self.set(connectivity, for: ConnectivityPolicyOption.self, in: &values)
@@ -254,6 +287,8 @@ public struct RequestOptions: Sendable {
                     processors: earlier.processors + later.processors,
                     maxResponseBytes: later.maxResponseBytes ?? earlier.maxResponseBytes,
                     progress: later.progress ?? earlier.progress,
+                    headers: earlier.headers + later.headers,
+                    timeout: later.timeout ?? earlier.timeout,
                     keyed: keyed)))
     }
 
