@@ -317,6 +317,39 @@ extension Connect {
         }
     }
 
+    /// Sends a connector that turns its response into its value itself, and returns a future of that value.
+    ///
+    /// ```swift
+    /// let user: Future<User> = connect.send(LegacyUser())
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - connector: The connector, with its decoding step.
+    ///   - debugResponse: Logs the request and response.
+    ///   - options: Options for this call only.
+    /// - Returns: A future of the value; a step that throws fails it with ``ConnectError/Kind/decoding``.
+    public func send<Endpoint: DecodingConnector>(
+        _ connector: Endpoint,
+        debugResponse: Bool = false,
+        options: RequestOptions = RequestOptions()
+    ) -> Future<Endpoint.Response> {
+        let decoders = self.decoders
+        return exchange(connector, debugResponse: debugResponse, options: options).finish { response in
+            do {
+                return try connector.decode(response, using: decoders)
+            } catch var error as ConnectError {
+                if error.response == nil { error = error.from(response) }
+                throw error
+            } catch {
+                let failure = ConnectError(
+                    .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",
+                    request: response.request, response: response.response, body: response.data,
+                    underlyingError: error)
+                throw failure
+            }
+        }
+    }
+
     /// Decodes a response's body; a failure says which request and response it came from.
     @inlinable
     static func decode<Decoded: Decodable>(

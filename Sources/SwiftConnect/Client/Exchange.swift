@@ -20,14 +20,16 @@ struct Exchange: Sendable {
     /// failure before sending); `nil` while it is pending. Read it once: the check logs with `debugResponse`.
     @usableFromInline
     var completedOutcome: Result<ConnectResponse, any Error>? {
-        guard let result = sent.result else { return nil }
+        guard let result = sent.result, check?.waits != true else { return nil }
         return check?.outcome(of: result) ?? result
     }
 
     /// The checked outcome as a future.
     func checked() -> Future<ConnectResponse> {
         guard let check else { return sent }
-        return sent.transformResult { check.outcome(of: $0) }
+        let checked = sent.transformResult { check.outcome(of: $0) }
+        guard check.waits else { return checked }
+        return checked.flatMap { response in Future { try await check.waitingProcessors(on: response) } }
     }
 
     /// The checked outcome transformed by `transform`, in one stage; for an exchange that
@@ -35,6 +37,7 @@ struct Exchange: Sendable {
     @usableFromInline
     func finish<Output>(_ transform: @escaping @Sendable (ConnectResponse) throws -> Output) -> Future<Output> {
         let check = self.check
+        if check?.waits == true { return checked().map(transform) }
         return sent.deriveResult { result in
             (check?.outcome(of: result) ?? result).flatMap { response in Result { try transform(response) } }
         }
@@ -90,7 +93,35 @@ struct ResponseCheck: Sendable {
         }
     }
 
-    /// Runs the validators, then the processors, in order.
+    /// Whether a processor waits (an ``AnyResponseProcessor`` made of an `async` closure): then the outcome is a
+    /// future of the processors from that one on.
+    var waits: Bool {
+        !processors.isEmpty && processors.contains { ($0 as? AnyResponseProcessor)?.waitingBody != nil }
+    }
+
+    /// Runs the processors from the first one that waits, in order, awaiting those that wait: the rest of what
+    /// ``outcome(of:)`` did, for a response it passed.
+    func waitingProcessors(on response: ConnectResponse) async throws -> ConnectResponse {
+        guard response.bodyStream == nil,
+            let first = processors.firstIndex(where: { ($0 as? AnyResponseProcessor)?.waitingBody != nil })
+        else { return response }
+        var current = response
+        for processor in processors[first...] {
+            do {
+                if let waiting = (processor as? AnyResponseProcessor)?.waitingBody {
+                    current = try await waiting(current)
+                } else {
+                    current = try processor.process(current)
+                }
+            } catch {
+                let failure = ConnectError.rejected(error, by: processor, response: current)
+                throw redactsSecrets ? failure : ConnectError.showingSecrets(failure)
+            }
+        }
+        return current
+    }
+
+    /// Runs the validators, then the processors, in order, up to the first that waits.
     static func check(
         _ response: ConnectResponse,
         validators: [any ResponseValidator],
@@ -105,6 +136,8 @@ struct ResponseCheck: Sendable {
         // A processor transforms a body in memory; a streamed one has not arrived yet.
         guard response.bodyStream == nil else { return .success(current) }
         for processor in processors {
+            // One that waits, and those after it, run in `waitingProcessors(on:)`.
+            if (processor as? AnyResponseProcessor)?.waitingBody != nil { break }
             do { current = try processor.process(current) } catch {
                 return .failure(ConnectError.rejected(error, by: processor, response: current))
             }

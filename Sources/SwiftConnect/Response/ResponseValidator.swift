@@ -76,18 +76,75 @@ public struct AnyResponseValidator: ResponseValidator {
 ///     return response
 /// }
 /// ```
+///
+/// A processor that has to wait (for a key to decrypt with, a value from another service) is made the same way
+/// with an `async` closure, or from an ``AsyncResponseProcessor``; the client awaits it, in its place in the list:
+///
+/// ```swift
+/// let decrypt = AnyResponseProcessor { response in
+///     var response = response
+///     response.data = try await keyStore.decrypt(response.data)
+///     return response
+/// }
+/// ```
 public struct AnyResponseProcessor: ResponseProcessor {
     private let body: @Sendable (ConnectResponse) throws -> ConnectResponse
+    /// The closure of a processor that waits; `nil` for one that does not.
+    let waitingBody: (@Sendable (ConnectResponse) async throws -> ConnectResponse)?
 
     /// Creates a processor.
     ///
     /// - Parameter body: Returns the transformed response, or throws.
     public init(_ body: @escaping @Sendable (ConnectResponse) throws -> ConnectResponse) {
         self.body = body
+        waitingBody = nil
     }
 
-    /// Runs the closure.
+    /// Creates a processor that waits: the client awaits `body` before the next processor and the decoding.
+    ///
+    /// - Parameter body: Returns the transformed response, or throws.
+    public init(_ body: @escaping @Sendable (ConnectResponse) async throws -> ConnectResponse) {
+        self.body = { _ in throw AsynchronousProcessorError() }
+        waitingBody = body
+    }
+
+    /// A processor that waits, from a type of yours.
+    ///
+    /// - Parameter processor: The processor.
+    public init(_ processor: some AsyncResponseProcessor) {
+        self.init { response in try await processor.process(response) }
+    }
+
+    /// Runs the closure. For a processor that waits, this throws: the client awaits it instead.
     public func process(_ response: ConnectResponse) throws -> ConnectResponse { try body(response) }
+}
+
+/// A transformation of a response that has to wait, such as decrypting with a key fetched on demand. Add it to
+/// ``RequestOptions/processors`` as `AnyResponseProcessor(myProcessor)`; the client awaits it in its place.
+///
+/// ```swift
+/// struct Decrypt: AsyncResponseProcessor {
+///     let keys: KeyStore
+///     func process(_ response: ConnectResponse) async throws -> ConnectResponse {
+///         var response = response
+///         response.data = try await keys.decrypt(response.data)
+///         return response
+///     }
+/// }
+/// let options = RequestOptions(processors: [AnyResponseProcessor(Decrypt(keys: keys))])
+/// ```
+public protocol AsyncResponseProcessor: Sendable {
+    /// Returns the response to continue with.
+    ///
+    /// - Parameter response: The response so far.
+    /// - Returns: The transformed response.
+    /// - Throws: Why the response cannot be processed; the call then fails with ``ConnectError/Kind/rejected``.
+    func process(_ response: ConnectResponse) async throws -> ConnectResponse
+}
+
+/// Thrown by the synchronous `process(_:)` of a processor that waits, which only the client may run.
+struct AsynchronousProcessorError: Error, CustomStringConvertible {
+    var description: String { "this processor waits: the client awaits it, its synchronous form does nothing" }
 }
 
 extension ConnectError {
