@@ -87,7 +87,7 @@ extension Connect {
             switch parameter {
             case .form(let key, let value): connectorFields.append((key, value))
             case .jsonObject: hasJSONObject = true
-            case .body: hasRawBody = true
+            case .body, .encoded: hasRawBody = true
             case .query, .path: break
             }
         }

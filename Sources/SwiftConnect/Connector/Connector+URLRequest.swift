@@ -125,6 +125,21 @@ extension Connector {
                 throw failure
             }
             fields.setIfAbsent(name: "Content-Type", value: "application/json")
+        case .encoded(let value, let encoder)?:
+            do {
+                body = try encoder.encode(value)
+            } catch {
+                var failure = ConnectError.invalidRequest(
+                    .bodyEncodingFailed(String(describing: error)), request: partialRequest(method: method))
+                failure.underlyingError = error
+                throw failure
+            }
+            let contentType = encoder.contentType
+            guard HTTPHeader.isValidValue(contentType) else {
+                throw ConnectError.invalidRequest(
+                    .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
+            }
+            if !contentType.isEmpty { fields.setIfAbsent(name: "Content-Type", value: contentType) }
         case .form(let bytes)?:
             body = Data(bytes)
             fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
@@ -190,6 +205,7 @@ struct RequestParts {
 
     enum Body {
         case json(any Encodable)
+        case encoded(any Encodable, any RequestBodyEncoder)
         /// The encoded `key=value&…` form, built as the fields arrive.
         case form([UInt8])
         case raw(Data, contentType: String)
@@ -235,6 +251,9 @@ struct RequestParts {
             case .body(let data, let contentType):
                 guard body == nil else { throw ConnectError.invalidRequest(.multipleBodies) }
                 body = .raw(data, contentType: contentType)
+            case .encoded(let value, let encoder):
+                guard body == nil else { throw ConnectError.invalidRequest(.multipleBodies) }
+                body = .encoded(value, encoder)
             }
         }
     }

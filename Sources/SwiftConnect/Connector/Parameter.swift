@@ -14,8 +14,8 @@ import Foundation
 /// }
 /// ```
 ///
-/// A request has at most one body: one `.jsonObject`, or one `.body`, or any number of `.form` fields (which
-/// together make one form body). Mixing them makes ``Connector/asURLRequest()`` throw.
+/// A request has at most one body: one `.jsonObject`, one `.encoded`, or one `.body`, or any number of `.form`
+/// fields (which together make one form body). Mixing them makes ``Connector/asURLRequest()`` throw.
 public enum Parameter: ParametersRepresentable {
     /// A query item, appended to the URL after any query the endpoint already has.
     ///
@@ -45,6 +45,46 @@ public enum Parameter: ParametersRepresentable {
     /// content type sends none.
     case body(Data, contentType: String)
 
+    /// A body encoded from `value` by `encoder`, in its format (XML, property lists…), sent with the encoder's
+    /// `Content-Type` unless the connector's headers set another: the seam every body format plugs into, as
+    /// ``ResponseBodyDecoder`` is for answers.
+    ///
+    /// ```swift
+    /// .encoded(value: settings, encoder: PropertyListEncoder())  // Content-Type: application/x-plist
+    /// ```
+    ///
+    /// A value the encoder refuses fails the request with
+    /// ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
+    case encoded(value: any Encodable, encoder: any RequestBodyEncoder)
+
     /// This parameter alone.
     public var parameterList: [Parameter] { [self] }
+}
+
+/// Encodes a request body from an `Encodable` value, for ``Parameter/encoded(value:encoder:)``: the seam for body
+/// formats other than JSON, as ``ResponseBodyDecoder`` is for answers. `PropertyListEncoder` is one; the XML
+/// integration package (`Integrations/XML`) adds XML.
+///
+/// ```swift
+/// struct CSVEncoder: RequestBodyEncoder {
+///     var contentType: String { "text/csv; charset=utf-8" }
+///     func encode<T: Encodable>(_ value: T) throws -> Data { … }
+/// }
+/// ```
+public protocol RequestBodyEncoder {
+    /// The `Content-Type` the body is sent with, such as `application/xml; charset=utf-8`.
+    var contentType: String { get }
+
+    /// Encodes `value` as a body.
+    ///
+    /// - Parameter value: The value.
+    /// - Returns: The body.
+    /// - Throws: Why the value cannot be encoded.
+    func encode<T: Encodable>(_ value: T) throws -> Data
+}
+
+/// Property lists, sent as `application/x-plist`.
+extension PropertyListEncoder: RequestBodyEncoder {
+    /// `application/x-plist`.
+    public var contentType: String { "application/x-plist" }
 }

@@ -1,0 +1,67 @@
+import Foundation
+import SwiftConnect
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The body-encoder seam (`Parameter.encoded(value:encoder:)`) that formats other than JSON plug into.
+final class EncodedBodyTests: XCTestCase {
+    private struct Settings: Codable, Equatable {
+        var theme: String
+        var volume: Int
+    }
+
+    private struct Refusing: RequestBodyEncoder {
+        struct Refused: Error {}
+        var contentType: String { "text/csv" }
+        func encode<T: Encodable>(_ value: T) throws -> Data { throw Refused() }
+    }
+
+    private struct Lying: RequestBodyEncoder {
+        var contentType: String { "text/csv\r\nX-Injected: 1" }
+        func encode<T: Encodable>(_ value: T) throws -> Data { Data("a,b".utf8) }
+    }
+
+    private func route(_ parameters: any ParametersRepresentable, headers: [HTTPHeader] = []) -> Route {
+        Route(url: URL(string: "https://api.test/settings")!, method: .put, parameters: parameters, headers: headers)
+    }
+
+    func testAnEncoderWritesTheBodyWithItsContentType() throws {
+        let settings = Settings(theme: "dark", volume: 7)
+        let request = try route(Parameter.encoded(value: settings, encoder: PropertyListEncoder())).asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/x-plist")
+        let body = try XCTUnwrap(request.httpBody)
+        XCTAssertEqual(try PropertyListDecoder().decode(Settings.self, from: body), settings)
+    }
+
+    func testTheConnectorsContentTypeWinsAndPathValuesStillApply() throws {
+        let request = try Route(
+            url: URL(string: "https://api.test")!, method: .put,
+            parameters: CompositeParameters(
+                .query(key: "v", value: "2"),
+                .encoded(value: Settings(theme: "x", volume: 1), encoder: PropertyListEncoder())),
+            headers: [.contentType("application/vnd.app+plist")]
+        ).asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/vnd.app+plist")
+        XCTAssertEqual(request.url?.query, "v=2")
+    }
+
+    func testARefusedValueOrABadContentTypeFailsTheBuild() {
+        XCTAssertThrowsError(try route(Parameter.encoded(value: 1, encoder: Refusing())).asURLRequest()) { error in
+            guard case .bodyEncodingFailed? = (error as? ConnectError)?.invalidRequestReason else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertTrue((error as? ConnectError)?.underlyingError is Refusing.Refused)
+        }
+        XCTAssertThrowsError(try route(Parameter.encoded(value: 1, encoder: Lying())).asURLRequest()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Content-Type"))
+        }
+        let twoBodies = CompositeParameters(
+            .jsonObject(value: 1), .encoded(value: 1, encoder: PropertyListEncoder()))
+        XCTAssertThrowsError(try route(twoBodies).asURLRequest()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .multipleBodies)
+        }
+    }
+}
