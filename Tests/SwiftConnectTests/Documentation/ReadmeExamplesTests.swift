@@ -258,12 +258,15 @@ final class ReadmeExamplesTests: XCTestCase {
         let readme = try String(contentsOf: root.appendingPathComponent("README.md"), encoding: .utf8)
         var sources = try compiledSources(in: root.appendingPathComponent("Playground"))
         sources += try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8)
-        // The engine examples are run by the tests of their packages (Transports/*/Tests).
-        let transports = root.appendingPathComponent("Transports")
-        for package in (try? FileManager.default.contentsOfDirectory(atPath: transports.path)) ?? [] {
-            let tests = transports.appendingPathComponent(package).appendingPathComponent("Tests")
-            for target in (try? FileManager.default.contentsOfDirectory(atPath: tests.path)) ?? [] {
-                sources += try compiledSources(in: tests.appendingPathComponent(target))
+        // The engine and integration examples are run by the tests of their packages (Transports/*/Tests,
+        // Integrations/*/Tests).
+        for folder in ["Transports", "Integrations"] {
+            let packages = root.appendingPathComponent(folder)
+            for package in (try? FileManager.default.contentsOfDirectory(atPath: packages.path)) ?? [] {
+                let tests = packages.appendingPathComponent(package).appendingPathComponent("Tests")
+                for target in (try? FileManager.default.contentsOfDirectory(atPath: tests.path)) ?? [] {
+                    sources += try compiledSources(in: tests.appendingPathComponent(target))
+                }
             }
         }
         let haystack = normalized(sources)

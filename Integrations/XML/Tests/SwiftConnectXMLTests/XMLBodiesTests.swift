@@ -1,0 +1,115 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import SwiftConnectXML
+import XCTest
+
+/// XML answers decoded by content type, and XML request bodies (issue 38, item 8).
+final class XMLBodiesTests: XCTestCase {
+    private struct Book: Codable, Equatable, Sendable {
+        var id: Int
+        var title: String
+        var tags: [String]
+
+        enum CodingKeys: String, CodingKey {
+            case id, title
+            case tags = "tag"
+        }
+    }
+
+    private struct Shelf: Codable, Equatable, Sendable {
+        var book: [Book]
+    }
+
+    private let shelfXML = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <shelf><book><id>1</id><title>Dune &amp; more</title><tag>sf</tag><tag>classic</tag></book>\
+        <book><id>2</id><title>Emma</title></book></shelf>
+        """
+
+    private func client(_ transport: FakeTransport) -> Connect {
+        Connect(transport: transport, settings: Connect.Settings(decoders: .default.withXML()))
+    }
+
+    private let url = URL(string: "https://api.test/shelf")!
+
+    func testXMLAnswersDecodeByContentType() throws {
+        for contentType in ["application/xml", "text/xml; charset=utf-8", "Application/XML"] {
+            let transport = FakeTransport.answering(
+                .data(Data(shelfXML.utf8), headers: ["Content-Type": contentType]))
+            let shelf = try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
+            XCTAssertEqual(shelf.book.map(\.title), ["Dune & more", "Emma"], contentType)
+            XCTAssertEqual(shelf.book.first?.tags, ["sf", "classic"])
+        }
+    }
+
+    func testJSONAnswersStillDecodeAsJSON() throws {
+        let transport = FakeTransport.answering(.json(string: #"{"book":[{"id":3,"title":"Ulysses","tag":[]}]}"#))
+        let shelf = try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
+        XCTAssertEqual(shelf.book.first?.id, 3)
+    }
+
+    func testMalformedXMLFailsWithADecodingError() {
+        let transport = FakeTransport.answering(
+            .data(Data("<shelf><book>".utf8), headers: ["Content-Type": "application/xml"]))
+        XCTAssertThrowsError(
+            try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
+        ) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
+
+    func testAnXMLBodyIsEncodedWithItsContentType() throws {
+        let book = Book(id: 7, title: "Fish & Chips <2>", tags: ["food"])
+        let request = try Route(url: url, method: .post, parameters: Parameter.xml(book, rootKey: "book"))
+            .asURLRequest()
+        XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), "application/xml; charset=utf-8")
+        let body = try XCTUnwrap(request.httpBody.map { String(decoding: $0, as: UTF8.self) })
+        XCTAssertTrue(body.hasPrefix(#"<?xml version="1.0" encoding="UTF-8"?>"#), body)
+        XCTAssertTrue(body.contains("<title>Fish &amp; Chips &lt;2&gt;</title>"), body)
+        XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: Data(body.utf8)), book)
+    }
+
+    /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
+    func testARoundTripThroughAClient() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .post, "/shelf",
+            with: .handler { request in
+                guard
+                    let answer = ConnectResponse(
+                        request: request, statusCode: 201, headers: ["Content-Type": "text/xml"],
+                        data: request.httpBody ?? Data())
+                else { return .failure(URLError(.badURL)) }
+                return .success(answer)
+            })
+        let book = Book(id: 9, title: "Echo", tags: [])
+        let echoed = try client(transport)
+            .request(Route(url: url, method: .post, parameters: Parameter.xml(book, rootKey: "book")))
+            .decoded(toType: Book.self).wait(timeout: 5)
+        XCTAssertEqual(echoed, book)
+    }
+
+    private struct Receipt: Codable, Equatable, Sendable {
+        var number: Int
+    }
+
+    /// The README's XML example, verbatim, against a server that answers with an XML receipt.
+    func testReadmeExample() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .post, "/orders",
+            with: .data(
+                Data("<receipt><number>42</number></receipt>".utf8), headers: ["Content-Type": "application/xml"]))
+        let newOrder = Book(id: 1, title: "Order", tags: [])
+        let ordersURL = URL(string: "https://api.test/orders")!
+
+        let connect = Connect(transport: transport, settings: Connect.Settings(decoders: .default.withXML()))
+        let order = Route(url: ordersURL, method: .post, parameters: Parameter.xml(newOrder, rootKey: "order"))
+        let receipt = try await connect.request(order).decoded(toType: Receipt.self).value
+
+        XCTAssertEqual(receipt, Receipt(number: 42))
+        let sent = try XCTUnwrap(transport.requests.first?.httpBody.map { String(decoding: $0, as: UTF8.self) })
+        XCTAssertTrue(sent.contains("<order><id>1</id><title>Order</title></order>"), sent)
+    }
+}
