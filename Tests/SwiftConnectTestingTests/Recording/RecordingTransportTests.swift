@@ -249,6 +249,35 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(Date().timeIntervalSince(started), 0.15)
     }
 
+    // MARK: - Transfer options and cancellation
+
+    func testReplayHonoursTheResponseSizeLimit() throws {
+        // Given
+        server.route("GET", "/big") { _ in .text(String(repeating: "x", count: 64)) }
+        _ = try Connect(transport: transport(.record), retryPolicy: nil).request(endpoint("/big")).wait()
+        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/big")
+        // When
+        let error = try failure(of: transport(.replay).send(request, transfer: TransferOptions(maxResponseBytes: 16)))
+        // Then
+        XCTAssertEqual(error.kind, .responseTooLarge)
+    }
+
+    func testCancellingARecordedExchangeCancelsTheLiveOneAndRecordsNothing() throws {
+        // Given: an upstream that never answers
+        let fake = FakeTransport.answering(.never)
+        let recorder = RecordingTransport(
+            fileURL: folder.appendingPathComponent("cancelled.har"), wrapping: fake, mode: .record)
+        let future = recorder.send(try connectRequest(.get, "http://api.test/slow"), transfer: TransferOptions())
+        _ = try fake.requestsReceived(count: 1).wait()
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(try failure(of: future).kind, .cancelled)
+        XCTAssertEqual(fake.cancelledRequests.count, 1)
+        XCTAssertEqual(recorder.entries.count, 0)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: recorder.fileURL.path))
+    }
+
     // MARK: - Out of scope, refused
 
     func testStreamedResponseIsRefusedWithATypedError() throws {
