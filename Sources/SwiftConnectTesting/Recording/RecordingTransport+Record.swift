@@ -81,8 +81,15 @@ extension RecordingTransport {
     }
 
     /// The archive's form of a live response, secrets replaced.
+    ///
+    /// Its fields are sorted by name (repeated names keep their order): URLSession reports them as a dictionary, in
+    /// an order that changes from run to run, and a re-recorded file should differ only where the server's answer did.
     static func archived(_ response: ConnectResponse, requestURL: URL, secrets: SecretValues) -> HAR.Response {
-        let fields = RecordingRedaction.responseFields(response.head.headerFields, secrets: secrets)
+        let sorted = response.head.headerFields.enumerated().sorted { left, right in
+            let (a, b) = (left.element.name.canonicalName, right.element.name.canonicalName)
+            return a != b ? a < b : left.offset < right.offset
+        }
+        let fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
         let body = RecordingRedaction.responseBody(response.data, secrets: secrets)
         var archived = HAR.Response(
             status: response.statusCode,
