@@ -106,6 +106,9 @@ final class HARFileTests: XCTestCase {
         let timings = try XCTUnwrap(text.range(of: "\"timings\""))
         XCTAssertLessThan(cache.lowerBound, request.lowerBound)
         XCTAssertLessThan(request.lowerBound, timings.lowerBound)
+        let names = try HAR(contentsOf: file).log.entries[0].response.headers.map { $0.name.lowercased() }
+        XCTAssertGreaterThan(names.count, 1)
+        XCTAssertEqual(names, names.sorted(), "header fields in a stable order")
     }
 
     func testABrowsersExportReplays() throws {

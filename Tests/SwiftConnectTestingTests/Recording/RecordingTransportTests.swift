@@ -80,6 +80,23 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertEqual(replayed.headers["X-Pot"], "tea")
     }
 
+    func testRedirectReplaysTheFinalAnswerAndItsURL() throws {
+        // Given: a redirect URLSession follows by itself, recorded as one exchange
+        server.route("GET", "/old") { _ in .redirect(to: "/new?x=1") }
+        server.route("GET", "/new") { _ in .text("moved here") }
+        let recorded = try Connect(transport: transport(.record), retryPolicy: nil).response(for: endpoint("/old"))
+            .wait()
+        server.stop()
+        // When
+        let replayed = try Connect(transport: transport(.replay), retryPolicy: nil).response(for: endpoint("/old"))
+            .wait()
+        // Then
+        XCTAssertEqual(replayed.data, Data("moved here".utf8))
+        XCTAssertEqual(replayed.data, recorded.data)
+        XCTAssertEqual(replayed.response.url, recorded.response.url)
+        XCTAssertEqual(replayed.response.url?.path, "/new")
+    }
+
     func testRetried503ThenSuccessReplaysInRecordedOrder() throws {
         // Given: a route that answers 503 once, then 200, recorded through the client's retry loop
         let served = Protected(0)
