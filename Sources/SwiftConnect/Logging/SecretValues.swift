@@ -30,7 +30,7 @@ import Foundation
 /// it names an account without opening it, and is shown.
 package struct SecretValues: Sendable, Equatable {
     /// Values of at least ``anywhereLength`` characters, in every form, longest first: hidden wherever found.
-    private(set) var anywhere: [String] = []
+    package private(set) var anywhere: [String] = []
     /// Shorter values, in every form, longest first: hidden where they stand as a whole word.
     private(set) var wholeWords: [String] = []
 

@@ -13,6 +13,12 @@ import SwiftConnect
 /// (``RecordingTransport``'s `placeholderValues`); a value hidden by value becomes the library's `<redacted>`. The
 /// request a recording is matched against is redacted the same way, so matching never sees a secret.
 enum RecordingRedaction {
+    /// `secrets` and the base64 form of each of its longer values, as a server that echoes a secret encoded shows it
+    /// (the library's own list has base64 only for `Basic` credentials, where the request itself carries it).
+    static func withBase64Forms(_ secrets: SecretValues) -> SecretValues {
+        secrets.union(SecretValues(values: secrets.anywhere.map { Data($0.utf8).base64EncodedString() }))
+    }
+
     /// What a secret named `name` is replaced with: `<redacted:Authorization>`.
     static func placeholder(_ name: String) -> String { "<redacted:\(name)>" }
 

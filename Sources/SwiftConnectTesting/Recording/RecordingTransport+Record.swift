@@ -38,7 +38,7 @@ extension RecordingTransport {
                     state.handedOutSecrets += handedOut
                     return state.handedOutSecrets
                 }
-                let responseSecrets = secrets.union(SecretValues(values: known))
+                let responseSecrets = secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
                 entry = HAR.Entry(
                     startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
                     response: Self.archived(response, requestURL: request.url, secrets: responseSecrets),

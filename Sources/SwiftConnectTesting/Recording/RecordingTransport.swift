@@ -205,7 +205,7 @@ public final class RecordingTransport: Transport, Sendable {
     /// - Returns: A future of the response, or of the recorded failure; cancelling it cancels the live exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let refusal = unsupported(request, transfer: transfer) { return Future(error: refusal) }
-        let secrets = SecretValues(of: request.urlRequest)
+        let secrets = RecordingRedaction.withBase64Forms(SecretValues(of: request.urlRequest))
         let redacted = RecordingRedaction.request(request, secrets: secrets)
         if mode == .record { return record(request, redacted: redacted, secrets: secrets, transfer: transfer) }
         switch claim(redacted) {

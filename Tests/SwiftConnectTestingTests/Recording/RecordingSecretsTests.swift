@@ -50,6 +50,26 @@ final class RecordingSecretsTests: XCTestCase {
         ]
     }
 
+    func testASecretEchoedInBase64IsHiddenToo() throws {
+        // Given: a server that answers with the base64 of the key it was sent
+        server.route("GET", "/encoded") { request in
+            .json(["seen": Data((request.header("X-Api-Key") ?? "").utf8).base64EncodedString()])
+        }
+        let file = folder.appendingPathComponent("encoded.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        let call = RecordingEndpoint(
+            baseURL: server.baseURL, endpoint: "/encoded",
+            headers: [HTTPHeader(name: "X-Api-Key", value: "ak-27182818")])
+        // When
+        let live = try recorder.request(call).wait()
+        // Then
+        let encoded = Data("ak-27182818".utf8).base64EncodedString()
+        XCTAssertTrue(String(decoding: live, as: UTF8.self).contains(encoded))
+        XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains(encoded))
+    }
+
     func testNoSecretReachesTheFileInAnyFormYetReplayPasses() throws {
         // Given: requests carrying secrets, answered by echoes and a token endpoint, recorded
         let file = folder.appendingPathComponent("secrets.har")
