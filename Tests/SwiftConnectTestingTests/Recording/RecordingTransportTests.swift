@@ -126,6 +126,29 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertEqual(replayer.unusedEntries.count, 0)
     }
 
+    func testRetryAfterThirtySecondsReplaysWithoutWaitingOnTheTestClock() throws {
+        // Given: a 429 asking for 30 s, then a 200, recorded on the test kit's clock
+        let served = Protected(0)
+        server.route("GET", "/limited") { _ in
+            let count = served.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            return count == 1 ? LocalServer.Response.status(429).withHeader("Retry-After", "30") : .text("done")
+        }
+        let policy = { (clock: ImmediateRetryClock) in RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock) }
+        _ = try Connect(transport: transport(.record), retryPolicy: policy(ImmediateRetryClock()))
+            .request(endpoint("/limited")).wait()
+        server.stop()
+        // When
+        let clock = ImmediateRetryClock()
+        let body = try Connect(transport: transport(.replay), retryPolicy: policy(clock)).request(endpoint("/limited"))
+            .wait(timeout: 5)
+        // Then: the replayed 429 made the policy ask for 30 s, which the test clock did not wait
+        XCTAssertEqual(body, Data("done".utf8))
+        XCTAssertEqual(clock.delays, [30])
+    }
+
     func testRefusedConnectionIsReplayedAsTheSameConnectErrorKind() throws {
         // Given: a port nobody listens on any more
         let gone = try LocalServer.started()
