@@ -84,13 +84,16 @@ extension RecordingTransport {
     ///
     /// Its fields are sorted by name (repeated names keep their order): URLSession reports them as a dictionary, in
     /// an order that changes from run to run, and a re-recorded file should differ only where the server's answer did.
+    /// A `Content-Length` is the length of the body as recorded: the engine has already removed any content coding, and
+    /// redaction may have changed the body, so the server's length would no longer describe it.
     static func archived(_ response: ConnectResponse, requestURL: URL, secrets: SecretValues) -> HAR.Response {
         let sorted = response.head.headerFields.enumerated().sorted { left, right in
             let (a, b) = (left.element.name.canonicalName, right.element.name.canonicalName)
             return a != b ? a < b : left.offset < right.offset
         }
-        let fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
+        var fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
         let body = RecordingRedaction.responseBody(response.data, secrets: secrets)
+        if fields.contains(.contentLength) { fields[.contentLength] = String(body.count) }
         var archived = HAR.Response(
             status: response.statusCode,
             headers: fields.map { HAR.NameValue(name: $0.name.rawName, value: $0.value) },

@@ -79,6 +79,23 @@ final class RecordingRedactionTests: XCTestCase {
         XCTAssertEqual(RecordingRedaction.cookies(in: redactedFields).map(\.value), ["<redacted:sid>"])
     }
 
+    func testContentLengthDescribesTheBodyAsRecorded() throws {
+        // Given: an echo of the request's key, 24 bytes long
+        let request = try connectRequest(.get, "https://api.test/a", headers: ["X-Api-Key": "ak-31415926"])
+        let answer = Data(#"{"echo":"ak-31415926"}"#.utf8)
+        let response = try XCTUnwrap(
+            ConnectResponse(
+                request: request, head: ResponseHead(status: 200, headerFields: [.contentLength: "\(answer.count)"]),
+                data: answer))
+        // When
+        let archived = RecordingTransport.archived(
+            response, requestURL: request.url, secrets: SecretValues(of: request.urlRequest))
+        // Then
+        let body = try XCTUnwrap(archived.content.data)
+        XCTAssertEqual(body, Data(#"{"echo":"<redacted>"}"#.utf8))
+        XCTAssertEqual(archived.headers.first { $0.name == "Content-Length" }?.value, "\(body.count)")
+    }
+
     func testPlaceholdersAreFilledWithTheTestsValues() {
         let filled = RecordingRedaction.filling(
             #"{"access_token":"<redacted:access_token>","other":"<redacted:other>"}"#,
