@@ -6,7 +6,7 @@ import Foundation
 
 /// Hides secrets in what SwiftConnect logs: header values, query values and body fields that look like
 /// credentials. Used by `debugResponse` output and ``cURLCommand(for:redactingSecrets:)``.
-enum Redaction {
+package enum Redaction {
     /// What a hidden value is replaced with.
     static let placeholder = "<redacted>"
 
@@ -104,7 +104,7 @@ enum Redaction {
     /// Whether a query item (or form field) with this name holds a secret: a sensitive field name, or a name too
     /// short to match as a fragment of longer names that holds a secret when it is the whole name: an API key
     /// (`?key=`) and a signed URL's signature (`?sig=`).
-    static func isSensitiveQueryItem(_ name: String) -> Bool {
+    package static func isSensitiveQueryItem(_ name: String) -> Bool {
         isSensitiveField(name) || HTTPHeader.asciiCaseInsensitiveEquals(name, "key")
             || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig")
     }

@@ -28,9 +28,9 @@ import Foundation
 /// one of fewer than ``anywhereLength`` characters is hidden only where it stands as a whole word, not inside
 /// longer words. By-name redaction still hides short values in their own fields. A username is not a secret:
 /// it names an account without opening it, and is shown.
-struct SecretValues: Sendable, Equatable {
+package struct SecretValues: Sendable, Equatable {
     /// Values of at least ``anywhereLength`` characters, in every form, longest first: hidden wherever found.
-    private(set) var anywhere: [String] = []
+    package private(set) var anywhere: [String] = []
     /// Shorter values, in every form, longest first: hidden where they stand as a whole word.
     private(set) var wholeWords: [String] = []
 
@@ -43,7 +43,7 @@ struct SecretValues: Sendable, Equatable {
     init() {}
 
     /// The secret values of `request`, or none.
-    init(of request: URLRequest?) {
+    package init(of request: URLRequest?) {
         guard let request else {
             self.init()
             return
@@ -69,7 +69,7 @@ struct SecretValues: Sendable, Equatable {
     }
 
     /// The given values, with the forms they take in echoes.
-    init(values: [String]) {
+    package init(values: [String]) {
         var long = Set<String>()
         var short = Set<String>()
         for value in values {
@@ -84,7 +84,7 @@ struct SecretValues: Sendable, Equatable {
     }
 
     /// Whether there is nothing to hide.
-    var isEmpty: Bool { anywhere.isEmpty && wholeWords.isEmpty }
+    package var isEmpty: Bool { anywhere.isEmpty && wholeWords.isEmpty }
 
     /// The UTF-8 length of the longest value, in any form: how far past a cut a value that starts before it can
     /// reach.
@@ -93,7 +93,7 @@ struct SecretValues: Sendable, Equatable {
     }
 
     /// These values and those of `other`.
-    func union(_ other: SecretValues) -> SecretValues {
+    package func union(_ other: SecretValues) -> SecretValues {
         guard !other.isEmpty else { return self }
         guard !isEmpty else { return other }
         var result = SecretValues()
@@ -104,7 +104,7 @@ struct SecretValues: Sendable, Equatable {
 
     /// `text` with every value replaced by ``Redaction/placeholder``. Longer values go first, so a value that
     /// contains another is hidden whole.
-    func hiding(in text: String) -> String {
+    package func hiding(in text: String) -> String {
         guard !isEmpty, !text.isEmpty else { return text }
         var result = text
         for value in anywhere where result.contains(value) {

@@ -1,0 +1,239 @@
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Keeps secrets out of recordings: by name with the library's own rules (`HTTPHeader.isSensitive(name:)` for header
+/// and body field names, `Redaction.isSensitiveQueryItem` for query items and form fields), then by value with the
+/// request's ``SwiftConnect/SecretValues`` (an echo of a token anywhere else, raw, percent-encoded or JSON-escaped).
+///
+/// A value hidden by name becomes `<redacted:Name>`, which replay can fill from values the test supplies
+/// (``RecordingTransport``'s `placeholderValues`); a value hidden by value becomes the library's `<redacted>`. The
+/// request a recording is matched against is redacted the same way, so matching never sees a secret.
+enum RecordingRedaction {
+    /// `secrets` and the base64 form of each of its longer values, as a server that echoes a secret encoded shows it
+    /// (the library's own list has base64 only for `Basic` credentials, where the request itself carries it).
+    static func withBase64Forms(_ secrets: SecretValues) -> SecretValues {
+        secrets.union(SecretValues(values: secrets.anywhere.map { Data($0.utf8).base64EncodedString() }))
+    }
+
+    /// What a secret named `name` is replaced with: `<redacted:Authorization>`.
+    static func placeholder(_ name: String) -> String { "<redacted:\(name)>" }
+
+    /// `request` as it is recorded and matched.
+    static func request(_ request: ConnectRequest, secrets: SecretValues) -> RecordedRequest {
+        var fields = HeaderFields()
+        for field in request.headerFields {
+            let name = field.name.rawName
+            let value = HTTPHeader.isSensitive(name: name) ? placeholder(name) : secrets.hiding(in: field.value)
+            fields.append(HeaderField(name: field.name, value: value))
+        }
+        var body = Data()
+        if case .bytes(let data) = request.body {
+            body = requestBody(data, contentType: request.headerFields[.contentType], secrets: secrets)
+        }
+        return RecordedRequest(method: request.method.rawValue, url: url(request.url), headerFields: fields, body: body)
+    }
+
+    /// `url` without its password (a placeholder instead), its fragment (never sent), and with its secret query items'
+    /// values replaced.
+    static func url(_ url: URL) -> URL {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
+            // Not seen in practice for a URL a request was sent to; never recorded as it is, in case it holds one.
+            return URL(fileURLWithPath: "/unparseable-url")
+        }
+        if components.password != nil { components.percentEncodedPassword = encoded(placeholder("password")) }
+        components.percentEncodedFragment = nil
+        if let query = components.percentEncodedQuery { components.percentEncodedQuery = redactedForm(query) }
+        return components.url ?? URL(fileURLWithPath: "/unparseable-url")
+    }
+
+    /// A request body with its secret fields replaced: JSON at any depth, URL-encoded forms; then secret values
+    /// wherever they appear (multipart fields among them).
+    static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
+        guard !data.isEmpty else { return data }
+        var redacted = data
+        if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
+            let text = String(data: data, encoding: .utf8)
+        {
+            redacted = Data(redactedForm(text).utf8)
+        } else if let json = redactedJSON(data) {
+            redacted = json
+        }
+        return hidingValues(in: redacted, secrets: secrets)
+    }
+
+    /// A response's header fields with secrets replaced: a cookie's value in `Set-Cookie` (name and attributes kept,
+    /// so replay sets a cookie of the same name), other secret names' values, secret query items of a URL-valued
+    /// field, and the request's secret values anywhere.
+    static func responseFields(_ fields: HeaderFields, secrets: SecretValues) -> HeaderFields {
+        var redacted = HeaderFields()
+        for field in fields {
+            let name = field.name.rawName
+            var value: String
+            if field.name == .setCookie {
+                value = redactedSetCookie(field.value)
+            } else if HTTPHeader.isSensitive(name: name) {
+                value = placeholder(name)
+            } else if urlValuedFields.contains(field.name), let url = URL(string: field.value), url.query != nil {
+                value = self.url(url).absoluteString
+            } else {
+                value = field.value
+            }
+            value = secrets.hiding(in: value)
+            redacted.append(HeaderField(name: field.name, value: value))
+        }
+        return redacted
+    }
+
+    /// A response body with secret JSON fields replaced (a token endpoint's answer) and the request's secret values
+    /// hidden wherever they appear (a server that echoes the request).
+    static func responseBody(_ data: Data, secrets: SecretValues) -> Data {
+        hidingValues(in: redactedJSON(data) ?? data, secrets: secrets)
+    }
+
+    /// The secret values a response hands out, to hide wherever a later exchange shows them: each cookie's value in
+    /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), and every
+    /// string under a secret key of a JSON body (a token endpoint's `access_token`).
+    static func secretsHandedOut(by response: ConnectResponse) -> [String] {
+        var found = cookies(in: response.head.headerFields).map(\.value)
+        let first = response.data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        if first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
+            let json = try? JSONSerialization.jsonObject(with: response.data, options: [.fragmentsAllowed])
+        {
+            collectSecretStrings(json, underSecretKey: false, into: &found)
+        }
+        return found
+    }
+
+    private static func collectSecretStrings(_ value: Any, underSecretKey: Bool, into found: inout [String]) {
+        if let object = value as? [String: Any] {
+            for (key, child) in object {
+                collectSecretStrings(
+                    child, underSecretKey: underSecretKey || HTTPHeader.isSensitive(name: key), into: &found)
+            }
+        } else if let array = value as? [Any] {
+            for child in array { collectSecretStrings(child, underSecretKey: underSecretKey, into: &found) }
+        } else if underSecretKey, let string = value as? String {
+            found.append(string)
+        }
+    }
+
+    /// `text` with each `<redacted:Name>` whose name `values` has replaced by its value.
+    static func filling(_ text: String, with values: [String: String]) -> String {
+        guard !values.isEmpty, text.contains("<redacted:") else { return text }
+        var filled = text
+        for (name, value) in values { filled = filled.replacingOccurrences(of: placeholder(name), with: value) }
+        return filled
+    }
+
+    /// `data` filled as ``filling(_:with:)`` fills text, when it is UTF-8 text.
+    static func filling(_ data: Data, with values: [String: String]) -> Data {
+        guard !values.isEmpty, let text = String(data: data, encoding: .utf8) else { return data }
+        return Data(filling(text, with: values).utf8)
+    }
+
+    /// The cookies `Set-Cookie` fields set, as an archive lists them.
+    static func cookies(in fields: HeaderFields) -> [HAR.Cookie] {
+        fields[values: .setCookie].compactMap { value -> HAR.Cookie? in
+            let pair = value.split(separator: ";", maxSplits: 1).first ?? ""
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            guard parts.count == 2 else { return nil }
+            return HAR.Cookie(
+                name: parts[0].trimmingCharacters(in: .whitespaces),
+                value: parts[1].trimmingCharacters(in: .whitespaces))
+        }
+    }
+
+    // MARK: - Helpers
+
+    /// The response fields whose value is a URL.
+    private static let urlValuedFields: [HeaderField.Name] = [.location, "Content-Location"]
+
+    /// `Set-Cookie: name=value; attributes` with the value replaced.
+    private static func redactedSetCookie(_ value: String) -> String {
+        let parts = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
+        let name = (parts.first ?? "").split(separator: "=", maxSplits: 1).first ?? ""
+        let trimmed = name.trimmingCharacters(in: .whitespaces)
+        return "\(trimmed)=\(placeholder(trimmed))" + (parts.count > 1 ? ";" + String(parts[1]) : "")
+    }
+
+    /// A percent-encoded query or form with the values of secret names replaced by an encoded placeholder; every
+    /// separator (`&`, `;`) kept.
+    private static func redactedForm(_ text: String) -> String {
+        var result = ""
+        var pair = ""
+        for character in text {
+            if character == "&" || character == ";" {
+                result += redactedPair(pair) + String(character)
+                pair = ""
+            } else {
+                pair.append(character)
+            }
+        }
+        return result + redactedPair(pair)
+    }
+
+    private static func redactedPair(_ pair: String) -> String {
+        let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+        guard parts.count == 2 else { return pair }
+        let spaced = parts[0].replacingOccurrences(of: "+", with: " ")
+        let name = spaced.removingPercentEncoding ?? spaced
+        guard Redaction.isSensitiveQueryItem(name) else { return pair }
+        return "\(parts[0])=\(encoded(placeholder(name)))"
+    }
+
+    /// `text` percent-encoded but for RFC 3986's unreserved characters.
+    private static func encoded(_ text: String) -> String {
+        text.addingPercentEncoding(withAllowedCharacters: unreserved) ?? text
+    }
+
+    private static let unreserved: CharacterSet = {
+        var set = CharacterSet()
+        set.insert(charactersIn: "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~")
+        return set
+    }()
+
+    /// JSON with the values of secret keys replaced at any depth, re-serialised with sorted keys; `nil` when `data`
+    /// is not a JSON object or array, or has no secret key. JSON with a secret key that cannot be re-serialised is
+    /// withheld whole.
+    private static func redactedJSON(_ data: Data) -> Data? {
+        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        guard first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
+            let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
+            containsSecretKey(json)
+        else { return nil }
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        guard let redacted = try? JSONSerialization.data(withJSONObject: redactingSecretKeys(json), options: options)
+        else { return Data(placeholder("body").utf8) }
+        return redacted
+    }
+
+    private static func containsSecretKey(_ value: Any) -> Bool {
+        if let object = value as? [String: Any] {
+            return object.contains { key, child in HTTPHeader.isSensitive(name: key) || containsSecretKey(child) }
+        }
+        if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
+        return false
+    }
+
+    private static func redactingSecretKeys(_ value: Any) -> Any {
+        if let object = value as? [String: Any] {
+            var result: [String: Any] = [:]
+            for (key, child) in object {
+                result[key] = HTTPHeader.isSensitive(name: key) ? placeholder(key) : redactingSecretKeys(child)
+            }
+            return result
+        }
+        if let array = value as? [Any] { return array.map(redactingSecretKeys) }
+        return value
+    }
+
+    /// `data` with `secrets` hidden, when it is UTF-8 text (a binary body is kept as it is).
+    private static func hidingValues(in data: Data, secrets: SecretValues) -> Data {
+        guard !secrets.isEmpty, let text = String(data: data, encoding: .utf8) else { return data }
+        return Data(secrets.hiding(in: text).utf8)
+    }
+}

@@ -1,0 +1,55 @@
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// MARK: - The file
+
+extension RecordingTransport {
+    /// The file of a test: `directory/name.har`, by default `__Recordings__/TestFile.testName.har` beside the test.
+    static func fileURL(name: String?, directory: URL?, filePath: String, function: String) -> URL {
+        let testFile = URL(fileURLWithPath: filePath)
+        let folder = directory ?? testFile.deletingLastPathComponent().appendingPathComponent("__Recordings__")
+        let test = function.split(separator: "(").first.map(String.init) ?? function
+        let stem = name ?? "\(testFile.deletingPathExtension().lastPathComponent).\(test)"
+        let safe = String(stem.map { $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) ? $0 : "_" })
+        return folder.appendingPathComponent(safe + ".har")
+    }
+
+    /// The state of a replay from `url`: its entries, or why it cannot be read.
+    ///
+    /// - Parameter required: Whether a missing file is a failure (replay) or an empty recording (record missing).
+    static func load(_ url: URL, required: Bool) -> State {
+        var state = State()
+        guard FileManager.default.fileExists(atPath: url.path) else {
+            if required {
+                let message =
+                    "RecordingTransport: no recording at \(url.path). Record it once against the real server: run "
+                    + "the test with \(RecordingMode.environmentVariable)=record (or make the transport with "
+                    + "mode: .record), then commit the file."
+                state.loadFailure = RecordingError(.missingRecording, message, fileURL: url)
+            }
+            return state
+        }
+        do {
+            let har = try HAR(contentsOf: url)
+            state.entries = har.log.entries
+            state.requests = har.log.entries.map { RecordedRequest($0.request) }
+            state.used = Array(repeating: false, count: har.log.entries.count)
+        } catch {
+            let message = "RecordingTransport: \(url.path) is not a HAR file a replay can read: \(error)"
+            state.loadFailure = RecordingError(.unreadableRecording, message, fileURL: url)
+        }
+        return state
+    }
+
+    /// Writes `har` to `url` atomically: to a temporary file beside it, then renamed over it (`Data`'s `.atomic`),
+    /// so a reader, or a test run stopped half-way, never sees half a file.
+    static func write(_ har: HAR, to url: URL) throws {
+        try FileManager.default.createDirectory(
+            at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        try har.encoded().write(to: url, options: .atomic)
+    }
+}

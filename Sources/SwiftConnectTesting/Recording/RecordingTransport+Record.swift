@@ -1,0 +1,132 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// MARK: - Recording
+
+extension RecordingTransport {
+    /// Sends `request` with the wrapped transport and records the exchange, then delivers the live outcome.
+    ///
+    /// The recording is written before the future completes, so a test that has its answer has its file. A
+    /// cancelled exchange is not recorded (the test stopped it; the server said nothing).
+    func record(
+        _ request: ConnectRequest, redacted: RecordedRequest, secrets: SecretValues, transfer: TransferOptions
+    ) -> Future<ConnectResponse> {
+        guard let upstream else {
+            let message =
+                "RecordingTransport in \(mode.rawValue) mode has no transport to send \(redacted.summary) with: "
+                + "make it with RecordingTransport(wrapping: URLSessionTransport())"
+            return Future(error: RecordingError(.noTransport, message, fileURL: fileURL).connectError(for: request))
+        }
+        let started = Date()
+        let start = DispatchTime.now().uptimeNanoseconds
+        let promise = Promise<ConnectResponse>()
+        let live = upstream.send(request, transfer: transfer)
+        promise.setCancelHandler { live.cancel() }
+        live.observe { [self] result in
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000
+            let timings = HAR.Timings(send: 0, wait: (elapsed * 1000).rounded() / 1000, receive: 0)
+            let entry: HAR.Entry
+            switch result {
+            case .success(let response):
+                let handedOut = RecordingRedaction.secretsHandedOut(by: response)
+                let known = state.withLock { state in
+                    state.handedOutSecrets += handedOut
+                    return state.handedOutSecrets
+                }
+                let responseSecrets = secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
+                entry = HAR.Entry(
+                    startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
+                    response: Self.archived(response, requestURL: request.url, secrets: responseSecrets),
+                    timings: timings)
+            case .failure(let error):
+                guard let failure = Self.failure(error, secrets: secrets) else {
+                    promise.completeIfPending(with: result)
+                    return
+                }
+                entry = HAR.Entry(
+                    startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
+                    response: HAR.Response(status: 0, headers: [], content: HAR.Content(Data(), mimeType: "")),
+                    timings: timings, failure: failure)
+            }
+            do {
+                try append(entry, request: redacted)
+                promise.completeIfPending(with: result)
+            } catch {
+                let message = "RecordingTransport could not write \(fileURL.path): \(error)"
+                let failure = RecordingError(.writeFailed, message, fileURL: fileURL)
+                promise.completeIfPending(with: .failure(failure.connectError(for: request)))
+            }
+        }
+        return promise.future
+    }
+
+    /// Adds `entry` (used: it answered this run) and writes the file with every entry so far.
+    private func append(_ entry: HAR.Entry, request: RecordedRequest) throws {
+        state.withLock { state in
+            state.entries.append(entry)
+            state.requests.append(request)
+            state.used.append(true)
+            state.loadFailure = nil
+        }
+        try writing.run {
+            // The latest entries, read inside the section: the last write to finish holds every entry appended.
+            let entries = state.withLock { $0.entries }
+            try Self.write(HAR(entries: entries), to: fileURL)
+        }
+    }
+
+    /// The archive's form of a live response, secrets replaced.
+    ///
+    /// Its fields are sorted by name (repeated names keep their order): URLSession reports them as a dictionary, in
+    /// an order that changes from run to run, and a re-recorded file should differ only where the server's answer did.
+    /// A `Content-Length` is the length of the body as recorded: the engine has already removed any content coding, and
+    /// redaction may have changed the body, so the server's length would no longer describe it.
+    static func archived(_ response: ConnectResponse, requestURL: URL, secrets: SecretValues) -> HAR.Response {
+        let sorted = response.head.headerFields.enumerated().sorted { left, right in
+            let (a, b) = (left.element.name.canonicalName, right.element.name.canonicalName)
+            return a != b ? a < b : left.offset < right.offset
+        }
+        var fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
+        let body = RecordingRedaction.responseBody(response.data, secrets: secrets)
+        if fields.contains(.contentLength) { fields[.contentLength] = String(body.count) }
+        var archived = HAR.Response(
+            status: response.statusCode,
+            headers: fields.map { HAR.NameValue(name: $0.name.rawName, value: $0.value) },
+            content: HAR.Content(body, mimeType: fields[.contentType] ?? ""))
+        archived.cookies = RecordingRedaction.cookies(in: fields)
+        if let url = response.response.url, url != requestURL {
+            archived.url = RecordingRedaction.url(url).absoluteString
+        }
+        return archived
+    }
+
+    /// The `_failure` of an error, or `nil` for a cancellation (which is not recorded).
+    static func failure(_ error: any Error, secrets: SecretValues) -> HAR.Failure? {
+        if let error = error as? ConnectError {
+            guard error.kind != .cancelled else { return nil }
+            return HAR.Failure(
+                kind: error.kind.rawValue, message: secrets.hiding(in: error.message),
+                urlErrorCode: error.urlError?.code.rawValue)
+        }
+        if let error = error as? URLError {
+            let kind = ConnectError.Kind(error.code)
+            guard kind != .cancelled else { return nil }
+            return HAR.Failure(
+                kind: kind.rawValue, message: secrets.hiding(in: error.localizedDescription),
+                urlErrorCode: error.code.rawValue)
+        }
+        return HAR.Failure(kind: ConnectError.Kind.transport.rawValue, message: secrets.hiding(in: "\(error)"))
+    }
+
+    /// `date` in ISO 8601 with milliseconds, in UTC, as HAR writes it.
+    static func timestamp(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}

@@ -1,0 +1,147 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+// MARK: - Finding a recording
+
+extension RecordingTransport {
+    /// The first unused entry that matches `request`, marked used; or why there is none.
+    ///
+    /// The matcher (possibly the test's own closure) runs outside the lock: the entries are read, matched, then the
+    /// first match still unused is claimed, so two requests sent at once never get the same entry.
+    func claim(_ request: RecordedRequest) -> Result<HAR.Entry, RecordingError> {
+        let snapshot = state.withLock { $0 }
+        if let failure = snapshot.loadFailure { return .failure(failure) }
+        let candidates = snapshot.requests.indices.filter { index in
+            guard !snapshot.used[index], let recorded = snapshot.requests[index] else { return false }
+            return matcher.matches(request, recorded)
+        }
+        let claimed = state.withLock { state -> HAR.Entry? in
+            for index in candidates where !state.used[index] {
+                state.used[index] = true
+                return state.entries[index]
+            }
+            return nil
+        }
+        if let claimed { return .success(claimed) }
+        return .failure(noMatch(for: request, in: snapshot))
+    }
+
+    /// The error for a request no entry answers: the nearest recorded request, and what differs from it.
+    private func noMatch(for request: RecordedRequest, in snapshot: State) -> RecordingError {
+        var nearest: (request: RecordedRequest, differences: [RequestNormalization.Difference], used: Bool)?
+        var nearestScore = Int.max
+        for (index, recorded) in snapshot.requests.enumerated() {
+            guard let recorded else { continue }
+            let differences = RequestNormalization.differences(request, recorded)
+            // An entry already used counts as further away than an unused one that differs as much.
+            let score = differences.reduce(0) { $0 + $1.weight } * 2 + (snapshot.used[index] ? 1 : 0)
+            if score < nearestScore {
+                nearestScore = score
+                nearest = (recorded, differences, snapshot.used[index])
+            }
+        }
+        let file = fileURL.lastPathComponent
+        var message = "RecordingTransport: no recording in \(file) matches \(request.summary)"
+        guard let nearest else {
+            message += " (the recording holds no requests). Record it: run with \(RecordingMode.environmentVariable)"
+            message += "=recordMissing (or =record)."
+            return RecordingError(.noMatch, message, fileURL: fileURL)
+        }
+        let differences = nearest.differences.map(\.description)
+        message += ". Nearest recorded: \(nearest.request.summary)"
+        if differences.isEmpty {
+            let count = snapshot.requests.filter { recorded in recorded.map { matcher.matches(request, $0) } ?? false }
+                .count
+            message +=
+                count > 0
+                ? " — it matches, but its \(count) matching recording(s) were already used by earlier requests"
+                : " — it differs only in what the transport's matcher compares beyond method, URL and body"
+        } else {
+            message += " — differs in " + differences.joined(separator: "; ")
+        }
+        message += ". Re-record with \(RecordingMode.environmentVariable)=record if the request changed on purpose."
+        return RecordingError(
+            .noMatch, message, fileURL: fileURL, nearest: nearest.request, differences: differences)
+    }
+}
+
+// MARK: - Replaying
+
+extension RecordingTransport {
+    /// The response, or the failure, `entry` recorded, as `request`'s answer.
+    func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if let failure = entry.failure {
+            let kind = ConnectError.Kind(rawValue: failure.kind) ?? .transport
+            // Failable on Linux, not on Apple platforms: `flatMap` reads alike on both.
+            let code: URLError.Code? = failure.urlErrorCode.flatMap { URLError.Code(rawValue: $0) }
+            let underlying = code.map { URLError($0) }
+            return Future(
+                error: ConnectError(
+                    kind, message: failure.message, request: request.urlRequest, underlyingError: underlying))
+        }
+        var fields = HeaderFields()
+        for header in entry.response.headers where !header.name.hasPrefix(":") {
+            let value = RecordingRedaction.filling(header.value, with: placeholderValues)
+            fields.append(HeaderField(name: HeaderField.Name(header.name), value: value))
+        }
+        guard let body = entry.response.content.data else {
+            let message = "RecordingTransport: the recorded body of \(entry.request.url) is not valid base64"
+            return Future(
+                error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
+        }
+        let data = RecordingRedaction.filling(body, with: placeholderValues)
+        guard
+            let response = ConnectResponse(
+                request: request, head: ResponseHead(status: entry.response.status, headerFields: fields), data: data,
+                url: entry.response.url.flatMap { URL(string: $0) },
+                httpVersion: Self.foundationVersion(entry.response.httpVersion))
+        else {
+            let message =
+                "RecordingTransport: the recording of \(entry.request.url) has status \(entry.response.status) "
+                + "and no _failure (a browser's export of a request that got no response cannot be replayed)"
+            return Future(
+                error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
+        }
+        if let limit = transfer.maxResponseBytes, data.count > limit {
+            let message = "the response body is larger than the limit of \(limit) bytes"
+            return Future(
+                error: ConnectError(
+                    .responseTooLarge, message: message, request: request.urlRequest, response: response.response))
+        }
+        if let progress = transfer.progress {
+            let sent = Int64(request.httpBody?.count ?? 0)
+            let received = Int64(data.count)
+            progress(
+                TransferProgress(
+                    bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
+        }
+        return Future(value: response)
+    }
+
+    /// `answer`, delivered `milliseconds` from now; cancelling the returned future ends the wait at once.
+    static func delayed(_ answer: Future<ConnectResponse>, byMilliseconds milliseconds: Double) -> Future<
+        ConnectResponse
+    > {
+        guard milliseconds > 0, milliseconds.isFinite else { return answer }
+        let promise = Promise<ConnectResponse>()
+        DispatchQueue.global().asyncAfter(deadline: .now() + milliseconds / 1000) {
+            answer.observe { promise.completeIfPending(with: $0) }
+        }
+        return promise.future
+    }
+
+    /// A HAR version as URLSession reports one: `HTTP/1.1`, `HTTP/2` (browsers write `http/1.1`, `h2`, `h3`).
+    static func foundationVersion(_ version: String) -> String {
+        switch version.lowercased() {
+        case "h2", "http/2", "http/2.0": return "HTTP/2"
+        case "h3", "http/3", "http/3.0": return "HTTP/3"
+        case "": return "HTTP/1.1"
+        default: return version.uppercased()
+        }
+    }
+}

@@ -1,0 +1,241 @@
+import Foundation
+import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A ``SwiftConnect/Transport`` that records real exchanges to a HAR file once, then answers from it for ever: the
+/// test kit's cassette recorder, in the manner of Ruby's VCR, vcrpy and go-vcr.
+///
+/// It wraps any transport (``SwiftConnect/URLSessionTransport``, the AsyncHTTPClient engine, one of yours) and sits
+/// where the network would, so every middleware, retry and error handler of ``SwiftConnect/Connect`` runs as in
+/// production:
+///
+/// ```swift
+/// final class TodoTests: XCTestCase {
+///     func testListsTodos() throws {
+///         // Replays __Recordings__/TodoTests.testListsTodos.har beside this file; records it when run with
+///         // SWIFTCONNECT_RECORD_MODE=record.
+///         let transport = RecordingTransport(wrapping: URLSessionTransport())
+///         let connect = Connect(transport: transport)
+///         let todos = try connect.request(ListTodos()).decoded(toType: [Todo].self).wait()
+///         XCTAssertEqual(todos.count, 3)
+///         XCTAssertNoThrow(try transport.verifyAllRecordingsUsed())
+///     }
+/// }
+/// ```
+///
+/// - **Modes** (``RecordingMode``): ``RecordingMode/replay`` by default, which sends nothing and fails a request the
+///   recording does not hold (what CI runs); ``RecordingMode/record`` sends everything and rewrites the file;
+///   ``RecordingMode/recordMissing`` replays what it can and records the rest. `SWIFTCONNECT_RECORD_MODE` picks the
+///   mode of every transport made without one.
+/// - **Matching** (``RequestMatcher``): method, URL and body by default, query items and JSON keys in any order. The
+///   n-th identical request gets the n-th recorded answer, so a retry replays its 503 and then its 200. A request no
+///   recording answers fails with a ``RecordingError`` naming the nearest recorded request and what differs.
+/// - **Failures**: a request that got no response (refused, timed out, reset) is recorded in `_failure` and replays
+///   as a ``SwiftConnect/ConnectError`` of the same kind, with the same `URLError` code underneath.
+/// - **Secrets** never reach the file: credential and cookie headers, secret query items, JSON and form fields, user
+///   info and `Set-Cookie` values become placeholders (`<redacted:Authorization>`) by the library's own rules, and an
+///   echo of a secret value anywhere else becomes `<redacted>`. Matching compares the placeholders, so replay works
+///   with any token; `placeholderValues` puts values back into replayed responses.
+/// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
+///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test's),
+///   and tests can run in parallel.
+///
+/// Not recorded in this version: streamed responses (``SwiftConnect/TransferOptions/streaming``), downloads to a file,
+/// bodies sent from a file or a stream. Such a request fails with ``RecordingError/Reason/unsupportedTransfer`` in
+/// every mode rather than be answered wrongly. Replay is instant, or takes each exchange's recorded time with
+/// `replaysLatencies`.
+public final class RecordingTransport: Transport, Sendable {
+    /// The HAR file this transport reads and writes.
+    public let fileURL: URL
+    /// What the transport does with requests.
+    public let mode: RecordingMode
+    /// How a request finds its recording.
+    public let matcher: RequestMatcher
+    /// Whether a replayed answer comes after the exchange's recorded `time`, rather than at once.
+    public let replaysLatencies: Bool
+
+    /// The transport that sends, in the modes that record.
+    let upstream: (any Transport)?
+    /// Values for `<redacted:Name>` placeholders in replayed responses, by name.
+    let placeholderValues: [String: String]
+    /// The recording in memory, and which of its entries this run has used.
+    let state: Protected<State>
+    /// Keeps two writes of the file from crossing (each writes the latest entries).
+    let writing = ExclusiveSection()
+
+    struct State {
+        var entries: [HAR.Entry] = []
+        /// Each entry's request, redacted as matching wants it; `nil` for one whose URL or body does not parse.
+        var requests: [RecordedRequest?] = []
+        /// Whether each entry has answered a request (or was recorded) in this run.
+        var used: [Bool] = []
+        /// Why the file cannot be replayed, if it cannot.
+        var loadFailure: RecordingError?
+        /// Secret values responses recorded so far handed out (cookies, tokens): hidden in later responses too.
+        var handedOutSecrets: [String] = []
+    }
+
+    /// A transport recording to, or replaying from, the HAR file at `fileURL`.
+    ///
+    /// - Parameters:
+    ///   - fileURL: The HAR file. Read now in the modes that replay (a missing or unreadable file fails the requests
+    ///     that need it, with ``RecordingError``); written after each recorded exchange, its folder created if needed.
+    ///   - transport: The transport that sends requests when recording; `nil` for a transport that only replays
+    ///     (recording then fails with ``RecordingError/Reason/noTransport``).
+    ///   - mode: What to do with requests; by default ``RecordingMode/default``: the environment's
+    ///     `SWIFTCONNECT_RECORD_MODE`, else replay.
+    ///   - matcher: How a request finds its recording; ``RequestMatcher/default`` by default.
+    ///   - placeholderValues: Values to put back in replayed responses, by the name in their placeholder:
+    ///     `["access_token": "test-token"]` fills `<redacted:access_token>`.
+    ///   - replaysLatencies: Whether a replayed answer waits for the exchange's recorded `time` (a test of a
+    ///     timeout or of a loading state); `false`, answering at once, by default.
+    public init(
+        fileURL: URL,
+        wrapping transport: (any Transport)? = nil,
+        mode: RecordingMode = .default,
+        matcher: RequestMatcher = .default,
+        placeholderValues: [String: String] = [:],
+        replaysLatencies: Bool = false
+    ) {
+        self.fileURL = fileURL
+        self.upstream = transport
+        self.mode = mode
+        self.matcher = matcher
+        self.placeholderValues = placeholderValues
+        self.replaysLatencies = replaysLatencies
+        state = Protected(mode == .record ? State() : RecordingTransport.load(fileURL, required: mode == .replay))
+    }
+
+    /// A transport for the test calling it, its file named after the test: `__Recordings__/TodoTests.testList.har`
+    /// beside the test file by default.
+    ///
+    /// ```swift
+    /// let transport = RecordingTransport(wrapping: URLSessionTransport())       // this test's own file
+    /// let shared = RecordingTransport("login", wrapping: URLSessionTransport())  // __Recordings__/login.har
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - name: The file's name without `.har`; by default the test file's name and the test's, as
+    ///     `TodoTests.testList`. Characters other than letters, digits, `.`, `-` and `_` become `_`.
+    ///   - directory: The folder of the file; by default `__Recordings__` beside the test file.
+    ///   - transport: The transport that sends requests when recording.
+    ///   - mode: What to do with requests; ``RecordingMode/default`` by default.
+    ///   - matcher: How a request finds its recording.
+    ///   - placeholderValues: Values to put back in replayed responses, by placeholder name.
+    ///   - replaysLatencies: Whether a replayed answer waits for the exchange's recorded `time`.
+    ///   - filePath: The test file; leave the default.
+    ///   - function: The test; leave the default.
+    public convenience init(
+        _ name: String? = nil,
+        directory: URL? = nil,
+        wrapping transport: (any Transport)? = nil,
+        mode: RecordingMode = .default,
+        matcher: RequestMatcher = .default,
+        placeholderValues: [String: String] = [:],
+        replaysLatencies: Bool = false,
+        filePath: String = #filePath,
+        function: String = #function
+    ) {
+        self.init(
+            fileURL: RecordingTransport.fileURL(
+                name: name, directory: directory, filePath: filePath, function: function),
+            wrapping: transport, mode: mode, matcher: matcher, placeholderValues: placeholderValues,
+            replaysLatencies: replaysLatencies)
+    }
+
+    /// The recorded exchanges, in order, as the file holds them (after this run's recordings, in the modes that
+    /// record).
+    public var entries: [HAR.Entry] { state.withLock { $0.entries } }
+
+    /// The recorded exchanges no request has used in this run: a recording left over from a request the code no
+    /// longer makes, or one more retry than the code now sends.
+    public var unusedEntries: [HAR.Entry] {
+        state.withLock { state in state.entries.indices.filter { !state.used[$0] }.map { state.entries[$0] } }
+    }
+
+    /// Throws when a recorded exchange was never used in this run, so a test fails when the code under test makes
+    /// fewer requests than it was recorded making. Call it at the end of a test.
+    ///
+    /// - Throws: ``RecordingError`` with the reason ``RecordingError/Reason/unusedRecordings``, listing them.
+    public func verifyAllRecordingsUsed() throws {
+        let unused = unusedEntries
+        guard !unused.isEmpty else { return }
+        let list = unused.prefix(5).map { "\($0.request.method) \($0.request.url)" }.joined(separator: "; ")
+        throw RecordingError(
+            .unusedRecordings,
+            "\(unused.count) recorded exchange(s) in \(fileURL.lastPathComponent) were never used: \(list)"
+                + (unused.count > 5 ? "; …" : ""),
+            fileURL: fileURL)
+    }
+
+    // MARK: - Transport
+
+    /// Sends `request` as ``send(_:transfer:)`` does, with no transfer options.
+    ///
+    /// - Parameter request: The request.
+    /// - Returns: A future of the recorded or live response.
+    public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        send(request, transfer: TransferOptions())
+    }
+
+    /// Sends `request` as ``send(_:transfer:)`` does, in the core's model.
+    ///
+    /// - Parameters:
+    ///   - request: The request.
+    ///   - transfer: How to move the body and the response.
+    /// - Returns: A future of the recorded or live response.
+    public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        do {
+            return send(try ConnectRequest(request), transfer: transfer)
+        } catch {
+            return Future(error: error)
+        }
+    }
+
+    /// Answers `request` from the recording, or sends it with the wrapped transport and records the exchange, as
+    /// the ``mode`` says.
+    ///
+    /// - Parameters:
+    ///   - request: The request, after every middleware.
+    ///   - transfer: How to move the body and the response: a size limit and progress are honoured; streaming,
+    ///     downloads to a file and bodies from a file fail with ``RecordingError/Reason/unsupportedTransfer``.
+    /// - Returns: A future of the response, or of the recorded failure; cancelling it cancels the live exchange.
+    public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if let refusal = unsupported(request, transfer: transfer) { return Future(error: refusal) }
+        let secrets = RecordingRedaction.withBase64Forms(SecretValues(of: request.urlRequest))
+        let redacted = RecordingRedaction.request(request, secrets: secrets)
+        if mode == .record { return record(request, redacted: redacted, secrets: secrets, transfer: transfer) }
+        switch claim(redacted) {
+        case .success(let entry):
+            let answer = replay(entry, for: request, transfer: transfer)
+            return replaysLatencies ? Self.delayed(answer, byMilliseconds: entry.time) : answer
+        case .failure(let failure):
+            if mode == .recordMissing, failure.reason == .noMatch || failure.reason == .missingRecording {
+                return record(request, redacted: redacted, secrets: secrets, transfer: transfer)
+            }
+            return Future(error: failure.connectError(for: request))
+        }
+    }
+
+    /// Why `request` cannot be recorded or replayed, if it cannot.
+    private func unsupported(_ request: ConnectRequest, transfer: TransferOptions) -> ConnectError? {
+        var what: String?
+        if transfer.streaming != nil {
+            what = "a streamed response (TransferOptions.streaming)"
+        } else if transfer.destination != nil {
+            what = "a download to a file (TransferOptions.destination)"
+        } else if transfer.bodyFile != nil {
+            what = "a body sent from a file (TransferOptions.bodyFile)"
+        } else if case .stream = request.body {
+            what = "a body sent from a stream"
+        }
+        guard let what else { return nil }
+        let message =
+            "RecordingTransport does not record or replay \(what) yet: "
+            + "test it with LocalServer or FakeTransport instead"
+        return RecordingError(.unsupportedTransfer, message, fileURL: fileURL).connectError(for: request)
+    }
+}

@@ -1,0 +1,200 @@
+import Foundation
+import SwiftConnect
+
+/// Decides whether a recorded request answers a request: ``default`` compares method, URL and body the way a server
+/// reads them; a closure of yours compares whatever else matters.
+///
+/// Both requests are redacted (``RecordedRequest``), so secrets never take part. The default ignores what varies
+/// between runs without changing the request's meaning:
+/// - the order of query items (`?b=2&a=1` matches `?a=1&b=2`), and the URL's fragment;
+/// - the order of JSON object keys, and JSON white space (bodies that parse as JSON are compared parsed);
+/// - a multipart body's boundary, random in each run;
+/// - header fields altogether, among them the `Idempotency-Key` a retry policy adds with a new UUID each run.
+///
+/// ```swift
+/// // The default, and the tenant header too.
+/// let matcher = RequestMatcher.all([.default, .header("X-Tenant")])
+/// // Anything else: ignore a timestamp query item.
+/// let lenient = RequestMatcher { request, recorded in
+///     request.method == recorded.method && request.url.path == recorded.url.path
+/// }
+/// let transport = RecordingTransport(wrapping: URLSessionTransport(), matcher: matcher)
+/// ```
+public struct RequestMatcher: Sendable {
+    private let predicate: @Sendable (RecordedRequest, RecordedRequest) -> Bool
+
+    /// A matcher that asks `matches`.
+    ///
+    /// - Parameter matches: Whether `recorded` answers `request`; both redacted.
+    public init(_ matches: @escaping @Sendable (_ request: RecordedRequest, _ recorded: RecordedRequest) -> Bool) {
+        predicate = matches
+    }
+
+    /// Whether `recorded` answers `request`.
+    ///
+    /// - Parameters:
+    ///   - request: The request being sent, redacted.
+    ///   - recorded: A recorded request.
+    /// - Returns: Whether the recording answers it.
+    public func matches(_ request: RecordedRequest, _ recorded: RecordedRequest) -> Bool {
+        predicate(request, recorded)
+    }
+
+    /// Method, URL and body, as ``method``, ``url`` and ``body`` compare them.
+    public static let `default` = all([.method, .url, .body])
+
+    /// The same method.
+    public static let method = RequestMatcher { $0.method == $1.method }
+
+    /// The same scheme, host, port and path (the host and scheme in any case, a missing port as the scheme's own),
+    /// and the same query items in any order.
+    public static let url = RequestMatcher { RequestNormalization.url($0.url) == RequestNormalization.url($1.url) }
+
+    /// The same path, whatever the query.
+    public static let path = RequestMatcher { RequestNormalization.path($0.url) == RequestNormalization.path($1.url) }
+
+    /// The same body: parsed when both are JSON (key order and white space aside), multipart boundaries aside,
+    /// byte for byte otherwise.
+    public static let body = RequestMatcher { RequestNormalization.body(of: $0) == RequestNormalization.body(of: $1) }
+
+    /// The same values of the header fields named `name` (both absent matches). For `Idempotency-Key`, whose value is
+    /// new in each run, being present on both sides is enough.
+    ///
+    /// - Parameter name: The field's name.
+    /// - Returns: The matcher.
+    public static func header(_ name: HeaderField.Name) -> RequestMatcher {
+        RequestMatcher { request, recorded in
+            if name == "Idempotency-Key" {
+                return request.headerFields.contains(name) == recorded.headerFields.contains(name)
+            }
+            return request.headerFields[values: name] == recorded.headerFields[values: name]
+        }
+    }
+
+    /// A matcher that matches when every one of `matchers` does.
+    ///
+    /// - Parameter matchers: The matchers, asked in order.
+    /// - Returns: The matcher.
+    public static func all(_ matchers: [RequestMatcher]) -> RequestMatcher {
+        RequestMatcher { request, recorded in matchers.allSatisfy { $0.matches(request, recorded) } }
+    }
+}
+
+/// The forms ``RequestMatcher`` compares, and the differences a failed match reports.
+enum RequestNormalization {
+    /// Scheme, host, port and path, with the query items sorted.
+    struct NormalizedURL: Equatable {
+        var scheme: String
+        var host: String
+        var port: Int?
+        var path: String
+        var query: [String]
+    }
+
+    static func url(_ url: URL) -> NormalizedURL {
+        let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        let scheme = (components?.scheme ?? "").lowercased()
+        let defaultPort = scheme == "https" ? 443 : scheme == "http" ? 80 : nil
+        let items = (components?.queryItems ?? []).map { item in "\(item.name)=\(item.value ?? "")" }
+        return NormalizedURL(
+            scheme: scheme, host: (components?.host ?? "").lowercased(), port: components?.port ?? defaultPort,
+            path: path(url), query: items.sorted())
+    }
+
+    /// The percent-encoded path, `/` for none.
+    static func path(_ url: URL) -> String {
+        let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
+        return path.isEmpty ? "/" : path
+    }
+
+    /// The body as compared: JSON re-serialised with sorted keys, a multipart boundary replaced, else the bytes.
+    static func body(of request: RecordedRequest) -> Data {
+        let body = request.body
+        guard !body.isEmpty else { return body }
+        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]),
+            let sorted = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys, .fragmentsAllowed])
+        {
+            return sorted
+        }
+        let contentType = request.headerFields[.contentType] ?? ""
+        if contentType.lowercased().hasPrefix("multipart/"), let boundary = boundary(of: contentType),
+            let text = String(data: body, encoding: .utf8)
+        {
+            return Data(text.replacingOccurrences(of: boundary, with: "<boundary>").utf8)
+        }
+        return body
+    }
+
+    /// The `boundary` parameter of a `Content-Type`, unquoted.
+    private static func boundary(of contentType: String) -> String? {
+        for parameter in contentType.split(separator: ";").dropFirst() {
+            let pair = parameter.split(separator: "=", maxSplits: 1)
+            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == "boundary" else {
+                continue
+            }
+            let value = pair[1].trimmingCharacters(in: .whitespaces)
+            let unquoted = value.hasPrefix("\"") && value.hasSuffix("\"") ? String(value.dropFirst().dropLast()) : value
+            return unquoted.isEmpty ? nil : unquoted
+        }
+        return nil
+    }
+
+    /// One part in which two requests differ.
+    struct Difference: Equatable {
+        /// The part: `method`, `host`, `path`, `query`, `body`.
+        var part: String
+        /// The request's value.
+        var request: String
+        /// The recording's value.
+        var recorded: String
+        /// How far apart it puts the requests when looking for the nearest recording.
+        var weight: Int
+
+        var description: String { "\(part): request has \(request), recording has \(recorded)" }
+    }
+
+    /// Where `request` and `recorded` differ, in the parts the default matcher compares.
+    static func differences(_ request: RecordedRequest, _ recorded: RecordedRequest) -> [Difference] {
+        var differences: [Difference] = []
+        if request.method != recorded.method {
+            differences.append(
+                Difference(part: "method", request: request.method, recorded: recorded.method, weight: 8))
+        }
+        let live = url(request.url)
+        let old = url(recorded.url)
+        let liveOrigin = "\(live.scheme)://\(live.host)\(live.port.map { ":\($0)" } ?? "")"
+        let oldOrigin = "\(old.scheme)://\(old.host)\(old.port.map { ":\($0)" } ?? "")"
+        if liveOrigin != oldOrigin {
+            differences.append(Difference(part: "origin", request: liveOrigin, recorded: oldOrigin, weight: 2))
+        }
+        if live.path != old.path {
+            differences.append(Difference(part: "path", request: live.path, recorded: old.path, weight: 8))
+        }
+        if live.query != old.query {
+            let only = Set(live.query).subtracting(old.query).sorted()
+            let onlyRecorded = Set(old.query).subtracting(live.query).sorted()
+            differences.append(
+                Difference(
+                    part: "query", request: list(only.isEmpty ? live.query : only),
+                    recorded: list(onlyRecorded.isEmpty ? old.query : onlyRecorded), weight: 2))
+        }
+        if body(of: request) != body(of: recorded) {
+            differences.append(
+                Difference(
+                    part: "body", request: excerpt(of: request.body), recorded: excerpt(of: recorded.body), weight: 1))
+        }
+        return differences
+    }
+
+    private static func list(_ items: [String]) -> String {
+        items.isEmpty ? "no items" : "[" + items.joined(separator: ", ") + "]"
+    }
+
+    /// The start of a body for a message: up to 120 characters of text, or a byte count.
+    static func excerpt(of body: Data) -> String {
+        if body.isEmpty { return "no body" }
+        guard let text = String(data: body, encoding: .utf8) else { return "\(body.count) bytes" }
+        let oneLine = text.replacingOccurrences(of: "\r", with: " ").replacingOccurrences(of: "\n", with: " ")
+        return oneLine.count > 120 ? "\"" + String(oneLine.prefix(120)) + "…\"" : "\"" + oneLine + "\""
+    }
+}

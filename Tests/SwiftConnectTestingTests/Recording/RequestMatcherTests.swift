@@ -1,0 +1,119 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Which recording answers a request: the default matcher, repeated requests, custom matchers.
+final class RequestMatcherTests: XCTestCase {
+    private var folder: URL!
+    private let base = "http://api.test"
+
+    override func setUpWithError() throws {
+        folder = try makeRecordingFolder(for: self)
+    }
+
+    /// Records each request with a fake server answering `answers` in turn, then returns a replaying transport.
+    private func recordThenReplay(
+        _ requests: [ConnectRequest], answers: [FakeResponse] = [.json(["ok": true])],
+        matcher: RequestMatcher = .default
+    ) throws -> RecordingTransport {
+        let fake = FakeTransport(fallback: .status(404))
+        for path in Set(requests.map(\.url.path)) { fake.stub(path, with: answers) }
+        let file = folder.appendingPathComponent("matching.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        for request in requests { _ = try recorder.send(request, transfer: TransferOptions()).wait() }
+        return RecordingTransport(fileURL: file, mode: .replay, matcher: matcher)
+    }
+
+    private let json: HeaderFields = [.contentType: "application/json"]
+
+    func testJSONBodiesMatchWhateverTheKeyOrderAndSpacing() throws {
+        // Given
+        let recorded = try connectRequest(
+            .post, "\(base)/search", headers: json, body: Data(#"{"a":1,"b":{"c":[1,2],"d":"x"}}"#.utf8))
+        let replayer = try recordThenReplay([recorded])
+        // When
+        let reordered = try connectRequest(
+            .post, "\(base)/search", headers: json, body: Data(#"{ "b": {"d": "x", "c": [1, 2]}, "a": 1 }"#.utf8))
+        // Then
+        XCTAssertEqual(try replayer.send(reordered, transfer: TransferOptions()).wait().statusCode, 200)
+    }
+
+    func testADifferentJSONValueDoesNotMatchAndTheBodyIsNamed() throws {
+        // Given
+        let recorded = try connectRequest(.post, "\(base)/search", headers: json, body: Data(#"{"a":1}"#.utf8))
+        let replayer = try recordThenReplay([recorded])
+        // When
+        let changed = try connectRequest(.post, "\(base)/search", headers: json, body: Data(#"{"a":2}"#.utf8))
+        let error = try failure(of: replayer.send(changed, transfer: TransferOptions()))
+        // Then
+        let recording = try recordingError(of: error)
+        XCTAssertEqual(recording.differences, [#"body: request has "{"a":2}", recording has "{"a":1}""#])
+    }
+
+    func testQueryItemsMatchInAnyOrder() throws {
+        // Given
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/q?a=1&b=2&b=3")])
+        // When
+        let reordered = try connectRequest(.get, "\(base)/q?b=2&a=1&b=3")
+        // Then
+        XCTAssertEqual(try replayer.send(reordered, transfer: TransferOptions()).wait().statusCode, 200)
+    }
+
+    func testMultipartBoundaryAndIdempotencyKeyDoNotPreventAMatch() throws {
+        // Given: a form sent with one boundary and key
+        func form(boundary: String, key: String) throws -> ConnectRequest {
+            let body =
+                "--\(boundary)\r\nContent-Disposition: form-data; name=\"title\"\r\n\r\nMilk\r\n--\(boundary)--\r\n"
+            return try connectRequest(
+                .post, "\(base)/upload",
+                headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)", "Idempotency-Key": key],
+                body: Data(body.utf8))
+        }
+        let matcher = RequestMatcher.all([.default, .header("Idempotency-Key")])
+        let replayer = try recordThenReplay([try form(boundary: "first-1111", key: "k-1")], matcher: matcher)
+        // When: the next run's boundary and key are new
+        let next = try form(boundary: "second-2222", key: "k-2")
+        let response = replayer.send(next, transfer: TransferOptions())
+        // Then
+        XCTAssertEqual(try response.wait().statusCode, 200)
+    }
+
+    func testIdenticalRequestsGetTheRecordingsInRecordedOrder() throws {
+        // Given: three identical requests answered 1, 2, 3
+        let request = try connectRequest(.get, "\(base)/counter")
+        let replayer = try recordThenReplay(
+            [request, request, request], answers: [.json(string: "1"), .json(string: "2"), .json(string: "3")])
+        // When
+        let bodies = try (1...3).map { _ in try replayer.send(request, transfer: TransferOptions()).wait().data }
+        let fourth = try failure(of: replayer.send(request, transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(bodies, [Data("1".utf8), Data("2".utf8), Data("3".utf8)])
+        XCTAssertEqual(try recordingError(of: fourth).reason, .noMatch)
+        XCTAssertTrue(fourth.message.contains("already used"), fourth.message)
+    }
+
+    func testACustomMatcherDecides() throws {
+        // Given: a matcher that ignores the query
+        let replayer = try recordThenReplay(
+            [try connectRequest(.get, "\(base)/feed?since=1700000000")], matcher: .all([.method, .path]))
+        // When
+        let later = try connectRequest(.get, "\(base)/feed?since=1800000000")
+        // Then
+        XCTAssertEqual(try replayer.send(later, transfer: TransferOptions()).wait().statusCode, 200)
+        let strict = RecordingTransport(fileURL: replayer.fileURL, mode: .replay)
+        XCTAssertEqual(
+            try recordingError(of: failure(of: strict.send(later, transfer: TransferOptions()))).reason, .noMatch)
+    }
+
+    func testAnotherMethodDoesNotMatch() throws {
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/todos/1")])
+        let error = try failure(
+            of: replayer.send(try connectRequest(.delete, "\(base)/todos/1"), transfer: TransferOptions()))
+        XCTAssertEqual(try recordingError(of: error).differences, ["method: request has DELETE, recording has GET"])
+    }
+}
