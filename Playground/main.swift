@@ -197,6 +197,19 @@ if case .failure(let error as ConnectError) = try impatient.request(
     print("Fail fast while offline:", error.kind, "(nothing sent)")
 }
 
+// MARK: 11. Record once, replay for ever
+
+section("11. Record once, replay for ever")
+let cassette = FileManager.default.temporaryDirectory.appendingPathComponent("swiftconnect-playground.har")
+let recorder = RecordingTransport(fileURL: cassette, wrapping: URLSessionTransport(), mode: .record)
+let recorded = try Connect(transport: recorder).request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).wait()
+print("Recorded from the server:", recorded.title, "→", cassette.lastPathComponent)
+Demo.server.stop()
+let player = RecordingTransport(fileURL: cassette, mode: .replay)
+let replayed = try Connect(transport: player).request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).wait()
+print("Replayed with the server gone:", replayed.title)
+try? FileManager.default.removeItem(at: cassette)
+
 section("Done")
 Demo.server.stop()
 
