@@ -189,12 +189,15 @@ print("Offline: the request waits (sent so far: \(api.requests.count))")
 DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { network.goOnline(over: [.wifi]) }
 let arrived = try waiting.decoded(toType: Todo.self).wait(timeout: 10)
 print("Back online over Wi-Fi:", arrived.title)
-let impatient = Connect(transport: api, middlewares: [ConnectivityMiddleware(monitor: network, policy: .failFast)])
-network.goOffline()
-if case .failure(let error as ConnectError) = try impatient.request(
-    Route("/todos/1", baseURL: URL(string: "https://api.example.com")!)
-).waitForResult() {
+// Another outage, for a client that fails fast. (A monitor of its own: the first one may still be telling its
+// observers about the Wi-Fi coming back, and would tell them of a new outage only after that.)
+let outage = FakeConnectivityMonitor(.disconnected)
+let impatient = Connect(transport: api, middlewares: [ConnectivityMiddleware(monitor: outage, policy: .failFast)])
+switch try impatient.request(Route("/todos/1", baseURL: URL(string: "https://api.example.com")!)).waitForResult() {
+case .failure(let error as ConnectError):
     print("Fail fast while offline:", error.kind, "(nothing sent)")
+case let outcome:
+    print("Fail fast while offline: unexpected outcome", outcome)
 }
 
 // MARK: 11. Record once, replay for ever
