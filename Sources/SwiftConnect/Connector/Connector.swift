@@ -86,6 +86,11 @@ public protocol Connector {
     var timeout: TimeInterval { get }
 
     /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.
+    ///
+    /// A client's ``ResponseCache`` honours it for requests with a ``CacheRule``: the `reload…` policies fetch fresh
+    /// (and store), `.returnCacheDataElseLoad` serves a stored response even past its time to live, and
+    /// `.returnCacheDataDontLoad` serves one or fails, nothing sent (see ``CacheRule``). It also reaches
+    /// `URLSession`'s own `URLCache`, which ``URLSessionTransport/defaultConfiguration`` leaves out.
     var cachePolicy: URLRequest.CachePolicy { get }
 
     /// The encoder for `.jsonObject` bodies. Defaults to a plain `JSONEncoder()`.

@@ -327,7 +327,15 @@ extension RequestOptionKey {
 /// RequestOptions(cache: CacheRule(timeToLive: 300))                      // serve from cache for 5 minutes
 /// RequestOptions(cache: CacheRule(timeToLive: 300, bypassesCache: true)) // fetch fresh, then store
 /// RequestOptions(cache: CacheRule(timeToLive: 60, key: "search:\(query)"))
+/// RequestOptions(cache: CacheRule(timeToLive: 60, keyIncludesBody: true))  // a POST search, by its body
 /// ```
+///
+/// GET and HEAD responses are cached under the method and URL. A request of any other method (a POST search, a
+/// GraphQL query) is cached only when the rule names its key: a custom ``key``, or ``keyIncludesBody``. The request's
+/// own `cachePolicy` (``Connector/cachePolicy``) is honoured too: `.reloadIgnoringLocalCacheData` (and the other
+/// `reload…` policies) fetches fresh and stores, as ``bypassesCache`` does; `.returnCacheDataElseLoad` serves a stored
+/// response even past its time to live, else fetches; `.returnCacheDataDontLoad` serves a stored response or fails
+/// with ``ConnectError/Kind/transport`` (`URLError(.resourceUnavailable)` underneath), nothing sent.
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
     /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).
@@ -336,6 +344,10 @@ public struct CacheRule: Sendable, Hashable {
     public var key: String?
     /// Whether to skip a stored response and fetch a fresh one (which is then stored).
     public var bypassesCache: Bool
+    /// Whether the key also names the request's body (a SHA-256 digest of it), so that one endpoint asked with
+    /// different bodies (a POST search) keeps one response per body. It lets methods other than GET and HEAD be
+    /// cached. A body sent from a stream cannot be named: such a request is not cached.
+    public var keyIncludesBody: Bool
 
     /// Creates a rule.
     ///
@@ -343,9 +355,13 @@ public struct CacheRule: Sendable, Hashable {
     ///   - timeToLive: The longest a stored response is served, in seconds; the response's headers may shorten it.
     ///   - key: A custom key; `nil` uses method and URL.
     ///   - bypassesCache: Whether to fetch fresh and store, ignoring what is stored.
-    public init(timeToLive: TimeInterval, key: String? = nil, bypassesCache: Bool = false) {
+    ///   - keyIncludesBody: Whether the key names the request's body, for methods such as POST.
+    public init(
+        timeToLive: TimeInterval, key: String? = nil, bypassesCache: Bool = false, keyIncludesBody: Bool = false
+    ) {
         self.timeToLive = timeToLive
         self.key = key
         self.bypassesCache = bypassesCache
+        self.keyIncludesBody = keyIncludesBody
     }
 }

@@ -7,8 +7,9 @@ import Foundation
 /// An in-memory cache of successful responses, bounded in bytes, evicting the least recently used.
 ///
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
-/// connector's ``Connector/options`` or on a call). Only GET and HEAD responses with a 2xx status other than
-/// 206 (Partial Content) are stored. A stored response is served until its time to live ends (the rule's
+/// connector's ``Connector/options`` or on a call). GET and HEAD responses with a 2xx status other than 206 (Partial
+/// Content) are stored, and those of other methods whose rule names the key (see ``CacheRule``); a request's own
+/// `cachePolicy` is honoured as ``CacheRule`` says. A stored response is served until its time to live ends (the rule's
 /// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below), without
 /// touching the network, except to a call whose
 /// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
@@ -155,8 +156,8 @@ public final class ResponseCache: Sendable {
     /// How many requests were served from the cache.
     public var hitCount: Int { state.withLock { $0.hits } }
 
-    /// How many cacheable requests (a `GET` or `HEAD` with a rule whose time to live is positive, not a download or
-    /// a stream) found no fresh response and went to the network.
+    /// How many cacheable requests (a `GET` or `HEAD`, or another method whose rule names its key, with a rule whose
+    /// time to live is positive, not a download) found no fresh response and went to the network.
     package var missCount: Int { state.withLock { $0.misses } }
 
     /// Forgets every stored response.
@@ -182,15 +183,19 @@ public final class ResponseCache: Sendable {
         }
     }
 
-    /// The key a request is stored under: the rule's key, or the method and full URL; for a request that
-    /// carries credentials, followed by `" credentials:"` and a digest of them (kept for this process only).
+    /// The key a request is stored under: the rule's key, or the method and full URL; with
+    /// ``CacheRule/keyIncludesBody``, followed by `" body:"` and the SHA-256 of the body; for a request that carries
+    /// credentials, followed by `" credentials:"` and a digest of them (kept for this process only).
     ///
     /// - Parameters:
     ///   - request: The request.
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
     public static func key(for request: ConnectRequest, rule: CacheRule) -> String {
-        let key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
+        var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
+        if rule.keyIncludesBody {
+            key += " body:" + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
+        }
         guard let digest = credentialsDigest(of: request.headerFields) else { return key }
         return key + credentialsMarker + digest
     }
@@ -233,19 +238,23 @@ public final class ResponseCache: Sendable {
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
-        guard let rule = context.options.cache, rule.timeToLive > 0, context.method == .get || context.method == .head,
+        guard let rule = context.options.cache, rule.timeToLive > 0, Self.isCacheable(request, rule: rule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
         let key = Self.key(for: request, rule: rule)
         let now = self.now()
+        let policy = request.cachePolicy
+        let bypasses = rule.bypassesCache || Self.reloads(policy)
+        // `returnCacheData…`: a stored response is served even past its time to live.
+        let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let (cached, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
-            if !rule.bypassesCache, let entry = state.entries[key], entry.method == method,
+            if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
             {
-                if entry.expiry > now {
+                if entry.expiry > now || servesStale {
                     state.hits += 1
                     state.touch(key)
                     return (entry.response, 0, 0)
@@ -259,6 +268,14 @@ public final class ResponseCache: Sendable {
         if var cached {
             cached.request = request.urlRequest
             return Future(value: cached)
+        }
+        if policy == .returnCacheDataDontLoad {
+            return Future(
+                error: ConnectError(
+                    .transport,
+                    message: "no stored response for this request, and its cache policy (returnCacheDataDontLoad) "
+                        + "forbids the network",
+                    request: request.urlRequest, underlyingError: URLError(.resourceUnavailable)))
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
@@ -289,6 +306,26 @@ public final class ResponseCache: Sendable {
             }
         }
         return response
+    }
+
+    /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
+    /// method when the rule names its key (a custom key, or the body), with no body from a stream.
+    private static func isCacheable(_ request: ConnectRequest, rule: CacheRule) -> Bool {
+        let method = request.method
+        if method == .get || method == .head { return true }
+        guard rule.key != nil || rule.keyIncludesBody else { return false }
+        if case .stream = request.body { return false }
+        return true
+    }
+
+    /// Whether a request's cache policy asks for a fresh response (then stored), as ``CacheRule/bypassesCache`` does.
+    private static func reloads(_ policy: URLRequest.CachePolicy) -> Bool {
+        switch policy {
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData, .reloadRevalidatingCacheData:
+            return true
+        default:
+            return false
+        }
     }
 
     /// The request headers `response` varies on, with their values in `requestHeaders`, or `nil` for `Vary: *`

@@ -1,0 +1,94 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Caching as Remotli, Konex and JustAPIs had it (issue 38, item 3, in part): a custom key for any method, a POST
+/// whose key names its body, and the request's own cache policy honoured.
+final class CacheKeysAndPoliciesTests: XCTestCase {
+    private func client(_ transport: FakeTransport, cache: ResponseCache) -> Connect {
+        Connect(transport: transport, responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+    }
+
+    private func search(_ query: String, rule: CacheRule) -> Route {
+        Route(
+            "/search", method: .post, parameters: ["q": query] as JSONObject,
+            options: RequestOptions(cache: rule))
+    }
+
+    private func answers(_ count: Int) -> FakeTransport {
+        let transport = FakeTransport()
+        transport.stub("/search", with: (1...count).map { .json(string: #"{"answer":\#($0)}"#) })
+        transport.stub("/todos", with: (1...count).map { .json(string: #"{"answer":\#($0)}"#) })
+        return transport
+    }
+
+    private func body(_ future: Future<Data>) -> String? {
+        value(of: future).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func testAPOSTIsCachedPerBodyWhenTheKeyNamesIt() {
+        let transport = answers(3)
+        let connect = client(transport, cache: ResponseCache())
+        let rule = CacheRule(timeToLive: 60, keyIncludesBody: true)
+        XCTAssertEqual(body(connect.request(search("swift", rule: rule))), #"{"answer":1}"#)
+        XCTAssertEqual(body(connect.request(search("swift", rule: rule))), #"{"answer":1}"#, "served from the cache")
+        XCTAssertEqual(body(connect.request(search("rust", rule: rule))), #"{"answer":2}"#, "another body, fetched")
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testAPOSTIsNotCachedUnlessTheRuleNamesItsKey() {
+        let transport = answers(2)
+        let connect = client(transport, cache: ResponseCache())
+        let rule = CacheRule(timeToLive: 60)
+        _ = body(connect.request(search("swift", rule: rule)))
+        XCTAssertEqual(body(connect.request(search("swift", rule: rule))), #"{"answer":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testACustomKeyCachesAnyMethod() {
+        let transport = answers(2)
+        let connect = client(transport, cache: ResponseCache())
+        let rule = CacheRule(timeToLive: 60, key: "search:all")
+        _ = body(connect.request(search("a", rule: rule)))
+        XCTAssertEqual(body(connect.request(search("b", rule: rule))), #"{"answer":1}"#, "the key the app chose")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    private struct Todos: Connector {
+        var cachePolicy: URLRequest.CachePolicy
+        var baseURL: URL { URL(string: "https://api.test")! }
+        var endpoint: String { "/todos" }
+        var options: RequestOptions { RequestOptions(cache: CacheRule(timeToLive: 60)) }
+    }
+
+    func testTheRequestsCachePolicyIsHonoured() {
+        var now = Date(timeIntervalSince1970: 1_000)
+        let clock = Guarded(now)
+        let transport = answers(3)
+        let connect = client(transport, cache: ResponseCache(now: { clock.withLock { $0 } }))
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .useProtocolCachePolicy))), #"{"answer":1}"#)
+        // A reload fetches fresh and stores what it got.
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .reloadIgnoringLocalCacheData))), #"{"answer":2}"#)
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .useProtocolCachePolicy))), #"{"answer":2}"#)
+        // Past its time to live, `returnCacheData…` still serves it.
+        now.addTimeInterval(120)
+        clock.withLock { $0 = now }
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .returnCacheDataDontLoad))), #"{"answer":2}"#)
+        XCTAssertEqual(body(connect.request(Todos(cachePolicy: .returnCacheDataElseLoad))), #"{"answer":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testReturnCacheDataDontLoadWithNothingStoredFailsUnsent() {
+        let transport = answers(1)
+        let error = connectError(
+            of: client(transport, cache: ResponseCache()).request(Todos(cachePolicy: .returnCacheDataDontLoad)))
+        XCTAssertEqual(error?.kind, .transport)
+        XCTAssertEqual((error?.underlyingError as? URLError)?.code, .resourceUnavailable)
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+}
