@@ -91,4 +91,17 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual((error?.underlyingError as? URLError)?.code, .resourceUnavailable)
         XCTAssertTrue(transport.requests.isEmpty)
     }
+
+    /// One setting caches every GET of the client; a request's own rule still wins.
+    func testADefaultRuleCachesEveryGETInOneSetting() {
+        let transport = answers(3)
+        let connect = client(transport, cache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)))
+        let plain = Route(url: URL(string: "https://api.test/todos")!)
+        _ = body(connect.request(plain))
+        XCTAssertEqual(body(connect.request(plain)), #"{"answer":1}"#, "cached without a rule of its own")
+        let fresh = RequestOptions(cache: CacheRule(timeToLive: 60, bypassesCache: true))
+        XCTAssertEqual(body(connect.request(plain, options: fresh)), #"{"answer":2}"#, "the call's rule wins")
+        _ = body(connect.request(search("a", rule: CacheRule(timeToLive: 0))))
+        XCTAssertEqual(transport.requests.count, 3)
+    }
 }

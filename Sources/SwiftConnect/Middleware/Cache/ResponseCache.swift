@@ -135,15 +135,27 @@ public final class ResponseCache: Sendable {
     let maxBytes: Int
     private let now: @Sendable () -> Date
     private let state = Protected(State())
+    /// The rule of requests that bring none (``init(maxBytes:defaultRule:now:)``).
+    let defaultRule: CacheRule?
 
     /// Creates an empty cache.
+    ///
+    /// ```swift
+    /// // Caching on for every GET of the client, in one setting (a request's own rule still wins):
+    /// let connect = Connect(responseCache: ResponseCache(defaultRule: CacheRule(timeToLive: 300)))
+    /// ```
     ///
     /// - Parameters:
     ///   - maxBytes: The most bytes the cache holds; older entries are evicted to make room. Defaults to
     ///     10 MB. A response larger than this is never stored.
+    ///   - defaultRule: The rule of requests whose client, connector and call set none; `nil` (the default)
+    ///     caches only requests that bring a rule.
     ///   - now: The clock for time to live; tests inject their own.
-    public init(maxBytes: Int = 10_000_000, now: @escaping @Sendable () -> Date = { Date() }) {
+    public init(
+        maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, now: @escaping @Sendable () -> Date = { Date() }
+    ) {
         self.maxBytes = max(0, maxBytes)
+        self.defaultRule = defaultRule
         self.now = now
     }
 
@@ -238,7 +250,7 @@ public final class ResponseCache: Sendable {
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
-        guard let rule = context.options.cache, rule.timeToLive > 0, Self.isCacheable(request, rule: rule),
+        guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0, Self.isCacheable(request, rule: rule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
