@@ -250,7 +250,8 @@ public final class ResponseCache: Sendable {
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
-        guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0, Self.isCacheable(request, rule: rule),
+        guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0,
+            Self.isCacheable(request, rule: rule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
