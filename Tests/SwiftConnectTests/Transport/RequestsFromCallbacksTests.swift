@@ -14,12 +14,19 @@ import XCTest
 final class RequestsFromCallbacksTests: XCTestCase {
     private var server: LocalServer!
     private let releaseSlow = DispatchSemaphore(value: 0)
+    /// Lets `/gated` answer: signalled once a test has chained its callback on the request (see ``gated(on:_:)``).
+    private let releaseGated = DispatchSemaphore(value: 0)
 
     override func setUpWithError() throws {
         server = try LocalServer.started()
         server.route("GET", "/small") { _ in .text("small") }
         server.route("GET", "/chained") { _ in .text("chained") }
         server.route("GET", "/after") { _ in .text("after") }
+        let gate = releaseGated
+        server.route("GET", "/gated") { _ in
+            _ = gate.wait(timeout: .now() + 30)
+            return .text("small")
+        }
         let release = releaseSlow
         server.route("GET", "/slow") { _ in
             _ = release.wait(timeout: .now() + 30)
@@ -30,6 +37,15 @@ final class RequestsFromCallbacksTests: XCTestCase {
     override func tearDown() {
         releaseSlow.signal()
         server.stop()
+    }
+
+    /// Sends `/gated` (answered "small") and chains `callbacks` on it before the server may answer: the callbacks then
+    /// run where the response is delivered, on the session's delegate queue. Chained on a request already answered,
+    /// they would run at once on the test's thread, which a loaded machine can hold up past the response.
+    private func gated<T>(on transport: URLSessionTransport, _ callbacks: (Future<ConnectResponse>) -> T) -> T {
+        let chained = callbacks(transport.send(request("gated")))
+        releaseGated.signal()
+        return chained
     }
 
     private func request(_ path: String) -> URLRequest {
@@ -63,7 +79,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
 
     func testCallbacksOfAResponseRunMarkedAsADelivery() throws {
         let transport = URLSessionTransport()
-        let marked = transport.send(request("small")).map { _ in CompletionContext.isDelivering }
+        let marked = gated(on: transport) { $0.map { _ in CompletionContext.isDelivering } }
         XCTAssertTrue(try marked.wait(timeout: 30))
     }
 
@@ -75,7 +91,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
 
         // When a callback starts a request
         let second = request("chained")
-        let chained = transport.send(request("small")).flatMap { _ in transport.send(second) }
+        let chained = gated(on: transport) { $0.flatMap { _ in transport.send(second) } }
 
         // Then it starts only once the queue runs, and completes then
         let startedEarly = expectation(description: "the chained request did not start on the delegate queue")
@@ -110,10 +126,12 @@ final class RequestsFromCallbacksTests: XCTestCase {
 
         // When a callback starts a request and cancels it at once
         let second = request("chained")
-        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
-            let chained = transport.send(second)
-            chained.cancel()
-            return chained
+        let cancelled = gated(on: transport) { small in
+            small.flatMap { _ -> Future<ConnectResponse> in
+                let chained = transport.send(second)
+                chained.cancel()
+                return chained
+            }
         }
         let outcome = try cancelled.waitForResult(timeout: 30)
         transport.submissionQueue.resume()
@@ -121,7 +139,7 @@ final class RequestsFromCallbacksTests: XCTestCase {
         // Then it failed as cancelled and never reached the server, while later requests still go out
         XCTAssertEqual(kind(of: outcome), .cancelled, file: file, line: line)
         let third = request("after")
-        let after = transport.send(request("small")).flatMap { _ in transport.send(third) }
+        let after = gated(on: transport) { $0.flatMap { _ in transport.send(third) } }
         XCTAssertEqual(try text(after).wait(timeout: 30), "after", file: file, line: line)
         XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0, file: file, line: line)
         releaseSlow.signal()
@@ -144,16 +162,18 @@ final class RequestsFromCallbacksTests: XCTestCase {
         let limited = TransferOptions(maxResponseBytes: 1 << 20)
         let second = request("chained")
         let third = request("after")
-        let cancelled = transport.send(request("small")).flatMap { _ -> Future<ConnectResponse> in
-            let chained = transport.send(second, transfer: limited)
-            chained.cancel()
-            return chained
+        let cancelled = gated(on: transport) { small in
+            small.flatMap { _ -> Future<ConnectResponse> in
+                let chained = transport.send(second, transfer: limited)
+                chained.cancel()
+                return chained
+            }
         }
         let outcome = try cancelled.waitForResult(timeout: 30)
         transport.submissionQueue.resume()
         XCTAssertEqual(kind(of: outcome), .cancelled)
 
-        let chained = transport.send(request("small")).flatMap { _ in transport.send(third, transfer: limited) }
+        let chained = gated(on: transport) { $0.flatMap { _ in transport.send(third, transfer: limited) } }
         XCTAssertEqual(try text(chained).wait(timeout: 30), "after")
         XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
     }
