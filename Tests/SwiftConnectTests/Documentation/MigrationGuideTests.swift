@@ -1,0 +1,188 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The migration guides' snippets (`SwiftConnect.docc/ComingFrom*.md`), run against a server on 127.0.0.1: each
+/// Swift block of a guide is code this file contains verbatim (checked below).
+final class MigrationGuideTests: XCTestCase {
+    private struct UnexpectedContent: Error {}
+
+    /// What a guide's callback collects; `arrived` opens at the first.
+    private final class Outcomes<Element>: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `stored`.
+        private let lock = NSLock()
+        private var stored: [Element] = []
+        let arrived = Gate()
+
+        func append(_ element: Element) {
+            lock.lock()
+            stored.append(element)
+            lock.unlock()
+            arrived.open()
+        }
+
+        var elements: [Element] {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+    }
+
+    private var server: LocalServer!
+    private var apiURL: URL { server.baseURL }
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        server.route("GET", "/posts") { _ in
+            .json(string: #"[{"id":1,"title":"First"},{"id":2,"title":"Second"}]"#)
+        }
+        server.route("GET", "/posts/:id") { request in
+            .json(string: #"{"id":\#(request.pathParameters["id"] ?? "0"),"title":"Post"}"#)
+        }
+        server.route("POST", "/posts") { request in
+            let sent = (try? JSONDecoder().decode(JSONValue.self, from: request.body)) ?? .null
+            return .json(string: #"{"id":101,"title":"\#(sent["title"]?.stringValue ?? "")"}"#, status: 201)
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    // MARK: Coming from Konex
+
+    func testComingFromKonex() async throws {
+        struct GetAllPosts: Connector {
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/posts" }
+        }
+
+        let shown = Outcomes<Int>()
+        let failures = Outcomes<any Error>()
+
+        struct Post: Codable, Sendable {
+            var id: Int?
+            var title: String?
+        }
+
+        let client = Connect(baseURL: apiURL)
+        client.request(GetAllPosts()).decoded(toType: [Post].self).observe { result in
+            switch result {
+            case .success(let posts): shown.append(posts.count)
+            case .failure(let error): failures.append(error)
+            }
+        }
+
+        await Task.detached { shown.arrived.wait(timeout: 30) }.value
+        XCTAssertEqual(shown.elements, [2])
+        XCTAssertTrue(failures.elements.isEmpty)
+
+        struct LegacyPost: Sendable {
+            var id: Int?
+            var title: String?
+        }
+
+        struct GetPost: DecodingConnector {
+            let id: Int
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/posts/{id}" }
+            var parameters: (any ParametersRepresentable)? { Parameter.path(key: "id", value: "\(id)") }
+
+            func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> LegacyPost {
+                let json = try JSONDecoder().decode(JSONValue.self, from: response.data)
+                return LegacyPost(id: json["id"]?.intValue, title: json["title"]?.stringValue)
+            }
+        }
+
+        let post = try await client.send(GetPost(id: 1)).value
+        XCTAssertEqual(post.id, 1)
+        XCTAssertEqual(post.title, "Post")
+
+        class APIRequest: BasicConnector {
+            override var headers: [HTTPHeader] { .init(["Accept": "application/json"]) }
+        }
+
+        final class CreatePost: APIRequest {
+            let title: String
+            init(title: String) { self.title = title }
+            override var endpoint: String { "/posts" }
+            override var method: HTTPMethod { .post }
+            override var parameters: (any ParametersRepresentable)? { ["title": title, "userId": 1] as JSONObject }
+        }
+
+        let created = try await client.request(CreatePost(title: "Hello")).decoded(toType: Post.self).value
+        XCTAssertEqual(created.id, 101)
+        XCTAssertEqual(created.title, "Hello")
+        XCTAssertEqual(server.requests.last?.bodyText, #"{"title":"Hello","userId":1}"#)
+
+        let sentPaths = Outcomes<String>()
+        let logger = AnyPlugin(willSend: { request, _ in sentPaths.append(request.url?.path ?? "") })
+        let requireJSON = AnyResponseValidator { response in
+            guard response.mediaType == "application/json" else { throw UnexpectedContent() }
+        }
+        let firstOnly = AnyResponseProcessor { response in
+            var response = response
+            let posts = try JSONDecoder().decode([Post].self, from: response.data)
+            response.data = try JSONEncoder().encode(Array(posts.prefix(1)))
+            return response
+        }
+        let extended = Connect(
+            configuration: ServerConfiguration(baseURL: apiURL),
+            settings: Connect.Settings(options: RequestOptions(plugins: [logger]))  // the client level
+        )
+        let checked = RequestOptions(validators: [requireJSON], processors: [firstOnly])  // the call level
+        let one = try await extended.request(GetAllPosts(), options: checked).decoded(toType: [Post].self).value
+
+        XCTAssertEqual(one.map(\.title), ["First"])
+        XCTAssertEqual(sentPaths.elements, ["/posts"])
+    }
+
+    // MARK: The guides hold only code that runs
+
+    func testEveryGuideSwiftBlockIsCompiledCode() throws {
+        let docc = URL(fileURLWithPath: #filePath)
+            .deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().appendingPathComponent("Sources/SwiftConnect/SwiftConnect.docc")
+        let guides = try FileManager.default.contentsOfDirectory(atPath: docc.path)
+            .filter { $0.hasPrefix("ComingFrom") && $0.hasSuffix(".md") }
+        XCTAssertFalse(guides.isEmpty)
+        let haystack = Self.normalized(try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8))
+        for guide in guides {
+            let text = try String(contentsOf: docc.appendingPathComponent(guide), encoding: .utf8)
+            let blocks = Self.swiftBlocks(in: text)
+            XCTAssertGreaterThan(blocks.count, 3, guide)
+            for block in blocks {
+                XCTAssertTrue(
+                    haystack.contains(Self.normalized(block)), "\(guide): a block that no test runs:\n\(block)")
+            }
+        }
+    }
+
+    private static func swiftBlocks(in markdown: String) -> [String] {
+        var blocks: [String] = []
+        var current: [String]?
+        for line in markdown.components(separatedBy: "\n") {
+            let trimmed = line.trimmingCharacters(in: .whitespaces)
+            if current == nil, trimmed == "```swift" {
+                current = []
+            } else if let lines = current, trimmed == "```" {
+                blocks.append(lines.joined(separator: "\n"))
+                current = nil
+            } else {
+                current?.append(line)
+            }
+        }
+        return blocks
+    }
+
+    /// Lines trimmed, blank lines dropped: indentation may differ between a guide and a test.
+    private static func normalized(_ text: String) -> String {
+        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
+            .joined(separator: "\n")
+    }
+}
