@@ -142,6 +142,114 @@ final class MigrationGuideTests: XCTestCase {
         XCTAssertEqual(sentPaths.elements, ["/posts"])
     }
 
+    // MARK: Coming from Remotli
+
+    func testComingFromRemotli() async throws {
+        server.route("GET", "/user/login") { request in
+            let name = request.queryItems.first { $0.name == "username" }?.value ?? ""
+            return .json(string: #"{"identifier":"u1","first_name":"\#(name)","pending_verification":false}"#)
+        }
+        server.route("POST", "/api/mas/0.2/app_config/fetch") { request in
+            .json(string: #"{"form":"\#(request.bodyText)"}"#)
+        }
+        server.route("POST", "/v1/tokens") { request in
+            .json(string: #"{"authorization":"\#(request.header("Authorization") ?? "none")"}"#)
+        }
+        let username = "ada"
+        let password = "pw"
+        let signedIn = Outcomes<String>()
+        let failed = Outcomes<String>()
+
+        struct User: Codable, Sendable {
+            var identifier: String
+            var firstName: String
+            var isPendingVerification: Bool = false
+
+            enum CodingKeys: String, CodingKey {
+                case identifier
+                case firstName = "first_name"
+                case isPendingVerification = "pending_verification"
+            }
+        }
+
+        let myHost = Connect(baseURL: apiURL)
+        myHost.request("/user/login", parameters: ["username": username, "password": password])
+            .decoded(toType: User.self)
+            .observe { user, error in
+                guard let user, error == nil else { return failed.append("\(String(describing: error))") }
+                signedIn.append(user.firstName)
+            }
+
+        await Task.detached { signedIn.arrived.wait(timeout: 30) }.value
+        XCTAssertEqual(signedIn.elements, ["ada"])
+        XCTAssertTrue(failed.elements.isEmpty)
+        XCTAssertEqual(server.requests.last?.target, "/user/login?username=ada&password=pw")
+
+        let route = Route(
+            "/api/mas/0.2/app_config/fetch", method: .post, parameters: ["app_id": "MY_APP_ID", "token": ""],
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        let config = try await myHost.request(route).decoded(toType: JSONValue.self).value
+        XCTAssertEqual(config["form"]?.stringValue, "app_id=MY_APP_ID&token=")
+
+        enum TokenRoute: Connector {
+            case anonymous
+            case refresh(token: String)
+
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/v1/tokens" }
+            var method: HTTPMethod { .post }
+            var headers: [HTTPHeader] { .init(["Accept": "application/json", "Accept-Language": "en-us"]) }
+            var parameters: (any ParametersRepresentable)? {
+                switch self {
+                case .anonymous: return ["type": "ANONYMOUS"] as JSONObject
+                case .refresh(let token): return ["type": "REFRESH", "credential": token] as JSONObject
+                }
+            }
+            var options: RequestOptions { RequestOptions(requiresAuthentication: false) }
+        }
+
+        let token = try await myHost.request(TokenRoute.anonymous).decoded(toType: JSONValue.self).value
+        XCTAssertEqual(token["authorization"]?.stringValue, "none")
+        XCTAssertEqual(server.requests.last?.bodyText, #"{"type":"ANONYMOUS"}"#)
+
+        let login = Route.login(username: "ada", password: "pw")
+        let session = try await myHost.request(login).decoded(toType: JSONValue.self).value
+        XCTAssertEqual(session["authorization"]?.stringValue, "none")
+        XCTAssertEqual(
+            server.requests.last?.bodyText, #"{"name":"ada","credentialType":"CREDENTIAL","credential":"pw"}"#)
+
+        final class MySiteAPI: Sendable {
+            let connect: Connect
+
+            init(baseURL: URL) {
+                connect = Connect(
+                    middlewares: [.basicAuthentication(username: "site-user", password: "secret-password")],
+                    configuration: ServerConfiguration(baseURL: baseURL))
+            }
+
+            func login(username: String, password: String) -> Future<JSONValue> {
+                connect.request(Route.login(username: username, password: password)).decoded(toType: JSONValue.self)
+            }
+        }
+
+        let api = MySiteAPI(baseURL: apiURL)
+        let loggedIn = try await api.login(username: "ada", password: "pw").value
+        XCTAssertEqual(
+            loggedIn["authorization"]?.stringValue,
+            "Basic " + Data("site-user:secret-password".utf8).base64EncodedString())
+
+        enum RemoteSites {
+            static func main(_ url: URL) -> ServerConfiguration { ServerConfiguration(baseURL: url) }
+        }
+
+        let sessionConfiguration = URLSessionTransport.defaultConfiguration
+        sessionConfiguration.httpCookieAcceptPolicy = .always
+        let transport = URLSessionTransport(configuration: sessionConfiguration)
+        let site = Connect(transport: transport, configuration: RemoteSites.main(apiURL))
+        let viaSite = try await site.request("/user/login").decoded(toType: User.self).value
+        XCTAssertEqual(viaSite.identifier, "u1")
+    }
+
     // MARK: The guides hold only code that runs
 
     func testEveryGuideSwiftBlockIsCompiledCode() throws {
@@ -184,5 +292,12 @@ final class MigrationGuideTests: XCTestCase {
     private static func normalized(_ text: String) -> String {
         text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
             .joined(separator: "\n")
+    }
+}
+
+extension Route {
+    static func login(username: String, password: String) -> Route {
+        let credentials: JSONObject = ["name": username, "credentialType": "CREDENTIAL", "credential": password]
+        return Route("/v1/tokens", method: .post, parameters: credentials)
     }
 }
