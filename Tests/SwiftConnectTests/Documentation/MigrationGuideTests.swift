@@ -250,6 +250,96 @@ final class MigrationGuideTests: XCTestCase {
         XCTAssertEqual(viaSite.identifier, "u1")
     }
 
+    // MARK: Coming from JustAPIs
+
+    private struct MissingRequestID: Error {}
+
+    func testComingFromJustAPIs() async throws {
+        server.route("GET", "/foo") { request in
+            let (id, client) = (request.queryItem("id") ?? "", request.header("X-Client") ?? "")
+            return .json(string: #"{"id":"\#(id)","client":"\#(client)"}"#).withHeader("X-Request-ID", "r1")
+        }
+        server.route("POST", "/search") { _ in .json(string: #"{"found":1}"#) }
+        let statuses = Outcomes<Int>()
+        let failures = Outcomes<any Error>()
+        let serverHost = apiURL.host ?? ""
+        let certificateFile = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString + ".cer")
+        try CertificatePinsTests.ecCertificate.write(to: certificateFile)
+        defer { try? FileManager.default.removeItem(at: certificateFile) }
+
+        let gateway = Connect(baseURL: apiURL)
+        gateway.response(for: Route("/foo", parameters: ["id": 123])).observe { result in
+            switch result {
+            case .success(let response): statuses.append(response.statusCode)
+            case .failure(let error): failures.append(error)
+            }
+        }
+
+        await Task.detached { statuses.arrived.wait(timeout: 30) }.value
+        XCTAssertEqual(statuses.elements, [200])
+        XCTAssertTrue(failures.elements.isEmpty)
+
+        let json = try await gateway.request("/foo", parameters: ["id": 123]).decoded(toType: JSONValue.self).value
+        XCTAssertEqual(json["id"]?.stringValue, "123")
+
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let throttled = Connect(requestQueue: queue, configuration: ServerConfiguration(baseURL: apiURL))
+        queue.pause()
+        let waiting = throttled.request("/foo", parameters: ["id": 1])
+        let pending = queue.waitingRequests  // JustAPIs' pendingRequests
+        queue.cancel(pending[0].id)  // cancelRequest(...)
+        queue.resume()
+        XCTAssertEqual(pending.count, 1)
+        XCTAssertEqual(connectError(of: waiting)?.kind, .cancelled)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/foo"), 2, "the cancelled request never went out")
+
+        let pins = try CertificatePins(files: [serverHost: [certificateFile]])
+        let pinnedTransport = URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration, pins: pins)
+        let pinned = Connect(transport: pinnedTransport, configuration: ServerConfiguration(baseURL: apiURL))
+        XCTAssertEqual(connectError(of: pinned.request("/foo"))?.kind, .certificatePinning)
+
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")  // setParser(...)
+        let parsingSettings = Connect.Settings(decoders: decoders)
+        let parsing = Connect(configuration: ServerConfiguration(baseURL: apiURL), settings: parsingSettings)
+        let raw: Data = try await parsing.request("/foo").value  // applyContentTypeParsing = false
+        let forcedJSON = parsing.request("/foo").decoded(toType: JSONValue.self, decoder: JSONDecoder())
+        let forced = try await forcedJSON.value
+        XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: raw)["id"]?.stringValue, "")
+        XCTAssertEqual(forced["id"]?.stringValue, "")
+
+        let caching = Connect(responseCache: ResponseCache(), configuration: ServerConfiguration(baseURL: apiURL))
+        let keep = RequestOptions(cache: CacheRule(timeToLive: 300))  // cacheResponseWithExpiration = 300
+        let fresh = RequestOptions(cache: CacheRule(timeToLive: 300, bypassesCache: true))  // no cached answer
+        let search = Route("/search", method: .post, parameters: ["q": "swift"])
+        let byBody = RequestOptions(cache: CacheRule(timeToLive: 300, keyIncludesBody: true))  // a key naming the body
+        let first = try await caching.request(Route("/foo"), options: keep).value
+        let again = try await caching.request(Route("/foo"), options: keep).value  // served from the cache
+        let renewed = try await caching.request(Route("/foo"), options: fresh).value  // fetched, then stored
+        let found = try await caching.request(search, options: byBody).value
+        XCTAssertEqual(first, again)
+        XCTAssertEqual(renewed, first)
+        XCTAssertEqual(String(decoding: found, as: UTF8.self), #"{"found":1}"#)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/foo"), 6, "one of the three was served from the cache")
+
+        let stamp = AnyMiddleware.adapter { request in request.setValue("ios", forHTTPHeaderField: "X-Client") }
+        let appHeader = HTTPHeader(name: "X-App", value: "demo")
+        let gatewayServer = ServerConfiguration(baseURL: apiURL, defaultHeaders: [appHeader])
+        let requireID = AnyResponseProcessor { response in
+            guard response.header("X-Request-ID") != nil else { throw MissingRequestID() }
+            return response
+        }
+        let prepared = Connect(
+            middlewares: [stamp],
+            configuration: gatewayServer,
+            settings: Connect.Settings(
+                options: RequestOptions(processors: [requireID]),
+                methodOptions: [.get: RequestOptions(timeout: 10), .post: RequestOptions(timeout: 30)]))
+        let checked = try await prepared.request("/foo").decoded(toType: JSONValue.self).value
+        XCTAssertEqual(checked["client"]?.stringValue, "ios")
+        XCTAssertEqual(server.requests.last?.header("X-App"), "demo")
+    }
+
     // MARK: The guides hold only code that runs
 
     func testEveryGuideSwiftBlockIsCompiledCode() throws {
