@@ -135,8 +135,10 @@ public final class ResponseCache: Sendable {
     let maxBytes: Int
     private let now: @Sendable () -> Date
     private let state = Protected(State())
-    /// The rule of requests that bring none (``init(maxBytes:defaultRule:now:)``).
+    /// The rule of requests that bring none (``init(maxBytes:defaultRule:storage:now:)``).
     let defaultRule: CacheRule?
+    /// The second tier, read on a miss and written with each stored response (``ResponseCacheStorage``).
+    let storage: (any ResponseCacheStorage)?
 
     /// Creates an empty cache.
     ///
@@ -150,12 +152,17 @@ public final class ResponseCache: Sendable {
     ///     10 MB. A response larger than this is never stored.
     ///   - defaultRule: The rule of requests whose client, connector and call set none; `nil` (the default)
     ///     caches only requests that bring a rule.
+    ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
+    ///     no fresh response, written with every response stored, except responses to requests that carried
+    ///     credentials, which stay in memory. `nil` (the default) for memory only.
     ///   - now: The clock for time to live; tests inject their own.
     public init(
-        maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, now: @escaping @Sendable () -> Date = { Date() }
+        maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, storage: (any ResponseCacheStorage)? = nil,
+        now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.maxBytes = max(0, maxBytes)
         self.defaultRule = defaultRule
+        self.storage = storage
         self.now = now
     }
 
@@ -174,6 +181,7 @@ public final class ResponseCache: Sendable {
 
     /// Forgets every stored response.
     public func removeAll() {
+        storage?.removeAll()
         state.withLock { state in
             state.generation &+= 1
             state.entries.removeAll()
@@ -188,6 +196,7 @@ public final class ResponseCache: Sendable {
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
         let partitioned = key + Self.credentialsMarker
+        storage?.removeResponses(forKey: key)
         state.withLock { state in
             state.generation &+= 1
             state.remove(key)
@@ -262,7 +271,7 @@ public final class ResponseCache: Sendable {
         let bypasses = rule.bypassesCache || Self.reloads(policy)
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
-        let (cached, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
+        let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
@@ -278,6 +287,11 @@ public final class ResponseCache: Sendable {
             state.fetches &+= 1
             return (nil, state.fetches, state.generation)
         }
+        var cached = found
+        if cached == nil, !bypasses {
+            cached = storedResponse(
+                forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale)
+        }
         if var cached {
             cached.request = request.urlRequest
             return Future(value: cached)
@@ -292,6 +306,7 @@ public final class ResponseCache: Sendable {
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
+        let hasCredentials = storage != nil && Self.credentialsDigest(of: request.headerFields) != nil
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
@@ -305,20 +320,68 @@ public final class ResponseCache: Sendable {
                 self.state.withLock { state in
                     if state.entries[key]?.method == method { state.remove(key) }
                 }
+                self.storage?.removeResponses(forKey: key)
                 return
             }
             let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
                 response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying,
                 fetch: fetch)
-            self.state.withLock { state in
+            let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the response of a fetch started later.
-                guard state.generation == generation, (state.entries[key]?.fetch ?? 0) < fetch else { return }
+                guard state.generation == generation, (state.entries[key]?.fetch ?? 0) < fetch else { return false }
                 state.insert(key, entry: entry, limit: self.maxBytes)
+                return true
+            }
+            // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
+            if stored, let storage = self.storage, !hasCredentials {
+                storage.store(Self.stored(response, method: method, expiry: expiry, varying: varying), forKey: key)
             }
         }
         return response
+    }
+
+    /// A fresh response from ``storage`` for `request`, now also in memory; `nil` when it has none that fits.
+    private func storedResponse(
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date, servesStale: Bool
+    ) -> ConnectResponse? {
+        guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
+            stored.expiry > now || servesStale, stored.body.count <= limit,
+            stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
+        else { return nil }
+        var fields = HeaderFields()
+        for header in stored.headers {
+            fields.append(HeaderField(name: HeaderField.Name(header.name), value: header.value ?? ""))
+        }
+        guard
+            let response = ConnectResponse(
+                request: request.urlRequest, head: ResponseHead(status: stored.statusCode, headerFields: fields),
+                data: stored.body, url: stored.url)
+        else { return nil }
+        let entry = Entry(
+            response: response, expiry: stored.expiry, size: Self.estimatedSize(of: response), tick: 0,
+            method: method, varying: stored.varying.map { ($0.name, $0.value) })
+        state.withLock { state in
+            state.hits += 1
+            state.misses -= 1
+            if entry.size <= maxBytes { state.insert(key, entry: entry, limit: maxBytes) }
+        }
+        return response
+    }
+
+    /// `response` as a storage keeps it.
+    private static func stored(
+        _ response: ConnectResponse, method: HTTPMethod, expiry: Date, varying: [(name: String, value: String?)]
+    ) -> StoredResponse {
+        StoredResponse(
+            url: response.response.url ?? response.request.url ?? RelativeBase.url, method: method.rawValue,
+            statusCode: response.statusCode,
+            headers: response.head.headerFields.map {
+                StoredResponse.HeaderPair(name: $0.name.rawName, value: $0.value)
+            },
+            body: response.data, expiry: expiry,
+            varying: varying.map { StoredResponse.HeaderPair(name: $0.name, value: $0.value) })
     }
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other

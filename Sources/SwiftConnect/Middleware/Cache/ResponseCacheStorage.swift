@@ -1,0 +1,254 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Where a ``ResponseCache`` keeps responses beyond its own memory: a second tier it reads on a miss and writes
+/// with every response it stores, such as ``DiskResponseStorage``, which survives a restart.
+///
+/// ```swift
+/// let disk = try DiskResponseStorage(directory: cachesFolder.appendingPathComponent("api"), maxBytes: 50_000_000)
+/// let connect = Connect(responseCache: ResponseCache(storage: disk))
+/// ```
+///
+/// The cache decides what may be stored and for how long; a storage keeps what it is given and may forget it at
+/// any time (to stay within its bounds). ``MemoryResponseStorage`` is the simplest one, for tests and as an example.
+public protocol ResponseCacheStorage: Sendable {
+    /// The response stored under `key`, or `nil`.
+    func response(forKey key: String) -> StoredResponse?
+    /// Stores `response` under `key`, replacing what was there.
+    func store(_ response: StoredResponse, forKey key: String)
+    /// Forgets the response under `key`, and those stored for each set of credentials under it
+    /// (keys that start with `key` followed by `" credentials:"`).
+    func removeResponses(forKey key: String)
+    /// Forgets every response.
+    func removeAll()
+}
+
+/// A response as a ``ResponseCacheStorage`` keeps it: what the cache needs to serve it again.
+public struct StoredResponse: Sendable, Codable, Equatable {
+    /// The URL that answered.
+    public var url: URL
+    /// The method of the request it answered.
+    public var method: String
+    /// The status code.
+    public var statusCode: Int
+    /// The header fields, in order.
+    public var headers: [HeaderPair]
+    /// The body.
+    public var body: Data
+    /// When it stops being served.
+    public var expiry: Date
+    /// The request headers its `Vary` names (lowercased), with the values of the request it answered (`nil`: absent).
+    public var varying: [HeaderPair]
+
+    /// A header field name and value; for ``varying``, a `nil` value means the request had no such field.
+    public struct HeaderPair: Sendable, Codable, Equatable {
+        /// The name.
+        public var name: String
+        /// The value.
+        public var value: String?
+
+        /// A pair.
+        public init(name: String, value: String?) {
+            self.name = name
+            self.value = value
+        }
+    }
+
+    /// A stored response with each part given.
+    public init(
+        url: URL, method: String, statusCode: Int, headers: [HeaderPair], body: Data, expiry: Date,
+        varying: [HeaderPair]
+    ) {
+        self.url = url
+        self.method = method
+        self.statusCode = statusCode
+        self.headers = headers
+        self.body = body
+        self.expiry = expiry
+        self.varying = varying
+    }
+
+    /// About how many bytes it takes.
+    var size: Int {
+        body.count + url.absoluteString.utf8.count
+            + headers.reduce(0) { $0 + $1.name.utf8.count + ($1.value?.utf8.count ?? 0) + 4 }
+    }
+}
+
+/// A ``ResponseCacheStorage`` in memory, bounded in bytes, forgetting the oldest first.
+public final class MemoryResponseStorage: ResponseCacheStorage {
+    private struct State {
+        var responses: [String: StoredResponse] = [:]
+        var order: [String] = []
+        var bytes = 0
+    }
+
+    private let maxBytes: Int
+    private let state = Protected(State())
+
+    /// Creates an empty storage holding at most `maxBytes`.
+    public init(maxBytes: Int = 10_000_000) {
+        self.maxBytes = max(0, maxBytes)
+    }
+
+    /// The response under `key`.
+    public func response(forKey key: String) -> StoredResponse? {
+        state.withLock { $0.responses[key] }
+    }
+
+    /// Stores `response`, forgetting the oldest responses past the bound.
+    public func store(_ response: StoredResponse, forKey key: String) {
+        guard response.size <= maxBytes else { return }
+        state.withLock { state in
+            Self.remove(key, from: &state)
+            state.responses[key] = response
+            state.order.append(key)
+            state.bytes += response.size
+            while state.bytes > maxBytes, let oldest = state.order.first { Self.remove(oldest, from: &state) }
+        }
+    }
+
+    /// Forgets `key` and its credential variants.
+    public func removeResponses(forKey key: String) {
+        state.withLock { state in
+            for stored in Array(state.responses.keys) where stored == key || stored.hasPrefix(key + " credentials:") {
+                Self.remove(stored, from: &state)
+            }
+        }
+    }
+
+    /// Forgets everything.
+    public func removeAll() {
+        state.withLock { $0 = State() }
+    }
+
+    private static func remove(_ key: String, from state: inout State) {
+        guard let old = state.responses.removeValue(forKey: key) else { return }
+        state.bytes -= old.size
+        state.order.removeAll { $0 == key }
+    }
+}
+
+/// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
+/// bounded in bytes (the least recently used go first), and still there after a restart.
+///
+/// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials
+/// (`Authorization`, cookies, any header named like a secret). The cache tells users apart by a digest of their
+/// credentials that lasts one process only; a lasting one would keep a hash of a password or token on disk. Remove
+/// the folder's responses (``removeAll()``, or ``ResponseCache/removeAll()``) when the user signs out.
+public final class DiskResponseStorage: ResponseCacheStorage {
+    /// The folder.
+    public let directory: URL
+    private let maxBytes: Int
+    /// File name → (size, last use), read from the folder at start.
+    private let index: Protected<[String: (size: Int, used: Date)]>
+
+    /// Opens (or creates) a storage in `directory`.
+    ///
+    /// - Parameters:
+    ///   - directory: A folder for this storage alone; created with permissions 0700 if missing.
+    ///   - maxBytes: The most bytes of files it keeps; 50 MB by default.
+    /// - Throws: ``ConnectError/Kind/fileAccess`` when the folder cannot be created or read.
+    public init(directory: URL, maxBytes: Int = 50_000_000) throws {
+        self.directory = directory
+        self.maxBytes = max(0, maxBytes)
+        let manager = FileManager.default
+        var index: [String: (size: Int, used: Date)] = [:]
+        do {
+            try manager.createDirectory(
+                at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            try manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
+            for name in try manager.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".response") {
+                let attributes = try? manager.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
+                let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
+                index[name] = (size, attributes?[.modificationDate] as? Date ?? .distantPast)
+            }
+        } catch {
+            throw ConnectError.fileAccess(error, url: directory, request: nil)
+        }
+        self.index = Protected(index)
+    }
+
+    /// The response under `key`, read from its file.
+    public func response(forKey key: String) -> StoredResponse? {
+        let name = Self.fileName(forKey: key)
+        guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
+            let stored = try? JSONDecoder().decode(Record.self, from: data), stored.key == key
+        else { return nil }
+        index.withLock { $0[name]?.used = Date() }
+        return stored.response
+    }
+
+    /// Writes `response` to its file (atomically, readable by the user only), then forgets the least recently used
+    /// files past the bound.
+    public func store(_ response: StoredResponse, forKey key: String) {
+        let name = Self.fileName(forKey: key)
+        guard let data = try? JSONEncoder().encode(Record(key: key, response: response)), data.count <= maxBytes
+        else { return }
+        let file = directory.appendingPathComponent(name)
+        let temporary = directory.appendingPathComponent(".\(UUID().uuidString).tmp")
+        guard
+            FileManager.default.createFile(
+                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
+        else { return }
+        // One rename: a reader sees the old file or the new one, never part of one.
+        guard rename(temporary.path, file.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            return
+        }
+        let evicted = index.withLock { index -> [String] in
+            index[name] = (data.count, Date())
+            var total = index.values.reduce(0) { $0 + $1.size }
+            var evicted: [String] = []
+            for (old, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes {
+                guard old != name else { continue }
+                index[old] = nil
+                total -= entry.size
+                evicted.append(old)
+            }
+            return evicted
+        }
+        for old in evicted { try? FileManager.default.removeItem(at: directory.appendingPathComponent(old)) }
+    }
+
+    /// Forgets `key` and its credential variants.
+    public func removeResponses(forKey key: String) {
+        let names = index.withLock { Array($0.keys) }
+        for name in names {
+            let file = directory.appendingPathComponent(name)
+            guard
+                name == Self.fileName(forKey: key)
+                    || ((try? Data(contentsOf: file)).flatMap { try? JSONDecoder().decode(Record.self, from: $0) }?
+                        .key.hasPrefix(key + " credentials:") ?? false)
+            else { continue }
+            try? FileManager.default.removeItem(at: file)
+            index.withLock { $0[name] = nil }
+        }
+    }
+
+    /// Forgets every response: their files go.
+    public func removeAll() {
+        let names = index.withLock { index -> [String] in
+            defer { index.removeAll() }
+            return Array(index.keys)
+        }
+        for name in names { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
+    }
+
+    /// The bytes of the files it keeps.
+    var totalBytes: Int { index.withLock { $0.values.reduce(0) { $0 + $1.size } } }
+
+    /// What a file holds: the key (a file name is its digest) and the response.
+    private struct Record: Codable {
+        var key: String
+        var response: StoredResponse
+    }
+
+    /// A file name from the SHA-256 of `key`: keys may hold any character, and a name says nothing of the URL.
+    private static func fileName(forKey key: String) -> String {
+        SHA256Hasher.hex(SHA256Hasher.hash(Data(key.utf8))) + ".response"
+    }
+}

@@ -1,0 +1,145 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A response cache's second tier (issue 38, item 3): a storage protocol, in memory and on disk, bounded, surviving
+/// a restart, files for the user only, no response to a request with credentials on disk, `Vary` honoured.
+final class DiskResponseStorageTests: XCTestCase {
+    private var folder: URL!
+    private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    private func answers(_ count: Int, body: (Int) -> String = { #"{"answer":\#($0)}"# }) -> FakeTransport {
+        let transport = FakeTransport()
+        transport.stub("/todos", with: (1...count).map { .json(string: body($0)) })
+        return transport
+    }
+
+    /// A client over a fresh cache on `folder`, as after a restart.
+    private func client(_ transport: FakeTransport, maxBytes: Int = 1_000_000, now: Date = Date()) throws -> Connect {
+        let storage = try DiskResponseStorage(directory: folder, maxBytes: maxBytes)
+        return Connect(
+            transport: transport, responseCache: ResponseCache(storage: storage, now: { now }),
+            configuration: ServerConfiguration(host: "api.test"))
+    }
+
+    private func body(_ future: Future<Data>) -> String? {
+        value(of: future).map { String(decoding: $0, as: UTF8.self) }
+    }
+
+    func testAStoredResponseSurvivesARestart() throws {
+        let transport = answers(2)
+        XCTAssertEqual(body(try client(transport).request(Route("/todos"), options: rule)), #"{"answer":1}"#)
+        let restarted = try client(transport)
+        XCTAssertEqual(body(restarted.request(Route("/todos"), options: rule)), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1, "the second process read it from disk")
+        let answer = try XCTUnwrap(value(of: restarted.response(for: Route("/todos"), options: rule)))
+        XCTAssertEqual(answer.header("Content-Type"), "application/json", "headers come back too")
+    }
+
+    func testFilesAreForTheUserOnly() throws {
+        _ = body(try client(answers(1)).request(Route("/todos"), options: rule))
+        let manager = FileManager.default
+        let folderMode = try manager.attributesOfItem(atPath: folder.path)[.posixPermissions] as? NSNumber
+        XCTAssertEqual(folderMode?.intValue, 0o700)
+        let files = try manager.contentsOfDirectory(atPath: folder.path)
+        XCTAssertEqual(files.count, 1)
+        for file in files {
+            let mode = try manager.attributesOfItem(atPath: folder.appendingPathComponent(file).path)[.posixPermissions]
+            XCTAssertEqual((mode as? NSNumber)?.intValue, 0o600, file)
+            XCTAssertFalse(file.contains("todos"), "a file's name says nothing of the URL")
+        }
+    }
+
+    func testTheStorageStaysWithinItsBytesForgettingTheLeastRecentlyUsed() throws {
+        let big = String(repeating: "x", count: 1_000)
+        let transport = FakeTransport()
+        for name in ["a", "b", "c"] { transport.stub("/\(name)", with: .json(string: #"{"v":"\#(name)\#(big)"}"#)) }
+        let connect = try client(transport, maxBytes: 4_000)
+        for name in ["a", "b", "c"] { _ = body(connect.request(Route("/\(name)"), options: rule)) }
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        XCTAssertEqual(files.count, 2, "the oldest went to make room")
+        let restarted = try client(transport, maxBytes: 4_000)
+        _ = body(restarted.request(Route("/c"), options: rule))
+        _ = body(restarted.request(Route("/a"), options: rule))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/a", "/b", "/c", "/a"])
+    }
+
+    func testAResponseToARequestWithCredentialsNeverReachesTheDisk() throws {
+        let transport = answers(3)
+        let signed = Route("/todos", headers: [.authorization(bearerToken: "t0ken")])
+        let connect = try client(transport)
+        _ = body(connect.request(signed, options: rule))
+        XCTAssertEqual(body(connect.request(signed, options: rule)), #"{"answer":1}"#, "memory still serves it")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(body(try client(transport).request(signed, options: rule)), #"{"answer":2}"#)
+    }
+
+    func testVaryAndExpiryHoldAfterARestart() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            "/todos",
+            with: (1...3).map { .json(string: #"{"answer":\#($0)}"#, headers: ["Vary": "Accept-Language"]) })
+        let start = Date(timeIntervalSince1970: 1_000_000)
+        let french = RequestOptions(headers: [.acceptLanguage("fr")])
+        _ = body(try client(transport, now: start).request(Route("/todos"), options: rule.mergedForTest(french)))
+        let later = try client(transport, now: start.addingTimeInterval(10))
+        XCTAssertEqual(
+            body(later.request(Route("/todos"), options: rule.mergedForTest(french))), #"{"answer":1}"#)
+        XCTAssertEqual(
+            body(
+                later.request(
+                    Route("/todos"), options: rule.mergedForTest(RequestOptions(headers: [.acceptLanguage("de")])))),
+            #"{"answer":2}"#, "another language is another variant")
+        let expired = try client(transport, now: start.addingTimeInterval(301))
+        XCTAssertEqual(
+            body(expired.request(Route("/todos"), options: rule.mergedForTest(french))), #"{"answer":3}"#,
+            "past its time to live")
+    }
+
+    func testRemovingEverythingRemovesTheFiles() throws {
+        let storage = try DiskResponseStorage(directory: folder)
+        let cache = ResponseCache(storage: storage)
+        let connect = Connect(
+            transport: answers(1), responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+        _ = body(connect.request(Route("/todos"), options: rule))
+        XCTAssertFalse(try FileManager.default.contentsOfDirectory(atPath: folder.path).isEmpty)
+        cache.removeAll()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    func testAMemoryStorageIsAStorageToo() {
+        let storage = MemoryResponseStorage(maxBytes: 10_000)
+        let transport = answers(2)
+        let first = Connect(
+            transport: transport, responseCache: ResponseCache(storage: storage),
+            configuration: ServerConfiguration(host: "api.test"))
+        _ = body(first.request(Route("/todos"), options: rule))
+        let second = Connect(
+            transport: transport, responseCache: ResponseCache(storage: storage),
+            configuration: ServerConfiguration(host: "api.test"))
+        XCTAssertEqual(body(second.request(Route("/todos"), options: rule)), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+}
+
+extension RequestOptions {
+    /// These options with `more`'s headers (a test's shorthand).
+    fileprivate func mergedForTest(_ more: RequestOptions) -> RequestOptions {
+        var merged = self
+        merged.headers += more.headers
+        return merged
+    }
+}
