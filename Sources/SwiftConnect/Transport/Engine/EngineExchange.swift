@@ -147,7 +147,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     )
                 }
                 // The body of a redirect is not the answer; read to its end, the connection can serve the next hop.
-                for try await _ in response.body {}
+                // A failure to read it only costs that connection: AsyncHTTPClient's delegate API reports
+                // `requestStreamCancelled` for a redirect answered before the upload's end, which must not fail the
+                // exchange. A cancellation (the deadline, the caller) is seen at the top of the loop.
+                do {
+                    for try await _ in response.body {}
+                } catch {}
                 hop = try ConnectRequest(Self.keepingUserinfo(of: hop.urlRequest, on: next.request))
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
