@@ -116,23 +116,17 @@ extension Connector {
         case nil:
             break
         case .json(let value)?:
-            do {
-                body = try jsonEncoder.encode(value)
-            } catch {
-                var failure = ConnectError.invalidRequest(
-                    .bodyEncodingFailed(String(describing: error)), request: partialRequest(method: method))
-                failure.underlyingError = error
-                throw failure
+            body = try Self.encodedBody {
+                try jsonEncoder.encode(value)
+            } request: {
+                partialRequest(method: method)
             }
             fields.setIfAbsent(name: "Content-Type", value: "application/json")
         case .encoded(let value, let encoder)?:
-            do {
-                body = try encoder.encode(value)
-            } catch {
-                var failure = ConnectError.invalidRequest(
-                    .bodyEncodingFailed(String(describing: error)), request: partialRequest(method: method))
-                failure.underlyingError = error
-                throw failure
+            body = try Self.encodedBody {
+                try encoder.encode(value)
+            } request: {
+                partialRequest(method: method)
             }
             let contentType = encoder.contentType
             guard HTTPHeader.isValidValue(contentType) else {
@@ -182,6 +176,19 @@ extension Connector {
 }
 
 extension Connector {
+    /// The body `encode` makes, or its failure as ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``
+    /// carrying the request built so far: one rule for JSON and every other body encoder.
+    fileprivate static func encodedBody(_ encode: () throws -> Data, request: () -> URLRequest) throws -> Data {
+        do {
+            return try encode()
+        } catch {
+            var failure = ConnectError.invalidRequest(
+                .bodyEncodingFailed(String(describing: error)), request: request())
+            failure.underlyingError = error
+            throw failure
+        }
+    }
+
     /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.
     fileprivate static func isLength(_ value: String, of body: Data?) -> Bool {
         var digits = Substring(value)
