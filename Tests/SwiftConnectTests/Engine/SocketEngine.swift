@@ -341,7 +341,13 @@ private final class HopConnection: Sendable {
         } onCancel: {
             state.withLock { state in
                 state.cancelled = true
-                if let fd = state.fd { _ = shutdown(fd, Int32(SHUT_RDWR)) }
+                guard let fd = state.fd else { return }
+                // A stop is abortive: closing then resets the connection. A graceful close leaves the server
+                // writing into a window the shut-down socket no longer opens, its zero-window probes answered for
+                // as long as the orphaned socket lives (seen: a server still writing 10 s after the close).
+                var abort = linger(l_onoff: 1, l_linger: 0)
+                _ = setsockopt(fd, SOL_SOCKET, SO_LINGER, &abort, socklen_t(MemoryLayout<linger>.size))
+                _ = shutdown(fd, Int32(SHUT_RDWR))
             }
         }
         if state.withLock({ $0.cancelled }) { throw CancellationError() }
