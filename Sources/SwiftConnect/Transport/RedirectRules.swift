@@ -4,11 +4,11 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// Every redirect rule of ``URLSessionTransport``, in one place: which redirects are followed, what a followed
-/// request keeps, and how many hops an exchange may take. The session's delegate (``SessionDelegate``) asks
-/// ``sessionAnswer(for:redirectedBy:to:)`` for the redirects URLSession would follow; on Linux, the transport
-/// asks ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` for those it follows itself (``RedirectChain``). Both
-/// apply the same rules:
+/// Every redirect rule, in one place: which redirects are followed, what a followed request keeps, and how many hops
+/// an exchange may take. The core's exchange asks ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` (through
+/// ``RedirectRule``) for every hop of every engine, URLSession's included; the session's delegate asks
+/// ``sessionAnswer(for:redirectedBy:to:)`` for the redirects of URLSession's plain, bodiless exchanges, which the
+/// session follows itself. Both apply the same rules:
 ///
 /// - **Only http and https.** A redirect to any other scheme is not followed, on any platform: the 3xx response
 ///   is the answer. FoundationNetworking takes a `Location` with another scheme and no host (`file:///etc/passwd`,
@@ -23,36 +23,22 @@ import Foundation
 ///   (``redirect(_:from:hadBody:)``).
 /// - **Method and body by status.** 307 and 308 keep the method and the body, as do 301 and 302 for a method
 ///   other than POST; 303, and 301/302 of a POST, become a GET without the body and without the headers that
-///   described it (``keepsMethod(_:status:)``). FoundationNetworking never sends the body again after a redirect
-///   (``dropsBodyOnRedirect``): there the session does not follow a redirect that keeps a body, and the transport
-///   sends the request again itself, body included. A body it cannot read twice (an `httpBodyStream`) is not
-///   sent again: the 3xx response is the answer, which the error handler reports (``notFollowed(_:)``).
-/// - **At most ``maxRedirects`` hops**, those the transport follows itself counted with those the session
-///   follows.
+///   described it (``keepsMethod(_:status:)``). The core sends the body again itself, on every engine (so
+///   FoundationNetworking, which never sends a body again after a redirect, is never asked to). A body it cannot
+///   read twice (an `httpBodyStream`) is not sent again: the 3xx response is the answer, which the error handler
+///   reports (``notFollowed(_:)``).
+/// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
     /// What the session's delegate answers URLSession about to follow `response` of `task` with `request`: the
     /// request to follow, or `nil` when `response` itself is the answer.
     ///
-    /// A hop the transport sent itself has none of its redirects followed by the session: the transport follows
-    /// them too, counting them (``RedirectChain``).
     static func sessionAnswer(
         for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
     ) -> URLRequest? {
-        if dropsBodyOnRedirect, task.taskDescription == RedirectChain.followUpMarker { return nil }
         guard !leavesHTTP(response, to: request), !namesNoHost(request) else { return nil }
         let original = task.originalRequest ?? task.currentRequest
         guard !bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
-        let hadBody = hasBody(original, task: task)
-        if hadBody, wouldLoseBody(request) { return nil }
-        return redirect(request, from: original, hadBody: hadBody)
-    }
-
-    /// Whether the transport may follow the redirect `response` itself, which the session returned as the answer:
-    /// only where the session cannot send a body again (``dropsBodyOnRedirect``), and only for a 3xx.
-    /// ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` then decides.
-    static func transportMayFollow(_ response: HTTPURLResponse?) -> Bool {
-        guard dropsBodyOnRedirect, let response else { return false }
-        return (300..<400).contains(response.statusCode)
+        return redirect(request, from: original, hadBody: hasBody(original, task: task))
     }
 
     /// Whether `request` (uploading `bodyFile`, if any) has a body the transport can send again on a redirect it
@@ -104,19 +90,10 @@ enum RedirectRules {
         if bringsCredentialsOfItsOwn(http, to: response.request, from: response.request) {
             return text + ": its URL carries credentials (user:password@)"
         }
-        if dropsBodyOnRedirect, hadBody(response.request), keepsMethod(response.request, status: response.statusCode) {
-            return text + ": FoundationNetworking cannot send the request body again"
+        if response.request.httpBodyStream != nil, keepsMethod(response.request, status: response.statusCode) {
+            return text + ": the request body came from a stream, which cannot be read again"
         }
         return text
-    }
-
-    /// Whether `request` went out with a body, by the body it holds or the headers announcing one.
-    private static func hadBody(_ request: URLRequest) -> Bool {
-        if let body = request.httpBody, !body.isEmpty { return true }
-        if request.httpBodyStream != nil || request.value(forHTTPHeaderField: "Transfer-Encoding") != nil {
-            return true
-        }
-        return Int(request.value(forHTTPHeaderField: "Content-Length") ?? "").map { $0 > 0 } ?? false
     }
 
     /// Whether a redirect with `status` keeps the method of `request` (and so would need its body again): 307 and
@@ -241,12 +218,6 @@ enum RedirectRules {
     private static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
         if let body = original?.httpBody, !body.isEmpty { return true }
         return original?.httpBodyStream != nil || task is URLSessionUploadTask || task.countOfBytesExpectedToSend > 0
-    }
-
-    /// Whether following `request`, the redirect of a request with a body, would send it without that body
-    /// while keeping a method that carries one.
-    private static func wouldLoseBody(_ request: URLRequest) -> Bool {
-        dropsBodyOnRedirect && !isBodyless(request)
     }
 
     /// Whether the request's method is GET or HEAD (also when none is set).

@@ -24,20 +24,20 @@ import Foundation
 /// On Linux, a URL whose host is an IPv6 address literal (`http://[::1]:8080/`) fails the same way, nothing sent:
 /// FoundationNetworking refuses it, and the error says so. Use a host name that resolves to the address.
 ///
-/// A transport made from a configuration owns its session and is its delegate. It streams: uploads from
-/// files without loading them, responses to files without holding them, size limits enforced as bytes
-/// arrive, and progress reports. Its redirect rule keeps credentials home: `Authorization`,
+/// A transport made from a configuration owns its session and is its delegate. A request with a body, or with
+/// transfer options (a body from a file, a download, a size limit, progress, a stream), runs through the core's
+/// exchange, one URLSession task per hop: the same rules as every ``HTTPEngine``, written once (redirects, the
+/// deadline, limits, downloads, progress, stream buffering). A plain request without a body, most GETs, takes
+/// URLSession's completion-handler path, the fastest on every platform; the session follows its redirects under
+/// the same ``RedirectRules``. Either way, the redirect rule keeps credentials home: `Authorization`,
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
 /// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
 /// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
 ///
 /// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
-/// every platform: on Linux, where FoundationNetworking cannot send a body again, the transport sends the request
-/// again itself, from memory or from its file, within the same timeout and redirect limit
-/// (20). A body from an `InputStream` cannot be read twice: there the 3xx response is the answer. The response
-/// names the URL that answered; its ``ConnectResponse/request`` is the request sent first, as for the redirects
-/// URLSession follows. A transport released meanwhile finishes the hop in flight but sends no other: its 3xx
-/// response is the answer.
+/// every platform, within the same timeout and redirect limit (20). A body from an `InputStream` cannot be read
+/// twice: there the 3xx response is the answer. The response names the URL that answered; its
+/// ``ConnectResponse/request`` is the request sent first.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see `Transport.send(_:transfer:)`).
@@ -56,6 +56,8 @@ public final class URLSessionTransport: Transport {
     private let resourceTimeout: TimeInterval
     /// The certificate pins (see ``init(configuration:pins:)``); the delegate checks them.
     let pins: CertificatePins
+    /// How many short-lived sessions of a transfer's hop this transport has made (Linux), for tests.
+    let isolatedSessionsMade = Protected(0)
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
     /// once per such session, whether it was stopped or ended (``IsolatedSessionInvalidation``).
     let isolatedSessionInvalidations = Protected(0)
@@ -147,10 +149,8 @@ public final class URLSessionTransport: Transport {
 
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
     ///
-    /// A request sent from a callback of another request (the next step of a `flatMap` chain) is handed to
-    /// URLSession from the transport's own queue when other requests are in flight: creating a task waits for
-    /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
-    /// Callbacks still run where they would; a request cancelled before its turn never starts.
+    /// A plain request without a body takes URLSession's completion-handler path (see ``send(_:transfer:)-(ConnectRequest,_)``);
+    /// every other one runs through the core's exchange, one URLSession task per hop.
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
@@ -158,19 +158,56 @@ public final class URLSessionTransport: Transport {
         case .success(let prepared): request = prepared
         case .failure(let error): return Future(error: error)
         }
-        // A plain exchange takes URLSession's completion-handler path even on the transport's own session: it
-        // skips the per-event hops to the delegate queue (response, each piece of data, completion), measured
-        // at about two context switches per request on Linux. Redirects still go through the delegate's rule.
-        if transfer.isPlain { return sendWithCompletionHandler(request) }
-        guard CompletionContext.isDelivering else { return startTransfer(request, transfer: transfer) }
-        let promise = Promise<ConnectResponse>()
-        submissionQueue.async { [self] in
-            guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-            let started = startTransfer(request, transfer: transfer)
-            promise.setCancelHandler { started.cancel() }
-            started.observe { promise.completeIfPending(with: $0) }
+        if transfer.isPlain, request.httpBody?.isEmpty ?? true, request.httpBodyStream == nil {
+            return sendWithCompletionHandler(request)
         }
-        return promise.future
+        guard delegate != nil else { return sendInMemory(request, transfer: transfer, using: self) }
+        do {
+            return exchange(try ConnectRequest(request), transfer: transfer)
+        } catch {
+            return Future(error: error)
+        }
+    }
+
+    /// Sends the client's request as `transfer` asks: what ``Connect`` calls.
+    ///
+    /// A plain request without a body (most GETs) takes URLSession's completion-handler path: it skips the per-event
+    /// hops to the delegate queue (response, each piece of data, completion), measured at about two context switches
+    /// per request on Linux; its redirects are answered in the delegate by ``RedirectRules``. Every other request
+    /// (a body, a download, a size limit, progress, a stream) runs through the core's exchange over
+    /// ``URLSessionHopEngine``: the same rules as every engine, one URLSession task per hop, no `URLRequest` made
+    /// here. A request sent from a callback of another request (the next step of a `flatMap` chain) is handed to
+    /// URLSession from the transport's own queue when other requests are in flight: creating a task waits for
+    /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
+    public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        guard delegate != nil, !(transfer.isPlain && Self.hasNoBody(request)) else {
+            return send(request.urlRequest, transfer: transfer)
+        }
+        if let refusal = ServerTrustPinning.refusal(of: request.urlRequest, pins: pins) {
+            return Future(error: refusal)
+        }
+        return exchange(request, transfer: transfer)
+    }
+
+    /// Whether `request` sends no body.
+    private static func hasNoBody(_ request: ConnectRequest) -> Bool {
+        switch request.body {
+        case .none: return true
+        case .bytes(let data): return data.isEmpty
+        case .stream: return false
+        }
+    }
+
+    /// Runs `request` through the core's exchange over this transport's session.
+    private func exchange(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        guard let delegate else { return sendInMemory(request.urlRequest, transfer: transfer, using: self) }
+        var request = request
+        // The session's resource timeout bounds the exchange too (FoundationNetworking ignores it).
+        if resourceTimeout < request.timeoutInterval { request.timeoutInterval = resourceTimeout }
+        let engine = URLSessionHopEngine(
+            transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer),
+            bufferLimit: transfer.streaming?.bufferLimit ?? .max)
+        return EngineExchange(engine: engine, request: request, transfer: transfer).start()
     }
 
     /// `request` as URLSession can take it, or why it cannot be sent.
@@ -207,96 +244,6 @@ public final class URLSessionTransport: Transport {
         return .success(request)
     }
 
-    /// Starts a transfer at once, on the caller's thread.
-    ///
-    /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
-    ///   deadline runs on, and its original request is the one reported.
-    func startTransfer(
-        _ sent: URLRequest, transfer: TransferOptions, chain: RedirectChain? = nil
-    ) -> Future<ConnectResponse> {
-        guard let delegate else { return sendInMemory(sent, transfer: transfer, using: self) }
-        let request = chain?.original ?? sent
-        if let destination = transfer.destination {
-            do {
-                try TransferOptions.checkDestination(destination, request: request)
-            } catch {
-                return Future(error: error)
-            }
-        }
-        // A request that may have to stop mid-body runs, on Linux, on a short-lived session of its own, which is
-        // invalidated to stop it (see ``needsSessionOfItsOwn(_:)``).
-        let isolated = Self.needsSessionOfItsOwn(transfer)
-        let taskDelegate =
-            isolated
-            ? SessionDelegate(
-                pins: delegate.pins, cookies: delegate.cookies,
-                beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
-            : delegate
-        let taskSession =
-            isolated
-            ? URLSession(configuration: session.configuration, delegate: taskDelegate, delegateQueue: nil) : session
-        let task: URLSessionTask
-        if let bodyFile = transfer.bodyFile {
-            // A directory, device or pipe would make FoundationNetworking stop the process or wait forever.
-            do { _ = try MultipartFormData.regularFileSize(bodyFile) } catch var error as ConnectError {
-                if isolated { taskSession.invalidateAndCancel() }
-                error.request = request
-                return Future(error: error)
-            } catch {
-                if isolated { taskSession.invalidateAndCancel() }
-                return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
-            }
-            guard FileManager.default.isReadableFile(atPath: bodyFile.path) else {
-                if isolated { taskSession.invalidateAndCancel() }
-                let error = CocoaError(.fileReadNoSuchFile, userInfo: [NSFilePathErrorKey: bodyFile.path])
-                return Future(error: ConnectError.fileAccess(error, url: bodyFile, request: request))
-            }
-            var streamed = sent
-            streamed.httpBody = nil
-            task = taskSession.uploadTask(with: Self.forSession(streamed), fromFile: bodyFile)
-        } else {
-            task = taskSession.dataTask(with: Self.forSession(sent))
-        }
-        if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        let invalidation =
-            isolated
-            ? IsolatedSessionInvalidation(
-                taskSession, counting: isolatedSessionInvalidations, cancellations: isolatedSessionCancellations)
-            : nil
-        let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
-            Self.cancel(task, through: taskDelegate)
-            invalidation?.invalidate(cancellingTasks: true)
-        }
-        let promise = Promise<ConnectResponse>()
-        let deadline = chain.map(\.deadline) ?? deadline(for: sent)
-        // Where the session cannot send a body again, the transport follows such redirects itself.
-        let redirects =
-            RedirectRules.dropsBodyOnRedirect
-            ? TaskHandler.Redirects(
-                transport: self, hop: sent,
-                hasBody: RedirectRules.hasBodyToSendAgain(sent, bodyFile: transfer.bodyFile), chain: chain)
-            : nil
-        let handler = TaskHandler(
-            request: request, transfer: transfer, promise: promise, deadline: deadline, redirects: redirects,
-            stop: stop)
-        taskDelegate.register(handler, for: task)
-        if let invalidation {
-            // The session is let go when the transfer is over: for a streamed answer that is when its body ends,
-            // not at its head. Were it let go at the head, a stop afterwards (the reader leaving, a full buffer)
-            // could no longer invalidate it, the one way to stop libcurl on Linux.
-            promise.future.observe { result in
-                if case .success(let response) = result, let stream = response.bodyStream {
-                    stream.whenEnded { invalidation.invalidate(cancellingTasks: false) }
-                } else {
-                    invalidation.invalidate(cancellingTasks: false)
-                }
-            }
-        }
-        return Self.run(
-            task, promise: promise, deadline: deadline, request: request,
-            discard: { handler.discardDownloadOnCancel() }, timeOut: handler.timeOut, stop: stop)
-    }
-
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
     /// when the caller is delivering another response (``CompletionContext``).
     private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {
@@ -312,17 +259,11 @@ public final class URLSessionTransport: Transport {
         return promise.future
     }
 
-    /// Whether this transport owns its session and its delegate, whose redirect rule it relies on.
-    var ownsDelegate: Bool { delegate != nil }
-
     /// Creates and starts the data task that completes `promise`: URLSession's completion handler hands its
     /// outcome, body included, to the task's ``TaskHandler``, which challenges and redirects have reached through
-    /// the delegate (the same handler a transfer has, fed at the end instead of piece by piece).
-    ///
-    /// - Parameter chain: For a hop of a redirect the transport follows itself, the exchange it belongs to: its
-    ///   deadline runs on, and its original request is the one reported.
-    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, chain: RedirectChain? = nil) {
-        let deadline = chain.map(\.deadline) ?? deadline(for: request)
+    /// the delegate.
+    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
+        let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
         let slot = Protected<(handler: TaskHandler, task: Int)?>(nil)
         let task = session.dataTask(with: Self.forSession(request)) {
@@ -333,22 +274,11 @@ public final class URLSessionTransport: Transport {
             delegate?.unregister(task)
             handler.didComplete(data: data, response: response, error: error)
         }
-        if chain != nil { task.taskDescription = RedirectChain.followUpMarker }
-        // Where the session cannot send a body again, the transport follows such redirects itself. The transport
-        // is held weakly there, as before: in-flight requests do not keep a released client alive.
-        let redirects =
-            RedirectRules.dropsBodyOnRedirect
-            ? TaskHandler.Redirects(
-                transport: self, hop: request, hasBody: RedirectRules.hasBodyToSendAgain(request), chain: chain)
-            : nil
         let stop: @Sendable () -> Void = { [weak task, delegate] in Self.cancel(task, through: delegate) }
-        let handler = TaskHandler(
-            request: chain?.original ?? request, transfer: TransferOptions(), promise: promise, deadline: deadline,
-            redirects: redirects, receivesWholeBody: true, stop: stop)
+        let handler = TaskHandler(request: request, promise: promise, deadline: deadline)
         slot.withLock { $0 = (handler, task.taskIdentifier) }
         delegate?.register(handler, for: task)
-        _ = Self.run(
-            task, promise: promise, deadline: deadline, request: handler.request, timeOut: handler.timeOut, stop: stop)
+        Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
     }
 
     /// Cancels `task` through the transport's delegate, which keeps the cancellation apart from a redirect's
@@ -376,38 +306,29 @@ public final class URLSessionTransport: Transport {
         DispatchQueue.global().async { promise.completeIfPending(with: result) }
     }
 
-    /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`.
-    ///
-    /// `discard`, if given, runs first on cancellation, before the future's callbacks: it drops what the transfer
-    /// has kept (a partial download). `timeOut`, if given, handles the deadline instead of failing the future
-    /// with ``ConnectError/Kind/timedOut`` at once: a transfer's handler decides between its deadline and its
-    /// completion, so that the outcome reported and the file on disk agree (``TaskHandler/timeOut()``).
+    /// Points the promise's cancellation and the request's deadline at `stop`, then starts `task`: a plain
+    /// exchange's deadline fails the future with ``ConnectError/Kind/timedOut`` and stops the task.
     private static func run(
         _ task: URLSessionTask,
         promise: Promise<ConnectResponse>,
         deadline: TransportDeadline?,
         request: URLRequest,
-        discard: (@Sendable () -> Void)? = nil,
-        timeOut: (@Sendable () -> Void)? = nil,
         stop: @escaping @Sendable () -> Void
-    ) -> Future<ConnectResponse> {
+    ) {
         promise.setCancelHandler {
             deadline?.cancel()
-            discard?()
             stop()
         }
-        deadline?.start(
-            timeOut ?? {
-                let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
-                promise.completeIfPending(with: .failure(failure))
-                stop()
-            })
+        deadline?.start {
+            let failure = ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request)
+            promise.completeIfPending(with: .failure(failure))
+            stop()
+        }
         task.resume()
-        return promise.future
     }
 
-    /// Turns what `URLSession` reported into a response or a ``ConnectError``, on both paths (the completion
-    /// handler's and ``TaskHandler``'s): errors are classified by ``ConnectError/transportFailure(_:request:)``.
+    /// Turns what `URLSession` reported for a plain exchange into a response or a ``ConnectError``: errors are
+    /// classified by ``ConnectError/transportFailure(_:request:)``.
     static func result(
         for request: URLRequest,
         data: Data?,

@@ -7,9 +7,10 @@ import Foundation
 // The workarounds for FoundationNetworking (URLSession on Linux, built on libcurl), one section per platform
 // defect: what goes wrong, what the transport does about it, and the test that shows it. The transport's main
 // files (URLSessionTransport.swift, SessionDelegate.swift) describe the portable behaviour and call the hooks
-// below. Two defects have files of their own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
-// session twice races) and ``RedirectChain`` (the redirects the transport follows itself, see "A redirect loses
-// the request body" below).
+// below. One defect has a file of its own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
+// session twice races). FoundationNetworking's loss of a request body on a redirect needs no workaround any more:
+// a request with a body runs through the core's exchange (``URLSessionHopEngine``), which follows every redirect
+// itself and sends the body again.
 
 // MARK: - A timeout that is not a whole number of seconds fires early
 
@@ -222,11 +223,12 @@ extension SessionDelegate {
             needNewBodyStream completionHandler: @escaping @Sendable (InputStream?) -> Void
         ) {
             completionHandler(nil)
-            guard let handler = handler(for: task) else { return }
+            // Only a hop has a body: a plain exchange sends none (``URLSessionTransport/send(_:transfer:)``).
+            guard case .hop(let handler)? = handler(for: task) else { return }
             handler.fail(ConnectError.bodyNotSentAgain(request: handler.request))
             // Stopped as the transport stops any of its tasks, but from another queue: this runs inside libcurl, on
             // the session's own queue, where no version of FoundationNetworking may wait for itself.
-            DispatchQueue.global().async { handler.stop() }
+            DispatchQueue.global().async { handler.body.cancel() }
         }
     }
 
@@ -266,26 +268,6 @@ extension SessionDelegate {
     static func mayAnswerRedirect(of task: URLSessionTask) -> Bool {
         !answersOnlyRunningTasks || task.state == .running
     }
-}
-
-// MARK: - A redirect loses the request body
-
-extension RedirectRules {
-    /// Whether FoundationNetworking drops the body of a redirected request (Apple's URLSession sends it again).
-    ///
-    /// Defect: FoundationNetworking never sends the body again after a redirect, yet keeps the method (307, 308,
-    /// or 301/302 for methods other than POST) and every header, `Content-Length` included: the server got the
-    /// request with an empty body, or waited for the announced body until the timeout. There the session does not
-    /// follow such a redirect, and ``URLSessionTransport`` sends the request again itself, body included
-    /// (``RedirectChain``, ``URLSessionTransport/followsRedirect(of:answeredBy:hasBody:chain:deadline:promise:send:)``).
-    ///
-    /// Tests: `BodyRedirectTests`, `RedirectTests.testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty`,
-    /// `RedirectTests.testABodyIsNeverSentEmptyAfterA308`.
-    #if canImport(FoundationNetworking)
-        static let dropsBodyOnRedirect = true
-    #else
-        static let dropsBodyOnRedirect = false
-    #endif
 }
 
 // MARK: - The next hop of a redirect goes without the session's cookies

@@ -1,0 +1,262 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `URLSession` as an ``HTTPEngine``: one task per hop on a ``URLSessionTransport``'s own session, every rule of the
+/// exchange (redirects, deadline, size limits, downloads, progress, stream buffering) the core's
+/// (`EngineExchange`). The session's delegate declines every redirect of such a task, so the 3xx is the hop's answer
+/// and the core decides whether and where to go next.
+///
+/// What stays URLSession's own, and lives here or in ``SessionDelegate``: the server-trust challenge and certificate
+/// pins, the 401 nobody can answer on Linux, the cookie storage, and stopping a transfer on Linux (a session of its
+/// own per hop, invalidated to stop libcurl: ``URLSessionTransport/needsSessionOfItsOwn(_:)``).
+struct URLSessionHopEngine: HTTPEngine {
+    /// The transport whose session and delegate run the hops. Held for the exchange: its session is invalidated when
+    /// the last exchange holding it ends.
+    let transport: URLSessionTransport
+    let delegate: SessionDelegate
+    /// Whether each hop runs on a short-lived session of its own, invalidated to stop it (Linux).
+    let isolated: Bool
+    /// The most bytes a hop keeps waiting for the core: a streamed answer's ``StreamingOptions/bufferLimit``
+    /// (URLSession cannot pause a transfer, so a reader that falls further behind fails the stream, as
+    /// ``ResponseBodyStream/offer(_:)`` says); no limit when the core reads as bytes come (memory, a file).
+    let bufferLimit: Int
+
+    /// URLSession decodes what it announces in `Accept-Encoding`, and fails a body it cannot decode itself.
+    var decodedContentCodings: Set<String> { ["gzip", "x-gzip", "deflate", "br"] }
+
+    func send(_ hop: EngineRequest) async throws -> EngineResponse<URLSessionHopBody> {
+        try Task.checkCancellation()
+        let request = try urlRequest(for: hop)
+        if var refusal = ServerTrustPinning.refusal(of: request, pins: delegate.pins) {
+            refusal.request = nil  // the core names the request its caller sent
+            throw refusal
+        }
+        let taskDelegate = isolated ? isolatedDelegate : delegate
+        let session =
+            isolated
+            ? URLSession(configuration: transport.session.configuration, delegate: taskDelegate, delegateQueue: nil)
+            : transport.session
+        if isolated { transport.isolatedSessionsMade.withLock { $0 += 1 } }
+        let task: URLSessionTask
+        if case .file(let url, _) = hop.body {
+            task = session.uploadTask(with: request, fromFile: url)
+        } else {
+            task = session.dataTask(with: request)
+        }
+        let invalidation =
+            isolated
+            ? IsolatedSessionInvalidation(
+                session, counting: transport.isolatedSessionInvalidations,
+                cancellations: transport.isolatedSessionCancellations)
+            : nil
+        let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
+            if let task { taskDelegate?.cancel(task) }
+            invalidation?.invalidate(cancellingTasks: true)
+        }
+        let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: bufferLimit))
+        body.setCancelHandler(stop)
+        // The session is let go when the hop is over: when its body ends, however it ends.
+        if let invalidation { body.whenEnded { invalidation.invalidate(cancellingTasks: false) } }
+        let handler = HopHandler(request: request, body: body, sent: hop.sent)
+        taskDelegate.register(handler, for: task)
+        return try await withTaskCancellationHandler {
+            let head = try await withCheckedThrowingContinuation { continuation in
+                handler.waitForHead(continuation)
+                task.resume()
+            }
+            return EngineResponse(head: ResponseHead(head), body: URLSessionHopBody(stream: body))
+        } onCancel: {
+            // The head may never come from a task stopped before it ran: the wait ends here, whatever comes.
+            handler.abandon()
+            body.cancel()
+            stop()
+        }
+    }
+
+    /// A delegate like the transport's, for a session of the hop's own.
+    private var isolatedDelegate: SessionDelegate {
+        SessionDelegate(
+            pins: delegate.pins, cookies: delegate.cookies, beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
+    }
+
+    /// `hop` as URLSession takes it: the head's URL, method and fields (repeated fields joined, Foundation's way),
+    /// a body in memory (a file goes with the upload task), and a timeout no earlier than the core's deadline.
+    private func urlRequest(for hop: EngineRequest) throws -> URLRequest {
+        guard let url = hop.head.url else {
+            throw ConnectError.invalidRequest(.invalidURL("\(hop.head.scheme)://\(hop.head.authority)"))
+        }
+        var request = URLRequest(url: url)
+        request.httpMethod = hop.head.method.rawValue
+        for field in hop.head.headerFields {
+            request.addValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        if case .bytes(let data) = hop.body { request.httpBody = data }
+        // The core's deadline ends the exchange; URLSession's own timer must not come first (it counts idle time).
+        let remaining = hop.deadline.map {
+            Double($0.uptimeNanoseconds) / 1e9 - Double(DispatchTime.now().uptimeNanoseconds) / 1e9
+        }
+        request.timeoutInterval = remaining.map { max(0.001, $0) } ?? URLSessionTransport.longestTimeout
+        return URLSessionTransport.withUsableTimeout(URLSessionTransport.forSession(request))
+    }
+}
+
+/// The body of one hop over URLSession: the pieces the session's delegate offered, read by the core. Letting it go
+/// before its end (the core refused the head, a size limit, a failure), or cancelling the reading task, stops the
+/// hop's task.
+struct URLSessionHopBody: AsyncSequence, Sendable {
+    typealias Element = Data
+
+    fileprivate let owner: Owner
+
+    init(stream: ResponseBodyStream) { owner = Owner(stream: stream) }
+
+    func makeAsyncIterator() -> Iterator { Iterator(owner: owner) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        fileprivate let owner: Owner
+
+        mutating func next() async throws -> Data? { try await owner.stream.next() }
+    }
+
+    /// Stops the hop when the last copy of the body, or of its iterator, goes (nothing once the body has ended).
+    fileprivate final class Owner: Sendable {
+        let stream: ResponseBodyStream
+
+        init(stream: ResponseBodyStream) { self.stream = stream }
+
+        deinit { stream.cancel() }
+    }
+}
+
+/// The events of one hop's task, from the session's delegate: the head to the engine's `send`, the body to the hop's
+/// stream, the progress of an upload to the core.
+final class HopHandler: Sendable {
+    private struct State {
+        var head: CheckedContinuation<HTTPURLResponse, any Error>?
+        /// The answer given before `send` began to wait for it.
+        var early: Result<HTTPURLResponse, any Error>?
+        /// The head was handed over (or the hop failed before one).
+        var answered = false
+        /// The hop's outcome decided before its task ended: a pin mismatch.
+        var failure: ConnectError?
+        /// The 401 of a challenge that was declined (Linux): the cancellation that follows is that answer.
+        var declinedChallenge: HTTPURLResponse?
+        /// The body bytes handed to the connection so far.
+        var sent: Int64 = 0
+    }
+
+    /// The hop as sent, for errors.
+    let request: URLRequest
+    let body: ResponseBodyStream
+    private let sent: @Sendable (Int64) -> Void
+    private let state = Protected(State())
+
+    init(request: URLRequest, body: ResponseBodyStream, sent: @escaping @Sendable (Int64) -> Void) {
+        self.request = request
+        self.body = body
+        self.sent = sent
+    }
+
+    /// Waits for the head with `continuation`: resumed at once if the hop was answered already (abandoned).
+    func waitForHead(_ continuation: CheckedContinuation<HTTPURLResponse, any Error>) {
+        let early = state.withLock { state -> Result<HTTPURLResponse, any Error>? in
+            guard let early = state.early else {
+                state.head = continuation
+                return nil
+            }
+            state.early = nil
+            return early
+        }
+        if let early { continuation.resume(with: early) }
+    }
+
+    /// The head arrived: handed to the engine's `send`, unless its framing cannot be read. Returns whether the body
+    /// is wanted.
+    func didReceive(_ response: URLResponse) -> Bool {
+        guard let response = response as? HTTPURLResponse else {
+            answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))
+            return false
+        }
+        if let failure = URLSessionTransport.framingError(of: response, request: request) {
+            answer(.failure(failure))
+            return false
+        }
+        answer(.success(response))
+        return true
+    }
+
+    /// A piece of the body: `false` stops the task (nobody reads any more, or the buffer is full).
+    func didReceive(_ data: Data) -> Bool {
+        body.offer(data)
+    }
+
+    func didSend(_ total: Int64) {
+        let delta = state.withLock { state -> Int64 in
+            defer { state.sent = max(state.sent, total) }
+            return max(0, total - state.sent)
+        }
+        if delta > 0 { sent(delta) }
+    }
+
+    func rejectedPins(of host: String) {
+        fail(ServerTrustPinning.mismatch(host: host, request: request))
+    }
+
+    func fail(_ failure: ConnectError) {
+        state.withLock { state in
+            if state.failure == nil { state.failure = failure }
+        }
+    }
+
+    func declinedChallenge(of response: HTTPURLResponse) {
+        state.withLock { $0.declinedChallenge = response }
+    }
+
+    /// The task ended. Before a head: the hop's answer is the head the completion names (a 401 declined, a redirect
+    /// FoundationNetworking delivered no head for) or the failure. After: the body ends, or breaks with the error.
+    func didComplete(error: (any Error)?, response: HTTPURLResponse?) {
+        let (answered, failure, declined) = state.withLock { ($0.answered, $0.failure, $0.declinedChallenge) }
+        let declinedAnswer = declined != nil && (error as? URLError)?.code == .cancelled
+        if answered {
+            // A declined challenge's cancellation ends the 401's body, which came before it.
+            body.finish(throwing: failure ?? (declinedAnswer ? nil : error))
+            return
+        }
+        if let failure {
+            answer(.failure(failure))
+        } else if let declined, declinedAnswer {
+            answer(.success(response ?? declined))
+        } else if let error {
+            answer(.failure(error))
+        } else if let response {
+            answer(.success(response))
+        } else {
+            answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))
+        }
+        body.finish(throwing: failure ?? (declinedAnswer ? nil : error))
+    }
+
+    /// The engine's `send` was cancelled: it stops waiting for the head.
+    func abandon() {
+        answer(.failure(CancellationError()))
+    }
+
+    /// Resumes the engine's `send` once.
+    private func answer(_ result: Result<HTTPURLResponse, any Error>) {
+        let head = state.withLock { state -> CheckedContinuation<HTTPURLResponse, any Error>? in
+            guard !state.answered else { return nil }
+            state.answered = true
+            guard let head = state.head else {
+                state.early = result  // before the wait began: it takes this at once
+                return nil
+            }
+            state.head = nil
+            return head
+        }
+        head?.resume(with: result)
+        if case .failure(let error) = result { body.finish(throwing: error) }
+    }
+}
