@@ -6,9 +6,8 @@ import Foundation
 
 /// Every redirect rule, in one place: which redirects are followed, what a followed request keeps, and how many hops
 /// an exchange may take. The core's exchange asks ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` (through
-/// ``RedirectRule``) for every hop of every engine, URLSession's included; the session's delegate asks
-/// ``sessionAnswer(for:redirectedBy:to:)`` for the redirects of URLSession's plain, bodiless exchanges, which the
-/// session follows itself. Both apply the same rules:
+/// ``RedirectRule``) for every 3xx of every engine, URLSession's included: URLSession's delegate declines every
+/// redirect, so the session follows none itself. The rules:
 ///
 /// - **Only http and https.** A redirect to any other scheme is not followed, on any platform: the 3xx response
 ///   is the answer. FoundationNetworking takes a `Location` with another scheme and no host (`file:///etc/passwd`,
@@ -29,18 +28,6 @@ import Foundation
 ///   reports (``notFollowed(_:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
-    /// What the session's delegate answers URLSession about to follow `response` of `task` with `request`: the
-    /// request to follow, or `nil` when `response` itself is the answer.
-    ///
-    static func sessionAnswer(
-        for task: URLSessionTask, redirectedBy response: HTTPURLResponse, to request: URLRequest
-    ) -> URLRequest? {
-        guard !leavesHTTP(response, to: request), !namesNoHost(request) else { return nil }
-        let original = task.originalRequest ?? task.currentRequest
-        guard !bringsCredentialsOfItsOwn(response, to: request, from: original) else { return nil }
-        return redirect(request, from: original, hadBody: hasBody(original, task: task))
-    }
-
     /// Whether `request` (uploading `bodyFile`, if any) has a body the transport can send again on a redirect it
     /// follows itself: one in memory or in a file, never a stream.
     static func hasBodyToSendAgain(_ request: URLRequest, bodyFile: URL? = nil) -> Bool {
@@ -212,12 +199,6 @@ enum RedirectRules {
             return nil
         }
         return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
-    }
-
-    /// Whether the task's request had a body: in memory, a stream, or a file being uploaded.
-    private static func hasBody(_ original: URLRequest?, task: URLSessionTask) -> Bool {
-        if let body = original?.httpBody, !body.isEmpty { return true }
-        return original?.httpBodyStream != nil || task is URLSessionUploadTask || task.countOfBytesExpectedToSend > 0
     }
 
     /// Whether the request's method is GET or HEAD (also when none is set).

@@ -8,9 +8,11 @@ import Foundation
 ///
 /// Every task of the transport has a handler, registered before the task starts:
 /// - a hop of an exchange the core runs (``URLSessionHopEngine``) has a ``HopHandler``: its head and body go to the
-///   core piece by piece, and every redirect is declined, so that the core follows it by its rules;
+///   core piece by piece;
 /// - a plain exchange (``URLSessionTransport``'s completion-handler path) has a ``TaskHandler``: its body comes whole
-///   through URLSession's completion handler, and its redirects are answered here by ``RedirectRules``.
+///   through URLSession's completion handler.
+///
+/// Every redirect is declined, so that the 3xx is the task's answer and the core follows it by its rules.
 ///
 /// Challenges (certificate pins, the 401 nobody can answer on Linux) are handled here for both.
 final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
@@ -162,20 +164,9 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
         cookies?.keep(from: response)
-        var answer: URLRequest?
-        if case .whole(let handler)? = handler(for: task) {
-            let request = Self.withLocationAsSent(request, answering: response)
-            answer = RedirectRules.sessionAnswer(for: task, redirectedBy: response, to: request)
-            // A redirect to a pinned host the transport cannot check there (plain http; any host on Linux) is not
-            // followed: the task ends with the refusal instead of reaching that host unpinned.
-            if let next = answer, var refusal = ServerTrustPinning.refusal(of: next, pins: pins) {
-                refusal.request = handler.request
-                handler.fail(refusal)
-                answer = nil
-            }
-            answer = answer.map { Self.withSessionCookies($0, of: session) }
-        }
-        // A hop's redirect is declined: the 3xx is its answer, and the core follows it by its rules.
+        // Every redirect is declined: the 3xx is the task's answer, and the core follows it by its rules (a plain
+        // exchange hands it over, ``TaskHandler/didComplete(data:response:error:)``).
+        let answer: URLRequest? = nil
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
@@ -202,12 +193,25 @@ final class TaskHandler: Sendable {
     let request: URLRequest
     let promise: Promise<ConnectResponse>
     let deadline: TransportDeadline?
+    /// The transport that hands a redirect over to the core. Held until the task ends or is cancelled: a transport
+    /// released while its request is in flight still follows the request's redirects, and one released after
+    /// cancelling its requests goes at once.
+    private let transport: Protected<URLSessionTransport?>
     private let state = Protected(State())
 
-    init(request: URLRequest, promise: Promise<ConnectResponse>, deadline: TransportDeadline?) {
+    init(
+        request: URLRequest, promise: Promise<ConnectResponse>, deadline: TransportDeadline?,
+        transport: URLSessionTransport?
+    ) {
         self.request = request
         self.promise = promise
         self.deadline = deadline
+        self.transport = Protected(transport)
+    }
+
+    /// Lets the transport go: the task was cancelled or timed out, and no redirect of it will be followed.
+    func releaseTransport() {
+        transport.withLock { $0 = nil }
     }
 
     /// Whether `response` has no body whatever its `Content-Length` says (RFC 9110, 6.4.1): the answer to a HEAD,
@@ -236,9 +240,16 @@ final class TaskHandler: Sendable {
     }
 
     /// The task ended, in URLSession's completion handler, with its whole body: completes the promise (unless
-    /// cancelled or timed out first).
+    /// cancelled or timed out first), or hands a redirect over to the core, which follows it.
     func didComplete(data: Data?, response: URLResponse?, error: (any Error)?) {
+        if error == nil, let redirect = response as? HTTPURLResponse, (300..<400).contains(redirect.statusCode),
+            state.withLock({ $0.failure == nil }), let transport = transport.withLock({ $0 }),
+            transport.follow(redirect, of: request, body: data ?? Data(), deadline: deadline, promise: promise)
+        {
+            return
+        }
         deadline?.cancel()
+        releaseTransport()
         let (failure, declined) = state.withLock { ($0.failure, $0.declinedChallenge) }
         let result: Result<ConnectResponse, any Error>
         if let failure {

@@ -270,15 +270,50 @@ public final class URLSessionTransport: Transport {
             [plainInFlight, delegate] data, response, error in
             plainInFlight.withLock { $0 -= 1 }
             delegate?.cookies?.keep(from: response)
-            guard let (handler, task) = slot.snapshot else { return }
+            // Taken out, so that nothing the task keeps holds the handler (and through it the transport) after this.
+            guard
+                let (handler, task) = slot.withLock({ slot in
+                    defer { slot = nil }
+                    return slot
+                })
+            else { return }
             delegate?.unregister(task)
             handler.didComplete(data: data, response: response, error: error)
         }
-        let stop: @Sendable () -> Void = { [weak task, delegate] in Self.cancel(task, through: delegate) }
-        let handler = TaskHandler(request: request, promise: promise, deadline: deadline)
+        let handler = TaskHandler(request: request, promise: promise, deadline: deadline, transport: self)
+        let stop: @Sendable () -> Void = { [weak task, weak handler, delegate] in
+            handler?.releaseTransport()
+            Self.cancel(task, through: delegate)
+        }
         slot.withLock { $0 = (handler, task.taskIdentifier) }
         delegate?.register(handler, for: task)
         Self.run(task, promise: promise, deadline: deadline, request: request, stop: stop)
+    }
+
+    /// Goes on with the plain exchange of `request`, whose task the redirect `response` answered: the core follows
+    /// it by its rules (``RedirectRule``), over ``URLSessionHopEngine``, within what is left of `deadline`. Returns
+    /// `false` when `response` is the answer (no usable `Location`, a redirect the rules refuse, no delegate).
+    func follow(
+        _ response: HTTPURLResponse, of request: URLRequest, body: Data, deadline: TransportDeadline?,
+        promise: Promise<ConnectResponse>
+    ) -> Bool {
+        guard let delegate, RedirectRule.next(after: request, answeredBy: response) != nil,
+            var original = try? ConnectRequest(request)
+        else { return false }
+        deadline?.cancel()
+        guard !promise.future.isCompleted else { return true }  // cancelled or timed out meanwhile: no hop is sent
+        if let deadline {
+            let left = Double(Int64(deadline.time.uptimeNanoseconds) - Int64(DispatchTime.now().uptimeNanoseconds))
+            original.timeoutInterval = max(0.001, left / 1e9)
+        }
+        let engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
+        let first = EngineResponse(
+            head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
+        let followed = EngineExchange(engine: engine, request: original, transfer: TransferOptions()).start(
+            after: first)
+        promise.setCancelHandler { followed.cancel() }
+        followed.observe { promise.completeIfPending(with: $0) }
+        return true
     }
 
     /// Cancels `task` through the transport's delegate, which keeps the cancellation apart from a redirect's

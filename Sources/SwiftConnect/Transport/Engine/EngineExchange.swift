@@ -40,7 +40,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     private var engineName: String { String(describing: Engine.self) }
 
     /// Checks the request, starts the exchange and returns its future.
-    func start() -> Future<ConnectResponse> {
+    ///
+    /// - Parameter first: The answer to the first hop, when the engine already has it (URLSession's plain path
+    ///   hands over a redirect it declined): the exchange goes on from there, sending nothing for that hop.
+    func start(after first: EngineResponse<Engine.ResponseBody>? = nil) -> Future<ConnectResponse> {
         if let refusal = refusal() { return Future(error: refusal) }
         let promise = Promise<ConnectResponse>()
         // Armed before the task starts: a task that ends at once disarms it for good.
@@ -56,7 +59,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let task = Task {
             let result: Result<ConnectResponse, any Error>
             do {
-                result = .success(try await run(promise: promise))
+                result = .success(try await run(promise: promise, first: first))
             } catch {
                 result = .failure(classified(error))
             }
@@ -112,7 +115,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's
     /// head as soon as it arrives, and the exchange's task is what the stream's reader cancels.
-    private func run(promise: Promise<ConnectResponse>) async throws -> ConnectResponse {
+    private func run(promise: Promise<ConnectResponse>, first: EngineResponse<Engine.ResponseBody>?) async throws
+        -> ConnectResponse
+    {
+        var answered = first
         var hop = original
         var bodyFile = transfer.bodyFile
         // A body from a stream is read once, here. The hop keeps its stream: the redirect rules know such a body
@@ -124,7 +130,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             try Task.checkCancellation()
             let request = try engineRequest(for: hop, bodyFile: bodyFile, streamed: streamed, progress: progress)
             progress?.startHop(sending: request.body.length)
-            let response = try await engine.send(request)
+            let response: EngineResponse<Engine.ResponseBody>
+            if let first = answered {
+                response = first
+                answered = nil
+            } else {
+                response = try await engine.send(request)
+            }
             guard
                 let head = ConnectResponse(
                     request: original, head: response.head, url: hop.url, httpVersion: response.httpVersion)

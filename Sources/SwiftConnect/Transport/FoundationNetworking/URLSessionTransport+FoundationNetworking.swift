@@ -10,7 +10,9 @@ import Foundation
 // below. One defect has a file of its own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
 // session twice races). FoundationNetworking's loss of a request body on a redirect needs no workaround any more:
 // a request with a body runs through the core's exchange (``URLSessionHopEngine``), which follows every redirect
-// itself and sends the body again.
+// itself and sends the body again; nor do its relative redirects losing their encoded slashes, or a redirect's next
+// hop going without the session's cookies: URLSession's delegate declines every redirect, and the core builds each
+// next hop (``RedirectRule``), a new task to which the session adds its stored cookies.
 
 // MARK: - A timeout that is not a whole number of seconds fires early
 
@@ -171,33 +173,6 @@ extension SessionDelegate {
     }
 }
 
-// MARK: - A relative redirect loses its encoded slashes
-
-extension SessionDelegate {
-    /// `request`, the next hop FoundationNetworking made of the `Location` of `response`, going to the URL that
-    /// `Location` names.
-    ///
-    /// Defect: FoundationNetworking rebuilds a relative `Location` (`/files/a%2Fb.txt`, `//host/path`) from its
-    /// decoded path, so an encoded slash becomes a separator and the next hop asks for another resource
-    /// (`/files/a/b.txt`). The `Location` resolved against the URL that answered keeps its encoding, as Apple's
-    /// URLSession and ``RedirectRule`` do (``RedirectRules/target(of:from:)``). Applied before the redirect rules look
-    /// at the hop.
-    ///
-    /// Test: `RedirectEncodingTests`.
-    static func withLocationAsSent(_ request: URLRequest, answering response: HTTPURLResponse) -> URLRequest {
-        #if canImport(FoundationNetworking)
-            guard let url = RedirectRules.target(of: response, from: nil), url != request.url else {
-                return request
-            }
-            var corrected = request
-            corrected.url = url
-            return corrected
-        #else
-            return request
-        #endif
-    }
-}
-
 // MARK: - A body libcurl sends again goes out empty
 
 #if canImport(FoundationNetworking)
@@ -267,32 +242,6 @@ extension SessionDelegate {
     /// Whether the redirect of `task` may be answered now (called under the lock that cancellations take).
     static func mayAnswerRedirect(of task: URLSessionTask) -> Bool {
         !answersOnlyRunningTasks || task.state == .running
-    }
-}
-
-// MARK: - The next hop of a redirect goes without the session's cookies
-
-extension SessionDelegate {
-    /// `request`, the next hop of a redirect that `session` follows, with the cookies of the session's storage that
-    /// apply to it.
-    ///
-    /// Defect: FoundationNetworking sets a task's `Cookie` header from the storage for its first request only: the
-    /// next hop of a redirect went without the cookies stored since, such as the session cookie that a login sets on
-    /// its 302, which Apple's URLSession sends. On Linux the storage's cookies for the hop's URL are added to its
-    /// `Cookie` header (each replacing the request's own of the same name), when the configuration sends cookies
-    /// (`httpShouldSetCookies`). The redirect's own cookies are in the storage by then (``SessionCookies``).
-    ///
-    /// Test: `TransportConformanceTests` (its check "cookie set by a redirect").
-    static func withSessionCookies(_ request: URLRequest, of session: URLSession) -> URLRequest {
-        #if canImport(FoundationNetworking)
-            let configuration = session.configuration
-            guard configuration.httpShouldSetCookies, let storage = configuration.httpCookieStorage,
-                let url = request.url, let cookies = storage.cookies(for: url), !cookies.isEmpty
-            else { return request }
-            return RedirectRule.adding(cookies, to: request)
-        #else
-            return request
-        #endif
     }
 }
 
