@@ -25,6 +25,14 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         case whole(TaskHandler)
         /// A hop of an exchange the core runs.
         case hop(HopHandler)
+
+        /// What the task's challenges decided.
+        var verdict: TaskVerdict {
+            switch self {
+            case .whole(let handler): return handler.verdict
+            case .hop(let handler): return handler.verdict
+            }
+        }
     }
     /// The certificate pins the server-trust challenge checks (``ServerTrustPinning``).
     let pins: CertificatePins
@@ -133,11 +141,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return completionHandler(.useCredential, credential)
         case .reject(let host)?:
             // Cancelling ends the task before anything is sent; its completion then reports the pins.
-            switch handler(for: task) {
-            case .whole(let handler)?: handler.rejectedPins(of: host)
-            case .hop(let handler)?: handler.rejectedPins(of: host)
-            case nil: break
-            }
+            handler(for: task)?.verdict.rejectedPins(of: host)
             return completionHandler(.cancelAuthenticationChallenge, nil)
         case nil:
             break
@@ -148,11 +152,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
             return
         }
         // Declining cancels the task: its completion then reports the 401 instead of the cancellation.
-        switch handler(for: task) {
-        case .whole(let handler)?: handler.declinedChallenge(of: response)
-        case .hop(let handler)?: handler.declinedChallenge(of: response)
-        case nil: break
-        }
+        handler(for: task)?.verdict.declinedChallenge(of: response)
         completionHandler(.cancelAuthenticationChallenge, nil)
     }
 
@@ -179,31 +179,26 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
 /// One plain exchange's task (``URLSessionTransport``'s completion-handler path, for a request without a body and
 /// without transfer options): what its challenges decided, and the promise its completion handler completes.
 ///
-/// The state sits behind a lock: challenges arrive on the session's delegate queue, the completion elsewhere.
+/// What its challenges decide sits behind a lock (``TaskVerdict``): they arrive on the session's delegate queue, the
+/// completion elsewhere.
 final class TaskHandler: Sendable {
-    private struct State {
-        /// The task's outcome, decided before its completion: a pin mismatch.
-        var failure: ConnectError?
-        /// The 401 answer of a challenge that was declined (``SessionDelegate/unanswerable401(of:)``): the
-        /// cancellation that follows is that answer, not a failure.
-        var declinedChallenge: HTTPURLResponse?
-    }
-
     /// The request reported in responses and errors.
     let request: URLRequest
+    /// What the task's challenges decided.
+    let verdict: TaskVerdict
     let promise: Promise<ConnectResponse>
     let deadline: TransportDeadline?
     /// The transport that hands a redirect over to the core. Held until the task ends or is cancelled: a transport
     /// released while its request is in flight still follows the request's redirects, and one released after
     /// cancelling its requests goes at once.
     private let transport: Protected<URLSessionTransport?>
-    private let state = Protected(State())
 
     init(
         request: URLRequest, promise: Promise<ConnectResponse>, deadline: TransportDeadline?,
         transport: URLSessionTransport?
     ) {
         self.request = request
+        verdict = TaskVerdict(request: request)
         self.promise = promise
         self.deadline = deadline
         self.transport = Protected(transport)
@@ -222,6 +217,42 @@ final class TaskHandler: Sendable {
             || request.httpMethod?.caseInsensitiveCompare("HEAD") == .orderedSame
     }
 
+    /// The task ended, in URLSession's completion handler, with its whole body: completes the promise (unless
+    /// cancelled or timed out first), or hands a redirect over to the core, which follows it.
+    func didComplete(data: Data?, response: URLResponse?, error: (any Error)?) {
+        if error == nil, let redirect = response as? HTTPURLResponse, (300..<400).contains(redirect.statusCode),
+            verdict.failure == nil, let transport = transport.withLock({ $0 }),
+            transport.follow(redirect, of: request, body: data ?? Data(), deadline: deadline, promise: promise)
+        {
+            return
+        }
+        deadline?.cancel()
+        releaseTransport()
+        let result: Result<ConnectResponse, any Error>
+        if let failure = verdict.failure {
+            result = .failure(failure)
+        } else if let declined = verdict.declinedAnswer(to: error) {
+            let answer = response as? HTTPURLResponse ?? declined
+            result = .success(ConnectResponse(request: request, response: answer, data: data ?? Data()))
+        } else {
+            result = URLSessionTransport.result(for: request, data: data, response: response, error: error)
+        }
+        URLSessionTransport.complete(promise, with: result, bodySize: data?.count ?? 0)
+    }
+}
+
+/// What a task's challenges decided before its completion, for either kind of handler: a failure the task must end
+/// with (pins that did not match, a body libcurl would send again empty), or a declined 401 challenge, whose
+/// cancellation is the answer (the 401), not a failure.
+final class TaskVerdict: Sendable {
+    private let state = Protected<(failure: ConnectError?, declined: HTTPURLResponse?)>((nil, nil))
+    /// The request named in a pin mismatch.
+    private let request: URLRequest
+
+    init(request: URLRequest) {
+        self.request = request
+    }
+
     /// The server of `host` failed its pins: the cancellation that follows reports that.
     func rejectedPins(of host: String) {
         fail(ServerTrustPinning.mismatch(host: host, request: request))
@@ -236,30 +267,15 @@ final class TaskHandler: Sendable {
 
     /// The task's authentication challenge was declined: its 401 `response` is the answer.
     func declinedChallenge(of response: HTTPURLResponse) {
-        state.withLock { $0.declinedChallenge = response }
+        state.withLock { $0.declined = response }
     }
 
-    /// The task ended, in URLSession's completion handler, with its whole body: completes the promise (unless
-    /// cancelled or timed out first), or hands a redirect over to the core, which follows it.
-    func didComplete(data: Data?, response: URLResponse?, error: (any Error)?) {
-        if error == nil, let redirect = response as? HTTPURLResponse, (300..<400).contains(redirect.statusCode),
-            state.withLock({ $0.failure == nil }), let transport = transport.withLock({ $0 }),
-            transport.follow(redirect, of: request, body: data ?? Data(), deadline: deadline, promise: promise)
-        {
-            return
-        }
-        deadline?.cancel()
-        releaseTransport()
-        let (failure, declined) = state.withLock { ($0.failure, $0.declinedChallenge) }
-        let result: Result<ConnectResponse, any Error>
-        if let failure {
-            result = .failure(failure)
-        } else if let declined, (error as? URLError)?.code == .cancelled {
-            let answer = response as? HTTPURLResponse ?? declined
-            result = .success(ConnectResponse(request: request, response: answer, data: data ?? Data()))
-        } else {
-            result = URLSessionTransport.result(for: request, data: data, response: response, error: error)
-        }
-        URLSessionTransport.complete(promise, with: result, bodySize: data?.count ?? 0)
+    /// The failure decided, if any.
+    var failure: ConnectError? { state.withLock { $0.failure } }
+
+    /// The declined 401, when `error` is the cancellation that declining it caused.
+    func declinedAnswer(to error: (any Error)?) -> HTTPURLResponse? {
+        guard (error as? URLError)?.code == .cancelled else { return nil }
+        return state.withLock { $0.declined }
     }
 }

@@ -140,22 +140,21 @@ final class HopHandler: Sendable {
         var early: Result<HTTPURLResponse, any Error>?
         /// The head was handed over (or the hop failed before one).
         var answered = false
-        /// The hop's outcome decided before its task ended: a pin mismatch.
-        var failure: ConnectError?
-        /// The 401 of a challenge that was declined (Linux): the cancellation that follows is that answer.
-        var declinedChallenge: HTTPURLResponse?
         /// The body bytes handed to the connection so far.
         var sent: Int64 = 0
     }
 
     /// The hop as sent, for errors.
     let request: URLRequest
+    /// What the task's challenges decided.
+    let verdict: TaskVerdict
     let body: ResponseBodyStream
     private let sent: @Sendable (Int64) -> Void
     private let state = Protected(State())
 
     init(request: URLRequest, body: ResponseBodyStream, sent: @escaping @Sendable (Int64) -> Void) {
         self.request = request
+        verdict = TaskVerdict(request: request)
         self.body = body
         self.sent = sent
     }
@@ -201,25 +200,13 @@ final class HopHandler: Sendable {
         if delta > 0 { sent(delta) }
     }
 
-    func rejectedPins(of host: String) {
-        fail(ServerTrustPinning.mismatch(host: host, request: request))
-    }
-
-    func fail(_ failure: ConnectError) {
-        state.withLock { state in
-            if state.failure == nil { state.failure = failure }
-        }
-    }
-
-    func declinedChallenge(of response: HTTPURLResponse) {
-        state.withLock { $0.declinedChallenge = response }
-    }
-
     /// The task ended. Before a head: the hop's answer is the head the completion names (a 401 declined, a redirect
     /// FoundationNetworking delivered no head for) or the failure. After: the body ends, or breaks with the error.
     func didComplete(error: (any Error)?, response: HTTPURLResponse?) {
-        let (answered, failure, declined) = state.withLock { ($0.answered, $0.failure, $0.declinedChallenge) }
-        let declinedAnswer = declined != nil && (error as? URLError)?.code == .cancelled
+        let answered = state.withLock { $0.answered }
+        let failure = verdict.failure
+        let declined = verdict.declinedAnswer(to: error)
+        let declinedAnswer = declined != nil
         if answered {
             // A declined challenge's cancellation ends the 401's body, which came before it.
             body.finish(throwing: failure ?? (declinedAnswer ? nil : error))

@@ -200,7 +200,7 @@ extension SessionDelegate {
             completionHandler(nil)
             // Only a hop has a body: a plain exchange sends none (``URLSessionTransport/send(_:transfer:)``).
             guard case .hop(let handler)? = handler(for: task) else { return }
-            handler.fail(ConnectError.bodyNotSentAgain(request: handler.request))
+            handler.verdict.fail(ConnectError.bodyNotSentAgain(request: handler.request))
             // Stopped as the transport stops any of its tasks, but from another queue: this runs inside libcurl, on
             // the session's own queue, where no version of FoundationNetworking may wait for itself.
             DispatchQueue.global().async { handler.body.cancel() }
