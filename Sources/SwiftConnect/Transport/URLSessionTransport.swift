@@ -176,9 +176,10 @@ public final class URLSessionTransport: Transport {
     /// per request on Linux; its redirects are answered in the delegate by ``RedirectRules``. Every other request
     /// (a body, a download, a size limit, progress, a stream) runs through the core's exchange over
     /// ``URLSessionHopEngine``: the same rules as every engine, one URLSession task per hop, no `URLRequest` made
-    /// here. A request sent from a callback of another request (the next step of a `flatMap` chain) is handed to
-    /// URLSession from the transport's own queue when other requests are in flight: creating a task waits for
-    /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response.
+    /// here. A plain request sent from a callback of another request (the next step of a `flatMap` chain) is handed
+    /// to URLSession from the transport's own queue when other requests are in flight: creating a task waits for
+    /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
+    /// exchange starts its hops from a task of its own, and needs no such queue.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard delegate != nil, !(transfer.isPlain && Self.hasNoBody(request)) else {
             return send(request.urlRequest, transfer: transfer)

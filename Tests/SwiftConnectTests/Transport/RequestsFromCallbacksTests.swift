@@ -156,26 +156,18 @@ final class RequestsFromCallbacksTests: XCTestCase {
         XCTAssertEqual(try text(chained).wait(timeout: 30), "chained")
     }
 
-    func testTransfersFromACallbackAlsoWaitForTheSubmissionQueue() throws {
+    func testTransfersFromACallbackDoNotWaitForTheSubmissionQueue() throws {
+        // A transfer runs through the core's exchange, which starts its hop from a task of its own, never from the
+        // caller's thread (here a delivery's callback): it needs no submission queue, and completes with it held.
         let transport = URLSessionTransport()
         transport.submissionQueue.suspend()
+        defer { transport.submissionQueue.resume() }
         let limited = TransferOptions(maxResponseBytes: 1 << 20)
-        let second = request("chained")
         let third = request("after")
-        let cancelled = gated(on: transport) { small in
-            small.flatMap { _ -> Future<ConnectResponse> in
-                let chained = transport.send(second, transfer: limited)
-                chained.cancel()
-                return chained
-            }
-        }
-        let outcome = try cancelled.waitForResult(timeout: 30)
-        transport.submissionQueue.resume()
-        XCTAssertEqual(kind(of: outcome), .cancelled)
 
         let chained = gated(on: transport) { $0.flatMap { _ in transport.send(third, transfer: limited) } }
+
         XCTAssertEqual(try text(chained).wait(timeout: 30), "after")
-        XCTAssertEqual(server.requestCount(for: "GET", path: "/chained"), 0)
     }
 
     func testManyChainsInFlightAllCompleteOnTheDelegateQueue() throws {
