@@ -46,7 +46,7 @@ public protocol Transport: Sendable {
     /// Sends the client's request, in the core's own model, as `transfer` asks: what the client calls.
     ///
     /// The default implementation makes Foundation's `URLRequest` of it (``ConnectRequest/urlRequest``) and calls
-    /// ``send(_:)`` or ``send(_:transfer:)``: a transport that works with `URLRequest` needs nothing more. An
+    /// ``send(_:)`` or `send(_:transfer:)`: a transport that works with `URLRequest` needs nothing more. An
     /// ``HTTPEngine`` takes the request as it is, and no `URLRequest` is made on its path.
     ///
     /// - Parameters:
@@ -57,13 +57,13 @@ public protocol Transport: Sendable {
 }
 
 extension Transport {
-    /// Makes the `URLRequest` and sends it with ``send(_:)``, or ``send(_:transfer:)`` when `transfer` asks for
+    /// Makes the `URLRequest` and sends it with ``send(_:)``, or `send(_:transfer:)` when `transfer` asks for
     /// more than a plain exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         transfer.isPlain ? send(request.urlRequest) : send(request.urlRequest, transfer: transfer)
     }
 
-    /// Sends in memory and applies the transfer options afterwards (see ``Transport/send(_:transfer:)``).
+    /// Sends in memory and applies the transfer options afterwards (see `Transport.send(_:transfer:)`).
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if transfer.isPlain { return send(request) }
         return sendInMemory(request, transfer: transfer, using: self)

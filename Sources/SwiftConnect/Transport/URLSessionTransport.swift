@@ -28,8 +28,8 @@ import Foundation
 /// transfer options (a body from a file, a download, a size limit, progress, a stream), runs through the core's
 /// exchange, one URLSession task per hop: the same rules as every ``HTTPEngine``, written once (redirects, the
 /// deadline, limits, downloads, progress, stream buffering). A plain request without a body, most GETs, takes
-/// URLSession's completion-handler path, the fastest on every platform; the session follows its redirects under
-/// the same ``RedirectRules``. Either way, the redirect rule keeps credentials home: `Authorization`,
+/// URLSession's completion-handler path, the fastest on every platform; a redirect it gets is handed to the core's
+/// exchange. The session follows no redirect itself, so one rule applies to all: it keeps credentials home: `Authorization`,
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
 /// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
 /// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
@@ -149,8 +149,8 @@ public final class URLSessionTransport: Transport {
 
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
     ///
-    /// A plain request without a body takes URLSession's completion-handler path (see ``send(_:transfer:)-(ConnectRequest,_)``);
-    /// every other one runs through the core's exchange, one URLSession task per hop.
+    /// A plain request without a body takes URLSession's completion-handler path; every other one runs through the
+    /// core's exchange, one URLSession task per hop (see the `ConnectRequest` variant of this method).
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
@@ -173,10 +173,9 @@ public final class URLSessionTransport: Transport {
     ///
     /// A plain request without a body (most GETs) takes URLSession's completion-handler path: it skips the per-event
     /// hops to the delegate queue (response, each piece of data, completion), measured at about two context switches
-    /// per request on Linux; its redirects are answered in the delegate by ``RedirectRules``. Every other request
-    /// (a body, a download, a size limit, progress, a stream) runs through the core's exchange over
-    /// ``URLSessionHopEngine``: the same rules as every engine, one URLSession task per hop, no `URLRequest` made
-    /// here. A plain request sent from a callback of another request (the next step of a `flatMap` chain) is handed
+    /// per request on Linux; a redirect it gets is handed to the core's exchange. Every other request (a body, a
+    /// download, a size limit, progress, a stream) runs through the core's exchange, one URLSession task per hop,
+    /// under the same rules as every ``HTTPEngine``, no `URLRequest` made here. A plain request sent from a callback of another request (the next step of a `flatMap` chain) is handed
     /// to URLSession from the transport's own queue when other requests are in flight: creating a task waits for
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
     /// exchange starts its hops from a task of its own, and needs no such queue.
