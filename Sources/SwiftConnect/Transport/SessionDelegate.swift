@@ -166,12 +166,11 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         cookies?.keep(from: response)
         // Every redirect is declined: the 3xx is the task's answer, and the core follows it by its rules (a plain
         // exchange hands it over, ``TaskHandler/didComplete(data:response:error:)``).
-        let answer: URLRequest? = nil
         beforeAnsweringRedirect?(task)
         // On Linux only a task still running is answered (see `cancel(_:)`); a cancelled one ends as cancelled.
         redirectAnswerOrCancel.run {
             guard Self.mayAnswerRedirect(of: task) else { return }
-            completionHandler(answer)
+            completionHandler(nil)
         }
     }
 }

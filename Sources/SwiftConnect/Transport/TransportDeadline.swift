@@ -128,3 +128,13 @@ final class DeadlineScheduler: @unchecked Sendable {
         for entry in expired { handlerQueue.async(execute: entry.handler) }
     }
 }
+
+extension DispatchTime {
+    /// The seconds from now until this time, at least a millisecond: what is left of a deadline, as a timeout to hand
+    /// on (a hop's `timeoutInterval`, the rest of an exchange).
+    var secondsLeft: Double {
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard uptimeNanoseconds > now else { return 0.001 }
+        return max(0.001, Double(uptimeNanoseconds - now) / 1e9)
+    }
+}

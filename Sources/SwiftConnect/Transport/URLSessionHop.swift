@@ -90,15 +90,11 @@ struct URLSessionHopEngine: HTTPEngine {
         }
         var request = URLRequest(url: url)
         request.httpMethod = hop.head.method.rawValue
-        for field in hop.head.headerFields {
-            request.addValue(field.value, forHTTPHeaderField: field.name.rawName)
-        }
+        // One assignment: FoundationNetworking copies the whole dictionary on every `setValue`/`addValue`.
+        if !hop.head.headerFields.isEmpty { request.allHTTPHeaderFields = hop.head.headerFields.foundationFields }
         if case .bytes(let data) = hop.body { request.httpBody = data }
         // The core's deadline ends the exchange; URLSession's own timer must not come first (it counts idle time).
-        let remaining = hop.deadline.map {
-            Double($0.uptimeNanoseconds) / 1e9 - Double(DispatchTime.now().uptimeNanoseconds) / 1e9
-        }
-        request.timeoutInterval = remaining.map { max(0.001, $0) } ?? URLSessionTransport.longestTimeout
+        request.timeoutInterval = hop.deadline?.secondsLeft ?? URLSessionTransport.longestTimeout
         return URLSessionTransport.withUsableTimeout(URLSessionTransport.forSession(request))
     }
 }
@@ -203,27 +199,23 @@ final class HopHandler: Sendable {
     /// The task ended. Before a head: the hop's answer is the head the completion names (a 401 declined, a redirect
     /// FoundationNetworking delivered no head for) or the failure. After: the body ends, or breaks with the error.
     func didComplete(error: (any Error)?, response: HTTPURLResponse?) {
-        let answered = state.withLock { $0.answered }
         let failure = verdict.failure
         let declined = verdict.declinedAnswer(to: error)
-        let declinedAnswer = declined != nil
-        if answered {
-            // A declined challenge's cancellation ends the 401's body, which came before it.
-            body.finish(throwing: failure ?? (declinedAnswer ? nil : error))
-            return
+        if !state.withLock({ $0.answered }) {
+            if let failure {
+                answer(.failure(failure))
+            } else if let declined {
+                answer(.success(response ?? declined))
+            } else if let error {
+                answer(.failure(error))
+            } else if let response {
+                answer(.success(response))
+            } else {
+                answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))
+            }
         }
-        if let failure {
-            answer(.failure(failure))
-        } else if let declined, declinedAnswer {
-            answer(.success(response ?? declined))
-        } else if let error {
-            answer(.failure(error))
-        } else if let response {
-            answer(.success(response))
-        } else {
-            answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))
-        }
-        body.finish(throwing: failure ?? (declinedAnswer ? nil : error))
+        // A declined challenge's cancellation ends the 401's body, which came before it.
+        body.finish(throwing: failure ?? (declined == nil ? error : nil))
     }
 
     /// The engine's `send` was cancelled: it stops waiting for the head.

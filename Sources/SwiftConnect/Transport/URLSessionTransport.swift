@@ -172,20 +172,19 @@ public final class URLSessionTransport: Transport {
     /// Sends the client's request as `transfer` asks: what ``Connect`` calls.
     ///
     /// A plain request without a body (most GETs) takes URLSession's completion-handler path: it skips the per-event
-    /// hops to the delegate queue (response, each piece of data, completion), measured at about two context switches
-    /// per request on Linux; a redirect it gets is handed to the core's exchange. Every other request (a body, a
-    /// download, a size limit, progress, a stream) runs through the core's exchange, one URLSession task per hop,
-    /// under the same rules as every ``HTTPEngine``, no `URLRequest` made here. A plain request sent from a callback of another request (the next step of a `flatMap` chain) is handed
-    /// to URLSession from the transport's own queue when other requests are in flight: creating a task waits for
+    /// hops to the delegate queue (response, each piece of data, completion; BENCHMARKS.md has the cost); a
+    /// redirect it gets is handed to the core's exchange. Every other request (a body, a download, a size limit,
+    /// progress, a stream) runs through the core's exchange, one URLSession task per hop, under the same rules as
+    /// every ``HTTPEngine``, no `URLRequest` made here. A plain request sent from a callback of another request (the
+    /// next step of a `flatMap` chain) is handed to URLSession from the transport's own queue when other requests
+    /// are in flight: creating a task waits for
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
     /// exchange starts its hops from a task of its own, and needs no such queue.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard delegate != nil, !(transfer.isPlain && Self.hasNoBody(request)) else {
             return send(request.urlRequest, transfer: transfer)
         }
-        if let refusal = ServerTrustPinning.refusal(of: request.urlRequest, pins: pins) {
-            return Future(error: refusal)
-        }
+        // Pins are checked for every hop, the first included, by the hop engine.
         return exchange(request, transfer: transfer)
     }
 
@@ -302,10 +301,7 @@ public final class URLSessionTransport: Transport {
         else { return false }
         deadline?.cancel()
         guard !promise.future.isCompleted else { return true }  // cancelled or timed out meanwhile: no hop is sent
-        if let deadline {
-            let left = Double(Int64(deadline.time.uptimeNanoseconds) - Int64(DispatchTime.now().uptimeNanoseconds))
-            original.timeoutInterval = max(0.001, left / 1e9)
-        }
+        if let deadline { original.timeoutInterval = deadline.time.secondsLeft }
         let engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
         let first = EngineResponse(
             head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
