@@ -102,7 +102,7 @@ extension Connect {
                 do {
                     connectorFields = try JSONFormFields.fields(of: request.httpBody ?? Data())
                 } catch var error as ConnectError {
-                    error.request = request.urlRequest
+                    error.sentRequest = request
                     throw error
                 }
             }
@@ -162,7 +162,7 @@ extension Connect {
         options: RequestOptions = RequestOptions()
     ) -> Future<URL> {
         start(connector, debugResponse: debugResponse, options: options) { request, transfer in
-            try TransferOptions.checkDestination(destination, request: request.urlRequest)
+            try TransferOptions.checkDestination(destination, stored: .sent(request))
             transfer.destination = destination
         }.map { response in
             // An error status the error handler let through is still no file: its body (an error page) must not
@@ -173,7 +173,7 @@ extension Connect {
                 do {
                     try response.data.write(to: destination, options: .atomic)
                 } catch {
-                    throw ConnectError.fileAccess(error, url: destination, request: response.request)
+                    throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
                 }
                 return destination
             }

@@ -338,12 +338,12 @@ extension Connect {
             do {
                 return try connector.decode(response, using: decoders)
             } catch var error as ConnectError {
-                if error.response == nil { error = error.from(response) }
+                if error.storedHead == nil { error = error.from(response) }
                 throw error
             } catch {
                 let failure = ConnectError(
                     .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",
-                    request: response.request, response: response.response, body: response.data,
+                    request: response.storedRequest, head: response.storedHead, body: response.data,
                     underlyingError: error)
                 throw failure
             }
@@ -494,7 +494,7 @@ extension Connect {
             for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
             if let deadline = deadline(of: connector, leveled: leveled, method: methodOptions) {
                 guard deadline > 0 else {
-                    throw ConnectError.invalidRequest(.invalidTimeout(deadline), request: request.urlRequest)
+                    throw ConnectError.invalidRequest(.invalidTimeout(deadline), sent: request)
                 }
                 request.timeoutInterval = deadline
             }

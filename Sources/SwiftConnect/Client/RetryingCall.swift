@@ -217,7 +217,7 @@ final class RetryingCall:
     private func timeOut() {
         end(
             with: .failure(
-                ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), request: request.urlRequest)))
+                ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), sent: request)))
     }
 
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
@@ -255,7 +255,7 @@ final class RetryingCall:
             return .success(response)
         case .failure(let error):
             let failure =
-                error is URLError ? ConnectError.transportFailure(.reported(error), request: request.urlRequest) : error
+                error is URLError ? ConnectError.transportFailure(.reported(error), sent: request) : error
             guard attempts > 1 else { return .failure(failure) }
             return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         }

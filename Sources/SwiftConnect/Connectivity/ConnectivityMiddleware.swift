@@ -136,7 +136,7 @@ final class ConnectivityGate: Sendable {
         case .send:
             return next(request)
         case .fail:
-            return Future(error: ConnectError.notConnected(request: request.urlRequest))
+            return Future(error: ConnectError.notConnected(request: request))
         case .wait(let id):
             promise.setCancelHandler { [weak self] in self?.cancel(id) }
             return promise.future
@@ -209,11 +209,11 @@ enum LoopbackHost {
 
 extension ConnectError {
     /// The failure of a request held back because the network is gone (``ConnectivityPolicy/failFast``).
-    static func notConnected(request: URLRequest) -> ConnectError {
+    static func notConnected(request: ConnectRequest) -> ConnectError {
         ConnectError(
             .notConnected,
             message: "the network is offline (as the connectivity monitor reports): the request was not sent",
-            request: request,
+            request: .sent(request),
             underlyingError: URLError(.notConnectedToInternet)
         )
     }

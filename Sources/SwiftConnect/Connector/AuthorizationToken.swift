@@ -49,8 +49,8 @@ public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The error for a request that would be signed with a token that is not ``isSendable``; names no secret.
-    func unsendableError(request: URLRequest?) -> ConnectError {
-        var error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), request: request)
+    func unsendableError(request: ConnectResponse.StoredRequest?) -> ConnectError {
+        var error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), stored: request)
         if case .basic(let username, _) = self, username.contains(":") {
             error.message =
                 "the Basic username of 'Authorization' contains ':', which RFC 7617 forbids "

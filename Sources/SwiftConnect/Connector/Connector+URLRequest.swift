@@ -107,7 +107,9 @@ extension Connector {
         if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
             let token = authorized.authorizationToken
         {
-            guard token.isSendable else { throw token.unsendableError(request: partialRequest(method: method)) }
+            guard token.isSendable else {
+                throw token.unsendableError(request: .foundation(partialRequest(method: method)))
+            }
             try fields.set(name: "Authorization", value: token.headerValue, request: partialRequest(method: method))
         }
 

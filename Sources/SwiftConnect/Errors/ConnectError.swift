@@ -178,10 +178,30 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     private var storedMessage: String
     /// The detail of an ``Kind/invalidRequest`` failure.
     public var invalidRequestReason: InvalidRequestReason?
-    /// The request as it was sent (or about to be), when known.
-    public var request: URLRequest?
-    /// The HTTP response, when one arrived.
-    public var response: HTTPURLResponse?
+    /// The request as it was sent (or about to be), when known, as Foundation's `URLRequest`.
+    ///
+    /// An error of the core's exchange (the AsyncHTTPClient engine, middlewares) keeps the core's request
+    /// (``sentRequest``), and this is made from it when read.
+    public var request: URLRequest? {
+        get { storedRequest?.urlRequest }
+        set { storedRequest = newValue.map { .foundation($0) } }
+    }
+    /// The request as it was sent (or about to be), when known, in the core's own model: made from ``request``
+    /// when the error was made with Foundation's.
+    public var sentRequest: ConnectRequest? {
+        get { storedRequest?.request }
+        set { storedRequest = newValue.map { .sent($0) } }
+    }
+    /// Where the request is: Foundation's, or the core's with Foundation's made from it when asked.
+    var storedRequest: ConnectResponse.StoredRequest?
+    /// The HTTP response, when one arrived, as Foundation's `HTTPURLResponse`: made when read, for an error of an
+    /// engine that reports the core's ``ResponseHead``.
+    public var response: HTTPURLResponse? {
+        get { storedHead?.response }
+        set { storedHead = newValue.map { .foundation($0) } }
+    }
+    /// Where the response's status and fields are: Foundation's response, or the parts it is made from.
+    var storedHead: ConnectResponse.Head?
     /// The response body, when one arrived.
     public var body: Data?
     /// The error underneath, such as a `URLError` or a `DecodingError`.
@@ -220,16 +240,31 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         body: Data? = nil,
         underlyingError: (any Error)? = nil
     ) {
+        self.init(
+            kind, message: message, request: request.map { .foundation($0) }, head: response.map { .foundation($0) },
+            body: body, underlyingError: underlyingError)
+    }
+
+    /// An error with its request and response kept as they were reported: the core's model stays so, and
+    /// Foundation's types are made from it only when ``request`` or ``response`` is read.
+    init(
+        _ kind: Kind,
+        message: String,
+        request: ConnectResponse.StoredRequest?,
+        head: ConnectResponse.Head? = nil,
+        body: Data? = nil,
+        underlyingError: (any Error)? = nil
+    ) {
         self.kind = kind
         self.storedMessage = message
-        self.request = request
-        self.response = response
+        self.storedRequest = request
+        self.storedHead = head
         self.body = body
         self.underlyingError = underlyingError
     }
 
     /// The HTTP status code, when a response arrived.
-    public var statusCode: Int? { response?.statusCode }
+    public var statusCode: Int? { storedHead?.status }
 
     /// The platform's `URLError`, when the engine reported one (``URLSessionTransport``, or a transport of
     /// yours that fails with `URLError`s). Read ``kind`` to tell failures apart on every engine: the
@@ -245,12 +280,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     /// The response headers, when a response arrived.
     public var headers: [String: String] {
-        guard let response else { return [:] }
-        var result: [String: String] = [:]
-        for (key, value) in response.allHeaderFields {
-            if let key = key as? String, let value = value as? String { result[key] = value }
+        switch storedHead {
+        case nil: return [:]
+        case .parts(let parts): return parts.head.foundationHeaderFields
+        case .foundation(let response):
+            var result: [String: String] = [:]
+            for (key, value) in response.allHeaderFields {
+                if let key = key as? String, let value = value as? String { result[key] = value }
+            }
+            return result
         }
-        return result
     }
 
     /// Whether this error means the request was cancelled.
@@ -288,8 +327,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         let redacting = secrets != nil
         // Hidden before it is cut: a secret the cut would split is hidden whole.
         var text = "\(kind.stageName): \(SingleLineText.make(secrets?.hiding(in: storedMessage) ?? storedMessage))"
-        if let method = request?.httpMethod, let url = request?.url {
-            text += " [\(method) \(Redaction.url(url, redacting: redacting))]"
+        if let storedRequest, let url = storedRequest.url {
+            text += " [\(storedRequest.method) \(Redaction.url(url, redacting: redacting))]"
         }
         if let statusCode { text += " (HTTP \(statusCode))" }
         if attempts > 1 { text += " (after \(attempts) attempts)" }
@@ -301,7 +340,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     func underlyingText(_ error: any Error, hiding secrets: SecretValues?) -> String {
         var text = error is ConnectError ? String(reflecting: error) : "\(error)"
         guard let secrets else { return text }
-        for url in [request?.url, response?.url].compactMap({ $0 }) {
+        for url in [storedRequest?.url, storedHead?.url].compactMap({ $0 }) {
             text = text.replacingOccurrences(of: url.absoluteString, with: Redaction.url(url, redacting: true))
         }
         return secrets.hiding(in: text)
@@ -312,7 +351,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         guard let body, !body.isEmpty else { return nil }
         return Redaction.bodyText(
             body,
-            contentType: response?.value(forHTTPHeaderField: "Content-Type"),
+            contentType: storedHead?.value(of: "Content-Type"),
             redacting: secrets != nil,
             pretty: false,
             limit: ConnectError.excerptLimit,
@@ -322,7 +361,11 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     /// The secret values of the request, to hide wherever the error shows text.
     func secrets() -> SecretValues {
-        SecretValues(of: request)
+        switch storedRequest {
+        case nil: SecretValues()
+        case .foundation(let request): SecretValues(of: request)
+        case .model(let sent): SecretValues(of: sent.request)
+        }
     }
 }
 
@@ -335,6 +378,11 @@ extension ConnectError {
     /// - Returns: An error of kind ``Kind/cancelled``.
     static func cancelled(request: URLRequest? = nil) -> ConnectError {
         ConnectError(.cancelled, message: "the request was cancelled", request: request)
+    }
+
+    /// A cancellation error for the core's `request`.
+    static func cancelled(sent request: ConnectRequest) -> ConnectError {
+        ConnectError(.cancelled, message: "the request was cancelled", request: .sent(request))
     }
 
     /// The failure of ``Future/timeout(after:on:)`` on a request's future: it did not complete within `seconds`.
@@ -351,7 +399,19 @@ extension ConnectError {
     ///   - request: The partly built request, when there is one.
     /// - Returns: An error of kind ``Kind/invalidRequest``.
     public static func invalidRequest(_ reason: InvalidRequestReason, request: URLRequest? = nil) -> ConnectError {
-        var error = ConnectError(.invalidRequest, message: reason.description, request: request)
+        invalidRequest(reason, stored: request.map { .foundation($0) })
+    }
+
+    /// An error saying the core's `request` could not be built or sent as it is.
+    static func invalidRequest(_ reason: InvalidRequestReason, sent request: ConnectRequest) -> ConnectError {
+        invalidRequest(reason, stored: .sent(request))
+    }
+
+    /// An error saying the request, kept as it was reported, could not be built or sent.
+    static func invalidRequest(_ reason: InvalidRequestReason, stored: ConnectResponse.StoredRequest?)
+        -> ConnectError
+    {
+        var error = ConnectError(.invalidRequest, message: reason.description, request: stored)
         error.invalidRequestReason = reason
         return error
     }
@@ -369,8 +429,8 @@ extension ConnectError {
     @usableFromInline
     func from(_ response: ConnectResponse) -> ConnectError {
         var error = self
-        if error.request == nil { error.request = response.request }
-        if error.response == nil { error.response = response.response }
+        if error.storedRequest == nil { error.storedRequest = response.storedRequest }
+        if error.storedHead == nil { error.storedHead = response.storedHead }
         if error.body == nil { error.body = response.data }
         return error
     }

@@ -48,11 +48,25 @@ package struct SecretValues: Sendable, Equatable {
             self.init()
             return
         }
+        self.init(
+            fields: (request.allHTTPHeaderFields ?? [:]).map { ($0.key, $0.value) }, url: request.url,
+            body: request.httpBody, contentType: request.value(forHTTPHeaderField: "Content-Type"))
+    }
+
+    /// The secret values of the core's `request`, read from its model: no `URLRequest` is made.
+    package init(of request: ConnectRequest) {
+        self.init(
+            fields: request.headerFields.map { ($0.name.rawName, $0.value) }, url: request.url, body: request.httpBody,
+            contentType: request.headerFields[.contentType])
+    }
+
+    /// The secret values of a request's header fields, URL and body.
+    private init(fields: [(name: String, value: String)], url: URL?, body: Data?, contentType: String?) {
         var found: [String] = []
-        for (name, value) in request.allHTTPHeaderFields ?? [:] where HTTPHeader.isSensitive(name: name) {
+        for (name, value) in fields where HTTPHeader.isSensitive(name: name) {
             found += Self.headerSecrets(value, name: name)
         }
-        if let url = request.url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
+        if let url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {
             if let password = components.password, !password.isEmpty {
                 // As sent: the engine turns `user:password@` into `Authorization: Basic base64(user:password)`.
                 let pair = (components.user ?? "") + ":" + password
@@ -62,8 +76,8 @@ package struct SecretValues: Sendable, Equatable {
                 found += Self.formSecrets(part)
             }
         }
-        if let body = request.httpBody, !body.isEmpty {
-            found += Self.bodySecrets(body, contentType: request.value(forHTTPHeaderField: "Content-Type"))
+        if let body, !body.isEmpty {
+            found += Self.bodySecrets(body, contentType: contentType)
         }
         self.init(values: found)
     }

@@ -178,7 +178,7 @@ public struct RetryAdvice: Sendable {
             .invalidRequest,
             message: "the body is an InputStream an earlier attempt of this call sent, and a stream can be read "
                 + "once: set a new stream for each attempt, or send the body from memory or a file",
-            request: request.urlRequest)
+            request: .sent(request))
     }
 }
 
@@ -203,7 +203,7 @@ struct MiddlewareChain: Sendable {
             if let invalid = request.headerFields.firstInvalid {
                 return Future(
                     error: ConnectError.invalidRequest(
-                        .invalidHeader(name: invalid.name.rawName), request: request.urlRequest))
+                        .invalidHeader(name: invalid.name.rawName), sent: request))
             }
             if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 return Future(error: RetryAdvice.alreadySent(request))

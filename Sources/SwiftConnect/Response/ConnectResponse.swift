@@ -33,7 +33,7 @@ public struct ConnectResponse: Sendable {
     }
 
     /// Where the request is: Foundation's, or the core's with Foundation's made from it when asked.
-    private var storedRequest: StoredRequest
+    var storedRequest: StoredRequest
     /// How many requests were sent to get this error response (outside 200..<300): more than 1 when a retry loop
     /// sent the request again and ended with it, so that the error the error handler makes of the response says
     /// so (``ConnectError/attempts``). Always 1 on a success.
@@ -43,7 +43,7 @@ public struct ConnectResponse: Sendable {
     var attempts: Int32 = 1
     /// The status and headers: Foundation's response, or the parts a transport reported, made into one when
     /// ``response`` is first read.
-    private var storedHead: Head
+    var storedHead: Head
     /// The HTTP response: status code and headers.
     ///
     /// A transport whose engine does not make Foundation's `HTTPURLResponse` (AsyncHTTPClient) reports the parts,
@@ -56,12 +56,7 @@ public struct ConnectResponse: Sendable {
 
     /// The status and header fields in the core's own HTTP model, repeated fields kept as the engine reported
     /// them (Foundation's response, where the engine made one, has them joined).
-    public var head: ResponseHead {
-        switch storedHead {
-        case .foundation(let response): ResponseHead(response)
-        case .parts(let parts): parts.head
-        }
-    }
+    public var head: ResponseHead { storedHead.head }
     /// The body (empty when there was none, or when it was written to ``fileURL``).
     public var data: Data
     /// Where the body was written, for a download to a file; `nil` when the body is in ``data``.
@@ -182,19 +177,8 @@ public struct ConnectResponse: Sendable {
             httpVersion: httpVersion)
     }
 
-    /// Where the status and headers are (for tests).
-    var headForTesting: Head { storedHead }
-
-    /// Where the request is (for tests).
-    var requestForTesting: StoredRequest { storedRequest }
-
     /// The HTTP status code.
-    public var statusCode: Int {
-        switch storedHead {
-        case .foundation(let response): response.statusCode
-        case .parts(let parts): parts.head.status
-        }
-    }
+    public var statusCode: Int { storedHead.status }
 
     /// Whether the status is in 200..<300.
     public var isSuccess: Bool { (200..<300).contains(statusCode) }
@@ -203,19 +187,7 @@ public struct ConnectResponse: Sendable {
     ///
     /// - Parameter name: The header name.
     /// - Returns: The value, or `nil` when absent.
-    public func header(_ name: String) -> String? {
-        let response: HTTPURLResponse
-        switch storedHead {
-        case .parts(let parts): return parts.head.headerFields[HeaderField.Name(name)]
-        case .foundation(let foundation): response = foundation
-        }
-        if let value = response.value(forHTTPHeaderField: name) { return value }
-        let lowered = name.lowercased()
-        for (key, value) in response.allHeaderFields {
-            if let key = key as? String, key.lowercased() == lowered { return value as? String }
-        }
-        return nil
-    }
+    public func header(_ name: String) -> String? { storedHead.value(of: name) }
 
     /// The media type of the body, lowercased and without parameters (`application/json`), if declared.
     public var mediaType: String? {
@@ -244,10 +216,37 @@ extension ConnectResponse {
         case foundation(URLRequest)
         case model(SentRequest)
 
+        /// The core's request, kept (made from Foundation's, which does not fail for a request with a URL).
+        static func sent(_ request: ConnectRequest) -> StoredRequest { .model(SentRequest(request)) }
+
         var urlRequest: URLRequest {
             switch self {
             case .foundation(let request): request
             case .model(let sent): sent.urlRequest
+            }
+        }
+
+        /// The request in the core's model: made from Foundation's (`nil` for one without a URL).
+        var request: ConnectRequest? {
+            switch self {
+            case .foundation(let request): try? ConnectRequest(request)
+            case .model(let sent): sent.request
+            }
+        }
+
+        /// The request's URL, read without making either form.
+        var url: URL? {
+            switch self {
+            case .foundation(let request): request.url
+            case .model(let sent): sent.request.url
+            }
+        }
+
+        /// The request's method, read without making either form.
+        var method: String {
+            switch self {
+            case .foundation(let request): request.httpMethod ?? "GET"
+            case .model(let sent): sent.request.method.rawValue
             }
         }
     }
@@ -262,6 +261,45 @@ extension ConnectResponse {
             case .foundation(let response): response
             case .parts(let parts): parts.response
             }
+        }
+
+        /// The status code, read without making Foundation's response.
+        var status: Int {
+            switch self {
+            case .foundation(let response): response.statusCode
+            case .parts(let parts): parts.head.status
+            }
+        }
+
+        /// The URL that answered, read without making Foundation's response.
+        var url: URL? {
+            switch self {
+            case .foundation(let response): response.url
+            case .parts(let parts): parts.url
+            }
+        }
+
+        /// The status and fields in the core's model.
+        var head: ResponseHead {
+            switch self {
+            case .foundation(let response): ResponseHead(response)
+            case .parts(let parts): parts.head
+            }
+        }
+
+        /// The value of the field `name`, looked up case-insensitively (repeated fields joined).
+        func value(of name: String) -> String? {
+            let response: HTTPURLResponse
+            switch self {
+            case .parts(let parts): return parts.head.headerFields[HeaderField.Name(name)]
+            case .foundation(let foundation): response = foundation
+            }
+            if let value = response.value(forHTTPHeaderField: name) { return value }
+            let lowered = name.lowercased()
+            for (key, value) in response.allHeaderFields {
+                if let key = key as? String, key.lowercased() == lowered { return value as? String }
+            }
+            return nil
         }
     }
 }

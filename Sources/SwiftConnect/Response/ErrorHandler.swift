@@ -115,8 +115,8 @@ public struct ErrorHandler: ErrorHandling {
         return ConnectError(
             .serverMessage,
             message: message,
-            request: response.request,
-            response: response.response,
+            request: response.storedRequest,
+            head: response.storedHead,
             body: response.data
         )
     }
@@ -253,8 +253,8 @@ extension ConnectError {
         return ConnectError(
             .httpStatus,
             message: "the server answered \(status) \(reason)\(redirect)",
-            request: response.request,
-            response: response.response,
+            request: response.storedRequest,
+            head: response.storedHead,
             body: response.data
         )
     }

@@ -81,8 +81,8 @@ func decodeBody<Decoded: Decodable>(
             failure.message += problem + JSONSyntax.declaredTypeNote(response?.mediaType)
         }
         if let response {
-            failure.request = response.request
-            failure.response = response.response
+            failure.storedRequest = response.storedRequest
+            failure.storedHead = response.storedHead
         }
         throw failure
     }

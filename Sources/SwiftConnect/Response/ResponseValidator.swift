@@ -155,8 +155,8 @@ extension ConnectError {
         return ConnectError(
             .rejected,
             message: "\(type(of: stage)) rejected the response: \(error)",
-            request: response.request,
-            response: response.response,
+            request: response.storedRequest,
+            head: response.storedHead,
             body: response.data,
             underlyingError: error
         )

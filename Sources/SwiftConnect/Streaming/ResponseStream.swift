@@ -99,7 +99,7 @@ public final class ResponseStream: AsyncSequence, Sendable {
         private let stream: ResponseStream
         private let isFirst: Bool
         /// The body stream and the request it answers, once the head has arrived.
-        private let body = Protected<(stream: ResponseBodyStream, request: URLRequest)?>(nil)
+        private let body = Protected<(stream: ResponseBodyStream, request: ConnectResponse.StoredRequest)?>(nil)
         private let isFinished = Protected(false)
 
         init(stream: ResponseStream, isFirst: Bool) {
@@ -116,7 +116,7 @@ public final class ResponseStream: AsyncSequence, Sendable {
                 throw ConnectError(
                     .rejected, message: "the body of this ResponseStream is already being read: it can be read once")
             }
-            var request: URLRequest?
+            var request: ConnectResponse.StoredRequest?
             do {
                 let body = try await bodyStream()
                 request = body.request
@@ -131,15 +131,15 @@ public final class ResponseStream: AsyncSequence, Sendable {
                 // the client classifies every transport failure.
                 isFinished.withLock { $0 = true }
                 guard let request else { throw error }
-                throw ConnectError.transportFailure(.reported(error), request: request)
+                throw ConnectError.transportFailure(.reported(error), stored: request)
             }
         }
 
         /// The body stream, once the head has arrived.
-        private func bodyStream() async throws -> (stream: ResponseBodyStream, request: URLRequest) {
+        private func bodyStream() async throws -> (stream: ResponseBodyStream, request: ConnectResponse.StoredRequest) {
             if let body = body.withLock({ $0 }) { return body }
             let response = try await stream.head.value
-            let taken = (stream: response.bodyStream ?? .finished(with: response.data), request: response.request)
+            let taken = (stream: response.bodyStream ?? .finished(with: response.data), request: response.storedRequest)
             body.withLock { $0 = taken }
             return taken
         }

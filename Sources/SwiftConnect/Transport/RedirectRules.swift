@@ -5,9 +5,10 @@ import Foundation
 #endif
 
 /// Every redirect rule, in one place: which redirects are followed, what a followed request keeps, and how many hops
-/// an exchange may take. The core's exchange asks ``nextHop(after:answeredBy:hasBody:isFollowUp:)`` (through
+/// an exchange may take. The core's exchange asks ``nextHop(after:answeredBy:location:hasBody:)`` (through
 /// ``RedirectRule``) for every 3xx of every engine, URLSession's included: URLSession's delegate declines every
-/// redirect, so the session follows none itself. The rules:
+/// redirect, so the session follows none itself. The rules read and write the core's ``ConnectRequest`` and
+/// ``ConnectResponse``: no `URLRequest` or `HTTPURLResponse` is made to follow a redirect. The rules:
 ///
 /// - **Only http and https.** A redirect to any other scheme is not followed, on any platform: the 3xx response
 ///   is the answer. FoundationNetworking takes a `Location` with another scheme and no host (`file:///etc/passwd`,
@@ -28,56 +29,55 @@ import Foundation
 ///   reports (``notFollowed(_:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
-    /// Whether `request` (uploading `bodyFile`, if any) has a body the transport can send again on a redirect it
-    /// follows itself: one in memory or in a file, never a stream.
-    static func hasBodyToSendAgain(_ request: URLRequest, bodyFile: URL? = nil) -> Bool {
+    /// Whether `request` (uploading `bodyFile`, if any) has a body the core can send again on a redirect: one in
+    /// memory or in a file, never a stream.
+    static func hasBodyToSendAgain(_ request: ConnectRequest, bodyFile: URL? = nil) -> Bool {
         bodyFile != nil || !(request.httpBody?.isEmpty ?? true)
     }
 
     /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
     /// the headers describing a body when `hadBody` and it became a GET or HEAD.
-    static func redirect(_ request: URLRequest, from original: URLRequest?, hadBody: Bool = false) -> URLRequest {
+    static func redirect(_ request: ConnectRequest, from original: ConnectRequest?, hadBody: Bool = false)
+        -> ConnectRequest
+    {
         var redirected = request
         if hadBody, isBodyless(request) {
-            for name in bodyHeaders { redirected.setValue(nil, forHTTPHeaderField: name) }
+            for name in bodyHeaders { redirected.headerFields[name] = nil }
         }
-        guard let from = original?.url, let to = request.url, !from.hasSameOrigin(as: to) else { return redirected }
-        for name in request.allHTTPHeaderFields?.keys.map({ $0 }) ?? [] where HTTPHeader.isSensitive(name: name) {
-            redirected.setValue(nil, forHTTPHeaderField: name)
+        guard let from = original?.url, !from.hasSameOrigin(as: request.url) else { return redirected }
+        for field in request.headerFields where HTTPHeader.isSensitive(name: field.name.rawName) {
+            redirected.headerFields[field.name] = nil
         }
         return redirected
     }
 
     /// Whether following a redirect would send credentials that its `Location` names
-    /// (`http://user:password@host/`) and the original request's URL did not: libcurl turns a URL's userinfo
+    /// (`http://user:password@host/`) and the original request's URL did not: an engine turns a URL's userinfo
     /// into `Authorization: Basic`, which replaced the request's own credentials, so the server that wrote the
     /// `Location` chose what was sent. The original URL's own userinfo, the caller's, may follow a redirect to the
-    /// same origin only. The `Location` is read as well as the request to follow, as FoundationNetworking drops
-    /// the userinfo of a `//user@host/` reference that Apple's URLSession keeps.
-    static func bringsCredentialsOfItsOwn(
-        _ response: HTTPURLResponse, to request: URLRequest, from original: URLRequest?
-    ) -> Bool {
-        let location = target(of: response, from: original?.url)
-        return [request.url, location].contains { target in
+    /// same origin only. The `Location` (`location`, resolved) is read as well as the request to follow, as
+    /// Foundation's URL parsing drops the userinfo of a `//user@host/` reference on Linux and keeps it on Apple.
+    static func bringsCredentialsOfItsOwn(_ location: URL?, to request: ConnectRequest, from original: URL?) -> Bool {
+        [request.url, location].contains { target in
             guard let target, target.user != nil || target.password != nil else { return false }
-            guard let from = original?.url, from.hasSameOrigin(as: target) else { return true }
+            guard let from = original, from.hasSameOrigin(as: target) else { return true }
             return target.user != from.user || target.password != from.password
         }
     }
 
     /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
-    /// `Location`, redacted) and why ``URLSessionTransport``'s rule did not follow it, when the rule explains it;
-    /// empty without a `Location`. Built on the error path only. "Cannot send the request body again" is for a
-    /// body the transport cannot send again itself either: one from an `InputStream`.
+    /// `Location`, redacted) and why the rules did not follow it, when they explain it; empty without a `Location`.
+    /// Built on the error path only. "Cannot be read again" is for a body from an `InputStream`.
     static func notFollowed(_ response: ConnectResponse) -> String {
-        let http = response.response
-        guard let location = http.value(forHTTPHeaderField: "Location") else { return "" }
+        guard let location = response.header("Location") else { return "" }
         let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
         if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
-        if bringsCredentialsOfItsOwn(http, to: response.request, from: response.request) {
+        let request = response.sentRequest
+        let target = target(of: location, answeredBy: response.storedHead.url ?? request.url)
+        if bringsCredentialsOfItsOwn(target, to: request, from: request.url) {
             return text + ": its URL carries credentials (user:password@)"
         }
-        if response.request.httpBodyStream != nil, keepsMethod(response.request, status: response.statusCode) {
+        if !request.body.isReplayable, keepsMethod(request, status: response.statusCode) {
             return text + ": the request body came from a stream, which cannot be read again"
         }
         return text
@@ -85,27 +85,26 @@ enum RedirectRules {
 
     /// Whether a redirect with `status` keeps the method of `request` (and so would need its body again): 307 and
     /// 308 always, 301 and 302 for methods other than POST, never for GET or HEAD.
-    static func keepsMethod(_ request: URLRequest, status: Int) -> Bool {
+    static func keepsMethod(_ request: ConnectRequest, status: Int) -> Bool {
         guard !isBodyless(request) else { return false }
         switch status {
         case 307, 308: return true
-        case 301, 302: return request.httpMethod?.uppercased() != "POST"
+        case 301, 302: return request.method.rawValue.uppercased() != "POST"
         default: return false
         }
     }
 
-    /// The URL the `Location` of `response` names, resolved against the URL that answered (or `url`, the request's),
-    /// its encoding kept; `nil` without a `Location` that is a URI reference.
-    static func target(of response: HTTPURLResponse, from url: URL?) -> URL? {
-        guard let location = response.value(forHTTPHeaderField: "Location") else { return nil }
-        return URL(string: location, relativeTo: response.url ?? url)?.absoluteURL
+    /// The URL `location` names, resolved against `url` (the URL that answered), its encoding kept; `nil` for a
+    /// `location` that is no URI reference.
+    static func target(of location: String, answeredBy url: URL) -> URL? {
+        URL(string: location, relativeTo: url)?.absoluteURL
     }
 
     /// Whether `request`, the next hop of a redirect, names no host a connection could be made to: none (`///x`), or
     /// one with characters that no host name or IP address has once percent-decoded (a space, `/`, `@`, NUL…:
     /// `//a%20b/`). An engine would otherwise look such a name up in the DNS, or fail in its own way.
-    static func namesNoHost(_ request: URLRequest) -> Bool {
-        guard let host = request.url?.host, !host.isEmpty else { return true }
+    static func namesNoHost(_ request: ConnectRequest) -> Bool {
+        guard let host = request.url.host, !host.isEmpty else { return true }
         let isIPv6 = host.contains(":")
         return !host.unicodeScalars.allSatisfy { scalar in
             switch scalar {
@@ -117,15 +116,12 @@ enum RedirectRules {
         }
     }
 
-    /// Whether a redirect leaves HTTP: its `Location` names a scheme other than http or https, or the request to
-    /// follow has one. Both are looked at, since FoundationNetworking makes an http request of a `file:` location.
-    static func leavesHTTP(_ response: HTTPURLResponse, to request: URLRequest) -> Bool {
-        if let location = response.value(forHTTPHeaderField: "Location"), let scheme = scheme(of: location),
-            !isHTTP(scheme)
-        {
-            return true
-        }
-        guard let scheme = request.url?.scheme else { return true }
+    /// Whether a redirect leaves HTTP: its `location` names a scheme other than http or https, or the request to
+    /// follow has one. Both are looked at, since Foundation's URL resolution makes an http URL of a `file:`
+    /// reference on Linux.
+    static func leavesHTTP(_ location: String, to request: ConnectRequest) -> Bool {
+        if let scheme = scheme(of: location), !isHTTP(scheme) { return true }
+        guard let scheme = request.url.scheme else { return true }
         return !isHTTP(scheme)
     }
 
@@ -153,63 +149,59 @@ enum RedirectRules {
     }
 
     /// The headers that describe a request body, meaningless once the redirect has none.
-    static let bodyHeaders = ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"]
+    static let bodyHeaders: [HeaderField.Name] = [
+        .contentLength, .contentType, "Content-Encoding", "Transfer-Encoding",
+    ]
 
-    /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow: the hops the
-    /// transport follows itself count with those the session follows.
+    /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow.
     static let maxRedirects = 20
 
-    /// The request ``URLSessionTransport`` sends for the redirect `response` of `hop`, which the session did not
-    /// follow; `nil` when `response` is the answer.
+    /// The request to send for the redirect `response` (its `Location` already read: `location`) of `hop`; `nil`
+    /// when `response` is the answer.
     ///
-    /// The first request of an exchange (`isFollowUp` false) is sent again only for a redirect that keeps its
-    /// method (307, 308, or 301/302 for a method other than POST) when it has a body the transport can send again
-    /// (`hasBody`: in memory or from a file, never a stream): the redirects the session declined to follow because
-    /// it would lose the body. A request the transport sent itself (`isFollowUp`) has every redirect followed
-    /// here (the session follows none of them, see ``SessionDelegate``), so that they all count against one limit:
-    /// a 303, or a 301/302 of a POST, becomes a GET without the body and the headers that described it.
-    ///
-    /// The `Location` is resolved against the URL that answered. The same rules apply as to the redirects the
-    /// session follows: none to a URL that is not http or https (``leavesHTTP(_:to:)``) or that carries
-    /// credentials of its own (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials removed on a change of
-    /// origin (``redirect(_:from:hadBody:)``).
+    /// A 303, or a 301/302 of a POST, becomes a GET without the body and the headers that described it. The
+    /// `Location` is resolved against the URL that answered. No redirect is followed to a URL that is not http or
+    /// https (``leavesHTTP(_:to:)``) or that carries credentials of its own
+    /// (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials are removed on a change of origin
+    /// (``redirect(_:from:hadBody:)``).
     ///
     /// - Returns: The request to send and whether it keeps the body (a `bodyFile` is uploaded again only then).
     static func nextHop(
-        after hop: URLRequest, answeredBy response: HTTPURLResponse, hasBody: Bool, isFollowUp: Bool
-    ) -> (request: URLRequest, keepsBody: Bool)? {
+        after hop: ConnectRequest, answeredBy response: ConnectResponse, location: String, hasBody: Bool
+    )
+        -> (request: ConnectRequest, keepsBody: Bool)?
+    {
         let status = response.statusCode
         guard status == 301 || status == 302 || status == 303 || status == 307 || status == 308,
-            hop.httpBodyStream == nil
+            hop.body.isReplayable,
+            let url = target(of: location, answeredBy: response.storedHead.url ?? hop.url)
         else { return nil }
         let keepsMethod = keepsMethod(hop, status: status)
-        guard isFollowUp || (hasBody && keepsMethod),
-            let url = target(of: response, from: hop.url)
-        else { return nil }
         var next = hop
         next.url = url
         let becomesGET = !keepsMethod && !isBodyless(hop)
         if becomesGET {
-            next.httpMethod = "GET"
-            next.httpBody = nil
+            next.method = .get
+            next.body = .none
         }
-        guard !leavesHTTP(response, to: next), !namesNoHost(next),
-            !bringsCredentialsOfItsOwn(response, to: next, from: hop)
+        guard !leavesHTTP(location, to: next), !namesNoHost(next),
+            !bringsCredentialsOfItsOwn(url, to: next, from: hop.url)
         else {
             return nil
         }
         return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
     }
 
-    /// Whether the request's method is GET or HEAD (also when none is set).
-    private static func isBodyless(_ request: URLRequest) -> Bool {
-        let method = request.httpMethod?.uppercased() ?? "GET"
+    /// Whether the request's method is GET or HEAD.
+    private static func isBodyless(_ request: ConnectRequest) -> Bool {
+        let method = request.method.rawValue.uppercased()
         return method == "GET" || method == "HEAD"
     }
 }
 
 /// SwiftConnect's redirect rules as the core's exchange asks them for each 3xx (`EngineExchange`, for every
-/// ``HTTPEngine``), and ``URLSessionTransport``'s Linux redirect chain: the next hop, after at most ``maxHops``.
+/// ``HTTPEngine``), over the core's own model: the next hop, after at most ``maxHops``. ``URLSessionTransport``'s
+/// plain path asks too, to know whether to hand a 3xx over to the core.
 ///
 /// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;
 /// - every credential header (`Authorization`, `Cookie`, `X-Api-Key`, `*-Token`…, as ``HTTPHeader`` judges them)
@@ -224,7 +216,7 @@ enum RedirectRule {
     /// The next request of a redirected exchange.
     struct Hop: Sendable {
         /// The request to send next: its URL is the resolved `Location`.
-        var request: URLRequest
+        var request: ConnectRequest
         /// Whether the next request carries the body again (a body from a file is uploaded again only then).
         var keepsBody: Bool
     }
@@ -233,21 +225,20 @@ enum RedirectRule {
     /// redirect, no usable `Location`, or a redirect the rules refuse.
     ///
     /// - Parameters:
-    ///   - hop: The request that `response` answered, its body in `httpBody` or `httpBodyStream` (a body from a
-    ///     stream cannot be sent again: a redirect of such a request is not followed).
+    ///   - hop: The request that `response` answered (a body from a stream cannot be sent again: a redirect that
+    ///     keeps the body of such a request is not followed).
     ///   - response: The response, a 3xx or not.
     ///   - bodyFile: The file `hop`'s body was uploaded from, if any (see ``TransferOptions/bodyFile``).
     /// - Returns: The next hop, or `nil`.
-    static func next(after hop: URLRequest, answeredBy response: HTTPURLResponse, bodyFile: URL? = nil)
-        -> Hop?
-    {
+    static func next(after hop: ConnectRequest, answeredBy response: ConnectResponse, bodyFile: URL? = nil) -> Hop? {
         // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession
         // makes it (an empty reference would resolve to the same URL, again and again).
-        guard let location = response.value(forHTTPHeaderField: "Location")?.trimmingCharacters(in: .whitespaces),
+        guard (300..<400).contains(response.statusCode),
+            let location = response.header("Location")?.trimmingCharacters(in: .whitespaces),
             !location.isEmpty, URLComponents(string: location) != nil
         else { return nil }
         let hasBody = RedirectRules.hasBodyToSendAgain(hop, bodyFile: bodyFile)
-        guard let next = RedirectRules.nextHop(after: hop, answeredBy: response, hasBody: hasBody, isFollowUp: true)
+        guard let next = RedirectRules.nextHop(after: hop, answeredBy: response, location: location, hasBody: hasBody)
         else { return nil }
         return Hop(request: withCookies(setBy: response, on: next.request), keepsBody: next.keepsBody)
     }
@@ -255,17 +246,18 @@ enum RedirectRule {
     /// `request` with the cookies that `response` set and that apply to its URL added to its `Cookie` header
     /// (replacing any of the same name), as a browser or URLSession's cookie storage would send them: a login that
     /// sets its session cookie on a 302 keeps it on the next hop.
-    static func withCookies(setBy response: HTTPURLResponse, on request: URLRequest) -> URLRequest {
+    static func withCookies(setBy response: ConnectResponse, on request: ConnectRequest) -> ConnectRequest {
         // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
-        let fields = SetCookieFields.readable(of: response)
-        guard let from = response.url, !fields.isEmpty else { return request }
+        let fields = SetCookieFields.readable(of: response.storedHead.head)
+        guard !fields.isEmpty, let from = response.storedHead.url else { return request }
         return adding(HTTPCookie.cookies(withResponseHeaderFields: fields, for: from), to: request)
     }
 
     /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`, not expired) in its `Cookie`
     /// header, each replacing any of the same name.
-    static func adding(_ cookies: [HTTPCookie], to request: URLRequest) -> URLRequest {
-        guard let url = request.url, let host = url.host?.lowercased() else { return request }
+    static func adding(_ cookies: [HTTPCookie], to request: ConnectRequest) -> ConnectRequest {
+        let url = request.url
+        guard let host = url.host?.lowercased() else { return request }
         let cookies = cookies.filter { cookie in
             if cookie.isSecure, url.scheme?.lowercased() != "https" { return false }
             if let expires = cookie.expiresDate, expires < Date() { return false }
@@ -278,7 +270,7 @@ enum RedirectRule {
         }
         guard !cookies.isEmpty else { return request }
         var pairs: [(name: String, value: String)] = []
-        for part in (request.value(forHTTPHeaderField: "Cookie") ?? "").split(separator: ";") {
+        for part in (request.headerFields[.cookie] ?? "").split(separator: ";") {
             let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
             guard let name = pair.first, !name.isEmpty else { continue }
             pairs.append((name, pair.count > 1 ? pair[1] : ""))
@@ -288,7 +280,7 @@ enum RedirectRule {
             pairs.append((cookie.name, cookie.value))
         }
         var request = request
-        request.setValue(pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; "), forHTTPHeaderField: "Cookie")
+        request.headerFields[.cookie] = pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         return request
     }
 }

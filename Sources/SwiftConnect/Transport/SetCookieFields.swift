@@ -23,6 +23,13 @@ enum SetCookieFields {
         return fields.isEmpty ? fields : readable(fields)
     }
 
+    /// The readable `Set-Cookie` fields of `head`, joined as one field as `HTTPURLResponse` joins them, ready for
+    /// `HTTPCookie.cookies(withResponseHeaderFields:for:)`; empty when it sets no cookie that can be read.
+    static func readable(of head: ResponseHead) -> [String: String] {
+        let values = head.headerFields[values: "Set-Cookie"]
+        return values.isEmpty ? [:] : readable(["Set-Cookie": values.joined(separator: ", ")])
+    }
+
     /// `fields` with every cookie of its `Set-Cookie` fields that is not written in visible ASCII removed, and a
     /// `Set-Cookie` field left with none removed. Other fields are kept as they are.
     ///

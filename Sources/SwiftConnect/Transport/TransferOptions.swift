@@ -136,11 +136,23 @@ extension ConnectError {
     ///   - response: The response whose body was refused.
     /// - Returns: An error of kind ``Kind/responseTooLarge``.
     public static func responseTooLarge(limit: Int, request: URLRequest?, response: HTTPURLResponse?) -> ConnectError {
+        responseTooLarge(limit: limit, stored: request.map { .foundation($0) }, head: response.map { .foundation($0) })
+    }
+
+    /// ``responseTooLarge(limit:request:response:)`` for the core's exchange: its request and the answer's head
+    /// kept as they are.
+    static func responseTooLarge(limit: Int, sent request: ConnectRequest, answer: ConnectResponse) -> ConnectError {
+        responseTooLarge(limit: limit, stored: .sent(request), head: answer.storedHead)
+    }
+
+    private static func responseTooLarge(
+        limit: Int, stored request: ConnectResponse.StoredRequest?, head: ConnectResponse.Head?
+    ) -> ConnectError {
         ConnectError(
             .responseTooLarge,
             message: "the response body exceeds the limit of \(limit) bytes",
             request: request,
-            response: response
+            head: head
         )
     }
 
@@ -153,6 +165,13 @@ extension ConnectError {
     ///   - request: The request.
     /// - Returns: An error of kind ``Kind/fileAccess``.
     public static func fileAccess(_ error: any Error, url: URL, request: URLRequest?) -> ConnectError {
+        fileAccess(error, url: url, stored: request.map { .foundation($0) })
+    }
+
+    /// ``fileAccess(_:url:request:)`` with the request kept as it was reported.
+    static func fileAccess(_ error: any Error, url: URL, stored request: ConnectResponse.StoredRequest?)
+        -> ConnectError
+    {
         ConnectError(
             .fileAccess,
             message: "could not access \(url.path): \(error.localizedDescription)",
@@ -171,12 +190,20 @@ extension TransferOptions {
     ///   - destination: The file a download is to be written to.
     ///   - request: The request, for the error.
     static func checkDestination(_ destination: URL, request: URLRequest?) throws {
+        try checkDestination(destination, stored: request.map { .foundation($0) })
+    }
+
+    /// ``checkDestination(_:request:)`` with the request kept as it was reported (the core's, for its exchange),
+    /// made only for an error.
+    static func checkDestination(
+        _ destination: URL, stored request: @autoclosure () -> ConnectResponse.StoredRequest?
+    ) throws {
         guard destination.isFileURL else {
             throw ConnectError(
                 .fileAccess,
                 message: "\(Redaction.url(destination, redacting: true)) is not a file URL: "
                     + "a download can only be written to a local file",
-                request: request,
+                request: request(),
                 underlyingError: CocoaError(.fileWriteUnsupportedScheme, userInfo: [NSURLErrorKey: destination])
             )
         }
@@ -185,7 +212,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): it is a directory",
-                request: request,
+                request: request(),
                 underlyingError: POSIXError(.EISDIR)
             )
         }
@@ -194,7 +221,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): the folder \(folder.path) does not exist",
-                request: request,
+                request: request(),
                 underlyingError: CocoaError(.fileNoSuchFile, userInfo: [NSFilePathErrorKey: folder.path])
             )
         }
@@ -202,7 +229,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): \(folder.path) is not a folder",
-                request: request,
+                request: request(),
                 underlyingError: POSIXError(.ENOTDIR)
             )
         }

@@ -32,6 +32,19 @@ extension ConnectError {
     /// `URLError` as the underlying error. Platform defects are answered by the hooks of
     /// `Transport/FoundationNetworking/` (``cutShort(_:)``, ``isIPv6Literal(_:)``).
     static func transportFailure(_ failure: TransportFailure, request: URLRequest) -> ConnectError {
+        transportFailure(failure, stored: .foundation(request))
+    }
+
+    /// ``transportFailure(_:request:)`` for the core's request: Foundation's is made only if the error's
+    /// ``ConnectError/request`` is read.
+    static func transportFailure(_ failure: TransportFailure, sent request: ConnectRequest) -> ConnectError {
+        transportFailure(failure, stored: .sent(request))
+    }
+
+    /// ``transportFailure(_:request:)`` with the request kept as it was reported.
+    static func transportFailure(_ failure: TransportFailure, stored request: ConnectResponse.StoredRequest)
+        -> ConnectError
+    {
         switch failure {
         case .reported(let error):
             return reported(cutShort(error), request: request)
@@ -46,7 +59,7 @@ extension ConnectError {
                 message:
                     "the connection closed before the end of the body: the server announced \(declared) bytes",
                 request: request,
-                response: response,
+                head: .foundation(response),
                 underlyingError: URLError(.networkConnectionLost)
             )
         case .invalidLength(let declared, let response):
@@ -55,7 +68,7 @@ extension ConnectError {
                 message:
                     "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
                 request: request,
-                response: response,
+                head: .foundation(response),
                 underlyingError: URLError(.badServerResponse)
             )
         }
@@ -63,7 +76,7 @@ extension ConnectError {
 
     /// Classifies an error the engine reported: cancellation, timeout, a request that cannot be sent, or another
     /// transport failure.
-    private static func reported(_ error: any Error, request: URLRequest) -> ConnectError {
+    private static func reported(_ error: any Error, request: ConnectResponse.StoredRequest) -> ConnectError {
         if let connectError = error as? ConnectError { return connectError }
         guard let urlError = error as? URLError else {
             return ConnectError(
@@ -84,7 +97,7 @@ extension ConnectError {
         case .dataLengthExceedsMaximum where isGETWithBody(request):
             // URLSession refuses to send a GET with a body, and says "resource exceeds maximum size". Connectors
             // are refused when built; this is a body a middleware or transport-level caller added.
-            var error = invalidRequest(.bodyNotAllowed(method: "GET"), request: request)
+            var error = invalidRequest(.bodyNotAllowed(method: "GET"), stored: request)
             error.underlyingError = urlError
             return error
         default:
@@ -98,16 +111,29 @@ extension ConnectError {
     }
 
     /// Whether `request` is a GET (the method by default) with a body.
-    private static func isGETWithBody(_ request: URLRequest) -> Bool {
-        let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
-        return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
+    private static func isGETWithBody(_ request: ConnectResponse.StoredRequest) -> Bool {
+        switch request {
+        case .foundation(let request):
+            let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
+            return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
+        case .model(let sent):
+            let hasBody = !(sent.request.httpBody?.isEmpty ?? true) || sent.request.httpBodyStream != nil
+            return hasBody && sent.request.method.rawValue.uppercased() == "GET"
+        }
     }
 
     /// The request did not complete within `seconds`, by default its `timeoutInterval`.
-    private static func timedOut(_ request: URLRequest, after seconds: TimeInterval? = nil) -> ConnectError {
-        ConnectError(
+    private static func timedOut(_ request: ConnectResponse.StoredRequest, after seconds: TimeInterval? = nil)
+        -> ConnectError
+    {
+        let timeout: TimeInterval
+        switch request {
+        case .foundation(let request): timeout = request.timeoutInterval
+        case .model(let sent): timeout = sent.request.timeoutInterval
+        }
+        return ConnectError(
             .timedOut,
-            message: "no complete response within the timeout of \(seconds ?? request.timeoutInterval) s",
+            message: "no complete response within the timeout of \(seconds ?? timeout) s",
             request: request,
             underlyingError: URLError(.timedOut)
         )

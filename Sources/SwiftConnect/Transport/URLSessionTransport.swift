@@ -296,8 +296,10 @@ public final class URLSessionTransport: Transport {
         _ response: HTTPURLResponse, of request: URLRequest, body: Data, deadline: TransportDeadline?,
         promise: Promise<ConnectResponse>
     ) -> Bool {
-        guard let delegate, RedirectRule.next(after: request, answeredBy: response) != nil,
-            var original = try? ConnectRequest(request)
+        guard let delegate, var original = try? ConnectRequest(request),
+            RedirectRule.next(
+                after: original, answeredBy: ConnectResponse(request: request, response: response, data: Data()))
+                != nil
         else { return false }
         deadline?.cancel()
         guard !promise.future.isCompleted else { return true }  // cancelled or timed out meanwhile: no hop is sent

@@ -124,7 +124,7 @@ final class HTTPModelTests: XCTestCase {
         XCTAssertEqual(response.statusCode, 201)
         XCTAssertEqual(response.head.headerFields[values: .setCookie], ["a=1", "b=2"])
         XCTAssertEqual(response.header("content-type"), "application/json")
-        guard case .parts(let parts) = response.headForTesting else { return XCTFail("made Foundation's response") }
+        guard case .parts(let parts) = response.storedHead else { return XCTFail("made Foundation's response") }
         XCTAssertFalse(parts.isMadeForTesting)
 
         // Foundation's response, when asked for, has them as Foundation keeps them: joined.

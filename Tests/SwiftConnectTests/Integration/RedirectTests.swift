@@ -246,11 +246,11 @@ final class RedirectTests: XCTestCase {
     }
 
     func testRedirectRuleForDowngradeAndPorts() {
-        var request = URLRequest(url: URL(string: "http://example.com/next")!)
+        var request = ConnectRequest(url: URL(string: "http://example.com/next")!)
         request.setValue("Bearer x", forHTTPHeaderField: "Authorization")
-        let fromHTTPS = URLRequest(url: URL(string: "https://example.com/start")!)
+        let fromHTTPS = ConnectRequest(url: URL(string: "https://example.com/start")!)
         XCTAssertNil(RedirectRules.redirect(request, from: fromHTTPS).value(forHTTPHeaderField: "Authorization"))
-        let samePortImplicit = URLRequest(url: URL(string: "http://example.com:80/start")!)
+        let samePortImplicit = ConnectRequest(url: URL(string: "http://example.com:80/start")!)
         XCTAssertEqual(
             RedirectRules.redirect(request, from: samePortImplicit).value(forHTTPHeaderField: "Authorization"),
             "Bearer x"

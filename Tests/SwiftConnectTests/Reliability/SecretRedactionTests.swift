@@ -585,7 +585,7 @@ final class SecretRedactionTests: XCTestCase {
     // MARK: - Redirect rule
 
     /// https → http cannot be served on loopback without TLS, so the rule itself is checked here.
-    func testRedirectRuleDropsCredentialsOnEveryOriginChange() {
+    func testRedirectRuleDropsCredentialsOnEveryOriginChange() throws {
         let changes = [
             ("https://api.example.com/a", "http://api.example.com/b"),  // downgrade
             ("https://api.example.com/a", "http://api.example.com:443/b"),  // downgrade, same port number
@@ -598,7 +598,8 @@ final class SecretRedactionTests: XCTestCase {
             ("http://localhost:8080/a", "http://127.0.0.1:8080/b"),  // same machine, other name
         ]
         for (from, to) in changes {
-            let followed = RedirectRules.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            let followed = RedirectRules.redirect(
+                try ConnectRequest(signedRequest(to)), from: ConnectRequest(url: URL(string: from)!))
             for name in ["Authorization", "Proxy-Authorization", "Cookie"] {
                 XCTAssertNil(followed.value(forHTTPHeaderField: name), "\(name) kept from \(from) to \(to)")
             }
@@ -606,7 +607,7 @@ final class SecretRedactionTests: XCTestCase {
         }
     }
 
-    func testRedirectRuleKeepsCredentialsWithinTheSameOrigin() {
+    func testRedirectRuleKeepsCredentialsWithinTheSameOrigin() throws {
         let sameOrigin = [
             ("https://api.example.com/a", "https://api.example.com/b?page=2"),
             ("https://API.Example.COM/a", "https://api.example.com/b"),  // hosts compare ignoring case
@@ -616,7 +617,8 @@ final class SecretRedactionTests: XCTestCase {
             ("http://127.0.0.1:8080/a", "http://127.0.0.1:8080/b"),
         ]
         for (from, to) in sameOrigin {
-            let followed = RedirectRules.redirect(signedRequest(to), from: URLRequest(url: URL(string: from)!))
+            let followed = RedirectRules.redirect(
+                try ConnectRequest(signedRequest(to)), from: ConnectRequest(url: URL(string: from)!))
             XCTAssertEqual(
                 followed.value(forHTTPHeaderField: "Authorization"), "Bearer \(Secret.bearer)", "\(from) → \(to)")
             XCTAssertEqual(followed.value(forHTTPHeaderField: "Cookie"), "sid=\(Secret.cookie)", "\(from) → \(to)")

@@ -29,7 +29,7 @@ final class ConnectResponseTests: XCTestCase {
         XCTAssertNil(answer.header("Content-Length"))
         XCTAssertNil(answer.header("Content-Typ"))
         XCTAssertEqual(answer.mediaType, "application/json")
-        guard case .parts(let parts) = answer.headForTesting else { return XCTFail("made Foundation's response") }
+        guard case .parts(let parts) = answer.storedHead else { return XCTFail("made Foundation's response") }
         XCTAssertFalse(parts.isMadeForTesting)
     }
 
@@ -113,7 +113,7 @@ final class ConnectResponseTests: XCTestCase {
         // Then
         XCTAssertEqual(item, Item(id: 1))
         let answer = try XCTUnwrap(made.snapshot.first)
-        guard case .parts(let parts) = answer.headForTesting else { return XCTFail("made Foundation's response") }
+        guard case .parts(let parts) = answer.storedHead else { return XCTFail("made Foundation's response") }
         XCTAssertFalse(parts.isMadeForTesting, "the success path read only the status and headers")
     }
 }

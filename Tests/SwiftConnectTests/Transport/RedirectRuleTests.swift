@@ -11,14 +11,16 @@ import XCTest
 final class RedirectRuleTests: XCTestCase {
     private let origin = URL(string: "https://api.example.com/start")!
 
-    private func redirect(_ status: Int, to location: String?, headers: [String: String] = [:]) -> HTTPURLResponse {
+    private func redirect(_ status: Int, to location: String?, headers: [String: String] = [:]) -> ConnectResponse {
         var fields = headers
         if let location { fields["Location"] = location }
-        return HTTPURLResponse(url: origin, statusCode: status, httpVersion: "HTTP/1.1", headerFields: fields)!
+        return ConnectResponse(request: ConnectRequest(url: origin), statusCode: status, headers: fields)!
     }
 
-    private func request(_ method: String = "GET", body: Data? = nil, headers: [String: String] = [:]) -> URLRequest {
-        var request = URLRequest(url: origin)
+    private func request(_ method: String = "GET", body: Data? = nil, headers: [String: String] = [:])
+        -> ConnectRequest
+    {
+        var request = ConnectRequest(url: origin)
         request.httpMethod = method
         request.httpBody = body
         for (name, value) in headers { request.setValue(value, forHTTPHeaderField: name) }
@@ -38,7 +40,7 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertNil(changed.request.httpBody)
         XCTAssertNil(changed.request.value(forHTTPHeaderField: "Content-Type"))
         XCTAssertFalse(changed.keepsBody)
-        XCTAssertEqual(changed.request.url?.absoluteString, "https://api.example.com/next")
+        XCTAssertEqual(changed.request.url.absoluteString, "https://api.example.com/next")
     }
 
     func testCredentialsStayHome() throws {
@@ -93,5 +95,23 @@ final class RedirectRuleTests: XCTestCase {
 
         XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "theme=dark; session=abc")
         XCTAssertNil(elsewhere.request.value(forHTTPHeaderField: "Cookie"))
+    }
+
+    /// An engine reports repeated `Set-Cookie` fields one by one (AsyncHTTPClient does): each cookie reaches the
+    /// next hop, read from the core's head without a Foundation response.
+    func testCookiesOfRepeatedSetCookieFieldsAllGoOnTheNextHop() throws {
+        let head = ResponseHead(
+            status: 302,
+            headerFields: [
+                "Location": "/home", "Set-Cookie": "a=1; Path=/",
+                "Set-Cookie": "b=2; Expires=Sun, 06 Nov 2077 08:49:37 GMT",
+            ])
+        let response = try XCTUnwrap(ConnectResponse(request: request(), head: head))
+
+        let next = try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: response))
+
+        XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "a=1; b=2")
+        guard case .parts(let parts) = response.storedHead else { return XCTFail("made Foundation's response") }
+        XCTAssertFalse(parts.isMadeForTesting)
     }
 }

@@ -57,7 +57,8 @@ final class SetCookieFieldsTests: XCTestCase {
                     url: url, statusCode: 302, httpVersion: "HTTP/1.1",
                     headerFields: ["Location": "/home", "Set-Cookie": value + ", session=s1; Path=/"]))
 
-            let next = try XCTUnwrap(RedirectRule.next(after: URLRequest(url: url), answeredBy: response))
+            let answer = ConnectResponse(request: URLRequest(url: url), response: response, data: Data())
+            let next = try XCTUnwrap(RedirectRule.next(after: ConnectRequest(url: url), answeredBy: answer))
 
             XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "session=s1", value)
         }

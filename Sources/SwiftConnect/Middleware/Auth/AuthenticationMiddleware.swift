@@ -161,7 +161,7 @@ public final class AuthenticationMiddleware: Middleware {
         }
         switch admission {
         case .refuse:
-            return Future(error: ConnectError.sentFromItsOwnRefresh(request.urlRequest))
+            return Future(error: ConnectError.sentFromItsOwnRefresh(request))
         case .wait:
             break
         case .send(let signature):
@@ -214,7 +214,7 @@ extension AuthenticationMiddleware {
             // So would a Basic username with a colon be sent as someone else's credentials.
             guard credential.isSendable else {
                 _ = waiter.promise.completeIfPending(
-                    with: .failure(credential.unsendableError(request: request.urlRequest)))
+                    with: .failure(credential.unsendableError(request: .sent(request))))
                 return
             }
             request.headerFields[.authorization] = credential.headerValue
@@ -489,12 +489,12 @@ extension AuthenticationMiddleware {
 
 extension ConnectError {
     /// A request sent through an ``AuthenticationMiddleware`` from inside its own `refresh`.
-    static func sentFromItsOwnRefresh(_ request: URLRequest) -> ConnectError {
+    static func sentFromItsOwnRefresh(_ request: ConnectRequest) -> ConnectError {
         ConnectError(
             .authenticationFailed,
             message: "the refresh sent this request through the AuthenticationMiddleware it renews the credential "
                 + "of, where it would wait for itself: send it through a client without that middleware",
-            request: request
+            request: .sent(request)
         )
     }
 
@@ -503,7 +503,7 @@ extension ConnectError {
     fileprivate func rejecting(_ waiter: AuthenticationMiddleware.Waiter) -> ConnectError {
         if let rejection = waiter.rejection { return from(rejection) }
         var error = self
-        if error.request == nil { error.request = waiter.request.urlRequest }
+        if error.storedRequest == nil { error.sentRequest = waiter.request }
         return error
     }
 
@@ -512,8 +512,8 @@ extension ConnectError {
         ConnectError(
             .authenticationFailed,
             message: "the server rejected the renewed credential",
-            request: response.request,
-            response: response.response,
+            request: response.storedRequest,
+            head: response.storedHead,
             body: response.data
         )
     }

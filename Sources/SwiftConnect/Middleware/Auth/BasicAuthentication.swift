@@ -45,7 +45,7 @@ public struct BasicAuthentication: Middleware {
         ConnectResponse
     > {
         if context.options.requiresAuthentication == false { return next(request) }
-        guard token.isSendable else { return Future(error: token.unsendableError(request: request.urlRequest)) }
+        guard token.isSendable else { return Future(error: token.unsendableError(request: .sent(request))) }
         request.headerFields[.authorization] = token.headerValue
         return next(request)
     }

@@ -293,7 +293,7 @@ public final class ResponseCache: Sendable {
                 forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale)
         }
         if var cached {
-            cached.request = request.urlRequest
+            cached.storedRequest = .sent(request)
             return Future(value: cached)
         }
         if policy == .returnCacheDataDontLoad {
@@ -302,7 +302,7 @@ public final class ResponseCache: Sendable {
                     .transport,
                     message: "no stored response for this request, and its cache policy (returnCacheDataDontLoad) "
                         + "forbids the network",
-                    request: request.urlRequest, underlyingError: URLError(.resourceUnavailable)))
+                    request: .sent(request), underlyingError: URLError(.resourceUnavailable)))
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
@@ -356,7 +356,7 @@ public final class ResponseCache: Sendable {
         }
         guard
             let response = ConnectResponse(
-                request: request.urlRequest, head: ResponseHead(status: stored.statusCode, headerFields: fields),
+                request: request, head: ResponseHead(status: stored.statusCode, headerFields: fields),
                 data: stored.body, url: stored.url)
         else { return nil }
         let entry = Entry(
@@ -375,7 +375,7 @@ public final class ResponseCache: Sendable {
         _ response: ConnectResponse, method: HTTPMethod, expiry: Date, varying: [(name: String, value: String?)]
     ) -> StoredResponse {
         StoredResponse(
-            url: response.response.url ?? response.request.url ?? RelativeBase.url, method: method.rawValue,
+            url: response.storedHead.url ?? response.storedRequest.url ?? RelativeBase.url, method: method.rawValue,
             statusCode: response.statusCode,
             headers: response.head.headerFields.map {
                 StoredResponse.HeaderPair(name: $0.name.rawName, value: $0.value)
@@ -428,9 +428,9 @@ public final class ResponseCache: Sendable {
 
     /// Body bytes plus a rough allowance for the URL and headers.
     private static func estimatedSize(of response: ConnectResponse) -> Int {
-        var size = response.data.count + (response.request.url?.absoluteString.utf8.count ?? 0)
-        for (key, value) in response.response.allHeaderFields {
-            size += "\(key)".utf8.count + "\(value)".utf8.count + 4
+        var size = response.data.count + (response.storedRequest.url?.absoluteString.utf8.count ?? 0)
+        for field in response.head.headerFields {
+            size += field.name.rawName.utf8.count + field.value.utf8.count + 4
         }
         return size
     }

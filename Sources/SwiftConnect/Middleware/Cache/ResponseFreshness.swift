@@ -21,7 +21,7 @@ enum ResponseFreshness {
     ///   (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, or stale on arrival (a
     ///   lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
     static func lifetime(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> TimeInterval? {
-        let fields = freshnessFields(of: response.response)
+        let fields = freshnessFields(of: response.storedHead)
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
             if directives.noStore || directives.noCache { return nil }
@@ -42,9 +42,16 @@ enum ResponseFreshness {
 
     /// The `Cache-Control`, `Expires` and `Pragma` values of `response`, found in one pass over its headers: a
     /// response with none of them (the common case) costs no more than one header lookup that misses.
-    private static func freshnessFields(of response: HTTPURLResponse) -> (
+    private static func freshnessFields(of head: ConnectResponse.Head) -> (
         cacheControl: String?, expires: String?, pragma: String?
     ) {
+        let response: HTTPURLResponse
+        switch head {
+        case .parts(let parts):
+            let fields = parts.head.headerFields
+            return (fields["Cache-Control"], fields["Expires"], fields["Pragma"])
+        case .foundation(let foundation): response = foundation
+        }
         var fields: (cacheControl: String?, expires: String?, pragma: String?) = (nil, nil, nil)
         for (key, value) in response.allHeaderFields {
             guard let name = key as? String, let value = value as? String else { continue }

@@ -84,8 +84,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         guard let scheme = original.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             original.url.host?.isEmpty == false
         else {
-            var error = ConnectError.invalidRequest(
-                .invalidURL(original.url.absoluteString), request: original.urlRequest)
+            var error = ConnectError.invalidRequest(.invalidURL(original.url.absoluteString), sent: original)
             error.message =
                 "'\(Redaction.url(original.url, redacting: true))' is not an http or https URL with a host: "
                 + "\(engineName) sends HTTP only"
@@ -93,20 +92,19 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if let destination = transfer.destination {
             do {
-                try TransferOptions.checkDestination(destination, request: original.urlRequest)
+                try TransferOptions.checkDestination(destination, stored: .sent(original))
             } catch {
                 return error as? ConnectError
             }
         }
-        if let bodyFile = transfer.bodyFile, var error = Self.unusableBodyFile(bodyFile, request: nil) {
-            error.request = original.urlRequest
+        if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) {
             return error
         }
         if original.method.rawValue.uppercased() == "GET",
             !(original.httpBody?.isEmpty ?? true) || original.httpBodyStream != nil || transfer.bodyFile != nil
         {
             // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
-            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), request: original.urlRequest)
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), sent: original)
             error.underlyingError = URLError(.dataLengthExceedsMaximum)
             return error
         }
@@ -143,18 +141,18 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             else {
                 throw ConnectError(
                     .badResponse, message: "the server's status \(response.head.status) is not an HTTP status",
-                    request: original.urlRequest, underlyingError: URLError(.badServerResponse))
+                    request: .sent(original), underlyingError: URLError(.badServerResponse))
             }
             if (300..<400).contains(head.statusCode),
-                let next = RedirectRule.next(after: hop.urlRequest, answeredBy: head.response, bodyFile: bodyFile)
+                let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile)
             {
                 redirects += 1
                 guard redirects <= RedirectRule.maxHops else {
                     throw ConnectError(
                         .transport,
                         message: "the server redirected more than \(RedirectRule.maxHops) times",
-                        request: original.urlRequest,
-                        response: head.response,
+                        request: .sent(original),
+                        head: head.storedHead,
                         underlyingError: URLError(.httpTooManyRedirects)
                     )
                 }
@@ -165,7 +163,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 do {
                     for try await _ in response.body {}
                 } catch {}
-                hop = try ConnectRequest(Self.keepingUserinfo(of: hop.urlRequest, on: next.request))
+                hop = Self.keepingUserinfo(of: hop, on: next.request)
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
             }
@@ -184,12 +182,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     {
         let url = hop.url
         guard var head = RequestHead(method: hop.method, url: url, headerFields: hop.headerFields) else {
-            throw ConnectError.invalidRequest(.invalidURL(url.absoluteString), request: original.urlRequest)
+            throw ConnectError.invalidRequest(.invalidURL(url.absoluteString), sent: original)
         }
         if let invalid = head.headerFields.firstInvalid {
             // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
             throw ConnectError.invalidRequest(
-                .invalidHeader(name: invalid.name.rawName), request: original.urlRequest)
+                .invalidHeader(name: invalid.name.rawName), sent: original)
         }
         if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
             let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
@@ -255,7 +253,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // A download's error body stays in memory: limited even when the caller set no limit.
         let bodyLimit = transfer.responseBodyLimit(statusCode: status)
         if let limit = bodyLimit, let declared, declared > Int64(limit) {
-            throw ConnectError.responseTooLarge(limit: limit, request: original.urlRequest, response: head.response)
+            throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
         }
         progress?.startReceiving(expected: declared)
         let limit = bodyLimit.map { Int64($0) } ?? .max
@@ -313,7 +311,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             .badResponse,
             message: "the body is encoded with \(undecoded.joined(separator: ", ")), which \(engineName) does not "
                 + "decode: refused rather than passed on as a success",
-            request: original.urlRequest, response: head.response)
+            request: .sent(original), head: head.storedHead)
     }
 
     /// Adds `part` to the bytes `received` so far; over `limit`, the body is refused.
@@ -321,7 +319,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         received += Int64(part.count)
         guard received <= limit else {
             throw ConnectError.responseTooLarge(
-                limit: Int(limit), request: original.urlRequest, response: head.response)
+                limit: Int(limit), sent: original, answer: head)
         }
     }
 
@@ -333,8 +331,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             return file
         } catch {
             // The folder may have gone meanwhile: the check says so in its words.
-            try TransferOptions.checkDestination(destination, request: original.urlRequest)
-            throw ConnectError.fileAccess(error, url: destination, request: original.urlRequest)
+            try TransferOptions.checkDestination(destination, stored: .sent(original))
+            throw ConnectError.fileAccess(error, url: destination, stored: .sent(original))
         }
     }
 
@@ -343,7 +341,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         do {
             try step()
         } catch {
-            throw ConnectError.fileAccess(error, url: destination, request: original.urlRequest)
+            throw ConnectError.fileAccess(error, url: destination, stored: .sent(original))
         }
     }
 
@@ -351,14 +349,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// cancellation it caused looks like; else the engine's classification, or the core's.
     private func classified(_ error: any Error) -> ConnectError {
         if state.withLock({ $0.expired }) {
-            return ConnectError.transportFailure(.deadlinePassed(after: nil), request: original.urlRequest)
+            return ConnectError.transportFailure(.deadlinePassed(after: nil), sent: original)
         }
         if var error = error as? ConnectError {
-            if error.request == nil { error.request = original.urlRequest }
+            if error.storedRequest == nil { error.sentRequest = original }
             return error
         }
         if var error = engine.failure(error) {
-            if error.request == nil { error.request = original.urlRequest }
+            if error.storedRequest == nil { error.sentRequest = original }
             if error.kind == .timedOut, timer != nil {
                 // The engine's own timer, given the exchange's deadline, fired first: said as the core says it.
                 error.message = "no complete response within the timeout of \(original.timeoutInterval) s"
@@ -367,9 +365,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if error is CancellationError {
             return ConnectError(
-                .cancelled, message: "the request was cancelled", request: original.urlRequest, underlyingError: error)
+                .cancelled, message: "the request was cancelled", request: .sent(original), underlyingError: error)
         }
-        return ConnectError.transportFailure(.reported(error), request: original.urlRequest)
+        return ConnectError.transportFailure(.reported(error), sent: original)
     }
 
     /// Completes `promise`: in place for small bodies, on a global queue for large ones, whose decoding would
@@ -386,9 +384,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// `next` with the `user:password@` part of `hop`'s URL when it goes to the same origin without one of its own,
     /// as URLSession keeps the caller's credentials for a same-origin redirect (the redirect rules refuse a
     /// `Location` that brings its own).
-    private static func keepingUserinfo(of hop: URLRequest, on next: URLRequest) -> URLRequest {
-        guard let from = hop.url, from.user != nil, let to = next.url, to.user == nil, from.scheme == to.scheme,
-            from.host == to.host, from.port == to.port,
+    private static func keepingUserinfo(of hop: ConnectRequest, on next: ConnectRequest) -> ConnectRequest {
+        let from = hop.url
+        let to = next.url
+        guard from.user != nil, to.user == nil, from.scheme == to.scheme, from.host == to.host, from.port == to.port,
             var components = URLComponents(url: to, resolvingAgainstBaseURL: false)
         else { return next }
         let original = URLComponents(url: from, resolvingAgainstBaseURL: false)
@@ -401,17 +400,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
     /// ``URLSessionTransport`` make: a directory, device or pipe has no length to announce, or no end).
-    static func unusableBodyFile(_ file: URL, request: URLRequest?) -> ConnectError? {
+    static func unusableBodyFile(_ file: URL, request: ConnectResponse.StoredRequest?) -> ConnectError? {
         do {
             _ = try MultipartFormData.regularFileSize(file)
         } catch var error as ConnectError {
-            error.request = request
+            error.storedRequest = request
             return error
         } catch {
-            return ConnectError.fileAccess(error, url: file, request: request)
+            return ConnectError.fileAccess(error, url: file, stored: request)
         }
         guard FileManager.default.isReadableFile(atPath: file.path) else {
-            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, request: request)
+            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, stored: request)
         }
         return nil
     }

@@ -83,9 +83,9 @@ extension ConnectError {
 
     /// The ``Kind/invalidRequest`` error for a URL with an IPv6 literal host (``isIPv6Literal(_:)``): it says
     /// why, and what to do instead.
-    static func ipv6LiteralRefused(_ urlError: URLError, request: URLRequest) -> ConnectError {
+    static func ipv6LiteralRefused(_ urlError: URLError, request: ConnectResponse.StoredRequest) -> ConnectError {
         let text = Redaction.urlText((urlError.failingURL ?? request.url)?.absoluteString ?? "")
-        var error = invalidRequest(.invalidURL(text), request: request)
+        var error = invalidRequest(.invalidURL(text), stored: request)
         error.message =
             "'\(text)' names its host by an IPv6 address, which FoundationNetworking (URLSession on Linux) cannot "
             + "send to: give the server a host name that resolves to that address"

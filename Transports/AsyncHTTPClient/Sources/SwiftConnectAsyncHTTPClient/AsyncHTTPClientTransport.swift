@@ -211,6 +211,6 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
     /// AsyncHTTPClient's and SwiftNIO's errors as the ``SwiftConnect/ConnectError`` of the kind URLSession's
     /// equivalent failure has, the engine's error kept underneath (see `ErrorClassification.swift`).
     public func failure(_ error: any Error) -> ConnectError? {
-        ErrorClassification.connectError(error, request: nil, timeout: nil)
+        ErrorClassification.connectError(error, timeout: nil)
     }
 }

@@ -15,25 +15,24 @@ import SwiftConnect
 /// equivalent failure becomes (``SwiftConnect/ConnectError/Kind``), with the engine's own error as the underlying
 /// error. A ``SwiftConnect/RetryPolicy`` reads the kind, so it retries the same failures on either engine.
 enum ErrorClassification {
-    static func connectError(_ error: any Error, request: URLRequest?, timeout: TimeInterval?) -> ConnectError {
+    static func connectError(_ error: any Error, timeout: TimeInterval?) -> ConnectError {
         if let error = error as? ConnectError { return error }
-        if let failure = error as? PinnedFailure { return failure.connectError(request: request, timeout: timeout) }
+        if let failure = error as? PinnedFailure { return failure.connectError(timeout: timeout) }
         let (kind, message) = classify(error)
         switch kind {
         case .cancelled:
-            return ConnectError(.cancelled, message: message, request: request, underlyingError: error)
+            return ConnectError(.cancelled, message: message, underlyingError: error)
         case .timedOut:
             let seconds = timeout.map { " of \($0) s" } ?? ""
             return ConnectError(
-                .timedOut, message: "no complete response within the timeout\(seconds)", request: request,
-                underlyingError: error)
+                .timedOut, message: "no complete response within the timeout\(seconds)", underlyingError: error)
         case .invalidRequest:
-            var failure = ConnectError.invalidRequest(.invalidURL(request?.url?.absoluteString ?? ""), request: request)
+            var failure = ConnectError.invalidRequest(.invalidURL(""))
             failure.message = message
             failure.underlyingError = error
             return failure
         default:
-            return ConnectError(kind, message: message, request: request, underlyingError: error)
+            return ConnectError(kind, message: message, underlyingError: error)
         }
     }
 

@@ -247,26 +247,25 @@ enum PinnedFailure: Error, Sendable {
     /// The host is pinned, and this request or transport cannot reach it pinned.
     case unusable(host: String, reason: String)
 
-    /// The error the exchange reports for `request`.
-    func connectError(request: URLRequest?, timeout: TimeInterval?) -> ConnectError {
+    /// The error the exchange reports; the core adds the request.
+    func connectError(timeout: TimeInterval?) -> ConnectError {
         switch self {
         case .pinMismatch(let host):
             return ConnectError(
                 .certificatePinning,
                 message: "the certificate chain of \(host) has none of the keys pinned for it: nothing was sent",
-                request: request, underlyingError: URLError(.serverCertificateUntrusted))
+                underlyingError: URLError(.serverCertificateUntrusted))
         case .untrusted(let host, let reason):
             return ConnectError(
                 .untrustedCertificate, message: "the certificate of \(host) is not trusted (\(reason))",
-                request: request, underlyingError: URLError(.serverCertificateUntrusted))
+                underlyingError: URLError(.serverCertificateUntrusted))
         case .connection(let error):
-            return ErrorClassification.connectError(error, request: request, timeout: timeout)
+            return ErrorClassification.connectError(error, timeout: timeout)
         case .unusable(let host, let reason):
             return ConnectError(
                 .certificatePinning,
                 message: "\(host) is pinned and cannot be reached pinned: \(reason); the request is refused rather "
-                    + "than sent unpinned",
-                request: request)
+                    + "than sent unpinned")
         }
     }
 }
