@@ -50,6 +50,21 @@ func registerStreamingBenchmarks() {
                 if count != payload.elements { benchmark.error("parsed \(count) elements") }
             }
         }
+        guard !isSSE else { continue }
+        // Issue 37, item 4: the same lines a chunk at a time, as views over the chunk's bytes (no String a line).
+        Benchmark(name + "/SwiftConnect .lines.batches", configuration: config) { benchmark in
+            let connect = StreamingClient.shared.connect
+            benchmark.measure {
+                let count = blockingAwait {
+                    var elements = 0
+                    for try await batch in connect.stream(route(path)).lines.batches {
+                        for line in batch { elements += line.isEmpty ? 0 : 1 }
+                    }
+                    return elements
+                }
+                if count != payload.elements { benchmark.error("parsed \(count) elements") }
+            }
+        }
     }
     let chunks = "Streaming/chunks 16 MiB over AsyncHTTPClient"
     let chunkConfig = configuration(

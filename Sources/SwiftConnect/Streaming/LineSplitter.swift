@@ -109,6 +109,69 @@ struct LineSplitter {
         try pending.withUnsafeBufferPointer { try body($0) }
     }
 
+    /// The lines `chunk` completes, as a batch of views over its bytes (``LineBatch``): the first, when it began in
+    /// earlier chunks, gathered from `pending`; the bounds of the others, which lie in `chunk`.
+    ///
+    /// - Returns: The lines before any line too long, and the failure of that line (then stop using the splitter).
+    mutating func batch(of chunk: Data) -> (batch: LineBatch, failure: ConnectError?) {
+        var first: Data?
+        var regionStart = 0
+        var lineEnds: [Int] = []
+        var failure: ConnectError?
+        chunk.withUnsafeBytes { raw in
+            let bytes = raw.assumingMemoryBound(to: UInt8.self)
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            var start = 0
+            while start < bytes.count,
+                let found = memchr(base + start, Int32(LineSplitter.lineFeed), bytes.count - start)
+            {
+                let end = UnsafeRawPointer(base).distance(to: UnsafeRawPointer(found))
+                if pending.isEmpty {
+                    let hasCR = end > start && bytes[end - 1] == LineSplitter.carriageReturn
+                    guard end - start - (hasCR ? 1 : 0) <= maximumLineLength else {
+                        failure = lineTooLong()
+                        return
+                    }
+                    if lineEnds.isEmpty {
+                        regionStart = start
+                        // One allocation for most chunks: lines of 48 bytes or more fit.
+                        lineEnds.reserveCapacity((bytes.count - start) / 48 + 4)
+                    }
+                    lineEnds.append(end << 1 | (hasCR ? 1 : 0))
+                } else {
+                    // A line begun in earlier chunks: its bytes are gathered, once.
+                    pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start..<end]))
+                    if pending.last == LineSplitter.carriageReturn { pending.removeLast() }
+                    guard pending.count <= maximumLineLength else {
+                        failure = lineTooLong()
+                        return
+                    }
+                    first = Data(pending)
+                    LineSplitter.empty(&pending)
+                }
+                start = end + 1
+            }
+            guard start < bytes.count else { return }
+            let tail = UnsafeBufferPointer(rebasing: bytes[start...])
+            // A CR at the end may be the first half of a CRLF: it does not count yet.
+            let length = pending.count + tail.count - (tail.last == LineSplitter.carriageReturn ? 1 : 0)
+            guard length <= maximumLineLength else {
+                failure = lineTooLong()
+                return
+            }
+            pending.append(contentsOf: tail)
+        }
+        return (LineBatch(chunk: chunk, regionStart: regionStart, lineEnds: lineEnds, first: first), failure)
+    }
+
+    /// The bytes of the last line when the stream ended without a line end after it (see ``finish()``); `nil`
+    /// otherwise. Afterwards the splitter starts afresh.
+    mutating func finishData() -> Data? {
+        guard !pending.isEmpty else { return nil }
+        defer { pending = [] }
+        return Data(pending)
+    }
+
     /// Ends the line made of `pending` and `piece` (the bytes before an LF), without the CR of a CRLF, and hands
     /// it to `body`.
     private mutating func completeLine(

@@ -31,8 +31,8 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
     /// A line of the body, without its line end.
     public typealias Element = String
 
-    private let base: Base
-    private let maximumLineLength: Int
+    let base: Base
+    let maximumLineLength: Int
 
     /// Reads the lines of `base`.
     ///

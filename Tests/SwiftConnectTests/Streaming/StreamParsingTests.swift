@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnect
@@ -1019,5 +1020,166 @@ final class StreamViewTests: XCTestCase {
     func testEventsOnAnActor() async throws {
         let events = try await Collector().events(of: singleBytes(of: eventSample))
         XCTAssertEqual(events, expectedSampleEvents)
+    }
+}
+
+// MARK: - Batches of lines
+
+/// `lines.batches`: the lines of `ResponseLines`, a batch a chunk, as views over the chunk's bytes.
+final class LineBatchTests: XCTestCase {
+    /// The lines of every batch of `base`, as text, and the batches' sizes.
+    private func batches(_ base: ChunkSequence, maximumLineLength: Int = 1 << 20) async throws -> [[String]] {
+        var result: [[String]] = []
+        for try await batch in ResponseLineBatches(base, maximumLineLength: maximumLineLength) {
+            result.append(batch.map(\.string))
+        }
+        return result
+    }
+
+    func testTheSampleCutAnywhereGivesTheLinesOfResponseLines() async throws {
+        let whole = try await batches(ChunkSequence([lineSample])).flatMap { $0 }
+        XCTAssertEqual(whole, expectedSampleLines)
+        for first in 0...lineSample.count {
+            for second in stride(from: first, through: lineSample.count, by: 3) {
+                let lines = try await batches(ChunkSequence(chunks(of: lineSample, at: [first, second])))
+                    .flatMap { $0 }
+                if lines != expectedSampleLines {
+                    return XCTFail("cut at \(first) and \(second): \(lines)")
+                }
+            }
+        }
+        let single = try await batches(ChunkSequence(singleBytes(of: lineSample))).flatMap { $0 }
+        XCTAssertEqual(single, expectedSampleLines)
+    }
+
+    func testABatchAChunkAndNoneForAChunkThatEndsNoLine() async throws {
+        let base = ChunkSequence([bytes("a\nb"), bytes("cd"), bytes("e\r"), bytes("\nf\ng\n"), bytes("tail")])
+
+        let result = try await batches(base)
+
+        XCTAssertEqual(result, [["a"], ["bcde", "f", "g"], ["tail"]], "a line begun earlier comes first in its batch")
+    }
+
+    func testBatchesDoNotReadAhead() async throws {
+        let base = ChunkSequence([bytes("a\nb\n"), bytes("c"), bytes("\n")])
+        var iterator = ResponseLineBatches(base).makeAsyncIterator()
+        XCTAssertEqual(base.counter.pulls, 0)
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.string), ["a", "b"])
+        XCTAssertEqual(base.counter.pulls, 1)
+        let second = try await iterator.next()
+        XCTAssertEqual(second?.map(\.string), ["c"])
+        XCTAssertEqual(base.counter.pulls, 3, "the chunk without a line end was read only to complete the line")
+        let end = try await iterator.next()
+        XCTAssertNil(end)
+    }
+
+    func testTheLinesBeforeAnOverlongLineComeFirstThenTheError() async throws {
+        let base = ChunkSequence([bytes("ok\nfine\n0123456789\nlost\n")])
+        var iterator = ResponseLineBatches(base, maximumLineLength: 5).makeAsyncIterator()
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.string), ["ok", "fine"])
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        let afterError = try await iterator.next()
+        XCTAssertNil(afterError)
+    }
+
+    func testALineTooLongAmongShortOnesInOneChunkEndsTheBatchBeforeIt() async throws {
+        // The chunk's lines together exceed the limit, so each is measured: CRLF ends do not count.
+        let base = ChunkSequence([bytes("12345\r\n12345\r\n\r\n123456\r\nlost\n")])
+        var iterator = ResponseLineBatches(base, maximumLineLength: 5).makeAsyncIterator()
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.string), ["12345", "12345", ""])
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+    }
+
+    func testALineTooLongAcrossChunksFailsBeforeItsEnd() async throws {
+        let base = ChunkSequence([bytes("ab"), bytes("cdef"), bytes("gh\n")])
+        var iterator = ResponseLineBatches(base, maximumLineLength: 5).makeAsyncIterator()
+
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        XCTAssertEqual(base.counter.pulls, 2, "the line was refused as soon as it was too long")
+    }
+
+    func testBaseErrorsPassThroughUnchanged() async throws {
+        let base = ChunkSequence([bytes("a\nb")], failure: Boom(code: 3))
+        var iterator = ResponseLineBatches(base).makeAsyncIterator()
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.string), ["a"])
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual(error as? Boom, Boom(code: 3))
+        }
+        let afterError = try await iterator.next()
+        XCTAssertNil(afterError)
+    }
+
+    func testALineViewReadsAsBytesTextAndData() async throws {
+        // A chunk that is a slice of a larger Data: its indices do not start at 0.
+        let whole = bytes("xxhé\r\nline two\n")
+        let chunk = whole[2...]
+        var iterator = ResponseLineBatches(ChunkSequence([chunk])).makeAsyncIterator()
+        let next = try await iterator.next()
+        let batch = try XCTUnwrap(next)
+
+        XCTAssertEqual(batch.count, 2)
+        XCTAssertFalse(batch.isEmpty)
+        let lines = Array(batch)
+        let line = lines[0]
+        XCTAssertEqual(Array(line), Array("hé".utf8))
+        XCTAssertEqual(line.count, 3)
+        XCTAssertEqual(line[0], UInt8(ascii: "h"))
+        XCTAssertEqual(line.string, "hé")
+        XCTAssertEqual(line.data, Data("hé".utf8))
+        XCTAssertEqual(line.data.startIndex, 0)
+        XCTAssertEqual(line.withUnsafeBytes { Array($0) }, Array("hé".utf8))
+        XCTAssertTrue(lines[1].starts(with: Array("line".utf8)))
+        XCTAssertEqual("\(lines[1])", "line two")
+        XCTAssertEqual(batch[1].string, "line two", "random access")
+    }
+
+    func testTheLinesViewHasBatchesAndTheyAreSendable() async throws {
+        requireSendable(ResponseLines(stream([])).batches)
+        var lines: [String] = []
+        for try await batch in ResponseLines(stream([bytes("a\r"), bytes("\nb\n\nc")])).batches {
+            requireSendable(batch)
+            lines += batch.map(\.string)
+        }
+        XCTAssertEqual(lines, ["a", "b", "", "c"])
+    }
+
+    func testAResponseStreamsLinesInBatches() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/lines") { _ in .text("one\ntwo\r\nthree") }
+        let connect = Connect(transport: TransportUnderTest.make())
+
+        var lines: [String] = []
+        for try await batch in connect.stream(Route("/lines", baseURL: server.baseURL)).lines.batches {
+            lines += batch.map(\.string)
+        }
+
+        XCTAssertEqual(lines, ["one", "two", "three"])
     }
 }
