@@ -50,15 +50,24 @@ func registerStreamingBenchmarks() {
                 if count != payload.elements { benchmark.error("parsed \(count) elements") }
             }
         }
-        guard !isSSE else { continue }
-        // Issue 37, item 4: the same lines a chunk at a time, as views over the chunk's bytes (no String a line).
-        Benchmark(name + "/SwiftConnect .lines.batches", configuration: config) { benchmark in
+        // Issue 37, item 4: the same lines or events a chunk at a time, as views over the bytes (no String each).
+        Benchmark(
+            name + (isSSE ? "/SwiftConnect .events.batches" : "/SwiftConnect .lines.batches"), configuration: config
+        ) {
+            benchmark in
             let connect = StreamingClient.shared.connect
             benchmark.measure {
                 let count = blockingAwait {
                     var elements = 0
-                    for try await batch in connect.stream(route(path)).lines.batches {
-                        for line in batch { elements += line.isEmpty ? 0 : 1 }
+                    let stream = connect.stream(route(path))
+                    if isSSE {
+                        for try await batch in stream.events.batches {
+                            for event in batch { elements += event.data.isEmpty ? 0 : 1 }
+                        }
+                    } else {
+                        for try await batch in stream.lines.batches {
+                            for line in batch { elements += line.isEmpty ? 0 : 1 }
+                        }
                     }
                     return elements
                 }

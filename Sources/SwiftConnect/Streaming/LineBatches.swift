@@ -8,7 +8,7 @@ import Foundation
 /// ``ResponseLines`` hands out one `String` per line, which costs an allocation and a UTF-8 validation per line and
 /// an asynchronous step per line: at network speed nobody notices, but a fast stream of short lines is then parsed
 /// several times slower than it is read. `batches` hands out, for each chunk, a ``LineBatch`` of the lines that chunk
-/// completed, each a ``LineView`` over the chunk's bytes. Read a line as text, as `Data`, or byte by byte only
+/// completed, each a ``BytesView`` over the chunk's bytes. Read a line as text, as `Data`, or byte by byte only
 /// where you need it:
 ///
 /// ```swift
@@ -27,7 +27,7 @@ import Foundation
 /// completes no line gives no batch. The sequence is `Sendable` when its base is.
 ///
 /// A batch costs one or two allocations for the whole chunk (the lines' bounds; the line begun in earlier chunks),
-/// nothing per line: each ``LineView`` shares the chunk's bytes.
+/// nothing per line: each ``BytesView`` shares the chunk's bytes.
 public struct ResponseLineBatches<Base: AsyncSequence>: AsyncSequence where Base.Element == Data {
     /// The lines one chunk completed.
     public typealias Element = LineBatch
@@ -129,7 +129,7 @@ extension ResponseLines {
     }
 }
 
-/// The lines one chunk of a stream completed, in order: views over the chunk's bytes (``LineView``), none copied.
+/// The lines one chunk of a stream completed, in order: views over the chunk's bytes (``BytesView``), none copied.
 ///
 /// A line that began in earlier chunks comes first, its bytes gathered in a buffer of its own. A batch is a value:
 /// keep it, or a line of it, as long as you need; the chunk's bytes stay with it.
@@ -161,15 +161,15 @@ public struct LineBatch: RandomAccessCollection, Sendable {
     ///
     /// Inlinable, with the view's accessors, so that a loop over a batch in your module is compiled with them and
     /// pays no call and, where the line is only measured, no reference count per line.
-    @inlinable public subscript(position: Int) -> LineView {
+    @inlinable public subscript(position: Int) -> BytesView {
         var index = position
         if let first {
-            if index == 0 { return LineView(storage: first, range: 0..<first.data.count) }
+            if index == 0 { return BytesView(storage: first, range: 0..<first.data.count) }
             index -= 1
         }
         let start = index == 0 ? regionStart : (lineEnds[index - 1] >> 1) + 1
         let end = (lineEnds[index] >> 1) - (lineEnds[index] & 1)
-        return LineView(storage: chunk, range: start..<end)
+        return BytesView(storage: chunk, range: start..<end)
     }
 }
 
@@ -183,14 +183,16 @@ public struct LineBatch: RandomAccessCollection, Sendable {
     }
 }
 
-/// One line of a streamed body, without its line end: a view over the bytes that arrived, indexed from 0.
+/// Bytes of a streamed body, indexed from 0, shared with the chunk they arrived in rather than copied: a line of
+/// ``LineBatch``, or the data of an event of ``ServerSentEventBatch``.
 ///
-/// It is a collection of bytes (`line.starts(with: Array("data: ".utf8))`, `line.count`, `line.first`); read it
-/// as text with ``string``, as `Data` with ``data``, or in place with ``withUnsafeBytes(_:)``.
-public struct LineView: RandomAccessCollection, Sendable, CustomStringConvertible {
-    /// The bytes the line lies in.
+/// It is a collection of bytes (`line.starts(with: Array("data: ".utf8))`, `line.count`, `line.first`,
+/// `event.data.elementsEqual("[DONE]".utf8)`); read it as text with ``string``, as `Data` with ``data``, or in
+/// place with ``withUnsafeBytes(_:)``.
+public struct BytesView: RandomAccessCollection, Sendable, CustomStringConvertible {
+    /// The bytes the view lies in.
     @usableFromInline let storage: LineStorage
-    /// Where the line is in `storage`, as offsets from its start.
+    /// Where the view is in `storage`, as offsets from its start.
     @usableFromInline let range: Range<Int>
 
     @inlinable init(storage: LineStorage, range: Range<Int>) {
@@ -200,7 +202,7 @@ public struct LineView: RandomAccessCollection, Sendable, CustomStringConvertibl
 
     /// The position of the first byte: 0.
     @inlinable public var startIndex: Int { 0 }
-    /// One past the position of the last byte: the line's length in bytes.
+    /// One past the position of the last byte: the number of bytes.
     @inlinable public var endIndex: Int { range.count }
 
     /// The byte at `position`, from 0.
@@ -208,17 +210,17 @@ public struct LineView: RandomAccessCollection, Sendable, CustomStringConvertibl
         storage.data[storage.data.startIndex + range.lowerBound + position]
     }
 
-    /// The line decoded as UTF-8, invalid bytes becoming U+FFFD: what ``ResponseLines`` hands out.
+    /// The bytes decoded as UTF-8, invalid bytes becoming U+FFFD: what ``ResponseLines`` hands out for a line.
     public var string: String {
         withUnsafeBytes { String(decoding: $0, as: UTF8.self) }
     }
 
-    /// The line's bytes, copied into a `Data` of their own (indexed from 0), for `JSONDecoder` and the like.
+    /// The bytes, copied into a `Data` of their own (indexed from 0), for `JSONDecoder` and the like.
     public var data: Data {
         withUnsafeBytes { Data($0) }
     }
 
-    /// Calls `body` with the line's bytes in place; the pointer is valid only during the call.
+    /// Calls `body` with the bytes in place; the pointer is valid only during the call.
     ///
     /// - Parameter body: Reads the bytes.
     /// - Returns: What `body` returns.
@@ -228,6 +230,6 @@ public struct LineView: RandomAccessCollection, Sendable, CustomStringConvertibl
         }
     }
 
-    /// The line as text (``string``).
+    /// The bytes as text (``string``).
     public var description: String { string }
 }

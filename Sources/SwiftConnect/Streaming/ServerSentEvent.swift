@@ -163,6 +163,33 @@ struct ServerSentEventParser {
         _ chunk: Data,
         eachEvent body: (_ event: ServerSentEvent, _ reconnectionTime: Int?) throws -> Void
     ) throws {
+        try append(
+            chunk,
+            eachEventParts: { (parts: EventParts) in
+                let event = ServerSentEvent(
+                    event: parts.type, data: String(decoding: parts.data, as: UTF8.self), id: parts.id,
+                    retry: parts.retry)
+                try body(event, parts.reconnectionTime)
+            })
+    }
+
+    /// An event as the parser dispatches it, its data still bytes: what ``append(_:eachEvent:)`` makes a
+    /// ``ServerSentEvent`` of, and what batches copy into one buffer a chunk.
+    struct EventParts {
+        /// The event's data, its lines joined by LFs; valid only during the call.
+        var data: UnsafeBufferPointer<UInt8>
+        /// The event type (`message` by default).
+        var type: String
+        /// The last event ID at its dispatch.
+        var id: String?
+        /// The `retry` field of its own block.
+        var retry: Int?
+        /// The reconnection time in effect at its dispatch.
+        var reconnectionTime: Int?
+    }
+
+    /// Calls `body` with each event `chunk` completes, its data as bytes.
+    mutating func append(_ chunk: Data, eachEventParts body: (EventParts) throws -> Void) throws {
         try chunk.withUnsafeBytes { raw in
             var bytes = raw.assumingMemoryBound(to: UInt8.self)
             if var head = streamHead {
@@ -210,7 +237,7 @@ struct ServerSentEventParser {
     /// Splits `bytes` into lines at CR, LF and CRLF, and interprets each complete line.
     private mutating func parse(
         _ bytes: UnsafeBufferPointer<UInt8>,
-        _ body: (ServerSentEvent, Int?) throws -> Void
+        _ body: (EventParts) throws -> Void
     ) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         let count = bytes.count
@@ -252,7 +279,7 @@ struct ServerSentEventParser {
     /// Ends the line made of `pending` and `piece` (the bytes before a line end) and interprets it.
     private mutating func completeLine(
         with piece: UnsafeBufferPointer<UInt8>,
-        _ body: (ServerSentEvent, Int?) throws -> Void
+        _ body: (EventParts) throws -> Void
     ) throws {
         guard pending.count + piece.count <= maximumLineLength else { throw lineTooLong() }
         if pending.isEmpty {
@@ -277,7 +304,7 @@ struct ServerSentEventParser {
     /// Interprets one line: a blank line dispatches, a comment is skipped, anything else is a field.
     private mutating func interpret(
         _ line: UnsafeBufferPointer<UInt8>,
-        _ body: (ServerSentEvent, Int?) throws -> Void
+        _ body: (EventParts) throws -> Void
     ) throws {
         guard let first = line.first else {
             try dispatch(body)
@@ -339,24 +366,22 @@ struct ServerSentEventParser {
     }
 
     /// Dispatches the event gathered since the last blank line, if it has data, and starts the next one.
-    private mutating func dispatch(_ body: (ServerSentEvent, Int?) throws -> Void) throws {
+    private mutating func dispatch(_ body: (EventParts) throws -> Void) throws {
         lastEventID = eventID ?? ""
         defer {
             LineSplitter.empty(&data)
-            eventType = ""
+            if !eventType.isEmpty { eventType = "" }
             retry = nil
         }
         guard !data.isEmpty else { return }
         // Every data line added an LF: the one after the last goes.
-        let text = data.withUnsafeBufferPointer {
-            String(decoding: UnsafeBufferPointer(rebasing: $0.dropLast()), as: UTF8.self)
+        let type = eventType.isEmpty ? "message" : eventType
+        let (id, retry, reconnectionTime) = (eventID, retry, reconnectionTime)
+        try data.withUnsafeBufferPointer {
+            try body(
+                EventParts(
+                    data: UnsafeBufferPointer(rebasing: $0.dropLast()), type: type, id: id, retry: retry,
+                    reconnectionTime: reconnectionTime))
         }
-        let event = ServerSentEvent(
-            event: eventType.isEmpty ? "message" : eventType,
-            data: text,
-            id: eventID,
-            retry: retry
-        )
-        try body(event, reconnectionTime)
     }
 }

@@ -292,10 +292,10 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     /// An event of the stream.
     public typealias Element = ServerSentEvent
 
-    private let base: Base
-    private let lastEventID: String?
-    private let maximumLineLength: Int
-    private let maximumDataLength: Int
+    let base: Base
+    let lastEventID: String?
+    let maximumLineLength: Int
+    let maximumDataLength: Int
     private let onProgress: (@Sendable (_ lastEventID: String, _ reconnectionTime: Int?) -> Void)?
 
     /// Reads the events of `base`.

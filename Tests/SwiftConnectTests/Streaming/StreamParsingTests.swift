@@ -1135,7 +1135,7 @@ final class LineBatchTests: XCTestCase {
         XCTAssertNil(afterError)
     }
 
-    func testALineViewReadsAsBytesTextAndData() async throws {
+    func testABytesViewReadsAsBytesTextAndData() async throws {
         // A chunk that is a slice of a larger Data: its indices do not start at 0.
         let whole = bytes("xxhé\r\nline two\n")
         let chunk = whole[2...]
@@ -1181,5 +1181,113 @@ final class LineBatchTests: XCTestCase {
         }
 
         XCTAssertEqual(lines, ["one", "two", "three"])
+    }
+}
+
+// MARK: - Batches of events
+
+/// `events.batches`: the events of `ResponseEvents`, a batch a chunk, their data as bytes.
+final class EventBatchTests: XCTestCase {
+    /// The events of every batch of `base`, as `ServerSentEvent`s, and the iterator's state at the end.
+    private func batches(_ base: ChunkSequence, lastEventID: String? = nil) async throws -> (
+        batches: [[ServerSentEvent]], lastEventID: String, reconnectionTime: Int?
+    ) {
+        var iterator = ResponseEventBatches(base, lastEventID: lastEventID).makeAsyncIterator()
+        var result: [[ServerSentEvent]] = []
+        while let batch = try await iterator.next() { result.append(batch.map(\.serverSentEvent)) }
+        return (result, iterator.lastEventID, iterator.reconnectionTime)
+    }
+
+    func testTheSampleCutAnywhereGivesTheEventsOfResponseEvents() async throws {
+        for offset in 0...eventSample.count {
+            let result = try await batches(ChunkSequence(chunks(of: eventSample, at: [offset])))
+            XCTAssertEqual(result.batches.flatMap { $0 }, expectedSampleEvents, "cut at \(offset)")
+            XCTAssertEqual(result.lastEventID, "2", "cut at \(offset)")
+            XCTAssertEqual(result.reconnectionTime, 3000, "cut at \(offset)")
+        }
+        let single = try await batches(ChunkSequence(singleBytes(of: eventSample)))
+        XCTAssertEqual(single.batches.flatMap { $0 }, expectedSampleEvents)
+        XCTAssertTrue(single.batches.allSatisfy { $0.count == 1 }, "one event per batch when bytes come one by one")
+    }
+
+    func testAnEventOfAResumedStreamCarriesTheLastEventID() async throws {
+        let result = try await batches(ChunkSequence([bytes("data: a\n\nid: 10\ndata: b\n\n")]), lastEventID: "9")
+
+        XCTAssertEqual(result.batches, [[ServerSentEvent(data: "a", id: "9"), ServerSentEvent(data: "b", id: "10")]])
+        XCTAssertEqual(result.lastEventID, "10")
+    }
+
+    func testBatchesDoNotReadAheadAndTrackTheLastEventID() async throws {
+        let base = ChunkSequence([bytes("id: 1\ndata: a\n\nid: 2\ndata: b\n\n"), bytes("data: c"), bytes("\n\n")])
+        var iterator = ResponseEventBatches(base).makeAsyncIterator()
+        XCTAssertEqual(base.counter.pulls, 0)
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.data.string), ["a", "b"])
+        XCTAssertEqual(iterator.lastEventID, "2")
+        XCTAssertEqual(base.counter.pulls, 1)
+        let second = try await iterator.next()
+        XCTAssertEqual(second?.map(\.data.string), ["c"])
+        XCTAssertEqual(second?.first?.id, "2")
+        XCTAssertEqual(base.counter.pulls, 3)
+        let end = try await iterator.next()
+        XCTAssertNil(end)
+    }
+
+    func testTheEventsBeforeADataLimitComeFirstThenTheError() async throws {
+        let base = ChunkSequence([bytes("data: ok\n\ndata: 0123456789\n\ndata: lost\n\n")])
+        var iterator = ResponseEventBatches(base, maximumDataLength: 8).makeAsyncIterator()
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.map(\.data.string), ["ok"])
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual((error as? ConnectError)?.kind, .responseTooLarge)
+        }
+        let afterError = try await iterator.next()
+        XCTAssertNil(afterError)
+    }
+
+    func testBaseErrorsPassThroughUnchanged() async throws {
+        let base = ChunkSequence([bytes("data: a\n\ndata: b")], failure: Boom(code: 5))
+        var iterator = ResponseEventBatches(base).makeAsyncIterator()
+
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.count, 1)
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual(error as? Boom, Boom(code: 5))
+        }
+    }
+
+    func testAnEventReadsAsBytesAndAsAServerSentEvent() async throws {
+        let base = ChunkSequence([bytes("event: token\nid: 7\nretry: 250\ndata: hé\ndata: [DONE]\n\n")])
+        var iterator = ResponseEventBatches(base).makeAsyncIterator()
+        let next = try await iterator.next()
+        let batch = try XCTUnwrap(next)
+
+        let event = try XCTUnwrap(batch.first)
+        XCTAssertEqual(event.event, "token")
+        XCTAssertEqual(event.id, "7")
+        XCTAssertEqual(event.retry, 250)
+        XCTAssertEqual(event.data.string, "hé\n[DONE]")
+        XCTAssertEqual(event.data.count, Array("hé\n[DONE]".utf8).count)
+        XCTAssertFalse(event.data.elementsEqual("[DONE]".utf8))
+        XCTAssertEqual(event.serverSentEvent, ServerSentEvent(event: "token", data: "hé\n[DONE]", id: "7", retry: 250))
+        XCTAssertEqual(iterator.reconnectionTime, 250)
+    }
+
+    func testTheEventsViewHasBatchesThatKeepItsSettings() async throws {
+        requireSendable(ResponseEvents(stream([])).batches)
+        var events: [ServerSentEvent] = []
+        for try await batch in ResponseEvents(stream([bytes("data: a\n"), bytes("\n")]), lastEventID: "4").batches {
+            requireSendable(batch)
+            events += batch.map(\.serverSentEvent)
+        }
+        XCTAssertEqual(events, [ServerSentEvent(data: "a", id: "4")])
     }
 }

@@ -1,0 +1,228 @@
+import Foundation
+
+// MARK: - Batches of server-sent events
+
+/// The events of a `text/event-stream` body a chunk at a time, their data as bytes (``BytesView``): no `String` is
+/// made for an event's data unless you ask for one.
+///
+/// ``ResponseEvents`` hands out one ``ServerSentEvent`` per event, its data a `String`, and takes an asynchronous
+/// step per event: a fast stream of small events (a language model's tokens over a fast network) is then parsed
+/// several times slower than it is read. `batches` hands out, for each chunk, a ``ServerSentEventBatch`` of the
+/// events that chunk completed; the data of all of them shares one buffer:
+///
+/// ```swift
+/// for try await batch in stream.events.batches {
+///     for event in batch where !event.data.elementsEqual("[DONE]".utf8) {
+///         reply += event.data.string
+///     }
+/// }
+/// ```
+///
+/// The events are exactly those of ``ResponseEvents``, parsed by the same rules and limits: the next chunk is read
+/// only when the caller asks for the next batch, and a line or an event's data over its limit fails the iteration
+/// with ``ConnectError/Kind/responseTooLarge`` after a batch of the events before it. A chunk that completes no
+/// event gives no batch. The sequence is `Sendable` when its base is.
+public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Base.Element == Data {
+    /// The events one chunk completed.
+    public typealias Element = ServerSentEventBatch
+
+    private let base: Base
+    private let lastEventID: String?
+    private let maximumLineLength: Int
+    private let maximumDataLength: Int
+
+    /// Reads the events of `base`, a batch a chunk (see ``ResponseEvents/init(_:lastEventID:maximumLineLength:maximumDataLength:onProgress:)``
+    /// for the parameters).
+    ///
+    /// - Parameters:
+    ///   - base: The chunks of the body.
+    ///   - lastEventID: The last event ID of the connection this one resumes, if any.
+    ///   - maximumLineLength: The longest line accepted, in bytes without its line end (1 MiB by default).
+    ///   - maximumDataLength: The most data an event may gather, in bytes (16 MiB by default).
+    public init(
+        _ base: Base, lastEventID: String? = nil, maximumLineLength: Int = 1 << 20, maximumDataLength: Int = 16 << 20
+    ) {
+        self.base = base
+        self.lastEventID = lastEventID
+        self.maximumLineLength = maximumLineLength
+        self.maximumDataLength = maximumDataLength
+    }
+
+    /// Makes an iterator that reads the base from its start.
+    public func makeAsyncIterator() -> AsyncIterator {
+        let parser = ServerSentEventParser(
+            lastEventID: lastEventID, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+        return AsyncIterator(base: base.makeAsyncIterator(), parser: parser)
+    }
+
+    /// Gives the batches of a ``ResponseEventBatches``, reading chunks of the base until one completes an event.
+    public struct AsyncIterator: AsyncIteratorProtocol {
+        private var base: Base.AsyncIterator
+        private var parser: ServerSentEventParser
+        private var isFinished = false
+        /// A limit's failure, thrown after the batch of the events before it.
+        private var failure: (any Error)?
+
+        /// The last event ID as of the last batch handed out (its last event's), or, once the iteration has ended,
+        /// as of the end: `""` when none is set. Send it in `Last-Event-ID` when reconnecting, unless it is empty.
+        public private(set) var lastEventID: String
+        /// The reconnection time in milliseconds as of the last batch handed out, or of the end once the
+        /// iteration has ended: `nil` until a `retry` field sets one.
+        public private(set) var reconnectionTime: Int?
+
+        init(base: Base.AsyncIterator, parser: ServerSentEventParser) {
+            self.base = base
+            self.parser = parser
+            self.lastEventID = parser.lastEventID
+            self.reconnectionTime = parser.reconnectionTime
+        }
+
+        /// The events the next chunks complete; `nil` at the end of the body.
+        public mutating func next() async throws -> ServerSentEventBatch? {
+            while true {
+                if let failure = takeFailure() { throw failure }
+                guard !isFinished else { return nil }
+                let chunk: Data?
+                do {
+                    chunk = try await base.next()
+                } catch {
+                    end()
+                    throw error
+                }
+                if let batch = consume(chunk) { return batch }
+            }
+        }
+
+        /// The events the next chunks complete, reading the base on `actor`; `nil` at the end of the body.
+        ///
+        /// - Parameter actor: The actor the caller runs on, where the base is read.
+        @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
+        public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEventBatch? {
+            while true {
+                if let failure = takeFailure() { throw failure }
+                guard !isFinished else { return nil }
+                let chunk: Data?
+                do {
+                    chunk = try await base.next(isolation: actor)
+                } catch {
+                    end()
+                    throw error
+                }
+                if let batch = consume(chunk) { return batch }
+            }
+        }
+
+        private mutating func takeFailure() -> (any Error)? {
+            defer { failure = nil }
+            return failure
+        }
+
+        /// The iteration is over: the state as of the end.
+        private mutating func end() {
+            isFinished = true
+            _ = parser.finish()
+            lastEventID = parser.lastEventID
+            reconnectionTime = parser.reconnectionTime
+        }
+
+        /// The batch of `chunk` (the end of the body for `nil`), or `nil` when it completes no event.
+        private mutating func consume(_ chunk: Data?) -> ServerSentEventBatch? {
+            guard let chunk else {
+                end()
+                return nil
+            }
+            var bytes: [UInt8] = []
+            var entries: [ServerSentEventBatch.Entry] = []
+            do {
+                try parser.append(chunk) { (parts: ServerSentEventParser.EventParts) in
+                    if bytes.isEmpty { bytes.reserveCapacity(chunk.count) }
+                    let start = bytes.count
+                    bytes.append(contentsOf: parts.data)
+                    entries.append(
+                        ServerSentEventBatch.Entry(
+                            data: start..<bytes.count, type: parts.type, id: parts.id, retry: parts.retry,
+                            reconnectionTime: parts.reconnectionTime))
+                }
+            } catch {
+                failure = error
+                end()
+            }
+            guard let last = entries.last else { return nil }
+            if !isFinished {
+                lastEventID = last.id ?? ""
+                reconnectionTime = last.reconnectionTime
+            }
+            return ServerSentEventBatch(data: LineStorage(Data(bytes)), entries: entries)
+        }
+    }
+}
+
+extension ResponseEventBatches: Sendable where Base: Sendable {}
+
+extension ResponseEvents {
+    /// The same events a chunk at a time, their data as bytes (``ResponseEventBatches``): for a fast stream of
+    /// small events, where a `String` and a step per event would cost more than reading the stream.
+    public var batches: ResponseEventBatches<Base> {
+        ResponseEventBatches(
+            base, lastEventID: lastEventID, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+    }
+}
+
+/// The events one chunk of a stream completed, in order (``ServerSentEventBatch/Event``): their data shares one
+/// buffer a batch, none copied again.
+public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
+    /// One event's fields, its data a range of the batch's buffer.
+    @usableFromInline struct Entry: Sendable {
+        @usableFromInline let data: Range<Int>
+        @usableFromInline let type: String
+        @usableFromInline let id: String?
+        @usableFromInline let retry: Int?
+        let reconnectionTime: Int?
+    }
+
+    /// The data of every event, one after the other.
+    @usableFromInline let data: LineStorage
+    /// The events.
+    @usableFromInline let entries: [Entry]
+
+    init(data: LineStorage, entries: [Entry]) {
+        self.data = data
+        self.entries = entries
+    }
+
+    /// An event of a batch: ``ServerSentEvent``'s fields, its data as bytes.
+    public struct Event: Sendable {
+        /// The event type: `message` unless the block set another.
+        public let event: String
+        /// The data, its lines joined by LFs: read it as text with ``BytesView/string``.
+        public let data: BytesView
+        /// The last event ID at its dispatch (`nil` for none), as ``ServerSentEvent/id``.
+        public let id: String?
+        /// The reconnection time its block's `retry` field set, in milliseconds.
+        public let retry: Int?
+
+        @inlinable init(event: String, data: BytesView, id: String?, retry: Int?) {
+            self.event = event
+            self.data = data
+            self.id = id
+            self.retry = retry
+        }
+
+        /// The event as ``ResponseEvents`` hands it out, its data made a `String`.
+        public var serverSentEvent: ServerSentEvent {
+            ServerSentEvent(event: event, data: data.string, id: id, retry: retry)
+        }
+    }
+
+    /// The position of the first event: 0.
+    @inlinable public var startIndex: Int { 0 }
+    /// The number of events.
+    @inlinable public var endIndex: Int { entries.count }
+
+    /// The event at `position`.
+    @inlinable public subscript(position: Int) -> Event {
+        let entry = entries[position]
+        return Event(
+            event: entry.type, data: BytesView(storage: data, range: entry.data), id: entry.id, retry: entry.retry)
+    }
+}
