@@ -57,11 +57,7 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
 
     /// Gives the batches of a ``ResponseEventBatches``, reading chunks of the base until one completes an event.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var base: Base.AsyncIterator
-        private var parser: ServerSentEventParser
-        private var isFinished = false
-        /// A limit's failure, thrown after the batch of the events before it.
-        private var failure: (any Error)?
+        private var batches: BatchedChunks<Base.AsyncIterator, EventBatching>
 
         /// The last event ID as of the last batch handed out (its last event's), or, once the iteration has ended,
         /// as of the end: `""` when none is set. Send it in `Last-Event-ID` when reconnecting, unless it is empty.
@@ -71,25 +67,18 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
         public private(set) var reconnectionTime: Int?
 
         init(base: Base.AsyncIterator, parser: ServerSentEventParser) {
-            self.base = base
-            self.parser = parser
-            self.lastEventID = parser.lastEventID
-            self.reconnectionTime = parser.reconnectionTime
+            batches = BatchedChunks(base: base, batching: EventBatching(parser: parser))
+            lastEventID = parser.lastEventID
+            reconnectionTime = parser.reconnectionTime
         }
 
         /// The events the next chunks complete; `nil` at the end of the body.
         public mutating func next() async throws -> ServerSentEventBatch? {
-            while true {
-                if let failure = takeFailure() { throw failure }
-                guard !isFinished else { return nil }
-                let chunk: Data?
-                do {
-                    chunk = try await base.next()
-                } catch {
-                    end()
-                    throw error
-                }
-                if let batch = consume(chunk) { return batch }
+            do {
+                return progress(try await batches.next())
+            } catch {
+                _ = progress(nil)
+                throw error
             }
         }
 
@@ -98,62 +87,56 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
         /// - Parameter actor: The actor the caller runs on, where the base is read.
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEventBatch? {
-            while true {
-                if let failure = takeFailure() { throw failure }
-                guard !isFinished else { return nil }
-                let chunk: Data?
-                do {
-                    chunk = try await base.next(isolation: actor)
-                } catch {
-                    end()
-                    throw error
-                }
-                if let batch = consume(chunk) { return batch }
-            }
-        }
-
-        private mutating func takeFailure() -> (any Error)? {
-            defer { failure = nil }
-            return failure
-        }
-
-        /// The iteration is over: the state as of the end.
-        private mutating func end() {
-            isFinished = true
-            _ = parser.finish()
-            lastEventID = parser.lastEventID
-            reconnectionTime = parser.reconnectionTime
-        }
-
-        /// The batch of `chunk` (the end of the body for `nil`), or `nil` when it completes no event.
-        private mutating func consume(_ chunk: Data?) -> ServerSentEventBatch? {
-            guard let chunk else {
-                end()
-                return nil
-            }
-            var bytes: [UInt8] = []
-            var entries: [ServerSentEventBatch.Entry] = []
             do {
-                try parser.append(chunk) { (parts: ServerSentEventParser.EventParts) in
-                    if bytes.isEmpty { bytes.reserveCapacity(chunk.count) }
-                    let start = bytes.count
-                    bytes.append(contentsOf: parts.data)
-                    entries.append(
-                        ServerSentEventBatch.Entry(
-                            data: start..<bytes.count, type: parts.type, id: parts.id, retry: parts.retry,
-                            reconnectionTime: parts.reconnectionTime))
-                }
+                return progress(try await batches.next(isolation: actor))
             } catch {
-                failure = error
-                end()
+                _ = progress(nil)
+                throw error
             }
-            guard let last = entries.last else { return nil }
-            if !isFinished {
+        }
+
+        /// `batch`, with the last event ID and reconnection time as of it, or as of the end once the iteration is
+        /// over.
+        private mutating func progress(_ batch: ServerSentEventBatch?) -> ServerSentEventBatch? {
+            if batches.isFinished {
+                lastEventID = batches.batching.parser.lastEventID
+                reconnectionTime = batches.batching.parser.reconnectionTime
+            } else if let last = batch?.entries.last {
                 lastEventID = last.id ?? ""
                 reconnectionTime = last.reconnectionTime
             }
-            return ServerSentEventBatch(data: LineStorage(Data(bytes)), entries: entries)
+            return batch
         }
+    }
+}
+
+/// The event parser as a batched view uses it: the data of the events a chunk completes copied into one buffer.
+struct EventBatching: ChunkBatching {
+    private(set) var parser: ServerSentEventParser
+
+    mutating func batch(of chunk: Data?) -> (batch: ServerSentEventBatch?, failure: (any Error)?) {
+        guard let chunk else {
+            _ = parser.finish()
+            return (nil, nil)
+        }
+        var bytes: [UInt8] = []
+        var entries: [ServerSentEventBatch.Entry] = []
+        var failure: (any Error)?
+        do {
+            try parser.append(chunk) { (parts: ServerSentEventParser.EventParts) in
+                if bytes.isEmpty { bytes.reserveCapacity(chunk.count) }
+                let start = bytes.count
+                bytes.append(contentsOf: parts.data)
+                entries.append(
+                    ServerSentEventBatch.Entry(
+                        data: start..<bytes.count, type: parts.type, id: parts.id, retry: parts.retry,
+                        reconnectionTime: parts.reconnectionTime))
+            }
+        } catch {
+            failure = error
+        }
+        guard !entries.isEmpty else { return (nil, failure) }
+        return (ServerSentEventBatch(data: LineStorage(Data(bytes)), entries: entries), failure)
     }
 }
 

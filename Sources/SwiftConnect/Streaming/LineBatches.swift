@@ -52,31 +52,15 @@ public struct ResponseLineBatches<Base: AsyncSequence>: AsyncSequence where Base
 
     /// Gives the batches of a ``ResponseLineBatches``, reading one chunk of the base for each.
     public struct AsyncIterator: AsyncIteratorProtocol {
-        private var base: Base.AsyncIterator
-        private var splitter: LineSplitter
-        private var isFinished = false
-        /// A line-length failure, thrown after the batch of the lines before that line.
-        private var failure: (any Error)?
+        private var batches: BatchedChunks<Base.AsyncIterator, LineSplitter>
 
         init(base: Base.AsyncIterator, splitter: LineSplitter) {
-            self.base = base
-            self.splitter = splitter
+            batches = BatchedChunks(base: base, batching: splitter)
         }
 
         /// The lines the next chunk completes; `nil` at the end of the body.
         public mutating func next() async throws -> LineBatch? {
-            while true {
-                if let failure = takeFailure() { throw failure }
-                guard !isFinished else { return nil }
-                let chunk: Data?
-                do {
-                    chunk = try await base.next()
-                } catch {
-                    isFinished = true
-                    throw error
-                }
-                if let batch = consume(chunk) { return batch }
-            }
+            try await batches.next()
         }
 
         /// The lines the next chunk completes, reading the base on `actor`; `nil` at the end of the body.
@@ -84,42 +68,24 @@ public struct ResponseLineBatches<Base: AsyncSequence>: AsyncSequence where Base
         /// - Parameter actor: The actor the caller runs on, where the base is read.
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> LineBatch? {
-            while true {
-                if let failure = takeFailure() { throw failure }
-                guard !isFinished else { return nil }
-                let chunk: Data?
-                do {
-                    chunk = try await base.next(isolation: actor)
-                } catch {
-                    isFinished = true
-                    throw error
-                }
-                if let batch = consume(chunk) { return batch }
-            }
-        }
-
-        private mutating func takeFailure() -> (any Error)? {
-            defer { failure = nil }
-            return failure
-        }
-
-        /// The batch of `chunk` (the end of the body for `nil`), or `nil` when it completes no line.
-        private mutating func consume(_ chunk: Data?) -> LineBatch? {
-            guard let chunk else {
-                isFinished = true
-                return splitter.finishData().map { LineBatch(chunk: Data(), regionStart: 0, lineEnds: [], first: $0) }
-            }
-            let (batch, error) = splitter.batch(of: chunk)
-            if let error {
-                isFinished = true
-                failure = error
-            }
-            return batch.isEmpty ? nil : batch
+            try await batches.next(isolation: actor)
         }
     }
 }
 
 extension ResponseLineBatches: Sendable where Base: Sendable {}
+
+extension LineSplitter: ChunkBatching {
+    /// The lines `chunk` completes as a batch (`nil` for none); at the end of the body, the last line if it had no
+    /// line end.
+    mutating func batch(of chunk: Data?) -> (batch: LineBatch?, failure: (any Error)?) {
+        guard let chunk else {
+            return (finishData().map { LineBatch(chunk: Data(), regionStart: 0, lineEnds: [], first: $0) }, nil)
+        }
+        let (batch, failure): (LineBatch, ConnectError?) = batch(of: chunk)
+        return (batch.isEmpty ? nil : batch, failure)
+    }
+}
 
 extension ResponseLines {
     /// The same lines a chunk at a time, each a view over the bytes that arrived (``ResponseLineBatches``): for a

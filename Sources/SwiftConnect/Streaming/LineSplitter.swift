@@ -80,12 +80,18 @@ struct LineSplitter {
                 start = end + 1
             }
             guard start < bytes.count else { return }
-            let tail = UnsafeBufferPointer(rebasing: bytes[start...])
-            // A CR at the end may be the first half of a CRLF: it does not count yet.
-            let length = pending.count + tail.count - (tail.last == LineSplitter.carriageReturn ? 1 : 0)
-            guard length <= maximumLineLength else { throw lineTooLong() }
-            pending.append(contentsOf: tail)
+            if let failure = keep(tail: UnsafeBufferPointer(rebasing: bytes[start...])) { throw failure }
         }
+    }
+
+    /// Keeps `tail`, the start of a line no LF has ended yet, for the next chunk; the failure when the line is
+    /// already too long.
+    private mutating func keep(tail: UnsafeBufferPointer<UInt8>) -> ConnectError? {
+        // A CR at the end may be the first half of a CRLF: it does not count yet.
+        let length = pending.count + tail.count - (tail.last == LineSplitter.carriageReturn ? 1 : 0)
+        guard length <= maximumLineLength else { return lineTooLong() }
+        pending.append(contentsOf: tail)
+        return nil
     }
 
     /// The last line when the stream ended without a line end after it, decoded as UTF-8; `nil` when the stream
@@ -152,14 +158,7 @@ struct LineSplitter {
                 start = end + 1
             }
             guard start < bytes.count else { return }
-            let tail = UnsafeBufferPointer(rebasing: bytes[start...])
-            // A CR at the end may be the first half of a CRLF: it does not count yet.
-            let length = pending.count + tail.count - (tail.last == LineSplitter.carriageReturn ? 1 : 0)
-            guard length <= maximumLineLength else {
-                failure = lineTooLong()
-                return
-            }
-            pending.append(contentsOf: tail)
+            failure = keep(tail: UnsafeBufferPointer(rebasing: bytes[start...]))
         }
         return (LineBatch(chunk: chunk, regionStart: regionStart, lineEnds: lineEnds, first: first), failure)
     }
