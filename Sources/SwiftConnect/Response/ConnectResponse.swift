@@ -26,10 +26,7 @@ public struct ConnectResponse: Sendable {
     /// The request as it was sent, in the core's own model (``ConnectRequest``): made from ``request`` when a
     /// transport reported Foundation's.
     public var sentRequest: ConnectRequest {
-        switch storedRequest {
-        case .foundation(let request): (try? ConnectRequest(request)) ?? ConnectRequest(url: Self.noURL)
-        case .model(let sent): sent.request
-        }
+        storedRequest.request ?? ConnectRequest(url: Self.noURL)
     }
 
     /// Where the request is: Foundation's, or the core's with Foundation's made from it when asked.
