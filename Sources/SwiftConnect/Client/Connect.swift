@@ -76,11 +76,11 @@ public final class Connect: Sendable {
     /// Marks this client's requests in ``requestQueue``, which other clients may share.
     private let queueOwner = RequestQueue.Owner()
     /// `configuration`'s base URL, or why it has none: worked out once, not for every request.
-    private let serverBaseURL: Result<URL, any Error>?
+    let serverBaseURL: Result<URL, any Error>?
     /// The client's keyed option values (its `isRetrySafe`, cache rule, connectivity policy and its stages' own
     /// values), which the options of a call's ``RequestContext`` fall back to (empty, and then free to merge, when
     /// the client sets none).
-    private let contextDefaults: RequestOptions
+    let contextDefaults: RequestOptions
 
     /// Creates a client.
     ///
@@ -537,9 +537,10 @@ extension Connect {
         let sent = RetryingCall.start(
             request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler, send: chain.send)
         inFlight.track(sent, startedAfter: cancellationsBefore)
-        let check = ResponseCheck(
+        var check = ResponseCheck(
             request: request, errorHandler: errorHandler, validators: all.validators,
             processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
+        check.acceptsEveryStatus = context.options.acceptsEveryStatus == true
         return Exchange(sent: sent, check: check)
     }
 

@@ -54,14 +54,22 @@ struct ResponseCheck: Sendable {
     let processors: [any ResponseProcessor]
     /// Where the outcome is logged, with `debugResponse`.
     let debugLogger: (any ConnectLogger)?
+    /// Whether a status outside 200..<300 is an answer (``RequestOptions/acceptsEveryStatus``): the error handler
+    /// is not asked and validators check only 2xx responses.
+    var acceptsEveryStatus = false
     /// Whether debug output hides secrets, and the error the outcome fails with hides the request's secret values
     /// (``ConnectError/message``); both show everything when `false`.
     let redactsSecrets: Bool
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
-        var outcome = Self.validate(result, errorHandler: errorHandler)
-            .flatMap { response in Self.check(response, validators: validators, processors: processors) }
+        var outcome =
+            acceptsEveryStatus
+            ? result.flatMap { response in
+                Self.check(response, validators: response.isSuccess ? validators : [], processors: processors)
+            }
+            : Self.validate(result, errorHandler: errorHandler)
+                .flatMap { response in Self.check(response, validators: validators, processors: processors) }
         if case .success(let response) = result, let body = response.bodyStream, case .failure = outcome {
             // Nobody reads the body of a streamed response the check refused: the transfer stops.
             body.cancel()

@@ -202,15 +202,25 @@ final class RetryingCall:
     ) -> TimeInterval? {
         if RetryingCall.isCancellation(result) { return nil }
         if let requested = advice.requestedDelay { return requested }
-        // A body from a stream was read by this attempt: the policy cannot send it again.
-        guard isReplayable, advice.sentStream == nil else { return nil }
+        guard isReplayable else { return nil }
         if case .success(let response) = result {
             if response.isSuccess { return nil }
             // Asked only for a status the policy would retry: an accepted status is an answer, not a failure.
             guard policy.retryableStatusCodes.contains(response.statusCode), errorHandler.handle(response) != nil
             else { return nil }
         }
-        return policy.retryDelay(after: result, attempt: attempt)
+        guard let delay = policy.retryDelay(after: result, attempt: attempt) else { return nil }
+        // A body from a stream was read by this attempt: the policy cannot send it again, and says so.
+        if advice.sentStream != nil {
+            context.logger.log(
+                .info,
+                "\(context.method.rawValue) \(Redaction.url(request.url, redacting: true))"
+                    + (context.connectorName.isEmpty ? "" : " (\(context.connectorName))")
+                    + " not retried after attempt \(attempt): its body was a one-shot stream, which cannot be sent again"
+            )
+            return nil
+        }
+        return delay
     }
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.

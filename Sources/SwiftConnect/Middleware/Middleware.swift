@@ -212,7 +212,9 @@ struct MiddlewareChain: Sendable {
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
-                return Self.readingErrorBody(of: response, upTo: streaming.errorBodyLimit)
+                return Self.readingErrorBody(
+                    of: response, upTo: streaming.errorBodyLimit,
+                    whole: context.options.acceptsEveryStatus == true)
             }
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
@@ -222,18 +224,34 @@ struct MiddlewareChain: Sendable {
     /// A streamed response as every stage expects an error response: for a status outside 200..<300, the body
     /// read into ``ConnectResponse/data`` (up to `limit` bytes, for the error handler, a token refresh, the retry
     /// policy) and the stream closed. A success keeps its stream for the caller.
-    static func readingErrorBody(of response: ConnectResponse, upTo limit: Int) -> Future<ConnectResponse> {
+    ///
+    /// With `whole` (the call accepts every status, ``RequestOptions/acceptsEveryStatus``), the body is the
+    /// caller's answer, not an excerpt: one longer than `limit` fails with ``ConnectError/Kind/responseTooLarge``,
+    /// and one that breaks fails with its error, instead of being cut short.
+    static func readingErrorBody(of response: ConnectResponse, upTo limit: Int, whole: Bool = false)
+        -> Future<ConnectResponse>
+    {
         guard let stream = response.bodyStream else { return Future(value: response) }
         guard !response.isSuccess else { return Future(value: response) }
         let promise = Promise<ConnectResponse>()
         let reading = Task {
             var body = Data()
             do {
-                while body.count < limit, let chunk = try await stream.next() {
+                while whole || body.count < limit, let chunk = try await stream.next() {
+                    if whole, body.count + chunk.count > limit {
+                        stream.cancel()
+                        promise.completeIfPending(
+                            with: .failure(ConnectError.responseTooLarge(limit: limit, answer: response)))
+                        return
+                    }
                     body.append(chunk.prefix(limit - body.count))
                 }
             } catch {
-                // The body is an excerpt for the error handler: what arrived before the failure will do.
+                // An excerpt for the error handler: what arrived before the failure will do. An answer will not.
+                if whole {
+                    promise.completeIfPending(with: .failure(error))
+                    return
+                }
             }
             stream.cancel()
             var answer = response

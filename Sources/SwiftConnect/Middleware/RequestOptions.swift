@@ -85,6 +85,29 @@ public struct RequestOptions: Sendable {
         set { self[AuthenticationRequirement.self] = newValue }
     }
 
+    /// Whether a response of any status is the answer of these requests: `true` hands a status outside 200..<300
+    /// to the caller as it came, its whole body read, instead of the error handler's error; validators then check
+    /// only 2xx responses. `nil` or `false` leaves error statuses to the ``ErrorHandling`` handler.
+    ///
+    /// Retries, `Retry-After` and token refresh still run first, as they do for every call: a 503 the
+    /// ``RetryPolicy`` retries, or a 401 an ``AuthenticationMiddleware`` refreshes, is sent again, and only the last
+    /// attempt's response is the answer. What a client generated from an OpenAPI document wants (its code reads
+    /// every documented status), and what `SwiftConnectOpenAPI`'s transport sets:
+    ///
+    /// ```swift
+    /// let response = try await connect.response(
+    ///     for: TodoConnector.get(id: 7), options: RequestOptions(acceptsEveryStatus: true)
+    /// ).value
+    /// if response.statusCode == 404 { showMissing() }
+    /// ```
+    ///
+    /// A streamed response's error body is read into memory up to ``StreamingOptions/errorBodyLimit``: a longer one
+    /// fails with ``ConnectError/Kind/responseTooLarge`` rather than being cut short.
+    public var acceptsEveryStatus: Bool? {
+        get { self[StatusAcceptance.self] }
+        set { self[StatusAcceptance.self] = newValue }
+    }
+
     /// The value set for `key` at this level (or, in a request's ``RequestContext/options``, at the most specific
     /// level that set one); `nil` when none is set. Setting `nil` removes it.
     ///
@@ -220,6 +243,8 @@ public struct RequestOptions: Sendable {
     ///     to the ``ConnectivityMiddleware``'s own policy.
     ///   - requiresAuthentication: `false` to send the requests unsigned by the client's authentication stages
     ///     (see ``requiresAuthentication``); `nil` leaves it to the level above.
+    ///   - acceptsEveryStatus: `true` to make a response of any status the answer, not the error handler's error
+    ///     (see ``acceptsEveryStatus``); `nil` leaves it to the level above.
     ///   - headers: Headers, replacing those of the same name from the levels above.
     ///   - timeout: The call's deadline in seconds; `nil` leaves it to the level above (see ``timeout``).
     public init(
@@ -233,6 +258,7 @@ public struct RequestOptions: Sendable {
         progress: (@Sendable (TransferProgress) -> Void)? = nil,
         connectivity: ConnectivityPolicy? = nil,
         requiresAuthentication: Bool? = nil,
+        acceptsEveryStatus: Bool? = nil,
         headers: [HTTPHeader] = [],
         timeout: TimeInterval? = nil
     ) {
@@ -243,6 +269,7 @@ public struct RequestOptions: Sendable {
         Self.set(cache, for: CacheRuleOption.self, in: &values)
         Self.set(connectivity, for: ConnectivityPolicyOption.self, in: &values)
         Self.set(requiresAuthentication, for: AuthenticationRequirement.self, in: &values)
+        Self.set(acceptsEveryStatus, for: StatusAcceptance.self, in: &values)
         storage = values.isEmpty ? Self.emptyStorage : Storage(values)
     }
 
@@ -364,4 +391,9 @@ public struct CacheRule: Sendable, Hashable {
         self.bypassesCache = bypassesCache
         self.keyIncludesBody = keyIncludesBody
     }
+}
+
+/// The client's option: whether every status is an answer (``RequestOptions/acceptsEveryStatus``).
+enum StatusAcceptance: RequestOptionKey {
+    typealias Value = Bool
 }

@@ -145,6 +145,11 @@ extension ConnectError {
         responseTooLarge(limit: limit, stored: .sent(request), head: answer.storedHead)
     }
 
+    /// ``responseTooLarge(limit:request:response:)`` for an answer whose body was too long: its request and head.
+    static func responseTooLarge(limit: Int, answer: ConnectResponse) -> ConnectError {
+        responseTooLarge(limit: limit, stored: answer.storedRequest, head: answer.storedHead)
+    }
+
     private static func responseTooLarge(
         limit: Int, stored request: ConnectResponse.StoredRequest?, head: ConnectResponse.Head?
     ) -> ConnectError {

@@ -1,0 +1,142 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A request built elsewhere (`Connect.stream(_:name:…)`, `Connect.response(for:name:options:)`) goes through the
+/// client as a connector's does, and `RequestOptions.acceptsEveryStatus` hands every status to the caller after the
+/// retries: what an OpenAPI transport needs.
+final class BuiltRequestTests: XCTestCase {
+    private static let url = URL(string: "https://api.example.com/v1/todos/7")!
+
+    // MARK: - Every status is an answer
+
+    func testAnAccepted404IsTheAnswerWithItsWholeBody() throws {
+        let transport = FakeTransport.answering(.json(string: #"{"message":"gone"}"#, status: 404))
+        let connect = Connect(transport: transport)
+        let response = try connect.response(
+            for: ConnectRequest(url: Self.url), options: RequestOptions(acceptsEveryStatus: true)
+        ).wait()
+        XCTAssertEqual(response.statusCode, 404)
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), #"{"message":"gone"}"#)
+        // Without the option the error handler makes it an error, as for every call.
+        let error = try XCTUnwrap(connectError(of: connect.response(for: ConnectRequest(url: Self.url))))
+        XCTAssertEqual(error.statusCode, 404)
+    }
+
+    func testA503IsStillRetriedAndOnlyTheLastAttemptIsTheAnswer() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            "/v1/todos/7",
+            with: [.status(503, headers: ["Retry-After": "0"]), .json(string: #"{"id":7}"#, status: 200)])
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let response = try connect.response(
+            for: ConnectRequest(url: Self.url), options: RequestOptions(acceptsEveryStatus: true)
+        ).wait()
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testValidatorsCheckOnlySuccessfulAnswersWhenEveryStatusIsAccepted() throws {
+        let transport = FakeTransport()
+        transport.stub("/v1/todos/7", with: [.status(409), .json(string: "{}", status: 200)])
+        let refusing = AnyResponseValidator { _ in throw CancellationError() }
+        let connect = Connect(transport: transport)
+        let options = RequestOptions(validators: [refusing], acceptsEveryStatus: true)
+        let conflict = try connect.response(for: ConnectRequest(url: Self.url), options: options).wait()
+        XCTAssertEqual(conflict.statusCode, 409, "a validator does not turn a non-2xx into an error")
+        let error = try XCTUnwrap(
+            connectError(of: connect.response(for: ConnectRequest(url: Self.url), options: options)))
+        XCTAssertEqual(error.kind, .rejected, "a 2xx still passes the validators")
+    }
+
+    func testAStreamedErrorBodyLongerThanTheLimitFailsInsteadOfBeingCutShort() async throws {
+        let body = Data(repeating: 0x61, count: 100)
+        let transport = FakeTransport.answering(.stream([body.prefix(60), body.dropFirst(60)], status: 500))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let options = RequestOptions(acceptsEveryStatus: true)
+        // Within the limit: the whole body reaches the reader.
+        let whole = connect.stream(
+            ConnectRequest(url: Self.url), options: options, streaming: StreamingOptions(errorBodyLimit: 100))
+        var read = Data()
+        for try await chunk in whole { read.append(chunk) }
+        XCTAssertEqual(read, body)
+        let status = try await whole.response.statusCode
+        XCTAssertEqual(status, 500)
+        // Past it: a typed error, not the first 99 bytes as if they were the answer.
+        let tooLong = connect.stream(
+            ConnectRequest(url: Self.url), options: options, streaming: StreamingOptions(errorBodyLimit: 99))
+        do {
+            _ = try await tooLong.response
+            XCTFail("expected responseTooLarge")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+            XCTAssertEqual(error.statusCode, 500)
+        }
+    }
+
+    // MARK: - The client's defaults and the request's name
+
+    func testTheClientsDefaultsFillWhatTheRequestLeavesAndTheNameReachesMiddlewares() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let names = Recorder<String>()
+        let naming = AnyMiddleware { request, context, next in
+            names.append(context.connectorName)
+            return next(request)
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [naming],
+            configuration: ServerConfiguration(
+                host: "api.example.com", basePath: "/v1", defaultHeaders: [HTTPHeader(name: "X-Key", value: "k")],
+                defaultQueryItems: [URLQueryItem(name: "v", value: "2")]),
+            settings: Connect.Settings(defaultHeaders: [.accept("application/json"), .userAgent("Tests")]))
+        var request = ConnectRequest(url: Self.url)
+        request.setValue("text/plain", forHTTPHeaderField: "Accept")
+        _ = try connect.response(for: request, name: "getTodo", options: RequestOptions(headers: [.userAgent("Call")]))
+            .wait()
+        let sent = try XCTUnwrap(transport.requests.first)
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "Accept"), "text/plain", "the request's own field wins")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "User-Agent"), "Call", "the call's options win over all")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Key"), "k", "the server's defaults, for its origin")
+        XCTAssertEqual(sent.url?.query, "v=2")
+        XCTAssertEqual(names.values, ["getTodo"])
+        // Another origin gets neither the server's headers nor its query items.
+        _ = try connect.response(for: ConnectRequest(url: URL(string: "https://other.example.com/x")!)).wait()
+        let other = try XCTUnwrap(transport.requests.last)
+        XCTAssertNil(other.value(forHTTPHeaderField: "X-Key"))
+        XCTAssertNil(other.url?.query)
+    }
+
+    func testAZeroTimeoutInTheOptionsFailsTheCallUnsent() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport)
+        let error = try XCTUnwrap(
+            connectError(of: connect.response(for: ConnectRequest(url: Self.url), options: RequestOptions(timeout: 0))))
+        XCTAssertEqual(error.invalidRequestReason, .invalidTimeout(0))
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    // MARK: - One-shot bodies
+
+    func testAOneShotBodyIsNotRetriedAndTheLogSaysWhy() throws {
+        let transport = FakeTransport.answering(.status(503, headers: ["Retry-After": "0"]))
+        let lines = Recorder<String>()
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(logger: RecordingLogger(lines: lines)))
+        var request = ConnectRequest(method: .put, url: Self.url)
+        request.body = .stream(ConnectRequest.OneShotStream(InputStream(data: Data("abc".utf8))))
+        let response = try connect.response(
+            for: request, name: "uploadFile", options: RequestOptions(acceptsEveryStatus: true)
+        ).wait()
+        XCTAssertEqual(response.statusCode, 503)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertTrue(
+            lines.values.contains { $0.contains("PUT") && $0.contains("(uploadFile)") && $0.contains("one-shot") },
+            "\(lines.values)")
+    }
+}
