@@ -1,0 +1,105 @@
+import Foundation
+import HTTPTypes
+import OpenAPIRuntime
+import SwiftConnect
+
+/// Converts between swift-http-types' heads, as the OpenAPI runtime hands them over, and the core's HTTP model:
+/// field by field, in order, repeated fields kept.
+enum OpenAPIConversion {
+    /// The core's request for an operation: `baseURL` joined with the request's path and query, its fields, and
+    /// its body read into memory (replayable when the generated code could iterate it again, one-shot otherwise).
+    static func request(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL) async throws -> ConnectRequest {
+        let url = try url(for: request, baseURL: baseURL)
+        var fields = HeaderFields()
+        fields.reserveCapacity(request.headerFields.count)
+        for field in request.headerFields {
+            fields.append(HeaderField(name: HeaderField.Name(field.name.rawName), value: field.value))
+        }
+        var built = ConnectRequest(
+            method: HTTPMethod(rawValue: request.method.rawValue), url: url, headerFields: fields)
+        if let body {
+            let bytes = try await Data(collecting: body, upTo: .max)
+            switch body.iterationBehavior {
+            case .multiple: built.body = .bytes(bytes)
+            case .single: built.body = .stream(ConnectRequest.OneShotStream(InputStream(data: bytes)))
+            }
+        }
+        return built
+    }
+
+    /// `baseURL` with the request's path (and query) appended, as the OpenAPI runtime's transports join them.
+    static func url(for request: HTTPRequest, baseURL: URL) throws -> URL {
+        var base = baseURL.absoluteString
+        if base.hasSuffix("/") { base.removeLast() }
+        let path = request.path ?? ""
+        guard let url = URL(string: base + path), url.host != nil else {
+            throw ConnectError(
+                .invalidRequest,
+                message: "the operation's URL could not be made of the server URL '\(baseURL.absoluteString)' and the "
+                    + "path '\(path)'")
+        }
+        return url
+    }
+
+    /// The OpenAPI response for the core's head, with `stream` as its body (none for `HEAD`, `CONNECT`, `TRACE`).
+    static func response(_ head: ResponseHead, body stream: ResponseStream, method: HTTPRequest.Method) -> (
+        HTTPResponse, HTTPBody?
+    ) {
+        var fields = HTTPFields()
+        fields.reserveCapacity(head.headerFields.count)
+        for field in head.headerFields {
+            // An engine parses names by HTTP's token rule, which swift-http-types applies too: every name passes.
+            guard let name = HTTPField.Name(field.name.rawName) else { continue }
+            fields.append(HTTPField(name: name, value: field.value))
+        }
+        let response = HTTPResponse(status: .init(code: head.status), headerFields: fields)
+        switch method {
+        case .head, .connect, .trace:
+            stream.cancel()
+            return (response, nil)
+        default:
+            return (response, HTTPBody(ResponseBody(stream), length: length(of: head), iterationBehavior: .single))
+        }
+    }
+
+    /// The body's length as `Content-Length` gives it; unknown when a content coding was decoded (the field then
+    /// counts the encoded bytes) or the field is missing or malformed.
+    static func length(of head: ResponseHead) -> HTTPBody.Length {
+        guard head.headerFields["Content-Encoding"] == nil, let field = head.headerFields[.contentLength],
+            let count = Int64(field), count >= 0
+        else { return .unknown }
+        return .known(count)
+    }
+}
+
+/// A response's body as the OpenAPI runtime reads it: the stream's chunks, and the end of the transfer once neither
+/// the `HTTPBody` nor an iterator holds it (an undocumented answer the generated code never reads, say), so that its
+/// connection is not held until the request's deadline.
+final class ResponseBody: AsyncSequence, Sendable {
+    typealias Element = ArraySlice<UInt8>
+
+    private let stream: ResponseStream
+
+    init(_ stream: ResponseStream) {
+        self.stream = stream
+    }
+
+    deinit {
+        // Nothing once the body was read to its end.
+        stream.cancel()
+    }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        /// Keeps the body, and so the transfer, alive while the iterator is.
+        let body: ResponseBody
+        var chunks: ResponseStream.AsyncIterator
+
+        mutating func next() async throws -> ArraySlice<UInt8>? {
+            try await chunks.next().map { ArraySlice($0) }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator {
+        AsyncIterator(body: self, chunks: stream.makeAsyncIterator())
+    }
+}
