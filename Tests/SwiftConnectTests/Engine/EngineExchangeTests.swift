@@ -91,6 +91,20 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(head.headerFields[.authorization], "Basic " + Data("ann:p@ss".utf8).base64EncodedString())
     }
 
+    func testAStreamThatFailsFailsTheExchangeUnsentInsteadOfSendingWhatItRead() throws {
+        let engine = ScriptedEngine([.init(status: 200)])
+        var request = request("http://api.test/upload", method: "POST")
+        let missing = FileManager.default.temporaryDirectory.appendingPathComponent("missing-\(UUID().uuidString)")
+        request.httpBodyStream = try XCTUnwrap(InputStream(url: missing))
+        let error = try XCTUnwrap(connectError(of: engine.send(request)))
+        XCTAssertEqual(error.kind, .invalidRequest)
+        guard case .bodyEncodingFailed(let detail)? = error.invalidRequestReason else {
+            return XCTFail("expected bodyEncodingFailed, got \(error)")
+        }
+        XCTAssertTrue(detail.contains("stream could not be read"), detail)
+        XCTAssertEqual(engine.hops.count, 0, "nothing was sent")
+    }
+
     func testAStreamBodyIsReadOnceAndA307OfItIsNotFollowed() throws {
         let engine = ScriptedEngine([.init(status: 307, fields: [.location: "/again"]), .init(status: 200)])
         var request = request("http://api.test/upload", method: "POST")

@@ -121,7 +121,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var bodyFile = transfer.bodyFile
         // A body from a stream is read once, here. The hop keeps its stream: the redirect rules know such a body
         // cannot be sent again.
-        let streamed = bodyFile == nil ? original.httpBodyStream.map(Self.read) : nil
+        let streamed = try bodyFile == nil ? original.httpBodyStream.map { try Self.read($0, of: original) } : nil
         var redirects = 0
         let progress = transfer.progress.map { ExchangeProgress(report: $0) }
         while true {
@@ -415,18 +415,25 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         return nil
     }
 
-    /// Everything `stream` holds.
-    private static func read(_ stream: InputStream) -> Data {
+    /// Everything `stream` holds; a stream that fails (a file gone, a producer's error) fails the exchange rather
+    /// than sending what was read before as the whole body.
+    private static func read(_ stream: InputStream, of request: ConnectRequest) throws -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 64 << 10)
         stream.open()
         defer { stream.close() }
         while true {
             let count = stream.read(&buffer, maxLength: buffer.count)
-            guard count > 0 else { break }
+            if count == 0 { return data }
+            guard count > 0 else {
+                let reason = stream.streamError.map { "\($0)" } ?? "status \(stream.streamStatus.rawValue)"
+                var error = ConnectError.invalidRequest(
+                    .bodyEncodingFailed("the body's stream could not be read: \(reason)"), sent: request)
+                error.underlyingError = stream.streamError
+                throw error
+            }
             data.append(buffer, count: count)
         }
-        return data
     }
 }
 
