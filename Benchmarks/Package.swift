@@ -16,6 +16,13 @@ let package = Package(
         .package(name: "SwiftConnectAsyncHTTPClient", path: "../Transports/AsyncHTTPClient"),
         .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
+        // The OpenAPI transport, measured beside Connect used directly (OpenAPI/ benchmarks).
+        .package(name: "SwiftConnectOpenAPI", path: "../Integrations/OpenAPI"),
+        .package(url: "https://github.com/apple/swift-openapi-runtime", from: "1.13.4"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
+        // The official AsyncHTTPClient transport of swift-openapi-runtime, beside raw AsyncHTTPClient: what the
+        // OpenAPI runtime's own types cost any transport.
+        .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
     ],
     targets: [
         // What the benchmarks and PipelineInstructions share: the payloads and the pipeline's two ways of making a request.
@@ -48,6 +55,10 @@ let package = Package(
                 .product(name: "SwiftConnectAsyncHTTPClient", package: "SwiftConnectAsyncHTTPClient"),
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "SwiftConnectOpenAPI", package: "SwiftConnectOpenAPI"),
+                .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
             ],
             path: "Benchmarks/SwiftConnectBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)],

@@ -15,4 +15,5 @@ let benchmarks: @Sendable () -> Void = {
     registerTransferBenchmarks()
     registerEngineBenchmarks()
     registerStreamingBenchmarks()
+    registerOpenAPIBenchmarks()
 }

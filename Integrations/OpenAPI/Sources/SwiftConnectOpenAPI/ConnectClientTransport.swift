@@ -26,9 +26,12 @@ import SwiftConnect
 ///   (``SwiftConnect/RequestContext/connectorName``).
 /// - **Heads are copied field by field**, repeated fields kept in order, into the core's own HTTP model: over
 ///   `AsyncHTTPClientTransport` no `URLRequest` is made.
-/// - **Response bodies stream**: a server-sent-event operation's body is read as it arrives, with back-pressure on
-///   engines that have it. A body of a status outside 200..<300 is read whole first (the retry policy and token
-///   refresh may look at it), up to ``Configuration/streaming``'s `errorBodyLimit`; a longer one fails with
+/// - **Response bodies stream**: a server-sent-event or binary operation's body is read as it arrives, with
+///   back-pressure on engines that have it, and the transfer stops when the generated code drops the body unread.
+///   An operation that accepts only JSON (every `Accept` value `application/json` or `+json`) is read whole, as the
+///   generated code then reads it anyway, under the client's size limit. A streamed body of a status outside
+///   200..<300 is read whole first (the retry policy and token refresh may look at it), up to
+///   ``Configuration/streaming``'s `errorBodyLimit`; a longer one fails with
 ///   ``SwiftConnect/ConnectError/Kind/responseTooLarge`` rather than being cut short.
 /// - **Request bodies** are read into memory before the first attempt (SwiftConnect's engines send bytes or a file).
 ///   A body the generated code can iterate once (`IterationBehavior.single`, an upload from a stream) is sent as a
@@ -36,8 +39,8 @@ import SwiftConnect
 public struct ConnectClientTransport: ClientTransport {
     /// What sends the operations.
     public let connect: Connect
-    /// How operations are sent.
-    public var configuration: Configuration
+    /// How operations are sent; its options say ``SwiftConnect/RequestOptions/acceptsEveryStatus``.
+    public let configuration: Configuration
 
     /// How a ``ConnectClientTransport`` sends operations.
     public struct Configuration: Sendable {
@@ -87,9 +90,15 @@ public struct ConnectClientTransport: ClientTransport {
     public func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (
         HTTPResponse, HTTPBody?
     ) {
-        var options = configuration.options
-        options.acceptsEveryStatus = true
+        // The options were made once, with every status accepted (`init`): a copy changed here would allocate.
+        let options = configuration.options
         let built = try await OpenAPIConversion.request(request, body: body, baseURL: baseURL)
+        if OpenAPIConversion.acceptsOnlyJSON(request.headerFields) {
+            // The generated code collects a JSON body whole before decoding it: reading it whole here costs less than
+            // streaming it (no body stream, no pump), and the client's size limit applies as to every call.
+            let answer = try await connect.response(for: built, name: operationID, options: options).value
+            return OpenAPIConversion.response(answer, method: request.method)
+        }
         let stream = connect.stream(built, name: operationID, options: options, streaming: configuration.streaming)
         let answer = try await stream.response
         return OpenAPIConversion.response(answer.head, body: stream, method: request.method)

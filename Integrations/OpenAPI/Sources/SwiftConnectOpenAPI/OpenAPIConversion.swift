@@ -41,10 +41,36 @@ enum OpenAPIConversion {
         return url
     }
 
-    /// The OpenAPI response for the core's head, with `stream` as its body (none for `HEAD`, `CONNECT`, `TRACE`).
-    static func response(_ head: ResponseHead, body stream: ResponseStream, method: HTTPRequest.Method) -> (
-        HTTPResponse, HTTPBody?
-    ) {
+    /// Whether the operation accepts JSON only (every `Accept` value `application/json` or a `+json` type): its
+    /// answer is then read whole, as the generated code reads it. Any other (`text/event-stream`, binary, none) is
+    /// streamed.
+    static func acceptsOnlyJSON(_ fields: HTTPFields) -> Bool {
+        var sawOne = false
+        for value in fields[values: .accept] {
+            for item in value.split(separator: ",") {
+                let type = item.split(separator: ";", maxSplits: 1).first.map {
+                    $0.trimmingCharacters(in: .whitespaces)
+                }
+                guard let type = type?.lowercased(), type == "application/json" || type.hasSuffix("+json") else {
+                    return false
+                }
+                sawOne = true
+            }
+        }
+        return sawOne
+    }
+
+    /// The OpenAPI response for a response read whole (none for `HEAD`, `CONNECT`, `TRACE`).
+    static func response(_ answer: ConnectResponse, method: HTTPRequest.Method) -> (HTTPResponse, HTTPBody?) {
+        let response = HTTPResponse(status: .init(code: answer.statusCode), headerFields: fields(of: answer.head))
+        switch method {
+        case .head, .connect, .trace: return (response, nil)
+        default: return (response, HTTPBody(answer.data))
+        }
+    }
+
+    /// The fields of a head, in order, repeated ones kept.
+    static func fields(of head: ResponseHead) -> HTTPFields {
         var fields = HTTPFields()
         fields.reserveCapacity(head.headerFields.count)
         for field in head.headerFields {
@@ -52,7 +78,14 @@ enum OpenAPIConversion {
             guard let name = HTTPField.Name(field.name.rawName) else { continue }
             fields.append(HTTPField(name: name, value: field.value))
         }
-        let response = HTTPResponse(status: .init(code: head.status), headerFields: fields)
+        return fields
+    }
+
+    /// The OpenAPI response for the core's head, with `stream` as its body (none for `HEAD`, `CONNECT`, `TRACE`).
+    static func response(_ head: ResponseHead, body stream: ResponseStream, method: HTTPRequest.Method) -> (
+        HTTPResponse, HTTPBody?
+    ) {
+        let response = HTTPResponse(status: .init(code: head.status), headerFields: fields(of: head))
         switch method {
         case .head, .connect, .trace:
             stream.cancel()

@@ -1,0 +1,278 @@
+import AsyncHTTPClient
+import Benchmark
+import BenchmarkFixtures
+import Foundation
+import HTTPTypes
+import OpenAPIAsyncHTTPClient
+import OpenAPIRuntime
+import SwiftConnect
+import SwiftConnectAsyncHTTPClient
+import SwiftConnectOpenAPI
+
+// Issue 40, item 1: what `ConnectClientTransport` (the OpenAPI transport) costs over `Connect` used directly, both
+// over AsyncHTTPClientTransport, to the same loopback server: a 1 KiB JSON GET decoded into a model. The transport is
+// called as generated code calls it (`send(_:body:baseURL:operationID:)`, the body collected, then decoded with
+// JSONDecoder): the generated code's own work is the same for every transport. Generated code is `async`, so Connect
+// runs twice: with a callback (`observe`), and awaited in a task (`try await …value`), which is what an async caller of
+// Connect pays anyway; the transport's own cost is its difference from the latter. The clients take turns within each
+// sample (wall and CPU per request); allocations are counted with one client per benchmark. For scale, the official
+// transport of swift-openapi-async-http-client runs beside raw AsyncHTTPClient awaited the same way: its difference
+// is what the OpenAPI runtime's types (HTTPRequest, HTTPBody, HTTPFields) cost any transport.
+
+func registerOpenAPIBenchmarks() {
+    let name = "OpenAPI/GET 1 KiB JSON sequential"
+    let turns = configuration(
+        scalingFactor: .kilo, metrics: coreMetrics + openAPIMetrics, maxDuration: .seconds(20), maxIterations: 10_000)
+    Benchmark(
+        name + "/Connect, Connect awaited and ConnectClientTransport over AsyncHTTPClient, interleaved",
+        configuration: turns
+    ) {
+        benchmark in
+        let clients = LoopbackClients.client { OpenAPIClients() }
+        let pair: [any LoopbackClient] = [clients.connect, clients.awaited, clients.openAPI]
+        let total = benchmark.operations
+        let batch = max(1, min(total, 100))
+        var wall = [0, 0, 0]
+        var cpu = [0, 0, 0]
+        var failures = 0
+        benchmark.measure {
+            var done = 0
+            var first = 0
+            while done < total {
+                let count = min(batch, total - done)
+                for step in 0..<pair.count {
+                    let index = (first + step) % pair.count
+                    failures += pair[index].run(count: count, width: 1)
+                    let steady = timedBatch(pair[index], count: count, width: 1, failures: &failures)
+                    wall[index] += steady.nanoseconds
+                    cpu[index] += steady.cpu
+                }
+                done += count
+                first = (first + 1) % pair.count
+            }
+        }
+        if failures > 0 { return benchmark.error("\(failures) requests failed") }
+        for (metric, value) in zip(openAPIMetrics, wall + cpu) { benchmark.measurement(metric, value) }
+    }
+    let officialTurns = configuration(
+        scalingFactor: .kilo, metrics: coreMetrics + officialMetrics, maxDuration: .seconds(20), maxIterations: 10_000)
+    Benchmark(
+        name + "/raw AsyncHTTPClient and the official OpenAPI AsyncHTTPClient transport, interleaved",
+        configuration: officialTurns
+    ) {
+        benchmark in
+        let clients = LoopbackClients.client { OfficialClients() }
+        let pair: [any LoopbackClient] = [clients.raw, clients.official]
+        let total = benchmark.operations
+        let batch = max(1, min(total, 100))
+        var wall = [0, 0]
+        var cpu = [0, 0]
+        var failures = 0
+        benchmark.measure {
+            var done = 0
+            var first = 0
+            while done < total {
+                let count = min(batch, total - done)
+                for step in 0..<pair.count {
+                    let index = (first + step) % pair.count
+                    failures += pair[index].run(count: count, width: 1)
+                    let steady = timedBatch(pair[index], count: count, width: 1, failures: &failures)
+                    wall[index] += steady.nanoseconds
+                    cpu[index] += steady.cpu
+                }
+                done += count
+                first = (first + 1) % pair.count
+            }
+        }
+        if failures > 0 { return benchmark.error("\(failures) requests failed") }
+        for (metric, value) in zip(officialMetrics, wall + cpu) { benchmark.measurement(metric, value) }
+    }
+    let alone = configuration(scalingFactor: .kilo, metrics: coreMetrics, maxDuration: .seconds(8))
+    Benchmark(name + "/raw AsyncHTTPClient awaited", configuration: alone) { benchmark in
+        let client = LoopbackClients.client { OfficialClients() }.raw
+        var failures = 0
+        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    }
+    Benchmark(name + "/official OpenAPI AsyncHTTPClient transport", configuration: alone) { benchmark in
+        let client = LoopbackClients.client { OfficialClients() }.official
+        var failures = 0
+        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    }
+    Benchmark(name + "/Connect over AsyncHTTPClient", configuration: alone) { benchmark in
+        let client = LoopbackClients.client { OpenAPIClients() }.connect
+        var failures = 0
+        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    }
+    Benchmark(name + "/Connect awaited over AsyncHTTPClient", configuration: alone) { benchmark in
+        let client = LoopbackClients.client { OpenAPIClients() }.awaited
+        var failures = 0
+        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    }
+    Benchmark(name + "/ConnectClientTransport over AsyncHTTPClient", configuration: alone) { benchmark in
+        let client = LoopbackClients.client { OpenAPIClients() }.openAPI
+        var failures = 0
+        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    }
+}
+
+/// Per-request wall and CPU time of each client over its steady batches, in one sample.
+let openAPIMetrics: [BenchmarkMetric] = [
+    .custom("OpenAPI Connect time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI Connect awaited time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI ConnectClientTransport time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI Connect CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI Connect awaited CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI ConnectClientTransport CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+]
+
+/// Per-request wall and CPU time of raw AsyncHTTPClient and the official OpenAPI transport, in one sample.
+let officialMetrics: [BenchmarkMetric] = [
+    .custom("OpenAPI raw AHC time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI official transport time (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI raw AHC CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("OpenAPI official transport CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
+]
+
+/// Raw AsyncHTTPClient and the official OpenAPI transport over one client of the same configuration as
+/// `AsyncHTTPClientTransport()`'s own, made once per benchmark process.
+private final class OfficialClients: Sendable {
+    let client = HTTPClient(
+        eventLoopGroup: HTTPClient.defaultEventLoopGroup,
+        configuration: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport.defaultConfiguration)
+    let raw: RawAHCAwaited
+    let official: OfficialOverAHC
+
+    init() {
+        _ = LoopbackServer.shared
+        raw = RawAHCAwaited(client: client)
+        official = OfficialOverAHC(client: client)
+    }
+}
+
+/// AsyncHTTPClient as its README shows it, in a task: `execute`, check the status, collect the body, decode.
+private final class RawAHCAwaited: LoopbackClient {
+    let client: HTTPClient
+    let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
+
+    init(client: HTTPClient) {
+        self.client = client
+    }
+
+    func start(_ done: @escaping @Sendable (Bool) -> Void) {
+        Task { [client, url] in
+            do {
+                var request = HTTPClientRequest(url: url)
+                request.headers.add(name: "Accept", value: "application/json")
+                let response = try await client.execute(request, timeout: .seconds(30))
+                let body = try await response.body.collect(upTo: 1 << 20)
+                guard response.status == .ok else { return done(false) }
+                let todos = try JSONDecoder().decode([Todo].self, from: Data(body.readableBytesView))
+                done(!todos.isEmpty)
+            } catch {
+                done(false)
+            }
+        }
+    }
+}
+
+/// swift-openapi-async-http-client's transport, called as generated code calls it.
+private final class OfficialOverAHC: LoopbackClient {
+    let transport: OpenAPIAsyncHTTPClient.AsyncHTTPClientTransport
+    let baseURL = LoopbackServer.baseURL
+
+    init(client: HTTPClient) {
+        transport = OpenAPIAsyncHTTPClient.AsyncHTTPClientTransport(configuration: .init(client: client))
+    }
+
+    func start(_ done: @escaping @Sendable (Bool) -> Void) {
+        Task { [transport, baseURL] in
+            await OpenAPICall.getTodos(through: transport, baseURL: baseURL, done: done)
+        }
+    }
+}
+
+/// A GET of the to-do list as generated code sends it through a `ClientTransport`: the head, the body collected,
+/// then decoded.
+enum OpenAPICall {
+    static func getTodos(
+        through transport: some ClientTransport, baseURL: URL, done: @escaping @Sendable (Bool) -> Void
+    ) async {
+        do {
+            let request = HTTPRequest(
+                method: .get, scheme: nil, authority: nil, path: "/todos/1k",
+                headerFields: [.accept: "application/json"])
+            let (response, body) = try await transport.send(
+                request, body: nil, baseURL: baseURL, operationID: "getTodos")
+            guard response.status == .ok, let body else { return done(false) }
+            let todos = try JSONDecoder().decode([Todo].self, from: try await Data(collecting: body, upTo: 1 << 20))
+            done(!todos.isEmpty)
+        } catch {
+            done(false)
+        }
+    }
+}
+
+/// The two clients, made once per benchmark process, each with a transport of its own.
+private final class OpenAPIClients: Sendable {
+    let connect = ConnectOverEngine()
+    let awaited = ConnectAwaitedOverEngine()
+    let openAPI = OpenAPIOverEngine()
+}
+
+/// `Connect(transport: AsyncHTTPClientTransport())`, `send` of a typed connector.
+private final class ConnectOverEngine: LoopbackClient {
+    let connect = Connect(transport: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport())
+
+    init() {
+        _ = LoopbackServer.shared
+    }
+
+    func start(_ done: @escaping @Sendable (Bool) -> Void) {
+        connect.send(GetTodos(path: "/todos/1k")).observe { result in
+            if case .success(let todos) = result { done(!todos.isEmpty) } else { done(false) }
+        }
+    }
+}
+
+/// `Connect(transport: AsyncHTTPClientTransport())`, `send` of a typed connector awaited in a task, as async code
+/// (generated code among it) calls Connect.
+private final class ConnectAwaitedOverEngine: LoopbackClient {
+    let connect = Connect(transport: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport())
+
+    init() {
+        _ = LoopbackServer.shared
+    }
+
+    func start(_ done: @escaping @Sendable (Bool) -> Void) {
+        Task { [connect] in
+            do {
+                let todos = try await connect.send(GetTodos(path: "/todos/1k")).value
+                done(!todos.isEmpty)
+            } catch {
+                done(false)
+            }
+        }
+    }
+}
+
+/// `ConnectClientTransport` over `Connect(transport: AsyncHTTPClientTransport())`, called as generated code calls it.
+private final class OpenAPIOverEngine: LoopbackClient {
+    let transport = ConnectClientTransport(
+        connect: Connect(transport: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport()))
+    let baseURL = LoopbackServer.baseURL
+
+    init() {
+        _ = LoopbackServer.shared
+    }
+
+    func start(_ done: @escaping @Sendable (Bool) -> Void) {
+        Task { [transport, baseURL] in
+            await OpenAPICall.getTodos(through: transport, baseURL: baseURL, done: done)
+        }
+    }
+}

@@ -1,0 +1,51 @@
+import Foundation
+import HTTPTypes
+import SwiftConnect
+import XCTest
+
+@testable import SwiftConnectOpenAPI
+
+/// The transport's conversions between swift-http-types' heads and the core's model.
+final class ConversionTests: XCTestCase {
+    func testOnlyAnOperationThatAcceptsJSONAloneIsReadWhole() {
+        func accepts(_ values: String...) -> Bool {
+            var fields = HTTPFields()
+            for value in values { fields.append(HTTPField(name: .accept, value: value)) }
+            return OpenAPIConversion.acceptsOnlyJSON(fields)
+        }
+        XCTAssertTrue(accepts("application/json"))
+        XCTAssertTrue(accepts("application/problem+json; q=0.9, Application/JSON"))
+        XCTAssertTrue(accepts("application/json", "application/vnd.api+json"))
+        XCTAssertFalse(accepts("application/json, text/event-stream"), "an event stream is streamed")
+        XCTAssertFalse(accepts("application/octet-stream"))
+        XCTAssertFalse(accepts("*/*"))
+        XCTAssertFalse(accepts(), "no Accept: streamed, whatever comes")
+    }
+
+    func testTheURLJoinsTheServerAndThePathWithItsQuery() throws {
+        let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/todos/7?expand=user%20info")
+        let joined = try OpenAPIConversion.url(for: request, baseURL: URL(string: "https://api.example.com/v1/")!)
+        XCTAssertEqual(joined.absoluteString, "https://api.example.com/v1/todos/7?expand=user%20info")
+        let bad = HTTPRequest(method: .get, scheme: nil, authority: nil, path: "/todos")
+        XCTAssertThrowsError(try OpenAPIConversion.url(for: bad, baseURL: URL(string: "relative/path")!)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+        }
+    }
+
+    func testRepeatedFieldsKeepTheirOrderBothWays() async throws {
+        var fields = HTTPFields()
+        fields.append(HTTPField(name: .init("X-Tag")!, value: "a"))
+        fields.append(HTTPField(name: .init("X-Tag")!, value: "b"))
+        let request = HTTPRequest(method: .post, scheme: nil, authority: nil, path: "/x", headerFields: fields)
+        let built = try await OpenAPIConversion.request(
+            request, body: nil, baseURL: URL(string: "https://api.example.com")!)
+        XCTAssertEqual(built.headerFields[values: "X-Tag"], ["a", "b"])
+        XCTAssertEqual(built.method, .post)
+        let head = ResponseHead(
+            status: 200,
+            headerFields: HeaderFields([
+                HeaderField(name: "Set-Cookie", value: "a=1"), HeaderField(name: "Set-Cookie", value: "b=2"),
+            ]))
+        XCTAssertEqual(OpenAPIConversion.fields(of: head)[values: .setCookie], ["a=1", "b=2"])
+    }
+}
