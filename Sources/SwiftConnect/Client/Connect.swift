@@ -511,7 +511,8 @@ extension Connect {
             logger: logger
         )
         context.transfer = transfer
-        return perform(request, context: context, all: all, debugResponse: debugResponse)
+        return perform(
+            request, context: context, all: all, debugResponse: debugResponse, pathTemplate: connector.endpoint)
     }
 
     /// Runs a built request through the retry loop, the middlewares and the transport, and says what its outcome
@@ -522,8 +523,17 @@ extension Connect {
         _ request: ConnectRequest,
         context: RequestContext,
         all: RequestOptions,
-        debugResponse: Bool
+        debugResponse: Bool,
+        pathTemplate: @autoclosure () -> String? = nil
     ) -> Exchange {
+        var context = context
+        if !settings.observers.isEmpty {
+            context.transfer.observation = CallObservation.start(
+                ConnectCall(
+                    method: context.method, name: context.connectorName,
+                    pathTemplate: pathTemplate() ?? request.url.path, request: request),
+                observers: settings.observers)
+        }
         if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }
         // Read before the request can reach the transport: a cancelAllRequests() from another thread between
         // here and `track` has to reach this request too.

@@ -49,6 +49,9 @@ extension Connect {
         /// ])
         /// ```
         public var methodOptions: [HTTPMethod: RequestOptions]
+        /// What watches every call of the client (``ConnectObserver``): tracing, metrics, logging. Empty by default,
+        /// and then the client makes no event at all.
+        public var observers: [any ConnectObserver]
 
         /// Creates settings; every parameter has the default its property describes.
         ///
@@ -61,6 +64,7 @@ extension Connect {
         ///   - logger: Where debug output goes.
         ///   - redactsSecrets: Whether debug output, cURL commands and errors hide secrets.
         ///   - methodOptions: Defaults for the requests of each method.
+        ///   - observers: What watches every call.
         public init(
             coalescesIdenticalRequests: Bool = false,
             options: RequestOptions = RequestOptions(),
@@ -69,7 +73,8 @@ extension Connect {
             maxResponseBytes: Int? = nil,
             logger: (any ConnectLogger)? = nil,
             redactsSecrets: Bool = true,
-            methodOptions: [HTTPMethod: RequestOptions] = [:]
+            methodOptions: [HTTPMethod: RequestOptions] = [:],
+            observers: [any ConnectObserver] = []
         ) {
             self.coalescesIdenticalRequests = coalescesIdenticalRequests
             self.options = options
@@ -79,6 +84,7 @@ extension Connect {
             self.logger = logger
             self.redactsSecrets = redactsSecrets
             self.methodOptions = methodOptions
+            self.observers = observers
         }
     }
 }

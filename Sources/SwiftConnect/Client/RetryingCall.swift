@@ -233,17 +233,31 @@ final class RetryingCall:
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
     /// completes with `result` (`nil` when it was cancelled, and so is complete already).
     private func end(with result: Result<ConnectResponse, any Error>?) {
-        let (timer, inFlight) = withState { state -> ((any RetryCancellable)?, Future<ConnectResponse>?) in
+        let (timer, inFlight, wasOver, attempts) = withState {
+            state -> ((any RetryCancellable)?, Future<ConnectResponse>?, Bool, Int) in
+            let wasOver = state.isOver
             state.isOver = true
             defer {
                 state.timer = nil
                 state.inFlight = nil
             }
-            return (state.timer, state.inFlight)
+            return (state.timer, state.inFlight, wasOver, state.attempt)
         }
         deadline?.cancel()
         timer?.cancel()
         inFlight?.cancel()
+        // Told before the caller hears the outcome: a caller that reads its observer's figures then has them all.
+        if !wasOver, let observation = context.transfer.observation {
+            switch result {
+            case .success(let response)?:
+                observation.record(.callEnded(status: response.statusCode, error: nil, attempts: attempts))
+            case .failure(let error)?:
+                observation.record(.callEnded(status: nil, error: error, attempts: attempts))
+            case nil:
+                observation.record(
+                    .callEnded(status: nil, error: ConnectError.cancelled(sent: request), attempts: attempts))
+            }
+        }
         if let result { promise.completeIfPending(with: result) }
     }
 

@@ -199,6 +199,11 @@ struct MiddlewareChain: Sendable {
         ConnectResponse
     > {
         guard index < middlewares.count else {
+            let observation = context.transfer.observation
+            if let observation {
+                observation.addingFields(to: &request, attempt: context.attempt)
+                observation.record(.attemptStarted(attempt: context.attempt, request: request))
+            }
             // The fields are kept as every stage set them: a value with CR/LF/NUL is refused here, on every platform.
             if let invalid = request.headerFields.firstInvalid {
                 return Future(
@@ -209,6 +214,7 @@ struct MiddlewareChain: Sendable {
                 return Future(error: RetryAdvice.alreadySent(request))
             }
             let sent = transport.send(request, transfer: context.transfer)
+            if let observation { Self.reportEnd(of: sent, attempt: context.attempt, to: observation, request: request) }
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
@@ -219,6 +225,22 @@ struct MiddlewareChain: Sendable {
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         return middlewares[index].intercept(consume request, context: context, next: next)
+    }
+
+    /// Tells `observation` how the attempt `sent` ended: with the response's head, or an error.
+    private static func reportEnd(
+        of sent: Future<ConnectResponse>, attempt: Int, to observation: CallObservation, request: ConnectRequest
+    ) {
+        sent.whenComplete { result in
+            switch result {
+            case .success(let response):
+                observation.record(.attemptEnded(attempt: attempt, status: response.statusCode, error: nil))
+            case .failure(let error):
+                let failure =
+                    error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
+                observation.record(.attemptEnded(attempt: attempt, status: nil, error: failure))
+            }
+        }
     }
 
     /// A streamed response as every stage expects an error response: for a status outside 200..<300, the body

@@ -191,12 +191,15 @@ final class TaskHandler: Sendable {
     /// released while its request is in flight still follows the request's redirects, and one released after
     /// cancelling its requests goes at once.
     private let transport: Protected<URLSessionTransport?>
+    /// The call's observers, told of the redirects the core follows.
+    let observation: CallObservation?
 
     init(
         request: URLRequest, promise: Promise<ConnectResponse>, deadline: TransportDeadline?,
-        transport: URLSessionTransport?
+        transport: URLSessionTransport?, observation: CallObservation? = nil
     ) {
         self.request = request
+        self.observation = observation
         verdict = TaskVerdict(request: request)
         self.promise = promise
         self.deadline = deadline
@@ -221,7 +224,9 @@ final class TaskHandler: Sendable {
     func didComplete(data: Data?, response: URLResponse?, error: (any Error)?) {
         if error == nil, let redirect = response as? HTTPURLResponse, (300..<400).contains(redirect.statusCode),
             verdict.failure == nil, let transport = transport.withLock({ $0 }),
-            transport.follow(redirect, of: request, body: data ?? Data(), deadline: deadline, promise: promise)
+            transport.follow(
+                redirect, of: request, body: data ?? Data(), deadline: deadline, promise: promise,
+                observation: observation)
         {
             return
         }

@@ -54,6 +54,10 @@ public struct TransferOptions: Sendable {
     }
 
     /// Whether nothing beyond a plain in-memory exchange is asked for.
+    /// The call's observers, told of redirects (``ConnectEvent/redirected(status:location:)``); `nil` when nobody
+    /// watches the call. Not a transfer setting: a plain request stays plain.
+    var observation: CallObservation?
+
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
     }

@@ -159,7 +159,7 @@ public final class URLSessionTransport: Transport {
         case .failure(let error): return Future(error: error)
         }
         if transfer.isPlain, request.httpBody?.isEmpty ?? true, request.httpBodyStream == nil {
-            return sendWithCompletionHandler(request)
+            return sendWithCompletionHandler(request, observation: transfer.observation)
         }
         guard delegate != nil else { return sendInMemory(request, transfer: transfer, using: self) }
         do {
@@ -245,15 +245,17 @@ public final class URLSessionTransport: Transport {
 
     /// A plain exchange, with URLSession's completion handler: started at once, or from ``submissionQueue``
     /// when the caller is delivering another response (``CompletionContext``).
-    private func sendWithCompletionHandler(_ request: URLRequest) -> Future<ConnectResponse> {
+    private func sendWithCompletionHandler(_ request: URLRequest, observation: CallObservation?) -> Future<
+        ConnectResponse
+    > {
         let promise = Promise<ConnectResponse>()
         guard CompletionContext.isDelivering, plainInFlight.snapshot > 0 else {
-            startDataTask(request, promise: promise)
+            startDataTask(request, promise: promise, observation: observation)
             return promise.future
         }
         submissionQueue.async { [self] in
             guard !promise.future.isCompleted else { return }  // cancelled while waiting: never started
-            startDataTask(request, promise: promise)
+            startDataTask(request, promise: promise, observation: observation)
         }
         return promise.future
     }
@@ -261,7 +263,7 @@ public final class URLSessionTransport: Transport {
     /// Creates and starts the data task that completes `promise`: URLSession's completion handler hands its
     /// outcome, body included, to the task's ``TaskHandler``, which challenges and redirects have reached through
     /// the delegate.
-    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>) {
+    func startDataTask(_ request: URLRequest, promise: Promise<ConnectResponse>, observation: CallObservation? = nil) {
         let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
         let slot = Protected<(handler: TaskHandler, task: Int)?>(nil)
@@ -279,7 +281,8 @@ public final class URLSessionTransport: Transport {
             delegate?.unregister(task)
             handler.didComplete(data: data, response: response, error: error)
         }
-        let handler = TaskHandler(request: request, promise: promise, deadline: deadline, transport: self)
+        let handler = TaskHandler(
+            request: request, promise: promise, deadline: deadline, transport: self, observation: observation)
         let stop: @Sendable () -> Void = { [weak task, weak handler, delegate] in
             handler?.releaseTransport()
             Self.cancel(task, through: delegate)
@@ -294,7 +297,7 @@ public final class URLSessionTransport: Transport {
     /// `false` when `response` is the answer (no usable `Location`, a redirect the rules refuse, no delegate).
     func follow(
         _ response: HTTPURLResponse, of request: URLRequest, body: Data, deadline: TransportDeadline?,
-        promise: Promise<ConnectResponse>
+        promise: Promise<ConnectResponse>, observation: CallObservation? = nil
     ) -> Bool {
         guard let delegate, var original = try? ConnectRequest(request),
             RedirectRule.next(
@@ -307,8 +310,9 @@ public final class URLSessionTransport: Transport {
         let engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
         let first = EngineResponse(
             head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
-        let followed = EngineExchange(engine: engine, request: original, transfer: TransferOptions()).start(
-            after: first)
+        var transfer = TransferOptions()
+        transfer.observation = observation
+        let followed = EngineExchange(engine: engine, request: original, transfer: transfer).start(after: first)
         promise.setCancelHandler { followed.cancel() }
         followed.observe { promise.completeIfPending(with: $0) }
         return true

@@ -156,7 +156,7 @@ public final class AuthenticationMiddleware: Middleware {
         let (waiter, admission) = state.withLock { state in
             let waiter = Waiter(
                 id: state.makeID(), request: request, next: next, promise: promise, advice: context.retryAdvice,
-                rejection: nil)
+                rejection: nil, observation: context.transfer.observation)
             return (waiter, state.admit(waiter))
         }
         switch admission {
@@ -239,7 +239,7 @@ extension AuthenticationMiddleware {
         }
         let rejected = Waiter(
             id: waiter.id, request: waiter.request, next: waiter.next, promise: waiter.promise, advice: waiter.advice,
-            rejection: response)
+            rejection: response, observation: waiter.observation)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
         if case .wait = decision, waiter.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
@@ -249,7 +249,7 @@ extension AuthenticationMiddleware {
         case .wait:
             break
         case .refresh(let id, let expired):
-            startRefresh(id, of: expired)
+            startRefresh(id, of: expired, observation: waiter.observation)
         case .retry:
             askForRetry(rejected, with: response)
         case .fail(let error):
@@ -275,12 +275,18 @@ extension AuthenticationMiddleware {
     }
 
     /// Calls `refresh` (no lock held) and releases the waiting requests when it completes.
-    private func startRefresh(_ id: UInt64, of expired: AuthorizationToken?) {
+    private func startRefresh(_ id: UInt64, of expired: AuthorizationToken?, observation: CallObservation?) {
+        observation?.record(.tokenRefreshStarted)
         let renewed = refresh(expired)
         // Requests from this thread no longer come from inside `refresh`.
         state.withLock { $0.leftRefreshCall(id) }
         // `self` is kept until the refresh completes: the waiting requests live in `state`.
         renewed.whenComplete { result in
+            if case .success = result {
+                observation?.record(.tokenRefreshEnded(succeeded: true))
+            } else {
+                observation?.record(.tokenRefreshEnded(succeeded: false))
+            }
             self.finishRefresh(id, with: result)
         }
     }
@@ -330,6 +336,8 @@ extension AuthenticationMiddleware {
         /// The response that rejected the request, while it waits for a refresh; `nil` for a request that waits
         /// without having been sent.
         let rejection: ConnectResponse?
+        /// The call's observers, told of a refresh this request starts.
+        var observation: CallObservation? = nil
     }
 
     /// A credential and the epoch it belongs to: what a request is signed with.

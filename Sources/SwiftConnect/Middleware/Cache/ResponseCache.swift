@@ -292,6 +292,7 @@ public final class ResponseCache: Sendable {
             cached = storedResponse(
                 forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale)
         }
+        context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
             cached.storedRequest = .sent(request)
             return Future(value: cached)

@@ -301,7 +301,15 @@ struct RequestQueueStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        queue.enqueue(request, owner: owner, connectorName: context.connectorName, next: next)
+        guard let observation = context.transfer.observation else {
+            return queue.enqueue(request, owner: owner, connectorName: context.connectorName, next: next)
+        }
+        let enqueued = DispatchTime.now().uptimeNanoseconds
+        return queue.enqueue(request, owner: owner, connectorName: context.connectorName) { request in
+            let waited = DispatchTime.now().uptimeNanoseconds - enqueued
+            observation.record(.queueWaited(seconds: Double(waited) / 1e9))
+            return next(request)
+        }
     }
 }
 

@@ -163,6 +163,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 do {
                     for try await _ in response.body {}
                 } catch {}
+                transfer.observation?.record(.redirected(status: head.statusCode, location: next.request.url))
                 hop = Self.keepingUserinfo(of: hop, on: next.request)
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue

@@ -1,0 +1,127 @@
+import Foundation
+
+/// Watches a client's calls as they happen: the seam that tracing, metrics and logging integrations build on.
+///
+/// Give observers to a client (``Connect/Settings/observers``). For each call, each is asked once, on the caller's
+/// thread and task before anything is sent, for a ``ConnectCallObserver`` that then hears every ``ConnectEvent`` of
+/// that call in order: each attempt, redirect, token refresh, queue wait and cache lookup, then the call's end. Task
+/// locals (a trace context) are read in ``observe(_:)``: a call made with a `Future` carries the caller's context as an
+/// `async` one does.
+///
+/// ```swift
+/// struct Timing: ConnectObserver {
+///     func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+///         TimingCall(name: call.name, started: .now())
+///     }
+/// }
+///
+/// final class TimingCall: ConnectCallObserver {
+///     let name: String
+///     let started: DispatchTime
+///     init(name: String, started: DispatchTime) {
+///         self.name = name
+///         self.started = started
+///     }
+///     func record(_ event: ConnectEvent) {
+///         if case .callEnded = event {
+///             print(name, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6, "ms")
+///         }
+///     }
+/// }
+/// ```
+///
+/// A client without observers pays nothing for the seam; events are made only when someone listens.
+public protocol ConnectObserver: Sendable {
+    /// A call is starting: returns what hears its events, or `nil` to leave this call alone. Called once per call,
+    /// synchronously, on the thread and task that made the call.
+    ///
+    /// - Parameter call: What the call is.
+    /// - Returns: The call's own observer, or `nil`.
+    func observe(_ call: ConnectCall) -> (any ConnectCallObserver)?
+}
+
+/// Hears the events of one call, from whichever thread they happen on.
+///
+/// The events of one attempt come in order (started, redirects, ended), and ``ConnectEvent/callEnded(status:error:attempts:)``
+/// comes last; a token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its
+/// own state thread-safe.
+public protocol ConnectCallObserver: Sendable {
+    /// Something happened to the call.
+    ///
+    /// - Parameter event: What happened.
+    func record(_ event: ConnectEvent)
+
+    /// Header fields to add to an attempt's request on its way to the transport, after every middleware: a trace
+    /// context's `traceparent`, say. A field replaces the request's fields of the same name; a value with CR, LF or NUL
+    /// fails the call as any invalid header does. None by default.
+    ///
+    /// - Parameter attempt: The attempt's number, from 1.
+    /// - Returns: The fields to set.
+    func headerFields(forAttempt attempt: Int) -> HeaderFields
+}
+
+extension ConnectCallObserver {
+    /// Adds no field.
+    public func headerFields(forAttempt attempt: Int) -> HeaderFields { [:] }
+}
+
+/// The observers of one call (those that answered ``ConnectObserver/observe(_:)``), carried by its context and its
+/// transfer options to the stages that tell them.
+struct CallObservation: Sendable {
+    let observers: [any ConnectCallObserver]
+
+    /// Starts observing `call` with `observers`; `nil` when none of them watches it.
+    static func start(_ call: @autoclosure () -> ConnectCall, observers: [any ConnectObserver]) -> CallObservation? {
+        guard !observers.isEmpty else { return nil }
+        let call = call()
+        let watching = observers.compactMap { $0.observe(call) }
+        return watching.isEmpty ? nil : CallObservation(observers: watching)
+    }
+
+    func record(_ event: ConnectEvent) {
+        for observer in observers { observer.record(event) }
+    }
+
+    /// `request` with the fields the observers add to this attempt.
+    func addingFields(to request: inout ConnectRequest, attempt: Int) {
+        for observer in observers {
+            for field in observer.headerFields(forAttempt: attempt) { request.headerFields[field.name] = field.value }
+        }
+    }
+}
+
+/// What a call is, as an observer sees it when it starts.
+public struct ConnectCall: Sendable {
+    /// The method.
+    public let method: HTTPMethod
+    /// The name of the call: the connector's type (`"TodoConnector"`), or the name a request built elsewhere was
+    /// given (an OpenAPI operation's ID).
+    public let name: String
+    /// The path as the connector describes it, placeholders kept (`"/todos/{id}"`): bounded, so fit for a span's
+    /// name or a metric's label, where the URL is not. For a request built elsewhere, its path as sent, unless
+    /// the caller gave a template.
+    public let pathTemplate: String
+    /// The request as it enters the pipeline, before the middlewares.
+    public let request: ConnectRequest
+}
+
+/// Something that happened to a call.
+public enum ConnectEvent: Sendable {
+    /// An attempt is being sent: `attempt` counts from 1; `request` is as the middlewares left it, just before the
+    /// transport.
+    case attemptStarted(attempt: Int, request: ConnectRequest)
+    /// An attempt ended with a response's head (`status`) or an error (`error`) before one arrived.
+    case attemptEnded(attempt: Int, status: Int?, error: ConnectError?)
+    /// The transport followed a redirect of `status` to `location` within the attempt.
+    case redirected(status: Int, location: URL)
+    /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`.
+    case queueWaited(seconds: TimeInterval)
+    /// The client's ``ResponseCache`` answered the request (`hit`), or had nothing for it.
+    case cacheLookup(hit: Bool)
+    /// An ``AuthenticationMiddleware`` started renewing the credential the server rejected, for this call.
+    case tokenRefreshStarted
+    /// That renewal ended; `succeeded` tells whether it gave a new credential.
+    case tokenRefreshEnded(succeeded: Bool)
+    /// The call ended: with the last attempt's status, or with `error`; `attempts` were made.
+    case callEnded(status: Int?, error: (any Error)?, attempts: Int)
+}

@@ -1,0 +1,227 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The event seam (`ConnectObserver`): what a client tells its observers about each call, in order, and what an
+/// observer may add to each attempt.
+final class ConnectObserverTests: XCTestCase {
+    /// Keeps every call it is asked about and every event of each.
+    final class RecordingObserver: ConnectObserver {
+        let calls = Recorder<ConnectCall>()
+        let events = Recorder<String>()
+        /// A value read from the caller's task when the call starts.
+        let taskValues = Recorder<String?>()
+        let addsTraceparent: Bool
+
+        init(addsTraceparent: Bool = false) {
+            self.addsTraceparent = addsTraceparent
+        }
+
+        @TaskLocal static var traceID: String?
+
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            calls.append(call)
+            taskValues.append(Self.traceID)
+            return Call(events: events, addsTraceparent: addsTraceparent)
+        }
+
+        struct Call: ConnectCallObserver {
+            let events: Recorder<String>
+            let addsTraceparent: Bool
+
+            func record(_ event: ConnectEvent) {
+                events.append(Self.describe(event))
+            }
+
+            func headerFields(forAttempt attempt: Int) -> HeaderFields {
+                addsTraceparent ? ["traceparent": "00-trace-span\(attempt)-01"] : [:]
+            }
+
+            static func describe(_ event: ConnectEvent) -> String {
+                switch event {
+                case .attemptStarted(let attempt, let request):
+                    return "start \(attempt) \(request.value(forHTTPHeaderField: "traceparent") ?? "-")"
+                case .attemptEnded(let attempt, let status, let error):
+                    return "end \(attempt) \(status.map(String.init) ?? error.map { "\($0.kind)" } ?? "?")"
+                case .redirected(let status, let location): return "redirect \(status) \(location.path)"
+                case .queueWaited: return "queued"
+                case .cacheLookup(let hit): return hit ? "cache hit" : "cache miss"
+                case .tokenRefreshStarted: return "refresh"
+                case .tokenRefreshEnded(let succeeded): return "refreshed \(succeeded)"
+                case .callEnded(let status, let error, let attempts):
+                    let outcome = status.map(String.init) ?? (error as? ConnectError).map { "\($0.kind)" } ?? "?"
+                    return "call \(outcome) after \(attempts)"
+                }
+            }
+        }
+    }
+
+    private struct GetTodo: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/todos/{id}" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "7") }
+    }
+
+    private func client(
+        _ transport: some Transport, observer: RecordingObserver, middlewares: [any Middleware] = [],
+        queue: RequestQueue? = nil, cache: ResponseCache? = nil
+    ) -> Connect {
+        Connect(
+            transport: transport, middlewares: middlewares,
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()), requestQueue: queue, responseCache: cache,
+            settings: Connect.Settings(observers: [observer]))
+    }
+
+    // MARK: - Attempts and the call
+
+    func testAPlainCallIsOneAttemptThenItsEndNamedByTheConnectorAndItsTemplate() throws {
+        let observer = RecordingObserver()
+        let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 200", "call 200 after 1"])
+        let call = try XCTUnwrap(observer.calls.values.first)
+        XCTAssertEqual(call.name, "GetTodo")
+        XCTAssertEqual(call.pathTemplate, "/todos/{id}")
+        XCTAssertEqual(call.method, .get)
+        XCTAssertEqual(call.request.url.path, "/todos/7")
+    }
+
+    func testARetriedCallTellsEachAttempt() throws {
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.status(503, headers: ["Retry-After": "0"]), .json(string: "{}")])
+        let observer = RecordingObserver()
+        _ = try client(transport, observer: observer).request(GetTodo()).wait()
+        XCTAssertEqual(
+            observer.events.values, ["start 1 -", "end 1 503", "start 2 -", "end 2 200", "call 200 after 2"])
+    }
+
+    func testAFailureBeforeAnyResponseIsTheAttemptsAndTheCallsEnd() throws {
+        let observer = RecordingObserver()
+        let connect = Connect(
+            transport: FakeTransport.answering(.failure(URLError(.cannotConnectToHost))),
+            retryPolicy: RetryPolicy(maxAttempts: 1), settings: Connect.Settings(observers: [observer]))
+        XCTAssertNotNil(connectError(of: connect.request(GetTodo())))
+        XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 cannotConnect", "call cannotConnect after 1"])
+    }
+
+    func testAnErrorStatusTheHandlerTurnsIntoAnErrorStillEndsWithItsStatus() throws {
+        let observer = RecordingObserver()
+        let connect = client(FakeTransport.answering(.status(404)), observer: observer)
+        XCTAssertEqual(connectError(of: connect.request(GetTodo()))?.statusCode, 404)
+        XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 404", "call 404 after 1"])
+    }
+
+    // MARK: - Stages
+
+    func testATokenRefreshIsToldBetweenTheAttempts() throws {
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.status(401), .json(string: "{}")])
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(value: .bearer(token: "new"))
+        }
+        let observer = RecordingObserver()
+        _ = try client(transport, observer: observer, middlewares: [auth]).request(GetTodo()).wait()
+        XCTAssertEqual(
+            observer.events.values,
+            ["start 1 -", "end 1 401", "refresh", "refreshed true", "start 2 -", "end 2 200", "call 200 after 2"])
+    }
+
+    func testTheCacheTellsAHitAndAMissAndAHitSendsNothing() throws {
+        let observer = RecordingObserver()
+        let connect = client(
+            FakeTransport.answering(.json(string: "{}")), observer: observer,
+            cache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)))
+        _ = try connect.request(GetTodo()).wait()
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(
+            observer.events.values,
+            ["cache miss", "start 1 -", "end 1 200", "call 200 after 1", "cache hit", "call 200 after 1"])
+    }
+
+    func testTheQueueTellsTheWait() throws {
+        let observer = RecordingObserver()
+        let connect = client(
+            FakeTransport.answering(.json(string: "{}")), observer: observer,
+            queue: RequestQueue(maxConcurrentRequests: 1))
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(observer.events.values, ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    func testARedirectTheCoreFollowsIsTold() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/old") { _ in .redirect(to: "/new") }
+        server.route("GET", "/new") { _ in .json(string: "{}") }
+        let observer = RecordingObserver()
+        let connect = client(URLSessionTransport(), observer: observer)
+        _ = try connect.request(ClientFixtures.Endpoint(baseURL: server.baseURL, endpoint: "/old")).wait()
+        XCTAssertEqual(
+            observer.events.values, ["start 1 -", "redirect 302 /new", "end 1 200", "call 200 after 1"])
+    }
+
+    // MARK: - What an observer adds, and the caller's context
+
+    func testAnObserverAddsItsFieldsToEachAttempt() throws {
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.status(503, headers: ["Retry-After": "0"]), .json(string: "{}")])
+        let observer = RecordingObserver(addsTraceparent: true)
+        _ = try client(transport, observer: observer).request(GetTodo()).wait()
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "traceparent") },
+            ["00-trace-span1-01", "00-trace-span2-01"])
+        XCTAssertEqual(observer.events.values.first, "start 1 00-trace-span1-01")
+    }
+
+    func testAFutureCallIsObservedInTheCallersTask() throws {
+        let observer = RecordingObserver()
+        let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
+        let future = RecordingObserver.$traceID.withValue("trace-1") { connect.request(GetTodo()) }
+        _ = try future.wait()
+        XCTAssertEqual(observer.taskValues.values, ["trace-1"])
+    }
+
+    func testAnObserverThatDeclinesACallHearsNothing() throws {
+        struct Declining: ConnectObserver {
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { nil }
+        }
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, settings: Connect.Settings(observers: [Declining()]))
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testTheDocumentationsExampleRuns() throws {
+        // `ConnectObserver`'s example, as written there (it prints the call's time).
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: "{}")), settings: Connect.Settings(observers: [Timing()]))
+        _ = try connect.request(GetTodo()).wait()
+    }
+}
+
+// `ConnectObserver`'s documentation example.
+struct Timing: ConnectObserver {
+    func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+        TimingCall(name: call.name, started: .now())
+    }
+}
+
+final class TimingCall: ConnectCallObserver {
+    let name: String
+    let started: DispatchTime
+    init(name: String, started: DispatchTime) {
+        self.name = name
+        self.started = started
+    }
+    func record(_ event: ConnectEvent) {
+        if case .callEnded = event {
+            print(name, Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e6, "ms")
+        }
+    }
+}
