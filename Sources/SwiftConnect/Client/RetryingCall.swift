@@ -243,10 +243,8 @@ final class RetryingCall:
             }
             return (state.timer, state.inFlight, wasOver, state.attempt)
         }
-        deadline?.cancel()
-        timer?.cancel()
-        inFlight?.cancel()
-        // Told before the caller hears the outcome: a caller that reads its observer's figures then has them all.
+        // Told before the attempt in flight is cancelled, so that its span ends with the call's reason (a deadline),
+        // and before the caller hears the outcome, so that a caller reading its observer's figures has them all.
         if !wasOver, let observation = context.transfer.observation {
             switch result {
             case .success(let response)?:
@@ -258,6 +256,9 @@ final class RetryingCall:
                     .callEnded(status: nil, error: ConnectError.cancelled(sent: request), attempts: attempts))
             }
         }
+        deadline?.cancel()
+        timer?.cancel()
+        inFlight?.cancel()
         if let result { promise.completeIfPending(with: result) }
     }
 

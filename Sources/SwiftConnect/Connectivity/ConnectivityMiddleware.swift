@@ -69,7 +69,9 @@ public struct ConnectivityMiddleware: Middleware {
     > {
         let policy = context.options.connectivity ?? policy
         guard policy != .ignore, !LoopbackHost.contains(request.url) else { return next(request) }
-        return gate.send(request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next)
+        return gate.send(
+            request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next,
+            observation: context.transfer.observation)
     }
 }
 
@@ -80,6 +82,9 @@ final class ConnectivityGate: Sendable {
         let request: ConnectRequest
         let next: Middleware.Next
         let promise: Promise<ConnectResponse>
+        /// The call's observers, told how long the request was held; and when it began to wait.
+        let observation: CallObservation?
+        let since: UInt64
     }
 
     private struct State {
@@ -114,9 +119,10 @@ final class ConnectivityGate: Sendable {
     }
 
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
-    func send(_ request: consuming ConnectRequest, waiting: Bool, next: @escaping Middleware.Next) -> Future<
-        ConnectResponse
-    > {
+    func send(
+        _ request: consuming ConnectRequest, waiting: Bool, next: @escaping Middleware.Next,
+        observation: CallObservation? = nil
+    ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
         let request = copy request
         // Decided under one lock: read twice, a drop between the reads failed a request that was to wait.
@@ -129,7 +135,9 @@ final class ConnectivityGate: Sendable {
             if state.isConnected { return .send }
             guard waiting else { return .fail }
             state.nextID &+= 1
-            state.waiting[state.nextID] = Waiting(request: request, next: next, promise: promise)
+            state.waiting[state.nextID] = Waiting(
+                request: request, next: next, promise: promise, observation: observation,
+                since: observation == nil ? 0 : DispatchTime.now().uptimeNanoseconds)
             return .wait(state.nextID)
         }
         switch decision {
@@ -170,6 +178,10 @@ final class ConnectivityGate: Sendable {
         for (id, waiting) in released {
             // Cancelled (or timed out) since it was taken out: it is not sent.
             guard !waiting.promise.future.isCompleted else { continue }
+            if let observation = waiting.observation {
+                let waited = DispatchTime.now().uptimeNanoseconds - waiting.since
+                observation.record(.connectivityWaited(seconds: Double(waited) / 1e9))
+            }
             let sent = waiting.next(waiting.request)
             // Recorded for the cancel handler `send` set (``cancel(_:)``); a cancellation that came before this
             // found nothing to stop, so the request is stopped here.

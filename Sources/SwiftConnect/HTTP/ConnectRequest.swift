@@ -257,3 +257,20 @@ extension HeaderFields {
         return joined
     }
 }
+
+// MARK: - Redaction
+
+extension ConnectRequest {
+    /// The URL as SwiftConnect's own output shows it: without `user:password@`, with the values of secret query
+    /// items (`token`, `api_key`…) hidden, and with every secret value the request carries (its credentials, in any
+    /// header or field) hidden wherever it appears again. For traces and logs of your own (OpenTelemetry's
+    /// `url.full`), where the URL itself must not leak a secret.
+    ///
+    /// ```swift
+    /// let request = ConnectRequest(url: URL(string: "https://api.example.com/v1/me?token=abc&page=2")!)
+    /// request.redactedURL  // "https://api.example.com/v1/me?token=<redacted>&page=2"
+    /// ```
+    public var redactedURL: String {
+        SecretValues(of: self).hiding(in: Redaction.url(url, redacting: true))
+    }
+}

@@ -204,16 +204,17 @@ struct MiddlewareChain: Sendable {
                 observation.addingFields(to: &request, attempt: context.attempt)
                 observation.record(.attemptStarted(attempt: context.attempt, request: request))
             }
-            // The fields are kept as every stage set them: a value with CR/LF/NUL is refused here, on every platform.
+            let sent: Future<ConnectResponse>
             if let invalid = request.headerFields.firstInvalid {
-                return Future(
-                    error: ConnectError.invalidRequest(
-                        .invalidHeader(name: invalid.name.rawName), sent: request))
+                // The fields are kept as every stage set them: a value with CR/LF/NUL is refused here, on every
+                // platform.
+                sent = Future(
+                    error: ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), sent: request))
+            } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
+                sent = Future(error: RetryAdvice.alreadySent(request))
+            } else {
+                sent = transport.send(request, transfer: context.transfer)
             }
-            if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
-                return Future(error: RetryAdvice.alreadySent(request))
-            }
-            let sent = transport.send(request, transfer: context.transfer)
             if let observation { Self.reportEnd(of: sent, attempt: context.attempt, to: observation, request: request) }
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in

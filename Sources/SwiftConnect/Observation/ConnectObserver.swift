@@ -42,9 +42,11 @@ public protocol ConnectObserver: Sendable {
 
 /// Hears the events of one call, from whichever thread they happen on.
 ///
-/// The events of one attempt come in order (started, redirects, ended), and ``ConnectEvent/callEnded(status:error:attempts:)``
-/// comes last; a token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its
-/// own state thread-safe.
+/// The events of one attempt come in order (started, redirects, ended), and
+/// ``ConnectEvent/callEnded(status:error:attempts:)`` comes once the call has its outcome. An attempt the call's end
+/// cuts short (its deadline passed, the caller cancelled) is told ended after that, as cancelled: the call's end says
+/// why. A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
+/// thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
@@ -116,6 +118,8 @@ public enum ConnectEvent: Sendable {
     case redirected(status: Int, location: URL)
     /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`.
     case queueWaited(seconds: TimeInterval)
+    /// A ``ConnectivityMiddleware`` held the request for `seconds` while the network was gone, then sent it.
+    case connectivityWaited(seconds: TimeInterval)
     /// The client's ``ResponseCache`` answered the request (`hit`), or had nothing for it.
     case cacheLookup(hit: Bool)
     /// An ``AuthenticationMiddleware`` started renewing the credential the server rejected, for this call.

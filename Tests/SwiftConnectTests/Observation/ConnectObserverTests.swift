@@ -50,6 +50,7 @@ final class ConnectObserverTests: XCTestCase {
                     return "end \(attempt) \(status.map(String.init) ?? error.map { "\($0.kind)" } ?? "?")"
                 case .redirected(let status, let location): return "redirect \(status) \(location.path)"
                 case .queueWaited: return "queued"
+                case .connectivityWaited: return "held offline"
                 case .cacheLookup(let hit): return hit ? "cache hit" : "cache miss"
                 case .tokenRefreshStarted: return "refresh"
                 case .tokenRefreshEnded(let succeeded): return "refreshed \(succeeded)"
@@ -152,6 +153,19 @@ final class ConnectObserverTests: XCTestCase {
             queue: RequestQueue(maxConcurrentRequests: 1))
         _ = try connect.request(GetTodo()).wait()
         XCTAssertEqual(observer.events.values, ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    func testARequestHeldWhileOfflineIsTold() throws {
+        let monitor = FakeConnectivityMonitor(.disconnected)
+        let observer = RecordingObserver()
+        let connect = client(
+            FakeTransport.answering(.json(string: "{}")), observer: observer,
+            middlewares: [ConnectivityMiddleware(monitor: monitor)])
+        let future = connect.request(GetTodo())
+        XCTAssertEqual(observer.events.values, [], "held: nothing sent yet")
+        monitor.set(.connected)
+        _ = try future.wait()
+        XCTAssertEqual(observer.events.values, ["held offline", "start 1 -", "end 1 200", "call 200 after 1"])
     }
 
     func testARedirectTheCoreFollowsIsTold() throws {
