@@ -23,6 +23,9 @@ let package = Package(
         // The official AsyncHTTPClient transport of swift-openapi-runtime, beside raw AsyncHTTPClient: what the
         // OpenAPI runtime's own types cost any transport.
         .package(url: "https://github.com/swift-server/swift-openapi-async-http-client", from: "1.5.0"),
+        // The tracing integration, with a no-op tracer beside no integration (Observability/ benchmarks).
+        .package(name: "SwiftConnectTracing", path: "../Integrations/Tracing"),
+        .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
     ],
     targets: [
         // What the benchmarks and PipelineInstructions share: the payloads and the pipeline's two ways of making a request.
@@ -59,6 +62,8 @@ let package = Package(
                 .product(name: "OpenAPIRuntime", package: "swift-openapi-runtime"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "OpenAPIAsyncHTTPClient", package: "swift-openapi-async-http-client"),
+                .product(name: "SwiftConnectTracing", package: "SwiftConnectTracing"),
+                .product(name: "Tracing", package: "swift-distributed-tracing"),
             ],
             path: "Benchmarks/SwiftConnectBenchmarks",
             swiftSettings: [.swiftLanguageMode(.v5)],

@@ -16,4 +16,5 @@ let benchmarks: @Sendable () -> Void = {
     registerEngineBenchmarks()
     registerStreamingBenchmarks()
     registerOpenAPIBenchmarks()
+    registerObservabilityBenchmarks()
 }

@@ -1,0 +1,186 @@
+import Foundation
+import SwiftConnect
+import Tracing
+
+/// Traces a client's calls with swift-distributed-tracing: one CLIENT span per attempt, as OpenTelemetry's HTTP
+/// client conventions ask, the caller's trace context propagated in `traceparent` (or whatever the tracer injects).
+///
+/// One line turns it on:
+///
+/// ```swift
+/// let connect = Connect(settings: Connect.Settings(observers: [TracingObserver()]))
+/// ```
+///
+/// Each attempt's span:
+/// - is named `{method} {url.template}` (`GET /todos/{id}`), from the connector's path template, or the name the
+///   call was given (an OpenAPI operation's ID) when there is no template;
+/// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
+///   when the call starts, on the caller's task);
+/// - carries `http.request.method`, `server.address`, `server.port`, `url.full` (through the library's redaction:
+///   no user info, secret query values and credentials hidden), `url.template`, `http.request.resend_count` (from
+///   the second attempt), `http.response.status_code`, and for a failure `error.type` (the status code for 4xx
+///   and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no response) with the span's status set to
+///   error;
+/// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
+///   the token refresh that came before the attempt.
+///
+/// A call answered by the client's cache sends nothing and makes no span.
+public struct TracingObserver: ConnectObserver {
+    /// The tracer; `nil` for the process's (`InstrumentationSystem.tracer`), read at each call.
+    private let tracer: (any Tracer)?
+
+    /// Creates an observer that starts spans with `tracer`, or with the process's tracer when `nil`.
+    ///
+    /// - Parameter tracer: The tracer; `nil` (the default) for `InstrumentationSystem.tracer`.
+    public init(tracer: (any Tracer)? = nil) {
+        self.tracer = tracer
+    }
+
+    /// Reads the caller's trace context and returns the call's tracer; `nil` (nothing to do for the call) when the
+    /// tracer is a `NoOpTracer`, as the process's is until one is bootstrapped.
+    public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+        let tracer = tracer ?? InstrumentationSystem.tracer
+        if tracer is NoOpTracer { return nil }
+        return CallTracing(tracer: tracer, parent: InstrumentationContext.current ?? .topLevel, call: call)
+    }
+}
+
+/// The spans of one call: the attempt in flight, and what happened before it.
+final class CallTracing: ConnectCallObserver, @unchecked Sendable {
+    // `lock` protects `span`, `spanAttempt` and `pending`; the tracer and the call never change.
+    private let lock = NSLock()
+    private let tracer: any Tracer
+    private let parent: InstrumentationContext
+    private let name: String
+    private let call: ConnectCall
+    /// The span of the attempt in flight.
+    private var span: (any Span)?
+    private var spanAttempt = 0
+    /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
+    private var pending: [SpanEvent] = []
+
+    init(tracer: any Tracer, parent: InstrumentationContext, call: ConnectCall) {
+        self.tracer = tracer
+        self.parent = parent
+        self.call = call
+        let template = call.pathTemplate.isEmpty ? call.name : call.pathTemplate
+        name = "\(call.method.rawValue) \(template)"
+    }
+
+    /// The trace context of the attempt's span, as the tracer writes it into headers.
+    func headerFields(forAttempt attempt: Int) -> HeaderFields {
+        let span = span(forAttempt: attempt)
+        var fields = HeaderFields()
+        tracer.inject(span.context, into: &fields, using: HeaderFieldsInjector())
+        return fields
+    }
+
+    func record(_ event: ConnectEvent) {
+        switch event {
+        case .attemptStarted(let attempt, let request):
+            let span = span(forAttempt: attempt)
+            // A span the tracer does not record (sampled out) is not worth the attributes' strings.
+            guard span.isRecording else { return }
+            span.updateAttributes { attributes in
+                attributes["http.request.method"] = request.method.rawValue
+                attributes["server.address"] = request.url.host ?? ""
+                attributes["server.port"] = Self.port(of: request.url)
+                attributes["url.full"] = request.redactedURL
+                attributes["url.template"] = call.pathTemplate
+                attributes["swiftconnect.call"] = call.name
+                if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
+            }
+        case .attemptEnded(let attempt, let status, let error):
+            guard let span = takeSpan(ofAttempt: attempt) else { return }
+            if let status {
+                span.attributes["http.response.status_code"] = status
+                if status >= 400 {
+                    span.attributes["error.type"] = String(status)
+                    span.setStatus(SpanStatus(code: .error))
+                }
+            } else if let error {
+                span.attributes["error.type"] = error.kind.rawValue
+                span.recordError(error)
+                span.setStatus(SpanStatus(code: .error, message: error.kind.rawValue))
+            }
+            span.end()
+        case .redirected(let status, let location):
+            let span = lock.withLock { self.span }
+            span?.addEvent(
+                SpanEvent(
+                    name: "redirect",
+                    attributes: [
+                        "http.response.status_code": .int64(Int64(status)),
+                        "url.full": .string(ConnectRequest(url: location).redactedURL),
+                    ]))
+        case .queueWaited(let seconds):
+            remember(SpanEvent(name: "queued", attributes: ["swiftconnect.queue.wait_seconds": .double(seconds)]))
+        case .connectivityWaited(let seconds):
+            remember(
+                SpanEvent(
+                    name: "held while offline", attributes: ["swiftconnect.offline.wait_seconds": .double(seconds)]))
+        case .tokenRefreshStarted:
+            remember(SpanEvent(name: "token refresh started"))
+        case .tokenRefreshEnded(let succeeded):
+            remember(SpanEvent(name: "token refresh ended", attributes: ["swiftconnect.succeeded": .bool(succeeded)]))
+        case .cacheLookup:
+            break
+        case .callEnded(_, let error, _):
+            // An attempt still open (the call was cancelled, or timed out, while it was in flight) ends here.
+            guard
+                let span = lock.withLock({ () -> (any Span)? in
+                    defer { self.span = nil }
+                    return self.span
+                })
+            else { return }
+            let kind = (error as? ConnectError)?.kind.rawValue ?? "cancelled"
+            span.attributes["error.type"] = kind
+            span.setStatus(SpanStatus(code: .error, message: kind))
+            span.end()
+        }
+    }
+
+    /// The span of `attempt`, started now if it is not yet (with the events that came before it).
+    private func span(forAttempt attempt: Int) -> any Span {
+        lock.lock()
+        defer { lock.unlock() }
+        if let span, spanAttempt == attempt { return span }
+        let started = Self.start(name, tracer: tracer, parent: parent)
+        for event in pending { started.addEvent(event) }
+        pending = []
+        span = started
+        spanAttempt = attempt
+        return started
+    }
+
+    /// Takes the span of `attempt` out, to end it.
+    private func takeSpan(ofAttempt attempt: Int) -> (any Span)? {
+        lock.withLock {
+            guard spanAttempt == attempt, let span else { return nil }
+            self.span = nil
+            return span
+        }
+    }
+
+    private func remember(_ event: SpanEvent) {
+        lock.withLock { pending.append(event) }
+    }
+
+    /// A CLIENT span of `tracer`, whatever its concrete type.
+    private static func start<T: Tracer>(_ name: String, tracer: T, parent: InstrumentationContext) -> any Span {
+        tracer.startSpan(name, context: parent, ofKind: .client)
+    }
+
+    /// The port the URL names, or its scheme's default.
+    private static func port(of url: URL) -> Int {
+        if let port = url.port { return port }
+        return url.scheme?.lowercased() == "http" ? 80 : 443
+    }
+}
+
+/// Writes the tracer's propagation fields (`traceparent`, `tracestate`…) into a request's header fields.
+struct HeaderFieldsInjector: Injector {
+    func inject(_ value: String, forKey key: String, into fields: inout HeaderFields) {
+        fields[HeaderField.Name(key)] = value
+    }
+}

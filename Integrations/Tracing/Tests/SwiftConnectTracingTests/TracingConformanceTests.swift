@@ -1,0 +1,252 @@
+import Foundation
+import InMemoryTracing
+import SwiftConnect
+import SwiftConnectTesting
+import SwiftConnectTracing
+import Tracing
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The spans `TracingObserver` makes, pinned name by name and attribute by attribute, for each kind of call: through
+/// URLSession to a server on 127.0.0.1 where a server is involved, through the test kit's fake transport where a
+/// failure is.
+final class TracingConformanceTests: XCTestCase {
+    private var server: LocalServer!
+    private var tracer: InMemoryTracer!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        tracer = InMemoryTracer()
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private struct GetTodo: Connector {
+        var baseURL: URL
+        var endpoint: String { "/todos/{id}" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "7") }
+        var timeout: TimeInterval = 60
+    }
+
+    private func client(
+        _ transport: any Transport = URLSessionTransport(), middlewares: [any Middleware] = [],
+        maxResponseBytes: Int? = nil
+    ) -> Connect {
+        Connect(
+            transport: transport, middlewares: middlewares,
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(maxResponseBytes: maxResponseBytes, observers: [TracingObserver(tracer: tracer)])
+        )
+    }
+
+    private var todo: GetTodo { GetTodo(baseURL: server.baseURL) }
+
+    /// The attributes of `span` as plain values.
+    private func attributes(of span: FinishedInMemorySpan) -> [String: String] {
+        var values: [String: String] = [:]
+        // `SpanAttributes` is not a sequence: `forEach` is the only way through it.
+        // swift-format-ignore: ReplaceForEachWithForLoop
+        span.attributes.forEach { key, attribute in
+            switch attribute {
+            case .string(let value): values[key] = value
+            case .int64(let value): values[key] = String(value)
+            case .bool(let value): values[key] = String(value)
+            case .double(let value): values[key] = String(value)
+            default: values[key] = "\(attribute)"
+            }
+        }
+        return values
+    }
+
+    // MARK: - Answers
+
+    func test200IsOneClientSpanWithTheConventionsAttributesAndItsContextSent() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        _ = try client().request(todo).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+        XCTAssertEqual(span.operationName, "GET /todos/{id}")
+        XCTAssertEqual(span.kind, .client)
+        XCTAssertNil(span.status)
+        XCTAssertEqual(
+            attributes(of: span),
+            [
+                "http.request.method": "GET", "server.address": "127.0.0.1", "server.port": String(server.port),
+                "url.full": server.baseURL.absoluteString + "/todos/7", "url.template": "/todos/{id}",
+                "swiftconnect.call": "GetTodo", "http.response.status_code": "200",
+            ])
+        // The span's context reached the server, as the tracer writes it.
+        let received = try XCTUnwrap(server.requests.last)
+        XCTAssertEqual(received.header(InMemoryTracer.spanIDKey), span.spanID)
+        XCTAssertEqual(received.header(InMemoryTracer.traceIDKey), span.traceID)
+    }
+
+    func test404IsAnErrorSpanWithTheStatusAsItsType() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"message":"no"}"#, status: 404) }
+        XCTAssertNotNil(connectError(of: client().request(todo)))
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(attributes(of: span)["http.response.status_code"], "404")
+        XCTAssertEqual(attributes(of: span)["error.type"], "404")
+        XCTAssertEqual(span.status?.code, .error)
+    }
+
+    func testARetriedCallIsTwoSpansInTheCallersTraceTheSecondCountedAsAResend() throws {
+        let attempts = Locked(0)
+        server.route("GET", "/todos/:id") { _ in
+            attempts.withLock { count -> Int in
+                count += 1
+                return count
+            } == 1
+                ? LocalServer.Response.status(503).withHeader("Retry-After", "0") : .json(string: "{}")
+        }
+        let parent = tracer.startSpan("caller")
+        let future = InstrumentationContext.$current.withValue(parent.context) { client().request(todo) }
+        _ = try future.wait()
+        parent.end()
+        let spans = tracer.finishedSpans.filter { $0.operationName == "GET /todos/{id}" }
+        XCTAssertEqual(spans.count, 2)
+        XCTAssertEqual(spans.map { attributes(of: $0)["http.response.status_code"] }, ["503", "200"])
+        XCTAssertEqual(spans.map { attributes(of: $0)["http.request.resend_count"] }, [nil, "1"])
+        XCTAssertEqual(spans.map(\.parentSpanID), [parent.spanID, parent.spanID], "children of the caller's span")
+        XCTAssertEqual(Set(spans.map(\.traceID)), [parent.traceID])
+    }
+
+    func testATokenRefreshIsAnEventOfTheAttemptAfterIt() throws {
+        server.route("GET", "/todos/:id") { request in
+            request.header("Authorization") == "Bearer new" ? .json(string: "{}") : .status(401)
+        }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(value: .bearer(token: "new"))
+        }
+        _ = try client(middlewares: [auth]).request(todo).wait()
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.map { attributes(of: $0)["http.response.status_code"] }, ["401", "200"])
+        XCTAssertEqual(spans[0].events.map(\.name), [])
+        XCTAssertEqual(spans[1].events.map(\.name), ["token refresh started", "token refresh ended"])
+    }
+
+    func testARedirectIsAnEventOfItsAttempt() throws {
+        server.route("GET", "/todos/:id") { _ in .redirect(to: "/moved?token=abc") }
+        server.route("GET", "/moved") { _ in .json(string: "{}") }
+        _ = try client().request(todo).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+        XCTAssertEqual(span.events.map(\.name), ["redirect"])
+        XCTAssertEqual(
+            span.events.first?.attributes.get("url.full"),
+            .string(server.baseURL.absoluteString + "/moved?token=<redacted>"))
+        XCTAssertEqual(attributes(of: span)["http.response.status_code"], "200")
+    }
+
+    func testAnEventStreamsSpanEndsWithItsHead() async throws {
+        server.route("GET", "/todos/:id") { _ in .serverSentEvents([ServerSentEvent(data: "a")]) }
+        var events: [String] = []
+        for try await event in client().stream(todo).events { events.append(event.data) }
+        XCTAssertEqual(events, ["a"])
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["http.response.status_code"] }, ["200"])
+    }
+
+    // MARK: - Failures
+
+    func testATimeoutEndsTheSpanAsTimedOut() throws {
+        server.route("GET", "/todos/:id") { _ in LocalServer.Response.json(string: "{}").delayed(by: 5) }
+        var slow = todo
+        slow.timeout = 0.3
+        XCTAssertEqual(connectError(of: client().request(slow))?.kind, .timedOut)
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(attributes(of: span)["error.type"], "timedOut")
+        XCTAssertEqual(span.status?.code, .error)
+    }
+
+    func testACancelledCallEndsItsSpanAsCancelled() throws {
+        let transport = FakeTransport.answering(FakeResponse.json(string: "{}").released(by: Promise<Void>().future))
+        let future = client(transport).request(todo)
+        future.cancel()
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(attributes(of: span)["error.type"], "cancelled")
+    }
+
+    func testARefusedConnectionIsItsKind() throws {
+        let port = server.port
+        server.stop()
+        let gone = GetTodo(baseURL: URL(string: "http://127.0.0.1:\(port)")!)
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+        XCTAssertEqual(connectError(of: connect.request(gone))?.kind, .cannotConnect)
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["error.type"] }, ["cannotConnect"])
+    }
+
+    func testAPinTheEngineCannotCheckIsAPinningFailure() throws {
+        let pins = try CertificatePins(["127.0.0.1": [String(repeating: "A", count: 43) + "="]])
+        let connect = Connect(
+            transport: URLSessionTransport(configuration: URLSessionTransport.defaultConfiguration, pins: pins),
+            retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+        let https = GetTodo(baseURL: URL(string: "https://127.0.0.1:\(server.port)")!)
+        XCTAssertEqual(connectError(of: connect.request(https))?.kind, .certificatePinning)
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["error.type"] }, ["certificatePinning"])
+    }
+
+    func testASizeLimitIsResponseTooLarge() throws {
+        server.route("GET", "/todos/:id") { _ in .data(Data(repeating: 1, count: 4096)) }
+        XCTAssertEqual(connectError(of: client(maxResponseBytes: 100).request(todo))?.kind, .responseTooLarge)
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["error.type"] }, ["responseTooLarge"])
+    }
+
+    func testARequestHeldWhileOfflineSaysSoOnItsSpan() throws {
+        // Loopback hosts are never held: a fake transport stands for a remote server.
+        let monitor = FakeConnectivityMonitor(.disconnected)
+        let connect = client(
+            FakeTransport.answering(.json(string: "{}")), middlewares: [ConnectivityMiddleware(monitor: monitor)])
+        let future = connect.request(GetTodo(baseURL: URL(string: "https://api.example.com")!))
+        XCTAssertEqual(tracer.finishedSpans.count + tracer.activeSpans.count, 0, "held: no attempt yet")
+        monitor.set(.connected)
+        _ = try future.wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(span.events.map(\.name), ["held while offline"])
+        XCTAssertEqual(attributes(of: span)["server.address"], "api.example.com")
+        XCTAssertEqual(attributes(of: span)["server.port"], "443")
+    }
+
+    func testACacheHitMakesNoSpan() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        let connect = Connect(
+            transport: URLSessionTransport(), responseCache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+        _ = try connect.request(todo).wait()
+        _ = try connect.request(todo).wait()
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+    }
+}
+
+/// A value behind a lock, for the server's handlers.
+final class Locked<Value>: @unchecked Sendable {
+    // `lock` protects `value`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
+
+/// The `ConnectError` `future` fails with, or `nil` when it succeeds.
+func connectError<Value>(of future: Future<Value>) -> ConnectError? {
+    guard case .failure(let error)? = try? future.waitForResult() else { return nil }
+    return error as? ConnectError
+}
