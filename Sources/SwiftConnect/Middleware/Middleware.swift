@@ -215,7 +215,10 @@ struct MiddlewareChain: Sendable {
             } else {
                 sent = transport.send(request, transfer: context.transfer)
             }
-            if let observation { Self.reportEnd(of: sent, attempt: context.attempt, to: observation, request: request) }
+            if let observation {
+                Self.reportEnd(
+                    of: sent, attempt: context.attempt, to: observation, request: request, transfer: context.transfer)
+            }
             guard let streaming = context.transfer.streaming else { return sent }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
@@ -230,16 +233,30 @@ struct MiddlewareChain: Sendable {
 
     /// Tells `observation` how the attempt `sent` ended: with the response's head, or an error.
     private static func reportEnd(
-        of sent: Future<ConnectResponse>, attempt: Int, to observation: CallObservation, request: ConnectRequest
+        of sent: Future<ConnectResponse>, attempt: Int, to observation: CallObservation, request: ConnectRequest,
+        transfer: TransferOptions
     ) {
+        let bytesSent: Int64?
+        switch request.body {
+        case .none: bytesSent = transfer.bodyFile == nil ? 0 : nil
+        case .bytes(let data): bytesSent = Int64(data.count)
+        case .stream: bytesSent = nil
+        }
+        let isDownload = transfer.destination != nil
         sent.whenComplete { result in
             switch result {
             case .success(let response):
-                observation.record(.attemptEnded(attempt: attempt, status: response.statusCode, error: nil))
+                let received = response.bodyStream == nil && !isDownload ? Int64(response.data.count) : nil
+                observation.record(
+                    .attemptEnded(
+                        attempt: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent,
+                        bytesReceived: received))
             case .failure(let error):
                 let failure =
                     error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
-                observation.record(.attemptEnded(attempt: attempt, status: nil, error: failure))
+                observation.record(
+                    .attemptEnded(
+                        attempt: attempt, status: nil, error: failure, bytesSent: bytesSent, bytesReceived: nil))
             }
         }
     }

@@ -112,8 +112,11 @@ public enum ConnectEvent: Sendable {
     /// An attempt is being sent: `attempt` counts from 1; `request` is as the middlewares left it, just before the
     /// transport.
     case attemptStarted(attempt: Int, request: ConnectRequest)
-    /// An attempt ended with a response's head (`status`) or an error (`error`) before one arrived.
-    case attemptEnded(attempt: Int, status: Int?, error: ConnectError?)
+    /// An attempt ended with a response (`status`) or an error (`error`) before one arrived. `bytesSent` is the
+    /// request body's size (`nil` for one streamed from an `InputStream` or a file); `bytesReceived` the response
+    /// body's, when it arrived whole (`nil` for a streamed response, whose attempt ends with its head, or a download
+    /// to a file).
+    case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)
     /// The transport followed a redirect of `status` to `location` within the attempt.
     case redirected(status: Int, location: URL)
     /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`.

@@ -46,7 +46,7 @@ final class ConnectObserverTests: XCTestCase {
                 switch event {
                 case .attemptStarted(let attempt, let request):
                     return "start \(attempt) \(request.value(forHTTPHeaderField: "traceparent") ?? "-")"
-                case .attemptEnded(let attempt, let status, let error):
+                case .attemptEnded(let attempt, let status, let error, _, _):
                     return "end \(attempt) \(status.map(String.init) ?? error.map { "\($0.kind)" } ?? "?")"
                 case .redirected(let status, let location): return "redirect \(status) \(location.path)"
                 case .queueWaited: return "queued"
@@ -117,6 +117,26 @@ final class ConnectObserverTests: XCTestCase {
         let connect = client(FakeTransport.answering(.status(404)), observer: observer)
         XCTAssertEqual(connectError(of: connect.request(GetTodo()))?.statusCode, 404)
         XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 404", "call 404 after 1"])
+    }
+
+    func testAnAttemptsEndSaysHowManyBodyBytesWentEachWay() throws {
+        final class Sizes: ConnectObserver, ConnectCallObserver {
+            let sizes = Recorder<String>()
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                guard case .attemptEnded(_, _, _, let sent, let received) = event else { return }
+                sizes.append("\(sent.map(String.init) ?? "-") \(received.map(String.init) ?? "-")")
+            }
+        }
+        let observer = Sizes()
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"id":1}"#)),
+            settings: Connect.Settings(observers: [observer]))
+        var request = ConnectRequest(method: .post, url: URL(string: "https://api.example.com/todos")!)
+        request.body = .bytes(Data("abc".utf8))
+        _ = try connect.response(for: request).wait()
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(observer.sizes.values, ["3 8", "0 8"])
     }
 
     // MARK: - Stages

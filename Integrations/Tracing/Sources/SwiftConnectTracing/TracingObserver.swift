@@ -90,7 +90,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 attributes["swiftconnect.call"] = call.name
                 if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
             }
-        case .attemptEnded(let attempt, let status, let error):
+        case .attemptEnded(let attempt, let status, let error, _, _):
             guard let span = takeSpan(ofAttempt: attempt) else { return }
             if let status {
                 span.attributes["http.response.status_code"] = status

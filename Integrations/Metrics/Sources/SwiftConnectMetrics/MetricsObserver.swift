@@ -1,0 +1,134 @@
+import CoreMetrics
+import Dispatch
+import Foundation
+import SwiftConnect
+
+/// Measures a client's calls with swift-metrics, under OpenTelemetry's HTTP client names where there is one.
+///
+/// One line turns it on:
+///
+/// ```swift
+/// let connect = Connect(settings: Connect.Settings(observers: [MetricsObserver()]))
+/// ```
+///
+/// What it records, every metric labelled by `http.request.method`, `url.template` (the connector's path template,
+/// such as `/todos/{id}`) and `server.address` (the host the connector names: the app's own servers), never by a URL
+/// or an ID, so that label sets stay bounded:
+///
+/// | metric | kind | more labels |
+/// | --- | --- | --- |
+/// | `http.client.request.duration` | timer, per attempt | `server.port`, `http.response.status_code` or `error.type` |
+/// | `http.client.active_requests` | meter (attempts in flight) | `server.port` |
+/// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `http.response.status_code` or `error.type` |
+/// | `swiftconnect.client.retries` | counter (attempts after the first) | |
+/// | `swiftconnect.client.token_refreshes` | counter | `outcome`: `success`, `failure` |
+/// | `swiftconnect.client.queue.wait`, `swiftconnect.client.offline.wait` | timer | |
+/// | `swiftconnect.client.cache.lookups` | counter | `outcome`: `hit`, `miss` |
+///
+/// The request duration's histogram buckets are the backend's to set: OpenTelemetry recommends
+/// ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
+public struct MetricsObserver: ConnectObserver {
+    /// The buckets, in seconds, that OpenTelemetry's HTTP conventions give `http.client.request.duration`.
+    public static let durationBuckets: [Double] = [
+        0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 0.75, 1, 2.5, 5, 7.5, 10,
+    ]
+
+    /// The factory; `nil` for the process's (`MetricsSystem.factory`), read at each call.
+    private let factory: (any MetricsFactory)?
+
+    /// Creates an observer that records with `factory`, or with the process's when `nil`.
+    ///
+    /// - Parameter factory: The metrics factory; `nil` (the default) for `MetricsSystem.factory`.
+    public init(factory: (any MetricsFactory)? = nil) {
+        self.factory = factory
+    }
+
+    /// Returns the call's recorder.
+    public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+        CallMetrics(factory: factory ?? MetricsSystem.factory, call: call)
+    }
+}
+
+/// The metrics of one call.
+final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
+    // `lock` protects `started` and `active`; the rest never changes.
+    private let lock = NSLock()
+    private let factory: any MetricsFactory
+    /// The labels every metric of the call carries.
+    private let base: [(String, String)]
+    private let port: String
+    /// When the attempt in flight started, and which it is.
+    private var started: (attempt: Int, at: UInt64)?
+
+    init(factory: any MetricsFactory, call: ConnectCall) {
+        self.factory = factory
+        base = [
+            ("http.request.method", call.method.rawValue),
+            ("url.template", call.pathTemplate.isEmpty ? call.name : call.pathTemplate),
+            ("server.address", call.request.url.host ?? ""),
+        ]
+        port = String(call.request.url.port ?? (call.request.url.scheme?.lowercased() == "http" ? 80 : 443))
+    }
+
+    func record(_ event: ConnectEvent) {
+        switch event {
+        case .attemptStarted(let attempt, _):
+            lock.withLock { started = (attempt, DispatchTime.now().uptimeNanoseconds) }
+            Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
+                .increment()
+            if attempt > 1 {
+                Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
+            }
+        case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
+            let outcome =
+                status.map { ("http.response.status_code", String($0)) }
+                ?? ("error.type", error?.kind.rawValue ?? "unknown")
+            end(attempt: attempt, outcome: outcome)
+            if let bytesSent {
+                Recorder(label: "http.client.request.body.size", dimensions: base + [outcome], factory: factory)
+                    .record(bytesSent)
+            }
+            if let bytesReceived {
+                Recorder(label: "http.client.response.body.size", dimensions: base + [outcome], factory: factory)
+                    .record(bytesReceived)
+            }
+        case .callEnded(_, let error, _):
+            // An attempt the call's end cut short (its deadline, a cancellation) ends with the call's reason.
+            guard let attempt = lock.withLock({ started?.attempt }) else { return }
+            end(attempt: attempt, outcome: ("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled"))
+        case .queueWaited(let seconds):
+            Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
+        case .connectivityWaited(let seconds):
+            Timer(label: "swiftconnect.client.offline.wait", dimensions: base, factory: factory).recordSeconds(seconds)
+        case .cacheLookup(let hit):
+            Counter(
+                label: "swiftconnect.client.cache.lookups", dimensions: base + [("outcome", hit ? "hit" : "miss")],
+                factory: factory
+            ).increment()
+        case .tokenRefreshEnded(let succeeded):
+            Counter(
+                label: "swiftconnect.client.token_refreshes",
+                dimensions: base + [("outcome", succeeded ? "success" : "failure")], factory: factory
+            ).increment()
+        case .tokenRefreshStarted, .redirected:
+            break
+        }
+    }
+
+    /// Ends the attempt in flight if it is `attempt`: its duration, and one fewer active request. Once per attempt.
+    private func end(attempt: Int, outcome: (String, String)) {
+        guard
+            let start = lock.withLock({ () -> UInt64? in
+                guard let started, started.attempt == attempt else { return nil }
+                self.started = nil
+                return started.at
+            })
+        else { return }
+        Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
+            .decrement()
+        Timer(
+            label: "http.client.request.duration", dimensions: base + [("server.port", port), outcome],
+            factory: factory
+        ).recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+    }
+}

@@ -1,0 +1,163 @@
+import CoreMetrics
+import Foundation
+import MetricsTestKit
+import SwiftConnect
+import SwiftConnectMetrics
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The metrics `MetricsObserver` records, name by name and label by label, through URLSession to a server on
+/// 127.0.0.1, or the fake transport where a stage is the point.
+final class MetricsObserverTests: XCTestCase {
+    private var server: LocalServer!
+    private var metrics: TestMetrics!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        metrics = TestMetrics()
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private struct GetTodo: Connector {
+        var baseURL: URL
+        var endpoint: String { "/todos/{id}" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "7") }
+        var timeout: TimeInterval = 60
+    }
+
+    private var todo: GetTodo { GetTodo(baseURL: server.baseURL) }
+
+    private func client(
+        _ transport: any Transport = URLSessionTransport(), middlewares: [any Middleware] = [],
+        queue: RequestQueue? = nil, cache: ResponseCache? = nil
+    ) -> Connect {
+        Connect(
+            transport: transport, middlewares: middlewares, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            requestQueue: queue, responseCache: cache,
+            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics)]))
+    }
+
+    /// The labels every metric of a call to `todo` carries.
+    private var base: [(String, String)] {
+        [("http.request.method", "GET"), ("url.template", "/todos/{id}"), ("server.address", "127.0.0.1")]
+    }
+
+    private func durations(_ outcome: (String, String)) -> [Int64] {
+        metrics.timers(
+            label: "http.client.request.duration", dimensions: base + [("server.port", String(server.port)), outcome]
+        )
+        .flatMap(\.values)
+    }
+
+    func testA200IsOneDurationTheActiveCountBackToZeroAndItsSizes() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
+        _ = try client().request(todo).wait()
+        XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
+        let active = try metrics.expectMeter(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.values, [1, 0])
+        let received = try metrics.expectRecorder(
+            "http.client.response.body.size", base + [("http.response.status_code", "200")])
+        XCTAssertEqual(received.values, [8])
+        let sent = try metrics.expectRecorder(
+            "http.client.request.body.size", base + [("http.response.status_code", "200")])
+        XCTAssertEqual(sent.values, [0])
+    }
+
+    func testARetryIsCountedAndEachAttemptTimed() throws {
+        let attempts = Locked(0)
+        server.route("GET", "/todos/:id") { _ in
+            attempts.withLock { count -> Int in
+                count += 1
+                return count
+            } == 1 ? LocalServer.Response.status(503).withHeader("Retry-After", "0") : .json(string: "{}")
+        }
+        _ = try client().request(todo).wait()
+        XCTAssertEqual(durations(("http.response.status_code", "503")).count, 1)
+        XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
+        XCTAssertEqual(metrics.counterTotal(label: "swiftconnect.client.retries", dimensions: base), 1)
+    }
+
+    func testATokenRefreshIsCounted() throws {
+        server.route("GET", "/todos/:id") { request in
+            request.header("Authorization") == "Bearer new" ? .json(string: "{}") : .status(401)
+        }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(value: .bearer(token: "new"))
+        }
+        _ = try client(middlewares: [auth]).request(todo).wait()
+        XCTAssertEqual(
+            metrics.counterTotal(
+                label: "swiftconnect.client.token_refreshes", dimensions: base + [("outcome", "success")]), 1)
+    }
+
+    func testATimeoutIsItsErrorTypeAndLeavesNoActiveRequest() throws {
+        server.route("GET", "/todos/:id") { _ in LocalServer.Response.json(string: "{}").delayed(by: 5) }
+        var slow = todo
+        slow.timeout = 0.3
+        guard case .failure(let error) = try client().request(slow).waitForResult() else {
+            return XCTFail("expected the deadline to fail the call")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
+        XCTAssertEqual(durations(("error.type", "timedOut")).count, 1)
+        let active = try metrics.expectMeter(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.lastValue, 0)
+    }
+
+    func testCacheLookupsAndQueueWaitsAreRecorded() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        let connect = client(
+            queue: RequestQueue(maxConcurrentRequests: 1), cache: ResponseCache(defaultRule: CacheRule(timeToLive: 60)))
+        _ = try connect.request(todo).wait()
+        _ = try connect.request(todo).wait()
+        XCTAssertEqual(
+            metrics.counterTotal(label: "swiftconnect.client.cache.lookups", dimensions: base + [("outcome", "miss")]),
+            1)
+        XCTAssertEqual(
+            metrics.counterTotal(label: "swiftconnect.client.cache.lookups", dimensions: base + [("outcome", "hit")]), 1
+        )
+        XCTAssertEqual(
+            metrics.timers(label: "swiftconnect.client.queue.wait", dimensions: base).flatMap(\.values).count, 1)
+    }
+
+    func testNoLabelCarriesTheURLOrTheID() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        _ = try client().request(todo).wait()
+        let labels =
+            metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+            + metrics.meters(label: "http.client.active_requests").flatMap(\.dimensions)
+            + metrics.recorders(label: "http.client.response.body.size").flatMap(\.dimensions)
+        XCTAssertFalse(labels.isEmpty)
+        for (name, value) in labels {
+            XCTAssertFalse(value.contains("/todos/7"), "\(name)=\(value)")
+            XCTAssertFalse(value.contains("http://"), "\(name)=\(value)")
+        }
+    }
+}
+
+/// A value behind a lock, for the server's handlers.
+final class Locked<Value>: @unchecked Sendable {
+    // `lock` protects `value`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
+    }
+}
