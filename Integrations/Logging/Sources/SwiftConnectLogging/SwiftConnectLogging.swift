@@ -1,0 +1,151 @@
+import Foundation
+import Logging
+import SwiftConnect
+
+/// SwiftConnect's own output (debug output, the retry loop's notes) through a swift-log `Logger`.
+///
+/// ```swift
+/// let logger = Logger(label: "api")
+/// let connect = Connect(
+///     settings: Connect.Settings(logger: SwiftLogConnectLogger(logger), observers: [LoggingObserver(logger)]))
+/// ```
+///
+/// What reaches it went through the library's redaction first, as everything it prints does (SECURITY.md):
+/// credentials by name and by value, secret query items and body fields.
+public struct SwiftLogConnectLogger: ConnectLogger {
+    /// Where the lines go.
+    public let logger: Logger
+
+    /// Forwards to `logger`.
+    ///
+    /// - Parameter logger: The logger; its level filters as usual.
+    public init(_ logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Logs `message` at the swift-log level of the same name.
+    public func log(_ level: LogLevel, _ message: String) {
+        logger.log(level: Self.level(of: level), "\(message)")
+    }
+
+    /// The swift-log level of a SwiftConnect level.
+    static func level(of level: LogLevel) -> Logger.Level {
+        switch level {
+        case .debug: return .debug
+        case .info: return .info
+        case .warning: return .warning
+        case .error: return .error
+        }
+    }
+}
+
+/// Logs what happens to a client's calls through a swift-log `Logger`, at the levels a server operator expects:
+///
+/// | what | level |
+/// | --- | --- |
+/// | a call that ended with a 2xx or 3xx | `debug` |
+/// | each attempt's end, each redirect, a queue wait, a cache lookup | `debug` |
+/// | an attempt sent again (a retry), a token refresh, a request held while offline | `info` |
+/// | an attempt that got no response | `info` (the call's end says how it ended) |
+/// | a call that ended with a 4xx (the caller's to handle: a 404 may be an answer) | `info` |
+/// | a call that ended with a 5xx, or with no response | `warning` |
+/// | a token refresh that failed | `warning` |
+///
+/// Every line carries structured metadata: `swiftconnect.call` (the connector, or an OpenAPI operation's ID),
+/// `http.request.method`, `url.template`, `url.full` (through ``SwiftConnect/ConnectRequest/redactedURL``: no user info,
+/// secret query values and credentials hidden), and where known `attempt`, `http.response.status_code` and
+/// `error.type`. Nothing is made for a level the logger does not log.
+public struct LoggingObserver: ConnectObserver {
+    /// Where the lines go.
+    public let logger: Logger
+
+    /// Logs the calls of the clients it is given to through `logger`.
+    ///
+    /// - Parameter logger: The logger.
+    public init(_ logger: Logger) {
+        self.logger = logger
+    }
+
+    /// Returns the call's logger, its metadata naming the call.
+    public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+        var logger = logger
+        logger[metadataKey: "swiftconnect.call"] = .string(call.name)
+        logger[metadataKey: "http.request.method"] = .string(call.method.rawValue)
+        logger[metadataKey: "url.template"] = .string(call.pathTemplate)
+        return CallLogging(logger: logger, url: call.request.redactedURL)
+    }
+}
+
+/// The lines of one call.
+struct CallLogging: ConnectCallObserver {
+    let logger: Logger
+    let url: String
+
+    func record(_ event: ConnectEvent) {
+        switch event {
+        case .attemptStarted(let attempt, let request):
+            guard attempt > 1 else { return }
+            logger.info(
+                "sending again (attempt \(attempt))",
+                metadata: ["attempt": "\(attempt)", "url.full": .string(request.redactedURL)])
+        case .attemptEnded(let attempt, let status, let error, _, _):
+            if let status {
+                logger.debug(
+                    "attempt \(attempt) answered \(status)",
+                    metadata: [
+                        "attempt": "\(attempt)", "http.response.status_code": "\(status)", "url.full": .string(url),
+                    ])
+            } else if let error {
+                logger.info(
+                    "attempt \(attempt) got no response: \(error.kind.rawValue)",
+                    metadata: [
+                        "attempt": "\(attempt)", "error.type": .string(error.kind.rawValue), "url.full": .string(url),
+                    ])
+            }
+        case .redirected(let status, let location):
+            logger.debug(
+                "followed a \(status) redirect",
+                metadata: [
+                    "http.response.status_code": "\(status)",
+                    "location": .string(ConnectRequest(url: location).redactedURL),
+                ])
+        case .queueWaited(let seconds):
+            logger.debug(
+                "waited \(Self.milliseconds(seconds)) ms in the request queue", metadata: ["url.full": .string(url)])
+        case .connectivityWaited(let seconds):
+            logger.info("held \(Self.milliseconds(seconds)) ms while offline", metadata: ["url.full": .string(url)])
+        case .cacheLookup(let hit):
+            logger.debug(hit ? "answered from the cache" : "not in the cache", metadata: ["url.full": .string(url)])
+        case .tokenRefreshStarted:
+            logger.info("the server rejected the credential: refreshing it", metadata: ["url.full": .string(url)])
+        case .tokenRefreshEnded(let succeeded):
+            if succeeded {
+                logger.info("credential refreshed", metadata: ["url.full": .string(url)])
+            } else {
+                logger.warning("refreshing the credential failed", metadata: ["url.full": .string(url)])
+            }
+        case .callEnded(let status, let error, let attempts):
+            if let error {
+                let kind = (error as? ConnectError)?.kind.rawValue ?? "\(type(of: error))"
+                logger.warning(
+                    "call failed after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(kind)",
+                    metadata: ["error.type": .string(kind), "url.full": .string(url)])
+            } else if let status, status >= 400 {
+                logger.log(
+                    level: status >= 500 ? .warning : .info,
+                    "call ended with status \(status) after \(attempts) attempt\(attempts == 1 ? "" : "s")",
+                    metadata: [
+                        "http.response.status_code": "\(status)", "error.type": "\(status)", "url.full": .string(url),
+                    ])
+            } else if let status {
+                logger.debug(
+                    "call succeeded with \(status)",
+                    metadata: ["http.response.status_code": "\(status)", "url.full": .string(url)])
+            }
+        }
+    }
+
+    private static func milliseconds(_ seconds: TimeInterval) -> Int {
+        Int((seconds * 1000).rounded())
+    }
+}

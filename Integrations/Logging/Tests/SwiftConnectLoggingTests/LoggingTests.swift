@@ -1,0 +1,114 @@
+import Foundation
+import InMemoryLogging
+import Logging
+import SwiftConnect
+import SwiftConnectLogging
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What `LoggingObserver` and `SwiftLogConnectLogger` write: levels, messages, metadata and redaction.
+final class LoggingTests: XCTestCase {
+    private var server: LocalServer!
+    private var handler: InMemoryLogHandler!
+    private var logger: Logger!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        let handler = InMemoryLogHandler()
+        self.handler = handler
+        logger = Logger(label: "tests") { _ in handler }
+        logger.logLevel = .trace
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    private struct GetTodo: Connector {
+        var baseURL: URL
+        var endpoint: String { "/todos/{id}" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: ParametersRepresentable? {
+            CompositeParameters(
+                .path(key: "id", value: "7"), .query(key: "api_key", value: "s3cr3t"), .query(key: "page", value: "2"))
+        }
+    }
+
+    private func client(middlewares: [any Middleware] = []) -> Connect {
+        Connect(
+            middlewares: middlewares, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(logger: SwiftLogConnectLogger(logger), observers: [LoggingObserver(logger)]))
+    }
+
+    private var lines: [(Logger.Level, String)] { handler.entries.map { ($0.level, "\($0.message)") } }
+
+    func testASucceededCallIsDebugWithTheCallsMetadataAndNoSecret() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        _ = try client().request(GetTodo(baseURL: server.baseURL)).wait()
+        XCTAssertEqual(lines.map(\.0), [.debug, .debug])
+        XCTAssertEqual(lines.map(\.1), ["attempt 1 answered 200", "call succeeded with 200"])
+        let metadata = try XCTUnwrap(handler.entries.last?.metadata)
+        XCTAssertEqual(metadata["swiftconnect.call"], "GetTodo")
+        XCTAssertEqual(metadata["url.template"], "/todos/{id}")
+        XCTAssertEqual(metadata["http.request.method"], "GET")
+        let url = "\(metadata["url.full"] ?? "")"
+        XCTAssertTrue(url.contains("page=2"), url)
+        XCTAssertFalse(url.contains("s3cr3t"), url)
+    }
+
+    func testARetryIsInfoAndAFinal503IsAWarning() throws {
+        server.route("GET", "/todos/:id") { _ in LocalServer.Response.status(503).withHeader("Retry-After", "0") }
+        XCTAssertNotNil(try? client().request(GetTodo(baseURL: server.baseURL)).waitForResult())
+        XCTAssertEqual(
+            lines.filter { $0.0 == .info }.map(\.1), ["sending again (attempt 2)", "sending again (attempt 3)"])
+        XCTAssertEqual(lines.filter { $0.0 == .warning }.map(\.1), ["call ended with status 503 after 3 attempts"])
+    }
+
+    func testA404IsInfoNotAWarning() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"message":"no"}"#, status: 404) }
+        XCTAssertNotNil(try? client().request(GetTodo(baseURL: server.baseURL)).waitForResult())
+        XCTAssertEqual(lines.last?.0, .info)
+        XCTAssertEqual(lines.last?.1, "call ended with status 404 after 1 attempt")
+    }
+
+    func testARefusedConnectionIsAWarningNamingItsKind() throws {
+        let port = server.port
+        server.stop()
+        let connect = Connect(
+            retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [LoggingObserver(logger)]))
+        XCTAssertNotNil(
+            try? connect.request(GetTodo(baseURL: URL(string: "http://127.0.0.1:\(port)")!)).waitForResult())
+        XCTAssertEqual(lines.map(\.0), [.info, .warning])
+        XCTAssertEqual(lines.last?.1, "call failed after 1 attempt: cannotConnect")
+        XCTAssertEqual(handler.entries.last?.metadata["error.type"], "cannotConnect")
+    }
+
+    func testATokenRefreshIsInfo() throws {
+        server.route("GET", "/todos/:id") { request in
+            request.header("Authorization") == "Bearer new" ? .json(string: "{}") : .status(401)
+        }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(value: .bearer(token: "new"))
+        }
+        _ = try client(middlewares: [auth]).request(GetTodo(baseURL: server.baseURL)).wait()
+        XCTAssertEqual(
+            lines.filter { $0.0 == .info }.map(\.1),
+            ["the server rejected the credential: refreshing it", "credential refreshed", "sending again (attempt 2)"])
+    }
+
+    func testDebugOutputGoesThroughTheLoggerRedacted() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        let connect = Connect(settings: Connect.Settings(logger: SwiftLogConnectLogger(logger)))
+        _ = try connect.request(GetTodo(baseURL: server.baseURL), debugResponse: true).wait()
+        XCTAssertFalse(lines.isEmpty)
+        XCTAssertTrue(lines.allSatisfy { $0.0 == .debug })
+        XCTAssertTrue(lines.contains { $0.1.contains("/todos/7") })
+        XCTAssertFalse(lines.contains { $0.1.contains("s3cr3t") })
+    }
+}
