@@ -531,7 +531,7 @@ extension Connect {
             context.transfer.observation = CallObservation.start(
                 ConnectCall(
                     method: context.method, name: context.connectorName,
-                    pathTemplate: pathTemplate() ?? request.url.path, request: request),
+                    pathTemplate: pathTemplate() ?? "", request: request),
                 observers: settings.observers)
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }

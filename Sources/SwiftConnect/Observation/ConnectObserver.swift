@@ -100,8 +100,8 @@ public struct ConnectCall: Sendable {
     /// given (an OpenAPI operation's ID).
     public let name: String
     /// The path as the connector describes it, placeholders kept (`"/todos/{id}"`): bounded, so fit for a span's
-    /// name or a metric's label, where the URL is not. For a request built elsewhere, its path as sent, unless
-    /// the caller gave a template.
+    /// name or a metric's label, where the URL is not. Empty for a request built elsewhere
+    /// (``Connect/stream(_:name:options:streaming:)``), whose concrete path may hold IDs: name it by ``name`` then.
     public let pathTemplate: String
     /// The request as it enters the pipeline, before the middlewares.
     public let request: ConnectRequest

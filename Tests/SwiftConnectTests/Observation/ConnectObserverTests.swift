@@ -94,6 +94,16 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(call.request.url.path, "/todos/7")
     }
 
+    func testARequestBuiltElsewhereIsNamedByItsNameNotByItsConcretePath() throws {
+        let observer = RecordingObserver()
+        let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
+        let request = ConnectRequest(url: URL(string: "https://api.example.com/todos/7")!)
+        _ = try connect.response(for: request, name: "getTodo").wait()
+        let call = try XCTUnwrap(observer.calls.values.first)
+        XCTAssertEqual(call.name, "getTodo")
+        XCTAssertEqual(call.pathTemplate, "", "the concrete path holds an ID: no label may carry it")
+    }
+
     func testARetriedCallTellsEachAttempt() throws {
         let transport = FakeTransport()
         transport.stub("/todos/7", with: [.status(503, headers: ["Retry-After": "0"]), .json(string: "{}")])

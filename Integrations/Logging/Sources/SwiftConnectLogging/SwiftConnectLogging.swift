@@ -71,7 +71,7 @@ public struct LoggingObserver: ConnectObserver {
         var logger = logger
         logger[metadataKey: "swiftconnect.call"] = .string(call.name)
         logger[metadataKey: "http.request.method"] = .string(call.method.rawValue)
-        logger[metadataKey: "url.template"] = .string(call.pathTemplate)
+        if !call.pathTemplate.isEmpty { logger[metadataKey: "url.template"] = .string(call.pathTemplate) }
         return CallLogging(logger: logger, url: call.request.redactedURL)
     }
 }

@@ -12,8 +12,9 @@ import SwiftConnect
 /// ```
 ///
 /// What it records, every metric labelled by `http.request.method`, `url.template` (the connector's path template,
-/// such as `/todos/{id}`) and `server.address` (the host the connector names: the app's own servers), never by a URL
-/// or an ID, so that label sets stay bounded:
+/// such as `/todos/{id}`, or for a request built elsewhere its name, such as an OpenAPI operation's ID) and
+/// `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so that label
+/// sets stay bounded:
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |

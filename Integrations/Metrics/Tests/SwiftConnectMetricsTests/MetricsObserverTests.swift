@@ -130,6 +130,14 @@ final class MetricsObserverTests: XCTestCase {
             metrics.timers(label: "swiftconnect.client.queue.wait", dimensions: base).flatMap(\.values).count, 1)
     }
 
+    func testARequestBuiltElsewhereIsLabelledByItsName() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        let request = ConnectRequest(url: server.baseURL.appendingPathComponent("todos/7"))
+        _ = try client().response(for: request, name: "getTodo").wait()
+        let labels = metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+        XCTAssertTrue(labels.contains { $0 == "url.template" && $1 == "getTodo" }, "\(labels)")
+    }
+
     func testNoLabelCarriesTheURLOrTheID() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         _ = try client().request(todo).wait()

@@ -86,7 +86,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 attributes["server.address"] = request.url.host ?? ""
                 attributes["server.port"] = Self.port(of: request.url)
                 attributes["url.full"] = request.redactedURL
-                attributes["url.template"] = call.pathTemplate
+                if !call.pathTemplate.isEmpty { attributes["url.template"] = call.pathTemplate }
                 attributes["swiftconnect.call"] = call.name
                 if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
             }
