@@ -68,27 +68,12 @@ private func registerEngineTurns(name: String, width: Int) {
             engines.connect, engines.rawAHC, engines.rawURLSession, engines.rawAHCAsTransport,
         ]
         let total = benchmark.operations
-        let batch = max(1, min(total, width == 1 ? 100 : 250))
-        var wall = [0, 0, 0, 0]
-        var cpu = [0, 0, 0, 0]
-        var failures = 0
+        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
         benchmark.measure {
-            var done = 0
-            var first = 0
-            while done < total {
-                let count = min(batch, total - done)
-                for step in 0..<clients.count {
-                    let index = (first + step) % clients.count
-                    // A batch after the other clients' turns, then the measured (steady) batch.
-                    failures += clients[index].run(count: count, width: width)
-                    let steady = timedBatch(clients[index], count: count, width: width, failures: &failures)
-                    wall[index] += steady.nanoseconds
-                    cpu[index] += steady.cpu
-                }
-                done += count
-                first = (first + 1) % clients.count
-            }
+            turns = interleavedTurns(
+                clients, total: total, width: width, batch: max(1, min(total, width == 1 ? 100 : 250)))
         }
+        let (wall, cpu, failures) = turns
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(engineMetrics, wall + cpu) { benchmark.measurement(metric, value) }
         if wall[0] > 0 {

@@ -134,6 +134,32 @@ private func registerInterleaved(name: String, path: String, width: Int, large: 
     }
 }
 
+/// Clients taking turns in one sample, in batches of `batch` requests `width` at a time, each turn starting with a
+/// different client: each client runs a batch after the others' turns, then the measured (steady) batch. Returns each
+/// client's wall and CPU nanoseconds over its steady batches, and how many requests failed.
+func interleavedTurns(
+    _ clients: [any LoopbackClient], total: Int, width: Int, batch: Int
+) -> (wall: [Int], cpu: [Int], failures: Int) {
+    var wall = Array(repeating: 0, count: clients.count)
+    var cpu = Array(repeating: 0, count: clients.count)
+    var failures = 0
+    var done = 0
+    var first = 0
+    while done < total {
+        let count = min(batch, total - done)
+        for step in 0..<clients.count {
+            let index = (first + step) % clients.count
+            failures += clients[index].run(count: count, width: width)
+            let steady = timedBatch(clients[index], count: count, width: width, failures: &failures)
+            wall[index] += steady.nanoseconds
+            cpu[index] += steady.cpu
+        }
+        done += count
+        first = (first + 1) % clients.count
+    }
+    return (wall, cpu, failures)
+}
+
 /// Runs one batch of `count` requests, `width` at a time, and measures it.
 func timedBatch(_ client: any LoopbackClient, count: Int, width: Int, failures: inout Int) -> BatchTotals {
     let connectionsBefore = LoopbackServer.shared.connectionsAccepted()

@@ -31,26 +31,9 @@ func registerOpenAPIBenchmarks() {
         let clients = LoopbackClients.client { OpenAPIClients() }
         let pair: [any LoopbackClient] = [clients.connect, clients.awaited, clients.openAPI]
         let total = benchmark.operations
-        let batch = max(1, min(total, 100))
-        var wall = [0, 0, 0]
-        var cpu = [0, 0, 0]
-        var failures = 0
-        benchmark.measure {
-            var done = 0
-            var first = 0
-            while done < total {
-                let count = min(batch, total - done)
-                for step in 0..<pair.count {
-                    let index = (first + step) % pair.count
-                    failures += pair[index].run(count: count, width: 1)
-                    let steady = timedBatch(pair[index], count: count, width: 1, failures: &failures)
-                    wall[index] += steady.nanoseconds
-                    cpu[index] += steady.cpu
-                }
-                done += count
-                first = (first + 1) % pair.count
-            }
-        }
+        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
+        benchmark.measure { turns = interleavedTurns(pair, total: total, width: 1, batch: max(1, min(total, 100))) }
+        let (wall, cpu, failures) = turns
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(openAPIMetrics, wall + cpu) { benchmark.measurement(metric, value) }
     }
@@ -64,26 +47,9 @@ func registerOpenAPIBenchmarks() {
         let clients = LoopbackClients.client { OfficialClients() }
         let pair: [any LoopbackClient] = [clients.raw, clients.official]
         let total = benchmark.operations
-        let batch = max(1, min(total, 100))
-        var wall = [0, 0]
-        var cpu = [0, 0]
-        var failures = 0
-        benchmark.measure {
-            var done = 0
-            var first = 0
-            while done < total {
-                let count = min(batch, total - done)
-                for step in 0..<pair.count {
-                    let index = (first + step) % pair.count
-                    failures += pair[index].run(count: count, width: 1)
-                    let steady = timedBatch(pair[index], count: count, width: 1, failures: &failures)
-                    wall[index] += steady.nanoseconds
-                    cpu[index] += steady.cpu
-                }
-                done += count
-                first = (first + 1) % pair.count
-            }
-        }
+        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
+        benchmark.measure { turns = interleavedTurns(pair, total: total, width: 1, batch: max(1, min(total, 100))) }
+        let (wall, cpu, failures) = turns
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(officialMetrics, wall + cpu) { benchmark.measurement(metric, value) }
     }
