@@ -30,7 +30,7 @@ final class ReadmeExampleTests: XCTestCase {
             .split(separator: "\n", omittingEmptySubsequences: false)
             .map { $0.dropFirst(8) }
             .joined(separator: "\n")
-        for document in ["README.md", "Sources/SwiftConnect/SwiftConnect.docc/Observability.md"] {
+        for document in ["README.md", "Sources/SwiftConnect/SwiftConnect.docc/Tracing.md"] {
             let text = try String(contentsOf: root.appendingPathComponent(document), encoding: .utf8)
             XCTAssertTrue(text.contains("```swift\n" + block + "```"), "\(document) no longer shows:\n\(block)")
         }
