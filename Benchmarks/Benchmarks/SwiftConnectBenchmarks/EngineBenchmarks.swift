@@ -93,7 +93,7 @@ private final class EngineClients: Sendable {
 }
 
 /// `Connect(transport: AsyncHTTPClientTransport())`, the defaults otherwise, `send` of a typed connector.
-private final class ConnectOverAHC: LoopbackClient {
+final class ConnectOverAHC: LoopbackClient {
     let connect = Connect(transport: AsyncHTTPClientTransport())
 
     init() {
@@ -108,12 +108,17 @@ private final class ConnectOverAHC: LoopbackClient {
 }
 
 /// AsyncHTTPClient as its README shows it: `execute`, check the status, collect the body, decode.
-private final class RawAHC: LoopbackClient {
+final class RawAHC: LoopbackClient {
     let client: HTTPClient
     let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
 
     init(configuration: HTTPClient.Configuration) {
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+    }
+
+    /// Over `client`, shared with another benchmark client.
+    init(client: HTTPClient) {
+        self.client = client
     }
 
     func start(_ done: @escaping @Sendable (Bool) -> Void) {

@@ -54,35 +54,20 @@ func registerOpenAPIBenchmarks() {
         for (metric, value) in zip(officialMetrics, wall + cpu) { benchmark.measurement(metric, value) }
     }
     let alone = configuration(scalingFactor: .kilo, metrics: coreMetrics, maxDuration: .seconds(8))
-    Benchmark(name + "/raw AsyncHTTPClient awaited", configuration: alone) { benchmark in
-        let client = LoopbackClients.client { OfficialClients() }.raw
-        var failures = 0
-        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
-        if failures > 0 { benchmark.error("\(failures) requests failed") }
-    }
-    Benchmark(name + "/official OpenAPI AsyncHTTPClient transport", configuration: alone) { benchmark in
-        let client = LoopbackClients.client { OfficialClients() }.official
-        var failures = 0
-        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
-        if failures > 0 { benchmark.error("\(failures) requests failed") }
-    }
-    Benchmark(name + "/Connect over AsyncHTTPClient", configuration: alone) { benchmark in
-        let client = LoopbackClients.client { OpenAPIClients() }.connect
-        var failures = 0
-        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
-        if failures > 0 { benchmark.error("\(failures) requests failed") }
-    }
-    Benchmark(name + "/Connect awaited over AsyncHTTPClient", configuration: alone) { benchmark in
-        let client = LoopbackClients.client { OpenAPIClients() }.awaited
-        var failures = 0
-        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
-        if failures > 0 { benchmark.error("\(failures) requests failed") }
-    }
-    Benchmark(name + "/ConnectClientTransport over AsyncHTTPClient", configuration: alone) { benchmark in
-        let client = LoopbackClients.client { OpenAPIClients() }.openAPI
-        var failures = 0
-        benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
-        if failures > 0 { benchmark.error("\(failures) requests failed") }
+    let variants: [(String, @Sendable () -> any LoopbackClient)] = [
+        ("raw AsyncHTTPClient", { LoopbackClients.client { OfficialClients() }.raw }),
+        ("official OpenAPI AsyncHTTPClient transport", { LoopbackClients.client { OfficialClients() }.official }),
+        ("Connect over AsyncHTTPClient", { LoopbackClients.client { OpenAPIClients() }.connect }),
+        ("Connect awaited over AsyncHTTPClient", { LoopbackClients.client { OpenAPIClients() }.awaited }),
+        ("ConnectClientTransport over AsyncHTTPClient", { LoopbackClients.client { OpenAPIClients() }.openAPI }),
+    ]
+    for (variant, makeClient) in variants {
+        Benchmark(name + "/" + variant, configuration: alone) { benchmark in
+            let client = makeClient()
+            var failures = 0
+            benchmark.measure { failures = client.run(count: benchmark.operations, width: 1) }
+            if failures > 0 { benchmark.error("\(failures) requests failed") }
+        }
     }
 }
 
@@ -110,39 +95,13 @@ private final class OfficialClients: Sendable {
     let client = HTTPClient(
         eventLoopGroup: HTTPClient.defaultEventLoopGroup,
         configuration: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport.defaultConfiguration)
-    let raw: RawAHCAwaited
+    let raw: RawAHC
     let official: OfficialOverAHC
 
     init() {
         _ = LoopbackServer.shared
-        raw = RawAHCAwaited(client: client)
+        raw = RawAHC(client: client)
         official = OfficialOverAHC(client: client)
-    }
-}
-
-/// AsyncHTTPClient as its README shows it, in a task: `execute`, check the status, collect the body, decode.
-private final class RawAHCAwaited: LoopbackClient {
-    let client: HTTPClient
-    let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
-
-    init(client: HTTPClient) {
-        self.client = client
-    }
-
-    func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        Task { [client, url] in
-            do {
-                var request = HTTPClientRequest(url: url)
-                request.headers.add(name: "Accept", value: "application/json")
-                let response = try await client.execute(request, timeout: .seconds(30))
-                let body = try await response.body.collect(upTo: 1 << 20)
-                guard response.status == .ok else { return done(false) }
-                let todos = try JSONDecoder().decode([Todo].self, from: Data(body.readableBytesView))
-                done(!todos.isEmpty)
-            } catch {
-                done(false)
-            }
-        }
     }
 }
 
@@ -183,26 +142,11 @@ enum OpenAPICall {
     }
 }
 
-/// The two clients, made once per benchmark process, each with a transport of its own.
+/// The three clients, made once per benchmark process, each with a transport of its own.
 private final class OpenAPIClients: Sendable {
-    let connect = ConnectOverEngine()
+    let connect = ConnectOverAHC()
     let awaited = ConnectAwaitedOverEngine()
     let openAPI = OpenAPIOverEngine()
-}
-
-/// `Connect(transport: AsyncHTTPClientTransport())`, `send` of a typed connector.
-private final class ConnectOverEngine: LoopbackClient {
-    let connect = Connect(transport: SwiftConnectAsyncHTTPClient.AsyncHTTPClientTransport())
-
-    init() {
-        _ = LoopbackServer.shared
-    }
-
-    func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        connect.send(GetTodos(path: "/todos/1k")).observe { result in
-            if case .success(let todos) = result { done(!todos.isEmpty) } else { done(false) }
-        }
-    }
 }
 
 /// `Connect(transport: AsyncHTTPClientTransport())`, `send` of a typed connector awaited in a task, as async code
