@@ -84,6 +84,12 @@ enum TodoServer {
             else { return .json(string: #"{"error":"not multipart"}"#, status: 400) }
             return .json(parts.map { "\($0.name): \($0.filename ?? "-") (\($0.data.count) bytes)" })
         }
+        // A body read as it arrives: how many bytes, and how they were framed.
+        server.streamingRoute("POST", "/ingest") { _, body in
+            var count = 0
+            while let piece = body.read(maxBytes: 64 << 10) { count += piece.count }
+            return .text("\(count) bytes, " + (body.contentLength == nil ? "sent in chunks" : "with a Content-Length"))
+        }
         server.route("GET", "/files/report") { _ in
             .data(Data(repeating: 0x2A, count: 300_000), contentType: "application/octet-stream")
         }

@@ -147,6 +147,15 @@ let receipt = try local.upload(files: [photo], fields: [("album", "Holiday")], t
     .wait()
 print("Server received:", receipt)
 
+let rows = AsyncStream<Data> { continuation in
+    for row in 1...3 { continuation.yield(Data("row \(row)\n".utf8)) }  // made as the connection takes them
+    continuation.finish()
+}
+let body = ConnectRequest.OneShotStream(rows)
+let ingest = ConnectRequest(method: .post, url: Demo.baseURL.appendingPathComponent("ingest"), body: .stream(body))
+let ingested = try local.response(for: ingest, name: "ingest").wait()
+print("Streamed body:", String(decoding: ingested.data, as: UTF8.self))
+
 let destination = FileManager.default.temporaryDirectory.appendingPathComponent("swiftconnect-report.bin")
 let file = try local.download(Route("/files/report"), to: destination).wait()
 let size = (try? Data(contentsOf: file).count) ?? 0

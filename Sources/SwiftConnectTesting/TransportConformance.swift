@@ -135,7 +135,9 @@ public enum TransportConformance {
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
         downloadToAFile,
-        downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent,
+        downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent, requestBodyStreamsAsItIsMade,
+        streamedRequestBodyKeepsItsLength, failingRequestBodyStream,
+        stalledRequestBodyStream,
     ]
 
     private static func request(

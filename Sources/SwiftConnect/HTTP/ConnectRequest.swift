@@ -66,23 +66,105 @@ public struct ConnectRequest: Sendable {
         }
     }
 
-    /// An `InputStream` a body is read from, once.
+    /// A body read once as it is sent: from an `InputStream`, or from an async sequence of `Data` (a body produced
+    /// while it goes, an upload relayed from another stream). The engine takes each chunk when its connection is
+    /// ready for it, so the body never has to fit in memory.
     ///
-    /// `@unchecked Sendable`: the stream is only handed out under the lock, and is read by one transport only.
+    /// ```swift
+    /// let upload = ConnectRequest.OneShotStream(chunks, length: size)  // chunks: AsyncStream<Data>, for example
+    /// let request = ConnectRequest(method: .put, url: url, body: .stream(upload))
+    /// let response = try await connect.response(for: request, name: "upload").value
+    /// ```
+    ///
+    /// Being read once, such a body is never sent again: the retry policy does not retry it (and logs that it did
+    /// not), and a 307 or 308 redirect, which would send it again, is the answer. A stream that fails, or a sequence
+    /// that throws, fails the call with ``ConnectError/Kind/invalidRequest`` instead of sending a shorter body.
+    ///
+    /// `@unchecked Sendable`: the `InputStream` handed out by ``inputStream`` is made and kept under `lock`; the
+    /// stream itself is read by the one transport the request goes to, on one thread at a time.
     public final class OneShotStream: @unchecked Sendable, Equatable {
-        private let lock = Protected<Void>(())
-        private let stream: InputStream
+        private let lock = Protected<InputStream?>(nil)
+        /// The stream the body was made from, if it was.
+        private let stream: InputStream?
+        private let makeChunks: @Sendable () -> RequestBodyChunks.Iterator
+        /// The body's length when it is known before it is sent: it goes out as `Content-Length`, and a body of
+        /// another length fails the call. `nil`: sent in chunks (`Transfer-Encoding: chunked` over HTTP/1.1).
+        public let length: Int64?
 
-        /// Wraps `stream`, to be read once.
+        /// Wraps `stream`, to be read once; its length is not known.
+        ///
+        /// The stream is read with `InputStream`'s blocking `read`, on the thread of the engine that sends it: fine
+        /// for data and files; a stream that waits for its bytes (one end of a pipe) holds that thread meanwhile, so
+        /// make such a body an async sequence (``init(_:length:)``) instead.
         public init(_ stream: InputStream) {
             self.stream = stream
+            makeChunks = RequestBodyChunks.reading(stream)
+            length = nil
         }
 
-        /// The stream.
-        public var inputStream: InputStream { lock.withLock { _ in stream } }
+        /// A body of the chunks `chunks` gives, read once, as the connection takes them.
+        ///
+        /// - Parameters:
+        ///   - chunks: The body's bytes in order; empty chunks are skipped, and an error thrown fails the call.
+        ///   - length: The number of bytes `chunks` gives, if known; `nil` sends the body in chunks.
+        public init<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Int64? = nil)
+        where Chunks.Element == Data {
+            stream = nil
+            makeChunks = RequestBodyChunks.reading(chunks)
+            self.length = length
+        }
 
-        /// Whether both wrap the same stream.
-        public static func == (lhs: OneShotStream, rhs: OneShotStream) -> Bool { lhs.stream === rhs.stream }
+        /// The body's chunks, as an engine reads them.
+        public var chunks: RequestBodyChunks { RequestBodyChunks(make: makeChunks) }
+
+        /// The body as an `InputStream`: the stream it was made from, or one that reads its chunks (made once,
+        /// for code that takes a `URLRequest`).
+        public var inputStream: InputStream {
+            if let stream { return stream }
+            return lock.withLock { bridge in
+                if let bridge { return bridge }
+                let made = RequestBodyChunks.inputStream(BlockingChunkReader(chunks), onFailure: {})
+                OneShotStream.bridges.register(made, for: self)
+                bridge = made
+                return made
+            }
+        }
+
+        /// The body an `InputStream` handed out by ``inputStream`` stands for, so that a request that went through
+        /// a `URLRequest` and back reads the chunks, not the stream made of them.
+        static func owner(of stream: InputStream) -> OneShotStream? { bridges.owner(of: stream) }
+
+        private static let bridges = BridgeRegistry()
+
+        /// Whether both are the same body: the same object, or wrappers of the same `InputStream`.
+        public static func == (lhs: OneShotStream, rhs: OneShotStream) -> Bool {
+            if let left = lhs.stream, let right = rhs.stream { return left === right }
+            return lhs === rhs
+        }
+    }
+
+    /// The `InputStream`s made for bodies of chunks, each with its body, both held weakly.
+    private final class BridgeRegistry: Sendable {
+        private struct Entry {
+            weak var stream: InputStream?
+            weak var owner: OneShotStream?
+        }
+
+        private let entries = Protected<[ObjectIdentifier: Entry]>([:])
+
+        func register(_ stream: InputStream, for owner: OneShotStream) {
+            entries.withLock { entries in
+                entries = entries.filter { $0.value.stream != nil && $0.value.owner != nil }
+                entries[ObjectIdentifier(stream)] = Entry(stream: stream, owner: owner)
+            }
+        }
+
+        func owner(of stream: InputStream) -> OneShotStream? {
+            entries.withLock { entries in
+                guard let entry = entries[ObjectIdentifier(stream)], entry.stream === stream else { return nil }
+                return entry.owner
+            }
+        }
     }
 
     /// A request with each part given.
@@ -214,17 +296,26 @@ extension ConnectRequest {
             if case .stream(let stream) = body { return stream.inputStream }
             return nil
         }
-        set { body = newValue.map { .stream(OneShotStream($0)) } ?? .none }
+        set { body = newValue.map { .stream(OneShotStream.owner(of: $0) ?? OneShotStream($0)) } ?? .none }
     }
 }
 
 extension ConnectRequest.Body {
+    /// Whether there is a body to send: bytes that are not empty, or a stream.
+    var isPresent: Bool {
+        switch self {
+        case .none: return false
+        case .bytes(let data): return !data.isEmpty
+        case .stream: return true
+        }
+    }
+
     /// The body of `request`.
     init(of request: URLRequest) {
         if let data = request.httpBody {
             self = .bytes(data)
         } else if let stream = request.httpBodyStream {
-            self = .stream(ConnectRequest.OneShotStream(stream))
+            self = .stream(ConnectRequest.OneShotStream.owner(of: stream) ?? ConnectRequest.OneShotStream(stream))
         } else {
             self = .none
         }

@@ -117,8 +117,7 @@ extension ConnectError {
             let hasBody = !(request.httpBody?.isEmpty ?? true) || request.httpBodyStream != nil
             return hasBody && (request.httpMethod ?? "GET").uppercased() == "GET"
         case .model(let sent):
-            let hasBody = !(sent.request.httpBody?.isEmpty ?? true) || sent.request.httpBodyStream != nil
-            return hasBody && sent.request.method.rawValue.uppercased() == "GET"
+            return sent.request.body.isPresent && sent.request.method.rawValue.uppercased() == "GET"
         }
     }
 

@@ -29,7 +29,20 @@ struct URLSessionHopEngine: HTTPEngine {
 
     func send(_ hop: EngineRequest) async throws -> EngineResponse<URLSessionHopBody> {
         try Task.checkCancellation()
-        let request = try urlRequest(for: hop)
+        var request = try urlRequest(for: hop)
+        // A one-shot stream is read from URLSession's own thread, a chunk at a time, as the connection takes it.
+        let bodyReader: BlockingChunkReader?
+        let failed = Protected<(@Sendable () -> Void)?>(nil)
+        if case .stream(let chunks, let length) = hop.body {
+            let reader = BlockingChunkReader(chunks)
+            bodyReader = reader
+            request.httpBodyStream = RequestBodyChunks.inputStream(reader, onFailure: { failed.snapshot?() })
+            if let length, request.value(forHTTPHeaderField: "Content-Length") == nil {
+                request.setValue(String(length), forHTTPHeaderField: "Content-Length")
+            }
+        } else {
+            bodyReader = nil
+        }
         if var refusal = ServerTrustPinning.refusal(of: request, pins: delegate.pins) {
             refusal.request = nil  // the core names the request its caller sent
             throw refusal
@@ -53,14 +66,17 @@ struct URLSessionHopEngine: HTTPEngine {
                 cancellations: transport.isolatedSessionCancellations)
             : nil
         let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
+            // A read of the body waiting for its next chunk holds the session's queue: it ends first.
+            bodyReader?.cancel()
             if let task { taskDelegate?.cancel(task) }
             invalidation?.invalidate(cancellingTasks: true)
         }
+        failed.withLock { $0 = stop }
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: bufferLimit))
         body.setCancelHandler(stop)
         // The session is let go when the hop is over: when its body ends, however it ends.
         if let invalidation { body.whenEnded { invalidation.invalidate(cancellingTasks: false) } }
-        let handler = HopHandler(request: request, body: body, sent: hop.sent)
+        let handler = HopHandler(request: request, body: body, sent: hop.sent, bodyReader: bodyReader)
         taskDelegate.register(handler, for: task)
         return try await withTaskCancellationHandler {
             let head = try await withCheckedThrowingContinuation { continuation in
@@ -146,13 +162,19 @@ final class HopHandler: Sendable {
     let verdict: TaskVerdict
     let body: ResponseBodyStream
     private let sent: @Sendable (Int64) -> Void
+    /// What reads a one-shot request body for the task: its failure is the hop's.
+    private let bodyReader: BlockingChunkReader?
     private let state = Protected(State())
 
-    init(request: URLRequest, body: ResponseBodyStream, sent: @escaping @Sendable (Int64) -> Void) {
+    init(
+        request: URLRequest, body: ResponseBodyStream, sent: @escaping @Sendable (Int64) -> Void,
+        bodyReader: BlockingChunkReader? = nil
+    ) {
         self.request = request
         verdict = TaskVerdict(request: request)
         self.body = body
         self.sent = sent
+        self.bodyReader = bodyReader
     }
 
     /// Waits for the head with `continuation`: resumed at once if the hop was answered already (abandoned).
@@ -199,7 +221,8 @@ final class HopHandler: Sendable {
     /// The task ended. Before a head: the hop's answer is the head the completion names (a 401 declined, a redirect
     /// FoundationNetworking delivered no head for) or the failure. After: the body ends, or breaks with the error.
     func didComplete(error: (any Error)?, response: HTTPURLResponse?) {
-        let failure = verdict.failure
+        // A body whose source failed stopped the task: the source's error says why, not the task's.
+        let failure: (any Error)? = verdict.failure ?? (error == nil ? nil : bodyReader?.failure)
         let declined = verdict.declinedAnswer(to: error)
         if !state.withLock({ $0.answered }) {
             if let failure {

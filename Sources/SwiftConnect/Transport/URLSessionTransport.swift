@@ -181,20 +181,11 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
     /// exchange starts its hops from a task of its own, and needs no such queue.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        guard delegate != nil, !(transfer.isPlain && Self.hasNoBody(request)) else {
+        guard delegate != nil, !(transfer.isPlain && !request.body.isPresent) else {
             return send(request.urlRequest, transfer: transfer)
         }
         // Pins are checked for every hop, the first included, by the hop engine.
         return exchange(request, transfer: transfer)
-    }
-
-    /// Whether `request` sends no body.
-    private static func hasNoBody(_ request: ConnectRequest) -> Bool {
-        switch request.body {
-        case .none: return true
-        case .bytes(let data): return data.isEmpty
-        case .stream: return false
-        }
     }
 
     /// Runs `request` through the core's exchange over this transport's session.
@@ -204,7 +195,7 @@ public final class URLSessionTransport: Transport {
         // The session's resource timeout bounds the exchange too (FoundationNetworking ignores it).
         if resourceTimeout < request.timeoutInterval { request.timeoutInterval = resourceTimeout }
         let engine = URLSessionHopEngine(
-            transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer),
+            transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer, body: request.body),
             bufferLimit: transfer.streaming?.bufferLimit ?? .max)
         return EngineExchange(engine: engine, request: request, transfer: transfer).start()
     }

@@ -41,6 +41,25 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    func testABodyOfChunksIsSentOnceThoughTheAnswerIsRetryable() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            "/v1/todos/7",
+            with: [.status(503, headers: ["Retry-After": "0"]), .json(string: #"{"id":7}"#, status: 200)])
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("made as it goes".utf8))
+            continuation.finish()
+        }
+        let request = ConnectRequest(
+            method: .put, url: Self.url, body: .stream(ConnectRequest.OneShotStream(chunks)))
+
+        let response = try connect.response(for: request, options: RequestOptions(acceptsEveryStatus: true)).wait()
+
+        XCTAssertEqual(response.statusCode, 503, "the one attempt's answer: a one-shot body is not sent again")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testValidatorsCheckOnlySuccessfulAnswersWhenEveryStatusIsAccepted() throws {
         let transport = FakeTransport()
         transport.stub("/v1/todos/7", with: [.status(409), .json(string: "{}", status: 200)])

@@ -33,6 +33,20 @@ struct SocketEngine: HTTPEngine {
         case .file(let url, let length):
             try await connection.write(bytes)
             try await Self.upload(url, length: length, over: connection, sent: hop.sent)
+        case .stream(let chunks, let length):
+            // Each chunk is written before the next is asked for: that is the back-pressure.
+            try await connection.write(bytes)
+            for try await chunk in chunks {
+                if length == nil {
+                    var framed = Data("\(String(chunk.count, radix: 16))\r\n".utf8)
+                    framed.append(chunk)
+                    framed.append(contentsOf: Array("\r\n".utf8))
+                    try await connection.write(framed)
+                } else {
+                    try await connection.write(chunk)
+                }
+            }
+            if length == nil { try await connection.write(Data("0\r\n\r\n".utf8)) }
         }
         var reader = WireReader(connection: connection)
         var (version, head) = try await reader.responseHead()
@@ -59,13 +73,18 @@ struct SocketEngine: HTTPEngine {
     }
 
     /// The request line and header fields of `hop`, as they go on the wire: the head's fields in order, with
-    /// `Host`, `Content-Length` (for a body) and `Connection: close` added where the head has none.
+    /// `Host`, `Content-Length` (for a body; `Transfer-Encoding: chunked` for a stream of unknown length) and
+    /// `Connection: close` added where the head has none.
     private static func requestHead(of hop: EngineRequest) -> String {
         let fields = hop.head.headerFields
         var lines = ["\(hop.head.method.rawValue) \(hop.head.path) HTTP/1.1"]
         if !fields.contains("Host") { lines.append("Host: \(hop.head.authority)") }
         lines += fields.map { "\($0.name.rawName): \($0.value)" }
-        if hop.body.length > 0, !fields.contains(.contentLength) { lines.append("Content-Length: \(hop.body.length)") }
+        if let length = hop.body.length {
+            if length > 0, !fields.contains(.contentLength) { lines.append("Content-Length: \(length)") }
+        } else if !fields.contains("Transfer-Encoding") {
+            lines.append("Transfer-Encoding: chunked")
+        }
         if !fields.contains("Connection") { lines.append("Connection: close") }
         return lines.joined(separator: "\r\n") + "\r\n\r\n"
     }

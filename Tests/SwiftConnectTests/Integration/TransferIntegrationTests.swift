@@ -138,6 +138,47 @@ final class TransferIntegrationTests: XCTestCase {
         }
     }
 
+    /// A body made by an async sequence streams: 256 MiB produced 64 KiB at a time reach the server whole, and the
+    /// process's resident memory stays within 64 MiB of where it started (the body is never held whole).
+    func testALargeBodyFromASequenceStreamsWithMemoryBounded() throws {
+        let count = ProcessMemory.isSanitized ? 512 : 4096  // chunks of 64 KiB: 32 or 256 MiB
+        let chunk = Data((0..<(64 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 17 &+ 3) })
+        var expected = SHA256()
+        for _ in 0..<count { expected.update(chunk) }
+        server.streamingRoute("PUT", "/blob") { _, body in
+            var hash = SHA256()
+            var size = 0
+            while let piece = body.read(maxBytes: 64 << 10) {
+                hash.update(piece)
+                size += piece.count
+            }
+            return .text("\(size) \(hash.hexDigest) \(body.isComplete)")
+        }
+        let produced = ChunkCount()
+        let body = ConnectRequest.OneShotStream(
+            ProducedChunks(chunk: chunk, count: count, produced: produced), length: Int64(count * chunk.count))
+        var request = ConnectRequest(
+            method: .put, url: server.baseURL.appendingPathComponent("blob"), body: .stream(body),
+            timeoutInterval: 600)
+        request.headerFields["Content-Type"] = "application/octet-stream"
+        guard let before = ProcessMemory.residentBytes() else { throw XCTSkip("no /proc/self/status here") }
+
+        let sampler = MemorySampler()
+        let response = try connect.response(for: request, name: "blob").wait(timeout: 600)
+        let peak = sampler.stop()
+
+        XCTAssertEqual(
+            String(decoding: response.data, as: UTF8.self), "\(count * chunk.count) \(expected.hexDigest) true")
+        XCTAssertEqual(produced.value, count)
+        let growth = peak - before
+        print(
+            "Body of \((count * chunk.count) >> 20) MiB from a sequence: resident memory \(before >> 20) MiB before, "
+                + "peak \(peak >> 20) MiB (+\(growth >> 20) MiB)")
+        if !ProcessMemory.isSanitized {
+            XCTAssertLessThan(growth, 64 << 20, "memory grew by \(growth >> 20) MiB")
+        }
+    }
+
     func testDownloadToDiskMatchesByteForByte() throws {
         let size = 8 << 20
         server.route("GET", "/big") { _ in .generatedBytes(count: size, seed: 3) }
@@ -420,5 +461,48 @@ final class TransferIntegrationTests: XCTestCase {
             transport: TransportUnderTest.make(), retryPolicy: nil,
             configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port),
             settings: Connect.Settings(maxResponseBytes: maxResponseBytes))
+    }
+}
+
+/// `count` copies of `chunk`, each made when asked for (an upload produced as it goes), counted in `produced`.
+private struct ProducedChunks: AsyncSequence, Sendable {
+    typealias Element = Data
+    let chunk: Data
+    let count: Int
+    let produced: ChunkCount
+
+    func makeAsyncIterator() -> Iterator { Iterator(chunk: chunk, remaining: count, produced: produced) }
+
+    struct Iterator: AsyncIteratorProtocol {
+        let chunk: Data
+        var remaining: Int
+        let produced: ChunkCount
+
+        mutating func next() async -> Data? {
+            guard remaining > 0 else { return nil }
+            remaining -= 1
+            produced.increment()
+            // A fresh copy each time, as a producer reading a source would make.
+            return Data(chunk)
+        }
+    }
+}
+
+/// A count shared by a producer and the test.
+// @unchecked Sendable: `lock` protects `count`.
+private final class ChunkCount: @unchecked Sendable {
+    private let lock = NSLock()
+    private var count = 0
+
+    var value: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return count
+    }
+
+    func increment() {
+        lock.lock()
+        count += 1
+        lock.unlock()
     }
 }

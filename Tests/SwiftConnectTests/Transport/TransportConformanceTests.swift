@@ -17,6 +17,10 @@ final class TransportConformanceTests: XCTestCase {
                 "cancellation closes the connection":
                     "FoundationNetworking cannot stop a body transfer under way: a cancelled request's bytes may "
                     + "keep coming until the server stops (seen under ThreadSanitizer, not in plain runs here)",
+                "streamed request body keeps its length":
+                    "FoundationNetworking tells libcurl a body stream's size is unknown, so it goes out in chunks and "
+                    + "its Content-Length field is dropped (a server that needs the length gets it over "
+                    + "AsyncHTTPClientTransport, or from a body in memory or a file)",
                 "size limit stops reading":
                     "FoundationNetworking cannot abort a transfer under way; the transport invalidates the "
                     + "request's own session, which stops it in some runs only: otherwise the rest is read and dropped",
@@ -55,5 +59,43 @@ final class TransportConformanceTests: XCTestCase {
         let outcome = try XCTUnwrap(outcomes.first)
         XCTAssertFalse(outcome.isAsExpected, outcome.description)
         XCTAssertTrue(outcome.failure?.contains("does not stream") ?? false, outcome.description)
+    }
+
+    /// The request streaming check can fail: a transport that reads the body before sending it (here, a
+    /// `send(_:)`-only transport whose wrapper collects the stream first) is caught within the check's own bound.
+    func testATransportThatCollectsTheBodyFailsTheRequestStreamingCheck() throws {
+        struct CollectingBodies: Transport {
+            let engine = URLSessionTransport()
+            func send(_ request: URLRequest) -> Future<ConnectResponse> {
+                let promise = Promise<ConnectResponse>()
+                DispatchQueue.global().async {
+                    var collected = request
+                    if let stream = request.httpBodyStream {
+                        var data = Data()
+                        var buffer = [UInt8](repeating: 0, count: 65_536)
+                        stream.open()
+                        defer { stream.close() }
+                        while true {
+                            let count = stream.read(&buffer, maxLength: buffer.count)
+                            if count == 0 { break }
+                            guard count > 0 else {
+                                _ = promise.fail(stream.streamError ?? URLError(.cannotDecodeRawData))
+                                return
+                            }
+                            data.append(buffer, count: count)
+                        }
+                        collected.httpBodyStream = nil
+                        collected.httpBody = data
+                    }
+                    engine.send(collected).observe { _ = promise.complete(with: $0) }
+                }
+                return promise.future
+            }
+        }
+        let outcomes = TransportConformance.run(only: ["request body streams as it is made"]) { CollectingBodies() }
+
+        let outcome = try XCTUnwrap(outcomes.first)
+        XCTAssertFalse(outcome.isAsExpected, outcome.description)
+        XCTAssertTrue(outcome.failure?.contains("does not stream request bodies") ?? false, outcome.description)
     }
 }

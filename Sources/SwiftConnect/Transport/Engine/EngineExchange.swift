@@ -100,9 +100,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) {
             return error
         }
-        if original.method.rawValue.uppercased() == "GET",
-            !(original.httpBody?.isEmpty ?? true) || original.httpBodyStream != nil || transfer.bodyFile != nil
-        {
+        if original.method.rawValue.uppercased() == "GET", original.body.isPresent || transfer.bodyFile != nil {
             // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
             var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), sent: original)
             error.underlyingError = URLError(.dataLengthExceedsMaximum)
@@ -119,14 +117,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var answered = first
         var hop = original
         var bodyFile = transfer.bodyFile
-        // A body from a stream is read once, here. The hop keeps its stream: the redirect rules know such a body
-        // cannot be sent again.
-        let streamed = try bodyFile == nil ? original.httpBodyStream.map { try Self.read($0, of: original) } : nil
         var redirects = 0
         let progress = transfer.progress.map { ExchangeProgress(report: $0) }
         while true {
             try Task.checkCancellation()
-            let request = try engineRequest(for: hop, bodyFile: bodyFile, streamed: streamed, progress: progress)
+            let request = try engineRequest(for: hop, bodyFile: bodyFile, progress: progress)
             progress?.startHop(sending: request.body.length)
             let response: EngineResponse<Engine.ResponseBody>
             if let first = answered {
@@ -177,8 +172,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     }
 
     /// `hop` as the engine sends it: its head (the URL's user info as `Authorization`, as URLSession sends it), its
-    /// body from `bodyFile` or memory, the exchange's deadline.
-    private func engineRequest(for hop: ConnectRequest, bodyFile: URL?, streamed: Data?, progress: ExchangeProgress?)
+    /// body from `bodyFile`, memory or its one-shot stream (counted and checked by the core as the engine reads it;
+    /// the redirect rules never send it twice), the exchange's deadline.
+    private func engineRequest(for hop: ConnectRequest, bodyFile: URL?, progress: ExchangeProgress?)
         throws -> EngineRequest
     {
         let url = hop.url
@@ -195,18 +191,22 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             head.headerFields.append(
                 HeaderField(name: .authorization, value: "Basic " + Data(credentials.utf8).base64EncodedString()))
         }
+        var sent: @Sendable (Int64) -> Void = { _ in }
+        if let progress { sent = progress.sent }
         let body: EngineRequest.Body
         if let bodyFile {
             body = .file(bodyFile, length: (try? MultipartFormData.regularFileSize(bodyFile)) ?? 0)
-        } else if let data = hop.httpBody, !data.isEmpty {
-            body = .bytes(data)
-        } else if hop.httpBodyStream != nil, let streamed, !streamed.isEmpty {
-            body = .bytes(streamed)
         } else {
-            body = .none
+            switch hop.body {
+            case .bytes(let data) where !data.isEmpty:
+                body = .bytes(data)
+            case .stream(let stream):
+                body = .stream(stream.chunks.counted(announcing: stream.length, sent: sent), length: stream.length)
+                sent = { _ in }
+            case .none, .bytes:
+                body = .none
+            }
         }
-        var sent: @Sendable (Int64) -> Void = { _ in }
-        if let progress { sent = progress.sent }
         return EngineRequest(head: head, body: body, deadline: timer?.time, sent: sent)
     }
 
@@ -416,26 +416,6 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         return nil
     }
 
-    /// Everything `stream` holds; a stream that fails (a file gone, a producer's error) fails the exchange rather
-    /// than sending what was read before as the whole body.
-    private static func read(_ stream: InputStream, of request: ConnectRequest) throws -> Data {
-        var data = Data()
-        var buffer = [UInt8](repeating: 0, count: 64 << 10)
-        stream.open()
-        defer { stream.close() }
-        while true {
-            let count = stream.read(&buffer, maxLength: buffer.count)
-            if count == 0 { return data }
-            guard count > 0 else {
-                let reason = stream.streamError.map { "\($0)" } ?? "status \(stream.streamStatus.rawValue)"
-                var error = ConnectError.invalidRequest(
-                    .bodyEncodingFailed("the body's stream could not be read: \(reason)"), sent: request)
-                error.underlyingError = stream.streamError
-                throw error
-            }
-            data.append(buffer, count: count)
-        }
-    }
 }
 
 /// Responses with bodies larger than this complete on a global queue.

@@ -90,13 +90,20 @@ public struct EngineRequest: Sendable {
         /// The contents of a regular file, `length` bytes long: read it as the connection takes it, and call
         /// ``EngineRequest/sent`` for each piece handed over.
         case file(URL, length: Int64)
+        /// A body read once, chunk by chunk: take the next chunk when the connection is ready for it (that is the
+        /// back-pressure), and send it as it comes. `length`, when known, goes out as `Content-Length`; without
+        /// one, send it in chunks (`Transfer-Encoding: chunked` over HTTP/1.1). The core counts each chunk taken
+        /// for progress, and fails the body (a ``ConnectError``) if its source fails or gives another length than
+        /// announced: an engine stops the request with that error, and never sends a shorter body as a whole one.
+        case stream(RequestBodyChunks, length: Int64?)
 
-        /// The length of the body, known before it is sent.
-        public var length: Int64 {
+        /// The length of the body, when it is known before it is sent (`nil` only for a stream without one).
+        public var length: Int64? {
             switch self {
             case .none: return 0
             case .bytes(let data): return Int64(data.count)
             case .file(_, let length): return length
+            case .stream(_, let length): return length
             }
         }
     }

@@ -177,7 +177,9 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
     public func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody> {
         let relay = try await pinned.relay(for: hop)
         let eventLoop = client.eventLoopGroup.any()
-        let request = try RequestConversion.request(for: hop, relay: relay?.socketPath, eventLoop: eventLoop)
+        let writer = BodyWriter()
+        let request = try RequestConversion.request(
+            for: hop, relay: relay?.socketPath, eventLoop: eventLoop, writer: writer)
         let failuresBefore = relay?.failureCount ?? 0
         let deadline = hop.deadline.map { NIODeadline.uptimeNanoseconds($0.uptimeNanoseconds) }
         // The delegate API, not `execute(_:deadline:)`: the async API's body drops the last parts of a body whose
@@ -187,6 +189,7 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
             request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop), deadline: deadline)
         // A client already shut down fails the task without telling the delegate.
         task.futureResult.whenFailure { error in delivery.didReceiveError(task: task, error) }
+        task.futureResult.whenComplete { _ in writer.stop() }
         let head: HTTPResponseHead
         do {
             head = try await withTaskCancellationHandler {

@@ -1,5 +1,6 @@
 import AsyncHTTPClient
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
@@ -16,9 +17,10 @@ enum RequestConversion {
     /// streamed from its file (each chunk counted by `hop.sent`, the next read once the connection took the last). With
     /// `relay`, it goes to that Unix socket (a pinned host's, see ``PinnedRoutes``), with the host's authority in its
     /// `Host` field. `eventLoop` is where a file body's writing reports its end.
-    static func request(for hop: EngineRequest, relay: String? = nil, eventLoop: any EventLoop) throws
-        -> HTTPClient.Request
-    {
+    /// `writer` runs the task that writes a file or streamed body; the caller stops it when the request ends.
+    static func request(
+        for hop: EngineRequest, relay: String? = nil, eventLoop: any EventLoop, writer: BodyWriter = BodyWriter()
+    ) throws -> HTTPClient.Request {
         let head = hop.head
         var headers = HTTPHeaders()
         headers.reserveCapacity(head.headerFields.count + 1)
@@ -33,7 +35,13 @@ enum RequestConversion {
         case .bytes(let data):
             body = .byteBuffer(ByteBuffer(data: data))
         case .file(let file, let length):
-            body = fileBody(FileChunks(file: file, size: length, sent: hop.sent), length: length, eventLoop: eventLoop)
+            body = streamed(
+                FileChunks(file: file, size: length, sent: hop.sent), length: length, eventLoop: eventLoop,
+                writer: writer)
+        case .stream(let chunks, let length):
+            // The core counts and checks the chunks; each one is taken once the connection took the last.
+            body = streamed(
+                chunks.map { ByteBuffer(data: $0) }, length: length, eventLoop: eventLoop, writer: writer)
         }
         let method = NIOHTTP1.HTTPMethod(rawValue: head.method.rawValue)
         if let relay {
@@ -50,12 +58,15 @@ enum RequestConversion {
         return target
     }
 
-    /// A body of `length` bytes written chunk by chunk from `chunks`, each chunk read once the connection took the
-    /// previous one. The reading runs in a task of its own: never on an event loop.
-    private static func fileBody(_ chunks: FileChunks, length: Int64, eventLoop: any EventLoop) -> HTTPClient.Body {
+    /// A body of `length` bytes (`nil`: sent in chunks) written chunk by chunk from `chunks`, each chunk read once
+    /// the connection took the previous one. The reading runs in a task of its own: never on an event loop. A
+    /// failure of `chunks` fails the request with that error.
+    private static func streamed<Chunks: AsyncSequence & Sendable>(
+        _ chunks: Chunks, length: Int64?, eventLoop: any EventLoop, writer bodyWriter: BodyWriter
+    ) -> HTTPClient.Body where Chunks.Element == ByteBuffer {
         .stream(contentLength: length) { writer in
             let written = eventLoop.makePromise(of: Void.self)
-            Task {
+            bodyWriter.start {
                 do {
                     for try await chunk in chunks { try await writer.write(.byteBuffer(chunk)).get() }
                     written.succeed(())
@@ -65,6 +76,30 @@ enum RequestConversion {
             }
             return written.futureResult
         }
+    }
+}
+
+/// The task writing a hop's file or streamed body. AsyncHTTPClient stops asking for parts when its request ends,
+/// but a task waiting for the next chunk of a producer would wait on: the engine stops it when the request ends,
+/// however it ends (an answer before the upload's end, a failure, the deadline), which lets the producer go.
+final class BodyWriter: Sendable {
+    private let state = NIOLockedValueBox<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
+
+    /// Runs `work` in a task of its own, or not at all once stopped.
+    func start(_ work: @escaping @Sendable () async -> Void) {
+        state.withLockedValue { state in
+            guard !state.stopped else { return }
+            state.task = Task { await work() }
+        }
+    }
+
+    /// Cancels the writing task.
+    func stop() {
+        let task = state.withLockedValue { state in
+            state.stopped = true
+            return state.task
+        }
+        task?.cancel()
     }
 }
 
