@@ -33,9 +33,10 @@ import SwiftConnect
 ///   200..<300 is read whole first (the retry policy and token refresh may look at it), up to
 ///   ``Configuration/streaming``'s `errorBodyLimit`; a longer one fails with
 ///   ``SwiftConnect/ConnectError/Kind/responseTooLarge`` rather than being cut short.
-/// - **Request bodies** are read into memory before the first attempt (SwiftConnect's engines send bytes or a file).
-///   A body the generated code can iterate once (`IterationBehavior.single`, an upload from a stream) is sent as a
-///   one-shot body: the retry policy never replays it, and logs that it did not.
+/// - **Request bodies**: a body the generated code can iterate once (`IterationBehavior.single`, an upload from a
+///   stream) streams as a one-shot body, each chunk read when the connection is ready for it, so an upload never has
+///   to fit in memory; the retry policy never replays it, and logs that it did not. A body it can iterate again (JSON,
+///   `Data`, a `String`: in memory already) is read into memory, so that a retry can send it again.
 public struct ConnectClientTransport: ClientTransport {
     /// What sends the operations.
     public let connect: Connect

@@ -7,7 +7,9 @@ import SwiftConnect
 /// field by field, in order, repeated fields kept.
 enum OpenAPIConversion {
     /// The core's request for an operation: `baseURL` joined with the request's path and query, its fields, and
-    /// its body read into memory (replayable when the generated code could iterate it again, one-shot otherwise).
+    /// its body: one the generated code can iterate again is read into memory (it is in memory already, a JSON body
+    /// or `Data`, and so retries can send it again); one it can iterate once streams as a one-shot body, chunk by
+    /// chunk as the connection takes it, with its length when known.
     static func request(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL) async throws -> ConnectRequest {
         let url = try url(for: request, baseURL: baseURL)
         var fields = HeaderFields()
@@ -18,10 +20,13 @@ enum OpenAPIConversion {
         var built = ConnectRequest(
             method: HTTPMethod(rawValue: request.method.rawValue), url: url, headerFields: fields)
         if let body {
-            let bytes = try await Data(collecting: body, upTo: .max)
             switch body.iterationBehavior {
-            case .multiple: built.body = .bytes(bytes)
-            case .single: built.body = .stream(ConnectRequest.OneShotStream(InputStream(data: bytes)))
+            case .multiple:
+                built.body = .bytes(try await Data(collecting: body, upTo: .max))
+            case .single:
+                var length: Int64?
+                if case .known(let known) = body.length { length = known }
+                built.body = .stream(ConnectRequest.OneShotStream(body.map { Data($0) }, length: length))
             }
         }
         return built
