@@ -256,7 +256,7 @@ public final class ResponseBodyStream: Sendable {
     }
 
     /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
-    func next() async throws -> Data? {
+    package func next() async throws -> Data? {
         let chunk = try state.withLock { state -> Data?? in
             if let chunk = take(&state) { return .some(chunk) }
             if let end = state.end {

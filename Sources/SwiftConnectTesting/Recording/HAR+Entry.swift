@@ -19,6 +19,12 @@ extension HAR {
         public var failure: Failure?
         /// A comment for the reader.
         public var comment: String?
+        /// How a streamed body arrived (`_chunks`): each piece's size and when it came, in order; `nil` for a body
+        /// read whole. The pieces' sizes add up to the recorded body's.
+        public var chunks: [Chunk]?
+        /// Why a streamed body stopped before its end (`_bodyFailure`), after the pieces in ``chunks``: replayed as
+        /// the same typed error once they are delivered.
+        public var bodyFailure: Failure?
 
         /// An exchange; its ``time`` is the sum of `timings`.
         ///
@@ -43,6 +49,8 @@ extension HAR {
         enum CodingKeys: String, CodingKey {
             case startedDateTime, time, request, response, cache, timings, comment
             case failure = "_failure"
+            case chunks = "_chunks"
+            case bodyFailure = "_bodyFailure"
         }
 
         /// Reads an entry, taking HAR's defaults for the fields a replay does without.
@@ -56,6 +64,22 @@ extension HAR {
             time = try container.value(.time, default: timings.total)
             failure = try container.decodeIfPresent(Failure.self, forKey: .failure)
             comment = try container.decodeIfPresent(String.self, forKey: .comment)
+            chunks = try container.decodeIfPresent([Chunk].self, forKey: .chunks)
+            bodyFailure = try container.decodeIfPresent(Failure.self, forKey: .bodyFailure)
+        }
+    }
+
+    /// A piece of a streamed body as it arrived (`_chunks`, SwiftConnect's own field: HAR records a body whole).
+    public struct Chunk: Codable, Sendable, Equatable {
+        /// When it arrived, in milliseconds after the request started.
+        public var time: Double
+        /// Its size in bytes.
+        public var size: Int
+
+        /// A piece of `size` bytes that arrived `time` milliseconds after the request started.
+        public init(time: Double, size: Int) {
+            self.time = time
+            self.size = size
         }
     }
 

@@ -26,8 +26,8 @@ public struct RecordingError: Error, Sendable, CustomStringConvertible {
         case missingRecording
         /// The recording file is not a HAR file a replay can read.
         case unreadableRecording
-        /// The request asks for what recording does not support yet: a streamed response, a download to a file, a
-        /// body from a file or a stream.
+        /// The request asks for what recording does not support yet: a download to a file, or a body sent from a
+        /// file.
         case unsupportedTransfer
         /// The mode sends requests, but the transport wraps none to send them with.
         case noTransport

@@ -33,6 +33,15 @@ extension RecordingTransport {
             let entry: HAR.Entry
             switch result {
             case .success(let response):
+                if let body = response.bodyStream {
+                    // A streamed answer goes to the caller at its head; it is recorded when its body ends.
+                    promise.completeIfPending(
+                        with: .success(
+                            relayed(
+                                body, of: response, request: request, redacted: redacted, secrets: secrets,
+                                started: (started, start), transfer: transfer)))
+                    return
+                }
                 let handedOut = RecordingRedaction.secretsHandedOut(by: response)
                 let known = state.withLock { state in
                     state.handedOutSecrets += handedOut
@@ -63,6 +72,67 @@ extension RecordingTransport {
             }
         }
         return promise.future
+    }
+
+    /// `response` with a body stream of its own, fed from `body` as the caller reads it; each piece's size and time
+    /// are kept, and the exchange is recorded when the body ends (its end, a failure, or the caller stopping), before
+    /// the caller hears of the end.
+    private func relayed(
+        _ body: ResponseBodyStream, of response: ConnectResponse, request: ConnectRequest, redacted: RecordedRequest,
+        secrets: SecretValues, started: (date: Date, uptime: UInt64), transfer: TransferOptions
+    ) -> ConnectResponse {
+        let relay = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
+        relay.setCancelHandler { body.cancel() }
+        var relayed = response
+        relayed.bodyStream = relay
+        let headTime = Self.milliseconds(since: started.uptime)
+        Task { [self] in
+            var bytes = Data()
+            var chunks: [HAR.Chunk] = []
+            var failure: (any Error)?
+            do {
+                while let chunk = try await body.next() {
+                    bytes.append(chunk)
+                    chunks.append(HAR.Chunk(time: Self.milliseconds(since: started.uptime), size: chunk.count))
+                    guard await relay.send(chunk) else {
+                        body.cancel()
+                        break
+                    }
+                }
+            } catch {
+                failure = error
+            }
+            let total = Self.milliseconds(since: started.uptime)
+            var whole = response
+            whole.bodyStream = nil
+            whole.data = bytes
+            let handedOut = RecordingRedaction.secretsHandedOut(by: whole)
+            let known = state.withLock { state in
+                state.handedOutSecrets += handedOut
+                return state.handedOutSecrets
+            }
+            let responseSecrets = secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
+            var entry = HAR.Entry(
+                startedDateTime: Self.timestamp(started.date), request: HAR.Request(redacted),
+                response: Self.archived(whole, requestURL: request.url, secrets: responseSecrets),
+                timings: HAR.Timings(send: 0, wait: headTime, receive: max(0, total - headTime)))
+            entry.chunks = chunks
+            entry.bodyFailure = failure.flatMap { Self.failure($0, secrets: responseSecrets) }
+            do {
+                try append(entry, request: redacted)
+                relay.finish(throwing: failure)
+            } catch {
+                let message = "RecordingTransport could not write \(fileURL.path): \(error)"
+                relay.finish(
+                    throwing: RecordingError(.writeFailed, message, fileURL: fileURL).connectError(for: request))
+            }
+        }
+        return relayed
+    }
+
+    /// Milliseconds since `start` on the uptime clock, to the microsecond.
+    static func milliseconds(since start: UInt64) -> Double {
+        (Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000).rounded() / 1000
     }
 
     /// Adds `entry` (used: it answered this run) and writes the file with every entry so far.

@@ -75,15 +75,7 @@ extension RecordingTransport {
 extension RecordingTransport {
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if let failure = entry.failure {
-            let kind = ConnectError.Kind(rawValue: failure.kind) ?? .transport
-            // Failable on Linux, not on Apple platforms: `flatMap` reads alike on both.
-            let code: URLError.Code? = failure.urlErrorCode.flatMap { URLError.Code(rawValue: $0) }
-            let underlying = code.map { URLError($0) }
-            return Future(
-                error: ConnectError(
-                    kind, message: failure.message, request: request.urlRequest, underlyingError: underlying))
-        }
+        if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
         var fields = HeaderFields()
         for header in entry.response.headers where !header.name.hasPrefix(":") {
             let value = RecordingRedaction.filling(header.value, with: placeholderValues)
@@ -121,6 +113,72 @@ extension RecordingTransport {
                     bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
         }
         return Future(value: response)
+    }
+
+    /// The answer `entry` recorded, as a streamed response: its head, then its body in the pieces it arrived in
+    /// (`_chunks`; one piece for a body recorded whole), then the recorded `_bodyFailure` if it broke. With
+    /// ``replaysLatencies`` the head comes after the recorded wait and each piece at its recorded moment; otherwise
+    /// at once, as the reader takes them.
+    func replayStreamed(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<
+        ConnectResponse
+    > {
+        var unlimited = transfer
+        unlimited.maxResponseBytes = nil
+        unlimited.streaming = nil
+        let whole = replay(entry, for: request, transfer: unlimited)
+        let start = DispatchTime.now().uptimeNanoseconds
+        let latencies = replaysLatencies
+        let streamed = whole.map { response -> ConnectResponse in
+            let body = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
+            let pieces = Self.pieces(of: response.data, as: entry.chunks)
+            let failure = entry.bodyFailure.map { Self.error(for: $0, request: request) }
+            let feeding = Task {
+                for piece in pieces {
+                    if latencies { await Self.wait(until: piece.time, since: start) }
+                    guard await body.send(piece.bytes) else { return }
+                }
+                body.finish(throwing: failure)
+            }
+            body.setCancelHandler { feeding.cancel() }
+            var answer = response
+            answer.data = Data()
+            answer.bodyStream = body
+            return answer
+        }
+        return latencies ? Self.delayed(streamed, byMilliseconds: entry.timings.wait) : streamed
+    }
+
+    /// `data` cut where `chunks` say it arrived, each piece with its time; what the sizes leave (redaction may have
+    /// changed the body's length) goes with the last piece.
+    static func pieces(of data: Data, as chunks: [HAR.Chunk]?) -> [(time: Double, bytes: Data)] {
+        guard let chunks, !chunks.isEmpty else { return data.isEmpty ? [] : [(0, data)] }
+        var pieces: [(time: Double, bytes: Data)] = []
+        var offset = data.startIndex
+        for (index, chunk) in chunks.enumerated() {
+            let end =
+                index == chunks.count - 1 ? data.endIndex : min(data.endIndex, offset + max(0, chunk.size))
+            if end > offset { pieces.append((chunk.time, data[offset..<end])) }
+            offset = end
+        }
+        return pieces
+    }
+
+    /// Waits until `milliseconds` after `start` (uptime nanoseconds); at once if that has passed or the task is
+    /// cancelled.
+    private static func wait(until milliseconds: Double, since start: UInt64) async {
+        let due = start &+ UInt64(max(0, milliseconds) * 1_000_000)
+        let now = DispatchTime.now().uptimeNanoseconds
+        guard due > now else { return }
+        try? await Task.sleep(nanoseconds: due - now)
+    }
+
+    /// The typed error a recorded failure replays as.
+    static func error(for failure: HAR.Failure, request: ConnectRequest) -> ConnectError {
+        let kind = ConnectError.Kind(rawValue: failure.kind) ?? .transport
+        // Failable on Linux, not on Apple platforms: `flatMap` reads alike on both.
+        let code: URLError.Code? = failure.urlErrorCode.flatMap { URLError.Code(rawValue: $0) }
+        return ConnectError(
+            kind, message: failure.message, request: request.urlRequest, underlyingError: code.map { URLError($0) })
     }
 
     /// `answer`, delivered `milliseconds` from now; cancelling the returned future ends the wait at once.

@@ -43,10 +43,16 @@ import SwiftConnect
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test's),
 ///   and tests can run in parallel.
 ///
-/// Not recorded in this version: streamed responses (``SwiftConnect/TransferOptions/streaming``), downloads to a file,
-/// bodies sent from a file or a stream. Such a request fails with ``RecordingError/Reason/unsupportedTransfer`` in
-/// every mode rather than be answered wrongly. Replay is instant, or takes each exchange's recorded time with
-/// `replaysLatencies`.
+/// - **Streams**: a streamed response (``SwiftConnect/TransferOptions/streaming``: server-sent events, JSON Lines)
+///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
+///   (`_bodyFailure`); replay hands the pieces over in order, then the same typed error. A one-shot request body (from
+///   an `InputStream` or an async sequence) is read whole for matching and recorded like any body.
+/// - **Time**: replay is instant, or, with `replaysLatencies`, takes each exchange's recorded time, a stream's pieces
+///   coming at their recorded moments (a test of an idle timeout or of a reconnection). ``retryClock`` makes the
+///   retry policy's waits instant in replay.
+///
+/// Not recorded in this version: downloads to a file and bodies sent from a file. Such a request fails with
+/// ``RecordingError/Reason/unsupportedTransfer`` in every mode rather than be answered wrongly.
 public final class RecordingTransport: Transport, Sendable {
     /// The HAR file this transport reads and writes.
     public let fileURL: URL
@@ -106,6 +112,7 @@ public final class RecordingTransport: Transport, Sendable {
         self.matcher = matcher
         self.placeholderValues = placeholderValues
         self.replaysLatencies = replaysLatencies
+        retryClock = mode == .replay ? ImmediateRetryClock() : DispatchRetryClock()
         state = Protected(mode == .record ? State() : RecordingTransport.load(fileURL, required: mode == .replay))
     }
 
@@ -205,32 +212,75 @@ public final class RecordingTransport: Transport, Sendable {
     /// - Returns: A future of the response, or of the recorded failure; cancelling it cancels the live exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let refusal = unsupported(request, transfer: transfer) { return Future(error: refusal) }
+        guard case .stream(let stream) = request.body else { return answer(request, live: request, transfer: transfer) }
+        // A one-shot body is read whole first: matching and the file need its bytes. The wrapped transport still gets
+        // a one-shot body, as it would have.
+        let promise = Promise<ConnectResponse>()
+        let task = Task {
+            do {
+                var bytes = Data()
+                for try await chunk in stream.chunks { bytes.append(chunk) }
+                var readable = request
+                readable.body = .bytes(bytes)
+                var live = request
+                live.body = .stream(ConnectRequest.OneShotStream(Self.once(bytes), length: stream.length))
+                let answer = answer(readable, live: live, transfer: transfer)
+                promise.setCancelHandler { answer.cancel() }
+                answer.observe { promise.completeIfPending(with: $0) }
+            } catch {
+                promise.completeIfPending(with: .failure(error))
+            }
+        }
+        promise.setCancelHandler { task.cancel() }
+        return promise.future
+    }
+
+    /// `bytes` as a sequence of one chunk.
+    private static func once(_ bytes: Data) -> AsyncStream<Data> {
+        AsyncStream { continuation in
+            continuation.yield(bytes)
+            continuation.finish()
+        }
+    }
+
+    /// Answers `request` (its body in memory) from the recording, or sends `live` (the same request, its body as the
+    /// wrapped transport must get it) and records the exchange.
+    private func answer(_ request: ConnectRequest, live: ConnectRequest, transfer: TransferOptions) -> Future<
+        ConnectResponse
+    > {
         let secrets = RecordingRedaction.withBase64Forms(SecretValues(of: request.urlRequest))
         let redacted = RecordingRedaction.request(request, secrets: secrets)
-        if mode == .record { return record(request, redacted: redacted, secrets: secrets, transfer: transfer) }
+        if mode == .record { return record(live, redacted: redacted, secrets: secrets, transfer: transfer) }
         switch claim(redacted) {
         case .success(let entry):
+            if transfer.streaming != nil { return replayStreamed(entry, for: request, transfer: transfer) }
             let answer = replay(entry, for: request, transfer: transfer)
             return replaysLatencies ? Self.delayed(answer, byMilliseconds: entry.time) : answer
         case .failure(let failure):
             if mode == .recordMissing, failure.reason == .noMatch || failure.reason == .missingRecording {
-                return record(request, redacted: redacted, secrets: secrets, transfer: transfer)
+                return record(live, redacted: redacted, secrets: secrets, transfer: transfer)
             }
             return Future(error: failure.connectError(for: request))
         }
     }
 
+    /// A clock for the client's ``SwiftConnect/RetryPolicy`` that fits the mode: in replay, an
+    /// ``ImmediateRetryClock`` (back-off and `Retry-After` waits end at once, and are listed in its `delays`); in the
+    /// modes that record, the real clock, as the server expects.
+    ///
+    /// ```swift
+    /// let transport = RecordingTransport(wrapping: URLSessionTransport())
+    /// let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: transport.retryClock))
+    /// ```
+    public let retryClock: any RetryClock
+
     /// Why `request` cannot be recorded or replayed, if it cannot.
     private func unsupported(_ request: ConnectRequest, transfer: TransferOptions) -> ConnectError? {
         var what: String?
-        if transfer.streaming != nil {
-            what = "a streamed response (TransferOptions.streaming)"
-        } else if transfer.destination != nil {
+        if transfer.destination != nil {
             what = "a download to a file (TransferOptions.destination)"
         } else if transfer.bodyFile != nil {
             what = "a body sent from a file (TransferOptions.bodyFile)"
-        } else if case .stream = request.body {
-            what = "a body sent from a stream"
         }
         guard let what else { return nil }
         let message =

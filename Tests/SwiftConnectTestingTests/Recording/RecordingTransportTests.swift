@@ -320,15 +320,16 @@ final class RecordingTransportTests: XCTestCase {
 
     // MARK: - Out of scope, refused
 
-    func testStreamedResponseIsRefusedWithATypedError() throws {
+    func testADownloadToAFileIsRefusedWithATypedError() throws {
         // Given
         let replayer = transport(.replay)
-        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/events")
+        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/report")
+        let destination = folder.appendingPathComponent("report.bin")
         // When
-        let error = try failure(of: replayer.send(request, transfer: TransferOptions(streaming: StreamingOptions())))
+        let error = try failure(of: replayer.send(request, transfer: TransferOptions(destination: destination)))
         // Then
         XCTAssertEqual(try recordingError(of: error).reason, .unsupportedTransfer)
-        XCTAssertTrue(error.message.contains("streamed"), error.message)
+        XCTAssertTrue(error.message.contains("download"), error.message)
     }
 
     // MARK: - Parallel use
