@@ -8,6 +8,9 @@ import Benchmark
 let benchmarks: @Sendable () -> Void = {
     // This executable is also the loopback server of the HTTP benchmarks, in a child process.
     LoopbackServer.runIfServerProcess()
+    // The Scale/ benchmarks hold 1,000 connections open: a socket each here and in the server, which inherits the
+    // limit on open files.
+    FileLimit.raiseToHardLimit()
 
     registerFutureBenchmarks()
     registerPipelineBenchmarks()
@@ -17,4 +20,5 @@ let benchmarks: @Sendable () -> Void = {
     registerStreamingBenchmarks()
     registerOpenAPIBenchmarks()
     registerObservabilityBenchmarks()
+    registerScaleBenchmarks()
 }

@@ -15,7 +15,7 @@ import SwiftConnectTesting
 /// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB;
 /// `POST /upload` reads the request body to the end and answers `{"bytes":N}`; `GET /stream/events` and
 /// `GET /stream/lines` stream 16 MiB of ~80-byte server-sent events or lines, chunked (with `/paced` at the end,
-/// at 1 Gbit/s).
+/// at 1 Gbit/s); `GET /stream/held` sends three events and holds the stream open until `POST /stream/release`.
 enum LoopbackServer {
     static let roleVariable = "SWIFTCONNECT_BENCHMARK_ROLE"
 
@@ -63,6 +63,21 @@ enum LoopbackServer {
                 }
             }
         }
+        // Scale/ benchmarks: events 1 to 3 at once, then the stream is held open until `POST /stream/release`, then
+        // events 4 and 5 and the end. A held stream gives up after 120 s.
+        let held = HeldStreams()
+        server.route("GET", "/stream/held") { _ in
+            let generation = held.generation
+            return .stream(contentLength: nil, contentType: "text/event-stream") { write in
+                for id in 1...3 { guard write(Data("id: \(id)\ndata: event \(id)\n\n".utf8)) else { return } }
+                guard held.wait(past: generation) else { return }
+                for id in 4...5 { guard write(Data("id: \(id)\ndata: event \(id)\n\n".utf8)) else { return } }
+            }
+        }
+        server.route("POST", "/stream/release") { _ in
+            held.release()
+            return .status(204)
+        }
         server.streamingRoute("POST", "/upload") { _, body in
             var bytes = 0
             while let piece = body.read(maxBytes: 256 << 10) { bytes += piece.count }
@@ -84,6 +99,37 @@ enum LoopbackServer {
         }
         server.stop()
         exit(0)
+    }
+
+    /// The held streams of `/stream/held`: each waits until the generation it started in is released.
+    final class HeldStreams: @unchecked Sendable {
+        // @unchecked Sendable: `condition` guards `current`.
+        private let condition = NSCondition()
+        private var current = 0
+
+        var generation: Int {
+            condition.lock()
+            defer { condition.unlock() }
+            return current
+        }
+
+        /// Waits until `generation` is released; `false` after 120 s.
+        func wait(past generation: Int) -> Bool {
+            condition.lock()
+            defer { condition.unlock() }
+            let deadline = Date().addingTimeInterval(120)
+            while current == generation {
+                if !condition.wait(until: deadline) { return false }
+            }
+            return true
+        }
+
+        func release() {
+            condition.lock()
+            current += 1
+            condition.broadcast()
+            condition.unlock()
+        }
     }
 
     /// A running child server process.

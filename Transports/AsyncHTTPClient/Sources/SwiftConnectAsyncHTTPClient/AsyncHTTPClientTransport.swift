@@ -48,6 +48,22 @@ import SwiftConnect
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
 ///
+/// ## Many open streams
+///
+/// Each open stream (server-sent events, a long download) holds one connection, and AsyncHTTPClient opens at most 8
+/// to a host by default: the 9th stream waits for one to end. Raise the limit to the number of streams plus the other
+/// requests you make to that host at the same time:
+///
+/// ```swift
+/// var configuration = AsyncHTTPClientTransport.defaultConfiguration
+/// configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1_001
+/// let transport = AsyncHTTPClientTransport(configuration: configuration)
+/// ```
+///
+/// Each connection is also a file descriptor: 1,000 streams need a limit on open files (`ulimit -n`, 1,024 by
+/// default on many systems) of at least 1,000 plus what the process opens otherwise. BENCHMARKS.md (`Scale/`) states
+/// the memory an open stream costs.
+///
 /// ## Shutting down
 ///
 /// A transport made with ``init(configuration:eventLoopGroup:)`` owns its `HTTPClient`: call ``shutdown()`` once
