@@ -46,6 +46,14 @@ let engineMetrics: [BenchmarkMetric] = [
     .custom("Engine raw AHC transport configuration CPU (ns)", polarity: .prefersSmaller, useScalingFactor: true),
 ]
 
+/// Voluntary context switches per request (`getrusage`, the whole process) of Connect over AsyncHTTPClient and of raw
+/// AsyncHTTPClient, in thousandths of a switch: a hop to another thread that had to wake up is one.
+let engineSwitchMetrics: [BenchmarkMetric] = [
+    .custom(
+        "Engine Connect over AHC voluntary switches (per mille)", polarity: .prefersSmaller, useScalingFactor: true),
+    .custom("Engine raw AHC voluntary switches (per mille)", polarity: .prefersSmaller, useScalingFactor: true),
+]
+
 /// Each sample's ratio of raw AsyncHTTPClient's wall time to Connect's over it, in thousandths (900 is 0.9×): their
 /// spread over the samples shows how far one sample's ratio is from another's, which the medians alone hide.
 let engineRatioMetrics: [BenchmarkMetric] = [
@@ -57,7 +65,8 @@ let engineRatioMetrics: [BenchmarkMetric] = [
 
 private func registerEngineTurns(name: String, width: Int) {
     let config = configuration(
-        scalingFactor: .kilo, metrics: coreMetrics + engineMetrics + engineRatioMetrics, maxDuration: .seconds(25),
+        scalingFactor: .kilo, metrics: coreMetrics + engineMetrics + engineRatioMetrics + engineSwitchMetrics,
+        maxDuration: .seconds(25),
         maxIterations: 10_000)
     Benchmark(
         name + "/SwiftConnect Connect over AsyncHTTPClient, raw AsyncHTTPClient, raw URLSession, interleaved",
@@ -68,14 +77,19 @@ private func registerEngineTurns(name: String, width: Int) {
             engines.connect, engines.rawAHC, engines.rawURLSession, engines.rawAHCAsTransport,
         ]
         let total = benchmark.operations
-        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
+        var turns = InterleavedTurns()
         benchmark.measure {
             turns = interleavedTurns(
                 clients, total: total, width: width, batch: max(1, min(total, width == 1 ? 100 : 250)))
         }
-        let (wall, cpu, failures) = turns
+        let (wall, cpu, failures) = (turns.wall, turns.cpu, turns.failures)
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(engineMetrics, wall + cpu) { benchmark.measurement(metric, value) }
+        // Issue 37, item 2: voluntary context switches per request, Connect's beside raw AsyncHTTPClient's, in
+        // thousandths of a switch (the sample's total over its requests, scaled like the other figures).
+        for (metric, value) in zip(engineSwitchMetrics, turns.switches.prefix(2)) {
+            benchmark.measurement(metric, value * 1000)
+        }
         if wall[0] > 0 {
             benchmark.measurement(engineRatioMetrics[0], wall[1] * 1000 / wall[0])
             benchmark.measurement(engineRatioMetrics[1], wall[3] * 1000 / wall[0])

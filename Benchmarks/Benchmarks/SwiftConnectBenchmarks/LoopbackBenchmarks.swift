@@ -139,37 +139,54 @@ private func registerInterleaved(name: String, path: String, width: Int, large: 
 /// client's wall and CPU nanoseconds over its steady batches, and how many requests failed.
 func interleavedTurns(
     _ clients: [any LoopbackClient], total: Int, width: Int, batch: Int
-) -> (wall: [Int], cpu: [Int], failures: Int) {
-    var wall = Array(repeating: 0, count: clients.count)
-    var cpu = Array(repeating: 0, count: clients.count)
-    var failures = 0
+) -> InterleavedTurns {
+    var turns = InterleavedTurns(clients: clients.count)
     var done = 0
     var first = 0
     while done < total {
         let count = min(batch, total - done)
         for step in 0..<clients.count {
             let index = (first + step) % clients.count
-            failures += clients[index].run(count: count, width: width)
-            let steady = timedBatch(clients[index], count: count, width: width, failures: &failures)
-            wall[index] += steady.nanoseconds
-            cpu[index] += steady.cpu
+            turns.failures += clients[index].run(count: count, width: width)
+            let steady = timedBatch(clients[index], count: count, width: width, failures: &turns.failures)
+            turns.wall[index] += steady.nanoseconds
+            turns.cpu[index] += steady.cpu
+            turns.switches[index] += steady.voluntarySwitches
         }
         done += count
         first = (first + 1) % clients.count
     }
-    return (wall, cpu, failures)
+    return turns
+}
+
+/// Each client's totals over its steady batches of an interleaved sample, in the order the clients were given.
+struct InterleavedTurns {
+    var wall: [Int]
+    var cpu: [Int]
+    /// Voluntary context switches of the whole process (`getrusage`): a thread that waited, for a lock, a
+    /// condition or I/O, and gave its core up. A hop from one thread to another to deliver an answer is one.
+    var switches: [Int]
+    var failures = 0
+
+    init(clients: Int = 0) {
+        wall = Array(repeating: 0, count: clients)
+        cpu = wall
+        switches = wall
+    }
 }
 
 /// Runs one batch of `count` requests, `width` at a time, and measures it.
 func timedBatch(_ client: any LoopbackClient, count: Int, width: Int, failures: inout Int) -> BatchTotals {
     let connectionsBefore = LoopbackServer.shared.connectionsAccepted()
+    let switchesBefore = voluntaryContextSwitches()
     let cpuStart = processCPUNanoseconds()
     let start = DispatchTime.now().uptimeNanoseconds
     failures += client.run(count: count, width: width)
     return BatchTotals(
         nanoseconds: Int(DispatchTime.now().uptimeNanoseconds - start),
         cpu: processCPUNanoseconds() - cpuStart,
-        connections: LoopbackServer.shared.connectionsAccepted() - connectionsBefore)
+        connections: LoopbackServer.shared.connectionsAccepted() - connectionsBefore,
+        voluntarySwitches: voluntaryContextSwitches() - switchesBefore)
 }
 
 /// One client's turns of an interleaved sample: the batches right after the other client's, and the batches
@@ -189,11 +206,13 @@ struct BatchTotals {
     var nanoseconds = 0
     var cpu = 0
     var connections = 0
+    var voluntarySwitches = 0
 
     mutating func add(_ other: BatchTotals) {
         nanoseconds += other.nanoseconds
         cpu += other.cpu
         connections += other.connections
+        voluntarySwitches += other.voluntarySwitches
     }
 }
 

@@ -31,9 +31,9 @@ func registerOpenAPIBenchmarks() {
         let clients = LoopbackClients.client { OpenAPIClients() }
         let pair: [any LoopbackClient] = [clients.connect, clients.awaited, clients.openAPI]
         let total = benchmark.operations
-        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
+        var turns = InterleavedTurns()
         benchmark.measure { turns = interleavedTurns(pair, total: total, width: 1, batch: max(1, min(total, 100))) }
-        let (wall, cpu, failures) = turns
+        let (wall, cpu, failures) = (turns.wall, turns.cpu, turns.failures)
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(openAPIMetrics, wall + cpu) { benchmark.measurement(metric, value) }
     }
@@ -47,9 +47,9 @@ func registerOpenAPIBenchmarks() {
         let clients = LoopbackClients.client { OfficialClients() }
         let pair: [any LoopbackClient] = [clients.raw, clients.official]
         let total = benchmark.operations
-        var turns: (wall: [Int], cpu: [Int], failures: Int) = ([], [], 0)
+        var turns = InterleavedTurns()
         benchmark.measure { turns = interleavedTurns(pair, total: total, width: 1, batch: max(1, min(total, 100))) }
-        let (wall, cpu, failures) = turns
+        let (wall, cpu, failures) = (turns.wall, turns.cpu, turns.failures)
         if failures > 0 { return benchmark.error("\(failures) requests failed") }
         for (metric, value) in zip(officialMetrics, wall + cpu) { benchmark.measurement(metric, value) }
     }

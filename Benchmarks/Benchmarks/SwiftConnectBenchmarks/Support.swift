@@ -31,6 +31,13 @@ func processCPUNanoseconds() -> Int {
     return Int(time.tv_sec) * 1_000_000_000 + Int(time.tv_nsec)
 }
 
+/// The process's voluntary context switches so far, all threads (`getrusage(RUSAGE_SELF)`).
+func voluntaryContextSwitches() -> Int {
+    var usage = rusage()
+    getrusage(Int32(RUSAGE_SELF.rawValue), &usage)
+    return Int(usage.ru_nvcsw)
+}
+
 /// How many operations each sample ran, so exported results (`--format influx`) can be turned into per-operation
 /// figures by scripts/benchmarks.sh.
 let operationsMetric = BenchmarkMetric.custom(
