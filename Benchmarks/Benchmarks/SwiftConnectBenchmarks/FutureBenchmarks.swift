@@ -15,6 +15,7 @@ func registerFutureBenchmarks() {
     registerTenThousandPromises()
     registerAllOfThousand()
     registerPendingChain()
+    registerPendingChainsInFlight()
 }
 
 @inline(never)
@@ -464,6 +465,84 @@ private func registerPendingChain() {
                     second.async { continuation.resume(returning: value &+ 1) }
                 }
                 blackHole(addOne(next))
+            }
+        }
+    }
+}
+
+// MARK: - 10,000 pending chains in flight at once (issue 37, item 5)
+
+/// The chain above (a future completed later on another queue, `flatMap` to a second such future, `map`, `observe`),
+/// 10,000 of them in flight at once, the batch waited with a `DispatchGroup`: one operation is one batch. Beside the
+/// same on `MinimalFuture` and on async/await (10,000 tasks in a task group), in the same run.
+private func registerPendingChainsInFlight() {
+    let chains = RunMode.isSmoke ? 100 : 10_000
+    let first = DispatchQueue(label: "benchmarks.inflight.first")
+    let second = DispatchQueue(label: "benchmarks.inflight.second")
+    let config = configuration(scalingFactor: .one, maxDuration: .seconds(6), maxIterations: 200)
+    let name = "Futures/10,000 pending chains in flight (one batch)"
+
+    Benchmark(name + "/SwiftConnect Future", configuration: config) { benchmark in
+        benchmark.measure {
+            let group = DispatchGroup()
+            for _ in 0..<chains {
+                group.enter()
+                let start = Promise<Int>()
+                start.future
+                    .flatMap { value -> SwiftConnect.Future<Int> in
+                        let next = Promise<Int>()
+                        second.async { next.succeed(value &+ 1) }
+                        return next.future
+                    }
+                    .map(addOne)
+                    .observe { result in
+                        blackHole(result)
+                        group.leave()
+                    }
+                first.async { start.succeed(1) }
+            }
+            group.wait()
+        }
+    }
+
+    Benchmark(name + "/minimal mutex future", configuration: config) { benchmark in
+        benchmark.measure {
+            let group = DispatchGroup()
+            for _ in 0..<chains {
+                group.enter()
+                let start = MinimalFuture<Int>()
+                start
+                    .flatMap { value -> MinimalFuture<Int> in
+                        let next = MinimalFuture<Int>()
+                        second.async { next.succeed(value &+ 1) }
+                        return next
+                    }
+                    .map(addOne)
+                    .observe { value in
+                        blackHole(value)
+                        group.leave()
+                    }
+                first.async { start.succeed(1) }
+            }
+            group.wait()
+        }
+    }
+
+    Benchmark(name + "/async-await", configuration: config) { benchmark in
+        await benchmark.measureAsync {
+            await withTaskGroup(of: Int.self) { group in
+                for _ in 0..<chains {
+                    group.addTask {
+                        let value = await withCheckedContinuation { continuation in
+                            first.async { continuation.resume(returning: 1) }
+                        }
+                        let next = await withCheckedContinuation { continuation in
+                            second.async { continuation.resume(returning: value &+ 1) }
+                        }
+                        return addOne(next)
+                    }
+                }
+                for await value in group { blackHole(value) }
             }
         }
     }
