@@ -274,7 +274,11 @@ extension BlockingChunkReader {
             var input: InputStream?
             var output: OutputStream?
             Stream.getBoundStreams(withBufferSize: inputStreamChunkSize, inputStream: &input, outputStream: &output)
-            guard let input, let output else { return InputStream(data: Data()) }
+            guard let input, let output else {
+                // Never seen; the task is stopped rather than sent with an empty body.
+                onFailure()
+                return InputStream(data: Data())
+            }
             let writer = BoundOutput(output)
             Thread.detachNewThread { writer.write(reader, onFailure: onFailure) }
             return input
