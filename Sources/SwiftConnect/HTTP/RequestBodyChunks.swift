@@ -275,9 +275,9 @@ extension BlockingChunkReader {
             var output: OutputStream?
             Stream.getBoundStreams(withBufferSize: inputStreamChunkSize, inputStream: &input, outputStream: &output)
             guard let input, let output else {
-                // Never seen; the task is stopped rather than sent with an empty body.
-                onFailure()
-                return InputStream(data: Data())
+                // Never seen. A stream that fails to open fails the task, where an empty one would send an empty body.
+                reader.cancel()
+                return InputStream(fileAtPath: "/nonexistent/swiftconnect-body") ?? InputStream(data: Data())
             }
             let writer = BoundOutput(output)
             Thread.detachNewThread { writer.write(reader, onFailure: onFailure) }
