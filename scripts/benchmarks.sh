@@ -257,6 +257,19 @@ if p_ours:
     r = ratio(wall_ns(p_async), wall_ns(p_ours))
     target("pending chain: no slower than async/await", fmt_ratio(r), None if r is None else r >= 1,
            f"{fmt_time(wall_ns(p_ours))} vs {fmt_time(wall_ns(p_async))} per chain")
+# Issue 37, item 5: 10,000 pending chains in flight at once (one operation is one batch of 10,000).
+b_ours = find("Futures", "10,000 pending", "SwiftConnect")
+b_minimal = find("Futures", "10,000 pending", "minimal")
+b_async = find("Futures", "10,000 pending", "async-await")
+if b_ours:
+    per_chain = lambda ns: None if ns is None else ns / 10_000
+    for other, label in [(b_minimal, "a minimal mutex future"), (b_async, "async/await")]:
+        r = ratio(wall_ns(other), wall_ns(b_ours))
+        target(f"10,000 pending chains in flight: no slower than {label}", fmt_ratio(r), None if r is None else r >= 1,
+               f"{fmt_time(per_chain(wall_ns(b_ours)))} vs {fmt_time(per_chain(wall_ns(other)))} per chain; CPU "
+               f"{fmt_time(per_chain(cpu_ns(b_ours)))} vs {fmt_time(per_chain(cpu_ns(other)))}; "
+               f"mallocs {fmt_num(None if mallocs(b_ours) is None else mallocs(b_ours) / 10_000)} vs "
+               f"{fmt_num(None if mallocs(other) is None else mallocs(other) / 10_000)} per chain")
 def paired_ns(name, which):
     return per_op(name, "PairedConnecttime(ns)" if which == "connect" else "Pairedby-handtime(ns)")
 
@@ -429,6 +442,29 @@ for width, label in [(1, "sequential"), (16, "16 in flight")]:
             target("engine, 1 KiB 16 in flight: peak memory within 1.2× raw AsyncHTTPClient's", fmt_ratio(r),
                    None if r is None else r <= 1.2,
                    f"{fmt_num(peak_mib(m_ours))} vs {fmt_num(peak_mib(m_raw))} MiB resident, whole process")
+
+# --- Issue 37, item 2: voluntary context switches per request, Connect over AsyncHTTPClient beside raw. ---
+for label in ["sequential", "16 in flight"]:
+    trio = find("Engines", f"GET 1 KiB JSON {label}", "SwiftConnect Connect over AsyncHTTPClient, raw")
+    ours_switches = per_op(trio, "EngineConnectoverAHCvoluntaryswitches(permille)") if trio else None
+    raw_switches = per_op(trio, "EnginerawAHCvoluntaryswitches(permille)") if trio else None
+    if ours_switches is None or raw_switches is None: continue
+    extra = (ours_switches - raw_switches) / 1000
+    target(f"engine, 1 KiB {label}: at most one voluntary context switch per request more than raw AsyncHTTPClient",
+           f"{extra:+.2f}", extra <= 1,
+           f"{ours_switches / 1000:.2f} vs {raw_switches / 1000:.2f} per request (`getrusage`, whole process)")
+
+# --- Issue 37, item 6: 1,000 event streams open at once over AsyncHTTPClient. ---
+scale = find("Scale", "1000 event streams open at once", "SwiftConnect")
+if scale:
+    per_stream = p50(scale, "Scaleresidentbytesperopenstream")
+    left = p50(scale, "Scaleresidentbytesleftperstreamaftershutdown")
+    ordered = p50(scale, "Scalestreamswitheveryeventinorder")
+    if per_stream is not None:
+        target("1,000 event streams open at once over AsyncHTTPClient: ≤ 64 KiB resident per open stream, every "
+               "event in order", f"{per_stream / 1024:.1f} KiB", per_stream <= 64 * 1024 and ordered == 1000,
+               f"streams with every event in order: {ordered:.0f} of 1,000; left after shutdown "
+               f"{(left or 0) / 1024:.1f} KiB per stream")
 
 # --- Issue 25, item 6: parsed stream views beside a plain read of the same bytes, and the cost per chunk. ---
 streaming_rows = []

@@ -23,7 +23,8 @@ let scaleMetrics: [BenchmarkMetric] = [
 func registerScaleBenchmarks() {
     let streams = RunMode.isSmoke ? 50 : 1_000
     let config = configuration(scalingFactor: .one, metrics: scaleMetrics, maxDuration: .seconds(120), maxIterations: 3)
-    Benchmark("Scale/\(streams) event streams open at once over AsyncHTTPClient", configuration: config) { benchmark in
+    Benchmark("Scale/\(streams) event streams open at once/SwiftConnect over AsyncHTTPClient", configuration: config) {
+        benchmark in
         let figures = blockingAwait {
             do {
                 return try await ScaleRun.run(streams: streams)
