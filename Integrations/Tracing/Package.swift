@@ -12,6 +12,8 @@ let package = Package(
     dependencies: [
         .package(name: "SwiftConnect", path: "../.."),
         .package(url: "https://github.com/apple/swift-distributed-tracing", from: "1.7.3"),
+        // For the tests only: the conformance checks run over the AsyncHTTPClient engine too.
+        .package(name: "SwiftConnectAsyncHTTPClient", path: "../../Transports/AsyncHTTPClient"),
     ],
     targets: [
         .target(
@@ -30,6 +32,7 @@ let package = Package(
                 .product(name: "SwiftConnectTesting", package: "SwiftConnect"),
                 .product(name: "Tracing", package: "swift-distributed-tracing"),
                 .product(name: "InMemoryTracing", package: "swift-distributed-tracing"),
+                .product(name: "SwiftConnectAsyncHTTPClient", package: "SwiftConnectAsyncHTTPClient"),
             ]
         ),
     ],

@@ -187,13 +187,7 @@ extension TransportConformance.Context {
     func send(_ request: ConnectRequest, transfer: TransferOptions = TransferOptions(), within seconds: Double = 30)
         throws -> Result<ConnectResponse, any Error>
     {
-        let future = makeTransport().send(request, transfer: transfer)
-        do {
-            return try future.waitForResult(timeout: seconds)
-        } catch {
-            future.cancel()
-            throw TransportConformance.Failure(description: "no answer within \(seconds) s: the transport hung")
-        }
+        try outcome(of: makeTransport().send(request, transfer: transfer), within: seconds)
     }
 
     /// The response to `request`, or a failure saying what came instead.

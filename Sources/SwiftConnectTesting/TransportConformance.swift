@@ -76,7 +76,13 @@ public enum TransportConformance {
         func send(_ request: URLRequest, transfer: TransferOptions = TransferOptions(), within seconds: Double = 30)
             throws -> Result<ConnectResponse, any Error>
         {
-            let future = makeTransport().send(request, transfer: transfer)
+            try outcome(of: makeTransport().send(request, transfer: transfer), within: seconds)
+        }
+
+        /// The outcome of `future` within `seconds`; a hang is a failure (the future is cancelled), not a hung test.
+        func outcome(of future: Future<ConnectResponse>, within seconds: Double) throws -> Result<
+            ConnectResponse, any Error
+        > {
             do {
                 return try future.waitForResult(timeout: seconds)
             } catch {

@@ -414,19 +414,7 @@ private func registerPendingChain() {
         benchmark.measure {
             for _ in benchmark.scaledIterations {
                 let done = DispatchSemaphore(value: 0)
-                let start = Promise<Int>()
-                start.future
-                    .flatMap { value -> SwiftConnect.Future<Int> in
-                        let next = Promise<Int>()
-                        second.async { next.succeed(value &+ 1) }
-                        return next.future
-                    }
-                    .map(addOne)
-                    .observe { result in
-                        blackHole(result)
-                        done.signal()
-                    }
-                first.async { start.succeed(1) }
+                swiftConnectPendingChain(first: first, second: second) { done.signal() }
                 done.wait()
             }
         }
@@ -437,19 +425,7 @@ private func registerPendingChain() {
         benchmark.measure {
             for _ in benchmark.scaledIterations {
                 let done = DispatchSemaphore(value: 0)
-                let start = MinimalFuture<Int>()
-                start
-                    .flatMap { value -> MinimalFuture<Int> in
-                        let next = MinimalFuture<Int>()
-                        second.async { next.succeed(value &+ 1) }
-                        return next
-                    }
-                    .map(addOne)
-                    .observe { value in
-                        blackHole(value)
-                        done.signal()
-                    }
-                first.async { start.succeed(1) }
+                minimalPendingChain(first: first, second: second) { done.signal() }
                 done.wait()
             }
         }
@@ -470,6 +446,43 @@ private func registerPendingChain() {
     }
 }
 
+/// The pending chain on SwiftConnect's `Future`: completed on `first`, `flatMap` to a future completed on `second`,
+/// `map`, `observe`; `done` runs at the end.
+private func swiftConnectPendingChain(
+    first: DispatchQueue, second: DispatchQueue, done: @escaping @Sendable () -> Void
+) {
+    let start = Promise<Int>()
+    start.future
+        .flatMap { value -> SwiftConnect.Future<Int> in
+            let next = Promise<Int>()
+            second.async { next.succeed(value &+ 1) }
+            return next.future
+        }
+        .map(addOne)
+        .observe { result in
+            blackHole(result)
+            done()
+        }
+    first.async { start.succeed(1) }
+}
+
+/// The same chain on `MinimalFuture`.
+private func minimalPendingChain(first: DispatchQueue, second: DispatchQueue, done: @escaping @Sendable () -> Void) {
+    let start = MinimalFuture<Int>()
+    start
+        .flatMap { value -> MinimalFuture<Int> in
+            let next = MinimalFuture<Int>()
+            second.async { next.succeed(value &+ 1) }
+            return next
+        }
+        .map(addOne)
+        .observe { value in
+            blackHole(value)
+            done()
+        }
+    first.async { start.succeed(1) }
+}
+
 // MARK: - 10,000 pending chains in flight at once (issue 37, item 5)
 
 /// The chain above (a future completed later on another queue, `flatMap` to a second such future, `map`, `observe`),
@@ -487,19 +500,7 @@ private func registerPendingChainsInFlight() {
             let group = DispatchGroup()
             for _ in 0..<chains {
                 group.enter()
-                let start = Promise<Int>()
-                start.future
-                    .flatMap { value -> SwiftConnect.Future<Int> in
-                        let next = Promise<Int>()
-                        second.async { next.succeed(value &+ 1) }
-                        return next.future
-                    }
-                    .map(addOne)
-                    .observe { result in
-                        blackHole(result)
-                        group.leave()
-                    }
-                first.async { start.succeed(1) }
+                swiftConnectPendingChain(first: first, second: second) { group.leave() }
             }
             group.wait()
         }
@@ -510,19 +511,7 @@ private func registerPendingChainsInFlight() {
             let group = DispatchGroup()
             for _ in 0..<chains {
                 group.enter()
-                let start = MinimalFuture<Int>()
-                start
-                    .flatMap { value -> MinimalFuture<Int> in
-                        let next = MinimalFuture<Int>()
-                        second.async { next.succeed(value &+ 1) }
-                        return next
-                    }
-                    .map(addOne)
-                    .observe { value in
-                        blackHole(value)
-                        group.leave()
-                    }
-                first.async { start.succeed(1) }
+                minimalPendingChain(first: first, second: second) { group.leave() }
             }
             group.wait()
         }

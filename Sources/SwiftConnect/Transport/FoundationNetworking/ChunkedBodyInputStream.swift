@@ -36,6 +36,12 @@ import Foundation
             super.init(data: Data())
         }
 
+        deinit {
+            // A stream let go before its end (a task that never ran, a caller that read part of it) lets the chunks'
+            // producer go too.
+            reader.cancel()
+        }
+
         override func open() {
             if status == .notOpen { status = .open }
         }
