@@ -232,7 +232,12 @@ final class BlockingChunkReader: Sendable {
                 guard case .success(.some) = result else { return }
             }
         }
-        state.withLock { $0.task = task }
+        // A cancel that came while the task was being made found no task to cancel: it is cancelled here.
+        let cancelled = state.withLock { state -> Bool in
+            state.task = task
+            return state.cancelled
+        }
+        if cancelled { task.cancel() }
     }
 
     /// Waits until a chunk is asked for: `false` once cancelled.
