@@ -42,12 +42,7 @@ extension RecordingTransport {
                                 started: (started, start), transfer: transfer)))
                     return
                 }
-                let handedOut = RecordingRedaction.secretsHandedOut(by: response)
-                let known = state.withLock { state in
-                    state.handedOutSecrets += handedOut
-                    return state.handedOutSecrets
-                }
-                let responseSecrets = secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
+                let responseSecrets = secretsKnown(after: response, adding: secrets)
                 entry = HAR.Entry(
                     startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
                     response: Self.archived(response, requestURL: request.url, secrets: responseSecrets),
@@ -106,12 +101,7 @@ extension RecordingTransport {
             var whole = response
             whole.bodyStream = nil
             whole.data = bytes
-            let handedOut = RecordingRedaction.secretsHandedOut(by: whole)
-            let known = state.withLock { state in
-                state.handedOutSecrets += handedOut
-                return state.handedOutSecrets
-            }
-            let responseSecrets = secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
+            let responseSecrets = secretsKnown(after: whole, adding: secrets)
             var entry = HAR.Entry(
                 startedDateTime: Self.timestamp(started.date), request: HAR.Request(redacted),
                 response: Self.archived(whole, requestURL: request.url, secrets: responseSecrets),
@@ -128,6 +118,17 @@ extension RecordingTransport {
             }
         }
         return relayed
+    }
+
+    /// `secrets` with every secret the responses recorded so far handed out, `response`'s included (a cookie, a
+    /// token endpoint's JSON): hidden in this response and kept for the later ones.
+    private func secretsKnown(after response: ConnectResponse, adding secrets: SecretValues) -> SecretValues {
+        let handedOut = RecordingRedaction.secretsHandedOut(by: response)
+        let known = state.withLock { state in
+            state.handedOutSecrets += handedOut
+            return state.handedOutSecrets
+        }
+        return secrets.union(RecordingRedaction.withBase64Forms(SecretValues(values: known)))
     }
 
     /// Milliseconds since `start` on the uptime clock, to the microsecond.

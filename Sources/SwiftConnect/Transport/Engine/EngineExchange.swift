@@ -191,8 +191,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             head.headerFields.append(
                 HeaderField(name: .authorization, value: "Basic " + Data(credentials.utf8).base64EncodedString()))
         }
-        var sent: @Sendable (Int64) -> Void = { _ in }
-        if let progress { sent = progress.sent }
+        let sent: @Sendable (Int64) -> Void
+        if let progress { sent = progress.sent } else { sent = { _ in } }
         let body: EngineRequest.Body
         if let bodyFile {
             body = .file(bodyFile, length: (try? MultipartFormData.regularFileSize(bodyFile)) ?? 0)
@@ -201,8 +201,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             case .bytes(let data) where !data.isEmpty:
                 body = .bytes(data)
             case .stream(let stream):
+                // The core counts a stream's chunks as the engine takes them; the engine reports nothing for it.
                 body = .stream(stream.chunks.counted(announcing: stream.length, sent: sent), length: stream.length)
-                sent = { _ in }
+                return EngineRequest(head: head, body: body, deadline: timer?.time)
             case .none, .bytes:
                 body = .none
             }
