@@ -50,4 +50,23 @@ final class FailureKindTests: XCTestCase {
         XCTAssertEqual(error.urlError?.code, .networkConnectionLost)
         XCTAssertTrue(error.description.hasPrefix("Connection lost:"), error.description)
     }
+
+    /// FoundationNetworking says `.unknown` for libcurl failures it has no code for; their message names them
+    /// (`ConnectError.cutShort(_:)`). Any other `.unknown` stays a plain transport failure.
+    func testLibcurlsUnnamedFailuresAreNamedByTheirMessage() {
+        let request = URLRequest(url: URL(string: "http://10.214.1.2:8080/items")!)
+        let cases: [(message: String, kind: ConnectError.Kind)] = [
+            ("Failed to connect to 10.214.1.2 port 8080 after 0 ms: Couldn't connect to server", .cannotConnect),
+            ("Recv failure: No route to host", .connectionLost),
+            ("Send failure: Network is unreachable", .connectionLost),
+            ("transfer closed with 992 bytes remaining to read", .connectionLost),
+            ("Error while processing content unencoding: invalid code lengths set", .transport),
+        ]
+        for (message, kind) in cases {
+            let urlError = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: message])
+            let error = ConnectError.transportFailure(.reported(urlError), request: request)
+            XCTAssertEqual(error.kind, kind, message)
+            XCTAssertEqual(error.urlError?.localizedDescription, message, "libcurl's message is kept")
+        }
+    }
 }

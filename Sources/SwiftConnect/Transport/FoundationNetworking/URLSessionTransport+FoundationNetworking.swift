@@ -94,28 +94,43 @@ extension ConnectError {
     }
 }
 
-// MARK: - A body cut short is an unknown error
+// MARK: - A body cut short, a failed connect and a broken connection are unknown errors
 
 extension ConnectError {
-    /// `error`, or a `networkConnectionLost` when it is libcurl's report of a body cut short of its declared
-    /// length, so that the retry policy treats it as Apple's URLSession reports it, on every platform.
+    /// `error`, or the code Apple's URLSession reports for the same failure when it is one of libcurl's that
+    /// FoundationNetworking reports as `.unknown`, so that the retry policy treats it alike on every platform:
+    /// - a body cut short of its declared length becomes `networkConnectionLost`;
+    /// - a connection that could not be opened, for any reason but a refusal, becomes `cannotConnectToHost`;
+    /// - a connection that failed while sending or receiving, for any reason but a reset, becomes
+    ///   `networkConnectionLost`.
     ///
-    /// Defect: FoundationNetworking has no code for libcurl's "transfer closed with bytes remaining" and says
-    /// `.unknown`. libcurl's own message tells a body cut short ("transfer closed with 992 bytes remaining to
-    /// read", "transfer closed with outstanding read data remaining" for a chunked one) from other failures with
-    /// the same code, such as a body that does not decode as its `Content-Encoding` says, which no new attempt
-    /// would fix. Bytes counted against `Content-Length` cannot tell them apart (a body that fails to decode counts
-    /// none). libcurl says nothing when a `Content-Length` is too large to count:
-    /// ``URLSessionTransport/framingError(of:request:)`` catches that one. No other platform reports this message.
+    /// Defect: FoundationNetworking names a libcurl failure by libcurl's code and the socket's `errno` together
+    /// (`_EasyHandle.urlErrorCode(for:)`), and says `.unknown` for every pair it has no entry for: "transfer closed
+    /// with bytes remaining"; a connect that fails with `EHOSTUNREACH`, `ENETUNREACH` or `EINVAL` (a host that does
+    /// not answer ARP, a link that is down, a `blackhole` route); a receive that fails with `ETIMEDOUT` or
+    /// `EHOSTUNREACH`. libcurl's own message, which FoundationNetworking keeps as the description, tells them apart
+    /// from other failures with the same code, such as a body that does not decode as its `Content-Encoding` says,
+    /// which no new attempt would fix. Bytes counted against `Content-Length` cannot tell a body cut short (a body
+    /// that fails to decode counts none). libcurl says nothing when a `Content-Length` is too large to count:
+    /// ``URLSessionTransport/framingError(of:request:)`` catches that one. No other platform reports these messages.
     ///
     /// Tests: `FaultTests.testConnectionClosedMidBodyIsATransportFailure`,
     /// `ResponseFramingTests.testABodyCutShortIsALostConnectionOnEveryPath`,
-    /// `ResponseFramingTests.testABrokenContentEncodingIsNotALostConnectionNorRetried`.
+    /// `ResponseFramingTests.testABrokenContentEncodingIsNotALostConnectionNorRetried`,
+    /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`, and, end to end through a `blackhole`
+    /// route, `NetworkFaultTests.testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice`.
     static func cutShort(_ error: any Error) -> any Error {
-        guard let urlError = error as? URLError, urlError.code == .unknown,
-            urlError.localizedDescription.hasPrefix("transfer closed with")
-        else { return error }
-        return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+        guard let urlError = error as? URLError, urlError.code == .unknown else { return error }
+        let message = urlError.localizedDescription
+        if message.hasPrefix("transfer closed with") || message.hasPrefix("Recv failure:")
+            || message.hasPrefix("Send failure:")
+        {
+            return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+        }
+        if message.hasPrefix("Failed to connect to") {
+            return URLError(.cannotConnectToHost, userInfo: urlError.userInfo)
+        }
+        return error
     }
 }
 

@@ -70,7 +70,11 @@ enum ErrorClassification {
             switch error.errnoCode {
             case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH:
                 return (.cannotConnect, "the server could not be reached (\(error))")
+            case _ where "\(error)".hasPrefix("connect("):
+                // Any other reason a connect failed (`EINVAL` through a `blackhole` route): nothing was sent.
+                return (.cannotConnect, "the server could not be reached (\(error))")
             case ECONNRESET, EPIPE: return (.connectionLost, "the connection was reset (\(error))")
+            case ETIMEDOUT: return (.connectionLost, "the connection stopped answering (\(error))")
             default: return (.transport, "the request failed: \(error)")
             }
         case let error as ChannelError:

@@ -1,8 +1,10 @@
 import Foundation
+import NIOCore
 import SwiftConnect
-import SwiftConnectAsyncHTTPClient
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnectAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -174,6 +176,20 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(error.kind, .responseTooLarge)
         XCTAssertTrue(server.waitUntilIdle(timeout: 10))
         XCTAssertLessThan(piecesWritten.snapshot, 3200, "the whole body was sent: reading did not stop")
+    }
+
+    /// A connect that fails for a reason other than a refusal (`EINVAL` through a `blackhole` route) sent nothing:
+    /// `.cannotConnect`, as on URLSession; a connection that stops answering (`ETIMEDOUT`) is a lost one.
+    func testSocketErrorsAreClassifiedByTheCallThatFailed() {
+        let connect = ErrorClassification.connectError(
+            IOError(errnoCode: EINVAL, reason: "connect(descriptor:addr:size:)"), timeout: nil)
+        XCTAssertEqual(connect.kind, .cannotConnect, "\(connect)")
+        let read = ErrorClassification.connectError(
+            IOError(errnoCode: ETIMEDOUT, reason: "read(descriptor:pointer:size:)"), timeout: nil)
+        XCTAssertEqual(read.kind, .connectionLost, "\(read)")
+        let other = ErrorClassification.connectError(
+            IOError(errnoCode: EINVAL, reason: "write(descriptor:pointer:size:)"), timeout: nil)
+        XCTAssertEqual(other.kind, .transport, "\(other)")
     }
 }
 

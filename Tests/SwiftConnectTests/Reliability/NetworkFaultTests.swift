@@ -1,0 +1,244 @@
+#if os(Linux)
+    import Dispatch
+    import Foundation
+    import Glibc
+    import SwiftConnectTesting
+    import XCTest
+
+    @testable import SwiftConnect
+
+    #if canImport(FoundationNetworking)
+        import FoundationNetworking
+    #endif
+
+    /// The faults a real network makes, made on one machine: the client (this process, ``TransportUnderTest``)
+    /// reaches a `LocalServer` through a ``LabServer`` relay in a ``NetworkLab`` namespace, across a veth pair that
+    /// the test breaks. Run by the root package over `URLSessionTransport` and by the AsyncHTTPClient package over
+    /// its engine (the file is shared).
+    ///
+    /// Every test states the same three rules, ``assertEnds(_:within:)`` and the server's own counts:
+    /// - every call ends within its deadline (plus a margin for the engine's own wind-down) with a response or a
+    ///   typed ``ConnectError``: nothing hangs;
+    /// - a request that is safe to send again succeeds through retries wherever the network lets one through;
+    /// - a `POST` without an `Idempotency-Key` never reaches the server twice.
+    ///
+    /// The lab needs root, iproute2 and nftables: without them each test skips, saying why. The long run (2,000
+    /// requests under loss) runs when `SWIFTCONNECT_LONG_FAULT_RUNS=1`, as `.ci/run` sets for one pass.
+    final class NetworkFaultTests: XCTestCase {
+        private struct Endpoint: Connector {
+            var baseURL: URL
+            var endpoint: String
+            var method: HTTPMethod = .get
+            var headers: [HTTPHeader] = []
+            var parameters: (any ParametersRepresentable)?
+            var timeout: TimeInterval = 30
+        }
+
+        /// What a call may take beyond its deadline before it counts as hung: the engine's own wind-down.
+        private static let margin: TimeInterval = 5
+
+        private var server: LocalServer!
+        private var lab: NetworkLab!
+        private var relay: LabServer!
+        private var connect: Connect!
+
+        override func setUpWithError() throws {
+            lab = try NetworkLab.make(for: self, needsPacketFilter: true)
+            server = try LocalServer.started()
+            relay = try LabServer(in: lab, .relay(toLoopbackPort: server.port))
+            connect = Connect(transport: TransportUnderTest.make())
+        }
+
+        override func tearDown() {
+            connect?.cancelAllRequests()
+            connect = nil
+            relay?.stop()
+            relay = nil
+            server?.stop()
+            server = nil
+            lab = nil
+        }
+
+        /// The relay's URL in the lab: what the client calls.
+        private var labURL: URL { URL(string: "http://\(lab.labAddress):\(relay.port)")! }
+
+        private func endpoint(
+            _ path: String, method: HTTPMethod = .get, timeout: TimeInterval = 30, headers: [HTTPHeader] = []
+        ) -> Endpoint {
+            Endpoint(baseURL: labURL, endpoint: path, method: method, headers: headers, timeout: timeout)
+        }
+
+        /// Sends `connector` and waits for its outcome, failing the test if it does not end within its deadline and
+        /// ``margin``, or ends with an error that is not a ``ConnectError``.
+        @discardableResult
+        private func send(
+            _ connector: Endpoint, file: StaticString = #filePath, line: UInt = #line
+        ) -> Result<ConnectResponse, ConnectError>? {
+            let started = DispatchTime.now()
+            let future = connect.response(for: connector)
+            guard let result = try? future.waitForResult(timeout: connector.timeout + Self.margin) else {
+                future.cancel()
+                XCTFail(
+                    "\(connector.method.rawValue) \(connector.endpoint) did not end within its deadline "
+                        + "(\(connector.timeout) s) and \(Self.margin) s", file: file, line: line)
+                return nil
+            }
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            XCTAssertLessThanOrEqual(elapsed, connector.timeout + Self.margin, file: file, line: line)
+            switch result {
+            case .success(let response): return .success(response)
+            case .failure(let error as ConnectError): return .failure(error)
+            case .failure(let error):
+                XCTFail("not a ConnectError: \(type(of: error)) \(error)", file: file, line: line)
+                return nil
+            }
+        }
+
+        // MARK: - The lab itself
+
+        func testTheLabCarriesARequestAcrossItsLink() throws {
+            // Given: a route behind the relay
+            server.route("GET", "/hello") { _ in .text("hello") }
+            // When
+            let response = try XCTUnwrap(send(endpoint("/hello"))).get()
+            // Then: it came through the lab, from the host's end of the link
+            XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "hello")
+            XCTAssertEqual(relay.clientPorts.count, 1)
+        }
+
+        // MARK: - Loss
+
+        /// 10 % of the packets lost each way: TCP carries every body whole, a little later.
+        func testTenPercentPacketLossDeliversEveryBodyWhole() throws {
+            // Given
+            let size = 256 * 1024
+            server.route("GET", "/bytes/:seed") { request in
+                .generatedBytes(count: size, seed: UInt64(request.pathParameters["seed"] ?? "") ?? 0)
+            }
+            try lab.dropPackets(percent: 10)
+            // When / Then: sixteen bodies, each whole
+            for seed in 1...16 {
+                let response = try XCTUnwrap(send(endpoint("/bytes/\(seed)"))).get()
+                XCTAssertEqual(response.data, LocalServer.generatedBytes(count: size, seed: UInt64(seed)), "\(seed)")
+            }
+        }
+
+        // MARK: - A slow link
+
+        /// A link of 512 kbit/s: a 1 MiB body cannot arrive within 2 s; the call ends at its deadline, typed.
+        func testASlowLinkEndsAtTheDeadlineWithTimedOut() throws {
+            // Given
+            server.route("GET", "/large") { _ in .generatedBytes(count: 1 << 20, seed: 3) }
+            try lab.limitRate(kilobitsPerSecond: 512)
+            // When
+            let result = try XCTUnwrap(send(endpoint("/large", timeout: 2)))
+            // Then
+            guard case .failure(let error) = result else { return XCTFail("a 1 MiB body in 2 s at 512 kbit/s") }
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+        }
+
+        // MARK: - The link goes down
+
+        /// The link goes down while the body is on its way and comes back a second later: TCP resends what was lost
+        /// and the body arrives whole, within the deadline.
+        func testALinkThatGoesDownMidTransferAndComesBackDeliversTheBodyWhole() throws {
+            // Given: a body the slow link takes about 2 s to carry, and the link cut once the server answers
+            let size = 128 * 1024
+            let answering = DispatchSemaphore(value: 0)
+            server.route("GET", "/large") { _ in
+                answering.signal()
+                return .generatedBytes(count: size, seed: 5)
+            }
+            try lab.limitRate(kilobitsPerSecond: 512)
+            let future = connect.response(for: endpoint("/large", timeout: 30))
+            XCTAssertEqual(answering.wait(timeout: .now() + 10), .success)
+            try lab.setLink(up: false)
+            let lab = self.lab!
+            DispatchQueue.global().asyncAfter(deadline: .now() + 1) { try? lab.setLink(up: true) }
+            // When
+            let response = try future.waitForResult(timeout: 30 + Self.margin).get()
+            // Then
+            XCTAssertEqual(response.data, LocalServer.generatedBytes(count: size, seed: 5))
+        }
+
+        /// A link that stays down: the call ends at its deadline with `.timedOut`; once the link is back, the same
+        /// client works again.
+        func testALinkThatStaysDownEndsTheCallAtItsDeadlineAndTheClientRecovers() throws {
+            // Given
+            server.route("GET", "/item") { _ in .json(["id": 1]) }
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item"))).get())
+            try lab.setLink(up: false)
+            // When
+            let result = try XCTUnwrap(send(endpoint("/item", timeout: 2)))
+            // Then
+            guard case .failure(let error) = result else { return XCTFail("an answer across a link that is down") }
+            XCTAssertTrue([.timedOut, .cannotConnect, .connectionLost].contains(error.kind), "\(error)")
+            try lab.setLink(up: true)
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item", timeout: 10))).get())
+        }
+
+        // MARK: - A route that swallows packets
+
+        /// Every packet to the server vanishes (a `blackhole` route): a GET ends typed within its deadline, a POST
+        /// without a key reaches the server at most once, and the client works again once the route is gone.
+        func testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice() throws {
+            // Given: a connection in the pool, then the route
+            server.route("GET", "/item") { _ in .json(["id": 1]) }
+            server.route("POST", "/orders") { _ in .json(["ok": true]) }
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item"))).get())
+            try lab.setRouteToNowhere(true)
+            // When
+            let get = try XCTUnwrap(send(endpoint("/item", timeout: 2)))
+            let post = try XCTUnwrap(send(endpoint("/orders", method: .post, timeout: 2)))
+            // Then
+            for result in [get, post] {
+                guard case .failure(let error) = result else { return XCTFail("an answer through a black hole") }
+                XCTAssertTrue([.timedOut, .cannotConnect, .connectionLost].contains(error.kind), "\(error)")
+            }
+            XCTAssertLessThanOrEqual(server.requestCount(for: "POST", path: "/orders"), 1)
+            try lab.setRouteToNowhere(false)
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item", timeout: 10))).get())
+            XCTAssertLessThanOrEqual(server.requestCount(for: "POST", path: "/orders"), 1)
+        }
+
+        // MARK: - A pooled connection the peer dropped
+
+        /// The connection a first GET left in the pool is dropped by the network without a word (no FIN, no RST):
+        /// the next call on it ends within its deadline, typed or answered, and a POST without a key is never sent
+        /// twice.
+        func testAPooledConnectionDroppedSilentlyEndsTheNextCallWithinItsDeadline() throws {
+            // Given: one pooled connection, then silence on it
+            server.route("GET", "/item") { _ in .json(["id": 1]) }
+            server.route("POST", "/orders") { _ in .json(["ok": true]) }
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item"))).get())
+            let pooled = try XCTUnwrap(relay.clientPorts.last)
+            try lab.dropConnection(clientPort: pooled)
+            // When
+            let get = try XCTUnwrap(send(endpoint("/item", timeout: 3)))
+            let post = try XCTUnwrap(send(endpoint("/orders", method: .post, timeout: 3)))
+            // Then: each is an answer or a typed failure, and the POST reached the server at most once
+            for case .failure(let error) in [get, post] {
+                XCTAssertTrue([.timedOut, .connectionLost].contains(error.kind), "\(error)")
+            }
+            XCTAssertLessThanOrEqual(server.requestCount(for: "POST", path: "/orders"), 1)
+        }
+
+        // MARK: - A TLS handshake that stalls
+
+        /// A server that accepts the connection and never answers the TLS client hello: the call ends at its
+        /// deadline with `.timedOut`.
+        func testATLSHandshakeThatStallsEndsAtTheDeadline() throws {
+            // Given
+            let silent = try LabServer(in: lab, .silence)
+            defer { silent.stop() }
+            let connector = Endpoint(
+                baseURL: URL(string: "https://\(lab.labAddress):\(silent.port)")!, endpoint: "/item", timeout: 2)
+            // When
+            let result = try XCTUnwrap(send(connector))
+            // Then
+            guard case .failure(let error) = result else { return XCTFail("an answer from a silent server") }
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+            XCTAssertGreaterThanOrEqual(silent.clientPorts.count, 1, "the handshake never started")
+        }
+    }
+#endif

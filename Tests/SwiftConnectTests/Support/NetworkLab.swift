@@ -1,0 +1,254 @@
+#if os(Linux)
+    import Dispatch
+    import Foundation
+    import Glibc
+    import XCTest
+
+    @testable import SwiftConnect
+
+    /// A failure to build or change a lab network: a command that failed, a socket call that failed.
+    struct NetworkLabError: Error, CustomStringConvertible {
+        var description: String
+        init(_ description: String) { self.description = description }
+    }
+
+    /// The system commands a lab uses, found where Debian puts them.
+    enum LabCommand {
+        /// The path of `name` (`ip`, `nft`, `tc`, `unshare`), or `nil` if it is not installed.
+        static func path(_ name: String) -> String? {
+            ["/usr/sbin/", "/sbin/", "/usr/bin/", "/bin/"].map { $0 + name }.first {
+                FileManager.default.isExecutableFile(atPath: $0)
+            }
+        }
+
+        /// Runs `executable` with `arguments`, `input` on its standard input; returns its standard output.
+        ///
+        /// - Throws: ``NetworkLabError`` with the command and its standard error when it exits with a failure.
+        @discardableResult
+        static func run(_ executable: String, _ arguments: [String], input: String? = nil) throws -> String {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: executable)
+            process.arguments = arguments
+            let output = Pipe()
+            let errors = Pipe()
+            let standardInput = Pipe()
+            process.standardOutput = output
+            process.standardError = errors
+            process.standardInput = input == nil ? FileHandle.nullDevice : standardInput
+            try process.run()
+            if let input {
+                standardInput.fileHandleForWriting.write(Data(input.utf8))
+                try standardInput.fileHandleForWriting.close()
+            }
+            // Read both to their end before waiting: a full pipe would stop the command.
+            let errorText = Protected(Data())
+            let errorsRead = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let data = errors.fileHandleForReading.readDataToEndOfFile()
+                errorText.withLock { $0 = data }
+                errorsRead.signal()
+            }
+            let text = output.fileHandleForReading.readDataToEndOfFile()
+            errorsRead.wait()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else {
+                let message = String(decoding: errorText.snapshot, as: UTF8.self)
+                throw NetworkLabError(
+                    "\(executable) \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): "
+                        + message)
+            }
+            return String(decoding: text, as: UTF8.self)
+        }
+    }
+
+    /// Network namespaces from inside the process: a socket belongs to the namespace of the thread that made it.
+    enum NetworkNamespace {
+        /// Runs `body` on the calling thread inside namespace `name` (one `ip netns add` made), then moves the
+        /// thread back: sockets `body` creates stay in that namespace.
+        static func run<Result>(in name: String, _ body: () throws -> Result) throws -> Result {
+            typealias SetNamespace = @convention(c) (Int32, Int32) -> Int32
+            // setns(2) is in glibc but not in the Glibc module.
+            guard let symbol = dlsym(nil, "setns") else { throw NetworkLabError("setns not found") }
+            let setns = unsafeBitCast(symbol, to: SetNamespace.self)
+            let cloneNewNet: Int32 = 0x4000_0000  // CLONE_NEWNET, <linux/sched.h>
+            let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
+            guard original >= 0 else { throw NetworkLabError("open /proc/thread-self/ns/net: errno \(errno)") }
+            defer { close(original) }
+            let target = open("/var/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
+            guard target >= 0 else { throw NetworkLabError("open /var/run/netns/\(name): errno \(errno)") }
+            defer { close(target) }
+            guard setns(target, cloneNewNet) == 0 else { throw NetworkLabError("setns \(name): errno \(errno)") }
+            defer { _ = setns(original, cloneNewNet) }
+            return try body()
+        }
+
+        /// Runs `body` inside namespace `name` on a thread of its own, and waits for it: the caller's thread, which
+        /// may be a pool's, never changes namespace.
+        static func runOnThread<Result: Sendable>(
+            in name: String, _ body: @escaping @Sendable () throws -> Result
+        ) throws -> Result {
+            let outcome = Protected<Swift.Result<Result, any Error>?>(nil)
+            let done = DispatchSemaphore(value: 0)
+            Thread.detachNewThread {
+                let result = Swift.Result { try run(in: name, body) }
+                outcome.withLock { $0 = result }
+                done.signal()
+            }
+            guard done.wait(timeout: .now() + 30) == .success, let result = outcome.snapshot else {
+                throw NetworkLabError("work in namespace \(name) did not finish within 30 s")
+            }
+            return try result.get()
+        }
+    }
+
+    /// A small network on one machine, for tests of what crosses a real link: a network namespace (the "lab") joined
+    /// to the test's own namespace by a veth pair, and the faults a real network makes, applied to that link.
+    ///
+    /// ```
+    ///  test process (root namespace)                      lab namespace
+    ///  client ── 10.214.N.1 ─[scl<id>h]═══veth═══[scl<id>l]─ 10.214.N.2 ── LabRelay / LabNameServer
+    /// ```
+    ///
+    /// Nothing leaves the machine: the lab has no other link and no route out. The faults:
+    /// - packets dropped at random, or those of one connection (nftables in the lab: `numgen`, a port match);
+    /// - a slow link (a `tbf` queue on both ends);
+    /// - the link taken down and up;
+    /// - a route that swallows the lab's packets (a `blackhole` route in the root namespace).
+    ///
+    /// Made with ``make(for:needsPacketFilter:)``, which skips the test without root or iproute2 (or nftables when
+    /// asked for) and deletes everything when the test ends.
+    final class NetworkLab: Sendable {
+        /// The namespace's name, `sc-lab-<id>`.
+        let namespace: String
+        /// The veth end in the root namespace, with ``hostAddress``.
+        let hostInterface: String
+        /// The veth end in the lab, with ``labAddress``.
+        let labInterface: String
+        /// The root namespace's address on the link, `10.214.N.1`.
+        let hostAddress: String
+        /// The lab's address, `10.214.N.2`: what a client in the test process connects to.
+        let labAddress: String
+
+        private let ip: String
+        private let nft: String?
+        private let tc: String?
+        /// Whether the lab's packet filter table exists yet.
+        private let hasFilterTable = Protected(false)
+
+        private init(ip: String, nft: String?, tc: String?) {
+            self.ip = ip
+            self.nft = nft
+            self.tc = tc
+            let id = String(format: "%06x", UInt32.random(in: 0...0xFF_FFFF))
+            let subnet = Int.random(in: 1...254)
+            namespace = "sc-lab-\(id)"
+            hostInterface = "scl\(id)h"
+            labInterface = "scl\(id)l"
+            hostAddress = "10.214.\(subnet).1"
+            labAddress = "10.214.\(subnet).2"
+        }
+
+        /// Makes a lab for `test`, deleted when the test ends.
+        ///
+        /// - Throws: `XCTSkip` without root or iproute2, or without nftables when `needsPacketFilter`;
+        ///   ``NetworkLabError`` if the system refuses to make it.
+        static func make(for test: XCTestCase, needsPacketFilter: Bool = false) throws -> NetworkLab {
+            guard geteuid() == 0 else { throw XCTSkip("a network lab needs root (network namespaces, veth)") }
+            guard let ip = LabCommand.path("ip") else { throw XCTSkip("iproute2 (`ip`) is not installed") }
+            let nft = LabCommand.path("nft")
+            if needsPacketFilter, nft == nil { throw XCTSkip("nftables (`nft`) is not installed") }
+            let lab = NetworkLab(ip: ip, nft: nft, tc: LabCommand.path("tc"))
+            do {
+                try lab.ip("netns", "add", lab.namespace)
+            } catch {
+                throw XCTSkip("cannot create a network namespace here: \(error)")
+            }
+            test.addTeardownBlock { lab.destroy() }
+            try lab.ip("-n", lab.namespace, "link", "set", "lo", "up")
+            try lab.ip("link", "add", lab.hostInterface, "type", "veth", "peer", "name", lab.labInterface)
+            try lab.ip("link", "set", lab.labInterface, "netns", lab.namespace)
+            try lab.ip("-n", lab.namespace, "addr", "add", "\(lab.labAddress)/24", "dev", lab.labInterface)
+            try lab.ip("-n", lab.namespace, "link", "set", lab.labInterface, "up")
+            try lab.ip("addr", "add", "\(lab.hostAddress)/24", "dev", lab.hostInterface)
+            try lab.ip("link", "set", lab.hostInterface, "up")
+            return lab
+        }
+
+        /// Deletes the veth pair, the route this lab added and the namespace; whatever is missing is skipped.
+        func destroy() {
+            _ = try? ip("route", "del", "blackhole", "\(labAddress)/32")
+            _ = try? ip("link", "del", hostInterface)
+            _ = try? ip("netns", "del", namespace)
+        }
+
+        // MARK: - Faults
+
+        /// Drops `percent` % of the packets entering the lab and as many leaving it, at random (nftables `numgen`).
+        func dropPackets(percent: Int) throws {
+            precondition((0...100).contains(percent), "a percentage")
+            try filter("add rule inet lab input numgen random mod 100 < \(percent) drop")
+            try filter("add rule inet lab output numgen random mod 100 < \(percent) drop")
+        }
+
+        /// Drops, from now on, every packet of the connection whose client end is port `clientPort` of the test's
+        /// namespace: the peer is gone without a word (no FIN, no RST), as when a NAT forgets the connection.
+        func dropConnection(clientPort: Int) throws {
+            try filter("add rule inet lab input tcp sport \(clientPort) drop")
+            try filter("add rule inet lab output tcp dport \(clientPort) drop")
+        }
+
+        /// Removes every packet rule of the lab.
+        func removePacketRules() throws {
+            guard hasFilterTable.snapshot, let nft else { return }
+            try LabCommand.run(ip, ["netns", "exec", namespace, nft, "flush", "table", "inet", "lab"])
+        }
+
+        /// Limits the link to `kilobitsPerSecond` in each direction (a token bucket on both veth ends).
+        func limitRate(kilobitsPerSecond: Int) throws {
+            guard let tc else { throw XCTSkip("tc (iproute2) is not installed") }
+            let shape = ["root", "tbf", "rate", "\(kilobitsPerSecond)kbit", "burst", "16kb", "latency", "500ms"]
+            try LabCommand.run(tc, ["qdisc", "replace", "dev", hostInterface] + shape)
+            try LabCommand.run(tc, ["-n", namespace, "qdisc", "replace", "dev", labInterface] + shape)
+        }
+
+        /// Takes the link down (both ends lose carrier) or brings it back up with its address and route.
+        func setLink(up: Bool) throws {
+            try ip("link", "set", hostInterface, up ? "up" : "down")
+        }
+
+        /// Adds (or removes) a `blackhole` route to the lab's address in the test's namespace: every packet to the
+        /// lab vanishes there, those of open connections included.
+        func setRouteToNowhere(_ isOn: Bool) throws {
+            try ip("route", isOn ? "add" : "del", "blackhole", "\(labAddress)/32")
+        }
+
+        // MARK: - Commands
+
+        @discardableResult
+        private func ip(_ arguments: String...) throws -> String {
+            try LabCommand.run(ip, arguments)
+        }
+
+        /// Runs nftables `command` in the lab, after making its `inet lab` table with an input and an output chain.
+        private func filter(_ command: String) throws {
+            guard let nft else { throw XCTSkip("nftables (`nft`) is not installed") }
+            let made = hasFilterTable.withLock { made -> Bool in
+                defer { made = true }
+                return made
+            }
+            if !made {
+                try LabCommand.run(
+                    ip, ["netns", "exec", namespace, nft, "-f", "-"],
+                    input: """
+                        table inet lab {
+                            chain input { type filter hook input priority 0; policy accept; }
+                            chain output { type filter hook output priority 0; policy accept; }
+                        }
+
+                        """)
+            }
+            guard !command.isEmpty else { return }
+            try LabCommand.run(ip, ["netns", "exec", namespace, nft] + command.split(separator: " ").map(String.init))
+        }
+    }
+#endif
