@@ -22,8 +22,8 @@
     /// - a request that is safe to send again succeeds through retries wherever the network lets one through;
     /// - a `POST` without an `Idempotency-Key` never reaches the server twice.
     ///
-    /// The lab needs root, iproute2 and nftables: without them each test skips, saying why. The long run (2,000
-    /// requests under loss) runs when `SWIFTCONNECT_LONG_FAULT_RUNS=1`, as `.ci/run` sets for one pass.
+    /// The lab needs root, iproute2 and nftables: without them each test skips, saying why. Each test takes a few
+    /// seconds (2,000 requests under loss about 3 s), so all run in every pass.
     final class NetworkFaultTests: XCTestCase {
         private struct Endpoint: Connector {
             var baseURL: URL
@@ -121,6 +121,7 @@
                 let response = try XCTUnwrap(send(endpoint("/bytes/\(seed)"))).get()
                 XCTAssertEqual(response.data, LocalServer.generatedBytes(count: size, seed: UInt64(seed)), "\(seed)")
             }
+            XCTAssertGreaterThan(try lab.droppedPackets(), 0, "the lab lost packets")
         }
 
         // MARK: - A slow link
@@ -239,6 +240,158 @@
             guard case .failure(let error) = result else { return XCTFail("an answer from a silent server") }
             XCTAssertEqual(error.kind, .timedOut, "\(error)")
             XCTAssertGreaterThanOrEqual(silent.clientPorts.count, 1, "the handshake never started")
+        }
+
+        // MARK: - Many requests under loss
+
+        /// 2,000 requests, 64 in flight, with 5 % of the packets lost each way: a third GETs, a third POSTs without
+        /// an `Idempotency-Key`, a third POSTs with one. Every caller gets an answer or a typed error; every GET and
+        /// every keyed POST succeeds (through retries where needed); no POST without a key reaches the server twice.
+        func testTwoThousandRequestsSixtyFourInFlightUnderFivePercentLoss() throws {
+            // Given
+            let arrivals = Protected([String: Int]())
+            for method in ["GET", "POST"] {
+                server.route(method, "/items/:id") { request in
+                    let id = request.pathParameters["id"] ?? ""
+                    arrivals.withLock { $0["\(method) \(id)", default: 0] += 1 }
+                    return .json(["id": id])
+                }
+            }
+            try lab.dropPackets(percent: 5)
+            connect = Connect(
+                transport: TransportUnderTest.make(connectionsPerHost: 64),
+                retryPolicy: RetryPolicy(baseDelay: 0.05),
+                requestQueue: RequestQueue(maxConcurrentRequests: 64))
+            // 400 under a sanitizer, which slows everything down many times.
+            let count = ProcessMemory.isSanitized ? 400 : 2_000
+            let timeout: TimeInterval = 60
+            // When: all submitted at once; the client's queue keeps 64 in flight
+            let futures = (0..<count).map { index -> Future<ConnectResponse> in
+                switch index % 3 {
+                case 0:
+                    return connect.response(for: endpoint("/items/\(index)", timeout: timeout))
+                case 1:
+                    return connect.response(for: endpoint("/items/\(index)", method: .post, timeout: timeout))
+                default:
+                    let key = HTTPHeader(name: "Idempotency-Key", value: "key-\(index)")
+                    return connect.response(
+                        for: endpoint("/items/\(index)", method: .post, timeout: timeout, headers: [key]))
+                }
+            }
+            // Then: every call ended, with an answer or a typed error
+            var failures: [Int: ConnectError] = [:]
+            for (index, future) in futures.enumerated() {
+                guard let result = try? future.waitForResult(timeout: timeout + Self.margin) else {
+                    return XCTFail("request \(index) did not end within its deadline")
+                }
+                switch result {
+                case .success(let response): XCTAssertEqual(response.statusCode, 200, "\(index)")
+                case .failure(let error as ConnectError): failures[index] = error
+                case .failure(let error): XCTFail("\(index): not a ConnectError: \(error)")
+                }
+            }
+            // And: the safe ones all succeeded; no unkeyed POST arrived twice
+            XCTAssertEqual(failures.filter { $0.key % 3 != 1 }.mapValues(\.kind), [:], "safe requests that failed")
+            let seen = arrivals.snapshot
+            let repeated = (0..<count).filter { $0 % 3 == 1 && seen["POST \($0)", default: 0] > 1 }
+            XCTAssertEqual(repeated, [], "POSTs without a key that reached the server twice")
+            let dropped = try lab.droppedPackets()
+            XCTAssertGreaterThan(dropped, 0, "the lab lost packets")
+            print(
+                "NetworkFaultTests: \(count) requests under 5 % loss (\(dropped) packets lost): \(failures.count) failed "
+                    + "(\(Set(failures.values.map(\.kind.rawValue)).sorted())), "
+                    + "\(seen.values.reduce(0, +) - count + failures.count) arrivals beyond one per request")
+        }
+    }
+
+    /// A name that does not resolve, and a name server that never answers, on both engines.
+    ///
+    /// The name server is the test's own (``LabNameServer``, in a ``NetworkLab``): the request runs in a child process
+    /// (this test, started again) whose `/etc/resolv.conf` is replaced, in a mount namespace of its own (`unshare
+    /// --mount`), by one naming only that server. So no query leaves the machine, and nothing outside the child sees
+    /// the change.
+    final class NameResolutionFaultTests: XCTestCase {
+        private static let childVariable = "SWIFTCONNECT_LAB_RESOLUTION"
+
+        /// A name server that answers "no such name": the call fails with `.nameResolution`.
+        func testANameThatDoesNotResolveFailsWithNameResolution() throws {
+            if ProcessInfo.processInfo.environment[Self.childVariable] != nil {
+                return try resolveInChild(timeout: 20) { result in
+                    guard case .failure(let error) = result else { return XCTFail("an answer for a name that is not") }
+                    XCTAssertEqual(error.kind, .nameResolution, "\(error)")
+                }
+            }
+            try runInChild(#function, behaviour: .noSuchName, resolverTimeout: 2)
+        }
+
+        /// A name server that never answers: the call still ends at its deadline, with `.timedOut`, although the
+        /// system's resolver would wait 30 s.
+        func testANameServerThatNeverAnswersEndsTheCallAtItsDeadline() throws {
+            if ProcessInfo.processInfo.environment[Self.childVariable] != nil {
+                return try resolveInChild(timeout: 2) { result in
+                    guard case .failure(let error) = result else { return XCTFail("an answer without a name server") }
+                    XCTAssertEqual(error.kind, .timedOut, "\(error)")
+                }
+            }
+            try runInChild(#function, behaviour: .silence, resolverTimeout: 30)
+        }
+
+        /// The child's part: one GET to a name only the lab's name server is asked about.
+        private func resolveInChild(
+            timeout: TimeInterval, check: (Result<ConnectResponse, ConnectError>) -> Void
+        ) throws {
+            let connect = Connect(transport: TransportUnderTest.make())
+            let connector = ClientFixtures.Endpoint(
+                baseURL: URL(string: "http://api.sc-lab.test:8080")!, endpoint: "/items", timeout: timeout)
+            let started = DispatchTime.now()
+            let result = try connect.response(for: connector).waitForResult(timeout: timeout + 5)
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            XCTAssertLessThanOrEqual(elapsed, timeout + 5)
+            switch result {
+            case .success(let response): check(.success(response))
+            case .failure(let error as ConnectError): check(.failure(error))
+            case .failure(let error): XCTFail("not a ConnectError: \(type(of: error)) \(error)")
+            }
+            print("NetworkFaultTests child: resolution checked")
+        }
+
+        /// The parent's part: a lab with a name server, and this test run again in a child that uses only it.
+        private func runInChild(
+            _ function: String, behaviour: LabNameServer.Behaviour, resolverTimeout: Int,
+            file: StaticString = #filePath, line: UInt = #line
+        ) throws {
+            guard let unshare = LabCommand.path("unshare") else { throw XCTSkip("unshare (util-linux) is missing") }
+            let lab = try NetworkLab.make(for: self)
+            let nameServer = try LabNameServer(in: lab, behaviour)
+            defer { nameServer.stop() }
+            let resolvConf = FileManager.default.temporaryDirectory
+                .appendingPathComponent("sc-lab-resolv-\(UUID().uuidString).conf")
+            try "nameserver \(lab.labAddress)\noptions timeout:\(resolverTimeout) attempts:1\n"
+                .write(to: resolvConf, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: resolvConf) }
+            // `Module.Class/testMethod`, as XCTest on Linux takes a single test to run.
+            let test = "\(String(reflecting: type(of: self)))/\(function.replacingOccurrences(of: "()", with: ""))"
+            let child = Process()
+            child.executableURL = URL(fileURLWithPath: unshare)
+            child.arguments = [
+                "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                #"mount --bind "$0" /etc/resolv.conf && exec "$@""#,
+                resolvConf.path, CommandLine.arguments[0], test,
+            ]
+            var environment = ProcessInfo.processInfo.environment
+            environment[Self.childVariable] = "1"
+            child.environment = environment
+            let output = Pipe()
+            child.standardOutput = output
+            child.standardError = output
+            try child.run()
+            let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            child.waitUntilExit()
+            XCTAssertEqual(
+                child.terminationStatus, 0, "the child failed:\n\(log.suffix(3_000))", file: file, line: line)
+            XCTAssertTrue(log.contains("resolution checked"), "\(log.suffix(3_000))", file: file, line: line)
+            XCTAssertGreaterThanOrEqual(
+                nameServer.queries, 1, "the lab's name server was asked", file: file, line: line)
         }
     }
 #endif

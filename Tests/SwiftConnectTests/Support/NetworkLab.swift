@@ -186,15 +186,26 @@
         /// Drops `percent` % of the packets entering the lab and as many leaving it, at random (nftables `numgen`).
         func dropPackets(percent: Int) throws {
             precondition((0...100).contains(percent), "a percentage")
-            try filter("add rule inet lab input numgen random mod 100 < \(percent) drop")
-            try filter("add rule inet lab output numgen random mod 100 < \(percent) drop")
+            try filter("add rule inet lab input numgen random mod 100 < \(percent) counter drop")
+            try filter("add rule inet lab output numgen random mod 100 < \(percent) counter drop")
         }
 
         /// Drops, from now on, every packet of the connection whose client end is port `clientPort` of the test's
         /// namespace: the peer is gone without a word (no FIN, no RST), as when a NAT forgets the connection.
         func dropConnection(clientPort: Int) throws {
-            try filter("add rule inet lab input tcp sport \(clientPort) drop")
-            try filter("add rule inet lab output tcp dport \(clientPort) drop")
+            try filter("add rule inet lab input tcp sport \(clientPort) counter drop")
+            try filter("add rule inet lab output tcp dport \(clientPort) counter drop")
+        }
+
+        /// The packets the lab's rules have dropped so far, in both directions.
+        func droppedPackets() throws -> Int {
+            guard hasFilterTable.snapshot, let nft else { return 0 }
+            let table = try LabCommand.run(ip, ["netns", "exec", namespace, nft, "list", "table", "inet", "lab"])
+            // Each rule reads "… counter packets N bytes M drop".
+            let words = table.split(whereSeparator: \.isWhitespace)
+            return zip(words, words.dropFirst()).reduce(0) { sum, pair in
+                pair.0 == "packets" ? sum + (Int(pair.1) ?? 0) : sum
+            }
         }
 
         /// Removes every packet rule of the lab.

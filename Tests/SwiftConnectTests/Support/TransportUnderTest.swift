@@ -10,6 +10,13 @@ enum TransportUnderTest {
     /// A new transport.
     static func make() -> any Transport { URLSessionTransport() }
 
+    /// A new transport that opens up to `connectionsPerHost` connections to one host at once.
+    static func make(connectionsPerHost: Int) -> any Transport {
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.httpMaximumConnectionsPerHost = connectionsPerHost
+        return URLSessionTransport(configuration: configuration)
+    }
+
     /// A transport that neither stores nor sends cookies, so that only the request's own `Cookie` header counts.
     static func makeCookieless() -> any Transport {
         let configuration = URLSessionTransport.defaultConfiguration

@@ -9,6 +9,13 @@ enum TransportUnderTest {
     /// A new transport with a client of its own (shut down by itself when released).
     static func make() -> any Transport { AsyncHTTPClientTransport() }
 
+    /// A new transport that opens up to `connectionsPerHost` connections to one host at once.
+    static func make(connectionsPerHost: Int) -> any Transport {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = connectionsPerHost
+        return AsyncHTTPClientTransport(configuration: configuration)
+    }
+
     /// The same: this engine keeps no cookie store between requests.
     static func makeCookieless() -> any Transport { AsyncHTTPClientTransport() }
 
