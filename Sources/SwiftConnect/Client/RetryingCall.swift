@@ -42,6 +42,10 @@ final class RetryingCall:
         /// The waits scheduled so far, in seconds: on a clock that runs actions at once (a test's), the time the
         /// call has spent by its own account.
         var waited: TimeInterval = 0
+        /// The attempt in flight's own timeout (``RetryPolicy/attemptTimeout``), to cancel when it ends.
+        var attemptDeadline: TransportDeadline?
+        /// The number of the attempt that its own timeout abandoned, if any.
+        var abandonedAttempt: Int?
     }
 
     private let lock = Lock()
@@ -148,15 +152,18 @@ final class RetryingCall:
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         let advice = context.retryAdvice
         let future = send(request, context)
+        let attemptDeadline = self.attemptDeadline()
         let isOver = withState { state -> Bool in
             if state.isOver { return true }
             state.inFlight = future
+            state.attemptDeadline = attemptDeadline
             return false
         }
         if isOver {
             future.cancel()
             return
         }
+        attemptDeadline?.start { [weak self] in self?.abandon(attempt) }
         future.whenComplete { result in
             self.attemptEnded(attempt, result: result, advice: advice)
         }
@@ -164,12 +171,22 @@ final class RetryingCall:
 
     private func attemptEnded(_ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice) {
         let sentStream = advice.sentStream
-        let isOver = withState { state -> Bool in
+        let (isOver, attemptDeadline, wasAbandoned) = withState {
+            state -> (Bool, TransportDeadline?, Bool) in
             state.inFlight = nil
             if let sentStream { state.sentStreams.append(sentStream) }
-            return state.isOver
+            defer { state.attemptDeadline = nil }
+            return (state.isOver, state.attemptDeadline, state.abandonedAttempt == attempt)
         }
+        attemptDeadline?.cancel()
         guard !isOver else { return }
+        // The attempt's own timeout cancelled it: it timed out, which the policy may retry. (An attempt that ended
+        // with another outcome while it was being abandoned keeps that outcome.)
+        let result =
+            wasAbandoned && RetryingCall.isCancellation(result)
+            ? .failure(
+                ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))
+            : result
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
             return end(with: reporting(attempt, on: result))
         }
@@ -223,6 +240,23 @@ final class RetryingCall:
         return delay
     }
 
+    /// The timer of one attempt (``RetryPolicy/attemptTimeout``), unless the call's deadline comes first anyway.
+    private func attemptDeadline() -> TransportDeadline? {
+        guard let seconds = policy.usableAttemptTimeout else { return nil }
+        if let deadline, deadline.time <= DispatchTime.now() + seconds { return nil }
+        return TransportDeadline(seconds: seconds)
+    }
+
+    /// The attempt's own timeout passed: the attempt is cancelled, and ends as timed out.
+    private func abandon(_ attempt: Int) {
+        let inFlight = withState { state -> Future<ConnectResponse>? in
+            guard !state.isOver, state.attempt == attempt, let inFlight = state.inFlight else { return nil }
+            state.abandonedAttempt = attempt
+            return inFlight
+        }
+        inFlight?.cancel()
+    }
+
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
     private func timeOut() {
         end(
@@ -257,6 +291,7 @@ final class RetryingCall:
             }
         }
         deadline?.cancel()
+        withState { $0.attemptDeadline }?.cancel()
         timer?.cancel()
         inFlight?.cancel()
         if let result { promise.completeIfPending(with: result) }

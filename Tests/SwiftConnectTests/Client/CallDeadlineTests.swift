@@ -73,6 +73,73 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(clock.delays, [0.5, 1.0])
     }
 
+    // MARK: - An attempt's own timeout
+
+    /// Never answers its first request (as a connection the network dropped); answers every later one with 200.
+    private final class SilentOnceTransport: Transport, @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `count`; the two transports are thread-safe.
+        private let lock = NSLock()
+        private var count = 0
+        let silent = ManualTransport()
+        let answering = FakeTransport.answering(.status(200))
+
+        func send(_ request: URLRequest) -> Future<ConnectResponse> {
+            let isFirst = lock.withLock {
+                count += 1
+                return count == 1
+            }
+            return isFirst ? silent.send(request) : answering.send(request)
+        }
+    }
+
+    func testAnAttemptThatOutlivesItsAttemptTimeoutIsAbandonedAndSentAgain() throws {
+        // Given: a first attempt that never ends, a policy with a 0.2 s attempt timeout, a call of 10 s
+        let transport = SilentOnceTransport()
+        let clock = ImmediateRetryClock()
+        let connect = Connect(
+            transport: transport,
+            retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, attemptTimeout: 0.2, clock: clock))
+        let start = DispatchTime.now()
+        // When
+        let response = try XCTUnwrap(value(of: connect.response(for: Endpoint(timeout: 10))))
+        // Then: the first attempt was cancelled after its 0.2 s, the second answered
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertGreaterThanOrEqual(Self.seconds(since: start), 0.2)
+        XCTAssertEqual(transport.silent.cancellations.value, 1)
+        XCTAssertEqual(transport.answering.requests.count, 1)
+        XCTAssertEqual(clock.delays, [0.5], "retried as a timeout is")
+    }
+
+    func testAnAbandonedAttemptOfARequestNotSafeToReplayEndsTheCallTimedOut() throws {
+        // Given
+        let transport = SilentOnceTransport()
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(attemptTimeout: 0.2, clock: ImmediateRetryClock()))
+        // When: a POST without an Idempotency-Key
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(method: .post, timeout: 10))))
+        // Then: timed out after its attempt's 0.2 s, never sent again
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertTrue(error.message.contains("0.2 s"), error.message)
+        XCTAssertEqual(transport.silent.cancellations.value, 1)
+        XCTAssertEqual(transport.answering.requests.count, 0)
+    }
+
+    func testAnAttemptTimeoutThatIsNotAPositiveNumberOrOutlastsTheCallIsNone() throws {
+        for attemptTimeout in [0, -1, .nan, .infinity, 30] as [TimeInterval] {
+            // Given: a transport that never answers
+            let transport = ManualTransport()
+            let connect = Connect(
+                transport: transport,
+                retryPolicy: RetryPolicy(attemptTimeout: attemptTimeout, clock: ImmediateRetryClock()))
+            // When
+            let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.3))))
+            // Then: the call's deadline ended it, after one attempt
+            XCTAssertEqual(error.kind, .timedOut, "\(attemptTimeout)")
+            XCTAssertTrue(error.message.contains("0.3 s"), error.message)
+            XCTAssertEqual(transport.requests.count, 1, "\(attemptTimeout)")
+        }
+    }
+
     // MARK: - Asking the loop for another attempt
 
     /// Asks for one more attempt after a 409 on the first, as the documentation of `RetryAdvice` shows.

@@ -224,6 +224,31 @@
             XCTAssertLessThanOrEqual(server.requestCount(for: "POST", path: "/orders"), 1)
         }
 
+        /// The same with ``RetryPolicy/attemptTimeout``: the GET is abandoned after its attempt's second and sent
+        /// again on a new connection, which answers within the call's deadline. A POST without a key on another
+        /// dropped connection is abandoned the same way, and never sent again.
+        func testWithAnAttemptTimeoutAGETOnADroppedPooledConnectionSucceedsThroughARetry() throws {
+            // Given
+            server.route("GET", "/item") { _ in .json(["id": 1]) }
+            server.route("POST", "/orders") { _ in .json(["ok": true]) }
+            connect = Connect(
+                transport: TransportUnderTest.make(), retryPolicy: RetryPolicy(baseDelay: 0.05, attemptTimeout: 1))
+            XCTAssertNoThrow(try XCTUnwrap(send(endpoint("/item"))).get())
+            try lab.dropConnection(clientPort: try XCTUnwrap(relay.clientPorts.last))
+            // When
+            let get = try XCTUnwrap(send(endpoint("/item", timeout: 10)))
+            // Then: answered, by the second attempt (the first never reached the server)
+            XCTAssertEqual(try get.get().statusCode, 200)
+            XCTAssertEqual(server.requestCount(for: "GET", path: "/item"), 2)
+            XCTAssertEqual(relay.clientPorts.count, 2, "the retry opened a new connection")
+            // When: the new connection is dropped too, and a POST without a key goes out
+            try lab.dropConnection(clientPort: try XCTUnwrap(relay.clientPorts.last))
+            let post = try XCTUnwrap(send(endpoint("/orders", method: .post, timeout: 10)))
+            // Then: answered on a connection of its own, or abandoned as timed out; at most once at the server
+            if case .failure(let error) = post { XCTAssertEqual(error.kind, .timedOut, "\(error)") }
+            XCTAssertLessThanOrEqual(server.requestCount(for: "POST", path: "/orders"), 1)
+        }
+
         // MARK: - A TLS handshake that stalls
 
         /// A server that accepts the connection and never answers the TLS client hello: the call ends at its

@@ -99,6 +99,29 @@ public struct RetryPolicy: Sendable {
     /// attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request sent once needs none.
     /// The server must support the header for this to mean anything.
     public var addsIdempotencyKey: Bool
+    /// The longest one attempt may take, in seconds, before it is abandoned (its connection closed) and, when the
+    /// request is safe to send again, sent again on a new connection; `nil` (the default) lets each attempt use what
+    /// is left of the call's deadline. A value that is not a positive number means none too.
+    ///
+    /// A connection can die without a word: a NAT or a firewall on the way forgets it, the server's host goes away.
+    /// A request sent on such a connection, which the client keeps open for the next request, waits for an answer
+    /// that never comes, until the call's deadline (the connector's `timeout`) ends the call with
+    /// ``ConnectError/Kind/timedOut``. With an attempt timeout, a `GET` sent on it is abandoned after
+    /// `attemptTimeout` seconds and sent again on a new connection, within the same deadline, as Envoy's per-try
+    /// timeout and gRPC's per-attempt timeout do:
+    ///
+    /// ```swift
+    /// var policy = RetryPolicy()
+    /// policy.attemptTimeout = 10  // a call of 60 s can make several attempts
+    /// let connect = Connect(retryPolicy: policy)
+    /// ```
+    ///
+    /// The time counts the whole attempt, its response body included (for ``Connect/stream(_:options:)``, until
+    /// the response's head arrives): set it above the time your largest response takes to arrive. An abandoned
+    /// attempt is a ``ConnectError/Kind/timedOut`` failure, retried like a timeout (when ``retryableFailures`` has
+    /// it); for a request that is not safe to replay it ends the call. `NetworkFaultTests` shows it with a pooled
+    /// connection whose packets the network drops.
+    public var attemptTimeout: TimeInterval?
     /// What the policy waits with; ``DispatchRetryClock`` by default.
     public var clock: any RetryClock
 
@@ -125,6 +148,7 @@ public struct RetryPolicy: Sendable {
     ///   - honorsRetryAfter: Whether `Retry-After` replaces the backoff delay. Defaults to `true`.
     ///   - maxRetryAfter: The cap on a `Retry-After` wait, in seconds. Defaults to 60.
     ///   - addsIdempotencyKey: Whether `POST` and `PATCH` get an `Idempotency-Key`. Defaults to `false`.
+    ///   - attemptTimeout: The longest one attempt may take, in seconds. Defaults to `nil`: none.
     ///   - clock: What the policy waits with. Defaults to a ``DispatchRetryClock``.
     public init(
         maxAttempts: Int = 3,
@@ -137,6 +161,7 @@ public struct RetryPolicy: Sendable {
         honorsRetryAfter: Bool = true,
         maxRetryAfter: TimeInterval = 60,
         addsIdempotencyKey: Bool = false,
+        attemptTimeout: TimeInterval? = nil,
         clock: any RetryClock = DispatchRetryClock()
     ) {
         self.maxAttempts = maxAttempts
@@ -149,7 +174,14 @@ public struct RetryPolicy: Sendable {
         self.honorsRetryAfter = honorsRetryAfter
         self.maxRetryAfter = maxRetryAfter
         self.addsIdempotencyKey = addsIdempotencyKey
+        self.attemptTimeout = attemptTimeout
         self.clock = clock
+    }
+
+    /// ``attemptTimeout`` when it is a positive, finite number of seconds.
+    var usableAttemptTimeout: TimeInterval? {
+        guard let attemptTimeout, attemptTimeout > 0, attemptTimeout.isFinite else { return nil }
+        return attemptTimeout
     }
 }
 
@@ -320,6 +352,7 @@ extension RetryPolicy {
         honorsRetryAfter: Bool = true,
         maxRetryAfter: TimeInterval = 60,
         addsIdempotencyKey: Bool = false,
+        attemptTimeout: TimeInterval? = nil,
         clock: any RetryClock = DispatchRetryClock()
     ) {
         self.init(
