@@ -474,7 +474,7 @@
             let outcome = Protected<Result<NetlinkConnectivityMonitor, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)
             let thread = Thread {
-                let result = Result { try inNamespace(name) { try NetlinkConnectivityMonitor() } }
+                let result = Result { try NetworkNamespace.run(in: name) { try NetlinkConnectivityMonitor() } }
                 outcome.withLock { $0 = result }
                 done.signal()
             }
@@ -492,7 +492,7 @@
             let done = DispatchSemaphore(value: 0)
             let thread = Thread {
                 let result = Result {
-                    try inNamespace(name) {
+                    try NetworkNamespace.run(in: name) {
                         try String(contentsOfFile: "/proc/thread-self/net/netlink", encoding: .utf8)
                     }
                 }
@@ -510,35 +510,11 @@
             }
             return Int(row[8]) ?? 0
         }
-
-        /// Runs `body` on the calling thread inside namespace `name`, then moves the thread back.
-        private static func inNamespace<Result>(_ name: String, _ body: () throws -> Result) throws -> Result {
-            typealias SetNamespace = @convention(c) (Int32, Int32) -> Int32
-            // setns(2) is in glibc but not in the Glibc module.
-            guard let symbol = dlsym(nil, "setns") else { throw NamespaceError("setns not found") }
-            let setns = unsafeBitCast(symbol, to: SetNamespace.self)
-            let cloneNewNet: Int32 = 0x4000_0000  // CLONE_NEWNET, <linux/sched.h>
-            let original = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC)
-            guard original >= 0 else { throw NamespaceError("open /proc/thread-self/ns/net: errno \(errno)") }
-            defer { close(original) }
-            let target = open("/var/run/netns/\(name)", O_RDONLY | O_CLOEXEC)
-            guard target >= 0 else { throw NamespaceError("open /var/run/netns/\(name): errno \(errno)") }
-            defer { close(target) }
-            guard setns(target, cloneNewNet) == 0 else { throw NamespaceError("setns \(name): errno \(errno)") }
-            defer {
-                // The thread is the test's own and ends next; going back keeps it from surprising anyone.
-                _ = setns(original, cloneNewNet)
-            }
-            return try body()
-        }
     }
 
     // MARK: - Fixtures
 
-    private struct NamespaceError: Error, CustomStringConvertible {
-        var description: String
-        init(_ description: String) { self.description = description }
-    }
+    private typealias NamespaceError = NetworkLabError
 
     /// A network namespace `sc-test-<id>`, and optionally a veth pair `scv<id>a` (root namespace, 10.213.x.1/24)
     /// and `scv<id>b` (in the namespace, 10.213.x.2/24).
