@@ -124,6 +124,27 @@
             XCTAssertGreaterThan(try lab.droppedPackets(), 0, "the lab lost packets")
         }
 
+        // MARK: - A refused connection
+
+        /// Nothing listens on the port: the lab's kernel answers with a reset. `.cannotConnect`, retried for a GET
+        /// (three attempts by default), never for a POST without a key.
+        func testARefusedConnectionIsCannotConnectRetriedOnlyWhenSafe() throws {
+            // Given: the relay's port, closed
+            relay.stop()
+            connect = Connect(transport: TransportUnderTest.make(), retryPolicy: RetryPolicy(baseDelay: 0.01))
+            // When
+            let get = try XCTUnwrap(send(endpoint("/item", timeout: 10)))
+            let post = try XCTUnwrap(send(endpoint("/orders", method: .post, timeout: 10)))
+            // Then
+            guard case .failure(let getError) = get, case .failure(let postError) = post else {
+                return XCTFail("an answer from a closed port")
+            }
+            XCTAssertEqual(getError.kind, .cannotConnect, "\(getError)")
+            XCTAssertEqual(getError.attempts, 3)
+            XCTAssertEqual(postError.kind, .cannotConnect, "\(postError)")
+            XCTAssertEqual(postError.attempts, 1)
+        }
+
         // MARK: - A slow link
 
         /// A link of 512 kbit/s: a 1 MiB body cannot arrive within 2 s; the call ends at its deadline, typed.
