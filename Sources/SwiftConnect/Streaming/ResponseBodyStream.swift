@@ -347,6 +347,13 @@ public final class ResponseBodyStream: Sendable {
         armIdleTimeout(after: seconds, limit: seconds)
     }
 
+    /// The error of a stream that received no bytes for `limit` seconds (``StreamingOptions/idleTimeout``).
+    package static func idleTimeoutError(after limit: TimeInterval) -> ConnectError {
+        ConnectError(
+            .timedOut, message: "the stream received no bytes for \(limit) s (StreamingOptions.idleTimeout)",
+            underlyingError: URLError(.timedOut))
+    }
+
     /// Fails the stream when no bytes came for `limit` seconds, checking in `idle` seconds; re-armed for the time
     /// left while bytes keep coming.
     private func armIdleTimeout(after idle: TimeInterval, limit: TimeInterval) {
@@ -360,12 +367,7 @@ public final class ResponseBodyStream: Sendable {
             }
             guard let quiet else { return }
             if quiet >= limit - 0.001 {
-                fail(
-                    with: ConnectError(
-                        .timedOut,
-                        message: "the stream received no bytes for \(limit) s (StreamingOptions.idleTimeout)",
-                        underlyingError: URLError(.timedOut)),
-                    cancelling: true)
+                fail(with: Self.idleTimeoutError(after: limit), cancelling: true)
             } else {
                 armIdleTimeout(after: limit - quiet, limit: limit)
             }

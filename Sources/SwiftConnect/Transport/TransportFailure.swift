@@ -41,6 +41,12 @@ extension ConnectError {
         transportFailure(failure, stored: .sent(request))
     }
 
+    /// The failure of a call whose deadline of `seconds` passed, as every engine's exchange reports it: for a
+    /// transport of the test kit's that keeps deadlines by recorded time.
+    package static func deadlinePassed(after seconds: TimeInterval, sent request: ConnectRequest) -> ConnectError {
+        transportFailure(.deadlinePassed(after: seconds), sent: request)
+    }
+
     /// ``transportFailure(_:request:)`` with the request kept as it was reported.
     static func transportFailure(_ failure: TransportFailure, stored request: ConnectResponse.StoredRequest)
         -> ConnectError

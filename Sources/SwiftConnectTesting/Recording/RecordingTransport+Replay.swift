@@ -125,15 +125,27 @@ extension RecordingTransport {
         var unlimited = transfer
         unlimited.maxResponseBytes = nil
         unlimited.streaming = nil
+        let latencies = replaysLatencies
+        // Instant replay keeps the deadlines by the recorded times (real time keeps them with latencies).
+        let deadline = latencies ? nil : Self.deadline(of: request)
+        if let deadline, entry.timings.wait > deadline { return Future(error: Self.deadlinePassed(for: request)) }
         let whole = replay(entry, for: request, transfer: unlimited)
         let start = DispatchTime.now().uptimeNanoseconds
-        let latencies = replaysLatencies
+        let idleLimit = latencies ? nil : transfer.streaming?.idleTimeout.map { $0 * 1000 }
         let streamed = whole.map { response -> ConnectResponse in
             let body = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
             let pieces = Self.pieces(of: response.data, as: entry.chunks)
             let failure = entry.bodyFailure.map { Self.error(for: $0, request: request) }
             let feeding = Task {
+                var previous = entry.timings.wait
                 for piece in pieces {
+                    if let deadline, piece.time > deadline {
+                        return body.finish(throwing: Self.deadlinePassed(for: request))
+                    }
+                    if let idleLimit, idleLimit > 0, piece.time - max(0, previous) > idleLimit {
+                        return body.finish(throwing: ResponseBodyStream.idleTimeoutError(after: idleLimit / 1000))
+                    }
+                    previous = piece.time
                     if latencies { await Self.wait(until: piece.time, since: start) }
                     guard await body.send(piece.bytes) else { return }
                 }
@@ -170,6 +182,18 @@ extension RecordingTransport {
         let now = DispatchTime.now().uptimeNanoseconds
         guard due > now else { return }
         try? await Task.sleep(nanoseconds: due - now)
+    }
+
+    /// The request's deadline in milliseconds after it was sent, or `nil` when it has none.
+    static func deadline(of request: ConnectRequest) -> Double? {
+        let seconds = request.timeoutInterval
+        guard seconds > 0, seconds.isFinite else { return nil }
+        return seconds * 1000
+    }
+
+    /// The error of a request whose deadline passed, as the client makes it.
+    static func deadlinePassed(for request: ConnectRequest) -> ConnectError {
+        ConnectError.deadlinePassed(after: request.timeoutInterval, sent: request)
     }
 
     /// The typed error a recorded failure replays as.

@@ -49,7 +49,10 @@ import SwiftConnect
 ///   an `InputStream` or an async sequence) is read whole for matching and recorded like any body.
 /// - **Time**: replay is instant, or, with `replaysLatencies`, takes each exchange's recorded time, a stream's pieces
 ///   coming at their recorded moments (a test of an idle timeout or of a reconnection). ``retryClock`` makes the
-///   retry policy's waits instant in replay.
+///   retry policy's waits instant in replay. Instant replay still keeps the deadlines by the recorded times: an
+///   answer recorded after the request's `timeoutInterval` fails with ``SwiftConnect/ConnectError/Kind/timedOut`` at
+///   once, and a stream's pieces stop, with the same error the client gives, at the first one recorded after its
+///   deadline or after a silence longer than its `StreamingOptions.idleTimeout`.
 ///
 /// Not recorded in this version: downloads to a file and bodies sent from a file. Such a request fails with
 /// ``RecordingError/Reason/unsupportedTransfer`` in every mode rather than be answered wrongly.
@@ -254,6 +257,11 @@ public final class RecordingTransport: Transport, Sendable {
         switch claim(redacted) {
         case .success(let entry):
             if transfer.streaming != nil { return replayStreamed(entry, for: request, transfer: transfer) }
+            if !replaysLatencies, let deadline = Self.deadline(of: request), entry.time > deadline {
+                // Instant replay keeps the recorded time: an answer that came after the request's deadline is the
+                // timeout the client would have met.
+                return Future(error: Self.deadlinePassed(for: request))
+            }
             let answer = replay(entry, for: request, transfer: transfer)
             return replaysLatencies ? Self.delayed(answer, byMilliseconds: entry.time) : answer
         case .failure(let failure):

@@ -1,0 +1,130 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Deadlines in instant replay: `RecordingTransport` judges them by the recorded times, so a test of a timeout or of
+/// a stream's idle timeout gives the same answer at once as it would in real time, whatever the machine's speed.
+final class RecordingDeadlineTests: XCTestCase {
+    private var server: LocalServer!
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        folder = try makeRecordingFolder(for: self)
+    }
+
+    override func tearDown() {
+        server.stop()
+        server = nil
+    }
+
+    private var file: URL { folder.appendingPathComponent("deadlines.har") }
+
+    private func replayer() -> RecordingTransport {
+        RecordingTransport(fileURL: file, wrapping: nil, mode: .replay)
+    }
+
+    /// Records one exchange of `path`, stops the server, and rewrites the entry with `edit`.
+    private func record(_ path: String, streaming: Bool, edit: (inout HAR.Entry) -> Void) throws {
+        let recorder = RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record)
+        let connect = Connect(transport: recorder, retryPolicy: nil)
+        let route = Route(path, baseURL: server.baseURL, timeout: 10)
+        if streaming {
+            let done = DispatchSemaphore(value: 0)
+            Task {
+                for try await _ in connect.stream(route) {}
+                done.signal()
+            }
+            XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        } else {
+            _ = try connect.request(route).wait()
+        }
+        server.stop()
+        var entry = try XCTUnwrap(recorder.entries.first)
+        edit(&entry)
+        try HAR(entries: [entry]).encoded().write(to: file)
+    }
+
+    /// Reads the stream of `path` from the replay, with `timeout` and `idleTimeout`: the pieces and how it ended.
+    private func replayStream(
+        _ path: String, timeout: TimeInterval, idleTimeout: TimeInterval?
+    ) async -> (pieces: [String], error: ConnectError?) {
+        let connect = Connect(transport: replayer(), retryPolicy: nil)
+        let stream = connect.stream(
+            Route(path, baseURL: server.baseURL, timeout: timeout),
+            streaming: StreamingOptions(idleTimeout: idleTimeout))
+        var pieces: [String] = []
+        do {
+            for try await piece in stream { pieces.append(String(decoding: piece, as: UTF8.self)) }
+            return (pieces, nil)
+        } catch {
+            XCTAssertTrue(error is ConnectError, "\(error)")
+            return (pieces, error as? ConnectError)
+        }
+    }
+
+    func testAnAnswerRecordedAfterTheDeadlineTimesOutAtOnceInReplay() throws {
+        // Given: an answer recorded as coming after 3 s (edited, as a slow server's would be)
+        server.route("GET", "/slow") { _ in .json(["ok": true]) }
+        try record("/slow", streaming: false) { entry in
+            entry.time = 3_000
+            entry.timings = HAR.Timings(send: 0, wait: 3_000, receive: 0)
+        }
+        // When: replayed at once, by a call of 1 s
+        let start = DispatchTime.now()
+        let short = Connect(transport: replayer(), retryPolicy: nil)
+            .request(Route("/slow", baseURL: server.baseURL, timeout: 1))
+        let error = try XCTUnwrap(short.waitForResult(timeout: 10).failure as? ConnectError)
+        // Then: the client's own timeout, at once (well before the second the call had)
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertTrue(error.message.contains("timeout of 1.0 s"), error.message)
+        XCTAssertLessThan(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9, 1)
+        // And: a call of 5 s gets the answer
+        let long = Connect(transport: replayer(), retryPolicy: nil)
+            .request(Route("/slow", baseURL: server.baseURL, timeout: 5))
+        XCTAssertNoThrow(try long.wait())
+    }
+
+    func testAStreamStopsAtItsFirstPieceRecordedAfterTheDeadlineOrASilenceLongerThanItsIdleTimeout() async throws {
+        // Given: three pieces recorded 0, 150 and 300 ms after the request (edited)
+        server.route("GET", "/pieces") { _ in
+            .stream(contentLength: nil, contentType: "text/plain") { write in
+                for piece in ["a", "b", "c"] { guard write(Data(piece.utf8)) else { return } }
+            }
+        }
+        try record("/pieces", streaming: true) { entry in
+            entry.timings = HAR.Timings(send: 0, wait: 0, receive: 300)
+            entry.chunks = [HAR.Chunk(time: 0, size: 1), HAR.Chunk(time: 150, size: 1), HAR.Chunk(time: 300, size: 1)]
+        }
+        // When / Then: an idle timeout of 0.1 s ends after the first piece, with the client's own error
+        let idle = await replayStream("/pieces", timeout: 10, idleTimeout: 0.1)
+        XCTAssertEqual(idle.pieces, ["a"])
+        XCTAssertEqual(idle.error?.kind, .timedOut)
+        XCTAssertTrue(
+            idle.error?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: idle.error))")
+        // A deadline of 0.2 s ends after the second
+        let deadline = await replayStream("/pieces", timeout: 0.2, idleTimeout: nil)
+        XCTAssertEqual(deadline.pieces, ["a", "b"])
+        XCTAssertEqual(deadline.error?.kind, .timedOut)
+        XCTAssertTrue(
+            deadline.error?.message.contains("timeout of 0.2 s") ?? false, "\(String(describing: deadline.error))")
+        // Limits the recorded times keep: every piece
+        let whole = await replayStream("/pieces", timeout: 1, idleTimeout: 0.2)
+        XCTAssertEqual(whole.pieces, ["a", "b", "c"])
+        XCTAssertNil(whole.error)
+    }
+}
+
+extension Result {
+    /// The error, if this is a failure.
+    fileprivate var failure: Failure? {
+        guard case .failure(let error) = self else { return nil }
+        return error
+    }
+}
