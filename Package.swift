@@ -37,6 +37,12 @@ let package = Package(
             name: "SwiftConnectTestingTests",
             dependencies: ["SwiftConnect", "SwiftConnectTesting"]
         ),
+        // The integration tests of SwiftConnectTests again (symbolic links under Shared/), each run twice: recording
+        // through RecordingTransport, then replaying with nothing sent (ReplayHarness.swift).
+        .testTarget(
+            name: "SwiftConnectReplayTests",
+            dependencies: ["SwiftConnect", "SwiftConnectTesting"]
+        ),
     ],
     swiftLanguageModes: [.v6]
 )

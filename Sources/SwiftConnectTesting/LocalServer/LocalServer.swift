@@ -177,7 +177,7 @@ extension LocalServer {
         func start() throws {
             try state.withLock { state in
                 guard state.run == nil else { return }
-                let (listener, port) = try Socket.listenOnLoopback()
+                let (listener, port) = try Self.listen()
                 let wake: WakePipe
                 do {
                     wake = try WakePipe()
@@ -193,6 +193,21 @@ extension LocalServer {
                     acceptLoop(run)
                 }
             }
+        }
+
+        /// A listener on the port the active ``LocalServer/PortPlan`` names, or on a port the system picks.
+        private static func listen() throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
+            let plan = LocalServer.portPlan.snapshot
+            let planned = plan?.nextPort() ?? 0
+            var listener: (socket: Socket, port: Int)
+            do {
+                listener = try Socket.listenOnLoopback(port: planned)
+            } catch  where planned != 0 {
+                // The planned port is taken: the replay's URLs will not match, which its test reports.
+                listener = try Socket.listenOnLoopback()
+            }
+            plan?.started(on: listener.port)
+            return listener
         }
 
         func stop() {

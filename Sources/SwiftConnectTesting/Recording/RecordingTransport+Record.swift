@@ -12,7 +12,8 @@ extension RecordingTransport {
     /// Sends `request` with the wrapped transport and records the exchange, then delivers the live outcome.
     ///
     /// The recording is written before the future completes, so a test that has its answer has its file. A
-    /// cancelled exchange is not recorded (the test stopped it; the server said nothing).
+    /// cancelled exchange is not recorded (the test stopped it; the server said nothing), unless the cancellation came
+    /// at the request's deadline: the client's deadline ended it, and it is recorded as the timeout it was.
     func record(
         _ request: ConnectRequest, redacted: RecordedRequest, secrets: SecretValues, transfer: TransferOptions
     ) -> Future<ConnectResponse> {
@@ -25,16 +26,45 @@ extension RecordingTransport {
         let started = Date()
         let start = DispatchTime.now().uptimeNanoseconds
         let promise = Promise<ConnectResponse>()
+        recording.begin()
         let live = upstream.send(request, transfer: transfer)
-        promise.setCancelHandler { live.cancel() }
+        // Whether the exchange has been recorded (or let go): once, by its end or by the client's deadline.
+        let isSettled = Protected(false)
+        let settles: @Sendable () -> Bool = {
+            isSettled.withLock { isSettled in
+                defer { isSettled = true }
+                return !isSettled
+            }
+        }
+        let failed: @Sendable (HAR.Failure, Double) -> HAR.Entry = { failure, elapsed in
+            HAR.Entry(
+                startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
+                response: HAR.Response(status: 0, headers: [], content: HAR.Content(Data(), mimeType: "")),
+                timings: HAR.Timings(send: 0, wait: (elapsed * 1000).rounded() / 1000, receive: 0), failure: failure)
+        }
+        promise.setCancelHandler { [self] in
+            // The client's deadline cancels before it reports the timeout: recorded now, the file is written before
+            // the caller hears of it.
+            let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000
+            if let timeout = Self.deadlineFailure(of: request, afterMilliseconds: elapsed), settles() {
+                try? append(failed(timeout, elapsed), request: redacted)
+            }
+            live.cancel()
+        }
         live.observe { [self] result in
+            guard settles() else {
+                recording.end()
+                promise.completeIfPending(with: result)
+                return
+            }
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000
             let timings = HAR.Timings(send: 0, wait: (elapsed * 1000).rounded() / 1000, receive: 0)
             let entry: HAR.Entry
             switch result {
             case .success(let response):
                 if let body = response.bodyStream {
-                    // A streamed answer goes to the caller at its head; it is recorded when its body ends.
+                    // A streamed answer goes to the caller at its head; it is recorded when its body ends (which
+                    // ends its part in `recording`).
                     promise.completeIfPending(
                         with: .success(
                             relayed(
@@ -45,18 +75,17 @@ extension RecordingTransport {
                 let responseSecrets = secretsKnown(after: response, adding: secrets)
                 entry = HAR.Entry(
                     startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
-                    response: Self.archived(response, requestURL: request.url, secrets: responseSecrets),
+                    response: Self.archived(response, to: request, secrets: responseSecrets),
                     timings: timings)
             case .failure(let error):
                 guard let failure = Self.failure(error, secrets: secrets) else {
+                    recording.end()
                     promise.completeIfPending(with: result)
                     return
                 }
-                entry = HAR.Entry(
-                    startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
-                    response: HAR.Response(status: 0, headers: [], content: HAR.Content(Data(), mimeType: "")),
-                    timings: timings, failure: failure)
+                entry = failed(failure, elapsed)
             }
+            defer { recording.end() }
             do {
                 try append(entry, request: redacted)
                 promise.completeIfPending(with: result)
@@ -104,10 +133,11 @@ extension RecordingTransport {
             let responseSecrets = secretsKnown(after: whole, adding: secrets)
             var entry = HAR.Entry(
                 startedDateTime: Self.timestamp(started.date), request: HAR.Request(redacted),
-                response: Self.archived(whole, requestURL: request.url, secrets: responseSecrets),
+                response: Self.archived(whole, to: request, secrets: responseSecrets),
                 timings: HAR.Timings(send: 0, wait: headTime, receive: max(0, total - headTime)))
             entry.chunks = chunks
             entry.bodyFailure = failure.flatMap { Self.failure($0, secrets: responseSecrets) }
+            defer { recording.end() }
             do {
                 try append(entry, request: redacted)
                 relay.finish(throwing: failure)
@@ -156,15 +186,21 @@ extension RecordingTransport {
     /// Its fields are sorted by name (repeated names keep their order): URLSession reports them as a dictionary, in
     /// an order that changes from run to run, and a re-recorded file should differ only where the server's answer did.
     /// A `Content-Length` is the length of the body as recorded: the engine has already removed any content coding, and
-    /// redaction may have changed the body, so the server's length would no longer describe it.
-    static func archived(_ response: ConnectResponse, requestURL: URL, secrets: SecretValues) -> HAR.Response {
+    /// redaction may have changed the body, so the server's length would no longer describe it. An answer that has no
+    /// body by definition (to a `HEAD`; a 1xx, 204 or 304) keeps the server's: it announces the resource's length.
+    static func archived(_ response: ConnectResponse, to request: ConnectRequest, secrets: SecretValues) -> HAR.Response
+    {
+        let requestURL = request.url
+        let isBodiless =
+            request.method == .head || (100..<200).contains(response.statusCode) || response.statusCode == 204
+            || response.statusCode == 304
         let sorted = response.head.headerFields.enumerated().sorted { left, right in
             let (a, b) = (left.element.name.canonicalName, right.element.name.canonicalName)
             return a != b ? a < b : left.offset < right.offset
         }
         var fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
         let body = RecordingRedaction.responseBody(response.data, secrets: secrets)
-        if fields.contains(.contentLength) { fields[.contentLength] = String(body.count) }
+        if fields.contains(.contentLength), !isBodiless { fields[.contentLength] = String(body.count) }
         var archived = HAR.Response(
             status: response.statusCode,
             headers: fields.map { HAR.NameValue(name: $0.name.rawName, value: $0.value) },
@@ -192,6 +228,17 @@ extension RecordingTransport {
                 urlErrorCode: error.code.rawValue)
         }
         return HAR.Failure(kind: ConnectError.Kind.transport.rawValue, message: secrets.hiding(in: "\(error)"))
+    }
+
+    /// The `_failure` of an exchange cancelled `milliseconds` after it started, when that is at or past the request's
+    /// deadline: the client's deadline cancelled it (the transport sees only the cancellation), and replay must time
+    /// out as the call did. `nil` for a cancellation before the deadline, which the test made and is not recorded.
+    static func deadlineFailure(of request: ConnectRequest, afterMilliseconds milliseconds: Double) -> HAR.Failure? {
+        // The client armed its deadline a moment before this transport started its clock: 20 ms of slack.
+        guard let deadline = deadline(of: request), milliseconds + 20 >= deadline else { return nil }
+        let error = deadlinePassed(for: request)
+        return HAR.Failure(
+            kind: error.kind.rawValue, message: error.message, urlErrorCode: error.urlError?.code.rawValue)
     }
 
     /// `date` in ISO 8601 with milliseconds, in UTC, as HAR writes it.

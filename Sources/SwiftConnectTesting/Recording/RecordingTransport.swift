@@ -74,6 +74,8 @@ public final class RecordingTransport: Transport, Sendable {
     let state: Protected<State>
     /// Keeps two writes of the file from crossing (each writes the latest entries).
     let writing = ExclusiveSection()
+    /// The exchanges being recorded, not yet written.
+    let recording = RecordingsInFlight()
 
     struct State {
         var entries: [HAR.Entry] = []
@@ -272,6 +274,15 @@ public final class RecordingTransport: Transport, Sendable {
         }
     }
 
+    /// Waits until every exchange this transport is recording has been written to its file (or let go, for one the
+    /// test cancelled), for at most `timeout` seconds; whether it came to that.
+    ///
+    /// A call's deadline ends the call before the transport has heard why, so the timeout it records may be written a
+    /// moment after the caller has its error: wait before reading the file.
+    package func waitUntilRecorded(timeout: TimeInterval = 10) -> Bool {
+        recording.waitUntilNone(timeout: timeout)
+    }
+
     /// A clock for the client's ``SwiftConnect/RetryPolicy`` that fits the mode: in replay, an
     /// ``ImmediateRetryClock`` (back-off and `Retry-After` waits end at once, and are listed in its `delays`); in the
     /// modes that record, the real clock, as the server expects.
@@ -295,5 +306,40 @@ public final class RecordingTransport: Transport, Sendable {
             "RecordingTransport does not record or replay \(what) yet: "
             + "test it with LocalServer or FakeTransport instead"
         return RecordingError(.unsupportedTransfer, message, fileURL: fileURL).connectError(for: request)
+    }
+}
+
+/// The exchanges a ``RecordingTransport`` is recording, for a test to wait until each is written.
+final class RecordingsInFlight:
+    // Checked by hand: `condition` protects `count`.
+    @unchecked Sendable
+{
+    private let condition = NSCondition()
+    private var count = 0
+
+    /// An exchange starts.
+    func begin() {
+        condition.lock()
+        count += 1
+        condition.unlock()
+    }
+
+    /// An exchange is written, or let go.
+    func end() {
+        condition.lock()
+        count -= 1
+        if count == 0 { condition.broadcast() }
+        condition.unlock()
+    }
+
+    /// Waits until no exchange is in flight, for at most `timeout` seconds; whether none is.
+    func waitUntilNone(timeout: TimeInterval) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while count > 0 {
+            if !condition.wait(until: deadline) { return count == 0 }
+        }
+        return true
     }
 }

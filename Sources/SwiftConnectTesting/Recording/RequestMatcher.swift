@@ -117,12 +117,26 @@ enum RequestNormalization {
             return sorted
         }
         let contentType = request.headerFields[.contentType] ?? ""
-        if contentType.lowercased().hasPrefix("multipart/"), let boundary = boundary(of: contentType),
-            let text = String(data: body, encoding: .utf8)
-        {
-            return Data(text.replacingOccurrences(of: boundary, with: "<boundary>").utf8)
+        if contentType.lowercased().hasPrefix("multipart/"), let boundary = boundary(of: contentType) {
+            // Byte for byte: a part may hold any bytes, which need not be UTF-8.
+            return replacing(Data(boundary.utf8), in: body, with: Data("<boundary>".utf8))
         }
         return body
+    }
+
+    /// `data` with every occurrence of `pattern` replaced by `replacement`.
+    private static func replacing(_ pattern: Data, in data: Data, with replacement: Data) -> Data {
+        guard !pattern.isEmpty else { return data }
+        var result = Data()
+        result.reserveCapacity(data.count)
+        var index = data.startIndex
+        while let found = data.range(of: pattern, in: index..<data.endIndex) {
+            result.append(data[index..<found.lowerBound])
+            result.append(replacement)
+            index = found.upperBound
+        }
+        result.append(data[index...])
+        return result
     }
 
     /// The `boundary` parameter of a `Content-Type`, unquoted.

@@ -91,6 +91,22 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertNoThrow(try long.wait())
     }
 
+    func testACallTheClientsDeadlineEndedIsRecordedAsTimedOutAndReplayedSo() throws {
+        // Given: a server that never answers in time, and a call of 0.3 s recorded
+        server.route("GET", "/silent") { _ in LocalServer.Response.json(["late": true]).delayed(by: 30) }
+        let recorder = RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record)
+        let route = Route("/silent", baseURL: server.baseURL, timeout: 0.3)
+        let live = try Connect(transport: recorder, retryPolicy: nil).request(route).waitForResult(timeout: 10)
+        XCTAssertEqual((live.failure as? ConnectError)?.kind, .timedOut)
+        XCTAssertTrue(recorder.waitUntilRecorded())
+        server.stop()
+        // Then: the client's deadline cancelled the exchange, and the recording says it timed out
+        XCTAssertEqual(recorder.entries.first?.failure?.kind, ConnectError.Kind.timedOut.rawValue)
+        // And: replay times out the same way, at once
+        let replayed = try Connect(transport: replayer(), retryPolicy: nil).request(route).waitForResult(timeout: 10)
+        XCTAssertEqual((replayed.failure as? ConnectError)?.kind, .timedOut)
+    }
+
     func testAStreamStopsAtItsFirstPieceRecordedAfterTheDeadlineOrASilenceLongerThanItsIdleTimeout() async throws {
         // Given: three pieces recorded 0, 150 and 300 ms after the request (edited)
         server.route("GET", "/pieces") { _ in

@@ -89,7 +89,7 @@ final class RecordingRedactionTests: XCTestCase {
                 data: answer))
         // When
         let archived = RecordingTransport.archived(
-            response, requestURL: request.url, secrets: SecretValues(of: request.urlRequest))
+            response, to: request, secrets: SecretValues(of: request.urlRequest))
         // Then
         let body = try XCTUnwrap(archived.content.data)
         XCTAssertEqual(body, Data(#"{"echo":"<redacted>"}"#.utf8))

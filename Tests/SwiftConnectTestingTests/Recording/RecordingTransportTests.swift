@@ -62,6 +62,21 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertNoThrow(try replayer.verifyAllRecordingsUsed())
     }
 
+    func testAHeadKeepsTheLengthTheServerAnnounced() throws {
+        // Given: the head of a 100 kB resource, recorded
+        server.route("*", "/big") { _ in .data(Data(count: 100_000)) }
+        let recorder = Connect(transport: transport(.record), retryPolicy: nil)
+        let recorded = try recorder.response(for: endpoint("/big", method: .head)).wait()
+        server.stop()
+        // When
+        let replayed = try Connect(transport: transport(.replay), retryPolicy: nil)
+            .response(for: endpoint("/big", method: .head)).wait()
+        // Then: the length of the resource, not of the (empty) body
+        XCTAssertEqual(recorded.header("Content-Length"), "100000")
+        XCTAssertEqual(replayed.header("Content-Length"), "100000")
+        XCTAssertEqual(replayed.data, Data())
+    }
+
     func testReplayedResponseKeepsStatusAndHeaders() throws {
         // Given
         server.route("GET", "/teapot") { _ in

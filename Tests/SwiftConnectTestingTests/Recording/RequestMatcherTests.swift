@@ -83,6 +83,23 @@ final class RequestMatcherTests: XCTestCase {
         XCTAssertEqual(try response.wait().statusCode, 200)
     }
 
+    func testAMultipartBodyWithBinaryPartsMatchesWhateverItsBoundary() throws {
+        // Given: a form with a part that is not UTF-8, sent with one boundary
+        func form(boundary: String) throws -> ConnectRequest {
+            var body = Data("--\(boundary)\r\nContent-Disposition: form-data; name=\"blob\"\r\n\r\n".utf8)
+            body.append(Data([0xFF, 0xFE, 0x00, 0x80]))
+            body.append(Data("\r\n--\(boundary)--\r\n".utf8))
+            return try connectRequest(
+                .post, "\(base)/upload", headers: ["Content-Type": "multipart/form-data; boundary=\(boundary)"],
+                body: body)
+        }
+        let replayer = try recordThenReplay([try form(boundary: "first-1111")])
+        // When: the next run's boundary is new
+        let response = replayer.send(try form(boundary: "second-2222"), transfer: TransferOptions())
+        // Then
+        XCTAssertEqual(try response.wait().statusCode, 200)
+    }
+
     func testIdenticalRequestsGetTheRecordingsInRecordedOrder() throws {
         // Given: three identical requests answered 1, 2, 3
         let request = try connectRequest(.get, "\(base)/counter")

@@ -10,7 +10,7 @@ import XCTest
 
 /// Cancelling the Task that awaits a request, through real `URLSession` to a real server on 127.0.0.1, with the
 /// client's default retry policy: the request must end, not keep running.
-final class AsyncCancellationIntegrationTests: XCTestCase {
+final class AsyncCancellationIntegrationTests: IntegrationTestCase {
     private struct Slow: TypedConnector {
         typealias Response = [String: Bool]
         let baseURL: URL

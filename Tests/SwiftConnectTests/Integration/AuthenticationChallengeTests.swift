@@ -13,7 +13,7 @@ import XCTest
 /// FoundationNetworking answers such a challenge itself, and with no credential to offer it never completed the
 /// task: the request hung for its whole timeout and failed with `timedOut` (which the retry policy then retried),
 /// and an ``AuthenticationMiddleware`` never saw the 401 it refreshes on.
-final class AuthenticationChallengeTests: XCTestCase {
+final class AuthenticationChallengeTests: IntegrationTestCase {
     private var server: LocalServer!
 
     override func setUpWithError() throws {

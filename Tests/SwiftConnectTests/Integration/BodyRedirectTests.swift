@@ -11,7 +11,7 @@ import XCTest
 /// A request with a body redirected by a status that keeps its method (307, 308, or 301/302 for a method other
 /// than POST) reaches the new location with its method, body and headers, on every platform: on Linux the
 /// transport sends it again itself, FoundationNetworking being unable to. Two local servers are two origins.
-final class BodyRedirectTests: XCTestCase {
+final class BodyRedirectTests: IntegrationTestCase {
     private static let json = Data(#"{"name":"report"}"#.utf8)
 
     private static let secretHeaders = RedirectFixtures.secretHeaders

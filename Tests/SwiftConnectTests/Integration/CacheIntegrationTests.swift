@@ -4,7 +4,7 @@ import SwiftConnectTesting
 import XCTest
 
 /// A cached response is served without a second hit on a real server.
-final class CacheIntegrationTests: XCTestCase {
+final class CacheIntegrationTests: IntegrationTestCase {
     private struct Endpoint: Connector {
         var baseURL: URL
         var endpoint: String { "/config" }

@@ -9,7 +9,7 @@ import XCTest
 #endif
 
 /// The whole client through real `URLSession` to a real HTTP server on 127.0.0.1.
-final class ConnectIntegrationTests: XCTestCase {
+final class ConnectIntegrationTests: IntegrationTestCase {
     private struct Todo: Codable, Equatable, Sendable {
         var userId: Int
         var id: Int

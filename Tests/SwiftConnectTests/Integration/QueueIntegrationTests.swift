@@ -9,7 +9,7 @@ import XCTest
 
 /// The request queue and coalescing through real `URLSession` to a real HTTP server on 127.0.0.1: the
 /// server's own counters show what reached the network.
-final class QueueIntegrationTests: XCTestCase {
+final class QueueIntegrationTests: IntegrationTestCase {
     private struct Item: Codable, Equatable, Sendable {
         var id: Int
         var name: String

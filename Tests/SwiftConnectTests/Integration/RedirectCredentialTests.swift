@@ -10,7 +10,7 @@ import XCTest
 
 /// What a redirected request carries, end to end through `URLSessionTransport` and two local servers: the
 /// credentials from every source the library adds them from, the body, and what is logged and cached.
-final class RedirectCredentialTests: XCTestCase {
+final class RedirectCredentialTests: IntegrationTestCase {
     private static let secretHeaders = RedirectFixtures.secretHeaders
 
     /// `localhost` and `127.0.0.1` are two hosts, even on the same port: the credentials stay with the first.

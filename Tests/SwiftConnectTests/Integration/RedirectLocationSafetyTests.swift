@@ -16,7 +16,7 @@ import XCTest
 /// ("HTTPURLProtocol.swift: Fatal error: Invalid URL"): it rebuilds the next URL with `URLComponents` before the
 /// transport's delegate hears of the redirect, and no API lets the transport act earlier: on Linux the URLSession
 /// run of this test is skipped, and `FoundationNetworkingProcessStopTests` checks that known defect.
-final class RedirectLocationSafetyTests: XCTestCase {
+final class RedirectLocationSafetyTests: IntegrationTestCase {
     /// Locations with a host no name could be: never followed.
     static let hostsNoNameCouldBe = ["//a%20b/x", "//a%2Fb/x", "//a%00b/x", "//a%40b/x"]
 

@@ -9,7 +9,7 @@ import XCTest
 #endif
 
 /// Credentials never follow a redirect to another origin.
-final class RedirectTests: XCTestCase {
+final class RedirectTests: IntegrationTestCase {
     private struct Endpoint: Connector, AuthorizedConnector {
         var baseURL: URL
         var endpoint: String

@@ -10,7 +10,7 @@ import XCTest
 
 /// Responses whose head says one thing about the body and the exchange another, through real `URLSession` to a
 /// ``LocalServer`` on 127.0.0.1: bodiless answers, bodies cut short, broken encodings.
-final class ResponseFramingTests: XCTestCase {
+final class ResponseFramingTests: IntegrationTestCase {
     private var server: LocalServer!
     private var connect: Connect!
 

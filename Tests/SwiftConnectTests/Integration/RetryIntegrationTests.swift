@@ -9,7 +9,7 @@ import XCTest
 #endif
 
 /// The retry policy through real `URLSession` to a real HTTP server on 127.0.0.1.
-final class RetryIntegrationTests: XCTestCase {
+final class RetryIntegrationTests: IntegrationTestCase {
     private struct Endpoint: Connector {
         var baseURL: URL
         var endpoint: String

@@ -12,7 +12,7 @@ import XCTest
 /// fails at once with `networkConnectionLost`, the engine never sends it again (whole, or without its body, as
 /// libcurl would: see `SessionDelegate.urlSession(_:task:needNewBodyStream:)`), and ``RetryPolicy`` alone decides
 /// whether it goes again.
-final class ReusedConnectionTests: XCTestCase {
+final class ReusedConnectionTests: IntegrationTestCase {
     private static var order: Parameter { Parameter.jsonObject(value: ["item": 7]) }
     private static let orderBody = #"{"item":7}"#
 

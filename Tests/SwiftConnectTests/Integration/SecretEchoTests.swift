@@ -11,7 +11,7 @@ import XCTest
 /// "invalid token abc…" messages do) cannot make SwiftConnect show a secret the request carried: not in debug
 /// output, cURL commands, error messages, descriptions, body excerpts or reflection. With redaction turned off,
 /// everything shows (issue 24, items 1 and 3). Runs over every engine (`TransportUnderTest`).
-final class SecretEchoTests: XCTestCase {
+final class SecretEchoTests: IntegrationTestCase {
     /// One kind of secret: how a request carries it, and the values that must not show.
     struct SecretKind: Sendable {
         let name: String

@@ -10,7 +10,7 @@ import XCTest
 
 /// A `Set-Cookie` field that FoundationNetworking's cookie parser cannot read (`😀=`, see `SetCookieFields`) neither
 /// stops the process nor loses the other cookies of the response, on every engine.
-final class SetCookieSafetyTests: XCTestCase {
+final class SetCookieSafetyTests: IntegrationTestCase {
     func testAResponseSettingAnUnreadableCookieArrivesAndItsOtherCookiesAreKept() throws {
         let server = try LocalServer.started()
         defer { server.stop() }

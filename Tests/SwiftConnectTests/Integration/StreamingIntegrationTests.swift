@@ -9,7 +9,7 @@ import XCTest
 
 /// `Connect.stream` through a real engine to a `LocalServer`: bytes as they arrive, server-sent events, lines,
 /// error statuses, and a consumer that stops reading (issue 25). Runs over every engine (`TransportUnderTest`).
-final class StreamingIntegrationTests: XCTestCase {
+final class StreamingIntegrationTests: IntegrationTestCase {
     private var server: LocalServer!
 
     override func setUpWithError() throws {

@@ -13,7 +13,7 @@ import XCTest
 /// FoundationNetworking truncates a timeout set with `timeoutInterval =` to whole seconds for its own timer: 0.5 s
 /// failed a request within milliseconds, and 1.25 s failed it after 1 s. The transport's deadline keeps the
 /// timeout and FoundationNetworking's timer is moved past it (``URLSessionTransport/forSession(_:)``).
-final class TimeoutPrecisionTests: XCTestCase {
+final class TimeoutPrecisionTests: IntegrationTestCase {
     private var server: LocalServer!
 
     override func setUpWithError() throws {

@@ -9,7 +9,7 @@ import XCTest
 #endif
 
 /// `AuthenticationMiddleware` through real `URLSession` to a real HTTP server on 127.0.0.1.
-final class TokenRefreshIntegrationTests: XCTestCase {
+final class TokenRefreshIntegrationTests: IntegrationTestCase {
     private struct Endpoint: Connector {
         var baseURL: URL
         var endpoint: String

@@ -5,7 +5,7 @@ import XCTest
 
 /// Uploads, downloads, limits and progress through real URLSession to LocalServer, checked by the server's
 /// own multipart parser and SHA-256.
-final class TransferIntegrationTests: XCTestCase {
+final class TransferIntegrationTests: IntegrationTestCase {
     private var server: LocalServer!
     private var connect: Connect!
     private var temporaryFiles: [URL] = []

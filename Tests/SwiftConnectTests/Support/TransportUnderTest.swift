@@ -1,5 +1,6 @@
 import Foundation
 import SwiftConnect
+import XCTest
 
 /// The engine the shared integration tests (`Integration/`) run on.
 ///
@@ -29,3 +30,8 @@ enum TransportUnderTest {
     /// which AsyncHTTPClient's parser (llhttp) is stricter than.
     static let isURLSession = true
 }
+
+/// The class the shared integration tests derive from: plain `XCTestCase` here. The replay tests
+/// (`Tests/SwiftConnectReplayTests`) compile the same files over a class that runs each test twice, recording then
+/// replaying.
+typealias IntegrationTestCase = XCTestCase

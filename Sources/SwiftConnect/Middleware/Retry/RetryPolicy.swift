@@ -116,7 +116,7 @@ public struct RetryPolicy: Sendable {
     /// let connect = Connect(retryPolicy: policy)
     /// ```
     ///
-    /// The time counts the whole attempt, its response body included (for ``Connect/stream(_:options:)``, until
+    /// The time counts the whole attempt, its response body included (for ``Connect/stream(_:options:streaming:)``, until
     /// the response's head arrives): set it above the time your largest response takes to arrive. An abandoned
     /// attempt is a ``ConnectError/Kind/timedOut`` failure, retried like a timeout (when ``retryableFailures`` has
     /// it); for a request that is not safe to replay it ends the call. `NetworkFaultTests` shows it with a pooled

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftConnectAsyncHTTPClient
+import XCTest
 
 @testable import SwiftConnect
 
@@ -22,3 +23,8 @@ enum TransportUnderTest {
     /// Whether the engine is URLSession: not here.
     static let isURLSession = false
 }
+
+/// The class the shared integration tests derive from: plain `XCTestCase` here. The replay tests
+/// (`Tests/SwiftConnectReplayTests`) compile the same files over a class that runs each test twice, recording then
+/// replaying.
+typealias IntegrationTestCase = XCTestCase

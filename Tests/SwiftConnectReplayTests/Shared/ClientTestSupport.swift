@@ -1,0 +1,1 @@
+../../SwiftConnectTests/Support/ClientTestSupport.swift

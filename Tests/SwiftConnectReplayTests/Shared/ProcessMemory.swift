@@ -1,0 +1,1 @@
+../../SwiftConnectTests/Support/ProcessMemory.swift

@@ -1,0 +1,1 @@
+../../SwiftConnectTests/Integration/RedirectTests.swift
