@@ -135,7 +135,8 @@
         /// Whether the lab's packet filter table exists yet.
         private let hasFilterTable = Protected(false)
 
-        private init(ip: String, nft: String?, tc: String?) {
+        /// A lab's names, and addresses in `10.<secondOctet>.N.0/24` (N at random).
+        private init(ip: String, nft: String?, tc: String?, secondOctet: Int = 214) {
             self.ip = ip
             self.nft = nft
             self.tc = tc
@@ -144,8 +145,8 @@
             namespace = "sc-lab-\(id)"
             hostInterface = "scl\(id)h"
             labInterface = "scl\(id)l"
-            hostAddress = "10.214.\(subnet).1"
-            labAddress = "10.214.\(subnet).2"
+            hostAddress = "10.\(secondOctet).\(subnet).1"
+            labAddress = "10.\(secondOctet).\(subnet).2"
         }
 
         /// Makes a lab for `test`, deleted when the test ends.
@@ -171,6 +172,27 @@
             try lab.ip("-n", lab.namespace, "link", "set", lab.labInterface, "up")
             try lab.ip("addr", "add", "\(lab.hostAddress)/24", "dev", lab.hostInterface)
             try lab.ip("link", "set", lab.hostInterface, "up")
+            return lab
+        }
+
+        /// Makes a lab for `test` with its namespace (`lo` up) and no link yet, addressed in
+        /// `10.<secondOctet>.N.0/24`, deleted when the test ends. The caller makes the link: an interface named
+        /// ``hostInterface`` here and one named ``labInterface`` in the lab, with ``hostAddress`` and
+        /// ``labAddress`` (``PacketBridge`` does, with two TAP devices).
+        ///
+        /// - Throws: `XCTSkip` without root or iproute2; ``NetworkLabError`` if the system refuses to make it.
+        static func makeWithoutLink(for test: XCTestCase, secondOctet: Int) throws -> NetworkLab {
+            guard geteuid() == 0 else { throw XCTSkip("a network lab needs root (network namespaces)") }
+            guard let ip = LabCommand.path("ip") else { throw XCTSkip("iproute2 (`ip`) is not installed") }
+            let lab = NetworkLab(
+                ip: ip, nft: LabCommand.path("nft"), tc: LabCommand.path("tc"), secondOctet: secondOctet)
+            do {
+                try lab.ip("netns", "add", lab.namespace)
+            } catch {
+                throw XCTSkip("cannot create a network namespace here: \(error)")
+            }
+            test.addTeardownBlock { lab.destroy() }
+            try lab.ip("-n", lab.namespace, "link", "set", "lo", "up")
             return lab
         }
 
