@@ -1,0 +1,1 @@
+../../../../../Tests/SwiftConnectTests/Reliability/DelayedNetworkTests.swift

@@ -1,0 +1,1 @@
+../../../../../Tests/SwiftConnectTests/Support/PacketBridge.swift
