@@ -82,6 +82,8 @@
             var faults: Faults
             var counters = Counters()
             var isStopped = false
+            /// Why the bridge's thread ended before a stop, if it did.
+            var failure: String?
         }
 
         /// The lab the bridge joins to the test's namespace.
@@ -131,6 +133,7 @@
             // Teardown blocks run last in, first out: the bridge stops before the lab is deleted.
             test.addTeardownBlock {
                 XCTAssertTrue(bridge.stop(), "the packet bridge's thread did not end")
+                XCTAssertNil(bridge.failure, "the packet bridge failed")
             }
             return bridge
         }
@@ -147,7 +150,7 @@
             let (state, wakeRead, finished) = (state, wake.read, finished)
             let thread = Thread {
                 var relay = FrameRelay(devices: devices, wake: wakeRead, state: state, seed: faults.seed)
-                relay.run()
+                if let failure = relay.run() { state.withLock { $0.failure = failure } }
                 finished.signal()
             }
             thread.name = "PacketBridge"
@@ -166,6 +169,9 @@
 
         /// What the bridge has done so far.
         var counters: Counters { state.withLock { $0.counters } }
+
+        /// Why the bridge stopped carrying frames before it was stopped (a device failed), or `nil`.
+        var failure: String? { state.withLock { $0.failure } }
 
         /// Stops the bridge: wakes its thread, waits for it to end, and closes the devices (which deletes them)
         /// and the pipe. Frames still waiting are dropped. Only the first call does anything.
@@ -234,8 +240,11 @@
     /// The bridge thread's own state and loop: a time-ordered queue of frames, the frame held back in each
     /// direction, and the random source. Only ``PacketBridge/State`` is shared, through its lock.
     private struct FrameRelay {
+        /// The host's TAP descriptor, then the lab's.
         let devices: [Int32]
+        /// The read end of the pipe that wakes the thread to stop.
         let wake: Int32
+        /// What the thread shares with the test: the faults to make, the counters.
         let state: Protected<PacketBridge.State>
         /// The frames waiting, by time to leave, then order of queueing.
         var queue: [PendingFrame] = []
@@ -245,9 +254,12 @@
         var arrivals = [0, 0]
         /// The latest arrival written so far in each direction: a frame older than that has been overtaken.
         var latestWritten = [-1, -1]
+        /// The order the next frame queued gets.
         var nextOrder = 0
+        /// The source of every random choice, seeded from ``PacketBridge/Faults/seed``.
         var random: BridgeRandom
 
+        /// A relay between `devices`, stopped through `wake`, sharing `state`, its choices made from `seed`.
         init(devices: [Int32], wake: Int32, state: Protected<PacketBridge.State>, seed: UInt64) {
             self.devices = devices
             self.wake = wake
@@ -255,8 +267,8 @@
             random = BridgeRandom(seed: seed)
         }
 
-        /// Copies frames until woken through `wake`, or until a device fails.
-        mutating func run() {
+        /// Copies frames until woken through `wake`; returns why it stopped before, if a device or a wait failed.
+        mutating func run() -> String? {
             var buffer = [UInt8](repeating: 0, count: 65_536)
             while true {
                 let now = DispatchTime.now().uptimeNanoseconds
@@ -269,12 +281,12 @@
                 let ready = poll(&descriptors, 3, timeout(now: now))
                 if ready < 0 {
                     if errno == EINTR { continue }
-                    return
+                    return "poll: errno \(errno)"
                 }
-                if descriptors[2].revents != 0 { return }
+                if descriptors[2].revents != 0 { return nil }
                 for direction in 0..<2 {
                     let events = Int32(descriptors[direction].revents)
-                    if events & Int32(POLLNVAL | POLLERR) != 0 { return }
+                    if events & Int32(POLLNVAL | POLLERR) != 0 { return "device \(direction): poll events \(events)" }
                     if events & Int32(POLLIN) != 0 { readFrames(direction: direction, into: &buffer) }
                 }
             }
