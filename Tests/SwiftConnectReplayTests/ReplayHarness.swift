@@ -17,8 +17,9 @@ import XCTest
 ///    every recording, and receive every response body byte for byte as the first run did.
 ///
 /// XCTest on Linux cannot run a test method twice in one process (its tear-down state is final), hence the child.
-/// The child's servers listen on the first run's ports (``LocalServer/PortPlan``), so the URLs a test asks for are
-/// the URLs it recorded. Tests of what replay cannot reproduce are listed in ``ReplayHarness/outOfScope`` with the
+/// The child's servers do not listen: they take the first run's ports (``LocalServer/PortPlan``), so the URLs a test
+/// asks for are the URLs it recorded, and a request that reached the network would find the port closed. Tests of
+/// what replay cannot reproduce are listed in ``ReplayHarness/outOfScope`` with the
 /// reason, and not run here (`SwiftConnectTests` runs them on both engines). Under a sanitizer only the recording run
 /// is made.
 class IntegrationTestCase: XCTestCase {

@@ -4,8 +4,9 @@ extension LocalServer {
     /// The ports a test's servers listen on, kept from one run of the test to the next.
     ///
     /// The replay tests (`Tests/SwiftConnectReplayTests`) run each integration test twice: recording, then replaying
-    /// from what was recorded. Each run starts its servers anew; with a plan, the second run's servers listen on the
-    /// first run's ports, in the order they started, so the URLs the test asks for are the URLs recorded.
+    /// from what was recorded, in another process. With a plan, the recording run's servers keep their ports, and the
+    /// replay's servers take them in the order they started, without listening: the URLs a test asks for are the
+    /// URLs it recorded, and a request that reached the network would find the port closed.
     package final class PortPlan: Sendable {
         private struct State {
             var ports: [Int] = []
@@ -18,7 +19,7 @@ extension LocalServer {
         /// An empty plan: the servers started while it is active pick their ports, which it keeps.
         package init() {}
 
-        /// A plan that hands out `ports`, in order (kept by an earlier run, perhaps in another process).
+        /// A plan that hands out `ports`, in order, to servers that do not listen (kept by a recording run).
         package init(replaying ports: [Int]) {
             state.withLock { state in
                 state.ports = ports
@@ -29,24 +30,16 @@ extension LocalServer {
         /// The ports kept so far, in the order the servers started.
         package var ports: [Int] { state.withLock { $0.ports } }
 
-        /// From now on, servers take the kept ports, in order.
-        package func replay() {
+        /// When replaying, the next kept port, for a server that must not listen (0 once they run out); else `nil`.
+        func portToReserve() -> Int? {
             state.withLock { state in
-                state.isReplaying = true
-                state.next = 0
-            }
-        }
-
-        /// The port the next server should listen on: a kept one when replaying, else 0 (any).
-        func nextPort() -> Int {
-            state.withLock { state in
-                guard state.isReplaying, state.next < state.ports.count else { return 0 }
+                guard state.isReplaying else { return nil }
                 defer { state.next += 1 }
-                return state.ports[state.next]
+                return state.next < state.ports.count ? state.ports[state.next] : 0
             }
         }
 
-        /// A server started on `port`: kept, when not replaying.
+        /// A server started on `port`: kept, when recording.
         func started(on port: Int) {
             state.withLock { state in
                 if !state.isReplaying { state.ports.append(port) }

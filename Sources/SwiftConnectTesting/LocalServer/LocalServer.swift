@@ -177,6 +177,11 @@ extension LocalServer {
         func start() throws {
             try state.withLock { state in
                 guard state.run == nil else { return }
+                if let port = LocalServer.portPlan.snapshot?.portToReserve() {
+                    // A replay: the server's URLs name the recorded port, and nothing listens there.
+                    state.port = port
+                    return
+                }
                 let (listener, port) = try Self.listen()
                 let wake: WakePipe
                 do {
@@ -195,18 +200,10 @@ extension LocalServer {
             }
         }
 
-        /// A listener on the port the active ``LocalServer/PortPlan`` names, or on a port the system picks.
+        /// A listener on a port the system picks, kept by the active ``LocalServer/PortPlan`` if any.
         private static func listen() throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
-            let plan = LocalServer.portPlan.snapshot
-            let planned = plan?.nextPort() ?? 0
-            var listener: (socket: Socket, port: Int)
-            do {
-                listener = try Socket.listenOnLoopback(port: planned)
-            } catch  where planned != 0 {
-                // The planned port is taken: the replay's URLs will not match, which its test reports.
-                listener = try Socket.listenOnLoopback()
-            }
-            plan?.started(on: listener.port)
+            let listener = try Socket.listenOnLoopback()
+            LocalServer.portPlan.snapshot?.started(on: listener.port)
             return listener
         }
 

@@ -18,11 +18,11 @@ struct Socket: Sendable, Hashable {
 
     // MARK: - Listening
 
-    /// Creates a non-blocking listener bound to `127.0.0.1` on `port`, or on an ephemeral port when it is 0.
+    /// Creates a non-blocking listener bound to `127.0.0.1` on an ephemeral port.
     ///
-    /// - Returns: The listener and the port it listens on.
+    /// - Returns: The listener and the port the kernel chose.
     /// - Throws: ``LocalServer/SocketError`` naming the call that failed.
-    static func listenOnLoopback(port: Int = 0) throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
+    static func listenOnLoopback() throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
         #if canImport(Darwin)
             let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -39,7 +39,7 @@ struct Socket: Sendable, Hashable {
                 address.sin_len = UInt8(MemoryLayout<sockaddr_in>.size)
             #endif
             address.sin_family = sa_family_t(AF_INET)
-            address.sin_port = in_port_t(UInt16(clamping: port).bigEndian)
+            address.sin_port = 0
             address.sin_addr = in_addr(s_addr: UInt32(0x7F00_0001).bigEndian)
             let bound = withUnsafePointer(to: &address) {
                 $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
