@@ -16,7 +16,7 @@
     /// is two TAP devices with the bridge's thread between them. Run by the root package over
     /// `URLSessionTransport` and by the AsyncHTTPClient package over its engine (the file is shared).
     ///
-    /// The rules every test states, through ``send(_:file:line:)`` and the server's own counts:
+    /// The rules every test states, through ``XCTestCase/sendAcrossLab(_:with:file:line:)`` and the server's own counts:
     /// - every call ends within its deadline (plus a margin for the engine's own wind-down) with a response or a
     ///   typed ``ConnectError``: nothing hangs;
     /// - a request that is safe to send again succeeds where the network lets it through, its body whole;
@@ -25,17 +25,7 @@
     ///
     /// The lab needs root, iproute2 and `/dev/net/tun`: without them each test skips, saying why.
     final class DelayedNetworkTests: XCTestCase {
-        private struct Endpoint: Connector {
-            var baseURL: URL
-            var endpoint: String
-            var method: HTTPMethod = .get
-            var headers: [HTTPHeader] = []
-            var parameters: (any ParametersRepresentable)?
-            var timeout: TimeInterval = 30
-        }
-
-        /// What a call may take beyond its deadline before it counts as hung: the engine's own wind-down.
-        private static let margin: TimeInterval = 5
+        private typealias Endpoint = LabEndpoint
 
         /// The bridge's delay in each direction, and its jitter either way: a round trip takes 300 to 500 ms.
         private static let delayed = PacketBridge.Faults(delay: 0.2, jitter: 0.05)
@@ -91,33 +81,9 @@
                 parameters: Parameter.body(body, contentType: "application/octet-stream"))
         }
 
-        /// How a call ended, and how long it took.
-        private struct Outcome {
-            var result: Result<ConnectResponse, ConnectError>
-            var seconds: TimeInterval
-        }
-
-        /// Sends `connector` and waits for its outcome, failing the test if it does not end within its deadline and
-        /// ``margin``, or ends with an error that is not a ``ConnectError``.
-        private func send(_ connector: Endpoint, file: StaticString = #filePath, line: UInt = #line) -> Outcome? {
-            let started = DispatchTime.now()
-            let future = connect.response(for: connector)
-            guard let result = try? future.waitForResult(timeout: connector.timeout + Self.margin) else {
-                future.cancel()
-                XCTFail(
-                    "\(connector.method.rawValue) \(connector.endpoint) did not end within its deadline "
-                        + "(\(connector.timeout) s) and \(Self.margin) s", file: file, line: line)
-                return nil
-            }
-            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-            XCTAssertLessThanOrEqual(seconds, connector.timeout + Self.margin, file: file, line: line)
-            switch result {
-            case .success(let response): return Outcome(result: .success(response), seconds: seconds)
-            case .failure(let error as ConnectError): return Outcome(result: .failure(error), seconds: seconds)
-            case .failure(let error):
-                XCTFail("not a ConnectError: \(type(of: error)) \(error)", file: file, line: line)
-                return nil
-            }
+        /// Sends `connector`: see ``XCTestCase/sendAcrossLab(_:with:file:line:)``.
+        private func send(_ connector: Endpoint, file: StaticString = #filePath, line: UInt = #line) -> LabOutcome? {
+            sendAcrossLab(connector, with: connect, file: file, line: line)
         }
 
         /// Sends a `GET` of `size` bytes and asserts that they arrive whole; returns how long it took.

@@ -16,7 +16,7 @@
     /// the test breaks. Run by the root package over `URLSessionTransport` and by the AsyncHTTPClient package over
     /// its engine (the file is shared).
     ///
-    /// Every test states the same three rules, ``assertEnds(_:within:)`` and the server's own counts:
+    /// Every test states the same three rules, ``XCTestCase/sendAcrossLab(_:with:file:line:)`` and the server's own counts:
     /// - every call ends within its deadline (plus a margin for the engine's own wind-down) with a response or a
     ///   typed ``ConnectError``: nothing hangs;
     /// - a request that is safe to send again succeeds through retries wherever the network lets one through;
@@ -25,17 +25,7 @@
     /// The lab needs root, iproute2 and nftables: without them each test skips, saying why. Each test takes a few
     /// seconds (2,000 requests under loss about 3 s), so all run in every pass.
     final class NetworkFaultTests: XCTestCase {
-        private struct Endpoint: Connector {
-            var baseURL: URL
-            var endpoint: String
-            var method: HTTPMethod = .get
-            var headers: [HTTPHeader] = []
-            var parameters: (any ParametersRepresentable)?
-            var timeout: TimeInterval = 30
-        }
-
-        /// What a call may take beyond its deadline before it counts as hung: the engine's own wind-down.
-        private static let margin: TimeInterval = 5
+        private typealias Endpoint = LabEndpoint
 
         private var server: LocalServer!
         private var lab: NetworkLab!
@@ -68,30 +58,12 @@
             Endpoint(baseURL: labURL, endpoint: path, method: method, headers: headers, timeout: timeout)
         }
 
-        /// Sends `connector` and waits for its outcome, failing the test if it does not end within its deadline and
-        /// ``margin``, or ends with an error that is not a ``ConnectError``.
+        /// Sends `connector`: see ``XCTestCase/sendAcrossLab(_:with:file:line:)``.
         @discardableResult
         private func send(
             _ connector: Endpoint, file: StaticString = #filePath, line: UInt = #line
         ) -> Result<ConnectResponse, ConnectError>? {
-            let started = DispatchTime.now()
-            let future = connect.response(for: connector)
-            guard let result = try? future.waitForResult(timeout: connector.timeout + Self.margin) else {
-                future.cancel()
-                XCTFail(
-                    "\(connector.method.rawValue) \(connector.endpoint) did not end within its deadline "
-                        + "(\(connector.timeout) s) and \(Self.margin) s", file: file, line: line)
-                return nil
-            }
-            let elapsed = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
-            XCTAssertLessThanOrEqual(elapsed, connector.timeout + Self.margin, file: file, line: line)
-            switch result {
-            case .success(let response): return .success(response)
-            case .failure(let error as ConnectError): return .failure(error)
-            case .failure(let error):
-                XCTFail("not a ConnectError: \(type(of: error)) \(error)", file: file, line: line)
-                return nil
-            }
+            sendAcrossLab(connector, with: connect, file: file, line: line)?.result
         }
 
         // MARK: - The lab itself
@@ -178,7 +150,7 @@
             let lab = self.lab!
             DispatchQueue.global().asyncAfter(deadline: .now() + 1) { try? lab.setLink(up: true) }
             // When
-            let response = try future.waitForResult(timeout: 30 + Self.margin).get()
+            let response = try future.waitForResult(timeout: 30 + Self.labMargin).get()
             // Then
             XCTAssertEqual(response.data, LocalServer.generatedBytes(count: size, seed: 5))
         }
@@ -327,7 +299,7 @@
             // Then: every call ended, with an answer or a typed error
             var failures: [Int: ConnectError] = [:]
             for (index, future) in futures.enumerated() {
-                guard let result = try? future.waitForResult(timeout: timeout + Self.margin) else {
+                guard let result = try? future.waitForResult(timeout: timeout + Self.labMargin) else {
                     return XCTFail("request \(index) did not end within its deadline")
                 }
                 switch result {

@@ -154,18 +154,8 @@
         /// - Throws: `XCTSkip` without root or iproute2, or without nftables when `needsPacketFilter`;
         ///   ``NetworkLabError`` if the system refuses to make it.
         static func make(for test: XCTestCase, needsPacketFilter: Bool = false) throws -> NetworkLab {
-            guard geteuid() == 0 else { throw XCTSkip("a network lab needs root (network namespaces, veth)") }
-            guard let ip = LabCommand.path("ip") else { throw XCTSkip("iproute2 (`ip`) is not installed") }
-            let nft = LabCommand.path("nft")
-            if needsPacketFilter, nft == nil { throw XCTSkip("nftables (`nft`) is not installed") }
-            let lab = NetworkLab(ip: ip, nft: nft, tc: LabCommand.path("tc"))
-            do {
-                try lab.ip("netns", "add", lab.namespace)
-            } catch {
-                throw XCTSkip("cannot create a network namespace here: \(error)")
-            }
-            test.addTeardownBlock { lab.destroy() }
-            try lab.ip("-n", lab.namespace, "link", "set", "lo", "up")
+            if needsPacketFilter, LabCommand.path("nft") == nil { throw XCTSkip("nftables (`nft`) is not installed") }
+            let lab = try makeWithoutLink(for: test, secondOctet: 214)
             try lab.ip("link", "add", lab.hostInterface, "type", "veth", "peer", "name", lab.labInterface)
             try lab.ip("link", "set", lab.labInterface, "netns", lab.namespace)
             try lab.ip("-n", lab.namespace, "addr", "add", "\(lab.labAddress)/24", "dev", lab.labInterface)
@@ -182,7 +172,7 @@
         ///
         /// - Throws: `XCTSkip` without root or iproute2; ``NetworkLabError`` if the system refuses to make it.
         static func makeWithoutLink(for test: XCTestCase, secondOctet: Int) throws -> NetworkLab {
-            guard geteuid() == 0 else { throw XCTSkip("a network lab needs root (network namespaces)") }
+            guard geteuid() == 0 else { throw XCTSkip("a network lab needs root (network namespaces, links)") }
             guard let ip = LabCommand.path("ip") else { throw XCTSkip("iproute2 (`ip`) is not installed") }
             let lab = NetworkLab(
                 ip: ip, nft: LabCommand.path("nft"), tc: LabCommand.path("tc"), secondOctet: secondOctet)
@@ -282,6 +272,52 @@
             }
             guard !command.isEmpty else { return }
             try LabCommand.run(ip, ["netns", "exec", namespace, nft] + command.split(separator: " ").map(String.init))
+        }
+    }
+
+    /// A connector to a lab's server: the tests of the lab set each part.
+    struct LabEndpoint: Connector {
+        var baseURL: URL
+        var endpoint: String
+        var method: HTTPMethod = .get
+        var headers: [HTTPHeader] = []
+        var parameters: (any ParametersRepresentable)?
+        var timeout: TimeInterval = 30
+    }
+
+    /// How a call across a lab ended, and how long it took.
+    struct LabOutcome {
+        var result: Result<ConnectResponse, ConnectError>
+        var seconds: TimeInterval
+    }
+
+    extension XCTestCase {
+        /// What a call across a lab may take beyond its deadline before it counts as hung: the engine's own wind-down.
+        static var labMargin: TimeInterval { 5 }
+
+        /// Sends `connector` with `connect` and waits for its outcome, failing the test if it does not end within its
+        /// deadline and ``labMargin``, or ends with an error that is not a ``ConnectError``.
+        func sendAcrossLab(
+            _ connector: LabEndpoint, with connect: Connect, file: StaticString = #filePath, line: UInt = #line
+        ) -> LabOutcome? {
+            let started = DispatchTime.now()
+            let future = connect.response(for: connector)
+            guard let result = try? future.waitForResult(timeout: connector.timeout + Self.labMargin) else {
+                future.cancel()
+                XCTFail(
+                    "\(connector.method.rawValue) \(connector.endpoint) did not end within its deadline "
+                        + "(\(connector.timeout) s) and \(Self.labMargin) s", file: file, line: line)
+                return nil
+            }
+            let seconds = Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9
+            XCTAssertLessThanOrEqual(seconds, connector.timeout + Self.labMargin, file: file, line: line)
+            switch result {
+            case .success(let response): return LabOutcome(result: .success(response), seconds: seconds)
+            case .failure(let error as ConnectError): return LabOutcome(result: .failure(error), seconds: seconds)
+            case .failure(let error):
+                XCTFail("not a ConnectError: \(type(of: error)) \(error)", file: file, line: line)
+                return nil
+            }
         }
     }
 #endif
