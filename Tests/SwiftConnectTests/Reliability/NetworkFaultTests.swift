@@ -315,6 +315,13 @@
             XCTAssertEqual(repeated, [], "POSTs without a key that reached the server twice")
             let dropped = try lab.droppedPackets()
             XCTAssertGreaterThan(dropped, 0, "the lab lost packets")
+            // And: nothing leaks: with the client gone, every connection it opened is closed
+            XCTAssertEqual(connect.requestsInFlight, 0)
+            connect = nil
+            let released = DispatchTime.now()
+            XCTAssertTrue(relay.waitUntilNoConnection(timeout: 30), "connections left open after the client went")
+            let closedAfter = Double(DispatchTime.now().uptimeNanoseconds - released.uptimeNanoseconds) / 1e9
+            print("NetworkFaultTests: every connection closed \(closedAfter) s after the client went")
             print(
                 "NetworkFaultTests: \(count) requests under 5 % loss (\(dropped) packets lost): \(failures.count) failed "
                     + "(\(Set(failures.values.map(\.kind.rawValue)).sorted())), "
