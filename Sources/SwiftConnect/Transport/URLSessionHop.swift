@@ -65,11 +65,14 @@ struct URLSessionHopEngine: HTTPEngine {
                 session, counting: transport.isolatedSessionInvalidations,
                 cancellations: transport.isolatedSessionCancellations)
             : nil
+        let delegateQueue = session.delegateQueue
         let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
             // A read of the body waiting for its next chunk holds the session's queue: it ends first.
             bodyReader?.cancel()
-            if let task { taskDelegate?.cancel(task) }
-            invalidation?.invalidate(cancellingTasks: true)
+            URLSessionTransport.stop(off: delegateQueue) { [task, taskDelegate] in
+                if let task { taskDelegate?.cancel(task) }
+                invalidation?.invalidate(cancellingTasks: true)
+            }
         }
         failed.withLock { $0 = stop }
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: bufferLimit))
