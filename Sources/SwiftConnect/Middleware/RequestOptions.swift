@@ -57,8 +57,9 @@ public struct RequestOptions: Sendable {
         get { self[CacheRuleOption.self] }
         set { self[CacheRuleOption.self] = newValue }
     }
-    /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge`` without
-    /// downloading the rest. Overrides the client's limit; `nil` keeps it.
+    /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge``, and the rest
+    /// of the body is not kept (on Linux it may still be read and dropped: ``TransferOptions/maxResponseBytes``).
+    /// Overrides the client's limit; `nil` keeps it.
     public var maxResponseBytes: Int? {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }

@@ -109,7 +109,8 @@ final class StreamingIntegrationTests: IntegrationTestCase {
         if !TransportUnderTest.isURLSession {
             XCTAssertLessThan(delay, 1, "the transfer went on after the reader stopped")
         }
-        // FoundationNetworking (libcurl) cannot stop a transfer under way: the body goes on arriving, and is
-        // dropped, until the server gives up (seconds, on loopback). Known defect; see SECURITY.md.
+        // FoundationNetworking (libcurl) stops a transfer under way only once libcurl has caught up with the
+        // sender: until then the body goes on arriving, and is dropped. Known defect; see SECURITY.md and
+        // `MemoryBoundTests`, which bounds what it costs in memory.
     }
 }

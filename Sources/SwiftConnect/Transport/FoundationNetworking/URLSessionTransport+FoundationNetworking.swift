@@ -173,12 +173,12 @@ extension URLSessionTransport {
     /// Defect: FoundationNetworking's `cancel()` and `invalidateAndCancel()` wait for the session's work queue
     /// (`workQueue.sync`), where libcurl reads; every session's work queue targets one serial queue of the process
     /// (swift-corelibs-foundation 6.3.1), which libcurl keeps busy while a fast sender keeps its socket full: on
-    /// loopback, a stop asked for 10 MiB into a 512 MiB body landed anywhere from 37 MiB to the body's end.
-    /// Meanwhile every piece libcurl reads is queued on the delegate queue. A stop asked for on
-    /// the delegate queue (a stream's buffer overflowing under a slow reader: ``ResponseBodyStream/offer(_:)``)
-    /// held that queue for the whole wait, and the pieces piled up there: a slow reader of a 256 MiB stream with an
-    /// 8 MiB buffer limit raised peak resident memory by 45 to 268 MiB (seven runs on loopback), +11 to +19 MiB
-    /// (eleven runs) since. Run elsewhere, the stop waits as long, but the delegate queue goes on running, dropping
+    /// loopback, a stop asked for 10 MiB into a 512 MiB body landed anywhere from 13 MiB to the body's end.
+    /// Meanwhile every piece libcurl reads is queued on the delegate queue. A stop asked for on the delegate queue
+    /// (a stream's buffer overflowing under a slow reader: ``ResponseBodyStream/offer(_:)``) held that queue for
+    /// the whole wait, and the pieces piled up there: a slow reader of a 256 MiB stream with an 8 MiB buffer limit
+    /// raised peak resident memory by 45 to 268 MiB (seven runs on loopback), +8 to +19 MiB (fifteen runs) since.
+    /// Run elsewhere, the stop waits as long, but the delegate queue goes on running, dropping
     /// each piece as it comes (the hop's body has ended). The stop itself cannot land sooner: `suspend()` waits for
     /// the same queue (and takes the transfer off libcurl's multi handle: resuming starts the request again), and
     /// libcurl's receive pause is not reachable through FoundationNetworking.
