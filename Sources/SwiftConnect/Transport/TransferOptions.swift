@@ -23,7 +23,7 @@ public struct TransferOptions: Sendable {
     /// until then the bytes that arrive are read and dropped as they come. Measured on loopback with a 10 MiB limit
     /// (`MemoryBoundTests`): 13 MiB to the whole of a fast 512 MiB body crossed, and peak resident memory rose by
     /// 11 to 29 MiB; a gzip or deflate bomb of 1 GiB was decoded whole by libcurl (+21 to +54 MiB); over a fast
-    /// 4 GiB body, 2 runs of 4 let 3.6 GiB and all of it cross and rose by 105 and 115 MiB. The limit plus 50 MiB is
+    /// 4 GiB body, 3 runs of 8 let 3.6 GiB or all of it cross and rose by 105 to 115 MiB. The limit plus 50 MiB is
     /// therefore not a bound there against every sender: `AsyncHTTPClientTransport` closes the connection at the
     /// limit. Such requests (and downloads) run on Linux on a short-lived session of their own, invalidated to stop
     /// them.
