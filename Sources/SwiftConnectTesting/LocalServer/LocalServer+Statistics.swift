@@ -36,6 +36,26 @@ extension LocalServer {
         return waiter.wait(timeout: timeout.isNaN ? .now() : .now() + timeout) == .success
     }
 
+    /// Waits until no connection is open: every client has closed its connections (or the server closed them).
+    ///
+    /// An event to wait on instead of polling ``openConnections``, for example to know that a client has really
+    /// stopped a transfer it gave up on, which ``waitUntilIdle(timeout:)`` cannot tell once the whole response was
+    /// written.
+    ///
+    /// - Parameter timeout: The longest wait, in seconds (NaN does not wait).
+    /// - Returns: Whether every connection closed within `timeout`.
+    @discardableResult
+    public func waitUntilNoConnection(timeout: TimeInterval) -> Bool {
+        let waiter = DispatchSemaphore(value: 0)
+        let isOpen = core.state.withLock { state in
+            guard state.statistics.openConnections > 0 else { return false }
+            state.connectionWaiters.append(waiter)
+            return true
+        }
+        guard isOpen else { return true }
+        return waiter.wait(timeout: timeout.isNaN ? .now() : .now() + timeout) == .success
+    }
+
     /// A semaphore signalled once no request is in flight, or `nil` when none is now.
     func idleWaiter() -> DispatchSemaphore? {
         let waiter = DispatchSemaphore(value: 0)
@@ -122,6 +142,17 @@ extension LocalServer.Core {
                 state.statistics.requestsInFlight
             )
         }
+    }
+
+    /// A connection was closed.
+    func connectionClosed() {
+        let waiters: [DispatchSemaphore] = state.withLock { state in
+            state.statistics.openConnections -= 1
+            guard state.statistics.openConnections == 0 else { return [] }
+            defer { state.connectionWaiters.removeAll() }
+            return state.connectionWaiters
+        }
+        for waiter in waiters { waiter.signal() }
     }
 
     /// A request's response was written, or its connection failed.

@@ -165,6 +165,8 @@ extension LocalServer {
             /// Callers of ``LocalServer/waitUntilIdle(timeout:)``, signalled when no request is in flight. Kept
             /// apart from `statistics`, which ``LocalServer/resetStatistics()`` replaces while they may wait.
             var idleWaiters: [DispatchSemaphore] = []
+            /// Signalled once no connection is open (``LocalServer/waitUntilNoConnection(timeout:)``).
+            var connectionWaiters: [DispatchSemaphore] = []
         }
 
         let state = Protected(State())
@@ -255,7 +257,7 @@ extension LocalServer {
                     run.markCurrentThread()
                     defer {
                         run.unregisterAndClose(socket, id: id)
-                        state.withLock { $0.statistics.openConnections -= 1 }
+                        connectionClosed()
                         run.group.leave()
                     }
                     let connection = Connection(id: id, socket: socket, core: self, run: run)

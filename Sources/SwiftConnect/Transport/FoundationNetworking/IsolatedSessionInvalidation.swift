@@ -31,17 +31,22 @@ final class IsolatedSessionInvalidation: Sendable {
     /// Invalidates the session unless that was done already: `invalidateAndCancel()` when `cancellingTasks`,
     /// else `finishTasksAndInvalidate()`.
     func invalidate(cancellingTasks: Bool) {
+        claim(cancellingTasks: cancellingTasks)?()
+    }
+
+    /// Counts the invalidation now, unless it was claimed already, and returns the call that invalidates the
+    /// session, for the caller to make elsewhere (``URLSessionTransport/stopOffTheCaller(_:)``): `nil` when the
+    /// session was claimed before.
+    func claim(cancellingTasks: Bool) -> (@Sendable () -> Void)? {
         let isFirst = isInvalidated.withLock { isInvalidated in
             defer { isInvalidated = true }
             return !isInvalidated
         }
-        guard isFirst else { return }
+        guard isFirst else { return nil }
         count.withLock { $0 += 1 }
-        if cancellingTasks {
-            cancellations.withLock { $0 += 1 }
-            session.invalidateAndCancel()
-        } else {
-            session.finishTasksAndInvalidate()
-        }
+        let session = session
+        guard cancellingTasks else { return { session.finishTasksAndInvalidate() } }
+        cancellations.withLock { $0 += 1 }
+        return { session.invalidateAndCancel() }
     }
 }

@@ -142,8 +142,9 @@ extension URLSessionTransport {
     /// Defect: FoundationNetworking cannot stop a body transfer under way: `cancel()` fails the task but libcurl
     /// keeps receiving, and every piece still goes through the session's delegate queue, which would slow every
     /// other request of the session. A request that may have to stop mid-body (size limit, download) runs there
-    /// on a short-lived session of its own, invalidated to stop it (``IsolatedSessionInvalidation``), so the rest
-    /// of the client is unaffected.
+    /// on a short-lived session of its own, invalidated to stop it (``IsolatedSessionInvalidation``), so that its
+    /// pieces do not hold up the delegate queue of the client's other requests. libcurl's work queue, which every
+    /// session of the process shares, they still hold up until the stop lands (``stopOffTheCaller(_:)``).
     ///
     /// Tests: `IsolatedSessionTests`, `TransferIntegrationTests.testSizeLimitOnADeclaredLengthStopsTheTransfer`,
     /// `FaultTests.testAResponseOverTheSizeLimitIsStopped`.
@@ -164,37 +165,48 @@ extension URLSessionTransport {
     }
 }
 
-// MARK: - A stop asked for on the delegate queue holds it while libcurl reads on
+// MARK: - A stop waits for libcurl's queue, which a fast sender keeps busy
 
 extension URLSessionTransport {
-    /// Runs `stop`, which cancels a task and invalidates its session: at once, or, on Linux, on another queue when
-    /// called on `delegateQueue`, the session's delegate queue.
+    /// Runs `stop`, which cancels a hop's task and invalidates its session: on Linux on a thread of its own, never on
+    /// the caller's; at once elsewhere.
     ///
     /// Defect: FoundationNetworking's `cancel()` and `invalidateAndCancel()` wait for the session's work queue
     /// (`workQueue.sync`), where libcurl reads; every session's work queue targets one serial queue of the process
     /// (swift-corelibs-foundation 6.3.1), which libcurl keeps busy while a fast sender keeps its socket full: on
-    /// loopback, a stop asked for 10 MiB into a 512 MiB body landed anywhere from 13 MiB to the body's end.
-    /// Meanwhile every piece libcurl reads is queued on the delegate queue. A stop asked for on the delegate queue
-    /// (a stream's buffer overflowing under a slow reader: ``ResponseBodyStream/offer(_:)``) held that queue for
-    /// the whole wait, and the pieces piled up there: a slow reader of a 256 MiB stream with an 8 MiB buffer limit
-    /// raised peak resident memory by 45 to 268 MiB (seven runs on loopback), +8 to +19 MiB (sixteen runs) since.
-    /// Run elsewhere, the stop waits as long, but the delegate queue goes on running, dropping
-    /// each piece as it comes (the hop's body has ended). The stop itself cannot land sooner: `suspend()` waits for
-    /// the same queue (and takes the transfer off libcurl's multi handle: resuming starts the request again), and
-    /// libcurl's receive pause is not reachable through FoundationNetworking.
+    /// loopback, a stop asked for 10 MiB into a 512 MiB body landed anywhere from 13 MiB to the body's end, and into
+    /// a 4 GiB body as late as its end (10 s). The wait held whoever asked for the stop:
+    /// - the delegate queue, when a stream's buffer overflowed under a slow reader (``ResponseBodyStream/offer(_:)``):
+    ///   every piece libcurl read meanwhile piled up behind it. A slow reader of a 256 MiB stream with an 8 MiB buffer
+    ///   limit raised peak resident memory by 45 to 268 MiB (seven runs on loopback), +8 to +19 MiB (sixteen runs)
+    ///   once the stop ran elsewhere, the delegate queue dropping each piece as it comes;
+    /// - the exchange's task, when the core refused a body over its size limit or a stream's reader left: a
+    ///   cooperative thread of Swift concurrency, blocked for seconds, and the caller's `.responseTooLarge` delivered
+    ///   only when the stop landed (5.3 and 9.0 s into a fast 4 GiB body, in 2 runs of 6).
     ///
-    /// What a late stop still costs is FoundationNetworking's own, and nothing here bounds it: on each piece libcurl
-    /// hands over, the easy handle replaces its timeout timer with a new dispatch source, and the sources it drops
-    /// are freed only once that shared queue is free. About 380 bytes a 16 KiB piece, 2.3 % of what crosses: a
-    /// 1 GiB gzip bomb (65,536 pieces) costs about 23 MiB, as 65,536 timers made and dropped on a busy queue did
-    /// outside URLSession (+25 MiB). A delegate queue that made libcurl wait while 256 pieces were queued was tried:
-    /// it rarely had to, and memory grew as much.
+    /// The thread is one of its own: run on Dispatch's global queues, whose few workers also run the delegate queue,
+    /// the waiting stop slowed the delegate queue, and the pieces piled up (+286 MiB over a fast 4 GiB body).
     ///
-    /// Test: `MemoryBoundTests.testASlowReaderOfAStreamStaysWithinTheBufferLimitPlus50MiB`.
-    static func stop(off delegateQueue: OperationQueue, _ stop: @escaping @Sendable () -> Void) {
+    /// The stop itself cannot land sooner: `suspend()` waits for the same queue (and takes the transfer off libcurl's
+    /// multi handle: resuming starts the request again), and libcurl's receive pause is not reachable through
+    /// FoundationNetworking. Nor can the wait be kept from the process's other requests: every URLSession task's
+    /// work runs on that queue, and a request on another transport, started 0.1 s into such a flood, waited for the
+    /// stop to land: 1.5 to 8.9 s in 5 runs of 6, 0.1 s in the sixth.
+    ///
+    /// What a late stop still costs in memory is FoundationNetworking's own, and nothing here bounds it: on each
+    /// piece libcurl hands over, the easy handle replaces its timeout timer with a new dispatch source, and the
+    /// sources it drops are freed only once that shared queue is free. About 380 bytes a 16 KiB piece, 2.3 % of what
+    /// crosses: a 1 GiB gzip bomb (65,536 pieces) costs about 23 MiB, as 65,536 timers made and dropped on a busy
+    /// queue did outside URLSession (+25 MiB). A delegate queue that made libcurl wait while 256 pieces were queued
+    /// was tried: it rarely had to, and memory grew as much.
+    ///
+    /// Tests: `MemoryBoundTests` (`testASlowReaderOfAStreamStaysWithinTheBufferLimitPlus50MiB`,
+    /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceAndStaysUnder256MiB`), `IsolatedSessionTests`.
+    static func stopOffTheCaller(_ stop: @escaping @Sendable () -> Void) {
         #if canImport(FoundationNetworking)
-            guard OperationQueue.current === delegateQueue else { return stop() }
-            DispatchQueue.global().async(execute: stop)
+            let thread = Thread(block: stop)
+            thread.name = "SwiftConnect stop"
+            thread.start()
         #else
             stop()
         #endif
