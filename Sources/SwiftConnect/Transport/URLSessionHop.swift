@@ -65,12 +65,13 @@ struct URLSessionHopEngine: HTTPEngine {
                 session, counting: transport.isolatedSessionInvalidations,
                 cancellations: transport.isolatedSessionCancellations)
             : nil
+        let delegateQueue = session.delegateQueue
         let stop: @Sendable () -> Void = { [weak task, weak taskDelegate] in
             // A read of the body waiting for its next chunk holds the session's queue: it ends first.
             bodyReader?.cancel()
             // Counted now; the calls wait for libcurl's queue, which may be busy for seconds (Linux).
             let invalidate = invalidation?.claim(cancellingTasks: true)
-            URLSessionTransport.stopOffTheCaller { [task, taskDelegate] in
+            URLSessionTransport.stopOffTheCaller(sparing: delegateQueue) { [task, taskDelegate] in
                 if let task { taskDelegate?.cancel(task) }
                 invalidate?()
             }
