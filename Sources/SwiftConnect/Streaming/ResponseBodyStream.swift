@@ -15,8 +15,8 @@ public struct StreamingOptions: Sendable, Hashable {
     ///
     /// On Linux, the transfer of a stream that failed so, or that its reader left, stops only once libcurl has
     /// caught up with the sender, its bytes dropped as they come. Measured on loopback (`MemoryBoundTests`): with
-    /// 8 MiB and a fast 256 MiB stream read slowly, peak resident memory rose by 8 to 19 MiB; a fast 512 MiB
-    /// stream left after three chunks, by 0 to 18 MiB, with up to all of it crossing the connection.
+    /// 8 MiB and a fast 256 MiB stream read slowly, peak resident memory rose by 0 to 16 MiB; a fast 512 MiB
+    /// stream left after three chunks, by 3 to 23 MiB, with up to all of it crossing the connection.
     public var bufferLimit: Int
     /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds;
     /// `nil` (the default) for none. The connector's `timeout` still bounds the whole stream unless it is

@@ -19,15 +19,15 @@ public struct TransferOptions: Sendable {
     ///
     /// A declared `Content-Length` over the limit stops the request before the body is read (unless the body is
     /// content-encoded, gzip say: the limit counts the decoded bytes, and the encoded length says nothing of them).
-    /// On Linux, FoundationNetworking stops a transfer under way only once libcurl has caught up with the sender:
-    /// until then the bytes that arrive are read and dropped as they come, and FoundationNetworking keeps about 2.3 %
-    /// of them in timers it frees only then. Measured on loopback with a 10 MiB limit
-    /// (`MemoryBoundTests`): 13 MiB to the whole of a fast 512 MiB body crossed, and peak resident memory rose by
-    /// 11 to 31 MiB; a gzip or deflate bomb of 1 GiB was decoded whole by libcurl (+21 to +54 MiB); over a fast
-    /// 4 GiB body, 3 runs of 9 let 3.6 GiB or all of it cross and rose by 105 to 115 MiB. The limit plus 50 MiB is
-    /// therefore not a bound there against every sender: `AsyncHTTPClientTransport` closes the connection at the
-    /// limit. Such requests (and downloads) run on Linux on a short-lived session of their own, invalidated to stop
-    /// them.
+    /// On Linux, FoundationNetworking stops a transfer under way only once libcurl has caught up with the sender. The
+    /// call fails within half a second, but until then the bytes that arrive are read and dropped, FoundationNetworking keeps about
+    /// 2.3 % of them in timers it frees only then, and every other URLSession request of the process waits. Measured
+    /// on loopback with a 10 MiB limit (`MemoryBoundTests`): over a fast 512 MiB body, peak resident memory rose by
+    /// 2 to 31 MiB in 15 runs of 17, by 106 and 131 MiB in two; over a 1 GiB gzip or deflate bomb, which libcurl
+    /// decodes whole, by 10 to 51 MiB; over a fast 4 GiB body read to its end, by 92 to 113 MiB. The limit plus
+    /// 50 MiB is therefore not a bound there against a fast sender: `AsyncHTTPClientTransport` closes the connection
+    /// at the limit. Such requests (and downloads) run on Linux on a short-lived session of their own, invalidated to
+    /// stop them.
     public var maxResponseBytes: Int?
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
     /// request's future completes.
