@@ -35,8 +35,8 @@ final class IsolatedSessionInvalidation: Sendable {
     }
 
     /// Counts the invalidation now, unless it was claimed already, and returns the call that invalidates the
-    /// session, for the caller to make elsewhere (``URLSessionTransport/stopOffTheCaller(_:)``): `nil` when the
-    /// session was claimed before.
+    /// session, for the caller to make elsewhere (``URLSessionTransport/stopOffTheCaller(sparing:_:)``): `nil`
+    /// when the session was claimed before.
     func claim(cancellingTasks: Bool) -> (@Sendable () -> Void)? {
         let isFirst = isInvalidated.withLock { isInvalidated in
             defer { isInvalidated = true }

@@ -144,7 +144,8 @@ extension URLSessionTransport {
     /// other request of the session. A request that may have to stop mid-body (size limit, download) runs there
     /// on a short-lived session of its own, invalidated to stop it (``IsolatedSessionInvalidation``), so that its
     /// pieces do not hold up the delegate queue of the client's other requests. libcurl's work queue, which every
-    /// session of the process shares, they still hold up until the stop lands (``stopOffTheCaller(_:)``).
+    /// session of the process shares, they still hold up until the stop lands
+    /// (``stopOffTheCaller(sparing:_:)``).
     ///
     /// Tests: `IsolatedSessionTests`, `TransferIntegrationTests.testSizeLimitOnADeclaredLengthStopsTheTransfer`,
     /// `FaultTests.testAResponseOverTheSizeLimitIsStopped`.
