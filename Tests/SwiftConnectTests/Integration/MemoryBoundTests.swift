@@ -9,8 +9,9 @@ import XCTest
     import Glibc
 #endif
 
-/// Issue 41, item 1: what a limit bounds in memory, not only in what the caller gets. Through `URLSessionTransport`
-/// to LocalServer, the four cases of the issue, each against a sender as fast as loopback: a response over
+/// Issue 41, item 1: what a limit bounds in memory, not only in what the caller gets. Through the engine under test
+/// (`URLSessionTransport` here; the AsyncHTTPClient package runs this file over its engine) to LocalServer, the four
+/// cases of the issue, each against a sender as fast as loopback: a response over
 /// `maxResponseBytes`, a gzip or deflate bomb, a stream its reader leaves, and a slow reader of a stream. Each
 /// measures the peak resident memory (the server runs in this process too) until the transfer has really stopped,
 /// and reports how much the server wrote.
@@ -23,6 +24,9 @@ import XCTest
 /// within the limit plus 50 MiB in most runs, not all (+106 and +131 MiB in 2 runs of 17 over a 512 MiB body, +92 to
 /// +113 MiB when a 4 GiB body was read to its end): those tests pin the cases under 256 MiB, to notice if they get worse
 /// (SECURITY.md, "Time and size limits").
+///
+/// `AsyncHTTPClientTransport` closes the connection at the limit and pauses a slow reader's connection, so on it
+/// every case is held to the limit (or the buffer limit) plus 50 MiB.
 ///
 /// Memory figures are meaningless under a sanitizer: the tests are skipped there.
 final class MemoryBoundTests: XCTestCase {
@@ -146,12 +150,18 @@ final class MemoryBoundTests: XCTestCase {
 
     private func client(maxResponseBytes: Int? = nil) -> Connect {
         Connect(
-            transport: URLSessionTransport(), retryPolicy: nil,
+            transport: TransportUnderTest.make(), retryPolicy: nil,
             settings: Connect.Settings(maxResponseBytes: maxResponseBytes))
     }
 
     private func route(_ path: String) -> Route {
         Route(path, baseURL: server.baseURL, timeout: 300)
+    }
+
+    /// The peak growth a size limit or a bomb is held to: the limit plus 50 MiB on an engine that closes the
+    /// connection at the limit; on URLSession, 256 MiB, where a run went highest with room (SECURITY.md).
+    private func bound(limit: Int) -> Int {
+        TransportUnderTest.isURLSession ? 256 * Self.mebibyte : limit + 50 * Self.mebibyte
     }
 
     private func report(_ name: String, _ cost: Cost, _ detail: String = "") {
@@ -180,7 +190,7 @@ final class MemoryBoundTests: XCTestCase {
 
         // Then
         report("size limit", cost, cost.growth < limit + 50 * Self.mebibyte ? "" : "over the limit plus 50 MiB")
-        XCTAssertLessThan(cost.growth, 256 * Self.mebibyte, "\(cost)")
+        XCTAssertLessThan(cost.growth, bound(limit: limit), "\(cost)")
     }
 
     /// The boundary where the bound above fails on Linux: a fast sender keeps libcurl reading, and the stop lands
@@ -207,7 +217,7 @@ final class MemoryBoundTests: XCTestCase {
         report(
             "size limit, 4 GiB", cost,
             "failed before 1 GiB was written: \(producer.hadFailedAtProbe.map { "\($0)" } ?? "n/a")")
-        XCTAssertLessThan(cost.growth, 256 * Self.mebibyte, "\(cost)")
+        XCTAssertLessThan(cost.growth, bound(limit: 10 << 20), "\(cost)")
         if let failed = producer.hadFailedAtProbe {
             XCTAssertTrue(failed, "the call failed only once the transfer was stopped, not at the limit")
         }
@@ -248,7 +258,7 @@ final class MemoryBoundTests: XCTestCase {
         report(
             "\(coding) bomb (\(bomb.count >> 10) KiB)", cost,
             cost.growth < limit + 50 * Self.mebibyte ? "" : "over the limit plus 50 MiB")
-        XCTAssertLessThan(cost.growth, 256 * Self.mebibyte, "\(cost)")
+        XCTAssertLessThan(cost.growth, bound(limit: limit), "\(cost)")
     }
 
     // MARK: - Streams
