@@ -62,13 +62,16 @@ final class URLSessionTransportTests: XCTestCase {
         let decoded = (0..<2).map { _ in
             transport.send(URLRequest(url: server.baseURL.appendingPathComponent("large"))).map { response -> Bool in
                 bothDecoding.leave()
-                // On one serial queue, the first would wait here for the second forever (until the timeout).
-                return bothDecoding.wait(timeout: .now() + 30) == .success && !response.data.isEmpty
+                // On one serial queue, the first would wait here for the second forever (until the timeout). The
+                // wait is long: the global queue has a thread per core (two here), and an earlier test's transfer
+                // that FoundationNetworking reads on after its stop can keep one busy for seconds (a CI run on a
+                // loaded machine waited 30 s in vain).
+                return bothDecoding.wait(timeout: .now() + 120) == .success && !response.data.isEmpty
             }
         }
 
         // Then: both ran at the same time
-        XCTAssertEqual(try Future.all(decoded).wait(timeout: 60), [true, true])
+        XCTAssertEqual(try Future.all(decoded).wait(timeout: 150), [true, true])
     }
 
     func testFinishedRequestsLeaveNoDeadlineBehind() throws {
