@@ -97,13 +97,13 @@ enum ReplayHarness {
     /// Why a test cannot be replayed.
     private enum Reason {
         static let serverSide =
-            "asserts what the server received (requests, headers, bodies, counts); a replay sends nothing"
+            "asserts what the server received (requests, headers, bodies, counts) or relies on what its route does during the exchange; a replay sends nothing"
         static let connectionLevel =
             "checks the connection itself (reuse, a close, a transfer stopped); a recording holds exchanges, not connections"
         static let inFlight =
             "cancels or times an exchange while it is under way, or needs requests to overlap in time; a recording holds whole exchanges, replayed at once"
-        static let files =
-            "downloads to a file or sends a body from a file, which RecordingTransport does not record in this version (it refuses them with a typed error)"
+        static let randomInput =
+            "sends something random in each run (a temporary file's name in a multipart part), which no recording can match"
         static let memory = "measures memory; a recording holds every body in memory"
         static let secrets =
             "the server echoes secrets (or hands out a token), which the recording holds as placeholders: the replayed bodies differ by design"
@@ -162,23 +162,6 @@ enum ReplayHarness {
         "testCancellingOneSlowRequestEndsItAndCancelsTheTask": Reason.inFlight,
         "testIdenticalConcurrentGetsMakeOneServerRequest": Reason.inFlight,
         "testAFractionalTimeoutIsNotCutToWholeSeconds": Reason.inFlight,
-        "testADownloadAndASizeLimitedRequestFollowTheRedirect": Reason.files,
-        "testAnUploadFromAFileIsSentAgain": Reason.files,
-        "testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty": Reason.files,
-        "testAnUploadFromAFileWhoseReusedConnectionIsClosedFailsAtOnce": Reason.files,
-        "testADownloadWhoseLengthCannotBeTrustedLeavesNoFile": Reason.files,
-        "testACancelledDownloadLeavesNoPartialFile": Reason.files,
-        "testADirectoryAppearingDuringADownloadIsKept": Reason.files,
-        "testADownloadOverTheLimitLeavesNoPartialFileWhenItFails": Reason.files,
-        "testADownloadThatTimesOutLeavesNoPartialFileWhenItFails": Reason.files,
-        "testAFailedMoveKeepsTheFileItWouldHaveReplaced": Reason.files,
-        "testAFolderRemovedBeforeTheAnswerIsReportedAsMissing": Reason.files,
-        "testDiskFileIsStreamedAndArrivesIntact": Reason.files,
-        "testDownloadOfAnErrorStatusReportsTheServerMessageAndWritesNothing": Reason.files,
-        "testDownloadReplacesAnExistingFile": Reason.files,
-        "testDownloadToDiskMatchesByteForByte": Reason.files,
-        "testLargeStreamedUploadKeepsMemoryBounded": Reason.files,
-        "testProgressIsOrderedAndReachesCompletion": Reason.files,
         "testALargeBodyFromASequenceStreamsWithMemoryBounded": Reason.memory,
         "testAnEchoedErrorShowsNoSecretOfAnyKind": Reason.secrets,
         "testAnEchoedSuccessShowsNoSecretInDebugOutput": Reason.secrets,
@@ -188,6 +171,17 @@ enum ReplayHarness {
         "testAStreamBodyIsNotSentAgain": Reason.engineDetail,
         "testAGETGivenABodyByAMiddlewareFailsWithBodyNotAllowed": Reason.engineDetail,
         "testSizeLimitFiresOnADeclaredLength": Reason.engineDetail,
+        "testACancelledDownloadLeavesNoPartialFile": Reason.inFlight,
+        "testADownloadThatTimesOutLeavesNoPartialFileWhenItFails": Reason.inFlight,
+        "testADirectoryAppearingDuringADownloadIsKept": Reason.serverSide,
+        "testADownloadAndASizeLimitedRequestFollowTheRedirect": Reason.serverSide,
+        "testAFailedMoveKeepsTheFileItWouldHaveReplaced": Reason.serverSide,
+        "testAFolderRemovedBeforeTheAnswerIsReportedAsMissing": Reason.serverSide,
+        "testAnUploadFromAFileIsSentAgain": Reason.serverSide,
+        "testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty": Reason.serverSide,
+        "testAnUploadFromAFileWhoseReusedConnectionIsClosedFailsAtOnce": Reason.connectionLevel,
+        "testDiskFileIsStreamedAndArrivesIntact": Reason.randomInput,
+        "testLargeStreamedUploadKeepsMemoryBounded": Reason.memory,
     ]
 
     private static let current = Protected<Run?>(nil)

@@ -204,7 +204,7 @@ extension TransferOptions {
     /// - Parameters:
     ///   - destination: The file a download is to be written to.
     ///   - request: The request, for the error.
-    static func checkDestination(_ destination: URL, request: URLRequest?) throws {
+    package static func checkDestination(_ destination: URL, request: URLRequest?) throws {
         try checkDestination(destination, stored: request.map { .foundation($0) })
     }
 

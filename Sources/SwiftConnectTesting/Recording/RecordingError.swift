@@ -26,8 +26,9 @@ public struct RecordingError: Error, Sendable, CustomStringConvertible {
         case missingRecording
         /// The recording file is not a HAR file a replay can read.
         case unreadableRecording
-        /// The request asks for what recording does not support yet: a download to a file, or a body sent from a
-        /// file.
+        /// The request asks for what recording does not support. No request does today: downloads to a file and
+        /// bodies sent from a file, which this reason named, are recorded and replayed. Kept for code that matches on
+        /// it.
         case unsupportedTransfer
         /// The mode sends requests, but the transport wraps none to send them with.
         case noTransport

@@ -72,10 +72,15 @@ extension RecordingTransport {
                                 started: (started, start), transfer: transfer)))
                     return
                 }
-                let responseSecrets = secretsKnown(after: response, adding: secrets)
+                // A download's body is in the file the wrapped transport wrote: recorded from there.
+                var whole = response
+                if let file = response.fileURL, whole.data.isEmpty, let written = try? Data(contentsOf: file) {
+                    whole.data = written
+                }
+                let responseSecrets = secretsKnown(after: whole, adding: secrets)
                 entry = HAR.Entry(
                     startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
-                    response: Self.archived(response, to: request, secrets: responseSecrets),
+                    response: Self.archived(whole, to: request, secrets: responseSecrets),
                     timings: timings)
             case .failure(let error):
                 guard let failure = Self.failure(error, secrets: secrets) else {

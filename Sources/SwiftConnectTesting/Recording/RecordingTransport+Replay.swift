@@ -75,6 +75,14 @@ extension RecordingTransport {
 extension RecordingTransport {
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        if let destination = transfer.destination {
+            // The checks every transport makes before sending (a directory, a missing folder).
+            do {
+                try TransferOptions.checkDestination(destination, request: request.urlRequest)
+            } catch {
+                return Future(error: error)
+            }
+        }
         if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
         var fields = HeaderFields()
         for header in entry.response.headers where !header.name.hasPrefix(":") {
@@ -112,7 +120,17 @@ extension RecordingTransport {
                 TransferProgress(
                     bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
         }
-        return Future(value: response)
+        guard let destination = transfer.destination, response.isSuccess else { return Future(value: response) }
+        // A download: the recorded body goes to its file, as the wrapped transport wrote it.
+        do {
+            try data.write(to: destination, options: .atomic)
+        } catch {
+            return Future(error: ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
+        }
+        var written = response
+        written.data = Data()
+        written.fileURL = destination
+        return Future(value: written)
     }
 
     /// The answer `entry` recorded, as a streamed response: its head, then its body in the pieces it arrived in

@@ -54,8 +54,9 @@ import SwiftConnect
 ///   once, and a stream's pieces stop, with the same error the client gives, at the first one recorded after its
 ///   deadline or after a silence longer than its `StreamingOptions.idleTimeout`.
 ///
-/// Not recorded in this version: downloads to a file and bodies sent from a file. Such a request fails with
-/// ``RecordingError/Reason/unsupportedTransfer`` in every mode rather than be answered wrongly.
+/// - **Files**: a body sent from a file is read whole for matching and recorded like any body; a download to a file
+///   is recorded from the file the wrapped transport wrote, and replay writes the recorded body to the destination
+///   (after the same checks of it), so the caller gets the response with its ``SwiftConnect/ConnectResponse/fileURL``.
 public final class RecordingTransport: Transport, Sendable {
     /// The HAR file this transport reads and writes.
     public let fileURL: URL
@@ -212,11 +213,21 @@ public final class RecordingTransport: Transport, Sendable {
     ///
     /// - Parameters:
     ///   - request: The request, after every middleware.
-    ///   - transfer: How to move the body and the response: a size limit and progress are honoured; streaming,
-    ///     downloads to a file and bodies from a file fail with ``RecordingError/Reason/unsupportedTransfer``.
+    ///   - transfer: How to move the body and the response: a size limit, progress, streaming, a body from a file
+    ///     and a download to a file are honoured in every mode.
     /// - Returns: A future of the response, or of the recorded failure; cancelling it cancels the live exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if let refusal = unsupported(request, transfer: transfer) { return Future(error: refusal) }
+        if let file = transfer.bodyFile {
+            // A body from a file is read whole for matching and the recording; the wrapped transport still sends
+            // it from the file.
+            do {
+                var readable = request
+                readable.body = .bytes(try Data(contentsOf: file))
+                return answer(readable, live: request, transfer: transfer)
+            } catch {
+                return Future(error: ConnectError.fileAccess(error, url: file, request: request.urlRequest))
+            }
+        }
         guard case .stream(let stream) = request.body else { return answer(request, live: request, transfer: transfer) }
         // A one-shot body is read whole first: matching and the file need its bytes. The wrapped transport still gets
         // a one-shot body, as it would have.
@@ -292,21 +303,6 @@ public final class RecordingTransport: Transport, Sendable {
     /// let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: transport.retryClock))
     /// ```
     public let retryClock: any RetryClock
-
-    /// Why `request` cannot be recorded or replayed, if it cannot.
-    private func unsupported(_ request: ConnectRequest, transfer: TransferOptions) -> ConnectError? {
-        var what: String?
-        if transfer.destination != nil {
-            what = "a download to a file (TransferOptions.destination)"
-        } else if transfer.bodyFile != nil {
-            what = "a body sent from a file (TransferOptions.bodyFile)"
-        }
-        guard let what else { return nil }
-        let message =
-            "RecordingTransport does not record or replay \(what) yet: "
-            + "test it with LocalServer or FakeTransport instead"
-        return RecordingError(.unsupportedTransfer, message, fileURL: fileURL).connectError(for: request)
-    }
 }
 
 /// The exchanges a ``RecordingTransport`` is recording, for a test to wait until each is written.

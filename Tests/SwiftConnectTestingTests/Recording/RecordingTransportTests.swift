@@ -333,18 +333,60 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: recorder.fileURL.path))
     }
 
-    // MARK: - Out of scope, refused
+    // MARK: - Files
 
-    func testADownloadToAFileIsRefusedWithATypedError() throws {
-        // Given
-        let replayer = transport(.replay)
+    func testADownloadToAFileIsRecordedFromTheFileAndReplayedIntoOne() throws {
+        // Given: a binary body downloaded to a file, recorded
+        let bytes = LocalServer.generatedBytes(count: 200_000, seed: 9)
+        server.route("GET", "/report") { _ in .data(bytes) }
         let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/report")
-        let destination = folder.appendingPathComponent("report.bin")
-        // When
-        let error = try failure(of: replayer.send(request, transfer: TransferOptions(destination: destination)))
+        let recorded = folder.appendingPathComponent("recorded.bin")
+        let live = try transport(.record).send(request, transfer: TransferOptions(destination: recorded)).wait()
+        XCTAssertEqual(live.fileURL, recorded)
+        server.stop()
+        // When: replayed into another file, which exists already
+        let replayedFile = folder.appendingPathComponent("replayed.bin")
+        try Data("old".utf8).write(to: replayedFile)
+        let replayer = transport(.replay)
+        let replayed = try replayer.send(request, transfer: TransferOptions(destination: replayedFile)).wait()
+        // Then: the same bytes, in the file, replaced
+        XCTAssertEqual(replayed.fileURL, replayedFile)
+        XCTAssertEqual(replayed.data, Data())
+        XCTAssertEqual(try Data(contentsOf: recorded), bytes)
+        XCTAssertEqual(try Data(contentsOf: replayedFile), bytes)
+        XCTAssertNoThrow(try replayer.verifyAllRecordingsUsed())
+    }
+
+    func testAReplayedDownloadIntoADirectoryFailsAsTheEnginesDo() throws {
+        // Given
+        server.route("GET", "/report") { _ in .data(Data("report".utf8)) }
+        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/report")
+        _ = try transport(.record).send(request, transfer: TransferOptions()).wait()
+        server.stop()
+        // When: the destination is a directory
+        let error = try failure(of: transport(.replay).send(request, transfer: TransferOptions(destination: folder)))
+        // Then: refused before anything is written
+        XCTAssertEqual(error.kind, .fileAccess)
+        XCTAssertTrue(error.message.contains("directory"), error.message)
+    }
+
+    func testABodyFromAFileIsRecordedAndMatchedByItsBytes() throws {
+        // Given: an upload from a file, recorded
+        server.route("POST", "/upload") { request in .json(["received": request.body.count]) }
+        let upload = folder.appendingPathComponent("upload.bin")
+        try LocalServer.generatedBytes(count: 70_000, seed: 4).write(to: upload)
+        let request = try connectRequest(.post, "\(server.baseURL.absoluteString)/upload")
+        let live = try transport(.record).send(request, transfer: TransferOptions(bodyFile: upload)).wait()
+        XCTAssertEqual(String(decoding: live.data, as: UTF8.self), #"{"received":70000}"#)
+        server.stop()
+        // When: the same file replayed, then another
+        let replayed = try transport(.replay).send(request, transfer: TransferOptions(bodyFile: upload)).wait()
+        let other = folder.appendingPathComponent("other.bin")
+        try LocalServer.generatedBytes(count: 70_000, seed: 5).write(to: other)
+        let error = try failure(of: transport(.replay).send(request, transfer: TransferOptions(bodyFile: other)))
         // Then
-        XCTAssertEqual(try recordingError(of: error).reason, .unsupportedTransfer)
-        XCTAssertTrue(error.message.contains("download"), error.message)
+        XCTAssertEqual(replayed.data, live.data)
+        XCTAssertEqual(try recordingError(of: error).reason, .noMatch)
     }
 
     // MARK: - Parallel use
