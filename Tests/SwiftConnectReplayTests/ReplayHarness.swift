@@ -211,19 +211,9 @@ enum ReplayHarness {
 
     /// Runs `test` (`Module.Class/method`) in a child process that replays `plan`; its exit status and output.
     static func runChild(_ test: String, plan: URL) throws -> (status: Int32, log: String) {
-        let child = Process()
-        child.executableURL = URL(fileURLWithPath: CommandLine.arguments[0])
-        child.arguments = [test]
-        var environment = ProcessInfo.processInfo.environment
-        environment[childVariable] = plan.path
-        child.environment = environment
-        let output = Pipe()
-        child.standardOutput = output
-        child.standardError = output
-        try child.run()
-        let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-        child.waitUntilExit()
-        return (child.terminationStatus, log)
+        let (status, output) = try ChildProcess.run(
+            CommandLine.arguments[0], [test], adding: [childVariable: plan.path])
+        return (status, output)
     }
 
     static func begin(_ test: String, _ pass: Pass) {

@@ -19,15 +19,12 @@ public struct TransferOptions: Sendable {
     ///
     /// A declared `Content-Length` over the limit stops the request before the body is read (unless the body is
     /// content-encoded, gzip say: the limit counts the decoded bytes, and the encoded length says nothing of them).
-    /// On Linux, FoundationNetworking stops a transfer under way only once libcurl has caught up with the sender. The
-    /// call fails within half a second, but until then the bytes that arrive are read and dropped, FoundationNetworking keeps about
-    /// 2.3 % of them in timers it frees only then, and every other URLSession request of the process waits. Measured
-    /// on loopback with a 10 MiB limit (`MemoryBoundTests`): over a fast 512 MiB body, peak resident memory rose by
-    /// 2 to 31 MiB in 15 runs of 17, by 106 and 131 MiB in two; over a 1 GiB gzip or deflate bomb, which libcurl
-    /// decodes whole, by 10 to 51 MiB; over a fast 4 GiB body read to its end, by 92 to 113 MiB. The limit plus
-    /// 50 MiB is therefore not a bound there against a fast sender: `AsyncHTTPClientTransport` closes the connection
-    /// at the limit. Such requests (and downloads) run on Linux on a short-lived session of their own, invalidated to
-    /// stop them.
+    /// On Linux, FoundationNetworking stops a transfer under way only once libcurl has caught up with the sender: the
+    /// call fails within half a second, but until then the bytes that arrive are read and dropped, and every other
+    /// URLSession request of the process waits. Against a fast sender the limit therefore does not bound peak memory
+    /// there (SECURITY.md, "Time and size limits", gives what was measured); `AsyncHTTPClientTransport` closes the
+    /// connection at the limit. Such requests (and downloads) run on Linux on a short-lived session of their own,
+    /// invalidated to stop them.
     public var maxResponseBytes: Int?
     /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
     /// request's future completes.

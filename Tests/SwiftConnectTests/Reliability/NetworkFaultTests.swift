@@ -319,7 +319,8 @@
             XCTAssertEqual(connect.requestsInFlight, 0)
             connect = nil
             let released = DispatchTime.now()
-            XCTAssertTrue(relay.waitUntilNoConnection(timeout: 30), "connections left open after the client went")
+            // (The relay closes its connection to the server once the client's closes.)
+            XCTAssertTrue(server.waitUntilNoConnection(timeout: 30), "connections left open after the client went")
             let closedAfter = Double(DispatchTime.now().uptimeNanoseconds - released.uptimeNanoseconds) / 1e9
             print("NetworkFaultTests: every connection closed \(closedAfter) s after the client went")
             print(
@@ -396,24 +397,15 @@
             defer { try? FileManager.default.removeItem(at: resolvConf) }
             // `Module.Class/testMethod`, as XCTest on Linux takes a single test to run.
             let test = "\(String(reflecting: type(of: self)))/\(function.replacingOccurrences(of: "()", with: ""))"
-            let child = Process()
-            child.executableURL = URL(fileURLWithPath: unshare)
-            child.arguments = [
-                "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
-                #"mount --bind "$0" /etc/resolv.conf && exec "$@""#,
-                resolvConf.path, CommandLine.arguments[0], test,
-            ]
-            var environment = ProcessInfo.processInfo.environment
-            environment[Self.childVariable] = "1"
-            child.environment = environment
-            let output = Pipe()
-            child.standardOutput = output
-            child.standardError = output
-            try child.run()
-            let log = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            child.waitUntilExit()
-            XCTAssertEqual(
-                child.terminationStatus, 0, "the child failed:\n\(log.suffix(3_000))", file: file, line: line)
+            let (status, log) = try ChildProcess.run(
+                unshare,
+                [
+                    "--mount", "--propagation", "private", "--", "/bin/sh", "-c",
+                    #"mount --bind "$0" /etc/resolv.conf && exec "$@""#,
+                    resolvConf.path, CommandLine.arguments[0], test,
+                ],
+                adding: [Self.childVariable: "1"])
+            XCTAssertEqual(status, 0, "the child failed:\n\(log.suffix(3_000))", file: file, line: line)
             XCTAssertTrue(log.contains("resolution checked"), "\(log.suffix(3_000))", file: file, line: line)
             XCTAssertGreaterThanOrEqual(
                 nameServer.queries, 1, "the lab's name server was asked", file: file, line: line)

@@ -220,12 +220,6 @@
             }
         }
 
-        /// Removes every packet rule of the lab.
-        func removePacketRules() throws {
-            guard hasFilterTable.snapshot, let nft else { return }
-            try LabCommand.run(ip, ["netns", "exec", namespace, nft, "flush", "table", "inet", "lab"])
-        }
-
         /// Limits the link to `kilobitsPerSecond` in each direction (a token bucket on both veth ends).
         func limitRate(kilobitsPerSecond: Int) throws {
             guard let tc else { throw XCTSkip("tc (iproute2) is not installed") }

@@ -87,11 +87,10 @@
     /// What a lab server shares between its threads: the descriptors open, the threads running, its counters.
     /// A stop shuts every descriptor down (which wakes a thread blocked on it) and waits for the threads.
     private final class LabServerCore:
-        // Checked by hand: `lock` (a condition) protects `open`, `isStopped` and `counters`; the rest is immutable.
+        // Checked by hand: `lock` protects `open`, `isStopped` and `counters`; the rest is immutable.
         @unchecked Sendable
     {
-        /// Protects `open`, `isStopped` and `counters`; signalled when a descriptor is released.
-        private let lock = NSCondition()
+        private let lock = NSLock()
         private var open: Set<Int32> = []
         private var isStopped = false
         private var counters: [String: [Int]] = [:]
@@ -117,22 +116,8 @@
 
         /// Closes `descriptor`, once, if the server still has it.
         func release(_ descriptor: Int32) {
-            let owned = lock.withLock {
-                defer { lock.broadcast() }
-                return open.remove(descriptor) != nil
-            }
+            let owned = lock.withLock { open.remove(descriptor) != nil }
             if owned { close(descriptor) }
-        }
-
-        /// Waits until the server holds at most `count` descriptors, for at most `timeout` seconds; whether it does.
-        func waitUntilHolding(atMost count: Int, timeout: TimeInterval) -> Bool {
-            let deadline = Date(timeIntervalSinceNow: timeout)
-            lock.lock()
-            defer { lock.unlock() }
-            while open.count > count {
-                if !lock.wait(until: deadline) { return open.count <= count }
-            }
-            return true
         }
 
         /// Appends `value` to the list `name`.
@@ -222,12 +207,6 @@
 
         /// Stops accepting, closes every connection and waits for the server's threads.
         func stop() { core.stop() }
-
-        /// Waits until no connection is open through the server (each client's closed, and so the one it made on its
-        /// behalf), for at most `timeout` seconds; whether none is.
-        func waitUntilNoConnection(timeout: TimeInterval) -> Bool {
-            core.waitUntilHolding(atMost: 1, timeout: timeout)  // the listener
-        }
 
         private static func accept(on listener: Int32, core: LabServerCore, _ behaviour: Behaviour) {
             while LabSocket.waitReadable(listener, orWake: core.wake.read) {

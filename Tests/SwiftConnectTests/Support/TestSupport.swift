@@ -2,6 +2,29 @@ import Foundation
 import SwiftConnect
 import XCTest
 
+/// A process a test starts: often this test binary again, to run one test in a process of its own.
+enum ChildProcess {
+    /// Runs `executable` with `arguments` and this process's environment plus `environment`, and waits for it to end.
+    ///
+    /// - Returns: Its exit status, and everything it wrote to standard output and standard error, in order.
+    static func run(
+        _ executable: String, _ arguments: [String], adding environment: [String: String] = [:]
+    ) throws -> (status: Int32, output: String) {
+        let child = Process()
+        child.executableURL = URL(fileURLWithPath: executable)
+        child.arguments = arguments
+        child.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let output = Pipe()
+        child.standardOutput = output
+        child.standardError = output
+        try child.run()
+        // Read to the end before waiting: a full pipe would stop the child.
+        let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        child.waitUntilExit()
+        return (child.terminationStatus, text)
+    }
+}
+
 /// A thread-safe counter for asserting how many times something ran.
 final class Counter: @unchecked Sendable {
     // @unchecked Sendable: `lock` protects `count`.
