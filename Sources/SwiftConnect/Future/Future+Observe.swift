@@ -36,7 +36,7 @@ extension Future {
     }
 
     /// ``observe(on:_:)`` for a future that has a lock.
-    @usableFromInline
+    @inlinable
     func observeSlowPath(
         on queue: DispatchQueue?,
         _ callback: @escaping @Sendable (Result<Value, any Error>) -> Void

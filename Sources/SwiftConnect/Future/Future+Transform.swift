@@ -39,7 +39,7 @@ extension Future {
     }
 
     /// ``map(_:)`` for a future that has a lock: pending, or resolved by a promise or an operator.
-    @usableFromInline
+    @inlinable
     func mapSlowPath<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
@@ -77,7 +77,7 @@ extension Future {
     }
 
     /// ``flatMap(_:)`` for a future that has a lock.
-    @usableFromInline
+    @inlinable
     func flatMapSlowPath<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> Future<NewValue>
     ) -> Future<NewValue> {
@@ -173,6 +173,7 @@ extension Future {
 extension Future {
     /// The primitive behind every synchronous operator: derives a future whose result is computed from
     /// this one's. On an already complete future it computes at once and allocates one resolved future.
+    @inlinable
     func transformResult<NewValue>(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
     ) -> Future<NewValue> {
@@ -198,6 +199,7 @@ extension Future {
     /// ``transformResult(_:)`` without its look at whether the future is complete, for a caller that has just
     /// looked (each look takes the lock). Still right if the future completed since: the callback then runs at
     /// once.
+    @inlinable
     func deriveResult<NewValue>(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
     ) -> Future<NewValue> {
@@ -211,7 +213,7 @@ extension Future {
     /// A derived future that completes with this future's result and whose cancellation cancels this
     /// future: what ``chain(_:)`` returns when its step starts this future. For ``flatMap(_:)`` on a future
     /// created resolved.
-    @usableFromInline
+    @inlinable
     func followed() -> Future<Value> {
         let derived = Future<Value>()
         derived.setUpstream(self)
@@ -220,6 +222,7 @@ extension Future {
     }
 
     /// What an asynchronous step decided: a final result, or another future to follow.
+    @usableFromInline
     enum Step<NewValue: Sendable> {
         case done(Result<NewValue, any Error>)
         case next(Future<NewValue>)
@@ -228,6 +231,7 @@ extension Future {
     /// The primitive behind every asynchronous operator: derives a future that follows the future `step`
     /// returns, with cancellation pointed at whichever future is running. On an already complete future it
     /// steps at once: a final result allocates one resolved future, as ``transformResult(_:)`` does.
+    @inlinable
     func chain<NewValue>(
         _ step: @escaping @Sendable (Result<Value, any Error>) -> Step<NewValue>
     ) -> Future<NewValue> {

@@ -74,6 +74,7 @@ public final class Future<Value: Sendable>:
             rest = []
         }
 
+        @inlinable
         mutating func append(_ callback: @escaping Callback) {
             if first == nil { first = callback } else { rest.append(callback) }
         }
@@ -98,21 +99,22 @@ public final class Future<Value: Sendable>:
     /// them on the completing thread.
     /// Always `nil` when `lock` is `nil`.
     @usableFromInline final let callbackQueue: DispatchQueue?
-    private final var cancelHandler: (@Sendable () -> Void)?
-    private final weak var upstream: (any CancellableFuture)?
+    @usableFromInline final var cancelHandler: (@Sendable () -> Void)?
+    @usableFromInline final weak var upstream: (any CancellableFuture)?
     /// The callbacks registered while pending; on completion, the ones the completing thread is to run.
-    private final var callbacks = Callbacks()
+    @usableFromInline final var callbacks = Callbacks()
     /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
     /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
-    private final var holdsPendingCallbacks = false
+    @usableFromInline final var holdsPendingCallbacks = false
     /// Whether the future was resolved by ``cancel()``; later completions of a cancelled future are expected.
-    private final var wasCancelled = false
+    @usableFromInline final var wasCancelled = false
     /// What the future's producer knows about where its value comes from, handed on by the operators that pass the
     /// result through unchanged (``passingThrough()``); `nil` for most futures. Immutable: an attachment that learns
     /// more later (a response body's response) protects its own state. The future knows nothing of what it is.
     @usableFromInline final let attachment: (any AnyObject & Sendable)?
 
     /// Creates a pending future. Only a ``Promise`` or an operator completes it.
+    @inlinable
     init(callbackQueue: DispatchQueue? = nil, attachment: (any AnyObject & Sendable)? = nil) {
         lock = Lock()
         self.callbackQueue = callbackQueue
@@ -218,11 +220,13 @@ public final class Future<Value: Sendable>:
 
 /// A future whose callbacks are waiting to run, type-erased so futures of different types can be drained
 /// by one loop.
+@usableFromInline
 protocol DrainableFuture: AnyObject {
     func runStashedCallbacks() -> CallbackList
 }
 
 /// A future that can be cancelled, type-erased, so a derived future can cancel the one it came from.
+@usableFromInline
 protocol CancellableFuture: AnyObject, Sendable {
     func cancel()
     /// Cancels this future only, failing it with `error`, and runs its cancel handler; returns the future it came
@@ -239,12 +243,22 @@ protocol CancellableFuture: AnyObject, Sendable {
 /// Futures that were just resolved and whose callbacks must run next.
 @usableFromInline
 struct CallbackList {
-    var first: (any DrainableFuture)?
-    var rest: [any DrainableFuture] = []
+    @usableFromInline var first: (any DrainableFuture)?
+    @usableFromInline var rest: [any DrainableFuture]
 
+    /// Lists `first` (if any) and nothing after it.
+    @inlinable
+    init(first: (any DrainableFuture)?) {
+        self.first = first
+        rest = []
+    }
+
+    /// Nothing to run.
+    @inlinable
     static var empty: CallbackList { CallbackList(first: nil) }
 
     /// Adds the futures of `other` after these.
+    @inlinable
     mutating func append(_ other: CallbackList) {
         guard let otherFirst = other.first else { return }
         guard first != nil else {
@@ -257,6 +271,7 @@ struct CallbackList {
 
     /// Runs the callbacks of every listed future, then those of the futures they resolve, iteratively:
     /// a chain of 10,000 stages uses constant stack.
+    @inlinable
     func run() {
         guard var current = first else { return }
         if rest.isEmpty {
@@ -275,7 +290,8 @@ struct CallbackList {
     }
 
     /// The general case: depth-first, each future's callbacks in registration order.
-    private func runWithStack() {
+    @usableFromInline
+    func runWithStack() {
         var stack: [any DrainableFuture] = []
         stack.reserveCapacity(rest.count + 1)
         stack.append(contentsOf: rest.reversed())
@@ -292,6 +308,7 @@ extension Future: DrainableFuture, CancellableFuture {
     /// Completes the future unless it is already complete (operators; a lost race is expected).
     ///
     /// - Returns: This future, if it has callbacks to run; the caller runs them (``CallbackList/run()``).
+    @inlinable
     func resolve(_ result: Result<Value, any Error>) -> CallbackList {
         complete(result, reportingDoubleCompletionAt: nil).work
     }
@@ -303,6 +320,7 @@ extension Future: DrainableFuture, CancellableFuture {
     ///   - location: Where a promise was completed; a second completion from there is a caller bug worth
     ///     reporting, unless the future was cancelled (the cancelled work is expected to complete it too).
     /// - Returns: Whether this call completed the future, and the callbacks the caller must run.
+    @inlinable
     func complete(
         _ result: Result<Value, any Error>,
         reportingDoubleCompletionAt location: SourceLocation?
@@ -331,6 +349,7 @@ extension Future: DrainableFuture, CancellableFuture {
         return (true, hasCallbacks ? CallbackList(first: self) : .empty)
     }
 
+    @usableFromInline
     func runStashedCallbacks() -> CallbackList {
         // Only the thread that resolved the future gets here, once, right after `resolve` or `cancel`; no other
         // thread reads or writes `callbacks` (registrations now see the future complete) or `state`.
@@ -356,6 +375,7 @@ extension Future: DrainableFuture, CancellableFuture {
     /// Adds a callback, or runs it now if the future is complete.
     ///
     /// - Returns: What the callback resolved when it ran now; the caller runs it.
+    @inlinable
     func whenCompleteReturningWork(_ callback: @escaping Callback) -> CallbackList {
         guard let lock else { return callback(resolvedResult) }
         lock.lock()
@@ -380,6 +400,7 @@ extension Future: DrainableFuture, CancellableFuture {
     }
 
     /// Adds a callback that resolves nothing further, running everything it triggers.
+    @inlinable
     func whenComplete(_ callback: @escaping @Sendable (Result<Value, any Error>) -> Void) {
         whenCompleteReturningWork { result in
             callback(result)
@@ -391,6 +412,7 @@ extension Future: DrainableFuture, CancellableFuture {
     ///
     /// It delivers on `self`'s callback queue: after ``receive(on:)``, a callback added to a later stage once that
     /// stage has completed runs on the queue too, not on the thread that adds it.
+    @inlinable
     func makeDerived<NewValue>(_ type: NewValue.Type = NewValue.self) -> Future<NewValue> {
         let derived = Future<NewValue>(callbackQueue: callbackQueue)
         derived.setUpstream(self)
@@ -406,6 +428,7 @@ extension Future: DrainableFuture, CancellableFuture {
     }
 
     /// Points cancellation of this future at `future`, which it now depends on.
+    @inlinable
     func setUpstream(_ future: any CancellableFuture) {
         guard let lock else { return }
         let cancelNow: Bool = lock.withLock {
@@ -472,6 +495,7 @@ extension Future {
         for future in toNotify { future.runCancellationCallbacks() }
     }
 
+    @usableFromInline
     func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
         guard let lock else { return (nil, false) }
         lock.lock()
@@ -492,6 +516,7 @@ extension Future {
         return (upstreamFuture, hasCallbacks)
     }
 
+    @usableFromInline
     func runCancellationCallbacks() {
         CallbackList(first: self).run()
     }
@@ -519,10 +544,12 @@ extension Future {
         (Value.self as? any FutureErrorReporting.Type)?.reportedError(for: error)
     }
 
+    @usableFromInline
     func ownReport(of error: FutureError) -> (any Error)? {
         Self.ownReport(of: error)
     }
 
+    @usableFromInline
     var pendingUpstream: (any CancellableFuture)? {
         guard let lock else { return nil }
         return lock.withLock { upstream }

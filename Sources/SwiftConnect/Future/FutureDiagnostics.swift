@@ -18,6 +18,7 @@ public enum FutureDiagnostics {
         set { storage.withLock { $0 = newValue } }
     }
 
+    @usableFromInline
     static func reportDoubleCompletion<Value>(of type: Value.Type, at location: SourceLocation) {
         #if DEBUG
             let message =

@@ -15,10 +15,12 @@ public struct Promise<Value: Sendable>: Sendable {
     public let future: Future<Value>
 
     /// Creates a promise with a pending future.
+    @inlinable
     public init() {
         future = Future()
     }
 
+    @usableFromInline
     init(future: Future<Value>) {
         self.future = future
     }
@@ -30,6 +32,7 @@ public struct Promise<Value: Sendable>: Sendable {
     ///   - file: The caller's file, for the debug report of a second completion.
     ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete.
+    @inlinable
     @discardableResult
     public func succeed(_ value: Value, file: StaticString = #fileID, line: UInt = #line) -> Bool {
         complete(with: .success(value), file: file, line: line)
@@ -42,6 +45,7 @@ public struct Promise<Value: Sendable>: Sendable {
     ///   - file: The caller's file, for the debug report of a second completion.
     ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete.
+    @inlinable
     @discardableResult
     public func fail(_ error: any Error, file: StaticString = #fileID, line: UInt = #line) -> Bool {
         complete(with: .failure(error), file: file, line: line)
@@ -57,6 +61,7 @@ public struct Promise<Value: Sendable>: Sendable {
     ///   - line: The caller's line, for the same report.
     /// - Returns: `true` if this call completed the future; `false` if it was already complete (a cancelled
     ///   future is expected to be completed again by the work it cancelled: that is not reported).
+    @inlinable
     @discardableResult
     public func complete(
         with result: Result<Value, any Error>,
@@ -77,6 +82,7 @@ public struct Promise<Value: Sendable>: Sendable {
     ///
     /// - Parameter result: The value or error.
     /// - Returns: `true` if this call completed the future.
+    @inlinable
     @discardableResult
     public func completeIfPending(with result: Result<Value, any Error>) -> Bool {
         let (completed, work) = future.complete(result, reportingDoubleCompletionAt: nil)
@@ -112,7 +118,14 @@ public struct Promise<Value: Sendable>: Sendable {
 }
 
 /// Where in the caller's code something happened, for diagnostics.
+@usableFromInline
 struct SourceLocation: Sendable {
-    let file: StaticString
-    let line: UInt
+    @usableFromInline let file: StaticString
+    @usableFromInline let line: UInt
+
+    @inlinable
+    init(file: StaticString, line: UInt) {
+        self.file = file
+        self.line = line
+    }
 }

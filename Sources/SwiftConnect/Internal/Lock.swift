@@ -24,6 +24,7 @@ package struct Lock {
 
     @usableFromInline let primitive: UnsafeMutablePointer<Primitive>
 
+    @inlinable
     package init() {
         primitive = .allocate(capacity: 1)
         #if canImport(Darwin)
