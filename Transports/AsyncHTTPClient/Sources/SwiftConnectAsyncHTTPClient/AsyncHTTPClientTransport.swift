@@ -5,7 +5,7 @@ import NIOCore
 import NIOHTTP1
 import NIOPosix
 import NIOSSL
-import SwiftConnect
+@_spi(Engine) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -23,8 +23,8 @@ import SwiftConnect
 ///
 /// It is a drop-in for ``SwiftConnect/URLSessionTransport``: the client's behaviour (retries, token refresh,
 /// queue, cache, transfers, progress, size limits) is the same, and so are the policies the core owns. The
-/// transport is an ``SwiftConnect/HTTPEngine``: it sends one hop at a time, and the core's exchange applies the rules
-/// around it, as for any engine:
+/// transport is an engine of the core's exchange (`HTTPEngine`, SPI): it sends one hop at a time, and the core's
+/// exchange applies the rules around it, as for any engine:
 ///
 /// - **Redirects** follow SwiftConnect's rules, applied by the core, so the transport turns AsyncHTTPClient's
 ///   own redirect handling off: credentials never follow a redirect to another origin,
@@ -71,7 +71,7 @@ import SwiftConnect
 /// itself, in the background (it never crashes, as an `HTTPClient` released without shutting down does in debug
 /// builds); an explicit shutdown is still the way to know when the connections are closed. A transport made with
 /// ``init(client:)`` leaves the client to its owner.
-public final class AsyncHTTPClientTransport: HTTPEngine {
+public final class AsyncHTTPClientTransport: Transport {
     /// The client that runs the requests.
     public let client: HTTPClient
     /// Whether this transport made `client`, and so shuts it down.
@@ -81,7 +81,7 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
     /// The content codings the client decodes: gzip and deflate when this transport's configuration turns
     /// decompression on, none when it is off. Over an app's client (``init(client:pins:tlsConfiguration:)``), whose
     /// configuration AsyncHTTPClient does not show, gzip and deflate: the most it can decode.
-    public let decodedContentCodings: Set<String>
+    @_spi(Engine) public let decodedContentCodings: Set<String>
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
@@ -182,10 +182,17 @@ public final class AsyncHTTPClientTransport: HTTPEngine {
             return !done
         }
     }
+}
 
-    /// Sends one hop with the client: the core's exchange (``SwiftConnect/HTTPEngine``) calls it for each hop and
-    /// applies every rule around it. A pinned host's hop goes through its relay; the hop's deadline becomes
-    /// AsyncHTTPClient's deadline for the whole hop, body included.
+// MARK: - The engine seam
+
+/// The transport as an engine of the core's exchange: a `Transport` for every app, an `HTTPEngine` for a module
+/// that imports the engine seam (`@_spi(Engine) import SwiftConnect`).
+@_spi(Engine)
+extension AsyncHTTPClientTransport: HTTPEngine {
+    /// Sends one hop with the client: the core's exchange calls it for each hop and applies every rule around it. A
+    /// pinned host's hop goes through its relay; the hop's deadline becomes AsyncHTTPClient's deadline for the whole
+    /// hop, body included.
     ///
     /// - Parameter hop: The head and body to send.
     /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read: every

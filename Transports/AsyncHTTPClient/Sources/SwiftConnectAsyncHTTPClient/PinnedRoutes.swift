@@ -5,7 +5,7 @@ import NIOCore
 import NIOPosix
 import NIOSSL
 import NIOTLS
-import SwiftConnect
+@_spi(Engine) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -4,7 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
-import SwiftConnect
+@_spi(Engine) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

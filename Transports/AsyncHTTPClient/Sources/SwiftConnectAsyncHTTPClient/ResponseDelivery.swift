@@ -231,6 +231,7 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 }
 
+@_spi(Engine)
 extension AsyncHTTPClientTransport {
     /// The body of a response, read as the core's exchange asks for it: every part that arrived before a failure, then
     /// the failure. A body dropped before its end cancels its request, which closes the connection.
