@@ -417,7 +417,7 @@ public enum TransportConformance {
     }
 
     /// A body in a coding the engine does not decode is a transport failure (``SwiftConnect/ConnectError/Kind/badResponse``
-    /// for an ``SwiftConnect/HTTPEngine``, with the coding named), never a success of bytes nobody can read (a server
+    /// for an engine of the core's exchange, with the coding named), never a success of bytes nobody can read (a server
     /// may send `br` whatever was asked).
     static let undecodedCodingIsRefused = Check(name: "undecoded content coding is refused") { context in
         try context.withServer { server in

@@ -4,16 +4,18 @@ import Foundation
     import FoundationNetworking
 #endif
 
-/// What a request says before its body: method, target and header fields, in the core's own HTTP model.
+/// What a request says before its body: method, target and header fields, in the core's own HTTP model, as an
+/// engine sends it (``EngineRequest/head``). Part of the engine seam: `@_spi(Engine) import SwiftConnect`.
 ///
 /// The shape is swift-http-types' `HTTPRequest` (method, scheme, authority, path with its query, fields), so an engine
-/// or an integration copies one into the other field by field, without parsing a URL again:
+/// copies one into the other field by field, without parsing a URL again:
 ///
 /// ```swift
 /// let head = RequestHead(method: .get, scheme: "https", authority: "api.example.com", path: "/todos/1?full=1",
 ///                            headerFields: [.accept: "application/json"])
 /// head.url  // https://api.example.com/todos/1?full=1
 /// ```
+@_spi(Engine)
 public struct RequestHead: Sendable, Hashable {
     /// The method.
     public var method: HTTPMethod
@@ -91,6 +93,7 @@ public struct ResponseHead: Sendable, Hashable {
 
 // MARK: - Foundation, at the edge
 
+@_spi(Engine)
 extension RequestHead {
     /// The head of `request`: its method (GET when it has none), URL and header fields; `nil` when its URL has no
     /// scheme or host.

@@ -5,7 +5,7 @@ import Foundation
 /// the async sequence the body was made from (``ConnectRequest/OneShotStream``), the next chunk only when the engine
 /// asks for it, so a body larger than memory streams with the connection's pace.
 ///
-/// The core hands it to an engine in ``EngineRequest/Body/stream(_:length:)``. It can be read once: a second
+/// The core hands it to an engine as the body of a hop (`EngineRequest.Body.stream`). It can be read once: a second
 /// iteration reads what the first left, which is nothing once it ended. Errors are the core's: a stream that fails
 /// (`read` returns -1, the sequence throws) ends the body with ``ConnectError/Kind/invalidRequest``
 /// (``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``), the source's error kept as its underlying error,

@@ -150,7 +150,7 @@ public struct CertificatePins: Sendable, Equatable {
     }
 
     /// Why a hop to `url` must not be sent, or `nil`: the same rule as for a `URLRequest`, for an engine of the core's
-    /// exchange (``HTTPEngine``), which works with the hop's URL.
+    /// exchange (`HTTPEngine`) or a transport that works with the core's ``ConnectRequest``, which have a URL.
     ///
     /// - Parameters:
     ///   - url: The URL of the hop about to be sent.

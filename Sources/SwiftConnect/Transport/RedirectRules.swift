@@ -200,7 +200,7 @@ enum RedirectRules {
 }
 
 /// SwiftConnect's redirect rules as the core's exchange asks them for each 3xx (`EngineExchange`, for every
-/// ``HTTPEngine``), over the core's own model: the next hop, after at most ``maxHops``. ``URLSessionTransport``'s
+/// `HTTPEngine`), over the core's own model: the next hop, after at most ``maxHops``. ``URLSessionTransport``'s
 /// plain path asks too, to know whether to hand a 3xx over to the core.
 ///
 /// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;

@@ -46,8 +46,8 @@ public protocol Transport: Sendable {
     /// Sends the client's request, in the core's own model, as `transfer` asks: what the client calls.
     ///
     /// The default implementation makes Foundation's `URLRequest` of it (``ConnectRequest/urlRequest``) and calls
-    /// ``send(_:)`` or `send(_:transfer:)`: a transport that works with `URLRequest` needs nothing more. An
-    /// ``HTTPEngine`` takes the request as it is, and no `URLRequest` is made on its path.
+    /// ``send(_:)`` or `send(_:transfer:)`: a transport that works with `URLRequest` needs nothing more. An engine
+    /// of the core's exchange (`HTTPEngine`) takes the request as it is, and no `URLRequest` is made on its path.
     ///
     /// - Parameters:
     ///   - request: The fully built request, after every middleware.

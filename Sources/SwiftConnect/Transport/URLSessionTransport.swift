@@ -26,7 +26,7 @@ import Foundation
 ///
 /// A transport made from a configuration owns its session and is its delegate. A request with a body, or with
 /// transfer options (a body from a file, a download, a size limit, progress, a stream), runs through the core's
-/// exchange, one URLSession task per hop: the same rules as every ``HTTPEngine``, written once (redirects, the
+/// exchange, one URLSession task per hop: the same rules as every `HTTPEngine`, written once (redirects, the
 /// deadline, limits, downloads, progress, stream buffering). A plain request without a body, most GETs, takes
 /// URLSession's completion-handler path, the fastest on every platform; a redirect it gets is handed to the core's
 /// exchange. The session follows no redirect itself, so one rule applies to all: it keeps credentials home: `Authorization`,
@@ -175,7 +175,7 @@ public final class URLSessionTransport: Transport {
     /// hops to the delegate queue (response, each piece of data, completion; BENCHMARKS.md has the cost); a
     /// redirect it gets is handed to the core's exchange. Every other request (a body, a download, a size limit,
     /// progress, a stream) runs through the core's exchange, one URLSession task per hop, under the same rules as
-    /// every ``HTTPEngine``, no `URLRequest` made here. A plain request sent from a callback of another request (the
+    /// every `HTTPEngine`, no `URLRequest` made here. A plain request sent from a callback of another request (the
     /// next step of a `flatMap` chain) is handed to URLSession from the transport's own queue when other requests
     /// are in flight: creating a task waits for
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's

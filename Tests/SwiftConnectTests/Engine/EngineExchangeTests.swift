@@ -1,5 +1,5 @@
 import Foundation
-import SwiftConnect
+@_spi(Engine) import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 

@@ -2,7 +2,7 @@ import Foundation
 import SwiftConnectTesting
 import XCTest
 
-@testable import SwiftConnect
+@_spi(Engine) @testable import SwiftConnect
 
 /// Over an `HTTPEngine`, the client's `ConnectRequest` goes to the engine as it is: no `URLRequest` is made on a
 /// success's path, and the fields a middleware set reach the engine in order, repeated names kept.

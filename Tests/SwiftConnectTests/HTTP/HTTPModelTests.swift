@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-@testable import SwiftConnect
+@_spi(Engine) @testable import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

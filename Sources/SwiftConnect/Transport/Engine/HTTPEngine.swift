@@ -29,6 +29,11 @@ import Foundation
 ///   names it, or its own error for ``failure(_:)`` to classify);
 /// - delivers the body as it arrives, reading no further than its reader asks (that is the back-pressure);
 /// - stops when its task is cancelled: the core cancels it for a deadline, a size limit, a reader that left.
+///
+/// The engine seam (this protocol, ``EngineRequest``, ``EngineResponse`` and ``RequestHead``) is SPI: an app sends
+/// with a ``Transport`` and never meets it. A module that writes an engine imports it with
+/// `@_spi(Engine) import SwiftConnect`.
+@_spi(Engine)
 public protocol HTTPEngine: Transport {
     /// The body of a response, read chunk by chunk.
     associatedtype ResponseBody: AsyncSequence & Sendable where ResponseBody.Element == Data
@@ -51,6 +56,7 @@ public protocol HTTPEngine: Transport {
     func failure(_ error: any Error) -> ConnectError?
 }
 
+@_spi(Engine)
 extension HTTPEngine {
     /// Decodes no content coding: a body in any coding is refused.
     public var decodedContentCodings: Set<String> { [] }
@@ -80,6 +86,7 @@ extension HTTPEngine {
 }
 
 /// One hop as an engine sends it: the head, the body, and when it must be done.
+@_spi(Engine)
 public struct EngineRequest: Sendable {
     /// What an engine sends as the body.
     public enum Body: Sendable {
@@ -134,6 +141,7 @@ public struct EngineRequest: Sendable {
 }
 
 /// What an engine answers for one hop: the response head and the body still to read.
+@_spi(Engine)
 public struct EngineResponse<Body: AsyncSequence & Sendable>: Sendable where Body.Element == Data {
     /// The status and header fields.
     public var head: ResponseHead
