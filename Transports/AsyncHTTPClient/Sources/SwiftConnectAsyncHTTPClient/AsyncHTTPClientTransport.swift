@@ -48,6 +48,11 @@ import NIOSSL
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
 ///
+/// A transport's requests keep to one of the client's event loops, where their pooled connections live, until 16 are
+/// in flight on it; past that, new requests go to the least busy loop. So a request's response never hops between the
+/// loops' threads when a connection on its own loop is idle, and a busy server's requests still spread over every
+/// loop.
+///
 /// ## Many open streams
 ///
 /// Each open stream (server-sent events, a long download) holds one connection, and AsyncHTTPClient opens at most 8
