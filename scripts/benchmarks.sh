@@ -476,7 +476,10 @@ for case, names in sorted(cases.get("Streaming", {}).items()):
         r = ratio(wall_ns(plain), wall_ns(parsed))
         streaming_rows.append(
             (case, parsed.split("/")[2], wall_ns(parsed), cpu_ns(parsed), wall_ns(plain), cpu_ns(plain), r))
-        target(f"streaming, {case}: {parsed.split('/')[2]} ≥ 0.8× a plain read of the same stream", fmt_ratio(r),
+        # JSON Lines: the plain read also decodes each line by hand (issue 37, item 4).
+        baseline = ("reading the same bytes and decoding each line with JSONDecoder by hand"
+                    if case.startswith("JSON lines") else "a plain read of the same stream")
+        target(f"streaming, {case}: {parsed.split('/')[2]} ≥ 0.8× {baseline}", fmt_ratio(r),
                None if r is None else r >= 0.8,
                f"{fmt_time(wall_ns(parsed))} vs {fmt_time(wall_ns(plain))} per 16 MiB stream; CPU "
                f"{fmt_time(cpu_ns(parsed))} vs {fmt_time(cpu_ns(plain))}")

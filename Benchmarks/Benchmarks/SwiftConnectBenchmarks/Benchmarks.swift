@@ -18,6 +18,7 @@ let benchmarks: @Sendable () -> Void = {
     registerTransferBenchmarks()
     registerEngineBenchmarks()
     registerStreamingBenchmarks()
+    registerJSONLinesBenchmarks()
     registerOpenAPIBenchmarks()
     registerObservabilityBenchmarks()
     registerScaleBenchmarks()

@@ -14,7 +14,8 @@ import SwiftConnectTesting
 ///
 /// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB;
 /// `POST /upload` reads the request body to the end and answers `{"bytes":N}`; `GET /stream/events` and
-/// `GET /stream/lines` stream 16 MiB of ~80-byte server-sent events or lines, chunked (with `/paced` at the end,
+/// `GET /stream/lines` (and `/stream/json-lines`, ~80-byte JSON objects) stream 16 MiB of ~80-byte server-sent events or
+/// lines, chunked (with `/paced` at the end,
 /// at 1 Gbit/s); `GET /stream/held` sends three events and holds the stream open until `POST /stream/release`.
 enum LoopbackServer {
     static let roleVariable = "SWIFTCONNECT_BENCHMARK_ROLE"
@@ -36,6 +37,7 @@ enum LoopbackServer {
             ("/stream/events", StreamingPayload.small.body, "text/event-stream"),
             ("/stream/large-events", StreamingPayload.large.body, "text/event-stream"),
             ("/stream/lines", StreamingPayload.lines.body, "text/plain"),
+            ("/stream/json-lines", StreamingPayload.jsonLines.body, "application/jsonl"),
         ]
         for (path, body, type) in streams {
             server.route("GET", path) { _ in
