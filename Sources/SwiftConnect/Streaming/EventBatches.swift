@@ -8,7 +8,8 @@ import Foundation
 /// ``ResponseEvents`` hands out one ``ServerSentEvent`` per event, its data a `String`, and takes an asynchronous
 /// step per event: a fast stream of small events (a language model's tokens over a fast network) is then parsed
 /// several times slower than it is read. `batches` hands out, for each chunk, a ``ServerSentEventBatch`` of the
-/// events that chunk completed; the data of all of them shares one buffer:
+/// events that chunk completed; an event of one `data` line that lies whole in the chunk is a view over the chunk's
+/// bytes, and the data of the others (split between chunks, of several lines) shares one buffer a batch:
 ///
 /// ```swift
 /// for try await batch in stream.events.batches {
@@ -110,7 +111,9 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
     }
 }
 
-/// The event parser as a batched view uses it: the data of the events a chunk completes copied into one buffer.
+/// The event parser as a batched view uses it: an event found whole in the chunk (one `data` line and its blank
+/// line, the common case) points into the chunk; the data of the others (split between chunks, several `data`
+/// lines…) is copied into one buffer a batch.
 struct EventBatching: ChunkBatching {
     private(set) var parser: ServerSentEventParser
 
@@ -119,24 +122,37 @@ struct EventBatching: ChunkBatching {
             _ = parser.finish()
             return (nil, nil)
         }
-        var bytes: [UInt8] = []
+        var gathered: [UInt8] = []
         var entries: [ServerSentEventBatch.Entry] = []
         var failure: (any Error)?
         do {
             try parser.append(chunk) { (parts: ServerSentEventParser.EventParts) in
-                if bytes.isEmpty { bytes.reserveCapacity(chunk.count) }
-                let start = bytes.count
-                bytes.append(contentsOf: parts.data)
+                if entries.isEmpty {
+                    // One allocation for most chunks: as many events as fit if all were the size of the first.
+                    entries.reserveCapacity(min(chunk.count / (parts.data.count + 7) + 4, 1024))
+                }
+                let range: Range<Int>
+                if let chunkRange = parts.chunkRange {
+                    range = chunkRange
+                } else {
+                    if gathered.isEmpty { gathered.reserveCapacity(chunk.count) }
+                    let start = gathered.count
+                    gathered.append(contentsOf: parts.data)
+                    range = start..<gathered.count
+                }
                 entries.append(
                     ServerSentEventBatch.Entry(
-                        data: start..<bytes.count, type: parts.type, id: parts.id, retry: parts.retry,
-                        reconnectionTime: parts.reconnectionTime))
+                        data: range, isInChunk: parts.chunkRange != nil, type: parts.type, id: parts.id,
+                        retry: parts.retry, reconnectionTime: parts.reconnectionTime))
             }
         } catch {
             failure = error
         }
         guard !entries.isEmpty else { return (nil, failure) }
-        return (ServerSentEventBatch(data: LineStorage(Data(bytes)), entries: entries), failure)
+        let batch = ServerSentEventBatch(
+            chunk: LineStorage(chunk), gathered: gathered.isEmpty ? nil : LineStorage(Data(gathered)),
+            entries: entries)
+        return (batch, failure)
     }
 }
 
@@ -151,25 +167,30 @@ extension ResponseEvents {
     }
 }
 
-/// The events one chunk of a stream completed, in order (``ServerSentEventBatch/Event``): their data shares one
-/// buffer a batch, none copied again.
+/// The events one chunk of a stream completed, in order (``ServerSentEventBatch/Event``): their data views over
+/// the chunk's bytes where an event lay whole in it, else over one buffer a batch; none copied again.
 public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
-    /// One event's fields, its data a range of the batch's buffer.
+    /// One event's fields, its data a range of the chunk or of the gathered buffer.
     @usableFromInline struct Entry: Sendable {
         @usableFromInline let data: Range<Int>
+        /// Whether `data` is a range of the chunk (else of the gathered buffer).
+        @usableFromInline let isInChunk: Bool
         @usableFromInline let type: String
         @usableFromInline let id: String?
         @usableFromInline let retry: Int?
         let reconnectionTime: Int?
     }
 
-    /// The data of every event, one after the other.
-    @usableFromInline let data: LineStorage
+    /// The chunk, which the data of the events found whole in it are views over.
+    @usableFromInline let chunk: LineStorage
+    /// The data of the other events, one after the other; `nil` when there are none.
+    @usableFromInline let gathered: LineStorage?
     /// The events.
     @usableFromInline let entries: [Entry]
 
-    init(data: LineStorage, entries: [Entry]) {
-        self.data = data
+    init(chunk: LineStorage, gathered: LineStorage?, entries: [Entry]) {
+        self.chunk = chunk
+        self.gathered = gathered
         self.entries = entries
     }
 
@@ -205,7 +226,8 @@ public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
     /// The event at `position`.
     @inlinable public subscript(position: Int) -> Event {
         let entry = entries[position]
+        let storage = entry.isInChunk ? chunk : gathered ?? chunk
         return Event(
-            event: entry.type, data: BytesView(storage: data, range: entry.data), id: entry.id, retry: entry.retry)
+            event: entry.type, data: BytesView(storage: storage, range: entry.data), id: entry.id, retry: entry.retry)
     }
 }

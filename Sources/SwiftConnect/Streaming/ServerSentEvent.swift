@@ -186,6 +186,10 @@ struct ServerSentEventParser {
         var retry: Int?
         /// The reconnection time in effect at its dispatch.
         var reconnectionTime: Int?
+        /// Where `data` lies in the chunk, as offsets from its start, when the event's block lay whole in that chunk
+        /// as one `data` line (see ``wholeEvent(in:from:to:nextLineFeed:)``): a batch then points into the chunk
+        /// rather than copying the data. `nil` when the data was gathered in the parser's buffer.
+        var chunkRange: Range<Int>? = nil
     }
 
     /// Calls `body` with each event `chunk` completes, its data as bytes.
@@ -207,11 +211,11 @@ struct ServerSentEventParser {
                     // Not a mark: the bytes held back come first.
                     let heldBack = head.count - taken
                     try head.withUnsafeBufferPointer {
-                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), body)
+                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), chunkStart: nil, body)
                     }
                 }
             }
-            try parse(bytes, body)
+            try parse(bytes, chunkStart: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), body)
         }
     }
 
@@ -235,8 +239,12 @@ struct ServerSentEventParser {
     // MARK: - Lines
 
     /// Splits `bytes` into lines at CR, LF and CRLF, and interprets each complete line.
+    ///
+    /// `chunkStart` is where the chunk `bytes` lie in begins (`nil` when `bytes` are the parser's own, the bytes a
+    /// possible byte order mark held back): an event found whole in `bytes` reports its data's place in the chunk.
     private mutating func parse(
         _ bytes: UnsafeBufferPointer<UInt8>,
+        chunkStart: UnsafePointer<UInt8>?,
         _ body: (EventParts) throws -> Void
     ) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
@@ -253,6 +261,22 @@ struct ServerSentEventParser {
             if nextLineFeed < start {
                 nextLineFeed = ServerSentEventParser.find(ServerSentEventParser.lineFeed, in: base, start, count)
             }
+            // Between events, with nothing gathered: an event of one `data` line and its blank line, whole in
+            // these bytes, is dispatched at once, its data pointing into them.
+            if pending.isEmpty, data.isEmpty, eventType.isEmpty, retry == nil,
+                let event = wholeEvent(in: base, from: start, to: count, nextLineFeed: nextLineFeed)
+            {
+                lastEventID = eventID ?? ""
+                let offset = chunkStart.map { UnsafeRawPointer($0).distance(to: UnsafeRawPointer(base)) }
+                try body(
+                    EventParts(
+                        data: UnsafeBufferPointer(start: base + event.data.lowerBound, count: event.data.count),
+                        type: "message", id: eventID, retry: nil, reconnectionTime: reconnectionTime,
+                        chunkRange: offset.map { event.data.lowerBound + $0..<event.data.upperBound + $0 }))
+                start = event.end
+                if event.endsWithCarriageReturn, start == count { skipsLineFeed = true }
+                continue
+            }
             let end = ServerSentEventParser.find(ServerSentEventParser.carriageReturn, in: base, start, nextLineFeed)
             guard end < count else { break }
             try completeLine(with: UnsafeBufferPointer(rebasing: bytes[start..<end]), body)
@@ -268,6 +292,48 @@ struct ServerSentEventParser {
         guard start < count else { return }
         guard pending.count + (count - start) <= maximumLineLength else { throw lineTooLong() }
         pending.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[start...]))
+    }
+
+    /// An event that `base[start..<count]` begins with whole, as the general path would dispatch it: one `data` line
+    /// (no other field, no comment), within the line and data limits, ended by CR, LF or CRLF, then a blank line.
+    /// `nil` for anything else, which the general path then reads line by line.
+    ///
+    /// - Parameters:
+    ///   - nextLineFeed: The first LF at `start` or after (`count` for none).
+    /// - Returns: The data's bounds; where the next line starts (after the blank line's end, and after an LF
+    ///   following a CR there when it is in `base`); whether the blank line ended with a CR at `count - 1`, which
+    ///   an LF starting the next chunk would complete.
+    private func wholeEvent(
+        in base: UnsafePointer<UInt8>, from start: Int, to count: Int, nextLineFeed: Int
+    ) -> (data: Range<Int>, end: Int, endsWithCarriageReturn: Bool)? {
+        // "data:", a byte after it (a space or the value's first), a line end and a blank line: 7 bytes at least.
+        guard count - start >= 7, base[start] == 0x64, base[start + 1] == 0x61, base[start + 2] == 0x74,
+            base[start + 3] == 0x61, base[start + 4] == ServerSentEventParser.colon
+        else { return nil }
+        var valueStart = start + 5
+        if base[valueStart] == ServerSentEventParser.space { valueStart += 1 }
+        // The line ends at its first CR or LF; none before `count` and the event is not whole here.
+        let lineEnd = ServerSentEventParser.find(
+            ServerSentEventParser.carriageReturn, in: base, valueStart, nextLineFeed)
+        guard lineEnd < count - 1, lineEnd - start <= maximumLineLength,
+            lineEnd - valueStart < maximumDataLength
+        else { return nil }
+        var blank = lineEnd + 1
+        if base[lineEnd] == ServerSentEventParser.carriageReturn, base[blank] == ServerSentEventParser.lineFeed {
+            blank += 1
+            guard blank < count else { return nil }
+        }
+        var end = blank + 1
+        switch base[blank] {
+        case ServerSentEventParser.lineFeed:
+            return (valueStart..<lineEnd, end, false)
+        case ServerSentEventParser.carriageReturn:
+            guard end < count else { return (valueStart..<lineEnd, end, true) }
+            if base[end] == ServerSentEventParser.lineFeed { end += 1 }
+            return (valueStart..<lineEnd, end, false)
+        default:
+            return nil
+        }
     }
 
     /// The index of the first `byte` in `base[start..<end]`, or `end`.

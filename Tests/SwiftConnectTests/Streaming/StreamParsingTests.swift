@@ -1281,6 +1281,126 @@ final class EventBatchTests: XCTestCase {
         XCTAssertEqual(iterator.reconnectionTime, 250)
     }
 
+    // MARK: The fast path: events found whole in a chunk point into it
+
+    /// The events, last event ID and reconnection time `.events` (the `String` API) gives for `chunks`.
+    private func stringEvents(
+        _ chunks: [Data], maximumLineLength: Int = 1 << 20, maximumDataLength: Int = 16 << 20
+    ) async -> (events: [ServerSentEvent], lastEventID: String, reconnectionTime: Int?, failed: Bool) {
+        let view = ResponseEvents(
+            ChunkSequence(chunks), maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+        var iterator = view.makeAsyncIterator()
+        var events: [ServerSentEvent] = []
+        do {
+            while let event = try await iterator.next() { events.append(event) }
+        } catch {
+            return (events, iterator.lastEventID, iterator.reconnectionTime, true)
+        }
+        return (events, iterator.lastEventID, iterator.reconnectionTime, false)
+    }
+
+    /// The same from `.events.batches`.
+    private func batchedEvents(
+        _ chunks: [Data], maximumLineLength: Int = 1 << 20, maximumDataLength: Int = 16 << 20
+    ) async -> (events: [ServerSentEvent], lastEventID: String, reconnectionTime: Int?, failed: Bool) {
+        let view = ResponseEventBatches(
+            ChunkSequence(chunks), maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+        var iterator = view.makeAsyncIterator()
+        var events: [ServerSentEvent] = []
+        do {
+            while let batch = try await iterator.next() { events += batch.map(\.serverSentEvent) }
+        } catch {
+            return (events, iterator.lastEventID, iterator.reconnectionTime, true)
+        }
+        return (events, iterator.lastEventID, iterator.reconnectionTime, false)
+    }
+
+    /// Asserts that `.events.batches` gives what `.events` gives for `text` cut at every offset and at every pair
+    /// of offsets, and what `.events` gives for it a byte at a time (too short a chunk for any event to lie whole
+    /// in it: the general path alone).
+    private func assertBatchesMatchTheStringAPI(
+        _ text: String, maximumLineLength: Int = 1 << 20, maximumDataLength: Int = 16 << 20,
+        file: StaticString = #filePath, line: UInt = #line
+    ) async {
+        let data = bytes(text)
+        let reference = await stringEvents(
+            singleBytes(of: data), maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+        var cuts: [[Int]] = [[]]
+        for first in 0...data.count {
+            cuts.append([first])
+            for second in first...data.count { cuts.append([first, second]) }
+        }
+        for offsets in cuts {
+            let pieces = chunks(of: data, at: offsets)
+            let strings = await stringEvents(
+                pieces, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+            let batched = await batchedEvents(
+                pieces, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+            for (name, result) in [(".events", strings), (".events.batches", batched)] {
+                XCTAssertEqual(result.events, reference.events, "\(name), cut at \(offsets)", file: file, line: line)
+                XCTAssertEqual(result.failed, reference.failed, "\(name), cut at \(offsets)", file: file, line: line)
+                guard !reference.failed else { continue }
+                XCTAssertEqual(
+                    result.lastEventID, reference.lastEventID, "\(name), cut at \(offsets)", file: file, line: line)
+                XCTAssertEqual(
+                    result.reconnectionTime, reference.reconnectionTime, "\(name), cut at \(offsets)", file: file,
+                    line: line)
+            }
+        }
+    }
+
+    func testOneLineEventsWhoseBlankLineStartsTheNextChunk() async {
+        await assertBatchesMatchTheStringAPI("data: a\n\ndata:b\n\ndata: \n\n")
+    }
+
+    func testOneLineEventsEndedByCRLFOrLoneCRSplitAnywhere() async {
+        await assertBatchesMatchTheStringAPI("data: a\r\n\r\ndata: b\r\rdata: c\n\r\ndata: d\r\n\n")
+    }
+
+    func testWholeEventsAmongMultiLineCommentedAndFieldedOnes() async {
+        await assertBatchesMatchTheStringAPI(
+            "data: one\n\n: note\ndata: two\n\nevent: e\ndata: 3\n\ndata: x\ndata: y\n\nid: 7\ndata: 4\n\n"
+                + "retry: 5\ndata: 5\n\ndata: 6\n\ndata\n\ndata:\n\ndata:  sp\n\nid: a\u{0}b\nretry: 1x\ndata: 7\n\n")
+    }
+
+    func testAByteOrderMarkBeforeAWholeEvent() async {
+        await assertBatchesMatchTheStringAPI("\u{FEFF}data: bom\n\ndata: z\r\n\n")
+        await assertBatchesMatchTheStringAPI("\u{FEFF}\u{FEFF}data: z\n\ndata: z\n\n")
+    }
+
+    func testWholeEventsAtTheLineAndDataLimits() async {
+        // "data: 12345" is 11 bytes; its data needs 6 (an LF counted after each data line).
+        for limit in 10...11 {
+            await assertBatchesMatchTheStringAPI("data: 1\n\ndata: 12345\n\ndata: 2\n\n", maximumLineLength: limit)
+        }
+        for limit in 5...6 {
+            await assertBatchesMatchTheStringAPI("data: 1\n\ndata: 12345\n\ndata: 2\n\n", maximumDataLength: limit)
+        }
+    }
+
+    func testAWholeEventPointsIntoTheChunkAndOthersIntoTheGatheredBuffer() async throws {
+        // "data: a" ends the first chunk: it is gathered; "b" and "d" lie whole in the second; "c" has two lines.
+        let base = ChunkSequence([bytes("data: a"), bytes("\n\ndata: b\n\ndata: c\ndata: c\n\ndata: d\r\n\r\n")])
+        var iterator = ResponseEventBatches(base).makeAsyncIterator()
+        let next = try await iterator.next()
+        let batch = try XCTUnwrap(next)
+
+        XCTAssertEqual(batch.map(\.data.string), ["a", "b", "c\nc", "d"])
+        XCTAssertEqual(batch.entries.map(\.isInChunk), [false, true, false, true])
+        XCTAssertEqual(batch.map { $0.data.storage === batch.chunk }, [false, true, false, true])
+        XCTAssertEqual(batch.gathered?.data, bytes("ac\nc"))
+    }
+
+    func testABatchOfWholeEventsGathersNothing() async throws {
+        let chunk = bytes("xxdata: a\n\ndata: b\n\n").dropFirst(2)
+        var iterator = ResponseEventBatches(ChunkSequence([chunk])).makeAsyncIterator()
+        let next = try await iterator.next()
+        let batch = try XCTUnwrap(next)
+
+        XCTAssertEqual(batch.map(\.data.string), ["a", "b"])
+        XCTAssertNil(batch.gathered)
+    }
+
     func testTheEventsViewHasBatchesThatKeepItsSettings() async throws {
         requireSendable(ResponseEvents(stream([])).batches)
         var events: [ServerSentEvent] = []
