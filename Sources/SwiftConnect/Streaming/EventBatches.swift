@@ -102,9 +102,10 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
             if batches.isFinished {
                 lastEventID = batches.batching.parser.lastEventID
                 reconnectionTime = batches.batching.parser.reconnectionTime
-            } else if let last = batch?.entries.last {
-                lastEventID = last.id ?? ""
-                reconnectionTime = last.reconnectionTime
+            } else if let batch, let last = batch.entries.last {
+                let fields = batch.fields[last.fields]
+                lastEventID = fields.id ?? ""
+                reconnectionTime = fields.reconnectionTime
             }
             return batch
         }
@@ -124,35 +125,60 @@ struct EventBatching: ChunkBatching {
         }
         var gathered: [UInt8] = []
         var entries: [ServerSentEventBatch.Entry] = []
+        var fields: [ServerSentEventBatch.Fields] = []
         var failure: (any Error)?
         do {
-            try parser.append(chunk) { (parts: ServerSentEventParser.EventParts) in
-                if entries.isEmpty {
-                    // One allocation for most chunks: as many events as fit if all were the size of the first.
-                    entries.reserveCapacity(min(chunk.count / (parts.data.count + 7) + 4, 1024))
-                }
-                let range: Range<Int>
-                if let chunkRange = parts.chunkRange {
-                    range = chunkRange
-                } else {
+            try parser.append(
+                chunk,
+                eachEventParts: { (parts: ServerSentEventParser.EventParts) in
+                    if entries.isEmpty { entries.reserveCapacity(Self.capacity(chunk: chunk, firstData: parts.data)) }
                     if gathered.isEmpty { gathered.reserveCapacity(chunk.count) }
                     let start = gathered.count
                     gathered.append(contentsOf: parts.data)
-                    range = start..<gathered.count
-                }
-                entries.append(
-                    ServerSentEventBatch.Entry(
-                        data: range, isInChunk: parts.chunkRange != nil, type: parts.type, id: parts.id,
-                        retry: parts.retry, reconnectionTime: parts.reconnectionTime))
-            }
+                    fields.append(
+                        ServerSentEventBatch.Fields(
+                            type: parts.type, id: parts.id, retry: parts.retry,
+                            reconnectionTime: parts.reconnectionTime))
+                    entries.append(
+                        ServerSentEventBatch.Entry(
+                            data: start..<gathered.count, isInChunk: false, fields: fields.count - 1))
+                },
+                eachWholeEvent: { (event: ServerSentEventParser.WholeEvent) in
+                    if entries.isEmpty { entries.reserveCapacity(Self.capacity(chunk: chunk, firstData: event.data)) }
+                    if let changed = event.fields {
+                        fields.append(
+                            ServerSentEventBatch.Fields(
+                                type: "message", id: changed.id, retry: nil, reconnectionTime: changed.reconnectionTime)
+                        )
+                    }
+                    let range: Range<Int>
+                    if let chunkRange = event.chunkRange {
+                        range = chunkRange
+                    } else {
+                        if gathered.isEmpty { gathered.reserveCapacity(chunk.count) }
+                        let start = gathered.count
+                        gathered.append(contentsOf: event.data)
+                        range = start..<gathered.count
+                    }
+                    entries.append(
+                        ServerSentEventBatch.Entry(
+                            data: range, isInChunk: event.chunkRange != nil, fields: fields.count - 1))
+                })
         } catch {
             failure = error
         }
         guard !entries.isEmpty else { return (nil, failure) }
         let batch = ServerSentEventBatch(
-            chunk: LineStorage(chunk), gathered: gathered.isEmpty ? nil : LineStorage(Data(gathered)),
-            entries: entries)
+            chunk: LineStorage(chunk), gathered: gathered.isEmpty ? LineStorage.empty : LineStorage(Data(gathered)),
+            entries: entries, fields: fields)
         return (batch, failure)
+    }
+
+    /// Room for the events of a chunk: as many as fit if all were the size of the first (one allocation for most
+    /// chunks), at most 1,024 at first.
+    private static func capacity(chunk: Data, firstData: UnsafeBufferPointer<UInt8>) -> Int {
+        // "data:", the data and two line ends: at least 7 bytes more than the data.
+        min(chunk.count / (firstData.count + 7) + 4, 1024)
     }
 }
 
@@ -170,11 +196,17 @@ extension ResponseEvents {
 /// The events one chunk of a stream completed, in order (``ServerSentEventBatch/Event``): their data views over
 /// the chunk's bytes where an event lay whole in it, else over one buffer a batch; none copied again.
 public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
-    /// One event's fields, its data a range of the chunk or of the gathered buffer.
+    /// One event: its data, a range of the chunk or of the gathered buffer, and its fields.
     @usableFromInline struct Entry: Sendable {
         @usableFromInline let data: Range<Int>
         /// Whether `data` is a range of the chunk (else of the gathered buffer).
         @usableFromInline let isInChunk: Bool
+        /// The position of its fields in `fields`, which the events after it share while they do not change.
+        @usableFromInline let fields: Int
+    }
+
+    /// The fields of one event or more.
+    @usableFromInline struct Fields: Sendable {
         @usableFromInline let type: String
         @usableFromInline let id: String?
         @usableFromInline let retry: Int?
@@ -183,15 +215,18 @@ public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
 
     /// The chunk, which the data of the events found whole in it are views over.
     @usableFromInline let chunk: LineStorage
-    /// The data of the other events, one after the other; `nil` when there are none.
-    @usableFromInline let gathered: LineStorage?
+    /// The data of the other events, one after the other (``LineStorage/empty`` when there are none).
+    @usableFromInline let gathered: LineStorage
     /// The events.
     @usableFromInline let entries: [Entry]
+    /// The events' fields, once for events in a row that share them.
+    @usableFromInline let fields: [Fields]
 
-    init(chunk: LineStorage, gathered: LineStorage?, entries: [Entry]) {
+    init(chunk: LineStorage, gathered: LineStorage, entries: [Entry], fields: [Fields]) {
         self.chunk = chunk
         self.gathered = gathered
         self.entries = entries
+        self.fields = fields
     }
 
     /// An event of a batch: ``ServerSentEvent``'s fields, its data as bytes.
@@ -226,8 +261,11 @@ public struct ServerSentEventBatch: RandomAccessCollection, Sendable {
     /// The event at `position`.
     @inlinable public subscript(position: Int) -> Event {
         let entry = entries[position]
-        let storage = entry.isInChunk ? chunk : gathered ?? chunk
+        let fields = fields[entry.fields]
+        // A view over the chunk or over the gathered buffer, each made from the batch's own reference: chosen
+        // first, the reference would cost a retain and a release per event in the caller's loop.
         return Event(
-            event: entry.type, data: BytesView(storage: storage, range: entry.data), id: entry.id, retry: entry.retry)
+            event: fields.type, data: BytesView(storage: entry.isInChunk ? chunk : gathered, range: entry.data),
+            id: fields.id, retry: fields.retry)
     }
 }

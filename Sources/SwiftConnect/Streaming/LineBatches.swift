@@ -147,6 +147,9 @@ public struct LineBatch: RandomAccessCollection, Sendable {
     init(_ data: Data) {
         self.data = data
     }
+
+    /// No bytes: what a batch holds where it needs no buffer of its own, shared rather than made each time.
+    static let empty = LineStorage(Data())
 }
 
 /// Bytes of a streamed body, indexed from 0, shared with the chunk they arrived in rather than copied: a line of

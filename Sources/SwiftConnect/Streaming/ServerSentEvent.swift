@@ -122,6 +122,9 @@ struct ServerSentEventParser {
     private var eventID: String?
     /// The value of a valid `retry` field in the current block.
     private var retry: Int?
+    /// Whether the fields of a whole event (``WholeEvent/fields``) were told since the current call began, the
+    /// last event ID or reconnection time changed, or an event of the general path was handed out.
+    private var wholeEventFieldsTold = false
 
     /// Creates a parser for a new stream.
     ///
@@ -163,6 +166,7 @@ struct ServerSentEventParser {
         _ chunk: Data,
         eachEvent body: (_ event: ServerSentEvent, _ reconnectionTime: Int?) throws -> Void
     ) throws {
+        var fields: WholeEvent.Fields = (nil, nil)
         try append(
             chunk,
             eachEventParts: { (parts: EventParts) in
@@ -170,6 +174,12 @@ struct ServerSentEventParser {
                     event: parts.type, data: String(decoding: parts.data, as: UTF8.self), id: parts.id,
                     retry: parts.retry)
                 try body(event, parts.reconnectionTime)
+            },
+            eachWholeEvent: { (event: WholeEvent) in
+                if let changed = event.fields { fields = changed }
+                try body(
+                    ServerSentEvent(data: String(decoding: event.data, as: UTF8.self), id: fields.id),
+                    fields.reconnectionTime)
             })
     }
 
@@ -186,14 +196,34 @@ struct ServerSentEventParser {
         var retry: Int?
         /// The reconnection time in effect at its dispatch.
         var reconnectionTime: Int?
-        /// Where `data` lies in the chunk, as offsets from its start, when the event's block lay whole in that chunk
-        /// as one `data` line (see ``wholeEvent(in:from:to:nextLineFeed:)``): a batch then points into the chunk
-        /// rather than copying the data. `nil` when the data was gathered in the parser's buffer.
-        var chunkRange: Range<Int>? = nil
     }
 
-    /// Calls `body` with each event `chunk` completes, its data as bytes.
-    mutating func append(_ chunk: Data, eachEventParts body: (EventParts) throws -> Void) throws {
+    /// An event whose block lay whole in the bytes being parsed, as one `data` line and its blank line (see
+    /// ``wholeEvent(in:from:to:nextLineFeed:)``), from a state with nothing gathered: its data is not copied, its
+    /// type is `message`, its block has no `retry`, and its fields are told only when they changed.
+    struct WholeEvent {
+        /// The last event ID and the reconnection time in effect.
+        typealias Fields = (id: String?, reconnectionTime: Int?)
+
+        /// The event's data, in place; valid only during the call.
+        var data: UnsafeBufferPointer<UInt8>
+        /// Where `data` lies in the chunk, as offsets from its start (`nil` when it is not in the chunk: the bytes
+        /// a possible byte order mark held back).
+        var chunkRange: Range<Int>?
+        /// The last event ID and reconnection time in effect, when the call has handed out no event since they
+        /// last changed, nor any event of the general path, nor any at all: `nil` when they are those of the
+        /// whole event before it in the call.
+        var fields: Fields?
+    }
+
+    /// Calls `body` with each event `chunk` completes, its data as bytes, or `whole` for an event found whole in
+    /// the chunk (its data in place, its fields told only when they change: see ``WholeEvent``).
+    mutating func append(
+        _ chunk: Data,
+        eachEventParts body: (EventParts) throws -> Void,
+        eachWholeEvent whole: (WholeEvent) throws -> Void
+    ) throws {
+        wholeEventFieldsTold = false
         try chunk.withUnsafeBytes { raw in
             var bytes = raw.assumingMemoryBound(to: UInt8.self)
             if var head = streamHead {
@@ -211,11 +241,11 @@ struct ServerSentEventParser {
                     // Not a mark: the bytes held back come first.
                     let heldBack = head.count - taken
                     try head.withUnsafeBufferPointer {
-                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), chunkStart: nil, body)
+                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), chunkStart: nil, body, whole)
                     }
                 }
             }
-            try parse(bytes, chunkStart: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), body)
+            try parse(bytes, chunkStart: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), body, whole)
         }
     }
 
@@ -245,7 +275,8 @@ struct ServerSentEventParser {
     private mutating func parse(
         _ bytes: UnsafeBufferPointer<UInt8>,
         chunkStart: UnsafePointer<UInt8>?,
-        _ body: (EventParts) throws -> Void
+        _ body: (EventParts) throws -> Void,
+        _ whole: (WholeEvent) throws -> Void
     ) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         let count = bytes.count
@@ -266,13 +297,19 @@ struct ServerSentEventParser {
             if pending.isEmpty, data.isEmpty, eventType.isEmpty, retry == nil,
                 let event = wholeEvent(in: base, from: start, to: count, nextLineFeed: nextLineFeed)
             {
-                lastEventID = eventID ?? ""
+                var fields: WholeEvent.Fields?
+                if !wholeEventFieldsTold {
+                    // Until they are told again, the last event ID is already the one set here.
+                    lastEventID = eventID ?? ""
+                    fields = (eventID, reconnectionTime)
+                    wholeEventFieldsTold = true
+                }
                 let offset = chunkStart.map { UnsafeRawPointer($0).distance(to: UnsafeRawPointer(base)) }
-                try body(
-                    EventParts(
+                try whole(
+                    WholeEvent(
                         data: UnsafeBufferPointer(start: base + event.data.lowerBound, count: event.data.count),
-                        type: "message", id: eventID, retry: nil, reconnectionTime: reconnectionTime,
-                        chunkRange: offset.map { event.data.lowerBound + $0..<event.data.upperBound + $0 }))
+                        chunkRange: offset.map { event.data.lowerBound + $0..<event.data.upperBound + $0 },
+                        fields: fields))
                 start = event.end
                 if event.endsWithCarriageReturn, start == count { skipsLineFeed = true }
                 continue
@@ -402,11 +439,15 @@ struct ServerSentEventParser {
         } else if ServerSentEventParser.fieldName(name, is: "event") {
             eventType = String(decoding: value, as: UTF8.self)
         } else if ServerSentEventParser.fieldName(name, is: "id") {
-            if !value.contains(0) { eventID = String(decoding: value, as: UTF8.self) }
+            if !value.contains(0) {
+                eventID = String(decoding: value, as: UTF8.self)
+                wholeEventFieldsTold = false
+            }
         } else if ServerSentEventParser.fieldName(name, is: "retry") {
             if let milliseconds = ServerSentEventParser.milliseconds(value) {
                 reconnectionTime = milliseconds
                 retry = milliseconds
+                wholeEventFieldsTold = false
             }
         }
     }
@@ -443,6 +484,7 @@ struct ServerSentEventParser {
         // Every data line added an LF: the one after the last goes.
         let type = eventType.isEmpty ? "message" : eventType
         let (id, retry, reconnectionTime) = (eventID, retry, reconnectionTime)
+        wholeEventFieldsTold = false
         try data.withUnsafeBufferPointer {
             try body(
                 EventParts(

@@ -1363,6 +1363,10 @@ final class EventBatchTests: XCTestCase {
                 + "retry: 5\ndata: 5\n\ndata: 6\n\ndata\n\ndata:\n\ndata:  sp\n\nid: a\u{0}b\nretry: 1x\ndata: 7\n\n")
     }
 
+    func testWholeEventsAfterBlocksThatOnlySetTheIDOrTheRetry() async {
+        await assertBatchesMatchTheStringAPI("data: a\n\nid: 5\n\ndata: b\n\nretry: 9\n\ndata: c\n\nid\n\ndata: d\n\n")
+    }
+
     func testAByteOrderMarkBeforeAWholeEvent() async {
         await assertBatchesMatchTheStringAPI("\u{FEFF}data: bom\n\ndata: z\r\n\n")
         await assertBatchesMatchTheStringAPI("\u{FEFF}\u{FEFF}data: z\n\ndata: z\n\n")
@@ -1388,7 +1392,7 @@ final class EventBatchTests: XCTestCase {
         XCTAssertEqual(batch.map(\.data.string), ["a", "b", "c\nc", "d"])
         XCTAssertEqual(batch.entries.map(\.isInChunk), [false, true, false, true])
         XCTAssertEqual(batch.map { $0.data.storage === batch.chunk }, [false, true, false, true])
-        XCTAssertEqual(batch.gathered?.data, bytes("ac\nc"))
+        XCTAssertEqual(batch.gathered.data, bytes("ac\nc"))
     }
 
     func testABatchOfWholeEventsGathersNothing() async throws {
@@ -1398,7 +1402,7 @@ final class EventBatchTests: XCTestCase {
         let batch = try XCTUnwrap(next)
 
         XCTAssertEqual(batch.map(\.data.string), ["a", "b"])
-        XCTAssertNil(batch.gathered)
+        XCTAssert(batch.gathered === LineStorage.empty)
     }
 
     func testTheEventsViewHasBatchesThatKeepItsSettings() async throws {
