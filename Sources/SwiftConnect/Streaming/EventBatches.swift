@@ -123,62 +123,67 @@ struct EventBatching: ChunkBatching {
             _ = parser.finish()
             return (nil, nil)
         }
-        var gathered: [UInt8] = []
-        var entries: [ServerSentEventBatch.Entry] = []
-        var fields: [ServerSentEventBatch.Fields] = []
+        var builder = Builder(chunk: chunk)
         var failure: (any Error)?
         do {
-            try parser.append(
-                chunk,
-                eachEventParts: { (parts: ServerSentEventParser.EventParts) in
-                    if entries.isEmpty { entries.reserveCapacity(Self.capacity(chunk: chunk, firstData: parts.data)) }
-                    if gathered.isEmpty { gathered.reserveCapacity(chunk.count) }
-                    let start = gathered.count
-                    gathered.append(contentsOf: parts.data)
-                    fields.append(
-                        ServerSentEventBatch.Fields(
-                            type: parts.type, id: parts.id, retry: parts.retry,
-                            reconnectionTime: parts.reconnectionTime))
-                    entries.append(
-                        ServerSentEventBatch.Entry(
-                            data: start..<gathered.count, isInChunk: false, fields: fields.count - 1))
-                },
-                eachWholeEvent: { (event: ServerSentEventParser.WholeEvent) in
-                    if entries.isEmpty { entries.reserveCapacity(Self.capacity(chunk: chunk, firstData: event.data)) }
-                    if let changed = event.fields {
-                        fields.append(
-                            ServerSentEventBatch.Fields(
-                                type: "message", id: changed.id, retry: nil, reconnectionTime: changed.reconnectionTime)
-                        )
-                    }
-                    let range: Range<Int>
-                    if let chunkRange = event.chunkRange {
-                        range = chunkRange
-                    } else {
-                        if gathered.isEmpty { gathered.reserveCapacity(chunk.count) }
-                        let start = gathered.count
-                        gathered.append(contentsOf: event.data)
-                        range = start..<gathered.count
-                    }
-                    entries.append(
-                        ServerSentEventBatch.Entry(
-                            data: range, isInChunk: event.chunkRange != nil, fields: fields.count - 1))
-                })
+            try parser.append(chunk, to: &builder)
         } catch {
             failure = error
         }
-        guard !entries.isEmpty else { return (nil, failure) }
+        guard !builder.entries.isEmpty else { return (nil, failure) }
+        let gathered = builder.gathered.isEmpty ? LineStorage.empty : LineStorage(Data(builder.gathered))
         let batch = ServerSentEventBatch(
-            chunk: LineStorage(chunk), gathered: gathered.isEmpty ? LineStorage.empty : LineStorage(Data(gathered)),
-            entries: entries, fields: fields)
+            chunk: LineStorage(chunk), gathered: gathered, entries: builder.entries, fields: builder.fields)
         return (batch, failure)
     }
 
-    /// Room for the events of a chunk: as many as fit if all were the size of the first (one allocation for most
-    /// chunks), at most 1,024 at first.
-    private static func capacity(chunk: Data, firstData: UnsafeBufferPointer<UInt8>) -> Int {
-        // "data:", the data and two line ends: at least 7 bytes more than the data.
-        min(chunk.count / (firstData.count + 7) + 4, 1024)
+    /// The events of one chunk as the parser hands them out.
+    private struct Builder: ServerSentEventSink {
+        let chunk: Data
+        /// The data of the events of the general path.
+        var gathered: [UInt8] = []
+        var entries: [ServerSentEventBatch.Entry] = []
+        var fields: [ServerSentEventBatch.Fields] = []
+
+        init(chunk: Data) {
+            self.chunk = chunk
+        }
+
+        mutating func event(_ parts: ServerSentEventParser.EventParts) throws {
+            reserve(firstData: parts.data)
+            fields.append(
+                ServerSentEventBatch.Fields(
+                    type: parts.type, id: parts.id, retry: parts.retry, reconnectionTime: parts.reconnectionTime))
+            entries.append(
+                ServerSentEventBatch.Entry(data: gather(parts.data), isInChunk: false, fields: fields.count - 1))
+        }
+
+        mutating func wholeEventFields(id: String?, reconnectionTime: Int?) {
+            fields.append(
+                ServerSentEventBatch.Fields(type: "message", id: id, retry: nil, reconnectionTime: reconnectionTime))
+        }
+
+        mutating func wholeEvent(data: UnsafeBufferPointer<UInt8>, chunkRange: Range<Int>?) throws {
+            reserve(firstData: data)
+            entries.append(
+                ServerSentEventBatch.Entry(
+                    data: chunkRange ?? gather(data), isInChunk: chunkRange != nil, fields: fields.count - 1))
+        }
+
+        /// Copies `data` into the gathered buffer; its range there.
+        private mutating func gather(_ data: UnsafeBufferPointer<UInt8>) -> Range<Int> {
+            let start = gathered.count
+            gathered.append(contentsOf: data)
+            return start..<gathered.count
+        }
+
+        /// Room for the events of the chunk before the first: as many as fit if all were the size of the first
+        /// (one allocation for most chunks), at most 1,024 at first.
+        private mutating func reserve(firstData: UnsafeBufferPointer<UInt8>) {
+            guard entries.isEmpty else { return }
+            // "data:", the data and two line ends: at least 7 bytes more than the data.
+            entries.reserveCapacity(min(chunk.count / (firstData.count + 7) + 4, 1024))
+        }
     }
 }
 

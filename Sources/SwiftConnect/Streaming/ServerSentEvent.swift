@@ -122,8 +122,9 @@ struct ServerSentEventParser {
     private var eventID: String?
     /// The value of a valid `retry` field in the current block.
     private var retry: Int?
-    /// Whether the fields of a whole event (``WholeEvent/fields``) were told since the current call began, the
-    /// last event ID or reconnection time changed, or an event of the general path was handed out.
+    /// Whether the sink was told the fields of whole events (``ServerSentEventSink/wholeEventFields(id:reconnectionTime:)``)
+    /// since the current call began and since the last event ID or reconnection time last changed or an event of
+    /// the general path was handed out.
     private var wholeEventFieldsTold = false
 
     /// Creates a parser for a new stream.
@@ -166,25 +167,42 @@ struct ServerSentEventParser {
         _ chunk: Data,
         eachEvent body: (_ event: ServerSentEvent, _ reconnectionTime: Int?) throws -> Void
     ) throws {
-        var fields: WholeEvent.Fields = (nil, nil)
-        try append(
-            chunk,
-            eachEventParts: { (parts: EventParts) in
-                let event = ServerSentEvent(
-                    event: parts.type, data: String(decoding: parts.data, as: UTF8.self), id: parts.id,
-                    retry: parts.retry)
-                try body(event, parts.reconnectionTime)
-            },
-            eachWholeEvent: { (event: WholeEvent) in
-                if let changed = event.fields { fields = changed }
-                try body(
-                    ServerSentEvent(data: String(decoding: event.data, as: UTF8.self), id: fields.id),
-                    fields.reconnectionTime)
-            })
+        try withoutActuallyEscaping(body) { body in
+            var events = EventCalls(body: body)
+            try append(chunk, to: &events)
+        }
     }
 
-    /// An event as the parser dispatches it, its data still bytes: what ``append(_:eachEvent:)`` makes a
-    /// ``ServerSentEvent`` of, and what batches copy into one buffer a chunk.
+    /// Makes a ``ServerSentEvent`` of each event and calls a closure with it: the sink of
+    /// ``append(_:eachEvent:)``.
+    private struct EventCalls: ServerSentEventSink {
+        let body: (_ event: ServerSentEvent, _ reconnectionTime: Int?) throws -> Void
+        /// The fields of the whole events, as last told.
+        var id: String?
+        var reconnectionTime: Int?
+
+        init(body: @escaping (_ event: ServerSentEvent, _ reconnectionTime: Int?) throws -> Void) {
+            self.body = body
+        }
+
+        func event(_ parts: EventParts) throws {
+            let event = ServerSentEvent(
+                event: parts.type, data: String(decoding: parts.data, as: UTF8.self), id: parts.id, retry: parts.retry)
+            try body(event, parts.reconnectionTime)
+        }
+
+        mutating func wholeEventFields(id: String?, reconnectionTime: Int?) {
+            self.id = id
+            self.reconnectionTime = reconnectionTime
+        }
+
+        func wholeEvent(data: UnsafeBufferPointer<UInt8>, chunkRange: Range<Int>?) throws {
+            try body(ServerSentEvent(data: String(decoding: data, as: UTF8.self), id: id), reconnectionTime)
+        }
+    }
+
+    /// An event of the general path as the parser dispatches it, its data gathered, still bytes: what
+    /// ``append(_:eachEvent:)`` makes a ``ServerSentEvent`` of, and what batches copy into one buffer a chunk.
     struct EventParts {
         /// The event's data, its lines joined by LFs; valid only during the call.
         var data: UnsafeBufferPointer<UInt8>
@@ -198,31 +216,12 @@ struct ServerSentEventParser {
         var reconnectionTime: Int?
     }
 
-    /// An event whose block lay whole in the bytes being parsed, as one `data` line and its blank line (see
-    /// ``wholeEvent(in:from:to:nextLineFeed:)``), from a state with nothing gathered: its data is not copied, its
-    /// type is `message`, its block has no `retry`, and its fields are told only when they changed.
-    struct WholeEvent {
-        /// The last event ID and the reconnection time in effect.
-        typealias Fields = (id: String?, reconnectionTime: Int?)
-
-        /// The event's data, in place; valid only during the call.
-        var data: UnsafeBufferPointer<UInt8>
-        /// Where `data` lies in the chunk, as offsets from its start (`nil` when it is not in the chunk: the bytes
-        /// a possible byte order mark held back).
-        var chunkRange: Range<Int>?
-        /// The last event ID and reconnection time in effect, when the call has handed out no event since they
-        /// last changed, nor any event of the general path, nor any at all: `nil` when they are those of the
-        /// whole event before it in the call.
-        var fields: Fields?
-    }
-
-    /// Calls `body` with each event `chunk` completes, its data as bytes, or `whole` for an event found whole in
-    /// the chunk (its data in place, its fields told only when they change: see ``WholeEvent``).
-    mutating func append(
-        _ chunk: Data,
-        eachEventParts body: (EventParts) throws -> Void,
-        eachWholeEvent whole: (WholeEvent) throws -> Void
-    ) throws {
+    /// Hands each event `chunk` completes to `sink`: an event found whole in the chunk (one `data` line and its
+    /// blank line, from a state with nothing gathered) with its data in place (``ServerSentEventSink/wholeEvent(data:chunkRange:)``),
+    /// any other with its data gathered (``ServerSentEventSink/event(_:)``).
+    ///
+    /// When it throws, `sink` has had the events before the line that failed.
+    mutating func append<Sink: ServerSentEventSink>(_ chunk: Data, to sink: inout Sink) throws {
         wholeEventFieldsTold = false
         try chunk.withUnsafeBytes { raw in
             var bytes = raw.assumingMemoryBound(to: UInt8.self)
@@ -241,11 +240,11 @@ struct ServerSentEventParser {
                     // Not a mark: the bytes held back come first.
                     let heldBack = head.count - taken
                     try head.withUnsafeBufferPointer {
-                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), chunkStart: nil, body, whole)
+                        try parse(UnsafeBufferPointer(rebasing: $0.prefix(heldBack)), chunkStart: nil, &sink)
                     }
                 }
             }
-            try parse(bytes, chunkStart: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), body, whole)
+            try parse(bytes, chunkStart: raw.baseAddress?.assumingMemoryBound(to: UInt8.self), &sink)
         }
     }
 
@@ -272,11 +271,10 @@ struct ServerSentEventParser {
     ///
     /// `chunkStart` is where the chunk `bytes` lie in begins (`nil` when `bytes` are the parser's own, the bytes a
     /// possible byte order mark held back): an event found whole in `bytes` reports its data's place in the chunk.
-    private mutating func parse(
+    private mutating func parse<Sink: ServerSentEventSink>(
         _ bytes: UnsafeBufferPointer<UInt8>,
         chunkStart: UnsafePointer<UInt8>?,
-        _ body: (EventParts) throws -> Void,
-        _ whole: (WholeEvent) throws -> Void
+        _ sink: inout Sink
     ) throws {
         guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
         let count = bytes.count
@@ -297,26 +295,23 @@ struct ServerSentEventParser {
             if pending.isEmpty, data.isEmpty, eventType.isEmpty, retry == nil,
                 let event = wholeEvent(in: base, from: start, to: count, nextLineFeed: nextLineFeed)
             {
-                var fields: WholeEvent.Fields?
                 if !wholeEventFieldsTold {
                     // Until they are told again, the last event ID is already the one set here.
                     lastEventID = eventID ?? ""
-                    fields = (eventID, reconnectionTime)
+                    sink.wholeEventFields(id: eventID, reconnectionTime: reconnectionTime)
                     wholeEventFieldsTold = true
                 }
                 let offset = chunkStart.map { UnsafeRawPointer($0).distance(to: UnsafeRawPointer(base)) }
-                try whole(
-                    WholeEvent(
-                        data: UnsafeBufferPointer(start: base + event.data.lowerBound, count: event.data.count),
-                        chunkRange: offset.map { event.data.lowerBound + $0..<event.data.upperBound + $0 },
-                        fields: fields))
+                try sink.wholeEvent(
+                    data: UnsafeBufferPointer(start: base + event.data.lowerBound, count: event.data.count),
+                    chunkRange: offset.map { event.data.lowerBound + $0..<event.data.upperBound + $0 })
                 start = event.end
                 if event.endsWithCarriageReturn, start == count { skipsLineFeed = true }
                 continue
             }
             let end = ServerSentEventParser.find(ServerSentEventParser.carriageReturn, in: base, start, nextLineFeed)
             guard end < count else { break }
-            try completeLine(with: UnsafeBufferPointer(rebasing: bytes[start..<end]), body)
+            try completeLine(with: UnsafeBufferPointer(rebasing: bytes[start..<end]), &sink)
             start = end + 1
             if bytes[end] == ServerSentEventParser.carriageReturn {
                 if start == count {
@@ -380,20 +375,20 @@ struct ServerSentEventParser {
     }
 
     /// Ends the line made of `pending` and `piece` (the bytes before a line end) and interprets it.
-    private mutating func completeLine(
+    private mutating func completeLine<Sink: ServerSentEventSink>(
         with piece: UnsafeBufferPointer<UInt8>,
-        _ body: (EventParts) throws -> Void
+        _ sink: inout Sink
     ) throws {
         guard pending.count + piece.count <= maximumLineLength else { throw lineTooLong() }
         if pending.isEmpty {
-            try interpret(piece, body)
+            try interpret(piece, &sink)
             return
         }
         pending.append(contentsOf: piece)
         // The buffer is moved out while it is read, since interpreting the line changes other state.
         var line = pending
         pending = []
-        try line.withUnsafeBufferPointer { try interpret($0, body) }
+        try line.withUnsafeBufferPointer { try interpret($0, &sink) }
         LineSplitter.empty(&line)
         pending = line
     }
@@ -405,12 +400,12 @@ struct ServerSentEventParser {
     // MARK: - Fields
 
     /// Interprets one line: a blank line dispatches, a comment is skipped, anything else is a field.
-    private mutating func interpret(
+    private mutating func interpret<Sink: ServerSentEventSink>(
         _ line: UnsafeBufferPointer<UInt8>,
-        _ body: (EventParts) throws -> Void
+        _ sink: inout Sink
     ) throws {
         guard let first = line.first else {
-            try dispatch(body)
+            try dispatch(&sink)
             return
         }
         guard first != ServerSentEventParser.colon else { return }
@@ -473,7 +468,7 @@ struct ServerSentEventParser {
     }
 
     /// Dispatches the event gathered since the last blank line, if it has data, and starts the next one.
-    private mutating func dispatch(_ body: (EventParts) throws -> Void) throws {
+    private mutating func dispatch<Sink: ServerSentEventSink>(_ sink: inout Sink) throws {
         lastEventID = eventID ?? ""
         defer {
             LineSplitter.empty(&data)
@@ -486,10 +481,25 @@ struct ServerSentEventParser {
         let (id, retry, reconnectionTime) = (eventID, retry, reconnectionTime)
         wholeEventFieldsTold = false
         try data.withUnsafeBufferPointer {
-            try body(
+            try sink.event(
                 EventParts(
                     data: UnsafeBufferPointer(rebasing: $0.dropLast()), type: type, id: id, retry: retry,
                     reconnectionTime: reconnectionTime))
         }
     }
+}
+
+/// What receives the events of a ``ServerSentEventParser``: ``ServerSentEventParser/append(_:to:)`` is generic over
+/// it, so that each use (a `String` an event, a batch of views) is compiled with its own calls.
+protocol ServerSentEventSink {
+    /// An event of the general path, its data gathered in the parser's buffer.
+    mutating func event(_ parts: ServerSentEventParser.EventParts) throws
+    /// The fields of the whole events that follow, until told again: the last event ID and the reconnection time in
+    /// effect (their type is `message`, their block has no `retry`). Told before the first whole event of each
+    /// call to ``ServerSentEventParser/append(_:to:)`` and whenever they may have changed since.
+    mutating func wholeEventFields(id: String?, reconnectionTime: Int?)
+    /// An event whose block lay whole in the chunk, one `data` line and its blank line, read from a state with
+    /// nothing gathered: its data in place, valid only during the call, and where it lies in the chunk (offsets
+    /// from its start; `nil` for bytes that are not the chunk's, those a possible byte order mark held back).
+    mutating func wholeEvent(data: UnsafeBufferPointer<UInt8>, chunkRange: Range<Int>?) throws
 }
