@@ -309,12 +309,14 @@ final class LocalServerStreamingTests: XCTestCase {
     func testProducerWritingBeyondTheLengthIsCutAndTold() throws {
         // Given
         let accepted = Protected<[Bool]>([])
+        let produced = DispatchSemaphore(value: 0)
         server.route("GET", "/over") { _ in
             .stream(contentLength: 5) { write in
                 for piece in ["abc", "def", "g"] {
                     let ok = write(Data(piece.utf8))
                     accepted.withLock { $0.append(ok) }
                 }
+                produced.signal()
             }
         }
         let client = try StreamingRawClient(port: server.port)
@@ -327,6 +329,9 @@ final class LocalServerStreamingTests: XCTestCase {
         // Then: the declared length was sent exactly, so the connection went on.
         XCTAssertEqual(first.text, "abcde")
         XCTAssertEqual(second.text, "abcde")
+        // The client has its bytes before the second producer has told its last writes: wait for both producers.
+        XCTAssertEqual(produced.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(produced.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(accepted.snapshot, [true, false, false, true, false, false])
     }
 
