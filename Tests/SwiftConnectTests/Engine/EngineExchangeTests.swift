@@ -71,6 +71,43 @@ final class EngineExchangeTests: XCTestCase {
         return request
     }
 
+    /// An engine that records the thread each hop starts on, then answers 204.
+    final class ThreadRecordingEngine: HTTPEngine, Sendable {
+        private let threads = Protected<[pthread_t]>([])
+        var hopThreads: [pthread_t] { threads.snapshot }
+
+        func send(_ hop: EngineRequest) async throws -> EngineResponse<AsyncThrowingStream<Data, any Error>> {
+            threads.withLock { $0.append(pthread_self()) }
+            let (body, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            continuation.finish()
+            return EngineResponse(head: ResponseHead(status: 204, headerFields: [:]), body: body)
+        }
+    }
+
+    /// The exchange starts its first hop on the caller's thread (`Task.immediate`): a request costs no thread wake-up
+    /// before the engine has it. The answer still comes, and a second request on another thread starts there.
+    func testTheFirstHopStartsOnTheCallersThread() throws {
+        let engine = ThreadRecordingEngine()
+        let caller = pthread_self()
+        let response = try engine.send(request("https://example.test/a")).wait(timeout: 10)
+        XCTAssertEqual(response.statusCode, 204)
+        let other = DispatchSemaphore(value: 0)
+        let otherThread = Protected<pthread_t?>(nil)
+        let secondRequest = request("https://example.test/b")
+        let thread = Thread {
+            otherThread.withLock { $0 = pthread_self() }
+            _ = try? engine.send(secondRequest).wait(timeout: 10)
+            other.signal()
+        }
+        thread.start()
+        XCTAssertEqual(other.wait(timeout: .now() + 10), .success)
+        let hops = engine.hopThreads
+        XCTAssertEqual(hops.count, 2)
+        XCTAssertTrue(pthread_equal(hops[0], caller) != 0, "the first request's hop started on the caller's thread")
+        let second = try XCTUnwrap(otherThread.snapshot)
+        XCTAssertTrue(pthread_equal(hops[1], second) != 0, "the second request's hop started on its caller's thread")
+    }
+
     func testARedirectToAnotherOriginDropsCredentialsTheEngineNeverSees() throws {
         let engine = ScriptedEngine([
             .init(status: 302, fields: [.location: "http://other.test/landing"]),

@@ -56,7 +56,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             stream?.finish(throwing: classified(CancellationError()))
             task?.cancel()
         }
-        let task = Task {
+        let work: @Sendable () async -> Void = { [self] in
             let result: Result<ConnectResponse, any Error>
             do {
                 result = .success(try await run(promise: promise, first: first))
@@ -65,6 +65,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             }
             timer?.cancel()
             Self.complete(promise, with: result)
+        }
+        // Started on the caller's thread, up to its first wait (the engine's answer): the engine has the request
+        // without a thread woken for it, and nothing the caller holds is waited on, since nobody has the future yet.
+        // Where `Task.immediate` is missing (Apple systems before 26), a task as before.
+        let task: Task<Void, Never>
+        if #available(macOS 26, iOS 26, tvOS 26, watchOS 26, visionOS 26, *) {
+            task = Task.immediate { await work() }
+        } else {
+            task = Task { await work() }
         }
         // The deadline may have passed before the task was there to cancel.
         let expired = state.withLock { state in
