@@ -14,8 +14,8 @@ public struct StreamingOptions: Sendable, Hashable {
     /// 256 KiB (or the limit, if smaller) wait unread. Defaults to 8 MiB.
     ///
     /// On Linux, the transfer of a stream that failed so, or that its reader left, stops only once libcurl has
-    /// caught up with the sender, its bytes dropped as they come; the memory this costs stayed within the buffer limit
-    /// plus 50 MiB in every run measured (SECURITY.md, "Time and size limits").
+    /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
+    /// memory this cost in the runs measured.
     public var bufferLimit: Int
     /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds;
     /// `nil` (the default) for none. The connector's `timeout` still bounds the whole stream unless it is
