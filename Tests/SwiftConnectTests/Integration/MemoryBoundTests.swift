@@ -19,8 +19,10 @@ import XCTest
 /// On Linux (FoundationNetworking), a stop lands only once libcurl has caught up with the sender: every way to stop
 /// a task waits for the work queue all sessions share, which libcurl holds while data is there to read. Until then
 /// the body crosses the connection and is dropped piece by piece on the delegate queue, and FoundationNetworking
-/// keeps about 380 bytes a 16 KiB piece (a timeout timer it replaces on each) until that queue is free. Streams stay
-/// within the buffer limit plus 50 MiB in every run measured, and the tests say so. A size limit and a bomb stay
+/// keeps about 380 bytes a 16 KiB piece (a timeout timer it replaces on each) until that queue is free. A slow
+/// reader's stream stays within the buffer limit plus 50 MiB in every run measured, and its test says so. A stream
+/// its reader leaves did too until one full-suite CI run went to +65 MiB: that test pins it under 128 MiB on
+/// URLSession, as the next two cases are pinned. A size limit and a bomb stay
 /// within the limit plus 50 MiB in most runs, not all (+106 and +131 MiB in 2 runs of 17 over a 512 MiB body, +92 to
 /// +113 MiB when a 4 GiB body was read to its end): those tests pin the cases under 256 MiB, to notice if they get worse
 /// (SECURITY.md, "Time and size limits").
@@ -263,7 +265,10 @@ final class MemoryBoundTests: XCTestCase {
 
     // MARK: - Streams
 
-    func testAStreamItsReaderLeavesStopsWithinTheBufferLimitPlus50MiB() async throws {
+    /// On URLSession most runs stay within the buffer limit plus 50 MiB (+2 to +23 MiB), not all: a full-suite CI run
+    /// went to +65 MiB (SECURITY.md). Pinned under 128 MiB there, to notice if it gets worse; held to the buffer
+    /// limit plus 50 MiB on an engine that closes the connection when the reader leaves.
+    func testAStreamItsReaderLeavesStopsWithinItsMemoryBound() async throws {
         // Given: a stream of 512 MiB sent as fast as the connection takes them
         let producer = Producer()
         server.route("GET", "/fast") { _ in
@@ -282,8 +287,9 @@ final class MemoryBoundTests: XCTestCase {
         }
 
         // Then
-        report("stream left after 3 chunks", cost)
-        XCTAssertLessThan(cost.growth, StreamingOptions().bufferLimit + 50 * Self.mebibyte, "\(cost)")
+        let usual = StreamingOptions().bufferLimit + 50 * Self.mebibyte
+        report("stream left after 3 chunks", cost, cost.growth < usual ? "" : "over the buffer limit plus 50 MiB")
+        XCTAssertLessThan(cost.growth, TransportUnderTest.isURLSession ? 128 * Self.mebibyte : usual, "\(cost)")
     }
 
     func testASlowReaderOfAStreamStaysWithinTheBufferLimitPlus50MiB() async throws {
