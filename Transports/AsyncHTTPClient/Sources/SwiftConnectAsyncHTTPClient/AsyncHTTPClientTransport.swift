@@ -48,6 +48,11 @@ import NIOSSL
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
 ///
+/// A transport's requests keep to one of the client's event loops, where their pooled connections live, until 16 are
+/// in flight on it; past that, new requests go to the least busy loop. So a request's response never hops between the
+/// loops' threads when a connection on its own loop is idle, and a busy server's requests still spread over every
+/// loop.
+///
 /// ## Many open streams
 ///
 /// Each open stream (server-sent events, a long download) holds one connection, and AsyncHTTPClient opens at most 8
@@ -82,6 +87,8 @@ public final class AsyncHTTPClientTransport: Transport {
     /// decompression on, none when it is off. Over an app's client (``init(client:pins:tlsConfiguration:)``), whose
     /// configuration AsyncHTTPClient does not show, gzip and deflate: the most it can decode.
     @_spi(Engine) public let decodedContentCodings: Set<String>
+    /// The event loop each request's callbacks run on (``LoopAffinity``).
+    let affinity: LoopAffinity
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
@@ -124,6 +131,7 @@ public final class AsyncHTTPClientTransport: Transport {
             decodedContentCodings = ["gzip", "deflate"]
         }
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
+        affinity = LoopAffinity(group: eventLoopGroup)
         ownsClient = true
     }
 
@@ -150,6 +158,7 @@ public final class AsyncHTTPClientTransport: Transport {
             pins: pins, tls: tlsConfiguration, group: client.eventLoopGroup, connectTimeout: .seconds(10),
             unusable: nil)
         self.client = client
+        affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
         decodedContentCodings = ["gzip", "deflate"]
     }
@@ -191,28 +200,39 @@ public final class AsyncHTTPClientTransport: Transport {
 @_spi(Engine)
 extension AsyncHTTPClientTransport: HTTPEngine {
     /// Sends one hop with the client: the core's exchange calls it for each hop and applies every rule around it. A
-    /// pinned host's hop goes through its relay; the hop's deadline becomes AsyncHTTPClient's deadline for the whole
-    /// hop, body included.
+    /// pinned host's hop goes through its relay. The hop's deadline is the core's: when it passes, the exchange cancels
+    /// the hop, which cancels AsyncHTTPClient's task, body included.
     ///
     /// - Parameter hop: The head and body to send.
     /// - Returns: The response head, its fields copied one by one (repeated ones kept), and its body to read: every
     ///   part that arrived before a failure reaches its reader before the failure does (see ``ResponseBody``).
     public func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody> {
         let relay = try await pinned.relay(for: hop)
-        let eventLoop = client.eventLoopGroup.any()
+        let (eventLoop, ticket) = affinity.take()
         let writer = BodyWriter()
-        let request = try RequestConversion.request(
-            for: hop, relay: relay?.socketPath, eventLoop: eventLoop, writer: writer)
+        let request: HTTPClient.Request
+        do {
+            request = try RequestConversion.request(
+                for: hop, relay: relay?.socketPath, eventLoop: eventLoop, writer: writer)
+        } catch {
+            affinity.release(ticket)
+            throw error
+        }
         let failuresBefore = relay?.failureCount ?? 0
-        let deadline = hop.deadline.map { NIODeadline.uptimeNanoseconds($0.uptimeNanoseconds) }
         // The delegate API, not `execute(_:deadline:)`: the async API's body drops the last parts of a body whose
-        // connection fails (`ResponseDelivery`).
-        let delivery = ResponseDelivery()
-        let task = client.execute(
-            request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop), deadline: deadline)
-        // A client already shut down fails the task without telling the delegate.
-        task.futureResult.whenFailure { error in delivery.didReceiveError(task: task, error) }
-        task.futureResult.whenComplete { _ in writer.stop() }
+        // connection fails (`ResponseDelivery`). No deadline for AsyncHTTPClient: the core's exchange holds the hop's
+        // deadline and cancels the hop when it passes, which cancels the task; a deadline given here too would cost
+        // each request a timer scheduled on the event loop, and a callback registered there, from this thread.
+        // The loop is given back as the body ends, before the exchange can see the end and start another request.
+        let delivery = ResponseDelivery { [affinity] in affinity.release(ticket) }
+        let task = client.execute(request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop))
+        // One callback: each registered from off the event loop is a task sent to it, which may wake its thread.
+        task.futureResult.whenComplete { result in
+            // A client already shut down fails the task without telling the delegate.
+            if case .failure(let error) = result { delivery.didReceiveError(task: task, error) }
+            writer.stop()
+            delivery.ended()
+        }
         let head: HTTPResponseHead
         do {
             head = try await withTaskCancellationHandler {

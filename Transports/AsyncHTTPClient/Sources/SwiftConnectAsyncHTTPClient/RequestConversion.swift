@@ -61,6 +61,12 @@ enum RequestConversion {
     /// A body of `length` bytes (`nil`: sent in chunks) written chunk by chunk from `chunks`, each chunk read once
     /// the connection took the previous one. The reading runs in a task of its own: never on an event loop. A
     /// failure of `chunks` fails the request with that error.
+    ///
+    /// A body of known length ends with its last write, on the event loop: its end is read from `chunks` before that
+    /// write, and the write's future completes the body. The server may answer as soon as it has the last byte, and
+    /// AsyncHTTPClient fails the request with `requestStreamCancelled` when the answer's end is read before the body's
+    /// end was told; ending the body from the task after the last write left that window open (an upload failed
+    /// now and then when its connection's loop ran the request's callbacks too).
     private static func streamed<Chunks: AsyncSequence & Sendable>(
         _ chunks: Chunks, length: Int64?, eventLoop: any EventLoop, writer bodyWriter: BodyWriter
     ) -> HTTPClient.Body where Chunks.Element == ByteBuffer {
@@ -68,14 +74,42 @@ enum RequestConversion {
             let written = eventLoop.makePromise(of: Void.self)
             bodyWriter.start {
                 do {
-                    for try await chunk in chunks { try await writer.write(.byteBuffer(chunk)).get() }
-                    written.succeed(())
+                    try await write(chunks, length: length, to: writer, ending: written)
                 } catch {
                     written.fail(error)
                 }
             }
             return written.futureResult
         }
+    }
+
+    /// Writes `chunks` to `writer` and completes `written` when the body has ended, with the last write when `length`
+    /// is known (``streamed(_:length:eventLoop:writer:)``). A failure is thrown: the caller fails `written` with it.
+    static func write<Chunks: AsyncSequence>(
+        _ chunks: Chunks, length: Int64?, to writer: HTTPClient.Body.StreamWriter,
+        ending written: EventLoopPromise<Void>
+    ) async throws where Chunks.Element == ByteBuffer {
+        var iterator = chunks.makeAsyncIterator()
+        var sent: Int64 = 0
+        var next = try await iterator.next()
+        while let chunk = next {
+            sent += Int64(chunk.readableBytes)
+            guard let length, sent >= length else {
+                try await writer.write(.byteBuffer(chunk)).get()
+                next = try await iterator.next()
+                continue
+            }
+            // The last chunk the length announces: the end is read first, so that the body ends with this write.
+            next = try await iterator.next()
+            if next == nil {
+                writer.write(.byteBuffer(chunk)).cascade(to: written)
+                return
+            }
+            // More than announced (the core's counting fails that first; a file read stops at its length):
+            // AsyncHTTPClient fails the request when it gets more bytes than the length.
+            try await writer.write(.byteBuffer(chunk)).get()
+        }
+        written.succeed(())
     }
 }
 

@@ -51,10 +51,28 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         var reader: UnsafeContinuation<Data?, any Error>?
         /// What AsyncHTTPClient waits for before it hands over the next part, while the reader is behind.
         var paused: EventLoopPromise<Void>?
+        /// Runs once when the body ends, however it ends (``init(onEnd:)``); `nil` once it has run.
+        var onEnd: (@Sendable () -> Void)?
     }
 
     private let lock = NIOLock()
     private var state = State()
+
+    /// A delivery for one hop.
+    ///
+    /// - Parameter onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or
+    ///   from ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
+    init(onEnd: (@Sendable () -> Void)? = nil) {
+        state.onEnd = onEnd
+    }
+
+    /// Runs the end action if the body has not run it yet (for a task that failed without telling the delegate).
+    func ended() {
+        lock.withLock { () -> (@Sendable () -> Void)? in
+            defer { state.onEnd = nil }
+            return state.onEnd
+        }?()
+    }
 
     // MARK: - AsyncHTTPClient's side (on the connection's event loop)
 
@@ -164,6 +182,7 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     /// `CancellationError`, and AsyncHTTPClient, if waiting for the reader, goes on (to its cancellation). Returns
     /// whether the body was still open: then the request must be cancelled.
     func stop() -> Bool {
+        ended()
         let taken = lock.withLock {
             () -> (open: Bool, reader: UnsafeContinuation<Data?, any Error>?, paused: EventLoopPromise<Void>?) in
             guard state.end == nil else { return (false, nil, nil) }
@@ -207,6 +226,7 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
 
     /// Ends the body (after the parts buffered) and fails a head still awaited.
     private func end(with result: Result<Void, any Error>) {
+        ended()
         typealias Ending = (
             head: UnsafeContinuation<HTTPResponseHead, any Error>?, reader: UnsafeContinuation<Data?, any Error>?,
             paused: EventLoopPromise<Void>?

@@ -1,0 +1,149 @@
+import AsyncHTTPClient
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import XCTest
+
+@testable import SwiftConnectAsyncHTTPClient
+
+/// How a body written in pieces reaches AsyncHTTPClient's writer: a body of known length ends with its last write, on
+/// the event loop, so the server's answer to its last byte can never be read before the body's end was told (which
+/// AsyncHTTPClient fails with `requestStreamCancelled`).
+final class RequestConversionTests: XCTestCase {
+    private var group: MultiThreadedEventLoopGroup!
+
+    override func setUp() {
+        group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+    }
+
+    override func tearDown() async throws {
+        try await group.shutdownGracefully()
+    }
+
+    /// What the body's source and the writer saw, in order.
+    private final class Log: Sendable {
+        private let entries = NIOLockedValueBox<[String]>([])
+
+        func append(_ entry: String) { entries.withLockedValue { $0.append(entry) } }
+
+        var all: [String] { entries.withLockedValue { $0 } }
+    }
+
+    /// Chunks that log each read, and fail instead of ending when told to.
+    private struct Chunks: AsyncSequence, Sendable {
+        typealias Element = ByteBuffer
+
+        let parts: [String]
+        let log: Log
+        var failsAtEnd = false
+
+        struct SourceFailed: Error {}
+
+        func makeAsyncIterator() -> Iterator { Iterator(parts: parts[...], log: log, failsAtEnd: failsAtEnd) }
+
+        struct Iterator: AsyncIteratorProtocol {
+            var parts: ArraySlice<String>
+            let log: Log
+            let failsAtEnd: Bool
+
+            mutating func next() async throws -> ByteBuffer? {
+                guard let part = parts.popFirst() else {
+                    log.append("read end")
+                    if failsAtEnd { throw SourceFailed() }
+                    return nil
+                }
+                log.append("read \(part)")
+                return ByteBuffer(string: part)
+            }
+        }
+    }
+
+    /// A writer that logs each write; the write of `held` waits for the returned promise.
+    private func writer(log: Log, holding held: String? = nil) -> (
+        HTTPClient.Body.StreamWriter, EventLoopPromise<Void>?
+    ) {
+        let loop = group.next()
+        let heldWrite = held.map { _ in loop.makePromise(of: Void.self) }
+        let writer = HTTPClient.Body.StreamWriter { data in
+            guard case .byteBuffer(let buffer) = data else { return loop.makeFailedFuture(Chunks.SourceFailed()) }
+            let part = String(buffer: buffer)
+            log.append("write \(part)")
+            if part == held, let heldWrite { return heldWrite.futureResult }
+            return loop.makeSucceededFuture(())
+        }
+        return (writer, heldWrite)
+    }
+
+    func testABodyOfKnownLengthEndsWithItsLastWriteOnTheEventLoop() async throws {
+        // Given: a body of 5 bytes in two chunks, and a writer that holds the last write
+        let log = Log()
+        let loop = group.next()
+        let (writer, held) = writer(log: log, holding: "de")
+        let lastWrite = try XCTUnwrap(held)
+        let written = loop.makePromise(of: Void.self)
+        let ended = NIOLockedValueBox(false)
+        written.futureResult.whenComplete { _ in ended.withLockedValue { $0 = true } }
+
+        // When
+        try await RequestConversion.write(
+            Chunks(parts: ["abc", "de"], log: log), length: 5, to: writer, ending: written)
+
+        // Then: the end was read before the last write, and the body has not ended while that write waits
+        XCTAssertEqual(log.all, ["read abc", "write abc", "read de", "read end", "write de"])
+        try await loop.submit {}.get()
+        XCTAssertFalse(ended.withLockedValue { $0 }, "the body ended before its last write")
+
+        // When the last write completes, the body ends in the same turn of the loop
+        let endedWithIt = try await loop.submit { () -> Bool in
+            lastWrite.succeed(())
+            return ended.withLockedValue { $0 }
+        }.get()
+        XCTAssertTrue(endedWithIt)
+        try await written.futureResult.get()
+    }
+
+    func testABodyOfUnknownLengthEndsWhenItsSourceDoes() async throws {
+        // Given: chunked, so the server cannot answer before the end is sent
+        let log = Log()
+        let loop = group.next()
+        let (writer, _) = writer(log: log)
+        let written = loop.makePromise(of: Void.self)
+
+        // When
+        try await RequestConversion.write(
+            Chunks(parts: ["abc", "de"], log: log), length: nil, to: writer, ending: written)
+
+        // Then: each chunk read once the last was taken, no read ahead
+        XCTAssertEqual(log.all, ["read abc", "write abc", "read de", "write de", "read end"])
+        try await written.futureResult.get()
+    }
+
+    func testASourceFailingAtItsEndSendsNoLastChunk() async throws {
+        // Given: a source that fails where it should end
+        let log = Log()
+        let loop = group.next()
+        let (writer, _) = writer(log: log)
+        let written = loop.makePromise(of: Void.self)
+        defer { written.succeed(()) }
+
+        // When / Then: the failure comes before the last chunk is written, so the server never has a whole body
+        do {
+            try await RequestConversion.write(
+                Chunks(parts: ["abc", "de"], log: log, failsAtEnd: true), length: 5, to: writer, ending: written)
+            XCTFail("the source's failure is the body's")
+        } catch is Chunks.SourceFailed {}
+        XCTAssertEqual(log.all, ["read abc", "write abc", "read de", "read end"])
+    }
+
+    func testAnEmptyBodyOfKnownLengthEnds() async throws {
+        let log = Log()
+        let loop = group.next()
+        let (writer, _) = writer(log: log)
+        let written = loop.makePromise(of: Void.self)
+
+        try await RequestConversion.write(Chunks(parts: [], log: log), length: 0, to: writer, ending: written)
+
+        XCTAssertEqual(log.all, ["read end"])
+        try await written.futureResult.get()
+    }
+}
