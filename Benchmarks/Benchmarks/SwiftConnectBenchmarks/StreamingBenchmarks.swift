@@ -121,7 +121,7 @@ let streamingTurnMetrics: [BenchmarkMetric] = [
 /// Issue 37, item 4, measured the way the engine ratio is: the plain read and the batched view of the same bytes take
 /// turns within each sample (the order swapped every round), so both see the same machine. Apart, in separate
 /// benchmarks, the plain read of the same 16 MiB took 5.6 ms in one case and 10.3 ms in another of the same run,
-/// more than the parsing costs. The CPU-bound cases only: paced ones wait on the network.
+/// more than the parsing costs. The unpaced cases only: paced ones wait on the network.
 private func registerStreamingTurns() {
     let config = configuration(
         scalingFactor: .one, metrics: coreMetrics + streamingTurnMetrics, maxDuration: .seconds(10),
@@ -129,6 +129,7 @@ private func registerStreamingTurns() {
     let rounds = 4
     for (kind, path, payload) in [
         ("SSE 80-byte events", "/stream/events", StreamingPayload.small),
+        ("SSE 1 KiB events", "/stream/large-events", StreamingPayload.large),
         ("lines 80-byte", "/stream/lines", StreamingPayload.lines),
     ] {
         let isSSE = kind.hasPrefix("SSE")
