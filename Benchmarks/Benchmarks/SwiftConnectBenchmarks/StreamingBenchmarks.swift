@@ -58,18 +58,7 @@ func registerStreamingBenchmarks() {
             let connect = StreamingClient.shared.connect
             benchmark.measure {
                 let count = blockingAwait {
-                    var elements = 0
-                    let stream = connect.stream(route(path))
-                    if isSSE {
-                        for try await batch in stream.events.batches {
-                            for event in batch { elements += event.data.isEmpty ? 0 : 1 }
-                        }
-                    } else {
-                        for try await batch in stream.lines.batches {
-                            for line in batch { elements += line.isEmpty ? 0 : 1 }
-                        }
-                    }
-                    return elements
+                    try await StreamingClient.countBatched(connect.stream(route(path)), events: isSSE)
                 }
                 if count != payload.elements { benchmark.error("parsed \(count) elements") }
             }
@@ -153,18 +142,7 @@ private func registerStreamingTurns() {
                             time.plain += DispatchTime.now().uptimeNanoseconds - start
                         } else {
                             let count = blockingAwait {
-                                var elements = 0
-                                let stream = connect.stream(route(path))
-                                if isSSE {
-                                    for try await batch in stream.events.batches {
-                                        for event in batch { elements += event.data.isEmpty ? 0 : 1 }
-                                    }
-                                } else {
-                                    for try await batch in stream.lines.batches {
-                                        for line in batch { elements += line.isEmpty ? 0 : 1 }
-                                    }
-                                }
-                                return elements
+                                try await StreamingClient.countBatched(connect.stream(route(path)), events: isSSE)
                             }
                             if count != payload.elements { failure = "parsed \(count) elements" }
                             time.batches += DispatchTime.now().uptimeNanoseconds - start
@@ -233,6 +211,21 @@ final class StreamingClient: Sendable {
             count += 1
         }
         return ChunkCount(bytes: bytes, count: count)
+    }
+
+    /// The non-empty events (or lines) of `stream`, read a chunk's batch at a time as views.
+    static func countBatched(_ stream: ResponseStream, events: Bool) async throws -> Int {
+        var elements = 0
+        if events {
+            for try await batch in stream.events.batches {
+                for event in batch { elements += event.data.isEmpty ? 0 : 1 }
+            }
+        } else {
+            for try await batch in stream.lines.batches {
+                for line in batch { elements += line.isEmpty ? 0 : 1 }
+            }
+        }
+        return elements
     }
 
 }
