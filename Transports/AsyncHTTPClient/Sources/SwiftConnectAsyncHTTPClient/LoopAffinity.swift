@@ -9,9 +9,9 @@ import NIOCore
 /// hop between the two loops' threads. The pool prefers an idle connection on the request's loop and opens new ones
 /// there, so requests that keep to one loop keep to that loop's connections: sequential requests never hop, and a
 /// request started as another ends finds that one's connection idle on its own loop. Naming a loop per request with
-/// `any()` (round robin) instead made half of sequential requests hop, and cost Connect 0.72× to 0.77× raw
-/// AsyncHTTPClient's requests per second (BENCHMARKS.md). Spilling to the least busy loop past ``fill`` keeps a busy
-/// server's requests spread over every loop, as AsyncHTTPClient's own async API spreads them.
+/// `any()` (round robin) instead made half of sequential requests hop, a cost BENCHMARKS.md measures. Spilling to the
+/// least busy loop past ``fill`` keeps a busy server's requests spread over every loop, as AsyncHTTPClient's own async
+/// API spreads them; spilling at 8 in flight instead of 16 measured slower at 16 in flight (BENCHMARKS.md).
 final class LoopAffinity: Sendable {
     /// How many requests in flight on the current loop before new ones go to the least busy loop.
     static let fill = 16
