@@ -431,6 +431,40 @@ private func registerPendingChain() {
         }
     }
 
+    // The first two in turns within each sample, so that both see the same machine: apart, this benchmark's ratio
+    // moved between runs by more than the futures' difference (0.78× to 1.09× for the same code).
+    let turnConfig = configuration(
+        scalingFactor: .one, metrics: coreMetrics + pendingTurnMetrics, maxDuration: .seconds(6), maxIterations: 1_000)
+    Benchmark(
+        "Futures/pending flatMap-map-observe/interleaved: SwiftConnect Future and minimal mutex future",
+        configuration: turnConfig
+    ) { benchmark in
+        let chains = RunMode.isSmoke ? 2 : 100
+        var time = (ours: UInt64(0), minimal: UInt64(0))
+        benchmark.measure {
+            for round in 0..<2 {
+                for turn in 0..<2 {
+                    let ours = (turn == 0) == (round == 0)
+                    let start = DispatchTime.now().uptimeNanoseconds
+                    for _ in 0..<chains {
+                        let done = DispatchSemaphore(value: 0)
+                        if ours {
+                            swiftConnectPendingChain(first: first, second: second) { done.signal() }
+                        } else {
+                            minimalPendingChain(first: first, second: second) { done.signal() }
+                        }
+                        done.wait()
+                    }
+                    let elapsed = DispatchTime.now().uptimeNanoseconds - start
+                    if ours { time.ours += elapsed } else { time.minimal += elapsed }
+                }
+            }
+        }
+        benchmark.measurement(pendingTurnMetrics[0], Int(time.ours) / (2 * chains))
+        benchmark.measurement(pendingTurnMetrics[1], Int(time.minimal) / (2 * chains))
+        if time.ours > 0 { benchmark.measurement(pendingTurnMetrics[2], Int(time.minimal * 1000 / time.ours)) }
+    }
+
     Benchmark("Futures/pending flatMap-map-observe/async-await", configuration: configuration()) { benchmark in
         await benchmark.measureAsync {
             for _ in benchmark.scaledIterations {
@@ -445,6 +479,15 @@ private func registerPendingChain() {
         }
     }
 }
+
+/// Each future's wall time per pending chain over a sample, and the sample's ratio of the minimal future's to
+/// SwiftConnect's, in thousandths (1000 is level).
+let pendingTurnMetrics: [BenchmarkMetric] = [
+    .custom("Pending turns SwiftConnect time (ns)", polarity: .prefersSmaller, useScalingFactor: false),
+    .custom("Pending turns minimal time (ns)", polarity: .prefersSmaller, useScalingFactor: false),
+    .custom(
+        "Pending turns ratio minimal to SwiftConnect (per mille)", polarity: .prefersLarger, useScalingFactor: false),
+]
 
 /// The pending chain on SwiftConnect's `Future`: completed on `first`, `flatMap` to a future completed on `second`,
 /// `map`, `observe`; `done` runs at the end.
