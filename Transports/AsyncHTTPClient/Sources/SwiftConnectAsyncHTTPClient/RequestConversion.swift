@@ -94,20 +94,17 @@ enum RequestConversion {
         var next = try await iterator.next()
         while let chunk = next {
             sent += Int64(chunk.readableBytes)
-            guard let length, sent >= length else {
+            if let length, sent >= length {
+                // The last chunk the length announces: the end is read first, so that the body ends with this write.
+                next = try await iterator.next()
+                if next == nil { return writer.write(.byteBuffer(chunk)).cascade(to: written) }
+                // More than announced (the core's counting fails that first; a file read stops at its length):
+                // AsyncHTTPClient fails the request when it gets more bytes than the length.
+                try await writer.write(.byteBuffer(chunk)).get()
+            } else {
                 try await writer.write(.byteBuffer(chunk)).get()
                 next = try await iterator.next()
-                continue
             }
-            // The last chunk the length announces: the end is read first, so that the body ends with this write.
-            next = try await iterator.next()
-            if next == nil {
-                writer.write(.byteBuffer(chunk)).cascade(to: written)
-                return
-            }
-            // More than announced (the core's counting fails that first; a file read stops at its length):
-            // AsyncHTTPClient fails the request when it gets more bytes than the length.
-            try await writer.write(.byteBuffer(chunk)).get()
         }
         written.succeed(())
     }
