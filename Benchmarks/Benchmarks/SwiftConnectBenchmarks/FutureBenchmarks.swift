@@ -440,29 +440,26 @@ private func registerPendingChain() {
         configuration: turnConfig
     ) { benchmark in
         let chains = RunMode.isSmoke ? 2 : 100
-        var time = (ours: UInt64(0), minimal: UInt64(0))
-        benchmark.measure {
-            for round in 0..<2 {
-                for turn in 0..<2 {
-                    let ours = (turn == 0) == (round == 0)
-                    let start = DispatchTime.now().uptimeNanoseconds
-                    for _ in 0..<chains {
-                        let done = DispatchSemaphore(value: 0)
-                        if ours {
-                            swiftConnectPendingChain(first: first, second: second) { done.signal() }
-                        } else {
-                            minimalPendingChain(first: first, second: second) { done.signal() }
-                        }
-                        done.wait()
-                    }
-                    let elapsed = DispatchTime.now().uptimeNanoseconds - start
-                    if ours { time.ours += elapsed } else { time.minimal += elapsed }
-                }
+        /// `chains` chains one after another, each waited for before the next starts.
+        func run(_ chain: (@escaping @Sendable () -> Void) -> Void) {
+            for _ in 0..<chains {
+                let done = DispatchSemaphore(value: 0)
+                chain { done.signal() }
+                done.wait()
             }
         }
-        benchmark.measurement(pendingTurnMetrics[0], Int(time.ours) / (2 * chains))
-        benchmark.measurement(pendingTurnMetrics[1], Int(time.minimal) / (2 * chains))
-        if time.ours > 0 { benchmark.measurement(pendingTurnMetrics[2], Int(time.minimal * 1000 / time.ours)) }
+        var time = (first: UInt64(0), second: UInt64(0))
+        benchmark.measure {
+            time = takeTurns(rounds: 2) {
+                run { swiftConnectPendingChain(first: first, second: second, done: $0) }
+            } _: {
+                run { minimalPendingChain(first: first, second: second, done: $0) }
+            }
+        }
+        let (ours, minimal) = time
+        benchmark.measurement(pendingTurnMetrics[0], Int(ours) / (2 * chains))
+        benchmark.measurement(pendingTurnMetrics[1], Int(minimal) / (2 * chains))
+        if ours > 0 { benchmark.measurement(pendingTurnMetrics[2], Int(minimal * 1000 / ours)) }
     }
 
     Benchmark("Futures/pending flatMap-map-observe/async-await", configuration: configuration()) { benchmark in

@@ -127,35 +127,24 @@ private func registerStreamingTurns() {
             + (isSSE ? ".events.batches" : ".lines.batches")
         Benchmark(name, configuration: config) { benchmark in
             let connect = StreamingClient.shared.connect
-            var time = (plain: UInt64(0), batches: UInt64(0))
+            var time = (first: UInt64(0), second: UInt64(0))
             var failure: String?
             benchmark.measure {
-                for round in 0..<rounds {
-                    for turn in 0..<2 {
-                        let plain = (turn == 0) == round.isMultiple(of: 2)
-                        let start = DispatchTime.now().uptimeNanoseconds
-                        if plain {
-                            let read = blockingAwait {
-                                try await StreamingClient.countChunks(connect.stream(route(path)))
-                            }
-                            if read.bytes != payload.size { failure = "read \(read.bytes) bytes" }
-                            time.plain += DispatchTime.now().uptimeNanoseconds - start
-                        } else {
-                            let count = blockingAwait {
-                                try await StreamingClient.countBatched(connect.stream(route(path)), events: isSSE)
-                            }
-                            if count != payload.elements { failure = "parsed \(count) elements" }
-                            time.batches += DispatchTime.now().uptimeNanoseconds - start
-                        }
+                time = takeTurns(rounds: rounds) {
+                    let read = blockingAwait { try await StreamingClient.countChunks(connect.stream(route(path))) }
+                    if read.bytes != payload.size { failure = "read \(read.bytes) bytes" }
+                } _: {
+                    let count = blockingAwait {
+                        try await StreamingClient.countBatched(connect.stream(route(path)), events: isSSE)
                     }
+                    if count != payload.elements { failure = "parsed \(count) elements" }
                 }
             }
+            let (plain, batches) = time
             if let failure { return benchmark.error(failure) }
-            benchmark.measurement(streamingTurnMetrics[0], Int(time.plain) / rounds)
-            benchmark.measurement(streamingTurnMetrics[1], Int(time.batches) / rounds)
-            if time.batches > 0 {
-                benchmark.measurement(streamingTurnMetrics[2], Int(time.plain * 1000 / time.batches))
-            }
+            benchmark.measurement(streamingTurnMetrics[0], Int(plain) / rounds)
+            benchmark.measurement(streamingTurnMetrics[1], Int(batches) / rounds)
+            if batches > 0 { benchmark.measurement(streamingTurnMetrics[2], Int(plain * 1000 / batches)) }
         }
     }
 }

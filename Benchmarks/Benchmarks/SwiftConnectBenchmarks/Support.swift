@@ -17,6 +17,23 @@ enum RunMode {
     static let isSmoke = ProcessInfo.processInfo.environment["SWIFTCONNECT_BENCHMARK_SMOKE"] == "1"
 }
 
+/// Runs `first` and `second` in turns, `rounds` times, the order swapped every round so that neither always follows
+/// the other, and returns each one's total wall time in nanoseconds: two ways of doing the same work compared on the
+/// same machine state within one sample.
+func takeTurns(rounds: Int, _ first: () -> Void, _ second: () -> Void) -> (first: UInt64, second: UInt64) {
+    var time = (first: UInt64(0), second: UInt64(0))
+    for round in 0..<rounds {
+        for turn in 0..<2 {
+            let isFirst = (turn == 0) == round.isMultiple(of: 2)
+            let start = DispatchTime.now().uptimeNanoseconds
+            if isFirst { first() } else { second() }
+            let elapsed = DispatchTime.now().uptimeNanoseconds - start
+            if isFirst { time.first += elapsed } else { time.second += elapsed }
+        }
+    }
+    return time
+}
+
 // MARK: - Metrics
 
 /// Process CPU time (all threads) from `CLOCK_PROCESS_CPUTIME_ID`, in nanoseconds per operation.
