@@ -128,8 +128,8 @@ public struct EventSource: AsyncSequence {
             try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
         }
 
-        /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 ms (or an infinite delay) is a
-        /// very long wait, not a trap converting it.
+        /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 milliseconds (or an infinite delay)
+        /// is a very long wait, not a trap converting it.
         static func nanoseconds(_ seconds: TimeInterval) -> UInt64 {
             guard seconds > 0 else { return 0 }
             return UInt64(Swift.min(seconds, 365 * 24 * 3600) * 1_000_000_000)
