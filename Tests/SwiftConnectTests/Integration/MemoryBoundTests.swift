@@ -160,7 +160,7 @@ final class MemoryBoundTests: XCTestCase {
         Route(path, baseURL: server.baseURL, timeout: 300)
     }
 
-    /// The peak growth a size limit or a bomb is held to: the limit plus 50 MiB on an engine that closes the
+    /// The peak growth a size limit is held to (bombs: `checkBomb`): the limit plus 50 MiB on an engine that closes the
     /// connection at the limit; on URLSession, 256 MiB, where a run went highest with room (SECURITY.md).
     private func bound(limit: Int) -> Int {
         TransportUnderTest.isURLSession ? 256 * Self.mebibyte : limit + 50 * Self.mebibyte
@@ -235,7 +235,10 @@ final class MemoryBoundTests: XCTestCase {
         try await checkBomb(coding: "deflate")
     }
 
-    /// Most runs stay within the limit plus 50 MiB, not all (SECURITY.md): pinned, as the size limit is.
+    /// Most runs stay within the limit plus 50 MiB, not all (SECURITY.md): pinned under 256 MiB on both engines.
+    /// AsyncHTTPClient's decompressor decodes each read of the socket whole, in parts the client buffers before the
+    /// limit's stop lands on the event loop: about a thousand times a read of the compressed body, and a CI run of
+    /// 29 November (the test 0.28 s instead of 0.07 s) went to +140 MiB.
     private func checkBomb(coding: String) async throws {
         // Given: 1 GiB of zeros in about 1 MiB of `coding`, and a limit of 10 MiB
         let bomb = Bomb.encoded(coding)
@@ -260,7 +263,7 @@ final class MemoryBoundTests: XCTestCase {
         report(
             "\(coding) bomb (\(bomb.count >> 10) KiB)", cost,
             cost.growth < limit + 50 * Self.mebibyte ? "" : "over the limit plus 50 MiB")
-        XCTAssertLessThan(cost.growth, bound(limit: limit), "\(cost)")
+        XCTAssertLessThan(cost.growth, 256 * Self.mebibyte, "\(cost)")
     }
 
     // MARK: - Streams
