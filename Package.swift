@@ -15,8 +15,15 @@ let package = Package(
         .executable(name: "Playground", targets: ["Playground"]),
     ],
     targets: [
+        // The system's zlib (a system library, not a package dependency): the core decodes gzip and deflate bodies
+        // for engines that hand them over as sent (Transport/Engine/ContentDecoding.swift).
+        .systemLibrary(
+            name: "CSwiftConnectZlib",
+            providers: [.apt(["zlib1g-dev"]), .yum(["zlib-devel"])]
+        ),
         .target(
             name: "SwiftConnect",
+            dependencies: ["CSwiftConnectZlib"],
             swiftSettings: [.enableUpcomingFeature("ExistentialAny")]
         ),
         .target(
@@ -31,7 +38,7 @@ let package = Package(
         ),
         .testTarget(
             name: "SwiftConnectTests",
-            dependencies: ["SwiftConnect", "SwiftConnectTesting"]
+            dependencies: ["SwiftConnect", "SwiftConnectTesting", "CSwiftConnectZlib"]
         ),
         .testTarget(
             name: "SwiftConnectTestingTests",

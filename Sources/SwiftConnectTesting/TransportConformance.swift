@@ -416,9 +416,9 @@ public enum TransportConformance {
         }
     }
 
-    /// A body in a coding the engine does not decode is a transport failure (``SwiftConnect/ConnectError/Kind/badResponse``
-    /// for an engine of the core's exchange, with the coding named), never a success of bytes nobody can read (a server
-    /// may send `br` whatever was asked).
+    /// A body in a coding nobody decodes is a transport failure (``SwiftConnect/ConnectError/Kind/transport`` with
+    /// the coding named, for an engine of the core's exchange, which decodes gzip and deflate itself), never a success
+    /// of bytes nobody can read (a server may send `br` whatever was asked).
     static let undecodedCodingIsRefused = Check(name: "undecoded content coding is refused") { context in
         try context.withServer { server in
             server.route("GET", "/brotli") { _ in

@@ -9,9 +9,9 @@ import SwiftConnectAsyncHTTPClient
 // Issue 23, item 4: Connect over AsyncHTTPClientTransport beside raw AsyncHTTPClient (`execute` with the body
 // collected, then decoded) and raw URLSession, to the same loopback server, sequentially and 16 in flight. Raw
 // AsyncHTTPClient runs twice: with its default configuration, as the issue names it, and with the transport's
-// (`AsyncHTTPClientTransport.defaultConfiguration`: decompression on, which adds NIO's decompressor to every
-// connection and an `Accept-Encoding` to every request), so that the engine's own work is told apart from
-// SwiftConnect's. The four clients take turns within each sample (see `registerInterleaved` in
+// (`AsyncHTTPClientTransport.defaultConfiguration`; until 30 November 2026 it turned AsyncHTTPClient's decompression
+// on, which added NIO's decompressor to every connection; SwiftConnect's core decodes now, and asks for gzip in an
+// `Accept-Encoding` of its own), so that the engine's own work is told apart from SwiftConnect's. The four clients take turns within each sample (see `registerInterleaved` in
 // LoopbackBenchmarks.swift for why), and peak memory is measured apart, one client per process.
 
 func registerEngineBenchmarks() {

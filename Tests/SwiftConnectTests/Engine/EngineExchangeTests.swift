@@ -1,7 +1,8 @@
 import Foundation
-@_spi(Engine) import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@testable @_spi(Engine) import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -20,9 +21,11 @@ final class EngineExchangeTests: XCTestCase {
         }
 
         private let state: Protected<(answers: [Answer], hops: [EngineRequest])>
+        let decodedContentCodings: Set<String>
 
-        init(_ answers: [Answer]) {
+        init(_ answers: [Answer], decodes codings: Set<String> = []) {
             state = Protected((answers, []))
+            decodedContentCodings = codings
         }
 
         var hops: [EngineRequest] { state.withLock { $0.hops } }
@@ -200,9 +203,84 @@ final class EngineExchangeTests: XCTestCase {
         let error = try failure(of: engine.send(request("http://api.test/compressed")))
         let empty = try engine.send(request("http://api.test/compressed")).wait(timeout: 10)
 
-        XCTAssertEqual(error.kind, .badResponse)
+        XCTAssertEqual(error.kind, .transport, "not retried: another attempt gets the same bytes")
         XCTAssertTrue(error.message.contains("encoded with br"), error.message)
         XCTAssertEqual(empty.statusCode, 204, "a body-less answer has nothing to decode")
+    }
+
+    /// The core decodes a gzip body the engine hands over as sent, announcing it in `Accept-Encoding` unless the
+    /// caller chose one; an engine that decodes gzip itself announces its own and gets its bytes untouched.
+    func testTheCoreDecodesGzipForAnEngineThatDoesNot() throws {
+        let text = Data(String(repeating: "decoded by the core ", count: 500).utf8)
+        let gzip = Zlib.encode(text, format: .gzip)
+        let coded = ScriptedEngine.Answer(
+            status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip"],
+            chunks: [gzip.prefix(10), gzip.dropFirst(10)])
+        let engine = ScriptedEngine([coded, coded])
+        let decoding = ScriptedEngine([.init(status: 200, chunks: [text])], decodes: ["gzip", "deflate"])
+        var identity = request("http://api.test/identity")
+        identity.setValue("identity", forHTTPHeaderField: "Accept-Encoding")
+
+        let response = try engine.send(request("http://api.test/gzip")).wait(timeout: 10)
+        _ = try engine.send(identity).wait(timeout: 10)
+        let untouched = try decoding.send(request("http://api.test/plain")).wait(timeout: 10)
+
+        XCTAssertEqual(response.data, text)
+        let accept = HeaderField.Name("Accept-Encoding")
+        XCTAssertEqual(engine.hops.map { $0.head.headerFields[accept] }, ["gzip, deflate", "identity"])
+        XCTAssertEqual(untouched.data, text)
+        XCTAssertNil(decoding.hops[0].head.headerFields[accept], "the engine announces what it decodes itself")
+    }
+
+    /// The limit counts decoded bytes, part by part: 4 MiB of zeros in a few kilobytes stop at 1 MiB, in memory and
+    /// in a stream.
+    func testTheLimitCountsDecodedBytes() throws {
+        let bomb = Zlib.encode(Data(count: 4 << 20), format: .zlib)
+        let answer = ScriptedEngine.Answer(
+            status: 200, fields: [HeaderField.Name("Content-Encoding"): "deflate"], chunks: [bomb])
+        let engine = ScriptedEngine([answer, answer])
+        let limit = TransferOptions(maxResponseBytes: 1 << 20)
+        var streamed = limit
+        streamed.streaming = StreamingOptions()
+
+        let collected = try failure(of: engine.send(request("http://api.test/bomb"), transfer: limit))
+        let stream = try XCTUnwrap(
+            engine.send(request("http://api.test/bomb"), transfer: streamed).wait(timeout: 10).bodyStream)
+        let outcome = Protected<(read: Int, error: (any Error)?)>((0, nil))
+        let done = expectation(description: "stream read")
+        Task { [stream] in
+            do {
+                while let part = try await stream.next() { outcome.withLock { $0.read += part.count } }
+            } catch {
+                outcome.withLock { $0.error = error }
+            }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        let (read, streamError) = outcome.snapshot
+
+        XCTAssertEqual(collected.kind, .responseTooLarge)
+        XCTAssertEqual((streamError as? ConnectError)?.kind, .responseTooLarge, "\(String(describing: streamError))")
+        XCTAssertLessThanOrEqual(read, 1 << 20)
+    }
+
+    func testACorruptBodyFailsAndSeveralCodingsAreRefused() throws {
+        let engine = ScriptedEngine([
+            .init(
+                status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip"], chunks: [Data("not gzip".utf8)]),
+            .init(status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip, br"], chunks: [Data([1])]),
+        ])
+
+        let corrupt = try failure(of: engine.send(request("http://api.test/corrupt")))
+        let layered = try failure(of: engine.send(request("http://api.test/layered")))
+
+        XCTAssertEqual(corrupt.kind, .transport, "not retried: another attempt gets the same bytes")
+        XCTAssertTrue(
+            corrupt.message.hasPrefix("the gzip body cannot be decoded: the data is corrupt"), corrupt.message)
+        XCTAssertTrue(corrupt.underlyingError is ContentDecodingFailure)
+        XCTAssertEqual(corrupt.request?.url?.path, "/corrupt")
+        XCTAssertEqual(layered.kind, .transport)
+        XCTAssertTrue(layered.message.contains("encoded with br, which neither"), layered.message)
     }
 
     func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {

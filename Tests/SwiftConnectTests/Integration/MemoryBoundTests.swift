@@ -227,18 +227,19 @@ final class MemoryBoundTests: XCTestCase {
 
     // MARK: - Decompression bombs
 
-    func testAGzipBombFailsAndStaysUnder256MiB() async throws {
+    func testAGzipBombFailsWithinItsMemoryBound() async throws {
         try await checkBomb(coding: "gzip")
     }
 
-    func testADeflateBombFailsAndStaysUnder256MiB() async throws {
+    func testADeflateBombFailsWithinItsMemoryBound() async throws {
         try await checkBomb(coding: "deflate")
     }
 
-    /// Most runs stay within the limit plus 50 MiB, not all (SECURITY.md): pinned under 256 MiB on both engines.
-    /// AsyncHTTPClient's decompressor decodes each read of the socket whole, in parts the client buffers before the
-    /// limit's stop lands on the event loop: about a thousand times a read of the compressed body, and a CI run of
-    /// 29 November (the test 0.28 s instead of 0.07 s) went to +140 MiB.
+    /// An engine that hands the body over as sent (AsyncHTTPClient's default configuration) has it decoded by the
+    /// core, in parts of at most 64 KiB that the limit sees: held to the limit plus 50 MiB (+8 to +17 MiB measured).
+    /// Before, AsyncHTTPClient's decompressor decoded each socket read whole, about a thousand times its size, and a
+    /// CI run of 29 November went to +140 MiB. libcurl decodes under URLSession on Linux, all of it before the limit
+    /// sees a byte (SECURITY.md): pinned under 256 MiB there.
     private func checkBomb(coding: String) async throws {
         // Given: 1 GiB of zeros in about 1 MiB of `coding`, and a limit of 10 MiB
         let bomb = Bomb.encoded(coding)
@@ -263,7 +264,8 @@ final class MemoryBoundTests: XCTestCase {
         report(
             "\(coding) bomb (\(bomb.count >> 10) KiB)", cost,
             cost.growth < limit + 50 * Self.mebibyte ? "" : "over the limit plus 50 MiB")
-        XCTAssertLessThan(cost.growth, 256 * Self.mebibyte, "\(cost)")
+        XCTAssertLessThan(
+            cost.growth, TransportUnderTest.isURLSession ? 256 * Self.mebibyte : limit + 50 * Self.mebibyte, "\(cost)")
     }
 
     // MARK: - Streams

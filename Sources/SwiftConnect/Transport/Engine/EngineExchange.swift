@@ -8,7 +8,8 @@ import Foundation
 /// One request over an ``HTTPEngine``, from the first hop to the response: the core's rules of an exchange,
 /// written once for every engine that moves bytes. It checks the request, follows redirects by
 /// ``RedirectRules`` (credentials never cross origins, a redirect's cookies go on), bounds the whole exchange by
-/// the request's `timeoutInterval`, refuses a body in a coding the engine does not decode, applies the size limit as
+/// the request's `timeoutInterval`, decodes a gzip or deflate body the engine hands over as sent (and refuses one in
+/// a coding neither decodes), applies the size limit as
 /// bytes arrive, writes a download to its file, reports progress, hands a streamed body over with back-pressure, and
 /// classifies every failure once. It runs in a task
 /// of its own, which cancelling the future cancels: that is how the engine is told to stop.
@@ -35,6 +36,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         timer = TransportDeadline(seconds: request.timeoutInterval)
         download = transfer.destination == nil ? nil : DownloadSlot()
     }
+
+    /// `Accept-Encoding`, which the core sets for an engine that does not decode gzip itself.
+    private static var acceptEncoding: HeaderField.Name { HeaderField.Name("Accept-Encoding") }
 
     /// The engine's name, for messages.
     private var engineName: String { String(describing: Engine.self) }
@@ -172,7 +176,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 bodyFile = next.keepsBody ? bodyFile : nil
                 continue
             }
-            try refuseUndecodedCoding(of: head)
+            if let coding = try codingToDecode(of: head) {
+                let decoded = DecodedBody(base: response.body, coding: coding)
+                if let streaming = transfer.streaming {
+                    return await stream(decoded, head: head, options: streaming, progress: progress, promise: promise)
+                }
+                return try await collect(decoded, head: head, progress: progress)
+            }
             if let streaming = transfer.streaming {
                 return await stream(response.body, head: head, options: streaming, progress: progress, promise: promise)
             }
@@ -194,6 +204,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
             throw ConnectError.invalidRequest(
                 .invalidHeader(name: invalid.name.rawName), sent: original)
+        }
+        if !engine.decodedContentCodings.contains("gzip"), head.headerFields[Self.acceptEncoding] == nil {
+            // The core decodes what an engine hands over as sent (``DecodedBody``): it announces what it decodes, as
+            // URLSession and AsyncHTTPClient's decompressor announce their own.
+            head.headerFields.append(HeaderField(name: Self.acceptEncoding, value: "gzip, deflate"))
         }
         if let user = url.user(percentEncoded: false), head.headerFields[.authorization] == nil {
             let credentials = "\(user):\(url.password(percentEncoded: false) ?? "")"
@@ -223,10 +238,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// Hands the answer's head to `promise` with a body stream, then pumps the body into it as the reader takes
     /// it: the engine reads no further while the reader is behind (back-pressure), and a reader that stops cancels
     /// the exchange's task, which stops the engine. Returns the head (already delivered) at the end.
-    private func stream(
-        _ source: Engine.ResponseBody, head: ConnectResponse, options: StreamingOptions, progress: ExchangeProgress?,
+    private func stream<Body: AsyncSequence>(
+        _ source: Body, head: ConnectResponse, options: StreamingOptions, progress: ExchangeProgress?,
         promise: Promise<ConnectResponse>
-    ) async -> ConnectResponse {
+    ) async -> ConnectResponse where Body.Element == Data {
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { [state] in state.withLock { $0.task }?.cancel() }
         state.withLock { $0.stream = body }
@@ -251,8 +266,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Reads the body of the response that is the answer: into memory, or into the destination file for a
     /// successful download, counting it against the size limit as it arrives.
-    private func collect(_ source: Engine.ResponseBody, head: ConnectResponse, progress: ExchangeProgress?)
-        async throws -> ConnectResponse
+    private func collect<Body: AsyncSequence>(_ source: Body, head: ConnectResponse, progress: ExchangeProgress?)
+        async throws -> ConnectResponse where Body.Element == Data
     {
         // The declared length counts the decoded bytes only when the body is not content-encoded, and says nothing
         // where no body follows (HEAD, 1xx, 204, 304).
@@ -307,21 +322,29 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         return answer
     }
 
-    /// Refuses the answer when its body is in a content coding the engine does not decode: the bytes would reach
-    /// the caller as a success nobody can read. A body-less answer (HEAD, 1xx, 204, 304) has nothing to decode.
-    private func refuseUndecodedCoding(of head: ConnectResponse) throws {
+    /// The coding the core decodes the answer's body from, when the engine hands it over as sent (``DecodedBody``:
+    /// in bounded parts, which the size limit and a stream's back-pressure see). Refuses the answer when its body is
+    /// in a coding neither the engine nor the core decodes: the bytes would reach the caller as a success nobody can
+    /// read. A body-less answer (HEAD, 1xx, 204, 304) has nothing to decode.
+    private func codingToDecode(of head: ConnectResponse) throws -> ContentCoding? {
         let status = head.statusCode
         guard let field = head.head.headerFields[HeaderField.Name("Content-Encoding")],
             original.httpMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304
-        else { return }
+        else { return nil }
         let decoded = engine.decodedContentCodings
         let undecoded = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             .filter { !$0.isEmpty && $0 != "identity" && !decoded.contains($0) }
-        guard !undecoded.isEmpty else { return }
+        guard let first = undecoded.first else { return nil }
+        // One coding the core knows; several (`gzip, br`, applied in turn) are not decoded in turn.
+        if undecoded.count == 1, let coding = ContentCoding(token: first) { return coding }
+        let unknown = undecoded.count == 1 ? undecoded : undecoded.filter { ContentCoding(token: $0) == nil }
+        let named = (unknown.isEmpty ? undecoded : unknown).joined(separator: ", ")
+        // `.transport`, as URLSession reports a coding it cannot decode: not retried by default, another attempt gets
+        // the same bytes.
         throw ConnectError(
-            .badResponse,
-            message: "the body is encoded with \(undecoded.joined(separator: ", ")), which \(engineName) does not "
-                + "decode: refused rather than passed on as a success",
+            .transport,
+            message: "the body is encoded with \(named), which neither \(engineName) nor SwiftConnect decodes: "
+                + "refused rather than passed on as a success",
             request: .sent(original), head: head.storedHead)
     }
 
@@ -373,6 +396,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 error.message = "no complete response within the timeout of \(original.timeoutInterval) s"
             }
             return error
+        }
+        if let failure = error as? ContentDecodingFailure {
+            // `.transport`, as URLSession's `cannotDecodeContentData`: not retried by default, another attempt gets
+            // the same bytes.
+            return ConnectError(
+                .transport, message: failure.description, request: .sent(original), underlyingError: failure)
         }
         if error is CancellationError {
             return ConnectError(

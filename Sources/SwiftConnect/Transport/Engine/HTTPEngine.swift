@@ -11,8 +11,8 @@ import Foundation
 /// An engine is a ``Transport``: `Connect(transport: MyEngine())` works as soon as ``send(_:)-(EngineRequest)``
 /// does. The core's exchange (`Transport/Engine/EngineExchange.swift`) then gives it, the same way as to
 /// `AsyncHTTPClientTransport`: redirects followed under SwiftConnect's rules (credentials never cross origins),
-/// the request's `timeoutInterval` over the whole exchange, size limits, downloads to a file, progress, streamed
-/// bodies with back-pressure, and failures reported as typed ``ConnectError``s.
+/// the request's `timeoutInterval` over the whole exchange, gzip and deflate bodies decoded, size limits, downloads to
+/// a file, progress, streamed bodies with back-pressure, and failures reported as typed ``ConnectError``s.
 ///
 /// ```swift
 /// struct MyEngine: HTTPEngine {
@@ -46,8 +46,10 @@ public protocol HTTPEngine: Transport {
     func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody>
 
     /// The content codings (`Content-Encoding`, lower case: `"gzip"`, `"deflate"`, `"br"`) this engine decodes
-    /// before handing the body over. The core refuses a body in any other coding with a typed error naming it,
-    /// rather than passing bytes nobody can read as a success. The default is none.
+    /// before handing the body over. The default is none, which is what most engines want: the core then decodes
+    /// gzip and deflate itself, in bounded parts, and asks for them with `Accept-Encoding` (an engine that decodes
+    /// gzip announces its own). It refuses a body in a coding neither decodes with a typed error naming it, rather
+    /// than passing bytes nobody can read as a success.
     var decodedContentCodings: Set<String> { get }
 
     /// `error`, thrown by ``send(_:)-(EngineRequest)`` or by reading a body, as a ``ConnectError`` of the kind that

@@ -83,22 +83,28 @@ public final class AsyncHTTPClientTransport: Transport {
     private let ownsClient: Bool
     /// The pinned hosts, and the connections the transport makes to them itself.
     let pinned: PinnedRoutes
-    /// The content codings the client decodes: gzip and deflate when this transport's configuration turns
-    /// decompression on, none when it is off. Over an app's client (``init(client:pins:tlsConfiguration:)``), whose
-    /// configuration AsyncHTTPClient does not show, gzip and deflate: the most it can decode.
+    /// The content codings the client decodes: gzip and deflate when the configuration turns AsyncHTTPClient's
+    /// decompression on, none when it is off (the default: SwiftConnect's core then decodes them, in bounded
+    /// parts). Over an app's client (``init(client:pins:tlsConfiguration:)``), whose configuration AsyncHTTPClient
+    /// does not show, gzip and deflate: the most it can decode.
     @_spi(Engine) public let decodedContentCodings: Set<String>
     /// The event loop each request's callbacks run on (``LoopAffinity``).
     let affinity: LoopAffinity
     /// Whether ``shutdown()`` has been called (so `deinit` has nothing left to do).
     private let shutDown = NIOLockedValueBox(false)
 
-    /// The configuration of a transport's own client: AsyncHTTPClient's defaults, with decompression of gzip and
-    /// deflate bodies on (the size limit applies to the decoded bytes), and a connection that cannot be made failing
-    /// at once (``SwiftConnect/RetryPolicy`` decides what is tried again). The transport turns redirect following
-    /// off in whatever configuration it is given: it follows redirects itself, by SwiftConnect's rules.
+    /// The configuration of a transport's own client: AsyncHTTPClient's defaults, with its decompression off, and a
+    /// connection that cannot be made failing at once (``SwiftConnect/RetryPolicy`` decides what is tried again).
+    /// The transport turns redirect following off in whatever configuration it is given: it follows redirects
+    /// itself, by SwiftConnect's rules.
+    ///
+    /// gzip and deflate bodies are still decoded, by SwiftConnect's core, which asks for them in `Accept-Encoding`:
+    /// in parts of at most 64 KiB that the size limit and a stream's back-pressure see, so a small body that
+    /// decodes to gigabytes stops at the limit. AsyncHTTPClient's own decompression (`.enabled(limit:)`, which the
+    /// transport honours if you set it) decodes each read of the socket whole, before a limit can stop it.
     public static var defaultConfiguration: HTTPClient.Configuration {
         var configuration = HTTPClient.Configuration()
-        configuration.decompression = .enabled(limit: .none)
+        configuration.decompression = .disabled
         // A connection that cannot be made fails the request at once, as with URLSession, instead of being tried
         // again until the connect timeout: SwiftConnect's RetryPolicy decides what is tried again, and when.
         configuration.connectionPool.retryConnectionEstablishment = false

@@ -1,10 +1,11 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
-@testable import SwiftConnectAsyncHTTPClient
+@testable @_spi(Engine) import SwiftConnectAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -39,6 +40,32 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
 
     private func request(_ path: String, timeout: TimeInterval = 10) -> URLRequest {
         URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())), timeoutInterval: timeout)
+    }
+
+    /// By default SwiftConnect's core decodes gzip and asks for it; with AsyncHTTPClient's decompression turned on,
+    /// the client asks and decodes, and the core leaves its bytes alone (decoded once, not twice).
+    func testGzipIsDecodedByTheCoreByDefaultAndByTheClientWhenItsDecompressionIsOn() async throws {
+        // `"conformance " × 100`, gzip-compressed.
+        let gzip = Data(base64Encoded: "H4sIAAAAAAACA0vOz0vLL8pNzEtOVUgeZY+yR9mj7EHMBgBfY9NSsAQAAA==")!
+        let asked = NIOLockedValueBox<[String]>([])
+        server.route("GET", "/gzip") { request in
+            asked.withLockedValue { $0.append(request.header("Accept-Encoding") ?? "none") }
+            return LocalServer.Response.data(gzip, contentType: "text/plain").withHeader("Content-Encoding", "gzip")
+        }
+        var decompressing = AsyncHTTPClientTransport.defaultConfiguration
+        decompressing.decompression = .enabled(limit: .ratio(100))
+        let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
+
+        var bodies: [String] = []
+        for transport in transports {
+            let response = try await transport.send(request("/gzip")).value
+            bodies.append(String(decoding: response.data, as: UTF8.self))
+            try await transport.shutdown()
+        }
+
+        XCTAssertEqual(bodies, Array(repeating: String(repeating: "conformance ", count: 100), count: 2))
+        XCTAssertEqual(asked.withLockedValue { $0 }, ["gzip, deflate", "deflate, gzip"], "the core's, then NIO's decompressor's")
+        XCTAssertTrue(transports[0].decodedContentCodings.isEmpty)
     }
 
     /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
