@@ -64,7 +64,8 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
 
         XCTAssertEqual(bodies, Array(repeating: String(repeating: "conformance ", count: 100), count: 2))
-        XCTAssertEqual(asked.withLockedValue { $0 }, ["gzip, deflate", "deflate, gzip"], "the core's, then NIO's decompressor's")
+        XCTAssertEqual(
+            asked.withLockedValue { $0 }, ["gzip, deflate", "deflate, gzip"], "the core's, then NIO's decompressor's")
         XCTAssertTrue(transports[0].decodedContentCodings.isEmpty)
     }
 
