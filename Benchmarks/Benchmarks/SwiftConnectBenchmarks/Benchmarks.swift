@@ -17,6 +17,7 @@ let benchmarks: @Sendable () -> Void = {
     registerLoopbackBenchmarks()
     registerTransferBenchmarks()
     registerEngineBenchmarks()
+    registerCompressedBenchmarks()
     registerStreamingBenchmarks()
     registerJSONLinesBenchmarks()
     registerOpenAPIBenchmarks()

@@ -124,15 +124,17 @@ final class ConnectOverAHC: LoopbackClient {
 /// AsyncHTTPClient as its README shows it: `execute`, check the status, collect the body, decode.
 final class RawAHC: LoopbackClient {
     let client: HTTPClient
-    let url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
+    let url: String
 
-    init(configuration: HTTPClient.Configuration) {
+    init(configuration: HTTPClient.Configuration, path: String = "todos/1k") {
         client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        url = LoopbackServer.baseURL.appendingPathComponent(path).absoluteString
     }
 
     /// Over `client`, shared with another benchmark client.
     init(client: HTTPClient) {
         self.client = client
+        url = LoopbackServer.baseURL.appendingPathComponent("todos/1k").absoluteString
     }
 
     func start(_ done: @escaping @Sendable (Bool) -> Void) {

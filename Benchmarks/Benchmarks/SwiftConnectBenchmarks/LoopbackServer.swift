@@ -12,7 +12,8 @@ import SwiftConnectTesting
 /// (this same executable, started with `SWIFTCONNECT_BENCHMARK_ROLE=server`) so that the client's CPU time,
 /// allocations and peak memory are measured without the server's.
 ///
-/// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB;
+/// Routes: `GET /todos/1k` and `GET /todos/100k` answer JSON arrays of to-dos of about 1 KiB and 100 KiB
+/// (`GET /todos/100k.gz` the latter gzip'd, whatever the request asks);
 /// `POST /upload` reads the request body to the end and answers `{"bytes":N}`; `GET /stream/events` and
 /// `GET /stream/lines` (and `/stream/json-lines`, ~80-byte JSON objects) stream 16 MiB of ~80-byte server-sent events or
 /// lines, chunked (with `/paced` at the end,
@@ -33,6 +34,10 @@ enum LoopbackServer {
         let large = Payload.large
         server.route("GET", "/todos/1k") { _ in .data(small, contentType: "application/json") }
         server.route("GET", "/todos/100k") { _ in .data(large, contentType: "application/json") }
+        let largeGzip = gzipped(large)
+        server.route("GET", "/todos/100k.gz") { _ in
+            .data(largeGzip, contentType: "application/json").withHeader("Content-Encoding", "gzip")
+        }
         let streams = [
             ("/stream/events", StreamingPayload.small.body, "text/event-stream"),
             ("/stream/large-events", StreamingPayload.large.body, "text/event-stream"),
@@ -202,5 +207,33 @@ enum LoopbackServer {
             #endif
             return Bundle.main.executablePath ?? CommandLine.arguments[0]
         }
+    }
+}
+
+extension LoopbackServer {
+    /// `data` gzip'd by the system's `gzip` (level 6, no name or time stamp), as a server would send it.
+    static func gzipped(_ data: Data) -> Data {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["gzip", "-c", "-6", "-n"]
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            fatalError("the benchmark server needs gzip: \(error)")
+        }
+        // Written from another thread: gzip's output must be read while its input is written.
+        let writer = Thread {
+            input.fileHandleForWriting.write(data)
+            try? input.fileHandleForWriting.close()
+        }
+        writer.start()
+        let result = output.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        precondition(process.terminationStatus == 0 && !result.isEmpty, "gzip failed")
+        return result
     }
 }
