@@ -269,10 +269,12 @@ final class EngineExchangeTests: XCTestCase {
             .init(
                 status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip"], chunks: [Data("not gzip".utf8)]),
             .init(status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip, br"], chunks: [Data([1])]),
+            .init(status: 200, fields: [HeaderField.Name("Content-Encoding"): "gzip, gzip"], chunks: [Data([1])]),
         ])
 
         let corrupt = try failure(of: engine.send(request("http://api.test/corrupt")))
         let layered = try failure(of: engine.send(request("http://api.test/layered")))
+        let twice = try failure(of: engine.send(request("http://api.test/twice")))
 
         XCTAssertEqual(corrupt.kind, .transport, "not retried: another attempt gets the same bytes")
         XCTAssertTrue(
@@ -281,6 +283,8 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(corrupt.request?.url?.path, "/corrupt")
         XCTAssertEqual(layered.kind, .transport)
         XCTAssertTrue(layered.message.contains("encoded with br, which neither"), layered.message)
+        XCTAssertEqual(twice.kind, .transport)
+        XCTAssertTrue(twice.message.contains("in several codings in turn (gzip, gzip)"), twice.message)
     }
 
     func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {

@@ -57,7 +57,7 @@ struct DecodedBody<Base: AsyncSequence>: AsyncSequence where Base.Element == Dat
                     try inflater.finish()
                     return nil
                 }
-                try inflater.feed(input)
+                inflater.feed(input)
             }
             return nil
         }
@@ -104,7 +104,7 @@ final class Inflater {
     }
 
     /// Adds a chunk of the compressed body.
-    func feed(_ chunk: Data) throws {
+    func feed(_ chunk: Data) {
         guard !chunk.isEmpty else { return }
         sawInput = true
         if offset == input.count {

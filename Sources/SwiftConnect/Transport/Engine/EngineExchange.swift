@@ -9,10 +9,9 @@ import Foundation
 /// written once for every engine that moves bytes. It checks the request, follows redirects by
 /// ``RedirectRules`` (credentials never cross origins, a redirect's cookies go on), bounds the whole exchange by
 /// the request's `timeoutInterval`, decodes a gzip or deflate body the engine hands over as sent (and refuses one in
-/// a coding neither decodes), applies the size limit as
-/// bytes arrive, writes a download to its file, reports progress, hands a streamed body over with back-pressure, and
-/// classifies every failure once. It runs in a task
-/// of its own, which cancelling the future cancels: that is how the engine is told to stop.
+/// a coding neither decodes), applies the size limit as bytes arrive, writes a download to its file, reports
+/// progress, hands a streamed body over with back-pressure, and classifies every failure once. It runs in a task of
+/// its own, which cancelling the future cancels: that is how the engine is told to stop.
 struct EngineExchange<Engine: HTTPEngine>: Sendable {
     let engine: Engine
     /// The request as the client handed it over: what the response reports as its request.
@@ -335,16 +334,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let undecoded = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
             .filter { !$0.isEmpty && $0 != "identity" && !decoded.contains($0) }
         guard let first = undecoded.first else { return nil }
-        // One coding the core knows; several (`gzip, br`, applied in turn) are not decoded in turn.
+        // One coding the core knows is decoded; several applied in turn (`gzip, br`) are not.
         if undecoded.count == 1, let coding = ContentCoding(token: first) { return coding }
-        let unknown = undecoded.count == 1 ? undecoded : undecoded.filter { ContentCoding(token: $0) == nil }
-        let named = (unknown.isEmpty ? undecoded : unknown).joined(separator: ", ")
+        let unknown = undecoded.filter { ContentCoding(token: $0) == nil }
+        let reason =
+            unknown.isEmpty
+            ? "in several codings in turn (\(undecoded.joined(separator: ", "))), which SwiftConnect does not decode"
+            : "with \(unknown.joined(separator: ", ")), which neither \(engineName) nor SwiftConnect decodes"
         // `.transport`, as URLSession reports a coding it cannot decode: not retried by default, another attempt gets
         // the same bytes.
         throw ConnectError(
-            .transport,
-            message: "the body is encoded with \(named), which neither \(engineName) nor SwiftConnect decodes: "
-                + "refused rather than passed on as a success",
+            .transport, message: "the body is encoded \(reason): refused rather than passed on as a success",
             request: .sent(original), head: head.storedHead)
     }
 
