@@ -45,7 +45,7 @@ func registerCompressedBenchmarks() {
 
 /// The clients, made once per benchmark process.
 private final class CompressedClients: Sendable {
-    let connect = GzipConnectOverAHC()
+    let connect = ConnectOverAHC(path: "/todos/100k.gz")
     let raw = RawAHC(configuration: decompressing, path: "todos/100k.gz")
 
     /// AsyncHTTPClient's defaults with its decompressor on, which asks for gzip and decodes it.
@@ -53,20 +53,5 @@ private final class CompressedClients: Sendable {
         var configuration = HTTPClient.Configuration()
         configuration.decompression = .enabled(limit: .none)
         return configuration
-    }
-}
-
-/// `Connect(transport: AsyncHTTPClientTransport())`, `send` of a typed connector to the gzip'd answer.
-private final class GzipConnectOverAHC: LoopbackClient {
-    let connect = Connect(transport: AsyncHTTPClientTransport())
-
-    init() {
-        _ = LoopbackServer.shared
-    }
-
-    func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        connect.send(GetTodos(path: "/todos/100k.gz")).observe { result in
-            if case .success(let todos) = result { done(!todos.isEmpty) } else { done(false) }
-        }
     }
 }

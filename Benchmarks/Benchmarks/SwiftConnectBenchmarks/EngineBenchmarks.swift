@@ -106,16 +106,18 @@ private final class EngineClients: Sendable {
     let rawAHCAsTransport = RawAHC(configuration: AsyncHTTPClientTransport.defaultConfiguration)
 }
 
-/// `Connect(transport: AsyncHTTPClientTransport())`, the defaults otherwise, `send` of a typed connector.
+/// `Connect(transport: AsyncHTTPClientTransport())`, the defaults otherwise, `send` of a typed connector to `path`.
 final class ConnectOverAHC: LoopbackClient {
     let connect = Connect(transport: AsyncHTTPClientTransport())
+    let path: String
 
-    init() {
+    init(path: String = "/todos/1k") {
+        self.path = path
         _ = LoopbackServer.shared
     }
 
     func start(_ done: @escaping @Sendable (Bool) -> Void) {
-        connect.send(GetTodos(path: "/todos/1k")).observe { result in
+        connect.send(GetTodos(path: path)).observe { result in
             if case .success(let todos) = result { done(!todos.isEmpty) } else { done(false) }
         }
     }

@@ -173,20 +173,10 @@ enum LoopbackServer {
         }
 
         static func start() -> Child {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: executablePath())
             var environment = ProcessInfo.processInfo.environment
             environment[LoopbackServer.roleVariable] = "server"
-            process.environment = environment
-            let input = Pipe()
-            let output = Pipe()
-            process.standardInput = input
-            process.standardOutput = output
-            do {
-                try process.run()
-            } catch {
-                fatalError("could not start the loopback server: \(error)")
-            }
+            let (process, input, output) = LoopbackServer.run(
+                executablePath(), environment: environment, failure: "could not start the loopback server")
             guard let port = Int(readLine(from: output)) else {
                 fatalError("the loopback server did not report its port")
             }
@@ -213,18 +203,8 @@ enum LoopbackServer {
 extension LoopbackServer {
     /// `data` gzip'd by the system's `gzip` (level 6, no name or time stamp), as a server would send it.
     static func gzipped(_ data: Data) -> Data {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["gzip", "-c", "-6", "-n"]
-        let input = Pipe()
-        let output = Pipe()
-        process.standardInput = input
-        process.standardOutput = output
-        do {
-            try process.run()
-        } catch {
-            fatalError("the benchmark server needs gzip: \(error)")
-        }
+        let (process, input, output) = run(
+            "/usr/bin/env", arguments: ["gzip", "-c", "-6", "-n"], failure: "the benchmark server needs gzip")
         // Written from another thread: gzip's output must be read while its input is written.
         let writer = Thread {
             input.fileHandleForWriting.write(data)
@@ -235,5 +215,25 @@ extension LoopbackServer {
         process.waitUntilExit()
         precondition(process.terminationStatus == 0 && !result.isEmpty, "gzip failed")
         return result
+    }
+
+    /// Starts `executable` with its standard input and output on pipes; a benchmark cannot go on without it.
+    static func run(
+        _ executable: String, arguments: [String] = [], environment: [String: String]? = nil, failure: String
+    ) -> (process: Process, input: Pipe, output: Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        process.environment = environment
+        let input = Pipe()
+        let output = Pipe()
+        process.standardInput = input
+        process.standardOutput = output
+        do {
+            try process.run()
+        } catch {
+            fatalError("\(failure): \(error)")
+        }
+        return (process, input, output)
     }
 }
