@@ -34,7 +34,7 @@ import NIOSSL
 ///   nanosecond.
 /// - **Size limits** stop reading: a body refused at its limit is not kept, and the connection is closed.
 /// - **Compressed bodies** (gzip, deflate) are decoded, and the size limit counts the decoded bytes. A body in
-///   another coding (`br`, `zstd`…) fails with ``SwiftConnect/ConnectError/Kind/badResponse`` naming it.
+///   another coding (`br`, `zstd`…) fails with ``SwiftConnect/ConnectError/Kind/transport`` naming it.
 ///
 /// ## Certificate pinning
 ///
@@ -83,10 +83,10 @@ public final class AsyncHTTPClientTransport: Transport {
     private let ownsClient: Bool
     /// The pinned hosts, and the connections the transport makes to them itself.
     let pinned: PinnedRoutes
-    /// The content codings the client decodes: gzip and deflate when the configuration turns AsyncHTTPClient's
+    /// The content codings the client decodes: gzip and deflate when its configuration turns AsyncHTTPClient's
     /// decompression on, none when it is off (the default: SwiftConnect's core then decodes them, in bounded
-    /// parts). Over an app's client (``init(client:pins:tlsConfiguration:)``), whose configuration AsyncHTTPClient
-    /// does not show, gzip and deflate: the most it can decode.
+    /// parts). Over an app's client (``init(client:pins:tlsConfiguration:)``), the same, read from the client's
+    /// configuration by reflection (AsyncHTTPClient keeps it internal).
     @_spi(Engine) public let decodedContentCodings: Set<String>
     /// The event loop each request's callbacks run on (``LoopAffinity``).
     let affinity: LoopAffinity
@@ -131,11 +131,7 @@ public final class AsyncHTTPClientTransport: Transport {
             unusable: configuration.proxy == nil ? nil : "the transport's client goes through a proxy")
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
-        if case .disabled = configuration.decompression {
-            decodedContentCodings = []
-        } else {
-            decodedContentCodings = ["gzip", "deflate"]
-        }
+        decodedContentCodings = Self.decodedContentCodings(of: configuration)
         client = HTTPClient(eventLoopGroup: eventLoopGroup, configuration: configuration)
         affinity = LoopAffinity(group: eventLoopGroup)
         ownsClient = true
@@ -166,7 +162,28 @@ public final class AsyncHTTPClientTransport: Transport {
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
-        decodedContentCodings = ["gzip", "deflate"]
+        decodedContentCodings = Self.decodedContentCodings(of: client)
+    }
+
+    /// The content codings a client with `configuration` decodes itself.
+    static func decodedContentCodings(of configuration: HTTPClient.Configuration) -> Set<String> {
+        if case .disabled = configuration.decompression { return [] }
+        return ["gzip", "deflate"]
+    }
+
+    /// The content codings an app's client decodes itself.
+    ///
+    /// AsyncHTTPClient keeps a client's configuration internal, and its decompressor leaves `Content-Encoding` in
+    /// the head, so an answer does not say whether its body was decoded. The configuration is read by reflection:
+    /// with decompression off (AsyncHTTPClient's default), the core decodes, as over the transport's own client;
+    /// decoding twice would fail every compressed answer, and not decoding would pass compressed bytes on as a
+    /// success. Where reflection finds no configuration (a later AsyncHTTPClient that stores it otherwise; a test
+    /// here says so), gzip and deflate, the most the client can decode: a compressed answer it did not decode then
+    /// fails to parse rather than being decoded twice.
+    static func decodedContentCodings(of client: HTTPClient) -> Set<String> {
+        guard let configuration = Mirror(reflecting: client).descendant("configuration") as? HTTPClient.Configuration
+        else { return ["gzip", "deflate"] }
+        return decodedContentCodings(of: configuration)
     }
 
     deinit {

@@ -1,3 +1,4 @@
+import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
@@ -54,7 +55,15 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
         var decompressing = AsyncHTTPClientTransport.defaultConfiguration
         decompressing.decompression = .enabled(limit: .ratio(100))
-        let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
+        // An app's clients too, whose configuration the transport reads by reflection: AsyncHTTPClient's default
+        // (decompression off), and one that decompresses.
+        let appClients = [
+            HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup),
+            HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: decompressing),
+        ]
+        let transports =
+            [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
+            + appClients.map { AsyncHTTPClientTransport(client: $0) }
 
         var bodies: [String] = []
         for transport in transports {
@@ -62,11 +71,13 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
             bodies.append(String(decoding: response.data, as: UTF8.self))
             try await transport.shutdown()
         }
+        for client in appClients { try await client.shutdown() }
 
-        XCTAssertEqual(bodies, Array(repeating: String(repeating: "conformance ", count: 100), count: 2))
+        XCTAssertEqual(bodies, Array(repeating: String(repeating: "conformance ", count: 100), count: 4))
         XCTAssertEqual(
-            asked.withLockedValue { $0 }, ["gzip, deflate", "deflate, gzip"], "the core's, then NIO's decompressor's")
-        XCTAssertTrue(transports[0].decodedContentCodings.isEmpty)
+            asked.withLockedValue { $0 }, ["gzip, deflate", "deflate, gzip", "gzip, deflate", "deflate, gzip"],
+            "the core's, then NIO's decompressor's, on the transport's own clients and on an app's")
+        XCTAssertEqual(transports.map(\.decodedContentCodings), [[], ["gzip", "deflate"], [], ["gzip", "deflate"]])
     }
 
     /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
