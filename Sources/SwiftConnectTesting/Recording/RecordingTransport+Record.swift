@@ -190,9 +190,10 @@ extension RecordingTransport {
     ///
     /// Its fields are sorted by name (repeated names keep their order): URLSession reports them as a dictionary, in
     /// an order that changes from run to run, and a re-recorded file should differ only where the server's answer did.
-    /// A `Content-Length` is the length of the body as recorded: the engine has already removed any content coding, and
-    /// redaction may have changed the body, so the server's length would no longer describe it. An answer that has no
-    /// body by definition (to a `HEAD`; a 1xx, 204 or 304) keeps the server's: it announces the resource's length.
+    /// A `Content-Length` is the length of the body as recorded: the engine or the core has already removed any
+    /// content coding, and redaction may have changed the body, so the server's length would no longer describe it.
+    /// An answer that has no body by definition (to a `HEAD`; a 1xx, 204 or 304) keeps the server's: it announces
+    /// the resource's length.
     static func archived(_ response: ConnectResponse, to request: ConnectRequest, secrets: SecretValues) -> HAR.Response
     {
         let requestURL = request.url

@@ -17,7 +17,7 @@ enum ContentCoding: String, Sendable {
     }
 }
 
-/// Why a compressed body could not be decoded: the core reports it as ``ConnectError/Kind/badResponse``, this
+/// Why a compressed body could not be decoded: the core reports it as ``ConnectError/Kind/transport``, this
 /// kept as the underlying error.
 struct ContentDecodingFailure: Error, Sendable, Hashable, CustomStringConvertible {
     /// The body's coding.

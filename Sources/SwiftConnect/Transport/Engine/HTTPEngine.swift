@@ -60,7 +60,7 @@ public protocol HTTPEngine: Transport {
 
 @_spi(Engine)
 extension HTTPEngine {
-    /// Decodes no content coding: a body in any coding is refused.
+    /// Decodes no content coding: the core decodes gzip and deflate, and refuses a body in any other coding.
     public var decodedContentCodings: Set<String> { [] }
 
     /// Leaves every error to the core's classification.
