@@ -146,23 +146,30 @@ public final class AsyncHTTPClientTransport: Transport {
     ///
     /// - Parameters:
     ///   - client: The client, such as `HTTPClient.shared`.
-    ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``.
-    ///     Pinned hosts are reached directly: AsyncHTTPClient does not show a client's configuration, so this
-    ///     transport cannot see, and cannot refuse pinned hosts for, a proxy the client goes through. Do not pass
-    ///     pins with a client that must use a proxy.
+    ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``:
+    ///     a pinned host is refused, nothing sent, when it cannot be reached pinned, over plain `http`, with
+    ///     certificate verification off, or when the client goes through a proxy.
     ///   - tlsConfiguration: The TLS configuration of the connections to pinned hosts, whose trust roots validate
-    ///     their chains (AsyncHTTPClient does not show a client's own). Defaults to NIOSSL's client configuration:
-    ///     the system's trust roots.
+    ///     their chains. Defaults to the client's own, else NIOSSL's client configuration (the system's trust roots).
+    ///
+    /// AsyncHTTPClient keeps a client's configuration internal; the transport reads it by reflection, for what it
+    /// applies itself: whether the client decodes gzip and deflate (else SwiftConnect's core does), its proxy, its
+    /// TLS configuration and connect timeout for pinned hosts. Should a later AsyncHTTPClient store it otherwise,
+    /// the transport takes the client to decode both codings, and pins with no proxy and the defaults above.
     public init(
         client: HTTPClient, pins: CertificatePins = CertificatePins(), tlsConfiguration: TLSConfiguration? = nil
     ) {
+        let configuration = Self.configuration(of: client)
         pinned = PinnedRoutes(
-            pins: pins, tls: tlsConfiguration, group: client.eventLoopGroup, connectTimeout: .seconds(10),
-            unusable: nil)
+            pins: pins, tls: tlsConfiguration ?? configuration?.tlsConfiguration, group: client.eventLoopGroup,
+            connectTimeout: configuration?.timeout.connect ?? .seconds(10),
+            unusable: configuration?.proxy == nil ? nil : "the app's client goes through a proxy")
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
-        decodedContentCodings = Self.decodedContentCodings(of: client)
+        // Without its configuration, gzip and deflate, the most the client can decode: a compressed answer it did not
+        // decode then fails to parse, where decoding twice would fail every compressed answer.
+        decodedContentCodings = configuration.map(Self.decodedContentCodings(of:)) ?? ["gzip", "deflate"]
     }
 
     /// The content codings a client with `configuration` decodes itself.
@@ -171,19 +178,11 @@ public final class AsyncHTTPClientTransport: Transport {
         return ["gzip", "deflate"]
     }
 
-    /// The content codings an app's client decodes itself.
-    ///
-    /// AsyncHTTPClient keeps a client's configuration internal, and its decompressor leaves `Content-Encoding` in
-    /// the head, so an answer does not say whether its body was decoded. The configuration is read by reflection:
-    /// with decompression off (AsyncHTTPClient's default), the core decodes, as over the transport's own client;
-    /// decoding twice would fail every compressed answer, and not decoding would pass compressed bytes on as a
-    /// success. Where reflection finds no configuration (a later AsyncHTTPClient that stores it otherwise; a test
-    /// here says so), gzip and deflate, the most the client can decode: a compressed answer it did not decode then
-    /// fails to parse rather than being decoded twice.
-    static func decodedContentCodings(of client: HTTPClient) -> Set<String> {
-        guard let configuration = Mirror(reflecting: client).descendant("configuration") as? HTTPClient.Configuration
-        else { return ["gzip", "deflate"] }
-        return decodedContentCodings(of: configuration)
+    /// An app's client's configuration, which AsyncHTTPClient keeps internal, read by reflection; `nil` if a later
+    /// AsyncHTTPClient stores it otherwise (a test here says so). Its decompressor leaves `Content-Encoding` in the
+    /// head, so an answer cannot tell whether its body was decoded: the configuration has to.
+    static func configuration(of client: HTTPClient) -> HTTPClient.Configuration? {
+        Mirror(reflecting: client).descendant("configuration") as? HTTPClient.Configuration
     }
 
     deinit {

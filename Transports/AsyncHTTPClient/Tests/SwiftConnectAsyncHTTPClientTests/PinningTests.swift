@@ -225,4 +225,35 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(try failure(of: wrong, request()).kind, .certificatePinning)
         XCTAssertEqual(server.requestCount, 1)
     }
+
+    /// Over the app's own client, with no TLS configuration beside it, pins are checked with the client's own (read by
+    /// reflection); a client that goes through a proxy has its pinned hosts refused, nothing sent, as over a
+    /// configuration given to the transport.
+    func testPinsOverTheAppsOwnClientFollowItsConfiguration() throws {
+        var configuration = HTTPClient.Configuration()
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        let trusting = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        configuration.proxy = .server(host: "127.0.0.1", port: 9)  // Never reached: the pinned host is refused first.
+        let proxied = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        addTeardownBlock {
+            try await trusting.shutdown()
+            try await proxied.shutdown()
+        }
+        let pins = try CertificatePins(["localhost": [try serverPin]])
+        let direct = AsyncHTTPClientTransport(client: trusting, pins: pins)
+        let throughProxy = AsyncHTTPClientTransport(client: proxied, pins: pins)
+        addTeardownBlock {
+            try await direct.shutdown()
+            try await throughProxy.shutdown()
+        }
+
+        XCTAssertEqual(try direct.send(request()).wait(timeout: 10).statusCode, 200)
+        let refusal = try failure(of: throughProxy, request())
+
+        XCTAssertEqual(refusal.kind, .certificatePinning, refusal.description)
+        XCTAssertTrue(refusal.message.contains("the app's client goes through a proxy"), refusal.message)
+        XCTAssertEqual(server.requestCount, 1)
+    }
 }
