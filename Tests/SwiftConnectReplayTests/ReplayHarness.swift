@@ -178,6 +178,8 @@ enum ReplayHarness {
         "testAFailedMoveKeepsTheFileItWouldHaveReplaced": Reason.serverSide,
         "testAFolderRemovedBeforeTheAnswerIsReportedAsMissing": Reason.serverSide,
         "testAnUploadFromAFileIsSentAgain": Reason.serverSide,
+        "testAStreamBodysPOSTIsFollowedThroughA303WithAPlainGET": Reason.serverSide,
+        "testARequestsFragmentFollowsARedirectThatNamesNone": Reason.serverSide,
         "testAnUploadRedirectedWith307NeitherHangsNorArrivesEmpty": Reason.serverSide,
         "testAnUploadFromAFileWhoseReusedConnectionIsClosedFailsAtOnce": Reason.connectionLevel,
         "testDiskFileIsStreamedAndArrivesIntact": Reason.randomInput,

@@ -25,8 +25,8 @@ import Foundation
 ///   other than POST; 303, and 301/302 of a POST, become a GET without the body and without the headers that
 ///   described it (``keepsMethod(_:status:)``). The core sends the body again itself, on every engine (so
 ///   FoundationNetworking, which never sends a body again after a redirect, is never asked to). A body it cannot
-///   read twice (an `httpBodyStream`) is not sent again: the 3xx response is the answer, which the error handler
-///   reports (``notFollowed(_:)``).
+///   read twice (a stream) is not sent again: a redirect that keeps the method is not followed, and the 3xx
+///   response is the answer, which the error handler reports (``notFollowed(_:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
     /// Whether `request` (uploading `bodyFile`, if any) has a body the core can send again on a redirect: one in
@@ -98,6 +98,17 @@ enum RedirectRules {
     /// `location` that is no URI reference.
     static func target(of location: String, answeredBy url: URL) -> URL? {
         URL(string: location, relativeTo: url)?.absoluteURL
+    }
+
+    /// `url`, the target of a redirect of a request to `original`, with `original`'s fragment when it has none of its
+    /// own (RFC 9110, 10.2.2): the fragment is never sent, but the answer's URL names it.
+    static func keepingFragment(of original: URL, in url: URL) -> URL {
+        guard url.fragment == nil, original.fragment != nil,
+            let fragment = URLComponents(url: original, resolvingAgainstBaseURL: true)?.percentEncodedFragment,
+            var components = URLComponents(url: url, resolvingAgainstBaseURL: false)
+        else { return url }
+        components.percentEncodedFragment = fragment
+        return components.url ?? url
     }
 
     /// Whether `request`, the next hop of a redirect, names no host a connection could be made to: none (`///x`), or
@@ -173,13 +184,15 @@ enum RedirectRules {
     {
         let status = response.statusCode
         guard status == 301 || status == 302 || status == 303 || status == 307 || status == 308,
-            hop.body.isReplayable,
             let url = target(of: location, answeredBy: response.storedHead.url ?? hop.url)
         else { return nil }
         let keepsMethod = keepsMethod(hop, status: status)
-        var next = hop
-        next.url = url
         let becomesGET = !keepsMethod && !isBodyless(hop)
+        // A body from a stream cannot be sent again: only a redirect that drops it (a 303, a 301/302 of a POST) is
+        // followed.
+        guard hop.body.isReplayable || becomesGET else { return nil }
+        var next = hop
+        next.url = keepingFragment(of: hop.url, in: url)
         if becomesGET {
             next.method = .get
             next.body = .none
@@ -189,7 +202,8 @@ enum RedirectRules {
         else {
             return nil
         }
-        return (redirect(next, from: hop, hadBody: hasBody), hasBody && !becomesGET)
+        let hadBody = hasBody || !hop.body.isReplayable
+        return (redirect(next, from: hop, hadBody: hadBody), hasBody && !becomesGET)
     }
 
     /// Whether the request's method is GET or HEAD.
@@ -208,7 +222,8 @@ enum RedirectRules {
 ///   is removed when the redirect changes scheme, host or port;
 /// - 307 and 308 keep the method and the body, as do 301 and 302 for a method other than POST; 303, and 301/302
 ///   of a POST, become a GET without the body or the headers describing it;
-/// - a body that cannot be sent again (an `InputStream`) stops there: the 3xx response is the answer.
+/// - a body that cannot be sent again (a stream) stops a redirect that keeps the method: the 3xx response is the
+///   answer.
 enum RedirectRule {
     /// The most redirects one request follows (20, as URLSession allows).
     static let maxHops = RedirectRules.maxRedirects
@@ -249,8 +264,18 @@ enum RedirectRule {
     static func withCookies(setBy response: ConnectResponse, on request: ConnectRequest) -> ConnectRequest {
         // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
         let fields = SetCookieFields.readable(of: response.storedHead.head)
-        guard !fields.isEmpty, let from = response.storedHead.url else { return request }
-        return adding(HTTPCookie.cookies(withResponseHeaderFields: fields, for: from), to: request)
+        guard !fields.isEmpty, let from = response.storedHead.url, let setter = from.host?.lowercased() else {
+            return request
+        }
+        // A cookie is for the host that set it, or a domain it is in (RFC 6265, 5.3, step 6): FoundationNetworking
+        // takes a `Domain` attribute as given, so `evil.example` could otherwise set a session cookie for
+        // `bank.example` on its way there.
+        let isAddress = setter.contains(":") || setter.allSatisfy { $0.isNumber || $0 == "." }
+        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: from).filter { cookie in
+            let domain = String(cookie.domain.lowercased().drop { $0 == "." })
+            return setter == domain || (!isAddress && domain.contains(".") && setter.hasSuffix("." + domain))
+        }
+        return adding(cookies, to: request)
     }
 
     /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`, not expired) in its `Cookie`
@@ -265,8 +290,7 @@ enum RedirectRule {
             let matchesHost =
                 domain.hasPrefix(".")
                 ? host == domain.dropFirst() || host.hasSuffix(domain) : host == domain
-            let path = url.path.isEmpty ? "/" : url.path
-            return matchesHost && (path == cookie.path || path.hasPrefix(cookie.path))
+            return matchesHost && pathMatches(url.path.isEmpty ? "/" : url.path, cookie.path)
         }
         guard !cookies.isEmpty else { return request }
         var pairs: [(name: String, value: String)] = []
@@ -282,5 +306,13 @@ enum RedirectRule {
         var request = request
         request.headerFields[.cookie] = pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         return request
+    }
+
+    /// Whether a request to `path` gets a cookie of `cookiePath` (RFC 6265, 5.1.4): the same path, or one below it,
+    /// so that `/api` covers `/api/items` but not `/apiary`.
+    static func pathMatches(_ path: String, _ cookiePath: String) -> Bool {
+        guard path.hasPrefix(cookiePath) else { return false }
+        return path.count == cookiePath.count || cookiePath.hasSuffix("/")
+            || path.dropFirst(cookiePath.count).hasPrefix("/")
     }
 }

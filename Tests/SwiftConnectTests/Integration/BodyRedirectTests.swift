@@ -264,6 +264,28 @@ final class BodyRedirectTests: IntegrationTestCase {
         XCTAssertEqual(server.requestCount(for: "POST", path: "/b"), 0)
     }
 
+    /// A 303 after a POST whose body came from a stream needs no body again: it is followed with a plain GET, with
+    /// no `Content-Length` left to make the server wait for a body.
+    func testAStreamBodysPOSTIsFollowedThroughA303WithAPlainGET() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("POST", "/a") { _ in .redirect(to: "/b", status: 303) }
+        server.route("GET", "/b") { _ in .json(["ok": true]) }
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("a"), timeoutInterval: 10)
+        request.httpMethod = "POST"
+        request.httpBodyStream = InputStream(data: Self.json)
+        request.setValue("\(Self.json.count)", forHTTPHeaderField: "Content-Length")
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+
+        let response = try TransportUnderTest.make().send(request).wait(timeout: 20)
+
+        XCTAssertEqual(response.statusCode, 200)
+        XCTAssertEqual(server.requests.map { "\($0.method) \($0.path)" }, ["POST /a", "GET /b"])
+        XCTAssertEqual(server.requests.first?.body, Self.json)
+        XCTAssertNil(server.requests.last?.header("Content-Length"))
+        XCTAssertNil(server.requests.last?.header("Content-Type"))
+    }
+
     /// An upload from a file is read again for the new location.
     func testAnUploadFromAFileIsSentAgain() throws {
         let server = try LocalServer.started()

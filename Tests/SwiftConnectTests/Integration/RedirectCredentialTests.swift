@@ -152,6 +152,21 @@ final class RedirectCredentialTests: IntegrationTestCase {
         XCTAssertEqual(server.requests.map(\.target), ["/start", "/landing?page=2"])
     }
 
+    /// A `Location` without a fragment keeps the request's (RFC 9110, 10.2.2): the answer's URL names it, and it is
+    /// never sent.
+    func testARequestsFragmentFollowsARedirectThatNamesNone() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/landing") { _ in .json(["ok": true]) }
+        server.route("GET", "/start") { _ in .redirect(to: "/landing") }
+        let url = try XCTUnwrap(URL(string: "\(server.baseURL.absoluteString)/start#section"))
+
+        let response = try TransportUnderTest.make().send(URLRequest(url: url, timeoutInterval: 10)).wait(timeout: 20)
+
+        XCTAssertEqual(response.response.url?.absoluteString, "\(server.baseURL.absoluteString)/landing#section")
+        XCTAssertEqual(server.requests.map(\.target), ["/start", "/landing"])
+    }
+
     /// Debug output of a redirected request shows the request as sent, redacted, and nothing of the URL it
     /// was redirected to.
     func testDebugOutputOfARedirectedRequestShowsNoSecret() throws {

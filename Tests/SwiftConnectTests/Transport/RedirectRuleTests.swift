@@ -114,4 +114,65 @@ final class RedirectRuleTests: XCTestCase {
         guard case .parts(let parts) = response.storedHead else { return XCTFail("made Foundation's response") }
         XCTAssertFalse(parts.isMadeForTesting)
     }
+
+    /// A 303, or a 301/302 of a POST, sends no body: a body from a stream does not stop it, and the headers that
+    /// described that body go with it (a GET announcing a length would leave the server waiting for it).
+    func testARedirectThatDropsTheBodyIsFollowedForABodyFromAStream() throws {
+        for status in [301, 302, 303] {
+            var streamed = request("POST", headers: ["Content-Length": "1", "Content-Type": "text/plain"])
+            streamed.httpBodyStream = InputStream(data: Data("x".utf8))
+
+            let next = try XCTUnwrap(RedirectRule.next(after: streamed, answeredBy: redirect(status, to: "/b")))
+
+            XCTAssertEqual(next.request.httpMethod, "GET", "\(status)")
+            XCTAssertNil(next.request.httpBodyStream, "\(status)")
+            XCTAssertNil(next.request.value(forHTTPHeaderField: "Content-Length"), "\(status)")
+            XCTAssertNil(next.request.value(forHTTPHeaderField: "Content-Type"), "\(status)")
+            XCTAssertFalse(next.keepsBody)
+        }
+        var put = request("PUT")
+        put.httpBodyStream = InputStream(data: Data("x".utf8))
+        XCTAssertNil(RedirectRule.next(after: put, answeredBy: redirect(302, to: "/b")), "a 302 keeps a PUT's body")
+    }
+
+    /// A cookie is taken from a redirect only for the host that set it or a domain that host is in: another site's
+    /// domain, a top-level domain or part of an IP address is refused (RFC 6265, 5.3).
+    func testACookieForADomainTheRedirectIsNotInIsNotTaken() throws {
+        func cookie(_ domain: String, to location: String) throws -> String? {
+            let response = redirect(302, to: location, headers: ["Set-Cookie": "session=x; Path=/; Domain=\(domain)"])
+            return try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: response))
+                .request.value(forHTTPHeaderField: "Cookie")
+        }
+
+        XCTAssertNil(try cookie("bank.example.org", to: "https://bank.example.org/"))
+        XCTAssertNil(try cookie("com", to: "https://bank.com/"))
+        XCTAssertEqual(try cookie("example.com", to: "https://www.example.com/"), "session=x")
+        XCTAssertEqual(try cookie("api.example.com", to: "/home"), "session=x")
+    }
+
+    /// A cookie's path covers the path itself and those below it, not every path that starts with its letters.
+    func testACookiesPathCoversOnlyThePathsBelowIt() throws {
+        func cookie(to location: String) throws -> String? {
+            let response = redirect(302, to: location, headers: ["Set-Cookie": "a=1; Path=/api"])
+            return try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: response))
+                .request.value(forHTTPHeaderField: "Cookie")
+        }
+
+        XCTAssertEqual(try cookie(to: "/api"), "a=1")
+        XCTAssertEqual(try cookie(to: "/api/items"), "a=1")
+        XCTAssertNil(try cookie(to: "/apiary"))
+        XCTAssertTrue(RedirectRule.pathMatches("/docs/x", "/docs/"))
+        XCTAssertFalse(RedirectRule.pathMatches("/", "/api"))
+    }
+
+    /// A `Location` without a fragment keeps the request's (RFC 9110, 10.2.2); one with its own keeps its own.
+    func testTheRequestsFragmentFollowsARedirectThatNamesNone() throws {
+        let marked = ConnectRequest(url: URL(string: "https://api.example.com/start#section%202")!)
+
+        let kept = try XCTUnwrap(RedirectRule.next(after: marked, answeredBy: redirect(302, to: "/landing")))
+        let own = try XCTUnwrap(RedirectRule.next(after: marked, answeredBy: redirect(302, to: "/landing#top")))
+
+        XCTAssertEqual(kept.request.url.absoluteString, "https://api.example.com/landing#section%202")
+        XCTAssertEqual(own.request.url.absoluteString, "https://api.example.com/landing#top")
+    }
 }
