@@ -75,6 +75,18 @@ public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     }
 }
 
+extension HeaderField: CustomReflectable {
+    /// The name and the value as ``description`` shows it, so that `dump(field)`, and a debugger, show no secret (as
+    /// ``HTTPHeader``'s mirror).
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "name": name.rawName, "value": Redaction.headerValue(value, name: name.rawName, redacting: true),
+            ])
+    }
+}
+
 extension HeaderField.Name {
     /// `Accept`.
     public static let accept: Self = "Accept"

@@ -132,7 +132,8 @@ package enum Redaction {
         func truncated(_ text: String, limit: Int) -> String {
             Redaction.truncated(text, limit: limit, hiding: secrets)
         }
-        let type = contentType?.lowercased() ?? ""
+        // The media type as the body was built by (``ConnectResponse/mediaType(of:)``: blanks and parameters off).
+        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
         let tooDeep = JSONDepth.exceeds(data, limit: maximumJSONDepth)
         let isForm = type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/form-data")
         let claimsJSON = type.contains("json") || (!isForm && startsLikeJSON(data))

@@ -178,7 +178,7 @@ package struct SecretValues: Sendable, Equatable {
 
     /// The values of sensitive fields of a request body.
     private static func bodySecrets(_ body: Data, contentType: String?) -> [String] {
-        let type = contentType?.lowercased() ?? ""
+        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
         if type.hasPrefix("application/x-www-form-urlencoded") {
             return String(data: body, encoding: .utf8).map(formSecrets) ?? []
         }

@@ -297,4 +297,21 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(getWithBody.kind, .invalidRequest)
         XCTAssertTrue(engine.hops.isEmpty)
     }
+
+    /// The refused URL in the error's reason is shown as every invalid-URL error shows it: no `user:password@`, no
+    /// secret of its query, in the reason or anywhere a debugger reads.
+    func testARefusedURLShowsNoSecret() throws {
+        let engine = ScriptedEngine([])
+
+        let error = try failure(of: engine.send(request("ftp://amy:pw@api.test/x?token=abc")))
+
+        guard case .invalidURL(let shown) = error.invalidRequestReason else {
+            return XCTFail("\(String(describing: error.invalidRequestReason))")
+        }
+        XCTAssertFalse(shown.contains("amy") || shown.contains("pw@") || shown.contains("abc"), shown)
+        XCTAssertTrue(shown.hasPrefix("ftp://api.test/x?token="), shown)
+        var dumped = ""
+        dump(error, to: &dumped)
+        XCTAssertFalse(dumped.contains("amy:pw") || dumped.contains("token=abc"), dumped)
+    }
 }

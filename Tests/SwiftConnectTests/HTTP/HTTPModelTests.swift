@@ -63,6 +63,13 @@ final class HTTPModelTests: XCTestCase {
         let fields: HeaderFields = [.authorization: "Bearer s3cr3t", .cookie: "session=s3cr3t", "X-Api-Key": "s3cr3t"]
         XCTAssertFalse(fields.description.contains("s3cr3t"), fields.description)
         XCTAssertTrue(fields.description.contains("Authorization: <redacted>"), fields.description)
+        var dumped = ""
+        dump(fields, to: &dumped)
+        dump(
+            RequestHead(method: .get, scheme: "https", authority: "a.test", path: "/", headerFields: fields),
+            to: &dumped)
+        XCTAssertFalse(dumped.contains("s3cr3t"), dumped)
+        XCTAssertTrue(dumped.contains("Authorization"), dumped)
     }
 
     func testARequestHeadSplitsAURLAsItGoesOnTheWire() throws {

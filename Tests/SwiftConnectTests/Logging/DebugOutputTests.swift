@@ -197,6 +197,24 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertTrue(command.contains("user=amy"), command)
     }
 
+    /// A form's `Content-Type` written with blanks around it is still a form's: its body was built as one, and its
+    /// secret fields are hidden as one's.
+    func testSecretFormFieldsAreRedactedWhateverBlanksSurroundTheContentType() throws {
+        for contentType in [" application/x-www-form-urlencoded", "Application/X-WWW-Form-URLEncoded ; charset=utf-8"] {
+            var request = try Endpoint(
+                endpoint: "/login", method: .post,
+                parameters: CompositeParameters(.form(key: "password", value: "hunter22"))
+            ).asURLRequest()
+            request.httpBody = Data("user=amy&password=hunter22".utf8)
+            request.setValue(contentType, forHTTPHeaderField: "Content-Type")
+
+            let command = cURLCommand(for: request)
+
+            XCTAssertFalse(command.contains("hunter22"), "\(contentType): \(command)")
+            XCTAssertTrue(command.contains("user=amy"), "\(contentType): \(command)")
+        }
+    }
+
     func testUserInfoInTheURLIsRedacted() throws {
         // Given
         let request = try Endpoint(baseURL: URL(string: "https://amy:hunter2@api.example.com")!).asURLRequest()

@@ -96,7 +96,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         guard let scheme = original.url.scheme?.lowercased(), scheme == "http" || scheme == "https",
             original.url.host?.isEmpty == false
         else {
-            var error = ConnectError.invalidRequest(.invalidURL(original.url.absoluteString), sent: original)
+            var error = ConnectError.invalidRequest(
+                .invalidURL(Redaction.urlText(original.url.absoluteString)), sent: original)
             error.message =
                 "'\(Redaction.url(original.url, redacting: true))' is not an http or https URL with a host: "
                 + "\(engineName) sends HTTP only"
@@ -197,7 +198,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     {
         let url = hop.url
         guard var head = RequestHead(method: hop.method, url: url, headerFields: hop.headerFields) else {
-            throw ConnectError.invalidRequest(.invalidURL(url.absoluteString), sent: original)
+            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: original)
         }
         if let invalid = head.headerFields.firstInvalid {
             // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
