@@ -87,6 +87,55 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(body(try client(transport).request(signed, options: rule)), #"{"answer":2}"#)
     }
 
+    /// Credentials in the URL (user info, a secret query item) keep the response off the disk too: its file would
+    /// hold them, in its key and its URL.
+    func testARequestWithCredentialsInItsURLNeverReachesTheDisk() throws {
+        let transport = answers(2)
+        let connect = try client(transport)
+        let withUserInfo = Route("/todos", baseURL: try XCTUnwrap(URL(string: "https://amy:pw@api.test")))
+
+        _ = body(connect.request(Route("/todos?access_token=s3cret"), options: rule))
+        _ = body(connect.request(withUserInfo, options: rule))
+
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    /// A response whose file is written while the app removes everything (a logout) does not stay on disk.
+    func testAFileWrittenDuringARemovalGoesToo() throws {
+        let storage = RemovingStorage(try DiskResponseStorage(directory: folder))
+        let cache = ResponseCache(storage: storage)
+        storage.cache = cache
+        let transport = answers(2)
+        let connect = Connect(
+            transport: transport, responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+
+        _ = body(connect.request(Route("/todos"), options: rule))
+
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(body(connect.request(Route("/todos"), options: rule)), #"{"answer":2}"#)
+    }
+
+    /// Removing a key removes its file and those of its credential variants, written by this process or an earlier
+    /// one, and nothing else.
+    func testRemovingAKeyRemovesItsVariantsAcrossARestart() throws {
+        let response = StoredResponse(
+            url: try XCTUnwrap(URL(string: "https://api.test/todos")), method: "GET", statusCode: 200, headers: [],
+            body: Data("{}".utf8), expiry: Date().addingTimeInterval(60), varying: [])
+        let earlier = try DiskResponseStorage(directory: folder)
+        for key in ["GET /todos", "GET /todos credentials:1", "GET /todos/1"] { earlier.store(response, forKey: key) }
+        let storage = try DiskResponseStorage(directory: folder)
+        storage.store(response, forKey: "GET /todos credentials:2")
+
+        storage.removeResponses(forKey: "GET /todos")
+
+        XCTAssertNil(storage.response(forKey: "GET /todos"))
+        XCTAssertNil(storage.response(forKey: "GET /todos credentials:1"))
+        XCTAssertNil(storage.response(forKey: "GET /todos credentials:2"))
+        XCTAssertNotNil(storage.response(forKey: "GET /todos/1"))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 1)
+    }
+
     func testVaryAndExpiryHoldAfterARestart() throws {
         let transport = FakeTransport()
         transport.stub(
@@ -142,4 +191,36 @@ extension RequestOptions {
         merged.headers += more.headers
         return merged
     }
+}
+
+/// A storage that removes everything from its cache as each response is being stored, as a logout on another thread
+/// would while the file is written.
+private final class RemovingStorage: ResponseCacheStorage, @unchecked Sendable {
+    private let base: DiskResponseStorage
+    // @unchecked Sendable: `removing` is only read and written under `lock`.
+    private let lock = NSLock()
+    private var removing: ResponseCache?
+
+    init(_ base: DiskResponseStorage) { self.base = base }
+
+    /// The cache to empty on each store: once, before the first request, then each store removes once.
+    var cache: ResponseCache? {
+        get { lock.withLock { removing } }
+        set { lock.withLock { removing = newValue } }
+    }
+
+    func response(forKey key: String) -> StoredResponse? { base.response(forKey: key) }
+
+    func store(_ response: StoredResponse, forKey key: String) {
+        let cache = lock.withLock {
+            defer { removing = nil }
+            return removing
+        }
+        cache?.removeAll()
+        base.store(response, forKey: key)
+    }
+
+    func removeResponses(forKey key: String) { base.removeResponses(forKey: key) }
+
+    func removeAll() { base.removeAll() }
 }

@@ -181,7 +181,8 @@ public final class ResponseCache: Sendable {
 
     /// Forgets every stored response.
     public func removeAll() {
-        storage?.removeAll()
+        // The generation first: a fetch that stores to the storage after its files went sees it changed, and takes
+        // its file back (see `respond(to:context:next:)`).
         state.withLock { state in
             state.generation &+= 1
             state.entries.removeAll()
@@ -189,6 +190,7 @@ public final class ResponseCache: Sendable {
             state.totalBytes = 0
             state.oldestTick = state.nextTick
         }
+        storage?.removeAll()
     }
 
     /// Forgets the responses stored under `key`, for every set of credentials.
@@ -196,12 +198,12 @@ public final class ResponseCache: Sendable {
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
         let partitioned = key + Self.credentialsMarker
-        storage?.removeResponses(forKey: key)
         state.withLock { state in
             state.generation &+= 1
             state.remove(key)
             for stored in Array(state.entries.keys) where stored.hasPrefix(partitioned) { state.remove(stored) }
         }
+        storage?.removeResponses(forKey: key)
     }
 
     /// The key a request is stored under: the rule's key, or the method and full URL; with
@@ -252,6 +254,19 @@ public final class ResponseCache: Sendable {
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 
+    /// Whether `request` carries credentials a storage must not keep: a secret header, user info in its URL, or a
+    /// secret in its query (`access_token=`, `api_key=`…, as redaction judges them). Its key would hold them, and its
+    /// response is one user's.
+    private static func carriesCredentials(_ request: ConnectRequest) -> Bool {
+        if credentialsDigest(of: request.headerFields) != nil { return true }
+        let url = request.url
+        if url.user != nil || url.password != nil { return true }
+        guard url.query != nil, let items = URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems else {
+            return false
+        }
+        return items.contains { Redaction.isSensitiveQueryItem($0.name) }
+    }
+
     /// Serves a fresh stored response, or sends the request through `next` and stores its response.
     func respond(
         to request: consuming ConnectRequest,
@@ -290,7 +305,8 @@ public final class ResponseCache: Sendable {
         var cached = found
         if cached == nil, !bypasses {
             cached = storedResponse(
-                forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale)
+                forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale,
+                generation: generation)
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
@@ -307,7 +323,7 @@ public final class ResponseCache: Sendable {
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
-        let hasCredentials = storage != nil && Self.credentialsDigest(of: request.headerFields) != nil
+        let hasCredentials = storage != nil && Self.carriesCredentials(request)
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
@@ -338,6 +354,8 @@ public final class ResponseCache: Sendable {
             // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
             if stored, let storage = self.storage, !hasCredentials {
                 storage.store(Self.stored(response, method: method, expiry: expiry, varying: varying), forKey: key)
+                // The app removed responses while the file was written (a logout's removeAll()): it goes too.
+                if self.state.withLock({ $0.generation != generation }) { storage.removeResponses(forKey: key) }
             }
         }
         return response
@@ -345,7 +363,8 @@ public final class ResponseCache: Sendable {
 
     /// A fresh response from ``storage`` for `request`, now also in memory; `nil` when it has none that fits.
     private func storedResponse(
-        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date, servesStale: Bool
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date, servesStale: Bool,
+        generation: UInt64
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
             stored.expiry > now || servesStale, stored.body.count <= limit,
@@ -363,12 +382,15 @@ public final class ResponseCache: Sendable {
         let entry = Entry(
             response: response, expiry: stored.expiry, size: Self.estimatedSize(of: response), tick: 0,
             method: method, varying: stored.varying.map { ($0.name, $0.value) })
-        state.withLock { state in
+        // Read before a removal the app made meanwhile (a logout's removeAll()): not served, nor kept.
+        let isCurrent = state.withLock { state -> Bool in
+            guard state.generation == generation else { return false }
             state.hits += 1
             state.misses -= 1
             if entry.size <= maxBytes { state.insert(key, entry: entry, limit: maxBytes) }
+            return true
         }
-        return response
+        return isCurrent ? response : nil
     }
 
     /// `response` as a storage keeps it.

@@ -143,8 +143,9 @@ public final class DiskResponseStorage: ResponseCacheStorage {
     /// The folder.
     public let directory: URL
     private let maxBytes: Int
-    /// File name → (size, last use), read from the folder at start.
-    private let index: Protected<[String: (size: Int, used: Date)]>
+    /// File name → (size, last use, key), read from the folder at start; the key once a file is written or read
+    /// (`""` for a file that cannot be read), so that removing a key's responses reads no file twice.
+    private let index: Protected<[String: (size: Int, used: Date, key: String?)]>
 
     /// Opens (or creates) a storage in `directory`.
     ///
@@ -156,7 +157,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
         self.directory = directory
         self.maxBytes = max(0, maxBytes)
         let manager = FileManager.default
-        var index: [String: (size: Int, used: Date)] = [:]
+        var index: [String: (size: Int, used: Date, key: String?)] = [:]
         do {
             try manager.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -164,7 +165,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
             for name in try manager.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".response") {
                 let attributes = try? manager.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
                 let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
-                index[name] = (size, attributes?[.modificationDate] as? Date ?? .distantPast)
+                index[name] = (size, attributes?[.modificationDate] as? Date ?? .distantPast, nil)
             }
         } catch {
             throw ConnectError.fileAccess(error, url: directory, request: nil)
@@ -178,7 +179,10 @@ public final class DiskResponseStorage: ResponseCacheStorage {
         guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
             let stored = try? JSONDecoder().decode(Record.self, from: data), stored.key == key
         else { return nil }
-        index.withLock { $0[name]?.used = Date() }
+        index.withLock { index in
+            index[name]?.used = Date()
+            index[name]?.key = key
+        }
         return stored.response
     }
 
@@ -200,7 +204,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
             return
         }
         let evicted = index.withLock { index -> [String] in
-            index[name] = (data.count, Date())
+            index[name] = (data.count, Date(), key)
             var total = index.values.reduce(0) { $0 + $1.size }
             var evicted: [String] = []
             for (old, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes {
@@ -215,16 +219,23 @@ public final class DiskResponseStorage: ResponseCacheStorage {
     }
 
     /// Forgets `key` and its credential variants.
+    ///
+    /// Files an earlier process wrote are read once for their key; after that, the index knows every file's key,
+    /// and a removal reads no file (a cache removes a key for each answer it may not store).
     public func removeResponses(forKey key: String) {
-        let names = index.withLock { Array($0.keys) }
+        let exact = Self.fileName(forKey: key)
+        let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != exact }.map(\.key) }
+        for name in unknown {
+            let data = try? Data(contentsOf: directory.appendingPathComponent(name))
+            let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
+            index.withLock { $0[name]?.key = stored?.key ?? "" }
+        }
+        let variants = key + " credentials:"
+        let names = index.withLock { index in
+            index.filter { $0.key == exact || ($0.value.key?.hasPrefix(variants) ?? false) }.map(\.key)
+        }
         for name in names {
-            let file = directory.appendingPathComponent(name)
-            guard
-                name == Self.fileName(forKey: key)
-                    || ((try? Data(contentsOf: file)).flatMap { try? JSONDecoder().decode(Record.self, from: $0) }?
-                        .key.hasPrefix(key + " credentials:") ?? false)
-            else { continue }
-            try? FileManager.default.removeItem(at: file)
+            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
             index.withLock { $0[name] = nil }
         }
     }
