@@ -32,7 +32,8 @@ import Foundation
 /// or, piece by piece, with ``consume(_:)`` and ``finish()``.
 ///
 /// `name` and `filename` parameters are read as quoted strings (with RFC 2616 `\"` quoted pairs) or tokens,
-/// then the WHATWG form escapes `%22`, `%0D`, `%0A` and `%5C` are decoded (in either case); any other `%`
+/// then the WHATWG form escapes `%22`, `%0D`, `%0A`, and `%5C` (which SwiftConnect adds for `\`), are decoded (in
+/// either case); any other `%`
 /// sequence is left alone, and non-ASCII characters are taken as UTF-8. Invalid input, however hostile, ends in
 /// an ``Error``, never a crash.
 public struct MultipartParser: Sendable {

@@ -215,7 +215,9 @@ public struct MultipartFormData: Sendable {
         return Data(text.utf8)
     }
 
-    /// A `name` or `filename` value for a quoted string: `"` `\` CR LF percent-encoded, the rest as is.
+    /// A `name` or `filename` value for a quoted string: `"` CR LF percent-encoded, as the WHATWG form encoding does,
+    /// and `\` too, which that encoding sends as it is: a server that reads RFC 2616 quoted pairs would take `a\"`
+    /// for an escaped quote, or drop the backslash of `C:\x`. The rest as is.
     static func escaped(_ value: String) -> String {
         var result = ""
         result.reserveCapacity(value.utf8.count)

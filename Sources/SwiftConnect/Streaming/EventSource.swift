@@ -34,7 +34,7 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// }
 /// ```
 ///
-/// As the WHATWG rules say, a response that is not a 2xx `text/event-stream` fails the source (no reconnection),
+/// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection),
 /// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
 /// a timeout, no network) is tried again after the same wait, and counts against
 /// ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an endpoint
@@ -156,12 +156,24 @@ public struct EventSource: AsyncSequence {
             ) { request in
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-                if !lastEventID.isEmpty { request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID") }
+                // An id no header can carry (a control character: the parser only drops ids with NUL) is not sent:
+                // the request would fail, and the source with it, where a browser reconnects.
+                if !lastEventID.isEmpty, HTTPHeader.isValidValue(lastEventID) {
+                    request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID")
+                }
             }
             let head = try await stream.response
             if head.statusCode == 204 {
                 stream.cancel()
                 return nil
+            }
+            // Any other status but 200 fails the source, as the standard says: an error body let through (options
+            // that accept every status, an error handler that returns nil) is no event stream.
+            guard head.statusCode == 200 else {
+                stream.cancel()
+                throw ConnectError(
+                    .rejected, message: "the event source answered status \(head.statusCode), not 200",
+                    request: head.request, response: head.response)
             }
             guard let type = head.mediaType, type == "text/event-stream" else {
                 stream.cancel()

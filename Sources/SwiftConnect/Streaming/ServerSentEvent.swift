@@ -262,6 +262,8 @@ struct ServerSentEventParser {
         data = []
         eventType = ""
         retry = nil
+        // An `id` of the block left undispatched goes with it: the next stream's events start from the last one.
+        eventID = lastEventID.isEmpty ? nil : lastEventID
         return []
     }
 

@@ -64,6 +64,50 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// An error status let through (options that accept every status) is no event stream, even in
+    /// `text/event-stream`: the source fails at once, without reading its body as events or reconnecting. So does
+    /// another 2xx than 200.
+    func testAStatusOtherThan200FailsTheSourceEvenWhenLetThrough() async throws {
+        for status in [503, 206] {
+            let transport = FakeTransport()
+            transport.stub(
+                .get, "/events", with: .stream([Data("data: x\n\n".utf8)], status: status, headers: eventStream))
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            var received: [String] = []
+            do {
+                for try await event in connect.eventSource(
+                    Feed(), options: RequestOptions(acceptsEveryStatus: true),
+                    reconnection: EventSourceReconnection(delay: 0, maxAttempts: 3))
+                {
+                    received.append(event.data)
+                }
+                XCTFail("status \(status) must fail the source")
+            } catch let error as ConnectError {
+                XCTAssertEqual(error.kind, .rejected, "\(status)")
+                XCTAssertTrue(error.message.contains("status \(status)"), error.message)
+            }
+            XCTAssertEqual(received, [], "\(status)")
+            XCTAssertEqual(transport.requests.count, 1, "\(status)")
+        }
+    }
+
+    /// An event id with a control character (which the standard lets through: only NUL is refused) cannot go in
+    /// `Last-Event-ID`: the reconnection goes without it, rather than failing the source.
+    func testAnIdNoHeaderCanCarryIsNotSentAndTheSourceGoesOn() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: [sse("id: a\u{1}b\ndata: x\n\n"), .status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+
+        var received: [String] = []
+        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            received.append(event.data)
+        }
+
+        XCTAssertEqual(received, ["x"])
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "Last-Event-ID"))
+    }
+
     func testAnswerThatIsNotAnEventStreamFailsTheSource() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/events", with: .json(["not": "events"]))

@@ -509,6 +509,8 @@ final class ServerSentEventParserTests: XCTestCase {
         XCTAssertEqual(try parser.append(bytes("id: 4\ndata: y\n")), [])
         XCTAssertEqual(parser.finish(), [])
         XCTAssertEqual(parser.lastEventID, "3")
+        // Nor in the next stream's events.
+        XCTAssertEqual(try parser.append(bytes("data: z\n\n")), [ServerSentEvent(data: "z", id: "3")])
     }
 
     func testEmptyInitialLastEventIDIsNone() throws {
