@@ -69,7 +69,7 @@ extension Connect {
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes, progress: all.progress)
         transfer.streaming = streaming
-        let isForServer = (try? serverBaseURL?.get()).map { request.url.hasSameOrigin(as: $0) } ?? false
+        let isForServer = configuration != nil && isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =
             (methodOptions?.headers ?? []) + (isForServer ? configuration?.defaultHeaders ?? [] : []) + defaultHeaders
@@ -94,6 +94,7 @@ extension Connect {
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),
             logger: logger)
         context.transfer = transfer
+        context.isForServer = self.isForServer(request.url)
         return perform(request, context: context, all: all, debugResponse: false)
     }
 }

@@ -511,8 +511,16 @@ extension Connect {
             logger: logger
         )
         context.transfer = transfer
+        context.isForServer = isForServer(request.url)
         return perform(
             request, context: context, all: all, debugResponse: debugResponse, pathTemplate: connector.endpoint)
+    }
+
+    /// Whether `url` is on the client's server (its ``ServerConfiguration``'s scheme, host and port); `true` for a
+    /// client without one (``RequestContext/isForServer``).
+    func isForServer(_ url: URL) -> Bool {
+        guard configuration != nil else { return true }
+        return (try? serverBaseURL?.get()).map { url.hasSameOrigin(as: $0) } ?? false
     }
 
     /// Runs a built request through the retry loop, the middlewares and the transport, and says what its outcome

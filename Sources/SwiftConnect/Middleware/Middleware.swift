@@ -64,6 +64,12 @@ public struct RequestContext: Sendable {
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
+    /// Whether the request goes to the client's server: the scheme, host and port of its ``ServerConfiguration``,
+    /// or any URL for a client that has none. Credentials that are the server's go only where this is `true`:
+    /// the client's server default headers, and what ``AuthenticationMiddleware`` and ``BasicAuthentication`` sign
+    /// (unless the request's options say it ``RequestOptions/requiresAuthentication``). A middleware of your own
+    /// that adds a secret reads it too, so that a one-off call to another host (a pre-signed upload URL) gets none.
+    public var isForServer = true
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.

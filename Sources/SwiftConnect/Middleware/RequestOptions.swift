@@ -73,8 +73,9 @@ public struct RequestOptions: Sendable {
     }
 
     /// Whether the client's authentication stages (``AuthenticationMiddleware``, ``BasicAuthentication``) sign
-    /// these requests: `false` sends them as they are, unsigned, and a 401 answer is not refreshed; `nil` or `true`
-    /// signs them. What Remotli's `requiresAuth` was, per route:
+    /// these requests: `false` sends them as they are, unsigned, and a 401 answer is not refreshed; `true` signs
+    /// them; `nil` signs those that go to the client's server (``RequestContext/isForServer``), every request of a
+    /// client without a ``ServerConfiguration``. What Remotli's `requiresAuth` was, per route:
     ///
     /// ```swift
     /// Route("/v1/tokens", method: .post, options: RequestOptions(requiresAuthentication: false))

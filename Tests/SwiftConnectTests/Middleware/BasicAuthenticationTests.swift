@@ -45,6 +45,41 @@ final class BasicAuthenticationTests: XCTestCase {
         XCTAssertNil(sent.value(forHTTPHeaderField: "Authorization"))
     }
 
+    /// A client with a server signs only the requests that go to it: a one-off call to another host (a pre-signed
+    /// upload URL) goes unsigned, its 401 is an answer, not a reason to refresh, unless its options opt in.
+    func testCredentialsGoOnlyToTheClientsServerUnlessARequestOptsIn() throws {
+        let other = URL(string: "https://uploads.other.test")
+        let refreshes = Protected(0)
+        let refreshing = AuthenticationMiddleware(credential: .bearer(token: "t1")) { _ in
+            refreshes.withLock { $0 += 1 }
+            return Future(value: .bearer(token: "t2"))
+        }
+        let stages: [any Middleware] = [refreshing, BasicAuthentication(username: "gate", password: "s3cret")]
+        for stage in stages {
+            let transport = FakeTransport()
+            transport.stub("/profile", with: .status(204))
+            transport.stub("/upload", with: .status(401))
+            let connect = Connect(
+                transport: transport, middlewares: [stage], configuration: ServerConfiguration(host: "api.test"))
+
+            _ = value(of: connect.request(Route("/profile")))
+            let unsigned = connectError(of: connect.request(Route("/upload", baseURL: other, method: .put)))
+            _ = connectError(
+                of: connect.request(
+                    Route(
+                        "/upload", baseURL: other, method: .put, options: RequestOptions(requiresAuthentication: true)))
+            )
+
+            let sent = transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }
+            XCTAssertEqual(sent.count, stage is BasicAuthentication ? 3 : 4, "\(stage)")
+            XCTAssertNotNil(sent[0], "the server's request is signed")
+            XCTAssertNil(sent[1], "another host's is not")
+            XCTAssertNotNil(sent[2], "unless it opts in")
+            XCTAssertEqual(unsigned?.statusCode, 401)
+        }
+        XCTAssertEqual(refreshes.snapshot, 1, "only the opted-in request's 401 was refreshed")
+    }
+
     func testAUsernameWithAColonFailsUnsent() {
         // Given
         let transport = FakeTransport()

@@ -66,7 +66,9 @@ import Foundation
 ///
 /// ## Routes that need no credential
 /// A request whose options say ``RequestOptions/requiresAuthentication`` `false` (a sign-in or token route) goes
-/// through unsigned, as it is, and a 401 answer to it is an answer, not a reason to refresh.
+/// through unsigned, as it is, and a 401 answer to it is an answer, not a reason to refresh. So does a request to
+/// another host than the client's server (``RequestContext/isForServer``: a pre-signed upload URL, a third-party
+/// API), unless its options say `requiresAuthentication: true`: the credential is the server's.
 ///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
@@ -150,8 +152,9 @@ public final class AuthenticationMiddleware: Middleware {
         context: RequestContext,
         next: @escaping Next
     ) -> Future<ConnectResponse> {
-        // A route that opts out (`requiresAuthentication: false`) goes as it is: unsigned, and its 401 is an answer.
-        if context.options.requiresAuthentication == false { return next(request) }
+        // A route that opts out (`requiresAuthentication: false`), or a call to another host than the client's server
+        // that does not opt in, goes as it is: unsigned, and its 401 is an answer.
+        if !context.signs { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (waiter, admission) = state.withLock { state in
             let waiter = Waiter(

@@ -15,7 +15,8 @@ import Foundation
 /// ```
 ///
 /// Every request gets `Authorization: Basic <base64 of "username:password">`, replacing any `Authorization` it had,
-/// except those whose options say ``RequestOptions/requiresAuthentication`` `false`. The credentials are redacted
+/// except those whose options say ``RequestOptions/requiresAuthentication`` `false`, and those to another host than
+/// the client's server (``RequestContext/isForServer``) unless their options say `true`. The credentials are redacted
 /// wherever the library prints a request, and never follow a redirect to another origin.
 ///
 /// A user name with `:` (RFC 7617 forbids it: the server would split the pair there and read another user's
@@ -34,7 +35,8 @@ public struct BasicAuthentication: Middleware {
         token = .basic(username: username, password: password)
     }
 
-    /// Signs `request`, unless its options opt out, and sends it on.
+    /// Signs `request`, unless its options opt out or it goes to another host than the client's server, and sends it
+    /// on.
     ///
     /// - Parameters:
     ///   - request: The request so far.
@@ -44,7 +46,7 @@ public struct BasicAuthentication: Middleware {
     public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        if context.options.requiresAuthentication == false { return next(request) }
+        if !context.signs { return next(request) }
         guard token.isSendable else { return Future(error: token.unsendableError(request: .sent(request))) }
         request.headerFields[.authorization] = token.headerValue
         return next(request)
@@ -70,4 +72,12 @@ extension Middleware where Self == BasicAuthentication {
 /// The key of ``RequestOptions/requiresAuthentication``.
 enum AuthenticationRequirement: RequestOptionKey {
     typealias Value = Bool
+}
+
+extension RequestContext {
+    /// Whether the client's authentication stages sign this request: not when its options opt out, nor, unless they
+    /// opt in, when it goes to another host than the client's server (``isForServer``).
+    var signs: Bool {
+        options.requiresAuthentication ?? isForServer
+    }
 }
