@@ -79,7 +79,9 @@ import Foundation
 ///
 /// ## Cancellation
 /// Cancelling a request that waits for a refresh removes only that request; the refresh goes on for the
-/// others, even when no request waits for it any more.
+/// others, even when no request waits for it any more. The middleware puts no time limit on `refresh`: until its
+/// future completes, every request it would sign waits (each within its own deadline). Complete it in every case,
+/// with a failure when the user dismisses a sign-in, say.
 ///
 /// ## Request queues
 /// The client's ``RequestQueue`` sits after its middlewares: a request waiting here for a refresh holds no slot,
