@@ -176,6 +176,7 @@ enum ReplayHarness {
         "testADirectoryAppearingDuringADownloadIsKept": Reason.serverSide,
         "testADownloadAndASizeLimitedRequestFollowTheRedirect": Reason.serverSide,
         "testAFailedMoveKeepsTheFileItWouldHaveReplaced": Reason.serverSide,
+        "testACancellationAfterTheFileIsInPlaceKeepsTheNewFile": Reason.inFlight,
         "testAFolderRemovedBeforeTheAnswerIsReportedAsMissing": Reason.serverSide,
         "testAnUploadFromAFileIsSentAgain": Reason.serverSide,
         "testAStreamBodysPOSTIsFollowedThroughA303WithAPlainGET": Reason.serverSide,

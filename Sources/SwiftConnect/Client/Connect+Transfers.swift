@@ -141,9 +141,11 @@ extension Connect {
     /// that is not a `file:` URL, that is an existing directory, or whose folder does not exist fails with
     /// ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
-    /// A timeout or a failure leaves the destination as it was. A cancellation does too, except one that comes
-    /// at the very moment the finished body is being moved into place: the future then reports the cancellation
-    /// and the new file may already be there.
+    /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was.
+    /// Once the body is moved into place (the call's last step, before the last progress report), the new file
+    /// stays: a cancellation or the deadline landing then is still what the future reports. The client's
+    /// validators and processors run after that step too: one that rejects the answer fails the call, and the new
+    /// file stays.
     ///
     /// ```swift
     /// let file = try await connect.download(ReportConnector.pdf(id: 3), to: reportURL).value

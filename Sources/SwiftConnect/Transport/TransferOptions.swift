@@ -26,8 +26,9 @@ public struct TransferOptions: Sendable {
     /// connection at the limit. Such requests (and downloads) run on Linux on a short-lived session of their own,
     /// invalidated to stop them.
     public var maxResponseBytes: Int?
-    /// Receives progress reports, in order, on the transport's delivery queue; the last one comes before the
-    /// request's future completes.
+    /// Receives progress reports, in order, on a thread of the transport's (the exchange's task, or URLSession's
+    /// delegate queue): keep it short, and hop to the main actor for the UI. The last one comes before the request's
+    /// future completes.
     public var progress: (@Sendable (TransferProgress) -> Void)?
     /// Streams the response body: when set, the transport completes the request's future as soon as the
     /// response head arrives, with the body to come in ``ConnectResponse/bodyStream`` (see ``ResponseBodyStream``).

@@ -237,6 +237,31 @@ final class TransferIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(try Self.leftovers(of: folder), [], "no temporary file is left behind")
     }
 
+    /// A cancellation that lands once the finished download is in place (during the last progress report) is what
+    /// the future reports, and the new file stays: removing it would leave nothing where the old one was.
+    func testACancellationAfterTheFileIsInPlaceKeepsTheNewFile() throws {
+        server.route("GET", "/file") { _ in .data(Data("new contents".utf8)) }
+        let destination = temporaryURL("placed.bin")
+        try Data("old contents".utf8).write(to: destination)
+        let download = Recorder<Future<URL>>()
+        let cancelled = Recorder<Bool>()
+        let options = RequestOptions(progress: { _ in
+            guard cancelled.values.isEmpty, (try? Data(contentsOf: destination)) == Data("new contents".utf8),
+                let future = download.values.first
+            else { return }
+            cancelled.append(true)
+            future.cancel()
+        })
+        download.append(connect.download(Route("/file"), to: destination, options: options))
+
+        XCTAssertThrowsError(try download.values.first?.wait(timeout: 60)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)")
+        }
+        XCTAssertEqual(cancelled.values, [true])
+        XCTAssertEqual(try Data(contentsOf: destination), Data("new contents".utf8))
+        XCTAssertEqual(try Self.leftovers(of: destination), [], "no temporary file is left behind")
+    }
+
     /// When the finished download cannot be moved into place, the file it would have replaced is still there.
     func testAFailedMoveKeepsTheFileItWouldHaveReplaced() throws {
         server.route("GET", "/file") { _ in .data(Data("new contents".utf8)) }

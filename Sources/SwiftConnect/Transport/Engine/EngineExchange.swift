@@ -305,11 +305,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     try download.file.close()
                     try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
                 }
-                // Cancelled while it moved: the future says so, and the file goes (a later cancel removes it too).
-                guard self.download?.placed(at: download.url) == true else {
-                    try? FileManager.default.removeItem(at: download.url)
-                    throw CancellationError()
-                }
+                // In place, the new file stays, even when a cancellation or the deadline lands now (during the last
+                // progress report, say) and the future reports it: the file it replaced is gone, and removing the new
+                // one would leave nothing at the destination.
             }
         } catch {
             download?.file.discard()
@@ -511,9 +509,9 @@ final class ExchangeProgress: Sendable {
     }
 }
 
-/// The download file of an exchange, if any, for its cancellation: the temporary file, then the file in place.
+/// The download file of an exchange, if any, for its cancellation: its temporary file.
 final class DownloadSlot: Sendable {
-    private let state = Protected<(file: DownloadFile?, placed: URL?, cancelled: Bool)>((nil, nil, false))
+    private let state = Protected<(file: DownloadFile?, cancelled: Bool)>((nil, false))
 
     func hold(_ download: DownloadFile) {
         let cancelled = state.withLock { state in
@@ -523,23 +521,14 @@ final class DownloadSlot: Sendable {
         if cancelled { download.discard() }
     }
 
-    /// Records the download moved into place at `url`; `false` if the exchange was cancelled meanwhile.
-    func placed(at url: URL) -> Bool {
-        state.withLock { state in
-            guard !state.cancelled else { return false }
-            state.placed = url
-            return true
-        }
-    }
-
-    /// The exchange was cancelled (its future says so): the temporary file goes, and the file in place if any.
+    /// The exchange was cancelled (its future says so): the temporary file goes; a file already moved into place
+    /// stays.
     func discard() {
-        let (file, placed) = state.withLock { state in
+        let file = state.withLock { state in
             state.cancelled = true
-            return (state.file, state.placed)
+            return state.file
         }
         file?.discard()
-        if let placed { try? FileManager.default.removeItem(at: placed) }
     }
 }
 
@@ -554,7 +543,12 @@ final class DownloadFile: Sendable {
         guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
             throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
         }
-        handle = Protected(try FileHandle(forWritingTo: url))
+        do {
+            handle = Protected(try FileHandle(forWritingTo: url))
+        } catch {
+            try? FileManager.default.removeItem(at: url)  // Created, but it could not be opened (no descriptor left).
+            throw error
+        }
     }
 
     func write(_ data: Data) throws {
