@@ -35,7 +35,8 @@ extension Future {
     ///
     /// - Parameters:
     ///   - seconds: The time limit. `.infinity` sets none (this future is returned as it is). Zero, a negative
-    ///     number or NaN is a limit already over: a pending future times out at once, before this method returns.
+    ///     number or NaN is a limit already over: a pending future times out at once, before this method returns
+    ///     (its callbacks, and so the returned future, then on this future's ``receive(on:)`` queue if it has one).
     ///     A complete future keeps its result whatever the limit. A limit over a year counts as a year.
     ///   - queue: Where the timer fires: the timeout's failure, and the cancellation of this future it causes,
     ///     happen there. `nil` (the default) uses a global queue. A result that comes first is delivered as

@@ -243,9 +243,10 @@ extension Future {
         }
         let derived: Future<NewValue> = makeDerived()
         whenCompleteReturningWork { result in
-            // Cancelling `derived` cancels this future: its failure must not run the step (`recover` would start
-            // work nobody waits for). Looked at on failures only, so a success costs no lock.
-            if case .failure = result, derived.isCompleted { return .empty }
+            // Cancelling `derived` cancels this future, or finds it already resolved with its callbacks still to
+            // run (on its `receive(on:)` queue, or on the thread completing it): either way the step must not run
+            // (`flatMap` would start a request, `recover` work, that nobody waits for).
+            if derived.isCompleted { return .empty }
             switch step(result) {
             case .done(let newResult):
                 return derived.resolve(newResult)

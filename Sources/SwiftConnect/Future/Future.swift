@@ -484,7 +484,8 @@ extension Future {
     /// A future whose work has an error type of its own fails with that type's cancellation instead, and so
     /// does every future chained on it with a one-source operator: a request's future, and what `map`,
     /// `flatMap`, `decoded`… derive from it, fail with the client's error of kind `cancelled`. A future that
-    /// combines several (`zip`, `all`, `allSettled`, `race`) fails with ``FutureError/cancelled``.
+    /// combines several (`zip`, `all`, `allSettled`) fails with ``FutureError/cancelled``; `race`, whose value
+    /// is its inputs', fails as a future of that value does (a race of requests' futures: with the client's error).
     ///
     /// ```swift
     /// let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self)

@@ -100,6 +100,27 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertEqual(try? rescued.wait(), 7)
     }
 
+    /// A future cancelled after its source succeeded, while the source's callbacks wait on their `receive(on:)`
+    /// queue, does not start the next step: `flatMap` would send a request nobody waits for.
+    func testCancellingAChainWhoseSourceSucceededDoesNotStartTheNextStep() {
+        let queue = DispatchQueue(label: "FutureCancellationTests.held")
+        queue.suspend()
+        let source = Promise<Int>()
+        let starts = Counter()
+        let chained = source.future.receive(on: queue).flatMap { _ -> Future<Int> in
+            starts.increment()
+            return Future(value: 1)
+        }
+
+        source.succeed(1)
+        chained.cancel()
+        queue.resume()
+        queue.sync {}
+
+        XCTAssertEqual(starts.value, 0)
+        XCTAssertTrue(chained.isCancelled)
+    }
+
     func testCancellingZipAndAllCancelsTheirInputs() {
         let first = Promise<Int>()
         let second = Promise<Int>()
