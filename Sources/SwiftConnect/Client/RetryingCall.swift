@@ -254,7 +254,12 @@ final class RetryingCall:
             state.abandonedAttempt = attempt
             return inFlight
         }
-        inFlight?.cancel()
+        guard let inFlight else { return }
+        // Told now, as what it is (a timeout), before its cancellation lets the next attempt start.
+        context.transfer.observation?.recordEnd(
+            of: attempt, status: nil,
+            error: ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))
+        inFlight.cancel()
     }
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.

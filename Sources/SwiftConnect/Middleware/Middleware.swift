@@ -253,16 +253,13 @@ struct MiddlewareChain: Sendable {
             switch result {
             case .success(let response):
                 let received = response.bodyStream == nil && !isDownload ? Int64(response.data.count) : nil
-                observation.record(
-                    .attemptEnded(
-                        attempt: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent,
-                        bytesReceived: received))
+                observation.recordEnd(
+                    of: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent,
+                    bytesReceived: received)
             case .failure(let error):
                 let failure =
                     error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
-                observation.record(
-                    .attemptEnded(
-                        attempt: attempt, status: nil, error: failure, bytesSent: bytesSent, bytesReceived: nil))
+                observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: bytesSent)
             }
         }
     }

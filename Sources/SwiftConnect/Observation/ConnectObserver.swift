@@ -71,6 +71,12 @@ extension ConnectCallObserver {
 /// transfer options to the stages that tell them.
 struct CallObservation: Sendable {
     let observers: [any ConnectCallObserver]
+    /// The attempts told ended, so that each is told once.
+    private let ended = Protected<Set<Int>>([])
+
+    init(observers: [any ConnectCallObserver]) {
+        self.observers = observers
+    }
 
     /// Starts observing `call` with `observers`; `nil` when none of them watches it.
     static func start(_ call: @autoclosure () -> ConnectCall, observers: [any ConnectObserver]) -> CallObservation? {
@@ -82,6 +88,18 @@ struct CallObservation: Sendable {
 
     func record(_ event: ConnectEvent) {
         for observer in observers { observer.record(event) }
+    }
+
+    /// Tells the observers that `attempt` ended, the first time only: an attempt abandoned at its
+    /// `attemptTimeout` is told ended, timed out, when it is abandoned (before the next attempt starts), and not
+    /// again when its cancellation comes through.
+    func recordEnd(
+        of attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64? = nil, bytesReceived: Int64? = nil
+    ) {
+        guard ended.withLock({ $0.insert(attempt).inserted }) else { return }
+        record(
+            .attemptEnded(
+                attempt: attempt, status: status, error: error, bytesSent: bytesSent, bytesReceived: bytesReceived))
     }
 
     /// `request` with the fields the observers add to this attempt.

@@ -52,14 +52,15 @@ public struct MetricsObserver: ConnectObserver {
 
 /// The metrics of one call.
 final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `started` and `active`; the rest never changes.
+    // `lock` protects `started`; the rest never changes.
     private let lock = NSLock()
     private let factory: any MetricsFactory
     /// The labels every metric of the call carries.
     private let base: [(String, String)]
     private let port: String
-    /// When the attempt in flight started, and which it is.
-    private var started: (attempt: Int, at: UInt64)?
+    /// When each attempt not yet ended started, by attempt. Usually one; two when an attempt abandoned at its
+    /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
+    private var started: [Int: UInt64] = [:]
 
     init(factory: any MetricsFactory, call: ConnectCall) {
         self.factory = factory
@@ -74,7 +75,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, _):
-            lock.withLock { started = (attempt, DispatchTime.now().uptimeNanoseconds) }
+            lock.withLock { started[attempt] = DispatchTime.now().uptimeNanoseconds }
             Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
                 .increment()
             if attempt > 1 {
@@ -94,9 +95,11 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
                     .record(bytesReceived)
             }
         case .callEnded(_, let error, _):
-            // An attempt the call's end cut short (its deadline, a cancellation) ends with the call's reason.
-            guard let attempt = lock.withLock({ started?.attempt }) else { return }
-            end(attempt: attempt, outcome: ("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled"))
+            // Attempts the call's end cut short (its deadline, a cancellation) end with the call's reason.
+            let open = lock.withLock { started.keys.sorted() }
+            for attempt in open {
+                end(attempt: attempt, outcome: ("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled"))
+            }
         case .queueWaited(let seconds):
             Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
         case .connectivityWaited(let seconds):
@@ -116,15 +119,9 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         }
     }
 
-    /// Ends the attempt in flight if it is `attempt`: its duration, and one fewer active request. Once per attempt.
+    /// Ends `attempt` if it has not ended: its duration, and one fewer active request. Once per attempt.
     private func end(attempt: Int, outcome: (String, String)) {
-        guard
-            let start = lock.withLock({ () -> UInt64? in
-                guard let started, started.attempt == attempt else { return nil }
-                self.started = nil
-                return started.at
-            })
-        else { return }
+        guard let start = lock.withLock({ started.removeValue(forKey: attempt) }) else { return }
         Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
             .decrement()
         Timer(

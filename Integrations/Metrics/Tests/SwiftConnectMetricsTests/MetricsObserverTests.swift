@@ -114,6 +114,26 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(active.lastValue, 0)
     }
 
+    /// An attempt abandoned at its `attemptTimeout` and retried with no wait is told ended after the next one
+    /// started (a stage that maps the response sits between): both attempts end, and no request stays active.
+    func testAnAttemptAbandonedAtItsTimeoutAndRetriedAtOnceEndsToo() throws {
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.never, .json(string: "{}")])
+        let passThrough = AnyMiddleware { request, _, next in next(request).map { $0 } }
+        let connect = Connect(
+            transport: transport, middlewares: [passThrough],
+            retryPolicy: RetryPolicy(maxAttempts: 2, attemptTimeout: 0.2, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics)]))
+
+        _ = try connect.request(todo).wait(timeout: 10)
+
+        XCTAssertEqual(durations(("error.type", "timedOut")).count, 1)
+        XCTAssertEqual(durations(("http.response.status_code", "200")).count, 1)
+        let active = try metrics.expectMeter(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.lastValue, 0)
+    }
+
     func testCacheLookupsAndQueueWaitsAreRecorded() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let connect = client(

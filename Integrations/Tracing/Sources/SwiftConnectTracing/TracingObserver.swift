@@ -45,17 +45,17 @@ public struct TracingObserver: ConnectObserver {
     }
 }
 
-/// The spans of one call: the attempt in flight, and what happened before it.
+/// The spans of one call: the attempts in flight, and what happened before them.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `span`, `spanAttempt` and `pending`; the tracer and the call never change.
+    // `lock` protects `spans` and `pending`; the tracer and the call never change.
     private let lock = NSLock()
     private let tracer: any Tracer
     private let parent: InstrumentationContext
     private let name: String
     private let call: ConnectCall
-    /// The span of the attempt in flight.
-    private var span: (any Span)?
-    private var spanAttempt = 0
+    /// The span of each attempt not yet ended, by attempt. Usually one; two when an attempt abandoned at its
+    /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
+    private var spans: [Int: any Span] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
 
@@ -105,7 +105,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             }
             span.end()
         case .redirected(let status, let location):
-            let span = lock.withLock { self.span }
+            let span = lock.withLock { spans.max { $0.key < $1.key }?.value }
             span?.addEvent(
                 SpanEvent(
                     name: "redirect",
@@ -127,16 +127,16 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             break
         case .callEnded(_, let error, _):
             // An attempt still open (the call was cancelled, or timed out, while it was in flight) ends here.
-            guard
-                let span = lock.withLock({ () -> (any Span)? in
-                    defer { self.span = nil }
-                    return self.span
-                })
-            else { return }
+            let open = lock.withLock { () -> [any Span] in
+                defer { spans = [:] }
+                return spans.sorted { $0.key < $1.key }.map(\.value)
+            }
             let kind = (error as? ConnectError)?.kind.rawValue ?? "cancelled"
-            span.attributes["error.type"] = kind
-            span.setStatus(SpanStatus(code: .error, message: kind))
-            span.end()
+            for span in open {
+                span.attributes["error.type"] = kind
+                span.setStatus(SpanStatus(code: .error, message: kind))
+                span.end()
+            }
         }
     }
 
@@ -144,22 +144,17 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private func span(forAttempt attempt: Int) -> any Span {
         lock.lock()
         defer { lock.unlock() }
-        if let span, spanAttempt == attempt { return span }
+        if let span = spans[attempt] { return span }
         let started = Self.start(name, tracer: tracer, parent: parent)
         for event in pending { started.addEvent(event) }
         pending = []
-        span = started
-        spanAttempt = attempt
+        spans[attempt] = started
         return started
     }
 
     /// Takes the span of `attempt` out, to end it.
     private func takeSpan(ofAttempt attempt: Int) -> (any Span)? {
-        lock.withLock {
-            guard spanAttempt == attempt, let span else { return nil }
-            self.span = nil
-            return span
-        }
+        lock.withLock { spans.removeValue(forKey: attempt) }
     }
 
     private func remember(_ event: SpanEvent) {

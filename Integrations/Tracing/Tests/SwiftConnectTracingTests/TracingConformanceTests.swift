@@ -71,6 +71,24 @@ class TracingConformanceTests: XCTestCase {
 
     // MARK: - Answers
 
+    /// An attempt abandoned at its `attemptTimeout` and retried with no wait ends its span, timed out, before the
+    /// next attempt's starts (a stage that maps the response sits between the transport and the retry loop).
+    func testAnAttemptAbandonedAtItsTimeoutEndsItsSpanTimedOut() throws {
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.never, .json(string: "{}")])
+        let passThrough = AnyMiddleware { request, _, next in next(request).map { $0 } }
+        let connect = Connect(
+            transport: transport, middlewares: [passThrough],
+            retryPolicy: RetryPolicy(maxAttempts: 2, attemptTimeout: 0.2, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+
+        _ = try connect.request(todo).wait(timeout: 10)
+
+        XCTAssertEqual(tracer.activeSpans.count, 0, "every span ended")
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["error.type"] }, ["timedOut", nil])
+        XCTAssertEqual(tracer.finishedSpans.last.map { attributes(of: $0)["http.response.status_code"] }, "200")
+    }
+
     func test200IsOneClientSpanWithTheConventionsAttributesAndItsContextSent() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         _ = try client().request(todo).wait()

@@ -37,7 +37,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
 }
 
 extension ResponseDecoders {
-    /// These decoders with `decoder` for `application/xml` and `text/xml` answers.
+    /// These decoders with `decoder` for `application/xml` and `text/xml` answers, and every `+xml` type
+    /// (`application/atom+xml`, `application/problem+xml`…).
     ///
     /// ```swift
     /// Connect.Settings(decoders: .default.withXML())
@@ -49,6 +50,7 @@ extension ResponseDecoders {
         var decoders = self
         decoders.register(decoder, for: "application/xml")
         decoders.register(decoder, for: "text/xml")
+        decoders.register(decoder, for: "+xml")
         return decoders
     }
 }

@@ -34,7 +34,10 @@ final class XMLBodiesTests: XCTestCase {
     private let url = URL(string: "https://api.test/shelf")!
 
     func testXMLAnswersDecodeByContentType() throws {
-        for contentType in ["application/xml", "text/xml; charset=utf-8", "Application/XML"] {
+        for contentType in [
+            "application/xml", "text/xml; charset=utf-8", "Application/XML", "application/atom+xml",
+            "application/problem+xml",
+        ] {
             let transport = FakeTransport.answering(
                 .data(Data(shelfXML.utf8), headers: ["Content-Type": contentType]))
             let shelf = try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
