@@ -17,8 +17,9 @@ public struct StreamingOptions: Sendable, Hashable {
     /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
     /// memory this cost in the runs measured.
     public var bufferLimit: Int
-    /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds;
-    /// `nil` (the default) for none. The connector's `timeout` still bounds the whole stream unless it is
+    /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds while
+    /// the reader waits for one (a reader slow on bytes already there is not the network going quiet); `nil` (the
+    /// default) for none. The connector's `timeout` still bounds the whole stream unless it is
     /// `.infinity`, as suits a stream that may run for hours.
     public var idleTimeout: TimeInterval?
     /// The most bytes of an error response's body read (for the error handler) before the stream is closed.
@@ -260,6 +261,9 @@ public final class ResponseBodyStream: Sendable {
 
     /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
     package func next() async throws -> Data? {
+        // A reader whose task was cancelled stops here, buffered chunks or not: with back-pressure, taking one
+        // lets the engine read the next, and a loop that never waits would read for ever.
+        if Task.isCancelled { cancel() }
         let chunk = try state.withLock { state -> Data?? in
             if let chunk = take(&state) { return .some(chunk) }
             if let end = state.end {
@@ -295,6 +299,8 @@ public final class ResponseBodyStream: Sendable {
     private func take(_ state: inout State) -> Data? {
         guard let chunk = state.chunks.popFirst() else { return nil }
         state.bufferedBytes -= chunk.count
+        // The idle clock counts from here too: with back-pressure, the engine reads on only now.
+        state.lastActivity = .now()
         return chunk
     }
 
@@ -366,6 +372,9 @@ public final class ResponseBodyStream: Sendable {
             guard let self else { return }
             let quiet = state.withLock { state -> Double? in
                 guard state.end == nil else { return nil }
+                // Bytes wait for the reader: the network is not the one that is quiet (with back-pressure the engine
+                // reads nothing more until the reader takes them).
+                if !state.chunks.isEmpty { state.lastActivity = .now() }
                 return Double(DispatchTime.now().uptimeNanoseconds - state.lastActivity.uptimeNanoseconds) / 1e9
             }
             guard let quiet else { return }

@@ -108,7 +108,8 @@ public final class ResponseStream: AsyncSequence, Sendable {
         }
 
         deinit {
-            if !isFinished.withLock({ $0 }) { stream.cancel() }
+            // Only the reader stops the transfer when it leaves early: a second iterator, refused, is not one.
+            if isFirst, !isFinished.withLock({ $0 }) { stream.cancel() }
         }
 
         func next() async throws -> Data? {

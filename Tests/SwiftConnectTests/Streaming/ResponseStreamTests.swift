@@ -235,6 +235,104 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// A second iterator, refused, does not stop the transfer its first reader is reading when it goes.
+    func testARefusedSecondReaderLeavesTheFirstOneReading() async throws {
+        let transport = FakeTransport()
+        let gate = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                _ = await body.send(Data("a".utf8))
+                _ = try? await gate.future.value
+                _ = await body.send(Data("b".utf8))
+                body.finish()
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        var first = stream.makeAsyncIterator()
+        let a = try await first.next()
+        XCTAssertEqual(a, Data("a".utf8))
+
+        do {
+            var second = stream.makeAsyncIterator()
+            _ = try? await second.next()
+        }
+        gate.succeed(())
+
+        let b = try await first.next()
+        XCTAssertEqual(b, Data("b".utf8))
+        let end = try await first.next()
+        XCTAssertNil(end)
+    }
+
+    /// A reader whose task is cancelled stops, even when chunks are always waiting for it: with back-pressure, each
+    /// one it takes lets the producer send the next.
+    func testCancellingAReaderThatNeverWaitsStopsTheTransfer() async throws {
+        let transport = FakeTransport()
+        let produced = Counter()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                while await body.send(Data(count: 1024)) { produced.increment() }
+                stopped.succeed(())
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed(timeout: .infinity))
+        let firstRead = Promise<Void>()
+        let reading = Task {
+            var read = 0
+            for try await _ in stream {
+                read += 1
+                firstRead.succeed(())
+                // Behind the producer: the buffer is never empty when the next chunk is asked for.
+                while produced.value < read + 16 { await Task.yield() }
+            }
+            return read
+        }
+        try await firstRead.future.value(timeout: 5)
+
+        reading.cancel()
+
+        try await stopped.future.value(timeout: 5)
+        do {
+            _ = try await reading.value
+            XCTFail("a cancelled read must throw")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+    }
+
+    /// The idle timeout is the network going quiet while the reader waits: a reader slow on chunks already there
+    /// (the engine paused by back-pressure, so nothing arrives meanwhile) does not time the stream out.
+    func testTheIdleTimeoutDoesNotFireWhileChunksWaitForASlowReader() async throws {
+        let transport = FakeTransport()
+        let cut = Promise<Void>()
+        let size = 64 << 10
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                for _ in 0..<8 {
+                    guard await body.send(Data(count: size)) else {
+                        cut.succeed(())
+                        return
+                    }
+                }
+                body.finish()
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil)
+            .stream(Feed(timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.2))
+        var iterator = stream.makeAsyncIterator()
+        var received = try await iterator.next()?.count ?? 0
+
+        // The reader is busy for three idle timeouts, with chunks waiting: the stream must not be cut meanwhile.
+        let cutEarly = expectation(description: "the stream was cut while chunks waited for the reader")
+        cutEarly.isInverted = true
+        cut.future.observe { _ in cutEarly.fulfill() }
+        await fulfillment(of: [cutEarly], timeout: 0.6)
+
+        while let chunk = try await iterator.next() { received += chunk.count }
+        XCTAssertEqual(received, 8 * size)
+    }
+
     func testTheIdleTimeoutFailsAStreamThatGoesQuiet() async throws {
         let transport = FakeTransport()
         transport.stub(
