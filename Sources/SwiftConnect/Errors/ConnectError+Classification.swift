@@ -22,8 +22,12 @@ extension ConnectError.Kind {
     /// - Parameter code: The `URLError` code an engine reported.
     public init(_ code: URLError.Code) {
         switch code {
-        case .cancelled, .userCancelledAuthentication:
+        case .cancelled:
             self = .cancelled
+        // An authentication challenge the session cancelled, not the caller: not retried, and not `cancelled`,
+        // which would stop an event source or a retry hook that the caller's cancellation stops.
+        case .userCancelledAuthentication:
+            self = .transport
         case .timedOut:
             self = .timedOut
         case .cannotConnectToHost, .notConnectedToInternet, .internationalRoamingOff, .callIsActive,

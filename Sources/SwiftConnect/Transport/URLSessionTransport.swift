@@ -158,7 +158,9 @@ public final class URLSessionTransport: Transport {
         case .success(let prepared): request = prepared
         case .failure(let error): return Future(error: error)
         }
-        if transfer.isPlain, request.httpBody?.isEmpty ?? true, request.httpBodyStream == nil {
+        // Over a session of the app's (no delegate of ours), a plain request with a body takes this path too: the
+        // session sends it, and `sendInMemory` below comes back here for every transfer it cannot run.
+        if transfer.isPlain, delegate == nil || (request.httpBody?.isEmpty ?? true && request.httpBodyStream == nil) {
             return sendWithCompletionHandler(request, observation: transfer.observation)
         }
         guard delegate != nil else { return sendInMemory(request, transfer: transfer, using: self) }

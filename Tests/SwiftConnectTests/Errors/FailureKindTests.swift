@@ -26,6 +26,8 @@ final class FailureKindTests: XCTestCase {
             (.cannotDecodeContentData, .transport),
             (.badURL, .transport),
             (.resourceUnavailable, .transport),
+            // The session cancelled an authentication challenge, not the caller.
+            (.userCancelledAuthentication, .transport),
         ]
         for (code, kind) in expected {
             XCTAssertEqual(ConnectError.Kind(code), kind, "URLError \(code.rawValue)")

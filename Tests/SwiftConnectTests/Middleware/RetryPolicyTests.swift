@@ -1146,5 +1146,8 @@ extension RetryPolicyTests: LegacyRetryPolicyUse {
         XCTAssertEqual(policy.retryableFailures, [.timedOut])
         let made = RetryPolicy(retryableURLErrorCodes: [.networkConnectionLost])
         XCTAssertEqual(made.retryableFailures, [.connectionLost])
+        // Every other setting of the deprecated initializer goes through, the attempt timeout among them.
+        let timed = RetryPolicy(retryableURLErrorCodes: [.timedOut], attemptTimeout: 5)
+        XCTAssertEqual(timed.attemptTimeout, 5)
     }
 }

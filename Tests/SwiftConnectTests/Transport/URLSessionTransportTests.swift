@@ -32,6 +32,25 @@ final class URLSessionTransportTests: XCTestCase {
             .map { response in (response, OperationQueue.current === delegateQueue) }
     }
 
+    /// Over a session of the app's (no delegate of the transport's), requests with a body go through, plain or
+    /// with transfer options, rather than recursing between the transport's paths.
+    func testRequestsWithABodyGoThroughAnAppsSession() throws {
+        server.route("POST", "/echo") { request in .data(request.body, contentType: "text/plain") }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let transport = URLSessionTransport(session: session)
+        var request = URLRequest(url: server.baseURL.appendingPathComponent("echo"), timeoutInterval: 10)
+        request.httpMethod = "POST"
+        request.httpBody = Data("hello".utf8)
+
+        let plain = try transport.send(request).wait(timeout: 20)
+        let limited = try transport.send(request, transfer: TransferOptions(maxResponseBytes: 1 << 20)).wait(
+            timeout: 20)
+
+        XCTAssertEqual(plain.data, Data("hello".utf8))
+        XCTAssertEqual(limited.data, Data("hello".utf8))
+    }
+
     func testTheDefaultConfigurationLeavesCachingToConnect() {
         let configuration = URLSessionTransport.defaultConfiguration
         XCTAssertNil(configuration.urlCache)

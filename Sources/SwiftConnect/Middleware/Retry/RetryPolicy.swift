@@ -360,7 +360,7 @@ extension RetryPolicy {
             jitter: jitter, retryableStatusCodes: retryableStatusCodes,
             retryableFailures: Set(retryableURLErrorCodes.map(ConnectError.Kind.init)).subtracting([.cancelled]),
             honorsRetryAfter: honorsRetryAfter, maxRetryAfter: maxRetryAfter, addsIdempotencyKey: addsIdempotencyKey,
-            clock: clock)
+            attemptTimeout: attemptTimeout, clock: clock)
     }
 
     /// The codes ``ConnectError/Kind/init(_:)`` classifies into a kind of their own.
