@@ -8,7 +8,7 @@ import Foundation
 /// credentials. Used by `debugResponse` output and ``cURLCommand(for:redactingSecrets:)``.
 package enum Redaction {
     /// What a hidden value is replaced with.
-    static let placeholder = "<redacted>"
+    package static let placeholder = "<redacted>"
 
     /// Whether a query item or body field with this name holds a secret: by the same list of fragments
     /// (``HTTPHeader/sensitiveNameFragments``) as a header name.

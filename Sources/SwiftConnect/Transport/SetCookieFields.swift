@@ -11,7 +11,7 @@ import Foundation
 /// the end, which stops the process. Any server could send one. Every cookie the library hands to that parser goes
 /// through ``readable(_:)`` first, which keeps only cookies written in visible ASCII, space and tab: RFC 6265 §4.1.1
 /// allows nothing else in a cookie, and on such text characters and UTF-16 units are one and the same.
-enum SetCookieFields {
+package enum SetCookieFields {
     /// The readable `Set-Cookie` fields of `response`, ready for `HTTPCookie.cookies(withResponseHeaderFields:for:)`;
     /// empty when it sets no cookie that can be read.
     static func readable(of response: HTTPURLResponse) -> [String: String] {
@@ -48,7 +48,7 @@ enum SetCookieFields {
     ///
     /// A piece whose text before its first `;` or `,` has no `=` is not a cookie: it is the rest of the one before it, cut
     /// at the comma of an `Expires` date (`Expires=Wed, 09 Jun 2021 10:18:14 GMT`).
-    static func cookies(in value: String) -> [Substring] {
+    package static func cookies(in value: String) -> [Substring] {
         var cookies: [Substring] = []
         var start = value.startIndex
         var index = value.startIndex

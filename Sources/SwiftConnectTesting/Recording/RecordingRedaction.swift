@@ -34,20 +34,87 @@ enum RecordingRedaction {
         if case .bytes(let data) = request.body {
             body = requestBody(data, contentType: request.headerFields[.contentType], secrets: secrets)
         }
-        return RecordedRequest(method: request.method.rawValue, url: url(request.url), headerFields: fields, body: body)
+        return RecordedRequest(
+            method: request.method.rawValue, url: url(request.url, secrets: secrets), headerFields: fields, body: body)
     }
 
-    /// `url` without its password (a placeholder instead), its fragment (never sent), and with its secret query items'
-    /// values replaced.
-    static func url(_ url: URL) -> URL {
+    /// `url` without its password (a placeholder instead), its fragment (never sent), with `secrets` hidden in its
+    /// path and query (a token an earlier response handed out, sent back as a path segment or under a name no rule
+    /// knows), and with its secret query items' values replaced.
+    ///
+    /// Values are hidden before names are replaced, so a replayed request whose token is an unfilled placeholder
+    /// redacts to the same URL as the recorded one.
+    static func url(_ url: URL, secrets: SecretValues = SecretValues(values: [])) -> URL {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             // Not seen in practice for a URL a request was sent to; never recorded as it is, in case it holds one.
             return URL(fileURLWithPath: "/unparseable-url")
         }
         if components.password != nil { components.percentEncodedPassword = encoded(placeholder("password")) }
         components.percentEncodedFragment = nil
-        if let query = components.percentEncodedQuery { components.percentEncodedQuery = redactedForm(query) }
+        components.percentEncodedPath = hidingValues(in: components.percentEncodedPath, secrets: secrets)
+        if let query = components.percentEncodedQuery {
+            components.percentEncodedQuery = redactedForm(hidingValues(in: query, secrets: secrets))
+        }
         return components.url ?? URL(fileURLWithPath: "/unparseable-url")
+    }
+
+    /// Percent-encoded URL text with `secrets` hidden, the placeholder percent-encoded in turn.
+    ///
+    /// A value escaped beyond need (`tok%2Dabc` for `tok-abc`, which RFC 3986 6.2.2.2 makes the same URL) is found in
+    /// the text with such escapes undone; text that holds no secret is kept byte for byte, so matching is unchanged.
+    private static func hidingValues(in text: String, secrets: SecretValues) -> String {
+        guard !secrets.isEmpty else { return text }
+        var hidden = secrets.hiding(in: text)
+        if hidden == text, text.contains("%") {
+            let normalized = decodingUnreservedEscapes(text)
+            let hiddenNormalized = secrets.hiding(in: normalized)
+            if hiddenNormalized != normalized { hidden = hiddenNormalized }
+        }
+        guard hidden != text else { return text }
+        return hidden.replacingOccurrences(of: Redaction.placeholder, with: encoded(Redaction.placeholder))
+    }
+
+    /// `text` with each `%XX` that stands for an unreserved character (a letter, a digit, `-`, `.`, `_`, `~`) replaced
+    /// by the character.
+    private static func decodingUnreservedEscapes(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        var result: [UInt8] = []
+        result.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+                let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2])
+            {
+                let byte = high << 4 | low
+                if isUnreserved(byte) {
+                    result.append(byte)
+                    index += 3
+                    continue
+                }
+            }
+            result.append(bytes[index])
+            index += 1
+        }
+        return String(decoding: result, as: UTF8.self)
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
+    }
+
+    private static func isUnreserved(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+            UInt8(ascii: "~"):
+            true
+        default: false
+        }
     }
 
     /// A request body with its secret fields replaced: JSON at any depth, URL-encoded forms; then secret values
@@ -72,10 +139,16 @@ enum RecordingRedaction {
         var redacted = HeaderFields()
         for field in fields {
             let name = field.name.rawName
-            var value: String
             if field.name == .setCookie {
-                value = redactedSetCookie(field.value)
-            } else if HTTPHeader.isSensitive(name: name) {
+                // One field a cookie, as a HAR lists them: URLSession reports repeated fields joined with commas.
+                for cookie in SetCookieFields.cookies(in: field.value) {
+                    let value = secrets.hiding(in: redactedSetCookie(cookie.trimmingCharacters(in: .whitespaces)))
+                    redacted.append(HeaderField(name: field.name, value: value))
+                }
+                continue
+            }
+            var value: String
+            if HTTPHeader.isSensitive(name: name) {
                 value = placeholder(name)
             } else if urlValuedFields.contains(field.name), let url = URL(string: field.value), url.query != nil {
                 value = self.url(url).absoluteString
@@ -98,10 +171,15 @@ enum RecordingRedaction {
     /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), and every
     /// string under a secret key of a JSON body (a token endpoint's `access_token`).
     static func secretsHandedOut(by response: ConnectResponse) -> [String] {
-        var found = cookies(in: response.head.headerFields).map(\.value)
-        let first = response.data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        secretsHandedOut(fields: response.head.headerFields, body: response.data)
+    }
+
+    /// The secret values a response with these fields and this body hands out.
+    static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
+        var found = cookies(in: fields).map(\.value)
+        let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
         if first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            let json = try? JSONSerialization.jsonObject(with: response.data, options: [.fragmentsAllowed])
+            let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
         {
             collectSecretStrings(json, underSecretKey: false, into: &found)
         }
@@ -137,7 +215,7 @@ enum RecordingRedaction {
 
     /// The cookies `Set-Cookie` fields set, as an archive lists them.
     static func cookies(in fields: HeaderFields) -> [HAR.Cookie] {
-        fields[values: .setCookie].compactMap { value -> HAR.Cookie? in
+        fields[values: .setCookie].flatMap(SetCookieFields.cookies(in:)).compactMap { value -> HAR.Cookie? in
             let pair = value.split(separator: ";", maxSplits: 1).first ?? ""
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else { return nil }

@@ -73,6 +73,16 @@ extension RecordingTransport {
 // MARK: - Replaying
 
 extension RecordingTransport {
+    /// The header fields `entry`'s response is replayed with: placeholders filled, HTTP/2 pseudo-fields left out.
+    func replayedFields(of entry: HAR.Entry) -> HeaderFields {
+        var fields = HeaderFields()
+        for header in entry.response.headers where !header.name.hasPrefix(":") {
+            let value = RecordingRedaction.filling(header.value, with: placeholderValues)
+            fields.append(HeaderField(name: HeaderField.Name(header.name), value: value))
+        }
+        return fields
+    }
+
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let destination = transfer.destination {
@@ -84,11 +94,7 @@ extension RecordingTransport {
             }
         }
         if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
-        var fields = HeaderFields()
-        for header in entry.response.headers where !header.name.hasPrefix(":") {
-            let value = RecordingRedaction.filling(header.value, with: placeholderValues)
-            fields.append(HeaderField(name: HeaderField.Name(header.name), value: value))
-        }
+        let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
             let message = "RecordingTransport: the recorded body of \(entry.request.url) is not valid base64"
             return Future(

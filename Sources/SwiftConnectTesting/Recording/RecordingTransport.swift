@@ -264,11 +264,15 @@ public final class RecordingTransport: Transport, Sendable {
     private func answer(_ request: ConnectRequest, live: ConnectRequest, transfer: TransferOptions) -> Future<
         ConnectResponse
     > {
-        let secrets = RecordingRedaction.withBase64Forms(SecretValues(of: request.urlRequest))
+        // The request's own secrets, and those earlier answers handed out (a login's token sent back in a path).
+        let handedOut = state.withLock { $0.handedOutSecrets }
+        let secrets = RecordingRedaction.withBase64Forms(
+            SecretValues(of: request).union(SecretValues(values: handedOut)))
         let redacted = RecordingRedaction.request(request, secrets: secrets)
         if mode == .record { return record(live, redacted: redacted, secrets: secrets, transfer: transfer) }
         switch claim(redacted) {
         case .success(let entry):
+            noteSecretsHandedOut(by: entry)
             if transfer.streaming != nil { return replayStreamed(entry, for: request, transfer: transfer) }
             if !replaysLatencies, let deadline = Self.deadline(of: request), entry.time > deadline {
                 // Instant replay keeps the recorded time: an answer that came after the request's deadline is the
@@ -283,6 +287,15 @@ public final class RecordingTransport: Transport, Sendable {
             }
             return Future(error: failure.connectError(for: request))
         }
+    }
+
+    /// Keeps the secrets a replayed answer hands out, as the client will see them (placeholders filled), so that a
+    /// later request sending one back is redacted, and matched, as it was when recorded.
+    private func noteSecretsHandedOut(by entry: HAR.Entry) {
+        let body = entry.response.content.data.map { RecordingRedaction.filling($0, with: placeholderValues) }
+        let handedOut = RecordingRedaction.secretsHandedOut(fields: replayedFields(of: entry), body: body ?? Data())
+        guard !handedOut.isEmpty else { return }
+        state.withLock { $0.handedOutSecrets += handedOut }
     }
 
     /// Waits until every exchange this transport is recording has been written to its file (or let go, for one the

@@ -110,4 +110,75 @@ final class RecordingSecretsTests: XCTestCase {
         XCTAssertEqual(login?["access_token"] as? String, "test-token")
         XCTAssertEqual(login?["expires_in"] as? Int, 3600)
     }
+
+    func testEveryCookieOfRepeatedSetCookieFieldsIsRedacted() throws {
+        // Given: an answer that sets two cookies, one with a comma in its date; URLSession joins the fields
+        server.route("GET", "/cookies") { _ in
+            LocalServer.Response.json(string: "{}")
+                .withHeader("Set-Cookie", "a=tok-FIRST-246810; Expires=Wed, 09 Jun 2041 10:18:14 GMT; Path=/")
+                .withHeader("Set-Cookie", "b=tok-SECOND-135791; Path=/; HttpOnly")
+        }
+        let file = folder.appendingPathComponent("cookies.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        // When
+        _ = try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/cookies")).wait()
+        // Then: neither value is in the file; each cookie is a field and an entry of its own, attributes kept
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-FIRST-246810"), text)
+        XCTAssertFalse(text.contains("tok-SECOND-135791"), text)
+        let har = try JSONDecoder().decode(HAR.self, from: Data(contentsOf: file))
+        let response = try XCTUnwrap(har.log.entries.first?.response)
+        XCTAssertEqual(
+            response.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value),
+            [
+                "a=<redacted:a>; Expires=Wed, 09 Jun 2041 10:18:14 GMT; Path=/",
+                "b=<redacted:b>; Path=/; HttpOnly",
+            ])
+        XCTAssertEqual(response.cookies.map(\.name), ["a", "b"])
+    }
+
+    func testATokenAnEarlierAnswerHandedOutIsHiddenInLaterRequestURLsAndReplayStillMatches() throws {
+        // Given: a login that hands out a token, then a call that sends it back in its path and under a query name
+        // no rule knows
+        server.route("GET", "/files/*") { _ in .json(string: #"{"ok":true}"#) }
+        func use(_ token: String) -> RecordingEndpoint {
+            // In the path as an app encodes it; in the query with every `-` escaped too, as some encoders do.
+            let unreserved = CharacterSet.alphanumerics.union(CharacterSet(charactersIn: "-._~"))
+            let path = token.addingPercentEncoding(withAllowedCharacters: unreserved) ?? token
+            let query = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token
+            return RecordingEndpoint(baseURL: server.baseURL, endpoint: "/files/\(path)?ref=\(query)&page=2")
+        }
+        func token(from login: Data) throws -> String {
+            let json = try JSONSerialization.jsonObject(with: login) as? [String: Any]
+            return try XCTUnwrap(json?["access_token"] as? String)
+        }
+        let login = RecordingEndpoint(baseURL: server.baseURL, endpoint: "/login", method: .post)
+        let file = folder.appendingPathComponent("handed-out.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        // When: recorded
+        let live = try token(from: recorder.request(login).wait())
+        XCTAssertEqual(live, "tok-RESPONSE-998877")
+        _ = try recorder.request(use(live)).wait()
+        // Then: the token is nowhere in the file; the rest of the URL is
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-RESPONSE-998877"), text)
+        let har = try JSONDecoder().decode(HAR.self, from: Data(contentsOf: file))
+        let url = try XCTUnwrap(har.log.entries.last?.request.url)
+        XCTAssertTrue(url.hasSuffix("/files/%3Credacted%3E?ref=%3Credacted%3E&page=2"), url)
+        // When: replayed, the test's token filled in, and again with the placeholder left as it is
+        for values in [["access_token": "test-token"], [:]] {
+            let replay = Connect(
+                transport: RecordingTransport(fileURL: file, mode: .replay, placeholderValues: values),
+                retryPolicy: nil)
+            let replayed = try token(from: replay.request(login).wait())
+            XCTAssertEqual(replayed, values["access_token"] ?? "<redacted:access_token>")
+            // Then: the call that sends it back finds its recording
+            let answer = try replay.request(use(replayed)).wait()
+            XCTAssertEqual(String(decoding: answer, as: UTF8.self), #"{"ok":true}"#)
+        }
+    }
 }
