@@ -51,6 +51,12 @@ import Foundation
 public protocol ConnectMiddlewareProtocol: Middleware {
     /// Returns the request to send instead of `request`.
     ///
+    /// A header value with CR, LF or NUL fails the call with ``ConnectError/Kind/invalidRequest`` on Apple platforms,
+    /// where `URLRequest` keeps it for the core's check. On Linux, FoundationNetworking's `setValue` discards such a
+    /// value as it is set and keeps the field's old one, so the core never sees it and the request goes out without
+    /// it. A middleware on the core's ``ConnectRequest`` (``Middleware``, or ``AnyMiddleware/adapter(_:)``) keeps
+    /// every value and fails on every platform.
+    ///
     /// - Parameter request: The request so far.
     /// - Returns: The adapted request.
     /// - Throws: Any error, to fail the request without sending it.
