@@ -98,8 +98,23 @@ extension ConnectivityMonitor {
     /// ```
     public var changes: AsyncStream<Connectivity> {
         AsyncStream { continuation in
-            let observation = observe { continuation.yield($0) }
-            continuation.yield(current)
+            // A change can land between registering and reading `current`, and be delivered before the state read
+            // is yielded: the sequence would then end on the older state. Changes delivered before the first
+            // element wait, and the latest of them is the first element; later ones go straight through.
+            let gate = Protected<(isOpen: Bool, pending: Connectivity?)>((false, nil))
+            let observation = observe { state in
+                let goesThrough = gate.withLock { gate in
+                    if !gate.isOpen { gate.pending = state }
+                    return gate.isOpen
+                }
+                if goesThrough { continuation.yield(state) }
+            }
+            let now = current
+            gate.withLock { gate in
+                // Yielded under the lock, so that a change delivered next cannot overtake it.
+                continuation.yield(gate.pending ?? now)
+                gate.isOpen = true
+            }
             continuation.onTermination = { _ in observation.cancel() }
         }
     }

@@ -308,4 +308,33 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(second, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
         XCTAssertEqual(second?.description, "connected (wiredEthernet)")
     }
+
+    func testChangesEndOnTheLatestStateWhenAChangeLandsWhileTheFirstIsRead() async throws {
+        // Given: a monitor whose network drops while `changes` reads the state now, after it read it and before it
+        // yields it (the interleaving of a change on another thread)
+        final class DroppingWhileRead: ConnectivityMonitor, Sendable {
+            let observers = ConnectivityObservers(initial: .connected)
+            let reads = Counter()
+            var current: Connectivity {
+                let read = observers.current
+                reads.increment()
+                if reads.value == 1 { observers.update(.disconnected) }
+                return read
+            }
+            func observe(_ handler: @escaping @Sendable (Connectivity) -> Void) -> ConnectivityObservation {
+                observers.add(handler)
+            }
+        }
+        let monitor = DroppingWhileRead()
+        // When
+        var iterator = monitor.changes.makeAsyncIterator()
+        let first = await iterator.next()
+        // Then: the sequence gives the drop, and never the state read before it after it
+        XCTAssertEqual(first, .disconnected)
+        XCTAssertEqual(monitor.observers.current, .disconnected)
+        let wired = Connectivity(isConnected: true, interfaces: [.wiredEthernet])
+        monitor.observers.update(wired)
+        let second = await iterator.next()
+        XCTAssertEqual(second, wired, "the state read before the drop came next, or the change did not go through")
+    }
 }
