@@ -158,17 +158,21 @@ enum ErrorBody {
     /// The body as a JSON object (the first element of a JSON array that is an object), or `nil` when it is not
     /// one.
     ///
-    /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-16's
-    /// (big- or little-endian) is read as UTF-16.
+    /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
+    /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
+    /// it begins with UTF-16's.
     static func jsonObject(_ data: Data) -> [String: Any]? {
         var data = data
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
             data = data.subdata(in: data.startIndex + 3..<data.endIndex)
+        } else if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {
+            guard let text = String(data: data, encoding: .utf32) else { return nil }
+            data = Data(text.utf8)
         } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
             guard let text = String(data: data, encoding: .utf16) else { return nil }
             data = Data(text.utf8)
         }
-        guard let first = data.first(where: { !isWhitespace($0) }),
+        guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }),
             first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
         else {
             return nil
@@ -237,10 +241,6 @@ enum ErrorBody {
         let text = SingleLineText.make(
             string.trimmingCharacters(in: .whitespacesAndNewlines), limit: SingleLineText.keptLimit)
         return text.isEmpty ? nil : text
-    }
-
-    private static func isWhitespace(_ byte: UInt8) -> Bool {
-        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 }
 

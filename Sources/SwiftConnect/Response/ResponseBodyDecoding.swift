@@ -16,8 +16,8 @@ extension Future where Value == Data {
     /// operators that pass the body through unchanged (``timeout(after:on:)``, ``receive(on:)``,
     /// ``always(on:_:)``): `connect.request(…).timeout(after: 5).decoded(toType: Todo.self)` decodes as
     /// `connect.request(…).decoded(toType: Todo.self)` does. Any other `Future<Data>` (one you made, or one `map`
-    /// returned) is decoded as JSON. An empty body decodes as `nil` when `type` is an `Optional`, and as
-    /// ``EmptyResponse``.
+    /// returned) is decoded as JSON. An empty body, or one of only white space, decodes as `nil` when `type` is an
+    /// `Optional`, and as ``EmptyResponse``.
     ///
     /// - Parameters:
     ///   - type: The type to decode.
@@ -55,7 +55,10 @@ func decodeBody<Decoded: Decodable>(
     with decoder: any ResponseBodyDecoder,
     response: @autoclosure () -> ConnectResponse? = nil
 ) throws -> Decoded {
-    if data.isEmpty, let empty = (type as? any EmptyDecodable.Type)?.emptyValue as? Decoded {
+    if let emptyType = type as? any EmptyDecodable.Type, data.allSatisfy(JSONSyntax.isWhitespace),
+        let empty = emptyType.emptyValue as? Decoded
+    {
+        // A body of only white space (a server's lone newline) has no value either: JSON has nothing to decode in it.
         return empty
     }
     do {

@@ -100,6 +100,11 @@ public struct ResponseDecoders: Sendable {
 
 /// Explaining why a body is not JSON, for a decoding failure.
 enum JSONSyntax {
+    /// Whether `byte` is JSON's white space (RFC 8259: space, tab, line feed, carriage return).
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
+    }
+
     /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;
     /// `nil` when `data` parses. Parses the whole body again: call it for a failure only.
     static func problem(in data: Data) -> String? {

@@ -77,6 +77,21 @@ final class FutureDecodingTests: XCTestCase {
         XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait())
     }
 
+    func testABodyOfOnlyWhiteSpaceDecodesAsNilOrEmptyResponseToo() throws {
+        // Given: a server that sends a lone line break, or blanks, for "nothing"
+        for text in ["\n", "\r\n", " \t "] {
+            let body = Data(text.utf8)
+            // Then: the types that allow no value take it; one that needs a value still fails as a decoding error
+            XCTAssertNil(try Future(value: body).decoded(toType: Todo?.self).wait(), text.debugDescription)
+            XCTAssertEqual(try Future(value: body).decoded(toType: EmptyResponse.self).wait(), EmptyResponse())
+            XCTAssertThrowsError(try Future(value: body).decoded(toType: Todo.self).wait()) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+            }
+        }
+        // And: a body with anything else in it is decoded, not taken as empty
+        XCTAssertThrowsError(try Future(value: Data(" x ".utf8)).decoded(toType: Todo?.self).wait())
+    }
+
     func testEmptyBodyFailureSaysTheBodyIsEmpty() {
         XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait()) { error in
             guard let error = error as? ConnectError else { return XCTFail("\(error)") }

@@ -331,10 +331,13 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.body, body)
     }
 
-    func testUTF16BodiesWithAByteOrderMarkKeepTheMessage() {
-        for encoding in [String.Encoding.utf16BigEndian, .utf16LittleEndian] {
+    func testUTF16AndUTF32BodiesWithAByteOrderMarkKeepTheMessage() {
+        let marks: [(String.Encoding, [UInt8])] = [
+            (.utf16BigEndian, [0xFE, 0xFF]), (.utf16LittleEndian, [0xFF, 0xFE]),
+            (.utf32BigEndian, [0x00, 0x00, 0xFE, 0xFF]), (.utf32LittleEndian, [0xFF, 0xFE, 0x00, 0x00]),
+        ]
+        for (encoding, bom) in marks {
             // Given
-            let bom: [UInt8] = encoding == .utf16BigEndian ? [0xFE, 0xFF] : [0xFF, 0xFE]
             let body = Data(bom) + #"{"message":"quota exceeded ✓"}"#.data(using: encoding)!
             let connect = Connect(
                 transport: FakeTransport.answering(
