@@ -69,7 +69,7 @@ extension Connect {
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes, progress: all.progress)
         transfer.streaming = streaming
-        let isForServer = configuration != nil && isForServer(request.url)
+        let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =
             (methodOptions?.headers ?? []) + (isForServer ? configuration?.defaultHeaders ?? [] : []) + defaultHeaders
@@ -94,7 +94,7 @@ extension Connect {
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),
             logger: logger)
         context.transfer = transfer
-        context.isForServer = self.isForServer(request.url)
+        context.isForServer = isForServer
         return perform(request, context: context, all: all, debugResponse: false)
     }
 }

@@ -397,9 +397,10 @@ extension Connect {
     ///
     /// - Parameter methodHeaders: The headers of the client's options for the connector's method, which rank
     ///   below the connector's and above the server's and the client's.
+    /// - Returns: The blueprint, and whether it is for the client's server (``RequestContext/isForServer``).
     func blueprint(
         for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = []
-    ) throws -> RequestBlueprint {
+    ) throws -> (blueprint: RequestBlueprint, isForServer: Bool) {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
         var isForServer = true
@@ -437,7 +438,7 @@ extension Connect {
         {
             blueprint = blueprint.with(url: url)
         }
-        return blueprint
+        return (blueprint, isForServer)
     }
 
     /// The call's deadline when options set one that wins over the connector's own ``Connector/timeout``: the
@@ -486,8 +487,9 @@ extension Connect {
         )
         let traits = ConnectorTraits.of(type(of: connector))
         let blueprint: RequestBlueprint
+        let isForServer: Bool
         do {
-            blueprint = try self.blueprint(
+            (blueprint, isForServer) = try self.blueprint(
                 for: connector, traits: traits, methodHeaders: methodOptions?.headers ?? [])
             request = blueprint.makeConnectRequest()
             // The connector's options and the call's replace headers of the same name, the connector's own too.
@@ -511,7 +513,7 @@ extension Connect {
             logger: logger
         )
         context.transfer = transfer
-        context.isForServer = isForServer(request.url)
+        context.isForServer = isForServer
         return perform(
             request, context: context, all: all, debugResponse: debugResponse, pathTemplate: connector.endpoint)
     }
