@@ -361,6 +361,11 @@ extension RequestQueue {
     /// Cancels one waiting request: its future fails with ``ConnectError/Kind/cancelled`` and it is never sent;
     /// the others keep their place.
     ///
+    /// Identical GETs shared by coalescing (`Connect.Settings(coalescesIdenticalRequests:)`) wait as one request,
+    /// listed with the first caller's connector: cancelling it here fails every caller that shares it. To drop one
+    /// caller's interest only, cancel that caller's own future; the shared request is cancelled when the last
+    /// caller has.
+    ///
     /// - Parameter id: The ``WaitingRequest/id`` of a request from ``waitingRequests``.
     /// - Returns: `true` when it was still waiting; `false` when it had started, ended or was never in this queue
     ///   (a started request is cancelled through its own future).
