@@ -52,9 +52,10 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// | a token refresh that failed | `warning` |
 ///
 /// Every line carries structured metadata: `swiftconnect.call` (the connector, or an OpenAPI operation's ID),
-/// `http.request.method`, `url.template`, `url.full` (through ``SwiftConnect/ConnectRequest/redactedURL``: no user info,
-/// secret query values and credentials hidden), and where known `attempt`, `http.response.status_code` and
-/// `error.type`. Nothing is made for a level the logger does not log.
+/// `http.request.method` (as OpenTelemetry has it: `_OTHER` for a method other than the nine it knows, RFC 9110's and
+/// `PATCH`, the method itself then in `http.request.method_original`), `url.template`, `url.full` (through
+/// ``SwiftConnect/ConnectRequest/redactedURL``: no user info, secret query values and credentials hidden), and where
+/// known `attempt`, `http.response.status_code` and `error.type`. Nothing is made for a level the logger does not log.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
@@ -70,7 +71,11 @@ public struct LoggingObserver: ConnectObserver {
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
         var logger = logger
         logger[metadataKey: "swiftconnect.call"] = .string(call.name)
-        logger[metadataKey: "http.request.method"] = .string(call.method.rawValue)
+        let method = call.method.conventionalName
+        logger[metadataKey: "http.request.method"] = .string(method)
+        if method != call.method.rawValue {
+            logger[metadataKey: "http.request.method_original"] = .string(call.method.rawValue)
+        }
         if !call.pathTemplate.isEmpty { logger[metadataKey: "url.template"] = .string(call.pathTemplate) }
         return CallLogging(logger: logger, url: call.request.redactedURL)
     }
@@ -147,5 +152,16 @@ struct CallLogging: ConnectCallObserver {
 
     private static func milliseconds(_ seconds: TimeInterval) -> Int {
         Int((seconds * 1000).rounded())
+    }
+}
+
+extension HTTPMethod {
+    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
+    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other.
+    var conventionalName: String {
+        switch rawValue {
+        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
+        default: return "_OTHER"
+        }
     }
 }

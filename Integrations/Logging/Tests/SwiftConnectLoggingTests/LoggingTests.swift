@@ -31,7 +31,7 @@ final class LoggingTests: XCTestCase {
     private struct GetTodo: Connector {
         var baseURL: URL
         var endpoint: String { "/todos/{id}" }
-        var method: HTTPMethod { .get }
+        var method: HTTPMethod = .get
         var headers: [HTTPHeader] { [] }
         var parameters: ParametersRepresentable? {
             CompositeParameters(
@@ -56,9 +56,24 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(metadata["swiftconnect.call"], "GetTodo")
         XCTAssertEqual(metadata["url.template"], "/todos/{id}")
         XCTAssertEqual(metadata["http.request.method"], "GET")
+        XCTAssertNil(metadata["http.request.method_original"], "only for a method OpenTelemetry does not know")
         let url = "\(metadata["url.full"] ?? "")"
         XCTAssertTrue(url.contains("page=2"), url)
         XCTAssertFalse(url.contains("s3cr3t"), url)
+    }
+
+    /// A method OpenTelemetry does not know is `_OTHER` on every line, the method itself beside it.
+    func testAMethodOpenTelemetryDoesNotKnowIsOtherWithTheOriginalBesideIt() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = GetTodo(baseURL: server.baseURL)
+        propfind.method = "PROPFIND"
+        // When
+        _ = try client().request(propfind).wait()
+        // Then
+        XCTAssertEqual(lines.map(\.1), ["attempt 1 answered 200", "call succeeded with 200"])
+        XCTAssertEqual(handler.entries.map { $0.metadata["http.request.method"] }, ["_OTHER", "_OTHER"])
+        XCTAssertEqual(handler.entries.map { $0.metadata["http.request.method_original"] }, ["PROPFIND", "PROPFIND"])
     }
 
     func testARetryIsInfoAndAFinal503IsAWarning() throws {

@@ -11,20 +11,29 @@ import SwiftConnect
 /// let connect = Connect(settings: Connect.Settings(observers: [MetricsObserver()]))
 /// ```
 ///
-/// What it records, every metric labelled by `http.request.method`, `url.template` (the connector's path template,
+/// What it records, every metric labelled by `http.request.method` (`_OTHER` for a method other than the nine
+/// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`), `url.template` (the connector's path template,
 /// such as `/todos/{id}`, or for a request built elsewhere its name, such as an OpenAPI operation's ID) and
 /// `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so that label
 /// sets stay bounded:
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |
-/// | `http.client.request.duration` | timer, per attempt | `server.port`, `http.response.status_code` or `error.type` |
+/// | `http.client.request.duration` | timer, per attempt | `server.port`; `http.response.status_code`, `error.type` as below |
 /// | `http.client.active_requests` | meter (attempts in flight) | `server.port` |
-/// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `http.response.status_code` or `error.type` |
+/// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `http.response.status_code`, `error.type` as below |
 /// | `swiftconnect.client.retries` | counter (attempts after the first) | |
 /// | `swiftconnect.client.token_refreshes` | counter | `outcome`: `success`, `failure` |
 /// | `swiftconnect.client.queue.wait`, `swiftconnect.client.offline.wait` | timer | |
 /// | `swiftconnect.client.cache.lookups` | counter | `outcome`: `hit`, `miss` |
+///
+/// How an attempt ended is in two labels, as in OpenTelemetry's conventions and on `TracingObserver`'s spans:
+///
+/// | attempt | `http.response.status_code` | `error.type` |
+/// | --- | --- | --- |
+/// | answered 2xx or 3xx | the status code | none |
+/// | answered 4xx or 5xx (a failure) | the status code | the status code |
+/// | no response | none | the ``SwiftConnect/ConnectError/Kind`` (`timedOut`, `cannotConnect`…) |
 ///
 /// The request duration's histogram buckets are the backend's to set: OpenTelemetry recommends
 /// ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
@@ -65,7 +74,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     init(factory: any MetricsFactory, call: ConnectCall) {
         self.factory = factory
         base = [
-            ("http.request.method", call.method.rawValue),
+            ("http.request.method", call.method.conventionalName),
             ("url.template", call.pathTemplate.isEmpty ? call.name : call.pathTemplate),
             ("server.address", call.request.url.host ?? ""),
         ]
@@ -82,23 +91,21 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
                 Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
-            let outcome =
-                status.map { ("http.response.status_code", String($0)) }
-                ?? ("error.type", error?.kind.rawValue ?? "unknown")
+            let outcome = Self.outcome(status: status, error: error)
             end(attempt: attempt, outcome: outcome)
             if let bytesSent {
-                Recorder(label: "http.client.request.body.size", dimensions: base + [outcome], factory: factory)
+                Recorder(label: "http.client.request.body.size", dimensions: base + outcome, factory: factory)
                     .record(bytesSent)
             }
             if let bytesReceived {
-                Recorder(label: "http.client.response.body.size", dimensions: base + [outcome], factory: factory)
+                Recorder(label: "http.client.response.body.size", dimensions: base + outcome, factory: factory)
                     .record(bytesReceived)
             }
         case .callEnded(_, let error, _):
             // Attempts the call's end cut short (its deadline, a cancellation) end with the call's reason.
             let open = lock.withLock { started.keys.sorted() }
             for attempt in open {
-                end(attempt: attempt, outcome: ("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled"))
+                end(attempt: attempt, outcome: [("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled")])
             }
         case .queueWaited(let seconds):
             Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
@@ -119,14 +126,36 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         }
     }
 
+    /// The labels of how an attempt ended, as OpenTelemetry's HTTP client conventions put them: a response's
+    /// `http.response.status_code`, with `error.type` (the same code) when it is a failure, a 4xx or 5xx; the error's
+    /// kind as `error.type` alone when no response came.
+    private static func outcome(status: Int?, error: ConnectError?) -> [(String, String)] {
+        guard let status else { return [("error.type", error?.kind.rawValue ?? "unknown")] }
+        let code = String(status)
+        guard status >= 400 else { return [("http.response.status_code", code)] }
+        return [("http.response.status_code", code), ("error.type", code)]
+    }
+
     /// Ends `attempt` if it has not ended: its duration, and one fewer active request. Once per attempt.
-    private func end(attempt: Int, outcome: (String, String)) {
+    private func end(attempt: Int, outcome: [(String, String)]) {
         guard let start = lock.withLock({ started.removeValue(forKey: attempt) }) else { return }
         Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
             .decrement()
         Timer(
-            label: "http.client.request.duration", dimensions: base + [("server.port", port), outcome],
+            label: "http.client.request.duration", dimensions: base + [("server.port", port)] + outcome,
             factory: factory
         ).recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+    }
+}
+
+extension HTTPMethod {
+    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
+    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other, so that a
+    /// label's values stay bounded.
+    var conventionalName: String {
+        switch rawValue {
+        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
+        default: return "_OTHER"
+        }
     }
 }

@@ -28,7 +28,7 @@ final class MetricsObserverTests: XCTestCase {
     private struct GetTodo: Connector {
         var baseURL: URL
         var endpoint: String { "/todos/{id}" }
-        var method: HTTPMethod { .get }
+        var method: HTTPMethod = .get
         var headers: [HTTPHeader] { [] }
         var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "7") }
         var timeout: TimeInterval = 60
@@ -71,6 +71,51 @@ final class MetricsObserverTests: XCTestCase {
         let sent = try metrics.expectRecorder(
             "http.client.request.body.size", base + [("http.response.status_code", "200")])
         XCTAssertEqual(sent.values, [0])
+    }
+
+    /// A 4xx or 5xx is a response and a failure: OpenTelemetry labels it by its status code and by that code as its
+    /// `error.type`, both, on the duration and on the body sizes.
+    func testA404IsLabelledByItsStatusCodeAndByItAsItsErrorType() throws {
+        // Given
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"message":"no"}"#, status: 404) }
+        let outcome = [("http.response.status_code", "404"), ("error.type", "404")]
+        // When
+        let result = try client().request(todo).waitForResult()
+        // Then
+        guard case .failure = result else { return XCTFail("expected the 404 to fail the call") }
+        let duration = try metrics.expectTimer(
+            "http.client.request.duration", base + [("server.port", String(server.port))] + outcome)
+        XCTAssertEqual(duration.values.count, 1)
+        XCTAssertEqual(try metrics.expectRecorder("http.client.response.body.size", base + outcome).values, [16])
+        XCTAssertEqual(try metrics.expectRecorder("http.client.request.body.size", base + outcome).values, [0])
+        XCTAssertEqual(metrics.timers(label: "http.client.request.duration").count, 1, "no duration without error.type")
+    }
+
+    /// A method OpenTelemetry does not know is `_OTHER`, and its name is on no metric: a label's values stay bounded.
+    func testAMethodOpenTelemetryDoesNotKnowIsLabelledOther() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = todo
+        propfind.method = "PROPFIND"
+        let other = [
+            ("http.request.method", "_OTHER"), ("url.template", "/todos/{id}"), ("server.address", "127.0.0.1"),
+        ]
+        // When
+        _ = try client().request(propfind).wait()
+        // Then
+        let duration = try metrics.expectTimer(
+            "http.client.request.duration",
+            other + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        XCTAssertEqual(duration.values.count, 1)
+        XCTAssertEqual(
+            try metrics.expectMeter("http.client.active_requests", other + [("server.port", String(server.port))])
+                .values, [1, 0])
+        let labels =
+            metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+            + metrics.meters(label: "http.client.active_requests").flatMap(\.dimensions)
+            + metrics.recorders(label: "http.client.response.body.size").flatMap(\.dimensions)
+        XCTAssertFalse(labels.contains { $0.1 == "PROPFIND" }, "\(labels)")
+        XCTAssertFalse(labels.contains { $0.0 == "http.request.method_original" }, "\(labels)")
     }
 
     func testARetryIsCountedAndEachAttemptTimed() throws {

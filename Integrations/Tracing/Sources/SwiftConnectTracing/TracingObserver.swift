@@ -13,10 +13,12 @@ import Tracing
 ///
 /// Each attempt's span:
 /// - is named `{method} {url.template}` (`GET /todos/{id}`), from the connector's path template, or the name the
-///   call was given (an OpenAPI operation's ID) when there is no template;
+///   call was given (an OpenAPI operation's ID) when there is no template; `{method}` is `HTTP` for a method other
+///   than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as `PROPFIND`;
 /// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
 ///   when the call starts, on the caller's task);
-/// - carries `http.request.method`, `server.address`, `server.port`, `url.full` (through the library's redaction:
+/// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
+///   `http.request.method_original`), `server.address`, `server.port`, `url.full` (through the library's redaction:
 ///   no user info, secret query values and credentials hidden), `url.template`, `http.request.resend_count` (from
 ///   the second attempt), `http.response.status_code`, and for a failure `error.type` (the status code for 4xx
 ///   and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no response) with the span's status set to
@@ -64,7 +66,9 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         self.parent = parent
         self.call = call
         let template = call.pathTemplate.isEmpty ? call.name : call.pathTemplate
-        name = "\(call.method.rawValue) \(template)"
+        // OpenTelemetry names the span of a method it does not know `HTTP`, not `_OTHER`.
+        let method = call.method.conventionalName
+        name = "\(method == "_OTHER" ? "HTTP" : method) \(template)"
     }
 
     /// The trace context of the attempt's span, as the tracer writes it into headers.
@@ -82,7 +86,11 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
             span.updateAttributes { attributes in
-                attributes["http.request.method"] = request.method.rawValue
+                let method = request.method.conventionalName
+                attributes["http.request.method"] = method
+                if method != request.method.rawValue {
+                    attributes["http.request.method_original"] = request.method.rawValue
+                }
                 attributes["server.address"] = request.url.host ?? ""
                 attributes["server.port"] = Self.port(of: request.url)
                 attributes["url.full"] = request.redactedURL
@@ -170,6 +178,17 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private static func port(of url: URL) -> Int {
         if let port = url.port { return port }
         return url.scheme?.lowercased() == "http" ? 80 : 443
+    }
+}
+
+extension HTTPMethod {
+    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
+    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other.
+    var conventionalName: String {
+        switch rawValue {
+        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
+        default: return "_OTHER"
+        }
     }
 }
 

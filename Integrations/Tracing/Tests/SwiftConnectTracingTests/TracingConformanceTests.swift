@@ -34,7 +34,7 @@ class TracingConformanceTests: XCTestCase {
     private struct GetTodo: Connector {
         var baseURL: URL
         var endpoint: String { "/todos/{id}" }
-        var method: HTTPMethod { .get }
+        var method: HTTPMethod = .get
         var headers: [HTTPHeader] { [] }
         var parameters: ParametersRepresentable? { Parameter.path(key: "id", value: "7") }
         var timeout: TimeInterval = 60
@@ -117,6 +117,24 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(attributes(of: span)["http.response.status_code"], "404")
         XCTAssertEqual(attributes(of: span)["error.type"], "404")
         XCTAssertEqual(span.status?.code, .error)
+    }
+
+    /// A method OpenTelemetry does not know is `_OTHER`, the method itself beside it, and the span is named `HTTP`
+    /// and the template: the span names stay bounded.
+    func testAMethodOpenTelemetryDoesNotKnowIsOtherWithTheOriginalBesideIt() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = todo
+        propfind.method = "PROPFIND"
+        // When
+        _ = try client().request(propfind).wait()
+        // Then
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+        XCTAssertEqual(span.operationName, "HTTP /todos/{id}")
+        XCTAssertEqual(attributes(of: span)["http.request.method"], "_OTHER")
+        XCTAssertEqual(attributes(of: span)["http.request.method_original"], "PROPFIND")
+        XCTAssertEqual(server.requests.last?.method, "PROPFIND", "sent as it is")
     }
 
     func testARetriedCallIsTwoSpansInTheCallersTraceTheSecondCountedAsAResend() throws {
