@@ -266,12 +266,22 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [7, 2])
     }
 
-    func testRetryAfterIsCappedAtMaxRetryAfter() {
+    func testARetryAfterLongerThanMaxRetryAfterEndsTheCallWithTheResponseAtOnce() {
+        // Given: a server that asks for an hour, and policies that accept 10 s and 60 s
         fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "3600"]), Self.ok])
+        let first = error(of: client(policy(maxRetryAfter: 10)).request(Endpoint())) as? ConnectError
+        fake.stub(.get, "/items", with: [.status(429, headers: ["Retry-After": "99999999999999999999999"]), Self.ok])
+        let second = error(of: client().request(Endpoint(timeout: 600))) as? ConnectError
+        // Then: neither is retried early; each call ends with its answer, whose Retry-After the app can read
+        XCTAssertEqual(first?.statusCode, 503)
+        XCTAssertEqual(first?.headers["Retry-After"], "3600")
+        XCTAssertEqual(second?.statusCode, 429)
+        XCTAssertEqual(clock.delays, [])
+        XCTAssertEqual(fake.requests.count, 2)
+        // And: a wait at the limit is still waited
+        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "10"]), Self.ok])
         XCTAssertNotNil(value(of: client(policy(maxRetryAfter: 10)).request(Endpoint())))
-        fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "99999999999999999999999"]), Self.ok])
-        XCTAssertNotNil(value(of: client().request(Endpoint(timeout: 600))))
-        XCTAssertEqual(clock.delays, [10, 60])
+        XCTAssertEqual(clock.delays, [10])
     }
 
     func testRetryAfterHTTPDateIsMeasuredFromNow() {
@@ -285,11 +295,13 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [45])
     }
 
-    func testRetryAfterHTTPDateBeyondTheCapIsCapped() {
+    func testRetryAfterHTTPDateBeyondTheLimitIsNotRetried() {
+        // Given: a date a day after the clock's now, and the default 60 s limit
         fake.stub(
             .get, "/items", with: [.status(503, headers: ["Retry-After": "Tue, 02 Jan 2024 00:00:00 GMT"]), Self.ok])
-        XCTAssertNotNil(value(of: client().request(Endpoint(timeout: 600))))
-        XCTAssertEqual(clock.delays, [60])
+        // Then: the 503 stands at once
+        XCTAssertEqual((error(of: client().request(Endpoint(timeout: 600))) as? ConnectError)?.statusCode, 503)
+        XCTAssertEqual(clock.delays, [])
     }
 
     func testRetryAfterInThePastMeansNoWait() {

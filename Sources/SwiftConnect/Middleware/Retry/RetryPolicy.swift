@@ -45,8 +45,10 @@ import Foundation
 /// ``maxDelay``, with **equal jitter**: a random delay between half that value and that value, so clients
 /// that failed together spread out while still backing off. When a retryable response carries `Retry-After`
 /// (a number of seconds, or an HTTP-date in any of its three RFC 9110 forms) and ``honorsRetryAfter`` is on,
-/// the policy waits that long instead, but never longer than ``maxRetryAfter``; a date in the past means no wait.
-/// A value that is neither (a negative number, garbage) is ignored: the backoff applies.
+/// the policy waits that long instead; a date in the past means no wait. A server that asks for a longer wait than
+/// ``maxRetryAfter`` is not retried: the response stands at once (its `Retry-After` is in the error's headers), as
+/// OkHttp does, since an early retry would only meet the same limit again. A value that is neither (a negative
+/// number, garbage) is ignored: the backoff applies.
 ///
 /// The call's deadline (the connector's `timeout`) bounds everything: a wait that would end after it is not
 /// started, and the call ends with the last outcome.
@@ -93,7 +95,8 @@ public struct RetryPolicy: Sendable {
     public var retryableFailures: Set<ConnectError.Kind>
     /// Whether a `Retry-After` header on a retryable response replaces the backoff delay.
     public var honorsRetryAfter: Bool
-    /// The longest wait a `Retry-After` header can impose, in seconds; a longer one is cut to this.
+    /// The longest `Retry-After` wait the policy accepts, in seconds: a response asking for longer is not retried,
+    /// and the call ends with it at once.
     public var maxRetryAfter: TimeInterval
     /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header gets one (a UUID, the same on every
     /// attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request sent once needs none.
@@ -146,7 +149,8 @@ public struct RetryPolicy: Sendable {
     ///   - retryableStatusCodes: The statuses retried. Defaults to ``defaultRetryableStatusCodes``.
     ///   - retryableFailures: The kinds of failure retried. Defaults to ``defaultRetryableFailures``.
     ///   - honorsRetryAfter: Whether `Retry-After` replaces the backoff delay. Defaults to `true`.
-    ///   - maxRetryAfter: The cap on a `Retry-After` wait, in seconds. Defaults to 60.
+    ///   - maxRetryAfter: The longest `Retry-After` wait accepted, in seconds; a response asking for longer is not
+    ///     retried. Defaults to 60.
     ///   - addsIdempotencyKey: Whether `POST` and `PATCH` get an `Idempotency-Key`. Defaults to `false`.
     ///   - attemptTimeout: The longest one attempt may take, in seconds. Defaults to `nil`: none.
     ///   - clock: What the policy waits with. Defaults to a ``DispatchRetryClock``.
@@ -280,7 +284,8 @@ extension RetryPolicy {
             if honorsRetryAfter, let value = response.header("Retry-After"),
                 let wait = RetryAfter.delay(from: value, now: clock.now)
             {
-                return min(wait, max(0, maxRetryAfter))
+                // Retrying sooner than the server asked only meets the same limit again: give the answer back now.
+                return wait <= max(0, maxRetryAfter) ? wait : nil
             }
             return backoffDelay(afterAttempt: attempt)
         case .failure(let error):
