@@ -55,8 +55,9 @@ func decodeBody<Decoded: Decodable>(
     with decoder: any ResponseBodyDecoder,
     response: @autoclosure () -> ConnectResponse? = nil
 ) throws -> Decoded {
-    if let emptyType = type as? any EmptyDecodable.Type, data.allSatisfy(JSONSyntax.isWhitespace),
-        let empty = emptyType.emptyValue as? Decoded
+    // The first byte is looked at before the type: a body that starts with a value costs no conformance lookup.
+    if data.first.map(JSONSyntax.isWhitespace) ?? true, let emptyType = type as? any EmptyDecodable.Type,
+        data.allSatisfy(JSONSyntax.isWhitespace), let empty = emptyType.emptyValue as? Decoded
     {
         // A body of only white space (a server's lone newline) has no value either: JSON has nothing to decode in it.
         return empty
