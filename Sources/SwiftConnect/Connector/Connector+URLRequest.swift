@@ -193,11 +193,7 @@ extension Connector {
 
     /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.
     fileprivate static func isLength(_ value: String, of body: Data?) -> Bool {
-        var digits = Substring(value)
-        while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
-        while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
-        guard digits.allSatisfy({ $0.isASCII && $0.isNumber }), let length = Int(digits) else { return false }
-        return length == body?.count ?? 0
+        ContentLength.is(value, Int64(body?.count ?? 0))
     }
 }
 

@@ -211,11 +211,10 @@ struct MiddlewareChain: Sendable {
                 observation.record(.attemptStarted(attempt: context.attempt, request: request))
             }
             let sent: Future<ConnectResponse>
-            if let invalid = request.headerFields.firstInvalid {
-                // The fields are kept as every stage set them: a value with CR/LF/NUL is refused here, on every
-                // platform.
-                sent = Future(
-                    error: ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), sent: request))
+            if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) {
+                // The request is kept as every stage left it: a method, a field or a length a stage got wrong is
+                // refused here, on every platform and engine, as a connector's would have been when it was built.
+                sent = Future(error: problem)
             } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 sent = Future(error: RetryAdvice.alreadySent(request))
             } else {

@@ -13,6 +13,58 @@ import XCTest
 final class BuiltRequestTests: XCTestCase {
     private static let url = URL(string: "https://api.example.com/v1/todos/7")!
 
+    // MARK: - The rules a connector meets when built
+
+    func testABuiltRequestOrAMiddlewareCannotSendAMethodThatIsNotAToken() throws {
+        // Given: a method that would write a second request line, from the caller and from a middleware
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let smuggling = HTTPMethod(rawValue: "GET / HTTP/1.1\r\nX-Evil: 1\r\n\r\nGET")
+        let direct = Connect(transport: transport, retryPolicy: nil)
+        let rewriting = Connect(
+            transport: transport, middlewares: [.adapter { $0.method = smuggling }], retryPolicy: nil)
+        // When
+        let errors = [
+            try XCTUnwrap(connectError(of: direct.response(for: ConnectRequest(method: smuggling, url: Self.url)))),
+            try XCTUnwrap(connectError(of: rewriting.response(for: ConnectRequest(url: Self.url)))),
+        ]
+        // Then: refused with the reason a connector gets, nothing sent
+        for error in errors {
+            XCTAssertEqual(error.invalidRequestReason, .invalidMethod(smuggling.rawValue))
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    func testAContentLengthThatIsNotTheBodysIsRefusedWhoeverSetIt() throws {
+        // Given: lengths that disagree with a body in memory, no body, and a stream of known length
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("hello".utf8))
+            continuation.finish()
+        }
+        let requests = [
+            ConnectRequest(
+                method: .post, url: Self.url, headerFields: ["Content-Length": "2"], body: .bytes(Data("hello".utf8))),
+            ConnectRequest(method: .post, url: Self.url, headerFields: ["Content-Length": "5"]),
+            ConnectRequest(
+                method: .put, url: Self.url, headerFields: ["Content-Length": "9"],
+                body: .stream(ConnectRequest.OneShotStream(chunks, length: 5))),
+        ]
+        // When / Then: each is refused, naming the field, and nothing is sent
+        for request in requests {
+            let error = try XCTUnwrap(connectError(of: connect.response(for: request)))
+            XCTAssertEqual(
+                error.invalidRequestReason, .invalidHeader(name: "Content-Length"), "\(request.headerFields)")
+            XCTAssertTrue(error.message.contains("leave it out"), error.message)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+        // And: the right length, with blanks around it, is sent
+        let right = ConnectRequest(
+            method: .post, url: Self.url, headerFields: ["Content-Length": " 5 "], body: .bytes(Data("hello".utf8)))
+        XCTAssertNoThrow(try connect.response(for: right).wait())
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     // MARK: - Every status is an answer
 
     func testAnAccepted404IsTheAnswerWithItsWholeBody() throws {

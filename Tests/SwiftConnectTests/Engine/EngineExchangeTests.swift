@@ -195,6 +195,22 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(engine.hops.isEmpty)
     }
 
+    func testAMethodOrALengthAnEngineWouldWriteWrongNeverReachesIt() throws {
+        // Given: requests handed to the transport directly, past every middleware
+        let engine = ScriptedEngine([.init(status: 200)])
+        let url = URL(string: "http://api.test/x")!
+        let method = ConnectRequest(method: HTTPMethod(rawValue: "GET /x HTTP/1.1\r\nHost"), url: url)
+        let length = ConnectRequest(
+            method: .post, url: url, headerFields: ["Content-Length": "1"], body: .bytes(Data("ab".utf8)))
+        // When
+        let methodError = try failure(of: engine.send(method, transfer: TransferOptions()))
+        let lengthError = try failure(of: engine.send(length, transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(methodError.invalidRequestReason, .invalidMethod(method.method.rawValue))
+        XCTAssertEqual(lengthError.invalidRequestReason, .invalidHeader(name: "Content-Length"))
+        XCTAssertTrue(engine.hops.isEmpty)
+    }
+
     func testABodyInACodingTheEngineDoesNotDecodeIsRefusedNamingIt() throws {
         let engine = ScriptedEngine([
             .init(status: 200, fields: [HeaderField.Name("Content-Encoding"): "br"], chunks: [Data([0x1b, 0x0f])]),

@@ -200,10 +200,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         guard var head = RequestHead(method: hop.method, url: url, headerFields: hop.headerFields) else {
             throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: original)
         }
-        if let invalid = head.headerFields.firstInvalid {
-            // A name that is not a token, or a value with CR, LF or NUL, never reaches an engine's wire.
-            throw ConnectError.invalidRequest(
-                .invalidHeader(name: invalid.name.rawName), sent: original)
+        if var problem = hop.wireProblem(bodyFile: bodyFile) {
+            // A method or a name that is not a token, a value with CR, LF or NUL, or a length that is not the body's
+            // never reaches an engine's wire, whoever handed the transport the request.
+            problem.storedRequest = .sent(original)
+            throw problem
         }
         if !engine.decodedContentCodings.contains("gzip"), head.headerFields[Self.acceptEncoding] == nil {
             // The core decodes what an engine hands over as sent (``DecodedBody``): it announces what it decodes, as

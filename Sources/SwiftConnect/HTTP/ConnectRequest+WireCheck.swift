@@ -1,0 +1,53 @@
+import Foundation
+
+extension ConnectRequest {
+    /// Why this request cannot go on the wire as it is, or `nil`: the checks every request meets just before an
+    /// engine sends it, however it was made (a connector, a ``ConnectRequest`` of the caller's, a middleware's
+    /// change), so that a connector's build-time rules hold for all of them.
+    ///
+    /// - a method that is not an RFC 9110 token (`GET / HTTP/1.1\r\n…` would be written into the request line);
+    /// - a header field whose name is not a token or whose value has CR, LF or NUL;
+    /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
+    ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
+    ///   connection. A body sent from a file (`bodyFile`) or a stream of unknown length is not checked here: its
+    ///   length is the engine's to count.
+    ///
+    /// - Parameter bodyFile: The file the body is sent from, if any.
+    /// - Returns: The error to fail the call with, or `nil`.
+    func wireProblem(bodyFile: URL?) -> ConnectError? {
+        if !HTTPHeader.isValidName(method.rawValue) {
+            return ConnectError.invalidRequest(.invalidMethod(method.rawValue), sent: self)
+        }
+        if let invalid = headerFields.firstInvalid {
+            return ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), sent: self)
+        }
+        guard bodyFile == nil, let declared = headerFields[.contentLength] else { return nil }
+        let length: Int64?
+        switch body {
+        case .none: length = 0
+        case .bytes(let data): length = Int64(data.count)
+        case .stream(let stream): length = stream.length
+        }
+        guard let length, !ContentLength.is(declared, length) else { return nil }
+        var error = ConnectError.invalidRequest(
+            .invalidHeader(name: HeaderField.Name.contentLength.rawName), sent: self)
+        error.message =
+            "the header 'Content-Length' says \(SingleLineText.make(declared.debugDescription, limit: 40)) but the "
+            + "body has \(length) bytes: leave it out, the length is sent from the body"
+        return error
+    }
+}
+
+/// Reading a `Content-Length` value.
+enum ContentLength {
+    /// Whether `value` says `length`: digits, with blanks around them allowed.
+    static func `is`(_ value: String, _ length: Int64) -> Bool {
+        var digits = Substring(value)
+        while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
+        while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let declared = Int64(digits) else {
+            return false
+        }
+        return declared == length
+    }
+}
