@@ -95,6 +95,7 @@ extension Connect {
             logger: logger)
         context.transfer = transfer
         context.isForServer = isForServer
+        if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(request, context: context, all: all, debugResponse: false)
     }
 }

@@ -514,6 +514,7 @@ extension Connect {
         )
         context.transfer = transfer
         context.isForServer = isForServer
+        if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(
             request, context: context, all: all, debugResponse: debugResponse, pathTemplate: connector.endpoint)
     }

@@ -69,7 +69,13 @@ public struct RequestContext: Sendable {
     /// the client's server default headers, and what ``AuthenticationMiddleware`` and ``BasicAuthentication`` sign
     /// (unless the request's options say it ``RequestOptions/requiresAuthentication``). A middleware of your own
     /// that adds a secret reads it too, so that a one-off call to another host (a pre-signed upload URL) gets none.
+    ///
+    /// It says where the request was built to go. A middleware before yours may send it elsewhere by changing its
+    /// URL: the built-in signing stages then check the URL they are given again, and sign nothing for another origin.
     public var isForServer = true
+    /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
+    /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.
+    var serverURL: URL?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.

@@ -80,6 +80,34 @@ final class BasicAuthenticationTests: XCTestCase {
         XCTAssertEqual(refreshes.snapshot, 1, "only the opted-in request's 401 was refreshed")
     }
 
+    func testAMiddlewareThatSendsTheRequestToAnotherOriginGetsNoCredentials() throws {
+        // Given: a stage before the signing one that moves some requests to a CDN, others within the server
+        let cdn = URL(string: "https://cdn.other.test/assets/logo.png")!
+        let moving = AnyMiddleware.adapter { request in
+            if request.url.path == "/logo" { request.url = cdn } else { request.url.appendPathComponent("v2") }
+        }
+        let stages: [any Middleware] = [
+            AuthenticationMiddleware(credential: .bearer(token: "t1")) { _ in Future(value: .bearer(token: "t2")) },
+            BasicAuthentication(username: "gate", password: "s3cret"),
+        ]
+        for stage in stages {
+            let transport = FakeTransport(fallback: .status(204))
+            let connect = Connect(
+                transport: transport, middlewares: [moving, stage], configuration: ServerConfiguration(host: "api.test")
+            )
+            // When
+            _ = value(of: connect.request(Route("/logo")))
+            _ = value(of: connect.request(Route("/profile")))
+            // Then: the request that left the server's origin went unsigned; the one that stayed was signed
+            let sent = transport.requests.map { ($0.url?.host, $0.value(forHTTPHeaderField: "Authorization")) }
+            XCTAssertEqual(sent.count, 2, "\(stage)")
+            XCTAssertEqual(sent.first?.0, "cdn.other.test")
+            XCTAssertNil(sent.first?.1, "\(stage) signed a request a middleware sent to another origin")
+            XCTAssertEqual(sent.last?.0, "api.test")
+            XCTAssertNotNil(sent.last?.1, "\(stage)")
+        }
+    }
+
     func testAUsernameWithAColonFailsUnsent() {
         // Given
         let transport = FakeTransport()

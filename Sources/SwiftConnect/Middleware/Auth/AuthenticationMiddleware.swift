@@ -156,7 +156,7 @@ public final class AuthenticationMiddleware: Middleware {
     ) -> Future<ConnectResponse> {
         // A route that opts out (`requiresAuthentication: false`), or a call to another host than the client's server
         // that does not opt in, goes as it is: unsigned, and its 401 is an answer.
-        if !context.signs { return next(request) }
+        if !context.signs(request) { return next(request) }
         let promise = Promise<ConnectResponse>()
         let (waiter, admission) = state.withLock { state in
             let waiter = Waiter(

@@ -46,7 +46,7 @@ public struct BasicAuthentication: Middleware {
     public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        if !context.signs { return next(request) }
+        if !context.signs(request) { return next(request) }
         guard token.isSendable else { return Future(error: token.unsendableError(request: .sent(request))) }
         request.headerFields[.authorization] = token.headerValue
         return next(request)
@@ -75,9 +75,13 @@ enum AuthenticationRequirement: RequestOptionKey {
 }
 
 extension RequestContext {
-    /// Whether the client's authentication stages sign this request: not when its options opt out, nor, unless they
-    /// opt in, when it goes to another host than the client's server (``isForServer``).
-    var signs: Bool {
-        options.requiresAuthentication ?? isForServer
+    /// Whether the client's authentication stages sign `request`: not when its options opt out, nor, unless they opt
+    /// in, when it goes to another origin than the client's server: as built (``isForServer``), or as a middleware
+    /// before the stage changed its URL since.
+    func signs(_ request: borrowing ConnectRequest) -> Bool {
+        if let required = options.requiresAuthentication { return required }
+        guard isForServer else { return false }
+        guard let serverURL else { return true }
+        return request.url.hasSameOrigin(as: serverURL)
     }
 }
