@@ -175,10 +175,19 @@ extension JSONObject {
         case let flag as Bool: return [flag ? "true" : "false"]
         case let number as Int: return [String(number)]
         case let json as JSONValue: return try texts(of: json, key: key, place: place)
+        // Numbers a `Double` cannot hold exactly (`UInt64.max`, a `Decimal` of 20 digits) as Swift prints them: read
+        // back through JSON they would come out rounded, in exponent form.
+        case let number as any BinaryInteger: return [String(describing: number)]
+        case let number as Decimal: return [number.description]
+        case let numbers as [any BinaryInteger]: return numbers.map { String(describing: $0) }
+        case let numbers as [Decimal]: return numbers.map(\.description)
         case let value?:
             let json: JSONValue
             do {
-                json = try JSONDecoder().decode(JSONValue.self, from: encoder.encode(value))
+                let encoded = try encoder.encode(value)
+                // A type of the caller's that encodes as one number: its text as the encoder wrote it, exactly.
+                if let number = Self.numberText(encoded) { return [number] }
+                json = try JSONDecoder().decode(JSONValue.self, from: encoded)
             } catch {
                 var failure = ConnectError.invalidRequest(
                     .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
@@ -187,6 +196,17 @@ extension JSONObject {
             }
             return try texts(of: json, key: key, place: place)
         }
+    }
+
+    /// `json` when it is a single JSON number (`-12.5e3`), as written; `nil` for anything else.
+    private static func numberText(_ json: Data) -> String? {
+        guard let first = json.first, first == UInt8(ascii: "-") || (0x30...0x39).contains(first),
+            json.allSatisfy({ byte in
+                (0x30...0x39).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "+")
+                    || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
+            })
+        else { return nil }
+        return String(decoding: json, as: UTF8.self)
     }
 
     private static func texts(of value: JSONValue, key: String, place: String) throws -> [String] {

@@ -113,6 +113,35 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(request.url?.absoluteString, "https://api.test/events?since=1970-01-01T00%3A00%3A00Z&limit=5")
     }
 
+    /// Numbers a `Double` cannot hold exactly keep every digit in a query and a form.
+    func testLargeIntegersAndDecimalsKeepEveryDigit() throws {
+        // Given: a custom type that encodes as one number, beside the standard ones
+        struct AccountID: Encodable, Sendable {
+            let raw: UInt64
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                try container.encode(raw)
+            }
+        }
+        let amount = try XCTUnwrap(Decimal(string: "12345678901234567.89"))
+        let parameters: JSONObject = [
+            "id": UInt64.max, "big": Int64(5_000_000_000), "amount": amount, "ids": [UInt64.max, 7],
+            "account": AccountID(raw: 18_446_744_073_709_551_614), "ratio": 0.5,
+        ]
+        let expected =
+            "id=18446744073709551615&big=5000000000&amount=12345678901234567.89&ids=18446744073709551615&ids=7"
+            + "&account=18446744073709551614&ratio=0.5"
+        // When
+        let query = try sent(Route("/items", parameters: parameters))
+        let form = try sent(
+            Route(
+                "/items", method: .post, parameters: parameters,
+                headers: ["Content-Type": "application/x-www-form-urlencoded"]))
+        // Then
+        XCTAssertEqual(query.url?.query, expected)
+        XCTAssertEqual(form.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected)
+    }
+
     // MARK: Refusals
 
     func testValuesAQueryOrFormCannotCarryAreRefusedNotDropped() {
