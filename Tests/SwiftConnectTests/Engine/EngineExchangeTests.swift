@@ -18,13 +18,19 @@ final class EngineExchangeTests: XCTestCase {
             var fields: HeaderFields = [:]
             var chunks: [Data] = []
             var failure: (any Error)? = nil
+            /// Whether the body ends after its chunks; `false` keeps it open until the exchange is cancelled, where
+            /// an `AsyncThrowingStream` ends as if complete.
+            var ends = true
         }
 
-        private let state: Protected<(answers: [Answer], hops: [EngineRequest])>
+        private let state:
+            Protected<
+                (answers: [Answer], hops: [EngineRequest], open: [AsyncThrowingStream<Data, any Error>.Continuation])
+            >
         let decodedContentCodings: Set<String>
 
         init(_ answers: [Answer], decodes codings: Set<String> = []) {
-            state = Protected((answers, []))
+            state = Protected((answers, [], []))
             decodedContentCodings = codings
         }
 
@@ -45,7 +51,11 @@ final class EngineExchangeTests: XCTestCase {
             }
             let (body, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
             for chunk in answer.chunks { continuation.yield(chunk) }
-            continuation.finish(throwing: answer.failure)
+            if answer.ends {
+                continuation.finish(throwing: answer.failure)
+            } else {
+                state.withLock { $0.open.append(continuation) }
+            }
             return EngineResponse(head: ResponseHead(status: answer.status, headerFields: answer.fields), body: body)
         }
 
@@ -209,6 +219,97 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(methodError.invalidRequestReason, .invalidMethod(method.method.rawValue))
         XCTAssertEqual(lengthError.invalidRequestReason, .invalidHeader(name: "Content-Length"))
         XCTAssertTrue(engine.hops.isEmpty)
+    }
+
+    func testABodyTheDeadlineCutsIsATimeoutAndNeverReplacesADownloadsDestination() throws {
+        // Given: a download whose body stops after 7 of its 1,000 bytes, until the deadline
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("file")
+        try Data("good".utf8).write(to: destination)
+        let answer = ScriptedEngine.Answer(
+            status: 200, fields: ["Content-Length": "1000"], chunks: [Data("partial".utf8)], ends: false)
+        let cut = ConnectRequest(url: URL(string: "http://api.test/file")!, timeoutInterval: 0.3)
+        var download = TransferOptions()
+        download.destination = destination
+        // When: downloaded, read whole, and streamed
+        let downloaded = try failure(of: ScriptedEngine([answer]).send(cut, transfer: download))
+        let collected = try failure(of: ScriptedEngine([answer]).send(cut, transfer: TransferOptions()))
+        var streaming = TransferOptions()
+        streaming.streaming = StreamingOptions()
+        let head = try ScriptedEngine([answer]).send(cut, transfer: streaming).wait(timeout: 5)
+        let body = try XCTUnwrap(head.bodyStream)
+        let streamed: ConnectError? = try {
+            let done = expectation(description: "the body ends")
+            let outcome = Protected<ConnectError?>(nil)
+            Task {
+                do {
+                    while try await body.next() != nil {}
+                } catch {
+                    outcome.withLock { $0 = error as? ConnectError }
+                }
+                done.fulfill()
+            }
+            wait(for: [done], timeout: 5)
+            return try XCTUnwrap(outcome.snapshot, "the stream ended as if complete")
+        }()
+        // Then: each is a timeout, and the destination keeps what it had
+        XCTAssertEqual(downloaded.kind, .timedOut)
+        XCTAssertEqual(collected.kind, .timedOut)
+        XCTAssertEqual(streamed?.kind, .timedOut)
+        XCTAssertEqual(try String(contentsOf: destination, encoding: .utf8), "good")
+    }
+
+    func testABodyShorterThanItsContentLengthIsALostConnection() throws {
+        let engine = ScriptedEngine([.init(status: 200, fields: ["Content-Length": "10"], chunks: [Data("short".utf8)])]
+        )
+        let error = try failure(of: engine.send(request("http://api.test/x")))
+        XCTAssertEqual(error.kind, .connectionLost)
+        XCTAssertTrue(error.message.contains("5 of the 10 bytes"), error.message)
+    }
+
+    func testADeclaredLengthOverTheLimitStopsAStreamBeforeItsHead() throws {
+        let engine = ScriptedEngine([
+            .init(status: 200, fields: ["Content-Length": "2000"], chunks: [Data(count: 2000)])
+        ])
+        var options = TransferOptions(maxResponseBytes: 1000)
+        options.streaming = StreamingOptions()
+        let error = try failure(
+            of: engine.send(ConnectRequest(url: URL(string: "http://api.test/x")!), transfer: options))
+        XCTAssertEqual(error.kind, .responseTooLarge)
+    }
+
+    func testABodyFileRemovedBeforeA307IsRefusedNotSentEmpty() throws {
+        // Given: an upload from a file that is gone by the time the 307 is followed
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try Data("payload".utf8).write(to: file)
+        final class RemovingEngine: HTTPEngine, Sendable {
+            let file: URL
+            let hops = Protected(0)
+            init(file: URL) { self.file = file }
+            func send(_ hop: EngineRequest) async throws -> EngineResponse<AsyncThrowingStream<Data, any Error>> {
+                let count = hops.withLock { hops in
+                    hops += 1
+                    return hops
+                }
+                try? FileManager.default.removeItem(at: file)
+                let (body, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+                continuation.finish()
+                let fields: HeaderFields = count == 1 ? ["Location": "/again"] : [:]
+                return EngineResponse(
+                    head: ResponseHead(status: count == 1 ? 307 : 200, headerFields: fields), body: body)
+            }
+        }
+        let engine = RemovingEngine(file: file)
+        var upload = TransferOptions()
+        upload.bodyFile = file
+        // When
+        let error = try failure(
+            of: engine.send(ConnectRequest(method: .put, url: URL(string: "http://api.test/up")!), transfer: upload))
+        // Then
+        XCTAssertEqual(error.kind, .fileAccess)
+        XCTAssertEqual(engine.hops.snapshot, 1, "the second hop was never sent")
     }
 
     func testABodyInACodingTheEngineDoesNotDecodeIsRefusedNamingIt() throws {

@@ -179,12 +179,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             if let coding = try codingToDecode(of: head) {
                 let decoded = DecodedBody(base: response.body, coding: coding)
                 if let streaming = transfer.streaming {
-                    return await stream(decoded, head: head, options: streaming, progress: progress, promise: promise)
+                    return try await stream(
+                        decoded, head: head, options: streaming, progress: progress, promise: promise)
                 }
                 return try await collect(decoded, head: head, progress: progress)
             }
             if let streaming = transfer.streaming {
-                return await stream(response.body, head: head, options: streaming, progress: progress, promise: promise)
+                return try await stream(
+                    response.body, head: head, options: streaming, progress: progress, promise: promise)
             }
             return try await collect(response.body, head: head, progress: progress)
         }
@@ -220,7 +222,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let progress { sent = progress.sent } else { sent = { _ in } }
         let body: EngineRequest.Body
         if let bodyFile {
-            body = .file(bodyFile, length: (try? MultipartFormData.regularFileSize(bodyFile)) ?? 0)
+            // Checked again on every hop: a file removed or replaced before a 307 must not go out as an empty body.
+            if let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) { throw error }
+            body = .file(bodyFile, length: try MultipartFormData.regularFileSize(bodyFile))
         } else {
             switch hop.body {
             case .bytes(let data) where !data.isEmpty:
@@ -242,7 +246,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     private func stream<Body: AsyncSequence>(
         _ source: Body, head: ConnectResponse, options: StreamingOptions, progress: ExchangeProgress?,
         promise: Promise<ConnectResponse>
-    ) async -> ConnectResponse where Body.Element == Data {
+    ) async throws -> ConnectResponse where Body.Element == Data {
+        if let limit = transfer.maxResponseBytes, let declared = Self.declaredLength(of: head, request: original),
+            declared > Int64(limit)
+        {
+            // As for a body read whole: a length over the limit stops the exchange before any of it is read.
+            throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
+        }
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { [state] in state.withLock { $0.task }?.cancel() }
         state.withLock { $0.stream = body }
@@ -257,12 +267,24 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 progress?.received(Int64(part.count))
                 guard await body.send(part) else { return answer }
             }
+            // A body an engine ended because the exchange was cancelled (the deadline) is cut, not complete.
+            try Task.checkCancellation()
             progress?.finish()
             body.finish()
         } catch {
             body.finish(throwing: classified(error))
         }
         return answer
+    }
+
+    /// The body length `head` declares, when it counts the bytes that follow: not for a content-encoded body (the
+    /// length is the encoded one), nor where no body follows (a HEAD's answer, 1xx, 204, 304).
+    static func declaredLength(of head: ConnectResponse, request: ConnectRequest) -> Int64? {
+        let status = head.statusCode
+        let fields = head.head.headerFields
+        let bodiless = request.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
+        guard !bodiless, fields[HeaderField.Name("Content-Encoding")] == nil else { return nil }
+        return fields[.contentLength].flatMap { Int64($0) }
     }
 
     /// Reads the body of the response that is the answer: into memory, or into the destination file for a
@@ -273,10 +295,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // The declared length counts the decoded bytes only when the body is not content-encoded, and says nothing
         // where no body follows (HEAD, 1xx, 204, 304).
         let status = head.statusCode
-        let fields = head.head.headerFields
-        let bodiless = original.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
-        let encoded = bodiless || fields[HeaderField.Name("Content-Encoding")] != nil
-        let declared = encoded ? nil : fields[.contentLength].flatMap { Int64($0) }
+        let declared = Self.declaredLength(of: head, request: original)
         // A download's error body stays in memory: limited even when the caller set no limit.
         let bodyLimit = transfer.responseBodyLimit(statusCode: status)
         if let limit = bodyLimit, let declared, declared > Int64(limit) {
@@ -300,6 +319,16 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     body.append(part)
                 }
                 progress?.received(Int64(part.count))
+            }
+            // A body an engine ended because the exchange was cancelled (the deadline, the caller) is cut, not
+            // complete: it never replaces a download's destination nor becomes an answer.
+            try Task.checkCancellation()
+            if let declared, received < declared, engine.decodedContentCodings.isEmpty {
+                throw ConnectError(
+                    .connectionLost,
+                    message:
+                        "the response ended after \(received) of the \(declared) bytes its Content-Length announced",
+                    request: .sent(original), head: head.storedHead, underlyingError: URLError(.networkConnectionLost))
             }
             if let download {
                 try fileAccess(download.url) {
