@@ -55,7 +55,8 @@ struct ResponseCheck: Sendable {
     /// Where the outcome is logged, with `debugResponse`.
     let debugLogger: (any ConnectLogger)?
     /// Whether a status outside 200..<300 is an answer (``RequestOptions/acceptsEveryStatus``): the error handler
-    /// is not asked and validators check only 2xx responses.
+    /// is not asked, and validators and processors see only 2xx responses (an error's body is the server's, as it
+    /// came: a processor that unwraps `data` would empty a 404's `{"error": …}`).
     var acceptsEveryStatus = false
     /// Whether debug output hides secrets, and the error the outcome fails with hides the request's secret values
     /// (``ConnectError/message``); both show everything when `false`.
@@ -66,7 +67,8 @@ struct ResponseCheck: Sendable {
         var outcome =
             acceptsEveryStatus
             ? result.flatMap { response in
-                Self.check(response, validators: response.isSuccess ? validators : [], processors: processors)
+                response.isSuccess
+                    ? Self.check(response, validators: validators, processors: processors) : .success(response)
             }
             : Self.validate(result, errorHandler: errorHandler)
                 .flatMap { response in Self.check(response, validators: validators, processors: processors) }
@@ -110,7 +112,7 @@ struct ResponseCheck: Sendable {
     /// Runs the processors from the first one that waits, in order, awaiting those that wait: the rest of what
     /// ``outcome(of:)`` did, for a response it passed.
     func waitingProcessors(on response: ConnectResponse) async throws -> ConnectResponse {
-        guard response.bodyStream == nil,
+        guard response.bodyStream == nil, !acceptsEveryStatus || response.isSuccess,
             let first = processors.firstIndex(where: { ($0 as? AnyResponseProcessor)?.waitingBody != nil })
         else { return response }
         var current = response

@@ -88,8 +88,8 @@ public struct RequestOptions: Sendable {
     }
 
     /// Whether a response of any status is the answer of these requests: `true` hands a status outside 200..<300
-    /// to the caller as it came, its whole body read, instead of the error handler's error; validators then check
-    /// only 2xx responses. `nil` or `false` leaves error statuses to the ``ErrorHandling`` handler.
+    /// to the caller as it came, its whole body read, instead of the error handler's error; validators and response
+    /// processors then see only 2xx responses. `nil` or `false` leaves error statuses to the ``ErrorHandling`` handler.
     ///
     /// Retries, `Retry-After` and token refresh still run first, as they do for every call: a 503 the
     /// ``RetryPolicy`` retries, or a 401 an ``AuthenticationMiddleware`` refreshes, is sent again, and only the last

@@ -125,6 +125,34 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertEqual(error.kind, .rejected, "a 2xx still passes the validators")
     }
 
+    func testProcessorsSeeOnlySuccessfulAnswersWhenEveryStatusIsAccepted() throws {
+        // Given: a processor that unwraps `data`, and another that waits, over a 404 and then a 200
+        let transport = FakeTransport()
+        transport.stub(
+            "/v1/todos/7",
+            with: [.json(string: #"{"error":"missing"}"#, status: 404), .json(string: #"{"data":{"id":7}}"#)])
+        let unwrap = AnyResponseProcessor { response in
+            var response = response
+            let json = try JSONSerialization.jsonObject(with: response.data) as? [String: Any]
+            response.data = try JSONSerialization.data(withJSONObject: json?["data"] ?? [String: Any]())
+            return response
+        }
+        let waiting = AnyResponseProcessor { response async throws in
+            var response = response
+            response.data.append(Data(" ".utf8))
+            return response
+        }
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let options = RequestOptions(processors: [unwrap, waiting], acceptsEveryStatus: true)
+        // When
+        let missing = try connect.response(for: ConnectRequest(url: Self.url), options: options).wait()
+        let found = try connect.response(for: ConnectRequest(url: Self.url), options: options).wait()
+        // Then: the error's body is the server's, as it came; the success is processed
+        XCTAssertEqual(missing.statusCode, 404)
+        XCTAssertEqual(String(decoding: missing.data, as: UTF8.self), #"{"error":"missing"}"#)
+        XCTAssertEqual(String(decoding: found.data, as: UTF8.self), #"{"id":7} "#)
+    }
+
     func testAStreamedErrorBodyLongerThanTheLimitFailsInsteadOfBeingCutShort() async throws {
         let body = Data(repeating: 0x61, count: 100)
         let transport = FakeTransport.answering(.stream([body.prefix(60), body.dropFirst(60)], status: 500))
