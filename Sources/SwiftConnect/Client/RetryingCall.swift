@@ -150,20 +150,24 @@ final class RetryingCall:
         var context = self.context
         context.attempt = attempt
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
+        if policy.usableAttemptTimeout != nil {
+            // The attempt's own timeout counts from when the request reaches the transport (or joins a call already
+            // there): not the time it waits in the queue, offline, or for a token refresh.
+            context.sending = AttemptSending { [weak self] in self?.startAttemptTimer(attempt) }
+        }
         let advice = context.retryAdvice
         let future = send(request, context)
-        let attemptDeadline = self.attemptDeadline()
-        let isOver = withState { state -> Bool in
-            if state.isOver { return true }
+        let (isOver, abandoned) = withState { state -> (Bool, Bool) in
+            if state.isOver { return (true, false) }
             state.inFlight = future
-            state.attemptDeadline = attemptDeadline
-            return false
+            return (false, state.abandonedAttempt == attempt)
         }
         if isOver {
             future.cancel()
             return
         }
-        attemptDeadline?.start { [weak self] in self?.abandon(attempt) }
+        // Its timer fired before the attempt was registered here (a timeout shorter than `send`'s return).
+        if abandoned { cancelAbandoned(future, attempt: attempt) }
         future.whenComplete { result in
             self.attemptEnded(attempt, result: result, advice: advice)
         }
@@ -247,15 +251,32 @@ final class RetryingCall:
         return TransportDeadline(seconds: seconds)
     }
 
+    /// Starts `attempt`'s own timer, once, as its request reaches the transport.
+    private func startAttemptTimer(_ attempt: Int) {
+        let timer = withState { state -> TransportDeadline? in
+            guard !state.isOver, state.attempt == attempt, state.attemptDeadline == nil else { return nil }
+            let timer = attemptDeadline()
+            state.attemptDeadline = timer
+            return timer
+        }
+        timer?.start { [weak self] in self?.abandon(attempt) }
+    }
+
     /// The attempt's own timeout passed: the attempt is cancelled, and ends as timed out.
     private func abandon(_ attempt: Int) {
         let inFlight = withState { state -> Future<ConnectResponse>? in
-            guard !state.isOver, state.attempt == attempt, let inFlight = state.inFlight else { return nil }
+            guard !state.isOver, state.attempt == attempt, state.abandonedAttempt != attempt else { return nil }
             state.abandonedAttempt = attempt
-            return inFlight
+            return state.inFlight
         }
+        // Not registered yet: `startAttempt` cancels it when it is.
         guard let inFlight else { return }
-        // Told now, as what it is (a timeout), before its cancellation lets the next attempt start.
+        cancelAbandoned(inFlight, attempt: attempt)
+    }
+
+    /// Cancels an attempt its own timeout abandoned, after telling observers it ended as what it is (a timeout), so
+    /// that they hear of it before its cancellation lets the next attempt start.
+    private func cancelAbandoned(_ inFlight: Future<ConnectResponse>, attempt: Int) {
         context.transfer.observation?.recordEnd(
             of: attempt, status: nil,
             error: ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))

@@ -53,6 +53,16 @@ public protocol Middleware: Sendable {
     >
 }
 
+/// Tells the retry loop that an attempt's request has reached the transport (``RequestContext/sending``).
+struct AttemptSending: Sendable {
+    /// Called each time the request reaches the transport; the loop acts on the first.
+    let reached: @Sendable () -> Void
+
+    init(_ reached: @escaping @Sendable () -> Void) {
+        self.reached = reached
+    }
+}
+
 /// What a middleware knows about a call beyond the ``ConnectRequest`` itself.
 public struct RequestContext: Sendable {
     /// The request method.
@@ -76,6 +86,9 @@ public struct RequestContext: Sendable {
     /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
     /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.
     var serverURL: URL?
+    /// Told when this attempt's request reaches the transport, or joins an identical one already there: where the
+    /// retry loop starts the attempt's own timeout (``RetryPolicy/attemptTimeout``). `nil` when nobody listens.
+    var sending: AttemptSending?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
@@ -224,6 +237,7 @@ struct MiddlewareChain: Sendable {
             } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 sent = Future(error: RetryAdvice.alreadySent(request))
             } else {
+                context.sending?.reached()
                 sent = transport.send(request, transfer: context.transfer)
             }
             if let observation {

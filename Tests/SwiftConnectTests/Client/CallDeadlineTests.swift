@@ -124,6 +124,35 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.answering.requests.count, 0)
     }
 
+    func testAnAttemptsTimeoutCountsFromTheTransportNotWhileQueuedOrOffline() throws {
+        // Given: a queue of one slot held by another client's request until 0.5 s, and a client offline until
+        // 0.5 s; both clients' attempts time out after 0.2 s, with one attempt each
+        let gate = Promise<Void>()
+        let network = FakeConnectivityMonitor(.disconnected)
+        let transport = FakeTransport(fallback: .json(string: "{}"))
+        transport.stub(.get, "/hold", with: FakeResponse.json(string: "{}").released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let holder = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let policy = RetryPolicy(maxAttempts: 1, attemptTimeout: 0.2, clock: ImmediateRetryClock())
+        let queued = Connect(transport: transport, retryPolicy: policy, requestQueue: queue)
+        let offline = Connect(
+            transport: transport, middlewares: [ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity)],
+            retryPolicy: policy)
+        // When: each waits longer than its attempt timeout before it can be sent
+        let held = holder.request(Endpoint(endpoint: "/hold", timeout: 10))
+        let waiting = queued.request(Endpoint(timeout: 10))
+        let offlineCall = offline.request(Endpoint(timeout: 10))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) {
+            gate.succeed(())
+            network.goOnline(over: [.wiredEthernet])
+        }
+        // Then: each is sent once its wait ends, and answers; the wait did not count against the attempt
+        XCTAssertNotNil(value(of: held))
+        XCTAssertNotNil(value(of: waiting), "an attempt timed out while it waited in the queue")
+        XCTAssertNotNil(value(of: offlineCall), "an attempt timed out while it was held offline")
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     func testAnAttemptTimeoutThatIsNotAPositiveNumberOrOutlastsTheCallIsNone() throws {
         for attemptTimeout in [0, -1, .nan, .infinity, 30] as [TimeInterval] {
             // Given: a transport that never answers

@@ -94,7 +94,12 @@ final class RequestCoalescer: Middleware {
         promise.setCancelHandler { [weak self] in
             self?.drop(callerID, from: key, callID: callID)
         }
-        if isFirst { start(consume request, key: key, callID: callID, next: next) }
+        if isFirst {
+            start(consume request, key: key, callID: callID, next: next)
+        } else {
+            // Sharing a call that is on its way: this attempt is in flight from now (its own timeout counts).
+            context.sending?.reached()
+        }
         return promise.future
     }
 }

@@ -119,8 +119,11 @@ public struct RetryPolicy: Sendable {
     /// let connect = Connect(retryPolicy: policy)
     /// ```
     ///
-    /// The time counts the whole attempt, its response body included (for ``Connect/stream(_:options:streaming:)``, until
-    /// the response's head arrives): set it above the time your largest response takes to arrive. An abandoned
+    /// The time counts from when the attempt's request reaches the transport (or joins an identical request already
+    /// there): a wait in the ``RequestQueue``, offline in a ``ConnectivityMiddleware`` or for a token refresh does not
+    /// count. It then counts the whole attempt, its response body included (for
+    /// ``Connect/stream(_:options:streaming:)``, until the response's head arrives): set it above the time your
+    /// largest response takes to arrive. An abandoned
     /// attempt is a ``ConnectError/Kind/timedOut`` failure, retried like a timeout (when ``retryableFailures`` has
     /// it); for a request that is not safe to replay it ends the call. `NetworkFaultTests` shows it with a pooled
     /// connection whose packets the network drops.
