@@ -35,9 +35,10 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Requests in flight when the network drops are not touched: the transport reports what happens to them.
 ///
-/// With `pausing:` the middleware also pauses a ``RequestQueue`` while offline and resumes it when the network
-/// returns, so requests already queued wait too (the queue's own ``RequestQueue/pause()`` and
-/// ``RequestQueue/resume()`` stay available; the monitor's next change overrides them).
+/// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network
+/// returns, so requests already queued wait too; requests to a loopback host, and those whose options say
+/// ``ConnectivityPolicy/ignore``, still start. The queue's own ``RequestQueue/pause()`` is the app's: the network's
+/// return does not undo it, and ``RequestQueue/resume()`` releases both.
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup).
@@ -54,7 +55,7 @@ public struct ConnectivityMiddleware: Middleware {
     ///   - monitor: Reports the network's state and its changes.
     ///   - policy: What a new request does while offline, unless its connector or call says otherwise.
     ///     Defaults to ``ConnectivityPolicy/waitForConnectivity``.
-    ///   - queue: A queue to pause while offline and resume when the network returns.
+    ///   - queue: A queue to hold while offline and let go when the network returns.
     public init(
         monitor: any ConnectivityMonitor, policy: ConnectivityPolicy = .waitForConnectivity,
         pausing queue: RequestQueue? = nil
@@ -163,8 +164,8 @@ final class ConnectivityGate: Sendable {
             } else {
                 state.heardFromMonitor = true
             }
-            // The queue is paused or resumed when the network goes or comes back (and at start when it is
-            // gone), not on a change of interface: that would undo the app's own `pause()`.
+            // The queue is held or let go when the network goes or comes back (and at start when it is gone), not on
+            // a change of interface.
             let flips = isInitial ? !connectivity.isConnected : state.isConnected != connectivity.isConnected
             state.isConnected = connectivity.isConnected
             guard connectivity.isConnected else { return (flips, []) }
@@ -172,7 +173,7 @@ final class ConnectivityGate: Sendable {
             return (flips, state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) })
         }
         if movesQueue {
-            if connectivity.isConnected { queue?.resume() } else { queue?.pause() }
+            queue?.holdForNetwork(!connectivity.isConnected)
         }
         applying.unlock()
         for (id, waiting) in released {

@@ -247,11 +247,31 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         queue.pause()
         // When: the device moves from Wi-Fi to cellular, online all along
         network.goOnline(over: [.cellular])
-        // Then: the queue stays paused; going offline and back resumes it
+        // Then: the queue stays paused, also after the network goes and comes back; the app's resume() resumes it
         XCTAssertTrue(queue.isPaused, "a change of interface resumed a queue the app had paused")
         network.goOffline()
         network.goOnline()
+        XCTAssertTrue(queue.isPaused, "the network's return undid the app's own pause")
+        queue.resume()
         XCTAssertFalse(queue.isPaused)
+    }
+
+    func testRequestsThatNeedNoNetworkStartFromAQueuePausedForIt() throws {
+        // Given: offline, a queue the middleware pauses, a request that waits for the network
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let connect = client(.waitForConnectivity, queue: queue, pausing: true)
+        XCTAssertTrue(queue.isPaused)
+        let waiting = connect.request(Item(id: 1))
+        // When: a request to this device, and one whose options ignore the network
+        let local = connect.request(Item(id: 2, host: "http://127.0.0.1:8080"))
+        let ignoring = connect.request(Item(id: 3, options: RequestOptions(connectivity: .ignore)))
+        // Then: both are sent at once, past the one that waits; it goes when the network returns
+        XCTAssertNoThrow(try local.wait(timeout: 5))
+        XCTAssertNoThrow(try ignoring.wait(timeout: 5))
+        XCTAssertFalse(waiting.isCompleted)
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/2", "/items/3"])
+        network.goOnline()
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
     }
 
     func testTheQueuePausesWhileOfflineAndResumesWhenOnline() throws {

@@ -70,6 +70,9 @@ public final class RequestQueue: Sendable {
         let connectorName: String
         /// When it joined the queue.
         let since: Date
+        /// Whether its options send it whatever the network (``ConnectivityPolicy/ignore``): it starts while the
+        /// queue is paused for the network only, as a request to this device does.
+        var ignoresNetwork = false
     }
 
     /// Names the client a request came from, so that ``Connect/cancelAllRequests()`` cancels only that
@@ -89,7 +92,11 @@ public final class RequestQueue: Sendable {
 
     /// Everything that changes, behind one lock.
     private struct MutableState {
+        /// Paused by ``pause()``.
         var isPaused = false
+        /// Paused by a ``ConnectivityMiddleware`` while the network is gone: requests that need no network (to this
+        /// device, or whose options ignore connectivity) still start.
+        var isOffline = false
         var nextID: UInt64 = 0
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
@@ -129,9 +136,9 @@ public final class RequestQueue: Sendable {
         state.withLock { $0.running.count }
     }
 
-    /// Whether the queue is paused: see ``pause()``.
+    /// Whether the queue is paused: by ``pause()``, or by a ``ConnectivityMiddleware`` while offline.
     public var isPaused: Bool {
-        state.withLock { $0.isPaused }
+        state.withLock { $0.isPaused || $0.isOffline }
     }
 
     /// Stops starting requests. Running requests finish normally; new and waiting requests wait until
@@ -146,8 +153,19 @@ public final class RequestQueue: Sendable {
     ///
     /// Requests start on the calling thread, before this method returns.
     public func resume() {
-        state.withLock { $0.isPaused = false }
+        state.withLock { state in
+            state.isPaused = false
+            state.isOffline = false
+        }
         startWaitingRequests(force: true)
+    }
+
+    /// Holds the requests that need the network while it is gone (`true`), or lets them go again (`false`): what a
+    /// ``ConnectivityMiddleware`` made with `pausing:` does. A request to this device (`localhost`, `127.0.0.1`, `::1`)
+    /// or whose options ignore connectivity still starts, as the middleware itself lets it through.
+    func holdForNetwork(_ isOffline: Bool) {
+        state.withLock { $0.isOffline = isOffline }
+        if !isOffline { startWaitingRequests(force: true) }
     }
 
     /// Fails every waiting request with ``ConnectError/Kind/cancelled``; none of them reaches the transport.
@@ -193,12 +211,13 @@ public final class RequestQueue: Sendable {
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
     func enqueue(
-        _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "",
+        _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "", ignoresNetwork: Bool = false,
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
-        let waiting = Waiting(
+        var waiting = Waiting(
             request: request, next: next, promise: promise, owner: owner, connectorName: connectorName, since: Date())
+        waiting.ignoresNetwork = ignoresNetwork
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
@@ -241,8 +260,16 @@ extension RequestQueue {
         _ state: inout MutableState, leaving thread: pthread_t
     ) -> (id: UInt64, waiting: Waiting)? {
         if !state.isPaused, state.running.count < maxConcurrentRequests {
-            while let id = state.order.popFirst() {
-                guard let waiting = state.pending.removeValue(forKey: id) else { continue }
+            if !state.isOffline {
+                while let id = state.order.popFirst() {
+                    guard let waiting = state.pending.removeValue(forKey: id) else { continue }
+                    state.running[id] = .some(nil)
+                    return (id, waiting)
+                }
+            } else if let id = state.order.elements.first(where: { id in
+                state.pending[id].map { $0.ignoresNetwork || LoopbackHost.contains($0.request.url) } ?? false
+            }), let waiting = state.pending.removeValue(forKey: id) {
+                // Offline: the oldest request that needs no network goes; its id left in `order` is skipped later.
                 state.running[id] = .some(nil)
                 return (id, waiting)
             }
@@ -301,11 +328,15 @@ struct RequestQueueStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        let ignoresNetwork = context.options.connectivity == .ignore
         guard let observation = context.transfer.observation else {
-            return queue.enqueue(request, owner: owner, connectorName: context.connectorName, next: next)
+            return queue.enqueue(
+                request, owner: owner, connectorName: context.connectorName, ignoresNetwork: ignoresNetwork, next: next)
         }
         let enqueued = DispatchTime.now().uptimeNanoseconds
-        return queue.enqueue(request, owner: owner, connectorName: context.connectorName) { request in
+        return queue.enqueue(
+            request, owner: owner, connectorName: context.connectorName, ignoresNetwork: ignoresNetwork
+        ) { request in
             let waited = DispatchTime.now().uptimeNanoseconds - enqueued
             observation.record(.queueWaited(seconds: Double(waited) / 1e9))
             return next(request)
