@@ -33,10 +33,17 @@ import SwiftConnect
 ///   200..<300 is read whole first (the retry policy and token refresh may look at it), up to
 ///   ``Configuration/streaming``'s `errorBodyLimit`; a longer one fails with
 ///   ``SwiftConnect/ConnectError/Kind/responseTooLarge`` rather than being cut short.
+/// - **Every operation has the call's deadline, to its last byte**: the connector timeout's 60 s unless
+///   ``Configuration/options`` (or the client's) set another, as the `timeout` of AsyncHTTPClient's own OpenAPI
+///   transport bounds an operation. A streamed body counts too: an event stream or a long download through this
+///   transport ends with ``SwiftConnect/ConnectError/Kind/timedOut`` at the deadline. Send such operations through a
+///   transport of their own made with `RequestOptions(timeout: .infinity)` and a `StreamingOptions(idleTimeout:)`.
 /// - **Request bodies**: a body the generated code can iterate once (`IterationBehavior.single`, an upload from a
 ///   stream) streams as a one-shot body, each chunk read when the connection is ready for it, so an upload never has
-///   to fit in memory; the retry policy never replays it, and logs that it did not. A body it can iterate again (JSON,
-///   `Data`, a `String`: in memory already) is read into memory, so that a retry can send it again.
+///   to fit in memory; the retry policy never replays it, and logs that it did not. A body it can iterate again whose
+///   length is known and at most 8 MiB (JSON, `Data`, a `String`: in memory already) is read into memory, so that a
+///   retry can send it again; a larger one, or one of unknown length (a multipart form with a file part), streams
+///   as a one-shot body too.
 public struct ConnectClientTransport: ClientTransport {
     /// What sends the operations.
     public let connect: Connect
@@ -49,7 +56,8 @@ public struct ConnectClientTransport: ClientTransport {
         /// own). ``SwiftConnect/RequestOptions/acceptsEveryStatus`` is always set.
         public var options: RequestOptions
         /// How response bodies are delivered: the buffer of an engine that cannot pause, an idle timeout for event
-        /// streams, and the most bytes of an error status's body read into memory (1 MiB by default).
+        /// streams, and the most bytes of an error status's body read into memory (1 MiB by default; options you
+        /// make yourself keep their own `errorBodyLimit`, 64 KiB unless you set it).
         public var streaming: StreamingOptions
 
         /// Creates a configuration.
@@ -57,7 +65,7 @@ public struct ConnectClientTransport: ClientTransport {
         /// - Parameters:
         ///   - options: Options for every operation.
         ///   - streaming: How response bodies are delivered; an error status's body is read up to 1 MiB by
-        ///     default.
+        ///     default. Options of your own keep their `errorBodyLimit`: pass `errorBodyLimit: 1 << 20` to keep 1 MiB.
         public init(
             options: RequestOptions = RequestOptions(),
             streaming: StreamingOptions = StreamingOptions(errorBodyLimit: 1 << 20)
@@ -91,6 +99,9 @@ public struct ConnectClientTransport: ClientTransport {
     public func send(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL, operationID: String) async throws -> (
         HTTPResponse, HTTPBody?
     ) {
+        // A request made in a task already cancelled (a SwiftUI `.task` gone) is never sent: the client sends at once
+        // and hears of the cancellation only once it awaits.
+        try Task.checkCancellation()
         // The options were made once, with every status accepted (`init`): a copy changed here would allocate.
         let options = configuration.options
         let built = try await OpenAPIConversion.request(request, body: body, baseURL: baseURL)

@@ -7,9 +7,10 @@ import SwiftConnect
 /// field by field, in order, repeated fields kept.
 enum OpenAPIConversion {
     /// The core's request for an operation: `baseURL` joined with the request's path and query, its fields, and
-    /// its body: one the generated code can iterate again is read into memory (it is in memory already, a JSON body
-    /// or `Data`, and so retries can send it again); one it can iterate once streams as a one-shot body, chunk by
-    /// chunk as the connection takes it, with its length when known.
+    /// its body: one the generated code can iterate again and whose known length is at most ``inMemoryLimit`` is
+    /// read into memory (it is in memory already, a JSON body or `Data`, and so retries can send it again); any other
+    /// (a stream, a multipart form with a file part, a large file) streams as a one-shot body, chunk by chunk as the
+    /// connection takes it, with its length when known.
     static func request(_ request: HTTPRequest, body: HTTPBody?, baseURL: URL) async throws -> ConnectRequest {
         let url = try url(for: request, baseURL: baseURL)
         var fields = HeaderFields()
@@ -20,17 +21,20 @@ enum OpenAPIConversion {
         var built = ConnectRequest(
             method: HTTPMethod(rawValue: request.method.rawValue), url: url, headerFields: fields)
         if let body {
-            switch body.iterationBehavior {
-            case .multiple:
-                built.body = .bytes(try await Data(collecting: body, upTo: .max))
-            case .single:
-                var length: Int64?
-                if case .known(let known) = body.length { length = known }
+            var length: Int64?
+            if case .known(let known) = body.length { length = known }
+            if body.iterationBehavior == .multiple, let length, length <= inMemoryLimit {
+                built.body = .bytes(try await Data(collecting: body, upTo: Int(length)))
+            } else {
                 built.body = .stream(ConnectRequest.OneShotStream(body.map { Data($0) }, length: length))
             }
         }
         return built
     }
+
+    /// The largest body read into memory so that a retry can send it again (8 MiB, as the core keeps a multipart
+    /// form in memory): a larger one, or one of unknown length, streams instead of growing memory without bound.
+    static let inMemoryLimit: Int64 = 8 << 20
 
     /// `baseURL` with the request's path (and query) appended, as the OpenAPI runtime's transports join them.
     static func url(for request: HTTPRequest, baseURL: URL) throws -> URL {

@@ -162,46 +162,64 @@ final class GeneratedClientTests: XCTestCase {
         }
     }
 
-    /// A one-shot body streams: the server has its first chunk before the generated code's sequence makes the
-    /// rest (a transport that read the body first would wait for ever: the sequence gives up after 5 s, failing
-    /// the test), and the whole body arrives, over each engine.
-    func testAOneShotUploadStreamsAsItIsMade() async throws {
+    /// A one-shot body, and one of unknown length the generated code could iterate again (a multipart form with a
+    /// file part), streams: the server has its first chunk before the sequence makes the rest (a transport that
+    /// read the body first would wait for ever: the sequence gives up after 5 s, failing the test), and the whole
+    /// body arrives, over each engine.
+    func testAnUploadFromAStreamOrOfUnknownLengthStreamsAsItIsMade() async throws {
         struct NotStreamed: Error {}
         let first = Data(repeating: 1, count: 64 << 10)
         let rest = Data((0..<500_000).map { UInt8(truncatingIfNeeded: $0 &* 13) })
         for engine in Engine.allCases {
-            let firstArrived = Promise<Void>()
-            server.streamingRoute("PUT", "/api/files/:name") { _, body in
-                var hash = SHA256()
-                var count = 0
-                while let piece = body.read(maxBytes: 64 << 10) {
-                    hash.update(piece)
-                    count += piece.count
-                    if count >= first.count { _ = firstArrived.succeed(()) }
-                }
-                return .json(string: #"{"bytes":\#(count),"sha256":"\#(hash.hexDigest)"}"#)
-            }
-            let chunks = AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
-                let producer = Task {
-                    continuation.yield(ArraySlice(first))
-                    guard (try? await firstArrived.future.timeout(after: 5).value) != nil else {
-                        return continuation.finish(throwing: NotStreamed())
+            for behavior in [IterationBehavior.single, .multiple] {
+                let firstArrived = Promise<Void>()
+                server.streamingRoute("PUT", "/api/files/:name") { _, body in
+                    var hash = SHA256()
+                    var count = 0
+                    while let piece = body.read(maxBytes: 64 << 10) {
+                        hash.update(piece)
+                        count += piece.count
+                        if count >= first.count { _ = firstArrived.succeed(()) }
                     }
-                    continuation.yield(ArraySlice(rest))
-                    continuation.finish()
+                    return .json(string: #"{"bytes":\#(count),"sha256":"\#(hash.hexDigest)"}"#)
                 }
-                continuation.onTermination = { _ in producer.cancel() }
+                let chunks = AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
+                    let producer = Task {
+                        continuation.yield(ArraySlice(first))
+                        guard (try? await firstArrived.future.timeout(after: 5).value) != nil else {
+                            return continuation.finish(throwing: NotStreamed())
+                        }
+                        continuation.yield(ArraySlice(rest))
+                        continuation.finish()
+                    }
+                    continuation.onTermination = { _ in producer.cancel() }
+                }
+                let client = client(Connect(transport: engine.transport()))
+
+                let upload = try await client.uploadFile(
+                    path: .init(name: "live.bin"),
+                    body: .binary(HTTPBody(chunks, length: .unknown, iterationBehavior: behavior))
+                ).ok.body.json
+
+                XCTAssertEqual(upload.bytes, first.count + rest.count, "\(engine), \(behavior)")
+                XCTAssertEqual(upload.sha256, SHA256.hex(SHA256.hash(first + rest)), "\(engine), \(behavior)")
             }
-            let client = client(Connect(transport: engine.transport()))
-
-            let upload = try await client.uploadFile(
-                path: .init(name: "live.bin"),
-                body: .binary(HTTPBody(chunks, length: .unknown, iterationBehavior: .single))
-            ).ok.body.json
-
-            XCTAssertEqual(upload.bytes, first.count + rest.count, "\(engine)")
-            XCTAssertEqual(upload.sha256, SHA256.hex(SHA256.hash(first + rest)), "\(engine)")
         }
+    }
+
+    func testAnOperationCalledFromACancelledTaskIsNeverSent() async throws {
+        // Given
+        let transport = FakeTransport.answering(
+            .json(string: #"{"id":1,"title":"Walk","completed":false}"#, status: 201))
+        let client = client(Connect(transport: transport))
+        // When: the task is cancelled before it calls the operation
+        let outcome = await Task {
+            withUnsafeCurrentTask { $0?.cancel() }
+            return try await client.createTodo(body: .json(.init(title: "Walk")))
+        }.result
+        // Then
+        XCTAssertThrowsError(try outcome.get())
+        XCTAssertTrue(transport.requests.isEmpty, "a POST went out from a cancelled task")
     }
 
     // MARK: - A body nobody reads
