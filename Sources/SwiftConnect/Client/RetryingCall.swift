@@ -222,7 +222,16 @@ final class RetryingCall:
         after result: Result<ConnectResponse, any Error>, attempt: Int, advice: RetryAdvice
     ) -> TimeInterval? {
         if RetryingCall.isCancellation(result) { return nil }
-        if let requested = advice.requestedDelay { return requested }
+        if let requested = advice.requestedDelay {
+            // The next attempt starts from this same request: a one-shot body of its own that this attempt sent cannot
+            // go again, so the answer stands, as for the policy's retries (a middleware that sets a new body on every
+            // attempt is still retried).
+            if case .stream(let stream) = request.body, advice.sentStream == stream {
+                logNotRetried(after: attempt)
+                return nil
+            }
+            return requested
+        }
         guard isReplayable else { return nil }
         if case .success(let response) = result {
             if response.isSuccess { return nil }
@@ -233,15 +242,20 @@ final class RetryingCall:
         guard let delay = policy.retryDelay(after: result, attempt: attempt) else { return nil }
         // A body from a stream was read by this attempt: the policy cannot send it again, and says so.
         if advice.sentStream != nil {
-            context.logger.log(
-                .info,
-                "\(context.method.rawValue) \(Redaction.url(request.url, redacting: true))"
-                    + (context.connectorName.isEmpty ? "" : " (\(context.connectorName))")
-                    + " not retried after attempt \(attempt): its body was a one-shot stream, which cannot be sent again"
-            )
+            logNotRetried(after: attempt)
             return nil
         }
         return delay
+    }
+
+    /// Says, at `info`, that the call ends after `attempt` because its body was a one-shot stream.
+    private func logNotRetried(after attempt: Int) {
+        context.logger.log(
+            .info,
+            "\(context.method.rawValue) \(Redaction.url(request.url, redacting: true))"
+                + (context.connectorName.isEmpty ? "" : " (\(context.connectorName))")
+                + " not retried after attempt \(attempt): its body was a one-shot stream, which cannot be sent again"
+        )
     }
 
     /// The timer of one attempt (``RetryPolicy/attemptTimeout``), unless the call's deadline comes first anyway.

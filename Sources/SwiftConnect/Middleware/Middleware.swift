@@ -201,8 +201,9 @@ public struct RetryAdvice: Sendable {
     static func alreadySent(_ request: ConnectRequest) -> ConnectError {
         ConnectError(
             .invalidRequest,
-            message: "the body is an InputStream an earlier attempt of this call sent, and a stream can be read "
-                + "once: set a new stream for each attempt, or send the body from memory or a file",
+            message: "the body is a one-shot stream (an InputStream or an async sequence) an earlier attempt of this "
+                + "call sent, and it can be read once: set a new stream for each attempt, or send the body from memory "
+                + "or a file",
             request: .sent(request))
     }
 }

@@ -70,6 +70,26 @@ final class OneShotBodyRetryTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 1)
     }
 
+    func testAnAdvisedRetryOfARequestWhoseOwnBodyIsAStreamEndsWithTheAnswer() throws {
+        // Given: a request built with a one-shot body (an OpenAPI upload), and a middleware that asks for another
+        // attempt after a 401, as a token refresh does
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(401), .status(200)])
+        let connect = Connect(transport: fake, middlewares: [RetryOn401()], retryPolicy: policy)
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("payload".utf8))
+            continuation.finish()
+        }
+        let request = ConnectRequest(
+            method: .put, url: URL(string: "https://api.example.com/upload")!,
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        // When
+        let answer = try connect.response(for: request, options: RequestOptions(acceptsEveryStatus: true)).wait()
+        // Then: the 401 is the answer, not an error about a body read once; nothing was sent twice
+        XCTAssertEqual(answer.statusCode, 401)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
     func testAnAdvisedRetryWithANewStreamIsSent() {
         let fake = FakeTransport()
         fake.stub(.put, "/upload", with: [.status(401), .status(200)])
