@@ -108,12 +108,21 @@ extension RequestHead {
 extension ResponseHead {
     /// The head of `response`: its status and header fields.
     ///
-    /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field.
+    /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field, but for
+    /// `Set-Cookie`, whose fields cannot be joined (a cookie's `Expires` date has a comma): each cookie is a field of
+    /// its own again, as the server sent them.
     public init(_ response: HTTPURLResponse) {
         var fields = HeaderFields()
         for (name, value) in response.allHeaderFields {
             guard let name = name as? String, let value = value as? String else { continue }
-            fields.append(HeaderField(name: HeaderField.Name(name), value: value))
+            let fieldName = HeaderField.Name(name)
+            if fieldName == .setCookie {
+                for cookie in SetCookieFields.cookies(in: value) {
+                    fields.append(HeaderField(name: fieldName, value: cookie.trimmingCharacters(in: .whitespaces)))
+                }
+            } else {
+                fields.append(HeaderField(name: fieldName, value: value))
+            }
         }
         self.init(status: response.statusCode, headerFields: fields)
     }

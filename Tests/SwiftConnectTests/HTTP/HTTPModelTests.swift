@@ -148,6 +148,22 @@ final class HTTPModelTests: XCTestCase {
         XCTAssertEqual(response.head, ResponseHead(status: 404, headerFields: ["X-Reason": "gone"]))
     }
 
+    func testSetCookieFieldsFoundationJoinedAreOneFieldACookieAgain() throws {
+        // Given: Foundation's one value for two cookies, one with a comma in its date
+        let url = try XCTUnwrap(URL(string: "https://api.example.com/"))
+        let joined = "a=1; Expires=Wed, 09 Jun 2041 10:18:14 GMT; Path=/, b=2; HttpOnly"
+        let foundation = try XCTUnwrap(
+            HTTPURLResponse(
+                url: url, statusCode: 200, httpVersion: nil, headerFields: ["Set-Cookie": joined, "X-A": "x, y"]))
+        // When
+        let head = ResponseHead(foundation)
+        // Then: each cookie is a field; other fields stay as Foundation has them
+        XCTAssertEqual(
+            head.headerFields[values: .setCookie],
+            ["a=1; Expires=Wed, 09 Jun 2041 10:18:14 GMT; Path=/", "b=2; HttpOnly"])
+        XCTAssertEqual(head.headerFields[values: "X-A"], ["x, y"])
+    }
+
     func testAStatusOutsideTheRangeIsRefused() throws {
         let request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.example.com/")))
         XCTAssertNil(ConnectResponse(request: request, head: ResponseHead(status: 99)))
