@@ -98,9 +98,13 @@ extension Connect {
             var form = MultipartFormData(boundary: boundary)
             if hasJSONObject {
                 // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that
-                // order, become the text fields.
+                // order, become the text fields. A route whose content type is a URL-encoded form carries it as one.
                 do {
-                    connectorFields = try JSONFormFields.fields(of: request.httpBody ?? Data())
+                    let body = request.httpBody ?? Data()
+                    let type = request.headerFields[.contentType].map(ConnectResponse.mediaType(of:))
+                    connectorFields =
+                        type == "application/x-www-form-urlencoded"
+                        ? JSONFormFields.fields(ofForm: body) : try JSONFormFields.fields(of: body)
                 } catch var error as ConnectError {
                     error.sentRequest = request
                     throw error

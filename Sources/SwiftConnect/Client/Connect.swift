@@ -399,7 +399,8 @@ extension Connect {
     ///   below the connector's and above the server's and the client's.
     /// - Returns: The blueprint, and whether it is for the client's server (``RequestContext/isForServer``).
     func blueprint(
-        for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = []
+        for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = [],
+        optionsContentType: String? = nil
     ) throws -> (blueprint: RequestBlueprint, isForServer: Bool) {
         var blueprint: RequestBlueprint
         var serverHeaders = configuration?.defaultHeaders ?? []
@@ -417,7 +418,9 @@ extension Connect {
                 if !isForServer { serverHeaders = [] }
             }
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
-                .makeBlueprint(defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
+                .makeBlueprint(
+                    defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
+                    optionsContentType: optionsContentType)
         } else {
             let base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
@@ -427,10 +430,13 @@ extension Connect {
             }
             if port != nil {
                 blueprint = try ResolvedConnector(wrapped: connector, baseURL: base)
-                    .makeBlueprint(defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
+                    .makeBlueprint(
+                        defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
+                        optionsContentType: optionsContentType)
             } else {
                 blueprint = try connector.makeBlueprint(
-                    defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits)
+                    defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
+                    optionsContentType: optionsContentType)
             }
         }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
@@ -490,7 +496,10 @@ extension Connect {
         let isForServer: Bool
         do {
             (blueprint, isForServer) = try self.blueprint(
-                for: connector, traits: traits, methodHeaders: methodOptions?.headers ?? [])
+                for: connector, traits: traits, methodHeaders: methodOptions?.headers ?? [],
+                optionsContentType: leveled.headers.last {
+                    $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
+                }?.value)
             request = blueprint.makeConnectRequest()
             // The connector's options and the call's replace headers of the same name, the connector's own too.
             for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }

@@ -58,15 +58,26 @@ extension Connector {
 
     /// The parts of the request ``makeURLRequest(defaultHeaders:_:traits:)`` makes, checked: what the request
     /// is made from, and made from again for a retry.
+    ///
+    /// - Parameter optionsContentType: The `Content-Type` the call's or the connector's options set, which replaces
+    ///   the connector's own once the request is built: a ``JSONObject`` is placed by it, so that the body is what
+    ///   the request says it is.
     func makeBlueprint(
         defaultHeaders first: [HTTPHeader],
         _ second: [HTTPHeader],
-        traits: ConnectorTraits
+        traits: ConnectorTraits,
+        optionsContentType: String? = nil
     ) throws -> RequestBlueprint {
         let parameterList: [Parameter]
         if let object = parameters as? JSONObject {
-            // Placed by method and content type, as the libraries with `[String: Any]` parameters did.
-            let contentType = headers.last { $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame }?.value
+            // Placed by method and content type, as the libraries with `[String: Any]` parameters did: the type the
+            // request goes with, whoever set it (the options, the connector, then the defaults, in that rank).
+            func isContentType(_ header: HTTPHeader) -> Bool {
+                header.name.caseInsensitiveCompare("Content-Type") == .orderedSame
+            }
+            let contentType =
+                optionsContentType ?? headers.last(where: isContentType)?.value
+                ?? first.first(where: isContentType)?.value ?? second.first(where: isContentType)?.value
             parameterList = try object.parameters(
                 method: method.rawValue, contentType: contentType, encoder: jsonEncoder)
         } else {

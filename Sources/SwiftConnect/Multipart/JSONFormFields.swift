@@ -3,6 +3,18 @@ import Foundation
 /// The text fields of a multipart upload taken from a connector's `.jsonObject`: one per key of the top-level
 /// JSON object, in the order the encoder wrote them.
 enum JSONFormFields {
+    /// The fields of a URL-encoded form, in order: `+` read as a space and percent escapes undone.
+    static func fields(ofForm form: Data) -> [(String, String)] {
+        func decoded(_ text: Substring) -> String {
+            let spaced = text.replacingOccurrences(of: "+", with: " ")
+            return spaced.removingPercentEncoding ?? spaced
+        }
+        return String(decoding: form, as: UTF8.self).split(separator: "&").map { pair in
+            let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (decoded(parts[0]), parts.count > 1 ? decoded(parts[1]) : "")
+        }
+    }
+
     /// The fields of `json`, an encoded top-level JSON object: a string value as is, any other value (number,
     /// `true`/`false`, `null`, an object or an array) as its JSON text.
     ///

@@ -106,6 +106,24 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(parts[7].filename, "me.png")
     }
 
+    /// A `JSONObject` route declared a URL-encoded form (as Remotli's routes were) sends its fields beside the files.
+    func testUploadSendsAFormRoutesFieldsAsTextFields() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(host: "api.test", transport: transport)
+        let route = Route(
+            "/upload", method: .post, parameters: ["album": "Summer & sea", "n": 2],
+            headers: ["Content-Type": "application/x-www-form-urlencoded"])
+        let photo = File(name: "a.png", key: "photo", mimeType: .png, data: Data([0x89, 0x50]))
+
+        _ = try connect.upload(files: [photo], to: route).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        let parts = try MultipartParser.parse(try XCTUnwrap(sent.httpBody), contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["album", "n", "photo"])
+        XCTAssertEqual(parts.prefix(2).map { String(decoding: $0.data, as: UTF8.self) }, ["Summer & sea", "2"])
+    }
+
     func testUploadWithAJSONBodyThatIsNotAnObjectIsRefused() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)

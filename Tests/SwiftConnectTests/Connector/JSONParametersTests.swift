@@ -113,6 +113,32 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(request.url?.absoluteString, "https://api.test/events?since=1970-01-01T00%3A00%3A00Z&limit=5")
     }
 
+    /// A `Content-Type` the options set replaces the connector's: the body is placed by it, so the request is what
+    /// it says it is.
+    func testTheOptionsContentTypePlacesTheBody() throws {
+        let form = HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")
+        let json = HTTPHeader(name: "Content-Type", value: "application/json")
+        let transport = FakeTransport.answering(.status(204))
+        let api = Connect(host: "api.test", transport: transport)
+        // The connector's options say form; the connector itself says nothing
+        _ = value(
+            of: api.request(
+                Route("/login", method: .post, parameters: ["user": "ada"], options: RequestOptions(headers: [form]))))
+        // The connector says form; the call's options say JSON
+        _ = value(
+            of: api.request(
+                Route("/login", method: .post, parameters: ["user": "ada"], headers: [form.name: form.value]),
+                options: RequestOptions(headers: [json])))
+        let sent = transport.requests.map {
+            ($0.value(forHTTPHeaderField: "Content-Type"), $0.httpBody.map { String(decoding: $0, as: UTF8.self) })
+        }
+        XCTAssertEqual(sent.count, 2)
+        XCTAssertEqual(sent.first?.0, form.value)
+        XCTAssertEqual(sent.first?.1, "user=ada")
+        XCTAssertEqual(sent.last?.0, json.value)
+        XCTAssertEqual(sent.last?.1, #"{"user":"ada"}"#)
+    }
+
     /// Numbers a `Double` cannot hold exactly keep every digit in a query and a form.
     func testLargeIntegersAndDecimalsKeepEveryDigit() throws {
         // Given: a custom type that encodes as one number, beside the standard ones
