@@ -578,6 +578,30 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(stub.callCount, 1)
     }
 
+    func testACredentialSetDuringARefreshAndRejectedTooIsRefreshedOnlyAfterThatRefreshEnds() {
+        // Given: a server that rejects every credential, and a refresh of the first in flight
+        let fake = FakeTransport.answering(.status(401))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        XCTAssertEqual(stub.callCount, 1)
+        // When: the app sets a credential while it runs, and the server rejects that one too
+        auth.setCredential(Self.new)
+        // Then: the refresh of the new credential waits for the first to end (a rotating refresh token used twice
+        // at once can revoke the session)
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer new"])
+        XCTAssertEqual(stub.callCount, 1, "refresh was called while another call of it ran")
+        stub.succeed(.bearer(token: "late"), call: 0)
+        XCTAssertEqual(stub.callCount, 2)
+        XCTAssertEqual(stub.expiredCredentials.last, Self.new)
+        XCTAssertEqual(auth.credential, Self.new, "the superseded refresh's result is ignored")
+        // And: the second refresh's credential is tried, and its rejection ends the call
+        stub.succeed(.bearer(token: "renewed"), call: 1)
+        XCTAssertEqual(authorization(fake.requests).last, "Bearer renewed")
+        XCTAssertEqual(connectError(of: a)?.kind, .authenticationFailed)
+    }
+
     // MARK: - Memory
 
     func testCompletedRequestsDoNotKeepTheMiddlewareAlive() {

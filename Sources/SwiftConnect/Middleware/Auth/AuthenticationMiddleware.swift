@@ -305,7 +305,12 @@ extension AuthenticationMiddleware {
             )
         }
         guard let (waiters, signature) = state.withLock({ $0.finishRefresh(id, with: outcome) }) else {
-            return  // Superseded by `setCredential(_:)`, which already released the waiters.
+            // Superseded by `setCredential(_:)`, which already released the waiters; a refresh that waited for this
+            // one to end starts now.
+            if let next = state.withLock({ $0.supersededRefreshEnded(id) }) {
+                startRefresh(next.id, of: next.expired, observation: next.observation)
+            }
+            return
         }
         switch outcome {
         case .success:
@@ -370,6 +375,9 @@ extension AuthenticationMiddleware {
         /// The thread calling `refresh`, until the call returns: a request arriving on it meanwhile was sent by
         /// `refresh` itself, and would wait for itself.
         var callingThread: pthread_t?
+        /// Whether `refresh` is not called yet: it waits for the end of a refresh ``setCredential(_:)`` superseded,
+        /// so that two calls of `refresh` never run at once.
+        var isDeferred = false
     }
 
     /// What a request entering the middleware does.
@@ -396,6 +404,8 @@ extension AuthenticationMiddleware {
         /// rejected although it had just been renewed.
         var renewalRejected: ConnectError?
         var refresh: RefreshInFlight?
+        /// Refreshes whose outcome ``setCredential(_:)`` replaced, still running: a new refresh waits for them.
+        var supersededRefreshes: Set<UInt64> = []
         private var lastID: UInt64 = 0
 
         init(credential: AuthorizationToken?) {
@@ -449,8 +459,13 @@ extension AuthenticationMiddleware {
                     return .fail(error)
                 }
                 let id = makeID()
-                refresh = RefreshInFlight(id: id, waiters: [waiter], callingThread: pthread_self())
-                return .refresh(id: id, expired: credential)
+                // A refresh `setCredential` superseded still runs: this one starts when it ends (`refresh` is called
+                // at most once at a time, as a rotating refresh token needs).
+                let isDeferred = !supersededRefreshes.isEmpty
+                refresh = RefreshInFlight(
+                    id: id, waiters: [waiter], callingThread: isDeferred ? nil : pthread_self(),
+                    isDeferred: isDeferred)
+                return isDeferred ? .wait : .refresh(id: id, expired: credential)
             }
             if let failure { return .fail(failure) }
             return .retry
@@ -485,8 +500,24 @@ extension AuthenticationMiddleware {
             renewalRejected = nil
             isUnproven = false
             let waiters = refresh?.waiters ?? []
+            // A refresh whose call has begun still runs: its outcome is ignored, but a new one waits for its end.
+            if let superseded = refresh, !superseded.isDeferred { supersededRefreshes.insert(superseded.id) }
             refresh = nil
             return (waiters, signature)
+        }
+
+        /// Notes the end of a refresh ``setCredential(_:)`` superseded; when it was the last, a refresh that waited
+        /// for it starts now: its id, the credential to renew and the observers of the request that asked for it.
+        mutating func supersededRefreshEnded(_ id: UInt64) -> (
+            id: UInt64, expired: AuthorizationToken?,
+            observation: CallObservation?
+        )? {
+            guard supersededRefreshes.remove(id) != nil, supersededRefreshes.isEmpty, let deferred = refresh,
+                deferred.isDeferred
+            else { return nil }
+            refresh?.isDeferred = false
+            refresh?.callingThread = pthread_self()
+            return (deferred.id, credential, deferred.waiters.first?.observation)
         }
 
         /// Takes the request `id` off the refresh it waits for, and returns it, for the caller to release outside
