@@ -49,6 +49,7 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// | an attempt that got no response | `info` (the call's end says how it ended) |
 /// | a call that ended with a 4xx (the caller's to handle: a 404 may be an answer) | `info` |
 /// | a call that ended with a 5xx, or with no response | `warning` |
+/// | a call the app cancelled, and its attempt | `debug` |
 /// | a token refresh that failed | `warning` |
 ///
 /// Every line carries structured metadata: `swiftconnect.call` (the connector, or an OpenAPI operation's ID),
@@ -101,7 +102,8 @@ struct CallLogging: ConnectCallObserver {
                         "attempt": "\(attempt)", "http.response.status_code": "\(status)", "url.full": .string(url),
                     ])
             } else if let error {
-                logger.info(
+                logger.log(
+                    level: error.kind == .cancelled ? .debug : .info,
                     "attempt \(attempt) got no response: \(error.kind.rawValue)",
                     metadata: [
                         "attempt": "\(attempt)", "error.type": .string(error.kind.rawValue), "url.full": .string(url),
@@ -132,8 +134,11 @@ struct CallLogging: ConnectCallObserver {
         case .callEnded(let status, let error, let attempts):
             if let error {
                 let kind = (error as? ConnectError)?.kind.rawValue ?? "\(type(of: error))"
-                logger.warning(
-                    "call failed after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(kind)",
+                // A call the app cancelled (a screen gone, a search replaced) is no trouble with the server.
+                let isCancellation = (error as? ConnectError)?.kind == .cancelled || error is CancellationError
+                logger.log(
+                    level: isCancellation ? .debug : .warning,
+                    "call \(isCancellation ? "cancelled" : "failed") after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(kind)",
                     metadata: ["error.type": .string(kind), "url.full": .string(url)])
             } else if let status, status >= 400 {
                 logger.log(

@@ -104,6 +104,22 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(handler.entries.last?.metadata["error.type"], "cannotConnect")
     }
 
+    func testACancelledCallIsDebugNotAWarning() throws {
+        // Given: a transport that never answers
+        let transport = FakeTransport.answering(.never)
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [LoggingObserver(logger)]))
+        // When: the app cancels the call once it is sent
+        let call = connect.request(GetTodo(baseURL: server.baseURL))
+        XCTAssertEqual(transport.requests.count, 1)
+        call.cancel()
+        XCTAssertNotNil(try? call.waitForResult(timeout: 5))
+        // Then
+        XCTAssertEqual(lines.map(\.0), [.debug, .debug], "\(lines)")
+        XCTAssertTrue(lines.contains { $0.1 == "call cancelled after 1 attempt: cancelled" }, "\(lines)")
+    }
+
     func testATokenRefreshIsInfo() throws {
         server.route("GET", "/todos/:id") { request in
             request.header("Authorization") == "Bearer new" ? .json(string: "{}") : .status(401)
