@@ -11,7 +11,11 @@ import XMLCoder
 /// ```
 ///
 /// Each body gets a decoder of its own (XMLCoder's are classes, not safe to share across threads), set up by
-/// `configure`.
+/// `configure`. Leave XMLCoder's `errorContextLength` at 0: with a length set, XMLCoder 0.18 indexes past the end
+/// of its line list for malformed XML with blank lines or a body that is not UTF-8, and the process stops.
+///
+/// The body is read as XMLParser reads it: by its byte order mark or XML declaration, else as UTF-8. A
+/// `charset` in the `Content-Type` alone (`text/xml; charset=ISO-8859-1` with no declaration) is not seen.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -63,7 +67,8 @@ extension ResponseDecoders {
 /// // <?xml version="1.0" encoding="UTF-8"?><order>…</order>
 /// ```
 public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
-    /// The name of the root element; `nil` names it after the value's type.
+    /// The name of the root element; `nil` names it after the value's type, which must then be an XML name (a
+    /// generic type such as `[Order]` is not: the body fails to encode, nothing sent).
     public var rootKey: String?
     /// Whether the body starts with `<?xml version="1.0" encoding="UTF-8"?>`. `true` by default.
     public var includesHeader: Bool
@@ -100,7 +105,29 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         let encoder = XMLEncoder()
         configure(encoder)
         let header = includesHeader ? XMLHeader(version: 1.0, encoding: "UTF-8") : nil
-        return try encoder.encode(value, withRootKey: rootKey, header: header)
+        // XMLCoder names the root after the type as Swift writes it: `Array<Order>` is no XML name, and the server
+        // would get a document it cannot parse.
+        let name = rootKey ?? String(describing: T.self)
+        guard Self.isXMLName(name) else {
+            throw EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
+        }
+        return try encoder.encode(value, withRootKey: name, header: header)
+    }
+
+    /// Whether `name` is an XML element name, as far as ASCII goes: a letter or `_` first, then letters, digits,
+    /// `-`, `_` and `.` (and `:` for a prefix); any non-ASCII letter is let through for the parser to judge.
+    static func isXMLName(_ name: String) -> Bool {
+        guard let first = name.unicodeScalars.first,
+            first == "_" || first == ":" || !first.isASCII || first.properties.isAlphabetic
+        else { return false }
+        return name.unicodeScalars.allSatisfy { scalar in
+            !scalar.isASCII || scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
+                || "-_.:".unicodeScalars.contains(scalar)
+        }
     }
 }
 

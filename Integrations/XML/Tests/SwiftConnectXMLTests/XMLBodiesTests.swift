@@ -73,6 +73,20 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: Data(body.utf8)), book)
     }
 
+    /// A root named after a generic type (`Array<Book>`) would be no XML: the request fails unsent instead; a plain
+    /// type's name still names it.
+    func testARootNamedAfterAGenericTypeIsRefusedNotSentAsBrokenXML() throws {
+        let books = [Book(id: 1, title: "Dune", tags: [])]
+        XCTAssertThrowsError(try Route(url: url, method: .post, parameters: Parameter.xml(books)).asURLRequest()) {
+            error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+            XCTAssertTrue("\(error)".contains("rootKey"), "\(error)")
+        }
+        let named = try Route(url: url, method: .post, parameters: Parameter.xml(books[0])).asURLRequest()
+        let body = try XCTUnwrap(named.httpBody.map { String(decoding: $0, as: UTF8.self) })
+        XCTAssertTrue(body.contains("<Book>"), body)
+    }
+
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
     func testARoundTripThroughAClient() throws {
         let transport = FakeTransport()
