@@ -261,6 +261,38 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(try String(contentsOf: destination, encoding: .utf8), "good")
     }
 
+    func testProgressNeverCountsMoreSentThanTheBodyHas() {
+        // Given: an answer that came before the engine's writer reported its last bytes
+        let reports = Protected<[TransferProgress]>([])
+        let progress = ExchangeProgress { report in reports.withLock { $0.append(report) } }
+        progress.startHop(sending: 10)
+        progress.sent(4)
+        progress.startReceiving(expected: 3)
+        // When: the writer's report comes after
+        progress.sent(6)
+        progress.received(3)
+        // Then
+        XCTAssertEqual(reports.snapshot.map(\.bytesSent), [4, 10, 10, 10])
+        XCTAssertTrue(reports.snapshot.allSatisfy { $0.bytesSent <= ($0.totalBytesToSend ?? .max) })
+    }
+
+    func testAStreamedAnswerReportsTheLengthItAnnounces() throws {
+        let engine = ScriptedEngine([.init(status: 200, fields: ["Content-Length": "4"], chunks: [Data("abcd".utf8)])])
+        let reports = Protected<[TransferProgress]>([])
+        var options = TransferOptions(progress: { report in reports.withLock { $0.append(report) } })
+        options.streaming = StreamingOptions()
+        let head = try engine.send(ConnectRequest(url: URL(string: "http://api.test/x")!), transfer: options).wait()
+        let body = try XCTUnwrap(head.bodyStream)
+        let done = expectation(description: "read")
+        Task {
+            while (try? await body.next()) != nil {}
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(reports.snapshot.first?.totalBytesToReceive, 4)
+        XCTAssertEqual(reports.snapshot.last?.bytesReceived, 4)
+    }
+
     func testABodyShorterThanItsContentLengthIsALostConnection() throws {
         let engine = ScriptedEngine([.init(status: 200, fields: ["Content-Length": "10"], chunks: [Data("short".utf8)])]
         )

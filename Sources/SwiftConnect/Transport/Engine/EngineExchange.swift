@@ -253,6 +253,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // As for a body read whole: a length over the limit stops the exchange before any of it is read.
             throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
         }
+        progress?.startReceiving(expected: Self.declaredLength(of: head, request: original))
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { [state] in state.withLock { $0.task }?.cancel() }
         state.withLock { $0.stream = body }
@@ -494,6 +495,10 @@ final class ExchangeProgress: Sendable {
     private let report: @Sendable (TransferProgress) -> Void
     private let state = Protected(
         TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil))
+    /// Held from an update to the end of its report, so that reports reach the caller in the order of the updates:
+    /// the engine's writer reports what it sent while the exchange reports what it received. Recursive, for a
+    /// report that leads to another on its thread.
+    private let reporting = NSRecursiveLock()
 
     init(report: @escaping @Sendable (TransferProgress) -> Void) {
         self.report = report
@@ -509,7 +514,9 @@ final class ExchangeProgress: Sendable {
     /// `count` more bytes of the body were handed to the connection.
     var sent: @Sendable (Int64) -> Void {
         { [self] count in
-            update { $0.bytesSent += count }
+            // Never past the total: the answer may have come (and counted the body as sent) before the writer's last
+            // report.
+            update { $0.bytesSent = min($0.bytesSent + count, $0.totalBytesToSend ?? .max) }
         }
     }
 
@@ -531,6 +538,8 @@ final class ExchangeProgress: Sendable {
     }
 
     private func update(_ change: (inout TransferProgress) -> Void) {
+        reporting.lock()
+        defer { reporting.unlock() }
         let progress = state.withLock { progress in
             change(&progress)
             return progress
