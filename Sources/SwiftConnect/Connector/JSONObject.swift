@@ -18,13 +18,15 @@ import Foundation
 /// - **GET, HEAD and DELETE**: query items, in the order written, after any query of the endpoint.
 /// - **Any other method**: the body, as a JSON object with the keys as written, in that order, each value encoded
 ///   with the connector's `jsonEncoder` (so its date and key strategies apply inside values); or as
-///   `application/x-www-form-urlencoded` fields when the connector's headers say that `Content-Type`.
+///   `application/x-www-form-urlencoded` fields when the request's `Content-Type` says so (the connector's headers,
+///   its or the call's options, or a default of the client).
 ///
 /// **In a query or a form**, a value is written as text: a string as it is, a number as Swift prints it (`2`,
 /// `2.5`), a Boolean as `true` or `false`, any other `Encodable` value as the connector's `jsonEncoder` encodes
 /// it (a `Date`, by its date strategy). An array of such values repeats its key (`tags=home&tags=work`; name the
-/// key `tags[]` if the server wants brackets). `nil` (or JSON `null`) leaves the key out, as Alamofire's
-/// form encoder does; in a JSON body it is sent as `null`. A value a query cannot carry (an object, or an array
+/// key `tags[]` if the server wants brackets); an empty array, like `nil`, writes no item at all, as Alamofire's
+/// encoders do (send a filter that matches nothing some other way). `nil` (or JSON `null`) leaves the key out, as
+/// Alamofire's form encoder does; in a JSON body it is sent as `null`. A value a query cannot carry (an object, or an array
 /// holding arrays or objects) is never dropped or flattened by guesswork: the request fails with
 /// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing sent. So does a key written twice.
 ///
@@ -32,7 +34,8 @@ import Foundation
 /// (`["user": ["name": name, "age": 3] as JSONObject]`); one whose values share a type needs nothing
 /// (`["ids": [1, 2, 3]]`).
 ///
-/// To send it as a JSON body whatever the method, wrap it: `Parameter.jsonObject(value: object)`.
+/// To send it as a JSON body whatever its `Content-Type`, wrap it: `Parameter.jsonObject(value: object)` (on a GET or
+/// HEAD that fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, as any body does).
 public struct JSONObject: Sendable, ParametersRepresentable {
     /// A value as given: `nil` for JSON `null`.
     public typealias Value = (any Encodable & Sendable)?

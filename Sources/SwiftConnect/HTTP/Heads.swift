@@ -21,7 +21,7 @@ public struct RequestHead: Sendable, Hashable {
     public var method: HTTPMethod
     /// `http` or `https`.
     public var scheme: String
-    /// The host, with `:port` when the port is not the scheme's default, and user info never.
+    /// The host, with `:port` when the URL names one (`https://h:443/` keeps `h:443`), and user info never.
     public var authority: String
     /// The path and query, percent-encoded as they go on the wire: `/todos/1?full=1`.
     public var path: String
