@@ -12,6 +12,10 @@ extension Connect {
     /// ```
     public struct Settings: Sendable {
         /// Whether identical GETs in flight at the same time share one network call. Defaults to `false`.
+        ///
+        /// A call that joins one already on its way shares that exchange, and its deadline: with `retryPolicy: nil`
+        /// it may time out sooner than its own timeout, counted from when it was made, would have (the default
+        /// retry policy sends a timed-out GET again).
         public var coalescesIdenticalRequests: Bool
         /// Client-level plugins, validators and processors (they run before the connector's and the call's), more
         /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit,
