@@ -39,6 +39,9 @@ import Foundation
 /// credential refresh in an ``AuthenticationMiddleware``, say) holds none, so a refresh sent through a client that
 /// shares the queue always gets a slot, however full the queue is.
 ///
+/// A streamed response (``Connect/stream(_:options:streaming:)``, an ``EventSource``) frees its slot when its head
+/// arrives, so that a stream that runs for hours does not hold a slot: its body does not count against the cap.
+///
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
 /// future of a running request cancels its transport call; its slot is freed and the next request starts.
