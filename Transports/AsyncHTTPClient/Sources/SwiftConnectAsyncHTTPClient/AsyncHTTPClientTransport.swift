@@ -246,7 +246,9 @@ extension AsyncHTTPClientTransport: HTTPEngine {
         // deadline and cancels the hop when it passes, which cancels the task; a deadline given here too would cost
         // each request a timer scheduled on the event loop, and a callback registered there, from this thread.
         // The loop is given back as the body ends, before the exchange can see the end and start another request.
-        let delivery = ResponseDelivery { [affinity] in affinity.release(ticket) }
+        let delivery = ResponseDelivery(writer: writer, decodedContentCodings: decodedContentCodings) {
+            [affinity] in affinity.release(ticket)
+        }
         let task = client.execute(request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop))
         // One callback: each registered from off the event loop is a task sent to it, which may wake its thread.
         task.futureResult.whenComplete { result in
@@ -260,6 +262,8 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             head = try await withTaskCancellationHandler {
                 try await delivery.head()
             } onCancel: {
+                // The body's end first: AsyncHTTPClient then completes a write it holds back (see `BodyWriter.stop`).
+                writer.stop()
                 task.cancel()
             }
         } catch {

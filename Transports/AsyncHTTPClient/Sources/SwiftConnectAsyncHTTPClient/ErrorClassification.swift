@@ -11,9 +11,20 @@ import SwiftConnect
     import FoundationNetworking
 #endif
 
+#if canImport(Network)
+    import Network
+#endif
+
 /// What AsyncHTTPClient and SwiftNIO report, as the ``SwiftConnect/ConnectError`` of the kind URLSession's
 /// equivalent failure becomes (``SwiftConnect/ConnectError/Kind``), with the engine's own error as the underlying
 /// error. A ``SwiftConnect/RetryPolicy`` reads the kind, so it retries the same failures on either engine.
+///
+/// TLS as URLSession reports it: a certificate that does not validate, or that does not name the host, is
+/// ``SwiftConnect/ConnectError/Kind/untrustedCertificate`` (not retried); any other failure of the handshake or of
+/// the TLS layer is ``SwiftConnect/ConnectError/Kind/secureConnection``; a TLS connection that closes without
+/// `close_notify` (a body cut short) is ``SwiftConnect/ConnectError/Kind/connectionLost``. On Apple platforms,
+/// AsyncHTTPClient's default event loops are Network.framework's, whose socket and TLS errors are classified the same
+/// way.
 enum ErrorClassification {
     static func connectError(_ error: any Error, timeout: TimeInterval?) -> ConnectError {
         if let error = error as? ConnectError { return error }
@@ -67,16 +78,11 @@ enum ErrorClassification {
             }
             return (.cannotConnect, "could not connect to \(error.host):\(error.port) (\(error))")
         case let error as IOError:
-            switch error.errnoCode {
-            case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH:
+            if "\(error)".hasPrefix("connect(") {
+                // Whatever the reason a connect failed (`EINVAL` through a `blackhole` route): nothing was sent.
                 return (.cannotConnect, "the server could not be reached (\(error))")
-            case _ where "\(error)".hasPrefix("connect("):
-                // Any other reason a connect failed (`EINVAL` through a `blackhole` route): nothing was sent.
-                return (.cannotConnect, "the server could not be reached (\(error))")
-            case ECONNRESET, EPIPE: return (.connectionLost, "the connection was reset (\(error))")
-            case ETIMEDOUT: return (.connectionLost, "the connection stopped answering (\(error))")
-            default: return (.transport, "the request failed: \(error)")
             }
+            return classify(errno: error.errnoCode, error)
         case let error as ChannelError:
             switch error {
             case .connectTimeout: return (.timedOut, "connecting timed out")
@@ -85,16 +91,68 @@ enum ErrorClassification {
             default: return (.transport, "the request failed: \(error)")
             }
         case let error as NIOSSLError:
+            if error == .uncleanShutdown {
+                return (.connectionLost, "the TLS connection closed without close_notify (\(error))")
+            }
             if "\(error)".contains("CERTIFICATE_VERIFY_FAILED") {
                 return (.untrustedCertificate, "the server's certificate is not trusted (\(error))")
             }
             return (.secureConnection, "the TLS handshake failed (\(error))")
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return (.untrustedCertificate, "the server's certificate does not name the host (\(error))")
         case is NIOSSLExtraError, is BoringSSLError:
             return (.secureConnection, "the TLS connection failed (\(error))")
         default:
+            #if canImport(Network)
+                if let classified = classifyNetworkFramework(error) { return classified }
+            #endif
             return (.transport, "the request failed: \(error)")
         }
     }
+
+    /// A socket error by its `errno`, as URLSession classifies the same.
+    private static func classify(errno code: Int32, _ error: any Error) -> (ConnectError.Kind, String) {
+        switch code {
+        case ECONNREFUSED, ENETUNREACH, EHOSTUNREACH:
+            return (.cannotConnect, "the server could not be reached (\(error))")
+        case ECONNRESET, EPIPE: return (.connectionLost, "the connection was reset (\(error))")
+        case ETIMEDOUT: return (.connectionLost, "the connection stopped answering (\(error))")
+        default: return (.transport, "the request failed: \(error)")
+        }
+    }
+
+    #if canImport(Network)
+        /// Network.framework's errors, as AsyncHTTPClient hands them over on its default event loops there
+        /// (NIOTransportServices): its socket and TLS errors wrapped, the others as they are. `nil`: not one of them.
+        private static func classifyNetworkFramework(_ error: any Error) -> (ConnectError.Kind, String)? {
+            switch error {
+            case let error as HTTPClient.NWPOSIXError:
+                return classify(errno: error.errorCode.rawValue, error)
+            case let error as HTTPClient.NWTLSError:
+                return classify(tlsStatus: error.status, error)
+            case let error as NWError:
+                switch error {
+                case .posix(let code): return classify(errno: code.rawValue, error)
+                case .tls(let status): return classify(tlsStatus: status, error)
+                case .dns: return (.nameResolution, "the host's name could not be resolved (\(error))")
+                default: return nil
+                }
+            default:
+                return nil
+            }
+        }
+
+        /// A TLS failure by its Security framework status: the certificate's failures (`errSSLXCertChainInvalid`,
+        /// `errSSLBadCert`, `errSSLUnknownRootCert`, `errSSLNoRootCert`, `errSSLCertExpired`,
+        /// `errSSLCertNotYetValid`, `errSSLHostNameMismatch`) as URLSession reports them, the rest as a failed
+        /// handshake.
+        private static func classify(tlsStatus: OSStatus, _ error: any Error) -> (ConnectError.Kind, String) {
+            if [-9807, -9808, -9812, -9813, -9814, -9815, -9843].contains(tlsStatus) {
+                return (.untrustedCertificate, "the server's certificate is not trusted (\(error))")
+            }
+            return (.secureConnection, "the TLS handshake failed (\(error))")
+        }
+    #endif
 
     private static func classify(_ error: HTTPClientError) -> (ConnectError.Kind, String) {
         switch error {

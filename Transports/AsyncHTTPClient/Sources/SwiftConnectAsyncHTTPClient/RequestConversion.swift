@@ -72,12 +72,8 @@ enum RequestConversion {
     ) -> HTTPClient.Body where Chunks.Element == ByteBuffer {
         .stream(contentLength: length) { writer in
             let written = eventLoop.makePromise(of: Void.self)
-            bodyWriter.start {
-                do {
-                    try await write(chunks, length: length, to: writer, ending: written)
-                } catch {
-                    written.fail(error)
-                }
+            bodyWriter.start(ending: written) { ending in
+                try await write(chunks, length: length, to: writer, ending: ending)
             }
             return written.futureResult
         }
@@ -85,6 +81,7 @@ enum RequestConversion {
 
     /// Writes `chunks` to `writer` and completes `written` when the body has ended, with the last write when `length`
     /// is known (``streamed(_:length:eventLoop:writer:)``). A failure is thrown: the caller fails `written` with it.
+    /// A cancelled task stops at once, even while AsyncHTTPClient holds a write back (``completion(of:)``).
     static func write<Chunks: AsyncSequence>(
         _ chunks: Chunks, length: Int64?, to writer: HTTPClient.Body.StreamWriter,
         ending written: EventLoopPromise<Void>
@@ -93,44 +90,172 @@ enum RequestConversion {
         var sent: Int64 = 0
         var next = try await iterator.next()
         while let chunk = next {
+            // Stopped (an early answer, the request's end): nothing more goes to AsyncHTTPClient.
+            try Task.checkCancellation()
             sent += Int64(chunk.readableBytes)
             if let length, sent >= length {
                 // The last chunk the length announces: the end is read first, so that the body ends with this write.
                 next = try await iterator.next()
-                if next == nil { return writer.write(.byteBuffer(chunk)).cascade(to: written) }
+                try Task.checkCancellation()
+                if next == nil {
+                    // Kept until it completes, as in `completion(of:)`.
+                    let last = writer.write(.byteBuffer(chunk))
+                    last.whenComplete { result in withExtendedLifetime(last) { written.completeWith(result) } }
+                    return
+                }
                 // More than announced (the core's counting fails that first; a file read stops at its length):
                 // AsyncHTTPClient fails the request when it gets more bytes than the length.
-                try await writer.write(.byteBuffer(chunk)).get()
+                try await completion(of: writer.write(.byteBuffer(chunk)))
             } else {
-                try await writer.write(.byteBuffer(chunk)).get()
+                try await completion(of: writer.write(.byteBuffer(chunk)))
                 next = try await iterator.next()
             }
         }
         written.succeed(())
     }
-}
 
-/// The task writing a hop's file or streamed body. AsyncHTTPClient stops asking for parts when its request ends,
-/// but a task waiting for the next chunk of a producer would wait on: the engine stops it when the request ends,
-/// however it ends (an answer before the upload's end, a failure, the deadline), which lets the producer go.
-final class BodyWriter: Sendable {
-    private let state = NIOLockedValueBox<(task: Task<Void, Never>?, stopped: Bool)>((nil, false))
-
-    /// Runs `work` in a task of its own, or not at all once stopped.
-    func start(_ work: @escaping @Sendable () async -> Void) {
-        state.withLockedValue { state in
-            guard !state.stopped else { return }
-            state.task = Task { await work() }
+    /// Waits for the future of a write: the connection took the chunk, or AsyncHTTPClient makes the writer wait (its
+    /// back-pressure). A cancelled task stops waiting at once, with `CancellationError`: `EventLoopFuture.get()`
+    /// would wait on, and AsyncHTTPClient never completes the future of a body it stopped taking (``BodyWriter``).
+    ///
+    /// The future is kept until it completes: a write made on the request's event loop (a task executor there) gets
+    /// AsyncHTTPClient's own promise, which it lets go of without completing when the request ends while the body
+    /// waits, and NIO's debug builds trap when an unfulfilled promise is released. (Off the loop, NIO's `flatSubmit`
+    /// keeps it the same way.)
+    static func completion(of write: EventLoopFuture<Void>) async throws {
+        let waiting = NIOLockedValueBox(WriteWait.notYet)
+        try await withTaskCancellationHandler {
+            try await withUnsafeThrowingContinuation { (continuation: UnsafeContinuation<Void, any Error>) in
+                let cancelled = waiting.withLockedValue { waiting -> Bool in
+                    guard case .notYet = waiting else { return true }
+                    waiting = .waiting(continuation)
+                    return false
+                }
+                if cancelled { continuation.resume(throwing: CancellationError()) }
+                write.whenComplete { result in
+                    withExtendedLifetime(write) { waiting.withLockedValue { $0.end() }?.resume(with: result) }
+                }
+            }
+        } onCancel: {
+            waiting.withLockedValue { $0.end() }?.resume(throwing: CancellationError())
         }
     }
 
-    /// Cancels the writing task.
-    func stop() {
-        let task = state.withLockedValue { state in
-            state.stopped = true
-            return state.task
+    /// Where a wait for a write is.
+    private enum WriteWait {
+        /// Not waiting yet.
+        case notYet
+        /// Waiting.
+        case waiting(UnsafeContinuation<Void, any Error>)
+        /// Resumed, or cancelled before it waited.
+        case ended
+
+        /// Ends the wait: the continuation to resume, if it is still waiting.
+        mutating func end() -> UnsafeContinuation<Void, any Error>? {
+            defer { self = .ended }
+            guard case .waiting(let continuation) = self else { return nil }
+            return continuation
+        }
+    }
+}
+
+/// The task writing a hop's file or streamed body, and the end of that body as AsyncHTTPClient waits for it.
+///
+/// AsyncHTTPClient stops asking for parts when its request ends, but a task waiting for the next chunk of a producer
+/// would wait on: the engine stops it when the request ends, however it ends (an answer after the upload's end, a
+/// failure, the deadline), which lets the producer go.
+///
+/// An answer of status 300 or more that arrives while the body is still being sent (a 413, a 401, a 307) is the end
+/// of the upload: AsyncHTTPClient sends no more of the body and never asks for the rest, yet it ends the request only
+/// once the body has ended (AsyncHTTPClient 1.37: `HTTPRequestStateMachine` pauses the body for good, `RequestBag`
+/// waits for its end). The writing stops at once (``answeredEarly()``), which lets the source go (a file closed, a
+/// sequence released); the body ends once the answer has arrived whole (``endAfterAnswer(on:)``), failed with
+/// `requestStreamCancelled`, which the response's delivery takes as the end of the upload. Ended earlier,
+/// AsyncHTTPClient would cut the answer short: a body of known length is shorter than announced
+/// (`bodyLengthMismatch`), and a chunked one would go out as a whole one.
+final class BodyWriter: Sendable {
+    private struct State {
+        var task: Task<Void, Never>?
+        /// What AsyncHTTPClient waits for to end the body: `nil` before the writing starts and once the body ended.
+        var end: EventLoopPromise<Void>?
+        var stopped = false
+        /// Whether an answer of 300 or more arrived while the body was being sent: the writing no longer ends it.
+        var answeredEarly = false
+    }
+
+    private let state = NIOLockedValueBox(State())
+
+    /// Runs `work` in a task of its own, with the promise it completes when the body has ended (or fails with the
+    /// body's failure); `end` is what AsyncHTTPClient waits for. Once stopped, `end` fails at once and nothing runs.
+    func start(
+        ending end: EventLoopPromise<Void>, _ work: @escaping @Sendable (EventLoopPromise<Void>) async throws -> Void
+    ) {
+        let body = end.futureResult.eventLoop.makePromise(of: Void.self)
+        body.futureResult.whenComplete { result in self.writingEnded(result) }
+        let started = state.withLockedValue { state -> Bool in
+            guard !state.stopped else { return false }
+            state.end = end
+            state.task = Task {
+                do {
+                    try await work(body)
+                } catch {
+                    body.fail(error)
+                }
+            }
+            return true
+        }
+        if !started {
+            end.fail(CancellationError())
+            body.fail(CancellationError())
+        }
+    }
+
+    /// The writing ended the body, or failed: AsyncHTTPClient is told, unless an early answer ends the body instead.
+    private func writingEnded(_ result: Result<Void, any Error>) {
+        let end = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            guard !state.answeredEarly else { return nil }
+            defer { state.end = nil }
+            return state.end
+        }
+        end?.completeWith(result)
+    }
+
+    /// An answer of 300 or more arrived: if the body is still being sent, the writing stops at once and the body waits
+    /// for ``endAfterAnswer(on:)`` (or ``stop()``) to end. Returns whether the body was still being sent.
+    func answeredEarly() -> Bool {
+        let (early, task) = state.withLockedValue { state -> (Bool, Task<Void, Never>?) in
+            guard state.end != nil, !state.answeredEarly else { return (false, nil) }
+            state.answeredEarly = true
+            return (true, state.task)
         }
         task?.cancel()
+        return early
+    }
+
+    /// Ends the body of a request answered early, once the answer has arrived whole: on the loop's next turn, never
+    /// from within a call of AsyncHTTPClient's. The future completes after it: AsyncHTTPClient, waiting for it,
+    /// cannot end the request before the body's end is told (it would release the promise of a write it holds back
+    /// without completing it).
+    func endAfterAnswer(on loop: any EventLoop) -> EventLoopFuture<Void> {
+        let end = state.withLockedValue { state -> EventLoopPromise<Void>? in
+            defer { state.end = nil }
+            return state.end
+        }
+        guard let end else { return loop.makeSucceededVoidFuture() }
+        return end.futureResult.eventLoop.submit { end.fail(HTTPClientError.requestStreamCancelled) }.hop(to: loop)
+    }
+
+    /// Stops the writing, however the request ended or is ending: a read or a write the task waits for is cancelled,
+    /// and a body AsyncHTTPClient still waits for fails (before the request is cancelled, it completes the promise of
+    /// a write held back).
+    func stop() {
+        let (task, end) = state.withLockedValue { state -> (Task<Void, Never>?, EventLoopPromise<Void>?) in
+            state.stopped = true
+            defer { state.end = nil }
+            return (state.task, state.end)
+        }
+        task?.cancel()
+        end?.fail(CancellationError())
     }
 }
 

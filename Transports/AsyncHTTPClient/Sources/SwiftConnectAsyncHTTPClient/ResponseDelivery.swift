@@ -20,6 +20,14 @@ import NIOHTTP1
 /// a pooled connection on another event loop than the request's hands each part over one hop later, during which
 /// such a connection can read its last bytes unasked. A reset (RST) is a failure too: what the kernel discarded, or
 /// SwiftNIO read together with the reset, never arrives; the parts read before it do.
+///
+/// An answer of status 300 or more that arrives while the request's body is still being sent ends the upload
+/// (``BodyWriter``): the writing stops at once, and once the answer has arrived whole (all the bytes its head
+/// announces), the body's end is told to AsyncHTTPClient, which then fails the request with `requestStreamCancelled`:
+/// that is the end of the answer, not a failure. An answer whose head does not tell its length (chunked, or until the
+/// connection closes) ends the request when AsyncHTTPClient reads its end together with its last bytes; when the end
+/// comes alone, AsyncHTTPClient 1.37 waits for the body's end, and nothing here tells that wait apart from an answer
+/// still coming: such a request ends at its deadline.
 final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     // @unchecked Sendable: `state` is only read and written with `lock` held.
     typealias Response = Void
@@ -51,18 +59,34 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         var reader: UnsafeContinuation<Data?, any Error>?
         /// What AsyncHTTPClient waits for before it hands over the next part, while the reader is behind.
         var paused: EventLoopPromise<Void>?
-        /// Runs once when the body ends, however it ends (``init(onEnd:)``); `nil` once it has run.
+        /// Runs once when the body ends, however it ends (``init(writer:decodedContentCodings:onEnd:)``); `nil` once
+        /// it has run.
         var onEnd: (@Sendable () -> Void)?
+        /// Whether the answer arrived while the request's body was still being sent, with a status of 300 or more.
+        var answeredEarly = false
+        /// The bytes of such an answer still to come, when its head tells them.
+        var answerRemaining: Int64?
     }
 
     private let lock = NIOLock()
     private var state = State()
+    /// The writer of the request's body, if it has one to write.
+    private let writer: BodyWriter?
+    /// The content codings the client decodes: the `Content-Length` of such a body does not count what arrives.
+    private let decodedContentCodings: Set<String>
 
     /// A delivery for one hop.
     ///
-    /// - Parameter onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or
-    ///   from ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
-    init(onEnd: (@Sendable () -> Void)? = nil) {
+    /// - Parameters:
+    ///   - writer: The writer of the request's body, stopped by an answer that arrives before the body's end.
+    ///   - decodedContentCodings: The content codings the client decodes.
+    ///   - onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or from
+    ///     ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
+    init(
+        writer: BodyWriter? = nil, decodedContentCodings: Set<String> = [], onEnd: (@Sendable () -> Void)? = nil
+    ) {
+        self.writer = writer
+        self.decodedContentCodings = decodedContentCodings
         state.onEnd = onEnd
     }
 
@@ -77,43 +101,78 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     // MARK: - AsyncHTTPClient's side (on the connection's event loop)
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
+        let early = head.status.code >= 300 && writer?.answeredEarly() == true
+        let length = early ? Self.bodyLength(of: head, decodedContentCodings: decodedContentCodings) : nil
         let waiting = lock.withLock { () -> UnsafeContinuation<HTTPResponseHead, any Error>? in
+            if early { (state.answeredEarly, state.answerRemaining) = (true, length) }
             guard case .waiting(let continuation) = state.head else { return nil }
             state.head = continuation == nil ? .arrived(head) : .taken
             return continuation
         }
         waiting?.resume(returning: head)
+        if let writer, early, length == 0 { return writer.endAfterAnswer(on: task.eventLoop) }
         return task.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// The length of `head`'s body as it reaches the delegate, when the head tells it: none for a 204 or a 304, else
+    /// its `Content-Length`, unless the body is chunked or in a coding the client decodes. `nil`: not told.
+    static func bodyLength(of head: HTTPResponseHead, decodedContentCodings: Set<String>) -> Int64? {
+        if head.status == .noContent || head.status == .notModified { return 0 }
+        if head.headers.contains(name: "Transfer-Encoding") { return nil }
+        if !decodedContentCodings.isEmpty, head.headers.contains(name: "Content-Encoding") { return nil }
+        return head.headers.first(name: "Content-Length").flatMap { Int64($0) }
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
         guard buffer.readableBytes > 0 else { return task.eventLoop.makeSucceededVoidFuture() }
         let part = Data(buffer: buffer)
-        let arrival = lock.withLock { () -> Arrival in
-            guard state.end == nil else { return .dropped }
-            if let reader = state.reader {
-                state.reader = nil
-                return .handedOver(reader)
-            }
-            state.parts.append(part)
-            state.bufferedBytes += part.count
-            guard state.bufferedBytes >= Self.pauseThreshold else { return .buffered }
-            let paused = task.eventLoop.makePromise(of: Void.self)
-            state.paused = paused
-            return .paused(paused.futureResult)
+        let (arrival, answered) = lock.withLock { () -> (Arrival, Bool) in
+            let answered = countInsideLock(part.count)
+            return (arriveInsideLock(part, on: task.eventLoop), answered)
         }
+        let resumed: EventLoopFuture<Void>
         switch arrival {
         case .handedOver(let reader):
             reader.resume(returning: part)
-        case .paused(let resumed):
-            return resumed
+            resumed = task.eventLoop.makeSucceededVoidFuture()
+        case .paused(let future):
+            resumed = future
         case .buffered, .dropped:
-            break
+            resumed = task.eventLoop.makeSucceededVoidFuture()
         }
-        return task.eventLoop.makeSucceededVoidFuture()
+        guard answered, let writer else { return resumed }
+        // The answer has arrived whole: the upload's end is told before AsyncHTTPClient goes on.
+        let ended = writer.endAfterAnswer(on: task.eventLoop)
+        return resumed.flatMap { ended }
+    }
+
+    /// Counts `count` bytes of an early answer; returns whether they complete it.
+    private func countInsideLock(_ count: Int) -> Bool {
+        guard state.answeredEarly, let remaining = state.answerRemaining, remaining > 0 else { return false }
+        state.answerRemaining = remaining - Int64(count)
+        return remaining <= Int64(count)
+    }
+
+    /// Takes `part` for the reader.
+    private func arriveInsideLock(_ part: Data, on eventLoop: any EventLoop) -> Arrival {
+        guard state.end == nil else { return .dropped }
+        if let reader = state.reader {
+            state.reader = nil
+            return .handedOver(reader)
+        }
+        state.parts.append(part)
+        state.bufferedBytes += part.count
+        guard state.bufferedBytes >= Self.pauseThreshold else { return .buffered }
+        let paused = eventLoop.makePromise(of: Void.self)
+        state.paused = paused
+        return .paused(paused.futureResult)
     }
 
     func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
+        // After an early answer, AsyncHTTPClient fails the request this way once the upload's end is told, the answer
+        // whole (see `BodyWriter`): the end of the request body, not a failure of the response.
+        let answered = lock.withLock { state.answeredEarly }
+        if answered, (error as? HTTPClientError) == .requestStreamCancelled { return end(with: .success(())) }
         end(with: .failure(error))
     }
 
@@ -179,8 +238,9 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     /// Ends the body for a reader that stops reading: what is buffered goes, a waiting reader gets a
-    /// `CancellationError`, and AsyncHTTPClient, if waiting for the reader, goes on (to its cancellation). Returns
-    /// whether the body was still open: then the request must be cancelled.
+    /// `CancellationError`, AsyncHTTPClient, if waiting for the reader, goes on (to its cancellation), and the
+    /// request's body, if still being sent, stops. Returns whether the body was still open: then the request must be
+    /// cancelled.
     func stop() -> Bool {
         ended()
         let taken = lock.withLock {
@@ -197,6 +257,8 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         taken.reader?.resume(throwing: CancellationError())
         taken.paused?.succeed(())
+        // The body's end is told before the request is cancelled: AsyncHTTPClient then completes a write it holds back.
+        if taken.open { writer?.stop() }
         return taken.open
     }
 

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOSSL
 import SwiftConnect
 import SwiftConnectTesting
 import XCTest
@@ -229,6 +230,19 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         let other = ErrorClassification.connectError(
             IOError(errnoCode: EINVAL, reason: "write(descriptor:pointer:size:)"), timeout: nil)
         XCTAssertEqual(other.kind, .transport, "\(other)")
+    }
+
+    /// TLS failures as URLSession reports them: a certificate that does not name the host is not trusted (not
+    /// retried), and a TLS connection closed without `close_notify` (a close-delimited body cut short) is lost.
+    func testTLSErrorsAreClassifiedAsOnURLSession() {
+        let hostname = ErrorClassification.connectError(NIOSSLExtraError.failedToValidateHostname, timeout: nil)
+        XCTAssertEqual(hostname.kind, .untrustedCertificate, "\(hostname)")
+        let unclean = ErrorClassification.connectError(NIOSSLError.uncleanShutdown, timeout: nil)
+        XCTAssertEqual(unclean.kind, .connectionLost, "\(unclean)")
+        let handshake = ErrorClassification.connectError(NIOSSLError.handshakeFailed(.sslError([])), timeout: nil)
+        XCTAssertEqual(handshake.kind, .secureConnection, "\(handshake)")
+        let other = ErrorClassification.connectError(NIOSSLExtraError.invalidSNIHostname, timeout: nil)
+        XCTAssertEqual(other.kind, .secureConnection, "\(other)")
     }
 }
 

@@ -135,6 +135,43 @@ final class RequestConversionTests: XCTestCase {
         XCTAssertEqual(log.all, ["read abc", "write abc", "read de", "read end"])
     }
 
+    func testAStoppedWriterEndsWhileItsWriteIsHeldBack() async throws {
+        // Given: a write AsyncHTTPClient holds back, as it does for good once the server answered early
+        let log = Log()
+        let loop = group.next()
+        let heldWrite = loop.makePromise(of: Void.self)
+        let wrote = expectation(description: "the first chunk is written")
+        let writer = HTTPClient.Body.StreamWriter { _ in
+            wrote.fulfill()
+            return heldWrite.futureResult
+        }
+        let written = loop.makePromise(of: Void.self)
+        let ended = expectation(description: "the writer ends")
+        let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+        let writing = Task {
+            do {
+                try await RequestConversion.write(
+                    Chunks(parts: ["abc", "de"], log: log), length: nil, to: writer, ending: written)
+                outcome.withLockedValue { $0 = .success(()) }
+            } catch {
+                outcome.withLockedValue { $0 = .failure(error) }
+            }
+            ended.fulfill()
+        }
+        await fulfillment(of: [wrote], timeout: 5)
+
+        // When
+        writing.cancel()
+
+        // Then: the writer ends at once, with the write still held back, and reads no further
+        await fulfillment(of: [ended], timeout: 5)
+        guard case .failure(let error) = outcome.withLockedValue({ $0 }) else { return XCTFail("the writer went on") }
+        XCTAssertTrue(error is CancellationError, "\(error)")
+        XCTAssertEqual(log.all, ["read abc"])
+        heldWrite.succeed(())
+        written.fail(error)
+    }
+
     func testAnEmptyBodyOfKnownLengthEnds() async throws {
         let log = Log()
         let loop = group.next()
