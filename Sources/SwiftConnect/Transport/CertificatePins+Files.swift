@@ -92,6 +92,9 @@ extension CertificatePins {
                 }
                 infos.append(block.der)
             case "RSA PUBLIC KEY":
+                guard isRSAPublicKey(block.der[...]) else {
+                    throw pinSource("a PEM RSA PUBLIC KEY block does not hold a PKCS #1 RSAPublicKey")
+                }
                 infos.append(rsaSubjectPublicKeyInfo(pkcs1: block.der))
             default:
                 continue  // parameters, certificate requests…: not keys of the server
@@ -107,6 +110,18 @@ extension CertificatePins {
         guard let info = try? outer.read(tag: 0x30), outer.isAtEnd else { return false }
         var fields = DERReader(info.content)
         guard (try? fields.read(tag: 0x30)) != nil, (try? fields.read(tag: 0x03)) != nil else { return false }
+        return fields.isAtEnd
+    }
+
+    /// Whether `der` is exactly one PKCS #1 `RSAPublicKey`: SEQUENCE { INTEGER modulus, INTEGER publicExponent }, both
+    /// non-empty. A truncated or foreign block would otherwise become a pin no server ever matches.
+    private static func isRSAPublicKey(_ der: ArraySlice<UInt8>) -> Bool {
+        var outer = DERReader(der)
+        guard let key = try? outer.read(tag: 0x30), outer.isAtEnd else { return false }
+        var fields = DERReader(key.content)
+        guard let modulus = try? fields.read(tag: 0x02), !modulus.content.isEmpty,
+            let exponent = try? fields.read(tag: 0x02), !exponent.content.isEmpty
+        else { return false }
         return fields.isAtEnd
     }
 

@@ -48,10 +48,28 @@ public struct CertificatePins: Sendable, Equatable {
     ///   - pattern: A host name, or `*.` followed by a domain.
     ///   - hashes: Base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
     mutating func pin(_ pattern: String, sha256Base64 hashes: [String]) throws {
-        let key = pattern.lowercased()
-        let name = key.hasPrefix("*.") ? String(key.dropFirst(2)) : key
+        var key = pattern.lowercased()
+        let isWildcard = key.hasPrefix("*.")
+        var name = isWildcard ? String(key.dropFirst(2)) : key
         guard !name.isEmpty, !name.contains("*"), !name.hasPrefix("."), !name.hasSuffix("."), !hashes.isEmpty else {
             throw Self.invalid("'\(pattern)' with \(hashes.count) pins is not a host pattern with pins")
+        }
+        // A pattern that can never equal a URL's host (a scheme, a port, a path, blanks) would leave the host
+        // unpinned without a word: refused. An IPv6 address is kept without its brackets, as hosts are looked up.
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        if name.contains(":") {
+            guard !isWildcard, Self.isIPv6Address(name) else {
+                throw Self.invalid(
+                    "'\(pattern)' is not a host name: pin the host alone (such as api.example.com), without a scheme, "
+                        + "a port or a path")
+            }
+            key = name
+        } else {
+            guard Self.isHostName(name) else {
+                throw Self.invalid(
+                    "'\(pattern)' is not a host name: pin the host alone (such as api.example.com), without a scheme, "
+                        + "a port, a path or blanks, a name in another script in its ASCII form (xn--…)")
+            }
         }
         var decoded = Set<Data>()
         for hash in hashes {
@@ -66,6 +84,24 @@ public struct CertificatePins: Sendable, Equatable {
     /// Whether no host is pinned.
     public var isEmpty: Bool { pinsByPattern.isEmpty }
 
+    /// Whether `name` is a host name in ASCII (an IPv4 address is one): dot-separated labels of 1 to 63 letters,
+    /// digits, `-` (not first or last) and `_` (seen in real names, though not in RFC 1123's).
+    static func isHostName(_ name: String) -> Bool {
+        guard name.utf8.count <= 253 else { return false }
+        return name.split(separator: ".", omittingEmptySubsequences: false).allSatisfy { label in
+            guard (1...63).contains(label.utf8.count), label.first != "-", label.last != "-" else { return false }
+            return label.utf8.allSatisfy { byte in
+                (0x61...0x7A).contains(byte) || (0x30...0x39).contains(byte) || byte == 0x2D || byte == 0x5F
+            }
+        }
+    }
+
+    /// Whether `text` is an IPv6 address, as `inet_pton` reads one.
+    static func isIPv6Address(_ text: String) -> Bool {
+        var address = in6_addr()
+        return text.withCString { inet_pton(AF_INET6, $0, &address) } == 1
+    }
+
     /// The pins that apply to `host`: its exact name's, else the most specific matching `*.` pattern's; `nil`
     /// when the host is not pinned.
     ///
@@ -74,6 +110,7 @@ public struct CertificatePins: Sendable, Equatable {
     public func pins(for host: String) -> Set<Data>? {
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
+        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if let exact = pinsByPattern[name] { return exact }
         var rest = Substring(name)
         while let dot = rest.firstIndex(of: ".") {

@@ -79,6 +79,9 @@ final class CertificatePinsFilesTests: XCTestCase {
             Data(Self.pem("CERTIFICATE", Data("junk".utf8)).utf8),  // a block that is not a certificate
             Data("-----BEGIN CERTIFICATE-----\nMIIB\n".utf8),  // no END line
             Data(Self.pem("PUBLIC KEY", Vectors.ecCertificate).utf8),  // a certificate where a key should be
+            // PKCS #1 blocks that are no RSA key: junk, nothing, a key cut short
+            Data(Self.pem("RSA PUBLIC KEY", Data("junk".utf8)).utf8), Data(Self.pem("RSA PUBLIC KEY", Data()).utf8),
+            Data(Self.pem("RSA PUBLIC KEY", Self.rsaPKCS1.prefix(100)).utf8),
         ]
         for bytes in cases {
             XCTAssertThrowsError(try CertificatePins.sha256Pins(ofPEMOrDER: bytes)) { error in

@@ -67,10 +67,24 @@ final class CertificatePinsTests: XCTestCase {
         XCTAssertNil(pins.pins(for: "notexample.com"))
     }
 
+    func testIPAddressesArePinnedAsURLsNameThem() throws {
+        let pins = try CertificatePins([
+            "[::1]": [Self.ecPin], "127.0.0.1": [Self.rsaPin], "xn--bcher-kva.example": [Self.ecPin],
+        ])
+        XCTAssertNotNil(pins.pins(for: "::1"))
+        XCTAssertNotNil(pins.pins(for: "[::1]"))
+        XCTAssertNotNil(pins.pins(for: "127.0.0.1"))
+        XCTAssertNotNil(pins.pins(for: "XN--BCHER-KVA.example."))
+    }
+
     func testMalformedPinsAreRefused() {
         for pins in [
             ["api.example.com": ["not base64!"]], ["api.example.com": ["AAAA"]], ["api.example.com": []],
             ["*.": [Self.ecPin]], ["a.*.example.com": [Self.ecPin]],
+            // Patterns no URL's host can equal: the host would be left unpinned without a word.
+            ["https://api.example.com": [Self.ecPin]], ["api.example.com:443": [Self.ecPin]],
+            ["api.example.com/": [Self.ecPin]], [" api.example.com": [Self.ecPin]], ["bücher.example": [Self.ecPin]],
+            ["*.[::1]": [Self.ecPin]], ["user@api.example.com": [Self.ecPin]], ["-bad.example.com": [Self.ecPin]],
         ] {
             XCTAssertThrowsError(try CertificatePins(pins), "\(pins)") { error in
                 XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)

@@ -50,6 +50,20 @@ final class PinnedRoutes: Sendable {
         self.unusable = unusable
     }
 
+    /// Why this platform cannot check pins here, or `nil` on Linux. On Apple platforms the relay's `ServerBootstrap`
+    /// needs a NIOPosix group (AsyncHTTPClient's default there is Network.framework's, and NIO stops the process on
+    /// it), and swift-certificates finds no system trust roots to validate against: a pinned host is refused, typed,
+    /// rather than the process stopped or every chain judged untrusted. `URLSessionTransport` pins on Apple
+    /// platforms with the system's trust.
+    static var unsupportedPlatform: String? {
+        #if os(Linux)
+            nil
+        #else
+            "AsyncHTTPClientTransport checks pins on Linux only; on this platform use URLSessionTransport, which "
+                + "checks them with the system's trust"
+        #endif
+    }
+
     /// The relay that `hop` goes through, or `nil` when its host is not pinned.
     ///
     /// - Throws: The core's refusal (`CertificatePins.refusal(of:by:checksHandshake:)`: plain `http`
@@ -62,6 +76,7 @@ final class PinnedRoutes: Sendable {
             throw refusal
         }
         if let unusable { throw PinnedFailure.unusable(host: host, reason: unusable) }
+        if let platform = Self.unsupportedPlatform { throw PinnedFailure.unusable(host: host, reason: platform) }
         guard tls.certificateVerification != .none else {
             throw PinnedFailure.unusable(
                 host: host, reason: "the TLS configuration turns certificate verification off")

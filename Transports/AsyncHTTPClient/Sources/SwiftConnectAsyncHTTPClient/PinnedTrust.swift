@@ -69,8 +69,8 @@ struct PinnedTrust: Sendable {
         }
         switch await verifier.validate(leaf: leaf, intermediates: intermediates) {
         case .couldNotValidate(let failures):
-            let reasons = failures.map { "\($0.policyFailureReason)" }
-            return .untrusted(reasons.first ?? "no chain to a trust root")
+            return .untrusted(
+                failures.first.map { Self.summary(of: "\($0.policyFailureReason)") } ?? "no chain to a trust root")
         case .validCertificate(let chain):
             let der = chain.compactMap { certificate -> Data? in
                 var serializer = DER.Serializer()
@@ -84,6 +84,28 @@ struct PinnedTrust: Sendable {
             }
             return .trusted(NIOSSL.ValidatedCertificateChain(validated))
         }
+    }
+
+    /// A short reason for a failure swift-certificates describes: its descriptions print whole certificates (serial,
+    /// names, key, extensions: text the server chose, kilobytes of it), which must not end up in an error's message
+    /// and the app's logs.
+    static func summary(of reason: String) -> String {
+        let text = reason.lowercased()
+        if text.contains("has expired") { return "a certificate in the chain has expired" }
+        if text.contains("not yet valid") { return "a certificate in the chain is not valid yet" }
+        if text.contains("not marked as a ca") {
+            return "a certificate that signs another is not a certificate authority"
+        }
+        if text.contains("san ") || text.contains("san field") || text.contains("common name")
+            || text.contains("hostname")
+        {
+            return "the certificate does not name the host"
+        }
+        if text.contains("name constraint") { return "the chain breaks a name constraint of its authority" }
+        // Another failure: the policy that gave it, never the certificate the description may quote.
+        let policy = reason.prefix { $0 != ":" }
+        return policy.count < reason.count && policy.count <= 40
+            ? "the chain failed \(policy)'s checks" : "no chain to a trust root"
     }
 
     private static func certificate(_ certificate: NIOSSLCertificate) throws -> Certificate {
