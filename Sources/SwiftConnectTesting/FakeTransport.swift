@@ -24,6 +24,9 @@ import SwiftConnect
 /// route given several responses serves them in order and then repeats the last. Unmatched requests get
 /// the fallback (404 by default).
 ///
+/// It stands where the network would, not where an engine would: a stubbed 3xx is the answer (real transports
+/// follow it under the redirect rules), and it enforces no timeout (the client's deadline still ends a call).
+///
 /// For code that sends from another thread or task, ``requestsReceived(count:)`` is a future of the requests
 /// once they have arrived, so a test waits for them without sleeping; an answer that takes time
 /// (``FakeResponse/never``, ``FakeResponse/released(by:)``) is kept pending like a real network task, and

@@ -92,7 +92,8 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
     }
     let sentBytes = Int64(request.httpBody?.count ?? 0)
     return transport.send(request).map { [request] response in
-        if let limit = transfer.maxResponseBytes, response.data.count > limit {
+        // The limit every engine applies: the caller's, or 1 MiB for a download's error body.
+        if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), response.data.count > limit {
             throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
         }
         let received = Int64(response.data.count)

@@ -62,6 +62,19 @@ final class TransportConformanceTests: XCTestCase {
         XCTAssertTrue(outcome.failure?.contains("does not stream") ?? false, outcome.description)
     }
 
+    /// A transport that implements only `send(_:)` still keeps a download's error body to 1 MiB, as every engine does:
+    /// the in-memory default applies that limit too.
+    func testTheInMemoryDefaultLimitsADownloadsErrorBody() throws {
+        struct WholeBodies: Transport {
+            let engine = URLSessionTransport()
+            func send(_ request: URLRequest) -> Future<ConnectResponse> { engine.send(request) }
+        }
+        let outcomes = TransportConformance.run(only: ["download error body limit"]) { WholeBodies() }
+
+        let outcome = try XCTUnwrap(outcomes.first)
+        XCTAssertTrue(outcome.isAsExpected, outcome.description)
+    }
+
     /// The request streaming check can fail: a transport that reads the body before sending it (here, a
     /// `send(_:)`-only transport whose wrapper collects the stream first) is caught within the check's own bound.
     func testATransportThatCollectsTheBodyFailsTheRequestStreamingCheck() throws {
