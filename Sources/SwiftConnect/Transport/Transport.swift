@@ -60,14 +60,48 @@ extension Transport {
     /// Makes the `URLRequest` and sends it with ``send(_:)``, or `send(_:transfer:)` when `transfer` asks for
     /// more than a plain exchange.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        transfer.isPlain ? send(request.urlRequest) : send(request.urlRequest, transfer: transfer)
+        transfer.isPlain ? wholeBody(send(request.urlRequest)) : send(request.urlRequest, transfer: transfer)
     }
 
     /// Sends in memory and applies the transfer options afterwards (see `Transport.send(_:transfer:)`).
     public func send(_ request: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if transfer.isPlain { return send(request) }
+        if transfer.isPlain { return wholeBody(send(request)) }
         return sendInMemory(request, transfer: transfer, using: self)
     }
+}
+
+/// `sent`, a streamed body read whole into `data`: a caller that does not stream gets the body, as from an engine,
+/// from a transport that answers with a stream (a fake's). An answer in memory goes through as it is.
+func wholeBody(_ sent: Future<ConnectResponse>) -> Future<ConnectResponse> {
+    if case .success(let response)? = sent.result, response.bodyStream == nil { return sent }
+    let whole = sent.flatMap { response in
+        guard let stream = response.bodyStream else { return Future(value: response) }
+        return Future { try await collected(stream, of: response, limit: nil) }
+    }
+    // A future points at the one it came from weakly: `sent` is kept until the answer is over, so that cancelling
+    // reaches a transport that keeps no other reference to it.
+    whole.whenComplete { _ in withExtendedLifetime(sent) {} }
+    return whole
+}
+
+/// `response` with `stream`, its body, read into `data`; past `limit` bytes, ``ConnectError/Kind/responseTooLarge``.
+private func collected(_ stream: ResponseBodyStream, of response: ConnectResponse, limit: Int?) async throws
+    -> ConnectResponse
+{
+    var data = Data()
+    do {
+        while let chunk = try await stream.next() {
+            data.append(chunk)
+            if let limit, data.count > limit { throw ConnectError.responseTooLarge(limit: limit, answer: response) }
+        }
+    } catch {
+        stream.cancel()
+        throw error
+    }
+    var whole = response
+    whole.bodyStream = nil
+    whole.data = data
+    return whole
 }
 
 /// The in-memory way to honour transfer options: read the body file, send, then check the size, write the
@@ -91,36 +125,93 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         }
     }
     let sentBytes = Int64(request.httpBody?.count ?? 0)
-    return transport.send(request).map { [request] response in
-        // The limit every engine applies: the caller's, or 1 MiB for a download's error body.
-        if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), response.data.count > limit {
-            throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
+    return transport.send(request).flatMap { [request] response -> Future<ConnectResponse> in
+        guard let stream = response.bodyStream else {
+            return Future(result: Result { try inMemory(response, to: request, transfer: transfer, sent: sentBytes) })
         }
-        let received = Int64(response.data.count)
-        transfer.progress?(
-            TransferProgress(
-                bytesSent: sentBytes,
-                totalBytesToSend: sentBytes,
-                bytesReceived: received,
-                totalBytesToReceive: received
-            )
-        )
-        if transfer.streaming != nil, response.bodyStream == nil {
-            // No streaming here: the whole body, delivered as a finished stream.
-            var streamed = response
-            streamed.bodyStream = .finished(with: response.data)
-            streamed.data = Data()
-            return streamed
+        // A transport that answers with a stream (a fake's): its body meets the limits and reports progress as an
+        // engine's does, streamed on if the caller streams, else read whole first.
+        let limit = transfer.responseBodyLimit(statusCode: response.statusCode)
+        if let options = transfer.streaming {
+            // Nothing to count: the transport's own stream, its back-pressure as it is.
+            guard limit != nil || transfer.progress != nil else { return Future(value: response) }
+            var relayed = response
+            relayed.bodyStream = counted(stream, of: response, options: options, limit: limit, transfer: transfer)
+            return Future(value: relayed)
         }
-        guard let destination = transfer.destination, response.isSuccess else { return response }
-        do {
-            try response.data.write(to: destination, options: .atomic)
-        } catch {
-            throw ConnectError.fileAccess(error, url: destination, request: request)
+        return Future {
+            let whole = try await collected(stream, of: response, limit: limit)
+            return try inMemory(whole, to: request, transfer: transfer, sent: sentBytes)
         }
-        var written = response
-        written.data = Data()
-        written.fileURL = destination
-        return written
     }
+}
+
+/// `source`, relayed to a stream of `options` as the reader takes it: its bytes counted against `limit` (the stream
+/// fails with ``ConnectError/Kind/responseTooLarge`` past it) and reported as progress.
+private func counted(
+    _ source: ResponseBodyStream, of response: ConnectResponse, options: StreamingOptions, limit: Int?,
+    transfer: TransferOptions
+) -> ResponseBodyStream {
+    let relay = ResponseBodyStream(options: options)
+    let pump = Task {
+        var received = 0
+        do {
+            while let chunk = try await source.next() {
+                received += chunk.count
+                if let limit, received > limit { throw ConnectError.responseTooLarge(limit: limit, answer: response) }
+                transfer.progress?(
+                    TransferProgress(
+                        bytesSent: 0, totalBytesToSend: nil, bytesReceived: Int64(received), totalBytesToReceive: nil))
+                guard await relay.send(chunk) else { return source.cancel() }
+            }
+            relay.finish()
+        } catch {
+            source.cancel()
+            relay.finish(throwing: error)
+        }
+    }
+    relay.setCancelHandler {
+        pump.cancel()
+        source.cancel()
+    }
+    return relay
+}
+
+/// What the in-memory default makes of a whole response: the limits, one progress report, a finished stream for a
+/// streaming caller, or the body written to a download's destination.
+private func inMemory(
+    _ response: ConnectResponse, to request: URLRequest, transfer: TransferOptions, sent sentBytes: Int64
+)
+    throws -> ConnectResponse
+{
+    // The limit every engine applies: the caller's, or 1 MiB for a download's error body.
+    if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), response.data.count > limit {
+        throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
+    }
+    let received = Int64(response.data.count)
+    transfer.progress?(
+        TransferProgress(
+            bytesSent: sentBytes,
+            totalBytesToSend: sentBytes,
+            bytesReceived: received,
+            totalBytesToReceive: received
+        )
+    )
+    if transfer.streaming != nil, response.bodyStream == nil {
+        // No streaming here: the whole body, delivered as a finished stream.
+        var streamed = response
+        streamed.bodyStream = .finished(with: response.data)
+        streamed.data = Data()
+        return streamed
+    }
+    guard let destination = transfer.destination, response.isSuccess else { return response }
+    do {
+        try response.data.write(to: destination, options: .atomic)
+    } catch {
+        throw ConnectError.fileAccess(error, url: destination, request: request)
+    }
+    var written = response
+    written.data = Data()
+    written.fileURL = destination
+    return written
 }

@@ -372,4 +372,44 @@ final class FakeTransportTests: XCTestCase {
         // Then
         XCTAssertEqual(fake.requests.count, 100)
     }
+
+    // MARK: - A streamed stub meets the transfer's rules
+
+    /// 2 MiB in 64 KiB pieces.
+    private static let feed = FakeResponse.stream(Array(repeating: Data(repeating: 7, count: 64 << 10), count: 32))
+
+    func testAStreamedStubIsHeldToTheSizeLimitAsAnEngineHoldsIt() async throws {
+        // Given: a client with a 1 MiB limit
+        let transport = FakeTransport(fallback: Self.feed)
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: .init(maxResponseBytes: 1 << 20))
+        // When: streamed, and read whole
+        var received = 0
+        do {
+            for try await chunk in connect.stream(ClientFixtures.Endpoint(endpoint: "/feed")) {
+                received += chunk.count
+            }
+            XCTFail("the whole feed arrived: \(received) bytes")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+        let whole = connectError(of: connect.request(ClientFixtures.Endpoint(endpoint: "/feed")))
+        // Then
+        XCTAssertLessThanOrEqual(received, 1 << 20)
+        XCTAssertEqual(whole?.kind, .responseTooLarge)
+    }
+
+    func testAStreamedStubIsReadWholeForARequestOrADownload() throws {
+        let transport = FakeTransport(fallback: Self.feed)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("feed.bin")
+
+        let data = try connect.request(ClientFixtures.Endpoint(endpoint: "/feed")).wait()
+        let file = try connect.download(ClientFixtures.Endpoint(endpoint: "/feed"), to: destination).wait()
+
+        XCTAssertEqual(data.count, 2 << 20)
+        XCTAssertEqual(try Data(contentsOf: file).count, 2 << 20)
+    }
 }
