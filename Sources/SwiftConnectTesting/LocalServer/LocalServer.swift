@@ -242,7 +242,14 @@ extension LocalServer {
                 run.group.leave()
             }
             while waitForConnection(on: run.listener, orWake: run.wake) {
-                guard let socket = run.listener.acceptConnection() else { continue }
+                let (accepted, error) = run.listener.acceptingConnection()
+                guard let socket = accepted else {
+                    // Out of descriptors or memory (a test that opens many connections): the connection waits in the
+                    // backlog and the listener stays readable, so retrying at once would spin a core until one frees.
+                    // Back off, as nginx does, and stay quick to stop.
+                    if Self.isResourceShortage(error), waitForWake(run.wake, milliseconds: 50) { return }
+                    continue
+                }
                 let id = state.withLock { state in
                     defer { state.nextConnectionID += 1 }
                     return state.nextConnectionID
@@ -264,6 +271,11 @@ extension LocalServer {
                     connection.serve()
                 }
             }
+        }
+
+        /// Whether `accept`'s `error` says the process or the system ran out of something that frees with time.
+        static func isResourceShortage(_ error: Int32) -> Bool {
+            error == EMFILE || error == ENFILE || error == ENOBUFS || error == ENOMEM
         }
 
         /// Room for handlers that recurse or decode large JSON on the connection thread.

@@ -63,8 +63,9 @@ struct Socket: Sendable, Hashable {
 
     /// Accepts one pending connection, configured for the server: blocking, `TCP_NODELAY`, no `SIGPIPE`.
     ///
-    /// - Returns: The connection, or `nil` when nothing is pending (`EAGAIN`) or the peer already left.
-    func acceptConnection() -> Socket? {
+    /// - Returns: The connection; or no socket and the `errno` of the failure: `EAGAIN` when nothing is pending,
+    ///   `ECONNABORTED` when the peer already left, `EMFILE` when the process has no descriptor left.
+    func acceptingConnection() -> (socket: Socket?, error: Int32) {
         while true {
             let fd = accept(self.fd, nil, nil)
             if fd >= 0 {
@@ -75,10 +76,10 @@ struct Socket: Sendable, Hashable {
                 #if canImport(Darwin)
                     try? connection.setOption(SOL_SOCKET, SO_NOSIGPIPE, 1, name: "setsockopt(SO_NOSIGPIPE)")
                 #endif
-                return connection
+                return (connection, 0)
             }
             if errno == EINTR { continue }
-            return nil
+            return (nil, errno)
         }
     }
 
@@ -268,6 +269,16 @@ struct WakePipe: Sendable {
 /// Waits until `listener` has a connection to accept or `wake` was signalled.
 ///
 /// - Returns: `false` once `wake` was signalled: the accept loop must end.
+/// Waits up to `milliseconds` for `wake`; whether it was signalled (the server stops).
+func waitForWake(_ wake: WakePipe, milliseconds: Int32) -> Bool {
+    var entry = pollfd(fd: wake.readFD, events: Int16(POLLIN), revents: 0)
+    while true {
+        let result = poll(&entry, 1, milliseconds)
+        if result < 0, errno == EINTR { continue }
+        return result > 0
+    }
+}
+
 func waitForConnection(on listener: Socket, orWake wake: WakePipe) -> Bool {
     var entries = [
         pollfd(fd: listener.fd, events: Int16(POLLIN), revents: 0),
