@@ -17,15 +17,16 @@ final class DocCExamplesTests: XCTestCase {
                 folders.append(packages.appendingPathComponent(package).appendingPathComponent("Tests"))
             }
         }
-        let haystack = Self.normalized(folders.map(Self.swiftSources(under:)).joined(separator: "\n"))
+        let haystack = MarkdownCode.normalized(folders.map(Self.swiftSources(under:)).joined(separator: "\n"))
         let articles = try FileManager.default.contentsOfDirectory(atPath: docc.path)
             .filter { $0.hasSuffix(".md") && !$0.hasPrefix("ComingFrom") }.sorted()
         XCTAssertGreaterThan(articles.count, 5)
         for article in articles {
             let text = try String(contentsOf: docc.appendingPathComponent(article), encoding: .utf8)
-            for block in Self.swiftBlocks(in: text) {
+            for block in MarkdownCode.swiftBlocks(in: text) {
                 XCTAssertTrue(
-                    haystack.contains(Self.normalized(block)), "\(article): a block that no test runs:\n\(block)")
+                    haystack.contains(MarkdownCode.normalized(block)),
+                    "\(article): a block that no test runs:\n\(block)")
             }
         }
     }
@@ -76,28 +77,5 @@ final class DocCExamplesTests: XCTestCase {
             if let text = try? String(contentsOf: file, encoding: .utf8) { sources.append(text) }
         }
         return sources.joined(separator: "\n")
-    }
-
-    private static func swiftBlocks(in markdown: String) -> [String] {
-        var blocks: [String] = []
-        var current: [String]?
-        for line in markdown.components(separatedBy: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if current == nil, trimmed == "```swift" {
-                current = []
-            } else if let lines = current, trimmed == "```" {
-                blocks.append(lines.joined(separator: "\n"))
-                current = nil
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
-    }
-
-    /// Lines trimmed, blank lines dropped: indentation may differ between an article and a test.
-    private static func normalized(_ text: String) -> String {
-        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            .joined(separator: "\n")
     }
 }

@@ -349,39 +349,16 @@ final class MigrationGuideTests: XCTestCase {
         let guides = try FileManager.default.contentsOfDirectory(atPath: docc.path)
             .filter { $0.hasPrefix("ComingFrom") && $0.hasSuffix(".md") }
         XCTAssertFalse(guides.isEmpty)
-        let haystack = Self.normalized(try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8))
+        let haystack = MarkdownCode.normalized(try String(contentsOf: URL(fileURLWithPath: #filePath), encoding: .utf8))
         for guide in guides {
             let text = try String(contentsOf: docc.appendingPathComponent(guide), encoding: .utf8)
-            let blocks = Self.swiftBlocks(in: text)
+            let blocks = MarkdownCode.swiftBlocks(in: text)
             XCTAssertGreaterThan(blocks.count, 3, guide)
             for block in blocks {
                 XCTAssertTrue(
-                    haystack.contains(Self.normalized(block)), "\(guide): a block that no test runs:\n\(block)")
+                    haystack.contains(MarkdownCode.normalized(block)), "\(guide): a block that no test runs:\n\(block)")
             }
         }
-    }
-
-    private static func swiftBlocks(in markdown: String) -> [String] {
-        var blocks: [String] = []
-        var current: [String]?
-        for line in markdown.components(separatedBy: "\n") {
-            let trimmed = line.trimmingCharacters(in: .whitespaces)
-            if current == nil, trimmed == "```swift" {
-                current = []
-            } else if let lines = current, trimmed == "```" {
-                blocks.append(lines.joined(separator: "\n"))
-                current = nil
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
-    }
-
-    /// Lines trimmed, blank lines dropped: indentation may differ between a guide and a test.
-    private static func normalized(_ text: String) -> String {
-        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            .joined(separator: "\n")
     }
 }
 

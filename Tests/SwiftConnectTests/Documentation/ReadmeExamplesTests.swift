@@ -269,13 +269,13 @@ final class ReadmeExamplesTests: XCTestCase {
                 }
             }
         }
-        let haystack = normalized(sources)
+        let haystack = MarkdownCode.normalized(sources)
 
-        let blocks = swiftBlocks(in: readme)
+        let blocks = MarkdownCode.swiftBlocks(in: readme)
         XCTAssertGreaterThan(blocks.count, 5)
         for block in blocks where !block.hasPrefix(".package(") {
             XCTAssertTrue(
-                haystack.contains(normalized(block)),
+                haystack.contains(MarkdownCode.normalized(block)),
                 "README block is not in the Playground or ReadmeExamplesTests:\n\(block)"
             )
         }
@@ -285,27 +285,5 @@ final class ReadmeExamplesTests: XCTestCase {
         let files = try FileManager.default.contentsOfDirectory(at: folder, includingPropertiesForKeys: nil)
         return try files.filter { $0.pathExtension == "swift" }.sorted { $0.path < $1.path }
             .map { try String(contentsOf: $0, encoding: .utf8) }.joined(separator: "\n")
-    }
-
-    private func swiftBlocks(in markdown: String) -> [String] {
-        var blocks: [String] = []
-        var current: [String]?
-        for line in markdown.components(separatedBy: "\n") {
-            if current == nil, line.trimmingCharacters(in: .whitespaces) == "```swift" {
-                current = []
-            } else if current != nil, line.trimmingCharacters(in: .whitespaces) == "```" {
-                blocks.append(current!.joined(separator: "\n"))
-                current = nil
-            } else {
-                current?.append(line)
-            }
-        }
-        return blocks
-    }
-
-    /// Lines trimmed, blank lines dropped: indentation may differ between README and source.
-    private func normalized(_ text: String) -> String {
-        text.components(separatedBy: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty }
-            .joined(separator: "\n")
     }
 }
