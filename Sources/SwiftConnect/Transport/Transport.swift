@@ -125,7 +125,8 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         }
     }
     let sentBytes = Int64(request.httpBody?.count ?? 0)
-    return transport.send(request).flatMap { [request] response -> Future<ConnectResponse> in
+    let sent = transport.send(request)
+    let answer = sent.flatMap { [request] response -> Future<ConnectResponse> in
         guard let stream = response.bodyStream else {
             return Future(result: Result { try inMemory(response, to: request, transfer: transfer, sent: sentBytes) })
         }
@@ -144,6 +145,9 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
             return try inMemory(whole, to: request, transfer: transfer, sent: sentBytes)
         }
     }
+    // Kept until the answer is over, as in `wholeBody`: cancelling must reach the transport's own future.
+    answer.whenComplete { _ in withExtendedLifetime(sent) {} }
+    return answer
 }
 
 /// `source`, relayed to a stream of `options` as the reader takes it: its bytes counted against `limit` (the stream
@@ -197,7 +201,7 @@ private func inMemory(
             totalBytesToReceive: received
         )
     )
-    if transfer.streaming != nil, response.bodyStream == nil {
+    if transfer.streaming != nil {
         // No streaming here: the whole body, delivered as a finished stream.
         var streamed = response
         streamed.bodyStream = .finished(with: response.data)

@@ -112,4 +112,28 @@ final class TransportConformanceTests: XCTestCase {
         XCTAssertFalse(outcome.isAsExpected, outcome.description)
         XCTAssertTrue(outcome.failure?.contains("does not stream request bodies") ?? false, outcome.description)
     }
+
+    /// Cancelling a call with transfer options reaches a `send(_:)`-only transport that keeps no reference to the
+    /// future it handed out: the in-memory default keeps that future alive until the answer is over.
+    func testCancellingTheInMemoryDefaultReachesTheTransport() {
+        final class Unanswered: Transport, @unchecked Sendable {
+            // `lock` guards `cancelled`.
+            private let lock = NSLock()
+            private var cancelled = false
+            var wasCancelled: Bool { lock.withLock { cancelled } }
+            func send(_ request: URLRequest) -> Future<ConnectResponse> {
+                let promise = Promise<ConnectResponse>()
+                promise.setCancelHandler { [self] in lock.withLock { cancelled = true } }
+                return promise.future
+            }
+        }
+        // Given: a call with progress, which is not a plain exchange
+        let transport = Unanswered()
+        let request = URLRequest(url: URL(string: "https://x.test/slow")!)
+        let call = transport.send(request, transfer: TransferOptions(progress: { _ in }))
+        // When
+        call.cancel()
+        // Then
+        XCTAssertTrue(transport.wasCancelled)
+    }
 }
