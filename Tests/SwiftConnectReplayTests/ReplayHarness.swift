@@ -153,6 +153,7 @@ enum ReplayHarness {
         "testAPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain": Reason.connectionLevel,
         "testAPUTWhoseReusedConnectionIsClosedIsSentAgainByTheRetryPolicy": Reason.connectionLevel,
         "testBreakingOutOfTheLoopClosesTheConnection": Reason.connectionLevel,
+        "testReleasingAnUnreadStreamClosesTheConnection": Reason.connectionLevel,
         "testSizeLimitFailsAnUndeclaredBodyAsSoonAsItIsExceeded": Reason.connectionLevel,
         "testSizeLimitOnADeclaredLengthStopsTheTransfer": Reason.connectionLevel,
         "testCancellingTheAwaitingTaskCancelsTheURLSessionTask": Reason.inFlight,

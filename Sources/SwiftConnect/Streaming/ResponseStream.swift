@@ -20,7 +20,8 @@ import Foundation
 /// The request goes through the client's middlewares, retries and error handler as any other: a status outside
 /// 200..<300 fails the iteration with the error handler's error (its body read up to
 /// ``StreamingOptions/errorBodyLimit``); retries happen before the first body byte, never after. Cancelling the
-/// task that iterates, breaking out of the loop, or ``cancel()`` stops the transfer. A body can be read once.
+/// task that iterates, breaking out of the loop, or ``cancel()`` stops the transfer, and so does releasing the stream
+/// before any iteration began: its body is then cancelled once the head arrives. A body can be read once.
 public final class ResponseStream: AsyncSequence, Sendable {
     /// A chunk of the body, as it arrived.
     public typealias Element = Data
@@ -33,6 +34,16 @@ public final class ResponseStream: AsyncSequence, Sendable {
 
     init(head: Future<ConnectResponse>) {
         self.head = head
+    }
+
+    deinit {
+        // Released with no reader: nobody can read the body any more, so its transfer stops when the head arrives
+        // (an iterator's reader keeps the stream, and stops the transfer itself if it leaves early). The request
+        // runs on to its head, as a released future's does.
+        guard !isTaken.withLock({ $0 }) else { return }
+        head.whenComplete { result in
+            if case .success(let response) = result { response.bodyStream?.cancel() }
+        }
     }
 
     /// The response head, once it arrives: status and headers.

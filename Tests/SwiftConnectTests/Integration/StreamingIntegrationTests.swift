@@ -85,17 +85,7 @@ final class StreamingIntegrationTests: IntegrationTestCase {
 
     /// A reader that stops early stops the transfer: the server's writes start failing.
     func testBreakingOutOfTheLoopClosesTheConnection() async throws {
-        let closed = Promise<Int>()
-        // FoundationNetworking goes on reading a stopped transfer (below): there the body ends after 64 MiB, or
-        // the runaway transfer would take both cores from the tests that follow for as long as it runs.
-        let limit = TransportUnderTest.isURLSession ? 4096 : Int.max
-        server.route("GET", "/endless") { _ in
-            .stream(contentLength: nil, contentType: "text/plain") { write in
-                var chunks = 0
-                while chunks < limit, write(Data(repeating: 0x61, count: 16 * 1024)) { chunks += 1 }
-                closed.succeed(chunks)
-            }
-        }
+        let (closed, limit) = endlessRoute()
         let started = Date()
         for try await _ in client().stream(Route("/endless", baseURL: server.baseURL)) { break }
         let stoppedAt = Date()
@@ -112,5 +102,39 @@ final class StreamingIntegrationTests: IntegrationTestCase {
         // FoundationNetworking (libcurl) stops a transfer under way only once libcurl has caught up with the
         // sender: until then the body goes on arriving, and is dropped. Known defect; see SECURITY.md and
         // `MemoryBoundTests`, which bounds what it costs in memory.
+    }
+
+    /// A stream released before anyone read it stops its transfer once the head has arrived: the server's writes
+    /// start failing and the connection closes, long before the call's deadline.
+    func testReleasingAnUnreadStreamClosesTheConnection() async throws {
+        let (closed, limit) = endlessRoute()
+        var stream: ResponseStream? = client().stream(Route("/endless", baseURL: server.baseURL))
+        _ = try await stream?.head.value(timeout: 10)
+
+        stream = nil
+
+        let written = try await closed.future.value(timeout: 20)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the connection stayed open")
+        if !TransportUnderTest.isURLSession {
+            XCTAssertLessThan(written, limit, "the server wrote to its end")
+        }
+    }
+
+    /// `/endless`: 16 KiB chunks until a write fails (or, over URLSession, `limit` of them), then `closed` tells how
+    /// many were written.
+    private func endlessRoute() -> (closed: Promise<Int>, limit: Int) {
+        let closed = Promise<Int>()
+        // FoundationNetworking goes on reading a stopped transfer (see `testBreakingOutOfTheLoopClosesTheConnection`):
+        // there the body ends after 64 MiB, or the runaway transfer would take both cores from the tests that follow
+        // for as long as it runs.
+        let limit = TransportUnderTest.isURLSession ? 4096 : Int.max
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil, contentType: "text/plain") { write in
+                var chunks = 0
+                while chunks < limit, write(Data(repeating: 0x61, count: 16 * 1024)) { chunks += 1 }
+                closed.succeed(chunks)
+            }
+        }
+        return (closed, limit)
     }
 }

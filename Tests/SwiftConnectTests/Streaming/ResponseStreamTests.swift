@@ -139,6 +139,44 @@ final class ResponseStreamTests: XCTestCase {
         try await stopped.future.value(timeout: 5)
     }
 
+    /// A stream released before anyone read it stops its transfer: with a long-lived feed and no deadline, the
+    /// connection and a full buffer would otherwise be held for as long as the server keeps sending.
+    func testReleasingAnUnreadStreamStopsTheTransfer() async throws {
+        let transport = FakeTransport()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream { body in
+                var n = 0
+                while await body.send(Data("\(n)\n".utf8)) { n += 1 }
+                stopped.succeed(())
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var stream: ResponseStream? = connect.stream(Feed(timeout: .infinity))
+        // The head arrives; nobody iterates.
+        let head = try XCTUnwrap(stream).head
+        _ = try await head.value(timeout: 5)
+        XCTAssertEqual(connect.requestsInFlight, 1, "the body is running")
+
+        stream = nil
+
+        try await stopped.future.value(timeout: 5)
+        XCTAssertNotNil(head.result, "the head stays as it was")
+    }
+
+    /// Releasing the stream while an iterator reads it leaves the reader reading.
+    func testAnIteratorKeepsReadingAfterItsStreamIsReleased() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("a", "b", "c")))
+        var stream: ResponseStream? = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        var iterator = try XCTUnwrap(stream).makeAsyncIterator()
+        stream = nil
+
+        var received: [String] = []
+        while let chunk = try await iterator.next() { received.append(String(decoding: chunk, as: UTF8.self)) }
+        XCTAssertEqual(received, ["a", "b", "c"])
+    }
+
     func testCancellingTheConsumingTaskStopsTheTransfer() async throws {
         let transport = FakeTransport()
         let firstSent = Promise<Void>()
