@@ -622,7 +622,10 @@ struct MultipartScanner {
         var index = 0
         while index < bytes.count {
             if bytes[index] == 0x25, index + 2 < bytes.count {
-                let escape = (bytes[index + 1], bytes[index + 2] | 0x20)  // Lowercases a letter in the second digit.
+                // Lowercases the second digit when it is a letter (A to F): only there, or a control byte such as
+                // 0x12 would read as the digit 2.
+                let second = bytes[index + 2]
+                let escape = (bytes[index + 1], (0x41...0x46).contains(second) ? second | 0x20 : second)
                 let decoded: UInt8? =
                     switch escape {
                     case (0x32, 0x32): 0x22  // %22 "

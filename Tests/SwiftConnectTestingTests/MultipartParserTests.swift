@@ -89,6 +89,19 @@ final class MultipartParserTests: XCTestCase {
         XCTAssertEqual(part.filename, "x%41%2\r\n\\\".txt")
     }
 
+    /// Only the letters of an escape's second digit are read in either case: `%2` then the control byte 0x12 is not
+    /// `%22` (it was, `0x12 | 0x20` being the digit 2).
+    func testAControlByteAfterPercentTwoIsNotAQuote() throws {
+        // Given
+        let body = Self.body([("Content-Disposition: form-data; name=\"%2\u{12}\"", Data("1".utf8))])
+
+        // When
+        let part = try XCTUnwrap(MultipartParser.parse(body, contentType: contentType).first)
+
+        // Then
+        XCTAssertEqual(part.name, "%2\u{12}")
+    }
+
     func testRawUTF8NamesAndFilenames() throws {
         // Given
         let body = Self.body([

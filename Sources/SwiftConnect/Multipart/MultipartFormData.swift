@@ -31,8 +31,9 @@ public struct MultipartFormData: Sendable {
     /// - Parameter boundary: The boundary; random by default. It must be 1 to 70 characters from RFC 2046's set
     ///   (letters, digits and `'()+_,-./:=? `), not ending in a space; otherwise encoding fails with
     ///   ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Content-Type`. It must also not occur in
-    ///   any part, which is not checked (parts may stream from files): the random default never does; a boundary
-    ///   of your own that a part contains corrupts the body.
+    ///   any part (RFC 2046): a part whose content holds the delimiter (CR LF `--` and the boundary) would end
+    ///   early and the parts after it would be lost, so encoding fails with
+    ///   ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)`` instead. The random default never occurs.
     public init(boundary: String = MultipartFormData.randomBoundary()) {
         self.boundary = boundary
     }
@@ -109,20 +110,24 @@ public struct MultipartFormData: Sendable {
     public func encodedData() throws -> Data {
         try checkBoundary()
         var body = Data()
-        for part in parts {
+        for (index, part) in parts.enumerated() {
             body.append(try header(of: part))
+            var scan = DelimiterScan(boundary: boundary)
+            let content: Data
             switch part {
-            case .field(_, let value): body.append(Data(value.utf8))
+            case .field(_, let value): content = Data(value.utf8)
             case .file(let file):
                 switch file.content {
-                case .data(let data): body.append(data)
+                case .data(let data): content = data
                 case .file(let url):
                     _ = try Self.regularFileSize(url)
-                    do { body.append(try Data(contentsOf: url)) } catch {
+                    do { content = try Data(contentsOf: url) } catch {
                         throw ConnectError.fileAccess(error, url: url, request: nil)
                     }
                 }
             }
+            try check(&scan, content, part: index)
+            body.append(content)
             body.append(Self.crlf)
         }
         body.append(closing)
@@ -131,21 +136,30 @@ public struct MultipartFormData: Sendable {
 
     /// Writes the body to a file, copying files from disk in 1 MiB pieces so memory stays bounded.
     ///
+    /// The body goes to a new file beside `url`, renamed over it once whole: a failure leaves `url` as it was, and
+    /// a part that streams from `url` itself reads its old content.
+    ///
     /// - Parameter url: Where to write; replaced if it exists.
     /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read or
     ///   written.
     public func write(to url: URL) throws {
         try checkBoundary()
-        let output: FileHandle
+        let partial = url.deletingLastPathComponent()
+            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).partial")
         do {
-            // Throwing calls, so a failure says why (no such folder, no permission, a directory…).
-            try Data().write(to: url)
-            output = try FileHandle(forWritingTo: url)
+            _ = try write(toNew: partial, mode: 0o666, naming: url)
+            try Self.posix(url: url) {
+                partial.withUnsafeFileSystemRepresentation { from in
+                    url.withUnsafeFileSystemRepresentation { to in
+                        guard let from, let to else { return -1 }
+                        return rename(from, to)
+                    }
+                }
+            }
         } catch {
-            throw ConnectError.fileAccess(error, url: url, request: nil)
+            try? FileManager.default.removeItem(at: partial)
+            throw error
         }
-        defer { output.closeFile() }
-        _ = try write(to: output, url: url)
     }
 
     /// Writes the body to a new file that only its owner can read or write (mode 0600 from its creation, so
@@ -158,17 +172,30 @@ public struct MultipartFormData: Sendable {
     ///   written.
     func writePrivately(to url: URL) throws -> Int64 {
         try checkBoundary()
-        let descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
-            guard let path else { return -1 }
-            return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        }
-        guard descriptor >= 0 else {
-            let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
-            throw ConnectError.fileAccess(error, url: url, request: nil)
+        return try write(toNew: url, mode: 0o600, naming: url)
+    }
+
+    /// Writes the body to `file`, created by this call with `mode` (less the process's umask); errors name `url`.
+    private func write(toNew file: URL, mode: mode_t, naming url: URL) throws -> Int64 {
+        var descriptor: Int32 = -1
+        try Self.posix(url: url) {
+            descriptor = file.withUnsafeFileSystemRepresentation { path -> Int32 in
+                guard let path else { return -1 }
+                return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+            }
+            return descriptor
         }
         let output = FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
         defer { try? output.close() }
         return try write(to: output, url: url)
+    }
+
+    /// Runs a system call that returns -1 and sets `errno` on failure; a failure becomes
+    /// ``ConnectError/Kind/fileAccess`` for `url`.
+    private static func posix(url: URL, _ call: () -> Int32) throws {
+        guard call() == -1 else { return }
+        let error = POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        throw ConnectError.fileAccess(error, url: url, request: nil)
     }
 
     /// Writes every part to `output` and returns the number of bytes written.
@@ -178,14 +205,21 @@ public struct MultipartFormData: Sendable {
             try Self.write(data, to: output, url: url)
             written += Int64(data.count)
         }
-        for part in parts {
+        for (index, part) in parts.enumerated() {
             try put(try header(of: part))
+            var scan = DelimiterScan(boundary: boundary)
             switch part {
-            case .field(_, let value): try put(Data(value.utf8))
+            case .field(_, let value):
+                let content = Data(value.utf8)
+                try check(&scan, content, part: index)
+                try put(content)
             case .file(let file):
                 switch file.content {
-                case .data(let data): try put(data)
-                case .file(let source): written += try Self.copy(source, to: output, url: url)
+                case .data(let data):
+                    try check(&scan, data, part: index)
+                    try put(data)
+                case .file(let source):
+                    written += try copy(source, to: output, url: url) { try check(&scan, $0, part: index) }
                 }
             }
             try put(Self.crlf)
@@ -205,14 +239,25 @@ public struct MultipartFormData: Sendable {
         case .field(let name, _):
             text += "Content-Disposition: form-data; name=\"\(Self.escaped(name))\"\r\n\r\n"
         case .file(let file):
-            guard HTTPHeader.isValidValue(file.mimeType.rawValue) else {
-                throw ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+            guard HTTPHeader.isValidValue(file.mimeType.rawValue), Self.isMediaType(file.mimeType.rawValue) else {
+                var error = ConnectError.invalidRequest(.invalidHeader(name: "Content-Type"))
+                error.message =
+                    "the Content-Type \(file.mimeType.rawValue.debugDescription) of part \(file.key.debugDescription) "
+                    + "is not a media type (type/subtype, RFC 9110 8.3.1)"
+                throw error
             }
             text += "Content-Disposition: form-data; name=\"\(Self.escaped(file.key))\"; "
             text += "filename=\"\(Self.escaped(file.name))\"\r\n"
             text += "Content-Type: \(file.mimeType.rawValue)\r\n\r\n"
         }
         return Data(text.utf8)
+    }
+
+    /// Whether `value` starts with a media type, `type/subtype` (two RFC 9110 tokens), before any parameters.
+    static func isMediaType(_ value: String) -> Bool {
+        let essence = value.prefix { $0 != ";" }.trimmingCharacters(in: .whitespaces)
+        let halves = essence.split(separator: "/", omittingEmptySubsequences: false)
+        return halves.count == 2 && halves.allSatisfy { HTTPHeader.isValidName(String($0)) }
     }
 
     /// A `name` or `filename` value for a quoted string: `"` CR LF percent-encoded, as the WHATWG form encoding does,
@@ -268,6 +313,21 @@ public struct MultipartFormData: Sendable {
         }
     }
 
+    /// Fails when `content`, the next piece of part `index`, completes the delimiter: the part would end there.
+    private func check(_ scan: inout DelimiterScan, _ content: Data, part index: Int) throws {
+        guard scan.found(in: content) else { return }
+        let name: String
+        switch parts[index] {
+        case .field(let field, _): name = field
+        case .file(let file): name = file.key
+        }
+        throw ConnectError.invalidRequest(
+            .bodyEncodingFailed(
+                "part \(index + 1) (\(name.debugDescription)) contains the multipart boundary "
+                    + "\(boundary.debugDescription) after a line break: the part would end there and the rest be lost; "
+                    + "use another boundary (the random default never occurs)"))
+    }
+
     // MARK: Files
 
     /// The size of the file a part streams from, once checked to be a `file:` URL naming a regular file (a
@@ -313,9 +373,9 @@ public struct MultipartFormData: Sendable {
     }
 
     /// Copies `source` to `output` and returns the number of bytes copied (read to its end, whatever size the
-    /// file said it had).
-    private static func copy(_ source: URL, to output: FileHandle, url: URL) throws -> Int64 {
-        _ = try regularFileSize(source)
+    /// file said it had); `inspect` sees each piece before it is written.
+    private func copy(_ source: URL, to output: FileHandle, url: URL, inspect: (Data) throws -> Void) throws -> Int64 {
+        _ = try Self.regularFileSize(source)
         let input: FileHandle
         do {
             input = try FileHandle(forReadingFrom: source)
@@ -327,12 +387,13 @@ public struct MultipartFormData: Sendable {
         while true {
             let chunk: Data
             do {
-                chunk = try autoreleasing { try read(upTo: 1 << 20, from: input) }
+                chunk = try autoreleasing { try Self.read(upTo: 1 << 20, from: input) }
             } catch {
                 throw ConnectError.fileAccess(error, url: source, request: nil)
             }
             if chunk.isEmpty { return copied }
-            try write(chunk, to: output, url: url)
+            try inspect(chunk)
+            try Self.write(chunk, to: output, url: url)
             copied += Int64(chunk.count)
         }
     }
@@ -357,4 +418,45 @@ func autoreleasing<T>(_ body: () throws -> T) rethrows -> T {
     #else
         return try body()
     #endif
+}
+
+/// Looks for the delimiter `CR LF -- boundary` in a part's content, fed in pieces (RFC 2046: the boundary must not
+/// occur in any part). The content is read as following a CR LF, the blank line after the part's header, so content
+/// that starts with `--boundary` is found too.
+struct DelimiterScan {
+    private let delimiter: [UInt8]
+    /// The last bytes seen, fewer than the delimiter's length: where a delimiter split across pieces starts.
+    private var carry: [UInt8] = [0x0D, 0x0A]
+
+    init(boundary: String) {
+        delimiter = Array("\r\n--\(boundary)".utf8)
+    }
+
+    /// Whether `piece`, after the pieces fed before, completes the delimiter.
+    mutating func found(in piece: Data) -> Bool {
+        var seam = carry
+        seam.append(contentsOf: piece.prefix(delimiter.count - 1))
+        if seam.withUnsafeBytes({ Self.contains($0, delimiter) }) { return true }
+        if piece.withUnsafeBytes({ Self.contains($0, delimiter) }) { return true }
+        carry = Array(seam.suffix(delimiter.count - 1))
+        if piece.count >= delimiter.count - 1 { carry = Array(piece.suffix(delimiter.count - 1)) }
+        return false
+    }
+
+    /// Whether `needle` (which starts with CR) occurs in `haystack`: `memchr` to each CR, then `memcmp`, so an
+    /// upload's bytes are not looked at one by one in Swift.
+    private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
+        guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }
+        let lastStart = haystack.count - needle.count
+        var start = 0
+        return needle.withUnsafeBytes { wanted in
+            while start <= lastStart {
+                guard let found = memchr(base + start, Int32(wanted[0]), lastStart - start + 1) else { return false }
+                start = base.distance(to: UnsafeRawPointer(found))
+                if memcmp(base + start, wanted.baseAddress!, needle.count) == 0 { return true }
+                start += 1
+            }
+            return false
+        }
+    }
 }

@@ -42,6 +42,24 @@ final class MultipartFormDataTests: XCTestCase {
         }
     }
 
+    /// A part's `Content-Type` must be a media type: an empty one, or one without a subtype, was sent as it was.
+    func testAMimeTypeThatIsNoMediaTypeIsRefused() throws {
+        for raw in ["", "not a type", "text", "text/", "/plain", "text/plain/x", "te xt/plain"] {
+            var form = MultipartFormData(boundary: "B")
+            form.append(File(name: "x", key: "k", mimeType: MimeType(rawValue: raw), data: Data()))
+            XCTAssertThrowsError(try form.encodedData(), raw.debugDescription) {
+                XCTAssertEqual(
+                    ($0 as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Content-Type"),
+                    raw.debugDescription)
+            }
+        }
+        for raw in ["text/plain; charset=utf-8", "application/vnd.api+json", "image/svg+xml", "awesome/type"] {
+            var form = MultipartFormData(boundary: "B")
+            form.append(File(name: "x", key: "k", mimeType: MimeType(rawValue: raw), data: Data()))
+            XCTAssertNoThrow(try form.encodedData(), raw)
+        }
+    }
+
     func testStreamingToAFileGivesTheSameBytesAsInMemory() throws {
         let source = FileManager.default.temporaryDirectory.appendingPathComponent("mp-src-\(UUID().uuidString).bin")
         let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString).bin")
@@ -159,6 +177,73 @@ final class MultipartFormDataTests: XCTestCase {
             MultipartFormData(boundary: "a b").contentType, "multipart/form-data; boundary=\"a b\"",
             "a boundary with a space or a tspecial is quoted")
         XCTAssertEqual(MultipartFormData(boundary: "a-b_c").contentType, "multipart/form-data; boundary=a-b_c")
+    }
+
+    /// A boundary of the caller's that a part contains after a line break (RFC 2046: it must occur in none) would end
+    /// that part early and lose the parts after it: refused, in memory, in a file and across a file's 1 MiB pieces.
+    func testABoundaryThatAPartContainsIsRefusedEverywhere() throws {
+        let folder = try temporaryFolder()
+        let output = folder.appendingPathComponent("out.bin")
+        // The delimiter split across the file's first two 1 MiB pieces.
+        let split = folder.appendingPathComponent("split.bin")
+        var bytes = Data(repeating: 0x61, count: (1 << 20) - 3)
+        bytes.append(Data("\r\n--B--\r\n".utf8))
+        try bytes.write(to: split)
+        let contents: [(String, (inout MultipartFormData) -> Void)] = [
+            ("a field", { $0.append(field: "note", value: "x\r\n--B--\r\n") }),
+            ("a field that starts with it", { $0.append(field: "note", value: "--B\r\nContent-Disposition: x") }),
+            ("data", { $0.append(File(name: "a", key: "doc", mimeType: .plainText, data: Data("x\r\n--B".utf8))) }),
+            ("a file, across pieces", { $0.append(File(key: "doc", fileURL: split)) }),
+        ]
+        for (label, add) in contents {
+            var form = MultipartFormData(boundary: "B")
+            add(&form)
+            form.append(File(name: "kept.txt", key: "later", mimeType: .plainText, data: Data("hi".utf8)))
+            for (way, encode) in [
+                ("in memory", { _ = try form.encodedData() }), ("to a file", { try form.write(to: output) }),
+            ] {
+                XCTAssertThrowsError(try encode(), "\(label), \(way)") { error in
+                    guard case .bodyEncodingFailed(let why)? = (error as? ConnectError)?.invalidRequestReason else {
+                        return XCTFail("\(label), \(way): \(error)")
+                    }
+                    XCTAssertTrue(why.contains("part 1"), why)
+                }
+            }
+        }
+        // Near misses are content like any other: without the line break, or another boundary's prefix.
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "a", value: "x--B\r\n--C")
+        let parts = try MultipartParser.parse(try form.encodedData(), contentType: form.contentType)
+        XCTAssertEqual(parts.map(\.name), ["a"])
+    }
+
+    /// `write(to:)` replaces its destination only once the body is whole: a failure leaves the old file, and a part
+    /// streamed from the destination itself reads its old content (it grew for ever before, having emptied it).
+    func testWritingToAFileReplacesItOnlyOnceTheBodyIsWhole() throws {
+        let folder = try temporaryFolder()
+        let destination = folder.appendingPathComponent("form.bin")
+        try Data("precious".utf8).write(to: destination)
+
+        var failing = MultipartFormData(boundary: "B")
+        failing.append(File(key: "f", fileURL: folder.appendingPathComponent("missing.bin")))
+        XCTAssertThrowsError(try failing.write(to: destination)) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess)
+        }
+        XCTAssertEqual(try Data(contentsOf: destination), Data("precious".utf8))
+
+        var itself = MultipartFormData(boundary: "B")
+        itself.append(File(key: "f", fileURL: destination))
+        let expected = try itself.encodedData()
+        try itself.write(to: destination)
+        XCTAssertEqual(try Data(contentsOf: destination), expected)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["form.bin"], "no file left")
+    }
+
+    private func temporaryFolder() throws -> URL {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mp-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        addTeardownBlock { try? FileManager.default.removeItem(at: folder) }
+        return folder
     }
 
     func testMimeTypesAreInferredFromExtensions() {
