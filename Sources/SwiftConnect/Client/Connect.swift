@@ -551,7 +551,7 @@ extension Connect {
             context.transfer.observation = CallObservation.start(
                 ConnectCall(
                     method: context.method, name: context.connectorName,
-                    pathTemplate: pathTemplate() ?? "", request: request),
+                    pathTemplate: Redaction.urlText(pathTemplate() ?? ""), request: request),
                 observers: settings.observers)
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }

@@ -335,15 +335,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return secrets?.hiding(in: text) ?? text
     }
 
-    /// The text of `error`, with `secrets` hidden and the request's and response's URLs redacted by name
-    /// (platform errors quote the failing URL verbatim); as it is if `secrets` is `nil`.
+    /// The text of `error`, with `secrets` hidden and every URL it quotes redacted by name (platform errors quote the
+    /// failing URL verbatim, which after a redirect is neither the request's nor the response's); as it is if
+    /// `secrets` is `nil`.
     func underlyingText(_ error: any Error, hiding secrets: SecretValues?) -> String {
         var text = error is ConnectError ? String(reflecting: error) : "\(error)"
         guard let secrets else { return text }
         for url in [storedRequest?.url, storedHead?.url].compactMap({ $0 }) {
             text = text.replacingOccurrences(of: url.absoluteString, with: Redaction.url(url, redacting: true))
         }
-        return secrets.hiding(in: text)
+        return secrets.hiding(in: Redaction.urlsInText(text))
     }
 
     /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`).

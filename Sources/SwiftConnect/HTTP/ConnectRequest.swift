@@ -365,3 +365,30 @@ extension ConnectRequest {
         SecretValues(of: self).hiding(in: Redaction.url(url, redacting: true))
     }
 }
+
+extension ConnectRequest: CustomStringConvertible, CustomReflectable {
+    /// The method and ``redactedURL``, then the header fields one a line with secret values hidden: what
+    /// `print(request)` shows in a middleware of your own, so that it leaks no credential into a log.
+    public var description: String {
+        let line = "\(method.rawValue) \(redactedURL)"
+        return headerFields.isEmpty ? line : line + "\n" + headerFields.description
+    }
+
+    /// The parts as ``description`` shows them, so that `dump(request)` and a debugger show no secret either: the URL
+    /// redacted, the fields' secret values hidden, the body by its size.
+    public var customMirror: Mirror {
+        let body: String =
+            switch self.body {
+            case .none: "none"
+            case .bytes(let data): "\(data.count) bytes"
+            case .stream: "a one-shot stream"
+            }
+        return Mirror(
+            self,
+            children: [
+                "method": method.rawValue, "url": redactedURL, "headerFields": headerFields, "body": body,
+                "timeoutInterval": timeoutInterval,
+            ],
+            displayStyle: .struct)
+    }
+}

@@ -74,6 +74,26 @@ public struct RequestHead: Sendable, Hashable {
     public var url: URL? { URL(string: "\(scheme)://\(authority)\(path)") }
 }
 
+extension RequestHead: CustomStringConvertible, CustomReflectable {
+    /// The method and the URL, with the values of secret query items hidden, then the fields one a line with secret
+    /// values hidden (``HeaderFields/description``).
+    public var description: String {
+        let line = "\(method.rawValue) \(scheme)://\(authority)\(Redaction.urlText(path))"
+        return headerFields.isEmpty ? line : line + "\n" + headerFields.description
+    }
+
+    /// The parts as ``description`` shows them, so that `dump(head)` and a debugger show no secret either.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "method": method.rawValue, "scheme": scheme, "authority": authority, "path": Redaction.urlText(path),
+                "headerFields": headerFields,
+            ],
+            displayStyle: .struct)
+    }
+}
+
 /// What a response says before its body: status and header fields, in the core's own HTTP model.
 ///
 /// The shape is swift-http-types' `HTTPResponse` (status code and fields): an engine copies its own head into one

@@ -79,6 +79,31 @@ package enum Redaction {
             + (fragment.map { "#" + redactedQuery(String($0)) } ?? "")
     }
 
+    /// `text` with every absolute URL in it (`scheme://…`, up to white space, a quote or a closing bracket) hidden as
+    /// ``urlText(_:)`` hides one: for text that quotes URLs it was not given, such as a platform error's failing URL.
+    static func urlsInText(_ text: String) -> String {
+        guard text.contains("://") else { return text }
+        let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+        let ends = Set(" \t\r\n\"'`)]}")
+        var result = ""
+        var rest = Substring(text)
+        while let separator = rest.range(of: "://") {
+            var start = separator.lowerBound
+            while start > rest.startIndex, schemeCharacters.contains(rest[rest.index(before: start)]) {
+                start = rest.index(before: start)
+            }
+            var end = rest[separator.upperBound...].firstIndex { ends.contains($0) } ?? rest.endIndex
+            // Punctuation after a URL in a sentence, or between a list's items, is not part of it.
+            while end > separator.upperBound, ",;.".contains(rest[rest.index(before: end)]) {
+                end = rest.index(before: end)
+            }
+            result += rest[..<start]
+            result += start == separator.lowerBound ? String(rest[start..<end]) : urlText(String(rest[start..<end]))
+            rest = rest[end...]
+        }
+        return result + rest
+    }
+
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.
     ///
     /// Pairs are separated by `&` or by `;` (which some servers also accept), so `user=amy;password=x` hides

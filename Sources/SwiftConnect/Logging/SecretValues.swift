@@ -135,6 +135,13 @@ package struct SecretValues: Sendable, Equatable {
     /// The secrets of one sensitive header's value.
     private static func headerSecrets(_ value: String, name: String) -> [String] {
         var found = [value]
+        // Repeated fields joined into one (a `URLRequest` joins them with a comma, and a space on Apple platforms):
+        // the credentials of each too. A credential holds no comma (RFC 9110 token68, a cookie value).
+        let items = value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+        if items.count > 1 {
+            for item in items where !item.isEmpty { found += headerSecrets(item, name: name) }
+            return found
+        }
         if HTTPHeader.asciiCaseInsensitiveEquals(name, "Cookie") {
             for pair in value.split(separator: ";") {
                 let parts = pair.split(separator: "=", maxSplits: 1)

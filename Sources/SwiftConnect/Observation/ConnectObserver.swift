@@ -118,7 +118,8 @@ public struct ConnectCall: Sendable {
     /// given (an OpenAPI operation's ID).
     public let name: String
     /// The path as the connector describes it, placeholders kept (`"/todos/{id}"`): bounded, so fit for a span's
-    /// name or a metric's label, where the URL is not. Empty for a request built elsewhere
+    /// name or a metric's label, where the URL is not. A query written into the endpoint keeps its sensitive values
+    /// hidden (`"/items?api_key=<redacted>"`), as ``ConnectRequest/redactedURL`` hides them. Empty for a request built elsewhere
     /// (``Connect/stream(_:name:options:streaming:)``), whose concrete path may hold IDs: name it by ``name`` then.
     public let pathTemplate: String
     /// The request as it enters the pipeline, before the middlewares.

@@ -72,6 +72,22 @@ final class HTTPModelTests: XCTestCase {
         XCTAssertTrue(dumped.contains("Authorization"), dumped)
     }
 
+    /// A secret in the query of a request or a head showed in `print`, `String(reflecting:)` and `dump`: the URL (and a
+    /// request's Foundation base) went out as sent.
+    func testPrintingARequestOrAHeadShowsNoSecretOfItsURL() throws {
+        let url = try XCTUnwrap(URL(string: "https://user:SECRET-PW-1@a.test/me?access_token=SECRET-TOK-1&page=2"))
+        var request = try ConnectRequest(URLRequest(url: url))
+        request.headerFields[.authorization] = "Bearer SECRET-TOK-2"
+        request.body = .bytes(Data("password=SECRET-PW-3".utf8))
+        let head = try XCTUnwrap(RequestHead(method: .get, url: url, headerFields: request.headerFields))
+        var shown = "\(request)\n\(head)\n" + String(reflecting: request) + String(reflecting: head)
+        dump(request, to: &shown)
+        dump(head, to: &shown)
+        XCTAssertFalse(shown.contains("SECRET-"), shown)
+        XCTAssertTrue(shown.contains("GET https://a.test/me?access_token=<redacted>&page=2"), shown)
+        XCTAssertTrue(shown.contains("Authorization: <redacted>"), shown)
+    }
+
     func testARequestHeadSplitsAURLAsItGoesOnTheWire() throws {
         let url = try XCTUnwrap(URL(string: "HTTPS://user:pw@Example.com:8443/todos/a%2Fb?q=1&r=%20#frag"))
         let head = try XCTUnwrap(RequestHead(method: .post, url: url, headerFields: [.accept: "*/*"]))

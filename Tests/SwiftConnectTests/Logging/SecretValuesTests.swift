@@ -41,6 +41,17 @@ final class SecretValuesTests: XCTestCase {
         XCTAssertEqual(secrets.hiding(in: "token=xabcdef123y"), "token=x<redacted>y")
     }
 
+    /// Two `Authorization` fields, joined by `URLRequest`: the second credential was hidden only with its neighbour.
+    func testEachCredentialOfJoinedRepeatedFieldsIsHidden() {
+        var request = URLRequest(url: URL(string: "https://api.example.com/me")!)
+        request.addValue("Bearer tokA-SECRET-1", forHTTPHeaderField: "Authorization")
+        request.addValue("Bearer tokB-SECRET-2", forHTTPHeaderField: "Authorization")
+        let secrets = SecretValues(of: request)
+        XCTAssertEqual(
+            secrets.hiding(in: #"{"seen":"tokB-SECRET-2","first":"tokA-SECRET-1"}"#),
+            #"{"seen":"<redacted>","first":"<redacted>"}"#)
+    }
+
     func testALongerValueIsHiddenWholeBeforeAShorterOneInsideIt() {
         let secrets = SecretValues(values: ["secret-1", "secret-12345"])
         XCTAssertEqual(secrets.hiding(in: "secret-12345 secret-1"), "<redacted> <redacted>")

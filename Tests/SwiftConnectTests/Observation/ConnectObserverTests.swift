@@ -94,6 +94,17 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(call.request.url.path, "/todos/7")
     }
 
+    /// A secret written into an endpoint's query reached every span name, metric label and log line that carries the
+    /// template; it is hidden there as in the URL.
+    func testATemplateHidesTheSensitiveValuesOfItsQuery() throws {
+        let observer = RecordingObserver()
+        let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
+        let route = Route("/items?api_key=SECRET-KEY-1&page=2", baseURL: URL(string: "https://api.example.com")!)
+        _ = try connect.request(route).wait()
+        let call = try XCTUnwrap(observer.calls.values.first)
+        XCTAssertEqual(call.pathTemplate, "/items?api_key=<redacted>&page=2")
+    }
+
     func testARequestBuiltElsewhereIsNamedByItsNameNotByItsConcretePath() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)

@@ -273,6 +273,36 @@ final class SecretRedactionTests: XCTestCase {
         }
     }
 
+    /// An engine's error quotes the URL that failed, which after a redirect is neither the request's nor the
+    /// response's: a signed download URL's signature showed in `debugDescription` and `dump`.
+    func testAnUnderlyingErrorsOwnURLIsRedactedToo() throws {
+        // Given: a request to one URL whose engine failed on another (a redirect's target), as URLError says
+        let target = try XCTUnwrap(
+            URL(string: "https://bucket.example.com/o?X-Amz-Credential=SECRET-CRED-1&X-Amz-Signature=SECRET-SIG-2&v=1"))
+        let failure = URLError(
+            .cannotConnectToHost,
+            userInfo: [NSURLErrorFailingURLErrorKey: target, "NSErrorFailingURLStringKey": target.absoluteString])
+        let error = ConnectError(
+            .cannotConnect, message: "could not connect", request: URLRequest(url: URL(string: "https://a.test/dl")!),
+            underlyingError: failure)
+        // When
+        var shown = error.debugDescription
+        dump(error, to: &shown)
+        // Then
+        XCTAssertFalse(shown.contains("SECRET-"), shown)
+        XCTAssertTrue(shown.contains("X-Amz-Signature=<redacted>&v=1"), shown)
+    }
+
+    func testURLsInTextAreEachRedactedAndTheRestKept() {
+        XCTAssertEqual(
+            Redaction.urlsInText(
+                "failed (https://u:pw@h.test/a?token=T1&b=2), then \"http://h.test/?api_key=K, x\"; see ftp://h/x."),
+            "failed (https://h.test/a?token=<redacted>&b=2), then \"http://h.test/?api_key=<redacted>, x\"; see ftp://h/x."
+        )
+        XCTAssertEqual(Redaction.urlsInText("no URL: a://"), "no URL: a://")
+        XCTAssertEqual(Redaction.urlsInText("://?token=T"), "://?token=T")
+    }
+
     func testInvalidRequestErrorsHideSecretsOfTheURL() {
         // Given: URLs the builder refuses, carrying credentials in the base URL or the endpoint's literal query
         let connectors = [
