@@ -209,6 +209,27 @@ public struct ConnectRequest: Sendable {
         foundationBase = request
     }
 
+    /// What the `URLRequest` the request was made from says beyond the model, as text to compare (cookies, cellular
+    /// and constrained network access, service type); empty when it says what a new `URLRequest` says, or
+    /// when the request was not made from one.
+    var foundationExtras: String {
+        guard let base = foundationBase else { return "" }
+        let extras = Self.extras(of: base)
+        return extras == Self.defaultExtras ? "" : extras
+    }
+
+    private static let defaultExtras = extras(of: URLRequest(url: URL(fileURLWithPath: "/")))
+
+    private static func extras(of request: URLRequest) -> String {
+        var text = "cookies \(request.httpShouldHandleCookies), cellular \(request.allowsCellularAccess)"
+        text += ", service \(request.networkServiceType.rawValue)"
+        #if !canImport(FoundationNetworking)
+            text += ", expensive \(request.allowsExpensiveNetworkAccess)"
+            text += ", constrained \(request.allowsConstrainedNetworkAccess)"
+        #endif
+        return text
+    }
+
     /// The request as Foundation's `URLRequest`, for a transport that takes one: made when asked, at the edge.
     ///
     /// Repeated header names are joined as ``HeaderFields`` joins them; values are set as they are (the client has

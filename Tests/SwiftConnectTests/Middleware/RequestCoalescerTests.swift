@@ -215,6 +215,38 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.last?.cachePolicy, .reloadIgnoringLocalCacheData)
     }
 
+    /// Requests made from `URLRequest`s that differ only in what the model does not carry (here cookies) went as one:
+    /// the caller that opted out of cookies got the answer to the request that sent them, or the other way round.
+    func testRequestsMadeFromURLRequestsWithOtherSettingsMakeSeparateCalls() throws {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        var withCookies = URLRequest(url: URL(string: "https://api.example.com/items")!)
+        withCookies.httpShouldHandleCookies = true
+        var withoutCookies = withCookies
+        withoutCookies.httpShouldHandleCookies = false
+        // When
+        _ = connect.response(for: try ConnectRequest(withCookies))
+        _ = connect.response(for: try ConnectRequest(withoutCookies))
+        _ = connect.response(for: try ConnectRequest(withCookies))
+        // Then: the third joins the first; a request made from a plain URLRequest joins one made without any
+        XCTAssertEqual(transport.requests.map(\.httpShouldHandleCookies), [true, false])
+        _ = connect.response(for: ConnectRequest(url: URL(string: "https://api.example.com/items")!))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    /// A request that must go whatever the connectivity does not wait in a call that may be held for the network.
+    func testARequestThatIgnoresConnectivityGoesAlone() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        // When
+        _ = connect.request(Endpoint())
+        _ = connect.request(Endpoint(), options: RequestOptions(connectivity: .ignore))
+        // Then
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

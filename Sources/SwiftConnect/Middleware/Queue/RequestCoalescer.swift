@@ -16,8 +16,9 @@ import Foundation
 /// b.cancel()                                         // a still gets its result
 /// ```
 ///
-/// Requests are identical when their method, full URL, timeout, cache policy and every header field (name
-/// case-insensitive, value exact) match: requests signed for different users never share a response. A GET or
+/// Requests are identical when their method, full URL, timeout, cache policy, every header field (name
+/// case-insensitive, value exact) and the settings of a `URLRequest` they were made from (cookies, cellular access)
+/// match: requests signed for different users never share a response. A GET or
 /// HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
 /// of its own.
 ///
@@ -35,6 +36,9 @@ final class RequestCoalescer: Middleware {
         /// it asked, nor get an answer from a cache it asked to skip.
         let timeout: TimeInterval
         let cachePolicy: UInt
+        /// What a `URLRequest` the request was made from says beyond the model (cookies, cellular access…): one
+        /// caller's `httpShouldHandleCookies = false` must not get another's cookie-authenticated answer.
+        let foundationExtras: String
     }
 
     /// One shared call and the callers waiting for it.
@@ -64,7 +68,7 @@ final class RequestCoalescer: Middleware {
             .sorted()
         return Key(
             method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
-            cachePolicy: request.cachePolicy.rawValue)
+            cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras)
     }
 
     /// Joins the call in flight for an identical request, or starts one.
@@ -73,10 +77,11 @@ final class RequestCoalescer: Middleware {
     > {
         // Per-call/connector plugins run after this stage, and transfer options apply to this call only: such a
         // request is not interchangeable with another one that has the same URL and headers. Nor are transfers
-        // that read or write their own files, or stream a body only one reader can take.
+        // that read or write their own files, or stream a body only one reader can take, nor a request that must
+        // go whatever the connectivity (a shared call may be waiting for the network).
         let options = context.options
         let transfer = context.transfer
-        guard options.plugins.isEmpty, options.maxResponseBytes == nil,
+        guard options.plugins.isEmpty, options.maxResponseBytes == nil, options.connectivity != .ignore,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
             transfer.progress == nil, transfer.streaming == nil, let key = key(for: request)
         else { return next(request) }
