@@ -340,6 +340,9 @@ extension Connect {
             } catch var error as ConnectError {
                 if error.storedHead == nil { error = error.from(response) }
                 throw error
+            } catch let error as DecodingError {
+                // A step that decodes (the usual case): the coding path and a readable message, as `decoded` gives.
+                throw ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self).from(response)
             } catch {
                 let failure = ConnectError(
                     .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",

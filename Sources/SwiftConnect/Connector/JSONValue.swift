@@ -17,8 +17,12 @@ import Foundation
 /// key, as those libraries' `parameters:` did, use ``JSONObject``, which also takes variables and `Encodable`
 /// values.
 ///
-/// Numbers without a fraction or exponent that fit an `Int` decode as ``int(_:)``, others as ``double(_:)``;
-/// ``intValue`` and ``doubleValue`` read either.
+/// Whole numbers that fit an `Int` decode as ``int(_:)`` (`2`, and `2.0` or `1e3` too: JSON does not tell them
+/// apart), others as ``double(_:)``; ``intValue`` and ``doubleValue`` read either, and equal numbers are equal values
+/// (`.int(2) == .double(2.0)`), so a value compares equal after a round trip through JSON.
+///
+/// A value nested deeper than 128 levels fails to decode (a `DecodingError`), rather than exhausting the stack of
+/// the thread that decodes it.
 public enum JSONValue: Sendable, Hashable {
     /// `null`.
     case null
@@ -113,8 +117,18 @@ public enum JSONValue: Sendable, Hashable {
 // MARK: - Coding
 
 extension JSONValue: Codable {
+    /// The deepest nesting decoded: each level is a call, and a dispatch thread's 512 KiB stack ran out at about
+    /// 175 (the limit the redaction of bodies keeps too).
+    static let maximumDepth = Redaction.maximumJSONDepth
+
     /// Decodes any JSON value.
     public init(from decoder: any Decoder) throws {
+        guard decoder.codingPath.count <= Self.maximumDepth else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "JSONValue decodes JSON nested at most \(Self.maximumDepth) levels deep"))
+        }
         let container = try decoder.singleValueContainer()
         if container.decodeNil() {
             self = .null
@@ -126,10 +140,13 @@ extension JSONValue: Codable {
             self = .double(value)
         } else if let value = try? container.decode(String.self) {
             self = .string(value)
-        } else if let value = try? container.decode([JSONValue].self) {
-            self = .array(value)
         } else {
-            self = .object(try container.decode([String: JSONValue].self))
+            do {
+                self = .array(try container.decode([JSONValue].self))
+            } catch DecodingError.typeMismatch {
+                // Not an array (an element's own failure is thrown as it is): an object, or the error saying why not.
+                self = .object(try container.decode([String: JSONValue].self))
+            }
         }
     }
 
@@ -171,6 +188,39 @@ struct JSONKey: CodingKey {
 
     init?(intValue: Int) {
         return nil
+    }
+}
+
+// MARK: - Equality
+
+extension JSONValue {
+    /// Whether both are the same JSON value; numbers are compared by value, so `.int(2) == .double(2.0)`.
+    public static func == (lhs: JSONValue, rhs: JSONValue) -> Bool {
+        switch (lhs, rhs) {
+        case (.null, .null): true
+        case (.bool(let a), .bool(let b)): a == b
+        case (.int(let a), .int(let b)): a == b
+        case (.double(let a), .double(let b)): a == b
+        case (.int(let a), .double(let b)), (.double(let b), .int(let a)): Int(exactly: b) == a
+        case (.string(let a), .string(let b)): a == b
+        case (.array(let a), .array(let b)): a == b
+        case (.object(let a), .object(let b)): a == b
+        default: false
+        }
+    }
+
+    /// Hashes the value; a whole `double` hashes as the `int` it equals.
+    public func hash(into hasher: inout Hasher) {
+        switch self {
+        case .null: hasher.combine(0)
+        case .bool(let value): hasher.combine(value)
+        case .int(let value): hasher.combine(value)
+        case .double(let value):
+            if let whole = Int(exactly: value) { hasher.combine(whole) } else { hasher.combine(value) }
+        case .string(let value): hasher.combine(value)
+        case .array(let value): hasher.combine(value)
+        case .object(let value): hasher.combine(value)
+        }
     }
 }
 

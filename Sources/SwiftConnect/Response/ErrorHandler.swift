@@ -160,7 +160,7 @@ enum ErrorBody {
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
     /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
-    /// it begins with UTF-16's.
+    /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are.
     static func jsonObject(_ data: Data) -> [String: Any]? {
         var data = data
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
@@ -170,6 +170,12 @@ enum ErrorBody {
             data = Data(text.utf8)
         } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
             guard let text = String(data: data, encoding: .utf16) else { return nil }
+            data = Data(text.utf8)
+        } else if data.count >= 4, data[data.startIndex] == 0 {
+            // Big-endian without a mark, told by its zeros (RFC 4627, 3): `00 00 00 7B` is UTF-32, `00 7B` UTF-16.
+            // Little-endian without one starts with the brace, and JSONSerialization reads it as it is.
+            let encoding: String.Encoding = data[data.startIndex + 1] == 0 ? .utf32BigEndian : .utf16BigEndian
+            guard let text = String(data: data, encoding: encoding) else { return nil }
             data = Data(text.utf8)
         }
         guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }),

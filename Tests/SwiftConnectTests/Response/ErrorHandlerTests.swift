@@ -351,6 +351,24 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    /// Without a byte order mark, a big-endian body starts with a zero byte: its message was lost (a plain
+    /// `httpStatus` error), where the little-endian one kept it.
+    func testUTF16AndUTF32BodiesWithoutAByteOrderMarkKeepTheMessage() {
+        for encoding: String.Encoding in [.utf16BigEndian, .utf16LittleEndian, .utf32BigEndian, .utf32LittleEndian] {
+            // Given
+            let body = #"{"message":"bad ✓"}"#.data(using: encoding)!
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(body, status: 400, headers: ["Content-Type": "application/json"])),
+                retryPolicy: nil)
+            // When
+            let error = connectError(of: connect.request(Endpoint()))
+            // Then
+            XCTAssertEqual(error?.kind, .serverMessage, "\(encoding)")
+            XCTAssertEqual(error?.message, "bad ✓", "\(encoding)")
+        }
+    }
+
     // MARK: - Custom handlers
 
     /// The usage guide's custom handler: it sees only the JSON object, so a `ConnectError` it returns has no

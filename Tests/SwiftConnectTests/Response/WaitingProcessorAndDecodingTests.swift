@@ -110,6 +110,60 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
         XCTAssertTrue(error?.message.contains("LegacyUser") ?? false, error?.message ?? "")
     }
 
+    /// A step that decodes and fails said so in Swift's raw words, without the coding path `decoded` gives.
+    func testAStepWhoseDecodingFailsGivesTheCodingPath() {
+        struct Todo: Decodable { var id: Int }
+        struct GetTodo: DecodingConnector {
+            var baseURL: URL { URL(string: "https://api.test")! }
+            var endpoint: String { "/todo" }
+            func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Todo {
+                try JSONDecoder().decode(Todo.self, from: response.data)
+            }
+        }
+        let transport = FakeTransport.answering(.json(string: #"{"id":"x"}"#))
+        let error = connectError(of: Connect(transport: transport).send(GetTodo()))
+        XCTAssertEqual(error?.kind, .decoding)
+        XCTAssertEqual(error?.codingPath, "id")
+        XCTAssertEqual(error?.response?.statusCode, 200)
+        XCTAssertEqual(error?.body, Data(#"{"id":"x"}"#.utf8))
+    }
+
+    /// JSON nested deeper than `JSONValue` decodes fails with a decoding error on a thread with Apple's 512 KiB
+    /// dispatch stack (the process crashed at about 175 levels); shallower JSON decodes.
+    func testJSONValueRefusesNestingThatWouldExhaustAThreadsStack() throws {
+        @Sendable func nested(_ depth: Int) -> Data {
+            Data((String(repeating: #"{"a":["#, count: depth) + "1" + String(repeating: "]}", count: depth)).utf8)
+        }
+        let outcome = Guarded<Result<JSONValue, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            outcome.withLock { $0 = Result { try JSONDecoder().decode(JSONValue.self, from: nested(150)) } }
+            done.signal()
+        }
+        // A sanitizer's frames are larger: the bound is about the library's depth limit, not the platform's stack.
+        thread.stackSize = ProcessMemory.isSanitized ? 8 << 20 : 512 << 10
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 10), .success)
+        XCTAssertThrowsError(try outcome.snapshot?.get()) { error in
+            guard case .dataCorrupted(let context)? = error as? DecodingError else { return XCTFail("\(error)") }
+            XCTAssertTrue(context.debugDescription.contains("128 levels"), context.debugDescription)
+        }
+        let shallow = try JSONDecoder().decode(JSONValue.self, from: nested(60))
+        XCTAssertEqual(shallow["a"]?[0]?["a"]?[0]?.objectValue?.count, 1)
+    }
+
+    /// JSON does not tell `2` from `2.0`: a whole number decodes as `.int`, and equal numbers are equal values, so a
+    /// value survives a round trip through JSON.
+    func testJSONValueNumbersCompareByValue() throws {
+        let decoded = try JSONDecoder().decode(JSONValue.self, from: Data("[2.0, 1e3, 2.5]".utf8))
+        XCTAssertEqual(decoded, [2.0, 1000, 2.5])
+        let double: JSONValue = .double(2.0)
+        XCTAssertEqual(try JSONDecoder().decode(JSONValue.self, from: JSONEncoder().encode(double)), double)
+        XCTAssertEqual(Set<JSONValue>([.int(2), .double(2.0), .double(2.5)]).count, 2)
+        XCTAssertNotEqual(JSONValue.int(2), .double(2.5))
+        XCTAssertNotEqual(JSONValue.int(1), .bool(true))
+    }
+
     /// The error handler still runs first: a 404 is the handler's error, not the step's.
     func testTheErrorHandlerRunsBeforeTheStep() {
         let transport = FakeTransport.answering(.json(string: #"{"message":"no such user"}"#, status: 404))
