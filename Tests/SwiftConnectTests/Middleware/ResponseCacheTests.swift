@@ -71,6 +71,63 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 7, "removing the key removed every user's copy")
     }
 
+    /// A custom key replaces the method and URL, not the credentials in the URL: two users whose token is a query
+    /// item are stored apart under one custom key, and neither is served the other's response.
+    func testACustomKeyKeepsUsersWithATokenInTheQueryApart() throws {
+        // Given a server that answers with the token it was sent, and a rule with a custom key
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let items = request.url.flatMap { URLComponents(url: $0, resolvingAgainstBaseURL: false)?.queryItems }
+                let token = items?.first { $0.name == "access_token" }?.value ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(token.utf8))!)
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: ResponseCache())
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300, key: "me"))
+        let base = try XCTUnwrap(URL(string: "https://api.example.com"))
+        func me(_ token: String) throws -> String {
+            let data = try connect.request(Route("/me?access_token=\(token)", baseURL: base), options: rule)
+                .wait(timeout: 5)
+            return String(decoding: data, as: UTF8.self)
+        }
+
+        // When Alice asks, then Bob
+        let alice = try me("alice")
+        let bob = try me("bob")
+
+        // Then each got their own answer from the network, and each is served again from their own entry
+        XCTAssertEqual(alice, "alice")
+        XCTAssertEqual(bob, "bob", "Bob was not served Alice's response")
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(try me("alice"), "alice")
+        XCTAssertEqual(try me("bob"), "bob")
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    /// User info in the URL keeps users apart under a custom key too.
+    func testACustomKeyKeepsUsersWithUserInfoInTheURLApart() throws {
+        // Given a server that answers with the user it was sent, and a rule with a custom key
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let user = request.url?.user ?? "anonymous"
+                return .success(ConnectResponse(request: request, statusCode: 200, data: Data(user.utf8))!)
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: ResponseCache())
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300, key: "me"))
+        func me(_ user: String) throws -> String {
+            let route = Route("/me", baseURL: try XCTUnwrap(URL(string: "https://\(user):pw@api.example.com")))
+            return String(decoding: try connect.request(route, options: rule).wait(timeout: 5), as: UTF8.self)
+        }
+
+        // When Amy asks, then Ben
+        let amy = try me("amy")
+        let ben = try me("ben")
+
+        // Then Ben got his own answer
+        XCTAssertEqual(amy, "amy")
+        XCTAssertEqual(ben, "ben", "Ben was not served Amy's response")
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     /// The credential an `AuthenticationMiddleware` adds after the cache counts in the key too: after a switch of
     /// user, the other user's response is not served.
     func testTheCredentialOfTheClientsAuthenticationMiddlewareKeepsUsersApart() throws {

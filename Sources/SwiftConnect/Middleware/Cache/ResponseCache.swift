@@ -30,8 +30,9 @@ import Foundation
 /// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
 /// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
 /// key is the method and full URL unless the rule names one. A request that carries credentials
-/// (`Authorization`, `Cookie` or any header named like a secret) is stored apart for each set of credentials, so
-/// one user's response is not served to another: the key then ends with a digest of them (see
+/// (`Authorization`, `Cookie` or any header named like a secret, user info in its URL, or a secret query item such
+/// as `access_token=`) is stored apart for each set of credentials, so one user's response is not served to
+/// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
 /// The cache is private (its client's) and never revalidates: it sends no conditional requests, and never serves
@@ -208,7 +209,9 @@ public final class ResponseCache: Sendable {
 
     /// The key a request is stored under: the rule's key, or the method and full URL; with
     /// ``CacheRule/keyIncludesBody``, followed by `" body:"` and the SHA-256 of the body; for a request that carries
-    /// credentials, followed by `" credentials:"` and a digest of them (kept for this process only).
+    /// credentials (a secret header, user info in its URL or a secret query item such as `access_token=`), followed
+    /// by `" credentials:"` and a digest of them (kept for this process only). A custom key replaces the URL, not
+    /// the credentials in it: two users asking under one custom key are still stored apart.
     ///
     /// - Parameters:
     ///   - request: The request.
@@ -219,7 +222,7 @@ public final class ResponseCache: Sendable {
         if rule.keyIncludesBody {
             key += " body:" + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
-        guard let digest = credentialsDigest(of: request.headerFields) else { return key }
+        guard let digest = credentialsDigest(of: request) else { return key }
         return key + credentialsMarker + digest
     }
 
@@ -237,34 +240,36 @@ public final class ResponseCache: Sendable {
     /// What separates a key from the digest of a request's credentials.
     private static let credentialsMarker = " credentials:"
 
-    /// A digest of the request's secret headers (names ignoring case, and values), or `nil` if it has none.
+    /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
+    /// ignoring case, and values), the user info of its URL, and its secret query items (`access_token=`,
+    /// `api_key=`…, as redaction judges them). Those of the URL count even when a custom key leaves the URL out.
     /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
-    private static func credentialsDigest(of fields: HeaderFields) -> String? {
-        let secrets =
-            fields
+    private static func credentialsDigest(of request: ConnectRequest) -> String? {
+        let headers = request.headerFields
             .filter { HTTPHeader.isSensitive(name: $0.name.rawName) }
             .map { (name: $0.name.canonicalName, value: $0.value) }
             .sorted { $0.name < $1.name }
-        guard !secrets.isEmpty else { return nil }
+        let url = request.url
+        let queryItems =
+            url.query == nil
+            ? []
+            : (URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems ?? [])
+                .filter { Redaction.isSensitiveQueryItem($0.name) }
+        guard !headers.isEmpty || url.user != nil || url.password != nil || !queryItems.isEmpty else { return nil }
         var hasher = Hasher()
-        for secret in secrets {
-            hasher.combine(secret.name)
-            hasher.combine(secret.value)
+        hasher.combine(headers.count)
+        for header in headers {
+            hasher.combine(header.name)
+            hasher.combine(header.value)
+        }
+        hasher.combine(url.user)
+        hasher.combine(url.password)
+        hasher.combine(queryItems.count)
+        for item in queryItems {
+            hasher.combine(item.name)
+            hasher.combine(item.value)
         }
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
-    }
-
-    /// Whether `request` carries credentials a storage must not keep: a secret header, user info in its URL, or a
-    /// secret in its query (`access_token=`, `api_key=`…, as redaction judges them). Its key would hold them, and its
-    /// response is one user's.
-    private static func carriesCredentials(_ request: ConnectRequest) -> Bool {
-        if credentialsDigest(of: request.headerFields) != nil { return true }
-        let url = request.url
-        if url.user != nil || url.password != nil { return true }
-        guard url.query != nil, let items = URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems else {
-            return false
-        }
-        return items.contains { Redaction.isSensitiveQueryItem($0.name) }
     }
 
     /// Serves a fresh stored response, or sends the request through `next` and stores its response.
@@ -323,7 +328,7 @@ public final class ResponseCache: Sendable {
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
-        let hasCredentials = storage != nil && Self.carriesCredentials(request)
+        let hasCredentials = storage != nil && Self.credentialsDigest(of: request) != nil
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
