@@ -41,6 +41,31 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// Removing the key the app knows removes the responses stored with their body's digest in the key, for every
+    /// body and every set of credentials.
+    func testRemovingAKeyRemovesTheResponsesStoredPerBody() {
+        // Given two searches stored per body, the second one signed
+        let transport = answers(4)
+        let cache = ResponseCache()
+        let connect = client(transport, cache: cache)
+        let rule = CacheRule(timeToLive: 60, keyIncludesBody: true)
+        let signed = Route(
+            "/search", method: .post, parameters: ["q": "rust"] as JSONObject,
+            headers: [.authorization(bearerToken: "t0ken")], options: RequestOptions(cache: rule))
+        _ = body(connect.request(search("swift", rule: rule)))
+        _ = body(connect.request(signed))
+        XCTAssertEqual(cache.count, 2)
+
+        // When the app removes the key of the endpoint
+        cache.removeResponse(forKey: "POST https://api.test/search")
+
+        // Then both are gone: the next searches go to the network
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertEqual(body(connect.request(search("swift", rule: rule))), #"{"answer":3}"#)
+        XCTAssertEqual(body(connect.request(signed)), #"{"answer":4}"#)
+        XCTAssertEqual(transport.requests.count, 4)
+    }
+
     func testAPOSTIsNotCachedUnlessTheRuleNamesItsKey() {
         let transport = answers(2)
         let connect = client(transport, cache: ResponseCache())

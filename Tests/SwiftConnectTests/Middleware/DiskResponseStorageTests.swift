@@ -136,6 +136,53 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 1)
     }
 
+    /// Removing a key removes the responses stored with a body's digest in the key too (a POST under
+    /// `keyIncludesBody`), with or without credentials, in both built-in storages, and nothing else.
+    func testRemovingAKeyRemovesItsBodyVariants() throws {
+        // Given each storage holding a key's body variants, and other keys that only look alike
+        let response = StoredResponse(
+            url: try XCTUnwrap(URL(string: "https://api.test/search")), method: "POST", statusCode: 200, headers: [],
+            body: Data("{}".utf8), expiry: Date().addingTimeInterval(60), varying: [])
+        let removed = ["POST /search", "POST /search body:ab12", "POST /search body:ab12 credentials:1"]
+        let kept = ["POST /search/1 body:ab12", "POST /searches body:ab12", "POST /search-body:ab12"]
+        let earlier = try DiskResponseStorage(directory: folder)
+        for key in removed + kept { earlier.store(response, forKey: key) }
+        let memory = MemoryResponseStorage()
+        for key in removed + kept { memory.store(response, forKey: key) }
+        let disk = try DiskResponseStorage(directory: folder)
+
+        // When the key is removed from each
+        for storage in [disk, memory] as [any ResponseCacheStorage] {
+            storage.removeResponses(forKey: "POST /search")
+
+            // Then its variants are gone, and the other keys are still there
+            for key in removed { XCTAssertNil(storage.response(forKey: key), "\(type(of: storage)): \(key)") }
+            for key in kept { XCTAssertNotNil(storage.response(forKey: key), "\(type(of: storage)): \(key)") }
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, kept.count)
+    }
+
+    /// The cache's removal by key reaches a POST's response that a disk storage kept with its body's digest in the
+    /// key, after a restart too.
+    func testACacheRemovesAPOSTStoredPerBodyFromTheDisk() throws {
+        // Given a search stored per body on disk by an earlier process
+        let transport = FakeTransport()
+        transport.stub("/search", with: (1...2).map { .json(string: #"{"answer":\#($0)}"#) })
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300, keyIncludesBody: true))
+        let search = Route("/search", method: .post, parameters: ["q": "swift"] as JSONObject)
+        _ = body(try client(transport).request(search, options: rule))
+        let cache = ResponseCache(storage: try DiskResponseStorage(directory: folder))
+        let restarted = Connect(
+            transport: transport, responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+
+        // When the app removes the endpoint's key
+        cache.removeResponse(forKey: "POST https://api.test/search")
+
+        // Then the file is gone, and the search goes to the network
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(body(restarted.request(search, options: rule)), #"{"answer":2}"#)
+    }
+
     func testVaryAndExpiryHoldAfterARestart() throws {
         let transport = FakeTransport()
         transport.stub(

@@ -194,15 +194,15 @@ public final class ResponseCache: Sendable {
         storage?.removeAll()
     }
 
-    /// Forgets the responses stored under `key`, for every set of credentials.
+    /// Forgets the responses stored under `key`, for every set of credentials and every body: the key as a rule
+    /// names it, without the `" body:"` and `" credentials:"` parts the cache adds to it
+    /// (``key(for:rule:)-(ConnectRequest,_)``).
     ///
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
-        let partitioned = key + Self.credentialsMarker
         state.withLock { state in
             state.generation &+= 1
-            state.remove(key)
-            for stored in Array(state.entries.keys) where stored.hasPrefix(partitioned) { state.remove(stored) }
+            for stored in Array(state.entries.keys) where Self.isKey(stored, orVariantOf: key) { state.remove(stored) }
         }
         storage?.removeResponses(forKey: key)
     }
@@ -220,7 +220,7 @@ public final class ResponseCache: Sendable {
     public static func key(for request: ConnectRequest, rule: CacheRule) -> String {
         var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
         if rule.keyIncludesBody {
-            key += " body:" + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
+            key += bodyMarker + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
         guard let digest = credentialsDigest(of: request) else { return key }
         return key + credentialsMarker + digest
@@ -239,6 +239,17 @@ public final class ResponseCache: Sendable {
 
     /// What separates a key from the digest of a request's credentials.
     private static let credentialsMarker = " credentials:"
+    /// What separates a key from the digest of a request's body (``CacheRule/keyIncludesBody``).
+    private static let bodyMarker = " body:"
+
+    /// Whether `stored` is `key` or one of its variants: `key` followed by the digest of a body or of credentials
+    /// (``ResponseCacheStorage/removeResponses(forKey:)`` says how a storage matches them).
+    static func isKey(_ stored: String, orVariantOf key: String) -> Bool {
+        let stored = stored.utf8
+        guard stored.starts(with: key.utf8) else { return false }
+        let rest = stored.dropFirst(key.utf8.count)
+        return rest.isEmpty || rest.starts(with: bodyMarker.utf8) || rest.starts(with: credentialsMarker.utf8)
+    }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
     /// ignoring case, and values), the user info of its URL, and its secret query items (`access_token=`,

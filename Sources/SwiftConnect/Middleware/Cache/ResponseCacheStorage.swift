@@ -19,8 +19,10 @@ public protocol ResponseCacheStorage: Sendable {
     func response(forKey key: String) -> StoredResponse?
     /// Stores `response` under `key`, replacing what was there.
     func store(_ response: StoredResponse, forKey key: String)
-    /// Forgets the response under `key`, and those stored for each set of credentials under it
-    /// (keys that start with `key` followed by `" credentials:"`).
+    /// Forgets the response under `key` and its variants: every key that starts with `key` followed by `" body:"`
+    /// (the digest of a request's body, ``CacheRule/keyIncludesBody``) or by `" credentials:"` (the digest of a
+    /// request's credentials), whatever comes after. ``ResponseCache/removeResponse(forKey:)`` passes the key as the
+    /// app knows it: a storage that removes only `key` itself keeps the responses stored with their body's digest.
     func removeResponses(forKey key: String)
     /// Forgets every response.
     func removeAll()
@@ -111,10 +113,10 @@ public final class MemoryResponseStorage: ResponseCacheStorage {
         }
     }
 
-    /// Forgets `key` and its credential variants.
+    /// Forgets `key` and its variants (with the digest of a body or of credentials).
     public func removeResponses(forKey key: String) {
         state.withLock { state in
-            for stored in Array(state.responses.keys) where stored == key || stored.hasPrefix(key + " credentials:") {
+            for stored in Array(state.responses.keys) where ResponseCache.isKey(stored, orVariantOf: key) {
                 Self.remove(stored, from: &state)
             }
         }
@@ -218,7 +220,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
         for old in evicted { try? FileManager.default.removeItem(at: directory.appendingPathComponent(old)) }
     }
 
-    /// Forgets `key` and its credential variants.
+    /// Forgets `key` and its variants (with the digest of a body or of credentials).
     ///
     /// Files an earlier process wrote are read once for their key; after that, the index knows every file's key,
     /// and a removal reads no file (a cache removes a key for each answer it may not store).
@@ -230,9 +232,10 @@ public final class DiskResponseStorage: ResponseCacheStorage {
             let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
             index.withLock { $0[name]?.key = stored?.key ?? "" }
         }
-        let variants = key + " credentials:"
         let names = index.withLock { index in
-            index.filter { $0.key == exact || ($0.value.key?.hasPrefix(variants) ?? false) }.map(\.key)
+            index.filter { name, entry in
+                name == exact || entry.key.map { ResponseCache.isKey($0, orVariantOf: key) } ?? false
+            }.map(\.key)
         }
         for name in names {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
