@@ -359,12 +359,14 @@ extension RequestOptionKey {
 /// RequestOptions(cache: CacheRule(timeToLive: 60, keyIncludesBody: true))  // a POST search, by its body
 /// ```
 ///
-/// GET and HEAD responses are cached under the method and URL. A request of any other method (a POST search, a
-/// GraphQL query) is cached only when the rule names its key: a custom ``key``, or ``keyIncludesBody``. The request's
-/// own `cachePolicy` (``Connector/cachePolicy``) is honoured too: `.reloadIgnoringLocalCacheData` (and the other
-/// `reload…` policies) fetches fresh and stores, as ``bypassesCache`` does; `.returnCacheDataElseLoad` serves a stored
-/// response even past its time to live, else fetches; `.returnCacheDataDontLoad` serves a stored response or fails
-/// with ``ConnectError/Kind/transport`` (`URLError(.resourceUnavailable)` underneath), nothing sent.
+/// GET and HEAD responses are cached under the method and URL. A request of any other method (a POST search, a GraphQL
+/// query) is cached only when the rule names its key: a custom ``key``, or ``keyIncludesBody``; the rule makes it a
+/// read, so its answer removes nothing stored, where any other successful PUT, PATCH, DELETE or POST removes the
+/// responses stored for its URL (see ``ResponseCache``). The request's own `cachePolicy` (``Connector/cachePolicy``) is
+/// honoured too: `.reloadIgnoringLocalCacheData` (and the other `reload…` policies) fetches fresh and stores, as
+/// ``bypassesCache`` does; `.returnCacheDataElseLoad` serves a stored response even past its time to live, else
+/// fetches; `.returnCacheDataDontLoad` serves a stored response or fails with ``ConnectError/Kind/transport``
+/// (`URLError(.resourceUnavailable)` underneath), nothing sent.
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
     /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).

@@ -183,6 +183,26 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(body(restarted.request(search, options: rule)), #"{"answer":2}"#)
     }
 
+    /// A successful write removes the files of its URL's responses, whatever their keys, written by an earlier
+    /// process too (RFC 9111 §4.4).
+    func testASuccessfulWriteRemovesTheURLsFilesAcrossARestart() throws {
+        // Given /todos stored on disk by an earlier process, under a custom key and under its own
+        let transport = answers(3)
+        transport.stub(.delete, "/todos", with: .status(204))
+        let keyed = RequestOptions(cache: CacheRule(timeToLive: 300, key: "todos"))
+        _ = body(try client(transport).request(Route("/todos"), options: keyed))
+        _ = body(try client(transport).request(Route("/todos"), options: rule))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 2)
+        let restarted = try client(transport)
+
+        // When a DELETE to it succeeds
+        XCTAssertNotNil(value(of: restarted.request(Route("/todos", method: .delete))))
+
+        // Then its files are gone, and it is fetched again
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(body(restarted.request(Route("/todos"), options: keyed)), #"{"answer":3}"#)
+    }
+
     func testVaryAndExpiryHoldAfterARestart() throws {
         let transport = FakeTransport()
         transport.stub(

@@ -57,6 +57,13 @@ import Foundation
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
 ///   response is not served in its place.
 ///
+/// A non-error answer (2xx or 3xx) to a request of an unsafe method (any but GET, HEAD, OPTIONS and TRACE: a PUT, a
+/// DELETE, a POST), with or without a rule, removes what is stored for its URL and for the URLs its `Location` and
+/// `Content-Location` name on the same origin (RFC 9111 §4.4): under every key, custom keys included, for every set
+/// of credentials, in memory and in the storage; a response to one of them still in flight is then not stored. A
+/// request of such a method that its rule caches (a custom key or ``CacheRule/keyIncludesBody``: a POST search) is a
+/// read by the rule's word, and removes nothing.
+///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
 /// stored. The cache is safe to share between threads and clients.
@@ -74,6 +81,9 @@ public final class ResponseCache: Sendable {
         /// The number of the network fetch that brought it (``State/fetches``): a fetch started earlier, ending
         /// later, does not replace it.
         var fetch: UInt64 = 0
+        /// The resources it is a response for (``ResponseCache/resource(of:)``): the URL asked for, and the one
+        /// that answered when a redirect led elsewhere. A successful unsafe request to one of them removes it.
+        var resources: [String] = []
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
@@ -95,6 +105,32 @@ public final class ResponseCache: Sendable {
         var fetches: UInt64 = 0
         /// Raised by every removal the app asks for: a fetch started before it does not store its response.
         var generation: UInt64 = 0
+        /// Resource → the last fetch started before a successful unsafe request to it removed its responses: those
+        /// fetches do not store theirs (RFC 9111 §4.4). Bounded: past ``maxInvalidations`` it is emptied and the
+        /// generation raised instead, which holds back every fetch then in flight.
+        var invalidations: [String: UInt64] = [:]
+
+        /// The most resources ``invalidations`` holds.
+        static let maxInvalidations = 256
+
+        /// Removes the responses for `resources`, of every key, and holds back the fetches of them in flight.
+        ///
+        /// - Returns: The keys removed.
+        mutating func invalidate(_ resources: Set<String>) -> [String] {
+            if invalidations.count + resources.count > Self.maxInvalidations {
+                invalidations.removeAll()
+                generation &+= 1
+            }
+            for resource in resources { invalidations[resource] = fetches }
+            let keys = entries.filter { !resources.isDisjoint(with: $0.value.resources) }.map(\.key)
+            for key in keys { remove(key) }
+            return keys
+        }
+
+        /// Whether responses for one of `resources` were removed after fetch number `fetch` started.
+        func isInvalidated(_ resources: [String], since fetch: UInt64) -> Bool {
+            resources.contains { (invalidations[$0] ?? 0) >= fetch }
+        }
 
         mutating func touch(_ key: String) {
             guard let old = entries[key]?.tick else { return }
@@ -186,6 +222,7 @@ public final class ResponseCache: Sendable {
         // its file back (see `respond(to:context:next:)`).
         state.withLock { state in
             state.generation &+= 1
+            state.invalidations.removeAll()
             state.entries.removeAll()
             state.recency.removeAll()
             state.totalBytes = 0
@@ -293,7 +330,7 @@ public final class ResponseCache: Sendable {
         guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0,
             Self.isCacheable(request, rule: rule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
-        else { return next(request) }
+        else { return passing(request, to: next) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
         let key = Self.key(for: request, rule: rule)
@@ -322,7 +359,7 @@ public final class ResponseCache: Sendable {
         if cached == nil, !bypasses {
             cached = storedResponse(
                 forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale,
-                generation: generation)
+                generation: generation, fetch: fetch)
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
@@ -340,9 +377,11 @@ public final class ResponseCache: Sendable {
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         let hasCredentials = storage != nil && Self.credentialsDigest(of: request) != nil
+        let requestURL = request.url
         let response = next(request)
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
+            let resources = Self.resources(asked: requestURL, answered: response.storedHead.url)
             let size = Self.estimatedSize(of: response)
             let arrival = self.now()
             guard size <= self.maxBytes, let varying = Self.varying(of: response, requestHeaders: requestHeaders),
@@ -359,19 +398,25 @@ public final class ResponseCache: Sendable {
             let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
                 response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying,
-                fetch: fetch)
+                fetch: fetch, resources: resources)
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the response of a fetch started later.
-                guard state.generation == generation, (state.entries[key]?.fetch ?? 0) < fetch else { return false }
+                guard state.generation == generation, !state.isInvalidated(resources, since: fetch),
+                    (state.entries[key]?.fetch ?? 0) < fetch
+                else { return false }
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
             }
             // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
             if stored, let storage = self.storage, !hasCredentials {
                 storage.store(Self.stored(response, method: method, expiry: expiry, varying: varying), forKey: key)
-                // The app removed responses while the file was written (a logout's removeAll()): it goes too.
-                if self.state.withLock({ $0.generation != generation }) { storage.removeResponses(forKey: key) }
+                // The app removed responses while the file was written (a logout's removeAll(), a write to the
+                // resource): it goes too.
+                let isRemoved = self.state.withLock {
+                    $0.generation != generation || $0.isInvalidated(resources, since: fetch)
+                }
+                if isRemoved { storage.removeResponses(forKey: key) }
             }
         }
         return response
@@ -380,7 +425,7 @@ public final class ResponseCache: Sendable {
     /// A fresh response from ``storage`` for `request`, now also in memory; `nil` when it has none that fits.
     private func storedResponse(
         forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date, servesStale: Bool,
-        generation: UInt64
+        generation: UInt64, fetch: UInt64
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
             stored.expiry > now || servesStale, stored.body.count <= limit,
@@ -395,18 +440,105 @@ public final class ResponseCache: Sendable {
                 request: request, head: ResponseHead(status: stored.statusCode, headerFields: fields),
                 data: stored.body, url: stored.url)
         else { return nil }
+        let resources = Self.resources(asked: request.url, answered: stored.url)
         let entry = Entry(
             response: response, expiry: stored.expiry, size: Self.estimatedSize(of: response), tick: 0,
-            method: method, varying: stored.varying.map { ($0.name, $0.value) })
-        // Read before a removal the app made meanwhile (a logout's removeAll()): not served, nor kept.
+            method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
+        // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
+        // served, nor kept.
         let isCurrent = state.withLock { state -> Bool in
-            guard state.generation == generation else { return false }
+            guard state.generation == generation, !state.isInvalidated(resources, since: fetch) else { return false }
             state.hits += 1
             state.misses -= 1
             if entry.size <= maxBytes { state.insert(key, entry: entry, limit: maxBytes) }
             return true
         }
         return isCurrent ? response : nil
+    }
+
+    /// Sends a request the cache neither serves nor stores; when its method is unsafe (RFC 9110 §9.2.1: any but
+    /// GET, HEAD, OPTIONS and TRACE), a non-error answer removes what is stored for the resources it changed.
+    func passing(_ request: consuming ConnectRequest, to next: @escaping Middleware.Next) -> Future<ConnectResponse> {
+        guard !Self.isSafe(request.method) else { return next(request) }
+        let target = request.url
+        let response = next(request)
+        response.whenComplete { [weak self] result in
+            guard let self, case .success(let response) = result else { return }
+            self.invalidate(after: response, to: target)
+        }
+        return response
+    }
+
+    /// RFC 9111 §4.4: after a non-error (2xx or 3xx) answer to an unsafe request, removes the responses stored for
+    /// its target URL and for the URLs its `Location` and `Content-Location` name on the same origin, whatever
+    /// their keys and credentials, from memory and from the storage.
+    private func invalidate(after response: ConnectResponse, to target: URL) {
+        guard (200..<400).contains(response.statusCode) else { return }
+        var urls = [target]
+        if let answered = response.storedHead.url, Self.isSameOrigin(answered, target) { urls.append(answered) }
+        for name in ["Location", "Content-Location"] {
+            guard let value = response.header(name),
+                let url = URL(string: String(ResponseFreshness.trimmed(Substring(value))), relativeTo: target)?
+                    .absoluteURL,
+                Self.isSameOrigin(url, target)
+            else { continue }
+            urls.append(url)
+        }
+        let resources = Set(urls.compactMap(Self.resource(of:)))
+        guard !resources.isEmpty else { return }
+        // First memory, holding back the fetches in flight: a response they bring from now on is stored nowhere,
+        // and one whose file is written after the storage is cleared is taken back by its fetch, which checks.
+        let keys = state.withLock { $0.invalidate(resources) }
+        if let storage {
+            (storage as? any ResponseStorageByURL)?.removeResponses(forResources: resources)
+            // A storage of the app's own is searched by key: the keys a GET or HEAD of these URLs is stored under
+            // (a redirected response keeps its URL asked for in its key), and those memory had for them.
+            var storedKeys = Set(keys)
+            for url in urls { storedKeys.formUnion(["GET \(url.absoluteString)", "HEAD \(url.absoluteString)"]) }
+            for key in storedKeys { storage.removeResponses(forKey: key) }
+            // Then memory again: a fetch that read the storage before it was cleared does not keep what it read.
+            _ = state.withLock { $0.invalidate(resources) }
+        }
+    }
+
+    /// Whether `method` is safe (RFC 9110 §9.2.1): an answer to it changes nothing stored.
+    private static func isSafe(_ method: HTTPMethod) -> Bool {
+        method == .get || method == .head || method == .options || method == .trace
+    }
+
+    /// The resource `url` names, as invalidation compares URLs: its origin (``origin(of:)``: without user info, the
+    /// default port written out), path (an empty one as `/`) and query, without fragment; `nil` for a URL without
+    /// a scheme or a host.
+    static func resource(of url: URL) -> String? {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let origin = origin(of: url)
+        else { return nil }
+        let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
+        return origin + path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+    }
+
+    /// The responses' resources of a request to `asked` answered from `answered`.
+    private static func resources(asked: URL, answered: URL?) -> [String] {
+        var resources = resource(of: asked).map { [$0] } ?? []
+        if let answered = answered.flatMap(resource(of:)), !resources.contains(answered) {
+            resources.append(answered)
+        }
+        return resources
+    }
+
+    /// `scheme://host:port` of `url`, in lower case and with the scheme's default port written out; `nil` without
+    /// a scheme or a host.
+    private static func origin(of url: URL) -> String? {
+        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let scheme = components.scheme?.lowercased(), let host = components.host?.lowercased(), !host.isEmpty
+        else { return nil }
+        let port = components.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
+        return "\(scheme)://\(host):\(port)"
+    }
+
+    /// Whether `url` and `other` have one origin (scheme, host and port).
+    private static func isSameOrigin(_ url: URL, _ other: URL) -> Bool {
+        guard let first = origin(of: url) else { return false }
+        return first == origin(of: other)
     }
 
     /// `response` as a storage keeps it.
@@ -482,8 +614,9 @@ struct ResponseCacheStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        // A streamed body is read once, by its caller: there is nothing to store or to serve again.
-        guard context.transfer.streaming == nil else { return next(request) }
+        // A streamed body is read once, by its caller: there is nothing to store or to serve again (a write's
+        // answer still removes what is stored for its resource).
+        guard context.transfer.streaming == nil else { return cache.passing(request, to: next) }
         return cache.respond(to: request, context: context, next: next)
     }
 }

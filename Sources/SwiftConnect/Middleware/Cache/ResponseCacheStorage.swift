@@ -14,6 +14,11 @@ import Foundation
 ///
 /// The cache decides what may be stored and for how long; a storage keeps what it is given and may forget it at
 /// any time (to stay within its bounds). ``MemoryResponseStorage`` is the simplest one, for tests and as an example.
+///
+/// After a successful unsafe request (a PUT, a DELETE…), the cache removes the URL's responses: the built-in storages
+/// find them by their ``StoredResponse/url``; of a storage of yours, it removes the keys a GET or HEAD of the URL is
+/// stored under and the keys it holds in memory for the URL. A response that such a storage keeps under a custom key
+/// and that this process's cache no longer holds in memory (stored before a restart, say) stays until its expiry.
 public protocol ResponseCacheStorage: Sendable {
     /// The response stored under `key`, or `nil`.
     func response(forKey key: String) -> StoredResponse?
@@ -26,6 +31,14 @@ public protocol ResponseCacheStorage: Sendable {
     func removeResponses(forKey key: String)
     /// Forgets every response.
     func removeAll()
+}
+
+/// A storage that can forget responses by the URL that answered them, whatever their keys: the built-in ones. After
+/// a successful unsafe request, ``ResponseCache`` asks it to, and asks any other storage to remove the keys it
+/// knows for the URL (``ResponseCacheStorage/removeResponses(forKey:)``).
+protocol ResponseStorageByURL {
+    /// Forgets every response whose ``StoredResponse/url`` names one of `resources` (``ResponseCache/resource(of:)``).
+    func removeResponses(forResources resources: Set<String>)
 }
 
 /// A response as a ``ResponseCacheStorage`` keeps it: what the cache needs to serve it again.
@@ -81,7 +94,7 @@ public struct StoredResponse: Sendable, Codable, Equatable {
 }
 
 /// A ``ResponseCacheStorage`` in memory, bounded in bytes, forgetting the oldest first.
-public final class MemoryResponseStorage: ResponseCacheStorage {
+public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     private struct State {
         var responses: [String: StoredResponse] = [:]
         var order: [String] = []
@@ -127,6 +140,16 @@ public final class MemoryResponseStorage: ResponseCacheStorage {
         state.withLock { $0 = State() }
     }
 
+    /// Forgets the responses for `resources` (``ResponseStorageByURL``).
+    func removeResponses(forResources resources: Set<String>) {
+        state.withLock { state in
+            let keys = state.responses.filter { _, stored in
+                ResponseCache.resource(of: stored.url).map(resources.contains) ?? false
+            }.map(\.key)
+            for key in keys { Self.remove(key, from: &state) }
+        }
+    }
+
     private static func remove(_ key: String, from state: inout State) {
         guard let old = state.responses.removeValue(forKey: key) else { return }
         state.bytes -= old.size
@@ -141,13 +164,24 @@ public final class MemoryResponseStorage: ResponseCacheStorage {
 /// (`Authorization`, cookies, any header named like a secret). The cache tells users apart by a digest of their
 /// credentials that lasts one process only; a lasting one would keep a hash of a password or token on disk. Remove
 /// the folder's responses (``removeAll()``, or ``ResponseCache/removeAll()``) when the user signs out.
-public final class DiskResponseStorage: ResponseCacheStorage {
+public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     /// The folder.
     public let directory: URL
     private let maxBytes: Int
-    /// File name → (size, last use, key), read from the folder at start; the key once a file is written or read
-    /// (`""` for a file that cannot be read), so that removing a key's responses reads no file twice.
-    private let index: Protected<[String: (size: Int, used: Date, key: String?)]>
+    /// File name → its size, last use, key and resource, read from the folder at start; the key and resource once
+    /// a file is written or read (`""` and `nil` for a file that cannot be read), so that removing a key's or a
+    /// URL's responses reads no file twice.
+    private let index: Protected<[String: IndexEntry]>
+
+    /// What the index knows of a file.
+    private struct IndexEntry {
+        var size: Int
+        var used: Date
+        /// The key, once the file was written or read; `""` when it cannot be read.
+        var key: String?
+        /// The resource of the response's URL (``ResponseCache/resource(of:)``), once the file was written or read.
+        var resource: String?
+    }
 
     /// Opens (or creates) a storage in `directory`.
     ///
@@ -159,7 +193,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
         self.directory = directory
         self.maxBytes = max(0, maxBytes)
         let manager = FileManager.default
-        var index: [String: (size: Int, used: Date, key: String?)] = [:]
+        var index: [String: IndexEntry] = [:]
         do {
             try manager.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
@@ -167,7 +201,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
             for name in try manager.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".response") {
                 let attributes = try? manager.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
                 let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
-                index[name] = (size, attributes?[.modificationDate] as? Date ?? .distantPast, nil)
+                index[name] = IndexEntry(size: size, used: attributes?[.modificationDate] as? Date ?? .distantPast)
             }
         } catch {
             throw ConnectError.fileAccess(error, url: directory, request: nil)
@@ -184,6 +218,7 @@ public final class DiskResponseStorage: ResponseCacheStorage {
         index.withLock { index in
             index[name]?.used = Date()
             index[name]?.key = key
+            index[name]?.resource = ResponseCache.resource(of: stored.response.url)
         }
         return stored.response
     }
@@ -206,7 +241,8 @@ public final class DiskResponseStorage: ResponseCacheStorage {
             return
         }
         let evicted = index.withLock { index -> [String] in
-            index[name] = (data.count, Date(), key)
+            index[name] = IndexEntry(
+                size: data.count, used: Date(), key: key, resource: ResponseCache.resource(of: response.url))
             var total = index.values.reduce(0) { $0 + $1.size }
             var evicted: [String] = []
             for (old, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes {
@@ -226,17 +262,36 @@ public final class DiskResponseStorage: ResponseCacheStorage {
     /// and a removal reads no file (a cache removes a key for each answer it may not store).
     public func removeResponses(forKey key: String) {
         let exact = Self.fileName(forKey: key)
-        let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != exact }.map(\.key) }
+        readUnknownFiles(except: exact)
+        removeFiles { name, entry in
+            name == exact || entry.key.map { ResponseCache.isKey($0, orVariantOf: key) } ?? false
+        }
+    }
+
+    /// Forgets the responses for `resources` (``ResponseStorageByURL``), reading no file twice as
+    /// ``removeResponses(forKey:)`` does.
+    func removeResponses(forResources resources: Set<String>) {
+        readUnknownFiles(except: nil)
+        removeFiles { _, entry in entry.resource.map(resources.contains) ?? false }
+    }
+
+    /// Reads the key and resource of each file the index does not know yet (an earlier process wrote it), but
+    /// `skipped`.
+    private func readUnknownFiles(except skipped: String?) {
+        let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != skipped }.map(\.key) }
         for name in unknown {
             let data = try? Data(contentsOf: directory.appendingPathComponent(name))
             let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
-            index.withLock { $0[name]?.key = stored?.key ?? "" }
+            index.withLock { index in
+                index[name]?.key = stored?.key ?? ""
+                index[name]?.resource = stored.flatMap { ResponseCache.resource(of: $0.response.url) }
+            }
         }
-        let names = index.withLock { index in
-            index.filter { name, entry in
-                name == exact || entry.key.map { ResponseCache.isKey($0, orVariantOf: key) } ?? false
-            }.map(\.key)
-        }
+    }
+
+    /// Removes the files the index entries `isRemoved` picks.
+    private func removeFiles(where isRemoved: (String, IndexEntry) -> Bool) {
+        let names = index.withLock { index in index.filter { isRemoved($0.key, $0.value) }.map(\.key) }
         for name in names {
             try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
             index.withLock { $0[name] = nil }

@@ -1,0 +1,207 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// RFC 9111 §4.4: a non-error answer to an unsafe request (any method but GET, HEAD, OPTIONS and TRACE) removes
+/// what the ``ResponseCache`` stored for its URL, and for the same-origin URLs its `Location` and
+/// `Content-Location` name, whatever the keys and credentials they were stored under.
+final class ResponseCacheInvalidationTests: XCTestCase {
+    private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+
+    /// A transport whose GETs of `/items/1`, `/items/2` and `/items/3` answer `{"version":N}`, N counting up per
+    /// path, and whose `method` requests to `path` answer `write`.
+    private func server(_ writes: [(HTTPMethod, String, [FakeResponse])] = []) -> FakeTransport {
+        let transport = FakeTransport()
+        for path in ["/items/1", "/items/2", "/items/3"] {
+            transport.stub(.get, path, with: (1...5).map { .json(string: #"{"version":\#($0)}"#) })
+        }
+        for (method, path, answers) in writes { transport.stub(method, path, with: answers) }
+        return transport
+    }
+
+    private func client(_ transport: any Transport, cache: ResponseCache = ResponseCache()) -> Connect {
+        Connect(
+            transport: transport, retryPolicy: nil, responseCache: cache,
+            configuration: ServerConfiguration(host: "api.example.com"))
+    }
+
+    /// The body of a cached GET of `path`.
+    private func get(_ path: String, on connect: Connect, headers: [HTTPHeader] = [], rule: RequestOptions? = nil)
+        throws -> String
+    {
+        let data = try connect.request(Route(path, headers: headers), options: rule ?? self.rule).wait(timeout: 5)
+        return String(decoding: data, as: UTF8.self)
+    }
+
+    /// How many GETs reached `transport`.
+    private func gets(_ transport: FakeTransport) -> Int {
+        transport.requests.filter { $0.httpMethod == "GET" }.count
+    }
+
+    func testASuccessfulWriteRemovesTheStoredResponseOfItsURL() throws {
+        // Given a stored response to GET /items/1
+        let transport = server([(.put, "/items/1", [.status(200)])])
+        let connect = client(transport)
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":1}"#)
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":1}"#)
+
+        // When a PUT to it is answered 200
+        XCTAssertNoThrow(try connect.request(Route("/items/1", method: .put)).wait(timeout: 5))
+
+        // Then the next GET goes to the network
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAFailedWriteLeavesTheStoredResponse() throws {
+        // Given a stored response to GET /items/1
+        let transport = server([(.put, "/items/1", [.status(500)])])
+        let connect = client(transport)
+        _ = try get("/items/1", on: connect)
+
+        // When a PUT to it is answered 500
+        XCTAssertThrowsError(try connect.request(Route("/items/1", method: .put)).wait(timeout: 5))
+
+        // Then the stored response is still served
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
+    func testEveryUnsafeMethodRemovesAndNoSafeOneDoes() throws {
+        let unsafe: [HTTPMethod] = [.post, .put, .patch, .delete, "PURGE"]
+        for method in unsafe + [.options, .trace] {
+            // Given a stored response to GET /items/1
+            let transport = server([(method, "/items/1", [.status(204)])])
+            let connect = client(transport)
+            _ = try get("/items/1", on: connect)
+
+            // When a request of `method` to it succeeds
+            XCTAssertNoThrow(try connect.request(Route("/items/1", method: method)).wait(timeout: 5))
+
+            // Then it is fetched again after an unsafe method only
+            _ = try get("/items/1", on: connect)
+            XCTAssertEqual(gets(transport), unsafe.contains(method) ? 2 : 1, "\(method)")
+        }
+    }
+
+    func testTheResponsesOfEveryUserAndKeyForTheURLAreRemoved() throws {
+        // Given /items/1 stored for two users, and under a custom key
+        let transport = server([(.delete, "/items/1", [.status(204)])])
+        let cache = ResponseCache()
+        let connect = client(transport, cache: cache)
+        let keyed = RequestOptions(cache: CacheRule(timeToLive: 300, key: "item"))
+        _ = try get("/items/1", on: connect, headers: [.authorization(bearerToken: "alice")])
+        _ = try get("/items/1", on: connect, headers: [.authorization(bearerToken: "bob")])
+        _ = try get("/items/1", on: connect, rule: keyed)
+        XCTAssertEqual(cache.count, 3)
+
+        // When a DELETE without credentials succeeds
+        XCTAssertNoThrow(try connect.request(Route("/items/1", method: .delete)).wait(timeout: 5))
+
+        // Then none is served any more
+        XCTAssertEqual(cache.count, 0)
+        _ = try get("/items/1", on: connect, headers: [.authorization(bearerToken: "alice")])
+        _ = try get("/items/1", on: connect, headers: [.authorization(bearerToken: "bob")])
+        _ = try get("/items/1", on: connect, rule: keyed)
+        XCTAssertEqual(gets(transport), 6)
+    }
+
+    func testLocationAndContentLocationOnTheSameOriginAreRemovedToo() throws {
+        // Given /items/1, /items/2 and another origin's /items/3 stored
+        let elsewhere = try XCTUnwrap(URL(string: "https://other.example.com"))
+        let created: [FakeResponse] = [
+            .status(201, headers: ["Location": "/items/1", "Content-Location": "https://API.example.com:443/items/2"]),
+            .status(201, headers: ["Location": "https://other.example.com/items/3"]),
+        ]
+        let transport = server([(.post, "/items", created)])
+        let connect = client(transport)
+        _ = try get("/items/1", on: connect)
+        _ = try get("/items/2", on: connect)
+        _ = try connect.request(Route("/items/3", baseURL: elsewhere), options: rule).wait(timeout: 5)
+
+        // When two POSTs succeed, naming the first two and the other origin's
+        XCTAssertNoThrow(try connect.request(Route("/items", method: .post)).wait(timeout: 5))
+        XCTAssertNoThrow(try connect.request(Route("/items", method: .post)).wait(timeout: 5))
+
+        // Then the first two are fetched again, and the other origin's is still served
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":2}"#)
+        XCTAssertEqual(try get("/items/2", on: connect), #"{"version":2}"#)
+        let other = try connect.request(Route("/items/3", baseURL: elsewhere), options: rule).wait(timeout: 5)
+        XCTAssertEqual(String(decoding: other, as: UTF8.self), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 5)
+    }
+
+    /// A write whose answer is streamed steps past the cache, yet removes what is stored for its URL.
+    func testAStreamedWriteRemovesTheStoredResponseOfItsURL() async throws {
+        // Given a stored response to GET /items/1
+        let transport = server([(.post, "/items/1", [.json(string: #"{"accepted":true}"#)])])
+        let connect = client(transport)
+        _ = try get("/items/1", on: connect)
+
+        // When a POST to it, read as a stream, is answered 200
+        let stream = connect.stream(Route("/items/1", method: .post))
+        let answer = try await stream.response
+        XCTAssertEqual(answer.statusCode, 200)
+
+        // Then the next GET goes to the network
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    /// A GET sent before a write's answer may carry the state before the write: it is served to its caller, not
+    /// stored.
+    func testAGETAnsweredAfterASuccessfulWriteIsNotStored() throws {
+        // Given a GET and a PUT of /items/1 in flight
+        let transport = ManualTransport()
+        let connect = client(transport)
+        let read = connect.request(Route("/items/1"), options: rule)
+        let write = connect.request(Route("/items/1", method: .put))
+        XCTAssertEqual(transport.requests.count, 2)
+        guard transport.requests.count == 2 else { return }
+
+        // When the PUT is answered first, then the GET
+        transport.respond(to: 1, status: 200)
+        XCTAssertNotNil(value(of: write))
+        transport.respond(to: 0, body: Data("before".utf8))
+        XCTAssertEqual(value(of: read), Data("before".utf8))
+
+        // Then the next GET goes to the network
+        _ = connect.request(Route("/items/1"), options: rule)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
+    /// A storage of the app's own, which the cache can search only by key, loses the responses stored under a
+    /// GET's key for the URL, even when the cache that stored them is gone.
+    func testAStorageOfTheAppsOwnLosesTheURLsResponses() throws {
+        // Given /items/1 in a storage, stored by another cache
+        let storage = KeyOnlyStorage()
+        let transport = server([(.patch, "/items/1", [.status(200)])])
+        _ = try get("/items/1", on: client(transport, cache: ResponseCache(storage: storage)))
+        let connect = client(transport, cache: ResponseCache(storage: storage))
+
+        // When a PATCH to it succeeds
+        XCTAssertNoThrow(try connect.request(Route("/items/1", method: .patch)).wait(timeout: 5))
+
+        // Then the storage no longer serves it
+        XCTAssertEqual(try get("/items/1", on: connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+}
+
+/// A ``ResponseCacheStorage`` as an app would write one: by key only.
+private final class KeyOnlyStorage: ResponseCacheStorage {
+    private let base = MemoryResponseStorage()
+
+    func response(forKey key: String) -> StoredResponse? { base.response(forKey: key) }
+
+    func store(_ response: StoredResponse, forKey key: String) { base.store(response, forKey: key) }
+
+    func removeResponses(forKey key: String) { base.removeResponses(forKey: key) }
+
+    func removeAll() { base.removeAll() }
+}
