@@ -57,6 +57,12 @@ import Foundation
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
 ///   response is not served in its place.
 ///
+/// The request's own headers, as the cache sees them, are honoured too (RFC 9111 §5.2.1, §5.4), read as the
+/// response's are (names and directives in any case, several lines as one list): `Cache-Control: no-store` sends it
+/// to the network and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without
+/// `Cache-Control`, `Pragma: no-cache` fetch a fresh response, which is then stored, as ``CacheRule/bypassesCache``
+/// does. Other request directives (`max-age` above 0, `max-stale`, `min-fresh`, `only-if-cached`) change nothing.
+///
 /// A non-error answer (2xx or 3xx) to a request of an unsafe method (any but GET, HEAD, OPTIONS and TRACE: a PUT, a
 /// DELETE, a POST), with or without a rule, removes what is stored for its URL and for the URLs its `Location` and
 /// `Content-Location` name on the same origin (RFC 9111 §4.4): under every key, custom keys included, for every set
@@ -331,12 +337,15 @@ public final class ResponseCache: Sendable {
             Self.isCacheable(request, rule: rule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return passing(request, to: next) }
+        let asks = Self.requestDirectives(of: request)
+        // RFC 9111 §5.2.1.5: nothing of this exchange is stored; nor is a stored response served to it.
+        if asks.noStore { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
         let key = Self.key(for: request, rule: rule)
         let now = self.now()
         let policy = request.cachePolicy
-        let bypasses = rule.bypassesCache || Self.reloads(policy)
+        let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
@@ -563,6 +572,19 @@ public final class ResponseCache: Sendable {
         guard rule.key != nil || rule.keyIncludesBody else { return false }
         if case .stream = request.body { return false }
         return true
+    }
+
+    /// What the request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma`
+    /// (§5.4): `noStore` for `no-store`; `reload`, a fresh response (then stored, as ``CacheRule/bypassesCache``
+    /// asks), for `no-cache`, for `max-age=0` (or a `max-age` that is not a number), and for `Pragma: no-cache`.
+    /// Repeated fields read as one list, names and directives in any case.
+    private static func requestDirectives(of request: ConnectRequest) -> (noStore: Bool, reload: Bool) {
+        if let cacheControl = request.value(forHTTPHeaderField: "Cache-Control") {
+            let directives = CacheDirectives(cacheControl)
+            return (directives.noStore, directives.noCache || directives.maxAge == 0)
+        }
+        guard let pragma = request.value(forHTTPHeaderField: "Pragma") else { return (false, false) }
+        return (false, CacheDirectives(pragma).noCache)
     }
 
     /// Whether a request's cache policy asks for a fresh response (then stored), as ``CacheRule/bypassesCache`` does.
