@@ -12,7 +12,7 @@ extension URL {
     }
 
     /// The port, or the default port of http and https when none is given.
-    private var effectivePort: Int? {
+    var effectivePort: Int? {
         if let port { return port }
         switch scheme?.lowercased() {
         case "http": return 80

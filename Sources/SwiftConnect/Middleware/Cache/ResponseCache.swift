@@ -484,12 +484,12 @@ public final class ResponseCache: Sendable {
     private func invalidate(after response: ConnectResponse, to target: URL) {
         guard (200..<400).contains(response.statusCode) else { return }
         var urls = [target]
-        if let answered = response.storedHead.url, Self.isSameOrigin(answered, target) { urls.append(answered) }
+        if let answered = response.storedHead.url, answered.hasSameOrigin(as: target) { urls.append(answered) }
         for name in ["Location", "Content-Location"] {
             guard let value = response.header(name),
                 let url = URL(string: String(ResponseFreshness.trimmed(Substring(value))), relativeTo: target)?
                     .absoluteURL,
-                Self.isSameOrigin(url, target)
+                url.hasSameOrigin(as: target)
             else { continue }
             urls.append(url)
         }
@@ -537,17 +537,10 @@ public final class ResponseCache: Sendable {
     /// `scheme://host:port` of `url`, in lower case and with the scheme's default port written out; `nil` without
     /// a scheme or a host.
     private static func origin(of url: URL) -> String? {
-        guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true),
-            let scheme = components.scheme?.lowercased(), let host = components.host?.lowercased(), !host.isEmpty
-        else { return nil }
-        let port = components.port ?? (scheme == "https" ? 443 : scheme == "http" ? 80 : -1)
-        return "\(scheme)://\(host):\(port)"
-    }
-
-    /// Whether `url` and `other` have one origin (scheme, host and port).
-    private static func isSameOrigin(_ url: URL, _ other: URL) -> Bool {
-        guard let first = origin(of: url) else { return false }
-        return first == origin(of: other)
+        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
+            return nil
+        }
+        return "\(scheme)://\(host):\(url.effectivePort ?? -1)"
     }
 
     /// `response` as a storage keeps it.
