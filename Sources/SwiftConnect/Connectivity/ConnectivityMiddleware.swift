@@ -37,8 +37,11 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network
 /// returns, so requests already queued wait too; requests to a loopback host, and those whose options say
-/// ``ConnectivityPolicy/ignore``, still start. The queue's own ``RequestQueue/pause()`` is the app's: the network's
-/// return does not undo it, and ``RequestQueue/resume()`` releases both.
+/// ``ConnectivityPolicy/ignore``, still start. It lets go too when it is released (its last copy, with the client
+/// that held it), whatever the network: nothing would follow the network for that queue any more. Middlewares
+/// sharing one queue hold it each for itself: it starts requests that need the network again once none holds it.
+/// The queue's own ``RequestQueue/pause()`` is the app's: the network's return does not undo it, and
+/// ``RequestQueue/resume()`` releases both.
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup).
@@ -119,6 +122,12 @@ final class ConnectivityGate: Sendable {
         changed(to: monitor.current, isInitial: true)
     }
 
+    /// Lets go of the queue's hold, if this gate has one: nobody follows the network for it any more, and a queue
+    /// shared with other clients must not stay held for good. Another gate's hold on it stays.
+    deinit {
+        queue?.holdForNetwork(false, by: ObjectIdentifier(self))
+    }
+
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.
     func send(
         _ request: consuming ConnectRequest, waiting: Bool, next: @escaping Middleware.Next,
@@ -173,7 +182,7 @@ final class ConnectivityGate: Sendable {
             return (flips, state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) })
         }
         if movesQueue {
-            queue?.holdForNetwork(!connectivity.isConnected)
+            queue?.holdForNetwork(!connectivity.isConnected, by: ObjectIdentifier(self))
         }
         applying.unlock()
         for (id, waiting) in released {

@@ -297,6 +297,40 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    func testAClientReleasedWhileOfflineLetsGoOfTheSharedQueueItHeld() throws {
+        // Given: offline, a queue shared by two clients, the first with a middleware that holds the queue offline
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        var holding: Connect? = client(.waitForConnectivity, queue: queue, pausing: true)
+        let other = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        XCTAssertTrue(queue.isPaused)
+        XCTAssertNotNil(holding)
+        let waiting = other.request(Item(id: 1))
+        XCTAssertFalse(waiting.isCompleted)
+        // When: the first client is torn down, the network still gone
+        holding = nil
+        // Then: nothing holds the queue any more; the other client's request is sent, as without a monitor
+        XCTAssertFalse(queue.isPaused, "a released middleware left the shared queue held for good")
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1"])
+    }
+
+    func testMiddlewaresSharingAQueueEachLetGoOfTheirOwnHoldOnly() throws {
+        // Given: one queue held offline by two middlewares, each following its own monitor
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let otherNetwork = FakeConnectivityMonitor(.disconnected)
+        var first: ConnectivityMiddleware? = ConnectivityMiddleware(monitor: network, pausing: queue)
+        let second = ConnectivityMiddleware(monitor: otherNetwork, pausing: queue)
+        XCTAssertNotNil(first)
+        XCTAssertTrue(queue.isPaused)
+        // When: the first is released, the second's network still gone
+        first = nil
+        // Then: the second's hold stays; it lets go when its network returns
+        XCTAssertTrue(queue.isPaused, "one middleware's release undid another's offline hold")
+        otherNetwork.goOnline()
+        XCTAssertFalse(queue.isPaused)
+        withExtendedLifetime(second) {}
+    }
+
     // MARK: - The monitor seam
 
     func testObserversSeeEachChangeOnceInOrderEvenWhenAHandlerChangesTheState() {

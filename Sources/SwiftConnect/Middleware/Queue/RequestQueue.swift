@@ -97,9 +97,13 @@ public final class RequestQueue: Sendable {
     private struct MutableState {
         /// Paused by ``pause()``.
         var isPaused = false
-        /// Paused by a ``ConnectivityMiddleware`` while the network is gone: requests that need no network (to this
-        /// device, or whose options ignore connectivity) still start.
-        var isOffline = false
+        /// The ``ConnectivityMiddleware``s holding the queue while the network is gone, by identity: requests that
+        /// need no network (to this device, or whose options ignore connectivity) still start. Each holder is
+        /// counted apart, so that one letting go (the network back as it sees it, or the middleware released) does
+        /// not undo another's hold. A holder leaves the set before it is freed, so no identity in it is reused.
+        var networkHolders: Set<ObjectIdentifier> = []
+        /// Whether a ``ConnectivityMiddleware`` holds the queue for the network.
+        var isOffline: Bool { !networkHolders.isEmpty }
         var nextID: UInt64 = 0
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
@@ -158,17 +162,26 @@ public final class RequestQueue: Sendable {
     public func resume() {
         state.withLock { state in
             state.isPaused = false
-            state.isOffline = false
+            state.networkHolders.removeAll()
         }
         startWaitingRequests(force: true)
     }
 
-    /// Holds the requests that need the network while it is gone (`true`), or lets them go again (`false`): what a
-    /// ``ConnectivityMiddleware`` made with `pausing:` does. A request to this device (`localhost`, `127.0.0.1`, `::1`)
-    /// or whose options ignore connectivity still starts, as the middleware itself lets it through.
-    func holdForNetwork(_ isOffline: Bool) {
-        state.withLock { $0.isOffline = isOffline }
-        if !isOffline { startWaitingRequests(force: true) }
+    /// Holds the requests that need the network while it is gone (`true`), or lets them go again (`false`), for
+    /// `holder`: what a ``ConnectivityMiddleware`` made with `pausing:` does, and what it undoes when it is released.
+    /// A request to this device (`localhost`, `127.0.0.1`, `::1`) or whose options ignore connectivity still starts,
+    /// as the middleware itself lets it through.
+    ///
+    /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
+    func holdForNetwork(_ isOffline: Bool, by holder: ObjectIdentifier) {
+        let released = state.withLock { state -> Bool in
+            if isOffline {
+                state.networkHolders.insert(holder)
+                return false
+            }
+            return state.networkHolders.remove(holder) != nil
+        }
+        if released { startWaitingRequests(force: true) }
     }
 
     /// Fails every waiting request with ``ConnectError/Kind/cancelled``; none of them reaches the transport.
