@@ -35,6 +35,10 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Requests in flight when the network drops are not touched: the transport reports what happens to them.
 ///
+/// The stages after it see the policy it applied as their context's ``RequestOptions/connectivity`` (this
+/// middleware's own `policy` for a request whose options set none), and follow it: a ``RequestQueue``, and a second
+/// `ConnectivityMiddleware` further in.
+///
 /// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network
 /// returns, so requests already queued wait too; requests to a loopback host, and those whose options say
 /// ``ConnectivityPolicy/ignore``, still start. It lets go too when it is released (its last copy, with the client
@@ -45,7 +49,7 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup).
-public struct ConnectivityMiddleware: Middleware {
+public struct ConnectivityMiddleware: Middleware, ContextPassingMiddleware {
     /// The monitor it follows.
     var monitor: any ConnectivityMonitor { gate.monitor }
     /// The policy for requests whose connector and call set none.
@@ -71,10 +75,22 @@ public struct ConnectivityMiddleware: Middleware {
     public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        intercept(request, context: context, passing: { request, _ in next(request) })
+    }
+
+    /// Does what ``intercept(_:context:next:)`` does, and tells the stages after it the policy it applied, in their
+    /// context's ``RequestOptions/connectivity``: the ``RequestQueue`` it holds offline then lets through the
+    /// requests this middleware let through under ``ConnectivityPolicy/ignore``, its own default policy included.
+    func intercept(
+        _ request: consuming ConnectRequest, context: RequestContext, passing next: @escaping PassingNext
+    ) -> Future<ConnectResponse> {
         let policy = context.options.connectivity ?? policy
-        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return next(request) }
+        var applied = context
+        if context.options.connectivity == nil { applied.options.connectivity = policy }
+        let send: Next = { [applied] request in next(request, applied) }
+        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return send(request) }
         return gate.send(
-            request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next,
+            request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: send,
             observation: context.transfer.observation)
     }
 }

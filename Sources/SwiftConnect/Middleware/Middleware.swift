@@ -53,6 +53,23 @@ public protocol Middleware: Sendable {
     >
 }
 
+/// A built-in stage that hands the stages after it a context of its own making, to tell them what it decided in the
+/// context's public members, where any middleware after it reads it too: ``ConnectivityMiddleware`` records the
+/// policy it applied in ``RequestOptions/connectivity``, which the ``RequestQueue`` follows.
+///
+/// `MiddlewareChain` calls ``intercept(_:context:passing:)`` instead of ``Middleware/intercept(_:context:next:)``;
+/// the latter, called by hand (a test, a wrapper), passes the context on unchanged. Internal: a ``Middleware``'s
+/// `next` takes the request only, and this adds no public API.
+protocol ContextPassingMiddleware: Middleware {
+    /// The rest of the pipeline, with the context it is to see.
+    typealias PassingNext = @Sendable (consuming ConnectRequest, RequestContext) -> Future<ConnectResponse>
+
+    /// Handles one request, as ``Middleware/intercept(_:context:next:)`` does, handing `next` the context the stages
+    /// after it see.
+    func intercept(_ request: consuming ConnectRequest, context: RequestContext, passing next: @escaping PassingNext)
+        -> Future<ConnectResponse>
+}
+
 /// Tells the retry loop that an attempt's request has reached the transport (``RequestContext/sending``).
 struct AttemptSending: Sendable {
     /// Called each time the request reaches the transport; the loop acts on the first.
@@ -70,7 +87,9 @@ public struct RequestContext: Sendable {
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
     /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe`, `cache`
-    /// and `connectivity` are included, where the connector and the call leave them unset.
+    /// and `connectivity` are included, where the connector and the call leave them unset. After a
+    /// ``ConnectivityMiddleware``, `connectivity` is the policy it applied (its own where none was set), so that the
+    /// stages after it, the ``RequestQueue`` and your own, follow the same one.
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger
@@ -252,6 +271,12 @@ struct MiddlewareChain: Sendable {
                     of: response, upTo: streaming.errorBodyLimit,
                     whole: context.options.acceptsEveryStatus == true)
             }
+        }
+        if let stage = middlewares[index] as? any ContextPassingMiddleware {
+            let next: ContextPassingMiddleware.PassingNext = { request, context in
+                self.send(consume request, context: context, from: index + 1)
+            }
+            return stage.intercept(consume request, context: context, passing: next)
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         return middlewares[index].intercept(consume request, context: context, next: next)

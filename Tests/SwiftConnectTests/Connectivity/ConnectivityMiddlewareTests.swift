@@ -274,6 +274,29 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertNoThrow(try waiting.wait(timeout: 5))
     }
 
+    func testTheQueueLetsThroughWhatTheMiddlewaresOwnIgnorePolicyLetThrough() throws {
+        // Given: offline, a middleware whose own policy is .ignore holding the client's queue, and a middleware of
+        // the app's after it that reads the policy
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let seen = Protected<[ConnectivityPolicy?]>([])
+        let reader = AnyMiddleware { request, context, next in
+            seen.withLock { $0.append(context.options.connectivity) }
+            return next(request)
+        }
+        let connect = Connect(
+            transport: transport,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: .ignore, pausing: queue), reader],
+            retryPolicy: nil, requestQueue: queue)
+        XCTAssertTrue(queue.isPaused)
+        // When: a request whose connector and call set no policy
+        let sent = connect.request(Item(id: 1, timeout: 2))
+        // Then: the queue follows the policy the middleware applied and sends it, as the middleware did; the
+        // app's middleware sees that policy too
+        XCTAssertNoThrow(try sent.wait(timeout: 5), "the queue held a request its middleware let through")
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1"])
+        XCTAssertEqual(seen.withLock { $0 }, [.ignore])
+    }
+
     func testTheQueuePausesWhileOfflineAndResumesWhenOnline() throws {
         network.goOnline()
         let gate = Promise<Void>()

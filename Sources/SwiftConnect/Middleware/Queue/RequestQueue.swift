@@ -344,6 +344,8 @@ struct RequestQueueStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        // The policy the connector or call set, or the one a ``ConnectivityMiddleware`` before this stage applied
+        // (it records its own default here): the queue holds offline what the middleware would hold.
         let ignoresNetwork = context.options.connectivity == .ignore
         guard let observation = context.transfer.observation else {
             return queue.enqueue(
