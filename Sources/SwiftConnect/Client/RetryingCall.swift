@@ -151,8 +151,8 @@ final class RetryingCall:
         context.attempt = attempt
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         if policy.usableAttemptTimeout != nil {
-            // The attempt's own timeout counts from when the request reaches the transport (or joins a call already
-            // there): not the time it waits in the queue, offline, or for a token refresh.
+            // The attempt's own timeout counts from when the request reaches the transport (or the identical one it
+            // shares does): not the time it waits in the queue, offline, or for a token refresh.
             context.sending = AttemptSending { [weak self] in self?.startAttemptTimer(attempt) }
         }
         let advice = context.retryAdvice

@@ -105,8 +105,9 @@ public struct RequestContext: Sendable {
     /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
     /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.
     var serverURL: URL?
-    /// Told when this attempt's request reaches the transport, or joins an identical one already there: where the
-    /// retry loop starts the attempt's own timeout (``RetryPolicy/attemptTimeout``). `nil` when nobody listens.
+    /// Told when this attempt's request reaches the transport, or, when it shares an identical one (coalescing),
+    /// when that one reaches it (at once if it is there already): where the retry loop starts the attempt's own
+    /// timeout (``RetryPolicy/attemptTimeout``). `nil` when nobody listens.
     var sending: AttemptSending?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()

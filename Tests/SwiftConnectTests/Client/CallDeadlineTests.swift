@@ -153,6 +153,62 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
     }
 
+    func testAJoinersAttemptTimeoutCountsFromWhenTheSharedRequestReachesTheTransport() throws {
+        // Given: a queue of one slot held by another client's request until the test releases it, and a coalescing
+        // client sharing the queue whose attempts time out after 0.5 s, with one attempt each
+        let gate = Promise<Void>()
+        let transport = FakeTransport(fallback: .json(string: "{}"))
+        transport.stub(.get, "/hold", with: FakeResponse.json(string: "{}").released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let holder = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let coalescing = Connect(
+            transport: transport,
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.5, clock: ImmediateRetryClock()),
+            requestQueue: queue, settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let held = holder.request(Endpoint(endpoint: "/hold", timeout: 10))
+        // When: two identical calls, the second joining the first, which waits in the queue
+        let first = coalescing.request(Endpoint(timeout: 10))
+        let joiner = coalescing.request(Endpoint(timeout: 10))
+        XCTAssertEqual(queue.pendingCount, 1, "the identical calls share one request, waiting in the queue")
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/hold"])
+        // …and they wait there longer than their attempt timeout: until a request sent after both joined, whose own
+        // attempt timeout is 1.5 s, has timed out at the transport
+        let silent = ManualTransport()
+        let marker = Connect(
+            transport: silent,
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 1.5, clock: ImmediateRetryClock()))
+        XCTAssertEqual(connectError(of: marker.request(Endpoint(timeout: 10)))?.kind, .timedOut)
+        XCTAssertFalse(first.isCompleted, "the first call's attempt timed out while it waited in the queue")
+        XCTAssertFalse(
+            joiner.isCompleted, "the joiner's attempt timed out while the shared request waited in the queue")
+        gate.succeed(())
+        // Then: the shared request is sent once the slot frees, and both calls get its answer
+        XCTAssertNotNil(value(of: held))
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joiner), "the joiner's attempt clock counted the shared request's queue time")
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/hold", "/items"])
+    }
+
+    func testAJoinerOfARequestAlreadyAtTheTransportIsInFlightAtOnce() throws {
+        // Given: a coalescing client whose attempts time out after 0.2 s, with one attempt each, and a transport that
+        // never answers
+        let transport = ManualTransport()
+        let connect = Connect(
+            transport: transport,
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.2, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        // When: a second identical call joins the first once it is at the transport
+        let first = connect.request(Endpoint(timeout: 30))
+        XCTAssertEqual(transport.requests.count, 1)
+        let joiner = connect.request(Endpoint(timeout: 30))
+        // Then: each attempt times out after its own timeout, not at the call's deadline (30 s, longer than the test
+        // waits); the shared request, sent once, is cancelled when the last caller leaves it
+        XCTAssertEqual(connectError(of: first)?.kind, .timedOut)
+        XCTAssertEqual(connectError(of: joiner)?.kind, .timedOut)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(transport.cancellations.value, 1)
+    }
+
     func testAnAttemptTimeoutThatIsNotAPositiveNumberOrOutlastsTheCallIsNone() throws {
         for attemptTimeout in [0, -1, .nan, .infinity, 30] as [TimeInterval] {
             // Given: a transport that never answers

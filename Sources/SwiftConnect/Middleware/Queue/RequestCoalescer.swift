@@ -25,7 +25,10 @@ import Foundation
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
 /// forgotten: a later identical request makes a new call.
-final class RequestCoalescer: Middleware {
+///
+/// A caller's attempt is in flight, for its ``RetryPolicy/attemptTimeout``, from when the shared request reaches the
+/// transport: a caller that joins while it waits in the queue starts its clock with it, not at once.
+final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
         let method: String
@@ -48,6 +51,12 @@ final class RequestCoalescer: Middleware {
         /// The shared future, once `next` has returned it. Held so it stays alive until it completes.
         var shared: Future<ConnectResponse>?
         var callers: [UInt64: Promise<ConnectResponse>]
+        /// Whether the shared request has reached the transport: a caller that joins from then on is in flight at
+        /// once.
+        var reachedTransport = false
+        /// The callers that joined before the shared request reached the transport, told when it does: where their
+        /// attempt's own timeout starts (``RetryPolicy/attemptTimeout``), not while it waits in the queue.
+        var awaitingTransport: [UInt64: AttemptSending] = [:]
     }
 
     /// Everything that changes, behind one lock.
@@ -71,10 +80,28 @@ final class RequestCoalescer: Middleware {
             cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras)
     }
 
-    /// Joins the call in flight for an identical request, or starts one.
+    /// Joins the call in flight for an identical request, or starts one. Called by hand, not by the pipeline, it
+    /// cannot hear the shared request reach the transport: a caller that joins is in flight at once.
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        coalesce(request, context: context, next: { request, _ in next(request) }, hearsTransport: false)
+    }
+
+    /// Joins the call in flight for an identical request, or starts one; a caller that joins is in flight from when
+    /// the shared request reaches the transport (at once if it is there already).
+    func intercept(
+        _ request: consuming ConnectRequest, context: RequestContext, passing next: @escaping PassingNext
+    ) -> Future<ConnectResponse> {
+        coalesce(request, context: context, next: next, hearsTransport: true)
+    }
+
+    /// Joins or starts a call. With `hearsTransport`, the shared request tells this coalescer when it reaches the
+    /// transport, through the context handed to `next`.
+    private func coalesce(
+        _ request: consuming ConnectRequest, context: RequestContext, next: @escaping PassingNext,
+        hearsTransport: Bool
+    ) -> Future<ConnectResponse> {
         // Per-call/connector plugins run after this stage, and transfer options apply to this call only: such a
         // request is not interchangeable with another one that has the same URL and headers. Nor are transfers
         // that read or write their own files, or stream a body only one reader can take, nor a request that must
@@ -84,25 +111,35 @@ final class RequestCoalescer: Middleware {
         guard options.plugins.isEmpty, options.maxResponseBytes == nil, options.connectivity != .ignore,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
             transfer.progress == nil, transfer.streaming == nil, let key = key(for: request)
-        else { return next(request) }
+        else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
-        let (callID, callerID, isFirst): (UInt64, UInt64, Bool) = state.withLock { state in
+        let (callID, callerID, isFirst, isInFlight): (UInt64, UInt64, Bool, Bool) = state.withLock { state in
             state.nextID &+= 1
             let callerID = state.nextID
-            if let existing = state.calls[key]?.id {
-                state.calls[key]?.callers[callerID] = promise
-                return (existing, callerID, false)
+            if var existing = state.calls[key] {
+                existing.callers[callerID] = promise
+                let isInFlight = existing.reachedTransport || !hearsTransport
+                if !isInFlight, let sending = context.sending { existing.awaitingTransport[callerID] = sending }
+                state.calls[key] = existing
+                return (existing.id, callerID, false, isInFlight)
             }
             state.calls[key] = Call(id: callerID, shared: nil, callers: [callerID: promise])
-            return (callerID, callerID, true)
+            return (callerID, callerID, true, false)
         }
         promise.setCancelHandler { [weak self] in
             self?.drop(callerID, from: key, callID: callID)
         }
         if isFirst {
-            start(consume request, key: key, callID: callID, next: next)
-        } else {
-            // Sharing a call that is on its way: this attempt is in flight from now (its own timeout counts).
+            // The shared request tells the coalescer when it reaches the transport, then the first caller's loop.
+            var shared = context
+            let first = context.sending
+            shared.sending = AttemptSending { [weak self] in
+                self?.reachedTransport(key, callID: callID)
+                first?.reached()
+            }
+            start(consume request, key: key, callID: callID) { [shared] request in next(request, shared) }
+        } else if isInFlight {
+            // Sharing a call already at the transport: this attempt is in flight from now (its own timeout counts).
             context.sending?.reached()
         }
         return promise.future
@@ -132,11 +169,26 @@ extension RequestCoalescer {
         }
     }
 
+    /// The shared request of call `callID` reached the transport: the callers that joined it while it was on its way
+    /// are in flight from now.
+    private func reachedTransport(_ key: Key, callID: UInt64) {
+        let joined: [AttemptSending] = state.withLock { state in
+            guard var call = state.calls[key], call.id == callID, !call.reachedTransport else { return [] }
+            let joined = call.awaitingTransport.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
+            call.reachedTransport = true
+            call.awaitingTransport = [:]
+            state.calls[key] = call
+            return joined
+        }
+        for sending in joined { sending.reached() }
+    }
+
     /// Forgets a caller that cancelled; cancels the shared call when it was the last one.
     private func drop(_ callerID: UInt64, from key: Key, callID: UInt64) {
         let orphaned: Future<ConnectResponse>? = state.withLock { state in
             guard var call = state.calls[key], call.id == callID else { return nil }
             call.callers[callerID] = nil
+            call.awaitingTransport[callerID] = nil
             guard call.callers.isEmpty else {
                 state.calls[key] = call
                 return nil

@@ -120,8 +120,8 @@ public struct RetryPolicy: Sendable {
     /// ```
     ///
     /// The time counts from when the attempt's request reaches the transport (or joins an identical request already
-    /// there): a wait in the ``RequestQueue``, offline in a ``ConnectivityMiddleware`` or for a token refresh does not
-    /// count. It then counts the whole attempt, its response body included (for
+    /// there; an attempt that joins one still on its way counts from when that one reaches it): a wait in the
+    /// ``RequestQueue``, offline in a ``ConnectivityMiddleware`` or for a token refresh does not count. It then counts the whole attempt, its response body included (for
     /// ``Connect/stream(_:options:streaming:)``, until the response's head arrives): set it above the time your
     /// largest response takes to arrive. An abandoned
     /// attempt is a ``ConnectError/Kind/timedOut`` failure, retried like a timeout (when ``retryableFailures`` has
