@@ -35,13 +35,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Requests in flight when the network drops are not touched: the transport reports what happens to them.
 ///
-/// The stages after it see the policy it applied as their context's ``RequestOptions/connectivity`` (this
-/// middleware's own `policy` for a request whose options set none), and follow it: a ``RequestQueue``, and a second
-/// `ConnectivityMiddleware` further in.
-///
 /// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network
 /// returns, so requests already queued wait too; requests to a loopback host, and those whose options say
-/// ``ConnectivityPolicy/ignore``, still start. It lets go too when it is released (its last copy, with the client
+/// ``ConnectivityPolicy/ignore`` (this middleware's own `policy` where they set none), still start. It lets go too when it is released (its last copy, with the client
 /// that held it), whatever the network: nothing would follow the network for that queue any more. Middlewares
 /// sharing one queue hold it each for itself: it starts requests that need the network again once none holds it.
 /// The queue's own ``RequestQueue/pause()`` is the app's: the network's return does not undo it, and
@@ -49,7 +45,7 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup).
-public struct ConnectivityMiddleware: Middleware, ContextPassingMiddleware {
+public struct ConnectivityMiddleware: Middleware {
     /// The monitor it follows.
     var monitor: any ConnectivityMonitor { gate.monitor }
     /// The policy for requests whose connector and call set none.
@@ -68,29 +64,17 @@ public struct ConnectivityMiddleware: Middleware, ContextPassingMiddleware {
         pausing queue: RequestQueue? = nil
     ) {
         self.policy = policy
-        gate = ConnectivityGate(monitor: monitor, queue: queue)
+        gate = ConnectivityGate(monitor: monitor, queue: queue, policy: policy)
     }
 
     /// Sends the request, waits for the network, or fails at once, as described above.
     public func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        intercept(request, context: context, passing: { request, _ in next(request) })
-    }
-
-    /// Does what ``intercept(_:context:next:)`` does, and tells the stages after it the policy it applied, in their
-    /// context's ``RequestOptions/connectivity``: the ``RequestQueue`` it holds offline then lets through the
-    /// requests this middleware let through under ``ConnectivityPolicy/ignore``, its own default policy included.
-    func intercept(
-        _ request: consuming ConnectRequest, context: RequestContext, passing next: @escaping PassingNext
-    ) -> Future<ConnectResponse> {
         let policy = context.options.connectivity ?? policy
-        var applied = context
-        if context.options.connectivity == nil { applied.options.connectivity = policy }
-        let send: Next = { [applied] request in next(request, applied) }
-        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return send(request) }
+        guard policy != .ignore, !LoopbackHost.contains(request.url) else { return next(request) }
         return gate.send(
-            request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: send,
+            request, waiting: policy == .waitForConnectivity || context.attempt > 1, next: next,
             observation: context.transfer.observation)
     }
 }
@@ -119,6 +103,8 @@ final class ConnectivityGate: Sendable {
 
     let monitor: any ConnectivityMonitor
     private let queue: RequestQueue?
+    /// The middleware's own policy: the queue lets through, while held, what it lets through.
+    private let policy: ConnectivityPolicy
     private let state: Protected<State>
     /// Keeps the observer registered for as long as the gate lives.
     private let observation = Protected<ConnectivityObservation?>(nil)
@@ -127,9 +113,10 @@ final class ConnectivityGate: Sendable {
     /// resuming the queue starts requests, whose code may report a change on this thread.
     private let applying = NSRecursiveLock()
 
-    init(monitor: any ConnectivityMonitor, queue: RequestQueue?) {
+    init(monitor: any ConnectivityMonitor, queue: RequestQueue?, policy: ConnectivityPolicy = .waitForConnectivity) {
         self.monitor = monitor
         self.queue = queue
+        self.policy = policy
         state = Protected(State(isConnected: true))
         // Registered before the state is read, so that no change falls between the two; the state read is applied
         // only if no change was delivered meanwhile (it would be the older).
@@ -198,7 +185,7 @@ final class ConnectivityGate: Sendable {
             return (flips, state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) })
         }
         if movesQueue {
-            queue?.holdForNetwork(!connectivity.isConnected, by: ObjectIdentifier(self))
+            queue?.holdForNetwork(!connectivity.isConnected, by: ObjectIdentifier(self), policy: policy)
         }
         applying.unlock()
         for (id, waiting) in released {

@@ -53,13 +53,14 @@ public protocol Middleware: Sendable {
     >
 }
 
-/// A built-in stage that hands the stages after it a context of its own making, to tell them what it decided in the
-/// context's public members, where any middleware after it reads it too: ``ConnectivityMiddleware`` records the
-/// policy it applied in ``RequestOptions/connectivity``, which the ``RequestQueue`` follows.
+/// One of the client's own stages that hands the stages after it a context of its own making: the coalescer, whose
+/// shared request tells every caller that joined it when it reaches the transport (``RequestContext/sending``). It
+/// is the client's machinery, as the retry loop is, and no middleware's power: a middleware (a user's, and the
+/// library's own, such as ``ConnectivityMiddleware``) passes the request only, and tells later stages what it
+/// decided through what it was built with.
 ///
 /// `MiddlewareChain` calls ``intercept(_:context:passing:)`` instead of ``Middleware/intercept(_:context:next:)``;
-/// the latter, called by hand (a test, a wrapper), passes the context on unchanged. Internal: a ``Middleware``'s
-/// `next` takes the request only, and this adds no public API.
+/// the latter, called by hand (a test, a wrapper), passes the context on unchanged.
 protocol ContextPassingMiddleware: Middleware {
     /// The rest of the pipeline, with the context it is to see.
     typealias PassingNext = @Sendable (consuming ConnectRequest, RequestContext) -> Future<ConnectResponse>
@@ -87,9 +88,7 @@ public struct RequestContext: Sendable {
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
     /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe`, `cache`
-    /// and `connectivity` are included, where the connector and the call leave them unset. After a
-    /// ``ConnectivityMiddleware``, `connectivity` is the policy it applied (its own where none was set), so that the
-    /// stages after it, the ``RequestQueue`` and your own, follow the same one.
+    /// and `connectivity` are included, where the connector and the call leave them unset.
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger

@@ -66,7 +66,7 @@ public struct RequestOptions: Sendable {
     }
     /// What the request does while a ``ConnectivityMiddleware``'s monitor reports the network gone; `nil` leaves
     /// it to the level above (the connector's, then the client's settings), and at the top to the middleware's
-    /// own policy. The stages after the middleware see the policy it applied here (``RequestContext/options``).
+    /// own policy.
     public var connectivity: ConnectivityPolicy? {
         get { self[ConnectivityPolicyOption.self] }
         set { self[ConnectivityPolicyOption.self] = newValue }

@@ -73,9 +73,10 @@ public final class RequestQueue: Sendable {
         let connectorName: String
         /// When it joined the queue.
         let since: Date
-        /// Whether its options send it whatever the network (``ConnectivityPolicy/ignore``): it starts while the
-        /// queue is paused for the network only, as a request to this device does.
-        var ignoresNetwork = false
+        /// The connectivity policy its connector or call set (``RequestOptions/connectivity``), if any: under
+        /// ``ConnectivityPolicy/ignore`` (or a holder's own `.ignore` where it sets none) it starts while the queue is
+        /// held for the network only, as a request to this device does.
+        var connectivity: ConnectivityPolicy?
     }
 
     /// Names the client a request came from, so that ``Connect/cancelAllRequests()`` cancels only that
@@ -101,9 +102,17 @@ public final class RequestQueue: Sendable {
         /// need no network (to this device, or whose options ignore connectivity) still start. Each holder is
         /// counted apart, so that one letting go (the network back as it sees it, or the middleware released) does
         /// not undo another's hold. A holder leaves the set before it is freed, so no identity in it is reused.
-        var networkHolders: Set<ObjectIdentifier> = []
+        /// Each holder's own policy, for a request whose options set none.
+        var networkHolders: [ObjectIdentifier: ConnectivityPolicy] = [:]
         /// Whether a ``ConnectivityMiddleware`` holds the queue for the network.
         var isOffline: Bool { !networkHolders.isEmpty }
+
+        /// Whether `waiting` may start while the queue is held for the network: it goes to this device, or every
+        /// holder would let it through (``ConnectivityPolicy/ignore``, its own or the holder's).
+        func needsNoNetwork(_ waiting: Waiting) -> Bool {
+            LoopbackHost.contains(waiting.request.url)
+                || networkHolders.values.allSatisfy { (waiting.connectivity ?? $0) == .ignore }
+        }
         var nextID: UInt64 = 0
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
@@ -169,17 +178,20 @@ public final class RequestQueue: Sendable {
 
     /// Holds the requests that need the network while it is gone (`true`), or lets them go again (`false`), for
     /// `holder`: what a ``ConnectivityMiddleware`` made with `pausing:` does, and what it undoes when it is released.
-    /// A request to this device (`localhost`, `127.0.0.1`, `::1`) or whose options ignore connectivity still starts,
-    /// as the middleware itself lets it through.
+    /// A request to this device (`localhost`, `127.0.0.1`, `::1`), or under ``ConnectivityPolicy/ignore`` (its
+    /// options', or where they set none `policy`, the holder's own), still starts, as the middleware itself lets it
+    /// through.
     ///
     /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
-    func holdForNetwork(_ isOffline: Bool, by holder: ObjectIdentifier) {
+    func holdForNetwork(
+        _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity
+    ) {
         let released = state.withLock { state -> Bool in
             if isOffline {
-                state.networkHolders.insert(holder)
+                state.networkHolders[holder] = policy
                 return false
             }
-            return state.networkHolders.remove(holder) != nil
+            return state.networkHolders.removeValue(forKey: holder) != nil
         }
         if released { startWaitingRequests(force: true) }
     }
@@ -227,13 +239,14 @@ public final class RequestQueue: Sendable {
     /// - Returns: A future of the response; it completes when the transport answers, or fails with
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
     func enqueue(
-        _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "", ignoresNetwork: Bool = false,
+        _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "",
+        connectivity: ConnectivityPolicy? = nil,
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
         var waiting = Waiting(
             request: request, next: next, promise: promise, owner: owner, connectorName: connectorName, since: Date())
-        waiting.ignoresNetwork = ignoresNetwork
+        waiting.connectivity = connectivity
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
@@ -283,7 +296,7 @@ extension RequestQueue {
                     return (id, waiting)
                 }
             } else if let id = state.order.elements.first(where: { id in
-                state.pending[id].map { $0.ignoresNetwork || LoopbackHost.contains($0.request.url) } ?? false
+                state.pending[id].map { state.needsNoNetwork($0) } ?? false
             }), let waiting = state.pending.removeValue(forKey: id) {
                 // Offline: the oldest request that needs no network goes; its id left in `order` is skipped later.
                 state.running[id] = .some(nil)
@@ -344,16 +357,15 @@ struct RequestQueueStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
-        // The policy the connector or call set, or the one a ``ConnectivityMiddleware`` before this stage applied
-        // (it records its own default here): the queue holds offline what the middleware would hold.
-        let ignoresNetwork = context.options.connectivity == .ignore
+        // The policy the connector or call set; the queue's holders apply their own where it is `nil`.
+        let connectivity = context.options.connectivity
         guard let observation = context.transfer.observation else {
             return queue.enqueue(
-                request, owner: owner, connectorName: context.connectorName, ignoresNetwork: ignoresNetwork, next: next)
+                request, owner: owner, connectorName: context.connectorName, connectivity: connectivity, next: next)
         }
         let enqueued = DispatchTime.now().uptimeNanoseconds
         return queue.enqueue(
-            request, owner: owner, connectorName: context.connectorName, ignoresNetwork: ignoresNetwork
+            request, owner: owner, connectorName: context.connectorName, connectivity: connectivity
         ) { request in
             let waited = DispatchTime.now().uptimeNanoseconds - enqueued
             observation.record(.queueWaited(seconds: Double(waited) / 1e9))
