@@ -123,7 +123,8 @@ final class ResponseStreamTests: XCTestCase {
             transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, ["Bearer old", "Bearer new"])
     }
 
-    func testBreakingOutOfTheLoopStopsTheProducer() async throws {
+    /// A transport whose `/feed` sends lines until its reader stops, then completes `stopped`.
+    private func endlessFeed() -> (FakeTransport, stopped: Promise<Void>) {
         let transport = FakeTransport()
         let stopped = Promise<Void>()
         transport.stub(
@@ -133,6 +134,11 @@ final class ResponseStreamTests: XCTestCase {
                 while await body.send(Data("\(n)\n".utf8)) { n += 1 }
                 stopped.succeed(())
             })
+        return (transport, stopped)
+    }
+
+    func testBreakingOutOfTheLoopStopsTheProducer() async throws {
+        let (transport, stopped) = endlessFeed()
         let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
 
         for try await _ in stream { break }
@@ -142,15 +148,7 @@ final class ResponseStreamTests: XCTestCase {
     /// A stream released before anyone read it stops its transfer: with a long-lived feed and no deadline, the
     /// connection and a full buffer would otherwise be held for as long as the server keeps sending.
     func testReleasingAnUnreadStreamStopsTheTransfer() async throws {
-        let transport = FakeTransport()
-        let stopped = Promise<Void>()
-        transport.stub(
-            .get, "/feed",
-            with: .stream { body in
-                var n = 0
-                while await body.send(Data("\(n)\n".utf8)) { n += 1 }
-                stopped.succeed(())
-            })
+        let (transport, stopped) = endlessFeed()
         let connect = Connect(transport: transport, retryPolicy: nil)
         var stream: ResponseStream? = connect.stream(Feed(timeout: .infinity))
         // The head arrives; nobody iterates.
