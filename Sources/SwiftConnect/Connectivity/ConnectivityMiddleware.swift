@@ -128,7 +128,8 @@ final class ConnectivityGate: Sendable {
     /// Lets go of the queue's hold, if this gate has one: nobody follows the network for it any more, and a queue
     /// shared with other clients must not stay held for good. Another gate's hold on it stays.
     deinit {
-        queue?.holdForNetwork(false, by: ObjectIdentifier(self))
+        // The hold goes now (no later gate can reuse this identity while it stands); what it held starts elsewhere.
+        queue?.holdForNetwork(false, by: ObjectIdentifier(self), startingLater: true)
     }
 
     /// Sends `request` now if the network is up; otherwise waits for it (`waiting`) or fails at once.

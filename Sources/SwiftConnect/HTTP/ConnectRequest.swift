@@ -209,25 +209,31 @@ public struct ConnectRequest: Sendable {
         foundationBase = request
     }
 
-    /// What the `URLRequest` the request was made from says beyond the model, as text to compare (cookies, cellular
-    /// and constrained network access, service type); empty when it says what a new `URLRequest` says, or
-    /// when the request was not made from one.
-    var foundationExtras: String {
-        guard let base = foundationBase else { return "" }
-        let extras = Self.extras(of: base)
-        return extras == Self.defaultExtras ? "" : extras
+    /// What a `URLRequest` says beyond the core's model, for telling apart requests that are otherwise the same.
+    struct FoundationExtras: Hashable, Sendable {
+        var handlesCookies = true
+        var allowsCellular = true
+        var allowsExpensive = true
+        var allowsConstrained = true
+        var service: UInt = 0
+
+        init() {}
+
+        init(_ request: URLRequest) {
+            handlesCookies = request.httpShouldHandleCookies
+            allowsCellular = request.allowsCellularAccess
+            service = request.networkServiceType.rawValue
+            #if !canImport(FoundationNetworking)
+                allowsExpensive = request.allowsExpensiveNetworkAccess
+                allowsConstrained = request.allowsConstrainedNetworkAccess
+            #endif
+        }
     }
 
-    private static let defaultExtras = extras(of: URLRequest(url: URL(fileURLWithPath: "/")))
-
-    private static func extras(of request: URLRequest) -> String {
-        var text = "cookies \(request.httpShouldHandleCookies), cellular \(request.allowsCellularAccess)"
-        text += ", service \(request.networkServiceType.rawValue)"
-        #if !canImport(FoundationNetworking)
-            text += ", expensive \(request.allowsExpensiveNetworkAccess)"
-            text += ", constrained \(request.allowsConstrainedNetworkAccess)"
-        #endif
-        return text
+    /// What the `URLRequest` the request was made from says beyond the model (cookies, cellular, expensive and
+    /// constrained network access, service type); a new `URLRequest`'s defaults when it was not made from one.
+    var foundationExtras: FoundationExtras {
+        foundationBase.map(FoundationExtras.init) ?? FoundationExtras()
     }
 
     /// The request as Foundation's `URLRequest`, for a transport that takes one: made when asked, at the edge.

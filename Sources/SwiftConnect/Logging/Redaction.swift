@@ -79,12 +79,13 @@ package enum Redaction {
             + (fragment.map { "#" + redactedQuery(String($0)) } ?? "")
     }
 
-    /// `text` with every absolute URL in it (`scheme://…`, up to white space, a quote or a closing bracket) hidden as
-    /// ``urlText(_:)`` hides one: for text that quotes URLs it was not given, such as a platform error's failing URL.
+    /// `text` with every absolute URL in it (`scheme://…`, up to white space or a quote) hidden as ``urlText(_:)``
+    /// hides one: for text that quotes URLs it was not given, such as a platform error's failing URL. Brackets end a
+    /// URL only at its end (`report(1).pdf?token=…` is one URL).
     static func urlsInText(_ text: String) -> String {
         guard text.contains("://") else { return text }
         let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
-        let ends = Set(" \t\r\n\"'`)]}")
+        let ends = Set(" \t\r\n\"`")
         var result = ""
         var rest = Substring(text)
         while let separator = rest.range(of: "://") {
@@ -94,7 +95,7 @@ package enum Redaction {
             }
             var end = rest[separator.upperBound...].firstIndex { ends.contains($0) } ?? rest.endIndex
             // Punctuation after a URL in a sentence, or between a list's items, is not part of it.
-            while end > separator.upperBound, ",;.".contains(rest[rest.index(before: end)]) {
+            while end > separator.upperBound, ",;.')]}".contains(rest[rest.index(before: end)]) {
                 end = rest.index(before: end)
             }
             result += rest[..<start]

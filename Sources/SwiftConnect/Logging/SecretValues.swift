@@ -164,7 +164,7 @@ package struct SecretValues: Sendable, Equatable {
     }
 
     /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
-    private static func formSecrets(_ text: String) -> [String] {
+    static func formSecrets(_ text: String) -> [String] {
         var found: [String] = []
         for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
             let parts = pair.split(separator: "=", maxSplits: 1)

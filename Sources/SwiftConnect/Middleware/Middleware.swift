@@ -235,6 +235,14 @@ public struct RetryAdvice: Sendable {
 struct MiddlewareChain: Sendable {
     let middlewares: [any Middleware]
     let transport: any Transport
+    /// The stages that hand on a context of their own (the coalescer), by index: told apart once, not per request.
+    private let passing: [(any ContextPassingMiddleware)?]
+
+    init(middlewares: [any Middleware], transport: any Transport) {
+        self.middlewares = middlewares
+        self.transport = transport
+        passing = middlewares.map { $0 as? any ContextPassingMiddleware }
+    }
 
     func send(_ request: consuming ConnectRequest, context: RequestContext) -> Future<ConnectResponse> {
         send(consume request, context: context, from: 0)
@@ -272,7 +280,7 @@ struct MiddlewareChain: Sendable {
                     whole: context.options.acceptsEveryStatus == true)
             }
         }
-        if let stage = middlewares[index] as? any ContextPassingMiddleware {
+        if let stage = passing[index] {
             let next: ContextPassingMiddleware.PassingNext = { request, context in
                 self.send(consume request, context: context, from: index + 1)
             }

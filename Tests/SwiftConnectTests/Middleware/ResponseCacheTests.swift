@@ -103,6 +103,17 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// A query's pairs are read as redaction reads them, split at `;` too: a token after one keeps users apart.
+    func testATokenAfterASemicolonKeepsUsersApartUnderACustomKey() throws {
+        let rule = CacheRule(timeToLive: 300, key: "me")
+        func key(_ token: String) throws -> String {
+            let url = try XCTUnwrap(URL(string: "https://api.example.com/me?user=1;access_token=\(token)"))
+            return ResponseCache.key(for: ConnectRequest(url: url), rule: rule)
+        }
+        XCTAssertNotEqual(try key("A"), try key("B"))
+        XCTAssertEqual(try key("A"), try key("A"))
+    }
+
     /// User info in the URL keeps users apart under a custom key too.
     func testACustomKeyKeepsUsersWithUserInfoInTheURLApart() throws {
         // Given a server that answers with the user it was sent, and a rule with a custom key

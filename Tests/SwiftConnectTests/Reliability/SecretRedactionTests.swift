@@ -299,6 +299,10 @@ final class SecretRedactionTests: XCTestCase {
                 "failed (https://u:pw@h.test/a?token=T1&b=2), then \"http://h.test/?api_key=K, x\"; see ftp://h/x."),
             "failed (https://h.test/a?token=<redacted>&b=2), then \"http://h.test/?api_key=<redacted>, x\"; see ftp://h/x."
         )
+        // A bracket inside a URL does not end it (Foundation leaves `(`, `)` and `'` unescaped).
+        XCTAssertEqual(
+            Redaction.urlsInText("Key=https://cdn.test/report(1).pdf?X-Amz-Signature=S1, other=('https://h/?key=K')"),
+            "Key=https://cdn.test/report(1).pdf?X-Amz-Signature=<redacted>, other=('https://h/?key=<redacted>')")
         XCTAssertEqual(Redaction.urlsInText("no URL: a://"), "no URL: a://")
         XCTAssertEqual(Redaction.urlsInText("://?token=T"), "://?token=T")
     }

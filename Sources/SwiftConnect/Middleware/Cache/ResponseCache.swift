@@ -304,12 +304,9 @@ public final class ResponseCache: Sendable {
             .map { (name: $0.name.canonicalName, value: $0.value) }
             .sorted { $0.name < $1.name }
         let url = request.url
-        let queryItems =
-            url.query == nil
-            ? []
-            : (URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems ?? [])
-                .filter { Redaction.isSensitiveQueryItem($0.name) }
-        guard !headers.isEmpty || url.user != nil || url.password != nil || !queryItems.isEmpty else { return nil }
+        // Split as redaction splits it, at `&` and `;`: `?user=1;access_token=A` names a secret too.
+        let querySecrets = url.query.map(SecretValues.formSecrets) ?? []
+        guard !headers.isEmpty || url.user != nil || url.password != nil || !querySecrets.isEmpty else { return nil }
         var hasher = Hasher()
         hasher.combine(headers.count)
         for header in headers {
@@ -318,11 +315,7 @@ public final class ResponseCache: Sendable {
         }
         hasher.combine(url.user)
         hasher.combine(url.password)
-        hasher.combine(queryItems.count)
-        for item in queryItems {
-            hasher.combine(item.name)
-            hasher.combine(item.value)
-        }
+        hasher.combine(querySecrets)
         return String(UInt(bitPattern: hasher.finalize()), radix: 16)
     }
 

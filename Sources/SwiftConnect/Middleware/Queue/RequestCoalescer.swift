@@ -41,7 +41,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         let cachePolicy: UInt
         /// What a `URLRequest` the request was made from says beyond the model (cookies, cellular access…): one
         /// caller's `httpShouldHandleCookies = false` must not get another's cookie-authenticated answer.
-        let foundationExtras: String
+        let foundationExtras: ConnectRequest.FoundationExtras
     }
 
     /// One shared call and the callers waiting for it.

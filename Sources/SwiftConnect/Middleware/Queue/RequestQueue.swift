@@ -183,8 +183,12 @@ public final class RequestQueue: Sendable {
     /// through.
     ///
     /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
+    ///
+    /// With `startingLater`, the requests it lets go start on another thread: for a holder that lets go as it is
+    /// freed, on whatever thread (one holding a lock of the app's) drops the last reference to it.
     func holdForNetwork(
-        _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity
+        _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity,
+        startingLater: Bool = false
     ) {
         let released = state.withLock { state -> Bool in
             if isOffline {
@@ -193,7 +197,12 @@ public final class RequestQueue: Sendable {
             }
             return state.networkHolders.removeValue(forKey: holder) != nil
         }
-        if released { startWaitingRequests(force: true) }
+        guard released else { return }
+        if startingLater {
+            DispatchQueue.global().async { self.startWaitingRequests(force: true) }
+        } else {
+            startWaitingRequests(force: true)
+        }
     }
 
     /// Fails every waiting request with ``ConnectError/Kind/cancelled``; none of them reaches the transport.
