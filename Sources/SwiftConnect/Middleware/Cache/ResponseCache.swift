@@ -261,11 +261,16 @@ public final class ResponseCache: Sendable {
     ///   - rule: The request's cache rule.
     /// - Returns: The key.
     public static func key(for request: ConnectRequest, rule: CacheRule) -> String {
+        key(for: request, rule: rule, credentials: credentialsDigest(of: request))
+    }
+
+    /// ``key(for:rule:)-(ConnectRequest,_)`` with the digest of the request's credentials already made.
+    private static func key(for request: ConnectRequest, rule: CacheRule, credentials digest: String?) -> String {
         var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
         if rule.keyIncludesBody {
             key += bodyMarker + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
-        guard let digest = credentialsDigest(of: request) else { return key }
+        guard let digest else { return key }
         return key + credentialsMarker + digest
     }
 
@@ -335,7 +340,8 @@ public final class ResponseCache: Sendable {
         if asks.noStore { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
-        let key = Self.key(for: request, rule: rule)
+        let credentials = Self.credentialsDigest(of: request)
+        let key = Self.key(for: request, rule: rule, credentials: credentials)
         let now = self.now()
         let policy = request.cachePolicy
         let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
@@ -378,7 +384,7 @@ public final class ResponseCache: Sendable {
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
-        let hasCredentials = storage != nil && Self.credentialsDigest(of: request) != nil
+        let hasCredentials = credentials != nil
         let requestURL = request.url
         let response = next(request)
         response.whenComplete { [weak self] result in
