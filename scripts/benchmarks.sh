@@ -4,8 +4,13 @@
 #   scripts/benchmarks.sh              every benchmark (about 10 minutes after the first build), then rewrites
 #                                      BENCHMARKS.md: the issue's targets marked met or missed first, then machine,
 #                                      command, every figure beside its comparison, and a wrk check of the server
-#   scripts/benchmarks.sh --smoke      builds the benchmarks and runs each once, with one operation and small
-#                                      bodies, no thresholds and no report (CI: keeps them compiling and running)
+#   scripts/benchmarks.sh --smoke [--scratch-path DIR]
+#                                      builds the benchmarks in debug and runs each once, with one operation and
+#                                      small bodies, no thresholds and no report (CI: keeps them compiling and
+#                                      running). Debug, because a smoke pass measures nothing and a debug build can
+#                                      share DIR, a build folder of the Transports/ and Integrations/ packages'
+#                                      debug builds (CI's), instead of building SwiftNIO and BoringSSL again in
+#                                      release (13 of CI's minutes on 30 November).
 #   scripts/benchmarks.sh -- ARGS      passes ARGS to `swift package benchmark` (e.g. -- --filter 'Futures/.*');
 #                                      BENCHMARKS.md is then written from the benchmarks that ran
 #
@@ -19,10 +24,12 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root/Benchmarks"
 
 smoke=0
+scratch=()
 extra=()
 while (($#)); do
     case "$1" in
         --smoke) smoke=1 ;;
+        --scratch-path) shift; scratch=(--scratch-path "$1") ;;
         --) shift; extra+=("$@"); break ;;
         *) extra+=("$1") ;;
     esac
@@ -30,13 +37,24 @@ while (($#)); do
 done
 
 if ((smoke)); then
+    # The benchmark executable is run on its own, not through `swift package benchmark`: that tool, always built
+    # in release, preloads its release build of the malloc interposer, which crashes a debug build linking its own.
+    # Run on its own, the executable runs every benchmark once; `Benchmark.fail` ends it with status 1 on a failure.
     started=$(date +%s)
-    SWIFTCONNECT_BENCHMARK_SMOKE=1 swift package benchmark --no-progress --quiet ${extra[@]+"${extra[@]}"}
-    swift build -c release --product PipelineInstructions
-    counter="$(swift build -c release --show-bin-path)/PipelineInstructions"
-    "$counter" connect 1k 1
-    "$counter" by-hand 100k 1
-    echo "Benchmark smoke pass: every benchmark built and ran once ($(($(date +%s) - started)) s)."
+    swift build ${scratch[@]+"${scratch[@]}"} --product SwiftConnectBenchmarks
+    swift build ${scratch[@]+"${scratch[@]}"} --product PipelineInstructions
+    bin="$(swift build ${scratch[@]+"${scratch[@]}"} --show-bin-path)"
+    log="$(mktemp)"
+    SWIFTCONNECT_BENCHMARK_SMOKE=1 "$bin/SwiftConnectBenchmarks" ${extra[@]+"${extra[@]}"} >"$log" 2>&1 || {
+        tail -n 100 "$log"
+        echo "error: a benchmark failed or crashed (its output is above)"
+        exit 1
+    }
+    ran=$(grep -c '^Debug results for ' "$log" || true)
+    rm -f "$log"
+    "$bin/PipelineInstructions" connect 1k 1
+    "$bin/PipelineInstructions" by-hand 100k 1
+    echo "Benchmark smoke pass: every benchmark built and ran once, $ran in all ($(($(date +%s) - started)) s)."
     exit 0
 fi
 

@@ -37,7 +37,7 @@ func registerCompressedBenchmarks() {
             turns = interleavedTurns(
                 [clients.connect, clients.raw], total: total, width: 1, batch: max(1, min(total, 50)))
         }
-        if turns.failures > 0 { return benchmark.error("\(turns.failures) requests failed") }
+        if turns.failures > 0 { return benchmark.fail("\(turns.failures) requests failed") }
         for (metric, value) in zip(compressedMetrics, turns.wall + turns.cpu) { benchmark.measurement(metric, value) }
         if turns.wall[0] > 0 { benchmark.measurement(compressedMetrics[4], turns.wall[1] * 1000 / turns.wall[0]) }
     }

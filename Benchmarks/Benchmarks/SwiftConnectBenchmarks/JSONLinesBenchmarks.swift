@@ -47,7 +47,7 @@ func registerJSONLinesBenchmarks() {
                 }
                 return values
             }
-            if count != payload.elements { benchmark.error("decoded \(count) lines") }
+            if count != payload.elements { benchmark.fail("decoded \(count) lines") }
         }
     }
     Benchmark(name + "/SwiftConnect .jsonLines", configuration: config) { benchmark in
@@ -59,7 +59,7 @@ func registerJSONLinesBenchmarks() {
                 for try await token in stream.jsonLines(of: StreamedToken.self) { values += token.done ? 0 : 1 }
                 return values
             }
-            if count != payload.elements { benchmark.error("decoded \(count) lines") }
+            if count != payload.elements { benchmark.fail("decoded \(count) lines") }
         }
     }
 }

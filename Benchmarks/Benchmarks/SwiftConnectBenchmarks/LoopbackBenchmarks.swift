@@ -122,7 +122,7 @@ private func registerInterleaved(name: String, path: String, width: Int, large: 
                 connectFirst.toggle()
             }
         }
-        if failures > 0 { return benchmark.error("\(failures) requests failed") }
+        if failures > 0 { return benchmark.fail("\(failures) requests failed") }
         benchmark.measurement(pairedConnectMetric, connect.steady.nanoseconds)
         benchmark.measurement(pairedRawMetric, raw.steady.nanoseconds)
         benchmark.measurement(pairedConnectCPUMetric, connect.steady.cpu)
@@ -264,7 +264,7 @@ private func register<Client: LoopbackClient>(
         benchmark.measure {
             failures = run(client, benchmark.operations)
         }
-        if failures > 0 { benchmark.error("\(failures) of \(benchmark.operations) requests failed") }
+        if failures > 0 { benchmark.fail("\(failures) of \(benchmark.operations) requests failed") }
     }
 }
 

@@ -39,7 +39,7 @@ func registerObservabilityBenchmarks() {
             }
         }
         transport.removeRecordedRequests()
-        if failures > 0 { return benchmark.error("\(failures) requests failed") }
+        if failures > 0 { return benchmark.fail("\(failures) requests failed") }
         benchmark.measurement(observabilityMetrics[0], nanoseconds[0])
         benchmark.measurement(observabilityMetrics[1], nanoseconds[1])
     }

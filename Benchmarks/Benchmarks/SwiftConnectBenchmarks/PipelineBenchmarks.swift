@@ -36,7 +36,7 @@ func registerPipelineBenchmarks() {
                 transport.removeRecordedRequests()
                 benchmark.measure {
                     for _ in benchmark.scaledIterations where !run() {
-                        return benchmark.error("the request did not succeed")
+                        return benchmark.fail("the request did not succeed")
                     }
                 }
             }
@@ -150,7 +150,7 @@ private func registerInterleaved(
                 }
             }
         }
-        if failed { return benchmark.error("a request did not succeed") }
+        if failed { return benchmark.fail("a request did not succeed") }
         benchmark.measurement(pairedConnectMetric, connectNanoseconds / pairsPerOperation)
         benchmark.measurement(pairedByHandMetric, handNanoseconds / pairsPerOperation)
         // The difference within this sample, split by sign (the harness records no negative values): a quantile of
@@ -202,7 +202,7 @@ private func registerOnTopOfDecoding(
                 differences.append(times.first - times.second)
             }
         }
-        if failed { return benchmark.error("a request did not succeed") }
+        if failed { return benchmark.fail("a request did not succeed") }
         differences.sort()
         let median = differences[differences.count / 2]
         benchmark.measurement(pairedConnectMetric, firstNanoseconds / pairs)

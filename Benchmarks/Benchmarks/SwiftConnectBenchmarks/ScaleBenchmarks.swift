@@ -33,12 +33,12 @@ func registerScaleBenchmarks() {
                 throw error
             }
         }
-        guard figures.ordered >= 0 else { return benchmark.error("the run failed") }
+        guard figures.ordered >= 0 else { return benchmark.fail("the run failed") }
         benchmark.measurement(scaleMetrics[0], figures.residentPerStream)
         benchmark.measurement(scaleMetrics[1], figures.residentLeftPerStream)
         benchmark.measurement(scaleMetrics[2], figures.ordered)
         if figures.ordered != streams {
-            benchmark.error("\(streams - figures.ordered) streams lost or reordered events")
+            benchmark.fail("\(streams - figures.ordered) streams lost or reordered events")
         }
     }
 }

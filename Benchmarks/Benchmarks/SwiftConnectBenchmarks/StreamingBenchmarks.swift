@@ -30,7 +30,7 @@ func registerStreamingBenchmarks() {
                 read = blockingAwait { try await StreamingClient.countChunks(connect.stream(route(path))) }
             }
             benchmark.measurement(chunksMetric, read.count)
-            if read.bytes != payload.size { benchmark.error("read \(read.bytes) bytes") }
+            if read.bytes != payload.size { benchmark.fail("read \(read.bytes) bytes") }
         }
         let isSSE = kind.hasPrefix("SSE")
         Benchmark(name + (isSSE ? "/SwiftConnect .events" : "/SwiftConnect .lines"), configuration: config) {
@@ -47,7 +47,7 @@ func registerStreamingBenchmarks() {
                     }
                     return elements
                 }
-                if count != payload.elements { benchmark.error("parsed \(count) elements") }
+                if count != payload.elements { benchmark.fail("parsed \(count) elements") }
             }
         }
         // Issue 37, item 4: the same lines or events a chunk at a time, as views over the bytes (no String each).
@@ -60,7 +60,7 @@ func registerStreamingBenchmarks() {
                 let count = blockingAwait {
                     try await StreamingClient.countBatched(connect.stream(route(path)), events: isSSE)
                 }
-                if count != payload.elements { benchmark.error("parsed \(count) elements") }
+                if count != payload.elements { benchmark.fail("parsed \(count) elements") }
             }
         }
     }
@@ -75,7 +75,7 @@ func registerStreamingBenchmarks() {
             read = blockingAwait { try await StreamingClient.countChunks(connect.stream(route("/stream/lines"))) }
         }
         benchmark.measurement(chunksMetric, read.count)
-        if read.bytes != StreamingPayload.lines.size { benchmark.error("read \(read.bytes) bytes") }
+        if read.bytes != StreamingPayload.lines.size { benchmark.fail("read \(read.bytes) bytes") }
     }
     Benchmark(chunks + "/raw AsyncHTTPClient body", configuration: chunkConfig) { benchmark in
         let client = StreamingClient.shared.raw
@@ -94,7 +94,7 @@ func registerStreamingBenchmarks() {
             }
         }
         benchmark.measurement(chunksMetric, read.count)
-        if read.bytes != StreamingPayload.lines.size { benchmark.error("read \(read.bytes) bytes") }
+        if read.bytes != StreamingPayload.lines.size { benchmark.fail("read \(read.bytes) bytes") }
     }
 }
 
@@ -141,7 +141,7 @@ private func registerStreamingTurns() {
                 }
             }
             let (plain, batches) = time
-            if let failure { return benchmark.error(failure) }
+            if let failure { return benchmark.fail(failure) }
             benchmark.measurement(streamingTurnMetrics[0], Int(plain) / rounds)
             benchmark.measurement(streamingTurnMetrics[1], Int(batches) / rounds)
             if batches > 0 { benchmark.measurement(streamingTurnMetrics[2], Int(plain * 1000 / batches)) }

@@ -17,6 +17,20 @@ enum RunMode {
     static let isSmoke = ProcessInfo.processInfo.environment["SWIFTCONNECT_BENCHMARK_SMOKE"] == "1"
 }
 
+extension Benchmark {
+    /// Fails this benchmark with `message`: package-benchmark reports it and fails the run.
+    ///
+    /// In the smoke pass the process also ends at once with status 1. That pass runs the debug build on its own,
+    /// without package-benchmark's tool (whose release-built malloc interposer, preloaded into a debug build that
+    /// links its own, crashes it at start), and a benchmark run on its own drops a failure and ends with status 0.
+    func fail(_ message: String) {
+        error(message)
+        guard RunMode.isSmoke else { return }
+        FileHandle.standardError.write(Data("error: \(name): \(message)\n".utf8))
+        exit(1)
+    }
+}
+
 /// Runs `first` and `second` in turns, `rounds` times, the order swapped every round so that neither always follows
 /// the other, and returns each one's total wall time in nanoseconds: two ways of doing the same work compared on the
 /// same machine state within one sample.

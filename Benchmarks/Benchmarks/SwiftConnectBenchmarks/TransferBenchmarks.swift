@@ -70,7 +70,7 @@ func registerTransferBenchmarks() {
         form.append(File(key: "video", mimeType: .octetStream, fileURL: source))
         benchmark.measure {
             for _ in benchmark.scaledIterations {
-                do { try form.write(to: destination) } catch { benchmark.error("\(error)") }
+                do { try form.write(to: destination) } catch { benchmark.fail("\(error)") }
             }
         }
     }
@@ -91,7 +91,7 @@ func registerTransferBenchmarks() {
                     try input.close()
                     try output.close()
                 } catch {
-                    benchmark.error("\(error)")
+                    benchmark.fail("\(error)")
                 }
             }
         }
@@ -130,10 +130,10 @@ private func registerStreamedUpload() {
                     .decoded(toType: [String: Int].self)
                     .wait(timeout: 600)
                     guard let bytes = body["bytes"], bytes > size else {
-                        return benchmark.error("the server received \(body["bytes"] ?? 0) bytes")
+                        return benchmark.fail("the server received \(body["bytes"] ?? 0) bytes")
                     }
                 } catch {
-                    benchmark.error("\(error)")
+                    benchmark.fail("\(error)")
                 }
             }
         }
@@ -155,7 +155,7 @@ private func registerStreamedUpload() {
                     done.signal()
                 }.resume()
                 done.wait()
-                if received != size { benchmark.error("the server received \(received) bytes") }
+                if received != size { benchmark.fail("the server received \(received) bytes") }
             }
         }
     }
