@@ -43,8 +43,14 @@
         /// ``current`` is exact as soon as this returns.
         ///
         /// - Throws: ``SetupError`` if the socket cannot be opened or bound, or the kernel does not answer.
-        public init() throws(SetupError) {
-            var session = try NetlinkSession.open()
+        public convenience init() throws(SetupError) {
+            try self.init(datagramsPerBatch: NetlinkSession.maximumDatagramsPerBatch)
+        }
+
+        /// A monitor that reads at most `datagramsPerBatch` datagrams before it publishes the state (tests: a
+        /// small batch leaves changes queued behind an overflow, as a large `net.core.rmem_max` does).
+        init(datagramsPerBatch: Int) throws(SetupError) {
+            var session = try NetlinkSession.open(datagramsPerBatch: max(1, datagramsPerBatch))
             switch session.resynchronize(timeoutMilliseconds: NetlinkSession.setupTimeoutMilliseconds) {
             case .completed:
                 break
@@ -228,23 +234,27 @@
         static let maximumDumpAttempts = 64
         /// Datagrams read before the state is published, so that a storm of changes cannot starve the observers.
         static let maximumDatagramsPerBatch = 256
+        /// Datagrams discarded before a dump at most: a storm that keeps the socket full is not waited out.
+        static let maximumDatagramsDiscarded = 65_536
         static let receiveBufferSize = 64 * 1024
 
         let socket: Int32
         let wakeReceiver: Int32
         let wakeSender: Int32
+        let datagramsPerBatch: Int
         private(set) var table = NetlinkInterfaceTable()
         private var sequence: UInt32 = 0
         private var buffer = [UInt8](repeating: 0, count: receiveBufferSize)
 
-        private init(socket: Int32, wakeReceiver: Int32, wakeSender: Int32) {
+        private init(socket: Int32, wakeReceiver: Int32, wakeSender: Int32, datagramsPerBatch: Int) {
             self.socket = socket
             self.wakeReceiver = wakeReceiver
             self.wakeSender = wakeSender
+            self.datagramsPerBatch = datagramsPerBatch
         }
 
         /// Opens and binds the socket, subscribed to link and address changes, and the wake-up pair.
-        static func open() throws(NetlinkConnectivityMonitor.SetupError) -> NetlinkSession {
+        static func open(datagramsPerBatch: Int) throws(NetlinkConnectivityMonitor.SetupError) -> NetlinkSession {
             let type = Int32(SOCK_RAW.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue)
             let socket = Glibc.socket(AF_NETLINK, type, RTNetlink.NETLINK_ROUTE)
             guard socket >= 0 else { throw .init(call: "socket(AF_NETLINK)", errorNumber: errno) }
@@ -271,7 +281,8 @@
                 close(socket)
                 throw .init(call: "socketpair", errorNumber: error)
             }
-            return NetlinkSession(socket: socket, wakeReceiver: pair[0], wakeSender: pair[1])
+            return NetlinkSession(
+                socket: socket, wakeReceiver: pair[0], wakeSender: pair[1], datagramsPerBatch: datagramsPerBatch)
         }
 
         func closeDescriptors() {
@@ -299,7 +310,7 @@
         /// Reads the datagrams waiting, up to a batch, and applies them to the table.
         mutating func readNotifications() -> Notifications {
             var overflowed = false
-            for _ in 0..<Self.maximumDatagramsPerBatch {
+            for _ in 0..<datagramsPerBatch {
                 switch receive() {
                 case .messages(let messages):
                     for message in messages { table.apply(message) }
@@ -316,10 +327,15 @@
 
         /// Reads every link and address again into an empty table.
         ///
-        /// Change messages read in between are applied in the order the kernel queued them, which keeps the table
-        /// right: a dump part is generated when it is read, after the changes queued before it.
+        /// What the socket holds is discarded first. After an overflow it is older than the message the kernel
+        /// dropped (the kernel drops when the queue is full, and reports it before what is queued), so applied to
+        /// the emptied table it could bring back an interface whose removal was the lost message; the dump that
+        /// follows lists what exists, never what is gone. It may also hold the rest of an interrupted dump.
+        /// Change messages read after the dump request are applied in the order the kernel queued them, which
+        /// keeps the table right: a dump part is generated when it is read, after the changes queued before it.
         mutating func resynchronize(timeoutMilliseconds: Int32) -> Resync {
             for _ in 0..<Self.maximumDumpAttempts {
+                if let error = discardQueued() { return .failed(error) }
                 table.removeAll()
                 var isConsistent = true
                 for request in [RTNetlink.RTM_GETLINK, RTNetlink.RTM_GETADDR] {
@@ -337,6 +353,21 @@
                 if isConsistent { return .completed }
             }
             return .failed(.init(call: "dump (interrupted \(Self.maximumDumpAttempts) times)", errorNumber: EAGAIN))
+        }
+
+        /// Reads and drops every datagram the socket holds, up to ``maximumDatagramsDiscarded``.
+        private mutating func discardQueued() -> NetlinkConnectivityMonitor.SetupError? {
+            for _ in 0..<Self.maximumDatagramsDiscarded {
+                switch receive() {
+                case .empty:
+                    return nil
+                case .messages, .overflow:
+                    continue
+                case .failed(let error):
+                    return error
+                }
+            }
+            return nil
         }
 
         private enum Dump {

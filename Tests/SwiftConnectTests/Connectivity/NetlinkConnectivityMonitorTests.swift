@@ -400,6 +400,65 @@
                     + "\(Self.format(up?.delay)) ms after `ip` started")
         }
 
+        func testAnInterfaceWhoseRemovalWasLostToAnOverflowIsNotBroughtBackByQueuedMessages() throws {
+            // Given: a connected namespace, and a monitor that reads one datagram per batch, so that an overflow
+            // leaves changes queued behind it when it reads everything again (as a large net.core.rmem_max does)
+            let namespace = try makeNamespace()
+            try namespace.addVeth()
+            let monitor = try Self.makeMonitor(inNamespace: namespace.name, datagramsPerBatch: 1)
+            let recorder = ConnectivityRecorder()
+            // And an observer that holds the monitor's thread at the first change, until the test lets it go
+            let hold = DispatchSemaphore(value: 0)
+            defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
+            let held = DispatchSemaphore(value: 0)
+            let isFirstChange = Protected(true)
+            let observation = monitor.observe { state in
+                recorder.record(state)
+                let isFirst = isFirstChange.withLock { isFirst in
+                    defer { isFirst = false }
+                    return isFirst
+                }
+                guard isFirst else { return }
+                held.signal()
+                hold.wait()
+            }
+            addTeardownBlock { observation.cancel() }
+            try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
+            XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
+
+            // When: while it is held, a second wired interface comes up with an address (its messages are queued),
+            let extra = "scx\(namespace.name.suffix(6))"
+            try namespace.ip("-n", namespace.name, "link", "add", extra, "type", "veth", "peer", "name", extra + "p")
+            try namespace.ip("-n", namespace.name, "addr", "add", "10.214.\(namespace.subnet).2/24", "dev", extra)
+            try namespace.ip("-n", namespace.name, "link", "set", extra + "p", "up")
+            try namespace.ip("-n", namespace.name, "link", "set", extra, "up")
+            try Self.waitForCarrier(of: extra, inNamespace: namespace)
+            // 4000 changes of lo overflow the socket,
+            let flood = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace.name)-flood")
+            try (0..<4_000).map { "link set dev lo alias flood\($0)\n" }.joined()
+                .write(to: flood, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: flood) }
+            try namespace.ip("-n", namespace.name, "-batch", flood.path)
+            let dropsBeforeRemoval = try Self.netlinkDrops(inNamespace: namespace.name)
+            // and the interface is removed: the kernel drops those messages too
+            try namespace.ip("-n", namespace.name, "link", "del", extra)
+            let dropsAfterRemoval = try Self.netlinkDrops(inNamespace: namespace.name)
+            hold.signal()
+            // Then a marker: an interface named as Wi-Fi comes up, seen by the dump or by its own messages
+            let marker = "wl\(namespace.name.suffix(6))"
+            try namespace.ip("-n", namespace.name, "link", "add", marker, "type", "veth", "peer", "name", marker + "p")
+            try namespace.ip("-n", namespace.name, "addr", "add", "10.215.\(namespace.subnet).2/24", "dev", marker)
+            try namespace.ip("-n", namespace.name, "link", "set", marker + "p", "up")
+            try namespace.ip("-n", namespace.name, "link", "set", marker, "up")
+
+            // Then: once the marker is seen, the removed interface is not there: Wi-Fi is the only way out
+            XCTAssertGreaterThan(dropsAfterRemoval, dropsBeforeRemoval, "the removal's messages were dropped")
+            let everything = DispatchTime(uptimeNanoseconds: 1)
+            let seen = recorder.wait(timeout: 5, after: everything) { $0.interfaces.contains(.wifi) }
+            XCTAssertEqual(seen?.state, Connectivity(isConnected: true, interfaces: [.wifi]))
+            XCTAssertEqual(monitor.current, Connectivity(isConnected: true, interfaces: [.wifi]))
+        }
+
         func testAnObserverCanReleaseTheLastReferenceToTheMonitor() throws {
             // Given: a connected namespace, and a monitor whose only reference is in a box the observer empties
             let namespace = try makeNamespace()
@@ -470,11 +529,20 @@
         }
 
         /// Creates a monitor on a thread that enters the namespace for the call: the socket stays in it.
-        private static func makeMonitor(inNamespace name: String) throws -> NetlinkConnectivityMonitor {
+        private static func makeMonitor(
+            inNamespace name: String, datagramsPerBatch: Int? = nil
+        ) throws -> NetlinkConnectivityMonitor {
             let outcome = Protected<Result<NetlinkConnectivityMonitor, any Error>?>(nil)
             let done = DispatchSemaphore(value: 0)
             let thread = Thread {
-                let result = Result { try NetworkNamespace.run(in: name) { try NetlinkConnectivityMonitor() } }
+                let result = Result {
+                    try NetworkNamespace.run(in: name) {
+                        if let datagramsPerBatch {
+                            return try NetlinkConnectivityMonitor(datagramsPerBatch: datagramsPerBatch)
+                        }
+                        return try NetlinkConnectivityMonitor()
+                    }
+                }
                 outcome.withLock { $0 = result }
                 done.signal()
             }
@@ -483,6 +551,19 @@
                 throw NamespaceError("creating the monitor in \(name) did not finish")
             }
             return try result.get()
+        }
+
+        /// Returns once `interface` in the namespace is operationally up (`state UP`): the kernel sets that, and
+        /// announces the link as running, from its link-watch work, up to a second after the link is set up.
+        /// Throws after 5 seconds. The pause between checks only spaces them out; no outcome depends on it.
+        private static func waitForCarrier(of interface: String, inNamespace namespace: NamespaceFixture) throws {
+            let deadline = DispatchTime.now() + 5
+            while DispatchTime.now() < deadline {
+                let output = try namespace.ipOutput("-n", namespace.name, "-o", "link", "show", interface)
+                if output.contains("state UP") { return }
+                usleep(10_000)
+            }
+            throw NamespaceError("\(interface) is not up after 5 seconds")
         }
 
         /// The messages the kernel dropped for the monitor's socket in namespace `name` (the `Drops` column of
@@ -557,20 +638,41 @@
         @discardableResult
         func ip(_ arguments: String...) throws -> Double {
             let start = DispatchTime.now()
+            _ = try run(arguments)
+            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+        }
+
+        /// Runs `ip` with `arguments`; returns what it printed.
+        func ipOutput(_ arguments: String...) throws -> String {
+            try run(arguments)
+        }
+
+        private func run(_ arguments: [String]) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: ipExecutable)
             process.arguments = arguments
             let errors = Pipe()
+            let output = Pipe()
             process.standardError = errors
-            process.standardOutput = FileHandle.nullDevice
+            process.standardOutput = output
             try process.run()
+            // Read both to their end before waiting, so that neither pipe can fill and block `ip`.
+            let printed = Protected(Data())
+            let readingOutput = DispatchGroup()
+            readingOutput.enter()
+            DispatchQueue.global().async {
+                let data = output.fileHandleForReading.readDataToEndOfFile()
+                printed.withLock { $0 = data }
+                readingOutput.leave()
+            }
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            readingOutput.wait()
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
                 throw NamespaceError(
                     "ip \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(message)")
             }
-            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
+            return String(decoding: printed.snapshot, as: UTF8.self)
         }
     }
 
