@@ -293,6 +293,37 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         waits.cancel()
     }
 
+    /// With coalescing on, a request the middleware let through under its own `.ignore` joined an identical call
+    /// that asked to wait for the network and was held by the paused queue, and waited with it.
+    func testARequestLetThroughDoesNotJoinAnIdenticalCallThatWaitsForTheNetwork() throws {
+        // Given: online, a middleware whose own policy is .ignore pausing the client's queue of one, coalescing on,
+        // and a request holding the queue's only slot
+        network.goOnline()
+        let gate = Promise<Void>()
+        transport.stub(.get, "/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: .ignore, pausing: queue)],
+            retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let first = connect.request(Item(id: 1))
+        // And a call that asks to wait for the network, queued behind it when the network goes
+        let waits = connect.request(
+            Item(id: 2, timeout: 60), options: RequestOptions(connectivity: .waitForConnectivity))
+        network.goOffline()
+        XCTAssertTrue(queue.isPaused)
+        // When: the same request with no policy of its own, then the slot frees
+        let sent = connect.request(Item(id: 2, timeout: 60))
+        gate.succeed(())
+        // Then: it goes, alone; the call that asked to wait still waits
+        XCTAssertNoThrow(try first.wait(timeout: 5))
+        XCTAssertNoThrow(try sent.wait(timeout: 5), "it waited in the call held for the network")
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1", "/items/2"])
+        XCTAssertFalse(waits.isCompleted)
+        waits.cancel()
+    }
+
     func testTheQueuePausesWhileOfflineAndResumesWhenOnline() throws {
         network.goOnline()
         let gate = Promise<Void>()

@@ -42,6 +42,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// What a `URLRequest` the request was made from says beyond the model (cookies, cellular access…): one
         /// caller's `httpShouldHandleCookies = false` must not get another's cookie-authenticated answer.
         let foundationExtras: ConnectRequest.FoundationExtras
+        /// The call's own connectivity policy (``RequestOptions/connectivity``): a request that would go offline
+        /// under its middleware's policy must not wait in a call that asked to wait for the network, nor one that
+        /// asked to fail fast share a call that waits. Requests with none share their middleware's.
+        let connectivity: ConnectivityPolicy?
     }
 
     /// One shared call and the callers waiting for it.
@@ -68,7 +72,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     private let state = Protected(MutableState())
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: ConnectRequest) -> Key? {
+    func key(for request: ConnectRequest, connectivity: ConnectivityPolicy?) -> Key? {
         let method = request.method.rawValue.uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard case .none = request.body else { return nil }
@@ -77,7 +81,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             .sorted()
         return Key(
             method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
-            cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras)
+            cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras,
+            connectivity: connectivity)
     }
 
     /// Joins the call in flight for an identical request, or starts one. Called by hand, not by the pipeline, it
@@ -110,7 +115,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         let transfer = context.transfer
         guard options.plugins.isEmpty, options.maxResponseBytes == nil, options.connectivity != .ignore,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
-            transfer.progress == nil, transfer.streaming == nil, let key = key(for: request)
+            transfer.progress == nil, transfer.streaming == nil,
+            let key = key(for: request, connectivity: options.connectivity)
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
         let (callID, callerID, isFirst, isInFlight): (UInt64, UInt64, Bool, Bool) = state.withLock { state in
