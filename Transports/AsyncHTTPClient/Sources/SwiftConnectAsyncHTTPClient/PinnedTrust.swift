@@ -10,8 +10,8 @@ import X509
 ///
 /// NIOSSL hands a custom verification callback the certificates exactly as the server presented them, and the
 /// callback replaces OpenSSL's verification. So the chain is built and checked here with swift-certificates
-/// (RFC 5280 and the server's identity, against the same trust roots as the client's `TLSConfiguration`), and the
-/// pins are looked for in that *validated* chain, never in what the server presented: a server could append a
+/// (RFC 5280, the server's identity, and the purpose check BoringSSL makes of a server's chain, against the same
+/// trust roots as the client's `TLSConfiguration`), and the pins are looked for in that *validated* chain, never in what the server presented: a server could append a
 /// pinned certificate that its real chain does not use.
 struct PinnedTrust: Sendable {
     /// What a chain was judged to be.
@@ -65,6 +65,7 @@ struct PinnedTrust: Sendable {
             : nil
         var verifier = Verifier(rootCertificates: roots) {
             RFC5280Policy()
+            ServerAuthenticationPurposePolicy()
             if let identity { identity }
         }
         switch await verifier.validate(leaf: leaf, intermediates: intermediates) {
@@ -102,6 +103,9 @@ struct PinnedTrust: Sendable {
             return "the certificate does not name the host"
         }
         if text.contains("name constraint") { return "the chain breaks a name constraint of its authority" }
+        if text.contains(ServerAuthenticationPurposePolicy.failure) {
+            return "a certificate in the chain is not for a TLS server (its extended key usage)"
+        }
         // Another failure: the policy that gave it, never the certificate the description may quote.
         let policy = reason.prefix { $0 != ":" }
         return policy.count < reason.count && policy.count <= 40
@@ -123,5 +127,36 @@ struct PinnedTrust: Sendable {
         return names.flatMap { name in
             (try? NIOSSLCertificate.fromPEMFile(path + "/" + name).map(certificate)) ?? []
         }
+    }
+}
+
+/// The purpose check that BoringSSL makes of a TLS server's chain (`X509_PURPOSE_SSL_SERVER`), which
+/// swift-certificates' policies do not: a certificate of the chain below its trust root that lists extended key
+/// usages must list `serverAuth` or `anyExtendedKeyUsage`.
+///
+/// Without it a certificate a trusted authority issued for another purpose (a client certificate for the same name,
+/// say) would pass a pinned host's check, and be refused on the same host unpinned.
+struct ServerAuthenticationPurposePolicy: VerifierPolicy {
+    /// The words of this policy's failure, which ``PinnedTrust/summary(of:)`` recognises.
+    static let failure = "extended key usage does not allow a tls server"
+
+    /// The policy enforces the extended key usage extension, so a certificate may mark it critical.
+    let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = [.X509ExtensionID.extendedKeyUsage]
+
+    func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) -> PolicyEvaluationResult {
+        // The trust root is trusted for what it is, as BoringSSL checks only the certificates below it.
+        for certificate in chain.dropLast() {
+            let usages: ExtendedKeyUsage?
+            do {
+                usages = try certificate.extensions.extendedKeyUsage
+            } catch {
+                return .failsToMeetPolicy(reason: "ServerAuthenticationPurposePolicy: unreadable \(Self.failure)")
+            }
+            guard let usages else { continue }
+            guard usages.contains(.serverAuth) || usages.contains(.any) else {
+                return .failsToMeetPolicy(reason: "ServerAuthenticationPurposePolicy: \(Self.failure)")
+            }
+        }
+        return .meetsPolicy
     }
 }

@@ -145,6 +145,34 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertLessThan(error.message.count, 300, error.message)
     }
 
+    /// A certificate its authority issued for TLS clients only: refused pinned as AsyncHTTPClient's own connections
+    /// refuse it unpinned (BoringSSL's purpose check), though its key is pinned, and nothing is sent.
+    func testACertificateNotForTLSServersIsRefusedPinnedAsUnpinned() throws {
+        let clientOnly = try ThrowawayPKI(serverUsages: [.clientAuth])
+        let other = try TLSLoopbackServer(pki: clientOnly)
+        defer { other.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([clientOnly.caCertificate])
+        configuration.tlsConfiguration = tls
+        let pin = try CertificatePins.spkiSHA256(ofCertificate: Data(clientOnly.serverDER)).base64EncodedString()
+        let pinned = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [pin]]))
+        let unpinned = AsyncHTTPClientTransport(configuration: configuration)
+        addTeardownBlock {
+            try await pinned.shutdown()
+            try await unpinned.shutdown()
+        }
+
+        let pinnedError = try failure(of: pinned, request(other.baseURL))
+        let unpinnedError = try failure(of: unpinned, request(other.baseURL))
+
+        XCTAssertEqual(unpinnedError.kind, .untrustedCertificate, unpinnedError.description)
+        XCTAssertEqual(pinnedError.kind, .untrustedCertificate, pinnedError.description)
+        XCTAssertTrue(pinnedError.message.contains("not for a TLS server"), pinnedError.message)
+        XCTAssertEqual(other.requestCount, 0)
+    }
+
     /// A pinned host asked for over plain http, or with certificate verification off, is refused: nothing is sent
     /// unpinned.
     func testAPinnedHostThatCannotBeCheckedIsRefused() throws {

@@ -22,7 +22,8 @@ struct ThrowawayPKI {
     /// The CA certificate, DER.
     let caDER: [UInt8]
 
-    init() throws {
+    /// - Parameter serverUsages: The extended key usages of the server's certificate.
+    init(serverUsages: [ExtendedKeyUsage.Usage] = [.serverAuth]) throws {
         let now = Date()
         let caKey = P256.Signing.PrivateKey()
         let caName = try DistinguishedName { CommonName("SwiftConnect throwaway test CA") }
@@ -45,7 +46,7 @@ struct ThrowawayPKI {
                 SubjectAlternativeNames([
                     .dnsName("localhost"), .ipAddress(ASN1OctetString(contentBytes: [127, 0, 0, 1])),
                 ])
-                try ExtendedKeyUsage([.serverAuth])
+                try ExtendedKeyUsage(serverUsages)
             },
             issuerPrivateKey: .init(caKey))
         caCertificate = try NIOSSLCertificate(bytes: Array(ca.serializeAsPEM().pemString.utf8), format: .pem)
