@@ -97,6 +97,9 @@ public struct StoredResponse: Sendable, Codable, Equatable {
 public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     private struct State {
         var responses: [String: StoredResponse] = [:]
+        /// The resource (``ResponseCache/resource(of:)``) of each key's response, worked out once when stored
+        /// rather than for every entry on every unsafe request.
+        var resources: [String: String] = [:]
         var order: [String] = []
         var bytes = 0
     }
@@ -117,9 +120,11 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
     /// Stores `response`, forgetting the oldest responses past the bound.
     public func store(_ response: StoredResponse, forKey key: String) {
         guard response.size <= maxBytes else { return }
+        let resource = ResponseCache.resource(of: response.url)
         state.withLock { state in
             Self.remove(key, from: &state)
             state.responses[key] = response
+            state.resources[key] = resource
             state.order.append(key)
             state.bytes += response.size
             while state.bytes > maxBytes, let oldest = state.order.first { Self.remove(oldest, from: &state) }
@@ -143,15 +148,14 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
     /// Forgets the responses for `resources` (``ResponseStorageByURL``).
     func removeResponses(forResources resources: Set<String>) {
         state.withLock { state in
-            let keys = state.responses.filter { _, stored in
-                ResponseCache.resource(of: stored.url).map(resources.contains) ?? false
-            }.map(\.key)
+            let keys = state.resources.filter { resources.contains($0.value) }.map(\.key)
             for key in keys { Self.remove(key, from: &state) }
         }
     }
 
     private static func remove(_ key: String, from state: inout State) {
         guard let old = state.responses.removeValue(forKey: key) else { return }
+        state.resources[key] = nil
         state.bytes -= old.size
         state.order.removeAll { $0 == key }
     }
