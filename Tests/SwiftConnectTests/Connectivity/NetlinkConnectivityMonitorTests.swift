@@ -360,31 +360,14 @@
                 observation.cancel()
             }
             // And an observer that holds the monitor's thread at the first change, until the test lets it go
-            let hold = DispatchSemaphore(value: 0)
+            let (hold, held) = holdAtTheFirstChange(of: monitor, recording: recorder)
             defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
-            let held = DispatchSemaphore(value: 0)
-            let isFirstChange = Protected(true)
-            let observation = monitor.observe { state in
-                recorder.record(state)
-                let isFirst = isFirstChange.withLock { isFirst in
-                    defer { isFirst = false }
-                    return isFirst
-                }
-                guard isFirst else { return }
-                held.signal()
-                hold.wait()
-            }
-            addTeardownBlock { observation.cancel() }
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
             XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
 
             // When: while it is held, 4000 changes of lo (about 6 MB of messages, the socket holds 2 MB at most)
             // overflow the socket, then the link comes up: the kernel drops its message
-            let flood = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace.name)-flood")
-            try (0..<4_000).map { "link set dev lo alias flood\($0)\n" }.joined()
-                .write(to: flood, atomically: true, encoding: .utf8)
-            defer { try? FileManager.default.removeItem(at: flood) }
-            try namespace.ip("-n", namespace.name, "-batch", flood.path)
+            try Self.flood(namespace)
             let start = DispatchTime.now()
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "up")
             let drops = try Self.netlinkDrops(inNamespace: namespace.name)
@@ -408,21 +391,8 @@
             let monitor = try Self.makeMonitor(inNamespace: namespace.name, datagramsPerBatch: 1)
             let recorder = ConnectivityRecorder()
             // And an observer that holds the monitor's thread at the first change, until the test lets it go
-            let hold = DispatchSemaphore(value: 0)
+            let (hold, held) = holdAtTheFirstChange(of: monitor, recording: recorder)
             defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
-            let held = DispatchSemaphore(value: 0)
-            let isFirstChange = Protected(true)
-            let observation = monitor.observe { state in
-                recorder.record(state)
-                let isFirst = isFirstChange.withLock { isFirst in
-                    defer { isFirst = false }
-                    return isFirst
-                }
-                guard isFirst else { return }
-                held.signal()
-                hold.wait()
-            }
-            addTeardownBlock { observation.cancel() }
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
             XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
 
@@ -434,11 +404,7 @@
             try namespace.ip("-n", namespace.name, "link", "set", extra, "up")
             try Self.waitForCarrier(of: extra, inNamespace: namespace)
             // 4000 changes of lo overflow the socket,
-            let flood = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace.name)-flood")
-            try (0..<4_000).map { "link set dev lo alias flood\($0)\n" }.joined()
-                .write(to: flood, atomically: true, encoding: .utf8)
-            defer { try? FileManager.default.removeItem(at: flood) }
-            try namespace.ip("-n", namespace.name, "-batch", flood.path)
+            try Self.flood(namespace)
             let dropsBeforeRemoval = try Self.netlinkDrops(inNamespace: namespace.name)
             // and the interface is removed: the kernel drops those messages too
             try namespace.ip("-n", namespace.name, "link", "del", extra)
@@ -551,6 +517,37 @@
                 throw NamespaceError("creating the monitor in \(name) did not finish")
             }
             return try result.get()
+        }
+
+        /// Observes `monitor` into `recorder`, and holds the monitor's thread in the observer at the first change
+        /// until `hold` is signalled; `held` is signalled when it is held.
+        private func holdAtTheFirstChange(
+            of monitor: NetlinkConnectivityMonitor, recording recorder: ConnectivityRecorder
+        ) -> (hold: DispatchSemaphore, held: DispatchSemaphore) {
+            let hold = DispatchSemaphore(value: 0)
+            let held = DispatchSemaphore(value: 0)
+            let isFirstChange = Protected(true)
+            let observation = monitor.observe { state in
+                recorder.record(state)
+                let isFirst = isFirstChange.withLock { isFirst in
+                    defer { isFirst = false }
+                    return isFirst
+                }
+                guard isFirst else { return }
+                held.signal()
+                hold.wait()
+            }
+            addTeardownBlock { observation.cancel() }
+            return (hold, held)
+        }
+
+        /// 4000 changes of lo in the namespace: about 6 MB of messages, where a socket holds 2 MB at most.
+        private static func flood(_ namespace: NamespaceFixture) throws {
+            let flood = FileManager.default.temporaryDirectory.appendingPathComponent("\(namespace.name)-flood")
+            try (0..<4_000).map { "link set dev lo alias flood\($0)\n" }.joined()
+                .write(to: flood, atomically: true, encoding: .utf8)
+            defer { try? FileManager.default.removeItem(at: flood) }
+            try namespace.ip("-n", namespace.name, "-batch", flood.path)
         }
 
         /// Returns once `interface` in the namespace is operationally up (`state UP`): the kernel sets that, and
