@@ -390,39 +390,42 @@
             try namespace.addVeth()
             let monitor = try Self.makeMonitor(inNamespace: namespace.name, datagramsPerBatch: 1)
             let recorder = ConnectivityRecorder()
-            // And an observer that holds the monitor's thread at the first change, until the test lets it go
+            // And a second interface, named as Wi-Fi, up with an address: seen by the monitor
+            let extra = "wl\(namespace.name.suffix(6))"
+            let seeing = monitor.observe { recorder.record($0) }
+            let added = DispatchTime.now()
+            try namespace.ip("-n", namespace.name, "link", "add", extra, "type", "veth", "peer", "name", extra + "p")
+            try namespace.ip("-n", namespace.name, "addr", "add", "10.214.\(namespace.subnet).2/24", "dev", extra)
+            try namespace.ip("-n", namespace.name, "link", "set", extra + "p", "up")
+            try namespace.ip("-n", namespace.name, "link", "set", extra, "up")
+            XCTAssertNotNil(recorder.wait(timeout: 5, after: added) { $0.interfaces.contains(.wifi) })
+            seeing.cancel()
+            // And an observer that holds the monitor's thread at the next change, until the test lets it go
             let (hold, held) = holdAtTheFirstChange(of: monitor, recording: recorder)
             defer { hold.signal() }  // Never leave the thread held, or releasing the monitor would wait for it.
             try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "down")
             XCTAssertEqual(held.wait(timeout: .now() + 1), .success)
 
-            // When: while it is held, a second wired interface comes up with an address (its messages are queued),
-            let extra = "scx\(namespace.name.suffix(6))"
-            try namespace.ip("-n", namespace.name, "link", "add", extra, "type", "veth", "peer", "name", extra + "p")
-            try namespace.ip("-n", namespace.name, "addr", "add", "10.214.\(namespace.subnet).2/24", "dev", extra)
-            try namespace.ip("-n", namespace.name, "link", "set", extra + "p", "up")
-            try namespace.ip("-n", namespace.name, "link", "set", extra, "up")
-            try Self.waitForCarrier(of: extra, inNamespace: namespace)
+            // When: while it is held, changes of the Wi-Fi interface are queued (its link, up and running, and an
+            // address),
+            try namespace.ip("-n", namespace.name, "link", "set", "dev", extra, "alias", "queued")
+            try namespace.ip("-n", namespace.name, "addr", "add", "10.214.\(namespace.subnet).3/24", "dev", extra)
             // 4000 changes of lo overflow the socket,
             try Self.flood(namespace)
             let dropsBeforeRemoval = try Self.netlinkDrops(inNamespace: namespace.name)
-            // and the interface is removed: the kernel drops those messages too
+            // the interface is removed, and the kernel drops those messages too,
             try namespace.ip("-n", namespace.name, "link", "del", extra)
             let dropsAfterRemoval = try Self.netlinkDrops(inNamespace: namespace.name)
+            // and once the monitor is let go, the wired link comes up again
+            let start = DispatchTime.now()
             hold.signal()
-            // Then a marker: an interface named as Wi-Fi comes up, seen by the dump or by its own messages
-            let marker = "wl\(namespace.name.suffix(6))"
-            try namespace.ip("-n", namespace.name, "link", "add", marker, "type", "veth", "peer", "name", marker + "p")
-            try namespace.ip("-n", namespace.name, "addr", "add", "10.215.\(namespace.subnet).2/24", "dev", marker)
-            try namespace.ip("-n", namespace.name, "link", "set", marker + "p", "up")
-            try namespace.ip("-n", namespace.name, "link", "set", marker, "up")
+            try namespace.ip("-n", namespace.name, "link", "set", namespace.namespaceEnd, "up")
 
-            // Then: once the marker is seen, the removed interface is not there: Wi-Fi is the only way out
+            // Then: the wired link is seen, and the removed interface is not brought back
             XCTAssertGreaterThan(dropsAfterRemoval, dropsBeforeRemoval, "the removal's messages were dropped")
-            let everything = DispatchTime(uptimeNanoseconds: 1)
-            let seen = recorder.wait(timeout: 5, after: everything) { $0.interfaces.contains(.wifi) }
-            XCTAssertEqual(seen?.state, Connectivity(isConnected: true, interfaces: [.wifi]))
-            XCTAssertEqual(monitor.current, Connectivity(isConnected: true, interfaces: [.wifi]))
+            let seen = recorder.wait(timeout: 5, after: start) { $0.interfaces.contains(.wiredEthernet) }
+            XCTAssertEqual(seen?.state, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
+            XCTAssertEqual(monitor.current, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
         }
 
         func testAnObserverCanReleaseTheLastReferenceToTheMonitor() throws {
@@ -550,19 +553,6 @@
             try namespace.ip("-n", namespace.name, "-batch", flood.path)
         }
 
-        /// Returns once `interface` in the namespace is operationally up (`state UP`): the kernel sets that, and
-        /// announces the link as running, from its link-watch work, up to a second after the link is set up.
-        /// Throws after 5 seconds. The pause between checks only spaces them out; no outcome depends on it.
-        private static func waitForCarrier(of interface: String, inNamespace namespace: NamespaceFixture) throws {
-            let deadline = DispatchTime.now() + 5
-            while DispatchTime.now() < deadline {
-                let output = try namespace.ipOutput("-n", namespace.name, "-o", "link", "show", interface)
-                if output.contains("state UP") { return }
-                usleep(10_000)
-            }
-            throw NamespaceError("\(interface) is not up after 5 seconds")
-        }
-
         /// The messages the kernel dropped for the monitor's socket in namespace `name` (the `Drops` column of
         /// `/proc/net/netlink` there, on the rtnetlink socket with the monitor's groups).
         private static func netlinkDrops(inNamespace name: String) throws -> Int {
@@ -635,41 +625,20 @@
         @discardableResult
         func ip(_ arguments: String...) throws -> Double {
             let start = DispatchTime.now()
-            _ = try run(arguments)
-            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
-        }
-
-        /// Runs `ip` with `arguments`; returns what it printed.
-        func ipOutput(_ arguments: String...) throws -> String {
-            try run(arguments)
-        }
-
-        private func run(_ arguments: [String]) throws -> String {
             let process = Process()
             process.executableURL = URL(fileURLWithPath: ipExecutable)
             process.arguments = arguments
             let errors = Pipe()
-            let output = Pipe()
             process.standardError = errors
-            process.standardOutput = output
+            process.standardOutput = FileHandle.nullDevice
             try process.run()
-            // Read both to their end before waiting, so that neither pipe can fill and block `ip`.
-            let printed = Protected(Data())
-            let readingOutput = DispatchGroup()
-            readingOutput.enter()
-            DispatchQueue.global().async {
-                let data = output.fileHandleForReading.readDataToEndOfFile()
-                printed.withLock { $0 = data }
-                readingOutput.leave()
-            }
             let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-            readingOutput.wait()
             process.waitUntilExit()
             guard process.terminationStatus == 0 else {
                 throw NamespaceError(
                     "ip \(arguments.joined(separator: " ")) exited with \(process.terminationStatus): \(message)")
             }
-            return String(decoding: printed.snapshot, as: UTF8.self)
+            return Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e6
         }
     }
 
