@@ -11,8 +11,8 @@ import X509
 /// NIOSSL hands a custom verification callback the certificates exactly as the server presented them, and the
 /// callback replaces OpenSSL's verification. So the chain is built and checked here with swift-certificates
 /// (RFC 5280, the server's identity, and the purpose check BoringSSL makes of a server's chain, against the same
-/// trust roots as the client's `TLSConfiguration`), and the pins are looked for in that *validated* chain, never in what the server presented: a server could append a
-/// pinned certificate that its real chain does not use.
+/// trust roots as the client's `TLSConfiguration`), and the pins are looked for in that *validated* chain, never in
+/// what the server presented: a server could append a pinned certificate that its real chain does not use.
 struct PinnedTrust: Sendable {
     /// What a chain was judged to be.
     enum Verdict: Sendable {
