@@ -367,8 +367,9 @@ extension RequestOptionKey {
 /// ``bypassesCache`` does; `.returnCacheDataElseLoad` serves a stored response even past its time to live, else
 /// fetches; `.returnCacheDataDontLoad` serves a stored response or fails with ``ConnectError/Kind/transport``
 /// (`URLError(.resourceUnavailable)` underneath), nothing sent. Its own `Cache-Control` header is honoured as well: a
-/// request that says `no-store` is neither served nor stored, and one that says `no-cache` or `max-age=0` (or, without
-/// `Cache-Control`, `Pragma: no-cache`) fetches fresh and stores.
+/// request that says `no-store` is neither served nor stored, one that says `no-cache` or `max-age=0` (or, without
+/// `Cache-Control`, `Pragma: no-cache`) fetches fresh and stores, and `min-fresh`, `max-stale` and `only-if-cached`
+/// are honoured as ``ResponseCache`` says.
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
     /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).

@@ -9,7 +9,8 @@ import XCTest
 
 /// RFC 9111 §5.2.1 and §5.4: the request's own `Cache-Control` (or, without one, its `Pragma`) as it reaches the
 /// ``ResponseCache``: `no-store` neither stores nor serves, `no-cache`, `max-age=0` and `Pragma: no-cache` fetch
-/// fresh and store what comes.
+/// fresh and store what comes, `min-fresh` asks for a response fresh that much longer, `max-stale` accepts one past
+/// its time, and `only-if-cached` never reaches the network.
 final class ResponseCacheRequestDirectivesTests: XCTestCase {
     /// What the cache did with a request carrying some headers, asked after a plain request stored a response.
     private enum Outcome: Equatable {
@@ -114,5 +115,150 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         XCTAssertEqual(try outcome(of: [("Cache-Control", "no-cache-please")]), .served)
         XCTAssertEqual(try outcome(of: [("Cache-Control", #"ext="no-cache, no-store""#)]), .served)
         XCTAssertEqual(try outcome(of: [("X-Cache-Control", "no-store")]), .served)
+    }
+
+    func testMinFreshServesOnlyAResponseFreshThatMuchLonger() throws {
+        // Given a response stored for 300 seconds, asked again at once
+        XCTAssertEqual(try outcome(of: [("Cache-Control", "min-fresh=60")]), .served)
+        XCTAssertEqual(try outcome(of: [("Cache-Control", "MIN-FRESH=\"120\"")]), .served)
+        // When it asks for more than the response has left, then a fresh one is fetched (and stored)
+        XCTAssertEqual(try outcome(of: [("Cache-Control", "min-fresh=301")]), .fetchedAndStored)
+        // An argument that is not a number asked for more freshness than it could say
+        XCTAssertEqual(try outcome(of: [("Cache-Control", "min-fresh=soon")]), .fetchedAndStored)
+        XCTAssertEqual(try outcome(of: [("Cache-Control", "min-fresh")]), .fetchedAndStored)
+    }
+
+    /// A client whose cache reads `clock`, over `transport`, storing `GET /a` for 60 seconds; `storage` as its second
+    /// tier.
+    private func clockedClient(
+        _ transport: FakeTransport, clock: Guarded<Date>, storage: (any ResponseCacheStorage)? = nil
+    ) -> (Connect, ResponseCache) {
+        let cache = ResponseCache(storage: storage, now: { clock.withLock { $0 } })
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, responseCache: cache,
+            configuration: ServerConfiguration(host: "api.example.com"))
+        return (connect, cache)
+    }
+
+    /// `GET /a` with a rule of 60 seconds and `Cache-Control: directives` (none when `nil`): its body, or its error.
+    private func get(_ connect: Connect, _ directives: String?) -> Result<String, Error> {
+        let headers = directives.map { [HTTPHeader(name: "Cache-Control", value: $0)] } ?? []
+        let route = Route("/a", headers: headers, options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+        return Result { String(decoding: try connect.request(route).wait(timeout: 5), as: UTF8.self) }
+    }
+
+    func testMaxStaleServesAResponsePastItsTimeByAsMuchAsItSays() throws {
+        // Given a response stored for 60 seconds, 100 seconds ago (40 seconds stale)
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
+        let (connect, _) = clockedClient(transport, clock: clock)
+        XCTAssertEqual(try get(connect, nil).get(), #"{"version":1}"#)
+        clock.withLock { $0.addTimeInterval(100) }
+
+        // When requests accept staleness, then it is served: without a bound, or with one of 40 seconds or more
+        XCTAssertEqual(try get(connect, "max-stale").get(), #"{"version":1}"#)
+        XCTAssertEqual(try get(connect, "Max-Stale=40").get(), #"{"version":1}"#)
+        XCTAssertEqual(try get(connect, #"max-stale="3600""#).get(), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
+
+        // When the bound is shorter, or not a number, then it goes to the network, and the answer is stored
+        XCTAssertEqual(try get(connect, "max-stale=39").get(), #"{"version":2}"#)
+        XCTAssertEqual(try get(connect, nil).get(), #"{"version":2}"#)
+        clock.withLock { $0.addTimeInterval(100) }
+        XCTAssertEqual(try get(connect, "max-stale=ten").get(), #"{"version":3}"#)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
+    func testAFreshResponseNotFreshEnoughForOneRequestStaysForTheOthers() throws {
+        // Given a response stored for 60 seconds, and a server that fails next
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/a", with: [.json(string: #"{"version":1}"#), .status(503), .json(string: #"{"version":3}"#)])
+        let (connect, cache) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+
+        // When a request's min-fresh is more than the 30 seconds it has left, and its fetch fails
+        clock.withLock { $0.addTimeInterval(30) }
+        XCTAssertThrowsError(try get(connect, "min-fresh=45").get())
+
+        // Then the stored response is still served to a plain request
+        XCTAssertEqual(try get(connect, nil).get(), #"{"version":1}"#)
+        XCTAssertEqual(cache.count, 1)
+
+        // When a plain request finds it stale, then it goes, and is fetched again
+        clock.withLock { $0.addTimeInterval(31) }
+        XCTAssertEqual(try get(connect, nil).get(), #"{"version":3}"#)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
+    func testMaxStaleAndMinFreshCountForTheSecondTierToo() throws {
+        // Given a response kept only in a storage (a restart: a new cache over the same storage)
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
+        _ = try get(clockedClient(transport, clock: clock, storage: storage).0, nil).get()
+        clock.withLock { $0.addTimeInterval(30) }
+
+        // When a request asks for more freshness than it has left, then it is not served from the storage
+        XCTAssertEqual(
+            try get(clockedClient(transport, clock: clock, storage: storage).0, "min-fresh=45").get(),
+            #"{"version":2}"#)
+
+        // When one accepts a stale response, then the storage's is served, past its time
+        clock.withLock { $0.addTimeInterval(90) }
+        XCTAssertEqual(
+            try get(clockedClient(transport, clock: clock, storage: storage).0, "max-stale=60").get(),
+            #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testOnlyIfCachedServesWhatIsStoredOrFailsWithNothingSent() throws {
+        // Given an empty cache
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: .json(string: #"{"version":1}"#))
+        let (connect, _) = clockedClient(transport, clock: clock)
+
+        // When a request asks only-if-cached, then it fails, typed, and nothing is sent
+        func failure(_ directives: String) -> ConnectError? {
+            guard case .failure(let error) = get(connect, directives) else { return nil }
+            return error as? ConnectError
+        }
+        let error = try XCTUnwrap(failure("only-if-cached"))
+        XCTAssertEqual(error.kind, .transport)
+        XCTAssertEqual((error.underlyingError as? URLError)?.code, .resourceUnavailable)
+        XCTAssertTrue(error.message.contains("only-if-cached"), error.message)
+        XCTAssertTrue(transport.requests.isEmpty)
+
+        // Given a stored response; then it is served, and nothing else is
+        XCTAssertEqual(try get(connect, nil).get(), #"{"version":1}"#)
+        XCTAssertEqual(try get(connect, "ONLY-IF-CACHED").get(), #"{"version":1}"#)
+        XCTAssertNotNil(failure("only-if-cached, no-cache"), "no-cache needs the network")
+        XCTAssertNotNil(failure("only-if-cached, no-store"), "no-store serves nothing stored")
+        XCTAssertNotNil(failure("only-if-cached, min-fresh=61"))
+
+        // When it is stale, then only max-stale lets it be served
+        clock.withLock { $0.addTimeInterval(61) }
+        XCTAssertEqual(try get(connect, "only-if-cached, max-stale").get(), #"{"version":1}"#)
+        XCTAssertNotNil(failure("only-if-cached"))
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testTheOfflineFirstExampleOfTheDocumentation() throws {
+        // The example of ResponseCache's documentation, as written there.
+        let offline = [HTTPHeader(name: "Cache-Control", value: "only-if-cached, max-stale")]
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: .json(string: #"{"version":1}"#))
+        let (connect, _) = clockedClient(transport, clock: clock)
+        let route = Route("/a", headers: offline, options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+        XCTAssertThrowsError(try connect.request(route).wait(timeout: 5))
+        _ = try get(connect, nil).get()
+        clock.withLock { $0.addTimeInterval(1_000_000) }
+        XCTAssertEqual(String(decoding: try connect.request(route).wait(timeout: 5), as: UTF8.self), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
     }
 }

@@ -61,7 +61,17 @@ import Foundation
 /// response's are (names and directives in any case, several lines as one list): `Cache-Control: no-store` sends it
 /// to the network and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without
 /// `Cache-Control`, `Pragma: no-cache` fetch a fresh response, which is then stored, as ``CacheRule/bypassesCache``
-/// does. Other request directives (`max-age` above 0, `max-stale`, `min-fresh`, `only-if-cached`) change nothing.
+/// does; `min-fresh=N` serves only a response that stays fresh N seconds more; `max-stale` serves a response past
+/// its time to live too (`max-stale=N`: by at most N seconds); `only-if-cached` serves a stored response or fails
+/// with nothing sent, as `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a private
+/// one has no one to send it from). A request the cache does not take (no rule, a download, a streamed response)
+/// goes to the network with its directives, for the caches there. `max-age` above 0 changes nothing: this cache
+/// keeps no response's age.
+///
+/// ```swift
+/// // Offline-first: any stored response, however old, else a typed failure and nothing sent.
+/// let offline = [HTTPHeader(name: "Cache-Control", value: "only-if-cached, max-stale")]
+/// ```
 ///
 /// A non-error answer (2xx or 3xx) to a request of an unsafe method (any but GET, HEAD, OPTIONS and TRACE: a PUT, a
 /// DELETE, a POST), with or without a rule, removes what is stored for its URL and for the URLs its `Location` and
@@ -336,28 +346,35 @@ public final class ResponseCache: Sendable {
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return passing(request, to: next) }
         let asks = Self.requestDirectives(of: request)
+        let policy = request.cachePolicy
         // RFC 9111 §5.2.1.5: nothing of this exchange is stored; nor is a stored response served to it.
-        if asks.noStore { return next(request) }
+        if asks.noStore {
+            guard asks.onlyIfCached else { return next(request) }
+            return Future(error: Self.unsent(request, asking: "only-if-cached and no-store"))
+        }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
         let credentials = Self.credentialsDigest(of: request)
         let key = Self.key(for: request, rule: rule, credentials: credentials)
         let now = self.now()
-        let policy = request.cachePolicy
         let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
+        let accepts = { (expiry: Date) in
+            servesStale || Self.accepts(expiry: expiry, now: now, minFresh: asks.minFresh, maxStale: asks.maxStale)
+        }
         let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
             {
-                if entry.expiry > now || servesStale {
+                if accepts(entry.expiry) {
                     state.hits += 1
                     state.touch(key)
                     return (entry.response, 0, 0)
                 }
-                state.remove(key)
+                // Stale: gone. Fresh but not enough for this request's `min-fresh`: kept for the others.
+                if entry.expiry <= now { state.remove(key) }
             }
             state.misses += 1
             state.fetches &+= 1
@@ -366,7 +383,7 @@ public final class ResponseCache: Sendable {
         var cached = found
         if cached == nil, !bypasses {
             cached = storedResponse(
-                forKey: key, request: request, method: method, limit: limit, now: now, servesStale: servesStale,
+                forKey: key, request: request, method: method, limit: limit, accepts: accepts,
                 generation: generation, fetch: fetch)
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
@@ -375,12 +392,10 @@ public final class ResponseCache: Sendable {
             return Future(value: cached)
         }
         if policy == .returnCacheDataDontLoad {
-            return Future(
-                error: ConnectError(
-                    .transport,
-                    message: "no stored response for this request, and its cache policy (returnCacheDataDontLoad) "
-                        + "forbids the network",
-                    request: .sent(request), underlyingError: URLError(.resourceUnavailable)))
+            return Future(error: Self.unsent(request, asking: "its cache policy (returnCacheDataDontLoad)"))
+        }
+        if asks.onlyIfCached {
+            return Future(error: Self.unsent(request, asking: "its Cache-Control (only-if-cached)"))
         }
         // The headers as the cache saw them, for a response that varies on some of them.
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
@@ -430,13 +445,31 @@ public final class ResponseCache: Sendable {
         return response
     }
 
-    /// A fresh response from ``storage`` for `request`, now also in memory; `nil` when it has none that fits.
+    /// Whether a stored response that expires at `expiry` may be served `now` to a request whose `Cache-Control`
+    /// says `min-fresh` and `max-stale` (RFC 9111 §5.2.1.2, §5.2.1.3): fresh, for at least `minFresh` more
+    /// seconds; or stale by at most `maxStale` seconds.
+    static func accepts(expiry: Date, now: Date, minFresh: TimeInterval?, maxStale: TimeInterval?) -> Bool {
+        let freshFor = expiry.timeIntervalSince(now)
+        if freshFor > 0 { return freshFor >= (minFresh ?? 0) }
+        guard let maxStale else { return false }
+        return -freshFor <= maxStale
+    }
+
+    /// The error of a request the cache cannot answer and must not send: `asking` says what forbids the network.
+    private static func unsent(_ request: ConnectRequest, asking: String) -> ConnectError {
+        ConnectError(
+            .transport, message: "no stored response for this request, and \(asking) forbids the network",
+            request: .sent(request), underlyingError: URLError(.resourceUnavailable))
+    }
+
+    /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory; `nil` when
+    /// it has none that fits.
     private func storedResponse(
-        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, now: Date, servesStale: Bool,
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, accepts: (Date) -> Bool,
         generation: UInt64, fetch: UInt64
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
-            stored.expiry > now || servesStale, stored.body.count <= limit,
+            accepts(stored.expiry), stored.body.count <= limit,
             stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
         else { return nil }
         var fields = HeaderFields()
@@ -566,17 +599,32 @@ public final class ResponseCache: Sendable {
         return true
     }
 
-    /// What the request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma`
-    /// (§5.4): `noStore` for `no-store`; `reload`, a fresh response (then stored, as ``CacheRule/bypassesCache``
-    /// asks), for `no-cache`, for `max-age=0` (or a `max-age` that is not a number), and for `Pragma: no-cache`.
-    /// Repeated fields read as one list, names and directives in any case.
-    private static func requestDirectives(of request: ConnectRequest) -> (noStore: Bool, reload: Bool) {
+    /// What a request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma` (§5.4).
+    private struct RequestDirectives {
+        /// `no-store`.
+        var noStore = false
+        /// A fresh response, then stored (as ``CacheRule/bypassesCache`` asks): `no-cache`, `max-age=0` (or a
+        /// `max-age` that is not a number), and `Pragma: no-cache`.
+        var reload = false
+        /// `min-fresh`, in seconds (``CacheDirectives/minFresh``).
+        var minFresh: TimeInterval?
+        /// `max-stale`, in seconds (``CacheDirectives/maxStale``).
+        var maxStale: TimeInterval?
+        /// `only-if-cached`: a stored response, or a failure with nothing sent.
+        var onlyIfCached = false
+    }
+
+    /// What the request's own `Cache-Control` asks of the cache, or without one its `Pragma`. Repeated fields read
+    /// as one list, names and directives in any case.
+    private static func requestDirectives(of request: ConnectRequest) -> RequestDirectives {
         if let cacheControl = request.value(forHTTPHeaderField: "Cache-Control") {
             let directives = CacheDirectives(cacheControl)
-            return (directives.noStore, directives.noCache || directives.maxAge == 0)
+            return RequestDirectives(
+                noStore: directives.noStore, reload: directives.noCache || directives.maxAge == 0,
+                minFresh: directives.minFresh, maxStale: directives.maxStale, onlyIfCached: directives.onlyIfCached)
         }
-        guard let pragma = request.value(forHTTPHeaderField: "Pragma") else { return (false, false) }
-        return (false, CacheDirectives(pragma).noCache)
+        guard let pragma = request.value(forHTTPHeaderField: "Pragma") else { return RequestDirectives() }
+        return RequestDirectives(reload: CacheDirectives(pragma).noCache)
     }
 
     /// Whether a request's cache policy asks for a fresh response (then stored), as ``CacheRule/bypassesCache`` does.

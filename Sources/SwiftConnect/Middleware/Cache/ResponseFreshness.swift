@@ -113,6 +113,16 @@ struct CacheDirectives {
     /// is missing or not a non-negative integer (RFC 9111 §4.2.1: invalid freshness information means stale);
     /// `nil` without `max-age`.
     var maxAge: TimeInterval?
+    /// A request's `max-stale` (RFC 9111 §5.2.1.2): how long past its expiry a stored response may still be served,
+    /// in seconds; infinity without an argument; `nil` without `max-stale`, or with an argument that is not a
+    /// non-negative integer (then no stale response is accepted: the safe reading).
+    var maxStale: TimeInterval?
+    /// A request's `min-fresh` (§5.2.1.3): how long a stored response must stay fresh to be served, in seconds;
+    /// `nil` without it. An argument that is not a non-negative integer asks for a fresh response (infinity): the
+    /// request wanted more freshness than it could say.
+    var minFresh: TimeInterval?
+    /// Whether a request's `only-if-cached` (§5.2.1.7) is present: a stored response or nothing, never the network.
+    var onlyIfCached = false
 
     /// Reads the directives of `value`.
     init(_ value: String) {
@@ -160,6 +170,16 @@ struct CacheDirectives {
             noCache = true
         } else if Self.isName(name, "max-age"), maxAge == nil {
             maxAge = argument.flatMap { ResponseFreshness.deltaSeconds(Self.unquoted($0)) } ?? 0
+        } else if Self.isName(name, "max-stale"), maxStale == nil {
+            if let argument {
+                maxStale = ResponseFreshness.deltaSeconds(Self.unquoted(argument))
+            } else {
+                maxStale = .infinity
+            }
+        } else if Self.isName(name, "min-fresh"), minFresh == nil {
+            minFresh = argument.flatMap { ResponseFreshness.deltaSeconds(Self.unquoted($0)) } ?? .infinity
+        } else if Self.isName(name, "only-if-cached") {
+            onlyIfCached = true
         }
     }
 
