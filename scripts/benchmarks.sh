@@ -51,6 +51,14 @@ if ((smoke)); then
         exit 1
     }
     ran=$(grep -c '^Debug results for ' "$log" || true)
+    registered=$(sed -n 's/^Benchmarks registered: \([0-9]*\)$/\1/p' "$log")
+    # Run on its own, package-benchmark's runner stops at a benchmark whose setup throws, with status 0. (With
+    # arguments, such as --filter, fewer may run on purpose.)
+    if ((${#extra[@]} == 0)) && { [ -z "$registered" ] || [ "$ran" -ne "$registered" ]; }; then
+        tail -n 100 "$log"
+        echo "error: ${registered:-an unknown number of} benchmarks registered, $ran ran (the output's end is above)"
+        exit 1
+    fi
     rm -f "$log"
     "$bin/PipelineInstructions" connect 1k 1
     "$bin/PipelineInstructions" by-hand 100k 1

@@ -23,4 +23,8 @@ let benchmarks: @Sendable () -> Void = {
     registerOpenAPIBenchmarks()
     registerObservabilityBenchmarks()
     registerScaleBenchmarks()
+
+    // The smoke pass compares this with the number that ran: run on its own, the runner ends early with status 0
+    // when a benchmark's setup throws.
+    if RunMode.isSmoke { print("Benchmarks registered: \(Benchmark.benchmarks.count)") }
 }
