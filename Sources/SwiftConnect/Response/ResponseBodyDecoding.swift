@@ -63,7 +63,10 @@ func decodeBody<Decoded: Decodable>(
         return empty
     }
     do {
-        return try decoder.decode(type, from: data)
+        // JSON is UTF-8 (RFC 8259 §8.1; JSONDecoder also tells UTF-16 and UTF-32 by their bytes): its decoder needs
+        // no header lookup. Other formats may read the `charset` of the response's content type.
+        if decoder is JSONDecoder { return try decoder.decode(type, from: data) }
+        return try decoder.decode(type, from: data, contentType: response()?.header("Content-Type"))
     } catch {
         let response = response()
         var failure = ConnectError.decoding(error, body: data, as: type)

@@ -11,6 +11,34 @@ public protocol ResponseBodyDecoder: Sendable {
     /// - Returns: The decoded value.
     /// - Throws: Why the body could not be decoded.
     func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T
+
+    /// Decodes `type` from `data`, the body of a response whose `Content-Type` is `contentType`, parameters and
+    /// all: what a decoder for a format that can come in several character sets (XML, CSV) needs to read
+    /// `charset`. The client calls this one for a response's body; by default it calls
+    /// ``decode(_:from:)``.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - data: The body.
+    ///   - contentType: The response's `Content-Type` as it came (`text/xml; charset=ISO-8859-1`); `nil` when the
+    ///     response had none, or the body is not known to come from a response.
+    /// - Returns: The decoded value.
+    /// - Throws: Why the body could not be decoded.
+    func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T
+}
+
+extension ResponseBodyDecoder {
+    /// Decodes with ``decode(_:from:)``: the content type changes nothing for most formats.
+    ///
+    /// - Parameters:
+    ///   - type: The type to decode.
+    ///   - data: The body.
+    ///   - contentType: The response's `Content-Type`, unread.
+    /// - Returns: The decoded value.
+    /// - Throws: Why the body could not be decoded.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
+        try decode(type, from: data)
+    }
 }
 
 extension JSONDecoder: ResponseBodyDecoder {}

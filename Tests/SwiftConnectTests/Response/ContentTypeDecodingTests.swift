@@ -27,6 +27,43 @@ final class ContentTypeDecodingTests: XCTestCase {
         }
     }
 
+    /// A decoder that reads the body as `name=<value>` and records the content type it was given.
+    private struct CharsetAwareDecoder: ResponseBodyDecoder {
+        let seen: Guarded<[String?]>
+        func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+            try decode(type, from: data, contentType: "(none: the content type was not asked for)")
+        }
+        func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
+            seen.withLock { $0.append(contentType) }
+            let text = String(decoding: data, as: UTF8.self)
+            let json = try JSONSerialization.data(withJSONObject: ["name": String(text.dropFirst("name=".count))])
+            return try JSONDecoder().decode(type, from: json)
+        }
+    }
+
+    /// A decoder is told the response's whole `Content-Type`, `charset` included, on every way of decoding a
+    /// response's body; a body that comes from no response has none.
+    func testADecoderIsGivenTheResponsesContentTypeWithItsParameters() throws {
+        let seen = Guarded<[String?]>([])
+        let decoder = CharsetAwareDecoder(seen: seen)
+        var decoders = ResponseDecoders.default
+        decoders.register(decoder, for: "text/x-key-value")
+        let contentType = "text/x-key-value; charset=ISO-8859-1"
+        let transport = FakeTransport.answering(.data(Data("name=kv".utf8), headers: ["Content-Type": contentType]))
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
+
+        XCTAssertEqual(try connect.request(Endpoint()).decoded(toType: Item.self).wait(), Item(name: "kv"))
+        XCTAssertEqual(try connect.send(Endpoint()).wait(), Item(name: "kv"))
+        XCTAssertEqual(try connect.request(Endpoint()).timeout(after: 5).decoded(toType: Item.self).wait().name, "kv")
+        let explicit = try connect.request(Endpoint()).decoded(toType: Item.self, decoder: decoder).wait()
+        XCTAssertEqual(explicit.name, "kv")
+        XCTAssertEqual(seen.withLock { $0 }, Array(repeating: contentType, count: 4))
+
+        let unattached = try Future(value: Data("name=x".utf8)).decoded(toType: Item.self, decoder: decoder).wait()
+        XCTAssertEqual(unattached.name, "x")
+        XCTAssertEqual(seen.withLock { $0.last }, .some(nil))
+    }
+
     func testRegisteredDecoderIsChosenByContentType() throws {
         let calls = Counter()
         var decoders = ResponseDecoders.default

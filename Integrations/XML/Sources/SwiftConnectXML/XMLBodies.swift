@@ -14,8 +14,10 @@ import XMLCoder
 /// `configure`. Leave XMLCoder's `errorContextLength` at 0: with a length set, XMLCoder 0.18 indexes past the end
 /// of its line list for malformed XML with blank lines or a body that is not UTF-8, and the process stops.
 ///
-/// The body is read as XMLParser reads it: by its byte order mark or XML declaration, else as UTF-8. A
-/// `charset` in the `Content-Type` alone (`text/xml; charset=ISO-8859-1` with no declaration) is not seen.
+/// The body's encoding is found as RFC 7303 ranks the clues: its byte order mark; else the `charset` of the
+/// response's `Content-Type` (`text/xml; charset=ISO-8859-1`), which wins over the document's XML declaration; else
+/// that declaration; else UTF-8. A `charset` that is not an encoding name, or one the XML parser does not know, fails
+/// as a decoding error.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -37,6 +39,28 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         let decoder = XMLDecoder()
         configure(decoder)
         return try decoder.decode(type, from: data)
+    }
+
+    /// Decodes `type` from the XML in `data`, the body of a response whose `Content-Type` is `contentType`: its
+    /// `charset`, if any, is the body's encoding unless a byte order mark says otherwise.
+    ///
+    /// - Parameters:
+    ///   - type: The model type.
+    ///   - data: The body.
+    ///   - contentType: The response's `Content-Type`; `nil` reads the body as ``decode(_:from:)`` does.
+    /// - Returns: The model.
+    /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a `charset` that is not an
+    ///   encoding name or a UTF-16 or UTF-32 body that is not valid in it; the client reports either as
+    ///   ``ConnectError/Kind/decoding``.
+    public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
+        let prepared: Data
+        do {
+            prepared = try XMLCharset.prepared(data, contentType: contentType)
+        } catch let problem as XMLCharset.Problem {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: [], debugDescription: problem.description, underlyingError: problem))
+        }
+        return try decode(type, from: prepared)
     }
 }
 

@@ -1,0 +1,97 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import SwiftConnectXML
+import XCTest
+
+/// An XML answer's encoding, found as RFC 7303 §3.2 ranks the clues: byte order mark, then the `charset` of its
+/// `Content-Type`, then its XML declaration, then UTF-8.
+final class XMLCharsetTests: XCTestCase {
+    private struct Note: Codable, Equatable, Sendable {
+        var title: String
+    }
+
+    /// `body` answered with `contentType`, decoded as a ``Note`` by a client that decodes XML; its title or its error.
+    private func title(of body: Data, contentType: String) -> Result<String, any Error> {
+        let transport = FakeTransport.answering(.data(body, headers: ["Content-Type": contentType]))
+        let connect = Connect(transport: transport, settings: Connect.Settings(decoders: .default.withXML()))
+        let route = Route(url: URL(string: "https://api.test/note")!)
+        return Result { try connect.request(route).decoded(toType: Note.self).wait(timeout: 5).title }
+    }
+
+    private func latin1(_ text: String) throws -> Data {
+        try XCTUnwrap(text.data(using: .isoLatin1))
+    }
+
+    func testTheContentTypesCharsetIsTheEncodingOfADocumentWithoutADeclaration() throws {
+        // Given a Latin-1 document with no declaration, its charset only in the header
+        let body = try latin1("<note><title>Café crème</title></note>")
+
+        // Then it decodes as Latin-1, however the header spells it
+        for contentType in [
+            "text/xml; charset=ISO-8859-1", "application/xml;charset=iso-8859-1", #"text/xml; Charset="latin1""#,
+        ] {
+            XCTAssertEqual(try title(of: body, contentType: contentType).get(), "Café crème", contentType)
+        }
+        // And without the charset it is not UTF-8: a decoding error, as before
+        XCTAssertThrowsError(try title(of: body, contentType: "text/xml").get())
+    }
+
+    func testTheCharsetWinsOverTheDeclarationWhichKeepsItsVersionAndStandalone() throws {
+        let body = try latin1(
+            "<?xml version='1.0' encoding='UTF-8' standalone='yes'?>\n<note><title>Ça va</title></note>")
+        XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get(), "Ça va")
+        // A declaration that already agrees is read as it is.
+        let agreeing = try latin1(#"<?xml version="1.0" encoding="iso-8859-1"?><note><title>Ça</title></note>"#)
+        XCTAssertEqual(try title(of: agreeing, contentType: "text/xml; charset=ISO-8859-1").get(), "Ça")
+    }
+
+    func testAByteOrderMarkWinsOverTheCharset() throws {
+        let body = Data([0xEF, 0xBB, 0xBF]) + Data("<note><title>Café</title></note>".utf8)
+        XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get(), "Café")
+    }
+
+    func testUTF16WithoutAByteOrderMarkIsReadByItsCharset() throws {
+        let text = #"<?xml version="1.0" encoding="UTF-16"?><note><title>Grüße</title></note>"#
+        let little = try XCTUnwrap(text.data(using: .utf16LittleEndian))
+        let big = try XCTUnwrap(text.data(using: .utf16BigEndian))
+        XCTAssertEqual(try title(of: little, contentType: "application/xml; charset=UTF-16LE").get(), "Grüße")
+        XCTAssertEqual(try title(of: big, contentType: "application/xml; charset=utf-16").get(), "Grüße")
+        // An odd number of bytes is no UTF-16: a decoding error, not a crash.
+        let failure = title(of: little.dropLast(), contentType: "application/xml; charset=UTF-16LE")
+        XCTAssertThrowsError(try failure.get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
+
+    func testACharsetThatIsNoEncodingNameFailsAsADecodingErrorThatSaysSo() throws {
+        let body = Data("<note><title>a</title></note>".utf8)
+        for contentType in [#"text/xml; charset="utf-8\"?><evil/>""#, "text/xml; charset=9x", "text/xml; charset=ü"] {
+            XCTAssertThrowsError(try title(of: body, contentType: contentType).get(), contentType) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .decoding, contentType)
+                XCTAssertTrue(error?.message.contains("not an encoding name") == true, error?.message ?? "")
+            }
+        }
+    }
+
+    func testAnEncodingTheParserDoesNotKnowFailsAsADecodingError() throws {
+        let body = Data("<note><title>a</title></note>".utf8)
+        XCTAssertThrowsError(try title(of: body, contentType: "text/xml; charset=x-no-such-encoding").get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
+
+    func testUTF8AndASCIICharsetsLeaveAPlainDocumentAsItIs() throws {
+        let body = Data("<note><title>naïve</title></note>".utf8)
+        XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=utf-8").get(), "naïve")
+        XCTAssertEqual(
+            try title(of: Data("<note><title>a</title></note>".utf8), contentType: "text/xml; charset=us-ascii").get(),
+            "a")
+    }
+
+    func testAStylesheetInstructionIsNotTakenForADeclaration() throws {
+        let body = try latin1(#"<?xml-stylesheet href="a.xsl"?><note><title>Olá</title></note>"#)
+        XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get(), "Olá")
+    }
+}
