@@ -1,6 +1,6 @@
 import Foundation
 import Logging
-import SwiftConnect
+@_spi(Observability) import SwiftConnect
 
 /// SwiftConnect's own output (debug output, the retry loop's notes) through a swift-log `Logger`.
 ///
@@ -54,25 +54,34 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 ///
 /// Every line carries structured metadata: `swiftconnect.call` (the connector, or an OpenAPI operation's ID),
 /// `http.request.method` (as OpenTelemetry has it: `_OTHER` for a method other than the nine it knows, RFC 9110's and
-/// `PATCH`, the method itself then in `http.request.method_original`), `url.template`, `url.full` (through
+/// `PATCH`, or than those ``init(_:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists, the method
+/// itself then in `http.request.method_original`), `url.template`, `url.full` (through
 /// ``SwiftConnect/ConnectRequest/redactedURL``: no user info, secret query values and credentials hidden), and where
 /// known `attempt`, `http.response.status_code` and `error.type`. Nothing is made for a level the logger does not log.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
 
+    /// The methods `http.request.method` names as themselves.
+    private let methods: OpenTelemetryMethods
+
     /// Logs the calls of the clients it is given to through `logger`.
     ///
-    /// - Parameter logger: The logger.
-    public init(_ logger: Logger) {
+    /// - Parameters:
+    ///   - logger: The logger.
+    ///   - knownMethods: The methods `http.request.method` names as themselves (case-sensitive; the others are
+    ///     `_OTHER`), in place of the default, not beside it; `nil` (the default) for the process's
+    ///     `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` (comma-separated), else RFC 9110's methods and `PATCH`.
+    public init(_ logger: Logger, knownMethods: Set<String>? = nil) {
         self.logger = logger
+        methods = OpenTelemetryMethods(known: knownMethods)
     }
 
     /// Returns the call's logger, its metadata naming the call.
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
         var logger = logger
         logger[metadataKey: "swiftconnect.call"] = .string(call.name)
-        let method = call.method.conventionalName
+        let method = methods.name(of: call.method)
         logger[metadataKey: "http.request.method"] = .string(method)
         if method != call.method.rawValue {
             logger[metadataKey: "http.request.method_original"] = .string(call.method.rawValue)
@@ -157,16 +166,5 @@ struct CallLogging: ConnectCallObserver {
 
     private static func milliseconds(_ seconds: TimeInterval) -> Int {
         Int((seconds * 1000).rounded())
-    }
-}
-
-extension HTTPMethod {
-    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
-    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other.
-    var conventionalName: String {
-        switch rawValue {
-        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
-        default: return "_OTHER"
-        }
     }
 }

@@ -39,10 +39,12 @@ final class LoggingTests: XCTestCase {
         }
     }
 
-    private func client(middlewares: [any Middleware] = []) -> Connect {
+    private func client(middlewares: [any Middleware] = [], knownMethods: Set<String>? = nil) -> Connect {
         Connect(
             middlewares: middlewares, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
-            settings: Connect.Settings(logger: SwiftLogConnectLogger(logger), observers: [LoggingObserver(logger)]))
+            settings: Connect.Settings(
+                logger: SwiftLogConnectLogger(logger),
+                observers: [LoggingObserver(logger, knownMethods: knownMethods)]))
     }
 
     private var lines: [(Logger.Level, String)] { handler.entries.map { ($0.level, "\($0.message)") } }
@@ -74,6 +76,27 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(lines.map(\.1), ["attempt 1 answered 200", "call succeeded with 200"])
         XCTAssertEqual(handler.entries.map { $0.metadata["http.request.method"] }, ["_OTHER", "_OTHER"])
         XCTAssertEqual(handler.entries.map { $0.metadata["http.request.method_original"] }, ["PROPFIND", "PROPFIND"])
+    }
+
+    /// The observer's own list of known methods replaces OpenTelemetry's: a method on it is itself, one off it
+    /// (`POST` here) `_OTHER`.
+    func testTheObserversKnownMethodsReplaceTheDefault() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        server.route("POST", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = GetTodo(baseURL: server.baseURL)
+        propfind.method = "PROPFIND"
+        var post = propfind
+        post.method = .post
+        let connect = client(knownMethods: ["GET", "PROPFIND"])
+        // When
+        _ = try connect.request(propfind).wait()
+        _ = try connect.request(post).wait()
+        // Then
+        XCTAssertEqual(
+            handler.entries.map { $0.metadata["http.request.method"] }, ["PROPFIND", "PROPFIND", "_OTHER", "_OTHER"])
+        XCTAssertEqual(
+            handler.entries.map { $0.metadata["http.request.method_original"] }, [nil, nil, "POST", "POST"])
     }
 
     func testARetryIsInfoAndAFinal503IsAWarning() throws {

@@ -1,7 +1,7 @@
 import CoreMetrics
 import Dispatch
 import Foundation
-import SwiftConnect
+@_spi(Observability) import SwiftConnect
 
 /// Measures a client's calls with swift-metrics, under OpenTelemetry's HTTP client names where there is one.
 ///
@@ -12,7 +12,8 @@ import SwiftConnect
 /// ```
 ///
 /// What it records, every metric labelled by `http.request.method` (`_OTHER` for a method other than the nine
-/// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`), `url.template` (the connector's path template,
+/// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`, unless ``init(factory:knownMethods:)`` or
+/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the connector's path template,
 /// such as `/todos/{id}`, or for a request built elsewhere its name, such as an OpenAPI operation's ID) and
 /// `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so that label
 /// sets stay bounded:
@@ -45,17 +46,29 @@ public struct MetricsObserver: ConnectObserver {
 
     /// The factory; `nil` for the process's (`MetricsSystem.factory`), read at each call.
     private let factory: (any MetricsFactory)?
+    /// The methods `http.request.method` names as themselves.
+    private let methods: OpenTelemetryMethods
 
     /// Creates an observer that records with `factory`, or with the process's when `nil`.
     ///
-    /// - Parameter factory: The metrics factory; `nil` (the default) for `MetricsSystem.factory`.
-    public init(factory: (any MetricsFactory)? = nil) {
+    /// ```swift
+    /// // A CDN's PURGE counted as itself; every method the list leaves out as _OTHER.
+    /// MetricsObserver(knownMethods: ["GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "PURGE"])
+    /// ```
+    ///
+    /// - Parameters:
+    ///   - factory: The metrics factory; `nil` (the default) for `MetricsSystem.factory`.
+    ///   - knownMethods: The methods `http.request.method` names as themselves (case-sensitive; the others are
+    ///     `_OTHER`), in place of the default, not beside it; `nil` (the default) for the process's
+    ///     `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` (comma-separated), else RFC 9110's methods and `PATCH`.
+    public init(factory: (any MetricsFactory)? = nil, knownMethods: Set<String>? = nil) {
         self.factory = factory
+        methods = OpenTelemetryMethods(known: knownMethods)
     }
 
     /// Returns the call's recorder.
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
-        CallMetrics(factory: factory ?? MetricsSystem.factory, call: call)
+        CallMetrics(factory: factory ?? MetricsSystem.factory, call: call, method: methods.name(of: call.method))
     }
 }
 
@@ -71,10 +84,10 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
     private var started: [Int: UInt64] = [:]
 
-    init(factory: any MetricsFactory, call: ConnectCall) {
+    init(factory: any MetricsFactory, call: ConnectCall, method: String) {
         self.factory = factory
         base = [
-            ("http.request.method", call.method.conventionalName),
+            ("http.request.method", method),
             ("url.template", call.pathTemplate.isEmpty ? call.name : call.pathTemplate),
             ("server.address", call.request.url.host ?? ""),
         ]
@@ -145,17 +158,5 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             label: "http.client.request.duration", dimensions: base + [("server.port", port)] + outcome,
             factory: factory
         ).recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
-    }
-}
-
-extension HTTPMethod {
-    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
-    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other, so that a
-    /// label's values stay bounded.
-    var conventionalName: String {
-        switch rawValue {
-        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
-        default: return "_OTHER"
-        }
     }
 }

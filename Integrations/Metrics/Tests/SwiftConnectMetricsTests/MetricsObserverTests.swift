@@ -38,12 +38,12 @@ final class MetricsObserverTests: XCTestCase {
 
     private func client(
         _ transport: any Transport = URLSessionTransport(), middlewares: [any Middleware] = [],
-        queue: RequestQueue? = nil, cache: ResponseCache? = nil
+        queue: RequestQueue? = nil, cache: ResponseCache? = nil, knownMethods: Set<String>? = nil
     ) -> Connect {
         Connect(
             transport: transport, middlewares: middlewares, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
             requestQueue: queue, responseCache: cache,
-            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics)]))
+            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics, knownMethods: knownMethods)]))
     }
 
     /// The labels every metric of a call to `todo` carries.
@@ -116,6 +116,24 @@ final class MetricsObserverTests: XCTestCase {
             + metrics.recorders(label: "http.client.response.body.size").flatMap(\.dimensions)
         XCTAssertFalse(labels.contains { $0.1 == "PROPFIND" }, "\(labels)")
         XCTAssertFalse(labels.contains { $0.0 == "http.request.method_original" }, "\(labels)")
+    }
+
+    /// The observer's own list of known methods replaces OpenTelemetry's: a method on it is its own label, one off
+    /// it (`GET` here) `_OTHER`.
+    func testTheObserversKnownMethodsReplaceTheDefault() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = todo
+        propfind.method = "PROPFIND"
+        let connect = client(knownMethods: ["PROPFIND"])
+        // When
+        _ = try connect.request(propfind).wait()
+        _ = try connect.request(todo).wait()
+        // Then
+        let methods = metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+            .filter { $0.0 == "http.request.method" }.map(\.1)
+        XCTAssertEqual(Set(methods), ["PROPFIND", "_OTHER"])
     }
 
     func testARetryIsCountedAndEachAttemptTimed() throws {

@@ -1,5 +1,5 @@
 import Foundation
-import SwiftConnect
+@_spi(Observability) import SwiftConnect
 import Tracing
 
 /// Traces a client's calls with swift-distributed-tracing: one CLIENT span per attempt, as OpenTelemetry's HTTP
@@ -14,7 +14,8 @@ import Tracing
 /// Each attempt's span:
 /// - is named `{method} {url.template}` (`GET /todos/{id}`), from the connector's path template, or the name the
 ///   call was given (an OpenAPI operation's ID) when there is no template; `{method}` is `HTTP` for a method other
-///   than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as `PROPFIND`;
+///   than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as `PROPFIND`, or than those
+///   ``init(tracer:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
 /// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
 ///   when the call starts, on the caller's task);
 /// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
@@ -30,12 +31,20 @@ import Tracing
 public struct TracingObserver: ConnectObserver {
     /// The tracer; `nil` for the process's (`InstrumentationSystem.tracer`), read at each call.
     private let tracer: (any Tracer)?
+    /// The methods `http.request.method` names as themselves.
+    private let methods: OpenTelemetryMethods
 
     /// Creates an observer that starts spans with `tracer`, or with the process's tracer when `nil`.
     ///
-    /// - Parameter tracer: The tracer; `nil` (the default) for `InstrumentationSystem.tracer`.
-    public init(tracer: (any Tracer)? = nil) {
+    /// - Parameters:
+    ///   - tracer: The tracer; `nil` (the default) for `InstrumentationSystem.tracer`.
+    ///   - knownMethods: The methods `http.request.method` names as themselves (case-sensitive; the others are
+    ///     `_OTHER`, and their spans' names say `HTTP`), in place of the default, not beside it; `nil` (the default)
+    ///     for the process's `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` (comma-separated), else RFC 9110's methods
+    ///     and `PATCH`.
+    public init(tracer: (any Tracer)? = nil, knownMethods: Set<String>? = nil) {
         self.tracer = tracer
+        methods = OpenTelemetryMethods(known: knownMethods)
     }
 
     /// Reads the caller's trace context and returns the call's tracer; `nil` (nothing to do for the call) when the
@@ -43,7 +52,8 @@ public struct TracingObserver: ConnectObserver {
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
         let tracer = tracer ?? InstrumentationSystem.tracer
         if tracer is NoOpTracer { return nil }
-        return CallTracing(tracer: tracer, parent: InstrumentationContext.current ?? .topLevel, call: call)
+        return CallTracing(
+            tracer: tracer, parent: InstrumentationContext.current ?? .topLevel, call: call, methods: methods)
     }
 }
 
@@ -55,19 +65,21 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private let parent: InstrumentationContext
     private let name: String
     private let call: ConnectCall
+    private let methods: OpenTelemetryMethods
     /// The span of each attempt not yet ended, by attempt. Usually one; two when an attempt abandoned at its
     /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
     private var spans: [Int: any Span] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
 
-    init(tracer: any Tracer, parent: InstrumentationContext, call: ConnectCall) {
+    init(tracer: any Tracer, parent: InstrumentationContext, call: ConnectCall, methods: OpenTelemetryMethods) {
         self.tracer = tracer
         self.parent = parent
         self.call = call
+        self.methods = methods
         let template = call.pathTemplate.isEmpty ? call.name : call.pathTemplate
         // OpenTelemetry names the span of a method it does not know `HTTP`, not `_OTHER`.
-        let method = call.method.conventionalName
+        let method = methods.name(of: call.method)
         name = "\(method == "_OTHER" ? "HTTP" : method) \(template)"
     }
 
@@ -86,7 +98,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
             span.updateAttributes { attributes in
-                let method = request.method.conventionalName
+                let method = methods.name(of: request.method)
                 attributes["http.request.method"] = method
                 if method != request.method.rawValue {
                     attributes["http.request.method_original"] = request.method.rawValue
@@ -178,17 +190,6 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private static func port(of url: URL) -> Int {
         if let port = url.port { return port }
         return url.scheme?.lowercased() == "http" ? 80 : 443
-    }
-}
-
-extension HTTPMethod {
-    /// The method as OpenTelemetry's `http.request.method` has it: itself when it is one of the methods the
-    /// conventions know (RFC 9110's and `PATCH`, compared case-sensitively), `_OTHER` for any other.
-    var conventionalName: String {
-        switch rawValue {
-        case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return rawValue
-        default: return "_OTHER"
-        }
     }
 }
 

@@ -41,12 +41,15 @@ class TracingConformanceTests: XCTestCase {
     }
 
     private func client(
-        _ transport: (any Transport)? = nil, middlewares: [any Middleware] = [], maxResponseBytes: Int? = nil
+        _ transport: (any Transport)? = nil, middlewares: [any Middleware] = [], maxResponseBytes: Int? = nil,
+        knownMethods: Set<String>? = nil
     ) -> Connect {
         Connect(
             transport: transport ?? makeTransport(), middlewares: middlewares,
             retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
-            settings: Connect.Settings(maxResponseBytes: maxResponseBytes, observers: [TracingObserver(tracer: tracer)])
+            settings: Connect.Settings(
+                maxResponseBytes: maxResponseBytes,
+                observers: [TracingObserver(tracer: tracer, knownMethods: knownMethods)])
         )
     }
 
@@ -135,6 +138,25 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(attributes(of: span)["http.request.method"], "_OTHER")
         XCTAssertEqual(attributes(of: span)["http.request.method_original"], "PROPFIND")
         XCTAssertEqual(server.requests.last?.method, "PROPFIND", "sent as it is")
+    }
+
+    /// The observer's own list of known methods replaces OpenTelemetry's: a method on it names its span and is its
+    /// own `http.request.method`; one off it (`GET` here) is `_OTHER`, its span `HTTP`.
+    func testTheObserversKnownMethodsReplaceTheDefault() throws {
+        // Given
+        server.route("PROPFIND", "/todos/:id") { _ in .json(string: "{}") }
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        var propfind = todo
+        propfind.method = "PROPFIND"
+        let connect = client(knownMethods: ["PROPFIND"])
+        // When
+        _ = try connect.request(propfind).wait()
+        _ = try connect.request(todo).wait()
+        // Then
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.map(\.operationName), ["PROPFIND /todos/{id}", "HTTP /todos/{id}"])
+        XCTAssertEqual(spans.map { attributes(of: $0)["http.request.method"] }, ["PROPFIND", "_OTHER"])
+        XCTAssertEqual(spans.map { attributes(of: $0)["http.request.method_original"] }, [nil, "GET"])
     }
 
     func testARetriedCallIsTwoSpansInTheCallersTraceTheSecondCountedAsAResend() throws {
