@@ -18,7 +18,9 @@ import Foundation
 /// After a successful unsafe request (a PUT, a DELETE…), the cache removes the URL's responses: the built-in storages
 /// find them by their ``StoredResponse/url``; of a storage of yours, it removes the keys a GET or HEAD of the URL is
 /// stored under and the keys it holds in memory for the URL. A response that such a storage keeps under a custom key
-/// and that this process's cache no longer holds in memory (stored before a restart, say) stays until its expiry.
+/// and that this process's cache no longer holds in memory (stored before a restart, say) stays until its expiry
+/// (and, for a request that accepts a stale response, `max-stale` or `.returnCacheDataElseLoad`, until the storage
+/// drops it).
 public protocol ResponseCacheStorage: Sendable {
     /// The response stored under `key`, or `nil`.
     func response(forKey key: String) -> StoredResponse?
