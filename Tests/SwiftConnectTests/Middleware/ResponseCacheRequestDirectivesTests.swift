@@ -237,7 +237,8 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         XCTAssertEqual(try get(connect, nil).get(), #"{"version":1}"#)
         XCTAssertEqual(try get(connect, "ONLY-IF-CACHED").get(), #"{"version":1}"#)
         XCTAssertNotNil(failure("only-if-cached, no-cache"), "no-cache needs the network")
-        XCTAssertNotNil(failure("only-if-cached, no-store"), "no-store serves nothing stored")
+        // RFC 9111 §5.2.1.5: no-store keeps this exchange out of the cache, not the stored response from it.
+        XCTAssertEqual(try get(connect, "only-if-cached, no-store").get(), #"{"version":1}"#)
         XCTAssertNotNil(failure("only-if-cached, min-fresh=61"))
 
         // When it is stale, then only max-stale lets it be served
@@ -259,6 +260,70 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         _ = try get(connect, nil).get()
         clock.withLock { $0.addTimeInterval(1_000_000) }
         XCTAssertEqual(String(decoding: try connect.request(route).wait(timeout: 5), as: UTF8.self), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    func testAResponseThatMustBeRevalidatedIsNeverServedStale() throws {
+        // Given a response stored for 60 seconds that says must-revalidate, in memory and in a storage
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/a",
+            with: (1...3).map {
+                .json(string: #"{"version":\#($0)}"#, headers: ["Cache-Control": "max-age=60, Must-Revalidate"])
+            })
+        let (connect, _) = clockedClient(transport, clock: clock, storage: storage)
+        _ = try get(connect, nil).get()
+        XCTAssertEqual(try get(connect, "max-stale").get(), #"{"version":1}"#, "fresh: served")
+
+        // When it is stale, then max-stale does not get it, from memory or from the storage
+        clock.withLock { $0.addTimeInterval(61) }
+        XCTAssertNotNil(failureOf(get(connect, "only-if-cached, max-stale")))
+        let restarted = clockedClient(transport, clock: clock, storage: storage).0
+        XCTAssertNotNil(failureOf(get(restarted, "only-if-cached, max-stale")))
+        XCTAssertEqual(try get(connect, "max-stale").get(), #"{"version":2}"#)
+    }
+
+    /// The error of `result`, as a ``ConnectError``; `nil` for a success.
+    private func failureOf(_ result: Result<String, Error>) -> ConnectError? {
+        guard case .failure(let error) = result else { return nil }
+        return error as? ConnectError
+    }
+
+    func testAStaleResponseStaysForARequestThatAcceptsIt() throws {
+        // Given a response stored for 60 seconds, now stale, and a server that fails next (offline)
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: [.json(string: #"{"version":1}"#), .status(503)])
+        let (connect, _) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+        clock.withLock { $0.addTimeInterval(100) }
+
+        // When a plain request finds it stale and its fetch fails
+        XCTAssertThrowsError(try get(connect, nil).get())
+
+        // Then the offline fallback still has it
+        XCTAssertEqual(try get(connect, "only-if-cached, max-stale").get(), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testMinFreshAndMaxStaleTogetherAcceptTheStalenessLessTheFreshnessAsked() throws {
+        // Given a response stored for 60 seconds
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: .json(string: #"{"version":1}"#))
+        let (connect, _) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+
+        // Then min-fresh=10 with max-stale=60 accepts it 5 seconds before its expiry and 50 seconds after, no later
+        let both = "only-if-cached, min-fresh=10, max-stale=60"
+        clock.withLock { $0.addTimeInterval(55) }
+        XCTAssertEqual(try get(connect, both).get(), #"{"version":1}"#)
+        clock.withLock { $0.addTimeInterval(55) }
+        XCTAssertEqual(try get(connect, both).get(), #"{"version":1}"#)
+        clock.withLock { $0.addTimeInterval(1) }
+        XCTAssertNotNil(failureOf(get(connect, both)))
         XCTAssertEqual(transport.requests.count, 1)
     }
 }

@@ -35,8 +35,9 @@ import Foundation
 /// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
-/// The cache is private (its client's) and never revalidates: it sends no conditional requests, and never serves
-/// a response past its time to live. It reads the response's headers as RFC 9111 asks of such a cache:
+/// The cache is private (its client's) and never revalidates: it sends no conditional requests, and serves a response
+/// past its time to live only to a request that accepts one (`max-stale`, `.returnCacheData…`, below). It reads the
+/// response's headers as RFC 9111 asks of such a cache:
 ///
 /// - `Cache-Control` is a comma-separated list of directives: names in any case, arguments as tokens or quoted
 ///   strings (a comma inside quotes separates nothing); several `Cache-Control` lines count as one list. A
@@ -50,9 +51,10 @@ import Foundation
 ///   one, from its arrival) to that date, less `Age`. An `Expires` that is not an HTTP-date (such as `0`) means
 ///   already expired: the response is not stored.
 /// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
+/// - `must-revalidate` keeps a response from being served stale to a `max-stale` request (the app's own
+///   `.returnCacheData…` policy still serves it, as URLSession's does).
 /// - Other directives change nothing: `public`, `private`, `s-maxage` and `proxy-revalidate` concern shared
-///   caches, `must-revalidate` only what follows expiry (this cache never serves a stale response), and
-///   `immutable` only reloads. Without any of these headers, the rule alone decides.
+///   caches, and `immutable` only reloads. Without any of these headers, the rule alone decides.
 /// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
 ///   response is not served in its place.
@@ -62,11 +64,13 @@ import Foundation
 /// to the network and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without
 /// `Cache-Control`, `Pragma: no-cache` fetch a fresh response, which is then stored, as ``CacheRule/bypassesCache``
 /// does; `min-fresh=N` serves only a response that stays fresh N seconds more; `max-stale` serves a response past
-/// its time to live too (`max-stale=N`: by at most N seconds); `only-if-cached` serves a stored response or fails
-/// with nothing sent, as `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a private
-/// one has no one to send it from). A request the cache does not take (no rule, a download, a streamed response)
-/// goes to the network with its directives, for the caches there. `max-age` above 0 changes nothing: this cache
-/// keeps no response's age.
+/// its time to live too (`max-stale=N`: by at most N seconds; with `min-fresh`, its N seconds less), unless it says
+/// `must-revalidate`; `only-if-cached` serves a stored response or fails with nothing sent, as
+/// `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a private one has no one to send
+/// it from), and with `no-store` too, storing nothing. A response past its time to live stays stored for such
+/// requests until a fresh answer replaces it or the size limit evicts it. A request the cache does not take (no
+/// rule, a download, a streamed response) goes to the network with its directives, for the caches there. `max-age`
+/// above 0 changes nothing: this cache keeps no response's age.
 ///
 /// ```swift
 /// // Offline-first: any stored response, however old, else a typed failure and nothing sent.
@@ -100,6 +104,8 @@ public final class ResponseCache: Sendable {
         /// The resources it is a response for (``ResponseCache/resource(of:)``): the URL asked for, and the one
         /// that answered when a redirect led elsewhere. A successful unsafe request to one of them removes it.
         var resources: [String] = []
+        /// Whether the response says `must-revalidate`: then never served stale to a `max-stale` request.
+        var mustRevalidate = false
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
@@ -347,11 +353,9 @@ public final class ResponseCache: Sendable {
         else { return passing(request, to: next) }
         let asks = Self.requestDirectives(of: request)
         let policy = request.cachePolicy
-        // RFC 9111 §5.2.1.5: nothing of this exchange is stored; nor is a stored response served to it.
-        if asks.noStore {
-            guard asks.onlyIfCached else { return next(request) }
-            return Future(error: Self.unsent(request, asking: "only-if-cached and no-store"))
-        }
+        // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
+        // serves one only when the request also says `only-if-cached` (it then sends, and stores, nothing).
+        if asks.noStore, !asks.onlyIfCached { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
         let method = context.method
         let credentials = Self.credentialsDigest(of: request)
@@ -360,21 +364,24 @@ public final class ResponseCache: Sendable {
         let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
-        let accepts = { (expiry: Date) in
-            servesStale || Self.accepts(expiry: expiry, now: now, minFresh: asks.minFresh, maxStale: asks.maxStale)
+        let accepts = { (expiry: Date, mustRevalidate: Bool) in
+            servesStale
+                || Self.accepts(
+                    expiry: expiry, now: now, minFresh: asks.minFresh, maxStale: asks.maxStale,
+                    mustRevalidate: mustRevalidate)
         }
         let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
             {
-                if accepts(entry.expiry) {
+                if accepts(entry.expiry, entry.mustRevalidate) {
                     state.hits += 1
                     state.touch(key)
                     return (entry.response, 0, 0)
                 }
-                // Stale: gone. Fresh but not enough for this request's `min-fresh`: kept for the others.
-                if entry.expiry <= now { state.remove(key) }
+                // Kept, stale or not fresh enough for this request: a later one may accept it (`max-stale`, offline),
+                // until this fetch's answer replaces it or the size limit evicts it.
             }
             state.misses += 1
             state.fetches &+= 1
@@ -421,7 +428,7 @@ public final class ResponseCache: Sendable {
             let expiry = arrival.addingTimeInterval(lifetime)
             let entry = Entry(
                 response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying,
-                fetch: fetch, resources: resources)
+                fetch: fetch, resources: resources, mustRevalidate: ResponseFreshness.mustRevalidate(response))
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the response of a fetch started later.
@@ -446,13 +453,15 @@ public final class ResponseCache: Sendable {
     }
 
     /// Whether a stored response that expires at `expiry` may be served `now` to a request whose `Cache-Control`
-    /// says `min-fresh` and `max-stale` (RFC 9111 §5.2.1.2, §5.2.1.3): fresh, for at least `minFresh` more
-    /// seconds; or stale by at most `maxStale` seconds.
-    static func accepts(expiry: Date, now: Date, minFresh: TimeInterval?, maxStale: TimeInterval?) -> Bool {
+    /// says `min-fresh` and `max-stale` (RFC 9111 §5.2.1.2, §5.2.1.3): fresh for `minFresh` more seconds, less the
+    /// `maxStale` seconds of staleness the request accepts (both together: `min-fresh=10, max-stale=60` accepts a
+    /// response stale by up to 50 seconds). A response that says `must-revalidate` is never served stale (§4.2.4).
+    static func accepts(
+        expiry: Date, now: Date, minFresh: TimeInterval?, maxStale: TimeInterval?, mustRevalidate: Bool
+    ) -> Bool {
         let freshFor = expiry.timeIntervalSince(now)
-        if freshFor > 0 { return freshFor >= (minFresh ?? 0) }
-        guard let maxStale else { return false }
-        return -freshFor <= maxStale
+        guard freshFor > 0 || (maxStale != nil && !mustRevalidate) else { return false }
+        return freshFor - (minFresh ?? 0) >= -(maxStale ?? 0)
     }
 
     /// The error of a request the cache cannot answer and must not send: `asking` says what forbids the network.
@@ -465,11 +474,11 @@ public final class ResponseCache: Sendable {
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory; `nil` when
     /// it has none that fits.
     private func storedResponse(
-        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, accepts: (Date) -> Bool,
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, accepts: (Date, Bool) -> Bool,
         generation: UInt64, fetch: UInt64
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
-            accepts(stored.expiry), stored.body.count <= limit,
+            accepts(stored.expiry, ResponseFreshness.mustRevalidate(stored.headers)), stored.body.count <= limit,
             stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
         else { return nil }
         var fields = HeaderFields()
@@ -484,7 +493,8 @@ public final class ResponseCache: Sendable {
         let resources = Self.resources(asked: request.url, answered: stored.url)
         let entry = Entry(
             response: response, expiry: stored.expiry, size: Self.estimatedSize(of: response), tick: 0,
-            method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
+            method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources,
+            mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers))
         // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
         // served, nor kept.
         let isCurrent = state.withLock { state -> Bool in

@@ -40,6 +40,18 @@ enum ResponseFreshness {
         return lifetime > 0 ? lifetime : nil
     }
 
+    /// Whether `response` says `Cache-Control: must-revalidate`: once stale, it is not served (RFC 9111 §4.2.4).
+    static func mustRevalidate(_ response: ConnectResponse) -> Bool {
+        freshnessFields(of: response.storedHead).cacheControl.map { CacheDirectives($0).mustRevalidate } ?? false
+    }
+
+    /// Whether headers kept by a storage say `Cache-Control: must-revalidate` (several lines read as one list).
+    static func mustRevalidate(_ headers: [StoredResponse.HeaderPair]) -> Bool {
+        let lines = headers.filter { HTTPHeader.asciiCaseInsensitiveEquals($0.name, "Cache-Control") }
+            .compactMap(\.value)
+        return !lines.isEmpty && CacheDirectives(lines.joined(separator: ", ")).mustRevalidate
+    }
+
     /// The `Cache-Control`, `Expires` and `Pragma` values of `response`, found in one pass over its headers: a
     /// response with none of them (the common case) costs no more than one header lookup that misses.
     private static func freshnessFields(of head: ConnectResponse.Head) -> (
@@ -123,6 +135,9 @@ struct CacheDirectives {
     var minFresh: TimeInterval?
     /// Whether a request's `only-if-cached` (§5.2.1.7) is present: a stored response or nothing, never the network.
     var onlyIfCached = false
+    /// Whether a response's `must-revalidate` (§5.2.2.2) is present: never served stale, whatever the request
+    /// accepts.
+    var mustRevalidate = false
 
     /// Reads the directives of `value`.
     init(_ value: String) {
@@ -180,6 +195,8 @@ struct CacheDirectives {
             minFresh = argument.flatMap { ResponseFreshness.deltaSeconds(Self.unquoted($0)) } ?? .infinity
         } else if Self.isName(name, "only-if-cached") {
             onlyIfCached = true
+        } else if Self.isName(name, "must-revalidate") {
+            mustRevalidate = true
         }
     }
 
