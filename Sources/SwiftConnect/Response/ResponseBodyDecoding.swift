@@ -46,8 +46,8 @@ extension Future where Value == Data {
 ///   - data: The body.
 ///   - type: The type to decode.
 ///   - decoder: The decoder.
-///   - response: The response the body came from, when known: a failure then carries its request, status and
-///     headers. Evaluated only for a failure.
+///   - response: The response the body came from, when known: its `Content-Type` goes to a decoder other than
+///     `JSONDecoder`, and a failure carries its request, status and headers. Evaluated only for those.
 @usableFromInline
 func decodeBody<Decoded: Decodable>(
     _ data: Data,

@@ -47,19 +47,56 @@ enum XMLCharset {
         String(text.unicodeScalars.prefix(64).map { (0x20..<0x7F).contains($0.value) ? Character($0) : "?" })
     }
 
-    /// The value of the `charset` parameter of `contentType` (name in any case, value quoted or not), or `nil`.
+    /// The value of the `charset` parameter of `contentType` (name in any case, value quoted or not), or `nil`. A
+    /// `;` inside another parameter's quoted value separates nothing (RFC 9110 §5.6.6).
     static func charset(of contentType: String) -> String? {
-        for parameter in contentType.split(separator: ";").dropFirst() {
+        for parameter in parameters(of: contentType) {
             guard let equals = parameter.firstIndex(of: "=") else { continue }
             let name = parameter[..<equals].trimmingCharacters(in: .whitespaces)
             guard name.lowercased() == "charset" else { continue }
-            var value = parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-            if value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") {
-                value = String(value.dropFirst().dropLast())
-            }
+            let value = unquoted(parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces))
             return value.isEmpty ? nil : value
         }
         return nil
+    }
+
+    /// The parameters of a media type, after its type: split at each `;` outside a quoted string.
+    private static func parameters(of contentType: String) -> [Substring] {
+        var parameters: [Substring] = []
+        var start = contentType.startIndex
+        var isQuoted = false
+        var isEscaped = false
+        for index in contentType.indices {
+            let character = contentType[index]
+            if isEscaped {
+                isEscaped = false
+            } else if isQuoted, character == "\\" {
+                isEscaped = true
+            } else if character == "\"" {
+                isQuoted.toggle()
+            } else if character == ";", !isQuoted {
+                parameters.append(contentType[start..<index])
+                start = contentType.index(after: index)
+            }
+        }
+        parameters.append(contentType[start...])
+        return Array(parameters.dropFirst())
+    }
+
+    /// `value` without the quotes and `\` escapes of a quoted string; as it is when not quoted.
+    private static func unquoted(_ value: String) -> String {
+        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
+        var result = ""
+        var isEscaped = false
+        for character in value.dropFirst().dropLast() {
+            if !isEscaped, character == "\\" {
+                isEscaped = true
+                continue
+            }
+            isEscaped = false
+            result.append(character)
+        }
+        return result
     }
 
     /// Whether `data` starts with a byte order mark of UTF-8, UTF-16 or UTF-32.
@@ -86,7 +123,8 @@ enum XMLCharset {
     /// mark big-endian, RFC 2781 §4.3), or `nil` for any other.
     private static func wideEncoding(_ charset: String) -> String.Encoding? {
         switch charset.lowercased() {
-        case "utf-16", "utf-16be": return .utf16BigEndian
+        // UCS-2 is UTF-16 without surrogates: the same bytes.
+        case "utf-16", "utf-16be", "ucs-2", "iso-10646-ucs-2", "csunicode": return .utf16BigEndian
         case "utf-16le": return .utf16LittleEndian
         case "utf-32", "utf-32be": return .utf32BigEndian
         case "utf-32le": return .utf32LittleEndian
@@ -149,8 +187,11 @@ enum XMLCharset {
             index += 1
             let valueStart = index
             while index < bytes.count, bytes[index] != quote {
-                // A value is ASCII (VersionNum, EncName, yes or no): anything else is not a declaration to rewrite.
-                guard bytes[index] < 0x80, bytes[index] != UInt8(ascii: "<") else { return nil }
+                // A value is ASCII (VersionNum, EncName, yes or no), with no quote of either kind: anything else is
+                // not a declaration to rewrite (it is written back between double quotes).
+                guard bytes[index] < 0x80, bytes[index] != UInt8(ascii: "<"), bytes[index] != UInt8(ascii: "\""),
+                    bytes[index] != UInt8(ascii: "'")
+                else { return nil }
                 index += 1
             }
             guard index < bytes.count else { return nil }

@@ -94,4 +94,24 @@ final class XMLCharsetTests: XCTestCase {
         let body = try latin1(#"<?xml-stylesheet href="a.xsl"?><note><title>Olá</title></note>"#)
         XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get(), "Olá")
     }
+
+    func testASemicolonInsideAnotherParametersQuotedValueSeparatesNothing() throws {
+        // Given a UTF-8 body whose Content-Type hides a charset inside another parameter's quoted value
+        let body = Data("<note><title>naïve</title></note>".utf8)
+        let contentType = #"text/xml; profile="a;charset=UTF-16;\"b"; charset=utf-8"#
+        // Then the real charset counts
+        XCTAssertEqual(try title(of: body, contentType: contentType).get(), "naïve")
+    }
+
+    func testUCS2IsReadAsUTF16() throws {
+        let body = try XCTUnwrap("<note><title>Grüße</title></note>".data(using: .utf16BigEndian))
+        XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-10646-UCS-2").get(), "Grüße")
+    }
+
+    func testADeclarationWithAQuoteInAValueIsLeftForTheParserToRefuse() throws {
+        let body = try latin1(#"<?xml version='1.0"' encoding='UTF-8'?><note><title>a</title></note>"#)
+        XCTAssertThrowsError(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
 }
