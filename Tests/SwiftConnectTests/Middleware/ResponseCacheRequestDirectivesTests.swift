@@ -326,4 +326,106 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         XCTAssertNotNil(failureOf(get(connect, both)))
         XCTAssertEqual(transport.requests.count, 1)
     }
+
+    // MARK: - max-age (RFC 9111 §5.2.1.1)
+
+    func testMaxAgeServesOnlyAResponseNoOlderThanItSays() throws {
+        // Given a response stored for 60 seconds, 30 seconds ago, that was 10 seconds old when it came (Age)
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/a",
+            with: [
+                .json(string: #"{"version":1}"#, headers: ["Age": "10"]), .json(string: #"{"version":2}"#),
+                .json(string: #"{"version":3}"#),
+            ])
+        let (connect, _) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+        clock.withLock { $0.addTimeInterval(30) }
+
+        // When a request accepts 40 seconds of age or more, then it is served
+        XCTAssertEqual(try get(connect, "max-age=40").get(), #"{"version":1}"#)
+        XCTAssertEqual(try get(connect, #"Max-Age="3600""#).get(), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 1)
+
+        // When one accepts less, then it goes to the network, and the answer (0 seconds old) is stored
+        XCTAssertEqual(try get(connect, "max-age=39").get(), #"{"version":2}"#)
+        XCTAssertEqual(try get(connect, "max-age=1").get(), #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+
+        // Then a stale response is not served to max-age alone, however young: max-stale must say so
+        clock.withLock { $0.addTimeInterval(61) }
+        XCTAssertNotNil(failureOf(get(connect, "only-if-cached, max-age=3600")))
+        XCTAssertEqual(try get(connect, "only-if-cached, max-age=61, max-stale").get(), #"{"version":2}"#)
+        XCTAssertNotNil(failureOf(get(connect, "only-if-cached, max-age=60, max-stale")))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testMaxAgeCountsTheAgeOfAResponseFromTheSecondTier() throws {
+        // Given a response kept only in a storage, stored 30 seconds before a restart
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: (1...2).map { .json(string: #"{"version":\#($0)}"#) })
+        _ = try get(clockedClient(transport, clock: clock, storage: storage).0, nil).get()
+        clock.withLock { $0.addTimeInterval(30) }
+
+        // Then a request accepting 30 seconds of age gets it from the storage; one accepting 29 does not
+        XCTAssertEqual(
+            try get(clockedClient(transport, clock: clock, storage: storage).0, "max-age=30").get(), #"{"version":1}"#)
+        XCTAssertEqual(
+            try get(clockedClient(transport, clock: clock, storage: storage).0, "max-age=29").get(), #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testAStoredResponseWithoutItsArrivalIsDatedByItsDateOrNeverAnswersMaxAge() throws {
+        // Given a storage holding responses stored before `receivedAt` existed: one with a `Date` 30 seconds ago,
+        // one with none
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000_030))
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: .json(string: #"{"version":2}"#))
+        let (connect, cache) = clockedClient(transport, clock: clock, storage: storage)
+        let url = URL(string: "https://api.example.com/a")!
+        let key = ResponseCache.key(for: URLRequest(url: url), rule: CacheRule(timeToLive: 60))
+        func store(date: String?) {
+            let headers = date.map { [StoredResponse.HeaderPair(name: "Date", value: $0)] } ?? []
+            storage.store(
+                StoredResponse(
+                    url: url, method: "GET", statusCode: 200, headers: headers, body: Data(#"{"version":1}"#.utf8),
+                    expiry: Date(timeIntervalSince1970: 1_000_060), varying: []),
+                forKey: key)
+        }
+        store(date: "Mon, 12 Jan 1970 13:46:40 GMT")  // 1,000,000 seconds after 1970
+
+        // Then its Date tells its age
+        XCTAssertEqual(try get(connect, "only-if-cached, max-age=30").get(), #"{"version":1}"#)
+        cache.removeAll()
+        store(date: "Mon, 12 Jan 1970 13:46:40 GMT")
+        XCTAssertNotNil(failureOf(get(connect, "only-if-cached, max-age=29")))
+
+        // When it has no Date, then its age is unknown: it answers a plain request, never one with max-age
+        cache.removeAll()
+        store(date: nil)
+        XCTAssertNotNil(failureOf(get(connect, "only-if-cached, max-age=3600")))
+        XCTAssertEqual(try get(connect, "only-if-cached").get(), #"{"version":1}"#)
+        XCTAssertEqual(transport.requests.count, 0)
+    }
+
+    func testAStoredResponseKeepsItsArrivalThroughCodableAndDecodesWithoutIt() throws {
+        // Given a stored response with its arrival
+        var stored = StoredResponse(
+            url: URL(string: "https://api.example.com/a")!, method: "GET", statusCode: 200, headers: [],
+            body: Data("{}".utf8), expiry: Date(timeIntervalSince1970: 2_000), varying: [])
+        stored.receivedAt = Date(timeIntervalSince1970: 1_000)
+
+        // Then it survives encoding, and an encoding from before the property decodes with none
+        let data = try JSONEncoder().encode(stored)
+        XCTAssertEqual(try JSONDecoder().decode(StoredResponse.self, from: data), stored)
+        var object = try XCTUnwrap(JSONSerialization.jsonObject(with: data) as? [String: Any])
+        object["receivedAt"] = nil
+        let older = try JSONDecoder().decode(StoredResponse.self, from: JSONSerialization.data(withJSONObject: object))
+        XCTAssertNil(older.receivedAt)
+        XCTAssertEqual(older.expiry, stored.expiry)
+    }
 }

@@ -69,8 +69,10 @@ import Foundation
 /// `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a private one has no one to send
 /// it from), and with `no-store` too, storing nothing. A response past its time to live stays stored for such
 /// requests until a fresh answer replaces it or the size limit evicts it. A request the cache does not take (no
-/// rule, a download, a streamed response) goes to the network with its directives, for the caches there. `max-age`
-/// above 0 changes nothing: this cache keeps no response's age.
+/// rule, a download, a streamed response) goes to the network with its directives, for the caches there.
+/// `max-age=N` serves only a response at most N seconds old (and, without `max-stale`, fresh): its `Age` when it came
+/// plus the time since, by the cache's clock (``StoredResponse/receivedAt``); a stored response from before that
+/// property is dated by its `Date`, and one with neither never answers `max-age`.
 ///
 /// ```swift
 /// // Offline-first: any stored response, however old, else a typed failure and nothing sent.
@@ -90,7 +92,8 @@ import Foundation
 public final class ResponseCache: Sendable {
     private struct Entry {
         var response: ConnectResponse
-        var expiry: Date
+        /// When it expires, how old it is, whether it may be served stale.
+        var freshness: StoredFreshness
         var size: Int
         var tick: UInt64
         /// The method of the stored request: a rule's custom key does not name it, and a HEAD response (no body)
@@ -104,8 +107,6 @@ public final class ResponseCache: Sendable {
         /// The resources it is a response for (``ResponseCache/resource(of:)``): the URL asked for, and the one
         /// that answered when a redirect led elsewhere. A successful unsafe request to one of them removes it.
         var resources: [String] = []
-        /// Whether the response says `must-revalidate`: then never served stale to a `max-stale` request.
-        var mustRevalidate = false
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
@@ -364,18 +365,13 @@ public final class ResponseCache: Sendable {
         let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
-        let accepts = { (expiry: Date, mustRevalidate: Bool) in
-            servesStale
-                || Self.accepts(
-                    expiry: expiry, now: now, minFresh: asks.minFresh, maxStale: asks.maxStale,
-                    mustRevalidate: mustRevalidate)
-        }
+        let accepts = { (freshness: StoredFreshness) in servesStale || Self.accepts(freshness, now: now, asks: asks) }
         let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
             {
-                if accepts(entry.expiry, entry.mustRevalidate) {
+                if accepts(entry.freshness) {
                     state.hits += 1
                     state.touch(key)
                     return (entry.response, 0, 0)
@@ -415,7 +411,7 @@ public final class ResponseCache: Sendable {
             let size = Self.estimatedSize(of: response)
             let arrival = self.now()
             guard size <= self.maxBytes, let varying = Self.varying(of: response, requestHeaders: requestHeaders),
-                let lifetime = ResponseFreshness.lifetime(of: response, timeToLive: rule.timeToLive, now: arrival)
+                let freshness = ResponseFreshness.freshness(of: response, timeToLive: rule.timeToLive, now: arrival)
             else {
                 // The server's newest answer for this key may not be stored (`no-store`, stale, `Vary: *`, too
                 // large): the older one it supersedes, if any (a refetch), must not be served in its place.
@@ -425,10 +421,13 @@ public final class ResponseCache: Sendable {
                 self.storage?.removeResponses(forKey: key)
                 return
             }
-            let expiry = arrival.addingTimeInterval(lifetime)
+            let expiry = arrival.addingTimeInterval(freshness.lifetime)
             let entry = Entry(
-                response: response, expiry: expiry, size: size, tick: 0, method: method, varying: varying,
-                fetch: fetch, resources: resources, mustRevalidate: ResponseFreshness.mustRevalidate(response))
+                response: response,
+                freshness: StoredFreshness(
+                    expiry: expiry, generated: arrival.addingTimeInterval(-freshness.age),
+                    mustRevalidate: freshness.mustRevalidate),
+                size: size, tick: 0, method: method, varying: varying, fetch: fetch, resources: resources)
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the response of a fetch started later.
@@ -440,7 +439,9 @@ public final class ResponseCache: Sendable {
             }
             // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
             if stored, let storage = self.storage, !hasCredentials {
-                storage.store(Self.stored(response, method: method, expiry: expiry, varying: varying), forKey: key)
+                let record = Self.stored(
+                    response, method: method, expiry: expiry, receivedAt: arrival, varying: varying)
+                storage.store(record, forKey: key)
                 // The app removed responses while the file was written (a logout's removeAll(), a write to the
                 // resource): it goes too.
                 let isRemoved = self.state.withLock {
@@ -452,16 +453,28 @@ public final class ResponseCache: Sendable {
         return response
     }
 
-    /// Whether a stored response that expires at `expiry` may be served `now` to a request whose `Cache-Control`
-    /// says `min-fresh` and `max-stale` (RFC 9111 §5.2.1.2, §5.2.1.3): fresh for `minFresh` more seconds, less the
-    /// `maxStale` seconds of staleness the request accepts (both together: `min-fresh=10, max-stale=60` accepts a
-    /// response stale by up to 50 seconds). A response that says `must-revalidate` is never served stale (§4.2.4).
-    static func accepts(
-        expiry: Date, now: Date, minFresh: TimeInterval?, maxStale: TimeInterval?, mustRevalidate: Bool
-    ) -> Bool {
-        let freshFor = expiry.timeIntervalSince(now)
-        guard freshFor > 0 || (maxStale != nil && !mustRevalidate) else { return false }
-        return freshFor - (minFresh ?? 0) >= -(maxStale ?? 0)
+    /// What decides whether a stored response may answer a request (``accepts(_:now:asks:)``).
+    struct StoredFreshness {
+        /// When it stops being fresh.
+        var expiry: Date
+        /// When its age was 0 (RFC 9111 §4.2.3): its arrival less its `Age` then; `nil` when unknown.
+        var generated: Date?
+        /// Whether it says `must-revalidate`: then never served stale (§4.2.4).
+        var mustRevalidate: Bool
+    }
+
+    /// Whether `stored` may be served `now` to a request that `asks` for `max-age`, `min-fresh` and `max-stale`
+    /// (RFC 9111 §5.2.1.1 to §5.2.1.3): at most `max-age` seconds old (a response of unknown age never is); fresh
+    /// for `min-fresh` more seconds, less the `max-stale` seconds of staleness the request accepts (both together:
+    /// `min-fresh=10, max-stale=60` accepts a response stale by up to 50 seconds). A response that says
+    /// `must-revalidate` is never served stale.
+    static func accepts(_ stored: StoredFreshness, now: Date, asks: RequestDirectives) -> Bool {
+        if let maxAge = asks.maxAge {
+            guard let generated = stored.generated, now.timeIntervalSince(generated) <= maxAge else { return false }
+        }
+        let freshFor = stored.expiry.timeIntervalSince(now)
+        guard freshFor > 0 || (asks.maxStale != nil && !stored.mustRevalidate) else { return false }
+        return freshFor - (asks.minFresh ?? 0) >= -(asks.maxStale ?? 0)
     }
 
     /// The error of a request the cache cannot answer and must not send: `asking` says what forbids the network.
@@ -474,11 +487,15 @@ public final class ResponseCache: Sendable {
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory; `nil` when
     /// it has none that fits.
     private func storedResponse(
-        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, accepts: (Date, Bool) -> Bool,
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int,
+        accepts: (StoredFreshness) -> Bool,
         generation: UInt64, fetch: UInt64
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
-            accepts(stored.expiry, ResponseFreshness.mustRevalidate(stored.headers)), stored.body.count <= limit,
+            case let freshness = StoredFreshness(
+                expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now()),
+                mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers)),
+            accepts(freshness), stored.body.count <= limit,
             stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
         else { return nil }
         var fields = HeaderFields()
@@ -492,9 +509,8 @@ public final class ResponseCache: Sendable {
         else { return nil }
         let resources = Self.resources(asked: request.url, answered: stored.url)
         let entry = Entry(
-            response: response, expiry: stored.expiry, size: Self.estimatedSize(of: response), tick: 0,
-            method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources,
-            mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers))
+            response: response, freshness: freshness, size: Self.estimatedSize(of: response), tick: 0,
+            method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
         // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
         // served, nor kept.
         let isCurrent = state.withLock { state -> Bool in
@@ -587,9 +603,10 @@ public final class ResponseCache: Sendable {
 
     /// `response` as a storage keeps it.
     private static func stored(
-        _ response: ConnectResponse, method: HTTPMethod, expiry: Date, varying: [(name: String, value: String?)]
+        _ response: ConnectResponse, method: HTTPMethod, expiry: Date, receivedAt: Date,
+        varying: [(name: String, value: String?)]
     ) -> StoredResponse {
-        StoredResponse(
+        var stored = StoredResponse(
             url: response.storedHead.url ?? response.storedRequest.url ?? RelativeBase.url, method: method.rawValue,
             statusCode: response.statusCode,
             headers: response.head.headerFields.map {
@@ -597,6 +614,8 @@ public final class ResponseCache: Sendable {
             },
             body: response.data, expiry: expiry,
             varying: varying.map { StoredResponse.HeaderPair(name: $0.name, value: $0.value) })
+        stored.receivedAt = receivedAt
+        return stored
     }
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
@@ -610,12 +629,14 @@ public final class ResponseCache: Sendable {
     }
 
     /// What a request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma` (§5.4).
-    private struct RequestDirectives {
+    struct RequestDirectives {
         /// `no-store`.
         var noStore = false
         /// A fresh response, then stored (as ``CacheRule/bypassesCache`` asks): `no-cache`, `max-age=0` (or a
         /// `max-age` that is not a number), and `Pragma: no-cache`.
         var reload = false
+        /// A positive `max-age`, in seconds: the oldest response the request accepts (``CacheDirectives/maxAge``).
+        var maxAge: TimeInterval?
         /// `min-fresh`, in seconds (``CacheDirectives/minFresh``).
         var minFresh: TimeInterval?
         /// `max-stale`, in seconds (``CacheDirectives/maxStale``).
@@ -631,7 +652,8 @@ public final class ResponseCache: Sendable {
             let directives = CacheDirectives(cacheControl)
             return RequestDirectives(
                 noStore: directives.noStore, reload: directives.noCache || directives.maxAge == 0,
-                minFresh: directives.minFresh, maxStale: directives.maxStale, onlyIfCached: directives.onlyIfCached)
+                maxAge: directives.maxAge, minFresh: directives.minFresh, maxStale: directives.maxStale,
+                onlyIfCached: directives.onlyIfCached)
         }
         guard let pragma = request.value(forHTTPHeaderField: "Pragma") else { return RequestDirectives() }
         return RequestDirectives(reload: CacheDirectives(pragma).noCache)
@@ -663,7 +685,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// Whether the status and body of `response` allow storing it; its headers decide for how long
-    /// (``ResponseFreshness/lifetime(of:timeToLive:now:)``).
+    /// (``ResponseFreshness/freshness(of:timeToLive:now:)``).
     private static func isStorable(_ response: ConnectResponse) -> Bool {
         // A 206 holds only the part of the body its request's `Range` asked for, not the resource.
         response.isSuccess && response.statusCode != 206 && response.fileURL == nil

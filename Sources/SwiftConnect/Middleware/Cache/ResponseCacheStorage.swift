@@ -59,6 +59,10 @@ public struct StoredResponse: Sendable, Codable, Equatable {
     public var expiry: Date
     /// The request headers its `Vary` names (lowercased), with the values of the request it answered (`nil`: absent).
     public var varying: [HeaderPair]
+    /// When the cache received it, by the cache's clock: with its `Age` header, how old it is, for a request's
+    /// `Cache-Control: max-age`. `nil` in a response stored before this property existed (its `Date` header then
+    /// dates it; a response with neither never answers a request that sets `max-age`).
+    public var receivedAt: Date?
 
     /// A header field name and value; for ``varying``, a `nil` value means the request had no such field.
     public struct HeaderPair: Sendable, Codable, Equatable {

@@ -10,39 +10,50 @@ enum ResponseFreshness {
     /// The number `delta-seconds` values saturate at (RFC 9111 §1.2.2): 2³¹.
     static let maxDeltaSeconds: TimeInterval = 2_147_483_648
 
-    /// How long `response` may be served from `now` on: `timeToLive`, shortened (never lengthened) by the
+    /// How a stored response may be served: for how long, how old it was when it came, and whether it is never
+    /// served stale. Read once, when the response is stored.
+    struct Freshness: Equatable {
+        /// How long it may be served from its arrival on, positive.
+        var lifetime: TimeInterval
+        /// Its `Age` on arrival, in seconds (0 without one): its age is that plus the time since it came.
+        var age: TimeInterval
+        /// Whether it says `Cache-Control: must-revalidate`: once stale, it is not served (RFC 9111 §4.2.4).
+        var mustRevalidate: Bool
+    }
+
+    /// How `response` may be served from `now` on: for `timeToLive`, shortened (never lengthened) by the
     /// response's `max-age` less its `Age`, or without `max-age` by its `Expires` less its `Date` and `Age`.
     ///
     /// - Parameters:
     ///   - response: The response, whose status was checked already.
     ///   - timeToLive: The rule's time to live, positive.
     ///   - now: When the response arrived: the `Date` of a response without one.
-    /// - Returns: The lifetime, positive; `nil` when the response must not be stored: `no-store`, `no-cache`
-    ///   (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, or stale on arrival (a
-    ///   lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
-    static func lifetime(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> TimeInterval? {
+    /// - Returns: Its freshness, with a positive lifetime; `nil` when the response must not be stored: `no-store`,
+    ///   `no-cache` (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, or stale on arrival
+    ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
+    static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
         let fields = freshnessFields(of: response.storedHead)
+        let age = age(of: response.header("Age"))
+        var mustRevalidate = false
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
             if directives.noStore || directives.noCache { return nil }
+            mustRevalidate = directives.mustRevalidate
             if let maxAge = directives.maxAge {
-                let lifetime = min(timeToLive, maxAge - age(of: response))
-                return lifetime > 0 ? lifetime : nil
+                let lifetime = min(timeToLive, maxAge - age)
+                return lifetime > 0 ? Freshness(lifetime: lifetime, age: age, mustRevalidate: mustRevalidate) : nil
             }
         } else if let pragma = fields.pragma, CacheDirectives(pragma).noCache {
             return nil
         }
-        guard let expires = fields.expires else { return timeToLive }
+        guard let expires = fields.expires else {
+            return Freshness(lifetime: timeToLive, age: age, mustRevalidate: mustRevalidate)
+        }
         // RFC 9111 §5.3: an invalid date, such as "0", means already expired.
         guard let expiry = HTTPDate.date(from: trimmed(expires), now: now) else { return nil }
         let date = response.header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) } ?? now
-        let lifetime = min(timeToLive, expiry.timeIntervalSince(date) - age(of: response))
-        return lifetime > 0 ? lifetime : nil
-    }
-
-    /// Whether `response` says `Cache-Control: must-revalidate`: once stale, it is not served (RFC 9111 §4.2.4).
-    static func mustRevalidate(_ response: ConnectResponse) -> Bool {
-        freshnessFields(of: response.storedHead).cacheControl.map { CacheDirectives($0).mustRevalidate } ?? false
+        let lifetime = min(timeToLive, expiry.timeIntervalSince(date) - age)
+        return lifetime > 0 ? Freshness(lifetime: lifetime, age: age, mustRevalidate: mustRevalidate) : nil
     }
 
     /// Whether headers kept by a storage say `Cache-Control: must-revalidate` (several lines read as one list).
@@ -50,6 +61,19 @@ enum ResponseFreshness {
         let lines = headers.filter { HTTPHeader.asciiCaseInsensitiveEquals($0.name, "Cache-Control") }
             .compactMap(\.value)
         return !lines.isEmpty && CacheDirectives(lines.joined(separator: ", ")).mustRevalidate
+    }
+
+    /// When a response kept by a storage was as old as nothing (RFC 9111 §4.2.3, from the cache's own clock): its
+    /// arrival less its `Age` then. A response stored before ``StoredResponse/receivedAt`` existed, or by a storage
+    /// that does not keep it, is dated by its `Date` (the server's clock); `nil` without either: its age is unknown.
+    static func generated(_ stored: StoredResponse, now: Date) -> Date? {
+        let header = { (name: String) in
+            stored.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
+        }
+        if let receivedAt = stored.receivedAt {
+            return receivedAt.addingTimeInterval(-age(of: header("Age")))
+        }
+        return header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) }
     }
 
     /// The `Cache-Control`, `Expires` and `Pragma` values of `response`, found in one pass over its headers: a
@@ -78,9 +102,9 @@ enum ResponseFreshness {
         return fields
     }
 
-    /// The response's `Age` in seconds, or 0 when it has none or it is not a non-negative integer.
-    private static func age(of response: ConnectResponse) -> TimeInterval {
-        response.header("Age").flatMap { deltaSeconds(trimmed(Substring($0))) } ?? 0
+    /// An `Age` value in seconds, or 0 when there is none or it is not a non-negative integer.
+    private static func age(of value: String?) -> TimeInterval {
+        value.flatMap { deltaSeconds(trimmed(Substring($0))) } ?? 0
     }
 
     /// `delta-seconds` (`1*DIGIT`, RFC 9111 §1.2.2), saturating at ``maxDeltaSeconds``; `nil` for anything else
