@@ -244,7 +244,9 @@ package enum Redaction {
     /// A `multipart/form-data` body (RFC 7578) with the content of each part whose field name is sensitive
     /// hidden. Parts are found by the boundary of `contentType`; text that does not parse is left as is.
     static func redactedMultipart(_ text: String, contentType: String) -> String {
-        guard let boundary = parameter("boundary", of: contentType), !boundary.isEmpty else { return text }
+        guard let boundary = HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty else {
+            return text
+        }
         let delimiter = "--" + boundary
         var parts = text.components(separatedBy: delimiter)
         for index in parts.indices.dropFirst() {
@@ -258,7 +260,9 @@ package enum Redaction {
 
     /// The contents of the parts of a `multipart/form-data` body whose field name is sensitive.
     static func sensitiveMultipartContents(_ text: String, contentType: String) -> [String] {
-        guard let boundary = parameter("boundary", of: contentType), !boundary.isEmpty else { return [] }
+        guard let boundary = HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty else {
+            return []
+        }
         return text.components(separatedBy: "--" + boundary).dropFirst().compactMap { part in
             guard let headEnd = sensitivePartHeadEnd(part) else { return nil }
             let content = part[headEnd...]
@@ -272,63 +276,11 @@ package enum Redaction {
         guard let headEnd = part.range(of: "\r\n\r\n") else { return nil }
         let disposition = part[..<headEnd.lowerBound].components(separatedBy: "\r\n")
             .first { $0.lowercased().hasPrefix("content-disposition:") }
-        guard let disposition, let name = parameter("name", of: disposition), isSensitiveField(name) else {
+        guard let disposition, let name = HeaderParameters.value(of: "name", in: disposition), isSensitiveField(name)
+        else {
             return nil
         }
         return headEnd.upperBound
-    }
-
-    /// The value of a `; name=value` or `; name="value"` parameter of a header value, such as a
-    /// `Content-Type`'s boundary or a `Content-Disposition`'s field name. A quoted value may hold `;`, `=` and
-    /// backslash-escaped characters (`name="user;password"`, `name="a\\"b"`).
-    private static func parameter(_ name: String, of headerValue: String) -> String? {
-        for item in parameterItems(of: headerValue).dropFirst() {
-            let pair = item.split(separator: "=", maxSplits: 1)
-            guard pair.count == 2, pair[0].trimmingCharacters(in: .whitespaces).lowercased() == name else {
-                continue
-            }
-            return unquoted(pair[1].trimmingCharacters(in: .whitespaces))
-        }
-        return nil
-    }
-
-    /// A header value split at each `;` outside a quoted string.
-    private static func parameterItems(of headerValue: String) -> [Substring] {
-        var items: [Substring] = []
-        var start = headerValue.startIndex
-        var inQuotes = false
-        var escaped = false
-        for index in headerValue.indices {
-            let character = headerValue[index]
-            if escaped {
-                escaped = false
-            } else if inQuotes && character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                inQuotes.toggle()
-            } else if character == ";" && !inQuotes {
-                items.append(headerValue[start..<index])
-                start = headerValue.index(after: index)
-            }
-        }
-        items.append(headerValue[start...])
-        return items
-    }
-
-    /// A parameter value without its quotes and with its backslash escapes undone, if it is quoted.
-    private static func unquoted(_ value: String) -> String {
-        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
-        var result = ""
-        var escaped = false
-        for character in value.dropFirst().dropLast() {
-            if !escaped && character == "\\" {
-                escaped = true
-                continue
-            }
-            escaped = false
-            result.append(character)
-        }
-        return result
     }
 
     /// Whether a JSON value has a sensitive key at any depth.

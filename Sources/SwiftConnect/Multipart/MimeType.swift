@@ -40,6 +40,20 @@ public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomS
     /// A short human-readable form.
     public var description: String { rawValue }
 
+    /// The value of the parameter `name` (in any case), unquoted, or `nil` when the media type has none: how a
+    /// ``ResponseBodyDecoder`` of your own reads the `charset` of the `Content-Type` it is given. A `;` inside a
+    /// quoted value separates nothing.
+    ///
+    /// ```swift
+    /// MimeType(rawValue: #"text/csv; Charset="ISO-8859-1""#).parameter("charset")  // "ISO-8859-1"
+    /// ```
+    ///
+    /// - Parameter name: The parameter's name, such as `"charset"` or `"boundary"`.
+    /// - Returns: Its value, without the quotes and backslash escapes of a quoted string.
+    public func parameter(_ name: String) -> String? {
+        HeaderParameters.value(of: name, in: rawValue)
+    }
+
     /// `image/jpeg`.
     public static let jpg = MimeType(rawValue: "image/jpeg")
     /// `image/png`.

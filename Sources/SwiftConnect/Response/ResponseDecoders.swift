@@ -14,8 +14,12 @@ public protocol ResponseBodyDecoder: Sendable {
 
     /// Decodes `type` from `data`, the body of a response whose `Content-Type` is `contentType`, parameters and
     /// all: what a decoder for a format that can come in several character sets (XML, CSV) needs to read
-    /// `charset`. The client calls this one for a response's body; by default it calls
-    /// ``decode(_:from:)``.
+    /// `charset`, with ``MimeType/parameter(_:)``. The client calls this one for a response's body; by default it
+    /// calls ``decode(_:from:)``.
+    ///
+    /// ```swift
+    /// let charset = contentType.flatMap { MimeType(rawValue: $0).parameter("charset") } ?? "utf-8"
+    /// ```
     ///
     /// - Parameters:
     ///   - type: The type to decode.

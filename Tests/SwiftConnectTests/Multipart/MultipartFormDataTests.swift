@@ -255,6 +255,22 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(File(key: "k", fileURL: URL(fileURLWithPath: "/tmp/x.json")).mimeType, .json)
     }
 
+    func testAMediaTypesParametersAreReadByNameInAnyCaseQuotedOrNot() {
+        // The documentation's example
+        XCTAssertEqual(MimeType(rawValue: #"text/csv; Charset="ISO-8859-1""#).parameter("charset"), "ISO-8859-1")
+        // Name in any case, blanks around, a token value
+        XCTAssertEqual(MimeType(rawValue: "text/xml ;  CHARSET = utf-8 ").parameter("Charset"), "utf-8")
+        // A `;` or the name inside another parameter's quoted value is not a parameter
+        let quoted = MimeType(rawValue: #"text/xml; profile="a;charset=UTF-16"; charset=utf-8"#)
+        XCTAssertEqual(quoted.parameter("charset"), "utf-8")
+        XCTAssertEqual(quoted.parameter("profile"), "a;charset=UTF-16")
+        // Escapes undone; absent, or part of the media type itself, is nil
+        XCTAssertEqual(MimeType(rawValue: #"multipart/form-data; boundary="a"b""#).parameter("boundary"), #"a"b"#)
+        XCTAssertNil(MimeType.json.parameter("charset"))
+        XCTAssertNil(MimeType(rawValue: "charset=utf-8").parameter("charset"))
+        XCTAssertEqual(MimeType.plainText.parameter("charset"), "utf-8")
+    }
+
     func testGuideStyleMimeTypeExtension() {
         XCTAssertEqual(MimeType.myAwesomeType.rawValue, "awesome/type")
     }

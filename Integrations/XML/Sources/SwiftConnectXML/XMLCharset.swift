@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnect
 
 /// The `charset` of an XML response's `Content-Type`, made visible to the XML parser (RFC 7303 §3.2, §8.3).
 ///
@@ -50,53 +51,8 @@ enum XMLCharset {
     /// The value of the `charset` parameter of `contentType` (name in any case, value quoted or not), or `nil`. A
     /// `;` inside another parameter's quoted value separates nothing (RFC 9110 §5.6.6).
     static func charset(of contentType: String) -> String? {
-        for parameter in parameters(of: contentType) {
-            guard let equals = parameter.firstIndex(of: "=") else { continue }
-            let name = parameter[..<equals].trimmingCharacters(in: .whitespaces)
-            guard name.lowercased() == "charset" else { continue }
-            let value = unquoted(parameter[parameter.index(after: equals)...].trimmingCharacters(in: .whitespaces))
-            return value.isEmpty ? nil : value
-        }
-        return nil
-    }
-
-    /// The parameters of a media type, after its type: split at each `;` outside a quoted string.
-    private static func parameters(of contentType: String) -> [Substring] {
-        var parameters: [Substring] = []
-        var start = contentType.startIndex
-        var isQuoted = false
-        var isEscaped = false
-        for index in contentType.indices {
-            let character = contentType[index]
-            if isEscaped {
-                isEscaped = false
-            } else if isQuoted, character == "\\" {
-                isEscaped = true
-            } else if character == "\"" {
-                isQuoted.toggle()
-            } else if character == ";", !isQuoted {
-                parameters.append(contentType[start..<index])
-                start = contentType.index(after: index)
-            }
-        }
-        parameters.append(contentType[start...])
-        return Array(parameters.dropFirst())
-    }
-
-    /// `value` without the quotes and `\` escapes of a quoted string; as it is when not quoted.
-    private static func unquoted(_ value: String) -> String {
-        guard value.count >= 2, value.hasPrefix("\""), value.hasSuffix("\"") else { return value }
-        var result = ""
-        var isEscaped = false
-        for character in value.dropFirst().dropLast() {
-            if !isEscaped, character == "\\" {
-                isEscaped = true
-                continue
-            }
-            isEscaped = false
-            result.append(character)
-        }
-        return result
+        guard let value = MimeType(rawValue: contentType).parameter("charset"), !value.isEmpty else { return nil }
+        return value
     }
 
     /// Whether `data` starts with a byte order mark of UTF-8, UTF-16 or UTF-32.
