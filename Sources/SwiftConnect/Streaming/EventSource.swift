@@ -39,7 +39,9 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// a timeout, no network) is tried again after the same wait, and counts against
 /// ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an endpoint
 /// that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has already
-/// retried it). Cancel the task, or break out of the loop, to stop.
+/// retried it). A stream the network breaks is reconnected; one that fails for what it carries (a line or an
+/// event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
+/// reconnection. Cancel the task, or break out of the loop, to stop.
 public struct EventSource: AsyncSequence {
     /// An event.
     public typealias Element = ServerSentEvent
@@ -103,9 +105,15 @@ public struct EventSource: AsyncSequence {
                 } catch let error as ConnectError where error.kind == .cancelled || Task.isCancelled {
                     isFinished = true
                     throw error
+                } catch let error as ConnectError where !Self.isNetworkFailure(error) {
+                    // A limit (a line or an event's data too long, a reader too far behind) or another failure the
+                    // stream's own bytes decide: a reconnection would meet it again, for ever.
+                    record(events)
+                    isFinished = true
+                    throw error
                 } catch {
                     record(events)
-                    // A broken stream is reconnected like one that ended.
+                    // A stream the network broke is reconnected like one that ended.
                 }
                 events = nil
                 try await waitToReconnect()

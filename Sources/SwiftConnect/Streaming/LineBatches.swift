@@ -174,9 +174,11 @@ public struct BytesView: RandomAccessCollection, Sendable, CustomStringConvertib
     /// One past the position of the last byte: the number of bytes.
     @inlinable public var endIndex: Int { range.count }
 
-    /// The byte at `position`, from 0.
+    /// The byte at `position`, from 0; a position outside `0..<count` stops the program, as an `Array`'s does (the
+    /// chunk around the view would otherwise answer with the bytes of another line).
     @inlinable public subscript(position: Int) -> UInt8 {
-        storage.data[storage.data.startIndex + range.lowerBound + position]
+        precondition(position >= 0 && position < range.count, "BytesView index out of range")
+        return storage.data[storage.data.startIndex + range.lowerBound + position]
     }
 
     /// The bytes decoded as UTF-8, invalid bytes becoming U+FFFD: what ``ResponseLines`` hands out for a line.

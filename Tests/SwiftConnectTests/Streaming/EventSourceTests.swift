@@ -137,6 +137,26 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 4, "the first connection and three reconnections")
     }
 
+    /// A line over the parser's limit is in the stream's bytes: every reconnection would meet it again. It fails the
+    /// source, after the events before it, instead of reconnecting for ever (each reconnection having an event, the
+    /// limit of attempts never came).
+    func testALineOverTheLimitFailsTheSourceInsteadOfReconnecting() async throws {
+        let transport = FakeTransport()
+        let tooLong = "data: " + String(repeating: "x", count: (1 << 20) + 1) + "\n\n"
+        transport.stub(.get, "/events", with: sse("id: 1\ndata: a\n\n" + tooLong))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var received: [String] = []
+        do {
+            let policy = EventSourceReconnection(delay: 0, maxAttempts: 3)
+            for try await event in connect.eventSource(Feed(), reconnection: policy) { received.append(event.data) }
+            XCTFail("a line over the limit must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge, "\(error)")
+        }
+        XCTAssertEqual(received, ["a"])
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
         // Given: the server goes away after the first event (a restart), then comes back
         let transport = FakeTransport()
