@@ -1,3 +1,5 @@
+import Dispatch
+
 // MARK: - Combining futures
 
 extension Future {
@@ -14,7 +16,8 @@ extension Future {
     /// - Parameter other: The second future.
     /// - Returns: A future of the pair of values.
     public func zip<Other>(_ other: Future<Other>) -> Future<(Value, Other)> {
-        let derived = Future<(Value, Other)>()
+        // Chained after this future: on its ``receive(on:)`` queue, as `map` would be.
+        let derived = Future<(Value, Other)>(callbackQueue: callbackQueue)
         let values = Protected<(Value?, Other?)>((nil, nil))
         // Weak: each input's callback holds `derived`, so holding the inputs here too would make a cycle that keeps
         // a pair abandoned while pending (and its inputs) alive forever.
@@ -62,7 +65,7 @@ extension Future {
     /// - Returns: A future of the values in order.
     public static func all<Element>(_ futures: [Future<Element>]) -> Future<[Element]> where Value == [Element] {
         if futures.isEmpty { return Future(value: []) }
-        let derived = Future<[Element]>()
+        let derived = Future<[Element]>(callbackQueue: sharedQueue(of: futures))
         let state = Protected(AllState<Element>(count: futures.count))
         // Weak, as in `zip`: the inputs' callbacks hold `derived`.
         let inputs = futures.map { WeakFuture(future: $0) }
@@ -103,9 +106,17 @@ extension Future {
     /// - Returns: A future of the first result.
     public static func race(_ futures: [Future<Value>]) -> Future<Value> {
         if futures.isEmpty { return Future(error: FutureError.emptyRace) }
-        let derived = Future<Value>()
+        let derived = Future<Value>(callbackQueue: sharedQueue(of: futures))
         // Weak, as in `all`: the inputs' callbacks hold `derived` (and this array).
         let inputs = futures.map { WeakFuture(future: $0) }
+        // A complete input wins at once, read here: its callback may be delivered later, on its `receive(on:)`
+        // queue, after one of a pending input that completes meanwhile.
+        if let complete = futures.first(where: { $0.isCompleted }), let result = complete.result {
+            let (_, work) = derived.complete(result, reportingDoubleCompletionAt: nil)
+            for input in futures where input !== complete { input.cancel() }
+            work.run()
+            return derived
+        }
         derived.setCancelHandler {
             for input in inputs { input.future?.cancel() }
         }
@@ -143,7 +154,7 @@ extension Future {
         _ futures: [Future<Element>]
     ) -> Future<[Result<Element, any Error>]> where Value == [Result<Element, any Error>] {
         if futures.isEmpty { return Future(value: []) }
-        let derived = Future<[Result<Element, any Error>]>()
+        let derived = Future<[Result<Element, any Error>]>(callbackQueue: sharedQueue(of: futures))
         let state = Protected(AllState<Result<Element, any Error>>(count: futures.count))
         // Weak, as in `all`: the inputs' callbacks hold `derived`.
         let inputs = futures.map { WeakFuture(future: $0) }
@@ -182,5 +193,16 @@ struct AllState<Element> {
         remaining -= 1
         guard remaining == 0 else { return nil }
         return values.map { $0! }
+    }
+}
+
+extension Future {
+    /// The ``receive(on:)`` queue every one of `futures` delivers on, if they share one: a combination of them is
+    /// chained after each, so its callbacks run there too; `nil` when they have none, or different ones.
+    static func sharedQueue<Element>(of futures: [Future<Element>]) -> DispatchQueue? {
+        guard let queue = futures.first?.callbackQueue, futures.allSatisfy({ $0.callbackQueue === queue }) else {
+            return nil
+        }
+        return queue
     }
 }

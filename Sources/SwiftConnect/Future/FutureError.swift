@@ -14,9 +14,10 @@ import Foundation
 /// A future whose work reports failures in an error type of its own reports these in that type instead, and so
 /// does every future derived from it with an operator that has one source (`map`, `flatMap`, `decoded`,
 /// `timeout`…): a request's future fails with SwiftConnect's client error, of kind `cancelled` or `timedOut`,
-/// wherever in such a chain it is cancelled or timed out. A future that combines several (`zip`, `all`,
-/// `allSettled`, `race`) fails with `FutureError` itself; the futures it waits on are cancelled with it and fail
-/// in their own type.
+/// wherever in such a chain it is cancelled or timed out. A future that combines several into a new value (`zip`,
+/// `all`, `allSettled`) fails with `FutureError` itself; the futures it waits on are cancelled with it and fail
+/// in their own type. `race`, whose value is its inputs', fails as a future of that value does (a race of
+/// requests' futures: with the client's error).
 public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// ``Future/cancel()`` ended the future before it completed.
     case cancelled

@@ -103,6 +103,54 @@ final class FutureObserverTests: XCTestCase {
         XCTAssertEqual(seen.values, ["receiver"])
     }
 
+    /// A combination is chained after its inputs: `zip` after `receive(on:)` delivers on the queue as `map` does,
+    /// wherever the other input completes; `all`, `allSettled` and `race` do when every input has that queue.
+    func testCombinatorsAfterReceiveOnDeliverOnTheQueue() {
+        let queue = DispatchQueue(label: "receiver")
+        let key = DispatchSpecificKey<String>()
+        queue.setSpecific(key: key, value: "receiver")
+        let seen = Recorder<String>()
+        let done = expectation(description: "observed")
+        done.expectedFulfillmentCount = 5
+        func record(_ name: String) -> @Sendable (Any) -> Void {
+            { _ in
+                seen.append("\(name): \(DispatchQueue.getSpecific(key: key) ?? "elsewhere")")
+                done.fulfill()
+            }
+        }
+        let first = Promise<Int>()
+        let second = Promise<Int>()
+        let other = Promise<Int>()
+        let inputs = [first.future.receive(on: queue), second.future.receive(on: queue)]
+        first.future.receive(on: queue).zip(other.future).observe(record("zip"))
+        Future.all(inputs).observe(record("all"))
+        Future.allSettled(inputs).observe(record("allSettled"))
+        Future.race(inputs).observe(record("race"))
+        let settled = Future.allSettled(inputs)
+        // Inputs on different queues (or none) share none: the completing thread delivers
+        Future.all([first.future.receive(on: queue), other.future]).observe(record("mixed"))
+
+        first.succeed(1)
+        second.succeed(2)
+        // The queue has delivered the first two: the last input of `mixed` completes on this thread
+        queue.sync {}
+        other.succeed(3)
+        wait(for: [done], timeout: 5)
+        // A callback added once the combination is complete runs on the queue too, not on the adding thread
+        let late = expectation(description: "observed late")
+        settled.observe { _ in
+            seen.append("late: \(DispatchQueue.getSpecific(key: key) ?? "elsewhere")")
+            late.fulfill()
+        }
+        wait(for: [late], timeout: 5)
+        XCTAssertEqual(
+            seen.values.sorted(),
+            [
+                "all: receiver", "allSettled: receiver", "late: receiver", "mixed: elsewhere", "race: receiver",
+                "zip: receiver",
+            ])
+    }
+
     /// `send(…).receive(on: .main).map { … }.onSuccess { … }` built on a background thread: the queue may run the
     /// `map` before `onSuccess` is added; `onSuccess` must still run on the queue, not on the adding thread.
     func testCallbacksAddedAfterAStageAfterReceiveOnCompletedStillRunOnTheQueue() {

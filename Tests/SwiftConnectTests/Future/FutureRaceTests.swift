@@ -41,6 +41,16 @@ final class FutureRaceTests: XCTestCase {
         XCTAssertFalse(done.future.isCancelled)
     }
 
+    /// A complete input on a `receive(on:)` queue delivers its callback later, on that queue: it still wins over an
+    /// input complete at once after it in the array.
+    func testACompleteInputOnAQueueWinsOverOneLaterInTheArray() throws {
+        let queue = DispatchQueue(label: "race-receiver")
+        let onQueue = Future(value: 1).receive(on: queue)
+        XCTAssertTrue(onQueue.isCompleted)
+        let first = Future.race([onQueue, Future(value: 2)])
+        XCTAssertEqual(try XCTUnwrap(first.result).get(), 1)
+    }
+
     func testAnEmptyRaceFailsAtOnce() throws {
         let first = Future<Int>.race([])
         let result = try XCTUnwrap(first.result, "no hang: complete before race returns")
