@@ -381,6 +381,24 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertNil(RetryAfter.delay(from: "Sun Nov  6 25:50:37 1994", now: now))
     }
 
+    func testAnHTTPDateTakesALeapSecondAndOnlyFourDigitYearsInItsFixedForms() {
+        let now = Date(timeIntervalSince1970: 784_111_777)  // Sun, 06 Nov 1994 08:49:37 GMT
+        // RFC 9110 §5.6.7 allows second 60: the second after 59
+        let newYear2017 = Date(timeIntervalSince1970: 1_483_228_800)
+        XCTAssertEqual(HTTPDate.date(from: "Sat, 31 Dec 2016 23:59:60 GMT", now: now), newYear2017)
+        XCTAssertEqual(HTTPDate.date(from: "Sat Dec 31 23:59:60 2016", now: now), newYear2017)
+        XCTAssertEqual(HTTPDate.date(from: "Saturday, 31-Dec-16 23:59:60 GMT", now: now), newYear2017)
+        // A year of other than four digits is no IMF-fixdate or asctime date (it read as the year 25, 94, -1994)
+        for text in [
+            "Sun, 06 Nov 25 08:49:37 GMT", "Sun Nov  6 08:49:37 94", "Sun, 06 Nov -1994 08:49:37 GMT",
+            "Sun, 06 Nov 01994 08:49:37 GMT", "Sun, 06 Nov 1994 08:49:60:00 GMT",
+        ] {
+            XCTAssertNil(HTTPDate.date(from: text, now: now), text)
+        }
+        // So a Retry-After with one is no date: the policy's own delay applies, not an immediate retry
+        XCTAssertNil(RetryAfter.delay(from: "Sun, 06 Nov 25 08:49:37 GMT", now: now))
+    }
+
     func testRetryAfterInTheRFC850FormIsHonoured() {
         fake.stub(
             .get, "/items", with: [.status(503, headers: ["Retry-After": "Monday, 01-Jan-24 00:00:07 GMT"]), Self.ok])
