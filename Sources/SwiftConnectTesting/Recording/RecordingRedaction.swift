@@ -216,13 +216,21 @@ enum RecordingRedaction {
     /// The cookies `Set-Cookie` fields set, as an archive lists them.
     static func cookies(in fields: HeaderFields) -> [HAR.Cookie] {
         fields[values: .setCookie].flatMap(SetCookieFields.cookies(in:)).compactMap { value -> HAR.Cookie? in
-            let pair = value.split(separator: ";", maxSplits: 1).first ?? ""
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            guard parts.count == 2 else { return nil }
-            return HAR.Cookie(
-                name: parts[0].trimmingCharacters(in: .whitespaces),
-                value: parts[1].trimmingCharacters(in: .whitespaces))
+            let (name, value) = nameAndValue(of: value)
+            guard !name.isEmpty || !value.isEmpty else { return nil }
+            return HAR.Cookie(name: name, value: value)
         }
+    }
+
+    /// The name and value of a `Set-Cookie` value, trimmed. A pair without `=` is a value without a name
+    /// (RFC 6265bis §5.6, as browsers read it): all of it is the secret, none of it a name to keep.
+    private static func nameAndValue(of setCookie: Substring) -> (name: String, value: String) {
+        let pair = setCookie.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false).first ?? ""
+        guard let equals = pair.firstIndex(of: "=") else { return ("", pair.trimmingCharacters(in: .whitespaces)) }
+        return (
+            pair[..<equals].trimmingCharacters(in: .whitespaces),
+            pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+        )
     }
 
     // MARK: - Helpers
@@ -233,9 +241,8 @@ enum RecordingRedaction {
     /// `Set-Cookie: name=value; attributes` with the value replaced.
     private static func redactedSetCookie(_ value: String) -> String {
         let parts = value.split(separator: ";", maxSplits: 1, omittingEmptySubsequences: false)
-        let name = (parts.first ?? "").split(separator: "=", maxSplits: 1).first ?? ""
-        let trimmed = name.trimmingCharacters(in: .whitespaces)
-        return "\(trimmed)=\(placeholder(trimmed))" + (parts.count > 1 ? ";" + String(parts[1]) : "")
+        let name = nameAndValue(of: Substring(value)).name
+        return "\(name)=\(placeholder(name))" + (parts.count > 1 ? ";" + String(parts[1]) : "")
     }
 
     /// A percent-encoded query or form with the values of secret names replaced by an encoded placeholder; every

@@ -139,6 +139,29 @@ final class RecordingSecretsTests: XCTestCase {
         XCTAssertEqual(response.cookies.map(\.name), ["a", "b"])
     }
 
+    /// A cookie without `=` is a value without a name (RFC 6265bis): its text was kept as the name, in the clear.
+    /// An empty name (`=value`) lost its value the same way.
+    func testACookieWithoutANameIsRedactedWhole() throws {
+        server.route("GET", "/cookies") { _ in
+            LocalServer.Response.json(string: "{}")
+                .withHeader("Set-Cookie", "tok-NAMELESS-97531; Path=/")
+                .withHeader("Set-Cookie", "=tok-EMPTYNAME-86420; Path=/")
+        }
+        let file = folder.appendingPathComponent("nameless.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        _ = try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/cookies")).wait()
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-NAMELESS-97531"), text)
+        XCTAssertFalse(text.contains("tok-EMPTYNAME-86420"), text)
+        let har = try JSONDecoder().decode(HAR.self, from: Data(contentsOf: file))
+        let response = try XCTUnwrap(har.log.entries.first?.response)
+        XCTAssertEqual(
+            response.headers.filter { $0.name.lowercased() == "set-cookie" }.map(\.value),
+            ["=<redacted:>; Path=/", "=<redacted:>; Path=/"])
+    }
+
     func testATokenAnEarlierAnswerHandedOutIsHiddenInLaterRequestURLsAndReplayStillMatches() throws {
         // Given: a login that hands out a token, then a call that sends it back in its path and under a query name
         // no rule knows
