@@ -258,61 +258,43 @@ enum RedirectRule {
         return Hop(request: withCookies(setBy: response, on: next.request), keepsBody: next.keepsBody)
     }
 
-    /// `request` with the cookies that `response` set and that apply to its URL added to its `Cookie` header
-    /// (replacing any of the same name), as a browser or URLSession's cookie storage would send them: a login that
-    /// sets its session cookie on a 302 keeps it on the next hop.
+    /// `request` with the cookies that `response` set and that apply to its URL in its `Cookie` header (replacing
+    /// any of the same name), as a browser or URLSession's cookie storage would send them: a login that sets its
+    /// session cookie on a 302 keeps it on the next hop. A cookie the 3xx deletes (`Max-Age=0`, an `Expires` in
+    /// the past) is taken out of the header. Read by RFC 6265's rules (``CookieRules``): a cookie for a domain the
+    /// setter is not in (`evil.example` setting one for `bank.example` on its way there), for a top-level domain,
+    /// or `Secure` from plain http, is ignored. Nothing changes for a request that handles no cookies
+    /// (`URLRequest.httpShouldHandleCookies = false`).
     static func withCookies(setBy response: ConnectResponse, on request: ConnectRequest) -> ConnectRequest {
-        // Only cookies FoundationNetworking's parser can read without stopping the process (SetCookieFields).
-        let fields = SetCookieFields.readable(of: response.storedHead.head)
-        guard !fields.isEmpty, let from = response.storedHead.url, let setter = from.host?.lowercased() else {
-            return request
+        guard request.foundationExtras.handlesCookies, let from = response.storedHead.url else { return request }
+        // Only cookies in visible ASCII, as RFC 6265 writes them (SetCookieFields).
+        let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
+        guard !values.isEmpty else { return request }
+        let now = Date()
+        let cookies = values.flatMap(SetCookieFields.cookies(in:)).filter(SetCookieFields.isVisibleASCII).compactMap {
+            CookieRules.cookie(from: $0, setBy: from, now: now)
         }
-        // A cookie is for the host that set it, or a domain it is in (RFC 6265, 5.3, step 6): FoundationNetworking
-        // takes a `Domain` attribute as given, so `evil.example` could otherwise set a session cookie for
-        // `bank.example` on its way there.
-        let isAddress = setter.contains(":") || setter.allSatisfy { $0.isNumber || $0 == "." }
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: from).filter { cookie in
-            let domain = String(cookie.domain.lowercased().drop { $0 == "." })
-            return setter == domain || (!isAddress && domain.contains(".") && setter.hasSuffix("." + domain))
-        }
-        return adding(cookies, to: request)
+        return adding(cookies, to: request, now: now)
     }
 
-    /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`, not expired) in its `Cookie`
-    /// header, each replacing any of the same name.
-    static func adding(_ cookies: [HTTPCookie], to request: ConnectRequest) -> ConnectRequest {
-        let url = request.url
-        guard let host = url.host?.lowercased() else { return request }
-        let cookies = cookies.filter { cookie in
-            if cookie.isSecure, url.scheme?.lowercased() != "https" { return false }
-            if let expires = cookie.expiresDate, expires < Date() { return false }
-            let domain = cookie.domain.lowercased()
-            let matchesHost =
-                domain.hasPrefix(".")
-                ? host == domain.dropFirst() || host.hasSuffix(domain) : host == domain
-            return matchesHost && pathMatches(url.path.isEmpty ? "/" : url.path, cookie.path)
-        }
-        guard !cookies.isEmpty else { return request }
-        var pairs: [(name: String, value: String)] = []
-        for part in (request.headerFields[.cookie] ?? "").split(separator: ";") {
-            let pair = part.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            guard let name = pair.first, !name.isEmpty else { continue }
-            pairs.append((name, pair.count > 1 ? pair[1] : ""))
-        }
+    /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`) in its `Cookie` header, each
+    /// replacing any of the same name; an expired one removes its name from the header.
+    static func adding(_ cookies: [HTTPCookie], to request: ConnectRequest, now: Date = Date()) -> ConnectRequest {
+        var pairs = CookieRules.pairs(of: request.headerFields[.cookie])
+        var changed = false
         for cookie in cookies {
+            let isExpired = cookie.expiresDate.map { $0 <= now } ?? false
+            // An expired cookie would not be sent: asking `sends` with a time before it tells whether it applies.
+            let applies = CookieRules.sends(cookie, to: request.url, now: isExpired ? .distantPast : now)
+            guard applies else { continue }
             pairs.removeAll { $0.name == cookie.name }
-            pairs.append((cookie.name, cookie.value))
+            if !isExpired { pairs.append((cookie.name, cookie.value)) }
+            changed = true
         }
+        guard changed else { return request }
         var request = request
-        request.headerFields[.cookie] = pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
+        request.headerFields[.cookie] =
+            pairs.isEmpty ? nil : pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         return request
-    }
-
-    /// Whether a request to `path` gets a cookie of `cookiePath` (RFC 6265, 5.1.4): the same path, or one below it,
-    /// so that `/api` covers `/api/items` but not `/apiary`.
-    static func pathMatches(_ path: String, _ cookiePath: String) -> Bool {
-        guard path.hasPrefix(cookiePath) else { return false }
-        return path.count == cookiePath.count || cookiePath.hasSuffix("/")
-            || path.dropFirst(cookiePath.count).hasPrefix("/")
     }
 }

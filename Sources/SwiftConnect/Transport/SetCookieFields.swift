@@ -73,7 +73,7 @@ package enum SetCookieFields {
     }
 
     /// Whether `cookie` has only visible ASCII, spaces and tabs.
-    private static func isVisibleASCII(_ cookie: Substring) -> Bool {
+    static func isVisibleASCII(_ cookie: Substring) -> Bool {
         cookie.utf8.allSatisfy { $0 == 0x09 || (0x20...0x7E).contains($0) }
     }
 }

@@ -116,6 +116,8 @@ struct URLSessionHopEngine: HTTPEngine {
         if case .bytes(let data) = hop.body { request.httpBody = data }
         // The core's deadline ends the exchange; URLSession's own timer must not come first (it counts idle time).
         request.timeoutInterval = hop.deadline?.secondsLeft ?? URLSessionTransport.longestTimeout
+        // On Linux the transport sends the session's cookies itself (``SessionCookies``).
+        if let cookies = delegate.cookies { request = cookies.adding(to: request) }
         return URLSessionTransport.withUsableTimeout(URLSessionTransport.forSession(request))
     }
 }

@@ -260,7 +260,9 @@ public final class URLSessionTransport: Transport {
         let deadline = deadline(for: request)
         plainInFlight.withLock { $0 += 1 }
         let slot = Protected<(handler: TaskHandler, task: Int)?>(nil)
-        let task = session.dataTask(with: Self.forSession(request)) {
+        // On Linux the transport sends the session's cookies itself (``SessionCookies``).
+        let sent = delegate?.cookies?.adding(to: request) ?? request
+        let task = session.dataTask(with: Self.forSession(sent)) {
             [plainInFlight, delegate] data, response, error in
             plainInFlight.withLock { $0 -= 1 }
             delegate?.cookies?.keep(from: response)

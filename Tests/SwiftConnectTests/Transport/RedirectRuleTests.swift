@@ -97,6 +97,40 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertNil(elsewhere.request.value(forHTTPHeaderField: "Cookie"))
     }
 
+    /// RFC 6265 §5.3: a cookie the 3xx deletes (`Max-Age=0`, an `Expires` in the past) leaves the next hop's
+    /// header; one whose path ends in `/` goes to that very path; a cookie with `Max-Age` counts as set.
+    func testACookieTheRedirectDeletesLeavesTheNextHopAndPathsKeepTheirSlash() throws {
+        let withCookies = request(headers: ["Cookie": "sid=abc; theme=dark"])
+        for deleting in ["sid=x; Expires=Thu, 01 Jan 1970 00:00:00 GMT; Path=/", "sid=; Max-Age=0; Path=/"] {
+            let next = try XCTUnwrap(
+                RedirectRule.next(
+                    after: withCookies, answeredBy: redirect(302, to: "/home", headers: ["Set-Cookie": deleting])))
+            XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "theme=dark", deleting)
+        }
+        let onlyCookie = request(headers: ["Cookie": "sid=abc"])
+        let emptied = try XCTUnwrap(
+            RedirectRule.next(
+                after: onlyCookie, answeredBy: redirect(302, to: "/home", headers: ["Set-Cookie": "sid=; Max-Age=0"])))
+        XCTAssertNil(emptied.request.value(forHTTPHeaderField: "Cookie"))
+
+        let slashed = try XCTUnwrap(
+            RedirectRule.next(
+                after: request(),
+                answeredBy: redirect(302, to: "/api/", headers: ["Set-Cookie": "k=1; Path=/api/; Max-Age=60"])))
+        XCTAssertEqual(slashed.request.value(forHTTPHeaderField: "Cookie"), "k=1")
+    }
+
+    /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
+    func testARequestThatHandlesNoCookiesGetsNoneFromARedirect() throws {
+        var plain = URLRequest(url: origin)
+        plain.httpShouldHandleCookies = false
+        let next = try XCTUnwrap(
+            RedirectRule.next(
+                after: ConnectRequest(plain),
+                answeredBy: redirect(302, to: "/home", headers: ["Set-Cookie": "session=abc; Path=/"])))
+        XCTAssertNil(next.request.value(forHTTPHeaderField: "Cookie"))
+    }
+
     /// An engine reports repeated `Set-Cookie` fields one by one (AsyncHTTPClient does): each cookie reaches the
     /// next hop, read from the core's head without a Foundation response.
     func testCookiesOfRepeatedSetCookieFieldsAllGoOnTheNextHop() throws {
@@ -161,8 +195,8 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(try cookie(to: "/api"), "a=1")
         XCTAssertEqual(try cookie(to: "/api/items"), "a=1")
         XCTAssertNil(try cookie(to: "/apiary"))
-        XCTAssertTrue(RedirectRule.pathMatches("/docs/x", "/docs/"))
-        XCTAssertFalse(RedirectRule.pathMatches("/", "/api"))
+        XCTAssertTrue(CookieRules.pathMatches("/docs/x", "/docs/"))
+        XCTAssertFalse(CookieRules.pathMatches("/", "/api"))
     }
 
     /// A `Location` without a fragment keeps the request's (RFC 9110, 10.2.2); one with its own keeps its own.

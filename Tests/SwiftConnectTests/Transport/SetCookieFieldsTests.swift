@@ -64,24 +64,40 @@ final class SetCookieFieldsTests: XCTestCase {
         }
     }
 
-    /// Linux: the transport's session parses no cookie itself; the configuration it was given is left unchanged.
-    func testTheSessionOfATransportParsesNoCookieOnLinux() throws {
+    /// Linux: the transport's session neither parses nor sends a cookie itself; the transport does both, as the
+    /// configuration says; the configuration it was given is left unchanged.
+    func testTheSessionOfATransportNeitherParsesNorSendsCookiesOnLinux() throws {
         let configuration = URLSessionConfiguration.default
         configuration.httpCookieAcceptPolicy = .always
 
         let (used, cookies) = SessionCookies.takingOver(configuration)
 
         XCTAssertEqual(configuration.httpCookieAcceptPolicy, .always)
+        XCTAssertTrue(configuration.httpShouldSetCookies)
         #if canImport(FoundationNetworking)
             XCTAssertEqual(used.httpCookieAcceptPolicy, .never)
+            XCTAssertFalse(used.httpShouldSetCookies)
             XCTAssertTrue(cookies?.storage === configuration.httpCookieStorage)
-            XCTAssertTrue(used.httpCookieStorage === configuration.httpCookieStorage, "cookies are still sent")
+            XCTAssertEqual(cookies?.accepts, true)
+            XCTAssertEqual(cookies?.sends, true)
+            // One that keeps no new cookie still sends the stored ones, by the transport's rules
+            let never = URLSessionConfiguration.default
+            never.httpCookieAcceptPolicy = .never
+            XCTAssertEqual(SessionCookies.takingOver(never).1?.accepts, false)
+            XCTAssertEqual(SessionCookies.takingOver(never).1?.sends, true)
+            XCTAssertEqual(SessionCookies.takingOver(never).0.httpShouldSetCookies, false)
+            // One without a storage gets a session that parses no cookie all the same (its parser stops the process)
+            let none = URLSessionConfiguration.default
+            none.httpCookieStorage = nil
+            XCTAssertNil(SessionCookies.takingOver(none).1)
+            XCTAssertEqual(SessionCookies.takingOver(none).0.httpCookieAcceptPolicy, .never)
         #else
             XCTAssertTrue(used === configuration)
             XCTAssertNil(cookies)
         #endif
-        let never = URLSessionConfiguration.default
-        never.httpCookieAcceptPolicy = .never
-        XCTAssertNil(SessionCookies.takingOver(never).1, "a configuration that keeps no cookie keeps none")
+        let neither = URLSessionConfiguration.default
+        neither.httpCookieAcceptPolicy = .never
+        neither.httpShouldSetCookies = false
+        XCTAssertNil(SessionCookies.takingOver(neither).1, "a configuration that neither keeps nor sends cookies")
     }
 }

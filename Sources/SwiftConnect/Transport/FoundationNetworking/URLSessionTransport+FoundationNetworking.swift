@@ -12,7 +12,7 @@ import Foundation
 // a request with a body runs through the core's exchange (``URLSessionHopEngine``), which follows every redirect
 // itself and sends the body again; nor do its relative redirects losing their encoded slashes, or a redirect's next
 // hop going without the session's cookies: URLSession's delegate declines every redirect, and the core builds each
-// next hop (``RedirectRule``), a new task to which the session adds its stored cookies.
+// next hop (``RedirectRule``), a new task to which the transport adds the stored cookies (``SessionCookies``).
 
 // MARK: - A timeout that is not a whole number of seconds fires early
 
@@ -329,47 +329,87 @@ extension SessionDelegate {
     }
 }
 
-// MARK: - A Set-Cookie field its cookie parser misreads stops the process
+// MARK: - Cookies: a parser that stops the process, and rules RFC 6265 does not follow
 
-/// The cookie storage that a transport's own session keeps `Set-Cookie` fields in, in FoundationNetworking's place.
+/// The cookie storage that a transport's own session keeps and sends cookies from, in FoundationNetworking's place.
 ///
-/// Defect: FoundationNetworking parses each `Set-Cookie` line of every response as it arrives, unless the
-/// configuration's `httpCookieAcceptPolicy` is `.never`, with a parser that stops the process on a cookie name
-/// holding a character outside the Basic Multilingual Plane (`Set-Cookie: 😀=`, see ``SetCookieFields``). Any server
-/// could stop a Linux client with one response. The transport's own sessions therefore run with `.never`, and the
-/// transport stores each response's cookies itself, as FoundationNetworking would (the same parser and the same
-/// storage call), once the cookies that parser cannot read are removed. Cookies are still sent from the storage by
-/// FoundationNetworking, by `httpShouldSetCookies`. A session given with ``URLSessionTransport/init(session:)`` is
-/// used as it is: the defect stays with it.
+/// Defects:
+/// - FoundationNetworking parses each `Set-Cookie` line of every response as it arrives, unless the
+///   configuration's `httpCookieAcceptPolicy` is `.never`, with a parser that stops the process on a cookie name
+///   holding a character outside the Basic Multilingual Plane (`Set-Cookie: 😀=`, see ``SetCookieFields``). Any
+///   server could stop a Linux client with one response.
+/// - Its parser ignores `Max-Age` (a cookie with one never expires, and `Max-Age=0` deletes nothing), reads a
+///   two-digit year as the first century, defaults a cookie's path to `/`, and stores a cookie for a whole top-level
+///   domain (`Domain=com`) or an IP address's suffix, which then went to every site in it.
+/// - It sends the cookies its storage holds for a host by domain alone: a `Secure` cookie went over plain http, a
+///   cookie for `/admin` to every path, an expired one until the next store; and it replaced a `Cookie` header the
+///   request carried.
 ///
-/// Tests: `SetCookieSafetyTests`.
+/// So the transport's own sessions run with `httpCookieAcceptPolicy = .never` and `httpShouldSetCookies = false`,
+/// and the transport does both itself by RFC 6265 (``CookieRules``), in the storage the configuration names: it keeps
+/// each response's cookies (``keep(from:)``) when the configuration accepts cookies, and adds the ones that apply to
+/// each request (``adding(to:)``) when it sets them, after the request's own. A session given with
+/// ``URLSessionTransport/init(session:)`` is used as it is: the defects stay with it.
+///
+/// Tests: `SetCookieSafetyTests`, `LinuxCookieTests`.
 struct SessionCookies: Sendable {
     /// Where the configuration keeps cookies.
     let storage: HTTPCookieStorage
+    /// Whether the configuration accepts cookies: then each response's are kept.
+    let accepts: Bool
+    /// Whether the configuration sends cookies (`httpShouldSetCookies`): then each request gets the ones that apply.
+    let sends: Bool
 
     /// The configuration a transport's session runs with, and the cookies the transport keeps for it: on Linux, a
-    /// copy of `configuration` whose session parses no cookie, and the storage that `configuration` would have kept
-    /// them in (`nil` when it keeps none); elsewhere, `configuration` itself and `nil`.
+    /// copy of `configuration` whose session neither parses nor sends a cookie, and the storage that
+    /// `configuration` would have kept and sent them from (`nil` when it has none, or does neither); elsewhere,
+    /// `configuration` itself and `nil`.
     static func takingOver(_ configuration: URLSessionConfiguration) -> (URLSessionConfiguration, SessionCookies?) {
         #if canImport(FoundationNetworking)
-            guard configuration.httpCookieAcceptPolicy != .never,
-                let copy = configuration.copy() as? URLSessionConfiguration
-            else { return (configuration, nil) }
-            let storage = configuration.httpCookieStorage
+            let accepts = configuration.httpCookieAcceptPolicy != .never
+            let sends = configuration.httpShouldSetCookies
+            // Without a storage too: FoundationNetworking parses every response's cookies all the same.
+            guard accepts || sends, let copy = configuration.copy() as? URLSessionConfiguration else {
+                return (configuration, nil)
+            }
             copy.httpCookieAcceptPolicy = .never
-            return (copy, storage.map(SessionCookies.init))
+            copy.httpShouldSetCookies = false
+            let cookies = configuration.httpCookieStorage.map {
+                SessionCookies(storage: $0, accepts: accepts, sends: sends)
+            }
+            return (copy, cookies)
         #else
             return (configuration, nil)
         #endif
     }
 
-    /// Stores the cookies `response` sets that can be read safely, for its URL.
+    /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it
+    /// replaces.
     func keep(from response: URLResponse?) {
-        guard let response = response as? HTTPURLResponse, let url = response.url else { return }
+        guard accepts, let response = response as? HTTPURLResponse, let url = response.url else { return }
         let fields = SetCookieFields.readable(of: response)
         guard !fields.isEmpty else { return }
-        let cookies = HTTPCookie.cookies(withResponseHeaderFields: fields, for: url)
+        let now = Date()
+        let cookies = fields.values.flatMap(SetCookieFields.cookies(in:)).compactMap {
+            CookieRules.cookie(from: $0, setBy: url, now: now)
+        }
         guard !cookies.isEmpty else { return }
         storage.setCookies(cookies, for: url, mainDocumentURL: nil)
+    }
+
+    /// `request` with the stored cookies that apply to its URL added to its `Cookie` header, after the cookies it
+    /// carries already (which win over stored ones of the same name); as it is when the configuration sends no
+    /// cookies or the request handles none (`httpShouldHandleCookies = false`).
+    func adding(to request: URLRequest) -> URLRequest {
+        guard sends, request.httpShouldHandleCookies, let url = request.url, let stored = storage.cookies,
+            !stored.isEmpty
+        else { return request }
+        let existing = request.value(forHTTPHeaderField: "Cookie")
+        guard let header = CookieRules.header(for: url, from: stored, keeping: existing, now: Date()),
+            header != existing
+        else { return request }
+        var request = request
+        request.setValue(header, forHTTPHeaderField: "Cookie")
+        return request
     }
 }

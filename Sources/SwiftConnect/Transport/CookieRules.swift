@@ -1,0 +1,246 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// RFC 6265's rules for cookies, written once for the places where SwiftConnect, not the platform, handles them: the
+/// cookies a redirect sets for its next hop (``RedirectRule``, every engine), and on Linux the session's cookie
+/// storage (``SessionCookies``), where FoundationNetworking's own handling sent a `Secure` cookie over plain http, took
+/// no `Max-Age` (so no cookie could be deleted), stored a cookie for a whole top-level domain and sent cookies by
+/// domain alone.
+///
+/// - **Storing** (§5.2, §5.3): ``cookie(from:setBy:now:)``. A cookie without `=` or without a name is ignored; the
+///   last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or less expires the cookie (which
+///   deletes the one it replaces); `Expires` is read as §5.1.1 reads a cookie date (two-digit years included); a
+///   `Domain` the host is not in, a `Domain` of one label (a top-level domain: this library has no public suffix
+///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored; a
+///   `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure` cookie set over
+///   plain http is ignored (RFC 6265bis §5.7).
+/// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
+///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
+///   https only when `Secure`, until it expires; the longest paths first.
+///
+/// Cookies are `HTTPCookie`s, as the platform's storage keeps them: a domain with a leading `.` is a domain cookie,
+/// one without is host-only (FoundationNetworking's own convention).
+enum CookieRules {
+    // MARK: - Storing
+
+    /// The cookie that `setCookie`, one cookie of a `Set-Cookie` field, sets for a response from `url` at `now`;
+    /// `nil` when RFC 6265 ignores it. An expired cookie (`Max-Age=0`, an `Expires` in the past) is returned: it
+    /// deletes the one of the same name, domain and path.
+    static func cookie(from setCookie: Substring, setBy url: URL, now: Date) -> HTTPCookie? {
+        guard let host = canonicalHost(of: url) else { return nil }
+        let pieces = setCookie.split(separator: ";", omittingEmptySubsequences: false)
+        guard let pair = pieces.first, let equals = pair.firstIndex(of: "=") else { return nil }
+        let name = trimmed(pair[..<equals])
+        let value = trimmed(pair[pair.index(after: equals)...])
+        guard !name.isEmpty else { return nil }
+
+        var expires: Date?
+        var maxAge: Date?
+        var domain: String?
+        var path: String?
+        var secure = false
+        for attribute in pieces.dropFirst() {
+            let split = attribute.firstIndex(of: "=")
+            let attributeName = trimmed(attribute[..<(split ?? attribute.endIndex)]).lowercased()
+            let attributeValue = split.map { trimmed(attribute[attribute.index(after: $0)...]) } ?? ""
+            switch attributeName {
+            case "expires":
+                if let date = cookieDate(attributeValue) { expires = date }
+            case "max-age":
+                if let seconds = maxAgeSeconds(attributeValue) {
+                    maxAge = seconds <= 0 ? Date(timeIntervalSince1970: 0) : now.addingTimeInterval(seconds)
+                }
+            case "domain":
+                if !attributeValue.isEmpty {
+                    domain = String(attributeValue.drop { $0 == "." }).lowercased()
+                }
+            case "path":
+                path = attributeValue.hasPrefix("/") ? attributeValue : nil
+            case "secure":
+                secure = true
+            default:
+                break
+            }
+        }
+        // RFC 6265bis §5.7: only a secure origin sets a `Secure` cookie.
+        if secure, !isSecure(url) { return nil }
+        var storedDomain = host
+        if let domain, domain != host {
+            // §5.3 steps 5 and 6: a domain the host is in, of more than one label, never for an IP address.
+            guard domain.contains("."), !isIPAddress(host), host.hasSuffix("." + domain) else { return nil }
+            storedDomain = "." + domain
+        }
+        var properties: [HTTPCookiePropertyKey: Any] = [
+            .name: name, .value: value, .domain: storedDomain, .path: path ?? defaultPath(of: url),
+        ]
+        if secure { properties[.secure] = "TRUE" }
+        if let expiry = maxAge ?? expires { properties[.expires] = expiry }
+        return HTTPCookie(properties: properties)
+    }
+
+    /// The default path of a cookie set by `url` (§5.1.4): its path up to its last `/`, or `/`.
+    static func defaultPath(of url: URL) -> String {
+        let path = requestPath(of: url)
+        guard path.hasPrefix("/"), let last = path.lastIndex(of: "/"), last != path.startIndex else { return "/" }
+        return String(path[..<last])
+    }
+
+    /// A `Max-Age` value's seconds (§5.2.2): an optional `-` and digits, saturating; `nil` for anything else.
+    private static func maxAgeSeconds(_ text: String) -> TimeInterval? {
+        let negative = text.hasPrefix("-")
+        let digits = negative ? Substring(text.dropFirst()) : Substring(text)
+        guard let seconds = ResponseFreshness.deltaSeconds(digits) else { return nil }
+        return negative ? -seconds : seconds
+    }
+
+    /// A cookie date (§5.1.1), as lenient as browsers: the first time (`hh:mm:ss`), day of month, month name and
+    /// year among its tokens, in any order, a two-digit year 70–99 in the 1900s and 0–69 in the 2000s; `nil` when
+    /// one is missing or out of range (a day past the month's end included).
+    static func cookieDate(_ text: String) -> Date? {
+        var time: (hour: Int, minute: Int, second: Int)?
+        var day: Int?
+        var month: Int?
+        var year: Int?
+        for token in text.split(whereSeparator: isDateDelimiter) {
+            if time == nil, let parsed = timeOfDay(token) {
+                time = parsed
+            } else if day == nil, let parsed = leadingNumber(token, digits: 1...2) {
+                day = parsed
+            } else if month == nil, let parsed = monthNumber(token) {
+                month = parsed
+            } else if year == nil, let parsed = leadingNumber(token, digits: 2...4) {
+                year = parsed
+            }
+        }
+        guard let time, let day, let month, var year else { return nil }
+        if (70...99).contains(year) { year += 1900 } else if (0...69).contains(year) { year += 2000 }
+        guard (1...31).contains(day), year >= 1601, time.hour <= 23, time.minute <= 59, time.second <= 59 else {
+            return nil
+        }
+        var calendar = Calendar(identifier: .gregorian)
+        calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
+        let components = DateComponents(
+            year: year, month: month, day: day, hour: time.hour, minute: time.minute, second: time.second)
+        guard let date = calendar.date(from: components), calendar.component(.day, from: date) == day else {
+            return nil
+        }
+        return date
+    }
+
+    /// §5.1.1's delimiters: tab, space to `/`, `;` to `@`, `[` to `` ` ``, `{` to `~`.
+    private static func isDateDelimiter(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue else { return false }
+        return ascii == 0x09 || (0x20...0x2F).contains(ascii) || (0x3B...0x40).contains(ascii)
+            || (0x5B...0x60).contains(ascii) || (0x7B...0x7E).contains(ascii)
+    }
+
+    /// A number of `digits` digits at the start of `token`, followed by nothing or a non-digit.
+    private static func leadingNumber(_ token: Substring, digits: ClosedRange<Int>) -> Int? {
+        let prefix = token.prefix { $0.isASCII && $0.isNumber }
+        guard digits.contains(prefix.count) else { return nil }
+        return Int(prefix)
+    }
+
+    /// `hh:mm:ss`, each one or two digits, at the start of `token` (§5.1.1's `time`).
+    private static func timeOfDay(_ token: Substring) -> (hour: Int, minute: Int, second: Int)? {
+        let parts = token.split(separator: ":", maxSplits: 2, omittingEmptySubsequences: false)
+        guard parts.count == 3, let hour = oneOrTwoDigits(parts[0]), let minute = oneOrTwoDigits(parts[1]),
+            let second = leadingNumber(parts[2], digits: 1...2)
+        else { return nil }
+        return (hour, minute, second)
+    }
+
+    /// One or two digits, and nothing else.
+    private static func oneOrTwoDigits(_ text: Substring) -> Int? {
+        guard (1...2).contains(text.count), text.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int(text)
+    }
+
+    /// The month a token's first three letters name (`jan`…`dec`, any case), 1 to 12.
+    private static func monthNumber(_ token: Substring) -> Int? {
+        let months = ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+        guard token.count >= 3 else { return nil }
+        return months.firstIndex(of: token.prefix(3).lowercased()).map { $0 + 1 }
+    }
+
+    // MARK: - Sending
+
+    /// Whether `cookie` goes with a request to `url` at `now` (§5.4): its host or a host in its domain, its path or
+    /// one below, over https when `Secure`, not expired.
+    static func sends(_ cookie: HTTPCookie, to url: URL, now: Date) -> Bool {
+        guard let host = canonicalHost(of: url) else { return false }
+        if cookie.isSecure, !isSecure(url) { return false }
+        if let expires = cookie.expiresDate, expires <= now { return false }
+        let domain = cookie.domain.lowercased()
+        let matchesHost =
+            domain.hasPrefix(".")
+            ? host == domain.dropFirst() || (!isIPAddress(host) && host.hasSuffix(domain)) : host == domain
+        return matchesHost && pathMatches(requestPath(of: url), cookie.path)
+    }
+
+    /// The `Cookie` header for a request to `url` that already carries `existing` (a caller's own, kept whole: its
+    /// cookies win over stored ones of the same name), with those of `cookies` that go there, the longest paths
+    /// first; `nil` when there is nothing to send.
+    static func header(for url: URL, from cookies: [HTTPCookie], keeping existing: String?, now: Date) -> String? {
+        let own = pairs(of: existing)
+        let stored =
+            cookies
+            .filter { sends($0, to: url, now: now) && !own.map(\.name).contains($0.name) }
+            .enumerated().sorted { ($0.element.path.count, -$0.offset) > ($1.element.path.count, -$1.offset) }
+            .map { ($0.element.name, $0.element.value) }
+        let all = own + stored
+        return all.isEmpty ? nil : all.map { "\($0.0)=\($0.1)" }.joined(separator: "; ")
+    }
+
+    /// The `name=value` pairs of a `Cookie` header, in order; a piece without a name is left out.
+    static func pairs(of header: String?) -> [(name: String, value: String)] {
+        guard let header else { return [] }
+        return header.split(separator: ";").compactMap { part in
+            let pair = part.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            let name = trimmed(pair[0])
+            guard !name.isEmpty else { return nil }
+            return (name, pair.count > 1 ? trimmed(pair[1]) : "")
+        }
+    }
+
+    /// Whether a request to `path` gets a cookie of `cookiePath` (§5.1.4): the same path, or one below it, so that
+    /// `/api` covers `/api/items` but not `/apiary`.
+    static func pathMatches(_ path: String, _ cookiePath: String) -> Bool {
+        guard path.hasPrefix(cookiePath) else { return false }
+        return path.count == cookiePath.count || cookiePath.hasSuffix("/")
+            || path.dropFirst(cookiePath.count).hasPrefix("/")
+    }
+
+    // MARK: - Parts
+
+    /// The path of `url` as sent, its trailing `/` kept (`URL.path` drops it on Linux); `/` when empty.
+    static func requestPath(of url: URL) -> String {
+        let path = URLComponents(url: url, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? url.path
+        return path.isEmpty ? "/" : path
+    }
+
+    /// The host of `url`, lowercased, without an IPv6 address's brackets.
+    private static func canonicalHost(of url: URL) -> String? {
+        guard var host = url.host?.lowercased(), !host.isEmpty else { return nil }
+        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        return host
+    }
+
+    /// Whether `host` is an IP address: IPv6 (it has a `:`) or IPv4 (digits and dots).
+    private static func isIPAddress(_ host: String) -> Bool {
+        host.contains(":") || (!host.isEmpty && host.allSatisfy { $0 == "." || ($0.isASCII && $0.isNumber) })
+    }
+
+    /// Whether `url` is https (or wss): the channels a `Secure` cookie may use.
+    private static func isSecure(_ url: URL) -> Bool {
+        let scheme = url.scheme?.lowercased()
+        return scheme == "https" || scheme == "wss"
+    }
+
+    private static func trimmed(_ text: Substring) -> String {
+        text.trimmingCharacters(in: CharacterSet(charactersIn: " \t"))
+    }
+}

@@ -1,0 +1,143 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// RFC 6265's storing (§5.2, §5.3) and sending (§5.4) rules, as `CookieRules` applies them for redirects on every
+/// engine and for the session's storage on Linux.
+final class CookieRulesTests: XCTestCase {
+    private let now = Date(timeIntervalSince1970: 1_800_000_000)
+    private let page = URL(string: "https://a.example.com/dir/page")!
+
+    private func cookie(_ text: String, from url: URL? = nil) -> HTTPCookie? {
+        CookieRules.cookie(from: Substring(text), setBy: url ?? page, now: now)
+    }
+
+    // MARK: - Storing
+
+    func testMaxAgeWinsOverExpiresAndZeroOrLessExpiresTheCookie() throws {
+        XCTAssertEqual(cookie("a=1; Max-Age=60")?.expiresDate, now.addingTimeInterval(60))
+        // Max-Age wins whatever the order; the last of each counts
+        XCTAssertEqual(
+            cookie("a=1; Max-Age=60; Expires=Thu, 01 Jan 2037 00:00:00 GMT")?.expiresDate, now.addingTimeInterval(60))
+        XCTAssertEqual(
+            cookie("a=1; Expires=Thu, 01 Jan 2037 00:00:00 GMT; Max-Age=10; max-age=20")?.expiresDate,
+            now.addingTimeInterval(20))
+        // 0 or less: already expired (it deletes the stored one it replaces)
+        for text in ["a=; Max-Age=0", "a=; Max-Age=-5", "a=1; Max-Age=0; Expires=Thu, 01 Jan 2037 00:00:00 GMT"] {
+            let expiry = try XCTUnwrap(cookie(text)?.expiresDate, text)
+            XCTAssertLessThan(expiry, now, text)
+        }
+        // A Max-Age that is not a number is ignored: Expires, or a session cookie
+        XCTAssertEqual(
+            cookie("a=1; Max-Age=soon; Expires=Thu, 01 Jan 2037 00:00:00 GMT")?.expiresDate,
+            Date(timeIntervalSince1970: 2_114_380_800))
+        XCTAssertNil(try XCTUnwrap(cookie("a=1; Max-Age=1e3")).expiresDate)
+    }
+
+    func testExpiresIsReadAsACookieDate() {
+        let endOf2037 = Date(timeIntervalSince1970: 2_145_916_799)  // Thu, 31 Dec 2037 23:59:59 GMT
+        for text in [
+            "Thu, 31 Dec 2037 23:59:59 GMT", "Thursday, 31-Dec-37 23:59:59 GMT", "Thu Dec 31 23:59:59 2037",
+            "31 Dec 2037 23:59:59", "Thu, 31-Dec-2037 23:59:59 GMT",
+        ] {
+            XCTAssertEqual(CookieRules.cookieDate(text), endOf2037, text)
+        }
+        // Two-digit years: 70 to 99 in the 1900s
+        XCTAssertEqual(CookieRules.cookieDate("Thu, 01-Jan-70 00:00:00 GMT"), Date(timeIntervalSince1970: 0))
+        // Out of range, or a day past the month's end
+        for text in [
+            "Thu, 30 Feb 2037 00:00:00 GMT", "Thu, 31 Dec 2037 24:00:00 GMT", "Thu, 31 Dec 1600 00:00:00 GMT",
+            "Thu, 31 Dec 2037", "31 Dec 23:59:59", "tomorrow",
+        ] {
+            XCTAssertNil(CookieRules.cookieDate(text), text)
+        }
+    }
+
+    func testACookieWithoutANameOrWithoutEqualsIsIgnored() {
+        XCTAssertNil(cookie("flag"))
+        XCTAssertNil(cookie("=value"))
+        XCTAssertNil(cookie("; Path=/"))
+        XCTAssertEqual(cookie(" a = b c ; Path=/")?.value, "b c")
+    }
+
+    func testTheDefaultPathIsTheRequestsDirectory() {
+        XCTAssertEqual(cookie("a=1")?.path, "/dir")
+        XCTAssertEqual(cookie("a=1; Path=relative")?.path, "/dir")
+        XCTAssertEqual(cookie("a=1; Path=")?.path, "/dir")
+        XCTAssertEqual(cookie("a=1; Path=/x/")?.path, "/x/")
+        XCTAssertEqual(cookie("a=1", from: URL(string: "https://a.example.com/page")!)?.path, "/")
+        XCTAssertEqual(cookie("a=1", from: URL(string: "https://a.example.com")!)?.path, "/")
+        XCTAssertEqual(cookie("a=1", from: URL(string: "https://a.example.com/d/e/")!)?.path, "/d/e")
+    }
+
+    func testADomainMustHoldTheHostHaveMoreThanOneLabelAndNeverSuffixAnAddress() {
+        XCTAssertEqual(cookie("a=1; Domain=example.com")?.domain, ".example.com")
+        XCTAssertEqual(cookie("a=1; Domain=.Example.COM")?.domain, ".example.com")
+        XCTAssertEqual(cookie("a=1; Domain=a.example.com")?.domain, "a.example.com", "the host itself: host-only")
+        XCTAssertEqual(cookie("a=1")?.domain, "a.example.com")
+        XCTAssertNil(cookie("a=1; Domain=com"), "a top-level domain")
+        XCTAssertNil(cookie("a=1; Domain=other.com"), "a domain the host is not in")
+        XCTAssertNil(cookie("a=1; Domain=ample.com"), "a suffix that is no label")
+        let address = URL(string: "http://10.1.2.3/")!
+        XCTAssertNil(cookie("a=1; Domain=1.2.3", from: address), "an IP address's suffix")
+        XCTAssertEqual(cookie("a=1; Domain=10.1.2.3", from: address)?.domain, "10.1.2.3")
+    }
+
+    func testASecureCookieIsTakenOnlyFromASecureOrigin() {
+        XCTAssertEqual(cookie("a=1; Secure")?.isSecure, true)
+        XCTAssertNil(cookie("a=1; Secure", from: URL(string: "http://a.example.com/")!))
+        XCTAssertEqual(cookie("a=1", from: URL(string: "http://a.example.com/")!)?.isSecure, false)
+    }
+
+    // MARK: - Sending
+
+    private func stored(
+        _ name: String, domain: String = "a.example.com", path: String = "/", secure: Bool = false,
+        expires: Date? = nil
+    ) -> HTTPCookie {
+        var properties: [HTTPCookiePropertyKey: Any] = [.name: name, .value: "v", .domain: domain, .path: path]
+        if secure { properties[.secure] = "TRUE" }
+        if let expires { properties[.expires] = expires }
+        return HTTPCookie(properties: properties)!
+    }
+
+    private func header(_ url: String, _ cookies: [HTTPCookie], keeping existing: String? = nil) -> String? {
+        CookieRules.header(for: URL(string: url)!, from: cookies, keeping: existing, now: now)
+    }
+
+    func testASecureCookieGoesOverHTTPSOnly() {
+        let cookies = [stored("s", secure: true), stored("p")]
+        XCTAssertEqual(header("https://a.example.com/", cookies), "s=v; p=v")
+        XCTAssertEqual(header("http://a.example.com/", cookies), "p=v")
+    }
+
+    func testHostOnlyDomainPathAndExpiryDecide() {
+        let cookies = [
+            stored("host"), stored("domain", domain: ".example.com"), stored("admin", path: "/admin"),
+            stored("slash", path: "/api/"), stored("old", expires: now), stored("later", expires: now + 1),
+        ]
+        XCTAssertEqual(header("https://a.example.com/", cookies), "host=v; domain=v; later=v")
+        XCTAssertEqual(header("https://b.example.com/admin/x", cookies), "domain=v")
+        XCTAssertEqual(header("https://example.com/", cookies), "domain=v")
+        XCTAssertNil(header("https://notexample.com/", cookies))
+        XCTAssertEqual(header("https://a.example.com/admin/x", cookies), "admin=v; host=v; domain=v; later=v")
+        XCTAssertEqual(header("https://a.example.com/adminx", cookies), "host=v; domain=v; later=v")
+        // A path's trailing slash counts (URL.path drops it on Linux)
+        XCTAssertEqual(header("https://a.example.com/api/", cookies), "slash=v; host=v; domain=v; later=v")
+        // An IP address gets a domain cookie only as its own host
+        let address = [stored("ip", domain: ".1.2.3")]
+        XCTAssertNil(header("http://10.1.2.3/", address))
+    }
+
+    func testTheRequestsOwnCookiesComeFirstAndWin() {
+        let cookies = [stored("a"), stored("b")]
+        XCTAssertEqual(header("https://a.example.com/", cookies, keeping: "b=mine; c=3"), "b=mine; c=3; a=v")
+        XCTAssertEqual(header("https://a.example.com/", [], keeping: "c=3"), "c=3")
+        XCTAssertNil(header("https://a.example.com/", []))
+    }
+}

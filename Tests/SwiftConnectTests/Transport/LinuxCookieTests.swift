@@ -1,0 +1,120 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+
+    /// Linux: `URLSessionTransport` keeps and sends its session's cookies itself, by RFC 6265 (`SessionCookies`),
+    /// where FoundationNetworking sent a `Secure` cookie over plain http, ignored `Max-Age` and `Path` when sending,
+    /// defaulted a cookie's path to `/`, and replaced the request's own `Cookie` header. Through a real session to
+    /// LocalServer, in the shared storage (every cookie named for the test and removed after it).
+    final class LinuxCookieTests: XCTestCase {
+        private var server: LocalServer!
+        private let prefix = "t\(UInt32.random(in: 0...UInt32.max))"
+
+        override func setUpWithError() throws {
+            server = try LocalServer.started()
+            server.route("GET", "/echo") { request in .text(request.header("Cookie") ?? "") }
+            server.route("GET", "/dir/echo") { request in .text(request.header("Cookie") ?? "") }
+        }
+
+        override func tearDown() {
+            server?.stop()
+            let storage = HTTPCookieStorage.shared
+            storage.cookies?.filter { $0.name.hasPrefix(prefix) }.forEach(storage.deleteCookie)
+        }
+
+        private func name(_ suffix: String) -> String { prefix + suffix }
+
+        /// Stores a cookie for the server's host, as an earlier response of another origin may have.
+        private func store(_ suffix: String, secure: Bool = false, path: String = "/") {
+            var properties: [HTTPCookiePropertyKey: Any] = [
+                .name: name(suffix), .value: "1", .domain: server.baseURL.host ?? "127.0.0.1", .path: path,
+            ]
+            if secure { properties[.secure] = "TRUE" }
+            HTTPCookieStorage.shared.setCookie(HTTPCookie(properties: properties)!)
+        }
+
+        /// The test's cookies the server saw for `GET path` with `headers` (the shared storage may hold others for
+        /// this host, from other tests), in order.
+        private func sent(_ path: String, headers: [HTTPHeader] = []) throws -> [String] {
+            let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+            let data = try connect.request(Route(path, baseURL: server.baseURL, headers: headers, timeout: 10))
+                .wait(timeout: 20)
+            return String(decoding: data, as: UTF8.self).split(separator: ";")
+                .map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix(prefix) }
+        }
+
+        private func stored(_ suffix: String) -> HTTPCookie? {
+            HTTPCookieStorage.shared.cookies?.first { $0.name == name(suffix) }
+        }
+
+        func testASecureCookieIsNotSentOverPlainHTTP() throws {
+            store("secure", secure: true)
+            store("plain")
+            XCTAssertEqual(try sent("/echo"), ["\(name("plain"))=1"])
+        }
+
+        func testAPathScopedCookieGoesOnlyToItsPathAndBelow() throws {
+            store("dir", path: "/dir")
+            XCTAssertEqual(try sent("/echo"), [])
+            XCTAssertEqual(try sent("/dir/echo"), ["\(name("dir"))=1"])
+        }
+
+        func testTheRequestsOwnCookieHeaderIsKeptBesideTheStoredCookies() throws {
+            store("stored")
+            let own = HTTPHeader(name: "Cookie", value: "\(name("own"))=2")
+            XCTAssertEqual(try sent("/echo", headers: [own]), ["\(name("own"))=2", "\(name("stored"))=1"])
+        }
+
+        func testMaxAgeGivesAnExpiryAndMaxAgeZeroDeletes() throws {
+            let kept = name("kept")
+            server.route("GET", "/set") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(kept)=1; Max-Age=600; Path=/")])
+            }
+            server.route("GET", "/delete") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(kept)=; Max-Age=0; Path=/")])
+            }
+            // When a response sets a cookie for 600 seconds, then it is stored with that expiry and sent
+            let before = Date()
+            _ = try sent("/set")
+            let expiry = try XCTUnwrap(stored("kept")?.expiresDate, "Max-Age gave no expiry")
+            XCTAssertEqual(expiry.timeIntervalSince(before), 600, accuracy: 30)
+            XCTAssertEqual(try sent("/echo"), ["\(kept)=1"])
+            // When one deletes it with Max-Age=0, then it is gone
+            _ = try sent("/delete")
+            XCTAssertNil(stored("kept"))
+            XCTAssertEqual(try sent("/echo"), [])
+        }
+
+        func testACookieWithoutAPathIsForTheDirectoryThatSetIt() throws {
+            let scoped = name("scoped")
+            server.route("GET", "/dir/set") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(scoped)=1")])
+            }
+            _ = try sent("/dir/set")
+            XCTAssertEqual(stored("scoped")?.path, "/dir")
+            XCTAssertEqual(try sent("/echo"), [])
+            XCTAssertEqual(try sent("/dir/echo"), ["\(scoped)=1"])
+        }
+
+        func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
+            let suffix = name("suffix")
+            let other = name("other")
+            server.route("GET", "/set") { _ in
+                LocalServer.Response(
+                    status: 200,
+                    headers: [
+                        ("Set-Cookie", "\(suffix)=1; Domain=0.0.1; Path=/"),
+                        ("Set-Cookie", "\(other)=1; Domain=example.com; Path=/"),
+                    ])
+            }
+            _ = try sent("/set")
+            XCTAssertNil(stored("suffix"))
+            XCTAssertNil(stored("other"))
+        }
+    }
+#endif
