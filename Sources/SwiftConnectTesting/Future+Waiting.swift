@@ -68,7 +68,9 @@ extension Future {
         return result
     }
 
-    /// Awaits the value, giving up after `timeout` seconds without cancelling the future.
+    /// Awaits the value, giving up after `timeout` seconds: the timeout leaves the future running (others may
+    /// still want its result). Cancelling the awaiting task cancels the future, as ``SwiftConnect/Future/value``
+    /// does.
     ///
     /// ```swift
     /// let todo = try await connect.send(GetTodo(id: 1)).value(timeout: 5)
