@@ -151,9 +151,11 @@ final class RetryingCall:
         context.attempt = attempt
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         if policy.usableAttemptTimeout != nil {
-            // The attempt's own timeout counts from when the request reaches the transport (or the identical one it
-            // shares does): not the time it waits in the queue, offline, or for a token refresh.
-            context.sending = AttemptSending { [weak self] in self?.startAttemptTimer(attempt) }
+            // The attempt's own timeout counts while the request is at the transport (or the identical one it shares
+            // is): not the time it waits in the queue, offline, or for a token refresh before or after a 401.
+            context.sending = AttemptSending(
+                reached: { [weak self] in self?.startAttemptTimer(attempt) },
+                answered: { [weak self] in self?.stopAttemptTimer(attempt) })
         }
         let advice = context.retryAdvice
         let future = send(request, context)
@@ -265,7 +267,7 @@ final class RetryingCall:
         return TransportDeadline(seconds: seconds)
     }
 
-    /// Starts `attempt`'s own timer, once, as its request reaches the transport.
+    /// Starts `attempt`'s own timer as its request reaches the transport, unless one runs already.
     private func startAttemptTimer(_ attempt: Int) {
         let timer = withState { state -> TransportDeadline? in
             guard !state.isOver, state.attempt == attempt, state.attemptDeadline == nil else { return nil }
@@ -273,13 +275,32 @@ final class RetryingCall:
             state.attemptDeadline = timer
             return timer
         }
-        timer?.start { [weak self] in self?.abandon(attempt) }
+        guard let timer else { return }
+        timer.start { [weak self, weak timer] in
+            guard let timer else { return }
+            self?.abandon(attempt, by: timer)
+        }
+    }
+
+    /// The transport answered `attempt`: its own timer stops, so that the time a middleware then holds the answer (a
+    /// token refresh after a 401) is not counted; a request the middleware sends again in the same attempt starts it
+    /// anew.
+    private func stopAttemptTimer(_ attempt: Int) {
+        let timer = withState { state -> TransportDeadline? in
+            guard state.attempt == attempt, state.abandonedAttempt != attempt else { return nil }
+            defer { state.attemptDeadline = nil }
+            return state.attemptDeadline
+        }
+        timer?.cancel()
     }
 
     /// The attempt's own timeout passed: the attempt is cancelled, and ends as timed out.
-    private func abandon(_ attempt: Int) {
+    private func abandon(_ attempt: Int, by timer: TransportDeadline) {
         let inFlight = withState { state -> Future<ConnectResponse>? in
-            guard !state.isOver, state.attempt == attempt, state.abandonedAttempt != attempt else { return nil }
+            // A timer stopped (the transport answered) as it fired abandons nothing.
+            guard !state.isOver, state.attempt == attempt, state.abandonedAttempt != attempt,
+                state.attemptDeadline === timer
+            else { return nil }
             state.abandonedAttempt = attempt
             return state.inFlight
         }

@@ -71,13 +71,18 @@ protocol ContextPassingMiddleware: Middleware {
         -> Future<ConnectResponse>
 }
 
-/// Tells the retry loop that an attempt's request has reached the transport (``RequestContext/sending``).
+/// Tells the retry loop when an attempt's request reaches the transport and when the transport has answered it
+/// (``RequestContext/sending``): the attempt's own timeout (``RetryPolicy/attemptTimeout``) runs between the two, not
+/// while the request waits before the transport nor while a middleware holds the answer (a token refresh after a 401).
 struct AttemptSending: Sendable {
-    /// Called each time the request reaches the transport; the loop acts on the first.
+    /// Called each time the request reaches the transport; the loop starts the attempt's timer if none runs.
     let reached: @Sendable () -> Void
+    /// Called each time the transport has answered (a response or a failure); the loop stops the attempt's timer.
+    let answered: @Sendable () -> Void
 
-    init(_ reached: @escaping @Sendable () -> Void) {
+    init(reached: @escaping @Sendable () -> Void, answered: @escaping @Sendable () -> Void) {
         self.reached = reached
+        self.answered = answered
     }
 }
 
@@ -104,9 +109,9 @@ public struct RequestContext: Sendable {
     /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
     /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.
     var serverURL: URL?
-    /// Told when this attempt's request reaches the transport, or, when it shares an identical one (coalescing),
-    /// when that one reaches it (at once if it is there already): where the retry loop starts the attempt's own
-    /// timeout (``RetryPolicy/attemptTimeout``). `nil` when nobody listens.
+    /// Told when this attempt's request reaches the transport and when the transport answers it, or, when it shares an
+    /// identical one (coalescing), when that one does (at once if it is there already): the retry loop's attempt
+    /// timeout (``RetryPolicy/attemptTimeout``) runs between the two. `nil` when nobody listens.
     var sending: AttemptSending?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
@@ -265,8 +270,13 @@ struct MiddlewareChain: Sendable {
             } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 sent = Future(error: RetryAdvice.alreadySent(request))
             } else {
-                context.sending?.reached()
-                sent = transport.send(request, transfer: context.transfer)
+                if let sending = context.sending {
+                    sending.reached()
+                    sent = transport.send(request, transfer: context.transfer)
+                    sent.whenComplete { _ in sending.answered() }
+                } else {
+                    sent = transport.send(request, transfer: context.transfer)
+                }
             }
             if let observation {
                 Self.reportEnd(

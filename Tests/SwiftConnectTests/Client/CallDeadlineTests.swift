@@ -209,6 +209,58 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.cancellations.value, 1)
     }
 
+    func testAnAttemptsTimeoutDoesNotRunWhileATokenRefreshHoldsItsAnswer() throws {
+        // Given: a server that accepts only the renewed token, a refresh the test completes, and a POST whose
+        // attempts time out after 0.2 s
+        let transport = FakeTransport(
+            fallback: .handler { request in
+                let status = request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status, data: Data("{}".utf8))!)
+            })
+        let refresh = Promise<AuthorizationToken>()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old"), refresh: { _ in refresh.future })
+        let connect = Connect(
+            transport: transport, middlewares: [auth],
+            retryPolicy: RetryPolicy(attemptTimeout: 0.2, clock: ImmediateRetryClock()))
+        let call = connect.response(for: Endpoint(method: .post, timeout: 10))
+        XCTAssertEqual(transport.requests.count, 1, "answered 401, waiting for the refresh")
+        // When: the refresh takes longer than the attempt timeout: until a request sent after the 401, whose own
+        // attempt timeout is 0.5 s, has timed out at the transport
+        let marker = Connect(
+            transport: ManualTransport(),
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.5, clock: ImmediateRetryClock()))
+        XCTAssertEqual(connectError(of: marker.request(Endpoint(timeout: 10)))?.kind, .timedOut)
+        XCTAssertFalse(call.isCompleted, "the attempt timed out while the refresh held its 401")
+        refresh.succeed(.bearer(token: "new"))
+        // Then: the POST is sent again with the renewed token, and answers
+        XCTAssertEqual(value(of: call)?.statusCode, 200)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    func testARetryAfterAnAttemptTimeoutDoesNotRejoinTheSharedRequestItGaveUpOn() throws {
+        // Given: a coalescing client whose attempts time out after 0.5 s, with two attempts, and a transport that
+        // never answers its first request and answers every later one
+        let transport = SilentOnceTransport()
+        let connect = Connect(
+            transport: transport,
+            retryPolicy: RetryPolicy(maxAttempts: 2, attemptTimeout: 0.5, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        // When: a first call reaches the transport, and an identical one joins it 0.25 s later (after a request
+        // whose attempt timeout is 0.25 s has timed out), so it is still in the shared request when the first
+        // call's attempt is abandoned and retried
+        let first = connect.response(for: Endpoint(timeout: 30))
+        let marker = Connect(
+            transport: ManualTransport(),
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.25, clock: ImmediateRetryClock()))
+        XCTAssertEqual(connectError(of: marker.request(Endpoint(timeout: 10)))?.kind, .timedOut)
+        let joiner = connect.response(for: Endpoint(timeout: 30))
+        // Then: each retry is a request of its own, which answers; neither waits again on the silent one
+        XCTAssertEqual(value(of: first)?.statusCode, 200, "the retry rejoined the request it had given up on")
+        XCTAssertEqual(value(of: joiner)?.statusCode, 200)
+        XCTAssertEqual(transport.silent.requests.count, 1)
+        XCTAssertEqual(transport.silent.cancellations.value, 1, "cancelled once its last caller left")
+    }
+
     func testAnAttemptTimeoutThatIsNotAPositiveNumberOrOutlastsTheCallIsNone() throws {
         for attemptTimeout in [0, -1, .nan, .infinity, 30] as [TimeInterval] {
             // Given: a transport that never answers

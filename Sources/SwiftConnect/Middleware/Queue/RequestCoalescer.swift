@@ -20,14 +20,15 @@ import Foundation
 /// case-insensitive, value exact) and the settings of a `URLRequest` they were made from (cookies, cellular access)
 /// match: requests signed for different users never share a response. A GET or
 /// HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
-/// of its own.
+/// of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
 ///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
 /// forgotten: a later identical request makes a new call.
 ///
 /// A caller's attempt is in flight, for its ``RetryPolicy/attemptTimeout``, from when the shared request reaches the
-/// transport: a caller that joins while it waits in the queue starts its clock with it, not at once.
+/// transport until the transport answers it: a caller that joins while it waits in the queue starts its clock with it,
+/// not at once.
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
@@ -58,9 +59,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// Whether the shared request has reached the transport: a caller that joins from then on is in flight at
         /// once.
         var reachedTransport = false
-        /// The callers that joined before the shared request reached the transport, told when it does: where their
-        /// attempt's own timeout starts (``RetryPolicy/attemptTimeout``), not while it waits in the queue.
-        var awaitingTransport: [UInt64: AttemptSending] = [:]
+        /// The callers whose retry loop listens (``RequestContext/sending``), told when the shared request reaches
+        /// the transport and when the transport answers it: their attempt's own timeout
+        /// (``RetryPolicy/attemptTimeout``) runs between the two, not while it waits in the queue.
+        var sendings: [UInt64: AttemptSending] = [:]
     }
 
     /// Everything that changes, behind one lock.
@@ -119,29 +121,35 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             let key = key(for: request, connectivity: options.connectivity)
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
-        let (callID, callerID, isFirst, isInFlight): (UInt64, UInt64, Bool, Bool) = state.withLock { state in
+        let joined: (UInt64, UInt64, Bool, Bool)? = state.withLock { state in
             state.nextID &+= 1
             let callerID = state.nextID
             if var existing = state.calls[key] {
+                // A retry goes alone: the call in flight may be the one its earlier attempt was abandoned in.
+                guard context.attempt <= 1 else { return nil }
                 existing.callers[callerID] = promise
                 let isInFlight = existing.reachedTransport || !hearsTransport
-                if !isInFlight, let sending = context.sending { existing.awaitingTransport[callerID] = sending }
+                if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
                 state.calls[key] = existing
                 return (existing.id, callerID, false, isInFlight)
             }
-            state.calls[key] = Call(id: callerID, shared: nil, callers: [callerID: promise])
+            var call = Call(id: callerID, shared: nil, callers: [callerID: promise])
+            if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
+            state.calls[key] = call
             return (callerID, callerID, true, false)
         }
+        guard let joined else { return next(request, context) }
+        let (callID, callerID, isFirst, isInFlight) = joined
         promise.setCancelHandler { [weak self] in
             self?.drop(callerID, from: key, callID: callID)
         }
         if isFirst {
-            // The shared request tells the coalescer when it reaches the transport, then the first caller's loop.
+            // The shared request tells the coalescer when it reaches the transport, and the coalescer tells every
+            // caller's loop (the first's included); when it is answered, `start` tells them.
             var shared = context
-            let first = context.sending
-            shared.sending = AttemptSending { [weak self] in
-                self?.reachedTransport(key, callID: callID)
-                first?.reached()
+            if hearsTransport {
+                shared.sending = AttemptSending(
+                    reached: { [weak self] in self?.reachedTransport(key, callID: callID) }, answered: {})
             }
             start(consume request, key: key, callID: callID) { [shared] request in next(request, shared) }
         } else if isInFlight {
@@ -166,25 +174,30 @@ extension RequestCoalescer {
         // Every caller cancelled while `next` ran: nobody wants the result.
         if abandoned { shared.cancel() }
         shared.whenComplete { result in
-            let callers: [Promise<ConnectResponse>] = self.state.withLock { state in
-                guard let call = state.calls[key], call.id == callID else { return [] }
+            let (callers, sendings) = self.state.withLock {
+                state -> ([Promise<ConnectResponse>], [AttemptSending]) in
+                guard let call = state.calls[key], call.id == callID else { return ([], []) }
                 state.calls[key] = nil
-                return call.callers.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
+                // In order of arrival.
+                return (
+                    call.callers.sorted { $0.key < $1.key }.map(\.value),
+                    call.sendings.sorted { $0.key < $1.key }.map(\.value)
+                )
             }
+            // Each caller's attempt is answered: its own timeout stops before a middleware of its own holds the
+            // answer (a token refresh after a 401).
+            for sending in sendings { sending.answered() }
             for caller in callers { caller.completeIfPending(with: result) }
         }
     }
 
-    /// The shared request of call `callID` reached the transport: the callers that joined it while it was on its way
-    /// are in flight from now.
+    /// The shared request of call `callID` reached the transport: its callers are in flight from now.
     private func reachedTransport(_ key: Key, callID: UInt64) {
         let joined: [AttemptSending] = state.withLock { state in
-            guard var call = state.calls[key], call.id == callID, !call.reachedTransport else { return [] }
-            let joined = call.awaitingTransport.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
+            guard var call = state.calls[key], call.id == callID else { return [] }
             call.reachedTransport = true
-            call.awaitingTransport = [:]
             state.calls[key] = call
-            return joined
+            return call.sendings.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
         }
         for sending in joined { sending.reached() }
     }
@@ -194,7 +207,7 @@ extension RequestCoalescer {
         let orphaned: Future<ConnectResponse>? = state.withLock { state in
             guard var call = state.calls[key], call.id == callID else { return nil }
             call.callers[callerID] = nil
-            call.awaitingTransport[callerID] = nil
+            call.sendings[callerID] = nil
             guard call.callers.isEmpty else {
                 state.calls[key] = call
                 return nil

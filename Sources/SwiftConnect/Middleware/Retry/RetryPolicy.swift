@@ -119,11 +119,13 @@ public struct RetryPolicy: Sendable {
     /// let connect = Connect(retryPolicy: policy)
     /// ```
     ///
-    /// The time counts from when the attempt's request reaches the transport (or joins an identical request already
-    /// there; an attempt that joins one still on its way counts from when that one reaches it): a wait in the
-    /// ``RequestQueue``, offline in a ``ConnectivityMiddleware`` or for a token refresh does not count. It then counts the whole attempt, its response body included (for
-    /// ``Connect/stream(_:options:streaming:)``, until the response's head arrives): set it above the time your
-    /// largest response takes to arrive. An abandoned
+    /// The time counts while the attempt's request is at the transport: from when it reaches it (or joins an
+    /// identical request already there; an attempt that joins one still on its way counts from when that one reaches
+    /// it) until the transport answers. A wait in the ``RequestQueue``, offline in a ``ConnectivityMiddleware``, or
+    /// for a token refresh before the request goes or after its 401 does not count. It counts the whole exchange, its
+    /// response body included (for ``Connect/stream(_:options:streaming:)``, until the response's head arrives): set
+    /// it above the time your largest response takes to arrive. A retry never joins an identical request in flight:
+    /// the one its attempt gave up on may be it. An abandoned
     /// attempt is a ``ConnectError/Kind/timedOut`` failure, retried like a timeout (when ``retryableFailures`` has
     /// it); for a request that is not safe to replay it ends the call. `NetworkFaultTests` shows it with a pooled
     /// connection whose packets the network drops.
