@@ -177,7 +177,7 @@ extension Connect {
             guard let file = response.fileURL else {
                 // A transport that ignores transfer options: write what arrived in memory.
                 do {
-                    try response.data.write(to: destination, options: .atomic)
+                    try ReplacementFile.write(response.data, to: destination)
                 } catch {
                     throw ConnectError.fileAccess(error, url: destination, stored: response.storedRequest)
                 }

@@ -137,17 +137,23 @@ public struct MultipartFormData: Sendable {
     /// Writes the body to a file, copying files from disk in 1 MiB pieces so memory stays bounded.
     ///
     /// The body goes to a new file beside `url`, renamed over it once whole: a failure leaves `url` as it was, and
-    /// a part that streams from `url` itself reads its old content.
+    /// a part that streams from `url` itself reads its old content. A file it replaces keeps its permissions.
     ///
     /// - Parameter url: Where to write; replaced if it exists.
     /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read or
     ///   written.
     public func write(to url: URL) throws {
         try checkBoundary()
-        let partial = url.deletingLastPathComponent()
-            .appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).partial")
+        let partial = ReplacementFile.url(besides: url, suffix: "partial")
         do {
-            _ = try write(toNew: partial, mode: 0o666, naming: url)
+            let output: FileHandle
+            do {
+                output = try ReplacementFile.create(partial, replacing: url)
+            } catch {
+                throw ConnectError.fileAccess(error, url: url, request: nil)
+            }
+            defer { try? output.close() }
+            _ = try write(to: output, url: url)
             try Self.posix(url: url) {
                 partial.withUnsafeFileSystemRepresentation { from in
                     url.withUnsafeFileSystemRepresentation { to in
@@ -172,16 +178,11 @@ public struct MultipartFormData: Sendable {
     ///   written.
     func writePrivately(to url: URL) throws -> Int64 {
         try checkBoundary()
-        return try write(toNew: url, mode: 0o600, naming: url)
-    }
-
-    /// Writes the body to `file`, created by this call with `mode` (less the process's umask); errors name `url`.
-    private func write(toNew file: URL, mode: mode_t, naming url: URL) throws -> Int64 {
         var descriptor: Int32 = -1
         try Self.posix(url: url) {
-            descriptor = file.withUnsafeFileSystemRepresentation { path -> Int32 in
+            descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
                 guard let path else { return -1 }
-                return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, mode)
+                return open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
             }
             return descriptor
         }

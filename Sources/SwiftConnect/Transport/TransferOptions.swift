@@ -248,13 +248,6 @@ extension TransferOptions {
         }
     }
 
-    /// A hidden file beside `destination`, with a name of its own, that a download is written to before
-    /// ``moveIntoPlace(_:to:)`` renames it (the same folder, so the rename is one step).
-    static func temporaryFile(besides destination: URL) -> URL {
-        destination.deletingLastPathComponent()
-            .appendingPathComponent(".\(destination.lastPathComponent).\(UUID().uuidString).download")
-    }
-
     /// Puts a finished download in place with one `rename(2)`: a file at `destination` is replaced
     /// atomically, never deleted first (if the rename fails, it is still there), and a directory there is
     /// refused (`EISDIR`), never removed. `temporary` must be in the same folder as `destination`.

@@ -210,7 +210,7 @@ private func inMemory(
     }
     guard let destination = transfer.destination, response.isSuccess else { return response }
     do {
-        try response.data.write(to: destination, options: .atomic)
+        try ReplacementFile.write(response.data, to: destination)
     } catch {
         throw ConnectError.fileAccess(error, url: destination, request: request)
     }

@@ -129,7 +129,7 @@ extension RecordingTransport {
         guard let destination = transfer.destination, response.isSuccess else { return Future(value: response) }
         // A download: the recorded body goes to its file, as the wrapped transport wrote it.
         do {
-            try data.write(to: destination, options: .atomic)
+            try ReplacementFile.write(data, to: destination)
         } catch {
             return Future(error: ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
         }

@@ -243,6 +243,20 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), bytes)
     }
 
+    /// A transport that ignores transfer options has its body written by the core: over a private file, the file
+    /// stays private (`Data.write(options: .atomic)` made it 0644, readable by every local user).
+    func testADownloadThroughATransportThatIgnoresTransfersKeepsAPrivateFilePrivate() throws {
+        let connect = Connect(transport: FakeTransport.answering(.data(Data("new".utf8))), retryPolicy: nil)
+        let destination = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: destination) }
+        try Data("old".utf8).write(to: destination)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
+        XCTAssertEqual(try connect.download(Download(), to: destination).wait(), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("new".utf8))
+        let mode = try FileManager.default.attributesOfItem(atPath: destination.path)[.posixPermissions] as? NSNumber
+        XCTAssertEqual(mode?.intValue, 0o600)
+    }
+
     /// A new folder holding `precious.txt` ("user data"), which a download must not destroy.
     private func makeFolderHoldingAFile() throws -> (folder: URL, precious: URL) {
         let folder = temporaryURL()

@@ -203,6 +203,33 @@ final class TransferIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Data("new contents".utf8))
     }
 
+    /// A download over a file only its owner may read keeps it so: the new file is never more open than the old one
+    /// (it was created 0644, readable by every local user, and replaced the 0600 file with it).
+    func testADownloadOverAPrivateFileKeepsItPrivate() throws {
+        server.route("GET", "/file") { _ in .data(Data("new secret".utf8)) }
+        let destination = temporaryURL("private.bin")
+        try Data("old secret".utf8).write(to: destination)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
+        XCTAssertEqual(try connect.download(Route("/file"), to: destination).wait(timeout: 60), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("new secret".utf8))
+        let mode = try FileManager.default.attributesOfItem(atPath: destination.path)[.posixPermissions] as? NSNumber
+        XCTAssertEqual(mode?.intValue, 0o600)
+    }
+
+    /// A destination whose name is near the 255-byte limit is written (the temporary file's name, built from it, went
+    /// over the limit, and the download failed once the request had gone out).
+    func testADownloadToALongFileNameIsWritten() throws {
+        server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }
+        let destination = temporaryURL(String(repeating: "r", count: 196) + ".bin")
+        XCTAssertEqual(destination.lastPathComponent.utf8.count, 240)
+        XCTAssertEqual(try connect.download(Route("/file"), to: destination).wait(timeout: 60), destination)
+        XCTAssertEqual(try Data(contentsOf: destination), Data("payload".utf8))
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: destination.deletingLastPathComponent().path)
+                .filter { $0.hasPrefix("." + destination.lastPathComponent.prefix(40)) }, [],
+            "no temporary file is left behind")
+    }
+
     /// A download onto an existing directory deleted it, with everything in it.
     func testDownloadOntoAnExistingDirectoryIsRefusedBeforeAnythingIsSent() throws {
         server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }

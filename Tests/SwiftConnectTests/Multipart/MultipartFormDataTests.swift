@@ -239,6 +239,31 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["form.bin"], "no file left")
     }
 
+    /// A file `write(to:)` replaces keeps its permissions (it became 0644 before: readable by every local user), and a
+    /// destination whose name is near the 255-byte limit still gets its body (the partial file's name, built from it,
+    /// went over the limit).
+    func testWritingToAFileKeepsItsPermissionsAndFitsLongNames() throws {
+        let folder = try temporaryFolder()
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "a", value: "b")
+        let expected = try form.encodedData()
+
+        let destination = folder.appendingPathComponent("private.bin")
+        try Data("secret".utf8).write(to: destination)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: destination.path)
+        try form.write(to: destination)
+        XCTAssertEqual(try Data(contentsOf: destination), expected)
+        let mode = try FileManager.default.attributesOfItem(atPath: destination.path)[.posixPermissions] as? NSNumber
+        XCTAssertEqual(mode?.intValue, 0o600)
+
+        let long = folder.appendingPathComponent(String(repeating: "é", count: 120) + ".bin")  // 244 bytes
+        try form.write(to: long)
+        XCTAssertEqual(try Data(contentsOf: long), expected)
+        XCTAssertEqual(
+            try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted(),
+            [long.lastPathComponent, "private.bin"].sorted(), "no file left")
+    }
+
     private func temporaryFolder() throws -> URL {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)

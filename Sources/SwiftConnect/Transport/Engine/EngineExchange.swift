@@ -577,17 +577,10 @@ final class DownloadFile: Sendable {
     /// The open file; `nil` once closed or discarded.
     private let handle: Protected<FileHandle?>
 
+    /// Creates the file (``ReplacementFile``: a name that fits, the permissions of a file it replaces).
     init(besides destination: URL) throws {
-        url = TransferOptions.temporaryFile(besides: destination)
-        guard FileManager.default.createFile(atPath: url.path, contents: nil) else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSFilePathErrorKey: url.path])
-        }
-        do {
-            handle = Protected(try FileHandle(forWritingTo: url))
-        } catch {
-            try? FileManager.default.removeItem(at: url)  // Created, but it could not be opened (no descriptor left).
-            throw error
-        }
+        url = ReplacementFile.url(besides: destination, suffix: "download")
+        handle = Protected(try ReplacementFile.create(url, replacing: destination))
     }
 
     func write(_ data: Data) throws {
