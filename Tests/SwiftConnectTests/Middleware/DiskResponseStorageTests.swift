@@ -236,6 +236,61 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
     }
 
+    /// A response a storage cannot keep (over its bound here; a full disk is the same path) removes the one it was to
+    /// replace: that older answer was served after a restart, although the server had answered anew since.
+    func testAResponseTooLargeToKeepRemovesTheOneItReplaces() throws {
+        let stored = { (body: String) in
+            StoredResponse(
+                url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200, headers: [],
+                body: Data(body.utf8), expiry: Date(timeIntervalSinceNow: 300), varying: [])
+        }
+        let disk = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
+        let memory = MemoryResponseStorage(maxBytes: 2_000)
+        for storage in [disk, memory] as [any ResponseCacheStorage] {
+            storage.store(stored("old"), forKey: "GET https://api.test/todos")
+            XCTAssertEqual(storage.response(forKey: "GET https://api.test/todos")?.body, Data("old".utf8))
+            storage.store(stored(String(repeating: "x", count: 5_000)), forKey: "GET https://api.test/todos")
+            XCTAssertNil(storage.response(forKey: "GET https://api.test/todos"), "\(storage)")
+        }
+        XCTAssertNil(try DiskResponseStorage(directory: folder).response(forKey: "GET https://api.test/todos"))
+    }
+
+    /// A file a process stopped writing is removed when a storage opens the folder, and `removeAll()` removes the
+    /// files another storage on the folder wrote, which its index does not know.
+    func testLeftoversAndAnotherStoragesFilesAreRemoved() throws {
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let leftover = folder.appendingPathComponent(".\(UUID().uuidString).tmp")
+        try Data("half a response".utf8).write(to: leftover)
+        let first = try DiskResponseStorage(directory: folder)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: leftover.path), "a crashed write's file stays for ever")
+        let second = try DiskResponseStorage(directory: folder)
+        second.store(
+            StoredResponse(
+                url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200, headers: [],
+                body: Data("{}".utf8), expiry: Date(timeIntervalSinceNow: 300), varying: []),
+            forKey: "GET https://api.test/todos")
+        first.removeAll()
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    /// `Set-Cookie` never reaches a storage: a session's cookie would outlive it in a file. The response in memory
+    /// keeps it.
+    func testSetCookieIsNotStored() throws {
+        let storage = MemoryResponseStorage()
+        let transport = FakeTransport()
+        transport.stub(
+            "/todos", with: .json(string: "{}", headers: ["Set-Cookie": "session=secret; HttpOnly", "ETag": "\"1\""]))
+        let connect = Connect(
+            transport: transport, responseCache: ResponseCache(storage: storage),
+            configuration: ServerConfiguration(host: "api.test"))
+        let answer = try XCTUnwrap(value(of: connect.response(for: Route("/todos"), options: rule)))
+        XCTAssertEqual(answer.header("Set-Cookie"), "session=secret; HttpOnly")
+        let key = ResponseCache.key(for: URLRequest(url: URL(string: "https://api.test/todos")!), rule: CacheRule(timeToLive: 300))
+        let stored = try XCTUnwrap(storage.response(forKey: key))
+        XCTAssertEqual(stored.headers.map(\.name).filter { $0.lowercased() == "set-cookie" }, [])
+        XCTAssertTrue(stored.headers.contains { $0.name == "ETag" }, "the other fields are kept")
+    }
+
     func testAMemoryStorageIsAStorageToo() {
         let storage = MemoryResponseStorage(maxBytes: 10_000)
         let transport = answers(2)

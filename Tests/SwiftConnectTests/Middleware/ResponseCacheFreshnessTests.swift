@@ -131,6 +131,14 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertNotStored(["Cache-Control": "max-age=60", "Age": "99999999999999999999999999"])
     }
 
+    /// `Age` is a singleton, but two fields joined arrive as a list: the first member counts (RFC 9111 §5.1); the
+    /// list was read as invalid, so the response counted as new.
+    func testAListOfAgesCountsItsFirst() throws {
+        try assertLifetime(["Cache-Control": "max-age=3630", "Age": "3600, 3600"], servedAt: 29, expiredAt: 31)
+        try assertLifetime(["Cache-Control": "max-age=3630", "Age": "3600,1"], servedAt: 29, expiredAt: 31)
+        try assertNotStored(["Cache-Control": "max-age=30", "Age": "30, 0"])
+    }
+
     /// An `Age` that is not a non-negative integer is ignored.
     func testAnInvalidAgeIsIgnored() throws {
         for age in ["abc", "-5", "1.5", "", "10 s"] {

@@ -601,7 +601,8 @@ public final class ResponseCache: Sendable {
         return "\(scheme)://\(host):\(url.effectivePort ?? -1)"
     }
 
-    /// `response` as a storage keeps it.
+    /// `response` as a storage keeps it: without its `Set-Cookie` fields, which carry a user's session to a file
+    /// that outlives it (the engine stored the cookies when the response came; one served later sets none).
     private static func stored(
         _ response: ConnectResponse, method: HTTPMethod, expiry: Date, receivedAt: Date,
         varying: [(name: String, value: String?)]
@@ -609,8 +610,8 @@ public final class ResponseCache: Sendable {
         var stored = StoredResponse(
             url: response.storedHead.url ?? response.storedRequest.url ?? RelativeBase.url, method: method.rawValue,
             statusCode: response.statusCode,
-            headers: response.head.headerFields.map {
-                StoredResponse.HeaderPair(name: $0.name.rawName, value: $0.value)
+            headers: response.head.headerFields.compactMap {
+                $0.name == .setCookie ? nil : StoredResponse.HeaderPair(name: $0.name.rawName, value: $0.value)
             },
             body: response.data, expiry: expiry,
             varying: varying.map { StoredResponse.HeaderPair(name: $0.name, value: $0.value) })

@@ -25,6 +25,10 @@ public protocol ResponseCacheStorage: Sendable {
     /// The response stored under `key`, or `nil`.
     func response(forKey key: String) -> StoredResponse?
     /// Stores `response` under `key`, replacing what was there.
+    ///
+    /// A storage that cannot keep it (too large for its bound, a write that fails) forgets what was there instead:
+    /// `response` is the server's newest answer, and the older one must not be served in its place. The built-in
+    /// storages do.
     func store(_ response: StoredResponse, forKey key: String)
     /// Forgets the response under `key` and its variants: every key that starts with `key` followed by `" body:"`
     /// (the digest of a request's body, ``CacheRule/keyIncludesBody``) or by `" credentials:"` (the digest of a
@@ -123,9 +127,13 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
         state.withLock { $0.responses[key] }
     }
 
-    /// Stores `response`, forgetting the oldest responses past the bound.
+    /// Stores `response`, forgetting the oldest responses past the bound. A response larger than the bound is not
+    /// kept, and the one it replaces is forgotten.
     public func store(_ response: StoredResponse, forKey key: String) {
-        guard response.size <= maxBytes else { return }
+        guard response.size <= maxBytes else {
+            state.withLock { Self.remove(key, from: &$0) }
+            return
+        }
         let resource = ResponseCache.resource(of: response.url)
         state.withLock { state in
             Self.remove(key, from: &state)
@@ -170,10 +178,13 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 /// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
 /// bounded in bytes (the least recently used go first), and still there after a restart.
 ///
-/// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials
-/// (`Authorization`, cookies, any header named like a secret). The cache tells users apart by a digest of their
-/// credentials that lasts one process only; a lasting one would keep a hash of a password or token on disk. Remove
-/// the folder's responses (``removeAll()``, or ``ResponseCache/removeAll()``) when the user signs out.
+/// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
+/// reached the cache (`Authorization`, a `Cookie` header, any header named like a secret), and never a response's
+/// `Set-Cookie` fields. The cache tells users apart by a digest of their credentials that lasts one process only; a
+/// lasting one would keep a hash of a password or token on disk. Cookies an engine adds from its own cookie storage
+/// (``URLSessionTransport`` does by default) come after the cache, which cannot see them: an app that signs users in
+/// with a session cookie gives its cached rules a key that names the user, and removes the folder's responses
+/// (``removeAll()``, or ``ResponseCache/removeAll()``) when the user signs out.
 public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     /// The folder.
     public let directory: URL
@@ -208,7 +219,13 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             try manager.createDirectory(
                 at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             try manager.setAttributes([.posixPermissions: 0o700], ofItemAtPath: directory.path)
-            for name in try manager.contentsOfDirectory(atPath: directory.path) where name.hasSuffix(".response") {
+            for name in try manager.contentsOfDirectory(atPath: directory.path) {
+                // A file a process stopped writing (it crashed, or was killed) is never renamed into place: it goes.
+                if Self.isTemporary(name) {
+                    try? manager.removeItem(at: directory.appendingPathComponent(name))
+                    continue
+                }
+                guard name.hasSuffix(".response") else { continue }
                 let attributes = try? manager.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
                 let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
                 index[name] = IndexEntry(size: size, used: attributes?[.modificationDate] as? Date ?? .distantPast)
@@ -234,21 +251,29 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     }
 
     /// Writes `response` to its file (atomically, readable by the user only), then forgets the least recently used
-    /// files past the bound.
+    /// files past the bound. A response it cannot keep (larger than the bound, a write that fails: a full disk)
+    /// removes the file it would have replaced.
     public func store(_ response: StoredResponse, forKey key: String) {
         let name = Self.fileName(forKey: key)
-        guard let data = try? JSONEncoder().encode(Record(key: key, response: response)), data.count <= maxBytes
-        else { return }
         let file = directory.appendingPathComponent(name)
+        let forget = {
+            try? FileManager.default.removeItem(at: file)
+            self.index.withLock { $0[name] = nil }
+        }
+        guard let data = try? JSONEncoder().encode(Record(key: key, response: response)), data.count <= maxBytes
+        else { return forget() }
         let temporary = directory.appendingPathComponent(".\(UUID().uuidString).tmp")
         guard
             FileManager.default.createFile(
                 atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-        else { return }
+        else {
+            try? FileManager.default.removeItem(at: temporary)  // A full disk may leave part of it.
+            return forget()
+        }
         // One rename: a reader sees the old file or the new one, never part of one.
         guard rename(temporary.path, file.path) == 0 else {
             try? FileManager.default.removeItem(at: temporary)
-            return
+            return forget()
         }
         let evicted = index.withLock { index -> [String] in
             index[name] = IndexEntry(
@@ -272,6 +297,8 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     /// and a removal reads no file (a cache removes a key for each answer it may not store).
     public func removeResponses(forKey key: String) {
         let exact = Self.fileName(forKey: key)
+        // Whether or not the index knows it (another storage on the folder may have written it).
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(exact))
         readUnknownFiles(except: exact)
         removeFiles { name, entry in
             name == exact || entry.key.map { ResponseCache.isKey($0, orVariantOf: key) } ?? false
@@ -308,13 +335,22 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         }
     }
 
-    /// Forgets every response: their files go.
+    /// Forgets every response: their files go, with any the index does not know (written by another storage on the
+    /// folder, or by a process that stopped while writing one).
     public func removeAll() {
-        let names = index.withLock { index -> [String] in
-            defer { index.removeAll() }
-            return Array(index.keys)
-        }
+        var names = Set(
+            index.withLock { index -> [String] in
+                defer { index.removeAll() }
+                return Array(index.keys)
+            })
+        let present = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        names.formUnion(present.filter { $0.hasSuffix(".response") || Self.isTemporary($0) })
         for name in names { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
+    }
+
+    /// Whether `name` is a file ``store(_:forKey:)`` writes before renaming it into place.
+    private static func isTemporary(_ name: String) -> Bool {
+        name.hasPrefix(".") && name.hasSuffix(".tmp")
     }
 
     /// The bytes of the files it keeps.

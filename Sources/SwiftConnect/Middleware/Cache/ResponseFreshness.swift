@@ -15,14 +15,16 @@ enum ResponseFreshness {
     struct Freshness: Equatable {
         /// How long it may be served from its arrival on, positive.
         var lifetime: TimeInterval
-        /// Its `Age` on arrival, in seconds (0 without one): its age is that plus the time since it came.
+        /// Its age on arrival, in seconds (``initialAge(_:)``): its age is that plus the time since it
+        /// came.
         var age: TimeInterval
         /// Whether it says `Cache-Control: must-revalidate`: once stale, it is not served (RFC 9111 §4.2.4).
         var mustRevalidate: Bool
     }
 
     /// How `response` may be served from `now` on: for `timeToLive`, shortened (never lengthened) by the
-    /// response's `max-age` less its `Age`, or without `max-age` by its `Expires` less its `Date` and `Age`.
+    /// response's `max-age` less its age on arrival (``initialAge(_:)``), or without `max-age` by its
+    /// `Expires` less its `Date` and that age.
     ///
     /// - Parameters:
     ///   - response: The response, whose status was checked already.
@@ -33,7 +35,7 @@ enum ResponseFreshness {
     ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
     static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
         let fields = freshnessFields(of: response.storedHead)
-        let age = age(of: response.header("Age"))
+        let age = initialAge(response.header("Age"))
         var mustRevalidate = false
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
@@ -71,7 +73,7 @@ enum ResponseFreshness {
             stored.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
         }
         if let receivedAt = stored.receivedAt {
-            return receivedAt.addingTimeInterval(-age(of: header("Age")))
+            return receivedAt.addingTimeInterval(-initialAge(header("Age")))
         }
         return header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) }
     }
@@ -102,9 +104,22 @@ enum ResponseFreshness {
         return fields
     }
 
-    /// An `Age` value in seconds, or 0 when there is none or it is not a non-negative integer.
-    private static func age(of value: String?) -> TimeInterval {
-        value.flatMap { deltaSeconds(trimmed(Substring($0))) } ?? 0
+    /// How old a response was when it arrived: its `Age`, or 0.
+    ///
+    /// RFC 9111 §4.2.3 also takes the time since its `Date` if that is more (`apparent_age`). This cache does not:
+    /// that figure is the difference of two clocks, and a client's clock is often wrong (a phone set by hand, a
+    /// laptop back from sleep): a device an hour ahead would find every response fresh for less than an hour stale on
+    /// arrival, and cache nothing. An intermediary that holds a response says so in `Age`, as HTTP/1.1 asks of it.
+    /// A `Date` still dates an `Expires` (the lifetime is `Expires` less `Date`, both the server's clock).
+    ///
+    /// - Parameters:
+    ///   - age: Its `Age` value: the first member of a list (§5.1: `Age: 3600, 3600` from two joined fields is 3600),
+    ///     ignored unless a non-negative integer.
+    /// - Returns: Its age on arrival, in seconds, 0 or more.
+    static func initialAge(_ age: String?) -> TimeInterval {
+        age.flatMap { value in
+            deltaSeconds(trimmed(value.split(separator: ",", omittingEmptySubsequences: false).first ?? ""))
+        } ?? 0
     }
 
     /// `delta-seconds` (`1*DIGIT`, RFC 9111 §1.2.2), saturating at ``maxDeltaSeconds``; `nil` for anything else
