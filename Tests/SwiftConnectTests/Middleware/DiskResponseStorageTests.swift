@@ -285,7 +285,8 @@ final class DiskResponseStorageTests: XCTestCase {
             configuration: ServerConfiguration(host: "api.test"))
         let answer = try XCTUnwrap(value(of: connect.response(for: Route("/todos"), options: rule)))
         XCTAssertEqual(answer.header("Set-Cookie"), "session=secret; HttpOnly")
-        let key = ResponseCache.key(for: URLRequest(url: URL(string: "https://api.test/todos")!), rule: CacheRule(timeToLive: 300))
+        let key = ResponseCache.key(
+            for: URLRequest(url: URL(string: "https://api.test/todos")!), rule: CacheRule(timeToLive: 300))
         let stored = try XCTUnwrap(storage.response(forKey: key))
         XCTAssertEqual(stored.headers.map(\.name).filter { $0.lowercased() == "set-cookie" }, [])
         XCTAssertTrue(stored.headers.contains { $0.name == "ETag" }, "the other fields are kept")
