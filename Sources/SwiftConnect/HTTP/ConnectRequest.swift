@@ -219,6 +219,20 @@ public struct ConnectRequest: Sendable {
 
         init() {}
 
+        /// Sets these on `request`: what a hop's `URLRequest`, made from the core's model, takes from the one the
+        /// caller's request was made from.
+        func apply(to request: inout URLRequest) {
+            if !handlesCookies { request.httpShouldHandleCookies = false }
+            if !allowsCellular { request.allowsCellularAccess = false }
+            if service != 0, let type = URLRequest.NetworkServiceType(rawValue: service) {
+                request.networkServiceType = type
+            }
+            #if !canImport(FoundationNetworking)
+                if !allowsExpensive { request.allowsExpensiveNetworkAccess = false }
+                if !allowsConstrained { request.allowsConstrainedNetworkAccess = false }
+            #endif
+        }
+
         init(_ request: URLRequest) {
             handlesCookies = request.httpShouldHandleCookies
             allowsCellular = request.allowsCellularAccess

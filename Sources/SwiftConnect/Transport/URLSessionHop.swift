@@ -23,6 +23,9 @@ struct URLSessionHopEngine: HTTPEngine {
     /// (URLSession cannot pause a transfer, so a reader that falls further behind fails the stream, as
     /// ``ResponseBodyStream/offer(_:)`` says); no limit when the core reads as bytes come (memory, a file).
     let bufferLimit: Int
+    /// What the caller's `URLRequest` said beyond the core's model (`httpShouldHandleCookies = false`, cellular
+    /// access…), given to every hop's.
+    var extras = ConnectRequest.FoundationExtras()
 
     /// URLSession decodes what it announces in `Accept-Encoding`, and fails a body it cannot decode itself.
     var decodedContentCodings: Set<String> { ["gzip", "x-gzip", "deflate", "br"] }
@@ -116,6 +119,7 @@ struct URLSessionHopEngine: HTTPEngine {
         if case .bytes(let data) = hop.body { request.httpBody = data }
         // The core's deadline ends the exchange; URLSession's own timer must not come first (it counts idle time).
         request.timeoutInterval = hop.deadline?.secondsLeft ?? URLSessionTransport.longestTimeout
+        extras.apply(to: &request)
         // On Linux the transport sends the session's cookies itself (``SessionCookies``).
         if let cookies = delegate.cookies { request = cookies.adding(to: request) }
         return URLSessionTransport.withUsableTimeout(URLSessionTransport.forSession(request))

@@ -196,9 +196,10 @@ public final class URLSessionTransport: Transport {
         var request = request
         // The session's resource timeout bounds the exchange too (FoundationNetworking ignores it).
         if resourceTimeout < request.timeoutInterval { request.timeoutInterval = resourceTimeout }
-        let engine = URLSessionHopEngine(
+        var engine = URLSessionHopEngine(
             transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer, body: request.body),
             bufferLimit: transfer.streaming?.bufferLimit ?? .max)
+        engine.extras = request.foundationExtras
         return EngineExchange(engine: engine, request: request, transfer: transfer).start()
     }
 
@@ -302,7 +303,8 @@ public final class URLSessionTransport: Transport {
         deadline?.cancel()
         guard !promise.future.isCompleted else { return true }  // cancelled or timed out meanwhile: no hop is sent
         if let deadline { original.timeoutInterval = deadline.time.secondsLeft }
-        let engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
+        var engine = URLSessionHopEngine(transport: self, delegate: delegate, isolated: false, bufferLimit: .max)
+        engine.extras = original.foundationExtras
         let first = EngineResponse(
             head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
         var transfer = TransferOptions()

@@ -101,6 +101,27 @@ import XCTest
             XCTAssertEqual(try sent("/dir/echo"), ["\(scoped)=1"])
         }
 
+        /// A request whose `URLRequest` says `httpShouldHandleCookies = false` gets no stored cookie, on the plain
+        /// path and on the core's exchange (a size limit sends it there), where each hop's `URLRequest` is made anew
+        /// and said `true`.
+        func testARequestThatHandlesNoCookiesGetsNoneOnEveryPath() throws {
+            store("stored")
+            var request = URLRequest(url: server.baseURL.appendingPathComponent("echo"))
+            request.httpShouldHandleCookies = false
+            let transport = URLSessionTransport()
+            var limited = TransferOptions()
+            limited.maxResponseBytes = 1 << 20
+            for transfer in [TransferOptions(), limited] {
+                let response = try transport.send(try ConnectRequest(request), transfer: transfer).wait(timeout: 20)
+                XCTAssertFalse(
+                    String(decoding: response.data, as: UTF8.self).contains(name("stored")),
+                    "plain: \(transfer.isPlain)")
+            }
+            request.httpShouldHandleCookies = true
+            let sent = try transport.send(try ConnectRequest(request), transfer: limited).wait(timeout: 20)
+            XCTAssertTrue(String(decoding: sent.data, as: UTF8.self).contains(name("stored")))
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")
