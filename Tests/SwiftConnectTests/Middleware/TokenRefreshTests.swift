@@ -382,6 +382,28 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertNotNil(value(of: third))
     }
 
+    func testAServerErrorDoesNotProveARenewedCredential() throws {
+        // Given: the server answers the renewed credential's first request with 503 (its auth service is down), then
+        // rejects it
+        let answers = Protected([503, 401])
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let isNew = request.value(forHTTPHeaderField: "Authorization") == "Bearer new"
+                let status = isNew ? answers.withLock { $0.isEmpty ? 401 : $0.removeFirst() } : 401
+                return .success(ConnectResponse(request: request, statusCode: status)!)
+            })
+        let stub = RefreshStub()
+        let connect = client(fake, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let first = connect.request(Endpoint())
+        stub.succeed(Self.new)
+        XCTAssertEqual(connectError(of: first)?.statusCode, 503)
+        // When: the next request with it is rejected
+        let second = connectError(of: connect.request(Endpoint()))
+        // Then: the renewed credential was never accepted: no second refresh, the request fails as rejected
+        XCTAssertEqual(second?.kind, .authenticationFailed)
+        XCTAssertEqual(stub.callCount, 1, "a 503 counted as the server accepting the renewed credential")
+    }
+
     // MARK: - Invalid credentials
 
     private func assertInvalidAuthorizationHeader(

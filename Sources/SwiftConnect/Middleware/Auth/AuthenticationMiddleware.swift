@@ -238,7 +238,9 @@ extension AuthenticationMiddleware {
         signedIn epoch: UInt64
     ) {
         guard case .success(let response) = outcome, isUnauthorized(response) else {
-            if case .success = outcome { state.withLock { $0.accepted(signedIn: epoch) } }
+            if case .success(let response) = outcome, Self.provesCredential(response) {
+                state.withLock { $0.accepted(signedIn: epoch) }
+            }
             _ = waiter.promise.completeIfPending(with: outcome)
             return
         }
@@ -260,6 +262,14 @@ extension AuthenticationMiddleware {
         case .fail(let error):
             _ = waiter.promise.completeIfPending(with: .failure(error.from(response)))
         }
+    }
+
+    /// Whether `response` shows that the server read and took the credential: a status below 500 but 408 and 429.
+    /// A server error or a rate limit may come before any check of it: a renewed credential answered so stays
+    /// unproven, and a 401 of it after that ends in a failure, not in another refresh.
+    static func provesCredential(_ response: ConnectResponse) -> Bool {
+        let status = response.statusCode
+        return status < 500 && status != 408 && status != 429
     }
 
     /// Hands the rejection back and asks the client's retry loop to send the request again, now that the
