@@ -260,7 +260,7 @@ struct MiddlewareChain: Sendable {
             let observation = context.transfer.observation
             if let observation {
                 observation.addingFields(to: &request, attempt: context.attempt)
-                observation.record(.attemptStarted(attempt: context.attempt, request: request))
+                observation.recordStart(of: context.attempt, request: request)
             }
             let sent: Future<ConnectResponse>
             if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) {

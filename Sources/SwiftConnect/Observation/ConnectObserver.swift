@@ -71,8 +71,9 @@ extension ConnectCallObserver {
 /// transfer options to the stages that tell them.
 struct CallObservation: Sendable {
     let observers: [any ConnectCallObserver]
-    /// The attempts told ended, so that each is told once.
-    private let ended = Protected<Set<Int>>([])
+    /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
+    /// attempt's request more than once (calling `next` again), and each send is told as its own.
+    private let sends = Protected<[Int: (started: Int, ended: Int)]>([:])
 
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
@@ -90,13 +91,27 @@ struct CallObservation: Sendable {
         for observer in observers { observer.record(event) }
     }
 
-    /// Tells the observers that `attempt` ended, the first time only: an attempt abandoned at its
-    /// `attemptTimeout` is told ended, timed out, when it is abandoned (before the next attempt starts), and not
-    /// again when its cancellation comes through.
+    /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport.
+    func recordStart(of attempt: Int, request: ConnectRequest) {
+        sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
+        record(.attemptStarted(attempt: attempt, request: request))
+    }
+
+    /// Tells the observers that a send of `attempt` ended, once per send started (once for an attempt that shares
+    /// another's request, told of no start of its own): an attempt abandoned at its `attemptTimeout` is told ended,
+    /// timed out, when it is abandoned (before the next attempt starts), and not again when its cancellation comes
+    /// through.
     func recordEnd(
         of attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64? = nil, bytesReceived: Int64? = nil
     ) {
-        guard ended.withLock({ $0.insert(attempt).inserted }) else { return }
+        let isNew = sends.withLock { sends -> Bool in
+            var counts = sends[attempt, default: (0, 0)]
+            guard counts.ended < max(counts.started, 1) else { return false }
+            counts.ended += 1
+            sends[attempt] = counts
+            return true
+        }
+        guard isNew else { return }
         record(
             .attemptEnded(
                 attempt: attempt, status: status, error: error, bytesSent: bytesSent, bytesReceived: bytesReceived))

@@ -96,6 +96,28 @@ final class ConnectObserverTests: XCTestCase {
 
     /// A secret written into an endpoint's query reached every span name, metric label and log line that carries the
     /// template; it is hidden there as in the URL.
+    /// A middleware that sends the attempt's request again (`next` twice) makes two sends of one attempt: each is told
+    /// started and ended. The second's end was dropped as a repeat, so a tracer's span for it stayed open until the
+    /// call ended, and was ended as cancelled.
+    func testEachSendOfAnAttemptIsToldEnded() throws {
+        let observer = RecordingObserver()
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: [.status(503), .json(string: "{}")])
+        let connect = Connect(
+            transport: transport, middlewares: [SendingAgainAfter503()], retryPolicy: nil,
+            settings: Connect.Settings(observers: [observer]))
+        _ = try connect.request(GetTodo()).wait()
+        XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 503", "start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    private struct SendingAgainAfter503: Middleware {
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
+            next(request).flatMap { $0.statusCode == 503 ? next(request) : Future(value: $0) }
+        }
+    }
+
     func testATemplateHidesTheSensitiveValuesOfItsQuery() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
