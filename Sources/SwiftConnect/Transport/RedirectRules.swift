@@ -19,8 +19,8 @@ import Foundation
 ///   URL did not have, or to another origin with any: libcurl would send those credentials as
 ///   `Authorization: Basic` (``bringsCredentialsOfItsOwn(_:to:from:)``).
 /// - **Credentials stay home.** Every header ``HTTPHeader`` treats as sensitive (`Authorization`, `Cookie`,
-///   `X-Api-Key`, `*-Token`…) is removed from a redirected request that changes scheme, host or port
-///   (``redirect(_:from:hadBody:)``).
+///   `X-Api-Key`, `*-Token`…) is removed from a redirected request that changes scheme, host or port, and so is a
+///   `Host` the caller set (``redirect(_:from:hadBody:)``).
 /// - **Method and body by status.** 307 and 308 keep the method and the body, as do 301 and 302 for a method
 ///   other than POST; 303, and 301/302 of a POST, become a GET without the body and without the headers that
 ///   described it (``keepsMethod(_:status:)``). The core sends the body again itself, on every engine (so
@@ -48,6 +48,9 @@ enum RedirectRules {
         for field in request.headerFields where HTTPHeader.isSensitive(name: field.name.rawName) {
             redirected.headerFields[field.name] = nil
         }
+        // A `Host` the caller set names the first server (a virtual host behind an address): sent to another origin,
+        // it would reach the wrong site there and tell it an internal name. The engine writes the new target's.
+        redirected.headerFields[HeaderField.Name("Host")] = nil
         return redirected
     }
 

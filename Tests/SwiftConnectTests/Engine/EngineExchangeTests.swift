@@ -140,6 +140,40 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertNil(hops[1].head.headerFields[.authorization])
     }
 
+    /// A `Host` the caller set names the first server: it does not follow a redirect to another origin (it reached the
+    /// wrong virtual host there, telling it an internal name), and does follow one on the same origin.
+    func testACallersHostStaysWithItsOrigin() throws {
+        let engine = ScriptedEngine([
+            .init(status: 302, fields: [.location: "/same"]),
+            .init(status: 302, fields: [.location: "http://cdn.test/y"]),
+            .init(status: 204),
+        ])
+        var request = request("http://10.0.0.5/x")
+        request.setValue("api.internal", forHTTPHeaderField: "Host")
+        XCTAssertEqual(try engine.send(request).wait(timeout: 10).statusCode, 204)
+        XCTAssertEqual(
+            engine.hops.map { $0.head.headerFields[HeaderField.Name("Host")] }, ["api.internal", "api.internal", nil])
+    }
+
+    /// A redirect's body is read only when it is short and of declared length: one that never ends held the exchange
+    /// until its deadline (for ever without one), where the redirect is followed at once.
+    func testARedirectsEndlessBodyIsNotReadBeforeTheNextHop() throws {
+        let endless = ScriptedEngine([
+            .init(status: 302, fields: [.location: "/next"], chunks: [Data(count: 1000)], ends: false),
+            .init(status: 200, chunks: [Data("answer".utf8)]),
+        ])
+        var slow = request("http://api.test/start")
+        slow.timeoutInterval = 30  // reading the body ended here, timed out
+        XCTAssertEqual(try endless.send(slow).wait(timeout: 60).data, Data("answer".utf8))
+        // A short one of declared length is read to its end (the connection can serve the next hop).
+        let short = ScriptedEngine([
+            .init(
+                status: 301, fields: [.location: "/next", .contentLength: "5"], chunks: [Data("moved".utf8)]),
+            .init(status: 200, chunks: [Data("answer".utf8)]),
+        ])
+        XCTAssertEqual(try short.send(request("http://api.test/start")).wait(timeout: 10).data, Data("answer".utf8))
+    }
+
     func testUserInfoBecomesBasicAuthorizationAndLeavesTheTarget() throws {
         let engine = ScriptedEngine([.init(status: 204)])
         _ = try engine.send(request("http://ann:p%40ss@api.test/me")).wait(timeout: 10)
@@ -299,6 +333,30 @@ final class EngineExchangeTests: XCTestCase {
         let error = try failure(of: engine.send(request("http://api.test/x")))
         XCTAssertEqual(error.kind, .connectionLost)
         XCTAssertTrue(error.message.contains("5 of the 10 bytes"), error.message)
+    }
+
+    /// A streamed answer whose engine ends it short of its `Content-Length` fails its reader as a lost connection,
+    /// as an answer read whole does; it ended as if complete.
+    func testAStreamedBodyShorterThanItsContentLengthFailsItsReader() throws {
+        let engine = ScriptedEngine([.init(status: 200, fields: ["Content-Length": "10"], chunks: [Data("short".utf8)])]
+        )
+        var options = TransferOptions()
+        options.streaming = StreamingOptions()
+        let head = try engine.send(ConnectRequest(url: URL(string: "http://api.test/x")!), transfer: options).wait()
+        let body = try XCTUnwrap(head.bodyStream)
+        let ended = Protected<(any Error)?>(nil)
+        let done = expectation(description: "read")
+        Task {
+            do {
+                while try await body.next() != nil {}
+            } catch {
+                ended.withLock { $0 = error }
+            }
+            done.fulfill()
+        }
+        wait(for: [done], timeout: 10)
+        XCTAssertEqual(
+            (ended.snapshot as? ConnectError)?.kind, .connectionLost, "\(String(describing: ended.snapshot))")
     }
 
     func testADeclaredLengthOverTheLimitStopsAStreamBeforeItsHead() throws {

@@ -164,13 +164,22 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                         underlyingError: URLError(.httpTooManyRedirects)
                     )
                 }
-                // The body of a redirect is not the answer; read to its end, the connection can serve the next hop.
-                // A failure to read it only costs that connection: AsyncHTTPClient's delegate API reports
-                // `requestStreamCancelled` for a redirect answered before the upload's end, which must not fail the
-                // exchange. A cancellation (the deadline, the caller) is seen at the top of the loop.
-                do {
-                    for try await _ in response.body {}
-                } catch {}
+                // The body of a redirect is not the answer. A short one of declared length is read to its end, so
+                // that the connection can serve the next hop; any other (chunked, long, or never ending: it would
+                // hold the exchange until its deadline, for ever without one) is let go unread, and the engine stops
+                // it with its connection. A failure to read it only costs that connection: AsyncHTTPClient's
+                // delegate API reports `requestStreamCancelled` for a redirect answered before the upload's end,
+                // which must not fail the exchange. A cancellation (the deadline, the caller) is seen at the top of
+                // the loop.
+                if let declared = Self.declaredLength(of: head, request: hop), declared <= Self.redirectBodyReadLimit {
+                    var read: Int64 = 0
+                    do {
+                        for try await part in response.body {
+                            read += Int64(part.count)
+                            if read >= declared { break }
+                        }
+                    } catch {}
+                }
                 transfer.observation?.record(.redirected(status: head.statusCode, location: next.request.url))
                 hop = Self.keepingUserinfo(of: hop, on: next.request)
                 bodyFile = next.keepsBody ? bodyFile : nil
@@ -253,7 +262,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // As for a body read whole: a length over the limit stops the exchange before any of it is read.
             throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
         }
-        progress?.startReceiving(expected: Self.declaredLength(of: head, request: original))
+        let declared = Self.declaredLength(of: head, request: original)
+        progress?.startReceiving(expected: declared)
         let body = ResponseBodyStream(options: options)
         body.setCancelHandler { [state] in state.withLock { $0.task }?.cancel() }
         state.withLock { $0.stream = body }
@@ -270,6 +280,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             }
             // A body an engine ended because the exchange was cancelled (the deadline) is cut, not complete.
             try Task.checkCancellation()
+            // So is one shorter than its `Content-Length`, whatever the engine said: as for a body read whole.
+            if let declared, received < declared, engine.decodedContentCodings.isEmpty {
+                throw Self.cutShort(received: received, of: declared, request: original, head: head)
+            }
             progress?.finish()
             body.finish()
         } catch {
@@ -277,6 +291,19 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         return answer
     }
+
+    /// The failure of a body that ended after `received` of the `declared` bytes its `Content-Length` announced.
+    static func cutShort(received: Int64, of declared: Int64, request: ConnectRequest, head: ConnectResponse)
+        -> ConnectError
+    {
+        ConnectError(
+            .connectionLost,
+            message: "the response ended after \(received) of the \(declared) bytes its Content-Length announced",
+            request: .sent(request), head: head.storedHead, underlyingError: URLError(.networkConnectionLost))
+    }
+
+    /// The longest redirect body the exchange reads to keep its connection for the next hop, in bytes.
+    static var redirectBodyReadLimit: Int64 { 64 << 10 }
 
     /// The body length `head` declares, when it counts the bytes that follow: not for a content-encoded body (the
     /// length is the encoded one), nor where no body follows (a HEAD's answer, 1xx, 204, 304).
@@ -325,11 +352,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // complete: it never replaces a download's destination nor becomes an answer.
             try Task.checkCancellation()
             if let declared, received < declared, engine.decodedContentCodings.isEmpty {
-                throw ConnectError(
-                    .connectionLost,
-                    message:
-                        "the response ended after \(received) of the \(declared) bytes its Content-Length announced",
-                    request: .sent(original), head: head.storedHead, underlyingError: URLError(.networkConnectionLost))
+                throw Self.cutShort(received: received, of: declared, request: original, head: head)
             }
             if let download {
                 try fileAccess(download.url) {
