@@ -66,6 +66,15 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// Why the URL this configuration was made from cannot be a server's (``init(baseURL:defaultHeaders:)``).
     private var urlProblem: String?
+    /// The query items of the base URL this configuration was made from, as they were written there, beside
+    /// ``defaultQueryItems`` as they were read from it: sent as written while those are unchanged (`+` stays `+`,
+    /// a bare `debug` stays bare).
+    private var writtenQuery: WrittenQuery?
+
+    private struct WrittenQuery: Sendable, Equatable {
+        let decoded: [URLQueryItem]
+        let encoded: [URLQueryItem]
+    }
 
     /// A configuration from a base URL, such as JustAPIs' and Remotli's clients took: its scheme, host, port and
     /// path (the base path), and its query items as ``defaultQueryItems``.
@@ -86,11 +95,16 @@ public struct ServerConfiguration: Sendable, Equatable {
         let components = URLComponents(url: baseURL, resolvingAgainstBaseURL: true)
         let scheme = components?.scheme?.lowercased()
         var host = components?.host ?? ""
-        if host.contains(":") { host = "[" + host + "]" }  // an IPv6 address, written as a URL writes it
+        // An IPv6 address, written as a URL writes it (Foundation hands it over bracketed on Linux, bare on Apple).
+        if host.contains(":"), !host.hasPrefix("[") { host = "[" + host + "]" }
+        let queryItems = components?.queryItems ?? []
         self.init(
             scheme: scheme == "http" ? .http : .https, host: host, port: components?.port,
             basePath: components?.percentEncodedPath ?? "", defaultHeaders: defaultHeaders,
-            defaultQueryItems: components?.queryItems ?? [])
+            defaultQueryItems: queryItems)
+        if let encoded = components?.percentEncodedQueryItems, encoded.count == queryItems.count {
+            writtenQuery = WrittenQuery(decoded: queryItems, encoded: encoded)
+        }
         let shown = Redaction.urlText(baseURL.absoluteString)
         if scheme != "http" && scheme != "https" {
             urlProblem = "'\(shown)' is not an http or https URL"
@@ -148,9 +162,15 @@ public struct ServerConfiguration: Sendable, Equatable {
         if host.contains("://") {
             return "the host '\(Redaction.urlText(host))' is a URL: give the host alone, and the scheme as `scheme:`"
         }
-        if host.contains(where: { $0.isWhitespace || "/?#@\\".contains($0) }) {
+        if let at = host.lastIndex(of: "@") {
+            // Never quoted: what comes before the `@` may be a password.
+            return "the host '…@\(Redaction.urlText(String(host[host.index(after: at)...])))' holds a user name or "
+                + "password, which a host cannot: give credentials as an AuthorizationToken or through an "
+                + "authentication middleware"
+        }
+        if host.contains(where: { $0.isWhitespace || "/?#\\".contains($0) }) {
             return
-                "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?', '#' or '@')"
+                "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?' or '#')"
         }
         let isBracketedIPv6 = host.hasPrefix("[") && host.hasSuffix("]")
         if !isBracketedIPv6, host.contains(":") {
@@ -192,15 +212,21 @@ public struct ServerConfiguration: Sendable, Equatable {
             || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
-    /// `url` with the default query items it has no item of the same name for appended, RFC 3986 encoded.
+    /// `url` with the default query items it has no item of the same name for appended: RFC 3986 encoded, or as the
+    /// base URL wrote them when they came from one; an item without a value as its name alone.
     func appendingDefaultQueryItems(to url: URL?) -> URL? {
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
         let present = Set((components.queryItems ?? []).map(\.name))
-        let missing = defaultQueryItems.filter { !present.contains($0.name) }
-        guard !missing.isEmpty else { return url }
-        let added = missing.map { item in
-            PercentEncoding.encoded(item.name) + "=" + PercentEncoding.encoded(item.value ?? "")
+        let written = writtenQuery.flatMap { $0.decoded == defaultQueryItems ? $0.encoded : nil }
+        let added = defaultQueryItems.indices.compactMap { index -> String? in
+            let item = defaultQueryItems[index]
+            guard !present.contains(item.name) else { return nil }
+            if let written {
+                return written[index].name + (written[index].value.map { "=" + $0 } ?? "")
+            }
+            return PercentEncoding.encoded(item.name) + (item.value.map { "=" + PercentEncoding.encoded($0) } ?? "")
         }.joined(separator: "&")
+        guard !added.isEmpty else { return url }
         if let existing = components.percentEncodedQuery, !existing.isEmpty {
             components.percentEncodedQuery = existing + "&" + added
         } else {

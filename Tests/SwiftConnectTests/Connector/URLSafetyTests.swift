@@ -56,6 +56,36 @@ final class URLSafetyTests: XCTestCase {
         }
     }
 
+    /// A password written into `host` is never quoted in the refusal (the message showed it whole).
+    func testAPasswordInTheHostIsNotShown() throws {
+        let error = try refusal(
+            Route("/todos"), configuration: ServerConfiguration(host: "admin:s3cret@api.example.com"))
+        XCTAssertFalse(error.description.contains("s3cret"), error.description)
+        XCTAssertTrue(error.message.contains("user name or password"), error.message)
+    }
+
+    /// A base URL with an IPv6 host makes its URL (Foundation hands the host over bracketed on Linux: bracketed again,
+    /// it made no URL, and every request failed), and its query goes out as written: `+` stays `+` (it became
+    /// `%2B`) and a bare flag stays bare (it became `debug=`).
+    func testABaseURLsIPv6HostAndQueryAreKeptAsWritten() throws {
+        let v6 = ServerConfiguration(baseURL: try XCTUnwrap(URL(string: "http://[::1]:8080/v2")))
+        XCTAssertEqual(v6.baseURL?.absoluteString, "http://[::1]:8080/v2")
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            configuration: ServerConfiguration(
+                baseURL: try XCTUnwrap(URL(string: "https://api.test/v1?fields=id+name&debug&q=a%20b"))))
+        _ = try connect.request(Route("/todos?page=2")).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.first?.url?.query, "page=2&fields=id+name&debug&q=a%20b")
+        // Changed by the app, the items are encoded as any: a value without a value is the name alone.
+        var changed = ServerConfiguration(baseURL: try XCTUnwrap(URL(string: "https://api.test/v1?a=1")))
+        changed.defaultQueryItems.append(URLQueryItem(name: "flag", value: nil))
+        let other = FakeTransport.answering(.json(string: "{}"))
+        _ = try Connect(transport: other, retryPolicy: nil, configuration: changed).request(Route("/todos")).wait(
+            timeout: 5)
+        XCTAssertEqual(other.requests.first?.url?.query, "a=1&flag")
+    }
+
     func testValidServerConfigurationsStillMakeTheirURLs() throws {
         XCTAssertEqual(
             ServerConfiguration(host: "api.example.com", port: 8443, basePath: "v2/a%20b").baseURL?.absoluteString,
