@@ -107,7 +107,8 @@ final class ConnectObserverTests: XCTestCase {
             transport: transport, middlewares: [SendingAgainAfter503()], retryPolicy: nil,
             settings: Connect.Settings(observers: [observer]))
         _ = try connect.request(GetTodo()).wait()
-        XCTAssertEqual(observer.events.values, ["start 1 -", "end 1 503", "start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(
+            observer.events.values, ["start 1 -", "end 1 503", "start 1 -", "end 1 200", "call 200 after 1"])
     }
 
     private struct SendingAgainAfter503: Middleware {
