@@ -1,7 +1,7 @@
 import Foundation
 
 /// HTTP-dates (RFC 9110 §5.6.7), as `Retry-After`, `Expires` and `Date` carry them.
-enum HTTPDate {
+package enum HTTPDate {
     /// An HTTP-date in any of its three forms: IMF-fixdate (`Sun, 06 Nov 1994 08:49:37 GMT`), the obsolete
     /// RFC 850 form (`Sunday, 06-Nov-94 08:49:37 GMT`) and the obsolete asctime form (`Sun Nov  6 08:49:37 1994`).
     ///
@@ -10,7 +10,7 @@ enum HTTPDate {
     ///   - now: The current time: an RFC 850 two-digit year more than 50 years after it is the latest past year
     ///     with those digits (RFC 9110 §5.6.7).
     /// - Returns: The date, or `nil` when `text` is in none of the forms.
-    static func date(from text: String, now: Date) -> Date? {
+    package static func date(from text: String, now: Date) -> Date? {
         // An HTTP-date is visible ASCII, 33 characters at most (`Wednesday, 09-Nov-94 08:49:37 GMT`). Nothing else
         // reaches DateFormatter, which on Linux stops the process on some other text: " \u{0657} ", a combining mark
         // after a space, fails its "Incorrect range" precondition (found by fuzzing the header parsers).

@@ -38,6 +38,25 @@ enum RecordingRedaction {
             method: request.method.rawValue, url: url(request.url, secrets: secrets), headerFields: fields, body: body)
     }
 
+    /// A request read from an archive, redacted by name as a live request is: a browser's export holds its secrets
+    /// as they were sent, and would match no live request (whose secrets are placeholders) nor keep them out of a
+    /// message. A request this library recorded is unchanged (its placeholders redact to themselves).
+    static func request(_ recorded: RecordedRequest) -> RecordedRequest {
+        var fields = HeaderFields()
+        for field in recorded.headerFields {
+            let name = field.name.rawName
+            fields.append(
+                HeaderField(
+                    name: field.name, value: HTTPHeader.isSensitive(name: name) ? placeholder(name) : field.value))
+        }
+        let body =
+            recorded.body.isEmpty
+            ? recorded.body
+            : requestBody(
+                recorded.body, contentType: recorded.headerFields[.contentType], secrets: SecretValues(values: []))
+        return RecordedRequest(method: recorded.method, url: url(recorded.url), headerFields: fields, body: body)
+    }
+
     /// `url` without its password (a placeholder instead), its fragment (never sent), with `secrets` hidden in its
     /// path and query (a token an earlier response handed out, sent back as a path segment or under a name no rule
     /// knows), and with its secret query items' values replaced.
@@ -126,7 +145,7 @@ enum RecordingRedaction {
             let text = String(data: data, encoding: .utf8)
         {
             redacted = Data(redactedForm(text).utf8)
-        } else if let json = redactedJSON(data) {
+        } else if let json = redactedJSON(data) ?? redactedJSONLines(data) {
             redacted = json
         }
         return hidingValues(in: redacted, secrets: secrets)
@@ -150,8 +169,8 @@ enum RecordingRedaction {
             var value: String
             if HTTPHeader.isSensitive(name: name) {
                 value = placeholder(name)
-            } else if urlValuedFields.contains(field.name), let url = URL(string: field.value), url.query != nil {
-                value = self.url(url).absoluteString
+            } else if urlValuedFields.contains(field.name) {
+                value = redactedURLText(field.value)
             } else {
                 value = field.value
             }
@@ -161,10 +180,19 @@ enum RecordingRedaction {
         return redacted
     }
 
-    /// A response body with secret JSON fields replaced (a token endpoint's answer) and the request's secret values
-    /// hidden wherever they appear (a server that echoes the request).
-    static func responseBody(_ data: Data, secrets: SecretValues) -> Data {
-        hidingValues(in: redactedJSON(data) ?? data, secrets: secrets)
+    /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines or a
+    /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default) and the request's secret values hidden
+    /// wherever they appear (a server that echoes the request).
+    static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
+        if isForm(contentType), let text = String(data: data, encoding: .utf8) {
+            return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
+        }
+        return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
+    }
+
+    /// Whether `contentType` is a URL-encoded form.
+    private static func isForm(_ contentType: String?) -> Bool {
+        contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true
     }
 
     /// The secret values a response hands out, to hide wherever a later exchange shows them: each cookie's value in
@@ -174,16 +202,89 @@ enum RecordingRedaction {
         secretsHandedOut(fields: response.head.headerFields, body: response.data)
     }
 
-    /// The secret values a response with these fields and this body hands out.
+    /// The secret values a response with these fields and this body hands out: its cookies' values, and the strings
+    /// under a secret name of its body (JSON, JSON lines, or a URL-encoded form).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value)
-        let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        if first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed])
-        {
-            collectSecretStrings(json, underSecretKey: false, into: &found)
+        if isForm(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
+            for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+                let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+                guard parts.count == 2 else { continue }
+                let name = parts[0].replacingOccurrences(of: "+", with: " ")
+                let value = parts[1].replacingOccurrences(of: "+", with: " ")
+                guard Redaction.isSensitiveQueryItem(name.removingPercentEncoding ?? name) else { continue }
+                found.append(value.removingPercentEncoding ?? value)
+            }
+            return found.filter { !$0.isEmpty }
+        }
+        for document in jsonDocuments(in: body) {
+            collectSecretStrings(document, underSecretKey: false, into: &found)
         }
         return found
+    }
+
+    /// The JSON value `body` is, or the values of its lines (JSON lines); none when it is neither.
+    private static func jsonDocuments(in body: Data) -> [Any] {
+        let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
+        guard first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return [] }
+        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) { return [json] }
+        return jsonLines(body) ?? []
+    }
+
+    /// The values of JSON lines (NDJSON), blank lines skipped; `nil` unless every other line is a JSON value.
+    private static func jsonLines(_ data: Data) -> [Any]? {
+        guard data.contains(0x0A) else { return nil }
+        var values: [Any] = []
+        for line in data.split(separator: 0x0A) {
+            guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
+                return nil
+            }
+            values.append(json)
+        }
+        return values.isEmpty ? nil : values
+    }
+
+    /// JSON lines with the values of secret keys replaced line by line (a line without one kept byte for byte);
+    /// `nil` when `data` is not JSON lines or has no secret key.
+    private static func redactedJSONLines(_ data: Data) -> Data? {
+        guard let values = jsonLines(data), values.contains(where: containsSecretKey) else { return nil }
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        var lines: [Data] = []
+        for line in data.split(separator: 0x0A, omittingEmptySubsequences: false) {
+            guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]),
+                containsSecretKey(json)
+            else {
+                lines.append(Data(line))
+                continue
+            }
+            guard
+                let redacted = try? JSONSerialization.data(withJSONObject: redactingSecretKeys(json), options: options)
+            else { return Data(placeholder("body").utf8) }
+            lines.append(redacted)
+        }
+        return Data(lines.joined(separator: [0x0A]))
+    }
+
+    /// A URL-valued response field (`Location`) with a password and the values of secret query and fragment items
+    /// replaced: an OAuth answer's `Location: myapp://cb#access_token=…` keeps its shape, not its token. Text that
+    /// holds none is kept byte for byte.
+    private static func redactedURLText(_ text: String) -> String {
+        guard var components = URLComponents(string: text) else { return text }
+        var changed = false
+        if components.password != nil {
+            components.percentEncodedPassword = encoded(placeholder("password"))
+            changed = true
+        }
+        if let query = components.percentEncodedQuery, redactedForm(query) != query {
+            components.percentEncodedQuery = redactedForm(query)
+            changed = true
+        }
+        if let fragment = components.percentEncodedFragment, redactedForm(fragment) != fragment {
+            components.percentEncodedFragment = redactedForm(fragment)
+            changed = true
+        }
+        return changed ? components.string ?? placeholder("url") : text
     }
 
     private static func collectSecretStrings(_ value: Any, underSecretKey: Bool, into found: inout [String]) {

@@ -36,7 +36,7 @@ extension RecordingTransport {
         do {
             let har = try HAR(contentsOf: url)
             state.entries = har.log.entries
-            state.requests = har.log.entries.map { RecordedRequest($0.request) }
+            state.requests = har.log.entries.map { RecordedRequest($0.request).map(RecordingRedaction.request) }
             state.used = Array(repeating: false, count: har.log.entries.count)
         } catch {
             let message = "RecordingTransport: \(url.path) is not a HAR file a replay can read: \(error)"

@@ -205,7 +205,8 @@ extension RecordingTransport {
             return a != b ? a < b : left.offset < right.offset
         }
         var fields = RecordingRedaction.responseFields(HeaderFields(sorted.map(\.element)), secrets: secrets)
-        let body = RecordingRedaction.responseBody(response.data, secrets: secrets)
+        let body = RecordingRedaction.responseBody(
+            response.data, contentType: response.head.headerFields[.contentType], secrets: secrets)
         if fields.contains(.contentLength), !isBodiless { fields[.contentLength] = String(body.count) }
         var archived = HAR.Response(
             status: response.statusCode,

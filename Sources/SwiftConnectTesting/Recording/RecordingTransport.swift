@@ -273,6 +273,9 @@ public final class RecordingTransport: Transport, Sendable {
         switch claim(redacted) {
         case .success(let entry):
             noteSecretsHandedOut(by: entry)
+            // The replay clock's `now` is when the answer was given: a `Retry-After` date is measured against it as it
+            // was when recorded (against 2024, a wait of years, the client's policy would not retry).
+            if let clock = retryClock as? ImmediateRetryClock, let date = Self.answeredAt(entry) { clock.now = date }
             if transfer.streaming != nil { return replayStreamed(entry, for: request, transfer: transfer) }
             if !replaysLatencies, let deadline = Self.deadline(of: request), entry.time > deadline {
                 // Instant replay keeps the recorded time: an answer that came after the request's deadline is the
@@ -287,6 +290,19 @@ public final class RecordingTransport: Transport, Sendable {
             }
             return Future(error: failure.connectError(for: request))
         }
+    }
+
+    /// When a recorded answer was given: its `Date`, else when its request started (the archive's `startedDateTime`)
+    /// plus the time it took; `nil` when it says neither.
+    static func answeredAt(_ entry: HAR.Entry) -> Date? {
+        let dateField = entry.response.headers.first { $0.name.lowercased() == "date" }?.value
+        if let dateField, let date = HTTPDate.date(from: dateField.trimmingCharacters(in: .whitespaces), now: Date()) {
+            return date
+        }
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        let started = formatter.date(from: entry.startedDateTime)
+        return started.map { $0.addingTimeInterval(max(0, entry.time) / 1000) }
     }
 
     /// Keeps the secrets a replayed answer hands out, as the client will see them (placeholders filled), so that a
@@ -308,8 +324,9 @@ public final class RecordingTransport: Transport, Sendable {
     }
 
     /// A clock for the client's ``SwiftConnect/RetryPolicy`` that fits the mode: in replay, an
-    /// ``ImmediateRetryClock`` (back-off and `Retry-After` waits end at once, and are listed in its `delays`); in the
-    /// modes that record, the real clock, as the server expects.
+    /// ``ImmediateRetryClock`` (back-off and `Retry-After` waits end at once, and are listed in its `delays`), whose
+    /// `now` is when the answer last replayed was given (its `Date`), so that a `Retry-After` date measures as it did
+    /// when recorded; in the modes that record, the real clock, as the server expects.
     ///
     /// ```swift
     /// let transport = RecordingTransport(wrapping: URLSessionTransport())

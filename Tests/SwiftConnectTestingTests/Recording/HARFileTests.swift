@@ -111,6 +111,34 @@ final class HARFileTests: XCTestCase {
         XCTAssertEqual(names, names.sorted(), "header fields in a stable order")
     }
 
+    /// A browser's export holds the secrets it sent: its requests are redacted as live ones are, so a request with an
+    /// API key and a password matches (it never did: the live side's were placeholders), and no message shows them.
+    func testABrowsersExportWithSecretsReplays() throws {
+        let export = #"""
+            {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "537.36"}, "entries": [{
+              "startedDateTime": "2024-05-01T10:00:00.123Z", "time": 10,
+              "request": {"method": "POST", "url": "https://example.com/login?api_key=ak-EXPORTED-1", "httpVersion": "h2",
+                "headers": [{"name": "authorization", "value": "Bearer tok-EXPORTED-2"},
+                            {"name": "content-type", "value": "application/json"}],
+                "queryString": [], "cookies": [], "headersSize": -1, "bodySize": 0,
+                "postData": {"mimeType": "application/json", "text": "{\"password\":\"pw-EXPORTED-3\",\"user\":\"amy\"}"}},
+              "response": {"status": 200, "statusText": "", "httpVersion": "h2",
+                "headers": [{"name": "content-type", "value": "application/json"}],
+                "content": {"size": 2, "mimeType": "application/json", "text": "{}"},
+                "redirectURL": "", "headersSize": -1, "bodySize": -1},
+              "cache": {}, "timings": {"send": 0, "wait": 10, "receive": 0}}]}}
+            """#
+        let file = folder.appendingPathComponent("export-secrets.har")
+        try Data(export.utf8).write(to: file)
+        let replayer = RecordingTransport(fileURL: file, mode: .replay)
+        var request = try connectRequest(
+            .post, "https://example.com/login?api_key=ak-LIVE-1",
+            headers: [.authorization: "Bearer tok-LIVE-2", .contentType: "application/json"])
+        request.httpBody = Data(#"{"password":"pw-LIVE-3","user":"amy"}"#.utf8)
+        let response = try replayer.send(request, transfer: TransferOptions()).wait()
+        XCTAssertEqual(response.statusCode, 200)
+    }
+
     func testABrowsersExportReplays() throws {
         // Given: the shape Chrome and Firefox export, with fields this model does not know and some it lacks
         let export = #"""

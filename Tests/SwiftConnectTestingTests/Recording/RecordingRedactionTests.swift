@@ -70,7 +70,8 @@ final class RecordingRedactionTests: XCTestCase {
         ]
         // When
         let redactedFields = RecordingRedaction.responseFields(fields, secrets: secrets)
-        let body = RecordingRedaction.responseBody(Data(#"{"echo":"ak-31415926"}"#.utf8), secrets: secrets)
+        let body = RecordingRedaction.responseBody(
+            Data(#"{"echo":"ak-31415926"}"#.utf8), contentType: "application/json", secrets: secrets)
         // Then
         XCTAssertEqual(redactedFields[.setCookie], "sid=<redacted:sid>; Path=/; Secure")
         XCTAssertEqual(redactedFields[.location], "https://api.test/b?access_token=%3Credacted%3Aaccess_token%3E&x=1")

@@ -162,6 +162,82 @@ final class RecordingSecretsTests: XCTestCase {
             ["=<redacted:>; Path=/", "=<redacted:>; Path=/"])
     }
 
+    /// A token endpoint that answers a URL-encoded form (GitHub's default, OAuth 1.0a), an answer of JSON lines, and
+    /// a redirect whose `Location` carries a token in its fragment or a password: none of their secrets reach the
+    /// file (each was written as it came), and a later echo of the form's token is hidden too.
+    func testFormAndJSONLinesBodiesAndLocationsAreRedacted() throws {
+        server.route("POST", "/oauth/access_token") { _ in
+            LocalServer.Response(
+                status: 200, headers: [("Content-Type", "application/x-www-form-urlencoded")],
+                body: Data("access_token=tok-FORM-24680&scope=repo&token_type=bearer".utf8))
+        }
+        server.route("GET", "/lines") { _ in
+            LocalServer.Response(
+                status: 200, headers: [("Content-Type", "application/x-ndjson")],
+                body: Data("{\"id\":1}\n{\"session_token\":\"tok-LINES-13579\"}\n".utf8))
+        }
+        server.route("GET", "/authorize") { _ in
+            LocalServer.Response(
+                status: 302, headers: [("Location", "myapp://cb#access_token=tok-FRAGMENT-11223&state=s1")])
+        }
+        server.route("GET", "/basic") { _ in
+            LocalServer.Response(status: 302, headers: [("Location", "ftp://amy:tok-LOCPASS-44556@files.test/x")])
+        }
+        let file = folder.appendingPathComponent("forms.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        let form = try recorder.request(
+            RecordingEndpoint(baseURL: server.baseURL, endpoint: "/oauth/access_token", method: .post)
+        ).wait()
+        XCTAssertTrue(String(decoding: form, as: UTF8.self).contains("tok-FORM-24680"), "the app gets the token")
+        _ = try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/echo?ref=tok-FORM-24680"))
+            .wait()
+        _ = try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/lines")).wait()
+        for path in ["/authorize", "/basic"] {
+            // Not followed (another scheme): the 3xx is the answer, recorded whatever the client makes of it.
+            _ = try? recorder.response(for: RecordingEndpoint(baseURL: server.baseURL, endpoint: path)).wait()
+        }
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for secret in ["tok-FORM-24680", "tok-LINES-13579", "tok-FRAGMENT-11223", "tok-LOCPASS-44556"] {
+            XCTAssertFalse(text.contains(secret), "\(secret) in \(text)")
+        }
+        XCTAssertTrue(text.contains("scope=repo"), "the rest of the form is kept")
+        XCTAssertTrue(text.contains("state=s1"), "the rest of the fragment is kept")
+    }
+
+    /// A `Retry-After` date replays as it was recorded: the replay clock stands at the answer's `Date`, where it stood
+    /// at 2024 and measured a wait of years, which the policy refused, so the recorded retry never came.
+    func testARetryAfterDateReplaysItsRetry() throws {
+        let answers = Protected(0)
+        server.route("GET", "/busy") { _ in
+            let count = answers.withLock {
+                $0 += 1
+                return $0
+            }
+            guard count == 1 else { return .json(string: #"{"ok":true}"#) }
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
+            return LocalServer.Response(
+                status: 503, headers: [("Retry-After", formatter.string(from: Date().addingTimeInterval(1)))])
+        }
+        let file = folder.appendingPathComponent("retry-after.har")
+        let recording = RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record)
+        let recorder = Connect(transport: recording, retryPolicy: RetryPolicy(clock: recording.retryClock))
+        XCTAssertEqual(
+            String(
+                decoding: try recorder.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/busy")).wait(
+                    timeout: 30), as: UTF8.self), #"{"ok":true}"#)
+        XCTAssertTrue(recording.waitUntilRecorded())
+        let replaying = RecordingTransport(fileURL: file, mode: .replay)
+        let replay = Connect(transport: replaying, retryPolicy: RetryPolicy(clock: replaying.retryClock))
+        let replayed = try replay.request(RecordingEndpoint(baseURL: server.baseURL, endpoint: "/busy")).wait(
+            timeout: 10)
+        XCTAssertEqual(String(decoding: replayed, as: UTF8.self), #"{"ok":true}"#)
+    }
+
     func testATokenAnEarlierAnswerHandedOutIsHiddenInLaterRequestURLsAndReplayStillMatches() throws {
         // Given: a login that hands out a token, then a call that sends it back in its path and under a query name
         // no rule knows
