@@ -315,7 +315,13 @@ struct MiddlewareChain: Sendable {
         sent.whenComplete { result in
             switch result {
             case .success(let response):
-                let received = response.bodyStream == nil && !isDownload ? Int64(response.data.count) : nil
+                // A body that came content-encoded (gzip) was decoded on its way: its size on the wire, which
+                // OpenTelemetry's body-size metric counts, is not known here.
+                let encoded = response.head.headerFields[HeaderField.Name("Content-Encoding")].map {
+                    $0.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+                }
+                let received =
+                    response.bodyStream == nil && !isDownload && encoded != true ? Int64(response.data.count) : nil
                 observation.recordEnd(
                     of: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent,
                     bytesReceived: received)

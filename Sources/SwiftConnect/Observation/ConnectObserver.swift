@@ -148,8 +148,8 @@ public enum ConnectEvent: Sendable {
     case attemptStarted(attempt: Int, request: ConnectRequest)
     /// An attempt ended with a response (`status`) or an error (`error`) before one arrived. `bytesSent` is the
     /// request body's size (`nil` for one streamed from an `InputStream` or a file); `bytesReceived` the response
-    /// body's, when it arrived whole (`nil` for a streamed response, whose attempt ends with its head, or a download
-    /// to a file).
+    /// body's, when it arrived whole (`nil` for a streamed response, whose attempt ends with its head, a download
+    /// to a file, or a body that came content-encoded, whose size on the wire is not known once decoded).
     case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)
     /// The transport followed a redirect of `status` to `location` within the attempt.
     case redirected(status: Int, location: URL)

@@ -111,6 +111,29 @@ final class ConnectObserverTests: XCTestCase {
             observer.events.values, ["start 1 -", "end 1 503", "start 1 -", "end 1 200", "call 200 after 1"])
     }
 
+    /// The body size an attempt reports is the body's as it came: none for one that came content-encoded, decoded on
+    /// its way (OpenTelemetry's `http.client.response.body.size` counts the bytes on the wire, and got the decoded
+    /// size, several times more).
+    func testAContentEncodedBodyReportsNoSize() throws {
+        final class Sizes: ConnectObserver, ConnectCallObserver {
+            let received = Recorder<Int64?>()
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                if case .attemptEnded(_, _, _, _, let bytes) = event { received.append(bytes) }
+            }
+        }
+        let sizes = Sizes()
+        let transport = FakeTransport()
+        transport.stub("/plain", with: .json(string: "{}"))
+        transport.stub("/zipped", with: .json(string: "{}", headers: ["Content-Encoding": "gzip"]))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(observers: [sizes]))
+        let base = URL(string: "https://api.example.com")!
+        _ = try connect.request(Route("/plain", baseURL: base)).wait()
+        _ = try connect.request(Route("/zipped", baseURL: base)).wait()
+        XCTAssertEqual(sizes.received.values, [2, nil])
+    }
+
     private struct SendingAgainAfter503: Middleware {
         func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
             ConnectResponse

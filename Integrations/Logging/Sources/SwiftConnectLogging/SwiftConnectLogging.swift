@@ -87,18 +87,32 @@ public struct LoggingObserver: ConnectObserver {
             logger[metadataKey: "http.request.method_original"] = .string(call.method.rawValue)
         }
         if !call.pathTemplate.isEmpty { logger[metadataKey: "url.template"] = .string(call.pathTemplate) }
-        return CallLogging(logger: logger, url: call.request.redactedURL)
+        return CallLogging(logger: logger, request: call.request)
     }
 }
 
 /// The lines of one call.
 struct CallLogging: ConnectCallObserver {
     let logger: Logger
-    let url: String
+    /// The request as the call began: its URL, redacted, is each line's `url.full`.
+    let request: ConnectRequest
+    /// The request of the latest attempt, as it went out (a middleware's credential added): a redirect's `Location`
+    /// is shown with its secret values hidden.
+    private let latest = LatestRequest()
+
+    init(logger: Logger, request: ConnectRequest) {
+        self.logger = logger
+        self.request = request
+    }
+
+    /// The call's URL, redacted: worked out for a line that is logged only (swift-log takes metadata as an
+    /// autoclosure), as redacting it reads the request's body for secret values.
+    private var url: String { request.redactedURL }
 
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, let request):
+            latest.set(request)
             guard attempt > 1 else { return }
             logger.info(
                 "sending again (attempt \(attempt))",
@@ -123,7 +137,7 @@ struct CallLogging: ConnectCallObserver {
                 "followed a \(status) redirect",
                 metadata: [
                     "http.response.status_code": "\(status)",
-                    "location": .string(ConnectRequest(url: location).redactedURL),
+                    "location": .string(latest.redacted(location, else: request)),
                 ])
         case .queueWaited(let seconds):
             logger.debug(
@@ -166,5 +180,27 @@ struct CallLogging: ConnectCallObserver {
 
     private static func milliseconds(_ seconds: TimeInterval) -> Int {
         Int((seconds * 1000).rounded())
+    }
+}
+
+/// The request of a call's latest attempt, for hiding its secret values in a redirect's `Location` (a token sent in
+/// `Authorization` that a server echoes in the URL it redirects to).
+final class LatestRequest:
+    // Checked by hand: `lock` protects `request`.
+    @unchecked Sendable
+{
+    private let lock = NSLock()
+    private var request: ConnectRequest?
+
+    func set(_ request: ConnectRequest) {
+        lock.withLock { self.request = request }
+    }
+
+    /// `location` redacted as ``SwiftConnect/ConnectRequest/redactedURL`` redacts a URL, the latest request's secret
+    /// values (or `fallback`'s, before any attempt) hidden in it too.
+    func redacted(_ location: URL, else fallback: ConnectRequest) -> String {
+        var shown = lock.withLock { request } ?? fallback
+        shown.url = location
+        return shown.redactedURL
     }
 }

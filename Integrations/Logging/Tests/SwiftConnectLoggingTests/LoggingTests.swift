@@ -64,6 +64,21 @@ final class LoggingTests: XCTestCase {
         XCTAssertFalse(url.contains("s3cr3t"), url)
     }
 
+    /// A redirect's `Location` is logged with the request's secret values hidden, as its URL is: a server that echoes
+    /// the token it was sent in the URL it redirects to showed it (only secrets known by name were hidden).
+    func testARedirectsLocationHidesTheRequestsSecretValues() throws {
+        server.route("GET", "/todos/:id") { _ in .redirect(to: "/moved?state=tok-ECHO-31415") }
+        server.route("GET", "/moved") { _ in .json(string: "{}") }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "tok-ECHO-31415")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        _ = try client(middlewares: [auth]).request(GetTodo(baseURL: server.baseURL)).wait()
+        let redirect = try XCTUnwrap(handler.entries.first { "\($0.message)".contains("redirect") })
+        let location = "\(redirect.metadata["location"] ?? "")"
+        XCTAssertTrue(location.contains("/moved?state="), location)
+        XCTAssertFalse(location.contains("tok-ECHO-31415"), location)
+    }
+
     /// A method OpenTelemetry does not know is `_OTHER` on every line, the method itself beside it.
     func testAMethodOpenTelemetryDoesNotKnowIsOtherWithTheOriginalBesideIt() throws {
         // Given

@@ -32,7 +32,10 @@ import SwiftConnect
 ///   generated code then reads it anyway, under the client's size limit. A streamed body of a status outside
 ///   200..<300 is read whole first (the retry policy and token refresh may look at it), up to
 ///   ``Configuration/streaming``'s `errorBodyLimit`; a longer one fails with
-///   ``SwiftConnect/ConnectError/Kind/responseTooLarge`` rather than being cut short.
+///   ``SwiftConnect/ConnectError/Kind/responseTooLarge`` rather than being cut short. The client's response
+///   processors (``SwiftConnect/ResponseProcessor``) run on a body read whole only, as on any call: the generated
+///   code's JSON bodies pass through them, streamed ones do not. Give this transport a `Connect` without processors
+///   that rewrite bodies (an envelope unwrapper, say): the generated code expects the bytes the document describes.
 /// - **Every operation has the call's deadline, to its last byte**: the connector timeout's 60 s unless
 ///   ``Configuration/options`` (or the client's) set another, as the `timeout` of AsyncHTTPClient's own OpenAPI
 ///   transport bounds an operation. A streamed body counts too: an event stream or a long download through this

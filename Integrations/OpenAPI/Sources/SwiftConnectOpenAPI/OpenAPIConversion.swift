@@ -104,9 +104,11 @@ enum OpenAPIConversion {
         }
     }
 
-    /// The body's length as `Content-Length` gives it; unknown when a content coding was decoded (the field then
-    /// counts the encoded bytes) or the field is missing or malformed.
+    /// The body's length as `Content-Length` gives it; 0 for a status that has no body (1xx, 204, 304, whose field
+    /// describes another answer); unknown when a content coding was decoded (the field then counts the encoded bytes)
+    /// or the field is missing or malformed.
     static func length(of head: ResponseHead) -> HTTPBody.Length {
+        if head.status < 200 || head.status == 204 || head.status == 304 { return .known(0) }
         guard head.headerFields["Content-Encoding"] == nil, let field = head.headerFields[.contentLength],
             let count = Int64(field), count >= 0
         else { return .unknown }

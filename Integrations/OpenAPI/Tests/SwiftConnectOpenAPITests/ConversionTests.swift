@@ -48,4 +48,17 @@ final class ConversionTests: XCTestCase {
             ]))
         XCTAssertEqual(OpenAPIConversion.fields(of: head)[values: .setCookie], ["a=1", "b=2"])
     }
+
+    /// A status without a body (1xx, 204, 304) has a body of 0 bytes whatever its `Content-Length` says (a 304's
+    /// describes the stored answer): the generated code was told its length was that, and got none.
+    func testABodilessStatusHasABodyOfNoBytes() {
+        for status in [204, 304] {
+            let head = ResponseHead(
+                status: status, headerFields: HeaderFields([HeaderField(name: "Content-Length", value: "42")]))
+            XCTAssertEqual(OpenAPIConversion.length(of: head), .known(0), "\(status)")
+        }
+        let ok = ResponseHead(
+            status: 200, headerFields: HeaderFields([HeaderField(name: "Content-Length", value: "42")]))
+        XCTAssertEqual(OpenAPIConversion.length(of: ok), .known(42))
+    }
 }

@@ -59,7 +59,7 @@ public struct TracingObserver: ConnectObserver {
 
 /// The spans of one call: the attempts in flight, and what happened before them.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `spans` and `pending`; the tracer and the call never change.
+    // `lock` protects `spans`, `pending` and `latestRequest`; the tracer and the call never change.
     private let lock = NSLock()
     private let tracer: any Tracer
     private let parent: InstrumentationContext
@@ -71,6 +71,8 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private var spans: [Int: any Span] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
+    /// The latest attempt's request as it went out: a redirect's `Location` is shown with its secret values hidden.
+    private var latestRequest: ConnectRequest?
 
     init(tracer: any Tracer, parent: InstrumentationContext, call: ConnectCall, methods: OpenTelemetryMethods) {
         self.tracer = tracer
@@ -94,6 +96,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, let request):
+            lock.withLock { latestRequest = request }
             let span = span(forAttempt: attempt)
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
@@ -125,13 +128,18 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             }
             span.end()
         case .redirected(let status, let location):
-            let span = lock.withLock { spans.max { $0.key < $1.key }?.value }
-            span?.addEvent(
+            let (span, latest) = lock.withLock { (spans.max { $0.key < $1.key }?.value, latestRequest) }
+            guard let span else { return }
+            // The `Location` as the attempt's request would show it: a secret it carries (a token the server echoes in
+            // the URL it redirects to) hidden by value, as by name.
+            var shown = latest ?? call.request
+            shown.url = location
+            span.addEvent(
                 SpanEvent(
                     name: "redirect",
                     attributes: [
                         "http.response.status_code": .int64(Int64(status)),
-                        "url.full": .string(ConnectRequest(url: location).redactedURL),
+                        "url.full": .string(shown.redactedURL),
                     ]))
         case .queueWaited(let seconds):
             remember(SpanEvent(name: "queued", attributes: ["swiftconnect.queue.wait_seconds": .double(seconds)]))

@@ -207,6 +207,21 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(attributes(of: span)["http.response.status_code"], "200")
     }
 
+    /// A redirect event's `url.full` hides the attempt's secret values, as the span's own does: a token the server
+    /// echoes in the URL it redirects to was shown.
+    func testARedirectEventHidesTheAttemptsSecretValues() throws {
+        server.route("GET", "/todos/:id") { _ in .redirect(to: "/moved?state=tok-ECHO-27182") }
+        server.route("GET", "/moved") { _ in .json(string: "{}") }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "tok-ECHO-27182")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        _ = try client(middlewares: [auth]).request(todo).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        let shown = "\(span.events.first?.attributes.get("url.full").map { "\($0)" } ?? "")"
+        XCTAssertTrue(shown.contains("/moved?state="), shown)
+        XCTAssertFalse(shown.contains("tok-ECHO-27182"), shown)
+    }
+
     func testAnEventStreamsSpanEndsWithItsHead() async throws {
         server.route("GET", "/todos/:id") { _ in .serverSentEvents([ServerSentEvent(data: "a")]) }
         var events: [String] = []
