@@ -174,6 +174,32 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(try short.send(request("http://api.test/start")).wait(timeout: 10).data, Data("answer".utf8))
     }
 
+    /// An engine that answers nothing and does not heed its task's cancellation until the test lets it go.
+    final class StubbornEngine: HTTPEngine, Sendable {
+        private let held = Protected<[CheckedContinuation<Void, Never>]>([])
+
+        func send(_ hop: EngineRequest) async throws -> EngineResponse<AsyncThrowingStream<Data, any Error>> {
+            await withCheckedContinuation { continuation in held.withLock { $0.append(continuation) } }
+            let (body, continuation) = AsyncThrowingStream<Data, any Error>.makeStream()
+            continuation.finish()
+            return EngineResponse(head: ResponseHead(status: 204, headerFields: [:]), body: body)
+        }
+
+        func release() {
+            for continuation in held.withLock({ $0 }) { continuation.resume() }
+        }
+    }
+
+    /// The caller hears of the deadline when it passes, whatever the engine does: one that does not heed cancellation
+    /// kept the future pending until it answered.
+    func testTheDeadlineEndsTheCallWhateverTheEngineDoes() throws {
+        let engine = StubbornEngine()
+        defer { engine.release() }
+        var slow = request("http://api.test/x")
+        slow.timeoutInterval = 0.3
+        XCTAssertEqual(try failure(of: engine.send(slow)).kind, .timedOut)
+    }
+
     func testUserInfoBecomesBasicAuthorizationAndLeavesTheTarget() throws {
         let engine = ScriptedEngine([.init(status: 204)])
         _ = try engine.send(request("http://ann:p%40ss@api.test/me")).wait(timeout: 10)

@@ -58,6 +58,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
             stream?.finish(throwing: classified(CancellationError()))
             task?.cancel()
+            // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
+            // (one of a user's) would keep the future pending past the deadline. A download's partial file goes.
+            download?.discard()
+            promise.completeIfPending(with: .failure(classified(CancellationError())))
         }
         let work: @Sendable () async -> Void = { [self] in
             let result: Result<ConnectResponse, any Error>
