@@ -254,6 +254,23 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(error.request?.url?.path, "/cut")
     }
 
+    /// An engine's own timeout that fires well before the exchange's deadline (a connect timeout of 10 s in a call of
+    /// 60) keeps its words: it was said to be the 60 s deadline.
+    func testAnEnginesEarlierTimeoutKeepsItsOwnMessage() throws {
+        final class ConnectTimeoutEngine: HTTPEngine, Sendable {
+            struct Timeout: Error {}
+            func send(_ hop: EngineRequest) async throws -> EngineResponse<AsyncThrowingStream<Data, any Error>> {
+                throw Timeout()
+            }
+            func failure(_ error: any Error) -> ConnectError? {
+                ConnectError(.timedOut, message: "could not connect within 10 s", underlyingError: error)
+            }
+        }
+        let error = try failure(of: ConnectTimeoutEngine().send(request("http://api.test/x")))
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(error.message, "could not connect within 10 s")
+    }
+
     func testAHeaderValueWithCRLFNeverReachesTheEngine() throws {
         let engine = ScriptedEngine([.init(status: 200)])
         var request = request("http://api.test/x")

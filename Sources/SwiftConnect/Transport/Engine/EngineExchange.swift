@@ -448,8 +448,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
         if var error = engine.failure(error) {
             if error.storedRequest == nil { error.sentRequest = original }
-            if error.kind == .timedOut, timer != nil {
-                // The engine's own timer, given the exchange's deadline, fired first: said as the core says it.
+            if error.kind == .timedOut, let timer,
+                DispatchTime.now().uptimeNanoseconds &+ 50_000_000 >= timer.time.uptimeNanoseconds
+            {
+                // The engine's own timer, given the exchange's deadline, fired first: said as the core says it. A
+                // timer of the engine's that fired well before (a connect timeout) keeps its own words.
                 error.message = "no complete response within the timeout of \(original.timeoutInterval) s"
             }
             return error
