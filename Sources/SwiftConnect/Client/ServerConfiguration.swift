@@ -293,3 +293,23 @@ struct ResolvedConnector: Connector, AuthorizedConnector {
     var port: Int? { nil }
     var authorizationToken: AuthorizationToken? { (wrapped as? any AuthorizedConnector)?.authorizationToken }
 }
+
+extension ServerConfiguration: CustomStringConvertible, CustomReflectable {
+    /// The server's URL with its default query items, and its default headers, secret values hidden
+    /// (`api_key=<redacted>`, `Authorization: <redacted>`): what `print(configuration)` shows, so that the API key these
+    /// often carry reaches no log.
+    public var description: String {
+        let query = defaultQueryItems.map { item in
+            PercentEncoding.encoded(item.name) + (item.value.map { "=" + PercentEncoding.encoded($0) } ?? "")
+        }.joined(separator: "&")
+        var text = Redaction.urlText(attemptedURL + (query.isEmpty ? "" : "?" + query))
+        if !defaultHeaders.isEmpty { text += ", " + defaultHeaders.map(\.description).joined(separator: ", ") }
+        return "ServerConfiguration(\(text))"
+    }
+
+    /// The configuration as ``description`` shows it, so that `dump(configuration)` and a debugger show no secret
+    /// either.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["description": description], displayStyle: .struct)
+    }
+}

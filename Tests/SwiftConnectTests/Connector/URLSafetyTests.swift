@@ -56,6 +56,24 @@ final class URLSafetyTests: XCTestCase {
         }
     }
 
+    /// Printing or dumping a configuration shows no API key nor credential (the default printout showed them whole).
+    func testAConfigurationPrintsNoSecret() {
+        let configuration = ServerConfiguration(
+            host: "api.example.com", basePath: "/v2",
+            defaultHeaders: [.authorization(bearerToken: "tok-HEADER-1"), HTTPHeader(name: "Accept", value: "a/b")],
+            defaultQueryItems: [
+                URLQueryItem(name: "api_key", value: "ak-QUERY-2"), URLQueryItem(name: "page", value: "1"),
+            ])
+        var dumped = ""
+        dump(configuration, to: &dumped)
+        for shown in [configuration.description, "\(configuration)", dumped] {
+            XCTAssertFalse(shown.contains("tok-HEADER-1"), shown)
+            XCTAssertFalse(shown.contains("ak-QUERY-2"), shown)
+            XCTAssertTrue(shown.contains("https://api.example.com/v2?api_key="), shown)
+            XCTAssertTrue(shown.contains("page=1"), shown)
+        }
+    }
+
     /// A password written into `host` is never quoted in the refusal (the message showed it whole).
     func testAPasswordInTheHostIsNotShown() throws {
         let error = try refusal(
