@@ -50,7 +50,9 @@ extension Connect {
     ///
     /// Files on disk are streamed: the body is written to a temporary file in 1 MiB pieces and sent from
     /// there, so memory stays bounded whatever the file size. The `Content-Length` is always known. Retries
-    /// resend the same temporary file, which is deleted when the request completes.
+    /// resend the same temporary file, which is deleted when the request completes. That file is written before the
+    /// call starts, on the calling thread (a copy of every file, at disk speed): upload large files from a background
+    /// task, not from the main thread.
     ///
     /// ```swift
     /// connect.upload(
