@@ -97,6 +97,8 @@ struct ResponseCheck: Sendable {
                 guard response.attempts > 1 else { return .failure(error) }
                 return .failure(ConnectError.reporting(attempts: Int(response.attempts), on: error))
             }
+            // Accepted, the status is an answer: a streamed body read only in part for the handler is no answer.
+            if let cut = response.bodyCut { return .failure(cut) }
             return result
         case .failure:
             return result

@@ -348,15 +348,22 @@ struct MiddlewareChain: Sendable {
         let promise = Promise<ConnectResponse>()
         let reading = Task {
             var body = Data()
+            // Why the excerpt is not the whole body, for an error handler that accepts the status (``Exchange``).
+            var cut: (any Error)?
             do {
-                while whole || body.count < limit, let chunk = try await stream.next() {
-                    if whole, body.count + chunk.count > limit {
-                        stream.cancel()
-                        promise.completeIfPending(
-                            with: .failure(ConnectError.responseTooLarge(limit: limit, answer: response)))
-                        return
+                while let chunk = try await stream.next() {
+                    if body.count + chunk.count > limit {
+                        let tooLarge = ConnectError.responseTooLarge(limit: limit, answer: response)
+                        if whole {
+                            stream.cancel()
+                            promise.completeIfPending(with: .failure(tooLarge))
+                            return
+                        }
+                        body.append(chunk.prefix(limit - body.count))
+                        cut = tooLarge
+                        break
                     }
-                    body.append(chunk.prefix(limit - body.count))
+                    body.append(chunk)
                 }
             } catch {
                 // An excerpt for the error handler: what arrived before the failure will do. An answer will not.
@@ -364,10 +371,12 @@ struct MiddlewareChain: Sendable {
                     promise.completeIfPending(with: .failure(error))
                     return
                 }
+                cut = error
             }
             stream.cancel()
             var answer = response
             answer.bodyStream = nil
+            answer.bodyCut = cut
             answer.data = body
             promise.completeIfPending(with: .success(answer))
         }

@@ -61,6 +61,10 @@ public struct ConnectResponse: Sendable {
     /// The body still arriving, for a streamed request (``TransferOptions/streaming``); ``data`` is then empty.
     /// `nil` otherwise.
     public var bodyStream: ResponseBodyStream?
+    /// Why ``data`` is only the start of an error status's streamed body (read for the error handler up to
+    /// `StreamingOptions.errorBodyLimit`): it went on, or its transfer failed. An error handler that accepts the
+    /// status makes this the call's failure, not an answer cut short. `nil` for a body read whole.
+    var bodyCut: (any Error)?
 
     /// Creates a response.
     ///

@@ -178,6 +178,34 @@ final class BuiltRequestTests: XCTestCase {
         }
     }
 
+    /// An error handler that takes a status as an answer (the usage guide lets it return `nil`) gets a streamed body
+    /// whole or a typed error: its first `errorBodyLimit` bytes, read for the handler, reached the reader as the whole
+    /// body, and a transfer that broke half-way ended cleanly.
+    func testAStreamedErrorBodyTheHandlerAcceptsIsWholeOrAnError() async throws {
+        struct Accepting: ErrorHandling {
+            func handle(response: [String: Any]) -> (any Error)? { nil }
+            func handle(_ response: ConnectResponse) -> (any Error)? { nil }
+        }
+        let body = Data(repeating: 0x61, count: 100)
+        let transport = FakeTransport.answering(.stream([body.prefix(60), body.dropFirst(60)], status: 404))
+        let connect = Connect(transport: transport, errorHandler: Accepting(), retryPolicy: nil)
+        // Within the limit: the whole body reaches the reader.
+        let whole = connect.stream(ConnectRequest(url: Self.url), streaming: StreamingOptions(errorBodyLimit: 100))
+        var read = Data()
+        for try await chunk in whole { read.append(chunk) }
+        XCTAssertEqual(read, body)
+        // Past it: a typed error, not the first 99 bytes as if they were the whole answer.
+        let tooLong = connect.stream(ConnectRequest(url: Self.url), streaming: StreamingOptions(errorBodyLimit: 99))
+        do {
+            var cut = Data()
+            for try await chunk in tooLong { cut.append(chunk) }
+            XCTFail("expected responseTooLarge, read \(cut.count) bytes as the whole body")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+            XCTAssertEqual(error.statusCode, 404)
+        }
+    }
+
     // MARK: - The client's defaults and the request's name
 
     func testTheClientsDefaultsFillWhatTheRequestLeavesAndTheNameReachesMiddlewares() throws {
