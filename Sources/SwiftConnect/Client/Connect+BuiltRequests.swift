@@ -30,9 +30,11 @@ extension Connect {
         _ request: ConnectRequest, name: String = "", options: RequestOptions = RequestOptions(),
         streaming: StreamingOptions = StreamingOptions()
     ) -> ResponseStream {
-        trackingBody(
+        let cancellationsBefore = inFlightCancellations
+        return trackingBody(
             of: ResponseStream(
-                head: exchange(built: request, name: name, options: options, streaming: streaming).checked()))
+                head: exchange(built: request, name: name, options: options, streaming: streaming).checked()),
+            startedAfter: cancellationsBefore)
     }
 
     /// Sends a request built elsewhere through this client, as ``stream(_:name:options:streaming:)`` does, and

@@ -71,7 +71,9 @@ public final class Connect: Sendable {
     private let builtInStages: [any Middleware]
     /// The pipeline for calls that add nothing of their own.
     private let chain: MiddlewareChain
-    private let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
+    /// Where every client's plugins are told (``ConnectPlugin``): one serial queue for the process, so that a plugin
+    /// that clients share (a client made with `adding(plugins:)` keeps its parent's) is never called concurrently.
+    private static let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
     private let inFlight = InFlightCalls()
     /// Marks this client's requests in ``requestQueue``, which other clients may share.
     private let queueOwner = RequestQueue.Owner()
@@ -141,7 +143,7 @@ public final class Connect: Sendable {
         builtInStages = stages
         chain = Connect.pipeline(
             middlewares + settings.options.middlewares + stages, plugins: settings.options.plugins,
-            pluginQueue: pluginQueue, transport: transport)
+            pluginQueue: Connect.pluginQueue, transport: transport)
     }
 
     /// The usage guide's initializer: one middleware and an error handler.
@@ -565,7 +567,7 @@ extension Connect {
             context.options.isEmpty || !context.options.addsStages
             ? self.chain
             : Connect.pipeline(
-                middlewares + all.middlewares + builtInStages, plugins: all.plugins, pluginQueue: pluginQueue,
+                middlewares + all.middlewares + builtInStages, plugins: all.plugins, pluginQueue: Connect.pluginQueue,
                 transport: transport)
         let sent = RetryingCall.start(
             request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler, send: chain.send)

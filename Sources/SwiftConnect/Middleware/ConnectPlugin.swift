@@ -10,12 +10,14 @@ import Foundation
 /// out, then ``didReceive(_:context:)`` when a response (of any status) arrives, or ``didFail(_:request:context:)``
 /// when none does. Each call is balanced: one `willSend`, then exactly one of the other two.
 ///
-/// Plugins run on the client's plugin queue, one event after another in the order they happened, never on
-/// the request's own path: a slow plugin delays other plugins, not requests. Implement only what you need:
+/// Plugins run on the plugin queue, one event after another in the order they happened, never on the request's
+/// own path: a slow plugin delays other plugins, not requests. The queue is one for the process, so that a plugin
+/// shared by several clients (a client and one made from it with `adding(plugins:)`) is never called from two
+/// threads at once. Implement only what you need:
 ///
 /// ```swift
 /// final class ActivityCounter: ConnectPlugin, @unchecked Sendable {
-///     // @unchecked Sendable: only touched on the client's serial plugin queue.
+///     // @unchecked Sendable: only touched on the serial plugin queue.
 ///     var active = 0
 ///     func willSend(_ request: URLRequest, context: RequestContext) { active += 1 }
 ///     func didReceive(_ response: ConnectResponse, context: RequestContext) { active -= 1 }

@@ -142,7 +142,8 @@ public struct ErrorHandler: ErrorHandling {
 
     private func problemMessage(_ object: [String: Any]) -> String? {
         let title = ErrorBody.string(object["title"])
-        let detail = ErrorBody.string(object["detail"])
+        // FastAPI's validation errors: `"detail": [{"loc": […], "msg": "field required"}]`, read by its first message.
+        let detail = ErrorBody.text(object["detail"])
         switch (title, detail) {
         case (let title?, let detail?):
             return SingleLineText.make("\(title): \(detail)", limit: SingleLineText.keptLimit)

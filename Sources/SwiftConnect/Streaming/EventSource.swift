@@ -85,7 +85,7 @@ public struct EventSource: AsyncSequence {
                     } catch let error as ConnectError where hasConnected && Self.isNetworkFailure(error) {
                         // A reconnection the network refused (the server restarting, say) is tried again, as a
                         // browser's EventSource does; the first connection's failure is the caller's to see.
-                        try await waitToReconnect()
+                        try await waitToReconnect(after: error)
                         continue
                     }
                     guard let opened else {
@@ -114,6 +114,9 @@ public struct EventSource: AsyncSequence {
                 } catch {
                     record(events)
                     // A stream the network broke is reconnected like one that ended.
+                    events = nil
+                    try await waitToReconnect(after: error)
+                    continue
                 }
                 events = nil
                 try await waitToReconnect()
@@ -122,16 +125,23 @@ public struct EventSource: AsyncSequence {
         }
 
         /// Counts a connection that ended, broke or could not be made, and waits before the next one; fails once
-        /// more than ``EventSourceReconnection/maxAttempts`` came in a row without an event.
-        private mutating func waitToReconnect() async throws {
+        /// more than ``EventSourceReconnection/maxAttempts`` came in a row without an event, with the kind of the last
+        /// failure (`.notConnected` offline, `.nameResolution`…), or `.connectionLost` when the stream only ended.
+        private mutating func waitToReconnect(after failure: (any Error)? = nil) async throws {
             failures += 1
             if let limit = source.reconnection.maxAttempts, failures > limit {
                 isFinished = true
+                let message =
+                    "the event stream ended or could not be reached \(failures) times in a row without an "
+                    + "event: gave up after \(limit) reconnections"
+                if let last = failure as? ConnectError {
+                    var error = last
+                    error.message = message + ", the last: " + last.message
+                    throw error
+                }
                 throw ConnectError(
-                    .connectionLost,
-                    message: "the event stream ended or could not be reached \(failures) times in a row without an "
-                        + "event: gave up after \(limit) reconnections",
-                    underlyingError: URLError(.networkConnectionLost))
+                    .connectionLost, message: message,
+                    underlyingError: failure ?? URLError(.networkConnectionLost))
             }
             try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
         }

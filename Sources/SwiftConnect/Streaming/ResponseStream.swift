@@ -282,17 +282,19 @@ extension Connect {
         _ connector: any Connector, options: RequestOptions, streaming: StreamingOptions,
         adjust: @escaping @Sendable (inout ConnectRequest) -> Void
     ) -> ResponseStream {
+        // Read before the call starts: a cancelAllRequests() that comes once its head is there has to reach its body.
+        let cancellationsBefore = inFlightCancellations
         let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
             adjust(&request)
             transfer.streaming = streaming
         }
-        return trackingBody(of: ResponseStream(head: exchange.checked()))
+        return trackingBody(of: ResponseStream(head: exchange.checked()), startedAfter: cancellationsBefore)
     }
 
     /// `stream`, whose body, once the head has arrived, counts as in flight until it ends: so that
-    /// ``cancelAllRequests()`` stops it too.
-    func trackingBody(of stream: ResponseStream) -> ResponseStream {
-        let cancellationsBefore = inFlightCancellations
+    /// ``cancelAllRequests()`` stops it too, and any that came since `cancellationsBefore` (read before the call
+    /// started: its head may be there already).
+    func trackingBody(of stream: ResponseStream, startedAfter cancellationsBefore: UInt64) -> ResponseStream {
         stream.head.whenComplete { [weak self] result in
             guard case .success(let response) = result, let body = response.bodyStream, let self else { return }
             let running = Promise<Void>()

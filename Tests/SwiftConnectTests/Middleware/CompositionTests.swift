@@ -53,6 +53,42 @@ final class CompositionTests: XCTestCase {
         XCTAssertEqual(seen.values, ["→ /a Route", "← 204"])
     }
 
+    /// A plugin a derived client keeps from its parent is told by one serial queue, whichever client sent: each
+    /// client had its own, so the two told it at once (a data race in a plugin that counts, as the documentation's
+    /// example does). The first call's plugin holds the queue; the derived client's call, answered meanwhile, is
+    /// told only once it lets go.
+    func testAPluginSharedByADerivedClientIsNeverToldConcurrently() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let events = Recorder<String>()
+        let entered = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        let secondTold = DispatchSemaphore(value: 0)
+        let plugin = AnyPlugin(willSend: { request, _ in
+            let path = request.url?.path ?? ""
+            events.append("start \(path)")
+            if path == "/first" {
+                entered.signal()
+                _ = release.wait(timeout: .now() + 10)
+            } else {
+                secondTold.signal()
+            }
+            events.append("end \(path)")
+        })
+        let api = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+        let derived = api.adding(middlewares: [.adapter { $0.setValue("1", forHTTPHeaderField: "X-Derived") }])
+        _ = try api.request(Route("/first", baseURL: base)).wait(timeout: 10)
+        XCTAssertEqual(entered.wait(timeout: .now() + 10), .success)
+        _ = try derived.request(Route("/second", baseURL: base)).wait(timeout: 10)
+        // The derived client's call is answered; its plugin event waits behind the first one's (1 s for one that
+        // would come at once on a queue of its own).
+        XCTAssertEqual(secondTold.wait(timeout: .now() + 1), .timedOut, "told while the first was told")
+        release.signal()
+        XCTAssertEqual(secondTold.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(events.values.prefix(3), ["start /first", "end /first", "start /second"])
+    }
+
     func testADerivedClientAddsStagesAndSharesTheTransportQueueAndCache() throws {
         // Given: a client with a queue and a cache
         let transport = FakeTransport()

@@ -215,6 +215,15 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(errorFor(body: #"{"title":"Bad","detail":"worse"}"#, status: 400)?.message, "Bad: worse")
     }
 
+    /// FastAPI's validation errors give `detail` as a list of objects: their first message is the error's (the
+    /// server's words were lost, and the error said only the status).
+    func testADetailListGivesItsFirstMessage() {
+        let fastAPI = #"{"detail":[{"loc":["body","email"],"msg":"field required","type":"value_error.missing"}]}"#
+        XCTAssertEqual(errorFor(body: fastAPI, status: 422)?.message, "field required")
+        XCTAssertEqual(
+            errorFor(body: #"{"detail":{"message":"quota exceeded"}}"#, status: 429)?.message, "quota exceeded")
+    }
+
     // MARK: - Context every error carries
 
     func testServerMessageErrorCarriesStatusHeadersBodyAndRequest() {
