@@ -87,7 +87,11 @@ extension Future {
         }
         observe { timer.completeIfPending(with: $0) }
         return try await withTaskCancellationHandler {
-            try await timer.future.value
+            // Not `timer.future.value`: its own cancellation handler would fail the timer first, with a
+            // `FutureError`, before this one cancels the future and its request says why (`ConnectError.cancelled`).
+            try await withCheckedThrowingContinuation { continuation in
+                timer.future.observe { continuation.resume(with: $0) }
+            }
         } onCancel: {
             self.cancel()
         }

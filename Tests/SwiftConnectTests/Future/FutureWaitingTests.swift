@@ -121,4 +121,31 @@ extension FutureWaitingTests {
         waiting.cancel()
         promise.succeed(1)
     }
+
+    /// Cancelling the task that awaits `value(timeout:)` cancels the request and throws its `ConnectError` of kind
+    /// `.cancelled`, as `value` does: the helper's own wait was cancelled first and threw a `FutureError`.
+    func testCancellingATaskAwaitingValueWithATimeoutThrowsTheRequestsCancellation() async throws {
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let future = connect.request(ClientFixtures.Endpoint())
+        XCTAssertEqual(transport.requests.count, 1)
+        let started = Promise<Void>()
+        let waiting = Task {
+            started.succeed(())
+            return try await future.value(timeout: 30)
+        }
+        try await started.future.value
+        // Awaiting by now (a marker call's attempt timeout of 0.2 s passes first), so that the task is cancelled
+        // while it waits, where the helper's own wait answered first.
+        let marker = Connect(
+            transport: ManualTransport(),
+            retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.2, clock: ImmediateRetryClock()))
+        _ = try? await marker.request(ClientFixtures.Endpoint(timeout: 10)).value
+        waiting.cancel()
+        let result = await waiting.result
+        XCTAssertThrowsError(try result.get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        }
+        XCTAssertEqual(transport.cancellations.value, 1, "the request was cancelled")
+    }
 }
