@@ -4,8 +4,9 @@
 
     /// The system's connectivity on Apple platforms, from `NWPathMonitor`.
     ///
-    /// Connected when the path is satisfied over an interface other than loopback; the interfaces it uses are
-    /// reported (`wifi`, `cellular`, `wiredEthernet`, `other`). Until `NWPathMonitor` delivers its first path
+    /// Connected when the path is satisfied over an interface other than loopback, or requires a connection (VPN On
+    /// Demand: a request brings it up); the interfaces it uses are reported (`wifi`, `cellular`, `wiredEthernet`,
+    /// `other`). Until `NWPathMonitor` delivers its first path
     /// (within moments of creation), the monitor reports connected, so that requests made right at launch are
     /// not failed by a state nobody has measured yet.
     ///
@@ -43,19 +44,51 @@
             observers.add(handler)
         }
 
-        /// The connectivity a path gives: a satisfied path over anything but loopback is connected.
+        /// The connectivity a path gives, by ``PathConnectivityRule`` (tested on every platform).
         static func connectivity(of path: NWPath) -> Connectivity {
-            guard path.status == .satisfied else { return .disconnected }
+            let status: PathConnectivityRule.Status =
+                switch path.status {
+                case .satisfied: .satisfied
+                case .requiresConnection: .requiresConnection
+                default: .unsatisfied
+                }
             var interfaces: Set<Connectivity.Interface> = []
             if path.usesInterfaceType(.wifi) { interfaces.insert(.wifi) }
             if path.usesInterfaceType(.cellular) { interfaces.insert(.cellular) }
             if path.usesInterfaceType(.wiredEthernet) { interfaces.insert(.wiredEthernet) }
             if path.usesInterfaceType(.other) { interfaces.insert(.other) }
-            if interfaces.isEmpty && path.usesInterfaceType(.loopback) { return .disconnected }
-            return Connectivity(isConnected: true, interfaces: interfaces)
+            return PathConnectivityRule.connectivity(
+                status: status, interfaces: interfaces, usesLoopback: path.usesInterfaceType(.loopback))
         }
     }
 
     /// The connectivity monitor of the platform: ``PathConnectivityMonitor`` (`NWPathMonitor`) here.
     public typealias SystemConnectivityMonitor = PathConnectivityMonitor
 #endif
+
+/// The rule ``PathConnectivityMonitor`` reads an `NWPath` by, apart from the Network framework so that it is tested
+/// on every platform.
+enum PathConnectivityRule {
+    /// An `NWPath`'s status.
+    enum Status {
+        case satisfied
+        /// Not up, but a connection would bring it up (VPN On Demand, a cellular interface asleep): sending is what
+        /// it waits for.
+        case requiresConnection
+        case unsatisfied
+    }
+
+    /// Connected for a satisfied path over anything but loopback, and for one that requires a connection (holding
+    /// requests until the path is up would wait for ever: only a request brings it up); disconnected otherwise.
+    static func connectivity(status: Status, interfaces: Set<Connectivity.Interface>, usesLoopback: Bool)
+        -> Connectivity
+    {
+        switch status {
+        case .unsatisfied: return .disconnected
+        case .requiresConnection: return Connectivity(isConnected: true, interfaces: interfaces)
+        case .satisfied:
+            if interfaces.isEmpty && usesLoopback { return .disconnected }
+            return Connectivity(isConnected: true, interfaces: interfaces)
+        }
+    }
+}
