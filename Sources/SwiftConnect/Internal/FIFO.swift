@@ -15,6 +15,23 @@ package struct FIFO<Element> {
     /// The waiting elements, oldest first.
     package var elements: [Element] { storage[head...].compactMap { $0 } }
 
+    /// The number of waiting elements.
+    package var count: Int { storage.count - head }
+
+    /// The oldest waiting element that satisfies `predicate`, found without copying the list.
+    package func first(where predicate: (Element) throws -> Bool) rethrows -> Element? {
+        for index in head..<storage.count {
+            if let element = storage[index], try predicate(element) { return element }
+        }
+        return nil
+    }
+
+    /// Keeps only the waiting elements that satisfy `isIncluded`, in order.
+    package mutating func keep(where isIncluded: (Element) throws -> Bool) rethrows {
+        storage = try storage[head...].filter { element in try element.map(isIncluded) ?? false }
+        head = 0
+    }
+
     /// Adds `element` at the back.
     package mutating func append(_ element: Element) {
         storage.append(element)

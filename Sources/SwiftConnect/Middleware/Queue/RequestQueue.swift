@@ -116,7 +116,8 @@ public final class RequestQueue: Sendable {
         var nextID: UInt64 = 0
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
-        /// The order of arrival. May still list ids that left `pending` (cancelled); they are skipped.
+        /// The order of arrival. May still list ids that left `pending` (cancelled, or started while the queue was
+        /// held offline); they are skipped, and dropped once they are most of it (``dropStaleIDs()``).
         var order = FIFO<UInt64>()
         /// The requests holding a slot, with their transport future once `next` has returned it. Holding the
         /// future keeps it, and the callback that frees the slot, alive until it completes.
@@ -124,6 +125,16 @@ public final class RequestQueue: Sendable {
         /// The threads running `startWaitingRequests(force:)` for this queue: a slot freed on one
         /// of them is left to that loop instead of starting a new, nested one (the trampoline).
         var drainingThreads: [pthread_t] = []
+
+        /// Drops the ids of `order` that left `pending` once they are most of it: a queue held offline for hours, or
+        /// paused, while requests come and go (polling this device, screens that cancel) grew it for ever, and
+        /// each start scanned it whole. Amortised constant time: the list is rebuilt once per as many removals as
+        /// it keeps.
+        mutating func dropStaleIDs() {
+            let count = order.count
+            guard count > 64, count > 2 * pending.count else { return }
+            order.keep { pending[$0] != nil }
+        }
     }
 
     /// The most requests in flight at once (at least 1).
@@ -222,6 +233,9 @@ public final class RequestQueue: Sendable {
         for waiting in cancelled { waiting.promise.future.cancel() }
     }
 
+    /// The length of the arrival order, stale ids included (tests check that it stays bounded).
+    var arrivalOrderLength: Int { state.withLock { $0.order.count } }
+
     /// Fails the waiting requests that `owner` sent, as ``cancelPending()`` does; other waiting requests keep
     /// their place.
     func cancelPending(of owner: Owner) {
@@ -233,6 +247,7 @@ public final class RequestQueue: Sendable {
                 cancelled.append(waiting)
             }
             // The ids left in `order` are skipped when their turn comes.
+            state.dropStaleIDs()
             return cancelled
         }
         for waiting in cancelled { waiting.promise.future.cancel() }
@@ -304,11 +319,12 @@ extension RequestQueue {
                     state.running[id] = .some(nil)
                     return (id, waiting)
                 }
-            } else if let id = state.order.elements.first(where: { id in
+            } else if let id = state.order.first(where: { id in
                 state.pending[id].map { state.needsNoNetwork($0) } ?? false
             }), let waiting = state.pending.removeValue(forKey: id) {
                 // Offline: the oldest request that needs no network goes; its id left in `order` is skipped later.
                 state.running[id] = .some(nil)
+                state.dropStaleIDs()
                 return (id, waiting)
             }
         }
@@ -350,7 +366,10 @@ extension RequestQueue {
     /// (its completion frees the slot).
     private func withdraw(_ id: UInt64) {
         let running: Future<ConnectResponse>? = state.withLock { state in
-            if state.pending.removeValue(forKey: id) != nil { return nil }
+            if state.pending.removeValue(forKey: id) != nil {
+                state.dropStaleIDs()
+                return nil
+            }
             return state.running[id] ?? nil
         }
         running?.cancel()
@@ -441,7 +460,10 @@ extension RequestQueue {
     ///   (a started request is cancelled through its own future).
     @discardableResult
     public func cancel(_ id: WaitingRequest.ID) -> Bool {
-        let waiting = state.withLock { $0.pending.removeValue(forKey: id) }
+        let waiting = state.withLock { state in
+            defer { state.dropStaleIDs() }
+            return state.pending.removeValue(forKey: id)
+        }
         waiting?.promise.future.cancel()
         return waiting != nil
     }
