@@ -96,7 +96,9 @@ public final class ResponseStream: AsyncSequence, Sendable {
     public func jsonLines<Value: Decodable>(of type: Value.Type, decoder: JSONDecoder = JSONDecoder())
         -> ResponseJSONLines<ResponseStream, Value>
     {
-        ResponseJSONLines(self, decoder: decoder)
+        var lines = ResponseJSONLines<ResponseStream, Value>(self, decoder: decoder)
+        lines.sentRequest = { [head] in try? head.result?.get().sentRequest }
+        return lines
     }
 
     /// The body as server-sent events (`text/event-stream`), parsed by the WHATWG rules.

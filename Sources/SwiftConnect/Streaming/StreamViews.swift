@@ -133,6 +133,9 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
     private let base: Base
     private let decoder: JSONDecoder
     private let maximumLineLength: Int
+    /// The request whose body this is, when known (a ``ResponseStream``'s): a line that fails to decode is reported
+    /// with it, so that its secret values are hidden in the line the error shows.
+    var sentRequest: @Sendable () -> ConnectRequest? = { nil }
 
     /// Reads the JSON values of `base`, one per line.
     ///
@@ -154,11 +157,13 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
 
     /// Makes an iterator that reads the base from its start.
     public func makeAsyncIterator() -> AsyncIterator {
-        AsyncIterator(
+        var iterator = AsyncIterator(
             base: base.makeAsyncIterator(),
             splitter: LineSplitter(maximumLineLength: maximumLineLength),
             decoder: decoder
         )
+        iterator.sentRequest = sentRequest
+        return iterator
     }
 
     /// Gives the values of a ``ResponseJSONLines`` one by one, reading a chunk of the base only when it needs one
@@ -171,6 +176,8 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         private var lines: PendingElements<(number: Int, bytes: Data)> = PendingElements()
         /// How many lines the body has had so far.
         private var lineCount = 0
+        /// ``ResponseJSONLines/sentRequest``.
+        var sentRequest: @Sendable () -> ConnectRequest? = { nil }
 
         init(base: Base.AsyncIterator, splitter: LineSplitter, decoder: JSONDecoder) {
             self.base = base
@@ -237,6 +244,7 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                 lines.discard()
                 var failure = ConnectError.decoding(error, body: line.bytes, as: Element.self)
                 failure.message = "line \(line.number) of the stream: " + failure.message
+                if let request = sentRequest() { failure.sentRequest = request }
                 throw failure
             }
         }

@@ -41,6 +41,27 @@ final class ResponseStreamTests: XCTestCase {
         XCTAssertEqual(received, ["a", "b", "c"])
     }
 
+    /// A line of JSON lines that fails to decode is reported with the stream's request, so that the request's secret
+    /// values are hidden in the line the error shows: it had no request, and showed a token a server echoed under a
+    /// field name no rule knows.
+    func testALineThatFailsToDecodeHidesTheRequestsSecrets() async throws {
+        struct Entry: Decodable { let id: Int }
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks(#"{"debug":"auth=Bearer tok-LINE-161803"}"# + "\n")))
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "tok-LINE-161803")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let stream = Connect(transport: transport, middlewares: [auth], retryPolicy: nil).stream(Feed())
+        do {
+            for try await _ in stream.jsonLines(of: Entry.self) {}
+            XCTFail("the line must fail to decode")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .decoding)
+            XCTAssertFalse("\(error)".contains("tok-LINE-161803"), "\(error)")
+            XCTAssertFalse(String(reflecting: error).contains("tok-LINE-161803"), String(reflecting: error))
+        }
+    }
+
     func testAnErrorStatusGoesThroughTheErrorHandlerWithItsBodyRead() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/feed", with: .stream(chunks(#"{"mess"#, #"age":"quota exceeded"}"#), status: 429))
