@@ -64,6 +64,7 @@ extension Connect {
         built request: ConnectRequest, name: String, options callOptions: RequestOptions,
         streaming: StreamingOptions?
     ) -> Exchange {
+        let cancellationsBefore = inFlightCancellations
         let methodOptions = settings.methodOptions.isEmpty ? nil : settings.methodOptions[request.method]
         let requestOptions = methodOptions.map { $0.merged(with: callOptions) } ?? callOptions
         let all = options.merged(with: requestOptions)
@@ -79,12 +80,23 @@ extension Connect {
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }
         for header in callOptions.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        // Checked now, as a connector's are: a stage that answers without the transport (the cache) or holds the
+        // request (the queue) must not see a field the wire would refuse.
+        if let problem = request.wireProblem(bodyFile: nil) {
+            return Exchange(
+                sent: Future(error: redactsSecrets ? problem : ConnectError.showingSecrets(problem)), check: nil)
+        }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
             let url = configuration.appendingDefaultQueryItems(to: request.url)
         {
             request.url = url
         }
-        if let deadline = callOptions.timeout ?? methodOptions?.timeout ?? options.timeout {
+        // The call's options first, then the request's own timeout when it was set (it is not the default), then
+        // the client's defaults for the method and its own: as for headers, what the request says beats a default.
+        let own = request.timeoutInterval
+        let ownTimeout = own == ConnectRequest.defaultTimeoutInterval ? nil : own
+        if let deadline = callOptions.timeout ?? ownTimeout ?? methodOptions?.timeout ?? options.timeout {
+            // `> 0` refuses NaN too.
             guard deadline > 0 else {
                 let error = ConnectError.invalidRequest(.invalidTimeout(deadline), sent: request)
                 return Exchange(
@@ -98,6 +110,7 @@ extension Connect {
         context.transfer = transfer
         context.isForServer = isForServer
         if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
-        return perform(request, context: context, all: all, debugResponse: false)
+        return perform(
+            request, context: context, all: all, debugResponse: false, startedAfter: cancellationsBefore)
     }
 }

@@ -486,6 +486,9 @@ extension Connect {
         options callOptions: RequestOptions,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
+        // Read before anything of the call runs: a cancelAllRequests() from another thread while the request is
+        // built, or while `adjust` writes an upload's body file, has to reach this call too.
+        let cancellationsBefore = inFlight.cancellations
         // The connector's and the call's options; then the client's for the method below them, if any.
         let leveled = connector.options.merged(with: callOptions)
         let methodOptions = settings.methodOptions.isEmpty ? nil : settings.methodOptions[connector.method]
@@ -508,6 +511,14 @@ extension Connect {
             request = blueprint.makeConnectRequest()
             // The connector's options and the call's replace headers of the same name, the connector's own too.
             for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+            // Checked now, as every other level's fields are: a stage that answers without the transport (the
+            // cache) or holds the request (the queue) must not see a field the wire would refuse.
+            if let invalid = leveled.headers.first(where: {
+                !HTTPHeader.isValidName($0.name) || !HTTPHeader.isValidValue($0.value)
+            }) {
+                throw ConnectError.invalidRequest(
+                    .invalidHeader(name: HTTPHeader.shownName(invalid.name)), sent: request)
+            }
             if let deadline = deadline(of: connector, leveled: leveled, method: methodOptions) {
                 guard deadline > 0 else {
                     throw ConnectError.invalidRequest(.invalidTimeout(deadline), sent: request)
@@ -530,7 +541,8 @@ extension Connect {
         context.isForServer = isForServer
         if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(
-            request, context: context, all: all, debugResponse: debugResponse, pathTemplate: connector.endpoint)
+            request, context: context, all: all, debugResponse: debugResponse, startedAfter: cancellationsBefore,
+            pathTemplate: connector.endpoint)
     }
 
     /// Whether `url` is on the client's server (its ``ServerConfiguration``'s scheme, host and port); `true` for a
@@ -544,13 +556,22 @@ extension Connect {
     /// goes through next: the error handler, the validators and the processors (``Exchange``).
     ///
     /// `all` is the client's options merged with the call's (`context.options`, the connector's and the call's).
+    /// `cancellationsBefore` is ``inFlightCancellations`` as read when the call began, before its request was built.
     func perform(
         _ request: ConnectRequest,
         context: RequestContext,
         all: RequestOptions,
         debugResponse: Bool,
+        startedAfter cancellationsBefore: UInt64,
         pathTemplate: @autoclosure () -> String? = nil
     ) -> Exchange {
+        guard inFlight.cancellations == cancellationsBefore else {
+            // A cancelAllRequests() ran while the request was built (an upload's body file written, say): the call
+            // is cancelled and nothing goes out. One landing from here on is `track`'s to apply.
+            let error = ConnectError.cancelled(sent: request)
+            return Exchange(
+                sent: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)), check: nil)
+        }
         var context = context
         if !settings.observers.isEmpty {
             context.transfer.observation = CallObservation.start(
@@ -560,9 +581,6 @@ extension Connect {
                 observers: settings.observers)
         }
         if debugResponse { logger.log(.debug, DebugOutput.request(request.urlRequest, redacting: redactsSecrets)) }
-        // Read before the request can reach the transport: a cancelAllRequests() from another thread between
-        // here and `track` has to reach this request too.
-        let cancellationsBefore = inFlight.cancellations
         let chain =
             context.options.isEmpty || !context.options.addsStages
             ? self.chain

@@ -585,10 +585,11 @@ struct AssembledHeaders {
     /// The error for a header whose name or value cannot be sent, saying which; the value is not repeated (it
     /// may be a secret).
     private static func invalidHeaderError(name: String, request: URLRequest) -> ConnectError {
-        var error = ConnectError.invalidRequest(.invalidHeader(name: name), request: request)
+        let shown = HTTPHeader.shownName(name)
+        var error = ConnectError.invalidRequest(.invalidHeader(name: shown), request: request)
         if !HTTPHeader.isValidName(name) {
             error.message =
-                "the header name \(SingleLineText.make(name.debugDescription, limit: 100)) is not an RFC 9110 token "
+                "the header name \(SingleLineText.make(shown.debugDescription, limit: 100)) is not an RFC 9110 token "
                 + "(letters, digits and !#$%&'*+-.^_`|~ only)"
         } else {
             error.message =

@@ -157,6 +157,18 @@ extension HTTPHeader {
         return sensitiveFragmentBytes.contains { fragment in containsRun(fragment, in: folded) }
     }
 
+    /// A field name as an error or a log shows it: whole when it is a token; otherwise only up to the first
+    /// character that cannot start a value's text (`:`, `=`, a blank or a control character), then `…`. A whole
+    /// header line pasted in as the name (`Authorization: Bearer …`) then never shows its secret.
+    static func shownName(_ name: String) -> String {
+        guard !isValidName(name) else { return name }
+        let head = name.unicodeScalars.prefix { scalar in
+            scalar != ":" && scalar != "=" && scalar != " " && scalar.value >= 0x20 && scalar.value != 0x7F
+        }
+        let shown = String(String.UnicodeScalarView(head.prefix(100)))
+        return shown.unicodeScalars.count < name.unicodeScalars.count ? shown + "…" : shown
+    }
+
     /// Whether `name` is a non-empty RFC 9110 token, which a field name (and a method) must be.
     static func isValidName(_ name: String) -> Bool {
         // Over the contiguous bytes where the string has them (native strings do): iterating the UTF-8 view

@@ -19,7 +19,8 @@ extension ConnectRequest {
             return ConnectError.invalidRequest(.invalidMethod(method.rawValue), sent: self)
         }
         if let invalid = headerFields.firstInvalid {
-            return ConnectError.invalidRequest(.invalidHeader(name: invalid.name.rawName), sent: self)
+            return ConnectError.invalidRequest(
+                .invalidHeader(name: HTTPHeader.shownName(invalid.name.rawName)), sent: self)
         }
         guard bodyFile == nil, let declared = headerFields[.contentLength] else { return nil }
         let length: Int64?

@@ -42,7 +42,12 @@ public struct ConnectRequest: Sendable {
     public var body: Body
     /// The longest one exchange (an attempt, its redirects included) may take, in seconds; also the call's deadline,
     /// attempts and waits included, when the client starts it.
+    ///
+    /// A client sending a built request (``Connect/response(for:name:options:)``) takes the call's
+    /// ``RequestOptions/timeout`` over it, and it over the client's defaults unless it is the default, 60 seconds.
     public var timeoutInterval: TimeInterval
+    /// The default ``timeoutInterval``, as `URLRequest`'s: a client's own timeout applies to a request that keeps it.
+    static let defaultTimeoutInterval: TimeInterval = 60
     /// The cache policy handed to URLSession (which the transport's own sessions run without `URLCache`).
     public var cachePolicy: URLRequest.CachePolicy
     /// The `URLRequest` this request was made from, for the properties the model does not carry; `nil` for one the

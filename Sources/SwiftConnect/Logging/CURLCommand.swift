@@ -39,8 +39,10 @@ public func cURLCommand(for request: URLRequest, redactingSecrets: Bool = true) 
         lines.append("-X \(shellWord(method))")
     }
     let headers = (request.allHTTPHeaderFields ?? [:]).sorted { $0.key.lowercased() < $1.key.lowercased() }
-    for (name, value) in headers {
-        let shown = secrets.hiding(in: Redaction.headerValue(value, name: name, redacting: redactingSecrets))
+    for (field, value) in headers {
+        // A name that is not a token is cut where a value could start: it may be a whole pasted header line.
+        let name = HTTPHeader.shownName(field)
+        let shown = secrets.hiding(in: Redaction.headerValue(value, name: field, redacting: redactingSecrets))
         // curl drops `Name:` with nothing after it; `Name;` is how it sends an empty value.
         let isEmpty = shown.utf8.allSatisfy { $0 == 0x20 || $0 == 0x09 }
         lines.append("-H \(shellQuoted(isEmpty ? "\(name);" : "\(name): \(shown)"))")

@@ -247,6 +247,27 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    func testABuiltRequestsOwnTimeoutBeatsTheClientsAndABadOneFailsUnsent() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, settings: Connect.Settings(options: RequestOptions(timeout: 30)))
+        _ = try connect.response(for: ConnectRequest(url: Self.url, timeoutInterval: 5)).wait()
+        XCTAssertEqual(transport.requests.last?.timeoutInterval, 5, "the request's own timeout beats the client's")
+        _ = try connect.response(for: ConnectRequest(url: Self.url)).wait()
+        XCTAssertEqual(transport.requests.last?.timeoutInterval, 30, "the default 60 gives way to the client's")
+        _ = try connect.response(
+            for: ConnectRequest(url: Self.url, timeoutInterval: 5), options: RequestOptions(timeout: 2)
+        ).wait()
+        XCTAssertEqual(transport.requests.last?.timeoutInterval, 2, "the call's options beat the request")
+        let sent = transport.requests.count
+        for bad: TimeInterval in [0, -1, .nan] {
+            let error = connectError(of: connect.response(for: ConnectRequest(url: Self.url, timeoutInterval: bad)))
+            guard case .invalidTimeout? = error?.invalidRequestReason else {
+                return XCTFail("a timeout of \(bad) gave \(String(describing: error))")
+            }
+        }
+        XCTAssertEqual(transport.requests.count, sent, "nothing was sent with a bad timeout")
+    }
+
     // MARK: - One-shot bodies
 
     func testAOneShotBodyIsNotRetriedAndTheLogSaysWhy() throws {

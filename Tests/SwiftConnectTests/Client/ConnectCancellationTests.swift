@@ -215,6 +215,22 @@ final class ConnectCancellationTests: XCTestCase {
         later.cancel()
     }
 
+    func testCancelAllRequestsWhileAnUploadIsBuiltCancelsTheUpload() {
+        // Given a connector that lets cancelAllRequests() in while the client builds its request: what another
+        // thread's call does when it lands while an upload's body is being made
+        let fake = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: fake, retryPolicy: nil)
+        let connector = CancelsAllRequestsWhileBuilt()
+        connector.client = connect
+        // When
+        let file = File(name: "a.png", key: "a", mimeType: .png, data: Data("a".utf8))
+        let upload = connect.upload(files: [file], to: connector)
+        // Then: the upload began before the cancellation, so it is cancelled and never sent
+        XCTAssertEqual(connectError(of: upload)?.kind, .cancelled)
+        XCTAssertEqual(fake.requests.count, 0)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
     func testCancelAllRequestsWithNothingInFlightDoesNothing() {
         // Given
         let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
@@ -320,5 +336,25 @@ private final class CancelsAllRequestsOnSend: Transport, @unchecked Sendable {
         promise.setCancelHandler { [cancellations] in cancellations.increment() }
         client?.cancelAllRequests()
         return promise.future
+    }
+}
+
+/// A connector whose headers, read as the client builds its request, call `cancelAllRequests()` on `client`.
+private final class CancelsAllRequestsWhileBuilt: Connector, @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `weakClient`.
+    private let lock = NSLock()
+    private weak var weakClient: Connect?
+
+    var client: Connect? {
+        get { lock.withLock { weakClient } }
+        set { lock.withLock { weakClient = newValue } }
+    }
+
+    var baseURL: URL { URL(string: "https://api.example.com")! }
+    var endpoint: String { "/upload" }
+    var method: HTTPMethod { .post }
+    var headers: [HTTPHeader] {
+        client?.cancelAllRequests()
+        return []
     }
 }

@@ -35,6 +35,33 @@ final class ResponseCacheTests: XCTestCase {
 
     /// One user's cached response is never served to another: requests with credentials are stored apart for
     /// each set of credentials, and removing a key removes every user's copy.
+    /// A stored answer never makes a request the wire would refuse succeed: a field with CR/LF from the call's
+    /// options fails as the request is built, one a middleware adds fails at the cache stage; nothing more is sent.
+    func testARequestWithAFieldTheWireRefusesIsNotServedFromTheCache() throws {
+        let transport = FakeTransport.answering(.json(string: #"{"n":1}"#))
+        let injecting = AnyMiddleware { request, context, next in
+            var request = request
+            if context.options.headers.isEmpty { request.setValue("a\r\nX-Admin: 1", forHTTPHeaderField: "X-Tag") }
+            return next(request)
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [injecting], retryPolicy: nil, responseCache: ResponseCache())
+        let route = Route("/a", baseURL: URL(string: "https://api.example.com")!)
+        let stored = RequestOptions(cache: CacheRule(timeToLive: 60), headers: [HTTPHeader(name: "X-Ok", value: "1")])
+        _ = try connect.request(route, options: stored).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 1)
+
+        let fromOptions = RequestOptions(
+            cache: CacheRule(timeToLive: 60), headers: [HTTPHeader(name: "X-Note", value: "a\r\nX-Admin: 1")])
+        XCTAssertEqual(
+            connectError(of: connect.request(route, options: fromOptions))?.invalidRequestReason,
+            .invalidHeader(name: "X-Note"))
+        let fromMiddleware = connectError(
+            of: connect.request(route, options: RequestOptions(cache: CacheRule(timeToLive: 60))))
+        XCTAssertEqual(fromMiddleware?.invalidRequestReason, .invalidHeader(name: "X-Tag"))
+        XCTAssertEqual(transport.requests.count, 1, "nothing more was sent")
+    }
+
     func testResponsesToRequestsWithCredentialsAreKeptApartPerCredential() throws {
         let transport = FakeTransport.answering(
             .handler { request in

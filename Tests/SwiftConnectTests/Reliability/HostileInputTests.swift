@@ -225,14 +225,20 @@ final class HostileInputTests: XCTestCase {
             "a\r\nX-Evil: 1", "a\nX-Evil: 1", "a\rX-Evil: 1", "a\u{0}b", "\r\n", "a\r\n\r\nGET / HTTP/1.1",
             "a\u{0B}b", "a\u{1B}[31m", "a\u{7F}",
         ]
-        let evilNames = ["X-Evil\r\n", "X-Note\r\nX-Evil", "X Evil", "X-Evil:", "X\u{0}", "", "Caf\u{E9}", "X\tY"]
+        // Each name, and the error's: cut where a value could start (it may be a pasted line with a secret after it).
+        let evilNames: KeyValuePairs = [
+            "X-Evil\r\n": "X-Evil…", "X-Note\r\nX-Evil": "X-Note…", "X Evil": "X…", "X-Evil:": "X-Evil…",
+            "X\u{0}": "X…",
+            "": "", "Caf\u{E9}": "Caf\u{E9}", "X\tY": "X…",
+        ]
         var cases: [(label: String, connector: Signed, header: String)] = []
         for value in evilValues {
             let header = HTTPHeader(name: "X-Note", value: value)
             cases.append(("value \(value.debugDescription)", signed(headers: [header]), "X-Note"))
         }
-        for name in evilNames {
-            cases.append(("name \(name.debugDescription)", signed(headers: [HTTPHeader(name: name, value: "1")]), name))
+        for (name, shown) in evilNames {
+            cases.append(
+                ("name \(name.debugDescription)", signed(headers: [HTTPHeader(name: name, value: "1")]), shown))
         }
         cases.append(("bearer", signed(token: .bearer(token: "x\r\nX-Evil: 1")), "Authorization"))
         cases.append(("custom", signed(token: .custom(token: "Token x\nX-Evil: 1")), "Authorization"))
@@ -305,10 +311,33 @@ final class HostileInputTests: XCTestCase {
             errors.map(\.invalidRequestReason),
             [
                 .invalidHeader(name: "X-Default"), .invalidHeader(name: "X-Default"),
-                .invalidHeader(name: "X-Default\r\nX-Evil"),
+                .invalidHeader(name: "X-Default…"),
             ]
         )
         XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// A whole header line pasted in as a name (`Authorization: Bearer …`) is refused without its secret showing in
+    /// the error or in the debug log's cURL line.
+    func testAHeaderLinePastedAsANameNeverShowsItsSecret() throws {
+        let secret = "sk_live_abcdef123456"
+        let route = Route(
+            "/x", baseURL: URL(string: "https://api.example.com")!,
+            headers: [HTTPHeader(name: "Authorization: Bearer \(secret)", value: "")])
+        XCTAssertThrowsError(try route.asURLRequest()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Authorization…"))
+            XCTAssertFalse(String(reflecting: error).contains(secret), String(reflecting: error))
+            XCTAssertFalse("\(error)".contains(secret), "\(error)")
+        }
+        let logger = MemoryLogger()
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(logger: logger))
+        let pasted = RequestOptions(headers: [HTTPHeader(name: "X-Key: \(secret)", value: "")])
+        let error = connectError(
+            of: connect.request(Route("/x", baseURL: route.baseURL), debugResponse: true, options: pasted))
+        XCTAssertEqual(error?.invalidRequestReason, .invalidHeader(name: "X-Key…"))
+        XCTAssertFalse(logger.messages.joined().contains(secret), logger.messages.joined())
+        XCTAssertTrue(transport.requests.isEmpty)
     }
 
     func testAConnectorHeaderSharingADefaultHeadersNameIsStillChecked() throws {

@@ -709,6 +709,9 @@ struct ResponseCacheStage: Middleware {
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        // A request the wire would refuse (a field with CR or LF a stage set, say) is refused here too: a stored
+        // answer must not make it succeed, nor its write remove what is stored.
+        if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) { return Future(error: problem) }
         // A streamed body is read once, by its caller: there is nothing to store or to serve again (a write's
         // answer still removes what is stored for its resource).
         guard context.transfer.streaming == nil else { return cache.passing(request, to: next) }
