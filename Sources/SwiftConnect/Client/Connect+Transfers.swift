@@ -100,12 +100,15 @@ extension Connect {
             var form = MultipartFormData(boundary: boundary)
             if hasJSONObject {
                 // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that
-                // order, become the text fields. A route whose content type is a URL-encoded form carries it as one.
+                // order, become the text fields. A route whose content type is a URL-encoded form carries it as one
+                // (a `JSONObject` is placed by the content type); a `Parameter.jsonObject` stays JSON whatever the
+                // header says, so a body that opens as a JSON object is read as one.
                 do {
                     let body = request.httpBody ?? Data()
                     let type = request.headerFields[.contentType].map(ConnectResponse.mediaType(of:))
+                    let opensAsObject = body.first { !JSONFormFields.isWhitespace($0) } == UInt8(ascii: "{")
                     connectorFields =
-                        type == "application/x-www-form-urlencoded"
+                        type == "application/x-www-form-urlencoded" && !opensAsObject
                         ? JSONFormFields.fields(ofForm: body) : try JSONFormFields.fields(of: body)
                 } catch var error as ConnectError {
                     error.sentRequest = request

@@ -58,7 +58,12 @@ enum JSONFormFields {
     }
 
     private static func skipWhitespace(_ bytes: [UInt8], _ index: inout Int) {
-        while index < bytes.count, [0x20, 0x09, 0x0A, 0x0D].contains(bytes[index]) { index += 1 }
+        while index < bytes.count, isWhitespace(bytes[index]) { index += 1 }
+    }
+
+    /// Whether `byte` is JSON whitespace (space, tab, LF, CR).
+    static func isWhitespace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0A || byte == 0x0D
     }
 
     /// Moves past one JSON value (a string, an object or array with everything inside, or a scalar).

@@ -263,7 +263,9 @@ public struct MultipartFormData: Sendable {
 
     /// A `name` or `filename` value for a quoted string: `"` CR LF percent-encoded, as the WHATWG form encoding does,
     /// and `\` too, which that encoding sends as it is: a server that reads RFC 2616 quoted pairs would take `a\"`
-    /// for an escaped quote, or drop the backslash of `C:\x`. The rest as is.
+    /// for an escaped quote, or drop the backslash of `C:\x`. The other control characters but the tab (NUL, which a
+    /// C parser takes for the end of the name, and DEL) are percent-encoded as well: no header line may carry them.
+    /// The rest as is.
     static func escaped(_ value: String) -> String {
         var result = ""
         result.reserveCapacity(value.utf8.count)
@@ -271,8 +273,10 @@ public struct MultipartFormData: Sendable {
             switch scalar {
             case "\"": result += "%22"
             case "\\": result += "%5C"
-            case "\r": result += "%0D"
-            case "\n": result += "%0A"
+            case "\t": result.unicodeScalars.append(scalar)
+            case "\u{00}"..."\u{1F}", "\u{7F}":
+                let hex = String(scalar.value, radix: 16, uppercase: true)
+                result += hex.count == 1 ? "%0\(hex)" : "%\(hex)"
             default: result.unicodeScalars.append(scalar)
             }
         }

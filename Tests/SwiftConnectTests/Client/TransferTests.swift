@@ -61,6 +61,28 @@ final class TransferTests: XCTestCase {
         }
     }
 
+    /// A `Parameter.jsonObject` stays a JSON body whatever `Content-Type` the connector's headers give it: its keys
+    /// are still the fields when that type says form (they were read as one field named after the whole JSON text).
+    func testUploadReadsAJSONObjectAsJSONThoughTheHeaderSaysForm() throws {
+        struct FormTyped: Connector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/upload" }
+            var method: HTTPMethod { .post }
+            var headers: [HTTPHeader] { [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")] }
+            var parameters: (any ParametersRepresentable)? { Parameter.jsonObject(value: ["name": "Ada"]) }
+        }
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+
+        _ = try connect.upload(files: [], to: FormTyped()).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        let parts = try MultipartParser.parse(try XCTUnwrap(sent.httpBody), contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["name"])
+        XCTAssertEqual(parts.map { String(decoding: $0.data, as: UTF8.self) }, ["Ada"])
+    }
+
     /// Profile fields beside an avatar: the connector's `.jsonObject` becomes one text part per key, in the
     /// order the connector's encoder wrote them (sorted here).
     func testUploadSendsAJSONObjectsKeysAsTextFields() throws {

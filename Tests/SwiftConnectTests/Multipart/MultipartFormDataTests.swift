@@ -28,6 +28,16 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertTrue(text.contains(#"filename="résumé 📄.pdf""#), "non-ASCII is sent as UTF-8")
     }
 
+    func testControlCharactersInNamesAreEscapedButTheTab() throws {
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "a\u{0}b\u{1F}c\u{7F}d\te", value: "v")
+        form.append(File(name: "x\u{0}.exe\u{8}.txt", key: "f", mimeType: .octetStream, data: Data()))
+        let text = String(decoding: try form.encodedData(), as: UTF8.self)
+        XCTAssertTrue(text.contains("name=\"a%00b%1Fc%7Fd\te\""), text)
+        XCTAssertTrue(text.contains(#"filename="x%00.exe%08.txt""#), text)
+        XCTAssertFalse(text.unicodeScalars.contains { $0 == "\u{0}" || $0 == "\u{7F}" || $0 == "\u{8}" })
+    }
+
     func testARandomBoundaryIsUniquePerBody() {
         let boundaries = Set((0..<100).map { _ in MultipartFormData().boundary })
         XCTAssertEqual(boundaries.count, 100)
