@@ -37,6 +37,9 @@ public enum Parameter: ParametersRepresentable {
     /// Sent with `Content-Type: application/json` unless the connector's headers set another.
     case jsonObject(value: any Encodable)
 
+    /// A JSON body, as ``jsonObject(value:)``; the usage guide's spelling, `Parameter.jsonObject(todo)`.
+    public static func jsonObject(_ value: any Encodable) -> Parameter { .jsonObject(value: value) }
+
     /// A field of an `application/x-www-form-urlencoded` body. Several `.form` fields make one body,
     /// written in order.
     case form(key: String, value: String)

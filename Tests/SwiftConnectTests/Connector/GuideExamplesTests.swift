@@ -153,6 +153,24 @@ final class GuideExamplesTests: XCTestCase {
             ["https://jsonplaceholder.typicode.com/todos/1", "https://myserver.com/users/3/todos/4?action=update"])
     }
 
+    /// "passing Parameter.jsonObject(someJSONObject) will encode the given object and send it in the body": the
+    /// guide's prose spelling, without the case's `value:` label, builds the same body.
+    func testTheGuidesUnlabeledJSONObjectSpellingSendsTheSameBody() throws {
+        struct Create: Connector {
+            let parameters: (any ParametersRepresentable)?
+            var baseURL: URL { URL(string: "https://myserver.com")! }
+            var endpoint: String { "/todos" }
+            var method: HTTPMethod { .post }
+            var headers: [HTTPHeader] { [] }
+        }
+        let todo = Todo(userId: 2, id: 1, title: "Test Todo", completed: false)
+        let guide = try Create(parameters: Parameter.jsonObject(todo)).asURLRequest()
+        let labeled = try Create(parameters: Parameter.jsonObject(value: todo)).asURLRequest()
+        XCTAssertEqual(try JSONDecoder().decode(Todo.self, from: XCTUnwrap(guide.httpBody)), todo)
+        XCTAssertEqual(guide.value(forHTTPHeaderField: "Content-Type"), "application/json")
+        XCTAssertEqual(guide.httpBody.map { $0.count }, labeled.httpBody.map { $0.count })
+    }
+
     /// "Its constructor contains two parameters (ConnectMiddleware / ErrorHandler)": either may be customised on
     /// its own, the other keeping its default.
     func testConnectTakesEitherOfTheGuidesTwoParametersOnItsOwn() {
