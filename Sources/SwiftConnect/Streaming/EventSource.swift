@@ -105,6 +105,14 @@ public struct EventSource: AsyncSequence {
                 } catch let error as ConnectError where error.kind == .cancelled || Task.isCancelled {
                     isFinished = true
                     throw error
+                } catch let error as ConnectError where Self.isBodySizeLimit(error) {
+                    // The size limit of one connection's body (a client-wide `maxResponseBytes`, say): a
+                    // reconnection starts its count again, from the last event ID, so a long-lived source is not
+                    // ended by the total of its events.
+                    record(events)
+                    events = nil
+                    try await waitToReconnect(after: error)
+                    continue
                 } catch let error as ConnectError where !Self.isNetworkFailure(error) {
                     // A limit (a line or an event's data too long, a reader too far behind) or another failure the
                     // stream's own bytes decide: a reconnection would meet it again, for ever.
@@ -143,7 +151,19 @@ public struct EventSource: AsyncSequence {
                     .connectionLost, message: message,
                     underlyingError: failure ?? URLError(.networkConnectionLost))
             }
-            try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
+            do {
+                try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
+            } catch {
+                // Cancelled while waiting: the same error as a cancellation while reading.
+                isFinished = true
+                throw ConnectError.cancelled()
+            }
+        }
+
+        /// Whether `error` is the size limit of a connection's whole body (it came with the response's head), as
+        /// opposed to a line's, an event's or the reader's buffer, which the stream's own bytes decide.
+        private static func isBodySizeLimit(_ error: ConnectError) -> Bool {
+            error.kind == .responseTooLarge && error.storedHead != nil
         }
 
         /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 milliseconds (or an infinite delay)

@@ -157,6 +157,54 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// A client-wide size limit counts one connection's body: a long-lived source that goes over it reconnects from
+    /// its last event ID, where it used to end for good (the whole body over the limit in a stream of small events).
+    func testABodySizeLimitReconnectsFromTheLastEventInsteadOfEndingTheSource() async throws {
+        let transport = FakeTransport()
+        let padding = ": " + String(repeating: "x", count: 50) + "\n"
+        transport.stub(
+            .get, "/events",
+            with: [
+                .stream(
+                    [Data(("id: 1\ndata: 1\n\n" + padding).utf8), Data(("id: 2\ndata: 2\n\n" + padding).utf8)],
+                    headers: eventStream),
+                sse("id: 2\ndata: 2\n\nid: 3\ndata: 3\n\n"),
+                .status(204),
+            ])
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 100))
+        var received: [String] = []
+        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            received.append(event.data)
+        }
+        XCTAssertEqual(received, ["1", "2", "3"])
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "Last-Event-ID"), "1")
+    }
+
+    /// A cancellation while the source waits to reconnect ends it with the same error as one while it reads.
+    func testACancellationWhileWaitingToReconnectThrowsConnectErrorCancelled() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: sse("data: a\n\n"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let source = connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 30))
+        let outcome = await Task { () -> String in
+            var events = source.makeAsyncIterator()
+            guard (try? await events.next())?.data == "a" else { return "no first event" }
+            withUnsafeCurrentTask { $0?.cancel() }
+            do {
+                _ = try await events.next()
+                return "no error"
+            } catch let error as ConnectError {
+                return "\(error.kind)"
+            } catch {
+                return "\(type(of: error))"
+            }
+        }.value
+        XCTAssertEqual(outcome, "\(ConnectError.Kind.cancelled)")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
         // Given: the server goes away after the first event (a restart), then comes back
         let transport = FakeTransport()
