@@ -589,12 +589,18 @@ extension Connect {
                 transport: transport)
         let sent = RetryingCall.start(
             request, context: context, policy: appliedRetryPolicy, errorHandler: errorHandler, send: chain.send)
-        inFlight.track(sent, startedAfter: cancellationsBefore)
         var check = ResponseCheck(
             request: request, errorHandler: errorHandler, validators: all.validators,
             processors: all.processors, debugLogger: debugResponse ? logger : nil, redactsSecrets: redactsSecrets)
         check.acceptsEveryStatus = context.options.acceptsEveryStatus == true
-        return Exchange(sent: sent, check: check)
+        var exchange = Exchange(sent: sent, check: check)
+        if check.waits {
+            // The call lasts until its processors are done: that future is the one to cancel and to count.
+            exchange.trackProcessed = { [inFlight] in inFlight.track($0, startedAfter: cancellationsBefore) }
+        } else {
+            inFlight.track(sent, startedAfter: cancellationsBefore)
+        }
+        return exchange
     }
 
     /// The body of a response future, as a future that knows the response, for `decoded(toType:)` to choose a

@@ -15,6 +15,14 @@ struct Exchange: Sendable {
     let sent: Future<ConnectResponse>
     /// What the outcome goes through; `nil` when the request failed before it was sent.
     let check: ResponseCheck?
+    /// Tracks the future of a check that awaits its processors, which is what the caller waits for, in `sent`'s
+    /// stead (``Connect/cancelAllRequests()``, ``Connect/requestsInFlight``); `nil` when `sent` is tracked.
+    var trackProcessed: (@Sendable (Future<ConnectResponse>) -> Void)?
+
+    init(sent: Future<ConnectResponse>, check: ResponseCheck?) {
+        self.sent = sent
+        self.check = check
+    }
 
     /// The checked outcome, when `sent` is complete already (a synchronous transport, a cached response, a
     /// failure before sending); `nil` while it is pending. Read it once: the check logs with `debugResponse`.
@@ -29,7 +37,9 @@ struct Exchange: Sendable {
         guard let check else { return sent }
         let checked = sent.transformResult { check.outcome(of: $0) }
         guard check.waits else { return checked }
-        return checked.flatMap { response in Future { try await check.waitingProcessors(on: response) } }
+        let processed = checked.flatMap { response in Future { try await check.waitingProcessors(on: response) } }
+        trackProcessed?(processed)
+        return processed
     }
 
     /// The checked outcome transformed by `transform`, in one stage; for an exchange that

@@ -231,6 +231,27 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(connect.requestsInFlight, 0)
     }
 
+    func testARequestWhoseProcessorWaitsIsInFlightAndCancelledUntilTheProcessorIsDone() throws {
+        // Given a processor that waits (a key store decrypting the body, say), holding the call after the answer
+        let entered = Promise<Void>()
+        let gate = Promise<Void>()
+        let waiting = AnyResponseProcessor { response async throws -> ConnectResponse in
+            entered.succeed(())
+            _ = try? await gate.future.value
+            return response
+        }
+        let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
+        let future = connect.request(Endpoint(), options: RequestOptions(processors: [waiting]))
+        try entered.future.wait(timeout: 5)
+        // Then the call is in flight while its processor runs
+        XCTAssertEqual(connect.requestsInFlight, 1)
+        // And cancelAllRequests() (a logout, say) reaches it
+        connect.cancelAllRequests()
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        gate.succeed(())
+    }
+
     func testCancelAllRequestsWithNothingInFlightDoesNothing() {
         // Given
         let connect = Connect(transport: FakeTransport.answering(.status(200)), retryPolicy: nil)
