@@ -54,11 +54,14 @@ extension Future {
         if isCompleted { return self }
 
         let derived = passingThrough()
+        // As the chain reports a timeout now; for an abandoned chain, which the timer finds gone.
         let timeoutError = reported(.timedOut(after: seconds))
-        // Set when the limit passes, before this future is cancelled: the cancellation that comes back through the
-        // callback below is then reported as the timeout. So the returned future fails with `timedOut` only once
-        // this future is cancelled (or gone), and never while its work still runs.
-        let expired = Protected(false)
+        // The timeout's error, set when the limit passes, before this future is cancelled: the cancellation that
+        // comes back through the callback below is then reported as it. So the returned future fails with `timedOut`
+        // only once this future is cancelled (or gone), and never while its work still runs. Worked out then, not
+        // now: a chain that went on to follow a request (`flatMap`) reports in the client's error type by then, as
+        // a cancellation at that time would.
+        let expired = Protected<(any Error)?>(nil)
         // Weak: the scheduler holds this handler until it fires or is disarmed; `derived` lives as long as someone
         // holds it or this future's callback does, and this future as long as its producer does.
         let expire: @Sendable () -> Void = { [weak self, weak derived] in
@@ -68,7 +71,8 @@ extension Future {
                 derived.complete(.failure(timeoutError), reportingDoubleCompletionAt: nil).work.run()
                 return
             }
-            expired.withLock { $0 = true }
+            let error = self.reported(.timedOut(after: seconds))
+            expired.withLock { $0 = error }
             // The work is stopped before anyone hears of the timeout, as `cancel()` does; a result that came first
             // (it may have arrived while the timer was firing) stands, as cancelling a complete future does nothing.
             self.cancel()
@@ -94,8 +98,8 @@ extension Future {
         whenCompleteReturningWork { [unowned self] result in
             deadline?.cancel()
             // The cancellation the timer caused, not a failure of the work that came first.
-            if case .failure = result, expired.withLock({ $0 }), isCancelled {
-                return derived.resolve(.failure(timeoutError))
+            if case .failure = result, let error = expired.withLock({ $0 }), isCancelled {
+                return derived.resolve(.failure(error))
             }
             return derived.resolve(result)
         }.run()

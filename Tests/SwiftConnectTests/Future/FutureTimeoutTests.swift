@@ -241,6 +241,27 @@ final class FutureTimeoutTests: XCTestCase {
     }
 }
 
+extension FutureTimeoutTests {
+    /// The timeout is reported as the chain reports a cancellation when it fires: a chain that went on to follow a
+    /// request (a token first, then the call) times out as the client's error, not as `FutureError`.
+    func testAChainThatFollowsARequestByThenTimesOutAsTheClientsError() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let token = Promise<String>()
+        // The timer's handler waits on a suspended queue: it runs only once the chain follows the request.
+        let held = DispatchQueue(label: "FutureTimeoutTests.held")
+        held.suspend()
+        let limited = token.future.flatMap { _ in connect.request(ClientFixtures.Endpoint(endpoint: "/slow")) }
+            .timeout(after: 0.01, on: nil, scheduler: DeadlineScheduler(handlerQueue: held))
+        token.succeed("t")
+        held.resume()
+        let error = try XCTUnwrap(error(of: limited) as? ConnectError, "\(String(describing: error(of: limited)))")
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(transport.cancelledRequests.map { $0.url?.path }, ["/slow"])
+    }
+}
+
 /// Whether `error` is the failure of `timeout(after:)` on a future that is not a request's (any limit, NaN too).
 private func isTimedOut(_ error: (any Error)?) -> Bool {
     if case .timedOut? = error as? FutureError { return true }
