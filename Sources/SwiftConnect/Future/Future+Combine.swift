@@ -120,6 +120,9 @@ extension Future {
         derived.setCancelHandler {
             for input in inputs { input.future?.cancel() }
         }
+        // Its cancellation and timeout are reported as the first input's chain reports them (a race of requests:
+        // the client's error). The link is weak, as every upstream link; the cancel handler reaches the others.
+        derived.setUpstream(futures[0])
         for future in futures {
             // Unowned: the callback is stored in `future` and only `future` runs it.
             future.whenCompleteReturningWork { [unowned future] result in

@@ -79,6 +79,23 @@ final class FutureRaceTests: XCTestCase {
         XCTAssertEqual(error(of: first) as? FutureError, .cancelled)
     }
 
+    /// A race of requests' futures is cancelled, and times out, with the client's error, as its documentation says.
+    func testARaceOfRequestsIsCancelledAndTimesOutWithTheClientsError() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        func slow() -> Future<Data> { connect.request(ClientFixtures.Endpoint(endpoint: "/slow")) }
+
+        let cancelled = Future.race([slow(), slow()])
+        cancelled.cancel()
+        XCTAssertEqual(
+            (error(of: cancelled) as? ConnectError)?.kind, .cancelled, "\(String(describing: error(of: cancelled)))")
+
+        let late = Future.race([slow(), slow()]).timeout(after: 0.01)
+        XCTAssertEqual((error(of: late) as? ConnectError)?.kind, .timedOut, "\(String(describing: error(of: late)))")
+        XCTAssertEqual(transport.cancelledRequests.count, 4, "every request of both races was cancelled")
+    }
+
     /// Many inputs completing at once from many threads: exactly one result, which is the winner's, and every
     /// other input is complete (cancelled by the winner, or done before it heard).
     func testInputsCompletingConcurrentlyHaveExactlyOneWinner() throws {
