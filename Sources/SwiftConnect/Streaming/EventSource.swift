@@ -6,8 +6,10 @@ import Foundation
 
 /// How an ``EventSource`` reconnects, as a browser's `EventSource` does.
 public struct EventSourceReconnection: Sendable, Hashable {
-    /// The wait before reconnecting, until the server sets another with a `retry:` field. Defaults to 3 s, the
-    /// WHATWG default.
+    /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
+    /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Each reconnection after the first in a row without
+    /// an event waits twice as long as the one before, up to 30 s (or this delay, when longer): a server that
+    /// answers and closes at once is not called in a loop.
     public var delay: TimeInterval
     /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit.
     public var maxAttempts: Int?
@@ -36,11 +38,12 @@ public struct EventSourceReconnection: Sendable, Hashable {
 ///
 /// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection),
 /// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
-/// a timeout, no network) is tried again after the same wait, and counts against
-/// ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an endpoint
-/// that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has already
-/// retried it). A stream the network breaks is reconnected; one that fails for what it carries (a line or an
-/// event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
+/// a timeout, no network) is tried again after the wait (which doubles while nothing gets through), and counts
+/// against ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an
+/// endpoint that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has
+/// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
+/// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or
+/// an event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
 /// reconnection. Cancel the task, or break out of the loop, to stop.
 public struct EventSource: AsyncSequence {
     /// An event.
@@ -115,8 +118,10 @@ public struct EventSource: AsyncSequence {
                     continue
                 } catch let error as ConnectError where !Self.isNetworkFailure(error) {
                     // A limit (a line or an event's data too long, a reader too far behind) or another failure the
-                    // stream's own bytes decide: a reconnection would meet it again, for ever.
+                    // stream's own bytes decide: a reconnection would meet it again, for ever. The reader is let go
+                    // of, which stops the transfer, whether or not the caller keeps this iterator.
                     record(events)
+                    events = nil
                     isFinished = true
                     throw error
                 } catch {
@@ -152,7 +157,7 @@ public struct EventSource: AsyncSequence {
                     underlyingError: failure ?? URLError(.networkConnectionLost))
             }
             do {
-                try await Task.sleep(nanoseconds: Self.nanoseconds(delay))
+                try await Task.sleep(nanoseconds: Self.nanoseconds(Self.wait(delay, failures: failures)))
             } catch {
                 // Cancelled while waiting: the same error as a cancellation while reading.
                 isFinished = true
@@ -165,6 +170,20 @@ public struct EventSource: AsyncSequence {
         private static func isBodySizeLimit(_ error: ConnectError) -> Bool {
             error.kind == .responseTooLarge && error.storedHead != nil
         }
+
+        /// The wait before reconnection number `failures` in a row without an event: `delay`, doubled for each one
+        /// after the first, up to 30 s (or `delay` itself, when longer).
+        static func wait(_ delay: TimeInterval, failures: Int) -> TimeInterval {
+            guard failures > 1, delay > 0 else { return delay }
+            let doubled = delay * Double(1 << Swift.min(failures - 1, 16))
+            return Swift.min(doubled, Swift.max(delay, longestBackoff))
+        }
+
+        /// The longest wait the doubling reaches, in seconds.
+        static let longestBackoff: TimeInterval = 30
+        /// The shortest wait a server's `retry:` sets, in seconds: `retry: 0` from a server that answers and closes
+        /// at once would otherwise reconnect thousands of times a second.
+        static let shortestServerRetry: TimeInterval = 0.5
 
         /// `seconds` as a sleep, capped at a year: a server's `retry:` of 2^63 milliseconds (or an infinite delay)
         /// is a very long wait, not a trap converting it.
@@ -183,7 +202,7 @@ public struct EventSource: AsyncSequence {
         private mutating func record(_ iterator: ResponseEvents<ResponseStream>.AsyncIterator?) {
             guard let iterator else { return }
             lastEventID = iterator.lastEventID
-            if let time = iterator.reconnectionTime { delay = Double(time) / 1000 }
+            if let time = iterator.reconnectionTime { delay = Swift.max(Double(time) / 1000, Self.shortestServerRetry) }
         }
 
         /// Connects, with `Last-Event-ID` when there is one; `nil` for a 204 (the server says: stop).

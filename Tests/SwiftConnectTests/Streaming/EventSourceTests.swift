@@ -205,6 +205,49 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// A source that failed on its own bytes stops its transfer, though its iterator is still held (by a feed
+    /// manager, say): the server's writes end, where they waited on the full buffer until the iterator went.
+    func testASourceThatFailedOnItsBytesStopsItsTransferThoughItsIteratorIsHeld() async throws {
+        let transport = FakeTransport()
+        let stopped = Promise<Void>()
+        let tooLong = Data(("data: " + String(repeating: "x", count: (1 << 20) + 1) + "\n\n").utf8)
+        transport.stub(
+            .get, "/events",
+            with: .stream(headers: eventStream) { body in
+                guard await body.send(tooLong) else {
+                    stopped.succeed(())
+                    return
+                }
+                while await body.send(Data(count: 65_536)) {}
+                stopped.succeed(())
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var events = connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0))
+            .makeAsyncIterator()
+        do {
+            _ = try await events.next()
+            XCTFail("a line over the limit must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge, "\(error)")
+        }
+        try await stopped.future.value(timeout: 10)
+        let after = try await events.next()
+        XCTAssertNil(after, "a finished source gives nothing more")
+    }
+
+    /// A server's `retry: 0` waits half a second at least, and a second reconnection in a row without an event
+    /// twice that: a server that answers and closes at once was called thousands of times a second.
+    func testAServersRetryOfZeroAndEventlessReconnectionsBackOff() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: [sse("retry: 0\n\n"), sse(": nothing\n\n"), .status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let started = ContinuousClock.now
+        for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+        // At least 0.5 s, then 1 s: sleeps last at least as long as asked, so this bound holds on any machine.
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(1_500))
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
         // Given: the server goes away after the first event (a restart), then comes back
         let transport = FakeTransport()
