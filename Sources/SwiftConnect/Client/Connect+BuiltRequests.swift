@@ -75,7 +75,8 @@ extension Connect {
         let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =
-            (methodOptions?.headers ?? []) + (isForServer ? configuration?.defaultHeaders ?? [] : []) + defaultHeaders
+            HTTPHeader.lastValuesWin(methodOptions?.headers ?? []) + (isForServer ? serverDefaultHeaders : [])
+            + defaultHeaders
         for header in defaults where request.value(forHTTPHeaderField: header.name) == nil {
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }

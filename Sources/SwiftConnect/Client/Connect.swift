@@ -54,10 +54,10 @@ public final class Connect: Sendable {
     /// `settings.decoders`.
     @usableFromInline var decoders: ResponseDecoders { settings.decoders }
     /// The client's headers for every request: its options' (``Settings/options``), then
-    /// ``Settings/defaultHeaders``.
-    var defaultHeaders: [HTTPHeader] {
-        settings.options.headers.isEmpty ? settings.defaultHeaders : settings.options.headers + settings.defaultHeaders
-    }
+    /// ``Settings/defaultHeaders``; in each, a name given twice has its last value, as in a connector's headers.
+    let defaultHeaders: [HTTPHeader]
+    /// ``ServerConfiguration/defaultHeaders``, a name given twice with its last value.
+    let serverDefaultHeaders: [HTTPHeader]
     /// The server this client talks to, for connectors and routes with a relative base URL, with default
     /// headers and query items for every request to it (not for an absolute connector naming another host).
     let configuration: ServerConfiguration?
@@ -130,6 +130,9 @@ public final class Connect: Sendable {
         self.responseCache = responseCache
         self.settings = settings
         self.configuration = configuration
+        defaultHeaders =
+            HTTPHeader.lastValuesWin(settings.options.headers) + HTTPHeader.lastValuesWin(settings.defaultHeaders)
+        serverDefaultHeaders = HTTPHeader.lastValuesWin(configuration?.defaultHeaders ?? [])
         serverBaseURL = configuration.map { configuration in Result { try configuration.requireBaseURL() } }
         contextDefaults = settings.options.keyedValuesOnly
         appliedRetryPolicy = retryPolicy ?? .none
@@ -408,7 +411,7 @@ extension Connect {
         optionsContentType: String? = nil
     ) throws -> (blueprint: RequestBlueprint, isForServer: Bool) {
         var blueprint: RequestBlueprint
-        var serverHeaders = configuration?.defaultHeaders ?? []
+        var serverHeaders = serverDefaultHeaders
         var isForServer = true
         let port = connector.port
         if RelativeBase.isRelative(connector.baseURL) {
@@ -504,7 +507,7 @@ extension Connect {
         let isForServer: Bool
         do {
             (blueprint, isForServer) = try self.blueprint(
-                for: connector, traits: traits, methodHeaders: methodOptions?.headers ?? [],
+                for: connector, traits: traits, methodHeaders: HTTPHeader.lastValuesWin(methodOptions?.headers ?? []),
                 optionsContentType: leveled.headers.last {
                     $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
                 }?.value)

@@ -157,6 +157,24 @@ extension HTTPHeader {
         return sensitiveFragmentBytes.contains { fragment in containsRun(fragment, in: folded) }
     }
 
+    /// `headers` with each name (ignoring case) once, where it first comes, with the value it last has: a list of
+    /// defaults where a later field replaces an earlier one of the same name, as a connector's headers do
+    /// (`common + [.contentType("application/vnd.api+json")]`), though defaults are set only where a request has no
+    /// field of that name.
+    static func lastValuesWin(_ headers: [HTTPHeader]) -> [HTTPHeader] {
+        guard headers.count > 1 else { return headers }
+        var result: [HTTPHeader] = []
+        result.reserveCapacity(headers.count)
+        for header in headers {
+            if let index = result.firstIndex(where: { asciiCaseInsensitiveEquals($0.name, header.name) }) {
+                result[index] = header
+            } else {
+                result.append(header)
+            }
+        }
+        return result
+    }
+
     /// A field name as an error or a log shows it: whole when it is a token; otherwise only up to the first
     /// character that cannot start a value's text (`:`, `=`, a blank or a control character), then `…`. A whole
     /// header line pasted in as the name (`Authorization: Bearer …`) then never shows its secret.

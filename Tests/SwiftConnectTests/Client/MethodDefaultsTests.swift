@@ -46,6 +46,30 @@ final class MethodDefaultsTests: XCTestCase {
         XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Accept"), "application/json")
     }
 
+    /// Within one level, a name given twice sends its last value, at every level alike (it was the first at the
+    /// client's, the method's and the server's, the last at the connector's and the call's).
+    func testANameGivenTwiceInOneLevelSendsItsLastValueAtEveryLevel() throws {
+        let twice = [HTTPHeader(name: "X-Twice", value: "base"), HTTPHeader(name: "x-twice", value: "override")]
+        let transport = FakeTransport.answering(.status(204))
+        let clients = [
+            Connect(transport: transport, settings: Connect.Settings(options: RequestOptions(headers: twice))),
+            Connect(transport: transport, settings: Connect.Settings(defaultHeaders: twice)),
+            Connect(
+                transport: transport, settings: Connect.Settings(methodOptions: [.get: RequestOptions(headers: twice)])),
+            Connect(transport: transport, configuration: ServerConfiguration(host: "api.test", defaultHeaders: twice)),
+            Connect(transport: transport),
+        ]
+        for (index, connect) in clients.enumerated() {
+            let options = index == clients.count - 1 ? RequestOptions(headers: twice) : RequestOptions()
+            _ = try connect.request(Route("/a", baseURL: URL(string: "https://api.test")!), options: options).wait()
+            XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "X-Twice"), "override", "client \(index)")
+            _ = try connect.response(for: ConnectRequest(url: URL(string: "https://api.test/b")!), options: options)
+                .wait()
+            XCTAssertEqual(
+                transport.requests.last?.value(forHTTPHeaderField: "X-Twice"), "override", "built, client \(index)")
+        }
+    }
+
     func testTheDeadlineTheMostSpecificLevelWins() throws {
         let transport = FakeTransport.answering(.status(204))
         let connect = client(transport)
