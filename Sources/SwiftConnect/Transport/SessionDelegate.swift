@@ -99,7 +99,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         didReceive response: URLResponse,
         completionHandler: @escaping @Sendable (URLSession.ResponseDisposition) -> Void
     ) {
-        cookies?.keep(from: response)
+        cookies?.keep(from: response, of: dataTask.originalRequest)
         guard let handler = hop(dataTask) else { return completionHandler(.allow) }
         let proceed = handler.didReceive(response)
         completionHandler(proceed ? .allow : .cancel)
@@ -163,7 +163,7 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
         newRequest request: URLRequest,
         completionHandler: @escaping @Sendable (URLRequest?) -> Void
     ) {
-        cookies?.keep(from: response)
+        cookies?.keep(from: response, of: task.originalRequest)
         // Every redirect is declined: the 3xx is the task's answer, and the core follows it by its rules (a plain
         // exchange hands it over, ``TaskHandler/didComplete(data:response:error:)``).
         beforeAnsweringRedirect?(task)

@@ -266,7 +266,7 @@ public final class URLSessionTransport: Transport {
         let task = session.dataTask(with: Self.forSession(sent)) {
             [plainInFlight, delegate] data, response, error in
             plainInFlight.withLock { $0 -= 1 }
-            delegate?.cookies?.keep(from: response)
+            delegate?.cookies?.keep(from: response, of: request)
             // Taken out, so that nothing the task keeps holds the handler (and through it the transport) after this.
             guard
                 let (handler, task) = slot.withLock({ slot in

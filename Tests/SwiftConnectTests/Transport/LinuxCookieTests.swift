@@ -122,6 +122,28 @@ import XCTest
             XCTAssertTrue(String(decoding: sent.data, as: UTF8.self).contains(name("stored")))
         }
 
+        /// "Whether cookies will be sent with and set for this request": a request that handles no cookies keeps
+        /// none its response sets, on the plain path and on the core's exchange alike (both kept them).
+        func testARequestThatHandlesNoCookiesKeepsNoneItsResponseSets() throws {
+            let cookie = name("unwanted")
+            server.route("GET", "/set") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(cookie)=1; Path=/")])
+            }
+            var request = URLRequest(url: server.baseURL.appendingPathComponent("set"))
+            request.httpShouldHandleCookies = false
+            let transport = URLSessionTransport()
+            var limited = TransferOptions()
+            limited.maxResponseBytes = 1 << 20
+            for transfer in [TransferOptions(), limited] {
+                _ = try transport.send(try ConnectRequest(request), transfer: transfer).wait(timeout: 20)
+                XCTAssertNil(stored("unwanted"), "plain: \(transfer.isPlain)")
+            }
+            XCTAssertEqual(try sent("/echo"), [])
+            request.httpShouldHandleCookies = true
+            _ = try transport.send(try ConnectRequest(request), transfer: TransferOptions()).wait(timeout: 20)
+            XCTAssertNotNil(stored("unwanted"), "a request that handles cookies keeps them")
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")

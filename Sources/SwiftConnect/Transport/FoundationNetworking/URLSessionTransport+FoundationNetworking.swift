@@ -384,9 +384,12 @@ struct SessionCookies: Sendable {
     }
 
     /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it
-    /// replaces.
-    func keep(from response: URLResponse?) {
-        guard accepts, let response = response as? HTTPURLResponse, let url = response.url else { return }
+    /// replaces. Nothing for a `request` that handles no cookies (`httpShouldHandleCookies = false`: "whether
+    /// cookies will be sent with and set for this request").
+    func keep(from response: URLResponse?, of request: URLRequest?) {
+        guard accepts, request?.httpShouldHandleCookies ?? true, let response = response as? HTTPURLResponse,
+            let url = response.url
+        else { return }
         let fields = SetCookieFields.readable(of: response)
         guard !fields.isEmpty else { return }
         let now = Date()
