@@ -88,6 +88,19 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie("a=1; Domain=10.1.2.3", from: address)?.domain, "10.1.2.3")
     }
 
+    /// RFC 6265bis §4.1.3, as browsers enforce the prefixes: a sibling host cannot toss a `__Host-` cookie to its
+    /// parent domain, nor plain http set a `__Secure-` one.
+    func testCookiePrefixesAreEnforced() {
+        XCTAssertNil(cookie("__Host-sid=x; Secure; Path=/; Domain=example.com"), "a __Host- cookie with a Domain")
+        XCTAssertNil(cookie("__Host-sid=x; Path=/"), "a __Host- cookie that is not Secure")
+        XCTAssertNil(cookie("__Host-sid=x; Secure"), "a __Host- cookie without Path=/")
+        XCTAssertNil(cookie("__host-sid=x; Secure; Path=/app"), "a __Host- cookie of another path, any case")
+        XCTAssertEqual(cookie("__Host-sid=x; Secure; Path=/")?.domain, "a.example.com")
+        XCTAssertNil(cookie("__Secure-id=x"), "a __Secure- cookie that is not Secure")
+        XCTAssertNil(cookie("__Secure-id=x", from: URL(string: "http://a.example.com/")!))
+        XCTAssertEqual(cookie("__Secure-id=x; Secure; Domain=example.com")?.domain, ".example.com")
+    }
+
     func testASecureCookieIsTakenOnlyFromASecureOrigin() {
         XCTAssertEqual(cookie("a=1; Secure")?.isSecure, true)
         XCTAssertNil(cookie("a=1; Secure", from: URL(string: "http://a.example.com/")!))
