@@ -49,6 +49,17 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(answer.header("Content-Type"), "application/json", "headers come back too")
     }
 
+    /// "Keep it for ever" reaches the disk too: an infinite expiry could not be written, and the entry stayed in
+    /// memory only (the folder empty, the next process asking the network).
+    func testAResponseKeptForEverSurvivesARestart() throws {
+        let transport = answers(2)
+        let forever = RequestOptions(cache: CacheRule(timeToLive: .infinity))
+        XCTAssertEqual(body(try client(transport).request(Route("/todos"), options: forever)), #"{"answer":1}"#)
+        let restarted = try client(transport, now: Date().addingTimeInterval(10 * 365 * 24 * 3600))
+        XCTAssertEqual(body(restarted.request(Route("/todos"), options: forever)), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1, "the second process read it from disk, ten years on")
+    }
+
     func testFilesAreForTheUserOnly() throws {
         _ = body(try client(answers(1)).request(Route("/todos"), options: rule))
         let manager = FileManager.default

@@ -421,7 +421,9 @@ public final class ResponseCache: Sendable {
                 self.storage?.removeResponses(forKey: key)
                 return
             }
-            let expiry = arrival.addingTimeInterval(freshness.lifetime)
+            // A rule that keeps a response for ever (`timeToLive: .infinity`) keeps it until the distant future: an
+            // infinite date is no date a storage can write (JSON has no infinity), and the entry was never stored.
+            let expiry = min(arrival.addingTimeInterval(freshness.lifetime), .distantFuture)
             let entry = Entry(
                 response: response,
                 freshness: StoredFreshness(
