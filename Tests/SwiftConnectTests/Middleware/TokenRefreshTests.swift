@@ -304,17 +304,20 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(stub.callCount, 1)
         // When: the refresh succeeds, and the server rejects the renewed credential as well
         stub.succeed(Self.new)
-        // Then: each request was replayed once, and fails; nobody refreshed again
-        for future in futures {
+        // Then: each request was replayed once, and fails with its own rejection; nobody refreshed again
+        for (index, future) in futures.enumerated() {
             let error = try XCTUnwrap(connectError(of: future))
             XCTAssertEqual(error.kind, .authenticationFailed)
             XCTAssertEqual(error.statusCode, 401)
+            XCTAssertEqual(error.request?.url?.path, "/items/\(index)", "each failure names its own request")
         }
         XCTAssertEqual(stub.callCount, 1, "one refresh for ten requests")
         XCTAssertEqual(authorization(fake.requests).filter { $0 == "Bearer new" }.count, 10)
         XCTAssertEqual(fake.requests.count, 20)
         // And a later request rejected with that credential fails without a refresh, until the credential changes
-        XCTAssertEqual(connectError(of: connect.request(Endpoint()))?.kind, .authenticationFailed)
+        let later = connectError(of: connect.request(Endpoint(endpoint: "/later")))
+        XCTAssertEqual(later?.kind, .authenticationFailed)
+        XCTAssertEqual(later?.request?.url?.path, "/later")
         XCTAssertEqual(stub.callCount, 1)
         XCTAssertEqual(fake.requests.count, 21)
         auth.setCredential(.bearer(token: "other"))

@@ -464,7 +464,9 @@ extension AuthenticationMiddleware {
             if requestEpoch == epoch {
                 if isUnproven {
                     // Renewed and rejected at once: refreshing again would only repeat it.
-                    let error = ConnectError.rejectedAfterRenewal(response)
+                    // Kept without this rejection's request, head and body: each later request's failure is given
+                    // its own (`from(_:)` fills what is empty).
+                    let error = ConnectError.rejectedAfterRenewal()
                     renewalRejected = error
                     return .fail(error)
                 }
@@ -561,14 +563,8 @@ extension ConnectError {
         return error
     }
 
-    /// A request rejected with a credential that had just been renewed.
-    static func rejectedAfterRenewal(_ response: ConnectResponse) -> ConnectError {
-        ConnectError(
-            .authenticationFailed,
-            message: "the server rejected the renewed credential",
-            request: response.storedRequest,
-            head: response.storedHead,
-            body: response.data
-        )
+    /// A request rejected with a credential that had just been renewed; its rejection is added with `from(_:)`.
+    static func rejectedAfterRenewal() -> ConnectError {
+        ConnectError(.authenticationFailed, message: "the server rejected the renewed credential")
     }
 }
