@@ -320,9 +320,12 @@ final class RetryingCall:
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
     private func timeOut() {
+        // As every other end reports it: the error says how many attempts the call made.
+        let attempts = withState { $0.attempt }
         end(
-            with: .failure(
-                ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), sent: request)))
+            with: reporting(
+                attempts,
+                on: .failure(ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), sent: request))))
     }
 
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future

@@ -34,6 +34,21 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.cancellations.value, 1)
     }
 
+    func testADeadlineThatPassesAfterARetrySaysHowManyAttempts() throws {
+        // Given: a 503, retried at once, then an attempt that never answers
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503), .never])
+        let policy = RetryPolicy(
+            maxAttempts: 3, baseDelay: 0, jitter: RetryPolicy.noJitter, clock: ImmediateRetryClock())
+        let connect = Connect(transport: transport, retryPolicy: policy)
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.3))))
+        // Then: the deadline's error counts both attempts, as every other end of a call does
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(error.attempts, 2)
+    }
+
     func testTheDeadlineCoversTheWaitsBetweenAttempts() throws {
         // Given: every attempt fails at once with a retryable error; the policy waits 0.2 s, then 0.4 s, 0.8 s…
         let transport = FakeTransport.answering(.failure(URLError(.networkConnectionLost)))
