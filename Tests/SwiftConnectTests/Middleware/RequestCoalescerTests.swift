@@ -38,6 +38,21 @@ final class RequestCoalescerTests: XCTestCase {
         for todo in todos { XCTAssertEqual(value(of: todo), Todo.sample) }
     }
 
+    /// A request joins only a call that began within the last tenth of its timeout: the shared exchange's deadline
+    /// runs from then, and a caller joining 0.8 s into a 1 s call timed out after 0.2 s.
+    func testARequestLaterThanATenthOfItsTimeoutGoesAlone() {
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        let first = connect.request(Endpoint(timeout: 1))
+        // The condition the rule is about, made certain: more than a tenth of the timeout has passed.
+        Thread.sleep(forTimeInterval: 0.2)
+        let late = connect.request(Endpoint(timeout: 1))
+        XCTAssertEqual(transport.requests.count, 2, "the late request made a call of its own")
+        gate.succeed(())
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: late))
+    }
+
     func testIdenticalHeadRequestsShareOneTransportCall() {
         // Given
         let (transport, gate) = gatedTransport()

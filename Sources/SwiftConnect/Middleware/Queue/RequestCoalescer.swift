@@ -22,6 +22,10 @@ import Foundation
 /// HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
 /// of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
 ///
+/// A request joins only a call that began within the last tenth of its timeout: the shared exchange's deadline runs
+/// from when that call began, so a caller joining later would time out sooner than it asked (a caller joining 0.8 s
+/// into a 1 s call timed out after 0.2 s). Such a request goes alone.
+///
 /// Each caller gets its own future with the shared result. Cancelling it only drops that caller's interest;
 /// when every caller has cancelled, the shared call is cancelled. Once the shared call completes it is
 /// forgotten: a later identical request makes a new call.
@@ -53,6 +57,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     private struct Call {
         /// Tells this call from a later one with the same key.
         let id: UInt64
+        /// When the call began, in `DispatchTime` nanoseconds: its exchange's deadline runs from about then.
+        let began: UInt64
         /// The shared future, once `next` has returned it. Held so it stays alive until it completes.
         var shared: Future<ConnectResponse>?
         var callers: [UInt64: Promise<ConnectResponse>]
@@ -72,6 +78,14 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     }
 
     private let state = Protected(MutableState())
+
+    /// Whether a request with `timeout` may join a call that began at `began`: within the last tenth of the timeout.
+    static func mayJoin(began: UInt64, timeout: TimeInterval, now: UInt64 = DispatchTime.now().uptimeNanoseconds)
+        -> Bool
+    {
+        let elapsed = Double(now &- began) / 1e9
+        return elapsed <= timeout / 10
+    }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
     func key(for request: ConnectRequest, connectivity: ConnectivityPolicy?) -> Key? {
@@ -125,15 +139,19 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             state.nextID &+= 1
             let callerID = state.nextID
             if var existing = state.calls[key] {
-                // A retry goes alone: the call in flight may be the one its earlier attempt was abandoned in.
-                guard context.attempt <= 1 else { return nil }
+                // A retry goes alone: the call in flight may be the one its earlier attempt was abandoned in. So does
+                // a request that would have less than nine tenths of its timeout left in the shared exchange.
+                guard context.attempt <= 1, Self.mayJoin(began: existing.began, timeout: key.timeout) else {
+                    return nil
+                }
                 existing.callers[callerID] = promise
                 let isInFlight = existing.reachedTransport || !hearsTransport
                 if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
                 state.calls[key] = existing
                 return (existing.id, callerID, false, isInFlight)
             }
-            var call = Call(id: callerID, shared: nil, callers: [callerID: promise])
+            var call = Call(
+                id: callerID, began: DispatchTime.now().uptimeNanoseconds, shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
             state.calls[key] = call
             return (callerID, callerID, true, false)
