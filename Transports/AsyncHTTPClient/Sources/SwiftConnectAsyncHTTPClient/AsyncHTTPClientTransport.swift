@@ -142,10 +142,12 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Give it a client configured with `redirectConfiguration: .disallow`, so that redirects follow SwiftConnect's
     /// rules. A client that follows redirects by itself applies AsyncHTTPClient's rules first, which remove
     /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
-    /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…).
+    /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follows them where pins cannot be checked: with
+    /// `pins`, every request over such a client (`HTTPClient.shared` is one), or one whose configuration cannot be
+    /// read, is refused with ``SwiftConnect/ConnectError/Kind/certificatePinning``, nothing sent.
     ///
     /// - Parameters:
-    ///   - client: The client, such as `HTTPClient.shared`.
+    ///   - client: The client, configured with `redirectConfiguration: .disallow`.
     ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``:
     ///     a pinned host is refused, nothing sent, when it cannot be reached pinned, over plain `http`, with
     ///     certificate verification off, or when the client goes through a proxy.
@@ -163,13 +165,34 @@ public final class AsyncHTTPClientTransport: Transport {
         pinned = PinnedRoutes(
             pins: pins, tls: tlsConfiguration ?? configuration?.tlsConfiguration, group: client.eventLoopGroup,
             connectTimeout: configuration?.timeout.connect ?? .seconds(10),
-            unusable: configuration?.proxy == nil ? nil : "the app's client goes through a proxy")
+            unusable: configuration?.proxy == nil ? nil : "the app's client goes through a proxy",
+            unusableForEveryHost: Self.whyNoRequestMayGoPinned(over: configuration))
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
         ownsClient = false
         // Without its configuration, gzip and deflate, the most the client can decode: a compressed answer it did not
         // decode then fails to parse, where decoding twice would fail every compressed answer.
         decodedContentCodings = configuration.map(Self.decodedContentCodings(of:)) ?? ["gzip", "deflate"]
+    }
+
+    /// Why no request may go over an app's client with `configuration` (`nil` if it cannot be read) while pins are
+    /// set, or `nil`: a client that follows redirects itself takes the next hop to its host without the relay that
+    /// checks that host's pins (a redirect from an unpinned host to a pinned one went through unchecked).
+    static func whyNoRequestMayGoPinned(over configuration: HTTPClient.Configuration?) -> String? {
+        guard let configuration else {
+            return "the app's client's configuration cannot be read, so whether it follows redirects itself is unknown"
+        }
+        guard followsRedirects(configuration) == false else {
+            return "the app's client follows redirects itself (give it redirectConfiguration: .disallow)"
+        }
+        return nil
+    }
+
+    /// Whether a client with `configuration` follows redirects itself; `nil` if that cannot be read (AsyncHTTPClient
+    /// keeps the mode internal: read by reflection).
+    static func followsRedirects(_ configuration: HTTPClient.Configuration) -> Bool? {
+        guard let mode = Mirror(reflecting: configuration.redirectConfiguration).descendant("mode") else { return nil }
+        return String(describing: mode) != "disallow"
     }
 
     /// The content codings a client with `configuration` decodes itself.

@@ -27,6 +27,9 @@ final class PinnedRoutes: Sendable {
     private let connectTimeout: TimeAmount
     /// Why this transport cannot pin at all (a proxy it was configured with), or `nil`.
     private let unusable: String?
+    /// Why no request may go at all while pins are set, or `nil`: an app's client that follows redirects itself
+    /// would take any request, pinned host or not, to a pinned host without its relay.
+    private let unusableForEveryHost: String?
     private let state = NIOLockedValueBox(State())
 
     private struct State {
@@ -41,13 +44,14 @@ final class PinnedRoutes: Sendable {
 
     init(
         pins: CertificatePins, tls: TLSConfiguration?, group: any EventLoopGroup, connectTimeout: TimeAmount,
-        unusable: String?
+        unusable: String?, unusableForEveryHost: String? = nil
     ) {
         self.pins = pins
         self.tls = tls ?? .makeClientConfiguration()
         self.group = group
         self.connectTimeout = connectTimeout
         self.unusable = unusable
+        self.unusableForEveryHost = unusableForEveryHost
     }
 
     /// Why this platform cannot check pins here, or `nil` on Linux. On Apple platforms the relay's `ServerBootstrap`
@@ -70,6 +74,7 @@ final class PinnedRoutes: Sendable {
     ///   to a pinned host), or ``PinnedFailure`` when this transport cannot reach the host pinned (certificate
     ///   verification off, a proxy, trust roots that cannot be read).
     func relay(for hop: EngineRequest) async throws -> Relay? {
+        if !pins.isEmpty, let reason = unusableForEveryHost { throw PinnedFailure.unusableForEveryHost(reason: reason) }
         guard !pins.isEmpty, let url = hop.head.url, let host = url.host.map(Self.bare), pins.pins(for: host) != nil
         else { return nil }
         if let refusal = pins.refusal(of: url, by: "AsyncHTTPClientTransport", checksHandshake: true) {
@@ -261,6 +266,8 @@ enum PinnedFailure: Error, Sendable {
     case connection(any Error)
     /// The host is pinned, and this request or transport cannot reach it pinned.
     case unusable(host: String, reason: String)
+    /// Pins are set, and this transport cannot keep any request from reaching a pinned host unchecked.
+    case unusableForEveryHost(reason: String)
 
     /// The error the exchange reports; the core adds the request.
     func connectError(timeout: TimeInterval?) -> ConnectError {
@@ -281,6 +288,11 @@ enum PinnedFailure: Error, Sendable {
                 .certificatePinning,
                 message: "\(host) is pinned and cannot be reached pinned: \(reason); the request is refused rather "
                     + "than sent unpinned")
+        case .unusableForEveryHost(let reason):
+            return ConnectError(
+                .certificatePinning,
+                message: "certificate pins are set and cannot be kept: \(reason), which could take any request to a "
+                    + "pinned host unchecked; the request is refused rather than sent")
         }
     }
 }

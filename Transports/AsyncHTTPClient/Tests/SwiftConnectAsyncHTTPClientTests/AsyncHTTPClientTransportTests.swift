@@ -112,7 +112,7 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
     /// The README's "Choosing an engine" example, verbatim (the root package's ReadmeExamplesTests checks it is
     /// here), against a local server.
     func testTheReadmeExample() async throws {
-        let transport = AsyncHTTPClientTransport()  // or AsyncHTTPClientTransport(client: yourHTTPClient)
+        let transport = AsyncHTTPClientTransport()  // or (client: yours), made with redirectConfiguration: .disallow
         let connect = Connect(transport: transport)
         let todo = try await connect.send(GetTodo(id: 1)).value
         try await transport.shutdown()  // when the app is done with it: closes the connections

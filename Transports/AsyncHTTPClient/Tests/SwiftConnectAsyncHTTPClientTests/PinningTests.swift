@@ -239,7 +239,9 @@ final class PinningTests: TLSServerTestCase {
 
     /// Over the app's own client, pins are checked with the TLS configuration given beside it.
     func testPinsOverTheAppsOwnClient() throws {
-        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup)
+        var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
         addTeardownBlock { try await client.shutdown() }
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([pki.caCertificate])
@@ -262,6 +264,7 @@ final class PinningTests: TLSServerTestCase {
     /// configuration given to the transport.
     func testPinsOverTheAppsOwnClientFollowItsConfiguration() throws {
         var configuration = HTTPClient.Configuration()
+        configuration.redirectConfiguration = .disallow
         var tls = TLSConfiguration.makeClientConfiguration()
         tls.trustRoots = .certificates([pki.caCertificate])
         configuration.tlsConfiguration = tls
@@ -286,5 +289,32 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(refusal.kind, .certificatePinning, refusal.description)
         XCTAssertTrue(refusal.message.contains("the app's client goes through a proxy"), refusal.message)
         XCTAssertEqual(server.requestCount, 1)
+    }
+
+    /// An app's client that follows redirects itself (AsyncHTTPClient's default, `HTTPClient.shared`'s) would take a
+    /// redirect to a pinned host without its relay, its pins unchecked: with pins set, every request over it is
+    /// refused, nothing sent, where an unpinned host's 302 to the pinned host reached it with a wrong pin.
+    func testPinsOverAnAppsClientThatFollowsRedirectsRefuseEveryRequest() throws {
+        var configuration = HTTPClient.Configuration()  // AsyncHTTPClient's defaults: redirects followed
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        let following = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        addTeardownBlock { try await following.shutdown() }
+        let wrongPin = Data(repeating: 7, count: 32).base64EncodedString()
+        let transport = AsyncHTTPClientTransport(
+            client: following, pins: try CertificatePins(["localhost": [wrongPin]]))
+        addTeardownBlock { try await transport.shutdown() }
+        let target = server.baseURL.appendingPathComponent("version").absoluteString
+        let redirector = try BrokenBodyServer { _ in
+            (Data("HTTP/1.1 302 Found\r\nLocation: \(target)\r\nContent-Length: 0\r\n\r\n".utf8), .close)
+        }
+        defer { redirector.stop() }
+
+        let refusal = try failure(of: transport, request(redirector.baseURL))
+
+        XCTAssertEqual(refusal.kind, .certificatePinning, refusal.description)
+        XCTAssertTrue(refusal.message.contains("follows redirects itself"), refusal.message)
+        XCTAssertEqual(server.requestCount, 0, "the pinned host was never reached")
     }
 }
