@@ -140,7 +140,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// Creates a transport over the app's own client, which its owner shuts down.
     ///
     /// Give it a client configured with `redirectConfiguration: .disallow`, so that redirects follow SwiftConnect's
-    /// rules. A client that follows redirects by itself applies AsyncHTTPClient's rules first, which remove
+    /// rules, and with `connectionPool.retryConnectionEstablishment = false`, as ``defaultConfiguration`` has: else a
+    /// connection that cannot be made is tried again until the client's connect timeout, and the call fails as timed
+    /// out at its deadline, not as `.cannotConnect` at once. A client that follows redirects by itself applies AsyncHTTPClient's rules first, which remove
     /// `Authorization`, `Cookie` and `Proxy-Authorization` on a change of origin but not the other credential
     /// headers SwiftConnect removes (`X-Api-Key`, `*-Token`…), and follows them where pins cannot be checked: with
     /// `pins`, every request over such a client (`HTTPClient.shared` is one), or one whose configuration cannot be
@@ -219,8 +221,9 @@ public final class AsyncHTTPClientTransport: Transport {
         client.shutdown(queue: .global()) { _ in Task { await pinned.shutdown() } }
     }
 
-    /// Shuts the transport down: its own client waits for requests in flight and closes every connection, and the
-    /// sockets that relay pinned hosts are closed. Requests sent afterwards fail with
+    /// Shuts the transport down: its own client cancels the requests in flight (they fail with
+    /// ``SwiftConnect/ConnectError/Kind/cancelled``: shut down once they are done) and closes every connection, and
+    /// the sockets that relay pinned hosts are closed. Requests sent afterwards fail with
     /// ``SwiftConnect/ConnectError/Kind/transport``. A transport made over the app's client leaves that client
     /// running. Does nothing the second time.
     public func shutdown() async throws {

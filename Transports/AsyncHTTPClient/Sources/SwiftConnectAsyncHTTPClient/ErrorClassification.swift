@@ -158,7 +158,7 @@ enum ErrorClassification {
         switch error {
         case .cancelled: return (.cancelled, "the request was cancelled")
         case .deadlineExceeded, .readTimeout, .writeTimeout, .connectTimeout, .tlsHandshakeTimeout,
-            .getConnectionFromPoolTimeout:
+            .getConnectionFromPoolTimeout, .socksHandshakeTimeout, .httpProxyHandshakeTimeout:
             return (.timedOut, "the request timed out (\(error))")
         case .remoteConnectionClosed:
             return (.connectionLost, "the connection closed before the response was complete")

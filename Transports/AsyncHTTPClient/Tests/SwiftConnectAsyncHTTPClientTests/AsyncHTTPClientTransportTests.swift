@@ -230,6 +230,10 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         let other = ErrorClassification.connectError(
             IOError(errnoCode: EINVAL, reason: "write(descriptor:pointer:size:)"), timeout: nil)
         XCTAssertEqual(other.kind, .transport, "\(other)")
+        // A proxy's handshake that takes too long is a timeout, as a server's is (it was a bad response).
+        for timeout in [HTTPClientError.socksHandshakeTimeout, .httpProxyHandshakeTimeout] {
+            XCTAssertEqual(ErrorClassification.connectError(timeout, timeout: nil).kind, .timedOut, "\(timeout)")
+        }
     }
 
     /// TLS failures as URLSession reports them: a certificate that does not name the host is not trusted (not
