@@ -149,6 +149,7 @@ enum ReplayHarness {
         "testRetryAfterWithTheRealClock": Reason.serverSide,
         "testARedirectSettingAnUnreadableCookieIsFollowed": Reason.serverSide,
         "testAResponseSettingAnUnreadableCookieArrivesAndItsOtherCookiesAreKept": Reason.serverSide,
+        "testEachHopGetsOnlyTheRedirectCookiesThatApplyToIt": Reason.serverSide,
         "testChunksArriveAsTheServerSendsThem": Reason.serverSide,
         "testAPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain": Reason.connectionLevel,
         "testAPUTWhoseReusedConnectionIsClosedIsSentAgainByTheRetryPolicy": Reason.connectionLevel,

@@ -249,6 +249,20 @@ enum RedirectRule {
     ///   - bodyFile: The file `hop`'s body was uploaded from, if any (see ``TransferOptions/bodyFile``).
     /// - Returns: The next hop, or `nil`.
     static func next(after hop: ConnectRequest, answeredBy response: ConnectResponse, bodyFile: URL? = nil) -> Hop? {
+        var cookies = RedirectCookies()
+        guard let next = next(after: hop, answeredBy: response, bodyFile: bodyFile, cookies: &cookies) else {
+            return nil
+        }
+        return Hop(request: cookies.applied(to: next.request), keepsBody: next.keepsBody)
+    }
+
+    /// The next hop of an exchange that keeps the cookies its redirects set in `cookies`, and `response`'s in
+    /// `cookies`: the hop's request carries only its own `Cookie` header (the caller's, kept by the rules); send
+    /// `cookies.applied(to:)` of it. Each hop then gets the cookies that apply to it, not those the hops before it had.
+    static func next(
+        after hop: ConnectRequest, answeredBy response: ConnectResponse, bodyFile: URL? = nil,
+        cookies: inout RedirectCookies
+    ) -> Hop? {
         // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession
         // makes it (an empty reference would resolve to the same URL, again and again).
         guard (300..<400).contains(response.statusCode),
@@ -258,26 +272,8 @@ enum RedirectRule {
         let hasBody = RedirectRules.hasBodyToSendAgain(hop, bodyFile: bodyFile)
         guard let next = RedirectRules.nextHop(after: hop, answeredBy: response, location: location, hasBody: hasBody)
         else { return nil }
-        return Hop(request: withCookies(setBy: response, on: next.request), keepsBody: next.keepsBody)
-    }
-
-    /// `request` with the cookies that `response` set and that apply to its URL in its `Cookie` header (replacing
-    /// any of the same name), as a browser or URLSession's cookie storage would send them: a login that sets its
-    /// session cookie on a 302 keeps it on the next hop. A cookie the 3xx deletes (`Max-Age=0`, an `Expires` in
-    /// the past) is taken out of the header. Read by RFC 6265's rules (``CookieRules``): a cookie for a domain the
-    /// setter is not in (`evil.example` setting one for `bank.example` on its way there), for a top-level domain,
-    /// or `Secure` from plain http, is ignored. Nothing changes for a request that handles no cookies
-    /// (`URLRequest.httpShouldHandleCookies = false`).
-    static func withCookies(setBy response: ConnectResponse, on request: ConnectRequest) -> ConnectRequest {
-        guard request.foundationExtras.handlesCookies, let from = response.storedHead.url else { return request }
-        // Only cookies in visible ASCII, as RFC 6265 writes them (SetCookieFields).
-        let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
-        guard !values.isEmpty else { return request }
-        let now = Date()
-        let cookies = values.flatMap(SetCookieFields.cookies(in:)).filter(SetCookieFields.isVisibleASCII).compactMap {
-            CookieRules.cookie(from: $0, setBy: from, now: now)
-        }
-        return adding(cookies, to: request, now: now)
+        if hop.foundationExtras.handlesCookies { cookies.take(setBy: response) }
+        return Hop(request: next.request, keepsBody: next.keepsBody)
     }
 
     /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`) in its `Cookie` header, each
@@ -299,5 +295,38 @@ enum RedirectRule {
         request.headerFields[.cookie] =
             pairs.isEmpty ? nil : pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
         return request
+    }
+}
+
+/// The cookies the redirects of one exchange set, as a browser or URLSession's cookie storage keeps them for the
+/// hops that follow: a login that sets its session cookie on a 302 has it on the next hop. Each hop gets those that
+/// apply to its URL (``applied(to:now:)``), so a cookie for `/app` set on the way does not go on to `/public`, and one
+/// a later 3xx deletes (`Max-Age=0`, an `Expires` in the past) is no longer sent. Read by RFC 6265's rules
+/// (``CookieRules``): a cookie for a domain the setter is not in (`evil.example` setting one for `bank.example` on its
+/// way there), for a top-level domain, or `Secure` from plain http, is ignored. Kept apart from the request's own
+/// `Cookie` header, which the redirect rules keep or drop by origin.
+struct RedirectCookies: Sendable {
+    /// The cookies set so far, one per name, domain and path (RFC 6265 §5.3, step 11): a later one replaces an
+    /// earlier one; an expired one stays, to take its name out of the request's own header.
+    private(set) var cookies: [HTTPCookie] = []
+
+    /// Keeps the cookies `response` sets: only those in visible ASCII, as RFC 6265 writes them (``SetCookieFields``).
+    mutating func take(setBy response: ConnectResponse, now: Date = Date()) {
+        guard let from = response.storedHead.url else { return }
+        let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
+        for value in values.flatMap(SetCookieFields.cookies(in:)) where SetCookieFields.isVisibleASCII(value) {
+            guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now) else { continue }
+            cookies.removeAll {
+                $0.name == cookie.name && $0.path == cookie.path
+                    && $0.domain.caseInsensitiveCompare(cookie.domain) == .orderedSame
+            }
+            cookies.append(cookie)
+        }
+    }
+
+    /// `request` with the cookies that apply to its URL in its `Cookie` header, each replacing any of the same name;
+    /// an expired one takes its name out.
+    func applied(to request: ConnectRequest, now: Date = Date()) -> ConnectRequest {
+        cookies.isEmpty ? request : RedirectRule.adding(cookies, to: request, now: now)
     }
 }

@@ -59,4 +59,37 @@ final class SetCookieSafetyTests: IntegrationTestCase {
             XCTAssertEqual(String(decoding: home, as: UTF8.self), "s=r1", "the readable cookie went on the next hop")
         }
     }
+
+    /// Each hop of a redirected exchange gets the cookies its redirects set that apply to it, not the hop before
+    /// it's: a cookie for `/app` does not go to `/public`, and one a later 3xx deletes is not sent after it.
+    func testEachHopGetsOnlyTheRedirectCookiesThatApplyToIt() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/login") { _ in
+            LocalServer.Response(
+                status: 302,
+                headers: [("Location", "/app/step"), ("Set-Cookie", "scoped=1; Path=/app"), ("Set-Cookie", "sid=1")])
+        }
+        server.route("GET", "/app/step") { _ in
+            LocalServer.Response(
+                status: 302, headers: [("Location", "/public"), ("Set-Cookie", "scoped=; Max-Age=0; Path=/app")])
+        }
+        server.route("GET", "/public") { _ in .redirect(to: "/app/end") }
+        server.route("GET", "/app/end") { request in .text(request.header("Cookie") ?? "none") }
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), retryPolicy: nil)
+
+        let end = try connect.request(Route("/login", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+
+        XCTAssertEqual(server.requests.map(\.path), ["/login", "/app/step", "/public", "/app/end"])
+        #if canImport(FoundationNetworking)
+            let followedByTheCore = true  // URLSessionTransport hands every 3xx to the core on Linux
+        #else
+            let followedByTheCore = !TransportUnderTest.isURLSession
+        #endif
+        if followedByTheCore {
+            let sent = server.requests.map { $0.header("Cookie") ?? "none" }
+            XCTAssertEqual(sent, ["none", "scoped=1; sid=1", "sid=1", "sid=1"])
+            XCTAssertEqual(String(decoding: end, as: UTF8.self), "sid=1")
+        }
+    }
 }

@@ -120,6 +120,35 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(slashed.request.value(forHTTPHeaderField: "Cookie"), "k=1")
     }
 
+    /// The cookies of an exchange's redirects are kept apart from the request's own header: each hop gets those that
+    /// apply to its URL, a later cookie of the same name, domain and path replaces an earlier one, and a deleted one
+    /// takes its name out of the caller's header only where it applies.
+    func testRedirectCookiesApplyHopByHop() throws {
+        func answer(_ hop: ConnectRequest, to location: String, setting cookies: String) -> ConnectResponse {
+            ConnectResponse(
+                request: ConnectRequest(url: hop.url), statusCode: 302,
+                headers: ["Location": location, "Set-Cookie": cookies])!
+        }
+        var cookies = RedirectCookies()
+        let first = request(headers: ["Cookie": "mine=0"])
+
+        let step = try XCTUnwrap(
+            RedirectRule.next(
+                after: first, answeredBy: answer(first, to: "/app/step", setting: "scoped=1; Path=/app"),
+                cookies: &cookies))
+        XCTAssertEqual(step.request.value(forHTTPHeaderField: "Cookie"), "mine=0", "the hop keeps its own header")
+        XCTAssertEqual(cookies.applied(to: step.request).value(forHTTPHeaderField: "Cookie"), "mine=0; scoped=1")
+
+        let deleting = answer(step.request, to: "/public", setting: "mine=; Max-Age=0; Path=/app")
+        let open = try XCTUnwrap(RedirectRule.next(after: step.request, answeredBy: deleting, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: open.request).value(forHTTPHeaderField: "Cookie"), "mine=0")
+
+        let replacing = answer(open.request, to: "/app/end", setting: "scoped=2; Path=/app")
+        let end = try XCTUnwrap(RedirectRule.next(after: open.request, answeredBy: replacing, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "scoped=2")
+        XCTAssertEqual(cookies.cookies.map(\.name), ["mine", "scoped"])
+    }
+
     /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
     func testARequestThatHandlesNoCookiesGetsNoneFromARedirect() throws {
         var plain = URLRequest(url: origin)

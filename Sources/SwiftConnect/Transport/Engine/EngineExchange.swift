@@ -135,10 +135,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var hop = original
         var bodyFile = transfer.bodyFile
         var redirects = 0
+        // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
+        var cookies = RedirectCookies()
         let progress = transfer.progress.map { ExchangeProgress(report: $0) }
         while true {
             try Task.checkCancellation()
-            let request = try engineRequest(for: hop, bodyFile: bodyFile, progress: progress)
+            let request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
             progress?.startHop(sending: request.body.length)
             let response: EngineResponse<Engine.ResponseBody>
             if let first = answered {
@@ -156,7 +158,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     request: .sent(original), underlyingError: URLError(.badServerResponse))
             }
             if (300..<400).contains(head.statusCode),
-                let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile)
+                let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile, cookies: &cookies)
             {
                 redirects += 1
                 guard redirects <= RedirectRule.maxHops else {
