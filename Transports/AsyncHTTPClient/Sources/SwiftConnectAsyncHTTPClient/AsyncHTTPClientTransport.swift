@@ -43,7 +43,11 @@ import NIOSSL
 /// chain without a pinned key fails with ``SwiftConnect/ConnectError/Kind/certificatePinning`` naming the host.
 /// AsyncHTTPClient has no hook into its own handshakes, so the transport connects to pinned hosts itself and relays
 /// AsyncHTTPClient's connections to them through a Unix socket in a private temporary directory. Pinned hosts are
-/// therefore spoken to over HTTP/1.1, directly rather than through a proxy; other hosts are unaffected.
+/// therefore spoken to over HTTP/1.1, directly rather than through a proxy; other hosts are unaffected. A pinned
+/// host's body that ends with its connection (no length, not chunked) fails with
+/// ``SwiftConnect/ConnectError/Kind/connectionLost`` when its TLS connection ends without `close_notify`, as for an
+/// unpinned host; through the relay this is told by host, not by connection, so another connection to that host
+/// breaking meanwhile fails such a body too.
 ///
 /// Each request runs in a task of its own; callbacks chained on its future run in that task for small bodies
 /// (32 KiB or less), on a global dispatch queue for larger ones: don't block in them.
@@ -272,9 +276,18 @@ extension AsyncHTTPClientTransport: HTTPEngine {
         // deadline and cancels the hop when it passes, which cancels the task; a deadline given here too would cost
         // each request a timer scheduled on the event loop, and a callback registered there, from this thread.
         // The loop is given back as the body ends, before the exchange can see the end and start another request.
-        let delivery = ResponseDelivery(writer: writer, decodedContentCodings: decodedContentCodings) {
-            [affinity] in affinity.release(ticket)
+        // Through a relay, a broken connection reaches AsyncHTTPClient as a close: the relay counts them. A body that
+        // ends at the close fails if one broke meanwhile (another request's, to the same host, can make it fail too:
+        // the safe side of what cannot be told apart here).
+        var connectionBroke: (@Sendable () -> Bool)?
+        if let relay {
+            let brokenBefore = relay.brokenConnectionCount
+            connectionBroke = { relay.brokenConnectionCount > brokenBefore }
         }
+        let delivery = ResponseDelivery(
+            writer: writer, decodedContentCodings: decodedContentCodings, isHead: hop.head.method == .head,
+            connectionBroke: connectionBroke
+        ) { [affinity] in affinity.release(ticket) }
         let task = client.execute(request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop))
         // One callback: each registered from off the event loop is a task sent to it, which may wake its thread.
         task.futureResult.whenComplete { result in

@@ -185,6 +185,12 @@ final class Relay: Sendable {
     func failure(since count: Int) -> PinnedFailure? {
         dialer.failures.withLockedValue { $0.count > count ? $0.last : nil }
     }
+
+    /// How many relayed connections have ended with a failure on the origin's side so far (a TLS connection closed
+    /// without `close_notify`, a reset): AsyncHTTPClient sees each of them only as its own connection closing, which
+    /// ends a body delimited by the connection's close as if it were whole. Read before a request and after its
+    /// body, as ``ResponseDelivery`` does for such a body.
+    var brokenConnectionCount: Int { dialer.brokenConnections.withLockedValue { $0 } }
 }
 
 /// Connects each connection accepted on a relay's socket to the origin, pinned.
@@ -196,6 +202,8 @@ struct Dialer: Sendable {
     let connectTimeout: TimeAmount
     /// Failed connections: how many, and the last one's cause.
     let failures = NIOLockedValueBox<(count: Int, last: PinnedFailure?)>((0, nil))
+    /// Relayed connections that ended with a failure on the origin's side (``Relay/brokenConnectionCount``).
+    let brokenConnections = NIOLockedValueBox(0)
 
     /// Connects `child` (AsyncHTTPClient's connection, not read yet) to the origin. Once the handshake has passed
     /// trust and pins, the two are glued and `child` is read; otherwise the failure is recorded and `child` closed,
@@ -233,11 +241,12 @@ struct Dialer: Sendable {
             // AsyncHTTPClient gave up (cancelled, deadline): so does the connection to the origin.
             child.closeFuture.whenComplete { _ in upstream.close(promise: nil) }
         }
-        upstream.flatMap { upstream in handshake.futureResult.map { upstream } }.whenComplete { [failures] result in
+        upstream.flatMap { upstream in handshake.futureResult.map { upstream } }.whenComplete {
+            [failures, brokenConnections] result in
             switch result {
             case .success(let upstream):
                 do {
-                    let (inner, outer) = RelayGlue.pair()
+                    let (inner, outer) = RelayGlue.pair { brokenConnections.withLockedValue { $0 += 1 } }
                     try child.pipeline.syncOperations.addHandler(inner)
                     try upstream.pipeline.syncOperations.addHandler(outer)
                     child.setOption(.autoRead, value: true).whenFailure { _ in child.close(promise: nil) }
@@ -334,6 +343,10 @@ private final class HandshakeWatcher: ChannelInboundHandler {
 /// One end of a relay: what its channel reads is written to the other end's channel, and it reads only while the
 /// other end can take more (back-pressure). When its channel closes, the other end closes once its writes are out.
 /// Both ends live on one event loop.
+///
+/// A close carries no reason across a socket: the origin's end reports its failures (a TLS connection closed without
+/// `close_notify`, a reset) to `onFailure` before the close reaches AsyncHTTPClient's end, so that a body delimited by
+/// the connection's close is not taken for whole (``Relay/brokenConnectionCount``).
 private final class RelayGlue: ChannelDuplexHandler {
     typealias InboundIn = NIOAny
     typealias OutboundIn = NIOAny
@@ -342,12 +355,17 @@ private final class RelayGlue: ChannelDuplexHandler {
     private var partner: RelayGlue?
     private var context: ChannelHandlerContext?
     private var pendingRead = false
+    /// Told, once, of the first failure of this end's channel.
+    private var onFailure: (() -> Void)?
 
-    static func pair() -> (RelayGlue, RelayGlue) {
+    /// The end glued to AsyncHTTPClient's connection, and the end glued to the origin's, which tells `onFailure` of
+    /// its channel's first failure.
+    static func pair(onFailureOfTheOrigin onFailure: @escaping () -> Void) -> (RelayGlue, RelayGlue) {
         let first = RelayGlue()
         let second = RelayGlue()
         first.partner = second
         second.partner = first
+        second.onFailure = onFailure
         return (first, second)
     }
 
@@ -374,6 +392,8 @@ private final class RelayGlue: ChannelDuplexHandler {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        onFailure?()
+        onFailure = nil
         context.close(promise: nil)
     }
 

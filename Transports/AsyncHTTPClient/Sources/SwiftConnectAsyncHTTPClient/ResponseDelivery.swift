@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOFoundationCompat
 import NIOHTTP1
+import NIOSSL
 
 /// One hop's response as AsyncHTTPClient's delegate API hands it over: the head, then each body part before the
 /// failure, if any, which ends the body after them. The body waits here for its reader; past
@@ -66,6 +67,8 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         var answeredEarly = false
         /// The bytes of such an answer still to come, when its head tells them.
         var answerRemaining: Int64?
+        /// Whether the body ends when the connection closes (RFC 9112 §6.3, item 8).
+        var endsAtClose = false
     }
 
     private let lock = NIOLock()
@@ -74,19 +77,31 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     private let writer: BodyWriter?
     /// The content codings the client decodes: the `Content-Length` of such a body does not count what arrives.
     private let decodedContentCodings: Set<String>
+    /// Whether the request was a `HEAD`, whose answer has no body whatever its head says.
+    private let isHead: Bool
+    /// Whether the connection that carried the answer ended with a failure AsyncHTTPClient could not see (a pinned
+    /// host's, through its relay): asked when a body that ends at the connection's close has ended.
+    private let connectionBroke: (@Sendable () -> Bool)?
 
     /// A delivery for one hop.
     ///
     /// - Parameters:
     ///   - writer: The writer of the request's body, stopped by an answer that arrives before the body's end.
     ///   - decodedContentCodings: The content codings the client decodes.
+    ///   - isHead: Whether the request was a `HEAD`.
+    ///   - connectionBroke: Whether the connection that carried the answer ended with a failure that AsyncHTTPClient
+    ///     only saw as a close; `nil` when it sees every failure itself. A body that ends at the connection's close
+    ///     then fails with `NIOSSLError.uncleanShutdown` instead of ending whole.
     ///   - onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or from
     ///     ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
     init(
-        writer: BodyWriter? = nil, decodedContentCodings: Set<String> = [], onEnd: (@Sendable () -> Void)? = nil
+        writer: BodyWriter? = nil, decodedContentCodings: Set<String> = [], isHead: Bool = false,
+        connectionBroke: (@Sendable () -> Bool)? = nil, onEnd: (@Sendable () -> Void)? = nil
     ) {
         self.writer = writer
         self.decodedContentCodings = decodedContentCodings
+        self.isHead = isHead
+        self.connectionBroke = connectionBroke
         state.onEnd = onEnd
     }
 
@@ -103,8 +118,10 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let early = head.status.code >= 300 && writer?.answeredEarly() == true
         let length = early ? Self.bodyLength(of: head, decodedContentCodings: decodedContentCodings) : nil
+        let endsAtClose = connectionBroke != nil && !isHead && Self.endsAtClose(head)
         let waiting = lock.withLock { () -> UnsafeContinuation<HTTPResponseHead, any Error>? in
             if early { (state.answeredEarly, state.answerRemaining) = (true, length) }
+            state.endsAtClose = endsAtClose
             guard case .waiting(let continuation) = state.head else { return nil }
             state.head = continuation == nil ? .arrived(head) : .taken
             return continuation
@@ -121,6 +138,16 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         if head.headers.contains(name: "Transfer-Encoding") { return nil }
         if !decodedContentCodings.isEmpty, head.headers.contains(name: "Content-Encoding") { return nil }
         return head.headers.first(name: "Content-Length").flatMap { Int64($0) }
+    }
+
+    /// Whether the body of `head` (not a `HEAD`'s answer) ends when the connection closes: neither chunked nor of a
+    /// told length (RFC 9112 §6.3).
+    static func endsAtClose(_ head: HTTPResponseHead) -> Bool {
+        let status = head.status.code
+        if status < 200 || status == 204 || status == 304 { return false }
+        let codings = head.headers[canonicalForm: "Transfer-Encoding"]
+        if let last = codings.last { return last.lowercased() != "chunked" }
+        return !head.headers.contains(name: "Content-Length")
     }
 
     func didReceiveBodyPart(task: HTTPClient.Task<Void>, _ buffer: ByteBuffer) -> EventLoopFuture<Void> {
@@ -177,6 +204,10 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     func didFinishRequest(task: HTTPClient.Task<Void>) throws {
+        // A body that ends at the close, whose connection broke: the close is the failure's, not the body's end.
+        if let connectionBroke, lock.withLock({ state.endsAtClose }), connectionBroke() {
+            return end(with: .failure(NIOSSLError.uncleanShutdown))
+        }
         end(with: .success(()))
     }
 
