@@ -78,11 +78,16 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     }
 
     private let state = Protected(MutableState())
+    /// The time, in `DispatchTime` nanoseconds: when a call began, and whether it is too late to join it.
+    private let now: @Sendable () -> UInt64
+
+    /// A coalescer timing its calls by `now` (a test's own clock; the system's uptime by default).
+    init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+        self.now = now
+    }
 
     /// Whether a request with `timeout` may join a call that began at `began`: within the last tenth of the timeout.
-    static func mayJoin(began: UInt64, timeout: TimeInterval, now: UInt64 = DispatchTime.now().uptimeNanoseconds)
-        -> Bool
-    {
+    static func mayJoin(began: UInt64, timeout: TimeInterval, now: UInt64) -> Bool {
         let elapsed = Double(now &- began) / 1e9
         return elapsed <= timeout / 10
     }
@@ -141,7 +146,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             if var existing = state.calls[key] {
                 // A retry goes alone: the call in flight may be the one its earlier attempt was abandoned in. So does
                 // a request that would have less than nine tenths of its timeout left in the shared exchange.
-                guard context.attempt <= 1, Self.mayJoin(began: existing.began, timeout: key.timeout) else {
+                guard context.attempt <= 1, Self.mayJoin(began: existing.began, timeout: key.timeout, now: now()) else {
                     return nil
                 }
                 existing.callers[callerID] = promise
@@ -151,7 +156,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 return (existing.id, callerID, false, isInFlight)
             }
             var call = Call(
-                id: callerID, began: DispatchTime.now().uptimeNanoseconds, shared: nil, callers: [callerID: promise])
+                id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
             state.calls[key] = call
             return (callerID, callerID, true, false)
