@@ -96,16 +96,30 @@ extension JSONObject: ExpressibleByDictionaryLiteral {
 }
 
 extension JSONObject: Encodable {
-    /// Encodes the members (a `nil` value as `null`). `JSONEncoder` writes keys in an order of its own; as a
-    /// request's parameters, the object is written in the order given.
+    /// Encodes the members (a `nil` value as `null`), their keys as they are, as a `[String: …]` dictionary's are: an
+    /// encoder's `keyEncodingStrategy` renames the keys of the values' own types, not these. `JSONEncoder` writes
+    /// keys in an order of its own; as a request's parameters, the object is written in the order given.
+    ///
+    /// - Throws: `EncodingError.invalidValue` for a key given twice.
     public func encode(to encoder: any Encoder) throws {
-        var container = encoder.container(keyedBy: JSONKey.self)
-        for (key, value) in members {
-            if let value {
-                try container.encode(value, forKey: JSONKey(key))
-            } else {
-                try container.encodeNil(forKey: JSONKey(key))
-            }
+        if let repeatedKey {
+            throw EncodingError.invalidValue(
+                self,
+                EncodingError.Context(
+                    codingPath: encoder.codingPath, debugDescription: "the key \"\(repeatedKey)\" is given twice"))
+        }
+        var container = encoder.singleValueContainer()
+        try container.encode(
+            Dictionary(members.map { ($0.key, Member(value: $0.value)) }, uniquingKeysWith: { first, _ in first }))
+    }
+
+    /// One member's value, encoded as the encoder encodes it on its own (a `Date` by its date strategy).
+    private struct Member: Encodable {
+        let value: Value
+
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.singleValueContainer()
+            if let value { try container.encode(value) } else { try container.encodeNil() }
         }
     }
 }
@@ -185,11 +199,10 @@ extension JSONObject {
         case let numbers as [any BinaryInteger]: return numbers.map { String(describing: $0) }
         case let numbers as [Decimal]: return numbers.map(\.description)
         case let value?:
+            let encoded: Data
             let json: JSONValue
             do {
-                let encoded = try encoder.encode(value)
-                // A type of the caller's that encodes as one number: its text as the encoder wrote it, exactly.
-                if let number = Self.numberText(encoded) { return [number] }
+                encoded = try encoder.encode(value)
                 json = try JSONDecoder().decode(JSONValue.self, from: encoded)
             } catch {
                 var failure = ConnectError.invalidRequest(
@@ -197,8 +210,69 @@ extension JSONObject {
                 failure.underlyingError = error
                 throw failure
             }
+            // A type of the caller's that encodes as one number, or as an array (a `Set`, optionals): each number's
+            // text as the encoder wrote it, exactly. Read back as a `Double`, `UInt64.max` came out rounded.
+            if let number = Self.numberText(encoded) { return [number] }
+            if case .array(let elements) = json, let texts = Self.arrayElementTexts(encoded),
+                texts.count == elements.count
+            {
+                return try zip(elements, texts).compactMap { element, text in
+                    if case .array = element { throw unsendable(key: key, place: place) }
+                    return try Self.numberText(text) ?? self.text(of: element, key: key, place: place)
+                }
+            }
             return try texts(of: json, key: key, place: place)
         }
+    }
+
+    /// The text of each element of `json`, a JSON array as an encoder wrote it (valid, so strings are skipped by
+    /// their quotes and escapes), white space around it left out; `nil` when `json` is not an array.
+    private static func arrayElementTexts(_ json: Data) -> [Data]? {
+        let bytes = [UInt8](json)
+        func trimmed(_ range: Range<Int>) -> Data {
+            var range = range
+            while let first = range.first, JSONSyntax.isWhitespace(bytes[first]) { range = range.dropFirst() }
+            while let last = range.last, JSONSyntax.isWhitespace(bytes[last]) { range = range.dropLast() }
+            return Data(bytes[range])
+        }
+        guard let open = bytes.firstIndex(where: { !JSONSyntax.isWhitespace($0) }), bytes[open] == UInt8(ascii: "[")
+        else { return nil }
+        var elements: [Data] = []
+        var depth = 0
+        var inString = false
+        var escaped = false
+        var start = open + 1
+        for index in open..<bytes.count {
+            let byte = bytes[index]
+            if inString {
+                if escaped {
+                    escaped = false
+                } else if byte == UInt8(ascii: "\\") {
+                    escaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    inString = false
+                }
+                continue
+            }
+            switch byte {
+            case UInt8(ascii: "\""):
+                inString = true
+            case UInt8(ascii: "["), UInt8(ascii: "{"):
+                depth += 1
+            case UInt8(ascii: "]"), UInt8(ascii: "}"):
+                depth -= 1
+                guard depth == 0 else { continue }
+                let last = trimmed(start..<index)
+                if !last.isEmpty || !elements.isEmpty { elements.append(last) }
+                return elements
+            case UInt8(ascii: ",") where depth == 1:
+                elements.append(trimmed(start..<index))
+                start = index + 1
+            default:
+                break
+            }
+        }
+        return nil
     }
 
     /// `json` when it is a single JSON number (`-12.5e3`), as written; `nil` for anything else.

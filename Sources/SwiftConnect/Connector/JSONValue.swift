@@ -130,64 +130,65 @@ extension JSONValue: Codable {
                     debugDescription: "JSONValue decodes JSON nested at most \(Self.maximumDepth) levels deep"))
         }
         let container = try decoder.singleValueContainer()
+        // The reason a value of the right kind could not be read (a number out of range, a string that is not
+        // UTF-8; Foundation throws its own error types for those): thrown rather than the last attempt's type
+        // mismatch, which would name a kind the value is not.
+        var corrupted: (any Error)?
+        func attempt<Value: Decodable>(_ type: Value.Type) -> Value? {
+            do {
+                return try container.decode(type)
+            } catch DecodingError.typeMismatch {
+                return nil
+            } catch {
+                if corrupted == nil {
+                    corrupted =
+                        error as? DecodingError
+                        ?? DecodingError.dataCorrupted(
+                            DecodingError.Context(
+                                codingPath: decoder.codingPath,
+                                debugDescription: "the value cannot be read: \(error)", underlyingError: error))
+                }
+                return nil
+            }
+        }
         if container.decodeNil() {
             self = .null
-        } else if let value = try? container.decode(Bool.self) {
+        } else if let value = attempt(Bool.self) {
             self = .bool(value)
-        } else if let value = try? container.decode(Int.self) {
+        } else if let value = attempt(Int.self) {
             self = .int(value)
-        } else if let value = try? container.decode(Double.self) {
+        } else if let value = attempt(Double.self) {
             self = .double(value)
-        } else if let value = try? container.decode(String.self) {
+        } else if let value = attempt(String.self) {
             self = .string(value)
         } else {
             do {
                 self = .array(try container.decode([JSONValue].self))
             } catch DecodingError.typeMismatch {
                 // Not an array (an element's own failure is thrown as it is): an object, or the error saying why not.
-                self = .object(try container.decode([String: JSONValue].self))
+                do {
+                    self = .object(try container.decode([String: JSONValue].self))
+                } catch let error as DecodingError {
+                    guard case .typeMismatch = error, let corrupted else { throw error }
+                    throw corrupted
+                }
             }
         }
     }
 
-    /// Encodes the value.
+    /// Encodes the value. An object's keys are written as they are, as a `[String: …]` dictionary's are: an
+    /// encoder's `keyEncodingStrategy` (`.convertToSnakeCase`) renames the keys of types, not of JSON data.
     public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
         switch self {
-        case .object(let members):
-            var container = encoder.container(keyedBy: JSONKey.self)
-            for key in members.keys {
-                try container.encode(members[key], forKey: JSONKey(key))
-            }
-        default:
-            var container = encoder.singleValueContainer()
-            switch self {
-            case .null: try container.encodeNil()
-            case .bool(let value): try container.encode(value)
-            case .int(let value): try container.encode(value)
-            case .double(let value): try container.encode(value)
-            case .string(let value): try container.encode(value)
-            case .array(let value): try container.encode(value)
-            case .object: break  // handled above
-            }
+        case .null: try container.encodeNil()
+        case .bool(let value): try container.encode(value)
+        case .int(let value): try container.encode(value)
+        case .double(let value): try container.encode(value)
+        case .string(let value): try container.encode(value)
+        case .array(let value): try container.encode(value)
+        case .object(let members): try container.encode(members)
         }
-    }
-}
-
-/// A coding key made from any string: the keys of a JSON object.
-struct JSONKey: CodingKey {
-    let stringValue: String
-    var intValue: Int? { nil }
-
-    init(_ string: String) {
-        stringValue = string
-    }
-
-    init?(stringValue: String) {
-        self.stringValue = stringValue
-    }
-
-    init?(intValue: Int) {
-        return nil
     }
 }
 

@@ -168,6 +168,30 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(form.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected)
     }
 
+    /// An array the encoder writes itself (a `Set`, optionals) keeps every digit of its numbers too: read back as a
+    /// `Double`, `UInt64.max` went out as `1.8446744073709552e+19`.
+    func testLargeNumbersInSetsAndOptionalArraysKeepEveryDigit() throws {
+        let decimal = try XCTUnwrap(Decimal(string: "12345678901234567890.5"))
+        let parameters: JSONObject = [
+            "set": Set([UInt64.max]), "optional": [UInt64.max, nil, 7] as [UInt64?],
+            "decimals": [decimal, nil] as [Decimal?], "mixed": [JSONValue.string("a,b]"), .int(2), .bool(true)],
+        ]
+        let expected =
+            "set=18446744073709551615&optional=18446744073709551615&optional=7&decimals=12345678901234567890.5"
+            + "&mixed=a%2Cb%5D&mixed=2&mixed=true"
+
+        let query = try sent(Route("/items", parameters: parameters))
+        let form = try sent(
+            Route(
+                "/items", method: .post, parameters: parameters,
+                headers: ["Content-Type": "application/x-www-form-urlencoded"]))
+
+        XCTAssertEqual(query.url?.query, expected)
+        XCTAssertEqual(
+            form.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected.replacingOccurrences(of: "%20", with: "+"))
+        XCTAssertNotNil(refusal(Route("/items", parameters: ["nested": [[1], [2]] as [[Int]?]])))
+    }
+
     // MARK: Refusals
 
     func testValuesAQueryOrFormCannotCarryAreRefusedNotDropped() {
@@ -226,6 +250,47 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(requests.last?.value(forHTTPHeaderField: "X-A"), "1")
     }
 
+    /// JSON data keeps its keys under a connector's `keyEncodingStrategy`, as a `[String: …]` dictionary does: the
+    /// strategy renames the keys of types (a model inside the object), not those of an answer sent back.
+    func testAKeyEncodingStrategyRenamesModelsNotJSONKeys() throws {
+        struct Snake: Connector {
+            var parameters: (any ParametersRepresentable)?
+            var baseURL: URL { URL(string: "https://api.test")! }
+            var endpoint: String { "/x" }
+            var method: HTTPMethod { .post }
+            var jsonEncoder: JSONEncoder {
+                let encoder = JSONEncoder()
+                encoder.keyEncodingStrategy = .convertToSnakeCase
+                encoder.outputFormatting = .sortedKeys
+                return encoder
+            }
+        }
+        struct Profile: Encodable, Sendable {
+            let displayName: String
+        }
+        let answer = try JSONDecoder().decode(JSONValue.self, from: Data(#"{"userID":7,"displayName":"Ada"}"#.utf8))
+        func body(_ parameters: any ParametersRepresentable) throws -> String {
+            String(decoding: try XCTUnwrap(Snake(parameters: parameters).asURLRequest().httpBody), as: UTF8.self)
+        }
+
+        XCTAssertEqual(try body(Parameter.jsonObject(value: answer)), #"{"displayName":"Ada","userID":7}"#)
+        XCTAssertEqual(
+            try body(Parameter.jsonObject(value: ["userName": "a", "answer": answer] as JSONObject)),
+            #"{"answer":{"displayName":"Ada","userID":7},"userName":"a"}"#)
+        XCTAssertEqual(
+            try body(["innerValue": answer, "profile": Profile(displayName: "b")] as JSONObject),
+            #"{"innerValue":{"displayName":"Ada","userID":7},"profile":{"display_name":"b"}}"#)
+    }
+
+    /// A `JSONObject` encoded by an encoder of its own refuses a key given twice, as a request does.
+    func testAnObjectWithAKeyGivenTwiceDoesNotEncode() {
+        let twice = JSONObject([(key: "a", value: 1), (key: "a", value: 2)])
+        XCTAssertThrowsError(try JSONEncoder().encode(twice)) { error in
+            guard case EncodingError.invalidValue(_, let context) = error else { return XCTFail("\(error)") }
+            XCTAssertTrue(context.debugDescription.contains("\"a\""), context.debugDescription)
+        }
+    }
+
     /// Wrapped in `.jsonObject`, the object is a JSON body whatever the method would have chosen.
     func testWrappedInJSONObjectItIsABodyForAnyMethod() throws {
         let request = try sent(
@@ -249,6 +314,21 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertNil(answer["servers"]?[1])
         XCTAssertNil(answer["app"]?[0])
         XCTAssertEqual(answer["app"]?["ratio"]?.intValue, nil, "1.5 is not an integer")
+    }
+
+    /// A value of the right kind that cannot be read says why (out of range, not UTF-8), not that it is of another
+    /// kind.
+    func testJSONValueSaysWhyAValueCannotBeRead() {
+        for (json, expected) in [("1e400", "number"), ("[1, 1e400]", "number")] {
+            XCTAssertThrowsError(try JSONDecoder().decode(JSONValue.self, from: Data(json.utf8))) { error in
+                guard case DecodingError.dataCorrupted(let context) = error else {
+                    return XCTFail("\(json): \(error)")
+                }
+                XCTAssertFalse(context.debugDescription.contains("Dictionary"), "\(json): \(context.debugDescription)")
+                XCTAssertTrue(
+                    context.debugDescription.lowercased().contains(expected), "\(json): \(context.debugDescription)")
+            }
+        }
     }
 
     func testJSONValueRoundTripsAndDecodesIntoAModel() throws {
