@@ -56,10 +56,13 @@ func decodeBody<Decoded: Decodable>(
     response: @autoclosure () -> ConnectResponse? = nil
 ) throws -> Decoded {
     // The first byte is looked at before the type: a body that starts with a value costs no conformance lookup.
-    if data.first.map(JSONSyntax.isWhitespace) ?? true, let emptyType = type as? any EmptyDecodable.Type,
-        data.allSatisfy(JSONSyntax.isWhitespace), let empty = emptyType.emptyValue as? Decoded
+    if data.first.map({ JSONSyntax.isWhitespace($0) || $0 == 0xEF }) ?? true,
+        let emptyType = type as? any EmptyDecodable.Type,
+        (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(JSONSyntax.isWhitespace),
+        let empty = emptyType.emptyValue as? Decoded
     {
-        // A body of only white space (a server's lone newline) has no value either: JSON has nothing to decode in it.
+        // A body of only white space (a server's lone newline), after a UTF-8 byte order mark if any (as JSON bodies
+        // with one decode), has no value either: JSON has nothing to decode in it.
         return empty
     }
     do {

@@ -30,9 +30,9 @@ public protocol ResponseValidator: Sendable {
 /// ```swift
 /// struct UnwrapData: ResponseProcessor {
 ///     func process(_ response: ConnectResponse) throws -> ConnectResponse {
-///         let object = try JSONSerialization.jsonObject(with: response.data) as? [String: Any]
+///         let envelope = try JSONDecoder().decode(JSONValue.self, from: response.data)
 ///         var response = response
-///         response.data = try JSONSerialization.data(withJSONObject: object?["data"] ?? [:])
+///         response.data = try JSONEncoder().encode(envelope["data"] ?? .null)
 ///         return response
 ///     }
 /// }

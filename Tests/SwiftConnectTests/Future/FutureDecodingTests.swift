@@ -79,7 +79,8 @@ final class FutureDecodingTests: XCTestCase {
 
     func testABodyOfOnlyWhiteSpaceDecodesAsNilOrEmptyResponseToo() throws {
         // Given: a server that sends a lone line break, or blanks, for "nothing"
-        for text in ["\n", "\r\n", " \t "] {
+        // (after a UTF-8 byte order mark too, as a body with a value after one decodes)
+        for text in ["\n", "\r\n", " \t ", "\u{FEFF}", "\u{FEFF}\n"] {
             let body = Data(text.utf8)
             // Then: the types that allow no value take it; one that needs a value still fails as a decoding error
             XCTAssertNil(try Future(value: body).decoded(toType: Todo?.self).wait(), text.debugDescription)
@@ -90,6 +91,7 @@ final class FutureDecodingTests: XCTestCase {
         }
         // And: a body with anything else in it is decoded, not taken as empty
         XCTAssertThrowsError(try Future(value: Data(" x ".utf8)).decoded(toType: Todo?.self).wait())
+        XCTAssertThrowsError(try Future(value: Data([0xEF, 0xBB])).decoded(toType: Todo?.self).wait())
     }
 
     func testEmptyBodyFailureSaysTheBodyIsEmpty() {

@@ -28,4 +28,28 @@ final class ResponseValidatorTests: XCTestCase {
             XCTAssertEqual(error.request?.url?.absoluteString, "https://api.example.com/items")
         }
     }
+
+    /// `ResponseProcessor`'s documented example: an envelope whose `data` is an object, an array, a plain value or
+    /// `null` unwraps without stopping the process (the earlier example's `JSONSerialization.data(withJSONObject:)`
+    /// stops it for a top level that is neither an array nor an object, which `try` cannot catch).
+    func testTheDocumentedUnwrapDataProcessorTakesEveryKindOfData() throws {
+        struct UnwrapData: ResponseProcessor {
+            func process(_ response: ConnectResponse) throws -> ConnectResponse {
+                let envelope = try JSONDecoder().decode(JSONValue.self, from: response.data)
+                var response = response
+                response.data = try JSONEncoder().encode(envelope["data"] ?? .null)
+                return response
+            }
+        }
+        let cases = [
+            (#"{"data":{"id":1}}"#, #"{"id":1}"#), (#"{"data":[1]}"#, "[1]"), (#"{"data":"ok"}"#, #""ok""#),
+            (#"{"data":null}"#, "null"), ("{}", "null"),
+        ]
+        for (body, unwrapped) in cases {
+            let transport = FakeTransport.answering(.json(string: body))
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            let data = connect.request(ClientFixtures.Endpoint(), options: RequestOptions(processors: [UnwrapData()]))
+            XCTAssertEqual(try data.wait(timeout: 5), Data(unwrapped.utf8), body)
+        }
+    }
 }
