@@ -205,3 +205,81 @@ private final class KeyOnlyStorage: ResponseCacheStorage {
 
     func removeAll() { base.removeAll() }
 }
+
+/// A storage whose next read, once armed, takes what is stored and then waits to be let go: a slow disk read that a
+/// refetch overtakes.
+private final class SlowReadStorage: ResponseCacheStorage, @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `isArmed`; the semaphores and `base` are thread-safe.
+    private let base = MemoryResponseStorage()
+    private let lock = NSLock()
+    private var isArmed = false
+    /// Signalled when an armed read has taken what is stored.
+    let readTaken = DispatchSemaphore(value: 0)
+    /// Lets an armed read return.
+    let release = DispatchSemaphore(value: 0)
+
+    func armNextRead() {
+        lock.withLock { isArmed = true }
+    }
+
+    func response(forKey key: String) -> StoredResponse? {
+        let found = base.response(forKey: key)
+        let armed = lock.withLock {
+            defer { isArmed = false }
+            return isArmed
+        }
+        if armed {
+            readTaken.signal()
+            release.wait()
+        }
+        return found
+    }
+
+    func store(_ response: StoredResponse, forKey key: String) { base.store(response, forKey: key) }
+
+    func removeResponses(forKey key: String) { base.removeResponses(forKey: key) }
+
+    func removeAll() { base.removeAll() }
+}
+
+final class ResponseCacheStorageRaceTests: XCTestCase {
+    /// A storage read that a refetch overtakes serves what it read, but does not put it in memory over the refetch's
+    /// newer answer: the next request gets the newer one.
+    func testAStorageReadOvertakenByARefetchDoesNotReplaceItsAnswer() throws {
+        // Given version 1 in a storage, and a new cache (an app started again) over it
+        let transport = FakeTransport()
+        transport.stub(.get, "/items/1", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
+        let storage = SlowReadStorage()
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        func client() -> Connect {
+            Connect(
+                transport: transport, retryPolicy: nil, responseCache: ResponseCache(storage: storage),
+                configuration: ServerConfiguration(host: "api.example.com"))
+        }
+        @Sendable func get(_ connect: Connect, headers: [HTTPHeader] = []) -> String? {
+            let data = try? connect.request(Route("/items/1", headers: headers), options: rule).wait(timeout: 5)
+            return data.map { String(decoding: $0, as: UTF8.self) }
+        }
+        XCTAssertEqual(get(client()), #"{"version":1}"#)
+        let connect = client()
+
+        // When a GET reads the storage slowly, and a refetch (`no-cache`) stores version 2 meanwhile
+        storage.armNextRead()
+        let slow = Guarded<String?>(nil)
+        let slowDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let body = get(connect)
+            slow.withLock { $0 = body }
+            slowDone.signal()
+        }
+        XCTAssertEqual(storage.readTaken.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "no-cache")]), #"{"version":2}"#)
+        storage.release.signal()
+        XCTAssertEqual(slowDone.wait(timeout: .now() + 10), .success)
+
+        // Then the slow GET got what it read, and the next one the newer answer, from memory
+        XCTAssertEqual(slow.withLock { $0 }, #"{"version":1}"#)
+        XCTAssertEqual(get(connect), #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+}

@@ -107,6 +107,9 @@ public final class ResponseCache: Sendable {
         /// The resources it is a response for (``ResponseCache/resource(of:)``): the URL asked for, and the one
         /// that answered when a redirect led elsewhere. A successful unsafe request to one of them removes it.
         var resources: [String] = []
+        /// Which insertion into memory put it there (``State/insertions``): a storage read tells by it whether memory
+        /// changed under its key while it read.
+        var insertion: UInt64 = 0
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
@@ -121,6 +124,8 @@ public final class ResponseCache: Sendable {
         var recency: [UInt64: String] = [:]
         var nextTick: UInt64 = 0
         var oldestTick: UInt64 = 0
+        /// How many entries have gone into memory (``Entry/insertion``).
+        var insertions: UInt64 = 0
         var totalBytes = 0
         var hits = 0
         var misses = 0
@@ -175,6 +180,8 @@ public final class ResponseCache: Sendable {
                 remove(oldest)
             }
             var entry = entry
+            insertions &+= 1
+            entry.insertion = insertions
             entry.tick = nextTick
             entries[key] = entry
             recency[nextTick] = key
@@ -366,7 +373,7 @@ public final class ResponseCache: Sendable {
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let accepts = { (freshness: StoredFreshness) in servesStale || Self.accepts(freshness, now: now, asks: asks) }
-        let (found, fetch, generation) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64) in
+        let (found, fetch, generation, seen) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64, UInt64?) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request)
@@ -374,20 +381,20 @@ public final class ResponseCache: Sendable {
                 if accepts(entry.freshness) {
                     state.hits += 1
                     state.touch(key)
-                    return (entry.response, 0, 0)
+                    return (entry.response, 0, 0, nil)
                 }
                 // Kept, stale or not fresh enough for this request: a later one may accept it (`max-stale`, offline),
                 // until this fetch's answer replaces it or the size limit evicts it.
             }
             state.misses += 1
             state.fetches &+= 1
-            return (nil, state.fetches, state.generation)
+            return (nil, state.fetches, state.generation, state.entries[key]?.insertion)
         }
         var cached = found
         if cached == nil, !bypasses {
             cached = storedResponse(
                 forKey: key, request: request, method: method, limit: limit, accepts: accepts,
-                generation: generation, fetch: fetch)
+                generation: generation, fetch: fetch, seen: seen)
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
@@ -486,12 +493,14 @@ public final class ResponseCache: Sendable {
             request: .sent(request), underlyingError: URLError(.resourceUnavailable))
     }
 
-    /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory; `nil` when
-    /// it has none that fits.
+    /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory unless memory
+    /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any): a
+    /// refetch's newer answer is not replaced by what a storage read found before it. `nil` when it has none that
+    /// fits.
     private func storedResponse(
         forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int,
         accepts: (StoredFreshness) -> Bool,
-        generation: UInt64, fetch: UInt64
+        generation: UInt64, fetch: UInt64, seen: UInt64?
     ) -> ConnectResponse? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
             case let freshness = StoredFreshness(
@@ -519,7 +528,9 @@ public final class ResponseCache: Sendable {
             guard state.generation == generation, !state.isInvalidated(resources, since: fetch) else { return false }
             state.hits += 1
             state.misses -= 1
-            if entry.size <= maxBytes { state.insert(key, entry: entry, limit: maxBytes) }
+            if entry.size <= maxBytes, state.entries[key]?.insertion == seen {
+                state.insert(key, entry: entry, limit: maxBytes)
+            }
             return true
         }
         return isCurrent ? response : nil
