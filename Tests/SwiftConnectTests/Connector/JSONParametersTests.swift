@@ -187,8 +187,7 @@ final class JSONParametersTests: XCTestCase {
                 headers: ["Content-Type": "application/x-www-form-urlencoded"]))
 
         XCTAssertEqual(query.url?.query, expected)
-        XCTAssertEqual(
-            form.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected.replacingOccurrences(of: "%20", with: "+"))
+        XCTAssertEqual(form.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected)
         XCTAssertNotNil(refusal(Route("/items", parameters: ["nested": [[1], [2]] as [[Int]?]])))
     }
 
