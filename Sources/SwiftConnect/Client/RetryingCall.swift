@@ -312,10 +312,10 @@ final class RetryingCall:
     /// Cancels an attempt its own timeout abandoned, after telling observers it ended as what it is (a timeout), so
     /// that they hear of it before its cancellation lets the next attempt start.
     private func cancelAbandoned(_ inFlight: Future<ConnectResponse>, attempt: Int) {
-        context.transfer.observation?.recordEnd(
-            of: attempt, status: nil,
-            error: ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))
-        inFlight.cancel()
+        let timedOut = ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request)
+        context.transfer.observation?.recordEnd(of: attempt, status: nil, error: timedOut)
+        // The attempt's chain fails as timed out: its plugins are told why it ended.
+        inFlight.cancel(failingWith: timedOut)
     }
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
@@ -357,7 +357,9 @@ final class RetryingCall:
         deadline?.cancel()
         withState { $0.attemptDeadline }?.cancel()
         timer?.cancel()
-        inFlight?.cancel()
+        // Stopped by the deadline, the attempt's chain fails as the call does (its plugins hear it timed out); by the
+        // caller, as cancelled.
+        if case .failure(let error)? = result { inFlight?.cancel(failingWith: error) } else { inFlight?.cancel() }
         if let result { promise.completeIfPending(with: result) }
     }
 

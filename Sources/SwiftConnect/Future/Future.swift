@@ -492,13 +492,24 @@ extension Future {
     /// todo.cancel()  // the network task is cancelled; observers get the client's cancellation error
     /// ```
     public func cancel() {
-        // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
-        // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
-        // the next request while this one's network task still ran, one over its limit.
         // Every future of the chain fails with the same error, found first (another walk up the chain), unless
         // there is nothing to cancel.
         guard lock != nil, !isCompleted else { return }
-        let error = reported(.cancelled)
+        cancelChain(failingWith: reported(.cancelled))
+    }
+
+    /// Cancels the future as ``cancel()`` does, the chain failing with `error` instead of the cancellation: a call's
+    /// deadline or an attempt's own timeout stops the attempt in flight, and what watches it (a plugin, an observer
+    /// of the transport's future) hears that it timed out, not that someone cancelled it.
+    func cancel(failingWith error: any Error) {
+        guard lock != nil, !isCompleted else { return }
+        cancelChain(failingWith: error)
+    }
+
+    private func cancelChain(failingWith error: any Error) {
+        // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
+        // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
+        // the next request while this one's network task still ran, one over its limit.
         var toNotify: [any CancellableFuture] = []
         var next: (any CancellableFuture)? = self
         while let future = next {

@@ -29,7 +29,8 @@ import Foundation
 /// pipeline (so a refreshed token is picked up), after the delay asked for. The loop is the client's
 /// ``RetryPolicy``: a request is sent at most its ``RetryPolicy/maxAttempts`` times in all (3 by default, and
 /// with `retryPolicy: nil` too), and at most ``maxRetryAttempts`` times by this hook's answers. Cancellations are
-/// never offered for retry. Unlike the policy's own rules, this hook does not check that the request is safe to
+/// never offered for retry, nor is an attempt stopped by the call's deadline or its own timeout
+/// (``RetryPolicy/attemptTimeout``): the policy decides whether a timed-out attempt goes again. Unlike the policy's own rules, this hook does not check that the request is safe to
 /// replay: look at `request.httpMethod` if that matters. A ``ConnectError`` that a request retried ends with says
 /// how many attempts were made (``ConnectError/attempts``).
 ///

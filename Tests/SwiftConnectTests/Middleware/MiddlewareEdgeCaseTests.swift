@@ -251,6 +251,31 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         XCTAssertEqual(events.values, ["will", "fail"])
     }
 
+    /// An attempt stopped by the call's deadline, or by its own timeout, ends for its plugins as timed out, as it
+    /// does for the caller and the observers: a monitor must not count timeouts as the user's cancellations.
+    func testPluginsHearThatADeadlineOrAnAttemptTimeoutStoppedTheAttempt() {
+        for (timeout, policy) in [(0.05, nil), (60, RetryPolicy(maxAttempts: 2, attemptTimeout: 0.05))] {
+            let failures = Recorder<String>()
+            let allDone = expectation(description: "plugin events")
+            allDone.expectedFulfillmentCount = policy == nil ? 2 : 4
+            let plugin = AnyPlugin(
+                willSend: { _, _ in allDone.fulfill() }, didReceive: { _, _ in allDone.fulfill() },
+                didFail: { error, _, _ in
+                    failures.append((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)")
+                    allDone.fulfill()
+                })
+            let connect = Connect(
+                transport: ManualTransport(), retryPolicy: policy,
+                settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+
+            let outcome = connectError(of: connect.request(Endpoint(timeout: timeout)) as Future<Data>)
+
+            XCTAssertEqual(outcome?.kind, .timedOut)
+            wait(for: [allDone], timeout: 5)
+            XCTAssertEqual(failures.values, Array(repeating: "timedOut", count: policy == nil ? 1 : 2))
+        }
+    }
+
     // MARK: - Retry
 
     func testRetryAfterParsing() {
