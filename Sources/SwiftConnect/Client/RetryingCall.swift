@@ -149,6 +149,7 @@ final class RetryingCall:
         guard let attempt else { return }
         var context = self.context
         context.attempt = attempt
+        context.maxAttempts = maxAttempts
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         if policy.usableAttemptTimeout != nil {
             // The attempt's own timeout counts while the request is at the transport (or the identical one it shares

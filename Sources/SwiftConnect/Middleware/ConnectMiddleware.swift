@@ -134,7 +134,8 @@ extension ConnectMiddlewareProtocol {
         } catch {
             return Future(error: error)
         }
-        guard context.attempt < max(Self.maxRetryAttempts, 1) else { return next(sent) }
+        // Not asked on the last attempt the hook's limit or the loop's allows: no retry could follow its answer.
+        guard context.attempt < min(max(Self.maxRetryAttempts, 1), context.maxAttempts) else { return next(sent) }
         // The advice is given before the returned future completes, so the loop reads it when the attempt ends.
         return next(sent).transformResult { result in
             if let delay = self.retryDelay(after: result, of: adapted, attempt: context.attempt) {

@@ -117,6 +117,9 @@ public struct RequestContext: Sendable {
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
     public var attempt = 1
+    /// The most attempts the client's retry loop makes at the call (its policy's ``RetryPolicy/maxAttempts``): a
+    /// retry hook is not asked on the last one, when no retry can follow.
+    var maxAttempts = Int.max
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
     /// The client's retry loop gives each attempt its own; a context made by hand has advice nobody reads until
     /// it is given a `RetryAdvice()`.

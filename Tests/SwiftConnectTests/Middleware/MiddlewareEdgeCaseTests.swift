@@ -403,6 +403,27 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, GuideMiddleware.maxRetryAttempts)
     }
 
+    /// The hook is asked only when its answer can lead to another attempt: not on the policy's last one, where its
+    /// side effects (a token refresh) would be for nothing.
+    func testGuideRetryIsNotAskedOnThePolicysLastAttempt() {
+        struct Counting: ConnectMiddlewareProtocol {
+            let asked: Counter
+            func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+                asked.increment()
+                return .retry
+            }
+        }
+        for maxAttempts in [1, 2, 3] {
+            let asked = Counter()
+            let transport = FakeTransport.answering(.status(500))
+            let policy = RetryPolicy(maxAttempts: maxAttempts, retryableStatusCodes: [], clock: ImmediateRetryClock())
+            let connect = Connect(transport: transport, middlewares: [Counting(asked: asked)], retryPolicy: policy)
+            XCTAssertEqual((error(of: connect.request(Endpoint())) as? ConnectError)?.statusCode, 500)
+            XCTAssertEqual(transport.requests.count, maxAttempts)
+            XCTAssertEqual(asked.value, maxAttempts - 1, "maxAttempts \(maxAttempts)")
+        }
+    }
+
     func testGuideRetryNeverSendsMoreThanThePolicysMaxAttempts() {
         // Given: a hook that always says yes, and the default policy, which retries 500 by itself too
         let transport = FakeTransport.answering(.status(500))

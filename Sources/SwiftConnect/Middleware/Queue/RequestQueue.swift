@@ -40,7 +40,11 @@ import Foundation
 /// shares the queue always gets a slot, however full the queue is.
 ///
 /// A streamed response (``Connect/stream(_:options:streaming:)``, an ``EventSource``) frees its slot when its head
-/// arrives, so that a stream that runs for hours does not hold a slot: its body does not count against the cap.
+/// arrives, so that a stream that runs for hours does not hold a slot: its body does not count against the cap. An
+/// error status is not a stream: its body is read for the error (up to ``StreamingOptions/errorBodyLimit``) and holds
+/// the slot until it ends, as any request's body does. A server that sends an error head and then goes quiet holds it
+/// until the stream's ``StreamingOptions/idleTimeout`` or the call's deadline: give a stream with no deadline an idle
+/// timeout.
 ///
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
