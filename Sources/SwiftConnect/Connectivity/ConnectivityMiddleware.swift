@@ -9,7 +9,8 @@ public enum ConnectivityPolicy: Sendable, Hashable {
     /// Send it anyway: the transport's own error says what happened (what a client without a monitor does).
     case ignore
     /// Fail at once with ``ConnectError/Kind/notConnected``; nothing is sent. For screens that show an offline
-    /// banner instead of a spinner.
+    /// banner instead of a spinner. A request already waiting in a queue the middleware holds (`pausing:`) fails
+    /// when the network goes, too.
     case failFast
     /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
     /// together go in the order they came.

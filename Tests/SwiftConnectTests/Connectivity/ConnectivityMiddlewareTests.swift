@@ -274,6 +274,35 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertNoThrow(try waiting.wait(timeout: 5))
     }
 
+    /// A request waiting in the queue when the network goes fails at once under `.failFast`, as it would have had
+    /// the network gone before it reached the queue; one whose options ask to wait keeps its place.
+    func testAFailFastRequestWaitingInTheQueueFailsWhenTheNetworkGoes() throws {
+        // Given: online, a queue of one held by a fail-fast middleware, its slot taken by a request held open
+        network.goOnline()
+        let gate = Promise<Void>()
+        transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: gate.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = client(.failFast, queue: queue, pausing: true)
+        let running = connect.request(Item(id: 1))
+        let failing = connect.request(Item(id: 2))
+        let waiting = connect.request(Item(id: 3), options: RequestOptions(connectivity: .waitForConnectivity))
+        XCTAssertEqual(queue.pendingCount, 2)
+
+        // When: the network goes
+        network.goOffline()
+
+        // Then: the fail-fast request fails, typed, unsent; the other waits for the network
+        XCTAssertTrue(failing.isCompleted, "fail fast must not wait in the queue")
+        XCTAssertEqual(try connectError(failing).kind, .notConnected)
+        XCTAssertEqual(queue.pendingCount, 1)
+        XCTAssertFalse(waiting.isCompleted)
+        gate.succeed(())
+        XCTAssertNoThrow(try running.wait(timeout: 5))
+        network.goOnline()
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1", "/items/3"])
+    }
+
     func testTheQueueLetsThroughWhatTheMiddlewaresOwnIgnorePolicyLetThrough() throws {
         // Given: offline, a middleware whose own policy is .ignore holding the client's queue
         let queue = RequestQueue(maxConcurrentRequests: 1)

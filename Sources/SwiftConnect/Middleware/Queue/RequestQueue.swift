@@ -195,7 +195,8 @@ public final class RequestQueue: Sendable {
     /// `holder`: what a ``ConnectivityMiddleware`` made with `pausing:` does, and what it undoes when it is released.
     /// A request to this device (`localhost`, `127.0.0.1`, `::1`), or under ``ConnectivityPolicy/ignore`` (its
     /// options', or where they set none `policy`, the holder's own), still starts, as the middleware itself lets it
-    /// through.
+    /// through. A waiting request under ``ConnectivityPolicy/failFast`` (its options', or where they set none the
+    /// holder's) fails with ``ConnectError/Kind/notConnected`` when the hold begins.
     ///
     /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
     ///
@@ -205,12 +206,23 @@ public final class RequestQueue: Sendable {
         _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity,
         startingLater: Bool = false
     ) {
-        let released = state.withLock { state -> Bool in
+        let (released, failed) = state.withLock { state -> (Bool, [Waiting]) in
             if isOffline {
                 state.networkHolders[holder] = policy
-                return false
+                // A waiting request whose policy is to fail at once offline fails now, as it would have had the
+                // network gone before it reached the queue; one to this device needs none.
+                let failing = state.order.elements.filter { id in
+                    guard let waiting = state.pending[id] else { return false }
+                    return (waiting.connectivity ?? policy) == .failFast && !LoopbackHost.contains(waiting.request.url)
+                }
+                let failed = failing.compactMap { state.pending.removeValue(forKey: $0) }
+                if !failed.isEmpty { state.dropStaleIDs() }
+                return (false, failed)
             }
-            return state.networkHolders.removeValue(forKey: holder) != nil
+            return (state.networkHolders.removeValue(forKey: holder) != nil, [])
+        }
+        for waiting in failed {
+            waiting.promise.complete(with: .failure(ConnectError.notConnected(request: waiting.request)))
         }
         guard released else { return }
         if startingLater {
