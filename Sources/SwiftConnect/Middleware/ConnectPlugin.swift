@@ -6,9 +6,13 @@ import Foundation
 
 /// An observer of requests, for logging, metrics and activity indicators.
 ///
-/// A plugin is told about every attempt that reaches the transport: ``willSend(_:context:)`` before it goes
-/// out, then ``didReceive(_:context:)`` when a response (of any status) arrives, or ``didFail(_:request:context:)``
-/// when none does. Each call is balanced: one `willSend`, then exactly one of the other two.
+/// A plugin is told about every attempt that leaves the client's middlewares: ``willSend(_:context:)`` before it
+/// goes to the transport, then ``didReceive(_:context:)`` when a response (of any status) arrives, or
+/// ``didFail(_:request:context:)`` when none does: the transport failed, the attempt was cancelled or timed out, or
+/// the client refused the request before sending it (a header field a middleware set with CR or LF in it, so that a
+/// monitor sees that failure too). Each call is balanced: one `willSend`, then exactly one of the other two. The
+/// request a plugin is told of is the one the middlewares made, before the fields an observer adds
+/// (``ConnectObserver``'s `traceparent`).
 ///
 /// Plugins run on the plugin queue, one event after another in the order they happened, never on the request's
 /// own path: a slow plugin delays other plugins, not requests. The queue is one for the process, so that a plugin
@@ -28,7 +32,7 @@ public protocol ConnectPlugin: Sendable {
     /// A request is about to be sent.
     ///
     /// - Parameters:
-    ///   - request: The request as it goes to the transport.
+    ///   - request: The request as the middlewares made it.
     ///   - context: Facts about the call.
     func willSend(_ request: URLRequest, context: RequestContext)
 
@@ -39,7 +43,8 @@ public protocol ConnectPlugin: Sendable {
     ///   - context: Facts about the call.
     func didReceive(_ response: ConnectResponse, context: RequestContext)
 
-    /// No response arrived: the transport failed or the request was cancelled.
+    /// No response arrived: the transport failed, the request was cancelled or timed out, or the client refused
+    /// it before sending it.
     ///
     /// - Parameters:
     ///   - error: Why.
