@@ -137,8 +137,9 @@ public final class ConnectivityObservers: Sendable {
         var current: Connectivity
         var handlers: [UInt64: @Sendable (Connectivity) -> Void] = [:]
         var nextID: UInt64 = 0
-        /// Changes not yet delivered, each with the handlers registered when it happened.
-        var undelivered: [(Connectivity, [@Sendable (Connectivity) -> Void])] = []
+        /// Changes not yet delivered, each with the ids of the handlers registered when it happened: each is looked
+        /// up again just before it is called, so that one whose observation ended meanwhile is not.
+        var undelivered: [(Connectivity, [UInt64])] = []
         /// Whether a thread is delivering changes: another change is queued for it, which keeps the order.
         var isDelivering = false
     }
@@ -155,7 +156,8 @@ public final class ConnectivityObservers: Sendable {
     /// The last state given to ``update(_:)``, or the initial one.
     public var current: Connectivity { state.withLock { $0.current } }
 
-    /// Adds `handler`; it is called on each later change until the observation ends.
+    /// Adds `handler`; it is called on each later change until the observation ends (a change being delivered when
+    /// the observation ends does not reach it if it has not yet).
     ///
     /// - Parameter handler: Called with each new state.
     /// - Returns: The observation that removes it.
@@ -180,22 +182,23 @@ public final class ConnectivityObservers: Sendable {
         let delivers = state.withLock { state -> Bool in
             guard state.current != new else { return false }
             state.current = new
-            state.undelivered.append((new, state.handlers.sorted { $0.key < $1.key }.map(\.value)))
+            state.undelivered.append((new, state.handlers.keys.sorted()))
             guard !state.isDelivering else { return false }
             state.isDelivering = true
             return true
         }
         guard delivers else { return }
         while true {
-            let next: (Connectivity, [@Sendable (Connectivity) -> Void])? = state.withLock { state in
+            let next: (Connectivity, [UInt64])? = state.withLock { state in
                 guard !state.undelivered.isEmpty else {
                     state.isDelivering = false
                     return nil
                 }
                 return state.undelivered.removeFirst()
             }
-            guard let (change, handlers) = next else { return }
-            for handler in handlers { handler(change) }
+            guard let (change, ids) = next else { return }
+            // A handler whose observation ended since the change (another handler cancelled it) is not called.
+            for id in ids { state.withLock { $0.handlers[id] }?(change) }
         }
     }
 }

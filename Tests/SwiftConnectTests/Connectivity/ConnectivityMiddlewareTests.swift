@@ -431,6 +431,23 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(seen.snapshot, [true, false], "a cancelled observation was called")
     }
 
+    /// A handler whose observation another handler ends while a change is being delivered is not called with it.
+    func testAnObservationEndedDuringADeliveryIsNotCalledWithIt() {
+        let observers = ConnectivityObservers(initial: .disconnected)
+        let seen = Guarded<[String]>([])
+        let second = Guarded<ConnectivityObservation?>(nil)
+        let first = observers.add { _ in
+            seen.withLock { $0.append("first") }
+            second.withLock { $0 }?.cancel()
+        }
+        second.withLock { $0 = observers.add { _ in seen.withLock { $0.append("second") } } }
+
+        observers.update(.connected)
+
+        XCTAssertEqual(seen.snapshot, ["first"])
+        first.cancel()
+    }
+
     func testChangesStartWithTheCurrentState() async throws {
         let monitor = FakeConnectivityMonitor(.disconnected)
         var iterator = monitor.changes.makeAsyncIterator()
