@@ -163,7 +163,9 @@ public final class AsyncHTTPClientTransport: Transport {
     /// AsyncHTTPClient keeps a client's configuration internal; the transport reads it by reflection, for what it
     /// applies itself: whether the client decodes gzip and deflate (else SwiftConnect's core does), its proxy, its
     /// TLS configuration and connect timeout for pinned hosts. Should a later AsyncHTTPClient store it otherwise,
-    /// the transport takes the client to decode both codings, and pins with no proxy and the defaults above.
+    /// the transport takes the client to decode both codings, and refuses every request while pins are set
+    /// (``SwiftConnect/ConnectError/Kind/certificatePinning``, nothing sent): it cannot tell whether the client
+    /// would follow a redirect to a pinned host past the relay.
     public init(
         client: HTTPClient, pins: CertificatePins = CertificatePins(), tlsConfiguration: TLSConfiguration? = nil
     ) {
