@@ -199,20 +199,19 @@ extension JSONObject {
         case let numbers as [any BinaryInteger]: return numbers.map { String(describing: $0) }
         case let numbers as [Decimal]: return numbers.map(\.description)
         case let value?:
-            let encoded: Data
-            let json: JSONValue
-            do {
-                encoded = try encoder.encode(value)
-                json = try JSONDecoder().decode(JSONValue.self, from: encoded)
-            } catch {
+            func encodingFailure(_ error: any Error) -> ConnectError {
                 var failure = ConnectError.invalidRequest(
                     .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
                 failure.underlyingError = error
-                throw failure
+                return failure
             }
+            let encoded: Data
+            do { encoded = try encoder.encode(value) } catch { throw encodingFailure(error) }
             // A type of the caller's that encodes as one number, or as an array (a `Set`, optionals): each number's
             // text as the encoder wrote it, exactly. Read back as a `Double`, `UInt64.max` came out rounded.
             if let number = Self.numberText(encoded) { return [number] }
+            let json: JSONValue
+            do { json = try JSONDecoder().decode(JSONValue.self, from: encoded) } catch { throw encodingFailure(error) }
             if case .array(let elements) = json, let texts = Self.arrayElementTexts(encoded),
                 texts.count == elements.count
             {
