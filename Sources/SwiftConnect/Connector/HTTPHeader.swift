@@ -31,9 +31,10 @@ public struct HTTPHeader: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// `Name: value`, with `<redacted>` for the value of a sensitive header, and a URL-valued header's
-    /// (`Referer`, `Location`) secret query items, fragment pairs and password hidden.
+    /// (`Referer`, `Location`) secret query items, fragment pairs and password hidden. A name that is not a token is
+    /// cut where a value could start (``shownName(_:)``), so a header line pasted in as the name shows no secret.
     public var description: String {
-        HTTPHeader.isSensitive(name: name) ? "\(name): <redacted>" : "\(name): \(shownValue)"
+        "\(HTTPHeader.shownName(name)): \(shownValue)"
     }
 
     /// The value as printed: hidden for a sensitive header, its URL's secrets hidden for a URL-valued one.
@@ -242,9 +243,9 @@ extension HTTPHeader {
 }
 
 extension HTTPHeader: CustomReflectable {
-    /// The name and the value as ``description`` shows it, so `dump(header)` leaks no secret.
+    /// The name and the value as ``description`` shows them, so `dump(header)` leaks no secret.
     public var customMirror: Mirror {
-        Mirror(self, children: ["name": name, "value": shownValue])
+        Mirror(self, children: ["name": HTTPHeader.shownName(name), "value": shownValue])
     }
 }
 

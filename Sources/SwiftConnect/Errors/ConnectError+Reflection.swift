@@ -38,7 +38,8 @@ extension ConnectError: CustomReflectable {
         var text = request.httpMethod ?? "GET"
         if let url = request.url { text += " " + Redaction.url(url, redacting: redacting) }
         for (name, value) in (request.allHTTPHeaderFields ?? [:]).sorted(by: { $0.key < $1.key }) {
-            text += " \(name): \(Redaction.headerValue(value, name: name, redacting: redacting))"
+            text += " \(shown(name, redacting: redacting)): "
+            text += Redaction.headerValue(value, name: name, redacting: redacting)
         }
         let bodyCount = request.httpBody?.count ?? 0
         if bodyCount > 0 { text += " (body: \(bodyCount) bytes)" }
@@ -52,8 +53,15 @@ extension ConnectError: CustomReflectable {
         var fields: [(String, String)] = []
         for case (let name as String, let value as String) in response.allHeaderFields { fields.append((name, value)) }
         for (name, value) in fields.sorted(by: { $0.0 < $1.0 }) {
-            text += " \(name): \(Redaction.headerValue(value, name: name, redacting: redacting))"
+            text += " \(shown(name, redacting: redacting)): "
+            text += Redaction.headerValue(value, name: name, redacting: redacting)
         }
         return text
+    }
+
+    /// A field name as reflection shows it: if `redacting`, cut where a value could start, as cURL output cuts it
+    /// (``HTTPHeader/shownName(_:)``), so that a header line pasted in as the name shows no secret.
+    private static func shown(_ name: String, redacting: Bool) -> String {
+        redacting ? HTTPHeader.shownName(name) : name
     }
 }

@@ -69,20 +69,22 @@ public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     public var isValid: Bool { name.isValid && HTTPHeader.isValidValue(value) }
 
     /// `Name: value`, with the value of a secret field (`Authorization`, `Cookie`, API keys…) hidden as in every
-    /// output SwiftConnect writes.
+    /// output SwiftConnect writes. A name that is not a token is cut where a value could start, as cURL output cuts it:
+    /// a whole header line pasted in as the name (`Authorization: Bearer …`) shows no secret either.
     public var description: String {
-        "\(name.rawName): \(Redaction.headerValue(value, name: name.rawName, redacting: true))"
+        "\(HTTPHeader.shownName(name.rawName)): \(Redaction.headerValue(value, name: name.rawName, redacting: true))"
     }
 }
 
 extension HeaderField: CustomReflectable {
-    /// The name and the value as ``description`` shows it, so that `dump(field)`, and a debugger, show no secret (as
-    /// ``HTTPHeader``'s mirror).
+    /// The name and the value as ``description`` shows them, so that `dump(field)`, and a debugger, show no secret
+    /// (as ``HTTPHeader``'s mirror).
     public var customMirror: Mirror {
         Mirror(
             self,
             children: [
-                "name": name.rawName, "value": Redaction.headerValue(value, name: name.rawName, redacting: true),
+                "name": HTTPHeader.shownName(name.rawName),
+                "value": Redaction.headerValue(value, name: name.rawName, redacting: true),
             ])
     }
 }
