@@ -414,15 +414,19 @@ extension ConnectRequest {
 
 extension ConnectRequest: CustomStringConvertible, CustomReflectable {
     /// The method and ``redactedURL``, then the header fields one a line with secret values hidden: what
-    /// `print(request)` shows in a middleware of your own, so that it leaks no credential into a log.
+    /// `print(request)` shows in a middleware of your own, so that it leaks no credential into a log. A value is hidden
+    /// by its field's name and, as in cURL output, wherever it repeats a secret the request carries (a custom field
+    /// quoting the `Authorization` token).
     public var description: String {
-        let line = "\(method.rawValue) \(redactedURL)"
-        return headerFields.isEmpty ? line : line + "\n" + headerFields.description
+        let secrets = SecretValues(of: self)
+        let line = "\(method.rawValue) \(secrets.hiding(in: Redaction.url(url, redacting: true)))"
+        return headerFields.isEmpty ? line : line + "\n" + headerFields.hidingValues(secrets).description
     }
 
     /// The parts as ``description`` shows them, so that `dump(request)` and a debugger show no secret either: the URL
     /// redacted, the fields' secret values hidden, the body by its size.
     public var customMirror: Mirror {
+        let secrets = SecretValues(of: self)
         let body: String =
             switch self.body {
             case .none: "none"
@@ -432,8 +436,8 @@ extension ConnectRequest: CustomStringConvertible, CustomReflectable {
         return Mirror(
             self,
             children: [
-                "method": method.rawValue, "url": redactedURL, "headerFields": headerFields, "body": body,
-                "timeoutInterval": timeoutInterval,
+                "method": method.rawValue, "url": secrets.hiding(in: Redaction.url(url, redacting: true)),
+                "headerFields": headerFields.hidingValues(secrets), "body": body, "timeoutInterval": timeoutInterval,
             ],
             displayStyle: .struct)
     }

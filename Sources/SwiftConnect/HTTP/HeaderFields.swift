@@ -206,3 +206,18 @@ extension HeaderFields: CustomStringConvertible {
     /// One `Name: value` line a field, secret values hidden (``HeaderField/description``).
     public var description: String { fields.map(\.description).joined(separator: "\n") }
 }
+
+extension HeaderFields {
+    /// The fields with each value as a request's description shows it: hidden by its field's name
+    /// (``HeaderField/description``), then with the request's `secrets` hidden wherever they show, as cURL output
+    /// hides them. A field whose name is not secret may quote a credential of another (`X-Upstream-Auth: Bearer …`
+    /// repeating the `Authorization` token).
+    func hidingValues(_ secrets: SecretValues) -> HeaderFields {
+        guard !secrets.isEmpty else { return self }
+        return HeaderFields(
+            fields.map { field in
+                let shown = Redaction.headerValue(field.value, name: field.name.rawName, redacting: true)
+                return HeaderField(name: field.name, value: secrets.hiding(in: shown))
+            })
+    }
+}

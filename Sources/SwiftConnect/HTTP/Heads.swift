@@ -76,19 +76,22 @@ public struct RequestHead: Sendable, Hashable {
 
 extension RequestHead: CustomStringConvertible, CustomReflectable {
     /// The method and the URL, with the values of secret query items hidden, then the fields one a line with secret
-    /// values hidden (``HeaderFields/description``).
+    /// values hidden (``HeaderFields/description``). As in cURL output, a value that repeats a secret the head carries
+    /// (a custom field quoting the `Authorization` token) is hidden too, wherever it shows.
     public var description: String {
-        let line = "\(method.rawValue) \(scheme)://\(authority)\(Redaction.urlText(path))"
-        return headerFields.isEmpty ? line : line + "\n" + headerFields.description
+        let secrets = SecretValues(of: self)
+        let line = secrets.hiding(in: "\(method.rawValue) \(scheme)://\(authority)\(Redaction.urlText(path))")
+        return headerFields.isEmpty ? line : line + "\n" + headerFields.hidingValues(secrets).description
     }
 
     /// The parts as ``description`` shows them, so that `dump(head)` and a debugger show no secret either.
     public var customMirror: Mirror {
-        Mirror(
+        let secrets = SecretValues(of: self)
+        return Mirror(
             self,
             children: [
-                "method": method.rawValue, "scheme": scheme, "authority": authority, "path": Redaction.urlText(path),
-                "headerFields": headerFields,
+                "method": method.rawValue, "scheme": scheme, "authority": secrets.hiding(in: authority),
+                "path": secrets.hiding(in: Redaction.urlText(path)), "headerFields": headerFields.hidingValues(secrets),
             ],
             displayStyle: .struct)
     }

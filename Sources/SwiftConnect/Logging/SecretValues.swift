@@ -60,6 +60,12 @@ package struct SecretValues: Sendable, Equatable {
             contentType: request.headerFields[.contentType])
     }
 
+    /// The secret values of an engine's request head: its header fields and the query of its path.
+    init(of head: RequestHead) {
+        self.init(
+            fields: head.headerFields.map { ($0.name.rawName, $0.value) }, url: head.url, body: nil, contentType: nil)
+    }
+
     /// The secret values of a request's header fields, URL and body.
     private init(fields: [(name: String, value: String)], url: URL?, body: Data?, contentType: String?) {
         var found: [String] = []

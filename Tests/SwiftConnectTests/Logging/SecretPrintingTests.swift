@@ -41,4 +41,26 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(printed(request).contains("X-Trace: trace-1"), printed(request))
         XCTAssertTrue(cURLCommand(for: foundation).contains("Authorization…"), "cURL output cuts it the same way")
     }
+
+    /// A request's description and mirror hid a value by its field's name only: a custom field quoting the
+    /// `Authorization` token showed it, where cURL output hid it.
+    func testAFieldQuotingAnotherFieldsSecretHidesItAsCURLDoes() throws {
+        let url = try XCTUnwrap(URL(string: "https://a.test/me?access_token=QUERYSECRET9&page=2"))
+        var request = ConnectRequest(url: url)
+        request.headerFields[.authorization] = "Bearer BEARERSECRET8"
+        request.headerFields["X-Upstream-Auth"] = "Bearer BEARERSECRET8"
+        request.headerFields["X-Echo"] = "q=QUERYSECRET9"
+        request.headerFields[.accept] = "application/json"
+        let head = try XCTUnwrap(RequestHead(method: .get, url: url, headerFields: request.headerFields))
+
+        let shown = printed(request) + "\n" + printed(head)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(shown.contains("X-Upstream-Auth: <redacted>"), shown)
+        XCTAssertTrue(shown.contains("X-Echo: q=<redacted>"), shown)
+        XCTAssertTrue(shown.contains("Accept: application/json"), shown)
+        XCTAssertTrue(shown.contains("GET https://a.test/me?access_token=<redacted>&page=2"), shown)
+        let curl = cURLCommand(for: request.urlRequest)
+        XCTAssertTrue(curl.contains("X-Upstream-Auth: <redacted>"), curl)
+    }
 }
