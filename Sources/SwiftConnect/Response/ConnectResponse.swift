@@ -208,6 +208,43 @@ public struct ConnectResponse: Sendable {
     }
 }
 
+extension ConnectResponse: CustomStringConvertible, CustomReflectable {
+    /// The status, the method and URL of the request as sent, the body's size, then the header fields one a line,
+    /// secrets hidden as the `debugResponse` output hides them: the URL's `user:password@` and secret query values, the
+    /// values of secret fields (`Set-Cookie`…), and the request's secret values wherever a field repeats one. What
+    /// `print(response)` shows, so that it leaks no credential into a log; the body is not shown.
+    ///
+    /// ```swift
+    /// print(response)
+    /// // HTTP 200 ← GET https://api.example.com/me?token=<redacted> (512 bytes)
+    /// // Content-Type: application/json
+    /// // Set-Cookie: <redacted>
+    /// ```
+    public var description: String {
+        let secrets = storedRequest.secretValues
+        let url = storedRequest.url.map { secrets.hiding(in: Redaction.url($0, redacting: true)) } ?? "?"
+        let line = "HTTP \(statusCode) ← \(storedRequest.method) \(url) (\(data.count) bytes)"
+        let fields = head.headerFields.hidingValues(secrets)
+        return fields.isEmpty ? line : line + "\n" + fields.description
+    }
+
+    /// The parts as ``description`` shows them, so that `dump(response)` and a debugger show no secret either: the
+    /// request as sent (through its own redacted reflection), the URL that answered redacted, the header fields with
+    /// secret values hidden, and the body by its size. Foundation's request and response, made from the parts or
+    /// kept as a transport reported them, are not shown.
+    public var customMirror: Mirror {
+        let secrets = storedRequest.secretValues
+        return Mirror(
+            self,
+            children: [
+                "status": statusCode, "request": storedRequest.request as Any,
+                "url": storedHead.url.map { secrets.hiding(in: Redaction.url($0, redacting: true)) } as Any,
+                "headerFields": head.headerFields.hidingValues(secrets), "data": "\(data.count) bytes",
+            ],
+            displayStyle: .struct)
+    }
+}
+
 extension ConnectResponse {
     /// A URL for ``sentRequest`` of a Foundation request without one (which no transport sends).
     private static let noURL = URL(string: "about:blank")!
@@ -248,6 +285,15 @@ extension ConnectResponse {
             switch self {
             case .foundation(let request): request.httpMethod ?? "GET"
             case .model(let sent): sent.request.method.rawValue
+            }
+        }
+
+        /// The secret values the request carried, read without making either form: hidden wherever a description of
+        /// the response shows them again.
+        var secretValues: SecretValues {
+            switch self {
+            case .foundation(let request): SecretValues(of: request)
+            case .model(let sent): SecretValues(of: sent.request)
             }
         }
     }

@@ -63,4 +63,47 @@ final class SecretPrintingTests: XCTestCase {
         let curl = cURLCommand(for: request.urlRequest)
         XCTAssertTrue(curl.contains("X-Upstream-Auth: <redacted>"), curl)
     }
+
+    // MARK: - Responses
+
+    /// A response had no description or mirror of its own: `print` and `dump` showed the request's URL with its
+    /// password and token, its `Authorization`, the `Set-Cookie` it got and a presigned URL's signature, in every form
+    /// it keeps them (Foundation's request and response, or the parts a transport reported and what is made of them).
+    func testPrintingAResponseShowsNoSecret() throws {
+        let url = try XCTUnwrap(URL(string: "https://amy:PASSWORD-SECRET1@a.test/me?access_token=QUERY-SECRET2&page=2"))
+        var foundationRequest = URLRequest(url: url)
+        foundationRequest.setValue("Bearer BEARER-SECRET3", forHTTPHeaderField: "Authorization")
+        let foundationResponse = try XCTUnwrap(
+            HTTPURLResponse(
+                url: url, statusCode: 201, httpVersion: "HTTP/1.1",
+                headerFields: [
+                    "Set-Cookie": "sid=COOKIE-SECRET4", "X-Request-ID": "req-77", "X-Echo": "BEARER-SECRET3",
+                ]))
+        let fromFoundation = ConnectResponse(
+            request: foundationRequest, response: foundationResponse, data: Data("{\"ok\":true}".utf8))
+
+        var request = ConnectRequest(url: url)
+        request.headerFields[.authorization] = "Bearer BEARER-SECRET3"
+        let presigned = try XCTUnwrap(
+            URL(string: "https://s3.test/bucket/a.pdf?X-Amz-Expires=60&X-Amz-Signature=SIGNATURE-SECRET5"))
+        let head = ResponseHead(
+            status: 200, headerFields: [.setCookie: "sid=COOKIE-SECRET4", "X-Request-ID": "req-78"])
+        let fromModel = try XCTUnwrap(
+            ConnectResponse(request: request, head: head, data: Data("abc".utf8), url: presigned))
+        // Foundation's request and response, made from the parts and kept: a default mirror showed them too.
+        _ = (fromModel.request, fromModel.response)
+
+        for response in [fromFoundation, fromModel] {
+            let shown = printed(response)
+            XCTAssertFalse(shown.contains("SECRET"), shown)
+            XCTAssertTrue(
+                shown.contains("HTTP \(response.statusCode) ← GET https://a.test/me?access_token=<redacted>&page=2"),
+                shown)
+            XCTAssertTrue(shown.contains("Set-Cookie: <redacted>"), shown)
+            XCTAssertTrue(shown.contains("X-Request-ID: req-7"), shown)
+            XCTAssertTrue(shown.contains("\(response.data.count) bytes"), shown)
+        }
+        XCTAssertTrue(printed(fromFoundation).contains("X-Echo: <redacted>"), "a field repeating the token")
+        XCTAssertTrue(printed(fromModel).contains("X-Amz-Expires=60&X-Amz-Signature=<redacted>"), printed(fromModel))
+    }
 }
