@@ -319,3 +319,20 @@ package enum Redaction {
         return String(decoding: hidden.utf8.prefix(limit), as: UTF8.self) + "\n… (\(total) bytes in all)"
     }
 }
+
+/// Text already redacted, shown as it is inside a mirror: `print` writes it without quotes, as it wrote the value it
+/// stands for (a `URL`), and `dump` as one line without children.
+struct RedactedText: CustomStringConvertible, CustomDebugStringConvertible, CustomReflectable {
+    /// The text, redacted by whoever made it.
+    let description: String
+
+    /// The text, without quotes.
+    var debugDescription: String { description }
+
+    /// No children: the text is all there is to show.
+    var customMirror: Mirror { Mirror(self, children: [:]) }
+
+    init(_ text: String) {
+        description = text
+    }
+}

@@ -166,3 +166,53 @@ public enum ConnectEvent: Sendable {
     /// The call ended: with the last attempt's status, or with `error`; `attempts` were made.
     case callEnded(status: Int?, error: (any Error)?, attempts: Int)
 }
+
+extension ConnectEvent: CustomReflectable {
+    /// Each case with its values as the default reflection shows them, but a redirect's location redacted as every URL
+    /// SwiftConnect prints (no `user:password@`, secret query values and fragment pairs hidden), so that `print(event)`
+    /// and `dump(event)` in an observer of your own leak no presigned URL's signature: `redirected(status: 302,
+    /// location: https://s3.example.com/a.pdf?X-Amz-Signature=<redacted>)`. An ending error that is not a
+    /// ``ConnectError`` (which hides its own secrets) is shown as its text, with every URL in it redacted.
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: Reflected(self)).children, displayStyle: .enum)
+    }
+
+    /// The cases of ``ConnectEvent`` with what they hold as reflection shows it: the same names and labels, so that
+    /// the default mirror of each gives the children of ``customMirror``.
+    private enum Reflected {
+        case attemptStarted(attempt: Int, request: ConnectRequest)
+        case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)
+        case redirected(status: Int, location: RedactedText)
+        case queueWaited(seconds: TimeInterval)
+        case connectivityWaited(seconds: TimeInterval)
+        case cacheLookup(hit: Bool)
+        case tokenRefreshStarted
+        case tokenRefreshEnded(succeeded: Bool)
+        case callEnded(status: Int?, error: Any?, attempts: Int)
+
+        init(_ event: ConnectEvent) {
+            switch event {
+            case .attemptStarted(let attempt, let request):
+                self = .attemptStarted(attempt: attempt, request: request)
+            case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
+                self = .attemptEnded(
+                    attempt: attempt, status: status, error: error, bytesSent: bytesSent, bytesReceived: bytesReceived)
+            case .redirected(let status, let location):
+                self = .redirected(status: status, location: RedactedText(Redaction.url(location, redacting: true)))
+            case .queueWaited(let seconds): self = .queueWaited(seconds: seconds)
+            case .connectivityWaited(let seconds): self = .connectivityWaited(seconds: seconds)
+            case .cacheLookup(let hit): self = .cacheLookup(hit: hit)
+            case .tokenRefreshStarted: self = .tokenRefreshStarted
+            case .tokenRefreshEnded(let succeeded): self = .tokenRefreshEnded(succeeded: succeeded)
+            case .callEnded(let status, let error, let attempts):
+                self = .callEnded(status: status, error: error.map(Self.shown), attempts: attempts)
+            }
+        }
+
+        /// A ``ConnectError`` as it is (it hides its own secrets); another error as its text, with its URLs redacted.
+        private static func shown(_ error: any Error) -> Any {
+            if error is ConnectError { return error }
+            return RedactedText(Redaction.urlsInText(String(reflecting: error)))
+        }
+    }
+}

@@ -106,4 +106,50 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(printed(fromFoundation).contains("X-Echo: <redacted>"), "a field repeating the token")
         XCTAssertTrue(printed(fromModel).contains("X-Amz-Expires=60&X-Amz-Signature=<redacted>"), printed(fromModel))
     }
+
+    // MARK: - Observer events
+
+    /// A redirect's event printed its `Location` as the server sent it: a presigned URL's signature, a password.
+    func testARedirectEventShowsItsLocationRedacted() throws {
+        let location = try XCTUnwrap(
+            URL(string: "https://amy:PASSWORD-SECRET6@s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=SIGNATURE-SECRET7")
+        )
+        let event = ConnectEvent.redirected(status: 302, location: location)
+
+        let shown = printed(event)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertEqual(
+            String(describing: event),
+            "redirected(status: 302, location: https://s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=<redacted>)")
+        XCTAssertTrue(
+            shown.contains("- location: https://s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=<redacted>"), shown)
+    }
+
+    /// The other events print as they did; an ending error of another type than `ConnectError` shows its URLs redacted.
+    func testOtherEventsPrintAsBefore() throws {
+        struct Refused: Error, CustomStringConvertible {
+            var description: String { "refused https://amy:PASSWORD-SECRET8@a.test/x?token=TOKEN-SECRET9" }
+        }
+        let request = ConnectRequest(url: try XCTUnwrap(URL(string: "https://a.test/x?page=2")))
+        let failure = ConnectError(.httpStatus, message: "no")
+
+        XCTAssertEqual("\(ConnectEvent.queueWaited(seconds: 0.5))", "queueWaited(seconds: 0.5)")
+        XCTAssertEqual("\(ConnectEvent.connectivityWaited(seconds: 2))", "connectivityWaited(seconds: 2.0)")
+        XCTAssertEqual("\(ConnectEvent.cacheLookup(hit: true))", "cacheLookup(hit: true)")
+        XCTAssertEqual("\(ConnectEvent.tokenRefreshStarted)", "tokenRefreshStarted")
+        XCTAssertEqual("\(ConnectEvent.tokenRefreshEnded(succeeded: false))", "tokenRefreshEnded(succeeded: false)")
+        XCTAssertEqual(
+            "\(ConnectEvent.attemptStarted(attempt: 1, request: request))",
+            "attemptStarted(attempt: 1, request: GET https://a.test/x?page=2)")
+        XCTAssertEqual(
+            "\(ConnectEvent.attemptEnded(attempt: 2, status: 503, error: nil, bytesSent: 0, bytesReceived: nil))",
+            "attemptEnded(attempt: 2, status: Optional(503), error: nil, bytesSent: Optional(0), bytesReceived: nil)")
+        XCTAssertEqual(
+            "\(ConnectEvent.callEnded(status: nil, error: failure, attempts: 1))",
+            "callEnded(status: nil, error: Optional(\(failure.debugDescription)), attempts: 1)")
+        let foreign = printed(ConnectEvent.callEnded(status: nil, error: Refused(), attempts: 3))
+        XCTAssertFalse(foreign.contains("SECRET"), foreign)
+        XCTAssertTrue(foreign.contains("refused https://a.test/x?token=<redacted>"), foreign)
+    }
 }
