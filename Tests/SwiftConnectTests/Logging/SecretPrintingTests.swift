@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @_spi(Engine) @testable import SwiftConnect
@@ -151,5 +152,28 @@ final class SecretPrintingTests: XCTestCase {
         let foreign = printed(ConnectEvent.callEnded(status: nil, error: Refused(), attempts: 3))
         XCTAssertFalse(foreign.contains("SECRET"), foreign)
         XCTAssertTrue(foreign.contains("refused https://a.test/x?token=<redacted>"), foreign)
+    }
+
+    // MARK: - Request queue
+
+    /// A waiting request described itself redacted but had no mirror: `dump(queue.waitingRequests)` showed its URL's
+    /// password and API key.
+    func testDumpingTheWaitingRequestsShowsNoSecretOfTheirURLs() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/thumbs/1", with: .status(200))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        queue.pause()
+        let url = try XCTUnwrap(
+            URL(string: "https://amy:PASSWORD-SECRET10@a.test/thumbs/1?api_key=KEY-SECRET11&size=2"))
+        let waiting = connect.request(Route(url: url))
+
+        let shown = printed(queue.waitingRequests)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(shown.contains("https://a.test/thumbs/1?api_key=<redacted>&size=2"), shown)
+        XCTAssertTrue(shown.contains("connectorName: \"Route\""), shown)
+        queue.resume()
+        XCTAssertNotNil(value(of: waiting))
     }
 }

@@ -424,8 +424,8 @@ extension RequestQueue {
     /// A request waiting for a slot, as ``RequestQueue/waitingRequests`` lists it: what it is, since when it waits,
     /// and the identity ``RequestQueue/cancel(_:)`` takes.
     ///
-    /// Printing one shows its URL with secret query values hidden.
-    public struct WaitingRequest: Sendable, Identifiable, CustomStringConvertible {
+    /// Printing or dumping one shows its URL with secret query values hidden.
+    public struct WaitingRequest: Sendable, Identifiable, CustomStringConvertible, CustomReflectable {
         /// The request's place in this queue, unique for the queue's life.
         public let id: UInt64
         /// The method.
@@ -440,6 +440,18 @@ extension RequestQueue {
         /// `GET https://api.example.com/todos (TodoConnector)`, secret query values hidden.
         public var description: String {
             "\(method) \(Redaction.url(url, redacting: true))" + (connectorName.isEmpty ? "" : " (\(connectorName))")
+        }
+
+        /// The fields, with the URL as ``description`` shows it, so that `dump(queue.waitingRequests)` and a debugger
+        /// show no secret of it either.
+        public var customMirror: Mirror {
+            Mirror(
+                self,
+                children: [
+                    "id": id, "method": method.rawValue, "url": Redaction.url(url, redacting: true),
+                    "connectorName": connectorName, "waitingSince": waitingSince,
+                ],
+                displayStyle: .struct)
         }
     }
 
