@@ -248,12 +248,56 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
     }
 }
 
-extension JSONValue: CustomStringConvertible {
-    /// The value as compact JSON, keys sorted.
+extension JSONValue: CustomStringConvertible, CustomReflectable {
+    /// The value as compact JSON, keys sorted, with what a key named like a secret holds (`password`, `access_token`,
+    /// `api_key`…, the names SwiftConnect's output hides in a body) shown as `"<redacted>"`, at any depth: what
+    /// `print(value)` shows, so that a decoded answer leaks no credential into a log. The value itself keeps
+    /// everything: `value["access_token"]?.stringValue` reads the token.
+    ///
+    /// ```swift
+    /// let answer: JSONValue = ["access_token": "abc", "expires_in": 3600]
+    /// print(answer)  // {"access_token":"<redacted>","expires_in":3600}
+    /// ```
     public var description: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(self) else { return "<not encodable as JSON>" }
+        guard let data = try? encoder.encode(redacted) else { return "<not encodable as JSON>" }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// The case and what it holds, as the default reflection shows them, but with what a secret key holds shown as
+    /// `"<redacted>"` (as in ``description``), so that `dump(value)` and a debugger show no secret either.
+    public var customMirror: Mirror {
+        let child: Mirror.Child? =
+            switch self {
+            case .null: nil
+            case .bool(let value): ("bool", value)
+            case .int(let value): ("int", value)
+            case .double(let value): ("double", value)
+            case .string(let value): ("string", value)
+            // The elements and members keep their own mirrors, which hide the secrets deeper in.
+            case .array(let elements): ("array", elements)
+            case .object(let members): ("object", Self.hidingSecretMembers(members))
+            }
+        return Mirror(self, children: child.map { [$0] } ?? [], displayStyle: .enum)
+    }
+
+    /// The value with what each secret key holds replaced by ``Redaction/placeholder``, at any depth: the rule
+    /// ``Redaction/redactJSON(_:)`` applies to the bodies SwiftConnect prints.
+    var redacted: JSONValue {
+        switch self {
+        case .array(let elements): .array(elements.map(\.redacted))
+        case .object(let members): .object(Self.hidingSecretMembers(members).mapValues(\.redacted))
+        default: self
+        }
+    }
+
+    /// `members` with what each secret key holds replaced by ``Redaction/placeholder``; the others as they are.
+    private static func hidingSecretMembers(_ members: [String: JSONValue]) -> [String: JSONValue] {
+        var shown = members
+        for key in members.keys where Redaction.isSensitiveField(key) {
+            shown[key] = .string(Redaction.placeholder)
+        }
+        return shown
     }
 }

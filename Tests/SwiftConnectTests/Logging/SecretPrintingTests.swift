@@ -176,4 +176,26 @@ final class SecretPrintingTests: XCTestCase {
         queue.resume()
         XCTAssertNotNil(value(of: waiting))
     }
+
+    // MARK: - Bodies
+
+    /// A JSON value printed what secret keys held (`{"access_token":"…"}`), at any depth.
+    func testPrintingAJSONValueHidesWhatSecretKeysHold() throws {
+        let value: JSONValue = [
+            "access_token": "TOKEN-SECRET12", "expires_in": 3600,
+            "user": ["name": "amy", "password": "PASSWORD-SECRET13", "keys": [["api_key": "KEY-SECRET14"]]],
+            "session": ["id": "SESSION-SECRET15"],
+        ]
+
+        let shown = printed(value)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertEqual(
+            value.description,
+            #"{"access_token":"<redacted>","expires_in":3600,"#
+                + #""session":"<redacted>","user":{"keys":[{"api_key":"<redacted>"}],"name":"amy","#
+                + #""password":"<redacted>"}}"#)
+        XCTAssertTrue(shown.contains(#"- string: "amy""#), shown)
+        XCTAssertEqual(value["access_token"]?.stringValue, "TOKEN-SECRET12", "the value itself keeps it")
+    }
 }
