@@ -20,6 +20,23 @@ public struct MultipartFormData: Sendable {
     private enum Part: Sendable {
         case field(name: String, value: String)
         case file(File)
+
+        /// The part as reflection shows it: its name, a file's name and media type, and the size of its content,
+        /// never the content itself.
+        var shown: RedactedText {
+            switch self {
+            case .field(let name, let value):
+                return RedactedText("field \(name.debugDescription) (\(value.utf8.count) bytes)")
+            case .file(let file):
+                let size: String
+                switch file.content {
+                case .data(let data): size = "\(data.count) bytes"
+                case .file: size = "read from disk when sent"
+                }
+                return RedactedText(
+                    "file \(file.key.debugDescription): \(file.name.debugDescription) (\(file.mimeType), \(size))")
+            }
+        }
     }
 
     /// The boundary between parts.
@@ -463,5 +480,18 @@ struct DelimiterScan {
             }
             return false
         }
+    }
+}
+
+extension MultipartFormData: CustomReflectable {
+    /// The boundary and the parts in order, each by its name: a field with its value's size, a file with its file
+    /// name, media type and size. What `print(form)` and `dump(form)` show.
+    ///
+    /// No field's value is shown, whatever its name: a form carries what a person typed under names no list of secret
+    /// names foresees (`pin`, `otp`, `cvc`, `answer`), so hiding the values of secret names only, as the output of a
+    /// body hides them, would still print some secrets; a size tells whether a field was filled, which is what
+    /// debugging a form usually needs.
+    public var customMirror: Mirror {
+        Mirror(self, children: ["boundary": boundary, "parts": parts.map(\.shown)], displayStyle: .struct)
     }
 }

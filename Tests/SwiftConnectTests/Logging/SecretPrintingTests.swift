@@ -198,4 +198,22 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(shown.contains(#"- string: "amy""#), shown)
         XCTAssertEqual(value["access_token"]?.stringValue, "TOKEN-SECRET12", "the value itself keeps it")
     }
+
+    /// A multipart form had no mirror: printing it showed `Part.field(name: "password", value: "…")`.
+    func testPrintingAMultipartFormShowsNamesAndSizesButNoValue() throws {
+        var form = MultipartFormData(boundary: "b0undary")
+        form.append(field: "title", value: "Holiday")
+        form.append(field: "password", value: "PASSWORD-SECRET16")
+        form.append(field: "pin", value: "PIN-SECRET17")
+        form.append(File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data("IMAGE-SECRET18".utf8)))
+
+        let shown = printed(form)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertFalse(shown.contains("Holiday"), "no value is shown, whatever its name: \(shown)")
+        XCTAssertTrue(shown.contains("b0undary"), shown)
+        XCTAssertTrue(shown.contains(#"field "title" (7 bytes)"#), shown)
+        XCTAssertTrue(shown.contains(#"field "password" (17 bytes)"#), shown)
+        XCTAssertTrue(shown.contains(#"file "photo": "beach.jpg" (image/jpeg, 14 bytes)"#), shown)
+    }
 }
