@@ -124,6 +124,26 @@ extension JSONObject: Encodable {
     }
 }
 
+extension JSONObject: CustomReflectable {
+    /// The members in the order written, each as the JSON it is sent as, with what a key named like a secret holds
+    /// (`password`, `access_token`…) shown as `"<redacted>"`, at any depth, as SwiftConnect's output hides a body's
+    /// fields: what `print(parameters)` and `dump(parameters)` show, so that a login's password reaches no log.
+    ///
+    /// ```swift
+    /// let login: JSONObject = ["username": "ada", "password": password]
+    /// print(login)  // JSONObject(username: "ada", password: "<redacted>")
+    /// ```
+    public var customMirror: Mirror {
+        let children = members.map { key, value -> Mirror.Child in
+            if Redaction.isSensitiveQueryItem(key) {
+                return (label: key, value: JSONValue.string(Redaction.placeholder))
+            }
+            return (label: key, value: value.map(JSONValue.reflected) ?? JSONValue.null)
+        }
+        return Mirror(self, children: children, displayStyle: .struct)
+    }
+}
+
 // MARK: - Placement
 
 extension JSONObject {

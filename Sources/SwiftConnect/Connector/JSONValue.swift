@@ -292,6 +292,16 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         }
     }
 
+    /// `value` as reflection shows a value given to be sent as JSON (a parameter, a member of a ``JSONObject``): as the
+    /// JSON value it encodes to, with what secret keys hold hidden at any depth (``redacted``); its type's name when it
+    /// cannot be encoded.
+    static func reflected(_ value: any Encodable) -> Any {
+        guard let data = try? JSONEncoder().encode(value),
+            let json = try? JSONDecoder().decode(JSONValue.self, from: data)
+        else { return RedactedText("<\(type(of: value)), not encodable as JSON>") }
+        return json.redacted
+    }
+
     /// `members` with what each secret key holds replaced by ``Redaction/placeholder``; the others as they are.
     private static func hidingSecretMembers(_ members: [String: JSONValue]) -> [String: JSONValue] {
         var shown = members

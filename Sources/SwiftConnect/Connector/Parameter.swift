@@ -64,6 +64,48 @@ public enum Parameter: ParametersRepresentable {
     public var parameterList: [Parameter] { [self] }
 }
 
+extension Parameter: CustomReflectable {
+    /// Each case with its values as the default reflection shows them, but with secrets hidden as SwiftConnect's output
+    /// hides them: the value of a query item, form field or path value whose key is named like a secret (`token`,
+    /// `password`, `api_key`…) as `<redacted>`, and a body's value as the JSON it encodes to, with what secret keys hold
+    /// hidden at any depth. What `print(parameter)` and `dump(parameter)` show.
+    ///
+    /// ```swift
+    /// print(Parameter.query(key: "api_key", value: key))  // query(key: "api_key", value: "<redacted>")
+    /// ```
+    public var customMirror: Mirror {
+        Mirror(self, children: Mirror(reflecting: Reflected(self)).children, displayStyle: .enum)
+    }
+
+    /// The cases of ``Parameter`` with what they hold as reflection shows it: the same names and labels, so that the
+    /// default mirror of each gives the children of ``customMirror``.
+    private enum Reflected {
+        case query(key: String, value: String)
+        case path(key: String, value: String)
+        case jsonObject(value: Any)
+        case form(key: String, value: String)
+        case body(Data, contentType: String)
+        case encoded(value: Any, encoder: any RequestBodyEncoder)
+
+        init(_ parameter: Parameter) {
+            switch parameter {
+            case .query(let key, let value): self = .query(key: key, value: Self.shown(value, key: key))
+            case .path(let key, let value): self = .path(key: key, value: Self.shown(value, key: key))
+            case .form(let key, let value): self = .form(key: key, value: Self.shown(value, key: key))
+            case .jsonObject(let value): self = .jsonObject(value: value as? JSONObject ?? JSONValue.reflected(value))
+            case .body(let data, let contentType): self = .body(data, contentType: contentType)
+            case .encoded(let value, let encoder): self = .encoded(value: JSONValue.reflected(value), encoder: encoder)
+            }
+        }
+
+        /// `value`, or ``Redaction/placeholder`` when `key` names a secret (as a query item's or a form field's name
+        /// does in SwiftConnect's output).
+        private static func shown(_ value: String, key: String) -> String {
+            Redaction.isSensitiveQueryItem(key) ? Redaction.placeholder : value
+        }
+    }
+}
+
 /// Encodes a request body from an `Encodable` value, for ``Parameter/encoded(value:encoder:)``: the seam for body
 /// formats other than JSON, as ``ResponseBodyDecoder`` is for answers. `PropertyListEncoder` is one; the XML
 /// integration package (`Integrations/XML`) adds XML.

@@ -180,6 +180,25 @@ extension Route {
     }
 }
 
+extension Route: CustomReflectable {
+    /// The route's properties as the default reflection shows them, but with secrets hidden as SwiftConnect's output
+    /// hides them: the base URL and the endpoint without `user:password@` and with secret query values hidden, the
+    /// headers and credential through their own redacted reflection, and the parameters as the list of ``Parameter``s
+    /// they make (whose reflection hides secret values, whatever type of your own made them). What `print(route)` and
+    /// `dump(route)` show.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "baseURL": RedactedText(Redaction.url(baseURL, redacting: true)), "port": port as Any,
+                "endpoint": Redaction.urlText(endpoint), "method": method, "headers": headers,
+                "parameters": parameters.map(\.parameterList) as Any, "authorizationToken": authorizationToken as Any,
+                "timeout": timeout, "options": options,
+            ],
+            displayStyle: .struct)
+    }
+}
+
 extension Route {
     /// `url` with its port replaced by `port`; a URL without a host is returned as it is (joining it fails).
     ///

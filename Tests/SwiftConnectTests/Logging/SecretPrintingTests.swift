@@ -216,4 +216,49 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(shown.contains(#"field "password" (17 bytes)"#), shown)
         XCTAssertTrue(shown.contains(#"file "photo": "beach.jpg" (image/jpeg, 14 bytes)"#), shown)
     }
+
+    // MARK: - Connectors
+
+    /// A login's model, sent as a JSON body.
+    private struct Login: Encodable {
+        let username: String
+        let password: String
+    }
+
+    /// Printing a route, a parameter or a JSON object showed query and form values of secret names, a body's password
+    /// and a URL's password.
+    func testPrintingARouteItsParametersOrAJSONObjectShowsNoSecret() throws {
+        let base = try XCTUnwrap(URL(string: "https://amy:PASSWORD-SECRET20@a.test/v1?api_key=KEY-SECRET21&v=2"))
+        let object: JSONObject = [
+            "username": "ada", "password": "PASSWORD-SECRET22", "profile": ["refresh_token": "TOKEN-SECRET23"],
+            "attempt": 2,
+        ]
+        let parameters: [Parameter] = [
+            .query(key: "access_token", value: "TOKEN-SECRET24"), .query(key: "page", value: "3"),
+            .form(key: "client_secret", value: "SECRET-SECRET25"), .form(key: "grant_type", value: "password"),
+            .path(key: "id", value: "42"), .jsonObject(value: Login(username: "ada", password: "PASSWORD-SECRET26")),
+            .jsonObject(value: object),
+            .encoded(value: Login(username: "ada", password: "PASSWORD-SECRET27"), encoder: PropertyListEncoder()),
+        ]
+        let route = Route(
+            "/items/{id}?sig=SIGNATURE-SECRET28&sort=asc", baseURL: base, method: .post,
+            parameters: CompositeParameters(parameters), headers: [.authorization(bearerToken: "BEARER-SECRET29")])
+        let login = Route("/login", method: .post, parameters: object)
+
+        var shown = ""
+        for value: Any in [route, login, object, CompositeParameters(parameters)] + parameters {
+            shown += printed(value) + "\n"
+        }
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        for harmless in [
+            "https://a.test/v1?api_key=<redacted>&v=2", "/items/{id}?sig=<redacted>&sort=asc",
+            #"query(key: "page", value: "3")"#, #"query(key: "access_token", value: "<redacted>")"#,
+            #"form(key: "grant_type", value: "password")"#, #"path(key: "id", value: "42")"#,
+            #"jsonObject(value: {"password":"<redacted>","username":"ada"})"#,
+            #"JSONObject(username: "ada", password: "<redacted>", profile: {"refresh_token":"<redacted>"}, attempt: 2)"#,
+        ] {
+            XCTAssertTrue(shown.contains(harmless), "\(harmless) in \(shown)")
+        }
+    }
 }
