@@ -37,6 +37,9 @@ enum OpenAPIConversion {
     static let inMemoryLimit: Int64 = 8 << 20
 
     /// `baseURL` with the request's path (and query) appended, as the OpenAPI runtime's transports join them.
+    ///
+    /// The error for a URL that cannot be made shows both parts as the core shows a URL: without `user:password@`, and
+    /// with the values of secret query items hidden (an API key the server URL or the operation's query carries).
     static func url(for request: HTTPRequest, baseURL: URL) throws -> URL {
         var base = baseURL.absoluteString
         if base.hasSuffix("/") { base.removeLast() }
@@ -44,10 +47,27 @@ enum OpenAPIConversion {
         guard let url = URL(string: base + path), url.host != nil else {
             throw ConnectError(
                 .invalidRequest,
-                message: "the operation's URL could not be made of the server URL '\(baseURL.absoluteString)' and the "
-                    + "path '\(path)'")
+                message: "the operation's URL could not be made of the server URL '\(redacted(baseURL))' and the "
+                    + "path '\(redacted(path: path))'")
         }
         return url
+    }
+
+    /// `url` as the core's output shows it (``SwiftConnect/ConnectRequest/redactedURL``, as the tracing and logging
+    /// integrations show one): without `user:password@`, with the values of secret query items and fragment pairs
+    /// hidden, and with the credentials it carries hidden wherever they appear again.
+    static func redacted(_ url: URL) -> String {
+        ConnectRequest(url: url).redactedURL
+    }
+
+    /// The operation's path and query as ``redacted(_:)`` shows a URL; for text that is not a URL reference, only the
+    /// part before its query or fragment, where a secret would be, then `…`.
+    static func redacted(path: String) -> String {
+        guard let reference = URL(string: path) else {
+            let beforeQuery = path.prefix { $0 != "?" && $0 != "#" }
+            return beforeQuery.count == path.count ? path : String(beforeQuery) + "…"
+        }
+        return redacted(reference)
     }
 
     /// Whether the operation accepts JSON only (every `Accept` value `application/json` or a `+json` type): its

@@ -32,6 +32,30 @@ final class ConversionTests: XCTestCase {
         }
     }
 
+    /// The error for a URL that cannot be made quoted the server URL and the operation's path as they were: a password
+    /// of the server URL, an API key in either query.
+    func testTheInvalidURLErrorHidesTheSecretsOfTheServerURLAndThePath() throws {
+        let cases = [
+            // A port that is not a number: the joined text is no URL.
+            ("https://amy:PASSWORD-SECRET1@api.example.com", ":bad/todos?access_token=TOKEN-SECRET2&page=2"),
+            // A server URL without a scheme, so without a host.
+            ("api.example.com/v1?api_key=KEY-SECRET3&v=2", "/todos?access_token=TOKEN-SECRET4&page=2"),
+        ]
+        for (server, path) in cases {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+            XCTAssertThrowsError(try OpenAPIConversion.url(for: request, baseURL: try XCTUnwrap(URL(string: server)))) {
+                let error = $0 as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest)
+                var dumped = ""
+                dump(error, to: &dumped)
+                let shown = [error?.message ?? "", "\($0)", String(reflecting: $0), dumped].joined(separator: "\n")
+                XCTAssertFalse(shown.contains("SECRET"), shown)
+                XCTAssertTrue(shown.contains("access_token=<redacted>&page=2"), shown)
+            }
+        }
+        XCTAssertEqual(OpenAPIConversion.redacted(path: "/a b?token=TOKEN-SECRET5&x=1"), "/a%20b?token=<redacted>&x=1")
+    }
+
     func testRepeatedFieldsKeepTheirOrderBothWays() async throws {
         var fields = HTTPFields()
         fields.append(HTTPField(name: .init("X-Tag")!, value: "a"))
