@@ -32,7 +32,8 @@ public struct HTTPHeader: Hashable, Sendable, CustomStringConvertible {
 
     /// `Name: value`, with `<redacted>` for the value of a sensitive header, and a URL-valued header's
     /// (`Referer`, `Location`) secret query items, fragment pairs and password hidden. A name that is not a token is
-    /// cut where a value could start (``shownName(_:)``), so a header line pasted in as the name shows no secret.
+    /// cut where a value could start (as `cURLCommand(for:)` shows it), so a header line pasted in as the name shows
+    /// no secret.
     public var description: String {
         "\(HTTPHeader.shownName(name)): \(shownValue)"
     }
