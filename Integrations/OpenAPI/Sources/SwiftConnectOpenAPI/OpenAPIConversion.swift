@@ -36,20 +36,40 @@ enum OpenAPIConversion {
     /// form in memory): a larger one, or one of unknown length, streams instead of growing memory without bound.
     static let inMemoryLimit: Int64 = 8 << 20
 
-    /// `baseURL` with the request's path (and query) appended, as the OpenAPI runtime's transports join them.
+    /// `baseURL` joined with the request's path and query: the server URL's path followed by the operation's
+    /// (percent-encoding kept as given), as the OpenAPI runtime's transports join them, then the server URL's query
+    /// (`?tenant=7`) followed by the operation's, as the core joins a connector's base URL and endpoint (those
+    /// transports keep the operation's query alone, and drop the server URL's).
     ///
     /// The error for a URL that cannot be made shows both parts as the core shows a URL: without `user:password@`, and
     /// with the values of secret query items hidden (an API key the server URL or the operation's query carries).
     static func url(for request: HTTPRequest, baseURL: URL) throws -> URL {
-        var base = baseURL.absoluteString
-        if base.hasSuffix("/") { base.removeLast() }
         let path = request.path ?? ""
-        guard let url = URL(string: base + path), url.host != nil else {
-            throw ConnectError(
+        var problem: ConnectError {
+            ConnectError(
                 .invalidRequest,
                 message: "the operation's URL could not be made of the server URL '\(redacted(baseURL))' and the "
                     + "path '\(redacted(path: path))'")
         }
+        guard var joined = URLComponents(url: baseURL, resolvingAgainstBaseURL: true),
+            let operation = URLComponents(string: path)
+        else { throw problem }
+        var basePath = joined.percentEncodedPath
+        if basePath.hasSuffix("/") { basePath.removeLast() }
+        joined.percentEncodedPath = basePath + operation.percentEncodedPath
+        // The server URL's query, then the operation's, joined by one `&` (none after a query that ends with one).
+        let queries = [joined.percentEncodedQuery, operation.percentEncodedQuery].compactMap { $0 }.filter {
+            !$0.isEmpty
+        }
+        if let first = queries.first {
+            joined.percentEncodedQuery = queries.dropFirst().reduce(first) { query, next in
+                query.hasSuffix("&") ? query + next : query + "&" + next
+            }
+        } else {
+            joined.percentEncodedQuery = nil
+        }
+        if let fragment = operation.percentEncodedFragment { joined.percentEncodedFragment = fragment }
+        guard let url = joined.url, url.host != nil else { throw problem }
         return url
     }
 

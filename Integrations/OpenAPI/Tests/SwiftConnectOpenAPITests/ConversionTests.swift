@@ -56,6 +56,29 @@ final class ConversionTests: XCTestCase {
         XCTAssertEqual(OpenAPIConversion.redacted(path: "/a b?token=TOKEN-SECRET5&x=1"), "/a%20b?token=<redacted>&x=1")
     }
 
+    /// A server URL with a query keeps it before the operation's, and the operation's path joins the server URL's
+    /// path, not its query: `?tenant=7/todos/7` went out, the path lost in the query.
+    func testAServerURLsQueryComesAfterThePathAndBeforeTheOperationsQuery() throws {
+        func joined(_ base: String, _ path: String) throws -> String {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+            return try OpenAPIConversion.url(for: request, baseURL: URL(string: base)!).absoluteString
+        }
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1?tenant=7", "/todos/7"),
+            "https://api.example.com/v1/todos/7?tenant=7")
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1/?tenant=7", "/todos/7?expand=user%20info"),
+            "https://api.example.com/v1/todos/7?tenant=7&expand=user%20info")
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1?key=k&", "/todos?page=2"),
+            "https://api.example.com/v1/todos?key=k&page=2",
+            "one & between the queries")
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1?", "/a%2Fb/c"), "https://api.example.com/v1/a%2Fb/c",
+            "percent-encoding kept as given; an empty query dropped")
+        XCTAssertEqual(try joined("https://api.example.com", "/todos"), "https://api.example.com/todos")
+    }
+
     func testRepeatedFieldsKeepTheirOrderBothWays() async throws {
         var fields = HTTPFields()
         fields.append(HTTPField(name: .init("X-Tag")!, value: "a"))
