@@ -109,13 +109,18 @@ enum OpenAPIConversion {
         return sawOne
     }
 
-    /// The OpenAPI response for a response read whole (none for `HEAD`, `CONNECT`, `TRACE`).
+    /// The OpenAPI response for a response read whole (with no body when ``hasNoBody(method:status:)`` says so).
     static func response(_ answer: ConnectResponse, method: HTTPRequest.Method) -> (HTTPResponse, HTTPBody?) {
         let response = HTTPResponse(status: .init(code: answer.statusCode), headerFields: fields(of: answer.head))
-        switch method {
-        case .head, .connect, .trace: return (response, nil)
-        default: return (response, HTTPBody(answer.data))
-        }
+        if hasNoBody(method: method, status: answer.statusCode) { return (response, nil) }
+        return (response, HTTPBody(answer.data))
+    }
+
+    /// Whether the answer to `method` has no content (RFC 9110 §9.3.2, §9.3.6): the answer to `HEAD`, and a 2xx to
+    /// `CONNECT` (the connection is then a tunnel). Any other has its body, a `TRACE`'s (the request as the server
+    /// received it, `message/http`) and a refused `CONNECT`'s included.
+    static func hasNoBody(method: HTTPRequest.Method, status: Int) -> Bool {
+        method == .head || (method == .connect && (200..<300).contains(status))
     }
 
     /// The fields of a head, in order, repeated ones kept.
@@ -130,18 +135,17 @@ enum OpenAPIConversion {
         return fields
     }
 
-    /// The OpenAPI response for the core's head, with `stream` as its body (none for `HEAD`, `CONNECT`, `TRACE`).
+    /// The OpenAPI response for the core's head, with `stream` as its body (none, the stream cancelled, when
+    /// ``hasNoBody(method:status:)`` says so).
     static func response(_ head: ResponseHead, body stream: ResponseStream, method: HTTPRequest.Method) -> (
         HTTPResponse, HTTPBody?
     ) {
         let response = HTTPResponse(status: .init(code: head.status), headerFields: fields(of: head))
-        switch method {
-        case .head, .connect, .trace:
+        if hasNoBody(method: method, status: head.status) {
             stream.cancel()
             return (response, nil)
-        default:
-            return (response, HTTPBody(ResponseBody(stream), length: length(of: head), iterationBehavior: .single))
         }
+        return (response, HTTPBody(ResponseBody(stream), length: length(of: head), iterationBehavior: .single))
     }
 
     /// The body's length as `Content-Length` gives it; 0 for a status that has no body (1xx, 204, 304, whose field

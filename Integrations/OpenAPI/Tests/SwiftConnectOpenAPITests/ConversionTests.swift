@@ -1,6 +1,8 @@
 import Foundation
 import HTTPTypes
+import OpenAPIRuntime
 import SwiftConnect
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnectOpenAPI
@@ -77,6 +79,32 @@ final class ConversionTests: XCTestCase {
             try joined("https://api.example.com/v1?", "/a%2Fb/c"), "https://api.example.com/v1/a%2Fb/c",
             "percent-encoding kept as given; an empty query dropped")
         XCTAssertEqual(try joined("https://api.example.com", "/todos"), "https://api.example.com/todos")
+    }
+
+    /// Only a `HEAD` answer and a `CONNECT`'s 2xx (a tunnel) have no body: a `TRACE`'s 200 carries the request as the
+    /// server received it (`message/http`), and a refused `CONNECT`'s says why. Read whole and streamed alike.
+    func testOnlyHEADAndASuccessfulCONNECTHaveNoBody() async throws {
+        let cases: [(HTTPRequest.Method, Int, String?)] = [
+            (.trace, 200, "TRACE /echo HTTP/1.1"), (.connect, 407, "proxy credentials needed"), (.connect, 200, nil),
+            (.head, 200, nil), (.get, 200, "a body"),
+        ]
+        for (method, status, expected) in cases {
+            for accept in ["application/json", "message/http"] {
+                let body = expected ?? "a body the answer has not"
+                let transport = FakeTransport.answering(.data(Data(body.utf8), status: status))
+                let sender = ConnectClientTransport(connect: Connect(transport: transport))
+                var fields = HTTPFields()
+                fields[.accept] = accept
+                let request = HTTPRequest(
+                    method: method, scheme: nil, authority: nil, path: "/echo", headerFields: fields)
+                let (response, received) = try await sender.send(
+                    request, body: nil, baseURL: URL(string: "https://api.example.com")!, operationID: "echo")
+                XCTAssertEqual(response.status.code, status, "\(method) \(status), \(accept)")
+                var text: String?
+                if let received { text = try await String(collecting: received, upTo: 1 << 20) }
+                XCTAssertEqual(text, expected, "\(method) \(status), \(accept)")
+            }
+        }
     }
 
     func testRepeatedFieldsKeepTheirOrderBothWays() async throws {
