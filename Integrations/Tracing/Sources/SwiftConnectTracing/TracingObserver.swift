@@ -13,17 +13,18 @@ import Tracing
 ///
 /// Each attempt's span:
 /// - is named `{method} {url.template}` (`GET /todos/{id}`), from the connector's path template, or the name the
-///   call was given (an OpenAPI operation's ID) when there is no template; `{method}` is `HTTP` for a method other
-///   than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as `PROPFIND`, or than those
-///   ``init(tracer:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
+///   call was given (an OpenAPI operation's ID) when there is no template, or `{method}` alone when there is neither;
+///   `{method}` is `HTTP` for a method other than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as
+///   `PROPFIND`, or than those ``init(tracer:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
 /// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
 ///   when the call starts, on the caller's task);
 /// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
 ///   `http.request.method_original`), `server.address`, `server.port`, `url.full` (through the library's redaction:
-///   no user info, secret query values and credentials hidden), `url.template`, `http.request.resend_count` (from
-///   the second attempt), `http.response.status_code`, and for a failure `error.type` (the status code for 4xx
-///   and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no response) with the span's status set to
-///   error;
+///   no user info, secret query values and credentials hidden), `url.template` (the connector's path template up to
+///   its query; none for a request built elsewhere), `swiftconnect.call` (the call's name),
+///   `http.request.resend_count` (from the second attempt), `http.response.status_code`, and for a failure
+///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
+///   response) with the span's status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt.
 ///
@@ -64,6 +65,8 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private let tracer: any Tracer
     private let parent: InstrumentationContext
     private let name: String
+    /// The connector's path template up to its query, `nil` when it has none.
+    private let template: String?
     private let call: ConnectCall
     private let methods: OpenTelemetryMethods
     /// The span of each attempt not yet ended, by attempt. Usually one; two when an attempt abandoned at its
@@ -79,10 +82,12 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         self.parent = parent
         self.call = call
         self.methods = methods
-        let template = call.pathTemplate.isEmpty ? call.name : call.pathTemplate
-        // OpenTelemetry names the span of a method it does not know `HTTP`, not `_OTHER`.
+        template = Self.template(of: call.pathTemplate)
+        // OpenTelemetry names the span of a method it does not know `HTTP`, not `_OTHER`; a span with no low-cardinality
+        // target (no template, no name) by its method alone.
         let method = methods.name(of: call.method)
-        name = "\(method == "_OTHER" ? "HTTP" : method) \(template)"
+        let target = template ?? call.name
+        name = (method == "_OTHER" ? "HTTP" : method) + (target.isEmpty ? "" : " " + target)
     }
 
     /// The trace context of the attempt's span, as the tracer writes it into headers.
@@ -109,7 +114,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 attributes["server.address"] = request.url.host ?? ""
                 attributes["server.port"] = Self.port(of: request.url)
                 attributes["url.full"] = request.redactedURL
-                if !call.pathTemplate.isEmpty { attributes["url.template"] = call.pathTemplate }
+                if let template { attributes["url.template"] = template }
                 attributes["swiftconnect.call"] = call.name
                 if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
             }
@@ -187,6 +192,13 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
 
     private func remember(_ event: SpanEvent) {
         lock.withLock { pending.append(event) }
+    }
+
+    /// The path of a connector's template (`/search` of `/search?type=x`): `url.template` is a path template, and a
+    /// query written into the endpoint is no part of it. `nil` when there is no template.
+    static func template(of pathTemplate: String) -> String? {
+        let path = pathTemplate.prefix { $0 != "?" && $0 != "#" }
+        return path.isEmpty ? nil : String(path)
     }
 
     /// A CLIENT span of `tracer`, whatever its concrete type.

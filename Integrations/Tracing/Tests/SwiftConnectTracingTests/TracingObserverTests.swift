@@ -1,0 +1,68 @@
+import Foundation
+import InMemoryTracing
+import SwiftConnect
+import SwiftConnectTesting
+import SwiftConnectTracing
+import Tracing
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How `TracingObserver` names its spans, through the test kit's fake transport: the
+/// engine is not the point.
+final class TracingObserverTests: XCTestCase {
+    private var tracer: InMemoryTracer!
+
+    override func setUp() {
+        tracer = InMemoryTracer()
+    }
+
+    private struct Search: Connector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/search?type=x" }
+        var method: HTTPMethod { .get }
+        var headers: [HTTPHeader] { [] }
+        var parameters: ParametersRepresentable? { nil }
+        var timeout: TimeInterval { 60 }
+    }
+
+    private func client(_ transport: any Transport, middlewares: [any Middleware] = []) -> Connect {
+        Connect(
+            transport: transport, middlewares: middlewares, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+    }
+
+    /// The attribute `key` of `span` as plain text.
+    private func string(_ key: String, of span: FinishedInMemorySpan) -> String? {
+        switch span.attributes.get(key) {
+        case .string(let value)?: return value
+        case .int64(let value)?: return String(value)
+        case let other?: return "\(other)"
+        case nil: return nil
+        }
+    }
+
+    /// A request built elsewhere and given no name has no low-cardinality target: its span is named by its method
+    /// alone, as OpenTelemetry says, not `"GET "`.
+    func testAnUnnamedBuiltRequestsSpanIsNamedByItsMethodAlone() throws {
+        let connect = client(FakeTransport.answering(.json(string: "{}")))
+        _ = try connect.response(for: ConnectRequest(url: URL(string: "https://api.example.com/todos/7")!)).wait()
+        _ = try connect.response(
+            for: ConnectRequest(url: URL(string: "https://api.example.com/todos/7")!), name: "getTodo"
+        ).wait()
+        XCTAssertEqual(tracer.finishedSpans.map(\.operationName), ["GET", "GET getTodo"])
+        XCTAssertEqual(tracer.finishedSpans.map { string("url.template", of: $0) }, [nil, nil])
+    }
+
+    /// `url.template` is a path template: a query written into the connector's endpoint is no part of it, nor of the
+    /// span's name.
+    func testAQueryInTheEndpointIsNoPartOfTheTemplate() throws {
+        _ = try client(FakeTransport.answering(.json(string: "{}"))).request(Search()).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(span.operationName, "GET /search")
+        XCTAssertEqual(string("url.template", of: span), "/search")
+        XCTAssertEqual(string("url.full", of: span), "https://api.example.com/search?type=x")
+    }
+}
