@@ -13,16 +13,16 @@ import Foundation
 ///
 /// What it records, every metric labelled by `http.request.method` (`_OTHER` for a method other than the nine
 /// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`, unless ``init(factory:knownMethods:)`` or
-/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the connector's path template,
-/// such as `/todos/{id}`, or for a request built elsewhere its name, such as an OpenAPI operation's ID) and
-/// `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so that label
-/// sets stay bounded:
+/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the connector's path template up to its
+/// query, such as `/todos/{id}`) or, for a request built elsewhere, which has no template, `swiftconnect.call` (the
+/// name it was given, such as an OpenAPI operation's ID), and `server.address` (the host the connector names: the
+/// app's own servers), never by a URL or an ID, so that label sets stay bounded:
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |
 /// | `http.client.request.duration` | timer, per attempt | `server.port`; `http.response.status_code`, `error.type` as below |
 /// | `http.client.active_requests` | meter (attempts in flight) | `server.port` |
-/// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `http.response.status_code`, `error.type` as below |
+/// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `server.port`; `http.response.status_code`, `error.type` as below |
 /// | `swiftconnect.client.retries` | counter (attempts after the first) | |
 /// | `swiftconnect.client.token_refreshes` | counter | `outcome`: `success`, `failure` |
 /// | `swiftconnect.client.queue.wait`, `swiftconnect.client.offline.wait` | timer | |
@@ -79,27 +79,31 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     private let factory: any MetricsFactory
     /// The labels every metric of the call carries.
     private let base: [(String, String)]
-    private let port: String
+    /// ``base`` and `server.port`.
+    private let withPort: [(String, String)]
     /// When each attempt not yet ended started, by attempt. Usually one; two when an attempt abandoned at its
     /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
     private var started: [Int: UInt64] = [:]
 
     init(factory: any MetricsFactory, call: ConnectCall, method: String) {
         self.factory = factory
+        // `url.template` is a path template: a query written into the endpoint is cut off, and a request built
+        // elsewhere, with no template, is told apart by its name instead.
+        let path = call.pathTemplate.prefix { $0 != "?" && $0 != "#" }
         base = [
             ("http.request.method", method),
-            ("url.template", call.pathTemplate.isEmpty ? call.name : call.pathTemplate),
+            path.isEmpty ? ("swiftconnect.call", call.name) : ("url.template", String(path)),
             ("server.address", call.request.url.host ?? ""),
         ]
-        port = String(call.request.url.port ?? (call.request.url.scheme?.lowercased() == "http" ? 80 : 443))
+        let port = call.request.url.port ?? (call.request.url.scheme?.lowercased() == "http" ? 80 : 443)
+        withPort = base + [("server.port", String(port))]
     }
 
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, _):
             lock.withLock { started[attempt] = DispatchTime.now().uptimeNanoseconds }
-            Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
-                .increment()
+            Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).increment()
             if attempt > 1 {
                 Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
             }
@@ -107,11 +111,11 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             let outcome = Self.outcome(status: status, error: error)
             end(attempt: attempt, outcome: outcome)
             if let bytesSent {
-                Recorder(label: "http.client.request.body.size", dimensions: base + outcome, factory: factory)
+                Recorder(label: "http.client.request.body.size", dimensions: withPort + outcome, factory: factory)
                     .record(bytesSent)
             }
             if let bytesReceived {
-                Recorder(label: "http.client.response.body.size", dimensions: base + outcome, factory: factory)
+                Recorder(label: "http.client.response.body.size", dimensions: withPort + outcome, factory: factory)
                     .record(bytesReceived)
             }
         case .callEnded(_, let error, _):
@@ -152,11 +156,8 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// Ends `attempt` if it has not ended: its duration, and one fewer active request. Once per attempt.
     private func end(attempt: Int, outcome: [(String, String)]) {
         guard let start = lock.withLock({ started.removeValue(forKey: attempt) }) else { return }
-        Meter(label: "http.client.active_requests", dimensions: base + [("server.port", port)], factory: factory)
-            .decrement()
-        Timer(
-            label: "http.client.request.duration", dimensions: base + [("server.port", port)] + outcome,
-            factory: factory
-        ).recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+        Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).decrement()
+        Timer(label: "http.client.request.duration", dimensions: withPort + outcome, factory: factory)
+            .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
     }
 }

@@ -65,11 +65,14 @@ final class MetricsObserverTests: XCTestCase {
         let active = try metrics.expectMeter(
             "http.client.active_requests", base + [("server.port", String(server.port))])
         XCTAssertEqual(active.values, [1, 0])
+        // The sizes carry `server.port`, as OpenTelemetry's conventions ask of them as of the duration.
         let received = try metrics.expectRecorder(
-            "http.client.response.body.size", base + [("http.response.status_code", "200")])
+            "http.client.response.body.size",
+            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
         XCTAssertEqual(received.values, [8])
         let sent = try metrics.expectRecorder(
-            "http.client.request.body.size", base + [("http.response.status_code", "200")])
+            "http.client.request.body.size",
+            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
         XCTAssertEqual(sent.values, [0])
     }
 
@@ -86,8 +89,10 @@ final class MetricsObserverTests: XCTestCase {
         let duration = try metrics.expectTimer(
             "http.client.request.duration", base + [("server.port", String(server.port))] + outcome)
         XCTAssertEqual(duration.values.count, 1)
-        XCTAssertEqual(try metrics.expectRecorder("http.client.response.body.size", base + outcome).values, [16])
-        XCTAssertEqual(try metrics.expectRecorder("http.client.request.body.size", base + outcome).values, [0])
+        let port = [("server.port", String(server.port))]
+        XCTAssertEqual(
+            try metrics.expectRecorder("http.client.response.body.size", base + port + outcome).values, [16])
+        XCTAssertEqual(try metrics.expectRecorder("http.client.request.body.size", base + port + outcome).values, [0])
         XCTAssertEqual(metrics.timers(label: "http.client.request.duration").count, 1, "no duration without error.type")
     }
 
@@ -213,12 +218,24 @@ final class MetricsObserverTests: XCTestCase {
             metrics.timers(label: "swiftconnect.client.queue.wait", dimensions: base).flatMap(\.values).count, 1)
     }
 
-    func testARequestBuiltElsewhereIsLabelledByItsName() throws {
+    /// A request built elsewhere has no path template: it is labelled by its name as `swiftconnect.call`, and has
+    /// no `url.template`, which OpenTelemetry defines as a path template (it was the name).
+    func testARequestBuiltElsewhereIsLabelledByItsNameNotByATemplate() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let request = ConnectRequest(url: server.baseURL.appendingPathComponent("todos/7"))
         _ = try client().response(for: request, name: "getTodo").wait()
         let labels = metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
-        XCTAssertTrue(labels.contains { $0 == "url.template" && $1 == "getTodo" }, "\(labels)")
+        XCTAssertTrue(labels.contains { $0 == "swiftconnect.call" && $1 == "getTodo" }, "\(labels)")
+        XCTAssertFalse(labels.contains { $0.0 == "url.template" }, "\(labels)")
+    }
+
+    /// `url.template` is a path template: a query written into the connector's endpoint is no part of it.
+    func testAQueryInTheEndpointIsNoPartOfTheTemplate() throws {
+        let connect = client(FakeTransport.answering(.json(string: "{}")))
+        _ = try connect.request(Route("/search?type=x", baseURL: URL(string: "https://api.example.com")!)).wait()
+        let templates = metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+            .filter { $0.0 == "url.template" }.map(\.1)
+        XCTAssertEqual(templates, ["/search"])
     }
 
     func testNoLabelCarriesTheURLOrTheID() throws {
