@@ -36,6 +36,8 @@ import Foundation
 /// | answered 4xx or 5xx (a failure) | the status code | the status code |
 /// | no response | none | the ``SwiftConnect/ConnectError/Kind`` (`timedOut`, `cannotConnect`…) |
 ///
+/// An attempt a middleware sends more than once (calling `next` again, a hedge) is timed, and active, once per send.
+///
 /// The request duration's histogram buckets are the backend's to set: OpenTelemetry recommends
 /// ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
 public struct MetricsObserver: ConnectObserver {
@@ -73,6 +75,10 @@ public struct MetricsObserver: ConnectObserver {
 }
 
 /// The metrics of one call.
+///
+/// A send is one trip of an attempt's request to the transport: usually one per attempt, more when a middleware sends
+/// an attempt's request again (a hedge). Each send is active, and timed, from its start to its end; as the end of a
+/// send does not say which send it was, the sends of one attempt end oldest first.
 final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     // `lock` protects `started`; the rest never changes.
     private let lock = NSLock()
@@ -81,9 +87,10 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     private let base: [(String, String)]
     /// ``base`` and `server.port`.
     private let withPort: [(String, String)]
-    /// When each attempt not yet ended started, by attempt. Usually one; two when an attempt abandoned at its
-    /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
-    private var started: [Int: UInt64] = [:]
+    /// When each send not yet ended started, by attempt, oldest first. Usually one: more when a middleware sends an
+    /// attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told ended only after the
+    /// next one started (a retry with no wait).
+    private var started: [Int: [UInt64]] = [:]
 
     init(factory: any MetricsFactory, call: ConnectCall, method: String) {
         self.factory = factory
@@ -102,14 +109,16 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, _):
-            lock.withLock { started[attempt] = DispatchTime.now().uptimeNanoseconds }
+            lock.withLock { started[attempt, default: []].append(DispatchTime.now().uptimeNanoseconds) }
             Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).increment()
             if attempt > 1 {
                 Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
             let outcome = Self.outcome(status: status, error: error)
-            end(attempt: attempt, outcome: outcome)
+            if let start = lock.withLock({ Self.takeOldest(of: attempt, from: &started) }) {
+                end(startedAt: start, outcome: outcome)
+            }
             if let bytesSent {
                 Recorder(label: "http.client.request.body.size", dimensions: withPort + outcome, factory: factory)
                     .record(bytesSent)
@@ -119,11 +128,13 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
                     .record(bytesReceived)
             }
         case .callEnded(_, let error, _):
-            // Attempts the call's end cut short (its deadline, a cancellation) end with the call's reason.
-            let open = lock.withLock { started.keys.sorted() }
-            for attempt in open {
-                end(attempt: attempt, outcome: [("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled")])
+            // Sends the call's end cut short (its deadline, a cancellation) end with the call's reason.
+            let open = lock.withLock { () -> [UInt64] in
+                defer { started = [:] }
+                return started.sorted { $0.key < $1.key }.flatMap(\.value)
             }
+            let outcome = [("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled")]
+            for start in open { end(startedAt: start, outcome: outcome) }
         case .queueWaited(let seconds):
             Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
         case .connectivityWaited(let seconds):
@@ -143,6 +154,14 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         }
     }
 
+    /// Takes out the start of the oldest send of `attempt` not yet ended, if any. `lock` held.
+    private static func takeOldest(of attempt: Int, from started: inout [Int: [UInt64]]) -> UInt64? {
+        guard var starts = started[attempt], !starts.isEmpty else { return nil }
+        let start = starts.removeFirst()
+        started[attempt] = starts.isEmpty ? nil : starts
+        return start
+    }
+
     /// The labels of how an attempt ended, as OpenTelemetry's HTTP client conventions put them: a response's
     /// `http.response.status_code`, with `error.type` (the same code) when it is a failure, a 4xx or 5xx; the error's
     /// kind as `error.type` alone when no response came.
@@ -153,9 +172,8 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         return [("http.response.status_code", code), ("error.type", code)]
     }
 
-    /// Ends `attempt` if it has not ended: its duration, and one fewer active request. Once per attempt.
-    private func end(attempt: Int, outcome: [(String, String)]) {
-        guard let start = lock.withLock({ started.removeValue(forKey: attempt) }) else { return }
+    /// Ends a send that started at `start`: its duration, and one fewer active request.
+    private func end(startedAt start: UInt64, outcome: [(String, String)]) {
         Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).decrement()
         Timer(label: "http.client.request.duration", dimensions: withPort + outcome, factory: factory)
             .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))

@@ -238,6 +238,26 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(templates, ["/search"])
     }
 
+    /// A middleware that sends an attempt's request twice (a hedge) has two requests active, then none, and two
+    /// durations: the gauge stayed at 1 and one duration was recorded.
+    func testEachSendOfAHedgedAttemptIsActiveAndTimed() throws {
+        // Given
+        let transport = FakeTransport.answering(FakeResponse.json(string: "{}").delayed(by: 0.1))
+        let hedge = AnyMiddleware { request, _, next in
+            let first = next(request)
+            let second = next(request)
+            return first.flatMap { response in second.map { _ in response } }
+        }
+        // When
+        _ = try client(transport, middlewares: [hedge]).request(todo).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(transport.requests.count, 2)
+        let active = try metrics.expectMeter(
+            "http.client.active_requests", base + [("server.port", String(server.port))])
+        XCTAssertEqual(active.values, [1, 2, 1, 0])
+        XCTAssertEqual(durations(("http.response.status_code", "200")).count, 2)
+    }
+
     func testNoLabelCarriesTheURLOrTheID() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         _ = try client().request(todo).wait()
