@@ -2,8 +2,9 @@ import Foundation
 @_spi(Observability) import SwiftConnect
 import Tracing
 
-/// Traces a client's calls with swift-distributed-tracing: one CLIENT span per attempt, as OpenTelemetry's HTTP
-/// client conventions ask, the caller's trace context propagated in `traceparent` (or whatever the tracer injects).
+/// Traces a client's calls with swift-distributed-tracing: one CLIENT span per attempt (per send of it, when a
+/// middleware sends an attempt's request more than once), the caller's trace context propagated in `traceparent` (or
+/// whatever the tracer injects).
 ///
 /// One line turns it on:
 ///
@@ -27,6 +28,10 @@ import Tracing
 ///   response) with the span's status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt.
+///
+/// A middleware that sends an attempt's request again (calling `next` twice, a hedge) makes one span per send, each
+/// send carrying its own span's context. The end of a send does not say which send it was: the sends of one attempt
+/// end their spans oldest first, and a redirect is an event of the oldest one still open.
 ///
 /// A call answered by the client's cache sends nothing and makes no span.
 public struct TracingObserver: ConnectObserver {
@@ -58,9 +63,16 @@ public struct TracingObserver: ConnectObserver {
     }
 }
 
-/// The spans of one call: the attempts in flight, and what happened before them.
+/// The spans of one call: the sends in flight, and what happened before them.
+///
+/// A send is one trip of an attempt's request to the transport. An attempt is usually sent once; a middleware that
+/// calls `next` again (a hedge) sends it more than once, and each send has its span. The core asks for a send's
+/// header fields just before it tells the send started: a span is started when its fields are asked for, and the send
+/// told started is matched to it by the fields its request carries (to the oldest span of the attempt not yet told
+/// started when the tracer injects nothing). The end of a send does not say which send it is: the oldest span of the
+/// attempt still open takes it, as does a redirect.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `spans`, `pending` and `latestRequest`; the tracer and the call never change.
+    // `lock` protects `unsent`, `open`, `pending` and `latestRequest`; the tracer and the call never change.
     private let lock = NSLock()
     private let tracer: any Tracer
     private let parent: InstrumentationContext
@@ -69,9 +81,12 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private let template: String?
     private let call: ConnectCall
     private let methods: OpenTelemetryMethods
-    /// The span of each attempt not yet ended, by attempt. Usually one; two when an attempt abandoned at its
-    /// `attemptTimeout` is told ended only after the next one started (a retry with no wait).
-    private var spans: [Int: any Span] = [:]
+    /// The spans whose fields were asked for and whose send is not yet told started, by attempt, oldest first.
+    private var unsent: [Int: [(span: any Span, fields: HeaderFields)]] = [:]
+    /// The span of each send told started and not yet ended, by attempt, oldest first. Usually one: more when a
+    /// middleware sends an attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told
+    /// ended only after the next one started (a retry with no wait).
+    private var open: [Int: [any Span]] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
     /// The latest attempt's request as it went out: a redirect's `Location` is shown with its secret values hidden.
@@ -90,19 +105,24 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         name = (method == "_OTHER" ? "HTTP" : method) + (target.isEmpty ? "" : " " + target)
     }
 
-    /// The trace context of the attempt's span, as the tracer writes it into headers.
+    /// The trace context of a new span for the send about to start, as the tracer writes it into headers.
     func headerFields(forAttempt attempt: Int) -> HeaderFields {
-        let span = span(forAttempt: attempt)
+        let span = lock.withLock { startSpanLocked() }
         var fields = HeaderFields()
         tracer.inject(span.context, into: &fields, using: HeaderFieldsInjector())
+        lock.withLock { unsent[attempt, default: []].append((span, fields)) }
         return fields
     }
 
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, let request):
-            lock.withLock { latestRequest = request }
-            let span = span(forAttempt: attempt)
+            let span = lock.withLock { () -> any Span in
+                latestRequest = request
+                let span = takeUnsent(ofAttempt: attempt, sending: request) ?? startSpanLocked()
+                open[attempt, default: []].append(span)
+                return span
+            }
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
             span.updateAttributes { attributes in
@@ -119,7 +139,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
             }
         case .attemptEnded(let attempt, let status, let error, _, _):
-            guard let span = takeSpan(ofAttempt: attempt) else { return }
+            guard let span = takeOpen(ofAttempt: attempt) else { return }
             if let status {
                 span.attributes["http.response.status_code"] = status
                 if status >= 400 {
@@ -133,7 +153,9 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             }
             span.end()
         case .redirected(let status, let location):
-            let (span, latest) = lock.withLock { (spans.max { $0.key < $1.key }?.value, latestRequest) }
+            let (span, latest) = lock.withLock {
+                (open.max { $0.key < $1.key }?.value.first, latestRequest)
+            }
             guard let span else { return }
             // The `Location` as the attempt's request would show it: a secret it carries (a token the server echoes in
             // the URL it redirects to) hidden by value, as by name.
@@ -159,13 +181,17 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         case .cacheLookup:
             break
         case .callEnded(_, let error, _):
-            // An attempt still open (the call was cancelled, or timed out, while it was in flight) ends here.
-            let open = lock.withLock { () -> [any Span] in
-                defer { spans = [:] }
-                return spans.sorted { $0.key < $1.key }.map(\.value)
+            // A send still open (the call was cancelled, or timed out, while it was in flight) ends here.
+            let left = lock.withLock { () -> [any Span] in
+                defer {
+                    open = [:]
+                    unsent = [:]
+                }
+                let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
+                return sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }
             }
             let kind = (error as? ConnectError)?.kind.rawValue ?? "cancelled"
-            for span in open {
+            for span in left {
                 span.attributes["error.type"] = kind
                 span.setStatus(SpanStatus(code: .error, message: kind))
                 span.end()
@@ -173,21 +199,35 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         }
     }
 
-    /// The span of `attempt`, started now if it is not yet (with the events that came before it).
-    private func span(forAttempt attempt: Int) -> any Span {
-        lock.lock()
-        defer { lock.unlock() }
-        if let span = spans[attempt] { return span }
+    /// A new span, with the events that came before it. `lock` held.
+    private func startSpanLocked() -> any Span {
         let started = Self.start(name, tracer: tracer, parent: parent)
         for event in pending { started.addEvent(event) }
         pending = []
-        spans[attempt] = started
         return started
     }
 
-    /// Takes the span of `attempt` out, to end it.
-    private func takeSpan(ofAttempt attempt: Int) -> (any Span)? {
-        lock.withLock { spans.removeValue(forKey: attempt) }
+    /// Takes out the span whose fields `request` carries, among those of `attempt` not yet told started; the oldest
+    /// when none is told apart by its fields. `lock` held.
+    private func takeUnsent(ofAttempt attempt: Int, sending request: ConnectRequest) -> (any Span)? {
+        guard var spans = unsent[attempt], !spans.isEmpty else { return nil }
+        let index =
+            spans.firstIndex { entry in
+                !entry.fields.isEmpty && entry.fields.allSatisfy { request.headerFields[$0.name] == $0.value }
+            } ?? spans.startIndex
+        let span = spans.remove(at: index).span
+        unsent[attempt] = spans.isEmpty ? nil : spans
+        return span
+    }
+
+    /// Takes out the oldest open span of `attempt`, to end it.
+    private func takeOpen(ofAttempt attempt: Int) -> (any Span)? {
+        lock.withLock {
+            guard var spans = open[attempt], !spans.isEmpty else { return nil }
+            let span = spans.removeFirst()
+            open[attempt] = spans.isEmpty ? nil : spans
+            return span
+        }
     }
 
     private func remember(_ event: SpanEvent) {

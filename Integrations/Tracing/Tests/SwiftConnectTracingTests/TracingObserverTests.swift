@@ -10,7 +10,7 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// How `TracingObserver` names its spans, through the test kit's fake transport: the
+/// How `TracingObserver` names its spans and splits them by send, through the test kit's fake transport: the
 /// engine is not the point.
 final class TracingObserverTests: XCTestCase {
     private var tracer: InMemoryTracer!
@@ -64,5 +64,29 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(span.operationName, "GET /search")
         XCTAssertEqual(string("url.template", of: span), "/search")
         XCTAssertEqual(string("url.full", of: span), "https://api.example.com/search?type=x")
+    }
+
+    /// A middleware that sends an attempt's request twice (a hedge) makes a span per send, each ended, each send
+    /// carrying its own span's context: one span covered both, and both requests carried its context.
+    func testEachSendOfAHedgedAttemptIsASpanOfItsOwn() throws {
+        // Given
+        let transport = FakeTransport.answering(FakeResponse.json(string: "{}").delayed(by: 0.1))
+        let hedge = AnyMiddleware { request, _, next in
+            let first = next(request)
+            let second = next(request)
+            return first.flatMap { response in second.map { _ in response } }
+        }
+        // When
+        _ = try client(transport, middlewares: [hedge]).request(Search()).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(tracer.activeSpans.count, 0, "every span ended")
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.count, 2)
+        XCTAssertEqual(Set(spans.map(\.spanID)).count, 2, "two spans, not one ended twice")
+        XCTAssertEqual(spans.map { string("http.request.method", of: $0) }, ["GET", "GET"])
+        XCTAssertEqual(spans.map { string("http.response.status_code", of: $0) }, ["200", "200"])
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) }
+        XCTAssertEqual(sent.count, 2)
+        XCTAssertEqual(Set(sent.compactMap { $0 }), Set(spans.map(\.spanID)), "each send carries its own span")
     }
 }
