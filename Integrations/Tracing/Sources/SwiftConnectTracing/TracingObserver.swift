@@ -29,6 +29,12 @@ import Tracing
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt.
 ///
+/// OpenTelemetry's HTTP client conventions ask for a span per request sent over the wire, each redirect hop one of
+/// its own. Redirects are followed within an attempt, below the observer, so here the attempt's one span covers all of
+/// its hops: each hop after the first sends the same trace context, each redirect is an event of the span (its status
+/// and the `Location` followed, redacted), and `url.full`, `server.address` and `server.port` describe the last hop,
+/// whose status the span carries (`http.request.method` stays the attempt's, when a `303` made the next hop a `GET`).
+///
 /// A middleware that sends an attempt's request again (calling `next` twice, a hedge) makes one span per send, each
 /// send carrying its own span's context. The end of a send does not say which send it was: the sends of one attempt
 /// end their spans oldest first, and a redirect is an event of the oldest one still open.
@@ -161,13 +167,18 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             // the URL it redirects to) hidden by value, as by name.
             var shown = latest ?? call.request
             shown.url = location
+            let url = shown.redactedURL
             span.addEvent(
                 SpanEvent(
                     name: "redirect",
-                    attributes: [
-                        "http.response.status_code": .int64(Int64(status)),
-                        "url.full": .string(shown.redactedURL),
-                    ]))
+                    attributes: ["http.response.status_code": .int64(Int64(status)), "url.full": .string(url)]))
+            // The span's status will be the last hop's: its URL and server are that hop's too.
+            guard span.isRecording else { return }
+            span.updateAttributes { attributes in
+                attributes["server.address"] = location.host ?? ""
+                attributes["server.port"] = Self.port(of: location)
+                attributes["url.full"] = url
+            }
         case .queueWaited(let seconds):
             remember(SpanEvent(name: "queued", attributes: ["swiftconnect.queue.wait_seconds": .double(seconds)]))
         case .connectivityWaited(let seconds):

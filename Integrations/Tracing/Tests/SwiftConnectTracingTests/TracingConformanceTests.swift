@@ -207,6 +207,27 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(attributes(of: span)["http.response.status_code"], "200")
     }
 
+    /// One span covers the hops of its attempt: its `url.full`, `server.address` and `server.port` are the last hop's,
+    /// whose status it carries (they were the first's, beside the last's status), and the next hop sends the span's
+    /// context again.
+    func testARedirectedAttemptsSpanDescribesTheLastHop() throws {
+        let other = try LocalServer.started()
+        defer { other.stop() }
+        other.route("GET", "/moved") { _ in .json(string: "{}") }
+        server.route("GET", "/todos/:id") { _ in .redirect(to: other.baseURL.absoluteString + "/moved") }
+        _ = try client().request(todo).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+        XCTAssertEqual(span.events.map(\.name), ["redirect"])
+        let attributes = attributes(of: span)
+        XCTAssertEqual(attributes["url.full"], other.baseURL.absoluteString + "/moved")
+        XCTAssertEqual(attributes["server.address"], "127.0.0.1")
+        XCTAssertEqual(attributes["server.port"], String(other.port))
+        XCTAssertEqual(attributes["http.response.status_code"], "200")
+        XCTAssertEqual(server.requests.last?.header(InMemoryTracer.spanIDKey), span.spanID)
+        XCTAssertEqual(other.requests.last?.header(InMemoryTracer.spanIDKey), span.spanID)
+    }
+
     /// A redirect event's `url.full` hides the attempt's secret values, as the span's own does: a token the server
     /// echoes in the URL it redirects to was shown.
     func testARedirectEventHidesTheAttemptsSecretValues() throws {
