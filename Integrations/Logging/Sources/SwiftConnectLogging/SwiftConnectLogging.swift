@@ -137,7 +137,7 @@ struct CallLogging: ConnectCallObserver {
                 "followed a \(status) redirect",
                 metadata: [
                     "http.response.status_code": "\(status)",
-                    "location": .string(latest.redacted(location, else: request)),
+                    "location": .string(latest.redacted(location, else: request)), "url.full": .string(url),
                 ])
         case .queueWaited(let seconds):
             logger.debug(

@@ -79,6 +79,22 @@ final class LoggingTests: XCTestCase {
         XCTAssertFalse(location.contains("tok-ECHO-31415"), location)
     }
 
+    /// Every line carries the call's `url.full`, redacted, the redirect's line too (it had only its `location`).
+    func testARedirectsLineCarriesTheCallsURLRedacted() throws {
+        server.route("GET", "/todos/:id") { _ in .redirect(to: "/moved") }
+        server.route("GET", "/moved") { _ in .json(string: "{}") }
+        _ = try client().request(GetTodo(baseURL: server.baseURL)).wait()
+        let observed = handler.entries.filter { $0.metadata["swiftconnect.call"] != nil }
+        XCTAssertEqual(
+            observed.map { "\($0.message)" },
+            ["followed a 302 redirect", "attempt 1 answered 200", "call succeeded with 200"])
+        for entry in observed {
+            let url = "\(entry.metadata["url.full"] ?? "")"
+            XCTAssertTrue(url.contains("/todos/7?") && url.contains("page=2"), "\(entry.message): \(url)")
+            XCTAssertFalse(url.contains("s3cr3t"), "\(entry.message): \(url)")
+        }
+    }
+
     /// A method OpenTelemetry does not know is `_OTHER` on every line, the method itself beside it.
     func testAMethodOpenTelemetryDoesNotKnowIsOtherWithTheOriginalBesideIt() throws {
         // Given
