@@ -35,7 +35,7 @@ package struct SecretValues: Sendable, Equatable {
     private(set) var wholeWords: [String] = []
 
     /// Values shorter than this are not hidden by value.
-    static let minimumLength = 4
+    package static let minimumLength = 4
     /// Values shorter than this are hidden only as whole words.
     static let anywhereLength = 6
 

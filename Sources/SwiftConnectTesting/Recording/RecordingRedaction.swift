@@ -417,9 +417,68 @@ enum RecordingRedaction {
         return value
     }
 
-    /// `data` with `secrets` hidden, when it is UTF-8 text (a binary body is kept as it is).
+    /// `data` with `secrets` hidden: as text when it is UTF-8; otherwise in each stretch of it that is UTF-8, the bytes
+    /// between kept as they are. A secret is UTF-8 text, so it is found beside binary content too (a multipart
+    /// upload's `password` field before an image, a Latin-1 page echoing a token), and the binary content is unchanged.
     private static func hidingValues(in data: Data, secrets: SecretValues) -> Data {
-        guard !secrets.isEmpty, let text = String(data: data, encoding: .utf8) else { return data }
-        return Data(secrets.hiding(in: text).utf8)
+        guard !secrets.isEmpty, !data.isEmpty else { return data }
+        if let text = String(data: data, encoding: .utf8) { return Data(secrets.hiding(in: text).utf8) }
+        var result = Data()
+        data.withUnsafeBytes { raw in
+            let bytes = raw.bindMemory(to: UInt8.self)
+            // `bytes` up to `copied` are in `result`; the text being read starts at `textStart`.
+            var copied = 0
+            var textStart = 0
+            var index = 0
+            func hideInText() {
+                guard index - textStart >= SecretValues.minimumLength else { return }
+                let text = String(decoding: UnsafeBufferPointer(rebasing: bytes[textStart..<index]), as: UTF8.self)
+                let hidden = secrets.hiding(in: text)
+                guard hidden != text else { return }
+                result.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[copied..<textStart]))
+                result.append(contentsOf: hidden.utf8)
+                copied = index
+            }
+            while index < bytes.count {
+                if let length = validUTF8Length(in: bytes, at: index) {
+                    index += length
+                    continue
+                }
+                // A byte that starts no character ends the text before it, and is kept.
+                hideInText()
+                index += 1
+                textStart = index
+            }
+            hideInText()
+            result.append(contentsOf: UnsafeBufferPointer(rebasing: bytes[copied...]))
+        }
+        return result
+    }
+
+    /// The length of the well-formed UTF-8 character that starts at `index` (RFC 3629: no overlong form, no
+    /// surrogate, nothing above U+10FFFF), or `nil` when none does.
+    private static func validUTF8Length(in bytes: UnsafeBufferPointer<UInt8>, at index: Int) -> Int? {
+        let lead = bytes[index]
+        if lead < 0x80 { return 1 }
+        // The length, and the range of the second byte where it is narrower than 0x80...0xBF.
+        let length: Int
+        var (low, high): (UInt8, UInt8) = (0x80, 0xBF)
+        switch lead {
+        case 0xC2...0xDF: length = 2
+        case 0xE0: (length, low) = (3, 0xA0)
+        case 0xE1...0xEC, 0xEE...0xEF: length = 3
+        case 0xED: (length, high) = (3, 0x9F)
+        case 0xF0: (length, low) = (4, 0x90)
+        case 0xF1...0xF3: length = 4
+        case 0xF4: (length, high) = (4, 0x8F)
+        default: return nil
+        }
+        guard index + length <= bytes.count, bytes[index + 1] >= low, bytes[index + 1] <= high else { return nil }
+        var offset = 2
+        while offset < length {
+            guard bytes[index + offset] & 0xC0 == 0x80 else { return nil }
+            offset += 1
+        }
+        return length
     }
 }
