@@ -138,7 +138,7 @@ package enum Redaction {
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer
     /// overflows a 512 KiB thread stack (Apple's dispatch worker threads, where responses are logged) from
     /// about 300 levels: 128 leaves a wide margin and is plenty to read.
-    static let maximumJSONDepth = 128
+    package static let maximumJSONDepth = 128
 
     /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms (URL-encoded or
     /// multipart) with sensitive values hidden, other text as is, binary as a byte count. Long bodies are cut

@@ -6,7 +6,7 @@ import Foundation
 /// does with a parsed value (re-serialising it for debug output, walking it to hide secrets) recurses once per
 /// level, and the Foundation writer overflows a 512 KiB thread stack (the size of Apple's dispatch worker
 /// threads) from about 300 levels of objects. Check a body with ``exceeds(_:limit:)`` before such work.
-enum JSONDepth {
+package enum JSONDepth {
     /// The deepest nesting `JSONSerialization` and `JSONDecoder` accept; one level more is an error.
     static let foundationLimit = 512
 
@@ -19,7 +19,7 @@ enum JSONDepth {
     ///   - data: The JSON text, in UTF-8 (any byte of a multi-byte character is above ASCII, so never a bracket).
     ///   - limit: The deepest nesting allowed.
     /// - Returns: `true` as soon as the nesting goes beyond `limit`.
-    static func exceeds(_ data: Data, limit: Int) -> Bool {
+    package static func exceeds(_ data: Data, limit: Int) -> Bool {
         data.withUnsafeBytes { bytes in
             var depth = 0
             var inString = false

@@ -10,8 +10,10 @@ import SwiftConnect
 /// request's ``SwiftConnect/SecretValues`` (an echo of a token anywhere else, raw, percent-encoded or JSON-escaped).
 ///
 /// A value hidden by name becomes `<redacted:Name>`, which replay can fill from values the test supplies
-/// (``RecordingTransport``'s `placeholderValues`); a value hidden by value becomes the library's `<redacted>`. The
-/// request a recording is matched against is redacted the same way, so matching never sees a secret.
+/// (``RecordingTransport``'s `placeholderValues`); a value hidden by value becomes the library's `<redacted>`, in the
+/// UTF-8 stretches of a body that is not UTF-8 as a whole too. A body that is or claims to be JSON but cannot be read
+/// becomes ``unreadableJSONBody`` whole. The request a recording is matched against is redacted the same way, so
+/// matching never sees a secret.
 enum RecordingRedaction {
     /// `secrets` and the base64 form of each of its longer values, as a server that echoes a secret encoded shows it
     /// (the library's own list has base64 only for `Basic` credentials, where the request itself carries it).
@@ -137,7 +139,8 @@ enum RecordingRedaction {
     }
 
     /// A request body with its secret fields replaced: JSON at any depth, URL-encoded forms; then secret values
-    /// wherever they appear (multipart fields among them).
+    /// wherever they appear (multipart fields among them). JSON that cannot be read is withheld whole
+    /// (``unreadableJSONBody``).
     static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         guard !data.isEmpty else { return data }
         var redacted = data
@@ -145,6 +148,8 @@ enum RecordingRedaction {
             let text = String(data: data, encoding: .utf8)
         {
             redacted = Data(redactedForm(text).utf8)
+        } else if isUnreadableJSON(data, contentType: contentType) {
+            return Data(unreadableJSONBody.utf8)
         } else if let json = redactedJSON(data) ?? redactedJSONLines(data) {
             redacted = json
         }
@@ -182,11 +187,13 @@ enum RecordingRedaction {
 
     /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines or a
     /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default) and the request's secret values hidden
-    /// wherever they appear (a server that echoes the request).
+    /// wherever they appear (a server that echoes the request). JSON that cannot be read is withheld whole
+    /// (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         if isForm(contentType), let text = String(data: data, encoding: .utf8) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
+        if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
         return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
     }
 
@@ -203,7 +210,8 @@ enum RecordingRedaction {
     }
 
     /// The secret values a response with these fields and this body hands out: its cookies' values, and the strings
-    /// under a secret name of its body (JSON, JSON lines, or a URL-encoded form).
+    /// under a secret name of its body (JSON, JSON lines, or a URL-encoded form; JSON that cannot be parsed, read
+    /// token by token).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value)
         if isForm(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
@@ -217,25 +225,32 @@ enum RecordingRedaction {
             }
             return found.filter { !$0.isEmpty }
         }
+        if isUnreadableJSON(body, contentType: fields[.contentType]) { return found + secretStringsScanned(in: body) }
         for document in jsonDocuments(in: body) {
             collectSecretStrings(document, underSecretKey: false, into: &found)
         }
         return found
     }
 
-    /// The JSON value `body` is, or the values of its lines (JSON lines); none when it is neither.
+    /// The JSON value `body` is, or the values of its lines (JSON lines); none when it is neither, or nests too deep
+    /// to walk.
     private static func jsonDocuments(in body: Data) -> [Any] {
-        let first = body.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        guard first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return [] }
-        if let json = try? JSONSerialization.jsonObject(with: body, options: [.fragmentsAllowed]) { return [json] }
+        guard startsLikeJSON(body), !JSONDepth.exceeds(body, limit: Redaction.maximumJSONDepth) else { return [] }
+        if let json = parsedJSON(body) { return [json] }
         return jsonLines(body) ?? []
     }
 
+    /// Whether `data` starts with `{` or `[` after a byte order mark and white space.
+    private static func startsLikeJSON(_ data: Data) -> Bool {
+        let first = withoutBOM(data).first { !jsonWhitespace.contains($0) }
+        return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
+    }
+
     /// The values of JSON lines (NDJSON), blank lines skipped; `nil` unless every other line is a JSON value.
-    private static func jsonLines(_ data: Data) -> [Any]? {
+    static func jsonLines(_ data: Data) -> [Any]? {
         guard data.contains(0x0A) else { return nil }
         var values: [Any] = []
-        for line in data.split(separator: 0x0A) {
+        for line in withoutBOM(data).split(separator: 0x0A) {
             guard line.contains(where: { ![0x20, 0x09, 0x0D].contains($0) }) else { continue }
             guard let json = try? JSONSerialization.jsonObject(with: Data(line), options: [.fragmentsAllowed]) else {
                 return nil
@@ -246,9 +261,12 @@ enum RecordingRedaction {
     }
 
     /// JSON lines with the values of secret keys replaced line by line (a line without one kept byte for byte);
-    /// `nil` when `data` is not JSON lines or has no secret key.
+    /// `nil` when `data` is not JSON lines, nests too deep to walk, or has no secret key.
     private static func redactedJSONLines(_ data: Data) -> Data? {
-        guard let values = jsonLines(data), values.contains(where: containsSecretKey) else { return nil }
+        guard !JSONDepth.exceeds(data, limit: Redaction.maximumJSONDepth), let values = jsonLines(data),
+            values.contains(where: containsSecretKey)
+        else { return nil }
+        let data = withoutBOM(data)
         let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
         var lines: [Data] = []
         for line in data.split(separator: 0x0A, omittingEmptySubsequences: false) {
@@ -383,13 +401,11 @@ enum RecordingRedaction {
     }()
 
     /// JSON with the values of secret keys replaced at any depth, re-serialised with sorted keys; `nil` when `data`
-    /// is not a JSON object or array, or has no secret key. JSON with a secret key that cannot be re-serialised is
-    /// withheld whole.
+    /// is not a JSON object or array, nests too deep to walk, or has no secret key. JSON with a secret key that cannot
+    /// be re-serialised is withheld whole.
     private static func redactedJSON(_ data: Data) -> Data? {
-        let first = data.first { ![0x20, 0x09, 0x0A, 0x0D].contains($0) }
-        guard first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
-            let json = try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed]),
-            containsSecretKey(json)
+        guard startsLikeJSON(data), !JSONDepth.exceeds(data, limit: Redaction.maximumJSONDepth),
+            let json = parsedJSON(data), containsSecretKey(json)
         else { return nil }
         let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
         guard let redacted = try? JSONSerialization.data(withJSONObject: redactingSecretKeys(json), options: options)

@@ -37,8 +37,12 @@ import SwiftConnect
 ///   as a ``SwiftConnect/ConnectError`` of the same kind, with the same `URLError` code underneath.
 /// - **Secrets** never reach the file: credential and cookie headers, secret query items, JSON and form fields, user
 ///   info and `Set-Cookie` values become placeholders (`<redacted:Authorization>`) by the library's own rules, and an
-///   echo of a secret value anywhere else becomes `<redacted>`. Matching compares the placeholders, so replay works
-///   with any token; `placeholderValues` puts values back into replayed responses.
+///   echo of a secret value anywhere else, in a binary body too, becomes `<redacted>`. A body that is or claims to be
+///   JSON but cannot be read (cut short, or nested deeper than 128 levels, where the library's logs stop reading it
+///   too) is recorded whole as `<redacted: unreadable JSON body>`, since its secrets cannot be found: a request with
+///   such a body matches a recording of the same call with any such body, and such an answer replays as the
+///   placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
+///   back into replayed responses.
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test's),
 ///   and tests can run in parallel.
@@ -264,10 +268,12 @@ public final class RecordingTransport: Transport, Sendable {
     private func answer(_ request: ConnectRequest, live: ConnectRequest, transfer: TransferOptions) -> Future<
         ConnectResponse
     > {
-        // The request's own secrets, and those earlier answers handed out (a login's token sent back in a path).
+        // The request's own secrets (those of a JSON body that cannot be parsed too, which the library's rules do not
+        // read), and those earlier answers handed out (a login's token sent back in a path).
         let handedOut = state.withLock { $0.handedOutSecrets }
+        let unparsed = RecordingRedaction.secretsOfUnreadableJSONBody(of: request)
         let secrets = RecordingRedaction.withBase64Forms(
-            SecretValues(of: request).union(SecretValues(values: handedOut)))
+            SecretValues(of: request).union(SecretValues(values: handedOut + unparsed)))
         let redacted = RecordingRedaction.request(request, secrets: secrets)
         if mode == .record { return record(live, redacted: redacted, secrets: secrets, transfer: transfer) }
         switch claim(redacted) {

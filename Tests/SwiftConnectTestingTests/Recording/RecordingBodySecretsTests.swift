@@ -7,7 +7,8 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// Secrets in bodies that are not plain UTF-8 text: a multipart upload with a binary file part, a Latin-1 answer.
+/// Secrets in bodies that are not plain UTF-8 text (a multipart upload with a binary file part, a Latin-1 answer) or
+/// not JSON that parses (cut short, nested too deep).
 final class RecordingBodySecretsTests: XCTestCase {
     private var folder: URL!
 
@@ -74,5 +75,104 @@ final class RecordingBodySecretsTests: XCTestCase {
         let har = try HAR(contentsOf: file)
         let recorded = try XCTUnwrap(har.log.entries.first?.response.content.data)
         XCTAssertEqual(recorded, "clé reçue : <redacted>.".data(using: .isoLatin1))
+    }
+
+    // MARK: - JSON that cannot be read
+
+    private let unreadable = Data("<redacted: unreadable JSON body>".utf8)
+
+    /// An answer of `text` as `text/plain`, for a fake transport's handler.
+    private static func plainText(_ text: Data, status: Int = 200, to request: URLRequest) -> Result<
+        ConnectResponse, any Error
+    > {
+        let response = ConnectResponse(
+            request: request, statusCode: status, headers: ["Content-Type": "text/plain"], data: text)
+        return response.map { .success($0) } ?? .failure(ConnectError(.transport, message: "no response"))
+    }
+
+    /// A transport whose `/token` answers `body` as JSON, and whose other paths echo the request's URL as text.
+    private func tokenEndpoint(answering body: String) -> FakeTransport {
+        let fake = FakeTransport(
+            fallback: .handler { request in
+                Self.plainText(Data("you asked for \(request.url?.path ?? "")".utf8), to: request)
+            })
+        fake.stub(.post, "/token", with: .json(string: body))
+        return fake
+    }
+
+    /// Records a POST to `/token`, then a GET that sends `token` back in its path; the file's text.
+    private func recordTokenThenUse(_ token: String, answering body: String, file: URL) throws -> String {
+        let recorder = RecordingTransport(fileURL: file, wrapping: tokenEndpoint(answering: body), mode: .record)
+        let live = try recorder.send(connectRequest(.post, "http://api.test/token"), transfer: TransferOptions()).wait()
+        XCTAssertEqual(live.data, Data(body.utf8), "the app gets the body as it came")
+        let use = try connectRequest(.get, "http://api.test/files/\(token)")
+        let echo = try recorder.send(use, transfer: TransferOptions()).wait()
+        XCTAssertEqual(String(decoding: echo.data, as: UTF8.self), "you asked for /files/\(token)")
+        return try String(contentsOf: file, encoding: .utf8)
+    }
+
+    func testJSONCutShortIsWithheldWholeAndItsTokenHiddenLater() throws {
+        // Given: a token endpoint whose answer is cut short, so it does not parse
+        let body = #"{"access_token":"tok-RESP-123456","expires_in":36"#
+        let file = folder.appendingPathComponent("cut.har")
+        // When
+        let text = try recordTokenThenUse("tok-RESP-123456", answering: body, file: file)
+        // Then: the token is nowhere in the file, not in the answer nor where the next exchange shows it
+        XCTAssertFalse(text.contains("tok-RESP-123456"), text)
+        let har = try HAR(contentsOf: file)
+        XCTAssertEqual(har.log.entries.first?.response.content.data, unreadable)
+        XCTAssertEqual(har.log.entries.last?.request.url, "http://api.test/files/%3Credacted%3E")
+        XCTAssertEqual(har.log.entries.last?.response.content.text, "you asked for /files/<redacted>")
+        // When: replayed
+        let replayed = try RecordingTransport(fileURL: file, mode: .replay)
+            .send(connectRequest(.post, "http://api.test/token"), transfer: TransferOptions()).wait()
+        // Then: the answer is the placeholder
+        XCTAssertEqual(replayed.data, unreadable)
+    }
+
+    func testJSONNestedDeeperThanTheParserReadsIsWithheldWholeAndItsTokenHiddenLater() throws {
+        // Given: a token under 600 levels of arrays, deeper than JSONSerialization reads (512)
+        let depth = 600
+        let body =
+            String(repeating: "[", count: depth) + #"{"refresh_token":"tok-DEEP-654321"}"#
+            + String(repeating: "]", count: depth)
+        let file = folder.appendingPathComponent("deep.har")
+        // When
+        let text = try recordTokenThenUse("tok-DEEP-654321", answering: body, file: file)
+        // Then
+        XCTAssertFalse(text.contains("tok-DEEP-654321"), String(text.prefix(2_000)))
+        let har = try HAR(contentsOf: file)
+        XCTAssertEqual(har.log.entries.first?.response.content.data, unreadable)
+        XCTAssertEqual(har.log.entries.last?.response.content.text, "you asked for /files/<redacted>")
+    }
+
+    func testARequestOfJSONCutShortIsWithheldItsEchoHiddenAndReplayStillMatches() throws {
+        // Given: a request whose JSON body is cut short, to a server that echoes it in plain text
+        let fake = FakeTransport(
+            fallback: .handler { request in
+                Self.plainText(Data("unreadable: ".utf8) + (request.httpBody ?? Data()), status: 400, to: request)
+            })
+        func login(_ password: String) throws -> ConnectRequest {
+            try connectRequest(
+                .post, "http://api.test/login", headers: [.contentType: "application/json"],
+                body: Data(#"{"user":"amy","password":"\#(password)""#.utf8))
+        }
+        let file = folder.appendingPathComponent("request.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        // When
+        let live = try recorder.send(login("tok-REQPASS-24680"), transfer: TransferOptions()).wait()
+        // Then: neither the request nor the echo keeps the password
+        XCTAssertTrue(String(decoding: live.data, as: UTF8.self).contains("tok-REQPASS-24680"), "the server echoes it")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-REQPASS-24680"), text)
+        let entry = try XCTUnwrap(HAR(contentsOf: file).log.entries.first)
+        XCTAssertEqual(entry.request.postData?.data, unreadable)
+        XCTAssertEqual(entry.response.content.text, #"unreadable: {"user":"amy","password":"<redacted>""#)
+        // When: replayed with another password
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let replayed = try replay.send(login("tok-REQPASS-other"), transfer: TransferOptions()).wait()
+        // Then: it found its recording
+        XCTAssertEqual(replayed.statusCode, 400)
+        XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
     }
 }
