@@ -214,7 +214,9 @@ extension RecordingTransport {
             content: HAR.Content(body, mimeType: fields[.contentType] ?? ""))
         archived.cookies = RecordingRedaction.cookies(in: fields)
         if let url = response.response.url, url != requestURL {
-            archived.url = RecordingRedaction.url(url).absoluteString
+            // With the secrets hidden, as in the request's URL and a `Location`: a redirect may lead to a URL made of
+            // the request's key.
+            archived.url = RecordingRedaction.url(url, secrets: secrets).absoluteString
         }
         return archived
     }

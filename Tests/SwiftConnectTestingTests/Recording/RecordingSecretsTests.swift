@@ -206,6 +206,28 @@ final class RecordingSecretsTests: XCTestCase {
         XCTAssertTrue(text.contains("state=s1"), "the rest of the fragment is kept")
     }
 
+    /// A redirect followed to a URL that holds the request's key: the final URL the file keeps (`_url`) has the key
+    /// hidden, as the request's URL and a `Location` have.
+    func testTheFinalURLOfARedirectHidesTheRequestsSecrets() throws {
+        // Given: a redirect to a path made of the key the request sent
+        server.route("GET", "/go") { request in .redirect(to: "/landing/\(request.header("X-Api-Key") ?? "none")") }
+        server.route("GET", "/landing/*") { _ in .text("landed") }
+        let file = folder.appendingPathComponent("redirect.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        let key = HTTPHeader(name: "X-Api-Key", value: "tok-APIKEY-445566")
+        let call = RecordingEndpoint(baseURL: server.baseURL, endpoint: "/go", headers: [key])
+        // When
+        let live = try recorder.response(for: call).wait()
+        // Then: the client followed it; the file has the final URL without the key
+        XCTAssertEqual(live.response.url?.path, "/landing/tok-APIKEY-445566")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-APIKEY-445566"), text)
+        let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.response.url)
+        XCTAssertTrue(recorded.hasSuffix("/landing/%3Credacted%3E"), recorded)
+    }
+
     /// A `Retry-After` date replays as it was recorded: the replay clock stands at the answer's `Date`, where it stood
     /// at 2024 and measured a wait of years, which the policy refused, so the recorded retry never came.
     func testARetryAfterDateReplaysItsRetry() throws {
