@@ -392,20 +392,30 @@ public enum TransportConformance {
         }
     }
 
+    /// A POST on a kept-alive connection that the server closes without answering fails at once with
+    /// ``SwiftConnect/ConnectError/Kind/connectionLost``, and the transport does not send it again (a POST is not
+    /// replay-safe: whether it goes again is the retry policy's call, not the engine's).
     static let resetOfAPOSTOnAReusedConnection = Check(name: "reset of a POST on a reused connection") { context in
         try context.withServer { server in
             server.route("GET", "/warm") { _ in .text("ok") }
             server.route("POST", "/reset") { _ in LocalServer.Response().withFault(.closeBeforeHeaders) }
             let transport = context.makeTransport()
-            _ = try transport.send(request(server, "/warm")).waitForResult(timeout: 10)
+            // The warm-up opens the connection the POST is to reuse.
+            let warm = try context.outcome(of: transport.send(request(server, "/warm", timeout: 10)), within: 20)
+            guard case .success(let response) = warm, response.statusCode == 200, text(response) == "ok" else {
+                throw Failure(description: "the warm-up GET, which opens the connection to reuse, ended with \(warm)")
+            }
             let started = Date()
-            let result = try transport.send(request(server, "/reset", method: "POST", body: Data("x".utf8), timeout: 8))
-                .waitForResult(timeout: 30)
+            let post = request(server, "/reset", method: "POST", body: Data("x".utf8), timeout: 8)
+            let result = try context.outcome(of: transport.send(post), within: 30)
             let elapsed = Date().timeIntervalSince(started)
             guard case .failure(let error as ConnectError) = result else {
                 throw Failure(description: "a reset POST ended with \(result)")
             }
-            try context.expect(error.isTransportFailure, "a reset POST came back as \(error.kind)")
+            let posts = server.requestCount(for: "POST", path: "/reset")
+            try context.expect(posts == 1, "the server got the POST \(posts) times: the transport sent it again")
+            try context.expect(
+                error.kind == .connectionLost, "a reset POST came back as \(error.kind), not connectionLost: \(error)")
             try context.expect(elapsed < 4, "a reset POST failed only after \(elapsed) s (its timeout is 8 s)")
         }
     }

@@ -114,6 +114,30 @@ final class TransportConformanceTests: XCTestCase {
         XCTAssertTrue(outcome.failure?.contains("does not stream request bodies") ?? false, outcome.description)
     }
 
+    /// The reset check can fail: a transport that sends a failed POST again (here, once, on a new connection) still
+    /// ends with a transport failure at once, but the server got the POST twice.
+    func testATransportThatSendsAFailedPOSTAgainFailsTheResetCheck() throws {
+        struct SendingAgain: Transport {
+            let engine = URLSessionTransport()
+            func send(_ request: URLRequest) -> Future<ConnectResponse> {
+                let promise = Promise<ConnectResponse>()
+                engine.send(request).observe { result in
+                    guard case .failure = result else {
+                        _ = promise.complete(with: result)
+                        return
+                    }
+                    URLSessionTransport().send(request).observe { _ = promise.complete(with: $0) }
+                }
+                return promise.future
+            }
+        }
+        let outcomes = TransportConformance.run(only: ["reset of a POST on a reused connection"]) { SendingAgain() }
+
+        let outcome = try XCTUnwrap(outcomes.first)
+        XCTAssertFalse(outcome.isAsExpected, outcome.description)
+        XCTAssertTrue(outcome.failure?.contains("sent it again") ?? false, outcome.description)
+    }
+
     /// Cancelling a call with transfer options reaches a `send(_:)`-only transport that keeps no reference to the
     /// future it handed out: the in-memory default keeps that future alive until the answer is over.
     func testCancellingTheInMemoryDefaultReachesTheTransport() {
