@@ -162,6 +162,33 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requests.first?.header("transfer-encoding"), "chunked")
     }
 
+    func testAChunkSizeMayBeFollowedByWhiteSpaceButNotSplitOrPrecededByIt() throws {
+        // Given: sizes followed by white space, before an extension and before the line's end (RFC 9112 §7.1.1)
+        server.route("POST", "/echo") { request in .data(request.body) }
+        let client = try RawClient(port: server.port)
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "5 \t;ext=1\r\nhello\r\n7\t \r\n, world\r\n0\r\n\r\n")
+        let accepted = try client.readResponse()
+        XCTAssertEqual(accepted.status, 200)
+        XCTAssertEqual(accepted.text, "hello, world")
+
+        // When: white space inside the size (`1 0`, which read as 0x10) or before it
+        for size in ["1 0", " 10", "\t10", "1\t0;ext"] {
+            let client = try RawClient(port: server.port)
+            client.send(
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "\(size)\r\n0123456789abcdef\r\n0\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then: refused as malformed, the connection closed, the route never called
+            XCTAssertEqual(response.status, 400, size.debugDescription)
+            XCTAssertTrue(response.text.contains("malformed chunk size"), response.text)
+            XCTAssertTrue(client.readsEndOfStream(), size.debugDescription)
+        }
+        XCTAssertEqual(server.requestCount(for: "POST", path: "/echo"), 1)
+    }
+
     func testExpect100ContinueIsAnsweredBeforeTheBody() throws {
         // Given
         server.route("PUT", "/upload") { request in .text("got \(request.body.count)") }

@@ -316,8 +316,10 @@ struct ChunkedDecoder {
             case .size:
                 guard let lineLength = try Self.lineLength(in: buffer) else { return .needsMoreInput }
                 let size = buffer.withBytes(count: lineLength) { line -> Int? in
-                    let digits = line.prefix { $0 != UInt8(ascii: ";") }
-                        .filter { $0 != 0x20 && $0 != 0x09 }
+                    // The size runs to `;` (an extension) or the line's end. White space may follow it (RFC 9112
+                    // §7.1.1 allows it before an extension), never precede or split it: `1 0` is not 0x10.
+                    var digits = line.prefix { $0 != UInt8(ascii: ";") }
+                    while let last = digits.last, last == 0x20 || last == 0x09 { digits = digits.dropLast() }
                     guard !digits.isEmpty, digits.count <= 15, digits.allSatisfy(\.isHexDigit) else { return nil }
                     return Int(String(decoding: digits, as: UTF8.self), radix: 16)
                 }
