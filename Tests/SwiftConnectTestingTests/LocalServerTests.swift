@@ -513,6 +513,30 @@ final class LocalServerTests: XCTestCase {
         XCTAssertTrue(client.readsEndOfStream())
     }
 
+    func testALieAboutLengthBeyondIntOrBelowZeroIsAnswered500() throws {
+        // Given: lies whose declared length overflows `Int` (which trapped, stopping the test process) or is negative,
+        // with a body in memory and a streamed one of a known length
+        let stream = LocalServer.Response.stream(contentLength: 3) { write in _ = write(Data("abc".utf8)) }
+        for (extra, response) in [
+            (Int.max, LocalServer.Response.text("abc")), (Int.max, stream), (-4, .text("abc")), (-4, stream),
+        ] {
+            server.route("GET", "/lie") { _ in response.withFault(.lieAboutLength(extra: extra)) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /lie HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try client.readResponse()
+
+            // Then: a 500 saying why, and the server still serves
+            XCTAssertEqual(answer.status, 500, "extra \(extra)")
+            XCTAssertTrue(answer.text.contains("lieAboutLength"), answer.text)
+        }
+        server.route("GET", "/short") { _ in .text("abc").withFault(.lieAboutLength(extra: 10)) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /short HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try client.readHead().header("content-length"), "13")
+    }
+
     func testDelayedResponseArrivesAfterTheDelay() {
         // Given
         server.route("GET", "/slow") { _ in .text("late").delayed(by: 0.3) }

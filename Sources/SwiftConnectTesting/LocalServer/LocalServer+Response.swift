@@ -78,7 +78,9 @@ extension LocalServer {
             /// Sends the headers with the full `Content-Length`, then `afterBytes` bytes of the body, then closes.
             case closeMidBody(afterBytes: Int)
             /// Declares a `Content-Length` `extra` bytes larger than the body sent, then keeps the connection
-            /// open (without closing) until the client gives up or the server stops, which resets it.
+            /// open (without closing) until the client gives up or the server stops, which resets it. A declared
+            /// length beyond `Int.max` or below zero is a mistake: the server answers 500 instead, saying why (on
+            /// standard error too).
             case lieAboutLength(extra: Int)
             /// Sends part of the status line and headers, then hangs until the client gives up or the server stops,
             /// which resets the connection (a clean close there would crash `URLSession` on Linux).
@@ -346,8 +348,9 @@ extension LocalServer.Response {
     ///
     /// A line break in a header would split the response: the client would read injected fields, or a second
     /// response. A test gets a broken response from a deliberate ``Fault``, never from a mistake in a handler.
-    /// The status must be a final one, from 200 to 999, and a ``Fault/trickle(chunk:interval:)`` must have an
-    /// interval more than zero. ``Fault/raw(_:)`` and ``Fault/closeBeforeHeaders`` send none of it, so anything goes.
+    /// The status must be a final one, from 200 to 999, a ``Fault/trickle(chunk:interval:)`` must have an
+    /// interval more than zero, and the length a ``Fault/lieAboutLength(extra:)`` declares must be one from 0 to
+    /// `Int.max`. ``Fault/raw(_:)`` and ``Fault/closeBeforeHeaders`` send none of it, so anything goes.
     var mistake: String? {
         switch fault {
         case .raw, .closeBeforeHeaders: return nil  // Neither sends the status nor the headers.
@@ -361,6 +364,18 @@ extension LocalServer.Response {
         // A NaN, zero or negative interval sent chunks in a tight loop, until the client gave up.
         if case .trickle(_, let interval) = fault, !(interval > 0) {
             return "the trickle interval \(interval) is not a positive number of seconds"
+        }
+        // A length past `Int.max` stopped the test process with an overflow; one below zero is no length at all. A
+        // streamed body of unknown length declares none (it is sent chunked).
+        if case .lieAboutLength(let extra) = fault {
+            let length = streamedBody.map { $0.contentLength.map { max(0, $0) } } ?? body.count
+            if let length {
+                let (declared, overflows) = length.addingReportingOverflow(extra)
+                if overflows || declared < 0 {
+                    return "lieAboutLength(extra: \(extra)) on a body of \(length) bytes declares a length that is not "
+                        + "from 0 to Int.max"
+                }
+            }
         }
         for (name, value) in headers {
             if name.isEmpty || !name.utf8.allSatisfy(HTTPParser.isTokenCharacter) {
