@@ -8,7 +8,8 @@ import SwiftConnect
 // MARK: - The file
 
 extension RecordingTransport {
-    /// The file of a test: `directory/name.har`, by default `__Recordings__/TestFile.testName.har` beside the test.
+    /// The file of a test: `directory/name.har`, by default `__Recordings__/TestFile.testName.har` beside the test (the
+    /// test's class is not known here: two classes of one file with a test of the same name share the default).
     static func fileURL(name: String?, directory: URL?, filePath: String, function: String) -> URL {
         let testFile = URL(fileURLWithPath: filePath)
         let folder = directory ?? testFile.deletingLastPathComponent().appendingPathComponent("__Recordings__")

@@ -44,8 +44,9 @@ import SwiftConnect
 ///   placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
 ///   back into replayed responses.
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
-///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test's),
-///   and tests can run in parallel.
+///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test
+///   file's and the test method's, not the test class's, so two classes of one file with a test of the same name
+///   need a name for one of them), and tests can run in parallel.
 ///
 /// - **Streams**: a streamed response (``SwiftConnect/TransferOptions/streaming``: server-sent events, JSON Lines)
 ///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
@@ -134,9 +135,15 @@ public final class RecordingTransport: Transport, Sendable {
     /// let shared = RecordingTransport("login", wrapping: URLSessionTransport())  // __Recordings__/login.har
     /// ```
     ///
+    /// The default name is the test *file*'s name and the test method's (`#filePath` and `#function`), not the test
+    /// class's: a default argument has no way to name the type its caller belongs to. Two test classes in one file
+    /// with a method of the same name therefore share one file, and each recording overwrites the other's: give one
+    /// of them a name of its own, as `RecordingTransport("OtherTodoTests.testList", wrapping: URLSessionTransport())`.
+    ///
     /// - Parameters:
-    ///   - name: The file's name without `.har`; by default the test file's name and the test's, as
-    ///     `TodoTests.testList`. Characters other than letters, digits, `.`, `-` and `_` become `_`.
+    ///   - name: The file's name without `.har`; by default the test file's name and the test method's, as
+    ///     `TodoTests.testList` for `testList()` in `TodoTests.swift`, whichever class it is in. Characters other
+    ///     than letters, digits, `.`, `-` and `_` become `_`.
     ///   - directory: The folder of the file; by default `__Recordings__` beside the test file.
     ///   - transport: The transport that sends requests when recording.
     ///   - mode: What to do with requests; ``RecordingMode/default`` by default.
