@@ -86,7 +86,9 @@ public struct LoggingObserver: ConnectObserver {
         if method != call.method.rawValue {
             logger[metadataKey: "http.request.method_original"] = .string(call.method.rawValue)
         }
-        if !call.pathTemplate.isEmpty { logger[metadataKey: "url.template"] = .string(call.pathTemplate) }
+        // A path template, as OpenTelemetry defines `url.template`: a query written into the endpoint is no part of it.
+        let template = call.pathTemplate.prefix { $0 != "?" && $0 != "#" }
+        if !template.isEmpty { logger[metadataKey: "url.template"] = .string(String(template)) }
         return CallLogging(logger: logger, request: call.request)
     }
 }

@@ -64,6 +64,20 @@ final class LoggingTests: XCTestCase {
         XCTAssertFalse(url.contains("s3cr3t"), url)
     }
 
+    /// `url.template` is a path template, as on the spans and metrics: a query written into the endpoint is cut off.
+    func testAQueryInTheEndpointIsNoPartOfTheTemplate() throws {
+        struct Search: Connector {
+            var baseURL: URL
+            var endpoint: String { "/search?type=x" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] { [] }
+            var parameters: ParametersRepresentable? { nil }
+        }
+        server.route("GET", "/search") { _ in .json(string: "{}") }
+        _ = try client().request(Search(baseURL: server.baseURL)).wait()
+        XCTAssertEqual(handler.entries.last?.metadata["url.template"], "/search")
+    }
+
     /// A redirect's `Location` is logged with the request's secret values hidden, as its URL is: a server that echoes
     /// the token it was sent in the URL it redirects to showed it (only secrets known by name were hidden).
     func testARedirectsLocationHidesTheRequestsSecretValues() throws {
