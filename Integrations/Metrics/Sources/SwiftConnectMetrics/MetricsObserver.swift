@@ -80,7 +80,7 @@ public struct MetricsObserver: ConnectObserver {
 /// an attempt's request again (a hedge). Each send is active, and timed, from its start to its end; as the end of a
 /// send does not say which send it was, the sends of one attempt end oldest first.
 final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `started`; the rest never changes.
+    // `lock` protects `started` and `lastAttempt`; the rest never changes.
     private let lock = NSLock()
     private let factory: any MetricsFactory
     /// The labels every metric of the call carries.
@@ -91,6 +91,9 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told ended only after the
     /// next one started (a retry with no wait).
     private var started: [Int: [UInt64]] = [:]
+    /// The highest attempt told started: a retry is counted once, at its attempt's first send, however many sends
+    /// the attempt makes.
+    private var lastAttempt = 0
 
     init(factory: any MetricsFactory, call: ConnectCall, method: String) {
         self.factory = factory
@@ -109,9 +112,13 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, _):
-            lock.withLock { started[attempt, default: []].append(DispatchTime.now().uptimeNanoseconds) }
+            let isNewAttempt = lock.withLock { () -> Bool in
+                started[attempt, default: []].append(DispatchTime.now().uptimeNanoseconds)
+                defer { lastAttempt = max(lastAttempt, attempt) }
+                return attempt > lastAttempt
+            }
             Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).increment()
-            if attempt > 1 {
+            if attempt > 1, isNewAttempt {
                 Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):

@@ -155,6 +155,28 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(metrics.counterTotal(label: "swiftconnect.client.retries", dimensions: base), 1)
     }
 
+    /// A retry whose attempt a middleware sends twice (a hedge) is still one retry: the counter counted each send.
+    func testAHedgedRetryIsCountedOnce() throws {
+        // Given: both sends of the first attempt are refused, both of the second answered
+        let requests = Locked(0)
+        server.route("GET", "/todos/:id") { _ in
+            requests.withLock { count -> Int in
+                count += 1
+                return count
+            } <= 2 ? LocalServer.Response.status(503).withHeader("Retry-After", "0") : .json(string: "{}")
+        }
+        let hedge = AnyMiddleware { request, _, next in
+            let first = next(request)
+            let second = next(request)
+            return first.flatMap { response in second.map { _ in response } }
+        }
+        // When
+        _ = try client(middlewares: [hedge]).request(todo).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(requests.withLock { $0 }, 4)
+        XCTAssertEqual(metrics.counterTotal(label: "swiftconnect.client.retries", dimensions: base), 1)
+    }
+
     func testATokenRefreshIsCounted() throws {
         server.route("GET", "/todos/:id") { request in
             request.header("Authorization") == "Bearer new" ? .json(string: "{}") : .status(401)
