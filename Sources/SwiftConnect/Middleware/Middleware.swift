@@ -265,7 +265,7 @@ struct MiddlewareChain: Sendable {
                 observation.addingFields(to: &request, attempt: context.attempt)
                 observation.recordStart(of: context.attempt, request: request)
             }
-            let sent: Future<ConnectResponse>
+            var sent: Future<ConnectResponse>
             if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) {
                 // The request is kept as every stage left it: a method, a field or a length a stage got wrong is
                 // refused here, on every platform and engine, as a connector's would have been when it was built.
@@ -282,7 +282,7 @@ struct MiddlewareChain: Sendable {
                 }
             }
             if let observation {
-                Self.reportEnd(
+                sent = Self.reportingEnd(
                     of: sent, attempt: context.attempt, to: observation, request: request, transfer: context.transfer)
             }
             guard let streaming = context.transfer.streaming else { return sent }
@@ -303,11 +303,14 @@ struct MiddlewareChain: Sendable {
         return middlewares[index].intercept(consume request, context: context, next: next)
     }
 
-    /// Tells `observation` how the attempt `sent` ended: with the response's head, or an error.
-    private static func reportEnd(
+    /// Tells `observation` how the attempt `sent` ended: with the response's head, or an error. Returns `sent`'s
+    /// outcome once told: every stage above hears of the end after the observers, so that a call cannot end (and
+    /// tell its end) before each of its sends has, even when a stage adds its callback on another thread while `sent`
+    /// is running its own (a hedge waiting for a send that completed meanwhile).
+    private static func reportingEnd(
         of sent: Future<ConnectResponse>, attempt: Int, to observation: CallObservation, request: ConnectRequest,
         transfer: TransferOptions
-    ) {
+    ) -> Future<ConnectResponse> {
         let bytesSent: Int64?
         switch request.body {
         case .none: bytesSent = transfer.bodyFile == nil ? 0 : nil
@@ -315,7 +318,8 @@ struct MiddlewareChain: Sendable {
         case .stream: bytesSent = nil
         }
         let isDownload = transfer.destination != nil
-        sent.whenComplete { result in
+        let told = sent.passingThrough()
+        sent.whenCompleteReturningWork { result in
             switch result {
             case .success(let response):
                 // A body that came content-encoded (gzip) was decoded on its way: its size on the wire, which
@@ -333,7 +337,9 @@ struct MiddlewareChain: Sendable {
                     error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
                 observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: bytesSent)
             }
-        }
+            return told.resolve(result)
+        }.run()
+        return told
     }
 
     /// A streamed response as every stage expects an error response: for a status outside 200..<300, the body

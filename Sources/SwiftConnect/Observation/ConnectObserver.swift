@@ -43,9 +43,10 @@ public protocol ConnectObserver: Sendable {
 /// Hears the events of one call, from whichever thread they happen on.
 ///
 /// The events of one attempt come in order (started, redirects, ended), and
-/// ``ConnectEvent/callEnded(status:error:attempts:)`` comes once the call has its outcome. An attempt the call's end
-/// cuts short (its deadline passed, the caller cancelled) is told ended after that, as cancelled: the call's end says
-/// why. A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
+/// ``ConnectEvent/callEnded(status:error:attempts:)`` comes once the call has its outcome, after the end of every send
+/// that outcome waited for (a middleware sending an attempt's request twice hears of each end after you do). An
+/// attempt the call's end cuts short (its deadline passed, the caller cancelled) is told ended after that, as
+/// cancelled: the call's end says why. A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
 /// thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.

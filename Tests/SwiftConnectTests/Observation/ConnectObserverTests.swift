@@ -142,6 +142,59 @@ final class ConnectObserverTests: XCTestCase {
         }
     }
 
+    /// A call ends after each of its sends is told ended. A hedge waiting for its second send, which completed on
+    /// another thread while that thread was still telling the observers, heard of it first: the call ended, and was
+    /// told ended, before that send was (a metrics observer then counted a send answered 202 as cancelled).
+    func testACallIsToldEndedAfterEachOfItsSends() throws {
+        final class SlowToHearTheSecondEnd: ConnectObserver, ConnectCallObserver {
+            let events = Recorder<String>()
+            let hearingTheSecondEnd = DispatchSemaphore(value: 0)
+            let callEnded = DispatchSemaphore(value: 0)
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                if case .attemptEnded(_, 202?, _, _, _) = event {
+                    hearingTheSecondEnd.signal()
+                    // Without the order kept, the call ends meanwhile; with it, it cannot until this returns.
+                    _ = callEnded.wait(timeout: .now() + 0.5)
+                }
+                if case .callEnded = event { callEnded.signal() }
+                events.append(RecordingObserver.Call.describe(event))
+            }
+        }
+        struct Hedge: Middleware {
+            func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+                ConnectResponse
+            > {
+                let first = next(request)
+                let second = next(request)
+                return first.flatMap { response in second.map { _ in response } }
+            }
+        }
+        // Given: two sends of one attempt, each answered when its gate opens
+        let (firstGate, secondGate) = (Promise<Void>(), Promise<Void>())
+        let transport = FakeTransport()
+        transport.stub(
+            "/todos/7",
+            with: [
+                .json(string: "{}").released(by: firstGate.future),
+                .json(string: "{}", status: 202).released(by: secondGate.future),
+            ])
+        let observer = SlowToHearTheSecondEnd()
+        let connect = Connect(
+            transport: transport, middlewares: [Hedge()], retryPolicy: nil,
+            settings: Connect.Settings(observers: [observer]))
+        let call = connect.request(GetTodo())
+        // When: the second send completes on another thread, whose observers are still hearing of it when the first
+        // completes here
+        DispatchQueue.global().async { secondGate.succeed(()) }
+        XCTAssertEqual(observer.hearingTheSecondEnd.wait(timeout: .now() + 10), .success)
+        firstGate.succeed(())
+        // Then
+        _ = try call.wait(timeout: 10)
+        XCTAssertEqual(
+            observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "end 1 202", "call 200 after 1"])
+    }
+
     func testATemplateHidesTheSensitiveValuesOfItsQuery() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
