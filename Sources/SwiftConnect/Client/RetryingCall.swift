@@ -151,6 +151,7 @@ final class RetryingCall:
         context.attempt = attempt
         context.maxAttempts = maxAttempts
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
+        context.callHasEnded = { [weak self] in self?.withState { $0.isOver } ?? true }
         if policy.usableAttemptTimeout != nil {
             // The attempt's own timeout counts while the request is at the transport (or the identical one it shares
             // is): not the time it waits in the queue, offline, or for a token refresh before or after a 401.

@@ -113,6 +113,10 @@ public struct RequestContext: Sendable {
     /// identical one (coalescing), when that one does (at once if it is there already): the retry loop's attempt
     /// timeout (``RetryPolicy/attemptTimeout``) runs between the two. `nil` when nobody listens.
     var sending: AttemptSending?
+    /// Whether the call this attempt belongs to has ended (its deadline passed, it was cancelled): a request a stage
+    /// hands on after that is not sent, and observers hear of no send after the call's end. `nil` outside the client's
+    /// retry loop.
+    var callHasEnded: (@Sendable () -> Bool)?
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.
@@ -260,6 +264,8 @@ struct MiddlewareChain: Sendable {
         ConnectResponse
     > {
         guard index < middlewares.count else {
+            // The call ended while a stage held the request (its deadline passed during a slow stage): nothing goes.
+            if context.callHasEnded?() == true { return Future(error: ConnectError.cancelled(sent: request)) }
             let observation = context.transfer.observation
             if let observation {
                 observation.addingFields(to: &request, attempt: context.attempt)

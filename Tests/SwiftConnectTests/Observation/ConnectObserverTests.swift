@@ -195,6 +195,40 @@ final class ConnectObserverTests: XCTestCase {
             observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "end 1 202", "call 200 after 1"])
     }
 
+    /// A request a stage hands on after the call's deadline passed is not sent. It went to the transport and was
+    /// cancelled there, and observers heard of a send starting after the call's end (a metrics observer counted an
+    /// active request and a cancelled one for a call that had timed out with none).
+    func testNothingIsSentAfterTheCallEnded() throws {
+        final class Ends: ConnectObserver, ConnectCallObserver {
+            let events = Recorder<String>()
+            let callEnded = DispatchSemaphore(value: 0)
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+            func record(_ event: ConnectEvent) {
+                events.append(RecordingObserver.Call.describe(event))
+                if case .callEnded = event { callEnded.signal() }
+            }
+        }
+        // Given: a stage that hands the request on only once the call's deadline has passed
+        let observer = Ends()
+        let slowStage = AnyMiddleware { request, _, next in
+            _ = observer.callEnded.wait(timeout: .now() + 10)
+            return next(request)
+        }
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, middlewares: [slowStage], retryPolicy: nil,
+            settings: Connect.Settings(observers: [observer]))
+        var options = RequestOptions()
+        options.timeout = 0.1
+        // When
+        let result = try connect.request(GetTodo(), options: options).waitForResult(timeout: 10)
+        // Then
+        guard case .failure(let error) = result else { return XCTFail("expected the deadline to end the call") }
+        XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
+        XCTAssertEqual(transport.requests.count, 0)
+        XCTAssertEqual(observer.events.values, ["call timedOut after 1"])
+    }
+
     func testATemplateHidesTheSensitiveValuesOfItsQuery() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
