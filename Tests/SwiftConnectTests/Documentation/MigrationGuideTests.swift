@@ -282,6 +282,18 @@ final class MigrationGuideTests: XCTestCase {
         let json = try await gateway.request("/foo", parameters: ["id": 123]).decoded(toType: JSONValue.self).value
         XCTAssertEqual(json["id"]?.stringValue, "123")
 
+        let body = Parameter.body(Data(#"{"q":"swift"}"#.utf8), contentType: "application/json")
+        let query = Parameter.query(key: "page", value: "2")  // JustAPIs' params: ["page": 2]
+        let paged = Route("/search", method: .post, parameters: CompositeParameters(query, body))
+        let page = try await gateway.request(paged).decoded(toType: JSONValue.self).value  // POST /search?page=2
+        XCTAssertEqual(page["found"]?.intValue, 1)
+        XCTAssertEqual(server.requests.last?.target, "/search?page=2")
+        XCTAssertEqual(server.requests.last?.bodyText, #"{"q":"swift"}"#)
+
+        let everyStatus = RequestOptions(acceptsEveryStatus: true)  // a 404 is a response, as in a gateway's callback
+        let missing = try await gateway.response(for: Route("/missing"), options: everyStatus).value
+        XCTAssertEqual(missing.statusCode, 404)
+
         let queue = RequestQueue(maxConcurrentRequests: 2)
         let throttled = Connect(requestQueue: queue, configuration: ServerConfiguration(baseURL: apiURL))
         queue.pause()
