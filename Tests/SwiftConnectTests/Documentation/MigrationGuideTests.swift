@@ -237,6 +237,9 @@ final class MigrationGuideTests: XCTestCase {
         XCTAssertEqual(
             loggedIn["authorization"]?.stringValue,
             "Basic " + Data("site-user:secret-password".utf8).base64EncodedString())
+        // The guide: a route with `requiresAuthentication: false` (the token route) goes unsigned.
+        let unsigned = try await api.connect.request(TokenRoute.anonymous).decoded(toType: JSONValue.self).value
+        XCTAssertEqual(unsigned["authorization"]?.stringValue, "none")
 
         enum RemoteSites {
             static func main(_ url: URL) -> ServerConfiguration { ServerConfiguration(baseURL: url) }
