@@ -150,6 +150,7 @@ enum ReplayHarness {
         "testARedirectSettingAnUnreadableCookieIsFollowed": Reason.serverSide,
         "testAResponseSettingAnUnreadableCookieArrivesAndItsOtherCookiesAreKept": Reason.serverSide,
         "testEachHopGetsOnlyTheRedirectCookiesThatApplyToIt": Reason.serverSide,
+        "testNoRedirectIsFollowedWithMaxRedirectsZero": Reason.serverSide,
         "testChunksArriveAsTheServerSendsThem": Reason.serverSide,
         "testAPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain": Reason.connectionLevel,
         "testAPUTWhoseReusedConnectionIsClosedIsSentAgainByTheRetryPolicy": Reason.connectionLevel,

@@ -72,6 +72,7 @@ extension Connect {
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes, progress: all.progress)
         transfer.streaming = streaming
+        transfer.maxRedirects = all.maxRedirects
         let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.
         let defaults =

@@ -502,6 +502,7 @@ extension Connect {
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes,
             progress: all.progress
         )
+        transfer.maxRedirects = all.maxRedirects
         let traits = ConnectorTraits.of(type(of: connector))
         let blueprint: RequestBlueprint
         let isForServer: Bool

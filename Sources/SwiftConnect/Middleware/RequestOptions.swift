@@ -8,7 +8,8 @@ import Foundation
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.
-/// - **isRetrySafe**, **cache**, **timeout**, **maxResponseBytes**, **progress** and **connectivity**: the most
+/// - **isRetrySafe**, **cache**, **timeout**, **maxResponseBytes**, **maxRedirects**, **progress** and
+///   **connectivity**: the most
 ///   specific level that sets them wins (call, then connector, then the client's defaults for the request's
 ///   method, ``Connect/Settings/methodOptions``, then client).
 /// - **headers**: by name, the most specific level wins, in the same order; a connector's own ``Connector/headers``
@@ -63,6 +64,30 @@ public struct RequestOptions: Sendable {
     public var maxResponseBytes: Int? {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }
+    }
+    /// The most redirects a request follows. `0` follows none: the redirect (a 301, 302, 303, 307 or 308) is the
+    /// answer, which the error handler reports as any status outside 200..<300 (``acceptsEveryStatus`` hands it to
+    /// you, its `Location` header included); one more redirect than the limit fails with
+    /// ``ConnectError/Kind/transport``. `nil` leaves it to the level above, and at the top to SwiftConnect's 20. A
+    /// negative value fails the call with ``ConnectError/Kind/invalidRequest``, nothing sent.
+    ///
+    /// What JustAPIs' `followRedirects = false`, Alamofire's `Redirector.doNotFollow` and AsyncHTTPClient's
+    /// `redirectConfiguration: .disallow` are:
+    ///
+    /// ```swift
+    /// var options = RequestOptions(acceptsEveryStatus: true)
+    /// options.maxRedirects = 0
+    /// let link = Route("/s/x7", baseURL: URL(string: "https://sho.rt")!)
+    /// let response = try await connect.response(for: link, options: options).value
+    /// let target = response.header("Location")
+    /// ```
+    ///
+    /// Followed by the core's exchange, for ``URLSessionTransport`` over its own session and for every engine
+    /// (`AsyncHTTPClientTransport`); a ``Transport`` of your own, or one over an app's `URLSession`, follows
+    /// redirects its own way.
+    public var maxRedirects: Int? {
+        get { self[RedirectLimit.self] }
+        set { self[RedirectLimit.self] = newValue }
     }
     /// What the request does while a ``ConnectivityMiddleware``'s monitor reports the network gone; `nil` leaves
     /// it to the level above (the connector's, then the client's settings), and at the top to the middleware's
@@ -403,4 +428,9 @@ public struct CacheRule: Sendable, Hashable {
 /// The client's option: whether every status is an answer (``RequestOptions/acceptsEveryStatus``).
 enum StatusAcceptance: RequestOptionKey {
     typealias Value = Bool
+}
+
+/// The key of ``RequestOptions/maxRedirects``.
+enum RedirectLimit: RequestOptionKey {
+    typealias Value = Int
 }

@@ -34,6 +34,9 @@ public struct TransferOptions: Sendable {
     /// response head arrives, with the body to come in ``ConnectResponse/bodyStream`` (see ``ResponseBodyStream``).
     /// A transport that cannot stream delivers the whole body in memory and a finished stream of it.
     public var streaming: StreamingOptions?
+    /// The most redirects the core's exchange follows for the request (``RequestOptions/maxRedirects``): `0` follows
+    /// none; `nil` for the default, 20.
+    var maxRedirects: Int?
 
     /// Creates transfer options.
     ///
@@ -64,6 +67,7 @@ public struct TransferOptions: Sendable {
 
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
+            && maxRedirects == nil
     }
 
     /// The most body bytes a transport takes of a response with `statusCode`, or `nil` for no limit:

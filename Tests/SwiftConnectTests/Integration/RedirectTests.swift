@@ -236,6 +236,73 @@ final class RedirectTests: IntegrationTestCase {
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Basic bWU6c2VjcmV0")
     }
 
+    /// `maxRedirects = 0` makes a redirect the answer (JustAPIs' `followRedirects = false`, Alamofire's
+    /// `.doNotFollow`, AsyncHTTPClient's `.disallow`): its status and `Location`, the target never asked.
+    func testNoRedirectIsFollowedWithMaxRedirectsZero() async throws {
+        // Given
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/s/x7") { _ in .redirect(to: "/landing") }
+        server.route("GET", "/landing") { _ in .json(["ok": true]) }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        // When: the documented example, pointed at the test's server
+        var options = RequestOptions(acceptsEveryStatus: true)
+        options.maxRedirects = 0
+        let link = Route("/s/x7", baseURL: server.baseURL)
+        let response = try await connect.response(for: link, options: options).value
+        let target = response.header("Location")
+        // Then
+        XCTAssertEqual(response.statusCode, 302)
+        XCTAssertEqual(target, "/landing")
+        XCTAssertEqual(server.requests.map(\.path), ["/s/x7"])
+
+        // And without `acceptsEveryStatus`, the error handler reports the redirect as any status outside 2xx
+        var strict = RequestOptions()
+        strict.maxRedirects = 0
+        do {
+            _ = try await connect.request(link, options: strict).value
+            XCTFail("expected the 302 to fail the call")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.statusCode, 302)
+        }
+        XCTAssertEqual(server.requests.map(\.path), ["/s/x7", "/s/x7"])
+    }
+
+    /// A limit counts the redirects followed: as many as it allows are followed, one more fails the call.
+    func testMaxRedirectsBoundsTheRedirectsFollowed() throws {
+        // Given: /hop/3 redirects to /hop/2, then /hop/1, then /hop/0, which answers
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/hop/:n") { request in
+            let left = Int(request.path.split(separator: "/").last ?? "") ?? 0
+            return left == 0 ? .json(["ok": true]) : .redirect(to: "/hop/\(left - 1)")
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var three = RequestOptions()
+        three.maxRedirects = 3
+        var two = RequestOptions()
+        two.maxRedirects = 2
+        // When, then
+        XCTAssertNoThrow(try connect.request(Route("/hop/3", baseURL: server.baseURL), options: three).wait())
+        XCTAssertThrowsError(try connect.request(Route("/hop/3", baseURL: server.baseURL), options: two).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .transport)
+            XCTAssertTrue("\($0)".contains("more than 2"), "\($0)")
+        }
+    }
+
+    /// A negative limit is a mistake: the call fails, nothing sent.
+    func testANegativeMaxRedirectsFailsTheCallUnsent() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var options = RequestOptions()
+        options.maxRedirects = -1
+        XCTAssertThrowsError(try connect.request(Route("/s/x7", baseURL: server.baseURL), options: options).wait()) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .invalidRequest)
+        }
+        XCTAssertTrue(server.requests.isEmpty)
+    }
+
     func testTheSchemeOfALocationIsReadAsRFC3986Does() {
         XCTAssertEqual(RedirectRules.scheme(of: "HTTPS://example.com/a"), "HTTPS")
         XCTAssertEqual(RedirectRules.scheme(of: "svn+ssh://host/x"), "svn+ssh")

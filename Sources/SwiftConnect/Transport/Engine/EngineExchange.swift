@@ -117,6 +117,11 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let bodyFile = transfer.bodyFile, let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) {
             return error
         }
+        if let limit = transfer.maxRedirects, limit < 0 {
+            return ConnectError(
+                .invalidRequest, message: "maxRedirects is \(limit): it counts redirects, 0 to follow none",
+                request: .sent(original))
+        }
         if original.method.rawValue.uppercased() == "GET", original.body.isPresent || transfer.bodyFile != nil {
             // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
             var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), sent: original)
@@ -135,6 +140,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var hop = original
         var bodyFile = transfer.bodyFile
         var redirects = 0
+        let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
         var cookies = RedirectCookies()
         let progress = transfer.progress.map { ExchangeProgress(report: $0) }
@@ -157,14 +163,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                     .badResponse, message: "the server's status \(response.head.status) is not an HTTP status",
                     request: .sent(original), underlyingError: URLError(.badServerResponse))
             }
-            if (300..<400).contains(head.statusCode),
+            // With no redirect to follow (`maxRedirects` 0), a redirect is the answer.
+            if (300..<400).contains(head.statusCode), maxRedirects > 0,
                 let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile, cookies: &cookies)
             {
                 redirects += 1
-                guard redirects <= RedirectRule.maxHops else {
+                guard redirects <= maxRedirects else {
                     throw ConnectError(
                         .transport,
-                        message: "the server redirected more than \(RedirectRule.maxHops) times",
+                        message: "the server redirected more than \(maxRedirects) times",
                         request: .sent(original),
                         head: head.storedHead,
                         underlyingError: URLError(.httpTooManyRedirects)
