@@ -62,6 +62,41 @@ final class RequestQueueTests: XCTestCase {
         XCTAssertEqual(queue.pendingCount, 0)
     }
 
+    /// The cap changes while the queue runs (JustAPIs' `maxActiveRequests`): raised, waiting requests start at once;
+    /// lowered, the running ones finish and no other starts until fewer than the new cap run.
+    func testTheCapChangesWhileTheQueueRuns() {
+        // Given: 2 of 6 running
+        let gated = Gated(count: 6)
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let connect = Connect(transport: gated.transport, retryPolicy: nil, requestQueue: queue)
+        let futures = send(6, through: connect)
+        XCTAssertEqual(gated.sentPaths, paths(0..<2))
+        // When: raised to 4
+        queue.maxConcurrentRequests = 4
+        // Then: two more start, in order, before the setter returns
+        XCTAssertEqual(gated.sentPaths, paths(0..<4))
+        XCTAssertEqual(queue.runningCount, 4)
+        // When: lowered to 1
+        queue.maxConcurrentRequests = 1
+        XCTAssertEqual(queue.maxConcurrentRequests, 1)
+        // Then: none starts while 4, 3, then 1 run; the next starts once none does
+        gated.release(0)
+        gated.release(1)
+        gated.release(2)
+        XCTAssertEqual(gated.sentPaths, paths(0..<4))
+        gated.release(3)
+        XCTAssertEqual(gated.sentPaths, paths(0..<5))
+        gated.release(4)
+        XCTAssertEqual(gated.sentPaths, paths(0..<6))
+        gated.release(5)
+        for (index, future) in futures.enumerated() {
+            XCTAssertEqual(value(of: future), Data("\(index)".utf8))
+        }
+        // And: below 1 is taken as 1
+        queue.maxConcurrentRequests = 0
+        XCTAssertEqual(queue.maxConcurrentRequests, 1)
+    }
+
     func testRequestsReachTheTransportInArrivalOrder() {
         // Given
         let gated = Gated(count: 6)

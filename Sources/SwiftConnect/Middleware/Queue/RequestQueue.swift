@@ -100,6 +100,8 @@ public final class RequestQueue: Sendable {
 
     /// Everything that changes, behind one lock.
     private struct MutableState {
+        /// The most requests in flight at once (``RequestQueue/maxConcurrentRequests``), at least 1.
+        var limit: Int
         /// Paused by ``pause()``.
         var isPaused = false
         /// The ``ConnectivityMiddleware``s holding the queue while the network is gone, by identity: requests that
@@ -141,9 +143,25 @@ public final class RequestQueue: Sendable {
         }
     }
 
-    /// The most requests in flight at once (at least 1).
-    public let maxConcurrentRequests: Int
-    private let state = Protected(MutableState())
+    /// The most requests in flight at once (at least 1). Settable while the queue runs, as JustAPIs' gateway's
+    /// `maxActiveRequests` was: a higher cap starts waiting requests at once, on the calling thread; a lower one lets
+    /// the requests already running finish, and starts no other until fewer than the new cap run. A value below 1 is
+    /// taken as 1.
+    ///
+    /// ```swift
+    /// queue.maxConcurrentRequests = onCellular ? 2 : 6
+    /// ```
+    public var maxConcurrentRequests: Int {
+        get { state.withLock { $0.limit } }
+        set {
+            let raised = state.withLock { state -> Bool in
+                defer { state.limit = max(1, newValue) }
+                return max(1, newValue) > state.limit
+            }
+            if raised { startWaitingRequests(force: true) }
+        }
+    }
+    private let state: Protected<MutableState>
 
     /// Creates a queue.
     ///
@@ -154,7 +172,7 @@ public final class RequestQueue: Sendable {
     /// - Parameter maxConcurrentRequests: The most requests in flight at once. A value below 1 is treated
     ///   as 1: the queue always lets at least one request run.
     public init(maxConcurrentRequests: Int) {
-        self.maxConcurrentRequests = max(1, maxConcurrentRequests)
+        state = Protected(MutableState(limit: max(1, maxConcurrentRequests)))
     }
 
     /// The number of requests waiting for a slot (not started yet).
@@ -328,7 +346,7 @@ extension RequestQueue {
     private func takeNextInsideLock(
         _ state: inout MutableState, leaving thread: pthread_t
     ) -> (id: UInt64, waiting: Waiting)? {
-        if !state.isPaused, state.running.count < maxConcurrentRequests {
+        if !state.isPaused, state.running.count < state.limit {
             if !state.isOffline {
                 while let id = state.order.popFirst() {
                     guard let waiting = state.pending.removeValue(forKey: id) else { continue }
