@@ -521,7 +521,7 @@ public enum TransportConformance {
     }
 
     /// A download answered with an error status keeps its body in memory, for the error handler: at most
-    /// 1 MiB of it when no limit is set, declared or not.
+    /// 1 MiB of it, declared or not, when no limit is set and under a larger limit (set for the file) alike.
     static let downloadErrorBodyLimit = Check(name: "download error body limit") { context in
         try context.withServer { server in
             let page = Data(repeating: 0x20, count: TransferOptions.downloadErrorBodyLimit + 100_000)
@@ -532,10 +532,15 @@ public enum TransportConformance {
             try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
             defer { try? FileManager.default.removeItem(at: folder) }
             let transfer = TransferOptions(destination: folder.appendingPathComponent("download.bin"))
+            var limited = transfer
+            limited.maxResponseBytes = 100 << 20
             for path in ["/declared", "/chunked"] {
-                let error = try context.error(request(server, path), transfer: transfer)
-                try context.expect(
-                    error.kind == .responseTooLarge, "\(path): expected responseTooLarge, got \(error.kind): \(error)")
+                for (name, options) in [("no limit", transfer), ("a limit of 100 MiB", limited)] {
+                    let error = try context.error(request(server, path), transfer: options)
+                    try context.expect(
+                        error.kind == .responseTooLarge,
+                        "\(path), \(name): expected responseTooLarge, got \(error.kind): \(error)")
+                }
             }
             let small = try context.response(request(server, "/small"), transfer: transfer)
             try context.expect(

@@ -13,6 +13,8 @@ public struct TransferOptions: Sendable {
     /// A file whose contents are the request body, streamed from disk (replaces `httpBody`).
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
+    /// The body of an error status stays in memory, for the error handler: at most 1 MiB of it (less if
+    /// ``maxResponseBytes`` says so), more fails with ``ConnectError/Kind/responseTooLarge``.
     public var destination: URL?
     /// The most response-body bytes accepted; more fails the request at once with
     /// ``ConnectError/Kind/responseTooLarge``, and the rest of the body is not kept. `nil` for no limit.
@@ -71,19 +73,19 @@ public struct TransferOptions: Sendable {
     }
 
     /// The most body bytes a transport takes of a response with `statusCode`, or `nil` for no limit:
-    /// ``maxResponseBytes`` when set; else, for a download answered with an error status, whose body stays in
-    /// memory for the error handler instead of going to ``destination``, 1 MiB.
+    /// ``maxResponseBytes``; for a download answered with an error status, whose body stays in memory for the error
+    /// handler instead of going to ``destination``, at most 1 MiB, whatever ``maxResponseBytes`` allows the file.
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
     func responseBodyLimit(statusCode: Int) -> Int? {
-        if let maxResponseBytes { return maxResponseBytes }
-        guard destination != nil, !(200..<300).contains(statusCode) else { return nil }
-        return Self.downloadErrorBodyLimit
+        guard destination != nil, !(200..<300).contains(statusCode) else { return maxResponseBytes }
+        return min(maxResponseBytes ?? .max, Self.downloadErrorBodyLimit)
     }
 
-    /// How much of a download's error body is kept in memory when ``maxResponseBytes`` sets no limit: 1 MiB. A
-    /// download is expected to be large; its error page is not, and must not fill the memory meant for a file.
+    /// How much of a download's error body is kept in memory: 1 MiB, or less when ``maxResponseBytes`` says so. A
+    /// download is expected to be large, and its limit is set for the file; its error page is not, and must not
+    /// fill the memory meant for a file.
     package static let downloadErrorBodyLimit = 1 << 20
 }
 
