@@ -181,8 +181,11 @@ public struct RequestOptions: Sendable {
         get { storage.values.timeout }
         set { update { $0.timeout = newValue } }
     }
-    /// Receives upload and download progress, in order; the last report comes before the future completes. A
-    /// retried request sends its body again, so each attempt reports from zero.
+    /// Receives upload and download progress, in order; the last report comes before the future completes. No
+    /// report repeats the one before it, and the response body's end (``TransferProgress/downloadFraction`` of 1)
+    /// comes once per attempt, in its last report, when the whole body is there: for a download, once its file is in
+    /// place. A retried request sends its body again, and so does a redirect that keeps it (307, 308): each attempt,
+    /// and each such hop, reports from zero.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }

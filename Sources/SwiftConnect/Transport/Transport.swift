@@ -193,27 +193,35 @@ private func inMemory(
         throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
     }
     let received = Int64(response.data.count)
-    transfer.progress?(
-        TransferProgress(
-            bytesSent: sentBytes,
-            totalBytesToSend: sentBytes,
-            bytesReceived: received,
-            totalBytesToReceive: received
+    // The one report, once the answer is complete: for a download, once its file is in place.
+    let reportProgress = {
+        transfer.progress?(
+            TransferProgress(
+                bytesSent: sentBytes,
+                totalBytesToSend: sentBytes,
+                bytesReceived: received,
+                totalBytesToReceive: received
+            )
         )
-    )
+    }
     if transfer.streaming != nil {
         // No streaming here: the whole body, delivered as a finished stream.
+        reportProgress()
         var streamed = response
         streamed.bodyStream = .finished(with: response.data)
         streamed.data = Data()
         return streamed
     }
-    guard let destination = transfer.destination, response.isSuccess else { return response }
+    guard let destination = transfer.destination, response.isSuccess else {
+        reportProgress()
+        return response
+    }
     do {
         try ReplacementFile.write(response.data, to: destination)
     } catch {
         throw ConnectError.fileAccess(error, url: destination, request: request)
     }
+    reportProgress()
     var written = response
     written.data = Data()
     written.fileURL = destination

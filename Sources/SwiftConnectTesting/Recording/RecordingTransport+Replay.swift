@@ -119,20 +119,26 @@ extension RecordingTransport {
                 error: ConnectError(
                     .responseTooLarge, message: message, request: request.urlRequest, response: response.response))
         }
-        if let progress = transfer.progress {
+        // The one report, once the answer is complete: for a download, once its file is in place (as an engine's).
+        let reportProgress = {
+            guard let progress = transfer.progress else { return }
             let sent = Int64(request.httpBody?.count ?? 0)
             let received = Int64(data.count)
             progress(
                 TransferProgress(
                     bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
         }
-        guard let destination = transfer.destination, response.isSuccess else { return Future(value: response) }
+        guard let destination = transfer.destination, response.isSuccess else {
+            reportProgress()
+            return Future(value: response)
+        }
         // A download: the recorded body goes to its file, as the wrapped transport wrote it.
         do {
             try ReplacementFile.write(data, to: destination)
         } catch {
             return Future(error: ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
         }
+        reportProgress()
         var written = response
         written.data = Data()
         written.fileURL = destination

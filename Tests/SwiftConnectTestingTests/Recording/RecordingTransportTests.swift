@@ -357,6 +357,26 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertNoThrow(try replayer.verifyAllRecordingsUsed())
     }
 
+    /// A replayed download's progress report comes once its file is in place, as an engine's last one does: it came
+    /// before, while the destination still held the old file.
+    func testAReplayedDownloadsProgressComesOnceTheFileIsInPlace() throws {
+        // Given: a download recorded
+        server.route("GET", "/report") { _ in .data(Data("new report".utf8)) }
+        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/report")
+        _ = try transport(.record).send(request, transfer: TransferOptions()).wait()
+        server.stop()
+        let destination = folder.appendingPathComponent("replayed.bin")
+        try Data("old report".utf8).write(to: destination)
+        let seen = Protected<[Data?]>([])
+        // When: replayed with a progress report
+        let transfer = TransferOptions(
+            destination: destination,
+            progress: { _ in seen.withLock { $0.append(try? Data(contentsOf: destination)) } })
+        _ = try transport(.replay).send(request, transfer: transfer).wait()
+        // Then: the file held the new body when the report came
+        XCTAssertEqual(seen.snapshot, [Data("new report".utf8)])
+    }
+
     func testAReplayedDownloadIntoADirectoryFailsAsTheEnginesDo() throws {
         // Given
         server.route("GET", "/report") { _ in .data(Data("report".utf8)) }

@@ -387,6 +387,24 @@ final class TransferTests: XCTestCase {
         XCTAssertThrowsError(try unlimited.request(Download(), options: RequestOptions(maxResponseBytes: 10)).wait())
     }
 
+    /// Through a transport that works in memory, the one progress report of a download comes once its file is in
+    /// place: it came before the file was written, and a caller that opened the file on 1.0 found the old one.
+    func testADownloadsProgressThroughAnInMemoryTransportComesOnceTheFileIsInPlace() throws {
+        let body = Data("new contents".utf8)
+        let connect = Connect(transport: FakeTransport.answering(.data(body)), retryPolicy: nil)
+        let destination = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: destination) }
+        try Data("old contents".utf8).write(to: destination)
+        let seen = Recorder<Data?>()
+
+        _ = try connect.download(
+            Download(), to: destination,
+            options: RequestOptions(progress: { _ in seen.append(try? Data(contentsOf: destination)) })
+        ).wait()
+
+        XCTAssertEqual(seen.values, [body])
+    }
+
     func testProgressEndsAtCompletion() throws {
         let reports = Recorder<TransferProgress>()
         let connect = Connect(transport: FakeTransport.answering(.data(Data(count: 500))), retryPolicy: nil)

@@ -75,4 +75,43 @@ final class EngineTransferTests: XCTestCase {
         XCTAssertEqual(error.kind, .responseTooLarge)
         XCTAssertTrue(error.message.contains("500 bytes"), error.message)
     }
+
+    /// A download reaches 1.0 once, in the last report, when the whole body is there (for a download, in place at
+    /// its destination), and no report repeats the one before. The last chunk of a body of declared length was
+    /// reported as 1.0, before the file was in place (a caller that opened it then found the old one), then reported
+    /// again as it was once it was.
+    func testProgressReachesCompletionOnceWhenTheBodyIsInPlace() throws {
+        let chunks = [Data(count: 100), Data(count: 100), Data(count: 100)]
+        let answers: [(String, ScriptedEngine.Answer)] = [
+            ("declared", .init(status: 200, fields: ["Content-Length": "300"], chunks: chunks)),
+            ("undeclared", .init(status: 200, chunks: chunks)),
+            ("empty", .init(status: 200, fields: ["Content-Length": "0"])),
+        ]
+        for (name, answer) in answers {
+            for download in [false, true] {
+                let destination = folder.appendingPathComponent("file.bin")
+                try Data("old".utf8).write(to: destination)
+                let expected = answer.chunks.reduce(Data(), +)
+                // Whether the destination held the new body, for each report of 1.0.
+                let inPlace = Protected<[Bool]>([])
+                let reports = Protected<[TransferProgress]>([])
+                var transfer = TransferOptions(progress: { report in
+                    if report.downloadFraction == 1 {
+                        inPlace.withLock { $0.append((try? Data(contentsOf: destination)) == expected) }
+                    }
+                    reports.withLock { $0.append(report) }
+                })
+                if download { transfer.destination = destination }
+
+                _ = try outcome(of: ScriptedEngine([answer]), transfer: transfer).get()
+
+                let seen = reports.snapshot
+                let context = "\(name), \(download ? "to a file" : "in memory"): \(seen)"
+                XCTAssertEqual(seen.filter { $0.downloadFraction == 1 }.count, 1, context)
+                XCTAssertEqual(seen.last?.downloadFraction, 1, context)
+                XCTAssertFalse(zip(seen, seen.dropFirst()).contains { $0 == $1 }, context)
+                if download { XCTAssertEqual(inPlace.snapshot, [true], context) }
+            }
+        }
+    }
 }

@@ -530,10 +530,15 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 let concurrentCompletionThreshold = 32 << 10
 
 /// The progress of one exchange, reported in order to ``TransferOptions/progress``.
+///
+/// No report repeats the one before it, and the body's end (a download fraction of 1) is reported once, by
+/// ``finish()``: when the whole body is there, a download's file in place. The last chunk of a body of declared length
+/// does not report it before then: a caller that acts on 1.0 (opens the file) would act on a body not yet complete.
 final class ExchangeProgress: Sendable {
     private let report: @Sendable (TransferProgress) -> Void
-    private let state = Protected(
-        TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil))
+    /// Where the exchange is, and the last report made.
+    private let state = Protected<(progress: TransferProgress, reported: TransferProgress?)>(
+        (TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil), nil))
     /// Held from an update to the end of its report, so that reports reach the caller in the order of the updates:
     /// the engine's writer reports what it sent while the exchange reports what it received. Recursive, for a
     /// report that leads to another on its thread.
@@ -546,7 +551,8 @@ final class ExchangeProgress: Sendable {
     /// A hop starts: nothing sent yet of `total` bytes.
     func startHop(sending total: Int64?) {
         state.withLock {
-            $0 = TransferProgress(bytesSent: 0, totalBytesToSend: total, bytesReceived: 0, totalBytesToReceive: nil)
+            $0.progress = TransferProgress(
+                bytesSent: 0, totalBytesToSend: total, bytesReceived: 0, totalBytesToReceive: nil)
         }
     }
 
@@ -571,19 +577,25 @@ final class ExchangeProgress: Sendable {
         update { $0.bytesReceived += count }
     }
 
-    /// The body is complete: its size is known.
+    /// The body is complete (a download's file in place): its size is known. The one report of its end.
     func finish() {
-        update { $0.totalBytesToReceive = $0.bytesReceived }
+        update(ending: true) { $0.totalBytesToReceive = $0.bytesReceived }
     }
 
-    private func update(_ change: (inout TransferProgress) -> Void) {
+    /// Applies `change` and reports the result, unless it is the last report again, or it says the body has all
+    /// arrived before ``finish()`` (`ending`) says so.
+    private func update(ending: Bool = false, _ change: (inout TransferProgress) -> Void) {
         reporting.lock()
         defer { reporting.unlock() }
-        let progress = state.withLock { progress in
-            change(&progress)
+        let progress = state.withLock { state -> TransferProgress? in
+            change(&state.progress)
+            let progress = state.progress
+            guard progress != state.reported else { return nil }
+            if !ending, let total = progress.totalBytesToReceive, progress.bytesReceived >= total { return nil }
+            state.reported = progress
             return progress
         }
-        report(progress)
+        if let progress { report(progress) }
     }
 }
 
