@@ -4,7 +4,7 @@ import Foundation
 ///
 /// ```swift
 /// let avatar = File(name: "me.png", key: "avatar", mimeType: .png, data: pngData)
-/// let video = File(key: "video", fileURL: movieURL)  // name and type from the URL, read as it is sent
+/// let video = File(key: "video", fileURL: movieURL)  // name and type from the URL, read in pieces
 /// Connect.default.upload(files: [avatar, video], to: ProfileConnector.upload)
 /// ```
 public struct File: Sendable, Equatable {
@@ -12,7 +12,10 @@ public struct File: Sendable, Equatable {
     public enum Content: Sendable, Equatable {
         /// Bytes in memory.
         case data(Data)
-        /// A file on disk, read in pieces while the body is sent, so its size does not count against memory.
+        /// A file on disk, read in pieces, so its size does not count against memory. An upload
+        /// (``Connect/upload(files:fields:to:boundary:debugResponse:options:)``) reads it when called, copying it
+        /// into the temporary file the body is sent from (the disk needs room for that copy): a change to the file
+        /// after the call is not sent.
         case file(URL)
     }
 
@@ -39,7 +42,7 @@ public struct File: Sendable, Equatable {
         self.content = .data(data)
     }
 
-    /// A file on disk, streamed when sent.
+    /// A file on disk, read in pieces (see ``Content/file(_:)``): nothing is read until the body is made.
     ///
     /// - Parameters:
     ///   - name: The file name sent to the server; defaults to the URL's last path component.
