@@ -194,10 +194,23 @@ extension ConnectError {
     {
         ConnectError(
             .fileAccess,
-            message: "could not access \(url.path): \(error.localizedDescription)",
+            message: "could not access \(url.path): \(fileErrorText(error))",
             request: request,
             underlyingError: error
         )
+    }
+
+    /// What went wrong with a file, in words: the error's own, or, for Foundation's catch-all read or write error
+    /// (one for an errno it has no file error for, EFBIG say), those of the errno under it, which on Linux are the
+    /// only ones that say why (its own are "NSCocoaErrorDomain error 512").
+    private static func fileErrorText(_ error: any Error) -> String {
+        let reported = error as NSError
+        let catchAll = [CocoaError.Code.fileReadUnknown.rawValue, CocoaError.Code.fileWriteUnknown.rawValue]
+        guard reported.domain == NSCocoaErrorDomain, catchAll.contains(reported.code),
+            let underlying = reported.userInfo[NSUnderlyingErrorKey] as? NSError,
+            underlying.domain == NSPOSIXErrorDomain
+        else { return error.localizedDescription }
+        return underlying.localizedDescription
     }
 }
 
