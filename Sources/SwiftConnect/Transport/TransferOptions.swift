@@ -11,6 +11,11 @@ import Foundation
 /// the request context's transfer options.
 public struct TransferOptions: Sendable {
     /// A file whose contents are the request body, streamed from disk (replaces `httpBody`).
+    ///
+    /// Its length is read before it is sent, and it must not change until the answer comes.
+    /// `AsyncHTTPClientTransport` fails a file that shrinks meanwhile; ``URLSessionTransport`` on Linux sends what
+    /// there is, and the server waits for the rest until the request's timeout, which is what the call reports (a
+    /// file that grows fails as a lost connection). `Connect`'s uploads send a private copy, which nothing changes.
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
     /// The body of an error status stays in memory, for the error handler: at most 1 MiB of it (less if
