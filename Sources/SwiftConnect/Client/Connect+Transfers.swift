@@ -144,6 +144,11 @@ extension Connect {
 
     /// Downloads the response body of a connector's request straight to a file, without holding it in memory.
     ///
+    /// One limit: on Linux, `URLSessionTransport` cannot slow a transfer down (FoundationNetworking hands over every
+    /// byte as it comes), so what arrives faster than the file is written waits in memory: a 256 MiB download over
+    /// loopback, written more slowly than it came, held nearly all of it. `AsyncHTTPClientTransport` reads no faster
+    /// than the file is written.
+    ///
     /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
     /// 2xx status; an error status is handled by the error handler as usual and leaves no file (one the error
     /// handler lets through fails with ``ConnectError/Kind/httpStatus``). A destination
