@@ -60,7 +60,8 @@ public struct RequestOptions: Sendable {
     }
     /// The most response-body bytes accepted; more fails with ``ConnectError/Kind/responseTooLarge``, and the rest
     /// of the body is not kept (on Linux it may still be read and dropped: ``TransferOptions/maxResponseBytes``).
-    /// Overrides the client's limit; `nil` keeps it.
+    /// Overrides the client's limit; `nil` keeps it. A negative limit fails the call with
+    /// ``ConnectError/Kind/invalidRequest``, nothing sent.
     public var maxResponseBytes: Int? {
         get { storage.values.maxResponseBytes }
         set { update { $0.maxResponseBytes = newValue } }

@@ -367,6 +367,17 @@ final class TransferIntegrationTests: IntegrationTestCase {
         }
     }
 
+    /// A negative limit is a mistake in the call, not a body too large: it failed even an empty body with "exceeds
+    /// the limit of -1 bytes", after sending the request.
+    func testANegativeSizeLimitFailsTheCallUnsent() {
+        server.route("GET", "/empty") { _ in .status(204) }
+        let negative = RequestOptions(maxResponseBytes: -1)
+        XCTAssertThrowsError(try connect.request(Route("/empty"), options: negative).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+        }
+        XCTAssertTrue(server.requests.isEmpty)
+    }
+
     /// A declared length over the limit stops the transfer, not only the future: the body the server goes on
     /// writing once the client has given up is refused (the connection is gone), rather than received and dropped.
     func testSizeLimitOnADeclaredLengthStopsTheTransfer() throws {
