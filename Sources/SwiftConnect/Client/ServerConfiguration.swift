@@ -66,6 +66,9 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// Why the URL this configuration was made from cannot be a server's (``init(baseURL:defaultHeaders:)``).
     private var urlProblem: String?
+    /// That URL, secrets hidden, shown in place of the parts read from it: they need not be what was meant, and
+    /// may hold a secret no longer marked as one (the password of `amy:pw@host`, read as the path `pw@host`).
+    private var shownURLWithProblem: String?
     /// The query items of the base URL this configuration was made from, as they were written there, beside
     /// ``defaultQueryItems`` as they were read from it: sent as written while those are unchanged (`+` stays `+`,
     /// a bare `debug` stays bare).
@@ -117,6 +120,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         } else if host.isEmpty {
             urlProblem = "the base URL '\(shown)' has no host"
         }
+        if urlProblem != nil { shownURLWithProblem = shown }
     }
 
     /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one: an
@@ -149,9 +153,10 @@ public struct ServerConfiguration: Sendable, Equatable {
         basePath.hasPrefix("/") || basePath.isEmpty ? basePath : "/" + basePath
     }
 
-    /// The URL the parts spell, for messages.
+    /// The URL the parts spell, for messages; the URL the configuration was made from if that cannot be a server's.
     private var attemptedURL: String {
-        "\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(normalizedBasePath)"
+        if let shownURLWithProblem { return shownURLWithProblem }
+        return "\(scheme.rawValue)://\(host)\(port.map { ":\($0)" } ?? "")\(normalizedBasePath)"
     }
 
     /// What keeps the parts from making a URL, or `nil`. Checked before `URLComponents` sees them: it stops the
@@ -302,7 +307,9 @@ extension ServerConfiguration: CustomStringConvertible, CustomReflectable {
         let query = defaultQueryItems.map { item in
             PercentEncoding.encoded(item.name) + (item.value.map { "=" + PercentEncoding.encoded($0) } ?? "")
         }.joined(separator: "&")
-        var text = Redaction.urlText(attemptedURL + (query.isEmpty ? "" : "?" + query))
+        // The URL with a problem shows its own query (secrets hidden), from which the default query items came.
+        var text =
+            shownURLWithProblem ?? Redaction.urlText(attemptedURL + (query.isEmpty ? "" : "?" + query))
         if !defaultHeaders.isEmpty { text += ", " + defaultHeaders.map(\.description).joined(separator: ", ") }
         return "ServerConfiguration(\(text))"
     }

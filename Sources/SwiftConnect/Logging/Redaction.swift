@@ -38,6 +38,9 @@ package enum Redaction {
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
             return urlText(url.absoluteString)
         }
+        // No authority: a URL written without `//` (`amy:pw@api.example.com`) has its credentials in what Foundation
+        // reads as the scheme and the path, where only the text shows them.
+        if components.percentEncodedHost == nil { return urlText(components.string ?? url.absoluteString) }
         components.user = nil
         components.password = nil
         let query = components.percentEncodedQuery
@@ -52,7 +55,8 @@ package enum Redaction {
 
     /// A URL as text that need not parse as a `URL` (the subject of an invalid-URL error), hidden as
     /// ``url(_:redacting:)`` hides a URL: without `user:password@`, and with sensitive values hidden in the
-    /// query and the fragment.
+    /// query and the fragment. A URL written without `//` (`amy:pw@api.example.com`) shows the placeholder between its
+    /// first `:` and its `@` (``credentialsWithoutAuthority(in:)``): `amy:<redacted>@api.example.com`.
     static func urlText(_ text: String) -> String {
         var rest = Substring(text)
         var fragment: Substring?
@@ -69,7 +73,9 @@ package enum Redaction {
         // a `Location` may be).
         let authorityStart =
             rest.hasPrefix("//") ? rest.index(rest.startIndex, offsetBy: 2) : rest.range(of: "://")?.upperBound
-        if let authorityStart {
+        if let credentials = credentialsWithoutAuthority(in: rest) {
+            rest = rest[..<credentials.lowerBound] + placeholder + rest[credentials.upperBound...]
+        } else if let authorityStart {
             let authority = rest[authorityStart...].prefix { $0 != "/" }
             if let at = authority.lastIndex(of: "@") {
                 rest = rest[..<authorityStart] + rest[rest.index(after: at)...]
@@ -79,12 +85,36 @@ package enum Redaction {
             + (fragment.map { "#" + redactedQuery(String($0)) } ?? "")
     }
 
+    /// Where the credentials of a URL written without the `//` of an authority lie: from after the first `:` to the
+    /// last `@` before the query and the fragment, when `text` starts with a scheme (letters, digits, `+-.`) and a `:`
+    /// that `//` does not follow; `nil` otherwise.
+    ///
+    /// Foundation reads `amy:pw@api.example.com` as the scheme `amy` and the path `pw@api.example.com` (and
+    /// `https:amy:pw@host` as the path `amy:pw@host`): there is no `user:password@` to take off, yet it is the password
+    /// (or the user and the password) that the range covers. Such a URL names no server, so that hiding a path's
+    /// `@` hides nothing worth reading. The schemes whose path is an address, `user@host` (`mailto:`, `sip:`…), are
+    /// left as they are.
+    static func credentialsWithoutAuthority(in text: Substring) -> Range<Substring.Index>? {
+        guard let colon = text.firstIndex(of: ":"), let first = text.first, first.isASCII, first.isLetter,
+            text[..<colon].allSatisfy({ schemeCharacters.contains($0) }),
+            !addressSchemes.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0, String(text[..<colon])) })
+        else { return nil }
+        let rest = text[text.index(after: colon)...].prefix { $0 != "?" && $0 != "#" }
+        guard !rest.hasPrefix("//"), let at = rest.lastIndex(of: "@") else { return nil }
+        return rest.startIndex..<at
+    }
+
+    /// The schemes whose path is an address, `user@host`, with no password in it.
+    private static let addressSchemes = ["mailto", "sip", "sips", "xmpp", "acct"]
+
+    /// The characters of a URL's scheme (RFC 3986 §3.1).
+    private static let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
+
     /// `text` with every absolute URL in it (`scheme://…`, up to white space or a quote) hidden as ``urlText(_:)``
     /// hides one: for text that quotes URLs it was not given, such as a platform error's failing URL. Brackets end a
     /// URL only at its end (`report(1).pdf?token=…` is one URL).
     static func urlsInText(_ text: String) -> String {
         guard text.contains("://") else { return text }
-        let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
         let ends = Set(" \t\r\n\"`")
         var result = ""
         var rest = Substring(text)

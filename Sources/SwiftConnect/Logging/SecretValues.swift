@@ -15,7 +15,8 @@ import Foundation
 /// - the value of each sensitive header (``HTTPHeader/isSensitive(name:)``), and the credential after its
 ///   scheme (`Bearer abc…` gives `abc…`); for `Basic`, the base64 text, `user:password` and the password;
 ///   for `Cookie`, each cookie's value;
-/// - the password of a URL's `user:password@`, and `user:password`;
+/// - the password of a URL's `user:password@`, and `user:password`; for a URL written without `//`
+///   (`amy:pw@api.example.com`, whose `amy` Foundation reads as the scheme), what lies between its first `:` and `@`;
 /// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`);
 /// - the values of sensitive fields of the body: JSON (at any depth; every string or number under a sensitive
 ///   key), URL-encoded forms and multipart forms.
@@ -77,6 +78,12 @@ package struct SecretValues: Sendable, Equatable {
                 // As sent: the engine turns `user:password@` into `Authorization: Basic base64(user:password)`.
                 let pair = (components.user ?? "") + ":" + password
                 found += [password, pair, Data(pair.utf8).base64EncodedString()]
+            }
+            if components.percentEncodedHost == nil, let text = components.string,
+                let range = Redaction.credentialsWithoutAuthority(in: text[...])
+            {
+                // Written without `//` (`amy:pw@api.example.com`): what Foundation took for the path's start.
+                found += Self.credentialsWithoutAuthority(String(text[range]))
             }
             for part in [components.percentEncodedQuery, components.percentEncodedFragment].compactMap({ $0 }) {
                 found += Self.formSecrets(part)
@@ -167,6 +174,16 @@ package struct SecretValues: Sendable, Equatable {
             if let colon = pair.firstIndex(of: ":") { found.append(String(pair[pair.index(after: colon)...])) }
         }
         return found
+    }
+
+    /// The secrets of the credentials of a URL written without `//` (``Redaction/credentialsWithoutAuthority(in:)``):
+    /// the password, or `user:password` and the password (`https:amy:pw@host`), each as written and decoded.
+    private static func credentialsWithoutAuthority(_ credentials: String) -> [String] {
+        var found = [credentials]
+        if let colon = credentials.firstIndex(of: ":") {
+            found.append(String(credentials[credentials.index(after: colon)...]))
+        }
+        return found + found.compactMap { $0.removingPercentEncoding }
     }
 
     /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
