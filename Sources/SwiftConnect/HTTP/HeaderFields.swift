@@ -32,8 +32,11 @@ public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
         /// `!#$%&'*+-.^_|~` and the backtick only.
         public var isValid: Bool { HTTPHeader.isValidName(rawName) }
 
-        /// The name as given.
-        public var description: String { rawName }
+        /// The name as given when it is a token (``isValid``); otherwise cut where a value could start (`:`, `=`, a
+        /// blank or a control character) and ended with `…`, as ``HeaderField/description`` and cURL output show it, so
+        /// that a header line pasted in as the name (`Authorization: Bearer …`) shows no secret. ``rawName`` keeps it
+        /// whole.
+        public var description: String { HTTPHeader.shownName(rawName) }
 
         /// The name in lower case: how HTTP/2 and HTTP/3 send it.
         public var canonicalName: String {
@@ -86,6 +89,14 @@ extension HeaderField: CustomReflectable {
                 "name": HTTPHeader.shownName(name.rawName),
                 "value": Redaction.headerValue(value, name: name.rawName, redacting: true),
             ])
+    }
+}
+
+extension HeaderField.Name: CustomReflectable {
+    /// The name as ``description`` shows it, and no children: `dump(name)`, and a debugger, do not show ``rawName``
+    /// whole either.
+    public var customMirror: Mirror {
+        Mirror(self, children: [:])
     }
 }
 

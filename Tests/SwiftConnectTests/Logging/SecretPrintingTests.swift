@@ -43,6 +43,25 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(cURLCommand(for: foundation).contains("Authorization…"), "cURL output cuts it the same way")
     }
 
+    /// A field's name printed on its own (`print(field.name)`, `dump`, interpolation) showed a header line pasted in as
+    /// the name whole, where the field, cURL output and errors cut it.
+    func testAFieldNameThatIsAPastedHeaderLineShowsNoSecretPrintedOnItsOwn() {
+        let pasted = HeaderField.Name("Authorization: Bearer PASTEDTOKEN8")
+        let cookie = HeaderField.Name("Cookie=sid PASTEDCOOKIE9")
+
+        for name in [pasted, cookie] {
+            let shown = printed(name) + "\n" + printed([name])
+            XCTAssertFalse(shown.contains("PASTED"), shown)
+        }
+        XCTAssertEqual(pasted.description, "Authorization…")
+        XCTAssertEqual("\(cookie)", "Cookie…")
+        XCTAssertEqual(pasted.rawName, "Authorization: Bearer PASTEDTOKEN8", "the name itself keeps what was given")
+        for token: HeaderField.Name in [.authorization, "X-Request-ID", "x-custom_header.v2"] {
+            XCTAssertEqual(String(describing: token), token.rawName, "a token prints as it is")
+            XCTAssertTrue(printed(token).contains(token.rawName), printed(token))
+        }
+    }
+
     /// A request's description and mirror hid a value by its field's name only: a custom field quoting the
     /// `Authorization` token showed it, where cURL output hid it.
     func testAFieldQuotingAnotherFieldsSecretHidesItAsCURLDoes() throws {
