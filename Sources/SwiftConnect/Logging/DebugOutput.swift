@@ -25,7 +25,10 @@ enum DebugOutput {
             return (key, "\(value)")
         }.sorted { $0.0.lowercased() < $1.0.lowercased() }
         for (name, value) in headers {
-            lines.append("\(name): \(Redaction.headerValue(value, name: name, redacting: redacting))")
+            // A name that is not a token is cut where a value could start, as the request's names are: it may be a
+            // whole pasted header line.
+            let shown = redacting ? HTTPHeader.shownName(name) : name
+            lines.append("\(shown): \(Redaction.headerValue(value, name: name, redacting: redacting))")
         }
         let body = Redaction.bodyText(
             response.data,

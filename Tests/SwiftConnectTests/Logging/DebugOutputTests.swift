@@ -129,6 +129,23 @@ final class DebugOutputTests: XCTestCase {
             output.contains("Location: https://app.example.com/callback?code=ok&access_token=<redacted>"), output)
     }
 
+    /// The response's header names were logged whole: a header line pasted in as a name (by a fake, a recording or a
+    /// transport of your own) showed its secret, where the request's names were cut.
+    func testAResponseHeaderNameThatIsAPastedHeaderLineIsCut() {
+        // Given
+        let logger = MemoryLogger()
+        let fake = FakeTransport.answering(
+            .status(200, headers: ["X-Echo: Bearer PASTEDTOKEN1": "x", "X-Request-ID": "req-1"]))
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
+        // When
+        _ = value(of: connect.request(Endpoint(), debugResponse: true))
+        // Then
+        let output = logger.messages.joined(separator: "\n")
+        XCTAssertFalse(output.lowercased().contains("pastedtoken1"), output)
+        XCTAssertTrue(output.lowercased().contains("x-echo…: <redacted>"), output)
+        XCTAssertTrue(output.contains("X-Request-ID: req-1"), output)
+    }
+
     func testVendorKeyHeadersAndShortSecretQueryNamesAreRedacted() {
         // Given: credentials in headers and query items named as common services name them
         let logger = MemoryLogger()
