@@ -243,6 +243,14 @@ extension HTTPHeader {
     }
 }
 
+extension HTTPHeader {
+    /// The header with `secrets` hidden wherever they show in its value, for the reflection of what holds it (a
+    /// ``Route``, whose other parts may carry them); its own reflection still hides the value by the header's name.
+    func hidingValue(_ secrets: SecretValues) -> HTTPHeader {
+        secrets.isEmpty ? self : HTTPHeader(name: name, value: secrets.hiding(in: value))
+    }
+}
+
 extension HTTPHeader: CustomReflectable {
     /// The name and the value as ``description`` shows them, so `dump(header)` leaks no secret.
     public var customMirror: Mirror {

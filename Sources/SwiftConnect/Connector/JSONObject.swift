@@ -129,18 +129,52 @@ extension JSONObject: CustomReflectable {
     /// (`password`, `access_token`…) shown as `"<redacted>"`, at any depth, as SwiftConnect's output hides a body's
     /// fields: what `print(parameters)` and `dump(parameters)` show, so that a login's password reaches no log.
     ///
+    /// What a secret key holds is also hidden wherever else in the object it shows (a password's confirmation, a token
+    /// quoted in a note), as in the request the object is sent in when that request is printed.
+    ///
     /// ```swift
     /// let login: JSONObject = ["username": "ada", "password": password]
     /// print(login)  // JSONObject(username: "ada", password: "<redacted>")
     /// ```
     public var customMirror: Mirror {
+        let secrets = SecretValues(values: secretValues)
         let children = members.map { key, value -> Mirror.Child in
+            let label = secrets.hiding(in: key)
             if Redaction.isSensitiveQueryItem(key) {
-                return (label: key, value: JSONValue.string(Redaction.placeholder))
+                return (label: label, value: JSONValue.string(Redaction.placeholder))
             }
-            return (label: key, value: value.map(JSONValue.reflected) ?? JSONValue.null)
+            guard let value else { return (label: label, value: JSONValue.null) }
+            let shown = JSONValue.reflected(value)
+            return (label: label, value: (shown as? JSONValue)?.hidingValues(secrets) ?? shown)
         }
         return Mirror(self, children: children, displayStyle: .struct)
+    }
+}
+
+extension JSONObject {
+    /// What a secret key holds, at any depth (a key named like a secret at the top, as a query item's name, and as a
+    /// JSON field's name below): the values the object's reflection hides wherever they show.
+    var secretValues: [String] {
+        var found: [String] = []
+        for (key, value) in members {
+            guard let value, let json = JSONValue.encoded(value) else { continue }
+            json.collectSecrets(underSecretKey: Redaction.isSensitiveQueryItem(key), into: &found)
+        }
+        return found
+    }
+
+    /// The object with `secrets` hidden wherever they show in its keys and in the JSON its values encode to, for the
+    /// reflection of what holds it (a ``Route``): members that do not encode, and what secret keys hold (which the
+    /// object's reflection hides by name), are kept as they are.
+    func hidingValues(_ secrets: SecretValues) -> JSONObject {
+        guard !secrets.isEmpty else { return self }
+        return JSONObject(
+            members.map { key, value in
+                guard let value, !Redaction.isSensitiveQueryItem(key), let json = JSONValue.encoded(value) else {
+                    return (key: secrets.hiding(in: key), value: value)
+                }
+                return (key: secrets.hiding(in: key), value: json.hidingValues(secrets))
+            })
     }
 }
 

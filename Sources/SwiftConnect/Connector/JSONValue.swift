@@ -295,11 +295,61 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
     /// `value` as reflection shows a value given to be sent as JSON (a parameter, a member of a ``JSONObject``): as the
     /// JSON value it encodes to, with what secret keys hold hidden at any depth (``redacted``); its type's name when it
     /// cannot be encoded.
+    ///
+    /// What a secret key holds is also hidden wherever else in the value it shows (a password's confirmation, a token
+    /// quoted in a note), as in the request body the value becomes when the request is printed.
     static func reflected(_ value: any Encodable) -> Any {
-        guard let data = try? JSONEncoder().encode(value),
-            let json = try? JSONDecoder().decode(JSONValue.self, from: data)
-        else { return RedactedText("<\(type(of: value)), not encodable as JSON>") }
-        return json.redacted
+        guard let json = encoded(value) else { return RedactedText("<\(type(of: value)), not encodable as JSON>") }
+        var secrets: [String] = []
+        json.collectSecrets(underSecretKey: false, into: &secrets)
+        return json.redacted.hidingValues(SecretValues(values: secrets))
+    }
+
+    /// `value` as the JSON value `JSONEncoder` encodes it to, or `nil` if it cannot.
+    static func encoded(_ value: any Encodable) -> JSONValue? {
+        guard let data = try? JSONEncoder().encode(value) else { return nil }
+        return try? JSONDecoder().decode(JSONValue.self, from: data)
+    }
+
+    /// Appends every string and number under a secret key (``Redaction/isSensitiveField(_:)``) at any depth, or every
+    /// one if `underSecretKey`: the values ``SecretValues`` takes from a JSON body.
+    func collectSecrets(underSecretKey: Bool, into found: inout [String]) {
+        switch self {
+        case .string(let value): if underSecretKey { found.append(value) }
+        case .int(let value): if underSecretKey { found.append(String(value)) }
+        case .double(let value): if underSecretKey { found.append(String(value)) }
+        case .array(let elements):
+            for element in elements { element.collectSecrets(underSecretKey: underSecretKey, into: &found) }
+        case .object(let members):
+            for (key, member) in members {
+                member.collectSecrets(underSecretKey: underSecretKey || Redaction.isSensitiveField(key), into: &found)
+            }
+        case .null, .bool: break
+        }
+    }
+
+    /// The value with `secrets` hidden wherever they show: in strings, keys, and numbers (a number that is one becomes
+    /// the string ``Redaction/placeholder``).
+    func hidingValues(_ secrets: SecretValues) -> JSONValue {
+        guard !secrets.isEmpty else { return self }
+        switch self {
+        case .string(let value): return .string(secrets.hiding(in: value))
+        case .int(let value): return Self.hidingNumber(String(value), secrets) ?? self
+        case .double(let value): return Self.hidingNumber(String(value), secrets) ?? self
+        case .array(let elements): return .array(elements.map { $0.hidingValues(secrets) })
+        case .object(let members):
+            return .object(
+                Dictionary(
+                    members.map { (secrets.hiding(in: $0.key), $0.value.hidingValues(secrets)) },
+                    uniquingKeysWith: { first, _ in first }))
+        case .null, .bool: return self
+        }
+    }
+
+    /// The number's text with `secrets` hidden, as a string, if that hides anything; `nil` otherwise.
+    private static func hidingNumber(_ text: String, _ secrets: SecretValues) -> JSONValue? {
+        let hidden = secrets.hiding(in: text)
+        return hidden == text ? nil : .string(hidden)
     }
 
     /// `members` with what each secret key holds replaced by ``Redaction/placeholder``; the others as they are.

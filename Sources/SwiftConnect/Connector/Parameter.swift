@@ -68,7 +68,8 @@ extension Parameter: CustomReflectable {
     /// Each case with its values as the default reflection shows them, but with secrets hidden as SwiftConnect's output
     /// hides them: the value of a query item, form field or path value whose key is named like a secret (`token`,
     /// `password`, `api_key`…) as `<redacted>`, and a body's value as the JSON it encodes to, with what secret keys hold
-    /// hidden at any depth. What `print(parameter)` and `dump(parameter)` show.
+    /// hidden at any depth and wherever else in the body it shows (a password's confirmation). What `print(parameter)`
+    /// and `dump(parameter)` show.
     ///
     /// ```swift
     /// print(Parameter.query(key: "api_key", value: key))  // query(key: "api_key", value: "<redacted>")
@@ -102,6 +103,46 @@ extension Parameter: CustomReflectable {
         /// does in SwiftConnect's output).
         private static func shown(_ value: String, key: String) -> String {
             Redaction.isSensitiveQueryItem(key) ? Redaction.placeholder : value
+        }
+    }
+}
+
+extension Parameter {
+    /// The secret values the parameter carries: the value of a query item, form field or path value whose key is named
+    /// like a secret, what secret keys hold in a body encoded from a value (at any depth), and a body's secret fields
+    /// (as ``SecretValues`` finds them in a request's body).
+    var secretValues: [String] {
+        switch self {
+        case .query(let key, let value), .path(let key, let value), .form(let key, let value):
+            return Redaction.isSensitiveQueryItem(key) ? [value] : []
+        case .jsonObject(let value as JSONObject):
+            return value.secretValues
+        case .jsonObject(let value), .encoded(let value, _):
+            var found: [String] = []
+            JSONValue.encoded(value)?.collectSecrets(underSecretKey: false, into: &found)
+            return found
+        case .body(let data, let contentType):
+            return SecretValues.bodySecrets(data, contentType: contentType)
+        }
+    }
+
+    /// The parameter with `secrets` hidden wherever they show in its keys and values, for the reflection of what holds
+    /// it (a ``Route``), whose other parts may carry them; what a secret key holds is still hidden by the parameter's
+    /// own reflection. A body given as bytes, and a value that does not encode as JSON, are kept as they are.
+    func hidingValues(_ secrets: SecretValues) -> Parameter {
+        guard !secrets.isEmpty else { return self }
+        switch self {
+        case .query(let key, let value): return .query(key: secrets.hiding(in: key), value: secrets.hiding(in: value))
+        case .path(let key, let value): return .path(key: secrets.hiding(in: key), value: secrets.hiding(in: value))
+        case .form(let key, let value): return .form(key: secrets.hiding(in: key), value: secrets.hiding(in: value))
+        case .jsonObject(let value as JSONObject): return .jsonObject(value: value.hidingValues(secrets))
+        case .jsonObject(let value):
+            guard let json = JSONValue.encoded(value) else { return self }
+            return .jsonObject(value: json.redacted.hidingValues(secrets))
+        case .encoded(let value, let encoder):
+            guard let json = JSONValue.encoded(value) else { return self }
+            return .encoded(value: json.redacted.hidingValues(secrets), encoder: encoder)
+        case .body: return self
         }
     }
 }

@@ -186,14 +186,25 @@ extension Route: CustomReflectable {
     /// headers and credential through their own redacted reflection, and the parameters as the list of ``Parameter``s
     /// they make (whose reflection hides secret values, whatever type of your own made them). What `print(route)` and
     /// `dump(route)` show.
+    ///
+    /// As in the description of the request the route makes, the secret values it carries (its credential, the values
+    /// of its secret headers, query items and fields, a base URL's password) are also hidden wherever else they show:
+    /// a custom header repeating the token, a parameter quoting it.
     public var customMirror: Mirror {
-        Mirror(
+        let secrets = SecretValues(of: self)
+        var shownOptions = options
+        if !secrets.isEmpty && !options.headers.isEmpty {
+            shownOptions.headers = options.headers.map { $0.hidingValue(secrets) }
+        }
+        return Mirror(
             self,
             children: [
-                "baseURL": RedactedText(Redaction.url(baseURL, redacting: true)), "port": port as Any,
-                "endpoint": Redaction.urlText(endpoint), "method": method, "headers": headers,
-                "parameters": parameters.map(\.parameterList) as Any, "authorizationToken": authorizationToken as Any,
-                "timeout": timeout, "options": options,
+                "baseURL": RedactedText(secrets.hiding(in: Redaction.url(baseURL, redacting: true))),
+                "port": port as Any,
+                "endpoint": secrets.hiding(in: Redaction.urlText(endpoint)), "method": method,
+                "headers": headers.map { $0.hidingValue(secrets) },
+                "parameters": parameters.map { $0.parameterList.map { $0.hidingValues(secrets) } } as Any,
+                "authorizationToken": authorizationToken as Any, "timeout": timeout, "options": shownOptions,
             ],
             displayStyle: .struct)
     }

@@ -68,7 +68,7 @@ package struct SecretValues: Sendable, Equatable {
     }
 
     /// The secret values of a request's header fields, URL and body.
-    private init(fields: [(name: String, value: String)], url: URL?, body: Data?, contentType: String?) {
+    init(fields: [(name: String, value: String)], url: URL?, body: Data?, contentType: String?) {
         var found: [String] = []
         for (name, value) in fields where HTTPHeader.isSensitive(name: name) {
             found += Self.headerSecrets(value, name: name)
@@ -93,6 +93,23 @@ package struct SecretValues: Sendable, Equatable {
             found += Self.bodySecrets(body, contentType: contentType)
         }
         self.init(values: found)
+    }
+
+    /// The secret values of `route`, which the request it makes carries: those of its headers, the options' headers
+    /// and its credential, of its base URL and the query of its endpoint, and of its parameters
+    /// (``Parameter/secretValues``).
+    init(of route: Route) {
+        var fields = (route.headers + route.options.headers).map { (name: $0.name, value: $0.value) }
+        if let token = route.authorizationToken { fields.append((name: "Authorization", value: token.headerValue)) }
+        self.init(fields: fields, url: route.baseURL, body: nil, contentType: nil)
+        var found = (route.parameters?.parameterList ?? []).flatMap(\.secretValues)
+        if let mark = route.endpoint.firstIndex(of: "?") {
+            // The query and a fragment after it, each `name=value` pairs.
+            for part in route.endpoint[route.endpoint.index(after: mark)...].split(separator: "#") {
+                found += Self.formSecrets(String(part))
+            }
+        }
+        self = union(SecretValues(values: found))
     }
 
     /// The given values, with the forms they take in echoes.
@@ -207,7 +224,7 @@ package struct SecretValues: Sendable, Equatable {
     }
 
     /// The values of sensitive fields of a request body.
-    private static func bodySecrets(_ body: Data, contentType: String?) -> [String] {
+    static func bodySecrets(_ body: Data, contentType: String?) -> [String] {
         let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
         if type.hasPrefix("application/x-www-form-urlencoded") {
             return String(data: body, encoding: .utf8).map(formSecrets) ?? []

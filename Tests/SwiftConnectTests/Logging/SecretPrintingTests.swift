@@ -280,4 +280,97 @@ final class SecretPrintingTests: XCTestCase {
             XCTAssertTrue(shown.contains(harmless), "\(harmless) in \(shown)")
         }
     }
+
+    /// A route's mirror hid a value by its field's name only: the same value under a name that is not secret (a custom
+    /// header repeating the token, a query item or a body field quoting it) showed, where the request the route makes
+    /// prints it hidden (``ConnectRequest``'s description hides the request's secret values wherever they show).
+    func testPrintingARouteHidesItsSecretValuesWhereverTheyShow() throws {
+        let base = try XCTUnwrap(URL(string: "https://amy:PASSWORD-SECRET30@a.test/v1?api_key=KEY-SECRET31&v=2"))
+        let object: JSONObject = [
+            "password": "PASSWORD-SECRET32", "confirm": "PASSWORD-SECRET32", "note": "ticket TOKEN-SECRET33",
+            "user": ["name": "ada", "hint": "KEY-SECRET31"] as JSONObject, "pin": 424_242, "attempt": 2,
+        ]
+        let route = Route(
+            "/items/{id}?sig=SIGNATURE-SECRET34&echo=SIGNATURE-SECRET34", baseURL: base, method: .post,
+            parameters: CompositeParameters(
+                .path(key: "id", value: "42"), .query(key: "state", value: "PASSWORD-SECRET30"),
+                .query(key: "page", value: "3"), .form(key: "client_secret", value: "SECRET-SECRET35"),
+                .form(key: "echo", value: "x SECRET-SECRET35 y"), .jsonObject(value: object)),
+            headers: [
+                .authorization(bearerToken: "BEARER-SECRET36"),
+                HTTPHeader(name: "X-Upstream", value: "BEARER-SECRET36"),
+                HTTPHeader(name: "X-Token-Echo", value: "TOKEN-SECRET33"), .accept("application/json"),
+            ],
+            authorizationToken: .basic(username: "amy", password: "PASSWORD-SECRET37"),
+            options: RequestOptions(headers: [HTTPHeader(name: "X-Basic-Echo", value: "PASSWORD-SECRET37")]))
+        let login = Route(
+            "/login", method: .post,
+            parameters: ["username": "ada", "password": "PASSWORD-SECRET38", "repeat": "PASSWORD-SECRET38"])
+        let search = Route(
+            "/search", parameters: ["q": "BEARER-SECRET39", "api_key": "KEY-SECRET40", "echo": "KEY-SECRET40"],
+            authorizationToken: .bearer(token: "BEARER-SECRET39"))
+
+        var shown = ""
+        for value: Any in [route, login, search] { shown += printed(value) + "\n" }
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        for harmless in [
+            "https://a.test/v1?api_key=<redacted>&v=2", "/items/{id}?sig=<redacted>&echo=<redacted>",
+            #"query(key: "state", value: "<redacted>")"#, #"query(key: "page", value: "3")"#,
+            #"path(key: "id", value: "42")"#, #"form(key: "echo", value: "x <redacted> y")"#,
+            #"confirm: "<redacted>", note: "ticket <redacted>""#, #"hint":"<redacted>","name":"ada""#,
+            #"attempt: 2"#, #"X-Upstream: <redacted>"#, #"X-Token-Echo: <redacted>"#, "Accept: application/json",
+            #"X-Basic-Echo: <redacted>"#, #"repeat: "<redacted>""#, #"username: "ada""#, #"q: "<redacted>""#,
+            #"echo: "<redacted>""#,
+        ] {
+            XCTAssertTrue(shown.contains(harmless), "\(harmless) in \(shown)")
+        }
+    }
+
+    /// A JSON object's mirror hid what secret keys hold, but not the same value under another key (a password's
+    /// confirmation, a token quoted in a note), where the request body it makes is printed with them hidden.
+    func testPrintingAJSONObjectHidesItsSecretValuesUnderEveryKey() {
+        let object: JSONObject = [
+            "password": "PASSWORD-SECRET41", "repeat": "PASSWORD-SECRET41", "pin": 1_234_567,
+            "profile": ["refresh_token": "TOKEN-SECRET42", "note": "see TOKEN-SECRET42"] as JSONObject,
+            "tokens": ["api_key": 98_765_432], "code": 98_765_432, "count": 7, "name": "ada",
+        ]
+
+        let shown = printed(object) + "\n" + printed(Parameter.jsonObject(value: object))
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertFalse(shown.contains("98765432"), shown)
+        for harmless in [
+            #"password: "<redacted>", repeat: "<redacted>", pin: 1234567"#,
+            #"{"note":"see <redacted>","refresh_token":"<redacted>"}"#, #"code: "<redacted>", count: 7, name: "ada""#,
+        ] {
+            XCTAssertTrue(shown.contains(harmless), "\(harmless) in \(shown)")
+        }
+    }
+
+    /// A sign-up's model, whose confirmation repeats the password under a name that is not secret.
+    private struct SignUp: Encodable {
+        let username: String
+        let password: String
+        let confirmation: String
+        let hints: [String]
+    }
+
+    /// A parameter's body encoded from a model showed the password again under another name (its confirmation).
+    func testPrintingAParameterHidesTheSecretValuesOfItsBodyUnderEveryKey() {
+        let signUp = SignUp(
+            username: "ada", password: "PASSWORD-SECRET43", confirmation: "PASSWORD-SECRET43",
+            hints: ["not PASSWORD-SECRET43", "blue"])
+        let parameters: [Parameter] = [
+            .jsonObject(value: signUp), .encoded(value: signUp, encoder: PropertyListEncoder()),
+        ]
+
+        let shown = parameters.map(printed).joined(separator: "\n")
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(
+            shown.contains(
+                #"{"confirmation":"<redacted>","hints":["not <redacted>","blue"],"password":"<redacted>","username":"ada"}"#
+            ), shown)
+    }
 }
