@@ -19,7 +19,8 @@ extension ConnectError: CustomReflectable {
         let hide = { (text: String) in secrets?.hiding(in: text) ?? text }
         let children: KeyValuePairs<String, Any> = [
             "kind": kind,
-            "message": SingleLineText.make(message),
+            // `message` hides the request's secret values; the URLs it quotes are redacted as the description's.
+            "message": SingleLineText.make(secrets == nil ? message : Redaction.urlsInText(message)),
             "invalidRequestReason": invalidRequestReason.map { hide("\($0)") } as Any,
             "request": request.map { hide(Self.reflected($0, redacting: secrets != nil)) } as Any,
             "response": response.map { hide(Self.reflected($0, redacting: secrets != nil)) } as Any,

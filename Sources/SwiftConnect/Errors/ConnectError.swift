@@ -302,8 +302,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// control characters become spaces and it is cut to about 1,024 characters, so that it can neither
     /// forge log lines nor flood a log. ``message`` itself is kept as it is.
     ///
-    /// Secrets are hidden by name (a URL's credentials and secret query items) and by value (the secret values
-    /// ``request`` carried, wherever the message quotes them), unless the client was set not to redact.
+    /// Secrets are hidden by name (a URL's credentials and secret query items, in the request's URL and in every URL
+    /// the message quotes) and by value (the secret values ``request`` carried, wherever the message quotes them),
+    /// unless the client was set not to redact.
     public var description: String {
         description(hiding: secretsAreShown ? nil : secrets())
     }
@@ -325,8 +326,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The description, with `secrets` and the secrets named in the URL hidden; with nothing hidden if `nil`.
     private func description(hiding secrets: SecretValues?) -> String {
         let redacting = secrets != nil
-        // Hidden before it is cut: a secret the cut would split is hidden whole.
-        var text = "\(kind.stageName): \(SingleLineText.make(secrets?.hiding(in: storedMessage) ?? storedMessage))"
+        // Hidden before it is cut: a secret the cut would split is hidden whole. A URL the message quotes (a server's
+        // "link expired: https://…?X-Amz-Signature=…") is redacted as the underlying error's are.
+        let message = secrets.map { Redaction.urlsInText($0.hiding(in: storedMessage)) } ?? storedMessage
+        var text = "\(kind.stageName): \(SingleLineText.make(message))"
         if let storedRequest, let url = storedRequest.url {
             text += " [\(storedRequest.method) \(Redaction.url(url, redacting: redacting))]"
         }

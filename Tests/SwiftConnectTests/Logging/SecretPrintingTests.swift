@@ -373,4 +373,28 @@ final class SecretPrintingTests: XCTestCase {
                 #"{"confirmation":"<redacted>","hints":["not <redacted>","blue"],"password":"<redacted>","username":"ada"}"#
             ), shown)
     }
+
+    // MARK: - Errors and log lines
+
+    /// An error's message can quote a URL the request did not carry (a server's "link expired: https://…", a decoding
+    /// error of your own): the description, `debugDescription` and reflection showed it whole, where they redact every
+    /// URL an underlying error quotes.
+    func testAnErrorMessageQuotingAURLShowsItRedacted() throws {
+        let request = URLRequest(url: try XCTUnwrap(URL(string: "https://a.test/upload")))
+        let message =
+            "link expired: https://s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=SIGNATURE-SECRET50, "
+            + "retry at https://amy:PASSWORD-SECRET51@b.test/x"
+        let error = ConnectError(.serverMessage, message: message, request: request)
+
+        let shown = printed(error)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(
+            shown.contains(
+                "link expired: https://s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=<redacted>, "
+                    + "retry at https://b.test/x"), shown)
+        XCTAssertEqual(error.message, message, "the message itself is kept, for code that reads it")
+        let shownAsIs = printed(ConnectError.showingSecrets(error))
+        XCTAssertTrue(shownAsIs.contains("SIGNATURE-SECRET50"), "a client that does not redact shows it: \(shownAsIs)")
+    }
 }
