@@ -256,7 +256,7 @@ final class RetryingCall:
     private func logNotRetried(after attempt: Int) {
         context.logger.log(
             .info,
-            "\(context.method.rawValue) \(Redaction.url(request.url, redacting: true))"
+            "\(context.method.rawValue) \(request.redactedURL)"
                 + (context.connectorName.isEmpty ? "" : " (\(context.connectorName))")
                 + " not retried after attempt \(attempt): its body was a one-shot stream, which cannot be sent again"
         )

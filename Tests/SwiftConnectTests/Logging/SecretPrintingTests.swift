@@ -397,4 +397,33 @@ final class SecretPrintingTests: XCTestCase {
         let shownAsIs = printed(ConnectError.showingSecrets(error))
         XCTAssertTrue(shownAsIs.contains("SIGNATURE-SECRET50"), "a client that does not redact shows it: \(shownAsIs)")
     }
+
+    /// The log line that says a call with a one-shot body is not retried showed its URL redacted by name only: a
+    /// secret the request carries elsewhere (its token, in a path segment) showed, where every other output hides it.
+    func testTheNotRetriedLogLineHidesTheRequestsSecretValues() throws {
+        let logger = MemoryLogger()
+        let transport = FakeTransport()
+        transport.stub(
+            "/v1/files/TOKEN-SECRET52", with: [.status(503, headers: ["Retry-After": "0"]), .status(200)])
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(logger: logger))
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("made as it goes".utf8))
+            continuation.finish()
+        }
+        var request = ConnectRequest(
+            method: .put,
+            url: try XCTUnwrap(URL(string: "https://a.test/v1/files/TOKEN-SECRET52?api_key=KEY-SECRET53")),
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        request.headerFields[.authorization] = "Bearer TOKEN-SECRET52"
+
+        let response = try connect.response(for: request, options: RequestOptions(acceptsEveryStatus: true)).wait()
+
+        XCTAssertEqual(response.statusCode, 503)
+        let lines = logger.messages.joined(separator: "\n")
+        XCTAssertTrue(lines.contains("PUT https://a.test/v1/files/<redacted>?api_key=<redacted>"), lines)
+        XCTAssertTrue(lines.contains("not retried after attempt 1"), lines)
+        XCTAssertFalse(lines.contains("SECRET"), lines)
+    }
 }
