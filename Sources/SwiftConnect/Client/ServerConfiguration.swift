@@ -301,8 +301,8 @@ struct ResolvedConnector: Connector, AuthorizedConnector {
 
 extension ServerConfiguration: CustomStringConvertible, CustomReflectable {
     /// The server's URL with its default query items, and its default headers, secret values hidden
-    /// (`api_key=<redacted>`, `Authorization: <redacted>`): what `print(configuration)` shows, so that the API key these
-    /// often carry reaches no log.
+    /// (`api_key=<redacted>`, `Authorization: <redacted>`), also where another item or header repeats one: what
+    /// `print(configuration)` shows, so that the API key these often carry reaches no log.
     public var description: String {
         let query = defaultQueryItems.map { item in
             PercentEncoding.encoded(item.name) + (item.value.map { "=" + PercentEncoding.encoded($0) } ?? "")
@@ -311,7 +311,12 @@ extension ServerConfiguration: CustomStringConvertible, CustomReflectable {
         var text =
             shownURLWithProblem ?? Redaction.urlText(attemptedURL + (query.isEmpty ? "" : "?" + query))
         if !defaultHeaders.isEmpty { text += ", " + defaultHeaders.map(\.description).joined(separator: ", ") }
-        return "ServerConfiguration(\(text))"
+        // The secret values of the default headers and query items, wherever else they show (a default query item
+        // repeating the token), as a request's description hides them.
+        let secrets = SecretValues(
+            fields: defaultHeaders.map { (name: $0.name, value: $0.value) }, url: nil, body: nil, contentType: nil
+        ).union(SecretValues(values: SecretValues.formSecrets(query)))
+        return "ServerConfiguration(\(secrets.hiding(in: text)))"
     }
 
     /// The configuration as ``description`` shows it, so that `dump(configuration)` and a debugger show no secret

@@ -426,4 +426,27 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertTrue(lines.contains("not retried after attempt 1"), lines)
         XCTAssertFalse(lines.contains("SECRET"), lines)
     }
+
+    /// A server configuration's description hid a default header's or query item's value by its name only: a default
+    /// query item or header repeating the `Authorization` token or the API key showed it.
+    func testAServerConfigurationHidesItsSecretValuesWhereverTheyShow() {
+        let configuration = ServerConfiguration(
+            host: "api.example.com",
+            defaultHeaders: [
+                .authorization(bearerToken: "BEARER-SECRET54"), HTTPHeader(name: "X-Echo", value: "BEARER-SECRET54"),
+                .accept("application/json"),
+            ],
+            defaultQueryItems: [
+                URLQueryItem(name: "api_key", value: "KEY-SECRET55"), URLQueryItem(name: "echo", value: "KEY-SECRET55"),
+                URLQueryItem(name: "v", value: "2"),
+            ])
+
+        let shown = printed(configuration)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(
+            shown.contains(
+                "ServerConfiguration(https://api.example.com?api_key=<redacted>&echo=<redacted>&v=2, "
+                    + "Authorization: <redacted>, X-Echo: <redacted>, Accept: application/json)"), shown)
+    }
 }
