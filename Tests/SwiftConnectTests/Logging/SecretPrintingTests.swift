@@ -196,6 +196,27 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertNotNil(value(of: waiting))
     }
 
+    /// A waiting request's description and mirror hid its URL's secrets by name only: a secret the request carries
+    /// elsewhere (its token, repeated in a path segment) showed, where the request's own description hides it.
+    func testPrintingTheWaitingRequestsHidesTheirSecretValues() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/thumbs/TOKEN-SECRET56", with: .status(200))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        queue.pause()
+        let url = try XCTUnwrap(URL(string: "https://a.test/thumbs/TOKEN-SECRET56?size=2"))
+        let waiting = connect.request(Route(url: url, authorizationToken: .bearer(token: "TOKEN-SECRET56")))
+
+        let shown = printed(queue.waitingRequests)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(shown.contains("GET https://a.test/thumbs/<redacted>?size=2 (Route)"), shown)
+        XCTAssertTrue(shown.contains(#"url: "https://a.test/thumbs/<redacted>?size=2""#), shown)
+        XCTAssertEqual(queue.waitingRequests.first?.url, url, "the URL itself is kept")
+        queue.resume()
+        XCTAssertNotNil(value(of: waiting))
+    }
+
     // MARK: - Bodies
 
     /// A JSON value printed what secret keys held (`{"access_token":"…"}`), at any depth.

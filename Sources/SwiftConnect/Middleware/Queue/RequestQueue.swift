@@ -442,7 +442,8 @@ extension RequestQueue {
     /// A request waiting for a slot, as ``RequestQueue/waitingRequests`` lists it: what it is, since when it waits,
     /// and the identity ``RequestQueue/cancel(_:)`` takes.
     ///
-    /// Printing or dumping one shows its URL with secret query values hidden.
+    /// Printing or dumping one shows its URL with secret query values hidden, and the secret values the request carries
+    /// (its credentials) wherever else the URL shows them.
     public struct WaitingRequest: Sendable, Identifiable, CustomStringConvertible, CustomReflectable {
         /// The request's place in this queue, unique for the queue's life.
         public let id: UInt64
@@ -454,10 +455,15 @@ extension RequestQueue {
         public let connectorName: String
         /// When the request joined the queue.
         public let waitingSince: Date
+        /// The request, whose secret values printing hides (read only then: not while the queue's lock is held).
+        let request: ConnectRequest
+
+        /// The URL as printed: ``ConnectRequest/redactedURL``.
+        private var shownURL: String { request.redactedURL }
 
         /// `GET https://api.example.com/todos (TodoConnector)`, secret query values hidden.
         public var description: String {
-            "\(method) \(Redaction.url(url, redacting: true))" + (connectorName.isEmpty ? "" : " (\(connectorName))")
+            "\(method) \(shownURL)" + (connectorName.isEmpty ? "" : " (\(connectorName))")
         }
 
         /// The fields, with the URL as ``description`` shows it, so that `dump(queue.waitingRequests)` and a debugger
@@ -466,7 +472,7 @@ extension RequestQueue {
             Mirror(
                 self,
                 children: [
-                    "id": id, "method": method.rawValue, "url": Redaction.url(url, redacting: true),
+                    "id": id, "method": method.rawValue, "url": shownURL,
                     "connectorName": connectorName, "waitingSince": waitingSince,
                 ],
                 displayStyle: .struct)
@@ -487,7 +493,7 @@ extension RequestQueue {
                 state.pending[id].map { waiting in
                     WaitingRequest(
                         id: id, method: waiting.request.method, url: waiting.request.url,
-                        connectorName: waiting.connectorName, waitingSince: waiting.since)
+                        connectorName: waiting.connectorName, waitingSince: waiting.since, request: waiting.request)
                 }
             }
         }
