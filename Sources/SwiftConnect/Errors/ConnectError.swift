@@ -373,6 +373,14 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 }
 
+/// `localizedDescription` says what failed, as ``ConnectError/description`` does, rather than Foundation's "The
+/// operation could not be completed": code that sees only `any Error` (an alert, a logger, `NSError` bridging) shows
+/// the stage, the message, the request and the status, secrets hidden.
+extension ConnectError: LocalizedError {
+    /// The ``description``: what `localizedDescription` returns.
+    public var errorDescription: String? { description }
+}
+
 // MARK: - Factories
 
 extension ConnectError {
