@@ -184,6 +184,8 @@ package enum Redaction {
         hiding secrets: SecretValues? = nil
     ) -> String {
         if data.isEmpty { return "" }
+        // A body in the single-byte charset it declares (an error page in ISO-8859-1) is shown as its text.
+        let data = BodyCharset.utf8(data, contentType: contentType)
         // Secrets by value are hidden before the cut at `limit`, so that one the cut would split is hidden whole.
         func truncated(_ text: String, limit: Int) -> String {
             Redaction.truncated(text, limit: limit, hiding: secrets)

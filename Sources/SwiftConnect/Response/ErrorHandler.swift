@@ -53,7 +53,7 @@ extension ErrorHandling {
     /// A ``ConnectError`` that ``handle(response:)`` returns gets the response's request, status, headers and
     /// body where it has none of its own (that method sees only the JSON object).
     public func handle(_ response: ConnectResponse) -> (any Error)? {
-        guard let object = ErrorBody.jsonObject(response.data) else {
+        guard let object = ErrorBody.jsonObject(response.data, contentType: response.header("Content-Type")) else {
             return ConnectError.httpStatus(response)
         }
         let error = handle(response: object)
@@ -105,7 +105,7 @@ public struct ErrorHandler: ErrorHandling {
     /// The error for a complete error response: a server message with status, headers and body, or an
     /// HTTP-status error.
     public func handle(_ response: ConnectResponse) -> (any Error)? {
-        guard let object = ErrorBody.jsonObject(response.data) else {
+        guard let object = ErrorBody.jsonObject(response.data, contentType: response.header("Content-Type")) else {
             return ConnectError.httpStatus(response)
         }
         let isProblem = response.mediaType == "application/problem+json"
@@ -161,9 +161,10 @@ enum ErrorBody {
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
     /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
-    /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are.
-    static func jsonObject(_ data: Data) -> [String: Any]? {
-        var data = data
+    /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are. A body that
+    /// is not UTF-8 is read in the single-byte charset `contentType` declares, if any (``BodyCharset``).
+    static func jsonObject(_ data: Data, contentType: String?) -> [String: Any]? {
+        var data = BodyCharset.utf8(data, contentType: contentType)
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
             data = data.subdata(in: data.startIndex + 3..<data.endIndex)
         } else if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {

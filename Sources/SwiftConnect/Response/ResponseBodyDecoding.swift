@@ -17,7 +17,8 @@ extension Future where Value == Data {
     /// ``always(on:_:)``): `connect.request(…).timeout(after: 5).decoded(toType: Todo.self)` decodes as
     /// `connect.request(…).decoded(toType: Todo.self)` does. Any other `Future<Data>` (one you made, or one `map`
     /// returned) is decoded as JSON. An empty body, or one of only white space, decodes as `nil` when `type` is an
-    /// `Optional`, and as ``EmptyResponse``.
+    /// `Optional`, and as ``EmptyResponse``. A JSON body that is not UTF-8 is read in the single-byte charset its
+    /// response declares, if any (`application/json; charset=ISO-8859-1`, `windows-1252`).
     ///
     /// - Parameters:
     ///   - type: The type to decode.
@@ -72,19 +73,29 @@ func decodeBody<Decoded: Decodable>(
         return try decoder.decode(type, from: data, contentType: response()?.header("Content-Type"))
     } catch {
         let response = response()
+        var error = error
+        // The JSON parser reads UTF-8 (and UTF-16 and UTF-32): a body in the single-byte charset its response
+        // declares (`charset=ISO-8859-1`) is read again in that charset, and a failure is told of that text.
+        var text = data
+        if decoder is JSONDecoder, let contentType = response?.header("Content-Type") {
+            text = BodyCharset.utf8(data, contentType: contentType)
+            if text != data {
+                do { return try decoder.decode(type, from: text) } catch let converted { error = converted }
+            }
+        }
         var failure = ConnectError.decoding(error, body: data, as: type)
         if data.isEmpty {
             // Foundation says "not valid JSON", which sends people looking for a syntax error.
             failure.message =
                 "could not decode \(type) from the response body: the response body is empty "
                 + "(decode an Optional or EmptyResponse for a response that may have no body)"
-        } else if decoder is JSONDecoder, JSONDepth.exceeds(data, limit: JSONDepth.foundationLimit) {
+        } else if decoder is JSONDecoder, JSONDepth.exceeds(text, limit: JSONDepth.foundationLimit) {
             // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.
             failure.message =
                 "could not decode \(type) from the response body: "
                 + "the JSON is nested deeper than \(JSONDepth.foundationLimit) levels"
         } else if decoder is JSONDecoder, case .dataCorrupted(let context)? = error as? DecodingError,
-            context.codingPath.isEmpty, let problem = JSONSyntax.problem(in: data)
+            context.codingPath.isEmpty, let problem = JSONSyntax.problem(in: text)
         {
             // Foundation says only "The given data was not valid JSON.": say where, and what the server declared.
             failure.message = "could not decode \(type) from the response body: the response body is not valid JSON: "
