@@ -67,7 +67,8 @@ extension ErrorHandling {
 /// It looks, in order, for:
 /// - an RFC 7807 problem (`application/problem+json`): `title` and `detail`;
 /// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, an
-///   object holding a `message`, or a list of these (its first message: `"message": ["email is invalid"]`);
+///   object holding a `message`, or a list of these (its first message: `"message": ["email is invalid"]`); an
+///   OAuth 2 error (RFC 6749) gives its code and its `error_description`: `invalid_grant: The token has expired.`;
 /// - `errors`: a list's first message (`errors[0].message`, or `errors[0]` as a string), or, keyed by field as
 ///   Rails and Laravel send validation errors (`{"email": ["is invalid"]}`), each field with its first message,
 ///   sorted by field: `email: is invalid; name: can't be blank` (Rails' `base` without its name);
@@ -125,7 +126,12 @@ public struct ErrorHandler: ErrorHandling {
     func message(in object: [String: Any], problem: Bool) -> String? {
         if problem, let text = problemMessage(object) { return text }
         for key in messageKeys {
-            if let text = ErrorBody.text(object[key]) { return text }
+            guard let text = ErrorBody.text(object[key]) else { continue }
+            // OAuth 2 (RFC 6749 §5.2): `error` is a code, `error_description` says it in words; both are kept.
+            if key == "error", object[key] is String, let description = ErrorBody.string(object["error_description"]) {
+                return SingleLineText.make("\(text): \(description)", limit: SingleLineText.keptLimit)
+            }
+            return text
         }
         if let errors = object["errors"] {
             // An object without a message of its own is a map of fields to their messages.

@@ -52,6 +52,19 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.message, "disk full")
     }
 
+    /// An OAuth 2 error (RFC 6749 §5.2), as every token endpoint sends it: `error` is a code, `error_description`
+    /// says it in words. The message has both; before, only the code (`invalid_grant`) was kept.
+    func testAnOAuthErrorGivesItsCodeAndItsDescription() {
+        let error = errorFor(
+            body: #"{"error":"invalid_grant","error_description":"The refresh token has expired.","error_uri":"x"}"#)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "invalid_grant: The refresh token has expired.")
+        // A description that is not text, or empty, leaves the code alone.
+        XCTAssertEqual(
+            errorFor(body: #"{"error":"invalid_client","error_description":" "}"#)?.message, "invalid_client")
+        XCTAssertEqual(errorFor(body: #"{"error":"invalid_scope","error_description":3}"#)?.message, "invalid_scope")
+    }
+
     func testErrorObjectWithMessage() {
         let error = errorFor(body: #"{"error":{"code":"E42","message":"Quota exceeded"}}"#, status: 429)
         XCTAssertEqual(error?.kind, .serverMessage)
