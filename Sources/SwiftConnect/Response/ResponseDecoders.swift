@@ -54,35 +54,52 @@ extension PropertyListDecoder: ResponseBodyDecoder {}
 ///
 /// JSON is built in, for `application/json` and every `…+json` type (`application/problem+json`,
 /// `application/vnd.api+json`…). A response whose type has no registered decoder, or no `Content-Type`,
-/// uses the ``fallback`` (JSON by default).
+/// uses the ``fallback``: the decoder registered for `application/json`, unless you set another.
 ///
 /// ```swift
 /// var decoders = ResponseDecoders.default
 /// decoders.register(PropertyListDecoder(), for: "application/x-plist")
 /// let connect = Connect(settings: Connect.Settings(decoders: decoders))
 /// ```
+///
+/// The client's JSON decoder, with your strategies, is registered for `application/json`; it then decodes `…+json`
+/// types and, as the fallback, answers sent as `text/plain` or without a `Content-Type` too:
+///
+/// ```swift
+/// let json = JSONDecoder()
+/// json.keyDecodingStrategy = .convertFromSnakeCase
+/// json.dateDecodingStrategy = .iso8601
+/// var decoders = ResponseDecoders.default
+/// decoders.register(json, for: "application/json")
+/// ```
 public struct ResponseDecoders: Sendable {
     private var decoders: [String: any ResponseBodyDecoder] {
         didSet { soleDecoder = Self.soleDecoder(of: decoders, fallback: fallback) }
     }
-    /// The decoder for types with no registered decoder.
+    /// The decoder for types with no registered decoder: the one registered for `application/json` until you set
+    /// another (registering a JSON decoder with your strategies makes it the fallback too).
     public var fallback: any ResponseBodyDecoder {
-        didSet { soleDecoder = Self.soleDecoder(of: decoders, fallback: fallback) }
+        // `application/json` is always registered (``default`` does, and nothing removes it).
+        get { chosenFallback ?? decoders["application/json"] ?? JSONDecoder() }
+        set {
+            chosenFallback = newValue
+            soleDecoder = Self.soleDecoder(of: decoders, fallback: newValue)
+        }
     }
+    /// The fallback set by hand; `nil` while it is the decoder registered for `application/json`.
+    private var chosenFallback: (any ResponseBodyDecoder)?
     /// The decoder every media type gets, when the registered decoders and the fallback are one instance (as in
     /// ``default``): then no response's `Content-Type` needs to be read to choose.
     private var soleDecoder: (any ResponseBodyDecoder)?
 
-    private init(decoders: [String: any ResponseBodyDecoder], fallback: any ResponseBodyDecoder) {
+    private init(decoders: [String: any ResponseBodyDecoder]) {
         self.decoders = decoders
-        self.fallback = fallback
-        soleDecoder = Self.soleDecoder(of: decoders, fallback: fallback)
+        soleDecoder = Self.soleDecoder(of: decoders, fallback: decoders["application/json"] ?? JSONDecoder())
     }
 
     /// JSON for `application/json` and `…+json`, and JSON as the fallback.
     public static var `default`: ResponseDecoders {
-        let json = JSONDecoder()
-        return ResponseDecoders(decoders: ["application/json": json], fallback: json)
+        ResponseDecoders(decoders: ["application/json": JSONDecoder()])
     }
 
     /// Uses `decoder` for responses of `mediaType`.

@@ -187,6 +187,35 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertEqual(shared.calls.value, 4)
     }
 
+    /// A client's JSON decoder (snake_case keys, ISO 8601 dates), registered for `application/json`, is also the
+    /// one for answers with another type or none: the fallback is "JSON". It was the plain `JSONDecoder`, so a
+    /// server that sends JSON as `text/plain` or without a `Content-Type` had the client's strategies ignored, and an
+    /// optional property came out `nil` without an error.
+    func testTheJSONDecoderRegisteredForJSONIsTheFallback() throws {
+        struct Profile: Decodable, Sendable { let displayName: String? }
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        var decoders = ResponseDecoders.default
+        decoders.register(snake, for: "application/json")
+        XCTAssertTrue(decoders.fallback as AnyObject === snake)
+        XCTAssertTrue(decoders.decoder(for: nil) as AnyObject === snake)
+
+        for contentType in ["text/plain", "text/json", nil] {
+            let headers = contentType.map { ["Content-Type": $0] } ?? [:]
+            let transport = FakeTransport.answering(.data(Data(#"{"display_name":"Ada"}"#.utf8), headers: headers))
+            let connect = Connect(
+                transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
+            let profile = try connect.request(Endpoint()).decoded(toType: Profile.self).wait()
+            XCTAssertEqual(profile.displayName, "Ada", contentType ?? "no Content-Type")
+        }
+
+        // A fallback set by hand stays, whatever is registered after it.
+        let plain = JSONDecoder()
+        decoders.fallback = plain
+        decoders.register(JSONDecoder(), for: "application/json")
+        XCTAssertTrue(decoders.fallback as AnyObject === plain)
+    }
+
     func testAnotherFallbackIsUsedOnlyForTypesWithoutADecoder() throws {
         let fallback = CountingJSONDecoder()
         var decoders = ResponseDecoders.default
