@@ -100,6 +100,23 @@ func decodeBody<Decoded: Decodable>(
             // Foundation says only "The given data was not valid JSON.": say where, and what the server declared.
             failure.message = "could not decode \(type) from the response body: the response body is not valid JSON: "
             failure.message += problem + JSONSyntax.declaredTypeNote(response?.mediaType)
+        } else if let json = decoder as? JSONDecoder, JSONNumberFit.isNotValidJSONReport(error) {
+            // The JSON parses: Foundation says "not valid JSON", with no path, of a number that does not fit its type.
+            failure.message = "could not decode \(type) from the response body: "
+            if let misfit = JSONNumberFit.locate(type, in: text, with: json) {
+                failure.codingPath = misfit.path
+                failure.message += "the number \(misfit.number)"
+                if let path = misfit.path { failure.message += " at '\(path)'" }
+                failure.message += " does not fit \(misfit.type) "
+            } else {
+                failure.message +=
+                    "JSONDecoder refused a value, most likely a number that does not fit its type (a "
+                    + "fraction or an exponent for an integer, a negative number for an unsigned one, a value beyond "
+                    + "the type's range) "
+            }
+            failure.message +=
+                "(the JSON is valid: JSONDecoder reports such a number as "
+                + "\"The given data was not valid JSON.\")"
         }
         if let response {
             failure.storedRequest = response.storedRequest

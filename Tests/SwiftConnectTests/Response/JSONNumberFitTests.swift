@@ -1,0 +1,203 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+/// A number that does not fit the type it decodes to (`1.5` for an `Int`, `-1` for a `UInt`): Foundation's
+/// `JSONDecoder` (Swift 5.9 and later, on every platform) reports it as "The given data was not valid JSON." with no
+/// coding path. The decoding error says which number, where, and that the JSON itself is valid.
+final class JSONNumberFitTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private struct Order: Decodable, Sendable {
+        struct Line: Decodable, Sendable {
+            let sku: String
+            let quantity: Int
+        }
+        let id: String
+        let lines: [Line]
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    /// The decoding error for `body`, decoded as `type` from a response.
+    private func decodingError<T: Decodable & Sendable>(
+        _ body: String, as type: T.Type, decoder: JSONDecoder? = nil, file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> ConnectError? {
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body)), retryPolicy: nil)
+        let error = connectError(
+            of: connect.request(Endpoint()).decoded(toType: type, decoder: decoder), file: file, line: line)
+        XCTAssertEqual(error?.kind, .decoding, file: file, line: line)
+        return error
+    }
+
+    func testAFractionForAnIntegerIsFoundWhereItIs() throws {
+        let body = #"{"id":"A-1","lines":[{"sku":"pen","quantity":2},{"sku":"ink","quantity":1.5}]}"#
+        let error = try XCTUnwrap(decodingError(body, as: Order.self))
+        XCTAssertEqual(error.codingPath, "lines[1].quantity")
+        XCTAssertEqual(
+            error.message,
+            "could not decode Order from the response body: the number 1.5 at 'lines[1].quantity' does not fit Int "
+                + "(the JSON is valid: JSONDecoder reports such a number as \"The given data was not valid JSON.\")")
+        XCTAssertTrue(error.description.hasPrefix("Decoding failed: "), error.description)
+    }
+
+    /// Every way a number can miss its type: a negative number for an unsigned type, beyond the type's range, beyond
+    /// every integer type, beyond `Float`.
+    func testEveryKindOfMisfitIsFound() throws {
+        struct Sizes: Decodable, Sendable {
+            var unsigned: UInt?
+            var small: UInt8?
+            var wide: Int?
+            var single: Float?
+        }
+        let cases: [(body: String, path: String, type: String)] = [
+            (#"{"unsigned":-1}"#, "unsigned", "UInt"),
+            (#"{"small":300}"#, "small", "UInt8"),
+            (#"{"wide":9223372036854775808}"#, "wide", "Int"),
+            (#"{"wide":1e30}"#, "wide", "Int"),
+            (#"{"single":1e39}"#, "single", "Float"),
+        ]
+        for (body, path, type) in cases {
+            let error = try XCTUnwrap(decodingError(body, as: Sizes.self), body)
+            XCTAssertEqual(error.codingPath, path, body)
+            XCTAssertTrue(error.message.contains("at '\(path)' does not fit \(type) "), error.message)
+        }
+    }
+
+    /// The path is in the model's names with a key strategy, and a `[String: …]` dictionary's keys stay as they came
+    /// (JSONDecoder does not convert them).
+    func testThePathFollowsTheDecodersKeyStrategy() throws {
+        struct Stock: Decodable, Sendable {
+            let warehouseLines: [String: UInt]
+        }
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        let body = #"{"warehouse_lines":{"north_east":4,"south_west":-2}}"#
+        let error = try XCTUnwrap(decodingError(body, as: Stock.self, decoder: snake))
+        XCTAssertEqual(error.codingPath, "warehouseLines.south_west")
+
+        // Dates decode by the decoder's own strategy on the way to the number.
+        struct Shipment: Decodable, Sendable {
+            let shippedAt: Date
+            let parcelCount: UInt
+        }
+        snake.dateDecodingStrategy = .iso8601
+        let shipment =
+            #"[{"shipped_at":"2024-05-01T10:00:00Z","parcel_count":3},{"shipped_at":"2024-05-02T10:00:00Z","parcel_count":-3}]"#
+        XCTAssertEqual(decodingError(shipment, as: [Shipment].self, decoder: snake)?.codingPath, "[1].parcelCount")
+
+        let custom = JSONDecoder()
+        custom.keyDecodingStrategy = .custom { path in
+            let last = path[path.count - 1]
+            return Key(stringValue: last.stringValue.lowercased())
+        }
+        struct Upper: Decodable, Sendable { let total: Int }
+        XCTAssertEqual(decodingError(#"{"TOTAL":0.5}"#, as: Upper.self, decoder: custom)?.codingPath, "total")
+    }
+
+    /// When the walk cannot find the number, the message still says that the JSON parses, and what JSONDecoder means.
+    func testWithoutTheNumberFoundTheMessageStillExplains() throws {
+        struct Opaque: Decodable, Sendable {
+            init(from decoder: any Decoder) throws {
+                throw DecodingError.dataCorrupted(
+                    .init(codingPath: [], debugDescription: "The given data was not valid JSON."))
+            }
+        }
+        let error = try XCTUnwrap(decodingError(#"{"a":1}"#, as: Opaque.self))
+        XCTAssertNil(error.codingPath)
+        XCTAssertTrue(
+            error.message.hasPrefix(
+                "could not decode Opaque from the response body: JSONDecoder refused a value, most likely a number"),
+            error.message)
+        XCTAssertTrue(
+            error.message.hasSuffix(
+                "(the JSON is valid: JSONDecoder reports such a number as \"The given data was not valid JSON.\")"),
+            error.message)
+    }
+
+    /// A body nested deeper than the walk goes is not walked (its stack stays small); the message still explains.
+    func testADeepBodyIsNotWalked() throws {
+        indirect enum Tree: Decodable, Sendable {
+            case leaf(UInt)
+            case node([Tree])
+            init(from decoder: any Decoder) throws {
+                if var list = try? decoder.unkeyedContainer() {
+                    var children: [Tree] = []
+                    while !list.isAtEnd { children.append(try list.decode(Tree.self)) }
+                    self = .node(children)
+                } else {
+                    self = .leaf(try decoder.singleValueContainer().decode(UInt.self))
+                }
+            }
+        }
+        let shallow = String(repeating: "[", count: 10) + "-1" + String(repeating: "]", count: 10)
+        XCTAssertEqual(
+            decodingError(shallow, as: Tree.self)?.codingPath, (0..<10).map { _ in "[0]" }.joined())
+        let deep = String(repeating: "[", count: 200) + "-1" + String(repeating: "]", count: 200)
+        let error = try XCTUnwrap(decodingError(deep, as: Tree.self))
+        XCTAssertNil(error.codingPath)
+        XCTAssertTrue(error.message.contains("most likely a number that does not fit its type"), error.message)
+    }
+
+    /// A type that decodes its number through a single-value container of its own is looked into.
+    func testANumberInsideAWrapperTypeIsFound() throws {
+        struct Cents: Decodable, Sendable {
+            let value: UInt
+            init(from decoder: any Decoder) throws { value = try decoder.singleValueContainer().decode(UInt.self) }
+        }
+        struct Refund: Decodable, Sendable { let amount: Cents }
+        let error = try XCTUnwrap(decodingError(#"{"amount":-250}"#, as: Refund.self))
+        XCTAssertEqual(error.codingPath, "amount")
+        let wrapped = try XCTUnwrap(decodingError(#"[{"amount":-250}]"#, as: [Refund].self))
+        XCTAssertEqual(wrapped.codingPath, "[0].amount")
+        XCTAssertTrue(wrapped.message.contains("the number -250 at '[0].amount' does not fit UInt"), wrapped.message)
+    }
+
+    /// A number that is the whole body has no path.
+    func testANumberThatIsTheWholeBodyHasNoPath() throws {
+        let error = try XCTUnwrap(decodingError("2.5", as: Int.self))
+        XCTAssertNil(error.codingPath)
+        XCTAssertTrue(error.message.contains(": the number 2.5 does not fit Int (the JSON is valid"), error.message)
+    }
+
+    /// A type's own `dataCorrupted` error with no path is its message, not taken for a number.
+    func testATypesOwnCorruptionErrorIsKept() throws {
+        struct Status: Decodable, Sendable {
+            init(from decoder: any Decoder) throws {
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown status"))
+            }
+        }
+        let error = try XCTUnwrap(decodingError(#"{"status":"weird"}"#, as: Status.self))
+        XCTAssertEqual(error.message, "could not decode Status from the response body: invalid data: unknown status")
+    }
+
+    /// The walk converts snake_case keys exactly as JSONDecoder does, which it reports through `allKeys`.
+    func testSnakeCaseKeysConvertAsJSONDecoderConvertsThem() throws {
+        struct Keys: Decodable {
+            let names: [String]
+            init(from decoder: any Decoder) throws {
+                names = try decoder.container(keyedBy: Key.self).allKeys.map(\.stringValue)
+            }
+        }
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        let keys = [
+            "user_id", "_leading", "trailing_", "__both__", "a__b", "ALL_CAPS", "already", "camelCase", "a_b_c", "_",
+            "__",
+            "x_1", "mixed_Case_Key", "", "url_path_2x", "élan_vital", "_private_value_",
+        ]
+        for key in keys {
+            let body = try JSONSerialization.data(withJSONObject: [key: 1])
+            let foundation = try snake.decode(Keys.self, from: body).names
+            XCTAssertEqual([JSONNumberFit.camelCase(fromSnakeCase: key)], foundation, key)
+        }
+    }
+}
