@@ -75,7 +75,8 @@ extension ErrorHandling {
 /// - `title` and `detail`, for a problem sent with another content type.
 ///
 /// Only text is a message: a number or a boolean (`"error": true`, `"message": 404`) is skipped. A body that is a
-/// JSON array is read as its first object (`[1, {"message": "…"}]` as the object).
+/// JSON array is read as its first object (`[1, {"message": "…"}]` as the object), or, with no object in it, as a
+/// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first).
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body.
@@ -106,13 +107,17 @@ public struct ErrorHandler: ErrorHandling {
     /// The error for a complete error response: a server message with status, headers and body, or an
     /// HTTP-status error.
     public func handle(_ response: ConnectResponse) -> (any Error)? {
-        guard let object = ErrorBody.jsonObject(response.data, contentType: response.header("Content-Type")) else {
-            return ConnectError.httpStatus(response)
+        let body = ErrorBody.json(response.data, contentType: response.header("Content-Type"))
+        let message: String?
+        if let object = body.flatMap(ErrorBody.firstObject) {
+            message = self.message(in: object, problem: response.mediaType == "application/problem+json")
+        } else if let list = body as? [Any] {
+            // A list of messages, as Rails sends `errors.full_messages`: its first.
+            message = ErrorBody.text(list)
+        } else {
+            message = nil
         }
-        let isProblem = response.mediaType == "application/problem+json"
-        guard let message = message(in: object, problem: isProblem) else {
-            return ConnectError.httpStatus(response)
-        }
+        guard let message else { return ConnectError.httpStatus(response) }
         return ConnectError(
             .serverMessage,
             message: message,
@@ -170,6 +175,24 @@ enum ErrorBody {
     /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are. A body that
     /// is not UTF-8 is read in the single-byte charset `contentType` declares, if any (``BodyCharset``).
     static func jsonObject(_ data: Data, contentType: String?) -> [String: Any]? {
+        json(data, contentType: contentType).flatMap(firstObject)
+    }
+
+    /// The object a parsed JSON body stands for: itself, or the first element of an array that is an object.
+    static func firstObject(_ value: Any) -> [String: Any]? {
+        // Some servers send a list of errors: its first object stands for the body.
+        if let array = value as? [Any] {
+            for element in array {
+                if let object = element as? [String: Any] { return object }
+            }
+            return nil
+        }
+        return value as? [String: Any]
+    }
+
+    /// The body parsed as a JSON object or array, read as ``jsonObject(_:contentType:)`` reads it; `nil` for a body
+    /// that is neither.
+    static func json(_ data: Data, contentType: String?) -> Any? {
         var data = BodyCharset.utf8(data, contentType: contentType)
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
             data = data.subdata(in: data.startIndex + 3..<data.endIndex)
@@ -191,15 +214,7 @@ enum ErrorBody {
         else {
             return nil
         }
-        let value = try? JSONSerialization.jsonObject(with: data)
-        // Some servers send a list of errors: its first object stands for the body.
-        if let array = value as? [Any] {
-            for element in array {
-                if let object = element as? [String: Any] { return object }
-            }
-            return nil
-        }
-        return value as? [String: Any]
+        return try? JSONSerialization.jsonObject(with: data)
     }
 
     /// A message from a JSON value: a non-empty string, an object's `message` (or `msg`, `detail`,

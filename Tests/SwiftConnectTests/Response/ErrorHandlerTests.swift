@@ -149,8 +149,18 @@ final class ErrorHandlerTests: XCTestCase {
         let error = errorFor(body: #"[{"message":"in an array"},{"message":"second"}]"#, status: 400)
         XCTAssertEqual(error?.kind, .serverMessage)
         XCTAssertEqual(error?.message, "in an array")
-        XCTAssertEqual(errorFor(body: #"["just text"]"#, status: 400)?.kind, .httpStatus)
         XCTAssertEqual(errorFor(body: "[]", status: 400)?.kind, .httpStatus)
+    }
+
+    /// A list of messages, as Rails sends `errors.full_messages`, gives its first message; it was taken for no
+    /// message at all ("the server answered 422").
+    func testAnArrayOfMessagesGivesItsFirst() {
+        let error = errorFor(body: #"["Email can't be blank","Password is too short"]"#, status: 422)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Email can't be blank")
+        XCTAssertEqual(error?.statusCode, 422)
+        XCTAssertEqual(errorFor(body: #"[" ", 3, "third"]"#)?.message, "third")
+        XCTAssertEqual(errorFor(body: #"[1, 2, null]"#)?.kind, .httpStatus)
     }
 
     /// A message key holding a list of messages (as NestJS's validation errors do, next to a generic `error`)
