@@ -310,11 +310,12 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 
     /// The description plus the coding path, the underlying error and a body excerpt, secrets hidden as in
-    /// ``description``.
+    /// ``description``, each on a line of its own (the server's text made one line, as in the description).
     public var debugDescription: String {
         let secrets = secretsAreShown ? nil : secrets()
         var text = description(hiding: secrets)
-        if let codingPath { text += "\n  at: \(codingPath)" }
+        // The path holds the server's keys (those of a `[String: …]` dictionary): on one line too.
+        if let codingPath { text += "\n  at: \(SingleLineText.make(secrets?.hiding(in: codingPath) ?? codingPath))" }
         if let underlyingError {
             let underlying = underlyingText(underlyingError, hiding: secrets)
             text += "\n  underlying: \(SingleLineText.make(underlying, limit: ConnectError.underlyingLimit))"
@@ -350,10 +351,12 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return secrets.hiding(in: Redaction.urlsInText(text))
     }
 
-    /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`).
+    /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`), on one
+    /// line: it is the server's text, and its line breaks and escape sequences would forge the lines after it in
+    /// ``debugDescription`` or reach the terminal that prints it.
     func bodyExcerpt(hiding secrets: SecretValues?) -> String? {
         guard let body, !body.isEmpty else { return nil }
-        return Redaction.bodyText(
+        let text = Redaction.bodyText(
             body,
             contentType: storedHead?.value(of: "Content-Type"),
             redacting: secrets != nil,
@@ -361,6 +364,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             limit: ConnectError.excerptLimit,
             hiding: secrets
         )
+        // Room for the excerpt and the "… (N bytes in all)" after it.
+        return SingleLineText.make(text, limit: 2 * ConnectError.excerptLimit)
     }
 
     /// The secret values of the request, to hide wherever the error shows text.

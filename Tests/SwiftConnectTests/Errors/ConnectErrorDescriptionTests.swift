@@ -45,4 +45,56 @@ final class ConnectErrorDescriptionTests: XCTestCase {
             XCTAssertFalse(error.localizedDescription.contains("could not be completed"), error.localizedDescription)
         }
     }
+
+    /// The body excerpt of `debugDescription` (and of reflection) is the server's text: on one line there, its control
+    /// characters made spaces, so that an error page can neither forge the lines after it (`underlying:`) nor send
+    /// terminal escape sequences to whoever prints the error, as the description already guarantees for the message.
+    func testTheBodyExcerptCannotForgeLinesOrSendEscapeSequences() throws {
+        let page = "<html>\n  underlying: forged line\r\n\u{1B}]0;owned\u{07}\u{1B}[2J<p>down</p>\u{85}</html>"
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(Data(page.utf8), status: 502, headers: ["Content-Type": "text/html"])),
+            retryPolicy: nil)
+        let error = try XCTUnwrap(connectError(of: connect.request(ClientFixtures.Endpoint())))
+
+        let lines = error.debugDescription.components(separatedBy: "\n")
+        XCTAssertEqual(lines.count, 2, error.debugDescription)
+        XCTAssertEqual(lines.last, "  body: <html> underlying: forged line ]0;owned [2J<p>down</p> </html>")
+        var dumped = ""
+        dump(error, to: &dumped)
+        for text in [error.debugDescription, dumped] {
+            XCTAssertFalse(text.unicodeScalars.contains { $0.value == 0x1B || $0.value == 0x07 }, text)
+        }
+        XCTAssertFalse(dumped.contains("\n  underlying: forged"), dumped)
+    }
+
+    /// A body longer than the excerpt still says how long it was, on the same line.
+    func testALongBodysExcerptSaysItsLengthOnItsLine() throws {
+        let body = "<html>" + String(repeating: "x", count: 2_000) + "</html>"
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(Data(body.utf8), status: 500, headers: ["Content-Type": "text/html"])),
+            retryPolicy: nil)
+        let error = try XCTUnwrap(connectError(of: connect.request(ClientFixtures.Endpoint())))
+        let lines = error.debugDescription.components(separatedBy: "\n")
+        XCTAssertEqual(lines.count, 2, error.debugDescription)
+        XCTAssertTrue(lines[1].hasSuffix("… (2013 bytes in all)"), lines[1])
+    }
+
+    /// The coding path holds the server's keys (those of a `[String: …]` dictionary): on one line too.
+    func testACodingPathFromTheServerCannotForgeLines() throws {
+        let body = #"{"totals":{"a\n  underlying: forged\u001B[2J":"x"}}"#
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body)), retryPolicy: nil)
+        let error = try XCTUnwrap(
+            connectError(of: connect.request(ClientFixtures.Endpoint()).decoded(toType: [String: [String: Int]].self)))
+        XCTAssertEqual(error.kind, .decoding)
+        XCTAssertEqual(error.codingPath, "totals.a\n  underlying: forged\u{1B}[2J", "kept as it is")
+        let lines = error.debugDescription.components(separatedBy: "\n")
+        XCTAssertEqual(lines.filter { $0.hasPrefix("  at: ") }, ["  at: totals.a underlying: forged [2J"])
+        XCTAssertFalse(lines.contains { $0.hasPrefix("  underlying: forged") }, error.debugDescription)
+        var dumped = ""
+        dump(error, to: &dumped)
+        XCTAssertFalse(dumped.unicodeScalars.contains { $0.value == 0x1B }, dumped)
+        XCTAssertFalse(dumped.contains("\n  underlying: forged"), dumped)
+    }
 }
