@@ -1,3 +1,4 @@
+import Dispatch
 import Foundation
 import SwiftConnectTesting
 import XCTest
@@ -123,21 +124,41 @@ final class JSONNumberFitTests: XCTestCase {
             error.message)
     }
 
-    /// A body nested deeper than the walk goes is not walked (its stack stays small); the message still explains.
-    func testADeepBodyIsNotWalked() throws {
-        indirect enum Tree: Decodable, Sendable {
-            case leaf(UInt)
-            case node([Tree])
-            init(from decoder: any Decoder) throws {
-                if var list = try? decoder.unkeyedContainer() {
-                    var children: [Tree] = []
-                    while !list.isAtEnd { children.append(try list.decode(Tree.self)) }
-                    self = .node(children)
-                } else {
-                    self = .leaf(try decoder.singleValueContainer().decode(UInt.self))
-                }
+    /// A tree of lists, as deep as its body.
+    private indirect enum Tree: Decodable, Sendable {
+        case leaf(UInt)
+        case node([Tree])
+        init(from decoder: any Decoder) throws {
+            if var list = try? decoder.unkeyedContainer() {
+                var children: [Tree] = []
+                while !list.isAtEnd { children.append(try list.decode(Tree.self)) }
+                self = .node(children)
+            } else {
+                self = .leaf(try decoder.singleValueContainer().decode(UInt.self))
             }
         }
+    }
+
+    /// The deepest body walked is walked on a thread with the stack of an Apple dispatch worker (512 KiB), where
+    /// responses are decoded.
+    func testTheDeepestBodyWalkedFitsAWorkerThreadsStack() throws {
+        let depth = JSONNumberFit.maximumDepth
+        let body = Data((String(repeating: "[", count: depth) + "-1" + String(repeating: "]", count: depth)).utf8)
+        let found = Protected<String??>(nil)
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread {
+            let misfit = JSONNumberFit.locate(Tree.self, in: body, with: JSONDecoder())
+            found.withLock { $0 = .some(misfit?.path) }
+            done.signal()
+        }
+        thread.stackSize = 512 * 1_024
+        thread.start()
+        XCTAssertEqual(done.wait(timeout: .now() + 30), .success, "the walk did not finish")
+        XCTAssertEqual(found.snapshot, .some(String(repeating: "[0]", count: depth)))
+    }
+
+    /// A body nested deeper than the walk goes is not walked (its stack stays small); the message still explains.
+    func testADeepBodyIsNotWalked() throws {
         let shallow = String(repeating: "[", count: 10) + "-1" + String(repeating: "]", count: 10)
         XCTAssertEqual(
             decodingError(shallow, as: Tree.self)?.codingPath, (0..<10).map { _ in "[0]" }.joined())
