@@ -74,6 +74,9 @@ extension ErrorHandling {
 ///   sorted by field: `email: is invalid; name: can't be blank` (Rails' `base` without its name);
 /// - `title` and `detail`, for a problem sent with another content type.
 ///
+/// A problem without a `detail` gives the first error of its `errors` (RFC 9457's validation example) after the
+/// title: `Your request is not valid.: must be a positive integer (#/age)`.
+///
 /// Only text is a message: a number or a boolean (`"error": true`, `"message": 404`) is skipped. A body that is a
 /// JSON array is read as its first object (`[1, {"message": "…"}]` as the object), or, with no object in it, as a
 /// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first).
@@ -154,7 +157,8 @@ public struct ErrorHandler: ErrorHandling {
     private func problemMessage(_ object: [String: Any]) -> String? {
         let title = ErrorBody.string(object["title"])
         // FastAPI's validation errors: `"detail": [{"loc": […], "msg": "field required"}]`, read by its first message.
-        let detail = ErrorBody.text(object["detail"])
+        // Without a detail, RFC 9457's `errors` extension, by its first error.
+        let detail = ErrorBody.text(object["detail"]) ?? ErrorBody.problemError(object["errors"])
         switch (title, detail) {
         case (let title?, let detail?):
             return SingleLineText.make("\(title): \(detail)", limit: SingleLineText.keptLimit)
@@ -234,6 +238,18 @@ enum ErrorBody {
             for element in array {
                 if let text = text(element) { return text }
             }
+        }
+        return nil
+    }
+
+    /// The first error of RFC 9457's `errors` extension, with its JSON pointer if it has one:
+    /// `[{"detail": "must be a positive integer", "pointer": "#/age"}]` gives `must be a positive integer (#/age)`.
+    static func problemError(_ value: Any?) -> String? {
+        guard let errors = value as? [Any] else { return nil }
+        for error in errors {
+            guard let message = text(error) else { continue }
+            guard let object = error as? [String: Any], let pointer = string(object["pointer"]) else { return message }
+            return SingleLineText.make("\(message) (\(pointer))", limit: SingleLineText.keptLimit)
         }
         return nil
     }

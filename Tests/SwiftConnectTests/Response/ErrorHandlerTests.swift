@@ -95,6 +95,28 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.statusCode, 403)
     }
 
+    /// RFC 9457's own validation example: no `detail`, the specifics in its `errors` extension. The first error's
+    /// detail and pointer follow the title; before, only the title ("Your request is not valid.") was kept.
+    func testAProblemsErrorsGiveTheFirstErrorAfterTheTitle() {
+        let body = """
+            {"type":"https://example.net/validation-error","title":"Your request is not valid.",
+             "errors":[{"detail":"must be a positive integer","pointer":"#/age"},
+                       {"detail":"must be 'green', 'red' or 'blue'","pointer":"#/profile/color"}]}
+            """
+        let error = errorFor(body: body, status: 422, headers: ["Content-Type": "application/problem+json"])
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Your request is not valid.: must be a positive integer (#/age)")
+        // A detail of its own comes first; an error without a pointer is its detail alone.
+        let detailed = ##"{"title":"Invalid","detail":"2 errors","errors":[{"detail":"x","pointer":"#/x"}]}"##
+        XCTAssertEqual(
+            errorFor(body: detailed, headers: ["Content-Type": "application/problem+json"])?.message,
+            "Invalid: 2 errors")
+        let unpointed = #"{"title":"Invalid","errors":[{"detail":"name is blank"}]}"#
+        XCTAssertEqual(
+            errorFor(body: unpointed, headers: ["Content-Type": "application/problem+json"])?.message,
+            "Invalid: name is blank")
+    }
+
     func testCustomMessageKeys() {
         // Given
         let connect = Connect(
