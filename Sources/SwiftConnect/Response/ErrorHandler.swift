@@ -72,7 +72,10 @@ extension ErrorHandling {
 /// - `errors`: a list's first message (`errors[0].message`, or `errors[0]` as a string), or, keyed by field as
 ///   Rails and Laravel send validation errors (`{"email": ["is invalid"]}`), each field with its first message,
 ///   sorted by field: `email: is invalid; name: can't be blank` (Rails' `base` without its name);
-/// - `title` and `detail`, for a problem sent with another content type.
+/// - `title` and `detail`, for a problem sent with another content type;
+/// - validation errors keyed by field at the top level, every value a list of messages, as a Rails scaffold
+///   (`render json: @user.errors`) and Django REST framework send them: as under `errors`, Django's
+///   `non_field_errors` without its name.
 ///
 /// A problem without a `detail` gives the first error of its `errors` (RFC 9457's validation example) after the
 /// title: `Your request is not valid.: must be a positive integer (#/age)`.
@@ -151,7 +154,11 @@ public struct ErrorHandler: ErrorHandling {
                 }
             if let text { return text }
         }
-        return problemMessage(object)
+        if let text = problemMessage(object) { return text }
+        // Validation errors keyed by field at the top level, as a Rails scaffold (`render json: @user.errors`) and
+        // Django REST framework send them: every value a list of messages.
+        if !object.isEmpty, object.values.allSatisfy(ErrorBody.isMessageList) { return ErrorBody.fieldMessages(object) }
+        return nil
     }
 
     private func problemMessage(_ object: [String: Any]) -> String? {
@@ -265,18 +272,29 @@ enum ErrorBody {
 
     /// The messages of validation errors keyed by field, as Rails and Laravel send them
     /// (`{"email": ["is invalid", "is taken"], "name": ["can't be blank"]}`): each field with its first message,
-    /// sorted by field (a JSON object has no order), joined by `; `, Rails' `base` (the record as a whole) without
-    /// its name: `email: is invalid; name: can't be blank`. `nil` when no field has a message.
+    /// sorted by field (a JSON object has no order), joined by `; `, the fields of the record as a whole
+    /// (``wholeRecordFields``) without their name: `email: is invalid; name: can't be blank`. `nil` when no field
+    /// has a message.
     static func fieldMessages(_ fields: [String: Any]) -> String? {
         var result = ""
         for field in fields.keys.sorted() {
             guard let message = text(fields[field]) else { continue }
             if !result.isEmpty { result += "; " }
             let name = field.trimmingCharacters(in: .whitespacesAndNewlines)
-            result += name.isEmpty || name == "base" ? message : name + ": " + message
+            result += name.isEmpty || ErrorBody.wholeRecordFields.contains(name) ? message : name + ": " + message
             if result.utf8.count > SingleLineText.keptLimit * 4 { break }  // cut to the limit below anyway
         }
         return result.isEmpty ? nil : SingleLineText.make(result, limit: SingleLineText.keptLimit)
+    }
+
+    /// The fields that stand for the record as a whole, shown without their name: Rails' `base`, Django REST
+    /// framework's `non_field_errors`.
+    static let wholeRecordFields: Set<String> = ["base", "non_field_errors"]
+
+    /// Whether `value` is a non-empty list of strings, as a field's validation messages are.
+    static func isMessageList(_ value: Any) -> Bool {
+        guard let list = value as? [Any], !list.isEmpty else { return false }
+        return list.allSatisfy { $0 is String }
     }
 
     /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is

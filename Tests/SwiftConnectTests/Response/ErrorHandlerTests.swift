@@ -227,6 +227,24 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(errorFor(body: #"{"errors":{"e\nmail":["bad"]}}"#)?.message, "e mail: bad")
     }
 
+    /// Validation errors keyed by field at the top level, as a Rails scaffold (`render json: @user.errors`) and Django
+    /// REST framework send them: every value a list of messages. They were taken for no message ("the server
+    /// answered 422"). Django's `non_field_errors`, like Rails' `base`, is the record as a whole: no field name.
+    func testValidationErrorsByFieldAtTheTopLevelGiveEachField() {
+        let rails = #"{"password":["is too short (minimum is 8 characters)"],"email":["can't be blank","is invalid"]}"#
+        let error = errorFor(body: rails, status: 422)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "email: can't be blank; password: is too short (minimum is 8 characters)")
+        let django = #"{"non_field_errors":["Unable to log in with provided credentials."]}"#
+        XCTAssertEqual(errorFor(body: django)?.message, "Unable to log in with provided credentials.")
+        XCTAssertEqual(
+            errorFor(body: #"{"errors":{"non_field_errors":["Passwords differ."]}}"#)?.message, "Passwords differ.")
+        // Anything else is not a map of fields: a value that is not a list of text, or an empty list.
+        for body in [#"{"ids":[1,2]}"#, #"{"email":["is invalid"],"code":7}"#, #"{"email":[]}"#, "{}"] {
+            XCTAssertEqual(errorFor(body: body)?.kind, .httpStatus, body)
+        }
+    }
+
     /// A number or a boolean where a message is expected (`"error": true`, `"message": 404`) is a flag or a code,
     /// not a message: it is skipped, and without another message the error is the status's.
     func testANumberOrABooleanIsNotAMessage() {
