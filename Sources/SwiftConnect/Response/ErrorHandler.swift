@@ -184,7 +184,7 @@ enum ErrorBody {
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
     /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
     /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are. A body that
-    /// is not UTF-8 is read in the single-byte charset `contentType` declares, if any (``BodyCharset``).
+    /// is not UTF-8 is read in the single-byte charset `contentType` declares, if any (`BodyCharset`).
     static func jsonObject(_ data: Data, contentType: String?) -> [String: Any]? {
         json(data, contentType: contentType).flatMap(firstObject)
     }
@@ -201,7 +201,7 @@ enum ErrorBody {
         return value as? [String: Any]
     }
 
-    /// The body parsed as a JSON object or array, read as ``jsonObject(_:contentType:)`` reads it; `nil` for a body
+    /// The body parsed as a JSON object or array, read as `jsonObject(_:contentType:)` reads it; `nil` for a body
     /// that is neither.
     static func json(_ data: Data, contentType: String?) -> Any? {
         var data = BodyCharset.utf8(data, contentType: contentType)
@@ -273,7 +273,7 @@ enum ErrorBody {
     /// The messages of validation errors keyed by field, as Rails and Laravel send them
     /// (`{"email": ["is invalid", "is taken"], "name": ["can't be blank"]}`): each field with its first message,
     /// sorted by field (a JSON object has no order), joined by `; `, the fields of the record as a whole
-    /// (``wholeRecordFields``) without their name: `email: is invalid; name: can't be blank`. `nil` when no field
+    /// (`wholeRecordFields`) without their name: `email: is invalid; name: can't be blank`. `nil` when no field
     /// has a message.
     static func fieldMessages(_ fields: [String: Any]) -> String? {
         var result = ""

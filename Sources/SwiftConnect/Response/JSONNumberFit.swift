@@ -5,7 +5,7 @@ import Foundation
 /// Foundation's `JSONDecoder` (Swift 5.9 and later, on every platform) reports a number that does not fit the type it
 /// decodes to (`1.5` or `1e30` for an `Int`, `-1` for a `UInt`, `300` for a `UInt8`, `1e39` for a `Float`) as
 /// `dataCorrupted` with no coding path and "The given data was not valid JSON." (swift-foundation issues 274 and
-/// 1604): people look for a syntax error in valid JSON, with no idea where. ``locate(_:in:with:)`` decodes the type
+/// 1604): people look for a syntax error in valid JSON, with no idea where. `locate(_:in:with:)` decodes the type
 /// again over the parsed body, asking the same `JSONDecoder` for each value in the order the type asks for them and
 /// looking into the one it refuses, down to the number.
 enum JSONNumberFit {
@@ -82,7 +82,7 @@ private final class Walk {
         self.decoder = decoder
     }
 
-    /// `value` decoded as `type` by the decoder; if it refuses it as "not valid JSON", the ``JSONNumberFit/Misfit``
+    /// `value` decoded as `type` by the decoder; if it refuses it as "not valid JSON", the `Misfit`
     /// found in it.
     func decode<T: Decodable>(_ type: T.Type, from value: Any, at path: [any CodingKey]) throws -> T {
         steps += 1
@@ -147,7 +147,7 @@ private struct WalkKey: CodingKey {
     init?(intValue: Int) { self.init(index: intValue) }
 }
 
-/// The decoder a type's `init(from:)` is given in the walk: its containers hand every value to ``Walk``.
+/// The decoder a type's `init(from:)` is given in the walk: its containers hand every value to `Walk`.
 private struct WalkDecoder: Decoder {
     let walk: Walk
     let value: Any
