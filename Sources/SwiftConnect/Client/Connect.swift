@@ -230,7 +230,8 @@ extension Connect {
     ///     ``logger`` (secrets hidden unless ``Settings/redactsSecrets`` is `false`).
     /// - Returns: A future of the body of a 2xx response (or of a response the error handler accepted): a
     ///   `Future<Data>` that knows its response, so that ``Future/decoded(toType:decoder:)`` chooses the decoder
-    ///   by content type. It fails with a ``ConnectError``, or with the error your ``ErrorHandling`` returned.
+    ///   by content type. It fails with a ``ConnectError``, or with the error your ``ErrorHandling`` returned, or
+    ///   one a middleware of yours failed the request with (an adapter that throws), as it is.
     public func request(_ request: any Connector, debugResponse: Bool = false) -> Future<Data> {
         body(of: response(for: request, debugResponse: debugResponse))
     }
