@@ -386,6 +386,60 @@ extension ConnectError: LocalizedError {
     public var errorDescription: String? { description }
 }
 
+/// As an `NSError` (what crash reporters and analytics record: Crashlytics and Sentry group errors by domain and
+/// code), a ``ConnectError`` is in the domain `SwiftConnect.ConnectError` with a code per ``Kind``, so that a lost
+/// connection and a decoding failure are not one group. The codes never change; a new kind gets a new one.
+///
+/// | kind | code | kind | code |
+/// | --- | --- | --- | --- |
+/// | `invalidRequest` | 1 | `decoding` | 11 |
+/// | `transport` | 2 | `cancelled` | 12 |
+/// | `cannotConnect` | 3 | `timedOut` | 13 |
+/// | `nameResolution` | 4 | `rejected` | 14 |
+/// | `connectionLost` | 5 | `authenticationFailed` | 15 |
+/// | `secureConnection` | 6 | `responseTooLarge` | 16 |
+/// | `untrustedCertificate` | 7 | `fileAccess` | 17 |
+/// | `badResponse` | 8 | `certificatePinning` | 18 |
+/// | `httpStatus` | 9 | `notConnected` | 19 |
+/// | `serverMessage` | 10 | | |
+extension ConnectError: CustomNSError {
+    /// `SwiftConnect.ConnectError`.
+    public static var errorDomain: String { "SwiftConnect.ConnectError" }
+
+    /// The code of the error's ``kind`` (see the table above): `(error as NSError).code`.
+    public var errorCode: Int {
+        switch kind {
+        case .invalidRequest: return 1
+        case .transport: return 2
+        case .cannotConnect: return 3
+        case .nameResolution: return 4
+        case .connectionLost: return 5
+        case .secureConnection: return 6
+        case .untrustedCertificate: return 7
+        case .badResponse: return 8
+        case .httpStatus: return 9
+        case .serverMessage: return 10
+        case .decoding: return 11
+        case .cancelled: return 12
+        case .timedOut: return 13
+        case .rejected: return 14
+        case .authenticationFailed: return 15
+        case .responseTooLarge: return 16
+        case .fileAccess: return 17
+        case .certificatePinning: return 18
+        case .notConnected: return 19
+        }
+    }
+
+    /// What the `NSError` carries: its ``description`` as the localized description (secrets hidden), and the
+    /// ``underlyingError``, if any, as `NSUnderlyingErrorKey`, which crash reporters show as the cause.
+    public var errorUserInfo: [String: Any] {
+        var info: [String: Any] = [NSLocalizedDescriptionKey: description]
+        if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError as NSError }
+        return info
+    }
+}
+
 // MARK: - Factories
 
 extension ConnectError {

@@ -46,6 +46,29 @@ final class ConnectErrorDescriptionTests: XCTestCase {
         }
     }
 
+    /// As an `NSError` (what Crashlytics and Sentry group by), each kind has its own code in SwiftConnect's domain:
+    /// every `ConnectError` bridged with code 1, so a lost connection and a decoding failure made one group. The codes
+    /// are the documented table: a change breaks the groups users have.
+    func testEachKindBridgesToNSErrorWithItsOwnStableCode() {
+        let expected: [ConnectError.Kind: Int] = [
+            .invalidRequest: 1, .transport: 2, .cannotConnect: 3, .nameResolution: 4, .connectionLost: 5,
+            .secureConnection: 6, .untrustedCertificate: 7, .badResponse: 8, .httpStatus: 9, .serverMessage: 10,
+            .decoding: 11, .cancelled: 12, .timedOut: 13, .rejected: 14, .authenticationFailed: 15,
+            .responseTooLarge: 16, .fileAccess: 17, .certificatePinning: 18, .notConnected: 19,
+        ]
+        XCTAssertEqual(Set(expected.keys), Set(ConnectError.Kind.allCases), "every kind has a code in the table")
+        for kind in ConnectError.Kind.allCases {
+            let bridged = ConnectError(kind, message: "what went wrong") as NSError
+            XCTAssertEqual(bridged.domain, "SwiftConnect.ConnectError")
+            XCTAssertEqual(bridged.code, expected[kind], "\(kind)")
+            XCTAssertTrue(bridged.localizedDescription.hasSuffix(": what went wrong"), bridged.localizedDescription)
+        }
+        let cause = ConnectError(.connectionLost, message: "reset", underlyingError: URLError(.networkConnectionLost))
+        let underlying = (cause as NSError).userInfo[NSUnderlyingErrorKey] as? NSError
+        XCTAssertEqual(underlying?.domain, NSURLErrorDomain)
+        XCTAssertEqual(underlying?.code, URLError.networkConnectionLost.rawValue)
+    }
+
     /// The body excerpt of `debugDescription` (and of reflection) is the server's text: on one line there, its control
     /// characters made spaces, so that an error page can neither forge the lines after it (`underlying:`) nor send
     /// terminal escape sequences to whoever prints the error, as the description already guarantees for the message.
