@@ -256,6 +256,26 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// A request's redirect limit (`RequestOptions.maxRedirects`) is its own: one that takes a redirect as its answer
+    /// (`0`) joined a call that follows it, or the other way round, and got the other's answer.
+    func testRequestsWithAnotherRedirectLimitMakeSeparateCalls() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        var none = RequestOptions()
+        none.maxRedirects = 0
+        var two = RequestOptions()
+        two.maxRedirects = 2
+        // When
+        _ = connect.request(Endpoint())
+        _ = connect.request(Endpoint(), options: none)
+        _ = connect.request(Endpoint(), options: two)
+        _ = connect.request(Endpoint(), options: none)
+        _ = connect.request(Endpoint())
+        // Then: one call per limit, the last two joining the calls of their own limit
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// A request that must go whatever the connectivity does not wait in a call that may be held for the network.
     func testARequestThatIgnoresConnectivityGoesAlone() {
         // Given

@@ -17,9 +17,9 @@ import Foundation
 /// ```
 ///
 /// Requests are identical when their method, full URL, timeout, cache policy, every header field (name
-/// case-insensitive, value exact) and the settings of a `URLRequest` they were made from (cookies, cellular access)
-/// match: requests signed for different users never share a response. A GET or
-/// HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
+/// case-insensitive, value exact), the settings of a `URLRequest` they were made from (cookies, cellular access) and
+/// their redirect limit (``RequestOptions/maxRedirects``) match: requests signed for different users never share a
+/// response. A GET or HEAD with a body, and any other method, passes straight through. Each attempt of a retried request is a call
 /// of its own: a retry never joins a call already in flight (the one its earlier attempt gave up on may be it).
 ///
 /// A request joins only a call that began within the last tenth of its timeout: the shared exchange's deadline runs
@@ -51,6 +51,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// under its middleware's policy must not wait in a call that asked to wait for the network, nor one that
         /// asked to fail fast share a call that waits. Requests with none share their middleware's.
         let connectivity: ConnectivityPolicy?
+        /// The request's redirect limit (``RequestOptions/maxRedirects``): a request that takes a redirect as its
+        /// answer must not get the answer of a call that follows it, nor the other way round.
+        let maxRedirects: Int?
     }
 
     /// One shared call and the callers waiting for it.
@@ -93,7 +96,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     }
 
     /// The key of a request that may share a call, or `nil` if it must go alone.
-    func key(for request: ConnectRequest, connectivity: ConnectivityPolicy?) -> Key? {
+    func key(for request: ConnectRequest, connectivity: ConnectivityPolicy?, maxRedirects: Int? = nil) -> Key? {
         let method = request.method.rawValue.uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard case .none = request.body else { return nil }
@@ -103,7 +106,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         return Key(
             method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
             cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras,
-            connectivity: connectivity)
+            connectivity: connectivity, maxRedirects: maxRedirects)
     }
 
     /// Joins the call in flight for an identical request, or starts one. Called by hand, not by the pipeline, it
@@ -137,7 +140,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         guard options.plugins.isEmpty, options.maxResponseBytes == nil, options.connectivity != .ignore,
             options.progress == nil, transfer.destination == nil, transfer.bodyFile == nil,
             transfer.progress == nil, transfer.streaming == nil,
-            let key = key(for: request, connectivity: options.connectivity)
+            let key = key(for: request, connectivity: options.connectivity, maxRedirects: transfer.maxRedirects)
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
         let joined: (UInt64, UInt64, Bool, Bool)? = state.withLock { state in
