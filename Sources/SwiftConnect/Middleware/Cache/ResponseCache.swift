@@ -115,6 +115,9 @@ public final class ResponseCache: Sendable {
         func matches(_ request: ConnectRequest) -> Bool {
             varying.allSatisfy { request.value(forHTTPHeaderField: $0.name) == $0.value }
         }
+
+        /// Whether a redirect led to it: it answers the URL asked for from another.
+        var isRedirected: Bool { resources.count > 1 }
     }
 
     private struct State {
@@ -365,6 +368,9 @@ public final class ResponseCache: Sendable {
         // serves one only when the request also says `only-if-cached` (it then sends, and stores, nothing).
         if asks.noStore, !asks.onlyIfCached { return next(request) }
         let limit = context.transfer.maxResponseBytes ?? .max
+        // A request with a redirect limit of its own (`RequestOptions.maxRedirects`, `0` to take a redirect as the
+        // answer) is not served a response a redirect led to: how many redirects it took is not known.
+        let servesRedirected = context.transfer.maxRedirects == nil
         let method = context.method
         let credentials = Self.credentialsDigest(of: request)
         let key = Self.key(for: request, rule: rule, credentials: credentials)
@@ -376,7 +382,7 @@ public final class ResponseCache: Sendable {
         let (found, fetch, generation, seen) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64, UInt64?) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
-                entry.response.data.count <= limit, entry.matches(request)
+                entry.response.data.count <= limit, entry.matches(request), servesRedirected || !entry.isRedirected
             {
                 if accepts(entry.freshness) {
                     state.hits += 1
@@ -393,8 +399,8 @@ public final class ResponseCache: Sendable {
         var cached = found
         if cached == nil, !bypasses {
             cached = storedResponse(
-                forKey: key, request: request, method: method, limit: limit, accepts: accepts,
-                generation: generation, fetch: fetch, seen: seen)
+                forKey: key, request: request, method: method, limit: limit, servesRedirected: servesRedirected,
+                accepts: accepts, generation: generation, fetch: fetch, seen: seen)
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
@@ -496,9 +502,9 @@ public final class ResponseCache: Sendable {
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory unless memory
     /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any): a
     /// refetch's newer answer is not replaced by what a storage read found before it. `nil` when it has none that
-    /// fits.
+    /// fits, or only one a redirect led to and `servesRedirected` is `false`.
     private func storedResponse(
-        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int,
+        forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, servesRedirected: Bool,
         accepts: (StoredFreshness) -> Bool,
         generation: UInt64, fetch: UInt64, seen: UInt64?
     ) -> ConnectResponse? {
@@ -519,6 +525,7 @@ public final class ResponseCache: Sendable {
                 data: stored.body, url: stored.url)
         else { return nil }
         let resources = Self.resources(asked: request.url, answered: stored.url)
+        guard servesRedirected || resources.count == 1 else { return nil }
         let entry = Entry(
             response: response, freshness: freshness, size: Self.estimatedSize(of: response), tick: 0,
             method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
