@@ -5,7 +5,7 @@ import Foundation
 /// stream may go without a byte.
 ///
 /// ```swift
-/// let stream = connect.stream(Completions(prompt: "Hi"), options: StreamingOptions(idleTimeout: 30))
+/// let stream = connect.stream(Completions(prompt: "Hi"), streaming: StreamingOptions(idleTimeout: 30))
 /// ```
 public struct StreamingOptions: Sendable, Hashable {
     /// The most body bytes held for a consumer that reads slower than the server sends, on an engine that cannot

@@ -68,11 +68,11 @@ public struct TransferOptions: Sendable {
         self.streaming = streaming
     }
 
-    /// Whether nothing beyond a plain in-memory exchange is asked for.
     /// The call's observers, told of redirects (``ConnectEvent/redirected(status:location:)``); `nil` when nobody
     /// watches the call. Not a transfer setting: a plain request stays plain.
     var observation: CallObservation?
 
+    /// Whether nothing beyond a plain in-memory exchange is asked for.
     var isPlain: Bool {
         bodyFile == nil && destination == nil && maxResponseBytes == nil && progress == nil && streaming == nil
             && maxRedirects == nil
