@@ -35,9 +35,9 @@ import Foundation
 /// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
 ///
 /// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
-/// every platform, within the same timeout and redirect limit (20). A body from an `InputStream` cannot be read
-/// twice: there the 3xx response is the answer. The response names the URL that answered; its
-/// ``ConnectResponse/request`` is the request sent first.
+/// every platform, within the same timeout and redirect limit (20, or ``RequestOptions/maxRedirects``). A body from an
+/// `InputStream` cannot be read twice: there the 3xx response is the answer. The response names the URL that
+/// answered; its ``ConnectResponse/request`` is the request sent first.
 ///
 /// A session you pass in yourself keeps its own delegate and rules; transfers through it are done in memory
 /// (see `Transport.send(_:transfer:)`).
