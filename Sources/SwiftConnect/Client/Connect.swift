@@ -348,7 +348,17 @@ extension Connect {
                 throw error
             } catch let error as DecodingError {
                 // A step that decodes (the usual case): the coding path and a readable message, as `decoded` gives.
-                throw ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self).from(response)
+                var failure = ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self)
+                if JSONNumberFit.isMisfitReport(error, decoding: response.data) {
+                    // JSONDecoder's "not valid JSON" of a body that is: a number that does not fit its type. The step
+                    // decoded a type of its own choosing: the number is looked for as the client's JSON decoder
+                    // decodes the value's type, if it is `Decodable`.
+                    let json = decoders.decoder(for: response) as? JSONDecoder
+                    failure.explainNumberMisfit(
+                        JSONNumberFit.locate(anyType: Endpoint.Response.self, in: response.data, with: json),
+                        decoding: Endpoint.Response.self)
+                }
+                throw failure.from(response)
             } catch {
                 let failure = ConnectError(
                     .decoding, message: "\(type(of: connector)) could not make its value of the response: \(error)",

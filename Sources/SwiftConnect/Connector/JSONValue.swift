@@ -108,9 +108,21 @@ public enum JSONValue: Sendable, Hashable {
     /// - Parameters:
     ///   - type: The model type.
     ///   - decoder: The decoder; a plain `JSONDecoder` by default.
-    /// - Throws: The decoder's `DecodingError` when the value does not fit the model.
+    /// - Throws: The decoder's `DecodingError` when the value does not fit the model. A number that does not fit its
+    ///   property's type (`1.5` for an `Int`, `-1` for a `UInt`), which `JSONDecoder` reports as "The given data was
+    ///   not valid JSON." with no coding path, is a `dataCorrupted` error with the path to the number, saying which.
     public func decoded<T: Decodable>(as type: T.Type, decoder: JSONDecoder = JSONDecoder()) throws -> T {
-        try decoder.decode(T.self, from: JSONEncoder().encode(self))
+        let data = try JSONEncoder().encode(self)
+        do {
+            return try decoder.decode(T.self, from: data)
+        } catch let error where JSONNumberFit.isMisfitReport(error, decoding: data) {
+            let misfit = JSONNumberFit.locate(type, in: data, with: decoder)
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: misfit?.codingPath ?? [],
+                    debugDescription: JSONNumberFit.explanation(of: misfit, namingItsPath: false),
+                    underlyingError: error))
+        }
     }
 }
 

@@ -11,12 +11,48 @@ import Foundation
 enum JSONNumberFit {
     /// A number that does not fit its type, and where it is.
     struct Misfit: Error {
-        /// The path to the number (`lines[1].quantity`); `nil` for a body that is the number.
-        var path: String?
+        /// The coding path to the number; empty for a body that is the number.
+        var codingPath: [any CodingKey]
         /// The number, as JSON.
         var number: String
         /// The name of the type it does not fit.
         var type: String
+
+        /// The path to the number (`lines[1].quantity`); `nil` for a body that is the number.
+        var path: String? { ConnectError.codingPathDescription(codingPath) }
+    }
+
+    /// How JSONDecoder's message is to be read, at the end of every explanation.
+    static let validJSONNote =
+        "(the JSON is valid: JSONDecoder reports such a number as \"The given data was not valid JSON.\")"
+
+    /// What to say of a number `JSONDecoder` refused as "not valid JSON": `misfit` (`the number 1.5 at
+    /// 'lines[1].quantity' does not fit Int (…)`, its path left out unless `naming`), or, when it was not found,
+    /// what JSONDecoder's message means.
+    static func explanation(of misfit: Misfit?, namingItsPath naming: Bool = true) -> String {
+        guard let misfit else {
+            return "JSONDecoder refused a value, most likely a number that does not fit its type (a fraction or an "
+                + "exponent for an integer, a negative number for an unsigned one, a value beyond the type's range) "
+                + validJSONNote
+        }
+        var text = "the number \(misfit.number)"
+        if naming, let path = misfit.path { text += " at '\(path)'" }
+        return text + " does not fit \(misfit.type) " + validJSONNote
+    }
+
+    /// Whether `error`, thrown by a `JSONDecoder` decoding `text`, is its report of a number that does not fit its
+    /// type: its "not valid JSON" report (`isNotValidJSONReport(_:)`) of a text that parses and is not deeper than
+    /// JSONDecoder goes (which it reports so too). Parses `text` again: call it for a failure only.
+    static func isMisfitReport(_ error: any Error, decoding text: Data) -> Bool {
+        isNotValidJSONReport(error) && !JSONDepth.exceeds(text, limit: JSONDepth.foundationLimit)
+            && JSONSyntax.problem(in: text) == nil
+    }
+
+    /// `locate(_:in:with:)` for a type known only at run time: `nil` unless it is `Decodable` and there is a
+    /// decoder.
+    static func locate(anyType type: Any.Type, in data: Data, with decoder: JSONDecoder?) -> Misfit? {
+        guard let decoder, let decodable = type as? any Decodable.Type else { return nil }
+        return locate(decodable, in: data, with: decoder)
     }
 
     /// The deepest body walked.
@@ -95,8 +131,7 @@ private final class Walk {
             let isContainer = value is [Any] || value is [String: Any]
             if !isContainer, type is any BinaryInteger.Type || type is any BinaryFloatingPoint.Type {
                 throw JSONNumberFit.Misfit(
-                    path: ConnectError.codingPathDescription(path), number: String(decoding: json, as: UTF8.self),
-                    type: "\(type)")
+                    codingPath: path, number: String(decoding: json, as: UTF8.self), type: "\(type)")
             }
             // A container, or a type of its own that decodes a number: look inside.
             depth += 1

@@ -102,21 +102,7 @@ func decodeBody<Decoded: Decodable>(
             failure.message += problem + JSONSyntax.declaredTypeNote(response?.mediaType)
         } else if let json = decoder as? JSONDecoder, JSONNumberFit.isNotValidJSONReport(error) {
             // The JSON parses: Foundation says "not valid JSON", with no path, of a number that does not fit its type.
-            failure.message = "could not decode \(type) from the response body: "
-            if let misfit = JSONNumberFit.locate(type, in: text, with: json) {
-                failure.codingPath = misfit.path
-                failure.message += "the number \(misfit.number)"
-                if let path = misfit.path { failure.message += " at '\(path)'" }
-                failure.message += " does not fit \(misfit.type) "
-            } else {
-                failure.message +=
-                    "JSONDecoder refused a value, most likely a number that does not fit its type (a "
-                    + "fraction or an exponent for an integer, a negative number for an unsigned one, a value beyond "
-                    + "the type's range) "
-            }
-            failure.message +=
-                "(the JSON is valid: JSONDecoder reports such a number as "
-                + "\"The given data was not valid JSON.\")"
+            failure.explainNumberMisfit(JSONNumberFit.locate(type, in: text, with: json), decoding: type)
         }
         if let response {
             failure.storedRequest = response.storedRequest
@@ -163,6 +149,13 @@ extension ConnectError {
         var result = ConnectError(.decoding, message: message, body: body, underlyingError: error)
         result.codingPath = path
         return result
+    }
+
+    /// This failure (of `JSONDecoder`'s "not valid JSON" report of valid JSON) told of the number that does not fit
+    /// its type, found or not, and the path to it.
+    mutating func explainNumberMisfit(_ misfit: JSONNumberFit.Misfit?, decoding type: Any.Type) {
+        codingPath = misfit?.path
+        message = "could not decode \(type) from the response body: " + JSONNumberFit.explanation(of: misfit)
     }
 
     /// A one-line description and a dotted coding path (`todos[2].title`) for a `DecodingError`.

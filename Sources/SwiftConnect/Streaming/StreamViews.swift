@@ -243,6 +243,11 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
             } catch {
                 lines.discard()
                 var failure = ConnectError.decoding(error, body: line.bytes, as: Element.self)
+                if JSONNumberFit.isMisfitReport(error, decoding: line.bytes) {
+                    // JSONDecoder calls a number that does not fit its type "not valid JSON", with no path.
+                    failure.explainNumberMisfit(
+                        JSONNumberFit.locate(Element.self, in: line.bytes, with: decoder), decoding: Element.self)
+                }
                 failure.message = "line \(line.number) of the stream: " + failure.message
                 if let request = sentRequest() { failure.sentRequest = request }
                 throw failure

@@ -221,4 +221,133 @@ final class JSONNumberFitTests: XCTestCase {
             XCTAssertEqual([JSONNumberFit.camelCase(fromSnakeCase: key)], foundation, key)
         }
     }
+
+    // MARK: Other ways in
+
+    /// A JSON body decoded by a `DecodingConnector`'s own step.
+    private struct Step<Value: Sendable>: DecodingConnector {
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/orders/1" }
+        let make: @Sendable (ConnectResponse) throws -> Value
+        func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Value {
+            try make(response)
+        }
+    }
+
+    private func stepError<Value: Sendable>(
+        _ body: String, _ make: @escaping @Sendable (ConnectResponse) throws -> Value, file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> ConnectError? {
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body)), retryPolicy: nil)
+        let error = connectError(of: connect.send(Step(make: make)), file: file, line: line)
+        XCTAssertEqual(error?.kind, .decoding, file: file, line: line)
+        XCTAssertEqual(error?.response?.statusCode, 200, file: file, line: line)
+        return error
+    }
+
+    private let orderBody = #"{"id":"A-1","lines":[{"sku":"pen","quantity":2},{"sku":"ink","quantity":1.5}]}"#
+    private let validJSONNote =
+        "(the JSON is valid: JSONDecoder reports such a number as \"The given data was not valid JSON.\")"
+
+    /// A step that decodes its response type from the body gets the number and its path too.
+    func testADecodingConnectorsStepNamesTheNumber() throws {
+        let error = try XCTUnwrap(stepError(orderBody) { try JSONDecoder().decode(Order.self, from: $0.data) })
+        XCTAssertEqual(error.codingPath, "lines[1].quantity")
+        XCTAssertEqual(
+            error.message,
+            "could not decode Order from the response body: the number 1.5 at 'lines[1].quantity' does not fit Int "
+                + validJSONNote)
+        XCTAssertTrue(error.underlyingError is DecodingError)
+    }
+
+    /// A step that reads the body through `JSONValue` and decodes a part of it gets the number and its path in that
+    /// part.
+    func testAStepThroughJSONValueNamesTheNumber() throws {
+        let body = #"{"order":"# + orderBody + "}"
+        let error = try XCTUnwrap(
+            stepError(body) { response -> Order in
+                let json = try JSONDecoder().decode(JSONValue.self, from: response.data)
+                return try XCTUnwrap(json["order"]).decoded(as: Order.self)
+            })
+        XCTAssertEqual(error.codingPath, "lines[1].quantity")
+        XCTAssertEqual(
+            error.message,
+            "could not decode Order from the response body: invalid data: the number 1.5 does not fit Int "
+                + validJSONNote + " at 'lines[1].quantity'")
+    }
+
+    /// A step whose value is not `Decodable` decodes something else: the number cannot be looked for, but the message
+    /// still says what JSONDecoder means.
+    func testAStepOfAValueThatIsNotDecodableStillExplains() throws {
+        struct Total: Sendable { let sum: UInt }
+        let error = try XCTUnwrap(
+            stepError("[1,-2]") { Total(sum: try JSONDecoder().decode([UInt].self, from: $0.data).reduce(0, +)) })
+        XCTAssertNil(error.codingPath)
+        XCTAssertTrue(
+            error.message.hasPrefix(
+                "could not decode Total from the response body: JSONDecoder refused a value, most likely a number"),
+            error.message)
+        XCTAssertTrue(error.message.hasSuffix(validJSONNote), error.message)
+    }
+
+    /// A body that is not JSON is not taken for a number that does not fit, nor is a step's own error.
+    func testAStepsOtherFailuresKeepTheirMessages() throws {
+        let broken = try XCTUnwrap(
+            stepError(#"{"id":"A-1","lines":["#) { try JSONDecoder().decode(Order.self, from: $0.data) })
+        XCTAssertNil(broken.codingPath)
+        XCTAssertEqual(
+            broken.message,
+            "could not decode Order from the response body: invalid data: The given data was not valid JSON.")
+        let own = try XCTUnwrap(
+            stepError(orderBody) { _ -> Order in
+                throw DecodingError.dataCorrupted(.init(codingPath: [], debugDescription: "unknown status"))
+            })
+        XCTAssertEqual(own.message, "could not decode Order from the response body: invalid data: unknown status")
+    }
+
+    /// `JSONValue.decoded(as:decoder:)` throws a `DecodingError` with the number's path, by the decoder's strategies.
+    func testJSONValueDecodedNamesTheNumber() throws {
+        let order = try JSONDecoder().decode(JSONValue.self, from: Data(orderBody.utf8))
+        XCTAssertThrowsError(try order.decoded(as: Order.self)) { error in
+            guard case .dataCorrupted(let context)? = error as? DecodingError else { return XCTFail("\(error)") }
+            XCTAssertEqual(ConnectError.codingPathDescription(context.codingPath), "lines[1].quantity")
+            XCTAssertEqual(context.debugDescription, "the number 1.5 does not fit Int " + validJSONNote)
+            XCTAssertTrue(context.underlyingError.map(JSONNumberFit.isNotValidJSONReport) ?? false)
+        }
+        struct Stock: Decodable { let parcelCount: UInt }
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        XCTAssertThrowsError(try JSONValue.object(["parcel_count": .int(-3)]).decoded(as: Stock.self, decoder: snake)) {
+            guard case .dataCorrupted(let context)? = $0 as? DecodingError else { return XCTFail("\($0)") }
+            XCTAssertEqual(ConnectError.codingPathDescription(context.codingPath), "parcelCount")
+            XCTAssertEqual(context.debugDescription, "the number -3 does not fit UInt " + validJSONNote)
+        }
+        // Other failures are JSONDecoder's own.
+        XCTAssertThrowsError(try JSONValue.object([:]).decoded(as: Stock.self)) {
+            guard case .keyNotFound? = $0 as? DecodingError else { return XCTFail("\($0)") }
+        }
+    }
+
+    /// A `TypedConnector` with a decoder of its own is decoded by it, the number found by its strategies.
+    func testATypedConnectorsOwnDecoderNamesTheNumber() throws {
+        struct Stock: Decodable, Sendable { let parcelCount: UInt }
+        struct GetStock: TypedConnector {
+            typealias Response = Stock
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/stock" }
+            var decoder: (any ResponseBodyDecoder)? {
+                let snake = JSONDecoder()
+                snake.keyDecodingStrategy = .convertFromSnakeCase
+                return snake
+            }
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"parcel_count":-3}"#)), retryPolicy: nil)
+        let error = try XCTUnwrap(connectError(of: connect.send(GetStock())))
+        XCTAssertEqual(error.codingPath, "parcelCount")
+        XCTAssertEqual(
+            error.message,
+            "could not decode Stock from the response body: the number -3 at 'parcelCount' does not fit UInt "
+                + validJSONNote)
+    }
 }

@@ -879,6 +879,32 @@ final class StreamViewTests: XCTestCase {
         }
     }
 
+    /// A number that does not fit its type in a line (which JSONDecoder calls "not valid JSON", with no path) is
+    /// named with its path, as in a response body; a line that is not JSON keeps JSONDecoder's message.
+    func testJSONLinesNameANumberThatDoesNotFitItsType() async throws {
+        let base = stream([bytes("{\"id\":1,\"name\":\"a\"}\n{\"id\":2.5,\"name\":\"b\"}\n")])
+        do {
+            _ = try await collect(ResponseJSONLines(base, as: Item.self))
+            XCTFail("no error")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .decoding)
+            XCTAssertEqual(error.codingPath, "id")
+            XCTAssertEqual(
+                error.message,
+                "line 2 of the stream: could not decode Item from the response body: the number 2.5 at 'id' does not "
+                    + "fit Int (the JSON is valid: JSONDecoder reports such a number as "
+                    + "\"The given data was not valid JSON.\")")
+            XCTAssertEqual(error.body, bytes("{\"id\":2.5,\"name\":\"b\"}"))
+        }
+        do {
+            _ = try await collect(ResponseJSONLines(stream([bytes("{\"id\":1,\n")]), as: Item.self))
+            XCTFail("no error")
+        } catch let error as ConnectError {
+            XCTAssertNil(error.codingPath)
+            XCTAssertTrue(error.message.hasSuffix("invalid data: The given data was not valid JSON."), error.message)
+        }
+    }
+
     func testJSONLinesDoNotReadAhead() async throws {
         let line = "{\"id\":1,\"name\":\"a\"}\n"
         let base = ChunkSequence([bytes(line + line), bytes("\n"), bytes(line)])
