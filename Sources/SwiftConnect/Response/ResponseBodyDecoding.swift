@@ -83,7 +83,8 @@ func decodeBody<Decoded: Decodable>(
                 do { return try decoder.decode(type, from: text) } catch let converted { error = converted }
             }
         }
-        var failure = ConnectError.decoding(error, body: data, as: type)
+        var failure = ConnectError.decoding(
+            error, body: data, as: type, keyDecodingStrategy: (decoder as? JSONDecoder)?.keyDecodingStrategy)
         if data.isEmpty {
             // Foundation says "not valid JSON", which sends people looking for a syntax error.
             failure.message =
@@ -138,7 +139,13 @@ public struct EmptyResponse: Decodable, Sendable, Equatable, EmptyDecodable {
 
 extension ConnectError {
     /// A decoding failure with the coding path of the value that failed and an excerpt of the body.
-    static func decoding(_ error: any Error, body: Data, as type: Any.Type) -> ConnectError {
+    ///
+    /// - Parameter keyDecodingStrategy: The strategy of the `JSONDecoder` that failed, when known: with
+    ///   `convertFromSnakeCase`, a missing key is named as the JSON would have it too.
+    static func decoding(
+        _ error: any Error, body: Data, as type: Any.Type,
+        keyDecodingStrategy: JSONDecoder.KeyDecodingStrategy? = nil
+    ) -> ConnectError {
         var detail = "\(error)"
         var path: String?
         if let decodingError = error as? DecodingError {
@@ -146,6 +153,11 @@ extension ConnectError {
         }
         var message = "could not decode \(type) from the response body: \(detail)"
         if let path { message += " at '\(path)'" }
+        if case .keyNotFound(let key, _)? = error as? DecodingError, case .convertFromSnakeCase? = keyDecodingStrategy,
+            let note = snakeCaseNote(forMissing: key.stringValue)
+        {
+            message += " (\(note))"
+        }
         var result = ConnectError(.decoding, message: message, body: body, underlyingError: error)
         result.codingPath = path
         return result
@@ -156,6 +168,30 @@ extension ConnectError {
     mutating func explainNumberMisfit(_ misfit: JSONNumberFit.Misfit?, decoding type: Any.Type) {
         codingPath = misfit?.path
         message = "could not decode \(type) from the response body: " + JSONNumberFit.explanation(of: misfit)
+    }
+
+    /// What to add when `JSONDecoder.KeyDecodingStrategy.convertFromSnakeCase` did not find `key`, the model's name,
+    /// which is not the JSON's: `user_id in the JSON` for `userId`; for `user_id`, that the strategy reads it as
+    /// `userId`. `nil` when there is nothing to add (`name`, or `imageURL`: no usual snake_case key becomes it).
+    private static func snakeCaseNote(forMissing key: String) -> String? {
+        if let name = snakeCaseName(of: key) { return "\(name) in the JSON" }
+        let converted = JSONNumberFit.camelCase(fromSnakeCase: key)
+        guard converted != key else { return nil }
+        // No JSON key becomes a key with an underscore between words: the strategy converts them all.
+        return "the decoder's convertFromSnakeCase reads \(key) in the JSON as \(converted)"
+    }
+
+    /// The snake_case key `JSONDecoder.KeyDecodingStrategy.convertFromSnakeCase` turns into `key` (`user_id` for
+    /// `userId`), as `JSONEncoder`'s `convertToSnakeCase` writes it; `nil` when that is `key` itself, or does not turn
+    /// back into `key` (`imageURL` is written `image_url`, which becomes `imageUrl`).
+    private static func snakeCaseName(of key: String) -> String? {
+        let encoder = JSONEncoder()
+        encoder.keyEncodingStrategy = .convertToSnakeCase
+        guard let data = try? encoder.encode(SnakeCaseProbe(key: key)),
+            let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any], object.count == 1,
+            let name = object.keys.first, name != key, JSONNumberFit.camelCase(fromSnakeCase: name) == key
+        else { return nil }
+        return name
     }
 
     /// A one-line description and a dotted coding path (`todos[2].title`) for a `DecodingError`.
@@ -194,5 +230,22 @@ extension ConnectError {
             }
         }
         return text
+    }
+}
+
+/// An object of one key, for `JSONEncoder` to write that key by its key strategy.
+private struct SnakeCaseProbe: Encodable {
+    struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
+    }
+
+    let key: String
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encodeNil(forKey: Key(stringValue: key))
     }
 }

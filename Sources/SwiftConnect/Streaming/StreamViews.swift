@@ -242,7 +242,8 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
                 return try decoder.decode(Element.self, from: line.bytes)
             } catch {
                 lines.discard()
-                var failure = ConnectError.decoding(error, body: line.bytes, as: Element.self)
+                var failure = ConnectError.decoding(
+                    error, body: line.bytes, as: Element.self, keyDecodingStrategy: decoder.keyDecodingStrategy)
                 if JSONNumberFit.isMisfitReport(error, decoding: line.bytes) {
                     // JSONDecoder calls a number that does not fit its type "not valid JSON", with no path.
                     failure.explainNumberMisfit(

@@ -350,4 +350,45 @@ final class JSONNumberFitTests: XCTestCase {
             "could not decode Stock from the response body: the number -3 at 'parcelCount' does not fit UInt "
                 + validJSONNote)
     }
+
+    // MARK: Missing keys
+
+    /// With `convertFromSnakeCase`, a missing key is named as the model has it and as the JSON would have it; a key
+    /// that no usual snake_case key becomes (`imageURL`), or one that is the same in both, is named once; a model key
+    /// in snake_case is said to be one the strategy never finds.
+    func testAMissingKeySaysItsSnakeCaseNameWithThatStrategy() throws {
+        struct Profile: Decodable, Sendable {
+            let userId: Int
+            let imageURL: String
+            let name: String
+        }
+        struct Team: Decodable, Sendable { let owner: Profile }
+        let snake = JSONDecoder()
+        snake.keyDecodingStrategy = .convertFromSnakeCase
+        XCTAssertEqual(
+            decodingError(#"{"owner":{"user":1}}"#, as: Team.self, decoder: snake)?.message,
+            "could not decode Team from the response body: missing key 'userId' at 'owner' (user_id in the JSON)")
+        XCTAssertEqual(
+            decodingError(#"{"user_id":1}"#, as: Profile.self, decoder: snake)?.message,
+            "could not decode Profile from the response body: missing key 'imageURL'")
+        XCTAssertEqual(
+            decodingError(#"{"user_id":1,"image_url":"x"}"#, as: Profile.self, decoder: snake)?.message,
+            "could not decode Profile from the response body: missing key 'imageURL'")
+        XCTAssertEqual(
+            decodingError(#"{"user_id":1,"imageURL":"x"}"#, as: Profile.self, decoder: snake)?.message,
+            "could not decode Profile from the response body: missing key 'name'")
+        // A model key in snake_case is never found with that strategy, which converts the JSON's.
+        struct Legacy: Decodable, Sendable {
+            let userId: Int
+            enum CodingKeys: String, CodingKey { case userId = "user_id" }
+        }
+        XCTAssertEqual(
+            decodingError(#"{"user_id":1}"#, as: Legacy.self, decoder: snake)?.message,
+            "could not decode Legacy from the response body: missing key 'user_id' "
+                + "(the decoder's convertFromSnakeCase reads user_id in the JSON as userId)")
+        // Without the strategy, the key is the JSON's.
+        XCTAssertEqual(
+            decodingError(#"{"user_id":1}"#, as: Profile.self)?.message,
+            "could not decode Profile from the response body: missing key 'userId'")
+    }
 }

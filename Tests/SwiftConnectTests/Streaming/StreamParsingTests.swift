@@ -905,6 +905,23 @@ final class StreamViewTests: XCTestCase {
         }
     }
 
+    /// With `convertFromSnakeCase`, a missing key is named as the model has it and as the JSON would have it.
+    func testJSONLinesNameAMissingKeyAsTheJSONWouldHaveIt() async throws {
+        struct Snake: Decodable { var firstName: String }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        do {
+            _ = try await collect(
+                ResponseJSONLines(stream([bytes("{\"name\":\"Ada\"}\n")]), as: Snake.self, decoder: decoder))
+            XCTFail("no error")
+        } catch let error as ConnectError {
+            XCTAssertEqual(
+                error.message,
+                "line 1 of the stream: could not decode Snake from the response body: missing key 'firstName' "
+                    + "(first_name in the JSON)")
+        }
+    }
+
     func testJSONLinesDoNotReadAhead() async throws {
         let line = "{\"id\":1,\"name\":\"a\"}\n"
         let base = ChunkSequence([bytes(line + line), bytes("\n"), bytes(line)])
