@@ -351,12 +351,10 @@ extension Connect {
                 var failure = ConnectError.decoding(error, body: response.data, as: Endpoint.Response.self)
                 if JSONNumberFit.isMisfitReport(error, decoding: response.data) {
                     // JSONDecoder's "not valid JSON" of a body that is: a number that does not fit its type. The step
-                    // decoded a type of its own choosing: the number is looked for as the client's JSON decoder
-                    // decodes the value's type, if it is `Decodable`.
-                    let json = decoders.decoder(for: response) as? JSONDecoder
-                    failure.explainNumberMisfit(
-                        JSONNumberFit.locate(anyType: Endpoint.Response.self, in: response.data, with: json),
-                        decoding: Endpoint.Response.self)
+                    // decoded a type of its own choosing from a part it chose, which the library cannot know: the
+                    // message explains without a path, rather than run a type's `init(from:)` again on a shape it
+                    // may not be written for (a step that reads through `JSONValue` gets the path from it).
+                    failure.explainNumberMisfit(nil, decoding: Endpoint.Response.self)
                 }
                 throw failure.from(response)
             } catch {

@@ -54,9 +54,9 @@ extension TypedConnector {
 /// with ``ConnectError/Kind/decoding``, its error kept as ``ConnectError/underlyingError`` and the request and
 /// response attached (a ``ConnectError`` it throws is passed on as it is). A `DecodingError` reads as
 /// ``Future/decoded(toType:decoder:)`` tells it, with its coding path; one that `JSONDecoder` reports as "The given data
-/// was not valid JSON." of a body that is valid JSON says it is a number that does not fit its type, naming the number
-/// and its path when the step's value is `Decodable` and the client's JSON decoder finds the number decoding it from
-/// the body. Conform to this protocol or to ``TypedConnector``, not both.
+/// was not valid JSON." of a body that is valid JSON says it is most likely a number that does not fit its type (a step
+/// that decodes through ``JSONValue/decoded(as:decoder:)`` gets the number and its path). Conform to this protocol or
+/// to ``TypedConnector``, not both.
 public protocol DecodingConnector: Connector, Sendable {
     /// The value the response turns into.
     associatedtype Response: Sendable

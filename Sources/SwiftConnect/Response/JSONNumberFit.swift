@@ -48,13 +48,6 @@ enum JSONNumberFit {
             && JSONSyntax.problem(in: text) == nil
     }
 
-    /// `locate(_:in:with:)` for a type known only at run time: `nil` unless it is `Decodable` and there is a
-    /// decoder.
-    static func locate(anyType type: Any.Type, in data: Data, with decoder: JSONDecoder?) -> Misfit? {
-        guard let decoder, let decodable = type as? any Decodable.Type else { return nil }
-        return locate(decodable, in: data, with: decoder)
-    }
-
     /// The deepest body walked.
     static let maximumDepth = 64
 

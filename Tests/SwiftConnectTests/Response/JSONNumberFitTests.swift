@@ -249,14 +249,17 @@ final class JSONNumberFitTests: XCTestCase {
     private let validJSONNote =
         "(the JSON is valid: JSONDecoder reports such a number as \"The given data was not valid JSON.\")"
 
-    /// A step that decodes its response type from the body gets the number and its path too.
-    func testADecodingConnectorsStepNamesTheNumber() throws {
+    /// A step that decodes from the body gets the explanation (a number that does not fit), not Foundation's "not
+    /// valid JSON" about valid JSON.
+    func testADecodingConnectorsStepExplainsTheMisfit() throws {
         let error = try XCTUnwrap(stepError(orderBody) { try JSONDecoder().decode(Order.self, from: $0.data) })
-        XCTAssertEqual(error.codingPath, "lines[1].quantity")
-        XCTAssertEqual(
-            error.message,
-            "could not decode Order from the response body: the number 1.5 at 'lines[1].quantity' does not fit Int "
-                + validJSONNote)
+        // The step decoded what it chose, from a part it chose: no type is decoded again to find the path.
+        XCTAssertNil(error.codingPath)
+        XCTAssertTrue(
+            error.message.hasPrefix(
+                "could not decode Order from the response body: JSONDecoder refused a value, most likely a number"),
+            error.message)
+        XCTAssertTrue(error.message.hasSuffix(validJSONNote), error.message)
         XCTAssertTrue(error.underlyingError is DecodingError)
     }
 
