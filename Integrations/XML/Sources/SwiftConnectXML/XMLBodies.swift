@@ -18,6 +18,9 @@ import XMLCoder
 /// response's `Content-Type` (`text/xml; charset=ISO-8859-1`), which wins over the document's XML declaration; else
 /// that declaration; else UTF-8. A `charset` that is not an encoding name, or one the XML parser does not know, fails
 /// as a decoding error.
+///
+/// A document whose elements nest more than 256 levels deep (the root counted) fails as a decoding error too:
+/// XMLCoder reads a document by recursion, and one nested a few hundred levels deeper would overflow a thread's stack.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -34,8 +37,10 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   - type: The model type.
     ///   - data: The body.
     /// - Returns: The model.
-    /// - Throws: XMLCoder's `DecodingError`; the client reports it as ``ConnectError/Kind/decoding``.
+    /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a document nested more than 256
+    ///   elements deep; the client reports either as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
+        try XMLDepth.check(data)
         let decoder = XMLDecoder()
         configure(decoder)
         return try decoder.decode(type, from: data)
@@ -50,8 +55,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   - contentType: The response's `Content-Type`; `nil` reads the body as ``decode(_:from:)`` does.
     /// - Returns: The model.
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a `charset` that is not an
-    ///   encoding name or a UTF-16 or UTF-32 body that is not valid in it; the client reports either as
-    ///   ``ConnectError/Kind/decoding``.
+    ///   encoding name, a UTF-16 or UTF-32 body that is not valid in it, or a document nested more than 256 elements
+    ///   deep; the client reports each as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
         let prepared: Data
         do {
