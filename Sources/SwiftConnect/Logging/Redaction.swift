@@ -171,7 +171,8 @@ package enum Redaction {
     package static let maximumJSONDepth = 128
 
     /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms (URL-encoded or
-    /// multipart) with sensitive values hidden, other text as is, binary as a byte count. Long bodies are cut
+    /// multipart) with sensitive values hidden, XML with the content of sensitive elements and the values of
+    /// sensitive attributes hidden (`XMLRedaction`), other text as is, binary as a byte count. Long bodies are cut
     /// at `limit` bytes.
     ///
     /// When redacting, a body that is or claims to be JSON (a `json` content type, or text that is not a form
@@ -220,6 +221,9 @@ package enum Redaction {
         }
         if redacting && type.hasPrefix("application/x-www-form-urlencoded") {
             return truncated(redactedQuery(text), limit: limit)
+        }
+        if redacting && XMLRedaction.isXML(type: type, text: text) {
+            return truncated(XMLRedaction.redacted(text), limit: limit)
         }
         if redacting && type.hasPrefix("multipart/form-data"), let contentType {
             return truncated(redactedMultipart(text, contentType: contentType), limit: limit)

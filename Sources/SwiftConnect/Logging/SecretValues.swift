@@ -19,7 +19,8 @@ import Foundation
 ///   (`amy:pw@api.example.com`, whose `amy` Foundation reads as the scheme), what lies between its first `:` and `@`;
 /// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`);
 /// - the values of sensitive fields of the body: JSON (at any depth; every string or number under a sensitive
-///   key), URL-encoded forms and multipart forms.
+///   key), URL-encoded forms, multipart forms and XML (every text and attribute value inside an element named
+///   like a secret, and the value of an attribute named like one).
 ///
 /// Each value is also hidden in the forms an echo writes it in: percent-encoded (`%2B`, and `+` for a space as
 /// forms write it) and JSON-escaped (`\/`, `\"`).
@@ -236,6 +237,11 @@ package struct SecretValues: Sendable, Equatable {
         let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
         // The first character after white space, as JSON allows it and as redaction by name looks.
         let first = start.first { !Self.jsonWhitespace.contains($0) }
+        if !type.contains("json"), type.contains("xml") || first == UInt8(ascii: "<"),
+            let text = String(data: BodyCharset.utf8(body, contentType: contentType), encoding: .utf8)
+        {
+            return XMLRedaction.secretValues(in: text)
+        }
         guard type.contains("json") || first == UInt8(ascii: "{") || first == UInt8(ascii: "["),
             !JSONDepth.exceeds(body, limit: Redaction.maximumJSONDepth),
             let json = try? JSONSerialization.jsonObject(with: Data(start), options: [.fragmentsAllowed])
