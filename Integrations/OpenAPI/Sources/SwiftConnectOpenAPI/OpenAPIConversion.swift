@@ -52,7 +52,7 @@ enum OpenAPIConversion {
                     + "path '\(redacted(path: path))'")
         }
         guard var joined = URLComponents(url: baseURL, resolvingAgainstBaseURL: true),
-            let operation = URLComponents(string: path)
+            let operation = operationComponents(path)
         else { throw problem }
         var basePath = joined.percentEncodedPath
         if basePath.hasSuffix("/") { basePath.removeLast() }
@@ -71,6 +71,14 @@ enum OpenAPIConversion {
         if let fragment = operation.percentEncodedFragment { joined.percentEncodedFragment = fragment }
         guard let url = joined.url, url.host != nil else { throw problem }
         return url
+    }
+
+    /// The operation's path, query and fragment, parsed. A path is read as one of a URL with an authority, so that
+    /// `//todos` (a first segment left empty, `/{tenant}/todos` with an empty tenant) stays a path: read on its own, it
+    /// is a reference whose authority is `todos`, and that segment would be lost.
+    private static func operationComponents(_ path: String) -> URLComponents? {
+        // Only the path, the query and the fragment are read of it.
+        path.hasPrefix("/") ? URLComponents(string: "http://operation" + path) : URLComponents(string: path)
     }
 
     /// `url` as the core's output shows it (``SwiftConnect/ConnectRequest/redactedURL``, as the tracing and logging

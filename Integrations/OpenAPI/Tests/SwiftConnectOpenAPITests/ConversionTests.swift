@@ -81,6 +81,23 @@ final class ConversionTests: XCTestCase {
         XCTAssertEqual(try joined("https://api.example.com", "/todos"), "https://api.example.com/todos")
     }
 
+    /// An operation's path whose first segment is empty (`/{tenant}/todos` with an empty tenant renders as
+    /// `//todos`) was read as a reference with an authority: `todos` taken for a host and dropped, and the request sent
+    /// to the server URL itself (or, for `//files/a.txt`, to `/v1/a.txt`).
+    func testAPathThatStartsWithTwoSlashesKeepsEverySegment() throws {
+        func joined(_ base: String, _ path: String) throws -> String {
+            let request = HTTPRequest(method: .get, scheme: nil, authority: nil, path: path)
+            return try OpenAPIConversion.url(for: request, baseURL: URL(string: base)!).absoluteString
+        }
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1", "//todos?page=2"), "https://api.example.com/v1//todos?page=2")
+        XCTAssertEqual(
+            try joined("https://api.example.com/v1?tenant=7", "//files/a.txt"),
+            "https://api.example.com/v1//files/a.txt?tenant=7")
+        XCTAssertEqual(
+            try joined("https://api.example.com", "//other.example/x"), "https://api.example.com//other.example/x")
+    }
+
     /// Only a `HEAD` answer and a `CONNECT`'s 2xx (a tunnel) have no body: a `TRACE`'s 200 carries the request as the
     /// server received it (`message/http`), and a refused `CONNECT`'s says why. Read whole and streamed alike.
     func testOnlyHEADAndASuccessfulCONNECTHaveNoBody() async throws {
