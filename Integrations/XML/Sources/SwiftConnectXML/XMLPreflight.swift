@@ -1,0 +1,164 @@
+import Foundation
+
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
+/// What is refused before XMLCoder reads a document, each as a decoding error that says why: a document nested deeper
+/// than `depthLimit`, and one whose entities the parser would drop.
+///
+/// Depth: XMLCoder turns a parsed document into its tree of values by recursion, one call per level, whether the model
+/// reads those levels or not: a document nested a few hundred levels deep overflowed a 512 KiB thread stack (the size
+/// of Apple's dispatch worker threads, where an engine completes a response), about ten thousand levels an 8 MiB one,
+/// and the process stopped. The parser's own limit is higher than that.
+///
+/// Entities: the parser drops the text of an entity the document declares (`<!ENTITY e "text">`: `a&e;b` decoded as
+/// `ab`; an external one, `SYSTEM "file:…"`, took the rest of the text with it), and that of an undeclared entity when
+/// the document names an external DTD (`&nbsp;` under `<!DOCTYPE html SYSTEM …>`). Refusing declarations also ends
+/// expansion attacks (a billion laughs, a large entity used many times) before the parser starts. External entities
+/// are never resolved either way: no file is read and nothing is fetched. XML's own entities (`&amp;`, `&lt;`…) and
+/// character references (`&#233;`) are not entities declared by the document, and decode as ever.
+enum XMLPreflight {
+    /// The deepest nesting decoded, the root element counted: libxml2's own default (`xmlParserMaxDepth`), far beyond
+    /// any API's answer, and well within a 512 KiB stack.
+    static let depthLimit = 256
+
+    /// Throws when `data` declares entities, refers to one the parser cannot read, or nests deeper than `depthLimit`.
+    /// A document the parser cannot read is not judged here: XMLCoder reports it as it does.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
+    static func check(_ data: Data) throws {
+        if declaresEntities(data) {
+            throw refusal(
+                "the XML declares entities (<!ENTITY …>), which are not decoded: the parser would drop their text")
+        }
+        // A parser that only counts levels and watches for entities it cannot read: a few percent of XMLCoder's time.
+        let watcher = Watcher()
+        let parser = XMLParser(data: data)
+        parser.delegate = watcher
+        _ = parser.parse()
+        if watcher.isTooDeep {
+            throw refusal("the XML nests deeper than \(depthLimit) elements, which is not decoded")
+        }
+        if let entity = watcher.unreadEntity {
+            throw refusal(
+                "the XML refers to the entity &\(printable(entity));, which it does not declare: its text would be lost"
+            )
+        }
+    }
+
+    private static func refusal(_ description: String) -> DecodingError {
+        .dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: description))
+    }
+
+    /// At most 64 characters of `text` (a server's), each outside printable ASCII shown as `?`: fit for a message.
+    private static func printable(_ text: String) -> String {
+        String(text.unicodeScalars.prefix(64).map { (0x20..<0x7F).contains($0.value) ? Character($0) : "?" })
+    }
+
+    /// Counts open elements and stops the parser past `depthLimit`; notes an entity the parser asks to have read.
+    /// One per parse, on the parsing thread.
+    private final class Watcher: NSObject, XMLParserDelegate {
+        private var depth = 0
+        private(set) var isTooDeep = false
+        private(set) var unreadEntity: String?
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
+            depth += 1
+            if depth > XMLPreflight.depthLimit {
+                isTooDeep = true
+                parser.abortParsing()
+            }
+        }
+
+        func parser(
+            _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+        ) {
+            depth -= 1
+        }
+
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+            // Never read: the parser then drops the reference and goes on, and the value would lack its text.
+            if unreadEntity == nil { unreadEntity = name }
+            return nil
+        }
+    }
+
+    // MARK: - Entity declarations
+
+    /// Whether the document's type declaration (`<!DOCTYPE … [ … ]>`, before the root element) declares an entity.
+    /// Only the prolog is read: `<!ENTITY` inside the document (in a CDATA section) is text.
+    static func declaresEntities(_ data: Data) -> Bool {
+        let bytes = asciiCompatible(data)
+        var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
+        func starts(with prefix: String) -> Bool {
+            let prefix = Array(prefix.utf8)
+            return index + prefix.count <= bytes.count && bytes[index..<(index + prefix.count)].elementsEqual(prefix)
+        }
+        func skip(past terminator: String) {
+            while index < bytes.count, !starts(with: terminator) { index += 1 }
+            index = min(bytes.count, index + terminator.utf8.count)
+        }
+        while index < bytes.count {
+            if isSpace(bytes[index]) {
+                index += 1
+            } else if starts(with: "<?") {
+                skip(past: "?>")
+            } else if starts(with: "<!--") {
+                skip(past: "-->")
+            } else if starts(with: "<!DOCTYPE") {
+                // To the `>` that ends it, outside quoted literals and its internal subset's brackets.
+                var inSubset = false
+                index += 9
+                while index < bytes.count {
+                    if starts(with: "<!ENTITY") { return true }
+                    if starts(with: "<!--") {
+                        skip(past: "-->")
+                        continue
+                    }
+                    let byte = bytes[index]
+                    index += 1
+                    if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {
+                        while index < bytes.count, bytes[index] != byte { index += 1 }
+                        index += 1
+                    } else if byte == UInt8(ascii: "[") {
+                        inSubset = true
+                    } else if byte == UInt8(ascii: "]") {
+                        inSubset = false
+                    } else if byte == UInt8(ascii: ">"), !inSubset {
+                        break
+                    }
+                }
+            } else {
+                // The root element (or text the parser will refuse): the prolog is over.
+                return false
+            }
+        }
+        return false
+    }
+
+    /// `data` as bytes in which markup is ASCII: as it is, or turned into UTF-8 when it is in UTF-16 or UTF-32 (known
+    /// by its byte order mark or by how `<` is written, as the parser knows it).
+    private static func asciiCompatible(_ data: Data) -> [UInt8] {
+        let head = Array(data.prefix(4))
+        let encoding: String.Encoding?
+        switch head {
+        case [0x00, 0x00, 0xFE, 0xFF], [0x00, 0x00, 0x00, 0x3C]: encoding = .utf32BigEndian
+        case [0xFF, 0xFE, 0x00, 0x00], [0x3C, 0x00, 0x00, 0x00]: encoding = .utf32LittleEndian
+        case _ where head.starts(with: [0xFE, 0xFF]) || head.starts(with: [0x00, 0x3C]): encoding = .utf16BigEndian
+        case _ where head.starts(with: [0xFF, 0xFE]) || head.starts(with: [0x3C, 0x00]): encoding = .utf16LittleEndian
+        default: encoding = nil
+        }
+        guard let encoding else { return Array(data) }
+        // A byte order mark becomes U+FEFF in UTF-8, which `declaresEntities` skips; text that is not valid in the
+        // encoding is the parser's to refuse.
+        return String(data: data, encoding: encoding).map { Array($0.utf8) } ?? []
+    }
+
+    private static func isSpace(_ byte: UInt8) -> Bool {
+        byte == 0x20 || byte == 0x09 || byte == 0x0D || byte == 0x0A
+    }
+}

@@ -1,0 +1,112 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import SwiftConnectXML
+import XCTest
+
+/// Entities other than XML's own five and character references. The parser under XMLCoder drops the text of a
+/// declared entity (`a&e;b` decoded as `ab`, `a&xxe;b` as `a`) and of an undeclared one when the document names an
+/// external DTD: a silently wrong value. Such documents now fail as decoding errors that say why. Whatever the
+/// document, no file is read and nothing is fetched (external entities are never resolved).
+final class XMLEntityTests: XCTestCase {
+    private struct Note: Codable, Equatable, Sendable {
+        var title: String
+    }
+
+    private func decoded(_ text: String, contentType: String = "application/xml") -> Result<String, any Error> {
+        decoded(Data(text.utf8), contentType: contentType)
+    }
+
+    private func decoded(_ body: Data, contentType: String = "application/xml") -> Result<String, any Error> {
+        let transport = FakeTransport.answering(.data(body, headers: ["Content-Type": contentType]))
+        let connect = Connect(transport: transport, settings: Connect.Settings(decoders: .default.withXML()))
+        let route = Route(url: URL(string: "https://api.test/note")!)
+        return Result { try connect.request(route).decoded(toType: Note.self).wait(timeout: 30).title }
+    }
+
+    private func assertRefused(
+        _ result: Result<String, any Error>, saying words: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertThrowsError(try result.get(), file: file, line: line) { error in
+            let error = error as? ConnectError
+            XCTAssertEqual(error?.kind, .decoding, file: file, line: line)
+            XCTAssertTrue(error?.message.contains(words) == true, error?.message ?? "", file: file, line: line)
+        }
+    }
+
+    func testADeclaredEntityFailsInsteadOfLosingItsText() {
+        let body = #"<?xml version="1.0"?><!DOCTYPE note [<!ENTITY e "expanded">]><note><title>a&e;b</title></note>"#
+        assertRefused(decoded(body), saying: "declares entities")
+    }
+
+    func testAnExternalEntityIsRefusedAndNeitherAFileNorTheNetworkIsRead() throws {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("xxe-\(UUID().uuidString).txt")
+        try Data("FILE-CONTENT".utf8).write(to: file)
+        defer { try? FileManager.default.removeItem(at: file) }
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/entity") { _ in .text("NETWORK-CONTENT") }
+
+        for system in [file.absoluteString, server.baseURL.appendingPathComponent("entity").absoluteString] {
+            let general = """
+                <?xml version="1.0"?><!DOCTYPE note [<!ENTITY x SYSTEM "\(system)">]><note><title>a&x;b</title></note>
+                """
+            let parameter = """
+                <?xml version="1.0"?><!DOCTYPE note [<!ENTITY % p SYSTEM "\(system)"> %p;]><note><title>a</title></note>
+                """
+            assertRefused(decoded(general), saying: "declares entities")
+            assertRefused(decoded(parameter), saying: "declares entities")
+            // The parser itself, without the check, must not read them either.
+            for body in [general, parameter] {
+                let text = (try? XMLBodyDecoder().decode(Note.self, from: Data(body.utf8)).title) ?? ""
+                XCTAssertFalse(text.contains("CONTENT"), text)
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0, "an external entity was fetched")
+    }
+
+    func testEntityExpansionAttacksFailFast() {
+        var laughs = #"<!ENTITY l0 "lollollollollollollollollollol">"#
+        for level in 1...9 {
+            laughs += "<!ENTITY l\(level) \"" + String(repeating: "&l\(level - 1);", count: 10) + "\">"
+        }
+        let billion = #"<?xml version="1.0"?><!DOCTYPE note [\#(laughs)]><note><title>&l9;</title></note>"#
+        let quadratic =
+            #"<?xml version="1.0"?><!DOCTYPE note [<!ENTITY a ""# + String(repeating: "x", count: 50_000)
+            + #"">]><note><title>"# + String(repeating: "&a;", count: 50_000) + "</title></note>"
+        assertRefused(decoded(billion), saying: "declares entities")
+        assertRefused(decoded(quadratic), saying: "declares entities")
+    }
+
+    func testAnUndeclaredEntityUnderAnExternalDTDFailsInsteadOfVanishing() {
+        let body = """
+            <?xml version="1.0"?><!DOCTYPE note SYSTEM "note.dtd"><note><title>a&nbsp;b</title></note>
+            """
+        assertRefused(decoded(body), saying: "&nbsp;")
+    }
+
+    /// A DOCTYPE without entity declarations, XML's own entities and character references still decode, as does
+    /// `<!ENTITY` as text inside the document.
+    func testADocumentTypeWithoutEntitiesAndXMLsOwnReferencesStillDecode() throws {
+        let plist = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <!DOCTYPE note PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+            <note><title>a&amp;b&#233;&#x41;</title></note>
+            """
+        XCTAssertEqual(try decoded(plist).get(), "a&béA")
+        let subset = #"<!DOCTYPE note [<!-- <!ENTITY no "x"> --><!ELEMENT note ANY>]><note><title>t</title></note>"#
+        XCTAssertEqual(try decoded(subset).get(), "t")
+        let cdata = "<note><title><![CDATA[<!ENTITY e \"x\">]]></title></note>"
+        XCTAssertEqual(try decoded(cdata).get(), #"<!ENTITY e "x">"#)
+    }
+
+    /// The check reads a document in UTF-16, with or without a byte order mark, as the parser does.
+    func testAnEntityDeclarationInUTF16IsFoundToo() throws {
+        let text =
+            #"<?xml version="1.0" encoding="UTF-16"?><!DOCTYPE note [<!ENTITY e "x">]><note><title>a&e;</title></note>"#
+        let marked = Data([0xFF, 0xFE]) + (try XCTUnwrap(text.data(using: .utf16LittleEndian)))
+        let unmarked = try XCTUnwrap(text.data(using: .utf16BigEndian))
+        assertRefused(decoded(marked), saying: "declares entities")
+        assertRefused(decoded(unmarked), saying: "declares entities")
+    }
+}
