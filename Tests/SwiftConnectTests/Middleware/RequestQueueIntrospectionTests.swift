@@ -57,6 +57,37 @@ final class RequestQueueIntrospectionTests: XCTestCase {
         XCTAssertTrue(queue.waitingRequests.isEmpty)
     }
 
+    /// A waiting request hands back what it is (JustAPIs' `pendingRequests`): taken out and cancelled, it can be sent
+    /// again later as it was, body and credentials included.
+    func testAWaitingRequestCanBeTakenOutAndSentAgainLater() throws {
+        // Given: a paused queue holding a POST with a body and a credential
+        let transport = FakeTransport()
+        transport.stub(.post, "/todos", with: .json(string: #"{"id":1}"#, status: 201))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let route = Route(
+            url: URL(string: "https://api.example.com/todos")!, method: .post,
+            parameters: Parameter.jsonObject(["title": "milk"]),
+            headers: [HTTPHeader(name: "Authorization", value: "Bearer tok-1234")])
+        let waitingCall = connect.request(route)
+        // When: the app takes it out and cancels it
+        let saved = try XCTUnwrap(queue.waitingRequests.first).request
+        queue.cancelPending()
+        XCTAssertEqual(connectError(of: waitingCall)?.kind, .cancelled)
+        XCTAssertTrue(transport.requests.isEmpty)
+        // Then: sent again later, it goes out as it was
+        queue.resume()
+        let response = try connect.response(for: saved).wait(timeout: 10)
+        XCTAssertEqual(response.statusCode, 201)
+        let sent = try XCTUnwrap(transport.requests.first)
+        XCTAssertEqual(sent.httpMethod, "POST")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "Authorization"), "Bearer tok-1234")
+        let body = sent.httpBody.flatMap { try? JSONSerialization.jsonObject(with: $0) as? [String: String] }
+        XCTAssertEqual(body, ["title": "milk"])
+        XCTAssertFalse("\(saved)".contains("tok-1234"), "printing it hides the credential")
+    }
+
     func testARunningRequestIsNotCancelledByItsWaitingID() throws {
         let transport = FakeTransport()
         let gate = Promise<Void>()

@@ -455,8 +455,11 @@ extension RequestQueue {
         public let connectorName: String
         /// When the request joined the queue.
         public let waitingSince: Date
-        /// The request, whose secret values printing hides (read only then: not while the queue's lock is held).
-        let request: ConnectRequest
+        /// The request as the stages before the queue left it: method, URL, header fields (credentials included) and
+        /// body. What JustAPIs' `pendingRequests` handed back: an app going offline for good can take the waiting
+        /// requests, cancel them, keep what it needs of each (a one-shot stream body cannot be sent twice), and send
+        /// them again later with ``Connect/response(for:name:options:)``. Printing one hides its secrets.
+        public let request: ConnectRequest
 
         /// The URL as printed: ``ConnectRequest/redactedURL``.
         private var shownURL: String { request.redactedURL }
