@@ -217,6 +217,28 @@ final class SecretPrintingTests: XCTestCase {
         XCTAssertNotNil(value(of: waiting))
     }
 
+    /// A cache storage's record (what a storage of yours saves, and may log) printed its URL's query, a `Set-Cookie`
+    /// and the `Authorization` its `Vary` names, as they were.
+    func testPrintingAStoredResponseHidesItsSecrets() throws {
+        let stored = StoredResponse(
+            url: try XCTUnwrap(URL(string: "https://amy:PASSWORD-SECRET81@a.test/feed?api_key=KEY-SECRET82&page=2")),
+            method: "GET", statusCode: 200,
+            headers: [
+                .init(name: "Content-Type", value: "application/json"),
+                .init(name: "Set-Cookie", value: "session=COOKIE-SECRET83"),
+            ],
+            body: Data(#"{"token":"BODY-SECRET84"}"#.utf8), expiry: Date(timeIntervalSince1970: 0),
+            varying: [.init(name: "authorization", value: "Bearer TOKEN-SECRET85"), .init(name: "accept", value: nil)])
+
+        let shown = printed(stored)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        XCTAssertTrue(shown.contains("https://a.test/feed?api_key=<redacted>&page=2"), shown)
+        XCTAssertTrue(shown.contains("Content-Type: application/json"), shown)
+        XCTAssertTrue(shown.contains("25 bytes"), shown)
+        XCTAssertTrue(shown.contains("accept: (absent)"), shown)
+    }
+
     // MARK: - Bodies
 
     /// A JSON value printed what secret keys held (`{"access_token":"…"}`), at any depth.

@@ -103,6 +103,28 @@ public struct StoredResponse: Sendable, Codable, Equatable {
     }
 }
 
+extension StoredResponse: CustomReflectable {
+    /// The fields as a storage of yours would print them (`print`, `dump`, a debugger), secrets hidden: the URL
+    /// without `user:password@` and with secret query values hidden, the value of each sensitive header (`Set-Cookie`,
+    /// and an `Authorization` its `Vary` names, kept in ``varying``) as `<redacted>`, and the body as its size.
+    public var customMirror: Mirror {
+        func shown(_ pairs: [HeaderPair]) -> [String] {
+            pairs.map { pair in
+                HTTPHeader.shownName(pair.name) + ": "
+                    + (pair.value.map { Redaction.headerValue($0, name: pair.name, redacting: true) } ?? "(absent)")
+            }
+        }
+        return Mirror(
+            self,
+            children: [
+                "url": Redaction.url(url, redacting: true), "method": method, "statusCode": statusCode,
+                "headers": shown(headers), "body": "\(body.count) bytes", "expiry": expiry,
+                "varying": shown(varying), "receivedAt": receivedAt as Any,
+            ],
+            displayStyle: .struct)
+    }
+}
+
 /// A ``ResponseCacheStorage`` in memory, bounded in bytes, forgetting the oldest first.
 public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     private struct State {
