@@ -163,8 +163,14 @@ final class FutureTimeoutTests: XCTestCase {
         let seen = Recorder<String?>()
         promise.setCancelHandler { seen.append(DispatchQueue.getSpecific(key: key)) }
         let limited = promise.future.timeout(after: 0.01, on: queue)
-        limited.observe { _ in seen.append(DispatchQueue.getSpecific(key: key)) }
+        let observed = DispatchSemaphore(value: 0)
+        limited.observe { _ in
+            seen.append(DispatchQueue.getSpecific(key: key))
+            observed.signal()
+        }
         XCTAssertTrue(isTimedOut(error(of: limited)))
+        // The result can be read before the callback has run on the queue: wait for the callback itself.
+        XCTAssertEqual(observed.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(seen.values, ["timer", "timer"], "the cancellation and the callbacks ran on the queue")
     }
 
@@ -175,9 +181,16 @@ final class FutureTimeoutTests: XCTestCase {
         let promise = Promise<Int>()
         let limited = promise.future.receive(on: queue).timeout(after: 60)
         let seen = Recorder<String?>()
-        limited.observe { _ in seen.append(DispatchQueue.getSpecific(key: key)) }
+        let observed = DispatchSemaphore(value: 0)
+        limited.observe { _ in
+            seen.append(DispatchQueue.getSpecific(key: key))
+            observed.signal()
+        }
         promise.succeed(1)
         XCTAssertEqual(try limited.wait(), 1)
+        // `wait()` returns as soon as the result is there, which can be before the callback runs on the queue (a
+        // ThreadSanitizer run in CI saw it): wait for the callback itself.
+        XCTAssertEqual(observed.wait(timeout: .now() + 10), .success)
         XCTAssertEqual(seen.values, ["receive"])
     }
 
