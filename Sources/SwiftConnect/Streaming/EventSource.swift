@@ -45,6 +45,12 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or
 /// an event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
 /// reconnection. Cancel the task, or break out of the loop, to stop.
+///
+/// The connector's `timeout` bounds each connection, as it bounds any stream: with the default 60 s, a feed quiet for
+/// a minute is cut and reconnected (nothing is lost: it resumes from `Last-Event-ID`), and each such reconnection
+/// without an event counts against ``EventSourceReconnection/maxAttempts`` and doubles the wait before the next one.
+/// For a long-lived feed, give the connector (or `options`) a `timeout` of `.infinity` and the stream an idle timeout
+/// that the server's heartbeat keeps from firing: `StreamingOptions(idleTimeout: 45)`.
 public struct EventSource: AsyncSequence {
     /// An event.
     public typealias Element = ServerSentEvent

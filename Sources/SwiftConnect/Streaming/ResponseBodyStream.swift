@@ -11,7 +11,8 @@ public struct StreamingOptions: Sendable, Hashable {
     /// The most body bytes held for a consumer that reads slower than the server sends, on an engine that cannot
     /// pause the transfer (URLSession). Going over fails the stream with ``ConnectError/Kind/responseTooLarge``
     /// rather than growing memory. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once
-    /// 256 KiB (or the limit, if smaller) wait unread. Defaults to 8 MiB.
+    /// 256 KiB (or the limit, if smaller) wait unread. Defaults to 8 MiB. On URLSession the stream in front of the
+    /// reader holds up to that much again on top of the limit: a stream may hold 8.25 MiB by default.
     ///
     /// On Linux, the transfer of a stream that failed so, or that its reader left, stops only once libcurl has
     /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
