@@ -1,0 +1,218 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A streamed response's life on the real engines (`TransportUnderTest`, so both): an `EventSource` reading the
+/// corner cases of the WHATWG format off the wire and resuming with a `Last-Event-ID` that is not ASCII, lines before
+/// a broken body, and a reader that leaves a stream that has gone quiet or one whose engine it has paused: the
+/// transfer stops, the reader gets `.cancelled`, and nothing of the stream is kept.
+final class StreamLifecycleTests: XCTestCase {
+    private var server: LocalServer!
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+    }
+
+    override func tearDown() {
+        server.stop()
+    }
+
+    /// A byte order mark, CR and CRLF line ends, a comment, a `retry` with junk, an `id` with NUL, an empty `data`
+    /// line and an event left unterminated when the body ends: the source hands out what a browser's would, and
+    /// resumes from the last event dispatched, not from the `id` of the event it dropped.
+    func testAnEventSourceReadsTheFormatsCornerCasesOffTheWire() async throws {
+        let first =
+            Data([0xEF, 0xBB, 0xBF])
+            + Data(
+                ": hello\r\nretry: 1x\r\nid: 1\0bad\r\nid: 7\rdata: a\r\n\r\ndata:\r\n\r\nid: 8\ndata: lost".utf8)
+        let calls = Guarded(0)
+        // The first connection ends after the unterminated event, the second after one event, the third is a 204.
+        server.route("GET", "/events") { _ in
+            switch calls.withLock({
+                $0 += 1
+                return $0
+            }) {
+            case 1:
+                return LocalServer.Response(
+                    status: 200, headers: [("Content-Type", "text/event-stream; charset=utf-8")], body: first)
+            case 2:
+                return LocalServer.Response(
+                    status: 200, headers: [("Content-Type", "text/event-stream")], body: Data("data: b\n\n".utf8))
+            default:
+                return .status(204)
+            }
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var received: [ServerSentEvent] = []
+        for try await event in connect.eventSource(
+            Route("/events", baseURL: server.baseURL, timeout: 10),
+            reconnection: EventSourceReconnection(delay: 0, maxAttempts: 3))
+        {
+            received.append(event)
+        }
+        XCTAssertEqual(
+            received,
+            [
+                ServerSentEvent(data: "a", id: "7"), ServerSentEvent(data: "", id: "7"),
+                ServerSentEvent(data: "b", id: "7"),
+            ])
+        XCTAssertEqual(server.requests.map { $0.header("Last-Event-ID") ?? "-" }, ["-", "7", "7"])
+    }
+
+    /// A reader waiting on a stream that has gone quiet is cancelled: it gets `.cancelled` at once, and the
+    /// connection closes.
+    func testCancellingAReaderOfAQuietStreamStopsIt() async throws {
+        server.route("GET", "/quiet") { _ in
+            var response = LocalServer.Response.status(200).withFault(
+                .trickle(chunk: Data("data: x\n\n".utf8), interval: 60))
+            response.headers = [("Content-Type", "text/event-stream")]
+            return response
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let got = Promise<Void>()
+        let route = Route("/quiet", baseURL: server.baseURL, timeout: .infinity)
+        let task = Task {
+            var count = 0
+            for try await _ in connect.stream(route).events {
+                count += 1
+                got.succeed(())
+            }
+            return count
+        }
+        try await got.future.value(timeout: 10)
+        let started = Date()
+        task.cancel()
+        do {
+            let count = try await task.value
+            XCTFail("ended without error after \(count)")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+        // The next chunk comes in 60 s: the reader did not wait for it.
+        XCTAssertLessThan(Date().timeIntervalSince(started), 30)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the connection stayed open")
+    }
+
+    /// Breaking out of the loop over a quiet stream closes the connection and lets the stream and its body go.
+    func testBreakingOutOfAQuietStreamLetsItGo() async throws {
+        server.route("GET", "/quiet") { _ in
+            var response = LocalServer.Response.status(200).withFault(
+                .trickle(chunk: Data("data: x\n\n".utf8), interval: 60))
+            response.headers = [("Content-Type", "text/event-stream")]
+            return response
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        weak var weakStream: ResponseStream?
+        weak var weakBody: ResponseBodyStream?
+        do {
+            let stream = connect.stream(Route("/quiet", baseURL: server.baseURL, timeout: .infinity))
+            weakStream = stream
+            weakBody = try await stream.response.bodyStream
+            XCTAssertNotNil(weakBody, "a streamed answer has a body stream")
+            for try await _ in stream.events { break }
+        }
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the connection stayed open")
+        let deadline = Date().addingTimeInterval(5)
+        while (weakStream != nil || weakBody != nil) && Date() < deadline { await Task.yield() }
+        XCTAssertNil(weakStream, "stream leaked")
+        XCTAssertNil(weakBody, "body leaked")
+    }
+
+    /// A body cut short by a close: the complete lines come first, the line it cut does not, then `.connectionLost`.
+    func testTheLinesBeforeABreakComeThenConnectionLost() async throws {
+        let head = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 100\r\n\r\n"
+        server.route("GET", "/lines") { _ in .status(200).withFault(.raw(Data((head + "one\ntwo\r\nthr").utf8))) }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var lines: [String] = []
+        do {
+            for try await line in connect.stream(Route("/lines", baseURL: server.baseURL, timeout: 10)).lines {
+                lines.append(line)
+            }
+            XCTFail("no error")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .connectionLost, "\(error)")
+        }
+        XCTAssertEqual(lines, ["one", "two"])
+    }
+}
+
+extension StreamLifecycleTests {
+    /// A reader that stops reading a fast stream (the engine paused, or buffering) and is then cancelled gets
+    /// `.cancelled`, and the server's writes start failing.
+    func testCancellingAReaderThatFellBehindStopsTheTransfer() async throws {
+        let written = Guarded(0)
+        let megabyte = Promise<Void>()
+        let closed = Promise<Int>()
+        let limit = TransportUnderTest.isURLSession ? 4096 : Int.max
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil, contentType: "text/event-stream") { write in
+                var chunks = 0
+                let chunk = Data(("data: " + String(repeating: "a", count: 16 * 1024 - 8) + "\n\n").utf8)
+                while chunks < limit, write(chunk) {
+                    chunks += 1
+                    let total = written.withLock {
+                        $0 += chunk.count
+                        return $0
+                    }
+                    if total >= 1 << 20 { megabyte.succeed(()) }
+                }
+                closed.succeed(chunks)
+            }
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let route = Route("/endless", baseURL: server.baseURL, timeout: .infinity)
+        let first = Promise<Void>()
+        let task = Task {
+            for try await _ in connect.stream(route).events {
+                first.succeed(())
+                try await megabyte.future.value
+            }
+        }
+        try await first.future.value(timeout: 10)
+        try await megabyte.future.value(timeout: 10)
+        task.cancel()
+        do {
+            try await task.value
+            XCTFail("no error")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled, "\(error)")
+        }
+        let chunks = try await closed.future.value(timeout: 20)
+        if !TransportUnderTest.isURLSession {
+            // FoundationNetworking reads on until libcurl has caught up (StreamingIntegrationTests says more).
+            XCTAssertLessThan(chunks, 4096, "the server wrote on after the reader left")
+        }
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the connection stayed open")
+    }
+}
+
+extension StreamLifecycleTests {
+    /// An event ID that is not ASCII goes back in `Last-Event-ID` as the server sent it (UTF-8).
+    func testANonASCIIEventIDIsSentBackAsItCame() async throws {
+        let calls = Guarded(0)
+        server.route("GET", "/events") { request in
+            let call = calls.withLock {
+                $0 += 1
+                return $0
+            }
+            guard call == 1 else { return .status(204) }
+            return LocalServer.Response(
+                status: 200, headers: [("Content-Type", "text/event-stream")], body: Data("id: é✓ 1\ndata: a\n\n".utf8))
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        var received: [String] = []
+        for try await event in connect.eventSource(
+            Route("/events", baseURL: server.baseURL, timeout: 10),
+            reconnection: EventSourceReconnection(delay: 0, maxAttempts: 3))
+        {
+            received.append(event.data)
+        }
+        XCTAssertEqual(received, ["a"])
+        XCTAssertEqual(server.requests.map { $0.header("Last-Event-ID") ?? "-" }, ["-", "é✓ 1"])
+    }
+}
