@@ -8,11 +8,13 @@ import Foundation
 /// The text is scanned, not parsed, so that a body cut short or not quite XML is still read: an element whose end tag
 /// never comes is hidden to the end of the text. Comments, CDATA sections, processing instructions and a DOCTYPE are
 /// skipped over as units (a sensitive element's content hides them with the rest).
-enum XMLRedaction {
+///
+/// `package`, for the test kit's recordings, which hide the same secrets of an XML answer.
+package enum XMLRedaction {
     /// Whether a body of media type `type` (lowercased, without parameters) is XML to redact: a type that says so
     /// (`application/xml`, `text/xml`, any `+xml`), or one that is neither JSON nor a form and whose text starts,
     /// after a byte order mark and white space, with `<`.
-    static func isXML(type: String, text: String) -> Bool {
+    package static func isXML(type: String, text: String) -> Bool {
         if type.contains("xml") { return true }
         if type.contains("json") || type.hasPrefix("application/x-www-form-urlencoded")
             || type.hasPrefix("multipart/")
@@ -43,7 +45,7 @@ enum XMLRedaction {
     /// The secret values of `text`, to hide by value wherever they show again: every text and CDATA section inside
     /// an element whose name is sensitive, and every attribute value in one or named like a secret, each as written
     /// and with XML's character references decoded.
-    static func secretValues(in text: String) -> [String] {
+    package static func secretValues(in text: String) -> [String] {
         let bytes = Array(text.utf8)
         var found: [String] = []
         func add(_ slice: ArraySlice<UInt8>) {
@@ -80,11 +82,17 @@ enum XMLRedaction {
     /// name is sensitive (to the end when it is not closed), and the value of each sensitive attribute outside such
     /// an element.
     static func secretRanges(in bytes: [UInt8]) -> [Range<Int>] {
-        var ranges: [Range<Int>] = []
+        namedSecretRanges(in: bytes).map(\.range)
+    }
+
+    /// `secretRanges(in:)`, each with the name that makes it secret: the element's or the attribute's, without
+    /// its namespace prefix.
+    package static func namedSecretRanges(in bytes: [UInt8]) -> [(name: String, range: Range<Int>)] {
+        var ranges: [(name: String, range: Range<Int>)] = []
         var scanner = Scanner(bytes: bytes, end: bytes.count)
         var depth = 0
         // The start of the content of the sensitive element being read, and the depth it opened at.
-        var hidden: (contentStart: Int, depth: Int)?
+        var hidden: (name: String, contentStart: Int, depth: Int)?
         while let token = scanner.next() {
             switch token.kind {
             case .start(let name, let selfClosing, let attributes):
@@ -92,15 +100,17 @@ enum XMLRedaction {
                     if !selfClosing { depth += 1 }
                     continue
                 }
-                for attribute in attributes where Redaction.isSensitiveField(localName(bytes[attribute.name])) {
-                    ranges.append(attribute.value)
+                for attribute in attributes {
+                    let attributeName = localName(bytes[attribute.name])
+                    if Redaction.isSensitiveField(attributeName) { ranges.append((attributeName, attribute.value)) }
                 }
                 if selfClosing { continue }
                 depth += 1
-                if Redaction.isSensitiveField(localName(bytes[name])) { hidden = (token.end, depth) }
+                let elementName = localName(bytes[name])
+                if Redaction.isSensitiveField(elementName) { hidden = (elementName, token.end, depth) }
             case .end:
                 if let open = hidden, depth == open.depth {
-                    ranges.append(open.contentStart..<token.start)
+                    ranges.append((open.name, open.contentStart..<token.start))
                     hidden = nil
                 }
                 depth = max(0, depth - 1)
@@ -108,8 +118,8 @@ enum XMLRedaction {
                 continue
             }
         }
-        if let open = hidden { ranges.append(open.contentStart..<bytes.count) }
-        return ranges.filter { !$0.isEmpty }
+        if let open = hidden { ranges.append((open.name, open.contentStart..<bytes.count)) }
+        return ranges.filter { !$0.range.isEmpty }
     }
 
     /// A name without its namespace prefix (`api:token` gives `token`).

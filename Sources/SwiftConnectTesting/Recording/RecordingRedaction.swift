@@ -185,16 +185,63 @@ enum RecordingRedaction {
         return redacted
     }
 
-    /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines or a
-    /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default) and the request's secret values hidden
-    /// wherever they appear (a server that echoes the request). JSON that cannot be read is withheld whole
-    /// (``unreadableJSONBody``).
+    /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines, a
+    /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default, or XML's elements and attributes, as a SOAP
+    /// login's) and the request's secret values hidden wherever they appear (a server that echoes the request). JSON
+    /// that cannot be read is withheld whole (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         if isForm(contentType), let text = String(data: data, encoding: .utf8) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
+        if let xml = redactedXML(data, contentType: contentType) { return hidingValues(in: xml, secrets: secrets) }
         return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
+    }
+
+    /// The text of `data` when it is UTF-8 XML as the logs judge it (`XMLRedaction.isXML`: an XML media type, or
+    /// text starting with `<` that claims to be neither JSON nor a form); `nil` otherwise.
+    private static func xmlText(_ data: Data, contentType: String?) -> String? {
+        guard !data.isEmpty, let text = String(data: data, encoding: .utf8) else { return nil }
+        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return XMLRedaction.isXML(type: type, text: text) ? text : nil
+    }
+
+    /// XML with the content of each element and the value of each attribute whose name is secret (by the logs' rules,
+    /// `XMLRedaction`) replaced by the placeholder of that name, escaped as XML text (`&lt;redacted:password&gt;`) so
+    /// that the body is still XML a parser reads, and reads as `<redacted:password>`; `nil` when `data` is not XML
+    /// or holds no such secret (it is then kept byte for byte).
+    private static func redactedXML(_ data: Data, contentType: String?) -> Data? {
+        guard xmlText(data, contentType: contentType) != nil else { return nil }
+        let bytes = [UInt8](data)
+        let ranges = XMLRedaction.namedSecretRanges(in: bytes)
+        guard !ranges.isEmpty else { return nil }
+        var result = Data()
+        result.reserveCapacity(bytes.count)
+        var position = 0
+        for (name, range) in ranges {
+            result.append(contentsOf: bytes[position..<range.lowerBound])
+            result.append(contentsOf: xmlEscaped(placeholder(name)).utf8)
+            position = range.upperBound
+        }
+        result.append(contentsOf: bytes[position...])
+        return result
+    }
+
+    /// `text` escaped for XML content and attribute values: `&`, `<`, `>`, `"` and `'` as references.
+    private static func xmlEscaped(_ text: String) -> String {
+        var escaped = ""
+        escaped.reserveCapacity(text.utf8.count)
+        for character in text {
+            switch character {
+            case "&": escaped += "&amp;"
+            case "<": escaped += "&lt;"
+            case ">": escaped += "&gt;"
+            case "\"": escaped += "&quot;"
+            case "'": escaped += "&apos;"
+            default: escaped.append(character)
+            }
+        }
+        return escaped
     }
 
     /// Whether `contentType` is a URL-encoded form.
@@ -210,10 +257,13 @@ enum RecordingRedaction {
     }
 
     /// The secret values a response with these fields and this body hands out: its cookies' values, and the strings
-    /// under a secret name of its body (JSON, JSON lines, or a URL-encoded form; JSON that cannot be parsed, read
-    /// token by token).
+    /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, or XML's secret elements and
+    /// attributes; JSON that cannot be parsed, read token by token).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value)
+        if let xml = xmlText(body, contentType: fields[.contentType]) {
+            return found + XMLRedaction.secretValues(in: xml)
+        }
         if isForm(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
             for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
@@ -318,11 +368,15 @@ enum RecordingRedaction {
         }
     }
 
-    /// `text` with each `<redacted:Name>` whose name `values` has replaced by its value.
+    /// `text` with each `<redacted:Name>` whose name `values` has replaced by its value, and each such placeholder
+    /// escaped as XML writes it (`&lt;redacted:Name&gt;`, in an XML answer) by its value escaped alike.
     static func filling(_ text: String, with values: [String: String]) -> String {
-        guard !values.isEmpty, text.contains("<redacted:") else { return text }
+        guard !values.isEmpty, text.contains("<redacted:") || text.contains("&lt;redacted:") else { return text }
         var filled = text
-        for (name, value) in values { filled = filled.replacingOccurrences(of: placeholder(name), with: value) }
+        for (name, value) in values {
+            filled = filled.replacingOccurrences(of: placeholder(name), with: value)
+                .replacingOccurrences(of: xmlEscaped(placeholder(name)), with: xmlEscaped(value))
+        }
         return filled
     }
 

@@ -35,7 +35,8 @@ import SwiftConnect
 ///   recording answers fails with a ``RecordingError`` naming the nearest recorded request and what differs.
 /// - **Failures**: a request that got no response (refused, timed out, reset) is recorded in `_failure` and replays
 ///   as a ``SwiftConnect/ConnectError`` of the same kind, with the same `URLError` code underneath.
-/// - **Secrets** never reach the file: credential and cookie headers, secret query items, JSON and form fields, user
+/// - **Secrets** never reach the file: credential and cookie headers, secret query items, JSON and form fields, an
+///   answer's XML elements and attributes (`&lt;redacted:password&gt;` there, so that it is still XML), user
 ///   info and `Set-Cookie` values become placeholders (`<redacted:Authorization>`) by the library's own rules, and an
 ///   echo of a secret value anywhere else, in a binary body too, becomes `<redacted>`. A body that is or claims to be
 ///   JSON but cannot be read (cut short, or nested deeper than 128 levels, where the library's logs stop reading it

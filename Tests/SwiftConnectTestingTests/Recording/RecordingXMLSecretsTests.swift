@@ -1,0 +1,78 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Secrets in XML answers (a SOAP login, an XML token endpoint), found by element and attribute name as in JSON.
+final class RecordingXMLSecretsTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = try makeRecordingFolder(for: self)
+    }
+
+    /// An XML login answer: a token in an element, a password in an attribute, a user name that is no secret.
+    private var loginAnswer: Data {
+        Data(loginAnswer(token: "tok-XMLRESP-445566", password: "pw-XMLATTR-778899").utf8)
+    }
+
+    /// `loginAnswer` with its token and password as `token` and `password`, each written as XML text.
+    private func loginAnswer(token: String, password: String) -> String {
+        #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n"
+            + #"<login><user>amy</user><api:access_token xmlns:api="urn:a">\#(token)</api:access_token>"#
+            + #"<account id="7" password="\#(password)"/></login>"#
+    }
+
+    func testSecretElementsAndAttributesOfAnXMLAnswerAreNotRecordedAndReplayFillsThem() throws {
+        // Given: a login that answers in XML
+        let file = folder.appendingPathComponent("xml-login.har")
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(
+                .data(loginAnswer, headers: ["Content-Type": "application/xml; charset=utf-8"])),
+            mode: .record)
+        let login = try connectRequest(.post, "http://api.test/login")
+        // When
+        let live = try recorder.send(login, transfer: TransferOptions()).wait()
+        // Then: the app got the answer as sent; the file holds neither secret, its placeholders escaped as XML text
+        // so that the body is still XML a parser reads
+        XCTAssertEqual(live.data, loginAnswer)
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-XMLRESP-445566"), text)
+        XCTAssertFalse(text.contains("pw-XMLATTR-778899"), text)
+        let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.response.content.data)
+        XCTAssertEqual(
+            String(decoding: recorded, as: UTF8.self),
+            loginAnswer(token: "&lt;redacted:access_token&gt;", password: "&lt;redacted:password&gt;"))
+        // When: replayed with the test's own token
+        let replay = RecordingTransport(
+            fileURL: file, mode: .replay, placeholderValues: ["access_token": "test-<&>-token"])
+        let replayed = try replay.send(login, transfer: TransferOptions()).wait()
+        // Then: the placeholder is filled, escaped as XML needs, and the rest is as recorded
+        XCTAssertEqual(
+            String(decoding: replayed.data, as: UTF8.self),
+            loginAnswer(token: "test-&lt;&amp;&gt;-token", password: "&lt;redacted:password&gt;"))
+    }
+
+    func testATokenAnXMLAnswerHandedOutIsHiddenWhereALaterRequestSendsItBack() throws {
+        // Given: a login answering in XML, then a call sending the token back in its path
+        let fake = FakeTransport(fallback: .json(string: #"{"ok":true}"#))
+        fake.stub(.post, "/login", with: .data(loginAnswer, headers: ["Content-Type": "text/xml"]))
+        let file = folder.appendingPathComponent("xml-handed-out.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        // When
+        _ = try recorder.send(connectRequest(.post, "http://api.test/login"), transfer: TransferOptions()).wait()
+        _ = try recorder.send(
+            connectRequest(.get, "http://api.test/files/tok-XMLRESP-445566"), transfer: TransferOptions()
+        ).wait()
+        // Then: the second request's URL has a placeholder for it, and the token is nowhere in the file
+        let url = try XCTUnwrap(HAR(contentsOf: file).log.entries.last?.request.url)
+        XCTAssertEqual(url, "http://api.test/files/%3Credacted%3E")
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-XMLRESP-445566"), text)
+    }
+}
