@@ -47,9 +47,16 @@ extension RecordingTransport {
         }
         let file = fileURL.lastPathComponent
         var message = "RecordingTransport: no recording in \(file) matches \(request.summary)"
+        // Entries whose request cannot be read match nothing: said, or an edited file looks empty or incomplete.
+        let unreadable = Self.unreadableRequests(in: snapshot)
         guard let nearest else {
-            message += " (the recording holds no requests). Record it: run with \(RecordingMode.environmentVariable)"
-            message += "=recordMissing (or =record)."
+            if unreadable.isEmpty {
+                message += " (the recording holds no requests). Record it: run with "
+                message += "\(RecordingMode.environmentVariable)=recordMissing (or =record)."
+            } else {
+                message += " (the recording holds no request it can read: \(unreadable)). Fix the file, or "
+                message += "record it again with \(RecordingMode.environmentVariable)=record."
+            }
             return RecordingError(.noMatch, message, fileURL: fileURL)
         }
         let differences = nearest.differences.map(\.description)
@@ -64,9 +71,25 @@ extension RecordingTransport {
         } else {
             message += " — differs in " + differences.joined(separator: "; ")
         }
+        if !unreadable.isEmpty { message += ". The recording also holds requests it cannot read: \(unreadable)" }
         message += ". Re-record with \(RecordingMode.environmentVariable)=record if the request changed on purpose."
         return RecordingError(
             .noMatch, message, fileURL: fileURL, nearest: nearest.request, differences: differences)
+    }
+}
+
+extension RecordingTransport {
+    /// The entries of `snapshot` whose request cannot be read (which match no request), each with why: `entry 2
+    /// (POST): its body is not valid base64`; empty when there are none. Five at most. Without their URLs, which
+    /// cannot be redacted (a browser's export holds its secrets as sent).
+    fileprivate static func unreadableRequests(in snapshot: State) -> String {
+        let indices = snapshot.requests.indices.filter { snapshot.requests[$0] == nil }
+        let described = indices.prefix(5).map { index -> String in
+            let request = snapshot.entries[index].request
+            let why = URL(string: request.url) == nil ? "its URL does not parse" : "its body is not valid base64"
+            return "entry \(index + 1) (\(request.method)): \(why)"
+        }
+        return described.joined(separator: "; ") + (indices.count > 5 ? "; …" : "")
     }
 }
 
@@ -96,7 +119,9 @@ extension RecordingTransport {
         if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
         let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
-            let message = "RecordingTransport: the recorded body of \(entry.request.url) is not valid base64"
+            let message =
+                "RecordingTransport: the recorded answer to \(entry.request.url) in \(fileURL.lastPathComponent) has a "
+                + "body marked base64 that is not valid base64"
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
@@ -108,7 +133,8 @@ extension RecordingTransport {
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
         else {
             let message =
-                "RecordingTransport: the recording of \(entry.request.url) has status \(entry.response.status) "
+                "RecordingTransport: the recording of \(entry.request.url) in \(fileURL.lastPathComponent) has "
+                + "status \(entry.response.status) "
                 + "and no _failure (a browser's export of a request that got no response cannot be replayed)"
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))

@@ -1,0 +1,91 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A recording file that is cut short, edited by hand or not a recording at all fails its requests with a typed
+/// error naming the file, and is never overwritten by a mode that only adds to it.
+final class DamagedRecordingTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = try makeRecordingFolder(for: self)
+    }
+
+    /// Records one `GET http://api.test/todos` answered `{"id":1}`, and returns the file's URL.
+    private func recordOne(named name: String) throws -> URL {
+        let file = folder.appendingPathComponent(name)
+        let recorder = RecordingTransport(
+            fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"id":1}"#)), mode: .record)
+        _ = try recorder.send(connectRequest(.get, "http://api.test/todos"), transfer: TransferOptions()).wait()
+        return file
+    }
+
+    /// The file's archive, changed by `edit`, written back.
+    private func edit(_ file: URL, _ edit: (inout HAR) -> Void) throws {
+        var har = try HAR(contentsOf: file)
+        edit(&har)
+        try har.encoded().write(to: file)
+    }
+
+    func testATruncatedFileFailsEveryModeThatReadsItNamingTheFileAndIsNotOverwritten() throws {
+        // Given: a recording cut in half, as a disk full or a crash of another tool leaves it
+        let file = try recordOne(named: "cut.har")
+        let whole = try Data(contentsOf: file)
+        let cut = whole.prefix(whole.count / 2)
+        try cut.write(to: file)
+        for mode in [RecordingMode.replay, .recordMissing] {
+            // When
+            let transport = RecordingTransport(
+                fileURL: file, wrapping: FakeTransport.answering(.json(string: #"{"id":2}"#)), mode: mode)
+            let error = try failure(
+                of: transport.send(connectRequest(.get, "http://api.test/todos"), transfer: .init()))
+            // Then: a typed error that names the file; the file is as it was
+            let recording = try recordingError(of: error)
+            XCTAssertEqual(recording.reason, .unreadableRecording, "\(mode)")
+            XCTAssertEqual(recording.fileURL, file)
+            XCTAssertTrue(error.message.contains("cut.har"), error.message)
+            XCTAssertEqual(try Data(contentsOf: file), cut, "\(mode) changed the damaged file")
+        }
+    }
+
+    func testARecordedBodyThatIsNotBase64FailsNamingTheFile() throws {
+        // Given: an answer's body marked base64 whose text is not
+        let file = try recordOne(named: "bad-body.har")
+        try edit(file) { har in
+            har.log.entries[0].response.content.text = "not base64!"
+            har.log.entries[0].response.content.encoding = "base64"
+        }
+        // When
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let error = try failure(of: replay.send(connectRequest(.get, "http://api.test/todos"), transfer: .init()))
+        // Then
+        let recording = try recordingError(of: error)
+        XCTAssertEqual(recording.reason, .unreadableRecording)
+        XCTAssertTrue(error.message.contains("bad-body.har"), error.message)
+        XCTAssertTrue(error.message.contains("base64"), error.message)
+    }
+
+    func testARecordedRequestThatCannotBeReadIsNamedWhenNothingMatches() throws {
+        // Given: the recorded request's body marked base64 whose text is not
+        let file = try recordOne(named: "bad-request.har")
+        try edit(file) { har in
+            har.log.entries[0].request.postData = HAR.PostData(Data(), mimeType: "application/json")
+            har.log.entries[0].request.postData?.text = "not base64!"
+            har.log.entries[0].request.postData?.encoding = "base64"
+        }
+        // When
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let error = try failure(of: replay.send(connectRequest(.get, "http://api.test/todos"), transfer: .init()))
+        // Then: the error says that the recording has an entry it could not read, rather than none at all
+        let recording = try recordingError(of: error)
+        XCTAssertEqual(recording.reason, .noMatch)
+        XCTAssertTrue(error.message.contains("bad-request.har"), error.message)
+        XCTAssertFalse(error.message.contains("holds no requests"), error.message)
+        XCTAssertTrue(error.message.contains("entry 1"), error.message)
+    }
+}
