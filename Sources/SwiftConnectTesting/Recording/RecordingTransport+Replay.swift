@@ -80,16 +80,22 @@ extension RecordingTransport {
 
 extension RecordingTransport {
     /// The entries of `snapshot` whose request cannot be read (which match no request), each with why: `entry 2
-    /// (POST): its body is not valid base64`; empty when there are none. Five at most. Without their URLs, which
-    /// cannot be redacted (a browser's export holds its secrets as sent).
+    /// (POST https://api.test/a): its body is not valid base64`; empty when there are none. Five at most.
     fileprivate static func unreadableRequests(in snapshot: State) -> String {
         let indices = snapshot.requests.indices.filter { snapshot.requests[$0] == nil }
         let described = indices.prefix(5).map { index -> String in
             let request = snapshot.entries[index].request
             let why = URL(string: request.url) == nil ? "its URL does not parse" : "its body is not valid base64"
-            return "entry \(index + 1) (\(request.method)): \(why)"
+            return "entry \(index + 1) (\(request.method) \(shown(request.url))): \(why)"
         }
         return described.joined(separator: "; ") + (indices.count > 5 ? "; …" : "")
+    }
+
+    /// A recorded URL as a message shows it: redacted as a live request's is (a browser's export holds its secrets
+    /// as sent), or a placeholder for one that does not parse.
+    static func shown(_ url: String) -> String {
+        guard let parsed = URL(string: url) else { return "<unreadable URL>" }
+        return RecordingRedaction.url(parsed).absoluteString
     }
 }
 
@@ -120,7 +126,7 @@ extension RecordingTransport {
         let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
             let message =
-                "RecordingTransport: the recorded answer to \(entry.request.url) in \(fileURL.lastPathComponent) has a "
+                "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has a "
                 + "body marked base64 that is not valid base64"
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
@@ -133,7 +139,7 @@ extension RecordingTransport {
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
         else {
             let message =
-                "RecordingTransport: the recording of \(entry.request.url) in \(fileURL.lastPathComponent) has "
+                "RecordingTransport: the recording of \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has "
                 + "status \(entry.response.status) "
                 + "and no _failure (a browser's export of a request that got no response cannot be replayed)"
             return Future(

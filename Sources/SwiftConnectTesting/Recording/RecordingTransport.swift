@@ -188,7 +188,7 @@ public final class RecordingTransport: Transport, Sendable {
     public func verifyAllRecordingsUsed() throws {
         let unused = unusedEntries
         guard !unused.isEmpty else { return }
-        let list = unused.prefix(5).map { "\($0.request.method) \($0.request.url)" }.joined(separator: "; ")
+        let list = unused.prefix(5).map { "\($0.request.method) \(Self.shown($0.request.url))" }.joined(separator: "; ")
         throw RecordingError(
             .unusedRecordings,
             "\(unused.count) recorded exchange(s) in \(fileURL.lastPathComponent) were never used: \(list)"

@@ -139,6 +139,36 @@ final class HARFileTests: XCTestCase {
         XCTAssertEqual(response.statusCode, 200)
     }
 
+    /// The messages about an export's entries (unused, or with a body that cannot be read) show its URLs redacted.
+    func testNoMessageAboutABrowsersExportShowsTheSecretsInItsURLs() throws {
+        // Given: an export of a call with a key in its query and, by a hand's edit, a body that is not base64
+        let export = #"""
+            {"log": {"version": "1.2", "creator": {"name": "WebInspector", "version": "537.36"}, "entries": [{
+              "startedDateTime": "2024-05-01T10:00:00.123Z", "time": 10,
+              "request": {"method": "GET", "url": "https://amy:pw-EXPORTED-4@example.com/a?api_key=ak-EXPORTED-5"},
+              "response": {"status": 200, "content": {"mimeType": "text/plain", "text": "%%", "encoding": "base64"}},
+              "timings": {"send": 0, "wait": 10, "receive": 0}}]}}
+            """#
+        let file = folder.appendingPathComponent("export-messages.har")
+        try Data(export.utf8).write(to: file)
+        // When: left unused
+        XCTAssertThrowsError(try RecordingTransport(fileURL: file, mode: .replay).verifyAllRecordingsUsed()) { error in
+            // Then
+            let text = "\(error)"
+            XCTAssertTrue(text.contains("example.com/a"), text)
+            XCTAssertFalse(text.contains("ak-EXPORTED-5"), text)
+            XCTAssertFalse(text.contains("pw-EXPORTED-4"), text)
+        }
+        // When: replayed
+        let request = try connectRequest(.get, "https://amy:pw-LIVE-4@example.com/a?api_key=ak-LIVE-5")
+        let error = try failure(of: RecordingTransport(fileURL: file, mode: .replay).send(request, transfer: .init()))
+        // Then: it fails for its body, naming the URL without its secrets
+        XCTAssertEqual(try recordingError(of: error).reason, .unreadableRecording)
+        XCTAssertTrue(error.message.contains("example.com/a"), error.message)
+        XCTAssertFalse(error.message.contains("ak-EXPORTED-5"), error.message)
+        XCTAssertFalse(error.message.contains("pw-EXPORTED-4"), error.message)
+    }
+
     func testABrowsersExportReplays() throws {
         // Given: the shape Chrome and Firefox export, with fields this model does not know and some it lacks
         let export = #"""
