@@ -12,12 +12,17 @@ extension RecordingRedaction {
     /// `application/problem+json`…) or, unless the type is a form, a body starting with `{` or `[` after a byte order
     /// mark and white space; and it does not parse as JSON nor as JSON lines (a body cut short), or it nests deeper
     /// than ``SwiftConnect/Redaction/maximumJSONDepth`` levels, where the logs stop reading JSON too (walking it
-    /// recurses once per level). White space alone is not unreadable: it holds no secret.
+    /// recurses once per level). White space alone is not unreadable: it holds no secret. Nor is a body of another
+    /// type holding a control byte JSON text never holds (NUL…): binary content whose first byte happens to be `{`
+    /// or `[` (a BSON document), recorded and matched byte for byte.
     static func isUnreadableJSON(_ data: Data, contentType: String?) -> Bool {
         guard let first = withoutBOM(data).first(where: { !jsonWhitespace.contains($0) }) else { return false }
         let type = contentType?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
         if type.hasPrefix("application/x-www-form-urlencoded") || type.hasPrefix("multipart/") { return false }
         guard type.contains("json") || first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return false }
+        if !type.contains("json"), data.contains(where: { $0 < 0x20 && !jsonWhitespace.contains($0) }) {
+            return false
+        }
         if JSONDepth.exceeds(data, limit: Redaction.maximumJSONDepth) { return true }
         return parsedJSON(data) == nil && jsonLines(data) == nil
     }

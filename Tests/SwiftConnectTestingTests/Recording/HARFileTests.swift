@@ -94,6 +94,33 @@ final class HARFileTests: XCTestCase {
         XCTAssertEqual(har.log.entries[2].request.bodySize, 4)
     }
 
+    /// Binary bodies whose first byte happens to be `{` or `[` (a BSON document 91 bytes long starts with 0x5B) are
+    /// not JSON: they are recorded, replayed and matched byte for byte, not withheld as JSON that cannot be read.
+    func testBinaryBodiesStartingLikeJSONRoundTripExactly() throws {
+        // Given: an upload and an answer that are not UTF-8, each starting with a JSON opening character
+        let sent = Data([0x7B, 0x00, 0xFF, 0x10, 0x80, 0x7D])
+        let answer = Data([0x5B, 0x00, 0x00, 0x00, 0x02, 0xFE, 0xFF, 0x5D])
+        let file = folder.appendingPathComponent("binary.har")
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(.data(answer, headers: ["Content-Type": "application/bson"])),
+            mode: .record)
+        let upload = try connectRequest(
+            .post, "http://api.test/blob", headers: [.contentType: "application/octet-stream"], body: sent)
+        // When
+        _ = try recorder.send(upload, transfer: TransferOptions()).wait()
+        // Then: the file holds both as they were
+        let entry = try XCTUnwrap(HAR(contentsOf: file).log.entries.first)
+        XCTAssertEqual(entry.request.postData?.data, sent)
+        XCTAssertEqual(entry.response.content.data, answer)
+        // When: replayed, another binary upload of the same start does not match; the same one gets the answer
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        var other = upload
+        other.body = .bytes(Data([0x7B, 0x00, 0xFF, 0x10, 0x81, 0x7D]))
+        XCTAssertEqual(try recordingError(of: failure(of: replay.send(other, transfer: .init()))).reason, .noMatch)
+        XCTAssertEqual(try replay.send(upload, transfer: TransferOptions()).wait().data, answer)
+    }
+
     func testFileIsPrettyPrintedWithSortedKeys() throws {
         // Given
         let file = try recordSample()
