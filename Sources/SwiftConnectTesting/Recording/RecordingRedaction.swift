@@ -198,20 +198,24 @@ enum RecordingRedaction {
         return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
     }
 
-    /// The text of `data` when it is UTF-8 XML as the logs judge it (`XMLRedaction.isXML`: an XML media type, or
-    /// text starting with `<` that claims to be neither JSON nor a form); `nil` otherwise.
-    private static func xmlText(_ data: Data, contentType: String?) -> String? {
-        guard !data.isEmpty, let text = String(data: data, encoding: .utf8) else { return nil }
+    /// Whether `data` is XML as the logs judge it (`XMLRedaction.isXML`: an XML media type, or text starting with
+    /// `<` that claims to be neither JSON nor a form).
+    ///
+    /// Its start is read as UTF-8, leniently: XML's markup is ASCII in every charset but UTF-16, so a body in
+    /// ISO-8859-1 or Windows-1252 (an older SOAP service's) is judged, and scanned byte by byte, alike.
+    private static func isXML(_ data: Data, contentType: String?) -> Bool {
+        guard !data.isEmpty else { return false }
         let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
-        return XMLRedaction.isXML(type: type, text: text) ? text : nil
+        return XMLRedaction.isXML(type: type, text: String(decoding: data.prefix(4096), as: UTF8.self))
     }
 
     /// XML with the content of each element and the value of each attribute whose name is secret (by the logs' rules,
     /// `XMLRedaction`) replaced by the placeholder of that name, escaped as XML text (`&lt;redacted:password&gt;`) so
     /// that the body is still XML a parser reads, and reads as `<redacted:password>`; `nil` when `data` is not XML
-    /// or holds no such secret (it is then kept byte for byte).
+    /// or holds no such secret (it is then kept byte for byte). The bytes between are kept as they are, in whatever
+    /// charset they are.
     private static func redactedXML(_ data: Data, contentType: String?) -> Data? {
-        guard xmlText(data, contentType: contentType) != nil else { return nil }
+        guard isXML(data, contentType: contentType) else { return nil }
         let bytes = [UInt8](data)
         let ranges = XMLRedaction.namedSecretRanges(in: bytes)
         guard !ranges.isEmpty else { return nil }
@@ -261,8 +265,8 @@ enum RecordingRedaction {
     /// attributes; JSON that cannot be parsed, read token by token).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value)
-        if let xml = xmlText(body, contentType: fields[.contentType]) {
-            return found + XMLRedaction.secretValues(in: xml)
+        if isXML(body, contentType: fields[.contentType]) {
+            return found + XMLRedaction.secretValues(in: String(decoding: body, as: UTF8.self))
         }
         if isForm(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
             for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {

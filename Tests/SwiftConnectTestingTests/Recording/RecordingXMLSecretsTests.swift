@@ -58,6 +58,27 @@ final class RecordingXMLSecretsTests: XCTestCase {
             loginAnswer(token: "test-&lt;&amp;&gt;-token", password: "&lt;redacted:password&gt;"))
     }
 
+    func testAnXMLAnswerInLatin1HasItsSecretsHiddenAndItsOtherBytesKept() throws {
+        // Given: an answer in ISO-8859-1, not UTF-8 (`é` is the single byte 0xE9)
+        let answer = try XCTUnwrap(
+            (#"<?xml version="1.0" encoding="ISO-8859-1"?><r><nom>José</nom>"#
+                + "<password>pw-LATIN-123456</password></r>").data(using: .isoLatin1))
+        let file = folder.appendingPathComponent("xml-latin1.har")
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(
+                .data(answer, headers: ["Content-Type": "text/xml; charset=iso-8859-1"])),
+            mode: .record)
+        // When
+        _ = try recorder.send(connectRequest(.get, "http://api.test/me"), transfer: TransferOptions()).wait()
+        // Then
+        let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.response.content.data)
+        XCTAssertEqual(
+            recorded,
+            (#"<?xml version="1.0" encoding="ISO-8859-1"?><r><nom>José</nom>"#
+                + "<password>&lt;redacted:password&gt;</password></r>").data(using: .isoLatin1))
+    }
+
     func testATokenAnXMLAnswerHandedOutIsHiddenWhereALaterRequestSendsItBack() throws {
         // Given: a login answering in XML, then a call sending the token back in its path
         let fake = FakeTransport(fallback: .json(string: #"{"ok":true}"#))
