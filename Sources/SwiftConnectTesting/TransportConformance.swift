@@ -117,13 +117,14 @@ public enum TransportConformance {
     ///   - knownDefects: Check names this transport is known to fail, each with the defect that explains it.
     ///   - only: The names of the checks to run; all when `nil`.
     ///   - makeTransport: Makes a transport; called once or more per check.
-    /// - Returns: One outcome per check run.
+    /// - Returns: One outcome per check run, then a failed one for each name in `only` or `knownDefects` that no
+    ///   check has (a typo, a check renamed), so that such a name never leaves a check silently unrun.
     public static func run(
         knownDefects: [String: String] = [:], only: Set<String>? = nil,
         makeTransport: @escaping @Sendable () -> any Transport
     ) -> [Outcome] {
         let context = Context(makeTransport: makeTransport)
-        return checks.filter { only?.contains($0.name) ?? true }.map { check in
+        let outcomes = checks.filter { only?.contains($0.name) ?? true }.map { check in
             var failure: String?
             do {
                 try check.body(context)
@@ -132,6 +133,14 @@ public enum TransportConformance {
             }
             return Outcome(check: check.name, failure: failure, knownDefect: knownDefects[check.name])
         }
+        let names = Set(checks.map(\.name))
+        let unknown = Set(only ?? []).union(knownDefects.keys).subtracting(names).sorted()
+        let known = checks.map { "\"\($0.name)\"" }.joined(separator: ", ")
+        return outcomes
+            + unknown.map { name in
+                let failure = "no check is named \"\(name)\" (the checks are \(known))"
+                return Outcome(check: name, failure: failure, knownDefect: nil)
+            }
     }
 
     /// Every check, in the order they run.
