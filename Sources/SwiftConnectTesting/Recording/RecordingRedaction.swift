@@ -194,7 +194,9 @@ enum RecordingRedaction {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
-        if let xml = redactedXML(data, contentType: contentType) { return hidingValues(in: xml, secrets: secrets) }
+        if isXML(data, contentType: contentType) {
+            return hidingValues(inXML: redactedXML(data) ?? data, secrets: secrets)
+        }
         return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
     }
 
@@ -211,11 +213,10 @@ enum RecordingRedaction {
 
     /// XML with the content of each element and the value of each attribute whose name is secret (by the logs' rules,
     /// `XMLRedaction`) replaced by the placeholder of that name, escaped as XML text (`&lt;redacted:password&gt;`) so
-    /// that the body is still XML a parser reads, and reads as `<redacted:password>`; `nil` when `data` is not XML
-    /// or holds no such secret (it is then kept byte for byte). The bytes between are kept as they are, in whatever
-    /// charset they are.
-    private static func redactedXML(_ data: Data, contentType: String?) -> Data? {
-        guard isXML(data, contentType: contentType) else { return nil }
+    /// that the body is still XML a parser reads, and reads as `<redacted:password>`; `nil` when `data` holds no
+    /// such secret (it is then kept byte for byte). The bytes between are kept as they are, in whatever charset they
+    /// are.
+    private static func redactedXML(_ data: Data) -> Data? {
         let bytes = [UInt8](data)
         let ranges = XMLRedaction.namedSecretRanges(in: bytes)
         guard !ranges.isEmpty else { return nil }
@@ -228,6 +229,26 @@ enum RecordingRedaction {
             position = range.upperBound
         }
         result.append(contentsOf: bytes[position...])
+        return result
+    }
+
+    /// XML with `secrets` hidden as ``hidingValues(in:secrets:)`` hides them, each placeholder escaped as XML text
+    /// (`&lt;redacted&gt;`): a bare `<redacted>` reads as a tag, and is not allowed in an attribute's value. Left
+    /// bare in XML that held the placeholder's text already, where the two could not be told apart.
+    private static func hidingValues(inXML data: Data, secrets: SecretValues) -> Data {
+        let placeholder = Data(Redaction.placeholder.utf8)
+        let hidden = hidingValues(in: data, secrets: secrets)
+        guard hidden != data, data.range(of: placeholder) == nil else { return hidden }
+        let escaped = Data(xmlEscaped(Redaction.placeholder).utf8)
+        var result = Data()
+        result.reserveCapacity(hidden.count)
+        var index = hidden.startIndex
+        while let found = hidden.range(of: placeholder, in: index..<hidden.endIndex) {
+            result.append(hidden[index..<found.lowerBound])
+            result.append(escaped)
+            index = found.upperBound
+        }
+        result.append(hidden[index...])
         return result
     }
 

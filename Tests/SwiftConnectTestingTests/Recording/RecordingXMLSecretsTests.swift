@@ -79,6 +79,23 @@ final class RecordingXMLSecretsTests: XCTestCase {
                 + "<password>&lt;redacted:password&gt;</password></r>").data(using: .isoLatin1))
     }
 
+    func testASecretAnXMLAnswerEchoesIsHiddenAndTheBodyStaysXML() throws {
+        // Given: an answer echoing the request's key in an element and in an attribute, neither named like a secret
+        let echo = { (key: String) in #"<r><seen>\#(key)</seen><note text="got \#(key)"/></r>"# }
+        let file = folder.appendingPathComponent("xml-echo.har")
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(
+                .data(Data(echo("ak-XMLECHO-31415").utf8), headers: ["Content-Type": "application/xml"])),
+            mode: .record)
+        let request = try connectRequest(.get, "http://api.test/key", headers: ["X-Api-Key": "ak-XMLECHO-31415"])
+        // When
+        _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        // Then: the placeholder is escaped as XML text (a bare `<redacted>` is a tag, and not allowed in an attribute)
+        let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.response.content.data)
+        XCTAssertEqual(String(decoding: recorded, as: UTF8.self), echo("&lt;redacted&gt;"))
+    }
+
     func testATokenAnXMLAnswerHandedOutIsHiddenWhereALaterRequestSendsItBack() throws {
         // Given: a login answering in XML, then a call sending the token back in its path
         let fake = FakeTransport(fallback: .json(string: #"{"ok":true}"#))
