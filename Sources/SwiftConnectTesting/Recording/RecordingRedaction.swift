@@ -34,7 +34,9 @@ enum RecordingRedaction {
         }
         var body = Data()
         if case .bytes(let data) = request.body {
-            body = requestBody(data, contentType: request.headerFields[.contentType], secrets: secrets)
+            let contentType = request.headerFields[.contentType]
+            let byName = isXML(data, contentType: contentType) ? hidingXMLSecretsByName(in: data) : data
+            body = requestBody(byName, contentType: contentType, secrets: secrets)
         }
         return RecordedRequest(
             method: request.method.rawValue, url: url(request.url, secrets: secrets), headerFields: fields, body: body)
@@ -249,6 +251,28 @@ enum RecordingRedaction {
             index = found.upperBound
         }
         result.append(hidden[index...])
+        return result
+    }
+
+    /// An XML request body with the content of each element and the value of each attribute whose name is secret
+    /// replaced by the library's `<redacted>`: what hiding by value gives a longer secret there (so that recordings
+    /// made before keep matching), for a short one too, which hiding by value leaves (a 3-character password).
+    ///
+    /// Only for a request being sent: a recorded body holds the bare placeholder, which a second pass would read as
+    /// a tag never closed.
+    private static func hidingXMLSecretsByName(in data: Data) -> Data {
+        let bytes = [UInt8](data)
+        let ranges = XMLRedaction.namedSecretRanges(in: bytes)
+        guard !ranges.isEmpty else { return data }
+        var result = Data()
+        result.reserveCapacity(bytes.count)
+        var position = 0
+        for (_, range) in ranges {
+            result.append(contentsOf: bytes[position..<range.lowerBound])
+            result.append(contentsOf: Redaction.placeholder.utf8)
+            position = range.upperBound
+        }
+        result.append(contentsOf: bytes[position...])
         return result
     }
 

@@ -96,6 +96,28 @@ final class RecordingXMLSecretsTests: XCTestCase {
         XCTAssertEqual(String(decoding: recorded, as: UTF8.self), echo("&lt;redacted&gt;"))
     }
 
+    func testAShortPasswordInAnXMLRequestIsHiddenByNameAndReplayMatchesAnother() throws {
+        // Given: a login sending XML with a password too short to be hidden by value (under 4 characters)
+        func login(_ password: String) throws -> ConnectRequest {
+            try connectRequest(
+                .post, "http://api.test/login", headers: [.contentType: "application/xml"],
+                body: Data("<login><user>amy</user><password>\(password)</password></login>".utf8))
+        }
+        let file = folder.appendingPathComponent("xml-request.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(.status(204)), mode: .record)
+        // When
+        _ = try recorder.send(login("pw9"), transfer: TransferOptions()).wait()
+        // Then: the placeholder a longer password got by value already, so that older recordings still match
+        let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.request.postData?.data)
+        XCTAssertEqual(
+            String(decoding: recorded, as: UTF8.self), "<login><user>amy</user><password><redacted></password></login>")
+        // When: replayed with other passwords, short and long
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        XCTAssertEqual(try replay.send(login("zz1"), transfer: TransferOptions()).wait().statusCode, 204)
+        let again = RecordingTransport(fileURL: file, mode: .replay)
+        XCTAssertEqual(try again.send(login("a-much-longer-one"), transfer: TransferOptions()).wait().statusCode, 204)
+    }
+
     func testATokenAnXMLAnswerHandedOutIsHiddenWhereALaterRequestSendsItBack() throws {
         // Given: a login answering in XML, then a call sending the token back in its path
         let fake = FakeTransport(fallback: .json(string: #"{"ok":true}"#))
