@@ -10,7 +10,8 @@ public enum ConnectivityPolicy: Sendable, Hashable {
     case ignore
     /// Fail at once with ``ConnectError/Kind/notConnected``; nothing is sent. For screens that show an offline
     /// banner instead of a spinner. A request already waiting in a queue the middleware holds (`pausing:`) fails
-    /// when the network goes, too.
+    /// when the network goes, too; a retry (an attempt after the first) waits for the network instead, there as in
+    /// the middleware.
     case failFast
     /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
     /// together go in the order they came.

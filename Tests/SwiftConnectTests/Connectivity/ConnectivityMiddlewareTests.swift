@@ -303,6 +303,44 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/1", "/items/3"])
     }
 
+    /// A retry waits for the network under fail fast (the call started online, see the test above it): also when the
+    /// network goes while the retry waits in the queue for a slot. It once failed there with `notConnected`, the call
+    /// lost to a drop its first attempt never met.
+    func testAFailFastRetryWaitingInTheQueueWaitsForTheNetworkWhenItGoes() throws {
+        // Given: online, a queue of one held by a fail-fast middleware; /items/2's first answer is a 503, and its
+        // retry waits in the queue behind /items/3, which holds the slot
+        network.goOnline()
+        let first = Promise<Void>()
+        let third = Promise<Void>()
+        transport.stub("/items/1", with: FakeResponse.json(["ok": true]).released(by: first.future))
+        transport.stub("/items/2", with: [.status(503), .json(["ok": true])])
+        transport.stub("/items/3", with: FakeResponse.json(["ok": true]).released(by: third.future))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let clock = ImmediateRetryClock()
+        let connect = client(
+            .failFast, retryPolicy: RetryPolicy(maxAttempts: 2, clock: clock), queue: queue, pausing: true)
+        let running = connect.request(Item(id: 1))
+        let retried = connect.request(Item(id: 2))
+        let holding = connect.request(Item(id: 3))
+        first.succeed(())
+        XCTAssertNoThrow(try running.wait(timeout: 5))
+        XCTAssertEqual(clock.delays.count, 1, "the 503 is retried")
+        XCTAssertEqual(transport.requests.compactMap { $0.url?.path }, ["/items/1", "/items/2", "/items/3"])
+        XCTAssertEqual(queue.waitingRequests.map { $0.url.path }, ["/items/2"], "the retry waits for the slot")
+
+        // When: the network goes, then the slot frees
+        network.goOffline()
+        third.succeed(())
+        XCTAssertNoThrow(try holding.wait(timeout: 5))
+
+        // Then: the retry waits for the network, unsent, and goes when it returns
+        XCTAssertFalse(retried.isCompleted, "a retry must not fail fast: the call started online")
+        XCTAssertEqual(transport.requests.count, 3)
+        network.goOnline()
+        XCTAssertNoThrow(try retried.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.compactMap { $0.url?.path }.last, "/items/2")
+    }
+
     func testTheQueueLetsThroughWhatTheMiddlewaresOwnIgnorePolicyLetThrough() throws {
         // Given: offline, a middleware whose own policy is .ignore holding the client's queue
         let queue = RequestQueue(maxConcurrentRequests: 1)

@@ -81,6 +81,10 @@ public final class RequestQueue: Sendable {
         /// ``ConnectivityPolicy/ignore`` (or a holder's own `.ignore` where it sets none) it starts while the queue is
         /// held for the network only, as a request to this device does.
         var connectivity: ConnectivityPolicy?
+        /// Whether it is a retry (an attempt after the first): it waits for the network under
+        /// ``ConnectivityPolicy/failFast`` too, as the ``ConnectivityMiddleware`` has a retry wait, the call having
+        /// started online.
+        var isRetry = false
     }
 
     /// Names the client a request came from, so that ``Connect/cancelAllRequests()`` cancels only that
@@ -214,7 +218,8 @@ public final class RequestQueue: Sendable {
     /// A request to this device (`localhost`, `127.0.0.1`, `::1`), or under ``ConnectivityPolicy/ignore`` (its
     /// options', or where they set none `policy`, the holder's own), still starts, as the middleware itself lets it
     /// through. A waiting request under ``ConnectivityPolicy/failFast`` (its options', or where they set none the
-    /// holder's) fails with ``ConnectError/Kind/notConnected`` when the hold begins.
+    /// holder's) fails with ``ConnectError/Kind/notConnected`` when the hold begins, unless it is a retry: that one
+    /// waits, as the middleware has a retry wait.
     ///
     /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
     ///
@@ -231,7 +236,8 @@ public final class RequestQueue: Sendable {
                 // network gone before it reached the queue; one to this device needs none.
                 let failing = state.order.elements.filter { id in
                     guard let waiting = state.pending[id] else { return false }
-                    return (waiting.connectivity ?? policy) == .failFast && !LoopbackHost.contains(waiting.request.url)
+                    return (waiting.connectivity ?? policy) == .failFast && !waiting.isRetry
+                        && !LoopbackHost.contains(waiting.request.url)
                 }
                 let failed = failing.compactMap { state.pending.removeValue(forKey: $0) }
                 if !failed.isEmpty { state.dropStaleIDs() }
@@ -298,13 +304,14 @@ public final class RequestQueue: Sendable {
     ///   ``ConnectError/Kind/cancelled`` if cancelled (see ``cancelPending()``).
     func enqueue(
         _ request: consuming ConnectRequest, owner: Owner, connectorName: String = "",
-        connectivity: ConnectivityPolicy? = nil,
+        connectivity: ConnectivityPolicy? = nil, isRetry: Bool = false,
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         let promise = Promise<ConnectResponse>()
         var waiting = Waiting(
             request: request, next: next, promise: promise, owner: owner, connectorName: connectorName, since: Date())
         waiting.connectivity = connectivity
+        waiting.isRetry = isRetry
         let id: UInt64 = state.withLock { state in
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
@@ -421,13 +428,15 @@ struct RequestQueueStage: Middleware {
     > {
         // The policy the connector or call set; the queue's holders apply their own where it is `nil`.
         let connectivity = context.options.connectivity
+        let isRetry = context.attempt > 1
         guard let observation = context.transfer.observation else {
             return queue.enqueue(
-                request, owner: owner, connectorName: context.connectorName, connectivity: connectivity, next: next)
+                request, owner: owner, connectorName: context.connectorName, connectivity: connectivity,
+                isRetry: isRetry, next: next)
         }
         let enqueued = DispatchTime.now().uptimeNanoseconds
         return queue.enqueue(
-            request, owner: owner, connectorName: context.connectorName, connectivity: connectivity
+            request, owner: owner, connectorName: context.connectorName, connectivity: connectivity, isRetry: isRetry
         ) { request in
             let waited = DispatchTime.now().uptimeNanoseconds - enqueued
             observation.record(.queueWaited(seconds: Double(waited) / 1e9))
