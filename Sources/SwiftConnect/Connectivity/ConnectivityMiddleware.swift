@@ -10,8 +10,9 @@ public enum ConnectivityPolicy: Sendable, Hashable {
     case ignore
     /// Fail at once with ``ConnectError/Kind/notConnected``; nothing is sent. For screens that show an offline
     /// banner instead of a spinner. A request already waiting in a queue the middleware holds (`pausing:`) fails
-    /// when the network goes, too; a retry (an attempt after the first) waits for the network instead, there as in
-    /// the middleware.
+    /// when the network goes, too, and so does one that reaches the queue while it is held (a stage after the
+    /// middleware held it meanwhile); a retry (an attempt after the first) waits for the network instead, there as
+    /// in the middleware.
     case failFast
     /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
     /// together go in the order they came.
@@ -173,24 +174,36 @@ final class ConnectivityGate: Sendable {
     /// requests, oldest first.
     private func changed(to connectivity: Connectivity, isInitial: Bool = false) {
         applying.lock()
-        let movesQueue: Bool
-        let released: [(id: UInt64, waiting: Waiting)]
-        (movesQueue, released) = state.withLock { state in
+        // Changes are applied one at a time (`applying`): whether this one moves the queue is read first.
+        let flips: Bool? = state.withLock { state in
             if isInitial {
-                guard !state.heardFromMonitor else { return (false, []) }
+                guard !state.heardFromMonitor else { return nil }
             } else {
                 state.heardFromMonitor = true
             }
             // The queue is held or let go when the network goes or comes back (and at start when it is gone), not on
             // a change of interface.
-            let flips = isInitial ? !connectivity.isConnected : state.isConnected != connectivity.isConnected
-            state.isConnected = connectivity.isConnected
-            guard connectivity.isConnected else { return (flips, []) }
-            defer { state.waiting.removeAll() }
-            return (flips, state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) })
+            return isInitial ? !connectivity.isConnected : state.isConnected != connectivity.isConnected
         }
-        if movesQueue {
-            queue?.holdForNetwork(!connectivity.isConnected, by: ObjectIdentifier(self), policy: policy)
+        guard let flips else { return applying.unlock() }
+        // Back: the queue's hold goes before requests pass here again, and comes, when the network goes, after they
+        // stop passing: no request this middleware lets through meets the queue held (under fail fast, it would fail).
+        if flips, connectivity.isConnected {
+            queue?.holdForNetwork(false, by: ObjectIdentifier(self), policy: policy, starting: false)
+        }
+        let released: [(id: UInt64, waiting: Waiting)] = state.withLock { state in
+            state.isConnected = connectivity.isConnected
+            guard connectivity.isConnected else { return [] }
+            defer { state.waiting.removeAll() }
+            return state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) }
+        }
+        if flips {
+            if connectivity.isConnected {
+                // The queue's waiting requests first, then those held here, as they came.
+                queue?.startReleasedRequests()
+            } else {
+                queue?.holdForNetwork(true, by: ObjectIdentifier(self), policy: policy)
+            }
         }
         applying.unlock()
         for (id, waiting) in released {

@@ -341,6 +341,36 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(transport.requests.compactMap { $0.url?.path }.last, "/items/2")
     }
 
+    /// A request that passed the middleware online and reaches its queue after the network went (held meanwhile by a
+    /// middleware after it: a token refresh) fails fast there, as one already waiting in the queue does; it once waited
+    /// for the network, the fail-fast call held until the network returned or its deadline passed.
+    func testAFailFastRequestReachingAQueueHeldForTheNetworkFailsAtOnce() throws {
+        // Given: online, a fail-fast middleware holding the queue, and a stage after it that holds the request
+        network.goOnline()
+        let held = Promise<Void>()
+        let holding = AnyMiddleware { request, _, next in
+            held.future.flatMap { next(request) }
+        }
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: .failFast, pausing: queue), holding],
+            retryPolicy: nil, requestQueue: queue)
+        let failing = connect.request(Item(id: 1))
+        let waiting = connect.request(Item(id: 2), options: RequestOptions(connectivity: .waitForConnectivity))
+        // When: the network goes, then the stage lets the requests on to the queue
+        network.goOffline()
+        held.succeed(())
+        // Then: the fail-fast one fails, typed and unsent; the other waits for the network
+        XCTAssertTrue(failing.isCompleted, "fail fast must not wait in the queue")
+        XCTAssertEqual(try connectError(failing).kind, .notConnected)
+        XCTAssertFalse(waiting.isCompleted)
+        XCTAssertEqual(queue.pendingCount, 1)
+        network.goOnline()
+        XCTAssertNoThrow(try waiting.wait(timeout: 5))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/items/2"])
+    }
+
     func testTheQueueLetsThroughWhatTheMiddlewaresOwnIgnorePolicyLetThrough() throws {
         // Given: offline, a middleware whose own policy is .ignore holding the client's queue
         let queue = RequestQueue(maxConcurrentRequests: 1)

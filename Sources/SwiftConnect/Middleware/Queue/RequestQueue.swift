@@ -123,6 +123,13 @@ public final class RequestQueue: Sendable {
             LoopbackHost.contains(waiting.request.url)
                 || networkHolders.values.allSatisfy { (waiting.connectivity ?? $0) == .ignore }
         }
+        /// Whether `waiting` fails at once while held for the network by holders with `policies`: its options', or
+        /// where they set none a holder's, say ``ConnectivityPolicy/failFast``, and it needs the network. A retry
+        /// waits instead, as the ``ConnectivityMiddleware`` has it wait: the call started online.
+        func failsFast(_ waiting: Waiting, under policies: [ConnectivityPolicy]) -> Bool {
+            !waiting.isRetry && policies.contains { (waiting.connectivity ?? $0) == .failFast }
+                && !LoopbackHost.contains(waiting.request.url)
+        }
         var nextID: UInt64 = 0
         /// Waiting requests by id.
         var pending: [UInt64: Waiting] = [:]
@@ -218,16 +225,18 @@ public final class RequestQueue: Sendable {
     /// A request to this device (`localhost`, `127.0.0.1`, `::1`), or under ``ConnectivityPolicy/ignore`` (its
     /// options', or where they set none `policy`, the holder's own), still starts, as the middleware itself lets it
     /// through. A waiting request under ``ConnectivityPolicy/failFast`` (its options', or where they set none the
-    /// holder's) fails with ``ConnectError/Kind/notConnected`` when the hold begins, unless it is a retry: that one
-    /// waits, as the middleware has a retry wait.
+    /// holder's) fails with ``ConnectError/Kind/notConnected`` when the hold begins, and so does one that arrives
+    /// while it lasts, unless it is a retry: that one waits, as the middleware has a retry wait.
     ///
     /// The queue stays held while any holder holds it: two middlewares sharing it each let go of their own hold only.
     ///
     /// With `startingLater`, the requests it lets go start on another thread: for a holder that lets go as it is
-    /// freed, on whatever thread (one holding a lock of the app's) drops the last reference to it.
+    /// freed, on whatever thread (one holding a lock of the app's) drops the last reference to it. With `starting`
+    /// `false` they start only at the caller's ``startReleasedRequests()``, so that the holder can let requests
+    /// through itself first.
     func holdForNetwork(
         _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity,
-        startingLater: Bool = false
+        startingLater: Bool = false, starting: Bool = true
     ) {
         let (released, failed) = state.withLock { state -> (Bool, [Waiting]) in
             if isOffline {
@@ -236,8 +245,7 @@ public final class RequestQueue: Sendable {
                 // network gone before it reached the queue; one to this device needs none.
                 let failing = state.order.elements.filter { id in
                     guard let waiting = state.pending[id] else { return false }
-                    return (waiting.connectivity ?? policy) == .failFast && !waiting.isRetry
-                        && !LoopbackHost.contains(waiting.request.url)
+                    return state.failsFast(waiting, under: [policy])
                 }
                 let failed = failing.compactMap { state.pending.removeValue(forKey: $0) }
                 if !failed.isEmpty { state.dropStaleIDs() }
@@ -248,12 +256,18 @@ public final class RequestQueue: Sendable {
         for waiting in failed {
             waiting.promise.complete(with: .failure(ConnectError.notConnected(request: waiting.request)))
         }
-        guard released else { return }
+        guard released, starting else { return }
         if startingLater {
             DispatchQueue.global().async { self.startWaitingRequests(force: true) }
         } else {
             startWaitingRequests(force: true)
         }
+    }
+
+    /// Starts the waiting requests a hold let go of with `holdForNetwork(false, by:starting: false)`, on the calling
+    /// thread, up to the cap.
+    func startReleasedRequests() {
+        startWaitingRequests(force: true)
     }
 
     /// Fails every waiting request with ``ConnectError/Kind/cancelled``; none of them reaches the transport.
@@ -312,12 +326,16 @@ public final class RequestQueue: Sendable {
             request: request, next: next, promise: promise, owner: owner, connectorName: connectorName, since: Date())
         waiting.connectivity = connectivity
         waiting.isRetry = isRetry
-        let id: UInt64 = state.withLock { state in
+        let id: UInt64? = state.withLock { state in
+            // Held for the network by a holder under whose policy it fails fast: it fails now, as it would have had
+            // it been waiting here when the hold began.
+            if state.failsFast(waiting, under: Array(state.networkHolders.values)) { return nil }
             state.nextID &+= 1
             state.pending[state.nextID] = waiting
             state.order.append(state.nextID)
             return state.nextID
         }
+        guard let id else { return Future(error: ConnectError.notConnected(request: waiting.request)) }
         promise.setCancelHandler { [weak self] in self?.withdraw(id) }
         // Forced: if this thread is already starting requests (a request submitted from the callback of one
         // that completed at once), a caller blocking on the new request would otherwise wait forever.
