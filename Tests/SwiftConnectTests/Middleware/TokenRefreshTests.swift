@@ -272,6 +272,52 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(authorization(fake.requests(to: "/later")), ["Bearer old", "Bearer new"])
     }
 
+    /// A 401 from another origin than the request's, where a redirect led it (without the credential: the transports
+    /// keep it home), says nothing of the credential: it is the answer, and no refresh starts. It once renewed the
+    /// server's credential, for another host's answer.
+    func testA401FromAnotherOriginAfterARedirectIsTheAnswerWithoutARefresh() throws {
+        // Given: a server that redirects to a sign-in page on another host, which answers 401
+        let elsewhere = URL(string: "https://login.example.net/session")!
+        let fake = FakeTransport(
+            fallback: .handler { .success(ConnectResponse(request: $0, statusCode: 401, url: elsewhere)!) })
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = client(fake, auth)
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+        // Then: the 401 is the answer, unrefreshed
+        XCTAssertEqual(error.kind, .httpStatus)
+        XCTAssertEqual(error.statusCode, 401)
+        XCTAssertEqual(stub.callCount, 0, "another origin's 401 started a refresh")
+        XCTAssertEqual(fake.requests.count, 1)
+    }
+
+    /// Nor does a success from another origin prove a renewed credential, which that origin never saw: it once did, and
+    /// the server's rejection of the renewed credential then started a second refresh.
+    func testAResponseFromAnotherOriginDoesNotProveARenewedCredential() throws {
+        // Given: a renewed credential, whose first request the server redirects to another host answering 200
+        let elsewhere = URL(string: "https://cdn.example.net/items")!
+        let fake = FakeTransport()
+        fake.stub(
+            .get, "/items",
+            with: [
+                .status(401),
+                .handler { .success(ConnectResponse(request: $0, statusCode: 200, url: elsewhere)!) },
+                .status(401), .status(200),
+            ])
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 5))
+        let first = connect.request(Endpoint())
+        stub.succeed(Self.new)
+        XCTAssertNotNil(value(of: first))
+        // When: the server rejects the renewed credential, which it never read
+        let second = connect.request(Endpoint())
+        // Then: no second refresh: the renewal is still unproven
+        XCTAssertEqual(try XCTUnwrap(connectError(of: second)).kind, .authenticationFailed)
+        XCTAssertEqual(stub.callCount, 1, "another origin's 200 proved the renewed credential")
+    }
+
     func testRejectionOfTheReplayFailsWithoutASecondRefresh() throws {
         // Given: a server that rejects every token
         let fake = FakeTransport.answering(.json(string: #"{"error":"revoked"}"#, status: 401))

@@ -68,7 +68,9 @@ import Foundation
 /// A request whose options say ``RequestOptions/requiresAuthentication`` `false` (a sign-in or token route) goes
 /// through unsigned, as it is, and a 401 answer to it is an answer, not a reason to refresh. So does a request to
 /// another host than the client's server (``RequestContext/isForServer``: a pre-signed upload URL, a third-party
-/// API), unless its options say `requiresAuthentication: true`: the credential is the server's.
+/// API), unless its options say `requiresAuthentication: true`: the credential is the server's. A response from
+/// another origin than the request's, where a redirect led it without the credential, is an answer too: its 401
+/// starts no refresh, and its success does not prove a renewed credential.
 ///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
@@ -237,8 +239,14 @@ extension AuthenticationMiddleware {
         for waiter: Waiter,
         signedIn epoch: UInt64
     ) {
-        guard case .success(let response) = outcome, isUnauthorized(response) else {
-            if case .success(let response) = outcome, Self.provesCredential(response) {
+        // A response from another origin, where a redirect led the request without its credential (the transports
+        // keep it home), says nothing of the credential: it neither proves it nor asks for a refresh.
+        guard case .success(let response) = outcome, Self.answersForTheCredential(response, of: waiter.request),
+            isUnauthorized(response)
+        else {
+            if case .success(let response) = outcome, Self.provesCredential(response),
+                Self.answersForTheCredential(response, of: waiter.request)
+            {
                 state.withLock { $0.accepted(signedIn: epoch) }
             }
             _ = waiter.promise.completeIfPending(with: outcome)
@@ -262,6 +270,13 @@ extension AuthenticationMiddleware {
         case .fail(let error):
             _ = waiter.promise.completeIfPending(with: .failure(error.from(response)))
         }
+    }
+
+    /// Whether `response` comes from the origin `request` was signed for: one a redirect led to another origin does
+    /// not (a response that says no URL is taken as the request's own).
+    static func answersForTheCredential(_ response: ConnectResponse, of request: ConnectRequest) -> Bool {
+        guard let answered = response.storedHead.url, answered != request.url else { return true }
+        return answered.hasSameOrigin(as: request.url)
     }
 
     /// Whether `response` shows that the server read and took the credential: a status below 500 but 408 and 429.
