@@ -292,6 +292,24 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 1)
     }
 
+    /// A stage after the middleware that sends the signed request to another host (a mirror) gets its 401 refreshed:
+    /// the origin that counts is the one the request reached the transport with.
+    func testA401OfARequestAStageAfterTheMiddlewareSentElsewhereIsRefreshed() {
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let mirror = AnyMiddleware.adapter { request in
+            request.url = URL(string: "https://mirror.example.net" + request.url.path)!
+        }
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: fake, middlewares: [auth, mirror], retryPolicy: nil)
+        let future = connect.request(Endpoint())
+        XCTAssertEqual(stub.callCount, 1)
+        stub.succeed(Self.new)
+        XCTAssertNotNil(value(of: future))
+        XCTAssertEqual(authorization(fake.requests), ["Bearer old", "Bearer new"])
+        XCTAssertEqual(fake.requests.compactMap { $0.url?.host }, ["mirror.example.net", "mirror.example.net"])
+    }
+
     /// Nor does a success from another origin prove a renewed credential, which that origin never saw: it once did, and
     /// the server's rejection of the renewed credential then started a second refresh.
     func testAResponseFromAnotherOriginDoesNotProveARenewedCredential() throws {

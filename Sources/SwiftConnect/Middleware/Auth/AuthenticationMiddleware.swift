@@ -241,11 +241,11 @@ extension AuthenticationMiddleware {
     ) {
         // A response from another origin, where a redirect led the request without its credential (the transports
         // keep it home), says nothing of the credential: it neither proves it nor asks for a refresh.
-        guard case .success(let response) = outcome, Self.answersForTheCredential(response, of: waiter.request),
+        guard case .success(let response) = outcome, Self.answersForTheCredential(response),
             isUnauthorized(response)
         else {
             if case .success(let response) = outcome, Self.provesCredential(response),
-                Self.answersForTheCredential(response, of: waiter.request)
+                Self.answersForTheCredential(response)
             {
                 state.withLock { $0.accepted(signedIn: epoch) }
             }
@@ -272,11 +272,13 @@ extension AuthenticationMiddleware {
         }
     }
 
-    /// Whether `response` comes from the origin `request` was signed for: one a redirect led to another origin does
-    /// not (a response that says no URL is taken as the request's own).
-    static func answersForTheCredential(_ response: ConnectResponse, of request: ConnectRequest) -> Bool {
-        guard let answered = response.storedHead.url, answered != request.url else { return true }
-        return answered.hasSameOrigin(as: request.url)
+    /// Whether `response` comes from the origin its request was sent to: one a redirect led to another origin does
+    /// not (a response that says no URL is taken as its request's own). Compared with the request as it reached the
+    /// transport, so that a stage after this one that sends the request elsewhere, signed, is still answered for.
+    static func answersForTheCredential(_ response: ConnectResponse) -> Bool {
+        guard let answered = response.storedHead.url, let asked = response.storedRequest.url, answered != asked
+        else { return true }
+        return answered.hasSameOrigin(as: asked)
     }
 
     /// Whether `response` shows that the server read and took the credential: a status below 500 but 408 and 429.

@@ -232,7 +232,7 @@ public final class RequestQueue: Sendable {
     ///
     /// With `startingLater`, the requests it lets go start on another thread: for a holder that lets go as it is
     /// freed, on whatever thread (one holding a lock of the app's) drops the last reference to it. With `starting`
-    /// `false` they start only at the caller's ``startReleasedRequests()``, so that the holder can let requests
+    /// `false` they start only at the caller's `startReleasedRequests()`, so that the holder can let requests
     /// through itself first.
     func holdForNetwork(
         _ isOffline: Bool, by holder: ObjectIdentifier, policy: ConnectivityPolicy = .waitForConnectivity,
