@@ -33,9 +33,13 @@ import Dispatch
 ///
 /// ## Guarantees
 /// A future completes at most once; later completions are ignored (and reported in debug builds). Every
-/// callback runs exactly once. Callbacks run outside the future's lock, so a callback may add callbacks or
-/// complete other futures. Long chains complete iteratively, without deep recursion. Once complete, a
-/// future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
+/// callback runs exactly once. The callbacks added while the future is pending run in the order they were added. One
+/// added once it is complete runs at once, also from inside another callback (so a callback may wait for what it
+/// adds); if the earlier callbacks have not started yet (their thread is still busy with another stage of the
+/// chain), it runs them first, then itself, on its own thread or, after ``receive(on:)``, in that order on the queue.
+/// Callbacks run outside the future's lock, so a callback may add callbacks or complete other futures. Long chains
+/// complete iteratively, without deep recursion. Once complete, a future releases its callbacks and its cancel
+/// handler, so nothing in a finished chain is kept alive.
 ///
 /// ## Cancellation
 /// ``cancel()`` fails a pending future with ``FutureError/cancelled`` (a request's future: with the client's own
@@ -101,7 +105,8 @@ public final class Future<Value: Sendable>:
     @usableFromInline final let callbackQueue: DispatchQueue?
     @usableFromInline final var cancelHandler: (@Sendable () -> Void)?
     @usableFromInline final weak var upstream: (any CancellableFuture)?
-    /// The callbacks registered while pending; on completion, the ones the completing thread is to run.
+    /// The callbacks registered while pending; on completion, the ones still to run (by the completing thread, or by
+    /// one that adds a callback before that thread reaches them).
     @usableFromInline final var callbacks = Callbacks()
     /// Whether a callback was ever stored while pending: only then can a deinit have callbacks to free (read
     /// without the lock in `deinit`, when nothing else holds the future). Never reset; a hint, not a count.
@@ -349,7 +354,8 @@ extension Future: DrainableFuture, CancellableFuture {
         let handler = cancelHandler
         cancelHandler = nil
         upstream = nil
-        // The callbacks stay where they are: from now on only this thread touches them (runStashedCallbacks).
+        // The callbacks stay where they are, for this thread to run (runStashedCallbacks), unless a thread that adds
+        // one first takes them to run before its own.
         let hasCallbacks = callbacks.first != nil
         lock.unlock()
         _ = handler  // released outside the lock: its captures may run deinit code
@@ -364,11 +370,24 @@ extension Future: DrainableFuture, CancellableFuture {
     /// Runs the callbacks stashed while the future was pending, once it is resolved (``runStashedCallbacks()``).
     @inlinable
     final func runStashedCallbacksHere() -> CallbackList {
-        // Only the thread that resolved the future gets here, once, right after `resolve` or `cancel`; no other
-        // thread reads or writes `callbacks` (registrations now see the future complete) or `state`.
+        // The thread that resolved the future gets here once, right after `resolve` or `cancel`. The callbacks are
+        // taken under the lock: a thread that adds a callback meanwhile, seeing the future complete, may have taken
+        // them already, to run them before its own (`whenCompleteReturningWork`); then there is nothing left here.
+        guard let lock else { return .empty }
+        lock.lock()
         let callbacks = self.callbacks
         self.callbacks = Callbacks()
+        lock.unlock()
+        return run(callbacks)
+    }
+
+    /// Runs callbacks taken from a resolved future, in order: here, or on its callback queue.
+    ///
+    /// - Returns: What they resolved in turn, when they ran here; the caller runs it.
+    @inlinable
+    final func run(_ callbacks: Callbacks) -> CallbackList {
         guard let first = callbacks.first else { return .empty }
+        // Resolved: `state` no longer changes.
         let result = resolvedResult
         if let callbackQueue {
             // `self` is kept until its callbacks have run: operators' callbacks read it (`unowned`).
@@ -399,6 +418,16 @@ extension Future: DrainableFuture, CancellableFuture {
             lock.unlock()
             return .empty
         case .resolved(let result):
+            // Callbacks added before the completion that the completing thread has not run yet (it is still running
+            // those of an earlier stage, or has not reached this future's yet): taken and run first, so that callbacks
+            // run in the order they were added, and this one still runs at once.
+            guard callbacks.first == nil else {
+                var earlier = callbacks
+                callbacks = Callbacks()
+                lock.unlock()
+                earlier.append(callback)
+                return run(earlier)
+            }
             lock.unlock()
             if let callbackQueue {
                 // `self` is kept until the callback has run: operators' callbacks read it (`unowned`).
