@@ -10,6 +10,12 @@
 ///     return promise.future
 /// }
 /// ```
+///
+/// ## A promise that is never completed
+/// Nothing completes the future for you: a promise dropped before it completes its future leaves the future pending
+/// for good. Its callbacks never run; they are freed with the future once nothing holds it. A task awaiting its
+/// ``Future/value`` waits until the task is cancelled, which cancels the future. Complete a promise on every path,
+/// failing it if need be, or put a limit on the wait with ``Future/timeout(after:on:)``.
 public struct Promise<Value: Sendable>: Sendable {
     /// The future this promise completes.
     public let future: Future<Value>
