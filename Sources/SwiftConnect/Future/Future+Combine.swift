@@ -22,8 +22,8 @@ extension Future {
         // Weak: each input's callback holds `derived`, so holding the inputs here too would make a cycle that keeps
         // a pair abandoned while pending (and its inputs) alive forever.
         derived.setCancelHandler { [weak self, weak other] in
-            self?.cancel()
-            other?.cancel()
+            self?.cancelAsInput()
+            other?.cancelAsInput()
         }
         whenCompleteReturningWork { result in
             switch result {
@@ -70,7 +70,7 @@ extension Future {
         // Weak, as in `zip`: the inputs' callbacks hold `derived`.
         let inputs = futures.map { WeakFuture(future: $0) }
         derived.setCancelHandler {
-            for input in inputs { input.future?.cancel() }
+            for input in inputs { input.future?.cancelAsInput() }
         }
         for (index, future) in futures.enumerated() {
             future.whenCompleteReturningWork { result in
@@ -118,7 +118,7 @@ extension Future {
             return derived
         }
         derived.setCancelHandler {
-            for input in inputs { input.future?.cancel() }
+            for input in inputs { input.future?.cancelAsInput() }
         }
         // Its cancellation and timeout are reported as the first input's chain reports them (a race of requests:
         // the client's error). The link is weak, as every upstream link; the cancel handler reaches the others.
@@ -162,7 +162,7 @@ extension Future {
         // Weak, as in `all`: the inputs' callbacks hold `derived`.
         let inputs = futures.map { WeakFuture(future: $0) }
         derived.setCancelHandler {
-            for input in inputs { input.future?.cancel() }
+            for input in inputs { input.future?.cancelAsInput() }
         }
         for (index, future) in futures.enumerated() {
             future.whenCompleteReturningWork { result in

@@ -246,6 +246,9 @@ protocol CancellableFuture: AnyObject, Sendable {
     func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool)
     /// Runs the callbacks of a future that ``cancelStep(failingWith:)`` cancelled.
     func runCancellationCallbacks()
+    /// Cancels this future, unless it is complete, and the futures it waits on, each failing as ``cancel()`` fails
+    /// this one; lists those whose callbacks are then to run (``runCancellationCallbacks()``).
+    func cancelStepsAsInput(notifying toNotify: inout [any CancellableFuture])
     /// `error` as this future's value type reports it (``FutureErrorReporting``); `nil` if the type does not.
     func ownReport(of error: FutureError) -> (any Error)?
     /// The future this one waits on, while it is pending.
@@ -536,17 +539,53 @@ extension Future {
     }
 
     private func cancelChain(failingWith error: any Error) {
-        // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep.
+        // Iterative: cancelling the end of a 100,000-stage chain must not recurse 100,000 deep, nor must one of
+        // 100,000 combinations, whose cancel handlers cancel their inputs: those are queued (`cancelAsInput()`) and
+        // cancelled in this loop, after this chain.
         // The whole chain's work is stopped before anyone hears of it: a request queue told first would start
         // the next request while this one's network task still ran, one over its limit.
         var toNotify: [any CancellableFuture] = []
-        var next: (any CancellableFuture)? = self
+        let inputs = NestedCancellations.Queue()
+        let previous = NestedCancellations.begin(inputs)
+        Self.cancelSteps(from: self, failingWith: error, notifying: &toNotify)
+        var index = 0
+        while index < inputs.futures.count {
+            // Read first: cancelling it may queue more (an access to the array must not span the call).
+            let input = inputs.futures[index]
+            input.cancelStepsAsInput(notifying: &toNotify)
+            index += 1
+        }
+        NestedCancellations.end(previous: previous)
+        for future in toNotify { future.runCancellationCallbacks() }
+    }
+
+    /// Cancels `first` and the futures it waits on, up the chain, failing each with `error`; lists those whose
+    /// callbacks are then to run.
+    private static func cancelSteps(
+        from first: any CancellableFuture,
+        failingWith error: any Error,
+        notifying toNotify: inout [any CancellableFuture]
+    ) {
+        var next: (any CancellableFuture)? = first
         while let future = next {
             let step = future.cancelStep(failingWith: error)
             if step.hasCallbacks { toNotify.append(future) }
             next = step.upstream
         }
-        for future in toNotify { future.runCancellationCallbacks() }
+    }
+
+    @usableFromInline
+    func cancelStepsAsInput(notifying toNotify: inout [any CancellableFuture]) {
+        guard lock != nil, !isCompleted else { return }
+        Self.cancelSteps(from: self, failingWith: reported(.cancelled), notifying: &toNotify)
+    }
+
+    /// Cancels this future as ``cancel()`` does, for a combination that cancels its inputs from its cancel handler:
+    /// inside a cancellation running on this thread, queued for it to cancel next instead of recursing.
+    func cancelAsInput() {
+        guard lock != nil, !isCompleted else { return }
+        if NestedCancellations.enqueue(self) { return }
+        cancelChain(failingWith: reported(.cancelled))
     }
 
     @usableFromInline
