@@ -380,6 +380,12 @@ extension Future: DrainableFuture, CancellableFuture {
         lock.lock()
         let callbacks = self.callbacks
         self.callbacks = Callbacks()
+        guard callbackQueue == nil else {
+            // Queued under the lock: a callback another thread adds once the lock is free is queued after these.
+            let work = run(callbacks)
+            lock.unlock()
+            return work
+        }
         lock.unlock()
         return run(callbacks)
     }
@@ -427,19 +433,27 @@ extension Future: DrainableFuture, CancellableFuture {
             guard callbacks.first == nil else {
                 var earlier = callbacks
                 callbacks = Callbacks()
-                lock.unlock()
                 earlier.append(callback)
+                guard callbackQueue == nil else {
+                    // Queued under the lock, as `runStashedCallbacksHere` queues: in the order the lock is taken.
+                    let work = run(earlier)
+                    lock.unlock()
+                    return work
+                }
+                lock.unlock()
                 return run(earlier)
             }
-            lock.unlock()
             if let callbackQueue {
+                // Queued under the lock: after the callbacks the completing thread queued (holding the lock too).
                 // `self` is kept until the callback has run: operators' callbacks read it (`unowned`).
                 callbackQueue.async { [self] in
                     _ = self
                     callback(result).run()
                 }
+                lock.unlock()
                 return .empty
             }
+            lock.unlock()
             return callback(result)
         }
     }
