@@ -130,7 +130,7 @@ extension Connector {
             break
         case .json(let value)?:
             body = try Self.encodedBody {
-                try jsonEncoder.encode(value)
+                try JSONSyntax.encoded(value, by: jsonEncoder)
             } request: {
                 partialRequest(method: method)
             }

@@ -28,7 +28,9 @@ import Foundation
 /// encoders do (send a filter that matches nothing some other way). `nil` (or JSON `null`) leaves the key out, as
 /// Alamofire's form encoder does; in a JSON body it is sent as `null`. A value a query cannot carry (an object, or an array
 /// holding arrays or objects) is never dropped or flattened by guesswork: the request fails with
-/// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing sent. So does a key written twice.
+/// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing sent. So does a key written twice,
+/// and a number that is not finite (a `Double.nan`, `JSONValue.double(.infinity)`, a `Decimal.nan`): `nan` is a word,
+/// not a number a server reads.
 ///
 /// A dictionary literal nested in a value must say its type when its values mix types
 /// (`["user": ["name": name, "age": 3] as JSONObject]`); one whose values share a type needs nothing
@@ -224,7 +226,7 @@ extension JSONObject {
             do {
                 body.append(try keyEncoder.encode(key))
                 body.append(UInt8(ascii: ":"))
-                body.append(try value.map { try encoder.encode($0) } ?? Data("null".utf8))
+                body.append(try value.map { try JSONSyntax.encoded($0, by: encoder) } ?? Data("null".utf8))
             } catch {
                 var failure = ConnectError.invalidRequest(
                     .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
@@ -249,9 +251,9 @@ extension JSONObject {
         // Numbers a `Double` cannot hold exactly (`UInt64.max`, a `Decimal` of 20 digits) as Swift prints them: read
         // back through JSON they would come out rounded, in exponent form.
         case let number as any BinaryInteger: return [String(describing: number)]
-        case let number as Decimal: return [number.description]
+        case let number as Decimal: return [try text(of: number, key: key, place: place)]
         case let numbers as [any BinaryInteger]: return numbers.map { String(describing: $0) }
-        case let numbers as [Decimal]: return numbers.map(\.description)
+        case let numbers as [Decimal]: return try numbers.map { try text(of: $0, key: key, place: place) }
         case let value?:
             func encodingFailure(_ error: any Error) -> ConnectError {
                 var failure = ConnectError.invalidRequest(
@@ -354,10 +356,26 @@ extension JSONObject {
         case .null: return nil
         case .bool(let flag): return flag ? "true" : "false"
         case .int(let number): return String(number)
-        case .double(let number): return String(number)
+        case .double(let number):
+            guard number.isFinite else { throw notFinite(String(number), key: key, place: place) }
+            return String(number)
         case .string(let text): return text
         case .array, .object: throw unsendable(key: key, place: place)
         }
+    }
+
+    /// `number` as Swift prints it; a `Decimal.nan` is refused, as `nan` is for a `Double`.
+    private static func text(of number: Decimal, key: String, place: String) throws -> String {
+        guard !number.isNaN else { throw notFinite(number.description, key: key, place: place) }
+        return number.description
+    }
+
+    /// The error for a number that is not finite: its text (`nan`, `inf`) is a word, not a number a server reads,
+    /// so it is refused as the encoder refuses a `Double.nan`, rather than sent.
+    private static func notFinite(_ text: String, key: String, place: String) -> ConnectError {
+        ConnectError.invalidRequest(
+            .invalidParameter(
+                key: key, reason: "its value \(text) is not a finite number, which a \(place) cannot carry as one"))
     }
 
     private static func unsendable(key: String, place: String) -> ConnectError {
@@ -366,5 +384,46 @@ extension JSONObject {
                 key: key,
                 reason: "its value holds an object or nested array, which a \(place) cannot carry: send it in a "
                     + "JSON body (POST, PUT, PATCH) or flatten it into keys of your own"))
+    }
+}
+
+// MARK: - A number JSON cannot hold
+
+extension JSONSyntax {
+    /// `value` encoded by `encoder`, refusing what is not JSON: FoundationEssentials' `JSONEncoder` writes a
+    /// `Decimal.nan` as a bare `NaN` (whatever its non-conforming float strategy), a body no server can parse.
+    ///
+    /// - Throws: The encoder's error, or `EncodingError.invalidValue` for a bare `NaN`.
+    static func encoded(_ value: any Encodable, by encoder: JSONEncoder) throws -> Data {
+        let data = try encoder.encode(value)
+        // A scan for the letters, then a parse only if they occur (in a string, most likely): a body without them
+        // costs one pass of `memchr`.
+        if mayHoldBareNaN(data), problem(in: data) != nil {
+            // The number, not `value`: an error's description shows its value, and the body may hold a password.
+            throw EncodingError.invalidValue(
+                Decimal.nan,
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription:
+                        "a number that is not finite (a Decimal.nan) was written as NaN, which is not JSON"))
+        }
+        return data
+    }
+
+    /// Whether `data` holds the bytes `NaN` anywhere.
+    private static func mayHoldBareNaN(_ data: Data) -> Bool {
+        data.withUnsafeBytes { raw in
+            guard let base = raw.baseAddress, raw.count >= 3 else { return false }
+            var start = 0
+            while start <= raw.count - 3 {
+                guard let found = memchr(base + start, Int32(UInt8(ascii: "N")), raw.count - 2 - start) else {
+                    return false
+                }
+                let index = base.distance(to: UnsafeRawPointer(found))
+                if raw[index + 1] == UInt8(ascii: "a"), raw[index + 2] == UInt8(ascii: "N") { return true }
+                start = index + 1
+            }
+            return false
+        }
     }
 }

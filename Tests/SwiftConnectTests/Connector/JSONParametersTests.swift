@@ -230,6 +230,63 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(refusal(Route("/a", method: .post, parameters: ["x": Double.nan]))?.kind, .invalidRequest)
     }
 
+    /// `nan` or `inf` in a query or a form is a word, not a number a server reads: a number that is not finite is
+    /// refused as the encoder refuses `Double.nan`, whatever carries it (a `JSONValue`, a `Decimal`).
+    func testANumberThatIsNotFiniteIsRefusedInAQueryOrAForm() {
+        let form = ["content-type": "application/x-www-form-urlencoded"]
+        let routes = [
+            Route("/a", parameters: ["x": JSONValue.double(.nan)]),
+            Route("/a", parameters: ["x": JSONValue.double(-.infinity)]),
+            Route("/a", method: .delete, parameters: ["x": JSONValue.array([.int(1), .double(.infinity)])]),
+            Route("/a", parameters: ["x": Decimal.nan]),
+            Route("/a", parameters: ["x": [Decimal(1), Decimal.nan]]),
+            Route("/a", method: .post, parameters: ["x": JSONValue.double(.nan)], headers: form),
+            Route("/a", method: .post, parameters: ["x": Decimal.nan], headers: form),
+        ]
+        for route in routes {
+            let error = refusal(route)
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            guard case .invalidParameter("x", let reason)? = error?.invalidRequestReason else {
+                XCTFail("\(String(describing: error?.invalidRequestReason))")
+                continue
+            }
+            XCTAssertTrue(reason.contains("not a finite number"), reason)
+        }
+        // Finite ones are still written.
+        XCTAssertEqual(
+            try sent(Route("/a", parameters: ["x": JSONValue.double(2.5), "y": Decimal(string: "0.1")])).url?.query,
+            "x=2.5&y=0.1")
+    }
+
+    /// A `Decimal.nan` is written by FoundationEssentials' `JSONEncoder` as a bare `NaN`, which is not JSON: the
+    /// request fails instead of sending a body no server can parse. A string that says `NaN` is still sent.
+    func testADecimalNaNInAJSONBodyIsRefusedNotSentAsInvalidJSON() throws {
+        struct Price: Encodable, Sendable {
+            var amount: Decimal
+            var password = "hunter2"
+        }
+        let inObject = refusal(Route("/a", method: .post, parameters: ["amount": Decimal.nan]))
+        guard case .invalidParameter("amount", let reason)? = inObject?.invalidRequestReason else {
+            return XCTFail("\(String(describing: inObject?.invalidRequestReason))")
+        }
+        XCTAssertTrue(reason.contains("could not be encoded"), reason)
+
+        for parameter in [Parameter.jsonObject(Price(amount: .nan)), .jsonObject([Decimal(1), .nan])] {
+            let error = refusal(Route("/a", method: .post, parameters: parameter))
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            guard case .bodyEncodingFailed? = error?.invalidRequestReason else {
+                XCTFail("\(String(describing: error?.invalidRequestReason))")
+                continue
+            }
+            XCTAssertFalse(String(describing: error).contains("hunter2"), "the body's values are not printed")
+        }
+
+        let text = try sent(Route("/a", method: .post, parameters: ["note": "NaN", "amount": Decimal(1)]))
+        XCTAssertEqual(text.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"note":"NaN","amount":1}"#)
+        let model = try sent(Route("/a", method: .post, parameters: Parameter.jsonObject(["NaN": "NaN"])))
+        XCTAssertEqual(model.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"NaN":"NaN"}"#)
+    }
+
     // MARK: Quick calls and header dictionaries
 
     func testQuickCallsTakeParametersAndHeadersByKey() throws {
