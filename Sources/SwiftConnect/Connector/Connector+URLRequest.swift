@@ -36,8 +36,9 @@ extension Connector {
     ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (`invalidURL`: also a
     ///   relative ``baseURL``, such as a ``Route``'s without one, which only a client's server completes; reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
-    ///   method, a header name that is not a token, a value with CR/LF/NUL or a `Content-Length` that is not the
-    ///   body's length (`invalidHeader`), two bodies (`multipleBodies`), a body on a GET or HEAD
+    ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
+    ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
+    ///   (`multipleBodies`), a body on a GET or HEAD
     ///   (`bodyNotAllowed`), or a body that failed to encode (`bodyEncodingFailed`).
     public func asURLRequest() throws -> URLRequest {
         // A relative base (a `Route` without one, `/v1`) means "the client's server": there is none here.
@@ -180,6 +181,12 @@ extension Connector {
             error.message =
                 "the header '\(name)' says \(SingleLineText.make(declared.debugDescription, limit: 40)) but the body "
                 + "has \(body?.count ?? 0) bytes: leave it out, the length is sent from the body"
+            throw error
+        }
+        if let (name, _) = fields.field(named: TransferEncoding.name.rawName) {
+            var error = ConnectError.invalidRequest(
+                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+            error.message = TransferEncoding.message(name: name)
             throw error
         }
         return RequestBlueprint(

@@ -10,7 +10,8 @@ extension ConnectRequest {
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
     ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
     ///   connection. A body sent from a file (`bodyFile`) or a stream of unknown length is not checked here: its
-    ///   length is the engine's to count.
+    ///   length is the engine's to count;
+    /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`).
     ///
     /// - Parameter bodyFile: The file the body is sent from, if any.
     /// - Returns: The error to fail the call with, or `nil`.
@@ -21,6 +22,11 @@ extension ConnectRequest {
         if let invalid = headerFields.firstInvalid {
             return ConnectError.invalidRequest(
                 .invalidHeader(name: HTTPHeader.shownName(invalid.name.rawName)), sent: self)
+        }
+        if let field = headerFields.first(where: { $0.name == TransferEncoding.name }) {
+            var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)
+            error.message = TransferEncoding.message(name: field.name.rawName)
+            return error
         }
         guard bodyFile == nil, let declared = headerFields[.contentLength] else { return nil }
         let length: Int64?
@@ -50,5 +56,19 @@ enum ContentLength {
             return false
         }
         return declared == length
+    }
+}
+
+/// A request's `Transfer-Encoding` field, which no request may set: the engine frames the body itself
+/// (`Content-Length`, or chunks for a body of unknown length). Set by hand, `gzip` announces a coding the body does
+/// not have, `chunked` on a request without a body leaves the connection waiting for chunks until the deadline, and
+/// HTTP/2 forbids the field (RFC 9113 §8.2.2).
+enum TransferEncoding {
+    static let name: HeaderField.Name = "Transfer-Encoding"
+
+    /// Why a request with the field `name` is refused.
+    static func message(name: String) -> String {
+        "the header '\(name)' frames the body, which the transport does itself (a body of unknown length is sent in "
+            + "chunks): leave it out"
     }
 }

@@ -65,6 +65,41 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// `Transfer-Encoding` frames the body, as `Content-Length` does, and the transport frames it itself: set by hand,
+    /// `gzip` announced a coding the body did not have, and `chunked` on a GET without a body left URLSession waiting
+    /// for chunks until the deadline. HTTP/2 forbids the field outright.
+    func testATransferEncodingIsRefusedWhoeverSetIt() throws {
+        // Given: the field on a request without a body, with bytes, with a stream, and set by a middleware
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let direct = Connect(transport: transport, retryPolicy: nil)
+        let adapter = AnyMiddleware.adapter { $0.setValue("chunked", forHTTPHeaderField: "transfer-encoding") }
+        let rewriting = Connect(transport: transport, middlewares: [adapter], retryPolicy: nil)
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("hello".utf8))
+            continuation.finish()
+        }
+        let calls = [
+            direct.response(for: ConnectRequest(url: Self.url, headerFields: ["Transfer-Encoding": "chunked"])),
+            direct.response(
+                for: ConnectRequest(
+                    method: .post, url: Self.url, headerFields: ["Transfer-Encoding": "gzip"],
+                    body: .bytes(Data("hello".utf8)))),
+            direct.response(
+                for: ConnectRequest(
+                    method: .put, url: Self.url, headerFields: ["Transfer-Encoding": "chunked"],
+                    body: .stream(ConnectRequest.OneShotStream(chunks)))),
+            rewriting.response(for: ConnectRequest(method: .post, url: Self.url, body: .bytes(Data("hello".utf8)))),
+        ]
+        // When / Then: each is refused, naming the field as it was written, and nothing is sent
+        let names = ["Transfer-Encoding", "Transfer-Encoding", "Transfer-Encoding", "transfer-encoding"]
+        for (call, name) in zip(calls, names) {
+            let error = try XCTUnwrap(connectError(of: call))
+            XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: name))
+            XCTAssertTrue(error.message.contains("leave it out"), error.message)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     // MARK: - Every status is an answer
 
     func testAnAccepted404IsTheAnswerWithItsWholeBody() throws {

@@ -593,6 +593,21 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// The transport frames the body (`Content-Length`, or chunks for one of unknown length): a `Transfer-Encoding` of
+    /// the connector's would announce a framing or a coding the body does not have.
+    func testATransferEncodingHeaderIsRefused() {
+        for value in ["chunked", "gzip, chunked", "identity"] {
+            assertInvalidRequest(
+                Stub(method: .post, headers: [HTTPHeader(name: "Transfer-Encoding", value: value)]),
+                .invalidHeader(name: "Transfer-Encoding"))
+        }
+        assertInvalidRequest(
+            Stub(headers: [HTTPHeader(name: "TRANSFER-ENCODING", value: "chunked")]),
+            .invalidHeader(name: "TRANSFER-ENCODING"))
+        // Other framing-free fields that look alike are sent.
+        XCTAssertNoThrow(try Stub(headers: [HTTPHeader(name: "TE", value: "trailers")]).asURLRequest())
+    }
+
     func testHeaderNameThatIsNotATokenIsRefused() {
         // The error shows a name only up to where a value could start: it may be a pasted line with a secret after it.
         let shown: KeyValuePairs = [
