@@ -63,6 +63,10 @@ final class FailureKindTests: XCTestCase {
             ("Send failure: Network is unreachable", .connectionLost),
             ("transfer closed with 992 bytes remaining to read", .connectionLost),
             ("Error while processing content unencoding: invalid code lengths set", .transport),
+            // A chunk size that is not a number, or too long for one, as AsyncHTTPClient's parser reports it.
+            ("Illegal or missing hexadecimal sequence in chunked-encoding", .badResponse),
+            ("Too long hexadecimal number in chunked-encoding", .badResponse),
+            ("Malformed encoding found in chunked-encoding", .badResponse),
         ]
         for (message, kind) in cases {
             let urlError = URLError(.unknown, userInfo: [NSLocalizedDescriptionKey: message])
@@ -70,5 +74,18 @@ final class FailureKindTests: XCTestCase {
             XCTAssertEqual(error.kind, kind, message)
             XCTAssertEqual(error.urlError?.localizedDescription, message, "libcurl's message is kept")
         }
+    }
+
+    /// libcurl's "Empty reply from server" is a connection closed before any byte of an answer: Apple's URLSession
+    /// and AsyncHTTPClient report a lost connection; FoundationNetworking says `badServerResponse`.
+    func testAnEmptyReplyIsALostConnection() {
+        let request = URLRequest(url: URL(string: "http://127.0.0.1:8080/items")!)
+        let empty = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "Empty reply from server"])
+        let error = ConnectError.transportFailure(.reported(empty), request: request)
+        XCTAssertEqual(error.kind, .connectionLost)
+        XCTAssertEqual(error.urlError?.localizedDescription, "Empty reply from server", "libcurl's message is kept")
+
+        let other = URLError(.badServerResponse, userInfo: [NSLocalizedDescriptionKey: "something else"])
+        XCTAssertEqual(ConnectError.transportFailure(.reported(other), request: request).kind, .badResponse)
     }
 }

@@ -94,34 +94,61 @@ extension ConnectError {
     }
 }
 
-// MARK: - A body cut short, a failed connect and a broken connection are unknown errors
+// MARK: - A body cut short, a failed connect, a broken connection or chunk are unknown errors; so is an empty reply
 
 extension ConnectError {
+    /// libcurl's messages for a chunked body it cannot read.
+    private static let malformedChunks: Set<String> = [
+        "Illegal or missing hexadecimal sequence in chunked-encoding",
+        "Too long hexadecimal number in chunked-encoding", "Malformed encoding found in chunked-encoding",
+    ]
+
     /// `error`, or the code Apple's URLSession reports for the same failure when it is one of libcurl's that
     /// FoundationNetworking reports as `.unknown`, so that the retry policy treats it alike on every platform:
     /// - a body cut short of its declared length becomes `networkConnectionLost`;
     /// - a connection that could not be opened, for any reason but a refusal, becomes `cannotConnectToHost`;
     /// - a connection that failed while sending or receiving, for any reason but a reset, becomes
-    ///   `networkConnectionLost`.
+    ///   `networkConnectionLost`;
+    /// - a chunked body libcurl cannot read (a chunk size that is not a hexadecimal number, or too long for one)
+    ///   becomes `cannotParseResponse`, a malformed answer as AsyncHTTPClient's parser reports it;
+    /// - a connection closed before any byte of an answer ("Empty reply from server", reported as
+    ///   `badServerResponse`) becomes `networkConnectionLost`.
     ///
     /// Defect: FoundationNetworking names a libcurl failure by libcurl's code and the socket's `errno` together
     /// (`_EasyHandle.urlErrorCode(for:)`), and says `.unknown` for every pair it has no entry for: "transfer closed
     /// with bytes remaining"; a connect that fails with `EHOSTUNREACH`, `ENETUNREACH` or `EINVAL` (a host that does
     /// not answer ARP, a link that is down, a `blackhole` route); a receive that fails with `ETIMEDOUT` or
-    /// `EHOSTUNREACH`. libcurl's own message, which FoundationNetworking keeps as the description, tells them apart
-    /// from other failures with the same code, such as a body that does not decode as its `Content-Encoding` says,
-    /// which no new attempt would fix. Bytes counted against `Content-Length` cannot tell a body cut short (a body
-    /// that fails to decode counts none). libcurl says nothing when a `Content-Length` is too large to count:
-    /// ``URLSessionTransport/framingError(of:request:)`` catches that one. No other platform reports these messages.
+    /// `EHOSTUNREACH`; a chunk libcurl cannot read ("Illegal or missing hexadecimal sequence", "Too long
+    /// hexadecimal number", "Malformed encoding found", each "in chunked-encoding"). libcurl's own message, which
+    /// FoundationNetworking keeps as the description, tells them apart from other failures with the same code, such
+    /// as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes counted
+    /// against `Content-Length` cannot tell a body cut short (a body that fails to decode counts none). libcurl says
+    /// nothing when a `Content-Length` is too large to count: ``URLSessionTransport/framingError(of:request:)``
+    /// catches that one. FoundationNetworking reports libcurl's "Empty reply from server" as `badServerResponse`,
+    /// where Apple's URLSession reports a connection closed before any answer as `networkConnectionLost`. No other
+    /// platform reports these messages.
     ///
     /// Tests: `FaultTests.testConnectionClosedMidBodyIsATransportFailure`,
     /// `ResponseFramingTests.testABodyCutShortIsALostConnectionOnEveryPath`,
     /// `ResponseFramingTests.testABrokenContentEncodingIsNotALostConnectionNorRetried`,
-    /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`, and, end to end through a `blackhole`
+    /// `OddServerTests.testAnInvalidChunkSizeIsABadServerResponse`,
+    /// `OddServerTests.testAServerThatClosesWithoutAnsweringIsALostConnection`,
+    /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`,
+    /// `FailureKindTests.testAnEmptyReplyIsALostConnection`, and, end to end through a `blackhole`
     /// route, `NetworkFaultTests.testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice`.
     static func cutShort(_ error: any Error) -> any Error {
-        guard let urlError = error as? URLError, urlError.code == .unknown else { return error }
+        guard let urlError = error as? URLError else { return error }
         let message = urlError.localizedDescription
+        if urlError.code == .badServerResponse, message == "Empty reply from server" {
+            // A connection closed before any byte of an answer: a lost connection for Apple's URLSession and
+            // AsyncHTTPClient, retried alike.
+            return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+        }
+        guard urlError.code == .unknown else { return error }
+        if Self.malformedChunks.contains(message) {
+            // Not "Bad content-encoding found in chunked-encoding": a body that does not decode stays as it is.
+            return URLError(.cannotParseResponse, userInfo: urlError.userInfo)
+        }
         if message.hasPrefix("transfer closed with") || message.hasPrefix("Recv failure:")
             || message.hasPrefix("Send failure:")
         {
