@@ -203,11 +203,16 @@ final class HopHandler: Sendable {
 
     /// The head arrived: handed to the engine's `send`, unless its framing cannot be read. Returns whether the body
     /// is wanted.
+    ///
+    /// An informational head (1xx) is not the answer, and is passed over: FoundationNetworking hands a `100 Continue`
+    /// or a `103 Early Hints` to the delegate as if it were the response, then the final head's body (the
+    /// completion names the final head). Test: `OddServerTests.testAnInformationalAnswerBeforeTheFinalOneIsSkipped`.
     func didReceive(_ response: URLResponse) -> Bool {
         guard let response = response as? HTTPURLResponse else {
             answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))
             return false
         }
+        if (100..<200).contains(response.statusCode), response.statusCode != 101 { return true }
         if let failure = URLSessionTransport.framingError(of: response, request: request) {
             answer(.failure(failure))
             return false
