@@ -346,9 +346,7 @@ final class OddServerTests: IntegrationTestCase {
 
         for options in everyPath {
             let error = connectError(of: connect.response(for: route("/huge", options: options)))
-            // libcurl's "Too large response headers" reaches FoundationNetworking's users as `URLError.unknown`.
-            let kind: ConnectError.Kind = Self.isFoundationNetworking ? .transport : .badResponse
-            XCTAssertEqual(error?.kind, kind, String(describing: error))
+            XCTAssertEqual(error?.kind, .badResponse, String(describing: error))
         }
     }
 

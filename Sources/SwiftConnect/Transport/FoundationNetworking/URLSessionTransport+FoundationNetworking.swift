@@ -109,8 +109,9 @@ extension ConnectError {
     /// - a connection that could not be opened, for any reason but a refusal, becomes `cannotConnectToHost`;
     /// - a connection that failed while sending or receiving, for any reason but a reset, becomes
     ///   `networkConnectionLost`;
-    /// - a chunked body libcurl cannot read (a chunk size that is not a hexadecimal number, or too long for one)
-    ///   becomes `cannotParseResponse`, a malformed answer as AsyncHTTPClient's parser reports it;
+    /// - a chunked body libcurl cannot read (a chunk size that is not a hexadecimal number, or too long for one),
+    ///   or a head larger than it holds ("Too large response headers", over 300 KiB), becomes
+    ///   `cannotParseResponse`, a malformed answer as AsyncHTTPClient reports it;
     /// - a connection closed before any byte of an answer ("Empty reply from server", reported as
     ///   `badServerResponse`) becomes `networkConnectionLost`.
     ///
@@ -133,6 +134,7 @@ extension ConnectError {
     /// `ResponseFramingTests.testABrokenContentEncodingIsNotALostConnectionNorRetried`,
     /// `OddServerTests.testAnInvalidChunkSizeIsABadServerResponse`,
     /// `OddServerTests.testAServerThatClosesWithoutAnsweringIsALostConnection`,
+    /// `OddServerTests.testAHeadTooLargeToHoldIsATypedError`,
     /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`,
     /// `FailureKindTests.testAnEmptyReplyIsALostConnection`, and, end to end through a `blackhole`
     /// route, `NetworkFaultTests.testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice`.
@@ -145,7 +147,7 @@ extension ConnectError {
             return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
         }
         guard urlError.code == .unknown else { return error }
-        if Self.malformedChunks.contains(message) {
+        if Self.malformedChunks.contains(message) || message.hasPrefix("Too large response headers") {
             // Not "Bad content-encoding found in chunked-encoding": a body that does not decode stays as it is.
             return URLError(.cannotParseResponse, userInfo: urlError.userInfo)
         }
