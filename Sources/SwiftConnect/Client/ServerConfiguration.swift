@@ -177,7 +177,14 @@ public struct ServerConfiguration: Sendable, Equatable {
             return
                 "the host '\(Redaction.urlText(host))' holds characters a host cannot (a space, '/', '?' or '#')"
         }
+        if host.hasPrefix("["), let close = host.lastIndex(of: "]"), host[host.index(after: close)...].hasPrefix(":") {
+            return "the host '\(Redaction.urlText(host))' holds a port: give it as `port:`"
+        }
         let isBracketedIPv6 = host.hasPrefix("[") && host.hasSuffix("]")
+        if isBracketedIPv6, !Self.isIPv6Address(host.dropFirst().dropLast()) {
+            // Foundation makes a URL of any text in brackets (`[zz]`), which then fails only when sent.
+            return "the host '\(Redaction.urlText(host))' is not an IPv6 address"
+        }
         if !isBracketedIPv6, host.contains(":") {
             return host.filter { $0 == ":" }.count > 1
                 ? "an IPv6 address is written in brackets, such as '[::1]'"
@@ -189,6 +196,13 @@ public struct ServerConfiguration: Sendable, Equatable {
                 + "-._~!$&'()*+,;=:@/ and %XX escapes (no spaces, '?' or '#')"
         }
         return nil
+    }
+
+    /// Whether `text` (what a URL holds between brackets) is an IPv6 address, with or without a zone (`%25eth0`).
+    private static func isIPv6Address(_ text: Substring) -> Bool {
+        let address = text.firstIndex(of: "%").map { text[..<$0] } ?? text
+        var bytes = in6_addr()
+        return !address.isEmpty && inet_pton(AF_INET6, String(address), &bytes) == 1
     }
 
     /// Whether `path` holds only RFC 3986 path characters and well-formed `%XX` escapes.

@@ -48,12 +48,24 @@ final class URLSafetyTests: XCTestCase {
             (ServerConfiguration(host: "api example.com"), "cannot"),
             (ServerConfiguration(host: "user@api.example.com"), "cannot"),
             (ServerConfiguration(host: "::1"), "brackets"),
+            (ServerConfiguration(host: "[::1]:8443"), "port:"),
+            (ServerConfiguration(host: "[zz]"), "not an IPv6 address"),
+            (ServerConfiguration(host: "[1.2.3.4]"), "not an IPv6 address"),
+            (ServerConfiguration(host: "[]"), "not an IPv6 address"),
         ]
         for (configuration, words) in cases {
             XCTAssertNil(configuration.baseURL, "\(configuration)")
             let error = try refusal(Route("/todos"), configuration: configuration)
             XCTAssertTrue(error.message.contains(words), "\(error.message) should say \(words)")
         }
+    }
+
+    /// A bracketed IPv6 host, with or without a zone, makes its URL.
+    func testABracketedIPv6HostMakesItsURL() {
+        XCTAssertEqual(ServerConfiguration(host: "[::1]", port: 8443).baseURL?.absoluteString, "https://[::1]:8443")
+        XCTAssertEqual(
+            ServerConfiguration(host: "[2001:db8::7]").baseURL?.absoluteString, "https://[2001:db8::7]")
+        XCTAssertNotNil(ServerConfiguration(host: "[fe80::1%25eth0]").baseURL)
     }
 
     /// Printing or dumping a configuration shows no API key nor credential (the default printout showed them whole).
