@@ -295,6 +295,27 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [45])
     }
 
+    /// A server whose clock is off dates its `Retry-After` and its `Date` by the same clock: the wait is the time
+    /// between them, not between the date and this device's clock (an hour slow here: it was no wait at all).
+    func testRetryAfterHTTPDateIsMeasuredFromTheResponsesDateWhenItHasOne() {
+        // Given: the clock's now is 2024-01-01 00:00:00 GMT; the server's clock says an hour earlier
+        fake.stub(
+            .get, "/items",
+            with: [
+                .status(
+                    503,
+                    headers: [
+                        "Retry-After": "Sun, 31 Dec 2023 23:00:30 GMT", "Date": "Sun, 31 Dec 2023 23:00:00 GMT",
+                    ]),
+                .status(503, headers: ["Retry-After": "Mon, 01 Jan 2024 00:00:20 GMT", "Date": "not a date"]),
+                Self.ok,
+            ])
+        // When
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        // Then: 30 s by the server's clock; an unreadable `Date` leaves the device's clock to measure from
+        XCTAssertEqual(clock.delays, [30, 20])
+    }
+
     func testRetryAfterHTTPDateBeyondTheLimitIsNotRetried() {
         // Given: a date a day after the clock's now, and the default 60 s limit
         fake.stub(

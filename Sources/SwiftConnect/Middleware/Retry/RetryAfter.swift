@@ -11,15 +11,21 @@ enum RetryAfter {
     /// A date already past gives 0: the server is ready now. A negative number is not a `delay-seconds` value and
     /// gives `nil`, like any other value that is neither form: it must not read as "retry now".
     ///
+    /// An HTTP-date is measured from the response's own `Date` when it has a readable one: a server whose clock is
+    /// off writes both by that clock, so the time between them is the wait it means, where measuring from this
+    /// device's clock would make it none (or far too long).
+    ///
     /// - Parameters:
     ///   - value: The header value.
     ///   - now: The current time, for an HTTP-date.
+    ///   - responseDate: The response's `Date` header, if any.
     /// - Returns: The delay, or `nil` when the value is neither a number of seconds nor an HTTP-date.
-    static func delay(from value: String, now: Date) -> TimeInterval? {
+    static func delay(from value: String, now: Date, responseDate: String? = nil) -> TimeInterval? {
         let text = value.trimmingCharacters(in: .whitespaces)
         if let seconds = seconds(in: text) { return seconds }
         guard let date = HTTPDate.date(from: text, now: now) else { return nil }
-        return max(0, date.timeIntervalSince(now))
+        let sent = responseDate.flatMap { HTTPDate.date(from: $0.trimmingCharacters(in: .whitespaces), now: now) }
+        return max(0, date.timeIntervalSince(sent ?? now))
     }
 
     /// `delay-seconds` (`1*DIGIT`); very long numbers saturate.

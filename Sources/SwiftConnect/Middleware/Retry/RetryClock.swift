@@ -17,7 +17,7 @@ import Foundation
 /// let connect = Connect(retryPolicy: RetryPolicy(clock: NoWaitClock()))
 /// ```
 public protocol RetryClock: Sendable {
-    /// The current time, against which a `Retry-After` HTTP-date is measured.
+    /// The current time, against which a `Retry-After` HTTP-date is measured when the response has no readable `Date`.
     ///
     /// Defaults to `Date()`; a test clock returns a fixed date.
     var now: Date { get }

@@ -45,7 +45,8 @@ import Foundation
 /// ``maxDelay``, with **equal jitter**: a random delay between half that value and that value, so clients
 /// that failed together spread out while still backing off. When a retryable response carries `Retry-After`
 /// (a number of seconds, or an HTTP-date in any of its three RFC 9110 forms) and ``honorsRetryAfter`` is on,
-/// the policy waits that long instead; a date in the past means no wait. A server that asks for a longer wait than
+/// the policy waits that long instead, a date measured from the response's `Date` (the server's clock) when it has
+/// one; a date in the past means no wait. A server that asks for a longer wait than
 /// ``maxRetryAfter`` is not retried: the response stands at once (its `Retry-After` is in the error's headers), as
 /// OkHttp does, since an early retry would only meet the same limit again. A value that is neither (a negative
 /// number, garbage) is ignored: the backoff applies.
@@ -287,7 +288,7 @@ extension RetryPolicy {
         case .success(let response):
             guard retryableStatusCodes.contains(response.statusCode) else { return nil }
             if honorsRetryAfter, let value = response.header("Retry-After"),
-                let wait = RetryAfter.delay(from: value, now: clock.now)
+                let wait = RetryAfter.delay(from: value, now: clock.now, responseDate: response.header("Date"))
             {
                 // Retrying sooner than the server asked only meets the same limit again: give the answer back now.
                 return wait <= max(0, maxRetryAfter) ? wait : nil
