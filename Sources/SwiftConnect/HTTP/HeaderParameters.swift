@@ -3,11 +3,11 @@ import Foundation
 /// The `; name=value` parameters of a header value, such as a `Content-Type`'s `charset` and `boundary` or a
 /// `Content-Disposition`'s `name` (RFC 9110 §5.6.6): the one reading of them that the core's redaction and
 /// ``MimeType/parameter(_:)`` share.
-enum HeaderParameters {
+package enum HeaderParameters {
     /// The value of the parameter `name` (compared ignoring ASCII case) in `headerValue`, without the quotes and
     /// backslash escapes of a quoted string; `nil` when it has none. A quoted value may hold `;`, `=` and escaped
     /// characters (`name="user;password"`, `name="a\"b"`): a `;` inside one separates nothing.
-    static func value(of name: String, in headerValue: String) -> String? {
+    package static func value(of name: String, in headerValue: String) -> String? {
         let name = name.lowercased()
         for item in items(of: headerValue).dropFirst() {
             guard let equals = item.firstIndex(of: "=") else { continue }

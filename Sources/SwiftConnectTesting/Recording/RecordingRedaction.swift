@@ -146,7 +146,9 @@ enum RecordingRedaction {
     static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         guard !data.isEmpty else { return data }
         var redacted = data
-        if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
+        if let contentType, contentType.lowercased().hasPrefix("multipart/") {
+            redacted = hidingMultipartSecretsByName(in: data, contentType: contentType)
+        } else if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
             let text = String(data: data, encoding: .utf8)
         {
             redacted = Data(redactedForm(text).utf8)
@@ -156,6 +158,60 @@ enum RecordingRedaction {
             redacted = json
         }
         return hidingValues(in: redacted, secrets: secrets)
+    }
+
+    /// A multipart body with the content of each part whose field name is secret (`password`, `api_key`) replaced by
+    /// the placeholder, read as bytes so that a binary part (a file) is kept as it is. A secret too short to be hidden
+    /// by its value (``SecretValues``) is hidden so, and the placeholder is the one hiding by value puts there, so
+    /// recordings made before match alike.
+    static func hidingMultipartSecretsByName(in data: Data, contentType: String) -> Data {
+        guard let boundary = SwiftConnect.HeaderParameters.value(of: "boundary", in: contentType),
+            !boundary.isEmpty
+        else {
+            return data
+        }
+        let delimiter = Data(("--" + boundary).utf8)
+        var delimiters: [Range<Data.Index>] = []
+        var searchFrom = data.startIndex
+        while let found = data.range(of: delimiter, in: searchFrom..<data.endIndex) {
+            delimiters.append(found)
+            searchFrom = found.upperBound
+        }
+        guard delimiters.count > 1 else { return data }
+        let blankLine = Data("\r\n\r\n".utf8)
+        let lineEnd = Data("\r\n".utf8)
+        var result = Data(data[..<delimiters[0].upperBound])
+        for (index, start) in delimiters.enumerated() {
+            // A part runs from its delimiter to the next; what follows the last one (`--` and the epilogue) is kept.
+            let end = index + 1 < delimiters.count ? delimiters[index + 1].lowerBound : data.endIndex
+            let part = data[start.upperBound..<end]
+            if index + 1 < delimiters.count, let headEnd = part.range(of: blankLine),
+                let head = String(data: part[..<headEnd.lowerBound], encoding: .utf8),
+                isSecretPart(head: head)
+            {
+                result.append(part[..<headEnd.upperBound])
+                result.append(Data(Redaction.placeholder.utf8))
+                // The CRLF before the next delimiter belongs to it.
+                if part.count >= headEnd.upperBound - part.startIndex + lineEnd.count, part.suffix(2) == lineEnd {
+                    result.append(lineEnd)
+                }
+            } else {
+                result.append(part)
+            }
+            if index + 1 < delimiters.count { result.append(delimiter) }
+        }
+        return result
+    }
+
+    /// Whether a multipart part's head names a secret field in its `Content-Disposition`.
+    private static func isSecretPart(head: String) -> Bool {
+        let disposition = head.components(separatedBy: "\r\n").first {
+            $0.lowercased().hasPrefix("content-disposition:")
+        }
+        guard let disposition, let name = SwiftConnect.HeaderParameters.value(of: "name", in: disposition) else {
+            return false
+        }
+        return HTTPHeader.isSensitive(name: name)
     }
 
     /// A response's header fields with secrets replaced: a cookie's value in `Set-Cookie` (name and attributes kept,

@@ -58,6 +58,29 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
     }
 
+    /// A secret field shorter than values are hidden by (``SecretValues``' minimum) is hidden by its name, its part's
+    /// bytes found without reading the body as text: the file part stays byte for byte.
+    func testAShortPasswordFieldOfAnUploadIsHiddenByNameAndReplayMatchesAnother() throws {
+        // Given
+        let file = folder.appendingPathComponent("short.har")
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(.status(200)), mode: .record)
+        // When
+        _ = try recorder.send(multipartRequest(password: "q7z"), transfer: TransferOptions()).wait()
+        // Then
+        let har = try HAR(contentsOf: file)
+        let recorded = try XCTUnwrap(har.log.entries.first?.request.postData?.data)
+        XCTAssertNil(recorded.range(of: Data("\r\n\r\nq7z\r\n".utf8)), "the password is in the recorded body")
+        XCTAssertNotNil(recorded.range(of: Data("\r\n\r\n<redacted>\r\n".utf8)), "the field's value is a placeholder")
+        XCTAssertNotNil(recorded.range(of: Data(binaryPart)), "the file part's bytes are kept")
+        XCTAssertEqual(Data(recorded.suffix(11)), Data("\r\n--XyZ--\r\n".utf8))
+        // When: replayed with another short password
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let replayed = try replay.send(multipartRequest(password: "zz9"), transfer: TransferOptions()).wait()
+        // Then
+        XCTAssertEqual(replayed.statusCode, 200)
+        XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
+    }
+
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
         // Given: an answer in Latin-1, not UTF-8 (`é` is the single byte 0xE9), that echoes the request's key
         let answer = try XCTUnwrap("clé reçue : tok-APIKEY-445566.".data(using: .isoLatin1))
