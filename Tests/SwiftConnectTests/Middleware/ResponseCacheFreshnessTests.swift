@@ -123,6 +123,16 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertNotStored(["Cache-Control": "max-age=0, max-age=100"])
     }
 
+    /// A quoted string that never closes (a malformed value) does not hide the directives after it: it ends at the
+    /// next comma, and `no-store`, `no-cache` and `max-age` after it still count.
+    func testAQuotedStringThatNeverClosesHidesNoDirective() throws {
+        try assertNotStored(["Cache-Control": #"ext="x, no-store"#])
+        try assertNotStored(["Cache-Control": #"max-age=60, ext="x, no-cache"#])
+        try assertLifetime(["Cache-Control": #"ext="x, max-age=10"#], servedAt: 9, expiredAt: 11)
+        // A quoted string that closes still keeps its commas: this one is a single extension directive.
+        try assertLifetime(["Cache-Control": #"ext="x, no-store", max-age=10"#], servedAt: 9, expiredAt: 11)
+    }
+
     /// The time the response already spent in other caches (`Age`) is taken off `max-age`.
     func testAgeIsTakenOffMaxAge() throws {
         try assertLifetime(["Cache-Control": "max-age=30", "Age": "25"], servedAt: 4, expiredAt: 6)

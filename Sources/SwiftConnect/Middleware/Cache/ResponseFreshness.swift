@@ -152,8 +152,8 @@ enum ResponseFreshness {
 /// The directives of a `Cache-Control` (or `Pragma`) value this cache acts on (RFC 9111 §5.2).
 ///
 /// The value is a comma-separated list of directives, `name` or `name=argument`, the argument a token or a quoted
-/// string whose commas do not separate directives; names are compared ignoring ASCII case, and never as parts of
-/// longer names or of arguments. Several header lines, which the platform joins with commas, read as one list.
+/// string whose commas do not separate directives (one that never closes ends at the next comma, as if unquoted);
+/// names are compared ignoring ASCII case, and never as parts of longer names or of arguments. Several header lines, which the platform joins with commas, read as one list.
 /// Other directives are skipped.
 struct CacheDirectives {
     /// Whether `no-store` is present.
@@ -188,6 +188,7 @@ struct CacheDirectives {
             var equals: Substring.Index?
             var isQuoted = false
             var isEscaped = false
+            var opening = index
             // Up to the next comma outside a quoted string.
             while index < bytes.endIndex {
                 let byte = bytes[index]
@@ -203,10 +204,16 @@ struct CacheDirectives {
                     break
                 } else if byte == UInt8(ascii: "\"") {
                     isQuoted = true
+                    opening = index
                 } else if byte == UInt8(ascii: "="), equals == nil {
                     equals = index
                 }
                 bytes.formIndex(after: &index)
+            }
+            if isQuoted {
+                // A quoted string that never closes (a malformed value) would take every directive after it as its
+                // text: `ext="x, no-store` would hide `no-store`. The directive ends at the next comma instead.
+                index = bytes[opening...].firstIndex(of: UInt8(ascii: ",")) ?? bytes.endIndex
             }
             let end = index
             if index < bytes.endIndex { bytes.formIndex(after: &index) }
