@@ -74,6 +74,64 @@ final class DiskResponseStorageTests: XCTestCase {
         }
     }
 
+    /// A response of `bodyBytes` bytes of body, fresh for five minutes.
+    private func record(bodyBytes: Int = 4) -> StoredResponse {
+        StoredResponse(
+            url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200,
+            headers: [.init(name: "Content-Type", value: "text/plain")],
+            body: Data(repeating: UInt8(ascii: "a"), count: bodyBytes), expiry: Date().addingTimeInterval(300),
+            varying: [])
+    }
+
+    /// The bytes of the folder's response files.
+    private func folderBytes() throws -> Int {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".response") }
+            .reduce(0) { total, name in
+                let path = folder.appendingPathComponent(name).path
+                let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
+                return total + (size?.intValue ?? 0)
+            }
+    }
+
+    /// A file cut short (a disk that filled, a copy that stopped), emptied or overwritten is a miss, in this
+    /// process and the next: never a crash, never part of a body; a new answer replaces it.
+    func testACorruptOrTruncatedFileIsAMiss() throws {
+        let storage = try DiskResponseStorage(directory: folder)
+        storage.store(record(), forKey: "k")
+        let name = try XCTUnwrap(
+            FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasSuffix(".response") })
+        let file = folder.appendingPathComponent(name)
+        let whole = try Data(contentsOf: file)
+        for damaged in [whole.prefix(whole.count / 2), whole.dropLast(), Data("garbage".utf8), Data()] {
+            try damaged.write(to: file)
+            XCTAssertNil(storage.response(forKey: "k"), "\(damaged.count) bytes")
+            XCTAssertNil(try DiskResponseStorage(directory: folder).response(forKey: "k"), "after a restart")
+        }
+        let answer = record(bodyBytes: 7)
+        storage.store(answer, forKey: "k")
+        XCTAssertEqual(storage.response(forKey: "k"), answer)
+    }
+
+    /// Two storages on one folder (two clients, two processes) keep the folder within the bound: each counts the
+    /// files the other wrote, which it never read.
+    func testTwoStoragesSharingAFolderKeepItWithinTheBound() throws {
+        let first = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
+        let second = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
+        first.store(record(bodyBytes: 600), forKey: "a")
+        second.store(record(bodyBytes: 600), forKey: "b")
+        second.store(record(bodyBytes: 600), forKey: "c")
+        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+        XCTAssertNil(second.response(forKey: "a"), "the oldest file, the first storage's, went")
+        XCTAssertNotNil(second.response(forKey: "c"))
+        // A file the other storage removed is no longer counted: the first stores again without evicting.
+        first.removeAll()
+        second.store(record(bodyBytes: 600), forKey: "d")
+        second.store(record(bodyBytes: 600), forKey: "e")
+        XCTAssertNotNil(second.response(forKey: "d"))
+        XCTAssertNotNil(second.response(forKey: "e"))
+        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+    }
+
     func testTheStorageStaysWithinItsBytesForgettingTheLeastRecentlyUsed() throws {
         let big = String(repeating: "x", count: 1_000)
         let transport = FakeTransport()

@@ -273,7 +273,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     }
 
     /// Writes `response` to its file (atomically, readable by the user only), then forgets the least recently used
-    /// files past the bound. A response it cannot keep (larger than the bound, a write that fails: a full disk)
+    /// files past the bound: the folder's, those another storage on it wrote included. A response it cannot keep (larger than the bound, a write that fails: a full disk)
     /// removes the file it would have replaced.
     public func store(_ response: StoredResponse, forKey key: String) {
         let name = Self.fileName(forKey: key)
@@ -297,7 +297,26 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             try? FileManager.default.removeItem(at: temporary)
             return forget()
         }
+        // The folder as it is now: another storage on it (another client, another process) writes and removes
+        // files this index does not know of, and the bound holds for the folder, not for this storage's files.
+        // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went.
+        let known = index.withLock { Set($0.keys) }
+        let present = Set(
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+                .filter { $0.hasSuffix(".response") })
+        let found = present.subtracting(known).subtracting([name]).map { other in
+            let attributes = try? FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(other).path)
+            return (
+                other,
+                IndexEntry(
+                    size: (attributes?[.size] as? NSNumber)?.intValue ?? 0,
+                    used: attributes?[.modificationDate] as? Date ?? .distantPast)
+            )
+        }
         let evicted = index.withLock { index -> [String] in
+            for (other, entry) in found where index[other] == nil { index[other] = entry }
+            for gone in known.subtracting(present).subtracting([name]) { index[gone] = nil }
             index[name] = IndexEntry(
                 size: data.count, used: Date(), key: key, resource: ResponseCache.resource(of: response.url))
             var total = index.values.reduce(0) { $0 + $1.size }
