@@ -132,6 +132,27 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
     }
 
+    /// A storage removes a key's variants and a URL's responses that another storage on the folder wrote after it
+    /// opened (another client, another process): a response the app removed is not read back from the disk.
+    func testRemovalsReachTheFilesAnotherStorageOnTheFolderWrote() throws {
+        let first = try DiskResponseStorage(directory: folder)
+        let second = try DiskResponseStorage(directory: folder)
+        first.store(record(), forKey: "todos body:1")
+        first.store(record(), forKey: "todos credentials:2")
+        second.removeResponses(forKey: "todos")
+        XCTAssertNil(first.response(forKey: "todos body:1"))
+        XCTAssertNil(first.response(forKey: "todos credentials:2"))
+
+        first.store(record(), forKey: "custom")
+        let cache = ResponseCache(storage: second)
+        let transport = FakeTransport()
+        transport.stub(.put, "/todos", with: .status(204))
+        let connect = Connect(
+            transport: transport, responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+        XCTAssertNotNil(value(of: connect.request(Route("/todos", method: .put))))
+        XCTAssertNil(first.response(forKey: "custom"), "a write to its URL removed it")
+    }
+
     func testTheStorageStaysWithinItsBytesForgettingTheLeastRecentlyUsed() throws {
         let big = String(repeating: "x", count: 1_000)
         let transport = FakeTransport()

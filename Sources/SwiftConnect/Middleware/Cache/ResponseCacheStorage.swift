@@ -297,26 +297,9 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             try? FileManager.default.removeItem(at: temporary)
             return forget()
         }
-        // The folder as it is now: another storage on it (another client, another process) writes and removes
-        // files this index does not know of, and the bound holds for the folder, not for this storage's files.
-        // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went.
-        let known = index.withLock { Set($0.keys) }
-        let present = Set(
-            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
-                .filter { $0.hasSuffix(".response") })
-        let found = present.subtracting(known).subtracting([name]).map { other in
-            let attributes = try? FileManager.default.attributesOfItem(
-                atPath: directory.appendingPathComponent(other).path)
-            return (
-                other,
-                IndexEntry(
-                    size: (attributes?[.size] as? NSNumber)?.intValue ?? 0,
-                    used: attributes?[.modificationDate] as? Date ?? .distantPast)
-            )
-        }
+        // The folder as it is now: the bound holds for the folder, not for this storage's files.
+        catchUp(except: name)
         let evicted = index.withLock { index -> [String] in
-            for (other, entry) in found where index[other] == nil { index[other] = entry }
-            for gone in known.subtracting(present).subtracting([name]) { index[gone] = nil }
             index[name] = IndexEntry(
                 size: data.count, used: Date(), key: key, resource: ResponseCache.resource(of: response.url))
             var total = index.values.reduce(0) { $0 + $1.size }
@@ -334,8 +317,9 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
 
     /// Forgets `key` and its variants (with the digest of a body or of credentials).
     ///
-    /// Files an earlier process wrote are read once for their key; after that, the index knows every file's key,
-    /// and a removal reads no file (a cache removes a key for each answer it may not store).
+    /// Files an earlier process or another storage on the folder wrote are read once for their key; after that, the
+    /// index knows every file's key, and a removal lists the folder but reads no file (a cache removes a key for
+    /// each answer it may not store).
     public func removeResponses(forKey key: String) {
         let exact = Self.fileName(forKey: key)
         // Whether or not the index knows it (another storage on the folder may have written it).
@@ -353,9 +337,36 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         removeFiles { _, entry in entry.resource.map(resources.contains) ?? false }
     }
 
-    /// Reads the key and resource of each file the index does not know yet (an earlier process wrote it), but
-    /// `skipped`.
+    /// Brings the index up to the folder, but for `skipped`: another storage on it (another client, another
+    /// process) writes and removes files this one did not. A file it wrote is counted, its key and resource unknown
+    /// until read; one it removed is forgotten.
+    private func catchUp(except skipped: String?) {
+        // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went.
+        let known = index.withLock { Set($0.keys) }
+        let present = Set(
+            ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
+                .filter { $0.hasSuffix(".response") })
+        let skipped = skipped.map { [$0] } ?? []
+        let found = present.subtracting(known).subtracting(skipped).map { name in
+            let attributes = try? FileManager.default.attributesOfItem(
+                atPath: directory.appendingPathComponent(name).path)
+            return (
+                name,
+                IndexEntry(
+                    size: (attributes?[.size] as? NSNumber)?.intValue ?? 0,
+                    used: attributes?[.modificationDate] as? Date ?? .distantPast)
+            )
+        }
+        index.withLock { index in
+            for (name, entry) in found where index[name] == nil { index[name] = entry }
+            for gone in known.subtracting(present).subtracting(skipped) { index[gone] = nil }
+        }
+    }
+
+    /// Reads the key and resource of each file the index does not know yet (an earlier process or another storage
+    /// on the folder wrote it), but `skipped`.
     private func readUnknownFiles(except skipped: String?) {
+        catchUp(except: skipped)
         let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != skipped }.map(\.key) }
         for name in unknown {
             let data = try? Data(contentsOf: directory.appendingPathComponent(name))
