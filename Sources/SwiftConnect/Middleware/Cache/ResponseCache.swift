@@ -640,13 +640,15 @@ public final class ResponseCache: Sendable {
     }
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
-    /// method when the rule names its key (a custom key, or the body), with no body from a stream.
+    /// method when the rule names its key (a custom key, or the body), with no body from a stream. A key that names
+    /// the body cannot name one from a stream, whatever the method: every such body would share the digest of none.
     private static func isCacheable(_ request: ConnectRequest, rule: CacheRule) -> Bool {
+        if case .stream = request.body, rule.keyIncludesBody || (request.method != .get && request.method != .head) {
+            return false
+        }
         let method = request.method
         if method == .get || method == .head { return true }
-        guard rule.key != nil || rule.keyIncludesBody else { return false }
-        if case .stream = request.body { return false }
-        return true
+        return rule.key != nil || rule.keyIncludesBody
     }
 
     /// What a request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma` (§5.4).
