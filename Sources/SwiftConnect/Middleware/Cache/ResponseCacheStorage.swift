@@ -273,8 +273,8 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     }
 
     /// Writes `response` to its file (atomically, readable by the user only), then forgets the least recently used
-    /// files past the bound: the folder's, those another storage on it wrote included. A response it cannot keep (larger than the bound, a write that fails: a full disk)
-    /// removes the file it would have replaced.
+    /// files past the bound: the folder's, those another storage on it wrote included. A response it cannot keep
+    /// (larger than the bound, a write that fails: a full disk) removes the file it would have replaced.
     public func store(_ response: StoredResponse, forKey key: String) {
         let name = Self.fileName(forKey: key)
         let file = directory.appendingPathComponent(name)

@@ -153,8 +153,8 @@ enum ResponseFreshness {
 ///
 /// The value is a comma-separated list of directives, `name` or `name=argument`, the argument a token or a quoted
 /// string whose commas do not separate directives (one that never closes ends at the next comma, as if unquoted);
-/// names are compared ignoring ASCII case, and never as parts of longer names or of arguments. Several header lines, which the platform joins with commas, read as one list.
-/// Other directives are skipped.
+/// names are compared ignoring ASCII case, and never as parts of longer names or of arguments. Several header lines,
+/// which the platform joins with commas, read as one list. Other directives are skipped.
 struct CacheDirectives {
     /// Whether `no-store` is present.
     var noStore = false
