@@ -38,8 +38,9 @@ import Foundation
 ///
 /// An attempt a middleware sends more than once (calling `next` again, a hedge) is timed, and active, once per send.
 ///
-/// The request duration's histogram buckets are the backend's to set: OpenTelemetry recommends
-/// ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
+/// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend
+/// to show it in seconds, OpenTelemetry's unit for it. Its histogram buckets are the backend's to set: OpenTelemetry
+/// recommends ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
 public struct MetricsObserver: ConnectObserver {
     /// The buckets, in seconds, that OpenTelemetry's HTTP conventions give `http.client.request.duration`.
     public static let durationBuckets: [Double] = [
@@ -182,7 +183,11 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// Ends a send that started at `start`: its duration, and one fewer active request.
     private func end(startedAt start: UInt64, outcome: [(String, String)]) {
         Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).decrement()
-        Timer(label: "http.client.request.duration", dimensions: withPort + outcome, factory: factory)
-            .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+        // OpenTelemetry's unit for this histogram is the second: a backend that honours the hint shows it so.
+        Timer(
+            label: "http.client.request.duration", dimensions: withPort + outcome, preferredDisplayUnit: .seconds,
+            factory: factory
+        )
+        .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
     }
 }

@@ -76,6 +76,20 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertEqual(sent.values, [0])
     }
 
+    /// OpenTelemetry's `http.client.request.duration` is in seconds: the timer asks the backend to show it so (a
+    /// loopback call takes far more than 60 nanoseconds, and far less than 60 seconds).
+    func testTheDurationIsShownInSeconds() throws {
+        server.route("GET", "/todos/:id") { _ in .json(string: #"{"id":7}"#) }
+        _ = try client().request(todo).wait()
+        let duration = try metrics.expectTimer(
+            "http.client.request.duration",
+            base + [("server.port", String(server.port)), ("http.response.status_code", "200")])
+        XCTAssertEqual(duration.values.count, 1)
+        let shown = duration.valueInPreferredUnit(atIndex: 0)
+        XCTAssertGreaterThan(shown, 0)
+        XCTAssertLessThan(shown, 60, "the duration is not shown in seconds")
+    }
+
     /// A 4xx or 5xx is a response and a failure: OpenTelemetry labels it by its status code and by that code as its
     /// `error.type`, both, on the duration and on the body sizes.
     func testA404IsLabelledByItsStatusCodeAndByItAsItsErrorType() throws {
