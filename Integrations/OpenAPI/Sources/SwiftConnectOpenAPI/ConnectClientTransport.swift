@@ -103,8 +103,11 @@ public struct ConnectClientTransport: ClientTransport {
         HTTPResponse, HTTPBody?
     ) {
         // A request made in a task already cancelled (a SwiftUI `.task` gone) is never sent: the client sends at once
-        // and hears of the cancellation only once it awaits.
-        try Task.checkCancellation()
+        // and hears of the cancellation only once it awaits. It fails as one cancelled in flight does, with the
+        // client's own `cancelled` error, so that one check of the underlying error covers both.
+        if Task.isCancelled {
+            throw ConnectError(.cancelled, message: "the operation '\(operationID)' was cancelled before it was sent")
+        }
         // The options were made once, with every status accepted (`init`): a copy changed here would allocate.
         let options = configuration.options
         let built = try await OpenAPIConversion.request(request, body: body, baseURL: baseURL)

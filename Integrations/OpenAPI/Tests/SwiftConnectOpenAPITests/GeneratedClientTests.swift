@@ -217,8 +217,11 @@ final class GeneratedClientTests: XCTestCase {
             withUnsafeCurrentTask { $0?.cancel() }
             return try await client.createTodo(body: .json(.init(title: "Walk")))
         }.result
-        // Then
-        XCTAssertThrowsError(try outcome.get())
+        // Then: the client's own cancellation error, as for a task cancelled while the operation is in flight
+        XCTAssertThrowsError(try outcome.get()) { error in
+            let underlying = (error as? ClientError)?.underlyingError ?? error
+            XCTAssertEqual((underlying as? ConnectError)?.kind, .cancelled, "\(underlying)")
+        }
         XCTAssertTrue(transport.requests.isEmpty, "a POST went out from a cancelled task")
     }
 
