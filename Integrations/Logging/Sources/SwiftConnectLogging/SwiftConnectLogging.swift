@@ -123,9 +123,14 @@ struct CallLogging: ConnectCallObserver {
             if let status {
                 logger.debug(
                     "attempt \(attempt) answered \(status)",
-                    metadata: [
-                        "attempt": "\(attempt)", "http.response.status_code": "\(status)", "url.full": .string(url),
-                    ])
+                    metadata: {
+                        var metadata: Logger.Metadata = [
+                            "attempt": "\(attempt)", "http.response.status_code": "\(status)", "url.full": .string(url),
+                        ]
+                        // A 4xx or 5xx is a failed attempt, as OpenTelemetry has it: its type is the status code.
+                        if status >= 400 { metadata["error.type"] = "\(status)" }
+                        return metadata
+                    }())
             } else if let error {
                 logger.log(
                     level: error.kind == .cancelled ? .debug : .info,

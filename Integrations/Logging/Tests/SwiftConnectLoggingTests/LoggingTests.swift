@@ -152,6 +152,20 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0.0 == .warning }.map(\.1), ["call ended with status 503 after 3 attempts"])
     }
 
+    /// An attempt answered 4xx or 5xx failed, as OpenTelemetry has it: its line says so in `error.type` (the status
+    /// code), as the call's line and the tracing and metrics observers do; a 2xx attempt's line has none.
+    func testAnAttemptAnsweredWithAFailureStatusCarriesItsErrorType() throws {
+        let answers = Locked([503, 200])
+        server.route("GET", "/todos/:id") { _ in
+            let status = answers.withLock { $0.removeFirst() }
+            return LocalServer.Response.status(status).withHeader("Retry-After", "0")
+        }
+        _ = try? client().request(GetTodo(baseURL: server.baseURL)).waitForResult()
+        let attempts = handler.entries.filter { "\($0.message)".hasPrefix("attempt ") }
+        XCTAssertEqual(attempts.map { "\($0.message)" }, ["attempt 1 answered 503", "attempt 2 answered 200"])
+        XCTAssertEqual(attempts.map { $0.metadata["error.type"] }, ["503", nil])
+    }
+
     func testA404IsInfoNotAWarning() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: #"{"message":"no"}"#, status: 404) }
         XCTAssertNotNil(try? client().request(GetTodo(baseURL: server.baseURL)).waitForResult())
@@ -209,5 +223,22 @@ final class LoggingTests: XCTestCase {
         XCTAssertTrue(lines.allSatisfy { $0.0 == .debug })
         XCTAssertTrue(lines.contains { $0.1.contains("/todos/7") })
         XCTAssertFalse(lines.contains { $0.1.contains("s3cr3t") })
+    }
+}
+
+/// A value behind a lock, for the server's handlers.
+final class Locked<Value>: @unchecked Sendable {
+    // `lock` protects `value`.
+    private let lock = NSLock()
+    private var value: Value
+
+    init(_ value: Value) {
+        self.value = value
+    }
+
+    func withLock<Result>(_ body: (inout Value) -> Result) -> Result {
+        lock.lock()
+        defer { lock.unlock() }
+        return body(&value)
     }
 }
