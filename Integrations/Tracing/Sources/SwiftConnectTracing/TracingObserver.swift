@@ -23,7 +23,8 @@ import Tracing
 ///   `http.request.method_original`), `server.address`, `server.port`, `url.full` (through the library's redaction:
 ///   no user info, secret query values and credentials hidden), `url.template` (the connector's path template up to
 ///   its query; none for a request built elsewhere), `swiftconnect.call` (the call's name),
-///   `http.request.resend_count` (from the second attempt), `http.response.status_code`, and for a failure
+///   `http.request.resend_count` (from the call's second send: a retry, or a middleware's second send of an
+///   attempt), `http.response.status_code`, and for a failure
 ///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
 ///   response) with the span's status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
@@ -78,7 +79,7 @@ public struct TracingObserver: ConnectObserver {
 /// started when the tracer injects nothing). The end of a send does not say which send it is: the oldest span of the
 /// attempt still open takes it, as does a redirect.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `unsent`, `open`, `pending` and `latestRequest`; the tracer and the call never change.
+    // `lock` protects `unsent`, `open`, `pending`, `latestRequest` and `sends`; the tracer and the call never change.
     private let lock = NSLock()
     private let tracer: any Tracer
     private let parent: InstrumentationContext
@@ -97,6 +98,9 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private var pending: [SpanEvent] = []
     /// The latest attempt's request as it went out: a redirect's `Location` is shown with its secret values hidden.
     private var latestRequest: ConnectRequest?
+    /// The sends told started so far: each after the first is a resend (`http.request.resend_count`), a retry's or a
+    /// middleware's second send of an attempt alike.
+    private var sends = 0
 
     init(tracer: any Tracer, parent: InstrumentationContext, call: ConnectCall, methods: OpenTelemetryMethods) {
         self.tracer = tracer
@@ -123,11 +127,12 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, let request):
-            let span = lock.withLock { () -> any Span in
+            let (span, resends) = lock.withLock { () -> (any Span, Int) in
                 latestRequest = request
                 let span = takeUnsent(ofAttempt: attempt, sending: request) ?? startSpanLocked()
                 open[attempt, default: []].append(span)
-                return span
+                defer { sends += 1 }
+                return (span, sends)
             }
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
@@ -142,7 +147,8 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 attributes["url.full"] = request.redactedURL
                 if let template { attributes["url.template"] = template }
                 attributes["swiftconnect.call"] = call.name
-                if attempt > 1 { attributes["http.request.resend_count"] = attempt - 1 }
+                // Every send after the call's first, whatever its cause (OpenTelemetry's definition).
+                if resends > 0 { attributes["http.request.resend_count"] = resends }
             }
         case .attemptEnded(let attempt, let status, let error, _, _):
             guard let span = takeOpen(ofAttempt: attempt) else { return }

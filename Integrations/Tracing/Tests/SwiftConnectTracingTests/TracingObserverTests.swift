@@ -88,5 +88,8 @@ final class TracingObserverTests: XCTestCase {
         let sent = transport.requests.map { $0.value(forHTTPHeaderField: InMemoryTracer.spanIDKey) }
         XCTAssertEqual(sent.count, 2)
         XCTAssertEqual(Set(sent.compactMap { $0 }), Set(spans.map(\.spanID)), "each send carries its own span")
+        // OpenTelemetry counts every send after the first as a resend, whatever its cause: the second send is one.
+        XCTAssertEqual(
+            spans.map { string("http.request.resend_count", of: $0) }.sorted { ($0 ?? "") < ($1 ?? "") }, [nil, "1"])
     }
 }
