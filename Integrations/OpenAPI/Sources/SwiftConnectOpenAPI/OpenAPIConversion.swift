@@ -24,12 +24,31 @@ enum OpenAPIConversion {
             var length: Int64?
             if case .known(let known) = body.length { length = known }
             if body.iterationBehavior == .multiple, let length, length <= inMemoryLimit {
-                built.body = .bytes(try await Data(collecting: body, upTo: Int(length)))
+                built.body = .bytes(try await collect(body, length: length))
             } else {
                 built.body = .stream(ConnectRequest.OneShotStream(body.map { Data($0) }, length: length))
             }
         }
         return built
+    }
+
+    /// The bytes of a body whose length is declared as `length`: a body that gives more or fewer is an invalid
+    /// request (nothing is sent), not one cut short or sent shorter than the operation said.
+    private static func collect(_ body: HTTPBody, length: Int64) async throws -> Data {
+        var data = Data()
+        data.reserveCapacity(Int(length))
+        for try await chunk in body {
+            guard data.count + chunk.count <= length else { throw wrongLength(length, "more") }
+            data.append(contentsOf: chunk)
+        }
+        guard data.count == length else { throw wrongLength(length, "fewer") }
+        return data
+    }
+
+    private static func wrongLength(_ length: Int64, _ comparison: String) -> ConnectError {
+        ConnectError(
+            .invalidRequest,
+            message: "the request body gave \(comparison) bytes than the \(length) its length declares")
     }
 
     /// The largest body read into memory so that a retry can send it again (8 MiB, as the core keeps a multipart

@@ -141,6 +141,27 @@ final class ConversionTests: XCTestCase {
         XCTAssertEqual(OpenAPIConversion.fields(of: head)[values: .setCookie], ["a=1", "b=2"])
     }
 
+    /// A body the generated code can iterate again, read into memory, whose bytes are not as many as its declared
+    /// length fails with the client's `invalidRequest` before anything is sent: neither cut short nor sent shorter
+    /// than the length the operation was given.
+    func testABodyReadIntoMemoryThatIsNotItsDeclaredLengthIsAnInvalidRequest() async throws {
+        for (bytes, declared) in [(3, 5), (7, 5)] {
+            let body = HTTPBody(
+                AsyncStream<ArraySlice<UInt8>> { continuation in
+                    continuation.yield(ArraySlice(repeating: 1, count: bytes))
+                    continuation.finish()
+                }, length: .known(Int64(declared)), iterationBehavior: .multiple)
+            let request = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/files/a")
+            do {
+                let built = try await OpenAPIConversion.request(
+                    request, body: body, baseURL: URL(string: "https://api.example.com")!)
+                XCTFail("\(bytes) bytes declared \(declared) made a request: \(String(describing: built.body))")
+            } catch {
+                XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(bytes) of \(declared): \(error)")
+            }
+        }
+    }
+
     /// A status without a body (1xx, 204, 304) has a body of 0 bytes whatever its `Content-Length` says (a 304's
     /// describes the stored answer): the generated code was told its length was that, and got none.
     func testABodilessStatusHasABodyOfNoBytes() {
