@@ -298,16 +298,7 @@ enum RecordingRedaction {
         let hidden = hidingValues(in: data, secrets: secrets)
         guard hidden != data, data.range(of: placeholder) == nil else { return hidden }
         let escaped = Data(xmlEscaped(Redaction.placeholder).utf8)
-        var result = Data()
-        result.reserveCapacity(hidden.count)
-        var index = hidden.startIndex
-        while let found = hidden.range(of: placeholder, in: index..<hidden.endIndex) {
-            result.append(hidden[index..<found.lowerBound])
-            result.append(escaped)
-            index = found.upperBound
-        }
-        result.append(hidden[index...])
-        return result
+        return RequestNormalization.replacing(placeholder, in: hidden, with: escaped)
     }
 
     /// An XML request body with the content of each element and the value of each attribute whose name is secret

@@ -125,7 +125,7 @@ enum RequestNormalization {
     }
 
     /// `data` with every occurrence of `pattern` replaced by `replacement`.
-    private static func replacing(_ pattern: Data, in data: Data, with replacement: Data) -> Data {
+    static func replacing(_ pattern: Data, in data: Data, with replacement: Data) -> Data {
         guard !pattern.isEmpty else { return data }
         var result = Data()
         result.reserveCapacity(data.count)
