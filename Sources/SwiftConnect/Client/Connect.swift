@@ -418,8 +418,9 @@ extension Connect {
     func blueprint(
         for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = [],
         optionsContentType: String? = nil
-    ) throws -> (blueprint: RequestBlueprint, isForServer: Bool) {
+    ) throws -> (blueprint: RequestBlueprint, isForServer: Bool, base: URL) {
         var blueprint: RequestBlueprint
+        let base: URL
         var serverHeaders = serverDefaultHeaders
         var isForServer = true
         let port = connector.port
@@ -434,12 +435,13 @@ extension Connect {
                 isForServer = server.hasSameOrigin(as: serverURL)
                 if !isForServer { serverHeaders = [] }
             }
+            base = server
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(
                     defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
                     optionsContentType: optionsContentType)
         } else {
-            let base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
+            base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
                 let serverURL = try? serverBaseURL?.get()
                 isForServer = serverURL.map { base.hasSameOrigin(as: $0) } ?? false
@@ -461,7 +463,20 @@ extension Connect {
         {
             blueprint = blueprint.with(url: url)
         }
-        return (blueprint, isForServer)
+        return (blueprint, isForServer, base)
+    }
+
+    /// The call's ``ConnectCall/pathTemplate``: the path of `base` (the base URL the request was built on) and
+    /// `endpoint`, joined as the URL's are, with one slash (`/v1/` and `/todos/{id}` make `/v1/todos/{id}`). Empty for
+    /// an empty endpoint, whose base is the whole URL (``Route/init(url:method:parameters:headers:authorizationToken:timeout:options:)``): its
+    /// path may hold IDs, unfit for a label.
+    static func pathTemplate(base: URL, endpoint: String) -> String {
+        guard !endpoint.isEmpty else { return "" }
+        let basePath = URLComponents(url: base, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
+        // An endpoint with no path of its own (`?sort=asc`) follows the base's path as it is.
+        if endpoint.first == "?" || endpoint.first == "#" { return basePath + endpoint }
+        let trimmedBase = basePath.reversed().drop { $0 == "/" }.reversed()
+        return String(trimmedBase) + "/" + endpoint.drop { $0 == "/" }
     }
 
     /// The call's deadline when options set one that wins over the connector's own ``Connector/timeout``: the
@@ -515,8 +530,9 @@ extension Connect {
         let traits = ConnectorTraits.of(type(of: connector))
         let blueprint: RequestBlueprint
         let isForServer: Bool
+        let base: URL
         do {
-            (blueprint, isForServer) = try self.blueprint(
+            (blueprint, isForServer, base) = try self.blueprint(
                 for: connector, traits: traits, methodHeaders: HTTPHeader.lastValuesWin(methodOptions?.headers ?? []),
                 optionsContentType: leveled.headers.last {
                     $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
@@ -555,7 +571,7 @@ extension Connect {
         if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(
             request, context: context, all: all, debugResponse: debugResponse, startedAfter: cancellationsBefore,
-            pathTemplate: connector.endpoint)
+            pathTemplate: Self.pathTemplate(base: base, endpoint: connector.endpoint))
     }
 
     /// Whether `url` is on the client's server (its ``ServerConfiguration``'s scheme, host and port); `true` for a

@@ -133,8 +133,9 @@ public struct ConnectCall: Sendable {
     /// The name of the call: the connector's type (`"TodoConnector"`), or the name a request built elsewhere was
     /// given (an OpenAPI operation's ID).
     public let name: String
-    /// The path as the connector describes it, placeholders kept (`"/todos/{id}"`): bounded, so fit for a span's
-    /// name or a metric's label, where the URL is not. A query written into the endpoint keeps its sensitive values
+    /// The URL's path as the connector describes it, placeholders kept: the base URL's path, then the endpoint
+    /// (`"/v1/todos/{id}"` for `https://api.example.com/v1` and `"/todos/{id}"`). Bounded, so fit for a span's name
+    /// or a metric's label, where the URL is not. A query written into the endpoint keeps its sensitive values
     /// hidden (`"/items?api_key=<redacted>"`), as ``ConnectRequest/redactedURL`` hides them. Empty for a request built elsewhere
     /// (``Connect/stream(_:name:options:streaming:)``), whose concrete path may hold IDs: name it by ``name`` then.
     public let pathTemplate: String

@@ -238,6 +238,41 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(call.pathTemplate, "/items?api_key=<redacted>&page=2")
     }
 
+    /// OpenTelemetry's `url.template` is the template of the URL's whole path: a base URL's `/v1` was left out, so
+    /// `/v1/todos/{id}` and `/v2/todos/{id}` shared one label.
+    func testATemplateStartsWithTheBaseURLsPathJoinedAsTheURLIs() throws {
+        let cases: [(base: String, endpoint: String, template: String, path: String)] = [
+            ("https://api.example.com/v1", "/todos/{id}", "/v1/todos/{id}", "/v1/todos/7"),
+            ("https://api.example.com/v1/", "/todos/{id}", "/v1/todos/{id}", "/v1/todos/7"),
+            ("https://api.example.com/v1//", "todos/{id}", "/v1/todos/{id}", "/v1/todos/7"),
+            ("https://api.example.com", "todos/{id}", "/todos/{id}", "/todos/7"),
+            ("https://api.example.com/v1?tenant=3", "/todos/{id}?page=2", "/v1/todos/{id}?page=2", "/v1/todos/7"),
+            ("https://api.example.com/v1/items", "?id={id}", "/v1/items?id={id}", "/v1/items"),
+        ]
+        for (base, endpoint, template, path) in cases {
+            let observer = RecordingObserver()
+            let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)
+            let route = Route(endpoint, baseURL: URL(string: base)!, parameters: Parameter.path(key: "id", value: "7"))
+            _ = try connect.request(route).wait()
+            let call = try XCTUnwrap(observer.calls.values.first)
+            XCTAssertEqual(call.pathTemplate, template, "\(base) + \(endpoint)")
+            XCTAssertEqual(call.request.url.path, path, "\(base) + \(endpoint)")
+        }
+    }
+
+    /// A relative connector takes the path of the client's server.
+    func testARelativeConnectorsTemplateStartsWithTheServersPath() throws {
+        let observer = RecordingObserver()
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: "{}")),
+            configuration: ServerConfiguration(baseURL: URL(string: "https://api.example.com/api/v2/")!),
+            settings: Connect.Settings(observers: [observer]))
+        _ = try connect.request(Route("/todos/{id}", parameters: Parameter.path(key: "id", value: "7"))).wait()
+        let call = try XCTUnwrap(observer.calls.values.first)
+        XCTAssertEqual(call.pathTemplate, "/api/v2/todos/{id}")
+        XCTAssertEqual(call.request.url.path, "/api/v2/todos/7")
+    }
+
     func testARequestBuiltElsewhereIsNamedByItsNameNotByItsConcretePath() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)

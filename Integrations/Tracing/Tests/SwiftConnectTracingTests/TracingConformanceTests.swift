@@ -92,6 +92,16 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(tracer.finishedSpans.last.map { attributes(of: $0)["http.response.status_code"] }, "200")
     }
 
+    /// `url.template` and the span's name are the template of the URL's whole path: a base URL's `/v1` was left out.
+    func testTheTemplateStartsWithTheBaseURLsPath() throws {
+        server.route("GET", "/v1/todos/:id") { _ in .json(string: "{}") }
+        _ = try client().request(GetTodo(baseURL: server.baseURL.appendingPathComponent("v1"))).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(span.operationName, "GET /v1/todos/{id}")
+        XCTAssertEqual(attributes(of: span)["url.template"], "/v1/todos/{id}")
+        XCTAssertEqual(attributes(of: span)["http.response.status_code"], "200")
+    }
+
     func test200IsOneClientSpanWithTheConventionsAttributesAndItsContextSent() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         _ = try client().request(todo).wait()
