@@ -36,6 +36,9 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// }
 /// ```
 ///
+/// To resume a feed from an ID saved in an earlier run, put it in the connector's (or the options') `Last-Event-ID`
+/// header: the first connection sends it, the events without an `id` carry it, and the source goes on from there.
+///
 /// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection),
 /// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
 /// a timeout, no network) is tried again after the wait (which doubles while nothing gets through), and counts
@@ -70,7 +73,9 @@ public struct EventSource: AsyncSequence {
     public struct AsyncIterator: AsyncIteratorProtocol {
         private let source: EventSource
         private var events: ResponseEvents<ResponseStream>.AsyncIterator?
-        /// The last event ID seen, sent as `Last-Event-ID` when reconnecting.
+        /// The last event ID seen, sent as `Last-Event-ID` when reconnecting. Until an event sets one, the
+        /// `Last-Event-ID` the first request carried: an ID the app saved, put on the connector or its options to
+        /// resume a feed from it, which the events without an `id` then carry, as after a reconnection.
         public private(set) var lastEventID = ""
         private var delay: TimeInterval
         /// Reconnections since the last event.
@@ -214,6 +219,7 @@ public struct EventSource: AsyncSequence {
         /// Connects, with `Last-Event-ID` when there is one; `nil` for a 204 (the server says: stop).
         private func open() async throws -> ResponseEvents<ResponseStream>.AsyncIterator? {
             let lastEventID = lastEventID
+            let isReconnection = hasConnected
             let stream = source.connect.stream(
                 source.connector, options: source.options, streaming: source.streaming
             ) { request in
@@ -223,6 +229,10 @@ public struct EventSource: AsyncSequence {
                 // the request would fail, and the source with it, where a browser reconnects.
                 if !lastEventID.isEmpty, HTTPHeader.isValidValue(lastEventID) {
                     request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID")
+                } else if isReconnection {
+                    // The server reset the ID (an empty `id` field): an ID the app saved on the connector is not
+                    // sent again, which would resume the feed from before the reset.
+                    request.setValue(nil, forHTTPHeaderField: "Last-Event-ID")
                 }
             }
             let head = try await stream.response
@@ -246,7 +256,10 @@ public struct EventSource: AsyncSequence {
                         + "not text/event-stream",
                     request: head.request, response: head.response)
             }
-            return ResponseEvents(stream, lastEventID: lastEventID).makeAsyncIterator()
+            // The first connection starts from the ID its request carried, if the app gave one (a saved ID).
+            let saved = isReconnection ? nil : head.sentRequest.value(forHTTPHeaderField: "Last-Event-ID")
+            let startingID = saved ?? lastEventID
+            return ResponseEvents(stream, lastEventID: startingID).makeAsyncIterator()
         }
     }
 }

@@ -108,6 +108,29 @@ final class EventSourceTests: XCTestCase {
         XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "Last-Event-ID"))
     }
 
+    /// A feed resumed from an ID the app saved (a `Last-Event-ID` on the connector): the events without an `id` carry
+    /// it, as they carry the last one after a reconnection, and once the server resets the ID (an empty `id` field)
+    /// the saved one is not sent again. Events came with no ID, and the third request resumed from the saved one.
+    func testAFeedResumedFromASavedIDStartsFromItUntilTheServerResetsIt() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events", with: [sse("data: a\n\n"), sse("id\ndata: b\n\n"), sse("data: c\n\n"), .status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let saved = Route(
+            "/events", baseURL: URL(string: "https://api.example.com")!,
+            headers: [HTTPHeader(name: "Last-Event-ID", value: "41")])
+
+        var received: [String] = []
+        var source = connect.eventSource(saved, reconnection: EventSourceReconnection(delay: 0)).makeAsyncIterator()
+        while let event = try await source.next() { received.append("\(event.data) \(event.id ?? "nil")") }
+
+        XCTAssertEqual(received, ["a 41", "b ", "c nil"], "a connection that starts with no ID gives nil, as before")
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Last-Event-ID") ?? "none" },
+            ["41", "41", "none", "none"])
+        XCTAssertEqual(source.lastEventID, "")
+    }
+
     func testAnswerThatIsNotAnEventStreamFailsTheSource() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/events", with: .json(["not": "events"]))
