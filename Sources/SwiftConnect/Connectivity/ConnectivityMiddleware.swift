@@ -191,12 +191,7 @@ final class ConnectivityGate: Sendable {
         if flips, connectivity.isConnected {
             queue?.holdForNetwork(false, by: ObjectIdentifier(self), policy: policy, starting: false)
         }
-        let released: [(id: UInt64, waiting: Waiting)] = state.withLock { state in
-            state.isConnected = connectivity.isConnected
-            guard connectivity.isConnected else { return [] }
-            defer { state.waiting.removeAll() }
-            return state.waiting.sorted { $0.key < $1.key }.map { (id: $0.key, waiting: $0.value) }
-        }
+        state.withLock { $0.isConnected = connectivity.isConnected }
         if flips {
             if connectivity.isConnected {
                 // The queue's waiting requests first, then those held here, as they came.
@@ -206,7 +201,29 @@ final class ConnectivityGate: Sendable {
             }
         }
         applying.unlock()
-        for (id, waiting) in released {
+        if connectivity.isConnected { sendWaitingRequests() }
+    }
+
+    /// Sends the waiting requests, oldest first, one at a time while the network stays up as the gate last heard: a
+    /// drop the monitor delivers while they go (inside one of them, or on another thread) stops the rest, which keep
+    /// waiting, in their place, for the network's next return.
+    ///
+    /// A monitor that queues a change reported during a delivery (``ConnectivityObservers`` does, to keep the order)
+    /// delivers the drop only after this loop: `monitor.current` would tell it sooner, but reading it here, inside
+    /// the monitor's call, would hang a monitor of the app's that calls its observers holding the lock `current`
+    /// takes. The requests sent meanwhile fail as any request sent at a drop does (and a retry waits here).
+    private func sendWaitingRequests() {
+        // Those waiting now, oldest first; one taken meanwhile (cancelled, or sent by a change delivered inside this
+        // loop) is skipped. One that comes later waits only while the network is gone: a later return sends it.
+        let ids = state.withLock { $0.waiting.keys.sorted() }
+        for id in ids {
+            let taken: Waiting?? = state.withLock { state in
+                guard state.isConnected else { return nil }
+                return .some(state.waiting.removeValue(forKey: id))
+            }
+            // The network went: this request and those after it keep waiting.
+            guard let taken else { return }
+            guard let waiting = taken else { continue }
             // Cancelled (or timed out) since it was taken out: it is not sent.
             guard !waiting.promise.future.isCompleted else { continue }
             if let observation = waiting.observation {
