@@ -12,7 +12,9 @@ import Foundation
 /// `cachePolicy` is honoured as ``CacheRule`` says. A stored response is served until its time to live ends (the rule's
 /// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below), without
 /// touching the network, except to a call whose
-/// ``RequestOptions/maxResponseBytes`` it exceeds. Downloads to a file
+/// ``RequestOptions/maxResponseBytes`` it exceeds. A response served from the cache has an `Age` header of its
+/// current age in whole seconds (RFC 9111 §5.1): the `Age` it came with plus the time it has been stored, by the
+/// cache's clock, in place of the `Age` it came with. Downloads to a file
 /// (``Connect/download(_:to:debugResponse:options:)``) always go to the network and are not stored.
 ///
 /// ```swift
@@ -379,7 +381,7 @@ public final class ResponseCache: Sendable {
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let accepts = { (freshness: StoredFreshness) in servesStale || Self.accepts(freshness, now: now, asks: asks) }
-        let (found, fetch, generation, seen) = state.withLock { state -> (ConnectResponse?, UInt64, UInt64, UInt64?) in
+        let (found, fetch, generation, seen) = state.withLock { state -> (Entry?, UInt64, UInt64, UInt64?) in
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request), servesRedirected || !entry.isRedirected
@@ -387,7 +389,7 @@ public final class ResponseCache: Sendable {
                 if accepts(entry.freshness) {
                     state.hits += 1
                     state.touch(key)
-                    return (entry.response, 0, 0, nil)
+                    return (entry, 0, 0, nil)
                 }
                 // Kept, stale or not fresh enough for this request: a later one may accept it (`max-stale`, offline),
                 // until this fetch's answer replaces it or the size limit evicts it.
@@ -396,7 +398,7 @@ public final class ResponseCache: Sendable {
             state.fetches &+= 1
             return (nil, state.fetches, state.generation, state.entries[key]?.insertion)
         }
-        var cached = found
+        var cached = found.map { Self.aged($0.response, generated: $0.freshness.generated, now: now) }
         if cached == nil, !bypasses {
             cached = storedResponse(
                 forKey: key, request: request, method: method, limit: limit, servesRedirected: servesRedirected,
@@ -540,7 +542,31 @@ public final class ResponseCache: Sendable {
             }
             return true
         }
-        return isCurrent ? response : nil
+        return isCurrent ? Self.aged(response, generated: freshness.generated, now: now()) : nil
+    }
+
+    /// `response` as the cache serves it `now`: with one `Age` field, its current age in whole seconds (RFC 9111
+    /// §5.1, §4.2.3: the time since `generated`, when its age was 0, by the cache's clock), in place of the `Age` it
+    /// came with; 0 for a clock set back, and at most 2³¹ (§1.2.2). Unchanged when its age is unknown (a response of a
+    /// storage that kept neither its arrival nor a `Date`).
+    private static func aged(_ response: ConnectResponse, generated: Date?, now: Date) -> ConnectResponse {
+        guard let generated else { return response }
+        let seconds = now.timeIntervalSince(generated)
+        // `min` and `max` would pass a NaN on (NaN compares false), and Int64(NaN) stops the process.
+        let age = seconds > 0 ? min(seconds, ResponseFreshness.maxDeltaSeconds).rounded(.down) : 0
+        var head = response.head
+        head.headerFields[HeaderField.Name("Age")] = String(Int64(age))
+        let httpVersion: String
+        switch response.storedHead {
+        case .parts(let parts): httpVersion = parts.httpVersion
+        case .foundation: httpVersion = "HTTP/1.1"
+        }
+        var aged = response
+        aged.storedHead = .parts(
+            ResponseParts(
+                url: response.storedHead.url ?? response.storedRequest.url ?? RelativeBase.url, head: head,
+                httpVersion: httpVersion))
+        return aged
     }
 
     /// Sends a request the cache neither serves nor stores; when its method is unsafe (RFC 9110 §9.2.1: any but
