@@ -402,6 +402,11 @@ extension RequestOptionKey {
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
     /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).
+    ///
+    /// It is the response's freshness lifetime, counted from when the origin server made it, as RFC 9111 counts a
+    /// lifetime: the age the response already has when it comes (its `Age` header, the time it spent in a CDN or a
+    /// proxy cache) counts against it. Under `CacheRule(timeToLive: 3600)`, a response that comes with `Age: 3000`
+    /// is served from the cache for 600 seconds more, and one with `Age: 3600` or more is not stored.
     public var timeToLive: TimeInterval
     /// The cache key; `nil` uses the method and the full URL.
     public var key: String?
@@ -415,7 +420,8 @@ public struct CacheRule: Sendable, Hashable {
     /// Creates a rule.
     ///
     /// - Parameters:
-    ///   - timeToLive: The longest a stored response is served, in seconds; the response's headers may shorten it.
+    ///   - timeToLive: The longest a stored response is served, in seconds, counted from when the server made it
+    ///     (the `Age` it comes with counts); the response's headers may shorten it.
     ///   - key: A custom key; `nil` uses method and URL.
     ///   - bypassesCache: Whether to fetch fresh and store, ignoring what is stored.
     ///   - keyIncludesBody: Whether the key names the request's body, for methods such as POST.

@@ -7,7 +7,8 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// How old a response the ``ResponseCache`` serves says it is (RFC 9111 §5.1, §4.2.3).
+/// How old a response the ``ResponseCache`` serves says it is (RFC 9111 §5.1, §4.2.3), and how that age counts
+/// against the rule's time to live.
 final class ResponseCacheAgeTests: XCTestCase {
     private let route = Route("/a", baseURL: URL(string: "https://api.example.com")!)
 
@@ -145,5 +146,57 @@ final class ResponseCacheAgeTests: XCTestCase {
         let served = try connect.response(for: route, options: stale).wait(timeout: 5)
         XCTAssertEqual(transport.requests.count, 1)
         XCTAssertEqual(served.header("Age"), "25")
+    }
+
+    // MARK: - Age against the rule's time to live
+
+    /// Without `max-age` or `Expires`, the rule's time to live is the response's freshness lifetime: the `Age` it
+    /// came with counts against it, as RFC 9111's heuristic freshness does. A CDN's answer already 3000 s old under
+    /// a rule of an hour is fresh for 600 s more, not 3600.
+    func testTheAgeItCameWithCountsAgainstTheRulesTimeToLive() throws {
+        try assertServed(["Age": "3000"], timeToLive: 3600, at: 599, notAt: 601)
+        try assertServed(["Age": "50"], timeToLive: 60, at: 9, notAt: 11)
+    }
+
+    /// The time to live bounds the lifetime a `max-age` or `Expires` gives, and the age counts against the smaller:
+    /// a long `max-age` does not restart the rule's time to live at the response's arrival.
+    func testTheAgeCountsAgainstTheRulesTimeToLiveUnderALongerMaxAge() throws {
+        try assertServed(["Age": "3000", "Cache-Control": "max-age=86400"], timeToLive: 3600, at: 599, notAt: 601)
+        try assertServed(["Age": "3000", "Cache-Control": "max-age=3300"], timeToLive: 3600, at: 299, notAt: 301)
+    }
+
+    /// A response whose `Age` is the rule's time to live or more is stale on arrival: not stored, and the next
+    /// request goes to the network.
+    func testAResponseOlderThanTheRulesTimeToLiveIsNotStored() throws {
+        for age in ["60", "61", "99999999999999999999999999"] {
+            let clock = ManualClock()
+            let transport = FakeTransport.answering(.json(string: "{}", headers: ["Age": age]))
+            let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+            let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+            let short = RequestOptions(cache: CacheRule(timeToLive: 60))
+            _ = try connect.response(for: route, options: short).wait(timeout: 5)
+            XCTAssertEqual(cache.count, 0, "Age: \(age)")
+            _ = try connect.response(for: route, options: short).wait(timeout: 5)
+            XCTAssertEqual(transport.requests.count, 2, "Age: \(age)")
+        }
+    }
+
+    /// Asserts a response with `headers` under a rule of `timeToLive` seconds is served from the cache `at` seconds
+    /// after it came, and not `notAt` seconds after.
+    private func assertServed(
+        _ headers: [String: String], timeToLive: TimeInterval, at served: TimeInterval, notAt expired: TimeInterval,
+        file: StaticString = #filePath, line: UInt = #line
+    ) throws {
+        for (after, isServed) in [(served, true), (expired, false)] {
+            let clock = ManualClock()
+            let transport = FakeTransport.answering(.json(string: "{}", headers: headers))
+            let connect = client(transport, clock: clock)
+            let options = RequestOptions(cache: CacheRule(timeToLive: timeToLive))
+            _ = try connect.response(for: route, options: options).wait(timeout: 5)
+            clock.advance(after)
+            _ = try connect.response(for: route, options: options).wait(timeout: 5)
+            XCTAssertEqual(
+                transport.requests.count == 1, isServed, "\(headers) after \(after) s", file: file, line: line)
+        }
     }
 }

@@ -144,8 +144,10 @@ final class ResponseCacheFreshnessTests: XCTestCase {
     /// `Age` is a singleton, but two fields joined arrive as a list: the first member counts (RFC 9111 §5.1); the
     /// list was read as invalid, so the response counted as new.
     func testAListOfAgesCountsItsFirst() throws {
-        try assertLifetime(["Cache-Control": "max-age=3630", "Age": "3600, 3600"], servedAt: 29, expiredAt: 31)
-        try assertLifetime(["Cache-Control": "max-age=3630", "Age": "3600,1"], servedAt: 29, expiredAt: 31)
+        try assertLifetime(
+            ["Cache-Control": "max-age=3630", "Age": "3600, 3600"], timeToLive: 7200, servedAt: 29, expiredAt: 31)
+        try assertLifetime(
+            ["Cache-Control": "max-age=3630", "Age": "3600,1"], timeToLive: 7200, servedAt: 29, expiredAt: 31)
         try assertNotStored(["Cache-Control": "max-age=30", "Age": "30, 0"])
     }
 
@@ -226,10 +228,12 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertLifetime(["Pragma": "x-no-cache"], servedAt: 59, expiredAt: 61)
     }
 
-    /// A response without any freshness header is kept for the rule's whole time to live, as before.
+    /// A response without any freshness header is kept for the rule's whole time to live, less the `Age` it came
+    /// with: the rule's time to live is its freshness lifetime.
     func testWithoutFreshnessHeadersTheRuleDecides() throws {
         try assertLifetime([:], servedAt: 59, expiredAt: 61)
-        try assertLifetime(["Age": "50"], servedAt: 59, expiredAt: 61)
+        try assertLifetime(["Age": "50"], servedAt: 9, expiredAt: 11)
+        try assertNotStored(["Age": "60"])
     }
 
     /// A fresh answer that may not be stored (a refetch answered `no-store`, a shorter `max-age` now 0) replaces

@@ -10,8 +10,8 @@ import Foundation
 /// connector's ``Connector/options`` or on a call). GET and HEAD responses with a 2xx status other than 206 (Partial
 /// Content) are stored, and those of other methods whose rule names the key (see ``CacheRule``); a request's own
 /// `cachePolicy` is honoured as ``CacheRule`` says. A stored response is served until its time to live ends (the rule's
-/// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below), without
-/// touching the network, except to a call whose
+/// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below, less the age it
+/// came with), without touching the network, except to a call whose
 /// ``RequestOptions/maxResponseBytes`` it exceeds. A response served from the cache has an `Age` header of its
 /// current age in whole seconds (RFC 9111 §5.1): the `Age` it came with plus the time it has been stored, by the
 /// cache's clock, in place of the `Age` it came with. Downloads to a file
@@ -46,12 +46,15 @@ import Foundation
 ///   directive is matched by its whole name, never as part of another name or of an argument.
 /// - `no-store` keeps the response out of the cache, and so does `no-cache`, with or without field names: it
 ///   allows reuse only after revalidation.
-/// - `max-age=N` shortens the time to live to N seconds less the response's `Age` (when `Age` is a non-negative
-///   integer). Of several, the first counts; values over 2³¹ count as 2³¹. One that is not a non-negative
-///   integer makes the response stale, and a stale response (a time to live of 0 or less) is not stored.
+/// - `Age` (when a non-negative integer, else 0; values over 2³¹ count as 2³¹) is how old the response was when it
+///   came: it counts against the time to live, whichever sets it (the rule, `max-age` or `Expires`). A response
+///   `Age: 3000` under a rule of 3600 seconds is served for 600 seconds more.
+/// - `max-age=N` shortens the time to live to N seconds. Of several, the first counts; values over 2³¹ count as
+///   2³¹. One that is not a non-negative integer makes the response stale, and a stale response (a time to live of
+///   0 or less, `Age` counted) is not stored.
 /// - Without `max-age`, `Expires` shortens the time to live to the time from the response's `Date` (or, without
-///   one, from its arrival) to that date, less `Age`. An `Expires` that is not an HTTP-date (such as `0`) means
-///   already expired: the response is not stored.
+///   one, from its arrival) to that date. An `Expires` that is not an HTTP-date (such as `0`) means already
+///   expired: the response is not stored.
 /// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
 /// - `must-revalidate` keeps a response from being served stale to a `max-stale` request (the app's own
 ///   `.returnCacheData…` policy still serves it, as URLSession's does).

@@ -22,9 +22,9 @@ enum ResponseFreshness {
         var mustRevalidate: Bool
     }
 
-    /// How `response` may be served from `now` on: for `timeToLive`, shortened (never lengthened) by the
-    /// response's `max-age` less its age on arrival (``initialAge(_:)``), or without `max-age` by its
-    /// `Expires` less its `Date` and that age.
+    /// How `response` may be served from `now` on: its freshness lifetime is `timeToLive`, shortened (never
+    /// lengthened) by the response's `max-age`, or without `max-age` by its `Expires` less its `Date`; its age on
+    /// arrival (``initialAge(_:)``) counts against that lifetime, whichever sets it.
     ///
     /// - Parameters:
     ///   - response: The response, whose status was checked already.
@@ -42,20 +42,25 @@ enum ResponseFreshness {
             if directives.noStore || directives.noCache { return nil }
             mustRevalidate = directives.mustRevalidate
             if let maxAge = directives.maxAge {
-                let lifetime = min(timeToLive, maxAge - age)
-                return lifetime > 0 ? Freshness(lifetime: lifetime, age: age, mustRevalidate: mustRevalidate) : nil
+                return remaining(of: min(timeToLive, maxAge), age: age, mustRevalidate: mustRevalidate)
             }
         } else if let pragma = fields.pragma, CacheDirectives(pragma).noCache {
             return nil
         }
         guard let expires = fields.expires else {
-            return Freshness(lifetime: timeToLive, age: age, mustRevalidate: mustRevalidate)
+            return remaining(of: timeToLive, age: age, mustRevalidate: mustRevalidate)
         }
         // RFC 9111 §5.3: an invalid date, such as "0", means already expired.
         guard let expiry = HTTPDate.date(from: trimmed(expires), now: now) else { return nil }
         let date = response.header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) } ?? now
-        let lifetime = min(timeToLive, expiry.timeIntervalSince(date) - age)
-        return lifetime > 0 ? Freshness(lifetime: lifetime, age: age, mustRevalidate: mustRevalidate) : nil
+        return remaining(of: min(timeToLive, expiry.timeIntervalSince(date)), age: age, mustRevalidate: mustRevalidate)
+    }
+
+    /// The freshness of a response whose freshness lifetime (RFC 9111 §4.2.1) is `lifetime` and that was `age`
+    /// seconds old on arrival: fresh for `lifetime` less `age` from its arrival on; `nil` when that is 0 or less.
+    private static func remaining(of lifetime: TimeInterval, age: TimeInterval, mustRevalidate: Bool) -> Freshness? {
+        let remaining = lifetime - age
+        return remaining > 0 ? Freshness(lifetime: remaining, age: age, mustRevalidate: mustRevalidate) : nil
     }
 
     /// Whether headers kept by a storage say `Cache-Control: must-revalidate` (several lines read as one list).
