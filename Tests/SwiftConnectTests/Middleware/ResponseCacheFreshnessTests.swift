@@ -32,11 +32,11 @@ final class ResponseCacheFreshnessTests: XCTestCase {
     }
 
     private func outcome(
-        of headers: [String: String], timeToLive: TimeInterval = 60, after seconds: TimeInterval = 1,
+        of headers: [String: String], status: Int = 200, timeToLive: TimeInterval = 60, after seconds: TimeInterval = 1,
         file: StaticString = #filePath, line: UInt = #line
     ) throws -> Outcome {
         let clock = ManualClock()
-        let transport = FakeTransport.answering(.json(string: "{}", headers: headers))
+        let transport = FakeTransport.answering(.json(string: "{}", status: status, headers: headers))
         let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
         let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
         let route = Route("/a", baseURL: try XCTUnwrap(URL(string: "https://api.example.com")))
@@ -53,21 +53,24 @@ final class ResponseCacheFreshnessTests: XCTestCase {
 
     /// Asserts a response with `headers` is not stored at all.
     private func assertNotStored(
-        _ headers: [String: String], timeToLive: TimeInterval = 60, file: StaticString = #filePath, line: UInt = #line
+        _ headers: [String: String], status: Int = 200, timeToLive: TimeInterval = 60,
+        file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        let result = try outcome(of: headers, timeToLive: timeToLive, after: 0, file: file, line: line)
+        let result = try outcome(of: headers, status: status, timeToLive: timeToLive, after: 0, file: file, line: line)
         XCTAssertFalse(result.isStored, "\(headers) stored", file: file, line: line)
         XCTAssertFalse(result.isServed, "\(headers) served", file: file, line: line)
     }
 
     /// Asserts a response with `headers` is served `servedAt` seconds after it was stored but not `expiredAt`.
     private func assertLifetime(
-        _ headers: [String: String], timeToLive: TimeInterval = 60, servedAt: TimeInterval, expiredAt: TimeInterval,
-        file: StaticString = #filePath, line: UInt = #line
+        _ headers: [String: String], status: Int = 200, timeToLive: TimeInterval = 60, servedAt: TimeInterval,
+        expiredAt: TimeInterval, file: StaticString = #filePath, line: UInt = #line
     ) throws {
-        let early = try outcome(of: headers, timeToLive: timeToLive, after: servedAt, file: file, line: line)
+        let early = try outcome(
+            of: headers, status: status, timeToLive: timeToLive, after: servedAt, file: file, line: line)
         XCTAssertTrue(early.isServed, "\(headers) not served after \(servedAt) s", file: file, line: line)
-        let late = try outcome(of: headers, timeToLive: timeToLive, after: expiredAt, file: file, line: line)
+        let late = try outcome(
+            of: headers, status: status, timeToLive: timeToLive, after: expiredAt, file: file, line: line)
         XCTAssertTrue(late.isStored, "\(headers) not stored", file: file, line: line)
         XCTAssertFalse(late.isServed, "\(headers) still served after \(expiredAt) s", file: file, line: line)
     }
@@ -234,6 +237,25 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertLifetime([:], servedAt: 59, expiredAt: 61)
         try assertLifetime(["Age": "50"], servedAt: 9, expiredAt: 11)
         try assertNotStored(["Age": "60"])
+    }
+
+    // MARK: - Status
+
+    /// The rule's time to live alone stores only the 2xx statuses HTTP defines as heuristically cacheable (200,
+    /// 203, 204; RFC 9110 §15.1): a `202 Accepted` (its work is not done: a client polls until a 200) or a
+    /// `201 Created` is not served again unless its headers give it a lifetime (`max-age`, `Expires`) or say
+    /// `public` (RFC 9111 §4.2.2), as URLCache does not store them either.
+    func testAStatusNotHeuristicallyCacheableNeedsALifetimeFromItsHeaders() throws {
+        for status in [201, 202, 205, 207, 226, 299] {
+            try assertNotStored([:], status: status)
+            try assertNotStored(["Cache-Control": "private"], status: status)
+            try assertLifetime(["Cache-Control": "max-age=30"], status: status, servedAt: 29, expiredAt: 31)
+            try assertLifetime(["Cache-Control": "public"], status: status, servedAt: 59, expiredAt: 61)
+            try assertLifetime(["Expires": Self.httpDate(Self.start + 10)], status: status, servedAt: 9, expiredAt: 11)
+        }
+        for status in [200, 203, 204] {
+            try assertLifetime([:], status: status, servedAt: 59, expiredAt: 61)
+        }
     }
 
     /// A fresh answer that may not be stored (a refetch answered `no-store`, a shorter `max-age` now 0) replaces

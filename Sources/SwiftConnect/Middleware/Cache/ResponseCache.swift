@@ -8,7 +8,9 @@ import Foundation
 ///
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
 /// connector's ``Connector/options`` or on a call). GET and HEAD responses with a 2xx status other than 206 (Partial
-/// Content) are stored, and those of other methods whose rule names the key (see ``CacheRule``); a request's own
+/// Content) are stored, and those of other methods whose rule names the key (see ``CacheRule``); of the 2xx statuses,
+/// only 200, 203 and 204 on the rule alone: another (a `202 Accepted`, whose work is not done) only when its headers
+/// give it a lifetime (`max-age`, `Expires`) or say `public`, as RFC 9111 §4.2.2 asks. A request's own
 /// `cachePolicy` is honoured as ``CacheRule`` says. A stored response is served until its time to live ends (the rule's
 /// ``CacheRule/timeToLive``, which the response's headers can shorten but never lengthen, see below, less the age it
 /// came with), without touching the network, except to a call whose
@@ -58,8 +60,9 @@ import Foundation
 /// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
 /// - `must-revalidate` keeps a response from being served stale to a `max-stale` request (the app's own
 ///   `.returnCacheData…` policy still serves it, as URLSession's does).
-/// - Other directives change nothing: `public`, `private`, `s-maxage` and `proxy-revalidate` concern shared
-///   caches, and `immutable` only reloads. Without any of these headers, the rule alone decides.
+/// - Other directives change nothing: `public` (but for a status other than 200, 203 and 204, above), `private`,
+///   `s-maxage` and `proxy-revalidate` concern shared caches, and `immutable` only reloads. Without any of these
+///   headers, the rule alone decides.
 /// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
 ///   response is not served in its place.

@@ -31,16 +31,20 @@ enum ResponseFreshness {
     ///   - timeToLive: The rule's time to live, positive.
     ///   - now: When the response arrived: the `Date` of a response without one.
     /// - Returns: Its freshness, with a positive lifetime; `nil` when the response must not be stored: `no-store`,
-    ///   `no-cache` (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, or stale on arrival
-    ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`).
+    ///   `no-cache` (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, stale on arrival
+    ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`), or of a status
+    ///   not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`.
     static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
         let fields = freshnessFields(of: response.storedHead)
         let age = initialAge(response.header("Age"))
         var mustRevalidate = false
+        // Whether the rule's time to live alone may give the response a lifetime (RFC 9111 §4.2.2).
+        var isHeuristicallyCacheable = heuristicallyCacheable.contains(response.statusCode)
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
             if directives.noStore || directives.noCache { return nil }
             mustRevalidate = directives.mustRevalidate
+            isHeuristicallyCacheable = isHeuristicallyCacheable || directives.isPublic
             if let maxAge = directives.maxAge {
                 return remaining(of: min(timeToLive, maxAge), age: age, mustRevalidate: mustRevalidate)
             }
@@ -48,6 +52,7 @@ enum ResponseFreshness {
             return nil
         }
         guard let expires = fields.expires else {
+            guard isHeuristicallyCacheable else { return nil }
             return remaining(of: timeToLive, age: age, mustRevalidate: mustRevalidate)
         }
         // RFC 9111 §5.3: an invalid date, such as "0", means already expired.
@@ -62,6 +67,12 @@ enum ResponseFreshness {
         let remaining = lifetime - age
         return remaining > 0 ? Freshness(lifetime: remaining, age: age, mustRevalidate: mustRevalidate) : nil
     }
+
+    /// The statuses a response may be stored with on the rule's time to live alone: those RFC 9110 (§15.1) defines
+    /// as heuristically cacheable, of those the cache stores (2xx but 206). One of another status (a `202 Accepted`,
+    /// whose work is not done; a `201 Created`) is stored only when its headers give it a lifetime (`max-age`,
+    /// `Expires`) or say `public` (RFC 9111 §4.2.2), as URLCache does not store them either.
+    static let heuristicallyCacheable: Set<Int> = [200, 203, 204]
 
     /// Whether headers kept by a storage say `Cache-Control: must-revalidate` (several lines read as one list).
     static func mustRevalidate(_ headers: [StoredResponse.HeaderPair]) -> Bool {
@@ -182,6 +193,8 @@ struct CacheDirectives {
     /// Whether a response's `must-revalidate` (§5.2.2.2) is present: never served stale, whatever the request
     /// accepts.
     var mustRevalidate = false
+    /// Whether a response's `public` (§5.2.2.9) is present: it may be stored whatever its status.
+    var isPublic = false
 
     /// Reads the directives of `value`.
     init(_ value: String) {
@@ -248,6 +261,8 @@ struct CacheDirectives {
             onlyIfCached = true
         } else if Self.isName(name, "must-revalidate") {
             mustRevalidate = true
+        } else if Self.isName(name, "public") {
+            isPublic = true
         }
     }
 
