@@ -72,6 +72,32 @@ final class ResponseCacheAgeTests: XCTestCase {
         }
     }
 
+    /// A response an engine reported as Foundation's `HTTPURLResponse` (URLSession's) is served with its headers, its
+    /// `Age` replaced, in Foundation's form too.
+    func testAFoundationResponseIsServedWithItsAge() throws {
+        let clock = ManualClock()
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let head = HTTPURLResponse(
+                    url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1",
+                    headerFields: ["age": "10", "Content-Type": "text/plain", "ETag": #""v1""#])!
+                return .success(ConnectResponse(request: request, response: head, data: Data("hi".utf8)))
+            })
+        let connect = client(transport, clock: clock)
+        _ = try connect.response(for: route, options: rule).wait(timeout: 5)
+        clock.advance(5)
+        let served = try connect.response(for: route, options: rule).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(served.head.headerFields[values: "Age"], ["15"])
+        let ages = served.response.allHeaderFields.keys.compactMap { $0 as? String }.filter { $0.lowercased() == "age" }
+        XCTAssertEqual(ages.count, 1)
+        XCTAssertEqual(served.response.value(forHTTPHeaderField: "Age"), "15")
+        XCTAssertEqual(served.header("ETag"), #""v1""#)
+        XCTAssertEqual(served.header("Content-Type"), "text/plain")
+        XCTAssertEqual(served.response.url, URL(string: "https://api.example.com/a"))
+        XCTAssertEqual(served.data, Data("hi".utf8))
+    }
+
     /// An `Age` that is not a non-negative integer counts as 0, and is replaced by the cache's own.
     func testAnInvalidAgeItCameWithIsReplaced() throws {
         for value in ["abc", "-5", "1.5", ""] {
