@@ -10,7 +10,8 @@ extension Connector {
     /// - The URL is ``baseURL`` followed by ``endpoint``, with exactly one `/` between them. Each `{name}`
     ///   placeholder is replaced by its `.path` value, percent-encoded as one path segment (`a/b` → `a%2Fb`).
     ///   A value that would make its segment `.` or `..` is refused. Placeholders may sit inside a segment
-    ///   (`/files/{name}.json`), in the endpoint's query (`/search?q={q}`), or repeat.
+    ///   (`/files/{name}.json`), in the endpoint's query (`/search?q={q}`), or repeat. Non-ASCII text written in
+    ///   the endpoint is percent-encoded as its UTF-8 bytes (`/café` → `/caf%C3%A9`), not normalized.
     /// - `.query` items follow any query already in the base URL or the endpoint, in order, with every
     ///   character outside RFC 3986 *unreserved* percent-encoded (`&` → `%26`, `=` → `%3D`, `+` → `%2B`,
     ///   space → `%20`), so no value can inject another item.
@@ -531,8 +532,21 @@ struct RequestParts {
                 else { throw invalidURL.error() }
                 out.append(contentsOf: endpoint[index...(index + 2)])
                 index += 3
+            case 0x80...:
+                // Non-ASCII text (`/café`, `?q=é`) goes as its UTF-8 bytes percent-encoded, as a path value does and
+                // as `URL(string:)` encodes it on current Apple OSes: the bytes written, not normalized. No byte of it
+                // is ASCII, so none can be read as a delimiter, and a `%` already written stays as it is.
+                PercentEncoding.appendEscape(byte, to: &out)
+                index += 1
             default:
-                guard literal.contains(byte) else { throw invalidURL.error() }
+                guard literal.contains(byte) else {
+                    var error = invalidURL.error()
+                    if byte == UInt8(ascii: " ") {
+                        // Most likely a typo in the endpoint's own text; when meant, it is written as an escape.
+                        error.message += ": the endpoint holds a space (write %20 if one is meant)"
+                    }
+                    throw error
+                }
                 out.append(byte)
                 index += 1
             }

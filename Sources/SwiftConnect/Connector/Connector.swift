@@ -55,8 +55,10 @@ public protocol Connector {
     ///
     /// Each `{name}` placeholder is replaced by the value of the `.path(key: "name", …)` parameter, encoded as a
     /// single path segment. The endpoint may end with a literal query (`"/todos?sort=asc"`), which comes before
-    /// the `.query` parameters. Outside placeholders it must contain only characters valid in a URL (use
-    /// `%XX` escapes for others); a space or a stray brace makes ``asURLRequest()`` throw.
+    /// the `.query` parameters. Non-ASCII text (`"/städte/{id}"`, `"/search?q=é"`) is sent percent-encoded as its
+    /// UTF-8 bytes, as written (not Unicode-normalized): `/st%C3%A4dte/…`; `%XX` escapes already written are kept.
+    /// Any other character must be one valid in a URL (use `%XX` escapes for others): a space, a `|` or a stray
+    /// brace makes ``asURLRequest()`` throw.
     var endpoint: String { get }
 
     /// The request method, such as ``HTTPMethod/get``.

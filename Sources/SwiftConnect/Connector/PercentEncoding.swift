@@ -41,7 +41,7 @@ enum PercentEncoding {
 
     /// The characters an endpoint may contain literally, outside `{placeholders}`: unreserved, sub-delims
     /// (`!$&'()*+,;=`), `:`, `@`, `/`, and the `?` and `#` that start a query and a fragment. `%` is allowed
-    /// separately, when two hex digits follow.
+    /// separately, when two hex digits follow, and non-ASCII text is percent-encoded as its UTF-8 bytes.
     static let endpointLiteral = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~!$&'()*+,;=:@/?#")
 
     /// Appends the percent-encoded UTF-8 of `string` to `buffer`.
@@ -125,8 +125,9 @@ enum PercentEncoding {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
     }
 
+    /// Appends `byte` as a `%XX` escape.
     @inline(__always)
-    private static func appendEscape(_ byte: UInt8, to buffer: inout [UInt8]) {
+    static func appendEscape(_ byte: UInt8, to buffer: inout [UInt8]) {
         buffer.append(0x25)  // %
         buffer.append(hexDigit(byte >> 4))
         buffer.append(hexDigit(byte & 0x0F))

@@ -191,10 +191,16 @@ final class ConnectorBuildingTests: XCTestCase {
     }
 
     func testEndpointNotValidInAURLThrowsInvalidURL() {
-        for endpoint in ["/todos/a b", "/%zz", "/%4", "/{", "/{}", "/}", "/{a/b}", "/caf\u{e9}", "/a|b", "/a\nb"] {
+        for endpoint in ["/todos/a b", "/%zz", "/%4", "/{", "/{}", "/}", "/{a/b}", "/a|b", "/a\nb"] {
             assertInvalidRequest(
                 Stub(endpoint: endpoint), .invalidURL("https://api.example.com" + endpoint))
         }
+    }
+
+    /// Non-ASCII text is no longer refused: it is sent as its UTF-8 bytes, percent-encoded (see
+    /// `EndpointTextEncodingTests`).
+    func testNonASCIIEndpointTextIsPercentEncoded() throws {
+        XCTAssertEqual(try url("/caf\u{e9}"), "https://api.example.com/caf%C3%A9")
     }
 
     /// A base URL without scheme and host is relative: only a client's server completes it.
