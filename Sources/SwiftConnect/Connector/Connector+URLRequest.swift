@@ -428,8 +428,10 @@ struct RequestParts {
     /// `:`, space or control, bytes that are not UTF-8), which decoded would send the request elsewhere, or for one
     /// Foundation cannot write in ASCII here.
     static func plainHost(_ base: String) -> Result<String, HostProblem>? {
+        // Most base URLs have no escape at all: they are not copied.
+        guard base.utf8.contains(UInt8(ascii: "%")) else { return nil }
         let bytes = Array(base.utf8)
-        guard bytes.contains(UInt8(ascii: "%")), let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
             bytes[(colon + 1)...].starts(with: "//".utf8)
         else { return nil }
         let authorityStart = colon + 3
