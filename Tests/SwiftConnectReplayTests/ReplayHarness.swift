@@ -8,8 +8,9 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// The root package's integration tests (`Shared/`, the files of `Tests/SwiftConnectTests/Integration` that run over
-/// both engines) compiled once more, each test run twice:
+/// The root package's integration tests (`Shared/`: 19 of the files of `Tests/SwiftConnectTests/Integration`, not
+/// the URLSession-only ones, `MemoryBoundTests`, `OddServerTests` or `StreamLifecycleTests`) compiled once more,
+/// each test run twice:
 /// 1. recording: every exchange goes through a `RecordingTransport` wrapped around `URLSessionTransport`, to the
 ///    test's real `LocalServer`s;
 /// 2. replaying, in a child process (this test binary, started again for this one test): its transports are made with

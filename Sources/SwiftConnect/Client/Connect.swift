@@ -13,11 +13,12 @@ import Foundation
 /// ```
 ///
 /// ## The path of a request
-/// 1. The connector is built into a `URLRequest` (no I/O; invalid input fails here with
+/// 1. The connector is built into a ``ConnectRequest`` (no I/O; invalid input fails here with
 ///    ``ConnectError/Kind/invalidRequest``) and the client's default headers are added.
 /// 2. The client's retry loop sends it, once or more (``RetryPolicy``), within the connector's `timeout`.
-/// 3. Each attempt passes through the middlewares in order: the client's `middlewares`, the connector's and the
-///    call's ``RequestOptions/middlewares``, then the built-in stages the client was given (the
+/// 3. Each attempt passes through the middlewares in order: the client's `middlewares`, those of the client's
+///    options for the method (``Connect/Settings/methodOptions``), the connector's and the call's
+///    ``RequestOptions/middlewares``, then the built-in stages the client was given (the
 ///    ``ResponseCache``, the coalescing of identical GETs, the ``RequestQueue``, the plugins), and finally the
 ///    ``Transport``. The response comes back through them in reverse.
 /// 4. A status outside 200..<300 goes to the ``ErrorHandling`` error handler.
@@ -467,9 +468,9 @@ extension Connect {
     }
 
     /// The call's ``ConnectCall/pathTemplate``: the path of `base` (the base URL the request was built on) and
-    /// `endpoint`, joined as the URL's are, with one slash (`/v1/` and `/todos/{id}` make `/v1/todos/{id}`). Empty for
-    /// an empty endpoint, whose base is the whole URL (``Route/init(url:method:parameters:headers:authorizationToken:timeout:options:)``): its
-    /// path may hold IDs, unfit for a label.
+    /// `endpoint`, joined as the URL's are, with one slash (`/v1/` and `/todos/{id}` make `/v1/todos/{id}`).
+    /// Empty for an empty endpoint, whose base is the whole URL (a `Route(url:)`): its path may hold IDs, unfit
+    /// for a label.
     static func pathTemplate(base: URL, endpoint: String) -> String {
         guard !endpoint.isEmpty else { return "" }
         let basePath = URLComponents(url: base, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""

@@ -6,7 +6,8 @@ extension ConnectRequest {
     /// change), so that a connector's build-time rules hold for all of them.
     ///
     /// - a method that is not an RFC 9110 token (`GET / HTTP/1.1\r\n…` would be written into the request line);
-    /// - a header field whose name is not a token or whose value has CR, LF or NUL;
+    /// - a header field whose name is not a token or whose value has a control character other than tab (CR, LF,
+    ///   NUL…) or DEL;
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
     ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
     ///   connection. A body sent from a file (`bodyFile`) or a stream of unknown length is not checked here: its

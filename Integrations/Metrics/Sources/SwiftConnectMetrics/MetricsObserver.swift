@@ -13,10 +13,11 @@ import Foundation
 ///
 /// What it records, every metric labelled by `http.request.method` (`_OTHER` for a method other than the nine
 /// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`, unless ``init(factory:knownMethods:)`` or
-/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the connector's path template up to its
-/// query, such as `/todos/{id}`) or, for a request built elsewhere, which has no template, `swiftconnect.call` (the
-/// name it was given, such as an OpenAPI operation's ID), and `server.address` (the host the connector names: the
-/// app's own servers), never by a URL or an ID, so that label sets stay bounded:
+/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the URL's path template up to its query:
+/// the base URL's path, then the connector's endpoint, such as `/v1/todos/{id}`) or, for a request built
+/// elsewhere, which has no template, `swiftconnect.call` (the name it was given, such as an OpenAPI operation's
+/// ID), and `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so
+/// that label sets stay bounded:
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |

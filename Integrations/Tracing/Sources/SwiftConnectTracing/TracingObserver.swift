@@ -13,7 +13,7 @@ import Tracing
 /// ```
 ///
 /// Each attempt's span:
-/// - is named `{method} {url.template}` (`GET /todos/{id}`), from the connector's path template, or the name the
+/// - is named `{method} {url.template}` (`GET /v1/todos/{id}`), from the URL's path template, or the name the
 ///   call was given (an OpenAPI operation's ID) when there is no template, or `{method}` alone when there is neither;
 ///   `{method}` is `HTTP` for a method other than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as
 ///   `PROPFIND`, or than those ``init(tracer:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
@@ -21,10 +21,10 @@ import Tracing
 ///   when the call starts, on the caller's task);
 /// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
 ///   `http.request.method_original`), `server.address`, `server.port`, `url.full` (through the library's redaction:
-///   no user info, secret query values and credentials hidden), `url.template` (the connector's path template up to
-///   its query; none for a request built elsewhere), `swiftconnect.call` (the call's name),
-///   `http.request.resend_count` (from the call's second send: a retry, or a middleware's second send of an
-///   attempt), `http.response.status_code`, and for a failure
+///   no user info, secret query values and credentials hidden), `url.template` (the URL's path template up to its
+///   query: the base URL's path, then the connector's endpoint; none for a request built elsewhere),
+///   `swiftconnect.call` (the call's name), `http.request.resend_count` (from the call's second send: a retry,
+///   or a middleware's second send of an attempt), `http.response.status_code`, and for a failure
 ///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
 ///   response) with the span's status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
@@ -84,7 +84,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private let tracer: any Tracer
     private let parent: InstrumentationContext
     private let name: String
-    /// The connector's path template up to its query, `nil` when it has none.
+    /// The URL's path template (``ConnectCall/pathTemplate``) up to its query, `nil` when it has none.
     private let template: String?
     private let call: ConnectCall
     private let methods: OpenTelemetryMethods
@@ -251,7 +251,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         lock.withLock { pending.append(event) }
     }
 
-    /// The path of a connector's template (`/search` of `/search?type=x`): `url.template` is a path template, and a
+    /// The path of a call's template (`/search` of `/search?type=x`): `url.template` is a path template, and a
     /// query written into the endpoint is no part of it. `nil` when there is no template.
     static func template(of pathTemplate: String) -> String? {
         let path = pathTemplate.prefix { $0 != "?" && $0 != "#" }
