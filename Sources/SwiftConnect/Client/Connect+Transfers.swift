@@ -151,7 +151,8 @@ extension Connect {
     ///
     /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
     /// 2xx status; an error status is handled by the error handler as usual and leaves no file (one the error
-    /// handler lets through fails with ``ConnectError/Kind/httpStatus``). A destination
+    /// handler lets through fails with ``ConnectError/Kind/httpStatus``). The handler gets the error body's first
+    /// MiB, the rest left unread: the default handler's error then says the body was cut. A destination
     /// that is not a `file:` URL, that is an existing directory, or whose folder does not exist fails with
     /// ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///

@@ -308,14 +308,16 @@ enum ErrorBody {
 }
 
 extension ConnectError {
-    /// An error status with no message the handler recognised; the body is kept.
+    /// An error status with no message the handler recognised; the body is kept, and said to be only its start
+    /// when it is (a download's or a stream's error body, read in part for the error handler).
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
         let redirect = (300...399).contains(status) ? RedirectRules.notFollowed(response) : ""
+        let cut = response.bodyCut == nil ? "" : " (only the first \(response.data.count) bytes of its body were read)"
         return ConnectError(
             .httpStatus,
-            message: "the server answered \(status) \(reason)\(redirect)",
+            message: "the server answered \(status) \(reason)\(redirect)\(cut)",
             request: response.storedRequest,
             head: response.storedHead,
             body: response.data

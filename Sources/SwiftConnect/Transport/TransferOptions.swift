@@ -18,8 +18,9 @@ public struct TransferOptions: Sendable {
     /// file that grows fails as a lost connection). `Connect`'s uploads send a private copy, which nothing changes.
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
-    /// The body of an error status stays in memory, for the error handler: at most 1 MiB of it (less if
-    /// ``maxResponseBytes`` says so), more fails with ``ConnectError/Kind/responseTooLarge``.
+    /// The body of an error status stays in memory, for the error handler: its first 1 MiB, the rest let go unread
+    /// (the error handler's error says the body was cut). A smaller ``maxResponseBytes`` applies to it as to any
+    /// body: more fails with ``ConnectError/Kind/responseTooLarge``.
     public var destination: URL?
     /// The most response-body bytes accepted; more fails the request at once with
     /// ``ConnectError/Kind/responseTooLarge``, and the rest of the body is not kept. `nil` for no limit.
@@ -78,20 +79,32 @@ public struct TransferOptions: Sendable {
             && maxRedirects == nil
     }
 
-    /// The most body bytes a transport takes of a response with `statusCode`, or `nil` for no limit:
-    /// ``maxResponseBytes``; for a download answered with an error status, whose body stays in memory for the error
-    /// handler instead of going to ``destination``, at most 1 MiB, whatever ``maxResponseBytes`` allows the file.
+    /// The most body bytes a transport takes of a response with `statusCode` before it fails the request, or `nil`
+    /// for no limit: ``maxResponseBytes``, unless ``keptErrorBodyLimit(statusCode:)`` cuts the body first.
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
     func responseBodyLimit(statusCode: Int) -> Int? {
-        guard destination != nil, !(200..<300).contains(statusCode) else { return maxResponseBytes }
-        return min(maxResponseBytes ?? .max, Self.downloadErrorBodyLimit)
+        keptErrorBodyLimit(statusCode: statusCode) == nil ? maxResponseBytes : nil
     }
 
-    /// How much of a download's error body is kept in memory: 1 MiB, or less when ``maxResponseBytes`` says so. A
-    /// download is expected to be large, and its limit is set for the file; its error page is not, and must not
-    /// fill the memory meant for a file.
+    /// For a download answered with an error status, whose body stays in memory for the error handler instead of
+    /// going to ``destination``: how much of it a transport keeps (1 MiB), the rest let go unread and the answer
+    /// marked as cut (`ConnectResponse.bodyCut`), whatever ``maxResponseBytes`` allows the file. `nil` for any other
+    /// response, and when ``maxResponseBytes`` is smaller: going over that fails, as for any body.
+    ///
+    /// - Parameter statusCode: The response's status code.
+    /// - Returns: The most bytes of the body kept, or `nil`.
+    func keptErrorBodyLimit(statusCode: Int) -> Int? {
+        guard destination != nil, !(200..<300).contains(statusCode),
+            (maxResponseBytes ?? .max) >= Self.downloadErrorBodyLimit
+        else { return nil }
+        return Self.downloadErrorBodyLimit
+    }
+
+    /// How much of a download's error body is kept in memory: 1 MiB. A download is expected to be large, and its
+    /// limit is set for the file; its error page is not, and must not fill the memory meant for a file: its start says
+    /// what went wrong.
     package static let downloadErrorBodyLimit = 1 << 20
 }
 

@@ -85,12 +85,21 @@ func wholeBody(_ sent: Future<ConnectResponse>) -> Future<ConnectResponse> {
 }
 
 /// `response` with `stream`, its body, read into `data`; past `limit` bytes, ``ConnectError/Kind/responseTooLarge``.
-private func collected(_ stream: ResponseBodyStream, of response: ConnectResponse, limit: Int?) async throws
-    -> ConnectResponse
+/// With `kept`, only the body's first `kept` bytes are read, the rest let go and the answer marked as cut (a
+/// download's error body, `TransferOptions.keptErrorBodyLimit(statusCode:)`).
+private func collected(_ stream: ResponseBodyStream, of response: ConnectResponse, limit: Int?, kept: Int? = nil)
+    async throws -> ConnectResponse
 {
     var data = Data()
+    var cut: ConnectError?
     do {
         while let chunk = try await stream.next() {
+            if let kept, data.count + chunk.count > kept {
+                data.append(chunk.prefix(kept - data.count))
+                cut = ConnectError.responseTooLarge(limit: kept, answer: response)
+                stream.cancel()
+                break
+            }
             data.append(chunk)
             if let limit, data.count > limit { throw ConnectError.responseTooLarge(limit: limit, answer: response) }
         }
@@ -101,6 +110,7 @@ private func collected(_ stream: ResponseBodyStream, of response: ConnectRespons
     var whole = response
     whole.bodyStream = nil
     whole.data = data
+    whole.bodyCut = cut
     return whole
 }
 
@@ -141,7 +151,8 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
             return Future(value: relayed)
         }
         return Future {
-            let whole = try await collected(stream, of: response, limit: limit)
+            let kept = transfer.keptErrorBodyLimit(statusCode: response.statusCode)
+            let whole = try await collected(stream, of: response, limit: limit, kept: kept)
             return try inMemory(whole, to: request, transfer: transfer, sent: sentBytes)
         }
     }
@@ -188,9 +199,14 @@ private func inMemory(
 )
     throws -> ConnectResponse
 {
-    // The limit every engine applies: the caller's, or 1 MiB for a download's error body.
+    // The limit every engine applies: the caller's; a download's error body is cut to its first MiB instead.
     if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), response.data.count > limit {
         throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
+    }
+    var response = response
+    if let kept = transfer.keptErrorBodyLimit(statusCode: response.statusCode), response.data.count > kept {
+        response.data = response.data.prefix(kept)
+        response.bodyCut = ConnectError.responseTooLarge(limit: kept, request: request, response: response.response)
     }
     let received = Int64(response.data.count)
     // The one report, once the answer is complete: for a download, once its file is in place.

@@ -373,6 +373,25 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), Data("user data".utf8), "the file is kept")
     }
 
+    /// Through a transport that answers in memory, a download's error page over 1 MiB failed with `responseTooLarge`,
+    /// never seen by the error handler: it is the status error, with the page's first MiB and the cut said.
+    func testADownloadsLargeErrorPageThroughAnInMemoryTransportIsCutToItsFirstMiB() throws {
+        let page = Data(repeating: UInt8(ascii: "x"), count: 3 << 20)
+        let connect = Connect(
+            transport: FakeTransport.answering(.data(page, status: 500, headers: ["Content-Type": "text/html"])),
+            retryPolicy: nil)
+        let destination = temporaryURL()
+        defer { try? FileManager.default.removeItem(at: destination) }
+        try Data("user data".utf8).write(to: destination)
+        XCTAssertThrowsError(try connect.download(Download(), to: destination).wait()) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .httpStatus, "\(error)")
+            XCTAssertEqual(error.body, page.prefix(1 << 20))
+            XCTAssertTrue(error.description.contains("only the first 1048576 bytes of its body were read"), "\(error)")
+        }
+        XCTAssertEqual(try Data(contentsOf: destination), Data("user data".utf8), "the file is kept")
+    }
+
     func testClientAndRequestSizeLimits() {
         let big = FakeTransport.answering(.data(Data(count: 2_000)))
         let limited = Connect(transport: big, retryPolicy: nil, settings: Connect.Settings(maxResponseBytes: 1_000))

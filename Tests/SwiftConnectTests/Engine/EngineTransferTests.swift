@@ -31,12 +31,14 @@ final class EngineTransferTests: XCTestCase {
             .waitForResult(timeout: 10)
     }
 
-    /// A download's error body stays in memory, for the error handler: at most 1 MiB of it, even when the call's own
-    /// limit, meant for the file, is larger (the whole 2 MiB page was kept in memory then, and a server's endless
-    /// error body would have been read up to that limit).
-    func testADownloadsErrorBodyIsLimitedEvenUnderALargerLimit() throws {
-        let page = Data(repeating: 0x20, count: 2 << 20)
-        let step = 64 << 10
+    /// A download's error body stays in memory, for the error handler: its first MiB, even when the call's own limit,
+    /// meant for the file, is larger (the whole 2 MiB page was kept in memory then, and a server's endless error body
+    /// would have been read up to that limit). The rest is let go, and the answer is marked as cut: the error handler's
+    /// status error says so. (It failed with `responseTooLarge`, which the error handler and the retry policy's
+    /// statuses never saw.)
+    func testADownloadsErrorBodyIsCutToItsFirstMiBEvenUnderALargerLimit() throws {
+        let page = Data((0..<(2 << 20)).map { UInt8(truncatingIfNeeded: $0 / 1000) })
+        let step = 100_000
         let chunks: [Data] = stride(from: 0, to: page.count, by: step).map { start in
             Data(page[start..<min(start + step, page.count)])
         }
@@ -48,19 +50,34 @@ final class EngineTransferTests: XCTestCase {
         let destination = folder.appendingPathComponent("file.bin")
         try Data("kept".utf8).write(to: destination)
         for (name, answer) in answers {
-            let transfer = TransferOptions(destination: destination, maxResponseBytes: 100 << 20)
+            for limit in [nil, 100 << 20] {
+                let transfer = TransferOptions(destination: destination, maxResponseBytes: limit)
 
-            let result = try outcome(of: ScriptedEngine([answer]), transfer: transfer)
+                let response = try outcome(of: ScriptedEngine([answer]), transfer: transfer).get()
 
-            guard case .failure(let error as ConnectError) = result else {
-                let kept = (try? result.get().data.count) ?? -1
-                return XCTFail("\(name): expected responseTooLarge, got a response with \(kept) bytes in memory")
+                XCTAssertEqual(response.statusCode, 500, name)
+                XCTAssertEqual(response.data, page.prefix(1 << 20), name)
+                XCTAssertNil(response.fileURL, name)
+                XCTAssertEqual((response.bodyCut as? ConnectError)?.kind, .responseTooLarge, name)
+                let error = try XCTUnwrap(ErrorHandler().handle(response) as? ConnectError, name)
+                XCTAssertEqual(error.kind, .httpStatus, name)
+                XCTAssertEqual(error.body?.count, 1 << 20, name)
+                XCTAssertTrue(error.message.hasSuffix("(only the first 1048576 bytes of its body were read)"), name)
             }
-            XCTAssertEqual(error.kind, .responseTooLarge, "\(name): \(error)")
-            XCTAssertEqual(error.statusCode, 500, name)
         }
         XCTAssertEqual(try Data(contentsOf: destination), Data("kept".utf8))
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["file.bin"])
+    }
+
+    /// An error body of exactly 1 MiB is whole: not marked as cut.
+    func testADownloadsErrorBodyOfExactlyOneMiBIsWhole() throws {
+        let answer = ScriptedEngine.Answer(status: 404, chunks: [Data(count: 1 << 19), Data(count: 1 << 19)])
+        let transfer = TransferOptions(destination: folder.appendingPathComponent("file.bin"))
+
+        let response = try outcome(of: ScriptedEngine([answer]), transfer: transfer).get()
+
+        XCTAssertEqual(response.data.count, 1 << 20)
+        XCTAssertNil(response.bodyCut)
     }
 
     /// A smaller limit of the call's still applies to a download's error body.

@@ -63,8 +63,8 @@ final class TransportConformanceTests: XCTestCase {
         XCTAssertTrue(outcome.failure?.contains("does not stream") ?? false, outcome.description)
     }
 
-    /// A transport that implements only `send(_:)` still keeps a download's error body to 1 MiB, as every engine does:
-    /// the in-memory default applies that limit too.
+    /// A transport that implements only `send(_:)` still keeps at most 1 MiB of a download's error body, as every
+    /// engine does: the in-memory default cuts it too.
     func testTheInMemoryDefaultLimitsADownloadsErrorBody() throws {
         struct WholeBodies: Transport {
             let engine = URLSessionTransport()

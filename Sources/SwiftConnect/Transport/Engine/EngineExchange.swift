@@ -342,7 +342,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // where no body follows (HEAD, 1xx, 204, 304).
         let status = head.statusCode
         let declared = Self.declaredLength(of: head, request: original)
-        // A download's error body stays in memory: limited even when the caller set no limit.
+        // A download's error body stays in memory: its start kept even when the caller set no limit, the rest let go.
+        let kept = transfer.keptErrorBodyLimit(statusCode: status).map { Int64($0) }
         let bodyLimit = transfer.responseBodyLimit(statusCode: status)
         if let limit = bodyLimit, let declared, declared > Int64(limit) {
             throw ConnectError.responseTooLarge(limit: limit, sent: original, answer: head)
@@ -354,8 +355,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0)) }
         var body = Data()
         var received: Int64 = 0
+        // Why `body` is only the start of the answer's body, when it is.
+        var cut: ConnectError?
         do {
             for try await part in source {
+                if let kept, received + Int64(part.count) > kept {
+                    // Leaving the loop lets the rest of the body go unread: the engine stops it with its connection.
+                    body.append(part.prefix(Int(kept - received)))
+                    progress?.received(kept - received)
+                    cut = ConnectError.responseTooLarge(limit: Int(kept), sent: original, answer: head)
+                    break
+                }
                 try count(part, into: &received, limit: limit, head: head)
                 if let download {
                     try fileAccess(download.url) { try download.file.write(part) }
@@ -369,7 +379,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A body an engine ended because the exchange was cancelled (the deadline, the caller) is cut, not
             // complete: it never replaces a download's destination nor becomes an answer.
             try Task.checkCancellation()
-            if let declared, received < declared, engine.decodedContentCodings.isEmpty {
+            if cut == nil, let declared, received < declared, engine.decodedContentCodings.isEmpty {
                 throw Self.cutShort(received: received, of: declared, request: original, head: head)
             }
             if let download {
@@ -389,6 +399,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var answer = head
         answer.data = download == nil ? body : Data()
         answer.fileURL = download?.url
+        answer.bodyCut = cut
         return answer
     }
 
