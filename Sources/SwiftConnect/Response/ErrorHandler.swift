@@ -85,7 +85,10 @@ extension ErrorHandling {
 /// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first).
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
-/// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body.
+/// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body. A short `text/plain`
+/// body (up to 1 KiB, as Go's `http.Error` and many proxies send one) is no server message, but the
+/// ``ConnectError/Kind/httpStatus`` error says it after the status, on one line: `the server answered 401
+/// Unauthorized: Invalid token`.
 ///
 /// ```swift
 /// let connect = Connect(middleware: ConnectMiddleware(), errorHandler: ErrorHandler())
@@ -178,6 +181,22 @@ public struct ErrorHandler: ErrorHandling {
 
 /// Reading error bodies.
 enum ErrorBody {
+    /// The longest plain-text body taken as the error's text, in bytes: longer, it is a stack trace or a page, not a
+    /// message.
+    static let plainTextLimit = 1_024
+
+    /// A short `text/plain` body, trimmed and on one line (in the charset it declares, UTF-8 by default); `nil` for
+    /// another type, a longer body, one that is not text, or nothing but blanks.
+    static func plainText(of response: ConnectResponse) -> String? {
+        guard response.mediaType == "text/plain", response.data.count <= plainTextLimit,
+            let text = String(
+                data: BodyCharset.utf8(response.data, contentType: response.header("Content-Type")),
+                encoding: .utf8)
+        else { return nil }
+        let line = SingleLineText.make(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        return line.isEmpty ? nil : line
+    }
+
     /// The body as a JSON object (the first element of a JSON array that is an object), or `nil` when it is not
     /// one.
     ///
@@ -309,15 +328,19 @@ enum ErrorBody {
 
 extension ConnectError {
     /// An error status with no message the handler recognised; the body is kept, and said to be only its start
-    /// when it is (a download's or a stream's error body, read in part for the error handler).
+    /// when it is (a download's or a stream's error body, read in part for the error handler). A short plain-text
+    /// body of a 4xx or 5xx ("Invalid token") is said after the status; the kind stays ``Kind/httpStatus``: such a text is as often a
+    /// proxy's or a framework's as the backend's, no message to show a user as ``Kind/serverMessage`` ones are.
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
         let redirect = (300...399).contains(status) ? RedirectRules.notFollowed(response) : ""
         let cut = response.bodyCut == nil ? "" : " (only the first \(response.data.count) bytes of its body were read)"
+        // Not a redirect's: its text ("Found. Redirecting to /login") is the framework's, and the `Location` is said.
+        let text = status >= 400 && response.bodyCut == nil ? ErrorBody.plainText(of: response).map { ": " + $0 } : nil
         return ConnectError(
             .httpStatus,
-            message: "the server answered \(status) \(reason)\(redirect)\(cut)",
+            message: "the server answered \(status) \(reason)\(redirect)\(text ?? "")\(cut)",
             request: response.storedRequest,
             head: response.storedHead,
             body: response.data

@@ -328,6 +328,82 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertTrue(statusText.contains("500"), statusText)
     }
 
+    // MARK: - A plain-text error body
+
+    /// A short `text/plain` body ("Invalid token", as Go's `http.Error` and many proxies send one) was left in the
+    /// body only: the error said "the server answered 401 Unauthorized". It is said after the status, on one line;
+    /// the kind stays ``ConnectError/Kind/httpStatus`` (a proxy's text is no message of the backend's to show a user).
+    func testAShortPlainTextBodyIsSaidAfterTheStatus() {
+        let cases: [(body: String, type: String, message: String)] = [
+            ("Invalid token\n", "text/plain", "the server answered 401 Unauthorized: Invalid token"),
+            ("  Invalid token  ", "text/plain; charset=utf-8", "the server answered 401 Unauthorized: Invalid token"),
+            ("Invalid\r\ntoken", "Text/Plain", "the server answered 401 Unauthorized: Invalid token"),
+            ("Jeton \u{E9}chu", "text/plain; charset=utf-8", "the server answered 401 Unauthorized: Jeton \u{E9}chu"),
+        ]
+        for (body, type, message) in cases {
+            let error = errorFor(body: body, status: 401, headers: ["Content-Type": type])
+            XCTAssertEqual(error?.kind, .httpStatus, body)
+            XCTAssertEqual(error?.message, message, body)
+            XCTAssertEqual(error?.body, Data(body.utf8), "the body stays as it came")
+        }
+    }
+
+    /// A plain-text body in the single-byte charset it declares is read in it.
+    func testAPlainTextBodyIsReadInItsCharset() {
+        let latin1 = Data("Jeton ".utf8) + Data([0xE9]) + Data("chu".utf8)
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(latin1, status: 401, headers: ["Content-Type": "text/plain; charset=iso-8859-1"])),
+            retryPolicy: nil)
+        XCTAssertEqual(
+            connectError(of: connect.request(Endpoint()))?.message,
+            "the server answered 401 Unauthorized: Jeton \u{E9}chu")
+    }
+
+    /// What is not a short plain text stays out of the message: another type, a long body (a stack trace, a page),
+    /// nothing but spaces, bytes that are not text.
+    func testOtherBodiesStayOutOfTheMessage() {
+        let long = String(repeating: "at frame ", count: 200)
+        let cases: [(body: Data, type: String?)] = [
+            (Data("<p>Invalid token</p>".utf8), "text/html"),
+            (Data("Invalid token".utf8), nil),
+            (Data(long.utf8), "text/plain"),
+            (Data(" \n\t ".utf8), "text/plain"),
+            (Data([0xFF, 0xFE, 0x00, 0x41]), "text/plain; charset=utf-8"),
+        ]
+        for (body, type) in cases {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(body, status: 401, headers: type.map { ["Content-Type": $0] } ?? [:])),
+                retryPolicy: nil)
+            let error = connectError(of: connect.request(Endpoint()))
+            XCTAssertEqual(error?.kind, .httpStatus, "\(type ?? "no type")")
+            XCTAssertEqual(error?.message, "the server answered 401 Unauthorized", "\(type ?? "no type")")
+        }
+    }
+
+    /// A redirect's plain text ("Found. Redirecting to /login", as Express sends it) is the framework's: not said.
+    func testARedirectsPlainTextIsNotSaid() {
+        let error = errorFor(body: "Found. Redirecting to /login", status: 302, headers: ["Content-Type": "text/plain"])
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertFalse(error?.message.contains("Redirecting") ?? true, error?.message ?? "")
+    }
+
+    /// A plain-text body that echoes the request's token shows it nowhere the error prints.
+    func testAPlainTextBodyEchoingTheTokenHidesIt() throws {
+        let secret = "sk-plain-echo-31415926"
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(Data("token \(secret) expired".utf8), status: 401, headers: ["Content-Type": "text/plain"])),
+            retryPolicy: nil)
+        let endpoint = Endpoint(headers: [HTTPHeader(name: "Authorization", value: "Bearer \(secret)")])
+        let error = try XCTUnwrap(connectError(of: connect.request(endpoint)))
+        XCTAssertTrue(error.message.hasPrefix("the server answered 401 Unauthorized: token "), error.message)
+        for text in [error.message, error.description, error.debugDescription, String(reflecting: error)] {
+            XCTAssertFalse(text.contains(secret), text)
+        }
+    }
+
     // MARK: - The server's text is bounded and on one line
 
     func testLongServerMessageIsCutToAboutAThousandCharacters() {
