@@ -292,7 +292,8 @@ struct RequestParts {
             error.message += ": " + problem
             throw error
         }
-        switch Self.plainHost(base) {
+        // A host written with escapes goes as the name it stands for, on every engine (`EscapedHost`).
+        switch EscapedHost.plainURL(base) {
         case nil: break
         case .success(let plain)?: base = plain
         case .failure(let problem)?:
@@ -414,69 +415,6 @@ struct RequestParts {
         }
         return nil
     }
-
-    /// Why a base URL's host cannot be written without `%XX` escapes.
-    struct HostProblem: Error {
-        let text: String
-    }
-
-    /// `base` with its host, written with `%XX` escapes (`localhos%74`, `b%C3%BCcher.example`), written as the name
-    /// it stands for: ASCII as it is, non-ASCII in its IDNA (punycode) form as Foundation makes it for a
-    /// ``ServerConfiguration``'s host; `nil` when the host has no escape (a bracketed IPv6 zone's `%25` is left
-    /// alone). URLSession decodes such a host itself, and engines driven by the core sent its escapes as the `Host`
-    /// header: every engine now gets the same name. A failure when the escapes stand for no host name (a `/`, `@`,
-    /// `:`, space or control, bytes that are not UTF-8), which decoded would send the request elsewhere, or for one
-    /// Foundation cannot write in ASCII here.
-    static func plainHost(_ base: String) -> Result<String, HostProblem>? {
-        // Most base URLs have no escape at all: they are not copied.
-        guard base.utf8.contains(UInt8(ascii: "%")) else { return nil }
-        let bytes = Array(base.utf8)
-        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")),
-            bytes[(colon + 1)...].starts(with: "//".utf8)
-        else { return nil }
-        let authorityStart = colon + 3
-        let authorityEnd =
-            bytes[authorityStart...].firstIndex {
-                $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") || $0 == UInt8(ascii: "#")
-            } ?? bytes.endIndex
-        let hostStart = (bytes[authorityStart..<authorityEnd].lastIndex(of: UInt8(ascii: "@")) ?? colon + 2) + 1
-        guard hostStart < authorityEnd, bytes[hostStart] != UInt8(ascii: "[") else { return nil }
-        let hostEnd = bytes[hostStart..<authorityEnd].firstIndex(of: UInt8(ascii: ":")) ?? authorityEnd
-        let escaped = bytes[hostStart..<hostEnd]
-        guard escaped.contains(UInt8(ascii: "%")) else { return nil }
-        let shown = Redaction.urlText(String(decoding: escaped, as: UTF8.self))
-        guard let decoded = String(decoding: escaped, as: UTF8.self).removingPercentEncoding else {
-            return .failure(HostProblem(text: "the host '\(shown)' holds escapes that are not UTF-8 text"))
-        }
-        /// Letters, digits, `-`, `.` and `_`: the ASCII of a host name.
-        func isNameByte(_ byte: UInt8) -> Bool { hostNameBytes.contains(byte) }
-        let noName = HostProblem(
-            text: "the host '\(shown)' holds escapes that make no host name (only letters, digits, '-', '.' and '_')")
-        var plain = decoded
-        if decoded.utf8.contains(where: { $0 >= 0x80 }) {
-            guard !decoded.unicodeScalars.contains(where: { $0.isASCII && !isNameByte(UInt8($0.value)) })
-            else { return .failure(noName) }
-            // IDNA through Foundation, which writes a non-ASCII host as punycode where it can.
-            var components = URLComponents()
-            components.scheme = "http"
-            components.host = decoded
-            guard let text = components.url?.absoluteString, text.hasPrefix("http://") else { return .failure(noName) }
-            plain = String(text.dropFirst("http://".count))
-            guard !plain.isEmpty, plain.utf8.allSatisfy(isNameByte) else {
-                return .failure(
-                    HostProblem(
-                        text: "the host '\(shown)' is not ASCII and cannot be written as punycode here: write it in "
-                            + "its xn-- form"))
-            }
-        }
-        guard !plain.isEmpty, plain.utf8.allSatisfy(isNameByte) else { return .failure(noName) }
-        var rebuilt = bytes[..<hostStart]
-        rebuilt.append(contentsOf: plain.utf8)
-        rebuilt.append(contentsOf: bytes[hostEnd...])
-        return .success(String(decoding: rebuilt, as: UTF8.self))
-    }
-
-    private static let hostNameBytes = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._")
 
     /// Why an endpoint cannot be joined to a base URL, or `nil`: it is a whole URL (`https://other.example/x`),
     /// which would otherwise be sent to the base URL's server as a path.

@@ -12,7 +12,9 @@ extension ConnectRequest {
     ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
     ///   connection. A body sent from a file (`bodyFile`) or a stream of unknown length is not checked here: its
     ///   length is the engine's to count;
-    /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`).
+    /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`);
+    /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
+    ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name).
     ///
     /// - Parameter bodyFile: The file the body is sent from, if any.
     /// - Returns: The error to fail the call with, or `nil`.
@@ -27,6 +29,11 @@ extension ConnectRequest {
         if let field = headerFields.first(where: { $0.name == TransferEncoding.name }) {
             var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)
             error.message = TransferEncoding.message(name: field.name.rawName)
+            return error
+        }
+        if case .failure(let problem)? = EscapedHost.plainName(of: url) {
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: self)
+            error.message += ": " + problem.text
             return error
         }
         guard bodyFile == nil, let declared = headerFields[.contentLength] else { return nil }

@@ -226,9 +226,23 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         throws -> EngineRequest
     {
         let url = hop.url
-        guard var head = RequestHead(method: hop.method, url: url, headerFields: hop.headerFields) else {
-            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: original)
+        var text = url.absoluteString
+        // A host written with escapes (a request of the caller's, a middleware's URL, a redirect's `Location`) goes
+        // as the name it stands for, as a connector's base URL does and as URLSession decodes it itself: an engine
+        // sends the authority as it is handed over (`Host: localhos%74`).
+        switch EscapedHost.plainURL(text) {
+        case nil: break
+        case .success(let plain): text = plain
+        case .failure(let problem):
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(text)), sent: original)
+            error.message += ": " + problem.text
+            throw error
         }
+        guard let (scheme, authority, path) = RequestHead.split(text) else {
+            throw ConnectError.invalidRequest(.invalidURL(Redaction.urlText(text)), sent: original)
+        }
+        var head = RequestHead(
+            method: hop.method, scheme: scheme, authority: authority, path: path, headerFields: hop.headerFields)
         if var problem = hop.wireProblem(bodyFile: bodyFile) {
             // A method or a name that is not a token, a value with CR, LF or NUL, or a length that is not the body's
             // never reaches an engine's wire, whoever handed the transport the request.
