@@ -116,8 +116,15 @@ enum RedirectRules {
 
     /// Whether `request`, the next hop of a redirect, names no host a connection could be made to: none (`///x`), or
     /// one with characters that no host name or IP address has once percent-decoded (a space, `/`, `@`, NUL…:
-    /// `//a%20b/`). An engine would otherwise look such a name up in the DNS, or fail in its own way.
+    /// `//a%20b/`). An engine would otherwise look such a name up in the DNS, or fail in its own way. A host written
+    /// with escapes that make a name (`localhos%74`, `b%C3%BCcher.example`) is followed: the engine is sent to that
+    /// name, as for a base URL (`EscapedHost`).
     static func namesNoHost(_ request: ConnectRequest) -> Bool {
+        switch EscapedHost.plainName(of: request.url) {
+        case .success?: return false
+        case .failure?: return true
+        case nil: break
+        }
         guard let host = request.url.host, !host.isEmpty else { return true }
         let isIPv6 = host.contains(":")
         return !host.unicodeScalars.allSatisfy { scalar in

@@ -238,4 +238,35 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(kept.request.url.absoluteString, "https://api.example.com/landing#section%202")
         XCTAssertEqual(own.request.url.absoluteString, "https://api.example.com/landing#top")
     }
+
+    /// A host written with escapes is the host it names, compared as an engine is sent to it: `localhos%74` is
+    /// `localhost`, `b%C3%BCcher` is its punycode name; an escaped other name is another origin, and escapes that
+    /// make no host name share no origin and name no host a redirect could go to.
+    func testAnEscapedHostIsComparedAsTheNameItStandsFor() throws {
+        func url(_ text: String) throws -> URL { try XCTUnwrap(URL(string: text)) }
+        let sameOrigins = [
+            ("http://localhos%74:8080/a", "http://localhost:8080/b"),
+            ("https://%41PI.example/a", "https://api.example/"),
+            ("https://b%C3%BCcher.example/a", "https://xn--bcher-kva.example/b"),
+        ]
+        for (escaped, plain) in sameOrigins {
+            XCTAssertTrue(try url(escaped).hasSameOrigin(as: url(plain)), escaped)
+            XCTAssertTrue(try url(plain).hasSameOrigin(as: url(escaped)), escaped)
+            XCTAssertFalse(RedirectRules.namesNoHost(ConnectRequest(url: try url(escaped))), escaped)
+        }
+        let otherOrigins = [
+            ("http://127.0.0.%31:8080/a", "http://localhost:8080/"),
+            ("http://localhost%2Eevil.example/", "http://localhost/"),
+            ("http://localhos%74%2F:8080/", "http://localhost:8080/"),
+            ("http://localhos%74%00/", "http://localhost/"),
+        ]
+        for (escaped, plain) in otherOrigins {
+            XCTAssertFalse(try url(escaped).hasSameOrigin(as: url(plain)), escaped)
+            XCTAssertFalse(try url(plain).hasSameOrigin(as: url(escaped)), escaped)
+        }
+        for noName in ["http://localhos%74%2F:8080/", "http://a%40b.example/", "http://%FF.example/"] {
+            XCTAssertFalse(try url(noName).hasSameOrigin(as: url(noName)), noName)
+            XCTAssertTrue(RedirectRules.namesNoHost(ConnectRequest(url: try url(noName))), noName)
+        }
+    }
 }
