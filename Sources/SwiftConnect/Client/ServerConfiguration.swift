@@ -29,7 +29,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var host: String
     /// The port; `nil` for the scheme's default.
     public var port: Int?
-    /// A path prefix for every endpoint, such as `/v2`.
+    /// A path prefix for every endpoint, such as `/v2`: percent-encoded text, whose non-ASCII text is sent
+    /// percent-encoded as its UTF-8 bytes, as an endpoint's is (`/städte` → `/st%C3%A4dte`).
     public var basePath: String
     /// Headers added to every request to this server that does not set them. A connector whose absolute base
     /// URL names another scheme, host or port does not get them.
@@ -125,7 +126,8 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one: an
     /// empty host or one with a scheme, port, path or spaces in it, a port outside 1...65535, or a base path with
-    /// characters a URL path cannot hold (`basePath` is percent-encoded text: write a space as `%20`).
+    /// characters a URL path cannot hold (`basePath` is percent-encoded text: write a space as `%20`; non-ASCII text
+    /// is percent-encoded as its UTF-8 bytes, as in an endpoint).
     public var baseURL: URL? {
         try? requireBaseURL()
     }
@@ -148,9 +150,10 @@ public struct ServerConfiguration: Sendable, Equatable {
         return url
     }
 
-    /// `basePath` with a leading `/`.
+    /// `basePath` with a leading `/`, its non-ASCII text percent-encoded as UTF-8 as an endpoint's is.
     private var normalizedBasePath: String {
-        basePath.hasPrefix("/") || basePath.isEmpty ? basePath : "/" + basePath
+        let path = PercentEncoding.escapingNonASCII(basePath)
+        return path.hasPrefix("/") || path.isEmpty ? path : "/" + path
     }
 
     /// The URL the parts spell, for messages; the URL the configuration was made from if that cannot be a server's.
@@ -193,7 +196,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         if let port, !(1...65_535).contains(port) { return "the port \(port) is not in 1...65535" }
         if !Self.isPercentEncodedPath(normalizedBasePath) {
             return "the base path '\(basePath)' is not a URL path: it may hold letters, digits, "
-                + "-._~!$&'()*+,;=:@/ and %XX escapes (no spaces, '?' or '#')"
+                + "-._~!$&'()*+,;=:@/, %XX escapes and non-ASCII text (no spaces, '?' or '#')"
         }
         return nil
     }

@@ -125,6 +125,19 @@ enum PercentEncoding {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
     }
 
+    /// `text` with each byte of its non-ASCII characters' UTF-8 written as a `%XX` escape, as ``appendEscape(_:to:)``
+    /// writes those of an endpoint's own text (`/städte` → `/st%C3%A4dte`), not normalized; its ASCII, escapes
+    /// included, as it is. For a ``ServerConfiguration``'s base path, which then meets the rules of an endpoint's path.
+    static func escapingNonASCII(_ text: String) -> String {
+        guard text.utf8.contains(where: { $0 >= 0x80 }) else { return text }
+        var out: [UInt8] = []
+        out.reserveCapacity(text.utf8.count * 2)
+        for byte in text.utf8 {
+            if byte >= 0x80 { appendEscape(byte, to: &out) } else { out.append(byte) }
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
     /// Appends `byte` as a `%XX` escape.
     @inline(__always)
     static func appendEscape(_ byte: UInt8, to buffer: inout [UInt8]) {
