@@ -446,7 +446,25 @@ struct RequestParts {
         let endpoint: String
 
         func error() -> ConnectError {
-            ConnectError.invalidRequest(.invalidURL(Redaction.urlText(base) + Redaction.urlText(endpoint)))
+            ConnectError.invalidRequest(.invalidURL(shown))
+        }
+
+        /// The base URL and the endpoint joined as the URL is, with one `/` between them (`…/v1/` and `/x` show as
+        /// `…/v1/x`, not `…/v1//x`); next to a query or fragment of the base URL's own, which the endpoint's path
+        /// would go before, as `base + endpoint`. Each is redacted on its own, as it was written.
+        private var shown: String {
+            let base = Redaction.urlText(base)
+            let endpoint = Redaction.urlText(endpoint)
+            if base.contains("?") || base.contains("#") { return base + " + " + endpoint }
+            // As `expand` joins them: an endpoint with no path ("", "?a=1") is appended as it is.
+            let path = endpoint.drop { $0 == "/" }
+            guard path.count < endpoint.count || (path.first != "?" && path.first != "#" && !path.isEmpty) else {
+                return base + endpoint
+            }
+            let trimmed = String(base.reversed().drop { $0 == "/" }.reversed())
+            // The slashes of `scheme://` (`file:///`) stay.
+            if trimmed.last == ":" { return base + path }
+            return trimmed + "/" + path
         }
     }
 

@@ -197,6 +197,29 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// An `invalidURL` error shows the base URL and the endpoint joined as the URL would be, with one slash between
+    /// them (not `…/v1//x`); next to a base URL's own query, as "base + endpoint"; secrets hidden either way.
+    func testAnInvalidURLErrorShowsTheBaseAndTheEndpointJoined() {
+        let cases: [(base: String, endpoint: String, shown: String)] = [
+            ("https://api.example.com/v1/", "/a b", "https://api.example.com/v1/a b"),
+            ("https://api.example.com/v1//", "//a b", "https://api.example.com/v1/a b"),
+            ("https://api.example.com/v1", "a b", "https://api.example.com/v1/a b"),
+            ("https://api.example.com/v1/", "?q=a b", "https://api.example.com/v1/?q=a b"),
+            ("https://api.example.com/v1?k=1", "/a b", "https://api.example.com/v1?k=1 + /a b"),
+        ]
+        for (base, endpoint, shown) in cases {
+            assertInvalidRequest(Stub(baseURL: URL(string: base)!, endpoint: endpoint), .invalidURL(shown))
+        }
+        let secret = Stub(
+            baseURL: URL(string: "https://amy:s3cretPassw0rd@api.example.com/v1/?api_key=K3Y")!,
+            endpoint: "/a b?token=T0KEN")
+        XCTAssertThrowsError(try secret.asURLRequest()) { error in
+            for hidden in ["s3cretPassw0rd", "K3Y", "T0KEN"] {
+                XCTAssertFalse(String(reflecting: error).contains(hidden), "\(error)")
+            }
+        }
+    }
+
     /// Non-ASCII text is no longer refused: it is sent as its UTF-8 bytes, percent-encoded (see
     /// `EndpointTextEncodingTests`).
     func testNonASCIIEndpointTextIsPercentEncoded() throws {
