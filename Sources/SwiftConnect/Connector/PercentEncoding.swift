@@ -125,7 +125,7 @@ enum PercentEncoding {
         (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x46) || (byte >= 0x61 && byte <= 0x66)
     }
 
-    /// `text` with each byte of its non-ASCII characters' UTF-8 written as a `%XX` escape, as ``appendEscape(_:to:)``
+    /// `text` with each byte of its non-ASCII characters' UTF-8 written as a `%XX` escape, as `appendEscape(_:to:)`
     /// writes those of an endpoint's own text (`/städte` → `/st%C3%A4dte`), not normalized; its ASCII, escapes
     /// included, as it is. For a ``ServerConfiguration``'s base path, which then meets the rules of an endpoint's path.
     static func escapingNonASCII(_ text: String) -> String {

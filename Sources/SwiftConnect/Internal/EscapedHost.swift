@@ -6,7 +6,7 @@ import Foundation
 /// (`Host: localhos%74`): one rule for every URL the core builds (a connector's base URL), sends (a request of the
 /// caller's, a middleware's rewrite, a redirect's `Location`) or compares (the origin checks that guard
 /// credentials). Escapes that make no host name (a `/`, `@`, `:`, space or control, bytes that are not UTF-8), which
-/// decoded would send the request elsewhere, are a ``Problem``. A bracketed IPv6 address (its zone's `%25`) is left
+/// decoded would send the request elsewhere, are a `Problem`. A bracketed IPv6 address (its zone's `%25`) is left
 /// alone.
 enum EscapedHost {
     /// Why a host written with escapes stands for no host name the core can send.
@@ -32,7 +32,7 @@ enum EscapedHost {
         }
     }
 
-    /// The name the host of `url`, written with escapes, stands for (as ``plainURL(_:)`` writes it); `nil` when the
+    /// The name the host of `url`, written with escapes, stands for (as `plainURL(_:)` writes it); `nil` when the
     /// host has no escape.
     static func plainName(of url: URL) -> Result<String, Problem>? {
         let text = url.absoluteString
