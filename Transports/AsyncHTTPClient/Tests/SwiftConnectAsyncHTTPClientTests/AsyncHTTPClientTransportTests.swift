@@ -44,6 +44,16 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         URLRequest(url: server.baseURL.appendingPathComponent(String(path.dropFirst())), timeoutInterval: timeout)
     }
 
+    /// A request of the caller's whose host is written with escapes (`localhos%74`) goes to that host by name: the
+    /// core hands the engine the decoded authority, which AsyncHTTPClient connects to and sends as `Host`.
+    func testAnEscapedHostIsSentByName() throws {
+        server.route("GET", "/host") { request in .text(request.header("Host") ?? "none") }
+        let connect = Connect(transport: AsyncHTTPClientTransport(), retryPolicy: nil)
+        let url = try XCTUnwrap(URL(string: "http://localhos%74:\(server.port)/host"))
+        let response = try connect.response(for: ConnectRequest(url: url, timeoutInterval: 10)).wait(timeout: 20)
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "localhost:\(server.port)")
+    }
+
     /// By default SwiftConnect's core decodes gzip and asks for it; with AsyncHTTPClient's decompression turned on,
     /// the client asks and decodes, and the core leaves its bytes alone (decoded once, not twice).
     func testGzipIsDecodedByTheCoreByDefaultAndByTheClientWhenItsDecompressionIsOn() async throws {
