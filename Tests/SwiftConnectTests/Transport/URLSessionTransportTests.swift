@@ -32,6 +32,20 @@ final class URLSessionTransportTests: XCTestCase {
             .map { response in (response, OperationQueue.current === delegateQueue) }
     }
 
+    /// `send`, the server's answer held until the stage that reads the completing queue is attached: on a loaded
+    /// machine the answer could otherwise complete the future first, and the stage would run on this thread.
+    private func sendHeld(_ path: String, on transport: URLSessionTransport) throws -> (ConnectResponse, Bool) {
+        let attached = DispatchSemaphore(value: 0)
+        let body = path == "small" ? 1024 : URLSessionTransport.concurrentCompletionThreshold
+        server.route("GET", "/held/\(path)") { _ in
+            _ = attached.wait(timeout: .now() + 30)
+            return .data(Data(repeating: 0x61, count: body), contentType: "text/plain")
+        }
+        let future = send("held/\(path)", on: transport)
+        attached.signal()
+        return try future.wait(timeout: 30)
+    }
+
     /// Over a session of the app's (no delegate of the transport's), requests with a body go through, plain or
     /// with transfer options, rather than recursing between the transport's paths.
     func testRequestsWithABodyGoThroughAnAppsSession() throws {
@@ -60,14 +74,14 @@ final class URLSessionTransportTests: XCTestCase {
 
     func testSmallResponsesCompleteOnTheSessionsDelegateQueue() throws {
         let transport = URLSessionTransport()
-        let (response, onDelegateQueue) = try send("small", on: transport).wait(timeout: 30)
+        let (response, onDelegateQueue) = try sendHeld("small", on: transport)
         XCTAssertEqual(response.data.count, 1024)
         XCTAssertTrue(onDelegateQueue, "no thread hop for a small body")
     }
 
     func testLargeResponsesCompleteOffTheSessionsSerialDelegateQueue() throws {
         let transport = URLSessionTransport()
-        let (response, onDelegateQueue) = try send("large", on: transport).wait(timeout: 30)
+        let (response, onDelegateQueue) = try sendHeld("large", on: transport)
         XCTAssertEqual(response.data.count, URLSessionTransport.concurrentCompletionThreshold)
         XCTAssertFalse(onDelegateQueue, "large bodies are decoded on a concurrent queue, on every core")
     }
