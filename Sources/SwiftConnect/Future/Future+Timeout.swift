@@ -36,8 +36,10 @@ extension Future {
     /// - Parameters:
     ///   - seconds: The time limit. `.infinity` sets none (this future is returned as it is). Zero, a negative
     ///     number or NaN is a limit already over: a pending future times out at once, before this method returns
-    ///     (its callbacks, and so the returned future, then on this future's ``receive(on:)`` queue if it has one).
-    ///     A complete future keeps its result whatever the limit. A limit over a year counts as a year.
+    ///     (its callbacks, and so the returned future, then on this future's ``receive(on:)`` queue if it has one),
+    ///     and its failure says a limit of 0 (`FutureError.timedOut(after: 0)`, which equals itself where one of
+    ///     NaN would not). A complete future keeps its result whatever the limit. A limit over a year counts as a
+    ///     year.
     ///   - queue: Where the timer fires: the timeout's failure, and the cancellation of this future it causes,
     ///     happen there. `nil` (the default) uses a global queue. A result that comes first is delivered as
     ///     usual, on the thread that completes this future, and a limit already over needs no timer: it times
@@ -50,6 +52,9 @@ extension Future {
     /// ``timeout(after:on:)`` with the timer on `scheduler` (tests count its pending deadlines).
     func timeout(after seconds: TimeInterval, on queue: DispatchQueue?, scheduler: DeadlineScheduler) -> Future<Value> {
         if seconds == .infinity { return self }
+        // A limit already over (zero, negative, -infinity, NaN) is reported as 0: `timedOut(after: .nan)` is not
+        // equal to itself, so a caller could not match the error it got, and "-5 s" says nothing a limit of 0 does not.
+        let seconds = seconds > 0 ? seconds : 0
         // Already complete: its result came first, delivered as this future delivers it.
         if isCompleted { return self }
 

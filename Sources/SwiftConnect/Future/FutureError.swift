@@ -21,7 +21,8 @@ import Foundation
 public enum FutureError: Error, Sendable, Hashable, CustomStringConvertible {
     /// ``Future/cancel()`` ended the future before it completed.
     case cancelled
-    /// The future did not complete within the limit of ``Future/timeout(after:on:)``, in seconds.
+    /// The future did not complete within the limit of ``Future/timeout(after:on:)``, in seconds: 0 for a limit
+    /// that was already over (zero, negative or NaN).
     case timedOut(after: TimeInterval)
     /// ``Future/race(_:)`` was given no futures: with nothing to wait for, nothing could ever come first.
     case emptyRace

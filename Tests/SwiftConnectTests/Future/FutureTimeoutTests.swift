@@ -135,6 +135,28 @@ final class FutureTimeoutTests: XCTestCase {
         }
     }
 
+    func testALimitAlreadyOverIsReportedAsZeroSoThatTheErrorEqualsItself() throws {
+        // `timedOut(after: .nan)` is not equal to itself: a caller could not match the error it got.
+        for seconds in [0, -0.0, -1, -.infinity, .nan] as [TimeInterval] {
+            let scheduler = DeadlineScheduler(handlerQueue: handlers)
+            let limited = Promise<Int>().future.timeout(after: seconds, on: nil, scheduler: scheduler)
+            let error = try XCTUnwrap(error(of: limited) as? FutureError, "\(seconds)")
+            XCTAssertEqual(error, .timedOut(after: 0), "\(seconds)")
+            XCTAssertEqual(error, error, "\(seconds)")
+            XCTAssertFalse(error.description.contains("nan"), error.description)
+        }
+    }
+
+    func testARequestsFutureReportsALimitAlreadyOverAsZeroSeconds() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let limited = connect.request(ClientFixtures.Endpoint(endpoint: "/slow")).timeout(after: .nan)
+        let error = try XCTUnwrap(error(of: limited) as? ConnectError)
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertTrue(error.message.contains("time limit of 0.0 s"), error.message)
+    }
+
     func testACompleteFutureKeepsItsResultWhateverTheLimit() throws {
         for seconds in [0, -1, .nan, 0.001, 60, .infinity] as [TimeInterval] {
             XCTAssertEqual(try Future(value: 1).timeout(after: seconds).wait(), 1, "\(seconds)")
