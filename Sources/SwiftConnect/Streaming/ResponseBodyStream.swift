@@ -17,15 +17,25 @@ public struct StreamingOptions: Sendable, Hashable {
     /// On Linux, the transfer of a stream that failed so, or that its reader left, stops only once libcurl has
     /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
     /// memory this cost in the runs measured.
-    public var bufferLimit: Int
+    ///
+    /// A value below 1 counts as 1, whether given to the initializer or set here.
+    public var bufferLimit: Int {
+        // Clamped on every write, not only in `init`: 0 or less left an engine that pauses waiting for ever (its
+        // consumer could never bring the buffer under the limit), and `Int.min` overflowed the buffer's arithmetic.
+        didSet { if bufferLimit < 1 { bufferLimit = 1 } }
+    }
     /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds while
     /// the reader waits for one (a reader slow on bytes already there is not the network going quiet); `nil` (the
-    /// default) for none. The connector's `timeout` still bounds the whole stream unless it is
-    /// `.infinity`, as suits a stream that may run for hours.
+    /// default) for none, and so is a value that is not a positive finite number (zero, negative, NaN, infinity).
+    /// The connector's `timeout` still bounds the whole stream unless it is `.infinity`, as suits a stream that may
+    /// run for hours.
     public var idleTimeout: TimeInterval?
     /// The most bytes of an error response's body read (for the error handler) before the stream is closed.
-    /// Defaults to 64 KiB.
-    public var errorBodyLimit: Int
+    /// Defaults to 64 KiB. A negative value counts as 0, whether given to the initializer or set here.
+    public var errorBodyLimit: Int {
+        // Clamped on every write, not only in `init`: a negative limit stopped the process when it cut the body.
+        didSet { if errorBodyLimit < 0 { errorBodyLimit = 0 } }
+    }
 
     /// Creates options.
     ///
