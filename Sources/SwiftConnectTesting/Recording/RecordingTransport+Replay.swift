@@ -229,8 +229,10 @@ extension RecordingTransport {
         var pieces: [(time: Double, bytes: Data)] = []
         var offset = data.startIndex
         for (index, chunk) in chunks.enumerated() {
+            // Compared before it is added: a size edited to near `Int.max` would overflow `offset + size`.
             let end =
-                index == chunks.count - 1 ? data.endIndex : min(data.endIndex, offset + max(0, chunk.size))
+                index == chunks.count - 1 || chunk.size >= data.endIndex - offset
+                ? data.endIndex : offset + max(0, chunk.size)
             if end > offset { pieces.append((chunk.time, data[offset..<end])) }
             offset = end
         }
@@ -238,9 +240,11 @@ extension RecordingTransport {
     }
 
     /// Waits until `milliseconds` after `start` (uptime nanoseconds); at once if that has passed or the task is
-    /// cancelled.
+    /// cancelled. A time over a year (a file edited by hand: `1e300`) waits a year: converting it to nanoseconds
+    /// would overflow, which stops the process.
     private static func wait(until milliseconds: Double, since start: UInt64) async {
-        let due = start &+ UInt64(max(0, milliseconds) * 1_000_000)
+        let capped = milliseconds > 0 ? min(milliseconds, 365 * 24 * 3600 * 1000) : 0
+        let due = start &+ UInt64(capped * 1_000_000)
         let now = DispatchTime.now().uptimeNanoseconds
         guard due > now else { return }
         try? await Task.sleep(nanoseconds: due - now)

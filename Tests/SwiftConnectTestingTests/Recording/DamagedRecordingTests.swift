@@ -89,3 +89,62 @@ final class DamagedRecordingTests: XCTestCase {
         XCTAssertTrue(error.message.contains("entry 1"), error.message)
     }
 }
+
+/// A streamed answer's pieces (`_chunks`) edited to sizes and times no recording has: replayed without stopping the
+/// process.
+extension DamagedRecordingTests {
+    private static let feedURL = URL(string: "http://api.test")!
+
+    /// Records a streamed `GET http://api.test/feed` answered in two pieces, `first,` and `second`.
+    private func recordStream(named name: String) async throws -> URL {
+        let file = folder.appendingPathComponent(name)
+        let fake = FakeTransport()
+        fake.stub(.get, "/feed", with: .stream([Data("first,".utf8), Data("second".utf8)]))
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        for try await _ in Connect(transport: recorder, retryPolicy: nil).stream(Route("/feed", baseURL: Self.feedURL))
+        {}
+        XCTAssertTrue(recorder.waitUntilRecorded())
+        return file
+    }
+
+    func testAPieceSizeNearIntMaxReplaysTheBodyWhole() async throws {
+        // Given: three pieces, the middle one edited to a size near `Int.max` (`offset + size` overflowed)
+        let file = try await recordStream(named: "huge-size.har")
+        try edit(file) { har in
+            har.log.entries[0].chunks = [
+                HAR.Chunk(time: 0, size: 1), HAR.Chunk(time: 0, size: .max), HAR.Chunk(time: 0, size: 1),
+            ]
+        }
+        // When
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        var pieces: [String] = []
+        for try await piece in Connect(transport: replay, retryPolicy: nil).stream(
+            Route("/feed", baseURL: Self.feedURL))
+        {
+            pieces.append(String(decoding: piece, as: UTF8.self))
+        }
+        // Then: the first byte, then the rest of the body; nothing is left for the last piece
+        XCTAssertEqual(pieces, ["f", "irst,second"])
+    }
+
+    func testAPieceTimeOfAThousandYearsIsAWaitThatTheIdleTimeoutEndsWithLatencies() async throws {
+        // Given: the second piece edited to arrive 1e300 ms after the request (its nanoseconds overflowed UInt64)
+        let file = try await recordStream(named: "huge-time.har")
+        try edit(file) { har in
+            har.log.entries[0].chunks = [HAR.Chunk(time: 0, size: 6), HAR.Chunk(time: 1e300, size: 6)]
+        }
+        // When: replayed with latencies, under an idle timeout of half a second
+        let replay = RecordingTransport(fileURL: file, mode: .replay, replaysLatencies: true)
+        let stream = Connect(transport: replay, retryPolicy: nil).stream(
+            Route("/feed", baseURL: Self.feedURL), streaming: StreamingOptions(idleTimeout: 0.5))
+        var pieces: [String] = []
+        do {
+            for try await piece in stream { pieces.append(String(decoding: piece, as: UTF8.self)) }
+            XCTFail("the second piece comes after the idle timeout")
+        } catch let error as ConnectError {
+            // Then: the first piece, then the idle timeout ends the wait for the second
+            XCTAssertEqual(error.kind, .timedOut)
+        }
+        XCTAssertEqual(pieces, ["first,"])
+    }
+}
