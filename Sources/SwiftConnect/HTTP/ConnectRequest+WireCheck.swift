@@ -14,7 +14,9 @@ extension ConnectRequest {
     ///   length is the engine's to count;
     /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`);
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
-    ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name).
+    ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
+    /// - a body stream that announces a length below 0: it would go out as a `Content-Length` no server reads as a
+    ///   length, and a transport that does not read the body would answer it as if nothing were wrong.
     ///
     /// - Parameter bodyFile: The file the body is sent from, if any.
     /// - Returns: The error to fail the call with, or `nil`.
@@ -25,6 +27,12 @@ extension ConnectRequest {
         if let invalid = headerFields.firstInvalid {
             return ConnectError.invalidRequest(
                 .invalidHeader(name: HTTPHeader.shownName(invalid.name.rawName)), sent: self)
+        }
+        if case .stream(let stream) = body, let length = stream.length, length < 0 {
+            return ConnectError.invalidRequest(
+                .bodyEncodingFailed(
+                    "the body's stream announces \(length) bytes: a length counts bytes, nil for one not known"),
+                sent: self)
         }
         if let field = headerFields.first(where: { $0.name == TransferEncoding.name }) {
             var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)

@@ -111,7 +111,8 @@ public struct ConnectRequest: Sendable {
         ///
         /// - Parameters:
         ///   - chunks: The body's bytes in order; empty chunks are skipped, and an error thrown fails the call.
-        ///   - length: The number of bytes `chunks` gives, if known; `nil` sends the body in chunks.
+        ///   - length: The number of bytes `chunks` gives, if known; `nil` sends the body in chunks. A length below 0
+        ///     fails the call with ``ConnectError/Kind/invalidRequest``, nothing sent.
         public init<Chunks: AsyncSequence & Sendable>(_ chunks: Chunks, length: Int64? = nil)
         where Chunks.Element == Data {
             stream = nil

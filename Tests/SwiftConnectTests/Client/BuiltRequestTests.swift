@@ -65,6 +65,32 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// A stream announcing a length below 0: it went out as `Content-Length: -1`, which no server reads as a length,
+    /// and a transport that does not read the body (this fake) answered it as if nothing were wrong. It is refused
+    /// as a body that cannot be sent, nothing sent, whatever the length's sign says.
+    func testABodyStreamAnnouncingANegativeLengthIsRefusedAndNothingIsSent() throws {
+        // Given
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        for length in [Int64(-1), .min] {
+            let chunks = AsyncStream<Data> { continuation in
+                continuation.yield(Data("hello".utf8))
+                continuation.finish()
+            }
+            let request = ConnectRequest(
+                method: .put, url: Self.url, body: .stream(ConnectRequest.OneShotStream(chunks, length: length)))
+            // When
+            let error = try XCTUnwrap(connectError(of: connect.response(for: request)))
+            // Then
+            XCTAssertEqual(error.kind, .invalidRequest, "\(length)")
+            guard case .bodyEncodingFailed(let detail)? = error.invalidRequestReason else {
+                return XCTFail("\(length): \(String(describing: error.invalidRequestReason))")
+            }
+            XCTAssertTrue(detail.contains("\(length)"), detail)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     /// `Transfer-Encoding` frames the body, as `Content-Length` does, and the transport frames it itself: set by hand,
     /// `gzip` announced a coding the body did not have, and `chunked` on a GET without a body left URLSession waiting
     /// for chunks until the deadline. HTTP/2 forbids the field outright.
