@@ -206,6 +206,32 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         try await transport.shutdown()
     }
 
+    /// A stream whose buffer limit was set to 0 through its property (the initializer clamps it to 1, the property
+    /// did not): the engine, which waits while the reader is behind, waited for ever once the reader had taken every
+    /// byte there was, as 0 bytes buffered is not under a limit of 0. Only the deadline ended the stream.
+    func testAStreamWhoseBufferLimitWasSetToZeroReadsTheWholeBody() async throws {
+        let body = LocalServer.generatedBytes(count: 200_000, seed: 7)
+        server.route("GET", "/pieces") { _ in
+            .stream(contentLength: nil) { write in
+                var offset = 0
+                while offset < body.count {
+                    let end = min(offset + (1 << 14), body.count)
+                    guard write(Data(body[offset..<end])) else { return }
+                    offset = end
+                }
+            }
+        }
+        let transport = AsyncHTTPClientTransport()
+        var streaming = StreamingOptions()
+        streaming.bufferLimit = 0
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(
+            SwiftConnect.Route("/pieces", baseURL: server.baseURL, timeout: 10), streaming: streaming)
+        var received = Data()
+        for try await chunk in stream { received.append(chunk) }
+        XCTAssertEqual(received, body)
+        try await transport.shutdown()
+    }
+
     /// A body over the size limit is refused as it arrives: the connection closes, the rest is never read.
     func testASizeLimitStopsReading() throws {
         let piecesWritten = Guarded(0)
