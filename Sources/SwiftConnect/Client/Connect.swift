@@ -474,10 +474,7 @@ extension Connect {
     static func pathTemplate(base: URL, endpoint: String) -> String {
         guard !endpoint.isEmpty else { return "" }
         let basePath = URLComponents(url: base, resolvingAgainstBaseURL: true)?.percentEncodedPath ?? ""
-        // An endpoint with no path of its own (`?sort=asc`) follows the base's path as it is.
-        if endpoint.first == "?" || endpoint.first == "#" { return basePath + endpoint }
-        let trimmedBase = basePath.reversed().drop { $0 == "/" }.reversed()
-        return String(trimmedBase) + "/" + endpoint.drop { $0 == "/" }
+        return URLJoin.joined(base: basePath, endpoint: endpoint, keepsSchemeSlashes: false)
     }
 
     /// The call's deadline when options set one that wins over the connector's own ``Connector/timeout``: the

@@ -456,15 +456,7 @@ struct RequestParts {
             let base = Redaction.urlText(base)
             let endpoint = Redaction.urlText(endpoint)
             if base.contains("?") || base.contains("#") { return base + " + " + endpoint }
-            // As `expand` joins them: an endpoint with no path ("", "?a=1") is appended as it is.
-            let path = endpoint.drop { $0 == "/" }
-            guard path.count < endpoint.count || (path.first != "?" && path.first != "#" && !path.isEmpty) else {
-                return base + endpoint
-            }
-            let trimmed = String(base.reversed().drop { $0 == "/" }.reversed())
-            // The slashes of `scheme://` (`file:///`) stay.
-            if trimmed.last == ":" { return base + path }
-            return trimmed + "/" + path
+            return URLJoin.joined(base: base, endpoint: endpoint, keepsSchemeSlashes: true)
         }
     }
 
@@ -475,7 +467,8 @@ struct RequestParts {
     }
 
     /// Appends the endpoint to `out` (which holds the base URL), joining them with exactly one slash and
-    /// replacing each `{placeholder}`, in one pass over the endpoint's UTF-8.
+    /// replacing each `{placeholder}`, in one pass over the endpoint's UTF-8. The join is `URLJoin`'s rule, written
+    /// here on bytes; a change to one belongs in the other.
     private mutating func expand(
         _ endpoint: UnsafeBufferPointer<UInt8>,
         into out: inout [UInt8],
