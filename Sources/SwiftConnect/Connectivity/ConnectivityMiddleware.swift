@@ -15,7 +15,8 @@ public enum ConnectivityPolicy: Sendable, Hashable {
     /// in the middleware.
     case failFast
     /// Wait for the network, up to the call's deadline (its ``Connector/timeout``), then send; requests waiting
-    /// together go in the order they came.
+    /// together go in the order they came, and a request made while they are being sent, under any policy, goes
+    /// after them.
     case waitForConnectivity
 }
 
@@ -91,6 +92,9 @@ final class ConnectivityGate: Sendable {
         let request: ConnectRequest
         let next: Middleware.Next
         let promise: Promise<ConnectResponse>
+        /// Whether it waits for the network should the network go before its turn; one that does not (fail fast,
+        /// which waits only behind a release under way) then fails with ``ConnectError/Kind/notConnected``.
+        let waitsForTheNetwork: Bool
         /// The call's observers, told how long the request was held; and when it began to wait.
         let observation: CallObservation?
         let since: UInt64
@@ -102,6 +106,9 @@ final class ConnectivityGate: Sendable {
         /// The requests sent since the network came back, while they are on their way: what a cancellation stops.
         var sending: [UInt64: Future<ConnectResponse>] = [:]
         var nextID: UInt64 = 0
+        /// Whether a thread is letting the waiting requests go (`sendWaitingRequests()`): a request that arrives
+        /// meanwhile waits behind them, and that thread sends it in its turn, so that none overtakes an older one.
+        var isReleasing = false
         /// Whether the monitor has delivered a change: the state read at start is then older than it.
         var heardFromMonitor = false
     }
@@ -151,12 +158,13 @@ final class ConnectivityGate: Sendable {
             case wait(UInt64)
         }
         let decision: Decision = state.withLock { state in
-            if state.isConnected { return .send }
-            guard waiting else { return .fail }
+            // Online with nothing being let go: straight on. Online while held requests go: behind them.
+            if state.isConnected && !state.isReleasing { return .send }
+            guard waiting || state.isConnected else { return .fail }
             state.nextID &+= 1
             state.waiting[state.nextID] = Waiting(
-                request: request, next: next, promise: promise, observation: observation,
-                since: observation == nil ? 0 : DispatchTime.now().uptimeNanoseconds)
+                request: request, next: next, promise: promise, waitsForTheNetwork: waiting,
+                observation: observation, since: observation == nil ? 0 : DispatchTime.now().uptimeNanoseconds)
             return .wait(state.nextID)
         }
         switch decision {
@@ -191,7 +199,19 @@ final class ConnectivityGate: Sendable {
         if flips, connectivity.isConnected {
             queue?.holdForNetwork(false, by: ObjectIdentifier(self), policy: policy, starting: false)
         }
-        state.withLock { $0.isConnected = connectivity.isConnected }
+        // Requests that would not wait for the network, queued behind a release the drop stops, fail as they would
+        // have had they come now; when the network is back, the thread that finds no release under way starts one.
+        let (releases, failing) = state.withLock { state -> (Bool, [Waiting]) in
+            state.isConnected = connectivity.isConnected
+            guard connectivity.isConnected else {
+                let failing = state.waiting.filter { !$0.value.waitsForTheNetwork }
+                for id in failing.keys { state.waiting.removeValue(forKey: id) }
+                return (false, failing.sorted { $0.key < $1.key }.map(\.value))
+            }
+            guard !state.isReleasing, !state.waiting.isEmpty else { return (false, []) }
+            state.isReleasing = true
+            return (true, [])
+        }
         if flips {
             if connectivity.isConnected {
                 // The queue's waiting requests first, then those held here, as they came.
@@ -201,48 +221,73 @@ final class ConnectivityGate: Sendable {
             }
         }
         applying.unlock()
-        if connectivity.isConnected { sendWaitingRequests() }
+        for waiting in failing {
+            waiting.promise.completeIfPending(with: .failure(ConnectError.notConnected(request: waiting.request)))
+        }
+        if releases { sendWaitingRequests() }
     }
 
     /// Sends the waiting requests, oldest first, one at a time while the network stays up as the gate last heard: a
     /// drop the monitor delivers while they go (inside one of them, or on another thread) stops the rest, which keep
-    /// waiting, in their place, for the network's next return.
+    /// waiting, in their place, for the network's next return. The caller set `isReleasing`; this clears it when it
+    /// stops, in the same step as it finds nothing left to send or the network gone.
+    ///
+    /// A request that arrives while this runs (in one of the requests it sends, or on another thread) waits behind
+    /// the others and is sent in its turn, here: requests go in the order they came. Nothing here waits for one of
+    /// them; a middleware after this one that blocked a request's thread until a later request of the same client
+    /// completed would wait for good, as it would in a ``RequestQueue`` of one.
     ///
     /// A monitor that queues a change reported during a delivery (``ConnectivityObservers`` does, to keep the order)
     /// delivers the drop only after this loop: `monitor.current` would tell it sooner, but reading it here, inside
     /// the monitor's call, would hang a monitor of the app's that calls its observers holding the lock `current`
     /// takes. The requests sent meanwhile fail as any request sent at a drop does (and a retry waits here).
     private func sendWaitingRequests() {
-        // Those waiting now, oldest first; one taken meanwhile (cancelled, or sent by a change delivered inside this
-        // loop) is skipped. One that comes later waits only while the network is gone: a later return sends it.
-        let ids = state.withLock { $0.waiting.keys.sorted() }
-        for id in ids {
-            let taken: Waiting?? = state.withLock { state in
-                guard state.isConnected else { return nil }
-                return .some(state.waiting.removeValue(forKey: id))
+        while true {
+            // Those waiting now, oldest first; one taken meanwhile (cancelled, or failed at a drop) is skipped. Those
+            // that arrive meanwhile have later ids: the next round sends them.
+            let ids: [UInt64] = state.withLock { state in
+                guard state.isConnected, !state.waiting.isEmpty else {
+                    state.isReleasing = false
+                    return []
+                }
+                return state.waiting.keys.sorted()
             }
-            // The network went: this request and those after it keep waiting.
-            guard let taken else { return }
-            guard let waiting = taken else { continue }
-            // Cancelled (or timed out) since it was taken out: it is not sent.
-            guard !waiting.promise.future.isCompleted else { continue }
-            if let observation = waiting.observation {
-                let waited = DispatchTime.now().uptimeNanoseconds - waiting.since
-                observation.record(.connectivityWaited(seconds: Double(waited) / 1e9))
+            if ids.isEmpty { return }
+            for id in ids {
+                let taken: Waiting?? = state.withLock { state in
+                    guard state.isConnected else {
+                        state.isReleasing = false
+                        return nil
+                    }
+                    return .some(state.waiting.removeValue(forKey: id))
+                }
+                // The network went: this request and those after it keep waiting.
+                guard let taken else { return }
+                guard let waiting = taken else { continue }
+                send(waiting, id: id)
             }
-            let sent = waiting.next(waiting.request)
-            // Recorded for the cancel handler `send` set (``cancel(_:)``); a cancellation that came before this
-            // found nothing to stop, so the request is stopped here.
-            let cancelledMeanwhile = state.withLock { state -> Bool in
-                guard !waiting.promise.future.isCompleted else { return true }
-                state.sending[id] = sent
-                return false
-            }
-            if cancelledMeanwhile { sent.cancel() }
-            sent.whenComplete { [weak self] result in
-                _ = self?.state.withLock { $0.sending.removeValue(forKey: id) }
-                waiting.promise.completeIfPending(with: result)
-            }
+        }
+    }
+
+    /// Sends a request that waited, unless it was cancelled (or timed out) since it was taken out.
+    private func send(_ waiting: Waiting, id: UInt64) {
+        guard !waiting.promise.future.isCompleted else { return }
+        if let observation = waiting.observation {
+            let waited = DispatchTime.now().uptimeNanoseconds - waiting.since
+            observation.record(.connectivityWaited(seconds: Double(waited) / 1e9))
+        }
+        let sent = waiting.next(waiting.request)
+        // Recorded for the cancel handler `send` set (``cancel(_:)``); a cancellation that came before this found
+        // nothing to stop, so the request is stopped here.
+        let cancelledMeanwhile = state.withLock { state -> Bool in
+            guard !waiting.promise.future.isCompleted else { return true }
+            state.sending[id] = sent
+            return false
+        }
+        if cancelledMeanwhile { sent.cancel() }
+        sent.whenComplete { [weak self] result in
+            _ = self?.state.withLock { $0.sending.removeValue(forKey: id) }
+            waiting.promise.completeIfPending(with: result)
         }
     }
 

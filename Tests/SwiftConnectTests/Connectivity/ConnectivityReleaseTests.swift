@@ -112,6 +112,167 @@ final class ConnectivityReleaseTests: XCTestCase {
         XCTAssertEqual(paths, ["/items/1", "/items/3"])
     }
 
+    // MARK: - Requests made while the held ones are let go
+
+    /// A request made while the held ones go (here inside the first one's pipeline) goes after them, in the order
+    /// the calls were made: it once went straight through, ahead of the held requests still to go.
+    func testARequestMadeDuringTheReleaseGoesAfterTheHeldOnes() throws {
+        let network = FakeConnectivityMonitor(.disconnected)
+        let client = Guarded<Connect?>(nil)
+        let late = Guarded<Future<Data>?>(nil)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity),
+                onFirstPass(of: "/items/1") {
+                    let future = client.snapshot?.request(Item(id: 4))
+                    late.withLock { $0 = future }
+                },
+            ],
+            retryPolicy: nil)
+        client.withLock { $0 = connect }
+        defer { client.withLock { $0 = nil } }
+        let futures = (1...3).map { connect.request(Item(id: $0)) }
+
+        network.goOnline()
+
+        for future in futures { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        XCTAssertNoThrow(try XCTUnwrap(late.snapshot).wait(timeout: 5))
+        XCTAssertEqual(paths, ["/items/1", "/items/2", "/items/3", "/items/4"])
+    }
+
+    /// The same for a request made on another thread while the release is under way: it waits for the held
+    /// requests before it, and then goes.
+    func testARequestMadeOnAnotherThreadDuringTheReleaseWaitsForTheHeldOnes() throws {
+        let network = FakeConnectivityMonitor(.disconnected)
+        let entered = DispatchSemaphore(value: 0)
+        let proceed = DispatchSemaphore(value: 0)
+        let passed = Guarded<[String]>([])
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity),
+                // Records what the connectivity middleware let through; holds the thread letting /items/1 go.
+                AnyMiddleware { request, _, next in
+                    passed.withLock { $0.append(request.url.path) }
+                    if request.url.path == "/items/1" {
+                        entered.signal()
+                        proceed.wait()
+                    }
+                    return next(request)
+                },
+            ],
+            retryPolicy: nil)
+        let futures = (1...3).map { connect.request(Item(id: $0)) }
+        DispatchQueue.global().async { network.goOnline() }
+        XCTAssertEqual(entered.wait(timeout: .now() + 5), .success)
+
+        // While /items/1 is being let go, another thread (this one) makes a request.
+        let late = connect.request(Item(id: 4))
+        XCTAssertEqual(passed.snapshot, ["/items/1"], "the new request overtook the held ones")
+        proceed.signal()
+
+        for future in futures + [late] { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        XCTAssertEqual(passed.snapshot, ["/items/1", "/items/2", "/items/3", "/items/4"])
+        XCTAssertEqual(paths, ["/items/1", "/items/2", "/items/3", "/items/4"])
+    }
+
+    /// A request made during the release and cancelled before its turn is not sent.
+    func testARequestMadeDuringTheReleaseAndCancelledBeforeItsTurnIsNotSent() throws {
+        let network = FakeConnectivityMonitor(.disconnected)
+        let client = Guarded<Connect?>(nil)
+        let late = Guarded<Future<Data>?>(nil)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity),
+                onFirstPass(of: "/items/1") {
+                    let future = client.snapshot?.request(Item(id: 4))
+                    future?.cancel()
+                    late.withLock { $0 = future }
+                },
+            ],
+            retryPolicy: nil)
+        client.withLock { $0 = connect }
+        defer { client.withLock { $0 = nil } }
+        let futures = (1...3).map { connect.request(Item(id: $0)) }
+
+        network.goOnline()
+
+        for future in futures { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        guard case .failure(let error) = try XCTUnwrap(late.snapshot).waitForResult(timeout: 5) else {
+            return XCTFail("it was sent")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        XCTAssertEqual(paths, ["/items/1", "/items/2", "/items/3"])
+    }
+
+    /// A held request whose deadline passes while the ones before it are let go fails `timedOut`, unsent; the
+    /// release goes on with the next one.
+    func testAHeldRequestWhoseDeadlinePassesDuringTheReleaseIsNotSent() throws {
+        let network = FakeConnectivityMonitor(.disconnected)
+        let expiring = Guarded<Future<Data>?>(nil)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity),
+                // Lets /items/1 go on only once /items/2 has reached its deadline.
+                onFirstPass(of: "/items/1") { _ = try? expiring.snapshot?.waitForResult(timeout: 5) },
+            ],
+            retryPolicy: nil)
+        let first = connect.request(Item(id: 1))
+        let second = connect.request(Item(id: 2, timeout: 0.3))
+        let third = connect.request(Item(id: 3))
+        expiring.withLock { $0 = second }
+
+        network.goOnline()
+
+        XCTAssertNoThrow(try first.wait(timeout: 5))
+        XCTAssertNoThrow(try third.wait(timeout: 5))
+        guard case .failure(let error) = try second.waitForResult(timeout: 5) else { return XCTFail("it was sent") }
+        XCTAssertEqual((error as? ConnectError)?.kind, .timedOut, "\(error)")
+        XCTAssertEqual(paths, ["/items/1", "/items/3"])
+    }
+
+    /// A request made during the release keeps its policy if the network goes before its turn: under fail fast it
+    /// fails `notConnected`, unsent; one that waits for the network goes after the held ones when it returns.
+    func testARequestMadeDuringTheReleaseKeepsItsPolicyWhenTheNetworkGoesBeforeItsTurn() throws {
+        let network = ImmediateMonitor()
+        let client = Guarded<Connect?>(nil)
+        let late = Guarded<[Future<Data>]>([])
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity),
+                onFirstPass(of: "/items/1") {
+                    var failFast = Item(id: 4)
+                    failFast.options = RequestOptions(connectivity: .failFast)
+                    let futures = [failFast, Item(id: 5)].compactMap { client.snapshot?.request($0) }
+                    late.withLock { $0 = futures }
+                    network.set(.disconnected)
+                },
+            ],
+            retryPolicy: nil)
+        client.withLock { $0 = connect }
+        defer { client.withLock { $0 = nil } }
+        let futures = (1...3).map { connect.request(Item(id: $0)) }
+
+        network.set(.connected)
+
+        XCTAssertNoThrow(try futures[0].wait(timeout: 5))
+        let made = late.snapshot
+        XCTAssertEqual(made.count, 2)
+        guard case .failure(let error) = try XCTUnwrap(made.first).waitForResult(timeout: 5) else {
+            return XCTFail("the fail-fast request was sent")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .notConnected, "\(error)")
+        XCTAssertFalse(futures[1].isCompleted)
+        XCTAssertFalse(made[1].isCompleted)
+        network.set(.connected)
+        for future in futures + [made[1]] { XCTAssertNoThrow(try future.wait(timeout: 5)) }
+        XCTAssertEqual(paths, ["/items/1", "/items/2", "/items/3", "/items/5"])
+    }
+
     // MARK: - A client released while its requests wait
 
     /// A request waiting for the network when its client is released still ends: at its deadline, unsent…
