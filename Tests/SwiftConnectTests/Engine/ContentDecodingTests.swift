@@ -69,6 +69,49 @@ final class ContentDecodingTests: XCTestCase {
         XCTAssertLessThanOrEqual(decoded, 3 * Inflater.step)
     }
 
+    /// What is fed to zlib in one call is at most a piece (zlib counts its input in 32 bits): a chunk longer than a
+    /// piece goes over several calls and decodes as a whole, whatever the piece size.
+    func testAChunkLongerThanAPieceDecodesOverSeveralCalls() throws {
+        for format in [Zlib.Format.gzip, .zlib, .raw] {
+            let body = Zlib.encode(Self.text, format: format)
+            for piece in [1, 7, 1_000] {
+                let inflater = Inflater(format == .gzip ? .gzip : .deflate, inputPiece: piece)
+                inflater.feed(body)
+                var decoded = Data()
+                while let part = try inflater.step() {
+                    XCTAssertLessThanOrEqual(part.count, Inflater.step)
+                    decoded += part
+                }
+                XCTAssertNoThrow(try inflater.finish(), "\(format), pieces of \(piece)")
+                XCTAssertEqual(decoded, Self.text, "\(format), pieces of \(piece)")
+            }
+        }
+        XCTAssertEqual(Inflater.largestInputPiece, Int(clamping: UInt32.max))
+    }
+
+    #if canImport(Glibc)
+        /// A chunk over 4 GiB (here mapped, never written, so it costs no memory: its pages read as zeros) once
+        /// trapped converting its length to zlib's 32-bit count; it is now fed in pieces, and its zeros fail as the
+        /// corrupt gzip they are.
+        func testAChunkOver4GiBFailsAsCorruptInsteadOfTrapping() async throws {
+            let length = Int(UInt32.max) + 2
+            guard
+                let mapped = mmap(nil, length, PROT_READ, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0),
+                mapped != MAP_FAILED
+            else { throw XCTSkip("could not map \(length) bytes") }
+            let zeros = Data(bytesNoCopy: mapped, count: length, deallocator: .custom { munmap($0, $1) })
+
+            do {
+                for try await part in DecodedBody(base: Chunks([zeros]), coding: .gzip) {
+                    XCTFail("decoded \(part.count) bytes from zeros")
+                }
+                XCTFail("zeros decoded as gzip")
+            } catch let failure as ContentDecodingFailure {
+                XCTAssertTrue(failure.reason.hasPrefix("the data is corrupt"), failure.reason)
+            }
+        }
+    #endif
+
     func testSeveralGzipMembersDecodeOneAfterTheOther() async throws {
         let first = Data("first member, ".utf8)
         let second = Data("second member".utf8)

@@ -69,8 +69,13 @@ struct DecodedBody<Base: AsyncSequence>: AsyncSequence where Base.Element == Dat
 final class Inflater {
     /// The most one step decodes.
     static let step = 64 << 10
+    /// The most input one call of `inflate` takes: zlib counts it in 32 bits (`uInt`), and a chunk longer than that
+    /// (over 4 GiB) goes over several calls.
+    static let largestInputPiece = Int(clamping: uInt.max)
 
     private let coding: ContentCoding
+    /// The most input one call of `inflate` takes: ``largestInputPiece``, less in tests.
+    private let inputPiece: Int
     /// zlib's state, on the heap: zlib keeps a pointer back to it, so it must not move between calls.
     private let stream: UnsafeMutablePointer<z_stream> = {
         let stream = UnsafeMutablePointer<z_stream>.allocate(capacity: 1)
@@ -92,8 +97,9 @@ final class Inflater {
     /// stream (a gzip'd event stream) do not each hold a step's worth of memory.
     private let scratch = UnsafeMutableRawBufferPointer.allocate(byteCount: Inflater.step, alignment: 1)
 
-    init(_ coding: ContentCoding) {
+    init(_ coding: ContentCoding, inputPiece: Int = Inflater.largestInputPiece) {
         self.coding = coding
+        self.inputPiece = min(max(inputPiece, 1), Inflater.largestInputPiece)
     }
 
     deinit {
@@ -159,10 +165,11 @@ final class Inflater {
         return nil
     }
 
-    /// One call of `inflate` over the input from `offset` into `scratch`: the bytes made and taken, and zlib's status.
+    /// One call of `inflate` over the input from `offset`, at most ``inputPiece`` of it, into `scratch`: the bytes
+    /// made and taken, and zlib's status. The rest of a longer input is left for the next call.
     private func inflateStep() -> (produced: Int, consumed: Int, status: Int32) {
         input.withUnsafeBytes { bytes in
-            let available = bytes.count - offset
+            let available = min(bytes.count - offset, inputPiece)
             // No input (output left from the last step): zlib accepts no pointer with a count of zero.
             stream.pointee.next_in =
                 available > 0
