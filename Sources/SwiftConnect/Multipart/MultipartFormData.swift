@@ -9,6 +9,10 @@ import Foundation
 /// A file part streamed from disk must be a `file:` URL naming a regular file (a symbolic link to one is
 /// followed): a directory, a device, a pipe or a remote URL fails with ``ConnectError/Kind/fileAccess``.
 ///
+/// A form with no parts (every optional field of a form left out) is sent as browsers send it: the closing
+/// delimiter alone (`--boundary--` and CRLF). RFC 2046 asks for one or more parts, but the HTML standard's encoding
+/// gives this for an empty form, so servers take it; refusing it would fail an app's legitimate empty form.
+///
 /// ```swift
 /// var form = MultipartFormData()
 /// form.append(field: "title", value: "Holiday")

@@ -131,6 +131,18 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertThrowsError(try form.write(to: output)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
     }
 
+    /// A form with no parts is the closing delimiter alone, as a browser sends an empty form (decision: not refused,
+    /// see `MultipartFormData`); encoded, written and measured alike.
+    func testAFormWithNoPartsIsTheClosingDelimiterAlone() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-empty-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        let form = MultipartFormData(boundary: "B")
+        XCTAssertEqual(String(decoding: try form.encodedData(), as: UTF8.self), "--B--\r\n")
+        try form.write(to: output)
+        XCTAssertEqual(try Data(contentsOf: output), try form.encodedData())
+        XCTAssertEqual(try form.contentLength(), 7)
+    }
+
     /// A symbolic link to a file counts the file's size, not the link's.
     func testASymbolicLinkToAFileIsFollowed() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("mp-link-\(UUID().uuidString)")
