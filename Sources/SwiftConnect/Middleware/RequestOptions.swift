@@ -401,7 +401,9 @@ extension RequestOptionKey {
 /// are honoured as ``ResponseCache`` says.
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
-    /// can shorten it, never lengthen it, and `no-store` or `no-cache` keeps it out (see ``ResponseCache``).
+    /// can shorten it, never lengthen it, and `no-store` keeps it out (`no-cache` too, unless it has an `ETag` or a
+    /// `Last-Modified` to be revalidated with; see ``ResponseCache``). Once it has passed, a stored response with a
+    /// validator is revalidated (a conditional request, whose 304 serves it for another time to live).
     ///
     /// It is the response's freshness lifetime, counted from when the origin server made it, as RFC 9111 counts a
     /// lifetime: the age the response already has when it comes (its `Age` header, the time it spent in a CDN or a

@@ -88,8 +88,9 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertLifetime(["Cache-Control": #"ext="a, no-store", max-age=30"#], servedAt: 29, expiredAt: 31)
     }
 
-    /// `no-cache`, with or without field names, asks for revalidation before every reuse, which this cache never
-    /// does: such a response is not stored.
+    /// `no-cache`, with or without field names, asks for revalidation before every reuse: a response without a
+    /// validator (`ETag`, `Last-Modified`) to revalidate it with is not stored (with one, see
+    /// `ResponseCacheRevalidationTests`).
     func testNoCacheResponsesAreNotStored() throws {
         try assertNotStored(["Cache-Control": "no-cache"])
         try assertNotStored(["Cache-Control": "max-age=60, No-Cache"])

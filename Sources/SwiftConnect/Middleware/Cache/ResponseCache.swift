@@ -39,15 +39,38 @@ import Foundation
 /// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
-/// The cache is private (its client's) and never revalidates: it sends no conditional requests, and serves a response
-/// past its time to live only to a request that accepts one (`max-stale`, `.returnCacheData…`, below). It reads the
-/// response's headers as RFC 9111 asks of such a cache:
+/// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
+/// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
+///
+/// - A GET or HEAD whose stored response is stale (or not fresh enough for the request's `max-age` or `min-fresh`)
+///   and has a validator goes to the network conditional on it: with `If-None-Match` naming its `ETag` and
+///   `If-Modified-Since` naming its `Last-Modified`, under the request's own credentials and key. A request that is
+///   conditional already (`If-None-Match`, `If-Modified-Since`, `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as
+///   it is, and its caller gets the server's 304. A response without a validator, one a redirect led to, and a
+///   request that bypasses the cache (``CacheRule/bypassesCache``, a reloading policy or request directive) fetch
+///   a full response as before.
+/// - A `304 Not Modified` is served as the stored response: its status and body, its headers updated by the 304's
+///   (but `Content-Length`, `Content-Encoding`, `Transfer-Encoding`, `Content-Range` and the connection's fields), its
+///   `Age` the 304's. It is stored again as a new answer would be: fresh for the rule's time to live (or the
+///   updated `max-age`) from now. A 304 for another representation (an `ETag`, or without one a `Last-Modified`,
+///   other than the stored one's) sends the request again without conditions, and that answer counts.
+/// - Any other answer counts as it would without a stored response: a 2xx replaces it; a 5xx or a failure (the
+///   network down) is the call's result, and the stale response is kept, not served in its place (serve it
+///   offline with `max-stale` or `.returnCacheData…`).
+/// - The conditional request and the 304 go between the cache and the network: your middlewares, which run before
+///   the cache, see the request as it was made and the response served (a 200); the client's plugins, observers
+///   and metrics, which see each attempt on the wire, see the conditional request and the 304: a
+///   ``ConnectEvent/cacheLookup(hit:)`` miss, then an attempt that ended 304, then a call that ended 200. It counts
+///   as a miss, not a hit (``hitCount``).
+///
+/// It reads the response's headers as RFC 9111 asks of a private cache:
 ///
 /// - `Cache-Control` is a comma-separated list of directives: names in any case, arguments as tokens or quoted
 ///   strings (a comma inside quotes separates nothing); several `Cache-Control` lines count as one list. A
 ///   directive is matched by its whole name, never as part of another name or of an argument.
-/// - `no-store` keeps the response out of the cache, and so does `no-cache`, with or without field names: it
-///   allows reuse only after revalidation.
+/// - `no-store` keeps the response out of the cache. `no-cache`, with or without field names, allows reuse only
+///   after revalidation: a response that says it is stored stale, to be revalidated before every use (never served
+///   stale to `max-stale`), when it has a validator (`ETag`, `Last-Modified`), and kept out without one.
 /// - `Age` (when a non-negative integer, else 0; values over 2³¹ count as 2³¹) is how old the response was when it
 ///   came: it counts against the time to live, whichever sets it (the rule, `max-age` or `Expires`). A response
 ///   `Age: 3000` under a rule of 3600 seconds is served for 600 seconds more.
@@ -58,10 +81,11 @@ import Foundation
 ///   one, from its arrival) to that date. An `Expires` that is not an HTTP-date (such as `0`) means already
 ///   expired: the response is not stored.
 /// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
-/// - `must-revalidate` keeps a response from being served stale to a `max-stale` request (the app's own
-///   `.returnCacheData…` policy still serves it, as URLSession's does).
+/// - `must-revalidate` keeps a response from being served stale to a `max-stale` request: it is revalidated instead
+///   (the app's own `.returnCacheData…` policy still serves it, as URLSession's does).
 /// - Other directives change nothing: `public` (but for a status other than 200, 203 and 204, above), `private`,
-///   `s-maxage` and `proxy-revalidate` concern shared caches, and `immutable` only reloads. Without any of these
+///   `s-maxage` and `proxy-revalidate` concern shared caches, and `immutable` only reloads. A response stale on
+///   arrival (`max-age=0`) is not stored, validator or not. Without any of these
 ///   headers, the rule alone decides.
 /// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
@@ -387,7 +411,9 @@ public final class ResponseCache: Sendable {
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let accepts = { (freshness: StoredFreshness) in servesStale || Self.accepts(freshness, now: now, asks: asks) }
-        let (found, fetch, generation, seen) = state.withLock { state -> (Entry?, UInt64, UInt64, UInt64?) in
+        let (found, stale, fetch, generation, seen) = state.withLock {
+            state -> (Entry?, Entry?, UInt64, UInt64, UInt64?) in
+            var stale: Entry?
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
                 entry.response.data.count <= limit, entry.matches(request), servesRedirected || !entry.isRedirected
@@ -395,20 +421,27 @@ public final class ResponseCache: Sendable {
                 if accepts(entry.freshness) {
                     state.hits += 1
                     state.touch(key)
-                    return (entry, 0, 0, nil)
+                    return (entry, nil, 0, 0, nil)
                 }
                 // Kept, stale or not fresh enough for this request: a later one may accept it (`max-stale`, offline),
-                // until this fetch's answer replaces it or the size limit evicts it.
+                // until this fetch's answer replaces it or the size limit evicts it. Until then, revalidated.
+                stale = entry
             }
             state.misses += 1
             state.fetches &+= 1
-            return (nil, state.fetches, state.generation, state.entries[key]?.insertion)
+            return (nil, stale, state.fetches, state.generation, state.entries[key]?.insertion)
         }
         var cached = found.map { Self.aged($0.response, generated: $0.freshness.generated, now: now) }
-        if cached == nil, !bypasses {
-            cached = storedResponse(
+        var revalidated = stale
+        if cached == nil, !bypasses, stale == nil {
+            switch storedResponse(
                 forKey: key, request: request, method: method, limit: limit, servesRedirected: servesRedirected,
                 accepts: accepts, generation: generation, fetch: fetch, seen: seen)
+            {
+            case .fresh(let response): cached = response
+            case .stale(let entry): revalidated = entry
+            case .none: break
+            }
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
@@ -425,7 +458,12 @@ public final class ResponseCache: Sendable {
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         let hasCredentials = credentials != nil
         let requestURL = request.url
-        let response = next(request)
+        let response: Future<ConnectResponse>
+        if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
+            response = Self.revalidating(revalidated, by: conditional, for: request, next: next)
+        } else {
+            response = next(request)
+        }
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
             let resources = Self.resources(asked: requestURL, answered: response.storedHead.url)
@@ -507,20 +545,29 @@ public final class ResponseCache: Sendable {
             request: .sent(request), underlyingError: URLError(.resourceUnavailable))
     }
 
+    /// What ``storage`` has for a request, as `storedResponse(forKey:…)` reads it.
+    private enum StorageRead {
+        /// A response the request accepts, to serve.
+        case fresh(ConnectResponse)
+        /// One the request does not accept as it is (stale, or not fresh enough for it): to revalidate.
+        case stale(Entry)
+    }
+
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory unless memory
     /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any): a
-    /// refetch's newer answer is not replaced by what a storage read found before it. `nil` when it has none that
-    /// fits, or only one a redirect led to and `servesRedirected` is `false`.
+    /// refetch's newer answer is not replaced by what a storage read found before it; or one it does not accept, to
+    /// revalidate (neither served nor kept). `nil` when it has none that fits, or only one a redirect led to and
+    /// `servesRedirected` is `false`.
     private func storedResponse(
         forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, servesRedirected: Bool,
         accepts: (StoredFreshness) -> Bool,
         generation: UInt64, fetch: UInt64, seen: UInt64?
-    ) -> ConnectResponse? {
+    ) -> StorageRead? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
             case let freshness = StoredFreshness(
                 expiry: stored.expiry, generated: ResponseFreshness.generated(stored, now: now()),
                 mustRevalidate: ResponseFreshness.mustRevalidate(stored.headers)),
-            accepts(freshness), stored.body.count <= limit,
+            stored.body.count <= limit,
             stored.varying.allSatisfy({ request.value(forHTTPHeaderField: $0.name) == $0.value })
         else { return nil }
         var fields = HeaderFields()
@@ -537,6 +584,7 @@ public final class ResponseCache: Sendable {
         let entry = Entry(
             response: response, freshness: freshness, size: Self.estimatedSize(of: response), tick: 0,
             method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
+        guard accepts(freshness) else { return .stale(entry) }
         // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
         // served, nor kept.
         let isCurrent = state.withLock { state -> Bool in
@@ -548,7 +596,97 @@ public final class ResponseCache: Sendable {
             }
             return true
         }
-        return isCurrent ? Self.aged(response, generated: freshness.generated, now: now()) : nil
+        return isCurrent ? .fresh(Self.aged(response, generated: freshness.generated, now: now())) : nil
+    }
+
+    // MARK: - Revalidation
+
+    /// The request fields that make a request conditional (RFC 9110 §13.1): a request that carries one is the
+    /// caller's own conditional request, which the cache sends as it is.
+    private static let conditionalFields = [
+        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
+    ]
+
+    /// `request` made conditional on `stale` (RFC 9111 §4.3.1): with `If-None-Match` naming its `ETag` and
+    /// `If-Modified-Since` its `Last-Modified`. `nil` when the response has no validator (or none that can be sent),
+    /// when the request is not a GET or HEAD, when it is conditional already (its caller handles the 304), or when a
+    /// redirect led to the stored response (a conditional request to the URL asked for would be about another
+    /// resource than the one stored).
+    private static func conditional(_ request: ConnectRequest, for stale: Entry) -> ConnectRequest? {
+        guard request.method == .get || request.method == .head, !stale.isRedirected,
+            !conditionalFields.contains(where: { request.value(forHTTPHeaderField: $0) != nil })
+        else { return nil }
+        var conditional = request
+        var isConditional = false
+        for (validator, field) in [("ETag", "If-None-Match"), ("Last-Modified", "If-Modified-Since")] {
+            guard let header = stale.response.header(validator),
+                case let value = String(ResponseFreshness.trimmed(Substring(header))), !value.isEmpty,
+                HeaderField(name: HeaderField.Name(field), value: value).isValid
+            else { continue }
+            conditional.setValue(value, forHTTPHeaderField: field)
+            isConditional = true
+        }
+        return isConditional ? conditional : nil
+    }
+
+    /// Sends `conditional` through `next`; a 304 answer is served as the `stale` response it validated, with its
+    /// headers updated (``updated(_:with:request:)``). A 304 that validates another response (its `ETag` or
+    /// `Last-Modified` is not the stored one's) sends `request` again, without conditions: its caller did not ask for
+    /// a 304. Any other answer or failure is the call's, as it is.
+    private static func revalidating(
+        _ stale: Entry, by conditional: ConnectRequest, for request: ConnectRequest,
+        next: @escaping Middleware.Next
+    ) -> Future<ConnectResponse> {
+        next(conditional).flatMap { answer in
+            guard answer.statusCode == 304 else { return Future(value: answer) }
+            guard let updated = updated(stale.response, with: answer, request: request) else { return next(request) }
+            return Future(value: updated)
+        }
+    }
+
+    /// The fields of a 304 that do not update a stored response (RFC 9111 §3.2): the stored body's own framing and
+    /// coding, and the fields of the connection that carried the 304.
+    private static let fieldsNotUpdated: Set<String> = [
+        "content-length", "content-encoding", "transfer-encoding", "content-range", "connection", "keep-alive",
+        "proxy-connection", "te", "trailer", "upgrade",
+    ]
+
+    /// `stored` as a 304 `answer` validated it (RFC 9111 §4.3.4): its status and body, each of its fields the 304
+    /// carries replaced by the 304's (but ``fieldsNotUpdated``), its `Age` the 304's (none: 0), and `request` as the
+    /// request it answers. `nil` when the 304 names another representation: an `ETag` other than the stored one's
+    /// (compared weakly, as `If-None-Match` is), or, without `ETag`, a `Last-Modified` other than the stored one's.
+    private static func updated(
+        _ stored: ConnectResponse, with answer: ConnectResponse, request: ConnectRequest
+    ) -> ConnectResponse? {
+        let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
+        let weak = { (etag: String) in etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag }
+        if let etag = trimmed(answer.header("ETag")) {
+            guard let storedETag = trimmed(stored.header("ETag")), weak(storedETag) == weak(etag) else { return nil }
+        } else if let lastModified = trimmed(answer.header("Last-Modified")),
+            lastModified != trimmed(stored.header("Last-Modified"))
+        {
+            return nil
+        }
+        var fields = stored.head.headerFields
+        fields[HeaderField.Name("Age")] = nil
+        let updates = answer.head.headerFields.filter { !fieldsNotUpdated.contains($0.name.canonicalName) }
+        var names: [HeaderField.Name] = []
+        for field in updates where !names.contains(field.name) { names.append(field.name) }
+        for name in names {
+            fields[values: name] = updates.filter { $0.name == name }.map(\.value)
+        }
+        let httpVersion: String
+        switch stored.storedHead {
+        case .parts(let parts): httpVersion = parts.httpVersion
+        case .foundation: httpVersion = "HTTP/1.1"
+        }
+        var updated = stored
+        updated.storedHead = .parts(
+            ResponseParts(
+                url: stored.storedHead.url ?? request.url,
+                head: ResponseHead(status: stored.statusCode, headerFields: fields), httpVersion: httpVersion))
+        updated.storedRequest = .sent(request)
+        return updated
     }
 
     /// `response` as the cache serves it `now`: with one `Age` field, its current age in whole seconds (RFC 9111

@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// How long a ``ResponseCache`` may serve a response, by its rule and by the response's own `Cache-Control`,
-/// `Expires`, `Age`, `Date` and `Pragma` headers, as RFC 9111 asks of a private cache that never revalidates.
+/// `Expires`, `Age`, `Date` and `Pragma` headers, as RFC 9111 asks of a private cache.
 enum ResponseFreshness {
     /// The number `delta-seconds` values saturate at (RFC 9111 §1.2.2): 2³¹.
     static let maxDeltaSeconds: TimeInterval = 2_147_483_648
@@ -13,12 +13,14 @@ enum ResponseFreshness {
     /// How a stored response may be served: for how long, how old it was when it came, and whether it is never
     /// served stale. Read once, when the response is stored.
     struct Freshness: Equatable {
-        /// How long it may be served from its arrival on, positive.
+        /// How long it may be served from its arrival on: positive, or 0 for a response that is stored only to be
+        /// revalidated (`no-cache`).
         var lifetime: TimeInterval
         /// Its age on arrival, in seconds (``initialAge(_:)``): its age is that plus the time since it
         /// came.
         var age: TimeInterval
-        /// Whether it says `Cache-Control: must-revalidate`: once stale, it is not served (RFC 9111 §4.2.4).
+        /// Whether it says `Cache-Control: must-revalidate` or `no-cache`: once stale, it is not served (RFC 9111
+        /// §4.2.4) unless the app's own `.returnCacheData…` policy asks for it.
         var mustRevalidate: Bool
     }
 
@@ -30,8 +32,10 @@ enum ResponseFreshness {
     ///   - response: The response, whose status was checked already.
     ///   - timeToLive: The rule's time to live, positive.
     ///   - now: When the response arrived: the `Date` of a response without one.
-    /// - Returns: Its freshness, with a positive lifetime; `nil` when the response must not be stored: `no-store`,
-    ///   `no-cache` (this cache cannot revalidate), `Pragma: no-cache` without `Cache-Control`, stale on arrival
+    /// - Returns: Its freshness, with a positive lifetime, or with none for a response that says `no-cache` and has
+    ///   a validator (`ETag`, `Last-Modified`): stored to be revalidated before each use (RFC 9111 §5.2.2.4), never
+    ///   served stale; `nil` when the response must not be stored: `no-store`, `no-cache` without a validator
+    ///   (nothing to revalidate it with), `Pragma: no-cache` without `Cache-Control`, stale on arrival
     ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`), or of a status
     ///   not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`.
     static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
@@ -42,7 +46,11 @@ enum ResponseFreshness {
         var isHeuristicallyCacheable = heuristicallyCacheable.contains(response.statusCode)
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
-            if directives.noStore || directives.noCache { return nil }
+            if directives.noStore { return nil }
+            if directives.noCache {
+                guard hasValidator(response) else { return nil }
+                return Freshness(lifetime: 0, age: age, mustRevalidate: true)
+            }
             mustRevalidate = directives.mustRevalidate
             isHeuristicallyCacheable = isHeuristicallyCacheable || directives.isPublic
             if let maxAge = directives.maxAge {
@@ -74,11 +82,19 @@ enum ResponseFreshness {
     /// `Expires`) or say `public` (RFC 9111 §4.2.2), as URLCache does not store them either.
     static let heuristicallyCacheable: Set<Int> = [200, 203, 204]
 
-    /// Whether headers kept by a storage say `Cache-Control: must-revalidate` (several lines read as one list).
+    /// Whether `response` has a validator a conditional request can name: a non-empty `ETag` or `Last-Modified`.
+    static func hasValidator(_ response: ConnectResponse) -> Bool {
+        ["ETag", "Last-Modified"].contains { !trimmed(Substring(response.header($0) ?? "")).isEmpty }
+    }
+
+    /// Whether headers kept by a storage say `Cache-Control: must-revalidate` or `no-cache` (several lines read as
+    /// one list): once stale, such a response is revalidated, not served stale.
     static func mustRevalidate(_ headers: [StoredResponse.HeaderPair]) -> Bool {
         let lines = headers.filter { HTTPHeader.asciiCaseInsensitiveEquals($0.name, "Cache-Control") }
             .compactMap(\.value)
-        return !lines.isEmpty && CacheDirectives(lines.joined(separator: ", ")).mustRevalidate
+        guard !lines.isEmpty else { return false }
+        let directives = CacheDirectives(lines.joined(separator: ", "))
+        return directives.mustRevalidate || directives.noCache
     }
 
     /// When a response kept by a storage was as old as nothing (RFC 9111 §4.2.3, from the cache's own clock): its

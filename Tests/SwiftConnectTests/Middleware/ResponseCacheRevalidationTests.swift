@@ -1,0 +1,362 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// How the ``ResponseCache`` revalidates a stored response that is no longer fresh (RFC 9111 §4.3): a conditional
+/// request with its validators, a `304 Not Modified` served as the stored response with updated headers.
+final class ResponseCacheRevalidationTests: XCTestCase {
+    private let base = URL(string: "https://api.example.com")!
+    private let rule = RequestOptions(cache: CacheRule(timeToLive: 60))
+
+    /// A server whose resource has a version: a request whose `If-None-Match` or `If-Modified-Since` names the
+    /// current one is answered 304, any other 200 with the body `version <n>`.
+    private final class Server: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects every var.
+        private let lock = NSLock()
+        private var _version = 1
+        private var _failure: Int?
+        private var _notModifiedETag: String?
+        private var _extraHeaders: [String: String] = [:]
+        private var _notModifiedHeaders: [String: String] = [:]
+        private var _sendsETag = true
+
+        /// Headers of every 200.
+        var extraHeaders: [String: String] {
+            get { lock.withLock { _extraHeaders } }
+            set { lock.withLock { _extraHeaders = newValue } }
+        }
+
+        /// Headers of every 304.
+        var notModifiedHeaders: [String: String] {
+            get { lock.withLock { _notModifiedHeaders } }
+            set { lock.withLock { _notModifiedHeaders = newValue } }
+        }
+
+        /// Whether its answers carry an `ETag`.
+        var sendsETag: Bool {
+            get { lock.withLock { _sendsETag } }
+            set { lock.withLock { _sendsETag = newValue } }
+        }
+
+        var version: Int {
+            get { lock.withLock { _version } }
+            set { lock.withLock { _version = newValue } }
+        }
+
+        /// A status every request is answered with instead, while set (a 503 outage).
+        var failure: Int? {
+            get { lock.withLock { _failure } }
+            set { lock.withLock { _failure = newValue } }
+        }
+
+        /// The `ETag` a 304 names instead of the current one, while set.
+        var notModifiedETag: String? {
+            get { lock.withLock { _notModifiedETag } }
+            set { lock.withLock { _notModifiedETag = newValue } }
+        }
+
+        let lastModified = "Mon, 12 Jan 1970 13:46:40 GMT"
+
+        func answer(_ request: URLRequest) -> Result<ConnectResponse, any Error> {
+            let (version, failure, notModifiedETag) = lock.withLock { (_version, _failure, _notModifiedETag) }
+            let (extraHeaders, notModifiedHeaders, sendsETag) = lock.withLock {
+                (_extraHeaders, _notModifiedHeaders, _sendsETag)
+            }
+            if let failure { return .success(ConnectResponse(request: request, statusCode: failure)!) }
+            let etag = "\"v\(version)\""
+            let matches =
+                request.value(forHTTPHeaderField: "If-None-Match") == etag
+                || (request.value(forHTTPHeaderField: "If-None-Match") == nil
+                    && request.value(forHTTPHeaderField: "If-Modified-Since") == lastModified && version == 1)
+            if matches {
+                var headers = notModifiedHeaders
+                if sendsETag { headers["ETag"] = notModifiedETag ?? etag }
+                headers["Content-Length"] = "0"
+                return .success(ConnectResponse(request: request, statusCode: 304, headers: headers)!)
+            }
+            let body = Data("version \(version)".utf8)
+            var headers = extraHeaders
+            if sendsETag { headers["ETag"] = etag }
+            headers["Content-Length"] = String(body.count)
+            headers["Content-Type"] = "text/plain"
+            return .success(ConnectResponse(request: request, statusCode: 200, headers: headers, data: body)!)
+        }
+    }
+
+    private func client(
+        _ server: Server, clock: ManualClock, storage: (any ResponseCacheStorage)? = nil,
+        observer: ConnectObserverTests.RecordingObserver? = nil
+    ) -> (Connect, FakeTransport, ResponseCache) {
+        let transport = FakeTransport.answering(.handler { server.answer($0) })
+        let cache = ResponseCache(maxBytes: 1_000_000, storage: storage, now: { clock.now })
+        let settings = Connect.Settings(observers: observer.map { [$0] } ?? [])
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache, settings: settings)
+        return (connect, transport, cache)
+    }
+
+    private func get(
+        _ connect: Connect, headers: [HTTPHeader] = [], options: RequestOptions? = nil
+    ) throws -> ConnectResponse {
+        try connect.response(for: Route("/a", baseURL: base, headers: headers), options: options ?? rule)
+            .wait(timeout: 5)
+    }
+
+    // MARK: - Conditional requests
+
+    /// A stale response with an `ETag` is revalidated with `If-None-Match`; the 304 serves the stored status and body,
+    /// with the stored headers updated by the 304's (but not its `Content-Length`), and the response is fresh again
+    /// for the rule's time to live, counted from the 304.
+    func testAStaleResponseWithAnETagIsRevalidatedAndA304ServesTheStoredBody() throws {
+        let server = Server()
+        server.extraHeaders = ["X-Served": "first"]
+        server.notModifiedHeaders = ["X-Served": "revalidated", "Cache-Control": "max-age=60"]
+        let clock = ManualClock()
+        let (connect, transport, cache) = client(server, clock: clock)
+        _ = try get(connect)
+
+        clock.advance(61)
+        let revalidated = try get(connect)
+
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(revalidated.statusCode, 200)
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(revalidated.header("X-Served"), "revalidated", "the 304's headers update the stored ones")
+        XCTAssertEqual(revalidated.header("Cache-Control"), "max-age=60")
+        XCTAssertEqual(revalidated.header("Content-Length"), "9", "the 304's Content-Length is not the body's")
+        XCTAssertEqual(revalidated.header("Content-Type"), "text/plain")
+        XCTAssertNil(
+            revalidated.sentRequest.value(forHTTPHeaderField: "If-None-Match"),
+            "the caller's response names the request it made")
+
+        // Fresh again: served from memory for 60 seconds from the 304, then revalidated once more.
+        clock.advance(59)
+        let served = try get(connect)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(String(decoding: served.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(served.header("X-Served"), "revalidated")
+        XCTAssertEqual(cache.hitCount, 1)
+        clock.advance(2)
+        _ = try get(connect)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+    }
+
+    /// A stale response with only a `Last-Modified` is revalidated with `If-Modified-Since`.
+    func testAStaleResponseWithLastModifiedIsRevalidatedWithIfModifiedSince() throws {
+        let server = Server()
+        server.sendsETag = false
+        server.extraHeaders = ["Last-Modified": server.lastModified]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        let revalidated = try get(connect)
+
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-Modified-Since"), server.lastModified)
+        XCTAssertEqual(revalidated.statusCode, 200)
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+    }
+
+    /// A 200 answer to the revalidation replaces the stored response.
+    func testA200AnswerToARevalidationReplacesTheStoredResponse() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        server.version = 2
+        clock.advance(61)
+
+        let changed = try get(connect)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: changed.data, as: UTF8.self), "version 2")
+        clock.advance(30)
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 2")
+        XCTAssertEqual(transport.requests.count, 2)
+        clock.advance(31)
+        _ = try get(connect)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v2\"")
+    }
+
+    /// A request whose caller set conditional headers of its own goes out untouched: the cache adds none of its own.
+    func testACallersOwnConditionalHeadersAreLeftAlone() throws {
+        let server = Server()
+        server.extraHeaders = ["Last-Modified": server.lastModified]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        server.version = 2
+
+        let answer = try get(connect, headers: [HTTPHeader(name: "If-None-Match", value: "\"mine\"")])
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"mine\"")
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-Modified-Since"))
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 2")
+    }
+
+    /// A stored response without a validator is fetched again as before, with no conditional header.
+    func testAStaleResponseWithoutAValidatorIsFetchedAgain() throws {
+        let clock = ManualClock()
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try get(connect)
+        clock.advance(61)
+        _ = try get(connect)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-Modified-Since"))
+    }
+
+    /// A 304 naming another `ETag` than the stored response's does not answer for it: the request is sent again
+    /// without conditions, and that answer served and stored.
+    func testA304ForAnotherETagSendsTheRequestAgainUnconditionally() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        server.notModifiedETag = "\"other\""
+
+        let answer = try get(connect)
+        XCTAssertEqual(transport.requests.count, 3)
+        let sent = transport.requests.map { $0.value(forHTTPHeaderField: "If-None-Match") }
+        XCTAssertEqual(sent, [nil, "\"v1\"", nil], "the first request, the revalidation, the same without conditions")
+        XCTAssertEqual(answer.statusCode, 200)
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
+    }
+
+    /// A server error during revalidation fails the call as before (the stale response is not served in its place)
+    /// and leaves the stored response, which a later 304 still serves.
+    func testAServerErrorDuringRevalidationFailsAndKeepsTheStoredResponse() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, cache) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        server.failure = 503
+
+        XCTAssertThrowsError(try get(connect)) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 503)
+        }
+        XCTAssertEqual(cache.count, 1)
+        server.failure = nil
+        let revalidated = try get(connect)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+    }
+
+    // MARK: - no-cache
+
+    /// A response that says `no-cache` and has a validator is stored, and revalidated before every use: never
+    /// served as it is, even to a request that accepts a stale one.
+    func testANoCacheResponseWithAValidatorIsStoredAndAlwaysRevalidated() throws {
+        let server = Server()
+        server.extraHeaders = ["Cache-Control": "no-cache"]
+        server.notModifiedHeaders = ["Cache-Control": "no-cache"]
+        let clock = ManualClock()
+        let (connect, transport, cache) = client(server, clock: clock)
+        _ = try get(connect)
+        XCTAssertEqual(cache.count, 1)
+
+        let revalidated = try get(connect)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+
+        _ = try get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "max-stale")])
+        XCTAssertEqual(transport.requests.count, 3, "max-stale does not serve a no-cache response unvalidated")
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(cache.hitCount, 0)
+    }
+
+    // MARK: - Keys, credentials, storage
+
+    /// A revalidation goes out under the caller's credentials, for the caller's own stored response: another user's
+    /// stale response is neither revalidated for nor served to them.
+    func testARevalidationStaysWithinOneSetOfCredentials() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        let alice = [HTTPHeader(name: "Authorization", value: "Bearer alice")]
+        let bob = [HTTPHeader(name: "Authorization", value: "Bearer bob")]
+        _ = try get(connect, headers: alice)
+        clock.advance(61)
+
+        _ = try get(connect, headers: bob)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "bob has nothing stored")
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "Authorization"), "Bearer bob")
+
+        let revalidated = try get(connect, headers: alice)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "Authorization"), "Bearer alice")
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+    }
+
+    /// A stale response in the storage (after a restart: a new cache over the same storage) is revalidated too, and
+    /// the 304 makes the stored copy fresh again there.
+    func testAStaleResponseInTheStorageIsRevalidatedAndRefreshed() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let storage = MemoryResponseStorage()
+        let (first, _, _) = client(server, clock: clock, storage: storage)
+        _ = try get(first)
+        clock.advance(61)
+
+        let (second, transport, _) = client(server, clock: clock, storage: storage)
+        let revalidated = try get(second)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+        let key = "GET https://api.example.com/a"
+        XCTAssertEqual(storage.response(forKey: key)?.expiry, clock.now.addingTimeInterval(60))
+
+        let (third, thirdTransport, _) = client(server, clock: clock, storage: storage)
+        clock.advance(30)
+        XCTAssertEqual(String(decoding: try get(third).data, as: UTF8.self), "version 1")
+        XCTAssertEqual(thirdTransport.requests.count, 0, "fresh again in the storage")
+    }
+
+    /// `only-if-cached` never sends a revalidation: a stale response is not served, and nothing is sent.
+    func testOnlyIfCachedSendsNoRevalidation() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        XCTAssertThrowsError(try get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "only-if-cached")]))
+        XCTAssertEqual(transport.requests.count, 1)
+        let stale = try get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "max-stale")])
+        XCTAssertEqual(transport.requests.count, 1, "max-stale serves the stale response as before")
+        XCTAssertEqual(String(decoding: stale.data, as: UTF8.self), "version 1")
+    }
+
+    // MARK: - Observation
+
+    /// What an observer sees of a revalidation: a cache miss, an attempt that ended 304, and a call that ended with
+    /// the stored response's status.
+    func testAnObserverSeesTheMissThe304AndTheServedStatus() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let observer = ConnectObserverTests.RecordingObserver()
+        let (connect, _, _) = client(server, clock: clock, observer: observer)
+        _ = try get(connect)
+        clock.advance(61)
+        _ = try get(connect)
+
+        XCTAssertEqual(
+            observer.events.values,
+            [
+                "cache miss", "start 1 -", "end 1 200", "call 200 after 1",
+                "cache miss", "start 1 -", "end 1 304", "call 200 after 1",
+            ])
+    }
+}
