@@ -1,0 +1,51 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+/// Revalidation through a real engine (``TransportUnderTest``) to a server on 127.0.0.1 that answers
+/// `If-None-Match` with `304 Not Modified`.
+final class ResponseCacheRevalidationIntegrationTests: XCTestCase {
+    /// A stale response goes back to the server conditional on its `ETag`, under the caller's credentials; the
+    /// server's 304 (no body) serves the stored body with the 304's headers, fresh again for the rule's time to live.
+    func testAStaleResponseIsRevalidatedAndTheServers304ServesTheStoredBody() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let seen = Recorder<(ifNoneMatch: String?, authorization: String?)>()
+        server.route("GET", "/config") { request in
+            seen.append((request.header("If-None-Match"), request.header("Authorization")))
+            if request.header("If-None-Match") == "\"v1\"" {
+                return LocalServer.Response(
+                    status: 304, headers: [("ETag", "\"v1\""), ("X-Checked", "again"), ("Cache-Control", "max-age=60")])
+            }
+            return LocalServer.Response(
+                headers: [("ETag", "\"v1\""), ("X-Checked", "once"), ("Content-Type", "application/json")],
+                body: Data(#"{"theme":"dark"}"#.utf8))
+        }
+        let clock = ManualClock()
+        let cache = ResponseCache(now: { clock.now })
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: cache)
+        let route = Route(
+            "/config", baseURL: server.baseURL, headers: [HTTPHeader(name: "Authorization", value: "Bearer alice")],
+            options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+
+        let first = try connect.response(for: route).wait(timeout: 10)
+        clock.advance(61)
+        let revalidated = try connect.response(for: route).wait(timeout: 10)
+        clock.advance(30)
+        let served = try connect.response(for: route).wait(timeout: 10)
+
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/config"), 2, "the third is served from memory")
+        let requests = seen.values
+        XCTAssertEqual(requests.map(\.ifNoneMatch), [nil, "\"v1\""])
+        XCTAssertEqual(requests.map(\.authorization), ["Bearer alice", "Bearer alice"])
+        XCTAssertEqual(revalidated.statusCode, 200)
+        XCTAssertEqual(revalidated.data, first.data)
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), #"{"theme":"dark"}"#)
+        XCTAssertEqual(revalidated.header("X-Checked"), "again")
+        XCTAssertEqual(revalidated.header("Content-Length"), "16")
+        XCTAssertEqual(served.data, first.data)
+        XCTAssertEqual(served.header("X-Checked"), "again")
+        XCTAssertEqual(cache.hitCount, 1)
+    }
+}
