@@ -325,6 +325,97 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(thirdTransport.requests.count, 0, "fresh again in the storage")
     }
 
+    /// A stored response that varies on a header the request has another value of is not revalidated for it: the
+    /// request goes out unconditional, and its answer replaces the variant.
+    func testAVariantForOtherHeaderValuesIsNotRevalidated() throws {
+        let server = Server()
+        server.extraHeaders = ["Vary": "Accept-Language"]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        let english = [HTTPHeader(name: "Accept-Language", value: "en")]
+        _ = try get(connect, headers: english)
+        clock.advance(61)
+
+        _ = try get(connect, headers: [HTTPHeader(name: "Accept-Language", value: "fr")])
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+        clock.advance(61)
+        _ = try get(connect, headers: [HTTPHeader(name: "Accept-Language", value: "fr")])
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+    }
+
+    /// A response stored under a rule's custom key is revalidated under that key.
+    func testAResponseUnderACustomKeyIsRevalidated() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, cache) = client(server, clock: clock)
+        let keyed = RequestOptions(cache: CacheRule(timeToLive: 60, key: "settings"))
+        _ = try get(connect, options: keyed)
+        clock.advance(61)
+        let revalidated = try get(connect, options: keyed)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+        clock.advance(1)
+        _ = try get(connect, options: keyed)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(cache.hitCount, 1)
+    }
+
+    /// A successful write to the resource while its revalidation is in flight: the caller still gets the validated
+    /// response, but it is not stored again over the removal.
+    func testAWriteDuringARevalidationKeepsItsResponseOutOfTheCache() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
+        transport.stub(.get, "/a", with: [.handler { server.answer($0) }, revalidation])
+        transport.stub(.put, "/a", with: .status(204))
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try get(connect)
+        clock.advance(61)
+
+        let revalidating = connect.response(for: Route("/a", baseURL: base), options: rule)
+        _ = try transport.requestsReceived(count: 2).wait(timeout: 5)
+        _ = try connect.response(for: Route("/a", baseURL: base, method: .put)).wait(timeout: 5)
+        XCTAssertEqual(cache.count, 0)
+        gate.succeed(())
+
+        let answer = try revalidating.wait(timeout: 5)
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(cache.count, 0, "not stored over the write's removal")
+        XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+    }
+
+    /// Identical stale requests in flight together share one conditional request when the client coalesces them,
+    /// and each gets the stored body.
+    func testCoalescedRevalidationsShareOneConditionalRequest() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
+        transport.stub(.get, "/a", with: [.handler { server.answer($0) }, revalidation])
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, responseCache: cache,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        _ = try get(connect)
+        clock.advance(61)
+
+        let first = connect.response(for: Route("/a", baseURL: base), options: rule)
+        _ = try transport.requestsReceived(count: 2).wait(timeout: 5)
+        let second = connect.response(for: Route("/a", baseURL: base), options: rule)
+        gate.succeed(())
+
+        for answer in [try first.wait(timeout: 5), try second.wait(timeout: 5)] {
+            XCTAssertEqual(answer.statusCode, 200)
+            XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
+        }
+        XCTAssertEqual(transport.requests.count, 2, "one shared conditional request")
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+    }
+
     /// `only-if-cached` never sends a revalidation: a stale response is not served, and nothing is sent.
     func testOnlyIfCachedSendsNoRevalidation() throws {
         let server = Server()
