@@ -304,25 +304,35 @@ final class ResponseCacheRevalidationTests: XCTestCase {
     /// A stale response in the storage (after a restart: a new cache over the same storage) is revalidated too, and
     /// the 304 makes the stored copy fresh again there.
     func testAStaleResponseInTheStorageIsRevalidatedAndRefreshed() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("revalidation-\(UUID())")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try assertRevalidated(in: MemoryResponseStorage())
+        try assertRevalidated(in: DiskResponseStorage(directory: folder))
+    }
+
+    private func assertRevalidated(
+        in storage: any ResponseCacheStorage, file: StaticString = #filePath, line: UInt = #line
+    ) throws {
         let server = Server()
         let clock = ManualClock()
-        let storage = MemoryResponseStorage()
         let (first, _, _) = client(server, clock: clock, storage: storage)
         _ = try get(first)
         clock.advance(61)
 
         let (second, transport, _) = client(server, clock: clock, storage: storage)
         let revalidated = try get(second)
-        XCTAssertEqual(transport.requests.count, 1)
-        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
-        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(transport.requests.count, 1, file: file, line: line)
+        XCTAssertEqual(
+            transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"", file: file, line: line)
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1", file: file, line: line)
         let key = "GET https://api.example.com/a"
-        XCTAssertEqual(storage.response(forKey: key)?.expiry, clock.now.addingTimeInterval(60))
+        XCTAssertEqual(
+            storage.response(forKey: key)?.expiry, clock.now.addingTimeInterval(60), file: file, line: line)
 
         let (third, thirdTransport, _) = client(server, clock: clock, storage: storage)
         clock.advance(30)
-        XCTAssertEqual(String(decoding: try get(third).data, as: UTF8.self), "version 1")
-        XCTAssertEqual(thirdTransport.requests.count, 0, "fresh again in the storage")
+        XCTAssertEqual(String(decoding: try get(third).data, as: UTF8.self), "version 1", file: file, line: line)
+        XCTAssertEqual(thirdTransport.requests.count, 0, "fresh again in the storage", file: file, line: line)
     }
 
     /// A stored response that varies on a header the request has another value of is not revalidated for it: the
