@@ -408,7 +408,8 @@ public struct CacheRule: Sendable, Hashable {
     /// It is the response's freshness lifetime, counted from when the origin server made it, as RFC 9111 counts a
     /// lifetime: the age the response already has when it comes (its `Age` header, the time it spent in a CDN or a
     /// proxy cache) counts against it. Under `CacheRule(timeToLive: 3600)`, a response that comes with `Age: 3000`
-    /// is served from the cache for 600 seconds more, and one with `Age: 3600` or more is not stored.
+    /// is served from the cache for 600 seconds more, and one with `Age: 3600` or more is not stored (unless it has
+    /// an `ETag` or a `Last-Modified`: then it is stored to be revalidated before it is used).
     public var timeToLive: TimeInterval
     /// The cache key; `nil` uses the method and the full URL.
     public var key: String?

@@ -278,6 +278,41 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(cache.hitCount, 0)
     }
 
+    /// A response stale on arrival (`max-age=0, private, must-revalidate`, as many frameworks send by default; an
+    /// `Expires` of `0`) with a validator is stored, and revalidated on every request; without `must-revalidate`,
+    /// a `max-stale` request may still be served it as it is.
+    func testAResponseStaleOnArrivalWithAValidatorIsStoredAndRevalidated() throws {
+        for headers in [["Cache-Control": "max-age=0, private, must-revalidate"], ["Expires": "0"]] {
+            let server = Server()
+            server.extraHeaders = headers
+            server.notModifiedHeaders = headers
+            let clock = ManualClock()
+            let (connect, transport, cache) = client(server, clock: clock)
+            _ = try get(connect)
+            XCTAssertEqual(cache.count, 1, "\(headers)")
+
+            let revalidated = try get(connect)
+            XCTAssertEqual(transport.requests.count, 2, "\(headers)")
+            XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"", "\(headers)")
+            XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1", "\(headers)")
+            XCTAssertEqual(cache.count, 1, "\(headers)")
+
+            _ = try get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "max-stale")])
+            let mustRevalidate = headers["Cache-Control"] != nil
+            XCTAssertEqual(transport.requests.count, mustRevalidate ? 3 : 2, "\(headers)")
+        }
+    }
+
+    /// Without a validator, a response stale on arrival is still not stored.
+    func testAResponseStaleOnArrivalWithoutAValidatorIsNotStored() throws {
+        let server = Server()
+        server.sendsETag = false
+        server.extraHeaders = ["Cache-Control": "max-age=0"]
+        let (connect, _, cache) = client(server, clock: ManualClock())
+        _ = try get(connect)
+        XCTAssertEqual(cache.count, 0)
+    }
+
     // MARK: - Keys, credentials, storage
 
     /// A revalidation goes out under the caller's credentials, for the caller's own stored response: another user's

@@ -76,16 +76,17 @@ import Foundation
 ///   `Age: 3000` under a rule of 3600 seconds is served for 600 seconds more.
 /// - `max-age=N` shortens the time to live to N seconds. Of several, the first counts; values over 2³¹ count as
 ///   2³¹. One that is not a non-negative integer makes the response stale, and a stale response (a time to live of
-///   0 or less, `Age` counted) is not stored.
+///   0 or less, `Age` counted) is not stored, unless it has a validator (`ETag`, `Last-Modified`): then it is
+///   stored stale, to be revalidated before it is used (`max-age=0, must-revalidate` with an `ETag`, as many servers
+///   send, is revalidated on every request).
 /// - Without `max-age`, `Expires` shortens the time to live to the time from the response's `Date` (or, without
 ///   one, from its arrival) to that date. An `Expires` that is not an HTTP-date (such as `0`) means already
-///   expired: the response is not stored.
+///   expired: the response is stale (not stored, or stored to be revalidated, as above).
 /// - Without `Cache-Control`, `Pragma: no-cache` keeps the response out of the cache.
 /// - `must-revalidate` keeps a response from being served stale to a `max-stale` request: it is revalidated instead
 ///   (the app's own `.returnCacheData…` policy still serves it, as URLSession's does).
 /// - Other directives change nothing: `public` (but for a status other than 200, 203 and 204, above), `private`,
-///   `s-maxage` and `proxy-revalidate` concern shared caches, and `immutable` only reloads. A response stale on
-///   arrival (`max-age=0`) is not stored, validator or not. Without any of these
+///   `s-maxage` and `proxy-revalidate` concern shared caches, and `immutable` only reloads. Without any of these
 ///   headers, the rule alone decides.
 /// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older

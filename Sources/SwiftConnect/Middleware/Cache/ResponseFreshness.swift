@@ -14,7 +14,7 @@ enum ResponseFreshness {
     /// served stale. Read once, when the response is stored.
     struct Freshness: Equatable {
         /// How long it may be served from its arrival on: positive, or 0 for a response that is stored only to be
-        /// revalidated (`no-cache`).
+        /// revalidated (`no-cache`, or stale on arrival, with a validator).
         var lifetime: TimeInterval
         /// Its age on arrival, in seconds (``initialAge(_:)``): its age is that plus the time since it
         /// came.
@@ -32,12 +32,12 @@ enum ResponseFreshness {
     ///   - response: The response, whose status was checked already.
     ///   - timeToLive: The rule's time to live, positive.
     ///   - now: When the response arrived: the `Date` of a response without one.
-    /// - Returns: Its freshness, with a positive lifetime, or with none for a response that says `no-cache` and has
-    ///   a validator (`ETag`, `Last-Modified`): stored to be revalidated before each use (RFC 9111 §5.2.2.4), never
-    ///   served stale; `nil` when the response must not be stored: `no-store`, `no-cache` without a validator
-    ///   (nothing to revalidate it with), `Pragma: no-cache` without `Cache-Control`, stale on arrival
-    ///   (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an invalid `Expires`), or of a status
-    ///   not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`.
+    /// - Returns: Its freshness, with a positive lifetime, or with none for a response that has a validator (`ETag`,
+    ///   `Last-Modified`) and says `no-cache` (RFC 9111 §5.2.2.4: then never served stale either) or is stale on
+    ///   arrival: stored to be revalidated before it is used. `nil` when the response must not be stored: `no-store`,
+    ///   `Pragma: no-cache` without `Cache-Control`, and without a validator (nothing to revalidate it with)
+    ///   `no-cache` or stale on arrival (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an
+    ///   invalid `Expires`); or of a status not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`.
     static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
         let fields = freshnessFields(of: response.storedHead)
         let age = initialAge(response.header("Age"))
@@ -54,26 +54,35 @@ enum ResponseFreshness {
             mustRevalidate = directives.mustRevalidate
             isHeuristicallyCacheable = isHeuristicallyCacheable || directives.isPublic
             if let maxAge = directives.maxAge {
-                return remaining(of: min(timeToLive, maxAge), age: age, mustRevalidate: mustRevalidate)
+                return remaining(
+                    of: min(timeToLive, maxAge), age: age, mustRevalidate: mustRevalidate, of: response)
             }
         } else if let pragma = fields.pragma, CacheDirectives(pragma).noCache {
             return nil
         }
         guard let expires = fields.expires else {
             guard isHeuristicallyCacheable else { return nil }
-            return remaining(of: timeToLive, age: age, mustRevalidate: mustRevalidate)
+            return remaining(of: timeToLive, age: age, mustRevalidate: mustRevalidate, of: response)
         }
         // RFC 9111 §5.3: an invalid date, such as "0", means already expired.
-        guard let expiry = HTTPDate.date(from: trimmed(expires), now: now) else { return nil }
+        guard let expiry = HTTPDate.date(from: trimmed(expires), now: now) else {
+            return remaining(of: 0, age: age, mustRevalidate: mustRevalidate, of: response)
+        }
         let date = response.header("Date").flatMap { HTTPDate.date(from: trimmed($0), now: now) } ?? now
-        return remaining(of: min(timeToLive, expiry.timeIntervalSince(date)), age: age, mustRevalidate: mustRevalidate)
+        return remaining(
+            of: min(timeToLive, expiry.timeIntervalSince(date)), age: age, mustRevalidate: mustRevalidate,
+            of: response)
     }
 
-    /// The freshness of a response whose freshness lifetime (RFC 9111 §4.2.1) is `lifetime` and that was `age`
-    /// seconds old on arrival: fresh for `lifetime` less `age` from its arrival on; `nil` when that is 0 or less.
-    private static func remaining(of lifetime: TimeInterval, age: TimeInterval, mustRevalidate: Bool) -> Freshness? {
+    /// The freshness of `response`, whose freshness lifetime (RFC 9111 §4.2.1) is `lifetime` and that was `age`
+    /// seconds old on arrival: fresh for `lifetime` less `age` from its arrival on. When that is 0 or less (stale on
+    /// arrival), a lifetime of 0 if it has a validator (stored to be revalidated before it is used), else `nil`.
+    private static func remaining(
+        of lifetime: TimeInterval, age: TimeInterval, mustRevalidate: Bool, of response: ConnectResponse
+    ) -> Freshness? {
         let remaining = lifetime - age
-        return remaining > 0 ? Freshness(lifetime: remaining, age: age, mustRevalidate: mustRevalidate) : nil
+        if remaining > 0 { return Freshness(lifetime: remaining, age: age, mustRevalidate: mustRevalidate) }
+        return hasValidator(response) ? Freshness(lifetime: 0, age: age, mustRevalidate: mustRevalidate) : nil
     }
 
     /// The statuses a response may be stored with on the rule's time to live alone: those RFC 9110 (§15.1) defines
