@@ -631,7 +631,7 @@ public final class ResponseCache: Sendable {
     }
 
     /// Sends `conditional` through `next`; a 304 answer is served as the `stale` response it validated, with its
-    /// headers updated (``updated(_:with:request:)``). A 304 that validates another response (its `ETag` or
+    /// headers updated (`updated(_:with:request:)`). A 304 that validates another response (its `ETag` or
     /// `Last-Modified` is not the stored one's) sends `request` again, without conditions: its caller did not ask for
     /// a 304. Any other answer or failure is the call's, as it is.
     private static func revalidating(
@@ -653,7 +653,7 @@ public final class ResponseCache: Sendable {
     ]
 
     /// `stored` as a 304 `answer` validated it (RFC 9111 §4.3.4): its status and body, each of its fields the 304
-    /// carries replaced by the 304's (but ``fieldsNotUpdated``), its `Age` the 304's (none: 0), and `request` as the
+    /// carries replaced by the 304's (but `fieldsNotUpdated`), its `Age` the 304's (none: 0), and `request` as the
     /// request it answers. `nil` when the 304 names another representation: an `ETag` other than the stored one's
     /// (compared weakly, as `If-None-Match` is), or, without `ETag`, a `Last-Modified` other than the stored one's.
     private static func updated(
