@@ -5,7 +5,7 @@ import XCTest
 
 /// Revalidation through a real engine (``TransportUnderTest``) to a server on 127.0.0.1 that answers
 /// `If-None-Match` with `304 Not Modified`.
-final class ResponseCacheRevalidationIntegrationTests: XCTestCase {
+final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
     /// A stale response goes back to the server conditional on its `ETag`, under the caller's credentials; the
     /// server's 304 (no body) serves the stored body with the 304's headers, fresh again for the rule's time to live.
     func testAStaleResponseIsRevalidatedAndTheServers304ServesTheStoredBody() throws {
