@@ -1,0 +1,251 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// `AuthenticationMiddleware` with the client's retry loop, its deadline, `Future.timeout(after:)`, coalescing and
+/// the retry policy: what an Alamofire `AuthenticationInterceptor` + `RetryPolicy` user expects.
+final class AuthenticationRetryInterplayTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private static let old = AuthorizationToken.bearer(token: "OLDSECRET1")
+    private static let new = AuthorizationToken.bearer(token: "NEWSECRET2")
+
+    /// A refresh closure whose every call returns a pending future the test completes.
+    private final class RefreshStub: Sendable {
+        private let calls = Recorder<Promise<AuthorizationToken>>()
+
+        var refresh: AuthenticationMiddleware.Refresh {
+            { [calls] _ in
+                let promise = Promise<AuthorizationToken>()
+                calls.append(promise)
+                return promise.future
+            }
+        }
+
+        var callCount: Int { calls.values.count }
+        func promise(_ index: Int = 0) -> Promise<AuthorizationToken> { calls.values[index] }
+    }
+
+    /// 200 when the request carries `token`, 401 otherwise.
+    private static func accepting(only token: AuthorizationToken) -> FakeResponse {
+        .handler { request in
+            let status = request.value(forHTTPHeaderField: "Authorization") == token.headerValue ? 200 : 401
+            return .success(ConnectResponse(request: request, statusCode: status, data: Data(#"{"ok":true}"#.utf8))!)
+        }
+    }
+
+    private func authorization(_ requests: [URLRequest]) -> [String?] {
+        requests.map { $0.value(forHTTPHeaderField: "Authorization") }
+    }
+
+    // MARK: - Deadlines and timeouts during a refresh
+
+    func testTheCallsDeadlinePassingWhileARejectedRequestWaitsForTheRefreshFailsItAsTimedOut() throws {
+        // Given: a request rejected with the old token, and a refresh that does not end
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let call = connect.request(Endpoint(timeout: 0.3))
+        transport.respond(to: 0, status: 401)
+        XCTAssertEqual(stub.callCount, 1)
+        // When: its deadline passes
+        let error = try XCTUnwrap(connectError(of: call))
+        // Then: it fails as any call whose deadline passed, and is not sent again once the refresh ends
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertTrue(error.message.contains("0.3 s"), error.message)
+        stub.promise().succeed(Self.new)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(auth.credential, Self.new)
+    }
+
+    func testTheCallsDeadlinePassingWhileAnUnsentRequestWaitsForTheRefreshFailsOnlyIt() throws {
+        // Given: a first request rejected and waiting for the refresh, and a second, with a short deadline, waiting
+        // to be sent
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let first = connect.request(Endpoint(endpoint: "/first", timeout: 30))
+        transport.respond(to: 0, status: 401)
+        let second = connect.request(Endpoint(endpoint: "/second", timeout: 0.3))
+        // When
+        let error = try XCTUnwrap(connectError(of: second))
+        // Then
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(error.request?.url?.path, "/second")
+        XCTAssertFalse(first.isCompleted)
+        stub.promise().succeed(Self.new)
+        XCTAssertEqual(transport.requests.map(\.url?.path), ["/first", "/first"], "the timed-out request is not sent")
+        XCTAssertEqual(authorization(transport.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+        transport.respond(to: 1, status: 200)
+        XCTAssertNotNil(value(of: first))
+    }
+
+    func testFutureTimeoutOnARequestWaitingForTheRefreshFailsItAndLeavesTheOthers() throws {
+        // Given
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+        let first = connect.request(Endpoint(endpoint: "/first"))
+        let second = connect.request(Endpoint(endpoint: "/second")).timeout(after: 0.2)
+        transport.respond(to: 0, status: 401)
+        transport.respond(to: 1, status: 401)
+        // When
+        let error = try XCTUnwrap(connectError(of: second))
+        // Then
+        XCTAssertEqual(error.kind, .timedOut)
+        stub.promise().succeed(Self.new)
+        XCTAssertEqual(transport.requests.map(\.url?.path), ["/first", "/second", "/first"])
+        transport.respond(to: 2, status: 200)
+        XCTAssertNotNil(value(of: first))
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    // MARK: - Failed refreshes
+
+    func testARefreshFailingWithA401OfTheTokenRouteFailsTheWaitersAndRecovers() throws {
+        // Given: the token route rejects the refresh token once, then renews
+        let authServer = FakeTransport()
+        authServer.stub(.post, "/token", with: [.status(401), .json(string: #"{"token":"NEWSECRET2"}"#)])
+        let authClient = Connect(transport: authServer, retryPolicy: nil)
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            authClient.request(Endpoint(endpoint: "/token", method: .post)).map { _ in Self.new }
+        }
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+        // Then
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        XCTAssertEqual((error.underlyingError as? ConnectError)?.statusCode, 401)
+        XCTAssertEqual(fake.requests.count, 1, "not sent again after the failed refresh")
+        XCTAssertNotNil(value(of: connect.request(Endpoint())), "the next request refreshes again")
+        XCTAssertEqual(authServer.requests.count, 2)
+    }
+
+    // MARK: - Bounded replays
+
+    func testARenewedTokenRejectedAgainUnderAGenerousPolicyEndsTypedAfterOneReplay() throws {
+        // Given: a server that rejects every token, and a policy allowing ten attempts
+        let fake = FakeTransport.answering(.status(401))
+        let calls = Counter()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            calls.increment()
+            return Future(value: .bearer(token: "NEWSECRET\(calls.value)"))
+        }
+        let connect = Connect(
+            transport: fake, middlewares: [auth],
+            retryPolicy: RetryPolicy(maxAttempts: 10, retryableStatusCodes: [401, 503], clock: ImmediateRetryClock()))
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+        // Then
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        XCTAssertEqual(calls.value, 1)
+        XCTAssertEqual(fake.requests.count, 2)
+    }
+
+    func testAPostRejectedWith401IsReplayedOnceWithTheRenewedTokenButNotOnA503() throws {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.post, "/orders", with: [.status(401), .status(503), .status(200)])
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        // When
+        let call = connect.request(Endpoint(endpoint: "/orders", method: .post))
+        stub.promise().succeed(Self.new)
+        // Then: the 401 is replayed (the server did not act on it), the 503 is not (it may have)
+        XCTAssertEqual(connectError(of: call)?.statusCode, 503)
+        XCTAssertEqual(authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+    }
+
+    func testABackoffThenARejectionThenASuccessUseOneLoop() throws {
+        // Given: 503, then 401 with the old token, then 200 with the new
+        let answers = Protected([503])
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let status =
+                    answers.withLock { $0.isEmpty ? nil : $0.removeFirst() }
+                    ?? (request.value(forHTTPHeaderField: "Authorization") == "Bearer NEWSECRET2" ? 200 : 401)
+                return .success(ConnectResponse(request: request, statusCode: status, data: Data("{}".utf8))!)
+            })
+        let clock = ImmediateRetryClock()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in Future(value: Self.new) }
+        let connect = Connect(
+            transport: fake, middlewares: [auth],
+            retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock))
+        // When
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        // Then
+        XCTAssertEqual(clock.delays, [0.5])
+        XCTAssertEqual(
+            authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+    }
+
+    // MARK: - Coalescing
+
+    func testIdenticalRejectedRequestsSharingOneCallRefreshOnceAndBothSucceed() throws {
+        // Given: two identical GETs sharing one call, rejected together
+        let gate = Promise<Void>()
+        let fake = FakeTransport(fallback: Self.accepting(only: Self.new).released(by: gate.future))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let a = connect.request(Endpoint())
+        let b = connect.request(Endpoint())
+        XCTAssertEqual(fake.requests.count, 1)
+        gate.succeed(())
+        // When
+        XCTAssertEqual(stub.callCount, 1)
+        stub.promise().succeed(Self.new)
+        // Then
+        XCTAssertNotNil(value(of: a))
+        XCTAssertNotNil(value(of: b))
+        XCTAssertEqual(authorization(fake.requests).filter { $0 == "Bearer OLDSECRET1" }.count, 1)
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    // MARK: - Secrets
+
+    /// Every way a value is turned into text.
+    private func printed(_ value: Any) -> String {
+        var dumped = ""
+        dump(value, to: &dumped)
+        return [String(describing: value), String(reflecting: value), "\(value)", dumped].joined(separator: "\n")
+    }
+
+    func testNoTokenShowsInTheMiddlewareTheClientOrTheErrorsPrinted() throws {
+        // Given: a refresh in flight with a rejected request and an unsent one waiting for it
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        transport.respond(to: 0, status: 401, headers: ["WWW-Authenticate": "Bearer error=\"invalid_token\""])
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        // Then: while waiting
+        // (The client is not printed: its transport, the test's, keeps the requests it was given as they are.)
+        var shown = printed(auth) + printed(Optional(auth.credential) as Any)
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        // And: after the renewed credential is rejected too
+        stub.promise().succeed(Self.new)
+        transport.respond(to: 1, status: 401)
+        transport.respond(to: 2, status: 401)
+        let errors = [try XCTUnwrap(connectError(of: a)), try XCTUnwrap(connectError(of: b))]
+        shown = printed(auth) + errors.map(printed).joined() + errors.map(\.message).joined()
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+    }
+}
