@@ -112,6 +112,27 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
 
     // MARK: - Failed refreshes
 
+    func testARefreshWhosePromiseIsDroppedFailsTheWaitersTypedAndTheNextRequestRefreshesAgain() throws {
+        // Given: a refresh whose promise its owner drops without completing it
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let calls = Counter()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            calls.increment()
+            if calls.value == 1 { return Promise<AuthorizationToken>().future }
+            return Future(value: Self.new)
+        }
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: nil)
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+        // Then: it fails at once, typed, instead of waiting until its deadline (60 s)
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        let cause = try XCTUnwrap(error.underlyingError as? ConnectError)
+        XCTAssertTrue(cause.message.contains("freed without completing"), cause.message)
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())), "a later request refreshes again")
+        XCTAssertEqual(calls.value, 2)
+    }
+
     func testARefreshFailingWithA401OfTheTokenRouteFailsTheWaitersAndRecovers() throws {
         // Given: the token route rejects the refresh token once, then renews
         let authServer = FakeTransport()

@@ -83,7 +83,9 @@ import Foundation
 /// Cancelling a request that waits for a refresh removes only that request; the refresh goes on for the
 /// others, even when no request waits for it any more. The middleware puts no time limit on `refresh`: until its
 /// future completes, every request it would sign waits (each within its own deadline). Complete it in every case,
-/// with a failure when the user dismisses a sign-in, say.
+/// with a failure when the user dismisses a sign-in, say. A future freed without completing (its promise dropped on
+/// a path that forgot it) counts as a failed refresh: the waiting requests fail with
+/// ``ConnectError/Kind/authenticationFailed``, and the next request may refresh again.
 ///
 /// ## Request queues
 /// The client's ``RequestQueue`` sits after its middlewares: a request waiting here for a refresh holds no slot,
@@ -312,8 +314,10 @@ extension AuthenticationMiddleware {
         let renewed = refresh(expired)
         // Requests from this thread no longer come from inside `refresh`.
         state.withLock { $0.leftRefreshCall(id) }
-        // `self` is kept until the refresh completes: the waiting requests live in `state`.
-        renewed.whenComplete { result in
+        // `self` is kept until the refresh completes: the waiting requests live in `state`. A future freed without
+        // completing (its promise dropped, say on a path that forgot to fail it) ends the refresh as failed: its
+        // waiters would otherwise wait until their deadlines, and every later request after them, for ever.
+        let ending = RefreshEnding { result in
             if case .success = result {
                 observation?.record(.tokenRefreshEnded(succeeded: true))
             } else {
@@ -321,6 +325,7 @@ extension AuthenticationMiddleware {
             }
             self.finishRefresh(id, with: result)
         }
+        renewed.whenComplete { result in ending.end(with: result) }
     }
 
     private func finishRefresh(_ id: UInt64, with result: Result<AuthorizationToken, any Error>) {
@@ -355,6 +360,39 @@ extension AuthenticationMiddleware {
         // pipeline, whose teardown must not run under this lock.
         let removed = state.withLock { $0.removeWaiter(id) }
         withExtendedLifetime(removed) {}
+    }
+}
+
+// MARK: - Abandoned refreshes
+
+extension AuthenticationMiddleware {
+    /// What ends a refresh, run once: with the refresh future's result, or, when the future is freed without
+    /// completing (the callback holding this is freed unrun), with a failure.
+    final class RefreshEnding: Sendable {
+        private let action: Protected<(@Sendable (Result<AuthorizationToken, any Error>) -> Void)?>
+
+        init(_ action: @escaping @Sendable (Result<AuthorizationToken, any Error>) -> Void) {
+            self.action = Protected(action)
+        }
+
+        /// Runs the action with `result`, unless it ran already.
+        func end(with result: Result<AuthorizationToken, any Error>) {
+            take()?(result)
+        }
+
+        private func take() -> (@Sendable (Result<AuthorizationToken, any Error>) -> Void)? {
+            action.withLock { action in
+                defer { action = nil }
+                return action
+            }
+        }
+
+        deinit {
+            guard let action = take() else { return }
+            // Freed wherever the last reference to the future went, maybe under a lock of the app's: the waiting
+            // requests are failed from elsewhere.
+            DispatchQueue.global().async { action(.failure(ConnectError.refreshAbandoned())) }
+        }
     }
 }
 
@@ -578,6 +616,14 @@ extension ConnectError {
         var error = self
         if error.storedRequest == nil { error.sentRequest = waiter.request }
         return error
+    }
+
+    /// The failure of a refresh whose future was freed without completing.
+    static func refreshAbandoned() -> ConnectError {
+        ConnectError(
+            .authenticationFailed,
+            message: "the refresh's future was freed without completing: complete the promise it returns in every case"
+        )
     }
 
     /// A request rejected with a credential that had just been renewed; its rejection is added with `from(_:)`.
