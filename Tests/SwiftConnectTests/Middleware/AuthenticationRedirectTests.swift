@@ -38,4 +38,30 @@ final class AuthenticationRedirectTests: XCTestCase {
         XCTAssertEqual(other.requests.count, 1)
         XCTAssertNil(other.requests.first?.header("Authorization"))
     }
+
+    func testARenewedCredentialDoesNotFollowARedirectToAnotherOrigin() throws {
+        // Given: the server rejects the old token, and redirects the request carrying the renewed one to another
+        // origin (another port)
+        let origin = try LocalServer.started()
+        addTeardownBlock { origin.stop() }
+        let other = try LocalServer.started()
+        addTeardownBlock { other.stop() }
+        other.route("GET", "/landing") { _ in .json(["ok": true]) }
+        origin.route("GET", "/items") { request in
+            guard request.header("Authorization") == "Bearer renewed-secret" else { return .status(401) }
+            return .redirect(to: "http://127.0.0.1:\(other.port)/landing")
+        }
+        let authentication = AuthenticationMiddleware(credential: .bearer(token: "old-secret")) { _ in
+            Future(value: .bearer(token: "renewed-secret"))
+        }
+        let connect = Connect(
+            transport: TransportUnderTest.makeCookieless(), middlewares: [authentication], retryPolicy: nil)
+        // When
+        XCTAssertNoThrow(try connect.request(Route("/items", baseURL: origin.baseURL, timeout: 10)).wait(timeout: 20))
+        // Then: the origin saw both tokens, the other origin neither
+        XCTAssertEqual(
+            origin.requests.map { $0.header("Authorization") }, ["Bearer old-secret", "Bearer renewed-secret"])
+        XCTAssertEqual(other.requests.count, 1)
+        XCTAssertNil(other.requests.first?.header("Authorization"))
+    }
 }
