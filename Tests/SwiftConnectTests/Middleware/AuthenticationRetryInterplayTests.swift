@@ -239,6 +239,30 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(stub.callCount, 1)
     }
 
+    // MARK: - The cache
+
+    func testARejectionAndARetriedServerErrorAreNotCachedAndTheReplaysAnswerIs() throws {
+        // Given: a cached route answered 401 with the old token, then 503 and 200 with the new
+        let answers = Protected([503])
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let isNew = request.value(forHTTPHeaderField: "Authorization") == "Bearer NEWSECRET2"
+                let status = isNew ? (answers.withLock { $0.isEmpty ? nil : $0.removeFirst() } ?? 200) : 401
+                return .success(ConnectResponse(request: request, statusCode: status, data: Data("{}".utf8))!)
+            })
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in Future(value: Self.new) }
+        let connect = Connect(
+            transport: fake, middlewares: [auth],
+            retryPolicy: RetryPolicy(maxAttempts: 4, clock: ImmediateRetryClock()), responseCache: ResponseCache())
+        let cached = RequestOptions(cache: CacheRule(timeToLive: 60))
+        // When
+        XCTAssertNotNil(value(of: connect.request(Endpoint(), options: cached)))
+        XCTAssertNotNil(value(of: connect.request(Endpoint(), options: cached)))
+        // Then: 401, 503, 200 from the wire; the second call from the cache
+        XCTAssertEqual(
+            authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2", "Bearer NEWSECRET2"])
+    }
+
     // MARK: - Secrets
 
     /// Every way a value is turned into text.
@@ -267,6 +291,52 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         transport.respond(to: 2, status: 401)
         let errors = [try XCTUnwrap(connectError(of: a)), try XCTUnwrap(connectError(of: b))]
         shown = printed(auth) + errors.map(printed).joined() + errors.map(\.message).joined()
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+    }
+
+    /// Prints every event of every call it observes into `lines`.
+    private struct PrintingObserver: ConnectObserver, ConnectCallObserver {
+        let lines: Recorder<String>
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            lines.append(printedCall(call))
+            return self
+        }
+        func record(_ event: ConnectEvent) {
+            var dumped = ""
+            dump(event, to: &dumped)
+            lines.append("\(event)\n\(String(reflecting: event))\n\(dumped)")
+        }
+        private func printedCall(_ call: ConnectCall) -> String {
+            var dumped = ""
+            dump(call, to: &dumped)
+            return "\(call)\n\(dumped)"
+        }
+    }
+
+    func testNoTokenShowsInTheDebugLogOrTheObserversEventsOfARefreshedCall() throws {
+        // Given: a client that logs requests and responses and tells an observer everything, through a refresh
+        // whose renewed token is rejected too, then a call that succeeds with a third token
+        let lines = Recorder<String>()
+        let fake = FakeTransport.answering(Self.accepting(only: .bearer(token: "THIRDSECRET3")))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(
+                logger: RecordingLogger(lines: lines), observers: [PrintingObserver(lines: lines)]))
+        // When
+        let rejected = connect.request(Endpoint(), debugResponse: true)
+        stub.promise().succeed(Self.new)
+        let error = try XCTUnwrap(connectError(of: rejected))
+        auth.setCredential(.bearer(token: "THIRDSECRET3"))
+        XCTAssertNotNil(value(of: connect.request(Endpoint(), debugResponse: true)))
+        // Then
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        XCTAssertGreaterThan(lines.values.count, 4)
+        let shown = lines.values.joined(separator: "\n")
+        XCTAssertTrue(shown.contains("api.example.com"), shown)
+        XCTAssertTrue(shown.contains("Authorization: <redacted>"), "the signed requests were printed")
+        XCTAssertTrue(shown.contains("tokenRefreshEnded"), shown)
         XCTAssertFalse(shown.contains("SECRET"), shown)
     }
 }
