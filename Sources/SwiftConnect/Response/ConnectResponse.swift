@@ -38,6 +38,10 @@ public struct ConnectResponse: Sendable {
     /// An `Int32` right after the request: on Linux it fills the padding after it, and a response is copied at every
     /// stage of a request.
     var attempts: Int32 = 1
+    /// Whether the redirects that led to this response went through another origin than the request's: the request's
+    /// credentials stayed behind from there on (`RedirectRules`), even when the answer comes from its own origin
+    /// again. Right after `attempts`, in the same padding.
+    var leftOrigin = false
     /// The status and headers: Foundation's response, or the parts a transport reported, made into one when
     /// ``response`` is first read.
     var storedHead: Head

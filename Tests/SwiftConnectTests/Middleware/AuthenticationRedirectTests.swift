@@ -64,4 +64,33 @@ final class AuthenticationRedirectTests: XCTestCase {
         XCTAssertEqual(other.requests.count, 1)
         XCTAssertNil(other.requests.first?.header("Authorization"))
     }
+
+    func testARoundTripThroughAnotherOriginThatEndsIn401StartsNoRefresh() throws {
+        // Given: the server redirects to another origin, which redirects back; the request comes back without its
+        // credential (it left the origin), and the server answers that 401
+        let origin = try LocalServer.started()
+        addTeardownBlock { origin.stop() }
+        let other = try LocalServer.started()
+        addTeardownBlock { other.stop() }
+        origin.route("GET", "/start") { _ in .redirect(to: "http://127.0.0.1:\(other.port)/bounce") }
+        other.route("GET", "/bounce") { _ in .redirect(to: "http://127.0.0.1:\(origin.port)/back") }
+        origin.route("GET", "/back") { request in
+            request.header("Authorization") == nil ? .status(401) : .json(["ok": true])
+        }
+        let refreshes = Counter()
+        let authentication = AuthenticationMiddleware(credential: .bearer(token: "secret-token")) { _ in
+            refreshes.increment()
+            return Future(value: .bearer(token: "renewed"))
+        }
+        let connect = Connect(
+            transport: TransportUnderTest.makeCookieless(), middlewares: [authentication], retryPolicy: nil)
+        // When
+        let result = try connect.request(Route("/start", baseURL: origin.baseURL, timeout: 10)).waitForResult(
+            timeout: 20)
+        // Then
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("expected a 401, got \(result)") }
+        XCTAssertEqual(error.statusCode, 401)
+        XCTAssertEqual(refreshes.value, 0, "a 401 to a request that came back without its credential renewed it")
+        XCTAssertEqual(origin.requests.map(\.path), ["/start", "/back"])
+    }
 }

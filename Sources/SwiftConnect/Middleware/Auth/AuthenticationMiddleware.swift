@@ -70,7 +70,8 @@ import Foundation
 /// another host than the client's server (``RequestContext/isForServer``: a pre-signed upload URL, a third-party
 /// API), unless its options say `requiresAuthentication: true`: the credential is the server's. A response from
 /// another origin than the request's, where a redirect led it without the credential, is an answer too: its 401
-/// starts no refresh, and its success does not prove a renewed credential.
+/// starts no refresh, and its success does not prove a renewed credential. So is one from the request's own origin
+/// after a redirect through another: the credential stayed behind there and does not come back.
 ///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
@@ -275,9 +276,11 @@ extension AuthenticationMiddleware {
     }
 
     /// Whether `response` comes from the origin its request was sent to: one a redirect led to another origin does
-    /// not (a response that says no URL is taken as its request's own). Compared with the request as it reached the
+    /// not, nor does one from its own origin after a redirect through another, where the credential was dropped (a
+    /// response that says no URL is taken as its request's own). Compared with the request as it reached the
     /// transport, so that a stage after this one that sends the request elsewhere, signed, is still answered for.
     static func answersForTheCredential(_ response: ConnectResponse) -> Bool {
+        if response.leftOrigin { return false }
         guard let answered = response.storedHead.url, let asked = response.storedRequest.url, answered != asked
         else { return true }
         return answered.hasSameOrigin(as: asked)

@@ -145,6 +145,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var hop = original
         var bodyFile = transfer.bodyFile
         var redirects = 0
+        // Whether a hop went to another origin: the credentials were dropped there and do not come back.
+        var leftOrigin = false
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
         var cookies = RedirectCookies()
@@ -161,7 +163,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 response = try await engine.send(request)
             }
             guard
-                let head = ConnectResponse(
+                var head = ConnectResponse(
                     request: original, head: response.head, url: hop.url, httpVersion: response.httpVersion)
             else {
                 throw ConnectError(
@@ -201,8 +203,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 transfer.observation?.record(.redirected(status: head.statusCode, location: next.request.url))
                 hop = Self.keepingUserinfo(of: hop, on: next.request)
                 bodyFile = next.keepsBody ? bodyFile : nil
+                if !hop.url.hasSameOrigin(as: original.url) { leftOrigin = true }
                 continue
             }
+            head.leftOrigin = leftOrigin
             if let coding = try codingToDecode(of: head) {
                 let decoded = DecodedBody(base: response.body, coding: coding)
                 if let streaming = transfer.streaming {
