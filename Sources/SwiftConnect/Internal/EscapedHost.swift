@@ -41,6 +41,12 @@ enum EscapedHost {
         return escapedHost(in: bytes).map { name(bytes[$0]) }
     }
 
+    /// The name `host` stands for, a host as a URL writes it (with escapes, or decoded to non-ASCII text), as
+    /// `plainURL(_:)` writes it; or why it stands for none.
+    static func name(ofWritten host: String) -> Result<String, Problem> {
+        name(Array(host.utf8)[...])
+    }
+
     /// Where the host of `bytes` (an absolute URL's text, `scheme://[userinfo@]host[:port]…`) lies, when it is a name
     /// with at least one escape in it; `nil` for any other URL, a bracketed address included.
     private static func escapedHost(in bytes: [UInt8]) -> Range<Int>? {

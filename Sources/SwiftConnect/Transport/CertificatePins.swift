@@ -63,7 +63,7 @@ public struct CertificatePins: Sendable, Equatable {
                     "'\(pattern)' is not a host name: pin the host alone (such as api.example.com), without a scheme, "
                         + "a port or a path")
             }
-            key = name
+            key = ComparableHost.normalized(name) ?? name
         } else {
             guard Self.isHostName(name) else {
                 throw Self.invalid(
@@ -71,6 +71,8 @@ public struct CertificatePins: Sendable, Equatable {
                         + "a port, a path or blanks, a name in another script in its ASCII form (xn--…)")
             }
         }
+        // An address written in another form (`127.1`) is kept as every URL's host is looked up.
+        if !isWildcard { key = ComparableHost.normalized(key) ?? key }
         var decoded = Set<Data>()
         for hash in hashes {
             guard let bytes = Data(base64Encoded: hash), bytes.count == SHA256Hasher.digestByteCount else {
@@ -105,11 +107,16 @@ public struct CertificatePins: Sendable, Equatable {
     /// The pins that apply to `host`: its exact name's, else the most specific matching `*.` pattern's; `nil`
     /// when the host is not pinned.
     ///
+    /// The host is read as the engine is sent to it, however it is written: in any case, with a trailing dot, with
+    /// `%XX` escapes, in Unicode for its `xn--` form, an IP address in any of its forms (`[0:0::1]` for `::1`,
+    /// `127.1` for `127.0.0.1`).
+    ///
     /// - Parameter host: A host name, as in a URL.
     /// - Returns: The SHA-256 hashes, or `nil`.
     public func pins(for host: String) -> Set<Data>? {
         var name = host.lowercased()
         if name.hasSuffix(".") { name.removeLast() }
+        name = ComparableHost.normalized(name, droppingTrailingDot: true) ?? name
         if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
         if let exact = pinsByPattern[name] { return exact }
         var rest = Substring(name)
@@ -128,7 +135,8 @@ public struct CertificatePins: Sendable, Equatable {
     ///   - chain: The certificates the server presented, DER-encoded.
     /// - Returns: Whether the request may go on.
     public func accepts(host: String, chain: [Data]) -> Bool {
-        guard let pins = pins(for: host) else { return true }
+        // A host that cannot be read as a name could be any pinned host: with pins set, it fails closed.
+        guard let pins = pins(for: host) else { return isEmpty || ComparableHost.normalized(host) != nil }
         return chain.contains { certificate in
             guard let hash = try? Self.spkiSHA256(ofCertificate: certificate) else { return false }
             return pins.contains(hash)
@@ -195,7 +203,15 @@ public struct CertificatePins: Sendable, Equatable {
     ///   - checksHandshake: Whether the engine checks the pins of `https` hosts during the handshake.
     /// - Returns: An error of kind ``ConnectError/Kind/certificatePinning`` naming the host, or `nil`.
     public func refusal(of url: URL, by engine: String, checksHandshake: Bool = false) -> ConnectError? {
-        guard !isEmpty, let host = url.host, pins(for: host) != nil else { return nil }
+        guard !isEmpty, let written = url.host, !written.isEmpty else { return nil }
+        // The host the engine is sent to, however the URL writes it (escapes, Unicode, another form of an address).
+        guard let host = ComparableHost.of(url, droppingTrailingDot: true) else {
+            return ConnectError(
+                .certificatePinning,
+                message: "the host of '\(Redaction.urlText(url.absoluteString))' is not a host name that pins can be "
+                    + "looked up for: the request is refused rather than sent unpinned")
+        }
+        guard pins(for: host) != nil else { return nil }
         guard checksHandshake else {
             return ConnectError(
                 .certificatePinning,

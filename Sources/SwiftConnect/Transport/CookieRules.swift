@@ -227,11 +227,11 @@ enum CookieRules {
         return path.isEmpty ? "/" : path
     }
 
-    /// The host of `url`, lowercased, without an IPv6 address's brackets.
+    /// The host of `url` as the engine is sent to it (`ComparableHost`): lowercased, escapes and Unicode as the
+    /// name they stand for, an IP address in one form without brackets; a trailing dot kept (another host, as
+    /// browsers keep cookies).
     private static func canonicalHost(of url: URL) -> String? {
-        guard var host = url.host?.lowercased(), !host.isEmpty else { return nil }
-        if host.hasPrefix("["), host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
-        return host
+        ComparableHost.of(url)
     }
 
     /// Whether `host` is an IP address: IPv6 (it has a `:`) or IPv4 (digits and dots).
