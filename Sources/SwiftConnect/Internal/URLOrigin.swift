@@ -3,7 +3,8 @@ import Foundation
 extension URL {
     /// Whether `other` is on the same origin: the same scheme and host (both ignoring case) and the same port, an
     /// absent port being the scheme's default. A host written with escapes is the name an engine is sent to
-    /// (`EscapedHost`): `localhos%74` is `localhost`, `b%C3%BCcher.example` is `xn--bcher-kva.example`. A URL
+    /// (`EscapedHost`): `localhos%74` is `localhost`, `b%C3%BCcher.example` is `xn--bcher-kva.example`; an IP address
+    /// in another form is that address (`ComparableHost`), while a trailing dot makes another origin. A URL
     /// without a scheme or host, or with escapes that make no host name, shares no origin, not even with itself, so
     /// a check that guards credentials fails closed.
     func hasSameOrigin(as other: URL) -> Bool {
@@ -13,15 +14,9 @@ extension URL {
         return effectivePort == other.effectivePort
     }
 
-    /// The host, lower-cased, as the core sends it: written with escapes, the name they stand for; `nil` without a
-    /// host, or when the escapes make no host name.
-    private var originHost: String? {
-        switch EscapedHost.plainName(of: self) {
-        case nil: return host?.lowercased()
-        case .success(let name)?: return name.lowercased()
-        case .failure?: return nil
-        }
-    }
+    /// The host as the core compares it (`ComparableHost`: lower-cased, escapes and Unicode as the name they stand
+    /// for, an address in one form); `nil` without a host, or when the escapes make no host name.
+    private var originHost: String? { ComparableHost.of(self) }
 
     /// The port, or the default port of http and https when none is given.
     var effectivePort: Int? {

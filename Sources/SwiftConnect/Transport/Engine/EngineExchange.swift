@@ -526,11 +526,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// `next` with the `user:password@` part of `hop`'s URL when it goes to the same origin without one of its own,
     /// as URLSession keeps the caller's credentials for a same-origin redirect (the redirect rules refuse a
-    /// `Location` that brings its own).
+    /// `Location` that brings its own). The origin is the redirect rules' (`hasSameOrigin(as:)`), however the
+    /// `Location` writes its host.
     private static func keepingUserinfo(of hop: ConnectRequest, on next: ConnectRequest) -> ConnectRequest {
         let from = hop.url
         let to = next.url
-        guard from.user != nil, to.user == nil, from.scheme == to.scheme, from.host == to.host, from.port == to.port,
+        guard from.user != nil, to.user == nil, from.hasSameOrigin(as: to),
             var components = URLComponents(url: to, resolvingAgainstBaseURL: false)
         else { return next }
         let original = URLComponents(url: from, resolvingAgainstBaseURL: false)
