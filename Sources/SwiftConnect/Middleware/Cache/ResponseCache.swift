@@ -783,12 +783,12 @@ public final class ResponseCache: Sendable {
         return resources
     }
 
-    /// `scheme://host:port` of `url`, in lower case and with the scheme's default port written out; `nil` without
-    /// a scheme or a host.
+    /// `scheme://host:port` of `url`, in lower case and with the scheme's default port written out, its host as the
+    /// engine is sent to it (`ComparableHost`, without a trailing dot), so that invalidation reaches what is stored
+    /// for the host however a URL writes it; `nil` without a scheme or a host.
     private static func origin(of url: URL) -> String? {
-        guard let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(), !host.isEmpty else {
-            return nil
-        }
+        guard let scheme = url.scheme?.lowercased(), let host = ComparableHost.of(url, droppingTrailingDot: true)
+        else { return nil }
         return "\(scheme)://\(host):\(url.effectivePort ?? -1)"
     }
 
