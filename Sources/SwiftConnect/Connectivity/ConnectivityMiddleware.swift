@@ -301,12 +301,13 @@ final class ConnectivityGate: Sendable {
     }
 }
 
-/// Hosts on this machine, which need no network: never held back by connectivity.
+/// Hosts on this machine, which need no network: never held back by connectivity. The host is read as the engine is
+/// sent to it (`ComparableHost`): `localhost.`, `[0:0::1]`, `127.1` and `[::ffff:127.0.0.1]` are loopback too.
 enum LoopbackHost {
     static func contains(_ url: URL?) -> Bool {
-        guard var host = url?.host?.lowercased() else { return false }
-        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard let url, var host = ComparableHost.of(url, droppingTrailingDot: true) else { return false }
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
+        if host.hasPrefix("::ffff:") { host.removeFirst("::ffff:".count) }  // an IPv4 address mapped to IPv6
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)
         return octets.count == 4 && octets[0] == "127" && octets.allSatisfy { UInt8($0) != nil }
     }

@@ -85,6 +85,23 @@ final class ConnectivityMiddlewareTests: XCTestCase {
             try connectError(connect.request(Item(id: 1, host: "http://127.0.0.1.example.com"))).kind, .notConnected)
     }
 
+    /// A loopback host written another way (a trailing dot, upper case, another form of the address) is loopback.
+    func testLoopbackHostsWrittenAnotherWayAreNeverHeldBack() throws {
+        let connect = client(.failFast)
+        let hosts = [
+            "http://LOCALHOST:8080", "http://localhost.:8080", "http://api.localhost.:8080", "http://127.0.0.1.:8080",
+            "http://[0:0:0:0:0:0:0:1]:8080", "http://[::ffff:127.0.0.1]:8080", "http://127.1:8080",
+            "http://0x7f.0.0.1:8080", "http://2130706433:8080",
+        ]
+        for host in hosts {
+            XCTAssertNoThrow(try connect.request(Item(id: 1, host: host)).wait(timeout: 5), host)
+        }
+        XCTAssertEqual(transport.requests.count, hosts.count)
+        for host in ["http://128.0.0.1", "http://[::2]", "http://localhost.example.com", "http://[::ffff:10.0.0.1]"] {
+            XCTAssertEqual(try connectError(connect.request(Item(id: 1, host: host))).kind, .notConnected, host)
+        }
+    }
+
     // MARK: - Waiting
 
     func testWaitingRequestsGoInOrderWhenTheNetworkReturns() throws {
