@@ -105,6 +105,38 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(padded.requestCount, 0)
     }
 
+    /// A pinned host written another way (upper case, escapes, another form of its address) is the host the request
+    /// goes to: still pinned, never sent directly. Without hostname verification, only the pins stand between the
+    /// request and a server that is not the pinned one's.
+    func testAPinnedHostWrittenAnotherWayIsStillPinned() throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        tls.certificateVerification = .noHostnameVerification
+        configuration.tlsConfiguration = tls
+        let port = server.baseURL.port!
+        let wrong = AsyncHTTPClientTransport(
+            configuration: configuration,
+            pins: try CertificatePins(["localhost": [otherPin], "127.0.0.1": [otherPin]]))
+        let right = AsyncHTTPClientTransport(
+            configuration: configuration,
+            pins: try CertificatePins(["localhost": [try serverPin], "127.0.0.1": [try serverPin]]))
+        addTeardownBlock {
+            try await wrong.shutdown()
+            try await right.shutdown()
+        }
+        for host in ["LOCALHOST", "localhos%74", "127.1", "2130706433", "0x7f.0.0.1"] {
+            let url = try XCTUnwrap(URL(string: "https://\(host):\(port)/version"))
+            let before = server.requestCount
+            let error = try failure(of: wrong, URLRequest(url: url, timeoutInterval: 10))
+            XCTAssertEqual(error.kind, .certificatePinning, "\(host): \(error)")
+            XCTAssertEqual(server.requestCount, before, "\(host): nothing sent")
+            // The right pin: through the transport's own pinned connection (HTTP/1.1), not AsyncHTTPClient's (HTTP/2).
+            let response = try right.send(URLRequest(url: url, timeoutInterval: 10)).wait(timeout: 10)
+            XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "HTTP/1.1", host)
+        }
+    }
+
     /// A host without pins goes the usual way: AsyncHTTPClient's own connection, HTTP/2 by ALPN.
     func testAnUnpinnedHostGoesDirect() throws {
         let transport = try transport(pinning: ["api.example.com": [otherPin]])
