@@ -11,7 +11,7 @@ import Foundation
 /// keep credentials and cookies keep it (another origin, as browsers treat it: nothing is sent there that would not
 /// be).
 enum ComparableHost {
-    /// The host of `url` as compared, without its trailing dot when `droppingTrailingDot`; `nil` without a host, or
+    /// The host of `url` as compared, without trailing dots when `droppingTrailingDot`; `nil` without a host, or
     /// when its escapes make no host name.
     static func of(_ url: URL, droppingTrailingDot: Bool = false) -> String? {
         // Most hosts are names in ASCII, as `URL` reads them (their escapes, if any, decoded to name bytes): no
@@ -25,7 +25,7 @@ enum ComparableHost {
     }
 
     /// `host`, a host as a URL writes it (with escapes or not, as Unicode text or punycode, an IPv6 address in
-    /// brackets or not), as compared, without its trailing dot when `droppingTrailingDot`; `nil` for an empty host,
+    /// brackets or not), as compared, without trailing dots when `droppingTrailingDot`; `nil` for an empty host,
     /// or one whose escapes make no host name.
     static func normalized(_ host: String, droppingTrailingDot: Bool = false) -> String? {
         var text = host
@@ -37,7 +37,8 @@ enum ComparableHost {
             text = name
         }
         text = text.lowercased()
-        if droppingTrailingDot, text.count > 1, text.hasSuffix(".") { text.removeLast() }
+        // Every trailing dot: no resolver reaches another host through `example.com..`, so a pin fails closed.
+        while droppingTrailingDot, text.count > 1, text.hasSuffix(".") { text.removeLast() }
         return ipv4(text) ?? text
     }
 

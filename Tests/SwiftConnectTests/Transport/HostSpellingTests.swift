@@ -25,8 +25,8 @@ final class HostSpellingTests: XCTestCase {
         let spellings = [
             "api.example.com", "API.Example.COM", "api.example.com.", "api.exampl%65.com", "api.example.com%2E",
             "a.pinned.example", "A.PINNE%44.example", "b%C3%BCcher.example", "bücher.example", "B%C3%9CCHER.example",
-            "xn--bcher-kva.example.", "[::1]", "[0:0:0:0:0:0:0:1]", "[::0:1]", "[2001:DB8:0:0::7]",
-            "127.0.0.1", "127.1", "0x7f.0.0.1", "2130706433", "0177.0.0.1",
+            "xn--bcher-kva.example.", "api.example.com...", "api.example.com%2E%2E", "[::1]", "[0:0:0:0:0:0:0:1]",
+            "[::0:1]", "[2001:DB8:0:0::7]", "127.0.0.1", "127.1", "0x7f.0.0.1", "2130706433", "0177.0.0.1",
         ]
         for host in spellings {
             for port in ["", ":8443"] {
