@@ -207,6 +207,30 @@ final class RequestQueueHuntTests: XCTestCase {
 
     // MARK: - A queue released with requests waiting
 
+    /// A paused queue that its client and the app let go of, with a request waiting that has no deadline: nothing can
+    /// resume it any more, so the request fails `cancelled` at once, unsent, and the queue is freed. It waited for
+    /// ever, and the queue, its client's pipeline and transport with it, were never freed.
+    func testAPausedQueueReleasedWithItsClientFailsItsWaitingRequests() throws {
+        let transport = FakeTransport.answering(.status(200))
+        weak var releasedQueue: RequestQueue?
+        var endpoint = Endpoint(endpoint: "/waiting")
+        endpoint.timeout = .infinity
+        let future: Future<Data> = {
+            let queue = RequestQueue(maxConcurrentRequests: 1)
+            releasedQueue = queue
+            queue.pause()
+            let connect = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+            return connect.request(endpoint)
+        }()
+
+        guard case .failure(let error)? = try? future.waitForResult(timeout: 5) else {
+            return XCTFail("still waiting, or sent: \(String(describing: future.result))")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        XCTAssertTrue(transport.requests.isEmpty)
+        XCTAssertNil(releasedQueue, "the queue is freed")
+    }
+
     /// A queue released while requests run and others wait (not paused) is not released: the running requests keep
     /// it, and the waiting ones start in turn.
     func testAQueueReleasedWithRequestsRunningStillStartsTheWaitingOnes() throws {

@@ -48,7 +48,9 @@ import Foundation
 ///
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
-/// future of a running request cancels its transport call; its slot is freed and the next request starts.
+/// future of a running request cancels its transport call; its slot is freed and the next request starts. A paused
+/// queue that its clients and the app let go of fails the requests still waiting in it with
+/// ``ConnectError/Kind/cancelled``, unsent: nothing could resume it any more.
 ///
 /// ## Sharing a queue between clients
 /// Several clients may share one queue, to cap their requests together (say, every client talking to one
@@ -184,6 +186,18 @@ public final class RequestQueue: Sendable {
     ///   as 1: the queue always lets at least one request run.
     public init(maxConcurrentRequests: Int) {
         state = Protected(MutableState(limit: max(1, maxConcurrentRequests)))
+    }
+
+    /// Fails the requests still waiting (a paused queue that its clients and the app let go of): nothing can start
+    /// them any more. Their futures are cancelled on another thread, as the last reference may go on one that holds a
+    /// lock of the app's.
+    deinit {
+        let waiting = state.withLock { state in state.order.elements.compactMap { state.pending[$0] } }
+        guard !waiting.isEmpty else { return }
+        let promises = waiting.map(\.promise)
+        DispatchQueue.global().async {
+            for promise in promises { promise.future.cancel() }
+        }
     }
 
     /// The number of requests waiting for a slot (not started yet).
@@ -437,13 +451,25 @@ extension RequestQueue {
 
 /// A client's stage for its ``RequestQueue``: queues each request as that client's, so that the client's
 /// ``Connect/cancelAllRequests()`` cancels its own waiting requests and no other client's.
+///
+/// It holds the queue weakly: a waiting request holds the pipeline after the queue (its `next`), which holds this
+/// stage, so that a strong hold made a queue with requests waiting keep itself for good. The client holds it strongly
+/// (``Connect/requestQueue``), and a running request until it completes.
 struct RequestQueueStage: Middleware {
-    let queue: RequestQueue
+    private(set) weak var queue: RequestQueue?
     let owner: RequestQueue.Owner
+
+    init(queue: RequestQueue, owner: RequestQueue.Owner) {
+        self.queue = queue
+        self.owner = owner
+    }
 
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
+        // Gone: its clients are, and every request it held has ended (a running one keeps it). An attempt of a call
+        // that outlives them (a retry) goes on as with a free slot: there is nobody left to share the cap with.
+        guard let queue else { return next(request) }
         // The policy the connector or call set; the queue's holders apply their own where it is `nil`.
         let connectivity = context.options.connectivity
         let isRetry = context.attempt > 1
