@@ -33,6 +33,24 @@ final class RequestQueueHuntTests: XCTestCase {
         }
     }
 
+    /// A retry clock that keeps each action until the test runs it.
+    private final class HeldRetryClock: RetryClock {
+        let actions = Protected<[@Sendable () -> Void]>([])
+
+        func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+            actions.withLock { $0.append(action) }
+            return RetryCancellables.none
+        }
+
+        /// Runs the actions kept so far.
+        func fire() {
+            for action in actions.withLock({ actions in
+                defer { actions.removeAll() }
+                return actions
+            }) { action() }
+        }
+    }
+
     // MARK: - The cap
 
     /// Requests submitted from many threads while other threads set the cap (raised, lowered, 0, negative): no more
@@ -229,6 +247,36 @@ final class RequestQueueHuntTests: XCTestCase {
         XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
         XCTAssertTrue(transport.requests.isEmpty)
         XCTAssertNil(releasedQueue, "the queue is freed")
+    }
+
+    /// A retry that comes after its paused queue was released (the first attempt ran, the client and the app let go
+    /// of the queue during the backoff) fails `cancelled`, unsent, as the requests waiting in it did: it is not sent
+    /// past the pause, nor left waiting in a queue nobody can resume.
+    func testARetryAfterItsPausedQueueWasReleasedFailsUnsent() throws {
+        let transport = FakeTransport.answering(.status(503))
+        let clock = HeldRetryClock()
+        weak var releasedQueue: RequestQueue?
+        var endpoint = Endpoint(endpoint: "/retried")
+        endpoint.timeout = .infinity
+        let future: Future<Data> = {
+            let queue = RequestQueue(maxConcurrentRequests: 1)
+            releasedQueue = queue
+            let connect = Connect(
+                transport: transport, retryPolicy: RetryPolicy(maxAttempts: 2, clock: clock), requestQueue: queue)
+            let future = connect.request(endpoint)
+            queue.pause()
+            return future
+        }()
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertNil(releasedQueue, "nothing holds the queue during the backoff")
+
+        clock.fire()
+
+        guard case .failure(let error)? = try? future.waitForResult(timeout: 5) else {
+            return XCTFail("still waiting, or answered: \(String(describing: future.result))")
+        }
+        XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        XCTAssertEqual(transport.requests.count, 1, "the retry is not sent")
     }
 
     /// A queue released while requests run and others wait (not paused) is not released: the running requests keep

@@ -49,8 +49,8 @@ import Foundation
 /// ## Cancellation
 /// Cancelling the future of a waiting request removes it from the queue: it is never sent. Cancelling the
 /// future of a running request cancels its transport call; its slot is freed and the next request starts. A paused
-/// queue that its clients and the app let go of fails the requests still waiting in it with
-/// ``ConnectError/Kind/cancelled``, unsent: nothing could resume it any more.
+/// queue that its clients and the app let go of fails the requests still waiting in it, and a later attempt of their
+/// calls (a retry), with ``ConnectError/Kind/cancelled``, unsent: nothing could resume it any more.
 ///
 /// ## Sharing a queue between clients
 /// Several clients may share one queue, to cap their requests together (say, every client talking to one
@@ -175,6 +175,9 @@ public final class RequestQueue: Sendable {
         }
     }
     private let state: Protected<MutableState>
+    /// Set by `deinit` when the queue goes while paused, for the stages of its clients that outlive it (see
+    /// `RequestQueueStage`): an attempt after that fails as the requests waiting in it did.
+    let releasedWhilePaused = Protected(false)
 
     /// Creates a queue.
     ///
@@ -192,7 +195,10 @@ public final class RequestQueue: Sendable {
     /// them any more. Their futures are cancelled on another thread, as the last reference may go on one that holds a
     /// lock of the app's.
     deinit {
-        let waiting = state.withLock { state in state.order.elements.compactMap { state.pending[$0] } }
+        let (isPaused, waiting) = state.withLock { state in
+            (state.isPaused, state.order.elements.compactMap { state.pending[$0] })
+        }
+        releasedWhilePaused.withLock { $0 = isPaused }
         guard !waiting.isEmpty else { return }
         let promises = waiting.map(\.promise)
         DispatchQueue.global().async {
@@ -458,18 +464,25 @@ extension RequestQueue {
 struct RequestQueueStage: Middleware {
     private(set) weak var queue: RequestQueue?
     let owner: RequestQueue.Owner
+    /// The queue's `releasedWhilePaused`, which outlives it.
+    private let releasedWhilePaused: Protected<Bool>
 
     init(queue: RequestQueue, owner: RequestQueue.Owner) {
         self.queue = queue
         self.owner = owner
+        releasedWhilePaused = queue.releasedWhilePaused
     }
 
     func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
         ConnectResponse
     > {
         // Gone: its clients are, and every request it held has ended (a running one keeps it). An attempt of a call
-        // that outlives them (a retry) goes on as with a free slot: there is nobody left to share the cap with.
-        guard let queue else { return next(request) }
+        // that outlives them (a retry) goes on as with a free slot, there being nobody left to share the cap with;
+        // unless the queue went paused: nothing could have resumed it, so it fails as the requests waiting did.
+        guard let queue else {
+            if releasedWhilePaused.withLock({ $0 }) { return Future(error: ConnectError.cancelled(sent: request)) }
+            return next(request)
+        }
         // The policy the connector or call set; the queue's holders apply their own where it is `nil`.
         let connectivity = context.options.connectivity
         let isRetry = context.attempt > 1
