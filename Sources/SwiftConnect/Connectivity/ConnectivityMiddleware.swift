@@ -39,15 +39,15 @@ public enum ConnectivityPolicy: Sendable, Hashable {
 ///
 /// Requests in flight when the network drops are not touched: the transport reports what happens to them.
 ///
-/// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network
-/// returns, so requests already queued wait too; requests to a loopback host, and those whose options say
-/// ``ConnectivityPolicy/ignore`` (this middleware's own `policy` where they set none), still start. It lets go too when it is released (its last copy, with the client
-/// that held it), whatever the network: nothing would follow the network for that queue any more. Requests of that
-/// client still waiting in the queue keep the middleware (their way to the transport goes through it) and so the
-/// hold, until the network returns or their deadline passes: they are still the client's calls. Middlewares
-/// sharing one queue hold it each for itself: it starts requests that need the network again once none holds it.
-/// The queue's own ``RequestQueue/pause()`` is the app's: the network's return does not undo it, and
-/// ``RequestQueue/resume()`` releases both.
+/// With `pausing:` the middleware also holds a ``RequestQueue`` while offline and lets it go when the network returns,
+/// so requests already queued wait too; requests to a loopback host, and those whose options say
+/// ``ConnectivityPolicy/ignore`` (this middleware's own `policy` where they set none), still start. It lets go too when
+/// it is released (its last copy, with the client that held it), whatever the network: nothing would follow the network
+/// for that queue any more. Requests of that client still waiting in the queue keep the middleware (their way to the
+/// transport goes through it) and so the hold, until the network returns or their deadline passes: they are still the
+/// client's calls. Middlewares sharing one queue hold it each for itself: it starts requests that need the network
+/// again once none holds it. The queue's own ``RequestQueue/pause()`` is the app's: the network's return does not undo
+/// it, and ``RequestQueue/resume()`` releases both.
 ///
 /// Place it first among the middlewares, so a request waits before any middleware does work for it (a token
 /// refresh, a cache lookup).
