@@ -89,9 +89,11 @@ public protocol Connector {
 
     /// The cache policy of the request. Defaults to `.useProtocolCachePolicy`.
     ///
-    /// A client's ``ResponseCache`` honours it for requests with a ``CacheRule``: the `reload…` policies fetch fresh
-    /// (and store), `.returnCacheDataElseLoad` serves a stored response even past its time to live, and
-    /// `.returnCacheDataDontLoad` serves one or fails, nothing sent (see ``CacheRule``). It also reaches
+    /// A client's ``ResponseCache`` honours it for requests with a ``CacheRule``: the `reloadIgnoring…` policies
+    /// fetch fresh (and store), `.reloadRevalidatingCacheData` revalidates a stored response that has an `ETag` or a
+    /// `Last-Modified` (a conditional request, whose 304 serves it), `.returnCacheDataElseLoad` serves a stored
+    /// response even past its time to live, and `.returnCacheDataDontLoad` serves one or fails, nothing sent (see
+    /// ``CacheRule``). It also reaches
     /// `URLSession`'s own `URLCache`, which ``URLSessionTransport/defaultConfiguration`` leaves out.
     var cachePolicy: URLRequest.CachePolicy { get }
 

@@ -392,13 +392,15 @@ extension RequestOptionKey {
 /// query) is cached only when the rule names its key: a custom ``key``, or ``keyIncludesBody``; the rule makes it a
 /// read, so its answer removes nothing stored, where any other successful PUT, PATCH, DELETE or POST removes the
 /// responses stored for its URL (see ``ResponseCache``). The request's own `cachePolicy` (``Connector/cachePolicy``) is
-/// honoured too: `.reloadIgnoringLocalCacheData` (and the other `reload…` policies) fetches fresh and stores, as
-/// ``bypassesCache`` does; `.returnCacheDataElseLoad` serves a stored response even past its time to live, else
+/// honoured too: `.reloadIgnoringLocalCacheData` and `.reloadIgnoringLocalAndRemoteCacheData` fetch fresh and
+/// store, as ``bypassesCache`` does; `.reloadRevalidatingCacheData` revalidates a stored response that has a
+/// validator (`ETag`, `Last-Modified`), fresh or not, with a conditional request (a 304 serves it), and fetches
+/// fresh when it has none; `.returnCacheDataElseLoad` serves a stored response even past its time to live, else
 /// fetches; `.returnCacheDataDontLoad` serves a stored response or fails with ``ConnectError/Kind/transport``
 /// (`URLError(.resourceUnavailable)` underneath), nothing sent. Its own `Cache-Control` header is honoured as well: a
 /// request that says `no-store` is neither served nor stored, one that says `no-cache` or `max-age=0` (or, without
-/// `Cache-Control`, `Pragma: no-cache`) fetches fresh and stores, and `min-fresh`, `max-stale` and `only-if-cached`
-/// are honoured as ``ResponseCache`` says.
+/// `Cache-Control`, `Pragma: no-cache`) revalidates as `.reloadRevalidatingCacheData` does, and `min-fresh`,
+/// `max-stale` and `only-if-cached` are honoured as ``ResponseCache`` says.
 public struct CacheRule: Sendable, Hashable {
     /// The longest a stored response is served, in seconds: the response's `Cache-Control: max-age` or `Expires`
     /// can shorten it, never lengthen it, and `no-store` keeps it out (`no-cache` too, unless it has an `ETag` or a

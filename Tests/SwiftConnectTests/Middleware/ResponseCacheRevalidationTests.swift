@@ -254,6 +254,159 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1")
     }
 
+    // MARK: - Requests that ask to revalidate
+
+    /// `GET /a` of the tests' server under a cache policy of its own.
+    private struct Reloading: Connector {
+        var cachePolicy: URLRequest.CachePolicy
+        var baseURL: URL { URL(string: "https://api.example.com")! }
+        var endpoint: String { "/a" }
+    }
+
+    /// The ways a request asks to revalidate what is stored (RFC 9111 §5.2.1.4, §5.2.1.1, §5.4; URLRequest's
+    /// `.reloadRevalidatingCacheData`), each with how to send it.
+    private var revalidatingRequests: [(name: String, send: (Connect, RequestOptions) throws -> ConnectResponse)] {
+        let base = self.base
+        func asking(_ name: String, _ value: String) -> (Connect, RequestOptions) throws -> ConnectResponse {
+            { connect, options in
+                let route = Route("/a", baseURL: base, headers: [HTTPHeader(name: name, value: value)])
+                return try connect.response(for: route, options: options).wait(timeout: 5)
+            }
+        }
+        let reloading: (Connect, RequestOptions) throws -> ConnectResponse = { connect, options in
+            try connect.response(for: Reloading(cachePolicy: .reloadRevalidatingCacheData), options: options)
+                .wait(timeout: 5)
+        }
+        return [
+            ("no-cache", asking("Cache-Control", "no-cache")), ("max-age=0", asking("Cache-Control", "max-age=0")),
+            ("Pragma: no-cache", asking("Pragma", "no-cache")), ("reloadRevalidatingCacheData", reloading),
+        ]
+    }
+
+    /// A request that asks to revalidate (`Cache-Control: no-cache`, `max-age=0`, `Pragma: no-cache`,
+    /// `.reloadRevalidatingCacheData`) is not served a fresh stored response as it is, but sends a conditional
+    /// request for it: a 304 serves the stored body, fresh again from the 304.
+    func testARequestThatAsksToRevalidateSendsAConditionalRequestForAFreshResponse() throws {
+        for (name, send) in revalidatingRequests {
+            let server = Server()
+            let clock = ManualClock()
+            let (connect, transport, cache) = client(server, clock: clock)
+            _ = try get(connect)
+            clock.advance(30)
+
+            let revalidated = try send(connect, rule)
+            XCTAssertEqual(transport.requests.count, 2, name)
+            XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"", name)
+            XCTAssertEqual(revalidated.statusCode, 200, name)
+            XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1", name)
+            XCTAssertEqual(cache.hitCount, 0, name)
+
+            // Fresh again for 60 seconds from the 304, not from the first answer.
+            clock.advance(59)
+            XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 1", name)
+            XCTAssertEqual(transport.requests.count, 2, name)
+            XCTAssertEqual(cache.hitCount, 1, name)
+        }
+    }
+
+    /// A request that asks to revalidate gets the new representation when it changed, which replaces the stored one.
+    func testARequestThatAsksToRevalidateGetsAChangedResponse() throws {
+        for (name, send) in revalidatingRequests {
+            let server = Server()
+            let clock = ManualClock()
+            let (connect, transport, _) = client(server, clock: clock)
+            _ = try get(connect)
+            server.version = 2
+
+            let changed = try send(connect, rule)
+            XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"", name)
+            XCTAssertEqual(String(decoding: changed.data, as: UTF8.self), "version 2", name)
+            XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 2", name)
+            XCTAssertEqual(transport.requests.count, 2, name)
+        }
+    }
+
+    /// A request that asks to revalidate a stored response without a validator fetches it in full, and stores it.
+    func testARequestThatAsksToRevalidateAResponseWithoutAValidatorFetchesInFull() throws {
+        for (name, send) in revalidatingRequests {
+            let server = Server()
+            server.sendsETag = false
+            let clock = ManualClock()
+            let (connect, transport, _) = client(server, clock: clock)
+            _ = try get(connect)
+            server.version = 2
+
+            let fetched = try send(connect, rule)
+            XCTAssertEqual(transport.requests.count, 2, name)
+            XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), name)
+            XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-Modified-Since"), name)
+            XCTAssertEqual(String(decoding: fetched.data, as: UTF8.self), "version 2", name)
+            XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 2", name)
+            XCTAssertEqual(transport.requests.count, 2, name)
+        }
+    }
+
+    /// A fresh response in the storage (a new cache over it: an app started again) is revalidated too for a request
+    /// that asks to revalidate, and not served as it is.
+    func testARequestThatAsksToRevalidateRevalidatesAResponseInTheStorage() throws {
+        for (name, send) in revalidatingRequests {
+            let server = Server()
+            let clock = ManualClock()
+            let storage = MemoryResponseStorage()
+            let (first, _, _) = client(server, clock: clock, storage: storage)
+            _ = try get(first)
+            clock.advance(10)
+
+            let (second, transport, _) = client(server, clock: clock, storage: storage)
+            let revalidated = try send(second, rule)
+            XCTAssertEqual(transport.requests.count, 1, name)
+            XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"", name)
+            XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), "version 1", name)
+            XCTAssertEqual(
+                storage.response(forKey: "GET https://api.example.com/a")?.expiry, clock.now.addingTimeInterval(60),
+                name)
+        }
+    }
+
+    /// A rule that bypasses the cache, and the policies that ignore local cache data, fetch in full without
+    /// conditions whatever is stored, as they promise: the server sends the whole response.
+    func testBypassingAndIgnoringLocalDataFetchInFullWithoutConditions() throws {
+        let bypassing = RequestOptions(cache: CacheRule(timeToLive: 60, bypassesCache: true))
+        let ways: [(String, (Connect) throws -> ConnectResponse)] = [
+            ("bypassesCache", { try self.get($0, options: bypassing) }),
+            (
+                "reloadIgnoringLocalCacheData",
+                {
+                    try $0.response(for: Reloading(cachePolicy: .reloadIgnoringLocalCacheData), options: self.rule)
+                        .wait(timeout: 5)
+                }
+            ),
+            (
+                "reloadIgnoringLocalAndRemoteCacheData",
+                {
+                    try $0.response(
+                        for: Reloading(cachePolicy: .reloadIgnoringLocalAndRemoteCacheData), options: self.rule
+                    ).wait(timeout: 5)
+                }
+            ),
+        ]
+        for (name, send) in ways {
+            let server = Server()
+            server.extraHeaders = ["Last-Modified": server.lastModified]
+            let clock = ManualClock()
+            let (connect, transport, _) = client(server, clock: clock)
+            _ = try get(connect)
+            clock.advance(61)
+
+            let fetched = try send(connect)
+            XCTAssertEqual(transport.requests.count, 2, name)
+            XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), name)
+            XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-Modified-Since"), name)
+            XCTAssertEqual(fetched.statusCode, 200, name)
+            XCTAssertEqual(String(decoding: fetched.data, as: UTF8.self), "version 1", name)
+        }
+    }
+
     // MARK: - no-cache
 
     /// A response that says `no-cache` and has a validator is stored, and revalidated before every use: never

@@ -42,13 +42,16 @@ import Foundation
 /// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
 /// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
 ///
-/// - A GET or HEAD whose stored response is stale (or not fresh enough for the request's `max-age` or `min-fresh`)
-///   and has a validator goes to the network conditional on it: with `If-None-Match` naming its `ETag` and
-///   `If-Modified-Since` naming its `Last-Modified`, under the request's own credentials and key. A request that is
-///   conditional already (`If-None-Match`, `If-Modified-Since`, `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as
-///   it is, and its caller gets the server's 304. A response without a validator, one a redirect led to, and a
-///   request that bypasses the cache (``CacheRule/bypassesCache``, a reloading policy or request directive) fetch
-///   a full response as before.
+/// - A GET or HEAD whose stored response is stale (or not fresh enough for the request's `max-age` or `min-fresh`),
+///   or that asks to revalidate what is stored, fresh or not (`Cache-Control: no-cache` or `max-age=0`, without
+///   `Cache-Control` `Pragma: no-cache`, or the `.reloadRevalidatingCacheData` policy: RFC 9111 §5.2.1.4, as a
+///   browser's reload asks), and whose stored response has a validator goes to the network conditional on it:
+///   with `If-None-Match` naming its `ETag` and `If-Modified-Since` naming its `Last-Modified`, under the request's
+///   own credentials and key. A request that is conditional already (`If-None-Match`, `If-Modified-Since`,
+///   `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as it is, and its caller gets the server's 304. A response
+///   without a validator and one a redirect led to are fetched in full, and so is any response for a request that
+///   bypasses the cache (``CacheRule/bypassesCache``, `.reloadIgnoringLocalCacheData`,
+///   `.reloadIgnoringLocalAndRemoteCacheData`): those ignore what is stored.
 /// - A `304 Not Modified` is served as the stored response: its status and body, its headers updated by the 304's
 ///   (but `Content-Length`, `Content-Encoding`, `Transfer-Encoding`, `Content-Range` and the connection's fields), its
 ///   `Age` the 304's. It is stored again as a new answer would be: fresh for the rule's time to live (or the
@@ -92,19 +95,19 @@ import Foundation
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
 ///   response is not served in its place.
 ///
-/// The request's own headers, as the cache sees them, are honoured too (RFC 9111 §5.2.1, §5.4), read as the
-/// response's are (names and directives in any case, several lines as one list): `Cache-Control: no-store` sends it
-/// to the network and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without
-/// `Cache-Control`, `Pragma: no-cache` fetch a fresh response, which is then stored, as ``CacheRule/bypassesCache``
-/// does; `min-fresh=N` serves only a response that stays fresh N seconds more; `max-stale` serves a response past
-/// its time to live too (`max-stale=N`: by at most N seconds; with `min-fresh`, its N seconds less), unless it says
-/// `must-revalidate`; `only-if-cached` serves a stored response or fails with nothing sent, as
-/// `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a private one has no one to send
-/// it from), and with `no-store` too, storing nothing. A response past its time to live stays stored for such
-/// requests until a fresh answer replaces it or the size limit evicts it. A request the cache does not take (no
-/// rule, a download, a streamed response) goes to the network with its directives, for the caches there.
-/// `max-age=N` serves only a response at most N seconds old (and, without `max-stale`, fresh): its `Age` when it came
-/// plus the time since, by the cache's clock (``StoredResponse/receivedAt``); a stored response from before that
+/// The request's own headers, as the cache sees them, are honoured too (RFC 9111 §5.2.1, §5.4), read as the response's
+/// are (names and directives in any case, several lines as one list): `Cache-Control: no-store` sends it to the network
+/// and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without `Cache-Control`,
+/// `Pragma: no-cache` serve nothing stored as it is: a stored response with a validator is revalidated (above), one
+/// without is fetched again in full, and the answer is stored; `min-fresh=N` serves only a response that stays fresh N
+/// seconds more; `max-stale` serves a response past its time to live too (`max-stale=N`: by at most N seconds; with
+/// `min-fresh`, its N seconds less), unless it says `must-revalidate`; `only-if-cached` serves a stored response or
+/// fails with nothing sent, as `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a
+/// private one has no one to send it from), and with `no-store` too, storing nothing. A response past its time to live
+/// stays stored for such requests until a fresh answer replaces it or the size limit evicts it. A request the cache
+/// does not take (no rule, a download, a streamed response) goes to the network with its directives, for the caches
+/// there. `max-age=N` serves only a response at most N seconds old (and, without `max-stale`, fresh): its `Age` when it
+/// came plus the time since, by the cache's clock (``StoredResponse/receivedAt``); a stored response from before that
 /// property is dated by its `Date`, and one with neither never answers `max-age`.
 ///
 /// ```swift
@@ -408,10 +411,15 @@ public final class ResponseCache: Sendable {
         let credentials = Self.credentialsDigest(of: request)
         let key = Self.key(for: request, rule: rule, credentials: credentials)
         let now = self.now()
-        let bypasses = rule.bypassesCache || Self.reloads(policy) || asks.reload
+        // A reload fetches in full, ignoring what is stored; a request that asks to revalidate (RFC 9111 §5.2.1.4)
+        // is served nothing as it is, but what is stored is revalidated, fresh or not.
+        let bypasses = rule.bypassesCache || Self.ignoresStoredData(policy)
+        let revalidates = asks.revalidate || policy == .reloadRevalidatingCacheData
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
-        let accepts = { (freshness: StoredFreshness) in servesStale || Self.accepts(freshness, now: now, asks: asks) }
+        let accepts = { (freshness: StoredFreshness) in
+            !revalidates && (servesStale || Self.accepts(freshness, now: now, asks: asks))
+        }
         let (found, stale, fetch, generation, seen) = state.withLock {
             state -> (Entry?, Entry?, UInt64, UInt64, UInt64?) in
             var stale: Entry?
@@ -826,9 +834,9 @@ public final class ResponseCache: Sendable {
     struct RequestDirectives {
         /// `no-store`.
         var noStore = false
-        /// A fresh response, then stored (as ``CacheRule/bypassesCache`` asks): `no-cache`, `max-age=0` (or a
-        /// `max-age` that is not a number), and `Pragma: no-cache`.
-        var reload = false
+        /// No stored response served without a successful revalidation (RFC 9111 §5.2.1.4): `no-cache`, `max-age=0`
+        /// (or a `max-age` that is not a number), and `Pragma: no-cache`.
+        var revalidate = false
         /// A positive `max-age`, in seconds: the oldest response the request accepts (``CacheDirectives/maxAge``).
         var maxAge: TimeInterval?
         /// `min-fresh`, in seconds (``CacheDirectives/minFresh``).
@@ -845,18 +853,19 @@ public final class ResponseCache: Sendable {
         if let cacheControl = request.value(forHTTPHeaderField: "Cache-Control") {
             let directives = CacheDirectives(cacheControl)
             return RequestDirectives(
-                noStore: directives.noStore, reload: directives.noCache || directives.maxAge == 0,
+                noStore: directives.noStore, revalidate: directives.noCache || directives.maxAge == 0,
                 maxAge: directives.maxAge, minFresh: directives.minFresh, maxStale: directives.maxStale,
                 onlyIfCached: directives.onlyIfCached)
         }
         guard let pragma = request.value(forHTTPHeaderField: "Pragma") else { return RequestDirectives() }
-        return RequestDirectives(reload: CacheDirectives(pragma).noCache)
+        return RequestDirectives(revalidate: CacheDirectives(pragma).noCache)
     }
 
-    /// Whether a request's cache policy asks for a fresh response (then stored), as ``CacheRule/bypassesCache`` does.
-    private static func reloads(_ policy: URLRequest.CachePolicy) -> Bool {
+    /// Whether a request's cache policy asks for a full response whatever is stored (then stored), as
+    /// ``CacheRule/bypassesCache`` does. (`.reloadRevalidatingCacheData` revalidates what is stored instead.)
+    private static func ignoresStoredData(_ policy: URLRequest.CachePolicy) -> Bool {
         switch policy {
-        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData, .reloadRevalidatingCacheData:
+        case .reloadIgnoringLocalCacheData, .reloadIgnoringLocalAndRemoteCacheData:
             return true
         default:
             return false
