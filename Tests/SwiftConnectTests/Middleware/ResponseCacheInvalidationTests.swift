@@ -208,7 +208,7 @@ private final class KeyOnlyStorage: ResponseCacheStorage {
 
 /// A storage whose next read, once armed, takes what is stored and then waits to be let go: a slow disk read that a
 /// refetch overtakes.
-private final class SlowReadStorage: ResponseCacheStorage, @unchecked Sendable {
+final class SlowReadStorage: ResponseCacheStorage, @unchecked Sendable {
     // @unchecked Sendable: `lock` protects `isArmed`; the semaphores and `base` are thread-safe.
     private let base = MemoryResponseStorage()
     private let lock = NSLock()

@@ -541,6 +541,39 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
     }
 
+    /// A stale response read from the storage before the app removed everything (a logout's `removeAll()` while the
+    /// read was slow) is not revalidated: the request goes out without conditions, so no 304 can serve the removed
+    /// response, and nothing is stored again over the removal.
+    func testAStaleStorageReadOvertakenByARemoveAllIsNotRevalidated() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let storage = SlowReadStorage()
+        let (first, _, _) = client(server, clock: clock, storage: storage)
+        _ = try get(first)
+        clock.advance(61)
+
+        let (second, transport, cache) = client(server, clock: clock, storage: storage)
+        storage.armNextRead()
+        let answered = DispatchSemaphore(value: 0)
+        let answer = Guarded<ConnectResponse?>(nil)
+        let (base, rule) = (self.base, self.rule)
+        DispatchQueue.global().async {
+            let response = try? second.response(for: Route("/a", baseURL: base), options: rule).wait(timeout: 5)
+            answer.withLock { $0 = response }
+            answered.signal()
+        }
+        XCTAssertEqual(storage.readTaken.wait(timeout: .now() + 10), .success)
+        cache.removeAll()
+        storage.release.signal()
+        XCTAssertEqual(answered.wait(timeout: .now() + 10), .success)
+
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "nothing left to revalidate")
+        XCTAssertEqual(answer.withLock { $0?.statusCode }, 200)
+        XCTAssertEqual(cache.count, 0)
+        XCTAssertNil(storage.response(forKey: "GET https://api.example.com/a"))
+    }
+
     /// A response stored under a rule's custom key is revalidated under that key.
     func testAResponseUnderACustomKeyIsRevalidated() throws {
         let server = Server()

@@ -565,8 +565,8 @@ public final class ResponseCache: Sendable {
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory unless memory
     /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any): a
     /// refetch's newer answer is not replaced by what a storage read found before it; or one it does not accept, to
-    /// revalidate (neither served nor kept). `nil` when it has none that fits, or only one a redirect led to and
-    /// `servesRedirected` is `false`.
+    /// revalidate (neither served nor kept). `nil` when it has none that fits, only one a redirect led to and
+    /// `servesRedirected` is `false`, or one read before a removal the app made meanwhile.
     private func storedResponse(
         forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, servesRedirected: Bool,
         accepts: (StoredFreshness) -> Bool,
@@ -593,11 +593,12 @@ public final class ResponseCache: Sendable {
         let entry = Entry(
             response: response, freshness: freshness, size: Self.estimatedSize(of: response), tick: 0,
             method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
-        guard accepts(freshness) else { return .stale(entry) }
+        let isAccepted = accepts(freshness)
         // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
-        // served, nor kept.
+        // served, nor kept, nor revalidated (a 304 would serve what was removed).
         let isCurrent = state.withLock { state -> Bool in
             guard state.generation == generation, !state.isInvalidated(resources, since: fetch) else { return false }
+            guard isAccepted else { return true }
             state.hits += 1
             state.misses -= 1
             if entry.size <= maxBytes, state.entries[key]?.insertion == seen {
@@ -605,7 +606,8 @@ public final class ResponseCache: Sendable {
             }
             return true
         }
-        return isCurrent ? .fresh(Self.aged(response, generated: freshness.generated, now: now())) : nil
+        guard isCurrent else { return nil }
+        return isAccepted ? .fresh(Self.aged(response, generated: freshness.generated, now: now())) : .stale(entry)
     }
 
     // MARK: - Revalidation
