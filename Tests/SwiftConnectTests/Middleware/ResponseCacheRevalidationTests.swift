@@ -574,6 +574,86 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertNil(storage.response(forKey: "GET https://api.example.com/a"))
     }
 
+    /// A stale HEAD response is revalidated by a HEAD, and the 304 serves it (a 200 with the stored headers and no
+    /// body); it answers no GET.
+    func testAStaleHeadResponseIsRevalidatedByAHead() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        let head = Route("/a", baseURL: base, method: .head)
+        let first = try connect.response(for: head, options: rule).wait(timeout: 5)
+        clock.advance(61)
+
+        let revalidated = try connect.response(for: head, options: rule).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requests.last?.httpMethod, "HEAD")
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(revalidated.statusCode, 200)
+        XCTAssertEqual(revalidated.header("ETag"), "\"v1\"")
+        XCTAssertEqual(revalidated.header("Content-Length"), "9")
+        XCTAssertEqual(revalidated.data, first.data)
+
+        _ = try get(connect)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(transport.requests.last?.httpMethod, "GET")
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "a HEAD answers no GET")
+    }
+
+    /// A 304 that (against RFC 9110 §15.4.5) carries a body, and a `Content-Length` and `Content-Encoding` of its
+    /// own: the stored body is served, with the stored framing fields, and stored again as it was.
+    func testA304WithABodyServesTheStoredBody() throws {
+        let clock = ManualClock()
+        let transport = FakeTransport.answering(
+            .handler { request in
+                if request.value(forHTTPHeaderField: "If-None-Match") == "\"v1\"" {
+                    return .success(
+                        ConnectResponse(
+                            request: request, statusCode: 304,
+                            headers: ["ETag": "\"v1\"", "Content-Length": "5", "Content-Encoding": "gzip"],
+                            data: Data("stray".utf8))!)
+                }
+                return .success(
+                    ConnectResponse(
+                        request: request, statusCode: 200,
+                        headers: ["ETag": "\"v1\"", "Content-Length": "9", "Content-Type": "text/plain"],
+                        data: Data("version 1".utf8))!)
+            })
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try get(connect)
+        clock.advance(61)
+
+        for _ in 0..<2 {
+            let served = try get(connect)
+            XCTAssertEqual(served.statusCode, 200)
+            XCTAssertEqual(String(decoding: served.data, as: UTF8.self), "version 1")
+            XCTAssertEqual(served.header("Content-Length"), "9")
+            XCTAssertNil(served.header("Content-Encoding"))
+        }
+        XCTAssertEqual(transport.requests.count, 2, "the second served from memory, as the 304 refreshed it")
+    }
+
+    /// A 304 with a `Vary` of its own updates what the stored response varies on: a request with another value of
+    /// the newly named header is not served it.
+    func testAVaryFromA304UpdatesWhatTheStoredResponseVariesOn() throws {
+        let server = Server()
+        server.notModifiedHeaders = ["Vary": "Accept-Language"]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        let english = [HTTPHeader(name: "Accept-Language", value: "en")]
+        _ = try get(connect, headers: english)
+        clock.advance(61)
+        let revalidated = try get(connect, headers: english)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(revalidated.header("Vary"), "Accept-Language")
+
+        _ = try get(connect, headers: english)
+        XCTAssertEqual(transport.requests.count, 2, "served to the same language")
+        _ = try get(connect, headers: [HTTPHeader(name: "Accept-Language", value: "fr")])
+        XCTAssertEqual(transport.requests.count, 3, "not to another")
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+    }
+
     /// A response stored under a rule's custom key is revalidated under that key.
     func testAResponseUnderACustomKeyIsRevalidated() throws {
         let server = Server()
