@@ -10,8 +10,8 @@ import XCTest
 /// RFC 9111 §5.2.1 and §5.4: the request's own `Cache-Control` (or, without one, its `Pragma`) as it reaches the
 /// ``ResponseCache``: `no-store` neither stores nor serves, `no-cache`, `max-age=0` and `Pragma: no-cache` fetch
 /// fresh and store what comes (a stored response without a validator, as here; one with a validator is revalidated,
-/// see `ResponseCacheRevalidationTests`), `min-fresh` asks for a response fresh that much longer, `max-stale` accepts one past
-/// its time, and `only-if-cached` never reaches the network.
+/// see `ResponseCacheRevalidationTests`), `min-fresh` asks for a response fresh that much longer, `max-stale` accepts
+/// one past its time, and `only-if-cached` never reaches the network.
 final class ResponseCacheRequestDirectivesTests: XCTestCase {
     /// What the cache did with a request carrying some headers, asked after a plain request stored a response.
     private enum Outcome: Equatable {
