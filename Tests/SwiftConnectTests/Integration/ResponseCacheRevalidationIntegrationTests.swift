@@ -48,4 +48,42 @@ final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(served.header("X-Checked"), "again")
         XCTAssertEqual(cache.hitCount, 1)
     }
+
+    /// A response that came gzip-encoded is stored decoded (the engine decoded it on its way), and a 304 to its
+    /// revalidation serves that decoded body again: not decoded twice, not the 304's empty body.
+    func testA304ToAGzipEncodedResponseServesItsDecodedBody() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        // `"conformance " × 100`, gzip-compressed.
+        let gzipped = try XCTUnwrap(
+            Data(base64Encoded: "H4sIAAAAAAACA0vOz0vLL8pNzEtOVUgeZY+yR9mj7EHMBgBfY9NSsAQAAA=="))
+        let expected = String(repeating: "conformance ", count: 100)
+        server.route("GET", "/text") { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                return LocalServer.Response(status: 304, headers: [("ETag", "\"v1\""), ("Content-Encoding", "gzip")])
+            }
+            return LocalServer.Response(
+                headers: [("ETag", "\"v1\""), ("Content-Type", "text/plain"), ("Content-Encoding", "gzip")],
+                body: gzipped)
+        }
+        let clock = ManualClock()
+        let storage = MemoryResponseStorage()
+        let cache = ResponseCache(storage: storage, now: { clock.now })
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: cache)
+        let route = Route(
+            "/text", baseURL: server.baseURL, headers: [HTTPHeader(name: "Accept-Encoding", value: "gzip")],
+            options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+
+        let first = try connect.response(for: route).wait(timeout: 10)
+        XCTAssertEqual(String(decoding: first.data, as: UTF8.self), expected)
+        let key = "GET " + route.baseURL.appendingPathComponent("text").absoluteString
+        XCTAssertEqual(storage.response(forKey: key)?.body, Data(expected.utf8), "stored decoded")
+        clock.advance(61)
+        let revalidated = try connect.response(for: route).wait(timeout: 10)
+
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/text"), 2)
+        XCTAssertEqual(revalidated.statusCode, 200)
+        XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), expected)
+        XCTAssertEqual(storage.response(forKey: key)?.body, Data(expected.utf8))
+    }
 }
