@@ -76,7 +76,9 @@ import Foundation
 ///   stale to `max-stale`), when it has a validator (`ETag`, `Last-Modified`), and kept out without one.
 /// - `Age` (when a non-negative integer, else 0; values over 2³¹ count as 2³¹) is how old the response was when it
 ///   came: it counts against the time to live, whichever sets it (the rule, `max-age` or `Expires`). A response
-///   `Age: 3000` under a rule of 3600 seconds is served for 600 seconds more.
+///   `Age: 3000` under a rule of 3600 seconds is served for 600 seconds more. The time the request took is not
+///   added (RFC 9111 §4.2.3's `response_delay`): the cache sits before the client's ``RequestQueue``, so it would
+///   count a paused queue's wait too, and a response that waited there longer than its rule would not be stored.
 /// - `max-age=N` shortens the time to live to N seconds. Of several, the first counts; values over 2³¹ count as
 ///   2³¹. One that is not a non-negative integer makes the response stale, and a stale response (a time to live of
 ///   0 or less, `Age` counted) is not stored, unless it has a validator (`ETag`, `Last-Modified`): then it is
