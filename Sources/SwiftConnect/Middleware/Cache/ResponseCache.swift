@@ -688,18 +688,25 @@ public final class ResponseCache: Sendable {
         for name in names {
             fields[values: name] = updates.filter { $0.name == name }.map(\.value)
         }
+        var updated = replacingHead(
+            of: stored, with: ResponseHead(status: stored.statusCode, headerFields: fields), url: request.url)
+        updated.storedRequest = .sent(request)
+        return updated
+    }
+
+    /// `response` with `head` in place of its own, keeping its URL (`url` when it has none) and HTTP version.
+    private static func replacingHead(of response: ConnectResponse, with head: ResponseHead, url: URL)
+        -> ConnectResponse
+    {
         let httpVersion: String
-        switch stored.storedHead {
+        switch response.storedHead {
         case .parts(let parts): httpVersion = parts.httpVersion
         case .foundation: httpVersion = "HTTP/1.1"
         }
-        var updated = stored
-        updated.storedHead = .parts(
-            ResponseParts(
-                url: stored.storedHead.url ?? request.url,
-                head: ResponseHead(status: stored.statusCode, headerFields: fields), httpVersion: httpVersion))
-        updated.storedRequest = .sent(request)
-        return updated
+        var replaced = response
+        replaced.storedHead = .parts(
+            ResponseParts(url: response.storedHead.url ?? url, head: head, httpVersion: httpVersion))
+        return replaced
     }
 
     /// `response` as the cache serves it `now`: with one `Age` field, its current age in whole seconds (RFC 9111
@@ -713,17 +720,7 @@ public final class ResponseCache: Sendable {
         let age = seconds > 0 ? min(seconds, ResponseFreshness.maxDeltaSeconds).rounded(.down) : 0
         var head = response.head
         head.headerFields[HeaderField.Name("Age")] = String(Int64(age))
-        let httpVersion: String
-        switch response.storedHead {
-        case .parts(let parts): httpVersion = parts.httpVersion
-        case .foundation: httpVersion = "HTTP/1.1"
-        }
-        var aged = response
-        aged.storedHead = .parts(
-            ResponseParts(
-                url: response.storedHead.url ?? response.storedRequest.url ?? RelativeBase.url, head: head,
-                httpVersion: httpVersion))
-        return aged
+        return replacingHead(of: response, with: head, url: response.storedRequest.url ?? RelativeBase.url)
     }
 
     /// Sends a request the cache neither serves nor stores; when its method is unsafe (RFC 9110 §9.2.1: any but
