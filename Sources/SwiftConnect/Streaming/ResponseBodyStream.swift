@@ -236,6 +236,21 @@ public final class ResponseBodyStream: Sendable {
         }
     }
 
+    /// Ends the stream with `error` after the chunks already buffered, as ``finish(throwing:)`` does, and stops the
+    /// engine's transfer (its cancel handler), which is not to go on: the call's deadline passed.
+    ///
+    /// - Parameter error: Why the stream ended.
+    func expire(with error: any Error) {
+        let onCancel = state.withLock { state -> (@Sendable () -> Void)? in
+            guard state.end == nil else { return nil }
+            // A cancel handler set from now on runs at once.
+            state.wasStopped = true
+            return state.onCancel
+        }
+        finish(throwing: error)
+        onCancel?()
+    }
+
     /// Sets what stops the transfer when the consumer cancels or stops reading, or the idle timeout fires. Runs
     /// at once if that already happened; never after ``finish(throwing:)``.
     ///

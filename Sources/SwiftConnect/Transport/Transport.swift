@@ -135,6 +135,9 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         }
     }
     let sentBytes = Int64(request.httpBody?.count ?? 0)
+    // The call's deadline, from now: a streamed body outlives the call's future, which completes with the head, so
+    // the body is held to it here, as an engine's exchange holds it.
+    let deadline = transfer.streaming == nil ? nil : TransportDeadline(seconds: request.timeoutInterval)
     let sent = transport.send(request)
     let answer = sent.flatMap { [request] response -> Future<ConnectResponse> in
         guard let stream = response.bodyStream else {
@@ -144,10 +147,14 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         // engine's does, streamed on if the caller streams, else read whole first.
         let limit = transfer.responseBodyLimit(statusCode: response.statusCode)
         if let options = transfer.streaming {
-            // Nothing to count: the transport's own stream, its back-pressure as it is.
-            guard limit != nil || transfer.progress != nil else { return Future(value: response) }
             var relayed = response
-            relayed.bodyStream = counted(stream, of: response, options: options, limit: limit, transfer: transfer)
+            // Nothing to count: the transport's own stream, its back-pressure as it is.
+            if limit != nil || transfer.progress != nil {
+                relayed.bodyStream = counted(stream, of: response, options: options, limit: limit, transfer: transfer)
+            }
+            if let deadline, let body = relayed.bodyStream {
+                bound(body, by: deadline, of: request)
+            }
             return Future(value: relayed)
         }
         return Future {
@@ -159,6 +166,15 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
     // Kept until the answer is over, as in `wholeBody`: cancelling must reach the transport's own future.
     answer.whenComplete { _ in withExtendedLifetime(sent) {} }
     return answer
+}
+
+/// Ends `body` with ``ConnectError/Kind/timedOut`` when `deadline` passes before it does (after the chunks it holds,
+/// as an engine's exchange ends it), stopping the transport's transfer.
+private func bound(_ body: ResponseBodyStream, by deadline: TransportDeadline, of request: URLRequest) {
+    deadline.start { [weak body] in
+        body?.expire(with: ConnectError.transportFailure(.deadlinePassed(after: nil), stored: .foundation(request)))
+    }
+    body.whenEnded { deadline.cancel() }
 }
 
 /// `source`, relayed to a stream of `options` as the reader takes it: its bytes counted against `limit` (the stream
