@@ -93,14 +93,26 @@ public struct EventSource: AsyncSequence {
         public mutating func next() async throws -> ServerSentEvent? {
             while !isFinished {
                 if events == nil {
+                    // A cancelled reader sends nothing: a request made now would only be cancelled.
+                    guard !Task.isCancelled else {
+                        isFinished = true
+                        throw ConnectError.cancelled()
+                    }
                     let opened: ResponseEvents<ResponseStream>.AsyncIterator?
                     do {
                         opened = try await open()
-                    } catch let error as ConnectError where hasConnected && Self.isNetworkFailure(error) {
+                    } catch let error as ConnectError
+                        where hasConnected && Self.isNetworkFailure(error) && !Task.isCancelled
+                    {
                         // A reconnection the network refused (the server restarting, say) is tried again, as a
                         // browser's EventSource does; the first connection's failure is the caller's to see.
                         try await waitToReconnect(after: error)
                         continue
+                    } catch {
+                        // A cancellation while waiting for the answer, or an answer that fails the source: it is
+                        // over, as after a failure while reading, and a later `next()` sends no request.
+                        isFinished = true
+                        throw error
                     }
                     guard let opened else {
                         isFinished = true
