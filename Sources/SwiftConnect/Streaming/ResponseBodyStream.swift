@@ -288,8 +288,12 @@ public final class ResponseBodyStream: Sendable {
     /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
     package func next() async throws -> Data? {
         // A reader whose task was cancelled stops here, buffered chunks or not: with back-pressure, taking one
-        // lets the engine read the next, and a loop that never waits would read for ever.
-        if Task.isCancelled { cancel() }
+        // lets the engine read the next, and a loop that never waits would read for ever. A body that had already
+        // ended (complete, its chunks buffered) stops the reader too: the cancelled loop is not handed the rest.
+        if Task.isCancelled {
+            cancel()
+            throw ConnectError.cancelled()
+        }
         let chunk = try state.withLock { state -> Data?? in
             if let chunk = take(&state) { return .some(chunk) }
             if let end = state.end {
