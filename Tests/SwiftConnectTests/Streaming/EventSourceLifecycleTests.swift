@@ -160,7 +160,7 @@ final class EventSourceLifecycleTests: XCTestCase {
                 .stream(headers: eventStream) { body in
                     guard await body.send(Data("id: 1\ndata: a\n\n".utf8)) else { return }
                     // Then nothing: the producer waits until the deadline stops the transfer (which cancels it).
-                    try? await Task.sleep(nanoseconds: .max)
+                    await waitUntilCancelled()
                 },
                 sse("id: 2\ndata: b\n\n"),
                 .status(204),

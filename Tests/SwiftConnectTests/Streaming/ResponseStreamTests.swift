@@ -495,14 +495,6 @@ final class ResponseStreamTests: XCTestCase {
     }
 }
 
-/// Returns once the current task is cancelled: the iteration of an `AsyncStream` that never yields ends then.
-private func waitUntilCancelled() async {
-    var continuation: AsyncStream<Never>.Continuation?
-    let never = AsyncStream<Never> { continuation = $0 }
-    for await _ in never {}
-    continuation?.finish()
-}
-
 /// Reads a body stream the way `ResponseStream` does.
 private struct ConnectStreamProbe {
     let stream: ResponseStream

@@ -22,7 +22,7 @@ final class StreamDeadlineTests: XCTestCase {
             with: .stream { body in
                 guard await body.send(Data("first".utf8)) else { return }
                 // Quiet until stopped: the wait ends only when the transfer is cancelled.
-                try? await Task.sleep(nanoseconds: 3_600 * 1_000_000_000)
+                await waitUntilCancelled()
                 stopped.succeed(Task.isCancelled)
             })
         let connect = Connect(transport: transport, retryPolicy: nil)
@@ -43,7 +43,7 @@ final class StreamDeadlineTests: XCTestCase {
             .get, "/quiet",
             with: .stream { body in
                 guard await body.send(Data("first".utf8)) else { return }
-                try? await Task.sleep(nanoseconds: 3_600 * 1_000_000_000)
+                await waitUntilCancelled()
             })
         transport.stub(.get, "/short", with: .stream([Data("a".utf8), Data("b".utf8)]))
         let connect = Connect(

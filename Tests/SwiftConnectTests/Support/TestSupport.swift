@@ -164,3 +164,11 @@ final class Guarded<Value>: @unchecked Sendable {
 
     var snapshot: Value { withLock { $0 } }
 }
+
+/// Returns once the current task is cancelled: the iteration of an `AsyncStream` that never yields ends then.
+func waitUntilCancelled() async {
+    var continuation: AsyncStream<Never>.Continuation?
+    let never = AsyncStream<Never> { continuation = $0 }
+    for await _ in never {}
+    continuation?.finish()
+}
