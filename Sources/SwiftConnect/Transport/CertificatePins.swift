@@ -63,7 +63,6 @@ public struct CertificatePins: Sendable, Equatable {
                     "'\(pattern)' is not a host name: pin the host alone (such as api.example.com), without a scheme, "
                         + "a port or a path")
             }
-            key = ComparableHost.normalized(name) ?? name
         } else {
             guard Self.isHostName(name) else {
                 throw Self.invalid(
@@ -71,7 +70,7 @@ public struct CertificatePins: Sendable, Equatable {
                         + "a port, a path or blanks, a name in another script in its ASCII form (xn--…)")
             }
         }
-        // An address written in another form (`127.1`) is kept as every URL's host is looked up.
+        // An address written in another form (`127.1`, `[0:0::1]`) is kept as every URL's host is looked up.
         if !isWildcard { key = ComparableHost.normalized(key) ?? key }
         var decoded = Set<Data>()
         for hash in hashes {
@@ -114,10 +113,8 @@ public struct CertificatePins: Sendable, Equatable {
     /// - Parameter host: A host name, as in a URL.
     /// - Returns: The SHA-256 hashes, or `nil`.
     public func pins(for host: String) -> Set<Data>? {
-        var name = host.lowercased()
-        if name.hasSuffix(".") { name.removeLast() }
-        name = ComparableHost.normalized(name, droppingTrailingDot: true) ?? name
-        if name.hasPrefix("["), name.hasSuffix("]") { name = String(name.dropFirst().dropLast()) }
+        // Lower-cased, without brackets or trailing dots, an address in one form: as every pattern is kept.
+        let name = ComparableHost.normalized(host, droppingTrailingDot: true) ?? host.lowercased()
         if let exact = pinsByPattern[name] { return exact }
         var rest = Substring(name)
         while let dot = rest.firstIndex(of: ".") {
