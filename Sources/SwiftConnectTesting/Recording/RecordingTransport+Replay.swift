@@ -138,10 +138,12 @@ extension RecordingTransport {
                 url: entry.response.url.flatMap { URL(string: $0) },
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
         else {
+            let status = entry.response.status
             let message =
                 "RecordingTransport: the recording of \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has "
-                + "status \(entry.response.status) "
-                + "and no _failure (a browser's export of a request that got no response cannot be replayed)"
+                + (status == 0
+                    ? "status 0 and no _failure (a browser's export of a request that got no response cannot be replayed)"
+                    : "status \(status), which no HTTP answer has (a status is 100 to 999)")
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
