@@ -30,8 +30,8 @@ public struct HAR: Codable, Sendable, Equatable {
     /// The archive in `data`, as a browser or ``RecordingTransport`` wrote it.
     ///
     /// - Parameter data: The JSON text of a HAR file.
-    /// - Throws: A `DecodingError` when the text is not JSON, or lacks the fields a replay needs (an entry's
-    ///   request method and URL, its response status).
+    /// - Throws: A `DecodingError` when the text is not JSON, lacks the fields a replay needs (an entry's
+    ///   request method and URL, its response status), or is of a version other than HAR 1's.
     public init(data: Data) throws {
         self = try JSONDecoder().decode(HAR.self, from: data)
     }
@@ -77,9 +77,17 @@ public struct HAR: Codable, Sendable, Equatable {
         }
 
         /// Reads a log, taking HAR's defaults for what a lenient writer left out.
+        ///
+        /// - Throws: A `DecodingError` for a version other than HAR 1's (`1.1`, `1.2`): another format, whose fields
+        ///   may mean something else.
         public init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
             version = try container.value(.version, default: "1.2")
+            guard version == "1" || version.hasPrefix("1.") else {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .version, in: container,
+                    debugDescription: "HAR version \(version) is not one this library reads (1.1 and 1.2 are)")
+            }
             creator = try container.value(.creator, default: Creator(name: "unknown", version: ""))
             entries = try container.value(.entries, default: [])
             comment = try container.decodeIfPresent(String.self, forKey: .comment)

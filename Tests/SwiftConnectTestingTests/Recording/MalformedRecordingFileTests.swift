@@ -8,7 +8,7 @@ import XCTest
 #endif
 
 /// A recording file that is not what a replay can read (empty, not JSON, not UTF-8, a field of the wrong type or
-/// missing, a folder) fails each request with a typed error that names the file and says
+/// missing, another format's version, a folder) fails each request with a typed error that names the file and says
 /// what is wrong.
 final class MalformedRecordingFileTests: XCTestCase {
     private var folder: URL!
@@ -85,6 +85,26 @@ final class MalformedRecordingFileTests: XCTestCase {
     func testJSONThatIsNotAnArchiveIsUnreadable() throws {
         let (recording, _) = try replayError("array.har", Data("[]".utf8))
         XCTAssertEqual(recording.reason, .unreadableRecording)
+    }
+
+    func testAnotherFormatVersionIsUnreadableAndNamed() throws {
+        // Given: an archive of a HAR version this library does not know
+        let text = Self.valid.replacingOccurrences(of: #""version": "1.2""#, with: #""version": "2.0""#)
+        // Then: the request fails saying why, rather than being answered from a format read by guesswork
+        let (recording, error) = try replayError("v2.har", Data(text.utf8))
+        XCTAssertEqual(recording.reason, .unreadableRecording)
+        XCTAssertTrue(error.message.contains("2.0"), error.message)
+    }
+
+    func testTheVersionsOfHAR1Replay() throws {
+        for version in ["1.1", "1.2"] {
+            let file = folder.appendingPathComponent("v\(version).har")
+            let text = Self.valid.replacingOccurrences(of: #""version": "1.2""#, with: #""version": "\#(version)""#)
+            try Data(text.utf8).write(to: file)
+            let replay = RecordingTransport(fileURL: file, mode: .replay)
+            let response = try replay.send(connectRequest(.get, "http://api.test/todos"), transfer: .init()).wait()
+            XCTAssertEqual(response.statusCode, 200, version)
+        }
     }
 
     func testAFolderInPlaceOfTheFileIsUnreadableInReplay() throws {
