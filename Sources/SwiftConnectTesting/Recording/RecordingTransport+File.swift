@@ -35,7 +35,10 @@ extension RecordingTransport {
             return state
         }
         do {
-            let har = try HAR(contentsOf: url)
+            let bytes = try Data(contentsOf: url)
+            let har = try HAR(data: bytes)
+            state.fileBytes = bytes
+            state.fileEntries = har.log.entries
             state.entries = har.log.entries
             state.requests = har.log.entries.map { RecordedRequest($0.request).map(RecordingRedaction.request) }
             state.used = Array(repeating: false, count: har.log.entries.count)
@@ -46,11 +49,11 @@ extension RecordingTransport {
         return state
     }
 
-    /// Writes `har` to `url` atomically: to a temporary file beside it, then renamed over it (`Data`'s `.atomic`),
+    /// Writes `data` to `url` atomically: to a temporary file beside it, then renamed over it (`Data`'s `.atomic`),
     /// so a reader, or a test run stopped half-way, never sees half a file.
-    static func write(_ har: HAR, to url: URL) throws {
+    static func write(_ data: Data, to url: URL) throws {
         try FileManager.default.createDirectory(
             at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-        try har.encoded().write(to: url, options: .atomic)
+        try data.write(to: url, options: .atomic)
     }
 }

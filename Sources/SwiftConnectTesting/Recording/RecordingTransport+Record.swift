@@ -172,17 +172,41 @@ extension RecordingTransport {
     }
 
     /// Adds `entry` (used: it answered this run) and writes the file with every entry so far.
+    ///
+    /// The file gets the entries not yet written added to those this transport last wrote; or, when the file has
+    /// changed since this transport last read or wrote it (another transport recording it at the same time), to
+    /// those the file holds now, so that neither replaces the other's.
     private func append(_ entry: HAR.Entry, request: RecordedRequest) throws {
         state.withLock { state in
             state.entries.append(entry)
             state.requests.append(request)
             state.used.append(true)
             state.loadFailure = nil
+            state.unwritten.append(entry)
         }
-        try writing.run {
-            // The latest entries, read inside the section: the last write to finish holds every entry appended.
-            let entries = state.withLock { $0.entries }
-            try Self.write(HAR(entries: entries), to: fileURL)
+        try Self.writing.run {
+            // Taken inside the section: an entry another call appended meanwhile is written now, that call's write
+            // then having nothing left to do.
+            let (unwritten, known, written) = state.withLock { state in
+                defer { state.unwritten = [] }
+                return (state.unwritten, state.fileBytes, state.fileEntries)
+            }
+            guard !unwritten.isEmpty else { return }
+            var base = written
+            let current = try? Data(contentsOf: fileURL)
+            if current != known, let current, let har = try? HAR(data: current) { base = har.log.entries }
+            do {
+                let data = try HAR(entries: base + unwritten).encoded()
+                try Self.write(data, to: fileURL)
+                state.withLock { state in
+                    state.fileBytes = data
+                    state.fileEntries = base + unwritten
+                }
+            } catch {
+                // Kept for the next write, as before this one.
+                state.withLock { $0.unwritten = unwritten + $0.unwritten }
+                throw error
+            }
         }
     }
 

@@ -47,7 +47,8 @@ import SwiftConnect
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test
 ///   file's and the test method's, not the test class's, so two classes of one file with a test of the same name
-///   need a name for one of them), and tests can run in parallel.
+///   need a name for one of them), and tests can run in parallel. Transports of one process recording one file at
+///   the same time (two clients of a test) each add to what the others wrote, rather than replace it.
 ///
 /// - **Streams**: a streamed response (``SwiftConnect/TransferOptions/streaming``: server-sent events, JSON Lines)
 ///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
@@ -79,8 +80,9 @@ public final class RecordingTransport: Transport, Sendable {
     let placeholderValues: [String: String]
     /// The recording in memory, and which of its entries this run has used.
     let state: Protected<State>
-    /// Keeps two writes of the file from crossing (each writes the latest entries).
-    let writing = ExclusiveSection()
+    /// Keeps two writes of a recording file from crossing, those of two transports recording one file too: each
+    /// reads the file, then writes it with its new entries added.
+    static let writing = ExclusiveSection()
     /// The exchanges being recorded, not yet written.
     let recording = RecordingsInFlight()
 
@@ -94,6 +96,13 @@ public final class RecordingTransport: Transport, Sendable {
         var loadFailure: RecordingError?
         /// Secret values responses recorded so far handed out (cookies, tokens): hidden in later responses too.
         var handedOutSecrets: [String] = []
+        /// The file's bytes as this transport last read or wrote them; `nil` when there was none.
+        var fileBytes: Data?
+        /// The entries this transport last wrote to the file (or read from it, in record-missing mode): what its next
+        /// write adds to, unless the file has changed since (``fileBytes``).
+        var fileEntries: [HAR.Entry] = []
+        /// Entries recorded and not yet written.
+        var unwritten: [HAR.Entry] = []
     }
 
     /// A transport recording to, or replaying from, the HAR file at `fileURL`.
@@ -125,7 +134,14 @@ public final class RecordingTransport: Transport, Sendable {
         self.placeholderValues = placeholderValues
         self.replaysLatencies = replaysLatencies
         retryClock = mode == .replay ? ImmediateRetryClock() : DispatchRetryClock()
-        state = Protected(mode == .record ? State() : RecordingTransport.load(fileURL, required: mode == .replay))
+        var state = State()
+        if mode == .record {
+            // Read to notice another transport writing the file meanwhile; the entries are replaced.
+            state.fileBytes = try? Data(contentsOf: fileURL)
+        } else {
+            state = RecordingTransport.load(fileURL, required: mode == .replay)
+        }
+        self.state = Protected(state)
     }
 
     /// A transport for the test calling it, its file named after the test: `__Recordings__/TodoTests.testList.har`
