@@ -111,7 +111,12 @@ extension RecordingTransport {
         secrets: SecretValues, started: (date: Date, uptime: UInt64), transfer: TransferOptions
     ) -> ConnectResponse {
         let relay = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
-        relay.setCancelHandler { body.cancel() }
+        // Whether the caller's side stopped the body (the reader, the call's deadline or its idle timeout).
+        let stopped = Protected(false)
+        relay.setCancelHandler {
+            stopped.withLock { $0 = true }
+            body.cancel()
+        }
         var relayed = response
         relayed.bodyStream = relay
         let headTime = Self.milliseconds(since: started.uptime)
@@ -119,6 +124,7 @@ extension RecordingTransport {
             var bytes = Data()
             var chunks: [HAR.Chunk] = []
             var failure: (any Error)?
+            var complete = false
             do {
                 while let chunk = try await body.next() {
                     bytes.append(chunk)
@@ -128,6 +134,7 @@ extension RecordingTransport {
                         break
                     }
                 }
+                complete = !stopped.withLock { $0 }
             } catch {
                 failure = error
             }
@@ -142,6 +149,11 @@ extension RecordingTransport {
                 timings: HAR.Timings(send: 0, wait: headTime, receive: max(0, total - headTime)))
             entry.chunks = chunks
             entry.bodyFailure = failure.flatMap { Self.failure($0, secrets: responseSecrets) }
+            if entry.bodyFailure == nil, !complete, stopped.withLock({ $0 }) {
+                // Cut short on the caller's side: the body recorded is not the whole, and must not replay as it.
+                entry.bodyFailure = stopFailure(
+                    of: request, afterMilliseconds: total, lastPiece: chunks.last?.time ?? headTime, transfer: transfer)
+            }
             defer { recording.end() }
             do {
                 try append(entry, request: redacted)
@@ -153,6 +165,25 @@ extension RecordingTransport {
             }
         }
         return relayed
+    }
+
+    /// The `_bodyFailure` of a streamed body the caller's side stopped `milliseconds` after the request started: the
+    /// call's deadline or its idle timeout when it had passed, as the client reported it; else the reader stopped
+    /// reading, and a replay read further fails there, naming the file, rather than ending as a complete body.
+    private func stopFailure(
+        of request: ConnectRequest, afterMilliseconds milliseconds: Double, lastPiece: Double, transfer: TransferOptions
+    ) -> HAR.Failure {
+        if let timeout = Self.deadlineFailure(of: request, afterMilliseconds: milliseconds) { return timeout }
+        // 20 ms of slack, as for the deadline: the stream's timer started a moment before this clock read.
+        if let idle = transfer.streaming?.idleTimeout, idle > 0, milliseconds - lastPiece + 20 >= idle * 1000 {
+            let error = ResponseBodyStream.idleTimeoutError(after: idle)
+            return HAR.Failure(
+                kind: error.kind.rawValue, message: error.message, urlErrorCode: URLError.Code.timedOut.rawValue)
+        }
+        return HAR.Failure(
+            kind: ConnectError.Kind.transport.rawValue,
+            message: "RecordingTransport: \(fileURL.lastPathComponent) holds this body only up to here: the reader "
+                + "stopped reading it when it was recorded. Record it again reading it to the end to replay more.")
     }
 
     /// `secrets` with every secret the responses recorded so far handed out, `response`'s included (a cookie, a

@@ -52,8 +52,9 @@ import SwiftConnect
 ///
 /// - **Streams**: a streamed response (``SwiftConnect/TransferOptions/streaming``: server-sent events, JSON Lines)
 ///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
-///   (`_bodyFailure`); replay hands the pieces over in order, then the same typed error. A one-shot request body (from
-///   an `InputStream` or an async sequence) is read whole for matching and recorded like any body.
+///   (`_bodyFailure`: a stream the reader stopped reading too, so that a replay read further fails there rather than
+///   end as if complete); replay hands the pieces over in order, then the same typed error. A one-shot request
+///   body (from an `InputStream` or an async sequence) is read whole for matching and recorded like any body.
 /// - **Time**: replay is instant, or, with `replaysLatencies`, takes each exchange's recorded time, a stream's pieces
 ///   coming at their recorded moments (a test of an idle timeout or of a reconnection). ``retryClock`` makes the
 ///   retry policy's waits instant in replay. Instant replay still keeps the deadlines by the recorded times: an
