@@ -176,8 +176,9 @@ final class MemoryTests: XCTestCase {
     ///
     /// What memory still grows per request is FoundationNetworking's, not SwiftConnect's (measured with heaptrack,
     /// 8,000 against 30,000 cancelled requests: no growth at all of Swift allocations, so of no SwiftConnect object;
-    /// about 28 bytes a started task in libcurl URL parts that FoundationNetworking's `CFURLSessionCurlHostIsEqual`
-    /// never frees, which plain `URLSession` leaks as much, cancelled or not; and libdispatch's continuation caches).
+    /// libcurl's URL strings that FoundationNetworking's `CFURLSessionCurlHostIsEqual` never frees, about 130 bytes a
+    /// started task as SECURITY.md tells, which plain `URLSession` leaks as much, cancelled or not; and libdispatch's
+    /// continuation caches).
     func testTwoThousandCancelledRequestsThroughURLSessionLeaveNothingOfTheirsBehind() async throws {
         // Given: a server that holds every request until its client hangs up; a client with the whole pipeline (a
         // queue of 16, and as many connections); a sample watching every object of every request
