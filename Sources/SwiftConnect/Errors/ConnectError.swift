@@ -433,9 +433,17 @@ extension ConnectError: CustomNSError {
 
     /// What the `NSError` carries: its ``description`` as the localized description (secrets hidden), and the
     /// ``underlyingError``, if any, as `NSUnderlyingErrorKey`, which crash reporters show as the cause.
+    ///
+    /// The underlying error shows no secret either, at any depth of the errors nested in it: a platform error quotes
+    /// the URL it failed on (`NSErrorFailingURLKey`), redacted here as in ``description``, with the secret values of
+    /// ``request`` hidden. One with something to hide is bridged as a plain `NSError` of the same domain and code;
+    /// ``underlyingError`` itself keeps everything.
     public var errorUserInfo: [String: Any] {
         var info: [String: Any] = [NSLocalizedDescriptionKey: description]
-        if let underlyingError { info[NSUnderlyingErrorKey] = underlyingError as NSError }
+        if let underlyingError {
+            let bridged = underlyingError as NSError
+            info[NSUnderlyingErrorKey] = secretsAreShown ? bridged : Redaction.bridged(bridged, hiding: secrets())
+        }
         return info
     }
 }
