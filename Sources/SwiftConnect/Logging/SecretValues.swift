@@ -29,7 +29,8 @@ import Foundation
 /// secret is guessed in moments anyway, and hiding `abc` or `123` everywhere would garble ordinary text);
 /// one of fewer than ``anywhereLength`` characters is hidden only where it stands as a whole word, not inside
 /// longer words. By-name redaction still hides short values in their own fields. A username is not a secret:
-/// it names an account without opening it, and is shown.
+/// it names an account without opening it, and is shown, unless there is no password: an API key sent as the username
+/// (`https://sk_live_…@`, `Basic base64(key:)`) is the credential.
 package struct SecretValues: Sendable, Equatable {
     /// Values of at least ``anywhereLength`` characters, in every form, longest first: hidden wherever found.
     package private(set) var anywhere: [String] = []
@@ -79,6 +80,10 @@ package struct SecretValues: Sendable, Equatable {
                 // As sent: the engine turns `user:password@` into `Authorization: Basic base64(user:password)`.
                 let pair = (components.user ?? "") + ":" + password
                 found += [password, pair, Data(pair.utf8).base64EncodedString()]
+            } else if let user = components.user, !user.isEmpty {
+                // A username without a password is the credential (an API key, `https://sk_live_…@`), sent as
+                // `Basic base64(user:)`.
+                found += [user, user + ":", Data((user + ":").utf8).base64EncodedString()]
             }
             if components.percentEncodedHost == nil, let text = components.string,
                 let range = Redaction.credentialsWithoutAuthority(in: text[...])
@@ -189,7 +194,11 @@ package struct SecretValues: Sendable, Equatable {
             let pair = String(data: data, encoding: .utf8)
         {
             found.append(pair)
-            if let colon = pair.firstIndex(of: ":") { found.append(String(pair[pair.index(after: colon)...])) }
+            if let colon = pair.firstIndex(of: ":") {
+                let password = pair[pair.index(after: colon)...]
+                // Without a password, the username is the credential (an API key, as Stripe's).
+                found.append(String(password.isEmpty ? pair[..<colon] : password))
+            }
         }
         return found
     }

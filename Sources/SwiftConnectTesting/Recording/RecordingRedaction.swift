@@ -61,7 +61,8 @@ enum RecordingRedaction {
         return RecordedRequest(method: recorded.method, url: url(recorded.url), headerFields: fields, body: body)
     }
 
-    /// `url` without its password (a placeholder instead), its fragment (never sent), with `secrets` hidden in its
+    /// `url` without its password (a placeholder instead), nor its username when that is the credential (no password,
+    /// ``isCredential(user:password:)``), without its fragment (never sent), with `secrets` hidden in its
     /// path and query (a token an earlier response handed out, sent back as a path segment or under a name no rule
     /// knows), and with its secret query items' values replaced.
     ///
@@ -72,6 +73,9 @@ enum RecordingRedaction {
             // Not seen in practice for a URL a request was sent to; never recorded as it is, in case it holds one.
             return URL(fileURLWithPath: "/unparseable-url")
         }
+        if isCredential(user: components.user, password: components.password) {
+            components.percentEncodedUser = encoded(placeholder("user"))
+        }
         if components.password != nil { components.percentEncodedPassword = encoded(placeholder("password")) }
         components.percentEncodedFragment = nil
         components.percentEncodedPath = hidingValues(in: components.percentEncodedPath, secrets: secrets)
@@ -79,6 +83,14 @@ enum RecordingRedaction {
             components.percentEncodedQuery = redactedForm(hidingValues(in: query, secrets: secrets))
         }
         return components.url ?? URL(fileURLWithPath: "/unparseable-url")
+    }
+
+    /// Whether a URL's username is its credential: it has no password (an API key sent as the username,
+    /// `https://sk_live_…@host`, which the engine sends as `Basic base64(key:)`), as ``SwiftConnect/SecretValues``
+    /// judges it.
+    private static func isCredential(user: String?, password: String?) -> Bool {
+        guard let user, !user.isEmpty else { return false }
+        return password?.isEmpty ?? true
     }
 
     /// Percent-encoded URL text with `secrets` hidden, the placeholder percent-encoded in turn.
@@ -430,12 +442,16 @@ enum RecordingRedaction {
         return Data(lines.joined(separator: [0x0A]))
     }
 
-    /// A URL-valued response field (`Location`) with a password and the values of secret query and fragment items
-    /// replaced: an OAuth answer's `Location: myapp://cb#access_token=…` keeps its shape, not its token. Text that
-    /// holds none is kept byte for byte.
+    /// A URL-valued response field (`Location`) with a password (and a username that is the credential) and the
+    /// values of secret query and fragment items replaced: an OAuth answer's `Location: myapp://cb#access_token=…`
+    /// keeps its shape, not its token. Text that holds none is kept byte for byte.
     private static func redactedURLText(_ text: String) -> String {
         guard var components = URLComponents(string: text) else { return text }
         var changed = false
+        if isCredential(user: components.user, password: components.password) {
+            components.percentEncodedUser = encoded(placeholder("user"))
+            changed = true
+        }
         if components.password != nil {
             components.percentEncodedPassword = encoded(placeholder("password"))
             changed = true

@@ -70,6 +70,32 @@ final class RecordingSecretsTests: XCTestCase {
         XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains(encoded))
     }
 
+    /// An API key sent as the username with no password (`https://sk_live_…@host`, as Stripe takes it) is the
+    /// credential: neither the URL the recording keeps nor the echo of the `Basic` header the engine makes of it shows
+    /// it.
+    func testAUsernameWithoutAPasswordIsKeptOutOfTheRecording() throws {
+        let key = "sk_live_USERKEY-314159"
+        let file = folder.appendingPathComponent("userkey.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        for base in ["http://\(key)@127.0.0.1:\(server.port)", "http://\(key):@127.0.0.1:\(server.port)"] {
+            let live = try recorder.request(RecordingEndpoint(baseURL: XCTUnwrap(URL(string: base)), endpoint: "/echo"))
+                .wait()
+            XCTAssertTrue(String(decoding: live, as: UTF8.self).contains("Basic "), "the server echoes the header")
+        }
+        server.stop()
+        let text = try String(contentsOf: file, encoding: .utf8)
+        for form in [key, Data("\(key):".utf8).base64EncodedString()] {
+            XCTAssertFalse(text.contains(form), "\(form) is in the recording: \(text)")
+        }
+        XCTAssertTrue(text.contains("127.0.0.1:\(server.port)/echo"), text)
+        // A replay with another key (a CI machine's) finds the recording.
+        let replay = Connect(transport: RecordingTransport(fileURL: file, mode: .replay), retryPolicy: nil)
+        let other = try XCTUnwrap(URL(string: "http://sk_test_OTHER-271828@127.0.0.1:\(server.port)"))
+        XCTAssertNoThrow(try replay.request(RecordingEndpoint(baseURL: other, endpoint: "/echo")).wait())
+    }
+
     func testNoSecretReachesTheFileInAnyFormYetReplayPasses() throws {
         // Given: requests carrying secrets, answered by echoes and a token endpoint, recorded
         let file = folder.appendingPathComponent("secrets.har")

@@ -70,6 +70,25 @@ final class SecretValuesTests: XCTestCase {
         XCTAssertEqual(secrets.hiding(in: "pa55word \(base64)"), "<redacted> <redacted>")
     }
 
+    /// An API key sent as the username with no password (Stripe's `sk_live_…:`, GitHub's `https://TOKEN@…`): the
+    /// username is the credential then, and an echo of it (an error saying "invalid API key sk_live_…") is hidden,
+    /// as is the `Authorization: Basic` the engine makes of it.
+    func testAUsernameWithoutAPasswordIsTheCredential() {
+        let key = "sk_live_4eC39HqLyjWDarjt"
+        let basic = Data("\(key):".utf8).base64EncodedString()
+        for url in ["https://\(key)@api.example.com/v1", "https://\(key):@api.example.com/v1"] {
+            let secrets = SecretValues(of: request(url: url))
+            XCTAssertEqual(
+                secrets.hiding(in: "invalid API key \(key); Basic \(basic)"),
+                "invalid API key <redacted>; Basic <redacted>", url)
+        }
+        let header = SecretValues(of: request(headers: ["Authorization": "Basic \(basic)"]))
+        XCTAssertEqual(header.hiding(in: "invalid API key \(key)"), "invalid API key <redacted>")
+        // With a password, the username names an account and stays readable.
+        let withPassword = SecretValues(of: request(url: "https://amy-admin:pa55word@api.example.com/"))
+        XCTAssertEqual(withPassword.hiding(in: "amy-admin pa55word"), "amy-admin <redacted>")
+    }
+
     func testCookieValuesAreHiddenOneByOne() {
         let secrets = SecretValues(of: request(headers: ["Cookie": "session=s3ss10n-id; theme=darkmode"]))
         XCTAssertEqual(secrets.hiding(in: "s3ss10n-id darkmode"), "<redacted> <redacted>")
