@@ -31,8 +31,9 @@ package enum Redaction {
     /// The headers whose value is a URL, which may carry a secret in its query, fragment or user info.
     private static let urlValuedHeaders = ["Location", "Content-Location", "Referer"]
 
-    /// The URL to show: without `user:password@`, and with sensitive values hidden in the query and in a
-    /// fragment of `name=value` pairs (`#access_token=…&state=…`, as OAuth's implicit flow returns).
+    /// The URL to show: without `user:password@`, and with sensitive values hidden in the query, in a fragment of
+    /// `name=value` pairs (`#access_token=…&state=…`, as OAuth's implicit flow returns) and in the path's parameters
+    /// (`;jsessionid=…`, ``redactedPath(_:)``).
     static func url(_ url: URL, redacting: Bool) -> String {
         guard redacting else { return url.absoluteString }
         guard var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else {
@@ -43,14 +44,37 @@ package enum Redaction {
         if components.percentEncodedHost == nil { return urlText(components.string ?? url.absoluteString) }
         components.user = nil
         components.password = nil
+        let path = components.percentEncodedPath
         let query = components.percentEncodedQuery
         let fragment = components.percentEncodedFragment
-        guard query != nil || fragment != nil else { return components.string ?? urlText(url.absoluteString) }
-        // The placeholder is not valid in a percent-encoded query, so the display string is assembled by hand.
+        guard query != nil || fragment != nil || path.contains(";") else {
+            return components.string ?? urlText(url.absoluteString)
+        }
+        // The placeholder is not valid in a percent-encoded path or query, so the display string is assembled by hand.
+        components.percentEncodedPath = ""
         components.percentEncodedQuery = nil
         components.percentEncodedFragment = nil
         guard let base = components.string else { return urlText(url.absoluteString) }
-        return base + (query.map { "?" + redactedQuery($0) } ?? "") + (fragment.map { "#" + redactedQuery($0) } ?? "")
+        return base + redactedPath(path) + (query.map { "?" + redactedQuery($0) } ?? "")
+            + (fragment.map { "#" + redactedQuery($0) } ?? "")
+    }
+
+    /// A percent-encoded path with the values of its sensitive path parameters hidden: those after a `;` in a segment,
+    /// `name=value` pairs as in a query (`/app;jsessionid=<redacted>/cart`, a servlet container's session for a
+    /// client without cookies). The segments themselves are shown.
+    static func redactedPath(_ path: String) -> String {
+        guard path.contains(";") else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            guard let semicolon = segment.firstIndex(of: ";") else { return String(segment) }
+            return String(segment[...semicolon]) + redactedQuery(String(segment[segment.index(after: semicolon)...]))
+        }.joined(separator: "/")
+    }
+
+    /// The path parameters of a percent-encoded path: what follows the first `;` of each segment that has one.
+    static func pathParameters(_ path: Substring) -> [String] {
+        path.split(separator: "/").compactMap { segment in
+            segment.firstIndex(of: ";").map { String(segment[segment.index(after: $0)...]) }
+        }
     }
 
     /// A URL as text that need not parse as a `URL` (the subject of an invalid-URL error), hidden as
@@ -81,7 +105,8 @@ package enum Redaction {
                 rest = rest[..<authorityStart] + rest[rest.index(after: at)...]
             }
         }
-        return String(rest) + (query.map { "?" + redactedQuery(String($0)) } ?? "")
+        // Path parameters as ``url(_:redacting:)`` hides them: the scheme and the authority hold no `;`.
+        return redactedPath(String(rest)) + (query.map { "?" + redactedQuery(String($0)) } ?? "")
             + (fragment.map { "#" + redactedQuery(String($0)) } ?? "")
     }
 

@@ -94,6 +94,10 @@ package struct SecretValues: Sendable, Equatable {
             for part in [components.percentEncodedQuery, components.percentEncodedFragment].compactMap({ $0 }) {
                 found += Self.formSecrets(part)
             }
+            // A session in a path parameter (`/app;jsessionid=…`).
+            for parameters in Redaction.pathParameters(components.percentEncodedPath[...]) {
+                found += Self.formSecrets(parameters)
+            }
         }
         if let body, !body.isEmpty {
             found += Self.bodySecrets(body, contentType: contentType)
