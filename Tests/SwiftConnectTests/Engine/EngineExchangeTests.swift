@@ -371,6 +371,24 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(reports.snapshot.last?.bytesReceived, 4)
     }
 
+    /// Every hop of a streamed answer tells the engine the stream's buffer limit, so that an engine buffering the
+    /// body behind the core's stream pauses no later than it (AsyncHTTPClient's held 256 KiB more); a request read
+    /// whole tells none.
+    func testEachHopOfAStreamedAnswerCarriesItsBufferLimit() throws {
+        let engine = ScriptedEngine([
+            .init(status: 302, fields: ["Location": "/final"]), .init(status: 200, chunks: [Data("ok".utf8)]),
+            .init(status: 200, chunks: [Data("ok".utf8)]),
+        ])
+        let url = URL(string: "http://api.test/start")!
+        let streamed = TransferOptions(streaming: StreamingOptions(bufferLimit: 16 << 10))
+        let head = try engine.send(ConnectRequest(url: url), transfer: streamed).wait()
+        head.bodyStream?.cancel()
+        _ = try engine.send(ConnectRequest(url: url), transfer: TransferOptions(maxResponseBytes: 1 << 20)).wait()
+
+        XCTAssertEqual(engine.hops.map(\.head.path), ["/start", "/final", "/start"])
+        XCTAssertEqual(engine.hops.map(\.streamBufferLimit), [16 << 10, 16 << 10, nil])
+    }
+
     func testABodyShorterThanItsContentLengthIsALostConnection() throws {
         let engine = ScriptedEngine([.init(status: 200, fields: ["Content-Length": "10"], chunks: [Data("short".utf8)])]
         )

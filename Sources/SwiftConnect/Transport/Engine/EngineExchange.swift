@@ -153,7 +153,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let progress = transfer.progress.map { ExchangeProgress(report: $0) }
         while true {
             try Task.checkCancellation()
-            let request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
+            var request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
+            request.streamBufferLimit = transfer.streaming?.bufferLimit
             progress?.startHop(sending: request.body.length)
             let response: EngineResponse<Engine.ResponseBody>
             if let first = answered {

@@ -131,6 +131,10 @@ public struct EngineRequest: Sendable {
     /// Told the size of each piece of a ``Body/file(_:length:)`` body as it is handed to the connection, for
     /// progress. An engine that cannot tell may never call it: progress then jumps when the response's head arrives.
     public var sent: @Sendable (Int64) -> Void
+    /// A streamed answer's ``StreamingOptions/bufferLimit`` (``TransferOptions/streaming``); `nil` when the core
+    /// reads the body as it comes (into memory, a file). The core's stream stops taking the body once the smaller of
+    /// this and 256 KiB waits unread: an engine that buffers the body behind it pauses its reading no later.
+    public var streamBufferLimit: Int?
 
     /// A hop with each part given.
     public init(
