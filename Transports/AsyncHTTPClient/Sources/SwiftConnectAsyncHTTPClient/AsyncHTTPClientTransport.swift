@@ -288,7 +288,7 @@ extension AsyncHTTPClientTransport: HTTPEngine {
         }
         let delivery = ResponseDelivery(
             writer: writer, decodedContentCodings: decodedContentCodings, isHead: hop.head.method == .head,
-            connectionBroke: connectionBroke
+            connectionBroke: connectionBroke, bufferLimit: hop.streamBufferLimit
         ) { [affinity] in affinity.release(ticket) }
         let task = client.execute(request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop))
         // One callback: each registered from off the event loop is a task sent to it, which may wake its thread.

@@ -34,8 +34,9 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     typealias Response = Void
 
     /// The most body bytes waiting for the reader before the engine stops reading: as many as the core's stream
-    /// holds before it makes the exchange wait (256 KiB), so a reader that keeps up never pauses the engine.
-    static let pauseThreshold = 256 << 10
+    /// holds before it makes the exchange wait (256 KiB, or a streamed answer's buffer limit if smaller), so a reader
+    /// that keeps up never pauses the engine, and a stream's buffer limit bounds this buffer too.
+    let pauseThreshold: Int
 
     /// The response head, as far as it has come.
     private enum Head {
@@ -69,6 +70,8 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         var answerRemaining: Int64?
         /// Whether the body ends when the connection closes (RFC 9112 §6.3, item 8).
         var endsAtClose = false
+        /// Told the bytes buffered the next time the engine pauses (``whenPaused(_:)``).
+        var onPause: (@Sendable (Int) -> Void)?
     }
 
     private let lock = NIOLock()
@@ -92,12 +95,16 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     ///   - connectionBroke: Whether the connection that carried the answer ended with a failure that AsyncHTTPClient
     ///     only saw as a close; `nil` when it sees every failure itself. A body that ends at the connection's close
     ///     then fails with `NIOSSLError.uncleanShutdown` instead of ending whole.
+    ///   - bufferLimit: A streamed answer's buffer limit (`EngineRequest.streamBufferLimit`), which lowers
+    ///     ``pauseThreshold`` from 256 KiB when it is smaller; `nil` for none.
     ///   - onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or from
     ///     ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
     init(
         writer: BodyWriter? = nil, decodedContentCodings: Set<String> = [], isHead: Bool = false,
-        connectionBroke: (@Sendable () -> Bool)? = nil, onEnd: (@Sendable () -> Void)? = nil
+        connectionBroke: (@Sendable () -> Bool)? = nil, bufferLimit: Int? = nil, onEnd: (@Sendable () -> Void)? = nil
     ) {
+        // At least 1: under a threshold of 0, an emptied buffer would not resume the engine, which would wait for ever.
+        pauseThreshold = max(1, min(256 << 10, bufferLimit ?? .max))
         self.writer = writer
         self.decodedContentCodings = decodedContentCodings
         self.isHead = isHead
@@ -162,8 +169,9 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         case .handedOver(let reader):
             reader.resume(returning: part)
             resumed = task.eventLoop.makeSucceededVoidFuture()
-        case .paused(let future):
+        case .paused(let future, let bufferedBytes, let onPause):
             resumed = future
+            onPause?(bufferedBytes)
         case .buffered, .dropped:
             resumed = task.eventLoop.makeSucceededVoidFuture()
         }
@@ -189,10 +197,11 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         }
         state.parts.append(part)
         state.bufferedBytes += part.count
-        guard state.bufferedBytes >= Self.pauseThreshold else { return .buffered }
+        guard state.bufferedBytes >= pauseThreshold else { return .buffered }
         let paused = eventLoop.makePromise(of: Void.self)
         state.paused = paused
-        return .paused(paused.futureResult)
+        defer { state.onPause = nil }
+        return .paused(paused.futureResult, bufferedBytes: state.bufferedBytes, onPause: state.onPause)
     }
 
     func didReceiveError(task: HTTPClient.Task<Void>, _ error: any Error) {
@@ -217,10 +226,22 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         case handedOver(UnsafeContinuation<Data?, any Error>)
         /// It waits for the reader.
         case buffered
-        /// It waits, and the reader is so far behind that AsyncHTTPClient must wait for this future.
-        case paused(EventLoopFuture<Void>)
+        /// It waits, and the reader is so far behind that AsyncHTTPClient must wait for this future: told to
+        /// `onPause`, with the bytes buffered.
+        case paused(EventLoopFuture<Void>, bufferedBytes: Int, onPause: (@Sendable (Int) -> Void)?)
         /// The body had ended (the reader stopped): nobody wants it.
         case dropped
+    }
+
+    /// Runs `handler` once, with the bytes buffered, when the engine pauses (at once if it is paused now): what a
+    /// test waits for.
+    func whenPaused(_ handler: @escaping @Sendable (Int) -> Void) {
+        let pausedNow = lock.withLock { () -> Int? in
+            guard state.paused == nil else { return state.bufferedBytes }
+            state.onPause = handler
+            return nil
+        }
+        if let pausedNow { handler(pausedNow) }
     }
 
     // MARK: - The transport's side
@@ -306,7 +327,7 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     private func takeInsideLock() throws -> (part: Data?, resumed: EventLoopPromise<Void>?)? {
         if let part = state.parts.popFirst() {
             state.bufferedBytes -= part.count
-            guard state.bufferedBytes < Self.pauseThreshold, let paused = state.paused else { return (part, nil) }
+            guard state.bufferedBytes < pauseThreshold, let paused = state.paused else { return (part, nil) }
             state.paused = nil
             return (part, paused)
         }
@@ -352,7 +373,7 @@ extension AsyncHTTPClientTransport {
         /// A part of the body, as it arrived.
         public typealias Element = Data
 
-        private let delivery: ResponseDelivery
+        let delivery: ResponseDelivery
         private let task: HTTPClient.Task<Void>
 
         init(delivery: ResponseDelivery, task: HTTPClient.Task<Void>) {
