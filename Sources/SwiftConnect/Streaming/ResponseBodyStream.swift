@@ -8,11 +8,16 @@ import Foundation
 /// let stream = connect.stream(Completions(prompt: "Hi"), streaming: StreamingOptions(idleTimeout: 30))
 /// ```
 public struct StreamingOptions: Sendable, Hashable {
-    /// The most body bytes held for a consumer that reads slower than the server sends, on an engine that cannot
-    /// pause the transfer (URLSession). Going over fails the stream with ``ConnectError/Kind/responseTooLarge``
-    /// rather than growing memory. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once
-    /// 256 KiB (or the limit, if smaller) wait unread. Defaults to 8 MiB. On URLSession the stream in front of the
-    /// reader holds up to that much again on top of the limit: a stream may hold 8.25 MiB by default.
+    /// The bound on unread body bytes held for a consumer that reads slower than the server sends, as each engine
+    /// applies it (below). Defaults to 8 MiB.
+    ///
+    /// On an engine that cannot pause the transfer (URLSession), going over fails the stream with
+    /// ``ConnectError/Kind/responseTooLarge`` rather than growing memory; the stream in front of the reader holds up
+    /// to 256 KiB more (or the limit, if smaller), plus the chunk that crossed that: a stream may hold 8.25 MiB by
+    /// default. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once 256 KiB (or the limit,
+    /// if smaller) wait unread in that stream, and as much in the engine's own buffer behind it, each plus the part
+    /// that crossed it; the rest of what SwiftNIO read off the socket in one go (up to 4 × 64 KiB with its defaults)
+    /// waits in AsyncHTTPClient.
     ///
     /// On Linux, the transfer of a stream that failed so, or that its reader left, stops only once libcurl has
     /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
