@@ -163,11 +163,12 @@ package enum Redaction {
     /// A percent-encoded query (or form body) with the values of sensitive names hidden.
     ///
     /// Pairs are separated by `&` or by `;` (which some servers also accept), so `user=amy;password=x` hides
-    /// the password too; every separator is kept as it was.
+    /// the password too, and by a `?` in the query (a URL glued onto another, a return address such as
+    /// `next=/cb?access_token=…`); every separator is kept as it was.
     static func redactedQuery(_ query: String) -> String {
         var result = ""
         var pairStart = query.startIndex
-        for index in query.indices where query[index] == "&" || query[index] == ";" {
+        for index in query.indices where query[index] == "&" || query[index] == ";" || query[index] == "?" {
             result += redactedPair(query[pairStart..<index]) + String(query[index])
             pairStart = query.index(after: index)
         }

@@ -220,7 +220,8 @@ package struct SecretValues: Sendable, Equatable {
     /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
     static func formSecrets(_ text: String) -> [String] {
         var found: [String] = []
-        for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
+        // `?` as ``Redaction/redactedQuery(_:)`` reads it: items after a second one are items too.
+        for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" || $0 == "?" }) {
             let parts = pair.split(separator: "=", maxSplits: 1)
             guard parts.count == 2 else { continue }
             let name = decodedFormText(parts[0])
