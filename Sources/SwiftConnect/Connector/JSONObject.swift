@@ -46,6 +46,8 @@ public struct JSONObject: Sendable, ParametersRepresentable {
     public private(set) var members: [(key: String, value: Value)]
     /// The first key written twice, which makes the request fail (a literal cannot throw).
     private var repeatedKey: String?
+    /// The deepest an object is encoded: each level takes the encoder more calls than one of a ``JSONValue``.
+    static let maximumDepth = 64
 
     /// An object with these members, in order. A key given twice makes the request fail with
     /// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``.
@@ -102,8 +104,10 @@ extension JSONObject: Encodable {
     /// encoder's `keyEncodingStrategy` renames the keys of the values' own types, not these. `JSONEncoder` writes
     /// keys in an order of its own; as a request's parameters, the object is written in the order given.
     ///
-    /// - Throws: `EncodingError.invalidValue` for a key given twice.
+    /// - Throws: `EncodingError.invalidValue` for a key given twice, or for objects nested deeper than 64 levels,
+    ///   which would otherwise exhaust the stack of the thread that encodes them.
     public func encode(to encoder: any Encoder) throws {
+        try JSONValue.checkEncodingDepth(encoder, limit: Self.maximumDepth)
         if let repeatedKey {
             throw EncodingError.invalidValue(
                 self,

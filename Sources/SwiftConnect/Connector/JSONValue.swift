@@ -21,8 +21,8 @@ import Foundation
 /// apart), others as ``double(_:)``; ``intValue`` and ``doubleValue`` read either, and equal numbers are equal values
 /// (`.int(2) == .double(2.0)`), so a value compares equal after a round trip through JSON.
 ///
-/// A value nested deeper than 128 levels fails to decode (a `DecodingError`), rather than exhausting the stack of
-/// the thread that decodes it.
+/// A value nested deeper than 128 levels fails to decode (a `DecodingError`) and to encode (an `EncodingError`, for a
+/// value built in code), rather than exhausting the stack of the thread that decodes or encodes it.
 public enum JSONValue: Sendable, Hashable {
     /// `null`.
     case null
@@ -190,7 +190,11 @@ extension JSONValue: Codable {
 
     /// Encodes the value. An object's keys are written as they are, as a `[String: …]` dictionary's are: an
     /// encoder's `keyEncodingStrategy` (`.convertToSnakeCase`) renames the keys of types, not of JSON data.
+    ///
+    /// - Throws: `EncodingError.invalidValue` for a value nested deeper than 128 levels (as deep as one decodes),
+    ///   which would otherwise exhaust the stack of the thread that encodes it.
     public func encode(to encoder: any Encoder) throws {
+        try Self.checkEncodingDepth(encoder)
         var container = encoder.singleValueContainer()
         switch self {
         case .null: try container.encodeNil()
@@ -201,6 +205,21 @@ extension JSONValue: Codable {
         case .array(let value): try container.encode(value)
         case .object(let members): try container.encode(members)
         }
+    }
+}
+
+extension JSONValue {
+    /// Throws when `encoder` is deeper than `limit` (``maximumDepth`` by default): each level of a value built in
+    /// code (a tree, a thread of replies) is several calls of the encoder, and a dispatch thread's 512 KiB stack ran
+    /// out at about 180 levels of a `JSONValue`, and under 127 of a ``JSONObject``, whose levels take more.
+    static func checkEncodingDepth(_ encoder: any Encoder, limit: Int = maximumDepth) throws {
+        guard encoder.codingPath.count > limit else { return }
+        // The depth, not the value: an error's description shows its value, which may hold a password.
+        throw EncodingError.invalidValue(
+            encoder.codingPath.count,
+            EncodingError.Context(
+                codingPath: Array(encoder.codingPath.prefix(8)),
+                debugDescription: "this JSON is encoded at most \(limit) levels deep"))
     }
 }
 
@@ -264,7 +283,8 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
     /// The value as compact JSON, keys sorted, with what a key named like a secret holds (`password`, `access_token`,
     /// `api_key`…, the names SwiftConnect's output hides in a body) shown as `"<redacted>"`, at any depth: what
     /// `print(value)` shows, so that a decoded answer leaks no credential into a log. The value itself keeps
-    /// everything: `value["access_token"]?.stringValue` reads the token.
+    /// everything: `value["access_token"]?.stringValue` reads the token. A value that does not encode (nested deeper
+    /// than 128 levels, or holding a `.nan`) shows as `<not encodable as JSON>`.
     ///
     /// ```swift
     /// let answer: JSONValue = ["access_token": "abc", "expires_in": 3600]
@@ -273,8 +293,30 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
     public var description: String {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        guard let data = try? encoder.encode(redacted) else { return "<not encodable as JSON>" }
+        // Measured first, without recursion: `redacted` walks the whole value, one call per level.
+        guard !nests(deeperThan: Self.maximumDepth), let data = try? encoder.encode(redacted) else {
+            return "<not encodable as JSON>"
+        }
         return String(decoding: data, as: UTF8.self)
+    }
+
+    /// Whether an element lies deeper than `limit` levels (what fails to encode), measured with a stack of our own
+    /// rather than the thread's.
+    func nests(deeperThan limit: Int) -> Bool {
+        var pending: [(value: JSONValue, depth: Int)] = [(self, 0)]
+        while let (value, depth) = pending.popLast() {
+            switch value {
+            case .array(let elements):
+                guard elements.isEmpty || depth < limit else { return true }
+                pending.append(contentsOf: elements.map { ($0, depth + 1) })
+            case .object(let members):
+                guard members.isEmpty || depth < limit else { return true }
+                pending.append(contentsOf: members.values.map { ($0, depth + 1) })
+            default:
+                continue
+            }
+        }
+        return false
     }
 
     /// The case and what it holds, as the default reflection shows them, but with what a secret key holds shown as
