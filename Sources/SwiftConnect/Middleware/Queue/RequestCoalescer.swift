@@ -173,6 +173,12 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             // The shared request tells the coalescer when it reaches the transport, and the coalescer tells every
             // caller's loop (the first's included); when it is answered, `start` tells them.
             var shared = context
+            // The shared request is over when every caller has left (or it was answered), not when the first
+            // caller's call is: one cancelled while the request waits in a later stage (the queue) leaves it to
+            // the others.
+            shared.callHasEnded = { [weak self] in
+                self?.state.withLock { $0.calls[key]?.id != callID } ?? true
+            }
             if hearsTransport {
                 shared.sending = AttemptSending(
                     reached: { [weak self] in self?.reachedTransport(key, callID: callID) }, answered: {})
