@@ -12,7 +12,10 @@ import Foundation
 /// the client refused the request before sending it (a header field a middleware set with CR or LF in it, so that a
 /// monitor sees that failure too). Each call is balanced: one `willSend`, then exactly one of the other two. The
 /// request a plugin is told of is the one the middlewares made, before the fields an observer adds
-/// (``ConnectObserver``'s `traceparent`).
+/// (``ConnectObserver``'s `traceparent`). A request a middleware hands on after its call has ended (cancelled, or
+/// past its deadline, while the middleware held it) is not sent, and plugins hear nothing of it. The error of
+/// `didFail` is classified as the caller's is: a transport's `URLError` arrives as a ``ConnectError`` of the kind it
+/// stands for (``ConnectError/Kind/timedOut``, ``ConnectError/Kind/connectionLost``…).
 ///
 /// Plugins run on the plugin queue, one event after another in the order they happened, never on the request's
 /// own path: a slow plugin delays other plugins, not requests. The queue is one for the process, so that a plugin
@@ -105,6 +108,9 @@ struct PluginNotifier: Middleware {
 
     func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<ConnectResponse>
     {
+        // The call ended while a stage held the request (its deadline passed, it was cancelled): the chain sends
+        // nothing now, and a plugin hears of no send after the call's end, as an observer does.
+        if context.callHasEnded?() == true { return next(request) }
         let plugins = self.plugins
         // Plugins are told in Foundation's terms: the URLRequest is made on the plugin queue, off the request's path.
         let sent = request
@@ -112,6 +118,10 @@ struct PluginNotifier: Middleware {
         let response = next(request)
         response.whenComplete { [queue] result in
             queue.async {
+                // A transport's `URLError` as the caller gets it: a ConnectError of the kind it stands for.
+                let result = result.mapError { error -> any Error in
+                    error is URLError ? ConnectError.transportFailure(.reported(error), sent: sent) : error
+                }
                 for plugin in plugins {
                     switch result {
                     case .success(let response): plugin.didReceive(response, context: context)
