@@ -186,7 +186,8 @@ public struct RequestOptions: Sendable {
     /// report repeats the one before it, and the response body's end (``TransferProgress/downloadFraction`` of 1)
     /// comes once per attempt, in its last report, when the whole body is there: for a download, once its file is in
     /// place. A retried request sends its body again, and so does a redirect that keeps it (307, 308): each attempt,
-    /// and each such hop, reports from zero.
+    /// and each such hop, reports from zero. A redirect that drops the body (302, 303 after a `POST`) keeps the
+    /// upload's figures as the first hop left them.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }

@@ -150,7 +150,8 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
             var relayed = response
             // Nothing to count: the transport's own stream, its back-pressure as it is.
             if limit != nil || transfer.progress != nil {
-                relayed.bodyStream = counted(stream, of: response, options: options, limit: limit, transfer: transfer)
+                relayed.bodyStream = counted(
+                    stream, of: response, options: options, limit: limit, transfer: transfer, sent: sentBytes)
             }
             if let deadline, let body = relayed.bodyStream {
                 bound(body, by: deadline, of: request)
@@ -178,23 +179,32 @@ private func bound(_ body: ResponseBodyStream, by deadline: TransportDeadline, o
 }
 
 /// `source`, relayed to a stream of `options` as the reader takes it: its bytes counted against `limit` (the stream
-/// fails with ``ConnectError/Kind/responseTooLarge`` past it) and reported as progress.
+/// fails with ``ConnectError/Kind/responseTooLarge`` past it) and reported as progress, the body's end (its size as
+/// the total) once, in the last report, as an engine's exchange reports it. `sentBytes` went out before the head.
 private func counted(
     _ source: ResponseBodyStream, of response: ConnectResponse, options: StreamingOptions, limit: Int?,
-    transfer: TransferOptions
+    transfer: TransferOptions, sent sentBytes: Int64
 ) -> ResponseBodyStream {
     let relay = ResponseBodyStream(options: options)
     let pump = Task {
-        var received = 0
+        var received: Int64 = 0
+        func report(ending: Bool) {
+            transfer.progress?(
+                TransferProgress(
+                    bytesSent: sentBytes, totalBytesToSend: sentBytes, bytesReceived: received,
+                    totalBytesToReceive: ending ? received : nil))
+        }
         do {
             while let chunk = try await source.next() {
-                received += chunk.count
-                if let limit, received > limit { throw ConnectError.responseTooLarge(limit: limit, answer: response) }
-                transfer.progress?(
-                    TransferProgress(
-                        bytesSent: 0, totalBytesToSend: nil, bytesReceived: Int64(received), totalBytesToReceive: nil))
+                received += Int64(chunk.count)
+                if let limit, received > Int64(limit) {
+                    throw ConnectError.responseTooLarge(limit: limit, answer: response)
+                }
+                // An empty chunk would repeat the report before it.
+                if !chunk.isEmpty { report(ending: false) }
                 guard await relay.send(chunk) else { return source.cancel() }
             }
+            report(ending: true)
             relay.finish()
         } catch {
             source.cancel()

@@ -155,7 +155,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             try Task.checkCancellation()
             var request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
             request.streamBufferLimit = transfer.streaming?.bufferLimit
-            progress?.startHop(sending: request.body.length)
+            progress?.startHop(sending: request.body.length, redirected: redirects > 0)
             let response: EngineResponse<Engine.ResponseBody>
             if let first = answered {
                 response = first
@@ -584,11 +584,15 @@ final class ExchangeProgress: Sendable {
         self.report = report
     }
 
-    /// A hop starts: nothing sent yet of `total` bytes.
-    func startHop(sending total: Int64?) {
+    /// A hop starts: nothing sent yet of `total` bytes. A hop a redirect sends without a body (a 302 or 303 after a
+    /// POST) has nothing to send: the upload the earlier hop reported stays done, rather than going back to 0 of 0.
+    func startHop(sending total: Int64?, redirected: Bool = false) {
         state.withLock {
+            let keepsSent = redirected && total == 0
             $0.progress = TransferProgress(
-                bytesSent: 0, totalBytesToSend: total, bytesReceived: 0, totalBytesToReceive: nil)
+                bytesSent: keepsSent ? $0.progress.bytesSent : 0,
+                totalBytesToSend: keepsSent ? $0.progress.totalBytesToSend : total, bytesReceived: 0,
+                totalBytesToReceive: nil)
         }
     }
 
