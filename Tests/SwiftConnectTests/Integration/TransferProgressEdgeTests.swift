@@ -1,0 +1,349 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Probes of `RequestOptions.progress` end to end: uploads from memory, a file and a stream; downloads of known and
+/// unknown length; redirects that keep or drop the body; retries; failures, cancellations and deadlines; and a
+/// handler that is slow or calls the client back.
+final class TransferProgressEdgeTests: IntegrationTestCase {
+    private var server: LocalServer!
+    private var connect: Connect!
+    private var temporaryFiles: [URL] = []
+
+    override func setUpWithError() throws {
+        server = try LocalServer.started()
+        connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+        server.streamingRoute("*", "/count") { _, body in
+            var count = 0
+            while let piece = body.read(maxBytes: 64 << 10) { count += piece.count }
+            return .text("\(count)")
+        }
+    }
+
+    override func tearDown() {
+        server.stop()
+        for file in temporaryFiles { try? FileManager.default.removeItem(at: file) }
+    }
+
+    private func temporaryURL(_ suffix: String) -> URL {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("SC-\(UUID().uuidString)-\(suffix)")
+        temporaryFiles.append(url)
+        return url
+    }
+
+    /// What a handler saw, and when the call's future completed, in one order.
+    private final class Log: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects every var.
+        private let lock = NSLock()
+        private var _reports: [TransferProgress] = []
+        private var _reportsAtCompletion: Int?
+
+        func report(_ progress: TransferProgress) { lock.withLock { _reports.append(progress) } }
+        func completed() { lock.withLock { _reportsAtCompletion = _reports.count } }
+        var reports: [TransferProgress] { lock.withLock { _reports } }
+        var reportsAtCompletion: Int? { lock.withLock { _reportsAtCompletion } }
+    }
+
+    /// The rules every attempt's (or hop's) reports follow, a run being the reports from one start from zero.
+    private func checkRun(
+        _ reports: [TransferProgress], endsOnce: Bool = true, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertFalse(reports.isEmpty, "no reports", file: file, line: line)
+        for (earlier, later) in zip(reports, reports.dropFirst()) {
+            XCTAssertNotEqual(earlier, later, "a report repeats", file: file, line: line)
+            XCTAssertLessThanOrEqual(earlier.bytesSent, later.bytesSent, "\(reports)", file: file, line: line)
+            XCTAssertLessThanOrEqual(earlier.bytesReceived, later.bytesReceived, "\(reports)", file: file, line: line)
+        }
+        for report in reports {
+            if let total = report.totalBytesToSend {
+                XCTAssertLessThanOrEqual(report.bytesSent, total, "\(report)", file: file, line: line)
+            }
+            if let total = report.totalBytesToReceive {
+                XCTAssertLessThanOrEqual(report.bytesReceived, total, "\(report)", file: file, line: line)
+            }
+        }
+        let ends = reports.filter { $0.downloadFraction == 1 }
+        XCTAssertEqual(ends.count, endsOnce ? 1 : 0, "\(reports)", file: file, line: line)
+        if endsOnce { XCTAssertEqual(reports.last?.downloadFraction, 1, file: file, line: line) }
+    }
+
+    private func options(_ log: Log, timeout: TimeInterval? = nil) -> RequestOptions {
+        var options = RequestOptions(progress: { log.report($0) })
+        options.timeout = timeout
+        return options
+    }
+
+    private func send<Value>(_ future: Future<Value>, _ log: Log, timeout: TimeInterval = 20) -> Result<
+        Value, any Error
+    >? {
+        let done = expectation(description: "call")
+        future.observe { _ in
+            log.completed()
+            done.fulfill()
+        }
+        wait(for: [done], timeout: timeout)
+        return future.result
+    }
+
+    // MARK: - Uploads
+
+    func testAnUploadFromMemoryEndsAtItsTotalOnceBeforeTheFutureCompletes() throws {
+        let log = Log()
+        let body = Data(count: 3 << 20)
+        var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("count"))
+        request.body = .bytes(body)
+        let result = send(connect.response(for: request, options: options(log)), log)
+        XCTAssertEqual(try result?.get().text, "\(body.count)")
+        checkRun(log.reports)
+        XCTAssertEqual(log.reports.last?.bytesSent, Int64(body.count))
+        XCTAssertEqual(log.reports.last?.totalBytesToSend, Int64(body.count))
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count, "a report after the future completed")
+    }
+
+    func testAnUploadFromAFileEndsAtItsTotal() throws {
+        let source = temporaryURL("upload.bin")
+        try Data(count: 9 << 20).write(to: source)
+        let log = Log()
+        let result = send(
+            connect.upload(
+                files: [File(key: "f", fileURL: source)], fields: [], to: Route("/count", method: .post),
+                options: options(log)), log, timeout: 60)
+        let sent = try XCTUnwrap(Int64(String(decoding: try XCTUnwrap(result?.get()), as: UTF8.self)))
+        checkRun(log.reports)
+        XCTAssertEqual(log.reports.last?.bytesSent, sent)
+        XCTAssertEqual(log.reports.last?.totalBytesToSend, sent)
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+    }
+
+    func testAnUploadFromAStreamOfKnownAndUnknownLength() throws {
+        for length in [Int64(1 << 20), nil] {
+            let log = Log()
+            let chunks = AsyncStream<Data> { continuation in
+                for _ in 0..<16 { continuation.yield(Data(count: 64 << 10)) }
+                continuation.finish()
+            }
+            var request = ConnectRequest(method: .put, url: server.baseURL.appendingPathComponent("count"))
+            request.body = .stream(ConnectRequest.OneShotStream(chunks, length: length))
+            let result = send(connect.response(for: request, options: options(log)), log)
+            XCTAssertEqual(try result?.get().text, "\(1 << 20)", "\(String(describing: length))")
+            checkRun(log.reports)
+            XCTAssertEqual(log.reports.last?.bytesSent, 1 << 20, "\(String(describing: length))")
+            XCTAssertEqual(log.reports.last?.totalBytesToSend, length)
+            XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+        }
+    }
+
+    // MARK: - Downloads
+
+    func testADownloadOfUnknownLengthEndsOnceWithItsSize() throws {
+        server.route("GET", "/chunked") { _ in
+            .stream(contentLength: nil) { write in
+                for _ in 0..<32 { guard write(Data(count: 32 << 10)) else { return } }
+            }
+        }
+        let log = Log()
+        let result = send(connect.request(Route("/chunked"), options: options(log)), log)
+        XCTAssertEqual(try result?.get().count, 1 << 20)
+        checkRun(log.reports)
+        XCTAssertTrue(log.reports.dropLast().allSatisfy { $0.totalBytesToReceive == nil }, "\(log.reports)")
+        XCTAssertEqual(log.reports.last?.totalBytesToReceive, 1 << 20)
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+    }
+
+    func testABodyCutShortNeverReportsItsEnd() throws {
+        server.route("GET", "/cut") { _ in
+            LocalServer.Response(body: Data(count: 1 << 20), fault: .closeMidBody(afterBytes: 300_000))
+        }
+        let log = Log()
+        let result = send(connect.request(Route("/cut"), options: options(log)), log)
+        XCTAssertThrowsError(try result?.get())
+        XCTAssertFalse(log.reports.contains { $0.downloadFraction == 1 }, "\(log.reports)")
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+    }
+
+    func testNoReportComesAfterACancellationOrADeadline() throws {
+        server.route("GET", "/trickle") { _ in
+            LocalServer.Response(fault: .trickle(chunk: Data(count: 1000), interval: 0.02))
+        }
+        // Cancelled by the caller once some of the body came.
+        let log = Log()
+        let call = connect.request(Route("/trickle"), options: options(log))
+        let deadline = Date().addingTimeInterval(10)
+        while log.reports.filter({ $0.bytesReceived > 0 }).count < 3, Date() < deadline { usleep(5_000) }
+        call.cancel()
+        let result = send(call, log)
+        XCTAssertEqual((result.flatMap { try? $0.get() } == nil), true)
+        usleep(500_000)
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count, "reports after the cancellation")
+        XCTAssertFalse(log.reports.contains { $0.downloadFraction == 1 })
+
+        // Stopped by the deadline.
+        let timed = Log()
+        let outcome = send(connect.request(Route("/trickle"), options: options(timed, timeout: 0.4)), timed)
+        guard case .failure(let error)? = outcome else { return XCTFail("\(String(describing: outcome))") }
+        XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
+        usleep(500_000)
+        XCTAssertEqual(timed.reportsAtCompletion, timed.reports.count, "reports after the deadline")
+    }
+
+    // MARK: - Redirects and retries
+
+    func testA307RedirectReportsEachHopFromZeroAndA302KeepsWhatWasSent() throws {
+        server.route("POST", "/307") { _ in .redirect(to: "/count", status: 307) }
+        server.route("POST", "/302") { _ in .redirect(to: "/count", status: 302) }
+        let body = Data(count: 256 << 10)
+        for status in [307, 302] {
+            let log = Log()
+            var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("\(status)"))
+            request.body = .bytes(body)
+            let result = send(connect.response(for: request, options: options(log)), log)
+            XCTAssertEqual(try result?.get().text, status == 307 ? "\(body.count)" : "0")
+            // Runs: a new one each time the sent count goes back.
+            var runs: [[TransferProgress]] = [[]]
+            for report in log.reports {
+                if let last = runs[runs.count - 1].last, report.bytesSent < last.bytesSent { runs.append([]) }
+                runs[runs.count - 1].append(report)
+            }
+            // A 307 sends the body again: its hop may report from zero (a second run); a 302 drops it, and what
+            // was sent stays sent.
+            if status == 307 {
+                XCTAssertLessThanOrEqual(runs.count, 2, "\(log.reports)")
+            } else {
+                XCTAssertEqual(runs.count, 1, "the upload went back to 0 after a 302: \(log.reports)")
+            }
+            checkRun(runs.last ?? [])
+            XCTAssertEqual(log.reports.last?.bytesSent, Int64(body.count))
+            XCTAssertEqual(log.reports.last?.totalBytesToSend, Int64(body.count))
+            XCTAssertEqual(log.reports.filter { $0.downloadFraction == 1 }.count, 1, "\(log.reports)")
+            XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+        }
+    }
+
+    func testARetriedDownloadReportsEachAttemptsEnd() throws {
+        let attempts = Counter()
+        server.route("GET", "/flaky") { _ in
+            attempts.increment()
+            return attempts.value == 1 ? .text("busy", status: 503) : .data(Data(count: 100_000))
+        }
+        let retrying = Connect(
+            transport: TransportUnderTest.make(),
+            retryPolicy: RetryPolicy(maxAttempts: 2, clock: ImmediateRetryClock()),
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+        let log = Log()
+        let result = send(retrying.request(Route("/flaky"), options: options(log)), log)
+        XCTAssertEqual(try result?.get().count, 100_000)
+        let ends = log.reports.enumerated().filter { $0.element.downloadFraction == 1 }
+        XCTAssertEqual(ends.map(\.element.bytesReceived), [4, 100_000], "\(log.reports)")
+        XCTAssertEqual(ends.last?.offset, log.reports.count - 1)
+        checkRun(Array(log.reports[(ends.first!.offset + 1)...]))
+    }
+
+    // MARK: - Handlers
+
+    func testASlowHandlerSeesEveryReportInOrder() throws {
+        server.route("GET", "/big") { _ in .generatedBytes(count: 1 << 20, seed: 3) }
+        let log = Log()
+        var options = RequestOptions(progress: { progress in
+            usleep(2_000)
+            log.report(progress)
+        })
+        options.timeout = 30
+        let result = send(connect.request(Route("/big"), options: options), log, timeout: 60)
+        XCTAssertEqual(try result?.get().count, 1 << 20)
+        checkRun(log.reports)
+        XCTAssertEqual(log.reportsAtCompletion, log.reports.count)
+    }
+
+    func testAHandlerThatCancelsItsOwnCallOrStartsAnother() throws {
+        server.route("GET", "/big") { _ in .generatedBytes(count: 4 << 20, seed: 3) }
+        // Cancels its own call from its first report of the body, download and upload.
+        for upload in [false, true] {
+            let holder = Guarded<Future<Data>?>(nil)
+            let log = Log()
+            let options = RequestOptions(progress: { progress in
+                log.report(progress)
+                if progress.bytesReceived > 0 || progress.bytesSent > 0 { holder.withLock { $0 }?.cancel() }
+            })
+            let call: Future<Data>
+            if upload {
+                call = connect.request(
+                    Route(
+                        "/count", method: .post,
+                        parameters: Parameter.body(Data(count: 8 << 20), contentType: "application/octet-stream")),
+                    options: options)
+            } else {
+                call = connect.request(Route("/big"), options: options)
+            }
+            holder.withLock { $0 = call }
+            if call.result == nil, log.reports.contains(where: { $0.bytesReceived > 0 || $0.bytesSent > 0 }) {
+                call.cancel()
+            }
+            let result = send(call, log)
+            guard case .failure(let error)? = result else {
+                return XCTFail("upload \(upload): \(String(describing: result))")
+            }
+            XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "upload \(upload)")
+        }
+        // Starts another call on the same client, and waits for it, from a report.
+        let inner = Guarded<[Result<Data, any Error>]>([])
+        let log = Log()
+        let options = RequestOptions(progress: { [connect] progress in
+            log.report(progress)
+            guard progress.downloadFraction != 1, inner.withLock({ $0.isEmpty }) else { return }
+            let result = Result { try connect!.request(Route("/count", method: .post)).wait(timeout: 5) }
+            inner.withLock { $0.append(result) }
+        })
+        let result = send(connect.request(Route("/big"), options: options), log, timeout: 30)
+        XCTAssertEqual(try result?.get().count, 4 << 20)
+        XCTAssertEqual(inner.withLock { $0.count }, 1)
+        XCTAssertEqual(try inner.withLock { $0 }.first?.get(), Data("0".utf8))
+    }
+
+    /// An upload's reports come from the engine's writer (URLSession's delegate queue on Linux): a handler that
+    /// starts another call there, and hears of its end, does not hold up either call.
+    func testAnUploadsHandlerThatStartsAnotherCall() throws {
+        let inner = Guarded<[Future<Data>]>([])
+        let innerDone = expectation(description: "inner call")
+        let log = Log()
+        let options = RequestOptions(progress: { [connect] progress in
+            log.report(progress)
+            guard progress.bytesSent > 0, inner.withLock({ $0.isEmpty }) else { return }
+            let call = connect!.request(Route("/count", method: .post))
+            call.observe { _ in innerDone.fulfill() }
+            inner.withLock { $0.append(call) }
+        })
+        var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("count"))
+        request.body = .bytes(Data(count: 4 << 20))
+        let result = send(connect.response(for: request, options: options), log, timeout: 30)
+        XCTAssertEqual(try result?.get().text, "\(4 << 20)")
+        wait(for: [innerDone], timeout: 10)
+        XCTAssertEqual(try inner.withLock { $0 }.first?.result?.get(), Data("0".utf8))
+        checkRun(log.reports)
+    }
+
+    // MARK: - A transport that answers with a stream
+
+    func testAStreamFromAFakeTransportReportsItsEnd() async throws {
+        let log = Log()
+        let transport = FakeTransport.answering(.stream([Data(count: 1000), Data(count: 500)]))
+        let fake = Connect(transport: transport, retryPolicy: nil)
+        let stream = fake.stream(
+            ConnectRequest(url: URL(string: "https://api.example.com/items")!), options: options(log))
+        var count = 0
+        for try await chunk in stream { count += chunk.count }
+        XCTAssertEqual(count, 1500)
+        checkRun(log.reports)
+        XCTAssertEqual(log.reports.last?.bytesReceived, 1500)
+    }
+}
+
+extension ConnectResponse {
+    fileprivate var text: String { String(decoding: data, as: UTF8.self) }
+}
