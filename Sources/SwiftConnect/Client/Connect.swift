@@ -74,7 +74,7 @@ public final class Connect: Sendable {
     private let chain: MiddlewareChain
     /// Where every client's plugins are told (``ConnectPlugin``): one serial queue for the process, so that a plugin
     /// that clients share (a client made with `adding(plugins:)` keeps its parent's) is never called concurrently.
-    private static let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
+    static let pluginQueue = DispatchQueue(label: "SwiftConnect.plugins")
     private let inFlight = InFlightCalls()
     /// Marks this client's requests in ``requestQueue``, which other clients may share.
     private let queueOwner = RequestQueue.Owner()

@@ -41,14 +41,30 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
     /// What a handler saw, and when the call's future completed, in one order.
     private final class Log: @unchecked Sendable {
         // @unchecked Sendable: `lock` protects every var.
-        private let lock = NSLock()
+        private let lock = NSCondition()
         private var _reports: [TransferProgress] = []
         private var _reportsAtCompletion: Int?
 
-        func report(_ progress: TransferProgress) { lock.withLock { _reports.append(progress) } }
+        func report(_ progress: TransferProgress) {
+            lock.withLock {
+                _reports.append(progress)
+                lock.broadcast()
+            }
+        }
         func completed() { lock.withLock { _reportsAtCompletion = _reports.count } }
         var reports: [TransferProgress] { lock.withLock { _reports } }
         var reportsAtCompletion: Int? { lock.withLock { _reportsAtCompletion } }
+
+        /// Waits, for at most 10 seconds, until the reports so far satisfy `condition`; returns whether they did.
+        func wait(until condition: ([TransferProgress]) -> Bool) -> Bool {
+            let deadline = Date().addingTimeInterval(10)
+            lock.lock()
+            defer { lock.unlock() }
+            while !condition(_reports) {
+                guard lock.wait(until: deadline) else { return condition(_reports) }
+            }
+            return true
+        }
     }
 
     /// The rules every attempt's (or hop's) reports follow, a run being the reports from one start from zero.
@@ -175,12 +191,11 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
         // Cancelled by the caller once some of the body came.
         let log = Log()
         let call = connect.request(Route("/trickle"), options: options(log))
-        let deadline = Date().addingTimeInterval(10)
-        while log.reports.filter({ $0.bytesReceived > 0 }).count < 3, Date() < deadline { usleep(5_000) }
+        XCTAssertTrue(log.wait { $0.filter { $0.bytesReceived > 0 }.count >= 3 }, "\(log.reports)")
         call.cancel()
         let result = send(call, log)
         XCTAssertEqual((result.flatMap { try? $0.get() } == nil), true)
-        usleep(500_000)
+        waitUntilTheEngineLetGo()
         XCTAssertEqual(log.reportsAtCompletion, log.reports.count, "reports after the cancellation")
         XCTAssertFalse(log.reports.contains { $0.downloadFraction == 1 })
 
@@ -189,8 +204,16 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
         let outcome = send(connect.request(Route("/trickle"), options: options(timed, timeout: 0.4)), timed)
         guard case .failure(let error)? = outcome else { return XCTFail("\(String(describing: outcome))") }
         XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
-        usleep(500_000)
+        waitUntilTheEngineLetGo()
         XCTAssertEqual(timed.reportsAtCompletion, timed.reports.count, "reports after the deadline")
+    }
+
+    /// Waits until the server saw the trickle's connection go (its request is no longer in flight), then until
+    /// another exchange went through the same engine: a report still on its way from the call that ended would
+    /// have come by then.
+    private func waitUntilTheEngineLetGo(file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the trickle goes on", file: file, line: line)
+        XCTAssertNoThrow(try connect.request(Route("/count", method: .post)).wait(timeout: 10), file: file, line: line)
     }
 
     // MARK: - Redirects and retries
@@ -250,9 +273,12 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
     func testASlowHandlerSeesEveryReportInOrder() throws {
         server.route("GET", "/big") { _ in .generatedBytes(count: 1 << 20, seed: 3) }
         let log = Log()
+        // Slow by work, not by waiting: each report costs the handler a few milliseconds.
         var options = RequestOptions(progress: { progress in
-            usleep(2_000)
+            var hasher = Hasher()
+            for value in 0..<20_000 { hasher.combine(value) }
             log.report(progress)
+            withExtendedLifetime(hasher.finalize()) {}
         })
         options.timeout = 30
         let result = send(connect.request(Route("/big"), options: options), log, timeout: 60)

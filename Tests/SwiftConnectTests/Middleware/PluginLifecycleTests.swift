@@ -24,11 +24,13 @@ final class PluginLifecycleTests: XCTestCase {
             })
     }
 
-    /// Waits until `events` holds `count` values, then a little longer for any that should not come.
-    private func settle(_ events: Recorder<String>, count: Int, extra: TimeInterval = 0.3) {
-        let deadline = Date().addingTimeInterval(10)
-        while events.values.count < count, Date() < deadline { usleep(5_000) }
-        usleep(UInt32(extra * 1_000_000))
+    /// Waits until `events` holds `count` values, then until the plugin queue has run every event handed to it so
+    /// far. The calls under test have ended by then, and a call's events are handed to the queue before its future
+    /// completes (the notifier's callback on the response runs before the stages' above it): one that should not
+    /// come would be in `events` now.
+    private func settle(_ events: Recorder<String>, count: Int, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertTrue(events.wait(forCount: count), "\(events.values)", file: file, line: line)
+        Connect.pluginQueue.sync {}
     }
 
     // MARK: - Order
@@ -119,8 +121,7 @@ final class PluginLifecycleTests: XCTestCase {
         XCTAssertEqual(connectError(of: first)?.kind, .cancelled)
         transport.respond(to: 0)
         XCTAssertNotNil(value(of: busy))
-        let deadline = Date().addingTimeInterval(5)
-        while transport.requests.count < 2, Date() < deadline { usleep(5_000) }
+        transport.wait(forRequests: 2)
         XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/busy", "/items"])
         if transport.requests.count == 2 { transport.respond(to: 1, body: Data("x".utf8)) }
         XCTAssertEqual(value(of: second), Data("x".utf8))
@@ -193,11 +194,18 @@ final class PluginLifecycleTests: XCTestCase {
     func testARequestHandedOnAfterTheDeadlineIsNotToldAsACancellation() throws {
         let events = Recorder<String>()
         let transport = FakeTransport.answering(.status(200))
+        // Holds the request until the test has seen the deadline pass, then hands it on.
+        let release = Gate()
+        let handedOn = expectation(description: "the held request was handed on and answered")
         let slow = AnyMiddleware { request, _, next in
             let promise = Promise<ConnectResponse>()
             let held = request
-            DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) {
-                next(held).whenComplete { promise.completeIfPending(with: $0) }
+            DispatchQueue.global().async {
+                release.wait(timeout: 10)
+                next(held).whenComplete {
+                    promise.completeIfPending(with: $0)
+                    handedOn.fulfill()
+                }
             }
             return promise.future
         }
@@ -206,7 +214,9 @@ final class PluginLifecycleTests: XCTestCase {
             settings: Connect.Settings(options: RequestOptions(plugins: [recording(events)])))
         let error = connectError(of: connect.request(Endpoint(timeout: 0.05)))
         XCTAssertEqual(error?.kind, .timedOut)
-        usleep(600_000)
+        release.open()
+        wait(for: [handedOn], timeout: 10)
+        Connect.pluginQueue.sync {}
         XCTAssertTrue(transport.requests.isEmpty)
         XCTAssertEqual(events.values, [], "told of a send after the call's end")
     }
@@ -253,7 +263,8 @@ final class PluginLifecycleTests: XCTestCase {
 
     func testAHundredConcurrentCallsAreToldOneEventAtATimeAndBalanced() throws {
         final class Tally: ConnectPlugin, @unchecked Sendable {
-            // @unchecked Sendable: what the plugin queue promises; `inside` checks it.
+            // @unchecked Sendable: what the plugin queue promises (one event at a time); `inside` checks it, and
+            // under the thread sanitizer two events at once are a reported race on these vars.
             var inside = 0
             var overlaps = 0
             var sent: Set<String> = []
@@ -264,7 +275,6 @@ final class PluginLifecycleTests: XCTestCase {
             private func enter() {
                 inside += 1
                 if inside > 1 { overlaps += 1 }
-                usleep(100)
             }
 
             func willSend(_ request: URLRequest, context: RequestContext) {
@@ -298,7 +308,8 @@ final class PluginLifecycleTests: XCTestCase {
         }
         for call in calls.values { _ = try call.wait(timeout: 10) }
         for _ in 0..<100 { XCTAssertEqual(tally.done.wait(timeout: .now() + 10), .success) }
-        usleep(200_000)
+        // Any event told after the last end would have run by now.
+        Connect.pluginQueue.sync {}
         XCTAssertEqual(tally.overlaps, 0)
         XCTAssertEqual(tally.sent.count, 100)
         XCTAssertEqual(tally.ended.count, 100)

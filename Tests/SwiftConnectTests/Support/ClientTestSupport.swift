@@ -92,7 +92,7 @@ enum ClientFixtures {
 /// `Promise.setCancelHandler`, as a real transport cancels its network task.
 final class ManualTransport: Transport, @unchecked Sendable {
     // @unchecked Sendable: `lock` protects `promises` and `sent`; `cancellations` is itself thread-safe.
-    private let lock = NSLock()
+    private let lock = NSCondition()
     private var promises: [Promise<ConnectResponse>] = []
     private var sent: [URLRequest] = []
     /// How many times a returned future's cancel handler ran.
@@ -104,8 +104,23 @@ final class ManualTransport: Transport, @unchecked Sendable {
         lock.lock()
         promises.append(promise)
         sent.append(request)
+        lock.broadcast()
         lock.unlock()
         return promise.future
+    }
+
+    /// Waits until at least `count` requests were received (an event, not a poll), for at most `timeout` seconds.
+    ///
+    /// - Returns: Whether they were.
+    @discardableResult
+    func wait(forRequests count: Int, timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        lock.lock()
+        defer { lock.unlock() }
+        while sent.count < count {
+            guard lock.wait(until: deadline) else { return sent.count >= count }
+        }
+        return true
     }
 
     /// The requests received so far, in order.

@@ -46,20 +46,35 @@ final class Counter: @unchecked Sendable {
 
 /// A thread-safe list for recording events in the order they happened.
 final class Recorder<Element>: @unchecked Sendable {
-    // @unchecked Sendable: `lock` protects `elements`.
-    private let lock = NSLock()
+    // @unchecked Sendable: `condition` protects `elements`.
+    private let condition = NSCondition()
     private var elements: [Element] = []
 
     func append(_ element: Element) {
-        lock.lock()
+        condition.lock()
         elements.append(element)
-        lock.unlock()
+        condition.broadcast()
+        condition.unlock()
     }
 
     var values: [Element] {
-        lock.lock()
-        defer { lock.unlock() }
+        condition.lock()
+        defer { condition.unlock() }
         return elements
+    }
+
+    /// Waits until at least `count` values are recorded (an event, not a poll), for at most `timeout` seconds.
+    ///
+    /// - Returns: Whether they were.
+    @discardableResult
+    func wait(forCount count: Int, timeout: TimeInterval = 10) -> Bool {
+        let deadline = Date().addingTimeInterval(timeout)
+        condition.lock()
+        defer { condition.unlock() }
+        while elements.count < count {
+            guard condition.wait(until: deadline) else { return elements.count >= count }
+        }
+        return true
     }
 }
 
