@@ -8,15 +8,51 @@ import Foundation
 /// }
 /// let type = MimeType(fileExtension: "png")  // .png
 /// ```
+///
+/// Type, subtype and parameter names are case-insensitive (RFC 9110 §8.3.1): they are kept in lower case, so that
+/// `MimeType(rawValue: "IMAGE/JPEG")` is ``MimeType/jpg``. Parameter values keep their case.
 public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomStringConvertible {
-    /// The media type, such as `image/png`.
+    /// The media type, such as `image/png`: type, subtype and parameter names in lower case, values as given.
     public let rawValue: String
 
     /// Creates a media type.
     ///
-    /// - Parameter rawValue: The media type, such as `application/zip`.
+    /// - Parameter rawValue: The media type, such as `application/zip`, in any case: its type, subtype and
+    ///   parameter names are kept in lower case (`Text/Plain; Charset=UTF-8` is `text/plain; charset=UTF-8`).
     public init(rawValue: String) {
-        self.rawValue = rawValue
+        self.rawValue = Self.foldingCase(of: rawValue)
+    }
+
+    /// `text` with its type, subtype and parameter names in ASCII lower case, everything else as given: parameter
+    /// values, blanks, and any quoted string, whose `;` and `=` separate nothing (as ``parameter(_:)`` reads them).
+    private static func foldingCase(of text: String) -> String {
+        let isUpper = { (byte: UInt8) in byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") }
+        guard text.utf8.contains(where: isUpper) else { return text }
+        var bytes = Array(text.utf8)
+        var isType = true  // before the first `;`: the type and subtype
+        var isName = true  // in the type and subtype, or in a parameter's name
+        var isQuoted = false
+        var isEscaped = false
+        for index in bytes.indices {
+            let byte = bytes[index]
+            if isEscaped {
+                isEscaped = false
+            } else if isQuoted, byte == UInt8(ascii: "\\") {
+                isEscaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                isQuoted.toggle()
+            } else if isQuoted {
+                continue
+            } else if byte == UInt8(ascii: ";") {
+                isType = false
+                isName = true
+            } else if byte == UInt8(ascii: "="), !isType {
+                isName = false
+            } else if isName, isUpper(byte) {
+                bytes[index] = byte + 32
+            }
+        }
+        return String(decoding: bytes, as: UTF8.self)
     }
 
     /// The media type for a file extension (`"jpg"`, `"PDF"`, `".png"`), or `application/octet-stream`

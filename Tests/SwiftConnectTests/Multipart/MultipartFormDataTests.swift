@@ -318,6 +318,27 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(MimeType.plainText.parameter("charset"), "utf-8")
     }
 
+    /// Type, subtype and parameter names are case-insensitive (RFC 9110 §8.3.1): `IMAGE/JPEG` was not `.jpg`, and a
+    /// set or dictionary keyed by media type held it twice. Parameter values keep their case.
+    func testMediaTypesInAnotherCaseAreEqualAndKeepTheirParameterValues() {
+        XCTAssertEqual(MimeType(rawValue: "IMAGE/JPEG"), .jpg)
+        XCTAssertEqual(Set([MimeType(rawValue: "Image/PNG"), .png, MimeType(rawValue: "image/png")]).count, 1)
+        XCTAssertEqual(MimeType(rawValue: "Text/Plain; Charset=utf-8"), .plainText)
+        XCTAssertEqual(MimeType(rawValue: "IMAGE/JPEG").rawValue, "image/jpeg")
+        // Values as given, a quoted one whole: its `;` and `=` separate nothing
+        let quoted = MimeType(rawValue: #"Application/VND.API+JSON; Profile="A;B=C\"D"; Ext=XY"#)
+        XCTAssertEqual(quoted.rawValue, #"application/vnd.api+json; profile="A;B=C\"D"; ext=XY"#)
+        XCTAssertEqual(quoted.parameter("profile"), #"A;B=C"D"#)
+        XCTAssertEqual(quoted.parameter("EXT"), "XY")
+        XCTAssertNotEqual(MimeType(rawValue: "text/plain; charset=X"), MimeType(rawValue: "text/plain; charset=x"))
+        // Non-ASCII left alone, and a part in another case is sent in lower case
+        XCTAssertEqual(MimeType(rawValue: "TEXT/É").rawValue, "text/É")
+        var form = MultipartFormData(boundary: "B")
+        form.append(File(name: "a.jpg", key: "k", mimeType: MimeType(rawValue: "IMAGE/JPEG"), data: Data("x".utf8)))
+        let encoded = String(decoding: (try? form.encodedData()) ?? Data(), as: UTF8.self)
+        XCTAssertTrue(encoded.contains("Content-Type: image/jpeg\r\n"), encoded)
+    }
+
     func testGuideStyleMimeTypeExtension() {
         XCTAssertEqual(MimeType.myAwesomeType.rawValue, "awesome/type")
     }
