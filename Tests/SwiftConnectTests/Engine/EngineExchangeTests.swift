@@ -397,6 +397,22 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(error.message.contains("5 of the 10 bytes"), error.message)
     }
 
+    /// A `Content-Length` repeated with one value, or beside `Content-Encoding: identity`, still declares the length:
+    /// a body cut short of it is a lost connection, not a success.
+    func testARepeatedLengthOrAnIdentityCodingStillCatchesAShortBody() throws {
+        let answers: [HeaderFields] = [
+            ["Content-Length": "10, 10"],
+            [.contentLength: "10", .contentLength: "10"],
+            ["Content-Length": "10", HeaderField.Name("Content-Encoding"): "Identity"],
+        ]
+        for fields in answers {
+            let engine = ScriptedEngine([.init(status: 200, fields: fields, chunks: [Data("short".utf8)])])
+            let error = try failure(of: engine.send(request("http://api.test/x")))
+            XCTAssertEqual(error.kind, .connectionLost, "\(fields)")
+            XCTAssertTrue(error.message.contains("5 of the 10 bytes"), error.message)
+        }
+    }
+
     /// A streamed answer whose engine ends it short of its `Content-Length` fails its reader as a lost connection,
     /// as an answer read whole does; it ended as if complete.
     func testAStreamedBodyShorterThanItsContentLengthFailsItsReader() throws {

@@ -348,8 +348,17 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let status = head.statusCode
         let fields = head.head.headerFields
         let bodiless = request.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
-        guard !bodiless, fields[HeaderField.Name("Content-Encoding")] == nil else { return nil }
-        return fields[.contentLength].flatMap { Int64($0) }
+        // `identity` is no coding at all (a server may name it); any other coding leaves the length unknown here.
+        if let coding = fields[HeaderField.Name("Content-Encoding")],
+            coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+        {
+            return nil
+        }
+        guard !bodiless, let field = fields[.contentLength] else { return nil }
+        // Repeated, or a list: the same value each time is that value (RFC 9112 §6.3); values that differ declare
+        // nothing the core can trust, and framing them is the engine's parser's business.
+        guard case .length(let length) = DeclaredLength(field) else { return nil }
+        return length
     }
 
     /// Reads the body of the response that is the answer: into memory, or into the destination file for a
