@@ -187,7 +187,8 @@ public struct RequestOptions: Sendable {
     /// comes once per attempt, in its last report, when the whole body is there: for a download, once its file is in
     /// place. A retried request sends its body again, and so does a redirect that keeps it (307, 308): each attempt,
     /// and each such hop, reports from zero. A redirect that drops the body (302, 303 after a `POST`) keeps the
-    /// upload's figures as the first hop left them.
+    /// upload's figures as the first hop left them. A response the ``ResponseCache`` serves without asking the
+    /// server reports once: its whole body.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }

@@ -33,6 +33,24 @@ final class ResponseCacheTests: XCTestCase {
         return (connect, transport, cache)
     }
 
+    /// A response served from the cache still ends a progress bar: one report of the whole body, as the network's
+    /// last one read. It came from no report at all, leaving a bar at zero until the call completed.
+    func testAHitReportsTheWholeBodyOnceAsTheNetworkDid() throws {
+        let (connect, transport, _) = makeClient()
+        var reports: [[TransferProgress]] = []
+        for _ in 0..<2 {
+            let log = Recorder<TransferProgress>()
+            var options = RequestOptions(cache: CacheRule(timeToLive: 60))
+            options.progress = { log.append($0) }
+            XCTAssertEqual(
+                try connect.request(Item(path: "/a"), options: options).wait(timeout: 5), Data(#"{"v":"a"}"#.utf8))
+            reports.append(log.values)
+        }
+        XCTAssertEqual(transport.requests.count, 1, "the second call is a hit")
+        XCTAssertEqual(reports[0].last?.downloadFraction, 1)
+        XCTAssertEqual(reports[1], [reports[0].last].compactMap { $0 })
+    }
+
     /// One user's cached response is never served to another: requests with credentials are stored apart for
     /// each set of credentials, and removing a key removes every user's copy.
     /// A stored answer never makes a request the wire would refuse succeed: a field with CR/LF from the call's

@@ -457,6 +457,16 @@ public final class ResponseCache: Sendable {
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
             cached.storedRequest = .sent(request)
+            // Nothing crossed the wire, but a progress bar still ends: one report of the whole body, as an engine's
+            // last one reads (the request's body counted as sent, the answer's as received).
+            if let progress = context.transfer.progress {
+                let sent = Int64(request.httpBody?.count ?? 0)
+                let received = Int64(cached.data.count)
+                progress(
+                    TransferProgress(
+                        bytesSent: sent, totalBytesToSend: sent, bytesReceived: received,
+                        totalBytesToReceive: received))
+            }
             return Future(value: cached)
         }
         if policy == .returnCacheDataDontLoad {
