@@ -336,12 +336,14 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         return Mirror(self, children: child.map { [$0] } ?? [], displayStyle: .enum)
     }
 
-    /// The value with what each secret key holds replaced by ``Redaction/placeholder``, at any depth: the rule
-    /// ``Redaction/redactJSON(_:)`` applies to the bodies SwiftConnect prints.
+    /// The value with what each secret key holds replaced by ``Redaction/placeholder``, and the secrets of the URLs
+    /// its strings quote hidden, at any depth: the rule ``Redaction/redactJSON(_:)`` applies to the bodies
+    /// SwiftConnect prints.
     var redacted: JSONValue {
         switch self {
         case .array(let elements): .array(elements.map(\.redacted))
         case .object(let members): .object(Self.hidingSecretMembers(members).mapValues(\.redacted))
+        case .string(let value) where value.contains("://"): .string(Redaction.urlsInText(value))
         default: self
         }
     }

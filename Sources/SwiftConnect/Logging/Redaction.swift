@@ -135,12 +135,13 @@ package enum Redaction {
     /// The characters of a URL's scheme (RFC 3986 §3.1).
     private static let schemeCharacters = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789+.-")
 
-    /// `text` with every absolute URL in it (`scheme://…`, up to white space or a quote) hidden as ``urlText(_:)``
-    /// hides one: for text that quotes URLs it was not given, such as a platform error's failing URL. Brackets end a
-    /// URL only at its end (`report(1).pdf?token=…` is one URL).
+    /// `text` with every absolute URL in it (`scheme://…`, up to white space, a quote or an angle bracket, which a
+    /// URL never holds unencoded) hidden as ``urlText(_:)`` hides one: for text that quotes URLs it was not given,
+    /// such as a platform error's failing URL or a body's `download_url`. Brackets end a URL only at its end
+    /// (`report(1).pdf?token=…` is one URL).
     static func urlsInText(_ text: String) -> String {
         guard text.contains("://") else { return text }
-        let ends = Set(" \t\r\n\"`")
+        let ends = Set(" \t\r\n\"`<>")
         var result = ""
         var rest = Substring(text)
         while let separator = rest.range(of: "://") {
@@ -249,12 +250,13 @@ package enum Redaction {
             return truncated(redactedQuery(text), limit: limit)
         }
         if redacting && XMLRedaction.isXML(type: type, text: text) {
-            return truncated(XMLRedaction.redacted(text), limit: limit)
+            return truncated(urlsInText(XMLRedaction.redacted(text)), limit: limit)
         }
         if redacting && type.hasPrefix("multipart/form-data"), let contentType {
-            return truncated(redactedMultipart(text, contentType: contentType), limit: limit)
+            return truncated(urlsInText(redactedMultipart(text, contentType: contentType)), limit: limit)
         }
-        return truncated(text, limit: limit)
+        // Text quoting a URL (an error page's "see https://…?token=…"): the URL's secrets hidden.
+        return truncated(redacting ? urlsInText(text) : text, limit: limit)
     }
 
     /// What is shown instead of a body whose secrets cannot be found: its size and why.
@@ -345,16 +347,19 @@ package enum Redaction {
         return headEnd.upperBound
     }
 
-    /// Whether a JSON value has a sensitive key at any depth.
+    /// Whether a JSON value has a sensitive key at any depth, or a string quoting a URL with a secret in it (a
+    /// presigned `download_url`).
     static func containsSensitiveField(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in isSensitiveField(key) || containsSensitiveField(child) }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
+        if let string = value as? String { return string.contains("://") && urlsInText(string) != string }
         return false
     }
 
-    /// A JSON value with the values of sensitive keys replaced, at any depth.
+    /// A JSON value with the values of sensitive keys replaced, and the secrets of the URLs its strings quote
+    /// hidden, at any depth.
     static func redactJSON(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
@@ -364,6 +369,7 @@ package enum Redaction {
             return result
         }
         if let array = value as? [Any] { return array.map(redactJSON) }
+        if let string = value as? String, string.contains("://") { return urlsInText(string) }
         return value
     }
 
