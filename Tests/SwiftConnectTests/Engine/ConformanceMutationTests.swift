@@ -1,0 +1,285 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@_spi(Engine) @testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The conformance suite, run against engines that each break one thing an engine owes the core (`SocketEngine`
+/// with one mutation): the suite must report each mutant, in the check that names what it breaks. A mutant the core
+/// makes harmless passes those checks, and that is asserted too: the core's protection is the evidence.
+final class ConformanceMutationTests: XCTestCase {
+    /// Runs `only` against `mutation`, and returns the checks that failed.
+    private func failedChecks(_ mutation: Mutation, _ only: Set<String>) -> Set<String> {
+        let names = Set(TransportConformance.checks.map(\.name))
+        XCTAssertTrue(only.isSubset(of: names), "\(mutation): no check is named \(only.subtracting(names))")
+        let outcomes = TransportConformance.run(only: only.intersection(names)) { MutantEngine(mutation: mutation) }
+        for outcome in outcomes { print("\(mutation): \(outcome)") }
+        return Set(outcomes.filter { $0.failure != nil }.map(\.check))
+    }
+
+    /// Each mutant fails the check named with it.
+    private func assertCaught(
+        _ mutation: Mutation, by check: String, file: StaticString = #filePath, line: UInt = #line
+    ) {
+        XCTAssertEqual(
+            failedChecks(mutation, [check]), [check], "\(mutation) passed \"\(check)\"", file: file, line: line)
+    }
+
+    func testAnEngineThatDropsTheRequestBodyIsCaught() {
+        assertCaught(.dropsRequestBody, by: "methods and bodies")
+    }
+
+    func testAnEngineThatSendsAKnownLengthBodyChunkedIsCaught() {
+        assertCaught(.sendsKnownLengthBodyChunked, by: "methods and bodies")
+    }
+
+    func testAnEngineThatDropsRepeatedRequestFieldsIsCaught() {
+        assertCaught(.dropsRepeatedRequestFields, by: "repeated header fields")
+    }
+
+    func testAnEngineThatReordersRepeatedResponseFieldsIsCaught() {
+        assertCaught(.reordersRepeatedResponseFields, by: "repeated header fields")
+    }
+
+    func testAnEngineThatLowercasesResponseValuesIsCaught() {
+        assertCaught(.lowercasesResponseValues, by: "repeated header fields")
+    }
+
+    func testAnEngineThatLowercasesRequestValuesIsCaught() {
+        assertCaught(.lowercasesRequestValues, by: "repeated header fields")
+    }
+
+    func testAnEngineThatSwallowsAResetMidBodyIsCaught() {
+        assertCaught(.swallowsBodyFailure, by: "truncated body")
+    }
+
+    func testAnEngineThatNeverEndsTheBodyIsCaught() {
+        assertCaught(.neverEndsBody, by: "statuses are responses")
+    }
+
+    func testAnEngineThatKeepsReadingWhenCancelledIsCaught() {
+        assertCaught(.ignoresCancellationInBody, by: "cancellation closes the connection")
+    }
+
+    func testAnEngineThatKeepsItsConnectionWhenLetGoIsCaught() {
+        assertCaught(.keepsConnectionWhenLetGo, by: "size limit stops reading")
+    }
+
+    func testAnEngineThatReportsGenericFailuresIsCaught() {
+        assertCaught(.opaqueFailures, by: "truncated body")
+        assertCaught(.opaqueFailures, by: "refused connection")
+    }
+
+    func testAnEngineThatFollowsRedirectsIsCaught() {
+        assertCaught(.followsRedirects, by: "redirects keep credentials home")
+    }
+
+    func testAnEngineThatDecodesGzipSecretlyIsCaught() {
+        assertCaught(.decodesGzipUndeclared, by: "compressed bodies")
+    }
+
+    /// Mutants the core's exchange makes harmless: each passes the checks of what it breaks.
+    func testTheCoreProtectsAgainstTheRest() {
+        // Bytes after a stop are read only if the core asks for them; a body an engine ends after a cancellation is
+        // cut, not complete (`Task.checkCancellation()` after the loop); the core's timer ends the exchange at the
+        // deadline, whatever the engine does with `EngineRequest.deadline` (SocketEngine itself never reads it).
+        let checks: Set<String> = [
+            "cancellation closes the connection", "deadline covers the body", "sub-second deadline",
+            "size limit stops reading",
+        ]
+        XCTAssertEqual(failedChecks(.bytesAfterStop, checks), [])
+        XCTAssertEqual(failedChecks(.ignoresDeadline, ["sub-second deadline", "deadline covers the body"]), [])
+    }
+}
+
+/// One thing a mutant engine does wrong.
+enum Mutation: String, Sendable {
+    /// Sends no body, whatever the hop has.
+    case dropsRequestBody
+    /// Sends a body of known length chunked, with no `Content-Length`.
+    case sendsKnownLengthBodyChunked
+    /// Sends only the first field of a repeated name.
+    case dropsRepeatedRequestFields
+    /// Hands over repeated response fields in reverse order.
+    case reordersRepeatedResponseFields
+    /// Lowercases the values of response fields.
+    case lowercasesResponseValues
+    /// Lowercases the values of request fields.
+    case lowercasesRequestValues
+    /// Ends the body cleanly at any failure (a reset mid-body is a clean end).
+    case swallowsBodyFailure
+    /// At any failure (a cancellation included), delivers more bytes, then ends the body cleanly.
+    case bytesAfterStop
+    /// Never ends the body sequence on a clean end: it waits for a cancellation.
+    case neverEndsBody
+    /// Reads the body in a task its reader's cancellation does not reach.
+    case ignoresCancellationInBody
+    /// Keeps the body's connection open when the body is let go.
+    case keepsConnectionWhenLetGo
+    /// Reports every failure as an error nobody can classify.
+    case opaqueFailures
+    /// Follows a redirect itself, with the same head.
+    case followsRedirects
+    /// Decodes gzip itself while not declaring it in `decodedContentCodings`.
+    case decodesGzipUndeclared
+    /// Waits for the head in a task cancellation does not reach.
+    case ignoresDeadline
+}
+
+/// An error the core cannot classify.
+struct OpaqueEngineFailure: Error {}
+
+/// Connections a mutant keeps past their body, for ever.
+let leakedBodies = Protected<[SocketBody.Iterator]>([])
+
+/// `SocketEngine` with one ``Mutation``.
+struct MutantEngine: HTTPEngine {
+    let mutation: Mutation
+
+    func send(_ hop: EngineRequest) async throws -> EngineResponse<MutantBody> {
+        do {
+            return try await mutatedSend(hop)
+        } catch {
+            throw mutation == .opaqueFailures ? OpaqueEngineFailure() : error
+        }
+    }
+
+    private func mutatedSend(_ hop: EngineRequest) async throws -> EngineResponse<MutantBody> {
+        var hop = hop
+        switch mutation {
+        case .dropsRequestBody:
+            hop.body = .none
+        case .sendsKnownLengthBodyChunked:
+            if case .bytes(let data) = hop.body {
+                let chunks = RequestBodyChunks {
+                    var sent = false
+                    return RequestBodyChunks.Iterator {
+                        defer { sent = true }
+                        return sent ? nil : data
+                    }
+                }
+                hop.body = .stream(chunks, length: nil)
+            }
+        case .dropsRepeatedRequestFields:
+            var seen = Set<HeaderField.Name>()
+            hop.head.headerFields = HeaderFields(hop.head.headerFields.filter { seen.insert($0.name).inserted })
+        case .lowercasesRequestValues:
+            hop.head.headerFields = HeaderFields(
+                hop.head.headerFields.map { HeaderField(name: $0.name, value: $0.value.lowercased()) })
+        default:
+            break
+        }
+        var response: EngineResponse<SocketBody>
+        if mutation == .ignoresDeadline {
+            let sent = hop
+            response = try await Task.detached { try await SocketEngine().send(sent) }.value
+        } else {
+            response = try await SocketEngine().send(hop)
+        }
+        var redirects = 0
+        while mutation == .followsRedirects, (300..<400).contains(response.head.status), redirects < 5,
+            let location = response.head.headerFields["Location"],
+            let target = URL(string: location, relativeTo: hop.head.url)?.absoluteURL,
+            let head = RequestHead(method: .get, url: target, headerFields: hop.head.headerFields)
+        {
+            redirects += 1
+            hop = EngineRequest(head: head)
+            response = try await SocketEngine().send(hop)
+        }
+        var head = response.head
+        switch mutation {
+        case .reordersRepeatedResponseFields:
+            var fields = HeaderFields()
+            for field in head.headerFields where !fields.contains(field.name) {
+                for value in head.headerFields[values: field.name].reversed() {
+                    fields.append(HeaderField(name: field.name, value: value))
+                }
+            }
+            head.headerFields = fields
+        case .lowercasesResponseValues:
+            head.headerFields = HeaderFields(
+                head.headerFields.map { HeaderField(name: $0.name, value: $0.value.lowercased()) })
+        default:
+            break
+        }
+        let decodes = mutation == .decodesGzipUndeclared && head.headerFields["Content-Encoding"] == "gzip"
+        return EngineResponse(
+            head: head, httpVersion: response.httpVersion,
+            body: MutantBody(base: response.body, mutation: mutation, decodesGzip: decodes))
+    }
+}
+
+/// A `SocketBody`, read with the engine's mutation.
+struct MutantBody: AsyncSequence, Sendable {
+    let base: SocketBody
+    let mutation: Mutation
+    let decodesGzip: Bool
+
+    func makeAsyncIterator() -> Iterator {
+        Iterator(
+            base: decodesGzip ? nil : base.makeAsyncIterator(),
+            decoded: decodesGzip ? DecodedBody(base: base, coding: .gzip).makeAsyncIterator() : nil,
+            mutation: mutation)
+    }
+
+    struct Iterator: AsyncIteratorProtocol {
+        var base: SocketBody.Iterator?
+        var decoded: DecodedBody<SocketBody>.AsyncIterator?
+        let mutation: Mutation
+        var ended = false
+        var leaked = false
+
+        mutating func next() async throws -> Data? {
+            guard !ended else { return nil }
+            do {
+                let piece = try await basePiece()
+                if piece == nil, mutation == .neverEndsBody {
+                    // Waits for a cancellation, which ends an AsyncStream's iteration.
+                    let (never, continuation) = AsyncStream<Void>.makeStream()
+                    for await _ in never {}
+                    withExtendedLifetime(continuation) {}
+                    throw CancellationError()
+                }
+                return piece
+            } catch {
+                switch mutation {
+                case .swallowsBodyFailure:
+                    ended = true
+                    return nil
+                case .bytesAfterStop:
+                    ended = true
+                    return Data("bytes after the stop".utf8)
+                case .opaqueFailures:
+                    throw OpaqueEngineFailure()
+                default:
+                    throw error
+                }
+            }
+        }
+
+        private mutating func basePiece() async throws -> Data? {
+            if decoded != nil { return try await decoded!.next() }
+            switch mutation {
+            case .ignoresCancellationInBody:
+                let iterator = base!
+                let (piece, after) = try await Task.detached {
+                    var iterator = iterator
+                    let piece = try await iterator.next()
+                    return (piece, iterator)
+                }.value
+                base = after
+                return piece
+            case .keepsConnectionWhenLetGo:
+                if let base, !leaked { leakedBodies.withLock { $0.append(base) } }
+                leaked = true
+                return try await base!.next()
+            default:
+                return try await base!.next()
+            }
+        }
+    }
+}
