@@ -62,7 +62,7 @@ final class ConformanceMutationTests: XCTestCase {
     }
 
     func testAnEngineThatKeepsReadingWhenCancelledIsCaught() {
-        assertCaught(.ignoresCancellationInBody, by: "cancellation closes the connection")
+        assertCaught(.ignoresCancellation, by: "cancellation closes the connection")
     }
 
     func testAnEngineThatKeepsItsConnectionWhenLetGoIsCaught() {
@@ -116,8 +116,9 @@ enum Mutation: String, Sendable {
     case bytesAfterStop
     /// Never ends the body sequence on a clean end: it waits for a cancellation.
     case neverEndsBody
-    /// Reads the body in a task its reader's cancellation does not reach.
-    case ignoresCancellationInBody
+    /// Waits for the head and reads the body in tasks the exchange's cancellation does not reach (the check may
+    /// cancel while the head is awaited, or once the body is read).
+    case ignoresCancellation
     /// Keeps the body's connection open when the body is let go.
     case keepsConnectionWhenLetGo
     /// Reports every failure as an error nobody can classify.
@@ -174,7 +175,7 @@ struct MutantEngine: HTTPEngine {
             break
         }
         var response: EngineResponse<SocketBody>
-        if mutation == .ignoresDeadline {
+        if mutation == .ignoresDeadline || mutation == .ignoresCancellation {
             let sent = hop
             response = try await Task.detached { try await SocketEngine().send(sent) }.value
         } else {
@@ -264,7 +265,7 @@ struct MutantBody: AsyncSequence, Sendable {
         private mutating func basePiece() async throws -> Data? {
             if decoded != nil { return try await decoded!.next() }
             switch mutation {
-            case .ignoresCancellationInBody:
+            case .ignoresCancellation:
                 let iterator = base!
                 let (piece, after) = try await Task.detached {
                     var iterator = iterator
