@@ -120,6 +120,13 @@ public struct EventSource: AsyncSequence {
                     }
                     events = opened
                     hasConnected = true
+                } else if Task.isCancelled {
+                    // The events left of a chunk already read are not handed to a cancelled loop (nor is the last
+                    // event ID moved past them); letting the reader go stops the transfer, whether or not the caller
+                    // keeps this iterator.
+                    events = nil
+                    isFinished = true
+                    throw ConnectError.cancelled()
                 }
                 do {
                     if let event = try await events?.next() {
@@ -129,6 +136,7 @@ public struct EventSource: AsyncSequence {
                     }
                     record(events)
                 } catch let error as ConnectError where error.kind == .cancelled || Task.isCancelled {
+                    events = nil
                     isFinished = true
                     throw error
                 } catch let error as ConnectError where Self.isBodySizeLimit(error) {
