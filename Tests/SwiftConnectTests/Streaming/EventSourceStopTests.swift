@@ -1,7 +1,8 @@
 import Foundation
-import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnect
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking
@@ -55,5 +56,33 @@ final class EventSourceStopTests: XCTestCase {
         XCTAssertEqual(lastEventID, "1", "the ID to resume from is that of the last event handed out")
         XCTAssertTrue(stoppedWhileHeld, "the transfer went on after the cancellation")
         XCTAssertEqual(transport.requests.count, 1, "a request went out after the cancellation")
+    }
+
+    /// A feed that goes quiet for longer than the idle timeout is cut and reconnected from the last event ID, as a
+    /// network drop is: `.timedOut` from the idle timer is no reason to end the source.
+    func testAFeedQuietPastTheIdleTimeoutIsReconnectedFromTheLastEventID() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events",
+            with: [
+                .stream(headers: eventStream) { body in
+                    guard await body.send(Data("id: 7\ndata: a\n\n".utf8)) else { return }
+                    // Then nothing, until the stream ends (its idle timer fails it).
+                    await withCheckedContinuation { ended in body.whenEnded { ended.resume() } }
+                },
+                .stream([Data("data: b\n\n".utf8)], headers: eventStream),
+                .status(204),
+            ])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var received: [String] = []
+        for try await event in connect.eventSource(
+            Route("/events", baseURL: base), streaming: StreamingOptions(idleTimeout: 0.2),
+            reconnection: EventSourceReconnection(delay: 0))
+        {
+            received.append("\(event.id ?? "-") \(event.data)")
+        }
+        XCTAssertEqual(received, ["7 a", "7 b"])
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertEqual(transport.requests.dropFirst().first?.value(forHTTPHeaderField: "Last-Event-ID"), "7")
     }
 }
