@@ -8,7 +8,9 @@ import XCTest
 #endif
 
 /// A reader whose task is cancelled stops, whether or not the body has already arrived whole: a cancelled loop
-/// over lines or events does not go on handing out what is buffered.
+/// over lines or events does not go on reading what is buffered. It stops when it takes its next chunk: the lines or
+/// events left of the chunk in hand still come, as Foundation's `AsyncLineSequence` hands them (an `EventSource`
+/// checks before each event, `EventSourceStopTests`).
 final class CancelledReaderTests: XCTestCase {
     private let base = URL(string: "https://api.example.com")!
 
