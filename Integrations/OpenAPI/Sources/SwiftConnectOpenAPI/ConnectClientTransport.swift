@@ -110,7 +110,16 @@ public struct ConnectClientTransport: ClientTransport {
         }
         // The options were made once, with every status accepted (`init`): a copy changed here would allocate.
         let options = configuration.options
-        let built = try await OpenAPIConversion.request(request, body: body, baseURL: baseURL)
+        let built: ConnectRequest
+        do {
+            built = try await OpenAPIConversion.request(request, body: body, baseURL: baseURL)
+        } catch {
+            // A body read into memory that the cancellation cut short (an `AsyncStream` ends at a cancellation) is
+            // no invalid request: it fails as a cancellation, as the check above and one in flight do.
+            guard Task.isCancelled else { throw error }
+            throw ConnectError(
+                .cancelled, message: "the operation '\(operationID)' was cancelled while its request body was read")
+        }
         if OpenAPIConversion.acceptsOnlyJSON(request.headerFields) {
             // The generated code collects a JSON body whole before decoding it: reading it whole here costs less than
             // streaming it (no body stream, no pump), and the client's size limit applies as to every call.

@@ -316,6 +316,35 @@ final class TransportContractTests: XCTestCase {
         }
     }
 
+    /// A task cancelled while its body (one the generated code can iterate again, of a known length, read into memory
+    /// first) is being read fails with the client's `cancelled` error, as one cancelled in flight does: the body
+    /// cut short by the cancellation is no `invalidRequest`.
+    func testCancellingTheTaskWhileItsBodyIsReadIsACancellation() async throws {
+        let firstChunkRead = Promise<Void>()
+        let (chunks, continuation) = AsyncStream<ArraySlice<UInt8>>.makeStream()
+        continuation.yield(ArraySlice(repeating: 1, count: 5))
+        let body = HTTPBody(
+            chunks.map { chunk -> ArraySlice<UInt8> in
+                _ = firstChunkRead.succeed(())
+                return chunk
+            }, length: .known(10), iterationBehavior: .multiple)
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let sender = ConnectClientTransport(connect: Connect(transport: transport))
+        let made = request(.put, "/files", [("Accept", "application/json")])
+        let call = Task {
+            try await sender.send(
+                made, body: body, baseURL: URL(string: "https://api.example.com")!, operationID: "put")
+        }
+        _ = try await firstChunkRead.future.timeout(after: 20).value
+        call.cancel()
+        let outcome = await call.result
+        continuation.finish()
+        XCTAssertThrowsError(try outcome.get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
+        }
+        XCTAssertTrue(transport.requests.isEmpty, "a request went out")
+    }
+
     /// A timeout fails with the client's `timedOut` error.
     func testATimeoutIsTheClientsTimedOutError() async throws {
         for engine in Engine.allCases {
