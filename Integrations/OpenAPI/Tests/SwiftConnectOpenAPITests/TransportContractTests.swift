@@ -345,6 +345,35 @@ final class TransportContractTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty, "a request went out")
     }
 
+    /// A task cancelled while its one-shot body streams to the server fails with the client's `cancelled` error.
+    func testCancellingTheTaskWhileItsOneShotBodyStreamsIsACancellation() async throws {
+        server.streamingRoute("PUT", "/api/files") { _, body in
+            while body.read() != nil {}
+            return .text("read")
+        }
+        for engine in Engine.allCases {
+            let firstChunkRead = Promise<Void>()
+            let (chunks, continuation) = AsyncStream<ArraySlice<UInt8>>.makeStream()
+            continuation.yield(ArraySlice(repeating: 1, count: 5))
+            let body = HTTPBody(
+                chunks.map { chunk -> ArraySlice<UInt8> in
+                    _ = firstChunkRead.succeed(())
+                    return chunk
+                }, length: .known(10), iterationBehavior: .single)
+            let sender = transport(engine)
+            let made = request(.put, "/files", [("Accept", "application/json")])
+            let baseURL = server.baseURL.appendingPathComponent("api")
+            let call = Task { try await sender.send(made, body: body, baseURL: baseURL, operationID: "put") }
+            _ = try await firstChunkRead.future.timeout(after: 20).value
+            call.cancel()
+            let outcome = await call.result
+            continuation.finish()
+            XCTAssertThrowsError(try outcome.get()) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(engine): \(error)")
+            }
+        }
+    }
+
     /// A timeout fails with the client's `timedOut` error.
     func testATimeoutIsTheClientsTimedOutError() async throws {
         for engine in Engine.allCases {
