@@ -220,6 +220,9 @@ final class TransportContractTests: XCTestCase {
     /// Cancelling the task that reads a streamed body ends the read with an error and closes the connection.
     func testCancellingTheTaskThatReadsABodyClosesTheConnection() async throws {
         for engine in Engine.allCases {
+            // A server of its own per engine: the connection another engine keeps alive is not this one's.
+            let server = try LocalServer.started()
+            defer { server.stop() }
             let stopped = DispatchSemaphore(value: 0)
             server.route("GET", "/api/feed") { _ in
                 .stream(contentLength: nil) { write in
