@@ -14,6 +14,9 @@ extension TransportConformance {
         var hash = ""
         var declaredLength: Int?
         var isComplete = false
+        /// The request's `Content-Length` and `Transfer-Encoding` fields as sent, whatever framed the body.
+        var contentLengthField: String?
+        var transferEncodingField: String?
     }
 
     /// A route at `path` that reads a body piece by piece, fulfils `first` once `threshold` bytes arrived, and
@@ -22,8 +25,10 @@ extension TransportConformance {
         _ server: LocalServer, _ path: String, threshold: Int = 1, first: Promise<Void>? = nil,
         seen: Promise<Received>
     ) {
-        server.streamingRoute("POST", path) { _, body in
+        server.streamingRoute("POST", path) { request, body in
             var received = Received(declaredLength: body.contentLength)
+            received.contentLengthField = request.header("Content-Length")
+            received.transferEncodingField = request.header("Transfer-Encoding")
             var hash = SHA256()
             while let piece = body.read(maxBytes: 64 << 10) {
                 hash.update(piece)
@@ -113,6 +118,34 @@ extension TransportConformance {
             try context.expect(
                 received.declaredLength == 200_000,
                 "the server saw Content-Length \(received.declaredLength.map(String.init) ?? "none"), not 200000")
+        }
+    }
+
+    /// A streamed body goes out with one framing: a `Content-Length` or chunks, never both (RFC 9112 §6.2: a sender
+    /// must not send a `Content-Length` with a `Transfer-Encoding`; servers refuse such a request as a smuggling
+    /// attempt, Node's parser among them, or must close the connection after it).
+    static let streamedRequestBodyHasOneFraming = Check(name: "streamed request body has one framing") { context in
+        try context.withServer { server in
+            for length in [Int64(200_000), nil] {
+                let seen = Promise<Received>()
+                relayRoute(server, "/relay", seen: seen)
+                let chunk = Data(repeating: 9, count: 100_000)
+                let response = try context.response(
+                    ConnectRequest(
+                        method: .post, url: server.baseURL.appendingPathComponent("relay"),
+                        body: .stream(ConnectRequest.OneShotStream(producer(first: chunk) { [chunk] }, length: length)),
+                        timeoutInterval: 10))
+                let received = try seen.future.wait(timeout: 10)
+                try context.expect(
+                    response.statusCode == 200 && received.byteCount == 200_000 && received.isComplete,
+                    "length \(length.map(String.init) ?? "unknown"): the server got \(received.byteCount) bytes, "
+                        + "complete: \(received.isComplete)")
+                try context.expect(
+                    received.contentLengthField == nil || received.transferEncodingField == nil,
+                    "length \(length.map(String.init) ?? "unknown"): the request came with both Content-Length "
+                        + "\(received.contentLengthField ?? "") and Transfer-Encoding "
+                        + "\(received.transferEncodingField ?? "")")
+            }
         }
     }
 

@@ -151,7 +151,7 @@ public enum TransportConformance {
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
         downloadToAFile,
         downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent, requestBodyStreamsAsItIsMade,
-        streamedRequestBodyKeepsItsLength, failingRequestBodyStream,
+        streamedRequestBodyKeepsItsLength, streamedRequestBodyHasOneFraming, failingRequestBodyStream,
         stalledRequestBodyStream,
     ]
 

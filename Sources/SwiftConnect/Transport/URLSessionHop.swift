@@ -40,9 +40,10 @@ struct URLSessionHopEngine: HTTPEngine {
             let reader = BlockingChunkReader(chunks)
             bodyReader = reader
             request.httpBodyStream = RequestBodyChunks.inputStream(reader, onFailure: { failed.snapshot?() })
-            if let length, request.value(forHTTPHeaderField: "Content-Length") == nil {
-                request.setValue(String(length), forHTTPHeaderField: "Content-Length")
-            }
+            // The length the core holds the stream to, as the field URLSession can send beside a stream (none on
+            // Linux, where it goes chunked): whatever a caller's field said.
+            request.setValue(
+                URLSessionTransport.contentLengthField(forStreamOf: length), forHTTPHeaderField: "Content-Length")
         } else {
             bodyReader = nil
         }

@@ -42,6 +42,30 @@ extension URLSessionTransport {
     }
 }
 
+// MARK: - A body stream of known length goes out chunked, beside its Content-Length
+
+extension URLSessionTransport {
+    /// The `Content-Length` field a request whose body is a stream of `length` bytes goes out with: on Linux, none.
+    ///
+    /// Defect: FoundationNetworking tells libcurl that a body stream's size is unknown (it asks an `InputStream` for
+    /// no length), so libcurl sends the body in chunks, with `Transfer-Encoding: chunked`, and keeps a
+    /// `Content-Length` field it was given beside it: a request RFC 9112 §6.2 forbids, which servers refuse as a
+    /// smuggling attempt (Node's parser answers 400) or must close the connection after. No field makes libcurl
+    /// send a stream unchunked (`Transfer-Encoding: identity` is no transfer coding any more), so on Linux the
+    /// stream goes chunked alone; the core still holds it to its length. A server that needs the length gets it
+    /// from a body in memory or a file, or over `AsyncHTTPClientTransport`.
+    ///
+    /// Test: conformance "streamed request body has one framing" (`TransportConformanceTests`), and the known
+    /// defect "streamed request body keeps its length".
+    static func contentLengthField(forStreamOf length: Int64?) -> String? {
+        #if canImport(FoundationNetworking)
+            return nil
+        #else
+            return length.map(String.init)
+        #endif
+    }
+}
+
 // MARK: - A timeout too large for libcurl's milliseconds stops the process
 
 extension URLSessionTransport {
