@@ -384,7 +384,8 @@ extension Connect {
 
     /// Cancels every request of this client that has not completed; each fails with
     /// ``ConnectError/Kind/cancelled`` and its network task is cancelled. A stream (``stream(_:options:streaming:)``)
-    /// counts until its body has ended: its transfer stops and its reader gets the cancellation.
+    /// counts until its body has ended: its transfer stops and its reader gets the cancellation. An event source
+    /// (``eventSource(_:options:streaming:reconnection:)``) stops too, while it reads or waits to reconnect.
     ///
     /// Only this client's requests: with a ``RequestQueue`` shared with other clients, their waiting requests
     /// keep their place (and take the slots this client's cancelled requests free). A request that another thread

@@ -47,7 +47,8 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
 /// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or
 /// an event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
-/// reconnection. Cancel the task, or break out of the loop, to stop.
+/// reconnection. Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()``
+/// stops it too, while it reads or waits to reconnect.
 ///
 /// The connector's `timeout` bounds each connection, as it bounds any stream: with the default 60 s, a feed quiet for
 /// a minute is cut and reconnected (nothing is lost: it resumes from `Last-Event-ID`), and each such reconnection
@@ -83,6 +84,9 @@ public struct EventSource: AsyncSequence {
         private var isFinished = false
         /// Whether a connection was made once: from then on, one the network refuses is tried again.
         private var hasConnected = false
+        /// The client's count of `cancelAllRequests()` when the last connection began: one since then stops the
+        /// wait before the next, as it stops a connection.
+        private var cancellationsAtOpen: UInt64 = 0
 
         init(source: EventSource) {
             self.source = source
@@ -99,6 +103,7 @@ public struct EventSource: AsyncSequence {
                         throw ConnectError.cancelled()
                     }
                     let opened: ResponseEvents<ResponseStream>.AsyncIterator?
+                    cancellationsAtOpen = source.connect.inFlightCancellations
                     do {
                         opened = try await open()
                     } catch let error as ConnectError
@@ -187,8 +192,18 @@ public struct EventSource: AsyncSequence {
                     .connectionLost, message: message,
                     underlyingError: failure ?? URLError(.networkConnectionLost))
             }
+            // The wait is in flight for the client, so that `cancelAllRequests()` stops it (and one that came since
+            // the last connection began, which found nothing in flight if the stream had ended).
+            let waiting = Promise<Void>()
+            let nanoseconds = Self.nanoseconds(Self.wait(delay, failures: failures))
+            let timer = Task {
+                try? await Task.sleep(nanoseconds: nanoseconds)
+                waiting.completeIfPending(with: .success(()))
+            }
+            waiting.setCancelHandler { timer.cancel() }
+            source.connect.track(waiting.future, startedAfter: cancellationsAtOpen)
             do {
-                try await Task.sleep(nanoseconds: Self.nanoseconds(Self.wait(delay, failures: failures)))
+                try await waiting.future.value
             } catch {
                 // Cancelled while waiting: the same error as a cancellation while reading.
                 isFinished = true

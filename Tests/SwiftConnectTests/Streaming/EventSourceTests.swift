@@ -228,6 +228,40 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// `cancelAllRequests()` stops a source waiting to reconnect, as it stops one reading: the wait counts as in
+    /// flight. Whether the first stream had ended when the client cancelled (the source then waits 30 s) or not (its
+    /// body is cancelled), the next `next()` throws `.cancelled` at once and nothing more is sent.
+    func testCancelAllRequestsStopsASourceWaitingToReconnect() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: sse("data: a\n\n"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let source = connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 30))
+        let outcome = Promise<String>()
+        let first = Promise<Void>()
+        let reading = Task { () -> Void in
+            var events = source.makeAsyncIterator()
+            guard (try? await events.next())?.data == "a" else {
+                outcome.succeed("no first event")
+                return
+            }
+            first.succeed(())
+            do {
+                _ = try await events.next()
+                outcome.succeed("no error")
+            } catch let error as ConnectError {
+                outcome.succeed("\(error.kind)")
+            } catch {
+                outcome.succeed("\(type(of: error))")
+            }
+        }
+        try await first.future.value(timeout: 10)
+        connect.cancelAllRequests()
+        let result = try? await outcome.future.value(timeout: 10)
+        reading.cancel()
+        XCTAssertEqual(result, "\(ConnectError.Kind.cancelled)", "the source still waits to reconnect")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     /// A source that failed on its own bytes stops its transfer, though its iterator is still held (by a feed
     /// manager, say): the server's writes end, where they waited on the full buffer until the iterator went.
     func testASourceThatFailedOnItsBytesStopsItsTransferThoughItsIteratorIsHeld() async throws {
