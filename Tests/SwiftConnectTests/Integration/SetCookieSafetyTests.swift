@@ -42,6 +42,25 @@ final class SetCookieSafetyTests: IntegrationTestCase {
         }
     }
 
+    /// Two `Cookie` fields a middleware added reach the server as cookies it can read, on every engine: joined with
+    /// `"; "` (RFC 6265 5.4), never with the `", "` other fields join with, which would make `b=2` part of `a`'s value.
+    func testTwoCookieFieldsOfARequestReachTheServerAsTwoCookies() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/echo") { request in
+            .text(request.headers.filter { $0.name.lowercased() == "cookie" }.map(\.value).joined(separator: " | "))
+        }
+        let both = AnyMiddleware.adapter { request in
+            request.headerFields.append(HeaderField(name: .cookie, value: "a=1"))
+            request.headerFields.append(HeaderField(name: .cookie, value: "b=2"))
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), middlewares: [both], retryPolicy: nil)
+
+        let echoed = try connect.request(Route("/echo", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+
+        XCTAssertEqual(String(decoding: echoed, as: UTF8.self), "a=1; b=2")
+    }
+
     func testARedirectSettingAnUnreadableCookieIsFollowed() throws {
         let server = try LocalServer.started()
         defer { server.stop() }

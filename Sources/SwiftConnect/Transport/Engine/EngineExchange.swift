@@ -254,6 +254,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             problem.storedRequest = .sent(original)
             throw problem
         }
+        let cookies = head.headerFields[values: .cookie]
+        if cookies.count > 1 {
+            // One `Cookie` field (RFC 6265 5.4), its pairs joined with "; " as URLSession joins them: an engine
+            // sends each field as its own line, which RFC 6265 forbids and some servers read as the first alone.
+            head.headerFields[.cookie] = cookies.joined(separator: "; ")
+        }
         if !engine.decodedContentCodings.contains("gzip"), head.headerFields[Self.acceptEncoding] == nil {
             // The core decodes what an engine hands over as sent (``DecodedBody``): it announces what it decodes, as
             // URLSession and AsyncHTTPClient's decompressor announce their own.
