@@ -34,8 +34,9 @@ extension Connect {
     ///
     /// - Parameters:
     ///   - files: The files; `nil` or empty sends only the fields.
-    ///   - request: The connector; its method is used as is (usually POST). Its `.form` parameters, or the keys
-    ///     of its `.jsonObject`, become text fields.
+    ///   - request: The connector; its method is used as is (usually POST): a GET or HEAD, which carries no body,
+    ///     fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, nothing sent. Its `.form`
+    ///     parameters, or the keys of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
     /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).
     public func upload(
@@ -66,8 +67,10 @@ extension Connect {
     /// - Parameters:
     ///   - files: The files.
     ///   - fields: Text fields, in order, sent before the files (after the connector's fields).
-    ///   - request: The connector. Its `.form` parameters, or the keys of a `.jsonObject` whose top level is a
-    ///     JSON object, become text fields first (see ``upload(files:to:debugResponse:)``); any other
+    ///   - request: The connector; a GET or HEAD fails with
+    ///     ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``. Its `.form` parameters, or the keys of a
+    ///     `.jsonObject` whose top level is a JSON object, become text fields first (see
+    ///     ``upload(files:to:debugResponse:)``); any other
     ///     `.jsonObject` fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, a `.body`
     ///     parameter with ``ConnectError/InvalidRequestReason/multipleBodies``.
     ///   - boundary: The multipart boundary; random by default.
@@ -97,6 +100,12 @@ extension Connect {
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { request, transfer in
+            // The rule a connector's own body meets when built: URLSession fails a GET's body and sends a HEAD
+            // without it, which would lose the upload and report a success.
+            let method = request.method.rawValue
+            if method == "GET" || method == "HEAD" {
+                throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), sent: request)
+            }
             var form = MultipartFormData(boundary: boundary)
             if hasJSONObject {
                 // The request carries the `.jsonObject` as the connector's encoder wrote it: its keys, in that

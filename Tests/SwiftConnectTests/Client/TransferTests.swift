@@ -159,6 +159,30 @@ final class TransferTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// A multipart body on a GET or HEAD is refused as a connector's own body is (`bodyNotAllowed`), nothing sent:
+    /// URLSession sends a HEAD without its body (the upload lost, the call a success), and fails a GET's as "resource
+    /// exceeds maximum size". Parameters a GET places in its query, not in a body, do not change that.
+    func testUploadOnAGETOrHEADIsRefusedNotSentWithoutItsBody() {
+        let file = File(name: "a.txt", key: "doc", mimeType: .plainText, data: Data("hi".utf8))
+        for method in [HTTPMethod.get, .head] {
+            for parameters: JSONObject? in [nil, ["q": "x"]] {
+                let transport = FakeTransport.answering(.status(200))
+                let connect = Connect(transport: transport, retryPolicy: nil)
+                let route = Route(
+                    "/upload", baseURL: URL(string: "https://api.example.com")!, method: method,
+                    parameters: parameters)
+                let context = "\(method.rawValue), parameters \(parameters.map { "\($0.keys)" } ?? "none")"
+
+                XCTAssertThrowsError(try connect.upload(files: [file], to: route).wait(), context) { error in
+                    XCTAssertEqual(
+                        (error as? ConnectError)?.invalidRequestReason, .bodyNotAllowed(method: method.rawValue),
+                        "\(context): \(error)")
+                }
+                XCTAssertTrue(transport.requests.isEmpty, context)
+            }
+        }
+    }
+
     func testUploadWithARawBodyIsRefused() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
