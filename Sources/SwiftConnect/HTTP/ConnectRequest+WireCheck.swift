@@ -1,11 +1,18 @@
 import Foundation
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
 extension ConnectRequest {
     /// Why this request cannot go on the wire as it is, or `nil`: the checks every request meets just before an
     /// engine sends it, however it was made (a connector, a ``ConnectRequest`` of the caller's, a middleware's
     /// change), so that a connector's build-time rules hold for all of them.
     ///
     /// - a method that is not an RFC 9110 token (`GET / HTTP/1.1\r\n…` would be written into the request line);
+    /// - a body (in memory, a stream or a file) on a GET or a HEAD, where it has no meaning (RFC 9110 9.3.1, 9.3.2):
+    ///   many servers drop it, URLSession refuses a GET's and sends a HEAD without its body (lost, the call a
+    ///   success);
     /// - a header field whose name is not a token or whose value has a control character other than tab (CR, LF,
     ///   NUL…) or DEL;
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
@@ -23,6 +30,13 @@ extension ConnectRequest {
     func wireProblem(bodyFile: URL?) -> ConnectError? {
         if !HTTPHeader.isValidName(method.rawValue) {
             return ConnectError.invalidRequest(.invalidMethod(method.rawValue), sent: self)
+        }
+        let upperMethod = method.rawValue.uppercased()
+        if upperMethod == "GET" || upperMethod == "HEAD", body.isPresent || bodyFile != nil {
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: upperMethod), sent: self)
+            // The code URLSession fails a GET's body with, for code that reads it.
+            if upperMethod == "GET" { error.underlyingError = URLError(.dataLengthExceedsMaximum) }
+            return error
         }
         if let invalid = headerFields.firstInvalid {
             return ConnectError.invalidRequest(

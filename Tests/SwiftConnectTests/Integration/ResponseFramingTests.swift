@@ -83,6 +83,21 @@ final class ResponseFramingTests: IntegrationTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    func testAHEADGivenABodyByAMiddlewareFailsWithBodyNotAllowed() throws {
+        // Given a HEAD that a middleware gives a body: URLSession would send it without the body (lost, the call a
+        // success), another engine with it
+        server.route("*", "/search") { request in .text("\(request.method) \(request.body.count)") }
+        let client = Connect(transport: TransportUnderTest.make(), middlewares: [AddsABody()], retryPolicy: nil)
+
+        // When
+        let error = connectError(of: client.request(route("/search", method: .head)))
+
+        // Then: refused as a GET's body is, nothing sent
+        XCTAssertEqual(error?.kind, .invalidRequest, String(describing: error))
+        XCTAssertEqual(error?.invalidRequestReason, .bodyNotAllowed(method: "HEAD"), String(describing: error))
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     // MARK: - Bodiless answers
 
     func testAHeadOfAResourceLargerThanTheSizeLimitSucceeds() throws {

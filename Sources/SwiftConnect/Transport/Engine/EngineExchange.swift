@@ -127,12 +127,6 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 .invalidRequest, message: "maxResponseBytes is \(limit): it counts bytes, 0 for an empty body only",
                 request: .sent(original))
         }
-        if original.method.rawValue.uppercased() == "GET", original.body.isPresent || transfer.bodyFile != nil {
-            // As URLSession refuses it: a GET's body has no meaning (RFC 9110, 9.3.1), and many servers drop it.
-            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: "GET"), sent: original)
-            error.underlyingError = URLError(.dataLengthExceedsMaximum)
-            return error
-        }
         return nil
     }
 
