@@ -633,6 +633,26 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2, "the second served from memory, as the 304 refreshed it")
     }
 
+    /// A 304 served as the stored response ends a progress bar with the body served, as a hit does: the last report
+    /// is the stored body's size of itself, not the 304's empty body (0 of 0), which left the bar at nothing.
+    func testA304ServedFromTheStoreReportsTheStoredBodyAsProgress() throws {
+        let clock = ManualClock()
+        let (connect, transport, _) = client(Server(), clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+
+        let log = Recorder<TransferProgress>()
+        var options = rule
+        options.progress = { log.append($0) }
+        let served = try get(connect, options: options)
+
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(String(decoding: served.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(log.values.last?.bytesReceived, 9)
+        XCTAssertEqual(log.values.last?.totalBytesToReceive, 9)
+        XCTAssertEqual(log.values.last?.downloadFraction, 1)
+    }
+
     /// A 304 with a `Vary` of its own updates what the stored response varies on: a request with another value of
     /// the newly named header is not served it.
     func testAVaryFromA304UpdatesWhatTheStoredResponseVariesOn() throws {

@@ -457,16 +457,8 @@ public final class ResponseCache: Sendable {
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
             cached.storedRequest = .sent(request)
-            // Nothing crossed the wire, but a progress bar still ends: one report of the whole body, as an engine's
-            // last one reads (the request's body counted as sent, the answer's as received).
-            if let progress = context.transfer.progress {
-                let sent = Int64(request.httpBody?.count ?? 0)
-                let received = Int64(cached.data.count)
-                progress(
-                    TransferProgress(
-                        bytesSent: sent, totalBytesToSend: sent, bytesReceived: received,
-                        totalBytesToReceive: received))
-            }
+            // Nothing crossed the wire, but a progress bar still ends.
+            Self.reportServed(cached, for: request, to: context.transfer.progress)
             return Future(value: cached)
         }
         if policy == .returnCacheDataDontLoad {
@@ -481,7 +473,8 @@ public final class ResponseCache: Sendable {
         let requestURL = request.url
         let response: Future<ConnectResponse>
         if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
-            response = Self.revalidating(revalidated, by: conditional, for: request, next: next)
+            response = Self.revalidating(
+                revalidated, by: conditional, for: request, progress: context.transfer.progress, next: next)
         } else {
             response = next(request)
         }
@@ -658,13 +651,29 @@ public final class ResponseCache: Sendable {
     /// a 304. Any other answer or failure is the call's, as it is.
     private static func revalidating(
         _ stale: Entry, by conditional: ConnectRequest, for request: ConnectRequest,
-        next: @escaping Middleware.Next
+        progress: (@Sendable (TransferProgress) -> Void)?, next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         next(conditional).flatMap { answer in
             guard answer.statusCode == 304 else { return Future(value: answer) }
             guard let updated = updated(stale.response, with: answer, request: request) else { return next(request) }
+            // The engine's last report was of the 304's empty body: the bar ends with the body served instead.
+            reportServed(updated, for: request, to: progress)
             return Future(value: updated)
         }
+    }
+
+    /// Reports `served`, a response the cache serves from what it stores (a hit, or a 304's stored body), to a
+    /// request's `progress` handler: one report of the whole body, as an engine's last one reads (the request's
+    /// body counted as sent, the response's as received).
+    private static func reportServed(
+        _ served: ConnectResponse, for request: ConnectRequest, to progress: (@Sendable (TransferProgress) -> Void)?
+    ) {
+        guard let progress else { return }
+        let sent = Int64(request.httpBody?.count ?? 0)
+        let received = Int64(served.data.count)
+        progress(
+            TransferProgress(
+                bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
     }
 
     /// The fields of a 304 that do not update a stored response (RFC 9111 §3.2): the stored body's own framing and
