@@ -77,13 +77,14 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         }
     }
 
-    /// A body from a stream cannot be named, whatever the method: a GET or HEAD whose rule keys on its body is not
-    /// cached (two streamed bodies shared the digest of an empty body, and one's answer was served for the other).
+    /// A body from a stream cannot be named, whatever the method: a request whose rule keys on its body is not cached
+    /// (two streamed bodies shared the digest of an empty body, and one's answer was served for the other). A GET's or
+    /// a HEAD's body never goes: the wire check refuses it (`ResponseFramingTests`).
     func testARequestWithAStreamedBodyIsNotCachedByItsBody() {
         let rule = RequestOptions(cache: CacheRule(timeToLive: 60, keyIncludesBody: true))
         let keyed = RequestOptions(cache: CacheRule(timeToLive: 60, key: "search", keyIncludesBody: true))
         for options in [rule, keyed] {
-            for method in [HTTPMethod.get, .head, .post] {
+            for method in [HTTPMethod.post, .put, .patch] {
                 let transport = FakeTransport.answering(.json(string: "{}"))
                 let connect = Connect(
                     transport: transport, middlewares: [StreamedBody()], responseCache: ResponseCache(),
@@ -148,6 +149,24 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual(error?.kind, .transport)
         XCTAssertEqual((error?.underlyingError as? URLError)?.code, .resourceUnavailable)
         XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    /// A default rule that names the body (or a key) still caches reads only: a DELETE or a POST under it goes out each
+    /// time and invalidates what a GET stored, where it was served from the cache as a read would be, the second
+    /// DELETE never sent and the GET after it answered with the resource as it was before.
+    func testADefaultRuleWithAKeyCachesOnlyGETAndHEAD() {
+        for rule in [CacheRule(timeToLive: 60, keyIncludesBody: true), CacheRule(timeToLive: 60, key: "items")] {
+            let transport = FakeTransport()
+            transport.stub("/items/1", with: (1...4).map { .json(string: #"{"answer":\#($0)}"#) })
+            let connect = client(transport, cache: ResponseCache(defaultRule: rule))
+            let item = Route(url: URL(string: "https://api.test/items/1")!)
+            let delete = Route(url: URL(string: "https://api.test/items/1")!, method: .delete)
+            _ = body(connect.request(item))
+            _ = body(connect.request(delete))
+            _ = body(connect.request(delete))
+            _ = body(connect.request(item))
+            XCTAssertEqual(transport.requests.map(\.httpMethod), ["GET", "DELETE", "DELETE", "GET"], "\(rule)")
+        }
     }
 
     /// One setting caches every GET of the client; a request's own rule still wins.

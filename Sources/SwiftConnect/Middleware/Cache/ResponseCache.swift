@@ -259,7 +259,8 @@ public final class ResponseCache: Sendable {
     ///   - maxBytes: The most bytes the cache holds; older entries are evicted to make room. Defaults to
     ///     10 MB. A response larger than this is never stored.
     ///   - defaultRule: The rule of requests whose client, connector and call set none; `nil` (the default)
-    ///     caches only requests that bring a rule.
+    ///     caches only requests that bring a rule. It caches GET and HEAD requests only, even when it names a key
+    ///     or the body: other methods are cached by a rule their connector or call brings.
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
     ///     credentials, which stay in memory. `nil` (the default) for memory only.
@@ -396,8 +397,9 @@ public final class ResponseCache: Sendable {
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
+        // The default rule is for reads: under it, a DELETE or a POST is sent, not served as a read of its key.
         guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0,
-            Self.isCacheable(request, rule: rule),
+            Self.isCacheable(request, rule: rule, readsOnly: context.options.cache == nil),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return passing(request, to: next) }
         let asks = Self.requestDirectives(of: request)
@@ -839,15 +841,16 @@ public final class ResponseCache: Sendable {
     }
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
-    /// method when the rule names its key (a custom key, or the body), with no body from a stream. A key that names
+    /// method when the rule names its key (a custom key, or the body) and is the request's own, not the default
+    /// rule (`readsOnly`), with no body from a stream. A key that names
     /// the body cannot name one from a stream, whatever the method: every such body would share the digest of none.
-    private static func isCacheable(_ request: ConnectRequest, rule: CacheRule) -> Bool {
+    private static func isCacheable(_ request: ConnectRequest, rule: CacheRule, readsOnly: Bool) -> Bool {
         if case .stream = request.body, rule.keyIncludesBody || (request.method != .get && request.method != .head) {
             return false
         }
         let method = request.method
         if method == .get || method == .head { return true }
-        return rule.key != nil || rule.keyIncludesBody
+        return !readsOnly && (rule.key != nil || rule.keyIncludesBody)
     }
 
     /// What a request's own `Cache-Control` asks of the cache (RFC 9111 §5.2.1), or without one its `Pragma` (§5.4).
