@@ -82,7 +82,8 @@ extension ErrorHandling {
 ///
 /// Only text is a message: a number or a boolean (`"error": true`, `"message": 404`) is skipped. A body that is a
 /// JSON array is read as its first object (`[1, {"message": "…"}]` as the object), or, with no object in it, as a
-/// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first).
+/// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first). A body that is a
+/// JSON string (`"Invalid id"`, as Express's `res.json("Invalid id")` sends it) is the message.
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body. A short `text/plain`
@@ -123,6 +124,9 @@ public struct ErrorHandler: ErrorHandling {
         } else if let list = body as? [Any] {
             // A list of messages, as Rails sends `errors.full_messages`: its first.
             message = ErrorBody.text(list)
+        } else if let text = body as? String {
+            // One message, as Express's `res.status(400).json("Invalid id")` sends it.
+            message = ErrorBody.string(text)
         } else {
             message = nil
         }
@@ -220,8 +224,8 @@ enum ErrorBody {
         return value as? [String: Any]
     }
 
-    /// The body parsed as a JSON object or array, read as `jsonObject(_:contentType:)` reads it; `nil` for a body
-    /// that is neither.
+    /// The body parsed as a JSON object, array or string, read as `jsonObject(_:contentType:)` reads it; `nil` for
+    /// a body that is none of these.
     static func json(_ data: Data, contentType: String?) -> Any? {
         var data = BodyCharset.utf8(data, contentType: contentType)
         if data.starts(with: [0xEF, 0xBB, 0xBF]) {
@@ -239,11 +243,11 @@ enum ErrorBody {
             guard let text = String(data: data, encoding: encoding) else { return nil }
             data = Data(text.utf8)
         }
-        guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }),
-            first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
-        else {
-            return nil
+        guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }) else { return nil }
+        if first == UInt8(ascii: "\"") {
+            return try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String
         }
+        guard first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return nil }
         return try? JSONSerialization.jsonObject(with: data)
     }
 

@@ -174,6 +174,21 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(errorFor(body: "[]", status: 400)?.kind, .httpStatus)
     }
 
+    /// A body that is one JSON string, as Express's `res.status(400).json("Invalid id")` sends, is the message, as a
+    /// list of messages gives its first; a blank string is none.
+    func testABodyThatIsAJSONStringIsTheMessage() {
+        let body = " \"Invalid id\"\r\n"
+        let error = errorFor(body: body)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.message, "Invalid id")
+        XCTAssertEqual(error?.statusCode, 400)
+        XCTAssertEqual(error?.body, Data(body.utf8))
+        XCTAssertEqual(errorFor(body: #""Jeton \u00e9chu""#)?.message, "Jeton \u{E9}chu")
+        for body in [#"" ""#, #""""#, "42", "true", "null", #""unterminated"#] {
+            XCTAssertEqual(errorFor(body: body)?.kind, .httpStatus, body)
+        }
+    }
+
     /// A list of messages, as Rails sends `errors.full_messages`, gives its first message; it was taken for no
     /// message at all ("the server answered 422").
     func testAnArrayOfMessagesGivesItsFirst() {
