@@ -58,8 +58,7 @@ func decodeBody<Decoded: Decodable>(
 ) throws -> Decoded {
     // The first byte is looked at before the type: a body that starts with a value costs no conformance lookup.
     if data.first.map({ JSONSyntax.isWhitespace($0) || $0 == 0xEF }) ?? true,
-        let emptyType = type as? any EmptyDecodable.Type,
-        (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(JSONSyntax.isWhitespace),
+        let emptyType = type as? any EmptyDecodable.Type, JSONSyntax.isBlank(data),
         let empty = emptyType.emptyValue as? Decoded
     {
         // A body of only white space (a server's lone newline), after a UTF-8 byte order mark if any (as JSON bodies
@@ -89,6 +88,11 @@ func decodeBody<Decoded: Decodable>(
             // Foundation says "not valid JSON", which sends people looking for a syntax error.
             failure.message =
                 "could not decode \(type) from the response body: the response body is empty "
+                + "(decode an Optional or EmptyResponse for a response that may have no body)"
+        } else if JSONSyntax.isBlank(data) {
+            // As empty as no body (a server's lone newline); the parser says "Unexpected end of file".
+            failure.message =
+                "could not decode \(type) from the response body: the response body has only white space "
                 + "(decode an Optional or EmptyResponse for a response that may have no body)"
         } else if decoder is JSONDecoder, JSONDepth.exceeds(text, limit: JSONDepth.foundationLimit) {
             // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.

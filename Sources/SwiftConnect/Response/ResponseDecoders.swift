@@ -154,6 +154,11 @@ enum JSONSyntax {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
+    /// Whether `data` is nothing but JSON white space, after a UTF-8 byte order mark if any: no value to decode.
+    static func isBlank(_ data: Data) -> Bool {
+        (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(isWhitespace)
+    }
+
     /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;
     /// `nil` when `data` parses. Parses the whole body again: call it for a failure only.
     static func problem(in data: Data) -> String? {

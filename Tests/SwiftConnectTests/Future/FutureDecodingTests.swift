@@ -106,6 +106,30 @@ final class FutureDecodingTests: XCTestCase {
         }
     }
 
+    /// A body of only white space or a byte order mark holds no value, as an empty one does: decoding a value from
+    /// it says so, as for an empty body, rather than report a JSON syntax error ("Unexpected end of file").
+    func testABodyOfOnlyWhiteSpaceFailureSaysTheBodyHasNoValue() {
+        for text in ["\n", " \t ", "\u{FEFF}", "\u{FEFF}\r\n"] {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(Data(text.utf8), headers: ["Content-Type": "application/json"])),
+                retryPolicy: nil)
+            let futures = [
+                Future(value: Data(text.utf8)).decoded(toType: Todo.self),
+                connect.request(ClientFixtures.Endpoint()).decoded(toType: Todo.self),
+            ]
+            for future in futures {
+                let error = connectError(of: future)
+                let message = error?.message ?? ""
+                XCTAssertEqual(error?.kind, .decoding, text.debugDescription)
+                XCTAssertTrue(message.contains("the response body has only white space"), message)
+                XCTAssertTrue(message.contains("EmptyResponse"), message)
+                XCTAssertFalse(message.contains("not valid JSON"), message)
+                XCTAssertEqual(error?.body, Data(text.utf8))
+            }
+        }
+    }
+
     func testEmptyBodyFromAClientSaysTheBodyIsEmpty() {
         // Given
         let connect = Connect(transport: FakeTransport.answering(.data(Data(), status: 200)), retryPolicy: nil)
