@@ -214,6 +214,55 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
             authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer OLDSECRET1", "Bearer NEWSECRET2"])
     }
 
+    func testARejectionOnTheCallsLastAttemptIsItsAnswerAtOnceAndStillStartsTheRefresh() throws {
+        // Given: a client that makes one attempt, and a refresh that has not ended
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1))
+        // When: its request is rejected
+        let call = connect.request(Endpoint())
+        // Then: no replay can follow, so the rejection is the answer now, not after a refresh it cannot use
+        XCTAssertTrue(call.isCompleted, "the call waited for a refresh whose credential it could not send")
+        XCTAssertEqual(connectError(of: call)?.statusCode, 401)
+        // And: the refresh started for the requests to come, which go out with its credential
+        XCTAssertEqual(stub.callCount, 1)
+        stub.promise().succeed(Self.new)
+        XCTAssertNotNil(value(of: connect.request(Endpoint())))
+        XCTAssertEqual(authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    func testARejectionOnTheLastAttemptWhileARefreshRunsDoesNotWaitForIt() throws {
+        // Given: two requests sent with the old token, the first of a call that may be replayed, the second of a call
+        // on its last attempt
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let replayable = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let once = Connect(transport: transport, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1))
+        let first = replayable.request(Endpoint(endpoint: "/first"))
+        let last = once.request(Endpoint(endpoint: "/last"))
+        XCTAssertEqual(transport.requests.count, 2)
+        // When: both are rejected while the first one's refresh runs
+        transport.respond(to: 0, status: 401)
+        XCTAssertEqual(stub.callCount, 1)
+        transport.respond(to: 1, status: 401)
+        // Then: the call that cannot be replayed ends with its rejection at once; the other waits for the refresh
+        XCTAssertTrue(last.isCompleted, "the call waited for a refresh whose credential it could not send")
+        XCTAssertEqual(connectError(of: last)?.statusCode, 401)
+        XCTAssertFalse(first.isCompleted)
+        stub.promise().succeed(Self.new)
+        XCTAssertTrue(transport.wait(forRequests: 3))
+        transport.respond(to: 2)
+        XCTAssertNotNil(value(of: first))
+        XCTAssertEqual(
+            authorization(transport.requests), ["Bearer OLDSECRET1", "Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/first", "/last", "/first"])
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
     // MARK: - Coalescing
 
     func testIdenticalRejectedRequestsSharingOneCallRefreshOnceAndBothSucceed() throws {

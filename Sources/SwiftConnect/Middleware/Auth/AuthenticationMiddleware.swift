@@ -45,8 +45,9 @@ import Foundation
 /// When the refresh succeeds, the new credential becomes ``credential``. Requests that waited without being
 /// sent go out with it; requests the server rejected ask the client's retry loop for another attempt
 /// (``RequestContext/retryAdvice``), which sends them through the whole pipeline again and signs them with it.
-/// Those replays count against the client's ``RetryPolicy/maxAttempts`` like any other attempt (with
-/// `RetryPolicy(maxAttempts: 1)` the rejection stands).
+/// Those replays count against the client's ``RetryPolicy/maxAttempts`` like any other attempt: a request rejected
+/// on its call's last attempt (with `RetryPolicy(maxAttempts: 1)`, every request) gets its rejection back at once,
+/// without waiting for the refresh it starts or finds running, which goes on for the requests to come.
 ///
 /// A renewed credential that the server rejects before it has accepted it once is not refreshed again: the
 /// request fails with ``ConnectError/Kind/authenticationFailed`` carrying the response, and so does every other
@@ -166,7 +167,8 @@ public final class AuthenticationMiddleware: Middleware {
         let (waiter, admission) = state.withLock { state in
             let waiter = Waiter(
                 id: state.makeID(), request: request, next: next, promise: promise, advice: context.retryAdvice,
-                rejection: nil, observation: context.transfer.observation)
+                rejection: nil, observation: context.transfer.observation,
+                isLastAttempt: context.attempt >= context.maxAttempts)
             return (waiter, state.admit(waiter))
         }
         switch admission {
@@ -257,7 +259,7 @@ extension AuthenticationMiddleware {
         }
         let rejected = Waiter(
             id: waiter.id, request: waiter.request, next: waiter.next, promise: waiter.promise, advice: waiter.advice,
-            rejection: response, observation: waiter.observation)
+            rejection: response, observation: waiter.observation, isLastAttempt: waiter.isLastAttempt)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
         if case .wait = decision, waiter.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
@@ -268,6 +270,11 @@ extension AuthenticationMiddleware {
             break
         case .refresh(let id, let expired):
             startRefresh(id, of: expired, observation: waiter.observation)
+            // Completed after the call to `refresh`: a request its caller then sends from this thread is not taken
+            // for one `refresh` sends.
+            if waiter.isLastAttempt { _ = waiter.promise.completeIfPending(with: .success(response)) }
+        case .answer:
+            _ = waiter.promise.completeIfPending(with: .success(response))
         case .retry:
             askForRetry(rejected, with: response)
         case .fail(let error):
@@ -416,6 +423,9 @@ extension AuthenticationMiddleware {
         let rejection: ConnectResponse?
         /// The call's observers, told of a refresh this request starts.
         var observation: CallObservation? = nil
+        /// Whether the request is its call's last attempt (``RequestContext/attempt`` has reached the retry loop's
+        /// most): no replay can follow its rejection, which is then its answer, not a reason to wait for a refresh.
+        var isLastAttempt = false
     }
 
     /// A credential and the epoch it belongs to: what a request is signed with.
@@ -434,6 +444,9 @@ extension AuthenticationMiddleware {
         case retry
         /// Fail: the refresh failed, or the renewed credential was rejected too.
         case fail(ConnectError)
+        /// Hand the rejection back as it is: the call can make no other attempt, so it waits for no refresh (one it
+        /// asked for runs on, for the requests to come).
+        case answer
     }
 
     /// A refresh in flight and the requests waiting for it, in the order they started waiting.
@@ -515,6 +528,7 @@ extension AuthenticationMiddleware {
             with response: ConnectResponse
         ) -> Decision {
             if refresh != nil {
+                if waiter.isLastAttempt { return .answer }
                 refresh?.waiters.append(waiter)
                 return .wait
             }
@@ -532,10 +546,12 @@ extension AuthenticationMiddleware {
                 // A refresh `setCredential` superseded still runs: this one starts when it ends (`refresh` is called
                 // at most once at a time, as a rotating refresh token needs).
                 let isDeferred = !supersededRefreshes.isEmpty
+                // A request on its call's last attempt starts the refresh for the requests to come, without waiting.
                 refresh = RefreshInFlight(
-                    id: id, waiters: [waiter], callingThread: isDeferred ? nil : pthread_self(),
-                    isDeferred: isDeferred)
-                return isDeferred ? .wait : .refresh(id: id, expired: credential)
+                    id: id, waiters: waiter.isLastAttempt ? [] : [waiter],
+                    callingThread: isDeferred ? nil : pthread_self(), isDeferred: isDeferred)
+                if isDeferred { return waiter.isLastAttempt ? .answer : .wait }
+                return .refresh(id: id, expired: credential)
             }
             if let failure { return .fail(failure) }
             return .retry
