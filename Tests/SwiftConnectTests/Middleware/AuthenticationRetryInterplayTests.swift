@@ -263,6 +263,32 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(stub.callCount, 1)
     }
 
+    func testARejectionOnTheLastAttemptWhoseRefreshWaitsForASupersededOneIsItsAnswerAtOnce() throws {
+        // Given: a client that makes one attempt, whose first rejection started a refresh that the app's
+        // setCredential then superseded
+        let fake = FakeTransport.answering(.status(401))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1))
+        let first = connect.request(Endpoint(endpoint: "/first"))
+        XCTAssertEqual(stub.callCount, 1)
+        auth.setCredential(Self.new)
+        // When: the credential set is rejected too, while the superseded refresh still runs
+        let second = connect.request(Endpoint(endpoint: "/second"))
+        // Then: both calls end with their rejections at once
+        XCTAssertTrue(first.isCompleted)
+        XCTAssertTrue(second.isCompleted, "the call waited for a refresh whose credential it could not send")
+        XCTAssertEqual(connectError(of: second)?.statusCode, 401)
+        // And: the refresh of the credential set starts once the superseded one ends, and renews it
+        XCTAssertEqual(stub.callCount, 1, "refresh was called while another call of it ran")
+        stub.promise(0).succeed(.bearer(token: "LATESECRET3"))
+        XCTAssertEqual(stub.callCount, 2)
+        XCTAssertEqual(auth.credential, Self.new, "the superseded refresh's result is ignored")
+        stub.promise(1).succeed(.bearer(token: "RENEWEDSECRET4"))
+        XCTAssertEqual(auth.credential, .bearer(token: "RENEWEDSECRET4"))
+        XCTAssertEqual(authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
+    }
+
     // MARK: - Coalescing
 
     func testIdenticalRejectedRequestsSharingOneCallRefreshOnceAndBothSucceed() throws {
