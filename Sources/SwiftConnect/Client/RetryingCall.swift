@@ -150,6 +150,7 @@ final class RetryingCall:
         var context = self.context
         context.attempt = attempt
         context.maxAttempts = maxAttempts
+        if case .stream(let stream) = request.body { context.callBodyStream = stream }
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         context.callHasEnded = { [weak self] in self?.withState { $0.isOver } ?? true }
         if policy.usableAttemptTimeout != nil {

@@ -124,6 +124,9 @@ public struct RequestContext: Sendable {
     /// The most attempts the client's retry loop makes at the call (its policy's ``RetryPolicy/maxAttempts``): a
     /// retry hook is not asked on the last one, when no retry can follow.
     var maxAttempts = Int.max
+    /// The call's own body when it is a one-shot stream: the retry loop sends no attempt after one that sent it, so a
+    /// stage that would wait to have the request replayed (a token refresh) does not. `nil` outside the loop.
+    var callBodyStream: ConnectRequest.OneShotStream?
     /// Where a middleware asks the client to send the request again after this attempt (see ``RetryAdvice``).
     /// The client's retry loop gives each attempt its own; a context made by hand has advice nobody reads until
     /// it is given a `RetryAdvice()`.

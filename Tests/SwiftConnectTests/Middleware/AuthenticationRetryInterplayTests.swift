@@ -289,6 +289,32 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
     }
 
+    func testARejectedUploadOfItsOwnOneShotBodyDoesNotWaitForARefreshItCannotBeReplayedWith() throws {
+        // Given: a request whose own body is a one-shot stream (an OpenAPI upload), which the retry loop cannot send
+        // again, and a refresh that has not ended
+        let fake = FakeTransport.answering(.status(401))
+        let stub = RefreshStub()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()))
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("payload".utf8))
+            continuation.finish()
+        }
+        let request = ConnectRequest(
+            method: .put, url: URL(string: "https://api.example.com/upload")!,
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        // When: it is rejected
+        let call = connect.response(for: request)
+        // Then: its rejection is its answer before the refresh it started ends; nothing was sent twice
+        XCTAssertEqual(connectError(of: call)?.statusCode, 401)
+        XCTAssertEqual(stub.callCount, 1)
+        XCTAssertFalse(stub.promise().future.isCompleted)
+        stub.promise().succeed(Self.new)
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(auth.credential, Self.new)
+    }
+
     // MARK: - Coalescing
 
     func testIdenticalRejectedRequestsSharingOneCallRefreshOnceAndBothSucceed() throws {

@@ -46,8 +46,9 @@ import Foundation
 /// sent go out with it; requests the server rejected ask the client's retry loop for another attempt
 /// (``RequestContext/retryAdvice``), which sends them through the whole pipeline again and signs them with it.
 /// Those replays count against the client's ``RetryPolicy/maxAttempts`` like any other attempt: a request rejected
-/// on its call's last attempt (with `RetryPolicy(maxAttempts: 1)`, every request) gets its rejection back at once,
-/// without waiting for the refresh it starts or finds running, which goes on for the requests to come.
+/// on its call's last attempt (with `RetryPolicy(maxAttempts: 1)`, every request), or that sent its call's own one-shot
+/// body (a stream, which cannot be sent again), gets its rejection back at once, without waiting for the refresh it
+/// starts or finds running, which goes on for the requests to come.
 ///
 /// A renewed credential that the server rejects before it has accepted it once is not refreshed again: the
 /// request fails with ``ConnectError/Kind/authenticationFailed`` carrying the response, and so does every other
@@ -168,7 +169,7 @@ public final class AuthenticationMiddleware: Middleware {
             let waiter = Waiter(
                 id: state.makeID(), request: request, next: next, promise: promise, advice: context.retryAdvice,
                 rejection: nil, observation: context.transfer.observation,
-                isLastAttempt: context.attempt >= context.maxAttempts)
+                isFinal: context.attempt >= context.maxAttempts, callBodyStream: context.callBodyStream)
             return (waiter, state.admit(waiter))
         }
         switch admission {
@@ -259,7 +260,11 @@ extension AuthenticationMiddleware {
         }
         let rejected = Waiter(
             id: waiter.id, request: waiter.request, next: waiter.next, promise: waiter.promise, advice: waiter.advice,
-            rejection: response, observation: waiter.observation, isLastAttempt: waiter.isLastAttempt)
+            rejection: response, observation: waiter.observation,
+            // An attempt that sent its call's own one-shot body is its last too: the loop cannot send it again.
+            isFinal: waiter.isFinal
+                || (waiter.callBodyStream != nil && waiter.advice.sentStream == waiter.callBodyStream),
+            callBodyStream: waiter.callBodyStream)
         let decision = state.withLock { $0.decideAfterRejection(of: rejected, signedIn: epoch, with: response) }
         if case .wait = decision, waiter.promise.future.isCompleted {
             // Cancelled between the response and joining the refresh: the cancel handler found nothing to remove.
@@ -272,7 +277,7 @@ extension AuthenticationMiddleware {
             startRefresh(id, of: expired, observation: waiter.observation)
             // Completed after the call to `refresh`: a request its caller then sends from this thread is not taken
             // for one `refresh` sends.
-            if waiter.isLastAttempt { _ = waiter.promise.completeIfPending(with: .success(response)) }
+            if rejected.isFinal { _ = waiter.promise.completeIfPending(with: .success(response)) }
         case .answer:
             _ = waiter.promise.completeIfPending(with: .success(response))
         case .retry:
@@ -423,9 +428,12 @@ extension AuthenticationMiddleware {
         let rejection: ConnectResponse?
         /// The call's observers, told of a refresh this request starts.
         var observation: CallObservation? = nil
-        /// Whether the request is its call's last attempt (``RequestContext/attempt`` has reached the retry loop's
-        /// most): no replay can follow its rejection, which is then its answer, not a reason to wait for a refresh.
-        var isLastAttempt = false
+        /// Whether no replay can follow the request's rejection, which is then its answer, not a reason to wait for a
+        /// refresh: it is its call's last attempt (``RequestContext/attempt`` has reached the retry loop's most), or,
+        /// once rejected, it sent its call's own one-shot body.
+        var isFinal = false
+        /// The call's own one-shot body, if it has one (the context's `callBodyStream`).
+        var callBodyStream: ConnectRequest.OneShotStream? = nil
     }
 
     /// A credential and the epoch it belongs to: what a request is signed with.
@@ -528,7 +536,7 @@ extension AuthenticationMiddleware {
             with response: ConnectResponse
         ) -> Decision {
             if refresh != nil {
-                if waiter.isLastAttempt { return .answer }
+                if waiter.isFinal { return .answer }
                 refresh?.waiters.append(waiter)
                 return .wait
             }
@@ -546,11 +554,11 @@ extension AuthenticationMiddleware {
                 // A refresh `setCredential` superseded still runs: this one starts when it ends (`refresh` is called
                 // at most once at a time, as a rotating refresh token needs).
                 let isDeferred = !supersededRefreshes.isEmpty
-                // A request on its call's last attempt starts the refresh for the requests to come, without waiting.
+                // A request no replay can follow starts the refresh for the requests to come, without waiting for it.
                 refresh = RefreshInFlight(
-                    id: id, waiters: waiter.isLastAttempt ? [] : [waiter],
+                    id: id, waiters: waiter.isFinal ? [] : [waiter],
                     callingThread: isDeferred ? nil : pthread_self(), isDeferred: isDeferred)
-                if isDeferred { return waiter.isLastAttempt ? .answer : .wait }
+                if isDeferred { return waiter.isFinal ? .answer : .wait }
                 return .refresh(id: id, expired: credential)
             }
             if let failure { return .fail(failure) }
