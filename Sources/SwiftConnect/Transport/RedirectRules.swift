@@ -27,6 +27,7 @@ import Foundation
 ///   FoundationNetworking, which never sends a body again after a redirect, is never asked to). A body it cannot
 ///   read twice (a stream) is not sent again: a redirect that keeps the method is not followed, and the 3xx
 ///   response is the answer, which the error handler reports (``notFollowed(_:)``).
+/// - **One target.** A response with several `Location` fields that differ is the answer (``location(of:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
     /// Whether `request` (uploading `bodyFile`, if any) has a body the core can send again on a redirect: one in
@@ -74,6 +75,7 @@ enum RedirectRules {
     static func notFollowed(_ response: ConnectResponse) -> String {
         guard let location = response.header("Location") else { return "" }
         let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
+        if self.location(of: response) == nil { return text + ": it has several Location fields" }
         if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
         let request = response.sentRequest
         let target = target(of: location, answeredBy: response.storedHead.url ?? request.url)
@@ -174,6 +176,17 @@ enum RedirectRules {
         .contentLength, .contentType, "Content-Encoding", "Transfer-Encoding",
     ]
 
+    /// The `Location` of `response`, trimmed; `nil` without one, or when several fields name different targets:
+    /// RFC 9110 (10.2.2) allows one field, and browsers follow none of several. Their values joined (`/a, /b`) are
+    /// no URL either field named. The same value repeated is that value. (URLSession joins repeated fields before
+    /// the core sees them: there, the joined value is read as one.)
+    static func location(of response: ConnectResponse) -> String? {
+        let values = response.storedHead.head.headerFields[values: .location]
+        guard let first = values.first?.trimmingCharacters(in: .whitespaces) else { return nil }
+        for value in values.dropFirst() where value.trimmingCharacters(in: .whitespaces) != first { return nil }
+        return first
+    }
+
     /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow.
     static let maxRedirects = 20
 
@@ -271,9 +284,8 @@ enum RedirectRule {
         cookies: inout RedirectCookies
     ) -> Hop? {
         // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession
-        // makes it (an empty reference would resolve to the same URL, again and again).
-        guard (300..<400).contains(response.statusCode),
-            let location = response.header("Location")?.trimmingCharacters(in: .whitespaces),
+        // makes it (an empty reference would resolve to the same URL, again and again). So are several that differ.
+        guard (300..<400).contains(response.statusCode), let location = RedirectRules.location(of: response),
             !location.isEmpty, URLComponents(string: location) != nil
         else { return nil }
         let hasBody = RedirectRules.hasBodyToSendAgain(hop, bodyFile: bodyFile)

@@ -75,6 +75,24 @@ final class RedirectRuleTests: XCTestCase {
         }
     }
 
+    /// Several `Location` fields that differ name no one target (RFC 9110 §10.2.2 allows one field): the 3xx is the
+    /// answer, as browsers refuse to follow it, and the error says why. Their values joined (`/one, /two`) were
+    /// followed to `/one,%20/two`, a URL neither field named. The same value repeated is that value.
+    func testSeveralLocationFieldsThatDifferAreNoRedirect() throws {
+        func answer(_ locations: [String]) -> ConnectResponse {
+            let fields = HeaderFields(locations.map { HeaderField(name: .location, value: $0) })
+            return ConnectResponse(request: request(), head: ResponseHead(status: 302, headerFields: fields))!
+        }
+
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one", "/two"])))
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one", "https://other.example.com/"])))
+        let repeated = try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: answer(["/one", " /one"])))
+        XCTAssertEqual(repeated.request.url.absoluteString, "https://api.example.com/one")
+        XCTAssertTrue(
+            RedirectRules.notFollowed(answer(["/one", "/two"])).hasSuffix(": it has several Location fields"),
+            RedirectRules.notFollowed(answer(["/one", "/two"])))
+    }
+
     func testABodyFromAStreamIsNotSentAgain() {
         var streamed = request("POST")
         streamed.httpBodyStream = InputStream(data: Data("x".utf8))
