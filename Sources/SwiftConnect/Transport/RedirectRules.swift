@@ -20,13 +20,13 @@ import Foundation
 ///   `Authorization: Basic` (``bringsCredentialsOfItsOwn(_:to:from:)``).
 /// - **Credentials stay home.** Every header ``HTTPHeader`` treats as sensitive (`Authorization`, `Cookie`,
 ///   `X-Api-Key`, `*-Token`…) is removed from a redirected request that changes scheme, host or port, and so is a
-///   `Host` the caller set (``redirect(_:from:hadBody:)``).
+///   `Host` the caller set (``redirect(_:from:droppedBody:)``).
 /// - **Method and body by status.** 307 and 308 keep the method and the body, as do 301 and 302 for a method
 ///   other than POST; 303, and 301/302 of a POST, become a GET without the body and without the headers that
-///   described it (``keepsMethod(_:status:)``). The core sends the body again itself, on every engine (so
-///   FoundationNetworking, which never sends a body again after a redirect, is never asked to). A body it cannot
-///   read twice (a stream) is not sent again: a redirect that keeps the method is not followed, and the 3xx
-///   response is the answer, which the error handler reports (``notFollowed(_:)``).
+///   described it, empty or not (``keepsMethod(_:status:)``, ``describesBody(_:)``). The core sends the body again
+///   itself, on every engine (so FoundationNetworking, which never sends a body again after a redirect, is never
+///   asked to). A body it cannot read twice (a stream) is not sent again: a redirect that keeps the method is not
+///   followed, and the 3xx response is the answer, which the error handler reports (``notFollowed(_:)``).
 /// - **One target.** A response with several `Location` fields that differ is the answer (``location(of:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
@@ -37,13 +37,15 @@ enum RedirectRules {
     }
 
     /// The request to follow: `request`, without credentials when it changes scheme, host or port, and without
-    /// the headers describing a body when `hadBody` and it became a GET or HEAD.
-    static func redirect(_ request: ConnectRequest, from original: ConnectRequest?, hadBody: Bool = false)
+    /// the headers describing a body (``describesBody(_:)``) when `droppedBody` and it became a GET or HEAD.
+    static func redirect(_ request: ConnectRequest, from original: ConnectRequest?, droppedBody: Bool = false)
         -> ConnectRequest
     {
         var redirected = request
-        if hadBody, isBodyless(request) {
-            for name in bodyHeaders { redirected.headerFields[name] = nil }
+        if droppedBody, isBodyless(request) {
+            for field in request.headerFields where describesBody(field.name) {
+                redirected.headerFields[field.name] = nil
+            }
         }
         guard let from = original?.url, !from.hasSameOrigin(as: request.url) else { return redirected }
         for field in request.headerFields where HTTPHeader.isSensitive(name: field.name.rawName) {
@@ -171,10 +173,14 @@ enum RedirectRules {
         return allowed ? candidate : nil
     }
 
-    /// The headers that describe a request body, meaningless once the redirect has none.
-    static let bodyHeaders: [HeaderField.Name] = [
-        .contentLength, .contentType, "Content-Encoding", "Transfer-Encoding",
-    ]
+    /// Whether the field `name` describes a request body, meaningless once the redirect has none: every `Content-*`
+    /// field (fetch's request-body-header names among them: `Content-Type`, `Content-Encoding`, `Content-Language`,
+    /// `Content-Location`; and `Content-Length`, `Content-MD5`, `Content-Digest`…), `Transfer-Encoding`, and the
+    /// body's other digests (`Digest`, `Repr-Digest`).
+    static func describesBody(_ name: HeaderField.Name) -> Bool {
+        let name = name.canonicalName
+        return name.hasPrefix("content-") || name == "transfer-encoding" || name == "digest" || name == "repr-digest"
+    }
 
     /// The `Location` of `response`, trimmed; `nil` without one, or when several fields name different targets:
     /// RFC 9110 (10.2.2) allows one field, and browsers follow none of several. Their values joined (`/a, /b`) are
@@ -197,7 +203,7 @@ enum RedirectRules {
     /// `Location` is resolved against the URL that answered. No redirect is followed to a URL that is not http or
     /// https (``leavesHTTP(_:to:)``) or that carries credentials of its own
     /// (``bringsCredentialsOfItsOwn(_:to:from:)``), and credentials are removed on a change of origin
-    /// (``redirect(_:from:hadBody:)``).
+    /// (``redirect(_:from:droppedBody:)``).
     ///
     /// - Returns: The request to send and whether it keeps the body (a `bodyFile` is uploaded again only then).
     static func nextHop(
@@ -225,8 +231,9 @@ enum RedirectRules {
         else {
             return nil
         }
-        let hadBody = hasBody || !hop.body.isReplayable
-        return (redirect(next, from: hop, hadBody: hadBody), hasBody && !becomesGET)
+        // The fields that described the body go with it: a POST's become a GET's, its body empty or not.
+        let droppedBody = becomesGET || hasBody || !hop.body.isReplayable
+        return (redirect(next, from: hop, droppedBody: droppedBody), hasBody && !becomesGET)
     }
 
     /// Whether the request's method is GET or HEAD.

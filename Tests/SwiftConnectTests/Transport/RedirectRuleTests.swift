@@ -93,6 +93,39 @@ final class RedirectRuleTests: XCTestCase {
             RedirectRules.notFollowed(answer(["/one", "/two"])))
     }
 
+    /// A redirect that turns a POST into a GET drops every field that described the body, as fetch drops its
+    /// request-body-header names: `Content-*` and the body's digests, whether the body was empty or not. They went
+    /// on with the GET (all of them for an empty body; `Content-Language`, `Content-Location`, `Content-MD5` and the
+    /// digests for any), describing a body that request does not have. A GET keeps its fields: its body did not change.
+    func testARedirectThatDropsTheBodyDropsEveryFieldDescribingIt() throws {
+        let describing = [
+            "Content-Type": "text/plain", "Content-Language": "en", "Content-Location": "/drafts/1",
+            "Content-MD5": "Q2hlY2sgSW50ZWdyaXR5IQ==", "Content-Digest": "sha-256=:AAAA:",
+            "Repr-Digest": "sha-256=:AAAA:",
+            "Digest": "SHA-256=AAAA",
+        ]
+        let others = ["Accept": "application/json", "X-Trace": "trace-1"]
+        for body in [Data("x=1".utf8), nil] {
+            let post = request("POST", body: body, headers: describing.merging(others) { first, _ in first })
+            for status in [301, 302, 303] {
+                let context = "\(status), body \(body?.count ?? 0)"
+                let next = try XCTUnwrap(
+                    RedirectRule.next(after: post, answeredBy: redirect(status, to: "/b")), context)
+
+                XCTAssertEqual(next.request.httpMethod, "GET", context)
+                for name in describing.keys {
+                    XCTAssertNil(next.request.value(forHTTPHeaderField: name), "\(name) went on, \(context)")
+                }
+                for (name, value) in others {
+                    XCTAssertEqual(next.request.value(forHTTPHeaderField: name), value, "\(name), \(context)")
+                }
+            }
+        }
+        let get = request(headers: ["Content-Type": "application/json"])
+        let next = try XCTUnwrap(RedirectRule.next(after: get, answeredBy: redirect(302, to: "/b")))
+        XCTAssertEqual(next.request.value(forHTTPHeaderField: "Content-Type"), "application/json")
+    }
+
     func testABodyFromAStreamIsNotSentAgain() {
         var streamed = request("POST")
         streamed.httpBodyStream = InputStream(data: Data("x".utf8))
