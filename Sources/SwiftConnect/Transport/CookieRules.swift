@@ -14,9 +14,10 @@ import Foundation
 ///   last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or less expires the cookie (which
 ///   deletes the one it replaces); `Expires` is read as §5.1.1 reads a cookie date (two-digit years included); a
 ///   `Domain` the host is not in, a `Domain` of one label (a top-level domain: this library has no public suffix
-///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored; a
-///   `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure` cookie set over
-///   plain http is ignored (RFC 6265bis §5.7).
+///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored;
+///   a `Domain` that is the host's own name makes a domain cookie (for the hosts below it too), no `Domain` a
+///   host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure`
+///   cookie set over plain http is ignored (RFC 6265bis §5.7).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
 ///   https only when `Secure`, until it expires; the longest paths first.
@@ -77,6 +78,10 @@ enum CookieRules {
             // §5.3 steps 5 and 6: a domain the host is in, of more than one label, never for an IP address.
             guard domain.contains("."), !isIPAddress(host), host.hasSuffix("." + domain) else { return nil }
             storedDomain = "." + domain
+        } else if domain != nil, host.contains("."), !isIPAddress(host) {
+            // §5.3 step 6: the host's own name as `Domain` makes a domain cookie too, for the hosts below it
+            // (§4.1.2.3: `Domain=example.com` goes to `www.example.com`); only an address or one label stays host-only.
+            storedDomain = "." + host
         }
         var properties: [HTTPCookiePropertyKey: Any] = [
             .name: name, .value: value, .domain: storedDomain, .path: path ?? defaultPath(of: url),

@@ -78,7 +78,8 @@ final class CookieRulesTests: XCTestCase {
     func testADomainMustHoldTheHostHaveMoreThanOneLabelAndNeverSuffixAnAddress() {
         XCTAssertEqual(cookie("a=1; Domain=example.com")?.domain, ".example.com")
         XCTAssertEqual(cookie("a=1; Domain=.Example.COM")?.domain, ".example.com")
-        XCTAssertEqual(cookie("a=1; Domain=a.example.com")?.domain, "a.example.com", "the host itself: host-only")
+        XCTAssertEqual(cookie("a=1; Domain=a.example.com")?.domain, ".a.example.com", "the host itself: its domain")
+        XCTAssertEqual(cookie("a=1; Domain=localhost", from: URL(string: "http://localhost/")!)?.domain, "localhost")
         XCTAssertEqual(cookie("a=1")?.domain, "a.example.com")
         XCTAssertNil(cookie("a=1; Domain=com"), "a top-level domain")
         XCTAssertNil(cookie("a=1; Domain=other.com"), "a domain the host is not in")

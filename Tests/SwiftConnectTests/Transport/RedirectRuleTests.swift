@@ -148,6 +148,26 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertNil(elsewhere.request.value(forHTTPHeaderField: "Cookie"))
     }
 
+    /// A cookie whose `Domain` is the setting host itself is a domain cookie (RFC 6265 §5.3, step 6; §4.1.2.3: a
+    /// `Domain` of `example.com` goes to `example.com` and `www.example.com`): a login on the apex that sets its
+    /// session so on a 302 to `www.` has it there, as in a browser. It was kept host-only, and the next hop went
+    /// without it. A cookie without `Domain` stays with its host.
+    func testACookieForTheSettersOwnDomainGoesToItsSubdomains() throws {
+        let login = ConnectRequest(url: URL(string: "https://example.com/login")!)
+        let fields = HeaderFields([
+            HeaderField(name: .location, value: "https://www.example.com/home"),
+            HeaderField(name: "Set-Cookie", value: "session=s1; Domain=example.com; Path=/"),
+            HeaderField(name: "Set-Cookie", value: "apex=a1; Path=/"),
+        ])
+        let response = try XCTUnwrap(
+            ConnectResponse(request: login, head: ResponseHead(status: 302, headerFields: fields)))
+
+        let next = try XCTUnwrap(RedirectRule.next(after: login, answeredBy: response))
+
+        XCTAssertEqual(next.request.url.host, "www.example.com")
+        XCTAssertEqual(next.request.value(forHTTPHeaderField: "Cookie"), "session=s1")
+    }
+
     /// RFC 6265 §5.3: a cookie the 3xx deletes (`Max-Age=0`, an `Expires` in the past) leaves the next hop's
     /// header; one whose path ends in `/` goes to that very path; a cookie with `Max-Age` counts as set.
     func testACookieTheRedirectDeletesLeavesTheNextHopAndPathsKeepTheirSlash() throws {
