@@ -28,7 +28,9 @@ import Tracing
 ///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
 ///   response) with the span's status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
-///   the token refresh that came before the attempt.
+///   the token refresh that came before the attempt. Such events that no send followed (a refresh that failed after
+///   the last attempt's `401`, a queue wait before a cancellation) are told on an INTERNAL span of the call's name,
+///   with the call's `error.type` when it failed.
 ///
 /// OpenTelemetry's HTTP client conventions ask for a span per request sent over the wire, each redirect hop one of
 /// its own. Redirects are followed within an attempt, below the observer, so here the attempt's one span covers all of
@@ -199,15 +201,29 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             break
         case .callEnded(_, let error, _):
             // A send still open (the call was cancelled, or timed out, while it was in flight) ends here.
-            let left = lock.withLock { () -> [any Span] in
+            let (left, untold) = lock.withLock { () -> ([any Span], [SpanEvent]) in
                 defer {
                     open = [:]
                     unsent = [:]
+                    pending = []
                 }
                 let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
-                return sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }
+                return (sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending)
             }
             let kind = (error as? ConnectError)?.kind.rawValue ?? "cancelled"
+            if !untold.isEmpty {
+                // Events no send followed (a token refresh that failed after the last attempt's 401, a queue wait
+                // before a cancellation): told on a span still open, or on an INTERNAL span of their own, not lost.
+                let span = left.first ?? Self.start(name, tracer: tracer, parent: parent, kind: .internal)
+                for event in untold { span.addEvent(event) }
+                if left.isEmpty {
+                    if error != nil {
+                        span.attributes["error.type"] = kind
+                        span.setStatus(SpanStatus(code: .error, message: kind))
+                    }
+                    span.end()
+                }
+            }
             for span in left {
                 span.attributes["error.type"] = kind
                 span.setStatus(SpanStatus(code: .error, message: kind))
@@ -258,9 +274,11 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         return path.isEmpty ? nil : String(path)
     }
 
-    /// A CLIENT span of `tracer`, whatever its concrete type.
-    private static func start<T: Tracer>(_ name: String, tracer: T, parent: InstrumentationContext) -> any Span {
-        tracer.startSpan(name, context: parent, ofKind: .client)
+    /// A span of `tracer`, whatever its concrete type: a CLIENT span unless `kind` says otherwise.
+    private static func start<T: Tracer>(
+        _ name: String, tracer: T, parent: InstrumentationContext, kind: SpanKind = .client
+    ) -> any Span {
+        tracer.startSpan(name, context: parent, ofKind: kind)
     }
 
     /// The port the URL names, or its scheme's default.

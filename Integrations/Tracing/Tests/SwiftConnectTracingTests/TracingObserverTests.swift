@@ -92,4 +92,22 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(
             spans.map { string("http.request.resend_count", of: $0) }.sorted { ($0 ?? "") < ($1 ?? "") }, [nil, "1"])
     }
+
+    /// A token refresh that fails after the call's last `401` has no send after it to be told on: its events go on an
+    /// INTERNAL span of the call's name, with the call's `error.type`, rather than being dropped.
+    func testAFailedRefreshAfterTheLastAttemptIsToldOnASpanOfItsOwn() throws {
+        let transport = FakeTransport.answering(.status(401))
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        _ = try? client(transport, middlewares: [auth]).request(Search()).wait(timeout: 10)
+
+        XCTAssertEqual(tracer.activeSpans.count, 0, "a span left open")
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.map(\.kind), [.client, .internal])
+        XCTAssertEqual(spans.last?.events.map(\.name), ["token refresh started", "token refresh ended"])
+        XCTAssertEqual(spans.last?.operationName, spans.first?.operationName)
+        XCTAssertNotNil(spans.last.flatMap { string("error.type", of: $0) })
+        XCTAssertEqual(spans.first?.events.map(\.name), [], "the 401's span tells no refresh that came after it")
+    }
 }
