@@ -30,7 +30,8 @@ import Tracing
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt. Such events that no send followed (a refresh that failed after
 ///   the last attempt's `401`, a queue wait before a cancellation) are told on an INTERNAL span of the call's name,
-///   with the call's `error.type` when it failed.
+///   with the call's `error.type` when it failed, and so is one told after the call ended (the end of a refresh the
+///   last attempt's `401` started: the call answers with the `401` without waiting for it).
 ///
 /// OpenTelemetry's HTTP client conventions ask for a span per request sent over the wire, each redirect hop one of
 /// its own. Redirects are followed within an attempt, below the observer, so here the attempt's one span covers all of
@@ -81,7 +82,8 @@ public struct TracingObserver: ConnectObserver {
 /// started when the tracer injects nothing). The end of a send does not say which send it is: the oldest span of the
 /// attempt still open takes it, as does a redirect.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `unsent`, `open`, `pending`, `latestRequest` and `sends`; the tracer and the call never change.
+    // `lock` protects `unsent`, `open`, `pending`, `hasEnded`, `latestRequest` and `sends`; the tracer and the call
+    // never change.
     private let lock = NSLock()
     private let tracer: any Tracer
     private let parent: InstrumentationContext
@@ -98,6 +100,9 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private var open: [Int: [any Span]] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
+    /// Whether the call has ended: an event told later (the end of a refresh its last `401` started) has no attempt
+    /// to wait for.
+    private var hasEnded = false
     /// The latest attempt's request as it went out: a redirect's `Location` is shown with its secret values hidden.
     private var latestRequest: ConnectRequest?
     /// The sends told started so far: each after the first is a resend (`http.request.resend_count`), a retry's or a
@@ -206,6 +211,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                     open = [:]
                     unsent = [:]
                     pending = []
+                    hasEnded = true
                 }
                 let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
                 return (sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending)
@@ -264,7 +270,15 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     }
 
     private func remember(_ event: SpanEvent) {
-        lock.withLock { pending.append(event) }
+        let isLate = lock.withLock { () -> Bool in
+            if !hasEnded { pending.append(event) }
+            return hasEnded
+        }
+        guard isLate else { return }
+        // After the call: the refresh its last attempt started ends after the call answered with its `401`.
+        let span = Self.start(name, tracer: tracer, parent: parent, kind: .internal)
+        span.addEvent(event)
+        span.end()
     }
 
     /// The path of a call's template (`/search` of `/search?type=x`): `url.template` is a path template, and a

@@ -110,4 +110,22 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertNotNil(spans.last.flatMap { string("error.type", of: $0) })
         XCTAssertEqual(spans.first?.events.map(\.name), [], "the 401's span tells no refresh that came after it")
     }
+
+    /// A call on its one attempt answers with its `401` without waiting for the refresh it starts: the refresh's end,
+    /// told after the call ended, is on an INTERNAL span of its own, not lost.
+    func testTheEndOfARefreshToldAfterTheCallEndedIsOnASpanOfItsOwn() throws {
+        let transport = FakeTransport.answering(.status(401))
+        let renewal = Promise<AuthorizationToken>()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in renewal.future }
+        let connect = Connect(
+            transport: transport, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+        _ = try? connect.request(Search()).wait(timeout: 10)
+        renewal.succeed(.bearer(token: "new"))
+
+        XCTAssertEqual(tracer.activeSpans.count, 0, "a span left open")
+        let events = tracer.finishedSpans.map { "\($0.kind): \($0.events.map(\.name))" }
+        XCTAssertEqual(
+            events, ["client: []", "internal: [\"token refresh started\"]", "internal: [\"token refresh ended\"]"])
+    }
 }
