@@ -21,7 +21,9 @@ import Foundation
 /// let connect = Connect(middleware: ConnectMiddleware(), errorHandler: MyBackendErrors())
 /// ```
 ///
-/// For the status code, headers and raw body, implement ``handle(_:)`` instead.
+/// For the status code, headers and raw body (to decode the body into an error type of yours), implement
+/// ``handle(_:)`` as well: ``handle(response:)`` has no default, so return
+/// `ErrorHandler().handle(response: response)` there. The error either returns reaches the caller as it is.
 ///
 /// The client's retry loop asks the handler about every error response before its ``RetryPolicy`` retries by
 /// status: returning `nil` for, say, a 500 makes that 500 the answer, a success, and the request is not sent
