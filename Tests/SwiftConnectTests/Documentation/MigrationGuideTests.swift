@@ -355,6 +355,230 @@ final class MigrationGuideTests: XCTestCase {
         XCTAssertEqual(server.requests.last?.header("X-App"), "demo")
     }
 
+    // MARK: Coming from Alamofire
+
+    func testComingFromAlamofire() async throws {
+        struct Todo: Codable, Sendable {
+            var id: Int
+            var title: String
+        }
+        struct NewTodo: Encodable, Sendable {
+            var title: String
+        }
+        struct TokenResponse: Decodable, Sendable {
+            var accessToken: String
+        }
+        let todoJSON = #"{"id":1,"title":"Ship"}"#
+        let (busyCalls, tokenCalls) = (Counter(), Counter())
+        server.route("GET", "/todos/:id") { request in
+            .json(string: #"{"id":\#(request.pathParameters["id"] ?? "0"),"title":"Post"}"#)
+        }
+        server.route("GET", "/todos") { request in
+            .json(string: #"[{"id":1,"title":"For user \#(request.queryItem("userId") ?? "")"}]"#)
+        }
+        server.route("POST", "/todos") { request in
+            let sent = (try? JSONDecoder().decode(JSONValue.self, from: request.body)) ?? .null
+            let title = sent["title"]?.stringValue ?? ""
+            guard !title.isEmpty else { return .json(string: #"{"code":"blank","detail":"no title"}"#, status: 422) }
+            return .json(string: #"{"id":101,"title":"\#(title)"}"#, status: 201)
+        }
+        server.route("DELETE", "/todos/:id") { _ in .status(204) }
+        server.route("GET", "/busy") { request in
+            busyCalls.increment()
+            guard busyCalls.value > 1 else { return .json(string: #"{"error":"busy"}"#, status: 409) }
+            return .json(string: #"{"client":"\#(request.header("X-Client") ?? "")"}"#)
+        }
+        server.route("POST", "/oauth/token") { _ in
+            tokenCalls.increment()
+            return .json(string: #"{"accessToken":"fresh"}"#)
+        }
+        server.route("GET", "/me") { request in
+            guard request.header("Authorization") == "Bearer fresh" else { return .status(401) }
+            return .json(string: #"{"name":"ada"}"#)
+        }
+        server.route("POST", "/upload") { request in
+            .json(string: #"{"bytes":\#(request.body.count)}"#, status: 201)
+        }
+        server.route("GET", "/files/report") { _ in .data(Data("%PDF-1.7".utf8), contentType: "application/pdf") }
+        server.route("GET", "/logs") { _ in .text("started\nready\n") }
+        server.route("GET", "/chat") { _ in
+            .serverSentEvents(["Hel", "lo", "[DONE]"].map { ServerSentEvent(data: $0) })
+        }
+        server.route("GET", "/slow") { _ in .json(string: "{}").delayed(by: 5) }
+        let titles = Outcomes<Result<Todo, any Error>>()
+        let problems = Outcomes<String>()
+        let fractions = Outcomes<Double>()
+        let changes = Outcomes<Bool>()
+        let destination = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString + ".pdf")
+        defer { try? FileManager.default.removeItem(at: destination) }
+        var signed = URLRequest(url: apiURL.appendingPathComponent("me"))
+        signed.setValue("Bearer secret-token", forHTTPHeaderField: "Authorization")
+
+        let client = Connect(baseURL: apiURL)  // Session, for one server
+        let found = try await client.request("/todos", parameters: ["userId": 1]).decoded(toType: [Todo].self).value
+        XCTAssertEqual(found.map(\.title), ["For user 1"])
+
+        enum TodoRouter: Connector {
+            case get(id: Int)
+            case create(NewTodo)
+
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { if case .get = self { "/todos/{id}" } else { "/todos" } }
+            var method: HTTPMethod { if case .get = self { .get } else { .post } }
+            var parameters: (any ParametersRepresentable)? {
+                switch self {
+                case .get(let id): return Parameter.path(key: "id", value: "\(id)")
+                case .create(let todo): return Parameter.jsonObject(todo)
+                }
+            }
+        }
+
+        client.request(TodoRouter.get(id: 1)).decoded(toType: Todo.self).observe { result in titles.append(result) }
+
+        struct GetTodo: TypedConnector {
+            typealias Response = Todo
+            let id: Int
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/todos/{id}" }
+            var parameters: (any ParametersRepresentable)? { Parameter.path(key: "id", value: "\(id)") }
+        }
+
+        let seven = try await client.send(GetTodo(id: 7)).value
+        let deleted = try await client.request("/todos/1", method: .delete).decoded(toType: EmptyResponse.self).value
+
+        await Task.detached { titles.arrived.wait(timeout: 30) }.value
+        XCTAssertEqual(try titles.elements.map { try $0.get().title }, ["Post"])
+        XCTAssertEqual(seven.id, 7)
+        XCTAssertEqual(deleted, EmptyResponse())
+        let created = try await client.request(TodoRouter.create(NewTodo(title: "Ship"))).decoded(toType: Todo.self)
+            .value
+        XCTAssertEqual(created.id, 101)
+        XCTAssertEqual(server.requests.last?.bodyText, #"{"title":"Ship"}"#)
+        // The guide: an Optional decodes an empty body as nil.
+        let maybe = try await client.request("/todos/1", method: .delete).decoded(toType: Todo?.self).value
+        XCTAssertNil(maybe)
+
+        let onlyJSON = AnyResponseValidator { response in  // validate(contentType: ["application/json"])
+            guard response.mediaType == "application/json" else { throw UnexpectedContent() }
+        }
+        let checked = Connect(
+            configuration: ServerConfiguration(baseURL: apiURL),
+            settings: Connect.Settings(options: RequestOptions(validators: [onlyJSON])))
+
+        let listed = try await checked.request("/todos").decoded(toType: [Todo].self).value
+        XCTAssertEqual(listed.count, 1)
+        let notJSON = connectError(of: checked.request("/logs"))
+        XCTAssertEqual(notJSON?.kind, .rejected)
+        XCTAssertTrue(notJSON?.underlyingError is UnexpectedContent)
+        // The guide: `acceptsEveryStatus` makes a 404 an answer, as without validate().
+        let everyStatus = RequestOptions(acceptsEveryStatus: true)
+        let missing = try await client.response(for: Route("/missing"), options: everyStatus).value
+        XCTAssertEqual(missing.statusCode, 404)
+
+        struct APIError: Error, Decodable {
+            let code: String
+        }
+
+        struct APIErrorHandler: ErrorHandling {
+            func handle(response: [String: Any]) -> (any Error)? { ErrorHandler().handle(response: response) }
+
+            func handle(_ response: ConnectResponse) -> (any Error)? {
+                (try? JSONDecoder().decode(APIError.self, from: response.data)) ?? ErrorHandler().handle(response)
+            }
+        }
+
+        let api = Connect(errorHandler: APIErrorHandler(), configuration: ServerConfiguration(baseURL: apiURL))
+        do {
+            _ = try await api.request(TodoRouter.create(NewTodo(title: ""))).value
+        } catch let error as APIError {
+            problems.append(error.code)
+        }
+        XCTAssertEqual(problems.elements, ["blank"])
+        XCTAssertEqual(connectError(of: api.request("/missing"))?.statusCode, 404, "other bodies: the default handler")
+
+        struct AppInterceptor: ConnectMiddlewareProtocol {
+            func adapt(_ request: URLRequest) throws -> URLRequest {
+                var request = request
+                request.setValue("ios", forHTTPHeaderField: "X-Client")
+                return request
+            }
+
+            func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+                (error as? ConnectError)?.statusCode == 409 ? .retry : .doNotRetry
+            }
+        }
+
+        let tokenClient = Connect(baseURL: apiURL)  // without the middleware: the refresh must not wait for itself
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "expired")) { _ in
+            tokenClient.request("/oauth/token", method: .post).decoded(toType: TokenResponse.self)
+                .map { AuthorizationToken.bearer(token: $0.accessToken) }
+        }
+        let signedIn = Connect(
+            middlewares: [auth, AppInterceptor()], configuration: ServerConfiguration(baseURL: apiURL))
+
+        let me = try await signedIn.request("/me").decoded(toType: JSONValue.self).value
+        XCTAssertEqual(me["name"]?.stringValue, "ada")
+        XCTAssertEqual(tokenCalls.value, 1)
+        XCTAssertEqual(auth.credential, .bearer(token: "fresh"))
+        let busy = try await signedIn.request("/busy").decoded(toType: JSONValue.self).value  // 409, then 200
+        XCTAssertEqual(busy["client"]?.stringValue, "ios")
+        XCTAssertEqual(busyCalls.value, 2)
+
+        let clock = ImmediateRetryClock()
+        let flaky = FakeTransport()
+        flaky.stub(.get, "/todos/1", with: [.status(503, headers: ["Retry-After": "2"]), .json(string: todoJSON)])
+        let retrying = Connect(
+            transport: flaky, retryPolicy: RetryPolicy(clock: clock),
+            configuration: ServerConfiguration(baseURL: apiURL))
+        let retried = try await retrying.send(GetTodo(id: 1)).value  // clock.delays == [2.0]
+        XCTAssertEqual(retried.title, "Ship")
+        XCTAssertEqual(clock.delays, [2.0])
+        XCTAssertEqual(flaky.requests.count, 2)
+
+        let progress = RequestOptions(progress: { report in fractions.append(report.uploadFraction ?? 0) })
+        let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data(repeating: 0xFF, count: 2_048))
+        let upload = Route("/upload", method: .post)
+        let uploaded = try await client.upload(
+            files: [photo], fields: [("album", "Holiday")], to: upload, options: progress
+        )
+        .value
+        let file = try await client.download(Route("/files/report"), to: destination).value
+        XCTAssertGreaterThan(try JSONDecoder().decode(JSONValue.self, from: uploaded)["bytes"]?.intValue ?? 0, 2_048)
+        XCTAssertEqual(fractions.elements.last, 1)
+        XCTAssertEqual(try Data(contentsOf: file), Data("%PDF-1.7".utf8))
+
+        var reply = ""
+        for try await event in client.stream(Route("/chat")).events where event.data != "[DONE]" {
+            reply += event.data
+        }
+        XCTAssertEqual(reply, "Hello")
+        var logLines: [String] = []  // the guide's `.lines`
+        for try await line in client.stream(Route("/logs")).lines { logLines.append(line) }
+        XCTAssertEqual(logLines, ["started", "ready"])
+
+        let network = try SystemConnectivityMonitor()
+        let watch = network.observe { state in changes.append(state.isConnected) }  // startListening(...)
+        let curl = cURLCommand(for: signed)  // -H 'Authorization: <redacted>'
+        watch.cancel()
+        XCTAssertTrue(curl.contains("-H 'Authorization: <redacted>'"), curl)
+        XCTAssertFalse(curl.contains("secret-token"))
+        // The guide: a ConnectivityMiddleware on the same monitor; 127.0.0.1 is never held back.
+        let offlineAware = Connect(
+            middlewares: [ConnectivityMiddleware(monitor: network)], configuration: ServerConfiguration(baseURL: apiURL)
+        )
+        let nearby = try await offlineAware.request("/todos/1").decoded(toType: Todo.self).value
+        XCTAssertEqual(nearby.id, 1)
+
+        let slow = client.request("/slow")
+        slow.cancel()  // `try await slow.value` throws ConnectError, of kind .cancelled
+        do {
+            _ = try await slow.value
+            XCTFail("cancelled")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+    }
+
     // MARK: The guides hold only code that runs
 
     func testEveryGuideSwiftBlockIsCompiledCode() throws {
