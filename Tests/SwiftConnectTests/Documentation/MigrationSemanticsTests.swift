@@ -7,9 +7,9 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// The migration guides' claims about where SwiftConnect behaves differently from Remotli, Konex and JustAPIs (and
-/// what to write instead), each shown on a fake transport: the guides' snippets themselves run in
-/// `MigrationGuideTests`.
+/// The migration guides' claims about where SwiftConnect behaves differently from Remotli, Konex, JustAPIs and
+/// Alamofire (and what to write instead), each shown on a fake transport or a local server: the guides' snippets
+/// themselves run in `MigrationGuideTests`.
 final class MigrationSemanticsTests: XCTestCase {
     private static let gateway = URL(string: "http://gateway.test:5000/")!
 
@@ -139,5 +139,104 @@ final class MigrationSemanticsTests: XCTestCase {
         XCTAssertEqual(queue.pendingCount, 0)
         queue.resume()
         XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    // MARK: Coming from Alamofire
+
+    /// Alamofire calls `uploadProgress` and `downloadProgress` on the main queue; the guide says the progress handler
+    /// runs on a thread of the transport's instead, and reports the whole body.
+    func testProgressIsReportedOffTheMainThread() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("POST", "/upload") { _ in .json(string: #"{"ok":true}"#) }
+        let onMain = Guarded<[Bool]>([])
+        let fractions = Guarded<[Double]>([])
+        let options = RequestOptions(progress: { report in
+            onMain.withLock { $0.append(Thread.isMainThread) }
+            fractions.withLock { $0.append(report.uploadFraction ?? 0) }
+        })
+        let connect = Connect(baseURL: server.baseURL)
+        let photo = File(name: "a.jpg", key: "photo", mimeType: .jpg, data: Data(repeating: 1, count: 64 * 1024))
+        _ = try connect.upload(files: [photo], fields: [], to: Route("/upload", method: .post), options: options).wait()
+        XCTAssertFalse(onMain.withLock { $0 }.isEmpty)
+        XCTAssertFalse(onMain.withLock { $0 }.contains(true))
+        XCTAssertEqual(fractions.withLock { $0 }.last, 1)
+    }
+
+    /// Cancelling the task that awaits a call throws `ConnectError` of kind `.cancelled`, not `CancellationError`.
+    func testCancellingTheAwaitingTaskThrowsACancelledConnectError() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        let connect = Connect(transport: transport, configuration: ServerConfiguration(baseURL: Self.gateway))
+        let task = Task { try await connect.request(Route("/slow")).value }
+        _ = try await transport.requestsReceived(count: 1).value
+        task.cancel()
+        do {
+            _ = try await task.value
+            XCTFail("the call should fail")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cancelled)
+        }
+    }
+
+    /// As Alamofire's `AuthenticationInterceptor`, one refresh serves every request rejected or waiting meanwhile.
+    func testConcurrentRequestsShareOneRefresh() throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/me",
+            with: .handler { request in
+                let fresh = request.value(forHTTPHeaderField: "Authorization") == "Bearer new"
+                let head = HTTPURLResponse(
+                    url: request.url!, statusCode: fresh ? 200 : 401, httpVersion: "HTTP/1.1", headerFields: [:])!
+                return .success(ConnectResponse(request: request, response: head, data: Data()))
+            })
+        let (refreshes, renewed) = (Counter(), Promise<AuthorizationToken>())
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            refreshes.increment()
+            return renewed.future
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [auth], configuration: ServerConfiguration(baseURL: Self.gateway))
+        let calls = (1...3).map { _ in connect.request(Route("/me")) }
+        _ = renewed.succeed(.bearer(token: "new"))
+        XCTAssertEqual(try Future.all(calls).wait().count, 3)
+        XCTAssertEqual(refreshes.value, 1)
+    }
+
+    /// The default policy retries a GET on 503 (3 attempts) and sends a POST once; a `ConnectMiddlewareProtocol`'s
+    /// `retry` does not check the method.
+    func testTheDefaultPolicyRetriesIdempotentMethodsAndTheHookAnyMethod() throws {
+        struct RetryConflicts: ConnectMiddlewareProtocol {
+            func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+                (error as? ConnectError)?.statusCode == 409 ? .retry : .doNotRetry
+            }
+        }
+        let transport = FakeTransport()
+        transport.stub(.get, "/todos", with: .status(503))
+        transport.stub(.post, "/todos", with: .status(503))
+        transport.stub(.post, "/conflict", with: [.status(409), .status(201)])
+        let connect = Connect(
+            transport: transport, middlewares: [RetryConflicts()],
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            configuration: ServerConfiguration(baseURL: Self.gateway))
+        XCTAssertEqual(connectError(of: connect.request(Route("/todos")))?.attempts, 3)
+        XCTAssertEqual(connectError(of: connect.request(Route("/todos", method: .post)))?.attempts, 1)
+        _ = try connect.request(Route("/conflict", method: .post)).wait()
+        XCTAssertEqual(transport.requests(to: "/conflict").count, 2)
+    }
+
+    /// An empty body decodes as `EmptyResponse` or `nil` whatever the status (not only 204 and 205), and fails
+    /// `.decoding` as any other type; the `Content-Type` is not compared with `Accept`.
+    func testAnEmptyBodyDecodesAsEmptyResponseAndContentTypeIsNotValidated() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/empty", with: .status(200))
+        transport.stub(.get, "/text", with: .data(Data("ok".utf8), headers: ["Content-Type": "text/plain"]))
+        let connect = Connect(transport: transport, configuration: ServerConfiguration(baseURL: Self.gateway))
+        XCTAssertEqual(try connect.request(Route("/empty")).decoded(toType: EmptyResponse.self).wait(), EmptyResponse())
+        XCTAssertNil(try connect.request(Route("/empty")).decoded(toType: JSONValue?.self).wait())
+        XCTAssertEqual(
+            connectError(of: connect.request(Route("/empty")).decoded(toType: JSONValue.self))?.kind, .decoding)
+        XCTAssertEqual(try connect.request(Route("/text")).wait(), Data("ok".utf8))
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "Accept"), "application/json")
     }
 }
