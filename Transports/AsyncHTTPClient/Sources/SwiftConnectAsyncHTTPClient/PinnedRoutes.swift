@@ -237,6 +237,9 @@ struct Dialer: Sendable {
                 }
             }
             .connect(host: PinnedRoutes.bare(host), port: port)
+        // A connection that was never made (refused, unresolved, timed out) has no handshake to wait for: the promise
+        // is failed with it, never left pending (NIO stops a debug build that drops a pending promise).
+        upstream.whenFailure { handshake.fail($0) }
         upstream.whenSuccess { upstream in
             // AsyncHTTPClient gave up (cancelled, deadline): so does the connection to the origin.
             child.closeFuture.whenComplete { _ in upstream.close(promise: nil) }

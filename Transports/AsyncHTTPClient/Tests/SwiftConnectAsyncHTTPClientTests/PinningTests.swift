@@ -137,6 +137,22 @@ final class PinningTests: TLSServerTestCase {
         }
     }
 
+    /// A pinned host that refuses the connection: a typed error, the same as unpinned, and the transport goes on
+    /// (the relay's wait for the handshake is given up with the connection, not left pending).
+    func testAPinnedHostThatRefusesTheConnectionIsATypedError() throws {
+        let closed = try TLSLoopbackServer(pki: pki)
+        let refusing = closed.baseURL
+        closed.stop()
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+
+        for _ in 0..<2 {
+            let error = try failure(of: transport, request(refusing))
+
+            XCTAssertEqual(error.kind, .cannotConnect, error.description)
+        }
+        XCTAssertEqual(try transport.send(request()).wait(timeout: 10).statusCode, 200)
+    }
+
     /// A host without pins goes the usual way: AsyncHTTPClient's own connection, HTTP/2 by ALPN.
     func testAnUnpinnedHostGoesDirect() throws {
         let transport = try transport(pinning: ["api.example.com": [otherPin]])
