@@ -70,8 +70,9 @@ public struct CertificatePins: Sendable, Equatable {
                         + "a port, a path or blanks, a name in another script in its ASCII form (xn--…)")
             }
         }
-        // An address written in another form (`127.1`, `[0:0::1]`) is kept as every URL's host is looked up.
-        if !isWildcard { key = ComparableHost.normalized(key) ?? key }
+        // An address written in another form (`127.1`, `[0:0::1]`, `::ffff:127.0.0.1`) is kept as every URL's host
+        // is looked up.
+        if !isWildcard { key = Self.addressPinned(ComparableHost.normalized(key) ?? key) }
         var decoded = Set<Data>()
         for hash in hashes {
             guard let bytes = Data(base64Encoded: hash), bytes.count == SHA256Hasher.digestByteCount else {
@@ -97,6 +98,19 @@ public struct CertificatePins: Sendable, Equatable {
         }
     }
 
+    /// The address whose pins apply to `name`, a host as `ComparableHost` writes it: an IPv6 address without its zone
+    /// (`fe80::1%eth0` is `fe80::1` on one link), an IPv4-mapped IPv6 address as its IPv4 address (the system reaches
+    /// `::ffff:127.0.0.1` over IPv4, at 127.0.0.1); any other name as it is.
+    static func addressPinned(_ name: String) -> String {
+        guard name.contains(":") else { return name }
+        let address = String(name.prefix { $0 != "%" })
+        var bytes = in6_addr()
+        guard address.withCString({ inet_pton(AF_INET6, $0, &bytes) }) == 1 else { return name }
+        let octets = withUnsafeBytes(of: &bytes) { Array($0) }
+        guard octets[..<10].allSatisfy({ $0 == 0 }), octets[10] == 0xFF, octets[11] == 0xFF else { return address }
+        return octets[12...].map { String($0) }.joined(separator: ".")
+    }
+
     /// Whether `text` is an IPv6 address, as `inet_pton` reads one.
     static func isIPv6Address(_ text: String) -> Bool {
         var address = in6_addr()
@@ -108,13 +122,13 @@ public struct CertificatePins: Sendable, Equatable {
     ///
     /// The host is read as the engine is sent to it, however it is written: in any case, with a trailing dot, with
     /// `%XX` escapes, in Unicode for its `xn--` form, an IP address in any of its forms (`[0:0::1]` for `::1`,
-    /// `127.1` for `127.0.0.1`).
+    /// `127.1` and `[::ffff:127.0.0.1]` for `127.0.0.1`, `[fe80::1%25eth0]` for `fe80::1`).
     ///
     /// - Parameter host: A host name, as in a URL.
     /// - Returns: The SHA-256 hashes, or `nil`.
     public func pins(for host: String) -> Set<Data>? {
         // Lower-cased, without brackets or trailing dots, an address in one form: as every pattern is kept.
-        let name = ComparableHost.normalized(host, droppingTrailingDot: true) ?? host.lowercased()
+        let name = Self.addressPinned(ComparableHost.normalized(host, droppingTrailingDot: true) ?? host.lowercased())
         if let exact = pinsByPattern[name] { return exact }
         var rest = Substring(name)
         while let dot = rest.firstIndex(of: ".") {

@@ -70,6 +70,34 @@ final class HostSpellingTests: XCTestCase {
             pins.refusal(of: URL(string: "https://[2001:db8::7]/")!, by: "T")?.kind, .certificatePinning)
     }
 
+    /// An IPv4 address written IPv4-mapped (`[::ffff:127.0.0.1]`, which the system reaches over IPv4), and an IPv6
+    /// address with a zone (`[fe80::1%25eth0]`, that address on one link), are the pinned address: refused over plain
+    /// http and by a transport that cannot check pins, never sent unpinned. A pin written mapped pins the address too.
+    func testAnAddressWrittenMappedOrWithAZoneIsPinned() throws {
+        let pins = try CertificatePins([
+            "127.0.0.1": [Self.pin], "fe80::1": [Self.pin], "[::ffff:10.0.0.7]": [Self.pin],
+        ])
+        for host in [
+            "[::ffff:127.0.0.1]", "[::FFFF:7f00:1]", "[0:0:0:0:0:ffff:127.0.0.1]", "[fe80::1%25eth0]",
+            "[FE80:0::1%25lo]", "10.0.0.7", "[::ffff:a00:7]",
+        ] {
+            let https = try XCTUnwrap(URL(string: "https://\(host):8443/x"), host)
+            let http = try XCTUnwrap(URL(string: "http://\(host)/x"), host)
+            XCTAssertEqual(pins.refusal(of: https, by: "T")?.kind, .certificatePinning, "\(https) went unpinned")
+            XCTAssertEqual(
+                pins.refusal(of: http, by: "T", checksHandshake: true)?.kind, .certificatePinning,
+                "\(http) went over plain http")
+            XCTAssertNil(pins.refusal(of: https, by: "T", checksHandshake: true), "\(https) may go, checked")
+            let written = try XCTUnwrap(https.host, host)
+            XCTAssertFalse(pins.accepts(host: written, chain: [CertificatePinsTests.rsaCertificate]), written)
+            XCTAssertTrue(pins.accepts(host: written, chain: [CertificatePinsTests.ecCertificate]), written)
+        }
+        // Another address stays unpinned: `::127.0.0.1` (IPv4-compatible) is an IPv6 address of its own.
+        for host in ["[::127.0.0.1]", "[::ffff:127.0.0.2]", "[fe80::2%25eth0]"] {
+            XCTAssertNil(pins.refusal(of: URL(string: "http://\(host)/x")!, by: "T"), host)
+        }
+    }
+
     /// A host whose escapes make no host name cannot be looked up: with pins set it is refused, not sent unpinned.
     func testAHostThatCannotBeReadIsRefusedWhilePinsAreSet() throws {
         let pins = try CertificatePins(["api.example.com": [Self.pin]])

@@ -125,7 +125,7 @@ final class PinningTests: TLSServerTestCase {
             try await wrong.shutdown()
             try await right.shutdown()
         }
-        for host in ["LOCALHOST", "localhos%74", "127.1", "2130706433", "0x7f.0.0.1"] {
+        for host in ["LOCALHOST", "localhos%74", "127.1", "2130706433", "0x7f.0.0.1", "[::ffff:127.0.0.1]"] {
             let url = try XCTUnwrap(URL(string: "https://\(host):\(port)/version"))
             let before = server.requestCount
             let error = try failure(of: wrong, URLRequest(url: url, timeoutInterval: 10))
