@@ -842,8 +842,8 @@ public final class ResponseCache: Sendable {
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
     /// method when the rule names its key (a custom key, or the body) and is the request's own, not the default
-    /// rule (`readsOnly`), with no body from a stream. A key that names
-    /// the body cannot name one from a stream, whatever the method: every such body would share the digest of none.
+    /// rule (`readsOnly`), with no body from a stream. A key that names the body cannot name one from a stream,
+    /// whatever the method: every such body would share the digest of none.
     private static func isCacheable(_ request: ConnectRequest, rule: CacheRule, readsOnly: Bool) -> Bool {
         if case .stream = request.body, rule.keyIncludesBody || (request.method != .get && request.method != .head) {
             return false
