@@ -17,8 +17,8 @@ extension ConnectRequest {
     ///   NUL…) or DEL;
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
     ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
-    ///   connection. A body sent from a file (`bodyFile`) or a stream of unknown length is not checked here: its
-    ///   length is the engine's to count;
+    ///   connection. A body sent from a file (`bodyFile`) is checked when its file is opened to be sent
+    ///   (``contentLengthProblem(bodyLength:)``), a stream of unknown length by the core as it is read;
     /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`);
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
     ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
@@ -58,14 +58,22 @@ extension ConnectRequest {
             error.message += ": " + problem.text
             return error
         }
-        guard bodyFile == nil, let declared = headerFields[.contentLength] else { return nil }
+        guard bodyFile == nil else { return nil }
         let length: Int64?
         switch body {
         case .none: length = 0
         case .bytes(let data): length = Int64(data.count)
         case .stream(let stream): length = stream.length
         }
-        guard let length, !ContentLength.is(declared, length) else { return nil }
+        guard let length else { return nil }
+        return contentLengthProblem(bodyLength: length)
+    }
+
+    /// Why this request's `Content-Length`, if any, cannot frame a body of `length` bytes, or `nil`: checked by
+    /// ``wireProblem(bodyFile:)`` for a body in memory or a stream of announced length, and by the exchange for a
+    /// body sent from a file, once it knows the file's length.
+    func contentLengthProblem(bodyLength length: Int64) -> ConnectError? {
+        guard let declared = headerFields[.contentLength], !ContentLength.is(declared, length) else { return nil }
         var error = ConnectError.invalidRequest(
             .invalidHeader(name: HeaderField.Name.contentLength.rawName), sent: self)
         error.message =

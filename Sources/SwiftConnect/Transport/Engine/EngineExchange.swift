@@ -270,7 +270,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         if let bodyFile {
             // Checked again on every hop: a file removed or replaced before a 307 must not go out as an empty body.
             if let error = Self.unusableBodyFile(bodyFile, request: .sent(original)) { throw error }
-            body = .file(bodyFile, length: try MultipartFormData.regularFileSize(bodyFile))
+            let length = try MultipartFormData.regularFileSize(bodyFile)
+            // A `Content-Length` of the caller's that is not the file's would frame another body than the one sent.
+            if var problem = hop.contentLengthProblem(bodyLength: length) {
+                problem.storedRequest = .sent(original)
+                throw problem
+            }
+            body = .file(bodyFile, length: length)
         } else {
             switch hop.body {
             case .bytes(let data) where !data.isEmpty:
