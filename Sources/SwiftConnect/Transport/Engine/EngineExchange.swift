@@ -276,7 +276,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 problem.storedRequest = .sent(original)
                 throw problem
             }
-            body = .file(bodyFile, length: length)
+            // The file a link leads to, whose length this is: FoundationNetworking announces the length of the link
+            // itself (`lstat`) and sends that many bytes of the file as the whole body.
+            body = .file(bodyFile.resolvingSymlinksInPath(), length: length)
         } else {
             switch hop.body {
             case .bytes(let data) where !data.isEmpty:
