@@ -43,9 +43,10 @@ extension Future {
     func mapSlowPath<NewValue>(
         _ transform: @escaping @Sendable (Value) throws -> NewValue
     ) -> Future<NewValue> {
-        // Already complete: transform at once. Only the resolved future is allocated, not the closure that the
-        // general path below wraps around `transform` (issue 6: a `map` stage costs at most one allocation).
-        if callbackQueue == nil, let result { return Self.resolved(result, mappedBy: transform) }
+        // Already complete, its callbacks run: transform at once. Only the resolved future is allocated, not the
+        // closure that the general path below wraps around `transform` (issue 6: a `map` stage costs at most one
+        // allocation).
+        if let result = resultForImmediateTransform { return Self.resolved(result, mappedBy: transform) }
         return transformResult { result in result.flatMap { value in Result { try transform(value) } } }
     }
 
@@ -177,7 +178,7 @@ extension Future {
     func transformResult<NewValue>(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<NewValue, any Error>
     ) -> Future<NewValue> {
-        if callbackQueue == nil, let result { return Future<NewValue>(result: transform(result)) }
+        if let result = resultForImmediateTransform { return Future<NewValue>(result: transform(result)) }
         return deriveResult(transform)
     }
 
@@ -186,7 +187,7 @@ extension Future {
     func transformFailure(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error>
     ) -> Future<Value> {
-        if callbackQueue == nil, let result { return Future(result: transform(result)) }
+        if let result = resultForImmediateTransform { return Future(result: transform(result)) }
         let derived: Future<Value> = makeDerived()
         whenCompleteReturningWork { result in
             // As in `chain`: the failure that cancelling `derived` caused runs no `recover` or `mapError` closure.
@@ -235,7 +236,7 @@ extension Future {
     func chain<NewValue>(
         _ step: @escaping @Sendable (Result<Value, any Error>) -> Step<NewValue>
     ) -> Future<NewValue> {
-        if callbackQueue == nil, let result {
+        if let result = resultForImmediateTransform {
             switch step(result) {
             case .done(let newResult): return Future<NewValue>(result: newResult)
             case .next(let next): return next.lock == nil ? next : next.followed()

@@ -219,6 +219,20 @@ public final class Future<Value: Sendable>:
         }
     }
 
+    /// The result an operator may compute from at once, on the calling thread: that of a complete future with no
+    /// callback queue whose callbacks have all been taken to run; `nil` otherwise. Callbacks added before the
+    /// completion may still wait for the completing thread (busy with an earlier stage): an operator's transform,
+    /// itself a callback added once complete, must then run after them (``whenCompleteReturningWork(_:)``).
+    @inlinable
+    final var resultForImmediateTransform: Result<Value, any Error>? {
+        guard let lock else { return resolvedResult }
+        guard callbackQueue == nil else { return nil }
+        return lock.withLock { () -> Result<Value, any Error>? in
+            guard case .resolved(let result) = state, callbacks.first == nil else { return nil }
+            return result
+        }
+    }
+
     /// The result of a future known to be complete: one created resolved (no lock: its state never
     /// changes), or one whose callbacks are running (its state no longer changes either).
     @inlinable

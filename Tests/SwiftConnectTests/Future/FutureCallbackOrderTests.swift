@@ -27,6 +27,56 @@ final class FutureCallbackOrderTests: XCTestCase {
         XCTAssertEqual(events.values, ["first", "second", "adder returns"])
     }
 
+    /// An operator added to such a stage is a callback too: its transform runs after the stage's earlier callbacks,
+    /// not before them, and still before the adding callback goes on.
+    func testAnOperatorAddedToAStageCompletedJustBeforeRunsAfterTheStagesEarlierCallbacks() {
+        // Given: a stage with a callback, and a later callback of the source that chains operators on the stage
+        let promise = Promise<Int>()
+        let stage = promise.future.map { $0 + 1 }
+        let events = Recorder<String>()
+        stage.observe { _ in events.append("first") }
+        promise.future.observe { _ in
+            _ = stage.map { events.append("map \($0)") }
+            _ = stage.flatMap { value -> Future<Int> in
+                events.append("flatMap \(value)")
+                return Future(value: value)
+            }
+            events.append("adder returns")
+        }
+        // When
+        promise.succeed(1)
+        // Then
+        XCTAssertEqual(events.values, ["first", "map 2", "flatMap 2", "adder returns"])
+    }
+
+    /// The same for the operators that act on a failure.
+    func testARecoveryAddedToAStageFailedJustBeforeRunsAfterTheStagesEarlierCallbacks() {
+        // Given
+        let promise = Promise<Int>()
+        let stage = promise.future.map { _ -> Int in throw TestError(1) }
+        let events = Recorder<String>()
+        stage.observe { _ in events.append("first") }
+        promise.future.observe { _ in
+            _ = stage.mapError { error in
+                events.append("mapError")
+                return error
+            }
+            _ = stage.recover { _ -> Int in
+                events.append("recover")
+                return 0
+            }
+            _ = stage.recover { _ -> Future<Int> in
+                events.append("recover with a future")
+                return Future(value: 0)
+            }
+            events.append("adder returns")
+        }
+        // When
+        promise.succeed(1)
+        // Then
+        XCTAssertEqual(events.values, ["first", "mapError", "recover", "recover with a future", "adder returns"])
+    }
+
     /// The same after ``Future/receive(on:)``: on a serial queue, the callbacks of the stage run in the order they
     /// were added.
     func testOnASerialReceiveQueueTheCallbacksOfAStageRunInTheOrderAdded() {
