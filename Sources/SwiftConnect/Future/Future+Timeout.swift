@@ -76,6 +76,9 @@ extension Future {
                 derived.complete(.failure(timeoutError), reportingDoubleCompletionAt: nil).work.run()
                 return
             }
+            // Complete already (a result, or its owner's cancellation, came first; its callback may still wait on its
+            // `receive(on:)` queue): the limit ended nothing, and its outcome stands as it is.
+            guard !self.isCompleted else { return }
             let error = self.reported(.timedOut(after: seconds))
             expired.withLock { $0 = error }
             // The work is stopped before anyone hears of the timeout, as `cancel()` does; a result that came first

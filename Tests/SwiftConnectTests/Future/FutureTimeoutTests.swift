@@ -216,6 +216,36 @@ final class FutureTimeoutTests: XCTestCase {
         XCTAssertEqual(seen.values, ["receive"])
     }
 
+    /// A source cancelled by its owner before the limit, whose callbacks still wait on its busy ``Future/receive(on:)``
+    /// queue when the limit passes: the returned future fails with that cancellation, not with a timeout that did not
+    /// end anything.
+    func testASourceCancelledBeforeTheLimitIsNotReportedAsTimedOutWhenItsQueueIsLate() throws {
+        // Given: a source delivering on a suspended queue, limited by a timer whose expiry runs on a suspended queue
+        let receiveQueue = DispatchQueue(label: "FutureTimeoutTests.late.receive")
+        let timerQueue = DispatchQueue(label: "FutureTimeoutTests.late.timer")
+        let handlerQueue = DispatchQueue(label: "FutureTimeoutTests.late.handlers")
+        let scheduler = DeadlineScheduler(handlerQueue: handlerQueue)
+        let promise = Promise<Int>()
+        let source = promise.future.receive(on: receiveQueue)
+        receiveQueue.suspend()
+        timerQueue.suspend()
+        let limited = source.timeout(after: 0.001, on: timerQueue, scheduler: scheduler)
+        // A later deadline on the same scheduler: when it fires, the limit's handler has been handed to the serial
+        // handler queue before this hop, which then queues its signal after the limit's expiry.
+        let expired = DispatchSemaphore(value: 0)
+        let marker = try XCTUnwrap(TransportDeadline(seconds: 0.002, scheduler: scheduler))
+        marker.start { handlerQueue.async { timerQueue.async { expired.signal() } } }
+        // When: the owner cancels the source, then the limit passes, then the source's queue delivers
+        source.cancel()
+        timerQueue.resume()
+        XCTAssertEqual(expired.wait(timeout: .now() + 10), .success)
+        receiveQueue.resume()
+        // Then
+        let result = try limited.waitForResult(timeout: 10)
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual($0 as? FutureError, .cancelled) }
+        withExtendedLifetime(marker) {}
+    }
+
     /// A result and the timer arriving together, many times over on many threads: exactly one wins, and the
     /// outcome is consistent: the value with the source intact, or `timedOut` with the source cancelled. (Checked
     /// in a callback, which may be added after the returned future completed: the source is cancelled before the
