@@ -100,11 +100,9 @@ extension Connect {
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { request, transfer in
-            // The rule a connector's own body meets when built: URLSession fails a GET's body and sends a HEAD
-            // without it, which would lose the upload and report a success.
-            let method = request.method.rawValue
-            if method == "GET" || method == "HEAD" {
-                throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), sent: request)
+            // Refused before the body is built (the wire check would refuse it after, with a misleading error).
+            if request.method.refusesBody {
+                throw ConnectError.invalidRequest(.bodyNotAllowed(method: request.method.rawValue), sent: request)
             }
             var form = MultipartFormData(boundary: boundary)
             if hasJSONObject {

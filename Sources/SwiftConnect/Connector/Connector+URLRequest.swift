@@ -164,7 +164,7 @@ extension Connector {
             }
         }
 
-        if let body, !body.isEmpty, method == "GET" || method == "HEAD" {
+        if let body, !body.isEmpty, self.method.refusesBody {
             throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), request: partialRequest(method: method))
         }
 

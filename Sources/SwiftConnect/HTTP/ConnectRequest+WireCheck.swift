@@ -31,11 +31,10 @@ extension ConnectRequest {
         if !HTTPHeader.isValidName(method.rawValue) {
             return ConnectError.invalidRequest(.invalidMethod(method.rawValue), sent: self)
         }
-        let upperMethod = method.rawValue.uppercased()
-        if upperMethod == "GET" || upperMethod == "HEAD", body.isPresent || bodyFile != nil {
-            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: upperMethod), sent: self)
+        if method.refusesBody, body.isPresent || bodyFile != nil {
+            var error = ConnectError.invalidRequest(.bodyNotAllowed(method: method.rawValue), sent: self)
             // The code URLSession fails a GET's body with, for code that reads it.
-            if upperMethod == "GET" { error.underlyingError = URLError(.dataLengthExceedsMaximum) }
+            if method == .get { error.underlyingError = URLError(.dataLengthExceedsMaximum) }
             return error
         }
         if let invalid = headerFields.firstInvalid {
