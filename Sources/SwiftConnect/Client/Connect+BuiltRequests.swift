@@ -110,6 +110,7 @@ extension Connect {
             method: request.method, connectorName: name, options: contextDefaults.merged(with: requestOptions),
             logger: logger)
         context.transfer = transfer
+        context.cacheRuleIsClientWide = isClientWideCacheRule(under: requestOptions)
         context.isForServer = isForServer
         if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(

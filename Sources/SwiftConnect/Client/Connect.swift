@@ -566,11 +566,18 @@ extension Connect {
             logger: logger
         )
         context.transfer = transfer
+        context.cacheRuleIsClientWide = isClientWideCacheRule(under: requestOptions)
         context.isForServer = isForServer
         if isForServer, configuration != nil { context.serverURL = try? serverBaseURL?.get() }
         return perform(
             request, context: context, all: all, debugResponse: debugResponse, startedAfter: cancellationsBefore,
             pathTemplate: Self.pathTemplate(base: base, endpoint: connector.endpoint))
+    }
+
+    /// Whether a request whose method's, connector's and call's options are `requestOptions` takes its cache rule from
+    /// the client's own options (``RequestContext/cacheRuleIsClientWide``).
+    func isClientWideCacheRule(under requestOptions: RequestOptions) -> Bool {
+        !contextDefaults.isEmpty && contextDefaults.cache != nil && requestOptions.cache == nil
     }
 
     /// Whether `url` is on the client's server (its ``ServerConfiguration``'s scheme, host and port); `true` for a

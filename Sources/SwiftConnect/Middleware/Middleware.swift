@@ -117,6 +117,11 @@ public struct RequestContext: Sendable {
     /// hands on after that is not sent, and observers hear of no send after the call's end. `nil` outside the client's
     /// retry loop.
     var callHasEnded: (@Sendable () -> Bool)?
+    /// Whether ``options``' cache rule is the client's own (``Connect/Settings/options``, which every request of the
+    /// client gets), the method's, the connector's and the call's options setting none: the ``ResponseCache`` then
+    /// caches GET and HEAD only, as under its default rule, so that a rule naming a key does not make a DELETE or a
+    /// POST a read of that key, never sent. `false` in a context made by hand.
+    var cacheRuleIsClientWide = false
     /// Uploads from files, downloads to files, size limits and progress for this request.
     var transfer = TransferOptions()
     /// The number of this attempt at the call, 1 for the first; the client's retry loop counts them.

@@ -53,7 +53,8 @@ public struct RequestOptions: Sendable {
         get { self[RetrySafety.self] }
         set { self[RetrySafety.self] = newValue }
     }
-    /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached.
+    /// How a ``ResponseCache`` middleware treats the request; `nil` leaves it uncached. Set in a client's own options
+    /// (``Connect/Settings/options``), it caches GET and HEAD requests only (see ``CacheRule``).
     public var cache: CacheRule? {
         get { self[CacheRuleOption.self] }
         set { self[CacheRuleOption.self] = newValue }
@@ -391,9 +392,13 @@ extension RequestOptionKey {
 /// ```
 ///
 /// GET and HEAD responses are cached under the method and URL. A request of any other method (a POST search, a GraphQL
-/// query) is cached only when the rule names its key: a custom ``key``, or ``keyIncludesBody``; the rule makes it a
-/// read, so its answer removes nothing stored, where any other successful PUT, PATCH, DELETE or POST removes the
-/// responses stored for its URL (see ``ResponseCache``). The request's own `cachePolicy` (``Connector/cachePolicy``) is
+/// query) is cached only when the rule names its key (a custom ``key``, or ``keyIncludesBody``) and is given for that
+/// request: by its connector's ``Connector/options``, its call's options or the client's options for its method
+/// (``Connect/Settings/methodOptions``). The rule makes it a read, so its answer removes nothing stored, where any other
+/// successful PUT, PATCH, DELETE or POST removes the responses stored for its URL (see ``ResponseCache``). A rule of the
+/// client's own options (``Connect/Settings/options``, which every request of the client gets) caches GET and HEAD
+/// only, as a ``ResponseCache``'s default rule does: under it a DELETE, a PUT, a PATCH or a POST is sent, never served as
+/// a read of the rule's key. The request's own `cachePolicy` (``Connector/cachePolicy``) is
 /// honoured too: `.reloadIgnoringLocalCacheData` and `.reloadIgnoringLocalAndRemoteCacheData` fetch fresh and
 /// store, as ``bypassesCache`` does; `.reloadRevalidatingCacheData` revalidates a stored response that has a
 /// validator (`ETag`, `Last-Modified`), fresh or not, with a conditional request (a 304 serves it), and fetches

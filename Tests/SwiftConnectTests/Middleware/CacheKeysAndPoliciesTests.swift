@@ -169,6 +169,64 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         }
     }
 
+    /// A rule of the client's own options (`Settings.options`, which every request of the client gets) that names the
+    /// body or a key still caches reads only, as the cache's default rule does: a DELETE or a POST under it goes out
+    /// each time and invalidates what a GET stored, where it was served from the cache as a read of its key, the
+    /// second DELETE (and POST) never sent and the GET after them answered with the resource as it was before.
+    func testAClientWideRuleWithAKeyCachesOnlyGETAndHEAD() {
+        for rule in [CacheRule(timeToLive: 60, keyIncludesBody: true), CacheRule(timeToLive: 60, key: "items")] {
+            let transport = FakeTransport()
+            transport.stub("/items/1", with: (1...7).map { .json(string: #"{"answer":\#($0)}"#) })
+            let connect = Connect(
+                transport: transport, responseCache: ResponseCache(),
+                configuration: ServerConfiguration(host: "api.test"),
+                settings: Connect.Settings(options: RequestOptions(cache: rule)))
+            let item = Route(url: URL(string: "https://api.test/items/1")!)
+            let delete = Route(url: URL(string: "https://api.test/items/1")!, method: .delete)
+            let post = Route(
+                url: URL(string: "https://api.test/items/1")!, method: .post, parameters: ["n": 1] as JSONObject)
+            XCTAssertEqual(body(connect.request(item)), #"{"answer":1}"#)
+            XCTAssertEqual(body(connect.request(item)), #"{"answer":1}"#, "a GET is a read under it: \(rule)")
+            XCTAssertEqual(body(connect.request(delete)), #"{"answer":2}"#)
+            XCTAssertEqual(body(connect.request(delete)), #"{"answer":3}"#, "a DELETE is sent: \(rule)")
+            XCTAssertEqual(body(connect.request(item)), #"{"answer":4}"#, "not the GET stored before: \(rule)")
+            XCTAssertEqual(body(connect.request(post)), #"{"answer":5}"#)
+            XCTAssertEqual(body(connect.request(post)), #"{"answer":6}"#, "a POST is sent: \(rule)")
+            // Sent through the client as a request built elsewhere, too.
+            let built = ConnectRequest(method: .delete, url: URL(string: "https://api.test/items/1")!)
+            XCTAssertEqual(
+                value(of: connect.response(for: built)).map { String(decoding: $0.data, as: UTF8.self) },
+                #"{"answer":7}"#, "a built DELETE is sent: \(rule)")
+            XCTAssertEqual(
+                transport.requests.map(\.httpMethod), ["GET", "DELETE", "DELETE", "GET", "POST", "POST", "DELETE"],
+                "\(rule)")
+        }
+    }
+
+    /// A connector's, a call's or the client's rule for one method (`Settings.methodOptions`) is given on purpose: under
+    /// a client-wide rule too, it caches a POST search by its body.
+    func testARuleGivenForTheRequestStillCachesAPOSTUnderAClientWideRule() {
+        let transport = answers(4)
+        let byBody = CacheRule(timeToLive: 60, keyIncludesBody: true)
+        let connect = Connect(
+            transport: transport, responseCache: ResponseCache(), configuration: ServerConfiguration(host: "api.test"),
+            settings: Connect.Settings(options: RequestOptions(cache: CacheRule(timeToLive: 60, key: "everything"))))
+        XCTAssertEqual(body(connect.request(search("swift", rule: byBody))), #"{"answer":1}"#)
+        XCTAssertEqual(body(connect.request(search("swift", rule: byBody))), #"{"answer":1}"#, "the connector's rule")
+        let plain = Route("/search", method: .post, parameters: ["q": "rust"] as JSONObject)
+        XCTAssertEqual(body(connect.request(plain, options: RequestOptions(cache: byBody))), #"{"answer":2}"#)
+        XCTAssertEqual(
+            body(connect.request(plain, options: RequestOptions(cache: byBody))), #"{"answer":2}"#, "the call's rule")
+        let perMethod = Connect(
+            transport: transport, responseCache: ResponseCache(), configuration: ServerConfiguration(host: "api.test"),
+            settings: Connect.Settings(
+                options: RequestOptions(cache: CacheRule(timeToLive: 60, key: "everything")),
+                methodOptions: [.post: RequestOptions(cache: byBody)]))
+        XCTAssertEqual(body(perMethod.request(plain)), #"{"answer":3}"#)
+        XCTAssertEqual(body(perMethod.request(plain)), #"{"answer":3}"#, "the client's rule for POST")
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// One setting caches every GET of the client; a request's own rule still wins.
     func testADefaultRuleCachesEveryGETInOneSetting() {
         let transport = answers(3)

@@ -8,7 +8,8 @@ import Foundation
 ///
 /// Opt-in twice over: give the client a cache, then give the requests to cache a ``CacheRule`` (on the
 /// connector's ``Connector/options`` or on a call). GET and HEAD responses with a 2xx status other than 206 (Partial
-/// Content) are stored, and those of other methods whose rule names the key (see ``CacheRule``); of the 2xx statuses,
+/// Content) are stored, and those of other methods whose own rule names the key (see ``CacheRule``: a rule of the
+/// client's ``Connect/Settings/options``, like the cache's default rule, caches reads only); of the 2xx statuses,
 /// only 200, 203 and 204 on the rule alone: another (a `202 Accepted`, whose work is not done) only when its headers
 /// give it a lifetime (`max-age`, `Expires`) or say `public`, as RFC 9111 §4.2.2 asks. A request's own
 /// `cachePolicy` is honoured as ``CacheRule`` says. A stored response is served until its time to live ends (the rule's
@@ -121,8 +122,9 @@ import Foundation
 /// DELETE, a POST), with or without a rule, removes what is stored for its URL and for the URLs its `Location` and
 /// `Content-Location` name on the same origin (RFC 9111 §4.4): under every key, custom keys included, for every set
 /// of credentials, in memory and in the storage; a response to one of them still in flight is then not stored. A
-/// request of such a method that its rule caches (a custom key or ``CacheRule/keyIncludesBody``: a POST search) is a
-/// read by the rule's word, and removes nothing.
+/// request of such a method that its rule caches (a custom key or ``CacheRule/keyIncludesBody``: a POST search, the rule
+/// given by its connector, its call or the client's options for its method) is a read by the rule's word, and removes
+/// nothing.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
@@ -260,7 +262,8 @@ public final class ResponseCache: Sendable {
     ///     10 MB. A response larger than this is never stored.
     ///   - defaultRule: The rule of requests whose client, connector and call set none; `nil` (the default)
     ///     caches only requests that bring a rule. It caches GET and HEAD requests only, even when it names a key
-    ///     or the body: other methods are cached by a rule their connector or call brings.
+    ///     or the body: other methods are cached by a rule their connector, their call or the client's options for
+    ///     their method (``Connect/Settings/methodOptions``) bring, not by one of the client's own options.
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
     ///     credentials, which stay in memory. `nil` (the default) for memory only.
@@ -397,9 +400,12 @@ public final class ResponseCache: Sendable {
         next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         // A download's body goes to its own file, not to memory: there is nothing to serve it from or to store.
-        // The default rule is for reads: under it, a DELETE or a POST is sent, not served as a read of its key.
+        // The default rule and the client-wide one are for reads: under them, a DELETE or a POST is sent, not served
+        // as a read of its key. Only a rule given for the request (its connector's, its call's or its method's) makes
+        // a write a read.
         guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0,
-            Self.isCacheable(request, rule: rule, readsOnly: context.options.cache == nil),
+            Self.isCacheable(
+                request, rule: rule, readsOnly: context.options.cache == nil || context.cacheRuleIsClientWide),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return passing(request, to: next) }
         let asks = Self.requestDirectives(of: request)
@@ -842,7 +848,7 @@ public final class ResponseCache: Sendable {
 
     /// Whether `request` may be served from and stored in the cache under `rule`: a GET or HEAD, or any other
     /// method when the rule names its key (a custom key, or the body) and is the request's own, not the default
-    /// rule (`readsOnly`), with no body from a stream. A key that names the body cannot name one from a stream,
+    /// rule nor the client-wide one (`readsOnly`), with no body from a stream. A key that names the body cannot name one from a stream,
     /// whatever the method: every such body would share the digest of none.
     private static func isCacheable(_ request: ConnectRequest, rule: CacheRule, readsOnly: Bool) -> Bool {
         if case .stream = request.body, rule.keyIncludesBody || (request.method != .get && request.method != .head) {
