@@ -26,7 +26,9 @@ import Foundation
 /// After a transport failure or a response outside 200..<300, the provided `intercept` asks
 /// ``retry(_:dueTo:attempt:)``. A `.retry` or `.retryAfter` answer asks the client's retry loop for another
 /// attempt (``RequestContext/retryAdvice``): the loop adapts and sends the request again through the whole
-/// pipeline (so a refreshed token is picked up), after the delay asked for. The loop is the client's
+/// pipeline (so a refreshed token that ``adapt(_:)`` sets is picked up), after the delay asked for. The request it
+/// adapts again is the one the call built: an ``AuthorizedConnector``'s token in it was read once, when the call
+/// began, and is not read again; sign in `adapt`, as below, to send a refreshed one. The loop is the client's
 /// ``RetryPolicy``: a request is sent at most its ``RetryPolicy/maxAttempts`` times in all (3 by default, and
 /// with `retryPolicy: nil` too), and at most ``maxRetryAttempts`` times by this hook's answers. Cancellations are
 /// never offered for retry, nor is an attempt stopped by the call's deadline or its own timeout
