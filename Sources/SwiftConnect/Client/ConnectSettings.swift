@@ -21,7 +21,8 @@ extension Connect {
         /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit,
         /// progress and connectivity policy of calls whose connector and call leave them unset (a connectivity
         /// policy set here wins over the ``ConnectivityMiddleware``'s own). A cache rule set here caches GET and HEAD
-        /// requests only, even when it names a key or the body (see ``CacheRule``): a write under it is sent.
+        /// requests only, each under its method and URL, even when it names a key or the body (see ``CacheRule``): a
+        /// write under it is sent.
         public var options: RequestOptions
         /// The decoders `decoded(toType:)` chooses from by content type. Defaults to JSON.
         public var decoders: ResponseDecoders

@@ -420,7 +420,10 @@ public struct CacheRule: Sendable, Hashable {
     /// is served from the cache for 600 seconds more, and one with `Age: 3600` or more is not stored (unless it has
     /// an `ETag` or a `Last-Modified`: then it is stored to be revalidated before it is used).
     public var timeToLive: TimeInterval
-    /// The cache key; `nil` uses the method and the full URL.
+    /// The cache key; `nil` uses the method and the full URL. A custom key names one response, so it is the key of
+    /// a rule given for one endpoint (a connector's, a call's, the client's options for one method): a rule for every
+    /// request (the client's own options, ``ResponseCache``'s `defaultRule`) stores each request under its method and
+    /// URL whatever its key says, where one key would answer every GET with the first one's body.
     public var key: String?
     /// Whether to skip a stored response and fetch a fresh one (which is then stored).
     public var bypassesCache: Bool

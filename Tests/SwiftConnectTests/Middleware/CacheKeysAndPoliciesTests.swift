@@ -203,6 +203,29 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         }
     }
 
+    /// A custom key names one response. A rule no request brings itself (the client's own options, the cache's default
+    /// rule) is the rule of every GET: its key would make them all one entry, `/b` answered with `/a`'s body. Such a
+    /// rule stores each GET under its own method and URL.
+    func testAKeyOfARuleForEveryRequestDoesNotMakeEveryGETOneEntry() {
+        let keyed = CacheRule(timeToLive: 60, key: "everything")
+        for settingIt in ["client-wide", "default rule"] {
+            let transport = FakeTransport()
+            transport.stub("/a", with: [.json(string: #"{"path":"a"}"#), .json(string: #"{"path":"a2"}"#)])
+            transport.stub("/b", with: [.json(string: #"{"path":"b"}"#), .json(string: #"{"path":"b2"}"#)])
+            let connect = Connect(
+                transport: transport,
+                responseCache: settingIt == "default rule" ? ResponseCache(defaultRule: keyed) : ResponseCache(),
+                configuration: ServerConfiguration(host: "api.test"),
+                settings: Connect.Settings(options: settingIt == "client-wide" ? RequestOptions(cache: keyed) : .init())
+            )
+            XCTAssertEqual(body(connect.request(Route("/a"))), #"{"path":"a"}"#, settingIt)
+            XCTAssertEqual(body(connect.request(Route("/b"))), #"{"path":"b"}"#, "\(settingIt): /b is not /a's entry")
+            XCTAssertEqual(body(connect.request(Route("/a"))), #"{"path":"a"}"#, "\(settingIt): /a still cached")
+            XCTAssertEqual(body(connect.request(Route("/b"))), #"{"path":"b"}"#, "\(settingIt): /b cached too")
+            XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/a", "/b"], settingIt)
+        }
+    }
+
     /// A connector's, a call's or the client's rule for one method (`Settings.methodOptions`) is given on purpose: under
     /// a client-wide rule too, it caches a POST search by its body.
     func testARuleGivenForTheRequestStillCachesAPOSTUnderAClientWideRule() {

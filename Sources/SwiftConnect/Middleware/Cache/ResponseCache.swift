@@ -261,9 +261,10 @@ public final class ResponseCache: Sendable {
     ///   - maxBytes: The most bytes the cache holds; older entries are evicted to make room. Defaults to
     ///     10 MB. A response larger than this is never stored.
     ///   - defaultRule: The rule of requests whose client, connector and call set none; `nil` (the default)
-    ///     caches only requests that bring a rule. It caches GET and HEAD requests only, even when it names a key
-    ///     or the body: other methods are cached by a rule their connector, their call or the client's options for
-    ///     their method (``Connect/Settings/methodOptions``) bring, not by one of the client's own options.
+    ///     caches only requests that bring a rule. It caches GET and HEAD requests only, each under its method and
+    ///     URL, even when it names a key or the body: other methods are cached by a rule their connector, their call
+    ///     or the client's options for their method (``Connect/Settings/methodOptions``) bring, not by one of the
+    ///     client's own options.
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
     ///     credentials, which stay in memory. `nil` (the default) for memory only.
@@ -403,11 +404,13 @@ public final class ResponseCache: Sendable {
         // The default rule and the client-wide one are for reads: under them, a DELETE or a POST is sent, not served
         // as a read of its key. Only a rule given for the request (its connector's, its call's or its method's) makes
         // a write a read.
-        guard let rule = context.options.cache ?? defaultRule, rule.timeToLive > 0,
-            Self.isCacheable(
-                request, rule: rule, readsOnly: context.options.cache == nil || context.cacheRuleIsClientWide),
+        let isEveryRequestsRule = context.options.cache == nil || context.cacheRuleIsClientWide
+        guard let given = context.options.cache ?? defaultRule, given.timeToLive > 0,
+            Self.isCacheable(request, rule: given, readsOnly: isEveryRequestsRule),
             context.transfer.destination == nil, context.transfer.bodyFile == nil
         else { return passing(request, to: next) }
+        // A custom key names one response: as every GET's key, it would answer `/b` with `/a`'s body.
+        let rule = isEveryRequestsRule ? given.withoutKey : given
         let asks = Self.requestDirectives(of: request)
         let policy = request.cachePolicy
         // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
@@ -947,6 +950,15 @@ struct ResponseCacheStage: Middleware {
         // answer still removes what is stored for its resource).
         guard context.transfer.streaming == nil else { return cache.passing(request, to: next) }
         return cache.respond(to: request, context: context, next: next)
+    }
+}
+
+extension CacheRule {
+    /// The rule with no custom key: its requests are stored under their method and URL.
+    var withoutKey: CacheRule {
+        var rule = self
+        rule.key = nil
+        return rule
     }
 }
 
