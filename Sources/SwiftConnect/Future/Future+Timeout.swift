@@ -59,8 +59,6 @@ extension Future {
         if isCompleted { return self }
 
         let derived = passingThrough()
-        // As the chain reports a timeout now; for an abandoned chain, which the timer finds gone.
-        let timeoutError = reported(.timedOut(after: seconds))
         // The timeout's error, set when the limit passes, before this future is cancelled: the cancellation that
         // comes back through the callback below is then reported as it. So the returned future fails with `timedOut`
         // only once this future is cancelled (or gone), and never while its work still runs. Worked out then, not
@@ -72,8 +70,12 @@ extension Future {
         let expire: @Sendable () -> Void = { [weak self, weak derived] in
             guard let derived, !derived.isCompleted else { return }
             guard let self else {
-                // This future was freed while pending (abandoned): there is no work left to stop.
-                derived.complete(.failure(timeoutError), reportingDoubleCompletionAt: nil).work.run()
+                // This future was freed while pending (abandoned): there is no work left to stop, and no chain above
+                // to ask how it reports a timeout, so `derived` (of this future's type) says. Not looked up in advance:
+                // a walk to the chain's start at every `timeout(after:)` made a limit at every stage quadratic. A
+                // request's chain is never abandoned (the call holds its future until it completes).
+                let error = derived.reported(.timedOut(after: seconds))
+                derived.complete(.failure(error), reportingDoubleCompletionAt: nil).work.run()
                 return
             }
             // Complete already (a result, or its owner's cancellation, came first; its callback may still wait on its
