@@ -25,10 +25,15 @@ struct Exchange: Sendable {
     }
 
     /// The checked outcome, when `sent` is complete already (a synchronous transport, a cached response, a
-    /// failure before sending); `nil` while it is pending. Read it once: the check logs with `debugResponse`.
+    /// failure before sending) and its callbacks have run; `nil` otherwise. Read it once: the check logs with
+    /// `debugResponse`.
+    ///
+    /// `sent` is complete before its callbacks run: the thread completing it may not have run them yet (the client's
+    /// in-flight bookkeeping among them). What is made of the outcome is then a callback added after them, and runs
+    /// after them (``finish(_:)``), as `Future`'s operators do.
     @usableFromInline
     var completedOutcome: Result<ConnectResponse, any Error>? {
-        guard let result = sent.result, check?.waits != true else { return nil }
+        guard let result = sent.resultForImmediateTransform, check?.waits != true else { return nil }
         return check?.outcome(of: result) ?? result
     }
 
