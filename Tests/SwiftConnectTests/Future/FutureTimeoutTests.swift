@@ -106,6 +106,21 @@ final class FutureTimeoutTests: XCTestCase {
         XCTAssertNil(weakSource)
     }
 
+    /// Held alone, its source's producer gone, a future whose type has an error of its own times out in that type:
+    /// a future of responses with the client's error of kind `timedOut`.
+    func testAnAbandonedSourceOfResponsesTimesOutAsTheClientsError() throws {
+        weak var weakSource: Future<ConnectResponse>?
+        let limited: Future<ConnectResponse>
+        do {
+            let promise = Promise<ConnectResponse>()
+            weakSource = promise.future
+            limited = promise.future.timeout(after: 0.01)
+        }
+        XCTAssertNil(weakSource)
+        let error = try XCTUnwrap(error(of: limited) as? ConnectError, "\(String(describing: error(of: limited)))")
+        XCTAssertEqual(error.kind, .timedOut)
+    }
+
     /// A limit at every stage of a long chain: the result passes through all of them and disarms every timer.
     /// (`timeout(after:)` used to look up the whole chain above it for the error type of a timeout, each stage
     /// again: 20,000 stages took 29 s in a debug build. It now looks only when its time is up.)
