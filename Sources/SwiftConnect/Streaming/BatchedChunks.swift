@@ -12,7 +12,8 @@ protocol ChunkBatching {
 
 /// The iteration shared by the batched views: reads a chunk of the base only when asked for a batch (never ahead),
 /// reads on until a chunk completes something, throws a parser's failure after the batch before it and a base's
-/// error as it is, and returns `nil` once the iteration is over.
+/// error as it is, and returns `nil` once the iteration is over. A cancelled task, or a cancelled base, gets
+/// ``ConnectError/Kind/cancelled`` from its next `next()`, as a ``ResponseStream``'s own iterator does.
 struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where Base.Element == Data {
     private var base: Base
     /// The parser: its state is read by the view (the last event ID…).
@@ -21,10 +22,13 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
     private(set) var isFinished = false
     /// A parser's failure, thrown after the batch of what came before it.
     private var failure: (any Error)?
+    /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
+    private let stoppable: (any StoppableChunks)?
 
     init(base: Base, batching: Batching) {
         self.base = base
         self.batching = batching
+        stoppable = base as? any StoppableChunks
     }
 
     /// The next batch; `nil` at the end of the body.
@@ -48,8 +52,15 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
         return nil
     }
 
-    /// Whether the iteration is over; throws, once, the failure that ended it.
+    /// Whether the iteration is over; throws, once, the failure that ended it, or ``ConnectError/Kind/cancelled``
+    /// when the reading task or the base was cancelled (the base is then cancelled, which stops its transfer).
     private mutating func isOver() throws -> Bool {
+        if !isFinished || failure != nil, Task.isCancelled || stoppable?.isCancelled == true {
+            isFinished = true
+            failure = nil
+            stoppable?.cancel()
+            throw ConnectError.cancelled()
+        }
         if let failure {
             self.failure = nil
             throw failure

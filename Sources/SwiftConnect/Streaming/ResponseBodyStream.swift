@@ -91,6 +91,8 @@ public final class ResponseBodyStream: Sendable {
         var wasStopped = false
         /// Run once when the stream ends, however it ends.
         var onEnd: [@Sendable () -> Void] = []
+        /// The consumer cancelled the stream (``cancel()``), whether or not it had ended.
+        var isCancelled = false
     }
 
     /// The options the stream enforces.
@@ -287,8 +289,19 @@ public final class ResponseBodyStream: Sendable {
     /// Stops the stream: buffered chunks are dropped, the engine's transfer is stopped, and a reader waiting for
     /// the next chunk gets ``ConnectError/Kind/cancelled``.
     public func cancel() {
+        state.withLock { state in
+            state.isCancelled = true
+            // A body that ended with chunks still unread: they are dropped too, and the reader is told so.
+            guard state.end != nil, !state.chunks.isEmpty else { return }
+            state.chunks.removeAll()
+            state.bufferedBytes = 0
+            state.end = .some(ConnectError.cancelled())
+        }
         fail(with: ConnectError.cancelled(), cancelling: true)
     }
+
+    /// Whether ``cancel()`` was called: a view over the stream hands out nothing more of what it read from it.
+    var isCancelled: Bool { state.withLock { $0.isCancelled } }
 
     /// The next chunk, `nil` at the end of the body; throws the transfer's error. One reader at a time.
     package func next() async throws -> Data? {

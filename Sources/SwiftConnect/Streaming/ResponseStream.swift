@@ -149,6 +149,16 @@ public final class ResponseStream: AsyncSequence, Sendable {
             }
         }
 
+        /// Whether the body was cancelled (``ResponseStream/cancel()``, the client's `cancelAllRequests()`).
+        var isCancelled: Bool {
+            body.withLock { $0?.stream.isCancelled } ?? false
+        }
+
+        /// Cancels the stream, when this is its reader (a refused second one leaves the first one reading).
+        func cancel() {
+            if isFirst { stream.cancel() }
+        }
+
         /// The body stream, once the head has arrived.
         private func bodyStream() async throws -> (stream: ResponseBodyStream, request: ConnectResponse.StoredRequest) {
             if let body = body.withLock({ $0 }) { return body }
@@ -157,6 +167,14 @@ public final class ResponseStream: AsyncSequence, Sendable {
             body.withLock { $0 = taken }
             return taken
         }
+    }
+}
+
+extension ResponseStream.AsyncIterator: StoppableChunks {
+    var isCancelled: Bool { reader.isCancelled }
+
+    func cancel() {
+        reader.cancel()
     }
 }
 

@@ -4,6 +4,9 @@ import Foundation
 // gave has been taken (never reading ahead), hands the chunk to a parser, and returns what it completed one by
 // one. A parser's failure comes after what the chunk completed before the failing line, as it would with the
 // chunks cut elsewhere; an error of the base comes as it is. After an error or the end, `next()` returns `nil`.
+// A cancelled loop is handed nothing more: once its task is cancelled, or its `ResponseStream` (the call) is, the
+// next `next()` throws `.cancelled`, as the stream's own iterator does, and what the chunk in hand still held is
+// dropped (checked before each element, not once a chunk: a chunk can hold thousands of lines).
 
 // MARK: - Lines
 
@@ -25,8 +28,10 @@ import Foundation
 /// The iterator reads the next chunk only when the lines of the last one have all been taken: a slow consumer
 /// slows the reading (back-pressure). A line longer than `maximumLineLength` bytes fails the iteration with a
 /// ``ConnectError`` of kind ``ConnectError/Kind/responseTooLarge``, so that a server that never ends its line
-/// cannot fill the memory; an error of the base sequence comes as it is. The sequence is `Sendable` when its base
-/// is.
+/// cannot fill the memory; an error of the base sequence comes as it is. Once the task that iterates is cancelled,
+/// or the ``ResponseStream`` it reads is (``ResponseStream/cancel()``, ``Connect/cancelAllRequests()``), the next
+/// line is not handed out, even one already read: `next()` throws ``ConnectError/Kind/cancelled``, as the stream's
+/// own iterator does. The sequence is `Sendable` when its base is.
 public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Element == Data {
     /// A line of the body, without its line end.
     public typealias Element = String
@@ -54,15 +59,19 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
         private var base: Base.AsyncIterator
         private var splitter: LineSplitter
         private var lines: PendingElements<String> = PendingElements()
+        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
+        private let stoppable: (any StoppableChunks)?
 
         init(base: Base.AsyncIterator, splitter: LineSplitter) {
             self.base = base
             self.splitter = splitter
+            stoppable = base as? any StoppableChunks
         }
 
         /// The next line; `nil` at the end of the body.
         public mutating func next() async throws -> String? {
             while true {
+                try lines.checkCancellation(of: stoppable)
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -79,6 +88,7 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
             while true {
+                try lines.checkCancellation(of: stoppable)
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -127,8 +137,9 @@ extension ResponseLines: Sendable where Base: Sendable {}
 /// ``ConnectError/body`` is that line's bytes and whose ``ConnectError/codingPath`` and
 /// ``ConnectError/underlyingError`` tell what failed in it. The values of the lines before it come first. A line
 /// longer than `maximumLineLength` fails with ``ConnectError/Kind/responseTooLarge``; an error of the base comes
-/// as it is. The next chunk is read only when the lines of the last one have all been taken. The sequence is
-/// `Sendable` when its base is.
+/// as it is. The next chunk is read only when the lines of the last one have all been taken. A cancelled task, or a
+/// cancelled ``ResponseStream``, gets ``ConnectError/Kind/cancelled`` from the next `next()`, as with
+/// ``ResponseLines``. The sequence is `Sendable` when its base is.
 public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncSequence where Base.Element == Data {
     private let base: Base
     private let decoder: JSONDecoder
@@ -178,16 +189,20 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         private var lineCount = 0
         /// ``ResponseJSONLines/sentRequest``.
         var sentRequest: @Sendable () -> ConnectRequest? = { nil }
+        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
+        private let stoppable: (any StoppableChunks)?
 
         init(base: Base.AsyncIterator, splitter: LineSplitter, decoder: JSONDecoder) {
             self.base = base
             self.splitter = splitter
             self.decoder = decoder
+            stoppable = base as? any StoppableChunks
         }
 
         /// The next value; `nil` at the end of the body.
         public mutating func next() async throws -> Element? {
             while true {
+                try lines.checkCancellation(of: stoppable)
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -204,6 +219,7 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
             while true {
+                try lines.checkCancellation(of: stoppable)
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -300,8 +316,11 @@ extension ResponseJSONLines: Sendable where Base: Sendable {}
 ///
 /// The iterator reads the next chunk only when the events of the last one have all been taken. A line longer than
 /// `maximumLineLength`, or an event with more than `maximumDataLength` bytes of data, fails the iteration with a
-/// ``ConnectError`` of kind ``ConnectError/Kind/responseTooLarge``; an error of the base comes as it is. The
-/// sequence is `Sendable` when its base is.
+/// ``ConnectError`` of kind ``ConnectError/Kind/responseTooLarge``; an error of the base comes as it is. Once the
+/// task that iterates is cancelled, or the ``ResponseStream`` it reads is, the next event is not handed out, even one
+/// already read: `next()` throws ``ConnectError/Kind/cancelled``, and the last event ID and reconnection time stay
+/// as of the last event handed out (a reconnection from there gets the events dropped). The sequence is `Sendable`
+/// when its base is.
 public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Element == Data {
     /// An event of the stream.
     public typealias Element = ServerSentEvent
@@ -325,7 +344,8 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     ///   - onProgress: Called, on the consumer's task, as each event is handed out, with the last event ID (`""`
     ///     for none) and the reconnection time in milliseconds (`nil` until a `retry` field sets one) in effect at
     ///     its dispatch; and once when the iteration ends, at the end of the body or with an error, with their
-    ///     final values. Not called again when you stop iterating early.
+    ///     final values (after a cancellation, those of the last event handed out). Not called again when you stop
+    ///     iterating early.
     public init(
         _ base: Base,
         lastEventID: String? = nil,
@@ -358,6 +378,8 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
         /// The events to hand out, with the reconnection time at their dispatch.
         private var events: PendingElements<(event: ServerSentEvent, reconnectionTime: Int?)> = PendingElements()
         private var reportedEnd = false
+        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
+        private let stoppable: (any StoppableChunks)?
 
         /// The last event ID as of the last event handed out, or, once the iteration has ended, as of the end:
         /// `""` when none is set. Send it in `Last-Event-ID` when reconnecting, unless it is empty.
@@ -376,11 +398,13 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
             self.onProgress = onProgress
             self.lastEventID = parser.lastEventID
             self.reconnectionTime = parser.reconnectionTime
+            stoppable = base as? any StoppableChunks
         }
 
         /// The next event; `nil` at the end of the body.
         public mutating func next() async throws -> ServerSentEvent? {
             while true {
+                try checkCancellation()
                 if let event = try take() { return event }
                 guard !events.isFinished else { return nil }
                 do {
@@ -397,6 +421,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> ServerSentEvent? {
             while true {
+                try checkCancellation()
                 if let event = try take() { return event }
                 guard !events.isFinished else { return nil }
                 do {
@@ -420,6 +445,21 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
                 return next.event
             } catch {
                 reportEnd()
+                throw error
+            }
+        }
+
+        /// Ends the iteration with `.cancelled` if its task or body was cancelled. The last event ID and
+        /// reconnection time stay as of the last event handed out, and are reported so once: those of the events
+        /// dropped with the chunk in hand would have a reconnection skip them.
+        private mutating func checkCancellation() throws {
+            do {
+                try events.checkCancellation(of: stoppable)
+            } catch {
+                if !reportedEnd {
+                    reportedEnd = true
+                    onProgress?(lastEventID, reconnectionTime)
+                }
                 throw error
             }
         }
@@ -453,6 +493,15 @@ extension ResponseEvents: Sendable where Base: Sendable {}
 
 // MARK: - Shared
 
+/// The chunks of a body that can be cancelled from outside the loop that reads them (``ResponseStream/cancel()``,
+/// the client's `cancelAllRequests()`): a view over them asks before handing out each element of a chunk in hand.
+protocol StoppableChunks {
+    /// Whether the body was cancelled: a view hands out nothing more of it.
+    var isCancelled: Bool { get }
+    /// Cancels the body, stopping its transfer: a view's loop was cancelled.
+    func cancel()
+}
+
 /// What an iterator has parsed and not handed out yet, and how its base ended.
 struct PendingElements<Element> {
     private var elements: [Element] = []
@@ -481,6 +530,19 @@ struct PendingElements<Element> {
         elements = []
         index = 0
         finish(throwing: nil)
+    }
+
+    /// Whether the iteration has ended, its elements taken and its error thrown: `next()` returns `nil`.
+    private var isOver: Bool { isFinished && index >= elements.count && error == nil }
+
+    /// Ends the iteration with ``ConnectError/Kind/cancelled`` when the task that reads is cancelled, or `source`
+    /// (the base) was: the elements still there are dropped, and `source` is cancelled, which stops its transfer.
+    /// Nothing happens once the iteration is over.
+    mutating func checkCancellation(of source: (any StoppableChunks)?) throws {
+        guard !isOver, Task.isCancelled || source?.isCancelled == true else { return }
+        discard()
+        source?.cancel()
+        throw ConnectError.cancelled()
     }
 
     /// The next element; `nil` when there is none (read the base unless ``isFinished``). Throws the error that

@@ -8,9 +8,9 @@ import XCTest
 #endif
 
 /// A reader whose task is cancelled stops, whether or not the body has already arrived whole: a cancelled loop
-/// over lines or events does not go on reading what is buffered. It stops when it takes its next chunk: the lines or
-/// events left of the chunk in hand still come, as Foundation's `AsyncLineSequence` hands them (an `EventSource`
-/// checks before each event, `EventSourceStopTests`).
+/// over lines or events does not go on reading what is buffered, nor is it handed the lines or events left of the
+/// chunk in hand (an `EventSource` checks before each event too, `EventSourceStopTests`). The same holds once the
+/// stream, or the call, is cancelled from outside the loop.
 final class CancelledReaderTests: XCTestCase {
     private let base = URL(string: "https://api.example.com")!
 
@@ -58,5 +58,147 @@ final class CancelledReaderTests: XCTestCase {
         var lines: [String] = []
         for try await line in connect.stream(Route("/whole", baseURL: base)).lines { lines.append(line) }
         XCTAssertEqual(lines, ["one", "two"])
+    }
+
+    // MARK: - The rest of the chunk in hand
+
+    /// One chunk of many lines, its stream left open: what a view splits from it at once.
+    private func oneChunkStream(_ body: String) -> (Connect, ResponseStream) {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/chunk",
+            with: .stream { stream in
+                _ = await stream.send(Data(body.utf8))
+                await waitUntilCancelled()
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        return (connect, connect.stream(Route("/chunk", baseURL: base)))
+    }
+
+    /// What a loop over `sequence` got, `stop` run after its first element: the elements, then how it ended.
+    private func outcome<Elements: AsyncSequence & Sendable>(
+        of sequence: Elements, stoppingWith stop: @escaping @Sendable () -> Void
+    ) async -> [String] where Elements.Element: Sendable {
+        await Task { () -> [String] in
+            var outcome: [String] = []
+            do {
+                for try await element in sequence {
+                    outcome.append("\(element)")
+                    if outcome.count == 1 { stop() }
+                }
+                outcome.append("end")
+            } catch let error as ConnectError {
+                outcome.append("\(error.kind)")
+            } catch {
+                outcome.append("\(type(of: error))")
+            }
+            return outcome
+        }.value
+    }
+
+    private static let cancelTask: @Sendable () -> Void = { withUnsafeCurrentTask { $0?.cancel() } }
+    private let cancelled = "\(ConnectError.Kind.cancelled)"
+
+    /// The loop's task is cancelled after the first line of a chunk of five: no other line comes.
+    func testACancelledLoopGetsNoMoreLinesOfTheChunkInHand() async {
+        let (_, stream) = oneChunkStream("one\ntwo\nthree\nfour\nfive\n")
+        let outcome = await outcome(of: stream.lines, stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// The stream is cancelled (not the loop's task) after the first line: no other line comes.
+    func testALoopOverACancelledStreamGetsNoMoreLinesOfTheChunkInHand() async {
+        let (_, stream) = oneChunkStream("one\ntwo\nthree\n")
+        let outcome = await outcome(of: stream.lines, stoppingWith: { stream.cancel() })
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// The client's `cancelAllRequests()` after the first line: no other line comes.
+    func testCancelAllRequestsEndsALoopOverTheChunkInHand() async {
+        let (connect, stream) = oneChunkStream("one\ntwo\nthree\n")
+        let outcome = await outcome(of: stream.lines, stoppingWith: { connect.cancelAllRequests() })
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// The loop's task is cancelled after the first event of a chunk of three: no other event comes.
+    func testACancelledLoopGetsNoMoreEventsOfTheChunkInHand() async {
+        let (_, stream) = oneChunkStream("data: one\n\ndata: two\n\ndata: three\n\n")
+        let outcome = await outcome(of: stream.events.map(\.data), stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// The stream is cancelled after the first event: no other event comes.
+    func testALoopOverACancelledStreamGetsNoMoreEventsOfTheChunkInHand() async {
+        let (_, stream) = oneChunkStream("data: one\n\ndata: two\n\ndata: three\n\n")
+        let outcome = await outcome(of: stream.events.map(\.data), stoppingWith: { stream.cancel() })
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// After a cancellation, the last event ID is that of the last event handed out, not of those dropped: a
+    /// reconnection from it gets them.
+    func testACancelledLoopKeepsTheLastEventIDOfTheLastEventHandedOut() async {
+        let (_, stream) = oneChunkStream("id: 1\ndata: one\n\nid: 2\ndata: two\n\nid: 3\ndata: three\n\n")
+        let reported = Protected<[String]>([])
+        let events = ResponseEvents(stream, onProgress: { id, _ in reported.withLock { $0.append(id) } })
+        let outcome = await outcome(of: events.map(\.data), stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["one", cancelled])
+        XCTAssertEqual(reported.withLock { $0 }, ["1", "1"], "each event handed out, then the end once")
+    }
+
+    /// The loop's task is cancelled after the first value of a chunk of JSON Lines: no other value comes.
+    func testACancelledLoopGetsNoMoreJSONLinesOfTheChunkInHand() async {
+        let (_, stream) = oneChunkStream("1\n2\n3\n")
+        let outcome = await outcome(of: stream.jsonLines(of: Int.self), stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["1", cancelled])
+    }
+
+    /// A view over a sequence of the app's own (no `ResponseStream`): a cancelled loop gets no more of the chunk in
+    /// hand either, and the line left unended is not handed out as a last line.
+    func testACancelledLoopOverAnAppsSequenceGetsNoMoreLines() async {
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("one\ntwo\nthree".utf8))
+            continuation.finish()
+        }
+        let outcome = await outcome(of: ResponseLines(chunks), stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// The body arrived whole before anyone read it; the stream is cancelled: its reader gets `.cancelled`, not the
+    /// chunks still buffered (`cancel()` drops them, as it does those of a body still arriving).
+    func testCancellingAStreamWhoseBodyEndedDropsItsBufferedChunks() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/whole",
+            with: .handler { request in
+                var response = ConnectResponse(request: request, statusCode: 200, headers: [:])!
+                response.bodyStream = .finished(with: Data("one\ntwo\n".utf8))
+                return .success(response)
+            })
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Route("/whole", baseURL: base))
+        _ = try await stream.response
+        stream.cancel()
+        var outcome: [String] = []
+        do {
+            for try await chunk in stream { outcome.append(String(decoding: chunk, as: UTF8.self)) }
+            outcome.append("end")
+        } catch let error as ConnectError {
+            outcome.append("\(error.kind)")
+        }
+        XCTAssertEqual(outcome, [cancelled])
+    }
+
+    /// Without a cancellation, the loop reads the whole chunk: the checks stop nothing else.
+    func testALoopNotCancelledReadsTheWholeChunk() async {
+        let (_, stream) = oneChunkStream("one\ntwo\nthree\n")
+        var lines: [String] = []
+        do {
+            for try await line in stream.lines {
+                lines.append(line)
+                if lines.count == 3 { stream.cancel() }
+            }
+        } catch {
+            lines.append("\(error)")
+        }
+        XCTAssertEqual(lines.prefix(3), ["one", "two", "three"])
     }
 }
