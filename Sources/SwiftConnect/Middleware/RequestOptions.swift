@@ -189,7 +189,8 @@ public struct RequestOptions: Sendable {
     /// place. A retried request sends its body again, and so does a redirect that keeps it (307, 308): each attempt,
     /// and each such hop, reports from zero. A redirect that drops the body (302, 303 after a `POST`) keeps the
     /// upload's figures as the first hop left them. A response the ``ResponseCache`` serves without asking the
-    /// server reports once: its whole body.
+    /// server reports once: its whole body. The bytes sent are those the engine handed to the connection: an answer
+    /// that comes before the whole body went (a 413 after the first bytes) leaves the upload short of its total.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }

@@ -345,13 +345,29 @@ final class EngineExchangeTests: XCTestCase {
         progress.startHop(sending: 10)
         progress.sent(4)
         progress.startReceiving(expected: 3)
-        // When: the writer's report comes after
-        progress.sent(6)
+        // When: the writer's reports come after, one of them counting more than the body has left
+        progress.sent(4)
+        progress.sent(5)
         progress.received(3)
         progress.finish()
-        // Then: the late report changes nothing, so none is made
-        XCTAssertEqual(reports.snapshot.map(\.bytesSent), [4, 10, 10])
+        // Then: the late reports count, up to the total and never past it
+        XCTAssertEqual(reports.snapshot.map(\.bytesSent), [4, 4, 8, 10, 10])
         XCTAssertTrue(reports.snapshot.allSatisfy { $0.bytesSent <= ($0.totalBytesToSend ?? .max) })
+    }
+
+    func testAnAnswerBeforeTheBodysEndLeavesTheUploadWhereTheEngineLeftIt() {
+        // Given: a server that answered (a 413) once 4 of the 10 bytes had gone
+        let reports = Protected<[TransferProgress]>([])
+        let progress = ExchangeProgress { report in reports.withLock { $0.append(report) } }
+        progress.startHop(sending: 10)
+        progress.sent(4)
+        // When: its answer comes and ends
+        progress.startReceiving(expected: 3)
+        progress.received(3)
+        progress.finish()
+        // Then: no report says more than 4 bytes went
+        XCTAssertEqual(reports.snapshot.map(\.bytesSent), [4, 4, 4])
+        XCTAssertEqual(reports.snapshot.last?.uploadFraction, 0.4)
     }
 
     func testAStreamedAnswerReportsTheLengthItAnnounces() throws {

@@ -30,6 +30,7 @@ struct SocketEngine: HTTPEngine {
         case .bytes(let body):
             bytes.append(body)
             try await connection.write(bytes)
+            hop.sent(Int64(body.count))
         case .file(let url, let length):
             try await connection.write(bytes)
             try await Self.upload(url, length: length, over: connection, sent: hop.sent)

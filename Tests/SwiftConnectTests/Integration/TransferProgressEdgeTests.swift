@@ -156,6 +156,55 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
         }
     }
 
+    #if os(Linux)
+        /// A server that answers 413 before it has read the body (it reads the head and 1 KiB of a 32 MiB body,
+        /// answers, and ends its side of the connection without reading more): no report may say the whole body
+        /// went, nor that more went than the server could have been sent.
+        func testAnUploadAnsweredBeforeItsEndDoesNotReportItsTotal() throws {
+            let early = try EarlyAnswerServer()
+            defer { early.stop() }
+            let client = Connect(
+                transport: TransportUnderTest.make(), retryPolicy: nil,
+                configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: early.port))
+            let total = 32 << 20
+            let source = temporaryURL("early.bin")
+            try Data(count: total).write(to: source)
+            for kind in ["memory", "file", "stream"] {
+                let log = Log()
+                let future: Future<Data>
+                switch kind {
+                case "memory":
+                    var request = ConnectRequest(method: .post, url: early.url)
+                    request.body = .bytes(Data(count: total))
+                    future = client.response(for: request, options: options(log)).map { $0.data }
+                case "file":
+                    future = client.upload(
+                        files: [File(key: "f", fileURL: source)], fields: [], to: Route("/upload", method: .post),
+                        options: options(log))
+                default:
+                    let chunks = AsyncStream<Data> { continuation in
+                        for _ in 0..<(total >> 16) { continuation.yield(Data(count: 1 << 16)) }
+                        continuation.finish()
+                    }
+                    var request = ConnectRequest(method: .put, url: early.url)
+                    request.body = .stream(ConnectRequest.OneShotStream(chunks, length: Int64(total)))
+                    future = client.response(for: request, options: options(log)).map { $0.data }
+                }
+                let result = send(future, log, timeout: 60)
+                // The answer, or a failure of the connection the server ended: either way, not the whole upload.
+                guard case .failure(let error)? = result else {
+                    return XCTFail("\(kind): \(String(describing: result))")
+                }
+                if let status = (error as? ConnectError)?.statusCode { XCTAssertEqual(status, 413, kind) }
+                let sent = log.reports.map(\.bytesSent).max() ?? 0
+                XCTAssertLessThan(sent, Int64(total) / 2, "\(kind): \(log.reports.suffix(3))")
+                XCTAssertFalse(
+                    log.reports.contains { $0.uploadFraction == 1 }, "\(kind): \(log.reports.suffix(3))")
+                XCTAssertEqual(log.reportsAtCompletion, log.reports.count, kind)
+            }
+        }
+    #endif
+
     // MARK: - Downloads
 
     func testADownloadOfUnknownLengthEndsOnceWithItsSize() throws {
@@ -373,3 +422,59 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
 extension ConnectResponse {
     fileprivate var text: String { String(decoding: data, as: UTF8.self) }
 }
+
+#if os(Linux)
+    import Glibc
+
+    /// A server that answers each request `413 Payload Too Large` once it has read the request's head and 1 KiB of
+    /// its body (or at once when the client waits for a `100 Continue`), then ends its side of the connection and
+    /// reads nothing more until it is stopped: the client's upload cannot go on past what the kernel's buffers hold.
+    private final class EarlyAnswerServer: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `answered`; the rest is immutable.
+        let port: Int
+        private let listener: Int32
+        private let lock = NSLock()
+        /// The connections answered, kept open (unread) until `stop()`.
+        private var answered: [Int32] = []
+        private let done = DispatchSemaphore(value: 0)
+
+        var url: URL { URL(string: "http://127.0.0.1:\(port)/upload")! }
+
+        init() throws {
+            (listener, port) = try LabSocket.bound(to: "127.0.0.1")
+            let thread = Thread { [self] in
+                defer { done.signal() }
+                while true {
+                    let client = accept(listener, nil, nil)
+                    guard client >= 0 else { return }
+                    lock.withLock { answered.append(client) }
+                    Self.answerEarly(client)
+                }
+            }
+            thread.start()
+        }
+
+        private static func answerEarly(_ client: Int32) {
+            var received: [UInt8] = []
+            var buffer = [UInt8](repeating: 0, count: 4096)
+            while true {
+                let count = buffer.withUnsafeMutableBytes { recv(client, $0.baseAddress, $0.count, 0) }
+                guard count > 0 else { return }
+                received += buffer[..<count]
+                guard let end = received.firstRange(of: Array("\r\n\r\n".utf8)) else { continue }
+                let head = String(decoding: received[..<end.lowerBound], as: UTF8.self).lowercased()
+                if head.contains("expect: 100-continue") || received.count - end.upperBound >= 1024 { break }
+            }
+            let answer = "HTTP/1.1 413 Payload Too Large\r\nContent-Length: 9\r\nConnection: close\r\n\r\ntoo large"
+            _ = Array(answer.utf8).withUnsafeBytes { send(client, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }
+            shutdown(client, Int32(SHUT_WR))
+        }
+
+        func stop() {
+            shutdown(listener, Int32(SHUT_RDWR))
+            done.wait()
+            close(listener)
+            for client in lock.withLock({ answered }) { close(client) }
+        }
+    }
+#endif

@@ -613,21 +613,19 @@ final class ExchangeProgress: Sendable {
         }
     }
 
-    /// `count` more bytes of the body were handed to the connection.
+    /// `count` more bytes of the body were handed to the connection: the only way the sent count grows.
     var sent: @Sendable (Int64) -> Void {
         { [self] count in
-            // Never past the total: the answer may have come (and counted the body as sent) before the writer's last
-            // report.
+            // Never past the total: an engine that miscounts (a piece reported twice) does not report more than
+            // the body.
             update { $0.bytesSent = min($0.bytesSent + count, $0.totalBytesToSend ?? .max) }
         }
     }
 
-    /// The answer's head came: the whole body was sent; `expected` bytes are announced.
+    /// The answer's head came; `expected` bytes are announced. The sent count stays what the engine reported: a
+    /// server may answer (a 413, say) before it has read the whole body, and then the rest never went.
     func startReceiving(expected: Int64?) {
-        update { progress in
-            if let total = progress.totalBytesToSend { progress.bytesSent = total }
-            progress.totalBytesToReceive = expected
-        }
+        update { $0.totalBytesToReceive = expected }
     }
 
     func received(_ count: Int64) {

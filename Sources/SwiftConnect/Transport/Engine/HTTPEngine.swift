@@ -128,8 +128,11 @@ public struct EngineRequest: Sendable {
     /// `nil` for none. The core ends the exchange then whatever the engine does; an engine with timers of its own
     /// can give them this.
     public var deadline: DispatchTime?
-    /// Told the size of each piece of a ``Body/file(_:length:)`` body as it is handed to the connection, for
-    /// progress. An engine that cannot tell may never call it: progress then jumps when the response's head arrives.
+    /// Told the size of each piece of a ``Body/bytes(_:)`` or ``Body/file(_:length:)`` body as it is handed to the
+    /// connection, for progress (the core counts a ``Body/stream(_:length:)`` body itself). The upload's progress is
+    /// what this is told, and nothing more: the response's head does not make it complete, since a server may answer
+    /// (a 413, say) before it has read the whole body. An engine that cannot tell may never call it: its uploads
+    /// then report nothing sent.
     public var sent: @Sendable (Int64) -> Void
     /// A streamed answer's ``StreamingOptions/bufferLimit`` (``TransferOptions/streaming``); `nil` when the core
     /// reads the body as it comes (into memory, a file). The core's stream stops taking the body once the smaller of

@@ -286,9 +286,13 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             let brokenBefore = relay.brokenConnectionCount
             connectionBroke = { relay.brokenConnectionCount > brokenBefore }
         }
+        // A body from memory is written by AsyncHTTPClient itself: counted as its parts are written (what went
+        // before an early answer, no more). A file's or a stream's chunks are counted as they are handed over.
+        var sentPart: (@Sendable (Int64) -> Void)?
+        if case .bytes = hop.body { sentPart = hop.sent }
         let delivery = ResponseDelivery(
             writer: writer, decodedContentCodings: decodedContentCodings, isHead: hop.head.method == .head,
-            connectionBroke: connectionBroke, bufferLimit: hop.streamBufferLimit
+            connectionBroke: connectionBroke, sentPart: sentPart, bufferLimit: hop.streamBufferLimit
         ) { [affinity] in affinity.release(ticket) }
         let task = client.execute(request: request, delegate: delivery, eventLoop: .delegate(on: eventLoop))
         // One callback: each registered from off the event loop is a task sent to it, which may wake its thread.

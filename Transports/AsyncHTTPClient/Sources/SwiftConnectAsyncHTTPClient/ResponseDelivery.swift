@@ -78,6 +78,9 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     private var state = State()
     /// The writer of the request's body, if it has one to write.
     private let writer: BodyWriter?
+    /// Told the size of each part of the request's body AsyncHTTPClient wrote, for a body it writes itself (from
+    /// memory); `nil` when the body's chunks are counted as they are handed over (a file, a stream).
+    private let sentPart: (@Sendable (Int64) -> Void)?
     /// The content codings the client decodes: the `Content-Length` of such a body does not count what arrives.
     private let decodedContentCodings: Set<String>
     /// Whether the request was a `HEAD`, whose answer has no body whatever its head says.
@@ -95,17 +98,21 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     ///   - connectionBroke: Whether the connection that carried the answer ended with a failure that AsyncHTTPClient
     ///     only saw as a close; `nil` when it sees every failure itself. A body that ends at the connection's close
     ///     then fails with `NIOSSLError.uncleanShutdown` instead of ending whole.
+    ///   - sentPart: Told the size of each part of the request's body written, for progress (`EngineRequest.sent`
+    ///     for a body from memory): what went before an early answer, and no more.
     ///   - bufferLimit: A streamed answer's buffer limit (`EngineRequest.streamBufferLimit`), which lowers
     ///     ``pauseThreshold`` from 256 KiB when it is smaller; `nil` for none.
     ///   - onEnd: Runs once, when the body ends however it ends (its end, a failure, the reader stopping), or from
     ///     ``ended()``: before the reader can see the end, so whatever it releases is free when the exchange goes on.
     init(
         writer: BodyWriter? = nil, decodedContentCodings: Set<String> = [], isHead: Bool = false,
-        connectionBroke: (@Sendable () -> Bool)? = nil, bufferLimit: Int? = nil, onEnd: (@Sendable () -> Void)? = nil
+        connectionBroke: (@Sendable () -> Bool)? = nil, sentPart: (@Sendable (Int64) -> Void)? = nil,
+        bufferLimit: Int? = nil, onEnd: (@Sendable () -> Void)? = nil
     ) {
         // At least 1: under a threshold of 0, an emptied buffer would not resume the engine, which would wait for ever.
         pauseThreshold = max(1, min(256 << 10, bufferLimit ?? .max))
         self.writer = writer
+        self.sentPart = sentPart
         self.decodedContentCodings = decodedContentCodings
         self.isHead = isHead
         self.connectionBroke = connectionBroke
@@ -121,6 +128,10 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
     }
 
     // MARK: - AsyncHTTPClient's side (on the connection's event loop)
+
+    func didSendRequestPart(task: HTTPClient.Task<Void>, _ part: IOData) {
+        sentPart?(Int64(part.readableBytes))
+    }
 
     func didReceiveHead(task: HTTPClient.Task<Void>, _ head: HTTPResponseHead) -> EventLoopFuture<Void> {
         let early = head.status.code >= 300 && writer?.answeredEarly() == true
