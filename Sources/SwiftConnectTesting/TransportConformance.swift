@@ -148,6 +148,7 @@ public enum TransportConformance {
         methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody, refusedConnection,
+        bodySentAgain,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
         downloadToAFile,
         downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent, requestBodyStreamsAsItIsMade,
@@ -200,6 +201,60 @@ public enum TransportConformance {
             let response = try context.response(
                 request(server, "/upload", method: "POST"), transfer: TransferOptions(bodyFile: file))
             try context.expect(text(response) == SHA256.hex(bytes), "the server got other bytes than the file's")
+        }
+    }
+
+    /// A body that can be read again (bytes, a file) goes out whole each time the core sends it: on the second hop of
+    /// a 307 or 308 redirect, which keeps the method and the body, and when the same request is sent again on the
+    /// same transport, as a retry does.
+    static let bodySentAgain = Check(name: "body sent again") { context in
+        try context.withServer { server in
+            let received = Protected<[String]>([])
+            server.route("POST", "/hash") { request in
+                received.withLock { $0.append("/hash \(SHA256.hex(SHA256.hash(request.body)))") }
+                return .text(SHA256.hex(SHA256.hash(request.body)))
+            }
+            for status in [307, 308] {
+                server.route("POST", "/\(status)") { request in
+                    received.withLock { $0.append("/\(status) \(SHA256.hex(SHA256.hash(request.body)))") }
+                    return .redirect(to: "/hash", status: status)
+                }
+            }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("conformance-\(UUID())")
+            let bytes = Data((0..<200_000).map { UInt8(truncatingIfNeeded: $0 &* 17) })
+            try bytes.write(to: file)
+            defer { try? FileManager.default.removeItem(at: file) }
+            let hash = SHA256.hex(SHA256.hash(bytes))
+            for source in ["bytes", "a file"] {
+                let transfer = source == "bytes" ? TransferOptions() : TransferOptions(bodyFile: file)
+                for status in [307, 308] {
+                    received.withLock { $0 = [] }
+                    var redirected = request(
+                        server, "/\(status)", method: "POST", body: source == "bytes" ? bytes : nil)
+                    redirected.setValue("\(bytes.count)", forHTTPHeaderField: "Content-Length")
+                    let response = try context.response(redirected, transfer: transfer)
+                    try context.expect(
+                        text(response) == hash && received.snapshot == ["/\(status) \(hash)", "/hash \(hash)"],
+                        "a \(status) redirect of a body from \(source): the server got \(received.snapshot), "
+                            + "then answered \(response.statusCode); expected the body's SHA-256 \(hash) on each hop")
+                }
+                // The same request sent twice on one transport, as a retry sends it.
+                received.withLock { $0 = [] }
+                let transport = context.makeTransport()
+                var again = request(server, "/hash", method: "POST", body: source == "bytes" ? bytes : nil)
+                again.setValue("\(bytes.count)", forHTTPHeaderField: "Content-Length")
+                for attempt in 1...2 {
+                    let outcome = try context.outcome(of: transport.send(again, transfer: transfer), within: 30)
+                    guard case .success(let response) = outcome, text(response) == hash else {
+                        throw Failure(
+                            description: "a body from \(source) sent again (attempt \(attempt)): got \(outcome); "
+                                + "expected the body's SHA-256 \(hash)")
+                    }
+                }
+                try context.expect(
+                    received.snapshot == ["/hash \(hash)", "/hash \(hash)"],
+                    "a body from \(source) sent twice: the server got \(received.snapshot)")
+            }
         }
     }
 

@@ -37,6 +37,10 @@ final class ConformanceMutationTests: XCTestCase {
         assertCaught(.dropsRequestBody, by: "methods and bodies")
     }
 
+    func testAnEngineThatSendsAFileBodyOnceIsCaught() {
+        assertCaught(.sendsAFileOnce, by: "body sent again")
+    }
+
     func testAnEngineThatSendsAKnownLengthBodyChunkedIsCaught() {
         assertCaught(.sendsKnownLengthBodyChunked, by: "methods and bodies")
     }
@@ -121,6 +125,9 @@ enum Mutation: String, Sendable {
     case decodesGzipUndeclared
     /// Waits for the head in a task cancellation does not reach.
     case ignoresDeadline
+    /// Reads a file body once: the same file sent again (a 307's second hop, a retry) goes as zeros of its length,
+    /// as from a reader left at the file's end.
+    case sendsAFileOnce
 }
 
 /// An error the core cannot classify.
@@ -129,6 +136,12 @@ struct OpaqueEngineFailure: Error {}
 /// `SocketEngine` with one ``Mutation``.
 struct MutantEngine: HTTPEngine {
     let mutation: Mutation
+    /// The files this engine has sent (``Mutation/sendsAFileOnce``).
+    private let sentFiles = Protected<Set<URL>>([])
+
+    init(mutation: Mutation) {
+        self.mutation = mutation
+    }
 
     func send(_ hop: EngineRequest) async throws -> EngineResponse<MutantBody> {
         do {
@@ -160,6 +173,10 @@ struct MutantEngine: HTTPEngine {
         case .lowercasesRequestValues:
             hop.head.headerFields = HeaderFields(
                 hop.head.headerFields.map { HeaderField(name: $0.name, value: $0.value.lowercased()) })
+        case .sendsAFileOnce:
+            if case .file(let url, let length) = hop.body, !sentFiles.withLock({ $0.insert(url).inserted }) {
+                hop.body = .bytes(Data(count: Int(length)))
+            }
         default:
             break
         }
