@@ -163,6 +163,29 @@ final class CancelledReaderTests: XCTestCase {
         XCTAssertEqual(outcome, ["one", cancelled])
     }
 
+    /// The batched views end a cancelled loop too: over a sequence of the app's own that ends when its reader is
+    /// cancelled, the unended last line is not handed out as a batch.
+    func testACancelledLoopOverBatchesGetsNoMoreBatches() async {
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("one\n".utf8))
+            continuation.yield(Data("two".utf8))
+            continuation.finish()
+        }
+        let outcome = await outcome(
+            of: ResponseLines(chunks).batches.map { $0.map(\.string).joined(separator: ",") },
+            stoppingWith: Self.cancelTask)
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
+    /// A cancelled loop over a stream's batches of events gets `.cancelled` from its next `next()`.
+    func testACancelledLoopOverEventBatchesGetsCancelled() async {
+        let (_, stream) = oneChunkStream("data: one\n\n")
+        let outcome = await outcome(
+            of: stream.events.batches.map { $0.map(\.data.string).joined(separator: ",") },
+            stoppingWith: { stream.cancel() })
+        XCTAssertEqual(outcome, ["one", cancelled])
+    }
+
     /// The body arrived whole before anyone read it; the stream is cancelled: its reader gets `.cancelled`, not the
     /// chunks still buffered (`cancel()` drops them, as it does those of a body still arriving).
     func testCancellingAStreamWhoseBodyEndedDropsItsBufferedChunks() async throws {
