@@ -161,7 +161,7 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
         /// answers, and ends its side of the connection without reading more): no report may say the whole body
         /// went, nor that more went than the server could have been sent.
         func testAnUploadAnsweredBeforeItsEndDoesNotReportItsTotal() throws {
-            let early = try EarlyAnswerServer()
+            let early = try EarlyRefusalServer()
             defer { early.stop() }
             let client = Connect(
                 transport: TransportUnderTest.make(), retryPolicy: nil,
@@ -429,7 +429,7 @@ extension ConnectResponse {
     /// A server that answers each request `413 Payload Too Large` once it has read the request's head and 1 KiB of
     /// its body (or at once when the client waits for a `100 Continue`), then ends its side of the connection and
     /// reads nothing more until it is stopped: the client's upload cannot go on past what the kernel's buffers hold.
-    private final class EarlyAnswerServer: @unchecked Sendable {
+    private final class EarlyRefusalServer: @unchecked Sendable {
         // @unchecked Sendable: `lock` protects `answered`; the rest is immutable.
         let port: Int
         private let listener: Int32
