@@ -338,28 +338,41 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     }
 
     /// Brings the index up to the folder, but for `skipped`: another storage on it (another client, another
-    /// process) writes and removes files this one did not. A file it wrote is counted, its key and resource unknown
-    /// until read; one it removed is forgotten.
+    /// process) writes, replaces and removes files this one did not. A file it wrote is counted, its key and resource
+    /// unknown until read; one it replaced is counted at its new size (its resource read again when needed); one it
+    /// removed is forgotten. Each file is measured: a newer answer another storage wrote under a key this one knows is
+    /// a file of another size, and counted at the old one, the folder would grow past the bound.
     private func catchUp(except skipped: String?) {
-        // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went.
-        let known = index.withLock { Set($0.keys) }
+        // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went, and
+        // one this storage writes meanwhile keeps the size it wrote.
+        let known = index.withLock { $0.mapValues(\.size) }
         let present = Set(
             ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
                 .filter { $0.hasSuffix(".response") })
         let skipped = skipped.map { [$0] } ?? []
-        let found = present.subtracting(known).subtracting(skipped).map { name in
-            let attributes = try? FileManager.default.attributesOfItem(
-                atPath: directory.appendingPathComponent(name).path)
+        let measured = present.subtracting(skipped).compactMap { name -> (String, IndexEntry)? in
+            guard
+                let attributes = try? FileManager.default.attributesOfItem(
+                    atPath: directory.appendingPathComponent(name).path)
+            else { return nil }  // Removed since the listing.
             return (
                 name,
                 IndexEntry(
-                    size: (attributes?[.size] as? NSNumber)?.intValue ?? 0,
-                    used: attributes?[.modificationDate] as? Date ?? .distantPast)
+                    size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
+                    used: attributes[.modificationDate] as? Date ?? .distantPast)
             )
         }
         index.withLock { index in
-            for (name, entry) in found where index[name] == nil { index[name] = entry }
-            for gone in known.subtracting(present).subtracting(skipped) { index[gone] = nil }
+            for (name, entry) in measured {
+                guard let knownSize = known[name] else {
+                    if index[name] == nil { index[name] = entry }
+                    continue
+                }
+                // Replaced by another storage, unless this one wrote it again since the snapshot.
+                guard let current = index[name], current.size == knownSize, entry.size != knownSize else { continue }
+                index[name] = IndexEntry(size: entry.size, used: max(current.used, entry.used))
+            }
+            for gone in Set(known.keys).subtracting(present).subtracting(skipped) { index[gone] = nil }
         }
     }
 
