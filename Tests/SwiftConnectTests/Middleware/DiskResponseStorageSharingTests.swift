@@ -7,7 +7,7 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// A disk storage's folder shared with another storage.
+/// A disk storage's folder shared with another storage, and what of a response's URL reaches the disk.
 final class DiskResponseStorageSharingTests: XCTestCase {
     private var folder: URL!
 
@@ -55,5 +55,45 @@ final class DiskResponseStorageSharingTests: XCTestCase {
         XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
         XCTAssertNil(first.response(forKey: "a"))
         XCTAssertNotNil(first.response(forKey: "b"))
+    }
+
+    /// A redirect to a URL that carries a secret (a signed link, `?access_token=`) keeps the response off the disk:
+    /// its file would hold the URL that answered, secret and all, although the request carried none. The older
+    /// answer the disk had under the key goes: after a restart, it would be served in place of the newer one.
+    func testARedirectToAURLWithASecretNeverReachesTheDisk() throws {
+        // Given /avatar stored on disk as answered by itself, then answered from a signed URL it redirects to
+        let signed = try XCTUnwrap(URL(string: "https://cdn.test/avatar.png?access_token=s3cret"))
+        let transport = FakeTransport()
+        transport.stub(
+            "/avatar",
+            with: [
+                .data(Data("old".utf8)),
+                .handler { request in
+                    guard
+                        let answer = ConnectResponse(
+                            request: request, statusCode: 200, data: Data("new".utf8), url: signed)
+                    else { return .failure(URLError(.badServerResponse)) }
+                    return .success(answer)
+                },
+            ])
+        let connect = Connect(
+            transport: transport,
+            responseCache: ResponseCache(storage: try DiskResponseStorage(directory: folder)),
+            configuration: ServerConfiguration(host: "api.test"))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let refetch = RequestOptions(cache: CacheRule(timeToLive: 300, bypassesCache: true))
+        XCTAssertEqual(
+            try connect.response(for: Route("/avatar"), options: rule).wait(timeout: 10).data, Data("old".utf8))
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 1)
+
+        // When it is fetched again
+        let answer = try connect.response(for: Route("/avatar"), options: refetch).wait(timeout: 10)
+        XCTAssertEqual(answer.data, Data("new".utf8))
+
+        // Then no file holds the secret, nor the older answer; memory still serves the newer one
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(
+            try connect.response(for: Route("/avatar"), options: rule).wait(timeout: 10).data, Data("new".utf8))
+        XCTAssertEqual(transport.requests.count, 2)
     }
 }

@@ -267,7 +267,8 @@ public final class ResponseCache: Sendable {
     ///     client's own options.
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
-    ///     credentials, which stay in memory. `nil` (the default) for memory only.
+    ///     credentials and responses a redirect brought from a URL that carries them (user info, a secret query
+    ///     item such as `access_token=`), which stay in memory. `nil` (the default) for memory only.
     ///   - now: The clock for time to live; tests inject their own.
     public init(
         maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, storage: (any ResponseCacheStorage)? = nil,
@@ -367,6 +368,13 @@ public final class ResponseCache: Sendable {
         guard stored.starts(with: key.utf8) else { return false }
         let rest = stored.dropFirst(key.utf8.count)
         return rest.isEmpty || rest.starts(with: bodyMarker.utf8) || rest.starts(with: credentialsMarker.utf8)
+    }
+
+    /// Whether `url` carries credentials as a request's URL would (``credentialsDigest(of:)``): user info, or a
+    /// secret query item (`access_token=`…, as redaction judges them).
+    private static func carriesCredentials(_ url: URL?) -> Bool {
+        guard let url else { return false }
+        return url.user != nil || url.password != nil || !(url.query.map(SecretValues.formSecrets) ?? []).isEmpty
     }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
@@ -523,8 +531,12 @@ public final class ResponseCache: Sendable {
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
             }
-            // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
-            if stored, let storage = self.storage, !hasCredentials {
+            // A response to a request with credentials stays in memory (see `DiskResponseStorage`), and so does one
+            // a redirect brought from a URL that carries them (a signed link): its record would hold that URL. What
+            // the storage has under the key is older than this answer, and goes.
+            if stored, let storage = self.storage, !hasCredentials, Self.carriesCredentials(response.storedHead.url) {
+                storage.removeResponses(forKey: key)
+            } else if stored, let storage = self.storage, !hasCredentials {
                 let record = Self.stored(
                     response, method: method, expiry: expiry, receivedAt: arrival, varying: varying)
                 storage.store(record, forKey: key)
