@@ -97,3 +97,51 @@ final class DiskResponseStorageSharingTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 }
+
+/// A successful write to the URL a redirected response was asked for reaches it on disk after a restart.
+final class DiskResponseStorageRedirectInvalidationTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// A response a redirect brought from `/profile/photo`, asked for as `/me/photo` under a custom key, is removed
+    /// by a successful PUT to `/me/photo` in the next process too: memory knew both URLs, the file only the one that
+    /// answered, and the disk served the photo the PUT had replaced.
+    func testAWriteToTheURLAskedForRemovesARedirectedResponseFromTheDisk() throws {
+        // Given the photo stored on disk by an earlier process, under a custom key
+        let answered = try XCTUnwrap(URL(string: "https://api.test/profile/photo"))
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/me/photo",
+            with: .handler { request in
+                let body = Data("photo \(request.url?.query ?? "")".utf8)
+                guard let answer = ConnectResponse(request: request, statusCode: 200, data: body, url: answered)
+                else { return .failure(URLError(.badServerResponse)) }
+                return .success(answer)
+            })
+        transport.stub(.put, "/me/photo", with: .status(204))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300, key: "photo"))
+        let client = { () throws -> Connect in
+            Connect(
+                transport: transport,
+                responseCache: ResponseCache(storage: try DiskResponseStorage(directory: self.folder)),
+                configuration: ServerConfiguration(host: "api.test"))
+        }
+        _ = try client().response(for: Route("/me/photo"), options: rule).wait(timeout: 10)
+        let restarted = try client()
+
+        // When the next process replaces the photo
+        XCTAssertEqual(try restarted.response(for: Route("/me/photo", method: .put)).wait(timeout: 10).statusCode, 204)
+
+        // Then the stored photo is gone, and the next read goes to the network
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        _ = try restarted.response(for: Route("/me/photo"), options: rule).wait(timeout: 10)
+        XCTAssertEqual(transport.requests.map(\.httpMethod), ["GET", "PUT", "GET"])
+    }
+}

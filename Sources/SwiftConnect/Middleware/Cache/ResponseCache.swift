@@ -537,8 +537,10 @@ public final class ResponseCache: Sendable {
             if stored, let storage = self.storage, !hasCredentials, Self.carriesCredentials(response.storedHead.url) {
                 storage.removeResponses(forKey: key)
             } else if stored, let storage = self.storage, !hasCredentials {
-                let record = Self.stored(
+                var record = Self.stored(
                     response, method: method, expiry: expiry, receivedAt: arrival, varying: varying)
+                // A redirect led here: a write to the URL asked for removes the file too, after a restart.
+                if resources.count > 1 { record.requestURL = requestURL }
                 storage.store(record, forKey: key)
                 // The app removed responses while the file was written (a logout's removeAll(), a write to the
                 // resource): it goes too.

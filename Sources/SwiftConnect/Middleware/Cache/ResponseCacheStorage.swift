@@ -16,11 +16,11 @@ import Foundation
 /// any time (to stay within its bounds). ``MemoryResponseStorage`` is the simplest one, for tests and as an example.
 ///
 /// After a successful unsafe request (a PUT, a DELETE…), the cache removes the URL's responses: the built-in storages
-/// find them by their ``StoredResponse/url``; of a storage of yours, it removes the keys a GET or HEAD of the URL is
-/// stored under and the keys it holds in memory for the URL. A response that such a storage keeps under a custom key
-/// and that this process's cache no longer holds in memory (stored before a restart, say) stays until its expiry
-/// (and, for a request that accepts a stale response, `max-stale` or `.returnCacheDataElseLoad`, until the storage
-/// drops it).
+/// find them by their ``StoredResponse/url`` (or by the URL a redirect led from, which they keep); of a storage of
+/// yours, it removes the keys a GET or HEAD of the URL is stored under and the keys it holds in memory for the URL. A
+/// response that such a storage keeps under a custom key and that this process's cache no longer holds in memory
+/// (stored before a restart, say) stays until its expiry (and, for a request that accepts a stale response,
+/// `max-stale` or `.returnCacheDataElseLoad`, until the storage drops it).
 public protocol ResponseCacheStorage: Sendable {
     /// The response stored under `key`, or `nil`.
     func response(forKey key: String) -> StoredResponse?
@@ -43,7 +43,8 @@ public protocol ResponseCacheStorage: Sendable {
 /// a successful unsafe request, ``ResponseCache`` asks it to, and asks any other storage to remove the keys it
 /// knows for the URL (``ResponseCacheStorage/removeResponses(forKey:)``).
 protocol ResponseStorageByURL {
-    /// Forgets every response whose ``StoredResponse/url`` names one of `resources` (``ResponseCache/resource(of:)``).
+    /// Forgets every response whose ``StoredResponse/url`` names one of `resources` (``ResponseCache/resource(of:)``),
+    /// or whose URL asked for does, when a redirect led from it (``StoredResponse/resources``).
     func removeResponses(forResources resources: Set<String>)
 }
 
@@ -67,6 +68,9 @@ public struct StoredResponse: Sendable, Codable, Equatable {
     /// `Cache-Control: max-age`. `nil` in a response stored before this property existed (its `Date` header then
     /// dates it; a response with neither never answers a request that sets `max-age`).
     public var receivedAt: Date?
+    /// The URL the request asked for, when a redirect led from it to ``url`` (`nil` otherwise, and in a response
+    /// stored before this property existed): a successful unsafe request to either removes the response.
+    var requestURL: URL?
 
     /// A header field name and value; for ``varying``, a `nil` value means the request had no such field.
     public struct HeaderPair: Sendable, Codable, Equatable {
@@ -94,6 +98,12 @@ public struct StoredResponse: Sendable, Codable, Equatable {
         self.body = body
         self.expiry = expiry
         self.varying = varying
+    }
+
+    /// The resources it is a response for (``ResponseCache/resource(of:)``): its URL's, and the URL's asked for when
+    /// a redirect led from it. A successful unsafe request to one of them removes it.
+    var resources: Set<String> {
+        Set([url, requestURL].compactMap { $0.flatMap(ResponseCache.resource(of:)) })
     }
 
     /// About how many bytes it takes.
@@ -129,9 +139,9 @@ extension StoredResponse: CustomReflectable {
 public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
     private struct State {
         var responses: [String: StoredResponse] = [:]
-        /// The resource (``ResponseCache/resource(of:)``) of each key's response, worked out once when stored
+        /// The resources (``StoredResponse/resources``) of each key's response, worked out once when stored
         /// rather than for every entry on every unsafe request.
-        var resources: [String: String] = [:]
+        var resources: [String: Set<String>] = [:]
         var order: [String] = []
         var bytes = 0
     }
@@ -156,11 +166,11 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
             state.withLock { Self.remove(key, from: &$0) }
             return
         }
-        let resource = ResponseCache.resource(of: response.url)
+        let resources = response.resources
         state.withLock { state in
             Self.remove(key, from: &state)
             state.responses[key] = response
-            state.resources[key] = resource
+            state.resources[key] = resources
             state.order.append(key)
             state.bytes += response.size
             while state.bytes > maxBytes, let oldest = state.order.first { Self.remove(oldest, from: &state) }
@@ -184,7 +194,7 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
     /// Forgets the responses for `resources` (``ResponseStorageByURL``).
     func removeResponses(forResources resources: Set<String>) {
         state.withLock { state in
-            let keys = state.resources.filter { resources.contains($0.value) }.map(\.key)
+            let keys = state.resources.filter { !resources.isDisjoint(with: $0.value) }.map(\.key)
             for key in keys { Self.remove(key, from: &state) }
         }
     }
@@ -212,7 +222,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     /// The folder.
     public let directory: URL
     private let maxBytes: Int
-    /// File name → its size, last use, key and resource, read from the folder at start; the key and resource once
+    /// File name → its size, last use, key and resources, read from the folder at start; the key and resources once
     /// a file is written or read (`""` and `nil` for a file that cannot be read), so that removing a key's or a
     /// URL's responses reads no file twice.
     private let index: Protected<[String: IndexEntry]>
@@ -223,8 +233,8 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         var used: Date
         /// The key, once the file was written or read; `""` when it cannot be read.
         var key: String?
-        /// The resource of the response's URL (``ResponseCache/resource(of:)``), once the file was written or read.
-        var resource: String?
+        /// The resources of the response (``StoredResponse/resources``), once the file was written or read.
+        var resources: Set<String>?
     }
 
     /// Opens (or creates) a storage in `directory`.
@@ -268,7 +278,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         index.withLock { index in
             index[name]?.used = Date()
             index[name]?.key = key
-            index[name]?.resource = ResponseCache.resource(of: stored.response.url)
+            index[name]?.resources = stored.response.resources
         }
         return stored.response
     }
@@ -302,7 +312,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         catchUp(except: name)
         let evicted = index.withLock { index -> [String] in
             index[name] = IndexEntry(
-                size: data.count, used: Date(), key: key, resource: ResponseCache.resource(of: response.url))
+                size: data.count, used: Date(), key: key, resources: response.resources)
             var total = index.values.reduce(0) { $0 + $1.size }
             var evicted: [String] = []
             for (old, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes {
@@ -335,7 +345,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     /// ``removeResponses(forKey:)`` does.
     func removeResponses(forResources resources: Set<String>) {
         readUnknownFiles(except: nil)
-        removeFiles { _, entry in entry.resource.map(resources.contains) ?? false }
+        removeFiles { _, entry in entry.resources.map { !resources.isDisjoint(with: $0) } ?? false }
     }
 
     /// Brings the index up to the folder, but for `skipped`: another storage on it (another client, another
@@ -387,7 +397,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
             index.withLock { index in
                 index[name]?.key = stored?.key ?? ""
-                index[name]?.resource = stored.flatMap { ResponseCache.resource(of: $0.response.url) }
+                index[name]?.resources = stored?.response.resources
             }
         }
     }
