@@ -145,3 +145,36 @@ final class DiskResponseStorageRedirectInvalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests.map(\.httpMethod), ["GET", "PUT", "GET"])
     }
 }
+
+/// A custom key spelled in another Unicode normalization (`é` as one scalar, or as `e` and a combining accent) is one
+/// key to memory, which answers either spelling: removing it by either spelling removes it.
+final class ResponseCacheUnicodeKeyTests: XCTestCase {
+    func testRemovingAKeyByAnotherNormalizationRemovesIt() throws {
+        // Given a response stored under the composed spelling of a key, in memory and on disk
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let composed = "caf\u{E9}"
+        let decomposed = "cafe\u{301}"
+        XCTAssertNotEqual(Array(composed.utf8), Array(decomposed.utf8))
+        let transport = FakeTransport()
+        transport.stub("/menu", with: (1...2).map { .json(string: #"{"menu":\#($0)}"#) })
+        let cache = ResponseCache(storage: try DiskResponseStorage(directory: folder))
+        let connect = Connect(
+            transport: transport, responseCache: cache, configuration: ServerConfiguration(host: "api.test"))
+        let asked = { (key: String) in
+            try connect.response(
+                for: Route("/menu"), options: RequestOptions(cache: CacheRule(timeToLive: 300, key: key))
+            )
+            .wait(timeout: 10).data
+        }
+        XCTAssertEqual(try asked(composed), Data(#"{"menu":1}"#.utf8))
+
+        // When the app removes the key by its decomposed spelling
+        cache.removeResponse(forKey: decomposed)
+
+        // Then neither memory nor the disk has it: that spelling is answered by the network
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+        XCTAssertEqual(try asked(decomposed), Data(#"{"menu":2}"#.utf8))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+}

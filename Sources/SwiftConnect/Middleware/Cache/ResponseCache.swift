@@ -362,12 +362,11 @@ public final class ResponseCache: Sendable {
     private static let bodyMarker = " body:"
 
     /// Whether `stored` is `key` or one of its variants: `key` followed by the digest of a body or of credentials
-    /// (``ResponseCacheStorage/removeResponses(forKey:)`` says how a storage matches them).
+    /// (``ResponseCacheStorage/removeResponses(forKey:)`` says how a storage matches them). Compared as memory's
+    /// dictionary compares keys, by canonical equivalence: a key spelled in another Unicode normalization (`é` as one
+    /// scalar or as `e` and an accent) is the key memory answers, and removing either spelling removes it.
     static func isKey(_ stored: String, orVariantOf key: String) -> Bool {
-        let stored = stored.utf8
-        guard stored.starts(with: key.utf8) else { return false }
-        let rest = stored.dropFirst(key.utf8.count)
-        return rest.isEmpty || rest.starts(with: bodyMarker.utf8) || rest.starts(with: credentialsMarker.utf8)
+        stored == key || stored.hasPrefix(key + bodyMarker) || stored.hasPrefix(key + credentialsMarker)
     }
 
     /// Whether `url` carries credentials as a request's URL would (``credentialsDigest(of:)``): user info, or a
