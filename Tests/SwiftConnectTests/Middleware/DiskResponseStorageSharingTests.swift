@@ -19,40 +19,21 @@ final class DiskResponseStorageSharingTests: XCTestCase {
         try? FileManager.default.removeItem(at: folder)
     }
 
-    /// A response of `bodyBytes` bytes of body, fresh for five minutes.
-    private func record(bodyBytes: Int) -> StoredResponse {
-        StoredResponse(
-            url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200,
-            headers: [.init(name: "Content-Type", value: "text/plain")],
-            body: Data(repeating: UInt8(ascii: "a"), count: bodyBytes), expiry: Date().addingTimeInterval(300),
-            varying: [])
-    }
-
-    /// The bytes of the folder's response files.
-    private func folderBytes() throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".response") }
-            .reduce(0) { total, name in
-                let path = folder.appendingPathComponent(name).path
-                let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
-                return total + (size?.intValue ?? 0)
-            }
-    }
-
     /// A file another storage on the folder replaced with a larger one (a newer answer under the same key) counts at
     /// its new size: counted at the size this storage wrote, the folder grew past the bound.
     func testAFileAnotherStorageReplacedCountsAtItsNewSize() throws {
         // Given two storages on one folder, the second replacing a small file of the first's with a large one
         let first = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
         let second = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
-        first.store(record(bodyBytes: 10), forKey: "a")
-        second.store(record(bodyBytes: 1_000), forKey: "a")
-        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+        first.store(storedRecord(bodyBytes: 10), forKey: "a")
+        second.store(storedRecord(bodyBytes: 1_000), forKey: "a")
+        XCTAssertLessThanOrEqual(try responseFileBytes(in: folder), 2_000)
 
         // When the first stores another response
-        first.store(record(bodyBytes: 600), forKey: "b")
+        first.store(storedRecord(bodyBytes: 600), forKey: "b")
 
         // Then the folder is still within the bound, the least recently written file gone
-        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+        XCTAssertLessThanOrEqual(try responseFileBytes(in: folder), 2_000)
         XCTAssertNil(first.response(forKey: "a"))
         XCTAssertNotNil(first.response(forKey: "b"))
     }

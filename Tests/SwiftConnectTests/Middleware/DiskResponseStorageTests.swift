@@ -74,30 +74,11 @@ final class DiskResponseStorageTests: XCTestCase {
         }
     }
 
-    /// A response of `bodyBytes` bytes of body, fresh for five minutes.
-    private func record(bodyBytes: Int = 4) -> StoredResponse {
-        StoredResponse(
-            url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200,
-            headers: [.init(name: "Content-Type", value: "text/plain")],
-            body: Data(repeating: UInt8(ascii: "a"), count: bodyBytes), expiry: Date().addingTimeInterval(300),
-            varying: [])
-    }
-
-    /// The bytes of the folder's response files.
-    private func folderBytes() throws -> Int {
-        try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".response") }
-            .reduce(0) { total, name in
-                let path = folder.appendingPathComponent(name).path
-                let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
-                return total + (size?.intValue ?? 0)
-            }
-    }
-
     /// A file cut short (a disk that filled, a copy that stopped), emptied or overwritten is a miss, in this
     /// process and the next: never a crash, never part of a body; a new answer replaces it.
     func testACorruptOrTruncatedFileIsAMiss() throws {
         let storage = try DiskResponseStorage(directory: folder)
-        storage.store(record(), forKey: "k")
+        storage.store(storedRecord(), forKey: "k")
         let name = try XCTUnwrap(
             FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasSuffix(".response") })
         let file = folder.appendingPathComponent(name)
@@ -107,7 +88,7 @@ final class DiskResponseStorageTests: XCTestCase {
             XCTAssertNil(storage.response(forKey: "k"), "\(damaged.count) bytes")
             XCTAssertNil(try DiskResponseStorage(directory: folder).response(forKey: "k"), "after a restart")
         }
-        let answer = record(bodyBytes: 7)
+        let answer = storedRecord(bodyBytes: 7)
         storage.store(answer, forKey: "k")
         XCTAssertEqual(storage.response(forKey: "k"), answer)
     }
@@ -117,19 +98,19 @@ final class DiskResponseStorageTests: XCTestCase {
     func testTwoStoragesSharingAFolderKeepItWithinTheBound() throws {
         let first = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
         let second = try DiskResponseStorage(directory: folder, maxBytes: 2_000)
-        first.store(record(bodyBytes: 600), forKey: "a")
-        second.store(record(bodyBytes: 600), forKey: "b")
-        second.store(record(bodyBytes: 600), forKey: "c")
-        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+        first.store(storedRecord(bodyBytes: 600), forKey: "a")
+        second.store(storedRecord(bodyBytes: 600), forKey: "b")
+        second.store(storedRecord(bodyBytes: 600), forKey: "c")
+        XCTAssertLessThanOrEqual(try responseFileBytes(in: folder), 2_000)
         XCTAssertNil(second.response(forKey: "a"), "the oldest file, the first storage's, went")
         XCTAssertNotNil(second.response(forKey: "c"))
         // A file the other storage removed is no longer counted: the first stores again without evicting.
         first.removeAll()
-        second.store(record(bodyBytes: 600), forKey: "d")
-        second.store(record(bodyBytes: 600), forKey: "e")
+        second.store(storedRecord(bodyBytes: 600), forKey: "d")
+        second.store(storedRecord(bodyBytes: 600), forKey: "e")
         XCTAssertNotNil(second.response(forKey: "d"))
         XCTAssertNotNil(second.response(forKey: "e"))
-        XCTAssertLessThanOrEqual(try folderBytes(), 2_000)
+        XCTAssertLessThanOrEqual(try responseFileBytes(in: folder), 2_000)
     }
 
     /// A storage removes a key's variants and a URL's responses that another storage on the folder wrote after it
@@ -137,13 +118,13 @@ final class DiskResponseStorageTests: XCTestCase {
     func testRemovalsReachTheFilesAnotherStorageOnTheFolderWrote() throws {
         let first = try DiskResponseStorage(directory: folder)
         let second = try DiskResponseStorage(directory: folder)
-        first.store(record(), forKey: "todos body:1")
-        first.store(record(), forKey: "todos credentials:2")
+        first.store(storedRecord(), forKey: "todos body:1")
+        first.store(storedRecord(), forKey: "todos credentials:2")
         second.removeResponses(forKey: "todos")
         XCTAssertNil(first.response(forKey: "todos body:1"))
         XCTAssertNil(first.response(forKey: "todos credentials:2"))
 
-        first.store(record(), forKey: "custom")
+        first.store(storedRecord(), forKey: "custom")
         let cache = ResponseCache(storage: second)
         let transport = FakeTransport()
         transport.stub(.put, "/todos", with: .status(204))
@@ -436,4 +417,23 @@ private final class RemovingStorage: ResponseCacheStorage, @unchecked Sendable {
     func removeResponses(forKey key: String) { base.removeResponses(forKey: key) }
 
     func removeAll() { base.removeAll() }
+}
+
+/// A response of `bodyBytes` bytes of body, fresh for five minutes: what the disk storage tests store.
+func storedRecord(bodyBytes: Int = 4) -> StoredResponse {
+    StoredResponse(
+        url: URL(string: "https://api.test/todos")!, method: "GET", statusCode: 200,
+        headers: [.init(name: "Content-Type", value: "text/plain")],
+        body: Data(repeating: UInt8(ascii: "a"), count: bodyBytes), expiry: Date().addingTimeInterval(300),
+        varying: [])
+}
+
+/// The bytes of `folder`'s response files.
+func responseFileBytes(in folder: URL) throws -> Int {
+    try FileManager.default.contentsOfDirectory(atPath: folder.path).filter { $0.hasSuffix(".response") }
+        .reduce(0) { total, name in
+            let path = folder.appendingPathComponent(name).path
+            let size = try FileManager.default.attributesOfItem(atPath: path)[.size] as? NSNumber
+            return total + (size?.intValue ?? 0)
+        }
 }
