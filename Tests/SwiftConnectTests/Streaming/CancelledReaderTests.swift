@@ -30,19 +30,13 @@ final class CancelledReaderTests: XCTestCase {
         _ = try await stream.response
         let outcome = await Task { () -> [String] in
             withUnsafeCurrentTask { $0?.cancel() }
-            var outcome: [String] = []
-            do {
-                for try await line in stream.lines { outcome.append(line) }
-                outcome.append("end")
-            } catch let error as ConnectError {
-                outcome.append("\(error.kind)")
-            } catch {
-                outcome.append("\(type(of: error))")
-            }
-            return outcome
+            return await collect(stream.lines)
         }.value
-        XCTAssertEqual(outcome, ["\(ConnectError.Kind.cancelled)"])
+        XCTAssertEqual(outcome, [cancelled])
     }
+
+    private static let cancelTask: @Sendable () -> Void = { withUnsafeCurrentTask { $0?.cancel() } }
+    private let cancelled = "\(ConnectError.Kind.cancelled)"
 
     /// A reader whose task is not cancelled reads a complete body as before.
     func testAReaderOfABodyAlreadyCompleteReadsIt() async throws {
@@ -75,29 +69,15 @@ final class CancelledReaderTests: XCTestCase {
         return (connect, connect.stream(Route("/chunk", baseURL: base)))
     }
 
-    /// What a loop over `sequence` got, `stop` run after its first element: the elements, then how it ended.
+    /// What a loop over `sequence` got, `stop` run after its first element, in a task of its own: the elements,
+    /// then how it ended.
     private func outcome<Elements: AsyncSequence & Sendable>(
         of sequence: Elements, stoppingWith stop: @escaping @Sendable () -> Void
     ) async -> [String] where Elements.Element: Sendable {
         await Task { () -> [String] in
-            var outcome: [String] = []
-            do {
-                for try await element in sequence {
-                    outcome.append("\(element)")
-                    if outcome.count == 1 { stop() }
-                }
-                outcome.append("end")
-            } catch let error as ConnectError {
-                outcome.append("\(error.kind)")
-            } catch {
-                outcome.append("\(type(of: error))")
-            }
-            return outcome
+            await collect(sequence, afterFirst: stop)
         }.value
     }
-
-    private static let cancelTask: @Sendable () -> Void = { withUnsafeCurrentTask { $0?.cancel() } }
-    private let cancelled = "\(ConnectError.Kind.cancelled)"
 
     /// The loop's task is cancelled after the first line of a chunk of five: no other line comes.
     func testACancelledLoopGetsNoMoreLinesOfTheChunkInHand() async {
@@ -200,13 +180,7 @@ final class CancelledReaderTests: XCTestCase {
         let stream = Connect(transport: transport, retryPolicy: nil).stream(Route("/whole", baseURL: base))
         _ = try await stream.response
         stream.cancel()
-        var outcome: [String] = []
-        do {
-            for try await chunk in stream { outcome.append(String(decoding: chunk, as: UTF8.self)) }
-            outcome.append("end")
-        } catch let error as ConnectError {
-            outcome.append("\(error.kind)")
-        }
+        let outcome = await collect(stream.map { @Sendable in String(decoding: $0, as: UTF8.self) })
         XCTAssertEqual(outcome, [cancelled])
     }
 
@@ -224,4 +198,24 @@ final class CancelledReaderTests: XCTestCase {
         }
         XCTAssertEqual(lines.prefix(3), ["one", "two", "three"])
     }
+}
+
+/// What a loop over `sequence` got: each element as text, then how the loop ended ("end", or the kind of the
+/// `ConnectError` it threw, or the type of another error). `afterFirst` runs once the first element is in.
+private func collect<Elements: AsyncSequence & Sendable>(
+    _ sequence: Elements, afterFirst: @Sendable () -> Void = {}
+) async -> [String] {
+    var outcome: [String] = []
+    do {
+        for try await element in sequence {
+            outcome.append("\(element)")
+            if outcome.count == 1 { afterFirst() }
+        }
+        outcome.append("end")
+    } catch let error as ConnectError {
+        outcome.append("\(error.kind)")
+    } catch {
+        outcome.append("\(type(of: error))")
+    }
+    return outcome
 }
