@@ -120,4 +120,46 @@ final class AuthorizedConnectorRetryTests: XCTestCase {
                 "Bearer old", "Bearer new",
             ])
     }
+
+    /// The "One token per call" example of ``AuthorizedConnector``'s documentation, its lines as written there (over
+    /// a fake server): the refresh goes through a client without the middleware, and the retry carries its token.
+    func testTheOneTokenPerCallExampleSignsTheRetryWithTheRefreshedToken() {
+        struct Session: Sendable {
+            var accessToken: String
+            var refreshToken: String
+        }
+        struct Renewed: Decodable, Sendable { let accessToken: String }
+        struct RefreshSession: TypedConnector {
+            typealias Response = Renewed
+            let refreshToken: String
+            var baseURL: URL { URL(string: "https://auth.test")! }
+            var endpoint: String { "/refresh" }
+            var method: HTTPMethod { .post }
+        }
+        let transport = FakeTransport.answering(
+            .handler { request in
+                if request.url?.path == "/refresh" {
+                    return .success(
+                        ConnectResponse(
+                            request: request, statusCode: 200, headers: ["Content-Type": "application/json"],
+                            data: Data(#"{"accessToken": "new"}"#.utf8))!)
+                }
+                let status = request.value(forHTTPHeaderField: "Authorization") == "Bearer new" ? 200 : 401
+                return .success(ConnectResponse(request: request, statusCode: status, data: Data())!)
+            })
+        let session = Session(accessToken: "old", refreshToken: "r1")
+        let authClient = Connect(transport: transport, retryPolicy: nil)
+
+        // The documentation's lines, but for the transport:
+        let auth = AuthenticationMiddleware(credential: .bearer(token: session.accessToken)) { expired in
+            // A client without this middleware: the refresh call must not wait for itself.
+            authClient.send(RefreshSession(refreshToken: session.refreshToken)).map { .bearer(token: $0.accessToken) }
+        }
+        let connect = Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+
+        XCTAssertNotNil(value(of: connect.request(Profile(tokens: TokenStore("old")))))
+        XCTAssertEqual(
+            transport.requests.map { "\($0.url?.path ?? "") \($0.value(forHTTPHeaderField: "Authorization") ?? "-")" },
+            ["/me Bearer old", "/refresh -", "/me Bearer new"])
+    }
 }
