@@ -4,6 +4,16 @@ import Foundation
     import FoundationNetworking
 #endif
 
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Android)
+    import Android
+#endif
+
 /// Where a ``ResponseCache`` keeps responses beyond its own memory: a second tier it reads on a miss and writes
 /// with every response it stores, such as ``DiskResponseStorage``, which survives a restart.
 ///
@@ -209,7 +219,9 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 }
 
 /// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
-/// bounded in bytes (the least recently used go first), and still there after a restart.
+/// bounded in bytes (the least recently used go first), and still there after a restart. It reads only regular
+/// files no larger than its bound: another program's named pipe or huge file in the folder is a miss (a huge one is
+/// removed when a removal would have to read it).
 ///
 /// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
 /// reached the cache (`Authorization`, a `Cookie` header, any header named like a secret), never one a redirect
@@ -274,7 +286,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     /// The response under `key`, read from its file.
     public func response(forKey key: String) -> StoredResponse? {
         let name = Self.fileName(forKey: key)
-        guard let data = try? Data(contentsOf: directory.appendingPathComponent(name)),
+        guard case .read(let data) = Self.contents(of: directory.appendingPathComponent(name), limit: maxBytes),
             let stored = try? JSONDecoder().decode(Record.self, from: data), stored.key == key
         else { return nil }
         index.withLock { index in
@@ -395,12 +407,59 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         catchUp(except: skipped)
         let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != skipped }.map(\.key) }
         for name in unknown {
-            let data = try? Data(contentsOf: directory.appendingPathComponent(name))
+            let file = directory.appendingPathComponent(name)
+            let data: Data?
+            switch Self.contents(of: file, limit: maxBytes) {
+            case .tooLarge:
+                // Its key cannot be known without reading it, and the bound makes it go anyway: it goes now, rather
+                // than stay when it is a response this removal should have removed.
+                try? FileManager.default.removeItem(at: file)
+                index.withLock { $0[name] = nil }
+                continue
+            case .read(let bytes): data = bytes
+            case .unreadable: data = nil
+            }
             let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
             index.withLock { index in
                 index[name]?.key = stored?.key ?? ""
                 index[name]?.resources = stored?.response.resources
             }
+        }
+    }
+
+    /// What reading a file found (``contents(of:limit:)``).
+    private enum FileContents {
+        /// Its bytes.
+        case read(Data)
+        /// A regular file larger than the limit: not read.
+        case tooLarge
+        /// None to read: gone, not a regular file (a named pipe, whose read would wait for a writer for ever; a
+        /// device; a folder; a symbolic link), or a read that failed.
+        case unreadable
+    }
+
+    /// The bytes of the regular file at `url`, read only if it holds at most `limit` bytes: a file in the folder may
+    /// be anything another program put there, and only a file this storage could have written is worth reading.
+    private static func contents(of url: URL, limit: Int) -> FileContents {
+        // Not blocking: opening a named pipe for reading would wait for a writer. A regular file ignores the flag.
+        let descriptor = open(url.path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC)
+        guard descriptor >= 0 else { return .unreadable }
+        defer { close(descriptor) }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return .unreadable }
+        guard status.st_size <= limit else { return .tooLarge }
+        // To its end, but never past `limit`: the file may grow while it is read.
+        var data = Data(capacity: Int(status.st_size))
+        var buffer = [UInt8](repeating: 0, count: 64 * 1024)
+        while true {
+            let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+            if count == 0 { return .read(data) }
+            if count < 0 {
+                if errno == EINTR { continue }
+                return .unreadable
+            }
+            data.append(contentsOf: buffer[..<count])
+            if data.count > limit { return .tooLarge }
         }
     }
 
