@@ -79,6 +79,73 @@ final class DiskResponseStorageSharingTests: XCTestCase {
     }
 }
 
+/// A response whose `Location` or `Content-Location` names a URL with a secret (user info, `?access_token=`, a
+/// `#access_token=` fragment) stays off the disk, as one that a redirect brought from such a URL does: its file would
+/// hold the header, secret and all.
+final class DiskResponseStorageHeaderSecretTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// Stores /todos on disk, then fetches it again answered with `name: value`, and returns what the folder then
+    /// holds and the body memory serves next.
+    private func refetch(answeredWith name: String, _ value: String) throws -> (files: [String], served: Data) {
+        try? FileManager.default.removeItem(at: folder)
+        let transport = FakeTransport()
+        transport.stub(
+            "/todos", with: [.json(string: "{\"v\":1}"), .json(string: "{\"v\":2}", headers: [name: value])])
+        let connect = Connect(
+            transport: transport,
+            responseCache: ResponseCache(storage: try DiskResponseStorage(directory: folder)),
+            configuration: ServerConfiguration(host: "api.test"))
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        _ = try connect.response(for: Route("/todos"), options: rule).wait(timeout: 10)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 1, value)
+        let answer = try connect.response(
+            for: Route("/todos"), options: RequestOptions(cache: CacheRule(timeToLive: 300, bypassesCache: true))
+        )
+        .wait(timeout: 10)
+        XCTAssertEqual(answer.header(name), value)
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        let served = try connect.response(for: Route("/todos"), options: rule).wait(timeout: 10).data
+        XCTAssertEqual(transport.requests.count, 2, "memory served the last one")
+        return (files, served)
+    }
+
+    func testALocationWithASecretNeverReachesTheDisk() throws {
+        for value in [
+            "https://amy:pw@api.test/todos/2", "/todos/2?access_token=s3cret", "/todos/2#access_token=s3cret",
+            "//amy:pw@cdn.test/todos/2", "https:amy:pw@api.test/todos/2",
+        ] {
+            let (files, served) = try refetch(answeredWith: "Location", value)
+            XCTAssertEqual(files, [], "neither the new answer nor the older one is on disk: \(value)")
+            XCTAssertEqual(served, Data("{\"v\":2}".utf8), value)
+        }
+    }
+
+    func testAContentLocationWithASecretNeverReachesTheDisk() throws {
+        for value in ["/todos/2?api_key=s3cret", "https://amy:pw@api.test/todos/2", "https://api.test/t?token=s3cret"] {
+            let (files, served) = try refetch(answeredWith: "Content-Location", value)
+            XCTAssertEqual(files, [], "neither the new answer nor the older one is on disk: \(value)")
+            XCTAssertEqual(served, Data("{\"v\":2}".utf8), value)
+        }
+    }
+
+    /// A `Location` or `Content-Location` without a secret is stored as any other header.
+    func testALocationWithoutASecretReachesTheDisk() throws {
+        for name in ["Location", "Content-Location"] {
+            let (files, _) = try refetch(answeredWith: name, "https://api.test/todos/2?page=2")
+            XCTAssertEqual(files.count, 1, name)
+        }
+    }
+}
+
 /// A successful write to the URL a redirected response was asked for reaches it on disk after a restart.
 final class DiskResponseStorageRedirectInvalidationTests: XCTestCase {
     private var folder: URL!

@@ -268,7 +268,8 @@ public final class ResponseCache: Sendable {
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
     ///     credentials and responses a redirect brought from a URL that carries them (user info, a secret query
-    ///     item such as `access_token=`), which stay in memory. `nil` (the default) for memory only.
+    ///     item such as `access_token=`) or whose `Location` or `Content-Location` names such a URL, which stay in
+    ///     memory. `nil` (the default) for memory only.
     ///   - now: The clock for time to live; tests inject their own.
     public init(
         maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, storage: (any ResponseCacheStorage)? = nil,
@@ -374,6 +375,25 @@ public final class ResponseCache: Sendable {
     private static func carriesCredentials(_ url: URL?) -> Bool {
         guard let url else { return false }
         return url.user != nil || url.password != nil || !(url.query.map(SecretValues.formSecrets) ?? []).isEmpty
+    }
+
+    /// Whether a `Location` or `Content-Location` field of `response` names a URL that carries credentials, as
+    /// ``carriesCredentials(_:)`` judges a URL (user info, a secret query item), or a secret item in its fragment
+    /// (`#access_token=`, as OAuth's implicit flow returns one): a stored record would hold the field. A value that is
+    /// no URL (it cannot be judged) or one written without `//` whose credentials Foundation reads as a path
+    /// (`amy:pw@api.example.com`) counts as carrying them.
+    private static func locationCarriesCredentials(_ response: ConnectResponse) -> Bool {
+        response.head.headerFields.contains { field in
+            guard
+                HTTPHeader.asciiCaseInsensitiveEquals(field.name.rawName, "Location")
+                    || HTTPHeader.asciiCaseInsensitiveEquals(field.name.rawName, "Content-Location")
+            else { return false }
+            let value = ResponseFreshness.trimmed(Substring(field.value))
+            guard let url = URL(string: String(value)), Redaction.credentialsWithoutAuthority(in: value) == nil else {
+                return true
+            }
+            return carriesCredentials(url) || !(url.fragment.map(SecretValues.formSecrets) ?? []).isEmpty
+        }
     }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
@@ -531,9 +551,12 @@ public final class ResponseCache: Sendable {
                 return true
             }
             // A response to a request with credentials stays in memory (see `DiskResponseStorage`), and so does one
-            // a redirect brought from a URL that carries them (a signed link): its record would hold that URL. What
-            // the storage has under the key is older than this answer, and goes.
-            if stored, let storage = self.storage, !hasCredentials, Self.carriesCredentials(response.storedHead.url) {
+            // a redirect brought from a URL that carries them (a signed link), or whose `Location` or
+            // `Content-Location` names one: its record would hold that URL. What the storage has under the key is
+            // older than this answer, and goes.
+            if stored, let storage = self.storage, !hasCredentials,
+                Self.carriesCredentials(response.storedHead.url) || Self.locationCarriesCredentials(response)
+            {
                 storage.removeResponses(forKey: key)
             } else if stored, let storage = self.storage, !hasCredentials {
                 var record = Self.stored(
