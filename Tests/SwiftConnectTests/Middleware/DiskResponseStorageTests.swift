@@ -148,6 +148,28 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/a", "/b", "/c", "/a"])
     }
 
+    /// A response served from memory is used as much as one read from disk: the disk does not evict it first for
+    /// being read from the file long ago.
+    func testAResponseServedFromMemoryIsRecentlyUsedOnDisk() throws {
+        // Given /a and /b stored, filling the disk, then /a served again from memory
+        let big = String(repeating: "x", count: 1_000)
+        let transport = FakeTransport()
+        for name in ["a", "b", "c"] { transport.stub("/\(name)", with: .json(string: #"{"v":"\#(name)\#(big)"}"#)) }
+        let connect = try client(transport, maxBytes: 4_000)
+        for name in ["a", "b", "a"] { _ = body(connect.request(Route("/\(name)"), options: rule)) }
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/a", "/b"], "memory served /a again")
+
+        // When /c is stored, and the disk must forget one
+        _ = body(connect.request(Route("/c"), options: rule))
+
+        // Then it forgot /b, the least recently used: after a restart, /a is read from disk and /b fetched
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path).count, 2)
+        let restarted = try client(transport, maxBytes: 4_000)
+        _ = body(restarted.request(Route("/a"), options: rule))
+        _ = body(restarted.request(Route("/b"), options: rule))
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/a", "/b", "/c", "/b"])
+    }
+
     func testAResponseToARequestWithCredentialsNeverReachesTheDisk() throws {
         let transport = answers(3)
         let signed = Route("/todos", headers: [.authorization(bearerToken: "t0ken")])

@@ -249,6 +249,8 @@ public final class ResponseCache: Sendable {
     let defaultRule: CacheRule?
     /// The second tier, read on a miss and written with each stored response (``ResponseCacheStorage``).
     let storage: (any ResponseCacheStorage)?
+    /// ``storage`` when it counts a memory hit as a use (``ResponseStorageUse``): cast once, not at every hit.
+    private let storageUse: (any ResponseStorageUse)?
 
     /// Creates an empty cache.
     ///
@@ -278,6 +280,7 @@ public final class ResponseCache: Sendable {
         self.maxBytes = max(0, maxBytes)
         self.defaultRule = defaultRule
         self.storage = storage
+        self.storageUse = storage as? any ResponseStorageUse
         self.now = now
     }
 
@@ -480,6 +483,9 @@ public final class ResponseCache: Sendable {
             state.fetches &+= 1
             return (nil, stale, state.fetches, state.generation, state.entries[key]?.insertion)
         }
+        // A memory hit is a use of the storage's copy too: it spared a read, and must not leave the copy the least
+        // recently used there.
+        if found != nil { storageUse?.noteUse(forKey: key) }
         var cached = found.map { Self.aged($0.response, generated: $0.freshness.generated, now: now) }
         var revalidated = stale
         if cached == nil, !bypasses, stale == nil {

@@ -59,6 +59,14 @@ protocol ResponseStorageByURL {
     func removeResponses(forResources resources: Set<String>)
 }
 
+/// A storage that orders what it forgets by use and counts a response the cache served from memory as a use: the
+/// disk one, whose reads a memory hit spares. Without it, a response served from memory all day is the least
+/// recently used on disk, and the first to go when the folder is full.
+protocol ResponseStorageUse: Sendable {
+    /// Notes that the response under `key` was served now, from memory. Cheap: no file is touched.
+    func noteUse(forKey key: String)
+}
+
 /// A response as a ``ResponseCacheStorage`` keeps it: what the cache needs to serve it again.
 public struct StoredResponse: Sendable, Codable, Equatable {
     /// The URL that answered.
@@ -219,9 +227,9 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 }
 
 /// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
-/// bounded in bytes (the least recently used go first), and still there after a restart. It reads only regular
-/// files no larger than its bound: another program's named pipe or huge file in the folder is a miss (a huge one is
-/// removed when a removal would have to read it).
+/// bounded in bytes (the least recently used go first: a response its cache serves from memory counts as used), and
+/// still there after a restart. It reads only regular files no larger than its bound: another program's named pipe
+/// or huge file in the folder is a miss (a huge one is removed when a removal would have to read it).
 ///
 /// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
 /// reached the cache (`Authorization`, a `Cookie` header, any header named like a secret), never one a redirect
@@ -232,7 +240,7 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 /// cookie storage (``URLSessionTransport`` does by default) come after the cache, which cannot see them: an app that
 /// signs users in with a session cookie gives its cached rules a key that names the user, and removes the folder's
 /// responses (``removeAll()``, or ``ResponseCache/removeAll()``) when the user signs out.
-public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByURL {
+public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByURL, ResponseStorageUse {
     /// The folder.
     public let directory: URL
     private let maxBytes: Int
@@ -240,6 +248,9 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     /// a file is written or read (`""` and `nil` for a file that cannot be read), so that removing a key's or a
     /// URL's responses reads no file twice.
     private let index: Protected<[String: IndexEntry]>
+
+    /// The last use stamped (``stamp()``): each stamp is later than the one before, whatever the clock does.
+    private let lastUse = Protected(Date.distantPast)
 
     /// What the index knows of a file.
     private struct IndexEntry {
@@ -289,8 +300,9 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         guard case .read(let data) = Self.contents(of: directory.appendingPathComponent(name), limit: maxBytes),
             let stored = try? JSONDecoder().decode(Record.self, from: data), stored.key == key
         else { return nil }
+        let used = stamp()
         index.withLock { index in
-            index[name]?.used = Date()
+            index[name]?.used = used
             index[name]?.key = key
             index[name]?.resources = stored.response.resources
         }
@@ -324,9 +336,10 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         }
         // The folder as it is now: the bound holds for the folder, not for this storage's files.
         catchUp(except: name)
+        let used = stamp()
         let evicted = index.withLock { index -> [String] in
             index[name] = IndexEntry(
-                size: data.count, used: Date(), key: key, resources: response.resources)
+                size: data.count, used: used, key: key, resources: response.resources)
             var total = index.values.reduce(0) { $0 + $1.size }
             var evicted: [String] = []
             for (old, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > maxBytes {
@@ -338,6 +351,24 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             return evicted
         }
         for old in evicted { try? FileManager.default.removeItem(at: directory.appendingPathComponent(old)) }
+    }
+
+    /// Notes that the cache served the response under `key` from memory (``ResponseStorageUse``): a use, as a read
+    /// of its file is, for the order in which files go. Kept by this storage only, in memory: another storage on the
+    /// folder, or the next process, orders the file by when it was written.
+    func noteUse(forKey key: String) {
+        let name = Self.fileName(forKey: key)
+        let used = stamp()
+        index.withLock { $0[name]?.used = used }
+    }
+
+    /// The time of a use: now, or just after the last use stamped if the clock has not moved on (or went back), so
+    /// that of two uses the later one is always the more recent.
+    private func stamp() -> Date {
+        lastUse.withLock { last in
+            last = max(Date(), last.addingTimeInterval(0.000_001))
+            return last
+        }
     }
 
     /// Forgets `key` and its variants (with the digest of a body or of credentials).
