@@ -18,8 +18,9 @@ import Foundation
 /// values.
 ///
 /// Whole numbers that fit an `Int` decode as ``int(_:)`` (`2`, and `2.0` or `1e3` too: JSON does not tell them
-/// apart), others as ``double(_:)``; ``intValue`` and ``doubleValue`` read either, and equal numbers are equal values
-/// (`.int(2) == .double(2.0)`), so a value compares equal after a round trip through JSON.
+/// apart), others as ``double(_:)``, and so does `-0`, whose sign an `Int` would lose (`JSONDecoder` reads it as `-0.0`);
+/// ``intValue`` and ``doubleValue`` read either, and equal numbers are equal values (`.int(2) == .double(2.0)`,
+/// `.int(0) == .double(-0.0)`), so a value compares equal after a round trip through JSON.
 ///
 /// A value nested deeper than 128 levels fails to decode (a `DecodingError`) and to encode (an `EncodingError`, for a
 /// value built in code), rather than exhausting the stack of the thread that decodes or encodes it.
@@ -168,7 +169,13 @@ extension JSONValue: Codable {
         } else if let value = attempt(Bool.self) {
             self = .bool(value)
         } else if let value = attempt(Int.self) {
-            self = .int(value)
+            // `-0` is whole, but an `Int` has no sign for zero: kept as the `Double` it is (`JSONDecoder` reads it as
+            // `-0.0`), so that it is written back as `-0`, not `0`. It still equals `.int(0)`.
+            if value == 0, let zero = attempt(Double.self), zero.sign == .minus {
+                self = .double(zero)
+            } else {
+                self = .int(value)
+            }
         } else if let value = attempt(Double.self) {
             self = .double(value)
         } else if let value = attempt(String.self) {

@@ -52,6 +52,27 @@ final class JSONValueEdgeCaseTests: XCTestCase {
         XCTAssertEqual(try decoded("9007199254740993"), .int(9_007_199_254_740_993))
     }
 
+    /// `-0` keeps its sign, as `JSONDecoder` reads it into a `Double`: decoded as `.int(0)` it came back as `0`, so an
+    /// answer echoed to its server changed, and `doubleValue` (and a model's `Double` decoded from the value) was `+0`.
+    func testNegativeZeroKeepsItsSignThroughAJSONValue() throws {
+        struct Reading: Codable { let value: Double }
+        for json in ["-0", "-0.0", "-0e0", "-0E+5"] {
+            let value = try decoded(json)
+            XCTAssertEqual(value.doubleValue?.sign, .minus, json)
+            XCTAssertEqual(value.doubleValue?.sign, try JSONDecoder().decode(Double.self, from: Data(json.utf8)).sign)
+            XCTAssertEqual(value.intValue, 0, json)
+            XCTAssertEqual(value, .int(0), "still equal to zero, by value: \(json)")
+            XCTAssertEqual(String(decoding: try JSONEncoder().encode(value), as: UTF8.self), "-0", json)
+        }
+        let reading = try decoded(#"{"value":-0.0}"#).decoded(as: Reading.self)
+        XCTAssertEqual(reading.value.sign, .minus)
+        for json in ["0", "0.0", "-1", "1e3"] {
+            XCTAssertEqual(try decoded(json).doubleValue?.sign, Double(json)?.sign, json)
+        }
+        XCTAssertEqual(try decoded("-1"), .int(-1))
+        XCTAssertEqual(try decoded("0"), .int(0))
+    }
+
     /// A string with a lone UTF-16 surrogate escape has no Swift text: a `DecodingError`, not a replacement character
     /// or a crash. A NUL escape is text like any other.
     func testStringsJSONCannotGiveAsTextFailToDecode() throws {
