@@ -20,6 +20,7 @@ extension Connect {
     /// number, `true`/`false` or `null` as its JSON text, a nested object or array as its JSON text. Any other
     /// top level (an array, a lone value) fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``
     /// and a `.body` parameter with ``ConnectError/InvalidRequestReason/multipleBodies``, before anything is sent.
+    /// A ``JSONObject`` on a DELETE goes in the query, as it does for any DELETE, and makes no text fields.
     /// Plain fields can also be given in order with ``upload(files:fields:to:boundary:debugResponse:options:)``.
     ///
     /// ```swift
@@ -97,6 +98,10 @@ extension Connect {
             }
         }
         guard !hasRawBody else { return body(of: Future(error: ConnectError.invalidRequest(.multipleBodies))) }
+        // A `JSONObject` on a DELETE is placed in the query, as for any DELETE: there is no body to read fields from.
+        if request.parameters is JSONObject, JSONObject.placesInQuery(method: request.method.rawValue) {
+            hasJSONObject = false
+        }
 
         var temporaryFile: URL?
         let response = start(request, debugResponse: debugResponse, options: options) { request, transfer in

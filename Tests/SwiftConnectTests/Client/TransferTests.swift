@@ -146,6 +146,24 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(parts.prefix(2).map { String(decoding: $0.data, as: UTF8.self) }, ["Summer & sea", "2"])
     }
 
+    /// A `JSONObject` on a DELETE goes in the query, as it does for any DELETE: the upload sends the files with that
+    /// query. It failed with "its top level must be a JSON object", reading the body the object was never put in.
+    func testADELETEUploadSendsAJSONObjectInTheQueryAsADELETEDoes() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let connect = Connect(host: "api.test", transport: transport)
+        let route = Route("/photos", method: .delete, parameters: ["album": "Summer & sea", "n": 2])
+        let photo = File(name: "a.png", key: "photo", mimeType: .png, data: Data([0x89, 0x50]))
+
+        _ = try connect.upload(files: [photo], to: route).wait()
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        XCTAssertEqual(sent.httpMethod, "DELETE")
+        XCTAssertEqual(sent.url?.absoluteString, "https://api.test/photos?album=Summer%20%26%20sea&n=2")
+        let contentType = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        let parts = try MultipartParser.parse(try XCTUnwrap(sent.httpBody), contentType: contentType)
+        XCTAssertEqual(parts.map(\.name), ["photo"])
+    }
+
     func testUploadWithAJSONBodyThatIsNotAnObjectIsRefused() {
         let transport = FakeTransport.answering(.status(200))
         let connect = Connect(transport: transport)
