@@ -132,7 +132,9 @@ extension Connector {
             break
         case .json(let value)?:
             body = try Self.encodedBody {
-                try JSONSyntax.encoded(value, by: jsonEncoder)
+                // A `JSONObject` in its order: encoded as any value, it would be a dictionary, in an order of its own.
+                if let object = value as? JSONObject { return try object.orderedJSON(encoder: jsonEncoder) }
+                return try JSONSyntax.encoded(value, by: jsonEncoder)
             } request: {
                 partialRequest(method: method)
             }

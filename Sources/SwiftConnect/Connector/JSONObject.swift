@@ -16,10 +16,10 @@ import Foundation
 ///
 /// **Where the values go** is decided by the request's method and `Content-Type`, as those libraries did:
 /// - **GET, HEAD and DELETE**: query items, in the order written, after any query of the endpoint.
-/// - **Any other method**: the body, as a JSON object with the keys as written, in that order, each value encoded
-///   with the connector's `jsonEncoder` (so its date and key strategies apply inside values); or as
-///   `application/x-www-form-urlencoded` fields when the request's `Content-Type` says so (the connector's headers,
-///   its or the call's options, or a default of the client).
+/// - **Any other method**: the body, as a JSON object with the keys as written, in that order (an object nested as a
+///   value too), each value encoded with the connector's `jsonEncoder` (so its date and key strategies apply inside
+///   values); or as `application/x-www-form-urlencoded` fields when the request's `Content-Type` says so (the
+///   connector's headers, its or the call's options, or a default of the client).
 ///
 /// **In a query or a form**, a value is written as text: a string as it is, a number as Swift prints it (`2`,
 /// `2.5`), a Boolean as `true` or `false`, any other `Encodable` value as the connector's `jsonEncoder` encodes
@@ -36,8 +36,9 @@ import Foundation
 /// (`["user": ["name": name, "age": 3] as JSONObject]`); one whose values share a type needs nothing
 /// (`["ids": [1, 2, 3]]`).
 ///
-/// To send it as a JSON body whatever its `Content-Type`, wrap it: `Parameter.jsonObject(value: object)` (on a GET or
-/// HEAD that fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, as any body does).
+/// To send it as a JSON body whatever its `Content-Type`, wrap it: `Parameter.jsonObject(value: object)`, alone or in a
+/// ``CompositeParameters``, keeps the order written too (on a GET or HEAD that fails with
+/// ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, as any body does).
 public struct JSONObject: Sendable, ParametersRepresentable {
     /// A value as given: `nil` for JSON `null`.
     public typealias Value = (any Encodable & Sendable)?
@@ -102,7 +103,8 @@ extension JSONObject: ExpressibleByDictionaryLiteral {
 extension JSONObject: Encodable {
     /// Encodes the members (a `nil` value as `null`), their keys as they are, as a `[String: …]` dictionary's are: an
     /// encoder's `keyEncodingStrategy` renames the keys of the values' own types, not these. `JSONEncoder` writes
-    /// keys in an order of its own; as a request's parameters, the object is written in the order given.
+    /// keys in an order of its own; as a request's parameters or body, the object (and one nested as a member's value)
+    /// is written in the order given.
     ///
     /// - Throws: `EncodingError.invalidValue` for a key given twice, or for objects nested deeper than 64 levels,
     ///   which would otherwise exhaust the stack of the thread that encodes them.
@@ -219,8 +221,52 @@ extension JSONObject {
     }
 
     /// The object as a JSON body: its keys as written and in that order (sorted if `encoder` sorts keys), each value
-    /// as `encoder` encodes it, so its date and data strategies apply. (`JSONEncoder` keeps no order of its own.)
+    /// as `encoder` encodes it, so its date and data strategies apply, and an object nested as a member's value
+    /// written the same way, in its order too. (`JSONEncoder` keeps no order of its own.)
+    ///
+    /// - Throws: ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)`` naming the member whose value
+    ///   could not be encoded.
     func jsonBody(encoder: JSONEncoder) throws -> Data {
+        try jsonBody(encoder: encoder, depth: 0) { key, error in
+            var failure = ConnectError.invalidRequest(
+                .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
+            failure.underlyingError = error
+            return failure
+        }
+    }
+
+    /// The object as ``jsonBody(encoder:)`` writes it, for a ``Parameter/jsonObject(value:)`` that wraps it: in the
+    /// order written, where encoding it as a dictionary would not keep that order.
+    ///
+    /// - Throws: What ``encode(to:)`` throws: `EncodingError.invalidValue` for a key given twice, or the encoder's
+    ///   error for a value, with the path to it.
+    func orderedJSON(encoder: JSONEncoder) throws -> Data {
+        try jsonBody(encoder: encoder, depth: 0) { key, error in
+            guard case EncodingError.invalidValue(let value, let context) = error else { return error }
+            return EncodingError.invalidValue(
+                value,
+                EncodingError.Context(
+                    codingPath: [MemberKey(stringValue: key)] + context.codingPath,
+                    debugDescription: context.debugDescription, underlyingError: context.underlyingError))
+        }
+    }
+
+    /// ``jsonBody(encoder:)`` at `depth` levels of nested objects, with `failure` making the error for a member
+    /// whose value could not be encoded.
+    private func jsonBody(
+        encoder: JSONEncoder, depth: Int, failure: (String, any Error) -> any Error
+    ) throws -> Data {
+        if let repeatedKey {
+            throw EncodingError.invalidValue(
+                self,
+                EncodingError.Context(codingPath: [], debugDescription: "the key \"\(repeatedKey)\" is given twice"))
+        }
+        guard depth <= Self.maximumDepth else {
+            throw EncodingError.invalidValue(
+                depth,
+                EncodingError.Context(
+                    codingPath: [], debugDescription: "this JSON is encoded at most \(Self.maximumDepth) levels deep"))
+        }
         let sorts = encoder.outputFormatting.contains(.sortedKeys)
         let ordered = sorts ? members.sorted { $0.key < $1.key } : members
         var body = Data("{".utf8)
@@ -230,16 +276,28 @@ extension JSONObject {
             do {
                 body.append(try keyEncoder.encode(key))
                 body.append(UInt8(ascii: ":"))
-                body.append(try value.map { try JSONSyntax.encoded($0, by: encoder) } ?? Data("null".utf8))
+                switch value {
+                case nil:
+                    body.append(contentsOf: "null".utf8)
+                case let object as JSONObject:
+                    body.append(try object.jsonBody(encoder: encoder, depth: depth + 1) { $1 })
+                case let value?:
+                    body.append(try JSONSyntax.encoded(value, by: encoder))
+                }
             } catch {
-                var failure = ConnectError.invalidRequest(
-                    .invalidParameter(key: key, reason: "its value could not be encoded: \(error)"))
-                failure.underlyingError = error
-                throw failure
+                throw failure(key, error)
             }
         }
         body.append(UInt8(ascii: "}"))
         return body
+    }
+
+    /// A member's key in the coding path of an error.
+    private struct MemberKey: CodingKey {
+        let stringValue: String
+        var intValue: Int? { nil }
+        init(stringValue: String) { self.stringValue = stringValue }
+        init?(intValue: Int) { nil }
     }
 
     /// The texts `value` is sent as in a query or form: one, several for an array, none for `nil`.

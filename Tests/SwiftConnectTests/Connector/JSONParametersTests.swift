@@ -354,6 +354,47 @@ final class JSONParametersTests: XCTestCase {
         XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, #"{"k":1}"#)
     }
 
+    /// Wrapped in `.jsonObject` (alone, or beside path values and query items in a `CompositeParameters`), the object
+    /// keeps the order it was written in, and so does an object nested in it, as a route's own object does: they were
+    /// encoded as dictionaries, in an order that changed from one run to the next.
+    func testAWrappedObjectAndANestedOneKeepTheOrderWritten() throws {
+        let user: JSONObject = ["name": "Ada", "role": "admin", "age": 36, "city": "London", "zip": nil]
+        let object: JSONObject = [
+            "zeta": 1, "alpha": 2, "mid": 3, "beta": 4, "user": user, "omega": [5, 6], "gamma": true, "delta": "d",
+        ]
+        let expected =
+            #"{"zeta":1,"alpha":2,"mid":3,"beta":4,"user":{"name":"Ada","role":"admin","age":36,"city":"London","#
+            + #""zip":null},"omega":[5,6],"gamma":true,"delta":"d"}"#
+        let routes = [
+            Route("/items", method: .post, parameters: Parameter.jsonObject(value: object)),
+            Route(
+                "/items/{id}", method: .post,
+                parameters: CompositeParameters(
+                    .path(key: "id", value: "7"), .query(key: "v", value: "2"), .jsonObject(object))),
+            Route("/items", method: .post, parameters: object),
+        ]
+        for route in routes {
+            let request = try sent(route)
+            XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected, route.endpoint)
+        }
+    }
+
+    /// Wrapped, an object with a key given twice or a value the encoder refuses still fails the request as a body that
+    /// could not be encoded, nothing sent.
+    func testAWrappedObjectThatCannotBeEncodedFailsTheRequest() {
+        let objects = [
+            JSONObject([(key: "a", value: 1), (key: "a", value: 2)]),
+            ["a": ["b": Double.nan] as JSONObject] as JSONObject,
+        ]
+        for object in objects {
+            let error = refusal(Route("/a", method: .post, parameters: Parameter.jsonObject(value: object)))
+            guard case .bodyEncodingFailed? = error?.invalidRequestReason else {
+                XCTFail("\(String(describing: error))")
+                continue
+            }
+        }
+    }
+
     // MARK: Untyped answers
 
     func testAnAnswerDecodesIntoJSONValueAndReadsByKeyAndIndex() throws {
