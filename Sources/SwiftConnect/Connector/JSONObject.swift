@@ -17,9 +17,9 @@ import Foundation
 /// **Where the values go** is decided by the request's method and `Content-Type`, as those libraries did:
 /// - **GET, HEAD and DELETE**: query items, in the order written, after any query of the endpoint.
 /// - **Any other method**: the body, as a JSON object with the keys as written, in that order (an object nested as a
-///   value too), each value encoded with the connector's `jsonEncoder` (so its date and key strategies apply inside
-///   values); or as `application/x-www-form-urlencoded` fields when the request's `Content-Type` says so (the
-///   connector's headers, its or the call's options, or a default of the client).
+///   value, or in an array that is one, too), each value encoded with the connector's `jsonEncoder` (so its date and
+///   key strategies apply inside values); or as `application/x-www-form-urlencoded` fields when the request's
+///   `Content-Type` says so (the connector's headers, its or the call's options, or a default of the client).
 ///
 /// **In a query or a form**, a value is written as text: a string as it is, a number as Swift prints it (`2`,
 /// `2.5`), a Boolean as `true` or `false`, any other `Encodable` value as the connector's `jsonEncoder` encodes
@@ -221,8 +221,8 @@ extension JSONObject {
     }
 
     /// The object as a JSON body: its keys as written and in that order (sorted if `encoder` sorts keys), each value
-    /// as `encoder` encodes it, so its date and data strategies apply, and an object nested as a member's value
-    /// written the same way, in its order too. (`JSONEncoder` keeps no order of its own.)
+    /// as `encoder` encodes it, so its date and data strategies apply, and an object nested as a member's value (or
+    /// in an array that is one) written the same way, in its order too. (`JSONEncoder` keeps no order of its own.)
     ///
     /// - Throws: ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)`` naming the member whose value
     ///   could not be encoded.
@@ -281,6 +281,13 @@ extension JSONObject {
                     body.append(contentsOf: "null".utf8)
                 case let object as JSONObject:
                     body.append(try object.jsonBody(encoder: encoder, depth: depth + 1) { $1 })
+                case let objects as [JSONObject]:
+                    body.append(UInt8(ascii: "["))
+                    for (index, object) in objects.enumerated() {
+                        if index > 0 { body.append(UInt8(ascii: ",")) }
+                        body.append(try object.jsonBody(encoder: encoder, depth: depth + 1) { $1 })
+                    }
+                    body.append(UInt8(ascii: "]"))
                 case let value?:
                     body.append(try JSONSyntax.encoded(value, by: encoder))
                 }

@@ -379,6 +379,15 @@ final class JSONParametersTests: XCTestCase {
         }
     }
 
+    /// Objects in an array member (a list of line items) keep the order they were written in too.
+    func testObjectsInAnArrayKeepTheOrderWritten() throws {
+        let items: [JSONObject] = [["sku": "a", "qty": 1, "note": nil], ["sku": "b", "qty": 2, "gift": true]]
+        let request = try sent(Route("/orders", method: .post, parameters: ["zone": "eu", "items": items, "id": 7]))
+        XCTAssertEqual(
+            request.httpBody.map { String(decoding: $0, as: UTF8.self) },
+            #"{"zone":"eu","items":[{"sku":"a","qty":1,"note":null},{"sku":"b","qty":2,"gift":true}],"id":7}"#)
+    }
+
     /// Wrapped, an object with a key given twice or a value the encoder refuses still fails the request as a body that
     /// could not be encoded, nothing sent.
     func testAWrappedObjectThatCannotBeEncodedFailsTheRequest() {
