@@ -184,13 +184,35 @@ enum RedirectRules {
 
     /// The `Location` of `response`, trimmed; `nil` without one, or when several fields name different targets:
     /// RFC 9110 (10.2.2) allows one field, and browsers follow none of several. Their values joined (`/a, /b`) are
-    /// no URL either field named. The same value repeated is that value. (URLSession joins repeated fields before
-    /// the core sees them: there, the joined value is read as one.)
+    /// no URL either field named. The same value repeated is that value.
+    ///
+    /// URLSession joins repeated fields into one value, with `", "`, before the core sees them, so a value is read
+    /// as joined fields wherever `,` is followed by a space or a tab: a URI reference has no bare whitespace
+    /// (RFC 3986, 2 and 4.1), while a `,` on its own is legal in one (`/a,b` stays one target). A single field
+    /// written that way by a server is no valid `Location` either, so every engine reads it the same way: as the
+    /// fields it would be joined from. Test:
+    /// `ResponseFramingTests.testSeveralLocationFieldsThatDifferAreNotFollowedOnEveryPath`.
     static func location(of response: ConnectResponse) -> String? {
-        let values = response.storedHead.head.headerFields[values: .location]
-        guard let first = values.first?.trimmingCharacters(in: .whitespaces) else { return nil }
-        for value in values.dropFirst() where value.trimmingCharacters(in: .whitespaces) != first { return nil }
+        let values = response.storedHead.head.headerFields[values: .location].flatMap(joinedFields)
+        guard let first = values.first else { return nil }
+        for value in values.dropFirst() where value != first { return nil }
         return first
+    }
+
+    /// The fields `value` was joined from (`/a, /b`: `/a` and `/b`), each trimmed; `value` trimmed when it has no
+    /// `,` followed by whitespace.
+    private static func joinedFields(_ value: String) -> [String] {
+        var fields: [String] = []
+        var rest = Substring(value)
+        while let comma = rest.indices.first(where: { index in
+            rest[index] == "," && rest.index(after: index) < rest.endIndex
+                && (rest[rest.index(after: index)] == " " || rest[rest.index(after: index)] == "\t")
+        }) {
+            fields.append(rest[..<comma].trimmingCharacters(in: .whitespaces))
+            rest = rest[rest.index(after: comma)...]
+        }
+        fields.append(rest.trimmingCharacters(in: .whitespaces))
+        return fields
     }
 
     /// The most redirects one request follows, as FoundationNetworking and Apple's URLSession allow.

@@ -177,6 +177,33 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// Two `Location` fields that name different targets name no one target: the 302 is the answer on every engine
+    /// and path, and the error says why. URLSession joins repeated fields into one value (`/a, /b`) before the core
+    /// sees them; that value was followed, to `/a,%20/b`. The same target twice is that target.
+    func testSeveralLocationFieldsThatDifferAreNotFollowedOnEveryPath() throws {
+        // Given a 302 with two different Location fields, one with the same field twice, and their targets
+        rawRoute("/two", "HTTP/1.1 302 Found\r\nLocation: /a\r\nLocation: /b\r\nContent-Length: 0\r\n\r\n")
+        rawRoute("/same", "HTTP/1.1 302 Found\r\nLocation: /a\r\nLocation: /a\r\nContent-Length: 0\r\n\r\n")
+        server.route("GET", "/a") { _ in .text("a") }
+        server.route("GET", "/b") { _ in .text("b") }
+
+        for options in everyPath {
+            server.resetStatistics()
+
+            // When
+            let error = connectError(of: connect.request(route("/two", options: options)))
+            let same = try connect.request(route("/same", options: options)).waitForResult(timeout: 10)
+
+            // Then: the first is not followed anywhere, and says why; the second is followed
+            XCTAssertEqual(error?.kind, .httpStatus, String(describing: error))
+            XCTAssertEqual(error?.statusCode, 302, String(describing: error))
+            XCTAssertTrue(
+                error?.message.contains("several Location fields") ?? false, String(describing: error?.message))
+            XCTAssertEqual(String(decoding: try same.get(), as: UTF8.self), "a")
+            XCTAssertEqual(server.requestCount, 3, "\(server.requests.map(\.path))")
+        }
+    }
+
     // MARK: - Compressed bodies
 
     /// `data` as a gzip stream of one stored (uncompressed) deflate block: 23 bytes longer than `data`, which must

@@ -77,7 +77,8 @@ final class RedirectRuleTests: XCTestCase {
 
     /// Several `Location` fields that differ name no one target (RFC 9110 §10.2.2 allows one field): the 3xx is the
     /// answer, as browsers refuse to follow it, and the error says why. Their values joined (`/one, /two`) were
-    /// followed to `/one,%20/two`, a URL neither field named. The same value repeated is that value.
+    /// followed to `/one,%20/two`, a URL neither field named: URLSession hands them over joined, so a `,` followed by
+    /// whitespace separates fields. The same value repeated is that value.
     func testSeveralLocationFieldsThatDifferAreNoRedirect() throws {
         func answer(_ locations: [String]) -> ConnectResponse {
             let fields = HeaderFields(locations.map { HeaderField(name: .location, value: $0) })
@@ -88,6 +89,19 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one", "https://other.example.com/"])))
         let repeated = try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: answer(["/one", " /one"])))
         XCTAssertEqual(repeated.request.url.absoluteString, "https://api.example.com/one")
+        // As URLSession hands them over: joined into one value with ", ".
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one, /two"])))
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one,\t/two"])))
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one, "])))
+        XCTAssertNil(RedirectRule.next(after: request(), answeredBy: answer(["/one, /one", "/two"])))
+        let joined = try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: answer(["/one, /one"])))
+        XCTAssertEqual(joined.request.url.absoluteString, "https://api.example.com/one")
+        XCTAssertTrue(
+            RedirectRules.notFollowed(answer(["/one, /two"])).hasSuffix(": it has several Location fields"),
+            RedirectRules.notFollowed(answer(["/one, /two"])))
+        // A comma on its own is part of a URL: one target.
+        let comma = try XCTUnwrap(RedirectRule.next(after: request(), answeredBy: answer(["/one,two?a=1,2"])))
+        XCTAssertEqual(comma.request.url.absoluteString, "https://api.example.com/one,two?a=1,2")
         XCTAssertTrue(
             RedirectRules.notFollowed(answer(["/one", "/two"])).hasSuffix(": it has several Location fields"),
             RedirectRules.notFollowed(answer(["/one", "/two"])))
