@@ -150,7 +150,7 @@ public enum TransportConformance {
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody, refusedConnection,
         bodySentAgain,
         resetOfAPOSTOnAReusedConnection, compressedBodies, compressedBodyLimit, undecodedCodingIsRefused,
-        downloadToAFile,
+        truncatedCompressedBody, downloadToAFile,
         downloadErrorBodyLimit, streamedBodyArrivesAsItIsSent, requestBodyStreamsAsItIsMade,
         streamedRequestBodyKeepsItsLength, streamedRequestBodyHasOneFraming, failingRequestBodyStream,
         stalledRequestBodyStream,
@@ -564,6 +564,35 @@ public enum TransportConformance {
             try context.expect(
                 error.isTransportFailure,
                 "a body in an unknown coding came back as \(error)")
+        }
+    }
+
+    /// A gzip body whose compressed data ends before it is complete (before its trailer, which checks it, or inside
+    /// its deflate data), inside a `Content-Length` that counts exactly the bytes sent, is a transport failure: never
+    /// the part decoded so far as a success. Nothing but the decoder can tell: every byte announced arrives.
+    static let truncatedCompressedBody = Check(name: "truncated compressed body is refused") { context in
+        try context.withServer { server in
+            let cuts = ["/no-trailer": gzipped.dropLast(8), "/cut": gzipped.prefix(gzipped.count / 2)]
+            for (path, body) in cuts {
+                server.route("GET", path) { _ in
+                    LocalServer.Response.data(Data(body), contentType: "text/plain")
+                        .withHeader("Content-Encoding", "gzip")
+                }
+            }
+            for path in cuts.keys.sorted() {
+                var accepting = request(server, path)
+                accepting.setValue("gzip", forHTTPHeaderField: "Accept-Encoding")
+                switch try context.send(accepting) {
+                case .success(let response):
+                    throw Failure(
+                        description: "\(path): a truncated gzip body came back as a \(response.statusCode) response "
+                            + "of \(response.data.count) bytes")
+                case .failure(let error):
+                    try context.expect(
+                        (error as? ConnectError)?.isTransportFailure == true,
+                        "\(path): a truncated gzip body came back as \(error)")
+                }
+            }
         }
     }
 

@@ -27,7 +27,10 @@ struct URLSessionHopEngine: HTTPEngine {
     /// access…), given to every hop's.
     var extras = ConnectRequest.FoundationExtras()
 
-    /// URLSession decodes what it announces in `Accept-Encoding`, and fails a body it cannot decode itself.
+    /// URLSession decodes what it announces in `Accept-Encoding`, and fails a body it cannot decode itself. On Linux
+    /// the decoding is libcurl's, always on (FoundationNetworking offers no way to turn it off), and a compressed
+    /// stream that stops before its end is handed over decoded as far as it goes, as a whole body: the core never
+    /// sees the compressed bytes to refuse it. Test: `TransportConformanceTests` (a known defect).
     var decodedContentCodings: Set<String> { ["gzip", "x-gzip", "deflate", "br"] }
 
     func send(_ hop: EngineRequest) async throws -> EngineResponse<URLSessionHopBody> {

@@ -261,6 +261,40 @@ final class ResponseFramingTests: IntegrationTestCase {
         XCTAssertEqual(reports.values.last?.downloadFraction, 1)
     }
 
+    /// A gzip body whose compressed data stops before its end (inside its deflate block, or before the trailer that
+    /// checks it), inside a `Content-Length` that counts exactly the bytes sent: every byte announced arrives, and
+    /// only the decoder can tell. The part decoded so far must not reach the caller as a success.
+    func testATruncatedCompressedBodyIsATransportFailureOnEveryPath() throws {
+        #if canImport(FoundationNetworking)
+            if TransportUnderTest.isURLSession {
+                throw XCTSkip(
+                    "libcurl decodes the body inside FoundationNetworking and hands over the part decoded so far as "
+                        + "a success: TransportConformanceTests checks that known defect")
+            }
+        #endif
+        // Given 1,000 bytes gzip-encoded, sent cut inside the deflate data and without the trailer
+        let encoded = Self.gzipStored(Data(repeating: 0x63, count: 1_000))
+        let cuts = ["/cut": encoded.prefix(500), "/no-trailer": encoded.dropLast(8)]
+        for (path, body) in cuts {
+            server.route("GET", path) { _ in .data(Data(body)).withHeader("Content-Encoding", "gzip") }
+        }
+
+        for path in cuts.keys.sorted() {
+            for options in everyPath {
+                // When
+                let outcome = try connect.request(route(path, options: options)).waitForResult(timeout: 10)
+
+                // Then: a transport failure, as for a body that is not gzip at all
+                switch outcome {
+                case .success(let data):
+                    XCTFail("\(path): a truncated gzip body came back as \(data.count) bytes")
+                case .failure(let error):
+                    XCTAssertEqual((error as? ConnectError)?.kind, .transport, "\(path): \(error)")
+                }
+            }
+        }
+    }
+
     // MARK: - Bodies that do not arrive whole
 
     /// Each way the transport can run an exchange: plain, with a size limit, with progress reports.

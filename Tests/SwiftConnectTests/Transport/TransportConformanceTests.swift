@@ -22,6 +22,12 @@ final class TransportConformanceTests: XCTestCase {
                     "FoundationNetworking tells libcurl a body stream's size is unknown, so it goes out in chunks and "
                     + "its Content-Length field is dropped (a server that needs the length gets it over "
                     + "AsyncHTTPClientTransport, or from a body in memory or a file)",
+                "truncated compressed body is refused":
+                    "FoundationNetworking has libcurl decode every gzip and deflate body "
+                    + "(CURLOPT_HTTP_CONTENT_DECODING, set on every request by its HTTP protocol, with no API to turn "
+                    + "it off), and libcurl ends a compressed stream that stops before its end without an error: "
+                    + "the part decoded so far arrives as the whole body, and the core never sees the compressed "
+                    + "bytes to check them (every byte its Content-Length announced did arrive)",
                 "size limit stops reading":
                     "FoundationNetworking cannot abort a transfer under way; the transport invalidates the "
                     + "request's own session, which stops it only once libcurl has caught up with the sender (the "
