@@ -554,6 +554,11 @@ struct RequestParts {
                 else { throw invalidURL.error() }
                 out.append(contentsOf: endpoint[index...(index + 2)])
                 index += 3
+            case UInt8(ascii: "["), UInt8(ascii: "]"):
+                // Brackets, a query convention (`filter[status]=open`, `ids[]=1`), are escaped as `URL(string:)`
+                // escapes them on current Apple OSes: they mean something only in a host, which an endpoint has not.
+                PercentEncoding.appendEscape(byte, to: &out)
+                index += 1
             case 0x80...:
                 // Non-ASCII text (`/café`, `?q=é`) goes as its UTF-8 bytes percent-encoded, as a path value does and
                 // as `URL(string:)` encodes it on current Apple OSes: the bytes written, not normalized. No byte of it

@@ -57,8 +57,9 @@ public protocol Connector {
     /// single path segment. The endpoint may end with a literal query (`"/todos?sort=asc"`), which comes before
     /// the `.query` parameters. Non-ASCII text (`"/städte/{id}"`, `"/search?q=é"`) is sent percent-encoded as its
     /// UTF-8 bytes, as written (not Unicode-normalized): `/st%C3%A4dte/…`; `%XX` escapes already written are kept.
-    /// Any other character must be one valid in a URL (use `%XX` escapes for others): a space, a `|` or a stray
-    /// brace makes ``asURLRequest()`` throw.
+    /// Brackets, a query convention (`"/todos?filter[status]=open"`), are sent as `%5B` and `%5D`. Any other
+    /// character must be one valid in a URL (use `%XX` escapes for others): a space, a `|` or a stray brace makes
+    /// ``asURLRequest()`` throw.
     var endpoint: String { get }
 
     /// The request method, such as ``HTTPMethod/get``.

@@ -41,7 +41,8 @@ enum PercentEncoding {
 
     /// The characters an endpoint may contain literally, outside `{placeholders}`: unreserved, sub-delims
     /// (`!$&'()*+,;=`), `:`, `@`, `/`, and the `?` and `#` that start a query and a fragment. `%` is allowed
-    /// separately, when two hex digits follow, and non-ASCII text is percent-encoded as its UTF-8 bytes.
+    /// separately, when two hex digits follow; `[` and `]` are percent-encoded (`filter[status]=open`), and so is
+    /// non-ASCII text, as its UTF-8 bytes.
     static let endpointLiteral = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~!$&'()*+,;=:@/?#")
 
     /// Appends the percent-encoded UTF-8 of `string` to `buffer`.

@@ -66,6 +66,19 @@ final class EndpointTextEncodingTests: XCTestCase {
         XCTAssertEqual(try url("/a\u{202E}b"), "https://api.example.com/a%E2%80%AEb")
     }
 
+    /// Brackets, the query convention of Rails, PHP and JSON:API (`filter[status]=open`, `ids[]=1`), are sent as
+    /// `%5B` and `%5D`, which servers read as the brackets, as `URL(string:)` encodes them on current Apple OSes: an
+    /// endpoint holds no host, where alone they mean something.
+    func testBracketsInTheEndpointArePercentEncoded() throws {
+        XCTAssertEqual(
+            try url("/todos?filter[status]=open&ids[]=1"),
+            "https://api.example.com/todos?filter%5Bstatus%5D=open&ids%5B%5D=1")
+        XCTAssertEqual(
+            try url("/items/[{id}]?page[size]={n}", .path(key: "id", value: "7"), .path(key: "n", value: "10")),
+            "https://api.example.com/items/%5B7%5D?page%5Bsize%5D=10")
+        XCTAssertEqual(try url("/docs#[a]"), "https://api.example.com/docs#%5Ba%5D")
+    }
+
     /// A space, an ASCII character a URL cannot hold, a broken escape and CR/LF are still refused, next to
     /// non-ASCII text or not: a space in an endpoint's own text is most likely a typo (write `%20` when meant).
     func testWhatWasRefusedBeforeStillIs() {
