@@ -96,4 +96,34 @@ final class DiskResponseStorageForeignFileTests: XCTestCase {
         XCTAssertNil(larger.response(forKey: "big body:1"))
         XCTAssertEqual(try responseFileBytes(in: folder), 0)
     }
+
+    /// A folder named like a response file (another program's, a user's) is no file a storage wrote: neither
+    /// `removeAll()` nor an eviction past the bound deletes it or what it holds, and a symbolic link named like one
+    /// never has what it points to deleted. A recursive removal lost them all.
+    func testAFolderOrALinkNamedLikeAResponseIsNeverDeleted() throws {
+        // Given a folder "x.response" holding a file, older than any response, and a link to a file outside
+        let manager = FileManager.default
+        let subfolder = folder.appendingPathComponent("x.response")
+        let inside = subfolder.appendingPathComponent("keep.txt")
+        try manager.createDirectory(at: subfolder, withIntermediateDirectories: true)
+        try Data("precious".utf8).write(to: inside)
+        try manager.setAttributes([.modificationDate: Date(timeIntervalSince1970: 0)], ofItemAtPath: subfolder.path)
+        let outside = manager.temporaryDirectory.appendingPathComponent("target-\(UUID().uuidString)")
+        defer { try? manager.removeItem(at: outside) }
+        try Data("elsewhere".utf8).write(to: outside)
+        try manager.createSymbolicLink(
+            at: folder.appendingPathComponent("y.response"), withDestinationURL: outside)
+
+        // When a storage on the folder stores past its bound, then the folder and the link's file stay
+        let storage = try DiskResponseStorage(directory: folder, maxBytes: 2_500)
+        for index in 0..<3 { storage.store(storedRecord(bodyBytes: 1_000), forKey: "k\(index)") }
+        XCTAssertEqual(try? Data(contentsOf: inside), Data("precious".utf8), "an eviction deleted the folder")
+        XCTAssertNotNil(storage.response(forKey: "k2"), "the newest response is kept")
+
+        // And when it removes everything, then only its own files go
+        storage.removeAll()
+        XCTAssertEqual(try? Data(contentsOf: inside), Data("precious".utf8), "removeAll() deleted the folder")
+        XCTAssertEqual(try? Data(contentsOf: outside), Data("elsewhere".utf8))
+        XCTAssertEqual(try manager.contentsOfDirectory(atPath: folder.path).sorted(), ["x.response", "y.response"])
+    }
 }

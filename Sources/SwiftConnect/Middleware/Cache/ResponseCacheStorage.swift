@@ -229,7 +229,8 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 /// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
 /// bounded in bytes (the least recently used go first: a response its cache serves from memory counts as used), and
 /// still there after a restart. It reads only regular files no larger than its bound: another program's named pipe
-/// or huge file in the folder is a miss (a huge one is removed when a removal would have to read it).
+/// or huge file in the folder is a miss (a huge one is removed when a removal would have to read it). It removes only
+/// regular files, as it writes: a folder named like a response, a symbolic link or a named pipe stays, uncounted.
 ///
 /// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
 /// reached the cache (`Authorization`, a `Cookie` header, any header named like a secret), never one a redirect
@@ -280,13 +281,14 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             for name in try manager.contentsOfDirectory(atPath: directory.path) {
                 // A file a process stopped writing (it crashed, or was killed) is never renamed into place: it goes.
                 if Self.isTemporary(name) {
-                    try? manager.removeItem(at: directory.appendingPathComponent(name))
+                    Self.removeFile(at: directory.appendingPathComponent(name))
                     continue
                 }
-                guard name.hasSuffix(".response") else { continue }
-                let attributes = try? manager.attributesOfItem(atPath: directory.appendingPathComponent(name).path)
-                let size = (attributes?[.size] as? NSNumber)?.intValue ?? 0
-                index[name] = IndexEntry(size: size, used: attributes?[.modificationDate] as? Date ?? .distantPast)
+                // Only a regular file is a response: a folder or a link named like one is another program's.
+                guard name.hasSuffix(".response"),
+                    let file = Self.regularFile(at: directory.appendingPathComponent(name))
+                else { continue }
+                index[name] = IndexEntry(size: file.size, used: file.modified)
             }
         } catch {
             throw ConnectError.fileAccess(error, url: directory, request: nil)
@@ -316,7 +318,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         let name = Self.fileName(forKey: key)
         let file = directory.appendingPathComponent(name)
         let forget = {
-            try? FileManager.default.removeItem(at: file)
+            Self.removeFile(at: file)
             self.index.withLock { $0[name] = nil }
         }
         guard let data = try? JSONEncoder().encode(Record(key: key, response: response)), data.count <= maxBytes
@@ -326,12 +328,12 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             FileManager.default.createFile(
                 atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
         else {
-            try? FileManager.default.removeItem(at: temporary)  // A full disk may leave part of it.
+            Self.removeFile(at: temporary)  // A full disk may leave part of it.
             return forget()
         }
         // One rename: a reader sees the old file or the new one, never part of one.
         guard rename(temporary.path, file.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
+            Self.removeFile(at: temporary)
             return forget()
         }
         // The folder as it is now: the bound holds for the folder, not for this storage's files.
@@ -350,7 +352,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             }
             return evicted
         }
-        for old in evicted { try? FileManager.default.removeItem(at: directory.appendingPathComponent(old)) }
+        for old in evicted { Self.removeFile(at: directory.appendingPathComponent(old)) }
     }
 
     /// Notes that the cache served the response under `key` from memory (``ResponseStorageUse``): a use, as a read
@@ -379,7 +381,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     public func removeResponses(forKey key: String) {
         let exact = Self.fileName(forKey: key)
         // Whether or not the index knows it (another storage on the folder may have written it).
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent(exact))
+        Self.removeFile(at: directory.appendingPathComponent(exact))
         readUnknownFiles(except: exact)
         removeFiles { name, entry in
             name == exact || entry.key.map { ResponseCache.isKey($0, orVariantOf: key) } ?? false
@@ -402,24 +404,19 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         // What the index knew before the listing: a file it learns of meanwhile is not taken for one that went, and
         // one this storage writes meanwhile keeps the size it wrote.
         let known = index.withLock { $0.mapValues(\.size) }
-        let present = Set(
+        let listed = Set(
             ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? [])
                 .filter { $0.hasSuffix(".response") })
         let skipped = skipped.map { [$0] } ?? []
-        let measured = present.subtracting(skipped).compactMap { name -> (String, IndexEntry)? in
-            guard
-                let attributes = try? FileManager.default.attributesOfItem(
-                    atPath: directory.appendingPathComponent(name).path)
-            else { return nil }  // Removed since the listing.
-            return (
-                name,
-                IndexEntry(
-                    size: (attributes[.size] as? NSNumber)?.intValue ?? 0,
-                    used: attributes[.modificationDate] as? Date ?? .distantPast)
-            )
+        // A name that is no regular file (removed since the listing, a folder or a link named like a response) is
+        // not counted: it is no file this storage could have written, and none it would remove.
+        let regular = listed.subtracting(skipped).compactMap { name -> (String, IndexEntry)? in
+            guard let file = Self.regularFile(at: directory.appendingPathComponent(name)) else { return nil }
+            return (name, IndexEntry(size: file.size, used: file.modified))
         }
+        let present = Set(regular.map(\.0))
         index.withLock { index in
-            for (name, entry) in measured {
+            for (name, entry) in regular {
                 guard let knownSize = known[name] else {
                     if index[name] == nil { index[name] = entry }
                     continue
@@ -444,7 +441,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             case .tooLarge:
                 // Its key cannot be known without reading it, and the bound makes it go anyway: it goes now, rather
                 // than stay when it is a response this removal should have removed.
-                try? FileManager.default.removeItem(at: file)
+                Self.removeFile(at: file)
                 index.withLock { $0[name] = nil }
                 continue
             case .read(let bytes): data = bytes
@@ -498,7 +495,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     private func removeFiles(where isRemoved: (String, IndexEntry) -> Bool) {
         let names = index.withLock { index in index.filter { isRemoved($0.key, $0.value) }.map(\.key) }
         for name in names {
-            try? FileManager.default.removeItem(at: directory.appendingPathComponent(name))
+            Self.removeFile(at: directory.appendingPathComponent(name))
             index.withLock { $0[name] = nil }
         }
     }
@@ -513,7 +510,32 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             })
         let present = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
         names.formUnion(present.filter { $0.hasSuffix(".response") || Self.isTemporary($0) })
-        for name in names { try? FileManager.default.removeItem(at: directory.appendingPathComponent(name)) }
+        for name in names { Self.removeFile(at: directory.appendingPathComponent(name)) }
+    }
+
+    /// The size and modification date of the regular file at `url`; `nil` for anything else (gone, a folder, a
+    /// symbolic link, a named pipe), which the folder's other programs may have put there under any name.
+    private static func regularFile(at url: URL) -> (size: Int, modified: Date)? {
+        var status = stat()
+        guard lstat(url.path, &status) == 0, status.st_mode & S_IFMT == S_IFREG else { return nil }
+        #if canImport(Darwin)
+            let modified = status.st_mtimespec
+        #else
+            let modified = status.st_mtim
+        #endif
+        return (
+            Int(status.st_size),
+            Date(timeIntervalSince1970: TimeInterval(modified.tv_sec) + TimeInterval(modified.tv_nsec) / 1e9)
+        )
+    }
+
+    /// Removes the file at `url` if it is a regular file, as every file this storage writes is: never a folder named
+    /// like a response with everything in it (a recursive removal would), a symbolic link or what it points to, or
+    /// a named pipe; another program put those there. `unlink` never removes a folder, whatever happens between the
+    /// check and the removal.
+    private static func removeFile(at url: URL) {
+        guard regularFile(at: url) != nil else { return }
+        _ = unlink(url.path)
     }
 
     /// Whether `name` is a file ``store(_:forKey:)`` writes before renaming it into place.
