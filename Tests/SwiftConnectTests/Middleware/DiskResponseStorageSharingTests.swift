@@ -137,6 +137,25 @@ final class DiskResponseStorageHeaderSecretTests: XCTestCase {
         }
     }
 
+    /// A response header named like a secret (as redaction judges names: a token, a key, a session) keeps the
+    /// response off the disk, as a `Location` with a secret does: its file would hold the value. Dropping the field
+    /// from the file instead would serve a response without it after a restart.
+    func testAHeaderNamedLikeASecretKeepsTheResponseOffTheDisk() throws {
+        for name in ["X-Auth-Token", "Authorization", "Proxy-Authorization", "X-Api-Key", "X-Session-Id"] {
+            let (files, served) = try refetch(answeredWith: name, "s3cret-value")
+            XCTAssertEqual(files, [], "neither the new answer nor the older one is on disk: \(name)")
+            XCTAssertEqual(served, Data("{\"v\":2}".utf8), name)
+        }
+    }
+
+    /// An ordinary header does not keep a response off the disk.
+    func testAnOrdinaryHeaderReachesTheDisk() throws {
+        for name in ["X-Request-Id", "ETag", "Set-Cookie"] {
+            let (files, _) = try refetch(answeredWith: name, "\"v2\"")
+            XCTAssertEqual(files.count, 1, name)
+        }
+    }
+
     /// A `Location` or `Content-Location` without a secret is stored as any other header.
     func testALocationWithoutASecretReachesTheDisk() throws {
         for name in ["Location", "Content-Location"] {

@@ -269,9 +269,11 @@ public final class ResponseCache: Sendable {
     ///     client's own options.
     ///   - storage: A second tier, such as a ``DiskResponseStorage`` that survives a restart: read when memory has
     ///     no fresh response, written with every response stored, except responses to requests that carried
-    ///     credentials and responses a redirect brought from a URL that carries them (user info, a secret query
-    ///     item such as `access_token=`) or whose `Location` or `Content-Location` names such a URL, which stay in
-    ///     memory. `nil` (the default) for memory only.
+    ///     credentials, responses a redirect brought from a URL that carries them (user info, a secret query
+    ///     item such as `access_token=`) or whose `Location` or `Content-Location` names such a URL, and responses
+    ///     with a header named like a secret (`X-Auth-Token`, `Authorization`, `X-Api-Key`…, as logs redact them;
+    ///     `Set-Cookie` aside, which is left out of what is written), which stay in memory. `nil` (the default) for
+    ///     memory only.
     ///   - now: The clock for time to live; tests inject their own.
     public init(
         maxBytes: Int = 10_000_000, defaultRule: CacheRule? = nil, storage: (any ResponseCacheStorage)? = nil,
@@ -397,6 +399,14 @@ public final class ResponseCache: Sendable {
             }
             return carriesCredentials(url) || !(url.fragment.map(SecretValues.formSecrets) ?? []).isEmpty
         }
+    }
+
+    /// Whether `response` has a header named like a secret, as redaction judges names
+    /// (``HTTPHeader/isSensitive(name:)``: `X-Auth-Token`, `Authorization`, `X-Api-Key`, a session's…), other than
+    /// `Set-Cookie`, which no record holds: a record would hold its value, and one written without the field would
+    /// serve, after a restart, a response that silently lacks it.
+    private static func hasSecretHeader(_ response: ConnectResponse) -> Bool {
+        response.head.headerFields.contains { $0.name != .setCookie && HTTPHeader.isSensitive(name: $0.name.rawName) }
     }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
@@ -558,10 +568,11 @@ public final class ResponseCache: Sendable {
             }
             // A response to a request with credentials stays in memory (see `DiskResponseStorage`), and so does one
             // a redirect brought from a URL that carries them (a signed link), or whose `Location` or
-            // `Content-Location` names one: its record would hold that URL. What the storage has under the key is
-            // older than this answer, and goes.
+            // `Content-Location` names one, or with a header named like a secret: its record would hold that URL or
+            // value. What the storage has under the key is older than this answer, and goes.
             if stored, let storage = self.storage, !hasCredentials,
                 Self.carriesCredentials(response.storedHead.url) || Self.locationCarriesCredentials(response)
+                    || Self.hasSecretHeader(response)
             {
                 storage.removeResponses(forKey: key)
             } else if stored, let storage = self.storage, !hasCredentials {

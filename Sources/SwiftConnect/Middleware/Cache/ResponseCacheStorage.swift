@@ -235,8 +235,10 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 /// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
 /// reached the cache (`Authorization`, a `Cookie` header, any header named like a secret), never one a redirect
 /// brought from a URL that carries credentials (user info, a secret query item such as a signed link's
-/// `access_token=`: the file would hold the URL) or whose `Location` or `Content-Location` names such a URL, and never
-/// a response's `Set-Cookie` fields. The cache tells users apart by a digest of their credentials that lasts one
+/// `access_token=`: the file would hold the URL) or whose `Location` or `Content-Location` names such a URL, never one
+/// with a header named like a secret (`X-Auth-Token`, `Authorization`, `X-Api-Key`…, as logs redact them: the file
+/// would hold its value, and one without the field would serve a response that lacks it), and never a response's
+/// `Set-Cookie` fields. The cache tells users apart by a digest of their credentials that lasts one
 /// process only; a lasting one would keep a hash of a password or token on disk. Cookies an engine adds from its own
 /// cookie storage (``URLSessionTransport`` does by default) come after the cache, which cannot see them: an app that
 /// signs users in with a session cookie gives its cached rules a key that names the user, and removes the folder's
