@@ -366,6 +366,26 @@ final class DiskResponseStorageTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
     }
 
+    /// A store leaves one file in the folder, its response's, readable by the user only and holding the record: no
+    /// temporary file of the storage's or of Foundation's (a `.dat.nosync…` one, which a crash would leave and no
+    /// storage would clean) is left behind.
+    func testAStoreLeavesOnlyItsFileForTheUserOnly() throws {
+        let storage = try DiskResponseStorage(directory: folder)
+        let record = storedRecord(bodyBytes: 10)
+        storage.store(record, forKey: "k")
+        let files = try FileManager.default.contentsOfDirectory(atPath: folder.path)
+        XCTAssertEqual(files.count, 1, "\(files)")
+        let file = folder.appendingPathComponent(try XCTUnwrap(files.first))
+        XCTAssertTrue(file.lastPathComponent.hasSuffix(".response"), file.lastPathComponent)
+        let mode = try FileManager.default.attributesOfItem(atPath: file.path)[.posixPermissions] as? NSNumber
+        XCTAssertEqual(mode?.intValue, 0o600)
+        let object = try XCTUnwrap(JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any])
+        XCTAssertEqual(object["key"] as? String, "k")
+        let response = try JSONSerialization.data(withJSONObject: try XCTUnwrap(object["response"]))
+        XCTAssertEqual(try JSONDecoder().decode(StoredResponse.self, from: response), record)
+        XCTAssertEqual(try DiskResponseStorage(directory: folder).response(forKey: "k"), record)
+    }
+
     /// `Set-Cookie` never reaches a storage: a session's cookie would outlive it in a file. The response in memory
     /// keeps it.
     func testSetCookieIsNotStored() throws {

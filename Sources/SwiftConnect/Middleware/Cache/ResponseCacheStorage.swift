@@ -326,13 +326,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         guard let data = try? JSONEncoder().encode(Record(key: key, response: response)), data.count <= maxBytes
         else { return forget() }
         let temporary = directory.appendingPathComponent(".\(UUID().uuidString).tmp")
-        guard
-            FileManager.default.createFile(
-                atPath: temporary.path, contents: data, attributes: [.posixPermissions: 0o600])
-        else {
-            Self.removeFile(at: temporary)  // A full disk may leave part of it.
-            return forget()
-        }
+        guard Self.writeNewFile(data, to: temporary) else { return forget() }
         // One rename: a reader sees the old file or the new one, never part of one.
         guard rename(temporary.path, file.path) == 0 else {
             Self.removeFile(at: temporary)
@@ -529,6 +523,35 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             Int(status.st_size),
             Date(timeIntervalSince1970: TimeInterval(modified.tv_sec) + TimeInterval(modified.tv_nsec) / 1e9)
         )
+    }
+
+    /// Writes `data` to a new file at `url`, readable and writable by the user only from its creation, and flushes it
+    /// to the disk; `false` when the name is taken (by anything: `O_EXCL` follows no link) or a write fails (a full
+    /// disk), the part written then removed. Written here rather than by Foundation, whose atomic write goes through a
+    /// temporary file of its own (`.dat.nosync…`) that a crash leaves in the folder, where no storage knows to remove
+    /// it or counts it; the only file a crash here leaves is this `.tmp` one, which opening the folder removes.
+    private static func writeNewFile(_ data: Data, to url: URL) -> Bool {
+        let descriptor = open(url.path, O_CREAT | O_EXCL | O_WRONLY | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else { return false }
+        let written = data.withUnsafeBytes { bytes -> Bool in
+            guard let base = bytes.baseAddress else { return true }
+            var offset = 0
+            while offset < bytes.count {
+                let count = write(descriptor, base + offset, bytes.count - offset)
+                if count < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                offset += count
+            }
+            return true
+        }
+        let synced = written && fsync(descriptor) == 0
+        guard close(descriptor) == 0, synced else {
+            _ = unlink(url.path)
+            return false
+        }
+        return true
     }
 
     /// Removes the file at `url` if it is a regular file, as every file this storage writes is: never a folder named
