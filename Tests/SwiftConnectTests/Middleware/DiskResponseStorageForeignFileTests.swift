@@ -11,17 +11,7 @@ import XCTest
 
 /// Files in a disk storage's folder that no storage wrote: only a regular file within the bound is read. A named pipe
 /// would make a read wait for a writer for ever; a huge file would be read whole into memory.
-final class DiskResponseStorageForeignFileTests: XCTestCase {
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: folder)
-    }
-
+final class DiskResponseStorageForeignFileTests: DiskStorageFolderTestCase {
     /// Runs `work` on a thread of its own and fails if it has not returned within a minute, as a read blocked on the
     /// named pipe `fifo` would not: the pipe is then opened for writing and closed, which ends that read, so that the
     /// thread finishes before the folder goes.

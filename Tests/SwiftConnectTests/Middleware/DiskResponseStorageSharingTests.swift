@@ -8,17 +8,7 @@ import XCTest
 #endif
 
 /// A disk storage's folder shared with another storage, and what of a response's URL reaches the disk.
-final class DiskResponseStorageSharingTests: XCTestCase {
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: folder)
-    }
-
+final class DiskResponseStorageSharingTests: DiskStorageFolderTestCase {
     /// A file another storage on the folder replaced with a larger one (a newer answer under the same key) counts at
     /// its new size: counted at the size this storage wrote, the folder grew past the bound.
     func testAFileAnotherStorageReplacedCountsAtItsNewSize() throws {
@@ -82,17 +72,7 @@ final class DiskResponseStorageSharingTests: XCTestCase {
 /// A response whose `Location` or `Content-Location` names a URL with a secret (user info, `?access_token=`, a
 /// `#access_token=` fragment) stays off the disk, as one that a redirect brought from such a URL does: its file would
 /// hold the header, secret and all.
-final class DiskResponseStorageHeaderSecretTests: XCTestCase {
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: folder)
-    }
-
+final class DiskResponseStorageHeaderSecretTests: DiskStorageFolderTestCase {
     /// Stores /todos on disk, then fetches it again answered with `name: value`, and returns what the folder then
     /// holds and the body memory serves next.
     private func refetch(answeredWith name: String, _ value: String) throws -> (files: [String], served: Data) {
@@ -166,17 +146,7 @@ final class DiskResponseStorageHeaderSecretTests: XCTestCase {
 }
 
 /// A successful write to the URL a redirected response was asked for reaches it on disk after a restart.
-final class DiskResponseStorageRedirectInvalidationTests: XCTestCase {
-    private var folder: URL!
-
-    override func setUpWithError() throws {
-        folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(at: folder)
-    }
-
+final class DiskResponseStorageRedirectInvalidationTests: DiskStorageFolderTestCase {
     /// A response a redirect brought from `/profile/photo`, asked for as `/me/photo` under a custom key, is removed
     /// by a successful PUT to `/me/photo` in the next process too: memory knew both URLs, the file only the one that
     /// answered, and the disk served the photo the PUT had replaced.
@@ -215,11 +185,9 @@ final class DiskResponseStorageRedirectInvalidationTests: XCTestCase {
 
 /// A custom key spelled in another Unicode normalization (`é` as one scalar, or as `e` and a combining accent) is one
 /// key to memory, which answers either spelling: removing it by either spelling removes it.
-final class ResponseCacheUnicodeKeyTests: XCTestCase {
+final class ResponseCacheUnicodeKeyTests: DiskStorageFolderTestCase {
     func testRemovingAKeyByAnotherNormalizationRemovesIt() throws {
         // Given a response stored under the composed spelling of a key, in memory and on disk
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
-        defer { try? FileManager.default.removeItem(at: folder) }
         let composed = "caf\u{E9}"
         let decomposed = "cafe\u{301}"
         XCTAssertNotEqual(Array(composed.utf8), Array(decomposed.utf8))

@@ -7,19 +7,27 @@ import XCTest
     import FoundationNetworking
 #endif
 
-/// A response cache's second tier (issue 38, item 3): a storage protocol, in memory and on disk, bounded, surviving
-/// a restart, files for the user only, no response to a request with credentials on disk, `Vary` honoured.
-final class DiskResponseStorageTests: XCTestCase {
-    private var folder: URL!
-    private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+/// A test case with a folder of its own for a disk storage: a new path for each test (not created: the storage
+/// creates it), removed with what it holds after the test.
+class DiskStorageFolderTestCase: XCTestCase {
+    /// The test's folder.
+    var folder: URL!
 
     override func setUpWithError() throws {
+        try super.setUpWithError()
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("cache-\(UUID().uuidString)")
     }
 
     override func tearDown() {
         try? FileManager.default.removeItem(at: folder)
+        super.tearDown()
     }
+}
+
+/// A response cache's second tier (issue 38, item 3): a storage protocol, in memory and on disk, bounded, surviving
+/// a restart, files for the user only, no response to a request with credentials on disk, `Vary` honoured.
+final class DiskResponseStorageTests: DiskStorageFolderTestCase {
+    private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
 
     private func answers(_ count: Int, body: (Int) -> String = { #"{"answer":\#($0)}"# }) -> FakeTransport {
         let transport = FakeTransport()
