@@ -14,9 +14,8 @@ import XCTest
 final class CancelledReaderTests: XCTestCase {
     private let base = URL(string: "https://api.example.com")!
 
-    /// The body is complete and buffered before the reader starts; its task is cancelled: it gets `.cancelled`,
-    /// not the body and a normal end.
-    func testACancelledReaderOfABodyAlreadyCompleteGetsCancelled() async throws {
+    /// A stream whose body, two lines, arrived whole: its response is in before the stream is handed back.
+    private func wholeBodyStream() async throws -> ResponseStream {
         let transport = FakeTransport()
         transport.stub(
             .get, "/whole",
@@ -25,9 +24,15 @@ final class CancelledReaderTests: XCTestCase {
                 response.bodyStream = .finished(with: Data("one\ntwo\n".utf8))
                 return .success(response)
             })
-        let connect = Connect(transport: transport, retryPolicy: nil)
-        let stream = connect.stream(Route("/whole", baseURL: base))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Route("/whole", baseURL: base))
         _ = try await stream.response
+        return stream
+    }
+
+    /// The body is complete and buffered before the reader starts; its task is cancelled: it gets `.cancelled`,
+    /// not the body and a normal end.
+    func testACancelledReaderOfABodyAlreadyCompleteGetsCancelled() async throws {
+        let stream = try await wholeBodyStream()
         let outcome = await Task { () -> [String] in
             withUnsafeCurrentTask { $0?.cancel() }
             return await collect(stream.lines)
@@ -40,17 +45,8 @@ final class CancelledReaderTests: XCTestCase {
 
     /// A reader whose task is not cancelled reads a complete body as before.
     func testAReaderOfABodyAlreadyCompleteReadsIt() async throws {
-        let transport = FakeTransport()
-        transport.stub(
-            .get, "/whole",
-            with: .handler { request in
-                var response = ConnectResponse(request: request, statusCode: 200, headers: [:])!
-                response.bodyStream = .finished(with: Data("one\ntwo\n".utf8))
-                return .success(response)
-            })
-        let connect = Connect(transport: transport, retryPolicy: nil)
         var lines: [String] = []
-        for try await line in connect.stream(Route("/whole", baseURL: base)).lines { lines.append(line) }
+        for try await line in try await wholeBodyStream().lines { lines.append(line) }
         XCTAssertEqual(lines, ["one", "two"])
     }
 
@@ -169,16 +165,7 @@ final class CancelledReaderTests: XCTestCase {
     /// The body arrived whole before anyone read it; the stream is cancelled: its reader gets `.cancelled`, not the
     /// chunks still buffered (`cancel()` drops them, as it does those of a body still arriving).
     func testCancellingAStreamWhoseBodyEndedDropsItsBufferedChunks() async throws {
-        let transport = FakeTransport()
-        transport.stub(
-            .get, "/whole",
-            with: .handler { request in
-                var response = ConnectResponse(request: request, statusCode: 200, headers: [:])!
-                response.bodyStream = .finished(with: Data("one\ntwo\n".utf8))
-                return .success(response)
-            })
-        let stream = Connect(transport: transport, retryPolicy: nil).stream(Route("/whole", baseURL: base))
-        _ = try await stream.response
+        let stream = try await wholeBodyStream()
         stream.cancel()
         let outcome = await collect(stream.map { @Sendable in String(decoding: $0, as: UTF8.self) })
         XCTAssertEqual(outcome, [cancelled])
