@@ -39,10 +39,7 @@ final class DiskResponseStorageForeignFileTests: DiskStorageFolderTestCase {
     func testAPipeInPlaceOfAKeysFileIsAMiss() throws {
         // Given a storage whose file for "k" was replaced by a named pipe
         let storage = try DiskResponseStorage(directory: folder)
-        storage.store(storedRecord(), forKey: "k")
-        let name = try XCTUnwrap(
-            FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasSuffix(".response") })
-        let fifo = folder.appendingPathComponent(name)
+        let fifo = try storedFile(of: storage, in: folder)
         try FileManager.default.removeItem(at: fifo)
         try makeFIFO(at: fifo)
 

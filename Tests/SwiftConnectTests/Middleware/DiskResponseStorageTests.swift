@@ -86,10 +86,7 @@ final class DiskResponseStorageTests: DiskStorageFolderTestCase {
     /// process and the next: never a crash, never part of a body; a new answer replaces it.
     func testACorruptOrTruncatedFileIsAMiss() throws {
         let storage = try DiskResponseStorage(directory: folder)
-        storage.store(storedRecord(), forKey: "k")
-        let name = try XCTUnwrap(
-            FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasSuffix(".response") })
-        let file = folder.appendingPathComponent(name)
+        let file = try storedFile(of: storage, in: folder)
         let whole = try Data(contentsOf: file)
         for damaged in [whole.prefix(whole.count / 2), whole.dropLast(), Data("garbage".utf8), Data()] {
             try damaged.write(to: file)
@@ -476,6 +473,14 @@ func storedRecord(bodyBytes: Int = 4) -> StoredResponse {
         headers: [.init(name: "Content-Type", value: "text/plain")],
         body: Data(repeating: UInt8(ascii: "a"), count: bodyBytes), expiry: Date().addingTimeInterval(300),
         varying: [])
+}
+
+/// Stores `storedRecord()` under "k" in `storage`, whose folder is `folder`, and returns the file it wrote.
+func storedFile(of storage: DiskResponseStorage, in folder: URL) throws -> URL {
+    storage.store(storedRecord(), forKey: "k")
+    let name = try XCTUnwrap(
+        FileManager.default.contentsOfDirectory(atPath: folder.path).first { $0.hasSuffix(".response") })
+    return folder.appendingPathComponent(name)
 }
 
 /// The bytes of `folder`'s response files.
