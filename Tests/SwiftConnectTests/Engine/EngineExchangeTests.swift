@@ -588,6 +588,41 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(twice.message.contains("in several codings in turn (gzip, gzip)"), twice.message)
     }
 
+    /// A transfer coding other than `chunked` (`Transfer-Encoding: gzip, chunked`) is what the engine hands over
+    /// still coded, as SwiftNIO's parser does once it has removed the chunks: the core decodes it as it decodes a
+    /// content coding (as libcurl does), and refuses one it cannot decode, or one on top of a content coding, rather
+    /// than passing bytes nobody can read as a success.
+    func testATransferCodingOtherThanChunkedIsDecodedOrRefused() throws {
+        let text = Data(String(repeating: "transfer-coded ", count: 300).utf8)
+        let gzip = Zlib.encode(text, format: .gzip)
+        let transferEncoding = HeaderField.Name("Transfer-Encoding")
+        let engine = ScriptedEngine([
+            .init(
+                status: 200, fields: [transferEncoding: "gzip, chunked"], chunks: [gzip.prefix(7), gzip.dropFirst(7)]),
+            .init(status: 200, fields: [transferEncoding: "chunked"], chunks: [text]),
+            .init(status: 200, fields: [transferEncoding: "br, chunked"], chunks: [Data([1])]),
+            .init(status: 200, fields: [transferEncoding: "chunked, gzip"], chunks: [gzip]),
+            .init(
+                status: 200, fields: [transferEncoding: "gzip", HeaderField.Name("Content-Encoding"): "gzip"],
+                chunks: [Data([1])]),
+        ])
+
+        let decoded = try engine.send(request("http://api.test/gzip")).wait(timeout: 10)
+        let chunked = try engine.send(request("http://api.test/chunked")).wait(timeout: 10)
+        let unknown = try failure(of: engine.send(request("http://api.test/br")))
+        let notLast = try failure(of: engine.send(request("http://api.test/not-last")))
+        let layered = try failure(of: engine.send(request("http://api.test/layered")))
+
+        XCTAssertEqual(decoded.data, text)
+        XCTAssertEqual(chunked.data, text)
+        XCTAssertEqual(unknown.kind, .transport)
+        XCTAssertTrue(unknown.message.contains("encoded with br, which neither"), unknown.message)
+        XCTAssertEqual(notLast.kind, .transport, "chunked before another coding was never removed")
+        XCTAssertTrue(notLast.message.contains("encoded with chunked, which neither"), notLast.message)
+        XCTAssertEqual(layered.kind, .transport)
+        XCTAssertTrue(layered.message.contains("in several codings in turn (gzip, gzip)"), layered.message)
+    }
+
     func testWhatNoEngineCanSendIsRefusedBeforeAnyHop() throws {
         let engine = ScriptedEngine([])
         let notHTTP = try failure(of: engine.send(request("ftp://api.test/x")))

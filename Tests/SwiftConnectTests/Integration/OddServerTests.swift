@@ -145,6 +145,24 @@ final class OddServerTests: IntegrationTestCase {
         }
     }
 
+    /// A transfer coding other than `chunked` (RFC 9112 §7) reaches the caller decoded, as libcurl decodes it:
+    /// AsyncHTTPClient's parser removes the chunks and hands the gzip bytes over, which went to the caller as the body.
+    func testAGzipTransferCodingIsDecoded() throws {
+        let hex = String(Self.gzippedHello.count, radix: 16)
+        rawRoute(
+            "/chunked",
+            Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n\(hex)\r\n".utf8) + Self.gzippedHello
+                + Data("\r\n0\r\n\r\n".utf8))
+        rawRoute("/to-close", Data("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip\r\n\r\n".utf8) + Self.gzippedHello)
+
+        for path in ["/chunked", "/to-close"] {
+            for options in everyPath {
+                let body = value(of: connect.request(route(path, options: options)))
+                XCTAssertEqual(body.map { String(decoding: $0, as: UTF8.self) }, "hello", path)
+            }
+        }
+    }
+
     func testAnEncodedAnswerWithoutABodyIsEmpty() throws {
         let gzip = "Content-Encoding: gzip\r\nContent-Length: \(Self.gzippedHello.count)\r\n"
         rawRoute("/head", "HTTP/1.1 200 OK\r\n\(gzip)\r\n")

@@ -443,13 +443,28 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// in bounded parts, which the size limit and a stream's back-pressure see). Refuses the answer when its body is
     /// in a coding neither the engine nor the core decodes: the bytes would reach the caller as a success nobody can
     /// read. A body-less answer (HEAD, 1xx, 204, 304) has nothing to decode.
+    ///
+    /// A transfer coding other than a final `chunked` (`Transfer-Encoding: gzip, chunked`, RFC 9112 §7) counts as one
+    /// more coding, applied after the content codings: an engine's parser removes the chunks and hands the rest over
+    /// still coded (SwiftNIO's does; libcurl decodes gzip and deflate there too, which its engine announces).
     private func codingToDecode(of head: ConnectResponse) throws -> ContentCoding? {
         let status = head.statusCode
-        guard let field = head.head.headerFields[HeaderField.Name("Content-Encoding")],
+        let fields = head.head.headerFields
+        let content = fields[HeaderField.Name("Content-Encoding")]
+        // `chunked` alone, the common case, leaves nothing coded.
+        let transfer = fields[HeaderField.Name("Transfer-Encoding")].flatMap {
+            $0.caseInsensitiveCompare("chunked") == .orderedSame ? nil : $0
+        }
+        guard content != nil || transfer != nil,
             original.httpMethod?.uppercased() != "HEAD", status >= 200, status != 204, status != 304
         else { return nil }
         let decoded = engine.decodedContentCodings
-        let undecoded = field.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        func codings(_ field: String?) -> [String] {
+            (field ?? "").split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+        }
+        var transferCodings = codings(transfer)
+        if transferCodings.last == "chunked" { transferCodings.removeLast() }
+        let undecoded = (codings(content) + transferCodings)
             .filter { !$0.isEmpty && $0 != "identity" && !decoded.contains($0) }
         guard let first = undecoded.first else { return nil }
         // One coding the core knows is decoded; several applied in turn (`gzip, br`) are not.

@@ -48,9 +48,10 @@ public protocol HTTPEngine: Transport {
     func send(_ hop: EngineRequest) async throws -> EngineResponse<ResponseBody>
 
     /// The content codings (`Content-Encoding`, lower case: `"gzip"`, `"deflate"`, `"br"`) this engine decodes
-    /// before handing the body over. The default is none, which is what most engines want: the core then decodes
-    /// gzip and deflate itself, in bounded parts, and asks for them with `Accept-Encoding` (an engine that decodes
-    /// gzip announces its own). It refuses a body in a coding neither decodes with a typed error naming it, rather
+    /// before handing the body over, and the transfer codings of those names (`Transfer-Encoding`, besides
+    /// `chunked`, which every engine removes). The default is none, which is what most engines want: the core then
+    /// decodes gzip and deflate itself, in bounded parts, and asks for them with `Accept-Encoding` (an engine that
+    /// decodes gzip announces its own). It refuses a body in a coding neither decodes with a typed error naming it, rather
     /// than passing bytes nobody can read as a success.
     var decodedContentCodings: Set<String> { get }
 

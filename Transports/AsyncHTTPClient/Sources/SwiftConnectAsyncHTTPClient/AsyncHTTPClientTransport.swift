@@ -90,7 +90,8 @@ public final class AsyncHTTPClientTransport: Transport {
     /// The content codings the client decodes: gzip and deflate when its configuration turns AsyncHTTPClient's
     /// decompression on, none when it is off (the default: SwiftConnect's core then decodes them, in bounded
     /// parts). Over an app's client (``init(client:pins:tlsConfiguration:)``), the same, read from the client's
-    /// configuration by reflection (AsyncHTTPClient keeps it internal).
+    /// configuration by reflection (AsyncHTTPClient keeps it internal). Its decompressor reads `Content-Encoding`
+    /// only: with it on, a body in a transfer coding other than `chunked` is refused (``send(_:)``).
     @_spi(Engine) public let decodedContentCodings: Set<String>
     /// The event loop each request's callbacks run on (``LoopAffinity``).
     let affinity: LoopAffinity
@@ -315,6 +316,17 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             // Through a relay, AsyncHTTPClient only sees its connection close: the relay knows why.
             if let failure = relay?.failure(since: failuresBefore) { throw failure }
             throw error
+        }
+        if !decodedContentCodings.isEmpty,
+            let coding = ResponseDelivery.transferCoding(of: head, isHead: hop.head.method == .head)
+        {
+            // The client's decompressor reads `Content-Encoding` only, yet gzip and deflate are announced as decoded, so
+            // the core leaves them alone: such a body would reach the caller still coded, as a success.
+            if delivery.stop() { task.cancel() }
+            throw ConnectError(
+                .transport,
+                message: "the body is in the transfer coding \(coding), which AsyncHTTPClient's decompression does not "
+                    + "decode: refused rather than passed on as a success")
         }
         var fields = HeaderFields()
         fields.reserveCapacity(head.headers.count)

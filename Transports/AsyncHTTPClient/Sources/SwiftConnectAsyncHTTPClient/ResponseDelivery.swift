@@ -158,6 +158,18 @@ final class ResponseDelivery: HTTPClientResponseDelegate, @unchecked Sendable {
         return head.headers.first(name: "Content-Length").flatMap { Int64($0) }
     }
 
+    /// The first transfer coding of `head` other than a final `chunked` (which SwiftNIO's parser removes) on an answer
+    /// with a body, or `nil`: `gzip` for `Transfer-Encoding: gzip, chunked`, whose bytes SwiftNIO hands over coded.
+    static func transferCoding(of head: HTTPResponseHead, isHead: Bool) -> String? {
+        let status = head.status.code
+        guard !isHead, status >= 200, status != 204, status != 304 else { return nil }
+        var codings = head.headers["Transfer-Encoding"].flatMap { $0.split(separator: ",") }.map {
+            $0.trimmingCharacters(in: .whitespaces).lowercased()
+        }
+        if codings.last == "chunked" { codings.removeLast() }
+        return codings.first { !$0.isEmpty && $0 != "identity" }
+    }
+
     /// Whether the body of `head` (not a `HEAD`'s answer) ends when the connection closes: neither chunked nor of a
     /// told length (RFC 9112 §6.3).
     static func endsAtClose(_ head: HTTPResponseHead) -> Bool {

@@ -91,6 +91,31 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(transports.map(\.decodedContentCodings), [[], ["gzip", "deflate"], [], ["gzip", "deflate"]])
     }
 
+    /// With AsyncHTTPClient's decompression on, the transport announces gzip and deflate as decoded, but SwiftNIO's
+    /// decompressor reads `Content-Encoding` only: a body in the gzip transfer coding is refused, naming it, rather
+    /// than its gzip bytes passed on as the body (SwiftConnect's core decodes it when the decompression is off).
+    func testATransferCodingTheClientsDecompressorLeavesCodedIsRefused() async throws {
+        // "hello", gzip-compressed.
+        let gzip = Data(base64Encoded: "H4sIAAAAAAACA8tIzcnJBwCGphA2BQAAAA==")!
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+        let answer = Data("\(head)\(String(gzip.count, radix: 16))\r\n".utf8) + gzip + Data("\r\n0\r\n\r\n".utf8)
+        server.route("GET", "/transfer-coded") { _ in LocalServer.Response().withFault(.raw(answer)) }
+        var decompressing = AsyncHTTPClientTransport.defaultConfiguration
+        decompressing.decompression = .enabled(limit: .ratio(100))
+        let transports = [AsyncHTTPClientTransport(), AsyncHTTPClientTransport(configuration: decompressing)]
+
+        var results: [Result<ConnectResponse, any Error>] = []
+        for transport in transports {
+            results.append(await transport.send(request("/transfer-coded")).resultValue)
+            try await transport.shutdown()
+        }
+
+        XCTAssertEqual(try results[0].get().data, Data("hello".utf8), "decoded by the core")
+        guard case .failure(let error as ConnectError) = results[1] else { return XCTFail("\(results[1])") }
+        XCTAssertEqual(error.kind, .transport, "\(error)")
+        XCTAssertTrue(error.message.contains("transfer coding gzip"), error.message)
+    }
+
     /// A transport released without `shutdown()`, right after its request, shuts its client down by itself:
     /// no crash, no leak, again and again.
     func testATransportReleasedWithoutShutdownNeverCrashes() throws {
