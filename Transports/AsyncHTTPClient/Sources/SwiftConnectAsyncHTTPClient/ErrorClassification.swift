@@ -60,7 +60,8 @@ enum ErrorClassification {
         case let error as HTTPParserError:
             switch error {
             case .invalidEOFState:
-                return (.connectionLost, "the connection closed before the end of the body")
+                // Mid-head as mid-body: SwiftNIO's parser reports both so.
+                return (.connectionLost, "the connection closed before the response was complete")
             case .unexpectedContentLength, .invalidContentLength:
                 return (
                     .badResponse,

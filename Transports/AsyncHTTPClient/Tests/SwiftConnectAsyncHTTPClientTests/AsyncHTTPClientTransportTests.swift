@@ -187,6 +187,22 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
     }
 
+    /// A head cut short by the connection closing is a lost connection, said as such: SwiftNIO's parser reports the
+    /// same error there as for a body cut short, whose words ("before the end of the body") sent a reader looking for
+    /// a body that never began.
+    func testAHeadCutShortIsALostConnectionThatSpeaksOfNoBody() throws {
+        server.route("GET", "/cut") { _ in
+            LocalServer.Response().withFault(.raw(Data("HTTP/1.1 200 OK\r\nContent-Le".utf8)))
+        }
+        let transport = AsyncHTTPClientTransport()
+
+        let result = try transport.send(request("/cut")).waitForResult(timeout: 20)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
+        XCTAssertFalse(error.message.contains("body"), error.message)
+    }
+
     /// Cancelling a request whose answer is still coming closes its connection: the server sees the close
     /// promptly, not when the body would have ended.
     func testCancellationClosesTheConnectionAtOnce() throws {
