@@ -13,6 +13,8 @@ final class BrokenBodyServer: Sendable {
         case close
         /// A reset (RST, `SO_LINGER` of zero): the kernel may discard bytes the client has not read yet.
         case reset
+        /// No end: the connection stays open, and the next request on it is answered too.
+        case keepOpen
     }
 
     /// What to answer: the request's head as text (request line and header fields) in, the answer's bytes and how
@@ -53,7 +55,8 @@ final class BrokenBodyServer: Sendable {
     }
 }
 
-/// Reads one request head (the test's requests have no body), writes the answer, then ends the connection.
+/// Reads one request head (the test's requests have no body), writes the answer, then ends the connection (or, kept
+/// open, reads the next).
 private final class BreakingResponder: ChannelInboundHandler {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -70,11 +73,16 @@ private final class BreakingResponder: ChannelInboundHandler {
         var buffer = unwrapInboundIn(data)
         received += buffer.readString(length: buffer.readableBytes) ?? ""
         guard !answered, let end = received.range(of: "\r\n\r\n") else { return }
-        answered = true
         let (answer, ending) = handler(String(received[..<end.lowerBound]))
+        if case .keepOpen = ending {
+            received = String(received[end.upperBound...])
+        } else {
+            answered = true
+        }
         let channel = context.channel
         let written = context.writeAndFlush(wrapOutboundOut(ByteBuffer(bytes: answer)))
         written.whenComplete { _ in
+            if case .keepOpen = ending { return }
             guard case .reset = ending, let options = channel as? any SocketOptionProvider else {
                 channel.close(promise: nil)
                 return

@@ -64,6 +64,39 @@ final class BrokenBodyTests: XCTestCase {
         XCTAssertEqual(resumedFrom.withLockedValue { $0 }, expected, "a reconnection resumed from a stale event")
     }
 
+    /// A kept-alive answer followed by more bytes than its `Content-Length` (here a whole second answer, "evil"): the
+    /// answer ends at its length, and the surplus never becomes the answer to the next request. AsyncHTTPClient 1.37
+    /// hands that connection to the next request before its parser has refused the surplus and closed it, so the next
+    /// call on it may fail with `.connectionLost`, which a GET's retry answers on a new connection.
+    func testBytesPastAContentLengthNeverBecomeTheNextAnswer() throws {
+        let surplus = "HTTP/1.1 200 OK\r\nContent-Length: 3\r\n\r\nabcHTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\nevil"
+        let server = try BrokenBodyServer { head in
+            let answer = head.hasPrefix("GET /first") ? surplus : "HTTP/1.1 200 OK\r\nContent-Length: 4\r\n\r\ngood"
+            return (Data(answer.utf8), .keepOpen)
+        }
+        defer { server.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        configuration.connectionPool.concurrentHTTP1ConnectionsPerHostSoftLimit = 1
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        let retrying = Connect(transport: transport, retryPolicy: RetryPolicy(baseDelay: 0))
+        let once = Connect(transport: transport, retryPolicy: nil)
+
+        for run in 1...20 {
+            let first = try retrying.request(Route("/first", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+            XCTAssertEqual(String(decoding: first, as: UTF8.self), "abc", "run \(run)")
+            let next = try once.request(Route("/next", baseURL: server.baseURL, timeout: 10)).waitForResult(timeout: 20)
+            switch next {
+            case .success(let body):
+                XCTAssertEqual(String(decoding: body, as: UTF8.self), "good", "run \(run): the surplus was the answer")
+            case .failure(let error):
+                XCTAssertEqual((error as? ConnectError)?.kind, .connectionLost, "run \(run): \(error)")
+            }
+            _ = try retrying.request(Route("/first", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+            let retried = try retrying.request(Route("/next", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+            XCTAssertEqual(String(decoding: retried, as: UTF8.self), "good", "run \(run)")
+        }
+    }
+
     /// A plain streamed body (`Content-Length` framing) cut short by a close: every byte sent arrives, in order,
     /// before `.connectionLost`.
     func testEveryByteSentBeforeACloseMidBodyReachesTheReader() async throws {
