@@ -1,5 +1,6 @@
 import Foundation
 import SwiftConnect
+import SwiftConnectTesting
 import XCTest
 
 /// Every Swift block of the DocC articles is code a test or the Playground compiles (the migration guides have their
@@ -31,9 +32,31 @@ final class DocCExamplesTests: XCTestCase {
         }
     }
 
-    /// GettingStarted.md's and the overview's blocks, as written. Compiled, not run: the article's connector names a
-    /// public server, and `Connect.default` is the process's real client.
-    private static func gettingStarted() async throws {
+    /// What the Getting Started article's connector reaches: jsonplaceholder's todos, answered by a fake.
+    private static let todos: FakeTransport = {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/todos/1", with: .json(string: #"{"userId":1,"id":1,"title":"delectus","completed":false}"#))
+        transport.stub(
+            .get, "/todos/123", with: .json(string: #"{"userId":7,"id":123,"title":"ipsum","completed":true}"#))
+        return transport
+    }()
+    private static let todosClient = Connect(transport: todos)
+
+    /// GettingStarted.md's and the overview's (SwiftConnect.md) blocks, as written, run. The article names a public
+    /// server and `Connect.default`, the process's real client: here `Connect` is a local name whose `default` is a
+    /// client on a fake transport, and `print` is where the overview's callback is heard.
+    func testGettingStartedAndTheOverviewRunAsWritten() async throws {
+        let printed = expectation(description: "the overview's callback prints")
+        let lines = Printed()
+        @Sendable func print(_ item: Any) {
+            lines.append("\(item)")
+            printed.fulfill()
+        }
+        enum Connect {
+            static var `default`: SwiftConnect.Connect { DocCExamplesTests.todosClient }
+        }
+
         enum TodoConnector: Connector {
             case get(id: Int)
 
@@ -58,6 +81,10 @@ final class DocCExamplesTests: XCTestCase {
             .decoded(toType: Todo.self)
             .value
 
+        XCTAssertEqual(todo.id, 1)
+        XCTAssertEqual(todo.title, "delectus")
+        XCTAssertFalse(todo.completed)
+
         Connect.default.request(TodoConnector.get(id: 123))
             .decoded(toType: Todo.self)
             .observe { result in
@@ -66,7 +93,33 @@ final class DocCExamplesTests: XCTestCase {
                 case .failure(let error): print(error)
                 }
             }
-        _ = todo
+
+        await fulfillment(of: [printed], timeout: 30)
+        XCTAssertEqual(lines.all, [#"Todo(id: 123, title: "ipsum", completed: true)"#])
+        XCTAssertEqual(
+            Self.todos.requests.map { $0.url?.absoluteString },
+            [
+                "https://jsonplaceholder.typicode.com/todos/1", "https://jsonplaceholder.typicode.com/todos/123",
+            ])
+    }
+
+    /// What the overview's callback printed.
+    private final class Printed: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `lines`.
+        private let lock = NSLock()
+        private var lines: [String] = []
+
+        func append(_ line: String) {
+            lock.lock()
+            lines.append(line)
+            lock.unlock()
+        }
+
+        var all: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return lines
+        }
     }
 
     /// The text of every `.swift` file below `folder`.
