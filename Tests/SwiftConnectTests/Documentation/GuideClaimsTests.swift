@@ -1,0 +1,256 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// More of the migration guides' claims (`SwiftConnect.docc/ComingFrom*.md`), each on a fake transport.
+final class GuideClaimsTests: XCTestCase {
+    private static let server = URL(string: "http://gateway.test:5000/")!
+
+    /// What the stages of a call saw, in order.
+    private final class Trail: @unchecked Sendable {
+        // @unchecked Sendable: `lock` protects `stored`.
+        private let lock = NSLock()
+        private var stored: [String] = []
+
+        func append(_ entry: String) {
+            lock.lock()
+            stored.append(entry)
+            lock.unlock()
+        }
+
+        var entries: [String] {
+            lock.lock()
+            defer { lock.unlock() }
+            return stored
+        }
+    }
+
+    private struct Refused: Error, Equatable {}
+
+    /// Remotli: `port` is `Route`'s `port:`, the client's server on another port.
+    func testARoutesPortReplacesTheServersPort() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        _ = try client.request(Route("/metrics", port: 9090)).wait()
+        XCTAssertEqual(transport.requests.last?.url?.absoluteString, "http://gateway.test:9090/metrics")
+    }
+
+    /// Remotli: a number or a Boolean in a query is written as text.
+    func testNumbersAndBooleansInAQueryAreWrittenAsText() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        _ = try client.request("/user", parameters: ["page": 2, "verified": true, "ratio": 1.5]).wait()
+        let items = URLComponents(url: transport.requests[0].url!, resolvingAgainstBaseURL: false)?.queryItems ?? []
+        XCTAssertEqual(
+            Set(items),
+            [
+                URLQueryItem(name: "page", value: "2"), URLQueryItem(name: "verified", value: "true"),
+                URLQueryItem(name: "ratio", value: "1.5"),
+            ])
+    }
+
+    /// Remotli: `Connect(host:)` is `Remotli(host:)`, https.
+    func testAHostAloneIsHTTPS() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let client = Connect(host: "my-remote-api.com", transport: transport)
+        _ = try client.request("/user/login").wait()
+        XCTAssertEqual(transport.requests.last?.url?.absoluteString, "https://my-remote-api.com/user/login")
+    }
+
+    /// Konex: validators, then processors, each list at the client's, the connector's and the call's level, in
+    /// that order.
+    func testValidatorsThenProcessorsRunClientConnectorCall() throws {
+        let trail = Trail()
+        func validator(_ name: String) -> AnyResponseValidator {
+            AnyResponseValidator { _ in trail.append("validate " + name) }
+        }
+        func processor(_ name: String) -> AnyResponseProcessor {
+            AnyResponseProcessor { response in
+                trail.append("process " + name)
+                return response
+            }
+        }
+        struct Posts: Connector {
+            let options: RequestOptions
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/posts" }
+        }
+        let transport = FakeTransport.answering(.json(string: "[]"))
+        let client = Connect(
+            transport: transport, configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(
+                options: RequestOptions(validators: [validator("client")], processors: [processor("client")])))
+        let connector = Posts(
+            options: RequestOptions(validators: [validator("connector")], processors: [processor("connector")]))
+        let call = RequestOptions(validators: [validator("call")], processors: [processor("call")])
+        _ = try client.request(connector, options: call).wait()
+        XCTAssertEqual(
+            trail.entries,
+            [
+                "validate client", "validate connector", "validate call", "process client", "process connector",
+                "process call",
+            ])
+    }
+
+    /// Konex: a validator's error fails the call as `.rejected`, yours as the underlying error; a `ConnectError`
+    /// you throw is kept.
+    func testAValidatorsErrorIsRejectedAndAConnectErrorIsKept() throws {
+        let transport = FakeTransport.answering(.json(string: "[]"))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        let refusing = RequestOptions(validators: [AnyResponseValidator { _ in throw Refused() }])
+        XCTAssertThrowsError(try client.request(Route("/posts"), options: refusing).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .rejected)
+            XCTAssertEqual((error as? ConnectError)?.underlyingError as? Refused, Refused())
+        }
+        let own = ConnectError(.timedOut, message: "mine")
+        let keeping = RequestOptions(validators: [AnyResponseValidator { _ in throw own }])
+        XCTAssertThrowsError(try client.request(Route("/posts"), options: keeping).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
+            XCTAssertEqual((error as? ConnectError)?.message, "mine")
+        }
+    }
+
+    /// Konex: a plugin is told of each attempt, `willSend` then `didReceive` (any status) or `didFail`.
+    func testAPluginIsToldOfEachAttempt() throws {
+        let trail = Trail()
+        let told = expectation(description: "six events")  // plugins run on their own queue, after the call
+        told.expectedFulfillmentCount = 6
+        let plugin = AnyPlugin(
+            willSend: { _, _ in
+                trail.append("willSend")
+                told.fulfill()
+            },
+            didReceive: { response, _ in
+                trail.append("didReceive \(response.statusCode)")
+                told.fulfill()
+            },
+            didFail: { _, _, _ in
+                trail.append("didFail")
+                told.fulfill()
+            })
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/flaky",
+            with: [.status(503), .failure(URLError(.networkConnectionLost)), .json(string: "{}")])
+        let client = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+        _ = try client.request(Route("/flaky")).wait()
+        wait(for: [told], timeout: 30)
+        XCTAssertEqual(
+            trail.entries, ["willSend", "didReceive 503", "willSend", "didFail", "willSend", "didReceive 200"])
+    }
+
+    /// JustAPIs: the server's default headers and query items are added where the request has none of the same
+    /// name.
+    func testServerDefaultsGiveWayToTheRequestsOwn() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let configuration = ServerConfiguration(
+            baseURL: Self.server, defaultHeaders: [HTTPHeader(name: "X-App", value: "demo")])
+        var withQuery = configuration
+        withQuery.defaultQueryItems = [URLQueryItem(name: "lang", value: "en"), URLQueryItem(name: "v", value: "1")]
+        let client = Connect(transport: transport, configuration: withQuery)
+        _ = try client.request(Route("/foo", parameters: ["lang": "fr"], headers: ["X-App": "mine"])).wait()
+        _ = try client.request(Route("/foo")).wait()
+        let (own, plain) = (transport.requests[0], transport.requests[1])
+        XCTAssertEqual(own.value(forHTTPHeaderField: "X-App"), "mine")
+        XCTAssertEqual(own.url?.query, "lang=fr&v=1")
+        XCTAssertEqual(plain.value(forHTTPHeaderField: "X-App"), "demo")
+        XCTAssertEqual(plain.url?.query, "lang=en&v=1")
+    }
+
+    /// JustAPIs: a decoder registered for a content type is used for it (`setParser`), and a decoder given to
+    /// `decoded(toType:decoder:)` whatever the content type.
+    func testADecoderRegisteredForAContentTypeAndAForcedOne() throws {
+        struct Settings: Codable, Equatable { var name: String }
+        let plist = try PropertyListEncoder().encode(Settings(name: "plist"))
+        let transport = FakeTransport()
+        transport.stub(.get, "/plist", with: .data(plist, headers: ["Content-Type": "application/x-plist"]))
+        transport.stub(
+            .get, "/text", with: .data(Data(#"{"name":"text"}"#.utf8), headers: ["Content-Type": "text/plain"]))
+        var decoders = ResponseDecoders.default
+        decoders.register(PropertyListDecoder(), for: "application/x-plist")
+        let client = Connect(
+            transport: transport, configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(decoders: decoders))
+        XCTAssertEqual(
+            try client.request(Route("/plist")).decoded(toType: Settings.self).wait(), Settings(name: "plist"))
+        XCTAssertEqual(
+            try client.request(Route("/text")).decoded(toType: Settings.self, decoder: JSONDecoder()).wait(),
+            Settings(name: "text"))
+    }
+
+    /// Konex: a DELETE's dictionary parameters go to its query.
+    func testADeletesDictionaryGoesToItsQuery() throws {
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        _ = try client.request("/posts/1", method: .delete, parameters: ["soft": true]).wait()
+        XCTAssertEqual(transport.requests.last?.url?.query, "soft=true")
+        XCTAssertNil(transport.requests.last?.httpBody)
+    }
+
+    /// Alamofire: an adapter's error reaches you as it is.
+    func testAnAdaptersErrorReachesTheCallerAsItIs() throws {
+        struct Refusing: ConnectMiddlewareProtocol {
+            func adapt(_ request: URLRequest) throws -> URLRequest { throw Refused() }
+        }
+        let transport = FakeTransport.answering(.status(200))
+        let client = Connect(
+            transport: transport, middlewares: [Refusing()], configuration: ServerConfiguration(baseURL: Self.server))
+        XCTAssertThrowsError(try client.request(Route("/posts")).wait()) { error in
+            XCTAssertEqual(error as? Refused, Refused())
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
+    /// Alamofire: there is no `requestRetryFailed`, the last attempt's outcome stands, with its attempts.
+    func testTheLastAttemptsOutcomeStandsWithItsAttempts() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/down", with: [.status(503), .status(503), .status(500)])
+        let client = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            configuration: ServerConfiguration(baseURL: Self.server))
+        XCTAssertThrowsError(try client.request(Route("/down")).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 500)
+            XCTAssertEqual((error as? ConnectError)?.attempts, 3)
+        }
+    }
+
+    /// Konex: a full URL, as Konex's `path` was, is `Route(url:)` or a connector whose `baseURL` is that URL; it
+    /// goes where it names, whatever the client's server, as written.
+    func testAFullURLGoesWhereItNames() throws {
+        struct GetAllPostsRequest: Connector {
+            var baseURL: URL { URL(string: "https://jsonplaceholder.typicode.com/posts/")! }
+            var endpoint: String { "" }
+        }
+        let transport = FakeTransport.answering(.json(string: "[]"))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        let full = URL(string: "https://jsonplaceholder.typicode.com/posts/?page=2")!
+        _ = try client.request(Route(url: full)).wait()
+        _ = try client.request(GetAllPostsRequest()).wait()
+        XCTAssertEqual(
+            transport.requests.map { $0.url?.absoluteString },
+            [
+                "https://jsonplaceholder.typicode.com/posts/?page=2",
+                "https://jsonplaceholder.typicode.com/posts/",
+            ])
+    }
+
+    /// Remotli and JustAPIs: `Connect(baseURL:)` takes the scheme, port and path, with or without a final slash.
+    func testABaseURLKeepsItsPortAndPath() throws {
+        let transport = FakeTransport.answering(.status(200))
+        for base in ["http://my-justapi-server.local:5000/api/", "http://my-justapi-server.local:5000/api"] {
+            let client = Connect(baseURL: URL(string: base)!, transport: transport)
+            _ = try client.request("/foo", parameters: ["id": 123]).wait()
+            XCTAssertEqual(
+                transport.requests.last?.url?.absoluteString, "http://my-justapi-server.local:5000/api/foo?id=123",
+                base)
+        }
+    }
+}
