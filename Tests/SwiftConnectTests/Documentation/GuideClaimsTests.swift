@@ -253,4 +253,56 @@ final class GuideClaimsTests: XCTestCase {
                 base)
         }
     }
+
+    /// Getting Started: the errors a `map` or `flatMap` closure on a request's future throws reach you as they are.
+    func testAMapOrFlatMapClosuresErrorReachesTheCallerAsItIs() throws {
+        let transport = FakeTransport.answering(.json(string: #"{"id":1}"#))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        let mapped = client.request(Route("/todos/1")).decoded(toType: JSONValue.self).map { _ -> Int in
+            throw Refused()
+        }
+        let chained = client.request(Route("/todos/1")).flatMap { _ -> Future<Data> in throw Refused() }
+        XCTAssertThrowsError(try mapped.wait()) { XCTAssertEqual($0 as? Refused, Refused()) }
+        XCTAssertThrowsError(try chained.wait()) { XCTAssertEqual($0 as? Refused, Refused()) }
+    }
+
+    /// The usage guide: an error handler that returns `nil` accepts the response, whose body goes on to decoding;
+    /// the error it returns reaches you as it is.
+    func testAnErrorHandlersNilAcceptsAndItsErrorReachesTheCallerAsItIs() throws {
+        struct Lenient: ErrorHandlerProtocol {
+            func handle(response: [String: Any]) -> Error? {
+                response["fatal"] as? Bool == true ? Refused() : nil
+            }
+        }
+        let transport = FakeTransport()
+        transport.stub(.get, "/soft", with: .json(string: #"{"id":7}"#, status: 400))
+        transport.stub(.get, "/hard", with: .json(string: #"{"fatal":true}"#, status: 500))
+        let client = Connect(
+            transport: transport, errorHandler: Lenient(), retryPolicy: nil,
+            configuration: ServerConfiguration(baseURL: Self.server))
+        XCTAssertEqual(try client.request(Route("/soft")).decoded(toType: JSONValue.self).wait()["id"]?.intValue, 7)
+        XCTAssertThrowsError(try client.request(Route("/hard")).wait()) { XCTAssertEqual($0 as? Refused, Refused()) }
+    }
+
+    /// Konex called its plugins on the request's path, before `onSuccess`; here a plugin is told on a queue of its
+    /// own, so the call can complete before its plugins have heard of it (the Konex guide says so).
+    func testACallCanCompleteBeforeItsPluginsHeardOfIt() throws {
+        let callCompleted = DispatchSemaphore(value: 0)
+        let trail = Trail()
+        let heard = expectation(description: "didReceive")
+        let plugin = AnyPlugin(
+            willSend: { _, _ in
+                let completed = callCompleted.wait(timeout: .now() + 30) == .success
+                trail.append(completed ? "told after the call completed" : "told before the call completed")
+            },
+            didReceive: { _, _ in heard.fulfill() })
+        let transport = FakeTransport.answering(.json(string: "[]"))
+        let client = Connect(
+            transport: transport, configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+        _ = try client.request(Route("/posts")).wait()
+        callCompleted.signal()
+        wait(for: [heard], timeout: 30)
+        XCTAssertEqual(trail.entries, ["told after the call completed"])
+    }
 }
