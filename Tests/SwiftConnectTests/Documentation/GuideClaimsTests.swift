@@ -305,4 +305,40 @@ final class GuideClaimsTests: XCTestCase {
         wait(for: [heard], timeout: 30)
         XCTAssertEqual(trail.entries, ["told after the call completed"])
     }
+
+    /// Remotli: `Configuration(scheme:host:)` is `ServerConfiguration(scheme:host:)`, `addRequestPlugin` is a
+    /// middleware (`adding(middlewares:)` for a client made already), and a class conforming to `Routable` sent
+    /// with `send(requestFor:completion:)` is a connector of yours given to `request`, then `observe(completion:)`.
+    func testRemotlisConfigurationRequestPluginAndRoutableClass() throws {
+        final class ConfigurationRoute: BasicConnector, @unchecked Sendable {
+            // @unchecked Sendable: `appID` is a `let`, set once in `init`.
+            let appID: String
+            init(appID: String) { self.appID = appID }
+            override var endpoint: String { "/api/mas/0.2/app_config/fetch" }
+            override var method: HTTPMethod { .post }
+            override var headers: [HTTPHeader] {
+                [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded")]
+            }
+            override var parameters: (any ParametersRepresentable)? { ["app_id": appID, "token": ""] as JSONObject }
+        }
+        let transport = FakeTransport.answering(.json(string: #"{"ok":true}"#))
+        let google = Connect(
+            transport: transport, configuration: ServerConfiguration(scheme: .https, host: "google.com"))
+        let stamped = google.adding(middlewares: [
+            AnyMiddleware.adapter { $0.setValue("1", forHTTPHeaderField: "X-Plugin") }
+        ])
+        let answered = expectation(description: "completion")
+        let outcome = Trail()
+        stamped.request(ConfigurationRoute(appID: "MY_APP_ID")).decoded(toType: JSONValue.self)
+            .observe { (config: JSONValue?, error: Error?) in
+                outcome.append(config?["ok"]?.boolValue == true && error == nil ? "ok" : "failed")
+                answered.fulfill()
+            }
+        wait(for: [answered], timeout: 30)
+        XCTAssertEqual(outcome.entries, ["ok"])
+        let sent = try XCTUnwrap(transport.requests.last)
+        XCTAssertEqual(sent.url?.absoluteString, "https://google.com/api/mas/0.2/app_config/fetch")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Plugin"), "1")
+        XCTAssertEqual(sent.httpBody.map { String(decoding: $0, as: UTF8.self) }, "app_id=MY_APP_ID&token=")
+    }
 }
