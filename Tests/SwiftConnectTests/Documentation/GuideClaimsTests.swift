@@ -341,4 +341,38 @@ final class GuideClaimsTests: XCTestCase {
         XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Plugin"), "1")
         XCTAssertEqual(sent.httpBody.map { String(decoding: $0, as: UTF8.self) }, "app_id=MY_APP_ID&token=")
     }
+
+    /// Remotli: its `FormDataPlugin`'s multipart bodies are `upload(files:to:debugResponse:)`; a route's dictionary
+    /// parameters become the text fields, as they were Remotli's form fields.
+    func testAnUploadsRouteDictionaryBecomesItsTextFields() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        let photo = File(name: "beach.jpg", key: "photo", mimeType: .jpg, data: Data("jpeg".utf8))
+        _ = try client.upload(files: [photo], to: Route("/upload", method: .post, parameters: ["title": "Holiday"]))
+            .wait()
+        let sent = try XCTUnwrap(transport.requests.last)
+        let body = String(decoding: sent.httpBody ?? Data(), as: UTF8.self)
+        XCTAssertTrue(body.contains("name=\"title\"\r\n\r\nHoliday\r\n"), body)
+        XCTAssertTrue(body.contains("filename=\"beach.jpg\""), body)
+        XCTAssertTrue(sent.value(forHTTPHeaderField: "Content-Type")?.hasPrefix("multipart/form-data") ?? false)
+    }
+
+    /// Every guide: a POST is retried only when it is marked `isRetrySafe` or carries an `Idempotency-Key`.
+    func testAPostWithAnIdempotencyKeyOrMarkedRetrySafeIsRetried() throws {
+        let transport = FakeTransport()
+        transport.stub(.post, "/keyed", with: [.status(503), .json(string: "{}")])
+        transport.stub(.post, "/marked", with: [.status(503), .json(string: "{}")])
+        transport.stub(.post, "/plain", with: [.status(503), .json(string: "{}")])
+        let client = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            configuration: ServerConfiguration(baseURL: Self.server))
+        let keyed = Route("/keyed", method: .post, parameters: ["a": 1], headers: ["idempotency-key": "k-1"])
+        let marked = Route("/marked", method: .post, parameters: ["a": 1])
+        _ = try client.request(keyed).wait()
+        _ = try client.request(marked, options: RequestOptions(isRetrySafe: true)).wait()
+        XCTAssertThrowsError(try client.request(Route("/plain", method: .post, parameters: ["a": 1])).wait())
+        XCTAssertEqual(transport.requests(to: "/keyed").count, 2)
+        XCTAssertEqual(transport.requests(to: "/marked").count, 2)
+        XCTAssertEqual(transport.requests(to: "/plain").count, 1)
+    }
 }
