@@ -375,4 +375,26 @@ final class GuideClaimsTests: XCTestCase {
         XCTAssertEqual(transport.requests(to: "/marked").count, 2)
         XCTAssertEqual(transport.requests(to: "/plain").count, 1)
     }
+
+    /// README: your own `JSONDecoder` registered for `application/json` also decodes `…+json` types and, as the
+    /// fallback, answers of any other type or none.
+    func testYourJSONDecoderAlsoDecodesPlusJSONAndUntypedAnswers() throws {
+        struct Profile: Decodable, Equatable { let firstName: String }
+        let body = Data(#"{"first_name":"Ada"}"#.utf8)
+        let transport = FakeTransport()
+        transport.stub(.get, "/problem", with: .data(body, headers: ["Content-Type": "application/problem+json"]))
+        transport.stub(.get, "/text", with: .data(body, headers: ["Content-Type": "text/plain; charset=utf-8"]))
+        transport.stub(.get, "/none", with: .data(body))
+        let snakeCase = JSONDecoder()
+        snakeCase.keyDecodingStrategy = .convertFromSnakeCase
+        var decoders = ResponseDecoders.default
+        decoders.register(snakeCase, for: "application/json")
+        let client = Connect(
+            transport: transport, configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(decoders: decoders))
+        for path in ["/problem", "/text", "/none"] {
+            XCTAssertEqual(
+                try client.request(Route(path)).decoded(toType: Profile.self).wait(), Profile(firstName: "Ada"), path)
+        }
+    }
 }
