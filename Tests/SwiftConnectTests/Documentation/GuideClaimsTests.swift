@@ -397,4 +397,42 @@ final class GuideClaimsTests: XCTestCase {
                 try client.request(Route(path)).decoded(toType: Profile.self).wait(), Profile(firstName: "Ada"), path)
         }
     }
+
+    /// Konex: plugins at the client's, the connector's and the call's level are told in that order.
+    func testPluginsAreToldClientConnectorCall() throws {
+        let trail = Trail()
+        let told = expectation(description: "three plugins")
+        told.expectedFulfillmentCount = 3
+        func plugin(_ name: String) -> AnyPlugin {
+            AnyPlugin(willSend: { _, _ in
+                trail.append(name)
+                told.fulfill()
+            })
+        }
+        struct Posts: Connector {
+            let options: RequestOptions
+            var baseURL: URL { URL(string: "/")! }
+            var endpoint: String { "/posts" }
+        }
+        let transport = FakeTransport.answering(.json(string: "[]"))
+        let client = Connect(
+            transport: transport, configuration: ServerConfiguration(baseURL: Self.server),
+            settings: Connect.Settings(options: RequestOptions(plugins: [plugin("client")])))
+        let connector = Posts(options: RequestOptions(plugins: [plugin("connector")]))
+        _ = try client.request(connector, options: RequestOptions(plugins: [plugin("call")])).wait()
+        wait(for: [told], timeout: 30)
+        XCTAssertEqual(trail.entries, ["client", "connector", "call"])
+    }
+
+    /// Alamofire: an empty body decoded as a type other than `EmptyResponse` or an Optional fails `.decoding`,
+    /// saying the body is empty.
+    func testAnEmptyBodyDecodedAsAValueSaysTheBodyIsEmpty() throws {
+        struct Todo: Decodable { let id: Int }
+        let transport = FakeTransport.answering(.status(200))
+        let client = Connect(baseURL: Self.server, transport: transport)
+        XCTAssertThrowsError(try client.request(Route("/todos/1")).decoded(toType: Todo.self).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+            XCTAssertTrue((error as? ConnectError)?.message.lowercased().contains("empty") ?? false, "\(error)")
+        }
+    }
 }
