@@ -435,4 +435,30 @@ final class GuideClaimsTests: XCTestCase {
             XCTAssertTrue((error as? ConnectError)?.message.lowercased().contains("empty") ?? false, "\(error)")
         }
     }
+
+    /// JustAPIs: a waiting request handed back by `waitingRequests` is sent again with `response(for:)`; it does not
+    /// carry its connector's or call's options, so a route that went unsigned is signed unless the options are given
+    /// again (the JustAPIs guide and `WaitingRequest.request` say so).
+    func testAWaitingRequestSentAgainTakesItsOptionsAgain() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let client = Connect(
+            transport: transport, middlewares: [.basicAuthentication(username: "site-user", password: "secret")],
+            requestQueue: queue, configuration: ServerConfiguration(baseURL: Self.server))
+        let unsigned = RequestOptions(requiresAuthentication: false)
+        queue.pause()
+        let waiting = client.request(
+            Route("/v1/tokens", method: .post, parameters: ["type": "ANONYMOUS"], options: unsigned))
+        let pending = queue.waitingRequests
+        queue.cancel(pending[0].id)
+        queue.resume()
+        XCTAssertThrowsError(try waiting.wait())
+        XCTAssertNil(pending[0].request.value(forHTTPHeaderField: "Authorization"))
+
+        _ = try client.response(for: pending[0].request, options: unsigned).wait()
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "Authorization"))
+        XCTAssertEqual(transport.requests.last?.httpBody, Data(#"{"type":"ANONYMOUS"}"#.utf8))
+        _ = try client.response(for: pending[0].request).wait()
+        XCTAssertNotNil(transport.requests.last?.value(forHTTPHeaderField: "Authorization"))
+    }
 }

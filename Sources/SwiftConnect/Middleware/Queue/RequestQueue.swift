@@ -524,7 +524,9 @@ extension RequestQueue {
         /// The request as the stages before the queue left it: method, URL, header fields (credentials included) and
         /// body. What JustAPIs' `pendingRequests` handed back: an app going offline for good can take the waiting
         /// requests, cancel them, keep what it needs of each (a one-shot stream body cannot be sent twice), and send
-        /// them again later with ``Connect/response(for:name:options:)``. Printing one hides its secrets.
+        /// them again later with ``Connect/response(for:name:options:)``. It carries none of its connector's or
+        /// call's options: give them again as that call's `options:` (`requiresAuthentication: false` for a route
+        /// that goes unsigned, its validators and processors). Printing one hides its secrets.
         public let request: ConnectRequest
 
         /// The URL as printed: ``ConnectRequest/redactedURL``.
