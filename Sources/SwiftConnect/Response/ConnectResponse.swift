@@ -67,8 +67,9 @@ public struct ConnectResponse: Sendable {
     public var bodyStream: ResponseBodyStream?
     /// Why ``data`` is only the start of an error status's streamed body (read for the error handler up to
     /// `StreamingOptions.errorBodyLimit`): it went on, or its transfer failed. An error handler that accepts the
-    /// status makes this the call's failure, not an answer cut short. `nil` for a body read whole.
-    var bodyCut: (any Error)?
+    /// status makes this the call's failure, not an answer cut short. `nil` for a body read whole. `package` for
+    /// `RecordingTransport`, which records and replays it.
+    package var bodyCut: (any Error)?
 
     /// Creates a response.
     ///

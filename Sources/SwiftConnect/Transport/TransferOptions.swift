@@ -84,7 +84,7 @@ public struct TransferOptions: Sendable {
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The limit; going over it fails the request with ``ConnectError/Kind/responseTooLarge``.
-    func responseBodyLimit(statusCode: Int) -> Int? {
+    package func responseBodyLimit(statusCode: Int) -> Int? {
         keptErrorBodyLimit(statusCode: statusCode) == nil ? maxResponseBytes : nil
     }
 
@@ -95,7 +95,7 @@ public struct TransferOptions: Sendable {
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The most bytes of the body kept, or `nil`.
-    func keptErrorBodyLimit(statusCode: Int) -> Int? {
+    package func keptErrorBodyLimit(statusCode: Int) -> Int? {
         guard destination != nil, !(200..<300).contains(statusCode),
             (maxResponseBytes ?? .max) >= Self.downloadErrorBodyLimit
         else { return nil }

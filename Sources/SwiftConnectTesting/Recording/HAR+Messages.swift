@@ -129,6 +129,10 @@ extension HAR {
         public var url: String?
         /// A comment for the reader.
         public var comment: String?
+        /// Whether ``content`` is only the start of the body (the custom field `_bodyCut`): the first MiB of the
+        /// error page of a download, the rest left unread, as every transport keeps it
+        /// (`TransferOptions.downloadErrorBodyLimit`). A replay says so again, as the live call did.
+        var bodyCut: Bool?
 
         /// A response.
         ///
@@ -151,6 +155,7 @@ extension HAR {
         enum CodingKeys: String, CodingKey {
             case status, statusText, httpVersion, cookies, headers, content, redirectURL, headersSize, bodySize, comment
             case url = "_url"
+            case bodyCut = "_bodyCut"
         }
 
         /// Reads a response; only its status is required.
@@ -167,6 +172,7 @@ extension HAR {
             bodySize = try container.value(.bodySize, default: -1)
             url = try container.decodeIfPresent(String.self, forKey: .url)
             comment = try container.decodeIfPresent(String.self, forKey: .comment)
+            bodyCut = try container.decodeIfPresent(Bool.self, forKey: .bodyCut)
         }
     }
 

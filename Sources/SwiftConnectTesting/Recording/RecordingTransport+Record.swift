@@ -268,6 +268,8 @@ extension RecordingTransport {
             headers: fields.map { HAR.NameValue(name: $0.name.rawName, value: $0.value) },
             content: HAR.Content(body, mimeType: fields[.contentType] ?? ""))
         archived.cookies = RecordingRedaction.cookies(in: fields)
+        // A download's error page the transport cut to its first MiB: replayed as cut.
+        if response.bodyCut != nil { archived.bodyCut = true }
         if let url = response.response.url, url != requestURL {
             // With the secrets hidden, as in the request's URL and a `Location`: a redirect may lead to a URL made of
             // the request's key.

@@ -131,9 +131,14 @@ extension RecordingTransport {
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
-        let data = RecordingRedaction.filling(body, with: placeholderValues)
+        var data = RecordingRedaction.filling(body, with: placeholderValues)
+        // A download's error page, kept to its first MiB as every transport keeps it: cut when recorded so (or
+        // longer here, in a file recorded otherwise), and said to be cut, as the live call said.
+        let kept = transfer.keptErrorBodyLimit(statusCode: entry.response.status)
+        let isCut = kept.map { data.count > $0 || (entry.response.bodyCut == true && data.count == $0) } ?? false
+        if isCut, let kept { data = data.prefix(kept) }
         guard
-            let response = ConnectResponse(
+            var response = ConnectResponse(
                 request: request, head: ResponseHead(status: entry.response.status, headerFields: fields), data: data,
                 url: entry.response.url.flatMap { URL(string: $0) },
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
@@ -147,7 +152,11 @@ extension RecordingTransport {
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
-        if let limit = transfer.maxResponseBytes, data.count > limit {
+        if isCut, let kept {
+            response.bodyCut = ConnectError.responseTooLarge(
+                limit: kept, request: request.urlRequest, response: response.response)
+        }
+        if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), data.count > limit {
             let message = "the response body is larger than the limit of \(limit) bytes"
             return Future(
                 error: ConnectError(

@@ -65,6 +65,8 @@ import SwiftConnect
 /// - **Files**: a body sent from a file is read whole for matching and recorded like any body; a download to a file
 ///   is recorded from the file the wrapped transport wrote, and replay writes the recorded body to the destination
 ///   (after the same checks of it), so the caller gets the response with its ``SwiftConnect/ConnectResponse/fileURL``.
+///   A download answered with an error status keeps the first MiB of its error page, as every transport does, and a
+///   page the wrapped transport cut there is recorded as cut (`_bodyCut`): replayed, the error says so, as it did live.
 public final class RecordingTransport: Transport, Sendable {
     /// The HAR file this transport reads and writes.
     public let fileURL: URL
