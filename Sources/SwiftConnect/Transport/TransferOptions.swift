@@ -12,6 +12,9 @@ import Foundation
 public struct TransferOptions: Sendable {
     /// A file whose contents are the request body, streamed from disk (replaces `httpBody`).
     ///
+    /// It must be a readable regular file (a symbolic link to one is followed): a directory, a pipe or a device fails
+    /// the request with ``ConnectError/Kind/fileAccess`` before anything is sent, on every transport.
+    ///
     /// Its length is read before it is sent, and it must not change until the answer comes.
     /// `AsyncHTTPClientTransport` fails a file that shrinks meanwhile; ``URLSessionTransport`` on Linux sends what
     /// there is, and the server waits for the rest until the request's timeout, which is what the call reports (a
@@ -284,6 +287,34 @@ extension TransferOptions {
                 underlyingError: POSIXError(.ENOTDIR)
             )
         }
+    }
+
+    /// Fails with ``ConnectError/Kind/fileAccess`` when `file` cannot be sent as a request body: it is not a readable
+    /// regular file (see ``bodyFileProblem(_:stored:)``). Every transport checks before reading it, the in-memory ones
+    /// too: read whole, a pipe nobody writes to blocks the reading thread for ever.
+    ///
+    /// - Parameters:
+    ///   - file: The file a body is to be sent from (``bodyFile``).
+    ///   - request: The request, for the error.
+    package static func checkBodyFile(_ file: URL, request: URLRequest?) throws {
+        if let problem = bodyFileProblem(file, stored: request.map { .foundation($0) }) { throw problem }
+    }
+
+    /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
+    /// every transport make: a directory, device or pipe has no length to announce, or no end).
+    static func bodyFileProblem(_ file: URL, stored request: ConnectResponse.StoredRequest?) -> ConnectError? {
+        do {
+            _ = try MultipartFormData.regularFileSize(file)
+        } catch var error as ConnectError {
+            error.storedRequest = request
+            return error
+        } catch {
+            return ConnectError.fileAccess(error, url: file, stored: request)
+        }
+        guard FileManager.default.isReadableFile(atPath: file.path) else {
+            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, stored: request)
+        }
+        return nil
     }
 
     /// Puts a finished download in place with one `rename(2)`: a file at `destination` is replaced

@@ -34,7 +34,8 @@ public protocol Transport: Sendable {
     /// progress reports, as `transfer` asks.
     ///
     /// The default implementation suits transports that work in memory: it reads ``TransferOptions/bodyFile``
-    /// into the body, sends with ``send(_:)``, then applies the size limit, writes the destination file and
+    /// into the body (one that is not a readable regular file fails with ``ConnectError/Kind/fileAccess``, as on
+    /// every engine), sends with ``send(_:)``, then applies the size limit, writes the destination file and
     /// reports progress once at the end. ``URLSessionTransport`` streams instead.
     ///
     /// - Parameters:
@@ -129,7 +130,12 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
     }
     if let file = transfer.bodyFile {
         do {
+            // Refused as every engine refuses it (a directory, a pipe: no length, maybe no end), not read and left to
+            // Foundation's words ("You don't have permission" for a pipe on Linux).
+            try TransferOptions.checkBodyFile(file, request: request)
             request.httpBody = try Data(contentsOf: file)
+        } catch let error as ConnectError {
+            return Future(error: error)
         } catch {
             return Future(error: ConnectError.fileAccess(error, url: file, request: request))
         }

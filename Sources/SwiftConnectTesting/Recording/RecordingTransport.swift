@@ -252,9 +252,13 @@ public final class RecordingTransport: Transport, Sendable {
             // A body from a file is read whole for matching and the recording; the wrapped transport still sends
             // it from the file.
             do {
+                // Refused as every engine refuses it (a directory, a pipe), before reading it.
+                try TransferOptions.checkBodyFile(file, request: request.urlRequest)
                 var readable = request
                 readable.body = .bytes(try Data(contentsOf: file))
                 return answer(readable, live: request, transfer: transfer)
+            } catch let error as ConnectError {
+                return Future(error: error)
             } catch {
                 return Future(error: ConnectError.fileAccess(error, url: file, request: request.urlRequest))
             }

@@ -575,21 +575,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         return request
     }
 
-    /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
-    /// ``URLSessionTransport`` make: a directory, device or pipe has no length to announce, or no end).
+    /// Why `file` cannot be uploaded, or `nil` when it can (``TransferOptions/bodyFileProblem(_:stored:)``).
     static func unusableBodyFile(_ file: URL, request: ConnectResponse.StoredRequest?) -> ConnectError? {
-        do {
-            _ = try MultipartFormData.regularFileSize(file)
-        } catch var error as ConnectError {
-            error.storedRequest = request
-            return error
-        } catch {
-            return ConnectError.fileAccess(error, url: file, stored: request)
-        }
-        guard FileManager.default.isReadableFile(atPath: file.path) else {
-            return ConnectError.fileAccess(POSIXError(.EACCES), url: file, stored: request)
-        }
-        return nil
+        TransferOptions.bodyFileProblem(file, stored: request)
     }
 
 }
