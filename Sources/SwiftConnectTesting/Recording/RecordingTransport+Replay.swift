@@ -132,10 +132,11 @@ extension RecordingTransport {
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
         var data = RecordingRedaction.filling(body, with: placeholderValues)
-        // A download's error page, kept to its first MiB as every transport keeps it: cut when recorded so (or
-        // longer here, in a file recorded otherwise), and said to be cut, as the live call said.
+        // A download's error page, kept to its first MiB as every transport keeps it: cut when recorded so (its
+        // length may differ by the secrets redaction replaced) or longer here, in a file recorded otherwise, and said
+        // to be cut, as the live call said.
         let kept = transfer.keptErrorBodyLimit(statusCode: entry.response.status)
-        let isCut = kept.map { data.count > $0 || (entry.response.bodyCut == true && data.count == $0) } ?? false
+        let isCut = kept.map { data.count > $0 || entry.response.bodyCut == true } ?? false
         if isCut, let kept { data = data.prefix(kept) }
         guard
             var response = ConnectResponse(
