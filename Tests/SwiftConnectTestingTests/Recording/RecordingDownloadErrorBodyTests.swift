@@ -78,4 +78,25 @@ final class RecordingDownloadErrorBodyTests: XCTestCase {
             XCTAssertEqual(replayed.message, live.message, name)
         }
     }
+
+    func testACutPageWhoseSecretsRedactionReplacedReplaysAsCut() throws {
+        // Given: a cut page that echoes the request's token, recorded with the token replaced by a placeholder (so
+        // the recorded page is no longer exactly a MiB long)
+        let token = "s3cr3t-token-\(UUID().uuidString)"
+        server.route("GET", "/echo") { _ in
+            .data(Data(token.utf8) + Self.page, contentType: "text/plain", status: 500)
+        }
+        let route = Route("/echo", headers: [.authorization(bearerToken: token)])
+        let destination = folder.appendingPathComponent("report.bin")
+        let live = try failure(of: client(recording(.record)).download(route, to: destination))
+        XCTAssertTrue(live.message.contains("only the first \(Self.limit) bytes"), live.message)
+        let recorded = try String(contentsOf: folder.appendingPathComponent("exchange.har"), encoding: .utf8)
+        XCTAssertFalse(recorded.contains(token))
+        server.stop()
+        // When: replayed
+        let replayed = try failure(of: client(recording(.replay)).download(route, to: destination))
+        // Then: still said to be cut
+        XCTAssertEqual(replayed.kind, .httpStatus)
+        XCTAssertTrue(replayed.message.contains("only the first"), replayed.message)
+    }
 }
