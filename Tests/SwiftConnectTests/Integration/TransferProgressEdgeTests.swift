@@ -338,29 +338,50 @@ final class TransferProgressEdgeTests: IntegrationTestCase {
 
     func testAHandlerThatCancelsItsOwnCallOrStartsAnother() throws {
         server.route("GET", "/big") { _ in .generatedBytes(count: 4 << 20, seed: 3) }
+        // The server holds the rest of its answer until the call is cancelled: an engine that reports progress
+        // after the fact (an upload written whole at once) cannot see the answer arrive before the cancellation.
+        let gate = Guarded(Gate())
+        server.route("GET", "/held") { _ in
+            .stream(contentLength: 4 << 20, contentType: "application/octet-stream", status: 200) { write in
+                guard write(Data(count: 64 << 10)) else { return }
+                gate.withLock { $0 }.wait(timeout: 30)
+                for _ in 1..<64 { guard write(Data(count: 64 << 10)) else { return } }
+            }
+        }
+        server.streamingRoute("POST", "/held-count") { _, body in
+            var count = 0
+            while let piece = body.read(maxBytes: 64 << 10) { count += piece.count }
+            gate.withLock { $0 }.wait(timeout: 30)
+            return .text("\(count)")
+        }
         // Cancels its own call from its first report of the body, download and upload.
         for upload in [false, true] {
+            gate.withLock { $0 = Gate() }
             let holder = Guarded<Future<Data>?>(nil)
             let log = Log()
             let options = RequestOptions(progress: { progress in
                 log.report(progress)
-                if progress.bytesReceived > 0 || progress.bytesSent > 0 { holder.withLock { $0 }?.cancel() }
+                if progress.bytesReceived > 0 || progress.bytesSent > 0 {
+                    holder.withLock { $0 }?.cancel()
+                    gate.withLock { $0 }.open()
+                }
             })
             let call: Future<Data>
             if upload {
                 call = connect.request(
                     Route(
-                        "/count", method: .post,
+                        "/held-count", method: .post,
                         parameters: Parameter.body(Data(count: 8 << 20), contentType: "application/octet-stream")),
                     options: options)
             } else {
-                call = connect.request(Route("/big"), options: options)
+                call = connect.request(Route("/held"), options: options)
             }
             holder.withLock { $0 = call }
             if call.result == nil, log.reports.contains(where: { $0.bytesReceived > 0 || $0.bytesSent > 0 }) {
                 call.cancel()
             }
             let result = send(call, log)
+            gate.withLock { $0 }.open()
             guard case .failure(let error)? = result else {
                 return XCTFail("upload \(upload): \(String(describing: result))")
             }
