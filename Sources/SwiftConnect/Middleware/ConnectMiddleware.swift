@@ -138,8 +138,10 @@ extension ConnectMiddlewareProtocol {
         }
         // Not asked on the last attempt the hook's limit or the loop's allows: no retry could follow its answer.
         guard context.attempt < min(max(Self.maxRetryAttempts, 1), context.maxAttempts) else { return next(sent) }
-        // The advice is given before the returned future completes, so the loop reads it when the attempt ends.
-        return next(sent).transformResult { result in
+        // The advice is given before the returned future completes, so the loop reads it when the attempt ends. An
+        // attempt stopped from outside (the call's deadline, the attempt's own timeout, the caller) has its returned
+        // future failed first: that failure asks nothing (`transformFailure` runs no closure for it).
+        return next(sent).transformFailure { result in
             if let delay = self.retryDelay(after: result, of: adapted, attempt: context.attempt) {
                 context.retryAdvice.request(after: delay)
             }

@@ -872,6 +872,24 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 2)
     }
 
+    /// The call's deadline stops the attempt in flight failing it as timed out, not cancelled: the hook is not asked
+    /// about it (its documentation says so), before the caller hears the outcome or after.
+    func testGuideMiddlewareIsNotAskedAboutAnAttemptTheCallsDeadlineStopped() throws {
+        let asked = Recorder<String>()
+        let middleware = GuideRetrying { _, error, attempt in
+            asked.append("\((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)") #\(attempt)")
+            return .retry
+        }
+        fake.stub(.get, "/items", with: [.never, Self.ok])
+        let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: hookOnly)
+        // The call's end cancels the attempt, and runs what that cancellation runs, before its future completes.
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.2))))
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(asked.values, [])
+        XCTAssertEqual(fake.requests.count, 1)
+        XCTAssertEqual(fake.cancelledRequests.count, 1)
+    }
+
     func testGuideMiddlewareAdaptFailingOnARetryFailsTheRequest() {
         fake.stub(.get, "/items", with: .status(503))
         let middleware = GuideRetrying(failsAfter: 1) { _, _, _ in .retry }
