@@ -410,3 +410,16 @@ struct MiddlewareChain: Sendable {
         return promise.future
     }
 }
+
+extension Future where Value == ConnectResponse {
+    /// Cancels this future as `stopped`, the future of a stage of its own (the queue's, the coalescer's), was: failing
+    /// with the error `stopped` failed with when that is not a cancellation (the call's deadline, the attempt's own
+    /// timeout: ``RetryingCall`` stops an attempt so), else as ``cancel()`` does. The stages after it, the plugins
+    /// among them, hear that the attempt timed out, as they do without such a stage.
+    func cancel(as stopped: Future<ConnectResponse>?) {
+        guard case .failure(let error)? = stopped?.result, (error as? ConnectError)?.isCancelled != true,
+            (error as? URLError)?.code != .cancelled, !(error is FutureError)
+        else { return cancel() }
+        cancel(failingWith: error)
+    }
+}

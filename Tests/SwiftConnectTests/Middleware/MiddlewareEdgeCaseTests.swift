@@ -276,6 +276,40 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         }
     }
 
+    /// The same through a client's own stages that hold a promise of their own in front of the plugins: its
+    /// ``RequestQueue`` (the attempt holds a slot), its coalescer (the attempt's caller is the shared request's only
+    /// one), each with the call's deadline and with an attempt's own timeout. They stop the attempt as it was
+    /// stopped, not as a caller's cancellation.
+    func testPluginsHearThatADeadlineOrAnAttemptTimeoutStoppedAnAttemptThroughTheQueueOrTheCoalescer() {
+        let stages: [(String, RequestQueue?, Bool)] = [
+            ("queue", RequestQueue(maxConcurrentRequests: 2), false), ("coalescer", nil, true),
+        ]
+        for (stage, queue, coalesces) in stages {
+            for (timeout, policy) in [(0.05, nil), (60, RetryPolicy(maxAttempts: 2, attemptTimeout: 0.05))] {
+                let failures = Recorder<String>()
+                let allDone = expectation(description: "plugin events")
+                allDone.expectedFulfillmentCount = policy == nil ? 2 : 4
+                let plugin = AnyPlugin(
+                    willSend: { _, _ in allDone.fulfill() }, didReceive: { _, _ in allDone.fulfill() },
+                    didFail: { error, _, _ in
+                        failures.append((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)")
+                        allDone.fulfill()
+                    })
+                let connect = Connect(
+                    transport: ManualTransport(), retryPolicy: policy, requestQueue: queue,
+                    settings: Connect.Settings(
+                        coalescesIdenticalRequests: coalesces, options: RequestOptions(plugins: [plugin])))
+
+                let outcome = connectError(of: connect.request(Endpoint(timeout: timeout)) as Future<Data>)
+
+                XCTAssertEqual(outcome?.kind, .timedOut, stage)
+                wait(for: [allDone], timeout: 5)
+                XCTAssertEqual(failures.values, Array(repeating: "timedOut", count: policy == nil ? 1 : 2), stage)
+                XCTAssertEqual(queue?.runningCount ?? 0, 0, stage)
+            }
+        }
+    }
+
     // MARK: - Retry
 
     func testRetryAfterParsing() {

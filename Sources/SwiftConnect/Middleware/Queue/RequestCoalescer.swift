@@ -166,8 +166,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         }
         guard let joined else { return next(request, context) }
         let (callID, callerID, isFirst, isInFlight) = joined
-        promise.setCancelHandler { [weak self] in
-            self?.drop(callerID, from: key, callID: callID)
+        let future = promise.future
+        promise.setCancelHandler { [weak self, weak future] in
+            self?.drop(callerID, from: key, callID: callID, stopped: future)
         }
         if isFirst {
             // The shared request tells the coalescer when it reaches the transport, and the coalescer tells every
@@ -234,8 +235,9 @@ extension RequestCoalescer {
         for sending in joined { sending.reached() }
     }
 
-    /// Forgets a caller that cancelled; cancels the shared call when it was the last one.
-    private func drop(_ callerID: UInt64, from key: Key, callID: UInt64) {
+    /// Forgets a caller that cancelled (`stopped`); cancels the shared call when it was the last one, as that caller's
+    /// future was.
+    private func drop(_ callerID: UInt64, from key: Key, callID: UInt64, stopped: Future<ConnectResponse>?) {
         let orphaned: Future<ConnectResponse>? = state.withLock { state in
             guard var call = state.calls[key], call.id == callID else { return nil }
             call.callers[callerID] = nil
@@ -247,6 +249,6 @@ extension RequestCoalescer {
             state.calls[key] = nil
             return call.shared
         }
-        orphaned?.cancel()
+        orphaned?.cancel(as: stopped)
     }
 }

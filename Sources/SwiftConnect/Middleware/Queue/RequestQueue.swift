@@ -356,7 +356,8 @@ public final class RequestQueue: Sendable {
             return state.nextID
         }
         guard let id else { return Future(error: ConnectError.notConnected(request: waiting.request)) }
-        promise.setCancelHandler { [weak self] in self?.withdraw(id) }
+        let future = promise.future
+        promise.setCancelHandler { [weak self, weak future] in self?.withdraw(id, stopped: future) }
         // Forced: if this thread is already starting requests (a request submitted from the callback of one
         // that completed at once), a caller blocking on the new request would otherwise wait forever.
         startWaitingRequests(force: true)
@@ -426,7 +427,7 @@ extension RequestQueue {
             if let index = state.running.index(forKey: id) { state.running.values[index] = sent }
         }
         // `cancel(_:)` found no future to cancel if it ran before the line above; it set `isCancelled` first.
-        if promise.future.isCancelled { sent.cancel() }
+        if promise.future.isCancelled { sent.cancel(as: promise.future) }
         sent.whenComplete { result in
             self.finish(id, with: result, promise: promise)
         }
@@ -441,9 +442,9 @@ extension RequestQueue {
         promise.completeIfPending(with: result)
     }
 
-    /// Runs when a caller cancels its future: a waiting request leaves the queue, a running one is cancelled
-    /// (its completion frees the slot).
-    private func withdraw(_ id: UInt64) {
+    /// Runs when a caller cancels its future (`stopped`): a waiting request leaves the queue, a running one is
+    /// cancelled as the caller's future was (its completion frees the slot).
+    private func withdraw(_ id: UInt64, stopped: Future<ConnectResponse>?) {
         let running: Future<ConnectResponse>? = state.withLock { state in
             if state.pending.removeValue(forKey: id) != nil {
                 state.dropStaleIDs()
@@ -451,7 +452,7 @@ extension RequestQueue {
             }
             return state.running[id] ?? nil
         }
-        running?.cancel()
+        running?.cancel(as: stopped)
     }
 }
 
