@@ -118,25 +118,36 @@ final class RetryingCall:
     /// before (wait, start, end, wait…) until the stack overflows: while a thread is starting attempts here, a
     /// wait that ends inside that work only asks it to start the next one when it is done.
     private func startAttempts() {
-        let starts = withState { state -> Bool in
+        guard beginStarting(requestingStart: true) else { return }
+        repeat {
+            startAttempt()
+        } while continueStarting()
+    }
+
+    /// Makes this thread the one that starts attempts, unless one is (then, with `requestingStart`, asks it to start
+    /// the next when it is done); `true` when this thread now is, and must end with ``continueStarting()``.
+    private func beginStarting(requestingStart: Bool) -> Bool {
+        withState { state -> Bool in
             if state.isStarting {
-                state.startRequested = true
+                if requestingStart { state.startRequested = true }
                 return false
             }
             state.isStarting = true
             return true
         }
-        guard starts else { return }
-        repeat {
-            startAttempt()
-        } while withState({ state -> Bool in
+    }
+
+    /// Whether an attempt was asked to start meanwhile (the caller starts it, then asks again); when none was, this
+    /// thread is no longer the one that starts attempts.
+    private func continueStarting() -> Bool {
+        withState { state -> Bool in
             if state.startRequested {
                 state.startRequested = false
                 return true
             }
             state.isStarting = false
             return false
-        })
+        }
     }
 
     private func startAttempt() {
@@ -317,8 +328,14 @@ final class RetryingCall:
     private func cancelAbandoned(_ inFlight: Future<ConnectResponse>, attempt: Int) {
         let timedOut = ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request)
         context.transfer.observation?.recordEnd(of: attempt, status: nil, error: timedOut)
-        // The attempt's chain fails as timed out: its plugins are told why it ended.
+        // The attempt's chain fails as timed out: its plugins are told why it ended. The cancellation runs this
+        // call's callback (which may start the next attempt) before those of the stages it went through, the plugins'
+        // among them: the next attempt starts once they have all run, so that plugins hear of this attempt's end
+        // before they hear of the next one's send.
+        let startsHere = beginStarting(requestingStart: false)
         inFlight.cancel(failingWith: timedOut)
+        guard startsHere else { return }
+        while continueStarting() { startAttempt() }
     }
 
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.

@@ -221,6 +221,23 @@ final class PluginLifecycleTests: XCTestCase {
         XCTAssertEqual(events.values, [], "told of a send after the call's end")
     }
 
+    /// An attempt its own timeout abandons is told failed before the next attempt is told sent, when the retry
+    /// starts at once (no backoff): each `willSend` is followed by its own end, as the plugin documentation has it,
+    /// also behind a middleware that maps the response (the cancellation reaches its future first).
+    func testAnAttemptItsOwnTimeoutAbandonedIsToldEndedBeforeTheRetryIsToldSent() throws {
+        let events = Recorder<String>()
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.never, .status(200)])
+        let mapping = AnyMiddleware { request, _, next in next(request).map { $0 } }
+        let connect = Connect(
+            transport: transport, middlewares: [mapping],
+            retryPolicy: RetryPolicy(maxAttempts: 2, baseDelay: 0, attemptTimeout: 0.05),
+            settings: Connect.Settings(options: RequestOptions(plugins: [recording(events)])))
+        _ = try connect.request(Endpoint(timeout: 10)).wait(timeout: 5)
+        settle(events, count: 4)
+        XCTAssertEqual(events.values, ["will /items #1", "fail timedOut", "will /items #2", "did 200"])
+    }
+
     // MARK: - Cancellation
 
     func testACallCancelledWhileQueuedTellsNothingAndOneCancelledInFlightIsBalanced() throws {
