@@ -173,7 +173,8 @@ final class ConnectivityGate: Sendable {
         case .fail:
             return Future(error: ConnectError.notConnected(request: request))
         case .wait(let id):
-            promise.setCancelHandler { [weak self] in self?.cancel(id) }
+            let future = promise.future
+            promise.setCancelHandler { [weak self, weak future] in self?.cancel(id, stopped: future) }
             return promise.future
         }
     }
@@ -284,20 +285,22 @@ final class ConnectivityGate: Sendable {
             state.sending[id] = sent
             return false
         }
-        if cancelledMeanwhile { sent.cancel() }
+        if cancelledMeanwhile { sent.cancel(as: waiting.promise.future) }
         sent.whenComplete { [weak self] result in
             _ = self?.state.withLock { $0.sending.removeValue(forKey: id) }
             waiting.promise.completeIfPending(with: result)
         }
     }
 
-    /// The caller cancelled request `id`: it leaves the waiting ones, or the request sent for it is cancelled.
-    private func cancel(_ id: UInt64) {
+    /// The caller's future for request `id` was cancelled (`stopped`): it leaves the waiting ones, or the request sent
+    /// for it is cancelled as that future was (the call's deadline: the stages after this one, the plugins among them,
+    /// hear that it timed out).
+    private func cancel(_ id: UInt64, stopped: Future<ConnectResponse>?) {
         let sent = state.withLock { state -> Future<ConnectResponse>? in
             state.waiting.removeValue(forKey: id)
             return state.sending.removeValue(forKey: id)
         }
-        sent?.cancel()
+        sent?.cancel(as: stopped)
     }
 }
 

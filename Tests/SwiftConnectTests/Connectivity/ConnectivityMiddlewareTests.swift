@@ -197,6 +197,31 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// A request that waited for the network and was then sent, stopped by the call's deadline: the plugins hear
+    /// that it timed out, as they do without this middleware, not that the caller cancelled it.
+    func testPluginsHearThatTheDeadlineStoppedARequestThatWaitedForTheNetwork() throws {
+        let manual = ManualTransport()
+        let failures = Recorder<String>()
+        let told = expectation(description: "the plugin heard the attempt end")
+        let plugin = AnyPlugin(didFail: { error, _, _ in
+            failures.append((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)")
+            told.fulfill()
+        })
+        let connect = Connect(
+            transport: manual,
+            middlewares: [ConnectivityMiddleware(monitor: network, policy: .waitForConnectivity)],
+            retryPolicy: nil, settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+        var item = Item(id: 1)
+        item.timeout = 1
+        let future = connect.request(item)
+        network.goOnline()
+        XCTAssertTrue(manual.wait(forRequests: 1), "released when the network came back")
+
+        XCTAssertEqual(try connectError(future).kind, .timedOut)
+        wait(for: [told], timeout: 5)
+        XCTAssertEqual(failures.values, ["timedOut"])
+    }
+
     func testAFlappingNetworkSendsEachRequestExactlyOnce() throws {
         let connect = client(.waitForConnectivity)
         var futures: [Future<Data>] = []
