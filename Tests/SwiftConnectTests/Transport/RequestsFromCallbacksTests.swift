@@ -175,18 +175,23 @@ final class RequestsFromCallbacksTests: XCTestCase {
         let transport = URLSessionTransport()
         let delegateQueue = transport.session.delegateQueue
         let small = request("small")
-        @Sendable func chain(_ steps: Int, isFirst: Bool = false) -> Future<Int> {
-            transport.send(small).flatMap { response -> Future<Int> in
-                // A first step's callback is added by the test's thread after `send` returns: when the response
-                // has already arrived by then, it runs on the test's thread. Every later step is added on the
-                // delegate queue, before its response can be delivered there.
-                if !isFirst { XCTAssertTrue(OperationQueue.current === delegateQueue) }
+        let stepsStartedOnDelegateQueue = Guarded(0)
+        @Sendable func chain(_ steps: Int) -> Future<Int> {
+            // A step started on the delegate queue adds its callback there, before its response can be delivered
+            // there: the callback runs on that queue. One started elsewhere (the first step, by the test's thread,
+            // and the steps after a callback that ran there because its response had already arrived) adds it
+            // after `send` returns, and runs it on the adding thread when the response came first.
+            let startedOnDelegateQueue = OperationQueue.current === delegateQueue
+            if startedOnDelegateQueue { stepsStartedOnDelegateQueue.withLock { $0 += 1 } }
+            return transport.send(small).flatMap { response -> Future<Int> in
+                if startedOnDelegateQueue { XCTAssertTrue(OperationQueue.current === delegateQueue) }
                 XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "small")
                 return steps == 1 ? Future(value: 1) : chain(steps - 1).map { $0 + 1 }
             }
         }
-        let chains = (0..<16).map { _ in chain(10, isFirst: true) }
+        let chains = (0..<16).map { _ in chain(10) }
         XCTAssertEqual(try Future.all(chains).wait(timeout: 60), Array(repeating: 10, count: 16))
         XCTAssertEqual(server.requestCount(for: "GET", path: "/small"), 160)
+        XCTAssertGreaterThan(stepsStartedOnDelegateQueue.withLock { $0 }, 0, "no step was started from a callback")
     }
 }
