@@ -9,6 +9,13 @@ import XCTest
 
 /// More of the migration guides' claims (`SwiftConnect.docc/ComingFrom*.md`), each on a fake transport.
 final class GuideClaimsTests: XCTestCase {
+    /// `/posts` on the client's server, with options of its own (the connector's level of the three).
+    private struct Posts: Connector {
+        let options: RequestOptions
+        var baseURL: URL { URL(string: "/")! }
+        var endpoint: String { "/posts" }
+    }
+
     private static let server = URL(string: "http://gateway.test:5000/")!
 
     /// What the stages of a call saw, in order.
@@ -74,11 +81,6 @@ final class GuideClaimsTests: XCTestCase {
                 trail.append("process " + name)
                 return response
             }
-        }
-        struct Posts: Connector {
-            let options: RequestOptions
-            var baseURL: URL { URL(string: "/")! }
-            var endpoint: String { "/posts" }
         }
         let transport = FakeTransport.answering(.json(string: "[]"))
         let client = Connect(
@@ -408,11 +410,6 @@ final class GuideClaimsTests: XCTestCase {
                 trail.append(name)
                 told.fulfill()
             })
-        }
-        struct Posts: Connector {
-            let options: RequestOptions
-            var baseURL: URL { URL(string: "/")! }
-            var endpoint: String { "/posts" }
         }
         let transport = FakeTransport.answering(.json(string: "[]"))
         let client = Connect(

@@ -254,6 +254,23 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
     /// An attempt stopped by the call's deadline, or by its own timeout, ends for its plugins as timed out, as it
     /// does for the caller and the observers: a monitor must not count timeouts as the user's cancellations.
     func testPluginsHearThatADeadlineOrAnAttemptTimeoutStoppedTheAttempt() {
+        assertPluginsHearTimedOut(through: "no stage", queue: nil, coalesces: false)
+    }
+
+    /// The same through a client's own stages that hold a promise of their own in front of the plugins: its
+    /// ``RequestQueue`` (the attempt holds a slot), its coalescer (the attempt's caller is the shared request's only
+    /// one), each with the call's deadline and with an attempt's own timeout. They stop the attempt as it was
+    /// stopped, not as a caller's cancellation.
+    func testPluginsHearThatADeadlineOrAnAttemptTimeoutStoppedAnAttemptThroughTheQueueOrTheCoalescer() {
+        assertPluginsHearTimedOut(through: "queue", queue: RequestQueue(maxConcurrentRequests: 2), coalesces: false)
+        assertPluginsHearTimedOut(through: "coalescer", queue: nil, coalesces: true)
+    }
+
+    /// Stops a call by its deadline, then an attempt by its own timeout, over a transport that never answers, through
+    /// `queue` and the coalescer as asked; checks that the plugins heard each attempt end as timed out.
+    private func assertPluginsHearTimedOut(
+        through stage: String, queue: RequestQueue?, coalesces: Bool, line: UInt = #line
+    ) {
         for (timeout, policy) in [(0.05, nil), (60, RetryPolicy(maxAttempts: 2, attemptTimeout: 0.05))] {
             let failures = Recorder<String>()
             let allDone = expectation(description: "plugin events")
@@ -265,48 +282,17 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
                     allDone.fulfill()
                 })
             let connect = Connect(
-                transport: ManualTransport(), retryPolicy: policy,
-                settings: Connect.Settings(options: RequestOptions(plugins: [plugin])))
+                transport: ManualTransport(), retryPolicy: policy, requestQueue: queue,
+                settings: Connect.Settings(
+                    coalescesIdenticalRequests: coalesces, options: RequestOptions(plugins: [plugin])))
 
             let outcome = connectError(of: connect.request(Endpoint(timeout: timeout)) as Future<Data>)
 
-            XCTAssertEqual(outcome?.kind, .timedOut)
+            XCTAssertEqual(outcome?.kind, .timedOut, stage, line: line)
             wait(for: [allDone], timeout: 5)
-            XCTAssertEqual(failures.values, Array(repeating: "timedOut", count: policy == nil ? 1 : 2))
-        }
-    }
-
-    /// The same through a client's own stages that hold a promise of their own in front of the plugins: its
-    /// ``RequestQueue`` (the attempt holds a slot), its coalescer (the attempt's caller is the shared request's only
-    /// one), each with the call's deadline and with an attempt's own timeout. They stop the attempt as it was
-    /// stopped, not as a caller's cancellation.
-    func testPluginsHearThatADeadlineOrAnAttemptTimeoutStoppedAnAttemptThroughTheQueueOrTheCoalescer() {
-        let stages: [(String, RequestQueue?, Bool)] = [
-            ("queue", RequestQueue(maxConcurrentRequests: 2), false), ("coalescer", nil, true),
-        ]
-        for (stage, queue, coalesces) in stages {
-            for (timeout, policy) in [(0.05, nil), (60, RetryPolicy(maxAttempts: 2, attemptTimeout: 0.05))] {
-                let failures = Recorder<String>()
-                let allDone = expectation(description: "plugin events")
-                allDone.expectedFulfillmentCount = policy == nil ? 2 : 4
-                let plugin = AnyPlugin(
-                    willSend: { _, _ in allDone.fulfill() }, didReceive: { _, _ in allDone.fulfill() },
-                    didFail: { error, _, _ in
-                        failures.append((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)")
-                        allDone.fulfill()
-                    })
-                let connect = Connect(
-                    transport: ManualTransport(), retryPolicy: policy, requestQueue: queue,
-                    settings: Connect.Settings(
-                        coalescesIdenticalRequests: coalesces, options: RequestOptions(plugins: [plugin])))
-
-                let outcome = connectError(of: connect.request(Endpoint(timeout: timeout)) as Future<Data>)
-
-                XCTAssertEqual(outcome?.kind, .timedOut, stage)
-                wait(for: [allDone], timeout: 5)
-                XCTAssertEqual(failures.values, Array(repeating: "timedOut", count: policy == nil ? 1 : 2), stage)
-                XCTAssertEqual(queue?.runningCount ?? 0, 0, stage)
-            }
+            XCTAssertEqual(
+                failures.values, Array(repeating: "timedOut", count: policy == nil ? 1 : 2), stage, line: line)
+            XCTAssertEqual(queue?.runningCount ?? 0, 0, stage, line: line)
         }
     }
 
