@@ -48,7 +48,7 @@ final class DocCExamplesTests: XCTestCase {
     /// client on a fake transport, and `print` is where the overview's callback is heard.
     func testGettingStartedAndTheOverviewRunAsWritten() async throws {
         let printed = expectation(description: "the overview's callback prints")
-        let lines = Printed()
+        let lines = Recorder<String>()
         @Sendable func print(_ item: Any) {
             lines.append("\(item)")
             printed.fulfill()
@@ -95,31 +95,12 @@ final class DocCExamplesTests: XCTestCase {
             }
 
         await fulfillment(of: [printed], timeout: 30)
-        XCTAssertEqual(lines.all, [#"Todo(id: 123, title: "ipsum", completed: true)"#])
+        XCTAssertEqual(lines.values, [#"Todo(id: 123, title: "ipsum", completed: true)"#])
         XCTAssertEqual(
             Self.todos.requests.map { $0.url?.absoluteString },
             [
                 "https://jsonplaceholder.typicode.com/todos/1", "https://jsonplaceholder.typicode.com/todos/123",
             ])
-    }
-
-    /// What the overview's callback printed.
-    private final class Printed: @unchecked Sendable {
-        // @unchecked Sendable: `lock` protects `lines`.
-        private let lock = NSLock()
-        private var lines: [String] = []
-
-        func append(_ line: String) {
-            lock.lock()
-            lines.append(line)
-            lock.unlock()
-        }
-
-        var all: [String] {
-            lock.lock()
-            defer { lock.unlock() }
-            return lines
-        }
     }
 
     /// The text of every `.swift` file below `folder`.

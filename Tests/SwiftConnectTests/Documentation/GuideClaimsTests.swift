@@ -18,25 +18,6 @@ final class GuideClaimsTests: XCTestCase {
 
     private static let server = URL(string: "http://gateway.test:5000/")!
 
-    /// What the stages of a call saw, in order.
-    private final class Trail: @unchecked Sendable {
-        // @unchecked Sendable: `lock` protects `stored`.
-        private let lock = NSLock()
-        private var stored: [String] = []
-
-        func append(_ entry: String) {
-            lock.lock()
-            stored.append(entry)
-            lock.unlock()
-        }
-
-        var entries: [String] {
-            lock.lock()
-            defer { lock.unlock() }
-            return stored
-        }
-    }
-
     private struct Refused: Error, Equatable {}
 
     /// Remotli: `port` is `Route`'s `port:`, the client's server on another port.
@@ -72,7 +53,7 @@ final class GuideClaimsTests: XCTestCase {
     /// Konex: validators, then processors, each list at the client's, the connector's and the call's level, in
     /// that order.
     func testValidatorsThenProcessorsRunClientConnectorCall() throws {
-        let trail = Trail()
+        let trail = Recorder<String>()
         func validator(_ name: String) -> AnyResponseValidator {
             AnyResponseValidator { _ in trail.append("validate " + name) }
         }
@@ -92,7 +73,7 @@ final class GuideClaimsTests: XCTestCase {
         let call = RequestOptions(validators: [validator("call")], processors: [processor("call")])
         _ = try client.request(connector, options: call).wait()
         XCTAssertEqual(
-            trail.entries,
+            trail.values,
             [
                 "validate client", "validate connector", "validate call", "process client", "process connector",
                 "process call",
@@ -119,7 +100,7 @@ final class GuideClaimsTests: XCTestCase {
 
     /// Konex: a plugin is told of each attempt, `willSend` then `didReceive` (any status) or `didFail`.
     func testAPluginIsToldOfEachAttempt() throws {
-        let trail = Trail()
+        let trail = Recorder<String>()
         let told = expectation(description: "six events")  // plugins run on their own queue, after the call
         told.expectedFulfillmentCount = 6
         let plugin = AnyPlugin(
@@ -146,7 +127,7 @@ final class GuideClaimsTests: XCTestCase {
         _ = try client.request(Route("/flaky")).wait()
         wait(for: [told], timeout: 30)
         XCTAssertEqual(
-            trail.entries, ["willSend", "didReceive 503", "willSend", "didFail", "willSend", "didReceive 200"])
+            trail.values, ["willSend", "didReceive 503", "willSend", "didFail", "willSend", "didReceive 200"])
     }
 
     /// JustAPIs: the server's default headers and query items are added where the request has none of the same
@@ -290,7 +271,7 @@ final class GuideClaimsTests: XCTestCase {
     /// own, so the call can complete before its plugins have heard of it (the Konex guide says so).
     func testACallCanCompleteBeforeItsPluginsHeardOfIt() throws {
         let callCompleted = DispatchSemaphore(value: 0)
-        let trail = Trail()
+        let trail = Recorder<String>()
         let heard = expectation(description: "didReceive")
         let plugin = AnyPlugin(
             willSend: { _, _ in
@@ -305,7 +286,7 @@ final class GuideClaimsTests: XCTestCase {
         _ = try client.request(Route("/posts")).wait()
         callCompleted.signal()
         wait(for: [heard], timeout: 30)
-        XCTAssertEqual(trail.entries, ["told after the call completed"])
+        XCTAssertEqual(trail.values, ["told after the call completed"])
     }
 
     /// Remotli: `Configuration(scheme:host:)` is `ServerConfiguration(scheme:host:)`, `addRequestPlugin` is a
@@ -330,14 +311,14 @@ final class GuideClaimsTests: XCTestCase {
             AnyMiddleware.adapter { $0.setValue("1", forHTTPHeaderField: "X-Plugin") }
         ])
         let answered = expectation(description: "completion")
-        let outcome = Trail()
+        let outcome = Recorder<String>()
         stamped.request(ConfigurationRoute(appID: "MY_APP_ID")).decoded(toType: JSONValue.self)
             .observe { (config: JSONValue?, error: Error?) in
                 outcome.append(config?["ok"]?.boolValue == true && error == nil ? "ok" : "failed")
                 answered.fulfill()
             }
         wait(for: [answered], timeout: 30)
-        XCTAssertEqual(outcome.entries, ["ok"])
+        XCTAssertEqual(outcome.values, ["ok"])
         let sent = try XCTUnwrap(transport.requests.last)
         XCTAssertEqual(sent.url?.absoluteString, "https://google.com/api/mas/0.2/app_config/fetch")
         XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Plugin"), "1")
@@ -402,7 +383,7 @@ final class GuideClaimsTests: XCTestCase {
 
     /// Konex: plugins at the client's, the connector's and the call's level are told in that order.
     func testPluginsAreToldClientConnectorCall() throws {
-        let trail = Trail()
+        let trail = Recorder<String>()
         let told = expectation(description: "three plugins")
         told.expectedFulfillmentCount = 3
         func plugin(_ name: String) -> AnyPlugin {
@@ -418,7 +399,7 @@ final class GuideClaimsTests: XCTestCase {
         let connector = Posts(options: RequestOptions(plugins: [plugin("connector")]))
         _ = try client.request(connector, options: RequestOptions(plugins: [plugin("call")])).wait()
         wait(for: [told], timeout: 30)
-        XCTAssertEqual(trail.entries, ["client", "connector", "call"])
+        XCTAssertEqual(trail.values, ["client", "connector", "call"])
     }
 
     /// Alamofire: an empty body decoded as a type other than `EmptyResponse` or an Optional fails `.decoding`,
