@@ -98,11 +98,27 @@ public struct TransferOptions: Sendable {
     ///
     /// - Parameter statusCode: The response's status code.
     /// - Returns: The most bytes of the body kept, or `nil`.
-    package func keptErrorBodyLimit(statusCode: Int) -> Int? {
+    func keptErrorBodyLimit(statusCode: Int) -> Int? {
         guard destination != nil, !(200..<300).contains(statusCode),
             (maxResponseBytes ?? .max) >= Self.downloadErrorBodyLimit
         else { return nil }
         return Self.downloadErrorBodyLimit
+    }
+
+    /// Cuts `response`'s body to ``keptErrorBodyLimit(statusCode:)`` when it is longer, or when `alreadyCut` (a
+    /// recording of a body a transport cut), and says it was cut (`ConnectResponse.bodyCut`): what every transport
+    /// keeps of a download's error page. Any other response is left as it is.
+    ///
+    /// - Parameters:
+    ///   - response: The response read whole.
+    ///   - request: The request, for the error that says the body was cut.
+    ///   - alreadyCut: Whether the body is known to be only the start of the page, whatever its length.
+    package func keepErrorBodyStart(of response: inout ConnectResponse, request: URLRequest?, alreadyCut: Bool = false)
+    {
+        guard let kept = keptErrorBodyLimit(statusCode: response.statusCode), alreadyCut || response.data.count > kept
+        else { return }
+        response.data = response.data.prefix(kept)
+        response.bodyCut = ConnectError.responseTooLarge(limit: kept, request: request, response: response.response)
     }
 
     /// How much of a download's error body is kept in memory: 1 MiB. A download is expected to be large, and its

@@ -236,10 +236,7 @@ private func inMemory(
         throw ConnectError.responseTooLarge(limit: limit, request: request, response: response.response)
     }
     var response = response
-    if let kept = transfer.keptErrorBodyLimit(statusCode: response.statusCode), response.data.count > kept {
-        response.data = response.data.prefix(kept)
-        response.bodyCut = ConnectError.responseTooLarge(limit: kept, request: request, response: response.response)
-    }
+    transfer.keepErrorBodyStart(of: &response, request: request)
     let received = Int64(response.data.count)
     // The one report, once the answer is complete: for a download, once its file is in place.
     let reportProgress = {

@@ -131,16 +131,10 @@ extension RecordingTransport {
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
-        var data = RecordingRedaction.filling(body, with: placeholderValues)
-        // A download's error page, kept to its first MiB as every transport keeps it: cut when recorded so (its
-        // length may differ by the secrets redaction replaced) or longer here, in a file recorded otherwise, and said
-        // to be cut, as the live call said.
-        let kept = transfer.keptErrorBodyLimit(statusCode: entry.response.status)
-        let isCut = kept.map { data.count > $0 || entry.response.bodyCut == true } ?? false
-        if isCut, let kept { data = data.prefix(kept) }
         guard
             var response = ConnectResponse(
-                request: request, head: ResponseHead(status: entry.response.status, headerFields: fields), data: data,
+                request: request, head: ResponseHead(status: entry.response.status, headerFields: fields),
+                data: RecordingRedaction.filling(body, with: placeholderValues),
                 url: entry.response.url.flatMap { URL(string: $0) },
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
         else {
@@ -153,10 +147,12 @@ extension RecordingTransport {
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
-        if isCut, let kept {
-            response.bodyCut = ConnectError.responseTooLarge(
-                limit: kept, request: request.urlRequest, response: response.response)
-        }
+        // A download's error page, kept to its first MiB as every transport keeps it: cut when recorded so (its
+        // length may differ by the secrets redaction replaced) or longer here, in a file recorded otherwise, and said
+        // to be cut, as the live call said.
+        transfer.keepErrorBodyStart(
+            of: &response, request: request.urlRequest, alreadyCut: entry.response.bodyCut == true)
+        let data = response.data
         if let limit = transfer.responseBodyLimit(statusCode: response.statusCode), data.count > limit {
             let message = "the response body is larger than the limit of \(limit) bytes"
             return Future(
