@@ -698,8 +698,9 @@ for area in ["Futures", "Pipeline", "Loopback", "Transfers"]:
         out("Counted under valgrind instead of timed: `PipelineInstructions` makes the same requests as the benchmarks "
             "above, without the malloc interposer, with `SWIFT_DETERMINISTIC_HASHING=1`. It runs under callgrind "
             "(instructions) and dhat (allocations), twice with different numbers of requests; per request is the "
-            "difference divided by the difference in requests. These counts repeat to within a few instructions from run to run, "
-            "whatever else the machine is doing.")
+            "difference divided by the difference in requests. These counts do not depend on what else the machine is doing; "
+            "between machines (kernel, CPU features that choose libc's copy routines) they can move by a few hundredths of a "
+            "percent, so read the Connect − by hand rows, both sides counted in the same run.")
         out("")
         out("| Body | Way | Instructions per request | Allocations per request |")
         out("| --- | --- | ---: | ---: |")
