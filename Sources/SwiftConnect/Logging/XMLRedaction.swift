@@ -295,11 +295,23 @@ package enum XMLRedaction {
         }
 
         /// The index after a declaration's `>` (a DOCTYPE, with an internal subset in brackets and quoted literals).
+        /// A comment or processing instruction of the internal subset is passed over whole: a quote in it (`it's`)
+        /// starts no literal.
         private mutating func skipDeclaration(from: Int) -> Int {
             index = from
             var brackets = 0
             var quote: UInt8?
             while index < end {
+                if quote == nil, brackets > 0 {
+                    if starts(with: "<!--") {
+                        _ = skip(past: "-->", from: index + 4)
+                        continue
+                    }
+                    if starts(with: "<?") {
+                        _ = skip(past: "?>", from: index + 2)
+                        continue
+                    }
+                }
                 let byte = bytes[index]
                 index += 1
                 if let open = quote {

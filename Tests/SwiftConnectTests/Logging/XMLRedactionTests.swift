@@ -50,6 +50,17 @@ final class XMLRedactionTests: XCTestCase {
         XCTAssertEqual(shown("<a><b>1</b></a>"), "<a><b>1</b></a>", "nothing sensitive: shown as it came")
     }
 
+    /// A quote in a comment or a processing instruction of a DOCTYPE's internal subset is text, not the start of a
+    /// literal: read as one, the DOCTYPE ran on to the next quote, or to the end, and the secrets after it showed.
+    func testAQuoteInACommentOrInstructionOfADoctypeHidesNoSecret() {
+        for markup in ["<!-- the user's login -->", #"<!-- say "hi -->"#, "<?note it's ?>", #"<?note "?>"#] {
+            let xml = "<!DOCTYPE login [\(markup)<!ELEMENT login ANY>]><login><password>SECRET9</password></login>"
+            XCTAssertEqual(
+                shown(xml),
+                "<!DOCTYPE login [\(markup)<!ELEMENT login ANY>]><login><password><redacted></password></login>")
+        }
+    }
+
     func testCURLOutputHidesTheSecretsOfAnXMLBody() throws {
         var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.test/login")))
         request.httpMethod = "POST"
