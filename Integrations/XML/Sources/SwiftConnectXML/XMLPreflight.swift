@@ -119,6 +119,11 @@ enum XMLPreflight {
                         skip(past: "-->")
                         continue
                     }
+                    // A processing instruction's text is no literal: a quote in it (`<?pi " ?>`) opens none.
+                    if starts(with: "<?") {
+                        skip(past: "?>")
+                        continue
+                    }
                     let byte = bytes[index]
                     index += 1
                     if byte == UInt8(ascii: "\"") || byte == UInt8(ascii: "'") {

@@ -39,6 +39,17 @@ final class XMLEntityTests: XCTestCase {
         assertRefused(decoded(body), saying: "declares entities")
     }
 
+    /// A quote inside a processing instruction of the internal subset is text, not the start of a literal: read as
+    /// one, it hid the declarations after it up to the next quote, and their text was lost.
+    func testADeclarationAfterAProcessingInstructionWithAQuoteIsFoundToo() {
+        for quote in ["\"", "'"] {
+            let body = """
+                <!DOCTYPE note [<?pi \(quote) ?><!ENTITY e "expanded"><?pi \(quote) ?>]><note><title>a&e;b</title></note>
+                """
+            assertRefused(decoded(body), saying: "declares entities")
+        }
+    }
+
     func testAnExternalEntityIsRefusedAndNeitherAFileNorTheNetworkIsRead() throws {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("xxe-\(UUID().uuidString).txt")
         try Data("FILE-CONTENT".utf8).write(to: file)
