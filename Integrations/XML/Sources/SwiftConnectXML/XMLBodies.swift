@@ -2,6 +2,10 @@ import Foundation
 import SwiftConnect
 import XMLCoder
 
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
 /// Decodes XML response bodies with XMLCoder, for ``ResponseDecoders``: `decoded(toType:)` of an
 /// `application/xml` or `text/xml` answer then gives a `Decodable` model, as JSON answers do.
 ///
@@ -132,8 +136,10 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     ///
     /// - Parameter value: The value.
     /// - Returns: The body.
-    /// - Throws: XMLCoder's `EncodingError`; the request then fails with
-    ///   ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
+    /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when what XMLCoder wrote is not
+    ///   well-formed XML (a key that is no element name, such as `two words`, or a value holding a character XML 1.0
+    ///   cannot carry: a control character other than tab, line feed and carriage return); the request then fails
+    ///   with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = XMLEncoder()
         configure(encoder)
@@ -148,7 +154,52 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                     codingPath: [],
                     debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
         }
-        return try encoder.encode(value, withRootKey: name, header: header)
+        let body = try encoder.encode(value, withRootKey: name, header: header)
+        // XMLCoder writes names and text as they are: a key that is no XML name (`two words`) or a character XML
+        // cannot carry (a control character such as ESC) would reach the server as a document it cannot parse.
+        if let problem = Self.wellFormednessProblem(of: body) {
+            // The type, not the value: the error's text is shown, and the value may hold a password.
+            throw EncodingError.invalidValue(
+                String(describing: T.self),
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "the XML written is not well-formed (\(problem)): a key is no XML element "
+                        + "name, or a value holds a character XML 1.0 cannot carry (a control character)"))
+        }
+        return body
+    }
+
+    /// What the XML parser finds wrong with `body`, or `nil` when it reads it whole. A namespace prefix the document
+    /// does not declare (`<soap:Body>` alone) is well-formed XML 1.0, and what passes the parser's own size limits (a
+    /// text over 10 MB, a name over 50,000 characters, 256 levels) is not judged: both are let through as before.
+    static func wellFormednessProblem(of body: Data) -> String? {
+        let parser = XMLParser(data: body)
+        let watcher = ParseErrorWatcher()
+        parser.delegate = watcher
+        _ = parser.parse()
+        return watcher.problem
+    }
+
+    /// Notes the parser's first error that is not about namespaces, and its line, unless it is one of the parser's
+    /// limits (the errors after that follow from it). One per parse, on the parsing thread.
+    private final class ParseErrorWatcher: NSObject, XMLParserDelegate {
+        private(set) var problem: String?
+        private var isJudged = false
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+            let code = (parseError as NSError).code
+            // libxml2's namespace errors (`XML_NS_ERR_…`, 200 to 299) are read past.
+            guard !isJudged, !(200..<300).contains(code) else { return }
+            isJudged = true
+            // libxml2's limits: `XML_ERR_INTERNAL_ERROR` (1: a huge text, deep nesting), `XML_ERR_NO_MEMORY` (2),
+            // `XML_ERR_NAME_TOO_LONG` (110).
+            guard ![1, 2, 110].contains(code) else { return }
+            problem = "XMLParser error \(code) at line \(parser.lineNumber)"
+        }
+
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+            nil
+        }
     }
 
     /// Whether `name` is an XML element name, as far as ASCII goes: a letter or `_` first, then letters, digits,

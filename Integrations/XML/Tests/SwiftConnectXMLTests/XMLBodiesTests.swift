@@ -87,6 +87,28 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertTrue(body.contains("<Book>"), body)
     }
 
+    /// What XML 1.0 cannot carry (a control character such as ESC or NUL, a key that is no element name) fails to
+    /// encode, nothing sent: XMLCoder wrote it as it was, and the server got a document it cannot parse.
+    func testWhatXMLCannotCarryIsRefusedNotSentAsBrokenXML() throws {
+        let transport = FakeTransport()
+        transport.stub(.post, "/shelf", with: .status(201))
+        let bodies: [Parameter] = [
+            Parameter.xml(Book(id: 1, title: "colour \u{1B}[31mred", tags: []), rootKey: "book"),
+            Parameter.xml(Book(id: 1, title: "nul\u{0}", tags: []), rootKey: "book"),
+            Parameter.xml(["two words": "x"], rootKey: "fields"),
+        ]
+        for body in bodies {
+            let route = Route(url: url, method: .post, parameters: body)
+            XCTAssertThrowsError(try client(transport).request(route).wait(timeout: 5)) { error in
+                guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
+                    return XCTFail("\(error)")
+                }
+                XCTAssertTrue(reason.contains("not well-formed"), reason)
+            }
+        }
+        XCTAssertEqual(transport.requests.count, 0, "a document the server cannot parse was sent")
+    }
+
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
     func testARoundTripThroughAClient() throws {
         let transport = FakeTransport()
