@@ -132,7 +132,9 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         self.configure = configure
     }
 
-    /// Encodes `value` as an XML document.
+    /// Encodes `value` as an XML document. A carriage return, and in an attribute a line feed or a tab, is written
+    /// as a character reference (`&#13;`), which XML parsers read as sent; written as it is, they read it as a line
+    /// feed (or as a space in an attribute).
     ///
     /// - Parameter value: The value.
     /// - Returns: The body.
@@ -142,6 +144,10 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     ///   with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = XMLEncoder()
+        // XML reads a carriage return in text as a line feed (XML 1.0 §2.11), and a line break or a tab in an
+        // attribute as a space (§3.3.3): written as character references, they arrive as sent.
+        encoder.charactersEscapedInElements.append(("\r", "&#13;"))
+        encoder.charactersEscapedInAttributes += [("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#9;")]
         configure(encoder)
         let header = includesHeader ? XMLHeader(version: 1.0, encoding: "UTF-8") : nil
         // XMLCoder names the root after the type as Swift writes it: `Array<Order>` is no XML name, and the server

@@ -109,6 +109,24 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 0, "a document the server cannot parse was sent")
     }
 
+    /// A carriage return in a value arrives as sent: written as it is, every XML parser reads it as a line feed (XML
+    /// 1.0 §2.11), and in an attribute as a space (§3.3.3), as it does a line feed and a tab.
+    func testLineBreaksAndTabsArriveAsSent() throws {
+        struct Note: Codable, Equatable, Sendable {
+            var title: String
+            var lang: String
+        }
+        let note = Note(title: "one\r\ntwo\rthree\n\tfour", lang: "en\r\n\tus")
+        let encoder = XMLBodyEncoder(rootKey: "note") { encoder in
+            encoder.nodeEncodingStrategy = .custom { _, _ in
+                { key in key.stringValue == "lang" ? .attribute : .element }
+            }
+        }
+        let body = try encoder.encode(note)
+        let decoder = XMLBodyDecoder { $0.trimValueWhitespaces = false }
+        XCTAssertEqual(try decoder.decode(Note.self, from: body), note, String(decoding: body, as: UTF8.self))
+    }
+
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
     func testARoundTripThroughAClient() throws {
         let transport = FakeTransport()
