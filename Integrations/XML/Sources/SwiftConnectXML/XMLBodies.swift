@@ -177,7 +177,7 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
 
     /// What the XML parser finds wrong with `body`, or `nil` when it reads it whole. A namespace prefix the document
     /// does not declare (`<soap:Body>` alone) is well-formed XML 1.0, and what passes the parser's own size limits (a
-    /// text over 10 MB, a name over 50,000 characters, 256 levels) is not judged: both are let through as before.
+    /// text over 10 MB, a name over 50,000 characters) is not judged: both are let through as before.
     static func wellFormednessProblem(of body: Data) -> String? {
         let parser = XMLParser(data: body)
         let watcher = ParseErrorWatcher()
@@ -197,7 +197,7 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
             // libxml2's namespace errors (`XML_NS_ERR_…`, 200 to 299) are read past.
             guard !isJudged, !(200..<300).contains(code) else { return }
             isJudged = true
-            // libxml2's limits: `XML_ERR_INTERNAL_ERROR` (1: a huge text, deep nesting), `XML_ERR_NO_MEMORY` (2),
+            // libxml2's limits: `XML_ERR_INTERNAL_ERROR` (1: a text over 10 MB), `XML_ERR_NO_MEMORY` (2),
             // `XML_ERR_NAME_TOO_LONG` (110).
             guard ![1, 2, 110].contains(code) else { return }
             problem = "XMLParser error \(code) at line \(parser.lineNumber)"

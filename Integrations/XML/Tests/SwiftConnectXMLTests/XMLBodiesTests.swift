@@ -109,6 +109,17 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 0, "a document the server cannot parse was sent")
     }
 
+    /// The check judges no body by the XML parser's own limits: a text over its 10 MB (a large file in base64), a
+    /// name over its 50,000 characters and an undeclared namespace prefix go out as before.
+    func testABodyPastTheParsersLimitsOrWithAnUndeclaredPrefixIsStillSent() throws {
+        let large = String(repeating: "QUJD", count: 3_000_000)
+        let longName = String(repeating: "n", count: 60_000)
+        for fields in [["data": large], [longName: "x"], ["soap:Body": "x"]] {
+            let body = try XMLBodyEncoder(rootKey: "fields").encode(fields)
+            XCTAssertTrue(String(decoding: body, as: UTF8.self).hasSuffix("</fields>"))
+        }
+    }
+
     /// A carriage return in a value arrives as sent: written as it is, every XML parser reads it as a line feed (XML
     /// 1.0 §2.11), and in an attribute as a space (§3.3.3), as it does a line feed and a tab.
     func testLineBreaksAndTabsArriveAsSent() throws {
