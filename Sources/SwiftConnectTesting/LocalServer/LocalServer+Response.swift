@@ -278,7 +278,8 @@ extension LocalServer.Response {
     ///
     /// - Parameters:
     ///   - events: The events, written as `event:` (unless `message`), `id:`, `retry:` and one `data:` line per
-    ///     line of data, then a blank line.
+    ///     line of data, then a blank line. A line of data ends with LF, CR or CRLF, as the client's parser reads
+    ///     them: the format cannot carry a CR, so the client reads each line end of the data as an LF.
     ///   - interval: The wait before each event, in seconds.
     /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
     public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
@@ -298,7 +299,11 @@ extension LocalServer.Response {
         if event.event != "message" { text += "event: \(event.event)\n" }
         if let id = event.id { text += "id: \(id)\n" }
         if let retry = event.retry { text += "retry: \(retry)\n" }
-        for line in event.data.split(separator: "\n", omittingEmptySubsequences: false) {
+        // CR, LF and CRLF each end a line of the stream, and nothing escapes a CR: a line of data is what lies
+        // between any two of them, as the client's parser reads it.
+        let lines = event.data.replacingOccurrences(of: "\r\n", with: "\n")
+            .split(omittingEmptySubsequences: false) { $0 == "\n" || $0 == "\r" }
+        for line in lines {
             text += "data: \(line)\n"
         }
         return text + "\n"

@@ -71,6 +71,25 @@ final class StreamingIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(entries, [Entry(n: 1), Entry(n: 2), Entry(n: 3)])
     }
 
+    /// The event stream format has no way to carry a CR in data: a CR or a CRLF in an event's data is a line end,
+    /// as the parser reads one, so `serverSentEvents` writes the data's lines at CR, LF and CRLF alike and the client
+    /// reads each as an LF. Written as they were (split at LF only), the text after a CR became a field of its own,
+    /// which the client ignored: "one" arrived for "one\r\ntwo".
+    func testServerSentEventsWithCRAndCRLFInTheirDataArriveWithEveryLine() async throws {
+        let sent = [
+            ServerSentEvent(data: "one\r\ntwo"), ServerSentEvent(data: "three\rfour\n\rfive"),
+            ServerSentEvent(data: "six\r"),
+        ]
+        server.route("GET", "/lines") { _ in .serverSentEvents(sent) }
+
+        var received: [String] = []
+        for try await event in client().stream(Route("/lines", baseURL: server.baseURL)).events {
+            received.append(event.data)
+        }
+
+        XCTAssertEqual(received, ["one\ntwo", "three\nfour\n\nfive", "six\n"])
+    }
+
     func testAnErrorStatusFailsTheStreamWithTheServersMessage() async throws {
         server.route("GET", "/chat") { _ in .json(["error": "model overloaded"], status: 503) }
         do {
