@@ -414,3 +414,85 @@ extension StreamParsingReferenceTests {
         }
     }
 }
+
+/// One stream with every rule in it, cut at every place and every pair of places, and in single bytes: the views
+/// and their batches give what the parser gives for the stream in one chunk, with the same last event ID and
+/// reconnection time, for a fresh stream and a resumed one (whose events without an `id` carry the ID it resumes
+/// from).
+extension StreamParsingReferenceTests {
+    private static let trickyEvents: [UInt8] =
+        [0xEF, 0xBB, 0xBF]
+        + Array(
+            (": hi\r\nretry: 1x\rretry: 250\nid: 1\0\ndata\ndata:  two\r\n\r\nevent: é\rdata:x\r\rid\ndata: y\n\n"
+                + "id: 9\n\ndata: a\r\n\r\ndata: b\r\r\ndata: c\n\rdata: tail").utf8)
+
+    private static let trickyLines = Array("a\r\nb\rc\n\r\n\néx\r\r\ny\r".utf8)
+
+    /// Every way to cut `count` bytes in at most three chunks, and the cut into single bytes.
+    private static func everyCut(of count: Int) -> [[Int]] {
+        var cuts: [[Int]] = [[]]
+        for first in 0...count {
+            cuts.append([first])
+            for second in first...count { cuts.append([first, second]) }
+        }
+        cuts.append(Array(0...count))
+        return cuts
+    }
+
+    private static func chunks(of bytes: [UInt8], cutAt offsets: [Int]) -> [Data] {
+        let whole = Data(bytes)
+        var chunks: [Data] = []
+        var start = 0
+        for offset in offsets {
+            chunks.append(whole[start..<offset])
+            start = offset
+        }
+        chunks.append(whole[start...])
+        return chunks
+    }
+
+    func testEventsAndTheirBatchesAreTheSameAtEveryCutOfOneStream() async throws {
+        let input = Self.trickyEvents
+        for resumedFrom in [nil, "7"] as [String?] {
+            var whole = ServerSentEventParser(lastEventID: resumedFrom)
+            let expected = try whole.append(Data(input))
+            _ = whole.finish()
+            XCTAssertEqual(expected.count, 6)
+            for offsets in Self.everyCut(of: input.count) {
+                let chunks = ReferenceChunks(chunks: Self.chunks(of: input, cutAt: offsets))
+                let cut = "resumed from \(resumedFrom ?? "nothing"), cut at \(offsets)"
+                var viewed: [ServerSentEvent] = []
+                var view = ResponseEvents(chunks, lastEventID: resumedFrom).makeAsyncIterator()
+                while let event = try await view.next() { viewed.append(event) }
+                XCTAssertEqual(viewed, expected, cut)
+                XCTAssertEqual(view.lastEventID, whole.lastEventID, cut)
+                XCTAssertEqual(view.reconnectionTime, whole.reconnectionTime, cut)
+                var batched: [ServerSentEvent] = []
+                var batches = ResponseEventBatches(chunks, lastEventID: resumedFrom).makeAsyncIterator()
+                while let batch = try await batches.next() {
+                    batched += batch.map(\.serverSentEvent)
+                    XCTAssertEqual(batches.lastEventID, batched.last?.id ?? "", "after a batch, " + cut)
+                }
+                XCTAssertEqual(batched, expected, cut)
+                XCTAssertEqual(batches.lastEventID, whole.lastEventID, cut)
+                XCTAssertEqual(batches.reconnectionTime, whole.reconnectionTime, cut)
+                if viewed != expected || batched != expected { return }
+            }
+        }
+    }
+
+    func testLinesAndTheirBatchesAreTheSameAtEveryCutOfOneStream() async throws {
+        let input = Self.trickyLines
+        let expected = ["a", "b\rc", "", "", "éx\r", "y\r"]
+        for offsets in Self.everyCut(of: input.count) {
+            let chunks = ReferenceChunks(chunks: Self.chunks(of: input, cutAt: offsets))
+            var lines: [String] = []
+            for try await line in ResponseLines(chunks) { lines.append(line) }
+            var batched: [String] = []
+            for try await batch in ResponseLineBatches(chunks) { batched += batch.map(\.string) }
+            XCTAssertEqual(lines, expected, "cut at \(offsets)")
+            XCTAssertEqual(batched, expected, "cut at \(offsets)")
+            if lines != expected || batched != expected { return }
+        }
+    }
+}
