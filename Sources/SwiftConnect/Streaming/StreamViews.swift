@@ -307,7 +307,8 @@ extension ResponseJSONLines: Sendable where Base: Sendable {}
 ///     }
 ///     lastEventID = events.lastEventID
 ///     delay = events.reconnectionTime ?? delay
-///     try await Task.sleep(nanoseconds: UInt64(delay) * 1_000_000)
+///     // A server's `retry` may be any number of milliseconds: capped, it cannot overflow the nanoseconds.
+///     try await Task.sleep(nanoseconds: UInt64(min(delay, 3_600_000)) * 1_000_000)
 /// }
 /// ```
 ///
