@@ -192,6 +192,10 @@ extension ResponseEventBatches: Sendable where Base: Sendable {}
 extension ResponseEvents {
     /// The same events a chunk at a time, their data as bytes (``ResponseEventBatches``): for a fast stream of
     /// small events, where a `String` and a step per event would cost more than reading the stream.
+    ///
+    /// The batches keep this view's last event ID and limits, not its `onProgress`, which they never call: read
+    /// the last event ID and reconnection time from their iterator (``ResponseEventBatches/AsyncIterator/lastEventID``,
+    /// ``ResponseEventBatches/AsyncIterator/reconnectionTime``).
     public var batches: ResponseEventBatches<Base> {
         ResponseEventBatches(
             base, lastEventID: lastEventID, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
