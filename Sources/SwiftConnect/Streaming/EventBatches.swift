@@ -31,6 +31,9 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
     private let lastEventID: String?
     private let maximumLineLength: Int
     private let maximumDataLength: Int
+    /// The `onProgress` of the ``ResponseEvents`` these batches were made from: called once a batch and once at
+    /// the end.
+    fileprivate var onProgress: (@Sendable (_ lastEventID: String, _ reconnectionTime: Int?) -> Void)?
 
     /// Reads the events of `base`, a batch a chunk (see ``ResponseEvents/init(_:lastEventID:maximumLineLength:maximumDataLength:onProgress:)``
     /// for the parameters).
@@ -53,7 +56,7 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
     public func makeAsyncIterator() -> AsyncIterator {
         let parser = ServerSentEventParser(
             lastEventID: lastEventID, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
-        return AsyncIterator(base: base.makeAsyncIterator(), parser: parser)
+        return AsyncIterator(base: base.makeAsyncIterator(), parser: parser, onProgress: onProgress)
     }
 
     /// Gives the batches of a ``ResponseEventBatches``, reading chunks of the base until one completes an event.
@@ -66,11 +69,18 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
         /// The reconnection time in milliseconds as of the last batch handed out, or of the end once the
         /// iteration has ended: `nil` until a `retry` field sets one.
         public private(set) var reconnectionTime: Int?
+        private let onProgress: (@Sendable (String, Int?) -> Void)?
+        /// Whether `onProgress` has been told of the end.
+        private var reportedEnd = false
 
-        init(base: Base.AsyncIterator, parser: ServerSentEventParser) {
+        init(
+            base: Base.AsyncIterator, parser: ServerSentEventParser,
+            onProgress: (@Sendable (String, Int?) -> Void)? = nil
+        ) {
             batches = BatchedChunks(base: base, batching: EventBatching(parser: parser))
             lastEventID = parser.lastEventID
             reconnectionTime = parser.reconnectionTime
+            self.onProgress = onProgress
         }
 
         /// The events the next chunks complete; `nil` at the end of the body.
@@ -78,7 +88,7 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
             do {
                 return progress(try await batches.next())
             } catch {
-                _ = progress(nil)
+                _ = progress(nil, ended: true)
                 throw error
             }
         }
@@ -91,14 +101,15 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
             do {
                 return progress(try await batches.next(isolation: actor))
             } catch {
-                _ = progress(nil)
+                _ = progress(nil, ended: true)
                 throw error
             }
         }
 
         /// `batch`, with the last event ID and reconnection time as of it, or as of the end once the iteration is
-        /// over.
-        private mutating func progress(_ batch: ServerSentEventBatch?) -> ServerSentEventBatch? {
+        /// over (`ended`: with an error, after which they stay as of the last batch handed out, unless the body
+        /// ended). `onProgress` hears of each batch, and of the end once.
+        private mutating func progress(_ batch: ServerSentEventBatch?, ended: Bool = false) -> ServerSentEventBatch? {
             if batches.isFinished {
                 lastEventID = batches.batching.parser.lastEventID
                 reconnectionTime = batches.batching.parser.reconnectionTime
@@ -106,6 +117,10 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
                 let fields = batch.fields[last.fields]
                 lastEventID = fields.id ?? ""
                 reconnectionTime = fields.reconnectionTime
+            }
+            if let onProgress, !reportedEnd {
+                if batch == nil || batches.isFinished || ended { reportedEnd = true }
+                onProgress(lastEventID, reconnectionTime)
             }
             return batch
         }
@@ -193,12 +208,15 @@ extension ResponseEvents {
     /// The same events a chunk at a time, their data as bytes (``ResponseEventBatches``): for a fast stream of
     /// small events, where a `String` and a step per event would cost more than reading the stream.
     ///
-    /// The batches keep this view's last event ID and limits, not its `onProgress`, which they never call: read
-    /// the last event ID and reconnection time from their iterator (``ResponseEventBatches/AsyncIterator/lastEventID``,
+    /// The batches keep this view's last event ID, limits and `onProgress`, which they call once a batch, with the
+    /// last event ID and reconnection time as of its last event, and once at the end, as the view does; their
+    /// iterator has the same values (``ResponseEventBatches/AsyncIterator/lastEventID``,
     /// ``ResponseEventBatches/AsyncIterator/reconnectionTime``).
     public var batches: ResponseEventBatches<Base> {
-        ResponseEventBatches(
+        var batches = ResponseEventBatches(
             base, lastEventID: lastEventID, maximumLineLength: maximumLineLength, maximumDataLength: maximumDataLength)
+        batches.onProgress = onProgress
+        return batches
     }
 }
 

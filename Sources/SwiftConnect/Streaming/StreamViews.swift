@@ -330,7 +330,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     let lastEventID: String?
     let maximumLineLength: Int
     let maximumDataLength: Int
-    private let onProgress: (@Sendable (_ lastEventID: String, _ reconnectionTime: Int?) -> Void)?
+    let onProgress: (@Sendable (_ lastEventID: String, _ reconnectionTime: Int?) -> Void)?
 
     /// Reads the events of `base`.
     ///
@@ -346,7 +346,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     ///     for none) and the reconnection time in milliseconds (`nil` until a `retry` field sets one) in effect at
     ///     its dispatch; and once when the iteration ends, at the end of the body or with an error, with their
     ///     final values (after a cancellation, those of the last event handed out). Not called again when you stop
-    ///     iterating early.
+    ///     iterating early. Read through ``batches``, it is called once a batch instead of once an event.
     public init(
         _ base: Base,
         lastEventID: String? = nil,

@@ -162,6 +162,19 @@ final class CancelledReaderTests: XCTestCase {
         XCTAssertEqual(outcome, ["one", cancelled])
     }
 
+    /// The batches of a view with `onProgress`, cancelled after the first batch: the end is reported once, with the
+    /// last event ID of the batch handed out.
+    func testACancelledLoopOverEventBatchesReportsTheLastBatchsEventID() async {
+        let (_, stream) = oneChunkStream("id: 1\ndata: one\n\n")
+        let reported = Protected<[String]>([])
+        let events = ResponseEvents(stream, onProgress: { id, _ in reported.withLock { $0.append(id) } })
+        let outcome = await outcome(
+            of: events.batches.map { $0.map(\.data.string).joined(separator: ",") },
+            stoppingWith: { stream.cancel() })
+        XCTAssertEqual(outcome, ["one", cancelled])
+        XCTAssertEqual(reported.withLock { $0 }, ["1", "1"], "the batch, then the end once")
+    }
+
     /// The body arrived whole before anyone read it; the stream is cancelled: its reader gets `.cancelled`, not the
     /// chunks still buffered (`cancel()` drops them, as it does those of a body still arriving).
     func testCancellingAStreamWhoseBodyEndedDropsItsBufferedChunks() async throws {

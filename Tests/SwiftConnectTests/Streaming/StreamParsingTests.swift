@@ -1262,6 +1262,46 @@ final class EventBatchTests: XCTestCase {
         XCTAssertEqual(result.lastEventID, "10")
     }
 
+    /// The batches of a `ResponseEvents` call its `onProgress` once a batch, with the values as of its last event,
+    /// and once at the end: an app that saves its resume ID there keeps saving it when it moves to batches.
+    func testBatchesOfAViewCallItsOnProgressOnceABatchAndAtTheEnd() async throws {
+        let base = ChunkSequence([
+            bytes("id: 1\ndata: a\n\nid: 2\ndata: b\n\n"), bytes("retry: 500\ndata: c\n\n"), bytes("id: 3\n\n"),
+        ])
+        let reported = Protected<[String]>([])
+        let view = ResponseEvents(base, lastEventID: "0") { id, retry in
+            reported.withLock { $0.append("\(id)/\(retry.map(String.init) ?? "-")") }
+        }
+        var iterator = view.batches.makeAsyncIterator()
+        var handedOut: [[String]] = []
+        while let batch = try await iterator.next() { handedOut.append(batch.map(\.data.string)) }
+
+        XCTAssertEqual(handedOut, [["a", "b"], ["c"]])
+        XCTAssertEqual(
+            reported.withLock { $0 }, ["2/-", "2/500", "3/500"],
+            "each batch, then the end once (with the ID a block without data set)")
+        let afterEnd = try await iterator.next()
+        XCTAssertNil(afterEnd)
+        XCTAssertEqual(reported.withLock { $0.count }, 3, "the end is reported once")
+    }
+
+    /// With an error, the end is reported once, with the values as of the last batch handed out.
+    func testBatchesOfAViewReportTheEndOnceAfterAnError() async throws {
+        let base = ChunkSequence([bytes("id: 7\ndata: a\n\ndata: b")], failure: Boom(code: 5))
+        let reported = Protected<[String]>([])
+        var iterator = ResponseEvents(base) { id, _ in reported.withLock { $0.append(id) } }.batches
+            .makeAsyncIterator()
+
+        _ = try await iterator.next()
+        do {
+            _ = try await iterator.next()
+            XCTFail("no error")
+        } catch {
+            XCTAssertEqual(error as? Boom, Boom(code: 5))
+        }
+        XCTAssertEqual(reported.withLock { $0 }, ["7", "7"])
+    }
+
     func testBatchesDoNotReadAheadAndTrackTheLastEventID() async throws {
         let base = ChunkSequence([bytes("id: 1\ndata: a\n\nid: 2\ndata: b\n\n"), bytes("data: c"), bytes("\n\n")])
         var iterator = ResponseEventBatches(base).makeAsyncIterator()
