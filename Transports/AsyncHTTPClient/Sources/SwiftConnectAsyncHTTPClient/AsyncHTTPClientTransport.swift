@@ -43,7 +43,9 @@ import NIOSSL
 /// chain without a pinned key fails with ``SwiftConnect/ConnectError/Kind/certificatePinning`` naming the host.
 /// AsyncHTTPClient has no hook into its own handshakes, so the transport connects to pinned hosts itself and relays
 /// AsyncHTTPClient's connections to them through a Unix socket in a private temporary directory. Pinned hosts are
-/// therefore spoken to over HTTP/1.1, directly rather than through a proxy; other hosts are unaffected. A pinned
+/// therefore spoken to over HTTP/1.1, directly rather than through a proxy (the configuration's `dnsOverride` still
+/// applies: a pinned host it maps elsewhere is connected to there, and checked by its own name); other hosts are
+/// unaffected. A pinned
 /// host's body that ends with its connection (no length, not chunked) fails with
 /// ``SwiftConnect/ConnectError/Kind/connectionLost`` when its TLS connection ends without `close_notify`, as for an
 /// unpinned host; through the relay this is told by host, not by connection, so another connection to that host
@@ -132,7 +134,7 @@ public final class AsyncHTTPClientTransport: Transport {
     ) {
         pinned = PinnedRoutes(
             pins: pins, tls: configuration.tlsConfiguration, group: eventLoopGroup,
-            connectTimeout: configuration.timeout.connect ?? .seconds(10),
+            connectTimeout: configuration.timeout.connect ?? .seconds(10), dnsOverride: configuration.dnsOverride,
             unusable: configuration.proxy == nil ? nil : "the transport's client goes through a proxy")
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
@@ -174,6 +176,7 @@ public final class AsyncHTTPClientTransport: Transport {
         pinned = PinnedRoutes(
             pins: pins, tls: tlsConfiguration ?? configuration?.tlsConfiguration, group: client.eventLoopGroup,
             connectTimeout: configuration?.timeout.connect ?? .seconds(10),
+            dnsOverride: configuration?.dnsOverride ?? [:],
             unusable: configuration?.proxy == nil ? nil : "the app's client goes through a proxy",
             unusableForEveryHost: Self.whyNoRequestMayGoPinned(over: configuration))
         self.client = client

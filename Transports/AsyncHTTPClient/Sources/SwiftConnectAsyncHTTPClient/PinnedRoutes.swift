@@ -19,12 +19,16 @@ import NIOTLS
 /// TLS connection whose handshake ``PinnedTrust`` judges. The relay reads nothing from AsyncHTTPClient's side until
 /// the handshake is done and the validated chain has a pinned key, so a request to a server that fails its pins
 /// never leaves the process. What it costs, as the transport's documentation says: pinned hosts are spoken to over
-/// HTTP/1.1, directly (never through a proxy), through one more in-process hop.
+/// HTTP/1.1, directly (never through a proxy), through one more in-process hop. A host the client's configuration
+/// maps to another in its `dnsOverride` is connected to there, as AsyncHTTPClient would, and named and checked by its
+/// own name.
 final class PinnedRoutes: Sendable {
     let pins: CertificatePins
     private let tls: TLSConfiguration
     private let group: any EventLoopGroup
     private let connectTimeout: TimeAmount
+    /// The client configuration's `dnsOverride`: the host connected to instead of each host it names.
+    private let dnsOverride: [String: String]
     /// Why this transport cannot pin at all (a proxy it was configured with), or `nil`.
     private let unusable: String?
     /// Why no request may go at all while pins are set, or `nil`: an app's client that follows redirects itself
@@ -44,12 +48,13 @@ final class PinnedRoutes: Sendable {
 
     init(
         pins: CertificatePins, tls: TLSConfiguration?, group: any EventLoopGroup, connectTimeout: TimeAmount,
-        unusable: String?, unusableForEveryHost: String? = nil
+        dnsOverride: [String: String] = [:], unusable: String?, unusableForEveryHost: String? = nil
     ) {
         self.pins = pins
         self.tls = tls ?? .makeClientConfiguration()
         self.group = group
         self.connectTimeout = connectTimeout
+        self.dnsOverride = dnsOverride
         self.unusable = unusable
         self.unusableForEveryHost = unusableForEveryHost
     }
@@ -115,7 +120,8 @@ final class PinnedRoutes: Sendable {
             var configuration = tls
             configuration.applicationProtocols = ["http/1.1"]
             let dialer = Dialer(
-                host: host, port: port, context: try NIOSSLContext(configuration: configuration), trust: trust,
+                host: host, address: dnsOverride[host] ?? host, port: port,
+                context: try NIOSSLContext(configuration: configuration), trust: trust,
                 connectTimeout: connectTimeout)
             let server = try await ServerBootstrap(group: group)
                 .childChannelOption(.autoRead, value: false)
@@ -195,7 +201,10 @@ final class Relay: Sendable {
 
 /// Connects each connection accepted on a relay's socket to the origin, pinned.
 struct Dialer: Sendable {
+    /// The host's name, as the request names it: sent (SNI) and checked.
     let host: String
+    /// Where the connection goes: the host, or what the client configuration's `dnsOverride` maps it to.
+    let address: String
     let port: Int
     let context: NIOSSLContext
     let trust: PinnedTrust
@@ -236,7 +245,7 @@ struct Dialer: Sendable {
                     try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(promise: handshake))
                 }
             }
-            .connect(host: PinnedRoutes.bare(host), port: port)
+            .connect(host: PinnedRoutes.bare(address), port: port)
         // A connection that was never made (refused, unresolved, timed out) has no handshake to wait for: the promise
         // is failed with it, never left pending (NIO stops a debug build that drops a pending promise).
         upstream.whenFailure { handshake.fail($0) }

@@ -193,6 +193,38 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertLessThan(error.message.count, 300, error.message)
     }
 
+    /// A host the configuration's `dnsOverride` sends to another address is reached there pinned, as AsyncHTTPClient
+    /// reaches it unpinned: connected to the override, its own name sent and checked. Before, the pinned connection
+    /// went to the name's own address (nothing listens there: a connection error) and never to the server the app
+    /// configured.
+    func testAPinnedHostIsReachedWhereTheConfigurationsDNSOverrideSendsIt() throws {
+        let elsewhere = try TLSLoopbackServer(pki: pki, host: "127.0.0.2")
+        defer { elsewhere.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        configuration.dnsOverride = ["localhost": "127.0.0.2"]
+        let unpinned = AsyncHTTPClientTransport(configuration: configuration)
+        let right = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        let wrong = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [otherPin]]))
+        addTeardownBlock {
+            try await unpinned.shutdown()
+            try await right.shutdown()
+            try await wrong.shutdown()
+        }
+        let url = URL(string: "https://localhost:\(elsewhere.baseURL.port!)")!
+
+        XCTAssertEqual(
+            String(decoding: try unpinned.send(request(url)).wait(timeout: 10).data, as: UTF8.self), "HTTP/2")
+        let result = try right.send(request(url)).waitForResult(timeout: 10)
+        XCTAssertEqual(try result.map { String(decoding: $0.data, as: UTF8.self) }.get(), "HTTP/1.1", "\(result)")
+        XCTAssertEqual(try failure(of: wrong, request(url)).kind, .certificatePinning)
+        XCTAssertEqual(elsewhere.requestCount, 2)
+    }
+
     /// A certificate its authority issued for TLS clients only: refused pinned as AsyncHTTPClient's own connections
     /// refuse it unpinned (BoringSSL's purpose check), though its key is pinned, and nothing is sent.
     func testACertificateNotForTLSServersIsRefusedPinnedAsUnpinned() throws {
