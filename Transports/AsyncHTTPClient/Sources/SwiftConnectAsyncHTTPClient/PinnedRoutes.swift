@@ -152,9 +152,16 @@ final class PinnedRoutes: Sendable {
     }
 
     /// A new directory for the sockets, which only this user may open (a socket there is a door to the origin).
+    ///
+    /// In the temporary directory, unless its path leaves no room for a socket's: a socket address holds 103 bytes of
+    /// path (104 on Apple platforms, 108 on Linux, less the terminating NUL), and the directory's and the socket's
+    /// names take up to 42 of them. A deeper `TMPDIR` (build sandboxes set one) failed every pinned request with
+    /// "unixDomainSocketPathTooLong"; `/tmp` is used then.
     private static func makeDirectory() throws -> String {
         let name = "swiftconnect-" + (0..<8).map { _ in String(UInt8.random(in: 0...255), radix: 16) }.joined()
-        let path = (NSTemporaryDirectory() as NSString).appendingPathComponent(name)
+        let temporary = NSTemporaryDirectory()
+        let parent = temporary.utf8.count <= 56 ? temporary : "/tmp"
+        let path = (parent as NSString).appendingPathComponent(name)
         try FileManager.default.createDirectory(
             atPath: path, withIntermediateDirectories: false, attributes: [.posixPermissions: 0o700])
         return path

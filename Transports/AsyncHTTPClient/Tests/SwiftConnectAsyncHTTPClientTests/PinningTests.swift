@@ -225,6 +225,28 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(elsewhere.requestCount, 2)
     }
 
+    /// A temporary directory so deep that a socket's path under it is longer than a socket address holds (`TMPDIR`
+    /// set deep, as build sandboxes set it): the relay's socket goes elsewhere and the pinned request goes through.
+    /// Before, every pinned request failed with `.transport` ("unixDomainSocketPathTooLong").
+    func testAPinnedHostIsReachedWhenTheTemporaryDirectoryIsDeep() throws {
+        let root = "/tmp/swiftconnect-deep-\(UUID().uuidString)"
+        let deep = root + "/" + String(repeating: "d", count: 60)
+        try FileManager.default.createDirectory(atPath: deep, withIntermediateDirectories: true)
+        let previous = ProcessInfo.processInfo.environment["TMPDIR"]
+        setenv("TMPDIR", deep, 1)
+        defer {
+            if let previous { setenv("TMPDIR", previous, 1) } else { unsetenv("TMPDIR") }
+            try? FileManager.default.removeItem(atPath: root)
+        }
+        XCTAssertTrue(NSTemporaryDirectory().hasPrefix(deep), NSTemporaryDirectory())
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+
+        let result = try transport.send(request()).waitForResult(timeout: 10)
+
+        XCTAssertEqual(try result.map { String(decoding: $0.data, as: UTF8.self) }.get(), "HTTP/1.1", "\(result)")
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
     /// A certificate its authority issued for TLS clients only: refused pinned as AsyncHTTPClient's own connections
     /// refuse it unpinned (BoringSSL's purpose check), though its key is pinned, and nothing is sent.
     func testACertificateNotForTLSServersIsRefusedPinnedAsUnpinned() throws {
