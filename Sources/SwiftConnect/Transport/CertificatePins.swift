@@ -21,11 +21,11 @@ import Foundation
 /// is not pinned.
 ///
 /// Engines check pins during the TLS handshake, in the chain they validated (``accepts(host:chain:)``):
-/// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport`. A server whose chain has none of its
-/// host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is sent.
-/// Before that, every engine asks `refusal(of:by:checksHandshake:)` about each request and redirect hop: a pinned
-/// host that cannot be checked is refused instead of sent unpinned (FoundationNetworking on Linux, and plain `http`
-/// everywhere; see SECURITY.md for each engine).
+/// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport` on Linux. A server whose chain has none
+/// of its host's pins fails with ``ConnectError/Kind/certificatePinning`` naming the host, before the request is
+/// sent. Before that, every engine asks `refusal(of:by:checksHandshake:)` about each request and redirect hop: a
+/// pinned host that cannot be checked is refused instead of sent unpinned (``URLSessionTransport`` on Linux,
+/// `AsyncHTTPClientTransport` on Apple platforms, and plain `http` everywhere; see SECURITY.md for each engine).
 public struct CertificatePins: Sendable, Equatable {
     /// The pins of each host pattern, lowercased.
     private var pinsByPattern: [String: Set<Data>] = [:]
