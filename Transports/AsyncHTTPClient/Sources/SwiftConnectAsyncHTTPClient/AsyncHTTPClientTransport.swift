@@ -43,10 +43,10 @@ import NIOSSL
 /// chain without a pinned key fails with ``SwiftConnect/ConnectError/Kind/certificatePinning`` naming the host.
 /// AsyncHTTPClient has no hook into its own handshakes, so the transport connects to pinned hosts itself and relays
 /// AsyncHTTPClient's connections to them through a Unix socket in a private temporary directory. Pinned hosts are
-/// therefore spoken to over HTTP/1.1, directly rather than through a proxy (the configuration's `dnsOverride` still
-/// applies: a pinned host it maps elsewhere is connected to there, and checked by its own name); other hosts are
-/// unaffected. A pinned
-/// host's body that ends with its connection (no length, not chunked) fails with
+/// therefore spoken to over HTTP/1.1, directly rather than through a proxy (a configuration with a proxy or a
+/// `localAddress` has them refused, nothing sent; its `dnsOverride` still applies: a pinned host it maps elsewhere is
+/// connected to there, and checked by its own name); other hosts are unaffected. A pinned host's body that ends with
+/// its connection (no length, not chunked) fails with
 /// ``SwiftConnect/ConnectError/Kind/connectionLost`` when its TLS connection ends without `close_notify`, as for an
 /// unpinned host; through the relay this is told by host, not by connection, so another connection to that host
 /// breaking meanwhile fails such a body too.
@@ -126,7 +126,8 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
     ///   - pins: Certificate pins, checked during the handshake (see "Certificate pinning" above), with the
     ///     configuration's `tlsConfiguration` for trust. A pinned host is refused, nothing sent, when it cannot be
-    ///     reached pinned: over plain `http`, with certificate verification off, or through the configuration's proxy.
+    ///     reached pinned: over plain `http`, with certificate verification off, through the configuration's proxy, or
+    ///     with its `localAddress` set.
     public init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
@@ -135,7 +136,7 @@ public final class AsyncHTTPClientTransport: Transport {
         pinned = PinnedRoutes(
             pins: pins, tls: configuration.tlsConfiguration, group: eventLoopGroup,
             connectTimeout: configuration.timeout.connect ?? .seconds(10), dnsOverride: configuration.dnsOverride,
-            unusable: configuration.proxy == nil ? nil : "the transport's client goes through a proxy")
+            unusable: Self.whyPinnedHostsCannotBeReached(over: configuration, whose: "the transport's client"))
         var configuration = configuration
         configuration.redirectConfiguration = .disallow
         decodedContentCodings = Self.decodedContentCodings(of: configuration)
@@ -159,7 +160,7 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - client: The client, configured with `redirectConfiguration: .disallow`.
     ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``:
     ///     a pinned host is refused, nothing sent, when it cannot be reached pinned, over plain `http`, with
-    ///     certificate verification off, or when the client goes through a proxy.
+    ///     certificate verification off, or when the client goes through a proxy or sets a `localAddress`.
     ///   - tlsConfiguration: The TLS configuration of the connections to pinned hosts, whose trust roots validate
     ///     their chains. Defaults to the client's own, else NIOSSL's client configuration (the system's trust roots).
     ///
@@ -177,7 +178,7 @@ public final class AsyncHTTPClientTransport: Transport {
             pins: pins, tls: tlsConfiguration ?? configuration?.tlsConfiguration, group: client.eventLoopGroup,
             connectTimeout: configuration?.timeout.connect ?? .seconds(10),
             dnsOverride: configuration?.dnsOverride ?? [:],
-            unusable: configuration?.proxy == nil ? nil : "the app's client goes through a proxy",
+            unusable: configuration.flatMap { Self.whyPinnedHostsCannotBeReached(over: $0, whose: "the app's client") },
             unusableForEveryHost: Self.whyNoRequestMayGoPinned(over: configuration))
         self.client = client
         affinity = LoopAffinity(group: client.eventLoopGroup)
@@ -185,6 +186,20 @@ public final class AsyncHTTPClientTransport: Transport {
         // Without its configuration, gzip and deflate, the most the client can decode: a compressed answer it did not
         // decode then fails to parse, where decoding twice would fail every compressed answer.
         decodedContentCodings = configuration.map(Self.decodedContentCodings(of:)) ?? ["gzip", "deflate"]
+    }
+
+    /// Why pinned hosts cannot be reached over a client with `configuration`, or `nil`: a proxy (the relay connects
+    /// directly), or a `localAddress`, which the client binds every connection to, the one to a relay's Unix socket
+    /// too (the bind fails with `EINVAL`).
+    static func whyPinnedHostsCannotBeReached(over configuration: HTTPClient.Configuration, whose owner: String)
+        -> String?
+    {
+        if configuration.proxy != nil { return "\(owner) goes through a proxy" }
+        if configuration.localAddress != nil {
+            return "\(owner) binds its connections to a localAddress, which the connection to a pinned host's relay "
+                + "(a Unix socket) cannot take"
+        }
+        return nil
     }
 
     /// Why no request may go over an app's client with `configuration` (`nil` if it cannot be read) while pins are

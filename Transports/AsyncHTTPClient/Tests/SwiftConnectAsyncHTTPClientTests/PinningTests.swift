@@ -225,6 +225,33 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(elsewhere.requestCount, 2)
     }
 
+    /// A configuration with a `localAddress` binds every connection of the client to it, the one to a pinned host's
+    /// Unix socket too, which cannot take an IP address: the pinned host is refused, typed and naming why, nothing
+    /// sent, as through a proxy. Before, every pinned request failed with `.transport` ("bind(descriptor:ptr:bytes:):
+    /// Invalid argument"). Other hosts leave from that address.
+    func testAPinnedHostIsRefusedWhenTheConfigurationBindsALocalAddress() throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        configuration.localAddress = "127.0.0.3"
+        let unpinned = AsyncHTTPClientTransport(configuration: configuration)
+        let pinned = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["127.0.0.1": [try serverPin]]))
+        addTeardownBlock {
+            try await unpinned.shutdown()
+            try await pinned.shutdown()
+        }
+        let url = URL(string: "https://127.0.0.1:\(server.baseURL.port!)")!
+
+        XCTAssertEqual(try unpinned.send(request(url)).wait(timeout: 10).statusCode, 200)
+        let refusal = try failure(of: pinned, request(url))
+
+        XCTAssertEqual(refusal.kind, .certificatePinning, refusal.description)
+        XCTAssertTrue(refusal.message.contains("localAddress"), refusal.message)
+        XCTAssertEqual(server.peers, ["127.0.0.3"], "the unpinned request only, from the local address")
+    }
+
     /// A temporary directory so deep that a socket's path under it is longer than a socket address holds (`TMPDIR`
     /// set deep, as build sandboxes set it): the relay's socket goes elsewhere and the pinned request goes through.
     /// Before, every pinned request failed with `.transport` ("unixDomainSocketPathTooLong").

@@ -69,9 +69,13 @@ struct ThrowawayPKI {
 final class TLSLoopbackServer: Sendable {
     private let channel: any Channel
     private let received = NIOLockedValueBox(0)
+    private let connectedFrom = NIOLockedValueBox<[String]>([])
 
     /// How many requests have arrived (their heads parsed), over any connection.
     var requestCount: Int { received.withLockedValue { $0 } }
+
+    /// The address each connection came from, in the order they were accepted.
+    var peers: [String] { connectedFrom.withLockedValue { $0 } }
 
     /// Starts the server on `host` (a loopback address), on a port of its own, presenting its certificate followed
     /// by `extraCertificates`.
@@ -82,10 +86,12 @@ final class TLSLoopbackServer: Sendable {
         configuration.applicationProtocols = ["h2", "http/1.1"]
         let context = try NIOSSLContext(configuration: configuration)
         let received = received
+        let connectedFrom = connectedFrom
         channel = try ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { channel in
-                channel.eventLoop.makeCompletedFuture {
+                connectedFrom.withLockedValue { $0.append(channel.remoteAddress?.ipAddress ?? "?") }
+                return channel.eventLoop.makeCompletedFuture {
                     try channel.pipeline.syncOperations.addHandler(NIOSSLServerHandler(context: context))
                 }.flatMap {
                     channel.configureHTTP2SecureUpgrade(
