@@ -81,7 +81,7 @@ package enum Redaction {
     /// ``url(_:redacting:)`` hides a URL: without `user:password@`, and with sensitive values hidden in the
     /// query and the fragment. A URL written without `//` (`amy:pw@api.example.com`) shows the placeholder between its
     /// first `:` and its `@` (``credentialsWithoutAuthority(in:)``): `amy:<redacted>@api.example.com`.
-    static func urlText(_ text: String) -> String {
+    package static func urlText(_ text: String) -> String {
         var rest = Substring(text)
         var fragment: Substring?
         if let hash = rest.firstIndex(of: "#") {
@@ -138,8 +138,9 @@ package enum Redaction {
     /// `text` with every absolute URL in it (`scheme://…`, up to white space, a quote or an angle bracket, which a
     /// URL never holds unencoded) hidden as ``urlText(_:)`` hides one: for text that quotes URLs it was not given,
     /// such as a platform error's failing URL or a body's `download_url`. Brackets end a URL only at its end
-    /// (`report(1).pdf?token=…` is one URL).
-    static func urlsInText(_ text: String) -> String {
+    /// (`report(1).pdf?token=…` is one URL). `shown` hides each URL found: ``urlText(_:)`` unless the caller shows
+    /// it another way (a recording's placeholders, which name what they hide).
+    package static func urlsInText(_ text: String, showing shown: (String) -> String = urlText) -> String {
         guard text.contains("://") else { return text }
         let ends = Set(" \t\r\n\"`<>")
         var result = ""
@@ -155,7 +156,7 @@ package enum Redaction {
                 end = rest.index(before: end)
             }
             result += rest[..<start]
-            result += start == separator.lowerBound ? String(rest[start..<end]) : urlText(String(rest[start..<end]))
+            result += start == separator.lowerBound ? String(rest[start..<end]) : shown(String(rest[start..<end]))
             rest = rest[end...]
         }
         return result + rest

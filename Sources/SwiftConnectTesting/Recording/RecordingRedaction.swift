@@ -78,7 +78,8 @@ enum RecordingRedaction {
         }
         if components.password != nil { components.percentEncodedPassword = encoded(placeholder("password")) }
         components.percentEncodedFragment = nil
-        components.percentEncodedPath = hidingValues(in: components.percentEncodedPath, secrets: secrets)
+        components.percentEncodedPath = redactedPathParameters(
+            hidingValues(in: components.percentEncodedPath, secrets: secrets))
         if let query = components.percentEncodedQuery {
             components.percentEncodedQuery = redactedForm(hidingValues(in: query, secrets: secrets))
         }
@@ -168,6 +169,8 @@ enum RecordingRedaction {
             return Data(unreadableJSONBody.utf8)
         } else if let json = redactedJSON(data) ?? redactedJSONLines(data) {
             redacted = json
+        } else {
+            redacted = hidingQuotedURLSecrets(in: redacted)
         }
         return hidingValues(in: redacted, secrets: secrets)
     }
@@ -265,9 +268,24 @@ enum RecordingRedaction {
         }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
         if isXML(data, contentType: contentType) {
-            return hidingValues(inXML: redactedXML(data) ?? data, secrets: secrets)
+            return hidingValues(inXML: hidingQuotedURLSecrets(in: redactedXML(data) ?? data), secrets: secrets)
         }
-        return hidingValues(in: redactedJSON(data) ?? redactedJSONLines(data) ?? data, secrets: secrets)
+        let redacted = redactedJSON(data) ?? redactedJSONLines(data) ?? hidingQuotedURLSecrets(in: data)
+        return hidingValues(in: redacted, secrets: secrets)
+    }
+
+    /// UTF-8 text with the secrets of each URL it quotes (an error page's "see https://…?token=…", an XML
+    /// `<Location>`) replaced as a `Location`'s are (``redactedURLText(_:)``), as the logs hide them; other bytes, and
+    /// text that quotes no URL with a secret, as they are.
+    private static func hidingQuotedURLSecrets(in data: Data) -> Data {
+        guard let text = String(data: data, encoding: .utf8), text.contains("://") else { return data }
+        let hidden = redactedURLsQuoted(in: text)
+        return hidden == text ? data : Data(hidden.utf8)
+    }
+
+    /// `text` with every absolute URL it quotes redacted as ``redactedURLText(_:)`` redacts a `Location`.
+    private static func redactedURLsQuoted(in text: String) -> String {
+        Redaction.urlsInText(text, showing: redactedURLText)
     }
 
     /// Whether `data` is XML as the logs judge it (`XMLRedaction.isXML`: an XML media type, or text starting with
@@ -446,7 +464,8 @@ enum RecordingRedaction {
     /// values of secret query and fragment items replaced: an OAuth answer's `Location: myapp://cb#access_token=…`
     /// keeps its shape, not its token. Text that holds none is kept byte for byte.
     private static func redactedURLText(_ text: String) -> String {
-        guard var components = URLComponents(string: text) else { return text }
+        // Text no URL parser takes is hidden as the logs hide it, rather than kept whole.
+        guard var components = URLComponents(string: text) else { return Redaction.urlText(text) }
         var changed = false
         if isCredential(user: components.user, password: components.password) {
             components.percentEncodedUser = encoded(placeholder("user"))
@@ -462,6 +481,10 @@ enum RecordingRedaction {
         }
         if let fragment = components.percentEncodedFragment, redactedForm(fragment) != fragment {
             components.percentEncodedFragment = redactedForm(fragment)
+            changed = true
+        }
+        if redactedPathParameters(components.percentEncodedPath) != components.percentEncodedPath {
+            components.percentEncodedPath = redactedPathParameters(components.percentEncodedPath)
             changed = true
         }
         return changed ? components.string ?? placeholder("url") : text
@@ -531,12 +554,13 @@ enum RecordingRedaction {
     }
 
     /// A percent-encoded query or form with the values of secret names replaced by an encoded placeholder; every
-    /// separator (`&`, `;`) kept.
+    /// separator (`&`, `;`, and a `?` after the first, as the logs read a URL glued onto another:
+    /// `next=/home?access_token=…`) kept.
     private static func redactedForm(_ text: String) -> String {
         var result = ""
         var pair = ""
         for character in text {
-            if character == "&" || character == ";" {
+            if character == "&" || character == ";" || character == "?" {
                 result += redactedPair(pair) + String(character)
                 pair = ""
             } else {
@@ -553,6 +577,16 @@ enum RecordingRedaction {
         let name = spaced.removingPercentEncoding ?? spaced
         guard Redaction.isSensitiveQueryItem(name) else { return pair }
         return "\(parts[0])=\(encoded(placeholder(name)))"
+    }
+
+    /// A percent-encoded path with the values of its secret path parameters (`/shop;jsessionid=…/cart`, after a
+    /// segment's first `;`) replaced, as the logs hide them; a path without `;` as it is.
+    private static func redactedPathParameters(_ path: String) -> String {
+        guard path.contains(";") else { return path }
+        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
+            guard let semicolon = segment.firstIndex(of: ";") else { return String(segment) }
+            return String(segment[...semicolon]) + redactedForm(String(segment[segment.index(after: semicolon)...]))
+        }.joined(separator: "/")
     }
 
     /// `text` percent-encoded but for RFC 3986's unreserved characters.
@@ -579,11 +613,14 @@ enum RecordingRedaction {
         return redacted
     }
 
+    /// Whether a JSON value has a secret key at any depth, or a string quoting a URL with a secret in it (a presigned
+    /// `download_url`).
     private static func containsSecretKey(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in HTTPHeader.isSensitive(name: key) || containsSecretKey(child) }
         }
         if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
+        if let string = value as? String { return string.contains("://") && redactedURLsQuoted(in: string) != string }
         return false
     }
 
@@ -596,6 +633,7 @@ enum RecordingRedaction {
             return result
         }
         if let array = value as? [Any] { return array.map(redactingSecretKeys) }
+        if let string = value as? String, string.contains("://") { return redactedURLsQuoted(in: string) }
         return value
     }
 

@@ -1,0 +1,80 @@
+import Foundation
+import SwiftConnect
+import XCTest
+
+@testable import SwiftConnectTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A recording hides secrets "by the same rules the library's logs use": the secrets of a URL an answer quotes (a
+/// presigned `download_url`, an error page's link, an XML `<Location>`), a secret item after a second `?` of a query
+/// (`next=/home?access_token=…`) and a secret path parameter (`;jsessionid=…`), none of which the request carried, so
+/// that hiding by value cannot find them.
+final class RecordingQuotedURLSecretsTests: XCTestCase {
+    private let secrets = SecretValues(values: [])
+
+    func testTheSecretsOfAURLAJSONAnswerQuotesStayOutOfTheRecording() {
+        // Given: a presigned download URL, in an object and in an array
+        let answer = Data(
+            (#"{"download_url":"https://s3.test/f.pdf?X-Amz-Signature=sig-8675309abc&X-Amz-Expires=60","n":1,"#
+                + #""mirrors":["https://cdn.test/f.pdf?token=tok-2468013579"]}"#).utf8)
+        // When
+        let recorded = String(
+            decoding: RecordingRedaction.responseBody(answer, contentType: "application/json", secrets: secrets),
+            as: UTF8.self)
+        // Then
+        XCTAssertFalse(recorded.contains("sig-8675309abc"), recorded)
+        XCTAssertFalse(recorded.contains("tok-2468013579"), recorded)
+        XCTAssertTrue(recorded.contains("X-Amz-Expires=60"), "the rest of the URL is kept: \(recorded)")
+        XCTAssertTrue(recorded.contains(#""n":1"#), recorded)
+        XCTAssertNotNil(
+            try? JSONSerialization.jsonObject(with: Data(recorded.utf8)), "still JSON a replay decodes: \(recorded)")
+    }
+
+    func testTheSecretsOfAURLATextOrXMLAnswerQuotesStayOutOfTheRecording() {
+        // Given
+        let page = Data("Link expired: see https://app.test/reset?token=tok-1357924680.\n".utf8)
+        let xml = Data("<r><Location>https://s3.test/k?X-Amz-Signature=sig-1122334455</Location></r>".utf8)
+        // When
+        let recordedPage = String(
+            decoding: RecordingRedaction.responseBody(page, contentType: "text/plain", secrets: secrets),
+            as: UTF8.self)
+        let recordedXML = String(
+            decoding: RecordingRedaction.responseBody(xml, contentType: "application/xml", secrets: secrets),
+            as: UTF8.self)
+        // Then
+        XCTAssertFalse(recordedPage.contains("tok-1357924680"), recordedPage)
+        XCTAssertTrue(recordedPage.hasPrefix("Link expired: see https://app.test/reset?token="), recordedPage)
+        XCTAssertFalse(recordedXML.contains("sig-1122334455"), recordedXML)
+    }
+
+    func testASecretAfterASecondQuestionMarkOrInAPathParameterOfALocationStaysOut() {
+        // Given
+        let fields: HeaderFields = [
+            .location: "https://app.test/cb?next=/home?access_token=at-99887766&x=1",
+            "Content-Location": "https://app.test/shop;jsessionid=JS-55512345/cart",
+        ]
+        // When
+        let recorded = RecordingRedaction.responseFields(fields, secrets: secrets)
+        // Then
+        let location = recorded[.location] ?? ""
+        XCTAssertFalse(location.contains("at-99887766"), location)
+        XCTAssertTrue(location.contains("x=1"), location)
+        let contentLocation = recorded["Content-Location"] ?? ""
+        XCTAssertFalse(contentLocation.contains("JS-55512345"), contentLocation)
+        XCTAssertTrue(contentLocation.hasSuffix("/cart"), contentLocation)
+    }
+
+    func testASecretAfterASecondQuestionMarkOfTheRequestsURLStaysOutAndMatchingIsUnchanged() throws {
+        // Given: a request whose return address carries a token of two characters no value rule hides
+        let request = try connectRequest(.get, "https://api.test/login?next=/cb?token=t1&page=2")
+        // When
+        let url = RecordingRedaction.request(request, secrets: SecretValues(of: request)).url.absoluteString
+        // Then
+        XCTAssertFalse(url.contains("token=t1"), url)
+        XCTAssertTrue(url.hasSuffix("&page=2"), url)
+        XCTAssertEqual(RecordingRedaction.url(URL(string: url)!), URL(string: url)!, "a recorded URL redacts to itself")
+    }
+}
