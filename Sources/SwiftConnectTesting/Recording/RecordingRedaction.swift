@@ -29,7 +29,8 @@ enum RecordingRedaction {
         var fields = HeaderFields()
         for field in request.headerFields {
             let name = field.name.rawName
-            let value = HTTPHeader.isSensitive(name: name) ? placeholder(name) : secrets.hiding(in: field.value)
+            let value =
+                HTTPHeader.isSensitive(name: name) ? placeholder(name) : secrets.hiding(in: redactedIfURL(field))
             fields.append(HeaderField(name: field.name, value: value))
         }
         var body = Data()
@@ -51,7 +52,8 @@ enum RecordingRedaction {
             let name = field.name.rawName
             fields.append(
                 HeaderField(
-                    name: field.name, value: HTTPHeader.isSensitive(name: name) ? placeholder(name) : field.value))
+                    name: field.name,
+                    value: HTTPHeader.isSensitive(name: name) ? placeholder(name) : redactedIfURL(field)))
         }
         let body =
             recorded.body.isEmpty
@@ -60,6 +62,15 @@ enum RecordingRedaction {
                 recorded.body, contentType: recorded.headerFields[.contentType], secrets: SecretValues(values: []))
         return RecordedRequest(method: recorded.method, url: url(recorded.url), headerFields: fields, body: body)
     }
+
+    /// A request field's value, with the secrets of the URL it holds replaced when it is a URL-valued field (a
+    /// `Referer` quoting an OAuth callback's token), as the logs hide them.
+    private static func redactedIfURL(_ field: HeaderField) -> String {
+        requestURLValuedFields.contains(field.name) ? redactedURLText(field.value) : field.value
+    }
+
+    /// The request fields whose value is a URL: those the logs read as one (`Redaction.headerValue`).
+    private static let requestURLValuedFields: [HeaderField.Name] = ["Referer", .location, "Content-Location"]
 
     /// `url` without its password (a placeholder instead), nor its username when that is the credential (no password,
     /// ``isCredential(user:password:)``), without its fragment (never sent), with `secrets` hidden in its

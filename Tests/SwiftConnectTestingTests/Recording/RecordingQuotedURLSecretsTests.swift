@@ -77,4 +77,26 @@ final class RecordingQuotedURLSecretsTests: XCTestCase {
         XCTAssertTrue(url.hasSuffix("&page=2"), url)
         XCTAssertEqual(RecordingRedaction.url(URL(string: url)!), URL(string: url)!, "a recorded URL redacts to itself")
     }
+    /// A request's `Referer` (an OAuth callback page's URL, its token in the query) is hidden as the logs hide it
+    /// (`Referer: https://app.test/cb?access_token=<redacted>`), and a request recorded before, its `Referer` whole,
+    /// still matches the live one.
+    func testTheSecretsOfARequestsRefererStayOutAndMatchingIsUnchanged() throws {
+        // Given
+        let request = try connectRequest(
+            .get, "https://api.test/me", headers: ["Referer": "https://app.test/cb?access_token=at-REF-1234567&s=1"])
+        // When
+        let recorded = RecordingRedaction.request(request, secrets: SecretValues(of: request))
+        // Then
+        let referer = recorded.headerFields["Referer"] ?? ""
+        XCTAssertFalse(referer.contains("at-REF-1234567"), referer)
+        XCTAssertTrue(referer.hasPrefix("https://app.test/cb?access_token="), referer)
+        XCTAssertTrue(referer.hasSuffix("&s=1"), referer)
+        let older = RecordedRequest(
+            method: "GET", url: recorded.url,
+            headerFields: ["Referer": "https://app.test/cb?access_token=at-REF-1234567&s=1"],
+            body: Data())
+        XCTAssertTrue(
+            RequestMatcher.header("Referer").matches(recorded, RecordingRedaction.request(older)),
+            "a recording made before is redacted alike when it is read")
+    }
 }
