@@ -35,7 +35,7 @@ import Foundation
 /// | --- | --- | --- |
 /// | answered 2xx or 3xx | the status code | none |
 /// | answered 4xx or 5xx (a failure) | the status code | the status code |
-/// | no response | none | the ``SwiftConnect/ConnectError/Kind`` (`timedOut`, `cannotConnect`…) |
+/// | no response | none | the ``SwiftConnect/ConnectError/Kind`` (`timedOut`, `cannotConnect`…); the error's type when a middleware's own error ended the call during the attempt |
 ///
 /// An attempt a middleware sends more than once (calling `next` again, a hedge) is timed, and active, once per send.
 ///
@@ -142,7 +142,10 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
                 defer { started = [:] }
                 return started.sorted { $0.key < $1.key }.flatMap(\.value)
             }
-            let outcome = [("error.type", (error as? ConnectError)?.kind.rawValue ?? "cancelled")]
+            // The call's reason: its kind, or the type of an error of another kind (a middleware's own), as
+            // `LoggingObserver` names it; `cancelled` for the sends a call that succeeded left behind.
+            let reason = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
+            let outcome = [("error.type", reason)]
             for start in open { end(startedAt: start, outcome: outcome) }
         case .queueWaited(let seconds):
             Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)

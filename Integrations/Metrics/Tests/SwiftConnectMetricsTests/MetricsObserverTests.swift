@@ -307,6 +307,25 @@ final class MetricsObserverTests: XCTestCase {
             XCTAssertFalse(value.contains("http://"), "\(name)=\(value)")
         }
     }
+
+    /// A send that a middleware's own error cut short is timed with the call's reason, as one its deadline cut short
+    /// is: the error's type as `error.type`, not `cancelled`, which nobody did.
+    func testASendCutShortByAMiddlewaresErrorIsLabelledWithThatErrorsType() throws {
+        struct QuotaExceeded: Error {}
+        let transport = FakeTransport.answering(FakeResponse.json(string: "{}").delayed(by: 30))
+        let failing = AnyMiddleware { request, _, next in
+            _ = next(request)
+            return Future(error: QuotaExceeded())
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [failing], retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics)]))
+
+        XCTAssertThrowsError(try connect.request(todo).wait(timeout: 10)) { XCTAssertTrue($0 is QuotaExceeded) }
+
+        XCTAssertEqual(durations(("error.type", "QuotaExceeded")).count, 1)
+        XCTAssertEqual(durations(("error.type", "cancelled")).count, 0)
+    }
 }
 
 /// A value behind a lock, for the server's handlers.

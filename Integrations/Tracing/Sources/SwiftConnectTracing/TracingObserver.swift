@@ -26,7 +26,8 @@ import Tracing
 ///   `swiftconnect.call` (the call's name), `http.request.resend_count` (from the call's second send: a retry,
 ///   or a middleware's second send of an attempt), `http.response.status_code`, and for a failure
 ///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
-///   response) with the span's status set to error;
+///   response, the error's type when a middleware's own error ended the call during the attempt) with the span's
+///   status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt. Such events that no send followed (a refresh that failed after
 ///   the last attempt's `401`, a queue wait before a cancellation) are told on an INTERNAL span of the call's name,
@@ -216,7 +217,9 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
                 return (sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending)
             }
-            let kind = (error as? ConnectError)?.kind.rawValue ?? "cancelled"
+            // The call's reason: its kind, or the type of an error of another kind (a middleware's own); `cancelled`
+            // for the sends a call that succeeded left behind.
+            let kind = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             if !untold.isEmpty {
                 // Events no send followed (a token refresh that failed after the last attempt's 401, a queue wait
                 // before a cancellation): told on a span still open, or on an INTERNAL span of their own, not lost.

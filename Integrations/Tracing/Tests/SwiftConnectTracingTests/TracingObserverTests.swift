@@ -128,4 +128,24 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(
             events, ["client: []", "internal: [\"token refresh started\"]", "internal: [\"token refresh ended\"]"])
     }
+    /// A call that a middleware fails with an error of its own while the attempt is in flight ends that attempt's span
+    /// with the call's reason, as a deadline does: the error's type, not `cancelled`, which nobody did.
+    func testAnAttemptCutShortByAMiddlewaresErrorEndsWithThatErrorsType() throws {
+        struct QuotaExceeded: Error {}
+        let transport = FakeTransport.answering(FakeResponse.json(string: "{}").delayed(by: 30))
+        let failing = AnyMiddleware { request, _, next in
+            _ = next(request)
+            return Future(error: QuotaExceeded())
+        }
+        let connect = Connect(
+            transport: transport, middlewares: [failing], retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [TracingObserver(tracer: tracer)]))
+
+        XCTAssertThrowsError(try connect.request(Search()).wait(timeout: 10)) { XCTAssertTrue($0 is QuotaExceeded) }
+
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(tracer.finishedSpans.count, 1)
+        XCTAssertEqual(string("error.type", of: span), "QuotaExceeded")
+        XCTAssertEqual(span.status, SpanStatus(code: .error, message: "QuotaExceeded"))
+    }
 }
