@@ -135,8 +135,10 @@ public struct ConnectCall: Sendable {
     public let name: String
     /// The URL's path as the connector describes it, placeholders kept: the base URL's path, then the endpoint
     /// (`"/v1/todos/{id}"` for `https://api.example.com/v1` and `"/todos/{id}"`). Bounded, so fit for a span's name
-    /// or a metric's label, where the URL is not. A query written into the endpoint keeps its sensitive values
-    /// hidden (`"/items?api_key=<redacted>"`), as ``ConnectRequest/redactedURL`` hides them. Empty for a request built elsewhere
+    /// or a metric's label, where the URL is not, as long as endpoints name their IDs as placeholders: an endpoint
+    /// with an ID written in (`request("/todos/1")`, `"/todos/\(id)"`) is its own template, one per ID. A query
+    /// written into the endpoint keeps its sensitive values hidden (`"/items?api_key=<redacted>"`), as
+    /// ``ConnectRequest/redactedURL`` hides them. Empty for a request built elsewhere
     /// (``Connect/stream(_:name:options:streaming:)``), whose concrete path may hold IDs: name it by ``name`` then.
     public let pathTemplate: String
     /// The request as it enters the pipeline, before the middlewares.

@@ -17,7 +17,8 @@ import Foundation
 /// the base URL's path, then the connector's endpoint, such as `/v1/todos/{id}`) or, for a request built
 /// elsewhere, which has no template, `swiftconnect.call` (the name it was given, such as an OpenAPI operation's
 /// ID), and `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so
-/// that label sets stay bounded:
+/// that label sets stay bounded, as long as endpoints name their IDs as placeholders (`/todos/{id}`; an endpoint
+/// with the ID written in, `request("/todos/1")`, is a template of its own):
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |
