@@ -135,14 +135,7 @@ final class StreamParsingReferenceTests: XCTestCase {
                 cuts.insert(Int.random(in: 0...input.count, using: &random))
             }
             let offsets = cuts.sorted()
-            let whole = Data(input)
-            var chunks: [Data] = []
-            var start = 0
-            for offset in offsets {
-                chunks.append(whole[start..<offset])
-                start = offset
-            }
-            chunks.append(whole[start...])
+            let chunks = Self.chunks(of: input, cutAt: offsets)
             var parser = ServerSentEventParser()
             var events: [ServerSentEvent] = []
             for chunk in chunks { events += try parser.append(chunk) }
@@ -193,14 +186,7 @@ final class StreamParsingReferenceTests: XCTestCase {
             for _ in 0..<Int.random(in: 0...6, using: &random) where !input.isEmpty {
                 cuts.insert(Int.random(in: 0...input.count, using: &random))
             }
-            let whole = Data(input)
-            var chunks: [Data] = []
-            var start = 0
-            for offset in cuts.sorted() {
-                chunks.append(whole[start..<offset])
-                start = offset
-            }
-            chunks.append(whole[start...])
+            let chunks = Self.chunks(of: input, cutAt: cuts.sorted())
             var lines: [String] = []
             for try await line in ResponseLines(ReferenceChunks(chunks: chunks)) { lines.append(line) }
             XCTAssertEqual(lines, expected, "round \(round) \(input) cut \(cuts.sorted())")
@@ -303,14 +289,7 @@ extension StreamParsingReferenceTests {
             for _ in 0..<Int.random(in: 0...6, using: &random) where !input.isEmpty {
                 cuts.insert(Int.random(in: 0...input.count, using: &random))
             }
-            let whole = Data(input)
-            var chunks: [Data] = []
-            var start = 0
-            for offset in cuts.sorted() {
-                chunks.append(whole[start..<offset])
-                start = offset
-            }
-            chunks.append(whole[start...])
+            let chunks = Self.chunks(of: input, cutAt: cuts.sorted())
             let text = String(decoding: input, as: UTF8.self).debugDescription
             var viewed: [ServerSentEvent] = []
             var failed = false
@@ -382,14 +361,7 @@ extension StreamParsingReferenceTests {
             for _ in 0..<Int.random(in: 0...6, using: &random) where !input.isEmpty {
                 cuts.insert(Int.random(in: 0...input.count, using: &random))
             }
-            let whole = Data(input)
-            var chunks: [Data] = []
-            var start = 0
-            for offset in cuts.sorted() {
-                chunks.append(whole[start..<offset])
-                start = offset
-            }
-            chunks.append(whole[start...])
+            let chunks = Self.chunks(of: input, cutAt: cuts.sorted())
             var lines: [String] = []
             var failed = false
             do {
