@@ -494,8 +494,9 @@ enum RecordingRedaction {
             components.percentEncodedFragment = redactedForm(fragment)
             changed = true
         }
-        if redactedPathParameters(components.percentEncodedPath) != components.percentEncodedPath {
-            components.percentEncodedPath = redactedPathParameters(components.percentEncodedPath)
+        let path = redactedPathParameters(components.percentEncodedPath)
+        if path != components.percentEncodedPath {
+            components.percentEncodedPath = path
             changed = true
         }
         return changed ? components.string ?? placeholder("url") : text
