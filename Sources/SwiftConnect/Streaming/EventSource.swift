@@ -117,6 +117,13 @@ public struct EventSource: AsyncSequence {
                         // A cancellation while waiting for the answer, or an answer that fails the source: it is
                         // over, as after a failure while reading, and a later `next()` sends no request.
                         isFinished = true
+                        // The first connection's failure leaves the ID the app saved (on the connector, its options
+                        // or a middleware's request) as the last event ID, where an app that saves it again finds it.
+                        if !hasConnected, lastEventID.isEmpty,
+                            let saved = (error as? ConnectError)?.request?.value(forHTTPHeaderField: "Last-Event-ID")
+                        {
+                            lastEventID = saved
+                        }
                         throw error
                     }
                     guard let opened else {

@@ -40,7 +40,8 @@ public struct ServerSentEvent: Sendable, Hashable {
     /// The last event ID in effect when the event was dispatched: the value of the latest `id` field, of this
     /// event's block or an earlier one; `nil` when no `id` field has set one yet.
     ///
-    /// An empty `id` field resets the ID: the events after it have `""`. Keep the last ID you processed and send it
+    /// An empty `id` field resets the ID: the events after it on that connection have `""` (a connection that
+    /// resumes with no ID, as after a reset, starts again from `nil`). Keep the last ID you processed and send it
     /// in the `Last-Event-ID` header when you reconnect (unless it is empty), so that the server resumes after it.
     public var id: String?
     /// The reconnection time in milliseconds that a `retry` field of this event's block set; `nil` when the block

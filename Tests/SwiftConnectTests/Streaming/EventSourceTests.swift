@@ -131,6 +131,26 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(source.lastEventID, "")
     }
 
+    /// A feed resumed from a saved ID whose first answer fails the source: the iterator's last event ID is still the
+    /// saved one, as its documentation says, so an app that saves it again keeps its place in the feed.
+    func testAFirstAnswerThatFailsTheSourceKeepsTheSavedID() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: [.json(["not": "events"])])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let saved = Route(
+            "/events", baseURL: URL(string: "https://api.example.com")!,
+            headers: [HTTPHeader(name: "Last-Event-ID", value: "41")])
+
+        var source = connect.eventSource(saved, reconnection: EventSourceReconnection(delay: 0)).makeAsyncIterator()
+        do {
+            _ = try await source.next()
+            XCTFail("a JSON answer must fail the source")
+        } catch {
+            XCTAssertEqual((error as? ConnectError)?.kind, .rejected)
+        }
+        XCTAssertEqual(source.lastEventID, "41")
+    }
+
     func testAnswerThatIsNotAnEventStreamFailsTheSource() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/events", with: .json(["not": "events"]))
