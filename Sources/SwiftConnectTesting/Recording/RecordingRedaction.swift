@@ -295,7 +295,7 @@ enum RecordingRedaction {
     }
 
     /// `text` with every absolute URL it quotes redacted as ``redactedURLText(_:)`` redacts a `Location`.
-    private static func redactedURLsQuoted(in text: String) -> String {
+    static func redactedURLsQuoted(in text: String) -> String {
         Redaction.urlsInText(text, showing: redactedURLText)
     }
 

@@ -283,17 +283,23 @@ extension RecordingTransport {
         if let error = error as? ConnectError {
             guard error.kind != .cancelled else { return nil }
             return HAR.Failure(
-                kind: error.kind.rawValue, message: secrets.hiding(in: error.message),
+                kind: error.kind.rawValue, message: shown(error.message, secrets: secrets),
                 urlErrorCode: error.urlError?.code.rawValue)
         }
         if let error = error as? URLError {
             let kind = ConnectError.Kind(error.code)
             guard kind != .cancelled else { return nil }
             return HAR.Failure(
-                kind: kind.rawValue, message: secrets.hiding(in: error.localizedDescription),
+                kind: kind.rawValue, message: shown(error.localizedDescription, secrets: secrets),
                 urlErrorCode: error.code.rawValue)
         }
-        return HAR.Failure(kind: ConnectError.Kind.transport.rawValue, message: secrets.hiding(in: "\(error)"))
+        return HAR.Failure(kind: ConnectError.Kind.transport.rawValue, message: shown("\(error)", secrets: secrets))
+    }
+
+    /// A failure's message as recorded: the secrets of the URLs it quotes (a transport's own error naming where it
+    /// failed) hidden as a `Location`'s are, then the request's secret values.
+    private static func shown(_ message: String, secrets: SecretValues) -> String {
+        secrets.hiding(in: RecordingRedaction.redactedURLsQuoted(in: message))
     }
 
     /// The `_failure` of an exchange cancelled `milliseconds` after it started, when that is at or past the request's

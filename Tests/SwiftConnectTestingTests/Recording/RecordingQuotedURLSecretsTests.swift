@@ -15,6 +15,26 @@ import XCTest
 final class RecordingQuotedURLSecretsTests: XCTestCase {
     private let secrets = SecretValues(values: [])
 
+    /// A failure's message quoting a URL (a transport's own error, a platform error's description) keeps the URL's
+    /// shape in the recording, not its secrets, as `ConnectError.description` shows it.
+    func testTheSecretsOfAURLAFailureQuotesStayOutOfTheRecording() throws {
+        struct RelayFailed: Error, CustomStringConvertible {
+            var description: String { "relay to https://edge.test/cb?access_token=at-424242&x=1 failed" }
+        }
+        let connectError = ConnectError(
+            .cannotConnect, message: "cannot reach https://u:pw-777@edge.test/?api_key=k-31337")
+        // When
+        let recorded = [
+            try XCTUnwrap(RecordingTransport.failure(RelayFailed(), secrets: secrets)).message,
+            try XCTUnwrap(RecordingTransport.failure(connectError, secrets: secrets)).message,
+        ]
+        // Then
+        for text in recorded {
+            for secret in ["at-424242", "pw-777", "k-31337"] { XCTAssertFalse(text.contains(secret), text) }
+        }
+        XCTAssertTrue(recorded[0].hasPrefix("relay to https://edge.test/cb?access_token="), recorded[0])
+    }
+
     func testTheSecretsOfAURLAJSONAnswerQuotesStayOutOfTheRecording() {
         // Given: a presigned download URL, in an object and in an array
         let answer = Data(
