@@ -291,7 +291,6 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             affinity.release(ticket)
             throw error
         }
-        let failuresBefore = relay?.failureCount ?? 0
         // The delegate API, not `execute(_:deadline:)`: the async API's body drops the last parts of a body whose
         // connection fails (`ResponseDelivery`). No deadline for AsyncHTTPClient: the core's exchange holds the hop's
         // deadline and cancels the hop when it passes, which cancels the task; a deadline given here too would cost
@@ -321,19 +320,17 @@ extension AsyncHTTPClientTransport: HTTPEngine {
             writer.stop()
             delivery.ended()
         }
-        let head: HTTPResponseHead
-        do {
-            head = try await withTaskCancellationHandler {
-                try await delivery.head()
-            } onCancel: {
-                // The body's end first: AsyncHTTPClient then completes a write it holds back (see `BodyWriter.stop`).
-                writer.stop()
-                task.cancel()
-            }
-        } catch {
-            // Through a relay, AsyncHTTPClient only sees its connection close: the relay knows why.
-            if let failure = relay?.failure(since: failuresBefore) { throw failure }
-            throw error
+        let head = try await withTaskCancellationHandler {
+            try await delivery.head()
+        } onCancel: {
+            // The body's end first: AsyncHTTPClient then completes a write it holds back (see `BodyWriter.stop`).
+            writer.stop()
+            task.cancel()
+        }
+        // Through a relay, a connection to the origin that failed is answered by the relay, naming its failure.
+        if let failure = relay?.failure(answering: head) {
+            if delivery.stop() { task.cancel() }
+            throw failure
         }
         if !decodedContentCodings.isEmpty,
             let coding = ResponseDelivery.transferCoding(of: head, isHead: hop.head.method == .head)

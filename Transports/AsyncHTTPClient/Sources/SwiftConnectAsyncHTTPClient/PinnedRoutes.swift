@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import NIOHTTP1
 import NIOPosix
 import NIOSSL
 import NIOTLS
@@ -18,7 +19,8 @@ import NIOTLS
 /// directory only this user may open. Each connection AsyncHTTPClient opens there is relayed to the origin over a
 /// TLS connection whose handshake ``PinnedTrust`` judges. The relay reads nothing from AsyncHTTPClient's side until
 /// the handshake is done and the validated chain has a pinned key, so a request to a server that fails its pins
-/// never leaves the process. What it costs, as the transport's documentation says: pinned hosts are spoken to over
+/// never leaves the process: on a connection that failed, it reads the request only to drop it and answer it with
+/// that connection's failure, which the request then reports (``Relay/failure(answering:)``). What it costs, as the transport's documentation says: pinned hosts are spoken to over
 /// HTTP/1.1, directly (never through a proxy), through one more in-process hop. A host the client's configuration
 /// maps to another in its `dnsOverride` is connected to there, as AsyncHTTPClient would, and named and checked by its
 /// own name.
@@ -190,13 +192,11 @@ final class Relay: Sendable {
         self.dialer = dialer
     }
 
-    /// How many connections to the origin have failed so far: read before a request, so that a failure during it
-    /// can be told apart (``failure(since:)``).
-    var failureCount: Int { dialer.failures.withLockedValue { $0.count } }
-
-    /// The last failure to connect to the origin, if one happened after `count` failures.
-    func failure(since count: Int) -> PinnedFailure? {
-        dialer.failures.withLockedValue { $0.count > count ? $0.last : nil }
+    /// The failure of the connection `head` came over, taken once, if `head` is the relay's own answer on a
+    /// connection to the origin that failed (``FailureAnswers``), else `nil`: each request learns its own connection's
+    /// failure, never another's to the same host.
+    func failure(answering head: HTTPResponseHead) -> PinnedFailure? {
+        dialer.answers.failure(answering: head, host: dialer.host)
     }
 
     /// How many relayed connections have ended with a failure on the origin's side so far (a TLS connection closed
@@ -216,14 +216,14 @@ struct Dialer: Sendable {
     let context: NIOSSLContext
     let trust: PinnedTrust
     let connectTimeout: TimeAmount
-    /// Failed connections: how many, and the last one's cause.
-    let failures = NIOLockedValueBox<(count: Int, last: PinnedFailure?)>((0, nil))
+    /// The failures of connections, answered to AsyncHTTPClient's requests on them.
+    let answers = FailureAnswers()
     /// Relayed connections that ended with a failure on the origin's side (``Relay/brokenConnectionCount``).
     let brokenConnections = NIOLockedValueBox(0)
 
     /// Connects `child` (AsyncHTTPClient's connection, not read yet) to the origin. Once the handshake has passed
-    /// trust and pins, the two are glued and `child` is read; otherwise the failure is recorded and `child` closed,
-    /// none of its bytes read.
+    /// trust and pins, the two are glued and `child` is read; otherwise the request on `child` is answered with the
+    /// failure (``FailureAnswer``), its bytes dropped, none sent.
     func accept(_ child: any Channel) -> EventLoopFuture<Void> {
         let handshake = child.eventLoop.makePromise(of: Void.self)
         let verdict = NIOLockedValueBox<PinnedFailure?>(nil)
@@ -261,7 +261,7 @@ struct Dialer: Sendable {
             child.closeFuture.whenComplete { _ in upstream.close(promise: nil) }
         }
         upstream.flatMap { upstream in handshake.futureResult.map { upstream } }.whenComplete {
-            [failures, brokenConnections] result in
+            [answers, brokenConnections] result in
             switch result {
             case .success(let upstream):
                 do {
@@ -275,12 +275,81 @@ struct Dialer: Sendable {
                 }
             case .failure(let error):
                 let failure = verdict.withLockedValue { $0 } ?? .connection(error)
-                failures.withLockedValue { $0 = ($0.count + 1, failure) }
-                child.close(promise: nil)
                 upstream.whenSuccess { $0.close(promise: nil) }
+                // The request on `child` is answered with its failure's number, its bytes read and dropped: a close
+                // would reach AsyncHTTPClient as any close does, telling no request which failure is its own.
+                do {
+                    try child.pipeline.syncOperations.addHandler(FailureAnswer(failure: failure, answers: answers))
+                    child.setOption(.autoRead, value: true).whenFailure { _ in child.close(promise: nil) }
+                } catch {
+                    child.close(promise: nil)
+                }
             }
         }
         return child.eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// The failures of a relay's connections to the origin (its handshake, trust or pins), each told to the request
+/// AsyncHTTPClient sends on the connection that failed: the relay reads that request only to drop it, and answers it
+/// with a response whose field ``header`` names the failure (``FailureAnswer``). That request, and no other, takes
+/// the failure (``failure(answering:host:)``). The field's value starts with a random number of this relay's, so an
+/// origin's own answer is never taken for one.
+final class FailureAnswers: Sendable {
+    /// The field of an answer: this relay's number, a dash, the failure's.
+    static let header = "X-SwiftConnect-Pinned-Failure"
+    private let token = UInt64.random(in: 1...UInt64.max)
+    private let state = NIOLockedValueBox<(next: UInt64, failures: [UInt64: PinnedFailure])>((0, [:]))
+    /// How many answered failures are kept for their requests: an answer whose request was given up is never taken.
+    static let limit: UInt64 = 1_024
+
+    /// The head that answers a request with `failure`, which is kept until that request takes it.
+    func answer(with failure: PinnedFailure) -> String {
+        let id = state.withLockedValue { state in
+            defer { state.next += 1 }
+            state.failures[state.next] = failure
+            if state.next >= Self.limit { state.failures[state.next - Self.limit] = nil }
+            return state.next
+        }
+        return "HTTP/1.1 502 Bad Gateway\r\n\(Self.header): \(token)-\(id)\r\nContent-Length: 0\r\n"
+            + "Connection: close\r\n\r\n"
+    }
+
+    /// The failure `head` answers, taken, or `nil` if `head` is not one of these answers. An answer whose failure was
+    /// no longer kept (more than ``limit`` answered since, none taken) still fails: as a connection to `host` lost
+    /// before anything was sent.
+    func failure(answering head: HTTPResponseHead, host: String) -> PinnedFailure? {
+        guard let value = head.headers.first(name: Self.header), value.hasPrefix("\(token)-"),
+            let id = UInt64(value.dropFirst("\(token)-".count))
+        else { return nil }
+        return state.withLockedValue { $0.failures.removeValue(forKey: id) }
+            ?? .connection(HTTPClientError.remoteConnectionClosed)
+    }
+}
+
+/// Answers the first read of a connection whose origin failed with that failure (``FailureAnswers``), and drops what
+/// it reads; AsyncHTTPClient closes the connection after the answer (`Connection: close`).
+private final class FailureAnswer: ChannelInboundHandler {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    private let failure: PinnedFailure
+    private let answers: FailureAnswers
+    private var answered = false
+
+    init(failure: PinnedFailure, answers: FailureAnswers) {
+        self.failure = failure
+        self.answers = answers
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !answered else { return }
+        answered = true
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: answers.answer(with: failure))), promise: nil)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        context.close(promise: nil)
     }
 }
 

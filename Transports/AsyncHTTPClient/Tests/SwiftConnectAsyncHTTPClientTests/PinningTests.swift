@@ -447,3 +447,66 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(server.requestCount, 0, "the pinned host was never reached")
     }
 }
+
+extension PinningTests {
+    /// A pinned host's failure is the request's whose connection failed, not another's to the same host: a request
+    /// sent over a connection that passed its pins, whose connection then closes unanswered, fails as
+    /// `.connectionLost` (retried for a safe method; it was sent), though another connection to that host failed its
+    /// pins meanwhile. Before, the relay kept the last failure per host, and any request failing while it was new
+    /// reported it: `.certificatePinning`, "nothing was sent", for a request the server had received.
+    func testAnotherConnectionsPinFailureIsNotThisRequests() throws {
+        let stranger = try ThrowawayPKI()
+        let arrived = expectation(description: "the first request arrived")
+        let switching = try SwitchingTLSServer(identities: [pki, stranger]) { arrived.fulfill() }
+        defer { switching.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate, stranger.caCertificate])
+        configuration.tlsConfiguration = tls
+        let transport = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        addTeardownBlock { try await transport.shutdown() }
+
+        // The first connection presents the pinned key: the request goes, and is held there unanswered.
+        let sent = transport.send(request(switching.baseURL))
+        wait(for: [arrived], timeout: 10)
+        // The second presents another key, which its trust roots trust: refused, nothing sent.
+        let refused = try failure(of: transport, request(switching.baseURL))
+        XCTAssertEqual(refused.kind, .certificatePinning, refused.description)
+        switching.dropHeld()
+        let result = try sent.waitForResult(timeout: 10)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("expected a failure: \(result)") }
+        XCTAssertEqual(error.kind, .connectionLost, error.description)
+        XCTAssertEqual(switching.requestCount, 1)
+    }
+
+    /// Each of many requests at once to a host that fails its pins fails typed, with its own connection's failure,
+    /// nothing sent.
+    func testConcurrentRequestsToAHostThatFailsItsPinsEachFailTyped() throws {
+        let transport = try transport(pinning: ["localhost": [otherPin]])
+
+        let sent = (0..<40).map { _ in transport.send(request()) }
+
+        for future in sent {
+            let result = try future.waitForResult(timeout: 10)
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+            XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// A large upload to a host that fails its pins: refused, typed, nothing sent, though the relay answers the
+    /// request while its body is still on its way.
+    func testALargeUploadToAHostThatFailsItsPinsIsRefusedTyped() throws {
+        let transport = try transport(pinning: ["localhost": [otherPin]])
+        var upload = request()
+        upload.httpMethod = "POST"
+        upload.httpBody = Data(count: 8 << 20)
+
+        let error = try failure(of: transport, upload)
+
+        XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        XCTAssertEqual(server.requestCount, 0)
+    }
+}
