@@ -79,7 +79,7 @@ final class PinnedRoutes: Sendable {
     ///
     /// - Throws: The core's refusal (`CertificatePins.refusal(of:by:checksHandshake:)`: plain `http`
     ///   to a pinned host), or ``PinnedFailure`` when this transport cannot reach the host pinned (certificate
-    ///   verification off, a proxy, trust roots that cannot be read).
+    ///   verification off, a proxy, trust roots that cannot be read, a relay that cannot start).
     func relay(for hop: EngineRequest) async throws -> Relay? {
         if !pins.isEmpty, let reason = unusableForEveryHost { throw PinnedFailure.unusableForEveryHost(reason: reason) }
         guard !pins.isEmpty, let url = hop.head.url, let host = url.host.map(Self.bare), pins.pins(for: host) != nil
@@ -133,7 +133,9 @@ final class PinnedRoutes: Sendable {
             return Relay(socketPath: path, server: server, dialer: dialer)
         } catch {
             _ = state.withLockedValue { $0.relays.removeValue(forKey: key) }
-            throw error
+            if error is PinnedFailure { throw error }
+            // Its socket, its directory or its TLS context: nothing can reach the host pinned, so nothing is sent.
+            throw PinnedFailure.unusable(host: host, reason: "its relay cannot start (\(error))")
         }
     }
 

@@ -509,4 +509,26 @@ extension PinningTests {
         XCTAssertEqual(error.kind, .certificatePinning, error.description)
         XCTAssertEqual(server.requestCount, 0)
     }
+
+    /// A relay that cannot start (its socket's directory cannot be made) refuses the pinned host, typed and naming
+    /// it, nothing sent; the next request, once it can, goes through. Before, the request failed with `.transport`
+    /// ("the request failed: …"), which says nothing of pinning and is retried as a transport failure.
+    func testAPinnedHostWhoseRelayCannotStartIsRefusedTyped() throws {
+        let missing = "/tmp/sc-missing-\(UUID().uuidString.prefix(8))"
+        let previous = ProcessInfo.processInfo.environment["TMPDIR"]
+        setenv("TMPDIR", missing, 1)
+        defer {
+            if let previous { setenv("TMPDIR", previous, 1) } else { unsetenv("TMPDIR") }
+        }
+        let transport = try transport(pinning: ["localhost": [try serverPin]])
+
+        let error = try failure(of: transport, request())
+
+        XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        XCTAssertTrue(error.message.contains("localhost"), error.message)
+        XCTAssertTrue(error.message.contains("relay"), error.message)
+        XCTAssertEqual(server.requestCount, 0)
+        if let previous { setenv("TMPDIR", previous, 1) } else { unsetenv("TMPDIR") }
+        XCTAssertEqual(try transport.send(request()).wait(timeout: 10).statusCode, 200)
+    }
 }
