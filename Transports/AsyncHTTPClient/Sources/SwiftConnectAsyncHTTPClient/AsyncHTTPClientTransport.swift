@@ -43,8 +43,8 @@ import NIOSSL
 /// chain without a pinned key fails with ``SwiftConnect/ConnectError/Kind/certificatePinning`` naming the host.
 /// AsyncHTTPClient has no hook into its own handshakes, so the transport connects to pinned hosts itself and relays
 /// AsyncHTTPClient's connections to them through a Unix socket in a private temporary directory. Pinned hosts are
-/// therefore spoken to over HTTP/1.1, directly rather than through a proxy (a configuration with a proxy or a
-/// `localAddress` has them refused, nothing sent; its `dnsOverride` still applies: a pinned host it maps elsewhere is
+/// therefore spoken to over HTTP/1.1, directly rather than through a proxy (a configuration with a proxy, a
+/// `localAddress` or a `dnsResolver` of `.randomized` has them refused, nothing sent; its `dnsOverride` still applies: a pinned host it maps elsewhere is
 /// connected to there, and checked by its own name); other hosts are unaffected. A pinned host's body that ends with
 /// its connection (no length, not chunked) fails with
 /// ``SwiftConnect/ConnectError/Kind/connectionLost`` when its TLS connection ends without `close_notify`, as for an
@@ -126,8 +126,8 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - eventLoopGroup: The event loops the client runs on. Defaults to AsyncHTTPClient's shared group.
     ///   - pins: Certificate pins, checked during the handshake (see "Certificate pinning" above), with the
     ///     configuration's `tlsConfiguration` for trust. A pinned host is refused, nothing sent, when it cannot be
-    ///     reached pinned: over plain `http`, with certificate verification off, through the configuration's proxy, or
-    ///     with its `localAddress` set.
+    ///     reached pinned: over plain `http`, with certificate verification off, through the configuration's proxy,
+    ///     with its `localAddress` set, or with its `dnsResolver` `.randomized`.
     public init(
         configuration: HTTPClient.Configuration = AsyncHTTPClientTransport.defaultConfiguration,
         eventLoopGroup: any EventLoopGroup = HTTPClient.defaultEventLoopGroup,
@@ -160,7 +160,8 @@ public final class AsyncHTTPClientTransport: Transport {
     ///   - client: The client, configured with `redirectConfiguration: .disallow`.
     ///   - pins: Certificate pins, checked during the handshake as with ``init(configuration:eventLoopGroup:pins:)``:
     ///     a pinned host is refused, nothing sent, when it cannot be reached pinned, over plain `http`, with
-    ///     certificate verification off, or when the client goes through a proxy or sets a `localAddress`.
+    ///     certificate verification off, or when the client goes through a proxy, sets a `localAddress` or resolves
+    ///     with a `dnsResolver` of `.randomized`.
     ///   - tlsConfiguration: The TLS configuration of the connections to pinned hosts, whose trust roots validate
     ///     their chains. Defaults to the client's own, else NIOSSL's client configuration (the system's trust roots).
     ///
@@ -189,8 +190,10 @@ public final class AsyncHTTPClientTransport: Transport {
     }
 
     /// Why pinned hosts cannot be reached over a client with `configuration`, or `nil`: a proxy (the relay connects
-    /// directly), or a `localAddress`, which the client binds every connection to, the one to a relay's Unix socket
-    /// too (the bind fails with `EINVAL`).
+    /// directly), a `localAddress`, which the client binds every connection to, the one to a relay's Unix socket
+    /// too (the bind fails with `EINVAL`), or a `dnsResolver` of `.randomized`, which the client makes for every
+    /// connection, the one to a relay's Unix socket too, where it is never used (a debug build stops over its
+    /// leaked promise).
     static func whyPinnedHostsCannotBeReached(over configuration: HTTPClient.Configuration, whose owner: String)
         -> String?
     {
@@ -198,6 +201,12 @@ public final class AsyncHTTPClientTransport: Transport {
         if configuration.localAddress != nil {
             return "\(owner) binds its connections to a localAddress, which the connection to a pinned host's relay "
                 + "(a Unix socket) cannot take"
+        }
+        if configuration.dnsResolver == .randomized {
+            // AsyncHTTPClient 1.37 makes the resolver for every connection, and a Unix socket's never resolves: NIO
+            // stops a debug build over the promise it leaks. The relay would have to resolve the host itself.
+            return "\(owner) resolves with dnsResolver .randomized, which AsyncHTTPClient cannot apply to the "
+                + "connection to a pinned host's relay (a Unix socket): a debug build stops there"
         }
         return nil
     }

@@ -225,6 +225,41 @@ final class PinningTests: TLSServerTestCase {
         XCTAssertEqual(elsewhere.requestCount, 2)
     }
 
+    /// A configuration whose `dnsResolver` is `.randomized` has its pinned hosts refused, typed and naming why,
+    /// nothing sent, on a transport's own client and on an app's; other hosts go as usual. AsyncHTTPClient 1.37 gives
+    /// that resolver to its connection to a pinned host's relay too, a Unix socket, which never resolves with it: NIO
+    /// stopped the process over the promise it leaked ("leaking promise created at GetaddrinfoResolver.swift:74") in
+    /// a debug build, and the relay ignored the setting (the pinned host was resolved in `getaddrinfo`'s order).
+    func testAPinnedHostIsRefusedWhenTheConfigurationRandomizesDNS() throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        configuration.dnsResolver = .randomized
+        configuration.redirectConfiguration = .disallow
+        let pins = try CertificatePins(["localhost": [try serverPin]])
+        let transport = AsyncHTTPClientTransport(configuration: configuration, pins: pins)
+        let client = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let overClient = AsyncHTTPClientTransport(client: client, pins: pins)
+        let unpinned = AsyncHTTPClientTransport(configuration: configuration)
+        addTeardownBlock {
+            try await transport.shutdown()
+            try await overClient.shutdown()
+            try await client.shutdown()
+            try await unpinned.shutdown()
+        }
+
+        for transport in [transport, overClient] {
+            let refusal = try failure(of: transport, request())
+
+            XCTAssertEqual(refusal.kind, .certificatePinning, refusal.description)
+            XCTAssertTrue(refusal.message.contains("localhost"), refusal.message)
+            XCTAssertTrue(refusal.message.contains("dnsResolver"), refusal.message)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+        XCTAssertEqual(String(decoding: try unpinned.send(request()).wait(timeout: 10).data, as: UTF8.self), "HTTP/2")
+    }
+
     /// A configuration with a `localAddress` binds every connection of the client to it, the one to a pinned host's
     /// Unix socket too, which cannot take an IP address: the pinned host is refused, typed and naming why, nothing
     /// sent, as through a proxy. Before, every pinned request failed with `.transport` ("bind(descriptor:ptr:bytes:):
