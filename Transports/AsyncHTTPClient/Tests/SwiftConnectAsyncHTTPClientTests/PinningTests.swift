@@ -545,6 +545,58 @@ extension PinningTests {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    /// A transport shut down while a pinned request is held by its server: the request ends, cancelled, the shutdown
+    /// returns, and the relay's socket and directory are gone.
+    func testAShutdownDuringAPinnedRequestEndsItAndLeavesNoSocket() throws {
+        let temporary = "/tmp/sc-life-\(UUID().uuidString.prefix(8))"
+        try FileManager.default.createDirectory(atPath: temporary, withIntermediateDirectories: false)
+        let previous = ProcessInfo.processInfo.environment["TMPDIR"]
+        setenv("TMPDIR", temporary, 1)
+        defer {
+            if let previous { setenv("TMPDIR", previous, 1) } else { unsetenv("TMPDIR") }
+            try? FileManager.default.removeItem(atPath: temporary)
+        }
+        let arrived = expectation(description: "the request arrived")
+        let holding = try SwitchingTLSServer(identities: [pki]) { arrived.fulfill() }
+        defer { holding.stop() }
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        let transport = AsyncHTTPClientTransport(
+            configuration: configuration, pins: try CertificatePins(["localhost": [try serverPin]]))
+        let sent = transport.send(request(holding.baseURL))
+        wait(for: [arrived], timeout: 10)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: temporary).count, 1)
+
+        let shutDown = expectation(description: "shut down")
+        Task {
+            try await transport.shutdown()
+            shutDown.fulfill()
+        }
+        wait(for: [shutDown], timeout: 10)
+        let result = try sent.waitForResult(timeout: 10)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("expected a failure: \(result)") }
+        XCTAssertEqual(error.kind, .cancelled, error.description)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: temporary), [])
+    }
+
+    /// A pinned host is never reached over a connection AsyncHTTPClient made for another name of the same server:
+    /// after an unpinned name's request over its own HTTP/2 connection, the pinned name still fails its (wrong) pin,
+    /// nothing sent over that connection.
+    func testAPinnedHostDoesNotReuseAnUnpinnedNamesHTTP2Connection() throws {
+        let transport = try transport(pinning: ["localhost": [otherPin]])
+        let unpinned = URL(string: "https://127.0.0.1:\(server.baseURL.port!)")!
+
+        let response = try transport.send(request(unpinned)).wait(timeout: 10)
+        let error = try failure(of: transport, request())
+
+        XCTAssertEqual(String(decoding: response.data, as: UTF8.self), "HTTP/2")
+        XCTAssertEqual(error.kind, .certificatePinning, error.description)
+        XCTAssertEqual(server.requestCount, 1)
+    }
+
     /// A relay that cannot start (its socket's directory cannot be made) refuses the pinned host, typed and naming
     /// it, nothing sent; the next request, once it can, goes through. Before, the request failed with `.transport`
     /// ("the request failed: …"), which says nothing of pinning and is retried as a transport failure.
