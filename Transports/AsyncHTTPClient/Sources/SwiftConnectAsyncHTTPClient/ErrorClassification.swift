@@ -167,6 +167,11 @@ enum ErrorClassification {
             return (.invalidRequest, "the request's URL cannot be sent (\(error))")
         case .alreadyShutdown:
             return (.transport, "the AsyncHTTPClientTransport's client is shut down")
+        case .invalidLocalAddress:
+            // The client's configuration, every request alike: not the server's answer, and not worth a retry.
+            return (
+                .transport, "the client's configuration has a localAddress that is not an IP address: nothing was sent"
+            )
         case .bodyLengthMismatch:
             return (.transport, "the request body did not have the length announced (a file changed while sent?)")
         default:

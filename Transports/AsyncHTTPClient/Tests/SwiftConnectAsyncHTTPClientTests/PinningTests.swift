@@ -597,6 +597,26 @@ extension PinningTests {
         XCTAssertEqual(server.requestCount, 1)
     }
 
+    /// A configuration whose `localAddress` is not an IP address fails every request: typed as the client's
+    /// configuration, `.transport` (not retried: it fails the same way each time), saying so. Before, AsyncHTTPClient's
+    /// `invalidLocalAddress` was `.badResponse` ("the request failed"), which blames the server's answer and which a
+    /// `RetryPolicy` retries.
+    func testAnInvalidLocalAddressIsTheConfigurationsFailureNotTheServers() throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var tls = TLSConfiguration.makeClientConfiguration()
+        tls.trustRoots = .certificates([pki.caCertificate])
+        configuration.tlsConfiguration = tls
+        configuration.localAddress = "not-an-address"
+        let transport = AsyncHTTPClientTransport(configuration: configuration)
+        addTeardownBlock { try await transport.shutdown() }
+
+        let error = try failure(of: transport, request())
+
+        XCTAssertEqual(error.kind, .transport, error.description)
+        XCTAssertTrue(error.message.contains("localAddress"), error.message)
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     /// A relay that cannot start (its socket's directory cannot be made) refuses the pinned host, typed and naming
     /// it, nothing sent; the next request, once it can, goes through. Before, the request failed with `.transport`
     /// ("the request failed: …"), which says nothing of pinning and is retried as a transport failure.
