@@ -100,7 +100,7 @@ extension RequestBodyChunks {
     }
 
     /// These chunks, each told to `sent` as it is taken, checked against `length` when one was announced.
-    func counted(announcing length: Int64?, sent: @escaping @Sendable (Int64) -> Void) -> RequestBodyChunks {
+    package func counted(announcing length: Int64?, sent: @escaping @Sendable (Int64) -> Void) -> RequestBodyChunks {
         RequestBodyChunks { [make] in
             var iterator = make()
             var total: Int64 = 0

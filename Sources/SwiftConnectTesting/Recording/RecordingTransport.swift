@@ -54,7 +54,9 @@ import SwiftConnect
 ///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
 ///   (`_bodyFailure`: a stream the reader stopped reading too, so that a replay read further fails there rather than
 ///   end as if complete); replay hands the pieces over in order, then the same typed error. A one-shot request
-///   body (from an `InputStream` or an async sequence) is read whole for matching and recorded like any body.
+///   body (from an `InputStream` or an async sequence) is read whole for matching and recorded like any body; one
+///   that gives more or fewer bytes than the length it announces fails as every engine fails it
+///   (``SwiftConnect/ConnectError/Kind/invalidRequest``), neither matched nor sent.
 /// - **Time**: replay is instant, or, with `replaysLatencies`, takes each exchange's recorded time, a stream's pieces
 ///   coming at their recorded moments (a test of an idle timeout or of a reconnection). ``retryClock`` makes the
 ///   retry policy's waits instant in replay. Instant replay still keeps the deadlines by the recorded times: an
@@ -265,12 +267,15 @@ public final class RecordingTransport: Transport, Sendable {
         }
         guard case .stream(let stream) = request.body else { return answer(request, live: request, transfer: transfer) }
         // A one-shot body is read whole first: matching and the file need its bytes. The wrapped transport still gets
-        // a one-shot body, as it would have.
+        // a one-shot body, as it would have. It is held to the length it announces, as every engine holds it: a body
+        // of another length fails with the core's error, neither matched nor sent.
         let promise = Promise<ConnectResponse>()
         let task = Task {
             do {
                 var bytes = Data()
-                for try await chunk in stream.chunks { bytes.append(chunk) }
+                for try await chunk in stream.chunks.counted(announcing: stream.length, sent: { _ in }) {
+                    bytes.append(chunk)
+                }
                 var readable = request
                 readable.body = .bytes(bytes)
                 var live = request
