@@ -21,7 +21,7 @@ package enum ReplacementFile {
     /// - Parameters:
     ///   - destination: The file to be replaced.
     ///   - suffix: What the file is (`download`, `partial`), at most 16 bytes.
-    static func url(besides destination: URL, suffix: String) -> URL {
+    package static func url(besides destination: URL, suffix: String) -> URL {
         var name = Substring(destination.lastPathComponent)
         while name.utf8.count > namePrefixLimit { name = name.dropLast() }
         return destination.deletingLastPathComponent()

@@ -23,11 +23,24 @@ extension RecordingTransport {
                 + "make it with RecordingTransport(wrapping: URLSessionTransport())"
             return Future(error: RecordingError(.noTransport, message, fileURL: fileURL).connectError(for: request))
         }
+        // A download goes to a file of the recorder's beside the destination, put in place once the recording is
+        // written: a recording that cannot be written fails the call and leaves the destination as it was.
+        var sent = transfer
+        let download = transfer.destination.map { RecordedDownload(destination: $0, progress: transfer.progress) }
+        if let download {
+            do {
+                try TransferOptions.checkDestination(download.destination, request: request.urlRequest)
+            } catch {
+                return Future(error: error)
+            }
+            sent.destination = download.file
+            sent.progress = transfer.progress.map { _ in download.report }
+        }
         let started = Date()
         let start = DispatchTime.now().uptimeNanoseconds
         let promise = Promise<ConnectResponse>()
         recording.begin()
-        let live = upstream.send(request, transfer: transfer)
+        let live = upstream.send(request, transfer: sent)
         // Whether the exchange has been recorded (or let go): once, by its end or by the client's deadline.
         let isSettled = Protected(false)
         let settles: @Sendable () -> Bool = {
@@ -53,6 +66,7 @@ extension RecordingTransport {
         }
         live.observe { [self] result in
             guard settles() else {
+                download?.discard()
                 recording.end()
                 promise.completeIfPending(with: result)
                 return
@@ -60,6 +74,8 @@ extension RecordingTransport {
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000
             let timings = HAR.Timings(send: 0, wait: (elapsed * 1000).rounded() / 1000, receive: 0)
             let entry: HAR.Entry
+            // The body of a download, read from the wrapped transport's file.
+            var downloaded = Data()
             switch result {
             case .success(let response):
                 if let body = response.bodyStream {
@@ -74,8 +90,19 @@ extension RecordingTransport {
                 }
                 // A download's body is in the file the wrapped transport wrote: recorded from there.
                 var whole = response
-                if let file = response.fileURL, whole.data.isEmpty, let written = try? Data(contentsOf: file) {
-                    whole.data = written
+                if let file = response.fileURL {
+                    do {
+                        whole.data = try Data(contentsOf: file)
+                    } catch {
+                        download?.discard()
+                        recording.end()
+                        let failure = ConnectError.fileAccess(
+                            error, url: download?.destination ?? file, request: request.urlRequest)
+                        promise.completeIfPending(with: .failure(failure))
+                        return
+                    }
+                    whole.fileURL = nil
+                    downloaded = whole.data
                 }
                 let responseSecrets = secretsKnown(after: whole, adding: secrets)
                 entry = HAR.Entry(
@@ -83,6 +110,7 @@ extension RecordingTransport {
                     response: Self.archived(whole, to: request, secrets: responseSecrets),
                     timings: timings)
             case .failure(let error):
+                download?.discard()
                 guard let failure = Self.failure(error, secrets: secrets) else {
                     recording.end()
                     promise.completeIfPending(with: result)
@@ -93,12 +121,18 @@ extension RecordingTransport {
             defer { recording.end() }
             do {
                 try append(entry, request: redacted)
-                promise.completeIfPending(with: result)
             } catch {
+                download?.discard()
                 let message = "RecordingTransport could not write \(fileURL.path): \(error)"
                 let failure = RecordingError(.writeFailed, message, fileURL: fileURL)
                 promise.completeIfPending(with: .failure(failure.connectError(for: request)))
+                return
             }
+            guard let download, case .success(let response) = result, response.fileURL == download.file else {
+                promise.completeIfPending(with: result)
+                return
+            }
+            promise.completeIfPending(with: download.placed(response, body: downloaded, request: request))
         }
         return promise.future
     }
@@ -318,5 +352,54 @@ extension RecordingTransport {
         let formatter = ISO8601DateFormatter()
         formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
         return formatter.string(from: date)
+    }
+}
+
+/// A download being recorded: the wrapped transport writes it to ``file``, beside ``destination``, which gets it only
+/// once the exchange is in the recording; the last progress report (the body complete) is held until then.
+final class RecordedDownload: Sendable {
+    /// The caller's file.
+    let destination: URL
+    /// The file the wrapped transport writes, removed once its bytes are in place (or the call failed).
+    let file: URL
+    private let progress: (@Sendable (TransferProgress) -> Void)?
+    /// The report saying the body is complete, held until the file is in place.
+    private let lastReport = Protected<TransferProgress?>(nil)
+
+    init(destination: URL, progress: (@Sendable (TransferProgress) -> Void)?) {
+        self.destination = destination
+        file = ReplacementFile.url(besides: destination, suffix: "recording")
+        self.progress = progress
+    }
+
+    /// Passes a report on, or holds the last one: it says the download is in place, which is not true yet.
+    @Sendable func report(_ report: TransferProgress) {
+        if let total = report.totalBytesToReceive, report.bytesReceived >= total {
+            lastReport.withLock { $0 = report }
+        } else {
+            progress?(report)
+        }
+    }
+
+    /// Puts `body`, the download, in place (with the permissions of a file it replaces, as every engine does) and gives the
+    /// last progress report: `response`, naming the destination; or a ``SwiftConnect/ConnectError/Kind/fileAccess``
+    /// error, the destination left as it was.
+    func placed(_ response: ConnectResponse, body: Data, request: ConnectRequest) -> Result<ConnectResponse, any Error>
+    {
+        defer { discard() }
+        do {
+            try ReplacementFile.write(body, to: destination)
+        } catch {
+            return .failure(ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
+        }
+        if let report = lastReport.withLock({ $0 }) { progress?(report) }
+        var placed = response
+        placed.fileURL = destination
+        return .success(placed)
+    }
+
+    /// Removes the wrapped transport's file, if it wrote one.
+    func discard() {
+        try? FileManager.default.removeItem(at: file)
     }
 }

@@ -65,7 +65,9 @@ import SwiftConnect
 ///   deadline or after a silence longer than its `StreamingOptions.idleTimeout`.
 ///
 /// - **Files**: a body sent from a file is read whole for matching and recorded like any body; a download to a file
-///   is recorded from the file the wrapped transport wrote, and replay writes the recorded body to the destination
+///   is recorded from the file the wrapped transport wrote beside the destination, which gets it once the exchange is
+///   in the recording (a recording that cannot be written fails the call, the destination as it was, and the last
+///   progress report comes once it is in place); replay writes the recorded body to the destination
 ///   (after the same checks of it), so the caller gets the response with its ``SwiftConnect/ConnectResponse/fileURL``.
 ///   A download answered with an error status keeps the first MiB of its error page, as every transport does, and a
 ///   page the wrapped transport cut there is recorded as cut (`_bodyCut`): replayed, the error says so, as it did live.

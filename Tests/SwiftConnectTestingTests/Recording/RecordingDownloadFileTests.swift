@@ -1,0 +1,106 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A download recorded: the caller's file is written once, when the exchange is in the recording, and the recording
+/// holds the body the wrapped transport received, not what the destination held when it was read back.
+final class RecordingDownloadFileTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = try makeRecordingFolder(for: self)
+    }
+
+    /// The names in the folder, hidden ones included: a download's temporary file left behind shows here.
+    private func names(in folder: URL) throws -> [String] {
+        try FileManager.default.contentsOfDirectory(atPath: folder.path).sorted()
+    }
+
+    /// When the recording cannot be written, the call fails with the recorder's typed error and the caller's file
+    /// stays as it was: it was replaced before, although the call said it failed.
+    func testARecordedDownloadWhoseRecordingCannotBeWrittenLeavesTheDestinationAsItWas() throws {
+        // Given: a recording file whose folder cannot be made (a file holds its name), and a destination in place
+        let blocker = folder.appendingPathComponent("blocker")
+        try Data("a file".utf8).write(to: blocker)
+        let upstream = FakeTransport.answering(.data(Data("new report".utf8)))
+        let recorder = RecordingTransport(
+            fileURL: blocker.appendingPathComponent("exchange.har"), wrapping: upstream, mode: .record)
+        let downloads = folder.appendingPathComponent("downloads", isDirectory: true)
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        let destination = downloads.appendingPathComponent("report.bin")
+        try Data("old report".utf8).write(to: destination)
+        // When
+        let error = try failure(
+            of: recorder.send(
+                try connectRequest(.get, "http://api.test/report"), transfer: TransferOptions(destination: destination))
+        )
+        // Then: the recorder's error, the old file, nothing left beside it
+        XCTAssertEqual(try recordingError(of: error).reason, .writeFailed)
+        XCTAssertEqual(String(decoding: try Data(contentsOf: destination), as: UTF8.self), "old report")
+        XCTAssertEqual(try names(in: downloads), ["report.bin"])
+    }
+
+    /// A recorded download is written to its destination and to the recording, its last progress report coming once
+    /// the file is in place, and no temporary file is left.
+    func testARecordedDownloadIsInItsFileAndInTheRecordingWithNothingLeftBeside() throws {
+        // Given
+        let body = Data((0...255).map { UInt8($0) })
+        let upstream = FakeTransport.answering(.data(body))
+        let recorder = RecordingTransport(
+            fileURL: folder.appendingPathComponent("exchange.har"), wrapping: upstream, mode: .record)
+        let downloads = folder.appendingPathComponent("downloads", isDirectory: true)
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        let destination = downloads.appendingPathComponent("report.bin")
+        try Data("old report".utf8).write(to: destination)
+        let seen = Protected<[Data?]>([])
+        let transfer = TransferOptions(
+            destination: destination,
+            progress: { progress in
+                guard progress.totalBytesToReceive != nil else { return }
+                seen.withLock { $0.append(try? Data(contentsOf: destination)) }
+            })
+        // When
+        let response = try recorder.send(try connectRequest(.get, "http://api.test/report"), transfer: transfer).wait()
+        // Then
+        XCTAssertEqual(response.fileURL, destination)
+        XCTAssertEqual(response.data, Data())
+        XCTAssertEqual(try Data(contentsOf: destination), body)
+        XCTAssertEqual(try HAR(contentsOf: recorder.fileURL).log.entries.first?.response.content.data, body)
+        XCTAssertEqual(seen.snapshot, [body])
+        XCTAssertEqual(try names(in: downloads), ["report.bin"])
+    }
+
+    /// Through a real engine to a real server: the engine's reports pass, its last once the file is in place.
+    func testARecordedDownloadThroughAnEngineReportsItsEndOnceTheFileIsInPlace() throws {
+        // Given
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let body = LocalServer.generatedBytes(count: 300_000, seed: 3)
+        server.route("GET", "/report") { _ in .data(body) }
+        let recorder = RecordingTransport(
+            fileURL: folder.appendingPathComponent("exchange.har"), wrapping: URLSessionTransport(), mode: .record)
+        let downloads = folder.appendingPathComponent("downloads", isDirectory: true)
+        try FileManager.default.createDirectory(at: downloads, withIntermediateDirectories: true)
+        let destination = downloads.appendingPathComponent("report.bin")
+        let ends = Protected<[Data?]>([])
+        let transfer = TransferOptions(
+            destination: destination,
+            progress: { progress in
+                guard progress.totalBytesToReceive == progress.bytesReceived else { return }
+                ends.withLock { $0.append(try? Data(contentsOf: destination)) }
+            })
+        // When
+        let request = try connectRequest(.get, "\(server.baseURL.absoluteString)/report")
+        let response = try recorder.send(request, transfer: transfer).wait()
+        // Then
+        XCTAssertEqual(response.fileURL, destination)
+        XCTAssertEqual(try Data(contentsOf: destination), body)
+        XCTAssertEqual(ends.snapshot, [body])
+        XCTAssertEqual(try names(in: downloads), ["report.bin"])
+    }
+}
