@@ -23,16 +23,12 @@ extension RecordingTransport {
                 + "make it with RecordingTransport(wrapping: URLSessionTransport())"
             return Future(error: RecordingError(.noTransport, message, fileURL: fileURL).connectError(for: request))
         }
-        // A download goes to a file of the recorder's beside the destination, put in place once the recording is
-        // written: a recording that cannot be written fails the call and leaves the destination as it was.
+        // A download goes to a file of the recorder's beside the destination (checked already), put in place once the
+        // recording is written: a recording that cannot be written fails the call and leaves the destination as it
+        // was.
         var sent = transfer
         let download = transfer.destination.map { RecordedDownload(destination: $0, progress: transfer.progress) }
         if let download {
-            do {
-                try TransferOptions.checkDestination(download.destination, request: request.urlRequest)
-            } catch {
-                return Future(error: error)
-            }
             sent.destination = download.file
             sent.progress = transfer.progress.map { _ in download.report }
         }

@@ -114,14 +114,6 @@ extension RecordingTransport {
 
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if let destination = transfer.destination {
-            // The checks every transport makes before sending (a directory, a missing folder).
-            do {
-                try TransferOptions.checkDestination(destination, request: request.urlRequest)
-            } catch {
-                return Future(error: error)
-            }
-        }
         if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
         let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {

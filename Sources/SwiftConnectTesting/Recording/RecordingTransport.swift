@@ -313,6 +313,15 @@ public final class RecordingTransport: Transport, Sendable {
         let secrets = RecordingRedaction.withBase64Forms(
             SecretValues(of: request).union(SecretValues(values: handedOut + unparsed)))
         let redacted = RecordingRedaction.request(request, secrets: secrets)
+        if let destination = transfer.destination {
+            // The checks every transport makes before sending (a directory, a missing folder): the caller's mistake,
+            // neither recorded as the exchange's failure nor answered with a recording.
+            do {
+                try TransferOptions.checkDestination(destination, request: request.urlRequest)
+            } catch {
+                return Future(error: error)
+            }
+        }
         if mode == .record { return record(live, redacted: redacted, secrets: secrets, transfer: transfer) }
         switch claim(redacted) {
         case .success(let entry):

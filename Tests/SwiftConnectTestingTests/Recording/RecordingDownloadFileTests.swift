@@ -75,6 +75,29 @@ final class RecordingDownloadFileTests: XCTestCase {
         XCTAssertEqual(try names(in: downloads), ["report.bin"])
     }
 
+    /// A destination no engine can write (a directory) is the caller's mistake, found before anything is sent: it
+    /// is not recorded as the exchange's failure, which would replay for ever, nor does it use up a recording.
+    func testADownloadIntoADirectoryIsRefusedWithoutTouchingTheRecording() throws {
+        // Given: a recording of the request, and one more try of it to record
+        let fileURL = folder.appendingPathComponent("exchange.har")
+        let request = try connectRequest(.get, "http://api.test/report")
+        let upstream = FakeTransport.answering(.data(Data("report".utf8)))
+        let recorder = RecordingTransport(fileURL: fileURL, wrapping: upstream, mode: .recordMissing)
+        // When: recorded into a directory
+        let recording = try failure(of: recorder.send(request, transfer: TransferOptions(destination: folder)))
+        // Then: refused, nothing sent or recorded
+        XCTAssertEqual(recording.kind, .fileAccess)
+        XCTAssertEqual(upstream.requests.count, 0)
+        XCTAssertEqual(recorder.entries.count, 0)
+        // When: recorded properly, then replayed into a directory
+        _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        let replayer = RecordingTransport(fileURL: fileURL, mode: .replay)
+        let replaying = try failure(of: replayer.send(request, transfer: TransferOptions(destination: folder)))
+        // Then: refused as live, the recording left for the next request
+        XCTAssertEqual(replaying.kind, .fileAccess)
+        XCTAssertEqual(replayer.unusedEntries.count, 1)
+    }
+
     /// Through a real engine to a real server: the engine's reports pass, its last once the file is in place.
     func testARecordedDownloadThroughAnEngineReportsItsEndOnceTheFileIsInPlace() throws {
         // Given
