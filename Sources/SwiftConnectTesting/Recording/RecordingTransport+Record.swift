@@ -125,6 +125,8 @@ extension RecordingTransport {
                 return
             }
             guard let download, case .success(let response) = result, response.fileURL == download.file else {
+                // An answer with no file (an error status): its last report, as the wrapped transport gave it.
+                if case .success = result { download?.giveLastReport() }
                 promise.completeIfPending(with: result)
                 return
             }
@@ -352,7 +354,8 @@ extension RecordingTransport {
 }
 
 /// A download being recorded: the wrapped transport writes it to ``file``, beside ``destination``, which gets it only
-/// once the exchange is in the recording; the last progress report (the body complete) is held until then.
+/// once the exchange is in the recording; the last progress report (the body complete) is held until then, or until
+/// the answer turns out to have no file (an error status).
 final class RecordedDownload: Sendable {
     /// The caller's file.
     let destination: URL
@@ -388,10 +391,15 @@ final class RecordedDownload: Sendable {
         } catch {
             return .failure(ConnectError.fileAccess(error, url: destination, request: request.urlRequest))
         }
-        if let report = lastReport.withLock({ $0 }) { progress?(report) }
+        giveLastReport()
         var placed = response
         placed.fileURL = destination
         return .success(placed)
+    }
+
+    /// Gives the report held back, if one was.
+    func giveLastReport() {
+        if let report = lastReport.withLock({ $0 }) { progress?(report) }
     }
 
     /// Removes the wrapped transport's file, if it wrote one.

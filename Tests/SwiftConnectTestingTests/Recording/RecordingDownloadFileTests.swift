@@ -75,6 +75,27 @@ final class RecordingDownloadFileTests: XCTestCase {
         XCTAssertEqual(try names(in: downloads), ["report.bin"])
     }
 
+    /// A download answered with an error status writes no file, and its progress still ends with the one report of
+    /// the whole answer, as it does live.
+    func testARecordedDownloadAnsweredWithAnErrorStillReportsItsEnd() throws {
+        // Given
+        let upstream = FakeTransport.answering(.data(Data("missing".utf8), status: 404))
+        let recorder = RecordingTransport(
+            fileURL: folder.appendingPathComponent("exchange.har"), wrapping: upstream, mode: .record)
+        let destination = folder.appendingPathComponent("report.bin")
+        let reports = Protected<[TransferProgress]>([])
+        let transfer = TransferOptions(
+            destination: destination, progress: { progress in reports.withLock { $0.append(progress) } })
+        // When
+        let response = try recorder.send(try connectRequest(.get, "http://api.test/report"), transfer: transfer)
+            .wait()
+        // Then
+        XCTAssertEqual(response.statusCode, 404)
+        XCTAssertEqual(reports.snapshot.map(\.bytesReceived), [7])
+        XCTAssertEqual(reports.snapshot.map(\.totalBytesToReceive), [7])
+        XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
+    }
+
     /// A destination no engine can write (a directory) is the caller's mistake, found before anything is sent: it
     /// is not recorded as the exchange's failure, which would replay for ever, nor does it use up a recording.
     func testADownloadIntoADirectoryIsRefusedWithoutTouchingTheRecording() throws {
