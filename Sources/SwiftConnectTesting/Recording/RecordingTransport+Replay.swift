@@ -219,7 +219,7 @@ extension RecordingTransport {
             answer.bodyStream = body
             return answer
         }
-        return latencies ? Self.delayed(streamed, byMilliseconds: entry.timings.wait) : streamed
+        return latencies ? Self.delayed(byMilliseconds: entry.timings.wait) { streamed } : streamed
     }
 
     /// `data` cut where `chunks` say it arrived, each piece with its time; what the sizes leave (redaction may have
@@ -271,14 +271,20 @@ extension RecordingTransport {
             kind, message: failure.message, request: request.urlRequest, underlyingError: code.map { URLError($0) })
     }
 
-    /// `answer`, delivered `milliseconds` from now; cancelling the returned future ends the wait at once.
-    static func delayed(_ answer: Future<ConnectResponse>, byMilliseconds milliseconds: Double) -> Future<
-        ConnectResponse
-    > {
-        guard milliseconds > 0, milliseconds.isFinite else { return answer }
+    /// The answer `answer` makes `milliseconds` from now, made then: what it does (a download's file written, its
+    /// progress reported) is done when the answer comes, as live. Cancelling the returned future ends the wait at
+    /// once, the answer not made, or cancels the answer once made.
+    static func delayed(
+        byMilliseconds milliseconds: Double, _ answer: @escaping @Sendable () -> Future<ConnectResponse>
+    ) -> Future<ConnectResponse> {
+        guard milliseconds > 0, milliseconds.isFinite else { return answer() }
         let promise = Promise<ConnectResponse>()
         DispatchQueue.global().asyncAfter(deadline: .now() + milliseconds / 1000) {
-            answer.observe { promise.completeIfPending(with: $0) }
+            // Cancelled meanwhile: completed, and nothing is made.
+            guard !promise.future.isCompleted else { return }
+            let answered = answer()
+            promise.setCancelHandler { answered.cancel() }
+            answered.observe { promise.completeIfPending(with: $0) }
         }
         return promise.future
     }

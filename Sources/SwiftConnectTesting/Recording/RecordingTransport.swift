@@ -335,8 +335,11 @@ public final class RecordingTransport: Transport, Sendable {
                 // timeout the client would have met.
                 return Future(error: Self.deadlinePassed(for: request))
             }
-            let answer = replay(entry, for: request, transfer: transfer)
-            return replaysLatencies ? Self.delayed(answer, byMilliseconds: entry.time) : answer
+            guard replaysLatencies else { return replay(entry, for: request, transfer: transfer) }
+            // Made when it comes: a download reaches its file then, not before a deadline that ends the call first.
+            return Self.delayed(byMilliseconds: entry.time) { [self] in
+                replay(entry, for: request, transfer: transfer)
+            }
         case .failure(let failure):
             if mode == .recordMissing, failure.reason == .noMatch || failure.reason == .missingRecording {
                 return record(live, redacted: redacted, secrets: secrets, transfer: transfer)

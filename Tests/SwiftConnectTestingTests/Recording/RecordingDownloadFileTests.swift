@@ -96,6 +96,30 @@ final class RecordingDownloadFileTests: XCTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: destination.path))
     }
 
+    /// Replayed with its recorded time, a download reaches its file when the answer comes, as live: a call stopped
+    /// before then (its deadline, the test) leaves the destination as it was. It was written at once.
+    func testADownloadReplayedWithItsLatencyIsWrittenOnlyWhenTheAnswerComes() throws {
+        // Given: a download recorded as taking a minute
+        let fileURL = folder.appendingPathComponent("exchange.har")
+        let request = try connectRequest(.get, "http://api.test/report")
+        let entry = HAR.Entry(
+            startedDateTime: "2024-05-01T10:00:00.000Z",
+            request: HAR.Request(
+                method: "GET", url: "http://api.test/report", headers: [], queryString: [], postData: nil),
+            response: HAR.Response(status: 200, headers: [], content: HAR.Content(Data("new".utf8), mimeType: "")),
+            timings: HAR.Timings(send: 0, wait: 60_000, receive: 0))
+        try HAR(entries: [entry]).encoded().write(to: fileURL)
+        let destination = folder.appendingPathComponent("report.bin")
+        try Data("old".utf8).write(to: destination)
+        let replayer = RecordingTransport(fileURL: fileURL, mode: .replay, replaysLatencies: true)
+        // When: stopped before the answer comes
+        let future = replayer.send(request, transfer: TransferOptions(destination: destination))
+        future.cancel()
+        // Then
+        XCTAssertEqual(try failure(of: future).kind, .cancelled)
+        XCTAssertEqual(String(decoding: try Data(contentsOf: destination), as: UTF8.self), "old")
+    }
+
     /// A destination no engine can write (a directory) is the caller's mistake, found before anything is sent: it
     /// is not recorded as the exchange's failure, which would replay for ever, nor does it use up a recording.
     func testADownloadIntoADirectoryIsRefusedWithoutTouchingTheRecording() throws {
