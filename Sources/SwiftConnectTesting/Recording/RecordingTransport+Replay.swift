@@ -191,16 +191,30 @@ extension RecordingTransport {
         // Instant replay keeps the deadlines by the recorded times (real time keeps them with latencies).
         let deadline = latencies ? nil : Self.deadline(of: request)
         if let deadline, entry.timings.wait > deadline { return Future(error: Self.deadlinePassed(for: request)) }
+        // The size limit as an engine applies it to a stream: at the head for a declared length over it, else at the
+        // piece that goes over it.
+        let limit = transfer.maxResponseBytes
         let whole = replay(entry, for: request, transfer: unlimited)
         let start = DispatchTime.now().uptimeNanoseconds
         let idleLimit = latencies ? nil : transfer.streaming?.idleTimeout.map { $0 * 1000 }
         let streamed = whole.map { response -> ConnectResponse in
+            if let limit, let declared = Self.declaredLength(of: entry), declared > limit {
+                throw ConnectError.responseTooLarge(
+                    limit: limit, request: request.urlRequest, response: response.response)
+            }
             let body = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
             let pieces = Self.pieces(of: response.data, as: entry.chunks)
             let failure = entry.bodyFailure.map { Self.error(for: $0, request: request) }
             let feeding = Task {
                 var previous = entry.timings.wait
+                var received = 0
                 for piece in pieces {
+                    received += piece.bytes.count
+                    if let limit, received > limit {
+                        return body.finish(
+                            throwing: ConnectError.responseTooLarge(
+                                limit: limit, request: request.urlRequest, response: response.response))
+                    }
                     if let deadline, piece.time > deadline {
                         return body.finish(throwing: Self.deadlinePassed(for: request))
                     }
@@ -220,6 +234,25 @@ extension RecordingTransport {
             return answer
         }
         return latencies ? Self.delayed(byMilliseconds: entry.timings.wait) { streamed } : streamed
+    }
+
+    /// The body length `entry`'s answer declares, as the core reads it for the size limit: its `Content-Length`,
+    /// unless the body is content-encoded (the length is the encoded one) or the answer has no body (to a `HEAD`; a
+    /// 1xx, 204 or 304); `nil` otherwise, or for values that differ or are not a number.
+    static func declaredLength(of entry: HAR.Entry) -> Int? {
+        let status = entry.response.status
+        guard entry.request.method.uppercased() != "HEAD", status >= 200, status != 204, status != 304 else {
+            return nil
+        }
+        func values(_ name: String) -> [String] {
+            entry.response.headers.filter { $0.name.lowercased() == name }.flatMap { field in
+                field.value.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            }
+        }
+        guard values("content-encoding").allSatisfy({ $0.lowercased() == "identity" }) else { return nil }
+        let lengths = Set(values("content-length"))
+        guard lengths.count == 1, let length = lengths.first.flatMap({ Int($0) }), length >= 0 else { return nil }
+        return length
     }
 
     /// `data` cut where `chunks` say it arrived, each piece with its time; what the sizes leave (redaction may have
