@@ -50,4 +50,28 @@ final class RecordingStoppedStreamTests: XCTestCase {
         }
         XCTAssertEqual(pieces, [Data("one".utf8)])
     }
+
+    /// A streamed answer that broke, replayed to a request that reads the body whole, fails as the broken body did:
+    /// it was answered with the pieces before the break, as if they were the whole body.
+    func testABrokenStreamReplayedWholeFailsRatherThanAnsweringItsPiecesAsTheBody() throws {
+        // Given: a recorded stream that broke after one piece
+        let folder = try makeRecordingFolder(for: self)
+        let file = folder.appendingPathComponent("broken.har")
+        var entry = HAR.Entry(
+            startedDateTime: "2024-05-01T10:00:00.000Z",
+            request: HAR.Request(
+                method: "GET", url: "http://api.test/feed", headers: [], queryString: [], postData: nil),
+            response: HAR.Response(status: 200, headers: [], content: HAR.Content(Data("one".utf8), mimeType: "")),
+            timings: HAR.Timings(send: 0, wait: 1, receive: 1))
+        entry.chunks = [HAR.Chunk(time: 2, size: 3)]
+        entry.bodyFailure = HAR.Failure(
+            kind: ConnectError.Kind.connectionLost.rawValue, message: "the connection was lost",
+            urlErrorCode: URLError.Code.networkConnectionLost.rawValue)
+        try HAR(entries: [entry]).encoded().write(to: file)
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        // When: read whole
+        let error = try failure(of: replay.send(try connectRequest(.get, "http://api.test/feed"), transfer: .init()))
+        // Then
+        XCTAssertEqual(error.kind, .connectionLost)
+    }
 }
