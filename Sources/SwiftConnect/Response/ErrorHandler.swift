@@ -208,8 +208,9 @@ enum ErrorBody {
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
     /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
-    /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32 are told by where their zeros are. A body that
-    /// is not UTF-8 is read in the single-byte charset `contentType` declares, if any (`BodyCharset`).
+    /// it begins with UTF-16's. Without a mark, UTF-16 and UTF-32, in either byte order, are told by where the zeros
+    /// of the first character are, a blank before the JSON included. A body that is not UTF-8 is read in the
+    /// single-byte charset `contentType` declares, if any (`BodyCharset`).
     static func jsonObject(_ data: Data, contentType: String?) -> [String: Any]? {
         json(data, contentType: contentType).flatMap(firstObject)
     }
@@ -238,10 +239,15 @@ enum ErrorBody {
         } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
             guard let text = String(data: data, encoding: .utf16) else { return nil }
             data = Data(text.utf8)
-        } else if data.count >= 4, data[data.startIndex] == 0 {
-            // Big-endian without a mark, told by its zeros (RFC 4627, 3): `00 00 00 7B` is UTF-32, `00 7B` UTF-16.
-            // Little-endian without one starts with the brace, and JSONSerialization reads it as it is.
-            let encoding: String.Encoding = data[data.startIndex + 1] == 0 ? .utf32BigEndian : .utf16BigEndian
+        } else if data.count >= 4, data[data.startIndex] == 0 || data[data.startIndex + 1] == 0 {
+            // Without a mark, told by the zeros of its first character, which JSON keeps in ASCII (RFC 4627, 3):
+            // `00 00 00 7B` is UTF-32BE, `00 7B` UTF-16BE, `7B 00 00 00` UTF-32LE, `7B 00` UTF-16LE. A little-endian
+            // body that starts with white space (`0A 00 7B 00`) would be taken for no JSON below, its zero first.
+            let start = data.startIndex
+            let encoding: String.Encoding =
+                data[start] == 0
+                ? (data[start + 1] == 0 ? .utf32BigEndian : .utf16BigEndian)
+                : (data[start + 2] == 0 && data[start + 3] == 0 ? .utf32LittleEndian : .utf16LittleEndian)
             guard let text = String(data: data, encoding: encoding) else { return nil }
             data = Data(text.utf8)
         }

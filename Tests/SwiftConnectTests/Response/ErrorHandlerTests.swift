@@ -532,6 +532,27 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    /// A body without a byte order mark that starts with white space (a pretty-printer's or a framework's newline):
+    /// little-endian, its first character is a blank followed by zeros, not the brace, and its message was lost (a
+    /// plain `httpStatus` error); big-endian, it was read.
+    func testUTF16AndUTF32BodiesWithoutAMarkThatStartWithWhiteSpaceKeepTheMessage() {
+        for encoding: String.Encoding in [.utf16BigEndian, .utf16LittleEndian, .utf32BigEndian, .utf32LittleEndian] {
+            for text in ["\n" + #"{"message":"bad ✓"}"#, "  " + #"["bad ✓"]"#, "\r\n" + #""bad ✓""#] {
+                // Given
+                let body = text.data(using: encoding)!
+                let connect = Connect(
+                    transport: FakeTransport.answering(
+                        .data(body, status: 400, headers: ["Content-Type": "application/json"])),
+                    retryPolicy: nil)
+                // When
+                let error = connectError(of: connect.request(Endpoint()))
+                // Then
+                XCTAssertEqual(error?.kind, .serverMessage, "\(encoding) \(text)")
+                XCTAssertEqual(error?.message, "bad ✓", "\(encoding) \(text)")
+            }
+        }
+    }
+
     // MARK: - Custom handlers
 
     /// The usage guide's custom handler: it sees only the JSON object, so a `ConnectError` it returns has no
