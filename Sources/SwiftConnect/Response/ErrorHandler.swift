@@ -194,13 +194,52 @@ enum ErrorBody {
     /// A short `text/plain` body, trimmed and on one line (in the charset it declares, UTF-8 by default); `nil` for
     /// another type, a longer body, one that is not text, or nothing but blanks.
     static func plainText(of response: ConnectResponse) -> String? {
-        guard response.mediaType == "text/plain", response.data.count <= plainTextLimit,
-            let text = String(
-                data: BodyCharset.utf8(response.data, contentType: response.header("Content-Type")),
-                encoding: .utf8)
+        guard response.mediaType == "text/plain", response.data.count <= plainTextLimit else { return nil }
+        let contentType = response.header("Content-Type")
+        guard
+            let text = unicodeText(response.data, contentType: contentType)
+                ?? String(data: BodyCharset.utf8(response.data, contentType: contentType), encoding: .utf8)
         else { return nil }
         let line = SingleLineText.make(text.trimmingCharacters(in: .whitespacesAndNewlines))
         return line.isEmpty ? nil : line
+    }
+
+    /// `data` read in the UTF-16 or UTF-32 that `contentType` declares (`charset=utf-16`, `utf-16le`, `utf-32be`…),
+    /// without its byte order mark; `nil` for another charset, or bytes that are not in it. `utf-16` and `utf-32` name
+    /// no byte order: the mark says it, else the zeros of the first character (an ASCII one, the usual case), else
+    /// big-endian (RFC 2781, 4.3).
+    static func unicodeText(_ data: Data, contentType: String?) -> String? {
+        guard let charset = contentType.flatMap({ MimeType(rawValue: $0).parameter("charset") }) else { return nil }
+        var bytes = data[...]
+        let encoding: String.Encoding
+        switch charset.trimmingCharacters(in: .whitespaces).lowercased() {
+        case "utf-16le": encoding = .utf16LittleEndian
+        case "utf-16be": encoding = .utf16BigEndian
+        case "utf-32le": encoding = .utf32LittleEndian
+        case "utf-32be": encoding = .utf32BigEndian
+        case "utf-16":
+            if bytes.starts(with: [0xFF, 0xFE]) || bytes.starts(with: [0xFE, 0xFF]) {
+                encoding = bytes.first == 0xFF ? .utf16LittleEndian : .utf16BigEndian
+                bytes = bytes.dropFirst(2)
+            } else {
+                encoding =
+                    bytes.count >= 2 && bytes.first != 0 && bytes.dropFirst().first == 0
+                    ? .utf16LittleEndian : .utf16BigEndian
+            }
+        case "utf-32":
+            if bytes.starts(with: [0xFF, 0xFE, 0x00, 0x00]) || bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) {
+                encoding = bytes.first == 0xFF ? .utf32LittleEndian : .utf32BigEndian
+                bytes = bytes.dropFirst(4)
+            } else {
+                encoding = bytes.first != 0 ? .utf32LittleEndian : .utf32BigEndian
+            }
+        default:
+            return nil
+        }
+        guard var text = String(data: Data(bytes), encoding: encoding) else { return nil }
+        // The mark, when the label names the byte order too (`utf-16le` with one).
+        if text.first == "\u{FEFF}" { text.removeFirst() }
+        return text
     }
 
     /// The body as a JSON object (the first element of a JSON array that is an object), or `nil` when it is not

@@ -375,6 +375,34 @@ final class ErrorHandlerTests: XCTestCase {
             "the server answered 401 Unauthorized: Jeton \u{E9}chu")
     }
 
+    /// A plain-text body in the UTF-16 or UTF-32 it declares (as .NET's `Encoding.Unicode` writes it) is read in it:
+    /// its text was lost (its bytes are not UTF-8), or, in ASCII without a byte order mark, said with its zeros as
+    /// blanks between the letters (`I n v a l i d`).
+    func testAPlainTextBodyInTheUTF16OrUTF32ItDeclaresIsReadInIt() throws {
+        let text = "Jeton \u{E9}chu"
+        let cases: [(body: Data, charset: String, text: String)] = [
+            (try XCTUnwrap("Invalid token".data(using: .utf16LittleEndian)), "utf-16", "Invalid token"),
+            (try XCTUnwrap(text.data(using: .utf16)), "utf-16", text),  // with a byte order mark
+            (try XCTUnwrap(text.data(using: .utf16LittleEndian)), "UTF-16", text),
+            (try XCTUnwrap(text.data(using: .utf16BigEndian)), "utf-16", text),
+            (try XCTUnwrap(text.data(using: .utf16LittleEndian)), "utf-16le", text),
+            (Data([0xFE, 0xFF]) + (try XCTUnwrap(text.data(using: .utf16BigEndian))), "utf-16be", text),
+            (try XCTUnwrap(text.data(using: .utf32)), "utf-32", text),
+            (try XCTUnwrap(text.data(using: .utf32LittleEndian)), "utf-32", text),
+            (try XCTUnwrap(text.data(using: .utf32BigEndian)), "\"utf-32be\"", text),
+        ]
+        for (body, charset, text) in cases {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(body, status: 401, headers: ["Content-Type": "text/plain; charset=\(charset)"])),
+                retryPolicy: nil)
+            let error = connectError(of: connect.request(Endpoint()))
+            XCTAssertEqual(error?.kind, .httpStatus, charset)
+            XCTAssertEqual(error?.message, "the server answered 401 Unauthorized: \(text)", "\(charset) \(Array(body))")
+            XCTAssertEqual(error?.body, body, "the body stays as it came")
+        }
+    }
+
     /// What is not a short plain text stays out of the message: another type, a long body (a stack trace, a page),
     /// nothing but spaces, bytes that are not text.
     func testOtherBodiesStayOutOfTheMessage() {
