@@ -325,35 +325,43 @@ struct MiddlewareChain: Sendable {
         of sent: Future<ConnectResponse>, attempt: Int, to observation: CallObservation, request: ConnectRequest,
         transfer: TransferOptions
     ) -> Future<ConnectResponse> {
+        let told = sent.passingThrough()
+        sent.whenCompleteReturningWork { result in
+            recordEnd(of: attempt, with: result, to: observation, request: request, transfer: transfer)
+            return told.resolve(result)
+        }.run()
+        return told
+    }
+
+    /// Tells `observation` that a send of `attempt`, of `request` with `transfer`, ended with `result`: with the
+    /// response's status and body sizes, or the error. Also told for a caller that shares an identical request
+    /// (``RequestCoalescer``), when that one ends.
+    static func recordEnd(
+        of attempt: Int, with result: Result<ConnectResponse, any Error>, to observation: CallObservation,
+        request: ConnectRequest, transfer: TransferOptions
+    ) {
         let bytesSent: Int64?
         switch request.body {
         case .none: bytesSent = transfer.bodyFile == nil ? 0 : nil
         case .bytes(let data): bytesSent = Int64(data.count)
         case .stream: bytesSent = nil
         }
-        let isDownload = transfer.destination != nil
-        let told = sent.passingThrough()
-        sent.whenCompleteReturningWork { result in
-            switch result {
-            case .success(let response):
-                // A body that came content-encoded (gzip) was decoded on its way: its size on the wire, which
-                // OpenTelemetry's body-size metric counts, is not known here.
-                let encoded = response.head.headerFields[HeaderField.Name("Content-Encoding")].map {
-                    $0.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
-                }
-                let received =
-                    response.bodyStream == nil && !isDownload && encoded != true ? Int64(response.data.count) : nil
-                observation.recordEnd(
-                    of: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent,
-                    bytesReceived: received)
-            case .failure(let error):
-                let failure =
-                    error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
-                observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: bytesSent)
+        switch result {
+        case .success(let response):
+            // A body that came content-encoded (gzip) was decoded on its way: its size on the wire, which
+            // OpenTelemetry's body-size metric counts, is not known here.
+            let encoded = response.head.headerFields[HeaderField.Name("Content-Encoding")].map {
+                $0.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
             }
-            return told.resolve(result)
-        }.run()
-        return told
+            let received =
+                response.bodyStream == nil && transfer.destination == nil && encoded != true
+                ? Int64(response.data.count) : nil
+            observation.recordEnd(
+                of: attempt, status: response.statusCode, error: nil, bytesSent: bytesSent, bytesReceived: received)
+        case .failure(let error):
+            let failure = error as? ConnectError ?? ConnectError.transportFailure(.reported(error), sent: request)
+            observation.recordEnd(of: attempt, status: nil, error: failure, bytesSent: bytesSent)
+        }
     }
 
     /// A streamed response as every stage expects an error response: for a status outside 200..<300, the body

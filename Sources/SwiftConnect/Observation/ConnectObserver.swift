@@ -74,10 +74,40 @@ struct CallObservation: Sendable {
     let observers: [any ConnectCallObserver]
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
-    private let sends = Protected<[Int: (started: Int, ended: Int)]>([:])
+    private let sends: Protected<[Int: (started: Int, ended: Int)]>
+    /// Open while the call listens to the request this copy is carried by (``sharing()``): a request several calls
+    /// share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that call hears of
+    /// it no more. `nil`: always open.
+    private let listens: Protected<Bool>?
 
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
+        sends = Protected([:])
+        listens = nil
+    }
+
+    private init(observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>) {
+        self.observers = observers
+        self.sends = sends
+        listens = Protected(true)
+    }
+
+    /// The same observers, for a request other calls share: ``stopListening()`` closes this copy only.
+    func sharing() -> CallObservation {
+        CallObservation(observers: observers, sends: sends)
+    }
+
+    /// Tells this copy's observers nothing more (see ``sharing()``).
+    func stopListening() {
+        listens?.withLock { $0 = false }
+    }
+
+    /// Whether a send of `attempt` was told started and not yet ended.
+    func hasSendInFlight(of attempt: Int) -> Bool {
+        sends.withLock { sends in
+            guard let counts = sends[attempt] else { return false }
+            return counts.started > counts.ended
+        }
     }
 
     /// Starts observing `call` with `observers`; `nil` when none of them watches it.
@@ -89,22 +119,25 @@ struct CallObservation: Sendable {
     }
 
     func record(_ event: ConnectEvent) {
+        if let listens, !listens.withLock({ $0 }) { return }
         for observer in observers { observer.record(event) }
     }
 
     /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport.
     func recordStart(of attempt: Int, request: ConnectRequest) {
+        if let listens, !listens.withLock({ $0 }) { return }
         sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
         record(.attemptStarted(attempt: attempt, request: request))
     }
 
-    /// Tells the observers that a send of `attempt` ended, once per send started (once for an attempt that shares
-    /// another's request, told of no start of its own): an attempt abandoned at its `attemptTimeout` is told ended,
+    /// Tells the observers that a send of `attempt` ended, once per send started (once for an attempt told of no
+    /// start): an attempt abandoned at its `attemptTimeout` is told ended,
     /// timed out, when it is abandoned (before the next attempt starts), and not again when its cancellation comes
     /// through.
     func recordEnd(
         of attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64? = nil, bytesReceived: Int64? = nil
     ) {
+        if let listens, !listens.withLock({ $0 }) { return }
         let isNew = sends.withLock { sends -> Bool in
             var counts = sends[attempt, default: (0, 0)]
             guard counts.ended < max(counts.started, 1) else { return false }

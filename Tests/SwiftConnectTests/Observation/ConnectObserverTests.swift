@@ -402,6 +402,121 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(observer.events.values.first, "start 1 00-trace-span1-01")
     }
 
+    // MARK: - Coalescing
+
+    /// Keeps the events of each call apart, in the order the calls started.
+    final class PerCallObserver: ConnectObserver {
+        private let calls = Recorder<Recorder<String>>()
+
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            let events = Recorder<String>()
+            calls.append(events)
+            return RecordingObserver.Call(events: events, addsTraceparent: false)
+        }
+
+        func events(ofCall index: Int) -> [String] {
+            let calls = calls.values
+            return index < calls.count ? calls[index].values : []
+        }
+    }
+
+    private func coalescing(_ transport: some Transport, observer: PerCallObserver) -> Connect {
+        Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+    }
+
+    /// A call that joins an identical one in flight (coalescing) is one attempt to its observers, as its end says: it
+    /// was told its end only (`attempts: 1`), so a tracer made no span for it and metrics counted no request.
+    func testACallThatJoinsAnIdenticalOneIsToldItsAttempt() throws {
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let connect = coalescing(transport, observer: observer)
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -"], "the shared request is at the transport")
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    /// A call that joined one waiting in the queue starts its attempt when the shared request reaches the transport.
+    func testACallThatJoinsOneWaitingInTheQueueStartsWithIt() throws {
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        XCTAssertEqual(observer.events(ofCall: 1), [], "nothing is sent yet")
+        queue.resume()
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -"])
+        transport.respond(to: 0, status: 503)
+        XCTAssertEqual(connectError(of: first)?.statusCode, 503)
+        XCTAssertEqual(connectError(of: joined)?.statusCode, 503)
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 503", "call 503 after 1"])
+    }
+
+    /// A call that leaves a shared request (cancelled) hears its attempt end after its own end, as cancelled, as any
+    /// call cut short does; the call still sharing it hears the answer.
+    func testACallThatLeavesASharedRequestIsToldItsAttemptEndedCancelled() throws {
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let connect = coalescing(transport, observer: observer)
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        joined.cancel()
+        XCTAssertEqual(connectError(of: joined)?.kind, .cancelled)
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: first))
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
+        XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    /// The call whose request the others share hears nothing of it once it has left (cancelled): its attempt ends
+    /// after its own end, as cancelled, and the answer that comes later for the others is not told to it as its own.
+    func testTheCallWhoseRequestIsSharedHearsNothingOfItAfterItLeft() throws {
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let connect = coalescing(transport, observer: observer)
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        first.cancel()
+        XCTAssertEqual(connectError(of: first)?.kind, .cancelled)
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "call cancelled after 1", "end 1 cancelled"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
+    /// The same, when it leaves before the shared request reaches the transport (waiting in the queue): it hears of
+    /// no send after its end.
+    func testTheCallWhoseQueuedRequestIsSharedHearsOfNoSendAfterItLeft() throws {
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        first.cancel()
+        queue.resume()
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(observer.events(ofCall: 0), ["call cancelled after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
     func testAFutureCallIsObservedInTheCallersTask() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)

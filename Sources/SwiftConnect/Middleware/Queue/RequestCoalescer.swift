@@ -33,6 +33,11 @@ import Foundation
 /// A caller's attempt is in flight, for its ``RetryPolicy/attemptTimeout``, from when the shared request reaches the
 /// transport until the transport answers it: a caller that joins while it waits in the queue starts its clock with it,
 /// not at once.
+///
+/// Each caller's observers (``ConnectObserver``) hear its attempt: the first caller's, the shared request at the
+/// transport's door; a caller that joined, its own request told started when the shared one reaches the transport (at
+/// once if it is there already) and ended with the shared answer, or, when it leaves first, with its own end (as
+/// cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included.
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
@@ -72,6 +77,61 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// the transport and when the transport answers it: their attempt's own timeout
         /// (``RetryPolicy/attemptTimeout``) runs between the two, not while it waits in the queue.
         var sendings: [UInt64: AttemptSending] = [:]
+        /// The callers that joined with observers (``RequestContext/transfer``'s observation): each is an attempt of
+        /// its own call, told started when the shared request reaches the transport and ended when it is answered or
+        /// the caller leaves. (The first caller's observers hear the shared request itself, at the transport's door.)
+        var observed: [UInt64: JoinedAttempt] = [:]
+        /// The first caller's observers as the shared request carries them (closed when that caller leaves while
+        /// others stay), and its attempt as its call has them (told then that it ended).
+        var first: (shared: CallObservation, own: JoinedAttempt)?
+    }
+
+    /// A caller's attempt as its observers hear it: started, then ended, each at most once and never a start after
+    /// the end, whichever thread tells them (the shared request may be answered while a caller joins).
+    private final class JoinedAttempt: Sendable {
+        let observation: CallObservation
+        let attempt: Int
+        /// The caller's request as it reached this stage: the shared one's twin.
+        let request: ConnectRequest
+        let transfer: TransferOptions
+        /// Whether the attempt was told started, and ended. Its lock is held while the observers are told, so that a
+        /// start and an end told from two threads come in order; nothing else takes it.
+        private let told = Protected<(started: Bool, ended: Bool)>((false, false))
+
+        init(observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions) {
+            self.observation = observation
+            self.attempt = attempt
+            self.request = request
+            self.transfer = transfer
+        }
+
+        /// Tells the observers the attempt started, unless they were told already, or told it ended.
+        func start() {
+            told.withLock { told in
+                guard !told.started, !told.ended else { return }
+                told.started = true
+                observation.recordStart(of: attempt, request: request)
+            }
+        }
+
+        /// Tells the observers the attempt ended with `result`, if it was told started; no start is told after this.
+        func end(with result: Result<ConnectResponse, any Error>) {
+            told.withLock { told in
+                guard !told.ended else { return }
+                told.ended = true
+                guard told.started else { return }
+                MiddlewareChain.recordEnd(
+                    of: attempt, with: result, to: observation, request: request, transfer: transfer)
+            }
+        }
+
+        /// Tells the observers the attempt ended with `result` if the shared request carrying them told it started
+        /// (the first caller's: the request's own observers heard its start at the transport's door).
+        func endIfSent(with result: Result<ConnectResponse, any Error>) {
+            guard observation.hasSendInFlight(of: attempt) else { return }
+            told.withLock { $0.started = true }
+            end(with: result)
+        }
     }
 
     /// Everything that changes, behind one lock.
@@ -143,6 +203,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             let key = key(for: request, connectivity: options.connectivity, maxRedirects: transfer.maxRedirects)
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
+        // The caller's attempt as its observers hear it, if it has any.
+        let observed = context.transfer.observation.map { observation in
+            JoinedAttempt(observation: observation, attempt: context.attempt, request: copy request, transfer: transfer)
+        }
+        let sharedObservation = context.transfer.observation?.sharing()
         let joined: (UInt64, UInt64, Bool, Bool)? = state.withLock { state in
             state.nextID &+= 1
             let callerID = state.nextID
@@ -155,12 +220,14 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 existing.callers[callerID] = promise
                 let isInFlight = existing.reachedTransport || !hearsTransport
                 if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
+                if let observed { existing.observed[callerID] = observed }
                 state.calls[key] = existing
                 return (existing.id, callerID, false, isInFlight)
             }
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
+            if let sharedObservation, let observed { call.first = (sharedObservation, observed) }
             state.calls[key] = call
             return (callerID, callerID, true, false)
         }
@@ -174,6 +241,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             // The shared request tells the coalescer when it reaches the transport, and the coalescer tells every
             // caller's loop (the first's included); when it is answered, `start` tells them.
             var shared = context
+            // The first caller's observers hear the shared request as their attempt, at the transport's door, until
+            // that caller leaves while others still share it (`drop`).
+            shared.transfer.observation = sharedObservation
             // The shared request is over when every caller has left (or it was answered), not when the first
             // caller's call is: one cancelled while the request waits in a later stage (the queue) leaves it to
             // the others.
@@ -186,7 +256,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             }
             start(consume request, key: key, callID: callID) { [shared] request in next(request, shared) }
         } else if isInFlight {
-            // Sharing a call already at the transport: this attempt is in flight from now (its own timeout counts).
+            // Sharing a call already at the transport: this attempt is in flight from now (its own timeout counts),
+            // and its observers hear it start.
+            observed?.start()
             context.sending?.reached()
         }
         return promise.future
@@ -207,47 +279,72 @@ extension RequestCoalescer {
         // Every caller cancelled while `next` ran: nobody wants the result.
         if abandoned { shared.cancel() }
         shared.whenComplete { result in
-            let (callers, sendings) = self.state.withLock {
-                state -> ([Promise<ConnectResponse>], [AttemptSending]) in
-                guard let call = state.calls[key], call.id == callID else { return ([], []) }
+            let (callers, sendings, observed) = self.state.withLock {
+                state -> ([Promise<ConnectResponse>], [AttemptSending], [JoinedAttempt]) in
+                guard let call = state.calls[key], call.id == callID else { return ([], [], []) }
                 state.calls[key] = nil
                 // In order of arrival.
                 return (
                     call.callers.sorted { $0.key < $1.key }.map(\.value),
-                    call.sendings.sorted { $0.key < $1.key }.map(\.value)
+                    call.sendings.sorted { $0.key < $1.key }.map(\.value),
+                    call.observed.sorted { $0.key < $1.key }.map(\.value)
                 )
             }
             // Each caller's attempt is answered: its own timeout stops before a middleware of its own holds the
-            // answer (a token refresh after a 401).
+            // answer (a token refresh after a 401), and its observers hear it end before its call can.
             for sending in sendings { sending.answered() }
+            for joined in observed { joined.end(with: result) }
             for caller in callers { caller.completeIfPending(with: result) }
         }
     }
 
     /// The shared request of call `callID` reached the transport: its callers are in flight from now.
     private func reachedTransport(_ key: Key, callID: UInt64) {
-        let joined: [AttemptSending] = state.withLock { state in
-            guard var call = state.calls[key], call.id == callID else { return [] }
+        let (joined, observed) = state.withLock { state -> ([AttemptSending], [JoinedAttempt]) in
+            guard var call = state.calls[key], call.id == callID else { return ([], []) }
             call.reachedTransport = true
             state.calls[key] = call
-            return call.sendings.sorted { $0.key < $1.key }.map(\.value)  // in order of arrival
+            // In order of arrival.
+            return (
+                call.sendings.sorted { $0.key < $1.key }.map(\.value),
+                call.observed.sorted { $0.key < $1.key }.map(\.value)
+            )
         }
+        for attempt in observed { attempt.start() }
         for sending in joined { sending.reached() }
     }
 
     /// Forgets a caller that cancelled (`stopped`); cancels the shared call when it was the last one, as that caller's
-    /// future was.
+    /// future was. A caller that joined is told its attempt ended as its future did (cancelled, or timed out).
     private func drop(_ callerID: UInt64, from key: Key, callID: UInt64, stopped: Future<ConnectResponse>?) {
-        let orphaned: Future<ConnectResponse>? = state.withLock { state in
-            guard var call = state.calls[key], call.id == callID else { return nil }
+        let (orphaned, joined, first) = state.withLock {
+            state -> (Future<ConnectResponse>?, JoinedAttempt?, JoinedAttempt?) in
+            guard var call = state.calls[key], call.id == callID else { return (nil, nil, nil) }
             call.callers[callerID] = nil
             call.sendings[callerID] = nil
+            let joined = call.observed.removeValue(forKey: callerID)
             guard call.callers.isEmpty else {
+                var first: JoinedAttempt?
+                if callerID == call.id, let shared = call.first {
+                    // The first caller leaves a request the others still share: its observers hear no more of it
+                    // (what comes later is the others' answer), and its attempt ends now if it was told started.
+                    call.first = nil
+                    shared.shared.stopListening()
+                    first = shared.own
+                }
                 state.calls[key] = call
-                return nil
+                return (nil, joined, first)
             }
             state.calls[key] = nil
-            return call.shared
+            // The last caller leaves: the shared request is cancelled, and tells its own end to the observers it
+            // carries.
+            return (call.shared, joined, nil)
+        }
+        // Its attempt ends as its future did: cancelled, or timed out (the call's deadline, the attempt's own).
+        if let left = joined ?? first {
+            let outcome = stopped?.result ?? .failure(ConnectError.cancelled(sent: left.request))
+            joined?.end(with: outcome)
+            first?.endIfSent(with: outcome)
         }
         orphaned?.cancel(as: stopped)
     }
