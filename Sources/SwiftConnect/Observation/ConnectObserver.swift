@@ -102,6 +102,11 @@ struct CallObservation: Sendable {
         listens?.withLock { $0 = false }
     }
 
+    /// Whether `other` observes the same call (a copy of this, or of the same ``sharing()``).
+    func isSameCall(as other: CallObservation) -> Bool {
+        sends === other.sends
+    }
+
     /// Whether a send of `attempt` was told started and not yet ended.
     func hasSendInFlight(of attempt: Int) -> Bool {
         sends.withLock { sends in

@@ -517,6 +517,30 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
     }
 
+    /// A middleware that sends its attempt's request twice at once (a hedge) gets one request when they are identical
+    /// and coalesced: its call hears one send, not a second that never went out.
+    func testAHedgeThatJoinsItsOwnSendIsToldOneSend() throws {
+        struct SendingTwiceAtOnce: Middleware {
+            func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+                ConnectResponse
+            > {
+                let first = next(request)
+                let second = next(request)
+                return first.flatMap { _ in second }
+            }
+        }
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let connect = Connect(
+            transport: transport, middlewares: [SendingTwiceAtOnce()], retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let call = connect.request(GetTodo())
+        XCTAssertEqual(transport.requests.count, 1)
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: call))
+        XCTAssertEqual(observer.events(ofCall: 0), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
     func testAFutureCallIsObservedInTheCallersTask() throws {
         let observer = RecordingObserver()
         let connect = client(FakeTransport.answering(.json(string: "{}")), observer: observer)

@@ -37,7 +37,9 @@ import Foundation
 /// Each caller's observers (``ConnectObserver``) hear its attempt: the first caller's, the shared request at the
 /// transport's door; a caller that joined, its own request told started when the shared one reaches the transport (at
 /// once if it is there already) and ended with the shared answer, or, when it leaves first, with its own end (as
-/// cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included.
+/// cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included. A
+/// middleware's second send of one attempt (a hedge) that joins the call of its first is no send of its own: its call
+/// hears the one that went out.
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
@@ -84,6 +86,12 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The first caller's observers as the shared request carries them (closed when that caller leaves while
         /// others stay), and its attempt as its call has them (told then that it ended).
         var first: (shared: CallObservation, own: JoinedAttempt)?
+
+        /// Whether the call whose observers are `observation` is among this one's callers already.
+        func hasObservers(of observation: CallObservation) -> Bool {
+            first?.own.observation.isSameCall(as: observation) == true
+                || observed.values.contains { $0.observation.isSameCall(as: observation) }
+        }
     }
 
     /// A caller's attempt as its observers hear it: started, then ended, each at most once and never a start after
@@ -204,7 +212,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         else { return next(request, context) }
         let promise = Promise<ConnectResponse>()
         // The caller's attempt as its observers hear it, if it has any.
-        let observed = context.transfer.observation.map { observation in
+        var observed = context.transfer.observation.map { observation in
             JoinedAttempt(observation: observation, attempt: context.attempt, request: copy request, transfer: transfer)
         }
         let sharedObservation = context.transfer.observation?.sharing()
@@ -220,7 +228,15 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 existing.callers[callerID] = promise
                 let isInFlight = existing.reachedTransport || !hearsTransport
                 if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
-                if let observed { existing.observed[callerID] = observed }
+                // A call's second send of one attempt (a middleware's hedge) that joins its first is no send of its
+                // own: its observers hear the one that goes.
+                if let joining = observed {
+                    if existing.hasObservers(of: joining.observation) {
+                        observed = nil
+                    } else {
+                        existing.observed[callerID] = joining
+                    }
+                }
                 state.calls[key] = existing
                 return (existing.id, callerID, false, isInFlight)
             }
