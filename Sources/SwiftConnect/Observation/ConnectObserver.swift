@@ -97,7 +97,7 @@ struct CallObservation: Sendable {
         CallObservation(observers: observers, sends: sends)
     }
 
-    /// Tells this copy's observers nothing more (see ``sharing()``).
+    /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing()``).
     func stopListening() {
         listens?.withLock { $0 = false }
     }
@@ -158,6 +158,7 @@ struct CallObservation: Sendable {
 
     /// `request` with the fields the observers add to this attempt.
     func addingFields(to request: inout ConnectRequest, attempt: Int) {
+        if let listens, !listens.withLock({ $0 }) { return }
         for observer in observers {
             for field in observer.headerFields(forAttempt: attempt) { request.headerFields[field.name] = field.value }
         }

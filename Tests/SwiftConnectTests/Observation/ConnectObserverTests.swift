@@ -407,11 +407,32 @@ final class ConnectObserverTests: XCTestCase {
     /// Keeps the events of each call apart, in the order the calls started.
     final class PerCallObserver: ConnectObserver {
         private let calls = Recorder<Recorder<String>>()
+        /// Whether each call adds a field to its attempts' requests, and notes `fields N` when asked for it.
+        let addsFields: Bool
+
+        init(addsFields: Bool = false) {
+            self.addsFields = addsFields
+        }
+
+        struct Call: ConnectCallObserver {
+            let events: Recorder<String>
+            let addsFields: Bool
+
+            func record(_ event: ConnectEvent) {
+                events.append(RecordingObserver.Call.describe(event))
+            }
+
+            func headerFields(forAttempt attempt: Int) -> HeaderFields {
+                guard addsFields else { return [:] }
+                events.append("fields \(attempt)")
+                return ["traceparent": "00-trace-span\(attempt)-01"]
+            }
+        }
 
         func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
             let events = Recorder<String>()
             calls.append(events)
-            return RecordingObserver.Call(events: events, addsTraceparent: false)
+            return Call(events: events, addsFields: addsFields)
         }
 
         func events(ofCall index: Int) -> [String] {
@@ -498,9 +519,9 @@ final class ConnectObserverTests: XCTestCase {
     }
 
     /// The same, when it leaves before the shared request reaches the transport (waiting in the queue): it hears of
-    /// no send after its end.
+    /// no send after its end, and is not asked for fields to add to it (a tracer would start a span nothing ends).
     func testTheCallWhoseQueuedRequestIsSharedHearsOfNoSendAfterItLeft() throws {
-        let observer = PerCallObserver()
+        let observer = PerCallObserver(addsFields: true)
         let transport = ManualTransport()
         let queue = RequestQueue(maxConcurrentRequests: 1)
         queue.pause()
