@@ -92,6 +92,25 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(tracer.finishedSpans.last.map { attributes(of: $0)["http.response.status_code"] }, "200")
     }
 
+    /// Two identical GETs that share one request (coalescing) are a span each, both ended: the one that joined the
+    /// other's request made none.
+    func testACallThatSharesAnIdenticalRequestHasItsSpan() throws {
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        transport.stub("/todos/7", with: FakeResponse.json(string: "{}").released(by: gate.future))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [TracingObserver(tracer: tracer)]))
+        let calls = [connect.request(todo), connect.request(todo)]
+        gate.succeed(())
+        for call in calls { _ = try call.wait(timeout: 10) }
+
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(tracer.activeSpans.count, 0, "every span ended")
+        XCTAssertEqual(tracer.finishedSpans.map(\.operationName), ["GET /todos/{id}", "GET /todos/{id}"])
+        XCTAssertEqual(tracer.finishedSpans.map { attributes(of: $0)["http.response.status_code"] }, ["200", "200"])
+    }
+
     /// `url.template` and the span's name are the template of the URL's whole path: a base URL's `/v1` was left out.
     func testTheTemplateStartsWithTheBaseURLsPath() throws {
         server.route("GET", "/v1/todos/:id") { _ in .json(string: "{}") }
