@@ -121,6 +121,25 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(pthread_equal(hops[1], second) != 0, "the second request's hop started on its caller's thread")
     }
 
+    /// An engine whose answer is there before the exchange would wait for it (a fast server, a buffered body) does
+    /// not make the caller's thread run the rest of the exchange: the progress handler, the body's collection and the
+    /// future's completion happen on a thread of the transport's, as ``TransferOptions/progress`` says, never inside
+    /// the call that sends (a caller on the main thread, or holding a lock its progress handler takes). Before, with
+    /// `Task.immediate`, the whole exchange ran on the caller's thread when no wait suspended: seen once as
+    /// `MigrationSemanticsTests.testProgressIsReportedOffTheMainThread` failing under load.
+    func testAnAnswerThereAtOnceIsHandledOffTheCallersThread() throws {
+        let engine = ScriptedEngine([.init(status: 200, fields: [.contentLength: "5"], chunks: [Data("hello".utf8)])])
+        let caller = pthread_self()
+        let reportThreads = Protected<[pthread_t]>([])
+        let transfer = TransferOptions(progress: { _ in reportThreads.withLock { $0.append(pthread_self()) } })
+        let call = engine.send(request("https://example.test/fast"), transfer: transfer)
+        XCTAssertEqual(try call.wait(timeout: 10).data, Data("hello".utf8))
+        let reports = reportThreads.snapshot
+        XCTAssertFalse(reports.isEmpty)
+        XCTAssertFalse(
+            reports.contains { pthread_equal($0, caller) != 0 }, "a progress report ran on the caller's thread")
+    }
+
     func testARedirectToAnotherOriginDropsCredentialsTheEngineNeverSees() throws {
         let engine = ScriptedEngine([
             .init(status: 302, fields: [.location: "http://other.test/landing"]),

@@ -20,10 +20,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// The whole exchange's deadline, redirects and the body included.
     private let timer: TransportDeadline?
     /// The exchange's task, whether `timer` fired (the task was cancelled for it, and the exchange reports a
-    /// timeout), and the body stream of a streamed answer once its head came, which `timer` ends if the reader is
-    /// behind. One box: each lock is an allocation on every request's path.
-    private let state = Protected<(task: Task<Void, Never>?, expired: Bool, stream: ResponseBodyStream?)>(
-        (nil, false, nil))
+    /// timeout), the body stream of a streamed answer once its head came, which `timer` ends if the reader is
+    /// behind, and whether the caller may still be running the task (`starting`: it began on the caller's thread and
+    /// the call that starts it has not returned yet). One box: each lock is an allocation on every request's path.
+    private let state = Protected<
+        (task: Task<Void, Never>?, expired: Bool, stream: ResponseBodyStream?, starting: Bool)
+    >((nil, false, nil, true))
     /// The download file being written, so that a cancellation removes it before anyone hears of it; only for a
     /// download.
     private let download: DownloadSlot?
@@ -85,6 +87,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         // The deadline may have passed before the task was there to cancel.
         let expired = state.withLock { state in
             state.task = task
+            state.starting = false
             return state.expired
         }
         if expired { task.cancel() }
@@ -132,9 +135,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
 
     /// Sends each hop until a response that is the answer. For a streamed request, `promise` gets the answer's
     /// head as soon as it arrives, and the exchange's task is what the stream's reader cancels.
-    private func run(promise: Promise<ConnectResponse>, first: EngineResponse<Engine.ResponseBody>?) async throws
-        -> ConnectResponse
-    {
+    ///
+    /// - Parameter handedOver: The first hop's answer and the exchange's progress, when a task of the exchange's own
+    ///   goes on from there (see `leavesCaller` below): the hop was prepared and sent already.
+    private func run(
+        promise: Promise<ConnectResponse>, first: EngineResponse<Engine.ResponseBody>?,
+        handedOver: (response: EngineResponse<Engine.ResponseBody>, progress: ExchangeProgress?)? = nil
+    ) async throws -> ConnectResponse {
         var answered = first
         var hop = original
         var bodyFile = transfer.bodyFile
@@ -144,18 +151,44 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
         var cookies = RedirectCookies()
-        let progress = transfer.progress.map { ExchangeProgress(report: $0) }
+        let progress = handedOver.map(\.progress) ?? transfer.progress.map { ExchangeProgress(report: $0) }
+        var resumed = handedOver?.response
+        var leavesCaller = handedOver == nil
         while true {
             try Task.checkCancellation()
-            var request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
-            request.streamBufferLimit = transfer.streaming?.bufferLimit
-            progress?.startHop(sending: request.body.length, redirected: redirects > 0)
             let response: EngineResponse<Engine.ResponseBody>
-            if let first = answered {
-                response = first
-                answered = nil
+            if let handed = resumed {
+                response = handed
+                resumed = nil
             } else {
-                response = try await engine.send(request)
+                var request = try engineRequest(for: cookies.applied(to: hop), bodyFile: bodyFile, progress: progress)
+                request.streamBufferLimit = transfer.streaming?.bufferLimit
+                progress?.startHop(sending: request.body.length, redirected: redirects > 0)
+                if let first = answered {
+                    response = first
+                    answered = nil
+                } else {
+                    response = try await engine.send(request)
+                }
+                if leavesCaller {
+                    leavesCaller = false
+                    // The exchange starts on the caller's thread (`start`). An answer there at once (a fast server, a
+                    // buffered body, the URLSession plain path's `first`) meets no wait that suspends, and that thread
+                    // would run the rest: the body's collection and the progress handler, which must run on a thread
+                    // of the transport's (a caller holding a lock the handler takes would deadlock; the main thread
+                    // would report). A task of the exchange's own goes on from here. A yield would not do: a task
+                    // that resumes before it has suspended goes on where it is.
+                    if state.withLock({ $0.starting }) {
+                        let rest = Task { [self] in
+                            try await run(promise: promise, first: nil, handedOver: (response, progress))
+                        }
+                        return try await withTaskCancellationHandler {
+                            try await rest.value
+                        } onCancel: {
+                            rest.cancel()
+                        }
+                    }
+                }
             }
             guard
                 var head = ConnectResponse(
