@@ -52,8 +52,14 @@ class IntegrationTestCase: XCTestCase {
             try JSONEncoder().encode(ReplayHarness.Plan(ports: plan.ports, bodies: recorded.bodies)).write(to: file)
             let (status, log) = try ReplayHarness.runChild(
                 "SwiftConnectReplayTests.\(type(of: self))/\(method)", plan: file)
-            XCTAssertEqual(status, 0, "the replay failed:\n\(log.suffix(4_000))")
+            XCTAssertEqual(
+                status, 0, "the replay failed (its files are in \(ReplayHarness.folder.path)):\n\(log.suffix(4_000))")
             for line in log.split(separator: "\n") where line.hasPrefix("ReplayHarness:") { print(line) }
+            // A replay that passed leaves nothing behind: each run of the suite would otherwise add its recordings
+            // (about 20 MB) to the temporary directory. A failed one keeps them to be read.
+            if status == 0 {
+                ReplayHarness.remove([file] + recorded.transports.map(\.fileURL))
+            }
         } catch {
             XCTFail("the replay could not run: \(error)")
         }
@@ -207,14 +213,19 @@ enum ReplayHarness {
 
     /// Where the recordings go: the recording process's folder under the temporary directory, shared with its
     /// children.
-    static let folder: URL = {
-        let folder =
-            childFile?.deletingLastPathComponent()
-            ?? FileManager.default.temporaryDirectory
-            .appendingPathComponent("SwiftConnectReplayTests-\(ProcessInfo.processInfo.processIdentifier)")
-        try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        return folder
-    }()
+    /// Made again by each recording run (``begin(_:_:)``): a test that passed removes it once it is empty.
+    static let folder: URL =
+        childFile?.deletingLastPathComponent()
+        ?? FileManager.default.temporaryDirectory
+        .appendingPathComponent("SwiftConnectReplayTests-\(ProcessInfo.processInfo.processIdentifier)")
+
+    /// Removes a test's plan and recordings, and the folder once nothing else is in it.
+    static func remove(_ files: [URL]) {
+        for file in files { try? FileManager.default.removeItem(at: file) }
+        if (try? FileManager.default.contentsOfDirectory(atPath: folder.path))?.isEmpty == true {
+            try? FileManager.default.removeItem(at: folder)
+        }
+    }
 
     /// Runs `test` (`Module.Class/method`) in a child process that replays `plan`; its exit status and output.
     static func runChild(_ test: String, plan: URL) throws -> (status: Int32, log: String) {
@@ -224,6 +235,9 @@ enum ReplayHarness {
     }
 
     static func begin(_ test: String, _ pass: Pass) {
+        if pass == .record {
+            try? FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        }
         current.withLock { $0 = Run(test: test, pass: pass) }
     }
 
