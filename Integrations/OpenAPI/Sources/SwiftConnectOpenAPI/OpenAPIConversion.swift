@@ -33,13 +33,23 @@ enum OpenAPIConversion {
     }
 
     /// The bytes of a body whose length is declared as `length`: a body that gives more or fewer is an invalid
-    /// request (nothing is sent), not one cut short or sent shorter than the operation said.
+    /// request (nothing is sent), not one cut short or sent shorter than the operation said. A body whose sequence
+    /// fails is an invalid request too, its error underneath, as the core fails a streamed body that does.
     private static func collect(_ body: HTTPBody, length: Int64) async throws -> Data {
         var data = Data()
         data.reserveCapacity(Int(length))
-        for try await chunk in body {
-            guard data.count + chunk.count <= length else { throw wrongLength(length, "more") }
-            data.append(contentsOf: chunk)
+        do {
+            for try await chunk in body {
+                guard data.count + chunk.count <= length else { throw wrongLength(length, "more") }
+                data.append(contentsOf: chunk)
+            }
+        } catch let error as ConnectError {
+            throw error
+        } catch let error as CancellationError {
+            throw error
+        } catch {
+            throw ConnectError(
+                .invalidRequest, message: "the request body's sequence failed: \(error)", underlyingError: error)
         }
         guard data.count == length else { throw wrongLength(length, "fewer") }
         return data

@@ -163,6 +163,37 @@ final class TransportContractTests: XCTestCase {
         }
     }
 
+    /// A request body whose sequence fails while it is read (a file read as it goes, say) fails the operation with the
+    /// client's `invalidRequest`, the body's own error underneath, and nothing reaches the server: read into memory
+    /// first (one the generated code can iterate again, of a known length) as when streamed. Read into memory, the
+    /// body's own error came out as it was, no `ConnectError`.
+    func testARequestBodyThatFailsIsAnInvalidRequestWithItsErrorUnderneath() async throws {
+        struct DiskGone: Error {}
+        server.route("PUT", "/api/files") { .echo($0) }
+        for engine in Engine.allCases {
+            for behavior in [IterationBehavior.multiple, .single] {
+                let body = HTTPBody(
+                    AsyncThrowingStream<ArraySlice<UInt8>, any Error> { continuation in
+                        continuation.yield(ArraySlice(repeating: 1, count: 3))
+                        continuation.finish(throwing: DiskGone())
+                    }, length: .known(10), iterationBehavior: behavior)
+                let before = server.requests.filter { $0.method == "PUT" }.count
+                do {
+                    let (response, _) = try await transport(engine).send(
+                        request(.put, "/files"), body: body, baseURL: server.baseURL.appendingPathComponent("api"),
+                        operationID: "put")
+                    XCTFail("\(engine) \(behavior): answered \(response.status)")
+                } catch {
+                    let failure = error as? ConnectError
+                    XCTAssertEqual(failure?.kind, .invalidRequest, "\(engine) \(behavior): \(error)")
+                    XCTAssertTrue(failure?.underlyingError is DiskGone, "\(engine) \(behavior): \(error)")
+                }
+                let handled = server.requests.filter { $0.method == "PUT" }.count
+                XCTAssertEqual(handled, before, "\(engine) \(behavior): the server took a request")
+            }
+        }
+    }
+
     // MARK: - Response mapping
 
     /// Repeated fields in order, the length when known, and a streamed body delivered as it arrives: the server
