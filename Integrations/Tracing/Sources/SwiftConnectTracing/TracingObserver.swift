@@ -30,9 +30,10 @@ import Tracing
 ///   status set to error;
 /// - has an event for each redirect the client followed, and for the queue wait, the time held while offline and
 ///   the token refresh that came before the attempt. Such events that no send followed (a refresh that failed after
-///   the last attempt's `401`, a queue wait before a cancellation) are told on an INTERNAL span of the call's name,
-///   with the call's `error.type` when it failed, and so is one told after the call ended (the end of a refresh the
-///   last attempt's `401` started: the call answers with the `401` without waiting for it).
+///   the last attempt's `401`, a queue wait before a cancellation) are told on an INTERNAL span named as the
+///   attempts' spans are (`GET /v1/todos/{id}`), with the call's `error.type` when it failed, and so is one told after
+///   the call ended (the end of a refresh the last attempt's `401` started: the call answers with the `401` without
+///   waiting for it).
 ///
 /// OpenTelemetry's HTTP client conventions ask for a span per request sent over the wire, each redirect hop one of
 /// its own. Redirects are followed within an attempt, below the observer, so here the attempt's one span covers all of
