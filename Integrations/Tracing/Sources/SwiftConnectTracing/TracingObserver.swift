@@ -117,11 +117,13 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         self.call = call
         self.methods = methods
         template = Self.template(of: call.pathTemplate)
-        // OpenTelemetry names the span of a method it does not know `HTTP`, not `_OTHER`; a span with no low-cardinality
-        // target (no template, no name) by its method alone.
-        let method = methods.name(of: call.method)
-        let target = template ?? call.name
-        name = (method == "_OTHER" ? "HTTP" : method) + (target.isEmpty ? "" : " " + target)
+        name = Self.spanName(method: methods.name(of: call.method), target: template ?? call.name)
+    }
+
+    /// A span's name: `{method} {target}`, as OpenTelemetry names an HTTP client span. A method it does not know is
+    /// `HTTP`, not `_OTHER`; a span with no low-cardinality target (no template, no name) is named by its method alone.
+    static func spanName(method: String, target: String) -> String {
+        (method == "_OTHER" ? "HTTP" : method) + (target.isEmpty ? "" : " " + target)
     }
 
     /// The trace context of a new span for the send about to start, as the tracer writes it into headers.
@@ -145,8 +147,13 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             }
             // A span the tracer does not record (sampled out) is not worth the attributes' strings.
             guard span.isRecording else { return }
+            let method = methods.name(of: request.method)
+            // Named by the call's method when it started; a middleware may send the attempt with another (a `PATCH`
+            // tunnelled through `POST`): the name says the method `http.request.method` does.
+            if request.method != call.method {
+                span.operationName = Self.spanName(method: method, target: template ?? call.name)
+            }
             span.updateAttributes { attributes in
-                let method = methods.name(of: request.method)
                 attributes["http.request.method"] = method
                 if method != request.method.rawValue {
                     attributes["http.request.method_original"] = request.method.rawValue

@@ -66,6 +66,39 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(string("url.full", of: span), "https://api.example.com/search?type=x")
     }
 
+    /// A middleware that changes the method an attempt goes out with (a `PATCH` tunnelled through `POST` with
+    /// `X-HTTP-Method-Override`, for a proxy that refuses `PATCH`) makes a span named by the method sent, which its
+    /// `http.request.method` says: OpenTelemetry names the span `{http.request.method} {url.template}`. It was named by
+    /// the connector's method (`PATCH /search` beside `http.request.method` `POST`).
+    func testASpanIsNamedByTheMethodItsAttemptWentOutWith() throws {
+        // Given
+        struct Patch: Connector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/search" }
+            var method: HTTPMethod { .patch }
+            var headers: [HTTPHeader] { [] }
+            var parameters: ParametersRepresentable? { nil }
+        }
+        let tunnel = AnyMiddleware { request, _, next in
+            var request = request
+            request.setValue(request.method.rawValue, forHTTPHeaderField: "X-HTTP-Method-Override")
+            request.method = .post
+            return next(request)
+        }
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        // When
+        _ = try client(transport, middlewares: [tunnel]).request(Patch()).wait()
+        _ = try client(transport, middlewares: [tunnel]).request(
+            Route("/search", baseURL: URL(string: "https://api.example.com")!, method: "PROPPATCH")
+        ).wait()
+        // Then
+        XCTAssertEqual(transport.requests.map(\.httpMethod), ["POST", "POST"])
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.map(\.operationName), ["POST /search", "POST /search"])
+        XCTAssertEqual(spans.map { string("http.request.method", of: $0) }, ["POST", "POST"])
+        XCTAssertEqual(spans.map { string("http.request.method_original", of: $0) }, [nil, nil])
+    }
+
     /// A middleware that sends an attempt's request twice (a hedge) makes a span per send, each ended, each send
     /// carrying its own span's context: one span covered both, and both requests carried its context.
     func testEachSendOfAHedgedAttemptIsASpanOfItsOwn() throws {
