@@ -57,12 +57,13 @@ func decodeBody<Decoded: Decodable>(
     response: @autoclosure () -> ConnectResponse? = nil
 ) throws -> Decoded {
     // The first byte is looked at before the type: a body that starts with a value costs no conformance lookup.
-    if data.first.map({ JSONSyntax.isWhitespace($0) || $0 == 0xEF }) ?? true,
+    if data.first.map(JSONSyntax.mayStartBlank) ?? true,
         let emptyType = type as? any EmptyDecodable.Type, JSONSyntax.isBlank(data),
         let empty = emptyType.emptyValue as? Decoded
     {
-        // A body of only white space (a server's lone newline), after a UTF-8 byte order mark if any (as JSON bodies
-        // with one decode), has no value either: JSON has nothing to decode in it.
+        // A body of only white space (a server's lone newline), after a byte order mark if any (as JSON bodies with
+        // one decode), in UTF-8, UTF-16 or UTF-32 (as JSONDecoder reads them), has no value either: JSON has nothing
+        // to decode in it.
         return empty
     }
     do {

@@ -154,9 +154,40 @@ enum JSONSyntax {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
     }
 
-    /// Whether `data` is nothing but JSON white space, after a UTF-8 byte order mark if any: no value to decode.
+    /// Whether `byte` may start a body ``isBlank(_:)`` finds blank: white space, or the first byte of a byte order
+    /// mark or of a UTF-16 or UTF-32 white space character.
+    static func mayStartBlank(_ byte: UInt8) -> Bool {
+        isWhitespace(byte) || byte == 0xEF || byte == 0xFE || byte == 0xFF || byte == 0x00
+    }
+
+    /// Whether `data` is nothing but JSON white space: no value to decode. Read as `JSONDecoder` reads a body: in
+    /// UTF-8, after its byte order mark if any, or in the UTF-16 or UTF-32 its byte order mark names or, without one,
+    /// the place of its zero bytes says (a lone `FF FE`, or `0A 00`, is as blank as an empty body).
     static func isBlank(_ data: Data) -> Bool {
-        (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(isWhitespace)
+        if (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(isWhitespace) { return true }
+        // UTF-32 before UTF-16: `FF FE 00 00` is UTF-32's little-endian byte order mark.
+        for (width, bigEndian) in [(4, true), (4, false), (2, true), (2, false)] {
+            let mark: [UInt8] =
+                switch (width, bigEndian) {
+                case (4, true): [0x00, 0x00, 0xFE, 0xFF]
+                case (4, false): [0xFF, 0xFE, 0x00, 0x00]
+                case (_, true): [0xFE, 0xFF]
+                case (_, false): [0xFF, 0xFE]
+                }
+            let hasMark = data.starts(with: mark)
+            let units = hasMark ? data.dropFirst(mark.count) : data
+            guard hasMark || !units.isEmpty, units.count % width == 0 else { continue }
+            // Each code unit a white space character: its low byte white space, every other byte zero.
+            let low = bigEndian ? width - 1 : 0
+            let isBlank = stride(from: units.startIndex, to: units.endIndex, by: width).allSatisfy { start in
+                (0..<width).allSatisfy { offset in
+                    let byte = units[start + offset]
+                    return offset == low ? isWhitespace(byte) : byte == 0
+                }
+            }
+            if isBlank { return true }
+        }
+        return false
     }
 
     /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;

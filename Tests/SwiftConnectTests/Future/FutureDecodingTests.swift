@@ -94,6 +94,40 @@ final class FutureDecodingTests: XCTestCase {
         XCTAssertThrowsError(try Future(value: Data([0xEF, 0xBB])).decoded(toType: Todo?.self).wait())
     }
 
+    /// JSONDecoder reads UTF-16 and UTF-32 as well as UTF-8, told by a byte order mark or, without one, by where the
+    /// zero bytes are: a body of only white space in one of them, or of only its byte order mark, holds no value
+    /// either, as the same body in UTF-8 does. A body with a value in them is still decoded.
+    func testABlankBodyInUTF16OrUTF32DecodesAsNilOrEmptyResponseToo() throws {
+        // Given
+        let bodies: [(name: String, bytes: [UInt8])] = [
+            ("UTF-16LE byte order mark", [0xFF, 0xFE]),
+            ("UTF-16BE byte order mark", [0xFE, 0xFF]),
+            ("UTF-16LE mark and line feed", [0xFF, 0xFE, 0x0A, 0x00]),
+            ("UTF-16BE mark, CR LF", [0xFE, 0xFF, 0x00, 0x0D, 0x00, 0x0A]),
+            ("UTF-16LE line feed", [0x0A, 0x00]),
+            ("UTF-16BE two spaces", [0x00, 0x20, 0x00, 0x20]),
+            ("UTF-32LE byte order mark", [0xFF, 0xFE, 0x00, 0x00]),
+            ("UTF-32BE mark and line feed", [0x00, 0x00, 0xFE, 0xFF, 0x00, 0x00, 0x00, 0x0A]),
+            ("UTF-32LE tab", [0x09, 0x00, 0x00, 0x00]),
+        ]
+        for (name, bytes) in bodies {
+            let body = Data(bytes)
+            // Then: the types that allow no value take it
+            XCTAssertNil(try Future(value: body).decoded(toType: Todo?.self).wait(), name)
+            XCTAssertEqual(try Future(value: body).decoded(toType: EmptyResponse.self).wait(), EmptyResponse(), name)
+            // And: one that needs a value fails saying the body has none, not that it is not JSON
+            let error = connectError(of: Future(value: body).decoded(toType: Todo.self))
+            XCTAssertEqual(error?.kind, .decoding, name)
+            XCTAssertTrue(error?.message.contains("the response body has only white space") ?? false, name)
+        }
+        // And: a UTF-16 body with a value is decoded, and a zero character is no white space
+        XCTAssertEqual(try Future(value: Data([0xFF, 0xFE, 0x37, 0x00])).decoded(toType: Int?.self).wait(), 7)
+        XCTAssertEqual(try Future(value: Data([0x00, 0x37])).decoded(toType: Int?.self).wait(), 7)
+        XCTAssertThrowsError(
+            try Future(value: Data([0xFF, 0xFE, 0x00, 0x00, 0x00, 0x00])).decoded(toType: Todo?.self).wait())
+        XCTAssertThrowsError(try Future(value: Data([0x0A, 0x00, 0x00, 0x0A])).decoded(toType: Todo?.self).wait())
+    }
+
     func testEmptyBodyFailureSaysTheBodyIsEmpty() {
         XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait()) { error in
             guard let error = error as? ConnectError else { return XCTFail("\(error)") }
