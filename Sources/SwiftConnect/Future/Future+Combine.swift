@@ -3,7 +3,8 @@ import Dispatch
 // MARK: - Combining futures
 
 extension Future {
-    /// A future of both values, once both futures succeed; it fails as soon as either fails.
+    /// A future of both values, once both futures succeed; it fails as soon as either fails, and the other is then
+    /// cancelled (a request's network task with it), as a task group cancels its other tasks when one throws.
     ///
     /// ```swift
     /// connect.send(GetUser(id: 1)).zip(connect.send(GetTodos(userID: 1))).onSuccess { user, todos in
@@ -11,6 +12,8 @@ extension Future {
     /// }
     /// ```
     ///
+    /// The other future's work is stopped before anyone hears of the failure, and it is cancelled for everyone that
+    /// holds it: to keep a future you share running, zip a future of your own that follows it (see ``value``).
     /// Cancelling the returned future cancels both.
     ///
     /// - Parameter other: The second future.
@@ -25,10 +28,13 @@ extension Future {
             self?.cancelAsInput()
             other?.cancelAsInput()
         }
-        whenCompleteReturningWork { result in
+        whenCompleteReturningWork { [weak other] result in
             switch result {
             case .failure(let error):
-                return derived.resolve(.failure(error))
+                // The other's work is stopped before anyone hears of the failure.
+                let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
+                if failed { other?.cancelAsInput() }
+                return work
             case .success(let value):
                 let pair = values.withLock { state -> (Value, Other)? in
                     state.0 = value
@@ -37,10 +43,12 @@ extension Future {
                 return pair.map { derived.resolve(.success($0)) } ?? .empty
             }
         }.run()
-        other.whenCompleteReturningWork { result in
+        other.whenCompleteReturningWork { [weak self] result in
             switch result {
             case .failure(let error):
-                return derived.resolve(.failure(error))
+                let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
+                if failed { self?.cancelAsInput() }
+                return work
             case .success(let otherValue):
                 let pair = values.withLock { state -> (Value, Other)? in
                     state.1 = otherValue
@@ -52,14 +60,17 @@ extension Future {
         return derived
     }
 
-    /// A future of every value, in the order of `futures`, once all succeed; it fails with the first error.
+    /// A future of every value, in the order of `futures`, once all succeed; it fails with the first error, and
+    /// every future still pending is then cancelled (a request's network task with it), as a task group cancels its
+    /// other tasks when one throws.
     ///
     /// ```swift
     /// let todos: Future<[Todo]> = Future.all((1...3).map { connect.send(GetTodo(id: $0)) })
     /// ```
     ///
-    /// Cancelling the returned future cancels every future still pending. An empty array succeeds at once
-    /// with `[]`.
+    /// The others' work is stopped before anyone hears of the failure, and each is cancelled for everyone that holds
+    /// it; to wait for every result whatever fails, use ``allSettled(_:)``. Cancelling the returned future cancels
+    /// every future still pending. An empty array succeeds at once with `[]`.
     ///
     /// - Parameter futures: The futures to wait for.
     /// - Returns: A future of the values in order.
@@ -76,7 +87,11 @@ extension Future {
             future.whenCompleteReturningWork { result in
                 switch result {
                 case .failure(let error):
-                    return derived.resolve(.failure(error))
+                    // The others' work is stopped before anyone hears of the failure (this input, complete, stays
+                    // as it is).
+                    let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
+                    if failed { for input in inputs { input.future?.cancelAsInput() } }
+                    return work
                 case .success(let value):
                     let values = state.withLock { $0.store(value, at: index) }
                     return values.map { derived.resolve(.success($0)) } ?? .empty

@@ -136,6 +136,66 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertTrue(promises[2].future.isCancelled)
     }
 
+    /// `zip` fails as soon as either input fails, and then cancels the other, as a task group cancels its other tasks
+    /// when one throws: its work is stopped before anyone hears of the failure. Either side may fail first.
+    func testZipCancelsTheOtherInputWhenOneFails() {
+        for failingSide in ["left", "right"] {
+            // Given
+            let left = Promise<Int>()
+            let right = Promise<String>()
+            let events = Recorder<String>()
+            left.setCancelHandler { events.append("left cancelled") }
+            right.setCancelHandler { events.append("right cancelled") }
+            let zipped = left.future.zip(right.future)
+            zipped.observe { _ in events.append("observed") }
+            // When
+            if failingSide == "left" { left.fail(TestError(1)) } else { right.fail(TestError(1)) }
+            // Then
+            XCTAssertThrowsError(try zipped.wait(timeout: 0)) { XCTAssertEqual($0 as? TestError, TestError(1)) }
+            let other = failingSide == "left" ? "right" : "left"
+            XCTAssertEqual(events.values, ["\(other) cancelled", "observed"], failingSide)
+            XCTAssertEqual(failingSide == "left" ? right.future.isCancelled : left.future.isCancelled, true)
+            XCTAssertFalse(zipped.isCancelled, "it failed with its input's error")
+        }
+    }
+
+    /// `all` fails with the first error and then cancels every input still pending (an input that already succeeded
+    /// keeps its value), before anyone hears of the failure.
+    func testAllCancelsTheInputsStillPendingWhenOneFails() {
+        // Given
+        let promises = (0..<4).map { _ in Promise<Int>() }
+        let events = Recorder<String>()
+        for (index, promise) in promises.enumerated() {
+            promise.setCancelHandler { events.append("\(index) cancelled") }
+        }
+        let all = Future.all(promises.map(\.future))
+        all.observe { _ in events.append("observed") }
+        promises[0].succeed(0)
+        // When
+        promises[2].fail(TestError(2))
+        // Then
+        XCTAssertThrowsError(try all.wait(timeout: 0)) { XCTAssertEqual($0 as? TestError, TestError(2)) }
+        XCTAssertEqual(events.values, ["1 cancelled", "3 cancelled", "observed"])
+        XCTAssertEqual(promises[0].future.result.flatMap { try? $0.get() }, 0)
+        XCTAssertFalse(promises[2].future.isCancelled)
+        XCTAssertFalse(promises[3].succeed(3), "its work was cancelled")
+    }
+
+    /// The requests behind a `zip` and an `all` are cancelled on the network when another of them fails: a page that
+    /// cannot be shown whole does not keep loading its other parts.
+    func testTheOtherRequestsOfAFailedZipOrAllAreCancelled() {
+        let transport = FakeTransport()
+        transport.stub(.get, "/slow", with: .never)
+        transport.stub(.get, "/broken", with: .status(500))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let slow = { connect.request(ClientFixtures.Endpoint(endpoint: "/slow")) }
+        let broken = { connect.request(ClientFixtures.Endpoint(endpoint: "/broken")) }
+
+        XCTAssertEqual(connectError(of: slow().zip(broken()))?.statusCode, 500)
+        XCTAssertEqual(connectError(of: Future.all([slow(), broken()]))?.statusCode, 500)
+        XCTAssertEqual(transport.cancelledRequests.map { $0.url?.path }, ["/slow", "/slow"])
+    }
+
     func testCancellingAResolvedFutureDoesNothing() throws {
         let future = Future(value: 3)
         future.cancel()
