@@ -79,10 +79,18 @@ struct AttemptSending: Sendable {
     let reached: @Sendable () -> Void
     /// Called each time the transport has answered (a response or a failure); the loop stops the attempt's timer.
     let answered: @Sendable () -> Void
+    /// Called each time the request reaches the transport's door, before the wire check, where its observers hear it
+    /// start: a shared request's (coalescing) tells the callers that joined it then, so that they hear the attempt a
+    /// call alone would hear, one the wire check refuses included. `nil` for the retry loop's.
+    let atDoor: (@Sendable () -> Void)?
 
-    init(reached: @escaping @Sendable () -> Void, answered: @escaping @Sendable () -> Void) {
+    init(
+        reached: @escaping @Sendable () -> Void, answered: @escaping @Sendable () -> Void,
+        atDoor: (@Sendable () -> Void)? = nil
+    ) {
         self.reached = reached
         self.answered = answered
+        self.atDoor = atDoor
     }
 }
 
@@ -279,6 +287,7 @@ struct MiddlewareChain: Sendable {
                 observation.addingFields(to: &request, attempt: context.attempt)
                 observation.recordStart(of: context.attempt, request: request)
             }
+            context.sending?.atDoor?()
             var sent: Future<ConnectResponse>
             if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) {
                 // The request is kept as every stage left it: a method, a field or a length a stage got wrong is

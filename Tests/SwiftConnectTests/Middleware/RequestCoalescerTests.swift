@@ -59,6 +59,33 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertNotNil(value(of: late))
     }
 
+    /// A call that joins a shared request already at the transport just as its answer arrives (the answer comes
+    /// between its joining and its observers being told it started) still hears its attempt start, then end with the
+    /// answer: not its call's end alone, which a tracer takes for a call that sent nothing.
+    func testACallJoiningAsTheAnswerArrivesIsToldItsAttempt() {
+        // Given: a coalescer that lets the answer in right after a caller joins a request at the transport
+        let observer = ConnectObserverTests.PerCallObserver()
+        let transport = ManualTransport()
+        let answerNow = Guarded(false)
+        let coalescer = RequestCoalescer(joinedAtDoor: {
+            guard answerNow.withLock({ $0 }) else { return }
+            transport.respond(to: 0, body: Data(#"{"id":1,"title":"a"}"#.utf8))
+        })
+        let connect = Connect(
+            transport: transport, middlewares: [coalescer], retryPolicy: nil,
+            settings: Connect.Settings(observers: [observer]))
+        let first = connect.request(Endpoint())
+        XCTAssertEqual(transport.requests.count, 1)
+        // When
+        answerNow.withLock { $0 = true }
+        let joined = connect.request(Endpoint())
+        // Then
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(transport.requests.count, 1, "the second call shared the first one's request")
+        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
     func testIdenticalHeadRequestsShareOneTransportCall() {
         // Given
         let (transport, gate) = gatedTransport()

@@ -485,6 +485,32 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 503", "call 503 after 1"])
     }
 
+    /// A call that joined a shared request the wire check then refuses (a middleware's field with a line break) hears
+    /// its attempt start at the transport's door and end with the refusal, as the call whose request it is does, and
+    /// as it would alone: not its call's end only.
+    func testACallThatJoinsARequestTheWireCheckRefusesIsToldItsAttempt() throws {
+        // Given: two identical calls sharing a request that waits in the queue
+        let observer = PerCallObserver()
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(
+            transport: transport, middlewares: [.adapter { $0.setValue("a\nb", forHTTPHeaderField: "X-A") }],
+            retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        // When: the shared request reaches the wire check
+        queue.resume()
+        // Then
+        XCTAssertEqual(connectError(of: first)?.kind, .invalidRequest)
+        XCTAssertEqual(connectError(of: joined)?.kind, .invalidRequest)
+        XCTAssertEqual(transport.requests.count, 0)
+        let alone = ["start 1 -", "end 1 invalidRequest", "call invalidRequest after 1"]
+        XCTAssertEqual(observer.events(ofCall: 0), ["queued"] + alone, "the call whose request waited in the queue")
+        XCTAssertEqual(observer.events(ofCall: 1), alone)
+    }
+
     /// A call that leaves a shared request (cancelled) hears its attempt end after its own end, as cancelled, as any
     /// call cut short does; the call still sharing it hears the answer.
     func testACallThatLeavesASharedRequestIsToldItsAttemptEndedCancelled() throws {

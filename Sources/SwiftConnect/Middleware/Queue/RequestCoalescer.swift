@@ -35,9 +35,9 @@ import Foundation
 /// not at once.
 ///
 /// Each caller's observers (``ConnectObserver``) hear its attempt: the first caller's, the shared request at the
-/// transport's door; a caller that joined, its own request told started when the shared one reaches the transport (at
-/// once if it is there already) and ended with the shared answer, or, when it leaves first, with its own end (as
-/// cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included. A
+/// transport's door; a caller that joined, its own request told started when the shared one reaches that door (at
+/// once if it is there already) and ended with the shared answer (the wire check's refusal of the shared request
+/// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included. A
 /// middleware's second send of one attempt (a hedge) that joins the call of its first is no send of its own: its call
 /// hears the one that went out.
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
@@ -75,13 +75,16 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// Whether the shared request has reached the transport: a caller that joins from then on is in flight at
         /// once.
         var reachedTransport = false
+        /// Whether the shared request has reached the transport's door (where its wire check runs, before the
+        /// transport): a caller that joins from then on has started its attempt, as its observers hear.
+        var reachedDoor = false
         /// The callers whose retry loop listens (``RequestContext/sending``), told when the shared request reaches
         /// the transport and when the transport answers it: their attempt's own timeout
         /// (``RetryPolicy/attemptTimeout``) runs between the two, not while it waits in the queue.
         var sendings: [UInt64: AttemptSending] = [:]
         /// The callers that joined with observers (``RequestContext/transfer``'s observation): each is an attempt of
-        /// its own call, told started when the shared request reaches the transport and ended when it is answered or
-        /// the caller leaves. (The first caller's observers hear the shared request itself, at the transport's door.)
+        /// its own call, told started when the shared request reaches the transport's door and ended when it is
+        /// answered or the caller leaves. (The first caller's observers hear the shared request itself, at that door.)
         var observed: [UInt64: JoinedAttempt] = [:]
         /// The first caller's observers as the shared request carries them (closed when that caller leaves while
         /// others stay), and its attempt as its call has them (told then that it ended).
@@ -105,12 +108,22 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// Whether the attempt was told started, and ended. Its lock is held while the observers are told, so that a
         /// start and an end told from two threads come in order; nothing else takes it.
         private let told = Protected<(started: Bool, ended: Bool)>((false, false))
+        /// Whether the shared request reached the transport's door while the caller shared it: its attempt started
+        /// then, whoever tells it first (the door, the caller as it joins, or the answer, when it comes before). Set
+        /// under the coalescer's lock; its own is never held while anything else is taken or told.
+        private let isDue = Protected(false)
 
         init(observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions) {
             self.observation = observation
             self.attempt = attempt
             self.request = request
             self.transfer = transfer
+        }
+
+        /// Notes that the shared request reached the transport's door while this caller shared it (``start()`` tells
+        /// it, unless ``end(with:)`` comes first and tells it).
+        func markDue() {
+            isDue.withLock { $0 = true }
         }
 
         /// Tells the observers the attempt started, unless they were told already, or told it ended.
@@ -122,11 +135,16 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             }
         }
 
-        /// Tells the observers the attempt ended with `result`, if it was told started; no start is told after this.
+        /// Tells the observers the attempt ended with `result`, if it started (told, or due: the answer came before the
+        /// start was told, to a caller that joined as it came); no start is told after this.
         func end(with result: Result<ConnectResponse, any Error>) {
             told.withLock { told in
                 guard !told.ended else { return }
                 told.ended = true
+                if !told.started, isDue.withLock({ $0 }) {
+                    told.started = true
+                    observation.recordStart(of: attempt, request: request)
+                }
                 guard told.started else { return }
                 MiddlewareChain.recordEnd(
                     of: attempt, with: result, to: observation, request: request, transfer: transfer)
@@ -151,10 +169,17 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     private let state = Protected(MutableState())
     /// The time, in `DispatchTime` nanoseconds: when a call began, and whether it is too late to join it.
     private let now: @Sendable () -> UInt64
+    /// Run when a caller has joined a call whose shared request is at the transport's door already, before its
+    /// observers are told its attempt started (a test's hook: the answer may come then).
+    private let joinedAtDoor: @Sendable () -> Void
 
     /// A coalescer timing its calls by `now` (a test's own clock; the system's uptime by default).
-    init(now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds }) {
+    init(
+        now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
+        joinedAtDoor: @escaping @Sendable () -> Void = {}
+    ) {
         self.now = now
+        self.joinedAtDoor = joinedAtDoor
     }
 
     /// Whether a request with `timeout` may join a call that began at `began`: within the last tenth of the timeout.
@@ -216,7 +241,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             JoinedAttempt(observation: observation, attempt: context.attempt, request: copy request, transfer: transfer)
         }
         let sharedObservation = context.transfer.observation?.sharing()
-        let joined: (UInt64, UInt64, Bool, Bool)? = state.withLock { state in
+        let joined: (UInt64, UInt64, Bool, Bool, Bool)? = state.withLock { state in
             state.nextID &+= 1
             let callerID = state.nextID
             if var existing = state.calls[key] {
@@ -227,6 +252,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 }
                 existing.callers[callerID] = promise
                 let isInFlight = existing.reachedTransport || !hearsTransport
+                let isAtDoor = existing.reachedDoor || !hearsTransport
                 if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
                 // A call's second send of one attempt (a middleware's hedge) that joins its first is no send of its
                 // own: its observers hear the one that goes.
@@ -235,20 +261,22 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                         observed = nil
                     } else {
                         existing.observed[callerID] = joining
+                        // Started from now: the answer tells the start before the end if it comes first.
+                        if isAtDoor { joining.markDue() }
                     }
                 }
                 state.calls[key] = existing
-                return (existing.id, callerID, false, isInFlight)
+                return (existing.id, callerID, false, isAtDoor, isInFlight)
             }
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
             if let sharedObservation, let observed { call.first = (sharedObservation, observed) }
             state.calls[key] = call
-            return (callerID, callerID, true, false)
+            return (callerID, callerID, true, false, false)
         }
         guard let joined else { return next(request, context) }
-        let (callID, callerID, isFirst, isInFlight) = joined
+        let (callID, callerID, isFirst, isAtDoor, isInFlight) = joined
         let future = promise.future
         promise.setCancelHandler { [weak self, weak future] in
             self?.drop(callerID, from: key, callID: callID, stopped: future)
@@ -268,14 +296,19 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             }
             if hearsTransport {
                 shared.sending = AttemptSending(
-                    reached: { [weak self] in self?.reachedTransport(key, callID: callID) }, answered: {})
+                    reached: { [weak self] in self?.reachedTransport(key, callID: callID) }, answered: {},
+                    atDoor: { [weak self] in self?.reachedDoor(key, callID: callID) })
             }
             start(consume request, key: key, callID: callID) { [shared] request in next(request, shared) }
-        } else if isInFlight {
-            // Sharing a call already at the transport: this attempt is in flight from now (its own timeout counts),
-            // and its observers hear it start.
-            observed?.start()
-            context.sending?.reached()
+        } else {
+            // Sharing a call already at the transport's door: its observers hear this attempt start, as the first
+            // caller's did there (unless the answer came meanwhile and told the start with the end).
+            if isAtDoor, let observed {
+                joinedAtDoor()
+                observed.start()
+            }
+            // Sharing a call already at the transport: this attempt is in flight from now (its own timeout counts).
+            if isInFlight { context.sending?.reached() }
         }
         return promise.future
     }
@@ -314,19 +347,31 @@ extension RequestCoalescer {
         }
     }
 
+    /// The shared request of call `callID` reached the transport's door, where the wire check runs: the attempt of
+    /// each caller that joined starts from now, as the first caller's observers hear the shared one start there. A
+    /// request the check refuses never reaches the transport, and its callers hear it end with that refusal.
+    private func reachedDoor(_ key: Key, callID: UInt64) {
+        let observed = state.withLock { state -> [JoinedAttempt] in
+            guard var call = state.calls[key], call.id == callID else { return [] }
+            call.reachedDoor = true
+            state.calls[key] = call
+            // In order of arrival.
+            let observed = call.observed.sorted { $0.key < $1.key }.map(\.value)
+            for attempt in observed { attempt.markDue() }
+            return observed
+        }
+        for attempt in observed { attempt.start() }
+    }
+
     /// The shared request of call `callID` reached the transport: its callers are in flight from now.
     private func reachedTransport(_ key: Key, callID: UInt64) {
-        let (joined, observed) = state.withLock { state -> ([AttemptSending], [JoinedAttempt]) in
-            guard var call = state.calls[key], call.id == callID else { return ([], []) }
+        let joined = state.withLock { state -> [AttemptSending] in
+            guard var call = state.calls[key], call.id == callID else { return [] }
             call.reachedTransport = true
             state.calls[key] = call
             // In order of arrival.
-            return (
-                call.sendings.sorted { $0.key < $1.key }.map(\.value),
-                call.observed.sorted { $0.key < $1.key }.map(\.value)
-            )
+            return call.sendings.sorted { $0.key < $1.key }.map(\.value)
         }
-        for attempt in observed { attempt.start() }
         for sending in joined { sending.reached() }
     }
 
