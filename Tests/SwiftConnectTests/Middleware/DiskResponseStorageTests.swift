@@ -139,6 +139,33 @@ final class DiskResponseStorageTests: DiskStorageFolderTestCase {
         XCTAssertNil(first.response(forKey: "custom"), "a write to its URL removed it")
     }
 
+    /// A folder filled under a larger bound is brought within a lower one as the storage opens (an app that lowered
+    /// its bound in an update), the files written longest ago going first: not only at the next store, which a
+    /// storage that only reads never makes.
+    func testAFolderOverALoweredBoundIsBroughtWithinItWhenOpened() throws {
+        // Given: three responses of the same size, written in turn under a bound of 10,000
+        let large = try DiskResponseStorage(directory: folder, maxBytes: 10_000)
+        var named = Set<String>()
+        for (index, key) in ["a", "b", "c"].enumerated() {
+            large.store(storedRecord(bodyBytes: 600), forKey: key)
+            let names = Set(try FileManager.default.contentsOfDirectory(atPath: folder.path))
+            let name = try XCTUnwrap(names.subtracting(named).first { $0.hasSuffix(".response") })
+            named.insert(name)
+            // Written a day apart, so that their order does not depend on the clock's resolution.
+            try FileManager.default.setAttributes(
+                [.modificationDate: Date(timeIntervalSince1970: 86_400 * Double(index + 1))],
+                ofItemAtPath: folder.appendingPathComponent(name).path)
+        }
+        let written = try responseFileBytes(in: folder)
+        // When: the folder is opened with a bound a byte short of them
+        let small = try DiskResponseStorage(directory: folder, maxBytes: written - 1)
+        // Then: before anything is stored, the folder is within it: the oldest went, the others stay
+        XCTAssertLessThan(try responseFileBytes(in: folder), written)
+        XCTAssertNil(small.response(forKey: "a"))
+        XCTAssertNotNil(small.response(forKey: "b"))
+        XCTAssertNotNil(small.response(forKey: "c"))
+    }
+
     func testTheStorageStaysWithinItsBytesForgettingTheLeastRecentlyUsed() throws {
         let big = String(repeating: "x", count: 1_000)
         let transport = FakeTransport()

@@ -269,7 +269,8 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
     ///
     /// - Parameters:
     ///   - directory: A folder for this storage alone; created with permissions 0700 if missing.
-    ///   - maxBytes: The most bytes of files it keeps; 50 MB by default.
+    ///   - maxBytes: The most bytes of files it keeps; 50 MB by default. A folder that holds more when it opens (filled
+    ///     under a larger bound) is brought within it at once, the files written longest ago going first.
     /// - Throws: ``ConnectError/Kind/fileAccess`` when the folder cannot be created or read.
     public init(directory: URL, maxBytes: Int = 50_000_000) throws {
         self.directory = directory
@@ -294,6 +295,13 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
             }
         } catch {
             throw ConnectError.fileAccess(error, url: directory, request: nil)
+        }
+        // Not left for the next store: a storage that only reads (offline, say) would keep the folder over its bound.
+        var total = index.values.reduce(0) { $0 + $1.size }
+        for (name, entry) in index.sorted(by: { $0.value.used < $1.value.used }) where total > self.maxBytes {
+            Self.removeFile(at: directory.appendingPathComponent(name))
+            index[name] = nil
+            total -= entry.size
         }
         self.index = Protected(index)
     }
