@@ -278,6 +278,35 @@ final class FutureTimeoutTests: XCTestCase {
         withExtendedLifetime(marker) {}
     }
 
+    /// The owner cancelling the source at the instant the limit passes, on either side of the instant the timer
+    /// decides: the outcome is always one the two in turn would give. Cancelled while the timer works out its error,
+    /// before it decides: the returned future fails with the owner's cancellation. Cancelled once the timer has
+    /// decided, just before its own `cancel()` reaches the source: `timedOut`, as when the owner's cancel comes after
+    /// (it then does nothing). Either way the source is cancelled, its work stopped once. (Made deterministic by a
+    /// value type that runs the owner's `cancel()` when the timer asks how to report its error, or its cancellation.)
+    func testAnOwnersCancellationAsTheLimitPassesHasAConsistentOutcome() throws {
+        let interleavings: [(interrupted: FutureError, outcome: FutureError)] = [
+            (.timedOut(after: 0), .cancelled), (.cancelled, .timedOut(after: 0.001)),
+        ]
+        for (interruptedReport, expected) in interleavings {
+            // Given
+            let scheduler = DeadlineScheduler(handlerQueue: handlers)
+            let promise = Promise<OwnerCancelsMidReport>()
+            let handlerRuns = Counter()
+            promise.setCancelHandler { handlerRuns.increment() }
+            let source = promise.future
+            OwnerCancelsMidReport.interrupt(interruptedReport) { source.cancel() }
+            // When
+            let limited = source.timeout(after: 0.001, on: nil, scheduler: scheduler)
+            // Then
+            let error = try XCTUnwrap(limited.waitForResult(timeout: 10).failure as? FutureError)
+            XCTAssertEqual(error, expected, "the owner cancelled as the timer reported \(interruptedReport)")
+            XCTAssertEqual(source.result?.failure as? FutureError, .cancelled)
+            XCTAssertEqual(handlerRuns.value, 1)
+            XCTAssertFalse(promise.succeed(OwnerCancelsMidReport()))
+        }
+    }
+
     /// A result and the timer arriving together, many times over on many threads: exactly one wins, and the
     /// outcome is consistent: the value with the source intact, or `timedOut` with the source cancelled. (Checked
     /// in a callback, which may be added after the returned future completed: the source is cancelled before the
@@ -363,4 +392,38 @@ extension FutureTimeoutTests {
 private func isTimedOut(_ error: (any Error)?) -> Bool {
     if case .timedOut? = error as? FutureError { return true }
     return false
+}
+
+/// A value whose futures report a ``FutureError`` through ``FutureErrorReporting``, running an owner's `cancel()` the
+/// first time the report of a given error is asked for: the instant the timer of `timeout(after:)` works out its
+/// error, or cancels the source.
+private struct OwnerCancelsMidReport: FutureErrorReporting, Sendable {
+    private static let pending = Guarded<(error: FutureError, cancel: @Sendable () -> Void)?>(nil)
+
+    /// Runs `cancel` when the report of `error` (of `timedOut`, whatever its limit) is next asked for.
+    static func interrupt(_ error: FutureError, with cancel: @escaping @Sendable () -> Void) {
+        pending.withLock { $0 = (error, cancel) }
+    }
+
+    static func reportedError(for error: FutureError) -> any Error {
+        let cancel = pending.withLock { pending -> (@Sendable () -> Void)? in
+            guard let armed = pending else { return nil }
+            switch (armed.error, error) {
+            case (.cancelled, .cancelled), (.timedOut, .timedOut): break
+            default: return nil
+            }
+            pending = nil
+            return armed.cancel
+        }
+        cancel?()
+        return error
+    }
+}
+
+extension Result {
+    /// The error of a failure.
+    fileprivate var failure: Failure? {
+        if case .failure(let error) = self { return error }
+        return nil
+    }
 }
