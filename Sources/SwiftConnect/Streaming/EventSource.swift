@@ -78,6 +78,9 @@ public struct EventSource: AsyncSequence {
         /// `Last-Event-ID` the first request carried: an ID the app saved, put on the connector or its options to
         /// resume a feed from it, which the events without an `id` then carry, as after a reconnection.
         public private(set) var lastEventID = ""
+        /// ``lastEventID``, `nil` while no `id` field (nor a saved ID) has set one, `""` after the server reset it:
+        /// a reconnection's events without an `id` carry it, a reset one too, as on the connection that reset it.
+        private var lastEventIDIfSet: String?
         private var delay: TimeInterval
         /// Reconnections since the last event.
         private var failures = 0
@@ -123,6 +126,7 @@ public struct EventSource: AsyncSequence {
                             let saved = (error as? ConnectError)?.request?.value(forHTTPHeaderField: "Last-Event-ID")
                         {
                             lastEventID = saved
+                            lastEventIDIfSet = saved
                         }
                         throw error
                     }
@@ -255,6 +259,7 @@ public struct EventSource: AsyncSequence {
         private mutating func record(_ iterator: ResponseEvents<ResponseStream>.AsyncIterator?) {
             guard let iterator else { return }
             lastEventID = iterator.lastEventID
+            lastEventIDIfSet = iterator.lastEventIDIfSet
             if let time = iterator.reconnectionTime { delay = Swift.max(Double(time) / 1000, Self.shortestServerRetry) }
         }
 
@@ -298,10 +303,16 @@ public struct EventSource: AsyncSequence {
                         + "not text/event-stream",
                     request: head.request, response: head.response)
             }
-            // The first connection starts from the ID its request carried, if the app gave one (a saved ID).
-            let saved = isReconnection ? nil : head.sentRequest.value(forHTTPHeaderField: "Last-Event-ID")
-            let startingID = saved ?? lastEventID
-            return ResponseEvents(stream, lastEventID: startingID).makeAsyncIterator()
+            // The first connection starts from the ID its request carried, if the app gave one (a saved ID); a
+            // reconnection from the last one, a reset one (`""`) included: its events carry what those after the
+            // reset on the connection before did.
+            guard isReconnection else {
+                let saved = head.sentRequest.value(forHTTPHeaderField: "Last-Event-ID")
+                return ResponseEvents(stream, lastEventID: saved).makeAsyncIterator()
+            }
+            var events = ResponseEvents(stream, lastEventID: lastEventIDIfSet)
+            events.keepsEmptyLastEventID = true
+            return events.makeAsyncIterator()
         }
     }
 }

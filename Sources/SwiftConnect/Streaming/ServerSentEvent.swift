@@ -40,9 +40,10 @@ public struct ServerSentEvent: Sendable, Hashable {
     /// The last event ID in effect when the event was dispatched: the value of the latest `id` field, of this
     /// event's block or an earlier one; `nil` when no `id` field has set one yet.
     ///
-    /// An empty `id` field resets the ID: the events after it on that connection have `""` (a connection that
-    /// resumes with no ID, as after a reset, starts again from `nil`). Keep the last ID you processed and send it
-    /// in the `Last-Event-ID` header when you reconnect (unless it is empty), so that the server resumes after it.
+    /// An empty `id` field resets the ID: the events after it have `""`, on that connection and, read through an
+    /// ``EventSource``, on the connections after it until the server sets another (``ResponseEvents`` given `""` as
+    /// the ID to resume from starts from `nil`). Keep the last ID you processed and send it in the
+    /// `Last-Event-ID` header when you reconnect (unless it is empty), so that the server resumes after it.
     public var id: String?
     /// The reconnection time in milliseconds that a `retry` field of this event's block set; `nil` when the block
     /// has none (the value an earlier block set still holds).
@@ -104,7 +105,10 @@ struct ServerSentEventParser {
     /// The last event ID: the one in effect at the latest dispatch (``ServerSentEvent/id`` of the latest event,
     /// or set by a block without data); `""` when none is set. Send it in `Last-Event-ID` when reconnecting,
     /// unless it is empty.
-    private(set) var lastEventID: String
+    var lastEventID: String { dispatchedEventID ?? "" }
+    /// ``lastEventID``, `nil` when no `id` field has set one (nor the stream this one resumes), `""` after a
+    /// reset (an empty `id` field).
+    private(set) var dispatchedEventID: String?
     /// The reconnection time in milliseconds that the latest valid `retry` field set (at once, even in a block
     /// that is never dispatched, as the standard says); `nil` when none has.
     private(set) var reconnectionTime: Int?
@@ -134,12 +138,18 @@ struct ServerSentEventParser {
     ///   - lastEventID: The last event ID of an earlier connection that this one resumes: events without an `id`
     ///     of their own carry it until the server sets another, as in a browser's `EventSource`. `nil` or `""`
     ///     for none.
+    ///   - keepsEmptyID: Whether a `lastEventID` of `""` is an ID the server reset (an ``EventSource`` that
+    ///     reconnects after a reset), which the events without an `id` carry, rather than none.
     ///   - maximumLineLength: The longest line accepted, in bytes without its line end (1 MiB by default).
     ///   - maximumDataLength: The most data an event may gather, in bytes counting an LF per `data` line (16 MiB
     ///     by default).
-    init(lastEventID: String? = nil, maximumLineLength: Int = 1 << 20, maximumDataLength: Int = 16 << 20) {
-        self.lastEventID = lastEventID ?? ""
-        self.eventID = lastEventID?.isEmpty == false ? lastEventID : nil
+    init(
+        lastEventID: String? = nil, keepsEmptyID: Bool = false, maximumLineLength: Int = 1 << 20,
+        maximumDataLength: Int = 16 << 20
+    ) {
+        let id = keepsEmptyID || lastEventID?.isEmpty == false ? lastEventID : nil
+        self.dispatchedEventID = id
+        self.eventID = id
         self.maximumLineLength = max(0, maximumLineLength)
         self.maximumDataLength = max(0, maximumDataLength)
     }
@@ -264,7 +274,7 @@ struct ServerSentEventParser {
         eventType = ""
         retry = nil
         // An `id` of the block left undispatched goes with it: the next stream's events start from the last one.
-        eventID = lastEventID.isEmpty ? nil : lastEventID
+        eventID = dispatchedEventID
         return []
     }
 
@@ -300,7 +310,7 @@ struct ServerSentEventParser {
             {
                 if !wholeEventFieldsTold {
                     // Until they are told again, the last event ID is already the one set here.
-                    lastEventID = eventID ?? ""
+                    dispatchedEventID = eventID
                     sink.wholeEventFields(id: eventID, reconnectionTime: reconnectionTime)
                     wholeEventFieldsTold = true
                 }
@@ -472,7 +482,7 @@ struct ServerSentEventParser {
 
     /// Dispatches the event gathered since the last blank line, if it has data, and starts the next one.
     private mutating func dispatch<Sink: ServerSentEventSink>(_ sink: inout Sink) throws {
-        lastEventID = eventID ?? ""
+        dispatchedEventID = eventID
         defer {
             LineSplitter.empty(&data)
             if !eventType.isEmpty { eventType = "" }

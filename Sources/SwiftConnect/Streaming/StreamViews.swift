@@ -331,6 +331,9 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     let maximumLineLength: Int
     let maximumDataLength: Int
     let onProgress: (@Sendable (_ lastEventID: String, _ reconnectionTime: Int?) -> Void)?
+    /// Whether a `lastEventID` of `""` is an ID the server reset, which the events without an `id` carry: an
+    /// ``EventSource`` reconnecting after a reset.
+    var keepsEmptyLastEventID = false
 
     /// Reads the events of `base`.
     ///
@@ -365,6 +368,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
     public func makeAsyncIterator() -> AsyncIterator {
         let parser = ServerSentEventParser(
             lastEventID: lastEventID,
+            keepsEmptyID: keepsEmptyLastEventID,
             maximumLineLength: maximumLineLength,
             maximumDataLength: maximumDataLength
         )
@@ -388,6 +392,9 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
         /// The reconnection time in milliseconds as of the last event handed out, or of the end once the iteration
         /// has ended: `nil` until a `retry` field sets one.
         public private(set) var reconnectionTime: Int?
+        /// ``lastEventID``, `nil` when no `id` field has set one (nor the stream this one resumes), `""` after a
+        /// reset: what an ``EventSource`` resumes from.
+        private(set) var lastEventIDIfSet: String?
 
         init(
             base: Base.AsyncIterator,
@@ -398,6 +405,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
             self.parser = parser
             self.onProgress = onProgress
             self.lastEventID = parser.lastEventID
+            self.lastEventIDIfSet = parser.dispatchedEventID
             self.reconnectionTime = parser.reconnectionTime
             stoppable = base as? any StoppableChunks
         }
@@ -441,6 +449,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
                     return nil
                 }
                 lastEventID = next.event.id ?? ""
+                lastEventIDIfSet = next.event.id
                 reconnectionTime = next.reconnectionTime
                 onProgress?(lastEventID, reconnectionTime)
                 return next.event
@@ -469,6 +478,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
             guard !reportedEnd else { return }
             reportedEnd = true
             lastEventID = parser.lastEventID
+            lastEventIDIfSet = parser.dispatchedEventID
             reconnectionTime = parser.reconnectionTime
             onProgress?(lastEventID, reconnectionTime)
         }

@@ -124,11 +124,45 @@ final class EventSourceTests: XCTestCase {
         var source = connect.eventSource(saved, reconnection: EventSourceReconnection(delay: 0)).makeAsyncIterator()
         while let event = try await source.next() { received.append("\(event.data) \(event.id ?? "nil")") }
 
-        XCTAssertEqual(received, ["a 41", "b ", "c nil"], "a connection that starts with no ID gives nil, as before")
+        XCTAssertEqual(received, ["a 41", "b ", "c "], "the reset ID stays in effect after the reconnection")
         XCTAssertEqual(
             transport.requests.map { $0.value(forHTTPHeaderField: "Last-Event-ID") ?? "none" },
             ["41", "41", "none", "none"])
         XCTAssertEqual(source.lastEventID, "")
+    }
+
+    /// A reset the server sent in a block without data just before the stream broke: the events of the next
+    /// connection carry the reset ID (`""`), as the events after it on the same connection would, and as a browser's
+    /// `lastEventId` is the same string across reconnections; `nil` stays for a feed where no `id` ever came. They
+    /// carried `nil` ("no ID yet"), so an app saving each event's ID kept the one from before the reset.
+    func testAnIDResetBeforeABreakStaysInEffectAfterTheReconnection() async throws {
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/events",
+            with: [
+                sse("id: 7\ndata: a\n\nid\n\n", endingWith: URLError(.networkConnectionLost)), sse("data: b\n\n"),
+                .status(204),
+            ])
+        transport.stub(.get, "/plain", with: [sse("data: a\n\n"), sse("data: b\n\n"), .status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+
+        var ids: [String] = []
+        for try await event in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {
+            ids.append(event.id ?? "nil")
+        }
+        var plainIDs: [String] = []
+        for try await event in connect.eventSource(
+            Route("/plain", baseURL: URL(string: "https://api.example.com")!),
+            reconnection: EventSourceReconnection(delay: 0))
+        {
+            plainIDs.append(event.id ?? "nil")
+        }
+
+        XCTAssertEqual(ids, ["7", ""])
+        XCTAssertEqual(plainIDs, ["nil", "nil"], "no id ever came: none is in effect")
+        XCTAssertEqual(
+            transport.requests.prefix(3).map { $0.value(forHTTPHeaderField: "Last-Event-ID") ?? "none" },
+            ["none", "none", "none"], "a reset ID is not sent")
     }
 
     /// A feed resumed from a saved ID whose first answer fails the source: the iterator's last event ID is still the
