@@ -90,6 +90,10 @@ public struct EventSource: AsyncSequence {
         /// The client's count of `cancelAllRequests()` when the last connection began: one since then stops the
         /// wait before the next, as it stops a connection.
         private var cancellationsAtOpen: UInt64 = 0
+        /// The `Last-Event-ID` the first request was built with (a saved ID on the connector or its options): the
+        /// last event ID when the first connection fails with no request to read it from (cancelled before its
+        /// answer).
+        private let firstRequestID = Protected<String?>(nil)
 
         init(source: EventSource) {
             self.source = source
@@ -124,6 +128,7 @@ public struct EventSource: AsyncSequence {
                         // or a middleware's request) as the last event ID, where an app that saves it again finds it.
                         if !hasConnected, lastEventID.isEmpty,
                             let saved = (error as? ConnectError)?.request?.value(forHTTPHeaderField: "Last-Event-ID")
+                                ?? firstRequestID.withLock({ $0 })
                         {
                             lastEventID = saved
                             lastEventIDIfSet = saved
@@ -152,6 +157,9 @@ public struct EventSource: AsyncSequence {
                     }
                     record(events)
                 } catch let error as ConnectError where error.kind == .cancelled || Task.isCancelled {
+                    // As of the last event handed out: until one is, the ID the connection resumed from (a saved
+                    // one the app keeps again).
+                    record(events)
                     events = nil
                     isFinished = true
                     throw error
@@ -267,9 +275,13 @@ public struct EventSource: AsyncSequence {
         private func open() async throws -> ResponseEvents<ResponseStream>.AsyncIterator? {
             let lastEventID = lastEventID
             let isReconnection = hasConnected
+            let firstRequestID = firstRequestID
             let stream = source.connect.stream(
                 source.connector, options: source.options, streaming: source.streaming
             ) { request in
+                if !isReconnection {
+                    firstRequestID.withLock { $0 = request.value(forHTTPHeaderField: "Last-Event-ID") }
+                }
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
                 // An id no header can carry (a control character: the parser only drops ids with NUL) is not sent:

@@ -165,6 +165,72 @@ final class EventSourceTests: XCTestCase {
             ["none", "none", "none"], "a reset ID is not sent")
     }
 
+    /// A feed resumed from a saved ID, cancelled while it reads its first connection, before any event: the
+    /// iterator's last event ID is still the saved one, as its documentation says, so an app that saves it when it
+    /// stops keeps its place. It was `""`: the cancellation left before the iterator took the connection's ID.
+    func testASourceCancelledBeforeItsFirstEventKeepsTheSavedID() async throws {
+        let transport = FakeTransport()
+        let reading = Promise<Void>()
+        // Comments over the stream's pause threshold (256 KiB): the second `send` returns only once the source has
+        // taken the first, so the source is reading the body when the test cancels it.
+        let comment = Data((":" + String(repeating: "x", count: 300 << 10) + "\n").utf8)
+        transport.stub(
+            .get, "/events",
+            with: .stream(headers: eventStream) { body in
+                guard await body.send(comment), await body.send(comment) else { return }
+                reading.completeIfPending(with: .success(()))
+            })
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let saved = Route(
+            "/events", baseURL: URL(string: "https://api.example.com")!,
+            headers: [HTTPHeader(name: "Last-Event-ID", value: "41")])
+
+        let task = Task { () -> (outcome: String, lastEventID: String) in
+            var source = connect.eventSource(saved, reconnection: EventSourceReconnection(delay: 0))
+                .makeAsyncIterator()
+            do {
+                let event = try await source.next()
+                return ("event \(event?.data ?? "nil")", source.lastEventID)
+            } catch {
+                return ((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)", source.lastEventID)
+            }
+        }
+        try await reading.future.value(timeout: 10)
+        task.cancel()
+        let result = await task.value
+
+        XCTAssertEqual(result.outcome, "\(ConnectError.Kind.cancelled)")
+        XCTAssertEqual(result.lastEventID, "41")
+    }
+
+    /// The same, cancelled while the first connection waits for its answer: no request comes with the error to
+    /// read the saved ID from, and it was lost the same way.
+    func testASourceCancelledBeforeItsFirstAnswerKeepsTheSavedID() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .never)
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let saved = Route(
+            "/events", baseURL: URL(string: "https://api.example.com")!,
+            headers: [HTTPHeader(name: "Last-Event-ID", value: "41")])
+
+        let task = Task { () -> (outcome: String, lastEventID: String) in
+            var source = connect.eventSource(saved, reconnection: EventSourceReconnection(delay: 0))
+                .makeAsyncIterator()
+            do {
+                let event = try await source.next()
+                return ("event \(event?.data ?? "nil")", source.lastEventID)
+            } catch {
+                return ((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)", source.lastEventID)
+            }
+        }
+        _ = try await transport.requestsReceived(count: 1).value(timeout: 10)
+        task.cancel()
+        let result = await task.value
+
+        XCTAssertEqual(result.outcome, "\(ConnectError.Kind.cancelled)")
+        XCTAssertEqual(result.lastEventID, "41")
+    }
+
     /// A feed resumed from a saved ID whose first answer fails the source: the iterator's last event ID is still the
     /// saved one, as its documentation says, so an app that saves it again keeps its place in the feed.
     func testAFirstAnswerThatFailsTheSourceKeepsTheSavedID() async throws {
