@@ -537,6 +537,54 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(try client.readHead().header("content-length"), "13")
     }
 
+    /// An event `serverSentEvents` cannot write as it is, which a client would read as something else: a type or an
+    /// id with a line break (the rest became another field, or another event), an id with a NUL (the client ignores
+    /// the field), a negative retry (ignored too). The server answers 500 saying which event and why, rather than a
+    /// stream that lies to the test; written raw, `event: a` with `id: 9` came out of `event: "a\nid: 9"`.
+    func testAServerSentEventTheFormatCannotCarryIsAnswered500() throws {
+        let unwritable: [(event: ServerSentEvent, why: String)] = [
+            (ServerSentEvent(event: "a\nid: 9", data: "x"), "type"),
+            (ServerSentEvent(event: "a\rb", data: "x"), "type"),
+            (ServerSentEvent(data: "x", id: "1\r\n\r\ndata: injected"), "CR or LF"),
+            (ServerSentEvent(data: "x", id: "1\u{0}2"), "NUL"),
+            (ServerSentEvent(data: "x", retry: -1), "negative"),
+        ]
+        for (event, why) in unwritable {
+            // Given
+            server.route("GET", "/events") { _ in .serverSentEvents([ServerSentEvent(data: "fine"), event]) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then
+            XCTAssertEqual(response.status, 500, "\(event)")
+            XCTAssertTrue(response.text.contains("event 1 of serverSentEvents"), response.text)
+            XCTAssertTrue(response.text.contains(why), response.text)
+        }
+    }
+
+    /// What the format can carry goes out as given: a type, an id and data with leading spaces, an empty id (a
+    /// reset), a retry, data lines ended by a CR.
+    func testServerSentEventsTheFormatCanCarryAreWrittenAsGiven() throws {
+        // Given
+        let events = [
+            ServerSentEvent(event: " spaced", data: " one\rtwo", id: " 7", retry: 0), ServerSentEvent(data: "", id: ""),
+        ]
+        server.route("GET", "/events") { _ in .serverSentEvents(events) }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(response.status, 200)
+        XCTAssertEqual(
+            response.text, "event:  spaced\nid:  7\nretry: 0\ndata:  one\ndata: two\n\nid: \ndata: \n\n")
+    }
+
     func testDelayedResponseArrivesAfterTheDelay() {
         // Given
         server.route("GET", "/slow") { _ in .text("late").delayed(by: 0.3) }

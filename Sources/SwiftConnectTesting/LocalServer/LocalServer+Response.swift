@@ -36,6 +36,10 @@ extension LocalServer {
         /// How the response is sent, or deliberately not sent.
         public var fault: Fault
 
+        /// Why the body as a convenience constructor built it cannot be sent as asked (an event
+        /// ``serverSentEvents(_:interval:)`` cannot write), or `nil`: see ``mistake``.
+        var bodyMistake: String?
+
         /// A body written piece by piece by a producer while the response is sent, so it is never held in memory.
         ///
         /// Build one with ``LocalServer/Response/stream(contentLength:contentType:status:producer:)`` or
@@ -277,9 +281,14 @@ extension LocalServer.Response {
     /// ```
     ///
     /// - Parameters:
-    ///   - events: The events, written as `event:` (unless `message`), `id:`, `retry:` and one `data:` line per
-    ///     line of data, then a blank line. A line of data ends with LF, CR or CRLF, as the client's parser reads
-    ///     them: the format cannot carry a CR, so the client reads each line end of the data as an LF.
+    ///   - events: The events, written as `event:` (unless `message`; an empty type arrives as `message`), `id:`
+    ///     (unless `nil`: the event then arrives with the ID of the one before it, the last ID in effect), `retry:`
+    ///     and one `data:` line per line of data, then a blank line. A line of data ends with LF, CR or CRLF, as
+    ///     the client's parser reads them: the format cannot carry a CR, so the client reads each line end of the
+    ///     data as an LF. A type or an ID with a CR or an LF (which would end its line, the rest becoming another
+    ///     field or event), an ID with a NUL (which a client ignores) or a negative `retry` (not a number of
+    ///     milliseconds a client reads) cannot be written: the server answers 500 instead, saying which event and
+    ///     why (on standard error too).
     ///   - interval: The wait before each event, in seconds.
     /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
     public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
@@ -290,7 +299,30 @@ extension LocalServer.Response {
             }
         }
         response.headers.append(("Cache-Control", "no-cache"))
+        for (index, event) in events.enumerated() {
+            guard let why = unwritable(event) else { continue }
+            response.bodyMistake = "event \(index) of serverSentEvents cannot be written: \(why)"
+            break
+        }
         return response
+    }
+
+    /// Why `event` cannot go on the wire as it is, or `nil`: the client would read something else.
+    static func unwritable(_ event: ServerSentEvent) -> String? {
+        let endsLine: (UInt8) -> Bool = { $0 == 0x0D || $0 == 0x0A }
+        if event.event.utf8.contains(where: endsLine) {
+            return "its type \(event.event.debugDescription) contains CR or LF, which would end the `event:` line"
+        }
+        if let id = event.id, id.utf8.contains(where: endsLine) {
+            return "its id \(id.debugDescription) contains CR or LF, which would end the `id:` line"
+        }
+        if let id = event.id, id.utf8.contains(0) {
+            return "its id \(id.debugDescription) contains NUL, for which a client ignores the `id:` field"
+        }
+        if let retry = event.retry, retry < 0 {
+            return "its retry \(retry) is negative: a client ignores a `retry:` field that is not all digits"
+        }
+        return nil
     }
 
     /// An event as it goes on the wire.
@@ -354,13 +386,16 @@ extension LocalServer.Response {
     /// A line break in a header would split the response: the client would read injected fields, or a second
     /// response. A test gets a broken response from a deliberate ``Fault``, never from a mistake in a handler.
     /// The status must be a final one, from 200 to 999, a ``Fault/trickle(chunk:interval:)`` must have an
-    /// interval more than zero, and the length a ``Fault/lieAboutLength(extra:)`` declares must be one from 0 to
-    /// `Int.max`. ``Fault/raw(_:)`` and ``Fault/closeBeforeHeaders`` send none of it, so anything goes.
+    /// interval more than zero, the length a ``Fault/lieAboutLength(extra:)`` declares must be one from 0 to
+    /// `Int.max`, and the events of ``serverSentEvents(_:interval:)`` must be ones the format can carry.
+    /// ``Fault/raw(_:)`` and ``Fault/closeBeforeHeaders`` send none of it, so anything goes.
     var mistake: String? {
         switch fault {
         case .raw, .closeBeforeHeaders: return nil  // Neither sends the status nor the headers.
         default: break
         }
+        // An event a test meant the client to get, which it would read as something else.
+        if let bodyMistake { return bodyMistake }
         // A final 1xx left the client waiting for the real answer; other codes are not HTTP at all.
         guard (200...999).contains(status) else {
             return "the status \(status) is not a final status code from 200 to 999 (a client takes a 1xx for an "
