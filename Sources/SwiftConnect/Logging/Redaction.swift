@@ -142,7 +142,9 @@ package enum Redaction {
     /// it another way (a recording's placeholders, which name what they hide).
     package static func urlsInText(_ text: String, showing shown: (String) -> String = urlText) -> String {
         guard text.contains("://") else { return text }
-        let ends = Set(" \t\r\n\"`<>")
+        // Each line end on its own: in a `String`, "\r\n" is one `Character`, and `Set(" \r\n")` held only that one, so
+        // a URL ran on past a lone LF or CR.
+        let ends: Set<Character> = [" ", "\t", "\r", "\n", "\r\n", "\"", "`", "<", ">"]
         var result = ""
         var rest = Substring(text)
         while let separator = rest.range(of: "://") {

@@ -119,4 +119,18 @@ final class RecordingQuotedURLSecretsTests: XCTestCase {
             RequestMatcher.header("Referer").matches(recorded, RecordingRedaction.request(older)),
             "a recording made before is redacted alike when it is read")
     }
+
+    /// The line ends after a quoted URL are kept: an event stream's last event (`data: see https://…?session_id=…`
+    /// then a blank line) lost its blank line, and replay never delivered it.
+    func testTheLineEndsAfterAQuotedURLAreKept() {
+        // Given
+        let page = Data("data: see https://app.test/cb?session_id=SES-LINE-1234567\n\ndata: next\r\n\r\n".utf8)
+        // When
+        let recorded = String(
+            decoding: RecordingRedaction.responseBody(page, contentType: "text/event-stream", secrets: secrets),
+            as: UTF8.self)
+        // Then
+        XCTAssertEqual(
+            recorded, "data: see https://app.test/cb?session_id=%3Credacted%3Asession_id%3E\n\ndata: next\r\n\r\n")
+    }
 }

@@ -74,4 +74,17 @@ final class URLsInBodiesRedactionTests: XCTestCase {
             XCTAssertFalse(shown.contains(signature), shown)
         }
     }
+
+    /// A line feed or a carriage return alone ends a URL, as a blank does: `Set("\r\n")` held the one character CRLF,
+    /// so a URL ran on past a line end, and what followed up to the next blank was shown as its query (`\nnext` part of
+    /// the hidden value) or lost.
+    func testALineEndAfterAURLEndsIt() {
+        let text = "see https://a.test/x?token=tok-123456\nnext line\rthen https://b.test/y?sig=s-654321\n\nend"
+        XCTAssertEqual(
+            Redaction.urlsInText(text),
+            "see https://a.test/x?token=<redacted>\nnext line\rthen https://b.test/y?sig=<redacted>\n\nend")
+        let shown = Redaction.bodyText(Data(text.utf8), contentType: "text/plain", redacting: true, pretty: false)
+        XCTAssertTrue(shown.hasSuffix("?sig=<redacted>\n\nend"), shown)
+        XCTAssertTrue(shown.contains("<redacted>\nnext line\r"), shown)
+    }
 }
