@@ -18,14 +18,50 @@ package enum Redaction {
 
     /// The header value to show: the value, the placeholder for a sensitive header, or for a header whose value
     /// is a URL (`Location`, `Content-Location`, `Referer`) the URL hidden as ``urlText(_:)`` hides it: a
-    /// redirect or a `201 Created` can point at a URL with a token in its query or fragment.
+    /// redirect or a `201 Created` can point at a URL with a token in its query or fragment. The URI references of a
+    /// `Link` field (`</v1/items?page=2&access_token=…>; rel="next"`, relative ones too) are hidden so, and the
+    /// absolute URLs any other field quotes (`Refresh: 0; url=https://…?session_id=…`) as ``urlsInText(_:showing:)``
+    /// hides them.
     static func headerValue(_ value: String, name: String, redacting: Bool) -> String {
         guard redacting else { return value }
         if HTTPHeader.isSensitive(name: name) { return placeholder }
         if urlValuedHeaders.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0, name) }) {
             return urlText(value)
         }
-        return value
+        if HTTPHeader.asciiCaseInsensitiveEquals(name, "Link") { return linkText(value) }
+        return urlsInText(value)
+    }
+
+    /// A `Link` field's value (RFC 8288) with each URI reference between `<` and `>` shown by `shown`, and the absolute
+    /// URLs its parameters quote (`anchor="https://…"`) as ``urlsInText(_:showing:)`` shows them.
+    package static func linkText(_ value: String, showing shown: (String) -> String = urlText) -> String {
+        guard value.contains("<") else { return urlsInText(value, showing: shown) }
+        var result = ""
+        var rest = Substring(value)
+        while let open = rest.firstIndex(of: "<"), let close = rest[open...].firstIndex(of: ">") {
+            result += urlsInText(String(rest[..<open]), showing: shown) + "<"
+            result += shown(String(rest[rest.index(after: open)..<close])) + ">"
+            rest = rest[rest.index(after: close)...]
+        }
+        return result + urlsInText(String(rest), showing: shown)
+    }
+
+    /// A string a body holds, as shown: every absolute URL it quotes shown by `shown` (``urlsInText(_:showing:)``),
+    /// or all of it when it is a relative link with a query or a fragment (``isRelativeLink(_:)``), such as a page's
+    /// `"next": "/v1/items?page=2&access_token=…"`.
+    package static func urlsInString(_ string: String, showing shown: (String) -> String = urlText) -> String {
+        if string.contains("://") { return urlsInText(string, showing: shown) }
+        return isRelativeLink(string) ? shown(string) : string
+    }
+
+    /// Whether `string` reads as a relative URL reference with `name=value` pairs in its query or fragment
+    /// (`/v1/items?page=2&sig=…`, `?page=2`, `#access_token=…`): one word (no blank, quote or angle bracket, which a
+    /// URL never holds unencoded) with a `=` after its first `?` or `#`.
+    package static func isRelativeLink(_ string: String) -> Bool {
+        guard let mark = string.firstIndex(where: { $0 == "?" || $0 == "#" }), string[mark...].contains("=") else {
+            return false
+        }
+        return !string.contains { $0.isWhitespace || $0 == "\"" || $0 == "`" || $0 == "<" || $0 == ">" }
     }
 
     /// The headers whose value is a URL, which may carry a secret in its query, fragment or user info.
@@ -351,18 +387,18 @@ package enum Redaction {
     }
 
     /// Whether a JSON value has a sensitive key at any depth, or a string quoting a URL with a secret in it (a
-    /// presigned `download_url`).
+    /// presigned `download_url`, a relative `next` link: ``urlsInString(_:showing:)``).
     static func containsSensitiveField(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in isSensitiveField(key) || containsSensitiveField(child) }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
-        if let string = value as? String { return string.contains("://") && urlsInText(string) != string }
+        if let string = value as? String { return urlsInString(string) != string }
         return false
     }
 
     /// A JSON value with the values of sensitive keys replaced, and the secrets of the URLs its strings quote
-    /// hidden, at any depth.
+    /// hidden (``urlsInString(_:showing:)``), at any depth.
     static func redactJSON(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
@@ -372,7 +408,7 @@ package enum Redaction {
             return result
         }
         if let array = value as? [Any] { return array.map(redactJSON) }
-        if let string = value as? String, string.contains("://") { return urlsInText(string) }
+        if let string = value as? String { return urlsInString(string) }
         return value
     }
 

@@ -218,7 +218,7 @@ package struct SecretValues: Sendable, Equatable {
     }
 
     /// The values of sensitive names in a percent-encoded query, fragment or form: each as sent and decoded.
-    static func formSecrets(_ text: String) -> [String] {
+    package static func formSecrets(_ text: String) -> [String] {
         var found: [String] = []
         // `?` as ``Redaction/redactedQuery(_:)`` reads it: items after a second one are items too.
         for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" || $0 == "?" }) {

@@ -242,7 +242,7 @@ enum RecordingRedaction {
 
     /// A response's header fields with secrets replaced: a cookie's value in `Set-Cookie` (name and attributes kept,
     /// so replay sets a cookie of the same name), other secret names' values, secret query items of a URL-valued
-    /// field, and the request's secret values anywhere.
+    /// field, of a `Link`'s references and of the URLs other fields quote, and the request's secret values anywhere.
     static func responseFields(_ fields: HeaderFields, secrets: SecretValues) -> HeaderFields {
         var redacted = HeaderFields()
         for field in fields {
@@ -260,8 +260,12 @@ enum RecordingRedaction {
                 value = placeholder(name)
             } else if urlValuedFields.contains(field.name) {
                 value = redactedURLText(field.value)
+            } else if field.name == "Link" {
+                // Its URI references, relative ones too: `</v1/items?page=2&access_token=…>; rel="next"`.
+                value = Redaction.linkText(field.value, showing: redactedURLText)
             } else {
-                value = field.value
+                // The URLs another field quotes (`Refresh: 0; url=https://…?session_id=…`).
+                value = redactedURLsQuoted(in: field.value)
             }
             value = secrets.hiding(in: value)
             redacted.append(HeaderField(name: field.name, value: value))
@@ -393,11 +397,12 @@ enum RecordingRedaction {
         secretsHandedOut(fields: response.head.headerFields, body: response.data)
     }
 
-    /// The secret values a response with these fields and this body hands out: its cookies' values, and the strings
+    /// The secret values a response with these fields and this body hands out: its cookies' values, the strings
     /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, or XML's secret elements and
-    /// attributes; JSON that cannot be parsed, read token by token).
+    /// attributes; JSON that cannot be parsed, read token by token), and the secret items of the URLs it quotes (a
+    /// `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
-        var found = cookies(in: fields).map(\.value)
+        var found = cookies(in: fields).map(\.value) + secretsOfQuotedURLs(fields: fields, body: body)
         if isXML(body, contentType: fields[.contentType]) {
             return found + XMLRedaction.secretValues(in: String(decoding: body, as: UTF8.self))
         }
@@ -417,6 +422,54 @@ enum RecordingRedaction {
             collectSecretStrings(document, underSecretKey: false, into: &found)
         }
         return found
+    }
+
+    /// The values of the secret items (query, fragment) and the passwords of the URLs a response quotes: its
+    /// URL-valued fields, a `Link`'s references, the absolute URLs other fields and its text quote, and in JSON, each
+    /// string that is a URL or a relative link (`Redaction.urlsInString`), the escaped `\/` of its text read as `/`.
+    private static func secretsOfQuotedURLs(fields: HeaderFields, body: Data) -> [String] {
+        var urls: [String] = []
+        // Each URL `showing` is asked for is kept; the text it returns is not used.
+        let collect = { (url: String) -> String in
+            urls.append(url)
+            return url
+        }
+        for field in fields where !HTTPHeader.isSensitive(name: field.name.rawName) {
+            if urlValuedFields.contains(field.name) {
+                urls.append(field.value)
+            } else if field.name == "Link" {
+                _ = Redaction.linkText(field.value, showing: collect)
+            } else {
+                _ = Redaction.urlsInText(field.value, showing: collect)
+            }
+        }
+        let documents = jsonDocuments(in: body)
+        if documents.isEmpty {
+            // Text only: a binary body (a download) is not decoded to be searched.
+            if let text = String(data: body, encoding: .utf8) { _ = Redaction.urlsInText(text, showing: collect) }
+        } else {
+            for document in documents { collectStrings(document) { _ = Redaction.urlsInString($0, showing: collect) } }
+        }
+        return urls.flatMap(secretsOfURL)
+    }
+
+    /// The values of the secret query and fragment items of `url` (`SecretValues.formSecrets`), and its password.
+    private static func secretsOfURL(_ url: String) -> [String] {
+        var found: [String] = []
+        if let password = URLComponents(string: url)?.password, !password.isEmpty { found.append(password) }
+        guard let mark = url.firstIndex(where: { $0 == "?" || $0 == "#" }) else { return found }
+        return found + SecretValues.formSecrets(url[url.index(after: mark)...].replacingOccurrences(of: "#", with: "&"))
+    }
+
+    /// Calls `body` with every string of a JSON value, at any depth.
+    private static func collectStrings(_ value: Any, _ body: (String) -> Void) {
+        if let object = value as? [String: Any] {
+            for child in object.values { collectStrings(child, body) }
+        } else if let array = value as? [Any] {
+            for child in array { collectStrings(child, body) }
+        } else if let string = value as? String {
+            body(string)
+        }
     }
 
     /// The JSON value `body` is, or the values of its lines (JSON lines); none when it is neither, or nests too deep
@@ -626,13 +679,13 @@ enum RecordingRedaction {
     }
 
     /// Whether a JSON value has a secret key at any depth, or a string quoting a URL with a secret in it (a presigned
-    /// `download_url`).
+    /// `download_url`, a relative `next` link: `Redaction.urlsInString`).
     private static func containsSecretKey(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in HTTPHeader.isSensitive(name: key) || containsSecretKey(child) }
         }
         if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
-        if let string = value as? String { return string.contains("://") && redactedURLsQuoted(in: string) != string }
+        if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) != string }
         return false
     }
 
@@ -645,7 +698,7 @@ enum RecordingRedaction {
             return result
         }
         if let array = value as? [Any] { return array.map(redactingSecretKeys) }
-        if let string = value as? String, string.contains("://") { return redactedURLsQuoted(in: string) }
+        if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) }
         return value
     }
 

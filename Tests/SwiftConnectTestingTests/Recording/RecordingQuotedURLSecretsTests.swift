@@ -120,6 +120,62 @@ final class RecordingQuotedURLSecretsTests: XCTestCase {
             "a recording made before is redacted alike when it is read")
     }
 
+    /// A link need not be absolute: a JSON answer's `"next": "/v1/items?page=2&access_token=…"` and a
+    /// `Link: </v1/items?page=2&sig=…>; rel="next"` field are URLs too, their secret items replaced as a `Location`'s.
+    func testTheSecretsOfARelativeLinkAndOfALinkFieldStayOutOfTheRecording() throws {
+        // Given
+        let answer = Data(
+            (#"{"next":"/v1/items?page=2&access_token=at-REL-11223344","#
+                + ##""back":"#state=s&id_token=it-REL-55667788","note":"What? Why=not"}"##).utf8)
+        let fields: HeaderFields = [
+            "Link": "<https://api.test/v1/items?page=2&sig=SIG-LINK-9988776>; rel=\"next\", "
+                + "</v1/items?page=9&access_token=at-LINK-5544332>; rel=\"last\"",
+            "Refresh": "0; url=https://app.test/home?session_id=SES-REFRESH-24680",
+        ]
+        // When
+        let body = String(
+            decoding: RecordingRedaction.responseBody(answer, contentType: "application/json", secrets: secrets),
+            as: UTF8.self)
+        let recorded = RecordingRedaction.responseFields(fields, secrets: secrets)
+        // Then
+        for secret in ["at-REL-11223344", "it-REL-55667788"] { XCTAssertFalse(body.contains(secret), body) }
+        XCTAssertTrue(body.contains("/v1/items?page=2&access_token="), body)
+        XCTAssertTrue(body.contains("What? Why=not"), body)
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(body.utf8)), "still JSON: \(body)")
+        let link = recorded["Link"] ?? ""
+        for secret in ["SIG-LINK-9988776", "at-LINK-5544332"] { XCTAssertFalse(link.contains(secret), link) }
+        XCTAssertTrue(link.hasPrefix("<https://api.test/v1/items?page=2&sig="), link)
+        XCTAssertTrue(link.hasSuffix("; rel=\"last\""), link)
+        let refresh = recorded["Refresh"] ?? ""
+        XCTAssertFalse(refresh.contains("SES-REFRESH-24680"), refresh)
+        XCTAssertTrue(refresh.hasPrefix("0; url=https://app.test/home?session_id="), refresh)
+    }
+
+    /// A secret an answer hands out inside a URL (an upload URL's token, a `Location`'s fragment, a `Link`) is hidden
+    /// in the later exchanges that show it elsewhere, as a token handed out under a secret JSON key is.
+    func testTheSecretsOfTheURLsAnAnswerQuotesAreHandedOut() {
+        // Given
+        let fields: HeaderFields = [
+            .location: "myapp://cb#state=s&access_token=at-LOC-1234567",
+            "Link": "</v1/items?page=2&sig=SIG-LINK-7654321>; rel=\"next\"",
+            .contentType: "application/json",
+        ]
+        let body = Data(
+            (#"{"upload_url":"https:\/\/up.test\/u?upload_token=UT-JSON-8642097","#
+                + #""next":"/v1/items?page=3&api_key=AK-REL-3579135","page":2}"#).utf8)
+        let page = Data("Done: see https://app.test/r?a=1&amp;signature=SIG-XML-1029384".utf8)
+        // When
+        let handedOut =
+            RecordingRedaction.secretsHandedOut(fields: fields, body: body)
+            + RecordingRedaction.secretsHandedOut(fields: [.contentType: "text/html"], body: page)
+        // Then
+        for secret in ["at-LOC-1234567", "SIG-LINK-7654321", "UT-JSON-8642097", "AK-REL-3579135", "SIG-XML-1029384"] {
+            XCTAssertTrue(handedOut.contains(secret), "\(secret) not in \(handedOut)")
+        }
+        XCTAssertFalse(handedOut.contains("2"), "values of other items are not secrets: \(handedOut)")
+        XCTAssertFalse(handedOut.contains("s"), "values of other items are not secrets: \(handedOut)")
+    }
+
     /// The line ends after a quoted URL are kept: an event stream's last event (`data: see https://…?session_id=…`
     /// then a blank line) lost its blank line, and replay never delivered it.
     func testTheLineEndsAfterAQuotedURLAreKept() {

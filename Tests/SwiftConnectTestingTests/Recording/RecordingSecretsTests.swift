@@ -328,4 +328,39 @@ final class RecordingSecretsTests: XCTestCase {
             XCTAssertEqual(String(decoding: answer, as: UTF8.self), #"{"ok":true}"#)
         }
     }
+
+    /// A token handed out inside a URL (an upload link's query), then sent back in a path, stays out of the file as a
+    /// token handed out under a secret JSON key does.
+    func testATokenAnEarlierAnswerHandedOutInAURLIsHiddenInLaterRequestURLsAndReplayStillMatches() throws {
+        // Given: an answer that hands out an upload link, whose token the app then sends back in a path
+        server.route("POST", "/uploads") { _ in
+            .json(string: #"{"upload_url":"/upload?upload_token=tok-URL-HANDED-778899","id":7}"#)
+        }
+        server.route("GET", "/files/*") { _ in .json(string: #"{"ok":true}"#) }
+        let start = RecordingEndpoint(baseURL: server.baseURL, endpoint: "/uploads", method: .post)
+        func use(_ answer: Data) throws -> RecordingEndpoint {
+            let json = try JSONSerialization.jsonObject(with: answer) as? [String: Any]
+            let link = try XCTUnwrap(URLComponents(string: try XCTUnwrap(json?["upload_url"] as? String)))
+            let token = try XCTUnwrap(link.queryItems?.first { $0.name == "upload_token" }?.value)
+            let path = token.addingPercentEncoding(withAllowedCharacters: .alphanumerics) ?? token
+            return RecordingEndpoint(baseURL: server.baseURL, endpoint: "/files/\(path)")
+        }
+        let file = folder.appendingPathComponent("handed-out-url.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        // When: recorded
+        _ = try recorder.request(use(recorder.request(start).wait())).wait()
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-URL-HANDED-778899"), text)
+        let har = try JSONDecoder().decode(HAR.self, from: Data(contentsOf: file))
+        let url = try XCTUnwrap(har.log.entries.last?.request.url)
+        XCTAssertTrue(url.hasSuffix("/files/%3Credacted%3E"), url)
+        // When: replayed, the app reading the link the recording holds
+        let replay = Connect(transport: RecordingTransport(fileURL: file, mode: .replay), retryPolicy: nil)
+        let answer = try replay.request(use(replay.request(start).wait())).wait()
+        // Then: the call that sends it back finds its recording
+        XCTAssertEqual(String(decoding: answer, as: UTF8.self), #"{"ok":true}"#)
+    }
 }
