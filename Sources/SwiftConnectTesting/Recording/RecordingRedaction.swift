@@ -274,12 +274,17 @@ enum RecordingRedaction {
     }
 
     /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines, a
-    /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default, or XML's elements and attributes, as a SOAP
-    /// login's) and the request's secret values hidden wherever they appear (a server that echoes the request). JSON
-    /// that cannot be read is withheld whole (``unreadableJSONBody``).
+    /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default, XML's elements and attributes, as a SOAP
+    /// login's, or the JSON data of a server-sent event stream's events) and the request's secret values hidden
+    /// wherever they appear (a server that echoes the request). JSON that cannot be read is withheld whole
+    /// (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         if isForm(contentType), let text = String(data: data, encoding: .utf8) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
+        }
+        if isEventStream(contentType), let text = String(data: data, encoding: .utf8) {
+            // Each event's JSON data as a JSON answer (a device login's token pushed once approved).
+            return hidingValues(in: hidingQuotedURLSecrets(in: Data(redactedEventStream(text).utf8)), secrets: secrets)
         }
         if isUnreadableJSON(data, contentType: contentType) { return Data(unreadableJSONBody.utf8) }
         if isXML(data, contentType: contentType) {
@@ -398,9 +403,9 @@ enum RecordingRedaction {
     }
 
     /// The secret values a response with these fields and this body hands out: its cookies' values, the strings
-    /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, or XML's secret elements and
-    /// attributes; JSON that cannot be parsed, read token by token), and the secret items of the URLs it quotes (a
-    /// `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
+    /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, XML's secret elements and attributes,
+    /// or an event stream's JSON data; JSON that cannot be parsed, read token by token), and the secret items of the
+    /// URLs it quotes (a `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value) + secretsOfQuotedURLs(fields: fields, body: body)
         if isXML(body, contentType: fields[.contentType]) {
@@ -416,6 +421,9 @@ enum RecordingRedaction {
                 found.append(value.removingPercentEncoding ?? value)
             }
             return found.filter { !$0.isEmpty }
+        }
+        if isEventStream(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
+            return found + secretsHandedOut(byEventStream: text)
         }
         if isUnreadableJSON(body, contentType: fields[.contentType]) { return found + secretStringsScanned(in: body) }
         for document in jsonDocuments(in: body) {
@@ -481,7 +489,7 @@ enum RecordingRedaction {
     }
 
     /// Whether `data` starts with `{` or `[` after a byte order mark and white space.
-    private static func startsLikeJSON(_ data: Data) -> Bool {
+    static func startsLikeJSON(_ data: Data) -> Bool {
         let first = withoutBOM(data).first { !jsonWhitespace.contains($0) }
         return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
     }
@@ -555,7 +563,7 @@ enum RecordingRedaction {
         return changed ? components.string ?? placeholder("url") : text
     }
 
-    private static func collectSecretStrings(_ value: Any, underSecretKey: Bool, into found: inout [String]) {
+    static func collectSecretStrings(_ value: Any, underSecretKey: Bool, into found: inout [String]) {
         if let object = value as? [String: Any] {
             for (key, child) in object {
                 collectSecretStrings(
@@ -680,7 +688,7 @@ enum RecordingRedaction {
 
     /// Whether a JSON value has a secret key at any depth, or a string quoting a URL with a secret in it (a presigned
     /// `download_url`, a relative `next` link: `Redaction.urlsInString`).
-    private static func containsSecretKey(_ value: Any) -> Bool {
+    static func containsSecretKey(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in HTTPHeader.isSensitive(name: key) || containsSecretKey(child) }
         }
@@ -689,7 +697,7 @@ enum RecordingRedaction {
         return false
     }
 
-    private static func redactingSecretKeys(_ value: Any) -> Any {
+    static func redactingSecretKeys(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
