@@ -12,8 +12,9 @@ extension RecordingRedaction {
 
     /// An event stream's text with the secrets of each event's data that is JSON replaced as a JSON answer's are: the
     /// data (its `data:` lines joined, as a reader joins them) re-serialised with sorted keys, its secret keys'
-    /// values placeholders, on the event's first `data:` line, and its other `data:` lines left out; data that starts
-    /// like JSON and cannot be read (an event cut short) as ``unreadableJSONBody``. Every other line, and an event
+    /// values placeholders, on the event's first `data:` line, and its other `data:` lines left out. Data that starts
+    /// like JSON and does not parse (`[DONE]`, an event cut short) is kept, the strings it holds under secret keys
+    /// hidden by value (``SwiftConnect/SecretValues``: not those under 4 characters). Every other line, and an event
     /// whose data holds no secret, as it came.
     static func redactedEventStream(_ text: String) -> String {
         var lines = eventStreamLines(text)
@@ -27,7 +28,10 @@ extension RecordingRedaction {
                     (try? JSONSerialization.data(withJSONObject: redactingSecretKeys(json), options: options))
                     .map { String(decoding: $0, as: UTF8.self) } ?? placeholder("body")
             } else {
-                replacement = unreadableJSONBody
+                // Not JSON after all (`[DONE]`), or cut short: kept, the strings under its secret keys hidden by value.
+                let scanned = SecretValues(values: secretStringsScanned(in: data))
+                for index in event.lines { lines[index].text = scanned.hiding(in: lines[index].text) }
+                continue
             }
             lines[event.lines[0]].text = "data: " + replacement
             for index in event.lines.dropFirst() { lines[index] = (text: "", end: "") }

@@ -64,8 +64,10 @@ final class RecordingEventStreamSecretsTests: XCTestCase {
         // Then
         XCTAssertEqual(
             recorded,
-            "data: {\"a\":1,\"password\":\"<redacted:password>\"}\n\nid: 3\ndata: <redacted: unreadable JSON body>")
+            "data: {\"a\":1,\"password\":\"<redacted:password>\"}\n\nid: 3\ndata: {\"token\":\"<redacted>")
         XCTAssertEqual(handedOut.sorted(), ["pw-MULTI-778899", "tok-CUT-445566"])
+        // Data that only starts like JSON (the `[DONE]` that ends many streams) is kept as it came.
+        XCTAssertEqual(RecordingRedaction.redactedEventStream("data: [DONE]\n\n"), "data: [DONE]\n\n")
     }
 
     func testAnEventStreamsTokenIsNotInTheFileAndReplaysAsItsPlaceholder() async throws {
