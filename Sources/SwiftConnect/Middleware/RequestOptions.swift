@@ -183,14 +183,16 @@ public struct RequestOptions: Sendable {
         get { storage.values.timeout }
         set { update { $0.timeout = newValue } }
     }
-    /// Receives upload and download progress, in order; the last report comes before the future completes. No
-    /// report repeats the one before it, and the response body's end (``TransferProgress/downloadFraction`` of 1)
-    /// comes once per attempt, in its last report, when the whole body is there: for a download, once its file is in
-    /// place. A retried request sends its body again, and so does a redirect that keeps it (307, 308): each attempt,
-    /// and each such hop, reports from zero. A redirect that drops the body (302, 303 after a `POST`) keeps the
-    /// upload's figures as the first hop left them. A response the ``ResponseCache`` serves without asking the
-    /// server reports once: its whole body. The bytes sent are those the engine handed to the connection: an answer
-    /// that comes before the whole body went (a 413 after the first bytes) leaves the upload short of its total.
+    /// Receives upload and download progress, in order; the last report comes before the future completes (after a
+    /// cancellation or the deadline no report starts, though one already running on another thread then may end after
+    /// the caller hears of it). No report repeats the one before it, and the response body's end
+    /// (``TransferProgress/downloadFraction`` of 1) comes once per attempt, in its last report, when the whole body is
+    /// there: for a download, once its file is in place. A retried request sends its body again, and so does a redirect
+    /// that keeps it (307, 308): each attempt, and each such hop, reports from zero. A redirect that drops the body
+    /// (302, 303 after a `POST`) keeps the upload's figures as the first hop left them. A response the
+    /// ``ResponseCache`` serves without asking the server reports once: its whole body. The bytes sent are those the
+    /// engine handed to the connection: an answer that comes before the whole body went (a 413 after the first bytes)
+    /// leaves the upload short of its total.
     public var progress: (@Sendable (TransferProgress) -> Void)? {
         get { storage.values.progress }
         set { update { $0.progress = newValue } }

@@ -670,3 +670,94 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertFalse(dumped.contains("amy:pw") || dumped.contains("token=abc"), dumped)
     }
 }
+
+/// A part an engine had already handed over when the call was cancelled, or its deadline passed, is not reported to
+/// the progress handler after the call's future completed: the caller has heard the end.
+final class EngineExchangeProgressEndTests: XCTestCase {
+    /// A body whose parts the test hands over one at a time; it does not heed cancellation, as a part already on its
+    /// way from an engine's connection does not. `handedOut` records each part the exchange took (`nil`: the end).
+    final class HandFedBody: AsyncSequence, Sendable {
+        typealias Element = Data
+        private let state = Protected<(parts: [Data?], waiting: CheckedContinuation<Data?, Never>?)>(([], nil))
+        let handedOut = Recorder<Data?>()
+
+        func feed(_ part: Data?) {
+            let waiting = state.withLock { state -> CheckedContinuation<Data?, Never>? in
+                guard let waiting = state.waiting else {
+                    state.parts.append(part)
+                    return nil
+                }
+                state.waiting = nil
+                return waiting
+            }
+            if let waiting {
+                handedOut.append(part)
+                waiting.resume(returning: part)
+            }
+        }
+
+        struct AsyncIterator: AsyncIteratorProtocol {
+            let body: HandFedBody
+            mutating func next() async -> Data? {
+                await withCheckedContinuation { continuation in
+                    let ready = body.state.withLock { state -> Data?? in
+                        guard !state.parts.isEmpty else {
+                            state.waiting = continuation
+                            return nil
+                        }
+                        return .some(state.parts.removeFirst())
+                    }
+                    if let ready {
+                        body.handedOut.append(ready)
+                        continuation.resume(returning: ready)
+                    }
+                }
+            }
+        }
+
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+    }
+
+    /// Answers 200 with a body of 1,000 bytes that the test hands over.
+    final class HandFedEngine: HTTPEngine, Sendable {
+        let body = HandFedBody()
+
+        func send(_ hop: EngineRequest) async throws -> EngineResponse<HandFedBody> {
+            EngineResponse(head: ResponseHead(status: 200, headerFields: ["Content-Length": "1000"]), body: body)
+        }
+    }
+
+    /// Starts a download whose progress handler hears its first part, ends the call with `end`, then hands over a
+    /// part the engine already had, and the body's end: no report may follow the future's completion.
+    private func check(timeout: TimeInterval = 60, ending end: (Future<ConnectResponse>) -> Void) throws {
+        // Given: a call under way, whose progress handler has heard its first part
+        let engine = HandFedEngine()
+        let reports = Recorder<TransferProgress>()
+        var transfer = TransferOptions()
+        transfer.progress = { reports.append($0) }
+        let request = ConnectRequest(url: URL(string: "http://api.test/file")!, timeoutInterval: timeout)
+        let future = engine.send(request, transfer: transfer)
+        engine.body.feed(Data(count: 10))
+        XCTAssertTrue(engine.body.handedOut.wait(forCount: 1))
+        XCTAssertTrue(reports.wait(forCount: 2), "\(reports.values)")  // the head's, then the first part's
+        // When: the call ends; then the engine hands over a part it already had, and the body's end
+        end(future)
+        XCTAssertThrowsError(try future.waitForResult(timeout: 10).get())
+        let reportsAtTheEnd = reports.values.count
+        engine.body.feed(Data(count: 10))
+        engine.body.feed(nil)
+        // The exchange asks for the end only after it handled the part before it.
+        XCTAssertTrue(engine.body.handedOut.wait(forCount: 3), "the exchange stopped reading")
+        // Then: nothing more was reported
+        XCTAssertEqual(reports.values.count, reportsAtTheEnd, "\(reports.values)")
+    }
+
+    func testAPartHandedOverAfterACancellationIsNotReported() throws {
+        try check { $0.cancel() }
+    }
+
+    func testAPartHandedOverAfterTheDeadlineIsNotReported() throws {
+        // The deadline passes while the exchange waits for its second part.
+        try check(timeout: 0.2) { _ in }
+    }
+}

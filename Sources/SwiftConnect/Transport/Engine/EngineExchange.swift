@@ -29,6 +29,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// The download file being written, so that a cancellation removes it before anyone hears of it; only for a
     /// download.
     private let download: DownloadSlot?
+    /// The exchange's progress reports, if the caller asked for them; closed when the deadline or a cancellation
+    /// ends the call, before the caller hears of it.
+    private let progress: ExchangeProgress?
 
     init(engine: Engine, request: ConnectRequest, transfer: TransferOptions) {
         self.engine = engine
@@ -36,6 +39,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         self.transfer = transfer
         timer = TransportDeadline(seconds: request.timeoutInterval)
         download = transfer.destination == nil ? nil : DownloadSlot()
+        progress = transfer.progress.map { ExchangeProgress(report: $0) }
     }
 
     /// `Accept-Encoding`, which the core sets for an engine that does not decode gzip itself.
@@ -60,6 +64,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             // A streamed body's reader hears of it even when the pump waits for the reader (back-pressure).
             stream?.finish(throwing: classified(CancellationError()))
             task?.cancel()
+            // A part the engine had already handed over is not reported once the caller has heard the end.
+            progress?.close()
             // The caller hears of it now, not once the engine has stopped: an engine that does not heed cancellation
             // (one of a user's) would keep the future pending past the deadline. A download's partial file goes.
             download?.discard()
@@ -91,8 +97,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             return state.expired
         }
         if expired { task.cancel() }
-        promise.setCancelHandler { [download] in
+        promise.setCancelHandler { [download, progress] in
             task.cancel()
+            progress?.close()
             download?.discard()
         }
         return promise.future
@@ -151,7 +158,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
         var cookies = RedirectCookies()
-        let progress = handedOver.map(\.progress) ?? transfer.progress.map { ExchangeProgress(report: $0) }
+        let progress = handedOver.map(\.progress) ?? self.progress
         var resumed = handedOver?.response
         var leavesCaller = handedOver == nil
         while true {
@@ -620,14 +627,16 @@ let concurrentCompletionThreshold = 32 << 10
 
 /// The progress of one exchange, reported in order to ``TransferOptions/progress``.
 ///
-/// No report repeats the one before it, and the body's end (a download fraction of 1) is reported once, by
+/// No report starts once the exchange is closed (``close()``: the deadline or a cancellation ended the call), so that
+/// a part the engine had already handed over is not reported after the caller heard the end. No report repeats the one
+/// before it, and the body's end (a download fraction of 1) is reported once, by
 /// ``finish()``: when the whole body is there, a download's file in place. The last chunk of a body of declared length
 /// does not report it before then: a caller that acts on 1.0 (opens the file) would act on a body not yet complete.
 final class ExchangeProgress: Sendable {
     private let report: @Sendable (TransferProgress) -> Void
     /// Where the exchange is, and the last report made.
-    private let state = Protected<(progress: TransferProgress, reported: TransferProgress?)>(
-        (TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil), nil))
+    private let state = Protected<(progress: TransferProgress, reported: TransferProgress?, closed: Bool)>(
+        (TransferProgress(bytesSent: 0, totalBytesToSend: nil, bytesReceived: 0, totalBytesToReceive: nil), nil, false))
     /// Held from an update to the end of its report, so that reports reach the caller in the order of the updates:
     /// the engine's writer reports what it sent while the exchange reports what it received. Recursive, for a
     /// report that leads to another on its thread.
@@ -673,12 +682,19 @@ final class ExchangeProgress: Sendable {
         update(ending: true) { $0.totalBytesToReceive = $0.bytesReceived }
     }
 
-    /// Applies `change` and reports the result, unless it is the last report again, or it says the body has all
-    /// arrived before ``finish()`` (`ending`) says so.
+    /// Reports nothing more: the call ended (the deadline, a cancellation) before the exchange did. Never waits: a
+    /// report already under way on another thread (a handler that waits for the thread cancelling) is let finish.
+    func close() {
+        state.withLock { $0.closed = true }
+    }
+
+    /// Applies `change` and reports the result, unless the exchange is closed, it is the last report again, or it says
+    /// the body has all arrived before ``finish()`` (`ending`) says so.
     private func update(ending: Bool = false, _ change: (inout TransferProgress) -> Void) {
         reporting.lock()
         defer { reporting.unlock() }
         let progress = state.withLock { state -> TransferProgress? in
+            guard !state.closed else { return nil }
             change(&state.progress)
             let progress = state.progress
             guard progress != state.reported else { return nil }
