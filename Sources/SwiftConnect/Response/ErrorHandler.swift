@@ -269,27 +269,7 @@ enum ErrorBody {
     /// The body parsed as a JSON object, array or string, read as `jsonObject(_:contentType:)` reads it; `nil` for
     /// a body that is none of these.
     static func json(_ data: Data, contentType: String?) -> Any? {
-        var data = BodyCharset.utf8(data, contentType: contentType)
-        if data.starts(with: [0xEF, 0xBB, 0xBF]) {
-            data = data.subdata(in: data.startIndex + 3..<data.endIndex)
-        } else if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {
-            guard let text = String(data: data, encoding: .utf32) else { return nil }
-            data = Data(text.utf8)
-        } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
-            guard let text = String(data: data, encoding: .utf16) else { return nil }
-            data = Data(text.utf8)
-        } else if data.count >= 4, data[data.startIndex] == 0 || data[data.startIndex + 1] == 0 {
-            // Without a mark, told by the zeros of its first character, which JSON keeps in ASCII (RFC 4627, 3):
-            // `00 00 00 7B` is UTF-32BE, `00 7B` UTF-16BE, `7B 00 00 00` UTF-32LE, `7B 00` UTF-16LE. A little-endian
-            // body that starts with white space (`0A 00 7B 00`) would be taken for no JSON below, its zero first.
-            let start = data.startIndex
-            let encoding: String.Encoding =
-                data[start] == 0
-                ? (data[start + 1] == 0 ? .utf32BigEndian : .utf16BigEndian)
-                : (data[start + 2] == 0 && data[start + 3] == 0 ? .utf32LittleEndian : .utf16LittleEndian)
-            guard let text = String(data: data, encoding: encoding) else { return nil }
-            data = Data(text.utf8)
-        }
+        guard let data = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)) else { return nil }
         guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }) else { return nil }
         if first == UInt8(ascii: "\"") {
             return try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String

@@ -147,7 +147,8 @@ public struct ResponseDecoders: Sendable {
     }
 }
 
-/// Explaining why a body is not JSON, for a decoding failure.
+/// Reading a JSON body as `JSONDecoder` does (its encoding, whether it is blank), and explaining why a body is not
+/// JSON, for a decoding failure.
 enum JSONSyntax {
     /// Whether `byte` is JSON's white space (RFC 8259: space, tab, line feed, carriage return).
     static func isWhitespace(_ byte: UInt8) -> Bool {
@@ -160,34 +161,58 @@ enum JSONSyntax {
         isWhitespace(byte) || byte == 0xEF || byte == 0xFE || byte == 0xFF || byte == 0x00
     }
 
-    /// Whether `data` is nothing but JSON white space: no value to decode. Read as `JSONDecoder` reads a body: in
-    /// UTF-8, after its byte order mark if any, or in the UTF-16 or UTF-32 its byte order mark names or, without one,
-    /// the place of its zero bytes says (a lone `FF FE`, or `0A 00`, is as blank as an empty body).
+    /// Whether `data` is nothing but JSON white space: no value to decode. Read as `JSONDecoder` reads a body
+    /// (``utf8(_:)``): a lone byte order mark, or `0A 00` (a UTF-16 line feed), is as blank as an empty body.
     static func isBlank(_ data: Data) -> Bool {
-        if (data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data).allSatisfy(isWhitespace) { return true }
-        // UTF-32 before UTF-16: `FF FE 00 00` is UTF-32's little-endian byte order mark.
-        for (width, bigEndian) in [(4, true), (4, false), (2, true), (2, false)] {
-            let mark: [UInt8] =
-                switch (width, bigEndian) {
-                case (4, true): [0x00, 0x00, 0xFE, 0xFF]
-                case (4, false): [0xFF, 0xFE, 0x00, 0x00]
-                case (_, true): [0xFE, 0xFF]
-                case (_, false): [0xFF, 0xFE]
-                }
-            let hasMark = data.starts(with: mark)
-            let units = hasMark ? data.dropFirst(mark.count) : data
-            guard hasMark || !units.isEmpty, units.count % width == 0 else { continue }
-            // Each code unit a white space character: its low byte white space, every other byte zero.
-            let low = bigEndian ? width - 1 : 0
-            let isBlank = stride(from: units.startIndex, to: units.endIndex, by: width).allSatisfy { start in
-                (0..<width).allSatisfy { offset in
-                    let byte = units[start + offset]
-                    return offset == low ? isWhitespace(byte) : byte == 0
-                }
-            }
-            if isBlank { return true }
+        // UTF-8 is checked in place, up to its first byte that is not white space; only UTF-16 and UTF-32 transcode.
+        utf8(data)?.allSatisfy(isWhitespace) ?? false
+    }
+
+    /// A JSON body in UTF-8, without its byte order mark, as `JSONDecoder` reads it: UTF-8 after its mark if any, or
+    /// the UTF-32 or UTF-16 its mark names (UTF-32's first: little-endian, it begins with UTF-16's), or, without a
+    /// mark, the one the zeros of its first character say, which JSON keeps in ASCII (RFC 4627, 3): `00 00 00 7B` is
+    /// UTF-32BE, `00 7B` UTF-16BE, `7B 00 00 00` UTF-32LE, `7B 00` UTF-16LE. `nil` when the bytes are not in the
+    /// encoding they say.
+    static func utf8(_ data: Data) -> Data? {
+        if data.starts(with: [0xEF, 0xBB, 0xBF]) { return data.dropFirst(3) }
+        let start = data.startIndex
+        let width: Int
+        let bigEndian: Bool
+        var units = data
+        if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {
+            (width, bigEndian) = (4, data[start] == 0)
+            units = data.dropFirst(4)
+        } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
+            (width, bigEndian) = (2, data[start] == 0xFE)
+            units = data.dropFirst(2)
+        } else if data.count >= 2, data[start] == 0 || data[start + 1] == 0 {
+            bigEndian = data[start] == 0
+            // Two zeros in a row at the start of a character make it UTF-32 (a UTF-16 body of two bytes is `0A 00`).
+            let isUTF32 =
+                data.count >= 4 && (bigEndian ? data[start + 1] == 0 : data[start + 2] == 0 && data[start + 3] == 0)
+            width = isUTF32 ? 4 : 2
+        } else {
+            return data
         }
-        return false
+        // Transcoded here, not by `String(data:encoding:)`: FoundationNetworking's drops a trailing odd byte and
+        // ends at a zero character, where a body cut short or holding a NUL must not read as a shorter one.
+        guard units.count % width == 0 else { return nil }
+        let values = stride(from: units.startIndex, to: units.endIndex, by: width).lazy.map { index in
+            (0..<width).reduce(UInt32(0)) { value, offset in
+                value | UInt32(units[index + offset]) << (8 * (bigEndian ? width - 1 - offset : offset))
+            }
+        }
+        var utf8 = Data()
+        utf8.reserveCapacity(units.count / width)
+        let failed =
+            width == 2
+            ? transcode(
+                values.map { UInt16(truncatingIfNeeded: $0) }.makeIterator(), from: UTF16.self, to: UTF8.self,
+                stoppingOnError: true, into: { utf8.append($0) })
+            : transcode(
+                values.makeIterator(), from: UTF32.self, to: UTF8.self, stoppingOnError: true,
+                into: { utf8.append($0) })
+        return failed ? nil : utf8
     }
 
     /// What the JSON parser objects to in `data` and where (`Invalid value around character 0.`), on one line;
