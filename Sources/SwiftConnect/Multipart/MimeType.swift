@@ -56,7 +56,7 @@ public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomS
     }
 
     /// The media type for a file extension (`"jpg"`, `"PDF"`, `".png"`), or `application/octet-stream`
-    /// for an unknown one.
+    /// for an unknown one. A text type names no charset (`"txt"` is `text/plain`): the file's bytes are not read.
     ///
     /// - Parameter fileExtension: The extension, with or without the dot, in any case.
     public init(fileExtension: String) {
@@ -127,10 +127,13 @@ public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomS
     /// `application/octet-stream`: any bytes.
     public static let octetStream = MimeType(rawValue: "application/octet-stream")
 
+    /// Text types here name no charset (unlike ``plainText`` and ``html``, for text the app hands over as a
+    /// `String`): a file's bytes are not read, so its charset is not known, and a wrong label makes a server that
+    /// honours it read the file wrong. Browsers send a file part so, and Apple's `UTType` names the types so.
     private static let byExtension: [String: MimeType] = [
         "jpg": .jpg, "jpeg": .jpg, "png": .png, "gif": .gif, "webp": .webp, "heic": .heic, "svg": .svg,
         "mp4": .mp4, "m4v": .mp4, "mov": .mov, "mp3": .mp3, "wav": .wav, "pdf": .pdf, "json": .json,
-        "xml": .xml, "zip": .zip, "txt": .plainText, "text": .plainText, "csv": .csv, "html": .html,
-        "htm": .html,
+        "xml": .xml, "zip": .zip, "txt": MimeType(rawValue: "text/plain"), "text": MimeType(rawValue: "text/plain"),
+        "csv": .csv, "html": MimeType(rawValue: "text/html"), "htm": MimeType(rawValue: "text/html"),
     ]
 }

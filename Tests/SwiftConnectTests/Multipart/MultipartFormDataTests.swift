@@ -302,6 +302,24 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(File(key: "k", fileURL: URL(fileURLWithPath: "/tmp/x.json")).mimeType, .json)
     }
 
+    /// A text file's bytes are not read to guess its type, so its charset is not known: `notes.txt` in Latin-1 was
+    /// sent as `text/plain; charset=utf-8`, and a server honouring the label read it wrong. A type told by the
+    /// extension names no charset, as browsers send a file part and Apple's `UTType` names it.
+    func testATextFilesTypeFromItsExtensionClaimsNoCharset() {
+        for (name, type) in [
+            ("notes.txt", "text/plain"), ("a.TEXT", "text/plain"), ("page.html", "text/html"),
+            ("page.htm", "text/html"),
+        ] {
+            let inferred = MimeType.inferred(from: URL(fileURLWithPath: "/tmp/" + name))
+            XCTAssertEqual(inferred.rawValue, type, name)
+            XCTAssertNil(inferred.parameter("charset"), name)
+            XCTAssertEqual(File(key: "k", fileURL: URL(fileURLWithPath: "/tmp/" + name)).mimeType.rawValue, type, name)
+        }
+        // The constants for text the app hands over as a `String` (UTF-8) keep saying so
+        XCTAssertEqual(MimeType.plainText.parameter("charset"), "utf-8")
+        XCTAssertEqual(MimeType.html.parameter("charset"), "utf-8")
+    }
+
     func testAMediaTypesParametersAreReadByNameInAnyCaseQuotedOrNot() {
         // The documentation's example
         XCTAssertEqual(MimeType(rawValue: #"text/csv; Charset="ISO-8859-1""#).parameter("charset"), "ISO-8859-1")
