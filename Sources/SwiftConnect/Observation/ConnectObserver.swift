@@ -75,34 +75,50 @@ struct CallObservation: Sendable {
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
     private let sends: Protected<[Int: (started: Int, ended: Int)]>
-    /// Open while the call listens to the request this copy is carried by (``sharing()``): a request several calls
-    /// share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that call hears of
-    /// it no more. `nil`: always open.
+    /// Open while the call listens to the request this copy is carried by (``sharing(relayingTo:)``): a request
+    /// several calls share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that
+    /// call hears of it no more. `nil`: always open.
     private let listens: Protected<Bool>?
+    /// Told each event this copy is told through ``record(_:)``, whether or not its call still listens
+    /// (``sharing(relayingTo:)``): how the calls that share the request this copy is carried by hear what it meets on
+    /// its way (a redirect). `nil`: nobody.
+    private let relay: (@Sendable (ConnectEvent) -> Void)?
 
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
         sends = Protected([:])
         listens = nil
+        relay = nil
     }
 
-    private init(observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>) {
+    private init(
+        observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>,
+        relay: @escaping @Sendable (ConnectEvent) -> Void
+    ) {
         self.observers = observers
         self.sends = sends
         listens = Protected(true)
+        self.relay = relay
     }
 
-    /// The same observers, for a request other calls share: ``stopListening()`` closes this copy only.
-    func sharing() -> CallObservation {
-        CallObservation(observers: observers, sends: sends)
+    /// The same observers, for a request other calls share: ``stopListening()`` closes this copy only. The events told
+    /// to this copy through ``record(_:)`` also go to `relay`, even once it is closed.
+    func sharing(relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
+        CallObservation(observers: observers, sends: sends, relay: relay)
     }
 
-    /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing()``).
+    /// No observers, for a request other calls share when the call that makes it has none: the events told to it
+    /// through ``record(_:)`` go to `relay` only.
+    static func relaying(to relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
+        CallObservation(observers: [], sends: Protected([:]), relay: relay)
+    }
+
+    /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing(relayingTo:)``).
     func stopListening() {
         listens?.withLock { $0 = false }
     }
 
-    /// Whether `other` observes the same call (a copy of this, or of the same ``sharing()``).
+    /// Whether `other` observes the same call (a copy of this, or of the same ``sharing(relayingTo:)``).
     func isSameCall(as other: CallObservation) -> Bool {
         sends === other.sends
     }
@@ -124,6 +140,7 @@ struct CallObservation: Sendable {
     }
 
     func record(_ event: ConnectEvent) {
+        relay?(event)
         if let listens, !listens.withLock({ $0 }) { return }
         for observer in observers { observer.record(event) }
     }

@@ -315,6 +315,93 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    // MARK: - Events
+
+    /// A transport that answers as ``ManualTransport`` does and, when asked, tells a request's observers that it
+    /// followed a redirect (as the core's exchange tells them of each hop it follows).
+    private final class RedirectingTransport: Transport {
+        let manual = ManualTransport()
+        private let transfers = Guarded<[TransferOptions]>([])
+
+        func send(_ request: URLRequest) -> Future<ConnectResponse> { manual.send(request) }
+
+        func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+            transfers.withLock { $0.append(transfer) }
+            return manual.send(request.urlRequest)
+        }
+
+        /// Follows a redirect of request number `index` to `/new`, as its observers hear it.
+        func redirect(_ index: Int) {
+            let transfer = transfers.withLock { $0[index] }
+            transfer.observation?.record(
+                .redirected(status: 302, location: URL(string: "https://api.example.com/new")!))
+        }
+    }
+
+    /// A call that joins a shared request hears the redirects it follows, as the call whose request it is does, and
+    /// as it would alone: its attempt went to `/new` too. Before, only that first call heard them, and a joined call
+    /// was told nothing when the first had no observers or had left.
+    func testACallThatJoinsASharedRequestHearsItsRedirects() {
+        // Given: an observer of every call but the first, whose request two more calls share
+        final class SkippingTheFirst: ConnectObserver {
+            let calls = ConnectObserverTests.PerCallObserver()
+            private let seen = Guarded(0)
+            func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+                let index = seen.withLock { seen -> Int in
+                    seen += 1
+                    return seen
+                }
+                return index == 1 ? nil : calls.observe(call)
+            }
+        }
+        let observer = SkippingTheFirst()
+        let transport = RedirectingTransport()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(Endpoint())
+        let joined = connect.request(Endpoint())
+        let leaving = connect.request(Endpoint())
+        XCTAssertEqual(transport.manual.requests.count, 1)
+        leaving.cancel()
+        // When
+        transport.redirect(0)
+        transport.manual.respond(to: 0, body: Data("{}".utf8))
+        // Then
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(
+            observer.calls.events(ofCall: 0), ["start 1 -", "redirect 302 /new", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(
+            observer.calls.events(ofCall: 1), ["start 1 -", "call cancelled after 1", "end 1 cancelled"],
+            "a call that left hears no more of the shared request")
+    }
+
+    /// The call whose request is shared hears its redirects once, and so does a call that joined it, also after the
+    /// first has left.
+    func testACallThatJoinsHearsTheRedirectsAfterTheFirstLeft() {
+        // Given
+        let observer = ConnectObserverTests.PerCallObserver()
+        let transport = RedirectingTransport()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(Endpoint())
+        let joined = connect.request(Endpoint())
+        // When: a redirect, the first call leaves, another redirect
+        transport.redirect(0)
+        first.cancel()
+        transport.redirect(0)
+        transport.manual.respond(to: 0, body: Data("{}".utf8))
+        // Then
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(
+            observer.events(ofCall: 0), ["start 1 -", "redirect 302 /new", "call cancelled after 1", "end 1 cancelled"])
+        XCTAssertEqual(
+            observer.events(ofCall: 1),
+            ["start 1 -", "redirect 302 /new", "redirect 302 /new", "end 1 200", "call 200 after 1"])
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

@@ -37,9 +37,10 @@ import Foundation
 /// Each caller's observers (``ConnectObserver``) hear its attempt: the first caller's, the shared request at the
 /// transport's door; a caller that joined, its own request told started when the shared one reaches that door (at
 /// once if it is there already) and ended with the shared answer (the wire check's refusal of the shared request
-/// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out). A caller that leaves hears no more of the shared request, the first one included. A
-/// middleware's second send of one attempt (a hedge) that joins the call of its first is no send of its own: its call
-/// hears the one that went out.
+/// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out); in
+/// between, the redirects the shared request follows. A caller that leaves hears no more of the shared request, the
+/// first one included. A middleware's second send of one attempt (a hedge) that joins the call of its first is no send
+/// of its own: its call hears the one that went out.
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
@@ -109,8 +110,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// start and an end told from two threads come in order; nothing else takes it.
         private let told = Protected<(started: Bool, ended: Bool)>((false, false))
         /// Whether the shared request reached the transport's door while the caller shared it: its attempt started
-        /// then, whoever tells it first (the door, the caller as it joins, or the answer, when it comes before). Set
-        /// under the coalescer's lock; its own is never held while anything else is taken or told.
+        /// then, whoever tells it first (the door, the caller as it joins, a redirect, or the answer, when it comes
+        /// first). Set under the coalescer's lock; its own is never held while anything else is taken or told.
         private let isDue = Protected(false)
 
         init(observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions) {
@@ -148,6 +149,19 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 guard told.started else { return }
                 MiddlewareChain.recordEnd(
                     of: attempt, with: result, to: observation, request: request, transfer: transfer)
+            }
+        }
+
+        /// Tells the observers `event`, within the attempt: once it started (told, or due), and not after it ended.
+        func tell(_ event: ConnectEvent) {
+            told.withLock { told in
+                guard !told.ended else { return }
+                if !told.started, isDue.withLock({ $0 }) {
+                    told.started = true
+                    observation.recordStart(of: attempt, request: request)
+                }
+                guard told.started else { return }
+                observation.record(event)
             }
         }
 
@@ -240,8 +254,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         var observed = context.transfer.observation.map { observation in
             JoinedAttempt(observation: observation, attempt: context.attempt, request: copy request, transfer: transfer)
         }
-        let sharedObservation = context.transfer.observation?.sharing()
-        let joined: (UInt64, UInt64, Bool, Bool, Bool)? = state.withLock { state in
+        let joined: (UInt64, UInt64, Bool, Bool, Bool, CallObservation?)? = state.withLock { state in
             state.nextID &+= 1
             let callerID = state.nextID
             if var existing = state.calls[key] {
@@ -266,17 +279,24 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                     }
                 }
                 state.calls[key] = existing
-                return (existing.id, callerID, false, isAtDoor, isInFlight)
+                return (existing.id, callerID, false, isAtDoor, isInFlight, nil)
             }
+            // The shared request tells the callers that join it what it meets on its way (a redirect), also when this
+            // caller has no observers of its own, or has left.
+            let relay: @Sendable (ConnectEvent) -> Void = { [weak self] event in
+                self?.relay(event, of: key, callID: callerID)
+            }
+            let sharedObservation =
+                context.transfer.observation?.sharing(relayingTo: relay) ?? CallObservation.relaying(to: relay)
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
-            if let sharedObservation, let observed { call.first = (sharedObservation, observed) }
+            if let observed { call.first = (sharedObservation, observed) }
             state.calls[key] = call
-            return (callerID, callerID, true, false, false)
+            return (callerID, callerID, true, false, false, sharedObservation)
         }
         guard let joined else { return next(request, context) }
-        let (callID, callerID, isFirst, isAtDoor, isInFlight) = joined
+        let (callID, callerID, isFirst, isAtDoor, isInFlight, sharedObservation) = joined
         let future = promise.future
         promise.setCancelHandler { [weak self, weak future] in
             self?.drop(callerID, from: key, callID: callID, stopped: future)
@@ -361,6 +381,18 @@ extension RequestCoalescer {
             return observed
         }
         for attempt in observed { attempt.start() }
+    }
+
+    /// The shared request of call `callID` met `event` on its way: a redirect it followed is one each caller that
+    /// joined it followed too, as its observers hear (the first caller's hear the shared request itself).
+    private func relay(_ event: ConnectEvent, of key: Key, callID: UInt64) {
+        guard case .redirected = event else { return }
+        let observed = state.withLock { state -> [JoinedAttempt] in
+            guard let call = state.calls[key], call.id == callID else { return [] }
+            // In order of arrival.
+            return call.observed.sorted { $0.key < $1.key }.map(\.value)
+        }
+        for attempt in observed { attempt.tell(event) }
     }
 
     /// The shared request of call `callID` reached the transport: its callers are in flight from now.
