@@ -718,17 +718,19 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
     }
 
-    /// The app removes everything (a logout's `removeAll()`) while a revalidation is in flight: its 304 serves the
-    /// stored response it validated, a 200 with the stored body, never the 304's empty body as if it were the
-    /// resource; and nothing is stored again over the removal, in memory or in the storage.
-    func testARemoveAllDuringARevalidationServesTheValidatedBodyAndStoresNothing() throws {
+    /// The app removes everything (a logout's `removeAll()`) while a revalidation is in flight: the 304 that comes
+    /// after validates a body the cache no longer has, which is not served (it served the body stored before the
+    /// removal); the request goes again without conditions and the caller gets the network's answer, never the 304's
+    /// empty body as if it were the resource. Nothing is stored again over the removal, in memory or in the storage.
+    func testARemoveAllDuringARevalidationSendsTheRequestAgainAndStoresNothing() throws {
         // Given: a stale response, and its revalidation held at the server
         let server = Server()
         let clock = ManualClock()
         let gate = Promise<Void>()
         let transport = FakeTransport()
         let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
-        transport.stub(.get, "/a", with: [.handler { server.answer($0) }, revalidation])
+        transport.stub(
+            .get, "/a", with: [.handler { server.answer($0) }, revalidation, .handler { server.answer($0) }])
         let storage = MemoryResponseStorage()
         let cache = ResponseCache(maxBytes: 1_000_000, storage: storage, now: { clock.now })
         let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
@@ -742,10 +744,38 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         // Then
         let answer = try revalidating.wait(timeout: 5)
         XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "If-None-Match"), "\"v1\"")
+        XCTAssertEqual(transport.requests.count, 3, "the 304 of a removed body sends the request again")
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"), "without conditions")
         XCTAssertEqual(answer.statusCode, 200)
         XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
         XCTAssertEqual(cache.count, 0)
         XCTAssertNil(storage.response(forKey: "GET https://api.example.com/a"))
+    }
+
+    /// The same after `removeResponse(forKey:)` of the revalidated response: what the app removed is not served.
+    func testARemovalOfTheRevalidatedResponseSendsTheRequestAgain() throws {
+        // Given
+        let server = Server()
+        let clock = ManualClock()
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
+        transport.stub(
+            .get, "/a", with: [.handler { server.answer($0) }, revalidation, .handler { server.answer($0) }])
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try get(connect)
+        clock.advance(61)
+        let revalidating = connect.response(for: Route("/a", baseURL: base), options: rule)
+        _ = try transport.requestsReceived(count: 2).wait(timeout: 5)
+        // When
+        cache.removeResponse(forKey: "GET https://api.example.com/a")
+        gate.succeed(())
+        // Then
+        let answer = try revalidating.wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
     }
 
     /// Identical stale requests in flight together share one conditional request when the client coalesces them,

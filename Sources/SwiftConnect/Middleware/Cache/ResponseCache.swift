@@ -299,7 +299,8 @@ public final class ResponseCache: Sendable {
     /// time to live is positive, not a download) found no fresh response and went to the network.
     package var missCount: Int { state.withLock { $0.misses } }
 
-    /// Forgets every stored response.
+    /// Forgets every stored response. Nothing stored before is served after it: a revalidation in flight whose `304`
+    /// comes later sends its request again, without conditions, and its caller gets that answer.
     public func removeAll() {
         // The generation first: a fetch that stores to the storage after its files went sees it changed, and takes
         // its file back (see `respond(to:context:next:)`).
@@ -316,7 +317,8 @@ public final class ResponseCache: Sendable {
 
     /// Forgets the responses stored under `key`, for every set of credentials and every body: the key as a rule
     /// names it, without the `" body:"` and `" credentials:"` parts the cache adds to it
-    /// (``key(for:rule:)-(ConnectRequest,_)``).
+    /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation in flight whose `304` comes
+    /// later sends its request again, without conditions.
     ///
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
@@ -527,8 +529,13 @@ public final class ResponseCache: Sendable {
         let requestURL = request.url
         let response: Future<ConnectResponse>
         if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
+            // What the app removes meanwhile (a logout's removeAll(), removeResponse(forKey:)) is not served by the 304.
+            let isRemoved: @Sendable () -> Bool = { [weak self] in
+                self?.state.withLock { $0.generation != generation } ?? false
+            }
             response = Self.revalidating(
-                revalidated, by: conditional, for: request, progress: context.transfer.progress, next: next)
+                revalidated, by: conditional, for: request, progress: context.transfer.progress, isRemoved: isRemoved,
+                next: next)
         } else {
             response = next(request)
         }
@@ -711,15 +718,20 @@ public final class ResponseCache: Sendable {
 
     /// Sends `conditional` through `next`; a 304 answer is served as the `stale` response it validated, with its
     /// headers updated (`updated(_:with:request:)`). A 304 that validates another response (its `ETag` or
-    /// `Last-Modified` is not the stored one's) sends `request` again, without conditions: its caller did not ask for
-    /// a 304. Any other answer or failure is the call's, as it is.
+    /// `Last-Modified` is not the stored one's), or one that comes after the app removed the stored response
+    /// (`isRemoved`: ``removeAll()``, ``removeResponse(forKey:)``, which must serve nothing stored before them), sends
+    /// `request` again, without conditions: its caller did not ask for a 304. Any other answer or failure is the
+    /// call's, as it is.
     private static func revalidating(
         _ stale: Entry, by conditional: ConnectRequest, for request: ConnectRequest,
-        progress: (@Sendable (TransferProgress) -> Void)?, next: @escaping Middleware.Next
+        progress: (@Sendable (TransferProgress) -> Void)?, isRemoved: @escaping @Sendable () -> Bool,
+        next: @escaping Middleware.Next
     ) -> Future<ConnectResponse> {
         next(conditional).flatMap { answer in
             guard answer.statusCode == 304 else { return Future(value: answer) }
-            guard let updated = updated(stale.response, with: answer, request: request) else { return next(request) }
+            guard !isRemoved(), let updated = updated(stale.response, with: answer, request: request) else {
+                return next(request)
+            }
             // The engine's last report was of the 304's empty body: the bar ends with the body served instead.
             reportServed(updated, for: request, to: progress)
             return Future(value: updated)
