@@ -15,7 +15,8 @@ extension Connect {
         ///
         /// A call that joins one already on its way shares that exchange, and its deadline: with `retryPolicy: nil`
         /// it may time out sooner than its own timeout, counted from when it was made, would have (the default
-        /// retry policy sends a timed-out GET again).
+        /// retry policy sends a timed-out GET again). The client's plugins hear a shared request once (see
+        /// ``ConnectPlugin``); each call's observers hear its own attempt.
         public var coalescesIdenticalRequests: Bool
         /// Client-level plugins, validators and processors (they run before the connector's and the call's), more
         /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit,

@@ -17,6 +17,12 @@ import Foundation
 /// `didFail` is classified as the caller's is: a transport's `URLError` arrives as a ``ConnectError`` of the kind it
 /// stands for (``ConnectError/Kind/timedOut``, ``ConnectError/Kind/connectionLost``…).
 ///
+/// A plugin hears of requests, not of calls: identical calls that share one request in flight
+/// (``Connect/Settings/coalescesIdenticalRequests``) are one send to the client's plugins, one `willSend` and one
+/// answer, with the context of the call that made the request, however many calls share it. A call with plugins of
+/// its own or its connector's (``RequestOptions/plugins``) is never shared, so those plugins hear each of its attempts.
+/// To follow each call, a ``ConnectObserver`` hears every one of them, a call that joined another's request included.
+///
 /// Plugins run on the plugin queue, one event after another in the order they happened, never on the request's
 /// own path: a slow plugin delays other plugins, not requests. The queue is one for the process, so that a plugin
 /// shared by several clients (a client and one made from it with `adding(plugins:)`) is never called from two

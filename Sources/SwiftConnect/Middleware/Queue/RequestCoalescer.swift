@@ -40,7 +40,8 @@ import Foundation
 /// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out); in
 /// between, the redirects the shared request follows. A caller that leaves hears no more of the shared request, the
 /// first one included. A middleware's second send of one attempt (a hedge) that joins the call of its first is no send
-/// of its own: its call hears the one that went out.
+/// of its own: its call hears the one that went out. The client's plugins, after this stage, hear the shared request
+/// once, with the first caller's context (``ConnectPlugin``).
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
