@@ -175,6 +175,29 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 2)
     }
 
+    /// The replay after a refresh is one of the call's attempts (`RetryPolicy.maxAttempts`, as the middleware's
+    /// documentation says), wherever the rejection comes: the policy's own retries after it share the same budget, and
+    /// the call sends no more requests than the policy allows.
+    func testTheReplayAfterARefreshCountsAgainstTheCallsAttempts() throws {
+        for (answers, expected) in [
+            ([401, 503, 503, 503, 200], ["Bearer OLDSECRET1", "Bearer NEWSECRET2", "Bearer NEWSECRET2"]),
+            ([503, 401, 503, 503, 200], ["Bearer OLDSECRET1", "Bearer OLDSECRET1", "Bearer NEWSECRET2"]),
+        ] {
+            // Given: three attempts, and a server that answers in turn
+            let fake = FakeTransport()
+            fake.stub("/items", with: answers.map { .status($0) })
+            let auth = AuthenticationMiddleware(credential: Self.old) { _ in Future(value: Self.new) }
+            let connect = Connect(
+                transport: fake, middlewares: [auth],
+                retryPolicy: RetryPolicy(maxAttempts: 3, clock: ImmediateRetryClock()))
+            // When
+            let error = connectError(of: connect.request(Endpoint()))
+            // Then
+            XCTAssertEqual(error?.statusCode, 503, "\(answers)")
+            XCTAssertEqual(authorization(fake.requests), expected, "\(answers)")
+        }
+    }
+
     func testAPostRejectedWith401IsReplayedOnceWithTheRenewedTokenButNotOnA503() throws {
         // Given
         let fake = FakeTransport()
