@@ -46,8 +46,10 @@ public protocol ConnectObserver: Sendable {
 /// ``ConnectEvent/callEnded(status:error:attempts:)`` comes once the call has its outcome, after the end of every send
 /// that outcome waited for (a middleware sending an attempt's request twice hears of each end after you do). An
 /// attempt the call's end cuts short (its deadline passed, the caller cancelled) is told ended after that, as
-/// cancelled: the call's end says why. A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
-/// thread-safe.
+/// cancelled: the call's end says why. So is a send a middleware cancels once the call has its outcome (the slower of a
+/// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
+/// call's end tells how the call went. A token refresh or a queue wait may be told from another thread meanwhile, so an
+/// observer keeps its own state thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///

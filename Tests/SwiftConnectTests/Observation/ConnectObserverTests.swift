@@ -195,6 +195,47 @@ final class ConnectObserverTests: XCTestCase {
             observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "end 1 202", "call 200 after 1"])
     }
 
+    /// A hedge: a middleware that sends its attempt's request twice and cancels the slower send once the other is
+    /// answered. The slower send ends as cancelled (the middleware cancelled it; the core cannot tell a hedge's loser
+    /// from any other send a middleware cancels), after the call's end, which did not wait for it and tells how the
+    /// call went, as `ConnectCallObserver` documents.
+    func testTheLosingSendOfAHedgeEndsAsCancelledAfterTheCallsEnd() throws {
+        struct Hedge: Middleware {
+            func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+                ConnectResponse
+            > {
+                let first = next(request)
+                let second = next(request)
+                let promise = Promise<ConnectResponse>()
+                // The first answer wins; then the other send is cancelled.
+                first.observe { result in
+                    promise.completeIfPending(with: result)
+                    second.cancel()
+                }
+                second.observe { result in
+                    promise.completeIfPending(with: result)
+                    first.cancel()
+                }
+                return promise.future
+            }
+        }
+        // Given: two sends of one attempt; the second is answered first
+        let transport = ManualTransport()
+        let observer = RecordingObserver()
+        let connect = Connect(
+            transport: transport, middlewares: [Hedge()], retryPolicy: nil,
+            settings: Connect.Settings(observers: [observer]))
+        let call = connect.request(GetTodo())
+        XCTAssertEqual(transport.requests.count, 2)
+        // When
+        transport.respond(to: 1, body: Data("{}".utf8))
+        // Then
+        _ = try call.wait(timeout: 10)
+        XCTAssertEqual(transport.cancellations.value, 1, "the slower send was cancelled")
+        XCTAssertEqual(
+            observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "call 200 after 1", "end 1 cancelled"])
+    }
+
     /// A request a stage hands on after the call's deadline passed is not sent. It went to the transport and was
     /// cancelled there, and observers heard of a send starting after the call's end (a metrics observer counted an
     /// active request and a cancelled one for a call that had timed out with none).
