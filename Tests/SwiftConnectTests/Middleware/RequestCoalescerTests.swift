@@ -402,6 +402,30 @@ final class RequestCoalescerTests: XCTestCase {
             ["start 1 -", "redirect 302 /new", "redirect 302 /new", "end 1 200", "call 200 after 1"])
     }
 
+    /// A call that joins a shared request after it followed a redirect hears that redirect too, after its start and
+    /// before its end: its answer comes from where the redirect led, as it would have alone.
+    func testACallThatJoinsAfterARedirectHearsIt() {
+        // Given: a shared request at the transport that followed a redirect
+        let observer = ConnectObserverTests.PerCallObserver()
+        let transport = RedirectingTransport()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer]))
+        let first = connect.request(Endpoint())
+        transport.redirect(0)
+        // When
+        let joined = connect.request(Endpoint())
+        transport.redirect(0)
+        transport.manual.respond(to: 0, body: Data("{}".utf8))
+        // Then
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(transport.manual.requests.count, 1)
+        let heard = ["start 1 -", "redirect 302 /new", "redirect 302 /new", "end 1 200", "call 200 after 1"]
+        XCTAssertEqual(observer.events(ofCall: 0), heard)
+        XCTAssertEqual(observer.events(ofCall: 1), heard)
+    }
+
     // MARK: - Cancellation
 
     func testCancellingOneCallerLeavesTheOthersTheSharedResult() {

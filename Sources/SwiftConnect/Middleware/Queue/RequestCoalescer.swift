@@ -91,6 +91,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The first caller's observers as the shared request carries them (closed when that caller leaves while
         /// others stay), and its attempt as its call has them (told then that it ended).
         var first: (shared: CallObservation, own: JoinedAttempt)?
+        /// The redirects the shared request followed so far: a caller that joins later hears them too, as it would
+        /// have alone (its answer comes from where they led). At most the request's redirect limit.
+        var redirects: [ConnectEvent] = []
 
         /// Whether the call whose observers are `observation` is among this one's callers already.
         func hasObservers(of observation: CallObservation) -> Bool {
@@ -114,6 +117,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// then, whoever tells it first (the door, the caller as it joins, a redirect, or the answer, when it comes
         /// first). Set under the coalescer's lock; its own is never held while anything else is taken or told.
         private let isDue = Protected(false)
+        /// The redirects the shared request followed before this caller joined, told right after its start. Set under
+        /// the coalescer's lock as the caller joins, before anything else can tell the attempt anything.
+        private let missed = Protected<[ConnectEvent]>([])
 
         init(observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions) {
             self.observation = observation
@@ -128,12 +134,27 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             isDue.withLock { $0 = true }
         }
 
+        /// Notes the redirects the shared request followed before this caller joined.
+        func noteMissed(_ redirects: [ConnectEvent]) {
+            missed.withLock { $0 = redirects }
+        }
+
+        /// Tells the observers the attempt started, then the redirects it missed. `told`'s lock held.
+        private func tellStart(_ told: inout (started: Bool, ended: Bool)) {
+            told.started = true
+            observation.recordStart(of: attempt, request: request)
+            let redirects = missed.withLock { missed in
+                defer { missed = [] }
+                return missed
+            }
+            for event in redirects { observation.record(event) }
+        }
+
         /// Tells the observers the attempt started, unless they were told already, or told it ended.
         func start() {
             told.withLock { told in
                 guard !told.started, !told.ended else { return }
-                told.started = true
-                observation.recordStart(of: attempt, request: request)
+                tellStart(&told)
             }
         }
 
@@ -143,10 +164,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             told.withLock { told in
                 guard !told.ended else { return }
                 told.ended = true
-                if !told.started, isDue.withLock({ $0 }) {
-                    told.started = true
-                    observation.recordStart(of: attempt, request: request)
-                }
+                if !told.started, isDue.withLock({ $0 }) { tellStart(&told) }
                 guard told.started else { return }
                 MiddlewareChain.recordEnd(
                     of: attempt, with: result, to: observation, request: request, transfer: transfer)
@@ -157,10 +175,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         func tell(_ event: ConnectEvent) {
             told.withLock { told in
                 guard !told.ended else { return }
-                if !told.started, isDue.withLock({ $0 }) {
-                    told.started = true
-                    observation.recordStart(of: attempt, request: request)
-                }
+                if !told.started, isDue.withLock({ $0 }) { tellStart(&told) }
                 guard told.started else { return }
                 observation.record(event)
             }
@@ -275,6 +290,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                         observed = nil
                     } else {
                         existing.observed[callerID] = joining
+                        joining.noteMissed(existing.redirects)
                         // Started from now: the answer tells the start before the end if it comes first.
                         if isAtDoor { joining.markDue() }
                     }
@@ -389,7 +405,9 @@ extension RequestCoalescer {
     private func relay(_ event: ConnectEvent, of key: Key, callID: UInt64) {
         guard case .redirected = event else { return }
         let observed = state.withLock { state -> [JoinedAttempt] in
-            guard let call = state.calls[key], call.id == callID else { return [] }
+            guard var call = state.calls[key], call.id == callID else { return [] }
+            call.redirects.append(event)
+            state.calls[key] = call
             // In order of arrival.
             return call.observed.sorted { $0.key < $1.key }.map(\.value)
         }
