@@ -142,7 +142,9 @@ public final class Connect: Sendable {
         // way to the transport, never while a middleware makes it wait (for a token refresh, say).
         var stages: [any Middleware] = []
         if let responseCache { stages.append(ResponseCacheStage(cache: responseCache)) }
-        if settings.coalescesIdenticalRequests { stages.append(RequestCoalescer()) }
+        if settings.coalescesIdenticalRequests {
+            stages.append(RequestCoalescer(clientObserves: !settings.observers.isEmpty))
+        }
         if let requestQueue { stages.append(RequestQueueStage(queue: requestQueue, owner: queueOwner)) }
         builtInStages = stages
         chain = Connect.pipeline(

@@ -330,6 +330,11 @@ final class RequestCoalescerTests: XCTestCase {
             return manual.send(request.urlRequest)
         }
 
+        /// The observers request number `index` carries.
+        func observation(of index: Int) -> CallObservation? {
+            transfers.withLock { $0[index].observation }
+        }
+
         /// Follows a redirect of request number `index` to `/new`, as its observers hear it.
         func redirect(_ index: Int) {
             let transfer = transfers.withLock { $0[index] }
@@ -400,6 +405,21 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(
             observer.events(ofCall: 1),
             ["start 1 -", "redirect 302 /new", "redirect 302 /new", "end 1 200", "call 200 after 1"])
+    }
+
+    /// A client without observers makes no event: the request its calls share carries no observers to relay to the
+    /// calls that join it.
+    func testASharedRequestOfAClientWithoutObserversCarriesNone() {
+        let transport = RedirectingTransport()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let first = connect.request(Endpoint())
+        let joined = connect.request(Endpoint())
+        XCTAssertEqual(transport.manual.requests.count, 1)
+        XCTAssertNil(transport.observation(of: 0))
+        transport.manual.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
     }
 
     /// A call that joins a shared request after it followed a redirect hears that redirect too, after its start and

@@ -202,14 +202,20 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// Run when a caller has joined a call whose shared request is at the transport's door already, before its
     /// observers are told its attempt started (a test's hook: the answer may come then).
     private let joinedAtDoor: @Sendable () -> Void
+    /// Whether the client has observers (``Connect/Settings/observers``): then a shared request whose first caller has
+    /// none of its own (its observers declined that call) still carries a relay for the callers that join it. A client
+    /// without observers makes no event.
+    private let clientObserves: Bool
 
-    /// A coalescer timing its calls by `now` (a test's own clock; the system's uptime by default).
+    /// A coalescer timing its calls by `now` (a test's own clock; the system's uptime by default), for a client that
+    /// has observers (`clientObserves`) or none.
     init(
         now: @escaping @Sendable () -> UInt64 = { DispatchTime.now().uptimeNanoseconds },
-        joinedAtDoor: @escaping @Sendable () -> Void = {}
+        joinedAtDoor: @escaping @Sendable () -> Void = {}, clientObserves: Bool = true
     ) {
         self.now = now
         self.joinedAtDoor = joinedAtDoor
+        self.clientObserves = clientObserves
     }
 
     /// Whether a request with `timeout` may join a call that began at `began`: within the last tenth of the timeout.
@@ -299,16 +305,17 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 return (existing.id, callerID, false, isAtDoor, isInFlight, nil)
             }
             // The shared request tells the callers that join it what it meets on its way (a redirect), also when this
-            // caller has no observers of its own, or has left.
+            // caller has no observers of its own (when the client has some), or has left.
             let relay: @Sendable (ConnectEvent) -> Void = { [weak self] event in
                 self?.relay(event, of: key, callID: callerID)
             }
             let sharedObservation =
-                context.transfer.observation?.sharing(relayingTo: relay) ?? CallObservation.relaying(to: relay)
+                context.transfer.observation?.sharing(relayingTo: relay)
+                ?? (clientObserves ? CallObservation.relaying(to: relay) : nil)
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
-            if let observed { call.first = (sharedObservation, observed) }
+            if let sharedObservation, let observed { call.first = (sharedObservation, observed) }
             state.calls[key] = call
             return (callerID, callerID, true, false, false, sharedObservation)
         }
