@@ -241,6 +241,25 @@ final class RequestCoalescerTests: XCTestCase {
 
     /// A request's timeout and cache policy are its own: a request with another one does not wait on, or fail
     /// with, a call made with different ones.
+    /// Requests whose fields differ are not identical, however their names and values read joined: a field named
+    /// `X-A:b` (no valid name: a middleware's slip, refused before the wire) with the value `c` is not `X-A: b:c`.
+    /// They shared one key, and the invalid request got the valid one's answer instead of its refusal.
+    func testAFieldWhoseNameHoldsAColonIsNotAnotherFieldWithThatColonInItsValue() {
+        // Given: a valid request at the transport
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let valid = connect.request(Endpoint(headers: [HTTPHeader(name: "X-A", value: "b:c")]))
+        XCTAssertEqual(transport.requests.count, 1)
+        // When: a call whose middleware sets a field named `X-A:b`
+        let slip = AnyMiddleware.adapter { $0.headerFields[HeaderField.Name("X-A:b")] = "c" }
+        let invalid = connect.request(Endpoint(), options: RequestOptions(middlewares: [slip]))
+        transport.respond(to: 0, body: Data("shared".utf8))
+        // Then
+        XCTAssertEqual(value(of: valid), Data("shared".utf8))
+        XCTAssertEqual(connectError(of: invalid)?.kind, .invalidRequest)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testRequestsWithAnotherTimeoutOrCachePolicyMakeSeparateCalls() {
         struct Items: Connector {
             var timeout: TimeInterval

@@ -47,7 +47,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     struct Key: Hashable {
         let method: String
         let url: String
-        /// `name:value` per header field, names lowercased, sorted.
+        /// `length:name:value` per header field, names lowercased and preceded by their length in bytes, sorted. The
+        /// length tells the name from the value: a field named `x-a:b` (no valid name, refused before the wire) whose
+        /// value is `c` is not `x-a` with `b:c`.
         let headers: [String]
         /// The request's own timeout and cache policy: a caller must not wait longer, or time out sooner, than
         /// it asked, nor get an answer from a cache it asked to skip.
@@ -230,7 +232,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         guard method == "GET" || method == "HEAD" else { return nil }
         guard case .none = request.body else { return nil }
         let headers = request.headerFields
-            .map { "\($0.name.canonicalName):\($0.value)" }
+            .map { field in
+                let name = field.name.canonicalName
+                return "\(name.utf8.count):\(name):\(field.value)"
+            }
             .sorted()
         return Key(
             method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
