@@ -260,6 +260,22 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// A request whose timeout a middleware set to NaN (the build refuses one a connector gives) goes as it would
+    /// without coalescing. Its key, NaN in it, equalled no key, not even its own: the shared call it made was never
+    /// found again, so it was taken for ended at the transport's door and never sent, and its caller waited for ever.
+    func testARequestWhoseTimeoutIsNotANumberGoesAlone() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        let slip = AnyMiddleware.adapter { $0.timeoutInterval = .nan }
+        // When
+        let call = connect.request(Endpoint(), options: RequestOptions(middlewares: [slip]))
+        // Then
+        XCTAssertTrue(transport.wait(forRequests: 1, timeout: 5), "sent")
+        if transport.requests.count == 1 { transport.respond(to: 0, body: Data("x".utf8)) }
+        XCTAssertEqual(value(of: call), Data("x".utf8))
+    }
+
     func testRequestsWithAnotherTimeoutOrCachePolicyMakeSeparateCalls() {
         struct Items: Connector {
             var timeout: TimeInterval

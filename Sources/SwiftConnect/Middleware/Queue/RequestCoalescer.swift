@@ -231,6 +231,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         let method = request.method.rawValue.uppercased()
         guard method == "GET" || method == "HEAD" else { return nil }
         guard case .none = request.body else { return nil }
+        // A timeout a middleware set to NaN would make a key equal to none, not even itself: its call could never be
+        // found again (taken for ended, never sent nor answered). Such a request goes as it would alone.
+        guard !request.timeoutInterval.isNaN else { return nil }
         let headers = request.headerFields
             .map { field in
                 let name = field.name.canonicalName
