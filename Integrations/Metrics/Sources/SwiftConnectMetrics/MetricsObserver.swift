@@ -40,6 +40,10 @@ import Foundation
 ///
 /// An attempt a middleware sends more than once (calling `next` again, a hedge) is timed, and active, once per send.
 ///
+/// The duration, active requests, sizes and retries of a send are labelled by the method its request went out with,
+/// after every middleware (`POST` for a `PATCH` a middleware tunnels through `POST`), as `TracingObserver`'s span is
+/// named; the waits, cache lookups and token refreshes, which belong to no send, by the call's.
+///
 /// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend
 /// to show it in seconds, OpenTelemetry's unit for it. Its histogram buckets are the backend's to set: OpenTelemetry
 /// recommends ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
@@ -73,7 +77,7 @@ public struct MetricsObserver: ConnectObserver {
 
     /// Returns the call's recorder.
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
-        CallMetrics(factory: factory ?? MetricsSystem.factory, call: call, method: methods.name(of: call.method))
+        CallMetrics(factory: factory ?? MetricsSystem.factory, call: call, methods: methods)
     }
 }
 
@@ -83,52 +87,72 @@ public struct MetricsObserver: ConnectObserver {
 /// an attempt's request again (a hedge). Each send is active, and timed, from its start to its end; as the end of a
 /// send does not say which send it was, the sends of one attempt end oldest first.
 final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
+    /// A send in flight: when it started, and the labels of its metrics.
+    private typealias Send = (start: UInt64, labels: [(String, String)])
+
     // `lock` protects `started` and `lastAttempt`; the rest never changes.
     private let lock = NSLock()
     private let factory: any MetricsFactory
-    /// The labels every metric of the call carries.
+    /// The call's method, which ``base`` names.
+    private let method: HTTPMethod
+    /// The methods `http.request.method` names as themselves.
+    private let methods: OpenTelemetryMethods
+    /// The labels every metric of the call carries, `http.request.method` the call's: a send's metrics name the method
+    /// it went out with instead (``labels(of:)``).
     private let base: [(String, String)]
-    /// ``base`` and `server.port`.
-    private let withPort: [(String, String)]
-    /// When each send not yet ended started, by attempt, oldest first. Usually one: more when a middleware sends an
-    /// attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told ended only after the
-    /// next one started (a retry with no wait).
-    private var started: [Int: [UInt64]] = [:]
+    /// `server.port`, which the metrics of a send carry beside its labels.
+    private let port: (String, String)
+    /// Each send not yet ended, by attempt, oldest first: when it started, and its labels. Usually one: more when a
+    /// middleware sends an attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told ended
+    /// only after the next one started (a retry with no wait).
+    private var started: [Int: [Send]] = [:]
     /// The highest attempt told started: a retry is counted once, at its attempt's first send, however many sends
     /// the attempt makes.
     private var lastAttempt = 0
 
-    init(factory: any MetricsFactory, call: ConnectCall, method: String) {
+    init(factory: any MetricsFactory, call: ConnectCall, methods: OpenTelemetryMethods) {
         self.factory = factory
+        method = call.method
+        self.methods = methods
         // `url.template` is a path template: a query written into the endpoint is cut off, and a request built
         // elsewhere, with no template, is told apart by its name instead.
         let path = call.pathTemplate.prefix { $0 != "?" && $0 != "#" }
         base = [
-            ("http.request.method", method),
+            ("http.request.method", methods.name(of: call.method)),
             path.isEmpty ? ("swiftconnect.call", call.name) : ("url.template", String(path)),
             ("server.address", call.request.url.host ?? ""),
         ]
         let port = call.request.url.port ?? (call.request.url.scheme?.lowercased() == "http" ? 80 : 443)
-        withPort = base + [("server.port", String(port))]
+        self.port = ("server.port", String(port))
+    }
+
+    /// The labels of a send of `request`: ``base``, with the method it went out with, which a middleware may have
+    /// changed (a `PATCH` tunnelled through `POST`), as `TracingObserver`'s span names it.
+    private func labels(of request: ConnectRequest) -> [(String, String)] {
+        guard request.method != method else { return base }
+        let sent = methods.name(of: request.method)
+        return base.map { label in label.0 == "http.request.method" ? (label.0, sent) : label }
     }
 
     func record(_ event: ConnectEvent) {
         switch event {
-        case .attemptStarted(let attempt, _):
+        case .attemptStarted(let attempt, let request):
+            let labels = labels(of: request)
             let isNewAttempt = lock.withLock { () -> Bool in
-                started[attempt, default: []].append(DispatchTime.now().uptimeNanoseconds)
+                started[attempt, default: []].append((DispatchTime.now().uptimeNanoseconds, labels))
                 defer { lastAttempt = max(lastAttempt, attempt) }
                 return attempt > lastAttempt
             }
-            Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).increment()
+            Meter(label: "http.client.active_requests", dimensions: labels + [port], factory: factory).increment()
             if attempt > 1, isNewAttempt {
-                Counter(label: "swiftconnect.client.retries", dimensions: base, factory: factory).increment()
+                Counter(label: "swiftconnect.client.retries", dimensions: labels, factory: factory).increment()
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
             let outcome = Self.outcome(status: status, error: error)
-            if let start = lock.withLock({ Self.takeOldest(of: attempt, from: &started) }) {
-                end(startedAt: start, outcome: outcome)
-            }
+            let send = lock.withLock { Self.takeOldest(of: attempt, from: &started) }
+            if let send { end(send, outcome: outcome) }
+            // An attempt told ended with no start sent nothing: the call's labels.
+            let withPort = (send?.labels ?? base) + [port]
             if let bytesSent {
                 Recorder(label: "http.client.request.body.size", dimensions: withPort + outcome, factory: factory)
                     .record(bytesSent)
@@ -139,7 +163,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             }
         case .callEnded(_, let error, _):
             // Sends the call's end cut short (its deadline, a cancellation) end with the call's reason.
-            let open = lock.withLock { () -> [UInt64] in
+            let open = lock.withLock { () -> [Send] in
                 defer { started = [:] }
                 return started.sorted { $0.key < $1.key }.flatMap(\.value)
             }
@@ -147,7 +171,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             // `LoggingObserver` names it; `cancelled` for the sends a call that succeeded left behind.
             let reason = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             let outcome = [("error.type", reason)]
-            for start in open { end(startedAt: start, outcome: outcome) }
+            for send in open { end(send, outcome: outcome) }
         case .queueWaited(let seconds):
             Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
         case .connectivityWaited(let seconds):
@@ -167,8 +191,8 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         }
     }
 
-    /// Takes out the start of the oldest send of `attempt` not yet ended, if any. `lock` held.
-    private static func takeOldest(of attempt: Int, from started: inout [Int: [UInt64]]) -> UInt64? {
+    /// Takes out the oldest send of `attempt` not yet ended, if any. `lock` held.
+    private static func takeOldest(of attempt: Int, from started: inout [Int: [Send]]) -> Send? {
         guard var starts = started[attempt], !starts.isEmpty else { return nil }
         let start = starts.removeFirst()
         started[attempt] = starts.isEmpty ? nil : starts
@@ -185,14 +209,15 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         return [("http.response.status_code", code), ("error.type", code)]
     }
 
-    /// Ends a send that started at `start`: its duration, and one fewer active request.
-    private func end(startedAt start: UInt64, outcome: [(String, String)]) {
+    /// Ends a send: its duration, and one fewer active request, under its own labels.
+    private func end(_ send: Send, outcome: [(String, String)]) {
+        let withPort = send.labels + [port]
         Meter(label: "http.client.active_requests", dimensions: withPort, factory: factory).decrement()
         // OpenTelemetry's unit for this histogram is the second: a backend that honours the hint shows it so.
         Timer(
             label: "http.client.request.duration", dimensions: withPort + outcome, preferredDisplayUnit: .seconds,
             factory: factory
         )
-        .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - start))
+        .recordNanoseconds(Int64(DispatchTime.now().uptimeNanoseconds - send.start))
     }
 }

@@ -137,6 +137,51 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertFalse(labels.contains { $0.0 == "http.request.method_original" }, "\(labels)")
     }
 
+    /// A middleware that changes the method an attempt goes out with (a `PATCH` tunnelled through `POST` with
+    /// `X-HTTP-Method-Override`) makes the attempt's metrics labelled by the method sent, as `TracingObserver`'s span
+    /// says it: they were labelled by the connector's method (`PATCH`), which never went out.
+    func testAnAttemptsMetricsAreLabelledByTheMethodItWentOutWith() throws {
+        // Given: the first attempt refused with a 503, the second answered
+        let transport = FakeTransport()
+        transport.stub(
+            "/todos/7", with: [FakeResponse.status(503, headers: ["Retry-After": "0"]), .json(string: "{}")])
+        let tunnel = AnyMiddleware { request, _, next in
+            var request = request
+            request.setValue(request.method.rawValue, forHTTPHeaderField: "X-HTTP-Method-Override")
+            request.method = .post
+            return next(request)
+        }
+        var patch = todo
+        patch.method = .patch
+        let sent = [("http.request.method", "POST"), ("url.template", "/todos/{id}"), ("server.address", "127.0.0.1")]
+        let port = [("server.port", String(server.port))]
+        // A `PATCH` with an `Idempotency-Key` is sent again after a 503.
+        let connect = Connect(
+            transport: transport, middlewares: [tunnel],
+            retryPolicy: RetryPolicy(addsIdempotencyKey: true, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [MetricsObserver(factory: metrics)]))
+        // When
+        _ = try connect.request(patch).wait()
+        // Then
+        XCTAssertEqual(transport.requests.map(\.httpMethod), ["POST", "POST"])
+        let ok = try metrics.expectTimer(
+            "http.client.request.duration", sent + port + [("http.response.status_code", "200")])
+        XCTAssertEqual(ok.values.count, 1)
+        XCTAssertEqual(try metrics.expectMeter("http.client.active_requests", sent + port).values, [1, 0, 1, 0])
+        XCTAssertEqual(
+            try metrics.expectRecorder(
+                "http.client.response.body.size", sent + port + [("http.response.status_code", "200")]
+            ).values, [2])
+        XCTAssertEqual(metrics.counterTotal(label: "swiftconnect.client.retries", dimensions: sent), 1)
+        let labels =
+            metrics.timers(label: "http.client.request.duration").flatMap(\.dimensions)
+            + metrics.meters(label: "http.client.active_requests").flatMap(\.dimensions)
+            + metrics.recorders(label: "http.client.request.body.size").flatMap(\.dimensions)
+            + metrics.recorders(label: "http.client.response.body.size").flatMap(\.dimensions)
+            + metrics.counters(label: "swiftconnect.client.retries").flatMap(\.dimensions)
+        XCTAssertFalse(labels.contains { $0 == "http.request.method" && $1 == "PATCH" }, "\(labels)")
+    }
+
     /// The observer's own list of known methods replaces OpenTelemetry's: a method on it is its own label, one off
     /// it (`GET` here) `_OTHER`.
     func testTheObserversKnownMethodsReplaceTheDefault() throws {
