@@ -57,7 +57,10 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// `PATCH`, or than those ``init(_:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists, the method
 /// itself then in `http.request.method_original`), `url.template`, `url.full` (through
 /// ``SwiftConnect/ConnectRequest/redactedURL``: no user info, secret query values and credentials hidden), and where
-/// known `attempt`, `http.response.status_code` and `error.type`. Nothing is made for a level the logger does not log.
+/// known `attempt`, `http.response.status_code` and `error.type`. An attempt's lines (sent again, redirected, ended)
+/// carry the method its request went out with, after every middleware (`POST` for a `PATCH` a middleware tunnels
+/// through `POST`), as `TracingObserver`'s span is named; the others, the call's. Nothing is made for a level the
+/// logger does not log.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
@@ -89,23 +92,42 @@ public struct LoggingObserver: ConnectObserver {
         // A path template, as OpenTelemetry defines `url.template`: a query written into the endpoint is no part of it.
         let template = call.pathTemplate.prefix { $0 != "?" && $0 != "#" }
         if !template.isEmpty { logger[metadataKey: "url.template"] = .string(String(template)) }
-        return CallLogging(logger: logger, request: call.request)
+        return CallLogging(logger: logger, request: call.request, methods: methods)
     }
 }
 
 /// The lines of one call.
 struct CallLogging: ConnectCallObserver {
+    /// The call's logger, its metadata naming the call (`http.request.method` the call's method).
     let logger: Logger
     /// The request as the call began: its URL, redacted, is each line's `url.full`.
     let request: ConnectRequest
+    /// The methods `http.request.method` names as themselves.
+    let methods: OpenTelemetryMethods
     /// The request of the latest attempt, as it went out (a middleware's credential added): a redirect's `Location`
     /// is shown with its secret values hidden.
     private let latest = LatestRequest()
 
-    init(logger: Logger, request: ConnectRequest) {
+    init(logger: Logger, request: ConnectRequest, methods: OpenTelemetryMethods) {
         self.logger = logger
         self.request = request
+        self.methods = methods
     }
+
+    /// The logger of an attempt that went out as `sent`: the call's, its `http.request.method` the method sent, which
+    /// a middleware may have changed (a `PATCH` tunnelled through `POST`), as `TracingObserver`'s span names it.
+    private func logger(sending sent: ConnectRequest) -> Logger {
+        guard sent.method != request.method else { return logger }
+        var logger = logger
+        let method = methods.name(of: sent.method)
+        logger[metadataKey: "http.request.method"] = .string(method)
+        logger[metadataKey: "http.request.method_original"] =
+            method == sent.method.rawValue ? nil : .string(sent.method.rawValue)
+        return logger
+    }
+
+    /// The logger of the latest attempt's lines (its end, its redirects); the call's before any attempt.
+    private var attemptLogger: Logger { latest.logger ?? logger }
 
     /// The call's URL, redacted: worked out for a line that is logged only (swift-log takes metadata as an
     /// autoclosure), as redacting it reads the request's body for secret values.
@@ -114,12 +136,14 @@ struct CallLogging: ConnectCallObserver {
     func record(_ event: ConnectEvent) {
         switch event {
         case .attemptStarted(let attempt, let request):
-            latest.set(request)
+            let logger = logger(sending: request)
+            latest.set(request, logger: logger)
             guard attempt > 1 else { return }
             logger.info(
                 "sending again (attempt \(attempt))",
                 metadata: ["attempt": "\(attempt)", "url.full": .string(request.redactedURL)])
         case .attemptEnded(let attempt, let status, let error, _, _):
+            let logger = attemptLogger
             if let status {
                 logger.debug(
                     "attempt \(attempt) answered \(status)",
@@ -140,7 +164,7 @@ struct CallLogging: ConnectCallObserver {
                     ])
             }
         case .redirected(let status, let location):
-            logger.debug(
+            attemptLogger.debug(
                 "followed a \(status) redirect",
                 metadata: [
                     "http.response.status_code": "\(status)",
@@ -191,16 +215,25 @@ struct CallLogging: ConnectCallObserver {
 }
 
 /// The request of a call's latest attempt, for hiding its secret values in a redirect's `Location` (a token sent in
-/// `Authorization` that a server echoes in the URL it redirects to).
+/// `Authorization` that a server echoes in the URL it redirects to), and the logger of that attempt's lines.
 final class LatestRequest:
-    // Checked by hand: `lock` protects `request`.
+    // Checked by hand: `lock` protects `request` and `attemptLogger`.
     @unchecked Sendable
 {
     private let lock = NSLock()
     private var request: ConnectRequest?
+    private var attemptLogger: Logger?
 
-    func set(_ request: ConnectRequest) {
-        lock.withLock { self.request = request }
+    func set(_ request: ConnectRequest, logger: Logger) {
+        lock.withLock {
+            self.request = request
+            attemptLogger = logger
+        }
+    }
+
+    /// The logger of the latest attempt's lines, `nil` before any attempt.
+    var logger: Logger? {
+        lock.withLock { attemptLogger }
     }
 
     /// `location` redacted as ``SwiftConnect/ConnectRequest/redactedURL`` redacts a URL, the latest request's secret

@@ -123,6 +123,44 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(handler.entries.map { $0.metadata["http.request.method_original"] }, ["PROPFIND", "PROPFIND"])
     }
 
+    /// A middleware that changes the method an attempt goes out with (a `PATCH` tunnelled through `POST` with
+    /// `X-HTTP-Method-Override`) makes each attempt's line carry the method sent, as `TracingObserver`'s span says it,
+    /// with no `http.request.method_original` of the connector's; the call's own line keeps the connector's method
+    /// (`_OTHER` here, off the observer's list). Every line carried the connector's, which never went out.
+    func testAnAttemptsLinesCarryTheMethodItWentOutWith() throws {
+        // Given
+        let answers = Locked([503, 200])
+        server.route("POST", "/todos/:id") { request in
+            guard request.header("X-HTTP-Method-Override") == "PATCH" else { return .status(400) }
+            let status = answers.withLock { $0.removeFirst() }
+            return LocalServer.Response.status(status).withHeader("Retry-After", "0")
+        }
+        let tunnel = AnyMiddleware { request, _, next in
+            var request = request
+            request.setValue(request.method.rawValue, forHTTPHeaderField: "X-HTTP-Method-Override")
+            request.method = .post
+            return next(request)
+        }
+        var patch = GetTodo(baseURL: server.baseURL)
+        patch.method = .patch
+        // A `PATCH` with an `Idempotency-Key` is sent again after a 503.
+        let connect = Connect(
+            middlewares: [tunnel], retryPolicy: RetryPolicy(addsIdempotencyKey: true, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [LoggingObserver(logger, knownMethods: ["GET", "POST"])]))
+        // When
+        _ = try connect.request(patch).wait()
+        // Then
+        let observed = handler.entries.filter { $0.metadata["swiftconnect.call"] != nil }
+        XCTAssertEqual(
+            observed.map { "\($0.message)" },
+            [
+                "attempt 1 answered 503", "sending again (attempt 2)", "attempt 2 answered 200",
+                "call succeeded with 200",
+            ])
+        XCTAssertEqual(observed.map { $0.metadata["http.request.method"] }, ["POST", "POST", "POST", "_OTHER"])
+        XCTAssertEqual(observed.map { $0.metadata["http.request.method_original"] }, [nil, nil, nil, "PATCH"])
+    }
+
     /// The observer's own list of known methods replaces OpenTelemetry's: a method on it is itself, one off it
     /// (`POST` here) `_OTHER`.
     func testTheObserversKnownMethodsReplaceTheDefault() throws {
