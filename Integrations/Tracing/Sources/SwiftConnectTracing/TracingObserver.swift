@@ -84,7 +84,7 @@ public struct TracingObserver: ConnectObserver {
 /// started when the tracer injects nothing). The end of a send does not say which send it is: the oldest span of the
 /// attempt still open takes it, as does a redirect.
 final class CallTracing: ConnectCallObserver, @unchecked Sendable {
-    // `lock` protects `unsent`, `open`, `pending`, `hasEnded`, `latestRequest` and `sends`; the tracer and the call
+    // `lock` protects `unsent`, `open`, `pending`, `endedBecause`, `latestRequest` and `sends`; the tracer and the call
     // never change.
     private let lock = NSLock()
     private let tracer: any Tracer
@@ -102,9 +102,12 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     private var open: [Int: [any Span]] = [:]
     /// Events that happened before the next attempt (a queue wait, a token refresh): told on its span.
     private var pending: [SpanEvent] = []
+    /// The call's reason once it has ended, as its spans left open are told (`cancelled` for a call that succeeded);
+    /// `nil` while it runs.
+    private var endedBecause: String?
     /// Whether the call has ended: an event told later (the end of a refresh its last `401` started) has no attempt
-    /// to wait for.
-    private var hasEnded = false
+    /// to wait for, and fields asked for later start no span.
+    private var hasEnded: Bool { endedBecause != nil }
     /// The latest attempt's request as it went out: a redirect's `Location` is shown with its secret values hidden.
     private var latestRequest: ConnectRequest?
     /// The sends told started so far: each after the first is a resend (`http.request.resend_count`), a retry's or a
@@ -127,12 +130,21 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     }
 
     /// The trace context of a new span for the send about to start, as the tracer writes it into headers.
+    ///
+    /// No span, and no fields, once the call has ended (a span started as it ended is ended at once, with the call's
+    /// reason): the first caller of a coalesced request may leave as the shared request reaches the transport's door,
+    /// between its fields and its start, and then hears neither the start nor the end of that send.
     func headerFields(forAttempt attempt: Int) -> HeaderFields {
-        let span = lock.withLock { startSpanLocked() }
+        guard let span = lock.withLock({ hasEnded ? nil : startSpanLocked() }) else { return [:] }
         var fields = HeaderFields()
         tracer.inject(span.context, into: &fields, using: HeaderFieldsInjector())
-        lock.withLock { unsent[attempt, default: []].append((span, fields)) }
-        return fields
+        let reason = lock.withLock { () -> String? in
+            if endedBecause == nil { unsent[attempt, default: []].append((span, fields)) }
+            return endedBecause
+        }
+        guard let reason else { return fields }
+        Self.end(span, cutShortBy: reason)
+        return [:]
     }
 
     func record(_ event: ConnectEvent) {
@@ -214,20 +226,20 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
         case .cacheLookup:
             break
         case .callEnded(_, let error, _):
+            // The call's reason: its kind, or the type of an error of another kind (a middleware's own); `cancelled`
+            // for the sends a call that succeeded left behind.
+            let kind = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             // A send still open (the call was cancelled, or timed out, while it was in flight) ends here.
             let (left, untold) = lock.withLock { () -> ([any Span], [SpanEvent]) in
                 defer {
                     open = [:]
                     unsent = [:]
                     pending = []
-                    hasEnded = true
+                    endedBecause = kind
                 }
                 let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
                 return (sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending)
             }
-            // The call's reason: its kind, or the type of an error of another kind (a middleware's own); `cancelled`
-            // for the sends a call that succeeded left behind.
-            let kind = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             if !untold.isEmpty {
                 // Events no send followed (a token refresh that failed after the last attempt's 401, a queue wait
                 // before a cancellation): told on a span still open, or on an INTERNAL span of their own, not lost.
@@ -241,12 +253,15 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                     span.end()
                 }
             }
-            for span in left {
-                span.attributes["error.type"] = kind
-                span.setStatus(SpanStatus(code: .error, message: kind))
-                span.end()
-            }
+            for span in left { Self.end(span, cutShortBy: kind) }
         }
+    }
+
+    /// Ends a span the call's end cut short, with the call's reason.
+    private static func end(_ span: any Span, cutShortBy kind: String) {
+        span.attributes["error.type"] = kind
+        span.setStatus(SpanStatus(code: .error, message: kind))
+        span.end()
     }
 
     /// A new span, with the events that came before it. `lock` held.

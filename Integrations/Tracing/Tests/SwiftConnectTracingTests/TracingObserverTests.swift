@@ -181,4 +181,72 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(string("error.type", of: span), "QuotaExceeded")
         XCTAssertEqual(span.status, SpanStatus(code: .error, message: "QuotaExceeded"))
     }
+
+    /// A first caller of a coalesced request that leaves once its observers were asked for the shared request's fields
+    /// at the transport's door, and before they hear it start (a joined caller keeps the request going), leaves no span
+    /// unended: the span its fields started after the call had ended was never ended, as no start, and no end, of it
+    /// came.
+    func testAFirstCallerThatLeavesBetweenItsFieldsAndItsStartLeavesNoSpanOpen() throws {
+        // Given: a queue of one slot, held by a blocker until the test lets it go; an observer, asked for the fields
+        // before the tracer is, that cancels the first /search call when its shared request reaches the door
+        let transport = FakeTransport()
+        let blocker = Promise<Void>()
+        transport.stub("/blocker", with: FakeResponse.json(string: "{}").released(by: blocker.future))
+        transport.stub("/search", with: FakeResponse.json(string: "{}"))
+        let first = Locked<Future<ConnectResponse>?>(nil)
+        let leave = LeaveAtTheDoor { first.withLock { $0 }?.cancel() }
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: RequestQueue(maxConcurrentRequests: 1),
+            settings: Connect.Settings(
+                coalescesIdenticalRequests: true, observers: [leave, TracingObserver(tracer: tracer)]))
+        let blocked = connect.response(for: ConnectRequest(url: URL(string: "https://api.example.com/blocker")!))
+        first.withLock { $0 = connect.response(for: Search()) }
+        let second = connect.response(for: Search())
+        // When: the slot frees, and the shared request reaches the transport's door
+        blocker.succeed(())
+        _ = try blocked.wait(timeout: 10)
+        _ = try second.wait(timeout: 10)
+        // Then
+        XCTAssertEqual(transport.requests.map { $0.url?.path }, ["/blocker", "/search"])
+        XCTAssertThrowsError(try first.withLock { $0 }?.wait(timeout: 10))
+        XCTAssertEqual(tracer.activeSpans.map(\.operationName), [], "a span left open")
+        // The blocker's span, the INTERNAL span of the first call's queue wait (no send of its own followed it), and the
+        // joined call's span.
+        XCTAssertEqual(
+            tracer.finishedSpans.map {
+                "\($0.kind) \($0.operationName): \(string("http.response.status_code", of: $0) ?? "-")"
+            }.sorted(),
+            ["client GET /search: 200", "client GET: 200", "internal GET /search: -"])
+    }
+}
+
+/// An observer that runs `leave` when a call to `/search` is first asked for its fields at the transport's door:
+/// before the observers after it are asked, and before any of them hears the attempt start.
+private struct LeaveAtTheDoor: ConnectObserver {
+    let leave: @Sendable () -> Void
+
+    func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+        call.request.url.path == "/search" ? Call(leave: leave) : nil
+    }
+
+    final class Call: ConnectCallObserver, Sendable {
+        let leave: @Sendable () -> Void
+        /// Whether `leave` has run: once per call.
+        private let hasLeft = Locked(false)
+
+        init(leave: @escaping @Sendable () -> Void) {
+            self.leave = leave
+        }
+
+        func record(_ event: ConnectEvent) {}
+
+        func headerFields(forAttempt attempt: Int) -> HeaderFields {
+            let isFirst = hasLeft.withLock { hasLeft -> Bool in
+                defer { hasLeft = true }
+                return !hasLeft
+            }
+            if isFirst { leave() }
+            return [:]
+        }
+    }
 }
