@@ -46,7 +46,16 @@ import Foundation
 ///
 /// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend
 /// to show it in seconds, OpenTelemetry's unit for it. Its histogram buckets are the backend's to set: OpenTelemetry
-/// recommends ``durationBuckets`` (seconds), which swift-prometheus takes as its timers' buckets.
+/// recommends ``durationBuckets`` (seconds), which swift-prometheus's `PrometheusMetricsFactory` takes as
+/// `[Duration]`, by the metric's name:
+///
+/// ```swift
+/// let buckets: [Duration] = MetricsObserver.durationBuckets.map { .seconds($0) }
+/// factory.durationHistogramBuckets["http.client.request.duration"] = buckets
+/// ```
+///
+/// One metric name gets more than one set of label names (a duration with `error.type` and one without):
+/// swift-prometheus 2.0 and 2.1 stop the process when that happens, 2.2 and later accept it.
 public struct MetricsObserver: ConnectObserver {
     /// The buckets, in seconds, that OpenTelemetry's HTTP conventions give `http.client.request.duration`.
     public static let durationBuckets: [Double] = [
