@@ -15,8 +15,10 @@ import Tracing
 /// Each attempt's span:
 /// - is named `{method} {url.template}` (`GET /v1/todos/{id}`), from the URL's path template, or the name the
 ///   call was given (an OpenAPI operation's ID) when there is no template, or `{method}` alone when there is neither;
-///   `{method}` is `HTTP` for a method other than the nine OpenTelemetry knows (RFC 9110's and `PATCH`), such as
-///   `PROPFIND`, or than those ``init(tracer:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
+///   `{method}` is the method the attempt went out with, after every middleware (`POST` for a `PATCH` a middleware
+///   tunnels through `POST`), and `HTTP` for a method other than the nine OpenTelemetry knows (RFC 9110's and
+///   `PATCH`), such as `PROPFIND`, or than those ``init(tracer:knownMethods:)`` or
+///   `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists;
 /// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
 ///   when the call starts, on the caller's task);
 /// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
@@ -230,7 +232,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             // for the sends a call that succeeded left behind.
             let kind = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             // A send still open (the call was cancelled, or timed out, while it was in flight) ends here.
-            let (left, untold) = lock.withLock { () -> ([any Span], [SpanEvent]) in
+            let (left, untold, lastMethod) = lock.withLock { () -> ([any Span], [SpanEvent], HTTPMethod?) in
                 defer {
                     open = [:]
                     unsent = [:]
@@ -238,12 +240,17 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                     endedBecause = kind
                 }
                 let sent = open.sorted { $0.key < $1.key }.flatMap(\.value)
-                return (sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending)
+                return (
+                    sent + unsent.sorted { $0.key < $1.key }.flatMap { $0.value.map(\.span) }, pending,
+                    latestRequest?.method
+                )
             }
             if !untold.isEmpty {
                 // Events no send followed (a token refresh that failed after the last attempt's 401, a queue wait
                 // before a cancellation): told on a span still open, or on an INTERNAL span of their own, not lost.
-                let span = left.first ?? Self.start(name, tracer: tracer, parent: parent, kind: .internal)
+                let span =
+                    left.first
+                    ?? Self.start(internalName(after: lastMethod), tracer: tracer, parent: parent, kind: .internal)
                 for event in untold { span.addEvent(event) }
                 if left.isEmpty {
                     if error != nil {
@@ -296,15 +303,22 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
     }
 
     private func remember(_ event: SpanEvent) {
-        let isLate = lock.withLock { () -> Bool in
+        let (isLate, sent) = lock.withLock { () -> (Bool, HTTPMethod?) in
             if !hasEnded { pending.append(event) }
-            return hasEnded
+            return (hasEnded, latestRequest?.method)
         }
         guard isLate else { return }
         // After the call: the refresh its last attempt started ends after the call answered with its `401`.
-        let span = Self.start(name, tracer: tracer, parent: parent, kind: .internal)
+        let span = Self.start(internalName(after: sent), tracer: tracer, parent: parent, kind: .internal)
         span.addEvent(event)
         span.end()
+    }
+
+    /// The name of an INTERNAL span, as the attempts' spans are named: by the method the latest attempt went out with
+    /// (`sent`), which a middleware may have changed; by the call's when none went out.
+    private func internalName(after sent: HTTPMethod?) -> String {
+        guard let sent, sent != call.method else { return name }
+        return Self.spanName(method: methods.name(of: sent), target: template ?? call.name)
     }
 
     /// The path of a call's template (`/search` of `/search?type=x`): `url.template` is a path template, and a

@@ -144,6 +144,37 @@ final class TracingObserverTests: XCTestCase {
         XCTAssertEqual(spans.first?.events.map(\.name), [], "the 401's span tells no refresh that came after it")
     }
 
+    /// The INTERNAL span of a refresh that fails after the last `401` is named as the attempts' spans are when a
+    /// middleware changed the method they went out with (a `PATCH` tunnelled through `POST`): it was named by the
+    /// connector's method (`PATCH /search` beside the attempt's `POST /search`).
+    func testAFailedRefreshsSpanIsNamedAsTheAttemptsOfATunnelledCall() throws {
+        // Given
+        struct Patch: Connector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/search" }
+            var method: HTTPMethod { .patch }
+            var headers: [HTTPHeader] { [] }
+            var parameters: ParametersRepresentable? { nil }
+        }
+        let tunnel = AnyMiddleware { request, _, next in
+            var request = request
+            request.setValue(request.method.rawValue, forHTTPHeaderField: "X-HTTP-Method-Override")
+            request.method = .post
+            return next(request)
+        }
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(error: URLError(.userAuthenticationRequired))
+        }
+        let transport = FakeTransport.answering(.status(401))
+        // When
+        _ = try? client(transport, middlewares: [tunnel, auth]).request(Patch()).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(tracer.activeSpans.count, 0, "a span left open")
+        let spans = tracer.finishedSpans
+        XCTAssertEqual(spans.map(\.kind), [.client, .internal])
+        XCTAssertEqual(spans.map(\.operationName), ["POST /search", "POST /search"])
+    }
+
     /// A call on its one attempt answers with its `401` without waiting for the refresh it starts: the refresh's end,
     /// told after the call ended, is on an INTERNAL span of its own, not lost.
     func testTheEndOfARefreshToldAfterTheCallEndedIsOnASpanOfItsOwn() throws {
