@@ -99,7 +99,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// A send in flight: when it started, and the labels of its metrics.
     private typealias Send = (start: UInt64, labels: [(String, String)])
 
-    // `lock` protects `started` and `lastAttempt`; the rest never changes.
+    // `lock` protects `started`, `sentLabels` and `lastAttempt`; the rest never changes.
     private let lock = NSLock()
     private let factory: any MetricsFactory
     /// The call's method, which ``base`` names.
@@ -115,6 +115,9 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
     /// middleware sends an attempt's request again, or when an attempt abandoned at its `attemptTimeout` is told ended
     /// only after the next one started (a retry with no wait).
     private var started: [Int: [Send]] = [:]
+    /// The labels of each attempt's latest send, kept after the call's end: a send it cut short is told ended after it,
+    /// and its sizes are labelled as its duration was.
+    private var sentLabels: [Int: [(String, String)]] = [:]
     /// The highest attempt told started: a retry is counted once, at its attempt's first send, however many sends
     /// the attempt makes.
     private var lastAttempt = 0
@@ -149,6 +152,7 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             let labels = labels(of: request)
             let isNewAttempt = lock.withLock { () -> Bool in
                 started[attempt, default: []].append((DispatchTime.now().uptimeNanoseconds, labels))
+                sentLabels[attempt] = labels
                 defer { lastAttempt = max(lastAttempt, attempt) }
                 return attempt > lastAttempt
             }
@@ -158,10 +162,11 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             }
         case .attemptEnded(let attempt, let status, let error, let bytesSent, let bytesReceived):
             let outcome = Self.outcome(status: status, error: error)
-            let send = lock.withLock { Self.takeOldest(of: attempt, from: &started) }
+            let (send, sent) = lock.withLock { (Self.takeOldest(of: attempt, from: &started), sentLabels[attempt]) }
             if let send { end(send, outcome: outcome) }
-            // An attempt told ended with no start sent nothing: the call's labels.
-            let withPort = (send?.labels ?? base) + [port]
+            // A send the call's end cut short has ended already, under the labels it was sent with; an attempt told
+            // ended with no start sent nothing: the call's labels.
+            let withPort = (send?.labels ?? sent ?? base) + [port]
             if let bytesSent {
                 Recorder(label: "http.client.request.body.size", dimensions: withPort + outcome, factory: factory)
                     .record(bytesSent)

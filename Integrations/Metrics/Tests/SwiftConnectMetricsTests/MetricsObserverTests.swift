@@ -182,6 +182,32 @@ final class MetricsObserverTests: XCTestCase {
         XCTAssertFalse(labels.contains { $0 == "http.request.method" && $1 == "PATCH" }, "\(labels)")
     }
 
+    /// A send the call's end cut short (cancelled here) is told ended after the call's end: its body's size is labelled
+    /// by the method it went out with, as its duration is. It was labelled by the connector's method (`PATCH`).
+    func testTheSizeOfASendCutShortIsLabelledByTheMethodItWentOutWith() throws {
+        // Given: a transport that never answers, and a `PATCH` tunnelled through `POST`
+        let transport = FakeTransport.answering(.never)
+        let tunnel = AnyMiddleware { request, _, next in
+            var request = request
+            request.setValue(request.method.rawValue, forHTTPHeaderField: "X-HTTP-Method-Override")
+            request.method = .post
+            return next(request)
+        }
+        var patch = todo
+        patch.method = .patch
+        // When: the app cancels the call once it is sent
+        let call = client(transport, middlewares: [tunnel]).request(patch)
+        XCTAssertEqual(transport.requests.count, 1)
+        call.cancel()
+        XCTAssertNotNil(try? call.waitForResult(timeout: 5))
+        // Then
+        let methods = { (metrics: [[(String, String)]]) in
+            metrics.flatMap { $0 }.filter { $0.0 == "http.request.method" }.map(\.1)
+        }
+        XCTAssertEqual(methods(metrics.timers(label: "http.client.request.duration").map(\.dimensions)), ["POST"])
+        XCTAssertEqual(methods(metrics.recorders(label: "http.client.request.body.size").map(\.dimensions)), ["POST"])
+    }
+
     /// The observer's own list of known methods replaces OpenTelemetry's: a method on it is its own label, one off
     /// it (`GET` here) `_OTHER`.
     func testTheObserversKnownMethodsReplaceTheDefault() throws {
