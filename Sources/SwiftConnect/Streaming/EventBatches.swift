@@ -77,6 +77,7 @@ public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Bas
             base: Base.AsyncIterator, parser: ServerSentEventParser,
             onProgress: (@Sendable (String, Int?) -> Void)? = nil
         ) {
+            (base as? any StoppableChunks)?.require(mediaType: "text/event-stream")
             batches = BatchedChunks(base: base, batching: EventBatching(parser: parser))
             lastEventID = parser.lastEventID
             reconnectionTime = parser.reconnectionTime

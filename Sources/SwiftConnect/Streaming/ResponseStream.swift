@@ -102,6 +102,12 @@ public final class ResponseStream: AsyncSequence, Sendable {
     }
 
     /// The body as server-sent events (`text/event-stream`), parsed by the WHATWG rules.
+    ///
+    /// A response that declares another `Content-Type` (a `text/html` sign-in page, a JSON error let through) fails
+    /// the iteration with ``ConnectError/Kind/rejected``, whose message names the type, and its transfer stops, as an
+    /// ``EventSource`` refuses it; so do ``ResponseEvents`` and ``ResponseEventBatches`` made over this stream and
+    /// ``observeEvents(on:_:completion:)``. A response that declares no type is read as events. Unlike an
+    /// ``EventSource``, the status is the client's to check (its error handler, ``RequestOptions``).
     public var events: ResponseEvents<ResponseStream> {
         ResponseEvents(self)
     }
@@ -114,6 +120,8 @@ public final class ResponseStream: AsyncSequence, Sendable {
         /// The body stream and the request it answers, once the head has arrived.
         private let body = Protected<(stream: ResponseBodyStream, request: ConnectResponse.StoredRequest)?>(nil)
         private let isFinished = Protected(false)
+        /// The media type the body must have when the response declares one (``require(mediaType:)``), or `nil`.
+        private let requiredMediaType = Protected<String?>(nil)
 
         init(stream: ResponseStream, isFirst: Bool) {
             self.stream = stream
@@ -159,10 +167,26 @@ public final class ResponseStream: AsyncSequence, Sendable {
             if isFirst { stream.cancel() }
         }
 
+        /// Makes a response that declares another media type than `mediaType` fail the reading (a view that parses
+        /// one format: the events' `text/event-stream`); one that declares none is read.
+        func require(mediaType: String) {
+            requiredMediaType.withLock { $0 = mediaType }
+        }
+
         /// The body stream, once the head has arrived.
         private func bodyStream() async throws -> (stream: ResponseBodyStream, request: ConnectResponse.StoredRequest) {
             if let body = body.withLock({ $0 }) { return body }
             let response = try await stream.head.value
+            if let required = requiredMediaType.withLock({ $0 }), let type = response.mediaType, !type.isEmpty,
+                type != required
+            {
+                // Read as this format, a body of another gives nothing or garbage and ends as if it were empty: its
+                // transfer stops, and the reader is told what came instead.
+                response.bodyStream?.cancel()
+                throw ConnectError(
+                    .rejected, message: "the response is \(type), not \(required): its body is not read as \(required)",
+                    request: response.storedRequest, head: response.storedHead)
+            }
             let taken = (stream: response.bodyStream ?? .finished(with: response.data), request: response.storedRequest)
             body.withLock { $0 = taken }
             return taken
@@ -175,6 +199,10 @@ extension ResponseStream.AsyncIterator: StoppableChunks {
 
     func cancel() {
         reader.cancel()
+    }
+
+    func require(mediaType: String) {
+        reader.require(mediaType: mediaType)
     }
 }
 

@@ -408,6 +408,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
             self.lastEventIDIfSet = parser.dispatchedEventID
             self.reconnectionTime = parser.reconnectionTime
             stoppable = base as? any StoppableChunks
+            stoppable?.require(mediaType: "text/event-stream")
         }
 
         /// The next event; `nil` at the end of the body.
@@ -511,6 +512,9 @@ protocol StoppableChunks {
     var isCancelled: Bool { get }
     /// Cancels the body, stopping its transfer: a view's loop was cancelled.
     func cancel()
+    /// Makes a response that declares another media type fail the reading with ``ConnectError/Kind/rejected``,
+    /// its transfer stopped: a view that parses one format (server-sent events).
+    func require(mediaType: String)
 }
 
 /// What an iterator has parsed and not handed out yet, and how its base ended.
