@@ -90,9 +90,9 @@ public struct EventSource: AsyncSequence {
         /// The client's count of `cancelAllRequests()` when the last connection began: one since then stops the
         /// wait before the next, as it stops a connection.
         private var cancellationsAtOpen: UInt64 = 0
-        /// The `Last-Event-ID` the first request was built with (a saved ID on the connector or its options): the
-        /// last event ID when the first connection fails with no request to read it from (cancelled before its
-        /// answer).
+        /// The `Last-Event-ID` the first request went with, as the middlewares left it (a saved ID on the connector,
+        /// its options or added by a middleware): the last event ID when the first connection fails with no request
+        /// to read it from (cancelled before its answer).
         private let firstRequestID = Protected<String?>(nil)
 
         init(source: EventSource) {
@@ -275,13 +275,18 @@ public struct EventSource: AsyncSequence {
         private func open() async throws -> ResponseEvents<ResponseStream>.AsyncIterator? {
             let lastEventID = lastEventID
             let isReconnection = hasConnected
-            let firstRequestID = firstRequestID
+            var options = source.options
+            if !isReconnection {
+                // Read after every middleware of the app's (this call's come last): one may add the saved ID.
+                let firstRequestID = firstRequestID
+                options.middlewares.append(
+                    AnyMiddleware.adapter { request in
+                        firstRequestID.withLock { $0 = request.value(forHTTPHeaderField: "Last-Event-ID") }
+                    })
+            }
             let stream = source.connect.stream(
-                source.connector, options: source.options, streaming: source.streaming
+                source.connector, options: options, streaming: source.streaming
             ) { request in
-                if !isReconnection {
-                    firstRequestID.withLock { $0 = request.value(forHTTPHeaderField: "Last-Event-ID") }
-                }
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
                 // An id no header can carry (a control character: the parser only drops ids with NUL) is not sent:

@@ -231,6 +231,36 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(result.lastEventID, "41")
     }
 
+    /// The same, with the saved ID added by a middleware (one that reads it from the app's storage): the first
+    /// request's ID was read before the middlewares ran, so a cancellation before the answer left `""`, which an app
+    /// that saves the ID when the source stops wrote over the one it had.
+    func testASourceCancelledBeforeItsFirstAnswerKeepsAMiddlewaresSavedID() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .never)
+        let connect = Connect(
+            transport: transport,
+            middlewares: [AnyMiddleware.adapter { $0.setValue("41", forHTTPHeaderField: "Last-Event-ID") }],
+            retryPolicy: nil)
+
+        let task = Task { () -> (outcome: String, lastEventID: String) in
+            var source = connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0))
+                .makeAsyncIterator()
+            do {
+                let event = try await source.next()
+                return ("event \(event?.data ?? "nil")", source.lastEventID)
+            } catch {
+                return ((error as? ConnectError).map { "\($0.kind)" } ?? "\(error)", source.lastEventID)
+            }
+        }
+        let sent = try await transport.requestsReceived(count: 1).value(timeout: 10)
+        XCTAssertEqual(sent.first?.value(forHTTPHeaderField: "Last-Event-ID"), "41")
+        task.cancel()
+        let result = await task.value
+
+        XCTAssertEqual(result.outcome, "\(ConnectError.Kind.cancelled)")
+        XCTAssertEqual(result.lastEventID, "41")
+    }
+
     /// A feed resumed from a saved ID whose first answer fails the source: the iterator's last event ID is still the
     /// saved one, as its documentation says, so an app that saves it again keeps its place in the feed.
     func testAFirstAnswerThatFailsTheSourceKeepsTheSavedID() async throws {
