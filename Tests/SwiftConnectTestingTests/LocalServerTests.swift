@@ -682,6 +682,39 @@ final class LocalServerTests: XCTestCase {
         XCTAssertTrue(client.readsEndOfStream())
     }
 
+    /// `serverSentEvents(_:interval:)` waits between events in a way `stop()` ends: it slept the whole interval,
+    /// so `stop()` gave up on the handler after its 5 s grace period and left it running.
+    func testStopEndsTheWaitBetweenServerSentEventsAtOnce() throws {
+        // Given: the head is sent, the route waits a minute before its first event.
+        server.route("GET", "/events") { _ in .serverSentEvents([ServerSentEvent(data: "too late")], interval: 60) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try client.readHead().status, 200)
+
+        // When
+        let start = Date()
+        server.stop()
+
+        // Then: the handler has ended, well before the interval (and before stop()'s grace period).
+        XCTAssertLessThan(Date().timeIntervalSince(start), 2)
+        XCTAssertEqual(server.requestsInFlight, 0)
+    }
+
+    /// A client that leaves during the wait between events ends the handler then, not after the interval.
+    func testAClientLeavingEndsTheWaitBetweenServerSentEvents() throws {
+        // Given
+        server.route("GET", "/events") { _ in .serverSentEvents([ServerSentEvent(data: "too late")], interval: 60) }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try client.readHead().status, 200)
+
+        // When
+        client.close()
+
+        // Then
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the handler still waits for its interval")
+    }
+
     func testStopFromAHandlerDoesNotDeadlock() {
         // Given
         let server = self.server!

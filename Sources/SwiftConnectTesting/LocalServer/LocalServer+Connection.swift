@@ -344,7 +344,12 @@ extension LocalServer {
         {
             var sent = 0
             var succeeded = true
-            streamed.producer { piece in
+            // A wait between pieces ends early when the client hangs up or `stop()` shuts the socket down.
+            let wait: (TimeInterval) -> Bool = { seconds in
+                guard succeeded, !run.isStopping else { return false }
+                return socket.waitForHangUp(seconds: seconds) == .timedOut
+            }
+            let write: (Data) -> Bool = { piece in
                 guard succeeded else { return false }
                 let room = limit.map { $0 - sent } ?? .max
                 let accepted = piece.count <= room ? piece : piece.prefix(room)
@@ -361,6 +366,7 @@ extension LocalServer {
                 }
                 return accepted.count == piece.count
             }
+            streamed.pacedProducer(write, wait)
             return (sent, succeeded)
         }
 

@@ -56,7 +56,24 @@ extension LocalServer {
             /// Writes the body by calling `write` with successive pieces, then returns. `write` sends a piece at
             /// once and returns whether all of it was sent: `false` when the client left, the server is stopping,
             /// or the piece went beyond ``contentLength``, and the producer should then return.
-            public var producer: @Sendable (_ write: (Data) -> Bool) -> Void
+            public var producer: @Sendable (_ write: (Data) -> Bool) -> Void {
+                get {
+                    // Called outside a connection, a wait has nothing to end it early but its time.
+                    let paced = pacedProducer
+                    return { write in
+                        paced(write) { seconds in
+                            Thread.sleep(forTimeInterval: seconds)
+                            return true
+                        }
+                    }
+                }
+                set { pacedProducer = { write, _ in newValue(write) } }
+            }
+
+            /// ``producer`` with a wait of its own: `wait(seconds)` returns `true` after that long, or `false` as soon
+            /// as the client leaves or the server stops (the producer should then return), so that a body paced by
+            /// waits does not hold ``LocalServer/stop()`` for the rest of a wait.
+            var pacedProducer: @Sendable (_ write: (Data) -> Bool, _ wait: (TimeInterval) -> Bool) -> Void
 
             /// Creates a streamed body.
             ///
@@ -65,7 +82,16 @@ extension LocalServer {
             ///   - producer: Writes the body, see ``producer``.
             public init(contentLength: Int?, producer: @escaping @Sendable (_ write: (Data) -> Bool) -> Void) {
                 self.contentLength = contentLength
-                self.producer = producer
+                self.pacedProducer = { write, _ in producer(write) }
+            }
+
+            /// Creates a streamed body whose producer waits between pieces, see ``pacedProducer``.
+            init(
+                contentLength: Int?,
+                pacedProducer: @escaping @Sendable (_ write: (Data) -> Bool, _ wait: (TimeInterval) -> Bool) -> Void
+            ) {
+                self.contentLength = contentLength
+                self.pacedProducer = pacedProducer
             }
         }
 
@@ -292,13 +318,14 @@ extension LocalServer.Response {
     ///   - interval: The wait before each event, in seconds.
     /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
     public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
-        var response = stream(contentLength: nil, contentType: "text/event-stream") { write in
+        var response = Self(headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
+        // The wait ends when the client leaves or the server stops: `stop()` does not wait out the interval.
+        response.streamedBody = StreamedBody(contentLength: nil) { write, wait in
             for event in events {
-                if interval > 0 { Thread.sleep(forTimeInterval: interval) }
+                if interval > 0 { guard wait(interval) else { return } }
                 guard write(Data(serialized(event).utf8)) else { return }
             }
         }
-        response.headers.append(("Cache-Control", "no-cache"))
         for (index, event) in events.enumerated() {
             guard let why = unwritable(event) else { continue }
             response.bodyMistake = "event \(index) of serverSentEvents cannot be written: \(why)"
