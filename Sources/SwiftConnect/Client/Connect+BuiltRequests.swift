@@ -31,10 +31,12 @@ extension Connect {
         streaming: StreamingOptions = StreamingOptions()
     ) -> ResponseStream {
         let cancellationsBefore = inFlightCancellations
+        let bodies = StreamedBodies()
         return trackingBody(
             of: ResponseStream(
-                head: exchange(built: request, name: name, options: options, streaming: streaming).checked()),
-            startedAfter: cancellationsBefore)
+                head: exchange(built: request, name: name, options: options, streaming: streaming, bodies: bodies)
+                    .checked()),
+            startedAfter: cancellationsBefore, bodies: bodies)
     }
 
     /// Sends a request built elsewhere through this client, as ``stream(_:name:options:streaming:)`` does, and
@@ -62,7 +64,7 @@ extension Connect {
     /// Adds the client's defaults to a built request and sends it through the retry loop and the pipeline.
     private func exchange(
         built request: ConnectRequest, name: String, options callOptions: RequestOptions,
-        streaming: StreamingOptions?
+        streaming: StreamingOptions?, bodies: StreamedBodies? = nil
     ) -> Exchange {
         let cancellationsBefore = inFlightCancellations
         let methodOptions = settings.methodOptions.isEmpty ? nil : settings.methodOptions[request.method]
@@ -72,6 +74,7 @@ extension Connect {
         var transfer = TransferOptions(
             maxResponseBytes: all.maxResponseBytes ?? maxResponseBytes, progress: all.progress)
         transfer.streaming = streaming
+        transfer.streamedBodies = bodies
         transfer.maxRedirects = all.maxRedirects
         let isForServer = self.isForServer(request.url)
         // The request's own fields win over every default; the call's options' headers win over the request's.

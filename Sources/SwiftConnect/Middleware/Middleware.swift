@@ -309,6 +309,12 @@ struct MiddlewareChain: Sendable {
                     of: sent, attempt: context.attempt, to: observation, request: request, transfer: context.transfer)
             }
             guard let streaming = context.transfer.streaming else { return sent }
+            if let bodies = context.transfer.streamedBodies {
+                // Noted whatever the stages above do with the answer: one the call's end finds nobody reading stops.
+                sent.whenComplete { result in
+                    if case .success(let response) = result, let body = response.bodyStream { bodies.add(body) }
+                }
+            }
             return sent.flatMap { response in
                 if let idle = streaming.idleTimeout { response.bodyStream?.startIdleTimeout(idle) }
                 return Self.readingErrorBody(

@@ -332,18 +332,25 @@ extension Connect {
     ) -> ResponseStream {
         // Read before the call starts: a cancelAllRequests() that comes once its head is there has to reach its body.
         let cancellationsBefore = inFlightCancellations
+        let bodies = StreamedBodies()
         let exchange = exchange(connector, debugResponse: false, options: options) { request, transfer in
             adjust(&request)
             transfer.streaming = streaming
+            transfer.streamedBodies = bodies
         }
-        return trackingBody(of: ResponseStream(head: exchange.checked()), startedAfter: cancellationsBefore)
+        return trackingBody(
+            of: ResponseStream(head: exchange.checked()), startedAfter: cancellationsBefore, bodies: bodies)
     }
 
     /// `stream`, whose body, once the head has arrived, counts as in flight until it ends: so that
     /// ``cancelAllRequests()`` stops it too, and any that came since `cancellationsBefore` (read before the call
-    /// started: its head may be there already).
-    func trackingBody(of stream: ResponseStream, startedAfter cancellationsBefore: UInt64) -> ResponseStream {
+    /// started: its head may be there already). A head that fails stops the bodies the transport gave the call
+    /// (`bodies`), which no reader will get.
+    func trackingBody(
+        of stream: ResponseStream, startedAfter cancellationsBefore: UInt64, bodies: StreamedBodies
+    ) -> ResponseStream {
         stream.head.whenComplete { [weak self] result in
+            bodies.callEnded(delivering: result)
             guard case .success(let response) = result, let body = response.bodyStream, let self else { return }
             let running = Promise<Void>()
             running.setCancelHandler { body.cancel() }
@@ -351,5 +358,49 @@ extension Connect {
             track(running.future, startedAfter: cancellationsBefore)
         }
         return stream
+    }
+}
+
+/// The bodies a transport handed one streamed call, its retries' included: a body whose answer never reached the
+/// caller (a stage held it while the call was cancelled or timed out, or the transport answered just after) has its
+/// transfer stopped when the call fails, or at once if it comes after, instead of holding its connection while
+/// nobody reads it.
+final class StreamedBodies: Sendable {
+    private struct State {
+        var bodies: [ResponseBodyStream] = []
+        /// How the call ended: `true` when it failed (every body stops), `false` when its answer was delivered.
+        var failed: Bool?
+    }
+
+    private let state = Protected(State())
+
+    /// Notes a body the transport answered with (`MiddlewareChain`); stops it if the call has failed already.
+    func add(_ body: ResponseBodyStream) {
+        let stops = state.withLock { state -> Bool in
+            switch state.failed {
+            case nil:
+                state.bodies.append(body)
+                return false
+            case true?:
+                return true
+            case false?:
+                return false
+            }
+        }
+        if stops { body.cancel() }
+    }
+
+    /// The call's head completed: on a failure, every body noted stops; on a success, the reader has its body (a
+    /// body a stage replaced is left to that stage).
+    func callEnded<Value>(delivering result: Result<Value, any Error>) {
+        let failed: Bool
+        if case .failure = result { failed = true } else { failed = false }
+        let bodies = state.withLock { state -> [ResponseBodyStream] in
+            guard state.failed == nil else { return [] }
+            state.failed = failed
+            defer { state.bodies = [] }
+            return failed ? state.bodies : []
+        }
+        for body in bodies { body.cancel() }
     }
 }

@@ -49,6 +49,9 @@ public struct TransferOptions: Sendable {
     /// The most redirects the core's exchange follows for the request (``RequestOptions/maxRedirects``): `0` follows
     /// none; `nil` for the default, 20.
     var maxRedirects: Int?
+    /// Where a streamed call notes the bodies its transport answered with (`MiddlewareChain`), so that those its
+    /// caller never gets stop when the call fails; `nil` outside ``Connect/stream(_:options:streaming:)``.
+    var streamedBodies: StreamedBodies?
 
     /// Creates transfer options.
     ///
