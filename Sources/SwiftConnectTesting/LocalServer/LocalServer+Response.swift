@@ -315,7 +315,8 @@ extension LocalServer.Response {
     ///     field or event), an ID with a NUL (which a client ignores) or a negative `retry` (not a number of
     ///     milliseconds a client reads) cannot be written: the server answers 500 instead, saying which event and
     ///     why (on standard error too).
-    ///   - interval: The wait before each event, in seconds.
+    ///   - interval: The wait before each event, in seconds; ended early, with no more events sent, when the client
+    ///     leaves or the server stops (``LocalServer/stop()`` does not wait it out).
     /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
     public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
         var response = Self(headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
