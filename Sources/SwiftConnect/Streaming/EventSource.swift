@@ -314,10 +314,9 @@ public struct EventSource: AsyncSequence {
             }
             guard let type = head.mediaType, type == "text/event-stream" else {
                 stream.cancel()
+                let answered = head.mediaType.map { $0.isEmpty ? "an empty Content-Type" : $0 } ?? "no Content-Type"
                 throw ConnectError(
-                    .rejected,
-                    message: "the event source answered \(head.mediaType ?? "no Content-Type"), "
-                        + "not text/event-stream",
+                    .rejected, message: "the event source answered \(answered), not text/event-stream",
                     request: head.request, response: head.response)
             }
             // The first connection starts from the ID its request carried, if the app gave one (a saved ID); a

@@ -295,6 +295,21 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// An empty `Content-Type` fails the source with a message that says so: it read "answered , not
+    /// text/event-stream".
+    func testAnEmptyContentTypeIsNamedInTheError() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: .stream([Data("data: x\n\n".utf8)], headers: ["Content-Type": ""]))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        do {
+            for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+            XCTFail("an empty Content-Type must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .rejected)
+            XCTAssertTrue(error.message.contains("an empty Content-Type"), error.message)
+        }
+    }
+
     func testItGivesUpAfterTheMostReconnectionsWithoutAnEvent() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/events", with: sse(": nothing to say\n\n"))
