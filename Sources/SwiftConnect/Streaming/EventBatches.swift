@@ -22,7 +22,9 @@ import Foundation
 /// The events are exactly those of ``ResponseEvents``, parsed by the same rules and limits: the next chunk is read
 /// only when the caller asks for the next batch, and a line or an event's data over its limit fails the iteration
 /// with ``ConnectError/Kind/responseTooLarge`` after a batch of the events before it. A chunk that completes no
-/// event gives no batch. The sequence is `Sendable` when its base is.
+/// event gives no batch. Over a ``ResponseStream``, a response that declares another `Content-Type` than
+/// `text/event-stream` fails the iteration with ``ConnectError/Kind/rejected``, as ``ResponseEvents`` does. The
+/// sequence is `Sendable` when its base is.
 public struct ResponseEventBatches<Base: AsyncSequence>: AsyncSequence where Base.Element == Data {
     /// The events one chunk completed.
     public typealias Element = ServerSentEventBatch

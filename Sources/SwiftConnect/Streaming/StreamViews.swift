@@ -281,7 +281,9 @@ extension ResponseJSONLines: Sendable where Base: Sendable {}
 ///
 /// The stream is read as the WHATWG HTML standard says, as browsers' `EventSource` reads it (see
 /// ``ServerSentEvent``): comments and blocks without data dispatch nothing, and an event not ended by a blank line
-/// when the body ends is dropped.
+/// when the body ends is dropped. Read over a ``ResponseStream``, a response that declares a `Content-Type` other than
+/// `text/event-stream` fails the iteration with ``ConnectError/Kind/rejected`` naming the type, its transfer
+/// stopped (one that declares none is read); the chunks of another sequence are read as they are.
 ///
 /// ```swift
 /// for try await event in ResponseEvents(chunks) where event.event == "completion" {
