@@ -715,6 +715,19 @@ final class LocalServerTests: XCTestCase {
         XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the handler still waits for its interval")
     }
 
+    /// A producer set in place of the events' is the one the server runs.
+    func testAProducerSetInPlaceOfTheEventsIsTheOneSent() throws {
+        server.route("GET", "/events") { _ in
+            var response = LocalServer.Response.serverSentEvents([ServerSentEvent(data: "first")], interval: 60)
+            response.streamedBody?.producer = { write in _ = write(Data("data: replaced\n\n".utf8)) }
+            return response
+        }
+        let client = try RawClient(port: server.port)
+        client.send("GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+
+        XCTAssertEqual(try client.readResponse().text, "data: replaced\n\n")
+    }
+
     func testStopFromAHandlerDoesNotDeadlock() {
         // Given
         let server = self.server!

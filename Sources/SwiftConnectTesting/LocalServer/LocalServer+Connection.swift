@@ -366,7 +366,11 @@ extension LocalServer {
                 }
                 return accepted.count == piece.count
             }
-            streamed.pacedProducer(write, wait)
+            if let paced = streamed.pacedProducer {
+                paced(write, wait)
+            } else {
+                streamed.producer(write)
+            }
             return (sent, succeeded)
         }
 

@@ -57,23 +57,15 @@ extension LocalServer {
             /// once and returns whether all of it was sent: `false` when the client left, the server is stopping,
             /// or the piece went beyond ``contentLength``, and the producer should then return.
             public var producer: @Sendable (_ write: (Data) -> Bool) -> Void {
-                get {
-                    // Called outside a connection, a wait has nothing to end it early but its time.
-                    let paced = pacedProducer
-                    return { write in
-                        paced(write) { seconds in
-                            Thread.sleep(forTimeInterval: seconds)
-                            return true
-                        }
-                    }
-                }
-                set { pacedProducer = { write, _ in newValue(write) } }
+                // A producer set in its place knows no wait of the server's.
+                didSet { pacedProducer = nil }
             }
 
-            /// ``producer`` with a wait of its own: `wait(seconds)` returns `true` after that long, or `false` as soon
-            /// as the client leaves or the server stops (the producer should then return), so that a body paced by
-            /// waits does not hold ``LocalServer/stop()`` for the rest of a wait.
-            var pacedProducer: @Sendable (_ write: (Data) -> Bool, _ wait: (TimeInterval) -> Bool) -> Void
+            /// ``producer`` with a wait of its own, which the server runs instead when set: `wait(seconds)` returns
+            /// `true` after that long, or `false` as soon as the client leaves or the server stops (the producer
+            /// should then return), so that a body paced by waits does not hold ``LocalServer/stop()`` for the rest
+            /// of a wait.
+            var pacedProducer: (@Sendable (_ write: (Data) -> Bool, _ wait: (TimeInterval) -> Bool) -> Void)?
 
             /// Creates a streamed body.
             ///
@@ -82,15 +74,22 @@ extension LocalServer {
             ///   - producer: Writes the body, see ``producer``.
             public init(contentLength: Int?, producer: @escaping @Sendable (_ write: (Data) -> Bool) -> Void) {
                 self.contentLength = contentLength
-                self.pacedProducer = { write, _ in producer(write) }
+                self.producer = producer
             }
 
-            /// Creates a streamed body whose producer waits between pieces, see ``pacedProducer``.
+            /// Creates a streamed body whose producer waits between pieces, see ``pacedProducer``. Its ``producer``,
+            /// called outside a connection, waits with nothing to end a wait early but its time.
             init(
                 contentLength: Int?,
                 pacedProducer: @escaping @Sendable (_ write: (Data) -> Bool, _ wait: (TimeInterval) -> Bool) -> Void
             ) {
                 self.contentLength = contentLength
+                self.producer = { write in
+                    pacedProducer(write) { seconds in
+                        Thread.sleep(forTimeInterval: seconds)
+                        return true
+                    }
+                }
                 self.pacedProducer = pacedProducer
             }
         }
