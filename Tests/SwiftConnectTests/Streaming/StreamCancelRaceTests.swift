@@ -84,4 +84,28 @@ final class StreamCancelRaceTests: XCTestCase {
 
         try await stopped.future.value(timeout: 10)
     }
+
+    /// A middleware that refuses a streamed answer (a signature check, say) fails the call: the body it dropped stops.
+    func testAStreamedAnswerAMiddlewareRefusesStopsItsBody() async throws {
+        let transport = FakeTransport()
+        let stopped = Promise<Void>()
+        transport.stub(
+            .get, "/feed",
+            with: .stream(headers: ["Content-Type": "text/event-stream"]) { body in
+                while await body.send(Data("data: x\n\n".utf8)) {}
+                stopped.succeed(())
+            })
+        let refusing = AnyMiddleware { request, _, next in
+            next(request).flatMap { _ in Future(error: ConnectError(.rejected, message: "unsigned answer")) }
+        }
+        let stream = Connect(transport: transport, middlewares: [refusing], retryPolicy: nil).stream(Feed())
+
+        do {
+            _ = try await stream.response
+            XCTFail("the middleware refuses the answer")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .rejected)
+        }
+        try await stopped.future.value(timeout: 10)
+    }
 }
