@@ -447,8 +447,16 @@ public struct FakeResponse: Sendable {
         return FakeResponse { request in
             // Not `gate.flatMap`: cancelling one request must not cancel the gate other requests share.
             let promise = Promise<ConnectResponse>()
-            gate.observe { _ in answer(request).observe { promise.completeIfPending(with: $0) } }
+            gate.observe { _ in answer(request).observe { FakeResponse.give($0, to: promise) } }
             return promise.future
+        }
+    }
+
+    /// Completes `promise` with a gated or delayed answer; a streamed body nobody will get (its request was
+    /// cancelled meanwhile) is stopped, as an engine stops the transfer of a cancelled request.
+    private static func give(_ answer: Result<ConnectResponse, any Error>, to promise: Promise<ConnectResponse>) {
+        if !promise.completeIfPending(with: answer), case .success(let response) = answer {
+            response.bodyStream?.cancel()
         }
     }
 
@@ -466,7 +474,7 @@ public struct FakeResponse: Sendable {
         return FakeResponse { request in
             let promise = Promise<ConnectResponse>()
             DispatchQueue.global().asyncAfter(deadline: .now() + seconds) {
-                answer(request).observe { promise.completeIfPending(with: $0) }
+                answer(request).observe { FakeResponse.give($0, to: promise) }
             }
             return promise.future
         }

@@ -339,6 +339,28 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(value(of: kept)?.statusCode, 200)
     }
 
+    /// A streamed answer given after its request was cancelled (the gate opened, the delay passed) reached nobody,
+    /// and its body was never stopped: its producer waited for ever on a full buffer, as an engine would hold its
+    /// connection.
+    func testAStreamedAnswerGivenAfterItsRequestWasCancelledIsStopped() {
+        // Given
+        let gate = Promise<Void>()
+        let stopped = Recorder<Void>()
+        let chunk = Data(count: 64 * 1_024)
+        let fake = FakeTransport.answering(
+            FakeResponse.stream { body in
+                while await body.send(chunk) {}
+                stopped.append(())
+            }.released(by: gate.future))
+        let future = send(fake, "https://x.test/stream")
+        // When
+        future.cancel()
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(connectError(of: future)?.kind, .cancelled)
+        XCTAssertTrue(stopped.wait(forCount: 1, timeout: 10), "the producer still writes to a body nobody reads")
+    }
+
     func testDelayedAnswerArrivesLater() {
         // Given
         let fake = FakeTransport.answering(FakeResponse.status(200).delayed(by: 0.3))
