@@ -161,11 +161,21 @@ package struct SecretValues: Sendable, Equatable {
     package func hiding(in text: String) -> String {
         guard !isEmpty, !text.isEmpty else { return text }
         var result = text
-        for value in anywhere where result.contains(value) {
-            result = result.replacingOccurrences(of: value, with: Redaction.placeholder)
+        // A value with `%XX` escapes is found whatever the case of their hex digits (RFC 3986 §2.1: `%2f` and `%2F`
+        // are one octet), as an echo that re-encodes it writes them.
+        let hasEscapes = result.utf8.contains(UInt8(ascii: "%"))
+        for value in anywhere {
+            if hasEscapes, Self.hasEscape(value) {
+                result = Self.replacingEscaped(value, in: result, wholeWords: false)
+            } else if result.contains(value) {
+                result = result.replacingOccurrences(of: value, with: Redaction.placeholder)
+            }
         }
         for value in wholeWords {
-            result = Self.replacingWholeWords(value, in: result)
+            result =
+                hasEscapes && Self.hasEscape(value)
+                ? Self.replacingEscaped(value, in: result, wholeWords: true)
+                : Self.replacingWholeWords(value, in: result)
         }
         return result
     }
@@ -332,6 +342,79 @@ package struct SecretValues: Sendable, Equatable {
             rest = rest[range.upperBound...]
         }
         return result + rest
+    }
+
+    /// Whether `value` holds a `%XX` escape.
+    private static func hasEscape(_ value: String) -> Bool {
+        let bytes = Array(value.utf8)
+        return bytes.indices.contains { index in
+            bytes[index] == UInt8(ascii: "%") && index + 2 < bytes.count && isHexDigit(bytes[index + 1])
+                && isHexDigit(bytes[index + 2])
+        }
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "a")...UInt8(ascii: "f"),
+            UInt8(ascii: "A")...UInt8(ascii: "F"):
+            true
+        default: false
+        }
+    }
+
+    /// `text` with each occurrence of `value` replaced, the hex digits of `value`'s `%XX` escapes matched in either
+    /// case and every other byte as it is; with `wholeWords`, only an occurrence that is not part of a longer word.
+    ///
+    /// Compared byte by byte: `value` is UTF-8 text, so a match starts and ends where characters do.
+    private static func replacingEscaped(_ value: String, in text: String, wholeWords: Bool) -> String {
+        let pattern = Array(value.utf8)
+        let bytes = Array(text.utf8)
+        guard !pattern.isEmpty, bytes.count >= pattern.count else { return text }
+        // Which bytes of `pattern` are the hex digits of an escape.
+        var folds = [Bool](repeating: false, count: pattern.count)
+        var index = 0
+        while index < pattern.count {
+            if pattern[index] == UInt8(ascii: "%"), index + 2 < pattern.count, isHexDigit(pattern[index + 1]),
+                isHexDigit(pattern[index + 2])
+            {
+                folds[index + 1] = true
+                folds[index + 2] = true
+                index += 3
+            } else {
+                index += 1
+            }
+        }
+        func matches(at start: Int) -> Bool {
+            for offset in 0..<pattern.count where bytes[start + offset] != pattern[offset] {
+                // Hex digits alike but for case: a letter's ASCII case bit (0x20) is the only difference.
+                guard folds[offset], isHexDigit(bytes[start + offset]),
+                    bytes[start + offset] | 0x20 == pattern[offset] | 0x20
+                else { return false }
+            }
+            return true
+        }
+        func isWholeWord(from start: Int, to end: Int) -> Bool {
+            let before = String(decoding: bytes[max(0, start - 4)..<start], as: UTF8.self).unicodeScalars.last
+            let after = String(decoding: bytes[end..<min(bytes.count, end + 4)], as: UTF8.self).unicodeScalars.first
+            return !isWordCharacter(before.map(Character.init)) && !isWordCharacter(after.map(Character.init))
+        }
+        var result: [UInt8] = []
+        var copied = 0
+        var start = 0
+        while start + pattern.count <= bytes.count {
+            let end = start + pattern.count
+            if matches(at: start), !wholeWords || isWholeWord(from: start, to: end) {
+                result += bytes[copied..<start]
+                result += Redaction.placeholder.utf8
+                copied = end
+                start = end
+            } else {
+                start += 1
+            }
+        }
+        guard copied > 0 else { return text }
+        result += bytes[copied...]
+        return String(decoding: result, as: UTF8.self)
     }
 
     /// Whether `character` is a letter or a digit (which would make a match part of a longer word).

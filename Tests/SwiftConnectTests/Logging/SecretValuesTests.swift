@@ -102,6 +102,24 @@ final class SecretValuesTests: XCTestCase {
             "<redacted> <redacted> <redacted> <redacted> page=2")
     }
 
+    /// RFC 3986 makes `%2f` and `%2F` the same octet: an echo that writes a secret's escapes in the other case (an
+    /// encoder that writes lower case, a server that re-encodes the query it got) is hidden, in any mix of cases, but
+    /// the letters outside escapes are still compared as they are.
+    func testPercentEscapesOfASecretAreMatchedInEitherCaseOfTheirHexDigits() {
+        let upper = SecretValues(of: request(url: "https://api.example.com/cb?access_token=tok%2Fab%2Bcd%3Dxyz"))
+        let lower = SecretValues(of: request(url: "https://api.example.com/cb?access_token=tok%2fab%2bcd%3dxyz"))
+        for secrets in [upper, lower] {
+            XCTAssertEqual(secrets.hiding(in: "seen tok%2fab%2bcd%3dxyz"), "seen <redacted>")
+            XCTAssertEqual(secrets.hiding(in: "seen tok%2Fab%2Bcd%3Dxyz"), "seen <redacted>")
+            XCTAssertEqual(secrets.hiding(in: "seen tok%2fab%2Bcd%3dxyz!"), "seen <redacted>!")
+            // Letters outside an escape are not folded: another value.
+            XCTAssertEqual(secrets.hiding(in: "seen TOK%2fab%2bcd%3dXYZ"), "seen TOK%2fab%2bcd%3dXYZ")
+        }
+        // A short value, hidden only as a whole word, alike.
+        let short = SecretValues(values: ["ab%2F"])
+        XCTAssertEqual(short.hiding(in: "x ab%2f y xab%2fz"), "x <redacted> y xab%2fz")
+    }
+
     func testJSONBodySecretsAtAnyDepthIncludingNumbersAndJSONEscapedForms() {
         let body = #"{"user":{"name":"amy","password":"p/ss \"w0rd\""},"pin":{"code":918273},"ok":true}"#
         let secrets = SecretValues(of: request(body: body, contentType: "application/json"))
