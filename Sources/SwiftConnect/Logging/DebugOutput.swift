@@ -74,7 +74,11 @@ enum DebugOutput {
         let target = request.flatMap { request in
             request.url.map { "\(request.httpMethod ?? "GET") \(Redaction.url($0, redacting: redacting))" }
         }
-        let text = "\(rule)\nFAILED \(target ?? ""): \(error)\n\(rule)"
+        // A `ConnectError` hides its own secrets; another error's text (a middleware's `DecodingError` quoting a URL, a
+        // platform error's failing URL) is shown with the secrets of the URLs it quotes hidden by name, as
+        // `ConnectError` shows an underlying error's.
+        let shown = redacting && !(error is ConnectError) ? Redaction.urlsInText("\(error)") : "\(error)"
+        let text = "\(rule)\nFAILED \(target ?? ""): \(shown)\n\(rule)"
         return redacting ? SecretValues(of: request).hiding(in: text) : text
     }
 }

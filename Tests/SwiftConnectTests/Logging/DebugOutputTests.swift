@@ -80,6 +80,33 @@ final class DebugOutputTests: XCTestCase {
         XCTAssertTrue(fake.requests.isEmpty)
     }
 
+    /// A failure that is not a `ConnectError` (a middleware's `URLError`, whose failing URL a redirect may have made
+    /// of another token; a `DecodingError` quoting a URL) is logged with the secrets of the URLs its text quotes
+    /// hidden by name, as `ConnectError` hides those of its underlying error.
+    func testAFailureThatIsNotAConnectErrorIsLoggedWithTheSecretsOfItsURLsHidden() throws {
+        // Given: a middleware that fails with platform errors quoting URLs with tokens the request never carried
+        let failingURL = try XCTUnwrap(URL(string: "https://cdn.example.com/f?access_token=tok-REDIRECT-8642"))
+        let failures: [any Error] = [
+            URLError(.cannotConnectToHost, userInfo: [NSURLErrorFailingURLErrorKey: failingURL]),
+            DecodingError.dataCorrupted(
+                .init(codingPath: [], debugDescription: "bad link https://x.example.com/?sig=sig-SECRET-97531")),
+        ]
+        for failure in failures {
+            let logger = MemoryLogger()
+            let failing = AnyMiddleware { _, _, _ in Future(error: failure) }
+            let connect = Connect(
+                transport: FakeTransport(), middlewares: [failing], retryPolicy: nil,
+                settings: Connect.Settings(logger: logger))
+            // When
+            _ = error(of: connect.request(TodoConnector.get(id: 1), debugResponse: true))
+            // Then
+            let output = logger.messages.last ?? ""
+            XCTAssertTrue(output.contains("FAILED GET https://jsonplaceholder.typicode.com/todos/1"), output)
+            XCTAssertFalse(output.contains("tok-REDIRECT-8642"), output)
+            XCTAssertFalse(output.contains("sig-SECRET-97531"), output)
+        }
+    }
+
     // MARK: - Redaction
 
     func testAuthorizationAndCookiesAreRedactedEverywhere() {
