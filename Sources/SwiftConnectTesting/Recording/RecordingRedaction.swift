@@ -576,17 +576,25 @@ enum RecordingRedaction {
         }
     }
 
-    /// `text` with each `<redacted:Name>` whose name `values` has replaced by its value, and each such placeholder
-    /// escaped as XML writes it (`&lt;redacted:Name&gt;`, in an XML answer) by its value escaped alike.
+    /// `text` with each `<redacted:Name>` whose name `values` has replaced by its value, each such placeholder
+    /// escaped as XML writes it (`&lt;redacted:Name&gt;`, in an XML answer) by its value escaped alike, and each one
+    /// percent-encoded as a URL's query or a form holds it (`%3Credacted%3AName%3E`, as ``url(_:secrets:)`` and a
+    /// `Location` write it) by its value percent-encoded alike.
     static func filling(_ text: String, with values: [String: String]) -> String {
-        guard !values.isEmpty, text.contains("<redacted:") || text.contains("&lt;redacted:") else { return text }
+        guard !values.isEmpty,
+            text.contains("<redacted:") || text.contains("&lt;redacted:") || text.contains(encodedPlaceholderStart)
+        else { return text }
         var filled = text
         for (name, value) in values {
             filled = filled.replacingOccurrences(of: placeholder(name), with: value)
                 .replacingOccurrences(of: xmlEscaped(placeholder(name)), with: xmlEscaped(value))
+                .replacingOccurrences(of: encoded(placeholder(name)), with: encoded(value))
         }
         return filled
     }
+
+    /// How every percent-encoded placeholder of a name starts.
+    private static let encodedPlaceholderStart = "%3Credacted%3A"
 
     /// `data` filled as ``filling(_:with:)`` fills text, when it is UTF-8 text.
     static func filling(_ data: Data, with values: [String: String]) -> Data {

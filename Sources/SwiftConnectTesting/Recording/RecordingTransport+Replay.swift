@@ -127,7 +127,9 @@ extension RecordingTransport {
             var response = ConnectResponse(
                 request: request, head: ResponseHead(status: entry.response.status, headerFields: fields),
                 data: RecordingRedaction.filling(body, with: placeholderValues),
-                url: entry.response.url.flatMap { URL(string: $0) },
+                url: entry.response.url.flatMap {
+                    URL(string: RecordingRedaction.filling($0, with: placeholderValues))
+                },
                 httpVersion: Self.foundationVersion(entry.response.httpVersion))
         else {
             let status = entry.response.status

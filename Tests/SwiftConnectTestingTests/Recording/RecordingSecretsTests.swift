@@ -363,4 +363,68 @@ final class RecordingSecretsTests: XCTestCase {
         // Then: the call that sends it back finds its recording
         XCTAssertEqual(String(decoding: answer, as: UTF8.self), #"{"ok":true}"#)
     }
+
+    /// A secret in a URL's query is recorded as a percent-encoded placeholder (`?upload_token=%3Credacted%3Aupload_token%3E`,
+    /// a bare `<` being no URL character): replay fills it, in a body and a field, with the test's value encoded as a
+    /// query value, as it fills a bare placeholder, and the call that sends the value back finds its recording.
+    func testAPlaceholderPercentEncodedInAURLIsFilledOnReplayAndTheCallThatUsesItMatches() throws {
+        // Given: an answer that hands out an upload link, in its body and in a field
+        let link = "/upload?upload_token=tok-URL-FILL-445566&part=1"
+        server.route("POST", "/uploads") { _ in
+            LocalServer.Response.json(string: #"{"upload_url":"\#(link)"}"#).withHeader("Content-Location", link)
+        }
+        server.route("PUT", "/upload") { _ in .json(string: #"{"ok":true}"#) }
+        let start = RecordingEndpoint(baseURL: server.baseURL, endpoint: "/uploads", method: .post)
+        func uploadURL(_ answer: Data) throws -> String {
+            let json = try JSONSerialization.jsonObject(with: answer) as? [String: Any]
+            return try XCTUnwrap(json?["upload_url"] as? String)
+        }
+        func use(_ link: String) -> RecordingEndpoint {
+            RecordingEndpoint(baseURL: server.baseURL, endpoint: link, method: .put)
+        }
+        let file = folder.appendingPathComponent("filled-in-url.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        _ = try recorder.request(use(uploadURL(recorder.request(start).wait()))).wait()
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-URL-FILL-445566"), text)
+        XCTAssertTrue(text.contains("upload_token=%3Credacted%3Aupload_token%3E"), text)
+        // When: replayed with the test's value, which a query value must escape
+        let replay = Connect(
+            transport: RecordingTransport(
+                fileURL: file, mode: .replay, placeholderValues: ["upload_token": "test upload/1"]),
+            retryPolicy: nil)
+        let response = try replay.response(for: start).wait()
+        // Then: filled in the body and in the field
+        let filled = "/upload?upload_token=test%20upload%2F1&part=1"
+        XCTAssertEqual(try uploadURL(response.data), filled)
+        XCTAssertEqual(response.header("Content-Location"), filled)
+        // And the call that sends it back finds its recording
+        let answer = try replay.request(use(filled)).wait()
+        XCTAssertEqual(String(decoding: answer, as: UTF8.self), #"{"ok":true}"#)
+    }
+
+    /// The URL a redirect ended at, its secret query item recorded as a percent-encoded placeholder, is filled on
+    /// replay as the answer's fields and body are.
+    func testAPlaceholderInTheURLARedirectEndedAtIsFilledOnReplay() throws {
+        // Given
+        server.route("GET", "/go") { _ in .redirect(to: "/landing?session_token=tok-REDIR-775533&n=1") }
+        server.route("GET", "/landing") { _ in .json(string: #"{"ok":true}"#) }
+        let go = RecordingEndpoint(baseURL: server.baseURL, endpoint: "/go")
+        let file = folder.appendingPathComponent("filled-redirect.har")
+        let recorder = Connect(
+            transport: RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record),
+            retryPolicy: nil)
+        _ = try recorder.request(go).wait()
+        XCTAssertFalse(try String(contentsOf: file, encoding: .utf8).contains("tok-REDIR-775533"))
+        // When
+        let replay = Connect(
+            transport: RecordingTransport(
+                fileURL: file, mode: .replay, placeholderValues: ["session_token": "test-session"]),
+            retryPolicy: nil)
+        let response = try replay.response(for: go).wait()
+        // Then
+        XCTAssertEqual(response.response.url?.query, "session_token=test-session&n=1")
+    }
 }
