@@ -237,7 +237,8 @@ package enum Redaction {
     package static let maximumJSONDepth = 128
 
     /// A body as text for logs: JSON pretty-printed (sensitive fields hidden), forms (URL-encoded or
-    /// multipart) with sensitive values hidden, XML with the content of sensitive elements and the values of
+    /// multipart) with sensitive values hidden, the HTTP messages a batch carries (`multipart/mixed` of
+    /// `application/http` parts) with their header lines hidden as outer fields are (``redactedHTTPMessages(_:)``), XML with the content of sensitive elements and the values of
     /// sensitive attributes hidden (`XMLRedaction`), other text as is, binary as a byte count. Long bodies are cut
     /// at `limit` bytes.
     ///
@@ -287,6 +288,10 @@ package enum Redaction {
         }
         if redacting && type.hasPrefix("application/x-www-form-urlencoded") {
             return truncated(redactedQuery(text), limit: limit)
+        }
+        if redacting && carriesHTTPMessages(mediaType: type) {
+            // A batch's inner requests and responses: their header lines hidden as outer fields are.
+            return truncated(redactedHTTPMessages(text), limit: limit)
         }
         if redacting && XMLRedaction.isXML(type: type, text: text) {
             return truncated(urlsInText(XMLRedaction.redacted(text)), limit: limit)

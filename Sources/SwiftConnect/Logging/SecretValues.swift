@@ -254,6 +254,9 @@ package struct SecretValues: Sendable, Equatable {
         if type.hasPrefix("application/x-www-form-urlencoded") {
             return String(data: body, encoding: .utf8).map(formSecrets) ?? []
         }
+        if Redaction.carriesHTTPMessages(mediaType: type) {
+            return httpMessageSecrets(String(decoding: body, as: UTF8.self))
+        }
         if type.hasPrefix("multipart/form-data"), let contentType {
             // Decoded leniently: a binary file part (an image) must not hide the text fields beside it.
             return Redaction.sensitiveMultipartContents(String(decoding: body, as: UTF8.self), contentType: contentType)
@@ -272,6 +275,26 @@ package struct SecretValues: Sendable, Equatable {
         else { return [] }
         var found: [String] = []
         collectJSONSecrets(json, underSensitiveKey: false, into: &found)
+        return found
+    }
+
+    /// The secrets of the HTTP messages a batch carries (``Redaction/carriesHTTPMessages(mediaType:)``): those of each
+    /// sensitive header line, as of an outer field, and of the sensitive query items of each request line's target.
+    private static func httpMessageSecrets(_ text: String) -> [String] {
+        var found: [String] = []
+        _ = Redaction.httpMessageLines(
+            text,
+            field: { name, value in
+                if HTTPHeader.isSensitive(name: name) { found += headerSecrets(value, name: name) }
+                return value
+            },
+            target: { target in
+                if let mark = target.firstIndex(where: { $0 == "?" || $0 == "#" }) {
+                    found += formSecrets(target[target.index(after: mark)...].replacingOccurrences(of: "#", with: "&"))
+                }
+                return target
+            },
+            other: { $0 })
         return found
     }
 
