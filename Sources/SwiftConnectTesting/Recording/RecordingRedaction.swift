@@ -170,8 +170,12 @@ enum RecordingRedaction {
     static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         guard !data.isEmpty else { return data }
         var redacted = data
+        if carriesHTTPMessages(contentType) {
+            // A batch's inner requests (`application/http` parts), their fields and URLs as outer ones are.
+            redacted = hidingHTTPMessageSecretsByName(in: data)
+        }
         if let contentType, contentType.lowercased().hasPrefix("multipart/") {
-            redacted = hidingMultipartSecretsByName(in: data, contentType: contentType)
+            redacted = hidingMultipartSecretsByName(in: redacted, contentType: contentType)
         } else if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
             let text = String(data: data, encoding: .utf8)
         {
@@ -229,6 +233,28 @@ enum RecordingRedaction {
         return result
     }
 
+    /// Whether a body of this type carries whole HTTP messages (`Redaction.carriesHTTPMessages(mediaType:)`: a batch's
+    /// `multipart/mixed` of `application/http` parts).
+    private static func carriesHTTPMessages(_ contentType: String?) -> Bool {
+        guard let type = contentType?.split(separator: ";").first else { return false }
+        return Redaction.carriesHTTPMessages(mediaType: type.trimmingCharacters(in: .whitespaces).lowercased())
+    }
+
+    /// A body that carries HTTP messages with their secrets replaced as an outer message's are: a secret header
+    /// line's value by the placeholder of its name, the secret items of a request line's target and of the URLs the
+    /// other lines quote as a `Location`'s. A body that is not UTF-8 text is kept as it is (its secrets hidden by value
+    /// only), and so is one that holds no such secret, byte for byte. A recorded body redacts to itself.
+    private static func hidingHTTPMessageSecretsByName(in data: Data) -> Data {
+        guard let text = String(data: data, encoding: .utf8) else { return data }
+        let hidden = Redaction.httpMessageLines(
+            text,
+            field: { name, value in
+                HTTPHeader.isSensitive(name: name) ? placeholder(name) : redactedURLsQuoted(in: value)
+            },
+            target: redactedURLText, other: redactedURLsQuoted)
+        return hidden == text ? data : Data(hidden.utf8)
+    }
+
     /// Whether a multipart part's head names a secret field in its `Content-Disposition`.
     private static func isSecretPart(head: String) -> Bool {
         let disposition = head.components(separatedBy: "\r\n").first {
@@ -279,6 +305,10 @@ enum RecordingRedaction {
     /// wherever they appear (a server that echoes the request). JSON that cannot be read is withheld whole
     /// (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
+        if carriesHTTPMessages(contentType) {
+            // A batch's answers (`application/http` parts): their fields, a `Set-Cookie` among them, as outer ones.
+            return hidingValues(in: hidingHTTPMessageSecretsByName(in: data), secrets: secrets)
+        }
         if isForm(contentType), let text = String(data: data, encoding: .utf8) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }

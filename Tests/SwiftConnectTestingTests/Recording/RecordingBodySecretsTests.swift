@@ -81,6 +81,48 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
     }
 
+    /// A batch (`multipart/mixed` of `application/http` parts) whose inner requests carry their own credentials.
+    private func batchRequest(token: String, key: String) throws -> ConnectRequest {
+        let body =
+            "--b1\r\nContent-Type: application/http\r\n\r\nGET /v1/me?access_token=\(token) HTTP/1.1\r\n"
+            + "Authorization: Bearer \(token)\r\nX-Api-Key: \(key)\r\n\r\n\r\n--b1--\r\n"
+        return try connectRequest(
+            .post, "http://api.test/batch", headers: [.contentType: "multipart/mixed; boundary=b1"],
+            body: Data(body.utf8))
+    }
+
+    /// The inner requests of a batch are recorded with their secrets hidden by the rules of outer headers and URLs,
+    /// and a replay whose inner requests carry other credentials finds the recording.
+    func testTheInnerRequestsCredentialsOfABatchAreHiddenAndReplayMatchesOthers() throws {
+        // Given
+        let file = folder.appendingPathComponent("batch.har")
+        // An answer that is a batch too, its part setting a cookie the request never carried
+        let answer = FakeResponse.data(
+            Data(
+                ("--r1\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\n"
+                    + "Set-Cookie: sid=tok-INNER-SET-6060; Path=/\r\n\r\n\r\n--r1--\r\n").utf8),
+            headers: ["Content-Type": "multipart/mixed; boundary=r1"])
+        let recorder = RecordingTransport(fileURL: file, wrapping: FakeTransport.answering(answer), mode: .record)
+        // When
+        _ = try recorder.send(batchRequest(token: "tok-BATCH-8080", key: "k7"), transfer: TransferOptions()).wait()
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-BATCH-8080"), text)
+        XCTAssertFalse(text.contains("tok-INNER-SET-6060"), text)
+        let har = try HAR(contentsOf: file)
+        let recorded = String(
+            decoding: try XCTUnwrap(har.log.entries.first?.request.postData?.data), as: UTF8.self)
+        XCTAssertFalse(recorded.contains("X-Api-Key: k7"), recorded)
+        XCTAssertTrue(recorded.contains("Authorization: <redacted:Authorization>\r\n"), recorded)
+        // When: replayed with other credentials
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let replayed = try replay.send(batchRequest(token: "tok-OTHER-9090", key: "z3"), transfer: TransferOptions())
+            .wait()
+        // Then
+        XCTAssertEqual(replayed.statusCode, 200)
+        XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
+    }
+
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
         // Given: an answer in Latin-1, not UTF-8 (`é` is the single byte 0xE9), that echoes the request's key
         let answer = try XCTUnwrap("clé reçue : tok-APIKEY-445566.".data(using: .isoLatin1))
