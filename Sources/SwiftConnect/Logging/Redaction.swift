@@ -215,11 +215,15 @@ package enum Redaction {
         return result + redactedPair(query[pairStart...])
     }
 
-    /// `name=value`, or `name=<redacted>` when the name (percent-decoded) is sensitive.
+    /// `name=value`, or `name=<redacted>` when the name (percent-decoded) is sensitive and the value is not empty.
+    ///
+    /// An empty value hides nothing, and is shown as it is: text already redacted (`?access_token=<redacted>&x=1`,
+    /// a message whose token was hidden by value) reads, a bare `<` ending a URL, as `?access_token=`, which would
+    /// otherwise get a second placeholder.
     private static func redactedPair(_ pair: Substring) -> String {
         let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
         let name = String(parts[0]).removingPercentEncoding ?? String(parts[0])
-        guard parts.count == 2, isSensitiveQueryItem(name) else { return String(pair) }
+        guard parts.count == 2, !parts[1].isEmpty, isSensitiveQueryItem(name) else { return String(pair) }
         return "\(parts[0])=\(placeholder)"
     }
 

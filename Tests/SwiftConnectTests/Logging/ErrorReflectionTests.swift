@@ -109,6 +109,31 @@ final class ErrorReflectionTests: XCTestCase {
         let wrapped = ConnectError(.transport, message: "wrapped", request: request, underlyingError: error)
         assertNoSecret(in: wrapped)
     }
+
+    /// A message quoting a URL with the request's own token (a transport's "cannot reach https://…?access_token=…")
+    /// shows one placeholder where the token was, in the description, the reflection and an outer error that wraps
+    /// it: hiding by value then by name wrote `access_token=<redacted><redacted>`, the URL read as ending at the first
+    /// placeholder's `<` and its now empty value hidden again.
+    func testAURLWithTheRequestsOwnTokenInAMessageShowsOnePlaceholder() {
+        // Given
+        var request = URLRequest(url: URL(string: "https://api.example.com/me?access_token=tok-OWN-5544332211")!)
+        request.setValue("Bearer tok-OWN-5544332211", forHTTPHeaderField: "Authorization")
+        let inner = ConnectError(
+            .cannotConnect, message: "cannot reach https://api.example.com/me?access_token=tok-OWN-5544332211&x=1",
+            request: request)
+        let outer = ConnectError(.transport, message: "relay failed", request: request, underlyingError: inner)
+        // When
+        var texts = [inner.description, String(reflecting: inner), String(reflecting: outer)]
+        var dumped = ""
+        dump(inner, to: &dumped)
+        texts.append(dumped)
+        // Then
+        for text in texts {
+            XCTAssertFalse(text.contains("tok-OWN-5544332211"), text)
+            XCTAssertFalse(text.contains("<redacted><redacted>"), text)
+            XCTAssertTrue(text.contains("access_token=<redacted>&x=1"), text)
+        }
+    }
 }
 
 /// A connector that sends a ready-made request's parts: its URL's user info, its `access_token` query item, its
