@@ -28,7 +28,7 @@ extension ConnectError: CustomReflectable {
             "underlyingError": underlyingError.map {
                 SingleLineText.make(underlyingText($0, hiding: secrets), limit: ConnectError.underlyingLimit)
             } as Any,
-            "codingPath": codingPath.map { SingleLineText.make(hide($0)) } as Any,
+            "codingPath": codingPath.map { SingleLineText.make(shownCodingPath($0, hiding: secrets)) } as Any,
             "attempts": attempts,
         ]
         return Mirror(self, children: children, displayStyle: .struct)

@@ -314,8 +314,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var debugDescription: String {
         let secrets = secretsAreShown ? nil : secrets()
         var text = description(hiding: secrets)
-        // The path holds the server's keys (those of a `[String: …]` dictionary): on one line too.
-        if let codingPath { text += "\n  at: \(SingleLineText.make(secrets?.hiding(in: codingPath) ?? codingPath))" }
+        // The path holds the server's keys (those of a `[String: …]` dictionary): on one line too, and a key that is a
+        // URL with its secrets hidden, as in the message.
+        if let codingPath { text += "\n  at: \(SingleLineText.make(shownCodingPath(codingPath, hiding: secrets)))" }
         if let underlyingError {
             let underlying = underlyingText(underlyingError, hiding: secrets)
             text += "\n  underlying: \(SingleLineText.make(underlying, limit: ConnectError.underlyingLimit))"
@@ -337,6 +338,13 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         if let statusCode { text += " (HTTP \(statusCode))" }
         if attempts > 1 { text += " (after \(attempts) attempts)" }
         return secrets?.hiding(in: text) ?? text
+    }
+
+    /// The coding path with `secrets` hidden and the secrets of every URL it quotes (a key of a map keyed by URL)
+    /// hidden by name; as it is if `secrets` is `nil`.
+    func shownCodingPath(_ path: String, hiding secrets: SecretValues?) -> String {
+        guard let secrets else { return path }
+        return secrets.hiding(in: Redaction.urlsInText(path))
     }
 
     /// The text of `error`, with `secrets` hidden and every URL it quotes redacted by name (platform errors quote the

@@ -399,22 +399,25 @@ package enum Redaction {
     /// presigned `download_url`, a relative `next` link: ``urlsInString(_:showing:)``).
     static func containsSensitiveField(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
-            return object.contains { key, child in isSensitiveField(key) || containsSensitiveField(child) }
+            return object.contains { key, child in
+                isSensitiveField(key) || urlsInString(key) != key || containsSensitiveField(child)
+            }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
         if let string = value as? String { return urlsInString(string) != string }
         return false
     }
 
-    /// A JSON value with the values of sensitive keys replaced, and the secrets of the URLs its strings quote
-    /// hidden (``urlsInString(_:showing:)``), at any depth.
+    /// A JSON value with the values of sensitive keys replaced, and the secrets of the URLs its strings and its keys
+    /// quote hidden (``urlsInString(_:showing:)``: a map of links keyed by URL), at any depth. An object two of whose
+    /// keys would read alike once hidden is shown as the placeholder, rather than as one entry standing for two.
     static func redactJSON(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
-                result[key] = isSensitiveField(key) ? placeholder : redactJSON(child)
+                result[urlsInString(key)] = isSensitiveField(key) ? placeholder : redactJSON(child)
             }
-            return result
+            return result.count == object.count ? result : placeholder
         }
         if let array = value as? [Any] { return array.map(redactJSON) }
         if let string = value as? String { return urlsInString(string) }

@@ -120,4 +120,22 @@ final class ConnectErrorDescriptionTests: XCTestCase {
         XCTAssertFalse(dumped.unicodeScalars.contains { $0.value == 0x1B }, dumped)
         XCTAssertFalse(dumped.contains("\n  underlying: forged"), dumped)
     }
+
+    /// The coding path holds the server's keys, and a key can be a URL (a map of links keyed by URL): the secrets of
+    /// such a URL are hidden where the path is shown (the description's `at:` line, reflection), as in the message.
+    func testACodingPathKeyThatIsAURLHasItsSecretsHidden() throws {
+        let body = #"{"links":{"https://cdn.example.com/a.pdf?X-Amz-Signature=sig-KEY-86420&n=1":"x"}}"#
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body)), retryPolicy: nil)
+        let error = try XCTUnwrap(
+            connectError(of: connect.request(ClientFixtures.Endpoint()).decoded(toType: [String: [String: Int]].self)))
+        XCTAssertEqual(error.kind, .decoding)
+        var dumped = ""
+        dump(error, to: &dumped)
+        for text in [error.description, error.debugDescription, dumped] {
+            XCTAssertFalse(text.contains("sig-KEY-86420"), text)
+        }
+        XCTAssertTrue(
+            error.debugDescription.contains("  at: links.https://cdn.example.com/a.pdf?X-Amz-Signature=<redacted>&n=1"),
+            error.debugDescription)
+    }
 }

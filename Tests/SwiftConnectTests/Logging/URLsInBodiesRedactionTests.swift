@@ -37,6 +37,23 @@ final class URLsInBodiesRedactionTests: XCTestCase {
             body)
     }
 
+    /// A URL can be a key (a map of links keyed by URL): its secrets are hidden as a value's are; an object two of
+    /// whose keys would read alike once hidden is shown as a placeholder, not as one entry standing for two.
+    func testAURLThatIsAJSONKeyHidesItsSecrets() {
+        let body = #"{"links":{"\#(presigned)":{"size":3}},"n":1}"#
+        for pretty in [false, true] {
+            let shown = Redaction.bodyText(
+                Data(body.utf8), contentType: "application/json", redacting: true, pretty: pretty)
+            XCTAssertFalse(shown.contains(signature), shown)
+            XCTAssertTrue(shown.contains("X-Amz-Signature=<redacted>"), shown)
+            XCTAssertTrue(shown.contains("X-Amz-Expires=300"), shown)
+        }
+        let twins = #"{"links":{"https://a.example/?token=t1-SECRET-1":1,"https://a.example/?token=t2-SECRET-2":2}}"#
+        let shown = Redaction.bodyText(
+            Data(twins.utf8), contentType: "application/json", redacting: true, pretty: false)
+        XCTAssertEqual(shown, #"{"links":"<redacted>"}"#)
+    }
+
     func testAJSONBodyWhoseURLsHoldNoSecretIsShownAsItCame() {
         let body = #"{"self":"https://api.example.com/items?page=2","count":3}"#
         XCTAssertEqual(
