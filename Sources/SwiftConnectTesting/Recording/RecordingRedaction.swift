@@ -499,10 +499,13 @@ enum RecordingRedaction {
         return found + SecretValues.formSecrets(url[url.index(after: mark)...].replacingOccurrences(of: "#", with: "&"))
     }
 
-    /// Calls `body` with every string of a JSON value, at any depth.
+    /// Calls `body` with every string of a JSON value, its objects' keys too, at any depth.
     private static func collectStrings(_ value: Any, _ body: (String) -> Void) {
         if let object = value as? [String: Any] {
-            for child in object.values { collectStrings(child, body) }
+            for (key, child) in object {
+                body(key)
+                collectStrings(child, body)
+            }
         } else if let array = value as? [Any] {
             for child in array { collectStrings(child, body) }
         } else if let string = value as? String {
@@ -728,20 +731,27 @@ enum RecordingRedaction {
     /// `download_url`, a relative `next` link: `Redaction.urlsInString`).
     static func containsSecretKey(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
-            return object.contains { key, child in HTTPHeader.isSensitive(name: key) || containsSecretKey(child) }
+            return object.contains { key, child in
+                HTTPHeader.isSensitive(name: key) || Redaction.urlsInString(key, showing: redactedURLText) != key
+                    || containsSecretKey(child)
+            }
         }
         if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
         if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) != string }
         return false
     }
 
+    /// A JSON value with the values of secret keys replaced by placeholders, and the secrets of the URLs its strings
+    /// and its keys quote (a map keyed by presigned URL) replaced as a `Location`'s are, at any depth. An object two of
+    /// whose keys would read alike once hidden becomes `<redacted:body>`, rather than one entry standing for two.
     static func redactingSecretKeys(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
-                result[key] = HTTPHeader.isSensitive(name: key) ? placeholder(key) : redactingSecretKeys(child)
+                let shown = Redaction.urlsInString(key, showing: redactedURLText)
+                result[shown] = HTTPHeader.isSensitive(name: key) ? placeholder(shown) : redactingSecretKeys(child)
             }
-            return result
+            return result.count == object.count ? result : placeholder("body")
         }
         if let array = value as? [Any] { return array.map(redactingSecretKeys) }
         if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) }

@@ -189,4 +189,31 @@ final class RecordingQuotedURLSecretsTests: XCTestCase {
         XCTAssertEqual(
             recorded, "data: see https://app.test/cb?session_id=%3Credacted%3Asession_id%3E\n\ndata: next\r\n\r\n")
     }
+
+    /// A URL can be a JSON key (a map of files keyed by presigned URL): its secrets stay out of the recording as a
+    /// value's do, and are handed out to later exchanges; an object two of whose keys would read alike once hidden is
+    /// not recorded as one entry standing for two.
+    func testTheSecretsOfAURLThatIsAJSONKeyStayOutOfTheRecordingAndAreHandedOut() {
+        // Given
+        let answer = Data(
+            #"{"files":{"https://s3.test/a.pdf?X-Amz-Expires=60&X-Amz-Signature=SIG-KEY-3141592":{"n":1}}}"#.utf8)
+        let twins = Data(
+            #"{"m":{"https://a.test/?token=TOK-ONE-111111":1,"https://a.test/?token=TOK-TWO-222222":2}}"#.utf8)
+        // When
+        let recorded = String(
+            decoding: RecordingRedaction.responseBody(answer, contentType: "application/json", secrets: secrets),
+            as: UTF8.self)
+        let recordedTwins = String(
+            decoding: RecordingRedaction.responseBody(twins, contentType: "application/json", secrets: secrets),
+            as: UTF8.self)
+        let handedOut = RecordingRedaction.secretsHandedOut(fields: [.contentType: "application/json"], body: answer)
+        // Then
+        XCTAssertFalse(recorded.contains("SIG-KEY-3141592"), recorded)
+        XCTAssertTrue(recorded.contains("X-Amz-Expires=60"), recorded)
+        XCTAssertTrue(handedOut.contains("SIG-KEY-3141592"), "\(handedOut)")
+        for secret in ["TOK-ONE-111111", "TOK-TWO-222222"] {
+            XCTAssertFalse(recordedTwins.contains(secret), recordedTwins)
+        }
+        XCTAssertEqual(recordedTwins, #"{"m":"<redacted:body>"}"#)
+    }
 }
