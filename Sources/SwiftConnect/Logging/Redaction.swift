@@ -293,15 +293,16 @@ package enum Redaction {
         if redacting && type.hasPrefix("application/x-www-form-urlencoded") {
             return truncated(redactedQuery(text), limit: limit)
         }
-        if redacting && carriesHTTPMessages(mediaType: type) {
+        if redacting && carriesHTTPMessages(mediaType: type), let contentType {
             // A batch's inner requests and responses: their header lines hidden as outer fields are.
-            return truncated(redactedHTTPMessages(text), limit: limit)
+            return truncated(redactedHTTPMessages(redactedJSONParts(text, contentType: contentType)), limit: limit)
         }
         if redacting && XMLRedaction.isXML(type: type, text: text) {
             return truncated(urlsInText(XMLRedaction.redacted(text)), limit: limit)
         }
         if redacting && type.hasPrefix("multipart/form-data"), let contentType {
-            return truncated(urlsInText(redactedMultipart(text, contentType: contentType)), limit: limit)
+            let parts = redactedJSONParts(redactedMultipart(text, contentType: contentType), contentType: contentType)
+            return truncated(urlsInText(parts), limit: limit)
         }
         // Text quoting a URL (an error page's "see https://…?token=…"): the URL's secrets hidden.
         return truncated(redacting ? urlsInText(text) : text, limit: limit)
@@ -368,6 +369,56 @@ package enum Redaction {
             parts[index] = String(part[..<headEnd]) + placeholder + (part.hasSuffix("\r\n") ? "\r\n" : "")
         }
         return parts.joined(separator: delimiter)
+    }
+
+    /// A multipart body with each part whose content is JSON holding a secret (an upload's metadata part, a batch
+    /// request's body) shown as a JSON body is: compact, its sensitive fields hidden (``redactJSON(_:)``).
+    static func redactedJSONParts(_ text: String, contentType: String) -> String {
+        var shown = text
+        // From the last part back, so that the ranges before stay valid.
+        for (range, json) in jsonParts(of: text, contentType: contentType).reversed() where containsSensitiveField(json)
+        {
+            guard let redacted = serialised(redactJSON(json), pretty: false) else {
+                shown.replaceSubrange(range, with: placeholder)
+                continue
+            }
+            shown.replaceSubrange(range, with: redacted)
+        }
+        return shown
+    }
+
+    /// The JSON contents of the parts of a multipart body, each with where it lies in `text`: a part's content after
+    /// its head, or, in a part that carries an HTTP message (`application/http`), after the message's head.
+    static func jsonParts(of text: String, contentType: String) -> [(range: Range<String.Index>, json: Any)] {
+        guard let boundary = HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty else {
+            return []
+        }
+        let delimiter = "--" + boundary
+        var found: [(range: Range<String.Index>, json: Any)] = []
+        var rest = text[...]
+        while let start = rest.range(of: delimiter) {
+            let afterDelimiter = rest[start.upperBound...]
+            let end = afterDelimiter.range(of: delimiter)?.lowerBound ?? afterDelimiter.endIndex
+            var part = afterDelimiter[..<end]
+            // The CRLF before the next delimiter belongs to it (one `Character`).
+            if part.hasSuffix("\r\n") { part = part.dropLast() }
+            // The content after the part's head, or after the head of the HTTP message it carries.
+            var search = part[...]
+            for _ in 0..<2 {
+                guard let blank = search.range(of: "\r\n\r\n") else { break }
+                let content = search[blank.upperBound...]
+                let data = Data(content.utf8)
+                if startsLikeJSON(data), !JSONDepth.exceeds(data, limit: maximumJSONDepth),
+                    let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
+                {
+                    found.append((content.startIndex..<content.endIndex, json))
+                    break
+                }
+                search = content
+            }
+            rest = afterDelimiter[end...]
+        }
+        return found
     }
 
     /// The contents of the parts of a `multipart/form-data` body whose field name is sensitive.

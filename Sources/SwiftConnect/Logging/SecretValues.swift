@@ -254,12 +254,21 @@ package struct SecretValues: Sendable, Equatable {
         if type.hasPrefix("application/x-www-form-urlencoded") {
             return String(data: body, encoding: .utf8).map(formSecrets) ?? []
         }
+        if type.hasPrefix("multipart/"), let contentType {
+            // Decoded leniently: a binary file part (an image) must not hide the text fields beside it.
+            let text = String(decoding: body, as: UTF8.self)
+            var found: [String] = []
+            // The secret fields of each part that is JSON (an upload's metadata, a batch request's body).
+            for part in Redaction.jsonParts(of: text, contentType: contentType) {
+                collectJSONSecrets(part.json, underSensitiveKey: false, into: &found)
+            }
+            if type.hasPrefix("multipart/form-data") {
+                return found + Redaction.sensitiveMultipartContents(text, contentType: contentType)
+            }
+            return found + httpMessageSecrets(text)
+        }
         if Redaction.carriesHTTPMessages(mediaType: type) {
             return httpMessageSecrets(String(decoding: body, as: UTF8.self))
-        }
-        if type.hasPrefix("multipart/form-data"), let contentType {
-            // Decoded leniently: a binary file part (an image) must not hide the text fields beside it.
-            return Redaction.sensitiveMultipartContents(String(decoding: body, as: UTF8.self), contentType: contentType)
         }
         let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
         // The first character after white space, as JSON allows it and as redaction by name looks.

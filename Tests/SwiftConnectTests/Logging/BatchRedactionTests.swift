@@ -85,4 +85,28 @@ final class BatchRedactionTests: XCTestCase {
             XCTAssertEqual(shown, "PUT /v1/me HTTP/1.1\r\nProxy-Authorization: <redacted>\r\n\r\n", type)
         }
     }
+
+    /// A part whose content is JSON (an upload's metadata part, a batch request's body) has its secret fields hidden
+    /// as a JSON body's are, whatever the part is named; an echo of them is hidden by value.
+    func testTheSecretFieldsOfAJSONPartAreHidden() {
+        let upload =
+            "--U\r\nContent-Disposition: form-data; name=\"metadata\"\r\nContent-Type: application/json\r\n\r\n"
+            + #"{"name":"a.png","client_secret":"cs-PART-5566778899"}"# + "\r\n--U--\r\n"
+        let batchWithBody =
+            "--B\r\nContent-Type: application/http\r\n\r\nPOST /v1/login HTTP/1.1\r\nContent-Type: application/json\r\n\r\n"
+            + #"{"user":"amy","password":"pw-BATCH-1122334455"}"# + "\r\n--B--\r\n"
+        for (body, type, secret) in [
+            (upload, "multipart/form-data; boundary=U", "cs-PART-5566778899"),
+            (batchWithBody, "multipart/mixed; boundary=B", "pw-BATCH-1122334455"),
+        ] {
+            var request = URLRequest(url: URL(string: "https://api.example.com/up")!)
+            request.httpMethod = "POST"
+            request.setValue(type, forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(body.utf8)
+            let command = cURLCommand(for: request)
+            XCTAssertFalse(command.contains(secret), command)
+            XCTAssertTrue(command.contains("<redacted>"), command)
+            XCTAssertEqual(SecretValues(of: request).hiding(in: "echo \(secret)"), "echo <redacted>", type)
+        }
+    }
 }
