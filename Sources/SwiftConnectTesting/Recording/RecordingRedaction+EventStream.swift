@@ -17,6 +17,10 @@ extension RecordingRedaction {
     /// hidden by value (``SwiftConnect/SecretValues``: not those under 4 characters). Every other line, and an event
     /// whose data holds no secret, as it came.
     static func redactedEventStream(_ text: String) -> String {
+        // A byte order mark starts no field: kept, and the stream after it read as a reader reads it.
+        if text.unicodeScalars.first == "\u{FEFF}" {
+            return "\u{FEFF}" + redactedEventStream(String(text.unicodeScalars.dropFirst()))
+        }
         var lines = eventStreamLines(text)
         for event in events(in: lines) {
             let data = Data(event.data.utf8)
@@ -42,6 +46,9 @@ extension RecordingRedaction {
     /// The secret values an event stream hands out: the strings under a secret key of each event's data that is
     /// JSON (read token by token when it does not parse).
     static func secretsHandedOut(byEventStream text: String) -> [String] {
+        if text.unicodeScalars.first == "\u{FEFF}" {
+            return secretsHandedOut(byEventStream: String(text.unicodeScalars.dropFirst()))
+        }
         var found: [String] = []
         for event in events(in: eventStreamLines(text)) {
             let data = Data(event.data.utf8)

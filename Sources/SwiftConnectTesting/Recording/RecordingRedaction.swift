@@ -177,7 +177,7 @@ enum RecordingRedaction {
         if let contentType, contentType.lowercased().hasPrefix("multipart/") {
             redacted = hidingMultipartSecretsByName(in: redacted, contentType: contentType)
         } else if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
-            let text = String(data: data, encoding: .utf8)
+            let text = utf8Text(data)
         {
             redacted = Data(redactedForm(text).utf8)
         } else if isUnreadableJSON(data, contentType: contentType) {
@@ -245,7 +245,7 @@ enum RecordingRedaction {
     /// other lines quote as a `Location`'s. A body that is not UTF-8 text is kept as it is (its secrets hidden by value
     /// only), and so is one that holds no such secret, byte for byte. A recorded body redacts to itself.
     private static func hidingHTTPMessageSecretsByName(in data: Data) -> Data {
-        guard let text = String(data: data, encoding: .utf8) else { return data }
+        guard let text = utf8Text(data) else { return data }
         let hidden = Redaction.httpMessageLines(
             text,
             field: { name, value in
@@ -309,10 +309,10 @@ enum RecordingRedaction {
             // A batch's answers (`application/http` parts): their fields, a `Set-Cookie` among them, as outer ones.
             return hidingValues(in: hidingHTTPMessageSecretsByName(in: data), secrets: secrets)
         }
-        if isForm(contentType), let text = String(data: data, encoding: .utf8) {
+        if isForm(contentType), let text = utf8Text(data) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
-        if isEventStream(contentType), let text = String(data: data, encoding: .utf8) {
+        if isEventStream(contentType), let text = utf8Text(data) {
             // Each event's JSON data as a JSON answer (a device login's token pushed once approved).
             return hidingValues(in: hidingQuotedURLSecrets(in: Data(redactedEventStream(text).utf8)), secrets: secrets)
         }
@@ -328,7 +328,7 @@ enum RecordingRedaction {
     /// `<Location>`) replaced as a `Location`'s are (``redactedURLText(_:)``), as the logs hide them; other bytes, and
     /// text that quotes no URL with a secret, as they are.
     private static func hidingQuotedURLSecrets(in data: Data) -> Data {
-        guard let text = String(data: data, encoding: .utf8), text.contains("://") else { return data }
+        guard let text = utf8Text(data), text.contains("://") else { return data }
         let hidden = redactedURLsQuoted(in: text)
         return hidden == text ? data : Data(hidden.utf8)
     }
@@ -629,10 +629,21 @@ enum RecordingRedaction {
     /// How every percent-encoded placeholder of a name starts.
     private static let encodedPlaceholderStart = "%3Credacted%3A"
 
-    /// `data` filled as ``filling(_:with:)`` fills text, when it is UTF-8 text.
+    /// `data` filled as ``filling(_:with:)`` fills text, when it is UTF-8 text; as it is when it holds no placeholder
+    /// to fill.
     static func filling(_ data: Data, with values: [String: String]) -> Data {
-        guard !values.isEmpty, let text = String(data: data, encoding: .utf8) else { return data }
-        return Data(filling(text, with: values).utf8)
+        guard !values.isEmpty, let text = utf8Text(data) else { return data }
+        let filled = filling(text, with: values)
+        return filled == text ? data : Data(filled.utf8)
+    }
+
+    /// `data` as UTF-8 text, a leading byte order mark kept (as U+FEFF), which `String(data:encoding:)` drops on
+    /// Linux: a body written back from its text then loses three bytes the server sent. `nil` when `data` is not
+    /// UTF-8.
+    static func utf8Text(_ data: Data) -> String? {
+        guard let text = String(data: data, encoding: .utf8) else { return nil }
+        guard data.starts(with: [0xEF, 0xBB, 0xBF]), text.unicodeScalars.first != "\u{FEFF}" else { return text }
+        return "\u{FEFF}" + text
     }
 
     /// The cookies `Set-Cookie` fields set, as an archive lists them.
@@ -763,7 +774,10 @@ enum RecordingRedaction {
     /// upload's `password` field before an image, a Latin-1 page echoing a token), and the binary content is unchanged.
     private static func hidingValues(in data: Data, secrets: SecretValues) -> Data {
         guard !secrets.isEmpty, !data.isEmpty else { return data }
-        if let text = String(data: data, encoding: .utf8) { return Data(secrets.hiding(in: text).utf8) }
+        if let text = utf8Text(data) {
+            let hidden = secrets.hiding(in: text)
+            return hidden == text ? data : Data(hidden.utf8)
+        }
         var result = Data()
         data.withUnsafeBytes { raw in
             let bytes = raw.bindMemory(to: UInt8.self)

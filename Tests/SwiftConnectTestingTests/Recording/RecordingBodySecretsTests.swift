@@ -142,6 +142,34 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertEqual(recorded, "clé reçue : <redacted>.".data(using: .isoLatin1))
     }
 
+    /// A UTF-8 answer that starts with a byte order mark (a CSV or text export, an event stream) is recorded with it:
+    /// decoding the body as text for hiding secrets dropped it (Foundation does on Linux), and the file, then the
+    /// replay, had three bytes fewer than the server sent, with or without a secret hidden.
+    func testAByteOrderMarkIsKeptWhetherASecretIsHiddenOrNot() throws {
+        let event = #"data: {"access_token":"tok-SSE-BOM-4455667"}"# + "\n\n"
+        for (type, text, expected) in [
+            ("text/csv", "name;key\namy;tok-APIKEY-778899\n", "name;key\namy;<redacted>\n"),
+            ("text/plain", "nothing secret here\n", "nothing secret here\n"),
+            ("text/event-stream", event, #"data: {"access_token":"<redacted:access_token>"}"# + "\n\n"),
+            ("application/x-www-form-urlencoded", "a=1&b=2", "a=1&b=2"),
+        ] {
+            // Given
+            let answer = Data([0xEF, 0xBB, 0xBF] + Array(text.utf8))
+            let file = folder.appendingPathComponent("bom-\(UUID().uuidString).har")
+            let recorder = RecordingTransport(
+                fileURL: file, wrapping: FakeTransport.answering(.data(answer, headers: ["Content-Type": type])),
+                mode: .record)
+            let request = try connectRequest(
+                .get, "http://api.test/export", headers: ["X-Api-Key": "tok-APIKEY-778899"])
+            // When
+            _ = try recorder.send(request, transfer: TransferOptions()).wait()
+            // Then
+            let recorded = try XCTUnwrap(HAR(contentsOf: file).log.entries.first?.response.content.data)
+            XCTAssertEqual(Array(recorded.prefix(3)), [0xEF, 0xBB, 0xBF], type)
+            XCTAssertEqual(String(decoding: recorded.dropFirst(3), as: UTF8.self), expected, type)
+        }
+    }
+
     // MARK: - JSON that cannot be read
 
     private let unreadable = Data("<redacted: unreadable JSON body>".utf8)
