@@ -389,7 +389,7 @@ package enum Redaction {
 
     /// The JSON contents of the parts of a multipart body, each with where it lies in `text`: a part's content after
     /// its head, or, in a part that carries an HTTP message (`application/http`), after the message's head.
-    static func jsonParts(of text: String, contentType: String) -> [(range: Range<String.Index>, json: Any)] {
+    package static func jsonParts(of text: String, contentType: String) -> [(range: Range<String.Index>, json: Any)] {
         guard let boundary = HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty else {
             return []
         }

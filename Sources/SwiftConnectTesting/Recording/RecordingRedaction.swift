@@ -175,7 +175,8 @@ enum RecordingRedaction {
             redacted = hidingHTTPMessageSecretsByName(in: data)
         }
         if let contentType, contentType.lowercased().hasPrefix("multipart/") {
-            redacted = hidingMultipartSecretsByName(in: redacted, contentType: contentType)
+            redacted = hidingJSONPartSecrets(
+                in: hidingMultipartSecretsByName(in: redacted, contentType: contentType), contentType: contentType)
         } else if contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true,
             let text = utf8Text(data)
         {
@@ -255,6 +256,26 @@ enum RecordingRedaction {
         return hidden == text ? data : Data(hidden.utf8)
     }
 
+    /// A multipart body with each part whose content is JSON with a secret key (`Redaction.jsonParts`: an upload's
+    /// metadata, a batch's inner answer handing out a token) written as a JSON answer is recorded: sorted keys, the
+    /// secret keys' values placeholders. A body that is not UTF-8 text, or holds no such part, is kept as it is. An
+    /// inner message's `Content-Length` is not changed.
+    private static func hidingJSONPartSecrets(in data: Data, contentType: String?) -> Data {
+        guard let contentType, contentType.lowercased().hasPrefix("multipart/"), let text = utf8Text(data) else {
+            return data
+        }
+        var shown = text
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .withoutEscapingSlashes]
+        // From the last part back, so that the ranges before stay valid.
+        for (range, json) in Redaction.jsonParts(of: text, contentType: contentType).reversed()
+        where containsSecretKey(json) {
+            let redacted = try? JSONSerialization.data(withJSONObject: redactingSecretKeys(json), options: options)
+            shown.replaceSubrange(
+                range, with: redacted.map { String(decoding: $0, as: UTF8.self) } ?? placeholder("body"))
+        }
+        return shown == text ? data : Data(shown.utf8)
+    }
+
     /// Whether a multipart part's head names a secret field in its `Content-Disposition`.
     private static func isSecretPart(head: String) -> Bool {
         let disposition = head.components(separatedBy: "\r\n").first {
@@ -306,8 +327,10 @@ enum RecordingRedaction {
     /// (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         if carriesHTTPMessages(contentType) {
-            // A batch's answers (`application/http` parts): their fields, a `Set-Cookie` among them, as outer ones.
-            return hidingValues(in: hidingHTTPMessageSecretsByName(in: data), secrets: secrets)
+            // A batch's answers (`application/http` parts): their fields, a `Set-Cookie` among them, as outer ones, and
+            // their JSON bodies as JSON answers.
+            let byName = hidingJSONPartSecrets(in: hidingHTTPMessageSecretsByName(in: data), contentType: contentType)
+            return hidingValues(in: byName, secrets: secrets)
         }
         if isForm(contentType), let text = utf8Text(data) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
@@ -438,6 +461,12 @@ enum RecordingRedaction {
     /// URLs it quotes (a `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value) + secretsOfQuotedURLs(fields: fields, body: body)
+        if let type = fields[.contentType], type.lowercased().hasPrefix("multipart/") {
+            // The JSON parts of a multipart answer (a batch's inner login answer).
+            for part in Redaction.jsonParts(of: String(decoding: body, as: UTF8.self), contentType: type) {
+                collectSecretStrings(part.json, underSecretKey: false, into: &found)
+            }
+        }
         if isXML(body, contentType: fields[.contentType]) {
             return found + XMLRedaction.secretValues(in: String(decoding: body, as: UTF8.self))
         }

@@ -123,6 +123,31 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertNoThrow(try replay.verifyAllRecordingsUsed())
     }
 
+    /// A batch answer's inner response whose JSON body hands out a token (a login inside a batch) is recorded with the
+    /// token a placeholder, as a JSON answer's is, and the token is hidden in a later request that sends it back.
+    func testATokenAnInnerJSONAnswerOfABatchHandsOutStaysOutOfTheRecording() throws {
+        // Given
+        let file = folder.appendingPathComponent("batch-login.har")
+        let answer =
+            "--r2\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\n\r\n"
+            + #"{"access_token":"tok-INNER-JSON-4242","expires_in":60}"# + "\r\n--r2--\r\n"
+        let fake = FakeTransport()
+        fake.stub(
+            .post, "/batch",
+            with: .data(Data(answer.utf8), headers: ["Content-Type": "multipart/mixed; boundary=r2"]))
+        fake.stub(.get, "/files", with: .status(200))
+        let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
+        // When: the batch, then a call that sends the token back under a name no rule knows
+        _ = try recorder.send(batchRequest(token: "tok-BATCH-8080", key: "k7"), transfer: TransferOptions()).wait()
+        _ = try recorder.send(
+            connectRequest(.get, "http://api.test/files?ref=tok-INNER-JSON-4242"), transfer: TransferOptions()
+        ).wait()
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-INNER-JSON-4242"), text)
+        XCTAssertTrue(text.contains("expires_in"), text)
+    }
+
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
         // Given: an answer in Latin-1, not UTF-8 (`é` is the single byte 0xE9), that echoes the request's key
         let answer = try XCTUnwrap("clé reçue : tok-APIKEY-445566.".data(using: .isoLatin1))
