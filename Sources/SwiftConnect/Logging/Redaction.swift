@@ -407,6 +407,12 @@ package enum Redaction {
             for _ in 0..<2 {
                 guard let blank = search.range(of: "\r\n\r\n") else { break }
                 let content = search[blank.upperBound...]
+                // Its first character looked at before its bytes are copied: a file part can be large.
+                let first = content.unicodeScalars.first { !jsonBlanks.contains($0) }
+                guard first == "{" || first == "[" || first == "\u{FEFF}" else {
+                    search = content
+                    continue
+                }
                 let data = Data(content.utf8)
                 if startsLikeJSON(data), !JSONDepth.exceeds(data, limit: maximumJSONDepth),
                     let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
@@ -420,6 +426,9 @@ package enum Redaction {
         }
         return found
     }
+
+    /// JSON's white space.
+    private static let jsonBlanks: Set<Unicode.Scalar> = [" ", "\t", "\r", "\n"]
 
     /// The contents of the parts of a `multipart/form-data` body whose field name is sensitive.
     static func sensitiveMultipartContents(_ text: String, contentType: String) -> [String] {
