@@ -161,7 +161,8 @@ extension Connect {
     /// loopback, written more slowly than it came, held nearly all of it. `AsyncHTTPClientTransport` reads no faster
     /// than the file is written.
     ///
-    /// The file appears (replacing any file there in one step) only when the whole body has arrived with a
+    /// The file appears (replacing any file there in one step; a symbolic link there is replaced, never followed,
+    /// and what it leads to is left as it was) only when the whole body has arrived with a
     /// 2xx status; an error status is handled by the error handler as usual and leaves no file (one the error
     /// handler lets through fails with ``ConnectError/Kind/httpStatus``). The handler gets the error body's first
     /// MiB, the rest left unread: the default handler's error then says the body was cut. A destination

@@ -12,6 +12,8 @@ import Foundation
 ///   new file has them from its creation (created `0600`, then set to the destination's mode before a byte is
 ///   written), where it used to be created `0644`, so a download over a private file made it readable by every local
 ///   user. A new destination gets `0666` less the process's umask, as any file the process creates.
+/// - **A symbolic link is replaced, never followed.** The rename puts the file in place of a link at the destination,
+///   and the link's target lends it nothing: the new file has the permissions of a new destination.
 package enum ReplacementFile {
     /// The longest part of the destination's name kept in the replacement's, in UTF-8 bytes.
     static let namePrefixLimit = 100
@@ -28,7 +30,8 @@ package enum ReplacementFile {
             .appendingPathComponent(".\(name).\(UUID().uuidString).\(suffix)")
     }
 
-    /// Creates `file`, which must not exist, with the permissions of `destination` if that is a file, and opens it
+    /// Creates `file`, which must not exist, with the permissions of `destination` if that is a regular file (not a
+    /// symbolic link, which is not followed), and opens it
     /// for writing.
     ///
     /// - Parameters:
@@ -39,7 +42,9 @@ package enum ReplacementFile {
     static func create(_ file: URL, replacing destination: URL) throws -> FileHandle {
         var status = stat()
         let existing: mode_t? = destination.withUnsafeFileSystemRepresentation { path in
-            guard let path, stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+            // `lstat`: a symbolic link is replaced, not followed, so what it leads to says nothing of the new file
+            // (a link to a world-writable file must not make the download world-writable).
+            guard let path, lstat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
             return status.st_mode & 0o777
         }
         let descriptor = file.withUnsafeFileSystemRepresentation { path -> Int32 in

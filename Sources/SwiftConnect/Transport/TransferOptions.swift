@@ -20,7 +20,9 @@ public struct TransferOptions: Sendable {
     /// there is, and the server waits for the rest until the request's timeout, which is what the call reports (a
     /// file that grows fails as a lost connection). `Connect`'s uploads send a private copy, which nothing changes.
     public var bodyFile: URL?
-    /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists.
+    /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists. A
+    /// symbolic link there is replaced by the file, never followed: what it leads to is left as it was (a link planted
+    /// in a shared folder cannot send a download over another file), as `rename(2)` replaces a link.
     /// The body of an error status stays in memory, for the error handler: its first 1 MiB, the rest let go unread
     /// (the error handler's error says the body was cut). A smaller ``maxResponseBytes`` applies to it as to any
     /// body: more fails with ``ConnectError/Kind/responseTooLarge``.
@@ -257,7 +259,8 @@ extension ConnectError {
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
     /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
-    /// lost), or its folder does not exist. Every transport checks before sending.
+    /// lost), or its folder does not exist. Every transport checks before sending. A symbolic link at `destination` is
+    /// not followed: it is the link that a download replaces, whatever it leads to.
     ///
     /// - Parameters:
     ///   - destination: The file a download is to be written to.
@@ -280,8 +283,14 @@ extension TransferOptions {
                 underlyingError: CocoaError(.fileWriteUnsupportedScheme, userInfo: [NSURLErrorKey: destination])
             )
         }
-        var isDirectory: ObjCBool = false
-        if FileManager.default.fileExists(atPath: destination.path, isDirectory: &isDirectory), isDirectory.boolValue {
+        // The destination itself, never what a symbolic link there leads to (`lstat`): the link is what a download
+        // replaces, as `rename(2)` does, so a link to a directory is replaced and the directory left as it is.
+        var status = stat()
+        let isADirectory = destination.withUnsafeFileSystemRepresentation { path in
+            guard let path, lstat(path, &status) == 0 else { return false }
+            return (status.st_mode & S_IFMT) == S_IFDIR
+        }
+        if isADirectory {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): it is a directory",
@@ -290,6 +299,7 @@ extension TransferOptions {
             )
         }
         let folder = destination.deletingLastPathComponent()
+        var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: folder.path, isDirectory: &isDirectory) else {
             throw ConnectError(
                 .fileAccess,
