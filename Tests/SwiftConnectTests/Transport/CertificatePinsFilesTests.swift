@@ -122,4 +122,28 @@ final class CertificatePinsFilesTests: XCTestCase {
             XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
         }
     }
+
+    /// A pipe nobody writes to is refused as a file that cannot be read, named, and the call comes back: read whole, it
+    /// would never end. A writer opens and closes the pipe if the call hangs, so that no thread is left blocked.
+    func testAPipeIsRefusedWithoutWaitingOnIt() throws {
+        let pipe = FileManager.default.temporaryDirectory.appendingPathComponent("pins-pipe-\(UUID().uuidString)")
+        XCTAssertEqual(mkfifo(pipe.path, 0o600), 0)
+        defer { try? FileManager.default.removeItem(at: pipe) }
+        let done = DispatchSemaphore(value: 0)
+        let outcome = Protected<Result<CertificatePins, any Error>?>(nil)
+        DispatchQueue.global().async {
+            let result = Result { try CertificatePins(files: ["api.example.com": [pipe]]) }
+            outcome.withLock { $0 = result }
+            done.signal()
+        }
+        guard done.wait(timeout: .now() + 10) == .success else {
+            let writer = open(pipe.path, O_WRONLY | O_NONBLOCK)
+            if writer >= 0 { close(writer) }
+            done.wait()
+            return XCTFail("CertificatePins(files:) did not come back: it was reading the pipe")
+        }
+        guard case .failure(let error) = outcome.withLock({ $0 }) else { return XCTFail("a pipe gave pins") }
+        XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess, "\(error)")
+        XCTAssertTrue((error as? ConnectError)?.message.contains(pipe.path) == true, "\(error)")
+    }
 }
