@@ -259,7 +259,8 @@ extension ConnectError {
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
     /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
-    /// lost), or its folder does not exist. Every transport checks before sending. A symbolic link at `destination` is
+    /// lost), its folder does not exist, or (on Linux) its name is longer than a file name can be there. Every
+    /// transport checks before sending. A symbolic link at `destination` is
     /// not followed: it is the link that a download replaces, whatever it leads to.
     ///
     /// - Parameters:
@@ -316,6 +317,21 @@ extension TransferOptions {
                 underlyingError: POSIXError(.ENOTDIR)
             )
         }
+        #if os(Linux)
+            // A name longer than the folder's file system allows (255 bytes of UTF-8 on Linux's) is refused now, not by
+            // the last step's rename once the whole body has come. Apple's file systems count characters, not bytes.
+            let nameLength = destination.lastPathComponent.utf8.count
+            let nameLimit = pathconf(folder.path, Int32(_PC_NAME_MAX))
+            if nameLimit > 0, nameLength > nameLimit {
+                throw ConnectError(
+                    .fileAccess,
+                    message: "could not write \(destination.path): its name is \(nameLength) bytes long, over the "
+                        + "\(nameLimit) a file name can have there",
+                    request: request(),
+                    underlyingError: POSIXError(.ENAMETOOLONG)
+                )
+            }
+        #endif
     }
 
     /// Fails with ``ConnectError/Kind/fileAccess`` when `file` cannot be sent as a request body: it is not a readable

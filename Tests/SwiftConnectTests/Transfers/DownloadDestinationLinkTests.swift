@@ -136,3 +136,29 @@ final class DownloadDestinationLinkTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), ["report.bin"])
     }
 }
+
+/// A destination whose name no file can have (over 255 bytes, `NAME_MAX`) is refused, named, before anything is sent:
+/// it was found only by the last step's rename, once the whole body had been downloaded.
+final class DownloadDestinationNameTests: XCTestCase {
+    func testANameTooLongForAFileIsRefusedBeforeAnythingIsSent() throws {
+        let server = try LocalServer.started()
+        addTeardownBlock { server.stop() }
+        server.route("GET", "/report") { _ in .data(Data(count: 100_000)) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("long-name-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent(String(repeating: "é", count: 128) + ".bin")
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+
+        XCTAssertThrowsError(try connect.download(Route("/report"), to: destination).wait(timeout: 30)) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .fileAccess, "\(error)")
+            XCTAssertTrue(error.message.contains(destination.path), error.message)
+            XCTAssertTrue(error.message.contains("255"), error.message)
+        }
+        XCTAssertEqual(server.requests.count, 0, "nothing was sent")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+}
