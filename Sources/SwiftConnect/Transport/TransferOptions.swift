@@ -22,7 +22,8 @@ public struct TransferOptions: Sendable {
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists. A
     /// symbolic link there is replaced by the file, never followed: what it leads to is left as it was (a link planted
-    /// in a shared folder cannot send a download over another file), as `rename(2)` replaces a link.
+    /// in a shared folder cannot send a download over another file), as `rename(2)` replaces a link. A directory, pipe,
+    /// device or socket there fails the request with ``ConnectError/Kind/fileAccess`` before anything is sent.
     /// The body of an error status stays in memory, for the error handler: its first 1 MiB, the rest let go unread
     /// (the error handler's error says the body was cut). A smaller ``maxResponseBytes`` applies to it as to any
     /// body: more fails with ``ConnectError/Kind/responseTooLarge``.
@@ -259,8 +260,8 @@ extension ConnectError {
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
     /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
-    /// lost), its folder does not exist, or (on Linux) its name is longer than a file name can be there. Every
-    /// transport checks before sending. A symbolic link at `destination` is
+    /// lost) or another file that is not a regular file (a pipe, a device, a socket), its folder does not exist, or
+    /// (on Linux) its name is longer than a file name can be there. Every transport checks before sending. A symbolic link at `destination` is
     /// not followed: it is the link that a download replaces, whatever it leads to.
     ///
     /// - Parameters:
@@ -287,11 +288,22 @@ extension TransferOptions {
         // The destination itself, never what a symbolic link there leads to (`lstat`): the link is what a download
         // replaces, as `rename(2)` does, so a link to a directory is replaced and the directory left as it is.
         var status = stat()
-        let isADirectory = destination.withUnsafeFileSystemRepresentation { path in
-            guard let path, lstat(path, &status) == 0 else { return false }
-            return (status.st_mode & S_IFMT) == S_IFDIR
+        let type = destination.withUnsafeFileSystemRepresentation { path -> mode_t? in
+            guard let path, lstat(path, &status) == 0 else { return nil }
+            return status.st_mode & S_IFMT
         }
-        if isADirectory {
+        // A pipe, a device or a socket is no file to replace: the rename would put a regular file in its place (a
+        // reader of the pipe left waiting; `/dev/null` gone, for a process allowed to write in `/dev`).
+        if let type, type != S_IFREG, type != S_IFLNK, type != S_IFDIR {
+            throw ConnectError(
+                .fileAccess,
+                message: "could not write \(destination.path): it is not a regular file (a pipe, a device or a "
+                    + "socket), which a download would replace",
+                request: request(),
+                underlyingError: POSIXError(.EINVAL)
+            )
+        }
+        if type == S_IFDIR {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): it is a directory",

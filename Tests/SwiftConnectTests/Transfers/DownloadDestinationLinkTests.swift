@@ -162,3 +162,37 @@ final class DownloadDestinationNameTests: XCTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
     }
 }
+
+/// A destination that is neither a file nor a link nor a directory (a pipe, a device, a socket) is refused, named,
+/// before anything is sent, and left as it is: the download's rename replaced it with a regular file (a pipe a reader
+/// waited on, or, for a process allowed to write in `/dev`, a device such as `/dev/null`).
+final class DownloadDestinationSpecialFileTests: XCTestCase {
+    func testAPipeAtTheDestinationIsRefusedAndKept() throws {
+        let server = try LocalServer.started()
+        addTeardownBlock { server.stop() }
+        server.route("GET", "/report") { _ in .data(Data("the report".utf8)) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("special-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pipe = folder.appendingPathComponent("report.pipe")
+        XCTAssertEqual(mkfifo(pipe.path, 0o600), 0)
+        let clients: [(String, any Transport)] = [
+            ("URLSession", URLSessionTransport()), ("in memory", FakeTransport.answering(.data(Data("x".utf8)))),
+        ]
+        for (name, transport) in clients {
+            let connect = Connect(
+                transport: transport, retryPolicy: nil,
+                configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+
+            XCTAssertThrowsError(try connect.download(Route("/report"), to: pipe).wait(timeout: 30)) {
+                guard let error = $0 as? ConnectError else { return XCTFail("\(name): \($0)") }
+                XCTAssertEqual(error.kind, .fileAccess, "\(name): \(error)")
+                XCTAssertTrue(error.message.contains(pipe.path), "\(name): \(error.message)")
+            }
+            var status = stat()
+            XCTAssertEqual(lstat(pipe.path, &status), 0, name)
+            XCTAssertEqual(status.st_mode & S_IFMT, S_IFIFO, "\(name): the pipe is still a pipe")
+        }
+        XCTAssertEqual(server.requests.count, 0, "nothing was sent")
+    }
+}
