@@ -166,9 +166,9 @@ extension Connect {
     /// 2xx status; an error status is handled by the error handler as usual and leaves no file (one the error
     /// handler lets through fails with ``ConnectError/Kind/httpStatus``). The handler gets the error body's first
     /// MiB, the rest left unread: the default handler's error then says the body was cut. A destination
-    /// that is not a `file:` URL, that is an existing directory, pipe, device or socket, whose folder does not exist,
-    /// or (on Linux) whose name is longer than a file name can be there fails with ``ConnectError/Kind/fileAccess``
-    /// before anything is sent.
+    /// that is not a `file:` URL, that is an existing directory, pipe, device or socket, that names a directory
+    /// (`isDirectory: true`), whose folder does not exist, or (on Linux) whose name is longer than a file name can be
+    /// there fails with ``ConnectError/Kind/fileAccess`` before anything is sent.
     ///
     /// A timeout, a failure or a cancellation before the whole body has arrived leaves the destination as it was.
     /// Once the body is moved into place (the call's last step, before the last progress report), the new file

@@ -260,8 +260,9 @@ extension ConnectError {
 extension TransferOptions {
     /// Fails with ``ConnectError/Kind/fileAccess`` when `destination` cannot receive a downloaded file: it is
     /// not a `file:` URL, it is an existing directory (which must never be replaced: its contents would be
-    /// lost) or another file that is not a regular file (a pipe, a device, a socket), its folder does not exist, or
-    /// (on Linux) its name is longer than a file name can be there. Every transport checks before sending. A symbolic link at `destination` is
+    /// lost) or another file that is not a regular file (a pipe, a device, a socket), it names a directory that does
+    /// not exist yet (`isDirectory: true`), its folder does not exist, or (on Linux) its name is longer than a file
+    /// name can be there. Every transport checks before sending. A symbolic link at `destination` is
     /// not followed: it is the link that a download replaces, whatever it leads to.
     ///
     /// - Parameters:
@@ -301,6 +302,18 @@ extension TransferOptions {
                     + "socket), which a download would replace",
                 request: request(),
                 underlyingError: POSIXError(.EINVAL)
+            )
+        }
+        // A URL that says it names a directory (its path ends in `/`) and nothing there yet: the caller meant a folder
+        // (to download into, say), and the rename would make a file of that name. One to something already there was
+        // made by Foundation from what it found (a link to a directory, say), and is judged by that.
+        if type == nil, destination.hasDirectoryPath {
+            throw ConnectError(
+                .fileAccess,
+                message: "could not write \(destination.path): the URL names a directory (its path ends in \"/\"), "
+                    + "and a download is written to a file",
+                request: request(),
+                underlyingError: POSIXError(.EISDIR)
             )
         }
         if type == S_IFDIR {

@@ -104,6 +104,14 @@ final class DownloadDestinationLinkTests: XCTestCase {
             XCTAssertEqual(try type(of: destination), .typeRegular, name)
             XCTAssertEqual(try Data(contentsOf: destination), Self.new, name)
             XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8), name)
+
+            // A URL made from the path once the link is there (which Foundation may mark as a directory's) too.
+            try FileManager.default.removeItem(at: destination)
+            try FileManager.default.createSymbolicLink(at: destination, withDestinationURL: directory)
+            let made = URL(fileURLWithPath: destination.path)
+            XCTAssertEqual(try connect.download(Route("/report"), to: made).wait(timeout: 30), made, name)
+            XCTAssertEqual(try type(of: destination), .typeRegular, name)
+            XCTAssertEqual(try Data(contentsOf: precious), Data("user data".utf8), name)
         }
     }
 
@@ -157,6 +165,29 @@ final class DownloadDestinationNameTests: XCTestCase {
             XCTAssertEqual(error.kind, .fileAccess, "\(error)")
             XCTAssertTrue(error.message.contains(destination.path), error.message)
             XCTAssertTrue(error.message.contains("255"), error.message)
+        }
+        XCTAssertEqual(server.requests.count, 0, "nothing was sent")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
+    }
+
+    /// A URL that names a directory (`isDirectory: true`, a path ending in `/`) that does not exist yet became a file of
+    /// that name, where a caller who meant "into this folder" gets an error for an existing one.
+    func testAURLThatNamesADirectoryIsRefusedBeforeAnythingIsSent() throws {
+        let server = try LocalServer.started()
+        addTeardownBlock { server.stop() }
+        server.route("GET", "/report") { _ in .data(Data("the report".utf8)) }
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("dir-url-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("reports", isDirectory: true)
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil,
+            configuration: ServerConfiguration(scheme: .http, host: "127.0.0.1", port: server.port))
+
+        XCTAssertThrowsError(try connect.download(Route("/report"), to: destination).wait(timeout: 30)) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .fileAccess, "\(error)")
+            XCTAssertTrue(error.message.contains(destination.path), error.message)
         }
         XCTAssertEqual(server.requests.count, 0, "nothing was sent")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: folder.path), [])
