@@ -158,13 +158,18 @@ public struct MultipartFormData: Sendable {
     /// Writes the body to a file, copying files from disk in 1 MiB pieces so memory stays bounded.
     ///
     /// The body goes to a new file beside `url`, renamed over it once whole: a failure leaves `url` as it was, and
-    /// a part that streams from `url` itself reads its old content. A file it replaces keeps its permissions.
+    /// a part that streams from `url` itself reads its old content. A file it replaces keeps its permissions; a
+    /// symbolic link there is replaced, never followed. `url` is held to the rules of a download's destination
+    /// (``TransferOptions/destination``): a directory, pipe, device or socket there, or a missing folder, fails with
+    /// ``ConnectError/Kind/fileAccess`` and is left as it is.
     ///
     /// - Parameter url: Where to write; replaced if it exists.
     /// - Throws: ``ConnectError`` when the boundary or a header would be invalid or a file cannot be read or
     ///   written.
     public func write(to url: URL) throws {
         try checkBoundary()
+        // What a download's destination may be: a pipe, device or directory there is refused and kept, never replaced.
+        try TransferOptions.checkDestination(url, stored: nil)
         let partial = ReplacementFile.url(besides: url, suffix: "partial")
         do {
             let output: FileHandle

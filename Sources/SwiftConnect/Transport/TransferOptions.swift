@@ -281,7 +281,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "\(Redaction.url(destination, redacting: true)) is not a file URL: "
-                    + "a download can only be written to a local file",
+                    + "a download (or a written body) can only go to a local file",
                 request: request(),
                 underlyingError: CocoaError(.fileWriteUnsupportedScheme, userInfo: [NSURLErrorKey: destination])
             )
@@ -299,7 +299,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): it is not a regular file (a pipe, a device or a "
-                    + "socket), which a download would replace",
+                    + "socket), which the new file would replace",
                 request: request(),
                 underlyingError: POSIXError(.EINVAL)
             )
@@ -311,7 +311,7 @@ extension TransferOptions {
             throw ConnectError(
                 .fileAccess,
                 message: "could not write \(destination.path): the URL names a directory (its path ends in \"/\"), "
-                    + "and a download is written to a file",
+                    + "and what is written is a file",
                 request: request(),
                 underlyingError: POSIXError(.EISDIR)
             )

@@ -114,6 +114,32 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertThrowsError(try form.write(to: output)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess) }
     }
 
+    /// Written onto a pipe (or a device), the body's rename put a regular file in its place; written onto a directory,
+    /// it is refused. Both are left as they are, as a download's destination is, and named.
+    func testWritingOntoAPipeOrADirectoryIsRefusedAndKeepsIt() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("mp-special-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let pipe = folder.appendingPathComponent("body.pipe")
+        XCTAssertEqual(mkfifo(pipe.path, 0o600), 0)
+        let directory = folder.appendingPathComponent("body.dir")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: false)
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "title", value: "Holiday")
+
+        for (output, type) in [(pipe, S_IFIFO), (directory, S_IFDIR)] {
+            XCTAssertThrowsError(try form.write(to: output)) {
+                XCTAssertEqual(($0 as? ConnectError)?.kind, .fileAccess, "\($0)")
+                XCTAssertTrue(($0 as? ConnectError)?.message.contains(output.path) == true, "\($0)")
+            }
+            var status = stat()
+            XCTAssertEqual(lstat(output.path, &status), 0)
+            XCTAssertEqual(status.st_mode & S_IFMT, type, "\(output.lastPathComponent) is as it was")
+        }
+        XCTAssertEqual(
+            Set(try FileManager.default.contentsOfDirectory(atPath: folder.path)), ["body.pipe", "body.dir"])
+    }
+
     /// A URL with another scheme named a remote file, yet its path was read from the local disk.
     func testANonFileURLIsAFileAccessErrorEverywhere() throws {
         let local = FileManager.default.temporaryDirectory.appendingPathComponent("mp-src-\(UUID().uuidString).txt")
