@@ -15,13 +15,17 @@ extension CertificatePins {
     /// host, so a chain file or a file with the backup key pins them all.
     ///
     /// - Parameter files: Host pattern (an exact name, or `*.` and a domain) → the files of its keys.
-    /// - Throws: ``ConnectError/Kind/fileAccess`` for a file that cannot be read; ``ConnectError/Kind/certificatePinning``
+    /// - Throws: ``ConnectError/Kind/fileAccess`` for a file that cannot be read or is not a regular file (a
+    ///   directory, a pipe, a device); ``ConnectError/Kind/certificatePinning``
     ///   for one that holds no certificate or public key (a private key among them, which must never ship in an app,
     ///   is named as such), an empty list, or a malformed pattern.
     public init(files: [String: [URL]]) throws {
         var contents: [String: [Data]] = [:]
         for (pattern, urls) in files {
             contents[pattern] = try urls.map { url in
+                // A directory, pipe or device is refused in words that say so (Foundation's are "You don't have
+                // permission"), before it is opened: a pipe read whole may never end.
+                _ = try MultipartFormData.regularFileSize(url)
                 do {
                     return try Data(contentsOf: url)
                 } catch {
