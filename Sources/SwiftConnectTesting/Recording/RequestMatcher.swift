@@ -7,6 +7,7 @@ import SwiftConnect
 /// Both requests are redacted (``RecordedRequest``), so secrets never take part. The default ignores what varies
 /// between runs without changing the request's meaning:
 /// - the order of query items (`?b=2&a=1` matches `?a=1&b=2`), and the URL's fragment;
+/// - the case of the hex digits of a path's percent-escapes (`%2f` matches `%2F`, the same octet);
 /// - the order of JSON object keys, and JSON white space (bodies that parse as JSON are compared parsed);
 /// - a multipart body's boundary, random in each run;
 /// - header fields altogether, among them the `Idempotency-Key` a retry policy adds with a new UUID each run.
@@ -101,10 +102,33 @@ enum RequestNormalization {
             path: path(url), query: items.sorted())
     }
 
-    /// The percent-encoded path, `/` for none.
+    /// The percent-encoded path, `/` for none, the hex digits of its escapes in upper case: `%2f` and `%2F` are the
+    /// same octet (RFC 3986 §6.2.2.1). The rest keeps its case, and an escape is not decoded (`%2F` is no `/`).
     static func path(_ url: URL) -> String {
         let path = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? ""
-        return path.isEmpty ? "/" : path
+        return path.isEmpty ? "/" : uppercasingEscapes(path)
+    }
+
+    /// `path` with the two hex digits after each `%` in upper case.
+    private static func uppercasingEscapes(_ path: String) -> String {
+        var bytes = Array(path.utf8)
+        var index = 0
+        while index + 2 < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%"), isHexDigit(bytes[index + 1]), isHexDigit(bytes[index + 2]) else {
+                index += 1
+                continue
+            }
+            for digit in index + 1...index + 2 where bytes[digit] >= UInt8(ascii: "a") {
+                bytes[digit] -= UInt8(ascii: "a") - UInt8(ascii: "A")
+            }
+            index += 3
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
+
+    private static func isHexDigit(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "f")).contains(byte)
+            || (UInt8(ascii: "A")...UInt8(ascii: "F")).contains(byte)
     }
 
     /// The body as compared: JSON re-serialised with sorted keys, a multipart boundary replaced, else the bytes.

@@ -64,6 +64,33 @@ final class RequestMatcherTests: XCTestCase {
         XCTAssertEqual(try replayer.send(reordered, transfer: TransferOptions()).wait().statusCode, 200)
     }
 
+    /// `%2f` and `%2F` are the same octet (RFC 3986 §6.2.2.1): a recording made with one spelling of a path's
+    /// escapes answers a request with the other.
+    func testPathEscapesMatchWhateverTheCaseOfTheirHexDigits() throws {
+        // Given
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/files/a%2fb%c3%a9")])
+        // When
+        let upper = try connectRequest(.get, "\(base)/files/a%2Fb%C3%A9")
+        // Then
+        XCTAssertEqual(try replayer.send(upper, transfer: TransferOptions()).wait().statusCode, 200)
+    }
+
+    /// Only the hex digits of an escape are compared in any case: the rest of the path keeps its case, another octet
+    /// and the character an escape stands for (`%2F` and `/`) still differ.
+    func testOnlyTheHexDigitsOfPathEscapesAreComparedInAnyCase() throws {
+        func request(_ path: String) throws -> RecordedRequest {
+            RecordedRequest(method: "GET", url: try XCTUnwrap(URL(string: "\(base)\(path)")))
+        }
+        let recorded = try request("/Files/a%2fb%e9cd")
+        for matcher in [RequestMatcher.url, .path] {
+            XCTAssertTrue(matcher.matches(try request("/Files/a%2Fb%E9cd"), recorded))
+            XCTAssertFalse(matcher.matches(try request("/files/a%2Fb%E9cd"), recorded), "letters outside escapes")
+            XCTAssertFalse(matcher.matches(try request("/Files/a%2Fb%E9CD"), recorded), "letters after an escape")
+            XCTAssertFalse(matcher.matches(try request("/Files/a%2Eb%E9cd"), recorded), "another octet")
+            XCTAssertFalse(matcher.matches(try request("/Files/a/b%E9cd"), recorded), "an escaped slash is no slash")
+        }
+    }
+
     func testMultipartBoundaryAndIdempotencyKeyDoNotPreventAMatch() throws {
         // Given: a form sent with one boundary and key
         func form(boundary: String, key: String) throws -> ConnectRequest {
