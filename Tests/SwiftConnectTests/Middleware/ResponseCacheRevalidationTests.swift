@@ -778,6 +778,64 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
     }
 
+    /// The removal of another key while a revalidation is in flight: the 304 validates a body the cache still has, so
+    /// it is served without sending the request again, and the revalidated response is stored again.
+    func testARemovalOfAnotherKeyLetsTheRevalidationServeTheStoredBody() throws {
+        // Given
+        let server = Server()
+        let clock = ManualClock()
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
+        transport.stub(
+            .get, "/a", with: [.handler { server.answer($0) }, revalidation, .handler { server.answer($0) }])
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        _ = try get(connect)
+        clock.advance(61)
+        let revalidating = connect.response(for: Route("/a", baseURL: base), options: rule)
+        _ = try transport.requestsReceived(count: 2).wait(timeout: 5)
+        // When
+        cache.removeResponse(forKey: "GET https://api.example.com/b")
+        cache.removeResponse(forKey: "GET https://api.example.com/a/")
+        gate.succeed(())
+        // Then
+        let answer = try revalidating.wait(timeout: 5)
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(transport.requests.count, 2, "the 304 is served: no request sent again")
+        XCTAssertEqual(cache.count, 1, "the revalidated response is stored again")
+        _ = try get(connect)
+        XCTAssertEqual(transport.requests.count, 2, "served from the cache")
+    }
+
+    /// The removal of the revalidated response under the key its rule names, while its request carries credentials
+    /// (stored under the key and a digest of them): the 304 is not served, as for the key alone.
+    func testARemovalOfTheKeyOfARevalidationWithCredentialsSendsTheRequestAgain() throws {
+        // Given
+        let server = Server()
+        let clock = ManualClock()
+        let gate = Promise<Void>()
+        let transport = FakeTransport()
+        let revalidation = FakeResponse.handler { server.answer($0) }.released(by: gate.future)
+        transport.stub(
+            .get, "/a", with: [.handler { server.answer($0) }, revalidation, .handler { server.answer($0) }])
+        let cache = ResponseCache(maxBytes: 1_000_000, now: { clock.now })
+        let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+        let token = [HTTPHeader(name: "Authorization", value: "Bearer amy")]
+        _ = try get(connect, headers: token)
+        clock.advance(61)
+        let revalidating = connect.response(for: Route("/a", baseURL: base, headers: token), options: rule)
+        _ = try transport.requestsReceived(count: 2).wait(timeout: 5)
+        // When
+        cache.removeResponse(forKey: "GET https://api.example.com/a")
+        gate.succeed(())
+        // Then
+        let answer = try revalidating.wait(timeout: 5)
+        XCTAssertEqual(transport.requests.count, 3)
+        XCTAssertNil(transport.requests.last?.value(forHTTPHeaderField: "If-None-Match"))
+        XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 1")
+    }
+
     /// Identical stale requests in flight together share one conditional request when the client coalesces them,
     /// and each gets the stored body.
     func testCoalescedRevalidationsShareOneConditionalRequest() throws {

@@ -174,8 +174,13 @@ public final class ResponseCache: Sendable {
         var misses = 0
         /// Network fetches started, numbered in order.
         var fetches: UInt64 = 0
-        /// Raised by every removal the app asks for: a fetch started before it does not store its response.
+        /// Raised by ``removeAll()``, and when ``removals`` or ``invalidations`` overflow: a fetch started before it
+        /// does not store its response.
         var generation: UInt64 = 0
+        /// Key a ``removeResponse(forKey:)`` named → the last fetch started before it: those fetches, of that key and
+        /// its variants, do not store their responses, nor serve a 304 for the removed body. Bounded as
+        /// ``invalidations``: past ``maxInvalidations`` it is emptied and the generation raised instead.
+        var removals: [String: UInt64] = [:]
         /// Resource → the last fetch started before a successful unsafe request to it removed its responses: those
         /// fetches do not store theirs (RFC 9111 §4.4). Bounded: past ``maxInvalidations`` it is emptied and the
         /// generation raised instead, which holds back every fetch then in flight.
@@ -201,6 +206,22 @@ public final class ResponseCache: Sendable {
         /// Whether responses for one of `resources` were removed after fetch number `fetch` started.
         func isInvalidated(_ resources: [String], since fetch: UInt64) -> Bool {
             resources.contains { (invalidations[$0] ?? 0) >= fetch }
+        }
+
+        /// Holds back the fetches in flight of `key` and its variants (``removeResponse(forKey:)``).
+        mutating func noteRemoval(of key: String) {
+            if removals[key] == nil, removals.count >= Self.maxInvalidations {
+                removals.removeAll()
+                generation &+= 1
+            }
+            removals[key] = fetches
+        }
+
+        /// Whether fetch number `fetch`, whose response goes under `key`, started before the app removed that key or
+        /// all: its response is not stored, nor a 304 of it served.
+        func isRemoved(_ key: String, since fetch: UInt64, generation: UInt64) -> Bool {
+            self.generation != generation
+                || removals.contains { $0.value >= fetch && ResponseCache.isKey(key, orVariantOf: $0.key) }
         }
 
         mutating func touch(_ key: String) {
@@ -307,6 +328,7 @@ public final class ResponseCache: Sendable {
         state.withLock { state in
             state.generation &+= 1
             state.invalidations.removeAll()
+            state.removals.removeAll()
             state.entries.removeAll()
             state.recency.removeAll()
             state.totalBytes = 0
@@ -317,13 +339,14 @@ public final class ResponseCache: Sendable {
 
     /// Forgets the responses stored under `key`, for every set of credentials and every body: the key as a rule
     /// names it, without the `" body:"` and `" credentials:"` parts the cache adds to it
-    /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation in flight whose `304` comes
-    /// later sends its request again, without conditions.
+    /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation of that key in flight whose
+    /// `304` comes later sends its request again, without conditions; the fetches of other keys are not affected.
     ///
     /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
     public func removeResponse(forKey key: String) {
         state.withLock { state in
-            state.generation &+= 1
+            // This key's fetches in flight only: a revalidation of another key still serves its 304.
+            state.noteRemoval(of: key)
             for stored in Array(state.entries.keys) where Self.isKey(stored, orVariantOf: key) { state.remove(stored) }
         }
         storage?.removeResponses(forKey: key)
@@ -531,7 +554,7 @@ public final class ResponseCache: Sendable {
         if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
             // What the app removes meanwhile (a logout's removeAll(), removeResponse(forKey:)) is not served by the 304.
             let isRemoved: @Sendable () -> Bool = { [weak self] in
-                self?.state.withLock { $0.generation != generation } ?? false
+                self?.state.withLock { $0.isRemoved(key, since: fetch, generation: generation) } ?? false
             }
             response = Self.revalidating(
                 revalidated, by: conditional, for: request, progress: context.transfer.progress, isRemoved: isRemoved,
@@ -567,8 +590,8 @@ public final class ResponseCache: Sendable {
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the response of a fetch started later.
-                guard state.generation == generation, !state.isInvalidated(resources, since: fetch),
-                    (state.entries[key]?.fetch ?? 0) < fetch
+                guard !state.isRemoved(key, since: fetch, generation: generation),
+                    !state.isInvalidated(resources, since: fetch), (state.entries[key]?.fetch ?? 0) < fetch
                 else { return false }
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
@@ -591,7 +614,7 @@ public final class ResponseCache: Sendable {
                 // The app removed responses while the file was written (a logout's removeAll(), a write to the
                 // resource): it goes too.
                 let isRemoved = self.state.withLock {
-                    $0.generation != generation || $0.isInvalidated(resources, since: fetch)
+                    $0.isRemoved(key, since: fetch, generation: generation) || $0.isInvalidated(resources, since: fetch)
                 }
                 if isRemoved { storage.removeResponses(forKey: key) }
             }
@@ -673,7 +696,9 @@ public final class ResponseCache: Sendable {
         // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
         // served, nor kept, nor revalidated (a 304 would serve what was removed).
         let isCurrent = state.withLock { state -> Bool in
-            guard state.generation == generation, !state.isInvalidated(resources, since: fetch) else { return false }
+            guard !state.isRemoved(key, since: fetch, generation: generation),
+                !state.isInvalidated(resources, since: fetch)
+            else { return false }
             guard isAccepted else { return true }
             state.hits += 1
             state.misses -= 1
