@@ -142,7 +142,9 @@ public struct MultipartFormData: Sendable {
                 case .data(let data): content = data
                 case .file(let url):
                     _ = try Self.regularFileSize(url)
-                    do { content = try Data(contentsOf: url) } catch {
+                    let input = try Self.openRegularFile(url)
+                    defer { try? input.close() }
+                    do { content = try Self.readToEnd(input) } catch {
                         throw ConnectError.fileAccess(error, url: url, request: nil)
                     }
                 }
@@ -380,15 +382,52 @@ public struct MultipartFormData: Sendable {
             throw ConnectError.fileAccess(error, url: url, request: nil)
         }
         guard let type = attributes[.type] as? FileAttributeType, type == .typeRegular else {
-            let isDirectory = attributes[.type] as? FileAttributeType == .typeDirectory
-            let reason = isDirectory ? "it is a directory" : "it is not a regular file"
-            throw ConnectError(
-                .fileAccess,
-                message: "could not read \(url.path): \(reason)",
-                underlyingError: POSIXError(isDirectory ? .EISDIR : .EINVAL)
-            )
+            throw notRegularFile(url, isDirectory: attributes[.type] as? FileAttributeType == .typeDirectory)
         }
         return (attributes[.size] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// `url`'s file opened for reading (a symbolic link is followed), refused as ``regularFileSize(_:)`` refuses it
+    /// when the open file is not a regular file. The open does not wait (`O_NONBLOCK`): a pipe put in place of a
+    /// checked file would hold the thread until a writer came. The open file is judged by its descriptor (`fstat`),
+    /// not by its path again.
+    static func openRegularFile(_ url: URL) throws -> FileHandle {
+        var openError: Int32 = 0
+        let descriptor = url.withUnsafeFileSystemRepresentation { path -> Int32 in
+            guard let path else {
+                openError = ENOENT
+                return -1
+            }
+            let descriptor = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+            openError = errno
+            return descriptor
+        }
+        guard descriptor >= 0 else {
+            throw ConnectError.fileAccess(
+                POSIXError(POSIXErrorCode(rawValue: openError) ?? .EIO), url: url, request: nil)
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0 else {
+            let code = errno
+            close(descriptor)
+            throw ConnectError.fileAccess(POSIXError(POSIXErrorCode(rawValue: code) ?? .EIO), url: url, request: nil)
+        }
+        guard status.st_mode & S_IFMT == S_IFREG else {
+            close(descriptor)
+            throw notRegularFile(url, isDirectory: status.st_mode & S_IFMT == S_IFDIR)
+        }
+        // A read of a regular file never waits; blocking reads all the same, as any other file handle's.
+        _ = fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~O_NONBLOCK)
+        return FileHandle(fileDescriptor: descriptor, closeOnDealloc: true)
+    }
+
+    /// The error for `url` when it is not a regular file.
+    private static func notRegularFile(_ url: URL, isDirectory: Bool) -> ConnectError {
+        ConnectError(
+            .fileAccess,
+            message: "could not read \(url.path): \(isDirectory ? "it is a directory" : "it is not a regular file")",
+            underlyingError: POSIXError(isDirectory ? .EISDIR : .EINVAL)
+        )
     }
 
     private static func write(_ data: Data, to output: FileHandle, url: URL) throws {
@@ -407,12 +446,7 @@ public struct MultipartFormData: Sendable {
     /// file said it had); `inspect` sees each piece before it is written.
     private func copy(_ source: URL, to output: FileHandle, url: URL, inspect: (Data) throws -> Void) throws -> Int64 {
         _ = try Self.regularFileSize(source)
-        let input: FileHandle
-        do {
-            input = try FileHandle(forReadingFrom: source)
-        } catch {
-            throw ConnectError.fileAccess(error, url: source, request: nil)
-        }
+        let input = try Self.openRegularFile(source)
         defer { try? input.close() }
         var copied: Int64 = 0
         while true {
@@ -426,6 +460,17 @@ public struct MultipartFormData: Sendable {
             try inspect(chunk)
             try Self.write(chunk, to: output, url: url)
             copied += Int64(chunk.count)
+        }
+    }
+
+    /// The rest of `input`, read in 1 MiB pieces (`FileHandle.readToEnd()` needs newer Apple systems than the package's
+    /// oldest). A read error is thrown, never trapped on.
+    static func readToEnd(_ input: FileHandle) throws -> Data {
+        var whole = Data()
+        while true {
+            let chunk = try read(upTo: 1 << 20, from: input)
+            if chunk.isEmpty { return whole }
+            whole.append(chunk)
         }
     }
 

@@ -370,6 +370,28 @@ extension TransferOptions {
         if let problem = bodyFileProblem(file, stored: request.map { .foundation($0) }) { throw problem }
     }
 
+    /// The bytes of `file`, read whole as a body once checked (``checkBodyFile(_:request:)``) and opened as a regular
+    /// file (``MultipartFormData/openRegularFile(_:)``: a pipe swapped in after the check is refused, not waited on).
+    ///
+    /// - Parameters:
+    ///   - file: The file a body is to be sent from (``bodyFile``).
+    ///   - request: The request, for the error.
+    /// - Returns: The file's bytes.
+    /// - Throws: A ``ConnectError`` of kind ``ConnectError/Kind/fileAccess``.
+    package static func readBodyFile(_ file: URL, request: URLRequest?) throws -> Data {
+        try checkBodyFile(file, request: request)
+        do {
+            let input = try MultipartFormData.openRegularFile(file)
+            defer { try? input.close() }
+            return try MultipartFormData.readToEnd(input)
+        } catch var error as ConnectError {
+            error.storedRequest = request.map { .foundation($0) }
+            throw error
+        } catch {
+            throw ConnectError.fileAccess(error, url: file, request: request)
+        }
+    }
+
     /// Why `file` cannot be uploaded, or `nil` when it can: a readable regular file (the check multipart parts and
     /// every transport make: a directory, device or pipe has no length to announce, or no end).
     static func bodyFileProblem(_ file: URL, stored request: ConnectResponse.StoredRequest?) -> ConnectError? {

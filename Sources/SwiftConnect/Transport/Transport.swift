@@ -132,8 +132,7 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         do {
             // Refused as every engine refuses it (a directory, a pipe: no length, maybe no end), not read and left to
             // Foundation's words ("You don't have permission" for a pipe on Linux).
-            try TransferOptions.checkBodyFile(file, request: request)
-            request.httpBody = try Data(contentsOf: file)
+            request.httpBody = try TransferOptions.readBodyFile(file, request: request)
         } catch let error as ConnectError {
             return Future(error: error)
         } catch {

@@ -257,9 +257,8 @@ public final class RecordingTransport: Transport, Sendable {
             // it from the file.
             do {
                 // Refused as every engine refuses it (a directory, a pipe), before reading it.
-                try TransferOptions.checkBodyFile(file, request: request.urlRequest)
                 var readable = request
-                readable.body = .bytes(try Data(contentsOf: file))
+                readable.body = .bytes(try TransferOptions.readBodyFile(file, request: request.urlRequest))
                 return answer(readable, live: request, transfer: transfer)
             } catch let error as ConnectError {
                 return Future(error: error)
