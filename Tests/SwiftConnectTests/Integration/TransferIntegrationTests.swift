@@ -326,6 +326,21 @@ final class TransferIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    /// A destination whose folder is a regular file (no folder can be made there, for root too) is refused before the
+    /// request is sent, saying so, not once the answer's head has come.
+    func testDownloadUnderARegularFileIsRefusedBeforeAnythingIsSent() throws {
+        server.route("GET", "/file") { _ in .data(Data("payload".utf8)) }
+        let notAFolder = temporaryURL("regular-file")
+        try Data("user data".utf8).write(to: notAFolder)
+        let destination = notAFolder.appendingPathComponent("x.bin")
+        XCTAssertThrowsError(try connect.download(Route("/file"), to: destination).wait(timeout: 60)) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .fileAccess)
+            XCTAssertTrue((error as? ConnectError)?.message.contains("is not a folder") ?? false, "\(error)")
+        }
+        XCTAssertEqual(server.requestCount, 0)
+        XCTAssertEqual(try Data(contentsOf: notAFolder), Data("user data".utf8))
+    }
+
     /// The folder goes away after the request is sent and before the answer arrives: the error says so.
     func testAFolderRemovedBeforeTheAnswerIsReportedAsMissing() throws {
         let folder = temporaryURL("vanishing")
