@@ -31,9 +31,11 @@ extension Future {
         whenCompleteReturningWork { [weak other] result in
             switch result {
             case .failure(let error):
-                // The other's work is stopped before anyone hears of the failure.
+                // The other's work is stopped before anyone hears of the failure: cancelled here and now, not queued
+                // for a cancellation running on this thread (this failure may come from inside one, through a cancel
+                // handler that cancels or fails an input), which would cancel it only after `work` has run.
                 let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
-                if failed { other?.cancelAsInput() }
+                if failed { other?.cancel() }
                 return work
             case .success(let value):
                 let pair = values.withLock { state -> (Value, Other)? in
@@ -47,7 +49,7 @@ extension Future {
             switch result {
             case .failure(let error):
                 let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
-                if failed { self?.cancelAsInput() }
+                if failed { self?.cancel() }
                 return work
             case .success(let otherValue):
                 let pair = values.withLock { state -> (Value, Other)? in
@@ -87,10 +89,10 @@ extension Future {
             future.whenCompleteReturningWork { result in
                 switch result {
                 case .failure(let error):
-                    // The others' work is stopped before anyone hears of the failure (this input, complete, stays
-                    // as it is).
+                    // The others' work is stopped before anyone hears of the failure, here and now, as in `zip` (this
+                    // input, complete, stays as it is).
                     let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
-                    if failed { for input in inputs { input.future?.cancelAsInput() } }
+                    if failed { for input in inputs { input.future?.cancel() } }
                     return work
                 case .success(let value):
                     let values = state.withLock { $0.store(value, at: index) }

@@ -181,6 +181,31 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertFalse(promises[3].succeed(3), "its work was cancelled")
     }
 
+    /// An input of `zip` or `all` that fails inside another future's cancellation (a cancel handler of your own cancels
+    /// or fails it) still has the other inputs cancelled before anyone hears of the failure, as it has anywhere else.
+    func testZipAndAllCancelTheOtherInputsFirstWhenOneFailsInsideACancellation() {
+        for (combination, ending) in [("zip", "cancels"), ("zip", "fails"), ("all", "cancels"), ("all", "fails")] {
+            // Given
+            let failing = Promise<Int>()
+            let other = Promise<Int>()
+            let events = Recorder<String>()
+            other.setCancelHandler { events.append("other cancelled") }
+            let combined =
+                combination == "zip"
+                ? failing.future.zip(other.future).asVoid() : Future.all([failing.future, other.future]).asVoid()
+            combined.observe { _ in events.append("observed") }
+            let outer = Promise<Int>()
+            outer.setCancelHandler {
+                if ending == "cancels" { failing.future.cancel() } else { failing.fail(TestError(1)) }
+            }
+            // When
+            outer.future.cancel()
+            // Then
+            XCTAssertEqual(events.values, ["other cancelled", "observed"], "\(combination): a handler that \(ending)")
+            XCTAssertTrue(other.future.isCancelled, combination)
+        }
+    }
+
     /// The requests behind a `zip` and an `all` are cancelled on the network when another of them fails: a page that
     /// cannot be shown whole does not keep loading its other parts.
     func testTheOtherRequestsOfAFailedZipOrAllAreCancelled() {
