@@ -519,15 +519,18 @@ extension Future: DrainableFuture, CancellableFuture {
     /// Sets the action ``cancel()`` runs; runs it at once if the future was already cancelled.
     func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
         guard let lock else { return }
-        let runNow: Bool = lock.withLock {
+        let (runNow, replaced): (Bool, (@Sendable () -> Void)?) = lock.withLock {
             switch state {
             case .pending:
-                cancelHandler = handler
-                return false
+                // The handler replaced is released outside the lock, as `complete` releases it: its captures may run
+                // deinit code that uses this future.
+                defer { cancelHandler = handler }
+                return (false, cancelHandler)
             case .resolved:
-                return wasCancelled
+                return (wasCancelled, nil)
             }
         }
+        _ = replaced
         if runNow { handler() }
     }
 }

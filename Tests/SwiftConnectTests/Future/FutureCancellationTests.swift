@@ -50,6 +50,31 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertEqual(handlerRuns.value, 1)
     }
 
+    /// A cancel handler that another replaces is released outside the future's lock: what it held may use the future
+    /// as it goes (a token that cancels the future when it is freed) instead of waiting for a lock its own thread holds.
+    func testAReplacedCancelHandlerIsReleasedOutsideTheFuturesLock() {
+        // Given: a handler holding the last reference to an object that reads the future when it is freed
+        let promise = Promise<Int>()
+        let future = promise.future
+        let readTheFuture = Recorder<Bool>()
+        do {
+            let probe = ReleaseProbe {
+                // Read on another thread: on this one, a lock still held would hang the test instead of failing it.
+                let read = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    _ = future.isCompleted
+                    read.signal()
+                }
+                readTheFuture.append(read.wait(timeout: .now() + 5) == .success)
+            }
+            promise.setCancelHandler { _ = probe }
+        }
+        // When
+        promise.setCancelHandler {}
+        // Then
+        XCTAssertEqual(readTheFuture.values, [true], "the future's lock was free while the old handler was released")
+    }
+
     func testCancellingTheEndOfAChainCancelsTheSource() {
         let promise = Promise<Int>()
         let handlerRuns = Counter()
@@ -226,4 +251,15 @@ final class FutureCancellationTests: XCTestCase {
         future.cancel()
         XCTAssertEqual(try future.wait(), 3)
     }
+}
+
+/// Runs `released` when it is freed.
+private final class ReleaseProbe: Sendable {
+    let released: @Sendable () -> Void
+
+    init(released: @escaping @Sendable () -> Void) {
+        self.released = released
+    }
+
+    deinit { released() }
 }
