@@ -406,18 +406,15 @@
                         return .failed(error)
                     case .messages(let messages):
                         for message in messages {
-                            if message.sequence == sent, case .done = message.payload {
-                                isDone = true
-                            } else if message.sequence == sent, case .error(let code) = message.payload {
-                                // EBUSY: another dump still runs on this socket; EINTR: the dump was cut short.
-                                guard -code == EBUSY || -code == EINTR else {
-                                    return .failed(.init(call: "dump", errorNumber: -code))
-                                }
-                                isConsistent = false
-                                isDone = true
-                            } else {
-                                if message.flags & RTNetlink.NLM_F_DUMP_INTR != 0 { isConsistent = false }
+                            switch message.reading(dump: sent) {
+                            case .apply(let interrupted):
+                                if interrupted { isConsistent = false }
                                 table.apply(message)
+                            case .end(let interrupted):
+                                if interrupted { isConsistent = false }
+                                isDone = true
+                            case .failed(let errorNumber):
+                                return .failed(.init(call: "dump", errorNumber: errorNumber))
                             }
                         }
                     }
@@ -634,8 +631,8 @@
             /// A new or changed address, with its `IFA_F_*` flags.
             case address(NetlinkInterfaceAddress, flags: UInt32)
             case addressRemoved(NetlinkInterfaceAddress)
-            /// The end of a dump.
-            case done
+            /// The end of a dump, with the dump's own result: 0, or a negative `errno` when it ended early.
+            case done(code: Int32)
             /// An error (negative `errno`) or acknowledgement (0) of a request.
             case error(code: Int32)
             /// A message of a type or family the monitor does not follow.
@@ -668,6 +665,35 @@
             return messages
         }
 
+        /// What a message read while dump `sent` runs means for it.
+        enum DumpReading: Equatable, Sendable {
+            /// A part of the dump, or a change: applied to the table. `interrupted`: the kernel saw the interfaces
+            /// change while it dumped them, so the dump is read again.
+            case apply(interrupted: Bool)
+            /// The dump's end; `interrupted` as above.
+            case end(interrupted: Bool)
+            /// The kernel ended the dump with this `errno`.
+            case failed(errorNumber: Int32)
+        }
+
+        /// What this message means for dump `sent` (the sequence number of its request). The kernel flags the end
+        /// too when the interfaces changed after the last part, and puts there the error that cut the dump short
+        /// (EMSGSIZE: an interface too large for a datagram), as it does in an error message.
+        func reading(dump sent: UInt32) -> DumpReading {
+            let interrupted = flags & RTNetlink.NLM_F_DUMP_INTR != 0
+            guard sequence == sent else { return .apply(interrupted: interrupted) }
+            switch payload {
+            case .done(let code) where code >= 0:
+                return .end(interrupted: interrupted)
+            case .done(let code), .error(let code):
+                // EBUSY: another dump still runs on this socket; EINTR: the dump was cut short.
+                guard -code == EBUSY || -code == EINTR else { return .failed(errorNumber: -code) }
+                return .end(interrupted: true)
+            default:
+                return .apply(interrupted: interrupted)
+            }
+        }
+
         /// The messages of `bytes`, for tests.
         static func parse(_ bytes: [UInt8]) -> [NetlinkMessage] {
             bytes.withUnsafeBytes { parse($0) }
@@ -676,7 +702,8 @@
         private static func parsePayload(type: UInt16, body: UnsafeRawBufferPointer) -> Payload? {
             switch type {
             case RTNetlink.NLMSG_DONE:
-                return .done
+                // An `int`: the dump's result (kernels before 2.6.x may send it shorter: read as 0).
+                return .done(code: body.count >= 4 ? body.loadUnaligned(as: Int32.self) : 0)
             case RTNetlink.NLMSG_ERROR:
                 guard body.count >= 4 else { return nil }
                 return .error(code: body.loadUnaligned(as: Int32.self))
