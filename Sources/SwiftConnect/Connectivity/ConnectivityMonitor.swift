@@ -17,10 +17,15 @@ public struct Connectivity: Sendable, Hashable, CustomStringConvertible {
         case other
     }
 
-    /// Whether a network beyond the loopback interface is usable.
-    public var isConnected: Bool
-    /// The interfaces in use, when the monitor knows them; empty when offline or unknown.
-    public var interfaces: Set<Interface>
+    /// Whether a network beyond the loopback interface is usable. Setting it to `false` empties ``interfaces``.
+    public var isConnected: Bool {
+        didSet { if !isConnected { interfaces = [] } }
+    }
+    /// The interfaces in use, when the monitor knows them; empty when offline (interfaces set then are dropped) or
+    /// unknown.
+    public var interfaces: Set<Interface> {
+        didSet { if !isConnected && !interfaces.isEmpty { interfaces = [] } }
+    }
 
     /// Creates a connectivity state.
     ///

@@ -522,6 +522,30 @@ final class ConnectivityMiddlewareTests: XCTestCase {
 
     // MARK: - The monitor seam
 
+    /// An offline state has no interfaces, however it was made: one set offline, or given interfaces, by its
+    /// properties kept them, unequal to `.disconnected`, so that observers heard of "changes" while offline.
+    func testAStateMadeOfflineThroughItsPropertiesHasNoInterfaces() {
+        // Given
+        var dropped = Connectivity(isConnected: true, interfaces: [.wifi])
+        var offline = Connectivity.disconnected
+        // When
+        dropped.isConnected = false
+        offline.interfaces = [.cellular]
+        // Then
+        XCTAssertEqual(dropped, .disconnected)
+        XCTAssertEqual(offline, .disconnected)
+        let observers = ConnectivityObservers(initial: .disconnected)
+        let seen = Guarded<[Connectivity]>([])
+        let observation = observers.add { state in seen.withLock { $0.append(state) } }
+        observers.update(offline)
+        XCTAssertEqual(seen.snapshot, [], "no change while offline")
+        // And an online state keeps what it is given
+        dropped.isConnected = true
+        dropped.interfaces = [.wiredEthernet]
+        XCTAssertEqual(dropped, Connectivity(isConnected: true, interfaces: [.wiredEthernet]))
+        observation.cancel()
+    }
+
     func testObserversSeeEachChangeOnceInOrderEvenWhenAHandlerChangesTheState() {
         let observers = ConnectivityObservers(initial: .disconnected)
         let seen = Guarded<[Bool]>([])
