@@ -42,7 +42,8 @@
         ///
         /// ``current`` is exact as soon as this returns.
         ///
-        /// - Throws: ``SetupError`` if the socket cannot be opened or bound, or the kernel does not answer.
+        /// - Throws: ``SetupError`` if the socket cannot be opened or bound, or the kernel does not answer or fails
+        ///   to list the interfaces and addresses (`call` is then `dump`).
         public convenience init() throws(SetupError) {
             try self.init(datagramsPerBatch: NetlinkSession.maximumDatagramsPerBatch)
         }

@@ -217,7 +217,9 @@ public enum ConnectEvent: Sendable {
     case redirected(status: Int, location: URL)
     /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`.
     case queueWaited(seconds: TimeInterval)
-    /// A ``ConnectivityMiddleware`` held the request for `seconds` while the network was gone, then sent it.
+    /// A ``ConnectivityMiddleware`` held the request for `seconds` while the network was gone (or, made as the
+    /// network came back, behind the requests held so, while they were let go), then sent it. Not told for a request
+    /// that failed or was cancelled while held.
     case connectivityWaited(seconds: TimeInterval)
     /// The client's ``ResponseCache`` answered the request (`hit`), or had nothing for it.
     case cacheLookup(hit: Bool)
