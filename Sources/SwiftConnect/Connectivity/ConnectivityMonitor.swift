@@ -94,7 +94,8 @@ public final class ConnectivityObservation: Sendable {
 }
 
 extension ConnectivityMonitor {
-    /// The changes of ``current`` as an asynchronous sequence, starting with the state now.
+    /// The changes of ``current`` as an asynchronous sequence, starting with the state now. The sequence keeps the
+    /// monitor until it ends: until its consumer stops iterating, or is released.
     ///
     /// ```swift
     /// for await state in monitor.changes {
@@ -120,7 +121,12 @@ extension ConnectivityMonitor {
                 continuation.yield(gate.pending ?? now)
                 gate.isOpen = true
             }
-            continuation.onTermination = { _ in observation.cancel() }
+            // The monitor is kept until the sequence ends (its consumer stops or is released): the changes of a
+            // monitor nobody else keeps (`try SystemConnectivityMonitor().changes`) still come.
+            continuation.onTermination = { _ in
+                observation.cancel()
+                withExtendedLifetime(self) {}
+            }
         }
     }
 }

@@ -18,8 +18,9 @@
     ///
     /// The monitor watches the network namespace of the thread that creates it, for its whole life.
     ///
-    /// One thread per monitor reads the socket and calls the observers. Call ``stop()``, or release the monitor,
-    /// to end it; it does not outlive the monitor.
+    /// One thread per monitor reads the socket and calls the observers. Call ``stop()``, or release the monitor
+    /// (a ``ConnectivityMonitor/changes`` sequence keeps it until the sequence ends), to end it; it does not outlive
+    /// the monitor.
     public final class NetlinkConnectivityMonitor: ConnectivityMonitor {
         /// Why a monitor could not be created: the system call that failed, and its `errno`.
         public struct SetupError: Error, CustomStringConvertible, Hashable, Sendable {

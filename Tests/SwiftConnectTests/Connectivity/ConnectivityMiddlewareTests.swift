@@ -593,6 +593,30 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         XCTAssertEqual(second?.description, "connected (wiredEthernet)")
     }
 
+    /// `for await state in try SystemConnectivityMonitor().changes` read the first state, then nothing for ever:
+    /// the monitor nobody else kept was released (on Linux its thread stopped) and the sequence never ended.
+    func testChangesKeepTheMonitorUntilTheyEnd() async throws {
+        // Given: the changes of a monitor nothing else keeps
+        weak var released: FakeConnectivityMonitor?
+        var iterator: AsyncStream<Connectivity>.Iterator? = {
+            let monitor = FakeConnectivityMonitor(.disconnected)
+            released = monitor
+            return monitor.changes.makeAsyncIterator()
+        }()
+        // When / Then: it is there to report a change
+        let first = await iterator?.next()
+        XCTAssertEqual(first, .disconnected)
+        do {
+            let monitor = try XCTUnwrap(released, "the monitor was released under its changes")
+            monitor.goOnline(over: [.cellular])
+        }
+        let second = await iterator?.next()
+        XCTAssertEqual(second, Connectivity(isConnected: true, interfaces: [.cellular]))
+        // And it goes with the sequence
+        iterator = nil
+        XCTAssertNil(released, "the monitor outlived its changes")
+    }
+
     func testChangesEndOnTheLatestStateWhenAChangeLandsWhileTheFirstIsRead() async throws {
         // Given: a monitor whose network drops while `changes` reads the state now, after it read it and before it
         // yields it (the interleaving of a change on another thread)
