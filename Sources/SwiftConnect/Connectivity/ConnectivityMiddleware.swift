@@ -305,10 +305,13 @@ final class ConnectivityGate: Sendable {
 }
 
 /// Hosts on this machine, which need no network: never held back by connectivity. The host is read as the engine is
-/// sent to it (`ComparableHost`): `localhost.`, `[0:0::1]`, `127.1` and `[::ffff:127.0.0.1]` are loopback too.
+/// sent to it (`ComparableHost`): `localhost.`, `[0:0::1]`, `[::1%25lo]`, `127.1` and `[::ffff:127.0.0.1]` are
+/// loopback too.
 enum LoopbackHost {
     static func contains(_ url: URL?) -> Bool {
         guard let url, var host = ComparableHost.of(url, droppingTrailingDot: true) else { return false }
+        // An IPv6 zone (`[::1%25lo]`) names the interface, not another host; a name has no `%` left.
+        if let zone = host.firstIndex(of: "%") { host = String(host[..<zone]) }
         if host == "localhost" || host.hasSuffix(".localhost") || host == "::1" { return true }
         if host.hasPrefix("::ffff:") { host.removeFirst("::ffff:".count) }  // an IPv4 address mapped to IPv6
         let octets = host.split(separator: ".", omittingEmptySubsequences: false)

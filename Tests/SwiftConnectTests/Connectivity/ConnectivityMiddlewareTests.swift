@@ -102,6 +102,17 @@ final class ConnectivityMiddlewareTests: XCTestCase {
         }
     }
 
+    /// `::1` with a zone (`[::1%25lo]`, RFC 6874) is the loopback address on that interface: it was held back.
+    func testTheLoopbackAddressWithAZoneIsNeverHeldBack() throws {
+        let connect = client(.failFast)
+        for host in ["http://[::1%25lo]:8080", "http://[0:0::1%25lo0]:8080"] {
+            XCTAssertNoThrow(try connect.request(Item(id: 1, host: host)).wait(timeout: 5), host)
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(
+            try connectError(connect.request(Item(id: 1, host: "http://[fe80::1%25lo]:8080"))).kind, .notConnected)
+    }
+
     // MARK: - Waiting
 
     func testWaitingRequestsGoInOrderWhenTheNetworkReturns() throws {
