@@ -19,8 +19,8 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 
     /// Creates a method from its token.
     ///
-    /// - Parameter rawValue: The token as it is sent, such as `"PATCH"`. Only a standard method's name is
-    ///   uppercased (`"get"` becomes `"GET"`); any other is kept as given.
+    /// - Parameter rawValue: The token as it is sent, such as `"PATCH"`. Only a standard method's name written in
+    ///   ASCII letters is uppercased (`"get"` becomes `"GET"`); any other is kept as given.
     public init(rawValue: String) {
         self.rawValue = Self.standardSpelling(of: rawValue) ?? rawValue
     }
@@ -39,8 +39,12 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
         default: break
         }
         let utf8 = method.utf8
-        guard (3...7).contains(utf8.count), utf8.contains(where: { (0x61...0x7A).contains($0) }) else { return nil }
-        let upper = method.uppercased()
+        // ASCII only: Unicode's case mapping makes ASCII of other letters (`ſ` → `S`, `ﬆ` → `ST`), which would send
+        // "poſt", no token, as a POST.
+        guard (3...7).contains(utf8.count), utf8.allSatisfy({ $0 < 0x80 }),
+            utf8.contains(where: { (0x61...0x7A).contains($0) })
+        else { return nil }
+        let upper = String(decoding: utf8.map { (0x61...0x7A).contains($0) ? $0 - 0x20 : $0 }, as: UTF8.self)
         switch upper {
         case "GET", "HEAD", "POST", "PUT", "DELETE", "CONNECT", "OPTIONS", "TRACE", "PATCH": return upper
         default: return nil

@@ -109,6 +109,15 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(HTTPMethod("get"), .get)
     }
 
+    /// Only ASCII letters are capitalised: Unicode's case mapping turns `ſ` (long s) into `S` and `ﬆ` into `ST`, so
+    /// "poſt" would go out as a POST, a method nobody wrote. Kept as written, it is no token, and refused as one.
+    func testAMethodThatUnicodeUppercasesToAStandardOneIsNotSentAsIt() {
+        for written in ["poſt", "poﬆ"] {
+            XCTAssertEqual(HTTPMethod(rawValue: written).rawValue, written)
+            assertInvalidRequest(Stub(method: HTTPMethod(rawValue: written)), .invalidMethod(written))
+        }
+    }
+
     func testInvalidMethodIsRefused() {
         assertInvalidRequest(Stub(method: "GET\r\nX-Evil: 1"), .invalidMethod("GET\r\nX-Evil: 1"))
         assertInvalidRequest(Stub(method: "GE T"), .invalidMethod("GE T"))
