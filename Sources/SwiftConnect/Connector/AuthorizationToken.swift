@@ -44,14 +44,20 @@ public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
     /// Whether the token can be sent as it means: its header value has no CR, LF or NUL, and a Basic username
     /// has no `:`.
     var isSendable: Bool {
-        if case .basic(let username, _) = self, username.contains(":") { return false }
+        if case .basic(let username, _) = self, Self.hasColon(username) { return false }
         return HTTPHeader.isValidValue(headerValue)
+    }
+
+    /// Whether `username` holds a colon byte, where a server splits the credentials: also one followed by a combining
+    /// mark (`:\u{301}`), a single `Character` that is not `":"`.
+    private static func hasColon(_ username: String) -> Bool {
+        username.utf8.contains(UInt8(ascii: ":"))
     }
 
     /// The error for a request that would be signed with a token that is not ``isSendable``; names no secret.
     func unsendableError(request: ConnectResponse.StoredRequest?) -> ConnectError {
         var error = ConnectError.invalidRequest(.invalidHeader(name: "Authorization"), stored: request)
-        if case .basic(let username, _) = self, username.contains(":") {
+        if case .basic(let username, _) = self, Self.hasColon(username) {
             error.message =
                 "the Basic username of 'Authorization' contains ':', which RFC 7617 forbids "
                 + "(the server would read another user's credentials)"

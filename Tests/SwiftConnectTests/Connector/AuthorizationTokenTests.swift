@@ -51,6 +51,19 @@ final class AuthorizationTokenTests: XCTestCase {
         XCTAssertNoThrow(try viaConnector.request(colonInPassword).wait(timeout: 5))
     }
 
+    /// A colon followed by a combining mark (`:\u{301}`) is one `Character` that is not `":"`, but its UTF-8 still
+    /// holds the colon a server splits the credentials at: "ann:\u{301}admin" / "pw" would sign in as "ann". Refused as
+    /// a plain colon is, nothing sent.
+    func testABasicUsernameWithAColonBeforeACombiningMarkIsRefused() throws {
+        let token = AuthorizationToken.basic(username: "ann:\u{301}admin", password: "pw")
+        let decoded = try XCTUnwrap(Data(base64Encoded: String(token.headerValue.dropFirst("Basic ".count))))
+        XCTAssertEqual(decoded.split(separator: UInt8(ascii: ":"), maxSplits: 1).first, Data("ann".utf8))
+        XCTAssertThrowsError(try SignedMe(token: token).asURLRequest()) { error in
+            XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .invalidHeader(name: "Authorization"))
+            XCTAssertTrue("\(error)".contains("RFC 7617"), "\(error)")
+        }
+    }
+
     /// `.bearer(token: "")` is sent as it is, not refused when the request is built: an app whose token store is
     /// still empty before the first refresh signs its connectors with it, and the request must reach the
     /// `AuthenticationMiddleware`, whose 401 starts the refresh.
