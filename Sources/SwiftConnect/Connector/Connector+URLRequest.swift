@@ -98,7 +98,7 @@ extension Connector {
         /// The request so far, for an error to report.
         func partialRequest(method: String = "GET", body: Data? = nil) -> URLRequest {
             RequestBlueprint(
-                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: [:]
+                url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body, headers: []
             ).makeRequest()
         }
 
@@ -194,7 +194,7 @@ extension Connector {
         }
         return RequestBlueprint(
             url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
-            headers: fields.dictionary)
+            headers: fields.ordered)
     }
 }
 
@@ -647,15 +647,6 @@ struct AssembledHeaders {
         return error
     }
 
-    /// The fields, to set on a request in one assignment of `allHTTPHeaderFields` rather than a `setValue` per
-    /// field: the names are already unique ignoring case, and on Linux each `setValue` re-validates and
-    /// capitalises (about three times slower).
-    var dictionary: [String: String] {
-        guard !fields.isEmpty else { return [:] }
-        var dictionary: [String: String] = Dictionary(minimumCapacity: fields.count)
-        for field in fields {
-            dictionary[field.name] = field.value
-        }
-        return dictionary
-    }
+    /// The fields in the order they were first set, each with the name and value it was last set with.
+    var ordered: [(name: String, value: String)] { fields }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnect
@@ -116,6 +117,27 @@ final class ConnectorBuildingTests: XCTestCase {
             XCTAssertEqual(HTTPMethod(rawValue: written).rawValue, written)
             assertInvalidRequest(Stub(method: HTTPMethod(rawValue: written)), .invalidMethod(written))
         }
+    }
+
+    /// A connector's headers are sent in the order written (``Connector/headers``), its credential and its body's type
+    /// after them: the request a client's middlewares and engine get has them so, not in the order of a dictionary,
+    /// which changes from one run to the next.
+    func testHeadersReachThePipelineInTheOrderWritten() throws {
+        let names = ["X-Zulu", "X-Alpha", "X-Mike", "X-Bravo", "X-Yankee", "X-Charlie", "X-Xray", "X-Delta"]
+        let seen = Recorder<[String]>()
+        let recording = AnyMiddleware { request, _, next in
+            seen.append(request.headerFields.map(\.name.rawName))
+            return next(request)
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(.status(200)), middlewares: [recording], retryPolicy: nil)
+        let route = Route(
+            "/x", baseURL: URL(string: "https://api.example.com")!, method: .post,
+            parameters: Parameter.jsonObject(value: ["a": 1]), headers: names.map { HTTPHeader(name: $0, value: "1") },
+            authorizationToken: .bearer(token: "t"))
+        _ = try connect.request(route).wait(timeout: 10)
+        let sent = try XCTUnwrap(seen.values.first)
+        XCTAssertEqual(Array(sent.prefix(names.count + 2)), names + ["Authorization", "Content-Type"], "\(sent)")
     }
 
     func testInvalidMethodIsRefused() {
