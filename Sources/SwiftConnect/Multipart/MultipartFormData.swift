@@ -3,8 +3,9 @@ import Foundation
 /// A `multipart/form-data` body (RFC 7578): text fields and files, encoded in memory or streamed to a file.
 ///
 /// Field names and file names follow the HTML form encoding: inside the quoted `name` and `filename`
-/// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`; other characters,
-/// non-ASCII included, are sent as UTF-8. The boundary is random (a test can pass its own).
+/// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`, and the other control characters but
+/// the tab (NUL, DEL…) as `%XX` too; other characters, non-ASCII included, are sent as UTF-8. The boundary is random
+/// (a test can pass its own).
 ///
 /// A file part streamed from disk must be a `file:` URL naming a regular file (a symbolic link to one is
 /// followed): a directory, a device, a pipe or a remote URL fails with ``ConnectError/Kind/fileAccess``.
