@@ -5,7 +5,8 @@ import Foundation
 #endif
 
 /// What is refused before XMLCoder reads a document, each as a decoding error that says why: a document nested deeper
-/// than `depthLimit`, and one whose entities the parser would drop.
+/// than `depthLimit`, one whose entities the parser would drop, and one whose markup is not ASCII (EBCDIC), whose
+/// entity declarations cannot be checked.
 ///
 /// Depth: XMLCoder turns a parsed document into its tree of values by recursion, one call per level, whether the model
 /// reads those levels or not: a document nested a few hundred levels deep overflowed a 512 KiB thread stack (the size
@@ -23,20 +24,30 @@ enum XMLPreflight {
     /// any API's answer, and well within a 512 KiB stack.
     static let depthLimit = 256
 
-    /// Throws when `data` declares entities, refers to one the parser cannot read, or nests deeper than `depthLimit`.
+    /// Throws when `data` declares entities, refers to one the parser cannot read, nests deeper than `depthLimit`,
+    /// or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
     /// A document the parser cannot read is not judged here: XMLCoder reports it as it does.
     ///
     /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
     static func check(_ data: Data) throws {
-        if declaresEntities(data) {
+        let prolog = self.prolog(of: data)
+        if prolog == .declaresEntities {
             throw refusal(
                 "the XML declares entities (<!ENTITY …>), which are not decoded: the parser would drop their text")
         }
         // A parser that only counts levels and watches for entities it cannot read: a few percent of XMLCoder's time.
-        let watcher = Watcher()
+        // Markup the parser reads but the check cannot (EBCDIC, which the parser knows by its first bytes): its entity
+        // declarations are unseen, and the parser would drop their text. It stops at the root element, before any
+        // reference is expanded.
+        let watcher = Watcher(stopsAtRoot: prolog == .unreadable)
         let parser = XMLParser(data: data)
         parser.delegate = watcher
         _ = parser.parse()
+        if watcher.sawElement, prolog == .unreadable {
+            throw refusal(
+                "the XML's markup is not ASCII (an EBCDIC document, say), which is not decoded: its entity "
+                    + "declarations cannot be checked")
+        }
         if watcher.isTooDeep {
             throw refusal("the XML nests deeper than \(depthLimit) elements, which is not decoded")
         }
@@ -56,11 +67,17 @@ enum XMLPreflight {
         String(text.unicodeScalars.prefix(64).map { (0x20..<0x7F).contains($0.value) ? Character($0) : "?" })
     }
 
-    /// Counts open elements and stops the parser past `depthLimit`; notes an entity the parser asks to have read.
-    /// One per parse, on the parsing thread.
+    /// Counts open elements and stops the parser past `depthLimit` (or at the root element when `stopsAtRoot`);
+    /// notes an entity the parser asks to have read. One per parse, on the parsing thread.
     private final class Watcher: NSObject, XMLParserDelegate {
+        private let stopsAtRoot: Bool
         private var depth = 0
         private(set) var isTooDeep = false
+        private(set) var sawElement = false
+
+        init(stopsAtRoot: Bool) {
+            self.stopsAtRoot = stopsAtRoot
+        }
         private(set) var unreadEntity: String?
 
         func parser(
@@ -68,7 +85,10 @@ enum XMLPreflight {
             qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
         ) {
             depth += 1
-            if depth > XMLPreflight.depthLimit {
+            sawElement = true
+            if stopsAtRoot {
+                parser.abortParsing()
+            } else if depth > XMLPreflight.depthLimit {
                 isTooDeep = true
                 parser.abortParsing()
             }
@@ -89,9 +109,21 @@ enum XMLPreflight {
 
     // MARK: - Entity declarations
 
-    /// Whether the document's type declaration (`<!DOCTYPE … [ … ]>`, before the root element) declares an entity.
-    /// Only the prolog is read: `<!ENTITY` inside the document (in a CDATA section) is text.
-    static func declaresEntities(_ data: Data) -> Bool {
+    /// What the prolog, read as ASCII markup, shows.
+    enum Prolog: Equatable {
+        /// The document's type declaration declares an entity.
+        case declaresEntities
+        /// The prolog ends at the root element's `<` with no entity declared.
+        case declaresNone
+        /// Where markup was due, a byte that is no ASCII markup: a document in an encoding whose markup is not
+        /// ASCII (EBCDIC), or no XML at all.
+        case unreadable
+    }
+
+    /// Whether the document's type declaration (`<!DOCTYPE … [ … ]>`, before the root element) declares an entity,
+    /// as far as ASCII markup shows it (UTF-16 and UTF-32 read as the parser reads them). Only the prolog is read:
+    /// `<!ENTITY` inside the document (in a CDATA section) is text.
+    static func prolog(of data: Data) -> Prolog {
         let bytes = asciiCompatible(data)
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         func starts(with prefix: String) -> Bool {
@@ -114,7 +146,7 @@ enum XMLPreflight {
                 var inSubset = false
                 index += 9
                 while index < bytes.count {
-                    if starts(with: "<!ENTITY") { return true }
+                    if starts(with: "<!ENTITY") { return .declaresEntities }
                     if starts(with: "<!--") {
                         skip(past: "-->")
                         continue
@@ -138,11 +170,11 @@ enum XMLPreflight {
                     }
                 }
             } else {
-                // The root element (or text the parser will refuse): the prolog is over.
-                return false
+                // The root element: the prolog is over. Any other byte is no ASCII markup.
+                return bytes[index] == UInt8(ascii: "<") ? .declaresNone : .unreadable
             }
         }
-        return false
+        return .declaresNone
     }
 
     /// `data` as bytes in which markup is ASCII: as it is, or turned into UTF-8 when it is in UTF-16 or UTF-32 (known
@@ -158,7 +190,7 @@ enum XMLPreflight {
         default: encoding = nil
         }
         guard let encoding else { return Array(data) }
-        // A byte order mark becomes U+FEFF in UTF-8, which `declaresEntities` skips; text that is not valid in the
+        // A byte order mark becomes U+FEFF in UTF-8, which `prolog(of:)` skips; text that is not valid in the
         // encoding is the parser's to refuse.
         return String(data: data, encoding: encoding).map { Array($0.utf8) } ?? []
     }

@@ -111,6 +111,30 @@ final class XMLEntityTests: XCTestCase {
         XCTAssertEqual(try decoded(cdata).get(), #"<!ENTITY e "x">"#)
     }
 
+    /// A document whose markup is not ASCII (EBCDIC, which the parser knows by its first four bytes) is refused: the
+    /// check cannot read its declarations, and the parser dropped their text (`a&e;b` decoded as `ab`).
+    func testADocumentWhoseMarkupIsNotASCIIIsRefusedInsteadOfLosingEntityText() {
+        let declaration = #"<?xml version="1.0" encoding="IBM037"?>"#
+        let declared = #"<!DOCTYPE note [<!ENTITY e "expanded">]><note><title>a&e;b</title></note>"#
+        assertRefused(decoded(Self.ebcdic(declaration + declared)), saying: "markup is not ASCII")
+        assertRefused(decoded(Self.ebcdic(declaration + "<note><title>ab</title></note>")), saying: "not ASCII")
+    }
+
+    /// `text` in EBCDIC (code page 037), for the characters the tests use.
+    private static func ebcdic(_ text: String) -> Data {
+        var table: [Character: UInt8] = [
+            " ": 0x40, ".": 0x4B, "<": 0x4C, "&": 0x50, "!": 0x5A, ";": 0x5E, "-": 0x60, "/": 0x61, ">": 0x6E,
+            "?": 0x6F, "=": 0x7E, "\"": 0x7F, "[": 0xBA, "]": 0xBB,
+        ]
+        for (letters, first) in [
+            ("abcdefghi", 0x81), ("jklmnopqr", 0x91), ("stuvwxyz", 0xA2), ("ABCDEFGHI", 0xC1), ("JKLMNOPQR", 0xD1),
+            ("STUVWXYZ", 0xE2), ("0123456789", 0xF0),
+        ] {
+            for (offset, letter) in letters.enumerated() { table[letter] = UInt8(first + offset) }
+        }
+        return Data(text.map { table[$0]! })
+    }
+
     /// The check reads a document in UTF-16, with or without a byte order mark, as the parser does.
     func testAnEntityDeclarationInUTF16IsFoundToo() throws {
         let text =
