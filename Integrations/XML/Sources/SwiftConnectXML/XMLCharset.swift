@@ -31,7 +31,7 @@ enum XMLCharset {
         }
         let declaredEncoding: String
         var body = data
-        if let wide = wideEncoding(charset) {
+        if let wide = wideEncoding(charset, of: data) {
             guard let text = String(data: data, encoding: wide) else {
                 throw Problem(description: "the response body is not valid \(charset), as its Content-Type says")
             }
@@ -75,14 +75,18 @@ enum XMLCharset {
         (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
-    /// The Foundation encoding of a charset that is not ASCII-compatible (UTF-16 and UTF-32; without a byte order
-    /// mark big-endian, RFC 2781 §4.3), or `nil` for any other.
-    private static func wideEncoding(_ charset: String) -> String.Encoding? {
+    /// The Foundation encoding of a charset that is not ASCII-compatible (UTF-16 and UTF-32), or `nil` for any other.
+    /// A charset that names no byte order is read in the one the document's first `<` shows, as the XML parser reads
+    /// it (XML 1.0 Appendix F: `3C 00` is little-endian), else big-endian (RFC 2781 §4.3).
+    private static func wideEncoding(_ charset: String, of data: Data) -> String.Encoding? {
         switch charset.lowercased() {
         // UCS-2 is UTF-16 without surrogates: the same bytes.
-        case "utf-16", "utf-16be", "ucs-2", "iso-10646-ucs-2", "csunicode": return .utf16BigEndian
+        case "utf-16", "ucs-2", "iso-10646-ucs-2", "csunicode":
+            return data.starts(with: [0x3C, 0x00]) ? .utf16LittleEndian : .utf16BigEndian
+        case "utf-16be": return .utf16BigEndian
         case "utf-16le": return .utf16LittleEndian
-        case "utf-32", "utf-32be": return .utf32BigEndian
+        case "utf-32": return data.starts(with: [0x3C, 0x00, 0x00, 0x00]) ? .utf32LittleEndian : .utf32BigEndian
+        case "utf-32be": return .utf32BigEndian
         case "utf-32le": return .utf32LittleEndian
         default: return nil
         }

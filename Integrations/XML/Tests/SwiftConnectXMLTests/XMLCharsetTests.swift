@@ -64,6 +64,20 @@ final class XMLCharsetTests: XCTestCase {
         }
     }
 
+    /// A UTF-16 body without a byte order mark served as plain `charset=utf-16` is read in the byte order its first
+    /// `<` shows (XML 1.0 Appendix F), as the parser reads it: read big-endian, a little-endian one failed to decode.
+    func testUnmarkedUTF16IsReadInTheByteOrderItsFirstCharacterShows() throws {
+        let text = #"<?xml version="1.0" encoding="UTF-16"?><note><title>Grüße</title></note>"#
+        let little = try XCTUnwrap(text.data(using: .utf16LittleEndian))
+        let big = try XCTUnwrap(text.data(using: .utf16BigEndian))
+        for contentType in ["application/xml; charset=utf-16", "application/xml; charset=UCS-2"] {
+            XCTAssertEqual(try title(of: little, contentType: contentType).get(), "Grüße", contentType)
+            XCTAssertEqual(try title(of: big, contentType: contentType).get(), "Grüße", contentType)
+        }
+        let wide = try XCTUnwrap("<note><title>Grüße</title></note>".data(using: .utf32LittleEndian))
+        XCTAssertEqual(try title(of: wide, contentType: "text/xml; charset=UTF-32").get(), "Grüße")
+    }
+
     func testACharsetThatIsNoEncodingNameFailsAsADecodingErrorThatSaysSo() throws {
         let body = Data("<note><title>a</title></note>".utf8)
         for contentType in [#"text/xml; charset="utf-8\"?><evil/>""#, "text/xml; charset=9x", "text/xml; charset=ü"] {
