@@ -109,9 +109,12 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// The name of the root element; `nil` names it after the value's type, which must then be an XML name (a
     /// generic type such as `[Order]` is not: the body fails to encode, nothing sent).
     public var rootKey: String?
-    /// Whether the body starts with `<?xml version="1.0" encoding="UTF-8"?>`. `true` by default.
+    /// Whether the body starts with `<?xml version="1.0" encoding="UTF-8"?>` (naming the charset of ``contentType``
+    /// when it names another). `true` by default.
     public var includesHeader: Bool
-    /// The `Content-Type` the body is sent with: `application/xml; charset=utf-8` by default.
+    /// The `Content-Type` the body is sent with: `application/xml; charset=utf-8` by default. The body is written in
+    /// the charset it names (UTF-8 when it names none), which the XML declaration names too: UTF-8, UTF-16, UTF-32,
+    /// ISO-8859-1 or US-ASCII; another fails to encode.
     public var contentType: String
     private let configure: @Sendable (XMLEncoder) -> Void
 
@@ -142,8 +145,9 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// - Returns: The body.
     /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when what XMLCoder wrote is not
     ///   well-formed XML (a key that is no element name, such as `two words`, or a value holding a character XML 1.0
-    ///   cannot carry: a control character other than tab, line feed and carriage return); the request then fails
-    ///   with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
+    ///   cannot carry: a control character other than tab, line feed and carriage return), or when ``contentType``
+    ///   names a charset this encoder does not write or that cannot carry a character of the value; the request
+    ///   then fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = XMLEncoder()
         // XML reads a carriage return in text as a line feed (XML 1.0 §2.11), and a line break or a tab in an
@@ -151,7 +155,10 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         encoder.charactersEscapedInElements.append(("\r", "&#13;"))
         encoder.charactersEscapedInAttributes += [("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#9;")]
         configure(encoder)
-        let header = includesHeader ? XMLHeader(version: 1.0, encoding: "UTF-8") : nil
+        // A server reads the body in the charset of its Content-Type (RFC 7303 §3.2): UTF-8 bytes under another one
+        // reach it wrong (`Café` read as `CafÃ©`). The body is written in that charset, its declaration naming it.
+        let charset = try Self.charset(of: contentType, for: T.self)
+        let header = includesHeader ? XMLHeader(version: 1.0, encoding: charset?.name ?? "UTF-8") : nil
         // XMLCoder names the root after the type as Swift writes it: `Array<Order>` is no XML name, and the server
         // would get a document it cannot parse.
         let name = rootKey ?? String(describing: T.self)
@@ -162,7 +169,18 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                     codingPath: [],
                     debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
         }
-        let body = try encoder.encode(value, withRootKey: name, header: header)
+        var body = try encoder.encode(value, withRootKey: name, header: header)
+        if let charset {
+            guard let written = String(decoding: body, as: UTF8.self).data(using: charset.encoding) else {
+                throw EncodingError.invalidValue(
+                    String(describing: T.self),
+                    EncodingError.Context(
+                        codingPath: [],
+                        debugDescription: "the value holds a character \(charset.name), the charset of the "
+                            + "Content-Type, cannot carry"))
+            }
+            body = written
+        }
         // XMLCoder writes names and text as they are: a key that is no XML name (`two words`) or a character XML
         // cannot carry (a control character such as ESC) would reach the server as a document it cannot parse.
         if let problem = Self.wellFormednessProblem(of: body) {
@@ -175,6 +193,26 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                         + "name, or a value holds a character XML 1.0 cannot carry (a control character)"))
         }
         return body
+    }
+
+    /// The charset `contentType` names and its encoding, or `nil` for UTF-8 (named or not), which XMLCoder writes.
+    ///
+    /// - Throws: `EncodingError.invalidValue` for a charset this encoder does not write.
+    static func charset<T>(of contentType: String, for type: T.Type) throws -> (
+        name: String, encoding: String.Encoding
+    )? {
+        guard let name = XMLCharset.charset(of: contentType), !["utf-8", "utf8"].contains(name.lowercased()) else {
+            return nil
+        }
+        guard let encoding = XMLCharset.writableEncoding(name) else {
+            throw EncodingError.invalidValue(
+                String(describing: T.self),
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "the Content-Type names the charset \(name), which XMLBodyEncoder does not "
+                        + "write: name UTF-8, UTF-16, UTF-32, ISO-8859-1 or US-ASCII"))
+        }
+        return (name, encoding)
     }
 
     /// What the XML parser finds wrong with `body`, or `nil` when it reads it whole. A namespace prefix the document

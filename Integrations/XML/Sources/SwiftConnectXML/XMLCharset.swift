@@ -92,6 +92,22 @@ enum XMLCharset {
         }
     }
 
+    /// The Foundation encoding a request body is written in for `charset` (``XMLBodyEncoder``), or `nil` for a
+    /// charset it does not write. UTF-16 and UTF-32 without a byte order are written with a byte order mark.
+    static func writableEncoding(_ charset: String) -> String.Encoding? {
+        switch charset.lowercased() {
+        case "us-ascii", "ascii": return .ascii
+        case "iso-8859-1", "iso_8859-1", "latin1", "l1": return .isoLatin1
+        case "utf-16": return .utf16
+        case "utf-16be": return .utf16BigEndian
+        case "utf-16le": return .utf16LittleEndian
+        case "utf-32": return .utf32
+        case "utf-32be": return .utf32BigEndian
+        case "utf-32le": return .utf32LittleEndian
+        default: return nil
+        }
+    }
+
     /// `data` whose XML declaration names `encoding`: the declaration's own encoding replaced (its version and
     /// `standalone` kept), or a declaration added in front when there is none. A declaration this cannot read is
     /// left for the parser to report.

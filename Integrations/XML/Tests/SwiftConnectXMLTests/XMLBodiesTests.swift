@@ -138,6 +138,36 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(try decoder.decode(Note.self, from: body), note, String(decoding: body, as: UTF8.self))
     }
 
+    /// A body sent with another charset than UTF-8 in its `Content-Type` is written in that charset, its declaration
+    /// naming it: sent as UTF-8 under that label, the server read `Café` as `CafÃ©`. A character the charset cannot
+    /// carry, or a charset the encoder does not write, fails to encode, nothing sent.
+    func testABodyIsWrittenInTheCharsetItsContentTypeNames() throws {
+        let book = Book(id: 7, title: "Café crème", tags: ["Grüße"])
+        for contentType in [
+            "text/xml; charset=ISO-8859-1", "application/xml; charset=\"utf-16\"", "application/xml;charset=us-ascii",
+        ] {
+            let encoder = XMLBodyEncoder(rootKey: "book", contentType: contentType)
+            if contentType.hasSuffix("us-ascii") {
+                XCTAssertThrowsError(try encoder.encode(book), contentType) { error in
+                    XCTAssertTrue("\(error)".contains("us-ascii"), "\(error)")
+                }
+                continue
+            }
+            let body = try encoder.encode(book)
+            // As the server reads it: by the charset of the Content-Type, or by the declaration alone.
+            XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: body, contentType: contentType), book)
+            XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: body), book, contentType)
+        }
+        XCTAssertThrowsError(
+            try XMLBodyEncoder(rootKey: "book", contentType: "text/xml; charset=x-unknown").encode(book)
+        ) { error in
+            XCTAssertTrue("\(error)".contains("x-unknown"), "\(error)")
+        }
+        // UTF-8, named or not, is written as before.
+        let plain = try XMLBodyEncoder(rootKey: "book", contentType: "text/xml").encode(book)
+        XCTAssertEqual(plain, try XMLBodyEncoder(rootKey: "book").encode(book))
+    }
+
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
     func testARoundTripThroughAClient() throws {
         let transport = FakeTransport()
