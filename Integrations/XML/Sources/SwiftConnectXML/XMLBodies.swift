@@ -27,8 +27,10 @@ import XMLCoder
 /// XMLCoder reads a document by recursion, and one nested a few hundred levels deeper would overflow a thread's stack.
 /// So does one that declares entities (`<!DOCTYPE note [<!ENTITY e "…">]>`), or refers to an entity it does not
 /// declare under an external DTD: the parser would drop their text and the value would come out wrong. So does one
-/// whose markup is not ASCII (EBCDIC): its declarations cannot be checked. XML's own entities (`&amp;`, `&lt;`…) and
-/// character references (`&#233;`) decode as ever, and an external entity is never read: no file, no network.
+/// whose markup is not ASCII (EBCDIC): its declarations cannot be checked. So does content after the root element (a
+/// second document, a warning printed after it), where the parser stops without failing. XML's own entities
+/// (`&amp;`, `&lt;`…) and character references (`&#233;`) decode as ever, and an external entity is never read: no
+/// file, no network.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -46,8 +48,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   - data: The body.
     /// - Returns: The model.
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a document nested more than 256
-    ///   elements deep, whose entities would be lost or whose markup is not ASCII (EBCDIC); the client reports either
-    ///   as ``ConnectError/Kind/decoding``.
+    ///   elements deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after
+    ///   its root element; the client reports either as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try XMLPreflight.check(data)
         let decoder = XMLDecoder()
@@ -65,8 +67,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     /// - Returns: The model.
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a `charset` that is not an
     ///   encoding name, a UTF-16 or UTF-32 body that is not valid in it, or a document nested more than 256 elements
-    ///   deep, whose entities would be lost or whose markup is not ASCII (EBCDIC); the client reports each as
-    ///   ``ConnectError/Kind/decoding``.
+    ///   deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after its root
+    ///   element; the client reports each as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
         let prepared: Data
         do {

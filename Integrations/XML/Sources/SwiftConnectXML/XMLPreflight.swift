@@ -26,10 +26,12 @@ enum XMLPreflight {
 
     /// Throws when `data` declares entities, refers to one the parser cannot read, nests deeper than `depthLimit`,
     /// or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
-    /// A document the parser cannot read is not judged here: XMLCoder reports it as it does.
+    /// When `refusesTrailingContent`, throws too for content after the root element (a second document, a warning
+    /// printed after it), at which the parser stops without failing: the document before it would decode as if the
+    /// rest were not there. Another document the parser cannot read is not judged here: XMLCoder reports it as it does.
     ///
     /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
-    static func check(_ data: Data) throws {
+    static func check(_ data: Data, refusesTrailingContent: Bool = true) throws {
         let prolog = self.prolog(of: data)
         if prolog == .declaresEntities {
             throw refusal(
@@ -50,6 +52,9 @@ enum XMLPreflight {
         }
         if watcher.isTooDeep {
             throw refusal("the XML nests deeper than \(depthLimit) elements, which is not decoded")
+        }
+        if refusesTrailingContent, watcher.hasTrailingContent {
+            throw refusal("the XML has content after its root element, which is no XML document")
         }
         if let entity = watcher.unreadEntity {
             throw refusal(
@@ -74,6 +79,7 @@ enum XMLPreflight {
         private var depth = 0
         private(set) var isTooDeep = false
         private(set) var sawElement = false
+        private(set) var hasTrailingContent = false
 
         init(stopsAtRoot: Bool) {
             self.stopsAtRoot = stopsAtRoot
@@ -98,6 +104,12 @@ enum XMLPreflight {
             _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
         ) {
             depth -= 1
+        }
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+            // libxml2's `XML_ERR_DOCUMENT_END`, "Extra content at the end of the document": it stops there, and
+            // reports success to XMLCoder.
+            if (parseError as NSError).code == 5 { hasTrailingContent = true }
         }
 
         func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {

@@ -62,6 +62,29 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// Content after the root element makes no XML document (a second document, a PHP warning printed after the
+    /// answer): the parser stopped there, and the first document decoded as if the rest were not there. White space,
+    /// comments and processing instructions after it are XML's own, and still decode.
+    func testContentAfterTheRootElementFailsWithADecodingError() throws {
+        let book = "<book><id>1</id><title>Dune</title></book>"
+        for trailing in ["<book><id>2</id><title>Emma</title></book>", "\n<br />\n<b>Warning</b>: headers", "text"] {
+            let transport = FakeTransport.answering(
+                .data(Data((book + trailing).utf8), headers: ["Content-Type": "application/xml"]))
+            XCTAssertThrowsError(
+                try client(transport).request(Route(url: url)).decoded(toType: Book.self).wait(timeout: 5), trailing
+            ) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .decoding, trailing)
+                XCTAssertTrue(error?.message.contains("after its root element") == true, error?.message ?? "")
+            }
+        }
+        let allowed = book + "\n<!-- served by api-7 -->\n<?cache hit?>\n"
+        let transport = FakeTransport.answering(
+            .data(Data(allowed.utf8), headers: ["Content-Type": "application/xml"]))
+        let decoded = try client(transport).request(Route(url: url)).decoded(toType: Book.self).wait(timeout: 5)
+        XCTAssertEqual(decoded.title, "Dune")
+    }
+
     func testAnXMLBodyIsEncodedWithItsContentType() throws {
         let book = Book(id: 7, title: "Fish & Chips <2>", tags: ["food"])
         let request = try Route(url: url, method: .post, parameters: Parameter.xml(book, rootKey: "book"))

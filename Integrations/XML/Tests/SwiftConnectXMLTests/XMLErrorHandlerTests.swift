@@ -100,6 +100,13 @@ final class XMLErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.body, Data(body.utf8))
     }
 
+    /// An error body with something printed after it (a PHP warning) still gives its message: only a decoded answer
+    /// is refused for content after its root element.
+    func testAnErrorBodyWithContentAfterItsRootStillGivesItsMessage() {
+        let body = "<error><message>Quota exceeded</message></error>\n<br />\n<b>Warning</b>: headers"
+        XCTAssertEqual(failure(body, status: 429)?.message, "Quota exceeded")
+    }
+
     /// A message on many lines, or with control characters, is one line.
     func testTheMessageIsOneLine() {
         let body = "<error><message>\n  line one\n\tline two \u{1B}[2J</message></error>"
