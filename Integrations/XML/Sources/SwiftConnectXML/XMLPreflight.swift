@@ -80,6 +80,7 @@ enum XMLPreflight {
         private(set) var isTooDeep = false
         private(set) var sawElement = false
         private(set) var hasTrailingContent = false
+        private var sawError = false
 
         init(stopsAtRoot: Bool) {
             self.stopsAtRoot = stopsAtRoot
@@ -107,9 +108,11 @@ enum XMLPreflight {
         }
 
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
-            // libxml2's `XML_ERR_DOCUMENT_END`, "Extra content at the end of the document": it stops there, and
-            // reports success to XMLCoder.
-            if (parseError as NSError).code == 5 { hasTrailingContent = true }
+            // libxml2's `XML_ERR_DOCUMENT_END`, "Extra content at the end of the document", as the first error once
+            // the root element has closed: it stops there, and reports success to XMLCoder. After another error (a
+            // mismatched or missing end tag) it follows from that one, which XMLCoder reports.
+            defer { sawError = true }
+            if !sawError, sawElement, depth == 0, (parseError as NSError).code == 5 { hasTrailingContent = true }
         }
 
         func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {

@@ -78,6 +78,19 @@ final class XMLBodiesTests: XCTestCase {
                 XCTAssertTrue(error?.message.contains("after its root element") == true, error?.message ?? "")
             }
         }
+        // A document cut short, or whose tags do not match, is not said to have content after its root: it fails with
+        // the parser's own error.
+        for broken in ["<book><id>1</id><title>Dune</title>", "<book><id>1</id><title>Dune</book>"] {
+            let transport = FakeTransport.answering(
+                .data(Data(broken.utf8), headers: ["Content-Type": "application/xml"]))
+            XCTAssertThrowsError(
+                try client(transport).request(Route(url: url)).decoded(toType: Book.self).wait(timeout: 5), broken
+            ) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .decoding, broken)
+                XCTAssertFalse(error?.message.contains("after its root element") == true, error?.message ?? "")
+            }
+        }
         let allowed = book + "\n<!-- served by api-7 -->\n<?cache hit?>\n"
         let transport = FakeTransport.answering(
             .data(Data(allowed.utf8), headers: ["Content-Type": "application/xml"]))
