@@ -20,9 +20,18 @@ enum XMLCharset {
     /// `data` ready for the XML parser, given the response's `Content-Type`: unchanged when there is no `charset`,
     /// when a byte order mark decides, or when the declaration already says the same.
     ///
+    /// A body with a UTF-32 byte order mark is turned into UTF-8 whatever its `charset`: the mark decides, but the
+    /// parser knows none for UTF-32 (it takes `FF FE 00 00` for UTF-16's).
+    ///
     /// - Throws: ``Problem`` for a `charset` that is not an encoding name, or a UTF-16 or UTF-32 body that is not
     ///   valid in that encoding.
     static func prepared(_ data: Data, contentType: String?) throws -> Data {
+        if let wide = utf32Encoding(markedIn: data) {
+            guard let text = String(data: data.dropFirst(4), encoding: wide) else {
+                throw Problem(description: "the response body is not valid UTF-32, as its byte order mark says")
+            }
+            return declaring("UTF-8", in: Data(text.utf8))
+        }
         guard let contentType, let charset = charset(of: contentType), !hasByteOrderMark(data) else { return data }
         guard isEncodingName(charset) else {
             throw Problem(
@@ -53,6 +62,13 @@ enum XMLCharset {
     static func charset(of contentType: String) -> String? {
         guard let value = MimeType(rawValue: contentType).parameter("charset"), !value.isEmpty else { return nil }
         return value
+    }
+
+    /// The UTF-32 encoding whose byte order mark `data` starts with, if any.
+    private static func utf32Encoding(markedIn data: Data) -> String.Encoding? {
+        if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) { return .utf32BigEndian }
+        if data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { return .utf32LittleEndian }
+        return nil
     }
 
     /// Whether `data` starts with a byte order mark of UTF-8, UTF-16 or UTF-32.

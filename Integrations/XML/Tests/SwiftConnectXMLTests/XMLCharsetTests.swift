@@ -78,6 +78,19 @@ final class XMLCharsetTests: XCTestCase {
         XCTAssertEqual(try title(of: wide, contentType: "text/xml; charset=UTF-32").get(), "Grüße")
     }
 
+    /// A UTF-32 body with its byte order mark is read by it, as RFC 7303 ranks the mark first: the XML parser knows
+    /// no UTF-32 mark, took `FF FE 00 00` for UTF-16's, and failed.
+    func testUTF32WithAByteOrderMarkIsReadByIt() throws {
+        let text = "<note><title>Grüße</title></note>"
+        let little = Data([0xFF, 0xFE, 0, 0]) + (try XCTUnwrap(text.data(using: .utf32LittleEndian)))
+        let big = Data([0, 0, 0xFE, 0xFF]) + (try XCTUnwrap(text.data(using: .utf32BigEndian)))
+        for (name, body) in [("little", little), ("big", big)] {
+            for contentType in ["application/xml", "application/xml; charset=utf-32"] {
+                XCTAssertEqual(try title(of: body, contentType: contentType).get(), "Grüße", "\(name) \(contentType)")
+            }
+        }
+    }
+
     func testACharsetThatIsNoEncodingNameFailsAsADecodingErrorThatSaysSo() throws {
         let body = Data("<note><title>a</title></note>".utf8)
         for contentType in [#"text/xml; charset="utf-8\"?><evil/>""#, "text/xml; charset=9x", "text/xml; charset=ü"] {
