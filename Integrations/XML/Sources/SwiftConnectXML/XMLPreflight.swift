@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// What is refused before XMLCoder reads a document, each as a decoding error that says why: a document nested deeper
-/// than `depthLimit`, one whose entities the parser would drop, and one whose markup is not ASCII (EBCDIC), whose
-/// entity declarations cannot be checked.
+/// than `depthLimit`, one whose entities the parser would drop, one whose markup is not ASCII (EBCDIC), whose entity
+/// declarations cannot be checked, and (for a decoded answer) one with content after its root element.
 ///
 /// Depth: XMLCoder turns a parsed document into its tree of values by recursion, one call per level, whether the model
 /// reads those levels or not: a document nested a few hundred levels deep overflowed a 512 KiB thread stack (the size
@@ -110,9 +110,12 @@ enum XMLPreflight {
         func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
             // libxml2's `XML_ERR_DOCUMENT_END`, "Extra content at the end of the document", as the first error once
             // the root element has closed: it stops there, and reports success to XMLCoder. After another error (a
-            // mismatched or missing end tag) it follows from that one, which XMLCoder reports.
+            // mismatched or missing end tag) it follows from that one, which XMLCoder reports. libxml2's namespace
+            // errors (`XML_NS_ERR_…`, 200 to 299: a prefix the document does not declare) are read past.
+            let code = (parseError as NSError).code
+            guard !(200..<300).contains(code) else { return }
             defer { sawError = true }
-            if !sawError, sawElement, depth == 0, (parseError as NSError).code == 5 { hasTrailingContent = true }
+            if !sawError, sawElement, depth == 0, code == 5 { hasTrailingContent = true }
         }
 
         func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
