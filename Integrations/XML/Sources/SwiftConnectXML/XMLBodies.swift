@@ -41,7 +41,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         self.configure = configure
     }
 
-    /// Decodes `type` from the XML in `data`.
+    /// Decodes `type` from the XML in `data`: in the encoding its byte order mark or its XML declaration names, else
+    /// UTF-8.
     ///
     /// - Parameters:
     ///   - type: The model type.
@@ -51,10 +52,7 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   elements deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after
     ///   its root element; the client reports either as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
-        try XMLPreflight.check(data)
-        let decoder = XMLDecoder()
-        configure(decoder)
-        return try decoder.decode(type, from: data)
+        try decode(type, from: data, contentType: nil)
     }
 
     /// Decodes `type` from the XML in `data`, the body of a response whose `Content-Type` is `contentType`: its
@@ -77,7 +75,10 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
             throw DecodingError.dataCorrupted(
                 DecodingError.Context(codingPath: [], debugDescription: problem.description, underlyingError: problem))
         }
-        return try decode(type, from: prepared)
+        try XMLPreflight.check(prepared)
+        let decoder = XMLDecoder()
+        configure(decoder)
+        return try decoder.decode(type, from: prepared)
     }
 }
 

@@ -88,6 +88,8 @@ final class XMLCharsetTests: XCTestCase {
             for contentType in ["application/xml", "application/xml; charset=utf-32"] {
                 XCTAssertEqual(try title(of: body, contentType: contentType).get(), "Grüße", "\(name) \(contentType)")
             }
+            // And so does the decoder called without a Content-Type.
+            XCTAssertEqual(try XMLBodyDecoder().decode(Note.self, from: body).title, "Grüße", name)
         }
     }
 
