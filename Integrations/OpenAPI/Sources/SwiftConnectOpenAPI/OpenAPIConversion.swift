@@ -22,7 +22,15 @@ enum OpenAPIConversion {
             method: HTTPMethod(rawValue: request.method.rawValue), url: url, headerFields: fields)
         if let body {
             var length: Int64?
-            if case .known(let known) = body.length { length = known }
+            if case .known(let known) = body.length {
+                // Checked here, before a byte is read: compared with it, a body read into memory would be said to give
+                // "more" or "fewer" bytes, and a streamed one would fail only when sent.
+                guard known >= 0 else {
+                    throw ConnectError(
+                        .invalidRequest, message: "the request body declares a negative length (\(known) bytes)")
+                }
+                length = known
+            }
             if body.iterationBehavior == .multiple, let length, length <= inMemoryLimit {
                 built.body = .bytes(try await collect(body, length: length))
             } else {

@@ -162,6 +162,25 @@ final class ConversionTests: XCTestCase {
         }
     }
 
+    /// A body whose declared length is negative is no body of that length: the request fails with the client's
+    /// `invalidRequest`, saying so, before any byte is read, whether the generated code can iterate it again or once.
+    func testABodyWithANegativeLengthIsAnInvalidRequestThatSaysSo() async throws {
+        for behavior in [IterationBehavior.multiple, .single] {
+            let body = HTTPBody(
+                AsyncStream<ArraySlice<UInt8>> { $0.finish() }, length: .known(-1), iterationBehavior: behavior)
+            let request = HTTPRequest(method: .put, scheme: nil, authority: nil, path: "/files/a")
+            do {
+                let built = try await OpenAPIConversion.request(
+                    request, body: body, baseURL: URL(string: "https://api.example.com")!)
+                XCTFail("\(behavior): a length of -1 made a request: \(String(describing: built.body))")
+            } catch {
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest, "\(behavior)")
+                XCTAssertTrue(error?.message.contains("negative length") == true, error?.message ?? "")
+            }
+        }
+    }
+
     /// A status without a body (1xx, 204, 304) has a body of 0 bytes whatever its `Content-Length` says (a 304's
     /// describes the stored answer): the generated code was told its length was that, and got none.
     func testABodilessStatusHasABodyOfNoBytes() {
