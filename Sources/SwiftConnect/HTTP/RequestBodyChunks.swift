@@ -51,27 +51,31 @@ extension RequestBodyChunks {
     /// The chunks of `stream`, read `inputStreamChunkSize` bytes at a time, opened on the first read and closed at
     /// the end.
     static func reading(_ stream: InputStream) -> @Sendable () -> Iterator {
-        let box = UncheckedStream(stream)
+        // The one iterator made from it reads the stream, one task at a time but not always on the same thread: each
+        // read holds the stream's own lock, so that hand-over is checked, not assumed (`InputStream` is not Sendable).
+        let guarded = Protected(stream)
         return {
             var opened = false
             var ended = false
             var buffer = [UInt8](repeating: 0, count: inputStreamChunkSize)
             return Iterator {
-                let stream = box.stream
                 guard !ended else { return nil }
-                if !opened {
-                    opened = true
-                    stream.open()
+                return try guarded.withLock { stream in
+                    if !opened {
+                        opened = true
+                        stream.open()
+                    }
+                    let count = stream.read(&buffer, maxLength: buffer.count)
+                    if count > 0 { return Data(buffer[0..<count]) }
+                    ended = true
+                    stream.close()
+                    guard count == 0 else {
+                        let reason = stream.streamError.map { "\($0)" } ?? "status \(stream.streamStatus.rawValue)"
+                        throw Self.failure(
+                            "the body's stream could not be read: \(reason)", underlying: stream.streamError)
+                    }
+                    return nil
                 }
-                let count = stream.read(&buffer, maxLength: buffer.count)
-                if count > 0 { return Data(buffer[0..<count]) }
-                ended = true
-                stream.close()
-                guard count == 0 else {
-                    let reason = stream.streamError.map { "\($0)" } ?? "status \(stream.streamStatus.rawValue)"
-                    throw Self.failure("the body's stream could not be read: \(reason)", underlying: stream.streamError)
-                }
-                return nil
             }
         }
     }
@@ -128,19 +132,6 @@ extension RequestBodyChunks {
         var error = ConnectError.invalidRequest(.bodyEncodingFailed(detail))
         error.underlyingError = underlying
         return error
-    }
-}
-
-/// An `InputStream` carried into the one task that reads it.
-///
-/// `@unchecked Sendable`: no lock; the stream is read by the one iterator made from it, which the engine runs in one
-/// task at a time, the way an `InputStream` is meant to be used. ``ConnectRequest/OneShotStream`` hands each body
-/// to one transport.
-private final class UncheckedStream: @unchecked Sendable {
-    let stream: InputStream
-
-    init(_ stream: InputStream) {
-        self.stream = stream
     }
 }
 
@@ -284,24 +275,19 @@ extension BlockingChunkReader {
                 reader.cancel()
                 return InputStream(fileAtPath: "/nonexistent/swiftconnect-body") ?? InputStream(data: Data())
             }
-            let writer = BoundOutput(output)
-            Thread.detachNewThread { writer.write(reader, onFailure: onFailure) }
+            // The output is handed to the one thread that writes it; it holds the stream's own lock while it
+            // writes, so the hand-over is checked, not assumed (`OutputStream` is not Sendable).
+            let guarded = Protected(output)
+            Thread.detachNewThread {
+                guarded.withLock { stream in Self.write(reader, to: stream, onFailure: onFailure) }
+            }
             return input
         }
-    }
 
-    /// The writing end of a bound pair.
-    ///
-    /// `@unchecked Sendable`: no lock; the stream is handed to the one thread that writes it, and used there only.
-    private final class BoundOutput: @unchecked Sendable {
-        let stream: OutputStream
-
-        init(_ stream: OutputStream) {
-            self.stream = stream
-        }
-
-        /// Writes every chunk, blocking while the pair's buffer is full; closes the stream at the end.
-        func write(_ reader: BlockingChunkReader, onFailure: @Sendable () -> Void) {
+        /// Writes every chunk to `stream`, blocking while the pair's buffer is full; closes the stream at the end.
+        private static func write(
+            _ reader: BlockingChunkReader, to stream: OutputStream, onFailure: @Sendable () -> Void
+        ) {
             stream.open()
             while true {
                 switch reader.next() {
