@@ -89,6 +89,24 @@ final class ResponseCacheInvalidationTests: XCTestCase {
         }
     }
 
+    /// RFC 9111 §4.4 asks for a non-error status: a redirect answering a write (a POST's `303 See Other`) removes
+    /// too, although the call fails with its 3xx; a 4xx does not.
+    func testAWriteAnsweredWithARedirectRemovesAndOneAnswered4xxDoesNot() throws {
+        for (status, removes) in [(303, true), (404, false)] {
+            // Given a stored response to GET /items/1
+            let transport = server([(.post, "/items/1", [.status(status, headers: ["Location": "/items/1"])])])
+            let connect = client(transport)
+            _ = try get("/items/1", on: connect)
+
+            // When a POST to it is answered `status` (an error to the caller either way)
+            XCTAssertThrowsError(try connect.request(Route("/items/1", method: .post)).wait(timeout: 5))
+
+            // Then the next GET goes to the network after the redirect only
+            _ = try get("/items/1", on: connect)
+            XCTAssertEqual(gets(transport), removes ? 2 : 1, "\(status)")
+        }
+    }
+
     func testTheResponsesOfEveryUserAndKeyForTheURLAreRemoved() throws {
         // Given /items/1 stored for two users, and under a custom key
         let transport = server([(.delete, "/items/1", [.status(204)])])
