@@ -239,6 +239,19 @@ final class BuiltRequestTests: XCTestCase {
         }
     }
 
+    /// `errorBodyLimit` is a stream's: a request read whole (`response(for:)`, as the OpenAPI transport sends an
+    /// operation that accepts only JSON) gets an error body of any length under the client's size limit.
+    func testAnErrorBodyReadWholeIsNotHeldToAStreamsErrorBodyLimit() throws {
+        let body = Data(repeating: 0x61, count: 2 << 20)
+        let transport = FakeTransport.answering(.data(body, status: 404))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let answer = try connect.response(
+            for: ConnectRequest(url: Self.url), options: RequestOptions(acceptsEveryStatus: true)
+        ).wait()
+        XCTAssertEqual(answer.statusCode, 404)
+        XCTAssertEqual(answer.data.count, body.count)
+    }
+
     /// An error handler that takes a status as an answer (the usage guide lets it return `nil`) gets a streamed body
     /// whole or a typed error: its first `errorBodyLimit` bytes, read for the handler, reached the reader as the whole
     /// body, and a transfer that broke half-way ended cleanly.
