@@ -322,12 +322,6 @@ public final class URLSessionTransport: Transport {
         if let delegate { delegate.cancel(task) } else { task.cancel() }
     }
 
-    /// Responses with bodies at least this large complete on a concurrent queue rather than on the session's
-    /// serial delegate queue, so that decoding them (milliseconds of CPU for 100 KiB of JSON) runs on every
-    /// core instead of queuing behind each other. Smaller ones complete in place: a thread hop would cost more
-    /// than their decoding.
-    static let concurrentCompletionThreshold = 32 << 10
-
     /// Completes `promise` with `result`, called on the session's delegate queue: in place (marked as a
     /// ``CompletionContext`` delivery), or for large bodies on a concurrent queue.
     static func complete(

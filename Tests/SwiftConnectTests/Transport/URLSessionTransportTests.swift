@@ -17,7 +17,7 @@ final class URLSessionTransportTests: XCTestCase {
         server.route("GET", "/small") { _ in .data(Data(repeating: 0x61, count: 1024), contentType: "text/plain") }
         server.route("GET", "/large") { _ in
             .data(
-                Data(repeating: 0x62, count: URLSessionTransport.concurrentCompletionThreshold),
+                Data(repeating: 0x62, count: concurrentCompletionThreshold),
                 contentType: "text/plain")
         }
     }
@@ -36,7 +36,7 @@ final class URLSessionTransportTests: XCTestCase {
     /// machine the answer could otherwise complete the future first, and the stage would run on this thread.
     private func sendHeld(_ path: String, on transport: URLSessionTransport) throws -> (ConnectResponse, Bool) {
         let attached = DispatchSemaphore(value: 0)
-        let body = path == "small" ? 1024 : URLSessionTransport.concurrentCompletionThreshold
+        let body = path == "small" ? 1024 : concurrentCompletionThreshold
         server.route("GET", "/held/\(path)") { _ in
             _ = attached.wait(timeout: .now() + 30)
             return .data(Data(repeating: 0x61, count: body), contentType: "text/plain")
@@ -82,7 +82,7 @@ final class URLSessionTransportTests: XCTestCase {
     func testLargeResponsesCompleteOffTheSessionsSerialDelegateQueue() throws {
         let transport = URLSessionTransport()
         let (response, onDelegateQueue) = try sendHeld("large", on: transport)
-        XCTAssertEqual(response.data.count, URLSessionTransport.concurrentCompletionThreshold)
+        XCTAssertEqual(response.data.count, concurrentCompletionThreshold)
         XCTAssertFalse(onDelegateQueue, "large bodies are decoded on a concurrent queue, on every core")
     }
 
