@@ -82,10 +82,14 @@ extension Future {
     public func value(timeout: TimeInterval) async throws -> Value {
         if let result { return try result.get() }
         let timer = Promise<Value>()
-        DispatchQueue.global().asyncAfter(deadline: Self.deadline(after: timeout)) {
-            timer.completeIfPending(with: .failure(FutureTimeoutError(timeout: timeout)))
+        // The scheduled block lives until the deadline, however soon the wait is over: it holds the timer weakly, so
+        // that it keeps neither the timer nor its result (the value returned) that long. This future's callback holds
+        // the timer while the future is pending, which is as long as the timer can matter.
+        let target = TimerTarget(timer)
+        DispatchQueue.global().asyncAfter(deadline: Self.deadline(after: timeout)) { [weak target] in
+            target?.promise.completeIfPending(with: .failure(FutureTimeoutError(timeout: timeout)))
         }
-        observe { timer.completeIfPending(with: $0) }
+        observe { target.promise.completeIfPending(with: $0) }
         return try await withTaskCancellationHandler {
             // Not `timer.future.value`: its own cancellation handler would fail the timer first, with a
             // `FutureError`, before this one cancels the future and its request says why (`ConnectError.cancelled`).
@@ -101,5 +105,15 @@ extension Future {
     /// "never", which made a wait with a timeout computed from a missing value hang for ever.
     private static func deadline(after timeout: TimeInterval) -> DispatchTime {
         timeout.isNaN ? .now() : .now() + timeout
+    }
+}
+
+/// The promise a wait's timer fails when time is up (``SwiftConnect/Future/value(timeout:)``), for the timer to hold
+/// weakly.
+private final class TimerTarget<Value: Sendable>: Sendable {
+    let promise: Promise<Value>
+
+    init(_ promise: Promise<Value>) {
+        self.promise = promise
     }
 }

@@ -1,8 +1,9 @@
 import Dispatch
 import Foundation
-import SwiftConnect
 import SwiftConnectTesting
 import XCTest
+
+@testable import SwiftConnect
 
 /// SwiftConnectTesting's waiting helpers: `wait(timeout:)`, `waitForResult(timeout:)`, `value(timeout:)`.
 final class FutureWaitingTests: XCTestCase {
@@ -122,6 +123,28 @@ extension FutureWaitingTests {
         promise.succeed(1)
     }
 
+    /// The timer of `value(timeout:)` holds nothing once the wait is over: a wait of up to an hour that returns at once
+    /// does not keep the value it returned (nor the timer's future) for that hour.
+    func testValueWithATimeoutKeepsNothingOnceItReturns() async throws {
+        let freed = Recorder<Void>()
+        do {
+            // Given: a wait for a future still pending when the wait begins
+            let promise = Promise<TrackedValue>()
+            let waiting = Task { try await promise.future.value(timeout: 3600) }
+            await waitUntilObserved(promise.future)
+            // When
+            promise.succeed(TrackedValue { freed.append(()) })
+            _ = try await waiting.value
+        }
+        // Then
+        XCTAssertTrue(freed.wait(forCount: 1, timeout: 5), "the wait is over, yet something it made holds the value")
+    }
+
+    /// Returns once a callback waits on `future` (the wait under test has subscribed to it).
+    private func waitUntilObserved<Value>(_ future: Future<Value>) async {
+        while !(future.lock?.withLock({ future.holdsPendingCallbacks }) ?? true) { await Task.yield() }
+    }
+
     /// Cancelling the task that awaits `value(timeout:)` cancels the request and throws its `ConnectError` of kind
     /// `.cancelled`, as `value` does: the helper's own wait was cancelled first and threw a `FutureError`.
     func testCancellingATaskAwaitingValueWithATimeoutThrowsTheRequestsCancellation() async throws {
@@ -148,4 +171,15 @@ extension FutureWaitingTests {
         }
         XCTAssertEqual(transport.cancellations.value, 1, "the request was cancelled")
     }
+}
+
+/// A value that says when it is freed.
+private final class TrackedValue: Sendable {
+    let freed: @Sendable () -> Void
+
+    init(freed: @escaping @Sendable () -> Void) {
+        self.freed = freed
+    }
+
+    deinit { freed() }
 }
