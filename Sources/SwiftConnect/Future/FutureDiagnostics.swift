@@ -15,7 +15,14 @@ public enum FutureDiagnostics {
     /// Receives each diagnostic message; `nil` restores the default (standard error).
     public static var handler: (@Sendable (String) -> Void)? {
         get { storage.snapshot }
-        set { storage.withLock { $0 = newValue } }
+        set {
+            let replaced = storage.withLock { handler in
+                defer { handler = newValue }
+                return handler
+            }
+            // Released outside the lock: what the handler held may run deinit code that reads or sets the handler.
+            _ = replaced
+        }
     }
 
     @usableFromInline

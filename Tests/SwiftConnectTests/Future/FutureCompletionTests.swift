@@ -46,6 +46,29 @@ final class FutureCompletionTests: XCTestCase {
         #endif
     }
 
+    /// A diagnostics handler that another replaces is released outside FutureDiagnostics' lock: what it held may read
+    /// the handler as it goes, instead of waiting for a lock its own thread holds.
+    func testAReplacedDiagnosticsHandlerIsReleasedOutsideTheLock() {
+        // Given: a handler holding the last reference to an object that reads the handler when it is freed
+        let readTheHandler = Recorder<Bool>()
+        do {
+            let probe = DiagnosticsReleaseProbe {
+                // Read on another thread: on this one, a lock still held would hang the test instead of failing it.
+                let read = DispatchSemaphore(value: 0)
+                DispatchQueue.global().async {
+                    _ = FutureDiagnostics.handler
+                    read.signal()
+                }
+                readTheHandler.append(read.wait(timeout: .now() + 5) == .success)
+            }
+            FutureDiagnostics.handler = { _ in _ = probe }
+        }
+        // When
+        FutureDiagnostics.handler = nil
+        // Then
+        XCTAssertEqual(readTheHandler.values, [true], "the lock was free while the old handler was released")
+    }
+
     func testCompleteIfPendingDoesNotReport() {
         let reports = Recorder<String>()
         FutureDiagnostics.handler = { reports.append($0) }
@@ -81,4 +104,15 @@ final class FutureCompletionTests: XCTestCase {
         promise.complete { throw TestError(3) }
         XCTAssertThrowsError(try promise.future.wait()) { XCTAssertEqual($0 as? TestError, TestError(3)) }
     }
+}
+
+/// Runs `released` when it is freed.
+private final class DiagnosticsReleaseProbe: Sendable {
+    let released: @Sendable () -> Void
+
+    init(released: @escaping @Sendable () -> Void) {
+        self.released = released
+    }
+
+    deinit { released() }
 }
