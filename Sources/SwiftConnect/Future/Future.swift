@@ -516,7 +516,8 @@ extension Future: DrainableFuture, CancellableFuture {
         if cancelNow { future.cancel() }
     }
 
-    /// Sets the action ``cancel()`` runs; runs it at once if the future was already cancelled.
+    /// Sets the action ``cancel()`` runs, replacing (and releasing, unrun) the one set before; runs it at once if the
+    /// future was already cancelled.
     func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
         guard let lock else { return }
         let (runNow, replaced): (Bool, (@Sendable () -> Void)?) = lock.withLock {

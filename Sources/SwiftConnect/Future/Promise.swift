@@ -117,6 +117,10 @@ public struct Promise<Value: Sendable>: Sendable {
     /// Runs at most once. If the future was already cancelled, `handler` runs at once; if it completed
     /// otherwise, `handler` never runs and is released.
     ///
+    /// A future has one cancel handler: while it is pending, each call replaces the handler set before, which then
+    /// never runs and is released before this method returns. Cancelling runs the last one set. To do several things
+    /// on cancellation, set one handler that does them all.
+    ///
     /// - Parameter handler: The cancellation action.
     public func setCancelHandler(_ handler: @escaping @Sendable () -> Void) {
         future.setCancelHandler(handler)

@@ -50,6 +50,28 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertEqual(handlerRuns.value, 1)
     }
 
+    /// A second `setCancelHandler` replaces the first: cancelling runs the last one set, once; the one it replaced
+    /// never runs, and is released at once.
+    func testTheLastCancelHandlerSetIsTheOneThatRuns() {
+        // Given
+        let promise = Promise<Int>()
+        let events = Recorder<String>()
+        do {
+            let probe = ReleaseProbe { events.append("first released") }
+            promise.setCancelHandler {
+                _ = probe
+                events.append("first ran")
+            }
+        }
+        // When
+        promise.setCancelHandler { events.append("second ran") }
+        events.append("replaced")
+        promise.future.cancel()
+        promise.future.cancel()
+        // Then
+        XCTAssertEqual(events.values, ["first released", "replaced", "second ran"])
+    }
+
     /// A cancel handler that another replaces is released outside the future's lock: what it held may use the future
     /// as it goes (a token that cancels the future when it is freed) instead of waiting for a lock its own thread holds.
     func testAReplacedCancelHandlerIsReleasedOutsideTheFuturesLock() {
