@@ -59,7 +59,11 @@ public struct Promise<Value: Sendable>: Sendable {
 
     /// Completes the future with a result.
     ///
-    /// Callbacks already added run on the calling thread before this method returns.
+    /// Callbacks already added run on the calling thread, in the order they were added, with those of the futures
+    /// derived from this one that they complete in turn, before this method returns; but a callback given a queue
+    /// (``Future/observe(on:_:)`` with a queue, or one chained after ``Future/receive(on:)``) is only handed to that
+    /// queue, and runs there later. A thread that adds a callback at the same moment may take the callbacks waiting
+    /// to run and run them first, on its own thread: then they may still be running when this method returns.
     ///
     /// - Parameters:
     ///   - result: The value or error.

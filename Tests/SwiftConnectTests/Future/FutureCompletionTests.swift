@@ -69,6 +69,26 @@ final class FutureCompletionTests: XCTestCase {
         XCTAssertEqual(readTheHandler.values, [true], "the lock was free while the old handler was released")
     }
 
+    /// `complete` runs the callbacks already added before it returns, on its own thread, but one given a queue is only
+    /// handed to the queue, as its documentation says.
+    func testCompleteRunsCallbacksBeforeReturningExceptThoseGivenAQueue() {
+        // Given: a callback on this thread and one on a queue held busy
+        let queue = DispatchQueue(label: "FutureCompletionTests.busy")
+        let busy = Gate()
+        queue.async { busy.wait(timeout: 10) }
+        let ran = Recorder<String>()
+        let promise = Promise<Int>()
+        promise.future.observe(on: queue) { _ in ran.append("on the queue") }
+        promise.future.observe { _ in ran.append("here") }
+        // When
+        promise.complete(with: .success(1))
+        // Then
+        XCTAssertEqual(ran.values, ["here"])
+        busy.open()
+        XCTAssertTrue(ran.wait(forCount: 2))
+        XCTAssertEqual(ran.values, ["here", "on the queue"])
+    }
+
     func testCompleteIfPendingDoesNotReport() {
         let reports = Recorder<String>()
         FutureDiagnostics.handler = { reports.append($0) }
