@@ -215,7 +215,8 @@ public enum ConnectEvent: Sendable {
     case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)
     /// The transport followed a redirect of `status` to `location` within the attempt.
     case redirected(status: Int, location: URL)
-    /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`.
+    /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`. A call that shares an identical
+    /// request (``Connect/Settings/coalescesIdenticalRequests``) hears the wait of the shared one, from when it joined.
     case queueWaited(seconds: TimeInterval)
     /// A ``ConnectivityMiddleware`` held the request for `seconds` while the network was gone (or, made as the
     /// network came back, behind the requests held so, while they were let go), then sent it. Not told for a request

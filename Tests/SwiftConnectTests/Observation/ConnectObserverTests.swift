@@ -519,11 +519,60 @@ final class ConnectObserverTests: XCTestCase {
         let joined = connect.request(GetTodo())
         XCTAssertEqual(observer.events(ofCall: 1), [], "nothing is sent yet")
         queue.resume()
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -"])
         transport.respond(to: 0, status: 503)
         XCTAssertEqual(connectError(of: first)?.statusCode, 503)
         XCTAssertEqual(connectError(of: joined)?.statusCode, 503)
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 503", "call 503 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 503", "call 503 after 1"])
+    }
+
+    /// A call that joined one waiting in the queue waited in it too: it hears its wait, from when it joined, before
+    /// its attempt starts, as the call whose request it is does (a tracer's span shows why the attempt began late).
+    func testACallThatJoinsOneWaitingInTheQueueHearsItsWait() throws {
+        // Given: two identical calls sharing a request that waits in the queue
+        let observer = PerCallObserver()
+        let waits = QueueWaits()
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer, waits]))
+        let first = connect.request(GetTodo())
+        let joined = connect.request(GetTodo())
+        // When
+        queue.resume()
+        transport.respond(to: 0, body: Data("{}".utf8))
+        // Then
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: joined))
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(observer.events(ofCall: 0), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+        let seconds = waits.calls.values.map(\.values)
+        XCTAssertEqual(seconds.map(\.count), [1, 1])
+        if seconds.map(\.count) == [1, 1] {
+            XCTAssertLessThanOrEqual(seconds[1][0], seconds[0][0], "the call that joined waited from when it joined")
+        }
+    }
+
+    /// Keeps, per call, the seconds of each queue wait it hears.
+    private final class QueueWaits: ConnectObserver {
+        let calls = Recorder<Recorder<TimeInterval>>()
+
+        struct Call: ConnectCallObserver {
+            let waits: Recorder<TimeInterval>
+
+            func record(_ event: ConnectEvent) {
+                if case .queueWaited(let seconds) = event { waits.append(seconds) }
+            }
+        }
+
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            let waits = Recorder<TimeInterval>()
+            calls.append(waits)
+            return Call(waits: waits)
+        }
     }
 
     /// A call that joined a shared request the wire check then refuses (a middleware's field with a line break) hears
@@ -549,7 +598,7 @@ final class ConnectObserverTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 0)
         let alone = ["start 1 -", "end 1 invalidRequest", "call invalidRequest after 1"]
         XCTAssertEqual(observer.events(ofCall: 0), ["queued"] + alone, "the call whose request waited in the queue")
-        XCTAssertEqual(observer.events(ofCall: 1), alone)
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued"] + alone, "the call that waited with it")
     }
 
     /// A call that leaves a shared request (cancelled) hears its attempt end after its own end, as cancelled, as any
@@ -602,7 +651,7 @@ final class ConnectObserverTests: XCTestCase {
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: joined))
         XCTAssertEqual(observer.events(ofCall: 0), ["call cancelled after 1"])
-        XCTAssertEqual(observer.events(ofCall: 1), ["start 1 -", "end 1 200", "call 200 after 1"])
+        XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
     }
 
     /// A middleware that sends its attempt's request twice at once (a hedge) gets one request when they are identical

@@ -38,7 +38,8 @@ import Foundation
 /// transport's door; a caller that joined, its own request told started when the shared one reaches that door (at
 /// once if it is there already) and ended with the shared answer (the wire check's refusal of the shared request
 /// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out); in
-/// between, the redirects the shared request follows. A caller that leaves hears no more of the shared request, the
+/// between, the redirects the shared request follows. A caller that joined while the shared request waited in the
+/// ``RequestQueue`` waited too: before its attempt starts it hears that wait, counted from when it joined. A caller that leaves hears no more of the shared request, the
 /// first one included. A middleware's second send of one attempt (a hedge) that joins the call of its first is no send
 /// of its own: its call hears the one that went out. The client's plugins, after this stage, hear the shared request
 /// once, with the first caller's context (``ConnectPlugin``).
@@ -112,6 +113,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The caller's request as it reached this stage: the shared one's twin.
         let request: ConnectRequest
         let transfer: TransferOptions
+        /// When the caller reached this stage, in `DispatchTime` nanoseconds (the coalescer's clock): a wait the shared
+        /// request makes in a later stage (the queue) counts for the caller from then.
+        let arrived: UInt64
         /// Whether the attempt was told started, and ended. Its lock is held while the observers are told, so that a
         /// start and an end told from two threads come in order; nothing else takes it.
         private let told = Protected<(started: Bool, ended: Bool)>((false, false))
@@ -123,11 +127,15 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// the coalescer's lock as the caller joins, before anything else can tell the attempt anything.
         private let missed = Protected<[ConnectEvent]>([])
 
-        init(observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions) {
+        init(
+            observation: CallObservation, attempt: Int, request: ConnectRequest, transfer: TransferOptions,
+            arrived: UInt64
+        ) {
             self.observation = observation
             self.attempt = attempt
             self.request = request
             self.transfer = transfer
+            self.arrived = arrived
         }
 
         /// Notes that the shared request reached the transport's door while this caller shared it (``start()`` tells
@@ -150,6 +158,15 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 return missed
             }
             for event in redirects { observation.record(event) }
+        }
+
+        /// Tells the observers the caller waited `seconds` in the queue for the shared request, before its attempt, as a
+        /// call alone hears its own wait there; nothing once the attempt started or ended.
+        func tellQueueWait(seconds: TimeInterval) {
+            told.withLock { told in
+                guard !told.started, !told.ended else { return }
+                observation.record(.queueWaited(seconds: seconds))
+            }
         }
 
         /// Tells the observers the attempt started, unless they were told already, or told it ended.
@@ -282,7 +299,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         let promise = Promise<ConnectResponse>()
         // The caller's attempt as its observers hear it, if it has any.
         var observed = context.transfer.observation.map { observation in
-            JoinedAttempt(observation: observation, attempt: context.attempt, request: copy request, transfer: transfer)
+            JoinedAttempt(
+                observation: observation, attempt: context.attempt, request: copy request, transfer: transfer,
+                arrived: now())
         }
         let joined: (UInt64, UInt64, Bool, Bool, Bool, CallObservation?)? = state.withLock { state in
             state.nextID &+= 1
@@ -416,17 +435,32 @@ extension RequestCoalescer {
     }
 
     /// The shared request of call `callID` met `event` on its way: a redirect it followed is one each caller that
-    /// joined it followed too, as its observers hear (the first caller's hear the shared request itself).
+    /// joined it followed too, and a wait in the queue one each caller that had joined it by then made too, from when
+    /// it joined, as its observers hear (the first caller's hear the shared request itself).
     private func relay(_ event: ConnectEvent, of key: Key, callID: UInt64) {
-        guard case .redirected = event else { return }
-        let observed = state.withLock { state -> [JoinedAttempt] in
-            guard var call = state.calls[key], call.id == callID else { return [] }
-            call.redirects.append(event)
-            state.calls[key] = call
-            // In order of arrival.
-            return call.observed.sorted { $0.key < $1.key }.map(\.value)
+        switch event {
+        case .redirected:
+            let observed = state.withLock { state -> [JoinedAttempt] in
+                guard var call = state.calls[key], call.id == callID else { return [] }
+                call.redirects.append(event)
+                state.calls[key] = call
+                // In order of arrival.
+                return call.observed.sorted { $0.key < $1.key }.map(\.value)
+            }
+            for attempt in observed { attempt.tell(event) }
+        case .queueWaited(let seconds):
+            let observed = state.withLock { state -> [JoinedAttempt] in
+                guard let call = state.calls[key], call.id == callID else { return [] }
+                // In order of arrival.
+                return call.observed.sorted { $0.key < $1.key }.map(\.value)
+            }
+            let now = now()
+            for attempt in observed {
+                attempt.tellQueueWait(seconds: min(seconds, Double(now &- attempt.arrived) / 1e9))
+            }
+        default:
+            return
         }
-        for attempt in observed { attempt.tell(event) }
     }
 
     /// The shared request of call `callID` reached the transport: its callers are in flight from now.
