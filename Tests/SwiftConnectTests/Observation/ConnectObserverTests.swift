@@ -575,6 +575,66 @@ final class ConnectObserverTests: XCTestCase {
         }
     }
 
+    /// An observer of a call that joined a shared request may cancel that call as it hears its attempt start (a budget
+    /// spent, a test that stops there): the call ends, cancelled, instead of waiting for a lock its own thread holds
+    /// while it tells its observers.
+    func testAnObserverThatCancelsAJoinedCallAsItStartsEndsIt() throws {
+        // Given: two identical calls sharing a request that waits in the queue; an observer that cancels the second
+        // call when it hears its attempt start
+        let joined = Guarded<Future<Data>?>(nil)
+        let observer = PerCallObserver()
+        let canceller = CancellingOnStart(call: 1) { joined.snapshot?.cancel() }
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true, observers: [observer, canceller]))
+        let first = connect.request(GetTodo())
+        joined.withLock { $0 = connect.request(GetTodo()) }
+        // When: the shared request reaches the transport's door (on another thread: a hang fails the test, bounded)
+        let resumed = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            queue.resume()
+            resumed.signal()
+        }
+        // Then
+        XCTAssertEqual(resumed.wait(timeout: .now() + 5), .success, "the call's own thread waited for itself")
+        XCTAssertEqual(connectError(of: joined.snapshot!)?.kind, .cancelled)
+        XCTAssertEqual(transport.requests.count, 1)
+        guard transport.requests.count == 1 else { return }
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: first))
+        // As any call cut short hears it (see the test of a call that leaves a shared request).
+        XCTAssertEqual(
+            observer.events(ofCall: 1), ["queued", "start 1 -", "call cancelled after 1", "end 1 cancelled"])
+    }
+
+    /// Runs `cancel` when the call it was asked about in position `call` (from 0) hears its attempt start.
+    private final class CancellingOnStart: ConnectObserver {
+        let call: Int
+        let cancel: @Sendable () -> Void
+        private let asked = Counter()
+
+        init(call: Int, cancel: @escaping @Sendable () -> Void) {
+            self.call = call
+            self.cancel = cancel
+        }
+
+        struct Call: ConnectCallObserver {
+            let cancel: (@Sendable () -> Void)?
+
+            func record(_ event: ConnectEvent) {
+                if case .attemptStarted = event { cancel?() }
+            }
+        }
+
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            asked.increment()
+            return Call(cancel: asked.value == self.call + 1 ? cancel : nil)
+        }
+    }
+
     /// A call that joined a shared request the wire check then refuses (a middleware's field with a line break) hears
     /// its attempt start at the transport's door and end with the refusal, as the call whose request it is does, and
     /// as it would alone: not its call's end only.

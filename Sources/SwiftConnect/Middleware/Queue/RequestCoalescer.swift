@@ -107,7 +107,9 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
 
     /// A caller's attempt as its observers hear it: started, then ended, each at most once and never a start after
     /// the end, whichever thread tells them (the shared request may be answered while a caller joins).
-    private final class JoinedAttempt: Sendable {
+    // @unchecked Sendable: `telling` protects `started` and `ended`; the other properties are immutable, or protect
+    // themselves.
+    private final class JoinedAttempt: @unchecked Sendable {
         let observation: CallObservation
         let attempt: Int
         /// The caller's request as it reached this stage: the shared one's twin.
@@ -116,9 +118,13 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// When the caller reached this stage, in `DispatchTime` nanoseconds (the coalescer's clock): a wait the shared
         /// request makes in a later stage (the queue) counts for the caller from then.
         let arrived: UInt64
-        /// Whether the attempt was told started, and ended. Its lock is held while the observers are told, so that a
-        /// start and an end told from two threads come in order; nothing else takes it.
-        private let told = Protected<(started: Bool, ended: Bool)>((false, false))
+        /// Held while the observers are told, so that a start and an end told from two threads come in order; nothing
+        /// else takes it. Recursive: an observer that ends the call as it hears of it (cancelling it) ends its attempt
+        /// on the same thread, inside what it is told, instead of waiting for a lock its own thread holds.
+        private let telling = NSRecursiveLock()
+        /// Whether the attempt was told started, and ended (`telling` held).
+        private var started = false
+        private var ended = false
         /// Whether the shared request reached the transport's door while the caller shared it: its attempt started
         /// then, whoever tells it first (the door, the caller as it joins, a redirect, or the answer, when it comes
         /// first). Set under the coalescer's lock; its own is never held while anything else is taken or told.
@@ -149,42 +155,53 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             missed.withLock { $0 = redirects }
         }
 
-        /// Tells the observers the attempt started, then the redirects it missed. `told`'s lock held.
-        private func tellStart(_ told: inout (started: Bool, ended: Bool)) {
-            told.started = true
+        /// Runs `body` holding `telling`.
+        private func whileTelling(_ body: () -> Void) {
+            telling.lock()
+            defer { telling.unlock() }
+            body()
+        }
+
+        /// Tells the observers the attempt started, then the redirects it missed, unless an observer ends it meanwhile.
+        /// `telling` held.
+        private func tellStart() {
+            started = true
             observation.recordStart(of: attempt, request: request)
             let redirects = missed.withLock { missed in
                 defer { missed = [] }
                 return missed
             }
-            for event in redirects { observation.record(event) }
+            for event in redirects {
+                guard !ended else { return }
+                observation.record(event)
+            }
         }
 
         /// Tells the observers the caller waited `seconds` in the queue for the shared request, before its attempt, as a
         /// call alone hears its own wait there; nothing once the attempt started or ended.
         func tellQueueWait(seconds: TimeInterval) {
-            told.withLock { told in
-                guard !told.started, !told.ended else { return }
+            whileTelling {
+                guard !started, !ended else { return }
                 observation.record(.queueWaited(seconds: seconds))
             }
         }
 
         /// Tells the observers the attempt started, unless they were told already, or told it ended.
         func start() {
-            told.withLock { told in
-                guard !told.started, !told.ended else { return }
-                tellStart(&told)
+            whileTelling {
+                guard !started, !ended else { return }
+                tellStart()
             }
         }
 
         /// Tells the observers the attempt ended with `result`, if it started (told, or due: the answer came before the
         /// start was told, to a caller that joined as it came); no start is told after this.
         func end(with result: Result<ConnectResponse, any Error>) {
-            told.withLock { told in
-                guard !told.ended else { return }
-                told.ended = true
-                if !told.started, isDue.withLock({ $0 }) { tellStart(&told) }
-                guard told.started else { return }
+            whileTelling {
+                guard !ended else { return }
+                ended = true
+                if !started, isDue.withLock({ $0 }) { tellStart() }
+                guard started else { return }
                 MiddlewareChain.recordEnd(
                     of: attempt, with: result, to: observation, request: request, transfer: transfer)
             }
@@ -192,10 +209,11 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
 
         /// Tells the observers `event`, within the attempt: once it started (told, or due), and not after it ended.
         func tell(_ event: ConnectEvent) {
-            told.withLock { told in
-                guard !told.ended else { return }
-                if !told.started, isDue.withLock({ $0 }) { tellStart(&told) }
-                guard told.started else { return }
+            whileTelling {
+                guard !ended else { return }
+                if !started, isDue.withLock({ $0 }) { tellStart() }
+                // Started, unless an observer ended the attempt as it heard the start.
+                guard started, !ended else { return }
                 observation.record(event)
             }
         }
@@ -204,7 +222,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// (the first caller's: the request's own observers heard its start at the transport's door).
         func endIfSent(with result: Result<ConnectResponse, any Error>) {
             guard observation.hasSendInFlight(of: attempt) else { return }
-            told.withLock { $0.started = true }
+            whileTelling { started = true }
             end(with: result)
         }
     }
