@@ -35,14 +35,14 @@ import Foundation
 /// not at once.
 ///
 /// Each caller's observers (``ConnectObserver``) hear its attempt: the first caller's, the shared request at the
-/// transport's door; a caller that joined, its own request told started when the shared one reaches that door (at
-/// once if it is there already) and ended with the shared answer (the wire check's refusal of the shared request
-/// included, as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out); in
-/// between, the redirects the shared request follows. A caller that joined while the shared request waited in the
-/// ``RequestQueue`` waited too: before its attempt starts it hears that wait, counted from when it joined. A caller that leaves hears no more of the shared request, the
-/// first one included. A middleware's second send of one attempt (a hedge) that joins the call of its first is no send
-/// of its own: its call hears the one that went out. The client's plugins, after this stage, hear the shared request
-/// once, with the first caller's context (``ConnectPlugin``).
+/// transport's door; a caller that joined, its own request told started when the shared one reaches that door (at once
+/// if it is there already) and ended with the shared answer (the wire check's refusal of the shared request included,
+/// as a call alone hears it), or, when it leaves first, with its own end (as cancelled, or timed out); in between, the
+/// redirects the shared request follows. A caller that joined while the shared request waited in the ``RequestQueue``
+/// waited too: before its attempt starts it hears that wait, counted from when it joined. A caller that leaves hears no
+/// more of the shared request, the first one included. A middleware's second send of one attempt (a hedge) that joins
+/// the call of its first is no send of its own: its call hears the one that went out. The client's plugins, after this
+/// stage, hear the shared request once, with the first caller's context (``ConnectPlugin``).
 final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
