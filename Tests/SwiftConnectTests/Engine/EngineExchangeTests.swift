@@ -448,6 +448,29 @@ final class EngineExchangeTests: XCTestCase {
         }
     }
 
+    /// A `Transfer-Encoding` overrides a `Content-Length` beside it (RFC 9112 §6.3): the engine read the body by its
+    /// chunks, so the length declares nothing. A body shorter or longer than it is whole, a length over the limit
+    /// refuses nothing the body does not exceed, and progress announces no total.
+    func testATransferEncodingOverridesTheContentLengthBesideIt() throws {
+        for codings in ["chunked", "Chunked", "identity, chunked"] {
+            for (declared, body) in [("10", "short"), ("2", "longer"), ("5000", "short")] {
+                let engine = ScriptedEngine([
+                    .init(
+                        status: 200, fields: ["Transfer-Encoding": codings, "Content-Length": declared],
+                        chunks: [Data(body.utf8)])
+                ])
+                let reports = Protected<[TransferProgress]>([])
+                let options = TransferOptions(
+                    maxResponseBytes: 1000, progress: { report in reports.withLock { $0.append(report) } })
+                let sent = ConnectRequest(url: URL(string: "http://api.test/x")!)
+                let response = try engine.send(sent, transfer: options).waitForResult(timeout: 10)
+                let context = "\(codings), Content-Length \(declared), body \(body)"
+                XCTAssertEqual(try? response.get().data, Data(body.utf8), "\(response) \(context)")
+                XCTAssertNil(reports.snapshot.first?.totalBytesToReceive, context)
+            }
+        }
+    }
+
     /// A streamed answer whose engine ends it short of its `Content-Length` fails its reader as a lost connection,
     /// as an answer read whole does; it ended as if complete.
     func testAStreamedBodyShorterThanItsContentLengthFailsItsReader() throws {

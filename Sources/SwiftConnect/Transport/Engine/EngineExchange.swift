@@ -391,11 +391,14 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     static var redirectBodyReadLimit: Int64 { 64 << 10 }
 
     /// The body length `head` declares, when it counts the bytes that follow: not for a content-encoded body (the
-    /// length is the encoded one), nor where no body follows (a HEAD's answer, 1xx, 204, 304).
+    /// length is the encoded one), nor beside a `Transfer-Encoding` (which overrides it, RFC 9112 §6.3: the engine
+    /// read the body by its chunks, and the length, which a conforming server never sends with them, counts nothing),
+    /// nor where no body follows (a HEAD's answer, 1xx, 204, 304).
     static func declaredLength(of head: ConnectResponse, request: ConnectRequest) -> Int64? {
         let status = head.statusCode
         let fields = head.head.headerFields
         let bodiless = request.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
+        if fields.contains(TransferEncoding.name) { return nil }
         // `identity` is no coding at all (a server may name it); any other coding leaves the length unknown here.
         if let coding = fields[HeaderField.Name("Content-Encoding")],
             coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
