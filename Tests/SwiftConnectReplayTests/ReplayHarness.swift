@@ -129,6 +129,7 @@ enum ReplayHarness {
         "testALoopOf307sFailsWithTooManyRedirects": Reason.serverSide,
         "testCachedResponseIsServedWithoutASecondServerHit": Reason.serverSide,
         "testGetAndDecode": Reason.serverSide,
+        "testBlanksAroundAHeaderValueAreTrimmedOnEveryEngine": Reason.serverSide,
         "testGuideUpdateSendsPathQueryAndJSONBody": Reason.serverSide,
         "testQueueCapsTheRequestsTheServerSeesAtOnce": Reason.serverSide,
         "testALocationWithAFragmentIsFollowedWithoutSendingIt": Reason.serverSide,

@@ -11,7 +11,8 @@
 /// Names compare without regard to ASCII case (`Content-Type` and `content-type` are one name, RFC 9110 §5.1) and keep
 /// the spelling they were given. Values are stored as given: a name that is not an RFC 9110 token, or a value with
 /// CR, LF, NUL or another control character, is refused when the request is sent, with
-/// ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, on every engine.
+/// ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, on every engine. The spaces and tabs around a value are
+/// not part of it (RFC 9110 §5.5): a request's transport gets its values without them, after every middleware.
 public struct HeaderField: Sendable, Hashable, CustomStringConvertible {
     /// A field's name: case-insensitive, spelled as given.
     public struct Name: Sendable, Hashable, ExpressibleByStringLiteral, CustomStringConvertible {
@@ -205,6 +206,22 @@ public struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Expressi
     /// Adds `field` after the others, keeping any of the same name.
     public mutating func append(_ field: HeaderField) {
         fields.append(field)
+    }
+
+    /// Removes the spaces and tabs around each value: they are not part of a field value (RFC 9110 §5.5), HTTP/2
+    /// forbids them (RFC 9113 §8.2.1), and engines differ on them (libcurl leaves out a field whose value is blanks
+    /// only, which the others send empty). Done by the core before a request reaches its transport, so every engine
+    /// sends the same value. Costs a look at each value's ends when none has blanks there.
+    mutating func trimBlanks() {
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        for index in fields.indices {
+            let utf8 = fields[index].value.utf8
+            guard let first = utf8.first, let last = utf8.last, isBlank(first) || isBlank(last) else { continue }
+            var trimmed = Substring(fields[index].value).utf8
+            while let byte = trimmed.first, isBlank(byte) { trimmed = trimmed.dropFirst() }
+            while let byte = trimmed.last, isBlank(byte) { trimmed = trimmed.dropLast() }
+            fields[index].value = String(Substring(trimmed))
+        }
     }
 
     /// The first field that is not valid (``HeaderField/isValid``): what the core refuses to send.

@@ -301,6 +301,21 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(engine.hops.isEmpty)
     }
 
+    /// A request handed to the transport directly, past the client's stages, reaches the engine without the blanks
+    /// around its header values too (RFC 9110 §5.5).
+    func testTheEngineGetsHeaderValuesWithoutTheBlanksAroundThem() throws {
+        let engine = ScriptedEngine([.init(status: 204)])
+        var sent = ConnectRequest(url: URL(string: "http://api.test/x")!)
+        sent.headerFields = ["X-Padded": " v \t", "X-Blank": "\t", "X-Plain": "p"]
+
+        _ = try engine.send(sent, transfer: TransferOptions()).wait(timeout: 10)
+
+        let fields = try XCTUnwrap(engine.hops.first).head.headerFields
+        XCTAssertEqual(fields["X-Padded"], "v")
+        XCTAssertEqual(fields["X-Blank"], "")
+        XCTAssertEqual(fields["X-Plain"], "p")
+    }
+
     func testAMethodOrALengthAnEngineWouldWriteWrongNeverReachesIt() throws {
         // Given: requests handed to the transport directly, past every middleware
         let engine = ScriptedEngine([.init(status: 200)])

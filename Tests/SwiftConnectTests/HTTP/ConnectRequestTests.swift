@@ -118,4 +118,37 @@ final class ConnectRequestTests: XCTestCase {
         XCTAssertEqual(seen.values, ["POST https://api.example.com/todos text/plain hi"])
         XCTAssertEqual(transport.requests.first?.httpBody, Data("hi".utf8))
     }
+
+    /// The blanks around a header value are not part of it (RFC 9110 §5.5): the transport gets the value without them
+    /// (libcurl left out a field of blanks only, which other engines sent empty), and a middleware still sees the
+    /// request as it was given.
+    func testTheTransportGetsHeaderValuesWithoutTheBlanksAroundThem() throws {
+        struct Spy: Middleware {
+            let seen: Recorder<String>
+            func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+                -> Future<ConnectResponse>
+            {
+                seen.append(request.headerFields["X-Padded"] ?? "-")
+                return next(request)
+            }
+        }
+        let transport = FakeTransport()
+        transport.stub(.get, "/todos", with: .status(200))
+        let seen = Recorder<String>()
+        let connect = Connect(transport: transport, middlewares: [Spy(seen: seen)], retryPolicy: nil)
+        let route = Route(
+            "/todos", baseURL: URL(string: "https://api.example.com"),
+            headers: [
+                HTTPHeader(name: "X-Padded", value: "\t a  b \t"), HTTPHeader(name: "X-Blank", value: "  "),
+                HTTPHeader(name: "X-Inner", value: "a \t b"),
+            ])
+
+        _ = try connect.request(route).wait(timeout: 10)
+
+        let sent = try XCTUnwrap(transport.requests.first)
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Padded"), "a  b")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Blank"), "")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-Inner"), "a \t b")
+        XCTAssertEqual(seen.values, ["\t a  b \t"])
+    }
 }

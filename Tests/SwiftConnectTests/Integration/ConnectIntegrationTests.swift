@@ -61,6 +61,24 @@ final class ConnectIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(server.requests.first?.header("Accept"), "application/json")
     }
 
+    /// A field value does not include the blanks around it (RFC 9110 §5.5): the core trims them before any engine
+    /// sees the request, so every engine sends the same value. libcurl leaves out a field whose value is blanks only
+    /// (a value of nothing but blanks is its way to remove a field), where the other engines sent it empty.
+    func testBlanksAroundAHeaderValueAreTrimmedOnEveryEngine() throws {
+        server.route("GET", "/echo") { _ in .text("ok") }
+        let headers = [HTTPHeader(name: "X-Padded", value: " \tvalue \t"), HTTPHeader(name: "X-Blank", value: " \t ")]
+
+        // Plain, and through the core's exchange (URLSession's two paths)
+        for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+            let padded = Route("/echo", baseURL: server.baseURL, headers: headers, timeout: 10, options: options)
+            _ = try connect.request(padded).wait()
+
+            let received = try XCTUnwrap(server.requests.last)
+            XCTAssertEqual(received.header("X-Padded"), "value")
+            XCTAssertEqual(received.header("X-Blank"), "", "\(received.headers)")
+        }
+    }
+
     func testGuideUpdateSendsPathQueryAndJSONBody() throws {
         server.route("PUT", "/users/:userId/todos/:todoId") { request in
             .data(request.body, contentType: "application/json")

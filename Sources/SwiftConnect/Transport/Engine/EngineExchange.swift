@@ -288,6 +288,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             problem.storedRequest = .sent(original)
             throw problem
         }
+        // Without the blanks around values (RFC 9110 §5.5), for a request handed to the transport directly too.
+        head.headerFields.trimBlanks()
         let cookies = head.headerFields[values: .cookie]
         if cookies.count > 1 {
             // One `Cookie` field (RFC 6265 5.4), its pairs joined with "; " as URLSession joins them: an engine
