@@ -25,6 +25,10 @@ extension ConnectRequest {
     /// - a body stream that announces a length below 0: it would go out as a `Content-Length` no server reads as a
     ///   length, and a transport that does not read the body would answer it as if nothing were wrong.
     ///
+    /// The other connection-specific fields (`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`) are not
+    /// refused: they mean something over HTTP/1.1 (`Connection: close`), where every engine sends them as set, and
+    /// over HTTP/2, which forbids them (RFC 9113 §8.2.2), each engine's codec leaves them out (libcurl's, SwiftNIO's).
+    ///
     /// - Parameter bodyFile: The file the body is sent from, if any.
     /// - Returns: The error to fail the call with, or `nil`.
     func wireProblem(bodyFile: URL?) -> ConnectError? {

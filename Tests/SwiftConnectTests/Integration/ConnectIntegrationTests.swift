@@ -79,6 +79,27 @@ final class ConnectIntegrationTests: IntegrationTestCase {
         }
     }
 
+    /// The connection-specific fields of HTTP/1.1 (`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`) a
+    /// caller sets go as set over HTTP/1.1 on every engine: the core neither refuses nor drops them, each engine's
+    /// HTTP/2 codec leaves them out there (RFC 9113 §8.2.2), as libcurl and SwiftNIO do.
+    func testConnectionSpecificFieldsGoAsSetOverHTTP11() throws {
+        server.route("GET", "/echo") { _ in .text("ok") }
+        let headers = [
+            HTTPHeader(name: "Connection", value: "close"), HTTPHeader(name: "Keep-Alive", value: "timeout=5"),
+            HTTPHeader(name: "Proxy-Connection", value: "keep-alive"), HTTPHeader(name: "Upgrade", value: "example/1"),
+        ]
+
+        for options in [RequestOptions(), RequestOptions(maxResponseBytes: 1 << 20)] {
+            let route = Route("/echo", baseURL: server.baseURL, headers: headers, timeout: 10, options: options)
+            _ = try connect.request(route).wait()
+
+            let received = try XCTUnwrap(server.requests.last)
+            for header in headers {
+                XCTAssertEqual(received.header(header.name), header.value, "\(received.headers)")
+            }
+        }
+    }
+
     func testGuideUpdateSendsPathQueryAndJSONBody() throws {
         server.route("PUT", "/users/:userId/todos/:todoId") { request in
             .data(request.body, contentType: "application/json")
