@@ -184,6 +184,10 @@ public final class URLSessionTransport: Transport {
     /// exchange starts its hops from a task of its own, and needs no such queue.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         guard delegate != nil, !(transfer.isPlain && !request.body.isPresent) else {
+            // Without the blanks around values (RFC 9110 §5.5), as the exchange sends them: libcurl would leave out
+            // a field of blanks only. Done by the client's chain already; this is for a request handed over directly.
+            var request = request
+            request.headerFields.trimBlanks()
             return send(request.urlRequest, transfer: transfer)
         }
         // Pins are checked for every hop, the first included, by the hop engine.

@@ -77,6 +77,16 @@ final class ConnectIntegrationTests: IntegrationTestCase {
             XCTAssertEqual(received.header("X-Padded"), "value")
             XCTAssertEqual(received.header("X-Blank"), "", "\(received.headers)")
         }
+        // A request handed to the transport itself, past the client's stages, on both of URLSession's paths
+        var direct = ConnectRequest(url: server.baseURL.appendingPathComponent("echo"))
+        direct.headerFields = ["X-Padded": " \tvalue \t", "X-Blank": " \t "]
+        for transfer in [TransferOptions(), TransferOptions(maxResponseBytes: 1 << 20)] {
+            _ = try TransportUnderTest.make().send(direct, transfer: transfer).wait()
+
+            let received = try XCTUnwrap(server.requests.last)
+            XCTAssertEqual(received.header("X-Padded"), "value")
+            XCTAssertEqual(received.header("X-Blank"), "", "direct: \(received.headers)")
+        }
     }
 
     /// The connection-specific fields of HTTP/1.1 (`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`) a
