@@ -62,13 +62,26 @@ extension ConnectRequest {
             return error
         }
         guard bodyFile == nil else { return nil }
-        let length: Int64?
+        let length: Int64
         switch body {
         case .none: length = 0
         case .bytes(let data): length = Int64(data.count)
-        case .stream(let stream): length = stream.length
+        case .stream(let stream):
+            guard let announced = stream.length else {
+                // A stream of unknown length is held to a `Content-Length` its caller set, as it is read (the
+                // exchange announces it to the engine): one that is not a length frames nothing.
+                guard let declared = headerFields[.contentLength], ContentLength.value(of: declared) == nil else {
+                    return nil
+                }
+                var error = ConnectError.invalidRequest(
+                    .invalidHeader(name: HeaderField.Name.contentLength.rawName), sent: self)
+                error.message =
+                    "the header 'Content-Length' says \(SingleLineText.make(declared.debugDescription, limit: 40)), "
+                    + "which is not a length: leave it out, a stream of unknown length is sent in chunks"
+                return error
+            }
+            length = announced
         }
-        guard let length else { return nil }
         return contentLengthProblem(bodyLength: length)
     }
 
@@ -90,13 +103,16 @@ extension ConnectRequest {
 enum ContentLength {
     /// Whether `value` says `length`: digits, with blanks around them allowed.
     static func `is`(_ value: String, _ length: Int64) -> Bool {
+        Self.value(of: value) == length
+    }
+
+    /// The length `value` says: digits, with blanks around them allowed; `nil` for anything else.
+    static func value(of value: String) -> Int64? {
         var digits = Substring(value)
         while let first = digits.first, first == " " || first == "\t" { digits.removeFirst() }
         while let last = digits.last, last == " " || last == "\t" { digits.removeLast() }
-        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }), let declared = Int64(digits) else {
-            return false
-        }
-        return declared == length
+        guard !digits.isEmpty, digits.allSatisfy({ $0.isASCII && $0.isNumber }) else { return nil }
+        return Int64(digits)
     }
 }
 

@@ -93,7 +93,8 @@ public struct ConnectRequest: Sendable {
         private let stream: InputStream?
         private let makeChunks: @Sendable () -> RequestBodyChunks.Iterator
         /// The body's length when it is known before it is sent: it goes out as `Content-Length`, and a body of
-        /// another length fails the call. `nil`: sent in chunks (`Transfer-Encoding: chunked` over HTTP/1.1). On
+        /// another length fails the call. `nil`: sent in chunks (`Transfer-Encoding: chunked` over HTTP/1.1), unless
+        /// the request has a `Content-Length` field, which then is the length (a value that is no length is refused). On
         /// Linux, `URLSessionTransport` sends every stream in chunks, without `Content-Length` (libcurl cannot be
         /// told a stream's length), still holding it to its length: for a server that needs the field, send a body
         /// in memory or a file, or use `AsyncHTTPClientTransport`.

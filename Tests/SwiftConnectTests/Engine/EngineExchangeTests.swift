@@ -316,6 +316,42 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(fields["X-Plain"], "p")
     }
 
+    /// A stream of unknown length goes in chunks: a `Content-Length` the caller set beside it would go out with
+    /// `Transfer-Encoding: chunked` (a message RFC 9112 §6.1 forbids, read one way by one server and the other by the
+    /// next), or be dropped by one engine and kept by another. The core holds the stream to that length, as it holds a
+    /// stream that announces its own, and the engine gets one length: the field's.
+    func testAContentLengthBesideAStreamOfUnknownLengthIsTheStreamsLength() throws {
+        func send(_ body: String, declaring declared: String) throws -> (
+            ScriptedEngine, Result<ConnectResponse, any Error>
+        ) {
+            let engine = ScriptedEngine([.init(status: 204)])
+            let chunks = AsyncStream<Data> { continuation in
+                continuation.yield(Data(body.utf8))
+                continuation.finish()
+            }
+            var sent = ConnectRequest(
+                method: .put, url: URL(string: "http://api.test/x")!, body: .stream(.init(chunks)))
+            sent.headerFields[.contentLength] = declared
+            return (engine, try engine.send(sent, transfer: TransferOptions()).waitForResult(timeout: 10))
+        }
+        // Given bodies longer and shorter than the length their caller set
+        for body in ["abcdef", "a"] {
+            let (engine, result) = try send(body, declaring: "3")
+            guard case .failure(let error) = result else { return XCTFail("\(body): \(result)") }
+            XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(body): \(error)")
+            XCTAssertTrue(engine.hops.allSatisfy { $0.body.length == 3 }, "\(engine.hops.map(\.body.length))")
+        }
+        // And one of that length, which goes with it
+        let (engine, result) = try send("abc", declaring: " 3 ")
+        XCTAssertEqual(try? result.get().statusCode, 204, "\(result)")
+        XCTAssertEqual(engine.hops.first?.body.length, 3)
+        // A value that is no length is refused, nothing sent
+        let (refusing, refused) = try send("abc", declaring: "3, 4")
+        guard case .failure(let error as ConnectError) = refused else { return XCTFail("\(refused)") }
+        XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: "Content-Length"), "\(error)")
+        XCTAssertTrue(refusing.hops.isEmpty)
+    }
+
     func testAMethodOrALengthAnEngineWouldWriteWrongNeverReachesIt() throws {
         // Given: requests handed to the transport directly, past every middleware
         let engine = ScriptedEngine([.init(status: 200)])

@@ -67,4 +67,40 @@ final class BodyFileLengthTests: XCTestCase {
         XCTAssertEqual(String(decoding: sent.data, as: UTF8.self), "0123456789")
         XCTAssertEqual(String(decoding: session.data, as: UTF8.self), "0123456789")
     }
+
+    /// A stream of unknown length under a `Content-Length` of the caller's: the socket engine, which writes the fields
+    /// it is given, sent it beside `Transfer-Encoding: chunked` (RFC 9112 §6.1 forbids both; servers and proxies read
+    /// such a request one way or the other), where URLSession dropped the field. The core holds the stream to the
+    /// length and tells the engine: one framing, and a stream longer than the length is refused on both.
+    func testAStreamOfUnknownLengthGoesUnderTheCallersLengthOnBothEngines() throws {
+        let server = try startedServer()
+        func outcome(_ transport: any Transport, body: String) throws -> Result<ConnectResponse, any Error> {
+            let chunks = AsyncStream<Data> { continuation in
+                continuation.yield(Data(body.utf8))
+                continuation.finish()
+            }
+            var request = ConnectRequest(
+                method: .post, url: server.baseURL.appendingPathComponent("upload"), body: .stream(.init(chunks)))
+            request.setValue("10", forHTTPHeaderField: "Content-Length")
+            request.timeoutInterval = 10
+            return try transport.send(request, transfer: TransferOptions()).waitForResult(timeout: 20)
+        }
+
+        for (name, transport) in [
+            ("SocketEngine", SocketEngine() as any Transport), ("URLSession", URLSessionTransport()),
+        ] {
+            let sent = try outcome(transport, body: "0123456789").get()
+            XCTAssertEqual(String(decoding: sent.data, as: UTF8.self), "0123456789", name)
+            // One framing: the length, or on Linux's URLSession (which sends every stream in chunks) chunks alone
+            let received = try XCTUnwrap(server.requests.last)
+            let framing = (received.header("Content-Length"), received.header("Transfer-Encoding"))
+            XCTAssertTrue(framing.0 == nil || framing.1 == nil, "\(name): \(received.headers)")
+            if name == "SocketEngine" { XCTAssertEqual(framing.0, "10", "\(received.headers)") }
+
+            guard case .failure(let error as ConnectError) = try outcome(transport, body: "0123456789AB") else {
+                return XCTFail("\(name): a longer stream went out")
+            }
+            XCTAssertEqual(error.kind, .invalidRequest, "\(name): \(error)")
+        }
+    }
 }

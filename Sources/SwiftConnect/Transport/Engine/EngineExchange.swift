@@ -326,8 +326,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             case .bytes(let data) where !data.isEmpty:
                 body = .bytes(data)
             case .stream(let stream):
-                // The core counts a stream's chunks as the engine takes them; the engine reports nothing for it.
-                body = .stream(stream.chunks.counted(announcing: stream.length, sent: sent), length: stream.length)
+                // The core counts a stream's chunks as the engine takes them; the engine reports nothing for it. A
+                // stream of unknown length is held to a `Content-Length` its caller set (the wire check made sure it
+                // is one), and the engine told that length: it would frame the body in chunks beside that field
+                // (RFC 9112 §6.1 forbids both), or drop it, by engine.
+                let length =
+                    stream.length ?? hop.headerFields[.contentLength].flatMap { ContentLength.value(of: $0) }
+                body = .stream(stream.chunks.counted(announcing: length, sent: sent), length: length)
                 return EngineRequest(head: head, body: body, deadline: timer?.time)
             case .none, .bytes:
                 body = .none
