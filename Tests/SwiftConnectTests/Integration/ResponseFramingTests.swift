@@ -236,6 +236,34 @@ final class ResponseFramingTests: IntegrationTestCase {
         XCTAssertEqual(received, body)
     }
 
+    /// A zstd body, which libcurl asks for (`Accept-Encoding: deflate, gzip, br, zstd`) and decodes: URLSession's plain
+    /// path answered it, its path through the core's exchange (a size limit, progress) refused it as a coding nobody
+    /// decodes, though libcurl had. AsyncHTTPClient, which does not decode zstd, has it refused naming it.
+    func testAZstdBodyLibcurlAskedForIsAnsweredOnEveryPath() throws {
+        // Given "hello zstd" as one zstd frame
+        let hex = "28b52ffd045851000068656c6c6f207a737464cfdb609c"
+        let encoded = Data(
+            stride(from: 0, to: hex.count, by: 2).map { offset in
+                let start = hex.index(hex.startIndex, offsetBy: offset)
+                return UInt8(hex[start..<hex.index(start, offsetBy: 2)], radix: 16)!
+            })
+        server.route("GET", "/zstd") { _ in .data(encoded).withHeader("Content-Encoding", "zstd") }
+
+        for options in everyPath {
+            // When
+            let result = Result { try connect.request(route("/zstd", options: options)).wait(timeout: 10) }
+
+            // Then
+            guard TransportUnderTest.isURLSession else {
+                guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+                XCTAssertEqual(error.kind, .transport, "\(error)")
+                XCTAssertTrue(error.message.contains("zstd"), error.message)
+                continue
+            }
+            XCTAssertEqual(try? result.get(), Data("hello zstd".utf8), "\(result)")
+        }
+    }
+
     func testProgressOfACompressedBodyNeverCountsPastItsTotal() throws {
         // Given 60,000 bytes sent gzip-encoded, whose Content-Length is the encoded size
         let body = Data(repeating: 0x62, count: 60_000)
