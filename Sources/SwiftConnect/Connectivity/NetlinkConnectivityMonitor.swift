@@ -83,9 +83,12 @@
 
         /// Stops following changes: ends the reading thread and closes the socket.
         ///
-        /// When it returns no observer is being called or will be called again (unless it is called by an
-        /// observer, on the monitor's thread: then the thread ends just after the observer returns). ``current``
-        /// keeps the last state. Later calls do nothing; releasing the monitor stops it too.
+        /// A state nobody follows any more is not known, and an unknown state reads as connected, as after a failure
+        /// of the socket: ``current`` becomes ``Connectivity/connected``, and the observers hear of it (if it was
+        /// another state) before this returns, so that requests waiting for the network go rather than wait for a
+        /// change no one will report. When it returns no observer is being called or will be called again (unless it
+        /// is called by an observer, on the monitor's thread: then the thread tells the observers and ends just after
+        /// the observer returns). Later calls do nothing; releasing the monitor stops it too.
         public func stop() {
             reader.stop()
         }
@@ -164,6 +167,9 @@
                     session.closeDescriptors()
                     lifecycle.areDescriptorsClosed = true
                 }
+                // Stopped or failed, the state is no longer followed: unknown, it reads as connected (`fail()`), and
+                // the observers hear it before `stop()` returns. Outside the lock: an observer may call `stop()`.
+                observers.update(.connected)
                 finished.leave()
             }
             while !isStopRequested {

@@ -5,6 +5,7 @@
     import XCTest
 
     @testable import SwiftConnect
+    import SwiftConnectTesting
 
     /// The rtnetlink parser and state rule on hand-built messages, and the monitor against the kernel: in the test's
     /// own network namespace for its lifecycle, and in namespaces it creates (as root, with iproute2) for changes.
@@ -495,6 +496,32 @@
             // Then
             XCTAssertEqual(released.wait(timeout: .now() + 1), .success, "the observer returned: no deadlock")
             XCTAssertNil(box.snapshot)
+        }
+
+        func testAStoppedMonitorReadsConnectedAndLetsTheRequestsWaitingForItGo() throws {
+            // Given: a monitor offline (a namespace with only lo), an observer, and a request waiting for the network
+            let namespace = try makeNamespace()
+            let monitor = try Self.makeMonitor(inNamespace: namespace.name)
+            XCTAssertEqual(monitor.current, .disconnected)
+            let recorder = ConnectivityRecorder()
+            let observation = monitor.observe { recorder.record($0) }
+            addTeardownBlock { observation.cancel() }
+            let transport = FakeTransport(fallback: .json(["ok": true]))
+            let connect = Connect(
+                transport: transport,
+                middlewares: [ConnectivityMiddleware(monitor: monitor, policy: .waitForConnectivity)])
+            let future = connect.request(Route(url: URL(string: "https://api.example.com/items/1")!))
+            XCTAssertFalse(future.isCompleted)
+            XCTAssertTrue(transport.requests.isEmpty, "sent while the monitor said offline")
+            // When
+            let start = DispatchTime.now()
+            monitor.stop()
+            // Then: a state nobody follows any more is unknown, and unknown reads as connected (as after a failure of
+            // the socket): the observers hear it before stop() returns, and the waiting request goes
+            XCTAssertEqual(monitor.current, .connected)
+            XCTAssertEqual(recorder.wait(timeout: 0, after: start) { _ in true }?.state, .connected)
+            XCTAssertNoThrow(try future.wait(timeout: 5))
+            XCTAssertEqual(transport.requests.count, 1)
         }
 
         // MARK: - Helpers
