@@ -117,7 +117,8 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     public var includesHeader: Bool
     /// The `Content-Type` the body is sent with: `application/xml; charset=utf-8` by default. The body is written in
     /// the charset it names (UTF-8 when it names none), which the XML declaration names too: UTF-8, UTF-16, UTF-32,
-    /// ISO-8859-1 or US-ASCII; another fails to encode.
+    /// ISO-8859-1 or US-ASCII (in which a character they cannot carry is written as a character reference, `&#xE9;`);
+    /// another fails to encode.
     public var contentType: String
     private let configure: @Sendable (XMLEncoder) -> Void
 
@@ -149,8 +150,9 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when what XMLCoder wrote is not
     ///   well-formed XML (a key that is no element name, such as `two words`, or a value holding a character XML 1.0
     ///   cannot carry: a control character other than tab, line feed and carriage return), or when ``contentType``
-    ///   names a charset this encoder does not write or that cannot carry a character of the value; the request
-    ///   then fails with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
+    ///   names a charset this encoder does not write or that cannot carry a character of a name (in a text or an
+    ///   attribute value such a character is written as a character reference, `&#xE9;`); the request then fails
+    ///   with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = XMLEncoder()
         // XML reads a carriage return in text as a line feed (XML 1.0 §2.11), and a line break or a tab in an
@@ -174,13 +176,19 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         }
         var body = try encoder.encode(value, withRootKey: name, header: header)
         if let charset {
-            guard let written = String(decoding: body, as: UTF8.self).data(using: charset.encoding) else {
+            // A character the charset cannot carry is written as a character reference where XML allows one.
+            guard
+                let referenced = Self.referencingUnwritable(
+                    String(decoding: body, as: UTF8.self), in: charset.encoding),
+                let written = referenced.data(using: charset.encoding)
+            else {
                 throw EncodingError.invalidValue(
                     String(describing: T.self),
                     EncodingError.Context(
                         codingPath: [],
-                        debugDescription: "the value holds a character \(charset.name), the charset of the "
-                            + "Content-Type, cannot carry"))
+                        debugDescription: "a name (or a comment, CDATA section or processing instruction) holds a "
+                            + "character \(charset.name), the charset of the Content-Type, cannot carry; a text or "
+                            + "an attribute value would carry it as a character reference"))
             }
             body = written
         }
@@ -216,6 +224,73 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                         + "write: name UTF-8, UTF-16, UTF-32, ISO-8859-1 or US-ASCII"))
         }
         return (name, encoding)
+    }
+
+    /// `xml` with each character `encoding` cannot carry (US-ASCII: past U+007F; ISO-8859-1: past U+00FF) written as
+    /// a character reference (`&#xE9;`), which XML allows in text and in attribute values (XML 1.0 §4.1); `nil` when
+    /// one is where no reference is read as a character: in a name, a comment, a CDATA section or a processing
+    /// instruction. `xml` unchanged for an encoding that carries every character (UTF-16, UTF-32).
+    static func referencingUnwritable(_ xml: String, in encoding: String.Encoding) -> String? {
+        let limit: UInt32
+        switch encoding {
+        case .ascii: limit = 0x80
+        case .isoLatin1: limit = 0x100
+        default: return xml
+        }
+        guard xml.unicodeScalars.contains(where: { $0.value >= limit }) else { return xml }
+        enum Place {
+            case text
+            /// Inside `<…>` (a tag, or a declaration such as `<!DOCTYPE`), in an attribute value if `quote` is set.
+            case markup(quote: Unicode.Scalar?)
+            /// Inside a comment, CDATA section or processing instruction, until `end`.
+            case literal(end: String.UnicodeScalarView.SubSequence)
+        }
+        let scalars = xml.unicodeScalars
+        var result = String.UnicodeScalarView()
+        var place = Place.text
+        var index = scalars.startIndex
+        while index < scalars.endIndex {
+            let scalar = scalars[index]
+            let rest = scalars[index...]
+            switch place {
+            case .text where scalar == "<":
+                if rest.starts(with: "<!--".unicodeScalars) {
+                    place = .literal(end: "-->".unicodeScalars[...])
+                } else if rest.starts(with: "<![CDATA[".unicodeScalars) {
+                    place = .literal(end: "]]>".unicodeScalars[...])
+                } else if rest.starts(with: "<?".unicodeScalars) {
+                    place = .literal(end: "?>".unicodeScalars[...])
+                } else {
+                    place = .markup(quote: nil)
+                }
+            case .markup(nil) where scalar == ">":
+                place = .text
+            case .markup(nil) where scalar == "\"" || scalar == "'":
+                place = .markup(quote: scalar)
+            case .markup(let quote?) where scalar == quote:
+                place = .markup(quote: nil)
+            case .literal(let end) where rest.starts(with: end):
+                result.append(contentsOf: end)
+                index = scalars.index(index, offsetBy: end.count)
+                place = .text
+                continue
+            default:
+                break
+            }
+            if scalar.value >= limit {
+                switch place {
+                case .text, .markup(quote: _?):
+                    result.append(contentsOf: "&#x\(String(scalar.value, radix: 16, uppercase: true));".unicodeScalars)
+                    index = scalars.index(after: index)
+                    continue
+                case .markup(quote: nil), .literal:
+                    return nil
+                }
+            }
+            result.append(scalar)
+            index = scalars.index(after: index)
+        }
+        return String(result)
     }
 
     /// What the XML parser finds wrong with `body`, or `nil` when it reads it whole. A namespace prefix the document
