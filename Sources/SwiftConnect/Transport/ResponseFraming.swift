@@ -77,3 +77,31 @@ enum DeclaredLength: Equatable {
         }
     }
 }
+
+@_spi(Engine)
+extension ResponseHead {
+    /// The body length this head declares, when its `Content-Length` counts the bytes that follow (RFC 9112 §6.3):
+    /// `nil` for a content-encoded body (the field counts the encoded bytes; `identity` is no coding), beside a
+    /// `Transfer-Encoding` (which overrides it: the engine read the body by its chunks), where no body follows (the
+    /// answer to `HEAD`, 1xx, 204, 304), and for a field that is not one length of digits (`3, 5`, `+5`, `-0`) or is
+    /// too large to count; the same length repeated (`5, 5`) is that length. The core holds a body to it
+    /// (the size limit, a body cut short); an adapter that passes a length on reads it here, so that both agree.
+    ///
+    /// - Parameter method: The method of the request this head answers.
+    /// - Returns: The number of bytes, or `nil` when the head declares none the core can trust.
+    public func declaredBodyLength(answering method: String?) -> Int64? {
+        let bodiless = method?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
+        if headerFields.contains(TransferEncoding.name) { return nil }
+        // `identity` is no coding at all (a server may name it); any other coding leaves the length unknown here.
+        if let coding = headerFields[HeaderField.Name("Content-Encoding")],
+            coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
+        {
+            return nil
+        }
+        guard !bodiless, let field = headerFields[.contentLength] else { return nil }
+        // Repeated, or a list: the same value each time is that value (RFC 9112 §6.3); values that differ declare
+        // nothing the core can trust, and framing them is the engine's parser's business.
+        guard case .length(let length) = DeclaredLength(field) else { return nil }
+        return length
+    }
+}

@@ -1,7 +1,7 @@
 import Foundation
 import HTTPTypes
 import OpenAPIRuntime
-import SwiftConnect
+@_spi(Engine) import SwiftConnect
 
 /// Converts between swift-http-types' heads, as the OpenAPI runtime hands them over, and the core's HTTP model:
 /// field by field, in order, repeated fields kept.
@@ -193,14 +193,14 @@ enum OpenAPIConversion {
         return (response, HTTPBody(ResponseBody(stream), length: length(of: head), iterationBehavior: .single))
     }
 
-    /// The body's length as `Content-Length` gives it; 0 for a status that has no body (1xx, 204, 304, whose field
+    /// The body's length as `Content-Length` gives it, read by the core's rule (the one it holds the body to:
+    /// `ResponseHead.declaredBodyLength(answering:)`); 0 for a status that has no body (1xx, 204, 304, whose field
     /// describes another answer); unknown when a content coding was decoded (the field then counts the encoded bytes)
-    /// or the field is missing or malformed.
+    /// or the field is missing or not one length of digits.
     static func length(of head: ResponseHead) -> HTTPBody.Length {
         if head.status < 200 || head.status == 204 || head.status == 304 { return .known(0) }
-        guard head.headerFields["Content-Encoding"] == nil, let field = head.headerFields[.contentLength],
-            let count = Int64(field), count >= 0
-        else { return .unknown }
+        // A `HEAD`'s answer never gets here (`hasNoBody(method:status:)`): any other method reads the field.
+        guard let count = head.declaredBodyLength(answering: nil) else { return .unknown }
         return .known(count)
     }
 }

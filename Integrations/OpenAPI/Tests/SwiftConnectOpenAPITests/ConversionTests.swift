@@ -193,4 +193,28 @@ final class ConversionTests: XCTestCase {
             status: 200, headerFields: HeaderFields([HeaderField(name: "Content-Length", value: "42")]))
         XCTAssertEqual(OpenAPIConversion.length(of: ok), .known(42))
     }
+
+    /// The length is the one the core reads from `Content-Length` (RFC 9112 §6.3) for its own checks (the size limit,
+    /// a body cut short): a value that is not digits alone (`+5`, `-0`) declares nothing, the same length repeated
+    /// (`5, 5`) is that length, and `identity` is no content coding. The generated code is never told a length the
+    /// core does not hold the body to.
+    func testTheLengthIsTheOneTheCoreReadsFromContentLength() {
+        func length(_ fields: [(String, String)], status: Int = 200) -> HTTPBody.Length {
+            OpenAPIConversion.length(
+                of: ResponseHead(
+                    status: status,
+                    headerFields: HeaderFields(fields.map { HeaderField(name: .init($0.0), value: $0.1) })))
+        }
+        let cases: [(String, HTTPBody.Length)] = [
+            ("42", .known(42)), ("007", .known(7)), ("0", .known(0)), ("5, 5", .known(5)), ("+5", .unknown),
+            ("-0", .unknown), ("-1", .unknown), ("5, 6", .unknown), ("5x", .unknown), ("", .unknown),
+            ("99999999999999999999", .unknown),
+        ]
+        for (value, expected) in cases {
+            XCTAssertEqual(length([("Content-Length", value)]), expected, "Content-Length: \(value)")
+        }
+        XCTAssertEqual(length([("Content-Length", "3"), ("Content-Encoding", "identity")]), .known(3))
+        XCTAssertEqual(length([("Content-Length", "3"), ("Content-Encoding", "gzip")]), .unknown)
+        XCTAssertEqual(length([]), .unknown)
+    }
 }

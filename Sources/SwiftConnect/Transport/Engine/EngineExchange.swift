@@ -397,26 +397,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// The longest redirect body the exchange reads to keep its connection for the next hop, in bytes.
     static var redirectBodyReadLimit: Int64 { 64 << 10 }
 
-    /// The body length `head` declares, when it counts the bytes that follow: not for a content-encoded body (the
-    /// length is the encoded one), nor beside a `Transfer-Encoding` (which overrides it, RFC 9112 §6.3: the engine
-    /// read the body by its chunks, and the length, which a conforming server never sends with them, counts nothing),
-    /// nor where no body follows (a HEAD's answer, 1xx, 204, 304).
+    /// The body length `head` declares, when it counts the bytes that follow
+    /// (``ResponseHead/declaredBodyLength(answering:)``).
     static func declaredLength(of head: ConnectResponse, request: ConnectRequest) -> Int64? {
-        let status = head.statusCode
-        let fields = head.head.headerFields
-        let bodiless = request.httpMethod?.uppercased() == "HEAD" || status < 200 || status == 204 || status == 304
-        if fields.contains(TransferEncoding.name) { return nil }
-        // `identity` is no coding at all (a server may name it); any other coding leaves the length unknown here.
-        if let coding = fields[HeaderField.Name("Content-Encoding")],
-            coding.trimmingCharacters(in: .whitespaces).lowercased() != "identity"
-        {
-            return nil
-        }
-        guard !bodiless, let field = fields[.contentLength] else { return nil }
-        // Repeated, or a list: the same value each time is that value (RFC 9112 §6.3); values that differ declare
-        // nothing the core can trust, and framing them is the engine's parser's business.
-        guard case .length(let length) = DeclaredLength(field) else { return nil }
-        return length
+        head.head.declaredBodyLength(answering: request.httpMethod)
     }
 
     /// Reads the body of the response that is the answer: into memory, or into the destination file for a
