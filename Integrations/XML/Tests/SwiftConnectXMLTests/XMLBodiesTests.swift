@@ -234,6 +234,14 @@ final class XMLBodiesTests: XCTestCase {
         ) { error in
             XCTAssertTrue("\(error)".contains("us-ascii"), "\(error)")
         }
+        // Nor in a CDATA section, where a reference is read as its own characters.
+        let cdata = XMLBodyEncoder(rootKey: "note", contentType: "application/xml; charset=us-ascii") {
+            $0.stringEncodingStrategy = .cdata
+        }
+        XCTAssertNoThrow(try cdata.encode(Note(title: "plain", lang: "en")))
+        XCTAssertThrowsError(try cdata.encode(note)) { error in
+            XCTAssertTrue("\(error)".contains("CDATA"), "\(error)")
+        }
     }
 
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
