@@ -215,6 +215,8 @@ final class ConversionTests: XCTestCase {
         }
         XCTAssertEqual(length([("Content-Length", "3"), ("Content-Encoding", "identity")]), .known(3))
         XCTAssertEqual(length([("Content-Length", "3"), ("Content-Encoding", "gzip")]), .unknown)
+        // A transfer coding overrides the length beside it (RFC 9112 §6.3), in the core and here alike.
+        XCTAssertEqual(length([("Content-Length", "3"), ("Transfer-Encoding", "chunked")]), .unknown)
         XCTAssertEqual(length([]), .unknown)
     }
 }
