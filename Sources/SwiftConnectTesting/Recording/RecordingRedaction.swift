@@ -169,6 +169,17 @@ enum RecordingRedaction {
     /// (``unreadableJSONBody``).
     static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         guard !data.isEmpty else { return data }
+        if carriesHTTPMessages(contentType) {
+            // A batch: its inner `Content-Length`s made the lengths of the bodies as recorded.
+            return withInnerLengths(
+                of: data, in: requestBodyHidingSecrets(data, contentType: contentType, secrets: secrets),
+                contentType: contentType)
+        }
+        return requestBodyHidingSecrets(data, contentType: contentType, secrets: secrets)
+    }
+
+    /// A request body with its secrets replaced, as ``requestBody(_:contentType:secrets:)`` records it.
+    private static func requestBodyHidingSecrets(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
         var redacted = data
         if carriesHTTPMessages(contentType) {
             // A batch's inner requests (`application/http` parts), their fields and URLs as outer ones are.
@@ -259,7 +270,7 @@ enum RecordingRedaction {
     /// A multipart body with each part whose content is JSON with a secret key (`Redaction.jsonParts`: an upload's
     /// metadata, a batch's inner answer handing out a token) written as a JSON answer is recorded: sorted keys, the
     /// secret keys' values placeholders. A body that is not UTF-8 text, or holds no such part, is kept as it is. An
-    /// inner message's `Content-Length` is not changed.
+    /// inner message's `Content-Length` is set afterwards (``withInnerLengths(of:in:contentType:)``).
     private static func hidingJSONPartSecrets(in data: Data, contentType: String?) -> Data {
         guard let contentType, contentType.lowercased().hasPrefix("multipart/"), let text = utf8Text(data) else {
             return data
@@ -274,6 +285,58 @@ enum RecordingRedaction {
                 range, with: redacted.map { String(decoding: $0, as: UTF8.self) } ?? placeholder("body"))
         }
         return shown == text ? data : Data(shown.utf8)
+    }
+
+    /// `redacted`, the recorded form of the batch body `original`, with the `Content-Length` of each inner message
+    /// whose body redaction changed moved by as many bytes as its body: replay hands a batch parser, which reads each
+    /// inner body by that length, parts it can read. A body that is not UTF-8 text, or whose parts redaction did not
+    /// keep one for one, is returned as it is.
+    static func withInnerLengths(of original: Data, in redacted: Data, contentType: String?) -> Data {
+        guard original != redacted, let contentType,
+            let boundary = SwiftConnect.HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty,
+            let before = utf8Text(original), let after = utf8Text(redacted)
+        else { return redacted }
+        let delimiter = "--" + boundary
+        let originalParts = before.components(separatedBy: delimiter)
+        var parts = after.components(separatedBy: delimiter)
+        guard parts.count == originalParts.count else { return redacted }
+        for index in parts.indices.dropFirst() where parts[index] != originalParts[index] {
+            guard let was = innerMessage(of: originalParts[index]), let now = innerMessage(of: parts[index]),
+                let line = contentLengthLine(in: parts[index][now.head]),
+                let colon = parts[index][line].firstIndex(of: ":"),
+                let declared = Int(
+                    parts[index][colon..<line.upperBound].dropFirst().trimmingCharacters(in: .whitespaces))
+            else { continue }
+            let length = declared + now.bodyLength - was.bodyLength
+            guard length >= 0 else { continue }
+            // The name as it was written.
+            parts[index].replaceSubrange(colon..<line.upperBound, with: ": \(length)")
+        }
+        let shown = parts.joined(separator: delimiter)
+        return shown == after ? redacted : Data(shown.utf8)
+    }
+
+    /// Where the head of the HTTP message a batch part carries lies (after the part's own head), and the length in
+    /// bytes of the body after it, without the CRLF that belongs to the next delimiter; `nil` if the part has none.
+    private static func innerMessage(of part: String) -> (head: Range<String.Index>, bodyLength: Int)? {
+        guard let partHead = part.range(of: "\r\n\r\n"),
+            let messageHead = part.range(of: "\r\n\r\n", range: partHead.upperBound..<part.endIndex)
+        else { return nil }
+        var body = part[messageHead.upperBound...]
+        // CRLF is one `Character`.
+        if body.hasSuffix("\r\n") { body = body.dropLast() }
+        return (partHead.upperBound..<messageHead.lowerBound, body.utf8.count)
+    }
+
+    /// The range of the `Content-Length` line of a message head, without its line end.
+    private static func contentLengthLine(in head: Substring) -> Range<String.Index>? {
+        var start = head.startIndex
+        while start < head.endIndex {
+            let end = head[start...].range(of: "\r\n")?.lowerBound ?? head.endIndex
+            if head[start..<end].lowercased().hasPrefix("content-length:") { return start..<end }
+            start = end < head.endIndex ? head.index(end, offsetBy: 1) : end
+        }
+        return nil
     }
 
     /// Whether a multipart part's head names a secret field in its `Content-Disposition`.
@@ -330,7 +393,8 @@ enum RecordingRedaction {
             // A batch's answers (`application/http` parts): their fields, a `Set-Cookie` among them, as outer ones, and
             // their JSON bodies as JSON answers.
             let byName = hidingJSONPartSecrets(in: hidingHTTPMessageSecretsByName(in: data), contentType: contentType)
-            return hidingValues(in: byName, secrets: secrets)
+            return withInnerLengths(
+                of: data, in: hidingValues(in: byName, secrets: secrets), contentType: contentType)
         }
         if isForm(contentType), let text = utf8Text(data) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)

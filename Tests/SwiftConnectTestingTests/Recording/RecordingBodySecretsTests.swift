@@ -148,6 +148,77 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertTrue(text.contains("expires_in"), text)
     }
 
+    /// The `Content-Length` each inner message of `batch` declares, beside the length of the body that follows its
+    /// head in the part (without the CRLF that belongs to the next delimiter).
+    private func innerLengths(of batch: String, boundary: String) -> [(declared: Int?, actual: Int)] {
+        batch.components(separatedBy: "--" + boundary).dropFirst().compactMap { part in
+            let pieces = part.components(separatedBy: "\r\n\r\n")
+            guard pieces.count >= 3 else { return nil }
+            let head = pieces[1]
+            let declared = head.components(separatedBy: "\r\n")
+                .first { $0.lowercased().hasPrefix("content-length:") }
+                .flatMap { Int($0.dropFirst("content-length:".count).trimmingCharacters(in: .whitespaces)) }
+            var body = pieces[2...].joined(separator: "\r\n\r\n")
+            if body.hasSuffix("\r\n") { body = String(body.dropLast()) }  // CRLF is one `Character`
+            return (declared, body.utf8.count)
+        }
+    }
+
+    /// A batch whose inner messages' bodies redaction rewrites (a token an inner JSON answer hands out, a password an
+    /// inner request sends, a secret echoed by value) is recorded with each inner `Content-Length` the length of the
+    /// body recorded, so that replay hands a batch parser parts it can read.
+    func testABatchsInnerContentLengthsMatchTheirRedactedBodies() throws {
+        // Given
+        let file = folder.appendingPathComponent("batch-lengths.har")
+        let innerAnswer = #"{"access_token":"tok-INNER-LEN-1234","expires_in":60}"#
+        let echo = "your key tok-ECHOED-KEY-55 is unknown"
+        let answer =
+            "--r3\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 200 OK\r\nContent-Type: application/json\r\n"
+            + "Content-Length: \(innerAnswer.utf8.count)\r\n\r\n\(innerAnswer)\r\n"
+            + "--r3\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 403 Forbidden\r\nContent-Type: text/plain\r\n"
+            + "Content-Length: \(echo.utf8.count)\r\n\r\n\(echo)\r\n--r3--\r\n"
+        let innerRequest = #"{"user":"amy","password":"tok-INNER-PW-9876"}"#
+        let batch =
+            "--b2\r\nContent-Type: application/http\r\n\r\nPOST /v1/login HTTP/1.1\r\n"
+            + "Content-Type: application/json\r\nContent-Length: \(innerRequest.utf8.count)\r\n\r\n\(innerRequest)\r\n"
+            + "--b2--\r\n"
+        let request = try connectRequest(
+            .post, "http://api.test/batch",
+            headers: [.contentType: "multipart/mixed; boundary=b2", "X-Api-Key": "tok-ECHOED-KEY-55"],
+            body: Data(batch.utf8))
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(
+                .data(Data(answer.utf8), headers: ["Content-Type": "multipart/mixed; boundary=r3"])),
+            mode: .record)
+        // When
+        _ = try recorder.send(request, transfer: TransferOptions()).wait()
+        // Then: the secrets are out, and every inner length is its recorded body's
+        let har = try HAR(contentsOf: file)
+        let entry = try XCTUnwrap(har.log.entries.first)
+        let recordedAnswer = String(decoding: try XCTUnwrap(entry.response.content.data), as: UTF8.self)
+        let recordedBatch = String(decoding: try XCTUnwrap(entry.request.postData?.data), as: UTF8.self)
+        for secret in ["tok-INNER-LEN-1234", "tok-ECHOED-KEY-55"] {
+            XCTAssertFalse(recordedAnswer.contains(secret), recordedAnswer)
+        }
+        XCTAssertFalse(recordedBatch.contains("tok-INNER-PW-9876"), recordedBatch)
+        let answerLengths = innerLengths(of: recordedAnswer, boundary: "r3")
+        XCTAssertEqual(answerLengths.count, 2, recordedAnswer)
+        for length in answerLengths {
+            XCTAssertEqual(length.declared, length.actual, recordedAnswer)
+        }
+        let batchLengths = innerLengths(of: recordedBatch, boundary: "b2")
+        XCTAssertEqual(batchLengths.count, 1, recordedBatch)
+        for length in batchLengths {
+            XCTAssertEqual(length.declared, length.actual, recordedBatch)
+        }
+        // When: replayed
+        let replay = RecordingTransport(fileURL: file, mode: .replay)
+        let replayed = try replay.send(request, transfer: TransferOptions()).wait()
+        // Then: it found its recording
+        XCTAssertEqual(replayed.statusCode, 200)
+    }
+
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
         // Given: an answer in Latin-1, not UTF-8 (`é` is the single byte 0xE9), that echoes the request's key
         let answer = try XCTUnwrap("clé reçue : tok-APIKEY-445566.".data(using: .isoLatin1))
