@@ -32,7 +32,10 @@ import Foundation
 /// exchange. The session follows no redirect itself, so one rule applies to all: it keeps credentials home: `Authorization`,
 /// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
 /// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
-/// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer).
+/// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer). The fields of the
+/// configuration's `httpAdditionalHeaders` named like a secret (`Authorization`, `X-Api-Key`…) are added to each
+/// request that lacks them rather than left to the session, so this rule removes them too, and errors and logs hide
+/// them as the request's own.
 ///
 /// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
 /// every platform, within the same timeout and redirect limit (20, or ``RequestOptions/maxRedirects``). A body from an
@@ -56,6 +59,10 @@ public final class URLSessionTransport: Transport {
     private let resourceTimeout: TimeInterval
     /// The certificate pins (see ``init(configuration:pins:)``); the delegate checks them.
     let pins: CertificatePins
+    /// The fields of the configuration's `httpAdditionalHeaders` named like a secret (`Authorization`, `X-Api-Key`…),
+    /// which this transport adds to each request that lacks them instead of leaving them to its session
+    /// (``takingOverSecretHeaders(of:)``).
+    private let sessionSecretHeaders: HeaderFields
     /// How many short-lived sessions of a transfer's hop this transport has made (Linux), for tests.
     let isolatedSessionsMade = Protected(0)
     /// How many times this transport has invalidated the short-lived session of a transfer (Linux), for tests:
@@ -94,6 +101,8 @@ public final class URLSessionTransport: Transport {
     /// delegate the cookies to keep, as the public initializers do.
     init(configuration: URLSessionConfiguration, delegate: SessionDelegate, pins: CertificatePins = CertificatePins()) {
         self.pins = pins
+        let (configuration, secretHeaders) = Self.takingOverSecretHeaders(of: configuration)
+        sessionSecretHeaders = secretHeaders
         session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
         self.delegate = delegate
         resourceTimeout = Self.resourceTimeout(of: configuration)
@@ -110,8 +119,52 @@ public final class URLSessionTransport: Transport {
     public init(session: URLSession) {
         pins = CertificatePins()
         self.session = session
+        sessionSecretHeaders = HeaderFields()
         delegate = nil
         resourceTimeout = Self.resourceTimeout(of: session.configuration)
+    }
+
+    /// The configuration a transport's own session runs with, and the fields of its `httpAdditionalHeaders` named
+    /// like a secret (``HTTPHeader/isSensitive(name:)``), taken out of a copy of it: the transport adds them to each
+    /// request that lacks them (a request's own field wins, as it does over the session's). Left to the session,
+    /// they were in no request the library saw: an error whose server echoed one showed it, and a redirect to
+    /// another origin kept it. In the request they are hidden and removed as the request's own credentials are.
+    static func takingOverSecretHeaders(of configuration: URLSessionConfiguration) -> (
+        URLSessionConfiguration, HeaderFields
+    ) {
+        guard let additional = configuration.httpAdditionalHeaders else { return (configuration, HeaderFields()) }
+        var taken = HeaderFields()
+        var kept: [AnyHashable: Any] = [:]
+        for (key, value) in additional {
+            if let name = key as? String, let value = value as? String, HTTPHeader.isSensitive(name: name) {
+                taken.append(HeaderField(name: HeaderField.Name(name), value: value))
+            } else {
+                kept[key] = value
+            }
+        }
+        guard !taken.isEmpty, let copy = configuration.copy() as? URLSessionConfiguration else {
+            return (configuration, HeaderFields())
+        }
+        copy.httpAdditionalHeaders = kept.isEmpty ? nil : kept
+        return (copy, taken)
+    }
+
+    /// `request` with each of ``sessionSecretHeaders`` it lacks.
+    private func withSessionSecretHeaders(_ request: URLRequest) -> URLRequest {
+        var request = request
+        for field in sessionSecretHeaders where request.value(forHTTPHeaderField: field.name.rawName) == nil {
+            request.setValue(field.value, forHTTPHeaderField: field.name.rawName)
+        }
+        return request
+    }
+
+    /// `request` with each of ``sessionSecretHeaders`` it lacks.
+    private func withSessionSecretHeaders(_ request: ConnectRequest) -> ConnectRequest {
+        var request = request
+        for field in sessionSecretHeaders where !request.headerFields.contains(field.name) {
+            request.headerFields.append(field)
+        }
+        return request
     }
 
     /// The longest a task may take by `configuration`, or `.infinity` when it sets no usable limit.
@@ -152,6 +205,7 @@ public final class URLSessionTransport: Transport {
     /// A plain request without a body takes URLSession's completion-handler path; every other one runs through the
     /// core's exchange, one URLSession task per hop (see the `ConnectRequest` variant of this method).
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        let unprepared = sessionSecretHeaders.isEmpty ? unprepared : withSessionSecretHeaders(unprepared)
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
         switch Self.prepared(unprepared) {
@@ -183,6 +237,7 @@ public final class URLSessionTransport: Transport {
     /// URLSession's internal queue, and waiting on the delegate queue would hold up every other response. The core's
     /// exchange starts its hops from a task of its own, and needs no such queue.
     public func send(_ request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        let request = sessionSecretHeaders.isEmpty ? request : withSessionSecretHeaders(request)
         guard delegate != nil, !(transfer.isPlain && !request.body.isPresent) else {
             // Without the blanks around values (RFC 9110 §5.5), as the exchange sends them: libcurl would leave out
             // a field of blanks only. Done by the client's chain already; this is for a request handed over directly.
