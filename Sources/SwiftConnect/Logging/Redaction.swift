@@ -388,20 +388,42 @@ package enum Redaction {
     }
 
     /// The JSON contents of the parts of a multipart body, each with where it lies in `text`: a part's content after
-    /// its head, or, in a part that carries an HTTP message (`application/http`), after the message's head.
+    /// its head, or, in a part that carries an HTTP message (`application/http`), after the message's head. A part that
+    /// is a multipart body of its own (an OData batch's changeset of `application/http` parts) is read the same way,
+    /// to ``maximumMultipartDepth`` levels.
     package static func jsonParts(of text: String, contentType: String) -> [(range: Range<String.Index>, json: Any)] {
+        jsonParts(of: text[...], contentType: contentType, depth: 0)
+    }
+
+    /// How many levels of multipart bodies nested in a part ``jsonParts(of:contentType:)`` reads: OData nests one (a
+    /// batch of changesets).
+    static let maximumMultipartDepth = 4
+
+    /// ``jsonParts(of:contentType:)`` of `text`, a stretch of a body `depth` multipart levels down; the ranges lie in
+    /// the body's string, which `text` shares its indices with.
+    private static func jsonParts(of text: Substring, contentType: String, depth: Int) -> [(
+        range: Range<String.Index>, json: Any
+    )] {
         guard let boundary = HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty else {
             return []
         }
         let delimiter = "--" + boundary
         var found: [(range: Range<String.Index>, json: Any)] = []
-        var rest = text[...]
+        var rest = text
         while let start = rest.range(of: delimiter) {
             let afterDelimiter = rest[start.upperBound...]
             let end = afterDelimiter.range(of: delimiter)?.lowerBound ?? afterDelimiter.endIndex
             var part = afterDelimiter[..<end]
             // The CRLF before the next delimiter belongs to it (one `Character`).
             if part.hasSuffix("\r\n") { part = part.dropLast() }
+            if depth < maximumMultipartDepth, let head = part.range(of: "\r\n\r\n"),
+                let nested = multipartType(ofPartHead: part[..<head.lowerBound])
+            {
+                // A changeset: its own parts, by its own boundary.
+                found += jsonParts(of: part[head.upperBound...], contentType: nested, depth: depth + 1)
+                rest = afterDelimiter[end...]
+                continue
+            }
             // The content after the part's head, or after the head of the HTTP message it carries.
             var search = part[...]
             for _ in 0..<2 {
@@ -429,6 +451,17 @@ package enum Redaction {
 
     /// JSON's white space.
     private static let jsonBlanks: Set<Unicode.Scalar> = [" ", "\t", "\r", "\n"]
+
+    /// The `Content-Type` a multipart part's head declares, when it is a multipart type with a boundary.
+    private static func multipartType(ofPartHead head: Substring) -> String? {
+        for line in head.components(separatedBy: "\r\n") where line.lowercased().hasPrefix("content-type:") {
+            let value = line.dropFirst("content-type:".count).trimmingCharacters(in: .whitespaces)
+            guard value.lowercased().hasPrefix("multipart/"), HeaderParameters.value(of: "boundary", in: value) != nil
+            else { return nil }
+            return value
+        }
+        return nil
+    }
 
     /// The contents of the parts of a `multipart/form-data` body whose field name is sensitive.
     static func sensitiveMultipartContents(_ text: String, contentType: String) -> [String] {

@@ -109,4 +109,38 @@ final class BatchRedactionTests: XCTestCase {
             XCTAssertEqual(SecretValues(of: request).hiding(in: "echo \(secret)"), "echo <redacted>", type)
         }
     }
+
+    /// An OData batch nests its changes in a changeset, a `multipart/mixed` part of its own: the JSON bodies of the
+    /// changeset's inner requests and answers have their secret fields hidden as a batch's direct parts do, and an echo
+    /// of them is hidden by value.
+    func testTheSecretFieldsOfAChangesetsJSONBodiesAreHidden() {
+        // Given
+        let changeset = { (inner: String) in
+            "--batch_O\r\nContent-Type: multipart/mixed; boundary=changeset_O\r\n\r\n"
+                + "--changeset_O\r\nContent-Type: application/http\r\nContent-Transfer-Encoding: binary\r\n\r\n"
+                + inner + "\r\n--changeset_O--\r\n\r\n--batch_O--\r\n"
+        }
+        let batch = changeset(
+            "POST /odata/Users HTTP/1.1\r\nContent-Type: application/json\r\n\r\n"
+                + #"{"user":"amy","password":"pw-CHANGESET-246810"}"#)
+        let answer = changeset(
+            "HTTP/1.1 201 Created\r\nContent-Type: application/json\r\n\r\n"
+                + #"{"id":7,"access_token":"tok-CHANGESET-135791"}"#)
+        var request = URLRequest(url: URL(string: "https://api.example.com/odata/$batch")!)
+        request.httpMethod = "POST"
+        request.setValue("multipart/mixed; boundary=batch_O", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(batch.utf8)
+        // When
+        let command = cURLCommand(for: request)
+        let shown = Redaction.bodyText(
+            Data(answer.utf8), contentType: "multipart/mixed; boundary=batch_O", redacting: true, pretty: false)
+        // Then
+        XCTAssertFalse(command.contains("pw-CHANGESET-246810"), command)
+        XCTAssertTrue(command.contains(#"{"password":"<redacted>","user":"amy"}"#), command)
+        XCTAssertFalse(shown.contains("tok-CHANGESET-135791"), shown)
+        XCTAssertTrue(shown.contains(#""access_token":"<redacted>""#), shown)
+        XCTAssertEqual(
+            SecretValues(of: request).hiding(in: "echo pw-CHANGESET-246810"), "echo <redacted>",
+            "the changeset's password is not among the request's secret values")
+    }
 }
