@@ -219,6 +219,31 @@ final class RecordingBodySecretsTests: XCTestCase {
         XCTAssertEqual(replayed.statusCode, 200)
     }
 
+    /// An OData batch's changeset (a `multipart/mixed` part of its own): the token its inner JSON answer hands out
+    /// stays out of the recording, as a direct part's does.
+    func testATokenAChangesetsInnerAnswerHandsOutStaysOutOfTheRecording() throws {
+        // Given
+        let file = folder.appendingPathComponent("changeset.har")
+        let answer =
+            "--batch_C\r\nContent-Type: multipart/mixed; boundary=changeset_C\r\n\r\n"
+            + "--changeset_C\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 201 Created\r\n"
+            + "Content-Type: application/json\r\n\r\n" + #"{"access_token":"tok-CHANGESET-REC-8642","id":7}"#
+            + "\r\n--changeset_C--\r\n\r\n--batch_C--\r\n"
+        let recorder = RecordingTransport(
+            fileURL: file,
+            wrapping: FakeTransport.answering(
+                .data(Data(answer.utf8), headers: ["Content-Type": "multipart/mixed; boundary=batch_C"])),
+            mode: .record)
+        // When
+        _ = try recorder.send(batchRequest(token: "tok-BATCH-8080", key: "k7"), transfer: TransferOptions()).wait()
+        // Then
+        let text = try String(contentsOf: file, encoding: .utf8)
+        XCTAssertFalse(text.contains("tok-CHANGESET-REC-8642"), text)
+        let har = try HAR(contentsOf: file)
+        let recorded = String(decoding: try XCTUnwrap(har.log.entries.first?.response.content.data), as: UTF8.self)
+        XCTAssertTrue(recorded.contains(#""id":7"#), recorded)
+    }
+
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
         // Given: an answer in Latin-1, not UTF-8 (`é` is the single byte 0xE9), that echoes the request's key
         let answer = try XCTUnwrap("clé reçue : tok-APIKEY-445566.".data(using: .isoLatin1))
