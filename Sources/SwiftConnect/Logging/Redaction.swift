@@ -397,7 +397,7 @@ package enum Redaction {
 
     /// How many levels of multipart bodies nested in a part ``jsonParts(of:contentType:)`` reads: OData nests one (a
     /// batch of changesets).
-    static let maximumMultipartDepth = 4
+    package static let maximumMultipartDepth = 4
 
     /// ``jsonParts(of:contentType:)`` of `text`, a stretch of a body `depth` multipart levels down; the ranges lie in
     /// the body's string, which `text` shares its indices with.
@@ -453,7 +453,7 @@ package enum Redaction {
     private static let jsonBlanks: Set<Unicode.Scalar> = [" ", "\t", "\r", "\n"]
 
     /// The `Content-Type` a multipart part's head declares, when it is a multipart type with a boundary.
-    private static func multipartType(ofPartHead head: Substring) -> String? {
+    package static func multipartType(ofPartHead head: Substring) -> String? {
         for line in head.components(separatedBy: "\r\n") where line.lowercased().hasPrefix("content-type:") {
             let value = line.dropFirst("content-type:".count).trimmingCharacters(in: .whitespaces)
             guard value.lowercased().hasPrefix("multipart/"), HeaderParameters.value(of: "boundary", in: value) != nil

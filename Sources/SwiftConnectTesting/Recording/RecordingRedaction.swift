@@ -292,15 +292,37 @@ enum RecordingRedaction {
     /// inner body by that length, parts it can read. A body that is not UTF-8 text, or whose parts redaction did not
     /// keep one for one, is returned as it is.
     static func withInnerLengths(of original: Data, in redacted: Data, contentType: String?) -> Data {
-        guard original != redacted, let contentType,
-            let boundary = SwiftConnect.HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty,
-            let before = utf8Text(original), let after = utf8Text(redacted)
+        guard original != redacted, let contentType, let before = utf8Text(original), let after = utf8Text(redacted)
         else { return redacted }
+        let shown = innerLengthsMatched(before, after, contentType: contentType, depth: 0)
+        return shown == after ? redacted : Data(shown.utf8)
+    }
+
+    /// `after`, the redacted form of the multipart text `before` (`depth` levels down in a batch), with its inner
+    /// messages' `Content-Length`s moved as ``withInnerLengths(of:in:contentType:)`` moves them, in the changesets it
+    /// holds (multipart parts of their own) too.
+    private static func innerLengthsMatched(_ before: String, _ after: String, contentType: String, depth: Int)
+        -> String
+    {
+        guard let boundary = SwiftConnect.HeaderParameters.value(of: "boundary", in: contentType), !boundary.isEmpty
+        else { return after }
         let delimiter = "--" + boundary
         let originalParts = before.components(separatedBy: delimiter)
         var parts = after.components(separatedBy: delimiter)
-        guard parts.count == originalParts.count else { return redacted }
+        guard parts.count == originalParts.count else { return after }
         for index in parts.indices.dropFirst() where parts[index] != originalParts[index] {
+            if depth < Redaction.maximumMultipartDepth, let head = parts[index].range(of: "\r\n\r\n"),
+                let was = originalParts[index].range(of: "\r\n\r\n"),
+                let nested = Redaction.multipartType(ofPartHead: parts[index][..<head.lowerBound])
+            {
+                // A changeset: its own parts, by its own boundary.
+                parts[index] =
+                    String(parts[index][..<head.upperBound])
+                    + innerLengthsMatched(
+                        String(originalParts[index][was.upperBound...]), String(parts[index][head.upperBound...]),
+                        contentType: nested, depth: depth + 1)
+                continue
+            }
             guard let was = innerMessage(of: originalParts[index]), let now = innerMessage(of: parts[index]),
                 let line = contentLengthLine(in: parts[index][now.head]),
                 let colon = parts[index][line].firstIndex(of: ":"),
@@ -312,8 +334,7 @@ enum RecordingRedaction {
             // The name as it was written.
             parts[index].replaceSubrange(colon..<line.upperBound, with: ": \(length)")
         }
-        let shown = parts.joined(separator: delimiter)
-        return shown == after ? redacted : Data(shown.utf8)
+        return parts.joined(separator: delimiter)
     }
 
     /// Where the head of the HTTP message a batch part carries lies (after the part's own head), and the length in

@@ -227,8 +227,8 @@ final class RecordingBodySecretsTests: XCTestCase {
         let answer =
             "--batch_C\r\nContent-Type: multipart/mixed; boundary=changeset_C\r\n\r\n"
             + "--changeset_C\r\nContent-Type: application/http\r\n\r\nHTTP/1.1 201 Created\r\n"
-            + "Content-Type: application/json\r\n\r\n" + #"{"access_token":"tok-CHANGESET-REC-8642","id":7}"#
-            + "\r\n--changeset_C--\r\n\r\n--batch_C--\r\n"
+            + "Content-Type: application/json\r\nContent-Length: 48\r\n\r\n"
+            + #"{"access_token":"tok-CHANGESET-REC-8642","id":7}"# + "\r\n--changeset_C--\r\n\r\n--batch_C--\r\n"
         let recorder = RecordingTransport(
             fileURL: file,
             wrapping: FakeTransport.answering(
@@ -242,6 +242,14 @@ final class RecordingBodySecretsTests: XCTestCase {
         let har = try HAR(contentsOf: file)
         let recorded = String(decoding: try XCTUnwrap(har.log.entries.first?.response.content.data), as: UTF8.self)
         XCTAssertTrue(recorded.contains(#""id":7"#), recorded)
+        // Its inner length is its recorded body's.
+        let changeset = try XCTUnwrap(
+            recorded.components(separatedBy: "boundary=changeset_C\r\n\r\n").last?.components(
+                separatedBy: "\r\n--batch_C--"
+            ).first)
+        let lengths = innerLengths(of: changeset, boundary: "changeset_C")
+        XCTAssertEqual(lengths.count, 1, recorded)
+        for length in lengths { XCTAssertEqual(length.declared, length.actual, recorded) }
     }
 
     func testASecretEchoedInALatin1AnswerIsHiddenAndTheOtherBytesKept() throws {
