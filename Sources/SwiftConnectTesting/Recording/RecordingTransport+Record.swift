@@ -100,7 +100,7 @@ extension RecordingTransport {
                     whole.fileURL = nil
                     downloaded = whole.data
                 }
-                let responseSecrets = secretsKnown(after: whole, adding: secrets)
+                let responseSecrets = secretsKnown(after: whole, of: request, adding: secrets)
                 entry = HAR.Entry(
                     startedDateTime: Self.timestamp(started), request: HAR.Request(redacted),
                     response: Self.archived(whole, to: request, secrets: responseSecrets),
@@ -174,7 +174,7 @@ extension RecordingTransport {
             var whole = response
             whole.bodyStream = nil
             whole.data = bytes
-            let responseSecrets = secretsKnown(after: whole, adding: secrets)
+            let responseSecrets = secretsKnown(after: whole, of: request, adding: secrets)
             var entry = HAR.Entry(
                 startedDateTime: Self.timestamp(started.date), request: HAR.Request(redacted),
                 response: Self.archived(whole, to: request, secrets: responseSecrets),
@@ -219,8 +219,20 @@ extension RecordingTransport {
     }
 
     /// `secrets` with every secret the responses recorded so far handed out, `response`'s included (a cookie, a
-    /// token endpoint's JSON): hidden in this response and kept for the later ones.
-    private func secretsKnown(after response: ConnectResponse, adding secrets: SecretValues) -> SecretValues {
+    /// token endpoint's JSON): hidden in this response and kept for the later ones. The secrets of the fields the
+    /// wrapped transport reports as sent beside `request`'s are added too (a `URLSessionTransport`'s configuration's
+    /// `Authorization`, which a server can echo); not those of a field `request` has, which the transport may only
+    /// have rewritten (its `Cookie` fields joined into one).
+    private func secretsKnown(after response: ConnectResponse, of request: ConnectRequest, adding secrets: SecretValues)
+        -> SecretValues
+    {
+        let added = response.sentRequest.headerFields.filter { !request.headerFields.contains($0.name) }
+        let secrets =
+            added.isEmpty
+            ? secrets
+            : secrets.union(
+                RecordingRedaction.withBase64Forms(
+                    SecretValues(of: ConnectRequest(url: request.url, headerFields: HeaderFields(added)))))
         let handedOut = RecordingRedaction.secretsHandedOut(by: response)
         let known = state.withLock { state in
             state.handedOutSecrets += handedOut
