@@ -61,7 +61,8 @@ public final class URLSessionTransport: Transport {
     let pins: CertificatePins
     /// The fields of the configuration's `httpAdditionalHeaders` named like a secret (`Authorization`, `X-Api-Key`…),
     /// which this transport adds to each request that lacks them instead of leaving them to its session
-    /// (``takingOverSecretHeaders(of:)``).
+    /// (``takingOverSecretHeaders(of:)``); for a session of the app's, as well as the session, so that errors and
+    /// logs hide them.
     private let sessionSecretHeaders: HeaderFields
     /// How many short-lived sessions of a transfer's hop this transport has made (Linux), for tests.
     let isolatedSessionsMade = Protected(0)
@@ -119,7 +120,9 @@ public final class URLSessionTransport: Transport {
     public init(session: URLSession) {
         pins = CertificatePins()
         self.session = session
-        sessionSecretHeaders = HeaderFields()
+        // Copied into each request, not taken out: the session is the app's. It sends them all the same (a request's
+        // own field wins over the session's, with the same value), and the request shows what was sent.
+        sessionSecretHeaders = Self.takingOverSecretHeaders(of: session.configuration).1
         delegate = nil
         resourceTimeout = Self.resourceTimeout(of: session.configuration)
     }

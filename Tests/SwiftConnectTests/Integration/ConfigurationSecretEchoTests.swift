@@ -97,6 +97,27 @@ final class ConfigurationSecretEchoTests: IntegrationTestCase {
         }
     }
 
+    /// A session of the app's (``URLSessionTransport/init(session:)``) keeps its headers, and sends them itself: its
+    /// secret ones are hidden all the same.
+    func testTheAdditionalHeadersOfASessionOfTheAppsAreHidden() throws {
+        let configuration = URLSessionTransport.defaultConfiguration
+        configuration.httpCookieStorage = nil
+        configuration.httpShouldSetCookies = false
+        configuration.httpAdditionalHeaders = ["X-Api-Key": "app-sess-k3y-6666"]
+        let session = URLSession(configuration: configuration)
+        defer { session.finishTasksAndInvalidate() }
+        let connect = Connect(transport: URLSessionTransport(session: session), retryPolicy: nil)
+        for endpoint in ["/echo", "/plain"] {
+            let error = try failure(connect, endpoint)
+            XCTAssertTrue(
+                String(decoding: error.body ?? Data(), as: UTF8.self).contains("app-sess-k3y-6666"),
+                "\(endpoint): the server did not get the session's header")
+            for text in Self.texts(of: error) where text.contains("app-sess-k3y-6666") {
+                XCTFail("\(endpoint): shows in:\n\(text)")
+            }
+        }
+    }
+
     /// A secret header of the session's configuration is the request's: removed on a redirect to another origin
     /// (another port), kept on one to the same origin; its other headers are left to the session.
     func testTheSessionsSecretHeadersDoNotFollowARedirectToAnotherOrigin() throws {
