@@ -83,6 +83,29 @@ final class ConfigurationSecretEchoTests: IntegrationTestCase {
         }
     }
 
+    /// An API key a `URLRequest` adapter adds to the query, under a name no rule knows, is hidden by value.
+    struct QueryKeyAdapter: ConnectMiddlewareProtocol {
+        func adapt(_ request: URLRequest) throws -> URLRequest {
+            var request = request
+            var components = URLComponents(url: request.url!, resolvingAgainstBaseURL: false)!
+            components.queryItems =
+                (components.queryItems ?? []) + [URLQueryItem(name: "apikey", value: "ad4pter-qk-4444")]
+            request.url = components.url
+            return request
+        }
+    }
+
+    func testAURLRequestAdaptersQueryKeyIsHidden() throws {
+        let connect = Connect(
+            transport: TransportUnderTest.makeCookieless(), middlewares: [QueryKeyAdapter()], retryPolicy: nil)
+        for endpoint in ["/echo", "/plain"] {
+            let error = try failure(connect, endpoint)
+            for text in Self.texts(of: error) where text.contains("ad4pter-qk-4444") {
+                XCTFail("\(endpoint): shows in:\n\(text)")
+            }
+        }
+    }
+
     func testTheSessionsAdditionalHeadersAreHidden() throws {
         let configuration = URLSessionTransport.defaultConfiguration
         configuration.httpCookieStorage = nil
@@ -153,6 +176,23 @@ final class ConfigurationSecretEchoTests: IntegrationTestCase {
                 for secret in ["auth-t0ken-6666", "auth-t0ken-7777"] where text.contains(secret) {
                     XCTFail("\(endpoint): \(secret) shows in:\n\(text)")
                 }
+            }
+        }
+    }
+
+    func testACredentialWhoseRefreshFailedIsHidden() throws {
+        struct RefreshFailed: Error {}
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "auth-t0ken-8888")) { _ in
+            Future(error: RefreshFailed())
+        }
+        let connect = Connect(transport: TransportUnderTest.makeCookieless(), middlewares: [auth], retryPolicy: nil)
+        for endpoint in ["/echo", "/plain"] {
+            let error = try failure(connect, endpoint)
+            // `/plain` answers 403, which the middleware does not take for an expired credential.
+            XCTAssertEqual(
+                error.kind, endpoint == "/echo" ? .authenticationFailed : .httpStatus, "\(endpoint): \(error)")
+            for text in Self.texts(of: error) where text.contains("auth-t0ken-8888") {
+                XCTFail("\(endpoint): shows in:\n\(text)")
             }
         }
     }
