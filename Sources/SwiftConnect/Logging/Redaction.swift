@@ -297,6 +297,10 @@ package enum Redaction {
             // A batch's inner requests and responses: their header lines hidden as outer fields are.
             return truncated(redactedHTTPMessages(redactedJSONParts(text, contentType: contentType)), limit: limit)
         }
+        if redacting && type == "text/event-stream" {
+            // Each event's JSON data as a JSON body is shown (a device login's token pushed once approved).
+            return truncated(redactedEventStream(text), limit: limit)
+        }
         if redacting && XMLRedaction.isXML(type: type, text: text) {
             return truncated(urlsInText(XMLRedaction.redacted(text)), limit: limit)
         }
@@ -325,7 +329,7 @@ package enum Redaction {
     }
 
     /// A JSON value as compact or pretty-printed text, keys sorted, or `nil` if the writer refuses it.
-    private static func serialised(_ value: Any, pretty: Bool) -> String? {
+    static func serialised(_ value: Any, pretty: Bool) -> String? {
         var options: JSONSerialization.WritingOptions = [.fragmentsAllowed, .withoutEscapingSlashes, .sortedKeys]
         if pretty { options.insert(.prettyPrinted) }
         guard let output = try? JSONSerialization.data(withJSONObject: value, options: options) else { return nil }

@@ -1,0 +1,44 @@
+import Foundation
+import XCTest
+
+@testable import SwiftConnect
+
+/// A server-sent event stream (`text/event-stream`) carries JSON in its events' data: a device login's token pushed
+/// once approved. Logs and error excerpts show each event's JSON data as a JSON body: its secret fields hidden.
+final class EventStreamRedactionTests: XCTestCase {
+    private func shown(_ text: String) -> String {
+        Redaction.bodyText(
+            Data(text.utf8), contentType: "text/event-stream; charset=utf-8", redacting: true, pretty: false)
+    }
+
+    func testTheSecretFieldsOfAnEventsJSONDataAreHidden() {
+        // Given: a pending event, an event with a token, one whose JSON spans two data lines, and the end marker
+        let stream =
+            "event: pending\r\ndata: {\"status\":\"pending\"}\r\n\r\n"
+            + "event: approved\r\ndata: {\"access_token\":\"tok-SSE-ONE-97531\",\"expires_in\":60}\r\n\r\n"
+            + "data: {\"refresh_token\":\r\ndata: \"tok-SSE-TWO-86420\"}\r\n\r\n"
+            + "data: [DONE]\r\n\r\n"
+        // When
+        let text = shown(stream)
+        // Then
+        XCTAssertFalse(text.contains("tok-SSE-ONE-97531"), text)
+        XCTAssertFalse(text.contains("tok-SSE-TWO-86420"), text)
+        XCTAssertTrue(
+            text.contains("event: approved\r\ndata: {\"access_token\":\"<redacted>\",\"expires_in\":60}\r\n"), text)
+        XCTAssertTrue(text.contains("data: {\"refresh_token\":\"<redacted>\"}\r\n\r\n"), text)
+        XCTAssertTrue(text.contains("event: pending\r\ndata: {\"status\":\"pending\"}\r\n"), text)
+        XCTAssertTrue(text.hasSuffix("data: [DONE]\r\n\r\n"), text)
+    }
+
+    func testAnEventCutShortIsWithheldAndNotRedactingShowsAll() {
+        // Given: a stream cut inside an event's JSON
+        let stream = "data: {\"ok\":true}\n\ndata: {\"id_token\":\"tok-SSE-CUT-11223"
+        // Then
+        let text = shown(stream)
+        XCTAssertFalse(text.contains("tok-SSE-CUT-11223"), text)
+        XCTAssertEqual(text, "data: {\"ok\":true}\n\ndata: <redacted>")
+        let raw = Redaction.bodyText(
+            Data(stream.utf8), contentType: "text/event-stream", redacting: false, pretty: false)
+        XCTAssertEqual(raw, stream)
+    }
+}
