@@ -19,8 +19,8 @@ package enum Redaction {
     /// The header value to show: the value, the placeholder for a sensitive header, or for a header whose value
     /// is a URL (`Location`, `Content-Location`, `Referer`) the URL hidden as ``urlText(_:)`` hides it: a
     /// redirect or a `201 Created` can point at a URL with a token in its query or fragment. The URI references of a
-    /// `Link` field (`</v1/items?page=2&access_token=…>; rel="next"`, relative ones too) are hidden so, and the
-    /// absolute URLs any other field quotes (`Refresh: 0; url=https://…?session_id=…`) as ``urlsInText(_:showing:)``
+    /// `Link` field (`</v1/items?page=2&access_token=…>; rel="next"`, relative ones too) and a `Refresh` field's URL
+    /// are hidden so, and the absolute URLs any other field quotes (`Refresh: 0; url=https://…?session_id=…`) as ``urlsInText(_:showing:)``
     /// hides them.
     static func headerValue(_ value: String, name: String, redacting: Bool) -> String {
         guard redacting else { return value }
@@ -29,7 +29,23 @@ package enum Redaction {
             return urlText(value)
         }
         if HTTPHeader.asciiCaseInsensitiveEquals(name, "Link") { return linkText(value) }
+        if HTTPHeader.asciiCaseInsensitiveEquals(name, "Refresh") { return refreshText(value) }
         return urlsInText(value)
+    }
+
+    /// A `Refresh` field's value (`0; url=/home?session_id=…`, as HTML's `meta http-equiv` reads it) with the URL
+    /// reference after its `url=`, relative ones too, shown by `shown`, its quotes kept; other text as
+    /// ``urlsInText(_:showing:)`` shows it.
+    package static func refreshText(_ value: String, showing shown: (String) -> String = urlText) -> String {
+        guard let url = value.range(of: "url=", options: .caseInsensitive) else {
+            return urlsInText(value, showing: shown)
+        }
+        var reference = value[url.upperBound...]
+        let quote = reference.first.flatMap { $0 == "\"" || $0 == "'" ? $0 : nil }
+        if quote != nil { reference = reference.dropFirst() }
+        let closing = quote.flatMap { reference.firstIndex(of: $0) } ?? reference.endIndex
+        return urlsInText(String(value[..<url.upperBound]), showing: shown) + (quote.map(String.init) ?? "")
+            + shown(String(reference[..<closing])) + String(reference[closing...])
     }
 
     /// A `Link` field's value (RFC 8288) with each URI reference between `<` and `>` shown by `shown`, and the absolute

@@ -394,6 +394,9 @@ enum RecordingRedaction {
             } else if field.name == "Link" {
                 // Its URI references, relative ones too: `</v1/items?page=2&access_token=…>; rel="next"`.
                 value = Redaction.linkText(field.value, showing: redactedURLText)
+            } else if field.name == "Refresh" {
+                // Its URL, relative ones too: `0; url=/home?session_id=…`.
+                value = Redaction.refreshText(field.value, showing: redactedURLText)
             } else {
                 // The URLs another field quotes (`Refresh: 0; url=https://…?session_id=…`).
                 value = redactedURLsQuoted(in: field.value)

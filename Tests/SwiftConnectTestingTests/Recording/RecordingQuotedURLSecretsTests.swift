@@ -151,6 +151,17 @@ final class RecordingQuotedURLSecretsTests: XCTestCase {
         XCTAssertTrue(refresh.hasPrefix("0; url=https://app.test/home?session_id="), refresh)
     }
 
+    /// A `Refresh` field's URL need not be absolute either: `0; url=/home?session_id=…`.
+    func testTheSecretsOfARefreshFieldsRelativeURLStayOutOfTheRecording() {
+        // When
+        let recorded = RecordingRedaction.responseFields(
+            ["Refresh": "0; url=/home?session_id=SES-REL-REFRESH-1357"], secrets: secrets)
+        // Then
+        let refresh = recorded["Refresh"] ?? ""
+        XCTAssertFalse(refresh.contains("SES-REL-REFRESH-1357"), refresh)
+        XCTAssertTrue(refresh.hasPrefix("0; url=/home?session_id="), refresh)
+    }
+
     /// A secret an answer hands out inside a URL (an upload URL's token, a `Location`'s fragment, a `Link`) is hidden
     /// in the later exchanges that show it elsewhere, as a token handed out under a secret JSON key is.
     func testTheSecretsOfTheURLsAnAnswerQuotesAreHandedOut() {

@@ -59,6 +59,18 @@ final class LinksRedactionTests: XCTestCase {
             "0; url=https://app.example.com/home?session_id=<redacted>")
     }
 
+    /// A `Refresh` field's URL is read whole, relative or absolute, quoted or not.
+    func testARefreshFieldHidesTheSecretItemsOfItsRelativeURL() {
+        for (value, expected) in [
+            ("0; url=/home?session_id=\(token)", "0; url=/home?session_id=<redacted>"),
+            ("5;URL='/home?access_token=\(token)'", "5;URL='/home?access_token=<redacted>'"),
+            ("0; url=https://app.example.com/?sig=\(signature)", "0; url=https://app.example.com/?sig=<redacted>"),
+            ("30", "30"),
+        ] {
+            XCTAssertEqual(Redaction.headerValue(value, name: "Refresh", redacting: true), expected)
+        }
+    }
+
     func testDebugOutputAndAResponsesDescriptionHideALinksSecrets() throws {
         // Given: a page whose links carry a token of their own, which the request did not send
         let logger = MemoryLogger()
