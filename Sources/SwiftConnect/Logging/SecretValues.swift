@@ -201,9 +201,10 @@ package struct SecretValues: Sendable, Equatable {
         }
         // `Scheme credentials`, as `Bearer abc…` or `Basic dXNlcjpwYXNz`.
         let words = value.split(separator: " ", maxSplits: 1)
-        guard words.count == 2 else { return found }
+        guard words.count == 2 else { return found + authParamSecret(value) }
         let credentials = String(words[1]).trimmingCharacters(in: .whitespaces)
         found.append(credentials)
+        found += authParamSecret(credentials)
         if words[0].lowercased() == "basic", let data = Data(base64Encoded: credentials),
             let pair = String(data: data, encoding: .utf8)
         {
@@ -215,6 +216,19 @@ package struct SecretValues: Sendable, Equatable {
             }
         }
         return found
+    }
+
+    /// The value of an auth-param (`name=value` or `name="value"`, one item of a credential such as AWS Signature
+    /// Version 4's `Signature=…` or OAuth 1.0a's `oauth_token="…"`) whose name is a secret's
+    /// (``HTTPHeader/isSensitive(name:)``), without its quotes; none for another (`SignedHeaders`, `realm`) or for text
+    /// that is no auth-param.
+    private static func authParamSecret(_ item: String) -> [String] {
+        guard let equals = item.firstIndex(of: "="), !item.contains(" ") else { return [] }
+        let name = String(item[..<equals])
+        guard HTTPHeader.isValidName(name), HTTPHeader.isSensitive(name: name) else { return [] }
+        var value = item[item.index(after: equals)...]
+        if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
+        return value.isEmpty ? [] : [String(value)]
     }
 
     /// The secrets of the credentials of a URL written without `//` (``Redaction/credentialsWithoutAuthority(in:)``):

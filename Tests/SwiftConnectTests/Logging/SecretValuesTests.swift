@@ -52,6 +52,30 @@ final class SecretValuesTests: XCTestCase {
             #"{"seen":"<redacted>","first":"<redacted>"}"#)
     }
 
+    /// A credential written as auth-params (AWS Signature Version 4, OAuth 1.0a) is hidden whole, and each param named
+    /// like a secret on its own too: a server's error that quotes the signature it got shows none. A param whose name
+    /// is not a secret's (`SignedHeaders`, `realm`) is not hidden by value.
+    func testTheSecretParamsOfAnAuthParamsCredentialAreHiddenOneByOne() {
+        // Given
+        let signature = "fe5f80f77d5fa3beca038a248ff027d0445342fe2855ddc963176630326f1024"
+        let sigV4 =
+            "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20130524/us-east-1/s3/aws4_request, "
+            + "SignedHeaders=host;range;x-amz-date, Signature=\(signature)"
+        let oauth =
+            #"OAuth realm="photos", oauth_consumer_key="dpf43f3p2l4k3l03", oauth_token="nnch734d00sl2jdk", "#
+            + #"oauth_signature="tR3%2BTy81lMeYAr%2FFid0kMTYa%2FWM%3D""#
+        // When
+        let aws = SecretValues(of: request(headers: ["Authorization": sigV4]))
+        let oauth1 = SecretValues(of: request(headers: ["Authorization": oauth]))
+        // Then
+        XCTAssertEqual(
+            aws.hiding(in: "the signature you provided: \(signature); signed host;range;x-amz-date"),
+            "the signature you provided: <redacted>; signed host;range;x-amz-date")
+        XCTAssertEqual(
+            oauth1.hiding(in: "token nnch734d00sl2jdk, signature tR3%2BTy81lMeYAr%2FFid0kMTYa%2FWM%3D, realm photos"),
+            "token <redacted>, signature <redacted>, realm photos")
+    }
+
     func testALongerValueIsHiddenWholeBeforeAShorterOneInsideIt() {
         let secrets = SecretValues(values: ["secret-1", "secret-12345"])
         XCTAssertEqual(secrets.hiding(in: "secret-12345 secret-1"), "<redacted> <redacted>")
