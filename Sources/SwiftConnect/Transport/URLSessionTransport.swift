@@ -132,6 +132,7 @@ public final class URLSessionTransport: Transport {
     /// request that lacks them (a request's own field wins, as it does over the session's). Left to the session,
     /// they were in no request the library saw: an error whose server echoed one showed it, and a redirect to
     /// another origin kept it. In the request they are hidden and removed as the request's own credentials are.
+    /// `Proxy-Authorization`, the proxy's, is copied rather than taken: the session sends it on every hop, as before.
     static func takingOverSecretHeaders(of configuration: URLSessionConfiguration) -> (
         URLSessionConfiguration, HeaderFields
     ) {
@@ -141,6 +142,8 @@ public final class URLSessionTransport: Transport {
         for (key, value) in additional {
             if let name = key as? String, let value = value as? String, HTTPHeader.isSensitive(name: name) {
                 taken.append(HeaderField(name: HeaderField.Name(name), value: value))
+                // The proxy's credential is for the proxy, on every hop whatever its origin: the session keeps it.
+                if HeaderField.Name(name) == "Proxy-Authorization" { kept[key] = value }
             } else {
                 kept[key] = value
             }

@@ -151,12 +151,16 @@ final class ConfigurationSecretEchoTests: IntegrationTestCase {
         server.route("GET", "/home") { _ in .redirect(to: "/landing") }
         server.route("GET", "/landing") { _ in .json(["ok": true]) }
         let configuration = URLSessionTransport.defaultConfiguration
-        configuration.httpAdditionalHeaders = ["Authorization": "Bearer sess-bearer-5555", "X-App": "demo"]
+        configuration.httpAdditionalHeaders = [
+            "Authorization": "Bearer sess-bearer-5555", "X-App": "demo", "Proxy-Authorization": "Basic cHJveHk6cHc=",
+        ]
         let connect = Connect(transport: URLSessionTransport(configuration: configuration), retryPolicy: nil)
         _ = try connect.request(Call(baseURL: server.baseURL, endpoint: "/away")).wait(timeout: 20)
         let landed = try XCTUnwrap(other.requests.last)
         XCTAssertNil(landed.header("Authorization"), "the session's credential followed to another origin")
         XCTAssertEqual(landed.header("X-App"), "demo")
+        // The proxy's credential is for the proxy, whatever the origin: the session keeps sending it, as before.
+        XCTAssertEqual(landed.header("Proxy-Authorization"), "Basic cHJveHk6cHc=")
         XCTAssertEqual(server.requests.last?.header("Authorization"), "Bearer sess-bearer-5555")
         _ = try connect.request(Call(baseURL: server.baseURL, endpoint: "/home")).wait(timeout: 20)
         XCTAssertEqual(server.requests.last?.path, "/landing")
