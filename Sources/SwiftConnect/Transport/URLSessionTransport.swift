@@ -34,8 +34,8 @@ import Foundation
 /// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
 /// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer). The fields of the
 /// configuration's `httpAdditionalHeaders` named like a secret (`Authorization`, `X-Api-Key`…) are added to each
-/// request that lacks them rather than left to the session, so this rule removes them too, and errors and logs hide
-/// them as the request's own.
+/// request that lacks them rather than left to the session, so this rule removes them too (but `Proxy-Authorization`,
+/// which the session keeps sending to its proxy), and errors and logs hide them as the request's own.
 ///
 /// A redirect that keeps the method (307, 308, or 301/302 of a method other than POST) keeps the body too, on
 /// every platform, within the same timeout and redirect limit (20, or ``RequestOptions/maxRedirects``). A body from an
