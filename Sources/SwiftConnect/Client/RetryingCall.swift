@@ -46,6 +46,8 @@ final class RetryingCall:
         var attemptDeadline: TransportDeadline?
         /// The number of the attempt that its own timeout abandoned, if any.
         var abandonedAttempt: Int?
+        /// The progress reports of the latest attempt, when the call has a progress handler.
+        var progress: AttemptProgress?
     }
 
     private let lock = Lock()
@@ -171,6 +173,11 @@ final class RetryingCall:
                 reached: { [weak self] in self?.startAttemptTimer(attempt) },
                 answered: { [weak self] in self?.stopAttemptTimer(attempt) })
         }
+        let progress = context.transfer.progress.map(AttemptProgress.init(report:))
+        if let progress {
+            context.transfer.progress = progress.handler
+            withState { $0.progress = progress }
+        }
         let advice = context.retryAdvice
         let future = send(request, context)
         let (isOver, abandoned) = withState { state -> (Bool, Bool) in
@@ -185,11 +192,13 @@ final class RetryingCall:
         // Its timer fired before the attempt was registered here (a timeout shorter than `send`'s return).
         if abandoned { cancelAbandoned(future, attempt: attempt) }
         future.whenComplete { result in
-            self.attemptEnded(attempt, result: result, advice: advice)
+            self.attemptEnded(attempt, result: result, advice: advice, progress: progress)
         }
     }
 
-    private func attemptEnded(_ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice) {
+    private func attemptEnded(
+        _ attempt: Int, result: Result<ConnectResponse, any Error>, advice: RetryAdvice, progress: AttemptProgress?
+    ) {
         let sentStream = advice.sentStream
         let (isOver, attemptDeadline, wasAbandoned) = withState {
             state -> (Bool, TransportDeadline?, Bool) in
@@ -208,6 +217,7 @@ final class RetryingCall:
                 ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request))
             : result
         guard attempt < maxAttempts, let wait = delay(after: result, attempt: attempt, advice: advice) else {
+            progress?.settle(isTheAnswer: true)
             return end(with: reporting(attempt, on: result))
         }
         let waited = withState { state -> TimeInterval in
@@ -219,8 +229,13 @@ final class RetryingCall:
             // runs actions at once).
             let elapsed = max(Double(DispatchTime.now().uptimeNanoseconds - started.uptimeNanoseconds) / 1e9, waited)
             // The next attempt could not start before the deadline: the outcome so far is the better answer.
-            if elapsed + wait >= deadline.seconds { return end(with: reporting(attempt, on: result)) }
+            if elapsed + wait >= deadline.seconds {
+                progress?.settle(isTheAnswer: true)
+                return end(with: reporting(attempt, on: result))
+            }
         }
+        // Another attempt follows: this one's body was not the call's.
+        progress?.settle(isTheAnswer: false)
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
         let timer = policy.clock.schedule(after: wait) { self.startAttempts() }
@@ -375,6 +390,8 @@ final class RetryingCall:
             }
         }
         deadline?.cancel()
+        // Ended by its deadline or the caller: no attempt's body end is the call's (one the call ends with was told).
+        withState { $0.progress }?.settle(isTheAnswer: false)
         withState { $0.attemptDeadline }?.cancel()
         timer?.cancel()
         // Stopped by the deadline, the attempt's chain fails as the call does (its plugins hear it timed out); by the
@@ -405,5 +422,63 @@ final class RetryingCall:
             guard attempts > 1 else { return .failure(failure) }
             return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         }
+    }
+}
+
+/// One attempt's progress reports on their way to the call's handler (``TransferOptions/progress``): the report of
+/// the end of the attempt's body is held until the retry loop knows whether that body is the call's answer, and
+/// dropped if another attempt follows, so that the caller hears of one end, the answer's, in the last report.
+final class AttemptProgress: Sendable {
+    private enum Stage {
+        /// The attempt runs; the report of its body's end, if it came, waits here.
+        case running(held: TransferProgress?)
+        /// Its answer is the call's: reports go on as they come.
+        case answer
+        /// Another attempt follows, or the call ended otherwise: nothing more is reported.
+        case superseded
+    }
+
+    private let report: @Sendable (TransferProgress) -> Void
+    private let stage = Protected(Stage.running(held: nil))
+
+    init(report: @escaping @Sendable (TransferProgress) -> Void) {
+        self.report = report
+    }
+
+    /// The handler the attempt's transport reports to.
+    var handler: @Sendable (TransferProgress) -> Void {
+        { [self] progress in receive(progress) }
+    }
+
+    private func receive(_ progress: TransferProgress) {
+        let toReport = stage.withLock { stage -> [TransferProgress] in
+            switch stage {
+            case .answer:
+                return [progress]
+            case .superseded:
+                return []
+            case .running(let held):
+                // The body's end: the whole of a body of known size is there.
+                if let total = progress.totalBytesToReceive, progress.bytesReceived >= total {
+                    stage = .running(held: progress)
+                    return []
+                }
+                // A transport that reports more after what looked like the end: in order.
+                stage = .running(held: nil)
+                return (held.map { [$0] } ?? []) + [progress]
+            }
+        }
+        for progress in toReport { report(progress) }
+    }
+
+    /// Says whether the attempt's answer is the call's: the end it held is reported (before the call's future
+    /// completes), or dropped. Only the first call counts.
+    func settle(isTheAnswer: Bool) {
+        let held = stage.withLock { stage -> TransferProgress? in
+            guard case .running(let held) = stage else { return nil }
+            stage = isTheAnswer ? .answer : .superseded
+            return isTheAnswer ? held : nil
+        }
+        if let held { report(held) }
     }
 }

@@ -186,8 +186,9 @@ public struct RequestOptions: Sendable {
     /// Receives upload and download progress, in order; the last report comes before the future completes (after a
     /// cancellation or the deadline no report starts, though one already running on another thread then may end after
     /// the caller hears of it). No report repeats the one before it, and the response body's end
-    /// (``TransferProgress/downloadFraction`` of 1) comes once per attempt, in its last report, when the whole body is
-    /// there: for a download, once its file is in place. A retried request sends its body again, and so does a redirect
+    /// (``TransferProgress/downloadFraction`` of 1) comes once, in the last report, when the whole body of the answer
+    /// is there: for a download, once its file is in place. An attempt the retry loop sends again (after a 503, say)
+    /// does not report the end of its own body. A retried request sends its body again, and so does a redirect
     /// that keeps it (307, 308): each attempt, and each such hop, reports from zero. A redirect that drops the body
     /// (302, 303 after a `POST`) keeps the upload's figures as the first hop left them. A response the
     /// ``ResponseCache`` serves without asking the server reports once: its whole body. The bytes sent are those the

@@ -43,7 +43,8 @@ public struct TransferOptions: Sendable {
     /// Receives progress reports, in order, on a thread of the transport's (the exchange's task, or URLSession's
     /// delegate queue): keep it short, and hop to the main actor for the UI. The last one comes before the request's
     /// future completes. No report repeats the one before it, and the body's end (a download fraction of 1) comes
-    /// once, in the last report, when the whole body is there: for a download, once its file is in place.
+    /// once, in the last report, when the whole body is there: for a download, once its file is in place. (The
+    /// client's retry loop holds each attempt's end until it knows that attempt's answer is the call's.)
     public var progress: (@Sendable (TransferProgress) -> Void)?
     /// Streams the response body: when set, the transport completes the request's future as soon as the
     /// response head arrives, with the body to come in ``ConnectResponse/bodyStream`` (see ``ResponseBodyStream``).

@@ -1086,6 +1086,52 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(
             clock.delays, [1.0], "the middleware asked for no wait after attempt 1; the policy waits after 2")
     }
+
+    // MARK: - Progress of a retried call
+
+    /// A retried attempt's error body is not the call's body: its end is not reported as the end of the transfer,
+    /// which a caller acts on (a bar at 100 %, a downloaded file opened).
+    func testARetriedAttemptsBodyEndIsNotReportedAsTheCallsEnd() throws {
+        // Given: a 503 with a body of its own, then the answer
+        fake.stub(.get, "/items", with: [.data(Data(count: 100), status: 503), .data(Data(count: 500))])
+        let reports = Recorder<TransferProgress>()
+        // When
+        _ = try client().request(Endpoint(), options: RequestOptions(progress: { reports.append($0) })).wait()
+        // Then: one end, the answer's, in the last report
+        XCTAssertEqual(fake.requests.count, 2)
+        XCTAssertEqual(reports.values.filter { $0.downloadFraction == 1 }.map(\.bytesReceived), [500])
+        XCTAssertEqual(reports.values.last?.bytesReceived, 500)
+        XCTAssertEqual(reports.values.last?.downloadFraction, 1)
+    }
+
+    /// The attempt the call ends with reports its end, an error answer after the last retry included, and a call
+    /// cancelled while it waits to retry reports no end at all.
+    func testTheLastAttemptsBodyEndIsReportedOnceAndACancelledWaitReportsNone() throws {
+        // Given: two attempts, both answered 503
+        fake.stub(.get, "/items", with: [.data(Data(count: 100), status: 503), .data(Data(count: 300), status: 503)])
+        let reports = Recorder<TransferProgress>()
+        // When
+        let error = connectError(
+            of: client(policy(maxAttempts: 2)).request(
+                Endpoint(), options: RequestOptions(progress: { reports.append($0) })))
+        // Then
+        XCTAssertEqual(error?.statusCode, 503)
+        XCTAssertEqual(reports.values.filter { $0.downloadFraction == 1 }.map(\.bytesReceived), [300])
+        XCTAssertEqual(reports.values.last?.downloadFraction, 1)
+
+        // Given: a clock that holds the wait before the second attempt
+        let held = ImmediateRetryClock(holdsActions: true)
+        fake.stub(.get, "/items", with: [.data(Data(count: 100), status: 503), .data(Data(count: 500))])
+        let cancelledReports = Recorder<TransferProgress>()
+        let future = client(RetryPolicy(jitter: RetryPolicy.noJitter, clock: held)).request(
+            Endpoint(), options: RequestOptions(progress: { cancelledReports.append($0) }))
+        XCTAssertEqual(held.pendingActionCount, 1)
+        // When
+        future.cancel()
+        // Then
+        XCTAssertEqual(held.runPendingActions(), 0)
+        XCTAssertEqual(cancelledReports.values.filter { $0.downloadFraction == 1 }, [])
+    }
 }
 
 // MARK: - Doubles
