@@ -20,7 +20,8 @@ extension Connect {
         public var coalescesIdenticalRequests: Bool
         /// Client-level plugins, validators and processors (they run before the connector's and the call's), more
         /// middlewares (after the client's `middlewares`), and the `isRetrySafe`, cache rule, size limit,
-        /// progress and connectivity policy of calls whose connector and call leave them unset (a connectivity
+        /// progress, connectivity policy, `requiresAuthentication`, `acceptsEveryStatus`, `maxRedirects` and values
+        /// under your own ``RequestOptionKey``s of calls whose connector and call leave them unset (a connectivity
         /// policy set here wins over the ``ConnectivityMiddleware``'s own). A cache rule set here caches GET and HEAD
         /// requests only, each under its method and URL, even when it names a key or the body (see ``CacheRule``): a
         /// write under it is sent.

@@ -100,8 +100,9 @@ public struct RequestContext: Sendable {
     public var method: HTTPMethod
     /// The connector's type name, for logs and metrics (`"TodoConnector"`).
     public var connectorName: String
-    /// The connector's and the call's options, merged. Of the client's own options, only `isRetrySafe`, `cache`
-    /// and `connectivity` are included, where the connector and the call leave them unset.
+    /// The connector's and the call's options, merged. Of the client's own options, the values under a
+    /// ``RequestOptionKey`` are included (`isRetrySafe`, `cache`, `connectivity`, `requiresAuthentication`,
+    /// `acceptsEveryStatus`, `maxRedirects` and your stages' own), where the connector and the call leave them unset.
     public var options: RequestOptions
     /// The logger of the client sending the request.
     public var logger: any ConnectLogger

@@ -161,4 +161,25 @@ final class BasicAuthenticationTests: XCTestCase {
         // Then
         XCTAssertNotNil(transport.requests.first?.value(forHTTPHeaderField: "Authorization"))
     }
+
+    /// The client's own options reach the stages' context too (``RequestContext/options``): a client that opts out
+    /// sends unsigned, and a route that opts in wins over it.
+    func testTheClientsOptionIsReadByTheSigningStagesAndARouteWinsOverIt() throws {
+        // Given: a client whose options opt out
+        let transport = FakeTransport()
+        transport.stub("/open", with: .status(204))
+        transport.stub("/signed", with: .status(204))
+        let connect = Connect(
+            transport: transport, middlewares: [.basicAuthentication(username: "gate", password: "s3cret")],
+            settings: Connect.Settings(options: RequestOptions(requiresAuthentication: false)))
+
+        // When
+        _ = value(of: connect.request(Route("/open", baseURL: base)))
+        _ = value(
+            of: connect.request(Route("/signed", baseURL: base, options: RequestOptions(requiresAuthentication: true))))
+
+        // Then
+        XCTAssertEqual(
+            transport.requests.map { $0.value(forHTTPHeaderField: "Authorization") }, [nil, "Basic Z2F0ZTpzM2NyZXQ="])
+    }
 }
