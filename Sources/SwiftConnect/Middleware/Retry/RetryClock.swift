@@ -9,9 +9,12 @@ import Foundation
 ///
 /// ```swift
 /// struct NoWaitClock: RetryClock {
+///     struct Ran: RetryCancellable {
+///         func cancel() {}  // the action ran already: nothing to call off
+///     }
 ///     func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
 ///         action()
-///         return RetryCancellables.none
+///         return Ran()
 ///     }
 /// }
 /// let connect = Connect(retryPolicy: RetryPolicy(clock: NoWaitClock()))
@@ -42,7 +45,8 @@ public protocol RetryCancellable: Sendable {
     func cancel()
 }
 
-/// Ready-made ``RetryCancellable`` values.
+/// The library's own ``RetryCancellable`` values, for its clocks and its test kit's; none is public: a clock of yours
+/// returns a token of its own (see ``RetryClock``).
 public enum RetryCancellables {
     /// A token with nothing to cancel, for clocks that ran the action already.
     package static let none: any RetryCancellable = NothingToCancel()
