@@ -92,7 +92,8 @@ public enum RetryDecision: Sendable, Equatable {
     case doNotRetry
     /// Ask for another attempt at once: the request is adapted again and sent.
     case retry
-    /// Ask for another attempt after the given number of seconds.
+    /// Ask for another attempt after the given number of seconds: 0 or less is at once; a value that is not a finite
+    /// number (infinity, NaN) asks for no retry.
     case retryAfter(TimeInterval)
 }
 

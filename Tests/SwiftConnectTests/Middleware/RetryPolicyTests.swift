@@ -909,6 +909,19 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 3)
     }
 
+    /// `retryAfter` of 0 or less retries at once; one that is not a finite number (infinity, NaN) asks for no retry.
+    func testGuideMiddlewaresRetryAfterOfNoTimeRetriesAtOnceAndOfNoNumberNotAtAll() {
+        for (asked, requests) in [(-3.0, 2), (0, 2), (.infinity, 1), (.nan, 1)] as [(TimeInterval, Int)] {
+            fake.stub(.get, "/items", with: [.status(503), Self.ok])
+            let before = fake.requests.count
+            let middleware = GuideRetrying { _, _, _ in .retryAfter(asked) }
+            let connect = Connect(transport: fake, middlewares: [middleware], retryPolicy: hookOnly)
+            _ = try? connect.request(Endpoint()).wait()
+            XCTAssertEqual(fake.requests.count - before, requests, "retryAfter(\(asked))")
+        }
+        XCTAssertEqual(clock.delays, [], "no wait was asked of the clock")
+    }
+
     func testCancellingDuringTheGuideMiddlewaresWaitStopsEverything() {
         fake.stub(.get, "/items", with: .status(503))
         let middleware = GuideRetrying { _, _, _ in .retryAfter(30) }
