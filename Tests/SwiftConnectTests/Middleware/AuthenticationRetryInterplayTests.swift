@@ -312,6 +312,53 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(authorization(fake.requests), ["Bearer OLDSECRET1", "Bearer NEWSECRET2"])
     }
 
+    /// Tells each call's refresh events, named by the call's path.
+    private struct RefreshEvents: ConnectObserver {
+        let events: Recorder<String>
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
+            Call(path: call.request.url.path, events: events)
+        }
+        struct Call: ConnectCallObserver {
+            let path: String
+            let events: Recorder<String>
+            func record(_ event: ConnectEvent) {
+                switch event {
+                case .tokenRefreshStarted: events.append("\(path) refresh started")
+                case .tokenRefreshEnded(let succeeded): events.append("\(path) refresh ended \(succeeded)")
+                default: break
+                }
+            }
+        }
+    }
+
+    /// The call whose rejection asked for a refresh hears it start and end, also when the refresh waited for one that
+    /// setCredential superseded, and the call did not wait (its last attempt).
+    func testTheCallWhoseRejectionStartsADeferredRefreshHearsIt() throws {
+        // Given: one attempt per call; a first rejection's refresh, superseded by setCredential
+        let fake = FakeTransport.answering(.status(401))
+        let stub = RefreshStub()
+        let events = Recorder<String>()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1),
+            settings: Connect.Settings(observers: [RefreshEvents(events: events)]))
+        _ = connect.request(Endpoint(endpoint: "/first"))
+        auth.setCredential(Self.new)
+        // When: the credential set is rejected too, and its refresh starts once the superseded one ends
+        let second = connect.request(Endpoint(endpoint: "/second"))
+        XCTAssertEqual(connectError(of: second)?.statusCode, 401)
+        stub.promise(0).succeed(.bearer(token: "LATESECRET3"))
+        XCTAssertEqual(stub.callCount, 2)
+        stub.promise(1).succeed(.bearer(token: "RENEWEDSECRET4"))
+        // Then
+        XCTAssertEqual(
+            events.values,
+            [
+                "/first refresh started", "/first refresh ended true", "/second refresh started",
+                "/second refresh ended true",
+            ])
+    }
+
     func testARejectedUploadOfItsOwnOneShotBodyDoesNotWaitForARefreshItCannotBeReplayedWith() throws {
         // Given: a request whose own body is a one-shot stream (an OpenAPI upload), which the retry loop cannot send
         // again, and a refresh that has not ended

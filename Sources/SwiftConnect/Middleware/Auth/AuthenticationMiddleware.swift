@@ -467,6 +467,9 @@ extension AuthenticationMiddleware {
         /// Whether `refresh` is not called yet: it waits for the end of a refresh ``setCredential(_:)`` superseded,
         /// so that two calls of `refresh` never run at once.
         var isDeferred = false
+        /// The observers of the call whose rejection asked for the refresh, told when it starts and ends: for a
+        /// deferred refresh, that call may not wait for it (its last attempt) nor be waiting any more.
+        var observation: CallObservation? = nil
     }
 
     /// What a request entering the middleware does.
@@ -557,7 +560,8 @@ extension AuthenticationMiddleware {
                 // A request no replay can follow starts the refresh for the requests to come, without waiting for it.
                 refresh = RefreshInFlight(
                     id: id, waiters: waiter.isFinal ? [] : [waiter],
-                    callingThread: isDeferred ? nil : pthread_self(), isDeferred: isDeferred)
+                    callingThread: isDeferred ? nil : pthread_self(), isDeferred: isDeferred,
+                    observation: waiter.observation)
                 if isDeferred { return waiter.isFinal ? .answer : .wait }
                 return .refresh(id: id, expired: credential)
             }
@@ -601,7 +605,7 @@ extension AuthenticationMiddleware {
         }
 
         /// Notes the end of a refresh ``setCredential(_:)`` superseded; when it was the last, a refresh that waited
-        /// for it starts now: its id, the credential to renew and the observers of the request that asked for it.
+        /// for it starts now: its id, the credential to renew and the observers of the call that asked for it.
         mutating func supersededRefreshEnded(_ id: UInt64) -> (
             id: UInt64, expired: AuthorizationToken?,
             observation: CallObservation?
@@ -611,7 +615,7 @@ extension AuthenticationMiddleware {
             else { return nil }
             refresh?.isDeferred = false
             refresh?.callingThread = pthread_self()
-            return (deferred.id, credential, deferred.waiters.first?.observation)
+            return (deferred.id, credential, deferred.observation)
         }
 
         /// Takes the request `id` off the refresh it waits for, and returns it, for the caller to release outside
