@@ -222,6 +222,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).
     var secretsAreShown = false
+    /// Whether this is the failure of ``Future/timeout(after:on:)``: a limit the caller or a middleware set on a
+    /// future, not a timeout on the network, which a ``RetryPolicy`` does not retry.
+    var isFutureTimeout = false
 
     /// Creates an error. Most code receives these rather than making them.
     ///
@@ -476,7 +479,10 @@ extension ConnectError {
     ///
     /// No underlying `URLError`: nothing failed on the network, and a ``RetryPolicy`` does not retry it.
     static func timedOut(after seconds: TimeInterval) -> ConnectError {
-        ConnectError(.timedOut, message: "the future did not complete within the time limit of \(seconds) s")
+        var error = ConnectError(
+            .timedOut, message: "the future did not complete within the time limit of \(seconds) s")
+        error.isFutureTimeout = true
+        return error
     }
 
     /// An error saying the request could not be built.

@@ -633,6 +633,32 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(fake.requests.count, 2)
     }
 
+    /// A transport of yours that reports its timeout as a `ConnectError` of its own, with its request but no engine
+    /// error beneath, is retried like any timeout; the timeout of `Future.timeout(after:)` (a middleware's limit on
+    /// `next`) is not, as the policy says.
+    func testATransportsOwnTimeoutErrorIsRetriedAndAFuturesTimeoutIsNot() throws {
+        // Given: a transport's own timeout, with its request and no underlying error
+        let request = try URLRequest(url: XCTUnwrap(URL(string: "https://api.example.com/items")))
+        let reported = ConnectError(.timedOut, message: "the server did not answer in time", request: request)
+        fake.stub(.get, "/items", with: [.failure(reported), Self.ok])
+        // When, then: retried
+        XCTAssertNotNil(value(of: client().request(Endpoint())))
+        XCTAssertEqual(fake.requests.count, 2)
+
+        // Given: a middleware that gives up on `next` with Future.timeout(after:)
+        let gate = Promise<ConnectResponse>()
+        let limiting = AnyMiddleware { _, _, _ in gate.future.timeout(after: 0.01) }
+        let connect = Connect(
+            transport: fake, middlewares: [limiting],
+            retryPolicy: RetryPolicy(jitter: RetryPolicy.noJitter, clock: clock))
+        // When
+        let error = connectError(of: connect.request(Endpoint()))
+        // Then: not retried
+        XCTAssertEqual(error?.kind, .timedOut)
+        XCTAssertEqual(error?.attempts, 1)
+        XCTAssertEqual(clock.delays, [0.5], "only the transport's timeout was retried")
+    }
+
     func testErrorsThatAreNotTransportFailuresAreNotRetried() {
         let errors: [any Error] = [
             ConnectError(.transport, message: "not an HTTP response"),  // no URLError to judge by

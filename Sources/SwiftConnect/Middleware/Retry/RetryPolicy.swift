@@ -303,8 +303,9 @@ extension RetryPolicy {
     func isRetryable(_ error: any Error) -> Bool {
         let kind: ConnectError.Kind
         if let error = error as? ConnectError {
-            // The timeout of `Future.timeout(after:)` carries no engine error: nothing failed on the network.
-            if error.kind == .timedOut, error.underlyingError == nil { return false }
+            // The timeout of `Future.timeout(after:)`: nothing failed on the network. (A transport's own timeout, with
+            // no engine error beneath it, is a timeout like any other.)
+            if error.kind == .timedOut, error.isFutureTimeout { return false }
             // A transport of yours that reports `.transport` with a `URLError` is judged by the error's code.
             if error.kind == .transport, let urlError = error.urlError {
                 kind = ConnectError.Kind(urlError.code)
