@@ -214,10 +214,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// Retries set it on the error they end with: the last attempt's timeout or transport failure, the error the
     /// error handler makes of the last response, or an error that stopped them (a cancellation reported by the
     /// transport, a ``ConnectMiddlewareProtocol/adapt(_:)`` that threw before an attempt). With a retrying
-    /// ``ConnectMiddlewareProtocol`` inside a policy's attempts, it counts every request sent. It stays 1 for an
-    /// error after a retried request succeeded (decoding, a validator), for a request cancelled by its caller (the
-    /// cancelled future's own error), and for a `URLError` from a custom transport, which the client turns into a
-    /// ``ConnectError`` only after the retries.
+    /// ``ConnectMiddlewareProtocol`` inside a policy's attempts, it counts every request sent, and a bare `URLError` of
+    /// a transport of yours, made a ``ConnectError`` as the retries end, carries it too. It stays 1 for an error after
+    /// a retried request succeeded (decoding, a validator), and for a request cancelled by its caller (the cancelled
+    /// future's own error).
     public var attempts: Int = 1
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).

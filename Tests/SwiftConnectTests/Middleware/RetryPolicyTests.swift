@@ -988,6 +988,19 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(error?.description, "Timed out: no complete response within 0.5 s (after 3 attempts)")
     }
 
+    /// A transport of yours that fails with a bare `URLError`: the loop makes it a ``ConnectError`` as the call ends,
+    /// counting the attempts it made.
+    func testAURLErrorOfACustomTransportRetriedUntilAttemptsRunOutSaysHowManyAttempts() {
+        // Given
+        fake.stub(.get, "/items", with: .failure(URLError(.networkConnectionLost)))
+        // When
+        let error = connectError(of: client().request(Endpoint()))
+        // Then
+        XCTAssertEqual(fake.requests.count, 3)
+        XCTAssertEqual(error?.kind, .connectionLost)
+        XCTAssertEqual(error?.attempts, 3)
+    }
+
     func testAnAttemptThatEndsTheRetriesWithAnotherStatusCountsEveryAttempt() {
         // Given: two retryable answers, then one that is not retried
         fake.stub(.get, "/items", with: [.status(503), .status(502), .status(404)])
