@@ -359,6 +359,33 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
             ])
     }
 
+    /// A refresh that waited for a superseded one is called on the thread that completed that one's future.
+    func testARefreshThatWaitedForASupersededOneIsCalledWhereThatOneEnded() throws {
+        // Given: a refresh superseded by setCredential, and a rejection of the credential set
+        let fake = FakeTransport.answering(.status(401))
+        let promises = Recorder<Promise<AuthorizationToken>>()
+        let labels = Recorder<String?>()
+        let key = DispatchSpecificKey<String>()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            labels.append(DispatchQueue.getSpecific(key: key))
+            let promise = Promise<AuthorizationToken>()
+            promises.append(promise)
+            return promise.future
+        }
+        let connect = Connect(transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(maxAttempts: 1))
+        _ = connect.request(Endpoint(endpoint: "/first"))
+        auth.setCredential(Self.new)
+        _ = connect.request(Endpoint(endpoint: "/second"))
+        XCTAssertEqual(promises.values.count, 1)
+        // When: the superseded refresh ends on a queue of its own
+        let queue = DispatchQueue(label: "superseded-refresh-ends-here")
+        queue.setSpecific(key: key, value: "superseded-refresh-ends-here")
+        queue.sync { _ = promises.values[0].succeed(.bearer(token: "LATESECRET3")) }
+        // Then
+        XCTAssertEqual(labels.values, [nil, "superseded-refresh-ends-here"])
+        XCTAssertEqual(promises.values.count, 2)
+    }
+
     func testARejectedUploadOfItsOwnOneShotBodyDoesNotWaitForARefreshItCannotBeReplayedWith() throws {
         // Given: a request whose own body is a one-shot stream (an OpenAPI upload), which the retry loop cannot send
         // again, and a refresh that has not ended

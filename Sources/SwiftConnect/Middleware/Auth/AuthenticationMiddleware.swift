@@ -117,7 +117,8 @@ public final class AuthenticationMiddleware: Middleware {
     ///   - isUnauthorized: Whether a response means the credential was rejected. Defaults to status 401.
     ///     Called outside any lock, once per response.
     ///   - refresh: Renews a rejected credential (see ``Refresh``). Called outside any lock, at most once at a
-    ///     time, from the thread that received the rejection.
+    ///     time, from the thread that received the rejection; one that waited for a refresh ``setCredential(_:)``
+    ///     superseded, from the thread that completed that one's future.
     public init(
         credential: AuthorizationToken?,
         isUnauthorized: @escaping @Sendable (ConnectResponse) -> Bool = { $0.statusCode == 401 },
