@@ -79,13 +79,19 @@ struct ResponseCheck: Sendable {
 
     /// The outcome of a request whose middlewares and transport returned `result`.
     func outcome(of result: Result<ConnectResponse, any Error>) -> Result<ConnectResponse, any Error> {
+        var checked = result
+        if case .success(let response) = result, !ResponseHead.statusCodes.contains(response.statusCode) {
+            // Foundation's response takes any status: a transport of the user's (or a middleware) may make one with 0.
+            // No status of the server's, for the error handler, nor an answer, even when every status is accepted.
+            checked = .failure(ConnectError.notAnHTTPStatus(response.statusCode, request: response.storedRequest))
+        }
         var outcome =
             acceptsEveryStatus
-            ? result.flatMap { response in
+            ? checked.flatMap { response in
                 response.isSuccess
                     ? Self.check(response, validators: validators, processors: processors) : .success(response)
             }
-            : Self.validate(result, errorHandler: errorHandler)
+            : Self.validate(checked, errorHandler: errorHandler)
                 .flatMap { response in Self.check(response, validators: validators, processors: processors) }
         if case .success(let response) = result, let body = response.bodyStream, case .failure = outcome {
             // Nobody reads the body of a streamed response the check refused: the transfer stops.

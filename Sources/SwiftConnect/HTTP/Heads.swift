@@ -104,6 +104,10 @@ extension RequestHead: CustomStringConvertible, CustomReflectable {
 public struct ResponseHead: Sendable, Hashable {
     /// The status code, 100 to 999.
     public var status: Int
+    /// The status codes a response may have: three digits, as AsyncHTTPClient and URLSession read them (RFC 9110 §15
+    /// defines 100 to 599; a code above is the server's, and an error status). A transport's answer with another is
+    /// malformed (``ConnectError/Kind/badResponse``).
+    static let statusCodes = 100...999
     /// The header fields, in order, repeated names kept.
     public var headerFields: HeaderFields
 

@@ -104,7 +104,7 @@ public struct ConnectResponse: Sendable {
         request: URLRequest, head: ResponseHead, data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
-        guard (100...999).contains(head.status), let url = url ?? request.url else { return nil }
+        guard ResponseHead.statusCodes.contains(head.status), let url = url ?? request.url else { return nil }
         self.storedRequest = .foundation(request)
         self.storedHead = .parts(ResponseParts(url: url, head: head, httpVersion: httpVersion))
         self.data = data
@@ -156,7 +156,7 @@ public struct ConnectResponse: Sendable {
         request: ConnectRequest, head: ResponseHead, data: Data = Data(), url: URL? = nil,
         httpVersion: String = "HTTP/1.1"
     ) {
-        guard (100...999).contains(head.status) else { return nil }
+        guard ResponseHead.statusCodes.contains(head.status) else { return nil }
         self.storedRequest = .model(SentRequest(request))
         self.storedHead = .parts(ResponseParts(url: url ?? request.url, head: head, httpVersion: httpVersion))
         self.data = data

@@ -358,6 +358,15 @@ enum ErrorBody {
 }
 
 extension ConnectError {
+    /// A response whose status is not three digits (``ResponseHead/statusCodes``): a malformed answer
+    /// (``Kind/badResponse``), as an engine reports a status line it cannot read, not a status of the server's for the
+    /// error handler.
+    static func notAnHTTPStatus(_ status: Int, request: ConnectResponse.StoredRequest?) -> ConnectError {
+        ConnectError(
+            .badResponse, message: "the server's status \(status) is not an HTTP status (100 to 999)",
+            request: request, underlyingError: URLError(.badServerResponse))
+    }
+
     /// An error status with no message the handler recognised; the body is kept, and said to be only its start
     /// when it is (a download's or a stream's error body, read in part for the error handler). A short plain-text
     /// body of a 4xx or 5xx ("Invalid token") is said after the status; the kind stays ``Kind/httpStatus``: such a text is as often a

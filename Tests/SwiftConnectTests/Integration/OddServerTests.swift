@@ -238,6 +238,24 @@ final class OddServerTests: IntegrationTestCase {
         }
     }
 
+    func testAThreeDigitStatusAbove599IsAnErrorStatusOfTheServers() throws {
+        rawRoute("/600", "HTTP/1.1 600 Odd\r\nContent-Length: 2\r\n\r\nno")
+        rawRoute("/999", "HTTP/1.1 999 Odder\r\nContent-Length: 2\r\n\r\nno")
+
+        for (path, status) in [("/600", 600), ("/999", 999)] {
+            for options in everyPath {
+                let error = connectError(of: connect.response(for: route(path, options: options)))
+                XCTAssertEqual(error?.kind, .httpStatus, String(describing: error))
+                XCTAssertEqual(error?.statusCode, status, path)
+                var accepting = options
+                accepting.acceptsEveryStatus = true
+                let response = value(of: connect.response(for: route(path, options: accepting)))
+                XCTAssertEqual(response?.statusCode, status, path)
+                XCTAssertEqual(response?.data, Data("no".utf8), path)
+            }
+        }
+    }
+
     func testAStatusLineWithoutAReasonIsReadByItsCode() throws {
         rawRoute("/none", "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok")
 

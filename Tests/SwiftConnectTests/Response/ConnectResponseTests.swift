@@ -1,4 +1,5 @@
 import Foundation
+import SwiftConnectTesting
 import XCTest
 
 @testable import SwiftConnect
@@ -92,6 +93,45 @@ final class ConnectResponseTests: XCTestCase {
         XCTAssertNil(ConnectResponse(request: noURL, statusCode: 200))
         XCTAssertNotNil(ConnectResponse(request: noURL, statusCode: 200, url: URL(string: "https://a.example")))
         XCTAssertNotNil(ConnectResponse(request: request, statusCode: 999))
+    }
+
+    func testAFoundationResponseWhoseStatusIsNotThreeDigitsIsABadResponse() throws {
+        // Given: a transport of the user's answering with Foundation's response, which takes any status.
+        for status in [0, -1, 99, 1000] {
+            let transport = PartsTransport { request in
+                let head = HTTPURLResponse(url: request.url!, statusCode: status, httpVersion: nil, headerFields: [:])!
+                return ConnectResponse(request: request, response: head, data: Data("{}".utf8))
+            }
+            let client = Connect(transport: transport, retryPolicy: nil)
+            let endpoint = ClientFixtures.Endpoint(endpoint: "/items/1")
+
+            for options in [RequestOptions(), RequestOptions(acceptsEveryStatus: true)] {
+                // When
+                let error = connectError(of: client.response(for: endpoint, options: options))
+
+                // Then: a malformed answer, as an engine reports a status line it cannot read, not a server's status
+                XCTAssertEqual(error?.kind, .badResponse, "\(status): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("\(status)") ?? false, String(describing: error))
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, "\(status)")
+            }
+        }
+    }
+
+    func testAThreeDigitStatusAbove599IsTheServersStatus() throws {
+        // Given: statuses HTTP leaves undefined but three digits, which AsyncHTTPClient and URLSession hand over.
+        for status in [600, 999] {
+            let client = Connect(transport: FakeTransport.answering(.status(status)), retryPolicy: nil)
+            let endpoint = ClientFixtures.Endpoint(endpoint: "/items/1")
+
+            // When
+            let error = connectError(of: client.response(for: endpoint))
+            let accepted = value(of: client.response(for: endpoint, options: RequestOptions(acceptsEveryStatus: true)))
+
+            // Then
+            XCTAssertEqual(error?.kind, .httpStatus, String(describing: error))
+            XCTAssertEqual(error?.statusCode, status)
+            XCTAssertEqual(accepted?.statusCode, status)
+        }
     }
 
     func testTheClientDecodesAPartsResponseWithoutMakingFoundationsResponse() throws {

@@ -201,9 +201,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 var head = ConnectResponse(
                     request: original, head: response.head, url: hop.url, httpVersion: response.httpVersion)
             else {
-                throw ConnectError(
-                    .badResponse, message: "the server's status \(response.head.status) is not an HTTP status",
-                    request: .sent(original), underlyingError: URLError(.badServerResponse))
+                throw ConnectError.notAnHTTPStatus(response.head.status, request: .sent(original))
             }
             // With no redirect to follow (`maxRedirects` 0), a redirect is the answer.
             if (300..<400).contains(head.statusCode), maxRedirects > 0,
