@@ -256,6 +256,21 @@ final class OddServerTests: IntegrationTestCase {
         }
     }
 
+    func testAStatusOfOtherThanThreeDigitsIsAMalformedAnswer() throws {
+        rawRoute("/four", "HTTP/1.1 2000 Big\r\nContent-Length: 2\r\n\r\nok")
+        rawRoute("/two", "HTTP/1.1 20 Small\r\nContent-Length: 2\r\n\r\nok")
+        rawRoute("/zero", "HTTP/1.1 000 None\r\nContent-Length: 2\r\n\r\nok")
+
+        for path in ["/four", "/two", "/zero"] {
+            for options in everyPath {
+                var accepting = options
+                accepting.acceptsEveryStatus = true
+                let error = connectError(of: connect.response(for: route(path, options: accepting)))
+                XCTAssertEqual(error?.kind, .badResponse, "\(path): \(String(describing: error))")
+            }
+        }
+    }
+
     func testAStatusLineWithoutAReasonIsReadByItsCode() throws {
         rawRoute("/none", "HTTP/1.1 200\r\nContent-Length: 2\r\n\r\nok")
 

@@ -137,7 +137,9 @@ extension ConnectError {
     ///   or a head larger than it holds ("Too large response headers", over 300 KiB), becomes
     ///   `cannotParseResponse`, a malformed answer as AsyncHTTPClient reports it;
     /// - a connection closed before any byte of an answer ("Empty reply from server", reported as
-    ///   `badServerResponse`) becomes `networkConnectionLost`.
+    ///   `badServerResponse`) becomes `networkConnectionLost`;
+    /// - a status of other than three digits ("Unsupported response code in HTTP response", reported as
+    ///   `unsupportedURL`) becomes `cannotParseResponse`.
     ///
     /// Defect: FoundationNetworking names a libcurl failure by libcurl's code and the socket's `errno` together
     /// (`_EasyHandle.urlErrorCode(for:)`), and says `.unknown` for every pair it has no entry for: "transfer closed
@@ -159,6 +161,7 @@ extension ConnectError {
     /// `OddServerTests.testAnInvalidChunkSizeIsABadServerResponse`,
     /// `OddServerTests.testAServerThatClosesWithoutAnsweringIsALostConnection`,
     /// `OddServerTests.testAHeadTooLargeToHoldIsATypedError`,
+    /// `OddServerTests.testAStatusOfOtherThanThreeDigitsIsAMalformedAnswer`,
     /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`,
     /// `FailureKindTests.testAnEmptyReplyIsALostConnection`, and, end to end through a `blackhole`
     /// route, `NetworkFaultTests.testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice`.
@@ -169,6 +172,10 @@ extension ConnectError {
             // A connection closed before any byte of an answer: a lost connection for Apple's URLSession and
             // AsyncHTTPClient, retried alike.
             return URLError(.networkConnectionLost, userInfo: urlError.userInfo)
+        }
+        if urlError.code == .unsupportedURL, message == "Unsupported response code in HTTP response" {
+            // A status of other than three digits: the URL was sent, the answer is malformed.
+            return URLError(.cannotParseResponse, userInfo: urlError.userInfo)
         }
         guard urlError.code == .unknown else { return error }
         if Self.malformedChunks.contains(message) || message.hasPrefix("Too large response headers") {
