@@ -150,7 +150,7 @@ extension Connector {
                 throw ConnectError.invalidRequest(
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
-            if !contentType.isEmpty { fields.setIfAbsent(name: "Content-Type", value: contentType) }
+            if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
         case .form(let bytes)?:
             body = Data(bytes)
             fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
@@ -160,10 +160,7 @@ extension Connector {
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
             body = data
-            // An empty content type means none: a blank `Content-Type:` line says nothing a server could use.
-            if contentType.contains(where: { $0 != " " && $0 != "\t" }) {
-                fields.setIfAbsent(name: "Content-Type", value: contentType)
-            }
+            if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
         }
 
         if let body, !body.isEmpty, self.method.refusesBody {
@@ -210,6 +207,13 @@ extension Connector {
             failure.underlyingError = error
             throw failure
         }
+    }
+
+    /// Whether a body's content type (a raw body's, an encoder's) names one: an empty or blank one means none, and
+    /// the request goes without `Content-Type` (or with a default header's), not with an empty field that says
+    /// nothing a server could use (the blanks around a value are not sent).
+    fileprivate static func namesAType(_ contentType: String) -> Bool {
+        contentType.contains { $0 != " " && $0 != "\t" }
     }
 
     /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.

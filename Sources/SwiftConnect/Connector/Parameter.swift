@@ -45,11 +45,12 @@ public enum Parameter: ParametersRepresentable {
     case form(key: String, value: String)
 
     /// A body sent as is, with the given `Content-Type` (unless the connector's headers set another); an empty
-    /// content type sends none.
+    /// or blank content type sends none.
     case body(Data, contentType: String)
 
     /// A body encoded from `value` by `encoder`, in its format (XML, property lists…), sent with the encoder's
-    /// `Content-Type` unless the connector's headers set another: the seam every body format plugs into, as
+    /// `Content-Type` unless the connector's headers set another (an encoder's empty or blank one sends none): the
+    /// seam every body format plugs into, as
     /// ``ResponseBodyDecoder`` is for answers.
     ///
     /// ```swift
@@ -158,7 +159,8 @@ extension Parameter {
 /// }
 /// ```
 public protocol RequestBodyEncoder {
-    /// The `Content-Type` the body is sent with, such as `application/xml; charset=utf-8`.
+    /// The `Content-Type` the body is sent with, such as `application/xml; charset=utf-8`; empty or blank for
+    /// none (no `Content-Type` field, or a default header's).
     var contentType: String { get }
 
     /// Encodes `value` as a body.

@@ -1,5 +1,6 @@
 import Foundation
 import SwiftConnect
+import SwiftConnectTesting
 import XCTest
 
 #if canImport(FoundationNetworking)
@@ -21,6 +22,11 @@ final class EncodedBodyTests: XCTestCase {
 
     private struct Lying: RequestBodyEncoder {
         var contentType: String { "text/csv\r\nX-Injected: 1" }
+        func encode<T: Encodable>(_ value: T) throws -> Data { Data("a,b".utf8) }
+    }
+
+    private struct Typeless: RequestBodyEncoder {
+        var contentType: String
         func encode<T: Encodable>(_ value: T) throws -> Data { Data("a,b".utf8) }
     }
 
@@ -63,5 +69,38 @@ final class EncodedBodyTests: XCTestCase {
         XCTAssertThrowsError(try route(twoBodies).asURLRequest()) { error in
             XCTAssertEqual((error as? ConnectError)?.invalidRequestReason, .multipleBodies)
         }
+    }
+
+    func testAnEncoderWithABlankContentTypeSendsNoContentTypeField() throws {
+        for blank in ["", " ", "\t", " \t "] {
+            // Given
+            let typeless = route(Parameter.encoded(value: 1, encoder: Typeless(contentType: blank)))
+            let transport = FakeTransport.answering(.status(204))
+
+            // When
+            let built = try typeless.asURLRequest()
+            let sent = value(of: Connect(transport: transport, retryPolicy: nil).response(for: typeless))
+
+            // Then: no empty `Content-Type:` line, as for a raw body without a type; the body still goes
+            XCTAssertNil(built.value(forHTTPHeaderField: "Content-Type"), "\(blank.debugDescription)")
+            XCTAssertEqual(sent?.statusCode, 204)
+            let request = try XCTUnwrap(transport.requests.first)
+            XCTAssertNil(request.value(forHTTPHeaderField: "Content-Type"), "\(blank.debugDescription)")
+            XCTAssertEqual(request.httpBody, Data("a,b".utf8))
+        }
+    }
+
+    func testAnEncoderWithABlankContentTypeLeavesTheClientsDefaultType() throws {
+        // Given: a client whose default headers name a type
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(defaultHeaders: [.contentType("text/csv")]))
+
+        // When
+        _ = value(of: client.response(for: route(Parameter.encoded(value: 1, encoder: Typeless(contentType: " ")))))
+
+        // Then
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Content-Type"), "text/csv")
     }
 }
