@@ -114,6 +114,42 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertNotNil(value(of: second))
     }
 
+    /// The blanks around a value are not sent (the door trims them): requests the wire sends alike share a call.
+    func testValuesThatDifferOnlyInBlanksAroundThemShareOneCall() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        // When
+        let plain = connect.request(Endpoint(headers: [HTTPHeader(name: "Accept", value: "text/csv")]))
+        let padded = connect.request(Endpoint(headers: [HTTPHeader(name: "Accept", value: " text/csv\t")]))
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Accept"), "text/csv")
+        XCTAssertNotNil(value(of: plain))
+        XCTAssertNotNil(value(of: padded))
+    }
+
+    /// Fields of one name are one list, in order (RFC 9110 §5.3): the same values in another order are another request.
+    func testRepeatedFieldsInAnotherOrderMakeSeparateCalls() {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        func tagged(_ tags: [String]) -> RequestOptions {
+            RequestOptions(middlewares: [AnyMiddleware.adapter { $0.headerFields[values: "X-Tag"] = tags }])
+        }
+        // When
+        let first = connect.request(Endpoint(), options: tagged(["1", "2"]))
+        let second = connect.request(Endpoint(), options: tagged(["2", "1"]))
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(
+            Set(transport.requests.compactMap { $0.value(forHTTPHeaderField: "X-Tag") }), ["1, 2", "2, 1"])
+        XCTAssertNotNil(value(of: first))
+        XCTAssertNotNil(value(of: second))
+    }
+
     func testDifferentHeadersOrURLsMakeSeparateCalls() {
         // Given
         let (transport, gate) = gatedTransport()

@@ -48,9 +48,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     struct Key: Hashable {
         let method: String
         let url: String
-        /// `length:name:value` per header field, names lowercased and preceded by their length in bytes, sorted. The
-        /// length tells the name from the value: a field named `x-a:b` (no valid name, refused before the wire) whose
-        /// value is `c` is not `x-a` with `b:c`.
+        /// `length:name:value` per header field, names lowercased and preceded by their length in bytes, values
+        /// without the blanks around them (as sent), sorted by name, fields of one name in their order. The length
+        /// tells the name from the value: a field named `x-a:b` (no valid name, refused before the wire) whose value
+        /// is `c` is not `x-a` with `b:c`.
         let headers: [String]
         /// The request's own timeout and cache policy: a caller must not wait longer, or time out sooner, than
         /// it asked, nor get an answer from a cache it asked to skip.
@@ -269,12 +270,15 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         // A timeout a middleware set to NaN would make a key equal to none, not even itself: its call could never be
         // found again (taken for ended, never sent nor answered). Such a request goes as it would alone.
         guard !request.timeoutInterval.isNaN else { return nil }
-        let headers = request.headerFields
-            .map { field in
-                let name = field.name.canonicalName
-                return "\(name.utf8.count):\(name):\(field.value)"
-            }
-            .sorted()
+        // As the wire has them: without the blanks around values, which the transport's door trims (two requests
+        // sent alike share a call); fields of one name in their order, a list whose order is part of its value (RFC
+        // 9110 §5.3: `X-Tag: 1` then `X-Tag: 2` is not the other way round), names in any order.
+        var fields = request.headerFields
+        fields.trimBlanks()
+        let headers = fields.enumerated()
+            .map { index, field in (name: field.name.canonicalName, index: index, value: field.value) }
+            .sorted { $0.name != $1.name ? $0.name < $1.name : $0.index < $1.index }
+            .map { "\($0.name.utf8.count):\($0.name):\($0.value)" }
         return Key(
             method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
             cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras,
