@@ -78,4 +78,25 @@ final class ResponseCacheVaryTests: XCTestCase {
         XCTAssertEqual(try get([("X-One", "1"), ("X-Two", "1")]), "1")
         XCTAssertEqual(try get([("X-One", "1"), ("X-Two", "2")]), "2", "the second field's name counts")
     }
+
+    /// The blanks around a value are not sent (the transport's door trims them): values that differ only in them are
+    /// the same value, a blank one the empty one.
+    func testValuesThatDifferOnlyInBlanksAroundThemMatch() throws {
+        let (transport, get) = client(vary: ["X-Variant"])
+        XCTAssertEqual(try get([("X-Variant", "a")]), "1")
+        XCTAssertEqual(try get([("X-Variant", " a\t")]), "1")
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(try get([("X-Variant", "")]), "2")
+        XCTAssertEqual(try get([("X-Variant", "  ")]), "2")
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
+    /// Credentials that differ only in the blanks around them are the same credentials, sent alike: one stored answer.
+    func testCredentialsThatDifferOnlyInBlanksAroundThemShareTheirAnswer() throws {
+        let (transport, get) = client(vary: [])
+        XCTAssertEqual(try get([("Authorization", "Bearer t")]), "1")
+        XCTAssertEqual(try get([("Authorization", "Bearer t ")]), "1")
+        XCTAssertEqual(try get([("Authorization", "Bearer u")]), "2")
+        XCTAssertEqual(transport.requests.count, 2)
+    }
 }

@@ -127,8 +127,8 @@ import Foundation
 /// nothing.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
-/// request had, as the cache saw them (one variant per key: another value replaces it); one with `Vary: *` is not
-/// stored. The cache is safe to share between threads and clients.
+/// request had, as the wire sends them (without the blanks around values; one variant per key: another value replaces
+/// it); one with `Vary: *` is not stored. The cache is safe to share between threads and clients.
 public final class ResponseCache: Sendable {
     private struct Entry {
         var response: ConnectResponse
@@ -435,13 +435,13 @@ public final class ResponseCache: Sendable {
     }
 
     /// A digest of the credentials `request` carries, or `nil` if it carries none: its secret headers (names
-    /// ignoring case, and values), the user info of its URL, and its secret query items (`access_token=`,
+    /// ignoring case, and values as sent, without the blanks around them), the user info of its URL, and its secret query items (`access_token=`,
     /// `api_key=`…, as redaction judges them). Those of the URL count even when a custom key leaves the URL out.
     /// Seeded per process, like every `Hasher`: it tells sets of credentials apart without storing them.
     private static func credentialsDigest(of request: ConnectRequest) -> String? {
         let headers = request.headerFields
             .filter { HTTPHeader.isSensitive(name: $0.name.rawName) }
-            .map { (name: $0.name.canonicalName, value: $0.value) }
+            .map { (name: $0.name.canonicalName, value: $0.value.trimmingCharacters(in: [" ", "\t"])) }
             .sorted { $0.name < $1.name }
         let url = request.url
         // Split as redaction splits it, at `&` and `;`: `?user=1;access_token=A` names a secret too.
@@ -1036,6 +1036,9 @@ struct ResponseCacheStage: Middleware {
         // A request the wire would refuse (a field with CR or LF a stage set, say) is refused here too: a stored
         // answer must not make it succeed, nor its write remove what is stored.
         if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) { return Future(error: problem) }
+        // The values as the wire has them, without the blanks around them that the transport's door trims: the
+        // credentials of the key and the fields `Vary` names are compared as sent.
+        request.headerFields.trimBlanks()
         // A streamed body is read once, by its caller: there is nothing to store or to serve again (a write's
         // answer still removes what is stored for its resource).
         guard context.transfer.streaming == nil else { return cache.passing(request, to: next) }
