@@ -45,8 +45,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// The server's certificate is not trusted: an unknown authority, expired, or for another host. Retrying
         /// does not help. (A certificate that matches none of the host's pins is ``certificatePinning``.)
         case untrustedCertificate
-        /// The server's answer is not valid HTTP, or its body's framing cannot be trusted (no single valid
-        /// `Content-Length`, a body cut short by a proxy).
+        /// The server's answer is not valid HTTP (a status that is not three digits, 100 to 999, from an engine or
+        /// a transport of your own), or its body's framing cannot be trusted (no single valid `Content-Length`, a
+        /// body cut short by a proxy).
         case badResponse
         /// The server answered with a status outside 200..<300 and no message the error handler recognised.
         case httpStatus

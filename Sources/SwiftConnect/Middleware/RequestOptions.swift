@@ -117,6 +117,8 @@ public struct RequestOptions: Sendable {
     /// Whether a response of any status is the answer of these requests: `true` hands a status outside 200..<300
     /// to the caller as it came, its whole body read, instead of the error handler's error; validators and response
     /// processors then see only 2xx responses. `nil` or `false` leaves error statuses to the ``ErrorHandling`` handler.
+    /// A status is three digits, 100 to 999 (600 to 999 included, as AsyncHTTPClient hands them over): a response with
+    /// another (0 from a transport of your own) is no answer but ``ConnectError/Kind/badResponse``, either way.
     ///
     /// Retries, `Retry-After` and token refresh still run first, as they do for every call: a 503 the
     /// ``RetryPolicy`` retries, or a 401 an ``AuthenticationMiddleware`` refreshes, is sent again, and only the last
