@@ -271,12 +271,18 @@ public final class RecordingTransport: Transport, Sendable {
         // a one-shot body, as it would have. It is held to the length it announces, as every engine holds it: a body
         // of another length fails with the core's error, neither matched nor sent.
         let promise = Promise<ConnectResponse>()
+        // The handler that stops the reading is set before the reading starts: set after, it could replace the one the
+        // task sets for the live exchange, and a late cancel would never reach that exchange.
+        let reading = Protected<Task<Void, Never>?>(nil)
+        promise.setCancelHandler { reading.withLock { $0 }?.cancel() }
         let task = Task {
             do {
                 var bytes = Data()
                 for try await chunk in stream.chunks.counted(announcing: stream.length, sent: { _ in }) {
                     bytes.append(chunk)
                 }
+                // Cancelled while the body was read (a sequence may end early then): nothing is sent or recorded.
+                guard !promise.future.isCancelled else { return }
                 var readable = request
                 readable.body = .bytes(bytes)
                 var live = request
@@ -288,7 +294,9 @@ public final class RecordingTransport: Transport, Sendable {
                 promise.completeIfPending(with: .failure(error))
             }
         }
-        promise.setCancelHandler { task.cancel() }
+        reading.withLock { $0 = task }
+        // Cancelled before the task was kept: the handler had no task to stop.
+        if promise.future.isCancelled { task.cancel() }
         return promise.future
     }
 

@@ -87,3 +87,77 @@ final class RecordingOneShotBodyTests: XCTestCase {
         XCTAssertEqual(replayed.data, Data("stored".utf8))
     }
 }
+
+// MARK: - Cancellation while the body is read
+
+/// A one-shot body of two pieces, `ab` then `c`, that says when it is asked for the second one and gives it only once
+/// `release` is signalled, then says when the transport has let go of it.
+private final class GatedBody: AsyncSequence, Sendable {
+    typealias Element = Data
+
+    /// Signalled when the second piece is asked for.
+    let askedForSecond = DispatchSemaphore(value: 0)
+    /// Signalled by the test to give the second piece.
+    let release = DispatchSemaphore(value: 0)
+    /// Signalled when the body is released: the transport is done with it.
+    let released: DispatchSemaphore
+
+    init(released: DispatchSemaphore) {
+        self.released = released
+    }
+
+    deinit { released.signal() }
+
+    struct AsyncIterator: AsyncIteratorProtocol {
+        let body: GatedBody
+        var served = 0
+
+        mutating func next() async throws -> Data? {
+            served += 1
+            switch served {
+            case 1:
+                return Data("ab".utf8)
+            case 2:
+                body.askedForSecond.signal()
+                let release = body.release
+                await withCheckedContinuation { (continuation: CheckedContinuation<Void, Never>) in
+                    DispatchQueue.global().async {
+                        release.wait()
+                        continuation.resume()
+                    }
+                }
+                return Data("c".utf8)
+            default:
+                return nil
+            }
+        }
+    }
+
+    func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+}
+
+extension RecordingOneShotBodyTests {
+    func testACallCancelledWhileItsOneShotBodyIsReadSendsNothing() throws {
+        // Given: a recording call whose body's second piece is being waited for
+        let upstream = FakeTransport.answering(.data(Data("stored".utf8)))
+        let recorder = RecordingTransport(fileURL: fileURL, wrapping: upstream, mode: .record)
+        let released = DispatchSemaphore(value: 0)
+        var body: GatedBody? = GatedBody(released: released)
+        let askedForSecond = try XCTUnwrap(body?.askedForSecond)
+        let release = try XCTUnwrap(body?.release)
+        var request = try connectRequest(.post, "http://api.test/upload")
+        request.body = .stream(ConnectRequest.OneShotStream(try XCTUnwrap(body), length: nil))
+        body = nil
+        let call = recorder.send(request, transfer: TransferOptions())
+        request.body = .none
+        XCTAssertEqual(askedForSecond.wait(timeout: .now() + 10), .success)
+        // When: the caller cancels, then the body ends
+        call.cancel()
+        release.signal()
+        // Then: once the transport is done with the body, nothing was sent, nor recorded
+        XCTAssertEqual(released.wait(timeout: .now() + 10), .success, "the transport kept the body")
+        XCTAssertEqual(upstream.requests.count, 0, "a cancelled call was sent")
+        XCTAssertTrue(recorder.waitUntilRecorded())
+        XCTAssertEqual(recorder.entries.count, 0)
+    }
+}
