@@ -6,7 +6,8 @@ import SwiftConnect
 ///
 /// Both requests are redacted (``RecordedRequest``), so secrets never take part. The default ignores what varies
 /// between runs without changing the request's meaning:
-/// - the order of query items (`?b=2&a=1` matches `?a=1&b=2`), and the URL's fragment;
+/// - the order of query items of different names (`?b=2&a=1` matches `?a=1&b=2`; the values of one name keep their
+///   order, a list to most servers), and the URL's fragment;
 /// - the case of the hex digits of a path's percent-escapes (`%2f` matches `%2F`, the same octet);
 /// - the order of JSON object keys, and JSON white space (bodies that parse as JSON are compared parsed);
 /// - a multipart body's boundary, random in each run;
@@ -48,7 +49,7 @@ public struct RequestMatcher: Sendable {
     public static let method = RequestMatcher { $0.method == $1.method }
 
     /// The same scheme, host, port and path (the host and scheme in any case, a missing port as the scheme's own),
-    /// and the same query items in any order.
+    /// and the same query items, those of different names in any order (a `+` and a `%2B` differ).
     public static let url = RequestMatcher { RequestNormalization.url($0.url) == RequestNormalization.url($1.url) }
 
     /// The same path, whatever the query.
@@ -83,23 +84,57 @@ public struct RequestMatcher: Sendable {
 
 /// The forms ``RequestMatcher`` compares, and the differences a failed match reports.
 enum RequestNormalization {
-    /// Scheme, host, port and path, with the query items sorted.
+    /// Scheme, host, port and path, with the query items sorted by name.
     struct NormalizedURL: Equatable {
         var scheme: String
         var host: String
         var port: Int?
         var path: String
-        var query: [String]
+        var query: [QueryItem]
+    }
+
+    /// A query item as compared: its name and value percent-decoded, except that a `+` sent as `%2B` (a plus sign to
+    /// every server) stays apart from a `+` sent as is (a space, to a server reading a form). Compared as a pair, so
+    /// an escaped `=` stays in the name or the value it was sent in.
+    struct QueryItem: Hashable {
+        /// The name's decoded pieces, between the `%2B` escapes.
+        var name: [String]
+        /// The value's decoded pieces, between the `%2B` escapes; a missing value is empty.
+        var value: [String]
+
+        init(percentEncodedName name: String, value: String?) {
+            self.name = Self.decoded(name)
+            self.value = Self.decoded(value ?? "")
+        }
+
+        /// `name=value`, decoded, an escaped plus shown as `%2B`.
+        var description: String { name.joined(separator: "%2B") + "=" + value.joined(separator: "%2B") }
+
+        /// The pieces of `text` between its `%2B` escapes (either case), each percent-decoded, or as it is when its
+        /// escapes are not UTF-8.
+        private static func decoded(_ text: String) -> [String] {
+            text.replacingOccurrences(of: "%2b", with: "%2B").components(separatedBy: "%2B").map { piece in
+                piece.removingPercentEncoding ?? piece
+            }
+        }
     }
 
     static func url(_ url: URL) -> NormalizedURL {
         let components = URLComponents(url: url, resolvingAgainstBaseURL: false)
         let scheme = (components?.scheme ?? "").lowercased()
         let defaultPort = scheme == "https" ? 443 : scheme == "http" ? 80 : nil
-        let items = (components?.queryItems ?? []).map { item in "\(item.name)=\(item.value ?? "")" }
+        let items = (components?.percentEncodedQueryItems ?? []).map { item in
+            QueryItem(percentEncodedName: item.name, value: item.value)
+        }
+        // By name, the values of one name in the order sent: most servers read `?id=1&id=2` as a list.
+        let sorted = items.enumerated().sorted { first, second in
+            let (firstName, secondName) = (first.element.name, second.element.name)
+            return firstName == secondName
+                ? first.offset < second.offset : firstName.lexicographicallyPrecedes(secondName)
+        }
         return NormalizedURL(
             scheme: scheme, host: (components?.host ?? "").lowercased(), port: components?.port ?? defaultPort,
-            path: path(url), query: items.sorted())
+            path: path(url), query: sorted.map(\.element))
     }
 
     /// The percent-encoded path, `/` for none, the hex digits of its escapes in upper case: `%2f` and `%2F` are the
@@ -209,8 +244,8 @@ enum RequestNormalization {
             differences.append(Difference(part: "path", request: live.path, recorded: old.path, weight: 8))
         }
         if live.query != old.query {
-            let only = Set(live.query).subtracting(old.query).sorted()
-            let onlyRecorded = Set(old.query).subtracting(live.query).sorted()
+            let only = live.query.filter { !old.query.contains($0) }
+            let onlyRecorded = old.query.filter { !live.query.contains($0) }
             differences.append(
                 Difference(
                     part: "query", request: list(only.isEmpty ? live.query : only),
@@ -224,8 +259,8 @@ enum RequestNormalization {
         return differences
     }
 
-    private static func list(_ items: [String]) -> String {
-        items.isEmpty ? "no items" : "[" + items.joined(separator: ", ") + "]"
+    private static func list(_ items: [QueryItem]) -> String {
+        items.isEmpty ? "no items" : "[" + items.map(\.description).joined(separator: ", ") + "]"
     }
 
     /// The start of a body for a message: up to 120 characters of text, or a byte count.

@@ -64,6 +64,43 @@ final class RequestMatcherTests: XCTestCase {
         XCTAssertEqual(try replayer.send(reordered, transfer: TransferOptions()).wait().statusCode, 200)
     }
 
+    /// Most servers read `?id=1&id=2` as a list: the values of one name are compared in their order.
+    func testTheValuesOfARepeatedQueryItemMatchOnlyInTheirOrder() throws {
+        // Given
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/q?id=1&a=0&id=2")])
+        // When
+        let swapped = try connectRequest(.get, "\(base)/q?id=2&a=0&id=1")
+        let error = try failure(of: replayer.send(swapped, transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(
+            try recordingError(of: error).differences,
+            ["query: request has [a=0, id=2, id=1], recording has [a=0, id=1, id=2]"])
+    }
+
+    /// A `+` sent as `%2B` is a plus sign to every server; a `+` sent as is, a space to one that reads a form.
+    func testAPlusSentEscapedDoesNotMatchAPlusSentAsIs() throws {
+        // Given
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/q?email=a%2Bb@x.test")])
+        // When
+        let error = try failure(
+            of: replayer.send(try connectRequest(.get, "\(base)/q?email=a+b@x.test"), transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(
+            try recordingError(of: error).differences,
+            ["query: request has [email=a+b@x.test], recording has [email=a%2Bb@x.test]"])
+    }
+
+    /// An escaped `=` belongs to the name or the value it is in: `?a%3D1=` is not `?a=1%3D`.
+    func testAnEscapedEqualsSignStaysInItsNameOrValue() throws {
+        // Given
+        let replayer = try recordThenReplay([try connectRequest(.get, "\(base)/q?a%3D1=")])
+        // When
+        let error = try failure(
+            of: replayer.send(try connectRequest(.get, "\(base)/q?a=1%3D"), transfer: TransferOptions()))
+        // Then
+        XCTAssertEqual(try recordingError(of: error).reason, .noMatch)
+    }
+
     /// `%2f` and `%2F` are the same octet (RFC 3986 §6.2.2.1): a recording made with one spelling of a path's
     /// escapes answers a request with the other.
     func testPathEscapesMatchWhateverTheCaseOfTheirHexDigits() throws {
