@@ -114,7 +114,7 @@ extension RecordingTransport {
 
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
-        if let failure = entry.failure { return Future(error: Self.error(for: failure, request: request)) }
+        if let failure = entry.failure { return Future(error: error(for: failure, request: request)) }
         let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
             let message =
@@ -206,7 +206,7 @@ extension RecordingTransport {
             }
             let body = ResponseBodyStream(options: transfer.streaming ?? StreamingOptions())
             let pieces = Self.pieces(of: response.data, as: entry.chunks)
-            let failure = entry.bodyFailure.map { Self.error(for: $0, request: request) }
+            let failure = entry.bodyFailure.map { self.error(for: $0, request: request) }
             let feeding = Task {
                 var previous = entry.timings.wait
                 var received = 0
@@ -297,9 +297,17 @@ extension RecordingTransport {
         ConnectError.deadlinePassed(after: request.timeoutInterval, sent: request)
     }
 
-    /// The typed error a recorded failure replays as.
-    static func error(for failure: HAR.Failure, request: ConnectRequest) -> ConnectError {
-        let kind = ConnectError.Kind(rawValue: failure.kind) ?? .transport
+    /// The typed error a recorded failure replays as; for a kind no ``SwiftConnect/ConnectError`` has (a file edited
+    /// by hand), a ``RecordingError`` saying so, rather than an error of another kind.
+    func error(for failure: HAR.Failure, request: ConnectRequest) -> ConnectError {
+        guard let kind = ConnectError.Kind(rawValue: failure.kind) else {
+            let kinds = ConnectError.Kind.allCases.map(\.rawValue).joined(separator: ", ")
+            let message =
+                "RecordingTransport: the recorded failure of \(Self.shown(request.url.absoluteString)) in "
+                + "\(fileURL.lastPathComponent) has the kind \"\(failure.kind)\", which no ConnectError has "
+                + "(the kinds are \(kinds))"
+            return RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request)
+        }
         // Failable on Linux, not on Apple platforms: `flatMap` reads alike on both.
         let code: URLError.Code? = failure.urlErrorCode.flatMap { URLError.Code(rawValue: $0) }
         return ConnectError(

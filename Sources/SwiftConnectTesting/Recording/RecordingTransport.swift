@@ -346,7 +346,7 @@ public final class RecordingTransport: Transport, Sendable {
             if let broken = entry.bodyFailure {
                 // A streamed answer that broke (or was cut short when recorded), read whole: the body's failure, as
                 // an engine reading it whole gives, not its pieces as if they were the body.
-                return Future(error: Self.error(for: broken, request: request))
+                return Future(error: error(for: broken, request: request))
             }
             guard replaysLatencies else { return replay(entry, for: request, transfer: transfer) }
             // Made when it comes: a download reaches its file then, not before a deadline that ends the call first.

@@ -197,4 +197,25 @@ final class MalformedRecordingFileTests: XCTestCase {
         let response = try replay.send(connectRequest(.get, "http://api.test/todos"), transfer: .init()).wait()
         XCTAssertEqual(response.data, Data(#"{"id":1}"#.utf8))
     }
+
+    func testARecordedFailureOfAKindNoErrorHasIsUnreadableAndNamed() throws {
+        // Given: a failure edited by hand, its kind misspelt (`timedOut` is the kind)
+        let text = Self.valid.replacingOccurrences(of: #""status": 200"#, with: #""status": 0"#)
+            .replacingOccurrences(
+                of: #""cache": {}"#, with: #""_failure": {"kind": "timeout", "message": "took too long"}, "cache": {}"#)
+        // Then: the request fails saying so, rather than replaying another kind of error
+        let (recording, error) = try replayError("failure-kind.har", Data(text.utf8))
+        XCTAssertEqual(recording.reason, .unreadableRecording)
+        XCTAssertTrue(error.message.contains(#"kind "timeout""#), error.message)
+    }
+
+    func testAStreamedBodyFailureOfAKindNoErrorHasIsUnreadableAndNamed() throws {
+        // Given: a body that broke, its failure's kind edited to one no error has
+        let text = Self.valid.replacingOccurrences(
+            of: #""cache": {}"#, with: #""_bodyFailure": {"kind": "reset", "message": "cut"}, "cache": {}"#)
+        // Then
+        let (recording, error) = try replayError("body-failure-kind.har", Data(text.utf8))
+        XCTAssertEqual(recording.reason, .unreadableRecording)
+        XCTAssertTrue(error.message.contains(#"kind "reset""#), error.message)
+    }
 }
