@@ -307,19 +307,28 @@ public enum TransportConformance {
         }
     }
 
+    /// The caller's credentials (`Authorization`, a `Cookie` it set, a header named like a secret) follow a redirect
+    /// to the same origin, and none of them one to another origin (another port of the same host).
     static let redirectsKeepCredentialsHome = Check(name: "redirects keep credentials home") { context in
+        let credentials = [("Authorization", "Bearer secret"), ("Cookie", "session=s3cret"), ("X-Api-Key", "k3y")]
+        // The names of the caller's credentials a request carries (a `Cookie` may hold others, from a cookie store).
+        let carried: @Sendable (LocalServer.Request) -> LocalServer.Response = { request in
+            let names = credentials.filter { name, value in request.header(name)?.contains(value) ?? false }.map(\.0)
+            return .text(names.isEmpty ? "none" : names.joined(separator: ", "))
+        }
         try context.withServer { origin in
             try context.withServer { other in
-                other.route("GET", "/landing") { request in .text(request.header("Authorization") ?? "none") }
-                origin.route("GET", "/landing") { request in .text(request.header("Authorization") ?? "none") }
+                other.route("GET", "/landing", handler: carried)
+                origin.route("GET", "/landing", handler: carried)
                 origin.route("GET", "/away") { _ in .redirect(to: other.baseURL.absoluteString + "/landing") }
                 origin.route("GET", "/home") { _ in .redirect(to: "/landing") }
-                for (path, expected) in [("/away", "none"), ("/home", "Bearer secret")] {
+                for (path, expected) in [("/away", "none"), ("/home", "Authorization, Cookie, X-Api-Key")] {
                     var signed = request(origin, path)
-                    signed.setValue("Bearer secret", forHTTPHeaderField: "Authorization")
+                    for (name, value) in credentials { signed.setValue(value, forHTTPHeaderField: name) }
                     let response = try context.response(signed)
                     try context.expect(
-                        text(response) == expected, "\(path): the redirect target got Authorization \(text(response))")
+                        text(response) == expected,
+                        "\(path): the redirect target got the caller's \(text(response)); expected \(expected)")
                 }
             }
         }

@@ -78,6 +78,10 @@ final class ConformanceMutationTests: XCTestCase {
         assertCaught(.followsRedirects, by: "redirects keep credentials home")
     }
 
+    func testAnEngineThatFollowsRedirectsDroppingOnlyAuthorizationIsCaught() {
+        assertCaught(.followsRedirectsDroppingAuthorization, by: "redirects keep credentials home")
+    }
+
     func testAnEngineThatDecodesGzipSecretlyIsCaught() {
         assertCaught(.decodesGzipUndeclared, by: "compressed bodies")
     }
@@ -121,6 +125,9 @@ enum Mutation: String, Sendable {
     case opaqueFailures
     /// Follows a redirect itself, with the same head.
     case followsRedirects
+    /// Follows a redirect itself, with the same head but for `Authorization` on a hop to another origin (the `Cookie`
+    /// and API key the caller set go along).
+    case followsRedirectsDroppingAuthorization
     /// Decodes gzip itself while not declaring it in `decodedContentCodings`.
     case decodesGzipUndeclared
     /// Waits for the head in a task cancellation does not reach.
@@ -188,10 +195,19 @@ struct MutantEngine: HTTPEngine {
             response = try await SocketEngine().send(hop)
         }
         var redirects = 0
-        while mutation == .followsRedirects, (300..<400).contains(response.head.status), redirects < 5,
+        let follows = mutation == .followsRedirects || mutation == .followsRedirectsDroppingAuthorization
+        let first = hop.head.url
+        while follows, (300..<400).contains(response.head.status), redirects < 5,
             let location = response.head.headerFields["Location"],
             let target = URL(string: location, relativeTo: hop.head.url)?.absoluteURL,
-            let head = RequestHead(method: .get, url: target, headerFields: hop.head.headerFields)
+            let head = RequestHead(
+                method: .get, url: target,
+                headerFields: HeaderFields(
+                    hop.head.headerFields.filter { field in
+                        let crosses = target.host != first?.host || target.port != first?.port
+                        return mutation != .followsRedirectsDroppingAuthorization || !crosses
+                            || field.name != "Authorization"
+                    }))
         {
             redirects += 1
             hop = EngineRequest(head: head)
