@@ -230,6 +230,15 @@ extension HAR {
         return (data.base64EncodedString(), "base64")
     }
 
+    /// Why a body whose bytes cannot be read (``data(text:encoding:)`` is `nil`) cannot be, for a message: an encoding
+    /// other than base64 (a file edited by hand, another program's), named, or text that is not base64.
+    static func unreadableBody(encoding: String?) -> String {
+        if let encoding, encoding.lowercased() != "base64" {
+            return "a body in the encoding \"\(encoding)\", which a replay cannot read (it reads base64)"
+        }
+        return "a body marked base64 that is not valid base64"
+    }
+
     /// The bytes of HAR text: base64-decoded when `encoding` says so; empty for no text.
     static func data(text: String?, encoding: String?) -> Data? {
         guard let text else { return Data() }

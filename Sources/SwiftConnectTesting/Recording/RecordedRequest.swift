@@ -41,7 +41,8 @@ public struct RecordedRequest: Sendable, Equatable {
         self.body = body
     }
 
-    /// The request an archive's entry holds, or `nil` when its URL does not parse or its body is not valid base64.
+    /// The request an archive's entry holds, or `nil` when its URL does not parse or its body cannot be read (text
+    /// that is not valid base64, or in another encoding).
     init?(_ request: HAR.Request) {
         guard let url = URL(string: request.url) else { return nil }
         var body = Data()

@@ -80,12 +80,15 @@ extension RecordingTransport {
 
 extension RecordingTransport {
     /// The entries of `snapshot` whose request cannot be read (which match no request), each with why: `entry 2
-    /// (POST https://api.test/a): its body is not valid base64`; empty when there are none. Five at most.
+    /// (POST https://api.test/a): it has a body marked base64 that is not valid base64`; empty when there are none.
+    /// Five at most.
     fileprivate static func unreadableRequests(in snapshot: State) -> String {
         let indices = snapshot.requests.indices.filter { snapshot.requests[$0] == nil }
         let described = indices.prefix(5).map { index -> String in
             let request = snapshot.entries[index].request
-            let why = URL(string: request.url) == nil ? "its URL does not parse" : "its body is not valid base64"
+            let why =
+                URL(string: request.url) == nil
+                ? "its URL does not parse" : "it has " + HAR.unreadableBody(encoding: request.postData?.encoding)
             return "entry \(index + 1) (\(request.method) \(shown(request.url))): \(why)"
         }
         return described.joined(separator: "; ") + (indices.count > 5 ? "; …" : "")
@@ -118,8 +121,8 @@ extension RecordingTransport {
         let fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
             let message =
-                "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has a "
-                + "body marked base64 that is not valid base64"
+                "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has "
+                + HAR.unreadableBody(encoding: entry.response.content.encoding)
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }

@@ -88,6 +88,30 @@ final class DamagedRecordingTests: XCTestCase {
         XCTAssertFalse(error.message.contains("holds no requests"), error.message)
         XCTAssertTrue(error.message.contains("entry 1"), error.message)
     }
+
+    func testARecordedBodyInAnEncodingOtherThanBase64IsNamedWithItsEncoding() throws {
+        // Given: an answer's body, then a request's, marked with an encoding a replay does not read
+        let answer = try recordOne(named: "gzip-answer.har")
+        try edit(answer) { har in har.log.entries[0].response.content.encoding = "gzip" }
+        let request = try recordOne(named: "gzip-request.har")
+        try edit(request) { har in
+            har.log.entries[0].request.postData = HAR.PostData(Data("x".utf8), mimeType: "text/plain")
+            har.log.entries[0].request.postData?.encoding = "gzip"
+        }
+        // When
+        let answerError = try failure(
+            of: RecordingTransport(fileURL: answer, mode: .replay)
+                .send(connectRequest(.get, "http://api.test/todos"), transfer: .init()))
+        let requestError = try failure(
+            of: RecordingTransport(fileURL: request, mode: .replay)
+                .send(connectRequest(.get, "http://api.test/todos"), transfer: .init()))
+        // Then: each names the encoding, not base64 the text is not meant to be
+        XCTAssertEqual(try recordingError(of: answerError).reason, .unreadableRecording)
+        XCTAssertTrue(answerError.message.contains(#"encoding "gzip""#), answerError.message)
+        XCTAssertFalse(answerError.message.contains("not valid base64"), answerError.message)
+        XCTAssertTrue(requestError.message.contains(#"encoding "gzip""#), requestError.message)
+        XCTAssertFalse(requestError.message.contains("not valid base64"), requestError.message)
+    }
 }
 
 /// A streamed answer's pieces (`_chunks`) edited to sizes and times no recording has: replayed without stopping the
