@@ -28,7 +28,8 @@ public enum RecordingMode: String, Sendable, CaseIterable {
     /// The mode an environment names in ``environmentVariable``, or `fallback`.
     ///
     /// The value is read ignoring case, `-`, `_` and spaces: `record` (or VCR's `all`), `replay` (or `none`),
-    /// `recordMissing`, `record_missing` (or VCR's `new_episodes`). Any other value gives `fallback`.
+    /// `recordMissing`, `record_missing` (or VCR's `new_episodes`). Any other value gives `fallback`, and the errors
+    /// of a replay (no recording, none that matches) say that the variable names no mode.
     ///
     /// - Parameters:
     ///   - environment: The variables; the process's by default.
@@ -38,12 +39,28 @@ public enum RecordingMode: String, Sendable, CaseIterable {
         _ environment: [String: String] = ProcessInfo.processInfo.environment, fallback: RecordingMode = .replay
     ) -> RecordingMode {
         guard let value = environment[environmentVariable] else { return fallback }
+        return named(value) ?? fallback
+    }
+
+    /// The mode `value` names, read as ``fromEnvironment(_:fallback:)`` reads it; `nil` for none.
+    private static func named(_ value: String) -> RecordingMode? {
         let folded = String(value.lowercased().filter { !"-_ ".contains($0) })
         switch folded {
         case "record", "all": return .record
         case "replay", "none", "playback": return .replay
         case "recordmissing", "newepisodes", "missing": return .recordMissing
-        default: return fallback
+        default: return nil
         }
+    }
+
+    /// For the errors of a replay: a sentence saying that ``environmentVariable`` names no mode (a typo, `recrod`),
+    /// so that a reader who set it to record learns why the transport replayed; empty when it is unset or names one.
+    static var misspeltEnvironmentNote: String {
+        guard let value = ProcessInfo.processInfo.environment[environmentVariable], named(value) == nil else {
+            return ""
+        }
+        let shown = value.count > 40 ? String(value.prefix(40)) + "…" : value
+        return " Note: \(environmentVariable) is \"\(shown)\", which names no mode (record, replay, recordMissing): "
+            + "the transports that take their mode from it replay."
     }
 }

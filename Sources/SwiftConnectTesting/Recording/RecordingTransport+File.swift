@@ -29,7 +29,7 @@ extension RecordingTransport {
                 let message =
                     "RecordingTransport: no recording at \(url.path). Record it once against the real server: run "
                     + "the test with \(RecordingMode.environmentVariable)=record (or make the transport with "
-                    + "mode: .record), then commit the file."
+                    + "mode: .record), then commit the file." + RecordingMode.misspeltEnvironmentNote
                 state.loadFailure = RecordingError(.missingRecording, message, fileURL: url)
             }
             return state

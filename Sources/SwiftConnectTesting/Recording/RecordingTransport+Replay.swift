@@ -57,6 +57,7 @@ extension RecordingTransport {
                 message += " (the recording holds no request it can read: \(unreadable)). Fix the file, or "
                 message += "record it again with \(RecordingMode.environmentVariable)=record."
             }
+            message += RecordingMode.misspeltEnvironmentNote
             return RecordingError(.noMatch, message, fileURL: fileURL)
         }
         let differences = nearest.differences.map(\.description)
@@ -73,6 +74,7 @@ extension RecordingTransport {
         }
         if !unreadable.isEmpty { message += ". The recording also holds requests it cannot read: \(unreadable)" }
         message += ". Re-record with \(RecordingMode.environmentVariable)=record if the request changed on purpose."
+        message += RecordingMode.misspeltEnvironmentNote
         return RecordingError(
             .noMatch, message, fileURL: fileURL, nearest: nearest.request, differences: differences)
     }

@@ -267,6 +267,33 @@ final class RecordingTransportTests: XCTestCase {
         XCTAssertEqual(RecordingMode.fromEnvironment([variable: "sometimes"], fallback: .record), .record)
     }
 
+    /// A mode misspelt in the environment replays, as documented, but the errors of that replay say so: they tell
+    /// the reader to record with the variable they believe they set.
+    func testAModeTheEnvironmentMisspellsIsNamedInTheReplaysErrors() throws {
+        // Given: the variable set to no mode, and a transport taking its mode from it
+        let variable = RecordingMode.environmentVariable
+        let previous = ProcessInfo.processInfo.environment[variable]
+        setenv(variable, "recrod", 1)
+        defer {
+            if let previous { setenv(variable, previous, 1) } else { unsetenv(variable) }
+        }
+        let missing = RecordingTransport(fileURL: folder.appendingPathComponent("missing.har"))
+        let emptyFile = folder.appendingPathComponent("empty.har")
+        try HAR().encoded().write(to: emptyFile)
+        let empty = RecordingTransport(fileURL: emptyFile)
+        // When
+        let request = try connectRequest(.get, "http://api.test/todos")
+        let errors = [
+            try failure(of: missing.send(request, transfer: TransferOptions())),
+            try failure(of: empty.send(request, transfer: TransferOptions())),
+        ]
+        // Then
+        XCTAssertEqual(missing.mode, .replay)
+        for error in errors {
+            XCTAssertTrue(error.message.contains(#"\#(variable) is "recrod", which names no mode"#), error.message)
+        }
+    }
+
     func testDefaultFileIsNamedAfterTheTestInARecordingsFolderBesideIt() {
         let transport = RecordingTransport(mode: .replay)
         let expected = URL(fileURLWithPath: #filePath).deletingLastPathComponent()
