@@ -513,6 +513,26 @@ final class LocalServerTests: XCTestCase {
         XCTAssertTrue(client.readsEndOfStream())
     }
 
+    func testACloseMidBodyThatCutsNothingIsAnswered500() throws {
+        // Given: cuts at or past the end of a body of known length (which sent it whole, the fault silently not
+        // there), and below zero, with a body in memory and a streamed one
+        let stream = LocalServer.Response.stream(contentLength: 3) { write in _ = write(Data("abc".utf8)) }
+        for (afterBytes, response) in [
+            (3, LocalServer.Response.text("abc")), (10, .text("abc")), (-1, .text("abc")), (3, stream), (-1, stream),
+        ] {
+            server.route("GET", "/cut") { _ in response.withFault(.closeMidBody(afterBytes: afterBytes)) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /cut HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try client.readResponse()
+
+            // Then: a 500 saying why
+            XCTAssertEqual(answer.status, 500, "afterBytes \(afterBytes)")
+            XCTAssertTrue(answer.text.contains("closeMidBody(afterBytes: \(afterBytes))"), answer.text)
+        }
+    }
+
     func testALieAboutLengthBeyondIntOrBelowZeroIsAnswered500() throws {
         // Given: lies whose declared length overflows `Int` (which trapped, stopping the test process) or is negative,
         // with a body in memory and a streamed one of a known length

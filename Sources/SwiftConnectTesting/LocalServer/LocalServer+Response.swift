@@ -104,7 +104,9 @@ extension LocalServer {
             case normal
             /// Closes the connection without writing a byte.
             case closeBeforeHeaders
-            /// Sends the headers with the full `Content-Length`, then `afterBytes` bytes of the body, then closes.
+            /// Sends the headers with the full `Content-Length`, then `afterBytes` bytes of the body, then closes. A
+            /// cut that leaves a body of known length whole (`afterBytes` at or past its length), or below zero, is a
+            /// mistake: the server answers 500 instead, saying why (on standard error too).
             case closeMidBody(afterBytes: Int)
             /// Declares a `Content-Length` `extra` bytes larger than the body sent, then keeps the connection
             /// open (without closing) until the client gives up or the server stops, which resets it. A declared
@@ -442,6 +444,17 @@ extension LocalServer.Response {
                     return "lieAboutLength(extra: \(extra)) on a body of \(length) bytes declares a length that is not "
                         + "from 0 to Int.max"
                 }
+            }
+        }
+        // A cut at or past the end of a body of known length sent it whole: the client saw no fault at all.
+        if case .closeMidBody(let afterBytes) = fault {
+            let length = streamedBody.map { $0.contentLength.map { max(0, $0) } } ?? body.count
+            if afterBytes < 0 {
+                return "closeMidBody(afterBytes: \(afterBytes)) cuts the body before its start"
+            }
+            if let length, afterBytes >= length {
+                return "closeMidBody(afterBytes: \(afterBytes)) on a body of \(length) bytes cuts nothing: the client "
+                    + "would get the whole body"
             }
         }
         for (name, value) in headers {
