@@ -533,6 +533,24 @@ final class LocalServerTests: XCTestCase {
         }
     }
 
+    func testALieAboutLengthThatDeclaresNoMoreThanTheBodyIsAnswered500() throws {
+        // Given: lies of no extra byte (a whole body: no stall at all) or of fewer bytes than the body (which leaves
+        // the rest to be read as the next response), with a body in memory and a streamed one of a known length
+        let stream = LocalServer.Response.stream(contentLength: 3) { write in _ = write(Data("abc".utf8)) }
+        for (extra, response) in [(0, LocalServer.Response.text("abc")), (-2, .text("abc")), (0, stream)] {
+            server.route("GET", "/lie") { _ in response.withFault(.lieAboutLength(extra: extra)) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /lie HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try client.readResponse()
+
+            // Then: a 500 saying why
+            XCTAssertEqual(answer.status, 500, "extra \(extra)")
+            XCTAssertTrue(answer.text.contains("lieAboutLength(extra: \(extra))"), answer.text)
+        }
+    }
+
     func testALieAboutLengthBeyondIntOrBelowZeroIsAnswered500() throws {
         // Given: lies whose declared length overflows `Int` (which trapped, stopping the test process) or is negative,
         // with a body in memory and a streamed one of a known length

@@ -109,9 +109,9 @@ extension LocalServer {
             /// mistake: the server answers 500 instead, saying why (on standard error too).
             case closeMidBody(afterBytes: Int)
             /// Declares a `Content-Length` `extra` bytes larger than the body sent, then keeps the connection
-            /// open (without closing) until the client gives up or the server stops, which resets it. A declared
-            /// length beyond `Int.max` or below zero is a mistake: the server answers 500 instead, saying why (on
-            /// standard error too).
+            /// open (without closing) until the client gives up or the server stops, which resets it. For a body of
+            /// known length, an `extra` below 1 or a declared length beyond `Int.max` is a mistake: the server
+            /// answers 500 instead, saying why (on standard error too).
             case lieAboutLength(extra: Int)
             /// Sends part of the status line and headers, then hangs until the client gives up or the server stops,
             /// which resets the connection (a clean close there would crash `URLSession` on Linux).
@@ -443,6 +443,11 @@ extension LocalServer.Response {
                 if overflows || declared < 0 {
                     return "lieAboutLength(extra: \(extra)) on a body of \(length) bytes declares a length that is not "
                         + "from 0 to Int.max"
+                }
+                // No more than the body: the client got it whole (no stall), or the rest as the next response.
+                if extra <= 0 {
+                    return "lieAboutLength(extra: \(extra)) on a body of \(length) bytes declares no more than the "
+                        + "body: extra must be 1 or more"
                 }
             }
         }
