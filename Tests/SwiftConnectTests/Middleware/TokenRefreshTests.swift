@@ -555,6 +555,55 @@ final class TokenRefreshTests: XCTestCase {
         XCTAssertEqual(stub.callCount, 1)
     }
 
+    func testRequestRejectedWithAnOlderCredentialAfterTheRenewedOneWasRejectedReplaysOnceWithIt() throws {
+        // Given: two requests out with the old token; the first one's 401 led to a refresh, and its replay with the
+        // renewed token was rejected too
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        let a = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        transport.respond(to: 0, status: 401)
+        stub.succeed(Self.new)
+        transport.respond(to: 2, status: 401)
+        XCTAssertEqual(connectError(of: a)?.kind, .authenticationFailed)
+        // When: the second request's 401, of the old token, arrives late
+        transport.respond(to: 1, status: 401)
+        // Then: it is sent again once, with the current token, without a refresh
+        XCTAssertFalse(b.isCompleted, "failed without trying the current token")
+        guard transport.requests.count == 4 else {
+            return XCTFail("\(transport.requests.count) requests sent: \(connectError(of: b) as Any)")
+        }
+        XCTAssertEqual(transport.requests.last?.url?.path, "/b")
+        XCTAssertEqual(authorization(transport.requests).last, "Bearer new")
+        transport.respond(to: 3, status: 200)
+        XCTAssertNotNil(value(of: b))
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
+    func testAReplayWithTheCurrentCredentialRejectedAfterItsRenewalWasRejectedFailsWithoutARefresh() throws {
+        // Given: as above, the late 401 of the old token replayed with the renewed token, already rejected once
+        let transport = ManualTransport()
+        let stub = RefreshStub()
+        let connect = client(transport, AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh))
+        _ = connect.request(Endpoint(endpoint: "/a"))
+        let b = connect.request(Endpoint(endpoint: "/b"))
+        transport.respond(to: 0, status: 401)
+        stub.succeed(Self.new)
+        transport.respond(to: 2, status: 401)
+        transport.respond(to: 1, status: 401)
+        guard transport.requests.count == 4 else { return XCTFail("\(transport.requests.count) requests sent") }
+        // When: the server rejects the replay too
+        transport.respond(to: 3, status: 401)
+        // Then: it fails typed, with its own rejection, and nothing more is sent or refreshed
+        let error = try XCTUnwrap(connectError(of: b))
+        XCTAssertEqual(error.kind, .authenticationFailed)
+        XCTAssertEqual(error.statusCode, 401)
+        XCTAssertEqual(error.request?.url?.path, "/b")
+        XCTAssertEqual(transport.requests.count, 4)
+        XCTAssertEqual(stub.callCount, 1)
+    }
+
     func testRequestRejectedWithACredentialWhoseRefreshFailedFailsWithTheSameError() throws {
         // Given: two requests out; the first one's 401 led to a failed refresh
         let transport = ManualTransport()

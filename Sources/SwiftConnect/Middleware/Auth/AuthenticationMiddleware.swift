@@ -52,8 +52,10 @@ import Foundation
 ///
 /// A renewed credential that the server rejects before it has accepted it once is not refreshed again: the
 /// request fails with ``ConnectError/Kind/authenticationFailed`` carrying the response, and so does every other
-/// request rejected with that credential, until ``setCredential(_:)`` or a credential the server accepts. Ten
-/// requests rejected together cause one refresh, whatever the server answers afterwards.
+/// request rejected with that credential, until ``setCredential(_:)`` or a credential the server accepts. A request
+/// that was signed with an older credential, and whose rejection arrives only then, has not tried the renewed one:
+/// it asks for another attempt with it, as above, and fails so if that is rejected too. Ten requests rejected
+/// together cause one refresh, whatever the server answers afterwards.
 ///
 /// When the refresh fails, every waiting request fails with a ``ConnectError`` of kind
 /// ``ConnectError/Kind/authenticationFailed`` whose ``ConnectError/underlyingError`` is the refresh's error. A
@@ -544,8 +546,10 @@ extension AuthenticationMiddleware {
                 refresh?.waiters.append(waiter)
                 return .wait
             }
-            if let renewalRejected { return .fail(renewalRejected) }
             if requestEpoch == epoch {
+                // A request signed with an older credential is not failed by this one's rejection: it has not tried
+                // the current credential yet, and does so once (below), without a refresh.
+                if let renewalRejected { return .fail(renewalRejected) }
                 if isUnproven {
                     // Renewed and rejected at once: refreshing again would only repeat it.
                     // Kept without this rejection's request, head and body: each later request's failure is given
