@@ -226,7 +226,9 @@ public enum ConnectEvent: Sendable {
     case cacheLookup(hit: Bool)
     /// An ``AuthenticationMiddleware`` started renewing the credential the server rejected, for this call.
     case tokenRefreshStarted
-    /// That renewal ended; `succeeded` tells whether it gave a new credential.
+    /// That renewal ended; `succeeded` tells whether it gave the credential requests are signed with from then on:
+    /// `false` when it failed, and when ``AuthenticationMiddleware/setCredential(_:)`` replaced the credential while it
+    /// ran (its result is dropped, whatever it is).
     case tokenRefreshEnded(succeeded: Bool)
     /// The call ended: with the last attempt's status, or with `error`; `attempts` were made.
     case callEnded(status: Int?, error: (any Error)?, attempts: Int)

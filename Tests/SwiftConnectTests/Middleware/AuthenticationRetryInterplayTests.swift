@@ -354,9 +354,31 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(
             events.values,
             [
-                "/first refresh started", "/first refresh ended true", "/second refresh started",
+                "/first refresh started", "/first refresh ended false", "/second refresh started",
                 "/second refresh ended true",
             ])
+    }
+
+    /// A refresh whose result setCredential made moot tells its call it gave no credential, even when its future
+    /// succeeds.
+    func testARefreshSupersededBySetCredentialEndsAsNotSucceededForItsCall() throws {
+        // Given: a rejection's refresh running, and the app setting a credential meanwhile, which the server accepts
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let stub = RefreshStub()
+        let events = Recorder<String>()
+        let auth = AuthenticationMiddleware(credential: Self.old, refresh: stub.refresh)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [RefreshEvents(events: events)]))
+        let call = connect.request(Endpoint(endpoint: "/call"))
+        XCTAssertEqual(stub.callCount, 1)
+        auth.setCredential(Self.new)
+        XCTAssertNotNil(value(of: call))
+        // When: the superseded refresh's future succeeds late
+        stub.promise().succeed(.bearer(token: "LATESECRET3"))
+        // Then: its token is not used, and the call's observers hear that the refresh gave none
+        XCTAssertEqual(auth.credential, Self.new)
+        XCTAssertEqual(events.values, ["/call refresh started", "/call refresh ended false"])
     }
 
     /// A refresh that waited for a superseded one is called on the thread that completed that one's future.

@@ -141,7 +141,8 @@ public final class AuthenticationMiddleware: Middleware {
     /// Replaces the credential, for example after signing in (a token) or out (`nil`).
     ///
     /// Requests waiting for a refresh stop waiting: those not sent yet go out with `credential`, those the server
-    /// rejected ask for another attempt; the result of that refresh, when it comes, is ignored. Requests already
+    /// rejected ask for another attempt; the result of that refresh, when it comes, is ignored (the observers of the
+    /// call that started it hear ``ConnectEvent/tokenRefreshEnded(succeeded:)`` with `false`). Requests already
     /// signed with the previous credential and rejected later ask for another attempt too, without a refresh.
     ///
     /// - Parameter credential: The new credential, or `nil` to send requests unsigned.
@@ -336,17 +337,16 @@ extension AuthenticationMiddleware {
         // completing (its promise dropped, say on a path that forgot to fail it) ends the refresh as failed: its
         // waiters would otherwise wait until their deadlines, and every later request after them, for ever.
         let ending = RefreshEnding { result in
-            if case .success = result {
-                observation?.record(.tokenRefreshEnded(succeeded: true))
-            } else {
-                observation?.record(.tokenRefreshEnded(succeeded: false))
-            }
-            self.finishRefresh(id, with: result)
+            self.finishRefresh(id, with: result, observation: observation)
         }
         renewed.whenComplete { result in ending.end(with: result) }
     }
 
-    private func finishRefresh(_ id: UInt64, with result: Result<AuthorizationToken, any Error>) {
+    /// Ends refresh `id`, telling `observation` whether it gave the credential requests are signed with now: a
+    /// refresh ``setCredential(_:)`` superseded gave none, whatever its future's result.
+    private func finishRefresh(
+        _ id: UInt64, with result: Result<AuthorizationToken, any Error>, observation: CallObservation?
+    ) {
         let outcome = result.mapError { error in
             ConnectError(
                 .authenticationFailed,
@@ -355,12 +355,18 @@ extension AuthenticationMiddleware {
             )
         }
         guard let (waiters, signature) = state.withLock({ $0.finishRefresh(id, with: outcome) }) else {
-            // Superseded by `setCredential(_:)`, which already released the waiters; a refresh that waited for this
-            // one to end starts now.
+            // Superseded by `setCredential(_:)`, which already released the waiters: its result is dropped. A refresh
+            // that waited for this one to end starts now.
+            observation?.record(.tokenRefreshEnded(succeeded: false))
             if let next = state.withLock({ $0.supersededRefreshEnded(id) }) {
                 startRefresh(next.id, of: next.expired, observation: next.observation)
             }
             return
+        }
+        if case .success = outcome {
+            observation?.record(.tokenRefreshEnded(succeeded: true))
+        } else {
+            observation?.record(.tokenRefreshEnded(succeeded: false))
         }
         switch outcome {
         case .success:
