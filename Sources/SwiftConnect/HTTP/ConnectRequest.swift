@@ -60,8 +60,8 @@ public struct ConnectRequest: Sendable {
         case none
         /// Bytes in memory: sent again as often as needed.
         case bytes(Data)
-        /// A stream, read once when the request is sent: it cannot be sent again (a retry or a redirect that keeps
-        /// the body fails instead).
+        /// A stream, read once when the request is sent: it cannot be sent again (a retry, a middleware's second send
+        /// of the request, or a redirect that keeps the body fails instead).
         case stream(OneShotStream)
 
         /// Whether the body can be sent again (a retry, a redirect that keeps it): `false` only for a stream.

@@ -201,8 +201,11 @@ public struct RetryAdvice: Sendable {
     private struct AttemptRecord {
         /// The delay a middleware asked for.
         var delay: TimeInterval?
-        /// The body stream the attempt sent (read now: the policy does not replay the attempt).
+        /// The body stream the attempt sent (read now: the policy does not replay the attempt); its latest, when a
+        /// middleware sent the attempt's request more than once.
         var sentStream: ConnectRequest.OneShotStream?
+        /// Every body stream the attempt's sends took so far: a second send of one (a hedge) would read it again.
+        var sentThisAttempt: [ConnectRequest.OneShotStream] = []
         /// The body streams earlier attempts of the call sent: none may be sent again.
         var earlierStreams: [ConnectRequest.OneShotStream]
     }
@@ -229,15 +232,19 @@ public struct RetryAdvice: Sendable {
     /// The delay a middleware asked for, or `nil` if none asked.
     var requestedDelay: TimeInterval? { record?.withLock { $0.delay } }
 
-    /// Records that the attempt sends a body from `stream`; `false` when an earlier attempt of the call sent that
-    /// same stream, which was read then and must not go out again.
+    /// Records that the attempt sends a body from `stream`; `false` when an earlier attempt of the call, or an earlier
+    /// send of this attempt (a middleware that sends its request twice, a hedge), sent that same stream, which was read
+    /// then and must not go out again.
     ///
     /// The retry loop runs outside the middlewares, so it cannot see a stream a middleware set: the chain records
     /// it here as it hands the request to the transport, and the loop reads it when the attempt ends.
     func recordSending(_ stream: ConnectRequest.OneShotStream) -> Bool {
         record?.withLock { record in
-            guard !record.earlierStreams.contains(stream) else { return false }
+            guard !record.earlierStreams.contains(stream), !record.sentThisAttempt.contains(stream) else {
+                return false
+            }
             record.sentStream = stream
+            record.sentThisAttempt.append(stream)
             return true
         } ?? true
     }
@@ -245,13 +252,13 @@ public struct RetryAdvice: Sendable {
     /// The body stream the attempt sent, if any.
     var sentStream: ConnectRequest.OneShotStream? { record?.withLock { $0.sentStream } }
 
-    /// The error of an attempt that would send a stream an earlier attempt read.
+    /// The error of a send that would send a stream an earlier attempt, or an earlier send of its attempt, read.
     static func alreadySent(_ request: ConnectRequest) -> ConnectError {
         ConnectError(
             .invalidRequest,
-            message: "the body is a one-shot stream (an InputStream or an async sequence) an earlier attempt of this "
-                + "call sent, and it can be read once: set a new stream for each attempt, or send the body from memory "
-                + "or a file",
+            message: "the body is a one-shot stream (an InputStream or an async sequence) an earlier attempt or "
+                + "send of this call sent, and it can be read once: set a new stream for each send, or send the body "
+                + "from memory or a file",
             request: .sent(request))
     }
 }

@@ -100,4 +100,46 @@ final class OneShotBodyRetryTests: XCTestCase {
         XCTAssertNotNil(value(of: connect.request(endpoint)))
         XCTAssertEqual(fake.requests.count, 2)
     }
+
+    /// Sends its attempt's request twice at once (a hedge), and answers with the first send's outcome once both ended.
+    private struct Hedge: Middleware {
+        let second: Recorder<Result<ConnectResponse, any Error>>
+
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            let request = copy request
+            let first = next(request)
+            let other = next(request)
+            other.observe { second.append($0) }
+            return first
+        }
+    }
+
+    func testAHedgeSendingItsAttemptsStreamTwiceFailsTheSecondSendTypedUnsent() throws {
+        // Given: a request whose body is a one-shot stream, and a middleware that sends each attempt's request twice
+        let fake = FakeTransport()
+        fake.stub(.put, "/upload", with: [.status(200), .status(200)])
+        let second = Recorder<Result<ConnectResponse, any Error>>()
+        let connect = Connect(
+            transport: fake, middlewares: [Hedge(second: second)], retryPolicy: policy)
+        let chunks = AsyncStream<Data> { continuation in
+            continuation.yield(Data("payload".utf8))
+            continuation.finish()
+        }
+        let request = ConnectRequest(
+            method: .put, url: URL(string: "https://api.example.com/upload")!,
+            body: .stream(ConnectRequest.OneShotStream(chunks)))
+        // When
+        let call = connect.response(for: request)
+        // Then: the stream goes out once; the other send fails typed, without reaching the transport with it
+        XCTAssertNotNil(value(of: call))
+        XCTAssertTrue(second.wait(forCount: 1))
+        guard case .failure(let error as ConnectError) = second.values.first else {
+            return XCTFail("the stream was sent twice: \(second.values)")
+        }
+        XCTAssertEqual(error.kind, .invalidRequest)
+        XCTAssertTrue(error.message.contains("can be read once"), error.message)
+        XCTAssertEqual(fake.requests.count, 1)
+    }
 }
