@@ -228,7 +228,7 @@ public enum ConnectEvent: Sendable {
     case tokenRefreshStarted
     /// That renewal ended; `succeeded` tells whether it gave the credential requests are signed with from then on:
     /// `false` when it failed, and when ``AuthenticationMiddleware/setCredential(_:)`` replaced the credential while it
-    /// ran (its result is dropped, whatever it is).
+    /// ran with another than the one it gave (its result is dropped).
     case tokenRefreshEnded(succeeded: Bool)
     /// The call ended: with the last attempt's status, or with `error`; `attempts` were made.
     case callEnded(status: Int?, error: (any Error)?, attempts: Int)

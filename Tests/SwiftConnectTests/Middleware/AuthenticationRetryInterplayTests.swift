@@ -381,6 +381,28 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         XCTAssertEqual(events.values, ["/call refresh started", "/call refresh ended false"])
     }
 
+    /// A refresh that hands its token to setCredential itself (a token store that pushes every new token to the
+    /// middleware) and returns it too gave the credential in use: it ended as succeeded.
+    func testARefreshThatSetsItsOwnTokenBeforeReturningItEndsAsSucceeded() throws {
+        // Given: a refresh closure that sets the renewed token on the middleware, then returns it
+        let fake = FakeTransport.answering(Self.accepting(only: Self.new))
+        let events = Recorder<String>()
+        let middleware = Recorder<AuthenticationMiddleware>()
+        let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+            middleware.values.first?.setCredential(Self.new)
+            return Future(value: Self.new)
+        }
+        middleware.append(auth)
+        let connect = Connect(
+            transport: fake, middlewares: [auth], retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [RefreshEvents(events: events)]))
+        // When
+        XCTAssertNotNil(value(of: connect.request(Endpoint(endpoint: "/call"))))
+        // Then
+        XCTAssertEqual(auth.credential, Self.new)
+        XCTAssertEqual(events.values, ["/call refresh started", "/call refresh ended true"])
+    }
+
     /// A refresh that waited for a superseded one is called on the thread that completed that one's future.
     func testARefreshThatWaitedForASupersededOneIsCalledWhereThatOneEnded() throws {
         // Given: a refresh superseded by setCredential, and a rejection of the credential set

@@ -142,7 +142,8 @@ public final class AuthenticationMiddleware: Middleware {
     ///
     /// Requests waiting for a refresh stop waiting: those not sent yet go out with `credential`, those the server
     /// rejected ask for another attempt; the result of that refresh, when it comes, is ignored (the observers of the
-    /// call that started it hear ``ConnectEvent/tokenRefreshEnded(succeeded:)`` with `false`). Requests already
+    /// call that started it hear ``ConnectEvent/tokenRefreshEnded(succeeded:)`` with `false`, unless it gives the
+    /// credential set here). Requests already
     /// signed with the previous credential and rejected later ask for another attempt too, without a refresh.
     ///
     /// - Parameter credential: The new credential, or `nil` to send requests unsigned.
@@ -343,7 +344,7 @@ extension AuthenticationMiddleware {
     }
 
     /// Ends refresh `id`, telling `observation` whether it gave the credential requests are signed with now: a
-    /// refresh ``setCredential(_:)`` superseded gave none, whatever its future's result.
+    /// refresh ``setCredential(_:)`` superseded gave it only if its token is the one set.
     private func finishRefresh(
         _ id: UInt64, with result: Result<AuthorizationToken, any Error>, observation: CallObservation?
     ) {
@@ -354,10 +355,13 @@ extension AuthenticationMiddleware {
                 underlyingError: error
             )
         }
-        guard let (waiters, signature) = state.withLock({ $0.finishRefresh(id, with: outcome) }) else {
-            // Superseded by `setCredential(_:)`, which already released the waiters: its result is dropped. A refresh
-            // that waited for this one to end starts now.
-            observation?.record(.tokenRefreshEnded(succeeded: false))
+        let (finished, current) = state.withLock { state in (state.finishRefresh(id, with: outcome), state.credential) }
+        guard let (waiters, signature) = finished else {
+            // Superseded by `setCredential(_:)`, which already released the waiters: its result is dropped, and gave
+            // the credential in use only if that is the same (a `refresh` that set it itself). A refresh that waited
+            // for this one to end starts now.
+            let gaveCurrent = (try? result.get()).map { $0 == current } ?? false
+            observation?.record(.tokenRefreshEnded(succeeded: gaveCurrent))
             if let next = state.withLock({ $0.supersededRefreshEnded(id) }) {
                 startRefresh(next.id, of: next.expired, observation: next.observation)
             }
