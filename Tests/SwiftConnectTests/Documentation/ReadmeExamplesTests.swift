@@ -189,6 +189,61 @@ final class ReadmeExamplesTests: XCTestCase {
         }
     }
 
+    private struct LegacyError: Error {
+        let code: Int
+        let reason: String
+    }
+
+    private struct LegacyErrorHandler: ErrorHandlerProtocol {
+        func handle(response: [String: Any]) -> Error? {
+            // Not our shape: let the default handler read it (returning nil would accept the response as a success).
+            guard let code = response["code"] as? Int else { return ErrorHandler().handle(response: response) }
+            return LegacyError(code: code, reason: response["reason"] as? String ?? "unknown")
+        }
+    }
+
+    /// The README's "Errors": the default handler's message, status and kind for a 404, and its `LegacyErrorHandler`
+    /// as written, which returns its own error for a body with a `code` and lets the default handler read any other
+    /// body (an error that still carries the status, headers and body); `nil` from a handler accepts the response.
+    func testErrorsExamples() throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/todos/999", with: .json(string: #"{"message":"Todo 999 not found"}"#, status: 404))
+        transport.stub(
+            .get, "/legacy/fail", with: .json(string: #"{"code":42,"reason":"quota exceeded"}"#, status: 400))
+        transport.stub(.get, "/legacy/other", with: .json(string: #"{"error":"no such user"}"#, status: 404))
+        transport.stub(.get, "/legacy/none", with: .json(string: #"{"id":7}"#, status: 409))
+
+        let connect = Connect(transport: transport)
+        var printed = ""
+        do {
+            _ = try connect.send(GetTodo(id: 999)).wait()
+        } catch let error as ConnectError {
+            printed = "kind: \(error.kind), status: \(error.statusCode ?? 0), message: \(error.message)"
+        }
+        XCTAssertEqual(printed, "kind: serverMessage, status: 404, message: Todo 999 not found")
+
+        let legacy = Connect(
+            transport: transport, middlewares: [ConnectMiddleware()], errorHandler: LegacyErrorHandler(),
+            configuration: ServerConfiguration(host: "api.example.com"))
+        XCTAssertThrowsError(try legacy.request(Route("/legacy/fail")).wait()) {
+            let error = $0 as? LegacyError
+            XCTAssertEqual(error?.code, 42)
+            XCTAssertEqual(error?.reason, "quota exceeded")
+        }
+        XCTAssertThrowsError(try legacy.request(Route("/legacy/other")).wait()) {
+            let error = $0 as? ConnectError
+            XCTAssertEqual(error?.kind, .serverMessage)
+            XCTAssertEqual(error?.message, "no such user")
+            XCTAssertEqual(error?.statusCode, 404)
+            XCTAssertEqual(error?.body, Data(#"{"error":"no such user"}"#.utf8))
+        }
+        XCTAssertThrowsError(try legacy.request(Route("/legacy/none")).wait()) {
+            let error = $0 as? ConnectError
+            XCTAssertEqual(error?.kind, .httpStatus)
+            XCTAssertEqual(error?.statusCode, 409)
+        }
+    }
+
     /// The README's Basic authentication and per-route opt-out ("Authorization").
     func testBasicAuthenticationExample() throws {
         let transport = FakeTransport()
