@@ -150,7 +150,7 @@ extension Future {
     /// - Parameter body: Returns the future to use instead, or throws to keep failing.
     /// - Returns: A future of the value, from `self` or from the recovery.
     public func recover(_ body: @escaping @Sendable (any Error) throws -> Future<Value>) -> Future<Value> {
-        chain { result in
+        let recovered = chain { result -> Step<Value> in
             switch result {
             case .success:
                 return .done(result)
@@ -158,6 +158,13 @@ extension Future {
                 do { return .next(try body(error)) } catch { return .done(.failure(error)) }
             }
         }
+        // A success passes through unchanged: keep what this future knows of it (a response body's response), as
+        // the synchronous `recover` does.
+        guard let attachment else { return recovered }
+        let derived = Future<Value>(callbackQueue: callbackQueue, attachment: attachment)
+        derived.setUpstream(recovered)
+        recovered.whenCompleteReturningWork { derived.resolve($0) }.run()
+        return derived
     }
 
     /// Discards the value, keeping only success or failure.
@@ -183,12 +190,14 @@ extension Future {
     }
 
     /// ``transformResult(_:)`` for the operators that act on a failure and pass a success through (``mapError(_:)``,
-    /// ``recover(_:)``): the failure that cancelling the returned future causes runs no `transform`.
+    /// ``recover(_:)``): the failure that cancelling the returned future causes runs no `transform`. As a success
+    /// passes through unchanged, the returned future keeps this one's ``attachment`` (``passingThrough()``): a
+    /// response body decodes by its response's content type after these operators too.
     func transformFailure(
         _ transform: @escaping @Sendable (Result<Value, any Error>) -> Result<Value, any Error>
     ) -> Future<Value> {
-        if let result = resultForImmediateTransform { return Future(result: transform(result)) }
-        let derived: Future<Value> = makeDerived()
+        if attachment == nil, let result = resultForImmediateTransform { return Future(result: transform(result)) }
+        let derived = passingThrough()
         whenCompleteReturningWork { result in
             // As in `chain`: the failure that cancelling `derived` caused runs no `recover` or `mapError` closure.
             if case .failure = result, derived.isCompleted { return .empty }

@@ -3,8 +3,10 @@ import Foundation
 /// The former name of the future ``Connect/request(_:debugResponse:)`` returns, which is now a plain `Future<Data>`.
 ///
 /// That future still knows the response its body comes from and the client's decoders, and so do the futures that
-/// ``Future/timeout(after:on:)``, ``Future/receive(on:)`` and ``Future/always(on:_:)`` make of it: ``Future/decoded(toType:decoder:)``
-/// chooses the decoder for the response's `Content-Type` after any of them.
+/// ``Future/timeout(after:on:)``, ``Future/receive(on:)``, ``Future/always(on:_:)``, ``Future/mapError(_:)`` and
+/// `recover` make of it: ``Future/decoded(toType:decoder:)`` chooses the decoder for the response's `Content-Type`
+/// after any of them (a value `recover` gives in place of a failure comes from no response: it decodes with the
+/// client's fallback decoder).
 @available(*, deprecated, message: "Use Future<Data>: Connect returns a Future<Data> that knows its response")
 public typealias ResponseBodyFuture = Future<Data>
 

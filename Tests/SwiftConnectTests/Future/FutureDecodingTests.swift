@@ -248,7 +248,14 @@ final class FutureDecodingTests: XCTestCase {
             ("timeout", connect.request(ClientFixtures.Endpoint()).timeout(after: 60)),
             ("receive(on:)", connect.request(ClientFixtures.Endpoint()).receive(on: receiver)),
             ("always", connect.request(ClientFixtures.Endpoint()).always {}),
+            ("mapError", connect.request(ClientFixtures.Endpoint()).mapError { $0 }),
+            ("recover", connect.request(ClientFixtures.Endpoint()).recover { _ in Data() }),
+            (
+                "recover with a future",
+                connect.request(ClientFixtures.Endpoint()).recover { _ in Future(value: Data()) }
+            ),
             ("timeout, pending", laterClient.request(ClientFixtures.Endpoint()).timeout(after: 60)),
+            ("mapError, pending", laterClient.request(ClientFixtures.Endpoint()).mapError { $0 }),
             (
                 "receive(on:) then timeout, pending",
                 laterClient.request(ClientFixtures.Endpoint()).receive(on: receiver).timeout(after: 60)
@@ -256,7 +263,7 @@ final class FutureDecodingTests: XCTestCase {
         ]
         // When
         let decoded = passedThrough.map { ($0.0, $0.1.decoded(toType: Todo.self)) }
-        for index in 0..<2 {
+        for index in 0..<3 {
             later.respond(
                 to: index, headers: ["Content-Type": "application/x-plist"],
                 body: try PropertyListEncoder().encode(expected))
@@ -276,8 +283,6 @@ final class FutureDecodingTests: XCTestCase {
         let request: @Sendable () -> Future<Data> = { connect.request(ClientFixtures.Endpoint()) }
         let plain: [(String, Future<Data>)] = [
             ("map", request().map { $0 }),
-            ("mapError", request().mapError { $0 }),
-            ("recover", request().recover { _ in Data() }),
             ("flatMap", Future(value: ()).flatMap { request() }),
             ("race", Future.race([request(), Promise<Data>().future])),
             ("a promise's future", Future(value: plist)),

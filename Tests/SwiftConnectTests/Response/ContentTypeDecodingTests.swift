@@ -64,6 +64,41 @@ final class ContentTypeDecodingTests: XCTestCase {
         XCTAssertEqual(seen.withLock { $0.last }, .some(nil))
     }
 
+    /// README: "operator order does not change how a body decodes". `mapError` and `recover` pass a body through
+    /// unchanged, as `timeout(after:)`, `receive(on:)` and `always` do, so the body keeps its response and decodes by
+    /// its content type, whether the request is still running or already complete; a body `recover` made in place
+    /// of a failure comes from no response, and decodes with the client's fallback.
+    func testMapErrorAndRecoverKeepTheBodysResponse() throws {
+        let calls = Counter()
+        var decoders = ResponseDecoders.default
+        decoders.register(KeyValueDecoder(calls: calls), for: "text/x-key-value")
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/item", with: .data(Data("name=kv".utf8), headers: ["Content-Type": "text/x-key-value"]))
+        let connect = Connect(transport: transport, retryPolicy: nil, settings: Connect.Settings(decoders: decoders))
+        let operators: [(String, @Sendable (Future<Data>) -> Future<Data>)] = [
+            ("mapError", { $0.mapError { $0 } }),
+            ("recover", { $0.recover { _ in Data() } }),
+            ("recover with a future", { $0.recover { _ in Future(value: Data()) } }),
+        ]
+        for (name, passing) in operators {
+            let running = connect.request(Endpoint())
+            XCTAssertEqual(try passing(running).decoded(toType: Item.self).wait(), Item(name: "kv"), name)
+            let complete = connect.request(Endpoint())
+            _ = try complete.wait()
+            XCTAssertEqual(try passing(complete).decoded(toType: Item.self).wait(), Item(name: "kv"), name)
+        }
+        XCTAssertEqual(calls.value, 6)
+
+        transport.stub(.get, "/missing", with: .status(404))
+        struct Missing: Connector {
+            var baseURL: URL { URL(string: "https://api.example.com")! }
+            var endpoint: String { "/missing" }
+        }
+        let recovered = connect.request(Missing()).recover { _ in Data(#"{"name":"fallback"}"#.utf8) }
+        XCTAssertEqual(try recovered.decoded(toType: Item.self).wait(), Item(name: "fallback"))
+    }
+
     func testRegisteredDecoderIsChosenByContentType() throws {
         let calls = Counter()
         var decoders = ResponseDecoders.default
