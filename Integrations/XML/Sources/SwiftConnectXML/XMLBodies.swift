@@ -31,6 +31,13 @@ import XMLCoder
 /// second document, a warning printed after it), where the parser stops without failing. XML's own entities
 /// (`&amp;`, `&lt;`…) and character references (`&#233;`) decode as ever, and an external entity is never read: no
 /// file, no network.
+///
+/// A text value is trimmed at its ends, as XMLCoder does by default (`<name>  Bob </name>` decodes as `Bob`), and keeps
+/// the white space inside it: XMLCoder's trimming dropped white space between two references (`&#233; &#233;` decoded
+/// as `éé`, `a &amp; &lt; b` as `a &< b`, `a&#160;b` as `ab`), as the US-ASCII and ISO-8859-1 bodies of
+/// ``XMLBodyEncoder`` write them. Such a document is written again, each value trimmed and that white space kept, and
+/// XMLCoder reads it with `trimValueWhitespaces` off; names, attributes, CDATA sections and namespaces are kept. A
+/// decoder configured with `trimValueWhitespaces = false` reads every value as it is.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -78,6 +85,12 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         try XMLPreflight.check(prepared)
         let decoder = XMLDecoder()
         configure(decoder)
+        // XMLCoder's trimming drops white space between two references (`&#233; &#233;` decoded as `éé`): such a
+        // document is written again with its values trimmed and that space kept, and read without trimming.
+        if decoder.trimValueWhitespaces, let restored = XMLWhitespace.restored(prepared) {
+            decoder.trimValueWhitespaces = false
+            return try decoder.decode(type, from: restored)
+        }
         return try decoder.decode(type, from: prepared)
     }
 }

@@ -222,9 +222,8 @@ final class XMLBodiesTests: XCTestCase {
             XCTAssertTrue(body.allSatisfy { $0 <= limit }, contentType)
             let text = String(decoding: body, as: UTF8.self)
             XCTAssertTrue(text.contains("&#x20AC;") && text.contains("&#x1F389;"), text)
-            // As the server reads it: by the charset of the Content-Type, or by the declaration alone (white space
-            // kept: XMLCoder's trimming drops a space between two references).
-            let decoder = XMLBodyDecoder { $0.trimValueWhitespaces = false }
+            // As the server reads it: by the charset of the Content-Type, or by the declaration alone.
+            let decoder = XMLBodyDecoder()
             XCTAssertEqual(try decoder.decode(Note.self, from: body, contentType: contentType), note, text)
             XCTAssertEqual(try decoder.decode(Note.self, from: body), note, text)
         }
