@@ -164,7 +164,9 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     ///   well-formed XML (a key that is no element name, such as `two words`, or a value holding a character XML 1.0
     ///   cannot carry: a control character other than tab, line feed and carriage return), or when ``contentType``
     ///   names a charset this encoder does not write or that cannot carry a character of a name (in a text or an
-    ///   attribute value such a character is written as a character reference, `&#xE9;`); the request then fails
+    ///   attribute value such a character is written as a character reference, `&#xE9;`), or, with XMLCoder's `.cdata`
+    ///   string strategy, when a value holds `]]>` or a carriage return, which a CDATA section cannot carry as it is
+    ///   (`]]>` would end it, and what follows would be read as markup); the request then fails
     ///   with ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``, nothing sent.
     public func encode<T: Encodable>(_ value: T) throws -> Data {
         let encoder = XMLEncoder()
@@ -188,6 +190,25 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                     debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
         }
         var body = try encoder.encode(value, withRootKey: name, header: header)
+        if case .cdata = encoder.stringEncodingStrategy {
+            // XMLCoder writes a value inside `<![CDATA[…]]>` as it is: `]]>` in it ends the section, and what follows
+            // is read as markup (elements of the sender's choosing); a carriage return is read as a line feed. The
+            // body must read as the same value written as escaped text.
+            encoder.stringEncodingStrategy = .deferredToString
+            let escaped = try encoder.encode(value, withRootKey: name, header: header)
+            encoder.stringEncodingStrategy = .cdata
+            // libxml2 keeps a carriage return in a CDATA section, which XML 1.0 (§2.11) has read as a line feed.
+            let expected = Self.content(of: escaped)
+            let carriesCarriageReturn = expected?.contains { $0.hasPrefix("#") && $0.unicodeScalars.contains("\r") }
+            if Self.content(of: body) != expected || carriesCarriageReturn == true {
+                throw EncodingError.invalidValue(
+                    String(describing: T.self),
+                    EncodingError.Context(
+                        codingPath: [],
+                        debugDescription: "a value holds ']]>' or a carriage return, which a CDATA section cannot "
+                            + "carry as it is: encode strings with XMLCoder's .deferredToString strategy"))
+            }
+        }
         if let charset {
             // A character the charset cannot carry is written as a character reference where XML allows one.
             guard
@@ -315,6 +336,50 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         parser.delegate = watcher
         _ = parser.parse()
         return watcher.problem
+    }
+
+    /// What an XML parser reads in `body`: each element's name (after `<` or `</`) and attributes (after `@`), and
+    /// the text between tags (after `#`, a CDATA section's joined to the text around it); `nil` when it cannot read it
+    /// whole.
+    static func content(of body: Data) -> [String]? {
+        let parser = XMLParser(data: body)
+        let reader = ContentReader()
+        parser.delegate = reader
+        return parser.parse() ? reader.content + ["#" + reader.text] : nil
+    }
+
+    /// Notes each start and end tag and each run of text, for ``content(of:)``. One per parse, on the parsing thread.
+    private final class ContentReader: NSObject, XMLParserDelegate {
+        private(set) var content: [String] = []
+        /// The text read since the last tag.
+        private(set) var text = ""
+
+        func parser(
+            _ parser: XMLParser, didStartElement elementName: String, namespaceURI: String?,
+            qualifiedName qName: String?, attributes attributeDict: [String: String] = [:]
+        ) {
+            content += ["#" + text, "<" + elementName, "@\(attributeDict.sorted { $0.key < $1.key })"]
+            text = ""
+        }
+
+        func parser(
+            _ parser: XMLParser, didEndElement elementName: String, namespaceURI: String?, qualifiedName qName: String?
+        ) {
+            content += ["#" + text, "</" + elementName]
+            text = ""
+        }
+
+        func parser(_ parser: XMLParser, foundCharacters string: String) {
+            text += string
+        }
+
+        func parser(_ parser: XMLParser, foundCDATA CDATABlock: Data) {
+            text += String(decoding: CDATABlock, as: UTF8.self)
+        }
+
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+            nil
+        }
     }
 
     /// Notes the parser's first error that is not about namespaces, and its line, unless it is one of the parser's

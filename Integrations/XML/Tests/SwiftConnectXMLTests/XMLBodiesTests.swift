@@ -149,6 +149,31 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 0, "a document the server cannot parse was sent")
     }
 
+    /// With XMLCoder's `.cdata` string strategy, a value a CDATA section cannot carry as it is fails to encode, nothing
+    /// sent: XMLCoder wrote it inside `<![CDATA[…]]>` as it was, so `]]>` in a value ended the section and what
+    /// followed was read as markup (`x]]><admin>true</admin><![CDATA[` gave the server an element of the sender's
+    /// choosing), and a carriage return reached it as a line feed. Any other value, markup included, goes out as a
+    /// CDATA section as before.
+    func testAValueACDATASectionCannotCarryIsRefused() throws {
+        struct Note: Codable, Equatable, Sendable {
+            var title: String
+        }
+        let encoder = XMLBodyEncoder(rootKey: "note") { $0.stringEncodingStrategy = .cdata }
+        for title in ["x]]><admin>true</admin><![CDATA[y", "x]]>y", "]]>", "one\r\ntwo"] {
+            XCTAssertThrowsError(try encoder.encode(Note(title: title)), title.debugDescription) { error in
+                XCTAssertTrue("\(error)".contains("CDATA"), "\(error)")
+                XCTAssertFalse("\(error)".contains("admin"), "the error shows the value: \(error)")
+            }
+        }
+        for title in ["<b>bold</b> & more", "a <![CDATA[ b", "x]] >y", "]]", "one\ntwo", ""] {
+            let body = try encoder.encode(Note(title: title))
+            let text = String(decoding: body, as: UTF8.self)
+            XCTAssertTrue(title.isEmpty || text.contains("<![CDATA["), text)
+            let decoder = XMLBodyDecoder { $0.trimValueWhitespaces = false }
+            XCTAssertEqual(try decoder.decode(Note.self, from: body).title, title)
+        }
+    }
+
     /// The check judges no body by the XML parser's own limits: a text over its 10 MB (a large file in base64), a
     /// name over its 50,000 characters and an undeclared namespace prefix go out as before.
     func testABodyPastTheParsersLimitsOrWithAnUndeclaredPrefixIsStillSent() throws {
