@@ -55,9 +55,10 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   - type: The model type.
     ///   - data: The body.
     /// - Returns: The model.
-    /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a document nested more than 256
-    ///   elements deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after
-    ///   its root element; the client reports either as ``ConnectError/Kind/decoding``.
+    /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a document the XML parser cannot
+    ///   read (saying where and why, the parser's error as its underlying error), nested more than 256 elements deep,
+    ///   whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after its root element;
+    ///   the client reports either as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try decode(type, from: data, contentType: nil)
     }
@@ -71,7 +72,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     ///   - contentType: The response's `Content-Type`; `nil` reads the body as ``decode(_:from:)`` does.
     /// - Returns: The model.
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a `charset` that is not an
-    ///   encoding name, a UTF-16 or UTF-32 body that is not valid in it, or a document nested more than 256 elements
+    ///   encoding name, a UTF-16 or UTF-32 body that is not valid in it, a document the XML parser cannot read (saying
+    ///   where and why, the parser's error as its underlying error), or a document nested more than 256 elements
     ///   deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after its root
     ///   element; the client reports each as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
@@ -87,11 +89,74 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         configure(decoder)
         // XMLCoder's trimming drops white space between two references (`&#233; &#233;` decoded as `éé`): such a
         // document is written again with its values trimmed and that space kept, and read without trimming.
+        var body = prepared
         if decoder.trimValueWhitespaces, let restored = XMLWhitespace.restored(prepared) {
             decoder.trimValueWhitespaces = false
-            return try decoder.decode(type, from: restored)
+            body = restored
         }
-        return try decoder.decode(type, from: prepared)
+        do {
+            return try decoder.decode(type, from: body)
+        } catch let error as NSError where error.domain == XMLParser.errorDomain {
+            // XMLCoder throws the parser's own error, which says neither what nor where ("Code=9 (null)").
+            throw Self.unreadable(body, error: error, contentType: contentType)
+        }
+    }
+
+    /// The parser's `error` for `data` as a `DecodingError` that says where the parser stopped and why.
+    private static func unreadable(_ data: Data, error: NSError, contentType: String?) -> DecodingError {
+        let parser = XMLParser(data: data)
+        let watcher = FirstError()
+        parser.delegate = watcher
+        _ = parser.parse()
+        let code = watcher.code ?? error.code
+        let place = watcher.code.map { _ in " at line \(watcher.line), column \(watcher.column)" } ?? ""
+        let reason: String
+        switch code {
+        case 1:
+            reason = "a text or a name is past the parser's limits (a text over 10 MB)"
+        case 4:
+            reason = "it holds no element: it is not XML, or not in the encoding it is read in"
+        case 9:
+            reason =
+                "it holds a character XML 1.0 does not allow (a control character, U+FFFE, U+FFFF), or "
+                + "bytes that are not valid in the encoding it is read in"
+        case 32:
+            let charset = contentType.flatMap(XMLCharset.charset(of:)).map { " (\($0))" } ?? ""
+            reason = "its encoding\(charset) is not one the XML parser knows"
+        case 42:
+            reason = "an element has the same attribute twice"
+        case 76:
+            reason = "an end tag does not match its start tag"
+        case 5, 77:
+            reason = "an element is not closed, or there is content after the root element"
+        default:
+            reason = "libxml2's error \(code) (xmlParserErrors)"
+        }
+        return .dataCorrupted(
+            DecodingError.Context(
+                codingPath: [],
+                debugDescription: "the XML is not well-formed\(place) (XMLParser error \(code)): \(reason)",
+                underlyingError: error))
+    }
+
+    /// Notes where the parser finds its first error that is not about namespaces (those it reads past). One per
+    /// parse, on the parsing thread.
+    private final class FirstError: NSObject, XMLParserDelegate {
+        private(set) var code: Int?
+        private(set) var line = 0
+        private(set) var column = 0
+
+        func parser(_ parser: XMLParser, parseErrorOccurred parseError: any Error) {
+            let code = (parseError as NSError).code
+            guard self.code == nil, !(200..<300).contains(code) else { return }
+            self.code = code
+            line = parser.lineNumber
+            column = parser.columnNumber
+        }
+
+        func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
+            nil
+        }
     }
 }
 

@@ -4,6 +4,10 @@ import SwiftConnectTesting
 import SwiftConnectXML
 import XCTest
 
+#if canImport(FoundationXML)
+    import FoundationXML
+#endif
+
 /// XML answers decoded by content type, and XML request bodies (issue 38, item 8).
 final class XMLBodiesTests: XCTestCase {
     private struct Book: Codable, Equatable, Sendable {
@@ -59,6 +63,41 @@ final class XMLBodiesTests: XCTestCase {
             try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
         ) { error in
             XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
+
+    /// A document the parser cannot read fails as a `DecodingError` that says so, where, and the likely cause: it
+    /// failed as the parser's bare `NSError` ("NSXMLParserErrorDomain Code=9 (null)"), which said none of it.
+    func testADocumentTheParserCannotReadFailsWithAnErrorThatSaysWhy() throws {
+        struct Note: Codable, Sendable {
+            var t: String
+        }
+        let cases: [(body: Data, contentType: String?, words: [String])] = [
+            (Data("<n>\n<t>x</n>".utf8), nil, ["not well-formed", "line 2"]),
+            (Data("<n>\n\n<t>a&#1;b</t></n>".utf8), nil, ["not well-formed", "line 3", "character"]),
+            (Data("<n><t>a\u{FFFE}b</t></n>".utf8), nil, ["character"]),
+            (Data("<n><t>Caf".utf8) + Data([0xE9]) + Data("</t></n>".utf8), "text/xml", ["encoding"]),
+            (Data("<n><t>x</t></n>".utf8), "text/xml; charset=x-unknown", ["x-unknown"]),
+        ]
+        for (body, contentType, words) in cases {
+            let decoder = XMLBodyDecoder()
+            XCTAssertThrowsError(try decoder.decode(Note.self, from: body, contentType: contentType)) { error in
+                guard case .dataCorrupted(let context)? = error as? DecodingError else {
+                    return XCTFail("not a DecodingError: \(error)")
+                }
+                for word in words {
+                    XCTAssertTrue(context.debugDescription.contains(word), context.debugDescription)
+                }
+                XCTAssertEqual((context.underlyingError as? NSError)?.domain, XMLParser.errorDomain)
+            }
+        }
+        let transport = FakeTransport.answering(
+            .data(Data("<shelf><book>".utf8), headers: ["Content-Type": "application/xml"]))
+        XCTAssertThrowsError(
+            try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
+        ) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+            XCTAssertTrue((error as? ConnectError)?.message.contains("not well-formed") == true, "\(error)")
         }
     }
 
