@@ -38,6 +38,10 @@ import XMLCoder
 /// ``XMLBodyEncoder`` write them. Such a document is written again, each value trimmed and that white space kept, and
 /// XMLCoder reads it with `trimValueWhitespaces` off; names, attributes, CDATA sections and namespaces are kept. A
 /// decoder configured with `trimValueWhitespaces = false` reads every value as it is.
+///
+/// `Data` is read from base64 as XML Schema's `base64Binary` is: white space in it (base64 sent in lines) is left out,
+/// and an empty element is empty data, as ``XMLBodyEncoder`` writes `Data()`; XMLCoder's `.base64` refused both. A
+/// `dataDecodingStrategy` set in `configure` is used instead.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
 
@@ -86,6 +90,9 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         }
         try XMLPreflight.check(prepared)
         let decoder = XMLDecoder()
+        // XMLCoder's `.base64` reads an empty element (how `Data()` is written) as no value, and refuses base64 with
+        // white space in it, which XML Schema's base64Binary allows and senders write (lines of 76 characters).
+        decoder.dataDecodingStrategy = .custom(Self.base64Data(from:))
         configure(decoder)
         // XMLCoder's trimming drops white space between two references (`&#233; &#233;` decoded as `éé`): such a
         // document is written again with its values trimmed and that space kept, and read without trimming.
@@ -100,6 +107,21 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
             // XMLCoder throws the parser's own error, which says neither what nor where ("Code=9 (null)").
             throw Self.unreadable(body, error: error, contentType: contentType)
         }
+    }
+
+    /// The bytes of a base64 text, XML's white space (space, tab, line feed, carriage return) in it left out; an
+    /// empty text is empty data.
+    ///
+    /// - Throws: `DecodingError.dataCorrupted` for a text that is not base64.
+    private static func base64Data(from decoder: any Decoder) throws -> Data {
+        let text = try decoder.singleValueContainer().decode(String.self)
+        var scalars = String.UnicodeScalarView()
+        scalars.append(contentsOf: text.unicodeScalars.filter { !["\u{20}", "\t", "\n", "\r"].contains($0) })
+        guard let data = Data(base64Encoded: String(scalars)) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "the text is not valid Base64"))
+        }
+        return data
     }
 
     /// The parser's `error` for `data` as a `DecodingError` that says where the parser stopped and why.
