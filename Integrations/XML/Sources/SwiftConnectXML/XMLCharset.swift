@@ -9,7 +9,9 @@ import SwiftConnect
 /// the `charset` parameter, then the declaration. So, with a `charset` and no byte order mark, the document's
 /// declaration is rewritten to name that charset (or one is added), and the parser decodes the bytes itself: every
 /// encoding it knows works, and one it does not know fails as a decoding error. A document in UTF-16 or UTF-32 with no
-/// byte order mark is first turned into UTF-8 (an ASCII declaration cannot be put in front of it).
+/// byte order mark is first turned into UTF-8 (an ASCII declaration cannot be put in front of it). A US-ASCII one is
+/// read as UTF-8, which reads it as it is, and reads a non-ASCII character in it (sent as UTF-8 under the wrong label)
+/// with or without a declaration.
 enum XMLCharset {
     /// Why a body cannot be read as its `Content-Type` says.
     struct Problem: Error, CustomStringConvertible {
@@ -45,6 +47,10 @@ enum XMLCharset {
                 throw Problem(description: "the response body is not valid \(charset), as its Content-Type says")
             }
             body = Data(text.utf8)
+            declaredEncoding = "UTF-8"
+        } else if ["us-ascii", "ascii"].contains(charset.lowercased()) {
+            // UTF-8 reads every US-ASCII body as it is; a non-ASCII character in one is read as UTF-8 whether the body
+            // has a declaration or not (the parser in US-ASCII stopped at it).
             declaredEncoding = "UTF-8"
         } else {
             declaredEncoding = charset
@@ -132,7 +138,7 @@ enum XMLCharset {
         // `<?xml` followed by white space; `<?xml-stylesheet` is a processing instruction, not a declaration.
         guard data.starts(with: start), data.count > start.count, isSpace(data[data.startIndex + start.count]) else {
             // No declaration: UTF-8 is what the parser takes then, and ASCII is a part of it.
-            if ["utf-8", "utf8", "us-ascii"].contains(encoding.lowercased()) { return data }
+            if ["utf-8", "utf8"].contains(encoding.lowercased()) { return data }
             return Data(#"<?xml version="1.0" encoding="\#(encoding)"?>"#.utf8) + data
         }
         let head = Array(data.prefix(1_024))

@@ -119,6 +119,25 @@ final class XMLCharsetTests: XCTestCase {
             "a")
     }
 
+    /// A body served as US-ASCII is read as UTF-8, which carries every US-ASCII body as it is, whether it has an XML
+    /// declaration or not: one with `<?xml version="1.0" encoding="UTF-8"?>` and a non-ASCII character (a server
+    /// labelling XML as `text/xml; charset=us-ascii`, RFC 3023's old default) failed as not well-formed, while the
+    /// same body without its declaration decoded. Bytes that are not UTF-8 (Latin-1) still fail.
+    func testAUSASCIIBodyIsReadAsUTF8WithOrWithoutADeclaration() throws {
+        let contentType = "text/xml; charset=us-ascii"
+        for declaration in ["", #"<?xml version="1.0"?>"#, #"<?xml version="1.0" encoding="UTF-8"?>"#] {
+            let body = Data((declaration + "<note><title>naïve</title></note>").utf8)
+            XCTAssertEqual(try title(of: body, contentType: contentType).get(), "naïve", declaration)
+            XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ASCII").get(), "naïve", declaration)
+        }
+        let ascii = Data(#"<?xml version="1.0" encoding="ISO-8859-1"?><note><title>a</title></note>"#.utf8)
+        XCTAssertEqual(try title(of: ascii, contentType: contentType).get(), "a")
+        let notUTF8 = try latin1(#"<?xml version="1.0"?><note><title>naïve</title></note>"#)
+        XCTAssertThrowsError(try title(of: notUTF8, contentType: contentType).get()) { error in
+            XCTAssertEqual((error as? ConnectError)?.kind, .decoding)
+        }
+    }
+
     func testAStylesheetInstructionIsNotTakenForADeclaration() throws {
         let body = try latin1(#"<?xml-stylesheet href="a.xsl"?><note><title>Olá</title></note>"#)
         XCTAssertEqual(try title(of: body, contentType: "text/xml; charset=ISO-8859-1").get(), "Olá")
