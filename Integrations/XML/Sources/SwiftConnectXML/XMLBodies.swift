@@ -150,7 +150,11 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         case 76:
             reason = "an end tag does not match its start tag"
         case 5, 77:
-            reason = "an element is not closed, or there is content after the root element"
+            reason =
+                "it ends before its elements close: one is not closed, or bytes that are not valid in the "
+                + "encoding it is read in cut it short"
+        case 81:
+            reason = "its bytes are not valid in the encoding it declares"
         default:
             reason = "libxml2's error \(code) (xmlParserErrors)"
         }

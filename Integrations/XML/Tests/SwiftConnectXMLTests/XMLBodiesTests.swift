@@ -78,6 +78,9 @@ final class XMLBodiesTests: XCTestCase {
             (Data("<n><t>a\u{FFFE}b</t></n>".utf8), nil, ["character"]),
             (Data("<n><t>Caf".utf8) + Data([0xE9]) + Data("</t></n>".utf8), "text/xml", ["encoding"]),
             (Data("<n><t>x</t></n>".utf8), "text/xml; charset=x-unknown", ["x-unknown"]),
+            (Data(#"<?xml version="1.0" encoding="US-ASCII"?><n><t>é</t></n>"#.utf8), nil, ["encoding"]),
+            (Data(#"<?xml version="1.0" encoding="UTF-16"?><n><t>é</t></n>"#.utf8), nil, ["encoding"]),
+            (Data("<n><t>x</t>".utf8), nil, ["not closed"]),
         ]
         for (body, contentType, words) in cases {
             let decoder = XMLBodyDecoder()
