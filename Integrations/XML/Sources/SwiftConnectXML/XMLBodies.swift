@@ -212,6 +212,10 @@ extension ResponseDecoders {
 /// // Content-Type: application/xml; charset=utf-8
 /// // <?xml version="1.0" encoding="UTF-8"?><order>…</order>
 /// ```
+///
+/// A `Date` is written as seconds since 1970 (`1700000000`), as ``XMLBodyDecoder`` reads one; XMLCoder's own encoder
+/// wrote seconds since 2001, which read back 31 years early. Set `dateEncodingStrategy` in `configure` for another
+/// form (`.iso8601` for XML Schema's `dateTime`).
 public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// The name of the root element; `nil` names it after the value's type, which must then be an XML name (a
     /// generic type such as `[Order]` is not: the body fails to encode, nothing sent).
@@ -265,6 +269,9 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         // attribute as a space (§3.3.3): written as character references, they arrive as sent.
         encoder.charactersEscapedInElements.append(("\r", "&#13;"))
         encoder.charactersEscapedInAttributes += [("\r", "&#13;"), ("\n", "&#10;"), ("\t", "&#9;")]
+        // XMLCoder writes a date as Foundation's own number (seconds since 2001) but reads one as seconds since 1970:
+        // a date sent came back, and reached a server reading Unix time, 31 years early.
+        encoder.dateEncodingStrategy = .secondsSince1970
         configure(encoder)
         // A server reads the body in the charset of its Content-Type (RFC 7303 §3.2): UTF-8 bytes under another one
         // reach it wrong (`Café` read as `CafÃ©`). The body is written in that charset, its declaration naming it.

@@ -141,6 +141,30 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertThrowsError(try xmlCoders.decode(Blob.self, from: Data(document.utf8)))
     }
 
+    /// A `Date` comes back as sent: XMLCoder writes one as Foundation's own number (seconds since 2001) but reads one
+    /// as seconds since 1970, so a date sent and read back by this package moved 31 years (2023 came back as 1992),
+    /// and a server reading Unix time got the same. Dates are now written as seconds since 1970, as they are read;
+    /// strategies set in `configure` are used as before.
+    func testADateComesBackAsSent() throws {
+        struct Event: Codable, Equatable, Sendable {
+            var at: Date
+        }
+        let event = Event(at: Date(timeIntervalSince1970: 1_700_000_000))
+        let body = try XMLBodyEncoder(rootKey: "event").encode(event)
+        let text = String(decoding: body, as: UTF8.self)
+        XCTAssertTrue(text.contains("<at>1700000000"), text)
+        XCTAssertEqual(try XMLBodyDecoder().decode(Event.self, from: body), event, text)
+        let fraction = Event(at: Date(timeIntervalSince1970: 1_700_000_000.25))
+        let decoded = try XMLBodyDecoder().decode(Event.self, from: XMLBodyEncoder(rootKey: "event").encode(fraction))
+        XCTAssertEqual(decoded.at.timeIntervalSince1970, 1_700_000_000.25, accuracy: 0.001)
+
+        let iso = XMLBodyEncoder(rootKey: "event") { $0.dateEncodingStrategy = .iso8601 }
+        let isoText = String(decoding: try iso.encode(event), as: UTF8.self)
+        XCTAssertTrue(isoText.contains("<at>2023-11-14T22:13:20Z</at>"), isoText)
+        let isoDecoder = XMLBodyDecoder { $0.dateDecodingStrategy = .iso8601 }
+        XCTAssertEqual(try isoDecoder.decode(Event.self, from: Data(isoText.utf8)), event)
+    }
+
     /// Content after the root element makes no XML document (a second document, a PHP warning printed after the
     /// answer): the parser stopped there, and the first document decoded as if the rest were not there. White space,
     /// comments and processing instructions after it are XML's own, and still decode.
