@@ -297,6 +297,10 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
             encoder.stringEncodingStrategy = .cdata
             // libxml2 keeps a carriage return in a CDATA section, which XML 1.0 (§2.11) has read as a line feed.
             let expected = Self.content(of: escaped)
+            // The parser does not judge the characters of a CDATA section: a control character is found as text.
+            if expected == nil, let problem = Self.wellFormednessProblem(of: escaped) {
+                throw Self.notWellFormed(T.self, problem)
+            }
             let carriesCarriageReturn = expected?.contains { $0.hasPrefix("#") && $0.unicodeScalars.contains("\r") }
             if Self.content(of: body) != expected || carriesCarriageReturn == true {
                 throw EncodingError.invalidValue(
@@ -325,17 +329,25 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
             body = written
         }
         // XMLCoder writes names and text as they are: a key that is no XML name (`two words`) or a character XML
-        // cannot carry (a control character such as ESC) would reach the server as a document it cannot parse.
-        if let problem = Self.wellFormednessProblem(of: body) {
-            // The type, not the value: the error's text is shown, and the value may hold a password.
-            throw EncodingError.invalidValue(
-                String(describing: T.self),
-                EncodingError.Context(
-                    codingPath: [],
-                    debugDescription: "the XML written is not well-formed (\(problem)): a key is no XML element "
-                        + "name, or a value holds a character XML 1.0 cannot carry (a control character)"))
+        // cannot carry (a control character such as ESC) would reach the server as a document it cannot parse. It is
+        // judged as the decoder reads it: the parser takes UTF-32's byte order mark for UTF-16's, and reads no
+        // little-endian UTF-32 without one.
+        let readable = (try? XMLCharset.prepared(body, contentType: contentType)) ?? body
+        if let problem = Self.wellFormednessProblem(of: readable) {
+            throw Self.notWellFormed(T.self, problem)
         }
         return body
+    }
+
+    /// The error for a body of `type` that is not well-formed XML, as the parser's `problem` says.
+    private static func notWellFormed<T>(_ type: T.Type, _ problem: String) -> EncodingError {
+        // The type, not the value: the error's text is shown, and the value may hold a password.
+        EncodingError.invalidValue(
+            String(describing: T.self),
+            EncodingError.Context(
+                codingPath: [],
+                debugDescription: "the XML written is not well-formed (\(problem)): a key is no XML element "
+                    + "name, or a value holds a character XML 1.0 cannot carry (a control character)"))
     }
 
     /// The charset `contentType` names and its encoding, or `nil` for UTF-8 (named or not), which XMLCoder writes.

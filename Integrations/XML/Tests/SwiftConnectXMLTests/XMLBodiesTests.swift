@@ -268,6 +268,10 @@ final class XMLBodiesTests: XCTestCase {
                 XCTAssertFalse("\(error)".contains("admin"), "the error shows the value: \(error)")
             }
         }
+        // The parser does not judge the characters of a CDATA section: a control character in one was sent.
+        XCTAssertThrowsError(try encoder.encode(Note(title: "colour \u{1B}[31mred"))) { error in
+            XCTAssertTrue("\(error)".contains("not well-formed"), "\(error)")
+        }
         for title in ["<b>bold</b> & more", "a <![CDATA[ b", "x]] >y", "]]", "one\ntwo", ""] {
             let body = try encoder.encode(Note(title: title))
             let text = String(decoding: body, as: UTF8.self)
@@ -328,6 +332,25 @@ final class XMLBodiesTests: XCTestCase {
         // UTF-8, named or not, is written as before.
         let plain = try XMLBodyEncoder(rootKey: "book", contentType: "text/xml").encode(book)
         XCTAssertEqual(plain, try XMLBodyEncoder(rootKey: "book").encode(book))
+    }
+
+    /// A body in UTF-32, as its `Content-Type` names it, is written: the check that what is sent is well-formed read
+    /// it with a parser that takes UTF-32's byte order mark for UTF-16's and does not read little-endian UTF-32 without
+    /// one, so every such body failed to encode as "not well-formed", nothing sent. A value XML cannot carry still
+    /// fails.
+    func testAUTF32BodyIsWritten() throws {
+        let book = Book(id: 7, title: "Café 🎉", tags: ["Grüße"])
+        for contentType in [
+            "application/xml; charset=utf-32", "application/xml; charset=UTF-32LE", "application/xml; charset=utf-32be",
+        ] {
+            let body = try XMLBodyEncoder(rootKey: "book", contentType: contentType).encode(book)
+            XCTAssertEqual(body.count % 4, 0, contentType)
+            XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: body, contentType: contentType), book)
+            let broken = Book(id: 7, title: "a\u{1B}b", tags: [])
+            XCTAssertThrowsError(try XMLBodyEncoder(rootKey: "book", contentType: contentType).encode(broken)) {
+                XCTAssertTrue("\($0)".contains("not well-formed"), "\($0)")
+            }
+        }
     }
 
     /// A character the body's charset cannot carry, in a text or an attribute value, is written as a character
