@@ -23,7 +23,8 @@ enum XMLCharset {
     /// when a byte order mark decides, or when the declaration already says the same.
     ///
     /// A body with a UTF-32 byte order mark is turned into UTF-8 whatever its `charset`: the mark decides, but the
-    /// parser knows none for UTF-32 (it takes `FF FE 00 00` for UTF-16's).
+    /// parser knows none for UTF-32 (it takes `FF FE 00 00` for UTF-16's). So is one in UTF-32 with no mark and no
+    /// `charset`, in the byte order its first `<` shows.
     ///
     /// - Throws: ``Problem`` for a `charset` that is not an encoding name, or a UTF-16 or UTF-32 body that is not
     ///   valid in that encoding.
@@ -34,7 +35,16 @@ enum XMLCharset {
             }
             return declaring("UTF-8", in: Data(text.utf8))
         }
-        guard let contentType, let charset = charset(of: contentType), !hasByteOrderMark(data) else { return data }
+        let charset = contentType.flatMap(charset(of:))
+        if charset == nil, !hasByteOrderMark(data), let wide = utf32Encoding(shownBy: data) {
+            // Nor does the parser read a document's UTF-32 declaration (`encoding="UTF-32"`), nor little-endian
+            // UTF-32 at all: the first `<` shows the byte order (XML 1.0 Appendix F).
+            guard let text = String(data: data, encoding: wide) else {
+                throw Problem(description: "the response body is not valid UTF-32, as its first character shows")
+            }
+            return declaring("UTF-8", in: Data(text.utf8))
+        }
+        guard let charset, !hasByteOrderMark(data) else { return data }
         guard isEncodingName(charset) else {
             throw Problem(
                 description: "the response's Content-Type names a charset that is not an encoding name: "
@@ -74,6 +84,13 @@ enum XMLCharset {
     private static func utf32Encoding(markedIn data: Data) -> String.Encoding? {
         if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) { return .utf32BigEndian }
         if data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { return .utf32LittleEndian }
+        return nil
+    }
+
+    /// The UTF-32 encoding in which `data`, with no byte order mark, starts with `<`, if any.
+    private static func utf32Encoding(shownBy data: Data) -> String.Encoding? {
+        if data.starts(with: [0x3C, 0x00, 0x00, 0x00]) { return .utf32LittleEndian }
+        if data.starts(with: [0x00, 0x00, 0x00, 0x3C]) { return .utf32BigEndian }
         return nil
     }
 

@@ -93,6 +93,18 @@ final class XMLCharsetTests: XCTestCase {
         }
     }
 
+    /// A UTF-32 body without a byte order mark and without a `charset` is read in the byte order its first `<` shows
+    /// (XML 1.0 Appendix F), as ``XMLBodyEncoder`` writes `charset=UTF-32LE`: the parser reads big-endian UTF-32 so,
+    /// but failed on little-endian ("XMLParser error 6003").
+    func testUnmarkedUTF32IsReadInTheByteOrderItsFirstCharacterShows() throws {
+        let text = #"<?xml version="1.0" encoding="UTF-32"?><note><title>Grüße</title></note>"#
+        for encoding in [String.Encoding.utf32LittleEndian, .utf32BigEndian] {
+            let body = try XCTUnwrap(text.data(using: encoding))
+            XCTAssertEqual(try title(of: body, contentType: "application/xml").get(), "Grüße", "\(encoding)")
+            XCTAssertEqual(try XMLBodyDecoder().decode(Note.self, from: body).title, "Grüße", "\(encoding)")
+        }
+    }
+
     func testACharsetThatIsNoEncodingNameFailsAsADecodingErrorThatSaysSo() throws {
         let body = Data("<note><title>a</title></note>".utf8)
         for contentType in [#"text/xml; charset="utf-8\"?><evil/>""#, "text/xml; charset=9x", "text/xml; charset=ü"] {
