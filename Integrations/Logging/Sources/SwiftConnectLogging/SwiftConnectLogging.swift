@@ -183,7 +183,10 @@ struct CallLogging: ConnectCallObserver {
             if succeeded {
                 logger.info("credential refreshed", metadata: ["url.full": .string(url)])
             } else {
-                logger.warning("refreshing the credential failed", metadata: ["url.full": .string(url)])
+                // `false` also when the app set another credential while the refresh ran (its token went unused).
+                logger.warning(
+                    "refreshing the credential gave none in use: it failed, or the app set another",
+                    metadata: ["url.full": .string(url)])
             }
         case .callEnded(let status, let error, let attempts):
             if let error {

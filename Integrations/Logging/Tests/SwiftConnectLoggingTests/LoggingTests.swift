@@ -253,6 +253,22 @@ final class LoggingTests: XCTestCase {
             ["the server rejected the credential: refreshing it", "credential refreshed", "sending again (attempt 2)"])
     }
 
+    func testAFailedTokenRefreshIsAWarningThatSaysWhatItMeans() throws {
+        // Given: a server that rejects the credential, and a refresh that fails
+        server.route("GET", "/todos/:id") { _ in .status(401) }
+        struct SignedOut: Error {}
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            Future(error: SignedOut())
+        }
+        // When
+        XCTAssertThrowsError(try client(middlewares: [auth]).request(GetTodo(baseURL: server.baseURL)).wait())
+        // Then: the warning also names the other way a refresh ends with no credential in use
+        XCTAssertTrue(
+            lines.contains {
+                $0 == (.warning, "refreshing the credential gave none in use: it failed, or the app set another")
+            }, "\(lines)")
+    }
+
     func testDebugOutputGoesThroughTheLoggerRedacted() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let connect = Connect(settings: Connect.Settings(logger: SwiftLogConnectLogger(logger)))

@@ -26,7 +26,7 @@ import Foundation
 /// | `http.client.active_requests` | meter (attempts in flight) | `server.port` |
 /// | `http.client.request.body.size`, `http.client.response.body.size` | recorder, bytes | `server.port`; `http.response.status_code`, `error.type` as below |
 /// | `swiftconnect.client.retries` | counter (attempts after the first) | |
-/// | `swiftconnect.client.token_refreshes` | counter | `outcome`: `success`, `failure` |
+/// | `swiftconnect.client.token_refreshes` | counter | `outcome`: `success`, `failure` (failed, or the app set another credential while it ran) |
 /// | `swiftconnect.client.queue.wait`, `swiftconnect.client.offline.wait` | timer | |
 /// | `swiftconnect.client.cache.lookups` | counter | `outcome`: `hit`, `miss` |
 ///
