@@ -130,7 +130,8 @@ extension HTTPHeader {
     /// `X-Api-Key`, `api_key` and `API KEY`, and `private` finds `private_key`.
     static let sensitiveNameFragments = [
         "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
-        "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private",
+        "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
+        "codeverifier",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
@@ -140,9 +141,10 @@ extension HTTPHeader {
     /// `authorization` (so `Authorization`, `Proxy-Authorization`, `X-Authorization`), `authentication`,
     /// `cookie` (`Cookie`, `Set-Cookie`), `token`, `secret`, `password`, `passwd`, `apikey` (`X-Api-Key`,
     /// `api_key`), `accesskey`, `authkey` (`X-Auth-Key`), `subscriptionkey` (`Ocp-Apim-Subscription-Key`),
-    /// `functionskey` (`x-functions-key`), `credential`, `session`, `signature` or `private` (as in a private
-    /// key). Query items and body fields are recognised by the same list; a query item named exactly `key` or
-    /// `sig` (API keys and signed URLs) is hidden too.
+    /// `functionskey` (`x-functions-key`), `credential`, `session`, `signature`, `private` (as in a private
+    /// key), `dpop` (a DPoP proof, RFC 9449) or `codeverifier` (OAuth PKCE's `code_verifier`, RFC 7636). Query items
+    /// and body fields are recognised by the same list; a query item named exactly `key`, `sig` or `code` (API keys,
+    /// signed URLs and OAuth authorization codes) is hidden too.
     ///
     /// - Parameter name: The header name.
     /// - Returns: Whether its value must be redacted.

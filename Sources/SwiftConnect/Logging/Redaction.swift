@@ -245,10 +245,12 @@ package enum Redaction {
 
     /// Whether a query item (or form field) with this name holds a secret: a sensitive field name, or a name too
     /// short to match as a fragment of longer names that holds a secret when it is the whole name: an API key
-    /// (`?key=`) and a signed URL's signature (`?sig=`).
+    /// (`?key=`), a signed URL's signature (`?sig=`) and an OAuth authorization code (`?code=`, in the redirect back
+    /// from the authorization server and in the token request that spends it, RFC 6749 §4.1). A JSON body's `code`
+    /// (an error's `{"code": 42}`) is not one: JSON fields go by ``isSensitiveField(_:)``.
     package static func isSensitiveQueryItem(_ name: String) -> Bool {
         isSensitiveField(name) || HTTPHeader.asciiCaseInsensitiveEquals(name, "key")
-            || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig")
+            || HTTPHeader.asciiCaseInsensitiveEquals(name, "sig") || HTTPHeader.asciiCaseInsensitiveEquals(name, "code")
     }
 
     /// The deepest JSON that logs parse and re-serialise. Both recurse once per level, and Foundation's writer

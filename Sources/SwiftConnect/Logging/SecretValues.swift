@@ -220,12 +220,15 @@ package struct SecretValues: Sendable, Equatable {
 
     /// The value of an auth-param (`name=value` or `name="value"`, one item of a credential such as AWS Signature
     /// Version 4's `Signature=…` or OAuth 1.0a's `oauth_token="…"`) whose name is a secret's
-    /// (``HTTPHeader/isSensitive(name:)``), without its quotes; none for another (`SignedHeaders`, `realm`) or for text
-    /// that is no auth-param.
+    /// (``HTTPHeader/isSensitive(name:)``) or a Digest credential's `response`, without its quotes; none for another
+    /// (`SignedHeaders`, `realm`) or for text that is no auth-param.
     private static func authParamSecret(_ item: String) -> [String] {
         guard let equals = item.firstIndex(of: "="), !item.contains(" ") else { return [] }
         let name = String(item[..<equals])
-        guard HTTPHeader.isValidName(name), HTTPHeader.isSensitive(name: name) else { return [] }
+        // A Digest credential's `response` (RFC 7616) is the proof of the password for its nonce.
+        guard HTTPHeader.isValidName(name),
+            HTTPHeader.isSensitive(name: name) || HTTPHeader.asciiCaseInsensitiveEquals(name, "response")
+        else { return [] }
         var value = item[item.index(after: equals)...]
         if value.count >= 2, value.first == "\"", value.last == "\"" { value = value.dropFirst().dropLast() }
         return value.isEmpty ? [] : [String(value)]

@@ -141,7 +141,8 @@ final class DebugOutputTests: XCTestCase {
             .status(
                 303,
                 headers: [
-                    "Location": "https://app.example.com/callback?code=ok&access_token=location-token#id_token=frag",
+                    "Location":
+                        "https://app.example.com/callback?code=ok-code-1&access_token=location-token#id_token=frag",
                     "Content-Location": "https://user:location-password@files.example.com/a?signature=sig-value",
                 ]))
         let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
@@ -149,11 +150,12 @@ final class DebugOutputTests: XCTestCase {
         _ = try? connect.request(Endpoint(), debugResponse: true).waitForResult(timeout: 5)
         // Then
         let output = logger.messages.joined(separator: "\n")
-        for secret in ["location-token", "frag", "location-password", "sig-value"] {
+        for secret in ["location-token", "ok-code-1", "frag", "location-password", "sig-value"] {
             XCTAssertFalse(output.contains(secret), "\(secret) leaked into the logs:\n\(output)")
         }
         XCTAssertTrue(
-            output.contains("Location: https://app.example.com/callback?code=ok&access_token=<redacted>"), output)
+            output.contains("Location: https://app.example.com/callback?code=<redacted>&access_token=<redacted>"),
+            output)
     }
 
     /// The response's header names were logged whole: a header line pasted in as a name (by a fake, a recording or a

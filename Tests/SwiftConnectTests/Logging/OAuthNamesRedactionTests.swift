@@ -1,0 +1,74 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Names that carry secrets though the list of secret names did not hold them: OAuth's authorization `code` and PKCE
+/// `code_verifier`, a DPoP proof, a Digest credential's `response`.
+final class OAuthNamesRedactionTests: XCTestCase {
+    private func shown(_ body: String, _ type: String = "application/json", pretty: Bool = false) -> String {
+        Redaction.bodyText(Data(body.utf8), contentType: type, redacting: true, pretty: pretty)
+    }
+
+    func testAnAuthorizationCodeAndItsVerifierAreHidden() {
+        // The redirect back from the authorization server (RFC 6749 §4.1.2), and the token request that spends it.
+        let callback = Redaction.urlText("https://app.example/cb?code=SplxlOBeZQQYbYS6WxSbIA&state=xyz")
+        XCTAssertEqual(callback, "https://app.example/cb?code=<redacted>&state=xyz")
+        let form = shown(
+            "grant_type=authorization_code&code=SplxlOBeZQQYbYS6WxSbIA&code_verifier=dBjftJeZ4CVP-mB92K27uhbUJU1p1r",
+            "application/x-www-form-urlencoded")
+        XCTAssertEqual(form, "grant_type=authorization_code&code=<redacted>&code_verifier=<redacted>")
+        XCTAssertEqual(
+            shown(#"{"code_verifier":"dBjftJeZ4CVP-mB92K27uhbUJU1p1r"}"#), #"{"code_verifier":"<redacted>"}"#)
+        // An error body's `code` is a number or a word to read.
+        let error = #"{"code":42,"message":"bad request"}"#
+        XCTAssertEqual(shown(error), error)
+        XCTAssertEqual(shown(#"{"code":"invalid_grant"}"#), #"{"code":"invalid_grant"}"#)
+    }
+
+    func testTheCodeASecretRequestSentIsHiddenWhereTheServerEchoesIt() {
+        var request = URLRequest(url: URL(string: "https://auth.example/token")!)
+        request.httpMethod = "POST"
+        request.setValue("application/x-www-form-urlencoded", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("grant_type=authorization_code&code=SplxlOBeZQQYbYS6WxSbIA".utf8)
+        let secrets = SecretValues(of: request)
+        XCTAssertEqual(
+            secrets.hiding(in: "code SplxlOBeZQQYbYS6WxSbIA was already used"), "code <redacted> was already used")
+    }
+
+    func testADPoPProofIsHiddenAsASecretHeader() {
+        let proof = "eyJ0eXAiOiJkcG9wK2p3dCJ9.eyJodG0iOiJHRVQifQ.c2lnbmF0dXJl"
+        // The rule that hides a header also removes it on a redirect to another origin.
+        XCTAssertTrue(HTTPHeader.isSensitive(name: "DPoP"))
+        XCTAssertEqual(Redaction.headerValue(proof, name: "DPoP", redacting: true), Redaction.placeholder)
+        var request = URLRequest(url: URL(string: "https://api.example.com/me")!)
+        request.setValue(proof, forHTTPHeaderField: "DPoP")
+        XCTAssertFalse(cURLCommand(for: request).contains(proof))
+    }
+
+    /// Checks that hold: AWS's names already carry `token` and `signature`; a Digest credential's `response` is hidden
+    /// by value when a server quotes it alone.
+    func testAWSAndDigestCredentialsAreHidden() {
+        XCTAssertTrue(HTTPHeader.isSensitive(name: "X-Amz-Security-Token"))
+        XCTAssertTrue(HTTPHeader.isSensitive(name: "X-Amz-Signature"))
+        XCTAssertEqual(
+            Redaction.urlText("https://b.s3.example/k?X-Amz-Security-Token=st-123456&X-Amz-Signature=sg-654321"),
+            "https://b.s3.example/k?X-Amz-Security-Token=<redacted>&X-Amz-Signature=<redacted>")
+        var request = URLRequest(url: URL(string: "https://api.example.com/dir/index.html")!)
+        let digest =
+            #"Digest username="Mufasa", realm="testrealm@host.com", nonce="dcd98b7102dd2f0e8b11d0f600bfb0c093", "#
+            + #"uri="/dir/index.html", qop=auth, nc=00000001, cnonce="0a4f113b", "#
+            + #"response="6629fae49393a05397450978507c4ef1""#
+        request.setValue(digest, forHTTPHeaderField: "Authorization")
+        XCTAssertFalse(cURLCommand(for: request).contains("6629fae49393a05397450978507c4ef1"))
+        let secrets = SecretValues(of: request)
+        XCTAssertEqual(
+            secrets.hiding(in: "response 6629fae49393a05397450978507c4ef1 does not match"),
+            "response <redacted> does not match")
+    }
+}
