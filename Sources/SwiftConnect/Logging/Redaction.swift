@@ -243,6 +243,28 @@ package enum Redaction {
         return "\(parts[0])=\(placeholder)"
     }
 
+    /// Whether the member `key` of a JSON object holds a secret because a sibling names one: the `value` of a name/value
+    /// pair (`{"name": "Authorization", "value": "Bearer …"}`, as HAR files and servers echoing a request's header list
+    /// write one; AWS's `{"Key": "api_key", "Value": "…"}`) whose `name` or `key` is a string that names a secret as a
+    /// query item's name does (``isSensitiveQueryItem(_:)``). Member names compare ignoring ASCII case.
+    package static func isNamedSecretValue(_ key: String, in object: [String: Any]) -> Bool {
+        HTTPHeader.asciiCaseInsensitiveEquals(key, "value") && secretPairName(of: object) != nil
+    }
+
+    /// The secret's name a name/value pair's `name` or `key` member holds (`Authorization`), or `nil` when neither
+    /// names a secret (``isNamedSecretValue(_:in:)``).
+    package static func secretPairName(of object: [String: Any]) -> String? {
+        for (member, name) in object {
+            guard
+                HTTPHeader.asciiCaseInsensitiveEquals(member, "name")
+                    || HTTPHeader.asciiCaseInsensitiveEquals(member, "key"),
+                let name = name as? String, isSensitiveQueryItem(name)
+            else { continue }
+            return name
+        }
+        return nil
+    }
+
     /// Whether a query item (or form field) with this name holds a secret: a sensitive field name, or a name too
     /// short to match as a fragment of longer names that holds a secret when it is the whole name: an API key
     /// (`?key=`), a signed URL's signature (`?sig=`) and an OAuth authorization code (`?code=`, in the redirect back
@@ -510,12 +532,14 @@ package enum Redaction {
         return headEnd.upperBound
     }
 
-    /// Whether a JSON value has a sensitive key at any depth, or a string quoting a URL with a secret in it (a
+    /// Whether a JSON value has a sensitive key (or the `value` of a pair whose name is one: ``isNamedSecretValue(_:in:)``)
+    /// at any depth, or a string quoting a URL with a secret in it (a
     /// presigned `download_url`, a relative `next` link: ``urlsInString(_:showing:)``).
     static func containsSensitiveField(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in
-                isSensitiveField(key) || urlsInString(key) != key || containsSensitiveField(child)
+                isSensitiveField(key) || isNamedSecretValue(key, in: object) || urlsInString(key) != key
+                    || containsSensitiveField(child)
             }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
@@ -523,14 +547,15 @@ package enum Redaction {
         return false
     }
 
-    /// A JSON value with the values of sensitive keys replaced, and the secrets of the URLs its strings and its keys
+    /// A JSON value with the values of sensitive keys (and of pairs named like a secret) replaced, and the secrets of the URLs its strings and its keys
     /// quote hidden (``urlsInString(_:showing:)``: a map of links keyed by URL), at any depth. An object two of whose
     /// keys would read alike once hidden is shown as the placeholder, rather than as one entry standing for two.
     static func redactJSON(_ value: Any) -> Any {
         if let object = value as? [String: Any] {
             var result: [String: Any] = [:]
             for (key, child) in object {
-                result[urlsInString(key)] = isSensitiveField(key) ? placeholder : redactJSON(child)
+                let hidden = isSensitiveField(key) || isNamedSecretValue(key, in: object)
+                result[urlsInString(key)] = hidden ? placeholder : redactJSON(child)
             }
             return result.count == object.count ? result : placeholder
         }

@@ -331,8 +331,8 @@ package struct SecretValues: Sendable, Equatable {
     private static func collectJSONSecrets(_ value: Any, underSensitiveKey: Bool, into found: inout [String]) {
         if let object = value as? [String: Any] {
             for (key, child) in object {
-                collectJSONSecrets(
-                    child, underSensitiveKey: underSensitiveKey || Redaction.isSensitiveField(key), into: &found)
+                let sensitive = Redaction.isSensitiveField(key) || Redaction.isNamedSecretValue(key, in: object)
+                collectJSONSecrets(child, underSensitiveKey: underSensitiveKey || sensitive, into: &found)
             }
         } else if let array = value as? [Any] {
             for child in array { collectJSONSecrets(child, underSensitiveKey: underSensitiveKey, into: &found) }

@@ -716,8 +716,8 @@ enum RecordingRedaction {
     static func collectSecretStrings(_ value: Any, underSecretKey: Bool, into found: inout [String]) {
         if let object = value as? [String: Any] {
             for (key, child) in object {
-                collectSecretStrings(
-                    child, underSecretKey: underSecretKey || HTTPHeader.isSensitive(name: key), into: &found)
+                let secret = HTTPHeader.isSensitive(name: key) || Redaction.isNamedSecretValue(key, in: object)
+                collectSecretStrings(child, underSecretKey: underSecretKey || secret, into: &found)
             }
         } else if let array = value as? [Any] {
             for child in array { collectSecretStrings(child, underSecretKey: underSecretKey, into: &found) }
@@ -860,7 +860,8 @@ enum RecordingRedaction {
     static func containsSecretKey(_ value: Any) -> Bool {
         if let object = value as? [String: Any] {
             return object.contains { key, child in
-                HTTPHeader.isSensitive(name: key) || Redaction.urlsInString(key, showing: redactedURLText) != key
+                HTTPHeader.isSensitive(name: key) || Redaction.isNamedSecretValue(key, in: object)
+                    || Redaction.urlsInString(key, showing: redactedURLText) != key
                     || containsSecretKey(child)
             }
         }
@@ -877,7 +878,14 @@ enum RecordingRedaction {
             var result: [String: Any] = [:]
             for (key, child) in object {
                 let shown = Redaction.urlsInString(key, showing: redactedURLText)
-                result[shown] = HTTPHeader.isSensitive(name: key) ? placeholder(shown) : redactingSecretKeys(child)
+                if HTTPHeader.isSensitive(name: key) {
+                    result[shown] = placeholder(shown)
+                } else if Redaction.isNamedSecretValue(key, in: object) {
+                    // Named as the pair names it (`<redacted:Authorization>`), for a replay to fill.
+                    result[shown] = placeholder(Redaction.secretPairName(of: object) ?? shown)
+                } else {
+                    result[shown] = redactingSecretKeys(child)
+                }
             }
             return result.count == object.count ? result : placeholder("body")
         }

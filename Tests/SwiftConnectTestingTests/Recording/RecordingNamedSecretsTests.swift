@@ -1,0 +1,37 @@
+import Foundation
+import SwiftConnect
+import XCTest
+
+@testable import SwiftConnectTesting
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A recording hides what the logs hide: the `value` of a name/value pair a sibling names as a secret (a header list
+/// a server echoes, a HAR-like export), under a placeholder named after the pair's name for a replay to fill.
+final class RecordingNamedSecretsTests: XCTestCase {
+    private let secrets = SecretValues(values: [])
+
+    private func recorded(_ body: String, _ type: String) -> String {
+        String(
+            decoding: RecordingRedaction.responseBody(Data(body.utf8), contentType: type, secrets: secrets),
+            as: UTF8.self)
+    }
+
+    func testTheValueOfANameValuePairNamingASecretStaysOutOfTheRecording() throws {
+        let body =
+            #"{"headers":[{"name":"Authorization","value":"Bearer nv-REC-135791"},"#
+            + #"{"name":"Accept","value":"text/plain"}],"params":[{"key":"client_secret","value":"nv-REC-246802"}]}"#
+        let text = recorded(body, "application/json")
+        XCTAssertFalse(text.contains("nv-REC-135791"), text)
+        XCTAssertFalse(text.contains("nv-REC-246802"), text)
+        XCTAssertTrue(text.contains("text/plain"), text)
+        XCTAssertTrue(text.contains(#""value":"<redacted:Authorization>""#), text)
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "still JSON: \(text)")
+        // The secret the answer handed out is known by value too (an echo of it elsewhere).
+        let handedOut = RecordingRedaction.secretsHandedOut(
+            fields: [.contentType: "application/json"], body: Data(body.utf8))
+        XCTAssertTrue(handedOut.contains("Bearer nv-REC-135791"), "\(handedOut)")
+    }
+}
