@@ -66,7 +66,7 @@ package enum Redaction {
     /// or all of it when it is a relative link with a query or a fragment (``isRelativeLink(_:)``), such as a page's
     /// `"next": "/v1/items?page=2&access_token=…"`.
     package static func urlsInString(_ string: String, showing shown: (String) -> String = urlText) -> String {
-        if string.contains("://") { return urlsInText(string, showing: shown) }
+        if quotesURL(string) { return urlsInText(string, showing: shown) }
         return isRelativeLink(string) ? shown(string) : string
     }
 
@@ -193,25 +193,74 @@ package enum Redaction {
     /// (`report(1).pdf?token=…` is one URL). `shown` hides each URL found: ``urlText(_:)`` unless the caller shows
     /// it another way (a recording's placeholders, which name what they hide).
     package static func urlsInText(_ text: String, showing shown: (String) -> String = urlText) -> String {
-        guard text.contains("://") else { return text }
+        guard quotesURL(text) else { return text }
         // Each line end on its own: in a `String`, "\r\n" is one `Character`, and `Set(" \r\n")` held only that one, so
         // a URL ran on past a lone LF or CR.
         let ends: Set<Character> = [" ", "\t", "\r", "\n", "\r\n", "\"", "`", "<", ">"]
         var result = ""
         var rest = Substring(text)
-        while let separator = rest.range(of: "://") {
+        while let separator = urlSeparator(in: rest) {
             var start = separator.lowerBound
             while start > rest.startIndex, schemeCharacters.contains(rest[rest.index(before: start)]) {
                 start = rest.index(before: start)
             }
             var end = rest[separator.upperBound...].firstIndex { ends.contains($0) } ?? rest.endIndex
-            // Punctuation after a URL in a sentence, or between a list's items, is not part of it.
-            while end > separator.upperBound, ",;.')]}".contains(rest[rest.index(before: end)]) {
+            // Punctuation after a URL in a sentence, or between a list's items, is not part of it; nor is the
+            // backslash of JSON's `\"` that ends an escaped one.
+            while end > separator.upperBound, ",;.')]}\\".contains(rest[rest.index(before: end)]) {
                 end = rest.index(before: end)
             }
             result += rest[..<start]
-            result += start == separator.lowerBound ? String(rest[start..<end]) : shown(String(rest[start..<end]))
+            result +=
+                start == separator.lowerBound ? String(rest[start..<end]) : shownUnescaped(rest[start..<end], shown)
             rest = rest[end...]
+        }
+        return result + rest
+    }
+
+    /// Whether `text` may quote an absolute URL: it holds `://`, or JSON's escaped form of it, `:\/\/`.
+    package static func quotesURL(_ text: String) -> Bool {
+        text.contains("://") || text.contains(#":\/\/"#)
+    }
+
+    /// Where the first `://` of `text` lies, or its JSON-escaped form `:\/\/`, whichever comes first.
+    private static func urlSeparator(in text: Substring) -> Range<Substring.Index>? {
+        let plain = text.range(of: "://")
+        guard let escaped = text.range(of: #":\/\/"#) else { return plain }
+        guard let plain else { return escaped }
+        return escaped.lowerBound < plain.lowerBound ? escaped : plain
+    }
+
+    /// A URL found in text, shown by `shown`. One written JSON-escaped (`https:\/\/…`, `\u0026` for `&`: a page's
+    /// inline script, JSON quoted in a JSON string) is read unescaped, as its reader reads it, and shown so when `shown`
+    /// hides something in it; otherwise it is kept as it was written.
+    private static func shownUnescaped(_ url: Substring, _ shown: (String) -> String) -> String {
+        guard url.contains("\\") else { return shown(String(url)) }
+        let plain = jsonUnescaped(url)
+        let result = shown(plain)
+        return result == plain ? String(url) : result
+    }
+
+    /// `text` with JSON's `\/` read as `/` and each `\uXXXX` as its character; other text as it is.
+    private static func jsonUnescaped(_ text: Substring) -> String {
+        var result = ""
+        var rest = text
+        while let backslash = rest.firstIndex(of: "\\") {
+            result += rest[..<backslash]
+            let escape = rest[rest.index(after: backslash)...]
+            if escape.hasPrefix("/") {
+                result += "/"
+                rest = escape.dropFirst()
+            } else if escape.hasPrefix("u"), escape.prefix(5).count == 5,
+                let code = UInt32(escape.dropFirst().prefix(4), radix: 16),
+                let scalar = Unicode.Scalar(code)
+            {
+                result.unicodeScalars.append(scalar)
+                rest = escape.dropFirst(5)
+            } else {
+                result += "\\"
+                rest = escape
+            }
         }
         return result + rest
     }

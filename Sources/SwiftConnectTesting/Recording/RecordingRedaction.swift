@@ -439,7 +439,7 @@ enum RecordingRedaction {
     /// `<Location>`) replaced as a `Location`'s are (``redactedURLText(_:)``), as the logs hide them; other bytes, and
     /// text that quotes no URL with a secret, as they are.
     private static func hidingQuotedURLSecrets(in data: Data) -> Data {
-        guard let text = utf8Text(data), text.contains("://") else { return data }
+        guard let text = utf8Text(data), Redaction.quotesURL(text) else { return data }
         let hidden = redactedURLsQuoted(in: text)
         return hidden == text ? data : Data(hidden.utf8)
     }
