@@ -131,7 +131,7 @@ extension HTTPHeader {
     static let sensitiveNameFragments = [
         "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
         "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
-        "codeverifier",
+        "codeverifier", "assertion", "passphrase",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
@@ -142,7 +142,8 @@ extension HTTPHeader {
     /// `cookie` (`Cookie`, `Set-Cookie`), `token`, `secret`, `password`, `passwd`, `apikey` (`X-Api-Key`,
     /// `api_key`), `accesskey`, `authkey` (`X-Auth-Key`), `subscriptionkey` (`Ocp-Apim-Subscription-Key`),
     /// `functionskey` (`x-functions-key`), `credential`, `session`, `signature`, `private` (as in a private
-    /// key), `dpop` (a DPoP proof, RFC 9449) or `codeverifier` (OAuth PKCE's `code_verifier`, RFC 7636). Query items
+    /// key), `dpop` (a DPoP proof, RFC 9449), `codeverifier` (OAuth PKCE's `code_verifier`, RFC 7636), `assertion`
+    /// (a JWT a client authenticates with: `client_assertion`, RFC 7523) or `passphrase`. Query items
     /// and body fields are recognised by the same list; a query item named exactly `key`, `sig` or `code` (API keys,
     /// signed URLs and OAuth authorization codes) is hidden too.
     ///

@@ -71,4 +71,21 @@ final class OAuthNamesRedactionTests: XCTestCase {
             secrets.hiding(in: "response 6629fae49393a05397450978507c4ef1 does not match"),
             "response <redacted> does not match")
     }
+
+    /// A client authenticated by a signed JWT (`client_assertion`, RFC 7523 §2.2, or the `assertion` of the JWT bearer
+    /// grant, §2.1) sends it as its credential; a key's `passphrase` opens the key.
+    func testAnAssertionAndAPassphraseAreHidden() {
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhcHAifQ.c2lnbmVk"
+        let form = shown(
+            "grant_type=client_credentials&client_id=app"
+                + "&client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"
+                + "&client_assertion=\(jwt)", "application/x-www-form-urlencoded")
+        XCTAssertFalse(form.contains(jwt), form)
+        XCTAssertTrue(form.contains("client_id=app"), form)
+        XCTAssertEqual(
+            shown(#"{"grant_type":"urn:ietf:params:oauth:grant-type:jwt-bearer","assertion":"\#(jwt)"}"#),
+            #"{"assertion":"<redacted>","grant_type":"urn:ietf:params:oauth:grant-type:jwt-bearer"}"#)
+        XCTAssertEqual(shown(#"{"key_passphrase":"correct horse"}"#), #"{"key_passphrase":"<redacted>"}"#)
+        XCTAssertTrue(HTTPHeader.isSensitive(name: "X-Goog-IAP-JWT-Assertion"))
+    }
 }
