@@ -350,7 +350,7 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         switch self {
         case .array(let elements): .array(elements.map(\.redacted))
         case .object(let members): .object(Self.hidingSecretMembers(members).mapValues(\.redacted))
-        case .string(let value) where value.contains("://"): .string(Redaction.urlsInText(value))
+        case .string(let value) where Redaction.quotesURL(value): .string(Redaction.urlsInText(value))
         default: self
         }
     }
@@ -384,8 +384,10 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         case .array(let elements):
             for element in elements { element.collectSecrets(underSecretKey: underSecretKey, into: &found) }
         case .object(let members):
+            let strings = Self.strings(of: members)
             for (key, member) in members {
-                member.collectSecrets(underSecretKey: underSecretKey || Redaction.isSensitiveField(key), into: &found)
+                let secret = Redaction.isSensitiveField(key) || Redaction.isNamedSecretValue(key, in: strings)
+                member.collectSecrets(underSecretKey: underSecretKey || secret, into: &found)
             }
         case .null, .bool: break
         }
@@ -415,12 +417,23 @@ extension JSONValue: CustomStringConvertible, CustomReflectable {
         return hidden == text ? nil : .string(hidden)
     }
 
-    /// `members` with what each secret key holds replaced by ``Redaction/placeholder``; the others as they are.
+    /// `members` with what each secret key holds (and the `value` of a name/value pair named like a secret,
+    /// ``Redaction/isNamedSecretValue(_:in:)``) replaced by ``Redaction/placeholder``; the others as they are.
     private static func hidingSecretMembers(_ members: [String: JSONValue]) -> [String: JSONValue] {
         var shown = members
-        for key in members.keys where Redaction.isSensitiveField(key) {
+        let strings = strings(of: members)
+        for key in members.keys where Redaction.isSensitiveField(key) || Redaction.isNamedSecretValue(key, in: strings)
+        {
             shown[key] = .string(Redaction.placeholder)
         }
         return shown
+    }
+
+    /// The members of an object that hold a string, as strings: what a name/value pair's name is read from.
+    private static func strings(of members: [String: JSONValue]) -> [String: Any] {
+        members.compactMapValues { member -> Any? in
+            guard case .string(let text) = member else { return nil }
+            return text
+        }
     }
 }

@@ -45,4 +45,18 @@ final class NameValuePairRedactionTests: XCTestCase {
         outputs.append(dumped)
         for text in outputs { XCTAssertFalse(text.contains("nv-ECHO-123456"), text) }
     }
+
+    /// A value given to be sent as JSON (a parameter, a ``JSONValue``) is printed as the body it becomes: the pair's
+    /// secret hidden there too, and wherever else it shows.
+    func testAPrintedParameterHidesANameValuePairsSecret() {
+        let pair = JSONValue.object(["name": "X-Api-Key", "value": "nv-PARAM-314159"])
+        let parameter = Parameter.jsonObject(
+            JSONValue.object(["headers": .array([pair]), "note": "sent nv-PARAM-314159", "name": "report"]))
+        var dumped = ""
+        dump(parameter, to: &dumped)
+        for shown in [String(describing: parameter), String(reflecting: parameter), dumped] {
+            XCTAssertFalse(shown.contains("nv-PARAM-314159"), shown)
+            XCTAssertTrue(shown.contains("report"), shown)
+        }
+    }
 }
