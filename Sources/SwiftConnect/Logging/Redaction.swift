@@ -362,7 +362,9 @@ package enum Redaction {
             if pretty || hidesField {
                 // Re-serialised only to pretty-print or to hide a field; otherwise the exact bytes are shown.
                 if let output = serialised(redacting ? redactJSON(json) : json, pretty: pretty) {
-                    return truncated(output, limit: limit)
+                    // A secret the body hands out under a secret name, hidden where it quotes it again.
+                    let handedOut = hidesField ? SecretValues(values: secretStrings(of: json)) : SecretValues()
+                    return truncated(handedOut.hiding(in: output), limit: limit)
                 }
                 if hidesField { return withheld(data, reason: "of JSON that cannot be re-serialised") }
             }
@@ -594,6 +596,25 @@ package enum Redaction {
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
         if let string = value as? String { return urlsInString(string) != string }
         return false
+    }
+
+    /// The strings a JSON value holds under sensitive keys (and as the `value` of pairs named like a secret), at any
+    /// depth: the secrets a body hands out (a token endpoint's `access_token`), hidden wherever else it quotes them (a
+    /// message, a link) when it is shown. Numbers are left out: the same digits are ordinary elsewhere.
+    static func secretStrings(of value: Any, underSensitiveKey: Bool = false) -> [String] {
+        if let object = value as? [String: Any] {
+            return object.flatMap { key, child in
+                secretStrings(
+                    of: child,
+                    underSensitiveKey: underSensitiveKey || isSensitiveField(key) || isNamedSecretValue(key, in: object)
+                )
+            }
+        }
+        if let array = value as? [Any] {
+            return array.flatMap { secretStrings(of: $0, underSensitiveKey: underSensitiveKey) }
+        }
+        if underSensitiveKey, let string = value as? String { return [string] }
+        return []
     }
 
     /// A JSON value with the values of sensitive keys (and of pairs named like a secret) replaced, and the secrets of the URLs its strings and its keys

@@ -1,0 +1,43 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A body that hands out a secret under a secret name (a token endpoint's `access_token`) may quote it again under
+/// another (`"message": "use tok… as your bearer"`, a `links` URL carrying it): shown, the body hides it there too,
+/// as a recording does, and as a ``JSONObject`` hides what its secret keys hold wherever else it shows.
+final class HandedOutSecretsRedactionTests: XCTestCase {
+    private let token = "tok-HANDED-8642097531"
+
+    func testASecretABodyHandsOutIsHiddenWhereverTheBodyQuotesIt() {
+        let body =
+            #"{"access_token":"\#(token)","token_type":"Bearer","#
+            + #""message":"Use \#(token) as your bearer token.","items":[{"hint":"\#(token)"}]}"#
+        for pretty in [false, true] {
+            let shown = Redaction.bodyText(
+                Data(body.utf8), contentType: "application/json", redacting: true, pretty: pretty)
+            XCTAssertFalse(shown.contains(token), shown)
+            XCTAssertTrue(shown.contains("as your bearer token."), shown)
+        }
+    }
+
+    func testAnErrorsExcerptAndDebugOutputHideASecretTheBodyHandsOut() {
+        let logger = MemoryLogger()
+        let body = #"{"error":"conflict","session_id":"\#(token)","detail":"session \#(token) is open elsewhere"}"#
+        let connect = Connect(
+            transport: FakeTransport.answering(.json(string: body, status: 409)), retryPolicy: nil,
+            settings: Connect.Settings(logger: logger))
+        let error = connectError(
+            of: connect.request(Route("/login", baseURL: URL(string: "https://api.example.com")!), debugResponse: true))
+        var dumped = ""
+        dump(error, to: &dumped)
+        for text in [String(reflecting: error), dumped] + logger.messages {
+            XCTAssertFalse(text.contains(token), text)
+        }
+    }
+}
