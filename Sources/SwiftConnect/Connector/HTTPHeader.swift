@@ -131,7 +131,8 @@ extension HTTPHeader {
     static let sensitiveNameFragments = [
         "authorization", "authentication", "cookie", "token", "secret", "password", "passwd", "apikey", "accesskey",
         "authkey", "subscriptionkey", "functionskey", "credential", "session", "signature", "private", "dpop",
-        "codeverifier", "assertion", "passphrase",
+        "codeverifier", "assertion", "passphrase", "appkey", "applicationkey", "licensekey", "masterkey", "adminkey",
+        "clientkey", "signingkey", "encryptionkey",
     ]
 
     /// Whether a header with this name carries a secret: its value is hidden in logs, descriptions and cURL
@@ -143,7 +144,9 @@ extension HTTPHeader {
     /// `api_key`), `accesskey`, `authkey` (`X-Auth-Key`), `subscriptionkey` (`Ocp-Apim-Subscription-Key`),
     /// `functionskey` (`x-functions-key`), `credential`, `session`, `signature`, `private` (as in a private
     /// key), `dpop` (a DPoP proof, RFC 9449), `codeverifier` (OAuth PKCE's `code_verifier`, RFC 7636), `assertion`
-    /// (a JWT a client authenticates with: `client_assertion`, RFC 7523) or `passphrase`. Query items
+    /// (a JWT a client authenticates with: `client_assertion`, RFC 7523), `passphrase`, or a key named for what it
+    /// opens: `appkey`, `applicationkey` (`DD-APPLICATION-KEY`), `licensekey`, `masterkey`, `adminkey`, `clientkey`,
+    /// `signingkey`, `encryptionkey` (a key that opens nothing, such as `Idempotency-Key`, is shown). Query items
     /// and body fields are recognised by the same list; a query item named exactly `key`, `sig` or `code` (API keys,
     /// signed URLs and OAuth authorization codes) is hidden too.
     ///

@@ -88,4 +88,23 @@ final class OAuthNamesRedactionTests: XCTestCase {
         XCTAssertEqual(shown(#"{"key_passphrase":"correct horse"}"#), #"{"key_passphrase":"<redacted>"}"#)
         XCTAssertTrue(HTTPHeader.isSensitive(name: "X-Goog-IAP-JWT-Assertion"))
     }
+
+    /// Keys named for what they open rather than as an "API key": Datadog's `DD-APPLICATION-KEY`, New Relic's
+    /// `X-License-Key`, an `app_key` query item, a `master_key`, `admin_key`, `client_key`, `signing_key` or
+    /// `encryption_key` field. Keys that open nothing stay shown (`Idempotency-Key`, `Sec-WebSocket-Key`,
+    /// `publishable_key`, `cache_key`).
+    func testKeysNamedForWhatTheyOpenAreHidden() {
+        for name in [
+            "DD-APPLICATION-KEY", "X-License-Key", "app_key", "X-Master-Key", "admin_key", "client_key", "signing_key",
+            "encryption_key",
+        ] {
+            XCTAssertTrue(HTTPHeader.isSensitive(name: name), name)
+        }
+        for name in ["Idempotency-Key", "Sec-WebSocket-Key", "publishable_key", "cache_key", "key_id"] {
+            XCTAssertFalse(HTTPHeader.isSensitive(name: name), name)
+        }
+        XCTAssertEqual(
+            Redaction.urlText("https://api.example.com/v1/query?api_key=k-111111&application_key=k-222222"),
+            "https://api.example.com/v1/query?api_key=<redacted>&application_key=<redacted>")
+    }
 }
