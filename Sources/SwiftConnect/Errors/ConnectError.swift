@@ -380,13 +380,18 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return SingleLineText.make(text, limit: 2 * ConnectError.excerptLimit)
     }
 
-    /// The secret values of the request, to hide wherever the error shows text.
+    /// The secret values of the request, to hide wherever the error shows text, and those a JSON body hands out under
+    /// a secret name (a `session_id` the server's message quotes again).
     func secrets() -> SecretValues {
-        switch storedRequest {
-        case nil: SecretValues()
-        case .foundation(let request): SecretValues(of: request)
-        case .model(let sent): SecretValues(of: sent.request)
-        }
+        let sent =
+            switch storedRequest {
+            case nil: SecretValues()
+            case .foundation(let request): SecretValues(of: request)
+            case .model(let sent): SecretValues(of: sent.request)
+            }
+        guard let body else { return sent }
+        let handedOut = Redaction.secretStrings(ofBody: body)
+        return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))
     }
 }
 

@@ -599,8 +599,9 @@ package enum Redaction {
     }
 
     /// The strings a JSON value holds under sensitive keys (and as the `value` of pairs named like a secret), at any
-    /// depth: the secrets a body hands out (a token endpoint's `access_token`), hidden wherever else it quotes them (a
-    /// message, a link) when it is shown. Numbers are left out: the same digits are ordinary elsewhere.
+    /// depth, that read as a credential (``readsAsCredential(_:)``): the secrets a body hands out (a token endpoint's
+    /// `access_token`), hidden wherever else it quotes them (a message, a link) when it is shown. Numbers are left out:
+    /// the same digits are ordinary elsewhere; so are words, such as a validation error's `{"password": "required"}`.
     static func secretStrings(of value: Any, underSensitiveKey: Bool = false) -> [String] {
         if let object = value as? [String: Any] {
             return object.flatMap { key, child in
@@ -613,8 +614,26 @@ package enum Redaction {
         if let array = value as? [Any] {
             return array.flatMap { secretStrings(of: $0, underSensitiveKey: underSensitiveKey) }
         }
-        if underSensitiveKey, let string = value as? String { return [string] }
+        if underSensitiveKey, let string = value as? String, readsAsCredential(string) { return [string] }
         return []
+    }
+
+    /// Whether a string a body holds under a secret name reads as a credential rather than as a message about one: one
+    /// word (no white space) with a digit in it or of 20 characters or more (`tok-8f3a…`, a JWT, a base64 key), unlike
+    /// `"is too short"` or `"required"`.
+    static func readsAsCredential(_ string: String) -> Bool {
+        guard !string.contains(where: \.isWhitespace) else { return false }
+        return string.unicodeScalars.contains { $0.properties.numericType == .decimal } || string.count >= 20
+    }
+
+    /// The strings a JSON body of at most `limit` bytes hands out under secret names (``secretStrings(of:underSensitiveKey:)``);
+    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``.
+    static func secretStrings(ofBody data: Data, limit: Int = 1 << 20) -> [String] {
+        guard !data.isEmpty, data.count <= limit, startsLikeJSON(data),
+            !JSONDepth.exceeds(data, limit: maximumJSONDepth),
+            let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
+        else { return [] }
+        return secretStrings(of: json)
     }
 
     /// A JSON value with the values of sensitive keys (and of pairs named like a secret) replaced, and the secrets of the URLs its strings and its keys

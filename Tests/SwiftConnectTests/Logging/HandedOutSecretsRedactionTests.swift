@@ -40,4 +40,32 @@ final class HandedOutSecretsRedactionTests: XCTestCase {
             XCTAssertFalse(text.contains(token), text)
         }
     }
+
+    /// The server's message, as the error handler takes it from the body, can quote what the body hands out.
+    func testAnErrorsMessageHidesASecretTheBodyHandsOut() throws {
+        let body = #"{"error":"session \#(token) is open elsewhere","session_id":"\#(token)"}"#
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body, status: 409)), retryPolicy: nil)
+        let error = try XCTUnwrap(
+            connectError(of: connect.request(Route("/login", baseURL: URL(string: "https://api.example.com")!))))
+        // The body stays as the server sent it, for code that needs it.
+        XCTAssertTrue(String(decoding: error.body ?? Data(), as: UTF8.self).contains(token))
+        for text in [error.message, String(describing: error), error.localizedDescription, String(reflecting: error)] {
+            XCTAssertFalse(text.contains(token), text)
+            XCTAssertTrue(text.contains("is open elsewhere"), text)
+        }
+    }
+
+    /// What a validation error holds under a field's name is a message about it, not a secret: shown wherever else the
+    /// body quotes it (the field itself is still hidden by name).
+    func testAValidationMessageUnderASecretNameIsNotHiddenElsewhere() throws {
+        let body =
+            #"{"errors":{"password":["is too short"],"token":"required"},"#
+            + #""message":"password is too short; token required"}"#
+        let shown = Redaction.bodyText(Data(body.utf8), contentType: "application/json", redacting: true, pretty: false)
+        XCTAssertTrue(shown.contains(#""message":"password is too short; token required""#), shown)
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body, status: 422)), retryPolicy: nil)
+        let error = try XCTUnwrap(
+            connectError(of: connect.request(Route("/users", baseURL: URL(string: "https://api.example.com")!))))
+        XCTAssertTrue(String(describing: error).contains("password is too short; token required"), "\(error)")
+    }
 }
