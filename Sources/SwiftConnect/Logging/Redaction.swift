@@ -199,7 +199,10 @@ package enum Redaction {
         let ends: Set<Character> = [" ", "\t", "\r", "\n", "\r\n", "\"", "`", "<", ">"]
         var result = ""
         var rest = Substring(text)
-        while let separator = urlSeparator(in: rest) {
+        // The next escaped separator, looked for again only once `rest` has passed it: each search runs to the end of
+        // the text when there is none, which once per URL made long text with many URLs slow to show.
+        var escaped = rest.range(of: #":\/\/"#)
+        while let separator = nextURLSeparator(in: rest, escaped: &escaped) {
             var start = separator.lowerBound
             while start > rest.startIndex, schemeCharacters.contains(rest[rest.index(before: start)]) {
                 start = rest.index(before: start)
@@ -223,12 +226,17 @@ package enum Redaction {
         text.contains("://") || text.contains(#":\/\/"#)
     }
 
-    /// Where the first `://` of `text` lies, or its JSON-escaped form `:\/\/`, whichever comes first.
-    private static func urlSeparator(in text: Substring) -> Range<Substring.Index>? {
-        let plain = text.range(of: "://")
-        guard let escaped = text.range(of: #":\/\/"#) else { return plain }
-        guard let plain else { return escaped }
-        return escaped.lowerBound < plain.lowerBound ? escaped : plain
+    /// Where the first `://` of `text` lies, or its JSON-escaped form `:\/\/`, whichever comes first. `escaped` is the
+    /// first escaped one at or after the start of `text` as last found (`nil`: there is none), found again here only when
+    /// `text` starts past it.
+    private static func nextURLSeparator(
+        in text: Substring, escaped: inout Range<Substring.Index>?
+    ) -> Range<Substring.Index>? {
+        if let found = escaped, found.lowerBound < text.startIndex { escaped = text.range(of: #":\/\/"#) }
+        guard let escapedSeparator = escaped else { return text.range(of: "://") }
+        // A plain one only before the escaped one.
+        let plain = text[..<escapedSeparator.lowerBound].range(of: "://")
+        return plain ?? escapedSeparator
     }
 
     /// A URL found in text, shown by `shown`. One written JSON-escaped (`https:\/\/…`, `\u0026` for `&`: a page's

@@ -38,4 +38,16 @@ final class EscapedURLRedactionTests: XCTestCase {
         XCTAssertFalse(text.contains("esc-INNER-24680"), text)
         XCTAssertTrue(text.contains("payload"), text)
     }
+
+    /// Plain and escaped URLs mixed, in either order and many times over: each is found, none is skipped.
+    func testPlainAndEscapedURLsMixedAreEachRead() {
+        let plain = "https://a.example/x?token=plain-SECRET-1"
+        let escaped = #"https:\/\/b.example\/y?token=esc-SECRET-2"#
+        let text = (0..<50).map { $0 % 3 == 0 ? "\(escaped) and \(plain)" : "\(plain) then \(escaped)" }
+            .joined(separator: "\n")
+        let shown = Redaction.urlsInText(text)
+        XCTAssertFalse(shown.contains("plain-SECRET-1"), shown)
+        XCTAssertFalse(shown.contains("esc-SECRET-2"), shown)
+        XCTAssertEqual(shown.components(separatedBy: "token=<redacted>").count - 1, 100)
+    }
 }
