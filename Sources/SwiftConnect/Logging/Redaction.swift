@@ -598,12 +598,85 @@ package enum Redaction {
         if let object = value as? [String: Any] {
             return object.contains { key, child in
                 isSensitiveField(key) || isNamedSecretValue(key, in: object) || urlsInString(key) != key
-                    || containsSensitiveField(child)
+                    || !graphQLSecretLiterals(ofMember: key, child).isEmpty || containsSensitiveField(child)
             }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
         if let string = value as? String { return urlsInString(string) != string }
         return false
+    }
+
+    // MARK: - GraphQL documents
+
+    /// The ranges of the string literals a GraphQL document gives to an argument or an input field named like a
+    /// secret (`login(password: "…")`, `input: {refreshToken: "…"}`), quotes excluded, when `member` is a request's
+    /// `query` and `value` its document; none otherwise. Block strings (`"""…"""`) are not read.
+    static func graphQLSecretLiterals(ofMember member: String, _ value: Any) -> [Range<String.Index>] {
+        guard member == "query", let document = value as? String, document.contains(":"), document.contains("\"")
+        else { return [] }
+        return graphQLSecretLiterals(in: document)
+    }
+
+    /// ``graphQLSecretLiterals(ofMember:_:)`` of a document.
+    private static func graphQLSecretLiterals(in document: String) -> [Range<String.Index>] {
+        var found: [Range<String.Index>] = []
+        var index = document.startIndex
+        while let open = document[index...].firstIndex(of: "\"") {
+            // The literal runs to the next quote no backslash escapes.
+            var end = document.index(after: open)
+            while end < document.endIndex, document[end] != "\"" {
+                end = document.index(after: end)
+                if document[document.index(before: end)] == "\\", end < document.endIndex {
+                    end = document.index(after: end)
+                }
+            }
+            if let name = graphQLName(before: open, in: document), isSensitiveField(name) {
+                found.append(document.index(after: open)..<end)
+            }
+            guard end < document.endIndex else { break }
+            index = document.index(after: end)
+        }
+        return found
+    }
+
+    /// The name before `name: ` that ends at `quote`, when a colon and a GraphQL name (`[_A-Za-z][_0-9A-Za-z]*`) come
+    /// before it, blanks aside.
+    private static func graphQLName(before quote: String.Index, in document: String) -> String? {
+        var index = quote
+        func skipBlanks() {
+            while index > document.startIndex, document[document.index(before: index)].isWhitespace {
+                index = document.index(before: index)
+            }
+        }
+        skipBlanks()
+        guard index > document.startIndex, document[document.index(before: index)] == ":" else { return nil }
+        index = document.index(before: index)
+        skipBlanks()
+        let end = index
+        while index > document.startIndex {
+            let character = document[document.index(before: index)]
+            guard character == "_" || (character.isASCII && (character.isLetter || character.isNumber)) else { break }
+            index = document.index(before: index)
+        }
+        return index < end ? String(document[index..<end]) : nil
+    }
+
+    /// A GraphQL document with the literals of ``graphQLSecretLiterals(ofMember:_:)`` replaced by the placeholder.
+    static func graphQLText(_ document: String) -> String {
+        var shown = document
+        for range in graphQLSecretLiterals(in: document).reversed() { shown.replaceSubrange(range, with: placeholder) }
+        return shown
+    }
+
+    /// The values of ``graphQLSecretLiterals(ofMember:_:)``, as written and with GraphQL's escapes (JSON's) undone.
+    static func graphQLSecrets(ofMember member: String, _ value: Any) -> [String] {
+        guard let document = value as? String else { return [] }
+        return graphQLSecretLiterals(ofMember: member, value).flatMap { range -> [String] in
+            let written = String(document[range])
+            let data = Data(("\"" + written + "\"").utf8)
+            let decoded = (try? JSONSerialization.jsonObject(with: data, options: [.fragmentsAllowed])) as? String
+            return [written] + (decoded.map { $0 == written ? [] : [$0] } ?? [])
+        }
     }
 
     /// The strings a JSON value holds under sensitive keys (and as the `value` of pairs named like a secret), at any
@@ -652,6 +725,10 @@ package enum Redaction {
             var result: [String: Any] = [:]
             for (key, child) in object {
                 let hidden = isSensitiveField(key) || isNamedSecretValue(key, in: object)
+                if !hidden, let document = child as? String, !graphQLSecretLiterals(ofMember: key, child).isEmpty {
+                    result[urlsInString(key)] = graphQLText(document)
+                    continue
+                }
                 result[urlsInString(key)] = hidden ? placeholder : redactJSON(child)
             }
             return result.count == object.count ? result : placeholder

@@ -333,6 +333,8 @@ package struct SecretValues: Sendable, Equatable {
             for (key, child) in object {
                 let sensitive = Redaction.isSensitiveField(key) || Redaction.isNamedSecretValue(key, in: object)
                 collectJSONSecrets(child, underSensitiveKey: underSensitiveKey || sensitive, into: &found)
+                // A GraphQL document's inline secret arguments (`login(password: "…")`).
+                if !sensitive { found += Redaction.graphQLSecrets(ofMember: key, child) }
             }
         } else if let array = value as? [Any] {
             for child in array { collectJSONSecrets(child, underSensitiveKey: underSensitiveKey, into: &found) }
