@@ -25,6 +25,9 @@ package enum Redaction {
     static func headerValue(_ value: String, name: String, redacting: Bool) -> String {
         guard redacting else { return value }
         if HTTPHeader.isSensitive(name: name) { return placeholder }
+        if let credential = schemeCredential(in: value) {
+            return value.replacingCharacters(in: credential, with: placeholder)
+        }
         if urlValuedHeaders.contains(where: { HTTPHeader.asciiCaseInsensitiveEquals($0, name) }) {
             return urlText(value)
         }
@@ -32,6 +35,31 @@ package enum Redaction {
         if HTTPHeader.asciiCaseInsensitiveEquals(name, "Refresh") { return refreshText(value) }
         return urlsInText(value)
     }
+
+    /// Where the credential lies in a value that reads as HTTP credentials whatever its name: `Bearer` (in any case),
+    /// one blank, then one token68 (RFC 9110 §11.2) of 8 characters or more (`Bearer eyJ…`), or `Basic`, one blank,
+    /// then the base64 of text with a `:` (`Basic dXNlcjpwYXNz`); `nil` for other text, such as `Bearer tokens are
+    /// accepted` or a plan named `Basic Monthly`.
+    static func schemeCredential(in value: String) -> Range<String.Index>? {
+        guard let blank = value.firstIndex(of: " ") else { return nil }
+        let scheme = String(value[..<blank])
+        let credential = value[value.index(after: blank)...]
+        guard credential.unicodeScalars.allSatisfy({ token68Characters.contains($0) }) else { return nil }
+        if HTTPHeader.asciiCaseInsensitiveEquals(scheme, "Bearer") {
+            guard credential.count >= 8 else { return nil }
+        } else if HTTPHeader.asciiCaseInsensitiveEquals(scheme, "Basic") {
+            guard let data = Data(base64Encoded: String(credential)), let pair = String(data: data, encoding: .utf8),
+                pair.contains(":")
+            else { return nil }
+        } else {
+            return nil
+        }
+        return credential.startIndex..<credential.endIndex
+    }
+
+    /// The characters of a token68 (RFC 9110 §11.2).
+    private static let token68Characters = Set(
+        "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-._~+/=".unicodeScalars)
 
     /// A `Refresh` field's value (`0; url=/home?session_id=…`, as HTML's `meta http-equiv` reads it) with the URL
     /// reference after its `url=`, relative ones too, shown by `shown`, its quotes kept; other text as
@@ -602,7 +630,9 @@ package enum Redaction {
             }
         }
         if let array = value as? [Any] { return array.contains(where: containsSensitiveField) }
-        if let string = value as? String { return urlsInString(string) != string }
+        if let string = value as? String {
+            return schemeCredential(in: string) != nil || urlsInString(string) != string
+        }
         return false
     }
 
@@ -734,7 +764,13 @@ package enum Redaction {
             return result.count == object.count ? result : placeholder
         }
         if let array = value as? [Any] { return array.map(redactJSON) }
-        if let string = value as? String { return urlsInString(string) }
+        if let string = value as? String {
+            // `Bearer …` under a neutral key (a header list's `"X-Upstream"`): credentials whatever the name.
+            if let credential = schemeCredential(in: string) {
+                return string.replacingCharacters(in: credential, with: placeholder)
+            }
+            return urlsInString(string)
+        }
         return value
     }
 

@@ -72,7 +72,9 @@ package struct SecretValues: Sendable, Equatable {
     /// The secret values of a request's header fields, URL and body.
     init(fields: [(name: String, value: String)], url: URL?, body: Data?, contentType: String?) {
         var found: [String] = []
-        for (name, value) in fields where HTTPHeader.isSensitive(name: name) {
+        for (name, value) in fields
+        where HTTPHeader.isSensitive(name: name) || Redaction.schemeCredential(in: value) != nil {
+            // A field named like a secret, or one whose value reads as credentials (`X-Auth: Bearer …`).
             found += Self.headerSecrets(value, name: name)
         }
         if let url, let components = URLComponents(url: url, resolvingAgainstBaseURL: false) {

@@ -76,12 +76,12 @@ final class SecretPrintingTests: XCTestCase {
         let shown = printed(request) + "\n" + printed(head)
 
         XCTAssertFalse(shown.contains("SECRET"), shown)
-        XCTAssertTrue(shown.contains("X-Upstream-Auth: <redacted>"), shown)
+        XCTAssertTrue(shown.contains("X-Upstream-Auth: Bearer <redacted>"), shown)
         XCTAssertTrue(shown.contains("X-Echo: q=<redacted>"), shown)
         XCTAssertTrue(shown.contains("Accept: application/json"), shown)
         XCTAssertTrue(shown.contains("GET https://a.test/me?access_token=<redacted>&page=2"), shown)
         let curl = cURLCommand(for: request.urlRequest)
-        XCTAssertTrue(curl.contains("X-Upstream-Auth: <redacted>"), curl)
+        XCTAssertTrue(curl.contains("X-Upstream-Auth: Bearer <redacted>"), curl)
     }
 
     // MARK: - Responses
