@@ -40,7 +40,7 @@ package enum Redaction {
     /// one blank, then one token68 (RFC 9110 §11.2) of 8 characters or more (`Bearer eyJ…`), or `Basic`, one blank,
     /// then the base64 of text with a `:` (`Basic dXNlcjpwYXNz`); `nil` for other text, such as `Bearer tokens are
     /// accepted` or a plan named `Basic Monthly`.
-    static func schemeCredential(in value: String) -> Range<String.Index>? {
+    package static func schemeCredential(in value: String) -> Range<String.Index>? {
         guard let blank = value.firstIndex(of: " ") else { return nil }
         let scheme = String(value[..<blank])
         let credential = value[value.index(after: blank)...]

@@ -721,8 +721,12 @@ enum RecordingRedaction {
             }
         } else if let array = value as? [Any] {
             for child in array { collectSecretStrings(child, underSecretKey: underSecretKey, into: &found) }
-        } else if underSecretKey, let string = value as? String {
-            found.append(string)
+        } else if let string = value as? String {
+            if underSecretKey {
+                found.append(string)
+            } else if let credential = Redaction.schemeCredential(in: string) {
+                found.append(String(string[credential]))
+            }
         }
     }
 
@@ -866,7 +870,10 @@ enum RecordingRedaction {
             }
         }
         if let array = value as? [Any] { return array.contains(where: containsSecretKey) }
-        if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) != string }
+        if let string = value as? String {
+            return Redaction.schemeCredential(in: string) != nil
+                || Redaction.urlsInString(string, showing: redactedURLText) != string
+        }
         return false
     }
 
@@ -890,7 +897,13 @@ enum RecordingRedaction {
             return result.count == object.count ? result : placeholder("body")
         }
         if let array = value as? [Any] { return array.map(redactingSecretKeys) }
-        if let string = value as? String { return Redaction.urlsInString(string, showing: redactedURLText) }
+        if let string = value as? String {
+            // `Bearer …` under a neutral key: credentials whatever the name, as the logs read them.
+            if let credential = Redaction.schemeCredential(in: string) {
+                return string.replacingCharacters(in: credential, with: placeholder("credential"))
+            }
+            return Redaction.urlsInString(string, showing: redactedURLText)
+        }
         return value
     }
 

@@ -34,4 +34,14 @@ final class RecordingNamedSecretsTests: XCTestCase {
             fields: [.contentType: "application/json"], body: Data(body.utf8))
         XCTAssertTrue(handedOut.contains("Bearer nv-REC-135791"), "\(handedOut)")
     }
+
+    /// A string that reads as HTTP credentials (`Bearer …`) under a neutral key (a header map a server echoes) stays out
+    /// of the recording, as it stays out of the logs.
+    func testACredentialUnderANeutralKeyStaysOutOfTheRecording() {
+        let body = #"{"echo":{"X-Upstream":"Bearer sch-REC-86420975"},"plan":"Basic Monthly"}"#
+        let text = recorded(body, "application/json")
+        XCTAssertFalse(text.contains("sch-REC-86420975"), text)
+        XCTAssertTrue(text.contains("Basic Monthly"), text)
+        XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "still JSON: \(text)")
+    }
 }
