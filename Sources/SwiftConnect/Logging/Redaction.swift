@@ -435,8 +435,23 @@ package enum Redaction {
             let parts = redactedJSONParts(redactedMultipart(text, contentType: contentType), contentType: contentType)
             return truncated(urlsInText(parts), limit: limit)
         }
+        if redacting && (type.isEmpty || type == "text/plain") && readsAsForm(text) {
+            // A form answered as text (an older OAuth provider's `access_token=…&expires=3600`).
+            return truncated(redactedQuery(text), limit: limit)
+        }
         // Text quoting a URL (an error page's "see https://…?token=…"): the URL's secrets hidden.
         return truncated(redacting ? urlsInText(text) : text, limit: limit)
+    }
+
+    /// Whether text reads as a URL-encoded form: one word (a line end after it aside) of `&`-separated `name=value`
+    /// pairs, each with a name.
+    static func readsAsForm(_ text: String) -> Bool {
+        let form = text.trimmingCharacters(in: .newlines)
+        guard form.contains("="), !form.contains(where: \.isWhitespace) else { return false }
+        return form.split(separator: "&", omittingEmptySubsequences: false).allSatisfy { pair in
+            guard let equals = pair.firstIndex(of: "=") else { return false }
+            return equals > pair.startIndex
+        }
     }
 
     /// What is shown instead of a body whose secrets cannot be found: its size and why.
