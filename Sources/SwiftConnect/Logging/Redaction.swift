@@ -445,7 +445,7 @@ package enum Redaction {
 
     /// Whether text reads as a URL-encoded form: one word (a line end after it aside) of `&`-separated `name=value`
     /// pairs, each with a name.
-    static func readsAsForm(_ text: String) -> Bool {
+    package static func readsAsForm(_ text: String) -> Bool {
         let form = text.trimmingCharacters(in: .newlines)
         guard form.contains("="), !form.contains(where: \.isWhitespace) else { return false }
         return form.split(separator: "&", omittingEmptySubsequences: false).allSatisfy { pair in

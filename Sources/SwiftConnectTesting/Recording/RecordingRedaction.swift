@@ -420,7 +420,7 @@ enum RecordingRedaction {
             return withInnerLengths(
                 of: data, in: hidingValues(in: byName, secrets: secrets), contentType: contentType)
         }
-        if isForm(contentType), let text = utf8Text(data) {
+        if let text = utf8Text(data), isForm(contentType) || isFormAsText(text, contentType: contentType) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
         if isEventStream(contentType), let text = utf8Text(data) {
@@ -536,6 +536,13 @@ enum RecordingRedaction {
         contentType?.lowercased().hasPrefix("application/x-www-form-urlencoded") == true
     }
 
+    /// Whether `text` is a form answered as `text/plain` or without a type (an older OAuth provider's
+    /// `access_token=…&expires=3600`), as the logs read one (`Redaction.readsAsForm`).
+    private static func isFormAsText(_ text: String, contentType: String?) -> Bool {
+        let type = contentType?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased() ?? ""
+        return (type.isEmpty || type == "text/plain") && Redaction.readsAsForm(text)
+    }
+
     /// The secret values a response hands out, to hide wherever a later exchange shows them: each cookie's value in
     /// `Set-Cookie` (the engine sends it back below the transport, where no redaction by name sees it), and every
     /// string under a secret key of a JSON body (a token endpoint's `access_token`).
@@ -558,7 +565,9 @@ enum RecordingRedaction {
         if isXML(body, contentType: fields[.contentType]) {
             return found + XMLRedaction.secretValues(in: String(decoding: body, as: UTF8.self))
         }
-        if isForm(fields[.contentType]), let text = String(data: body, encoding: .utf8) {
+        if let text = String(data: body, encoding: .utf8),
+            isForm(fields[.contentType]) || isFormAsText(text, contentType: fields[.contentType])
+        {
             for pair in text.split(whereSeparator: { $0 == "&" || $0 == ";" }) {
                 let parts = pair.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
                 guard parts.count == 2 else { continue }

@@ -44,4 +44,15 @@ final class RecordingNamedSecretsTests: XCTestCase {
         XCTAssertTrue(text.contains("Basic Monthly"), text)
         XCTAssertNotNil(try? JSONSerialization.jsonObject(with: Data(text.utf8)), "still JSON: \(text)")
     }
+
+    /// A form answered as plain text (an older OAuth provider's token answer) is recorded as a form: its secret fields
+    /// hidden, and known as secrets it hands out.
+    func testAFormAnsweredAsTextStaysOutOfTheRecording() {
+        let body = "access_token=fat-REC-1357913579&expires=3600"
+        let text = recorded(body, "text/plain")
+        XCTAssertFalse(text.contains("fat-REC-1357913579"), text)
+        XCTAssertTrue(text.contains("expires=3600"), text)
+        let handedOut = RecordingRedaction.secretsHandedOut(fields: [.contentType: "text/plain"], body: Data(body.utf8))
+        XCTAssertTrue(handedOut.contains("fat-REC-1357913579"), "\(handedOut)")
+    }
 }
