@@ -51,7 +51,9 @@ extension Connect {
     /// Uploads files and text fields as a `multipart/form-data` body.
     ///
     /// Files on disk are streamed: the body is written to a temporary file in 1 MiB pieces and sent from
-    /// there, so memory stays bounded whatever the file size. The `Content-Length` is always known. Retries
+    /// there, so memory stays bounded whatever the file size. The `Content-Length` is always known, and sent: one
+    /// that the connector's headers or the options set is held to the multipart body (another length fails with
+    /// ``ConnectError/InvalidRequestReason/invalidHeader(name:)``, nothing sent). Retries
     /// resend the same temporary file, which is deleted when the request completes. That file is written before the
     /// call starts, on the calling thread (a copy of every file, at disk speed): upload large files from a background
     /// task, not from the main thread.
@@ -104,7 +106,8 @@ extension Connect {
         }
 
         var temporaryFile: URL?
-        let response = start(request, debugResponse: debugResponse, options: options) { request, transfer in
+        let response = start(request, debugResponse: debugResponse, options: options, bodyIsReplaced: true) {
+            request, transfer in
             // Refused before the body is built (the wire check would refuse it after, with a misleading error).
             if request.method.refusesBody {
                 throw ConnectError.invalidRequest(.bodyNotAllowed(method: request.method.rawValue), sent: request)
@@ -146,6 +149,9 @@ extension Connect {
                 request.httpBody = nil
                 transfer.bodyFile = file
             }
+            // A length the caller set (the connector's, the options') is held to this body, as a plain request's is
+            // to its own: one that disagrees would frame another body, and replacing it would hide the mistake.
+            if let problem = request.contentLengthProblem(bodyLength: length) { throw problem }
             request.setValue(String(length), forHTTPHeaderField: "Content-Length")
         }
         if let file = temporaryFile {

@@ -418,10 +418,12 @@ extension Connect {
     ///
     /// - Parameter methodHeaders: The headers of the client's options for the connector's method, which rank
     ///   below the connector's and above the server's and the client's.
+    /// - Parameter bodyIsReplaced: Whether the call replaces the connector's body (an upload), which the
+    ///   connector's `Content-Length` is then not held to.
     /// - Returns: The blueprint, and whether it is for the client's server (``RequestContext/isForServer``).
     func blueprint(
         for connector: any Connector, traits: ConnectorTraits, methodHeaders: [HTTPHeader] = [],
-        optionsContentType: String? = nil
+        optionsContentType: String? = nil, bodyIsReplaced: Bool = false
     ) throws -> (blueprint: RequestBlueprint, isForServer: Bool, base: URL) {
         var blueprint: RequestBlueprint
         let base: URL
@@ -443,7 +445,7 @@ extension Connect {
             blueprint = try ResolvedConnector(wrapped: connector, baseURL: server)
                 .makeBlueprint(
                     defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
-                    optionsContentType: optionsContentType)
+                    optionsContentType: optionsContentType, bodyIsReplaced: bodyIsReplaced)
         } else {
             base = try port.map { try Route.url(connector.baseURL, withPort: $0) } ?? connector.baseURL
             if configuration != nil {
@@ -455,11 +457,11 @@ extension Connect {
                 blueprint = try ResolvedConnector(wrapped: connector, baseURL: base)
                     .makeBlueprint(
                         defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
-                        optionsContentType: optionsContentType)
+                        optionsContentType: optionsContentType, bodyIsReplaced: bodyIsReplaced)
             } else {
                 blueprint = try connector.makeBlueprint(
                     defaultHeaders: methodHeaders + serverHeaders, defaultHeaders, traits: traits,
-                    optionsContentType: optionsContentType)
+                    optionsContentType: optionsContentType, bodyIsReplaced: bodyIsReplaced)
             }
         }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
@@ -495,14 +497,19 @@ extension Connect {
     static let defaultConnectorTimeout: TimeInterval = 60
 
     /// Builds, adapts and sends one call. `adjust`, if any, may change the request and its transfer options
-    /// (uploads and downloads do) before it enters the pipeline; throwing from it fails the call.
+    /// (uploads and downloads do) before it enters the pipeline; throwing from it fails the call. `bodyIsReplaced`
+    /// says that `adjust` replaces the connector's body (an upload), which then checks any `Content-Length` itself.
     func start(
         _ connector: any Connector,
         debugResponse: Bool,
         options callOptions: RequestOptions,
+        bodyIsReplaced: Bool = false,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Future<ConnectResponse> {
-        exchange(connector, debugResponse: debugResponse, options: callOptions, adjust: adjust).checked()
+        exchange(
+            connector, debugResponse: debugResponse, options: callOptions, bodyIsReplaced: bodyIsReplaced,
+            adjust: adjust
+        ).checked()
     }
 
     /// Builds the connector's request, adjusted by `adjust` if given, and sends it through the middlewares and
@@ -512,6 +519,7 @@ extension Connect {
         _ connector: any Connector,
         debugResponse: Bool,
         options callOptions: RequestOptions,
+        bodyIsReplaced: Bool = false,
         adjust: ((inout ConnectRequest, inout TransferOptions) throws -> Void)? = nil
     ) -> Exchange {
         // Read before anything of the call runs: a cancelAllRequests() from another thread while the request is
@@ -537,7 +545,7 @@ extension Connect {
                 for: connector, traits: traits, methodHeaders: HTTPHeader.lastValuesWin(methodOptions?.headers ?? []),
                 optionsContentType: leveled.headers.last {
                     $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
-                }?.value)
+                }?.value, bodyIsReplaced: bodyIsReplaced)
             request = blueprint.makeConnectRequest()
             // The connector's options and the call's replace headers of the same name, the connector's own too.
             for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }

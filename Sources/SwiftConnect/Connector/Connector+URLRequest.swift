@@ -64,11 +64,14 @@ extension Connector {
     /// - Parameter optionsContentType: The `Content-Type` the call's or the connector's options set, which replaces
     ///   the connector's own once the request is built: a ``JSONObject`` is placed by it, so that the body is what
     ///   the request says it is.
+    /// - Parameter bodyIsReplaced: Whether the caller replaces the body once the request is built (an upload's
+    ///   multipart body): a `Content-Length` is then held to that body, not to the connector's.
     func makeBlueprint(
         defaultHeaders first: [HTTPHeader],
         _ second: [HTTPHeader],
         traits: ConnectorTraits,
-        optionsContentType: String? = nil
+        optionsContentType: String? = nil,
+        bodyIsReplaced: Bool = false
     ) throws -> RequestBlueprint {
         let parameterList: [Parameter]
         if let object = parameters as? JSONObject {
@@ -175,7 +178,9 @@ extension Connector {
         }
         // A length that disagrees with the body leaves the server waiting for bytes that never come, or reading
         // the rest of the body as the start of the next request on the connection.
-        if let (name, declared) = fields.field(named: "Content-Length"), !Self.isLength(declared, of: body) {
+        if !bodyIsReplaced, let (name, declared) = fields.field(named: "Content-Length"),
+            !Self.isLength(declared, of: body)
+        {
             var error = ConnectError.invalidRequest(
                 .invalidHeader(name: name), request: partialRequest(method: method, body: body))
             error.message =

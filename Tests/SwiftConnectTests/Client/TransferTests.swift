@@ -13,7 +13,7 @@ private struct Upload: Connector {
     var baseURL: URL { URL(string: "https://api.example.com")! }
     var endpoint: String { "/upload" }
     var method: HTTPMethod { .post }
-    var headers: [HTTPHeader] { [] }
+    var headers: [HTTPHeader] = []
 }
 
 /// Uploads, downloads, size limits and progress through the fake transport (in-memory transfers).
@@ -199,6 +199,50 @@ final class TransferTests: XCTestCase {
                 XCTAssertTrue(transport.requests.isEmpty, context)
             }
         }
+    }
+
+    /// A `Content-Length` of the caller's on an upload's connector is held to the multipart body as built: one
+    /// that disagrees was refused saying "the body has 0 bytes" (the connector's own, not the one sent), and `0`
+    /// was replaced by the real length without a word. Both are refused saying the body's real length; one
+    /// that agrees is sent.
+    func testUploadHoldsACallersContentLengthToTheMultipartBody() throws {
+        let file = File(name: "a.txt", key: "doc", mimeType: .plainText, data: Data("hi".utf8))
+        /// The length of the body an upload to a connector with `parameters` and no `Content-Length` sends.
+        func sentLength(_ parameters: Parameter?) throws -> Int {
+            let plain = FakeTransport.answering(.status(200))
+            _ = try Connect(transport: plain, retryPolicy: nil)
+                .upload(files: [file], fields: [], to: Upload(parameters: parameters), boundary: "b0undary").wait()
+            return try XCTUnwrap(plain.requests.first?.httpBody?.count)
+        }
+        let length = try sentLength(nil)
+        // `8` is the length of the connector's own form body, `user=ada`, which is not the body sent.
+        let form = Parameter.form(key: "user", value: "ada")
+        let cases: [(String, Parameter?)] = [("5", nil), ("0", nil), ("8", form)]
+        for (declared, parameters) in cases {
+            // Given
+            let real = try sentLength(parameters)
+            let transport = FakeTransport.answering(.status(200))
+            let route = Upload(parameters: parameters, headers: [HTTPHeader(name: "Content-Length", value: declared)])
+
+            // When
+            let future = Connect(transport: transport, retryPolicy: nil)
+                .upload(files: [file], fields: [], to: route, boundary: "b0undary")
+
+            // Then
+            XCTAssertThrowsError(try future.wait(), declared) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.invalidRequestReason, .invalidHeader(name: "Content-Length"), declared)
+                let message = error?.message ?? ""
+                XCTAssertTrue(message.contains("the body has \(real) bytes"), "\(declared): \(message)")
+            }
+            XCTAssertTrue(transport.requests.isEmpty, declared)
+        }
+
+        let transport = FakeTransport.answering(.status(200))
+        let agreeing = Upload(headers: [HTTPHeader(name: "Content-Length", value: String(length))])
+        _ = try Connect(transport: transport, retryPolicy: nil)
+            .upload(files: [file], fields: [], to: agreeing, boundary: "b0undary").wait()
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Content-Length"), String(length))
     }
 
     func testUploadWithARawBodyIsRefused() {
