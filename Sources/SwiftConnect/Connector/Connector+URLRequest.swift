@@ -17,7 +17,8 @@ extension Connector {
     ///   space → `%20`), so no value can inject another item.
     /// - The body is the `.jsonObject` (encoded with ``jsonEncoder``, `Content-Type: application/json`), the
     ///   `.form` fields (`application/x-www-form-urlencoded; charset=utf-8`), or the raw `.body`. A
-    ///   `Content-Type` in ``headers`` takes precedence over these defaults.
+    ///   `Content-Type` in ``headers`` takes precedence over these defaults; an empty or blank one means none (no
+    ///   field, or the body's or a default header's type).
     /// - ``headers`` are set in order, a later one replacing an earlier one of the same name (ignoring case).
     ///   If the connector is an ``AuthorizedConnector`` with a token, the token's `Authorization` replaces any
     ///   in ``headers``.
@@ -80,8 +81,10 @@ extension Connector {
             func isContentType(_ header: HTTPHeader) -> Bool {
                 header.name.caseInsensitiveCompare("Content-Type") == .orderedSame
             }
+            // The connector's blank type names none (`namesAType`): the defaults' then goes with the request.
+            let own = headers.last(where: isContentType).flatMap { Self.namesAType($0.value) ? $0.value : nil }
             let contentType =
-                optionsContentType ?? headers.last(where: isContentType)?.value
+                optionsContentType ?? own
                 ?? first.first(where: isContentType)?.value ?? second.first(where: isContentType)?.value
             parameterList = try object.parameters(
                 method: method.rawValue, contentType: contentType, encoder: jsonEncoder)
@@ -119,6 +122,11 @@ extension Connector {
         var fields = AssembledHeaders(capacity: headers.count + 2)
         for header in headers {
             try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
+            // A blank type names none, as a body's does: no empty `Content-Type:` field, and the body's type or a
+            // default's goes instead.
+            if !Self.namesAType(header.value), HTTPHeader.asciiCaseInsensitiveEquals(header.name, "Content-Type") {
+                fields.remove(named: header.name)
+            }
         }
         if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
             let token = authorized.authorizationToken
@@ -214,9 +222,9 @@ extension Connector {
         }
     }
 
-    /// Whether a body's content type (a raw body's, an encoder's) names one: an empty or blank one means none, and
-    /// the request goes without `Content-Type` (or with a default header's), not with an empty field that says
-    /// nothing a server could use (the blanks around a value are not sent).
+    /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
+    /// means none, and the request goes without `Content-Type` (or with the body's or a default header's), not with
+    /// an empty field that says nothing a server could use (the blanks around a value are not sent).
     fileprivate static func namesAType(_ contentType: String) -> Bool {
         contentType.contains { $0 != " " && $0 != "\t" }
     }
@@ -623,6 +631,11 @@ struct AssembledHeaders {
     /// The field named `name` (ignoring case), as it was set.
     func field(named name: String) -> (name: String, value: String)? {
         fields.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }
+    }
+
+    /// Removes the field named `name` (ignoring case), if set.
+    mutating func remove(named name: String) {
+        fields.removeAll { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }
     }
 
     /// Sets a field unless one with the same name (ignoring case) is already set.

@@ -653,6 +653,25 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// A blank `Content-Type` in a connector's headers went out as an empty `Content-Type:` field and kept the
+    /// body's type out: it means none, as a body encoder's blank type does, so the body's type (or none) is sent,
+    /// and it takes away an earlier one.
+    func testABlankContentTypeHeaderMeansNone() throws {
+        let json = Parameter.jsonObject(value: ["a": 1])
+        for blank in ["", "  ", "\t", " \t "] {
+            let header = HTTPHeader(name: "Content-Type", value: blank)
+            let typed = Stub(method: .post, headers: [header], parameters: json)
+            XCTAssertEqual(
+                try typed.asURLRequest().value(forHTTPHeaderField: "Content-Type"), "application/json",
+                blank.debugDescription)
+            let untyped = Stub(method: .post, headers: [header])
+            XCTAssertNil(try untyped.asURLRequest().value(forHTTPHeaderField: "Content-Type"), blank.debugDescription)
+            let replaced = Stub(
+                method: .post, headers: [HTTPHeader(name: "content-type", value: "text/csv"), header])
+            XCTAssertNil(try replaced.asURLRequest().value(forHTTPHeaderField: "Content-Type"), blank.debugDescription)
+        }
+    }
+
     /// The transport frames the body (`Content-Length`, or chunks for one of unknown length): a `Transfer-Encoding` of
     /// the connector's would announce a framing or a coding the body does not have.
     func testATransferEncodingHeaderIsRefused() {

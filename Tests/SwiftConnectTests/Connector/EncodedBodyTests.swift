@@ -103,4 +103,41 @@ final class EncodedBodyTests: XCTestCase {
         // Then
         XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Content-Type"), "text/csv")
     }
+
+    /// A connector's blank `Content-Type` header leaves the client's default type, as an encoder's blank type does
+    /// (it sent an empty `Content-Type:` field, keeping the default out).
+    func testABlankContentTypeHeaderLeavesTheClientsDefaultType() throws {
+        // Given
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(defaultHeaders: [.contentType("text/csv")]))
+        let blank = route(Parameter.body(Data("a,b".utf8), contentType: ""), headers: [.contentType("  ")])
+
+        // When
+        _ = value(of: client.response(for: blank))
+
+        // Then
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Content-Type"), "text/csv")
+    }
+
+    /// A `JSONObject` is placed by the type the request goes with: a connector's blank type names none, so the
+    /// client's default form type places it as a form, and the body is what its `Content-Type` says.
+    func testABlankContentTypeHeaderPlacesAJSONObjectByTheClientsDefaultType() throws {
+        // Given
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(defaultHeaders: [.contentType("application/x-www-form-urlencoded")]))
+        let object: JSONObject = ["a": 1]
+
+        // When
+        _ = value(of: client.response(for: route(object, headers: [.contentType(" ")])))
+
+        // Then
+        let sent = try XCTUnwrap(transport.requests.first)
+        let type = try XCTUnwrap(sent.value(forHTTPHeaderField: "Content-Type"))
+        XCTAssertTrue(type.hasPrefix("application/x-www-form-urlencoded"), type)
+        XCTAssertEqual(sent.httpBody, Data("a=1".utf8))
+    }
 }
