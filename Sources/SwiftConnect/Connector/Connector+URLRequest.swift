@@ -41,7 +41,8 @@ extension Connector {
     ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
     ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
     ///   (`multipleBodies`), a body on a GET or HEAD
-    ///   (`bodyNotAllowed`), or a body that failed to encode (`bodyEncodingFailed`).
+    ///   (`bodyNotAllowed`), a body that failed to encode (`bodyEncodingFailed`), or a `.query` item with an empty
+    ///   name (`invalidParameter`).
     public func asURLRequest() throws -> URLRequest {
         // A relative base (a `Route` without one, `/v1`) means "the client's server": there is none here.
         if RelativeBase.isRelative(baseURL) { throw RelativeBase.noServer(endpoint: endpoint) }
@@ -262,8 +263,16 @@ struct RequestParts {
     init(_ parameters: [Parameter]) throws {
         for parameter in parameters {
             switch parameter {
-            case .query:
-                continue
+            case .query(let key, _):
+                // `?=v` names nothing a server could look up: most likely a name left empty by mistake. One that is
+                // meant is written in the endpoint (`/search?=v`), as it goes.
+                guard !key.isEmpty else {
+                    throw ConnectError.invalidRequest(
+                        .invalidParameter(
+                            key: key,
+                            reason: "the .query item has an empty name (it would go out as ?=value); write one that "
+                                + "is meant in the endpoint"))
+                }
             case .path(let key, let value):
                 guard !pathValues.contains(where: { $0.key == key }) else {
                     throw ConnectError.invalidRequest(.duplicatePathParameter(key: key))

@@ -20,7 +20,9 @@ public enum Parameter: ParametersRepresentable {
     /// A query item, appended to the URL after any query the endpoint already has.
     ///
     /// The name and value are percent-encoded so that only RFC 3986 unreserved characters remain, so
-    /// `&`, `=`, `+` and `#` in a value can never start another item. Repeated keys are all sent, in order.
+    /// `&`, `=`, `+` and `#` in a value can never start another item. Repeated keys are all sent, in order. An
+    /// empty key is refused (``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``): `?=value` names
+    /// nothing; one that is meant is written in the endpoint.
     case query(key: String, value: String)
 
     /// A value for the `{key}` placeholder of the endpoint.

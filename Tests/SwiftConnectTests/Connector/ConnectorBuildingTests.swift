@@ -672,6 +672,25 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// `.query(key: "")` went out as `?=v` without a word: an empty name is refused, naming the parameter (an
+    /// endpoint's own query, `?=v`, is still sent as written).
+    func testAQueryItemWithAnEmptyNameIsRefused() throws {
+        for parameters: any ParametersRepresentable in [
+            Parameter.query(key: "", value: "v"),
+            CompositeParameters(.query(key: "a", value: "1"), .query(key: "", value: "")),
+            ["": 1] as JSONObject,
+        ] {
+            XCTAssertThrowsError(try Stub(parameters: parameters).asURLRequest()) { error in
+                guard case .invalidParameter(let key, let reason)? = (error as? ConnectError)?.invalidRequestReason
+                else { return XCTFail("\(error)") }
+                XCTAssertEqual(key, "")
+                XCTAssertTrue(reason.contains("empty name"), reason)
+            }
+        }
+        let written = Stub(endpoint: "/todos?=v", parameters: Parameter.query(key: "a", value: "1"))
+        XCTAssertEqual(try written.asURLRequest().url?.absoluteString, "https://api.example.com/todos?=v&a=1")
+    }
+
     /// The transport frames the body (`Content-Length`, or chunks for one of unknown length): a `Transfer-Encoding` of
     /// the connector's would announce a framing or a coding the body does not have.
     func testATransferEncodingHeaderIsRefused() {
