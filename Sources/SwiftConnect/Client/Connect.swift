@@ -545,10 +545,14 @@ extension Connect {
                 for: connector, traits: traits, methodHeaders: HTTPHeader.lastValuesWin(methodOptions?.headers ?? []),
                 optionsContentType: leveled.headers.last {
                     $0.name.caseInsensitiveCompare("Content-Type") == .orderedSame
+                        && !type(of: connector).isBlankContentType($0)
                 }?.value, bodyIsReplaced: bodyIsReplaced)
             request = blueprint.makeConnectRequest()
             // The connector's options and the call's replace headers of the same name, the connector's own too.
-            for header in leveled.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+            // A blank `Content-Type` names none: passed over, as at every level.
+            for header in leveled.headers where !type(of: connector).isBlankContentType(header) {
+                request.setValue(header.value, forHTTPHeaderField: header.name)
+            }
             // Checked now, as every other level's fields are: a stage that answers without the transport (the
             // cache) or holds the request (the queue) must not see a field the wire would refuse.
             if let invalid = leveled.headers.first(where: {

@@ -17,8 +17,8 @@ extension Connector {
     ///   space → `%20`), so no value can inject another item.
     /// - The body is the `.jsonObject` (encoded with ``jsonEncoder``, `Content-Type: application/json`), the
     ///   `.form` fields (`application/x-www-form-urlencoded; charset=utf-8`), or the raw `.body`. A
-    ///   `Content-Type` in ``headers`` takes precedence over these defaults; an empty or blank one means none (no
-    ///   field, or the body's or a default header's type).
+    ///   `Content-Type` in ``headers`` takes precedence over these defaults; an empty or blank one names none and is
+    ///   passed over, as if it were not set.
     /// - ``headers`` are set in order, a later one replacing an earlier one of the same name (ignoring case).
     ///   If the connector is an ``AuthorizedConnector`` with a token, the token's `Authorization` replaces any
     ///   in ``headers``.
@@ -79,13 +79,13 @@ extension Connector {
         if let object = parameters as? JSONObject {
             // Placed by method and content type, as the libraries with `[String: Any]` parameters did: the type the
             // request goes with, whoever set it (the options, the connector, then the defaults, in that rank).
+            // A blank type names none (`namesAType`), at every level: it is passed over, as it is when sent.
             func isContentType(_ header: HTTPHeader) -> Bool {
-                header.name.caseInsensitiveCompare("Content-Type") == .orderedSame
+                header.name.caseInsensitiveCompare("Content-Type") == .orderedSame && Self.namesAType(header.value)
             }
-            // The connector's blank type names none (`namesAType`): the defaults' then goes with the request.
-            let own = headers.last(where: isContentType).flatMap { Self.namesAType($0.value) ? $0.value : nil }
+            let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
             let contentType =
-                optionsContentType ?? own
+                optionsType ?? headers.last(where: isContentType)?.value
                 ?? first.first(where: isContentType)?.value ?? second.first(where: isContentType)?.value
             parameterList = try object.parameters(
                 method: method.rawValue, contentType: contentType, encoder: jsonEncoder)
@@ -121,13 +121,8 @@ extension Connector {
 
         let headers = self.headers
         var fields = AssembledHeaders(capacity: headers.count + 2)
-        for header in headers {
+        for header in headers where !Self.isBlankContentType(header) {
             try fields.set(name: header.name, value: header.value, request: partialRequest(method: method))
-            // A blank type names none, as a body's does: no empty `Content-Type:` field, and the body's type or a
-            // default's goes instead.
-            if !Self.namesAType(header.value), HTTPHeader.asciiCaseInsensitiveEquals(header.name, "Content-Type") {
-                fields.remove(named: header.name)
-            }
         }
         if traits.isAuthorized, let authorized = self as? any AuthorizedConnector,
             let token = authorized.authorizationToken
@@ -179,10 +174,10 @@ extension Connector {
             throw ConnectError.invalidRequest(.bodyNotAllowed(method: method), request: partialRequest(method: method))
         }
 
-        for header in first {
+        for header in first where !Self.isBlankContentType(header) {
             try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
         }
-        for header in second {
+        for header in second where !Self.isBlankContentType(header) {
             try fields.setIfAbsent(checking: header, request: partialRequest(method: method, body: body))
         }
         // A length that disagrees with the body leaves the server waiting for bytes that never come, or reading
@@ -226,8 +221,15 @@ extension Connector {
     /// Whether a content type (a raw body's, an encoder's, a connector header's) names one: an empty or blank one
     /// means none, and the request goes without `Content-Type` (or with the body's or a default header's), not with
     /// an empty field that says nothing a server could use (the blanks around a value are not sent).
-    fileprivate static func namesAType(_ contentType: String) -> Bool {
+    static func namesAType(_ contentType: String) -> Bool {
         contentType.contains { $0 != " " && $0 != "\t" }
+    }
+
+    /// Whether `header` is a `Content-Type` that names no type (``namesAType(_:)``): set by hand (in a connector's
+    /// headers, its options, a default header), it is passed over as if it were not there, so that no empty field
+    /// goes out and the body's or another level's type goes instead.
+    static func isBlankContentType(_ header: HTTPHeader) -> Bool {
+        !namesAType(header.value) && HTTPHeader.asciiCaseInsensitiveEquals(header.name, "Content-Type")
     }
 
     /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.
@@ -640,11 +642,6 @@ struct AssembledHeaders {
     /// The field named `name` (ignoring case), as it was set.
     func field(named name: String) -> (name: String, value: String)? {
         fields.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }
-    }
-
-    /// Removes the field named `name` (ignoring case), if set.
-    mutating func remove(named name: String) {
-        fields.removeAll { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }
     }
 
     /// Sets a field unless one with the same name (ignoring case) is already set.

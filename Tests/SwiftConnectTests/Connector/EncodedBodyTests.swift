@@ -140,4 +140,33 @@ final class EncodedBodyTests: XCTestCase {
         XCTAssertTrue(type.hasPrefix("application/x-www-form-urlencoded"), type)
         XCTAssertEqual(sent.httpBody, Data("a=1".utf8))
     }
+
+    /// A blank `Content-Type` in a call's options or a client's default headers means none too: the body's type goes.
+    func testABlankContentTypeInOptionsOrDefaultsMeansNone() throws {
+        let body = Parameter.body(Data("a,b".utf8), contentType: "text/csv")
+        for blank in ["", "  "] {
+            // Given: the call's options
+            let transport = FakeTransport.answering(.status(204))
+            let client = Connect(transport: transport, retryPolicy: nil)
+
+            // When
+            _ = value(of: client.response(for: route(body), options: RequestOptions(headers: [.contentType(blank)])))
+
+            // Then
+            XCTAssertEqual(
+                transport.requests.first?.value(forHTTPHeaderField: "Content-Type"), "text/csv", blank.debugDescription)
+
+            // Given: the client's default headers, and no body type
+            let defaults = FakeTransport.answering(.status(204))
+            let defaulted = Connect(
+                transport: defaults, retryPolicy: nil, settings: Connect.Settings(defaultHeaders: [.contentType(blank)])
+            )
+
+            // When
+            _ = value(of: defaulted.response(for: route(Parameter.body(Data("a,b".utf8), contentType: ""))))
+
+            // Then
+            XCTAssertNil(defaults.requests.first?.value(forHTTPHeaderField: "Content-Type"), blank.debugDescription)
+        }
+    }
 }
