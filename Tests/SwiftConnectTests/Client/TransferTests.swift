@@ -238,6 +238,18 @@ final class TransferTests: XCTestCase {
             XCTAssertTrue(transport.requests.isEmpty, declared)
         }
 
+        // A length set in the call's options is held to the body too.
+        let optioned = FakeTransport.answering(.status(200))
+        let wrong = RequestOptions(headers: [HTTPHeader(name: "Content-Length", value: "5")])
+        XCTAssertThrowsError(
+            try Connect(transport: optioned, retryPolicy: nil)
+                .upload(files: [file], fields: [], to: Upload(), boundary: "b0undary", options: wrong).wait()
+        ) { error in
+            let message = (error as? ConnectError)?.message ?? ""
+            XCTAssertTrue(message.contains("the body has \(length) bytes"), message)
+        }
+        XCTAssertTrue(optioned.requests.isEmpty)
+
         let transport = FakeTransport.answering(.status(200))
         let agreeing = Upload(headers: [HTTPHeader(name: "Content-Length", value: String(length))])
         _ = try Connect(transport: transport, retryPolicy: nil)
