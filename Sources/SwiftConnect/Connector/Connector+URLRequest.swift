@@ -41,8 +41,8 @@ extension Connector {
     ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
     ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
     ///   (`multipleBodies`), a body on a GET or HEAD
-    ///   (`bodyNotAllowed`), a body that failed to encode (`bodyEncodingFailed`), or a `.query` item with an empty
-    ///   name (`invalidParameter`).
+    ///   (`bodyNotAllowed`), a body that failed to encode (`bodyEncodingFailed`), or a `.query` item or `.form` field
+    ///   with an empty name (`invalidParameter`).
     public func asURLRequest() throws -> URLRequest {
         // A relative base (a `Route` without one, `/v1`) means "the client's server": there is none here.
         if RelativeBase.isRelative(baseURL) { throw RelativeBase.noServer(endpoint: endpoint) }
@@ -269,11 +269,9 @@ struct RequestParts {
                 // `?=v` names nothing a server could look up: most likely a name left empty by mistake. One that is
                 // meant is written in the endpoint (`/search?=v`), as it goes.
                 guard !key.isEmpty else {
-                    throw ConnectError.invalidRequest(
-                        .invalidParameter(
-                            key: key,
-                            reason: "the .query item has an empty name (it would go out as ?=value); write one that "
-                                + "is meant in the endpoint"))
+                    throw Self.emptyName(
+                        "the .query item has an empty name (it would go out as ?=value); write one that is meant in "
+                            + "the endpoint")
                 }
             case .path(let key, let value):
                 guard !pathValues.contains(where: { $0.key == key }) else {
@@ -284,6 +282,12 @@ struct RequestParts {
                 guard body == nil else { throw ConnectError.invalidRequest(.multipleBodies) }
                 body = .json(value)
             case .form(let key, let value):
+                // `=v` in a form names nothing either, as a `.query` item's empty name; one that is meant goes in a
+                // `.body` of its own.
+                guard !key.isEmpty else {
+                    throw Self.emptyName(
+                        "the .form field has an empty name (it would go out as =value); send a .body to mean one")
+                }
                 // Form fields use the same strict encoding as query items, with a space written as `+`
                 // (the HTML form convention); a literal `+` is `%2B`, so decoding is unambiguous.
                 var bytes: [UInt8]
@@ -310,6 +314,11 @@ struct RequestParts {
                 body = .encoded(value, encoder)
             }
         }
+    }
+
+    /// The error for a `.query` item or `.form` field whose name is empty, saying `why`.
+    private static func emptyName(_ why: String) -> ConnectError {
+        ConnectError.invalidRequest(.invalidParameter(key: "", reason: why))
     }
 
     // MARK: URL

@@ -43,7 +43,7 @@ public enum Parameter: ParametersRepresentable {
     public static func jsonObject(_ value: any Encodable) -> Parameter { .jsonObject(value: value) }
 
     /// A field of an `application/x-www-form-urlencoded` body. Several `.form` fields make one body,
-    /// written in order.
+    /// written in order. An empty key is refused, as a `.query` item's is.
     case form(key: String, value: String)
 
     /// A body sent as is, with the given `Content-Type` (unless the connector's headers set another); an empty

@@ -122,7 +122,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case bodyNotAllowed(method: String)
         /// A ``JSONObject`` parameter cannot be sent as given: its key is written twice, its value could not be
         /// encoded, or it holds an object or nested array, which a query or form cannot carry (`reason` says
-        /// which). Nothing is dropped or flattened by guesswork. Also a `.query` item whose name (`key`) is empty.
+        /// which). Nothing is dropped or flattened by guesswork. Also a `.query` item or `.form` field whose name
+        /// (`key`) is empty.
         case invalidParameter(key: String, reason: String)
 
         /// A sentence saying what is wrong.

@@ -691,6 +691,24 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(try written.asURLRequest().url?.absoluteString, "https://api.example.com/todos?=v&a=1")
     }
 
+    /// `.form(key: "")` went into the body as `=v`, as `.query(key: "")` went into the URL: refused the same way,
+    /// also for a `JSONObject` placed as a form.
+    func testAFormFieldWithAnEmptyNameIsRefused() throws {
+        let form = [HTTPHeader.contentType("application/x-www-form-urlencoded")]
+        for parameters: any ParametersRepresentable in [
+            Parameter.form(key: "", value: "v"),
+            CompositeParameters(.form(key: "a", value: "1"), .form(key: "", value: "")),
+            ["": 1] as JSONObject,
+        ] {
+            XCTAssertThrowsError(try Stub(method: .post, headers: form, parameters: parameters).asURLRequest()) {
+                guard case .invalidParameter(let key, let reason)? = ($0 as? ConnectError)?.invalidRequestReason
+                else { return XCTFail("\($0)") }
+                XCTAssertEqual(key, "")
+                XCTAssertTrue(reason.contains("empty name"), reason)
+            }
+        }
+    }
+
     /// The transport frames the body (`Content-Length`, or chunks for one of unknown length): a `Transfer-Encoding` of
     /// the connector's would announce a framing or a coding the body does not have.
     func testATransferEncodingHeaderIsRefused() {
