@@ -34,8 +34,9 @@ public protocol Transport: Sendable {
     /// progress reports, as `transfer` asks.
     ///
     /// The default implementation suits transports that work in memory: it reads ``TransferOptions/bodyFile``
-    /// into the body (one that is not a readable regular file fails with ``ConnectError/Kind/fileAccess``, as on
-    /// every engine), sends with ``send(_:)``, then applies the size limit, writes the destination file and
+    /// into the body (one that is not a readable regular file fails with ``ConnectError/Kind/fileAccess``, and a
+    /// `Content-Length` that is not its length with ``ConnectError/Kind/invalidRequest``, as on every engine), sends
+    /// with ``send(_:)``, then applies the size limit, writes the destination file and
     /// reports progress once at the end. ``URLSessionTransport`` streams instead.
     ///
     /// - Parameters:
@@ -132,7 +133,13 @@ func sendInMemory(_ request: URLRequest, transfer: TransferOptions, using transp
         do {
             // Refused as every engine refuses it (a directory, a pipe: no length, maybe no end), not read and left to
             // Foundation's words ("You don't have permission" for a pipe on Linux).
-            request.httpBody = try TransferOptions.readBodyFile(file, request: request)
+            let body = try TransferOptions.readBodyFile(file, request: request)
+            // A `Content-Length` of the caller's is held to the file's length, as every engine's exchange holds it:
+            // sent beside the body read whole, it would frame another body.
+            if let problem = (try? ConnectRequest(request))?.contentLengthProblem(bodyLength: Int64(body.count)) {
+                throw problem
+            }
+            request.httpBody = body
         } catch let error as ConnectError {
             return Future(error: error)
         } catch {

@@ -102,4 +102,33 @@ final class BodyFileInMemoryTests: XCTestCase {
         XCTAssertTrue(fake.requests.isEmpty)
         XCTAssertFalse(FileManager.default.fileExists(atPath: recorder.fileURL.path))
     }
+
+    /// A caller's `Content-Length` that is not the body file's length is refused by the in-memory default as every
+    /// engine refuses it (`contentLengthProblem`), saying the file's length: it was sent with the body read whole
+    /// under a header framing another length.
+    func testTheInMemoryDefaultHoldsACallersContentLengthToTheBodyFile() throws {
+        // Given: a 5-byte file, and a request that says 3
+        let file = folder.appendingPathComponent("body.txt")
+        try Data("hello".utf8).write(to: file)
+        var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.test/upload")))
+        request.httpMethod = "POST"
+        request.setValue("3", forHTTPHeaderField: "Content-Length")
+        let transport = FakeTransport.answering(.status(204))
+
+        // When
+        let sent = transport.send(request, transfer: TransferOptions(bodyFile: file))
+
+        // Then
+        XCTAssertThrowsError(try sent.wait()) { error in
+            let error = error as? ConnectError
+            XCTAssertEqual(error?.invalidRequestReason, .invalidHeader(name: "Content-Length"))
+            XCTAssertTrue(error?.message.contains("the body has 5 bytes") ?? false, error?.message ?? "")
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+
+        // And: the file's own length is sent
+        request.setValue("5", forHTTPHeaderField: "Content-Length")
+        _ = try transport.send(request, transfer: TransferOptions(bodyFile: file)).wait()
+        XCTAssertEqual(transport.requests.first?.httpBody, Data("hello".utf8))
+    }
 }
