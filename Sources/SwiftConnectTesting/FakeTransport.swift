@@ -286,14 +286,15 @@ public struct FakeResponse: Sendable {
     ///
     /// - Parameters:
     ///   - data: The body.
-    ///   - status: The status code. Defaults to 200.
+    ///   - status: The status code. Defaults to 200. One not of three digits (0, 42, 1000) fails the request as an
+    ///     engine fails on such a status line: a ``SwiftConnect/ConnectError/Kind/badResponse``.
     ///   - headers: The headers.
     /// - Returns: The answer.
     public static func data(_ data: Data, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
         .handler { request in
             guard let response = ConnectResponse(request: request, statusCode: status, headers: headers, data: data)
             else {
-                return .failure(ConnectError(.transport, message: "FakeTransport cannot answer with status \(status)"))
+                return .failure(ConnectError.notAnHTTPStatus(status, request: request))
             }
             return .success(response)
         }
@@ -312,7 +313,7 @@ public struct FakeResponse: Sendable {
     /// ```
     ///
     /// - Parameters:
-    ///   - status: The status code. Defaults to 200.
+    ///   - status: The status code. Defaults to 200. One not of three digits fails as in ``data(_:status:headers:)``.
     ///   - headers: The headers.
     ///   - producer: Writes the body with ``SwiftConnect/ResponseBodyStream/send(_:)`` (which waits while the reader
     ///     is behind, and returns `false` once it stopped reading), then ends it with `finish(throwing:)`. It runs
@@ -324,8 +325,7 @@ public struct FakeResponse: Sendable {
     ) -> FakeResponse {
         FakeResponse { request in
             guard var response = ConnectResponse(request: request, statusCode: status, headers: headers) else {
-                return Future(
-                    error: ConnectError(.transport, message: "FakeTransport cannot answer with status \(status)"))
+                return Future(error: ConnectError.notAnHTTPStatus(status, request: request))
             }
             let body = ResponseBodyStream()
             let producing = Task { await producer(body) }
@@ -411,7 +411,7 @@ public struct FakeResponse: Sendable {
     /// A response with a status code and an empty body.
     ///
     /// - Parameters:
-    ///   - status: The status code.
+    ///   - status: The status code; one not of three digits fails as in ``data(_:status:headers:)``.
     ///   - headers: The headers.
     /// - Returns: The answer.
     public static func status(_ status: Int, headers: [String: String] = [:]) -> FakeResponse {

@@ -367,6 +367,12 @@ extension ConnectError {
             request: request, underlyingError: URLError(.badServerResponse))
     }
 
+    /// ``notAnHTTPStatus(_:request:)`` of a request in Foundation's form: the test kit's `FakeTransport` fails as an
+    /// engine does.
+    package static func notAnHTTPStatus(_ status: Int, request: URLRequest) -> ConnectError {
+        notAnHTTPStatus(status, request: .foundation(request))
+    }
+
     /// An error status with no message the handler recognised; the body is kept, and said to be only its start
     /// when it is (a download's or a stream's error body, read in part for the error handler). A short plain-text
     /// body of a 4xx or 5xx ("Invalid token") is said after the status; the kind stays ``Kind/httpStatus``: such a text is as often a

@@ -292,13 +292,37 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(response?.data, Data("ping".utf8))
     }
 
-    func testImpossibleStatusFailsAsTransportError() {
+    func testAStatusNotOfThreeDigitsFailsAsAnEnginesBadResponse() {
+        for status in [0, -1, 42, 99, 1000] {
+            for answer: FakeResponse in [
+                .status(status), .json(string: "{}", status: status), .data(Data("x".utf8), status: status),
+                .stream([Data("x".utf8)], status: status),
+            ] {
+                // Given
+                let fake = FakeTransport.answering(answer)
+                // When
+                let error = connectError(of: send(fake, "https://x.test/t"))
+                // Then: as an engine fails on such a status line (EngineExchange), with the core's message
+                XCTAssertEqual(error?.kind, .badResponse, "\(status): \(String(describing: error))")
+                XCTAssertEqual(
+                    error?.message, "the server's status \(status) is not an HTTP status (100 to 999)", "\(status)")
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, "\(status)")
+                XCTAssertEqual(error?.request?.url?.absoluteString, "https://x.test/t", "\(status)")
+            }
+        }
+    }
+
+    func testAStatusNotOfThreeDigitsFailsTheCallAsABadResponse() {
         // Given
-        let fake = FakeTransport.answering(.status(42))
-        // When
-        let error = connectError(of: send(fake, "https://x.test/t"))
-        // Then
-        XCTAssertEqual(error?.kind, .transport)
+        let client = Connect(transport: FakeTransport.answering(.status(0)), retryPolicy: nil)
+        let endpoint = ClientFixtures.Endpoint(endpoint: "/items/1")
+        for options in [RequestOptions(), RequestOptions(acceptsEveryStatus: true)] {
+            // When
+            let error = connectError(of: client.response(for: endpoint, options: options))
+            // Then
+            XCTAssertEqual(error?.kind, .badResponse, String(describing: error))
+            XCTAssertEqual(error?.message, "the server's status 0 is not an HTTP status (100 to 999)")
+        }
     }
 
     func testNeverAnswerStaysPendingUntilCancelled() {
