@@ -162,6 +162,31 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requests.first?.header("transfer-encoding"), "chunked")
     }
 
+    func testARequestWithBothTransferEncodingAndContentLengthIsAnsweredThenTheConnectionCloses() throws {
+        // Given: a buffered and a streaming route, and a smuggling attempt: the length frames a body that the chunked
+        // coding, which wins (RFC 9112 §6.3), reads as "abc" followed by a second request
+        server.route("POST", "/echo") { request in .data(request.body) }
+        server.streamingRoute("POST", "/stream") { _, body in .data(body.readAll()) }
+        server.route("GET", "/smuggled") { _ in .text("smuggled") }
+        for path in ["/echo", "/stream"] {
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send(
+                "POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n"
+                    + "3\r\nabc\r\n0\r\n\r\n" + "GET /smuggled HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then: the body read by its transfer coding, and the connection closed after the answer (RFC 9112
+            // §6.1): nothing more is read from it as a request
+            XCTAssertEqual(response.status, 200, path)
+            XCTAssertEqual(response.text, "abc", path)
+            XCTAssertEqual(response.header("connection"), "close", path)
+            XCTAssertTrue(client.readsEndOfStream(), path)
+        }
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/smuggled"), 0)
+    }
+
     func testAChunkSizeMayBeFollowedByWhiteSpaceButNotSplitOrPrecededByIt() throws {
         // Given: sizes followed by white space, before an extension and before the line's end (RFC 9112 §7.1.1)
         server.route("POST", "/echo") { request in .data(request.body) }

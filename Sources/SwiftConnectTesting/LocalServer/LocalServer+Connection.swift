@@ -68,7 +68,7 @@ extension LocalServer {
             )
             var response: Response
             // Whether the connection must close after the response, whatever the client asked.
-            var mustClose = false
+            var mustClose = head.hasTransferEncodingAndLength
             switch handler {
             case .streaming(let handle):
                 request.bodyLength = nil
