@@ -155,6 +155,41 @@ final class LocalServerStreamingTests: XCTestCase {
         XCTAssertTrue(client.readsEndOfStream())
     }
 
+    func testARequestIsNoLongerInFlightOnceItsAnswerIsWrittenThoughTheConnectionLingers() throws {
+        // Given: answers after which the server closes, first lingering to read what the client still sends
+        server.streamingRoute("PUT", "/upload") { _, _ in .text("too large", status: 413) }
+        server.route("POST", "/echo") { request in .data(request.body) }
+        server.route("GET", "/raw") { _ in
+            let bytes = "HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 3\r\n\r\nraw"
+            return LocalServer.Response().withFault(.raw(Data(bytes.utf8)))
+        }
+        let requests = [
+            // Raw bytes, as a route's fault sends them.
+            "GET /raw HTTP/1.1\r\nHost: x\r\n\r\n",
+            // A body the handler never invited (`Expect: 100-continue`, nothing read).
+            "PUT /upload HTTP/1.1\r\nHost: x\r\nContent-Length: 100000\r\nExpect: 100-continue\r\n\r\n",
+            // A body the server refuses (400).
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabcXX\r\n",
+            // Both framings: answered, then closed.
+            "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
+        ]
+        var clients: [StreamingRawClient] = []  // Each kept open, its connection lingering, to the end.
+        for text in requests {
+            let client = try StreamingRawClient(port: server.port)
+            clients.append(client)
+
+            // When: the client has read the whole answer, its end included, and keeps the connection open
+            client.send(text)
+            let response = try client.readResponse()
+            XCTAssertEqual(response.header("connection"), "close", text)
+            XCTAssertTrue(client.readsEndOfStream(), text)
+
+            // Then: the request ended when its answer was written, not when the linger ends
+            XCTAssertEqual(server.requestsInFlight, 0, text)
+            XCTAssertTrue(server.waitUntilIdle(timeout: 0), text)
+        }
+    }
+
     func testMalformedChunkedBodyGets400InsteadOfTheHandlersResponse() throws {
         // Given
         let complete = Protected<Bool?>(nil)

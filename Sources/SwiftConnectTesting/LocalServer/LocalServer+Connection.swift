@@ -61,7 +61,15 @@ extension LocalServer {
             }
 
             core.requestStarted()
-            defer { core.requestFinished() }
+            var inFlight = true
+            // The request ends when its answer is written (or its connection fails), before any linger: a client
+            // that read the answer to its end finds it no longer in flight.
+            func finished() {
+                guard inFlight else { return }
+                inFlight = false
+                core.requestFinished()
+            }
+            defer { finished() }
 
             var (request, handler) = core.match(
                 Request(method: head.method, target: head.target, headers: head.headers, connectionID: id)
@@ -82,13 +90,13 @@ extension LocalServer {
                 case .neverSolicited:
                     response = handled
                     mustClose = true
-                case .failed(let error): return refuse(error)
+                case .failed(let error): return refuse(error, whenWritten: finished)
                 case .disconnected: return false
                 }
             case .buffered, nil:
                 switch readBody(framing, head: head) {
                 case .success(let body): (request.body, request.bodyLength) = (body, body.count)
-                case .failure(let error): return refuse(error)
+                case .failure(let error): return refuse(error, whenWritten: finished)
                 case nil: return false
                 }
                 core.record(request)
@@ -104,8 +112,11 @@ extension LocalServer {
                 && head.wantsKeepAlive
                 && !(response.header("connection")?.caseInsensitiveEquals("close") ?? false)
                 && !run.isStopping
-            let keepsOpen = write(response, isHead: head.method == "HEAD", keepAlive: keepAlive)
-            if mustClose { lingerBeforeClosing() }
+            let keepsOpen = write(response, isHead: head.method == "HEAD", keepAlive: keepAlive, whenWritten: finished)
+            if mustClose {
+                finished()
+                lingerBeforeClosing()
+            }
             return keepsOpen
         }
 
@@ -149,10 +160,13 @@ extension LocalServer {
         }
 
         /// Answers a request that cannot be parsed, then ends the connection.
-        private func refuse(_ error: HTTPParseError) -> Bool {
+        ///
+        /// - Parameter whenWritten: Called once the answer is written, before the linger.
+        private func refuse(_ error: HTTPParseError, whenWritten: () -> Void = {}) -> Bool {
             var response = Response.json(["error": error.message], status: error.status)
             response.headers.append(("Connection", "close"))
             _ = write(response, isHead: false, keepAlive: false)
+            whenWritten()
             lingerBeforeClosing()
             return false
         }
@@ -173,8 +187,10 @@ extension LocalServer {
 
         /// Sends `response`, delay and fault included.
         ///
+        /// - Parameter whenWritten: Called, for a ``Response/Fault/raw(_:)`` answer, once it is written and before
+        ///   the linger that follows it.
         /// - Returns: Whether the connection stays open for another request.
-        private func write(_ response: Response, isHead: Bool, keepAlive: Bool) -> Bool {
+        private func write(_ response: Response, isHead: Bool, keepAlive: Bool, whenWritten: () -> Void = {}) -> Bool {
             if response.delay > 0, socket.waitForHangUp(seconds: response.delay) != .timedOut {
                 return false
             }
@@ -191,6 +207,7 @@ extension LocalServer {
                 return false
             case .raw(let bytes):
                 _ = bytes.withUnsafeBytes { socket.sendAll($0) }
+                whenWritten()
                 lingerBeforeClosing()
                 return false
             case .normal:

@@ -103,7 +103,8 @@ extension LocalServer {
         core.state.withLock { $0.statistics.openConnections }
     }
 
-    /// The number of requests being handled right now: from their headers parsed to their response written.
+    /// The number of requests being handled right now: from their headers parsed to their response written. The
+    /// wait before a connection closes, while the server reads what the client still sends, is not counted.
     public var requestsInFlight: Int {
         core.state.withLock { $0.statistics.requestsInFlight }
     }
