@@ -72,6 +72,15 @@ public enum TransportConformance {
             return try body(server)
         }
 
+        /// A port of 127.0.0.1 where a connection is refused, held for `body`: a socket is bound there and does not
+        /// listen, so that no other one (of another process, say) can start listening there meanwhile, as on the
+        /// port of a stopped server.
+        func withRefusedPort<T>(_ body: (Int) throws -> T) throws -> T {
+            let (socket, port) = try Socket.boundOnLoopback()
+            defer { socket.closeNow() }
+            return try body(port)
+        }
+
         /// The outcome of sending `request` (bounded wait: a hang is a failure, not a hung test).
         func send(_ request: URLRequest, transfer: TransferOptions = TransferOptions(), within seconds: Double = 30)
             throws -> Result<ConnectResponse, any Error>
@@ -498,11 +507,12 @@ public enum TransportConformance {
     /// A connection refused (nothing listens on the port) fails with ``SwiftConnect/ConnectError/Kind/cannotConnect``:
     /// the kind a retry policy and the caller's message go by, not a generic transport failure.
     static let refusedConnection = Check(name: "refused connection") { context in
-        let port = try context.withServer { server in server.port }
-        var refused = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/")!)
-        refused.timeoutInterval = 10
-        let error = try context.error(refused)
-        try context.expect(error.kind == .cannotConnect, "a refused connection came back as \(error)")
+        try context.withRefusedPort { port in
+            var refused = URLRequest(url: URL(string: "http://127.0.0.1:\(port)/")!)
+            refused.timeoutInterval = 10
+            let error = try context.error(refused)
+            try context.expect(error.kind == .cannotConnect, "a refused connection came back as \(error)")
+        }
     }
 
     /// A POST on a kept-alive connection that the server closes without answering fails at once with

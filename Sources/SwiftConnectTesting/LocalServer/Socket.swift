@@ -23,6 +23,23 @@ struct Socket: Sendable, Hashable {
     /// - Returns: The listener and the port the kernel chose.
     /// - Throws: ``LocalServer/SocketError`` naming the call that failed.
     static func listenOnLoopback() throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
+        try bindToLoopback(listening: true)
+    }
+
+    /// Creates a socket bound to `127.0.0.1` on an ephemeral port that does not listen: a connection to the port is
+    /// refused (the kernel answers it with a reset). On Linux, no other socket can take the port while this one is
+    /// open: it is bound without `SO_REUSEADDR` or `SO_REUSEPORT`, which two sockets must both set to share a port,
+    /// and the kernel gives no explicitly bound port to an outgoing connection.
+    ///
+    /// - Returns: The socket, to close once the port is no longer needed, and its port.
+    /// - Throws: ``LocalServer/SocketError`` naming the call that failed.
+    static func boundOnLoopback() throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
+        try bindToLoopback(listening: false)
+    }
+
+    /// A socket bound to `127.0.0.1` on an ephemeral port: a non-blocking listener reusing the address, or, when
+    /// `listening` is `false`, a socket that only holds the port.
+    private static func bindToLoopback(listening: Bool) throws(LocalServer.SocketError) -> (socket: Socket, port: Int) {
         #if canImport(Darwin)
             let fd = socket(AF_INET, SOCK_STREAM, 0)
         #else
@@ -31,8 +48,10 @@ struct Socket: Sendable, Hashable {
         guard fd >= 0 else { throw .init(operation: "socket", code: errno) }
         let listener = Socket(fd: fd)
         do throws(LocalServer.SocketError) {
-            try listener.setOption(SOL_SOCKET, SO_REUSEADDR, 1, name: "setsockopt(SO_REUSEADDR)")
-            try listener.setNonBlocking(true)
+            if listening {
+                try listener.setOption(SOL_SOCKET, SO_REUSEADDR, 1, name: "setsockopt(SO_REUSEADDR)")
+                try listener.setNonBlocking(true)
+            }
 
             var address = sockaddr_in()
             #if canImport(Darwin)
@@ -47,7 +66,7 @@ struct Socket: Sendable, Hashable {
                 }
             }
             guard bound == 0 else { throw .init(operation: "bind", code: errno) }
-            guard listen(fd, 1024) == 0 else { throw .init(operation: "listen", code: errno) }
+            guard !listening || listen(fd, 1024) == 0 else { throw .init(operation: "listen", code: errno) }
 
             var length = socklen_t(MemoryLayout<sockaddr_in>.size)
             let named = withUnsafeMutablePointer(to: &address) {
