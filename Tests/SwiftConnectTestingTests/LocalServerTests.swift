@@ -187,6 +187,25 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/smuggled"), 0)
     }
 
+    func testAnHTTP10RequestWithTransferEncodingIsAnsweredThenTheConnectionCloses() throws {
+        // Given: HTTP/1.0 has no transfer coding; a reader of the same bytes may frame them otherwise (RFC 9112 §6.1)
+        server.route("POST", "/echo") { request in .data(request.body) }
+        server.route("GET", "/smuggled") { _ in .text("smuggled") }
+        let client = try RawClient(port: server.port)
+
+        // When: a kept-alive HTTP/1.0 request with a chunked body, then a second request
+        client.send(
+            "POST /echo HTTP/1.0\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "3\r\nabc\r\n0\r\n\r\n" + "GET /smuggled HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+        let response = try client.readResponse()
+
+        // Then: answered, then closed: the second request is not read
+        XCTAssertEqual(response.text, "abc")
+        XCTAssertEqual(response.header("connection"), "close")
+        XCTAssertTrue(client.readsEndOfStream())
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/smuggled"), 0)
+    }
+
     func testAChunkSizeMayBeFollowedByWhiteSpaceButNotSplitOrPrecededByIt() throws {
         // Given: sizes followed by white space, before an extension and before the line's end (RFC 9112 §7.1.1)
         server.route("POST", "/echo") { request in .data(request.body) }

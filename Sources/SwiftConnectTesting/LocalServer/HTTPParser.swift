@@ -102,11 +102,11 @@ struct RequestHead {
         return minorVersion >= 1 || tokens.contains("keep-alive")
     }
 
-    /// Whether the head has both `Transfer-Encoding` and `Content-Length`: its body is read by the transfer coding,
-    /// and the connection closes after the answer (RFC 9112 §6.1), since another reader of the same bytes (a proxy)
-    /// may have framed them by the length: the rest could be a smuggled request.
-    var hasTransferEncodingAndLength: Bool {
-        header("transfer-encoding") != nil && header("content-length") != nil
+    /// Whether the head has `Transfer-Encoding` with `Content-Length`, or in HTTP/1.0, which has no transfer coding:
+    /// its body is read by the transfer coding, and the connection closes after the answer (RFC 9112 §6.1), since
+    /// another reader of the same bytes (a proxy) may have framed them otherwise: the rest could be a smuggled request.
+    var hasUnreliableFraming: Bool {
+        header("transfer-encoding") != nil && (header("content-length") != nil || minorVersion == 0)
     }
 
     /// Whether the client waits for a `100 Continue` before sending its body (HTTP/1.1 and later only).

@@ -76,7 +76,7 @@ extension LocalServer {
             )
             var response: Response
             // Whether the connection must close after the response, whatever the client asked.
-            var mustClose = head.hasTransferEncodingAndLength
+            var mustClose = head.hasUnreliableFraming
             switch handler {
             case .streaming(let handle):
                 request.bodyLength = nil

@@ -7,8 +7,8 @@ import SwiftConnect
 /// Register routes, start it, point a client at ``baseURL``, then assert on what it received and on its
 /// statistics. Each connection is served by its own thread, with keep-alive, pipelining, chunked bodies and
 /// `Expect: 100-continue`. Request head lines may end with CRLF or a bare LF (RFC 9112 §2.2 allows both). A request
-/// with both `Transfer-Encoding` and `Content-Length` is read by its transfer coding, and its connection closed after
-/// the answer (RFC 9112 §6.1). A
+/// with `Transfer-Encoding` and `Content-Length`, or with `Transfer-Encoding` in HTTP/1.0, is read by its transfer
+/// coding, and its connection closed after the answer (RFC 9112 §6.1). A
 /// ``Response`` can also misbehave on purpose (see ``Response/Fault``) to exercise a
 /// client's error handling.
 ///
