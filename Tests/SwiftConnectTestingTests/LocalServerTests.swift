@@ -206,6 +206,30 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/smuggled"), 0)
     }
 
+    func testATransferCodingOtherThanChunkedAloneIsRefused() throws {
+        // Given: codings the server does not decode, before `chunked` (RFC 9112 §6.1)
+        server.route("POST", "/echo") { request in .data(request.body) }
+        for codings in ["gzip, chunked", "chunked, chunked", "gzip\r\nTransfer-Encoding: chunked"] {
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send(
+                "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: \(codings)\r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then: refused, not handed over as if the body were plain
+            XCTAssertEqual(response.status, 400, codings.debugDescription)
+            XCTAssertTrue(response.text.contains("unsupported transfer encoding"), response.text)
+            XCTAssertTrue(client.readsEndOfStream(), codings.debugDescription)
+        }
+        XCTAssertEqual(server.requestCount(for: "POST", path: "/echo"), 0)
+
+        // And `chunked` alone, in any case and spacing, is read
+        let client = try RawClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding:  Chunked \r\n\r\n3\r\nabc\r\n0\r\n\r\n")
+        XCTAssertEqual(try client.readResponse().text, "abc")
+    }
+
     func testAChunkSizeMayBeFollowedByWhiteSpaceButNotSplitOrPrecededByIt() throws {
         // Given: sizes followed by white space, before an extension and before the line's end (RFC 9112 §7.1.1)
         server.route("POST", "/echo") { request in .data(request.body) }

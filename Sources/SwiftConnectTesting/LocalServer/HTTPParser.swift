@@ -218,9 +218,12 @@ enum HTTPParser {
     static func framing(of head: RequestHead) throws(HTTPParseError) -> BodyFraming {
         let transferEncodings = head.headers.filter { $0.name.caseInsensitiveEquals("transfer-encoding") }
         if !transferEncodings.isEmpty {
-            let last = transferEncodings.last!.value.split(separator: ",").last?
-                .trimmingCharacters(in: .whitespaces).lowercased()
-            guard last == "chunked" else { throw .malformed("unsupported transfer encoding") }
+            // Every field's codings, in order: the server decodes none but `chunked`, which is applied once, last.
+            // Another one (`gzip, chunked`) was handed to the handler as if the body were plain.
+            let codings = transferEncodings.flatMap { $0.value.split(separator: ",") }
+                .map { $0.trimmingCharacters(in: .whitespaces).lowercased() }
+                .filter { !$0.isEmpty }
+            guard codings == ["chunked"] else { throw .malformed("unsupported transfer encoding") }
             return .chunked
         }
         let lengths = head.headers.filter { $0.name.caseInsensitiveEquals("content-length") }
