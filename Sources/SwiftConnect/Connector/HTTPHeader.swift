@@ -146,7 +146,9 @@ extension HTTPHeader {
     /// key), `dpop` (a DPoP proof, RFC 9449), `codeverifier` (OAuth PKCE's `code_verifier`, RFC 7636), `assertion`
     /// (a JWT a client authenticates with: `client_assertion`, RFC 7523), `passphrase`, or a key named for what it
     /// opens: `appkey`, `applicationkey` (`DD-APPLICATION-KEY`), `licensekey`, `masterkey`, `adminkey`, `clientkey`,
-    /// `signingkey`, `encryptionkey` (a key that opens nothing, such as `Idempotency-Key`, is shown). Query items
+    /// `signingkey`, `encryptionkey` (a key that opens nothing, such as `Idempotency-Key`, is shown). A name that ends
+    /// with `assertiontype` or `tokentype` (`client_assertion_type`, `token_type`) names the public type of a
+    /// credential, and is shown. Query items
     /// and body fields are recognised by the same list; a query item named exactly `key`, `sig` or `code` (API keys,
     /// signed URLs and OAuth authorization codes) is hidden too.
     ///
@@ -162,8 +164,19 @@ extension HTTPHeader {
             default: folded.append(asciiLowercased(byte))
             }
         }
+        if publicTypeSuffixes.contains(where: { folded.count >= $0.count && folded.suffix($0.count).elementsEqual($0) })
+        {
+            return false
+        }
         return sensitiveFragmentBytes.contains { fragment in containsRun(fragment, in: folded) }
     }
+
+    /// The ends of names that hold the public type of a credential rather than the credential, folded as
+    /// ``isSensitive(name:)`` folds names: `client_assertion_type` (a URN such as
+    /// `urn:ietf:params:oauth:client-assertion-type:jwt-bearer`, RFC 7521 §4.2), `token_type` (`Bearer`, RFC 6749
+    /// §5.1) and the token exchange's `subject_token_type`, `actor_token_type`, `requested_token_type` and
+    /// `issued_token_type` (URNs, RFC 8693).
+    private static let publicTypeSuffixes: [[UInt8]] = [Array("assertiontype".utf8), Array("tokentype".utf8)]
 
     /// `headers` with each name (ignoring case) once, where it first comes, with the value it last has: a list of
     /// defaults where a later field replaces an earlier one of the same name, as a connector's headers do

@@ -89,6 +89,29 @@ final class OAuthNamesRedactionTests: XCTestCase {
         XCTAssertTrue(HTTPHeader.isSensitive(name: "X-Goog-IAP-JWT-Assertion"))
     }
 
+    /// `client_assertion_type` holds a public URN (RFC 7521 §4.2), and `token_type` a scheme such as `Bearer`: the
+    /// types of credentials, not credentials. They were hidden because their names hold `assertion` and `token`.
+    func testTheTypeOfAnAssertionOrATokenIsShown() {
+        let jwt = "eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJhcHAifQ.c2lnbmVk"
+        let urn = "urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer"
+        let form = shown(
+            "client_assertion_type=\(urn)&client_assertion=\(jwt)&subject_token_type=urn%3Aietf%3Aparams%3Aoauth"
+                + "%3Atoken-type%3Aaccess_token", "application/x-www-form-urlencoded")
+        XCTAssertEqual(
+            form,
+            "client_assertion_type=\(urn)&client_assertion=<redacted>"
+                + "&subject_token_type=urn%3Aietf%3Aparams%3Aoauth%3Atoken-type%3Aaccess_token")
+        XCTAssertEqual(
+            shown(#"{"access_token":"tok-123456789","client_assertion_type":"urn:x","token_type":"Bearer"}"#),
+            #"{"access_token":"<redacted>","client_assertion_type":"urn:x","token_type":"Bearer"}"#)
+        for name in ["client_assertion_type", "token_type", "requested_token_type", "X-Token-Type"] {
+            XCTAssertFalse(HTTPHeader.isSensitive(name: name), name)
+        }
+        for name in ["client_assertion", "type_token", "token_typed", "id_token"] {
+            XCTAssertTrue(HTTPHeader.isSensitive(name: name), name)
+        }
+    }
+
     /// Keys named for what they open rather than as an "API key": Datadog's `DD-APPLICATION-KEY`, New Relic's
     /// `X-License-Key`, an `app_key` query item, a `master_key`, `admin_key`, `client_key`, `signing_key` or
     /// `encryption_key` field. Keys that open nothing stay shown (`Idempotency-Key`, `Sec-WebSocket-Key`,
