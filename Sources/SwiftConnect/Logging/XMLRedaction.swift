@@ -86,13 +86,24 @@ package enum XMLRedaction {
     }
 
     /// `secretRanges(in:)`, each with the name that makes it secret: the element's or the attribute's, without
-    /// its namespace prefix.
+    /// its namespace prefix, or for the value of a name/value pair the name the pair gives.
+    ///
+    /// A name/value pair is read as in JSON (``Redaction/isNamedSecretValue(_:in:)``): the content of an element
+    /// named `Value` whose sibling `Name` or `Key` element holds a secret's name (`<Key>api_key</Key><Value>…</Value>`,
+    /// as AWS tags and SOAP parameter lists write one), in either order, and the `value` attribute of a start tag whose
+    /// `name` or `key` attribute names one (`<add key="ApiKey" value="…"/>`, `<param name="token" value="…"/>`). Names
+    /// are judged by ``Redaction/isSensitiveQueryItem(_:)``, element and attribute names ignoring ASCII case.
     package static func namedSecretRanges(in bytes: [UInt8]) -> [(name: String, range: Range<Int>)] {
         var ranges: [(name: String, range: Range<Int>)] = []
         var scanner = Scanner(bytes: bytes, end: bytes.count)
         var depth = 0
         // The start of the content of the sensitive element being read, and the depth it opened at.
         var hidden: (name: String, contentStart: Int, depth: Int)?
+        // Per open element, by depth: the secret's name a `Name` or `Key` child gave, and the contents of its `Value`
+        // children not yet hidden (a `Value` may come before its `Key`).
+        var pairs: [Int: (secretName: String?, values: [Range<Int>])] = [:]
+        // The `Name`, `Key` or `Value` child being read, with where its content starts and the depth it opened at.
+        var pairMember: (isValue: Bool, contentStart: Int, depth: Int)?
         while let token = scanner.next() {
             switch token.kind {
             case .start(let name, let selfClosing, let attributes):
@@ -100,18 +111,53 @@ package enum XMLRedaction {
                     if !selfClosing { depth += 1 }
                     continue
                 }
+                let pairName = attributes.lazy.compactMap { attribute -> String? in
+                    let attributeName = localName(bytes[attribute.name])
+                    guard Self.isPairName(attributeName) else { return nil }
+                    let value = String(decoding: bytes[attribute.value], as: UTF8.self)
+                    return Redaction.isSensitiveQueryItem(value) ? value : nil
+                }.first
                 for attribute in attributes {
                     let attributeName = localName(bytes[attribute.name])
-                    if Redaction.isSensitiveField(attributeName) { ranges.append((attributeName, attribute.value)) }
+                    if Redaction.isSensitiveField(attributeName) {
+                        ranges.append((attributeName, attribute.value))
+                    } else if let pairName, HTTPHeader.asciiCaseInsensitiveEquals(attributeName, "value") {
+                        ranges.append((pairName, attribute.value))
+                    }
                 }
                 if selfClosing { continue }
                 depth += 1
+                pairs[depth] = nil
                 let elementName = localName(bytes[name])
-                if Redaction.isSensitiveField(elementName) { hidden = (elementName, token.end, depth) }
+                if Redaction.isSensitiveField(elementName) {
+                    hidden = (elementName, token.end, depth)
+                } else if Self.isPairName(elementName) || HTTPHeader.asciiCaseInsensitiveEquals(elementName, "value") {
+                    pairMember = (HTTPHeader.asciiCaseInsensitiveEquals(elementName, "value"), token.end, depth)
+                }
             case .end:
                 if let open = hidden, depth == open.depth {
                     ranges.append((open.name, open.contentStart..<token.start))
                     hidden = nil
+                } else if hidden == nil, let member = pairMember, depth == member.depth {
+                    pairMember = nil
+                    let content = member.contentStart..<token.start
+                    var pair = pairs[depth - 1] ?? (nil, [])
+                    if member.isValue {
+                        if let secretName = pair.secretName {
+                            ranges.append((secretName, content))
+                        } else {
+                            pair.values.append(content)
+                        }
+                    } else {
+                        let name = String(decoding: bytes[content], as: UTF8.self)
+                            .trimmingCharacters(in: .whitespacesAndNewlines)
+                        if Redaction.isSensitiveQueryItem(name) {
+                            pair.secretName = name
+                            ranges += pair.values.map { (name, $0) }
+                            pair.values = []
+                        }
+                    }
+                    pairs[depth - 1] = pair
                 }
                 depth = max(0, depth - 1)
             case .cdata, .other:
@@ -119,7 +165,23 @@ package enum XMLRedaction {
             }
         }
         if let open = hidden { ranges.append((open.name, open.contentStart..<bytes.count)) }
-        return ranges.filter { !$0.range.isEmpty }
+        // In order, and none inside another (a sensitive element inside a `Value` hidden after it).
+        var ordered: [(name: String, range: Range<Int>)] = []
+        for entry in ranges.filter({ !$0.range.isEmpty }).sorted(by: { $0.range.lowerBound < $1.range.lowerBound }) {
+            if let last = ordered.last, entry.range.lowerBound < last.range.upperBound {
+                if entry.range.upperBound > last.range.upperBound {
+                    ordered[ordered.count - 1].range = last.range.lowerBound..<entry.range.upperBound
+                }
+                continue
+            }
+            ordered.append(entry)
+        }
+        return ordered
+    }
+
+    /// Whether an element or attribute name is the name of a name/value pair: `name` or `key`, ignoring ASCII case.
+    private static func isPairName(_ name: String) -> Bool {
+        HTTPHeader.asciiCaseInsensitiveEquals(name, "name") || HTTPHeader.asciiCaseInsensitiveEquals(name, "key")
     }
 
     /// A name without its namespace prefix (`api:token` gives `token`).

@@ -61,6 +61,39 @@ final class XMLRedactionTests: XCTestCase {
         }
     }
 
+    /// A name/value pair whose name is a secret's (AWS's `<Key>…</Key><Value>…</Value>`, a SOAP parameter's
+    /// `<Name>`, a config's `<add key="…" value="…"/>`) hides its value, in either order, as a JSON pair does; a pair
+    /// with an ordinary name is shown. The values showed.
+    func testTheValueOfANameValuePairNamedLikeASecretIsHidden() {
+        XCTAssertEqual(
+            shown(
+                "<Tags><Tag><Key>api_key</Key><Value>AKIA-SECRET11</Value></Tag>"
+                    + "<Tag><Key>env</Key><Value>prod</Value></Tag></Tags>"),
+            "<Tags><Tag><Key>api_key</Key><Value><redacted></Value></Tag>"
+                + "<Tag><Key>env</Key><Value>prod</Value></Tag></Tags>")
+        XCTAssertEqual(
+            shown("<p><soap:Value>SECRET12</soap:Value><soap:Name> Password </soap:Name></p><Value>1</Value>"),
+            "<p><soap:Value><redacted></soap:Value><soap:Name> Password </soap:Name></p><Value>1</Value>")
+        XCTAssertEqual(
+            shown(#"<c><add key="ApiKey" value="SECRET13"/><add key="Mode" value="fast"/></c>"#),
+            #"<c><add key="ApiKey" value="<redacted>"/><add key="Mode" value="fast"/></c>"#)
+        XCTAssertEqual(
+            shown(#"<param name="token" value='SECRET14'/>"#), #"<param name="token" value='<redacted>'/>"#)
+        XCTAssertEqual(
+            shown("<a><Name>code</Name><Value><x><password>SECRET15</password></x></Value></a>"),
+            "<a><Name>code</Name><Value><redacted></Value></a>")
+    }
+
+    /// A request's XML pair is a secret by value too, where an answer echoes it.
+    func testAnXMLPairsSecretIsHiddenWhereTheAnswerEchoesIt() throws {
+        var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.test/tags")))
+        request.setValue("application/xml", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data("<Tag><Key>X-Api-Key</Key><Value>PAIR-SECRET16</Value></Tag>".utf8)
+
+        XCTAssertEqual(SecretValues(of: request).hiding(in: "bad key PAIR-SECRET16"), "bad key <redacted>")
+        XCTAssertFalse(cURLCommand(for: request).contains("PAIR-SECRET16"))
+    }
+
     func testCURLOutputHidesTheSecretsOfAnXMLBody() throws {
         var request = URLRequest(url: try XCTUnwrap(URL(string: "https://api.test/login")))
         request.httpMethod = "POST"
