@@ -127,7 +127,7 @@ package enum Redaction {
         let path = components.percentEncodedPath
         let query = components.percentEncodedQuery
         let fragment = components.percentEncodedFragment
-        guard query != nil || fragment != nil || path.contains(";") else {
+        guard query != nil || fragment != nil || redactedPath(path) != path else {
             return components.string ?? urlText(url.absoluteString)
         }
         // The placeholder is not valid in a percent-encoded path or query, so the display string is assembled by hand.
@@ -141,13 +141,79 @@ package enum Redaction {
 
     /// A percent-encoded path with the values of its sensitive path parameters hidden: those after a `;` in a segment,
     /// `name=value` pairs as in a query (`/app;jsessionid=<redacted>/cart`, a servlet container's session for a
-    /// client without cookies). The segments themselves are shown.
+    /// client without cookies), and the tokens of the path shapes that carry one (``pathTokens(in:)``: a Telegram bot's
+    /// `/bot123:<redacted>/getMe`, a webhook's `/services/T…/B…/<redacted>`). Other segments are shown.
     static func redactedPath(_ path: String) -> String {
-        guard path.contains(";") else { return path }
-        return path.split(separator: "/", omittingEmptySubsequences: false).map { segment in
-            guard let semicolon = segment.firstIndex(of: ";") else { return String(segment) }
+        let tokens = pathTokens(in: path)
+        guard path.contains(";") || !tokens.isEmpty else { return path }
+        var segments = path.split(separator: "/", omittingEmptySubsequences: false).map(String.init)
+        for token in tokens {
+            segments[token.segment] = segments[token.segment].replacingOccurrences(of: token.value, with: placeholder)
+        }
+        return segments.map { segment in
+            guard let semicolon = segment.firstIndex(of: ";") else { return segment }
             return String(segment[...semicolon]) + redactedQuery(String(segment[segment.index(after: semicolon)...]))
         }.joined(separator: "/")
+    }
+
+    /// The tokens a path carries in a segment of its own, each with the index of its segment (splitting at every `/`),
+    /// found by three shapes only, so that ordinary ids are never taken for one:
+    ///
+    /// - a Telegram bot's token, `/bot<digits>:<token>/…` (the bot API's URLs), the token 30 or more of `A-Z a-z 0-9 _
+    ///   -` after the `:` (also written `%3A`); the bot's number before it is shown;
+    /// - a Slack webhook's secret, the segment after `/services/T…/B…/` (the workspace's and the bot's ids, capital
+    ///   letters and digits), 16 or more letters and digits;
+    /// - a webhook's token after its numeric id, `/webhooks/<digits>/<token>` (Discord's `/api/webhooks/…`), the id 5
+    ///   digits or more and the token 30 or more of `A-Z a-z 0-9 _ -`.
+    ///
+    /// `package`, for the test kit's recordings, which hide the same tokens.
+    package static func pathTokens(in path: String) -> [(segment: Int, value: String)] {
+        guard path.contains("/") else { return [] }
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        var found: [(segment: Int, value: String)] = []
+        for (index, segment) in segments.enumerated() {
+            // `bot<digits>:<token>`, the segment up to a path parameter.
+            let plain = segment.prefix { $0 != ";" }
+            if plain.hasPrefix("bot") {
+                let rest = plain.dropFirst(3)
+                let digits = rest.prefix(while: { $0.isASCII && $0.isNumber })
+                let afterDigits = rest[digits.endIndex...]
+                let colon = ["%3A", "%3a", ":"].first { afterDigits.hasPrefix($0) }
+                if !digits.isEmpty, let colon {
+                    let token = afterDigits.dropFirst(colon.count)
+                    if token.count >= 30, token.allSatisfy(isTokenCharacter) { found.append((index, String(token))) }
+                }
+            }
+            if segment == "services", index + 3 < segments.count, isSlackID(segments[index + 1], "T"),
+                isSlackID(segments[index + 2], "B")
+            {
+                let secret = segments[index + 3]
+                if secret.count >= 16, secret.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber) }) {
+                    found.append((index + 3, String(secret)))
+                }
+            }
+            if segment == "webhooks", index + 2 < segments.count {
+                let id = segments[index + 1]
+                let token = segments[index + 2]
+                if id.count >= 5, id.allSatisfy({ $0.isASCII && $0.isNumber }), token.count >= 30,
+                    token.allSatisfy(isTokenCharacter)
+                {
+                    found.append((index + 2, String(token)))
+                }
+            }
+        }
+        return found
+    }
+
+    /// Whether `character` may be in a token of ``pathTokens(in:)``: an ASCII letter or digit, `_` or `-`.
+    private static func isTokenCharacter(_ character: Character) -> Bool {
+        character.isASCII && (character.isLetter || character.isNumber || character == "_" || character == "-")
+    }
+
+    /// Whether `segment` reads as a Slack id starting with `letter`: it and 6 or more capital letters and digits.
+    private static func isSlackID(_ segment: Substring, _ letter: Character) -> Bool {
+        segment.first == letter && segment.count >= 7
+            && segment.allSatisfy { $0.isASCII && ($0.isUppercase || $0.isNumber) }
     }
 
     /// The path parameters of a percent-encoded path: what follows the first `;` of each segment that has one.

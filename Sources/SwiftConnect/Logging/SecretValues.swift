@@ -17,7 +17,8 @@ import Foundation
 ///   for `Cookie`, each cookie's value;
 /// - the password of a URL's `user:password@`, and `user:password`; for a URL written without `//`
 ///   (`amy:pw@api.example.com`, whose `amy` Foundation reads as the scheme), what lies between its first `:` and `@`;
-/// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`);
+/// - the values of sensitive query items and fragment pairs (`?access_token=`, `#id_token=`), and the token of a path
+///   shape that carries one (``Redaction/pathTokens(in:)``: a Telegram bot's, a webhook's);
 /// - the values of sensitive fields of the body: JSON (at any depth; every string or number under a sensitive
 ///   key), URL-encoded forms, multipart forms and XML (every text and attribute value inside an element named
 ///   like a secret, and the value of an attribute named like one).
@@ -96,6 +97,8 @@ package struct SecretValues: Sendable, Equatable {
             for part in [components.percentEncodedQuery, components.percentEncodedFragment].compactMap({ $0 }) {
                 found += Self.formSecrets(part)
             }
+            // A token the path carries in a segment (a Telegram bot's, a webhook's).
+            found += Redaction.pathTokens(in: components.percentEncodedPath).map(\.value)
             // A session in a path parameter (`/app;jsessionid=…`).
             for parameters in Redaction.pathParameters(components.percentEncodedPath[...]) {
                 found += Self.formSecrets(parameters)
