@@ -381,10 +381,11 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         return SingleLineText.make(text, limit: 2 * ConnectError.excerptLimit)
     }
 
-    /// The secret values of the request, to hide wherever the error shows text, and those a JSON body hands out under
-    /// a secret name (a `session_id` the server's message quotes again).
+    /// The secret values of the request, to hide wherever the error shows text, those the response hands out in its
+    /// header fields (``SecretValues/init(handedOutIn:)``: an `X-Auth-Token` the body quotes again), and those a JSON
+    /// body hands out under a secret name (a `session_id` the server's message quotes again).
     func secrets() -> SecretValues {
-        let sent =
+        var sent =
             switch storedRequest {
             case nil: SecretValues()
             case .foundation(let request): SecretValues(of: request)
@@ -396,6 +397,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 }
 
+        if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
 /// `localizedDescription` says what failed, as ``ConnectError/description`` does, rather than Foundation's "The
 /// operation could not be completed": code that sees only `any Error` (an alert, a logger, `NSError` bridging) shows
 /// the stage, the message, the request and the status, secrets hidden.

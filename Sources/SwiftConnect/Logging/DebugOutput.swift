@@ -15,6 +15,8 @@ enum DebugOutput {
     /// The response's status, headers and body; with `redacting`, secrets hidden by name and the values of
     /// `secrets` hidden wherever they appear (a body that echoes the request's token).
     static func response(_ response: ConnectResponse, redacting: Bool, secrets: SecretValues) -> String {
+        // And those the response hands out in its fields (a login's `X-Auth-Token`), wherever its body quotes them.
+        let secrets = redacting ? secrets.union(SecretValues(handedOutIn: response.head.headerFields)) : secrets
         var lines = [rule]
         let method = response.request.httpMethod ?? "GET"
         let url = response.request.url.map { Redaction.url($0, redacting: redacting) } ?? "?"

@@ -127,6 +127,39 @@ package struct SecretValues: Sendable, Equatable {
         self = union(SecretValues(values: found))
     }
 
+    /// The secrets a response hands out in its header fields (a login's `X-Auth-Token`, a `Set-Cookie`, an
+    /// `X-Amz-Security-Token`), to hide wherever else what shows the response quotes them (its body, an error's
+    /// message, another field): the value of each field named like a secret (``HTTPHeader/isSensitive(name:)``) as a
+    /// request's header gives them, and of each field whose value reads as credentials (`X-Upstream: Bearer …`); for
+    /// `Set-Cookie`, each cookie's value (its attributes, such as `Expires`, are not secret).
+    init(handedOutIn fields: HeaderFields) {
+        var found: [String] = []
+        for field in fields {
+            let name = field.name.rawName
+            if name.lowercased().hasPrefix("set-cookie") {
+                found += Self.setCookieValues(field.value)
+            } else if HTTPHeader.isSensitive(name: name) || Redaction.schemeCredential(in: field.value) != nil {
+                found += Self.headerSecrets(field.value, name: name)
+            }
+        }
+        self.init(values: found)
+    }
+
+    /// The value of each cookie a `Set-Cookie` field sets (`sid=abc; Path=/` gives `abc`); fields joined with a comma
+    /// give each one's, and the comma inside an `Expires` date starts no cookie (what follows it has no `name=`).
+    private static func setCookieValues(_ value: String) -> [String] {
+        value.split(separator: ",").compactMap { piece in
+            let pair = piece.prefix { $0 != ";" }
+            guard let equals = pair.firstIndex(of: "=") else { return nil }
+            let name = pair[..<equals].trimmingCharacters(in: .whitespaces)
+            guard !name.isEmpty, HTTPHeader.isValidName(name) else { return nil }
+            let cookie = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
+            // A quoted cookie value (RFC 6265 §4.1.1) without its quotes.
+            return cookie.count >= 2 && cookie.hasPrefix("\"") && cookie.hasSuffix("\"")
+                ? String(cookie.dropFirst().dropLast()) : cookie
+        }
+    }
+
     /// The given values, with the forms they take in echoes.
     package init(values: [String]) {
         var long = Set<String>()

@@ -226,7 +226,7 @@ extension ConnectResponse: CustomStringConvertible, CustomReflectable {
     /// // Set-Cookie: <redacted>
     /// ```
     public var description: String {
-        let secrets = storedRequest.secretValues
+        let secrets = storedRequest.secretValues.union(SecretValues(handedOutIn: head.headerFields))
         let url = storedRequest.url.map { secrets.hiding(in: Redaction.url($0, redacting: true)) } ?? "?"
         let line = "HTTP \(statusCode) ← \(storedRequest.method) \(url) (\(data.count) bytes)"
         let fields = head.headerFields.hidingValues(secrets)
@@ -238,7 +238,7 @@ extension ConnectResponse: CustomStringConvertible, CustomReflectable {
     /// secret values hidden, and the body by its size. Foundation's request and response, made from the parts or
     /// kept as a transport reported them, are not shown.
     public var customMirror: Mirror {
-        let secrets = storedRequest.secretValues
+        let secrets = storedRequest.secretValues.union(SecretValues(handedOutIn: head.headerFields))
         return Mirror(
             self,
             children: [
