@@ -174,10 +174,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// It is at most 1,024 characters: secrets are hidden before it is cut, so that none is shown in part.
     public var message: String {
         get { SingleLineText.cut(secretsAreShown ? storedMessage : secrets().hiding(in: storedMessage)) }
-        set { storedMessage = newValue }
+        set {
+            storedMessage = newValue
+            messageShowingSecrets = nil
+        }
     }
     /// The message as it was made.
     private var storedMessage: String
+    /// The message with what was hidden by name as it was made (a redirect's `Location`) shown, when it differs:
+    /// ``showingSecrets(_:)`` makes it the message, for a client set not to redact. Setting ``message`` drops it.
+    var messageShowingSecrets: String?
     /// The detail of an ``Kind/invalidRequest`` failure.
     public var invalidRequestReason: InvalidRequestReason?
     /// The request as it was sent (or about to be), when known, as Foundation's `URLRequest`.
@@ -391,13 +397,13 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .foundation(let request): SecretValues(of: request)
             case .model(let sent): SecretValues(of: sent.request)
             }
+        if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
         guard let body else { return sent }
         let handedOut = Redaction.secretStrings(ofBody: body)
         return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))
     }
 }
 
-        if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
 /// `localizedDescription` says what failed, as ``ConnectError/description`` does, rather than Foundation's "The
 /// operation could not be completed": code that sees only `any Error` (an alert, a logger, `NSError` bridging) shows
 /// the stage, the message, the request and the status, secrets hidden.
@@ -542,6 +548,7 @@ extension ConnectError {
     static func showingSecrets(_ error: any Error) -> any Error {
         guard var connectError = error as? ConnectError else { return error }
         connectError.secretsAreShown = true
+        if let shown = connectError.messageShowingSecrets { connectError.message = shown }
         return connectError
     }
 

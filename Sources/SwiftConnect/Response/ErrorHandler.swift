@@ -380,16 +380,25 @@ extension ConnectError {
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
-        let redirect = (300...399).contains(status) ? RedirectRules.notFollowed(response) : ""
+        let isRedirect = (300...399).contains(status)
+        let redirect = isRedirect ? RedirectRules.notFollowed(response) : ""
         let cut = response.bodyCut == nil ? "" : " (only the first \(response.data.count) bytes of its body were read)"
         // Not a redirect's: its text ("Found. Redirecting to /login") is the framework's, and the `Location` is said.
         let text = status >= 400 && response.bodyCut == nil ? ErrorBody.plainText(of: response).map { ": " + $0 } : nil
-        return ConnectError(
+        var error = ConnectError(
             .httpStatus,
             message: "the server answered \(status) \(reason)\(redirect)\(text ?? "")\(cut)",
             request: response.storedRequest,
             head: response.storedHead,
             body: response.data
         )
+        if isRedirect {
+            // The `Location` as it came, for a client set not to redact: the message above hides its secrets.
+            let unredacted = RedirectRules.notFollowed(response, redacting: false)
+            if unredacted != redirect {
+                error.messageShowingSecrets = "the server answered \(status) \(reason)\(unredacted)\(cut)"
+            }
+        }
+        return error
     }
 }

@@ -73,10 +73,12 @@ enum RedirectRules {
 
     /// What to add to the message of a 3xx `response` that came back as the answer: where it pointed (its
     /// `Location`, redacted) and why the rules did not follow it, when they explain it; empty without a `Location`.
-    /// Built on the error path only. "Cannot be read again" is for a body from an `InputStream`.
-    static func notFollowed(_ response: ConnectResponse) -> String {
+    /// Built on the error path only. "Cannot be read again" is for a body from an `InputStream`. With `redacting`
+    /// `false`, the `Location` is quoted as it came, for a client set not to redact (``Connect/Settings/redactsSecrets``).
+    static func notFollowed(_ response: ConnectResponse, redacting: Bool = true) -> String {
         guard let location = response.header("Location") else { return "" }
-        let text = " to '\(SingleLineText.make(Redaction.urlText(location)))', not followed"
+        let shown = redacting ? Redaction.urlText(location) : location
+        let text = " to '\(SingleLineText.make(shown))', not followed"
         if self.location(of: response) == nil { return text + ": it has several Location fields" }
         if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
         let request = response.sentRequest

@@ -138,4 +138,40 @@ final class ConnectErrorDescriptionTests: XCTestCase {
             error.debugDescription.contains("  at: links.https://cdn.example.com/a.pdf?X-Amz-Signature=<redacted>&n=1"),
             error.debugDescription)
     }
+
+    /// The `Location` of a 3xx answer that was not followed is quoted in the message, its secrets hidden. A client set
+    /// not to redact showed it hidden all the same: it was redacted as the message was made, before the setting could
+    /// be read.
+    func testARedirectsLocationInTheMessageFollowsTheRedactionSetting() throws {
+        let location = "https://other.example/cb?access_token=tok-REDIRECT-12345&state=s1"
+        for redacting in [true, false] {
+            let connect = Connect(
+                transport: FakeTransport.answering(.status(302, headers: ["Location": location])), retryPolicy: nil,
+                settings: Connect.Settings(redactsSecrets: redacting))
+            let route = Route(url: try XCTUnwrap(URL(string: "https://api.example.com/start")))
+
+            let error = try XCTUnwrap(connectError(of: connect.request(route)))
+
+            for text in [error.message, error.description, error.debugDescription, error.localizedDescription] {
+                XCTAssertEqual(text.contains("tok-REDIRECT-12345"), !redacting, "redacting \(redacting): \(text)")
+                XCTAssertTrue(text.contains("other.example/cb?access_token="), text)
+            }
+            XCTAssertFalse(!redacting && error.message.contains("<redacted>"), error.message)
+        }
+    }
+
+    /// A request refused before it is sent says why in a message written where the URL is refused, by code that does
+    /// not know the client: its URL's secrets stay hidden there with redaction off (SECURITY.md, "Opting out"); the
+    /// description's request, which the client adds, shows them.
+    func testARefusedURLsMessageStaysRedactedWithRedactionOff() throws {
+        let connect = Connect(
+            transport: URLSessionTransport(), retryPolicy: nil, settings: Connect.Settings(redactsSecrets: false))
+        let route = Route(url: try XCTUnwrap(URL(string: "ftp://files.example/get?access_token=tok-FTP-123456")))
+
+        let error = try XCTUnwrap(connectError(of: connect.request(route)))
+
+        XCTAssertEqual(error.kind, .invalidRequest, "\(error)")
+        XCTAssertTrue(error.message.contains("access_token=<redacted>"), error.message)
+        XCTAssertFalse(error.message.contains("tok-FTP-123456"), error.message)
+    }
 }
