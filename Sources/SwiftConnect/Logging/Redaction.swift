@@ -127,7 +127,8 @@ package enum Redaction {
         let path = components.percentEncodedPath
         let query = components.percentEncodedQuery
         let fragment = components.percentEncodedFragment
-        guard query != nil || fragment != nil || redactedPath(path) != path else {
+        let shownPath = redactedPath(path)
+        guard query != nil || fragment != nil || shownPath != path else {
             return components.string ?? urlText(url.absoluteString)
         }
         // The placeholder is not valid in a percent-encoded path or query, so the display string is assembled by hand.
@@ -135,7 +136,7 @@ package enum Redaction {
         components.percentEncodedQuery = nil
         components.percentEncodedFragment = nil
         guard let base = components.string else { return urlText(url.absoluteString) }
-        return base + redactedPath(path) + (query.map { "?" + redactedQuery($0) } ?? "")
+        return base + shownPath + (query.map { "?" + redactedQuery($0) } ?? "")
             + (fragment.map { "#" + redactedQuery($0) } ?? "")
     }
 
