@@ -27,10 +27,11 @@ extension Connect {
         debugResponse: Bool = false
     ) -> Future<Data> {
         guard configuration != nil else {
-            let shown = Redaction.urlText(path)
+            // The path as the client's setting shows it: the error is made here, where the setting is known.
+            let shown = redactsSecrets ? Redaction.urlText(path) : path
             var error = ConnectError.invalidRequest(.invalidURL(shown))
             error.message = "'\(shown)' is relative and this client has no ServerConfiguration (use Connect(host:))"
-            return body(of: Future(error: error))
+            return body(of: Future(error: redactsSecrets ? error : ConnectError.showingSecrets(error)))
         }
         return request(
             Route(path, method: method, parameters: parameters, headers: headers), debugResponse: debugResponse)

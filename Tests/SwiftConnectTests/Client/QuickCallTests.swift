@@ -267,4 +267,23 @@ final class QuickCallTests: XCTestCase {
         }
         XCTAssertTrue(transport.requests.isEmpty)
     }
+
+    /// A relative path given to a client without a `ServerConfiguration` is refused, its message quoting the path: its
+    /// secrets hidden, unless the client was set not to redact. They showed hidden whatever the setting.
+    func testARelativePathsMessageFollowsTheRedactionSetting() throws {
+        for redacting in [true, false] {
+            let transport = FakeTransport.answering(.status(200))
+            let connect = Connect(
+                transport: transport, retryPolicy: nil, settings: Connect.Settings(redactsSecrets: redacting))
+
+            let error = try XCTUnwrap(connectError(of: connect.request("/me?access_token=tok-QUICK-123456")))
+
+            XCTAssertEqual(error.kind, .invalidRequest)
+            XCTAssertTrue(error.message.contains("/me?access_token="), error.message)
+            for text in [error.message, error.description, error.debugDescription] {
+                XCTAssertEqual(text.contains("tok-QUICK-123456"), !redacting, "redacting \(redacting): \(text)")
+            }
+            XCTAssertTrue(transport.requests.isEmpty)
+        }
+    }
 }
