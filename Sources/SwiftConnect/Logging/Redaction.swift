@@ -167,8 +167,8 @@ package enum Redaction {
     /// - a webhook's token after its numeric id, `/webhooks/<digits>/<token>` (Discord's `/api/webhooks/…`), the id 5
     ///   digits or more and the token 30 or more of `A-Z a-z 0-9 _ -`.
     ///
-    /// `package`, for the test kit's recordings, which hide the same tokens.
-    package static func pathTokens(in path: String) -> [(segment: Int, value: String)] {
+    /// ``SecretValues`` counts these tokens among a request's secret values, so that recordings hide them too.
+    static func pathTokens(in path: String) -> [(segment: Int, value: String)] {
         guard path.contains("/") else { return [] }
         let segments = path.split(separator: "/", omittingEmptySubsequences: false)
         var found: [(segment: Int, value: String)] = []
