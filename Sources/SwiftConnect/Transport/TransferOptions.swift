@@ -15,10 +15,11 @@ public struct TransferOptions: Sendable {
     /// It must be a readable regular file (a symbolic link to one is followed): a directory, a pipe or a device fails
     /// the request with ``ConnectError/Kind/fileAccess`` before anything is sent, on every transport.
     ///
-    /// Its length is read before it is sent, and it must not change until the answer comes.
-    /// `AsyncHTTPClientTransport` fails a file that shrinks meanwhile; ``URLSessionTransport`` on Linux sends what
-    /// there is, and the server waits for the rest until the request's timeout, which is what the call reports (a
-    /// file that grows fails as a lost connection). `Connect`'s uploads send a private copy, which nothing changes.
+    /// Its length is read before it is sent, and it must not change until the answer comes. A file that shrinks
+    /// meanwhile fails the call at once: `AsyncHTTPClientTransport` with ``ConnectError/Kind/transport``,
+    /// ``URLSessionTransport`` on Linux, which watches the file while it is sent, with
+    /// ``ConnectError/Kind/invalidRequest`` naming the file (a file that grows fails as a lost connection there).
+    /// `Connect`'s uploads send a private copy, which nothing changes.
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists. A
     /// symbolic link there is replaced by the file, never followed: what it leads to is left as it was (a link planted

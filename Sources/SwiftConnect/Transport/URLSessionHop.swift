@@ -101,6 +101,16 @@ struct URLSessionHopEngine: HTTPEngine {
         if let invalidation { body.whenEnded { invalidation.invalidate(cancellingTasks: false) } }
         let handler = HopHandler(request: request, body: body, sent: hop.sent, bodyReader: bodyReader)
         taskDelegate.register(handler, for: task)
+        // On Linux a body file that shrinks while it is sent fails the hop at once, not at its deadline. The task is
+        // not cancelled: FoundationNetworking may still be reading the file, and a cancellation then can stop the
+        // process (RELIABILITY.md). It ends on its own: the server's answer, or its timeout.
+        if case .file(let url, let length) = hop.body,
+            let watch = BodyFileShrinkWatch(
+                url, length: length,
+                shrank: { [weak handler] error in handler?.bodyFileShrank(error, length: length) })
+        {
+            body.whenEnded { watch.cancel() }
+        }
         return try await withTaskCancellationHandler {
             let head = try await withCheckedThrowingContinuation { continuation in
                 handler.waitForHead(continuation)
@@ -270,6 +280,14 @@ final class HopHandler: Sendable {
         }
         // A declined challenge's cancellation ends the 401's body, which came before it.
         body.finish(throwing: failure ?? (declined == nil ? error : nil))
+    }
+
+    /// The body file holds fewer bytes than the `length` announced (``BodyFileShrinkWatch``): the hop fails with
+    /// `error` now, unless the answer's head came first or every byte went out already. Its task is left to end on its
+    /// own; its end, when it comes, is no news.
+    func bodyFileShrank(_ error: ConnectError, length: Int64) {
+        let fails = state.withLock { !$0.answered && $0.sent < length }
+        if fails { answer(.failure(error)) }
     }
 
     /// The engine's `send` was cancelled: it stops waiting for the head.

@@ -225,6 +225,42 @@ final class URLSessionTransportTests: XCTestCase {
         }
     #endif
 
+    // MARK: - Body files
+
+    #if os(Linux)
+        /// A body file truncated while it is sent fails the call with `.invalidRequest` naming the file, at once: it
+        /// used to leave the server waiting for the rest of the announced length, and the call hung until its timeout
+        /// (`.timedOut`, a minute by default).
+        func testABodyFileThatShrinksWhileSentFailsAsAnInvalidRequest() throws {
+            // Given a 64 MiB file (sparse), truncated to 1 MiB once its first bytes went out
+            server.route("POST", "/upload") { request in .json(["received": request.body.count]) }
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("shrinking-\(UUID().uuidString)")
+            XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: nil))
+            defer { try? FileManager.default.removeItem(at: file) }
+            XCTAssertEqual(truncate(file.path, 64 << 20), 0)
+            let truncated = Protected(false)
+            let transfer = TransferOptions(
+                bodyFile: file,
+                progress: { progress in
+                    guard progress.bytesSent > 0, !truncated.withLock({ $0 }) else { return }
+                    truncated.withLock { $0 = true }
+                    XCTAssertEqual(truncate(file.path, 1 << 20), 0)
+                })
+            var request = URLRequest(url: server.baseURL.appendingPathComponent("upload"), timeoutInterval: 60)
+            request.httpMethod = "POST"
+
+            // When
+            let result = try URLSessionTransport().send(request, transfer: transfer).waitForResult(timeout: 30)
+
+            // Then
+            guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+            XCTAssertTrue(truncated.withLock { $0 })
+            XCTAssertEqual(error.kind, .invalidRequest, error.description)
+            XCTAssertTrue(error.message.contains(file.path), error.message)
+            XCTAssertTrue(error.message.contains("shrank"), error.message)
+        }
+    #endif
+
     // MARK: - Clients come and go
 
     #if os(Linux)

@@ -7,8 +7,9 @@ import Foundation
 // The workarounds for FoundationNetworking (URLSession on Linux, built on libcurl), one section per platform
 // defect: what goes wrong, what the transport does about it, and the test that shows it. The transport's main
 // files (URLSessionTransport.swift, SessionDelegate.swift) describe the portable behaviour and call the hooks
-// below. One defect has a file of its own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
-// session twice races). FoundationNetworking's loss of a request body on a redirect needs no workaround any more:
+// below. Two defects have a file of their own in this folder: ``IsolatedSessionInvalidation`` (invalidating a
+// session twice races) and ``BodyFileShrinkWatch`` (a body file that shrinks while it is sent leaves the server
+// waiting). FoundationNetworking's loss of a request body on a redirect needs no workaround any more:
 // a request with a body runs through the core's exchange (``URLSessionHopEngine``), which follows every redirect
 // itself and sends the body again; nor do its relative redirects losing their encoded slashes, or a redirect's next
 // hop going without the session's cookies: URLSession's delegate declines every redirect, and the core builds each
