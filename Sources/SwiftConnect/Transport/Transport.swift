@@ -270,7 +270,10 @@ private func inMemory(
     do {
         try ReplacementFile.write(response.data, to: destination)
     } catch {
-        throw ConnectError.fileAccess(error, url: destination, request: request)
+        // With the answer's head: the server answered, and the caller learns how, though the body could not be kept.
+        var failure = ConnectError.fileAccess(error, url: destination, request: request)
+        failure.storedHead = response.storedHead
+        throw failure
     }
     reportProgress()
     var written = response

@@ -109,6 +109,27 @@ final class DownloadDestinationTests: XCTestCase {
         assertTheOldFileIsKept()
     }
 
+    /// A folder that stops being one while the request is out (replaced by a regular file here: a folder made
+    /// read-only does not stop root, which the tests run as) fails the download with ``ConnectError/Kind/fileAccess``
+    /// naming the destination and carrying the answer's status and fields: the server answered, and the caller learns
+    /// how (the error used to say nothing of the answer). Nothing is left beside the destination.
+    func testADownloadWhoseFolderWentWhileTheRequestWasOutFailsWithTheAnswersHead() throws {
+        let folder = try XCTUnwrap(folder)
+        server.route("GET", "/report") { _ in
+            try? FileManager.default.removeItem(at: folder)
+            _ = FileManager.default.createFile(atPath: folder.path, contents: Data("not a folder".utf8))
+            return LocalServer.Response(headers: [("X-Report", "7")], body: Data(count: 1000))
+        }
+        XCTAssertThrowsError(try connect.download(Route("/report"), to: destination).wait(timeout: 30)) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .fileAccess, "\(error)")
+            XCTAssertTrue(error.message.contains(destination.path), error.message)
+            XCTAssertEqual(error.statusCode, 200)
+            XCTAssertEqual(error.headers["X-Report"], "7")
+        }
+        XCTAssertEqual(try Data(contentsOf: folder), Data("not a folder".utf8))
+    }
+
     /// A download redirected to an error status keeps the old file; redirected to the file, it replaces it.
     func testARedirectedDownloadReplacesTheFileOnlyWithTheFinalAnswersBody() throws {
         server.route("GET", "/moved") { _ in .redirect(to: "/missing") }

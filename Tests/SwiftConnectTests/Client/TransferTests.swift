@@ -363,6 +363,34 @@ final class TransferTests: XCTestCase {
         XCTAssertEqual(try Data(contentsOf: destination), bytes)
     }
 
+    /// A download through a transport that ignores transfer options, whose folder stops being one while the request
+    /// is out, fails with ``ConnectError/Kind/fileAccess`` naming the destination and carrying the answer's status:
+    /// the server answered, and the caller learns how.
+    func testADownloadThroughAnInMemoryTransportThatCannotBeWrittenCarriesTheAnswersStatus() throws {
+        // Given a folder that becomes a regular file once the request is out
+        let folder = temporaryURL()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let destination = folder.appendingPathComponent("report.bin")
+        let gate = Promise<Void>()
+        let transport = FakeTransport.answering(FakeResponse.data(Data(count: 1000)).released(by: gate.future))
+        let download = Connect(transport: transport, retryPolicy: nil).download(Download(), to: destination)
+        try FileManager.default.removeItem(at: folder)
+        XCTAssertTrue(FileManager.default.createFile(atPath: folder.path, contents: Data("not a folder".utf8)))
+
+        // When the answer comes
+        gate.succeed(())
+
+        // Then
+        XCTAssertThrowsError(try download.wait(timeout: 10)) {
+            guard let error = $0 as? ConnectError else { return XCTFail("\($0)") }
+            XCTAssertEqual(error.kind, .fileAccess, "\(error)")
+            XCTAssertTrue(error.message.contains(destination.path), error.message)
+            XCTAssertEqual(error.statusCode, 200)
+        }
+        XCTAssertEqual(try Data(contentsOf: folder), Data("not a folder".utf8))
+    }
+
     /// A transport that ignores transfer options has its body written by the core: over a private file, the file
     /// stays private (`Data.write(options: .atomic)` made it 0644, readable by every local user).
     func testADownloadThroughATransportThatIgnoresTransfersKeepsAPrivateFilePrivate() throws {

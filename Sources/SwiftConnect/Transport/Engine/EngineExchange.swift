@@ -420,7 +420,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         let limit = bodyLimit.map { Int64($0) } ?? .max
         // A successful download goes to a file beside its destination; any other body stays in memory.
         let destination = (200..<300).contains(status) ? transfer.destination : nil
-        let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0)) }
+        let download = try destination.map { (url: $0, file: try openDownloadFile(besides: $0, answer: head)) }
         var body = Data()
         var received: Int64 = 0
         // Why `body` is only the start of the answer's body, when it is.
@@ -436,7 +436,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 }
                 try count(part, into: &received, limit: limit, head: head)
                 if let download {
-                    try fileAccess(download.url) { try download.file.write(part) }
+                    try fileAccess(download.url, answer: head) { try download.file.write(part) }
                 } else if body.isEmpty {
                     body = part
                 } else {
@@ -451,7 +451,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
                 throw Self.cutShort(received: received, of: declared, request: original, head: head)
             }
             if let download {
-                try fileAccess(download.url) {
+                try fileAccess(download.url, answer: head) {
                     try download.file.close()
                     try TransferOptions.moveIntoPlace(download.file.url, to: download.url)
                 }
@@ -522,25 +522,36 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         }
     }
 
-    /// A temporary file beside `destination`, held for a cancellation to remove.
-    private func openDownloadFile(besides destination: URL) throws -> DownloadFile {
+    /// A temporary file beside `destination`, held for a cancellation to remove. A failure carries `answer`'s head:
+    /// the server answered, and the caller learns how, though the body could not be kept.
+    private func openDownloadFile(besides destination: URL, answer: ConnectResponse) throws -> DownloadFile {
         do {
             let file = try DownloadFile(besides: destination)
             download?.hold(file)
             return file
         } catch {
-            // The folder may have gone meanwhile: the check says so in its words.
-            try TransferOptions.checkDestination(destination, stored: .sent(original))
-            throw ConnectError.fileAccess(error, url: destination, stored: .sent(original))
+            var failure: ConnectError
+            do {
+                // The folder may have gone meanwhile: the check says so in its words.
+                try TransferOptions.checkDestination(destination, stored: .sent(original))
+                failure = ConnectError.fileAccess(error, url: destination, stored: .sent(original))
+            } catch let refusal as ConnectError {
+                failure = refusal
+            }
+            failure.storedHead = answer.storedHead
+            throw failure
         }
     }
 
-    /// Runs a step on the download file, its failure reported as ``ConnectError/Kind/fileAccess``.
-    private func fileAccess(_ destination: URL, _ step: () throws -> Void) throws {
+    /// Runs a step on the download file, its failure reported as ``ConnectError/Kind/fileAccess`` with `answer`'s
+    /// head (the server answered; its body could not be written).
+    private func fileAccess(_ destination: URL, answer: ConnectResponse, _ step: () throws -> Void) throws {
         do {
             try step()
         } catch {
-            throw ConnectError.fileAccess(error, url: destination, stored: .sent(original))
+            var failure = ConnectError.fileAccess(error, url: destination, stored: .sent(original))
+            failure.storedHead = answer.storedHead
+            throw failure
         }
     }
 
