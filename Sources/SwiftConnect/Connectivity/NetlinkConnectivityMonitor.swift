@@ -18,6 +18,10 @@
     ///
     /// The monitor watches the network namespace of the thread that creates it, for its whole life.
     ///
+    /// Should its socket fail once it runs (the kernel refusing a read, say), the state can no longer be known, and
+    /// reads as connected, as after ``stop()``: ``current`` becomes ``Connectivity/connected``, the observers hear it,
+    /// requests waiting for the network go, and ``ConnectLogging/logger`` gets a warning saying which call failed.
+    ///
     /// One thread per monitor reads the socket and calls the observers. Call ``stop()``, or release the monitor
     /// (a ``ConnectivityMonitor/changes`` sequence keeps it until the sequence ends), to end it; it does not outlive
     /// the monitor.
@@ -92,6 +96,12 @@
         public func stop() {
             reader.stop()
         }
+
+        /// Makes the reading thread fail with `error` as if its socket had (a test's hook: a routing socket does not
+        /// fail on demand).
+        func failForTesting(_ error: SetupError) {
+            reader.failForTesting(error)
+        }
     }
 
     /// The connectivity monitor of the platform: ``NetlinkConnectivityMonitor`` (rtnetlink) here.
@@ -105,6 +115,8 @@
         private struct Lifecycle {
             var isStopRequested = false
             var areDescriptorsClosed = false
+            /// A failure a test asked for (``failForTesting(_:)``), met by the thread when it wakes.
+            var injectedFailure: NetlinkConnectivityMonitor.SetupError?
             var readerThread: pthread_t?
         }
 
@@ -157,6 +169,16 @@
             }
         }
 
+        /// Wakes the thread to fail with `error`, as if its socket had (a test's hook).
+        func failForTesting(_ error: NetlinkConnectivityMonitor.SetupError) {
+            lifecycle.withLock { lifecycle in
+                guard !lifecycle.isStopRequested, !lifecycle.areDescriptorsClosed else { return }
+                lifecycle.injectedFailure = error
+                var byte: UInt8 = 1
+                _ = write(wakeSender, &byte, 1)
+            }
+        }
+
         private var isStopRequested: Bool { lifecycle.withLock { $0.isStopRequested } }
 
         private func run(_ initialSession: NetlinkSession) {
@@ -175,9 +197,10 @@
             while !isStopRequested {
                 switch session.waitForMessages(timeoutMilliseconds: -1) {
                 case .stopped:
+                    if let injected = lifecycle.withLock({ $0.injectedFailure }) { fail(injected) }
                     return
-                case .failed:
-                    fail()
+                case .failed(let error):
+                    fail(error)
                     return
                 case .readable:
                     break
@@ -192,21 +215,24 @@
                         break
                     case .stopped:
                         return
-                    case .failed:
-                        fail()
+                    case .failed(let error):
+                        fail(error)
                         return
                     }
-                case .failed:
-                    fail()
+                case .failed(let error):
+                    fail(error)
                     return
                 }
                 observers.update(session.table.connectivity)
             }
         }
 
-        /// The socket broke (it should not): the state can no longer be known, and an unknown state reads as
-        /// connected so that nothing is held back for want of a monitor.
-        private func fail() {
+        /// The socket broke with `error` (it should not): the state can no longer be known, and an unknown state reads
+        /// as connected so that nothing is held back for want of a monitor. The process's logger
+        /// (``ConnectLogging/logger``) is told why, as a warning: the state no longer follows the network.
+        private func fail(_ error: NetlinkConnectivityMonitor.SetupError) {
+            ConnectLogging.logger.log(
+                .warning, "\(error): the network is no longer followed, and reads as connected from now on")
             observers.update(.connected)
         }
     }

@@ -524,6 +524,39 @@
             XCTAssertEqual(transport.requests.count, 1)
         }
 
+        func testAMonitorWhoseSocketFailsReadsConnectedSaysWhyAndLetsTheWaitingRequestsGo() throws {
+            // Given: a monitor offline (a namespace with only lo), an observer, a request waiting for the network, and
+            // the process's logger recorded
+            let namespace = try makeNamespace()
+            let monitor = try Self.makeMonitor(inNamespace: namespace.name)
+            XCTAssertEqual(monitor.current, .disconnected)
+            let recorder = ConnectivityRecorder()
+            let observation = monitor.observe { recorder.record($0) }
+            addTeardownBlock { observation.cancel() }
+            let logged = Recorder<String>()
+            let logger = ConnectLogging.logger
+            ConnectLogging.logger = RecordingLogger(lines: logged)
+            defer { ConnectLogging.logger = logger }
+            let transport = FakeTransport(fallback: .json(["ok": true]))
+            let connect = Connect(
+                transport: transport,
+                middlewares: [ConnectivityMiddleware(monitor: monitor, policy: .waitForConnectivity)])
+            let future = connect.request(Route(url: URL(string: "https://api.example.com/items/1")!))
+            XCTAssertFalse(future.isCompleted)
+            // When its socket fails
+            let start = DispatchTime.now()
+            monitor.failForTesting(.init(call: "recvfrom", errorNumber: EBADF))
+            // Then: the state is unknown, and unknown reads as connected; the waiting request goes, and the logger
+            // says why
+            XCTAssertEqual(recorder.wait(timeout: 5, after: start) { _ in true }?.state, .connected)
+            XCTAssertEqual(monitor.current, .connected)
+            XCTAssertNoThrow(try future.wait(timeout: 5))
+            XCTAssertEqual(transport.requests.count, 1)
+            let warning = logged.values.first { $0.contains("NetlinkConnectivityMonitor") }
+            XCTAssertTrue(warning?.contains("recvfrom failed") == true, "\(logged.values)")
+            XCTAssertTrue(warning?.contains("reads as connected") == true, "\(logged.values)")
+        }
+
         // MARK: - Helpers
 
         private static func milliseconds(since start: DispatchTime) -> Double {
