@@ -288,16 +288,41 @@ public struct FakeResponse: Sendable {
     ///   - data: The body.
     ///   - status: The status code. Defaults to 200. One not of three digits (0, 42, 1000) fails the request as an
     ///     engine fails on such a status line: a ``SwiftConnect/ConnectError/Kind/badResponse``.
-    ///   - headers: The headers.
+    ///   - headers: The headers. A name that is not an RFC 9110 token, or a value with a control character other than
+    ///     the tab (CR, LF, NUL), fails the request as an engine fails on such a field: a
+    ///     ``SwiftConnect/ConnectError/Kind/badResponse`` naming it.
     /// - Returns: The answer.
     public static func data(_ data: Data, status: Int = 200, headers: [String: String] = [:]) -> FakeResponse {
         .handler { request in
+            if let problem = headerProblem(in: headers, request: request) { return .failure(problem) }
             guard let response = ConnectResponse(request: request, statusCode: status, headers: headers, data: data)
             else {
                 return .failure(ConnectError.notAnHTTPStatus(status, request: request))
             }
             return .success(response)
         }
+    }
+
+    /// The failure of an answer with a header field no server can send: a name that is not an RFC 9110 token, or a
+    /// value with a control character other than the tab (CR or LF would split the field's line, NUL cut it). An
+    /// engine fails on such a line as on a malformed answer (``SwiftConnect/ConnectError/Kind/badResponse``); the fake
+    /// fails the same way, naming the field, where it would otherwise hand it over as one field (a `Set-Cookie`
+    /// smuggled in a value's `\r\n` included). `nil` when every field is valid.
+    static func headerProblem(in headers: [String: String], request: URLRequest) -> ConnectError? {
+        // Sorted: a dictionary's order changes from run to run, and the error names the first.
+        for (name, value) in headers.sorted(by: { $0.key < $1.key }) {
+            let field = HeaderField(name: HeaderField.Name(name), value: value)
+            guard !field.isValid else { continue }
+            let what =
+                field.name.isValid
+                ? "a value with a control character (such as CR, LF or NUL)" : "a name that is not an RFC 9110 token"
+            return ConnectError(
+                .badResponse,
+                message: "the server's header \(field.name.description.debugDescription) has \(what), which no "
+                    + "HTTP answer can carry (a FakeResponse's header fails as an engine fails on such a field)",
+                request: request, underlyingError: URLError(.badServerResponse))
+        }
+        return nil
     }
 
     /// A streamed answer: the head at once, then the body as `producer` writes it to the stream, for code that
@@ -314,7 +339,7 @@ public struct FakeResponse: Sendable {
     ///
     /// - Parameters:
     ///   - status: The status code. Defaults to 200. One not of three digits fails as in ``data(_:status:headers:)``.
-    ///   - headers: The headers.
+    ///   - headers: The headers; one no server can send fails as in ``data(_:status:headers:)``.
     ///   - producer: Writes the body with ``SwiftConnect/ResponseBodyStream/send(_:)`` (which waits while the reader
     ///     is behind, and returns `false` once it stopped reading), then ends it with `finish(throwing:)`. It runs
     ///     in a task of its own.
@@ -324,6 +349,7 @@ public struct FakeResponse: Sendable {
         _ producer: @escaping @Sendable (ResponseBodyStream) async -> Void
     ) -> FakeResponse {
         FakeResponse { request in
+            if let problem = headerProblem(in: headers, request: request) { return Future(error: problem) }
             guard var response = ConnectResponse(request: request, statusCode: status, headers: headers) else {
                 return Future(error: ConnectError.notAnHTTPStatus(status, request: request))
             }

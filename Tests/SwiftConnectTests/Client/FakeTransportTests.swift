@@ -325,6 +325,39 @@ final class FakeTransportTests: XCTestCase {
         }
     }
 
+    /// A stub's header with CR or LF (`"a\r\nSet-Cookie: x"`), NUL, or a name that is not a token was handed over as
+    /// one field: no server can send such a field (the line would split), and an engine fails on what comes out.
+    /// It fails as an engine's malformed answer, naming the header.
+    func testAStubHeaderAnEngineCouldNotReceiveFailsAsABadResponse() {
+        let invalid: [(name: String, value: String, shown: String)] = [
+            ("X-Note", "a\r\nSet-Cookie: session=stolen", "X-Note"), ("X-Note", "a\nb", "X-Note"),
+            ("X-Note", "a\u{0}b", "X-Note"), ("X Note", "v", "X…"), ("", "v", ""),
+            ("X-Note\r\nX-Other", "v", "X-Note…"),
+        ]
+        for header in invalid {
+            for answer: FakeResponse in [
+                .status(200, headers: [header.name: header.value]),
+                .json(string: "{}", headers: [header.name: header.value]),
+                .data(Data("x".utf8), headers: [header.name: header.value]),
+                .stream([Data("x".utf8)], headers: [header.name: header.value]),
+            ] {
+                // Given
+                let fake = FakeTransport.answering(answer)
+                // When
+                let error = connectError(of: send(fake, "https://x.test/t"))
+                // Then
+                let label = "\(header.name.debugDescription): \(String(describing: error))"
+                XCTAssertEqual(error?.kind, .badResponse, label)
+                XCTAssertTrue(error?.message.contains("header \(header.shown.debugDescription)") == true, label)
+                XCTAssertEqual(error?.urlError?.code, .badServerResponse, label)
+                XCTAssertEqual(error?.request?.url?.absoluteString, "https://x.test/t", label)
+            }
+        }
+        // A tab and text beyond ASCII are what servers send: answered.
+        let fine = FakeTransport.answering(.status(200, headers: ["X-Note": "a\tb é"]))
+        XCTAssertEqual(try send(fine, "https://x.test/t").wait(timeout: 5).header("X-Note"), "a\tb é")
+    }
+
     func testNeverAnswerStaysPendingUntilCancelled() {
         // Given
         let fake = FakeTransport.answering(.never)
