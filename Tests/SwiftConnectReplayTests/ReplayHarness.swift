@@ -130,6 +130,7 @@ enum ReplayHarness {
         "testCachedResponseIsServedWithoutASecondServerHit": Reason.serverSide,
         "testGetAndDecode": Reason.serverSide,
         "testBlanksAroundAHeaderValueAreTrimmedOnEveryEngine": Reason.serverSide,
+        "testABlankContentTypeHandedToTheTransportIsNotSent": Reason.serverSide,
         "testConnectionSpecificFieldsGoAsSetOverHTTP11": Reason.serverSide,
         "testGuideUpdateSendsPathQueryAndJSONBody": Reason.serverSide,
         "testQueueCapsTheRequestsTheServerSeesAtOnce": Reason.serverSide,

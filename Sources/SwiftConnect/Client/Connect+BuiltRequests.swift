@@ -81,10 +81,16 @@ extension Connect {
         let defaults =
             HTTPHeader.lastValuesWin(methodOptions?.headers ?? []) + (isForServer ? serverDefaultHeaders : [])
             + defaultHeaders
-        for header in defaults where request.value(forHTTPHeaderField: header.name) == nil {
+        // A blank `Content-Type` names none, at every level, as in a connector's headers: passed over, so that a
+        // default's type goes, or none, never an empty field.
+        request.headerFields.removeBlankContentTypes()
+        for header in defaults where !header.isBlankContentType && request.value(forHTTPHeaderField: header.name) == nil
+        {
             request.setValue(header.value, forHTTPHeaderField: header.name)
         }
-        for header in callOptions.headers { request.setValue(header.value, forHTTPHeaderField: header.name) }
+        for header in callOptions.headers where !header.isBlankContentType {
+            request.setValue(header.value, forHTTPHeaderField: header.name)
+        }
         // Checked now, as a connector's are: a stage that answers without the transport (the cache) or holds the
         // request (the queue) must not see a field the wire would refuse.
         if let problem = request.wireProblem(bodyFile: nil) {

@@ -229,7 +229,7 @@ extension Connector {
     /// headers, its options, a default header), it is passed over as if it were not there, so that no empty field
     /// goes out and the body's or another level's type goes instead.
     static func isBlankContentType(_ header: HTTPHeader) -> Bool {
-        !namesAType(header.value) && HTTPHeader.asciiCaseInsensitiveEquals(header.name, "Content-Type")
+        header.isBlankContentType
     }
 
     /// Whether a `Content-Length` value is the length of `body` (none counts as 0): digits, blanks around them.
@@ -686,4 +686,12 @@ struct AssembledHeaders {
 
     /// The fields in the order they were first set, each with the name and value it was last set with.
     var ordered: [(name: String, value: String)] { fields }
+}
+
+extension HTTPHeader {
+    /// Whether this is a `Content-Type` that names no type (empty or blanks only): set by hand at any level, it is
+    /// passed over as if it were not there (`Connector.isBlankContentType(_:)` for a connector's).
+    var isBlankContentType: Bool {
+        value.allSatisfy { $0 == " " || $0 == "\t" } && HTTPHeader.asciiCaseInsensitiveEquals(name, "Content-Type")
+    }
 }

@@ -224,6 +224,15 @@ public struct HeaderFields: Sendable, Hashable, RandomAccessCollection, Expressi
         }
     }
 
+    /// Removes each `Content-Type` field whose value is empty or blanks only: it names no media type, so the request
+    /// goes as one without the field, as a connector's blank `Content-Type` goes (`Connector.isBlankContentType(_:)`),
+    /// never with an empty field. Done by the core for a request built by hand or changed by a middleware, before
+    /// a transport gets it.
+    mutating func removeBlankContentTypes() {
+        func isBlank(_ byte: UInt8) -> Bool { byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        fields.removeAll { $0.name == .contentType && $0.value.utf8.allSatisfy(isBlank) }
+    }
+
     /// The first field that is not valid (``HeaderField/isValid``): what the core refuses to send.
     public var firstInvalid: HeaderField? {
         fields.first { !$0.isValid }

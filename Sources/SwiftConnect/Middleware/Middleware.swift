@@ -297,8 +297,9 @@ struct MiddlewareChain: Sendable {
             }
             context.sending?.atDoor?()
             // The blanks around a value are not part of it (RFC 9110 §5.5): every transport gets the values without
-            // them, whatever an engine would have done with them.
+            // them, whatever an engine would have done with them. A `Content-Type` left blank names none: left out.
             request.headerFields.trimBlanks()
+            request.headerFields.removeBlankContentTypes()
             var sent: Future<ConnectResponse>
             if let problem = request.wireProblem(bodyFile: context.transfer.bodyFile) {
                 // The request is kept as every stage left it: a method, a field or a length a stage got wrong is

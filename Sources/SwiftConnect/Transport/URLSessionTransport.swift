@@ -249,6 +249,7 @@ public final class URLSessionTransport: Transport {
             // a field of blanks only. Done by the client's chain already; this is for a request handed over directly.
             var request = request
             request.headerFields.trimBlanks()
+            request.headerFields.removeBlankContentTypes()
             return send(request.urlRequest, transfer: transfer)
         }
         // Pins are checked for every hop, the first included, by the hop engine.

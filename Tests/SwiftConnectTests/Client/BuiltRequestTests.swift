@@ -312,6 +312,46 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertNil(other.url?.query)
     }
 
+    /// A blank `Content-Type` on a built request went out as an empty `Content-Type:` field, and kept the client's
+    /// default out: as in a connector's headers, it names none and is passed over, at every level (the request, the
+    /// call's options, a middleware's).
+    func testABlankContentTypeOnABuiltRequestIsPassedOverAsInAConnector() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let plain = Connect(transport: transport, retryPolicy: nil)
+        let typed = Connect(
+            transport: transport, retryPolicy: nil,
+            settings: Connect.Settings(
+                defaultHeaders: [HTTPHeader(name: "Content-Type", value: "text/csv")],
+                methodOptions: [.post: RequestOptions(headers: [HTTPHeader(name: "Content-Type", value: " ")])]))
+        for blank in ["", "  ", "\t", " \t "] {
+            let body = ConnectRequest.Body.bytes(Data("a,b".utf8))
+            let request = ConnectRequest(
+                method: .post, url: Self.url, headerFields: ["Content-Type": blank], body: body)
+            let blanking = Connect(
+                transport: transport,
+                middlewares: [.adapter { $0.setValue(blank, forHTTPHeaderField: "Content-Type") }],
+                retryPolicy: nil)
+            let setting = RequestOptions(headers: [HTTPHeader(name: "Content-Type", value: blank)])
+            let typedRequest = ConnectRequest(
+                method: .post, url: Self.url, headerFields: ["Content-Type": "text/plain"], body: body)
+            // When
+            _ = try plain.response(for: request).wait()
+            let none = try XCTUnwrap(transport.requests.last)
+            _ = try typed.response(for: request).wait()
+            let defaulted = try XCTUnwrap(transport.requests.last)
+            _ = try plain.response(for: typedRequest, options: setting).wait()
+            let kept = try XCTUnwrap(transport.requests.last)
+            _ = try blanking.response(for: typedRequest).wait()
+            let blanked = try XCTUnwrap(transport.requests.last)
+            // Then
+            let label = blank.debugDescription
+            XCTAssertNil(none.value(forHTTPHeaderField: "Content-Type"), label)
+            XCTAssertEqual(defaulted.value(forHTTPHeaderField: "Content-Type"), "text/csv", label)
+            XCTAssertEqual(kept.value(forHTTPHeaderField: "Content-Type"), "text/plain", label)
+            XCTAssertNil(blanked.value(forHTTPHeaderField: "Content-Type"), label)
+        }
+    }
+
     func testAZeroTimeoutInTheOptionsFailsTheCallUnsent() throws {
         let transport = FakeTransport.answering(.json(string: "{}"))
         let connect = Connect(transport: transport)

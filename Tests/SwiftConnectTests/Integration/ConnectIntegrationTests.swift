@@ -89,6 +89,33 @@ final class ConnectIntegrationTests: IntegrationTestCase {
         }
     }
 
+    /// A blank `Content-Type` on a request handed to the transport itself (past the client's stages) names none, as
+    /// it does on a connector and through the client: the engine sends what it sends for a request without one, never
+    /// an empty field. With and without a body, on both of URLSession's paths.
+    func testABlankContentTypeHandedToTheTransportIsNotSent() throws {
+        server.route("*", "/echo") { _ in .text("ok") }
+        let transport = TransportUnderTest.make()
+        for body in [nil, Data("a=1".utf8)] {
+            for transfer in [TransferOptions(), TransferOptions(maxResponseBytes: 1 << 20)] {
+                // Given: what the engine sends for a request without the field
+                var request = ConnectRequest(
+                    method: body == nil ? .delete : .post, url: server.baseURL.appendingPathComponent("echo"))
+                request.body = body.map { .bytes($0) } ?? .none
+                _ = try transport.send(request, transfer: transfer).wait()
+                let unset = try XCTUnwrap(server.requests.last).header("Content-Type")
+                for blank in ["", " ", " \t "] {
+                    // When
+                    request.headerFields = ["Content-Type": blank]
+                    _ = try transport.send(request, transfer: transfer).wait()
+                    // Then
+                    let received = try XCTUnwrap(server.requests.last)
+                    XCTAssertEqual(
+                        received.header("Content-Type"), unset, "\(blank.debugDescription): \(received.headers)")
+                }
+            }
+        }
+    }
+
     /// The connection-specific fields of HTTP/1.1 (`Connection`, `Keep-Alive`, `Proxy-Connection`, `Upgrade`) a
     /// caller sets go as set over HTTP/1.1 on every engine: the core neither refuses nor drops them, each engine's
     /// HTTP/2 codec leaves them out there (RFC 9113 §8.2.2), as libcurl and SwiftNIO do.

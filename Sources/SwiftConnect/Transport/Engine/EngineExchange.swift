@@ -286,8 +286,10 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             problem.storedRequest = .sent(original)
             throw problem
         }
-        // Without the blanks around values (RFC 9110 §5.5), for a request handed to the transport directly too.
+        // Without the blanks around values (RFC 9110 §5.5), for a request handed to the transport directly too, and
+        // without a `Content-Type` left blank, which names none.
         head.headerFields.trimBlanks()
+        head.headerFields.removeBlankContentTypes()
         let cookies = head.headerFields[values: .cookie]
         if cookies.count > 1 {
             // One `Cookie` field (RFC 6265 5.4), its pairs joined with "; " as URLSession joins them: an engine
