@@ -69,7 +69,9 @@ extension Connect {
     ///
     /// - Parameters:
     ///   - files: The files.
-    ///   - fields: Text fields, in order, sent before the files (after the connector's fields).
+    ///   - fields: Text fields, in order, sent before the files (after the connector's fields). A field or a file
+    ///     with an empty name fails with ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing
+    ///     sent.
     ///   - request: The connector; a GET or HEAD fails with
     ///     ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``. Its `.form` parameters, or the keys of a
     ///     `.jsonObject` whose top level is a JSON object, become text fields first (see

@@ -4,8 +4,11 @@ import Foundation
 ///
 /// Field names and file names follow the HTML form encoding: inside the quoted `name` and `filename`
 /// parameters, `"` is sent as `%22`, CR as `%0D`, LF as `%0A` and `\` as `%5C`, and the other control characters but
-/// the tab (NUL, DEL…) as `%XX` too; other characters, non-ASCII included, are sent as UTF-8. The boundary is random
-/// (a test can pass its own).
+/// the tab (NUL, DEL…) as `%XX` too; other characters, non-ASCII included, are sent as UTF-8. A part's name (a
+/// field's, a file's key) must not be empty: encoding the form fails with
+/// ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, as an empty `.query` or `.form` name does; a
+/// file name may be (a browser sends `filename=""` for a file input left empty). The boundary is random (a test can
+/// pass its own).
 ///
 /// A file part streamed from disk must be a `file:` URL naming a regular file (a symbolic link to one is
 /// followed): a directory, a device, a pipe or a remote URL fails with ``ConnectError/Kind/fileAccess``.
@@ -25,6 +28,14 @@ public struct MultipartFormData: Sendable {
     private enum Part: Sendable {
         case field(name: String, value: String)
         case file(File)
+
+        /// The part's `name` parameter: a field's name, a file's key.
+        var name: String {
+            switch self {
+            case .field(let name, _): return name
+            case .file(let file): return file.key
+            }
+        }
 
         /// The part as reflection shows it: its name, a file's name and media type, and the size of its content,
         /// never the content itself.
@@ -90,7 +101,8 @@ public struct MultipartFormData: Sendable {
     /// Adds a text field.
     ///
     /// - Parameters:
-    ///   - name: The field name.
+    ///   - name: The field name; not empty (encoding fails with
+    ///     ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``).
     ///   - value: The value, sent as UTF-8.
     public mutating func append(field name: String, value: String) {
         parts.append(.field(name: name, value: value))
@@ -265,6 +277,7 @@ public struct MultipartFormData: Sendable {
 
     private func header(of part: Part) throws -> Data {
         var text = "--\(boundary)\r\n"
+        try checkName(of: part)
         switch part {
         case .field(let name, _):
             text += "Content-Disposition: form-data; name=\"\(Self.escaped(name))\"\r\n\r\n"
@@ -281,6 +294,25 @@ public struct MultipartFormData: Sendable {
             text += "Content-Type: \(file.mimeType.rawValue)\r\n\r\n"
         }
         return Data(text.utf8)
+    }
+
+    /// Fails when `part` has an empty name: `name=""` names nothing (a server's form parser drops the part or keys it
+    /// under ""), as `.query(key: "")` and `.form(key: "")` name nothing and are refused. A file's empty file name is
+    /// fine: it is what a browser sends for a file input left empty.
+    private func checkName(of part: Part) throws {
+        guard part.name.isEmpty else { return }
+        let kind: String
+        switch part {
+        case .field: kind = "a field"
+        case .file: kind = "a file"
+        }
+        // The first part with an empty name is the first checked: parts are encoded in order.
+        let index = (parts.firstIndex { $0.name.isEmpty } ?? 0) + 1
+        throw ConnectError.invalidRequest(
+            .invalidParameter(
+                key: "",
+                reason: "part \(index) (\(kind)) of the multipart form has an empty name (it would go out as "
+                    + "name=\"\"); give it the name the server expects"))
     }
 
     /// Whether `value` starts with a media type, `type/subtype` (two RFC 9110 tokens), before any parameters.
@@ -350,11 +382,7 @@ public struct MultipartFormData: Sendable {
     /// Fails when `content`, the next piece of part `index`, completes the delimiter: the part would end there.
     private func check(_ scan: inout DelimiterScan, _ content: Data, part index: Int) throws {
         guard scan.found(in: content) else { return }
-        let name: String
-        switch parts[index] {
-        case .field(let field, _): name = field
-        case .file(let file): name = file.key
-        }
+        let name = parts[index].name
         throw ConnectError.invalidRequest(
             .bodyEncodingFailed(
                 "part \(index + 1) (\(name.debugDescription)) contains the multipart boundary "

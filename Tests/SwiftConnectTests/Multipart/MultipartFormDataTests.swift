@@ -212,6 +212,61 @@ final class MultipartFormDataTests: XCTestCase {
         }
     }
 
+    /// A field or a file part with an empty name went out as `name=""`, which names nothing (a server's form parser
+    /// drops it or keys it under ""), as `.query(key: "")` would have gone out as `?=v`: refused the same way,
+    /// naming the part, by every way of encoding the form. A file's empty file name stays: it is what a browser
+    /// sends for a file input left empty.
+    func testAPartWithAnEmptyNameIsRefusedEverywhere() throws {
+        let output = FileManager.default.temporaryDirectory.appendingPathComponent("mp-out-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: output) }
+        var field = MultipartFormData(boundary: "B")
+        field.append(field: "title", value: "Holiday")
+        field.append(field: "", value: "1")
+        var file = MultipartFormData(boundary: "B")
+        file.append(File(name: "a.txt", key: "", mimeType: .plainText, data: Data("hi".utf8)))
+        for (form, part) in [(field, "part 2 (a field)"), (file, "part 1 (a file)")] {
+            let encodings: [() throws -> Void] = [
+                { _ = try form.contentLength() }, { _ = try form.encodedData() }, { try form.write(to: output) },
+            ]
+            for encoding in encodings {
+                XCTAssertThrowsError(try encoding(), part) { error in
+                    guard case .invalidParameter(let key, let reason)? = (error as? ConnectError)?.invalidRequestReason
+                    else { return XCTFail("\(part): \(error)") }
+                    XCTAssertEqual(key, "", part)
+                    XCTAssertTrue(reason.contains("empty name") && reason.contains(part), reason)
+                }
+            }
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: output.path))
+        var unnamedFile = MultipartFormData(boundary: "B")
+        unnamedFile.append(File(name: "", key: "doc", mimeType: .octetStream, data: Data()))
+        let text = String(decoding: try unnamedFile.encodedData(), as: UTF8.self)
+        XCTAssertTrue(text.contains(#"name="doc"; filename="""#), text)
+    }
+
+    /// Through `upload(files:fields:)`: refused before anything is sent, for a field, a connector's `.form` field
+    /// (refused by the connector's own rule) and a file.
+    func testAnUploadWithAnEmptyPartNameIsRefusedAndNothingIsSent() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let endpoint = ClientFixtures.Endpoint(endpoint: "/upload", method: .post)
+        let photo = File(name: "a.jpg", key: "photo", mimeType: .jpg, data: Data([1, 2, 3]))
+        let unnamed = File(name: "a.jpg", key: "", mimeType: .jpg, data: Data([1, 2, 3]))
+        let calls = [
+            connect.upload(files: [photo], fields: [("", "Holiday")], to: endpoint),
+            connect.upload(files: [unnamed], fields: [("title", "Holiday")], to: endpoint),
+        ]
+        for call in calls {
+            XCTAssertThrowsError(try call.wait(timeout: 5)) { error in
+                guard case .invalidParameter(let key, _)? = (error as? ConnectError)?.invalidRequestReason else {
+                    return XCTFail("\(error)")
+                }
+                XCTAssertEqual(key, "")
+            }
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+    }
+
     func testEveryRFC2046BoundaryCharacterIsAcceptedAndQuotedWhenNeeded() throws {
         for boundary in ["a'()+_,-./:=? z", String(repeating: "9", count: 70), "plain-Boundary_1.2+x'"] {
             var form = MultipartFormData(boundary: boundary)
