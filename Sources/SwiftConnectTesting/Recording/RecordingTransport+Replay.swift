@@ -120,7 +120,7 @@ extension RecordingTransport {
     /// The response, or the failure, `entry` recorded, as `request`'s answer.
     func replay(_ entry: HAR.Entry, for request: ConnectRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
         if let failure = entry.failure { return Future(error: error(for: failure, request: request)) }
-        let fields = replayedFields(of: entry)
+        var fields = replayedFields(of: entry)
         guard let body = entry.response.content.data else {
             let message =
                 "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in \(fileURL.lastPathComponent) has "
@@ -128,10 +128,16 @@ extension RecordingTransport {
             return Future(
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
+        if let problem = lengthProblem(of: entry, body: body, request: request) { return Future(error: problem) }
+        let filled = RecordingRedaction.filling(body, with: placeholderValues)
+        if filled.count != body.count, Self.declaredLength(of: entry) != nil {
+            // The recorded length is the recorded body's: the body replayed is the filled one.
+            fields[.contentLength] = String(filled.count)
+        }
         guard
             var response = ConnectResponse(
                 request: request, head: ResponseHead(status: entry.response.status, headerFields: fields),
-                data: RecordingRedaction.filling(body, with: placeholderValues),
+                data: filled,
                 url: entry.response.url.flatMap {
                     URL(string: RecordingRedaction.filling($0, with: placeholderValues))
                 },
@@ -182,6 +188,22 @@ extension RecordingTransport {
         written.data = Data()
         written.fileURL = destination
         return Future(value: written)
+    }
+
+    /// The failure of a replay of `entry`, whose recorded `body` is not as long as its `Content-Length` says (a file
+    /// edited by hand, a browser's export that left the body out): a live engine fails a body shorter than its length,
+    /// and never hands over more than it. `nil` when it has the length, when no length counts it
+    /// (``declaredLength(of:)``), or when the body was recorded cut (a download's error page, `_bodyCut`).
+    private func lengthProblem(of entry: HAR.Entry, body: Data, request: ConnectRequest) -> ConnectError? {
+        guard entry.response.bodyCut != true, let declared = Self.declaredLength(of: entry), declared != body.count
+        else { return nil }
+        let file = fileURL.lastPathComponent
+        let message =
+            "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in \(file) has a body of "
+            + "\(body.count) bytes, where its Content-Length \(declared) announces another length (a body edited by "
+            + "hand, or left out of a browser's export). Fix the length or the body, or record it again with "
+            + "\(RecordingMode.environmentVariable)=record."
+        return RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request)
     }
 
     /// The answer `entry` recorded, as a streamed response: its head, then its body in the pieces it arrived in

@@ -44,12 +44,16 @@ import SwiftConnect
 ///   too) is recorded whole as `<redacted: unreadable JSON body>`, since its secrets cannot be found: a request with
 ///   such a body matches a recording of the same call with any such body, and such an answer replays as the
 ///   placeholder. Matching compares the placeholders, so replay works with any token; `placeholderValues` puts values
-///   back into replayed responses.
+///   back into replayed responses (and their `Content-Length`, when they have one, is the filled body's).
 /// - **Files**: HAR 1.2 (a browser's export replays too), pretty-printed with sorted keys, written atomically after
 ///   each recorded exchange. One transport owns one file: give each test its own (the default name is the test
 ///   file's and the test method's, not the test class's, so two classes of one file with a test of the same name
 ///   need a name for one of them), and tests can run in parallel. Transports of one process recording one file at
-///   the same time (two clients of a test) each add to what the others wrote, rather than replace it.
+///   the same time (two clients of a test) each add to what the others wrote, rather than replace it. A recorded
+///   body is held to its answer's `Content-Length`, as an engine holds a live one (unless the length counts other
+///   bytes: a content-encoded body, an answer to `HEAD`, a 204 or 304, a download's error page recorded cut): one of
+///   another length (edited by hand, left out of a browser's export) fails with
+///   ``RecordingError/Reason/unreadableRecording``.
 ///
 /// - **Streams**: a streamed response (``SwiftConnect/TransferOptions/streaming``: server-sent events, JSON Lines)
 ///   is recorded with the time and size of each piece (`_chunks`), and a stream that broke after some pieces with why
