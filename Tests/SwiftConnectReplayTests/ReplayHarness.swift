@@ -19,7 +19,7 @@ import XCTest
 ///
 /// XCTest on Linux cannot run a test method twice in one process (its tear-down state is final), hence the child.
 /// The child's servers do not listen: they take the first run's ports (``LocalServer/PortPlan``), so the URLs a test
-/// asks for are the URLs it recorded, and a request that reached the network would find the port closed. Tests of
+/// asks for are the URLs it recorded; the ports are not held (no request goes to them: see the plan). Tests of
 /// what replay cannot reproduce are listed in ``ReplayHarness/outOfScope`` with the
 /// reason, and not run here (`SwiftConnectTests` runs them on both engines). Under a sanitizer only the recording run
 /// is made.

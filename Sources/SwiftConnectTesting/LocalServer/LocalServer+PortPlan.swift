@@ -6,7 +6,14 @@ extension LocalServer {
     /// The replay tests (`Tests/SwiftConnectReplayTests`) run each integration test twice: recording, then replaying
     /// from what was recorded, in another process. With a plan, the recording run's servers keep their ports, and the
     /// replay's servers take them in the order they started, without listening: the URLs a test asks for are the
-    /// URLs it recorded, and a request that reached the network would find the port closed.
+    /// URLs it recorded.
+    ///
+    /// The replay's ports are named, not held: no socket is bound to them. Binding a recorded port again fails while
+    /// connections of the recording run linger there in TIME_WAIT (a bind without `SO_REUSEADDR`, as
+    /// `Socket.boundOnLoopback()` holds a port), and a bind with it would not keep another socket from listening there.
+    /// No wrong answer follows: a replay's transports send nothing (a ``RecordingTransport`` replaying wraps none), so
+    /// nothing connects to these ports; a test that sent through a transport of its own could reach whatever program
+    /// listens there by then, and is not one a replay can run (`ReplayHarness.outOfScope`).
     package final class PortPlan: Sendable {
         private struct State {
             var ports: [Int] = []
