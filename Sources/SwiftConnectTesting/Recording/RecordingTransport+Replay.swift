@@ -129,6 +129,17 @@ extension RecordingTransport {
                 error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
         }
         if let problem = lengthProblem(of: entry, body: body, request: request) { return Future(error: problem) }
+        if let invalid = fields.firstInvalid {
+            // A field no server can send (a file edited by hand): an engine fails on such a line, and handing it over
+            // as one field would replay what no live answer holds (a `Set-Cookie` smuggled in a value's CR LF).
+            let message =
+                "RecordingTransport: the recorded answer to \(Self.shown(entry.request.url)) in "
+                + "\(fileURL.lastPathComponent) has the header \(invalid.name.description.debugDescription), whose name "
+                + "is not an RFC 9110 token or whose value has a control character (such as CR, LF or NUL), which no "
+                + "HTTP answer can carry"
+            return Future(
+                error: RecordingError(.unreadableRecording, message, fileURL: fileURL).connectError(for: request))
+        }
         let filled = RecordingRedaction.filling(body, with: placeholderValues)
         if filled.count != body.count, Self.declaredLength(of: entry) != nil {
             // The recorded length is the recorded body's: the body replayed is the filled one.

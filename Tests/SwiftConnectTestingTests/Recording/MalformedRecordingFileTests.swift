@@ -175,9 +175,9 @@ final class MalformedRecordingFileTests: XCTestCase {
     func testAResponseHeaderNoServerSendsReplaysWithoutStoppingTheProcess() throws {
         // Given: header names and values no server sends (empty, with a blank, a line break)
         let text = Self.valid.replacingOccurrences(
-            of: #""headers": [], "content": {"size": 8"#,
-            with: #""headers": [{"name": "", "value": "x"}, {"name": "A B", "value": "a\r\nb"}], "content": {"size": 8"#
-        )
+            of: #""cookies": [], "headers": []"#,
+            with: #""cookies": [], "headers": [{"name": "", "value": "x"}, {"name": "A B", "value": "a\r\nb"}]"#)
+        XCTAssertNotEqual(text, Self.valid, "the response's fields were replaced")
         let file = folder.appendingPathComponent("headers.har")
         try Data(text.utf8).write(to: file)
         // When
@@ -186,6 +186,25 @@ final class MalformedRecordingFileTests: XCTestCase {
             .waitForResult(timeout: 20)
         // Then: an answer or a typed error, not a crash
         if case .failure(let error) = result { XCTAssertTrue(error is ConnectError, "\(error)") }
+    }
+
+    /// A header no server can send replayed as one field (`a\r\nSet-Cookie: …` handed over whole); it fails as the
+    /// damaged file it is, naming the field, as an engine fails on such a line.
+    func testAResponseHeaderNoServerSendsIsUnreadableAndNamed() throws {
+        let headers = [
+            (#"{"name": "X-Note", "value": "a\r\nSet-Cookie: session=stolen"}"#, #""X-Note""#),
+            (#"{"name": "X-Note", "value": "a\u0000b"}"#, #""X-Note""#),
+            (#"{"name": "A B", "value": "v"}"#, #""A…""#), (#"{"name": "", "value": "v"}"#, #""""#),
+        ]
+        for (index, (header, shown)) in headers.enumerated() {
+            // The response's fields (the request's are on another line).
+            let text = Self.valid.replacingOccurrences(
+                of: #""cookies": [], "headers": []"#, with: #""cookies": [], "headers": [\#(header)]"#)
+            XCTAssertNotEqual(text, Self.valid)
+            let (recording, error) = try replayError("header\(index).har", Data(text.utf8))
+            XCTAssertEqual(recording.reason, .unreadableRecording)
+            XCTAssertTrue(error.message.contains("the header \(shown)"), error.message)
+        }
     }
 
     func testAHugeDeclaredSizeIsIgnoredAndTheBodyReplaysAsRecorded() throws {
