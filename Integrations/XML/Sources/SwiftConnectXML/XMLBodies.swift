@@ -23,6 +23,10 @@ import XMLCoder
 /// that declaration; else UTF-8. A `charset` that is not an encoding name, or one the XML parser does not know, fails
 /// as a decoding error.
 ///
+/// A document with a text of 10,000,000 bytes or more (a file of 7.5 MB in base64), or a name over 50,000 characters,
+/// fails as a decoding error that says which limit it reached: they are libxml2's, which Foundation's `XMLParser`
+/// offers no way to lift, and ``XMLBodyEncoder`` writes such a document all the same for a server that reads it.
+///
 /// A document whose elements nest more than 256 levels deep (the root counted) fails as a decoding error too:
 /// XMLCoder reads a document by recursion, and one nested a few hundred levels deeper would overflow a thread's stack.
 /// So does one that declares entities (`<!DOCTYPE note [<!ENTITY e "…">]>`), or refers to an entity it does not
@@ -134,8 +138,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         let place = watcher.code.map { _ in " at line \(watcher.line), column \(watcher.column)" } ?? ""
         let reason: String
         switch code {
-        case 1:
-            reason = "a text or a name is past the parser's limits (a text over 10 MB)"
+        case 1, 110:
+            reason = XMLPreflight.limitReason(code: code) ?? "libxml2's error \(code) (xmlParserErrors)"
         case 4:
             reason = "it holds no element: it is not XML, or not in the encoding it is read in"
         case 9:
@@ -145,6 +149,11 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         case 32:
             let charset = contentType.flatMap(XMLCharset.charset(of:)).map { " (\($0))" } ?? ""
             reason = "its encoding\(charset) is not one the XML parser knows"
+        case 40:
+            // `XML_ERR_ATTRIBUTE_NOT_FINISHED`, which libxml2 reports for a value reaching its 10,000,000 bytes too.
+            reason =
+                "an attribute's value does not end: its closing quote is missing, or it reaches the XML parser's "
+                + "limit of 10,000,000 bytes (libxml2's XML_MAX_TEXT_LENGTH)"
         case 42:
             reason = "an element has the same attribute twice"
         case 76:

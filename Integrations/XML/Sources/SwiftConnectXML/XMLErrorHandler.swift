@@ -56,7 +56,7 @@ public struct XMLErrorHandler: ErrorHandling {
         guard !type.contains("html"), !type.contains("json") else { return nil }
         guard type.contains("xml") || startsLikeXML(response.data) else { return nil }
         guard let data = try? XMLCharset.prepared(response.data, contentType: response.header("Content-Type")),
-            (try? XMLPreflight.check(data, refusesTrailingContent: false)) != nil
+            (try? XMLPreflight.check(data, refusesTrailingContent: false, refusesPastLimits: false)) != nil
         else { return nil }
         let reader = ErrorFields()
         let parser = XMLParser(data: data)

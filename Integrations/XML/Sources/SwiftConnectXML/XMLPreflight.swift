@@ -28,10 +28,13 @@ enum XMLPreflight {
     /// or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
     /// When `refusesTrailingContent`, throws too for content after the root element (a second document, a warning
     /// printed after it), at which the parser stops without failing: the document before it would decode as if the
-    /// rest were not there. Another document the parser cannot read is not judged here: XMLCoder reports it as it does.
+    /// rest were not there. When `refusesPastLimits`, throws for a document past one of the parser's size limits
+    /// (``limitReason(code:)``), which no later step can read either: refused here, it fails at once, where each
+    /// later step took seconds over a 10 MB text first. Another document the parser cannot read is not judged here:
+    /// XMLCoder reports it as it does.
     ///
     /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
-    static func check(_ data: Data, refusesTrailingContent: Bool = true) throws {
+    static func check(_ data: Data, refusesTrailingContent: Bool = true, refusesPastLimits: Bool = true) throws {
         let prolog = self.prolog(of: data)
         if prolog == .declaresEntities {
             throw refusal(
@@ -50,6 +53,11 @@ enum XMLPreflight {
                 "the XML's markup is not ASCII (an EBCDIC document, say), which is not decoded: its entity "
                     + "declarations cannot be checked")
         }
+        if refusesPastLimits, let code = watcher.firstErrorCode, let reason = limitReason(code: code) {
+            throw refusal(
+                "the XML is not read at line \(watcher.errorLine), column \(watcher.errorColumn) (XMLParser error "
+                    + "\(code)): \(reason)")
+        }
         if watcher.isTooDeep {
             throw refusal("the XML nests deeper than \(depthLimit) elements, which is not decoded")
         }
@@ -60,6 +68,25 @@ enum XMLPreflight {
             throw refusal(
                 "the XML refers to the entity &\(printable(entity));, which it does not declare: its text would be lost"
             )
+        }
+    }
+
+    /// What limit of libxml2's the parser's error `code` says a document is past, or `nil` for another error.
+    /// Foundation's `XMLParser` parses without `XML_PARSE_HUGE` and offers no way to set it (on Linux nor on Apple's
+    /// platforms), so a document past these limits cannot be read at all, though ``XMLBodyEncoder`` writes it.
+    static func limitReason(code: Int) -> String? {
+        switch code {
+        case 1:
+            // `XML_ERR_INTERNAL_ERROR`, which libxml2 reports for a text or a CDATA section reaching
+            // `XML_MAX_TEXT_LENGTH`.
+            return "a text reaches the XML parser's limit of 10,000,000 bytes (libxml2's XML_MAX_TEXT_LENGTH), "
+                + "which XMLParser offers no way to lift"
+        case 110:
+            // `XML_ERR_NAME_TOO_LONG`.
+            return "a name is longer than the XML parser's limit of 50,000 characters (libxml2's XML_MAX_NAME_LENGTH), "
+                + "which XMLParser offers no way to lift"
+        default:
+            return nil
         }
     }
 
@@ -81,6 +108,10 @@ enum XMLPreflight {
         private(set) var sawElement = false
         private(set) var hasTrailingContent = false
         private var sawError = false
+        /// The parser's first error that is not about namespaces, and where it stopped.
+        private(set) var firstErrorCode: Int?
+        private(set) var errorLine = 0
+        private(set) var errorColumn = 0
 
         init(stopsAtRoot: Bool) {
             self.stopsAtRoot = stopsAtRoot
@@ -115,6 +146,11 @@ enum XMLPreflight {
             let code = (parseError as NSError).code
             guard !(200..<300).contains(code) else { return }
             defer { sawError = true }
+            if firstErrorCode == nil {
+                firstErrorCode = code
+                errorLine = parser.lineNumber
+                errorColumn = parser.columnNumber
+            }
             if !sawError, sawElement, depth == 0, code == 5 { hasTrailingContent = true }
         }
 

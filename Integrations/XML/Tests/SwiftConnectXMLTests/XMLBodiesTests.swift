@@ -104,6 +104,37 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// What ``XMLBodyEncoder`` writes (``testABodyPastTheParsersLimitsOrWithAnUndeclaredPrefixIsStillSent()``) but
+    /// the parser cannot read, past libxml2's limits, fails as a `DecodingError` that names the limit: a text of
+    /// 10,000,000 bytes or more, a name over 50,000 characters (which failed as "libxml2's error 110", naming none),
+    /// and an attribute value that does not end. The long text fails before any other step reads it, where it took
+    /// seconds.
+    func testADocumentPastTheParsersLimitsFailsSayingWhichLimit() throws {
+        struct Note: Codable, Sendable {
+            var data: String
+        }
+        let longText =
+            Data("<note><data>".utf8) + Data(repeating: UInt8(ascii: "A"), count: 10_500_000)
+            + Data("</data></note>".utf8)
+        let name = String(repeating: "n", count: 60_000)
+        let longName = Data("<note>\n<data>x</data><\(name)>x</\(name)></note>".utf8)
+        let cases: [(body: Data, words: [String])] = [
+            (longText, ["line 1", "10,000,000 bytes", "XML_MAX_TEXT_LENGTH"]),
+            (longName, ["line 2", "50,000 characters", "XML_MAX_NAME_LENGTH"]),
+            (Data(#"<note data="x/>"#.utf8), ["closing quote", "10,000,000 bytes"]),
+        ]
+        for (body, words) in cases {
+            XCTAssertThrowsError(try XMLBodyDecoder().decode(Note.self, from: body)) { error in
+                guard case .dataCorrupted(let context)? = error as? DecodingError else {
+                    return XCTFail("not a DecodingError: \(error)")
+                }
+                for word in words {
+                    XCTAssertTrue(context.debugDescription.contains(word), context.debugDescription)
+                }
+            }
+        }
+    }
+
     /// `Data` comes back as sent, the empty one too, and base64 that is line-wrapped, as XML senders wrap it (XML
     /// Schema's base64Binary allows white space), decodes: XMLCoder's `.base64` read `<v></v>` as no value ("found
     /// null") and refused base64 with a line break. Base64 that is not valid still fails; a strategy set in
