@@ -43,6 +43,14 @@ import XMLCoder
 /// XMLCoder reads it with `trimValueWhitespaces` off; names, attributes, CDATA sections and namespaces are kept. A
 /// decoder configured with `trimValueWhitespaces = false` reads every value as it is.
 ///
+/// Numbers and text are read as XMLCoder reads them, with Swift's own parsers. A `Decimal` keeps 38 significant digits
+/// and rounds off more, as `JSONDecoder` does. Unlike `JSONDecoder`, a `Double` or a `Float` past its range reads as
+/// infinity or zero (`1e400`, `1e-400`, `3.5e38` for a `Float`), and `NaN`, `INF` and `-INF` (in any case) read as
+/// such, whatever `nonConformingFloatDecodingStrategy` says; a `String` read from an element that holds elements is
+/// empty (for mixed content, its first text); a `Bool` reads `yes`, `y`, `no` and `n` as well as XML Schema's `true`,
+/// `false`, `1` and `0`. XMLCoder decides these in its unboxing, which offers no hook: check such a value in the
+/// model's `init(from:)` where it matters. An integer that does not fit its type fails as a `DecodingError`.
+///
 /// `Data` is read from base64 as XML Schema's `base64Binary` is: white space in it (base64 sent in lines) is left out,
 /// and an empty element is empty data, as ``XMLBodyEncoder`` writes `Data()`; XMLCoder's `.base64` refused both. A
 /// `dataDecodingStrategy` set in `configure` is used instead.

@@ -135,6 +135,27 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// A `Decimal` keeps the 38 significant digits Foundation's `Decimal` holds and rounds off more, as `JSONDecoder`
+    /// reads one: not refused, as documented on ``XMLBodyDecoder``. An integer past its type still fails.
+    func testADecimalWithMoreDigitsThanItHoldsIsReadAsJSONDecoderReadsIt() throws {
+        struct Price: Codable, Sendable {
+            var amount: Decimal
+        }
+        struct Count: Codable, Sendable {
+            var amount: Int
+        }
+        let digits = "1234567890123456789012345678901234567890.5"
+        let xml = Data("<price><amount>\(digits)</amount></price>".utf8)
+        let fromXML = try XMLBodyDecoder().decode(Price.self, from: xml)
+        let fromJSON = try JSONDecoder().decode(Price.self, from: Data(#"{"amount":\#(digits)}"#.utf8))
+        XCTAssertEqual(fromXML.amount, fromJSON.amount)
+        XCTAssertEqual(fromXML.amount, Decimal(string: "1234567890123456789012345678901234567890"))
+        let tooLarge = Data("<count><amount>99999999999999999999</amount></count>".utf8)
+        XCTAssertThrowsError(try XMLBodyDecoder().decode(Count.self, from: tooLarge)) { error in
+            XCTAssertNotNil(error as? DecodingError, "\(error)")
+        }
+    }
+
     /// `Data` comes back as sent, the empty one too, and base64 that is line-wrapped, as XML senders wrap it (XML
     /// Schema's base64Binary allows white space), decodes: XMLCoder's `.base64` read `<v></v>` as no value ("found
     /// null") and refused base64 with a line break. Base64 that is not valid still fails; a strategy set in
