@@ -49,7 +49,10 @@ import XMLCoder
 /// such, whatever `nonConformingFloatDecodingStrategy` says; a `String` read from an element that holds elements is
 /// empty (for mixed content, its first text); a `Bool` reads `yes`, `y`, `no` and `n` as well as XML Schema's `true`,
 /// `false`, `1` and `0`. XMLCoder decides these in its unboxing, which offers no hook: check such a value in the
-/// model's `init(from:)` where it matters. An integer that does not fit its type fails as a `DecodingError`.
+/// model's `init(from:)` where it matters. An integer that does not fit its type fails as a `DecodingError`, and so
+/// does a `Date` read as seconds or milliseconds since 1970 (`.secondsSince1970`, the default, or
+/// `.millisecondsSince1970`) whose number is infinite, not a number or past a `Double`'s range, which XMLCoder read as
+/// a date that is no point in time, or as the epoch.
 ///
 /// `Data` is read from base64 as XML Schema's `base64Binary` is: white space in it (base64 sent in lines) is left out,
 /// and an empty element is empty data, as ``XMLBodyEncoder`` writes `Data()`; XMLCoder's `.base64` refused both. A
@@ -106,6 +109,17 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
         // white space in it, which XML Schema's base64Binary allows and senders write (lines of 76 characters).
         decoder.dataDecodingStrategy = .custom(Self.base64Data(from:))
         configure(decoder)
+        // XMLCoder reads a number of seconds with `Double(_:)` and nothing more: `1e400`, `inf` or `nan` gave a date
+        // that is no point in time (whose `description` stops the process), `1e-400` the epoch. The same strategy,
+        // strict about the number; another strategy is left as it is.
+        switch decoder.dateDecodingStrategy {
+        case .secondsSince1970:
+            decoder.dateDecodingStrategy = .custom { try Self.date(from: $0, unitsPerSecond: 1) }
+        case .millisecondsSince1970:
+            decoder.dateDecodingStrategy = .custom { try Self.date(from: $0, unitsPerSecond: 1_000) }
+        default:
+            break
+        }
         // XMLCoder's trimming drops white space between two references (`&#233; &#233;` decoded as `éé`): such a
         // document is written again with its values trimmed and that space kept, and read without trimming.
         var body = prepared
@@ -134,6 +148,51 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "the text is not valid Base64"))
         }
         return data
+    }
+
+    /// The date a number of seconds (`unitsPerSecond` 1) or milliseconds (1,000) since 1970 is, as XMLCoder's
+    /// `.secondsSince1970` and `.millisecondsSince1970` read it, a number that is not finite refused.
+    ///
+    /// - Throws: `DecodingError.valueNotFound` for an empty element (or one holding elements), as XMLCoder's
+    ///   strategies do, and
+    ///   `DecodingError.dataCorrupted` for a text that is no number, or whose number is infinite, not a number, or
+    ///   too large or too small for a `Double` (`1e400`, `1e-400`), as `JSONDecoder` refuses one.
+    private static func date(from decoder: any Decoder, unitsPerSecond: Double) throws -> Date {
+        let unit = unitsPerSecond == 1 ? "seconds" : "milliseconds"
+        // XMLCoder reads an empty element, or one holding elements, as the empty text.
+        let text = try decoder.singleValueContainer().decode(String.self)
+        guard !text.isEmpty else {
+            throw DecodingError.valueNotFound(
+                Date.self,
+                DecodingError.Context(
+                    codingPath: decoder.codingPath, debugDescription: "Expected Date value but found null instead."))
+        }
+        guard let number = Double(text) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "Expected date string to be formatted in \(unit) since 1970."))
+        }
+        guard number.isFinite, number != 0 || !hasNonZeroDigit(inMantissaOf: text) else {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription:
+                        "The number of \(unit) since 1970 <\(text.prefix(64))> is not finite or does not fit in Double."
+                ))
+        }
+        return Date(timeIntervalSince1970: number / unitsPerSecond)
+    }
+
+    /// Whether the part of a number `text` (that `Double(_:)` reads) before its exponent has a digit other than 0:
+    /// read as zero, such a number was too small for a `Double`, not zero.
+    private static func hasNonZeroDigit(inMantissaOf text: String) -> Bool {
+        let lowercased = text.lowercased()
+        let unsigned = lowercased.drop { $0 == "+" || $0 == "-" }
+        if unsigned.hasPrefix("0x") {
+            return unsigned.dropFirst(2).prefix { $0 != "p" }.contains { "123456789abcdef".contains($0) }
+        }
+        return unsigned.prefix { $0 != "e" }.contains { "123456789".contains($0) }
     }
 
     /// The parser's `error` for `data` as a `DecodingError` that says where the parser stopped and why.

@@ -217,6 +217,51 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(try isoDecoder.decode(Event.self, from: Data(isoText.utf8)), event)
     }
 
+    /// A date of seconds (or milliseconds) since 1970 whose number is infinite, not a number, or out of `Double`'s
+    /// range fails as a `DecodingError`, as `JSONDecoder` refuses it: XMLCoder read `1e400`, `inf` and `nan` as a date
+    /// that is no point in time (printing it stopped the process) and `1e-400` as the epoch. Numbers that are dates
+    /// still decode, an attribute too, and an empty element still fails as no value.
+    func testADateWhoseNumberIsNotFiniteFailsAsADecodingError() throws {
+        struct Event: Codable, Equatable, Sendable {
+            var at: Date
+        }
+        struct Events: Codable, Equatable, Sendable {
+            var at: [Date]
+        }
+        let milliseconds = XMLBodyDecoder { $0.dateDecodingStrategy = .millisecondsSince1970 }
+        for decoder in [XMLBodyDecoder(), XMLBodyDecoder { $0.dateDecodingStrategy = .secondsSince1970 }, milliseconds]
+        {
+            for number in ["1e400", "-1E400", "inf", "-inf", "INF", "nan", "NaN", "1e-400", "0x1p-5000"] {
+                for body in ["<event><at>\(number)</at></event>", #"<event at="\#(number)"/>"#] {
+                    XCTAssertThrowsError(try decoder.decode(Event.self, from: Data(body.utf8)), body) { error in
+                        guard case .dataCorrupted(let context)? = error as? DecodingError else {
+                            return XCTFail("not dataCorrupted: \(error)")
+                        }
+                        XCTAssertEqual(context.codingPath.map(\.stringValue), ["at"])
+                        XCTAssertTrue(context.debugDescription.contains("not finite"), context.debugDescription)
+                    }
+                }
+                let list = Data("<events><at>1</at><at>\(number)</at></events>".utf8)
+                XCTAssertThrowsError(try decoder.decode(Events.self, from: list))
+            }
+        }
+        for (number, seconds) in [("1700000000", 1_700_000_000.0), ("0", 0), ("-0.0e-400", 0), ("4.9e-324", 0)] {
+            let body = Data("<event><at>\(number)</at></event>".utf8)
+            XCTAssertEqual(try XMLBodyDecoder().decode(Event.self, from: body).at.timeIntervalSince1970, seconds)
+        }
+        let attribute = Data(#"<event at="1700000000"/>"#.utf8)
+        XCTAssertEqual(try XMLBodyDecoder().decode(Event.self, from: attribute).at.timeIntervalSince1970, 1_700_000_000)
+        let late = Data("<event><at>1700000000250</at></event>".utf8)
+        XCTAssertEqual(
+            try milliseconds.decode(Event.self, from: late).at.timeIntervalSince1970, 1_700_000_000.25, accuracy: 0.001)
+        XCTAssertThrowsError(try XMLBodyDecoder().decode(Event.self, from: Data("<event><at/></event>".utf8))) {
+            guard case .valueNotFound? = $0 as? DecodingError else { return XCTFail("\($0)") }
+        }
+        XCTAssertThrowsError(try XMLBodyDecoder().decode(Event.self, from: Data("<event><at>x</at></event>".utf8))) {
+            guard case .dataCorrupted? = $0 as? DecodingError else { return XCTFail("\($0)") }
+        }
+    }
+
     /// Content after the root element makes no XML document (a second document, a PHP warning printed after the
     /// answer): the parser stopped there, and the first document decoded as if the rest were not there. White space,
     /// comments and processing instructions after it are XML's own, and still decode.
