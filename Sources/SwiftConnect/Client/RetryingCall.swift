@@ -26,6 +26,11 @@ final class RetryingCall:
     private struct State {
         /// The number of the latest attempt started.
         var attempt = 0
+        /// Whether the latest attempt is still running (started and not yet ended).
+        var attemptRunning = false
+        /// The number of the latest attempt whose request reached the transport's door, where observers hear it start
+        /// (or the identical one it shares did).
+        var reachedAttempt = 0
         /// Whether the call was cancelled, timed out or ended: no further attempt starts.
         var isOver = false
         /// The attempt in flight, to cancel with the call.
@@ -48,6 +53,14 @@ final class RetryingCall:
         var abandonedAttempt: Int?
         /// The progress reports of the latest attempt, when the call has a progress handler.
         var progress: AttemptProgress?
+
+        /// The attempts the call made, as ``ConnectError/attempts`` and ``ConnectEvent/callEnded(status:error:attempts:)``
+        /// report them: every attempt started, but one still running whose request never reached the transport's door
+        /// (it waited in the queue, offline or for a token refresh when the call's deadline passed or the call was
+        /// cancelled), which sent nothing and which observers never heard start.
+        var attemptsMade: Int {
+            attemptRunning && reachedAttempt < attempt ? attempt - 1 : attempt
+        }
     }
 
     private let lock = Lock()
@@ -157,6 +170,7 @@ final class RetryingCall:
             guard !state.isOver else { return nil }
             state.timer = nil
             state.attempt += 1
+            state.attemptRunning = true
             return state.attempt
         }
         guard let attempt else { return }
@@ -166,13 +180,14 @@ final class RetryingCall:
         if case .stream(let stream) = request.body { context.callBodyStream = stream }
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         context.callHasEnded = { [weak self] in self?.withState { $0.isOver } ?? true }
-        if policy.usableAttemptTimeout != nil {
-            // The attempt's own timeout counts while the request is at the transport (or the identical one it shares
-            // is): not the time it waits in the queue, offline, or for a token refresh before or after a 401.
-            context.sending = AttemptSending(
-                reached: { [weak self] in self?.startAttemptTimer(attempt) },
-                answered: { [weak self] in self?.stopAttemptTimer(attempt) })
-        }
+        // The attempt counts as made once its request reaches the transport's door (or the identical one it shares
+        // does); its own timeout counts while it is at the transport: not the time it waits in the queue, offline,
+        // or for a token refresh before or after a 401.
+        let timesAttempts = policy.usableAttemptTimeout != nil
+        context.sending = AttemptSending(
+            reached: { [weak self] in if timesAttempts { self?.startAttemptTimer(attempt) } },
+            answered: { [weak self] in if timesAttempts { self?.stopAttemptTimer(attempt) } },
+            atDoor: { [weak self] in self?.withState { $0.reachedAttempt = max($0.reachedAttempt, attempt) } })
         let progress = context.transfer.progress.map(AttemptProgress.init(report:))
         if let progress {
             context.transfer.progress = progress.handler
@@ -203,6 +218,7 @@ final class RetryingCall:
         let (isOver, attemptDeadline, wasAbandoned) = withState {
             state -> (Bool, TransportDeadline?, Bool) in
             state.inFlight = nil
+            if state.attempt == attempt { state.attemptRunning = false }
             if let sentStream { state.sentStreams.append(sentStream) }
             defer { state.attemptDeadline = nil }
             return (state.isOver, state.attemptDeadline, state.abandonedAttempt == attempt)
@@ -356,16 +372,15 @@ final class RetryingCall:
     /// The deadline passed: the attempt in flight is cancelled and the call fails with `timedOut`.
     private func timeOut() {
         // As every other end reports it: the error says how many attempts the call made.
-        let attempts = withState { $0.attempt }
         end(
-            with: reporting(
-                attempts,
-                on: .failure(ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), sent: request))))
+            with: .failure(ConnectError.transportFailure(.deadlinePassed(after: deadline?.seconds), sent: request)),
+            reportingAttempts: true)
     }
 
     /// Ends the call: no further attempt starts, the attempt in flight and the wait are cancelled, and the future
-    /// completes with `result` (`nil` when it was cancelled, and so is complete already).
-    private func end(with result: Result<ConnectResponse, any Error>?) {
+    /// completes with `result` (`nil` when it was cancelled, and so is complete already). With `reportingAttempts`,
+    /// the error says how many attempts were made, counted as the call's end event counts them.
+    private func end(with result: Result<ConnectResponse, any Error>?, reportingAttempts: Bool = false) {
         let (timer, inFlight, wasOver, attempts) = withState {
             state -> ((any RetryCancellable)?, Future<ConnectResponse>?, Bool, Int) in
             let wasOver = state.isOver
@@ -374,8 +389,9 @@ final class RetryingCall:
                 state.timer = nil
                 state.inFlight = nil
             }
-            return (state.timer, state.inFlight, wasOver, state.attempt)
+            return (state.timer, state.inFlight, wasOver, state.attemptsMade)
         }
+        let result = reportingAttempts ? result.map { reporting(attempts, on: $0) } : result
         // Told before the attempt in flight is cancelled, so that its span ends with the call's reason (a deadline),
         // and before the caller hears the outcome, so that a caller reading its observer's figures has them all.
         if !wasOver, let observation = context.transfer.observation {
@@ -419,7 +435,8 @@ final class RetryingCall:
         case .failure(let error):
             let failure =
                 error is URLError ? ConnectError.transportFailure(.reported(error), sent: request) : error
-            guard attempts > 1 else { return .failure(failure) }
+            // 1 is the error's own count; 0 says the call's end came before its only attempt was sent.
+            guard attempts != 1 else { return .failure(failure) }
             return .failure(ConnectError.reporting(attempts: attempts, on: failure))
         }
     }

@@ -225,7 +225,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// ``ConnectMiddlewareProtocol`` inside a policy's attempts, it counts every request sent, and a bare `URLError` of
     /// a transport of yours, made a ``ConnectError`` as the retries end, carries it too. It stays 1 for an error after
     /// a retried request succeeded (decoding, a validator), and for a request cancelled by its caller (the cancelled
-    /// future's own error).
+    /// future's own error). An attempt cut short by the call's deadline before its request reached the transport (it
+    /// waited in the queue, offline or for a token refresh) sent nothing and is not counted: a call whose deadline
+    /// passed before its first attempt was sent says 0.
     public var attempts: Int = 1
     /// Whether ``message``, the descriptions and reflection show the secret values of ``request`` as they are:
     /// `false` unless the client that made the error was set not to redact (``Connect/Settings/redactsSecrets``).

@@ -81,7 +81,8 @@ struct AttemptSending: Sendable {
     let answered: @Sendable () -> Void
     /// Called each time the request reaches the transport's door, before the wire check, where its observers hear it
     /// start: a shared request's (coalescing) tells the callers that joined it then, so that they hear the attempt a
-    /// call alone would hear, one the wire check refuses included. `nil` for the retry loop's.
+    /// call alone would hear, one the wire check refuses included; the retry loop's counts the attempt as made
+    /// (``ConnectError/attempts``), and a shared request tells each of its callers' loops.
     let atDoor: (@Sendable () -> Void)?
 
     init(

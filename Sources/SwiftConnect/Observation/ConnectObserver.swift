@@ -230,7 +230,9 @@ public enum ConnectEvent: Sendable {
     /// `false` when it failed, and when ``AuthenticationMiddleware/setCredential(_:)`` replaced the credential while it
     /// ran with another than the one it gave (its result is dropped).
     case tokenRefreshEnded(succeeded: Bool)
-    /// The call ended: with the last attempt's status, or with `error`; `attempts` were made.
+    /// The call ended: with the last attempt's status, or with `error`; `attempts` were made, as
+    /// ``ConnectError/attempts`` counts them: an attempt the call's end (its deadline, a cancellation) cut short before
+    /// its request reached the transport, which was never told started, is not counted.
     case callEnded(status: Int?, error: (any Error)?, attempts: Int)
 }
 

@@ -78,6 +78,80 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// Hears how many attempts the call's end reports.
+    private final class EndRecorder: ConnectObserver, ConnectCallObserver {
+        let attempts = Recorder<Int>()
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+        func record(_ event: ConnectEvent) {
+            if case .callEnded(_, _, let attempts) = event { self.attempts.append(attempts) }
+        }
+    }
+
+    func testAnAttemptTheDeadlineCutsShortBeforeItIsSentIsNotCounted() throws {
+        // Given: a 503, retried at once, then a stage that holds the second attempt's request (as a queue, the
+        // network or a token refresh would) until the call's deadline passes
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503)])
+        let holdsTheRetry = AnyMiddleware { request, context, next in
+            context.attempt == 1 ? next(request) : Promise<ConnectResponse>().future
+        }
+        let observer = EndRecorder()
+        let connect = Connect(
+            transport: transport, middlewares: [holdsTheRetry],
+            retryPolicy: RetryPolicy(baseDelay: 0, jitter: RetryPolicy.noJitter, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [observer]))
+        // When
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.3))))
+        // Then: one request was sent, and the error and the call's end both say so
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(error.attempts, 1)
+        XCTAssertFalse(error.description.contains("after 2 attempts"), error.description)
+        XCTAssertEqual(observer.attempts.values, [1])
+    }
+
+    func testACallWhoseDeadlinePassesInTheQueueSaysNoAttemptWasSent() throws {
+        // Given: a paused queue
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        queue.pause()
+        let observer = EndRecorder()
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(clock: ImmediateRetryClock()), requestQueue: queue,
+            settings: Connect.Settings(observers: [observer]))
+        // When: the call's deadline passes while its first attempt waits there
+        let error = try XCTUnwrap(connectError(of: connect.request(Endpoint(timeout: 0.2))))
+        // Then
+        XCTAssertEqual(error.kind, .timedOut)
+        XCTAssertEqual(transport.requests.count, 0)
+        XCTAssertEqual(error.attempts, 0)
+        XCTAssertEqual(observer.attempts.values, [0])
+    }
+
+    func testACallCancelledWhileItsRetryWaitsCountsOnlyTheAttemptSent() throws {
+        // Given: a 503, retried at once, and a stage that holds the second attempt's request
+        let transport = FakeTransport()
+        transport.stub("/items", with: [.status(503)])
+        let held = Promise<Void>()
+        let holdsTheRetry = AnyMiddleware { request, context, next in
+            if context.attempt == 1 { return next(request) }
+            held.succeed(())
+            return Promise<ConnectResponse>().future
+        }
+        let observer = EndRecorder()
+        let connect = Connect(
+            transport: transport, middlewares: [holdsTheRetry],
+            retryPolicy: RetryPolicy(baseDelay: 0, jitter: RetryPolicy.noJitter, clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [observer]))
+        let call = connect.request(Endpoint(timeout: 10))
+        _ = try held.future.wait(timeout: 10)
+        // When
+        call.cancel()
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(observer.attempts.values, [1])
+    }
+
     func testAnInfiniteTimeoutSetsNoDeadline() {
         let transport = FakeTransport()
         transport.stub("/items", with: [.status(503), .status(503), .status(200)])

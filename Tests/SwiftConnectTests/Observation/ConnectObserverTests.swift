@@ -267,7 +267,7 @@ final class ConnectObserverTests: XCTestCase {
         guard case .failure(let error) = result else { return XCTFail("expected the deadline to end the call") }
         XCTAssertEqual((error as? ConnectError)?.kind, .timedOut)
         XCTAssertEqual(transport.requests.count, 0)
-        XCTAssertEqual(observer.events.values, ["call timedOut after 1"])
+        XCTAssertEqual(observer.events.values, ["call timedOut after 0"], "no attempt was sent")
     }
 
     func testATemplateHidesTheSensitiveValuesOfItsQuery() throws {
@@ -710,7 +710,7 @@ final class ConnectObserverTests: XCTestCase {
         queue.resume()
         transport.respond(to: 0, body: Data("{}".utf8))
         XCTAssertNotNil(value(of: joined))
-        XCTAssertEqual(observer.events(ofCall: 0), ["call cancelled after 1"])
+        XCTAssertEqual(observer.events(ofCall: 0), ["call cancelled after 0"], "it sent nothing")
         XCTAssertEqual(observer.events(ofCall: 1), ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
     }
 

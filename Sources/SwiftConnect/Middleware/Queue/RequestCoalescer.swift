@@ -396,6 +396,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         } else {
             // Sharing a call already at the transport's door: its observers hear this attempt start, as the first
             // caller's did there (unless the answer came meanwhile and told the start with the end).
+            if isAtDoor { context.sending?.atDoor?() }
             if isAtDoor, let observed {
                 joinedAtDoor()
                 observed.start()
@@ -444,15 +445,17 @@ extension RequestCoalescer {
     /// each caller that joined starts from now, as the first caller's observers hear the shared one start there. A
     /// request the check refuses never reaches the transport, and its callers hear it end with that refusal.
     private func reachedDoor(_ key: Key, callID: UInt64) {
-        let observed = state.withLock { state -> [JoinedAttempt] in
-            guard var call = state.calls[key], call.id == callID else { return [] }
+        let (observed, sendings) = state.withLock { state -> ([JoinedAttempt], [AttemptSending]) in
+            guard var call = state.calls[key], call.id == callID else { return ([], []) }
             call.reachedDoor = true
             state.calls[key] = call
             // In order of arrival.
             let observed = call.observed.sorted { $0.key < $1.key }.map(\.value)
             for attempt in observed { attempt.markDue() }
-            return observed
+            return (observed, call.sendings.sorted { $0.key < $1.key }.map(\.value))
         }
+        // Each caller's retry loop counts its attempt as made, as its observers hear it start.
+        for sending in sendings { sending.atDoor?() }
         for attempt in observed { attempt.start() }
     }
 
