@@ -48,8 +48,9 @@ public protocol ConnectObserver: Sendable {
 /// attempt the call's end cuts short (its deadline passed, the caller cancelled) is told ended after that, as
 /// cancelled: the call's end says why. So is a send a middleware cancels once the call has its outcome (the slower of a
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
-/// call's end tells how the call went. A token refresh or a queue wait may be told from another thread meanwhile, so an
-/// observer keeps its own state thread-safe.
+/// call's end tells how the call went. Those ends are the only events told after the call's end: what a send the call
+/// did not wait for meets later (a queue wait, a redirect) is not told. A token refresh or a queue wait may be told
+/// from another thread meanwhile, so an observer keeps its own state thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
@@ -77,6 +78,9 @@ struct CallObservation: Sendable {
     /// Per attempt, the sends told started and ended, so that each send is told ended once: a middleware may send an
     /// attempt's request more than once (calling `next` again), and each send is told as its own.
     private let sends: Protected<[Int: (started: Int, ended: Int)]>
+    /// Whether the call's end was told: after it, only the ends of sends told started before it are (a stage that
+    /// hands on a request late, the second send of a hedge leaving the queue, tells nothing more).
+    private let ended: Protected<Bool>
     /// Open while the call listens to the request this copy is carried by (``sharing(relayingTo:)``): a request
     /// several calls share (``RequestCoalescer``) goes on after the call whose context it carries has left, and that
     /// call hears of it no more. `nil`: always open.
@@ -89,16 +93,18 @@ struct CallObservation: Sendable {
     init(observers: [any ConnectCallObserver]) {
         self.observers = observers
         sends = Protected([:])
+        ended = Protected(false)
         listens = nil
         relay = nil
     }
 
     private init(
         observers: [any ConnectCallObserver], sends: Protected<[Int: (started: Int, ended: Int)]>,
-        relay: @escaping @Sendable (ConnectEvent) -> Void
+        ended: Protected<Bool>, relay: @escaping @Sendable (ConnectEvent) -> Void
     ) {
         self.observers = observers
         self.sends = sends
+        self.ended = ended
         listens = Protected(true)
         self.relay = relay
     }
@@ -106,13 +112,13 @@ struct CallObservation: Sendable {
     /// The same observers, for a request other calls share: ``stopListening()`` closes this copy only. The events told
     /// to this copy through ``record(_:)`` also go to `relay`, even once it is closed.
     func sharing(relayingTo relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
-        CallObservation(observers: observers, sends: sends, relay: relay)
+        CallObservation(observers: observers, sends: sends, ended: ended, relay: relay)
     }
 
     /// No observers, for a request other calls share when the call that makes it has none: the events told to it
     /// through ``record(_:)`` go to `relay` only.
     static func relaying(to relay: @escaping @Sendable (ConnectEvent) -> Void) -> CallObservation {
-        CallObservation(observers: [], sends: Protected([:]), relay: relay)
+        CallObservation(observers: [], sends: Protected([:]), ended: Protected(false), relay: relay)
     }
 
     /// Tells this copy's observers nothing more, nor asks them for fields (see ``sharing(relayingTo:)``).
@@ -144,12 +150,25 @@ struct CallObservation: Sendable {
     func record(_ event: ConnectEvent) {
         relay?(event)
         if let listens, !listens.withLock({ $0 }) { return }
+        // The call's end is its last event, but for the ends of the sends it cut short (``recordEnd(of:status:error:)``).
+        let isLate = ended.withLock { ended -> Bool in
+            switch event {
+            case .callEnded:
+                defer { ended = true }
+                return ended
+            case .attemptEnded: return false
+            default: return ended
+            }
+        }
+        if isLate { return }
         for observer in observers { observer.record(event) }
     }
 
-    /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport.
+    /// Tells the observers that a send of `attempt` is starting, with `request` as it goes to the transport; nothing
+    /// once the call's end was told.
     func recordStart(of attempt: Int, request: ConnectRequest) {
         if let listens, !listens.withLock({ $0 }) { return }
+        guard !ended.withLock({ $0 }) else { return }
         sends.withLock { $0[attempt, default: (0, 0)].started += 1 }
         record(.attemptStarted(attempt: attempt, request: request))
     }

@@ -236,6 +236,45 @@ final class ConnectObserverTests: XCTestCase {
             observer.events.values, ["start 1 -", "start 1 -", "end 1 200", "call 200 after 1", "end 1 cancelled"])
     }
 
+    /// A hedge whose second send leaves the queue after the call ended (the first send answered it): the call's end
+    /// is its last event. The second send's queue wait was told after the call's end (an observer that closes its
+    /// span or its figures at the end heard of a wait of a call already over).
+    func testAHedgesSecondSendLeavingTheQueueAfterTheCallsEndIsNotTold() throws {
+        struct LateHedge: Middleware {
+            let second: Future<Void>
+            func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+                ConnectResponse
+            > {
+                let first = next(request)
+                // The second send goes when the test says, and nobody cancels it.
+                second.observe { _ in _ = next(request) }
+                return first
+            }
+        }
+        // Given: a queue of one slot; the hedged call's first send holds it, another client's call waits in it, then
+        // the hedge's second send waits behind that call
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let secondSend = Promise<Void>()
+        let observer = RecordingObserver()
+        let hedged = Connect(
+            transport: transport, middlewares: [LateHedge(second: secondSend.future)], retryPolicy: nil,
+            requestQueue: queue, settings: Connect.Settings(observers: [observer]))
+        let other = Connect(transport: transport, retryPolicy: nil, requestQueue: queue)
+        let call = hedged.request(GetTodo())
+        let otherCall = other.request(GetTodo())
+        secondSend.succeed(())
+        // When: the first send answers (the call ends), then the other call's request, which lets the second send out
+        // of the queue
+        transport.respond(to: 0, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: call))
+        transport.respond(to: 1, body: Data("{}".utf8))
+        XCTAssertNotNil(value(of: otherCall))
+        // Then: the second send was not sent, and its wait was not told after the call's end
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(observer.events.values, ["queued", "start 1 -", "end 1 200", "call 200 after 1"])
+    }
+
     /// A request a stage hands on after the call's deadline passed is not sent. It went to the transport and was
     /// cancelled there, and observers heard of a send starting after the call's end (a metrics observer counted an
     /// active request and a cancelled one for a call that had timed out with none).
