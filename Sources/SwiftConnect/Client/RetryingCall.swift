@@ -49,6 +49,9 @@ final class RetryingCall:
         var waited: TimeInterval = 0
         /// The attempt in flight's own timeout (``RetryPolicy/attemptTimeout``), to cancel when it ends.
         var attemptDeadline: TransportDeadline?
+        /// The timers of the sends at the transport (``RetryPolicy/attemptTimeout``, one per send), to cancel when the
+        /// call ends.
+        var sendTimers: [ObjectIdentifier: TransportDeadline] = [:]
         /// The number of the attempt that its own timeout abandoned, if any.
         var abandonedAttempt: Int?
         /// The progress reports of the latest attempt, when the call has a progress handler.
@@ -184,10 +187,18 @@ final class RetryingCall:
         // does); its own timeout counts while it is at the transport: not the time it waits in the queue, offline,
         // or for a token refresh before or after a 401.
         let timesAttempts = policy.usableAttemptTimeout != nil
+        var sendReached: (@Sendable (_ stop: @escaping @Sendable (ConnectError) -> Void) -> @Sendable () -> Void)?
+        if timesAttempts {
+            sendReached = { [weak self] stop in
+                guard let self else { return {} }
+                return self.startSendTimer(attempt, stop: stop)
+            }
+        }
         context.sending = AttemptSending(
             reached: { [weak self] in if timesAttempts { self?.startAttemptTimer(attempt) } },
             answered: { [weak self] in if timesAttempts { self?.stopAttemptTimer(attempt) } },
-            atDoor: { [weak self] in self?.withState { $0.reachedAttempt = max($0.reachedAttempt, attempt) } })
+            atDoor: { [weak self] in self?.withState { $0.reachedAttempt = max($0.reachedAttempt, attempt) } },
+            sendReached: sendReached)
         let progress = context.transfer.progress.map(AttemptProgress.init(report:))
         if let progress {
             context.transfer.progress = progress.handler
@@ -312,6 +323,30 @@ final class RetryingCall:
         return TransportDeadline(seconds: seconds)
     }
 
+    /// Starts the timer of one send of `attempt` as the chain hands it to the transport: when it passes, that send alone
+    /// is stopped, timed out (another send of the attempt, a hedge's, keeps its own time). Returns what stops the timer
+    /// when the transport answers.
+    private func startSendTimer(_ attempt: Int, stop: @escaping @Sendable (ConnectError) -> Void)
+        -> @Sendable () -> Void
+    {
+        let timer = withState { state -> TransportDeadline? in
+            guard !state.isOver, state.attempt == attempt, let timer = attemptDeadline() else { return nil }
+            state.sendTimers[ObjectIdentifier(timer)] = timer
+            return timer
+        }
+        guard let timer else { return {} }
+        let timedOut = ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request)
+        let key = ObjectIdentifier(timer)
+        timer.start { [weak self] in
+            _ = self?.withState { $0.sendTimers.removeValue(forKey: key) }
+            stop(timedOut)
+        }
+        return { [weak self, weak timer] in
+            timer?.cancel()
+            _ = self?.withState { $0.sendTimers.removeValue(forKey: key) }
+        }
+    }
+
     /// Starts `attempt`'s own timer as its request reaches the transport, unless one runs already.
     private func startAttemptTimer(_ attempt: Int) {
         let timer = withState { state -> TransportDeadline? in
@@ -409,6 +444,10 @@ final class RetryingCall:
         // Ended by its deadline or the caller: no attempt's body end is the call's (one the call ends with was told).
         withState { $0.progress }?.settle(isTheAnswer: false)
         withState { $0.attemptDeadline }?.cancel()
+        for sendTimer in withState({ state in
+            defer { state.sendTimers = [:] }
+            return Array(state.sendTimers.values)
+        }) { sendTimer.cancel() }
         timer?.cancel()
         // Stopped by the deadline, the attempt's chain fails as the call does (its plugins hear it timed out); by the
         // caller, as cancelled.

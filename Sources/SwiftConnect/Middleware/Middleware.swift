@@ -84,14 +84,21 @@ struct AttemptSending: Sendable {
     /// call alone would hear, one the wire check refuses included; the retry loop's counts the attempt as made
     /// (``ConnectError/attempts``), and a shared request tells each of its callers' loops.
     let atDoor: (@Sendable () -> Void)?
+    /// Called instead of ``reached`` and ``answered`` when the chain itself hands the request to the transport: starts
+    /// that send's own timeout, which stops that send alone with the error it is given (so that a middleware sending
+    /// the attempt's request twice, a hedge, has each send timed on its own), and returns what to call when the
+    /// transport answers it. `nil`: ``reached`` and ``answered`` are called.
+    let sendReached: (@Sendable (_ stop: @escaping @Sendable (ConnectError) -> Void) -> @Sendable () -> Void)?
 
     init(
         reached: @escaping @Sendable () -> Void, answered: @escaping @Sendable () -> Void,
-        atDoor: (@Sendable () -> Void)? = nil
+        atDoor: (@Sendable () -> Void)? = nil,
+        sendReached: (@Sendable (_ stop: @escaping @Sendable (ConnectError) -> Void) -> @Sendable () -> Void)? = nil
     ) {
         self.reached = reached
         self.answered = answered
         self.atDoor = atDoor
+        self.sendReached = sendReached
     }
 }
 
@@ -309,7 +316,12 @@ struct MiddlewareChain: Sendable {
             } else if case .stream(let stream) = request.body, !context.retryAdvice.recordSending(stream) {
                 sent = Future(error: RetryAdvice.alreadySent(request))
             } else {
-                if let sending = context.sending {
+                if let sendReached = context.sending?.sendReached {
+                    let onWire = transport.send(request, transfer: context.transfer)
+                    let answered = sendReached { error in onWire.cancel(failingWith: error) }
+                    onWire.whenComplete { _ in answered() }
+                    sent = onWire
+                } else if let sending = context.sending {
                     sending.reached()
                     sent = transport.send(request, transfer: context.transfer)
                     sent.whenComplete { _ in sending.answered() }

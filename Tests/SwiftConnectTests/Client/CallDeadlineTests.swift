@@ -199,6 +199,50 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(clock.delays, [0.5], "retried as a timeout is")
     }
 
+    /// Sends its attempt's request twice at once (a hedge) and answers once both sends ended: with the first that
+    /// succeeded, else with the first send's failure.
+    private struct WaitingHedge: Middleware {
+        func intercept(_ request: ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
+            let sends = [next(request), next(request)]
+            let promise = Promise<ConnectResponse>()
+            let results = Recorder<(Int, Result<ConnectResponse, any Error>)>()
+            for (index, send) in sends.enumerated() {
+                send.observe { result in
+                    results.append((index, result))
+                    let all = results.values.sorted { $0.0 < $1.0 }.map(\.1)
+                    guard all.count == sends.count else { return }
+                    let success = all.first { if case .success = $0 { true } else { false } }
+                    promise.completeIfPending(with: success ?? all[0])
+                }
+            }
+            return promise.future
+        }
+    }
+
+    func testEachSendOfAHedgeTimesOutOnItsOwn() throws {
+        for silent in 0..<2 {
+            // Given: a hedge whose send number `silent` never answers while the other answers at once; sends time
+            // out after 0.2 s, in a call of 10 s with one attempt
+            let transport = FakeTransport()
+            transport.stub(
+                "/items", with: silent == 0 ? [.never, .json(string: "{}")] : [.json(string: "{}"), .never])
+            let connect = Connect(
+                transport: transport, middlewares: [WaitingHedge()],
+                retryPolicy: RetryPolicy(maxAttempts: 1, attemptTimeout: 0.2, clock: ImmediateRetryClock()))
+            // When
+            let result = try connect.response(for: Endpoint(timeout: 10)).waitForResult(timeout: 20)
+            // Then: the silent send timed out on its own, and the hedge answered with the other's response instead
+            // of the call waiting for its deadline
+            guard case .success(let response) = result else {
+                return XCTFail("send \(silent) silent: \(result)")
+            }
+            XCTAssertEqual(response.statusCode, 200)
+            XCTAssertEqual(transport.requests.count, 2)
+        }
+    }
+
     func testAnAbandonedAttemptOfARequestNotSafeToReplayEndsTheCallTimedOut() throws {
         // Given
         let transport = SilentOnceTransport()
