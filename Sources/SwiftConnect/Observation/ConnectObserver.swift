@@ -48,7 +48,8 @@ public protocol ConnectObserver: Sendable {
 /// attempt the call's end cuts short (its deadline passed, the caller cancelled) is told ended after that, as
 /// cancelled: the call's end says why. So is a send a middleware cancels once the call has its outcome (the slower of a
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
-/// call's end tells how the call went. Those ends are the only events told after the call's end: what a send the call
+/// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
+/// told after the call's end: what a send the call
 /// did not wait for meets later (a queue wait, a redirect) is not told. A token refresh or a queue wait may be told
 /// from another thread meanwhile, so an observer keeps its own state thread-safe.
 public protocol ConnectCallObserver: Sendable {
@@ -156,7 +157,8 @@ struct CallObservation: Sendable {
             case .callEnded:
                 defer { ended = true }
                 return ended
-            case .attemptEnded: return false
+            // A send it cut short ends; a token refresh its rejection started may outlive it and is told.
+            case .attemptEnded, .tokenRefreshStarted, .tokenRefreshEnded: return false
             default: return ended
             }
         }
