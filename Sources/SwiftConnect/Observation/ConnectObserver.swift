@@ -49,9 +49,9 @@ public protocol ConnectObserver: Sendable {
 /// cancelled: the call's end says why. So is a send a middleware cancels once the call has its outcome (the slower of a
 /// hedge's two sends, once the other was answered): ``ConnectError/Kind/cancelled`` is the truth of that send, and the
 /// call's end tells how the call went. Those ends, and a token refresh the call's rejection started, are the only events
-/// told after the call's end: what a send the call
-/// did not wait for meets later (a queue wait, a redirect) is not told. A token refresh or a queue wait may be told
-/// from another thread meanwhile, so an observer keeps its own state thread-safe.
+/// told after the call's end: what a send the call did not wait for meets later (a queue wait, a redirect) is not told.
+/// A token refresh or a queue wait may be told from another thread meanwhile, so an observer keeps its own state
+/// thread-safe.
 public protocol ConnectCallObserver: Sendable {
     /// Something happened to the call.
     ///
