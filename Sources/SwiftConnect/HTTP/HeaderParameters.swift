@@ -18,26 +18,69 @@ package enum HeaderParameters {
     }
 
     /// `headerValue` split at each `;` outside a quoted string: the value itself, then each parameter.
+    ///
+    /// A quoted string starts only where a parameter's value does, right after its `=` (blanks allowed between, as
+    /// ``value(of:in:)`` trims them): a `"` anywhere else, in the value itself or inside a token
+    /// (`charset=utf-8"`, `filename=a"b.txt`), is an ordinary character, as browsers read such fields (RFC 9110
+    /// §5.6.6, RFC 6266), so that the parameters after it are still read. A quoted string that never closes ends at
+    /// the next `;` after its opening quote, as the cache's `Cache-Control` reading does: `name="a; size=3` still
+    /// has `size`.
     private static func items(of headerValue: String) -> [Substring] {
         var items: [Substring] = []
-        var start = headerValue.startIndex
-        var isQuoted = false
-        var isEscaped = false
-        for index in headerValue.indices {
-            let character = headerValue[index]
-            if isEscaped {
-                isEscaped = false
-            } else if isQuoted, character == "\\" {
-                isEscaped = true
-            } else if character == "\"" {
-                isQuoted.toggle()
-            } else if character == ";", !isQuoted {
+        let bytes = headerValue.utf8
+        var start = bytes.startIndex
+        var index = bytes.startIndex
+        // Where a parameter's value may open a quoted string: after its `=` and any blanks, not in the value itself.
+        var isValueStart = false
+        // Whether this parameter's `=` was read: a later one is part of its value.
+        var hasEquals = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: ";") {
                 items.append(headerValue[start..<index])
-                start = headerValue.index(after: index)
+                start = bytes.index(after: index)
+                isValueStart = false
+                hasEquals = false
+            } else if byte == UInt8(ascii: "="), !items.isEmpty, !hasEquals {
+                hasEquals = true
+                isValueStart = true
+            } else if byte == UInt8(ascii: "\""), isValueStart {
+                isValueStart = false
+                if let end = closingQuote(in: bytes, after: index) {
+                    index = end
+                } else if let semicolon = bytes[index...].firstIndex(of: UInt8(ascii: ";")) {
+                    // Unclosed: the value ends at the next `;`, which the loop reads next.
+                    index = semicolon
+                    continue
+                } else {
+                    break
+                }
+            } else if byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t") {
+                isValueStart = false
             }
+            bytes.formIndex(after: &index)
         }
         items.append(headerValue[start...])
         return items
+    }
+
+    /// The index of the quote that closes the quoted string opened at `opening`, skipping backslash escapes; `nil`
+    /// when it never closes.
+    private static func closingQuote(in bytes: String.UTF8View, after opening: String.Index) -> String.Index? {
+        var index = bytes.index(after: opening)
+        var isEscaped = false
+        while index < bytes.endIndex {
+            let byte = bytes[index]
+            if isEscaped {
+                isEscaped = false
+            } else if byte == UInt8(ascii: "\\") {
+                isEscaped = true
+            } else if byte == UInt8(ascii: "\"") {
+                return index
+            }
+            bytes.formIndex(after: &index)
+        }
+        return nil
     }
 
     /// `value` without the quotes and backslash escapes of a quoted string; as it is when not quoted.

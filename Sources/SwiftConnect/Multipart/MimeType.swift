@@ -33,23 +33,32 @@ public struct MimeType: RawRepresentable, Equatable, Hashable, Sendable, CustomS
         var isName = true  // in the type and subtype, or in a parameter's name
         var isQuoted = false
         var isEscaped = false
+        // Right after a parameter's `=` and any blanks: the only place a quoted string starts (a stray `"` in a
+        // token is an ordinary character, as ``parameter(_:)`` reads it).
+        var isValueStart = false
         for index in bytes.indices {
             let byte = bytes[index]
             if isEscaped {
                 isEscaped = false
-            } else if isQuoted, byte == UInt8(ascii: "\\") {
-                isEscaped = true
-            } else if byte == UInt8(ascii: "\"") {
-                isQuoted.toggle()
             } else if isQuoted {
-                continue
+                if byte == UInt8(ascii: "\\") {
+                    isEscaped = true
+                } else if byte == UInt8(ascii: "\"") {
+                    isQuoted = false
+                }
+            } else if byte == UInt8(ascii: "\""), isValueStart {
+                isQuoted = true
+                isValueStart = false
             } else if byte == UInt8(ascii: ";") {
                 isType = false
                 isName = true
-            } else if byte == UInt8(ascii: "="), !isType {
+                isValueStart = false
+            } else if byte == UInt8(ascii: "="), !isType, isName {
                 isName = false
-            } else if isName, isUpper(byte) {
-                bytes[index] = byte + 32
+                isValueStart = true
+            } else {
+                if byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t") { isValueStart = false }
+                if isName, isUpper(byte) { bytes[index] = byte + 32 }
             }
         }
         return String(decoding: bytes, as: UTF8.self)
