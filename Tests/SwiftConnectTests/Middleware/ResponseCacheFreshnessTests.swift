@@ -137,6 +137,16 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         try assertLifetime(["Cache-Control": #"ext="x, no-store", max-age=10"#], servedAt: 9, expiredAt: 11)
     }
 
+    /// A `"` inside an unquoted argument or a name opens no quoted string: it hid every directive up to the next `"`,
+    /// and a response that said `no-store` was stored.
+    func testAStrayQuoteInATokenHidesNoDirective() throws {
+        try assertNotStored(["Cache-Control": #"ext=a"b, no-store, other="c""#])
+        try assertNotStored(["Cache-Control": #"ext"=1, no-cache, other="c""#])
+        try assertLifetime(["Cache-Control": #"ext=a"b, max-age=10, other="c""#], servedAt: 9, expiredAt: 11)
+        // A quoted argument after blanks still keeps its commas
+        try assertLifetime(["Cache-Control": #"ext= "x, no-store", max-age=10"#], servedAt: 9, expiredAt: 11)
+    }
+
     /// The time the response already spent in other caches (`Age`) is taken off `max-age`.
     func testAgeIsTakenOffMaxAge() throws {
         try assertLifetime(["Cache-Control": "max-age=30", "Age": "25"], servedAt: 4, expiredAt: 6)

@@ -193,7 +193,8 @@ enum ResponseFreshness {
 /// The directives of a `Cache-Control` (or `Pragma`) value this cache acts on (RFC 9111 §5.2).
 ///
 /// The value is a comma-separated list of directives, `name` or `name=argument`, the argument a token or a quoted
-/// string whose commas do not separate directives (one that never closes ends at the next comma, as if unquoted);
+/// string whose commas do not separate directives (one that never closes ends at the next comma, as if unquoted; a `"`
+/// elsewhere than at an argument's start is an ordinary character);
 /// names are compared ignoring ASCII case, and never as parts of longer names or of arguments. Several header lines,
 /// which the platform joins with commas, read as one list. Other directives are skipped.
 struct CacheDirectives {
@@ -232,6 +233,10 @@ struct CacheDirectives {
             var isQuoted = false
             var isEscaped = false
             var opening = index
+            // Right after the `=` and any blanks: the only place a quoted string starts. A `"` inside a token
+            // (`ext=a"b, no-store, x="y"`) is an ordinary character, or it would hide the directives up to the next
+            // quote.
+            var isArgumentStart = false
             // Up to the next comma outside a quoted string.
             while index < bytes.endIndex {
                 let byte = bytes[index]
@@ -245,11 +250,15 @@ struct CacheDirectives {
                     }
                 } else if byte == UInt8(ascii: ",") {
                     break
-                } else if byte == UInt8(ascii: "\"") {
+                } else if byte == UInt8(ascii: "\""), isArgumentStart {
                     isQuoted = true
+                    isArgumentStart = false
                     opening = index
                 } else if byte == UInt8(ascii: "="), equals == nil {
                     equals = index
+                    isArgumentStart = true
+                } else if byte != UInt8(ascii: " "), byte != UInt8(ascii: "\t") {
+                    isArgumentStart = false
                 }
                 bytes.formIndex(after: &index)
             }
