@@ -18,6 +18,15 @@ extension URL {
     /// for, an address in one form); `nil` without a host, or when the escapes make no host name.
     private var originHost: String? { ComparableHost.of(self) }
 
+    /// The URL's text without its fragment (`#…`), which no engine sends (RFC 9110 §4.2.5): what names the resource
+    /// a request asks for, as the cache and coalescing keys compare it. A `#` in a URL's text always starts its
+    /// fragment (elsewhere it is escaped as `%23`).
+    var absoluteStringWithoutFragment: String {
+        let text = absoluteString
+        guard let hash = text.utf8.firstIndex(of: UInt8(ascii: "#")) else { return text }
+        return String(text[..<hash])
+    }
+
     /// The port, or the default port of http and https when none is given.
     var effectivePort: Int? {
         if let port { return port }

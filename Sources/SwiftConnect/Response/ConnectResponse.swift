@@ -251,6 +251,30 @@ extension ConnectResponse: CustomStringConvertible, CustomReflectable {
 }
 
 extension ConnectResponse {
+    /// This response as the answer to `request`, a request identical to the one it answered but for its URL's fragment
+    /// (never sent: the cache and the coalescing of identical requests share one answer between such requests). It
+    /// carries `request`, and its URL names `request`'s fragment where it named the asked request's (RFC 9110 §10.2.2:
+    /// the same resource, or a redirect's target without a fragment of its own), not another caller's.
+    func answering(_ request: ConnectRequest) -> ConnectResponse {
+        var answer = self
+        let asked = storedRequest.url
+        answer.storedRequest = .sent(request)
+        guard let asked, asked.fragment != request.url.fragment, let answered = storedHead.url,
+            answered.fragment == asked.fragment
+        else { return answer }
+        var url = URL(string: answered.absoluteStringWithoutFragment) ?? answered
+        if let fragment = URLComponents(url: request.url, resolvingAgainstBaseURL: true)?.percentEncodedFragment {
+            url = URL(string: url.absoluteString + "#" + fragment) ?? url
+        }
+        let httpVersion: String
+        switch storedHead {
+        case .parts(let parts): httpVersion = parts.httpVersion
+        case .foundation: httpVersion = "HTTP/1.1"
+        }
+        answer.storedHead = .parts(ResponseParts(url: url, head: head, httpVersion: httpVersion))
+        return answer
+    }
+
     /// A URL for ``sentRequest`` of a Foundation request without one (which no transport sends).
     private static let noURL = URL(string: "about:blank")!
 

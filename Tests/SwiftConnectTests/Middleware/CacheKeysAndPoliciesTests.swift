@@ -41,6 +41,40 @@ final class CacheKeysAndPoliciesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// The fragment is never sent (RFC 9110 §4.2.5): a request that differs from a stored one only there is served the
+    /// stored response, as the answer to its own request (its URL naming its own fragment), and the key leaves it out.
+    func testARequestThatDiffersOnlyInItsFragmentIsServedFromTheCache() throws {
+        // Given a response stored for `/todos#a`
+        let transport = answers(2)
+        let cache = ResponseCache()
+        let connect = client(transport, cache: cache)
+        let options = RequestOptions(cache: CacheRule(timeToLive: 60))
+        func get(_ url: String) throws -> ConnectResponse {
+            try connect.response(for: ConnectRequest(url: XCTUnwrap(URL(string: url))), options: options)
+                .wait(timeout: 5)
+        }
+        XCTAssertEqual(String(decoding: try get("https://api.test/todos#a").data, as: UTF8.self), #"{"answer":1}"#)
+
+        // When the same resource is asked for with another fragment, or none
+        let other = try get("https://api.test/todos#b")
+        let none = try get("https://api.test/todos")
+
+        // Then both are served from the cache, each naming its own fragment
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(String(decoding: other.data, as: UTF8.self), #"{"answer":1}"#)
+        XCTAssertEqual(other.response.url?.absoluteString, "https://api.test/todos#b")
+        XCTAssertEqual(other.sentRequest.url.fragment, "b")
+        XCTAssertEqual(none.response.url?.absoluteString, "https://api.test/todos")
+        let rule = CacheRule(timeToLive: 60)
+        let key = ResponseCache.key(
+            for: ConnectRequest(url: try XCTUnwrap(URL(string: "https://api.test/t#x"))), rule: rule)
+        XCTAssertEqual(key, "GET https://api.test/t")
+
+        // And removing the key as written with a fragment removes the stored response
+        cache.removeResponse(forKey: "GET https://api.test/todos#c")
+        XCTAssertEqual(cache.count, 0)
+    }
+
     /// Removing the key the app knows removes the responses stored with their body's digest in the key, for every
     /// body and every set of credentials.
     func testRemovingAKeyRemovesTheResponsesStoredPerBody() {

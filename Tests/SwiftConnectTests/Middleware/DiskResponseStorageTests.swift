@@ -57,6 +57,24 @@ final class DiskResponseStorageTests: DiskStorageFolderTestCase {
         XCTAssertEqual(answer.header("Content-Type"), "application/json", "headers come back too")
     }
 
+    /// A key leaves the URL's fragment out (never sent): a file an earlier version wrote under a key with a fragment is
+    /// missed cleanly (fetched again, never another resource's answer), and the answer stored then serves every
+    /// fragment of the resource, after a restart too.
+    func testAFileStoredUnderAKeyWithAFragmentIsMissedAndTheAnswerServesEveryFragment() throws {
+        let transport = answers(2)
+        let earlier = try DiskResponseStorage(directory: folder)
+        let stale = StoredResponse(
+            url: try XCTUnwrap(URL(string: "https://api.test/todos#a")), method: "GET", statusCode: 200, headers: [],
+            body: Data("old".utf8), expiry: Date().addingTimeInterval(300), varying: [])
+        earlier.store(stale, forKey: "GET https://api.test/todos#a")
+
+        XCTAssertEqual(body(try client(transport).request(Route("/todos#a"), options: rule)), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1, "the file under the old key is not read")
+        let restarted = try client(transport)
+        XCTAssertEqual(body(restarted.request(Route("/todos#b"), options: rule)), #"{"answer":1}"#)
+        XCTAssertEqual(transport.requests.count, 1, "another fragment is the same resource")
+    }
+
     /// "Keep it for ever" reaches the disk too: an infinite expiry could not be written, and the entry stayed in
     /// memory only (the folder empty, the next process asking the network).
     func testAResponseKeptForEverSurvivesARestart() throws {

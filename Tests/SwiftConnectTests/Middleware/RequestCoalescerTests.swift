@@ -169,6 +169,28 @@ final class RequestCoalescerTests: XCTestCase {
         for future in [alice, bob, anonymous, other] { XCTAssertNotNil(value(of: future)) }
     }
 
+    /// The fragment is never sent (RFC 9110 §4.2.5): requests that differ only there ask for one resource and share
+    /// one call, each answered as the answer to its own request, its URL naming its own fragment.
+    func testRequestsThatDifferOnlyInTheirFragmentShareOneCall() throws {
+        // Given
+        let (transport, gate) = gatedTransport()
+        let connect = coalescing(transport)
+        let url = try XCTUnwrap(URL(string: "https://api.example.com/items"))
+        // When
+        let futures = ["#a", "#b", ""].map { suffix in
+            connect.response(for: ConnectRequest(url: URL(string: url.absoluteString + suffix) ?? url))
+        }
+        gate.succeed(())
+        // Then
+        XCTAssertEqual(transport.requests.count, 1)
+        for (future, fragment) in zip(futures, ["a", "b", nil]) {
+            let response = try future.wait(timeout: 5)
+            XCTAssertEqual(response.sentRequest.url.fragment, fragment)
+            XCTAssertEqual(response.response.url?.fragment, fragment)
+            XCTAssertEqual(response.response.url?.path, "/items")
+        }
+    }
+
     func testPostIsNeverCoalesced() {
         // Given
         let (transport, gate) = gatedTransport()

@@ -34,7 +34,7 @@ import Foundation
 ///
 /// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
 /// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
-/// key is the method and full URL unless the rule names one. A request that carries credentials
+/// key is the method and full URL (without its fragment, never sent) unless the rule names one. A request that carries credentials
 /// (`Authorization`, `Cookie` or any header named like a secret, user info in its URL, or a secret query item such
 /// as `access_token=`) is stored apart for each set of credentials, so one user's response is not served to
 /// another, under a custom key too: the key then ends with a digest of them (see
@@ -342,17 +342,33 @@ public final class ResponseCache: Sendable {
     /// (``key(for:rule:)-(ConnectRequest,_)``). As after ``removeAll()``, a revalidation of that key in flight whose
     /// `304` comes later sends its request again, without conditions; the fetches of other keys are not affected.
     ///
-    /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL).
+    /// - Parameter key: A rule's custom key, or `"GET https://…"` (method, space, full URL; a fragment, which keys
+    ///   leave out, is ignored there).
     public func removeResponse(forKey key: String) {
-        state.withLock { state in
-            // This key's fetches in flight only: a revalidation of another key still serves its 304.
-            state.noteRemoval(of: key)
-            for stored in Array(state.entries.keys) where Self.isKey(stored, orVariantOf: key) { state.remove(stored) }
+        for key in Self.spellings(ofKey: key) {
+            state.withLock { state in
+                // This key's fetches in flight only: a revalidation of another key still serves its 304.
+                state.noteRemoval(of: key)
+                for stored in Array(state.entries.keys) where Self.isKey(stored, orVariantOf: key) {
+                    state.remove(stored)
+                }
+            }
+            storage?.removeResponses(forKey: key)
         }
-        storage?.removeResponses(forKey: key)
     }
 
-    /// The key a request is stored under: the rule's key, or the method and full URL; with
+    /// `key`, and when it reads as a method and a URL with a fragment (`"GET https://…/a#x"`), the same without the
+    /// fragment, as ``key(for:rule:)-(ConnectRequest,_)`` makes it: removing either is never a wrong answer, at worst
+    /// a fetch again.
+    private static func spellings(ofKey key: String) -> [String] {
+        guard let space = key.firstIndex(of: " "), let hash = key.firstIndex(of: "#"), space < hash,
+            let url = URL(string: String(key[key.index(after: space)...])), url.scheme != nil, url.fragment != nil
+        else { return [key] }
+        return [key, String(key[..<hash])]
+    }
+
+    /// The key a request is stored under: the rule's key, or the method and full URL without its fragment (never
+    /// sent: `/a#x` and `/a#y` ask for one resource); with
     /// ``CacheRule/keyIncludesBody``, followed by `" body:"` and the SHA-256 of the body; for a request that carries
     /// credentials (a secret header, user info in its URL or a secret query item such as `access_token=`), followed
     /// by `" credentials:"` and a digest of them (kept for this process only). A custom key replaces the URL, not
@@ -368,7 +384,8 @@ public final class ResponseCache: Sendable {
 
     /// ``key(for:rule:)-(ConnectRequest,_)`` with the digest of the request's credentials already made.
     private static func key(for request: ConnectRequest, rule: CacheRule, credentials digest: String?) -> String {
-        var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteString)"
+        // Without the URL's fragment, which is never sent (RFC 9110 §4.2.5): `/a#x` and `/a#y` ask for one resource.
+        var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteStringWithoutFragment)"
         if rule.keyIncludesBody {
             key += bodyMarker + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
@@ -535,7 +552,8 @@ public final class ResponseCache: Sendable {
         }
         context.transfer.observation?.record(.cacheLookup(hit: cached != nil))
         if var cached {
-            cached.storedRequest = .sent(request)
+            // Stored for a request that may have named another fragment (not part of the key).
+            cached = cached.answering(request)
             // Nothing crossed the wire, but a progress bar still ends.
             Self.reportServed(cached, for: request, to: context.transfer.progress)
             return Future(value: cached)
@@ -808,10 +826,9 @@ public final class ResponseCache: Sendable {
         for name in names {
             fields[values: name] = updates.filter { $0.name == name }.map(\.value)
         }
-        var updated = replacingHead(
+        let updated = replacingHead(
             of: stored, with: ResponseHead(status: stored.statusCode, headerFields: fields), url: request.url)
-        updated.storedRequest = .sent(request)
-        return updated
+        return updated.answering(request)
     }
 
     /// `response` with `head` in place of its own, keeping its URL (`url` when it has none) and HTTP version.
@@ -881,7 +898,9 @@ public final class ResponseCache: Sendable {
             // A storage of the app's own is searched by key: the keys a GET or HEAD of these URLs is stored under
             // (a redirected response keeps its URL asked for in its key), and those memory had for them.
             var storedKeys = Set(keys)
-            for url in urls { storedKeys.formUnion(["GET \(url.absoluteString)", "HEAD \(url.absoluteString)"]) }
+            for url in urls.map(\.absoluteStringWithoutFragment) {
+                storedKeys.formUnion(["GET \(url)", "HEAD \(url)"])
+            }
             for key in storedKeys { storage.removeResponses(forKey: key) }
             // Then memory again: a fetch that read the storage before it was cleared does not keep what it read.
             _ = state.withLock { $0.invalidate(resources) }

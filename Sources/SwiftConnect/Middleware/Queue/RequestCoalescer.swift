@@ -47,6 +47,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
     /// What makes two requests identical.
     struct Key: Hashable {
         let method: String
+        /// The URL without its fragment, which is never sent: requests that differ only there share a call.
         let url: String
         /// `length:name:value` per header field, names lowercased and preceded by their length in bytes, values
         /// without the blanks around them (as sent), sorted by name, fields of one name in their order. The length
@@ -78,6 +79,10 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The shared future, once `next` has returned it. Held so it stays alive until it completes.
         var shared: Future<ConnectResponse>?
         var callers: [UInt64: Promise<ConnectResponse>]
+        /// The requests of the callers that joined with another fragment than the shared request's (not part of the
+        /// key, never sent): each is answered with the shared response as the answer to its own request
+        /// (``ConnectResponse/answering(_:)``), its URL naming its own fragment.
+        var fragmentRequests: [UInt64: ConnectRequest] = [:]
         /// Whether the shared request has reached the transport: a caller that joins from then on is in flight at
         /// once.
         var reachedTransport = false
@@ -95,6 +100,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
         /// The first caller's observers as the shared request carries them (closed when that caller leaves while
         /// others stay), and its attempt as its call has them (told then that it ended).
         var first: (shared: CallObservation, own: JoinedAttempt)?
+        /// The fragment of the shared request's URL.
+        var fragment: String?
         /// The redirects the shared request followed so far: a caller that joins later hears them too, as it would
         /// have alone (its answer comes from where they led). At most the request's redirect limit.
         var redirects: [ConnectEvent] = []
@@ -280,7 +287,8 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
             .sorted { $0.name != $1.name ? $0.name < $1.name : $0.index < $1.index }
             .map { "\($0.name.utf8.count):\($0.name):\($0.value)" }
         return Key(
-            method: method, url: request.url.absoluteString, headers: headers, timeout: request.timeoutInterval,
+            method: method, url: request.url.absoluteStringWithoutFragment, headers: headers,
+            timeout: request.timeoutInterval,
             cachePolicy: request.cachePolicy.rawValue, foundationExtras: request.foundationExtras,
             connectivity: connectivity, maxRedirects: maxRedirects)
     }
@@ -335,6 +343,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                     return nil
                 }
                 existing.callers[callerID] = promise
+                if request.url.fragment != existing.fragment { existing.fragmentRequests[callerID] = copy request }
                 let isInFlight = existing.reachedTransport || !hearsTransport
                 let isAtDoor = existing.reachedDoor || !hearsTransport
                 if hearsTransport, let sending = context.sending { existing.sendings[callerID] = sending }
@@ -363,6 +372,7 @@ final class RequestCoalescer: Middleware, ContextPassingMiddleware {
                 ?? (clientObserves ? CallObservation.relaying(to: relay) : nil)
             var call = Call(
                 id: callerID, began: now(), shared: nil, callers: [callerID: promise])
+            call.fragment = request.url.fragment
             if hearsTransport, let sending = context.sending { call.sendings[callerID] = sending }
             if let sharedObservation, let observed { call.first = (sharedObservation, observed) }
             state.calls[key] = call
@@ -423,12 +433,12 @@ extension RequestCoalescer {
         if abandoned { shared.cancel() }
         shared.whenComplete { result in
             let (callers, sendings, observed) = self.state.withLock {
-                state -> ([Promise<ConnectResponse>], [AttemptSending], [JoinedAttempt]) in
+                state -> ([(Promise<ConnectResponse>, ConnectRequest?)], [AttemptSending], [JoinedAttempt]) in
                 guard let call = state.calls[key], call.id == callID else { return ([], [], []) }
                 state.calls[key] = nil
                 // In order of arrival.
                 return (
-                    call.callers.sorted { $0.key < $1.key }.map(\.value),
+                    call.callers.sorted { $0.key < $1.key }.map { ($0.value, call.fragmentRequests[$0.key]) },
                     call.sendings.sorted { $0.key < $1.key }.map(\.value),
                     call.observed.sorted { $0.key < $1.key }.map(\.value)
                 )
@@ -437,7 +447,13 @@ extension RequestCoalescer {
             // answer (a token refresh after a 401), and its observers hear it end before its call can.
             for sending in sendings { sending.answered() }
             for joined in observed { joined.end(with: result) }
-            for caller in callers { caller.completeIfPending(with: result) }
+            for (caller, request) in callers {
+                guard let request else {
+                    caller.completeIfPending(with: result)
+                    continue
+                }
+                caller.completeIfPending(with: result.map { $0.answering(request) })
+            }
         }
     }
 
@@ -507,6 +523,7 @@ extension RequestCoalescer {
             state -> (Future<ConnectResponse>?, JoinedAttempt?, JoinedAttempt?) in
             guard var call = state.calls[key], call.id == callID else { return (nil, nil, nil) }
             call.callers[callerID] = nil
+            call.fragmentRequests[callerID] = nil
             call.sendings[callerID] = nil
             let joined = call.observed.removeValue(forKey: callerID)
             guard call.callers.isEmpty else {
