@@ -154,7 +154,7 @@ public enum TransportConformance {
 
     /// Every check, in the order they run.
     public static let checks: [Check] = [
-        methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, statusesAreResponses,
+        methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, fragmentStaysHome, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody, refusedConnection,
         bodySentAgain,
@@ -303,6 +303,31 @@ public enum TransportConformance {
             try context.expect(
                 multi == "First A, second B" || multi == "First A,second B",
                 "X-Multi came back as \(multi ?? "nothing"), sent as \"First A\" then \"second B\"")
+        }
+    }
+
+    /// A URL's fragment (`#…`) is never sent (RFC 9110 §4.2.5): not in the request target, whether the URL has a path
+    /// or not, nor in `Host`.
+    static let fragmentStaysHome = Check(name: "fragment stays home") { context in
+        try context.withServer { server in
+            let received = Protected<[String]>([])
+            for path in ["/", "/target"] {
+                server.route("GET", path) { request in
+                    received.withLock { $0.append("\(request.target) Host: \(request.header("Host") ?? "none")") }
+                    return .text("ok")
+                }
+            }
+            let base = server.baseURL.absoluteString
+            let host = "Host: \(server.baseURL.host ?? "")\(server.baseURL.port.map { ":\($0)" } ?? "")"
+            for (url, target) in [("\(base)/target?q=1#part", "/target?q=1"), ("\(base)#part", "/")] {
+                received.withLock { $0 = [] }
+                guard let url = URL(string: url) else { throw Failure(description: "no URL: \(url)") }
+                let response = try context.response(ConnectRequest(url: url, timeoutInterval: 30))
+                try context.expect(
+                    response.statusCode == 200 && received.snapshot == ["\(target) \(host)"],
+                    "GET \(url): the server got \(received.snapshot) and answered \(response.statusCode); expected "
+                        + "\(target) with \(host)")
+            }
         }
     }
 
