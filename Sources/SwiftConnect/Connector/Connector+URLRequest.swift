@@ -198,6 +198,12 @@ extension Connector {
             error.message = TransferEncoding.message(name: name)
             throw error
         }
+        if let (name, value) = fields.field(named: TransferCodings.name.rawName), !TransferCodings.isAllowed(value) {
+            var error = ConnectError.invalidRequest(
+                .invalidHeader(name: name), request: partialRequest(method: method, body: body))
+            error.message = TransferCodings.message(name: name, value: value)
+            throw error
+        }
         return RequestBlueprint(
             url: url, cachePolicy: cachePolicy, timeout: timeout, method: method, body: body,
             headers: fields.ordered)

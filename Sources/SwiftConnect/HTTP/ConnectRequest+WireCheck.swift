@@ -20,6 +20,8 @@ extension ConnectRequest {
     ///   connection. A body sent from a file (`bodyFile`) is checked when its file is opened to be sent
     ///   (``contentLengthProblem(bodyLength:)``), a stream of unknown length by the core as it is read;
     /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`);
+    /// - a `TE` field other than `TE: trailers`: the answer's transfer codings are the connection's, which the engine
+    ///   negotiates, and HTTP/2 forbids any other value (see `TransferCodings`);
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
     ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
     /// - a body stream that announces a length below 0: it would go out as a `Content-Length` no server reads as a
@@ -54,6 +56,13 @@ extension ConnectRequest {
         if let field = headerFields.first(where: { $0.name == TransferEncoding.name }) {
             var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)
             error.message = TransferEncoding.message(name: field.name.rawName)
+            return error
+        }
+        if let field = headerFields.first(where: {
+            $0.name == TransferCodings.name && !TransferCodings.isAllowed($0.value)
+        }) {
+            var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)
+            error.message = TransferCodings.message(name: field.name.rawName, value: field.value)
             return error
         }
         if case .failure(let problem)? = EscapedHost.plainName(of: url) {
@@ -127,5 +136,27 @@ enum TransferEncoding {
     static func message(name: String) -> String {
         "the header '\(name)' frames the body, which the transport does itself (a body of unknown length is sent in "
             + "chunks): leave it out"
+    }
+}
+
+/// A request's `TE` field, the transfer codings it accepts in the answer (RFC 9110 §10.1.4): hop by hop (over HTTP/1.1
+/// it must be named in `Connection` as well), and the connection's codings are the engine's to negotiate. Only
+/// `TE: trailers` may be set (gRPC sends it), the one value HTTP/2 allows (RFC 9113 §8.2.2). Another value (`gzip`)
+/// went out over HTTP/1.1 as set, while over HTTP/2 SwiftNIO's codec failed the stream (AsyncHTTPClient) and libcurl
+/// left the field out (URLSession on Linux): refused on every engine alike, before anything is sent.
+enum TransferCodings {
+    static let name: HeaderField.Name = "TE"
+
+    /// Whether `value` is `trailers`, blanks around it allowed: in lower case, as HTTP/2 writes it (SwiftNIO's codec
+    /// refuses `Trailers`).
+    static func isAllowed(_ value: String) -> Bool {
+        value.trimmingCharacters(in: [" ", "\t"]) == "trailers"
+    }
+
+    /// Why a request with the field `name` set to `value` is refused.
+    static func message(name: String, value: String) -> String {
+        "the header '\(name)' asks for the transfer codings \(SingleLineText.make(value.debugDescription, limit: 40)), "
+            + "which the transport negotiates itself (HTTP/2 allows only 'trailers', in lower case): leave it out, or set "
+            + "it to 'trailers'"
     }
 }

@@ -126,6 +126,28 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertTrue(transport.requests.isEmpty)
     }
 
+    /// `TE` is hop by hop and names transfer codings of the answer, which the engines own: `gzip` there asked for a body
+    /// no engine decodes, and HTTP/2 forbids any value but `trailers` (RFC 9113 §8.2.2), which one engine's codec
+    /// failed the stream for and another dropped. Only `TE: trailers` goes out, on every engine alike.
+    func testATEOtherThanTrailersIsRefusedAndTrailersGoesOut() throws {
+        // Given
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        // When / Then: a coding, a list, another case, an empty value are refused, naming the field, nothing sent
+        for value in ["gzip", "trailers, deflate", "Trailers", "", "chunked"] {
+            let request = ConnectRequest(url: Self.url, headerFields: ["te": value])
+            let error = try XCTUnwrap(connectError(of: connect.response(for: request)), value)
+            XCTAssertEqual(error.kind, .invalidRequest, value)
+            XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: "te"), value)
+            XCTAssertTrue(error.message.contains("'trailers'"), error.message)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+        // And `trailers`, blanks around it allowed, goes out
+        let trailers = ConnectRequest(url: Self.url, headerFields: ["TE": " trailers "])
+        XCTAssertEqual(try connect.response(for: trailers).wait(timeout: 5).statusCode, 200)
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "TE"), "trailers")
+    }
+
     // MARK: - Every status is an answer
 
     func testAnAccepted404IsTheAnswerWithItsWholeBody() throws {

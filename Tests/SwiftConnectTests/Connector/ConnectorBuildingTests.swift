@@ -726,6 +726,13 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertNoThrow(try Stub(headers: [HTTPHeader(name: "TE", value: "trailers")]).asURLRequest())
     }
 
+    /// `TE` names transfer codings of the answer, which the engines own: only `trailers` (all HTTP/2 allows) is sent.
+    func testATEHeaderOtherThanTrailersIsRefused() {
+        for value in ["gzip", "trailers, deflate"] {
+            assertInvalidRequest(Stub(headers: [HTTPHeader(name: "te", value: value)]), .invalidHeader(name: "te"))
+        }
+    }
+
     func testHeaderNameThatIsNotATokenIsRefused() {
         // The error shows a name only up to where a value could start: it may be a pasted line with a secret after it.
         let shown: KeyValuePairs = [
