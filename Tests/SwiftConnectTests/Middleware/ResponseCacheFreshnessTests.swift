@@ -269,6 +269,23 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         }
     }
 
+    /// `no-cache` gives a response no lifetime (RFC 9111 §3): a `202 Accepted` that says it, with a validator, is not
+    /// stored to be revalidated (a `.returnCacheData…` call would be served the unfinished work's answer from the
+    /// cache); one whose headers also give it a lifetime or say `public` is, as a 200 that says it is.
+    func testNoCacheGivesAStatusNotHeuristicallyCacheableNoLifetime() throws {
+        let validator = ["ETag": #""v1""#]
+        for status in [201, 202] {
+            try assertNotStored(validator.merging(["Cache-Control": "no-cache"]) { $1 }, status: status)
+            try assertNotStored(validator.merging(["Cache-Control": "private, no-cache"]) { $1 }, status: status)
+            for lifetime in [["Cache-Control": "no-cache, max-age=30"], ["Cache-Control": "public, no-cache"]] {
+                let result = try outcome(of: validator.merging(lifetime) { $1 }, status: status)
+                XCTAssertTrue(result.isStored, "\(status) \(lifetime) not stored")
+                XCTAssertFalse(result.isServed, "\(status) \(lifetime) served without revalidation")
+            }
+        }
+        XCTAssertTrue(try outcome(of: validator.merging(["Cache-Control": "no-cache"]) { $1 }).isStored)
+    }
+
     /// A fresh answer that may not be stored (a refetch answered `no-store`, a shorter `max-age` now 0) replaces
     /// the stored one by nothing: the older response is not served in its place afterwards.
     func testAFreshAnswerThatMayNotBeStoredRemovesTheOlderOne() throws {
@@ -298,4 +315,5 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         XCTAssertEqual(String(decoding: next, as: UTF8.self), #"{"v":3}"#)
         XCTAssertEqual(transport.requests.count, 3)
     }
+
 }

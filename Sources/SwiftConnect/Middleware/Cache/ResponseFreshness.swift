@@ -37,7 +37,8 @@ enum ResponseFreshness {
     ///   arrival: stored to be revalidated before it is used. `nil` when the response must not be stored: `no-store`,
     ///   `Pragma: no-cache` without `Cache-Control`, and without a validator (nothing to revalidate it with)
     ///   `no-cache` or stale on arrival (a lifetime of 0 or less, an invalid `max-age`, or without `max-age` an
-    ///   invalid `Expires`); or of a status not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`.
+    ///   invalid `Expires`); or of a status not ``heuristicallyCacheable`` without `max-age`, `Expires` or `public`
+    ///   (with `no-cache` too: it gives no lifetime).
     static func freshness(of response: ConnectResponse, timeToLive: TimeInterval, now: Date) -> Freshness? {
         let fields = freshnessFields(of: response.storedHead)
         let age = initialAge(response.header("Age"))
@@ -47,12 +48,16 @@ enum ResponseFreshness {
         if let cacheControl = fields.cacheControl {
             let directives = CacheDirectives(cacheControl)
             if directives.noStore { return nil }
+            isHeuristicallyCacheable = isHeuristicallyCacheable || directives.isPublic
             if directives.noCache {
-                guard hasValidator(response) else { return nil }
+                // RFC 9111 §3: `no-cache` gives no lifetime; a status the rule alone may not store needs one of its
+                // headers' (`max-age`, `Expires`) or `public`, or a `202 Accepted` would be stored to be revalidated.
+                guard hasValidator(response),
+                    isHeuristicallyCacheable || directives.maxAge != nil || fields.expires != nil
+                else { return nil }
                 return Freshness(lifetime: 0, age: age, mustRevalidate: true)
             }
             mustRevalidate = directives.mustRevalidate
-            isHeuristicallyCacheable = isHeuristicallyCacheable || directives.isPublic
             if let maxAge = directives.maxAge {
                 return remaining(
                     of: min(timeToLive, maxAge), age: age, mustRevalidate: mustRevalidate, of: response)
