@@ -316,4 +316,35 @@ final class ResponseCacheFreshnessTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
     }
 
+    /// A refetch answered `404 Not Found` or `410 Gone` (the server's newest word: the resource is not there) removes
+    /// the response stored for it: the older one is not served in its place afterwards. A server error leaves it (the
+    /// server said nothing about the resource).
+    func testANotFoundOrGoneAnswerRemovesTheOlderOne() throws {
+        for (status, isRemoved) in [(404, true), (410, true), (500, false), (503, false)] {
+            // Given: a stored response, then a server that answers `status`
+            let transport = FakeTransport()
+            transport.stub(
+                "/a",
+                with: [
+                    .json(string: #"{"v":1}"#), .json(string: #"{"error":true}"#, status: status),
+                    .json(string: #"{"v":3}"#),
+                ])
+            let cache = ResponseCache(maxBytes: 1_000_000)
+            let connect = Connect(transport: transport, retryPolicy: nil, responseCache: cache)
+            let route = Route("/a", baseURL: try XCTUnwrap(URL(string: "https://api.example.com")))
+            let rule = CacheRule(timeToLive: 60)
+            _ = try connect.request(route, options: RequestOptions(cache: rule)).wait(timeout: 5)
+            XCTAssertEqual(cache.count, 1, "\(status)")
+            // When: a refetch gets the error
+            var refetch = rule
+            refetch.bypassesCache = true
+            XCTAssertThrowsError(
+                try connect.request(route, options: RequestOptions(cache: refetch)).wait(timeout: 5), "\(status)")
+            // Then: after a 404 or a 410, the next request goes to the server
+            XCTAssertEqual(cache.count, isRemoved ? 0 : 1, "\(status)")
+            let next = try connect.request(route, options: RequestOptions(cache: rule)).wait(timeout: 5)
+            XCTAssertEqual(String(decoding: next, as: UTF8.self), isRemoved ? #"{"v":3}"# : #"{"v":1}"#, "\(status)")
+            XCTAssertEqual(transport.requests.count, isRemoved ? 3 : 2, "\(status)")
+        }
+    }
 }

@@ -58,9 +58,9 @@ import Foundation
 ///   `Age` the 304's. It is stored again as a new answer would be: fresh for the rule's time to live (or the
 ///   updated `max-age`) from now. A 304 for another representation (an `ETag`, or without one a `Last-Modified`,
 ///   other than the stored one's) sends the request again without conditions, and that answer counts.
-/// - Any other answer counts as it would without a stored response: a 2xx replaces it; a 5xx or a failure (the
-///   network down) is the call's result, and the stale response is kept, not served in its place (serve it
-///   offline with `max-stale` or `.returnCacheData…`).
+/// - Any other answer counts as it would without a stored response: a 2xx replaces it; a 404 or a 410 removes it; a
+///   5xx or a failure (the network down) is the call's result, and the stale response is kept, not served in its
+///   place (serve it offline with `max-stale` or `.returnCacheData…`).
 /// - The conditional request and the 304 go between the cache and the network: your middlewares, which run before
 ///   the cache, see the request as it was made and the response served (a 200); the client's plugins, observers
 ///   and metrics, which see each attempt on the wire, see the conditional request and the 304: a
@@ -96,7 +96,8 @@ import Foundation
 ///   headers, the rule alone decides.
 /// - A successful answer that is not stored (for any of these reasons, `Vary: *`, or its size) removes the
 ///   response stored under its key: after a refetch (``CacheRule/bypassesCache``) answered `no-store`, the older
-///   response is not served in its place.
+///   response is not served in its place. So does a `404 Not Found` or a `410 Gone` (the resource is not there);
+///   another error status (a 5xx, a 401) leaves it.
 ///
 /// The request's own headers, as the cache sees them, are honoured too (RFC 9111 §5.2.1, §5.4), read as the response's
 /// are (names and directives in any case, several lines as one list): `Cache-Control: no-store` sends it to the network
@@ -581,7 +582,20 @@ public final class ResponseCache: Sendable {
             response = next(request)
         }
         response.whenComplete { [weak self] result in
-            guard let self, case .success(let response) = result, Self.isStorable(response) else { return }
+            guard let self, case .success(let response) = result else { return }
+            // The older response an answer supersedes, if any (a refetch), must not be served in its place.
+            let removeSuperseded = {
+                self.state.withLock { state in
+                    if state.entries[key]?.method == method { state.remove(key) }
+                }
+                self.storage?.removeResponses(forKey: key)
+            }
+            guard Self.isStorable(response) else {
+                // A 404 or a 410 is the server's word that the resource is not there (a server error says nothing
+                // of it, and leaves what is stored).
+                if Self.goneStatuses.contains(response.statusCode) { removeSuperseded() }
+                return
+            }
             let resources = Self.resources(asked: requestURL, answered: response.storedHead.url)
             let size = Self.estimatedSize(of: response)
             let arrival = self.now()
@@ -589,11 +603,8 @@ public final class ResponseCache: Sendable {
                 let freshness = ResponseFreshness.freshness(of: response, timeToLive: rule.timeToLive, now: arrival)
             else {
                 // The server's newest answer for this key may not be stored (`no-store`, stale, `Vary: *`, too
-                // large): the older one it supersedes, if any (a refetch), must not be served in its place.
-                self.state.withLock { state in
-                    if state.entries[key]?.method == method { state.remove(key) }
-                }
-                self.storage?.removeResponses(forKey: key)
+                // large).
+                removeSuperseded()
                 return
             }
             // A rule that keeps a response for ever (`timeToLive: .infinity`) keeps it until the distant future: an
@@ -1027,6 +1038,10 @@ public final class ResponseCache: Sendable {
             (name, requestHeaders.first { $0.key.lowercased() == name }?.value)
         }
     }
+
+    /// The statuses that say the resource is not there (`404 Not Found`, `410 Gone`): not stored, but an answer with
+    /// one removes the response stored under its request's key, which must not be served after it.
+    private static let goneStatuses: Set<Int> = [404, 410]
 
     /// Whether the status and body of `response` allow storing it; its headers decide for how long
     /// (``ResponseFreshness/freshness(of:timeToLive:now:)``).
