@@ -924,13 +924,60 @@ public final class ResponseCache: Sendable {
     }
 
     /// The resource `url` names, as invalidation compares URLs: its origin (``origin(of:)``: without user info, the
-    /// default port written out), path (an empty one as `/`) and query, without fragment; `nil` for a URL without
-    /// a scheme or a host.
+    /// default port written out), path (an empty one as `/`) and query, their escapes in one spelling
+    /// (``normalizedEscapes(_:)``), without fragment; `nil` for a URL without a scheme or a host.
     static func resource(of url: URL) -> String? {
         guard let components = URLComponents(url: url, resolvingAgainstBaseURL: true), let origin = origin(of: url)
         else { return nil }
         let path = components.percentEncodedPath.isEmpty ? "/" : components.percentEncodedPath
-        return origin + path + (components.percentEncodedQuery.map { "?" + $0 } ?? "")
+        return origin + normalizedEscapes(path)
+            + (components.percentEncodedQuery.map { "?" + normalizedEscapes($0) } ?? "")
+    }
+
+    /// `text`, a percent-encoded part of a URL, with its escapes spelt one way (RFC 3986 §6.2.2.1, §6.2.2.2): hex
+    /// digits in upper case, and an escaped unreserved character (a letter, a digit, `-`, `.`, `_`, `~`) as itself,
+    /// so that `%7e`, `%7E` and `~` name one resource. Other escapes stay: `%2F` is no `/`.
+    static func normalizedEscapes(_ text: String) -> String {
+        let bytes = Array(text.utf8)
+        guard bytes.contains(UInt8(ascii: "%")) else { return text }
+        func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+        }
+        func isUnreserved(_ byte: UInt8) -> Bool {
+            switch byte {
+            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
+                UInt8(ascii: "~"):
+                return true
+            default: return false
+            }
+        }
+        let digits = Array("0123456789ABCDEF".utf8)
+        var normalized: [UInt8] = []
+        normalized.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+                let low = hexValue(bytes[index + 2])
+            else {
+                normalized.append(bytes[index])
+                index += 1
+                continue
+            }
+            let value = high << 4 | low
+            if isUnreserved(value) {
+                normalized.append(value)
+            } else {
+                normalized += [UInt8(ascii: "%"), digits[Int(high)], digits[Int(low)]]
+            }
+            index += 3
+        }
+        return String(decoding: normalized, as: UTF8.self)
     }
 
     /// The responses' resources of a request to `asked` answered from `answered`.
