@@ -300,4 +300,103 @@ final class ResponseCacheStorageRaceTests: XCTestCase {
         XCTAssertEqual(get(connect), #"{"version":2}"#)
         XCTAssertEqual(transport.requests.count, 2)
     }
+
+    /// Two fetches of one key whose storage writes cross: the older answer, written last, does not stay in the
+    /// storage over the newer one that memory holds, to be served after a restart.
+    func testAnOlderAnswerWrittenAfterANewerOneDoesNotStayInTheStorage() throws {
+        // Given two refetches of one URL in flight, the first answered first, its storage write held
+        let transport = HeldTransport()
+        let storage = SlowWriteStorage()
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, responseCache: ResponseCache(storage: storage),
+            configuration: ServerConfiguration(host: "api.example.com"))
+        var refetch = CacheRule(timeToLive: 300)
+        refetch.bypassesCache = true
+        let first = connect.request(Route("/items/1"), options: RequestOptions(cache: refetch))
+        XCTAssertEqual(transport.sent.wait(timeout: .now() + 10), .success)
+        let second = connect.request(Route("/items/1"), options: RequestOptions(cache: refetch))
+        XCTAssertEqual(transport.sent.wait(timeout: .now() + 10), .success)
+        storage.armNextWrite()
+        DispatchQueue.global().async { transport.answer(0, with: "older") }
+        XCTAssertEqual(storage.writeEntered.wait(timeout: .now() + 10), .success)
+
+        // When the second is answered and written meanwhile, then the first's write goes on
+        transport.answer(1, with: "newer")
+        XCTAssertEqual(String(decoding: try second.wait(timeout: 5), as: UTF8.self), "newer")
+        storage.release.signal()
+        XCTAssertEqual(String(decoding: try first.wait(timeout: 5), as: UTF8.self), "older")
+
+        // Then a cache started again over the storage does not serve the older answer
+        let restarted = Connect(
+            transport: FakeTransport.answering(.data(Data("network".utf8))), retryPolicy: nil,
+            responseCache: ResponseCache(storage: storage),
+            configuration: ServerConfiguration(host: "api.example.com"))
+        let served = try restarted.request(
+            Route("/items/1"), options: RequestOptions(cache: CacheRule(timeToLive: 300))
+        )
+        .wait(timeout: 5)
+        XCTAssertNotEqual(String(decoding: served, as: UTF8.self), "older")
+    }
+}
+
+/// A transport that holds each answer until the test gives it (``answer(_:with:)``).
+private final class HeldTransport: Transport, @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `held`; the semaphore is thread-safe.
+    private let lock = NSLock()
+    private var held: [(request: URLRequest, promise: Promise<ConnectResponse>)] = []
+    /// Signalled each time a request is sent.
+    let sent = DispatchSemaphore(value: 0)
+
+    func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        let promise = Promise<ConnectResponse>()
+        lock.withLock { held.append((request, promise)) }
+        sent.signal()
+        return promise.future
+    }
+
+    /// Answers the request sent `index`th (from 0) with a 200 of `body`.
+    func answer(_ index: Int, with body: String) {
+        let (request, promise) = lock.withLock { held[index] }
+        _ = promise.succeed(
+            ConnectResponse(
+                request: request,
+                response: HTTPURLResponse(
+                    url: request.url!, statusCode: 200, httpVersion: "HTTP/1.1", headerFields: [:])!,
+                data: Data(body.utf8)))
+    }
+}
+
+/// A storage whose next write, once armed, waits to be let go before it writes: a slow disk write that a newer
+/// answer's write overtakes.
+private final class SlowWriteStorage: ResponseCacheStorage, @unchecked Sendable {
+    // @unchecked Sendable: `lock` protects `isArmed`; the semaphores and `base` are thread-safe.
+    private let base = MemoryResponseStorage()
+    private let lock = NSLock()
+    private var isArmed = false
+    /// Signalled when an armed write has begun.
+    let writeEntered = DispatchSemaphore(value: 0)
+    /// Lets an armed write go on.
+    let release = DispatchSemaphore(value: 0)
+
+    func armNextWrite() {
+        lock.withLock { isArmed = true }
+    }
+
+    func response(forKey key: String) -> StoredResponse? { base.response(forKey: key) }
+
+    func store(_ response: StoredResponse, forKey key: String) {
+        let armed = lock.withLock {
+            defer { isArmed = false }
+            return isArmed
+        }
+        if armed {
+            writeEntered.signal()
+            release.wait()
+        }
+        base.store(response, forKey: key)
+    }
+
+    func removeResponses(forKey key: String) { base.removeResponses(forKey: key) }
+
+    func removeAll() { base.removeAll() }
 }

@@ -641,9 +641,11 @@ public final class ResponseCache: Sendable {
                 if resources.count > 1 { record.requestURL = requestURL }
                 storage.store(record, forKey: key)
                 // The app removed responses while the file was written (a logout's removeAll(), a write to the
-                // resource): it goes too.
+                // resource), or a fetch started later stored its answer in memory, whose write this one may have
+                // overtaken (an older answer must not stay in the storage, to be served after a restart): it goes.
                 let isRemoved = self.state.withLock {
                     $0.isRemoved(key, since: fetch, generation: generation) || $0.isInvalidated(resources, since: fetch)
+                        || ($0.entries[key]?.fetch ?? 0) > fetch
                 }
                 if isRemoved { storage.removeResponses(forKey: key) }
             }
