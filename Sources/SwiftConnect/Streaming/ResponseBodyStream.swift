@@ -83,7 +83,9 @@ public final class ResponseBodyStream: Sendable {
         /// How the stream ended, once it has: `nil` for the end of the body, or the error.
         var end: (any Error)??
         var consumer: CheckedContinuation<Data?, any Error>?
-        var producer: CheckedContinuation<Bool, Never>?
+        /// The ``send(_:)`` calls waiting for the consumer: all of them, so that two producers that send at once
+        /// both go on (one kept alone left the other waiting for ever).
+        var producers: [CheckedContinuation<Bool, Never>] = []
         var onCancel: (@Sendable () -> Void)?
         /// When the last bytes arrived, for the idle timeout.
         var lastActivity = DispatchTime.now()
@@ -175,7 +177,7 @@ public final class ResponseBodyStream: Sendable {
             let resumeNow: Bool? = state.withLock { state in
                 guard state.end == nil else { return false }
                 guard state.bufferedBytes >= options.pauseThreshold else { return true }
-                state.producer = continuation
+                state.producers.append(continuation)
                 return nil
             }
             if let resumeNow { continuation.resume(returning: resumeNow) }
@@ -217,24 +219,24 @@ public final class ResponseBodyStream: Sendable {
     /// - Parameter error: Why the transfer failed, or `nil`.
     public func finish(throwing error: (any Error)? = nil) {
         typealias Ending = (
-            consumer: CheckedContinuation<Data?, any Error>?, producer: CheckedContinuation<Bool, Never>?,
+            consumer: CheckedContinuation<Data?, any Error>?, producers: [CheckedContinuation<Bool, Never>],
             onEnd: [@Sendable () -> Void]
         )
-        let (consumer, producer, onEnd) = state.withLock { state -> Ending in
-            guard state.end == nil else { return (nil, nil, []) }
+        let (consumer, producers, onEnd) = state.withLock { state -> Ending in
+            guard state.end == nil else { return (nil, [], []) }
             state.end = .some(error)
             state.onCancel = nil
             let onEnd = state.onEnd
             state.onEnd = []
-            let producer = state.producer
-            state.producer = nil
-            guard state.chunks.isEmpty else { return (nil, producer, onEnd) }
+            let producers = state.producers
+            state.producers = []
+            guard state.chunks.isEmpty else { return (nil, producers, onEnd) }
             defer { state.consumer = nil }
-            return (state.consumer, producer, onEnd)
+            return (state.consumer, producers, onEnd)
         }
         idleDeadline.withLock { $0?.cancel() }
         // Finished from another thread (a deadline) while the engine waited to send more: it stops.
-        producer?.resume(returning: false)
+        for producer in producers { producer.resume(returning: false) }
         for handler in onEnd { handler() }
         if let error {
             consumer?.resume(throwing: error)
@@ -283,6 +285,9 @@ public final class ResponseBodyStream: Sendable {
 
     /// Whether the stream still takes chunks.
     public var isOpen: Bool { state.withLock { $0.end == nil } }
+
+    /// The number of ``send(_:)`` calls waiting for the consumer (for tests).
+    var waitingSendCount: Int { state.withLock { $0.producers.count } }
 
     // MARK: - The consumer's side
 
@@ -353,17 +358,17 @@ public final class ResponseBodyStream: Sendable {
     }
 
     private func resumeProducerIfBelowThreshold() {
-        let producer = state.withLock { state -> CheckedContinuation<Bool, Never>? in
-            guard state.bufferedBytes < options.pauseThreshold else { return nil }
-            defer { state.producer = nil }
-            return state.producer
+        let producers = state.withLock { state -> [CheckedContinuation<Bool, Never>] in
+            guard state.bufferedBytes < options.pauseThreshold, !state.producers.isEmpty else { return [] }
+            defer { state.producers = [] }
+            return state.producers
         }
-        producer?.resume(returning: true)
+        for producer in producers { producer.resume(returning: true) }
     }
 
     /// Who waits on a stream that ends: the reader, the engine, and the engine's cancel handler.
     private typealias Waiting = (
-        consumer: CheckedContinuation<Data?, any Error>?, producer: CheckedContinuation<Bool, Never>?,
+        consumer: CheckedContinuation<Data?, any Error>?, producers: [CheckedContinuation<Bool, Never>],
         onCancel: (@Sendable () -> Void)?
     )
 
@@ -380,16 +385,16 @@ public final class ResponseBodyStream: Sendable {
             state.bufferedBytes = 0
             defer {
                 state.consumer = nil
-                state.producer = nil
+                state.producers = []
                 state.onCancel = nil
             }
-            return (state.consumer, state.producer, state.onCancel)
+            return (state.consumer, state.producers, state.onCancel)
         }
         idleDeadline.withLock { $0?.cancel() }
-        guard let (consumer, producer, onCancel) = taken else { return }
+        guard let (consumer, producers, onCancel) = taken else { return }
         onCancel?()
         for handler in onEnd { handler() }
-        producer?.resume(returning: false)
+        for producer in producers { producer.resume(returning: false) }
         consumer?.resume(throwing: error)
     }
 
