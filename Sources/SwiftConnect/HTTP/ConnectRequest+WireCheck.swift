@@ -24,6 +24,8 @@ extension ConnectRequest {
     ///   negotiates, and HTTP/2 forbids any other value (see `TransferCodings`);
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
     ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
+    /// - a user name in the URL whose escapes decode to a colon (`ann%3Ax:pw@`): sent as Basic credentials
+    ///   (`ann:x:pw`), it would be split at that colon and read as another user (`BasicUserinfo`);
     /// - a body stream that announces a length below 0: it would go out as a `Content-Length` no server reads as a
     ///   length, and a transport that does not read the body would answer it as if nothing were wrong.
     ///
@@ -68,6 +70,11 @@ extension ConnectRequest {
         if case .failure(let problem)? = EscapedHost.plainName(of: url) {
             var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: self)
             error.message += ": " + problem.text
+            return error
+        }
+        if let problem = BasicUserinfo.problem(of: url) {
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(url.absoluteString)), sent: self)
+            error.message += ": " + problem
             return error
         }
         guard bodyFile == nil else { return nil }
@@ -158,5 +165,19 @@ enum TransferCodings {
         "the header '\(name)' asks for the transfer codings \(SingleLineText.make(value.debugDescription, limit: 40)), "
             + "which the transport negotiates itself (HTTP/2 allows only 'trailers', in lower case): leave it out, or set "
             + "it to 'trailers'"
+    }
+}
+
+/// The user name of a URL's user info, which every engine sends as `Authorization: Basic` (user name, colon,
+/// password, decoded).
+enum BasicUserinfo {
+    /// Why `url`'s user info cannot be sent as Basic credentials, or `nil`: its user name, decoded, holds a colon (an
+    /// escaped one, `%3A`: a plain one ends the user name). RFC 7617 forbids one in the user-id: the server splits the
+    /// credentials at the first colon and would read another user, with the rest of the name as the password, as
+    /// ``AuthorizationToken/basic(username:password:)`` refuses too.
+    static func problem(of url: URL) -> String? {
+        guard let user = url.user(percentEncoded: false), user.utf8.contains(UInt8(ascii: ":")) else { return nil }
+        return "the URL's user name holds a colon (%3A), which Basic credentials cannot carry (RFC 7617): the server "
+            + "would read the name up to it as the user and the rest as the password"
     }
 }

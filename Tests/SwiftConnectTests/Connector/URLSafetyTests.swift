@@ -163,6 +163,26 @@ final class URLSafetyTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 4)
     }
 
+    /// A user name whose escape decodes to a colon (`ann%3Ax:pw@`) is refused, nothing sent: it goes as Basic
+    /// credentials, `ann:x:pw`, which the server splits at the first colon, reading the user `ann` with the password
+    /// `x:pw` (RFC 7617 forbids a colon in the user-id, as ``AuthorizationToken/basic(username:password:)`` does).
+    func testAUserNameWithAnEscapedColonIsRefusedRatherThanSentAsAnotherUser() throws {
+        for base in ["https://ann%3Ax:pw@api.example.com", "http://ann%3a:pw@127.0.0.1:8080/v1"] {
+            let error = try refusal(Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/me"))
+            guard case .invalidURL? = error.invalidRequestReason else { return XCTFail("\(base): \(error)") }
+            XCTAssertTrue(error.message.contains("user name holds a colon"), error.message)
+            XCTAssertFalse(error.description.contains(":pw"), error.description)
+        }
+        // A user name without one, and a colon in the password, which the split leaves whole, still go.
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        for base in ["https://ann:pw@api.example.com", "https://ann:p%3Aw:x@api.example.com"] {
+            _ = try connect.request(Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/me")).wait(
+                timeout: 5)
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     func testAWholeURLAsTheEndpointIsRefused() throws {
         let base = try XCTUnwrap(URL(string: "https://api.example.com"))
         for endpoint in ["https://other.example.com/v1/items", "HTTP://other.example.com", "s3+x.y://bucket/key"] {

@@ -228,6 +228,17 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(head.headerFields[.authorization], "Basic " + Data("ann:p@ss".utf8).base64EncodedString())
     }
 
+    /// A user name whose escape decodes to a colon never reaches an engine as Basic credentials (`ann:x:pw` reads as
+    /// the user `ann`), whoever made the request.
+    func testAUserNameWithAnEscapedColonIsRefusedBeforeAnyHop() throws {
+        let engine = ScriptedEngine([.init(status: 204)])
+        let error = try XCTUnwrap(connectError(of: engine.send(request("http://ann%3Ax:pw@api.test/me"))))
+
+        XCTAssertEqual(error.kind, .invalidRequest)
+        XCTAssertTrue(error.message.contains("user name holds a colon"), error.message)
+        XCTAssertTrue(engine.hops.isEmpty)
+    }
+
     func testAStreamThatFailsFailsTheExchangeUnsentInsteadOfSendingWhatItRead() throws {
         let engine = ScriptedEngine([.init(status: 200)])
         var request = request("http://api.test/upload", method: "POST")
