@@ -36,7 +36,8 @@ extension Connector {
     ///   (`missingPathValue`), a `.path` value that is empty in the path (`?q={q}` may be empty), repeated or
     ///   unused, or that would make its path
     ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (`invalidURL`: also a
-    ///   relative ``baseURL``, such as a ``Route``'s without one, which only a client's server completes; reported
+    ///   relative ``baseURL``, such as a ``Route``'s without one, which only a client's server completes, or a user
+    ///   name with an escaped colon, `ann%3Ax:pw@`, which Basic credentials cannot carry; reported
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
     ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
@@ -332,7 +333,10 @@ struct RequestParts {
     /// Joins the base URL and the expanded endpoint, then appends the query items.
     mutating func makeURL(baseURL: URL, endpoint: String, parameters: [Parameter]) throws -> URL {
         var base = baseURL.absoluteString
-        if let problem = Self.baseProblem(base) ?? Self.endpointProblem(endpoint) {
+        // A user name in the base URL is checked here too, as the wire check does, for `asURLRequest()`'s callers;
+        // only a URL with an `@` has one.
+        let userProblem = base.utf8.contains(UInt8(ascii: "@")) ? BasicUserinfo.problem(of: baseURL) : nil
+        if let problem = Self.baseProblem(base) ?? Self.endpointProblem(endpoint) ?? userProblem {
             var error = InvalidURLContext(base: base, endpoint: endpoint).error()
             error.message += ": " + problem
             throw error

@@ -172,6 +172,10 @@ final class URLSafetyTests: XCTestCase {
             guard case .invalidURL? = error.invalidRequestReason else { return XCTFail("\(base): \(error)") }
             XCTAssertTrue(error.message.contains("user name holds a colon"), error.message)
             XCTAssertFalse(error.description.contains(":pw"), error.description)
+            // The request the connector describes is refused as well, for code that sends it another way.
+            XCTAssertThrowsError(
+                try Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/me").asURLRequest(), base
+            ) { XCTAssertTrue("\($0)".contains("user name holds a colon"), "\($0)") }
         }
         // A user name without one, and a colon in the password, which the split leaves whole, still go.
         let transport = FakeTransport.answering(.json(string: "{}"))
