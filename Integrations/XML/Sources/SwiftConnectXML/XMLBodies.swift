@@ -55,7 +55,8 @@ import XMLCoder
 /// a date that is no point in time, or as the epoch.
 ///
 /// `Data` is read from base64 as XML Schema's `base64Binary` is: white space in it (base64 sent in lines) is left out,
-/// and an empty element is empty data, as ``XMLBodyEncoder`` writes `Data()`; XMLCoder's `.base64` refused both. A
+/// and an empty element is empty data, as ``XMLBodyEncoder`` writes `Data()`; XMLCoder's `.base64` refused both. An
+/// element that holds elements fails as a `DecodingError.typeMismatch`, where XMLCoder read empty data. A
 /// `dataDecodingStrategy` set in `configure` is used instead.
 public struct XMLBodyDecoder: ResponseBodyDecoder {
     private let configure: @Sendable (XMLDecoder) -> Void
@@ -138,9 +139,17 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     /// The bytes of a base64 text, XML's white space (space, tab, line feed, carriage return) in it left out; an
     /// empty text is empty data.
     ///
-    /// - Throws: `DecodingError.dataCorrupted` for a text that is not base64.
+    /// - Throws: `DecodingError.typeMismatch` for an element that holds elements (XMLCoder reads its text as empty,
+    ///   or as the text before its first element), `DecodingError.dataCorrupted` for a text that is not base64.
     private static func base64Data(from decoder: any Decoder) throws -> Data {
         let text = try decoder.singleValueContainer().decode(String.self)
+        if holdsElements(decoder) {
+            throw DecodingError.typeMismatch(
+                Data.self,
+                DecodingError.Context(
+                    codingPath: decoder.codingPath,
+                    debugDescription: "Expected Base64 text for Data but found an element that holds elements."))
+        }
         var scalars = String.UnicodeScalarView()
         scalars.append(contentsOf: text.unicodeScalars.filter { !["\u{20}", "\t", "\n", "\r"].contains($0) })
         guard let data = Data(base64Encoded: String(scalars)) else {
@@ -148,6 +157,31 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
                 DecodingError.Context(codingPath: decoder.codingPath, debugDescription: "the text is not valid Base64"))
         }
         return data
+    }
+
+    /// Whether the element `decoder` reads holds elements, as XMLCoder's containers show it: its unkeyed container
+    /// lists the element's elements and text nodes, not its attributes; its keyed container's keys name all three, a
+    /// text node as `""` (`"#CDATA"` for a CDATA section). An element XMLCoder offers neither container for (an empty
+    /// one) holds none.
+    private static func holdsElements(_ decoder: any Decoder) -> Bool {
+        guard let nodes = try? decoder.unkeyedContainer().count, nodes > 0,
+            let keys = try? decoder.container(keyedBy: AnyKey.self).allKeys
+        else { return false }
+        return nodes > keys.filter { $0.stringValue == "" || $0.stringValue == "#CDATA" }.count
+    }
+
+    /// A key for any name, to list a keyed container's keys.
+    private struct AnyKey: CodingKey {
+        let stringValue: String
+        let intValue: Int? = nil
+
+        init(stringValue: String) {
+            self.stringValue = stringValue
+        }
+
+        init?(intValue: Int) {
+            nil
+        }
     }
 
     /// The date a number of seconds (`unitsPerSecond` 1) or milliseconds (1,000) since 1970 is, as XMLCoder's

@@ -193,6 +193,33 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertThrowsError(try xmlCoders.decode(Blob.self, from: Data(document.utf8)))
     }
 
+    /// `Data` read from an element that holds elements fails as a type mismatch: it came back as empty data (or as
+    /// the text before the first element), the elements lost. Attributes, white space and a CDATA section are no
+    /// elements: such a blob still decodes.
+    func testDataFromAnElementThatHoldsElementsFailsAsATypeMismatch() throws {
+        struct Blob: Decodable, Equatable, Sendable {
+            var v: Data
+        }
+        for body in ["<blob><v><a>QUJD</a></v></blob>", "<blob><v><a/></v></blob>", "<blob><v>QUJD<a/></v></blob>"] {
+            XCTAssertThrowsError(try XMLBodyDecoder().decode(Blob.self, from: Data(body.utf8)), body) { error in
+                guard case .typeMismatch(let type, let context)? = error as? DecodingError else {
+                    return XCTFail("\(body): \(error)")
+                }
+                XCTAssertTrue(type == Data.self, "\(type)")
+                XCTAssertEqual(context.codingPath.map(\.stringValue), ["v"])
+                XCTAssertTrue(context.debugDescription.contains("holds elements"), context.debugDescription)
+            }
+        }
+        let abc = Data("ABC".utf8)
+        for (body, expected) in [
+            (#"<blob><v enc="b64"/></blob>"#, Data()), (#"<blob><v enc="b64">QUJD</v></blob>"#, abc),
+            ("<blob><v>  </v></blob>", Data()), ("<blob><v><![CDATA[QUJD]]></v></blob>", abc),
+            ("<blob><v/></blob>", Data()),
+        ] {
+            XCTAssertEqual(try XMLBodyDecoder().decode(Blob.self, from: Data(body.utf8)), Blob(v: expected), body)
+        }
+    }
+
     /// A `Date` comes back as sent: XMLCoder writes one as Foundation's own number (seconds since 2001) but reads one
     /// as seconds since 1970, so a date sent and read back by this package moved 31 years (2023 came back as 1992),
     /// and a server reading Unix time got the same. Dates are now written as seconds since 1970, as they are read;
