@@ -29,6 +29,9 @@ import XMLCoder
 ///
 /// A document whose elements nest more than 256 levels deep (the root counted) fails as a decoding error too:
 /// XMLCoder reads a document by recursion, and one nested a few hundred levels deeper would overflow a thread's stack.
+/// So does one with an element of more than 256 attributes (namespace declarations counted), counted before the XML
+/// parser runs: the parser checks each attribute against every one before it, and took minutes over a few megabytes
+/// of them.
 /// So does one that declares entities (`<!DOCTYPE note [<!ENTITY e "…">]>`), or refers to an entity it does not
 /// declare under an external DTD: the parser would drop their text and the value would come out wrong. So does one
 /// whose markup is not ASCII (EBCDIC): its declarations cannot be checked. So does content after the root element (a
@@ -77,8 +80,8 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     /// - Returns: The model.
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a document the XML parser cannot
     ///   read (saying where and why, the parser's error as its underlying error), nested more than 256 elements deep,
-    ///   whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after its root element;
-    ///   the client reports either as ``ConnectError/Kind/decoding``.
+    ///   with an element of more than 256 attributes, whose entities would be lost, whose markup is not ASCII (EBCDIC)
+    ///   or that has content after its root element; the client reports either as ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data) throws -> T {
         try decode(type, from: data, contentType: nil)
     }
@@ -94,8 +97,9 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     /// - Throws: XMLCoder's `DecodingError`, or `DecodingError.dataCorrupted` for a `charset` that is not an
     ///   encoding name, a UTF-16 or UTF-32 body that is not valid in it, a document the XML parser cannot read (saying
     ///   where and why, the parser's error as its underlying error), or a document nested more than 256 elements
-    ///   deep, whose entities would be lost, whose markup is not ASCII (EBCDIC) or that has content after its root
-    ///   element; the client reports each as ``ConnectError/Kind/decoding``.
+    ///   deep, with an element of more than 256 attributes, whose entities would be lost, whose markup is not ASCII
+    ///   (EBCDIC) or that has content after its root element; the client reports each as
+    ///   ``ConnectError/Kind/decoding``.
     public func decode<T: Decodable>(_ type: T.Type, from data: Data, contentType: String?) throws -> T {
         let prepared: Data
         do {

@@ -23,8 +23,8 @@ import SwiftConnect
 /// does not start with `<`), or an XML one with neither, goes to `fallback`, which reads JSON by default.
 ///
 /// The body is read as ``XMLBodyDecoder`` reads one: in the charset its `Content-Type` names, and not at all when it
-/// declares entities or nests more than 256 levels deep (it then goes to `fallback`, whose error keeps the body). No
-/// external entity is ever read.
+/// declares entities, nests more than 256 levels deep or has an element with more than 256 attributes (it then goes to
+/// `fallback`, whose error keeps the body). No external entity is ever read.
 public struct XMLErrorHandler: ErrorHandling {
     private let fallback: any ErrorHandling
 

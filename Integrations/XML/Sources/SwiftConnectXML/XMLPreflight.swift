@@ -5,13 +5,18 @@ import Foundation
 #endif
 
 /// What is refused before XMLCoder reads a document, each as a decoding error that says why: a document nested deeper
-/// than `depthLimit`, one whose entities the parser would drop, one whose markup is not ASCII (EBCDIC), whose entity
-/// declarations cannot be checked, and (for a decoded answer) one with content after its root element.
+/// than `depthLimit`, one with an element of more than `attributeLimit` attributes, one whose entities the parser would
+/// drop, one whose markup is not ASCII (EBCDIC), whose entity declarations cannot be checked, and (for a decoded
+/// answer) one with content after its root element.
 ///
 /// Depth: XMLCoder turns a parsed document into its tree of values by recursion, one call per level, whether the model
 /// reads those levels or not: a document nested a few hundred levels deep overflowed a 512 KiB thread stack (the size
 /// of Apple's dispatch worker threads, where an engine completes a response), about ten thousand levels an 8 MiB one,
 /// and the process stopped. The parser's own limit is higher than that.
+///
+/// Attributes: the parser (libxml2 2.9, on Linux) checks each attribute of an element against every one before it for
+/// a duplicate, so an element's time grew with the square of its attributes: 40,000 of them, half a megabyte, took
+/// seconds, and a few megabytes of them took the parser minutes. They are counted before any parser runs.
 ///
 /// Entities: the parser drops the text of an entity the document declares (`<!ENTITY e "text">`: `a&e;b` decoded as
 /// `ab`; an external one, `SYSTEM "file:…"`, took the rest of the text with it), and that of an undeclared entity when
@@ -24,8 +29,13 @@ enum XMLPreflight {
     /// any API's answer, and well within a 512 KiB stack.
     static let depthLimit = 256
 
+    /// The most attributes an element may have, namespace declarations counted: far beyond any API's answer, and few
+    /// enough that the parser's check for duplicates (each attribute against those before it) stays a small part of
+    /// its time, however many such elements a document has.
+    static let attributeLimit = 256
+
     /// Throws when `data` declares entities, refers to one the parser cannot read, nests deeper than `depthLimit`,
-    /// or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
+    /// has an element with more than `attributeLimit` attributes, or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
     /// When `refusesTrailingContent`, throws too for content after the root element (a second document, a warning
     /// printed after it), at which the parser stops without failing: the document before it would decode as if the
     /// rest were not there. When `refusesPastLimits`, throws for a document past one of the parser's size limits
@@ -35,7 +45,11 @@ enum XMLPreflight {
     ///
     /// - Throws: `DecodingError.dataCorrupted` saying what is refused.
     static func check(_ data: Data, refusesTrailingContent: Bool = true, refusesPastLimits: Bool = true) throws {
-        let prolog = self.prolog(of: data)
+        let bytes = asciiCompatible(data)
+        if hasElementPastAttributeLimit(bytes) {
+            throw refusal("the XML has an element with more than \(attributeLimit) attributes, which is not decoded")
+        }
+        let prolog = self.prolog(of: bytes)
         if prolog == .declaresEntities {
             throw refusal(
                 "the XML declares entities (<!ENTITY …>), which are not decoded: the parser would drop their text")
@@ -178,7 +192,11 @@ enum XMLPreflight {
     /// as far as ASCII markup shows it (UTF-16 and UTF-32 read as the parser reads them). Only the prolog is read:
     /// `<!ENTITY` inside the document (in a CDATA section) is text.
     static func prolog(of data: Data) -> Prolog {
-        let bytes = asciiCompatible(data)
+        prolog(of: asciiCompatible(data))
+    }
+
+    /// The prolog of a document whose bytes are as `asciiCompatible(_:)` gives them.
+    private static func prolog(of bytes: [UInt8]) -> Prolog {
         var index = bytes.starts(with: [0xEF, 0xBB, 0xBF]) ? 3 : 0
         func starts(with prefix: String) -> Bool {
             let prefix = Array(prefix.utf8)
@@ -229,6 +247,66 @@ enum XMLPreflight {
             }
         }
         return .declaresNone
+    }
+
+    // MARK: - Attributes
+
+    /// Whether a start tag in `bytes` (markup in ASCII) has more than `attributeLimit` attributes: more than that many
+    /// `=` outside its quoted values. Comments, CDATA sections, processing instructions, the document type declaration
+    /// and text are skipped; markup that is not well-formed is the parser's to refuse.
+    static func hasElementPastAttributeLimit(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBufferPointer { bytes in
+            let count = bytes.count
+            var index = 0
+            func starts(with prefix: StaticString) -> Bool {
+                let length = prefix.utf8CodeUnitCount
+                guard index + length <= count else { return false }
+                return (0..<length).allSatisfy { bytes[index + $0] == prefix.utf8Start[$0] }
+            }
+            func skip(past terminator: StaticString) {
+                while index < count, !starts(with: terminator) { index += 1 }
+                index = min(count, index + terminator.utf8CodeUnitCount)
+            }
+            /// Moves past the `>` that ends a tag or declaration, outside quoted literals (and, for a declaration,
+            /// its internal subset's brackets), and returns how many `=` it passed outside quotes.
+            func skipTag() -> Int {
+                var equals = 0
+                var inSubset = false
+                while index < count {
+                    let byte = bytes[index]
+                    index += 1
+                    switch byte {
+                    case UInt8(ascii: "\""), UInt8(ascii: "'"):
+                        while index < count, bytes[index] != byte { index += 1 }
+                        index += 1
+                    case UInt8(ascii: "="): equals += 1
+                    case UInt8(ascii: "["): inSubset = true
+                    case UInt8(ascii: "]"): inSubset = false
+                    case UInt8(ascii: ">") where !inSubset: return equals
+                    default: break
+                    }
+                }
+                return equals
+            }
+            while index < count {
+                guard bytes[index] == UInt8(ascii: "<") else {
+                    index += 1
+                    continue
+                }
+                if starts(with: "<!--") {
+                    skip(past: "-->")
+                } else if starts(with: "<![CDATA[") {
+                    skip(past: "]]>")
+                } else if starts(with: "<?") {
+                    skip(past: "?>")
+                } else if starts(with: "<!") {
+                    _ = skipTag()
+                } else if skipTag() > attributeLimit {
+                    return true
+                }
+            }
+            return false
+        }
     }
 
     /// `data` as bytes in which markup is ASCII: as it is, or turned into UTF-8 when it is in UTF-16 or UTF-32 (known

@@ -100,6 +100,16 @@ final class XMLErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.body, Data(body.utf8))
     }
 
+    /// A body with an element of more than 256 attributes is not parsed either (the parser's time grows with the
+    /// square of an element's attributes): the status, with the body kept.
+    func testABodyWithAnElementOfTooManyAttributesIsNotRead() {
+        let attributes = (0..<257).map { " a\($0)=\"1\"" }.joined()
+        let body = "<error\(attributes)><message>Quota exceeded</message></error>"
+        let error = failure(body, status: 429)
+        XCTAssertEqual(error?.kind, .httpStatus)
+        XCTAssertEqual(error?.body, Data(body.utf8))
+    }
+
     /// An error body with something printed after it (a PHP warning) still gives its message: only a decoded answer
     /// is refused for content after its root element.
     func testAnErrorBodyWithContentAfterItsRootStillGivesItsMessage() {
