@@ -156,6 +156,61 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// What XMLCoder decides in its unboxing, with no hook for this package (as `XMLBodyDecoder`'s documentation
+    /// says): a `Double` or a `Float` past its range reads as infinity, `NaN` and `INF` read as such although
+    /// `nonConformingFloatDecodingStrategy` is `.throw`, and a `String` read from an element that holds elements is
+    /// empty (for mixed content, its first text), where `JSONDecoder` would throw. Pinned, so that an XMLCoder that
+    /// changes any of it is noticed and the documentation follows; the check the documentation suggests works.
+    func testNumbersAndTextXMLCoderReadsWithoutAHookAreReadAsDocumented() throws {
+        struct Reading: Decodable, Sendable {
+            var value: Double
+        }
+        struct Small: Decodable, Sendable {
+            var value: Float
+        }
+        struct Person: Decodable, Sendable {
+            var name: String
+        }
+        func value(_ text: String) throws -> Double {
+            let reading = try XMLBodyDecoder().decode(Reading.self, from: Data("<r><value>\(text)</value></r>".utf8))
+            return reading.value
+        }
+        XCTAssertEqual(try value("1e400"), .infinity)
+        XCTAssertEqual(try value("-1e400"), -.infinity)
+        XCTAssertEqual(try value("1e-400"), 0)
+        for text in ["inf", "INF", "Infinity"] { XCTAssertEqual(try value(text), .infinity, text) }
+        XCTAssertEqual(try value("-INF"), -.infinity)
+        XCTAssertTrue(try value("NaN").isNaN)
+        let small = try XMLBodyDecoder().decode(Small.self, from: Data("<s><value>3.5e38</value></s>".utf8))
+        XCTAssertEqual(small.value, .infinity)
+        let strict = XMLBodyDecoder { XCTAssertEqual("\($0.nonConformingFloatDecodingStrategy)", "throw") }
+        XCTAssertTrue(try strict.decode(Reading.self, from: Data("<r><value>nan</value></r>".utf8)).value.isNaN)
+        let nested = Data("<p><name><first>Ada</first></name></p>".utf8)
+        XCTAssertEqual(try XMLBodyDecoder().decode(Person.self, from: nested).name, "")
+        let mixed = Data("<p><name>Ada <b>Lovelace</b></name></p>".utf8)
+        XCTAssertEqual(try XMLBodyDecoder().decode(Person.self, from: mixed).name, "Ada")
+
+        // The check the documentation suggests, in the model's `init(from:)`.
+        struct CheckedReading: Decodable, Sendable {
+            var value: Double
+            enum CodingKeys: CodingKey { case value }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                value = try container.decode(Double.self, forKey: .value)
+                guard value.isFinite else {
+                    throw DecodingError.dataCorruptedError(
+                        forKey: .value, in: container, debugDescription: "The value is not finite.")
+                }
+            }
+        }
+        XCTAssertThrowsError(
+            try XMLBodyDecoder().decode(CheckedReading.self, from: Data("<r><value>1e400</value></r>".utf8))
+        ) { error in
+            guard case .dataCorrupted(let context)? = error as? DecodingError else { return XCTFail("\(error)") }
+            XCTAssertEqual(context.codingPath.map(\.stringValue), ["value"])
+        }
+    }
+
     /// `Data` comes back as sent, the empty one too, and base64 that is line-wrapped, as XML senders wrap it (XML
     /// Schema's base64Binary allows white space), decodes: XMLCoder's `.base64` read `<v></v>` as no value ("found
     /// null") and refused base64 with a line break. Base64 that is not valid still fails; a strategy set in
