@@ -76,6 +76,43 @@ final class XMLEntityTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0, "an external entity was fetched")
     }
 
+    /// An external DTD (a file, or a URL on a server) is never loaded either: an entity it declares is refused as
+    /// undeclared, and a default attribute value it declares never appears.
+    func testAnExternalDTDIsNeitherReadNorFetched() throws {
+        let dtd = FileManager.default.temporaryDirectory.appendingPathComponent("xxe-\(UUID().uuidString).dtd")
+        let declarations = #"<!ENTITY e "FILE-CONTENT"><!ATTLIST note secret CDATA "FILE-CONTENT">"#
+        try Data(declarations.utf8).write(to: dtd)
+        defer { try? FileManager.default.removeItem(at: dtd) }
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/note.dtd") { _ in .text(declarations) }
+
+        struct Secret: Decodable, Sendable {
+            var title: String
+            var secret: String?
+        }
+        for system in [dtd.absoluteString, server.baseURL.appendingPathComponent("note.dtd").absoluteString] {
+            let entity = #"<?xml version="1.0"?><!DOCTYPE note SYSTEM "\#(system)"><note><title>a&e;b</title></note>"#
+            assertRefused(decoded(entity), saying: "&e;")
+            let attribute = #"<?xml version="1.0"?><!DOCTYPE note SYSTEM "\#(system)"><note><title>t</title></note>"#
+            let secret = try XMLBodyDecoder().decode(Secret.self, from: Data(attribute.utf8))
+            XCTAssertEqual(secret.title, "t")
+            XCTAssertNil(secret.secret, system)
+            // Nor does an error body read by `XMLErrorHandler` load it.
+            let errorBody = #"<!DOCTYPE error SYSTEM "\#(system)"><error><message>a&e;b</message></error>"#
+            let transport = FakeTransport.answering(
+                .data(Data(errorBody.utf8), status: 400, headers: ["Content-Type": "application/xml"]))
+            let connect = Connect(transport: transport, errorHandler: XMLErrorHandler(), retryPolicy: nil)
+            XCTAssertThrowsError(
+                try connect.request(Route(url: URL(string: "https://api.test/note")!)).wait(timeout: 30)
+            ) {
+                let message = ($0 as? ConnectError)?.message ?? "\($0)"
+                XCTAssertFalse(message.contains("CONTENT"), message)
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0, "an external DTD was fetched")
+    }
+
     func testEntityExpansionAttacksFailFast() {
         var laughs = #"<!ENTITY l0 "lollollollollollollollollollol">"#
         for level in 1...9 {
