@@ -273,6 +273,19 @@ final class XMLBodiesTests: XCTestCase {
         ] {
             XCTAssertEqual(try XMLBodyDecoder().decode(Blob.self, from: Data(body.utf8)), Blob(v: expected), body)
         }
+        // So does one in an array, an optional one, and a body that is one.
+        struct Blobs: Decodable, Sendable {
+            var v: [Data]
+            var w: Data?
+        }
+        for body in ["<blobs><v>QUJD</v><v><a>QUJD</a></v></blobs>", "<blobs><w><a/></w></blobs>"] {
+            XCTAssertThrowsError(try XMLBodyDecoder().decode(Blobs.self, from: Data(body.utf8)), body) { error in
+                guard case .typeMismatch? = error as? DecodingError else { return XCTFail("\(body): \(error)") }
+            }
+        }
+        XCTAssertThrowsError(try XMLBodyDecoder().decode(Data.self, from: Data("<v><a>QUJD</a></v>".utf8))) {
+            guard case .typeMismatch? = $0 as? DecodingError else { return XCTFail("\($0)") }
+        }
     }
 
     /// A `Date` comes back as sent: XMLCoder writes one as Foundation's own number (seconds since 2001) but reads one
