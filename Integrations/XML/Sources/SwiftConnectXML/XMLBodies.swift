@@ -54,8 +54,9 @@ import XMLCoder
 /// `false`, `1` and `0`. XMLCoder decides these in its unboxing, which offers no hook: its decoder never reads
 /// `nonConformingFloatDecodingStrategy`, has no strategy for numbers or text, and hands each nested model a decoder of
 /// its own, so this package sees neither the text nor the element such a value came from. Check such a value in the
-/// model's `init(from:)` where it matters (`guard amount.isFinite else { throw DecodingError.dataCorruptedError(…) }`),
-/// and read an element that may hold elements as a model of its own. An integer that does not fit its type fails as a `DecodingError`, and so
+/// model's `init(from:)` where it matters
+/// (`guard amount.isFinite else { throw DecodingError.dataCorruptedError(…) }`), and read an element that may hold
+/// elements as a model of its own. An integer that does not fit its type fails as a `DecodingError`, and so
 /// does a `Date` read as seconds or milliseconds since 1970 (`.secondsSince1970`, the default, or
 /// `.millisecondsSince1970`) whose number is infinite, not a number or past a `Double`'s range, which XMLCoder read as
 /// a date that is no point in time, or as the epoch.

@@ -35,7 +35,8 @@ enum XMLPreflight {
     static let attributeLimit = 256
 
     /// Throws when `data` declares entities, refers to one the parser cannot read, nests deeper than `depthLimit`,
-    /// has an element with more than `attributeLimit` attributes, or has markup the parser reads but that is not ASCII (nor UTF-16 or UTF-32, which are read as the parser does).
+    /// has an element with more than `attributeLimit` attributes, or has markup the parser reads but that is not ASCII
+    /// (nor UTF-16 or UTF-32, which are read as the parser does).
     /// When `refusesTrailingContent`, throws too for content after the root element (a second document, a warning
     /// printed after it), at which the parser stops without failing: the document before it would decode as if the
     /// rest were not there. When `refusesPastLimits`, throws for a document past one of the parser's size limits
