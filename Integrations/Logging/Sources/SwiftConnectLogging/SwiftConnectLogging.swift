@@ -59,8 +59,9 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// ``SwiftConnect/ConnectRequest/redactedURL``: no user info, secret query values and credentials hidden), and where
 /// known `attempt`, `http.response.status_code` and `error.type`. An attempt's lines (sent again, redirected, ended)
 /// carry the method its request went out with, after every middleware (`POST` for a `PATCH` a middleware tunnels
-/// through `POST`), as `TracingObserver`'s span is named; the others, the call's. Nothing is made for a level the
-/// logger does not log.
+/// through `POST`), as `TracingObserver`'s span is named; the others, the call's. What the logger's metadata provider
+/// gives on the task that makes the call (a trace ID) is on each of the call's lines, though they are written from the
+/// engine's threads. Nothing is made for a level the logger does not log.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
@@ -81,8 +82,17 @@ public struct LoggingObserver: ConnectObserver {
     }
 
     /// Returns the call's logger, its metadata naming the call.
+    ///
+    /// The logger's metadata provider, if any, is read here, on the task that makes the call, and what it gives joins
+    /// the call's metadata: the events come from the engine's threads, where a provider that reads task locals (a
+    /// trace ID) would find none of that task's values, or another task's.
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
         var logger = logger
+        // Not read for a logger that logs none of the call's lines (none is above `warning`).
+        if logger.logLevel <= .warning, let provider = logger.metadataProvider {
+            for (key, value) in provider.get() { logger[metadataKey: key] = value }
+            logger.handler.metadataProvider = nil
+        }
         logger[metadataKey: "swiftconnect.call"] = .string(call.name)
         let method = methods.name(of: call.method)
         logger[metadataKey: "http.request.method"] = .string(method)

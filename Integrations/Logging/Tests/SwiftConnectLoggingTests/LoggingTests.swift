@@ -269,6 +269,28 @@ final class LoggingTests: XCTestCase {
             }, "\(lines)")
     }
 
+    /// Each line of a call carries what the logger's metadata provider gave on the task that made the call (a trace
+    /// or request ID, read from a task local), though the events come from the engine's threads, where the provider
+    /// finds none of that task's values.
+    func testEachLineCarriesTheProvidersMetadataOfTheTaskThatMadeTheCall() throws {
+        // Given: a logger whose provider reads a task-local request ID
+        server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
+        var logger = self.logger!
+        logger.handler.metadataProvider = Logger.MetadataProvider {
+            RequestID.current.map { ["request.id": .string($0)] } ?? [:]
+        }
+        let connect = Connect(settings: Connect.Settings(observers: [LoggingObserver(logger)]))
+
+        // When: a call is made with a request ID
+        try RequestID.$current.withValue("r-42") {
+            _ = try connect.request(GetTodo(baseURL: server.baseURL)).wait()
+        }
+
+        // Then
+        XCTAssertEqual(lines.map(\.1), ["attempt 1 answered 200", "call succeeded with 200"])
+        XCTAssertEqual(handler.entries.map { $0.metadata["request.id"] }, ["r-42", "r-42"])
+    }
+
     func testDebugOutputGoesThroughTheLoggerRedacted() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let connect = Connect(settings: Connect.Settings(logger: SwiftLogConnectLogger(logger)))
@@ -278,6 +300,11 @@ final class LoggingTests: XCTestCase {
         XCTAssertTrue(lines.contains { $0.1.contains("/todos/7") })
         XCTAssertFalse(lines.contains { $0.1.contains("s3cr3t") })
     }
+}
+
+/// The request ID a metadata provider reads.
+enum RequestID {
+    @TaskLocal static var current: String?
 }
 
 /// A value behind a lock, for the server's handlers.
