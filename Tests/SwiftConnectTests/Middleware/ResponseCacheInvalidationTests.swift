@@ -193,6 +193,58 @@ final class ResponseCacheInvalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
     }
 
+    /// Two GETs of one URL overlap, and the later one's answer removes what is stored (`no-store`, a 404, a 410):
+    /// the earlier one's answer, coming after it, is older than that removal and is served to its caller, not stored.
+    func testAnOlderAnswerComingAfterANewerOneThatRemovedTheKeyIsNotStored() throws {
+        for (status, headers) in [(200, ["Cache-Control": "no-store"]), (404, [:]), (410, [:])] {
+            // Given two GETs of /items/1 in flight
+            let transport = ManualTransport()
+            let cache = ResponseCache()
+            let connect = client(transport, cache: cache)
+            let older = connect.request(Route("/items/1"), options: rule)
+            let newer = connect.request(Route("/items/1"), options: rule)
+            XCTAssertTrue(transport.wait(forRequests: 2))
+
+            // When the newer is answered first, with `status`, then the older
+            transport.respond(to: 1, status: status, headers: headers, body: Data("newer".utf8))
+            _ = result(of: newer)
+            transport.respond(to: 0, body: Data("older".utf8))
+            XCTAssertEqual(value(of: older), Data("older".utf8), "\(status)")
+
+            // Then nothing is stored: the next GET goes to the network
+            XCTAssertEqual(cache.count, 0, "\(status)")
+            _ = connect.request(Route("/items/1"), options: rule)
+            XCTAssertTrue(transport.wait(forRequests: 3), "\(status)")
+        }
+    }
+
+    /// Two GETs of one URL overlap and are answered in order: the earlier one's answer is stored, and while its
+    /// storage write is under way the later one's answer says `no-store`. The earlier one's file does not stay, to be
+    /// served after a restart.
+    func testAFileWrittenWhileANewerAnswerRemovedTheKeyDoesNotStay() throws {
+        // Given two GETs of /items/1 in flight, the first answered first, its storage write held
+        let transport = ManualTransport()
+        let storage = SlowWriteStorage()
+        let connect = client(transport, cache: ResponseCache(storage: storage))
+        let older = connect.request(Route("/items/1"), options: rule)
+        let newer = connect.request(Route("/items/1"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 2))
+        storage.armNextWrite()
+        DispatchQueue.global().async { transport.respond(to: 0, body: Data("older".utf8)) }
+        XCTAssertEqual(storage.writeEntered.wait(timeout: .now() + 10), .success)
+
+        // When the second is answered `no-store` meanwhile, then the first's write goes on
+        transport.respond(to: 1, headers: ["Cache-Control": "no-store"], body: Data("newer".utf8))
+        XCTAssertEqual(value(of: newer), Data("newer".utf8))
+        storage.release.signal()
+        XCTAssertEqual(value(of: older), Data("older".utf8))
+
+        // Then a cache started again over the storage does not serve the older answer
+        let restarted = client(
+            FakeTransport.answering(.data(Data("network".utf8))), cache: ResponseCache(storage: storage))
+        XCTAssertEqual(try get("/items/1", on: restarted), "network")
+    }
+
     /// A storage of the app's own, which the cache can search only by key, loses the responses stored under a
     /// GET's key for the URL, even when the cache that stored them is gone.
     func testAStorageOfTheAppsOwnLosesTheURLsResponses() throws {

@@ -30,7 +30,9 @@ import Foundation
 /// ```
 ///
 /// Only a completed response is served: an identical request sent while the first is still in flight goes to
-/// the network too (turn on `coalescesIdenticalRequests` to share it).
+/// the network too (turn on `coalescesIdenticalRequests` to share it). Answers to overlapping requests for one key
+/// count in the order the requests were sent: an answer that comes after the answer to a request sent later is
+/// served to its caller, but neither replaces what that answer stored nor undoes its removal (`no-store`, a 404).
 ///
 /// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
 /// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
@@ -186,6 +188,11 @@ public final class ResponseCache: Sendable {
         /// fetches do not store theirs (RFC 9111 §4.4). Bounded: past ``maxInvalidations`` it is emptied and the
         /// generation raised instead, which holds back every fetch then in flight.
         var invalidations: [String: UInt64] = [:]
+        /// Key → the number of the latest fetch whose answer removed the response stored there and stored none
+        /// (`no-store`, a 404, a 410…). Answers count in the order their fetches started, not the order they come
+        /// in: a fetch started before that one has an older answer, and does not store it over the removal (nor, if
+        /// it was stored first, leave its storage file behind). Bounded as ``invalidations``.
+        var superseded: [String: UInt64] = [:]
 
         /// The most resources ``invalidations`` holds.
         static let maxInvalidations = 256
@@ -202,6 +209,27 @@ public final class ResponseCache: Sendable {
             let keys = entries.filter { !resources.isDisjoint(with: $0.value.resources) }.map(\.key)
             for key in keys { remove(key) }
             return keys
+        }
+
+        /// The number of the latest fetch whose answer is stored under `key` or removed the response stored there
+        /// (``superseded``); 0 when none is known. A fetch numbered lower brings an older answer.
+        func latestAnswer(forKey key: String) -> UInt64 {
+            max(entries[key]?.fetch ?? 0, superseded[key] ?? 0)
+        }
+
+        /// Fetch number `fetch` was answered with a response that is not stored and removes the one under `key`:
+        /// removes it, unless a fetch started later answered already (its answer is newer, and stays).
+        ///
+        /// - Returns: Whether the response was removed (the storage's copy goes too).
+        mutating func supersede(_ key: String, method: HTTPMethod, byFetch fetch: UInt64) -> Bool {
+            guard latestAnswer(forKey: key) < fetch else { return false }
+            if superseded[key] == nil, superseded.count >= Self.maxInvalidations {
+                superseded.removeAll()
+                generation &+= 1
+            }
+            superseded[key] = fetch
+            if entries[key]?.method == method { remove(key) }
+            return true
         }
 
         /// Whether responses for one of `resources` were removed after fetch number `fetch` started.
@@ -330,6 +358,7 @@ public final class ResponseCache: Sendable {
             state.generation &+= 1
             state.invalidations.removeAll()
             state.removals.removeAll()
+            state.superseded.removeAll()
             state.entries.removeAll()
             state.recency.removeAll()
             state.totalBytes = 0
@@ -583,11 +612,10 @@ public final class ResponseCache: Sendable {
         }
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result else { return }
-            // The older response an answer supersedes, if any (a refetch), must not be served in its place.
+            // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
+            // the answer of a fetch started earlier and answered later (``State/superseded``).
             let removeSuperseded = {
-                self.state.withLock { state in
-                    if state.entries[key]?.method == method { state.remove(key) }
-                }
+                guard self.state.withLock({ $0.supersede(key, method: method, byFetch: fetch) }) else { return }
                 self.storage?.removeResponses(forKey: key)
             }
             guard Self.isStorable(response) else {
@@ -618,9 +646,9 @@ public final class ResponseCache: Sendable {
                 size: size, tick: 0, method: method, varying: varying, fetch: fetch, resources: resources)
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
-                // invalidation after a write), nor over the response of a fetch started later.
+                // invalidation after a write), nor over the answer of a fetch started later (stored, or removing).
                 guard !state.isRemoved(key, since: fetch, generation: generation),
-                    !state.isInvalidated(resources, since: fetch), (state.entries[key]?.fetch ?? 0) < fetch
+                    !state.isInvalidated(resources, since: fetch), state.latestAnswer(forKey: key) < fetch
                 else { return false }
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
@@ -641,11 +669,12 @@ public final class ResponseCache: Sendable {
                 if resources.count > 1 { record.requestURL = requestURL }
                 storage.store(record, forKey: key)
                 // The app removed responses while the file was written (a logout's removeAll(), a write to the
-                // resource), or a fetch started later stored its answer in memory, whose write this one may have
-                // overtaken (an older answer must not stay in the storage, to be served after a restart): it goes.
+                // resource), or a fetch started later answered meanwhile, storing its answer (whose write this one
+                // may have overtaken) or removing the key (`no-store`): an older answer must not stay in the storage,
+                // to be served after a restart. It goes.
                 let isRemoved = self.state.withLock {
                     $0.isRemoved(key, since: fetch, generation: generation) || $0.isInvalidated(resources, since: fetch)
-                        || ($0.entries[key]?.fetch ?? 0) > fetch
+                        || $0.latestAnswer(forKey: key) > fetch
                 }
                 if isRemoved { storage.removeResponses(forKey: key) }
             }
