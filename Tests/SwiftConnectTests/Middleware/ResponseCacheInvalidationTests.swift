@@ -353,6 +353,55 @@ final class ResponseCacheStorageRaceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// A storage read that a refetch answered `no-store` overtakes: what it read is older than that answer, which
+    /// removed it. It is neither served nor put in memory: the request goes to the network.
+    func testAStorageReadOvertakenByARefetchAnsweredNoStoreIsNotKept() throws {
+        // Given version 1 in a storage, and a new cache (an app started again) over it
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/items/1",
+            with: [
+                .json(string: #"{"version":1}"#),
+                .json(string: #"{"version":2}"#, headers: ["Cache-Control": "no-store"]),
+                .json(string: #"{"version":3}"#), .json(string: #"{"version":4}"#),
+            ])
+        let storage = SlowReadStorage()
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        func client() -> Connect {
+            Connect(
+                transport: transport, retryPolicy: nil, responseCache: ResponseCache(storage: storage),
+                configuration: ServerConfiguration(host: "api.example.com"))
+        }
+        @Sendable func get(_ connect: Connect, options: RequestOptions) -> String? {
+            let data = try? connect.request(Route("/items/1"), options: options).wait(timeout: 5)
+            return data.map { String(decoding: $0, as: UTF8.self) }
+        }
+        XCTAssertEqual(get(client(), options: rule), #"{"version":1}"#)
+        let connect = client()
+
+        // When a GET reads the storage slowly, and a refetch answered `no-store` removes the key meanwhile
+        storage.armNextRead()
+        let slow = Guarded<String?>(nil)
+        let slowDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let body = get(connect, options: rule)
+            slow.withLock { $0 = body }
+            slowDone.signal()
+        }
+        XCTAssertEqual(storage.readTaken.wait(timeout: .now() + 10), .success)
+        var refetch = CacheRule(timeToLive: 300)
+        refetch.bypassesCache = true
+        XCTAssertEqual(get(connect, options: RequestOptions(cache: refetch)), #"{"version":2}"#)
+        storage.release.signal()
+        XCTAssertEqual(slowDone.wait(timeout: .now() + 10), .success)
+
+        // Then the slow GET was answered by the network, and so is the next one (the slow GET's answer, of a fetch
+        // started before the removal, is not stored either)
+        XCTAssertEqual(slow.withLock { $0 }, #"{"version":3}"#)
+        XCTAssertEqual(get(connect, options: rule), #"{"version":4}"#)
+        XCTAssertEqual(transport.requests.count, 4)
+    }
+
     /// Two fetches of one key whose storage writes cross: the older answer, written last, does not stay in the
     /// storage over the newer one that memory holds, to be served after a restart.
     func testAnOlderAnswerWrittenAfterANewerOneDoesNotStayInTheStorage() throws {

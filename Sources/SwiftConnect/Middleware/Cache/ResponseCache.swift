@@ -163,6 +163,15 @@ public final class ResponseCache: Sendable {
         var isRedirected: Bool { resources.count > 1 }
     }
 
+    /// An answer that removed the response stored under a key and stored none (``State/superseded``).
+    private struct Supersession {
+        /// The number of the fetch it answered: the fetches numbered lower have older answers.
+        var fetch: UInt64
+        /// The number of the last fetch started before it came: those may have read the removed response from the
+        /// storage.
+        var lastFetchBefore: UInt64
+    }
+
     private struct State {
         var entries: [String: Entry] = [:]
         /// Recency: tick → key. Ticks only grow, so the oldest live tick is found by scanning up from
@@ -188,11 +197,12 @@ public final class ResponseCache: Sendable {
         /// fetches do not store theirs (RFC 9111 §4.4). Bounded: past ``maxInvalidations`` it is emptied and the
         /// generation raised instead, which holds back every fetch then in flight.
         var invalidations: [String: UInt64] = [:]
-        /// Key → the number of the latest fetch whose answer removed the response stored there and stored none
-        /// (`no-store`, a 404, a 410…). Answers count in the order their fetches started, not the order they come
-        /// in: a fetch started before that one has an older answer, and does not store it over the removal (nor, if
-        /// it was stored first, leave its storage file behind). Bounded as ``invalidations``.
-        var superseded: [String: UInt64] = [:]
+        /// Key → the latest answer that removed the response stored there and stored none (`no-store`, a 404, a
+        /// 410…). Answers count in the order their fetches started, not the order they come in: a fetch started
+        /// before that one's has an older answer, and does not store it over the removal (nor, if it was stored
+        /// first, leave its storage file behind); a storage read started before the removal does not keep what it
+        /// read. Bounded as ``invalidations``.
+        var superseded: [String: Supersession] = [:]
 
         /// The most resources ``invalidations`` holds.
         static let maxInvalidations = 256
@@ -214,7 +224,7 @@ public final class ResponseCache: Sendable {
         /// The number of the latest fetch whose answer is stored under `key` or removed the response stored there
         /// (``superseded``); 0 when none is known. A fetch numbered lower brings an older answer.
         func latestAnswer(forKey key: String) -> UInt64 {
-            max(entries[key]?.fetch ?? 0, superseded[key] ?? 0)
+            max(entries[key]?.fetch ?? 0, superseded[key]?.fetch ?? 0)
         }
 
         /// Fetch number `fetch` was answered with a response that is not stored and removes the one under `key`:
@@ -227,9 +237,15 @@ public final class ResponseCache: Sendable {
                 superseded.removeAll()
                 generation &+= 1
             }
-            superseded[key] = fetch
+            superseded[key] = Supersession(fetch: fetch, lastFetchBefore: fetches)
             if entries[key]?.method == method { remove(key) }
             return true
+        }
+
+        /// Whether an answer removed the response under `key` (``supersede(_:method:byFetch:)``) after fetch number
+        /// `fetch` started: what that fetch read from the storage before may be what was removed.
+        func isSuperseded(_ key: String, since fetch: UInt64) -> Bool {
+            (superseded[key]?.lastFetchBefore ?? 0) >= fetch
         }
 
         /// Whether responses for one of `resources` were removed after fetch number `fetch` started.
@@ -753,11 +769,12 @@ public final class ResponseCache: Sendable {
             response: response, freshness: freshness, size: Self.estimatedSize(of: response), tick: 0,
             method: method, varying: stored.varying.map { ($0.name, $0.value) }, resources: resources)
         let isAccepted = accepts(freshness)
-        // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource): not
-        // served, nor kept, nor revalidated (a 304 would serve what was removed).
+        // Read before a removal the app made meanwhile (a logout's removeAll(), a write to the resource) or an answer
+        // that removed the key (`no-store`, a 404): not served, nor kept, nor revalidated (a 304 would serve what was
+        // removed).
         let isCurrent = state.withLock { state -> Bool in
             guard !state.isRemoved(key, since: fetch, generation: generation),
-                !state.isInvalidated(resources, since: fetch)
+                !state.isInvalidated(resources, since: fetch), !state.isSuperseded(key, since: fetch)
             else { return false }
             guard isAccepted else { return true }
             state.hits += 1
