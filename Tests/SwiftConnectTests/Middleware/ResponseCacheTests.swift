@@ -451,6 +451,35 @@ final class ResponseCacheTests: XCTestCase {
         XCTAssertEqual(transport.requests.map(\.httpMethod), ["HEAD", "GET", "HEAD"])
     }
 
+    /// As above, through a storage read by a cache started again: the record under a shared custom key names its
+    /// method, and a HEAD's record (no body) answers no GET, nor a GET's a HEAD, whichever was written last.
+    func testAHeadAndAGetSharingACustomKeyAreNotServedEachOthersStoredRecord() throws {
+        let transport = FakeTransport.answering(
+            .handler { request in
+                let body = request.httpMethod == "HEAD" ? Data() : Data("body".utf8)
+                return .success(ConnectResponse(request: request, statusCode: 200, data: body)!)
+            })
+        let storage = MemoryResponseStorage()
+        let shared = RequestOptions(cache: CacheRule(timeToLive: 60, key: "a"))
+        func restarted() -> Connect {
+            Connect(transport: transport, retryPolicy: nil, responseCache: ResponseCache(storage: storage))
+        }
+        func head() throws -> Int {
+            try restarted().response(for: Item(path: "/a", method: .head, rule: nil), options: shared).wait(timeout: 5)
+                .data.count
+        }
+        func get() throws -> String {
+            String(
+                decoding: try restarted().request(Item(path: "/a", rule: nil), options: shared).wait(timeout: 5),
+                as: UTF8.self)
+        }
+        XCTAssertEqual(try head(), 0)
+        XCTAssertEqual(try get(), "body", "a HEAD's record answers no GET")
+        XCTAssertEqual(try head(), 0, "a GET's record answers no HEAD")
+        XCTAssertEqual(try get(), "body")
+        XCTAssertEqual(transport.requests.map(\.httpMethod), ["HEAD", "GET", "HEAD", "GET"])
+    }
+
     /// A transport answering every request with its `Authorization` header (or "anonymous") as the body.
     private func answeringWithTheAuthorizationHeader() -> FakeTransport {
         FakeTransport.answering(
