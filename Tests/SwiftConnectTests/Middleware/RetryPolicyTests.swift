@@ -217,6 +217,22 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(clock.delays, [1, 3, 9, 20, 20])
     }
 
+    /// A growth factor or a cap that is not a usable number does not make the waits jump between none and a huge one
+    /// from one attempt to the next: a multiplier below 0 or not a number counts as 1 (the base delay each time), a
+    /// cap that is not a number as 0 (no wait, as a base delay that is not one).
+    func testAMultiplierOrACapThatIsNotAUsableNumberGivesSteadyWaits() {
+        let attempts = [1, 2, 3, 50, 1100, Int.max]
+        for (multiplier, maxDelay, expected) in [
+            (-2.0, 30.0, 1.0), (.nan, 30, 1), (-.infinity, 30, 1), (2, .nan, 0), (.nan, .nan, 0),
+        ] as [(Double, Double, Double)] {
+            let policy = RetryPolicy(
+                baseDelay: 1, multiplier: multiplier, maxDelay: maxDelay, jitter: RetryPolicy.noJitter)
+            XCTAssertEqual(
+                attempts.map { policy.backoffDelay(afterAttempt: $0) }, attempts.map { _ in expected },
+                "multiplier \(multiplier), maxDelay \(maxDelay)")
+        }
+    }
+
     func testEqualJitterOffersHalfTheDelayToTheFullDelay() {
         // Given: a jitter source that records its ranges and picks the bottom
         let ranges = Recorder<ClosedRange<Double>>()

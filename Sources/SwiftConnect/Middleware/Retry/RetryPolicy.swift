@@ -75,9 +75,11 @@ public struct RetryPolicy: Sendable {
     public var maxAttempts: Int
     /// The wait before the first retry, in seconds, before jitter.
     public var baseDelay: TimeInterval
-    /// The factor the wait grows by after each retry.
+    /// The factor the wait grows by after each retry. A value below 0 or not a number counts as 1: the same wait
+    /// each time.
     public var multiplier: Double
-    /// The longest wait between two attempts computed by backoff, in seconds (`Retry-After` has its own cap).
+    /// The longest wait between two attempts computed by backoff, in seconds (`Retry-After` has its own cap). A value
+    /// that is not a number means no wait, as a ``baseDelay`` that is not a positive number does.
     public var maxDelay: TimeInterval
     /// Picks the actual delay within a range: given `(delay / 2)...delay`, returns a value in it.
     ///
@@ -322,9 +324,13 @@ extension RetryPolicy {
 
     /// The backoff wait after attempt number `attempt` failed: exponential, capped, with equal jitter.
     func backoffDelay(afterAttempt attempt: Int) -> TimeInterval {
-        // No base delay is no delay, however many attempts (0 times an overflowed power would be NaN).
-        guard baseDelay > 0 else { return 0 }
-        let growth = baseDelay * pow(multiplier, Double(max(0, attempt - 1)))
+        // No base delay is no delay, however many attempts (0 times an overflowed power would be NaN); no more is a
+        // cap that is not a number.
+        guard baseDelay > 0, !maxDelay.isNaN else { return 0 }
+        // A factor below 0 would flip the wait's sign each retry (none, then a long one), and NaN would skip to the
+        // cap: either counts as 1, the base delay each time.
+        let factor = multiplier >= 0 ? multiplier : 1
+        let growth = baseDelay * pow(factor, Double(max(0, attempt - 1)))
         let ceiling = max(0, growth.isFinite ? min(growth, maxDelay) : maxDelay)
         // An uncapped policy (`maxDelay: .infinity`) whose growth overflowed: no finite range to jitter over.
         guard ceiling.isFinite else { return .greatestFiniteMagnitude }
