@@ -229,11 +229,13 @@ public struct RetryAdvice: Sendable {
     }
 
     /// Asks for another attempt after `delay` seconds (0 for at once). A later request in the same attempt
-    /// replaces an earlier one; a negative or non-finite delay counts as 0.
+    /// replaces an earlier one; a negative delay counts as 0, and one that is not a finite number (infinity, NaN)
+    /// asks for no retry, as ``RetryDecision/retryAfter(_:)`` of one does: an overflowed backoff, or a server's
+    /// `Retry-After: inf` read with `Double(_:)`, must not turn into an attempt at once.
     ///
     /// - Parameter delay: How long to wait before the next attempt, in seconds.
     public func request(after delay: TimeInterval = 0) {
-        let delay = delay.isFinite ? max(0, delay) : 0
+        let delay = delay.isFinite ? max(0, delay) : nil
         record?.withLock { $0.delay = delay }
     }
 

@@ -448,6 +448,38 @@ final class CallDeadlineTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    /// Asks for another attempt after a 409, after the delay it was made with.
+    private struct RetryOn409After: Middleware {
+        let delay: TimeInterval
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next) -> Future<
+            ConnectResponse
+        > {
+            next(request).map { [delay] response in
+                if response.statusCode == 409 { context.retryAdvice.request(after: delay) }
+                return response
+            }
+        }
+    }
+
+    /// A delay that is not a finite number (an overflowed backoff of the middleware's own, a `Retry-After: inf` read
+    /// with `Double(_:)`) asks for no retry, as the guide hook's `retryAfter` of one does: not for one at once.
+    func testAskingForAnotherAttemptAfterNoFiniteDelayAsksForNone() {
+        for (asked, requests) in [(-3.0, 2), (0, 2), (.infinity, 1), (.nan, 1)] as [(TimeInterval, Int)] {
+            // Given: a POST answered 409, then 200, through a middleware that asks for a retry after `asked`
+            let transport = FakeTransport()
+            transport.stub(.post, "/items", with: [.status(409), .status(200)])
+            let clock = ImmediateRetryClock()
+            let connect = Connect(
+                transport: transport, middlewares: [RetryOn409After(delay: asked)],
+                retryPolicy: RetryPolicy(clock: clock))
+            // When
+            _ = result(of: connect.request(Endpoint(method: .post, timeout: .infinity)))
+            // Then
+            XCTAssertEqual(transport.requests.count, requests, "request(after: \(asked))")
+            XCTAssertEqual(clock.delays, [], "request(after: \(asked))")
+        }
+    }
+
     func testEachAttemptPassesEveryMiddlewareWithItsNumber() {
         let attempts = Recorder<Int>()
         let transport = FakeTransport()
