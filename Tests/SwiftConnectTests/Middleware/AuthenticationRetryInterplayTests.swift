@@ -198,6 +198,40 @@ final class AuthenticationRetryInterplayTests: XCTestCase {
         }
     }
 
+    /// A rejection, its refresh and the replay are two attempts, no more, wherever they are counted: the error's
+    /// `attempts`, its description and the observers' attempt numbers and call end; a refresh that fails leaves one.
+    func testARejectionAndItsReplayAreTwoAttemptsInTheErrorAndTheEvents() throws {
+        for (refreshSucceeds, attempts, events) in [
+            (
+                true, 2,
+                [
+                    "start 1 -", "end 1 401", "refresh", "refreshed true", "start 2 -", "end 2 401",
+                    "call authenticationFailed after 2",
+                ]
+            ),
+            (false, 1, ["start 1 -", "end 1 401", "refresh", "refreshed false", "call authenticationFailed after 1"]),
+        ] {
+            // Given: a server that rejects every token, and a policy allowing five attempts
+            let fake = FakeTransport.answering(.status(401))
+            let observer = ConnectObserverTests.RecordingObserver()
+            let auth = AuthenticationMiddleware(credential: Self.old) { _ in
+                refreshSucceeds ? Future(value: Self.new) : Future(error: URLError(.notConnectedToInternet))
+            }
+            let connect = Connect(
+                transport: fake, middlewares: [auth],
+                retryPolicy: RetryPolicy(maxAttempts: 5, clock: ImmediateRetryClock()),
+                settings: Connect.Settings(observers: [observer]))
+            // When
+            let error = try XCTUnwrap(connectError(of: connect.request(Endpoint())))
+            // Then
+            XCTAssertEqual(error.kind, .authenticationFailed)
+            XCTAssertEqual(error.attempts, attempts)
+            XCTAssertEqual(error.description.contains("(after 2 attempts)"), attempts == 2, error.description)
+            XCTAssertEqual(fake.requests.count, attempts)
+            XCTAssertEqual(observer.events.values, events)
+        }
+    }
+
     func testAPostRejectedWith401IsReplayedOnceWithTheRenewedTokenButNotOnA503() throws {
         // Given
         let fake = FakeTransport()
