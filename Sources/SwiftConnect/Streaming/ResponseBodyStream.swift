@@ -11,8 +11,8 @@ public struct StreamingOptions: Sendable, Hashable {
     /// The bound on unread body bytes held for a consumer that reads slower than the server sends, as each engine
     /// applies it (below). Defaults to 8 MiB.
     ///
-    /// On an engine that cannot pause the transfer (URLSession), going over fails the stream with
-    /// ``ConnectError/Kind/responseTooLarge`` rather than growing memory; the stream in front of the reader holds up
+    /// On an engine that cannot pause the transfer (URLSession), going over stops the transfer and fails the stream
+    /// with ``ConnectError/Kind/responseTooLarge`` (after the bytes buffered before it) rather than growing memory; the stream in front of the reader holds up
     /// to 256 KiB more (or the limit, if smaller), plus the chunk that crossed that: a stream may hold 8.25 MiB by
     /// default. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once 256 KiB (or the limit,
     /// if smaller) wait unread in that stream, and as much in the engine's own buffer behind it, each plus the part
@@ -128,7 +128,8 @@ public final class ResponseBodyStream: Sendable {
 
     /// Adds a chunk without waiting. Returns `false` when the stream has ended (cancelled, failed): stop the
     /// transfer. Over ``StreamingOptions/bufferLimit`` buffered bytes, the stream fails with
-    /// ``ConnectError/Kind/responseTooLarge`` and this returns `false`.
+    /// ``ConnectError/Kind/responseTooLarge`` after the chunks already buffered (the consumer gets them first; the
+    /// chunk that did not fit is dropped), the cancel handler stops the transfer, and this returns `false`.
     ///
     /// - Parameter chunk: The bytes that arrived.
     /// - Returns: Whether to go on.
@@ -144,13 +145,15 @@ public final class ResponseBodyStream: Sendable {
             return false
         case .overflowed:
             // The engine is stopped (its cancel handler) before the stream ends: what it cannot pause must stop.
+            // The bytes already buffered are the consumer's: they come before the error (dropping them lost up to
+            // the whole limit of a body the server had sent).
             fail(
                 with: ConnectError(
                     .responseTooLarge,
                     message: "the stream's buffer of \(options.bufferLimit) bytes is full: the consumer reads slower "
                         + "than the server sends, and this engine cannot pause the transfer "
                         + "(raise StreamingOptions.bufferLimit, or read faster)"),
-                cancelling: true)
+                cancelling: true, keepingChunks: true)
             return false
         }
     }
@@ -372,8 +375,9 @@ public final class ResponseBodyStream: Sendable {
         onCancel: (@Sendable () -> Void)?
     )
 
-    /// Ends the stream with `error` at once (dropping what is buffered), and stops the engine's transfer.
-    private func fail(with error: any Error, cancelling: Bool = false) {
+    /// Ends the stream with `error`, and stops the engine's transfer when `cancelling`: at once, dropping what is
+    /// buffered, or, when `keepingChunks`, after the chunks already buffered (as ``finish(throwing:)`` does).
+    private func fail(with error: any Error, cancelling: Bool = false, keepingChunks: Bool = false) {
         var onEnd: [@Sendable () -> Void] = []
         let taken = state.withLock { state -> Waiting? in
             guard state.end == nil else { return nil }
@@ -381,8 +385,10 @@ public final class ResponseBodyStream: Sendable {
             state.wasStopped = cancelling
             onEnd = state.onEnd
             state.onEnd = []
-            state.chunks.removeAll()
-            state.bufferedBytes = 0
+            if !keepingChunks {
+                state.chunks.removeAll()
+                state.bufferedBytes = 0
+            }
             defer {
                 state.consumer = nil
                 state.producers = []

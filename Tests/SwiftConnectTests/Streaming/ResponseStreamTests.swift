@@ -450,12 +450,15 @@ final class ResponseStreamTests: XCTestCase {
 
     // MARK: - The body stream itself
 
+    /// The chunks buffered before the overflow come first, then the error; the chunk that did not fit is dropped.
     func testOfferFailsTheStreamWhenTheBufferIsFull() async throws {
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 10))
         XCTAssertTrue(body.offer(Data(count: 6)))
         XCTAssertFalse(body.offer(Data(count: 6)))
         XCTAssertFalse(body.isOpen)
         var iterator = ConnectStreamProbe(body)
+        let buffered = try await iterator.next()
+        XCTAssertEqual(buffered?.count, 6)
         do {
             _ = try await iterator.next()
             XCTFail("an overflowed stream must fail")

@@ -58,6 +58,8 @@ final class StreamingOptionsLimitTests: XCTestCase {
         let body = ResponseBodyStream(options: options)
         XCTAssertTrue(body.offer(Data("a".utf8)), "one byte fits a limit of 1")
         XCTAssertFalse(body.offer(Data("b".utf8)), "a second does not")
+        let buffered = try await body.next()
+        XCTAssertEqual(buffered, Data("a".utf8), "the byte buffered before the overflow comes first")
         do {
             _ = try await body.next()
             XCTFail("the stream must fail once its buffer is full")
