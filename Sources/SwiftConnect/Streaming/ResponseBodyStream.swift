@@ -2,7 +2,7 @@ import Dispatch
 import Foundation
 
 /// How a streamed response body is delivered: how much an engine that cannot pause may buffer, and how long the
-/// stream may go without a byte.
+/// network may stay quiet with nothing unread.
 ///
 /// ```swift
 /// let stream = connect.stream(Completions(prompt: "Hi"), streaming: StreamingOptions(idleTimeout: 30))
@@ -29,11 +29,15 @@ public struct StreamingOptions: Sendable, Hashable {
         // consumer could never bring the buffer under the limit), and `Int.min` overflowed the buffer's arithmetic.
         didSet { if bufferLimit < 1 { bufferLimit = 1 } }
     }
-    /// Fails the stream with ``ConnectError/Kind/timedOut`` when no body byte arrives for this many seconds while
-    /// the reader waits for one (a reader slow on bytes already there is not the network going quiet); `nil` (the
-    /// default) for none, and so is a value that is not a positive finite number (zero, negative, NaN, infinity).
-    /// The connector's `timeout` still bounds the whole stream unless it is `.infinity`, as suits a stream that may
-    /// run for hours.
+    /// Fails the stream with ``ConnectError/Kind/timedOut``, and stops its transfer, when the network stays quiet
+    /// for this many seconds: no body byte arrives while none waits unread. The clock starts over when bytes arrive
+    /// and when the reader takes some, and stands still while bytes wait for the reader, so a reader slow on bytes
+    /// already received never trips it (an engine that paused for that reader is not the network going quiet); a
+    /// reader busy elsewhere with nothing unread does not stop it. The same on every engine.
+    ///
+    /// `nil` (the default) for none, and so is a value that is not a positive finite number (zero, negative, NaN,
+    /// infinity). The connector's `timeout` still bounds the whole stream unless it is `.infinity`, as suits a stream
+    /// that may run for hours.
     public var idleTimeout: TimeInterval?
     /// The most bytes of an error response's body read (for the error handler) before the stream is closed.
     /// Defaults to 64 KiB. A negative value counts as 0, whether given to the initializer or set here.
@@ -46,7 +50,7 @@ public struct StreamingOptions: Sendable, Hashable {
     ///
     /// - Parameters:
     ///   - bufferLimit: The most bytes buffered on an engine that cannot pause; at least 1.
-    ///   - idleTimeout: The longest wait for the next bytes, in seconds; `nil` for none.
+    ///   - idleTimeout: The longest the network may stay quiet with nothing unread, in seconds; `nil` for none.
     ///   - errorBodyLimit: The most bytes of an error body read.
     public init(bufferLimit: Int = 8 << 20, idleTimeout: TimeInterval? = nil, errorBodyLimit: Int = 64 << 10) {
         self.bufferLimit = max(1, bufferLimit)
@@ -404,8 +408,9 @@ public final class ResponseBodyStream: Sendable {
         consumer?.resume(throwing: error)
     }
 
-    /// Fails the stream when no bytes arrive for `seconds` from now on (``StreamingOptions/idleTimeout``). The
-    /// client starts it when the response head arrives, whatever the engine; a second call does nothing.
+    /// Fails the stream when, from now on, no bytes arrive for `seconds` while none wait unread
+    /// (``StreamingOptions/idleTimeout``). The client starts it when the response head arrives, whatever the engine;
+    /// a second call does nothing.
     ///
     /// - Parameter seconds: The longest wait for the next bytes.
     func startIdleTimeout(_ seconds: TimeInterval) {
@@ -415,10 +420,13 @@ public final class ResponseBodyStream: Sendable {
         armIdleTimeout(after: seconds, limit: seconds)
     }
 
-    /// The error of a stream that received no bytes for `limit` seconds (``StreamingOptions/idleTimeout``).
+    /// The error of a stream that received no bytes for `limit` seconds with none waiting to be read
+    /// (``StreamingOptions/idleTimeout``).
     package static func idleTimeoutError(after limit: TimeInterval) -> ConnectError {
         ConnectError(
-            .timedOut, message: "the stream received no bytes for \(limit) s (StreamingOptions.idleTimeout)",
+            .timedOut,
+            message: "the stream received no bytes for \(limit) s with none waiting to be read "
+                + "(StreamingOptions.idleTimeout)",
             underlyingError: URLError(.timedOut))
     }
 

@@ -216,3 +216,79 @@ extension StreamLifecycleTests {
         XCTAssertEqual(server.requests.map { $0.header("Last-Event-ID") ?? "-" }, ["-", "é✓ 1"])
     }
 }
+
+// MARK: - The idle timeout measures the network, not the reader
+
+extension StreamLifecycleTests {
+    /// A route whose answer is one event, then nothing for 60 s.
+    private func routeQuietFeed(_ path: String) {
+        server.route("GET", path) { _ in
+            var response = LocalServer.Response.status(200).withFault(
+                .trickle(chunk: Data("data: x\n\n".utf8), interval: 60))
+            response.headers = [("Content-Type", "text/event-stream")]
+            return response
+        }
+    }
+
+    /// A reader slow on bytes the server has sent is not the network going quiet: a stream whose reader stays away
+    /// while two quiet streams of the same idle timeout, opened one after the other once its server had sent
+    /// everything, time out, still hands over every byte, and ends cleanly.
+    func testAReaderSlowOnBytesAlreadySentIsNotTimedOut() async throws {
+        let piece = Data(repeating: 0x61, count: 64 << 10)
+        let pieces = 16  // 1 MiB: more than the stream holds before it pauses the engine, less than its buffer limit
+        let sent = Promise<Void>()
+        server.route("GET", "/fast") { _ in
+            .stream(contentLength: nil) { write in
+                for _ in 0..<pieces {
+                    guard write(piece) else { return }
+                }
+                sent.succeed(())
+            }
+        }
+        routeQuietFeed("/quiet")
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let idle = StreamingOptions(idleTimeout: 0.3)
+        let fast = connect.stream(Route("/fast", baseURL: server.baseURL, timeout: .infinity), streaming: idle)
+        var iterator = fast.makeAsyncIterator()
+        var received = try await iterator.next()?.count ?? 0
+        try await sent.future.value(timeout: 30)
+
+        // The clock: two quiet streams in a row, each timed out by the same idle timeout, while the reader of the
+        // fast one reads nothing.
+        for _ in 0..<2 {
+            do {
+                for try await _ in connect.stream(
+                    Route("/quiet", baseURL: server.baseURL, timeout: .infinity), streaming: idle)
+                {}
+                XCTFail("a quiet stream must time out")
+            } catch let error as ConnectError {
+                XCTAssertEqual(error.kind, .timedOut, "\(error)")
+            }
+        }
+
+        while let chunk = try await iterator.next() { received += chunk.count }
+        XCTAssertEqual(received, pieces * piece.count)
+    }
+
+    /// The network going quiet times a stream out even while its reader is busy elsewhere with nothing unread: the
+    /// transfer stops (the server sees the connection close), and the reader's next read gets `.timedOut`.
+    func testAQuietServerTimesTheStreamOutWhileItsReaderIsBusy() async throws {
+        routeQuietFeed("/quiet")
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let stream = connect.stream(
+            Route("/quiet", baseURL: server.baseURL, timeout: .infinity), streaming: StreamingOptions(idleTimeout: 0.3))
+        var iterator = stream.makeAsyncIterator()
+        let first = try await iterator.next()
+        XCTAssertEqual(first.map { String(decoding: $0, as: UTF8.self) }, "data: x\n\n")
+
+        // The reader reads nothing more until the server has seen the connection close.
+        XCTAssertTrue(server.waitUntilIdle(timeout: 30), "the idle timeout did not stop the transfer")
+        do {
+            let chunk = try await iterator.next()
+            XCTFail("a stream quiet past its idle timeout must fail, got \(String(describing: chunk))")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .timedOut, "\(error)")
+            XCTAssertTrue(error.message.contains("StreamingOptions.idleTimeout"), error.message)
+        }
+    }
+}

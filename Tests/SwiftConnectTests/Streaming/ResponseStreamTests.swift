@@ -358,7 +358,7 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
-    /// The idle timeout is the network going quiet while the reader waits: a reader slow on chunks already there
+    /// The idle timeout is the network going quiet with nothing unread: a reader slow on chunks already there
     /// (the engine paused by back-pressure, so nothing arrives meanwhile) does not time the stream out.
     func testTheIdleTimeoutDoesNotFireWhileChunksWaitForASlowReader() async throws {
         let transport = FakeTransport()
