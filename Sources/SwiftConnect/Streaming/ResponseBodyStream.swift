@@ -12,9 +12,9 @@ public struct StreamingOptions: Sendable, Hashable {
     /// applies it (below). Defaults to 8 MiB.
     ///
     /// On an engine that cannot pause the transfer (URLSession), going over stops the transfer and fails the stream
-    /// with ``ConnectError/Kind/responseTooLarge`` (after the bytes buffered before it) rather than growing memory; the stream in front of the reader holds up
-    /// to 256 KiB more (or the limit, if smaller), plus the chunk that crossed that: a stream may hold 8.25 MiB by
-    /// default. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once 256 KiB (or the limit,
+    /// with ``ConnectError/Kind/responseTooLarge`` (after the bytes buffered before it) rather than growing memory;
+    /// the stream in front of the reader holds up to 256 KiB more (or the limit, if smaller), plus the chunk that
+    /// crossed that: a stream may hold 8.25 MiB by default. An engine with back-pressure (AsyncHTTPClient) pauses reading instead, once 256 KiB (or the limit,
     /// if smaller) wait unread in that stream, and as much in the engine's own buffer behind it, each plus the part
     /// that crossed it; the rest of what SwiftNIO read off the socket in one go (up to 4 × 64 KiB with its defaults)
     /// waits in AsyncHTTPClient.
