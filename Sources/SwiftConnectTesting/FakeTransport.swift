@@ -46,12 +46,12 @@ public final class FakeTransport: Transport, Sendable {
         var served = 0
 
         func matches(_ request: URLRequest) -> Bool {
-            guard let url = request.url, FakeTransport.path(of: url) == FakeTransport.rootedPath(path) else {
+            guard let url = request.url, FakeTransport.path(of: url) == FakeTransport.stubPath(path) else {
                 return false
             }
             if let method, request.httpMethod != method.rawValue { return false }
             guard let query else { return true }
-            let items = URLComponents(url: url, resolvingAgainstBaseURL: false)?.queryItems ?? []
+            let items = FakeTransport.queryItems(of: url)
             for (name, value) in query where !items.contains(where: { $0.name == name && $0.value == value }) {
                 return false
             }
@@ -92,9 +92,13 @@ public final class FakeTransport: Transport, Sendable {
     ///
     /// - Parameters:
     ///   - method: The method to match; `nil` matches any.
-    ///   - path: The URL path to match exactly, such as `/todos/1`: percent-decoded, and with its trailing slash,
-    ///     if any (`/notes/` and `/notes` are different paths). `""` and `/` both match the root.
-    ///   - query: Query items the request must have; `nil` ignores the query.
+    ///   - path: The URL path to match exactly, such as `/todos/1`, as it is sent: percent-encoded, and with its
+    ///     trailing slash, if any (`/notes/` and `/notes` are different paths). `/files/a%2Fb` (one segment) and
+    ///     `/files/a/b` (two) are different paths, and so are `x;y` and `x%3By`; hex digits match in either case, and
+    ///     an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL cannot hold as
+    ///     it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match the root.
+    ///   - query: Query items the request must have, by name and value as a server reads them (a `+` in the query is
+    ///     a space, `%2B` a plus), in any order; `nil` ignores the query.
     ///   - response: The response.
     public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse)
     {
@@ -147,17 +151,91 @@ public final class FakeTransport: Transport, Sendable {
 
     /// The requests sent to `path` so far, in order.
     ///
-    /// - Parameter path: The URL path, compared as a stub's path is: percent-decoded, trailing slash included.
+    /// - Parameter path: The URL path, compared as a stub's path is: as sent (percent-encoded), trailing slash
+    ///   included.
     /// - Returns: The matching requests.
     public func requests(to path: String) -> [URLRequest] {
-        let path = FakeTransport.rootedPath(path)
+        let path = FakeTransport.stubPath(path)
         return requests.filter { $0.url.map(FakeTransport.path(of:)) == path }
     }
 
-    /// The percent-decoded path of `url` as a stub matches it: with its trailing slash (which `URL.path` drops,
-    /// so a stub for `/notes/` never matched), and `/` for a URL with no path.
+    /// The path of `url` as a stub matches it: percent-encoded as sent (a decoded path made `a%2Fb` and `a/b` one
+    /// path, so a test passed although the app sent the other URL), normalised as ``normalizedPath(_:)`` says; with
+    /// its trailing slash (which `URL.path` drops, so a stub for `/notes/` never matched), and `/` for no path.
     static func path(of url: URL) -> String {
-        rootedPath(URLComponents(url: url, resolvingAgainstBaseURL: false)?.path ?? url.path)
+        let encoded = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedPath
+        return rootedPath(normalizedPath(encoded ?? url.path))
+    }
+
+    /// A stub's path as ``path(of:)`` gives a request's.
+    static func stubPath(_ path: String) -> String {
+        rootedPath(normalizedPath(path))
+    }
+
+    /// `path` in the one form two equivalent paths share (RFC 3986 §6.2.2): escapes with upper-case hex digits, an
+    /// escaped unreserved character (`%7E`, `%41`) as the character, and every byte a path cannot hold as it is (a
+    /// space, non-ASCII text as its UTF-8 bytes, a `%` that starts no escape) escaped. A reserved character and its
+    /// escape (`/` and `%2F`, `;` and `%3B`) stay different: servers read them differently.
+    static func normalizedPath(_ path: String) -> String {
+        let bytes = Array(path.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            let byte = bytes[index]
+            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
+                let low = hexValue(bytes[index + 2])
+            {
+                let value = high << 4 | low
+                if unreserved.contains(value) { out.append(value) } else { appendEscape(value, to: &out) }
+                index += 3
+                continue
+            }
+            if pathCharacters.contains(byte) { out.append(byte) } else { appendEscape(byte, to: &out) }
+            index += 1
+        }
+        return String(decoding: out, as: UTF8.self)
+    }
+
+    /// The query items of `url` as a server reads them (`application/x-www-form-urlencoded`): split at `&`, then at
+    /// the first `=`, a `+` read as a space, escapes decoded. An item without `=` has no value.
+    static func queryItems(of url: URL) -> [(name: String, value: String?)] {
+        guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else {
+            return []
+        }
+        func decoded(_ text: Substring) -> String {
+            let spaced = text.replacingOccurrences(of: "+", with: " ")
+            return spaced.removingPercentEncoding ?? spaced
+        }
+        return query.split(separator: "&").map { item in
+            let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
+            return (decoded(parts[0]), parts.count > 1 ? decoded(parts[1]) : nil)
+        }
+    }
+
+    /// RFC 3986 unreserved characters: `A-Z a-z 0-9 - . _ ~`.
+    private static let unreserved = Set(
+        Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
+
+    /// The bytes a path holds as they are (RFC 3986 `pchar` and `/`): unreserved, sub-delims, `:` and `@`.
+    private static let pathCharacters = unreserved.union("!$&'()*+,;=:@/".utf8)
+
+    /// The value of the hex digit `byte`, or `nil` for any other byte (a sign included).
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        default: nil
+        }
+    }
+
+    /// Appends `byte` as `%XX`, with upper-case hex digits.
+    private static func appendEscape(_ byte: UInt8, to out: inout [UInt8]) {
+        let digits = Array("0123456789ABCDEF".utf8)
+        out.append(UInt8(ascii: "%"))
+        out.append(digits[Int(byte >> 4)])
+        out.append(digits[Int(byte & 0x0F)])
     }
 
     /// `path`, or `/` for the empty path: both name the root.

@@ -78,16 +78,64 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(fake.requests(to: "/notes").count, 1)
     }
 
-    func testMatchesThePercentDecodedPath() {
-        // Given
+    func testAStubPathWrittenWithTextAURLCannotHoldMatchesItsEscapes() {
+        // Given: a space and non-ASCII text, which have one form on the wire: their UTF-8 escaped
         let fake = FakeTransport()
-        fake.stub(.get, "/folders/a b/notes/x;y", with: .status(200))
+        fake.stub(.get, "/folders/a b/notes/café", with: .status(200))
         fake.stub(.get, "/", with: .status(204))
         // When / Then
-        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/x%3By"), 200)
-        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/x;y"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/caf%C3%A9"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/folders/a%20b/notes/caf%c3%a9"), 200)
         XCTAssertEqual(status(fake, "https://api.example.com/"), 204)
         XCTAssertEqual(status(fake, "https://api.example.com"), 204, "no path is the root")
+    }
+
+    func testAnEscapedSlashIsNotThePathSeparator() {
+        // Given: a route for one segment holding "a/b", and one for two segments
+        let fake = FakeTransport()
+        fake.stub(.get, "/files/a%2Fb", with: .status(200))
+        fake.stub(.get, "/docs/a/b", with: .status(204))
+        // When / Then: matched as sent, so a test fails when the app sends the other URL
+        XCTAssertEqual(status(fake, "https://api.example.com/files/a%2Fb"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/files/a%2fb"), 200, "hex digits in either case")
+        XCTAssertEqual(status(fake, "https://api.example.com/files/a/b"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/docs/a/b"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/docs/a%2Fb"), 404)
+        XCTAssertEqual(fake.requests(to: "/files/a%2Fb").count, 2)
+        XCTAssertEqual(fake.requests(to: "/docs/a/b").count, 1)
+    }
+
+    func testAnEscapedUnreservedCharacterIsTheCharacter() {
+        // Given
+        let fake = FakeTransport()
+        fake.stub(.get, "/files/my-file_1.txt", with: .status(200))
+        // When / Then: RFC 3986 §6.2.2.2, the escape of an unreserved character is the character
+        XCTAssertEqual(status(fake, "https://api.example.com/files/%6Dy%2Dfile%5F1%2etxt"), 200)
+    }
+
+    func testAReservedCharacterAndItsEscapeAreDifferentPaths() {
+        // Given: a path parameter (`;v=1`) and a segment holding a semicolon
+        let fake = FakeTransport()
+        fake.stub(.get, "/items/x;v=1", with: .status(200))
+        fake.stub(.get, "/items/y%3Bv%3D1", with: .status(204))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/items/x;v=1"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/items/x%3Bv%3D1"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/items/y%3Bv%3D1"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/items/y;v=1"), 404)
+    }
+
+    func testAQueryPlusIsASpaceAndAnEscapedPlusIsAPlus() {
+        // Given: query values as the server reads them (a `+` is a space in a query)
+        let fake = FakeTransport()
+        fake.stub(.get, "/search", query: ["q": "a+b"], with: .status(200))
+        fake.stub(.get, "/find", query: ["q": "a b", "tag": "x&y=z"], with: .status(204))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/search?q=a%2Bb"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/search?q=a+b"), 404, "the server reads a b")
+        XCTAssertEqual(status(fake, "https://api.example.com/find?tag=x%26y%3Dz&q=a+b"), 204, "in any order")
+        XCTAssertEqual(status(fake, "https://api.example.com/find?q=a%20b&tag=x%26y%3dz"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/find?q=a%2Bb&tag=x%26y%3Dz"), 404)
     }
 
     func testMatchesRequiredQueryItems() {
