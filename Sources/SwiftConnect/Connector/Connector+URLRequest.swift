@@ -159,9 +159,20 @@ extension Connector {
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
             if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
-        case .form(let bytes)?:
-            body = Data(bytes)
+        case .form(var bytes)?:
             fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
+            // Escaped as the bytes of the charset the request's type names (the options' replaces the connector's
+            // once built), so that a server decoding that charset reads the text sent. An upload replaces the body
+            // with a multipart one, whose fields are UTF-8: it reads the fields from this one as written.
+            let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+            if !bodyIsReplaced, let contentType = optionsType ?? fields.field(named: "Content-Type")?.value,
+                let encoding = try FormBodyCharset.encoding(of: contentType, request: partialRequest(method: method))
+            {
+                let charset = MimeType(rawValue: contentType).parameter("charset") ?? ""
+                bytes = try FormBodyCharset.reencoded(
+                    bytes, as: encoding, charset: charset, request: partialRequest(method: method))
+            }
+            body = Data(bytes)
         case .raw(let data, let contentType)?:
             guard HTTPHeader.isValidValue(contentType) else {
                 throw ConnectError.invalidRequest(

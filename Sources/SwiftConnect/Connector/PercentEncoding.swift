@@ -66,6 +66,20 @@ enum PercentEncoding {
         }
     }
 
+    /// Appends `bytes` percent-encoded, as ``append(_:to:spaceAsPlus:)`` appends a string's UTF-8: for text already
+    /// written in another charset (a form body in the charset its `Content-Type` names).
+    static func append(bytes: some Sequence<UInt8>, to buffer: inout [UInt8], spaceAsPlus: Bool = false) {
+        for byte in bytes {
+            if unreserved.contains(byte) {
+                buffer.append(byte)
+            } else if spaceAsPlus && byte == 0x20 {
+                buffer.append(0x2B)
+            } else {
+                appendEscape(byte, to: &buffer)
+            }
+        }
+    }
+
     /// Appends `value` encoded as the content of one path segment.
     ///
     /// Like ``append(_:to:spaceAsPlus:)``, and a value made only of dots (`...`) has its dots encoded as `%2E`.

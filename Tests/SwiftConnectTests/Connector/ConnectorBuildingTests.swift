@@ -496,6 +496,85 @@ final class ConnectorBuildingTests: XCTestCase {
         XCTAssertEqual(request.url?.absoluteString, "https://api.example.com/todos?q=1")
     }
 
+    /// A form whose `Content-Type` names Latin-1 was escaped as UTF-8 all the same: the server read `é` as `Ã©`.
+    func testFormFieldsAreEscapedInTheCharsetTheContentTypeNames() throws {
+        let cases: [(charset: String, body: String)] = [
+            ("ISO-8859-1", "name=Jos%E9+%D1&%FC=%A3"),
+            ("latin1", "name=Jos%E9+%D1&%FC=%A3"),
+            (#""iso-8859-1""#, "name=Jos%E9+%D1&%FC=%A3"),
+            ("windows-1252", "name=Jos%E9+%D1&%FC=%A3"),
+            ("utf-8", "name=Jos%C3%A9+%C3%91&%C3%BC=%C2%A3"),
+            ("UTF8", "name=Jos%C3%A9+%C3%91&%C3%BC=%C2%A3"),
+        ]
+        for (charset, expected) in cases {
+            // Given
+            let contentType = "application/x-www-form-urlencoded; charset=\(charset)"
+            let connector = Stub(
+                method: .post, headers: [HTTPHeader(name: "Content-Type", value: contentType)],
+                parameters: CompositeParameters(.form(key: "name", value: "José Ñ"), .form(key: "ü", value: "£")))
+            // When
+            let request = try connector.asURLRequest()
+            // Then
+            XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, expected, charset)
+            XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), contentType)
+        }
+    }
+
+    func testAJSONObjectSentAsAFormIsEscapedInItsCharset() throws {
+        // Given
+        let connector = Stub(
+            method: .post,
+            headers: [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded;charset=latin1")],
+            parameters: ["city": "Zürich"] as JSONObject)
+        // When
+        let request = try connector.asURLRequest()
+        // Then
+        XCTAssertEqual(request.httpBody.map { String(decoding: $0, as: UTF8.self) }, "city=Z%FCrich")
+    }
+
+    func testAFormFieldItsCharsetCannotHoldIsRefusedNamingTheField() {
+        let cases: [(charset: String, key: String, value: String)] = [
+            ("iso-8859-1", "price", "10 €"),
+            ("iso-8859-1", "name", "Łódź"),
+            ("us-ascii", "name", "é"),
+            ("windows-1252", "greeting", "こんにちは"),
+            ("iso-8859-1", "ключ", "v"),
+        ]
+        for (charset, key, value) in cases {
+            let connector = Stub(
+                method: .post,
+                headers: [
+                    HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=\(charset)")
+                ],
+                parameters: CompositeParameters(.form(key: "a", value: "1"), .form(key: key, value: value)))
+            XCTAssertThrowsError(try connector.asURLRequest(), "\(charset) \(value)") { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest)
+                guard case .invalidParameter(let named, let reason)? = error?.invalidRequestReason else {
+                    return XCTFail("\(String(describing: error))")
+                }
+                XCTAssertEqual(named, key)
+                XCTAssertTrue(reason.contains(charset), reason)
+                XCTAssertFalse(reason.contains(value), "the value may be a secret: \(reason)")
+            }
+        }
+    }
+
+    func testAFormCharsetThatIsNotWrittenIsRefused() {
+        let connector = Stub(
+            method: .post,
+            headers: [HTTPHeader(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=Shift_JIS")],
+            parameters: Parameter.form(key: "a", value: "b"))
+        XCTAssertThrowsError(try connector.asURLRequest()) { error in
+            let error = error as? ConnectError
+            XCTAssertEqual(error?.kind, .invalidRequest)
+            guard case .bodyEncodingFailed(let detail)? = error?.invalidRequestReason else {
+                return XCTFail("\(String(describing: error))")
+            }
+            XCTAssertTrue(detail.contains("Shift_JIS"), detail)
+        }
+    }
+
     func testRawBodyIsSentAsIsWithItsContentType() throws {
         let data = Data([0x89, 0x50, 0x4E, 0x47, 0x00, 0xFF])
         let request = try Stub(method: .put, parameters: Parameter.body(data, contentType: "image/png")).asURLRequest()
