@@ -63,6 +63,37 @@ final class BaseURLHostTests: XCTestCase {
         XCTAssertEqual(try url(base: "http://[fe80::1%25eth0]:8080/v1"), "http://[fe80::1%25eth0]:8080/v1/x")
     }
 
+    /// A connector's own port replaces the port of a bracketed IPv6 base URL, a zone's included, or the request
+    /// fails with a typed error: never sent to the base URL's port.
+    func testAConnectorPortReplacesAnIPv6BaseURLsPort() throws {
+        struct Ported: Connector {
+            var baseURL: URL
+            var endpoint = "/x"
+            var method: HTTPMethod = .get
+            var headers: [HTTPHeader] = []
+            var parameters: (any ParametersRepresentable)?
+            var port: Int?
+        }
+        let cases = [
+            ("http://[::1]:8080/v1", "http://[::1]:9090/v1/x"), ("http://[::1]/v1", "http://[::1]:9090/v1/x"),
+            ("http://[fe80::1%25eth0]:8080/v1", "http://[fe80::1%25eth0]:9090/v1/x"),
+        ]
+        for (base, expected) in cases {
+            let connector = Ported(baseURL: try XCTUnwrap(URL(string: base)), port: 9090)
+            do {
+                XCTAssertEqual(try connector.asURLRequest().url?.absoluteString, expected)
+            } catch let error as ConnectError {
+                XCTAssertEqual(error.kind, .invalidRequest, base)
+            }
+        }
+        for port in [0, -1, 65_536] {
+            let connector = Ported(baseURL: try XCTUnwrap(URL(string: "http://[::1]:8080")), port: port)
+            XCTAssertThrowsError(try connector.asURLRequest(), "\(port)") { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+            }
+        }
+    }
+
     /// Through both engines to a server on 127.0.0.1: the `Host` it receives is the host's name, not its escapes.
     func testEveryEngineSendsTheDecodedHost() throws {
         let server = try LocalServer.started()
