@@ -556,10 +556,16 @@ extension Connect {
             // Checked now, as every other level's fields are: a stage that answers without the transport (the
             // cache) or holds the request (the queue) must not see a field the wire would refuse.
             if let invalid = leveled.headers.first(where: {
-                !HTTPHeader.isValidName($0.name) || !HTTPHeader.isValidValue($0.value)
+                !HTTPHeader.isValidName($0.name) || !HTTPHeader.isSendableValue($0.value)
             }) {
-                throw ConnectError.invalidRequest(
+                var error = ConnectError.invalidRequest(
                     .invalidHeader(name: HTTPHeader.shownName(invalid.name)), sent: request)
+                if HTTPHeader.isValidName(invalid.name),
+                    let message = HTTPHeader.unsendableValueMessage(name: invalid.name, value: invalid.value)
+                {
+                    error.message = message
+                }
+                throw error
             }
             if let deadline = deadline(of: connector, leveled: leveled, method: methodOptions) {
                 guard deadline > 0 else {

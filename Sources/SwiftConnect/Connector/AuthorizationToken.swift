@@ -45,7 +45,7 @@ public enum AuthorizationToken: Hashable, Sendable, CustomStringConvertible {
     /// has no `:`.
     var isSendable: Bool {
         if case .basic(let username, _) = self, Self.hasColon(username) { return false }
-        return HTTPHeader.isValidValue(headerValue)
+        return HTTPHeader.isSendableValue(headerValue)
     }
 
     /// Whether `username` holds a colon byte, where a server splits the credentials: also one followed by a combining

@@ -154,7 +154,7 @@ extension Connector {
                 partialRequest(method: method)
             }
             let contentType = encoder.contentType
-            guard HTTPHeader.isValidValue(contentType) else {
+            guard HTTPHeader.isSendableValue(contentType) else {
                 throw ConnectError.invalidRequest(
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
@@ -174,7 +174,7 @@ extension Connector {
             }
             body = Data(bytes)
         case .raw(let data, let contentType)?:
-            guard HTTPHeader.isValidValue(contentType) else {
+            guard HTTPHeader.isSendableValue(contentType) else {
                 throw ConnectError.invalidRequest(
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
@@ -659,8 +659,8 @@ struct AssembledHeaders {
 
     /// Checks and sets a field, replacing any with the same name (ignoring case).
     mutating func set(name: String, value: String, request: @autoclosure () -> URLRequest) throws {
-        guard HTTPHeader.isValidName(name), HTTPHeader.isValidValue(value) else {
-            throw Self.invalidHeaderError(name: name, request: request())
+        guard HTTPHeader.isValidName(name), HTTPHeader.isSendableValue(value) else {
+            throw Self.invalidHeaderError(name: name, value: value, request: request())
         }
         if let index = fields.firstIndex(where: { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }) {
             fields[index] = (name, value)
@@ -682,25 +682,23 @@ struct AssembledHeaders {
 
     /// Checks `header` and sets it unless a field with the same name (ignoring case) is already set.
     mutating func setIfAbsent(checking header: HTTPHeader, request: @autoclosure () -> URLRequest) throws {
-        guard HTTPHeader.isValidName(header.name), HTTPHeader.isValidValue(header.value) else {
-            throw Self.invalidHeaderError(name: header.name, request: request())
+        guard HTTPHeader.isValidName(header.name), HTTPHeader.isSendableValue(header.value) else {
+            throw Self.invalidHeaderError(name: header.name, value: header.value, request: request())
         }
         setIfAbsent(name: header.name, value: header.value)
     }
 
     /// The error for a header whose name or value cannot be sent, saying which; the value is not repeated (it
     /// may be a secret).
-    private static func invalidHeaderError(name: String, request: URLRequest) -> ConnectError {
+    private static func invalidHeaderError(name: String, value: String, request: URLRequest) -> ConnectError {
         let shown = HTTPHeader.shownName(name)
         var error = ConnectError.invalidRequest(.invalidHeader(name: shown), request: request)
         if !HTTPHeader.isValidName(name) {
             error.message =
                 "the header name \(SingleLineText.make(shown.debugDescription, limit: 100)) is not an RFC 9110 token "
                 + "(letters, digits and !#$%&'*+-.^_`|~ only)"
-        } else {
-            error.message =
-                "the value of the header '\(name)' contains a control character (such as CR, LF or NUL), which "
-                + "could split the header or cut it short"
+        } else if let message = HTTPHeader.unsendableValueMessage(name: name, value: value) {
+            error.message = message
         }
         return error
     }

@@ -228,6 +228,31 @@ extension HTTPHeader {
         return isSafeValue(Array(value.utf8))
     }
 
+    /// Whether `value` can go out as a request's field value: valid (``isValidValue(_:)``) and ASCII only.
+    ///
+    /// RFC 9110 §5.5 lets a field carry bytes above 127 (`obs-text`) but gives them no charset, and engines disagree on
+    /// them: SwiftNIO and libcurl send a `String`'s UTF-8 bytes, and nothing says what Apple's URLSession sends.
+    /// The same connector then reached each server differently, and a server read `é` as `Ã©` or not at all. A
+    /// request's value is therefore held to ASCII, as OkHttp and .NET hold it, on every engine; an answer's fields are
+    /// read as they come (``isValidValue(_:)``).
+    static func isSendableValue(_ value: String) -> Bool {
+        value.utf8.allSatisfy { $0 < 0x80 } && isValidValue(value)
+    }
+
+    /// Why `value` cannot go out as the value of the request field `name` (``isSendableValue(_:)``), as a sentence
+    /// naming the field and never repeating the value (it may be a secret); `nil` when it can.
+    static func unsendableValueMessage(name: String, value: String) -> String? {
+        if !isValidValue(value) {
+            return "the value of the header '\(name)' contains a control character (such as CR, LF or NUL), which "
+                + "could split the header or cut it short"
+        }
+        if value.utf8.contains(where: { $0 >= 0x80 }) {
+            return "the value of the header '\(name)' has text that is not ASCII, which HTTP gives no charset and "
+                + "engines send differently: percent-encode it (RFC 8187's UTF-8'' form where the field defines one)"
+        }
+        return nil
+    }
+
     private static func isSafeValue(_ bytes: some Collection<UInt8>) -> Bool {
         !bytes.contains { ($0 < 0x20 && $0 != 0x09) || $0 == 0x7F }
     }

@@ -103,7 +103,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case duplicatePathParameter(key: String)
         /// A `.path` parameter names a placeholder the endpoint does not contain.
         case unusedPathParameter(key: String)
-        /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens; or, for
+        /// A header name or value contains CR, LF, NUL or (for names) characters outside RFC 9110 tokens, or a
+        /// request's value has text that is not ASCII (engines send it differently); or, for
         /// `Authorization`, a ``AuthorizationToken/basic(username:password:)`` username contains `:`; or a
         /// `Content-Length` is not the length of the body.
         case invalidHeader(name: String)
@@ -142,7 +143,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
                 return "the .path parameter '\(key)' matches no {\(key)} placeholder in the endpoint"
             case .invalidHeader(let name):
                 return "the header \(name.debugDescription) has a name that is not an RFC 9110 token or a value "
-                    + "with a control character (such as CR, LF or NUL)"
+                    + "with a control character (such as CR, LF or NUL) or text that is not ASCII"
             case .multipleBodies:
                 return "the request has more than one body"
             case .invalidURL(let url):

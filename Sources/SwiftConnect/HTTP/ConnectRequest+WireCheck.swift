@@ -14,7 +14,7 @@ extension ConnectRequest {
     ///   many servers drop it, URLSession refuses a GET's and sends a HEAD without its body (lost, the call a
     ///   success);
     /// - a header field whose name is not a token or whose value has a control character other than tab (CR, LF,
-    ///   NUL…) or DEL;
+    ///   NUL…) or DEL, or text that is not ASCII, which engines send differently (`HTTPHeader.isSendableValue(_:)`);
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes
     ///   that never come, a smaller one cuts the body and leaves its rest to be read as the next request on the
     ///   connection. A body sent from a file (`bodyFile`) is checked when its file is opened to be sent
@@ -45,9 +45,15 @@ extension ConnectRequest {
             if method == .get { error.underlyingError = URLError(.dataLengthExceedsMaximum) }
             return error
         }
-        if let invalid = headerFields.firstInvalid {
-            return ConnectError.invalidRequest(
+        if let invalid = headerFields.first(where: { !$0.name.isValid || !HTTPHeader.isSendableValue($0.value) }) {
+            var error = ConnectError.invalidRequest(
                 .invalidHeader(name: HTTPHeader.shownName(invalid.name.rawName)), sent: self)
+            if invalid.name.isValid,
+                let message = HTTPHeader.unsendableValueMessage(name: invalid.name.rawName, value: invalid.value)
+            {
+                error.message = message
+            }
+            return error
         }
         if case .stream(let stream) = body, let length = stream.length, length < 0 {
             return ConnectError.invalidRequest(

@@ -289,9 +289,10 @@ public struct EventSource: AsyncSequence {
             ) { request in
                 request.setValue("text/event-stream", forHTTPHeaderField: "Accept")
                 request.setValue("no-cache", forHTTPHeaderField: "Cache-Control")
-                // An id no header can carry (a control character: the parser only drops ids with NUL) is not sent:
-                // the request would fail, and the source with it, where a browser reconnects.
-                if !lastEventID.isEmpty, HTTPHeader.isValidValue(lastEventID) {
+                // An id no header can carry (a control character: the parser only drops ids with NUL; text that is not
+                // ASCII, which the core sends in no field) is not sent: the request would fail, and the source with
+                // it, where a browser reconnects.
+                if !lastEventID.isEmpty, HTTPHeader.isSendableValue(lastEventID) {
                     request.setValue(lastEventID, forHTTPHeaderField: "Last-Event-ID")
                 } else if isReconnection {
                     // The server reset the ID (an empty `id` field): an ID the app saved on the connector is not

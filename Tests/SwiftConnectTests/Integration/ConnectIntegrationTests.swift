@@ -89,6 +89,44 @@ final class ConnectIntegrationTests: IntegrationTestCase {
         }
     }
 
+    /// A header value with non-ASCII text (`é`, an emoji) is refused, naming the field, before anything is sent: RFC
+    /// 9110 gives such bytes no charset, SwiftNIO and libcurl sent the UTF-8 bytes, and nothing says what Apple's
+    /// URLSession sends. A connector's field, a middleware's, and a request handed to the transport itself.
+    func testANonASCIIHeaderValueIsRefusedNamingTheFieldOnEveryEngine() throws {
+        server.route("*", "/echo") { _ in .text("ok") }
+        func assertRefused(
+            _ call: () throws -> Void, _ what: String, file: StaticString = #filePath, line: UInt = #line
+        ) {
+            XCTAssertThrowsError(try call(), what, file: file, line: line) { error in
+                let error = error as? ConnectError
+                XCTAssertEqual(error?.kind, .invalidRequest, what, file: file, line: line)
+                XCTAssertEqual(
+                    error?.invalidRequestReason, .invalidHeader(name: "X-Name"), what, file: file, line: line)
+                XCTAssertTrue(
+                    error?.message.contains("ASCII") ?? false, "\(String(describing: error))", file: file, line: line)
+            }
+        }
+        for value in ["caf\u{e9}", "\u{1F680} launch", "Ren\u{e9}e\u{301}"] {
+            let header = HTTPHeader(name: "X-Name", value: value)
+            // A connector's field
+            assertRefused(
+                {
+                    _ = try connect.request(Route("/echo", baseURL: server.baseURL, headers: [header], timeout: 10))
+                        .wait()
+                }, value)
+            // A middleware's
+            let adapting = connect.adding(middlewares: [.adapter { $0.setValue(value, forHTTPHeaderField: "X-Name") }])
+            assertRefused(
+                { _ = try adapting.request(Route("/echo", baseURL: server.baseURL, timeout: 10)).wait() }, value)
+            // Handed to the transport itself, through the core's exchange
+            var direct = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("echo"))
+            direct.body = .bytes(Data("a".utf8))
+            direct.headerFields = ["X-Name": value]
+            assertRefused({ _ = try TransportUnderTest.make().send(direct, transfer: TransferOptions()).wait() }, value)
+        }
+        XCTAssertEqual(server.requests.map { $0.header("X-Name") ?? "none" }, [], "nothing is sent")
+    }
+
     /// A blank `Content-Type` on a request handed to the transport itself (past the client's stages) names none, as
     /// it does on a connector and through the client: the engine sends what it sends for a request without one, never
     /// an empty field. With and without a body, on both of URLSession's paths.

@@ -192,8 +192,10 @@ extension StreamLifecycleTests {
 }
 
 extension StreamLifecycleTests {
-    /// An event ID that is not ASCII goes back in `Last-Event-ID` as the server sent it (UTF-8).
-    func testANonASCIIEventIDIsSentBackAsItCame() async throws {
+    /// An event ID that is not ASCII is not sent back in `Last-Event-ID`, which the core sends in no field (engines
+    /// send such text differently), as an ID with a control character is not: the source reconnects without it
+    /// rather than fail.
+    func testANonASCIIEventIDIsNotSentBackAndTheSourceReconnects() async throws {
         let calls = Guarded(0)
         server.route("GET", "/events") { request in
             let call = calls.withLock {
@@ -213,7 +215,7 @@ extension StreamLifecycleTests {
             received.append(event.data)
         }
         XCTAssertEqual(received, ["a"])
-        XCTAssertEqual(server.requests.map { $0.header("Last-Event-ID") ?? "-" }, ["-", "é✓ 1"])
+        XCTAssertEqual(server.requests.map { $0.header("Last-Event-ID") ?? "-" }, ["-", "-"])
     }
 }
 

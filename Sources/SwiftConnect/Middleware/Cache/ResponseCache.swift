@@ -810,7 +810,7 @@ public final class ResponseCache: Sendable {
         for (validator, field) in [("ETag", "If-None-Match"), ("Last-Modified", "If-Modified-Since")] {
             guard let header = stale.response.header(validator),
                 case let value = String(ResponseFreshness.trimmed(Substring(header))), !value.isEmpty,
-                HeaderField(name: HeaderField.Name(field), value: value).isValid
+                HTTPHeader.isSendableValue(value)
             else { continue }
             conditional.setValue(value, forHTTPHeaderField: field)
             isConditional = true
