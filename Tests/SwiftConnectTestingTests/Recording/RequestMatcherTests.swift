@@ -22,7 +22,11 @@ final class RequestMatcherTests: XCTestCase {
         matcher: RequestMatcher = .default
     ) throws -> RecordingTransport {
         let fake = FakeTransport(fallback: .status(404))
-        for path in Set(requests.map(\.url.path)) { fake.stub(path, with: answers) }
+        // Each path as sent (percent-encoded), as a stub matches it.
+        let paths = requests.map {
+            URLComponents(url: $0.url, resolvingAgainstBaseURL: false)?.percentEncodedPath ?? $0.url.path
+        }
+        for path in Set(paths) { fake.stub(path, with: answers) }
         let file = folder.appendingPathComponent("matching.har")
         let recorder = RecordingTransport(fileURL: file, wrapping: fake, mode: .record)
         for request in requests { _ = try recorder.send(request, transfer: TransferOptions()).wait() }

@@ -85,7 +85,7 @@ final class ResponseCacheHostSpellingTests: XCTestCase {
     /// leaves what `a%2Fb` stored.
     func testAnEscapedReservedCharacterIsAnotherResource() throws {
         let transport = FakeTransport()
-        transport.stub(.get, "/items/a/b", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
+        transport.stub(.get, "/items/a%2Fb", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
         transport.stub(.put, "/items/a/b", with: .status(200))
         let connect = Connect(transport: transport, retryPolicy: nil, responseCache: ResponseCache())
         let url = try XCTUnwrap(URL(string: "https://api.example.com/items/a%2Fb"))
