@@ -46,9 +46,12 @@ import Foundation
 /// (see `Transport.send(_:transfer:)`).
 public final class URLSessionTransport: Transport {
     /// The session that runs the requests.
-    package let session: URLSession
+    package var session: URLSession { reflectionHidden.value.session }
     /// The session's delegate, when this transport owns the session.
-    private let delegate: SessionDelegate?
+    private var delegate: SessionDelegate? { reflectionHidden.value.delegate }
+    /// The session and its delegate, out of the transport's reflection: the session's configuration, cookie store and
+    /// credential store (which the delegate holds too) show their secrets to `dump` and `Mirror`.
+    private let reflectionHidden: Unreflected<(session: URLSession, delegate: SessionDelegate?)>
     /// Where requests started while a response is being delivered are handed to URLSession (see
     /// ``CompletionContext``).
     let submissionQueue = DispatchQueue(label: "SwiftConnect.URLSessionTransport.submission")
@@ -104,8 +107,9 @@ public final class URLSessionTransport: Transport {
         self.pins = pins
         let (configuration, secretHeaders) = Self.takingOverSecretHeaders(of: configuration)
         sessionSecretHeaders = secretHeaders
-        session = URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil)
-        self.delegate = delegate
+        reflectionHidden = Unreflected(
+            (URLSession(configuration: configuration, delegate: delegate, delegateQueue: nil), delegate),
+            summary: "URLSession (its configuration and stores not shown)")
         resourceTimeout = Self.resourceTimeout(of: configuration)
     }
 
@@ -119,11 +123,10 @@ public final class URLSessionTransport: Transport {
     /// - Parameter session: The session, such as `URLSession.shared`.
     public init(session: URLSession) {
         pins = CertificatePins()
-        self.session = session
+        reflectionHidden = Unreflected((session, nil), summary: "URLSession (its configuration and stores not shown)")
         // Copied into each request, not taken out: the session is the app's. It sends them all the same (a request's
         // own field wins over the session's, with the same value), and the request shows what was sent.
         sessionSecretHeaders = Self.takingOverSecretHeaders(of: session.configuration).1
-        delegate = nil
         resourceTimeout = Self.resourceTimeout(of: session.configuration)
     }
 

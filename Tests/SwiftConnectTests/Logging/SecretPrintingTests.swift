@@ -492,4 +492,57 @@ final class SecretPrintingTests: XCTestCase {
                 "ServerConfiguration(https://api.example.com?api_key=<redacted>&echo=<redacted>&v=2, "
                     + "Authorization: <redacted>, X-Echo: <redacted>, Accept: application/json)"), shown)
     }
+
+    // MARK: - Clients and transports
+
+    /// A client made with every kind of credential the core holds (a token-refresh middleware, basic-auth credentials,
+    /// an `Authorization` default header, a cookie and an API key in its options' and a method's headers, a server
+    /// configuration's header and query item, certificate pins) dumps none of them.
+    func testAClientDumpsNoCredentialItHolds() throws {
+        let authentication = AuthenticationMiddleware(credential: .bearer(token: "REFRESHABLE-SECRET61")) { _ in
+            Future(value: .bearer(token: "RENEWED-SECRET62"))
+        }
+        let settings = Connect.Settings(
+            options: RequestOptions(headers: [
+                .authorization(bearerToken: "OPTION-SECRET63"),
+                HTTPHeader(name: "Cookie", value: "sid=COOKIE-SECRET64"),
+            ]),
+            defaultHeaders: [.authorization(username: "amy", password: "BASIC-SECRET65")],
+            methodOptions: [.post: RequestOptions(headers: [HTTPHeader(name: "X-Api-Key", value: "METHOD-SECRET66")])])
+        let configuration = ServerConfiguration(
+            host: "api.test", defaultHeaders: [HTTPHeader(name: "X-Auth-Token", value: "SERVER-SECRET67")],
+            defaultQueryItems: [URLQueryItem(name: "api_key", value: "QUERY-SECRET68")])
+        let pins = try CertificatePins(["api.test": [Data(repeating: 7, count: 32).base64EncodedString()]])
+        let connect = Connect(
+            transport: URLSessionTransport(configuration: .ephemeral, pins: pins),
+            middlewares: [authentication, .basicAuthentication(username: "gate", password: "GATE-SECRET69")],
+            configuration: configuration, settings: settings)
+
+        let shown = printed(connect)
+
+        XCTAssertFalse(shown.contains("SECRET"), shown)
+        let basic = Data("amy:BASIC-SECRET65".utf8).base64EncodedString()
+        let gate = Data("gate:GATE-SECRET69".utf8).base64EncodedString()
+        XCTAssertFalse(shown.contains(basic) || shown.contains(gate), shown)
+    }
+
+    /// A transport's mirror showed its `URLSession`, and through it the session's configuration and stores: a cookie
+    /// the server had set, and the `Authorization` field of the `httpAdditionalHeaders` of a session passed in.
+    func testAURLSessionTransportDumpsNoSecretOfItsSession() throws {
+        let configuration = URLSessionConfiguration.ephemeral
+        let cookie = try XCTUnwrap(
+            HTTPCookie(properties: [.name: "sid", .value: "STORED-SECRET71", .domain: "a.test", .path: "/"]))
+        configuration.httpCookieStorage?.setCookie(cookie)
+        let own = URLSessionTransport(configuration: configuration)
+        let shared = URLSessionConfiguration.ephemeral
+        shared.httpAdditionalHeaders = ["Authorization": "Bearer SESSION-SECRET72"]
+        let session = URLSession(configuration: shared)
+        defer { session.finishTasksAndInvalidate() }
+        let passedIn = URLSessionTransport(session: session)
+
+        for transport in [own, passedIn] {
+            let shown = printed(transport) + printed(Connect(transport: transport))
+            XCTAssertFalse(shown.contains("SECRET"), shown)
+        }
+    }
 }
