@@ -12,12 +12,20 @@ extension URLSessionTransport {
     /// delivers the body as complete, so the transport fails it with `badServerResponse`. The same length repeated
     /// (`5, 5`) is that length, as the RFC allows. A length past 64 bits, which libcurl ignores (reading until the
     /// connection closes, then reporting success), is a body cut short: `networkConnectionLost`, as when the
-    /// connection closes before a length libcurl counts. `Transfer-Encoding` overrides `Content-Length`, and a bodiless
-    /// answer (HEAD, 1xx, 204, 304) has no body for it to frame.
+    /// connection closes before a length libcurl counts. A `Transfer-Encoding` beside a `Content-Length` is refused
+    /// (``ConnectError/framedTwice(transferEncoding:contentLength:request:head:)``), and a bodiless answer (HEAD, 1xx,
+    /// 204, 304) has no body for a length to frame.
     ///
     /// A response with one valid length costs a comparison: URLSession parsed it (`expectedContentLength`), and
     /// libcurl held the body to it.
     static func framingError(of response: HTTPURLResponse, request: URLRequest) -> ConnectError? {
+        if let coding = response.value(forHTTPHeaderField: "Transfer-Encoding"),
+            let length = response.value(forHTTPHeaderField: "Content-Length")
+        {
+            return ConnectError.framedTwice(
+                transferEncoding: coding, contentLength: length, request: .foundation(request),
+                head: .foundation(response))
+        }
         guard response.expectedContentLength < 0,
             let declared = response.value(forHTTPHeaderField: "Content-Length"),
             response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
@@ -33,6 +41,30 @@ extension URLSessionTransport {
             return ConnectError.transportFailure(
                 .invalidLength(declared: declared, response: response), request: request)
         }
+    }
+}
+
+extension ConnectError {
+    /// An answer whose head has both a `Transfer-Encoding` and a `Content-Length`: ``Kind/badResponse``, whatever its
+    /// method or status.
+    ///
+    /// RFC 9112 §6.1 forbids a sender both fields, and §6.3 says such a message "might indicate an attempt to perform
+    /// request smuggling or response splitting and ought to be handled as an error": the two fields frame the body
+    /// two ways, and a client and a proxy on its way that pick different ones read different answers.
+    /// AsyncHTTPClient's parser (llhttp) refuses such a head; libcurl reads the chunks and ignores the length. The
+    /// core refuses it for every engine, in one rule: on URLSession's paths
+    /// (``URLSessionTransport/framingError(of:request:)``, which sees both fields in `allHeaderFields`) and in the
+    /// exchange of every ``HTTPEngine``.
+    static func framedTwice(
+        transferEncoding: String, contentLength: String, request: ConnectResponse.StoredRequest?,
+        head: ConnectResponse.Head?
+    ) -> ConnectError {
+        ConnectError(
+            .badResponse,
+            message:
+                "the server's answer has both Transfer-Encoding (\(transferEncoding)) and Content-Length "
+                + "(\(contentLength)), which frame its body two ways: it cannot be trusted (RFC 9112, 6.1)",
+            request: request, head: head, underlyingError: URLError(.badServerResponse))
     }
 }
 

@@ -203,6 +203,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             else {
                 throw ConnectError.notAnHTTPStatus(response.head.status, request: .sent(original))
             }
+            // Two framings of one body (RFC 9112 §6.1): refused whatever the engine's parser made of them.
+            if let coding = head.head.headerFields[TransferEncoding.name],
+                let length = head.head.headerFields[.contentLength]
+            {
+                throw ConnectError.framedTwice(
+                    transferEncoding: coding, contentLength: length, request: .sent(original), head: head.storedHead)
+            }
             // With no redirect to follow (`maxRedirects` 0), a redirect is the answer.
             if (300..<400).contains(head.statusCode), maxRedirects > 0,
                 let next = RedirectRule.next(after: hop, answeredBy: head, bodyFile: bodyFile, cookies: &cookies)
