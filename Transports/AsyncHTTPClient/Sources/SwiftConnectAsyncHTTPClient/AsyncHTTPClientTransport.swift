@@ -275,6 +275,22 @@ public final class AsyncHTTPClientTransport: Transport {
     }
 }
 
+// MARK: - Reflection
+
+extension AsyncHTTPClientTransport: CustomReflectable {
+    /// What `dump`, `Mirror` and a debugger show of the transport: whether it owns its client, its pins and the
+    /// codings its client decodes, never the client itself, whose configuration holds the proxy's credentials
+    /// (`Proxy-Authorization`) and `CONNECT` headers, and whose reflection would show them.
+    public var customMirror: Mirror {
+        Mirror(
+            self,
+            children: [
+                "client": "HTTPClient (its configuration not shown)", "ownsClient": ownsClient,
+                "pins": pinned.pins, "decodedContentCodings": decodedContentCodings,
+            ], displayStyle: .class)
+    }
+}
+
 // MARK: - The engine seam
 
 /// The transport as an engine of the core's exchange: a `Transport` for every app, an `HTTPEngine` for a module

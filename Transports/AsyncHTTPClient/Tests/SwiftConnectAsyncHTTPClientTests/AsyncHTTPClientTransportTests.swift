@@ -7,6 +7,8 @@ import SwiftConnect
 import SwiftConnectTesting
 import XCTest
 
+import struct NIOHTTP1.HTTPHeaders
+
 @testable @_spi(Engine) import SwiftConnectAsyncHTTPClient
 
 #if canImport(FoundationNetworking)
@@ -324,6 +326,32 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         XCTAssertEqual(handshake.kind, .secureConnection, "\(handshake)")
         let other = ErrorClassification.connectError(NIOSSLExtraError.invalidSNIHostname, timeout: nil)
         XCTAssertEqual(other.kind, .secureConnection, "\(other)")
+    }
+
+    /// A transport's mirror showed its `HTTPClient`, and through it the configuration's proxy credentials (the
+    /// password's base64 in `Proxy-Authorization`) and its `CONNECT` headers: `dump(transport)`, `dump(connect)`.
+    func testATransportDumpsNoProxyCredential() async throws {
+        var configuration = AsyncHTTPClientTransport.defaultConfiguration
+        var connectHeaders = HTTPHeaders()
+        connectHeaders.add(name: "X-Proxy-Token", value: "HEADER-SECRET82")
+        configuration.proxy = .server(
+            host: "proxy.test", port: 3128, authorization: .basic(username: "amy", password: "PROXY-SECRET81"),
+            connectHeaders: connectHeaders)
+        let own = AsyncHTTPClientTransport(configuration: configuration)
+        let appClient = HTTPClient(eventLoopGroup: HTTPClient.defaultEventLoopGroup, configuration: configuration)
+        let overApps = AsyncHTTPClientTransport(client: appClient)
+        let base64 = Data("amy:PROXY-SECRET81".utf8).base64EncodedString()
+
+        for transport in [own, overApps] {
+            var dumped = ""
+            dump(transport, to: &dumped)
+            dump(Connect(transport: transport), to: &dumped)
+            let shown = [dumped, String(describing: transport), String(reflecting: transport)].joined(separator: "\n")
+            XCTAssertFalse(shown.contains("SECRET") || shown.contains(base64), shown)
+            XCTAssertTrue(dumped.contains("AsyncHTTPClientTransport"), dumped)
+        }
+        try await own.shutdown()
+        try await appClient.shutdown()
     }
 }
 
