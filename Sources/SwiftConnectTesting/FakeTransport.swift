@@ -183,15 +183,20 @@ public final class FakeTransport: Transport, Sendable {
         var index = 0
         while index < bytes.count {
             let byte = bytes[index]
-            if byte == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-                let low = hexValue(bytes[index + 2])
+            if byte == UInt8(ascii: "%"), index + 2 < bytes.count,
+                let high = PercentEncoding.hexValue(bytes[index + 1]),
+                let low = PercentEncoding.hexValue(bytes[index + 2])
             {
                 let value = high << 4 | low
-                if unreserved.contains(value) { out.append(value) } else { appendEscape(value, to: &out) }
+                if PercentEncoding.unreserved.contains(value) {
+                    out.append(value)
+                } else {
+                    PercentEncoding.appendEscape(value, to: &out)
+                }
                 index += 3
                 continue
             }
-            if pathCharacters.contains(byte) { out.append(byte) } else { appendEscape(byte, to: &out) }
+            if pathCharacters.contains(byte) { out.append(byte) } else { PercentEncoding.appendEscape(byte, to: &out) }
             index += 1
         }
         return String(decoding: out, as: UTF8.self)
@@ -213,30 +218,8 @@ public final class FakeTransport: Transport, Sendable {
         }
     }
 
-    /// RFC 3986 unreserved characters: `A-Z a-z 0-9 - . _ ~`.
-    private static let unreserved = Set(
-        Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-._~".utf8))
-
     /// The bytes a path holds as they are (RFC 3986 `pchar` and `/`): unreserved, sub-delims, `:` and `@`.
-    private static let pathCharacters = unreserved.union("!$&'()*+,;=:@/".utf8)
-
-    /// The value of the hex digit `byte`, or `nil` for any other byte (a sign included).
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        default: nil
-        }
-    }
-
-    /// Appends `byte` as `%XX`, with upper-case hex digits.
-    private static func appendEscape(_ byte: UInt8, to out: inout [UInt8]) {
-        let digits = Array("0123456789ABCDEF".utf8)
-        out.append(UInt8(ascii: "%"))
-        out.append(digits[Int(byte >> 4)])
-        out.append(digits[Int(byte & 0x0F)])
-    }
+    private static let pathCharacters = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~!$&'()*+,;=:@/")
 
     /// `path`, or `/` for the empty path: both name the root.
     static func rootedPath(_ path: String) -> String {

@@ -1,16 +1,16 @@
 /// A set of ASCII bytes stored as two 64-bit masks, so membership is a shift and an AND (no table lookups
 /// through a lazily initialised global, no `CharacterSet` bridging).
-struct ASCIIByteSet: Sendable {
+package struct ASCIIByteSet: Sendable {
     /// Bit `n` set means byte `n` (0..<64) is in the set.
     let low: UInt64
     /// Bit `n` set means byte `64 + n` (64..<128) is in the set.
     let high: UInt64
 
     /// `A-Z a-z 0-9`.
-    static let alphanumerics = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+    package static let alphanumerics = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 
     /// Creates the set of the given ASCII characters.
-    init(_ characters: String) {
+    package init(_ characters: String) {
         var low: UInt64 = 0
         var high: UInt64 = 0
         for byte in characters.utf8 {
@@ -21,8 +21,9 @@ struct ASCIIByteSet: Sendable {
         self.high = high
     }
 
+    /// Whether `byte` is in the set (never for a non-ASCII byte).
     @inline(__always)
-    func contains(_ byte: UInt8) -> Bool {
+    package func contains(_ byte: UInt8) -> Bool {
         if byte < 64 { return low & (1 << UInt64(byte)) != 0 }
         if byte < 128 { return high & (1 << UInt64(byte &- 64)) != 0 }
         return false
@@ -35,9 +36,9 @@ struct ASCIIByteSet: Sendable {
 /// encoded string is a single opaque path segment, query name or query value: it can never contain a `/`,
 /// `?`, `#`, `&`, `=`, `+` or `%` that a parser would read as structure. Non-ASCII text is encoded as its
 /// UTF-8 bytes. Hex digits are uppercase.
-enum PercentEncoding {
+package enum PercentEncoding {
     /// RFC 3986 unreserved characters: the only bytes left as they are.
-    static let unreserved = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~")
+    package static let unreserved = ASCIIByteSet(ASCIIByteSet.alphanumerics + "-._~")
 
     /// The characters an endpoint may contain literally, outside `{placeholders}`: unreserved, sub-delims
     /// (`!$&'()*+,;=`), `:`, `@`, `/`, and the `?` and `#` that start a query and a fragment. `%` is allowed
@@ -153,9 +154,20 @@ enum PercentEncoding {
         return String(decoding: out, as: UTF8.self)
     }
 
-    /// Appends `byte` as a `%XX` escape.
+    /// The value of the hex digit `byte` (`0-9 A-F a-f`), or `nil` for any other byte (a sign included).
     @inline(__always)
-    static func appendEscape(_ byte: UInt8, to buffer: inout [UInt8]) {
+    package static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte &- 0x30  // 0-9
+        case 0x41...0x46: byte &- 0x37  // A-F
+        case 0x61...0x66: byte &- 0x57  // a-f
+        default: nil
+        }
+    }
+
+    /// Appends `byte` as a `%XX` escape, with upper-case hex digits.
+    @inline(__always)
+    package static func appendEscape(_ byte: UInt8, to buffer: inout [UInt8]) {
         buffer.append(0x25)  // %
         buffer.append(hexDigit(byte >> 4))
         buffer.append(hexDigit(byte & 0x0F))

@@ -988,40 +988,23 @@ public final class ResponseCache: Sendable {
     static func normalizedEscapes(_ text: String) -> String {
         let bytes = Array(text.utf8)
         guard bytes.contains(UInt8(ascii: "%")) else { return text }
-        func hexValue(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): return byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): return byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-        }
-        func isUnreserved(_ byte: UInt8) -> Bool {
-            switch byte {
-            case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-                UInt8(ascii: "0")...UInt8(ascii: "9"), UInt8(ascii: "-"), UInt8(ascii: "."), UInt8(ascii: "_"),
-                UInt8(ascii: "~"):
-                return true
-            default: return false
-            }
-        }
-        let digits = Array("0123456789ABCDEF".utf8)
         var normalized: [UInt8] = []
         normalized.reserveCapacity(bytes.count)
         var index = 0
         while index < bytes.count {
-            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count, let high = hexValue(bytes[index + 1]),
-                let low = hexValue(bytes[index + 2])
+            guard bytes[index] == UInt8(ascii: "%"), index + 2 < bytes.count,
+                let high = PercentEncoding.hexValue(bytes[index + 1]),
+                let low = PercentEncoding.hexValue(bytes[index + 2])
             else {
                 normalized.append(bytes[index])
                 index += 1
                 continue
             }
             let value = high << 4 | low
-            if isUnreserved(value) {
+            if PercentEncoding.unreserved.contains(value) {
                 normalized.append(value)
             } else {
-                normalized += [UInt8(ascii: "%"), digits[Int(high)], digits[Int(low)]]
+                PercentEncoding.appendEscape(value, to: &normalized)
             }
             index += 3
         }
