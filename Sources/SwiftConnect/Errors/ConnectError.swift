@@ -391,8 +391,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 
     /// The secret values of the request, to hide wherever the error shows text, those the response hands out in its
-    /// header fields (``SecretValues/init(handedOutIn:)``: an `X-Auth-Token` the body quotes again), and those a JSON
-    /// body hands out under a secret name (a `session_id` the server's message quotes again).
+    /// header fields (``SecretValues/init(handedOutIn:)``: an `X-Auth-Token` the body quotes again), those a JSON
+    /// body hands out under a secret name (a `session_id` the server's message quotes again), and for a decoding
+    /// failure, the value it failed on when that sits under a secret name (``failedSecretValues(in:)``).
     func secrets() -> SecretValues {
         var sent =
             switch storedRequest {
@@ -402,8 +403,19 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             }
         if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
         guard let body else { return sent }
-        let handedOut = Redaction.secretStrings(ofBody: body)
+        let handedOut = Redaction.secretStrings(ofBody: body) + failedSecretValues(in: body)
         return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))
+    }
+
+    /// The value a ``Kind/decoding`` failure's `DecodingError` failed on, as text, when it sits under a secret name in
+    /// `body` (``Redaction/valueUnderSecretName(at:inJSON:limit:)``): its message may quote it ("Cannot initialize
+    /// Mode from invalid String value …"), and a password that reads as a word is not one the body hands out by its
+    /// look. None for another failure.
+    private func failedSecretValues(in body: Data) -> [String] {
+        guard kind == .decoding, let path = (underlyingError as? DecodingError)?.codingPathOfFailure,
+            let value = Redaction.valueUnderSecretName(at: path, inJSON: body)
+        else { return [] }
+        return Redaction.scalarTexts(of: value)
     }
 }
 
@@ -613,5 +625,19 @@ extension URL {
         components.user = nil
         components.password = nil
         return components.string ?? absoluteString
+    }
+}
+
+extension DecodingError {
+    /// The coding path of the value that failed (of the container that lacks the key, for a missing key); `nil` for a
+    /// case added after this was written.
+    var codingPathOfFailure: [any CodingKey]? {
+        switch self {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context),
+            .dataCorrupted(let context):
+            return context.codingPath
+        @unknown default:
+            return nil
+        }
     }
 }

@@ -527,12 +527,12 @@ package enum Redaction {
     }
 
     /// `data` without a leading UTF-8 byte order mark, which the JSON parser may refuse.
-    private static func withoutBOM(_ data: Data) -> Data {
+    static func withoutBOM(_ data: Data) -> Data {
         data.starts(with: [0xEF, 0xBB, 0xBF]) ? data.dropFirst(3) : data
     }
 
     /// Whether the first byte after a byte order mark and whitespace is `{` or `[`.
-    private static func startsLikeJSON(_ data: Data) -> Bool {
+    static func startsLikeJSON(_ data: Data) -> Bool {
         let first = withoutBOM(data).first { $0 != 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }
         return first == UInt8(ascii: "{") || first == UInt8(ascii: "[")
     }

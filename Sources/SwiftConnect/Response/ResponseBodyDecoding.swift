@@ -169,9 +169,14 @@ extension ConnectError {
     }
 
     /// This failure (of `JSONDecoder`'s "not valid JSON" report of valid JSON) told of the number that does not fit
-    /// its type, found or not, and the path to it.
+    /// its type, found or not, and the path to it. A number under a secret name in ``body`` (a numeric `password`) is
+    /// not quoted.
     mutating func explainNumberMisfit(_ misfit: JSONNumberFit.Misfit?, decoding type: Any.Type) {
         codingPath = misfit?.path
+        var misfit = misfit
+        if let found = misfit, let body, Redaction.valueUnderSecretName(at: found.codingPath, inJSON: body) != nil {
+            misfit?.number = Redaction.placeholder
+        }
         message = "could not decode \(type) from the response body: " + JSONNumberFit.explanation(of: misfit)
     }
 

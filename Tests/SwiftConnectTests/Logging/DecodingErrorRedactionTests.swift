@@ -1,0 +1,150 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// A decoding error can quote the value it failed on: the standard library's `RawRepresentable` decoding says "Cannot
+/// initialize Mode from invalid String value …", a type's own `init(from:)` quotes what it refused, and the library
+/// names the number that does not fit its type. When that value sits under a secret name in the body (a `password`, an
+/// `access_token`), it is a secret however it reads, and no output of the error shows it.
+final class DecodingErrorRedactionTests: XCTestCase {
+    typealias Endpoint = ClientFixtures.Endpoint
+
+    private enum Mode: String, Decodable, Sendable {
+        case plain, hashed
+    }
+
+    /// A password with no digit and under 20 characters: not one the body hands out as a credential by its look.
+    private let password = "swordfishtrombone"
+
+    /// Every text the error shows: its message, descriptions, reflection and bridged `NSError`.
+    private func shownTexts(of error: ConnectError) -> [String] {
+        var dumped = ""
+        dump(error, to: &dumped)
+        let bridged = error as NSError
+        let underlying = (bridged.userInfo[NSUnderlyingErrorKey] as? NSError).map { "\($0) \($0.userInfo)" } ?? ""
+        return [
+            error.message, error.description, error.debugDescription, String(reflecting: error),
+            error.localizedDescription, dumped, underlying,
+        ]
+    }
+
+    private func decodingError<T: Decodable & Sendable>(
+        _ body: String, as type: T.Type, decoder: JSONDecoder? = nil, file: StaticString = #filePath,
+        line: UInt = #line
+    ) -> ConnectError? {
+        let connect = Connect(transport: FakeTransport.answering(.json(string: body)), retryPolicy: nil)
+        let error = connectError(
+            of: connect.request(Endpoint()).decoded(toType: type, decoder: decoder), file: file, line: line)
+        XCTAssertEqual(error?.kind, .decoding, file: file, line: line)
+        return error
+    }
+
+    func testAnEnumsRawValueUnderASecretNameIsHiddenInTheDecodingError() throws {
+        struct Login: Decodable, Sendable {
+            let user: String
+            let password: Mode
+        }
+        let body = #"{"user":"amy","password":"\#(password)"}"#
+        let error = try XCTUnwrap(decodingError(body, as: Login.self))
+        XCTAssertEqual(error.codingPath, "password")
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains(password), text)
+        }
+        XCTAssertTrue(error.message.contains("Cannot initialize Mode from invalid String value"), error.message)
+        // The body stays as the server sent it.
+        XCTAssertTrue(String(decoding: error.body ?? Data(), as: UTF8.self).contains(password))
+    }
+
+    /// A key strategy names the key as the model does (`accessToken`), not as the JSON (`access_token`).
+    func testTheValueIsFoundThroughAConvertedKeyAndInsideASecretObject() throws {
+        struct Grant: Decodable, Sendable {
+            struct Credentials: Decodable, Sendable { let kind: Mode }
+            let accessToken: Mode?
+            let credentials: Credentials?
+        }
+        let decoder = JSONDecoder()
+        decoder.keyDecodingStrategy = .convertFromSnakeCase
+        let converted = try XCTUnwrap(
+            decodingError(#"{"access_token":"\#(password)"}"#, as: Grant.self, decoder: decoder))
+        XCTAssertEqual(converted.codingPath, "accessToken")
+        let nested = try XCTUnwrap(decodingError(#"{"credentials":{"kind":"\#(password)"}}"#, as: Grant.self))
+        XCTAssertEqual(nested.codingPath, "credentials.kind")
+        for text in shownTexts(of: converted) + shownTexts(of: nested) {
+            XCTAssertFalse(text.contains(password), text)
+        }
+    }
+
+    /// A type's own `init(from:)` that quotes what it refused, here a number under a secret name.
+    func testANumberATypeQuotesUnderASecretNameIsHidden() throws {
+        struct Account: Decodable, Sendable {
+            enum CodingKeys: String, CodingKey { case apiKey = "api_key" }
+            init(from decoder: any Decoder) throws {
+                let container = try decoder.container(keyedBy: CodingKeys.self)
+                let key = try container.decode(Int.self, forKey: .apiKey)
+                throw DecodingError.dataCorruptedError(
+                    forKey: .apiKey, in: container, debugDescription: "key \(key) has expired")
+            }
+        }
+        let error = try XCTUnwrap(decodingError(#"{"api_key":73914682}"#, as: Account.self))
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains("73914682"), text)
+        }
+        XCTAssertTrue(error.message.contains("has expired"), error.message)
+    }
+
+    /// The value of a name/value pair that names a secret is one too.
+    func testTheValueOfAPairNamingASecretIsHidden() throws {
+        struct Setting: Decodable, Sendable {
+            let name: String
+            let value: Mode
+        }
+        let body = #"[{"name":"client_secret","value":"\#(password)"}]"#
+        let error = try XCTUnwrap(decodingError(body, as: [Setting].self))
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains(password), text)
+        }
+    }
+
+    /// A value under an ordinary name is shown: it helps to fix the model.
+    func testAValueUnderAnOrdinaryNameIsShown() throws {
+        struct Profile: Decodable, Sendable { let mode: Mode }
+        let error = try XCTUnwrap(decodingError(#"{"mode":"\#(password)"}"#, as: Profile.self))
+        XCTAssertTrue(error.message.contains("invalid String value \(password)"), error.message)
+    }
+
+    /// The library names the number that does not fit its type, except under a secret name.
+    func testANumberThatDoesNotFitUnderASecretNameIsNotQuoted() throws {
+        struct Pin: Decodable, Sendable { let password: Int }
+        let number = "123456789012345678901234567"
+        let error = try XCTUnwrap(decodingError(#"{"password":\#(number)}"#, as: Pin.self))
+        XCTAssertEqual(error.codingPath, "password")
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains(number), text)
+        }
+        XCTAssertTrue(error.message.contains("at 'password' does not fit Int"), error.message)
+    }
+
+    /// A line of a JSON Lines stream is a body of its own: a secret it holds is hidden as in a body.
+    func testALineOfAStreamHidesTheValueItFailedOn() async throws {
+        struct Event: Decodable, Sendable { let token: Mode }
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            continuation.yield(Data(#"{"token":"\#(password)"}"#.utf8 + [0x0A]))
+            continuation.finish()
+        }
+        do {
+            for try await _ in ResponseJSONLines(chunks, as: Event.self) {}
+            XCTFail("expected a decoding error")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .decoding)
+            for text in shownTexts(of: error) {
+                XCTAssertFalse(text.contains(password), text)
+            }
+        }
+    }
+}
