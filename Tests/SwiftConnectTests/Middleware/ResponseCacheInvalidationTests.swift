@@ -218,6 +218,98 @@ final class ResponseCacheInvalidationTests: XCTestCase {
         }
     }
 
+    /// Two GETs of one URL overlap; the later one's answer is stored, then evicted by the size limit, then the
+    /// earlier one's answer comes: it is older than an answer the cache already had, and is served to its caller,
+    /// not stored.
+    func testAnOlderAnswerComingAfterANewerOneWasEvictedIsNotStored() throws {
+        // Given two GETs of /items/1 in flight, in a cache with room for one response
+        let transport = ManualTransport()
+        let cache = ResponseCache(maxBytes: 150)
+        let connect = client(transport, cache: cache)
+        let older = connect.request(Route("/items/1"), options: rule)
+        let newer = connect.request(Route("/items/1"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 2))
+
+        // When the newer is answered and stored, then evicted by /items/2's response, then the older is answered
+        let padding = String(repeating: "-", count: 60)
+        transport.respond(to: 1, body: Data("newer\(padding)".utf8))
+        XCTAssertEqual(value(of: newer), Data("newer\(padding)".utf8))
+        let other = connect.request(Route("/items/2"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 3))
+        transport.respond(to: 2, body: Data("other\(padding)".utf8))
+        XCTAssertNotNil(value(of: other))
+        XCTAssertEqual(cache.count, 1, "/items/1's response was evicted")
+        transport.respond(to: 0, body: Data("older".utf8))
+        XCTAssertEqual(value(of: older), Data("older".utf8))
+
+        // Then the older answer is not served: the next GET of /items/1 goes to the network
+        let next = connect.request(Route("/items/1"), options: rule)
+        XCTAssertEqual(transport.requests.count, 4, "the older answer was stored and served")
+        transport.respond(to: min(3, transport.requests.count - 1), body: Data("network".utf8))
+        XCTAssertEqual(value(of: next), Data("network".utf8))
+    }
+
+    /// The cache's record of evicted answers is bounded: past it, an answer older than one whose record went is
+    /// still not stored.
+    func testTheRecordOfEvictedAnswersIsBoundedAndStillKeepsOlderAnswersOut() throws {
+        // Given two GETs of /items/0 in flight, in a cache with room for one response; the newer is answered
+        let transport = ManualTransport()
+        let cache = ResponseCache(maxBytes: 150)
+        let connect = client(transport, cache: cache)
+        let older = connect.request(Route("/items/0"), options: rule)
+        let newer = connect.request(Route("/items/0"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 2))
+        let padding = String(repeating: "-", count: 60)
+        transport.respond(to: 1, body: Data("newer\(padding)".utf8))
+        XCTAssertNotNil(value(of: newer))
+
+        // When 300 other URLs are stored, each evicting the one before, then the older is answered
+        for index in 1...300 {
+            let other = connect.request(Route("/items/\(index)"), options: rule)
+            XCTAssertTrue(transport.wait(forRequests: index + 2))
+            transport.respond(to: index + 1, body: Data("other\(padding)".utf8))
+            XCTAssertNotNil(value(of: other))
+        }
+        XCTAssertLessThanOrEqual(cache.evictionRecordCount, 256)
+        transport.respond(to: 0, body: Data("older".utf8))
+        XCTAssertEqual(value(of: older), Data("older".utf8))
+
+        // Then the older answer is not stored: the next GET of /items/0 goes to the network
+        _ = connect.request(Route("/items/0"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 303), "the older answer was stored and served")
+    }
+
+    /// As above, with a storage: the newer answer, evicted from memory, is still in the storage, and the older one
+    /// neither replaces it there nor is served from memory in its place.
+    func testAnOlderAnswerDoesNotReplaceANewerOneMemoryEvictedButTheStorageKeeps() throws {
+        // Given two GETs of /items/1 in flight, in a cache with room in memory for one response, over a storage
+        let transport = ManualTransport()
+        let storage = MemoryResponseStorage()
+        let connect = client(transport, cache: ResponseCache(maxBytes: 150, storage: storage))
+        let older = connect.request(Route("/items/1"), options: rule)
+        let newer = connect.request(Route("/items/1"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 2))
+
+        // When the newer is answered and stored, then evicted from memory by /items/2's response, then the older is
+        // answered
+        let padding = String(repeating: "-", count: 60)
+        transport.respond(to: 1, body: Data("newer\(padding)".utf8))
+        XCTAssertNotNil(value(of: newer))
+        let other = connect.request(Route("/items/2"), options: rule)
+        XCTAssertTrue(transport.wait(forRequests: 3))
+        transport.respond(to: 2, body: Data("other\(padding)".utf8))
+        XCTAssertNotNil(value(of: other))
+        transport.respond(to: 0, body: Data("older".utf8))
+        XCTAssertEqual(value(of: older), Data("older".utf8))
+
+        // Then the newer answer is served, from the storage, by this cache and by one started again over it
+        XCTAssertEqual(try get("/items/1", on: connect), "newer\(padding)")
+        let restarted = client(
+            FakeTransport.answering(.data(Data("network".utf8))), cache: ResponseCache(storage: storage))
+        XCTAssertEqual(try get("/items/1", on: restarted), "newer\(padding)")
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// Two GETs of one URL overlap and are answered in order: the earlier one's answer is stored, and while its
     /// storage write is under way the later one's answer says `no-store`. The earlier one's file does not stay, to be
     /// served after a restart.

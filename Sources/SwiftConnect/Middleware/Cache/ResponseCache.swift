@@ -32,7 +32,8 @@ import Foundation
 /// Only a completed response is served: an identical request sent while the first is still in flight goes to
 /// the network too (turn on `coalescesIdenticalRequests` to share it). Answers to overlapping requests for one key
 /// count in the order the requests were sent: an answer that comes after the answer to a request sent later is
-/// served to its caller, but neither replaces what that answer stored nor undoes its removal (`no-store`, a 404).
+/// served to its caller, but neither replaces what that answer stored (even once the size limit evicted it) nor undoes
+/// its removal (`no-store`, a 404).
 ///
 /// The client places the cache after its middlewares (the client's, the connector's and the call's), so it sees
 /// each request as it goes on the wire, signed by an ``AuthenticationMiddleware`` or any middleware of yours. The
@@ -203,6 +204,14 @@ public final class ResponseCache: Sendable {
         /// first, leave its storage file behind); a storage read started before the removal does not keep what it
         /// read. Bounded as ``invalidations``.
         var superseded: [String: Supersession] = [:]
+        /// Key → the fetch whose answer was stored there when the size limit evicted it from memory (the storage may
+        /// still hold it): a fetch started before that one has an older answer, and does not store it. Bounded as
+        /// ``invalidations``: past ``maxInvalidations``, the half with the oldest fetches goes and ``evictedFloor``
+        /// rises to the latest of them.
+        var evicted: [String: UInt64] = [:]
+        /// The latest fetch of an eviction record ``evicted`` dropped: a fetch numbered up to it may be older than an
+        /// answer no record remembers, and stores nothing.
+        var evictedFloor: UInt64 = 0
 
         /// The most resources ``invalidations`` holds.
         static let maxInvalidations = 256
@@ -224,7 +233,27 @@ public final class ResponseCache: Sendable {
         /// The number of the latest fetch whose answer is stored under `key` or removed the response stored there
         /// (``superseded``); 0 when none is known. A fetch numbered lower brings an older answer.
         func latestAnswer(forKey key: String) -> UInt64 {
-            max(entries[key]?.fetch ?? 0, superseded[key]?.fetch ?? 0)
+            max(entries[key]?.fetch ?? 0, superseded[key]?.fetch ?? 0, evicted[key] ?? 0)
+        }
+
+        /// Whether fetch number `fetch`, whose answer goes under `key`, is older than an answer the cache already had
+        /// for it: stored (in memory now, or until the size limit evicted it), or removing it.
+        func isOutdated(_ fetch: UInt64, forKey key: String) -> Bool {
+            fetch <= evictedFloor || latestAnswer(forKey: key) >= fetch
+        }
+
+        /// Remembers that the size limit evicted `key`'s response, the answer of fetch number `fetch`
+        /// (``evicted``).
+        private mutating func noteEviction(of key: String, fetch: UInt64) {
+            guard fetch > 0, fetch > evicted[key] ?? 0 else { return }
+            if evicted[key] == nil, evicted.count >= Self.maxInvalidations {
+                let oldest = evicted.sorted { $0.value < $1.value }.prefix(evicted.count / 2)
+                for (dropped, droppedFetch) in oldest {
+                    evicted[dropped] = nil
+                    evictedFloor = max(evictedFloor, droppedFetch)
+                }
+            }
+            evicted[key] = fetch
         }
 
         /// Fetch number `fetch` was answered with a response that is not stored and removes the one under `key`:
@@ -284,11 +313,16 @@ public final class ResponseCache: Sendable {
         }
 
         mutating func insert(_ key: String, entry: Entry, limit: Int) {
+            var entry = entry
+            // The order of answers outlives what replaces or evicted them: a storage read's entry (fetch 0) keeps
+            // the number of the latest answer known under its key.
+            entry.fetch = max(entry.fetch, entries[key]?.fetch ?? 0, evicted.removeValue(forKey: key) ?? 0)
             remove(key)
             while totalBytes + entry.size > limit, let oldest = popOldestKey() {
+                let fetch = entries[oldest]?.fetch ?? 0
                 remove(oldest)
+                noteEviction(of: oldest, fetch: fetch)
             }
-            var entry = entry
             insertions &+= 1
             entry.insertion = insertions
             entry.tick = nextTick
@@ -355,6 +389,9 @@ public final class ResponseCache: Sendable {
     /// How many responses are stored.
     package var count: Int { state.withLock { $0.entries.count } }
 
+    /// How many keys the cache remembers the latest evicted answer of (``State/evicted``): at most 256.
+    package var evictionRecordCount: Int { state.withLock { $0.evicted.count } }
+
     /// How many bytes the stored responses take, by the cache's estimate.
     package var totalBytes: Int { state.withLock { $0.totalBytes } }
 
@@ -375,6 +412,7 @@ public final class ResponseCache: Sendable {
             state.invalidations.removeAll()
             state.removals.removeAll()
             state.superseded.removeAll()
+            state.evicted.removeAll()
             state.entries.removeAll()
             state.recency.removeAll()
             state.totalBytes = 0
@@ -664,7 +702,7 @@ public final class ResponseCache: Sendable {
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the answer of a fetch started later (stored, or removing).
                 guard !state.isRemoved(key, since: fetch, generation: generation),
-                    !state.isInvalidated(resources, since: fetch), state.latestAnswer(forKey: key) < fetch
+                    !state.isInvalidated(resources, since: fetch), !state.isOutdated(fetch, forKey: key)
                 else { return false }
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
