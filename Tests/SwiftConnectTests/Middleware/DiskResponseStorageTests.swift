@@ -116,6 +116,22 @@ final class DiskResponseStorageTests: DiskStorageFolderTestCase {
         XCTAssertEqual(storage.response(forKey: "k"), answer)
     }
 
+    /// A file that holds no record goes when it is read, whether by a lookup of its key or by a removal that reads
+    /// the folder's unknown files: it no longer counts against the bound, nor is read again.
+    func testACorruptFileIsRemovedWhenRead() throws {
+        let storage = try DiskResponseStorage(directory: folder)
+        let file = try storedFile(of: storage, in: folder)
+        let whole = try Data(contentsOf: file)
+        try whole.prefix(whole.count / 2).write(to: file)
+        XCTAssertNil(storage.response(forKey: "k"))
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file.path), "a lookup leaves the damaged file")
+
+        try Data("garbage".utf8).write(to: file)
+        let restarted = try DiskResponseStorage(directory: folder)
+        restarted.removeResponses(forKey: "another")
+        XCTAssertFalse(FileManager.default.fileExists(atPath: file.path), "a removal leaves the damaged file")
+    }
+
     /// Two storages on one folder (two clients, two processes) keep the folder within the bound: each counts the
     /// files the other wrote, which it never read.
     func testTwoStoragesSharingAFolderKeepItWithinTheBound() throws {

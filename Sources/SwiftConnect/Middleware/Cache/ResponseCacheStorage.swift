@@ -229,7 +229,8 @@ public final class MemoryResponseStorage: ResponseCacheStorage, ResponseStorageB
 /// A ``ResponseCacheStorage`` on disk: one file per response in a folder of its own, readable by the user only,
 /// bounded in bytes (the least recently used go first: a response its cache serves from memory counts as used), and
 /// still there after a restart. It reads only regular files no larger than its bound: another program's named pipe
-/// or huge file in the folder is a miss (a huge one is removed when a removal would have to read it). It removes only
+/// or huge file in the folder is a miss (a huge one is removed when a removal would have to read it), and a file that
+/// holds no response (cut short, emptied, overwritten) is a miss that is removed when read. It removes only
 /// regular files, as it writes: a folder named like a response, a symbolic link or a named pipe stays, uncounted.
 ///
 /// What reaches it is decided by ``ResponseCache``: never a response to a request that carried credentials when it
@@ -306,12 +307,17 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         self.index = Protected(index)
     }
 
-    /// The response under `key`, read from its file.
+    /// The response under `key`, read from its file. A file that holds no record (cut short, emptied, overwritten) is
+    /// a miss, and goes.
     public func response(forKey key: String) -> StoredResponse? {
         let name = Self.fileName(forKey: key)
-        guard case .read(let data) = Self.contents(of: directory.appendingPathComponent(name), limit: maxBytes),
-            let stored = try? JSONDecoder().decode(Record.self, from: data), stored.key == key
-        else { return nil }
+        let file = directory.appendingPathComponent(name)
+        guard case .read(let data, let identity) = Self.contents(of: file, limit: maxBytes) else { return nil }
+        guard let stored = try? JSONDecoder().decode(Record.self, from: data) else {
+            removeDamagedFile(name, identity: identity)
+            return nil
+        }
+        guard stored.key == key else { return nil }
         let used = stamp()
         index.withLock { index in
             index[name]?.used = used
@@ -440,7 +446,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         let unknown = index.withLock { index in index.filter { $0.value.key == nil && $0.key != skipped }.map(\.key) }
         for name in unknown {
             let file = directory.appendingPathComponent(name)
-            let data: Data?
+            let stored: Record?
             switch Self.contents(of: file, limit: maxBytes) {
             case .tooLarge:
                 // Its key cannot be known without reading it, and the bound makes it go anyway: it goes now, rather
@@ -448,10 +454,15 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
                 Self.removeFile(at: file)
                 index.withLock { $0[name] = nil }
                 continue
-            case .read(let bytes): data = bytes
-            case .unreadable: data = nil
+            case .read(let bytes, let identity):
+                // A file that holds no record (cut short, emptied, overwritten) is no response: it goes.
+                guard let record = try? JSONDecoder().decode(Record.self, from: bytes) else {
+                    removeDamagedFile(name, identity: identity)
+                    continue
+                }
+                stored = record
+            case .unreadable: stored = nil
             }
-            let stored = data.flatMap { try? JSONDecoder().decode(Record.self, from: $0) }
             index.withLock { index in
                 index[name]?.key = stored?.key ?? ""
                 index[name]?.resources = stored?.response.resources
@@ -459,10 +470,31 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         }
     }
 
+    /// Removes the file `name`, read as `identity` and found to hold no record (cut short, emptied, overwritten), unless
+    /// another storage on the folder has put a new file in its place since (which may be whole).
+    private func removeDamagedFile(_ name: String, identity: FileIdentity) {
+        let file = directory.appendingPathComponent(name)
+        var status = stat()
+        guard lstat(file.path, &status) == 0, FileIdentity(status) == identity else { return }
+        _ = unlink(file.path)
+        index.withLock { $0[name] = nil }
+    }
+
+    /// Which file a path named when it was read: its device and inode.
+    private struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+
+        init(_ status: stat) {
+            device = UInt64(status.st_dev)
+            inode = UInt64(status.st_ino)
+        }
+    }
+
     /// What reading a file found (``contents(of:limit:)``).
     private enum FileContents {
-        /// Its bytes.
-        case read(Data)
+        /// Its bytes, and which file they are of.
+        case read(Data, FileIdentity)
         /// A regular file larger than the limit: not read.
         case tooLarge
         /// None to read: gone, not a regular file (a named pipe, whose read would wait for a writer for ever; a
@@ -485,7 +517,7 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         var buffer = [UInt8](repeating: 0, count: 64 * 1024)
         while true {
             let count = buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
-            if count == 0 { return .read(data) }
+            if count == 0 { return .read(data, FileIdentity(status)) }
             if count < 0 {
                 if errno == EINTR { continue }
                 return .unreadable
