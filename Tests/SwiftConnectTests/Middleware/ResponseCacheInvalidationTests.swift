@@ -445,6 +445,55 @@ final class ResponseCacheStorageRaceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// As above, and the refetch's answer is evicted from memory by the size limit before the slow read ends: what the
+    /// read found is still not put in memory, and the next request gets the newer answer, from the storage.
+    func testAStorageReadOvertakenByARefetchThenEvictedDoesNotReplaceItsAnswer() throws {
+        // Given version 1 in a storage, and a new cache (an app started again) over it, with room for one response
+        let transport = FakeTransport()
+        transport.stub(.get, "/items/1", with: (1...3).map { .json(string: #"{"version":\#($0)}"#) })
+        transport.stub(.get, "/items/2", with: [.json(string: #"{"other":1}"#)])
+        let storage = SlowReadStorage()
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        func client(maxBytes: Int) -> Connect {
+            Connect(
+                transport: transport, retryPolicy: nil,
+                responseCache: ResponseCache(maxBytes: maxBytes, storage: storage),
+                configuration: ServerConfiguration(host: "api.example.com"))
+        }
+        @Sendable func get(_ connect: Connect, _ path: String = "/items/1", headers: [HTTPHeader] = []) -> String? {
+            let data = try? connect.request(Route(path, headers: headers), options: rule).wait(timeout: 5)
+            return data.map { String(decoding: $0, as: UTF8.self) }
+        }
+        XCTAssertEqual(get(client(maxBytes: 1_000_000)), #"{"version":1}"#)
+        let cache = ResponseCache(maxBytes: 1_000_000, storage: storage)
+        let size = Connect(
+            transport: FakeTransport.answering(.json(string: #"{"version":1}"#)), retryPolicy: nil,
+            responseCache: cache, configuration: ServerConfiguration(host: "api.example.com"))
+        _ = get(size)
+        let connect = client(maxBytes: cache.totalBytes + 10)
+
+        // When a GET reads the storage slowly, a refetch (`no-cache`) stores version 2 meanwhile, and another URL's
+        // response evicts it from memory
+        storage.armNextRead()
+        let slow = Guarded<String?>(nil)
+        let slowDone = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            let body = get(connect)
+            slow.withLock { $0 = body }
+            slowDone.signal()
+        }
+        XCTAssertEqual(storage.readTaken.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(get(connect, headers: [HTTPHeader(name: "Cache-Control", value: "no-cache")]), #"{"version":2}"#)
+        XCTAssertEqual(get(connect, "/items/2"), #"{"other":1}"#)
+        storage.release.signal()
+        XCTAssertEqual(slowDone.wait(timeout: .now() + 10), .success)
+
+        // Then the slow GET got what it read, and the next one the newer answer
+        XCTAssertEqual(slow.withLock { $0 }, #"{"version":1}"#)
+        XCTAssertEqual(get(connect), #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// A storage read that a refetch answered `no-store` overtakes: what it read is older than that answer, which
     /// removed it. It is neither served nor put in memory: the request goes to the network.
     func testAStorageReadOvertakenByARefetchAnsweredNoStoreIsNotKept() throws {

@@ -164,6 +164,14 @@ public final class ResponseCache: Sendable {
         var isRedirected: Bool { resources.count > 1 }
     }
 
+    /// An entry the size limit evicted from memory (``State/evicted``).
+    private struct Eviction {
+        /// The number of the fetch whose answer it was (``Entry/fetch``).
+        var fetch: UInt64
+        /// Which insertion into memory put it there (``Entry/insertion``).
+        var insertion: UInt64
+    }
+
     /// An answer that removed the response stored under a key and stored none (``State/superseded``).
     private struct Supersession {
         /// The number of the fetch it answered: the fetches numbered lower have older answers.
@@ -204,14 +212,15 @@ public final class ResponseCache: Sendable {
         /// first, leave its storage file behind); a storage read started before the removal does not keep what it
         /// read. Bounded as ``invalidations``.
         var superseded: [String: Supersession] = [:]
-        /// Key → the fetch whose answer was stored there when the size limit evicted it from memory (the storage may
-        /// still hold it): a fetch started before that one has an older answer, and does not store it. Bounded as
-        /// ``invalidations``: past ``maxInvalidations``, the half with the oldest fetches goes and ``evictedFloor``
-        /// rises to the latest of them.
-        var evicted: [String: UInt64] = [:]
-        /// The latest fetch of an eviction record ``evicted`` dropped: a fetch numbered up to it may be older than an
-        /// answer no record remembers, and stores nothing.
-        var evictedFloor: UInt64 = 0
+        /// Key → the entry the size limit evicted from memory there (the storage may still hold its response): a
+        /// fetch started before its answer's has an older answer, and does not store it; a storage read started before
+        /// it went in may have read what it replaced, and does not keep that. Bounded as ``invalidations``: past
+        /// ``maxInvalidations``, the half with the oldest fetches goes and ``evictedFloor`` rises to the latest of
+        /// them.
+        var evicted: [String: Eviction] = [:]
+        /// The latest fetch and insertion of the records ``evicted`` dropped: a fetch numbered up to it may be older
+        /// than an answer no record remembers, and stores nothing; a storage read started before it keeps nothing.
+        var evictedFloor = Eviction(fetch: 0, insertion: 0)
 
         /// The most resources ``invalidations`` holds.
         static let maxInvalidations = 256
@@ -233,27 +242,34 @@ public final class ResponseCache: Sendable {
         /// The number of the latest fetch whose answer is stored under `key` or removed the response stored there
         /// (``superseded``); 0 when none is known. A fetch numbered lower brings an older answer.
         func latestAnswer(forKey key: String) -> UInt64 {
-            max(entries[key]?.fetch ?? 0, superseded[key]?.fetch ?? 0, evicted[key] ?? 0)
+            max(entries[key]?.fetch ?? 0, superseded[key]?.fetch ?? 0, evicted[key]?.fetch ?? 0)
         }
 
         /// Whether fetch number `fetch`, whose answer goes under `key`, is older than an answer the cache already had
         /// for it: stored (in memory now, or until the size limit evicted it), or removing it.
         func isOutdated(_ fetch: UInt64, forKey key: String) -> Bool {
-            fetch <= evictedFloor || latestAnswer(forKey: key) >= fetch
+            fetch <= evictedFloor.fetch || latestAnswer(forKey: key) >= fetch
         }
 
-        /// Remembers that the size limit evicted `key`'s response, the answer of fetch number `fetch`
-        /// (``evicted``).
-        private mutating func noteEviction(of key: String, fetch: UInt64) {
-            guard fetch > 0, fetch > evicted[key] ?? 0 else { return }
+        /// Whether the size limit evicted an entry under `key` that went into memory after insertion number
+        /// `insertion` (``evicted``): a storage read started then may have read what that entry replaced.
+        func isEvicted(_ key: String, insertedAfter insertion: UInt64) -> Bool {
+            evictedFloor.insertion > insertion || (evicted[key]?.insertion ?? 0) > insertion
+        }
+
+        /// Remembers that the size limit evicted `entry` from under `key` (``evicted``).
+        private mutating func noteEviction(of key: String, entry: Entry) {
             if evicted[key] == nil, evicted.count >= Self.maxInvalidations {
-                let oldest = evicted.sorted { $0.value < $1.value }.prefix(evicted.count / 2)
-                for (dropped, droppedFetch) in oldest {
+                let oldest = evicted.sorted { $0.value.fetch < $1.value.fetch }.prefix(evicted.count / 2)
+                for (dropped, record) in oldest {
                     evicted[dropped] = nil
-                    evictedFloor = max(evictedFloor, droppedFetch)
+                    evictedFloor.fetch = max(evictedFloor.fetch, record.fetch)
+                    evictedFloor.insertion = max(evictedFloor.insertion, record.insertion)
                 }
             }
-            evicted[key] = fetch
+            evicted[key] = Eviction(
+                fetch: max(entry.fetch, evicted[key]?.fetch ?? 0),
+                insertion: max(entry.insertion, evicted[key]?.insertion ?? 0))
         }
 
         /// Fetch number `fetch` was answered with a response that is not stored and removes the one under `key`:
@@ -316,12 +332,12 @@ public final class ResponseCache: Sendable {
             var entry = entry
             // The order of answers outlives what replaces or evicted them: a storage read's entry (fetch 0) keeps
             // the number of the latest answer known under its key.
-            entry.fetch = max(entry.fetch, entries[key]?.fetch ?? 0, evicted.removeValue(forKey: key) ?? 0)
+            entry.fetch = max(entry.fetch, entries[key]?.fetch ?? 0, evicted.removeValue(forKey: key)?.fetch ?? 0)
             remove(key)
             while totalBytes + entry.size > limit, let oldest = popOldestKey() {
-                let fetch = entries[oldest]?.fetch ?? 0
+                let evicted = entries[oldest]
                 remove(oldest)
-                noteEviction(of: oldest, fetch: fetch)
+                if let evicted { noteEviction(of: oldest, entry: evicted) }
             }
             insertions &+= 1
             entry.insertion = insertions
@@ -599,8 +615,8 @@ public final class ResponseCache: Sendable {
         let accepts = { (freshness: StoredFreshness) in
             !revalidates && (servesStale || Self.accepts(freshness, now: now, asks: asks))
         }
-        let (found, stale, fetch, generation, seen) = state.withLock {
-            state -> (Entry?, Entry?, UInt64, UInt64, UInt64?) in
+        let (found, stale, fetch, generation, seen, insertions) = state.withLock {
+            state -> (Entry?, Entry?, UInt64, UInt64, UInt64?, UInt64) in
             var stale: Entry?
             // A body over this call's size limit is not served: the network makes the call fail as it should.
             if !bypasses, let entry = state.entries[key], entry.method == method,
@@ -609,7 +625,7 @@ public final class ResponseCache: Sendable {
                 if accepts(entry.freshness) {
                     state.hits += 1
                     state.touch(key)
-                    return (entry, nil, 0, 0, nil)
+                    return (entry, nil, 0, 0, nil, 0)
                 }
                 // Kept, stale or not fresh enough for this request: a later one may accept it (`max-stale`, offline),
                 // until this fetch's answer replaces it or the size limit evicts it. Until then, revalidated.
@@ -617,7 +633,7 @@ public final class ResponseCache: Sendable {
             }
             state.misses += 1
             state.fetches &+= 1
-            return (nil, stale, state.fetches, state.generation, state.entries[key]?.insertion)
+            return (nil, stale, state.fetches, state.generation, state.entries[key]?.insertion, state.insertions)
         }
         // A memory hit is a use of the storage's copy too: it spared a read, and must not leave the copy the least
         // recently used there.
@@ -627,7 +643,7 @@ public final class ResponseCache: Sendable {
         if cached == nil, !bypasses, stale == nil {
             switch storedResponse(
                 forKey: key, request: request, method: method, limit: limit, servesRedirected: servesRedirected,
-                accepts: accepts, generation: generation, fetch: fetch, seen: seen)
+                accepts: accepts, generation: generation, fetch: fetch, seen: seen, insertions: insertions)
             {
             case .fresh(let response): cached = response
             case .stale(let entry): revalidated = entry
@@ -776,14 +792,15 @@ public final class ResponseCache: Sendable {
     }
 
     /// A stored response from ``storage`` that `accepts` its expiry, for `request`, now also in memory unless memory
-    /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any): a
-    /// refetch's newer answer is not replaced by what a storage read found before it; or one it does not accept, to
-    /// revalidate (neither served nor kept). `nil` when it has none that fits, only one a redirect led to and
-    /// `servesRedirected` is `false`, or one read before a removal the app made meanwhile.
+    /// changed under `key` while the storage was read (`seen`: the insertion of the entry there before, if any;
+    /// `insertions`: how many insertions memory had had, so that an entry put there and evicted meanwhile counts as a
+    /// change): a refetch's newer answer is not replaced by what a storage read found before it; or one it does not
+    /// accept, to revalidate (neither served nor kept). `nil` when it has none that fits, only one a redirect led to
+    /// and `servesRedirected` is `false`, or one read before a removal the app made meanwhile.
     private func storedResponse(
         forKey key: String, request: ConnectRequest, method: HTTPMethod, limit: Int, servesRedirected: Bool,
         accepts: (StoredFreshness) -> Bool,
-        generation: UInt64, fetch: UInt64, seen: UInt64?
+        generation: UInt64, fetch: UInt64, seen: UInt64?, insertions: UInt64
     ) -> StorageRead? {
         guard let storage, let stored = storage.response(forKey: key), stored.method == method.rawValue,
             case let freshness = StoredFreshness(
@@ -817,7 +834,9 @@ public final class ResponseCache: Sendable {
             guard isAccepted else { return true }
             state.hits += 1
             state.misses -= 1
-            if entry.size <= maxBytes, state.entries[key]?.insertion == seen {
+            if entry.size <= maxBytes, state.entries[key]?.insertion == seen,
+                !state.isEvicted(key, insertedAfter: insertions)
+            {
                 state.insert(key, entry: entry, limit: maxBytes)
             }
             return true
