@@ -279,7 +279,14 @@ public final class FakeTransport: Transport, Sendable {
     }
 
     /// Records the request and answers with the matching stub, or the fallback.
+    ///
+    /// A one-shot body (`httpBodyStream`, a ``SwiftConnect/ConnectRequest/OneShotStream``) is read whole first, as a
+    /// server receives it: the request is recorded, matched and handed to a stub's handler with its bytes as
+    /// `httpBody`. A body that fails, or has another length than it announced (its own, or a `Content-Length`), fails
+    /// the call with the core's error (``SwiftConnect/ConnectError/Kind/invalidRequest``, the stream's error as its
+    /// underlying error), as on an engine, and the request is not recorded.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
+        if request.httpBody == nil, request.httpBodyStream != nil { return sendReadingBody(of: request) }
         var satisfied: [(promise: Promise<[URLRequest]>, requests: [URLRequest])] = []
         let response: FakeResponse = state.withLock { state in
             state.requests.append(request)
@@ -300,6 +307,51 @@ public final class FakeTransport: Transport, Sendable {
         // Given already (the usual stub): nothing to cancel, and nothing more to do on this path.
         if answer.isCompleted { return answer }
         return recordingCancellation(of: answer, for: request)
+    }
+
+    /// Reads the one-shot body of `request` whole, through the core's length check (`RequestBodyChunks.counted`, as an
+    /// engine's exchange reads it), then sends the request with the bytes as its body. The fake read no such body: a
+    /// stub's handler and ``requests`` saw none, so a test could not check what its app uploads.
+    private func sendReadingBody(of request: URLRequest) -> Future<ConnectResponse> {
+        let stream: ConnectRequest.OneShotStream
+        do {
+            guard case .stream(let body) = try ConnectRequest(request).body else { return send(request) }
+            stream = body
+        } catch {
+            return Future(error: error)
+        }
+        // A stream of unknown length is held to the `Content-Length` its caller set, as an engine's exchange holds it.
+        let length =
+            stream.length
+            ?? request.value(forHTTPHeaderField: "Content-Length").flatMap {
+                Int64($0.trimmingCharacters(in: .whitespaces))
+            }
+        let promise = Promise<ConnectResponse>()
+        // Set before the reading starts, so that a cancellation meanwhile reaches the task.
+        let reading = Protected<Task<Void, Never>?>(nil)
+        promise.setCancelHandler { reading.withLock { $0 }?.cancel() }
+        let task = Task {
+            do {
+                var bytes = Data()
+                for try await chunk in stream.chunks.counted(announcing: length, sent: { _ in }) {
+                    bytes.append(chunk)
+                }
+                // Cancelled while the body was read (a sequence may end early then): nothing is received.
+                guard !promise.future.isCancelled else { return }
+                var whole = request
+                whole.httpBodyStream = nil
+                whole.httpBody = bytes
+                let answer = self.send(whole)
+                promise.setCancelHandler { answer.cancel() }
+                answer.observe { promise.completeIfPending(with: $0) }
+            } catch {
+                promise.completeIfPending(with: .failure(error))
+            }
+        }
+        reading.withLock { $0 = task }
+        // Cancelled before the task was kept: the handler had no task to stop.
+        if promise.future.isCancelled { task.cancel() }
+        return promise.future
     }
 
     /// A future with `answer`'s result, kept until it completes, whose cancellation is recorded in

@@ -66,7 +66,7 @@ final class BuiltRequestTests: XCTestCase {
     }
 
     /// A stream announcing a length below 0: it went out as `Content-Length: -1`, which no server reads as a length,
-    /// and a transport that does not read the body (this fake) answered it as if nothing were wrong. It is refused
+    /// and a transport that did not read the body (this fake, then) answered it as if nothing were wrong. It is refused
     /// as a body that cannot be sent, nothing sent, whatever the length's sign says.
     func testABodyStreamAnnouncingANegativeLengthIsRefusedAndNothingIsSent() throws {
         // Given
