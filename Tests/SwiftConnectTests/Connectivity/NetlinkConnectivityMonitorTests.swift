@@ -314,6 +314,7 @@
             // Given
             let descriptorsBefore = try Self.openDescriptorCount()
             let readersBefore = try Self.readerThreadCount()
+            let readerIDsBefore = try Self.readerThreadIDs()
             // When: 50 monitors created, observed and released without stop()
             for index in 0..<50 {
                 let monitor = try NetlinkConnectivityMonitor()
@@ -325,13 +326,13 @@
                 }
                 withExtendedLifetime(observation) {}
             }
-            // Then: releasing waits for the thread to close its descriptors; the thread itself leaves /proc a moment
-            // later (it is not joined), so its exit is waited for. Only the monitors' own threads are counted: the
-            // process's other threads (Dispatch's workers, say) come and go by themselves.
+            // Then: releasing waits for the thread to close its descriptors; the thread itself exits a moment later
+            // (it is not joined), so its exit is waited for, as the kernel reports it. Only the monitors' own threads
+            // are followed: the process's other threads (Dispatch's workers, say) come and go by themselves.
             XCTAssertEqual(try Self.openDescriptorCount(), descriptorsBefore)
-            let deadline = Date().addingTimeInterval(10)
-            while try Self.readerThreadCount() > readersBefore, Date() < deadline { usleep(1_000) }
-            XCTAssertEqual(try Self.readerThreadCount(), readersBefore, "a monitor's reader thread outlived it")
+            let released = try Self.readerThreadIDs().subtracting(readerIDsBefore)
+            let outliving = try Self.threadsStillRunning(afterWaitingFor: released, timeout: 10)
+            XCTAssertEqual(outliving, [], "a monitor's reader thread outlived it")
         }
 
         // MARK: - Changes, in namespaces of the test's own
@@ -578,6 +579,55 @@
                 let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
                 return name?.trimmingCharacters(in: .newlines) == "NetlinkMonitor"
             }.count
+        }
+
+        /// The ids of the process's threads named as a monitor names its reader thread.
+        private static func readerThreadIDs() throws -> Set<pid_t> {
+            Set(
+                try FileManager.default.contentsOfDirectory(atPath: "/proc/self/task").compactMap { task in
+                    // A thread that ends meanwhile has no name to read, and is not listed.
+                    let name = try? String(contentsOfFile: "/proc/self/task/\(task)/comm", encoding: .utf8)
+                    return name?.trimmingCharacters(in: .newlines) == "NetlinkMonitor" ? pid_t(task) : nil
+                })
+        }
+
+        /// Waits for the threads `ids` to exit, each followed through a thread pidfd (`pidfd_open` with
+        /// `PIDFD_THREAD`, Linux 6.9), which becomes readable when its thread exits: an event, not a polled count of
+        /// /proc, which drops an exited thread a moment after the event. Returns those still running after `timeout`
+        /// seconds; skips the test on a kernel or C library without thread pidfds.
+        private static func threadsStillRunning(afterWaitingFor ids: Set<pid_t>, timeout: TimeInterval) throws
+            -> Set<pid_t>
+        {
+            typealias PidfdOpen = @convention(c) (pid_t, UInt32) -> Int32
+            // Looked up at run time: glibc has it since 2.36, and Swift's Glibc module does not import its header.
+            guard let symbol = dlsym(nil, "pidfd_open") else { throw skip("the C library has no pidfd_open") }
+            let pidfdOpen = unsafeBitCast(symbol, to: PidfdOpen.self)
+            var watched: [(id: pid_t, descriptor: Int32)] = []
+            defer { for entry in watched { close(entry.descriptor) } }
+            for id in ids {
+                let descriptor = pidfdOpen(id, UInt32(O_EXCL))  // O_EXCL is PIDFD_THREAD.
+                if descriptor >= 0 {
+                    watched.append((id, descriptor))
+                } else if errno == ESRCH {
+                    continue  // Exited already.
+                } else {
+                    throw skip("pidfd_open(PIDFD_THREAD) failed with errno \(errno): Linux 6.9 or later is needed")
+                }
+            }
+            let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(timeout * 1e9)
+            var running = watched
+            while !running.isEmpty {
+                let now = DispatchTime.now().uptimeNanoseconds
+                guard now < deadline else { break }
+                var descriptors = running.map { pollfd(fd: $0.descriptor, events: Int16(POLLIN), revents: 0) }
+                let ready = poll(&descriptors, nfds_t(descriptors.count), Int32((deadline - now) / 1_000_000) + 1)
+                guard ready >= 0 || errno == EINTR else {
+                    XCTFail("poll failed with errno \(errno)")
+                    break
+                }
+                running = zip(running, descriptors).filter { $0.1.revents == 0 }.map(\.0)
+            }
+            return Set(running.map(\.id))
         }
 
         /// A fresh namespace with lo up, deleted (with its veth) when the test ends; skips without root or `ip`.
