@@ -387,8 +387,10 @@ public enum TransportConformance {
             let error = try context.error(request(server, "/late", timeout: 0.25))
             let elapsed = Date().timeIntervalSince(started)
             try context.expect(error.kind == .timedOut, "expected timedOut, got \(error.kind)")
-            // A deadline rounded to whole seconds (as libcurl's timer does) would end at 1 s or later.
+            // A deadline rounded to whole seconds (as libcurl's timer does) would end at 1 s or later; one rounded
+            // down to none, or a timeout that is not the deadline's, before 0.25 s.
             try context.expect(elapsed < 0.9, "a 0.25 s deadline ended after \(elapsed) s")
+            try context.expect(elapsed >= 0.25, "a 0.25 s deadline ended after \(elapsed) s, before it was due")
         }
     }
 
