@@ -59,7 +59,8 @@ public struct RequestMatcher: Sendable {
     /// byte for byte otherwise.
     public static let body = RequestMatcher { RequestNormalization.body(of: $0) == RequestNormalization.body(of: $1) }
 
-    /// The same values of the header fields named `name` (both absent matches). For `Idempotency-Key`, whose value is
+    /// The same values of the header fields named `name` (both absent matches), in the same order when the name is
+    /// repeated; the name in any case, and fields of other names in any order. For `Idempotency-Key`, whose value is
     /// new in each run, being present on both sides is enough.
     ///
     /// - Parameter name: The field's name.

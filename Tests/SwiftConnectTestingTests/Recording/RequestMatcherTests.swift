@@ -182,6 +182,53 @@ final class RequestMatcherTests: XCTestCase {
         XCTAssertTrue(fourth.message.contains("already used"), fourth.message)
     }
 
+    func testANamedHeaderMatchesWhateverTheOrderOfOtherFieldsAndTheCaseOfNames() throws {
+        // Given: a request with a tenant among other fields, and a matcher that compares the tenant
+        let matcher = RequestMatcher.all([.default, .header("X-Tenant")])
+        let replayer = try recordThenReplay(
+            [try connectRequest(.get, "\(base)/todos", headers: ["X-Tenant": "acme", "Accept": "application/json"])],
+            matcher: matcher)
+        // When: the next run sends the fields in another order, their names in another case
+        let reordered = try connectRequest(
+            .get, "\(base)/todos", headers: ["accept": "application/json", "x-tenant": "acme"])
+        let otherTenant = try connectRequest(.get, "\(base)/todos", headers: ["x-tenant": "globex"])
+        // Then: the same values match; another value does not
+        XCTAssertEqual(try replayer.send(reordered, transfer: TransferOptions()).wait().statusCode, 200)
+        let error = try failure(of: replayer.send(otherTenant, transfer: TransferOptions()))
+        XCTAssertEqual(try recordingError(of: error).reason, .noMatch)
+        // And: a repeated field's values match only in their order
+        func tenants(_ values: [String]) throws -> RecordedRequest {
+            var fields = HeaderFields()
+            for value in values { fields.append(HeaderField(name: "X-Tenant", value: value)) }
+            return RecordedRequest(
+                method: "GET", url: try XCTUnwrap(URL(string: "\(base)/todos")), headerFields: fields)
+        }
+        let header = RequestMatcher.header("x-tenant")
+        XCTAssertTrue(header.matches(try tenants(["a", "b"]), try tenants(["a", "b"])))
+        XCTAssertFalse(header.matches(try tenants(["b", "a"]), try tenants(["a", "b"])))
+    }
+
+    func testAnUnmatchedRequestIsNamedWithItsSecretsRedacted() throws {
+        // Given: a recording of a request with a token in its query and its Authorization field
+        let replayer = try recordThenReplay([
+            try connectRequest(
+                .get, "\(base)/todos?access_token=recorded-secret-1", headers: ["Authorization": "Bearer recorded-2"])
+        ])
+        // When: a request to another path, with other secrets
+        let other = try connectRequest(
+            .get, "\(base)/notes?access_token=sent-secret-3", headers: ["Authorization": "Bearer sent-secret-4"])
+        let error = try failure(of: replayer.send(other, transfer: TransferOptions()))
+        // Then: a typed error naming the request and the nearest recording, with no secret of either
+        let recording = try recordingError(of: error)
+        XCTAssertEqual(recording.reason, .noMatch)
+        XCTAssertTrue(error.message.contains("/notes"), error.message)
+        XCTAssertTrue(error.message.contains("/todos"), error.message)
+        for secret in ["recorded-secret-1", "recorded-2", "sent-secret-3", "sent-secret-4"] {
+            XCTAssertFalse("\(error)".contains(secret), "\(secret) in \(error)")
+            XCTAssertFalse(String(reflecting: recording).contains(secret), "\(secret) in the RecordingError")
+        }
+    }
+
     func testACustomMatcherDecides() throws {
         // Given: a matcher that ignores the query
         let replayer = try recordThenReplay(
