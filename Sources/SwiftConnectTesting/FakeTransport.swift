@@ -284,7 +284,8 @@ public final class FakeTransport: Transport, Sendable {
     /// server receives it: the request is recorded, matched and handed to a stub's handler with its bytes as
     /// `httpBody`. A body that fails, or has another length than it announced (its own, or a `Content-Length`), fails
     /// the call with the core's error (``SwiftConnect/ConnectError/Kind/invalidRequest``, the stream's error as its
-    /// underlying error), as on an engine, and the request is not recorded.
+    /// underlying error), as on an engine, and the request is not recorded; nor is one cancelled while its body is
+    /// read (the reading stops), which ``cancelledRequests`` does not list either: it never arrived.
     public func send(_ request: URLRequest) -> Future<ConnectResponse> {
         if request.httpBody == nil, request.httpBodyStream != nil { return sendReadingBody(of: request) }
         var satisfied: [(promise: Promise<[URLRequest]>, requests: [URLRequest])] = []
