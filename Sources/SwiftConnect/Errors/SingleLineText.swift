@@ -6,9 +6,33 @@ enum SingleLineText {
     /// before the cut to ``messageLimit``, and a secret the cut would split is hidden whole, never shown in part.
     static let keptLimit = 16 * messageLimit
 
-    /// `text` cut as ``make(_:limit:)`` cuts it (to `limit - 1` characters and "…"), with nothing else changed.
+    /// The most Unicode scalars a character keeps: a starter and 30 non-starters, the limit of UAX #15's
+    /// Stream-Safe Text Format. A letter with a million combining accents after it is one character of megabytes,
+    /// which a limit in characters alone does not bound.
+    static let scalarsPerCharacterLimit = 31
+
+    /// The most UTF-8 bytes of a text of at most `limit` characters: 4 a character, what one scalar can take.
+    static func byteLimit(_ limit: Int) -> Int { 4 * max(limit, 2) }
+
+    /// `text` cut as ``make(_:limit:)`` cuts it (to `limit - 1` characters and "…", and to ``byteLimit(_:)`` bytes),
+    /// with nothing else changed.
     static func cut(_ text: String, limit: Int = messageLimit) -> String {
-        text.count > limit ? String(text.prefix(max(limit, 2) - 1)) + "…" : text
+        let limit = max(limit, 2)
+        if text.utf8.count <= limit { return text }  // no more characters than bytes
+        let byteLimit = byteLimit(limit)
+        if text.utf8.count <= byteLimit, text.count <= limit { return text }
+        var result = ""
+        var count = 0
+        var bytes = 0
+        for character in text {
+            let size = character.utf8.count
+            // Room for "…" (3 bytes) after what is kept.
+            guard count < limit - 1, bytes + size <= byteLimit - 3 else { break }
+            result.append(character)
+            count += 1
+            bytes += size
+        }
+        return result + "…"
     }
 
     /// `text` on one line and at most `limit` characters long.
@@ -16,8 +40,8 @@ enum SingleLineText {
     /// Control characters (C0, DEL and C1, so CR, LF, ESC and NEL among them) and the Unicode line and
     /// paragraph separators become a space, a run of them (with the spaces around it) one space, so that the
     /// text can neither start a new log line nor send terminal escape sequences. Text longer than `limit`
-    /// characters is cut to `limit - 1` characters followed by "…". Leading and trailing spaces left by the
-    /// replacement are removed.
+    /// characters, or ``byteLimit(_:)`` UTF-8 bytes, is cut to fit with "…" after it, and a character keeps at most
+    /// ``scalarsPerCharacterLimit`` scalars. Leading and trailing spaces left by the replacement are removed.
     ///
     /// - Parameters:
     ///   - text: The text.
@@ -29,8 +53,10 @@ enum SingleLineText {
         if text.utf8.count <= limit, text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) }) {
             return String(text)
         }
+        let byteLimit = byteLimit(limit)
         var result = ""
         var count = 0
+        var bytes = 0
         var separated = true  // nothing yet, or the last character kept is a space
         var pendingSpace = false
         for character in text {
@@ -45,13 +71,20 @@ enum SingleLineText {
                 if !separated {
                     result.append(" ")
                     count += 1
+                    bytes += 1
                 }
             }
-            result.append(character)
+            let kept = streamSafe(character)
+            result.append(kept)
             count += 1
+            bytes += kept.utf8.count
             separated = character == " "
-            if count > limit {
-                result.removeLast(count - (limit - 1))
+            if count > limit || bytes > byteLimit {
+                // Room for "…" (3 bytes) after what is kept.
+                while count > limit - 1 || bytes > byteLimit - 3, let last = result.popLast() {
+                    count -= 1
+                    bytes -= last.utf8.count
+                }
                 while result.last == " " { result.removeLast() }
                 result.append("…")
                 return result
@@ -59,6 +92,15 @@ enum SingleLineText {
         }
         while result.last == " " { result.removeLast() }
         return result
+    }
+
+    /// `character` with at most ``scalarsPerCharacterLimit`` scalars: the rest of its combining marks left out.
+    private static func streamSafe(_ character: Character) -> String {
+        let scalars = character.unicodeScalars
+        guard scalars.count > scalarsPerCharacterLimit else { return String(character) }
+        var kept = String.UnicodeScalarView()
+        kept.append(contentsOf: scalars.prefix(scalarsPerCharacterLimit))
+        return String(kept)
     }
 
     /// Whether a character holds a control character or a line or paragraph separator. A control character is

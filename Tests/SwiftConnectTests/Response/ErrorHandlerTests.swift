@@ -472,6 +472,32 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertFalse(description.contains { $0.isNewline || $0 == "\u{1B}" }, description.debugDescription)
     }
 
+    /// A message of one character can still be huge: a letter with 200,000 combining accents is one character of
+    /// 400 KB, and the message, the description and the debug description were each that size. They are bounded in
+    /// bytes too: a character keeps at most 31 scalars (UAX #15's stream-safe limit), a message at most 4 bytes a
+    /// character it may show.
+    func testAMessageOfOneLetterAndManyAccentsIsBoundedInBytes() {
+        let zalgo = "a" + String(repeating: "\u{0301}", count: 200_000)
+        let cases: [(body: String, type: String)] = [
+            (#"{"message":"\#(zalgo)"}"#, "application/json"),
+            (#"{"title":"\#(zalgo)","detail":"\#(zalgo)"}"#, "application/problem+json"),
+            (#"{"errors":{"email":["\#(zalgo)"],"name":["\#(zalgo)"]}}"#, "application/json"),
+        ]
+        for (body, type) in cases {
+            let error = errorFor(body: body, status: 422, headers: ["Content-Type": type])
+            XCTAssertEqual(error?.kind, .serverMessage, type)
+            XCTAssertEqual(error?.statusCode, 422, type)
+            let message = error?.message ?? ""
+            XCTAssertGreaterThan(message.unicodeScalars.filter { $0 == "\u{0301}" }.count, 1, type)
+            XCTAssertLessThanOrEqual(message.utf8.count, 4 * 1_024, type)
+            XCTAssertLessThan(error.map(String.init(describing:))?.utf8.count ?? .max, 5_000, type)
+            XCTAssertLessThan(error?.debugDescription.utf8.count ?? .max, 8_000, type)
+        }
+        // A custom handler's message, said in the description.
+        let custom = ConnectError(.serverMessage, message: zalgo)
+        XCTAssertLessThan(custom.description.utf8.count, 5_000)
+    }
+
     func testProblemTitleAndDetailAreBoundedAndOnOneLine() {
         // Given
         let detail = String(repeating: "d", count: 5_000)
