@@ -37,9 +37,11 @@ enum SingleLineText {
 
     /// `text` on one line and at most `limit` characters long.
     ///
-    /// Control characters (C0, DEL and C1, so CR, LF, ESC and NEL among them) and the Unicode line and
-    /// paragraph separators become a space, a run of them (with the spaces around it) one space, so that the
-    /// text can neither start a new log line nor send terminal escape sequences. Text longer than `limit`
+    /// Control characters (C0, DEL and C1, so CR, LF, ESC and NEL among them), the Unicode line and paragraph
+    /// separators and the bidirectional embeddings, overrides and isolates (U+202A to U+202E, U+2066 to U+2069)
+    /// become a space, a run of them (with the spaces around it) one space, so that the text can neither start a
+    /// new log line, nor send terminal escape sequences, nor show the rest of a line in another order than it is
+    /// written ("Trojan Source", CVE-2021-42574). Text longer than `limit`
     /// characters, or ``byteLimit(_:)`` UTF-8 bytes, is cut to fit with "…" after it, and a character keeps at most
     /// ``scalarsPerCharacterLimit`` scalars. Leading and trailing spaces left by the replacement are removed.
     ///
@@ -103,12 +105,13 @@ enum SingleLineText {
         return String(kept)
     }
 
-    /// Whether a character holds a control character or a line or paragraph separator. A control character is
-    /// always a character of its own, except CR LF, which is one.
+    /// Whether a character holds a control character, a line or paragraph separator or a bidirectional control.
+    /// A control character is always a character of its own, except CR LF, which is one.
     private static func isLineBreaking(_ character: Character) -> Bool {
         character.unicodeScalars.contains { scalar in
             switch scalar.value {
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029: return true
+            // Bidirectional embeddings, overrides and isolates reorder the rest of a log line as it is shown.
+            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
             default: return false
             }
         }

@@ -498,6 +498,23 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertLessThan(custom.description.utf8.count, 5_000)
     }
 
+    /// Unicode's bidirectional controls (embeddings, overrides and isolates, U+202A to U+202E and U+2066 to U+2069)
+    /// in a server's message were kept: a log viewer then shows the rest of the line in another order than it is
+    /// written ("Trojan Source", CVE-2021-42574). They become a space, as control characters do.
+    func testBidirectionalControlsInTheServerMessageBecomeOneSpace() {
+        let body = #"{"message":"user \u202Enimda\u202C logged in \u2066x\u2069 \u202Ay\u202Bz\u202D\u2067w\u2068"}"#
+        let error = errorFor(body: body)
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(error?.statusCode, 400)
+        XCTAssertEqual(error?.message, "user nimda logged in x y z w")
+        let description = error.map(String.init(describing:)) ?? ""
+        XCTAssertFalse(
+            description.unicodeScalars.contains {
+                (0x202A...0x202E).contains($0.value) || (0x2066...0x2069).contains($0.value)
+            },
+            description.debugDescription)
+    }
+
     func testProblemTitleAndDetailAreBoundedAndOnOneLine() {
         // Given
         let detail = String(repeating: "d", count: 5_000)
