@@ -25,6 +25,12 @@ import Foundation
 /// ``handle(_:)`` as well: ``handle(response:)`` has no default, so return
 /// `ErrorHandler().handle(response: response)` there. The error either returns reaches the caller as it is.
 ///
+/// The client asks ``handle(_:)`` about every response whose status is outside 200..<300, whatever its body: empty,
+/// plain text, HTML, or bytes in any charset. Its default asks ``handle(response:)`` only about a body that is a JSON
+/// object (or an array holding one), and answers any other with a ``ConnectError`` of kind
+/// ``ConnectError/Kind/httpStatus`` (never a success, whatever ``handle(response:)`` would say of an empty object):
+/// for a backend whose errors are plain text, implement ``handle(_:)``.
+///
 /// The client's retry loop asks the handler about every error response before its ``RetryPolicy`` retries by
 /// status: returning `nil` for, say, a 500 makes that 500 the answer, a success, and the request is not sent
 /// again for it.

@@ -309,6 +309,31 @@ final class ConnectTests: XCTestCase {
         XCTAssertEqual(todo, Todo.sample)
     }
 
+    /// The guide's `handle(response:)` takes a JSON object, so it is asked only about a body that is one (or an
+    /// array holding one): asking it about an empty, plain-text or HTML body with an empty dictionary would make a
+    /// handler that returns `nil` for shapes it does not know, as the guide's do, accept an empty 500 as a success.
+    /// Such a body gives an HTTP-status error with the status and the body kept; `handle(_:)` sees every one.
+    func testGuideStyleHandlerIsNotAskedAboutABodyThatIsNoJSONObject() {
+        let bodies: [(body: String, type: String?)] = [
+            ("", nil), ("Service down", "text/plain"), ("<h1>502</h1>", "text/html"),
+            (#"["down"]"#, "application/json"),
+        ]
+        for (body, type) in bodies {
+            // Given: BackendErrors accepts every JSON object without a `code`
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(Data(body.utf8), status: 502, headers: type.map { ["Content-Type": $0] } ?? [:])),
+                errorHandler: BackendErrors(),
+                retryPolicy: nil)
+            // When
+            let error = connectError(of: connect.request(Endpoint()))
+            // Then
+            XCTAssertEqual(error?.kind, .httpStatus, body)
+            XCTAssertEqual(error?.statusCode, 502, body)
+            XCTAssertEqual(error?.body, Data(body.utf8), body)
+        }
+    }
+
     // MARK: - Transport failures
 
     func testURLErrorBecomesTransportConnectError() {
