@@ -7,44 +7,92 @@ import Foundation
 extension URLSessionTransport {
     /// Why a response URLSession delivered as complete cannot be trusted to be, or `nil` when it can.
     ///
-    /// RFC 9112, 6.3 makes a `Content-Length` that is not one length (`3, 5`: two headers that disagree, or a
-    /// value that is not a number) an unrecoverable error. libcurl goes by the last header and FoundationNetworking
-    /// delivers the body as complete, so the transport fails it with `badServerResponse`. The same length repeated
-    /// (`5, 5`) is that length, as the RFC allows. A length past 64 bits, which libcurl ignores (reading until the
-    /// connection closes, then reporting success), is a body cut short: `networkConnectionLost`, as when the
-    /// connection closes before a length libcurl counts. A `Transfer-Encoding` beside a `Content-Length` is refused
-    /// (``ConnectError/framedTwice(transferEncoding:contentLength:request:head:)``), and a bodiless answer (HEAD, 1xx,
-    /// 204, 304) has no body for a length to frame.
+    /// First the rules every engine's head is held to (``ConnectError/unusableHead(_:request:head:)``): among them, a
+    /// `Content-Length` that is not one length of digits (`3, 5`: two headers that disagree; `+5`, which libcurl read as
+    /// 5; `5x`) is refused, as RFC 9112, 6.3 makes it an unrecoverable error and SwiftNIO's parser refuses it; libcurl
+    /// went by the last header, or by the number it could read, and FoundationNetworking delivered the body as
+    /// complete. The same length repeated (`5, 5`) is that length, as the RFC allows. Then libcurl's own gap: a length
+    /// past 64 bits, which libcurl ignores (reading until the connection closes, then reporting success), is a body
+    /// cut short: `networkConnectionLost`, as when the connection closes before a length libcurl counts; a bodiless
+    /// answer (HEAD, 1xx, 204, 304) has no body for such a length to cut.
     ///
-    /// A response with one valid length costs a comparison: URLSession parsed it (`expectedContentLength`), and
-    /// libcurl held the body to it.
+    /// A response costs a scan of its `Content-Length` (``ConnectError/unusableHead(_:request:head:)``).
     static func framingError(of response: HTTPURLResponse, request: URLRequest) -> ConnectError? {
-        if let coding = response.value(forHTTPHeaderField: "Transfer-Encoding"),
-            let length = response.value(forHTTPHeaderField: "Content-Length")
+        let fields = HeadFields(response)
+        if let error = ConnectError.unusableHead(
+            fields, request: .foundation(request), head: .foundation(response))
         {
-            return ConnectError.framedTwice(
-                transferEncoding: coding, contentLength: length, request: .foundation(request),
-                head: .foundation(response))
+            return error
         }
-        guard response.expectedContentLength < 0,
-            let declared = response.value(forHTTPHeaderField: "Content-Length"),
-            response.value(forHTTPHeaderField: "Transfer-Encoding") == nil,
+        guard response.expectedContentLength < 0, fields.transferEncoding == nil,
+            let declared = fields.contentLength, DeclaredLength(declared) == .uncountable,
             !TaskHandler.hasNoBody(response, request: request)
         else { return nil }
-        switch DeclaredLength(declared) {
-        case .length:
-            return nil
-        case .uncountable:
-            return ConnectError.transportFailure(
-                .lengthTooLargeToCount(declared: declared, response: response), request: request)
-        case .invalid:
-            return ConnectError.transportFailure(
-                .invalidLength(declared: declared, response: response), request: request)
-        }
+        return ConnectError.transportFailure(
+            .lengthTooLargeToCount(declared: declared, response: response), request: request)
+    }
+}
+
+/// What the core's rules for a response head read of it (``ConnectError/unusableHead(_:request:head:)``), from either
+/// form an engine hands over: Foundation's response or the core's head.
+struct HeadFields {
+    /// The status code.
+    var status: Int
+    /// The protocol version the status line named (`HTTP/1.0`), `nil` where the engine does not say
+    /// (FoundationNetworking: `HTTPURLResponse` keeps none).
+    var httpVersion: String?
+    /// The `Transfer-Encoding` fields' value, repeated fields joined with `", "`.
+    var transferEncoding: String?
+    /// The `Content-Length` fields' value, repeated fields joined with `", "`.
+    var contentLength: String?
+
+    init(_ response: HTTPURLResponse) {
+        status = response.statusCode
+        httpVersion = nil
+        transferEncoding = response.value(forHTTPHeaderField: "Transfer-Encoding")
+        contentLength = response.value(forHTTPHeaderField: "Content-Length")
+    }
+
+    init(_ head: ResponseHead, httpVersion: String) {
+        status = head.status
+        self.httpVersion = httpVersion
+        transferEncoding = head.headerFields[TransferEncoding.name]
+        contentLength = head.headerFields[.contentLength]
     }
 }
 
 extension ConnectError {
+    /// Why a response head cannot be the answer, whatever engine read it, or `nil` when it can: the one place the core
+    /// holds every engine's head to HTTP/1.1's rules that an engine's parser may let through (libcurl's lets each of
+    /// them through; SwiftNIO's refuses most), checked on URLSession's paths
+    /// (``URLSessionTransport/framingError(of:request:)``) and in the exchange of every ``HTTPEngine``. Each is
+    /// ``Kind/badResponse``:
+    /// - a `Transfer-Encoding` beside a `Content-Length`
+    ///   (``framedTwice(transferEncoding:contentLength:request:head:)``);
+    /// - a `Content-Length` that is not one length of digits (RFC 9112 §6.3: an unrecoverable error): lengths that
+    ///   disagree (`3, 5`), a sign (`+5`, `-5`), anything but digits (`5x`), nothing at all; on any answer, a bodiless
+    ///   one too, as SwiftNIO's parser refuses it there. The same length repeated (`5, 5`) is that length.
+    static func unusableHead(
+        _ fields: HeadFields, request: ConnectResponse.StoredRequest, head: @autoclosure () -> ConnectResponse.Head
+    ) -> ConnectError? {
+        func badResponse(_ message: String) -> ConnectError {
+            ConnectError(
+                .badResponse, message: message, request: request, head: head(),
+                underlyingError: URLError(.badServerResponse))
+        }
+        if let coding = fields.transferEncoding {
+            if let length = fields.contentLength {
+                return framedTwice(transferEncoding: coding, contentLength: length, request: request, head: head())
+            }
+        }
+        if let declared = fields.contentLength, DeclaredLength(declared) == .invalid {
+            return badResponse(
+                "the server's answer has no single valid Content-Length (\(SingleLineText.make(declared, limit: 80))): "
+                    + "its body cannot be trusted")
+        }
+        return nil
+    }
+
     /// An answer whose head has both a `Transfer-Encoding` and a `Content-Length`: ``Kind/badResponse``, whatever its
     /// method or status.
     ///

@@ -16,8 +16,6 @@ enum TransportFailure {
     /// The response's `Content-Length` (`declared`) is too large to count: libcurl read until the connection
     /// closed, so the body delivered as complete is cut short (``URLSessionTransport/framingError(of:request:)``).
     case lengthTooLargeToCount(declared: String, response: HTTPURLResponse)
-    /// The response has no single valid `Content-Length` (`declared`): its body cannot be trusted.
-    case invalidLength(declared: String, response: HTTPURLResponse)
 }
 
 extension ConnectError {
@@ -67,15 +65,6 @@ extension ConnectError {
                 request: request,
                 head: .foundation(response),
                 underlyingError: URLError(.networkConnectionLost)
-            )
-        case .invalidLength(let declared, let response):
-            return ConnectError(
-                .badResponse,
-                message:
-                    "the server's answer has no single valid Content-Length (\(declared)): its body cannot be trusted",
-                request: request,
-                head: .foundation(response),
-                underlyingError: URLError(.badServerResponse)
             )
         }
     }

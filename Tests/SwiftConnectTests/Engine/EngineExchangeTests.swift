@@ -21,6 +21,8 @@ final class EngineExchangeTests: XCTestCase {
             /// Whether the body ends after its chunks; `false` keeps it open until the exchange is cancelled, where
             /// an `AsyncThrowingStream` ends as if complete.
             var ends = true
+            /// The protocol version the engine names.
+            var httpVersion = "HTTP/1.1"
         }
 
         private let state:
@@ -56,7 +58,9 @@ final class EngineExchangeTests: XCTestCase {
             } else {
                 state.withLock { $0.open.append(continuation) }
             }
-            return EngineResponse(head: ResponseHead(status: answer.status, headerFields: answer.fields), body: body)
+            return EngineResponse(
+                head: ResponseHead(status: answer.status, headerFields: answer.fields), httpVersion: answer.httpVersion,
+                body: body)
         }
 
         func failure(_ error: any Error) -> ConnectError? {
@@ -529,6 +533,29 @@ final class EngineExchangeTests: XCTestCase {
                 XCTAssertTrue(error.message.contains("Transfer-Encoding"), error.message)
             }
         }
+    }
+
+    /// Heads no answer may have, which an engine's parser may let through (libcurl's does; SwiftNIO's refuses most):
+    /// refused with `.badResponse` by the core, whatever the engine read, on every path.
+    func testAHeadNoAnswerMayHaveIsABadResponseWhateverTheEngineRead() throws {
+        let transferEncoding = HeaderField.Name("Transfer-Encoding")
+        let heads: [(String, ScriptedEngine.Answer)] = [
+            ("signed length", .init(status: 200, fields: [.contentLength: "+5"], chunks: [Data("hello".utf8)])),
+            ("negative length", .init(status: 200, fields: [.contentLength: "-5"], chunks: [Data("hello".utf8)])),
+        ]
+        for (name, answer) in heads {
+            for options in [TransferOptions(), TransferOptions(maxResponseBytes: 1000, progress: { _ in })] {
+                let engine = ScriptedEngine([answer])
+                let sent = ConnectRequest(url: URL(string: "http://api.test/x")!)
+
+                let error = try failure(of: engine.send(sent, transfer: options))
+
+                XCTAssertEqual(error.kind, .badResponse, "\(name): \(error)")
+            }
+        }
+        // An HTTP/1.0 answer without a transfer coding is an answer.
+        let old = ScriptedEngine([.init(status: 200, chunks: [Data("ok".utf8)], httpVersion: "HTTP/1.0")])
+        XCTAssertEqual(try old.send(request("http://api.test/old")).wait(timeout: 10).data, Data("ok".utf8))
     }
 
     /// A streamed answer whose engine ends it short of its `Content-Length` fails its reader as a lost connection,

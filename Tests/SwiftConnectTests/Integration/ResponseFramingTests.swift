@@ -455,6 +455,26 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// A `Content-Length` that is not digits alone (RFC 9110 §8.6: `1*DIGIT`): libcurl read `+5` as 5 and
+    /// FoundationNetworking delivered the body, where SwiftNIO's parser refuses any sign.
+    func testASignedContentLengthIsABadServerResponseOnEveryPath() throws {
+        // Given lengths with a sign, and a body of 5 bytes
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+        rawRoute("/plus", head + "Content-Length: +5\r\n\r\nhello")
+        rawRoute("/plus-zero", head + "Content-Length: +0\r\n\r\n")
+
+        for path in ["/plus", "/plus-zero"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then: the framing is invalid (RFC 9112 §6.3), never a body of the length libcurl guessed
+                XCTAssertEqual(error?.kind, .badResponse, "\(path): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("Content-Length") ?? false, String(describing: error))
+            }
+        }
+    }
+
     func testAContentLengthTooLargeToCountIsABodyCutShortOnEveryPath() throws {
         // Given lengths past what libcurl can count (it then reads until the connection closes), and 3 bytes sent
         rawRoute("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\nConnection: close\r\n\r\nabc")

@@ -203,12 +203,13 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
             else {
                 throw ConnectError.notAnHTTPStatus(response.head.status, request: .sent(original))
             }
-            // Two framings of one body (RFC 9112 §6.1): refused whatever the engine's parser made of them.
-            if let coding = head.head.headerFields[TransferEncoding.name],
-                let length = head.head.headerFields[.contentLength]
+            // A head no engine's answer may have (two framings of one body, an unasked 101…): refused whatever the
+            // engine's parser made of it.
+            if let error = ConnectError.unusableHead(
+                HeadFields(response.head, httpVersion: response.httpVersion), request: .sent(original),
+                head: head.storedHead)
             {
-                throw ConnectError.framedTwice(
-                    transferEncoding: coding, contentLength: length, request: .sent(original), head: head.storedHead)
+                throw error
             }
             // With no redirect to follow (`maxRedirects` 0), a redirect is the answer.
             if (300..<400).contains(head.statusCode), maxRedirects > 0,
