@@ -475,6 +475,26 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// A negative or empty `Content-Length`: libcurl refuses it ("Invalid Content-Length value"), which
+    /// FoundationNetworking reported as an unnamed transport failure where SwiftNIO's parser's refusal is a malformed
+    /// answer.
+    func testANegativeOrEmptyContentLengthIsABadServerResponseOnEveryPath() throws {
+        // Given
+        let head = "HTTP/1.1 200 OK\r\nConnection: close\r\n"
+        rawRoute("/negative", head + "Content-Length: -5\r\n\r\nhello")
+        rawRoute("/empty", head + "Content-Length:\r\n\r\nhello")
+
+        for path in ["/negative", "/empty"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then
+                XCTAssertEqual(error?.kind, .badResponse, "\(path): \(String(describing: error))")
+            }
+        }
+    }
+
     func testAContentLengthTooLargeToCountIsABodyCutShortOnEveryPath() throws {
         // Given lengths past what libcurl can count (it then reads until the connection closes), and 3 bytes sent
         rawRoute("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\nConnection: close\r\n\r\nabc")

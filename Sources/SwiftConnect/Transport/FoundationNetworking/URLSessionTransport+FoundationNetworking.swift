@@ -140,14 +140,19 @@ extension ConnectError {
     /// - a connection closed before any byte of an answer ("Empty reply from server", reported as
     ///   `badServerResponse`) becomes `networkConnectionLost`;
     /// - a status of other than three digits ("Unsupported response code in HTTP response", reported as
-    ///   `unsupportedURL`) becomes `cannotParseResponse`.
+    ///   `unsupportedURL`) becomes `cannotParseResponse`;
+    /// - a `Content-Length` libcurl cannot read as a length, negative (`-5`) or empty ("Invalid Content-Length:
+    ///   value", reported as `unknown` before any head reaches the transport) becomes `cannotParseResponse`, as the
+    ///   core refuses the lengths libcurl does read (`+5`, `3, 5`: ``ConnectError/unusableHead(_:request:head:)``)
+    ///   and SwiftNIO's parser refuses them all.
     ///
     /// Defect: FoundationNetworking names a libcurl failure by libcurl's code and the socket's `errno` together
     /// (`_EasyHandle.urlErrorCode(for:)`), and says `.unknown` for every pair it has no entry for: "transfer closed
     /// with bytes remaining"; a connect that fails with `EHOSTUNREACH`, `ENETUNREACH` or `EINVAL` (a host that does
     /// not answer ARP, a link that is down, a `blackhole` route); a receive that fails with `ETIMEDOUT` or
     /// `EHOSTUNREACH`; a chunk libcurl cannot read ("Illegal or missing hexadecimal sequence", "Too long
-    /// hexadecimal number", "Malformed encoding found", each "in chunked-encoding"). libcurl's own message, which
+    /// hexadecimal number", "Malformed encoding found", each "in chunked-encoding"); a negative or empty `Content-Length`
+    /// ("Invalid Content-Length: value"). libcurl's own message, which
     /// FoundationNetworking keeps as the description, tells them apart from other failures with the same code, such
     /// as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes counted
     /// against `Content-Length` cannot tell a body cut short (a body that fails to decode counts none). libcurl says
@@ -163,6 +168,7 @@ extension ConnectError {
     /// `OddServerTests.testAServerThatClosesWithoutAnsweringIsALostConnection`,
     /// `OddServerTests.testAHeadTooLargeToHoldIsATypedError`,
     /// `OddServerTests.testAStatusOfOtherThanThreeDigitsIsAMalformedAnswer`,
+    /// `ResponseFramingTests.testANegativeOrEmptyContentLengthIsABadServerResponseOnEveryPath`,
     /// `FailureKindTests.testLibcurlsUnnamedFailuresAreNamedByTheirMessage`,
     /// `FailureKindTests.testAnEmptyReplyIsALostConnection`, and, end to end through a `blackhole`
     /// route, `NetworkFaultTests.testARouteThatSwallowsPacketsEndsCallsTypedAndNeverSendsAPostTwice`.
@@ -179,7 +185,11 @@ extension ConnectError {
             return URLError(.cannotParseResponse, userInfo: urlError.userInfo)
         }
         guard urlError.code == .unknown else { return error }
-        if Self.malformedChunks.contains(message) || message.hasPrefix("Too large response headers") {
+        // libcurl fails a negative or empty `Content-Length` with "Invalid Content-Length: value", which
+        // FoundationNetworking reports as `.unknown`: a malformed head, as the core and SwiftNIO's parser say.
+        if Self.malformedChunks.contains(message) || message.hasPrefix("Too large response headers")
+            || message.hasPrefix("Invalid Content-Length")
+        {
             // Not "Bad content-encoding found in chunked-encoding": a body that does not decode stays as it is.
             return URLError(.cannotParseResponse, userInfo: urlError.userInfo)
         }
