@@ -16,7 +16,8 @@ extension URLSessionTransport {
     /// cut short: `networkConnectionLost`, as when the connection closes before a length libcurl counts; a bodiless
     /// answer (HEAD, 1xx, 204, 304) has no body for such a length to cut.
     ///
-    /// A response costs a scan of its `Content-Length` (``ConnectError/unusableHead(_:request:head:)``).
+    /// A response costs a scan of its field values (``ConnectError/unusableHead(_:request:head:)``) and of its
+    /// `Content-Length`.
     static func framingError(of response: HTTPURLResponse, request: URLRequest) -> ConnectError? {
         let fields = HeadFields(response)
         if let error = ConnectError.unusableHead(
@@ -45,12 +46,21 @@ struct HeadFields {
     var transferEncoding: String?
     /// The `Content-Length` fields' value, repeated fields joined with `", "`.
     var contentLength: String?
+    /// The name of the first field whose value holds a CR, LF or NUL, if any.
+    var fieldWithForbiddenCharacter: String?
 
     init(_ response: HTTPURLResponse) {
         status = response.statusCode
         httpVersion = nil
         transferEncoding = response.value(forHTTPHeaderField: "Transfer-Encoding")
         contentLength = response.value(forHTTPHeaderField: "Content-Length")
+        fieldWithForbiddenCharacter = nil
+        for (name, value) in response.allHeaderFields {
+            if let value = value as? String, Self.hasForbiddenCharacter(value) {
+                fieldWithForbiddenCharacter = (name as? String) ?? "\(name)"
+                break
+            }
+        }
     }
 
     init(_ head: ResponseHead, httpVersion: String) {
@@ -58,6 +68,12 @@ struct HeadFields {
         self.httpVersion = httpVersion
         transferEncoding = head.headerFields[TransferEncoding.name]
         contentLength = head.headerFields[.contentLength]
+        fieldWithForbiddenCharacter = head.headerFields.first { Self.hasForbiddenCharacter($0.value) }?.name.rawName
+    }
+
+    /// Whether `value` holds a CR, LF or NUL, which RFC 9110 §5.5 makes a field value invalid with.
+    static func hasForbiddenCharacter(_ value: String) -> Bool {
+        value.utf8.contains { $0 == 0x0D || $0 == 0x0A || $0 == 0 }
     }
 }
 
@@ -67,6 +83,7 @@ extension ConnectError {
     /// them through; SwiftNIO's refuses most), checked on URLSession's paths
     /// (``URLSessionTransport/framingError(of:request:)``) and in the exchange of every ``HTTPEngine``. Each is
     /// ``Kind/badResponse``:
+    /// - a CR, LF or NUL inside a field value (RFC 9110 §5.5: a recipient rejects the message or replaces them);
     /// - a `Transfer-Encoding` beside a `Content-Length`
     ///   (``framedTwice(transferEncoding:contentLength:request:head:)``);
     /// - a `Content-Length` that is not one length of digits (RFC 9112 §6.3: an unrecoverable error): lengths that
@@ -79,6 +96,11 @@ extension ConnectError {
             ConnectError(
                 .badResponse, message: message, request: request, head: head(),
                 underlyingError: URLError(.badServerResponse))
+        }
+        if let name = fields.fieldWithForbiddenCharacter {
+            return badResponse(
+                "the server's answer has a CR, LF or NUL inside the value of its field '\(HTTPHeader.shownName(name))', "
+                    + "which makes the head invalid (RFC 9110, 5.5)")
         }
         if let coding = fields.transferEncoding {
             if let length = fields.contentLength {

@@ -495,6 +495,22 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// A CR alone inside a field value (RFC 9112 §2.2: a recipient MUST treat it as invalid, or replace it with a
+    /// space): libcurl kept it in the value and FoundationNetworking handed it to the caller, where SwiftNIO's parser
+    /// refuses the head.
+    func testABareCRInAFieldValueIsABadServerResponseOnEveryPath() throws {
+        // Given
+        rawRoute("/cr", "HTTP/1.1 200 OK\r\nX-Note: one\rtwo\r\nContent-Length: 2\r\n\r\nok")
+
+        for options in everyPath {
+            // When
+            let error = connectError(of: connect.response(for: route("/cr", options: options)))
+
+            // Then
+            XCTAssertEqual(error?.kind, .badResponse, String(describing: error))
+        }
+    }
+
     func testAContentLengthTooLargeToCountIsABodyCutShortOnEveryPath() throws {
         // Given lengths past what libcurl can count (it then reads until the connection closes), and 3 bytes sent
         rawRoute("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\nConnection: close\r\n\r\nabc")
