@@ -86,6 +86,7 @@ extension ConnectError {
     /// - a CR, LF or NUL inside a field value (RFC 9110 §5.5: a recipient rejects the message or replaces them);
     /// - a `Transfer-Encoding` beside a `Content-Length`
     ///   (``framedTwice(transferEncoding:contentLength:request:head:)``);
+    /// - `chunked` applied more than once (RFC 9112 §6.1 forbids it: one parser removes one layer, another two);
     /// - a `Content-Length` that is not one length of digits (RFC 9112 §6.3: an unrecoverable error): lengths that
     ///   disagree (`3, 5`), a sign (`+5`, `-5`), anything but digits (`5x`), nothing at all; on any answer, a bodiless
     ///   one too, as SwiftNIO's parser refuses it there. The same length repeated (`5, 5`) is that length.
@@ -105,6 +106,15 @@ extension ConnectError {
         if let coding = fields.transferEncoding {
             if let length = fields.contentLength {
                 return framedTwice(transferEncoding: coding, contentLength: length, request: request, head: head())
+            }
+            let chunked = coding.split(separator: ",").filter {
+                $0.trimmingCharacters(in: [" ", "\t"]).caseInsensitiveCompare("chunked") == .orderedSame
+            }
+            if chunked.count > 1 {
+                return badResponse(
+                    "the server's answer applies chunked more than once (Transfer-Encoding: "
+                        + "\(SingleLineText.make(coding, limit: 80))), which frames its body more than one way "
+                        + "(RFC 9112, 6.1)")
             }
         }
         if let declared = fields.contentLength, DeclaredLength(declared) == .invalid {

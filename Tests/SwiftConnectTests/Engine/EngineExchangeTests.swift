@@ -542,6 +542,7 @@ final class EngineExchangeTests: XCTestCase {
         let heads: [(String, ScriptedEngine.Answer)] = [
             ("signed length", .init(status: 200, fields: [.contentLength: "+5"], chunks: [Data("hello".utf8)])),
             ("negative length", .init(status: 200, fields: [.contentLength: "-5"], chunks: [Data("hello".utf8)])),
+            ("chunked twice", .init(status: 200, fields: [transferEncoding: "chunked, Chunked"], chunks: [Data([1])])),
             ("CR in a value", .init(status: 200, fields: ["X-Note": "one\rtwo"], chunks: [Data([1])])),
         ]
         for (name, answer) in heads {

@@ -495,6 +495,28 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// `chunked` applied twice (RFC 9112 §6.1: a sender MUST NOT apply it more than once): one parser reads one layer
+    /// of chunks, another two, so the body is not the same answer everywhere.
+    func testChunkedTwiceIsABadServerResponseOnEveryPath() throws {
+        // Given chunked named twice in one field, and in two fields, over one layer of chunks
+        let body = "5\r\nhello\r\n0\r\n\r\n"
+        rawRoute("/one-field", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked, chunked\r\n\r\n" + body)
+        rawRoute(
+            "/two-fields",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n" + body)
+
+        for path in ["/one-field", "/two-fields"] {
+            for options in everyPath {
+                // When
+                let error = connectError(of: connect.request(route(path, options: options)))
+
+                // Then
+                XCTAssertEqual(error?.kind, .badResponse, "\(path): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("chunked") ?? false, String(describing: error))
+            }
+        }
+    }
+
     /// A CR alone inside a field value (RFC 9112 §2.2: a recipient MUST treat it as invalid, or replace it with a
     /// space): libcurl kept it in the value and FoundationNetworking handed it to the caller, where SwiftNIO's parser
     /// refuses the head.
