@@ -84,6 +84,8 @@ extension ConnectError {
     /// (``URLSessionTransport/framingError(of:request:)``) and in the exchange of every ``HTTPEngine``. Each is
     /// ``Kind/badResponse``:
     /// - a CR, LF or NUL inside a field value (RFC 9110 §5.5: a recipient rejects the message or replaces them);
+    /// - a `101 Switching Protocols`: the core never asks for an upgrade, so the connection would speak a protocol
+    ///   nobody reads (RFC 9110 §15.2.2: a server switches only to a protocol the request named in `Upgrade`);
     /// - a `Transfer-Encoding` beside a `Content-Length`
     ///   (``framedTwice(transferEncoding:contentLength:request:head:)``);
     /// - `chunked` applied more than once (RFC 9112 §6.1 forbids it: one parser removes one layer, another two);
@@ -102,6 +104,11 @@ extension ConnectError {
             return badResponse(
                 "the server's answer has a CR, LF or NUL inside the value of its field '\(HTTPHeader.shownName(name))', "
                     + "which makes the head invalid (RFC 9110, 5.5)")
+        }
+        if fields.status == 101 {
+            return badResponse(
+                "the server switched protocols (101) though the request asked for no upgrade: its answer is not HTTP "
+                    + "(RFC 9110, 15.2.2)")
         }
         if let coding = fields.transferEncoding {
             if let length = fields.contentLength {

@@ -232,6 +232,8 @@ final class HopHandler: Sendable {
     /// An informational head (1xx) is not the answer, and is passed over: FoundationNetworking hands a `100 Continue`
     /// or a `103 Early Hints` to the delegate as if it were the response, then the final head's body (the
     /// completion names the final head). Test: `OddServerTests.testAnInformationalAnswerBeforeTheFinalOneIsSkipped`.
+    /// A `101 Switching Protocols` is no interim answer: the framing check refuses it
+    /// (``ConnectError/unusableHead(_:request:head:)``).
     func didReceive(_ response: URLResponse) -> Bool {
         guard let response = response as? HTTPURLResponse else {
             answer(.failure(ConnectError.transportFailure(.notHTTP, request: request)))

@@ -544,6 +544,7 @@ final class EngineExchangeTests: XCTestCase {
             ("negative length", .init(status: 200, fields: [.contentLength: "-5"], chunks: [Data("hello".utf8)])),
             ("chunked twice", .init(status: 200, fields: [transferEncoding: "chunked, Chunked"], chunks: [Data([1])])),
             ("CR in a value", .init(status: 200, fields: ["X-Note": "one\rtwo"], chunks: [Data([1])])),
+            ("unasked 101", .init(status: 101, fields: ["Upgrade": "websocket"])),
         ]
         for (name, answer) in heads {
             for options in [TransferOptions(), TransferOptions(maxResponseBytes: 1000, progress: { _ in })] {

@@ -533,6 +533,27 @@ final class ResponseFramingTests: IntegrationTestCase {
         }
     }
 
+    /// A `101 Switching Protocols` to a request that asked for no upgrade (RFC 9110 §15.2.2: a server switches only to
+    /// a protocol the request named): what follows is another protocol's, and the head is no answer. FoundationNetworking
+    /// handed the 101 to the caller as the response, the bytes after it as its body.
+    func testAnUnaskedSwitchingProtocolsIsABadServerResponseOnEveryPath() throws {
+        // Given a switch followed by another protocol's bytes, and one followed by what reads as an HTTP answer
+        let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"
+        rawRoute("/other", head + "not HTTP any more")
+        rawRoute("/http", head + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")
+
+        for path in ["/other", "/http"] {
+            for options in everyPath + [RequestOptions(acceptsEveryStatus: true)] {
+                // When
+                let error = connectError(of: connect.response(for: route(path, options: options)))
+
+                // Then
+                XCTAssertEqual(error?.kind, .badResponse, "\(path): \(String(describing: error))")
+                XCTAssertTrue(error?.message.contains("101") ?? false, String(describing: error))
+            }
+        }
+    }
+
     func testAContentLengthTooLargeToCountIsABodyCutShortOnEveryPath() throws {
         // Given lengths past what libcurl can count (it then reads until the connection closes), and 3 bytes sent
         rawRoute("/huge", "HTTP/1.1 200 OK\r\nContent-Length: 99999999999999999999\r\nConnection: close\r\n\r\nabc")
