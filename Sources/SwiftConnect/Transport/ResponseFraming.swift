@@ -89,6 +89,8 @@ extension ConnectError {
     /// - a `Transfer-Encoding` beside a `Content-Length`
     ///   (``framedTwice(transferEncoding:contentLength:request:head:)``);
     /// - `chunked` applied more than once (RFC 9112 §6.1 forbids it: one parser removes one layer, another two);
+    /// - a `Transfer-Encoding` in an HTTP/1.0 answer, where the engine names the version (RFC 9112 §6.1: the framing
+    ///   is faulty, as HTTP/1.0 has no transfer codings);
     /// - a `Content-Length` that is not one length of digits (RFC 9112 §6.3: an unrecoverable error): lengths that
     ///   disagree (`3, 5`), a sign (`+5`, `-5`), anything but digits (`5x`), nothing at all; on any answer, a bodiless
     ///   one too, as SwiftNIO's parser refuses it there. The same length repeated (`5, 5`) is that length.
@@ -122,6 +124,11 @@ extension ConnectError {
                     "the server's answer applies chunked more than once (Transfer-Encoding: "
                         + "\(SingleLineText.make(coding, limit: 80))), which frames its body more than one way "
                         + "(RFC 9112, 6.1)")
+            }
+            if fields.httpVersion == "HTTP/1.0" {
+                return badResponse(
+                    "the server's HTTP/1.0 answer has a Transfer-Encoding (\(SingleLineText.make(coding, limit: 80))), "
+                        + "which HTTP/1.0 does not have: its framing cannot be trusted (RFC 9112, 6.1)")
             }
         }
         if let declared = fields.contentLength, DeclaredLength(declared) == .invalid {

@@ -543,6 +543,10 @@ final class EngineExchangeTests: XCTestCase {
             ("signed length", .init(status: 200, fields: [.contentLength: "+5"], chunks: [Data("hello".utf8)])),
             ("negative length", .init(status: 200, fields: [.contentLength: "-5"], chunks: [Data("hello".utf8)])),
             ("chunked twice", .init(status: 200, fields: [transferEncoding: "chunked, Chunked"], chunks: [Data([1])])),
+            (
+                "transfer coding in HTTP/1.0",
+                .init(status: 200, fields: [transferEncoding: "chunked"], chunks: [Data([1])], httpVersion: "HTTP/1.0")
+            ),
             ("CR in a value", .init(status: 200, fields: ["X-Note": "one\rtwo"], chunks: [Data([1])])),
             ("unasked 101", .init(status: 101, fields: ["Upgrade": "websocket"])),
         ]
