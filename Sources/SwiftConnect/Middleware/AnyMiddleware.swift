@@ -68,9 +68,11 @@ extension Middleware where Self == AnyMiddleware {
 }
 
 extension Connect {
-    /// A client that does what this one does, and more: `middlewares` after every middleware of this client (nearer
-    /// the transport, before a connector's or a call's), `plugins`, `validators` and `processors` after its
-    /// client-level ones. It shares this client's
+    /// A client that does what this one does, and more: `middlewares` after this client's own middlewares and those
+    /// of its options (``Connect/Settings/options``), nearer the transport; `plugins`, `validators` and `processors`
+    /// after those of its options. They are client-level stages, so the more specific levels still come after them:
+    /// the client's options for the request's method (``Connect/Settings/methodOptions``), then a connector's, then a
+    /// call's (see ``RequestOptions`` for the order). It shares this client's
     /// transport (its connections), request queue, response cache, error handler, retry policy, server and
     /// settings: Konex's plugins added at run time, without a second connection pool.
     ///
@@ -84,10 +86,10 @@ extension Connect {
     /// they share.
     ///
     /// - Parameters:
-    ///   - middlewares: Stages that run after this client's middlewares.
-    ///   - plugins: Observers told after this client's plugins.
-    ///   - validators: Checks that run after this client's validators.
-    ///   - processors: Transformations that run after this client's processors.
+    ///   - middlewares: Stages that run after this client's client-level middlewares.
+    ///   - plugins: Observers told after this client's client-level plugins.
+    ///   - validators: Checks that run after this client's client-level validators.
+    ///   - processors: Transformations that run after this client's client-level processors.
     /// - Returns: The new client.
     public func adding(
         middlewares: [any Middleware] = [],
@@ -96,8 +98,8 @@ extension Connect {
         processors: [any ResponseProcessor] = []
     ) -> Connect {
         var settings = self.settings
-        // Client-level options: the new stages run after every middleware of this client, and before a connector's
-        // or a call's, as this client's own do.
+        // Client-level options: the new stages run after this client's own and its options', and before its options
+        // for a method, a connector's or a call's, as this client's options' stages do.
         settings.options = settings.options.merged(
             with: RequestOptions(
                 middlewares: middlewares, plugins: plugins, validators: validators, processors: processors))

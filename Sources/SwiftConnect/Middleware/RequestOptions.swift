@@ -2,9 +2,10 @@ import Foundation
 
 /// What can be added to requests at three levels: the client, a connector and a single call.
 ///
-/// The levels combine in a fixed order, client first, then connector, then call:
-/// - **middlewares**: client middlewares wrap connector middlewares, which wrap call middlewares, which wrap
-///   the transport. A request passes them in that order; the response comes back in reverse.
+/// The levels combine in a fixed order, client first, then the client's options for the request's method
+/// (``Connect/Settings/methodOptions``), then connector, then call:
+/// - **middlewares**: client middlewares wrap the method's, which wrap connector middlewares, which wrap call
+///   middlewares, which wrap the transport. A request passes them in that order; the response comes back in reverse.
 /// - **plugins** are told about each attempt in that order.
 /// - **validators** check a successful response in that order; the first that throws fails the request.
 /// - **processors** transform the body in that order, each seeing the previous one's output, before decoding.

@@ -140,4 +140,36 @@ final class CompositionTests: XCTestCase {
         _ = try held.waitForResult(timeout: 10)
         XCTAssertEqual(transport.requests.count, 3)
     }
+
+    /// `adding(middlewares:plugins:)` adds client-level stages: after the client's own and its options', before the
+    /// more specific levels (the client's options for a method, a connector's, a call's), as `RequestOptions` orders
+    /// every level. Its documentation said "after every middleware of this client", which a method's are not.
+    func testADerivedClientsStagesComeBeforeTheMethodsTheConnectorsAndTheCalls() throws {
+        // Given: a client with a middleware and a plugin at every level, and one derived from it
+        let events = Recorder<String>()
+        let told = Recorder<String>()
+        func stage(_ name: String) -> RecordingMiddleware { RecordingMiddleware(name: name, events: events) }
+        func plugin(_ name: String) -> AnyPlugin { AnyPlugin(willSend: { _, _ in told.append(name) }) }
+        let api = Connect(
+            transport: FakeTransport.answering(.status(204)), middlewares: [stage("client")], retryPolicy: nil,
+            settings: Connect.Settings(
+                options: RequestOptions(middlewares: [stage("options")], plugins: [plugin("options")]),
+                methodOptions: [.get: RequestOptions(middlewares: [stage("method")], plugins: [plugin("method")])]))
+        let derived = api.adding(middlewares: [stage("added")], plugins: [plugin("added")])
+        let route = Route(
+            "/items", baseURL: base,
+            options: RequestOptions(middlewares: [stage("connector")], plugins: [plugin("connector")]))
+
+        // When
+        _ = try derived.request(
+            route, options: RequestOptions(middlewares: [stage("call")], plugins: [plugin("call")])
+        ).wait(timeout: 10)
+
+        // Then
+        XCTAssertEqual(
+            events.values.filter { $0.hasPrefix("→") },
+            ["→client", "→options", "→added", "→method", "→connector", "→call"])
+        XCTAssertTrue(told.wait(forCount: 5))
+        XCTAssertEqual(told.values, ["options", "added", "method", "connector", "call"])
+    }
 }
