@@ -122,6 +122,10 @@ public struct RequestContext: Sendable {
     ///
     /// It says where the request was built to go. A middleware before yours may send it elsewhere by changing its
     /// URL: the built-in signing stages then check the URL they are given again, and sign nothing for another origin.
+    /// What was set before that middleware stays on the request as it left it, unlike on a redirect: the server's
+    /// default headers, an ``AuthorizedConnector``'s `Authorization`, a field an earlier middleware set, and the
+    /// server's default query items in a query it keeps. A middleware that moves requests to another origin removes
+    /// what must not go there.
     public var isForServer = true
     /// The client's server URL when the request was built for it (``isForServer``); `nil` for a client without a
     /// ``ServerConfiguration``. The signing stages compare the request's URL with it as they see it.

@@ -155,6 +155,30 @@ final class MiddlewareChainTests: XCTestCase {
         XCTAssertEqual(value(of: future)?.statusCode, 200)
         XCTAssertEqual(events.values, ["→solo", "next:solo", "←solo"])
     }
+
+    /// A middleware that moves a request to another origin is not a redirect: the signing stage after it signs
+    /// nothing there, but what was set before it goes along as it was (RequestContext.isForServer, SECURITY.md).
+    func testAMiddlewareThatMovesARequestElsewhereTakesWhatWasSetBeforeIt() throws {
+        // Given: a server with a default header and query item, a connector with its own token, a moving stage
+        let transport = FakeTransport(fallback: .status(204))
+        let moving = AnyMiddleware.adapter { request in
+            request.url = URL(string: "https://mirror.other.test/items?\(request.url.query ?? "")")!
+        }
+        let signing = BasicAuthentication(username: "gate", password: "s3cret")
+        let connect = Connect(
+            transport: transport, middlewares: [moving, signing], retryPolicy: nil,
+            configuration: ServerConfiguration(
+                host: "api.test", defaultHeaders: [HTTPHeader(name: "X-API-Key", value: "k1")],
+                defaultQueryItems: [URLQueryItem(name: "tenant", value: "t1")]))
+        // When
+        _ = value(of: connect.request(Route("/items", authorizationToken: .bearer(token: "connector-token"))))
+        // Then
+        let sent = try XCTUnwrap(transport.requests.first)
+        XCTAssertEqual(sent.url?.host, "mirror.other.test")
+        XCTAssertEqual(sent.url?.query, "tenant=t1")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "X-API-Key"), "k1")
+        XCTAssertEqual(sent.value(forHTTPHeaderField: "Authorization"), "Bearer connector-token", "not re-signed")
+    }
 }
 
 // MARK: - Doubles
