@@ -215,7 +215,11 @@ extension Future {
     ) -> Future<NewValue> {
         let derived: Future<NewValue> = makeDerived()
         whenCompleteReturningWork { result in
-            derived.resolve(transform(result))
+            // As in `chain`: cancelling `derived` cancels this future, or finds it already resolved with its callbacks
+            // still to run (on its `receive(on:)` queue, or on the thread completing it); either way `transform` must
+            // not run (a `map` of the caller's, a decode, a response's check) for a result nobody waits for.
+            if derived.isCompleted { return .empty }
+            return derived.resolve(transform(result))
         }.run()
         return derived
     }

@@ -168,6 +168,40 @@ final class FutureCancellationTests: XCTestCase {
         XCTAssertTrue(chained.isCancelled)
     }
 
+    /// As for `flatMap`: a `map` stage cancelled after its source succeeded, while the source's callbacks wait on their
+    /// `receive(on:)` queue, does not run its transform (a decode of a body nobody waits for, a side effect of the
+    /// caller's), nor does `decoded(toType:)`, which maps.
+    func testCancellingAMapWhoseSourceSucceededDoesNotRunTheTransform() {
+        // Given: a map and a decode on a source whose callbacks wait on a suspended queue
+        let queue = DispatchQueue(label: "FutureCancellationTests.held")
+        queue.suspend()
+        let source = Promise<Int>()
+        let body = Promise<Data>()
+        let transforms = Counter()
+        let mapped = source.future.receive(on: queue).map { value -> Int in
+            transforms.increment()
+            return value + 1
+        }
+        let decoded = body.future.receive(on: queue).map { data -> Data in
+            transforms.increment()
+            return data
+        }.decoded(toType: [Int].self)
+
+        // When: the sources succeed, then the ends of the chains are cancelled before the queue delivers
+        source.succeed(1)
+        body.succeed(Data("[1]".utf8))
+        mapped.cancel()
+        decoded.cancel()
+        queue.resume()
+        queue.sync {}
+
+        // Then
+        XCTAssertEqual(transforms.value, 0, "no transform ran for a cancelled stage")
+        XCTAssertTrue(mapped.isCancelled)
+        XCTAssertEqual(error(of: mapped) as? FutureError, .cancelled)
+        XCTAssertEqual(error(of: decoded) as? FutureError, .cancelled)
+    }
+
     func testCancellingZipAndAllCancelsTheirInputs() {
         let first = Promise<Int>()
         let second = Promise<Int>()
