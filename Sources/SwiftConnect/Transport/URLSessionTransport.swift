@@ -212,8 +212,18 @@ public final class URLSessionTransport: Transport {
     /// Sends a request, streaming its body from a file and its response to a file as `transfer` asks.
     ///
     /// A plain request without a body takes URLSession's completion-handler path; every other one runs through the
-    /// core's exchange, one URLSession task per hop (see the `ConnectRequest` variant of this method).
+    /// core's exchange, one URLSession task per hop (see the `ConnectRequest` variant of this method). On either
+    /// path a request that cannot go on the wire as it is (a method or field name that is not a token, a control
+    /// character or non-ASCII text in a value, a `Content-Length` that is not the body's…) fails with
+    /// ``ConnectError/Kind/invalidRequest``, nothing sent, as a client's request does.
     public func send(_ unprepared: URLRequest, transfer: TransferOptions) -> Future<ConnectResponse> {
+        send(unprepared, transfer: transfer, checked: false)
+    }
+
+    /// The public `send(_:transfer:)` of a `URLRequest`, the request's wire check skipped on URLSession's completion-handler path
+    /// when `checked` says the caller has run it (the `ConnectRequest` it was made from). Every other path runs
+    /// through the core's exchange, which checks each hop itself.
+    private func send(_ unprepared: URLRequest, transfer: TransferOptions, checked: Bool) -> Future<ConnectResponse> {
         let unprepared = sessionSecretHeaders.isEmpty ? unprepared : withSessionSecretHeaders(unprepared)
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }
         let request: URLRequest
@@ -224,6 +234,12 @@ public final class URLSessionTransport: Transport {
         // Over a session of the app's (no delegate of ours), a plain request with a body takes this path too: the
         // session sends it, and `sendInMemory` below comes back here for every transfer it cannot run.
         if transfer.isPlain, delegate == nil || (request.httpBody?.isEmpty ?? true && request.httpBodyStream == nil) {
+            // The core's exchange checks each hop it sends; this path is URLSession's alone, so the request is held to
+            // the same rules here, whoever made it (a client's chain has checked it already, a caller of the
+            // transport has not): a CR LF in a value or the method would otherwise be written into the request.
+            if !checked, let problem = (try? ConnectRequest(request))?.wireProblem(bodyFile: nil) {
+                return Future(error: problem)
+            }
             return sendWithCompletionHandler(request, observation: transfer.observation)
         }
         guard delegate != nil else { return sendInMemory(request, transfer: transfer, using: self) }
@@ -253,7 +269,10 @@ public final class URLSessionTransport: Transport {
             var request = request
             request.headerFields.trimBlanks()
             request.headerFields.removeBlankContentTypes()
-            return send(request.urlRequest, transfer: transfer)
+            // Checked here, on the core's model, rather than on the `URLRequest` made of it (FoundationNetworking's
+            // drops a field whose value it refuses, silently).
+            if let problem = request.wireProblem(bodyFile: transfer.bodyFile) { return Future(error: problem) }
+            return send(request.urlRequest, transfer: transfer, checked: true)
         }
         // Pins are checked for every hop, the first included, by the hop engine.
         return exchange(request, transfer: transfer)

@@ -189,6 +189,68 @@ final class URLSessionTransportTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    // MARK: - The wire check, for a request handed to the transport directly
+
+    /// A request handed straight to the transport (as the conformance suite and a user's own code do), not through a
+    /// client's chain: a plain GET, which takes URLSession's completion-handler path, meets the wire check all the
+    /// same, from a `ConnectRequest` and from a `URLRequest`, over the transport's own session and an app's.
+    func testAPlainRequestSentDirectlyWithAnUnsendableHeaderFailsNothingSent() throws {
+        server.route("GET", "/small") { _ in .text("answered") }
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        let url = server.baseURL.appendingPathComponent("small")
+        let cases: [(name: String, value: String)] = [
+            ("X-Note", "a\r\nX-Injected: yes"), ("X-Note", "line\nbreak"), ("X-Note", "nul\u{0}"),
+            ("X-Note", "caf\u{E9}"), ("Bad Name", "value"), ("Bad:Name", "value"),
+        ]
+        for transport in [URLSessionTransport(), URLSessionTransport(session: session)] {
+            for (name, value) in cases {
+                // Given
+                var request = ConnectRequest(url: url)
+                request.headerFields.append(HeaderField(name: HeaderField.Name(name), value: value))
+                var foundation = URLRequest(url: url)
+                foundation.setValue(value, forHTTPHeaderField: name)
+
+                // When (FoundationNetworking's `URLRequest` drops a value with CR, LF or NUL itself: nothing to send)
+                var results = [try transport.send(request, transfer: TransferOptions()).waitForResult(timeout: 10)]
+                if foundation.value(forHTTPHeaderField: name) != nil {
+                    results.append(try transport.send(foundation).waitForResult(timeout: 10))
+                }
+
+                // Then
+                for result in results {
+                    guard case .failure(let error as ConnectError) = result else {
+                        return XCTFail("\(name): \(value.debugDescription) was sent: \(result)")
+                    }
+                    XCTAssertEqual(error.kind, .invalidRequest, "\(name): \(value.debugDescription)")
+                    XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: HTTPHeader.shownName(name)), name)
+                }
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
+    /// A method that is not a token, handed straight to the transport on its plain path, fails the same way.
+    func testAPlainRequestSentDirectlyWithAnInvalidMethodFailsNothingSent() throws {
+        let transport = URLSessionTransport()
+        let url = server.baseURL.appendingPathComponent("small")
+        for method in ["GET /x HTTP/1.1\r\nX: y", "GE T", "G\u{E9}T"] {
+            // Given
+            let request = ConnectRequest(method: HTTPMethod(rawValue: method), url: url)
+
+            // When
+            let result = try transport.send(request, transfer: TransferOptions()).waitForResult(timeout: 10)
+
+            // Then
+            guard case .failure(let error as ConnectError) = result else {
+                return XCTFail("\(method.debugDescription) was sent: \(result)")
+            }
+            XCTAssertEqual(error.kind, .invalidRequest, method.debugDescription)
+            XCTAssertEqual(error.invalidRequestReason, .invalidMethod(method), method.debugDescription)
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     func testASchemeInCapitalsIsHTTPAllTheSame() throws {
         // Given URLs whose scheme is written in capitals, which RFC 3986 makes the same scheme
         let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
