@@ -154,7 +154,8 @@ public enum TransportConformance {
 
     /// Every check, in the order they run.
     public static let checks: [Check] = [
-        methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, fragmentStaysHome, statusesAreResponses,
+        methodsAndBodies, bodyFromAFile, bodyFromAStream, repeatedHeaderFields, unsendableRequestsAreRefused,
+        fragmentStaysHome, statusesAreResponses,
         redirectsKeepCredentialsHome, cookieSetByARedirect, subSecondDeadline, deadlineCoversTheBody,
         cancellationClosesTheConnection, sizeLimitStopsReading, progress, truncatedBody, refusedConnection,
         bodySentAgain,
@@ -303,6 +304,42 @@ public enum TransportConformance {
             try context.expect(
                 multi == "First A, second B" || multi == "First A,second B",
                 "X-Multi came back as \(multi ?? "nothing"), sent as \"First A\" then \"second B\"")
+        }
+    }
+
+    /// A request that cannot go on the wire as it is fails with `invalidRequest`, nothing sent, when it is handed to the
+    /// transport directly as much as through a client: a method or a field value with CR LF would be written into the
+    /// request as a line of its own (request splitting), a field name that is not a token or a value that is not ASCII
+    /// goes out differently on each engine. A plain GET and a POST with a body, which engines may send by different
+    /// paths, are both held to it.
+    static let unsendableRequestsAreRefused = Check(name: "unsendable requests are refused") { context in
+        try context.withServer { server in
+            server.route("*", "/echo") { _ in .text("sent") }
+            let url = server.baseURL.appendingPathComponent("echo")
+            let cases: [(label: String, method: HTTPMethod, field: HeaderField?)] = [
+                ("a method with CR LF", "GET /other HTTP/1.1\r\nX-Injected: yes", nil),
+                ("a method with a space", "GE T", nil),
+                ("a value with CR LF", .get, HeaderField(name: "X-Note", value: "a\r\nX-Injected: yes")),
+                ("a value with NUL", .get, HeaderField(name: "X-Note", value: "a\u{0}b")),
+                ("a value that is not ASCII", .get, HeaderField(name: "X-Note", value: "caf\u{E9}")),
+                ("a name with a space", .get, HeaderField(name: "X Note", value: "a")),
+                ("a name with a colon", .get, HeaderField(name: "X-Note:", value: "a")),
+            ]
+            for (label, method, field) in cases {
+                for body in method == .get ? [nil, Data("body".utf8)] : [nil] {
+                    var request = ConnectRequest(method: body == nil ? method : .post, url: url, timeoutInterval: 30)
+                    if let field { request.headerFields.append(field) }
+                    if let body { request.body = .bytes(body) }
+                    let outcome = try context.send(request)
+                    guard case .failure(let error as ConnectError) = outcome, error.kind == .invalidRequest else {
+                        throw Failure(
+                            description: "\(label)\(body == nil ? "" : " and a body"): expected an invalidRequest "
+                                + "error, nothing sent; got \(outcome)")
+                    }
+                }
+            }
+            try context.expect(
+                server.requestCount == 0, "the server got \(server.requestCount) of the requests it should not have")
         }
     }
 
