@@ -22,6 +22,9 @@ extension ConnectRequest {
     /// - a `Transfer-Encoding` field, whatever the body: the engine frames the body itself (see `TransferEncoding`);
     /// - a `TE` field other than `TE: trailers`: the answer's transfer codings are the connection's, which the engine
     ///   negotiates, and HTTP/2 forbids any other value (see `TransferCodings`);
+    /// - more than one `Host` field, or one whose value is a list (`a, b`): it names no one server, RFC 9112 §3.2 has a
+    ///   server answer 400, and a proxy and the server behind it may each pick another (`RequestHost`); one `Host`
+    ///   goes out as set (a virtual host behind an address);
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
     ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
     /// - a user name in the URL whose escapes decode to a colon (`ann%3Ax:pw@`): sent as Basic credentials
@@ -71,6 +74,11 @@ extension ConnectRequest {
         }) {
             var error = ConnectError.invalidRequest(.invalidHeader(name: field.name.rawName), sent: self)
             error.message = TransferCodings.message(name: field.name.rawName, value: field.value)
+            return error
+        }
+        if let problem = RequestHost.problem(in: headerFields) {
+            var error = ConnectError.invalidRequest(.invalidHeader(name: problem.name), sent: self)
+            error.message = problem.message
             return error
         }
         if case .failure(let problem)? = EscapedHost.plainName(of: url) {
@@ -171,6 +179,38 @@ enum TransferCodings {
         "the header '\(name)' asks for the transfer codings \(SingleLineText.make(value.debugDescription, limit: 40)), "
             + "which the transport negotiates itself (HTTP/2 allows only 'trailers', in lower case): leave it out, or set "
             + "it to 'trailers'"
+    }
+}
+
+/// A request's `Host` field, which a caller may set to name a virtual host behind the URL's address: one field, one
+/// host (RFC 9112 §3.2: `uri-host [":" port]`). Two fields, or a list in one, name no one server: a server answers 400,
+/// engines send them differently (URLSession joins them into one list, SwiftNIO writes each line), and a proxy and the
+/// server behind it may each read another one, the ground of request smuggling.
+enum RequestHost {
+    static let name: HeaderField.Name = "Host"
+
+    /// The name of the field at fault, as written, and why, when `fields` hold more than one `Host` or one that is a
+    /// list; `nil` otherwise.
+    static func problem(in fields: HeaderFields) -> (name: String, message: String)? {
+        var found: HeaderField?
+        for field in fields where field.name == name {
+            if found != nil {
+                return (
+                    field.name.rawName,
+                    "the request has more than one '\(field.name.rawName)' header, which names no one server (a "
+                        + "server answers 400, a proxy and the server behind it may each take another): set one"
+                )
+            }
+            if field.value.contains(",") {
+                return (
+                    field.name.rawName,
+                    "the header '\(field.name.rawName)' is a list, which names no one server (a server answers 400, a "
+                        + "proxy and the server behind it may each take another): set one host, with its port if any"
+                )
+            }
+            found = field
+        }
+        return nil
     }
 }
 

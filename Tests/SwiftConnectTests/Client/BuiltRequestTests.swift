@@ -148,6 +148,32 @@ final class BuiltRequestTests: XCTestCase {
         XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "TE"), "trailers")
     }
 
+    /// A `Host` the caller sets goes out as set (a virtual host behind an address), but two of them, or one that is a
+    /// list, name no one server: RFC 9112 §3.2 has a server answer 400, and a proxy and the server behind it may each
+    /// pick another one (request smuggling). Refused before anything is sent, as the one field that frames the body is.
+    func testARepeatedHostIsRefusedAndASingleOneGoesOut() throws {
+        // Given
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        var twice = ConnectRequest(url: Self.url)
+        twice.headerFields.append(HeaderField(name: "Host", value: "api.test"))
+        twice.headerFields.append(HeaderField(name: "host", value: "internal.test"))
+        let list = ConnectRequest(url: Self.url, headerFields: ["Host": "api.test, internal.test"])
+
+        // When / Then: each is refused, naming the field as written, nothing sent
+        for (request, name) in [(twice, "host"), (list, "Host")] {
+            let error = try XCTUnwrap(connectError(of: connect.response(for: request)))
+            XCTAssertEqual(error.kind, .invalidRequest)
+            XCTAssertEqual(error.invalidRequestReason, .invalidHeader(name: name))
+            XCTAssertTrue(error.message.contains("one server"), error.message)
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+        // And one `Host` goes out as set
+        let single = ConnectRequest(url: Self.url, headerFields: ["Host": "virtual.test"])
+        XCTAssertEqual(try connect.response(for: single).wait(timeout: 5).statusCode, 200)
+        XCTAssertEqual(transport.requests.first?.value(forHTTPHeaderField: "Host"), "virtual.test")
+    }
+
     // MARK: - Every status is an answer
 
     func testAnAccepted404IsTheAnswerWithItsWholeBody() throws {
