@@ -307,11 +307,11 @@ public enum TransportConformance {
         }
     }
 
-    /// A request that cannot go on the wire as it is fails with `invalidRequest`, nothing sent, when it is handed to the
-    /// transport directly as much as through a client: a method or a field value with CR LF would be written into the
-    /// request as a line of its own (request splitting), a field name that is not a token or a value that is not ASCII
-    /// goes out differently on each engine. A plain GET and a POST with a body, which engines may send by different
-    /// paths, are both held to it.
+    /// A request that cannot go on the wire as it is fails with `invalidRequest`, nothing sent, when it is handed to
+    /// the transport directly as much as through a client: a method or a field value with CR LF would be written into
+    /// the request as a line of its own (request splitting), a field name that is not a token or a value that is not
+    /// ASCII goes out differently on each engine. A plain GET and a POST with a body, which engines may send by
+    /// different paths, are both held to it.
     static let unsendableRequestsAreRefused = Check(name: "unsendable requests are refused") { context in
         try context.withServer { server in
             server.route("*", "/echo") { _ in .text("sent") }

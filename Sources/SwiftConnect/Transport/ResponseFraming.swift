@@ -8,13 +8,13 @@ extension URLSessionTransport {
     /// Why a response URLSession delivered as complete cannot be trusted to be, or `nil` when it can.
     ///
     /// First the rules every engine's head is held to (``ConnectError/unusableHead(_:request:head:)``): among them, a
-    /// `Content-Length` that is not one length of digits (`3, 5`: two headers that disagree; `+5`, which libcurl read as
-    /// 5; `5x`) is refused, as RFC 9112, 6.3 makes it an unrecoverable error and SwiftNIO's parser refuses it; libcurl
-    /// went by the last header, or by the number it could read, and FoundationNetworking delivered the body as
+    /// `Content-Length` that is not one length of digits (`3, 5`: two headers that disagree; `+5`, which libcurl read
+    /// as 5; `5x`) is refused, as RFC 9112, 6.3 makes it an unrecoverable error and SwiftNIO's parser refuses it;
+    /// libcurl went by the last header, or by the number it could read, and FoundationNetworking delivered the body as
     /// complete. The same length repeated (`5, 5`) is that length, as the RFC allows. Then libcurl's own gap: a length
-    /// past 64 bits, which libcurl ignores (reading until the connection closes, then reporting success), is a body
-    /// cut short: `networkConnectionLost`, as when the connection closes before a length libcurl counts; a bodiless
-    /// answer (HEAD, 1xx, 204, 304) has no body for such a length to cut.
+    /// past 64 bits, which libcurl ignores (reading until the connection closes, then reporting success), is a body cut
+    /// short: `networkConnectionLost`, as when the connection closes before a length libcurl counts; a bodiless answer
+    /// (HEAD, 1xx, 204, 304) has no body for such a length to cut.
     ///
     /// A response costs a scan of its field values (``ConnectError/unusableHead(_:request:head:)``) and of its
     /// `Content-Length`.

@@ -220,9 +220,9 @@ public final class URLSessionTransport: Transport {
         send(unprepared, transfer: transfer, checked: false)
     }
 
-    /// The public `send(_:transfer:)` of a `URLRequest`, the request's wire check skipped on URLSession's completion-handler path
-    /// when `checked` says the caller has run it (the `ConnectRequest` it was made from). Every other path runs
-    /// through the core's exchange, which checks each hop itself.
+    /// The public `send(_:transfer:)` of a `URLRequest`, the request's wire check skipped on URLSession's
+    /// completion-handler path when `checked` says the caller has run it (the `ConnectRequest` it was made from). Every
+    /// other path runs through the core's exchange, which checks each hop itself.
     private func send(_ unprepared: URLRequest, transfer: TransferOptions, checked: Bool) -> Future<ConnectResponse> {
         let unprepared = sessionSecretHeaders.isEmpty ? unprepared : withSessionSecretHeaders(unprepared)
         if let refusal = ServerTrustPinning.refusal(of: unprepared, pins: pins) { return Future(error: refusal) }

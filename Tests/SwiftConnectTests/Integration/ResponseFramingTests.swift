@@ -534,8 +534,8 @@ final class ResponseFramingTests: IntegrationTestCase {
     }
 
     /// A `101 Switching Protocols` to a request that asked for no upgrade (RFC 9110 §15.2.2: a server switches only to
-    /// a protocol the request named): what follows is another protocol's, and the head is no answer. FoundationNetworking
-    /// handed the 101 to the caller as the response, the bytes after it as its body.
+    /// a protocol the request named): what follows is another protocol's, and the head is no answer.
+    /// FoundationNetworking handed the 101 to the caller as the response, the bytes after it as its body.
     func testAnUnaskedSwitchingProtocolsIsABadServerResponseOnEveryPath() throws {
         // Given a switch followed by another protocol's bytes, and one followed by what reads as an HTTP answer
         let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\n"

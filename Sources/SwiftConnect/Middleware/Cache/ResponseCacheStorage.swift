@@ -470,8 +470,8 @@ public final class DiskResponseStorage: ResponseCacheStorage, ResponseStorageByU
         }
     }
 
-    /// Removes the file `name`, read as `identity` and found to hold no record (cut short, emptied, overwritten), unless
-    /// another storage on the folder has put a new file in its place since (which may be whole).
+    /// Removes the file `name`, read as `identity` and found to hold no record (cut short, emptied, overwritten),
+    /// unless another storage on the folder has put a new file in its place since (which may be whole).
     private func removeDamagedFile(_ name: String, identity: FileIdentity) {
         let file = directory.appendingPathComponent(name)
         var status = stat()

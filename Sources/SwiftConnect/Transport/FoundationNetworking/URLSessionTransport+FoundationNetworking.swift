@@ -148,18 +148,17 @@ extension ConnectError {
     ///
     /// Defect: FoundationNetworking names a libcurl failure by libcurl's code and the socket's `errno` together
     /// (`_EasyHandle.urlErrorCode(for:)`), and says `.unknown` for every pair it has no entry for: "transfer closed
-    /// with bytes remaining"; a connect that fails with `EHOSTUNREACH`, `ENETUNREACH` or `EINVAL` (a host that does
-    /// not answer ARP, a link that is down, a `blackhole` route); a receive that fails with `ETIMEDOUT` or
-    /// `EHOSTUNREACH`; a chunk libcurl cannot read ("Illegal or missing hexadecimal sequence", "Too long
-    /// hexadecimal number", "Malformed encoding found", each "in chunked-encoding"); a negative or empty `Content-Length`
-    /// ("Invalid Content-Length: value"). libcurl's own message, which
-    /// FoundationNetworking keeps as the description, tells them apart from other failures with the same code, such
-    /// as a body that does not decode as its `Content-Encoding` says, which no new attempt would fix. Bytes counted
-    /// against `Content-Length` cannot tell a body cut short (a body that fails to decode counts none). libcurl says
-    /// nothing when a `Content-Length` is too large to count: ``URLSessionTransport/framingError(of:request:)``
-    /// catches that one. FoundationNetworking reports libcurl's "Empty reply from server" as `badServerResponse`,
-    /// where Apple's URLSession reports a connection closed before any answer as `networkConnectionLost`. No other
-    /// platform reports these messages.
+    /// with bytes remaining"; a connect that fails with `EHOSTUNREACH`, `ENETUNREACH` or `EINVAL` (a host that does not
+    /// answer ARP, a link that is down, a `blackhole` route); a receive that fails with `ETIMEDOUT` or `EHOSTUNREACH`;
+    /// a chunk libcurl cannot read ("Illegal or missing hexadecimal sequence", "Too long hexadecimal number",
+    /// "Malformed encoding found", each "in chunked-encoding"); a negative or empty `Content-Length` ("Invalid
+    /// Content-Length: value"). libcurl's own message, which FoundationNetworking keeps as the description, tells them
+    /// apart from other failures with the same code, such as a body that does not decode as its `Content-Encoding`
+    /// says, which no new attempt would fix. Bytes counted against `Content-Length` cannot tell a body cut short (a
+    /// body that fails to decode counts none). libcurl says nothing when a `Content-Length` is too large to count:
+    /// ``URLSessionTransport/framingError(of:request:)`` catches that one. FoundationNetworking reports libcurl's
+    /// "Empty reply from server" as `badServerResponse`, where Apple's URLSession reports a connection closed before
+    /// any answer as `networkConnectionLost`. No other platform reports these messages.
     ///
     /// Tests: `FaultTests.testConnectionClosedMidBodyIsATransportFailure`,
     /// `ResponseFramingTests.testABodyCutShortIsALostConnectionOnEveryPath`,
