@@ -327,32 +327,12 @@ public final class FakeTransport: Transport, Sendable {
             ?? request.value(forHTTPHeaderField: "Content-Length").flatMap {
                 Int64($0.trimmingCharacters(in: .whitespaces))
             }
-        let promise = Promise<ConnectResponse>()
-        // Set before the reading starts, so that a cancellation meanwhile reaches the task.
-        let reading = Protected<Task<Void, Never>?>(nil)
-        promise.setCancelHandler { reading.withLock { $0 }?.cancel() }
-        let task = Task {
-            do {
-                var bytes = Data()
-                for try await chunk in stream.chunks.counted(announcing: length, sent: { _ in }) {
-                    bytes.append(chunk)
-                }
-                // Cancelled while the body was read (a sequence may end early then): nothing is received.
-                guard !promise.future.isCancelled else { return }
-                var whole = request
-                whole.httpBodyStream = nil
-                whole.httpBody = bytes
-                let answer = self.send(whole)
-                promise.setCancelHandler { answer.cancel() }
-                answer.observe { promise.completeIfPending(with: $0) }
-            } catch {
-                promise.completeIfPending(with: .failure(error))
-            }
+        return stream.readingWhole(announcing: length) { bytes in
+            var whole = request
+            whole.httpBodyStream = nil
+            whole.httpBody = bytes
+            return self.send(whole)
         }
-        reading.withLock { $0 = task }
-        // Cancelled before the task was kept: the handler had no task to stop.
-        if promise.future.isCancelled { task.cancel() }
-        return promise.future
     }
 
     /// A future with `answer`'s result, kept until it completes, whose cancellation is recorded in

@@ -275,34 +275,13 @@ public final class RecordingTransport: Transport, Sendable {
         // A one-shot body is read whole first: matching and the file need its bytes. The wrapped transport still gets
         // a one-shot body, as it would have. It is held to the length it announces, as every engine holds it: a body
         // of another length fails with the core's error, neither matched nor sent.
-        let promise = Promise<ConnectResponse>()
-        // The handler that stops the reading is set before the reading starts: set after, it could replace the one the
-        // task sets for the live exchange, and a late cancel would never reach that exchange.
-        let reading = Protected<Task<Void, Never>?>(nil)
-        promise.setCancelHandler { reading.withLock { $0 }?.cancel() }
-        let task = Task {
-            do {
-                var bytes = Data()
-                for try await chunk in stream.chunks.counted(announcing: stream.length, sent: { _ in }) {
-                    bytes.append(chunk)
-                }
-                // Cancelled while the body was read (a sequence may end early then): nothing is sent or recorded.
-                guard !promise.future.isCancelled else { return }
-                var readable = request
-                readable.body = .bytes(bytes)
-                var live = request
-                live.body = .stream(ConnectRequest.OneShotStream(Self.once(bytes), length: stream.length))
-                let answer = answer(readable, live: live, transfer: transfer)
-                promise.setCancelHandler { answer.cancel() }
-                answer.observe { promise.completeIfPending(with: $0) }
-            } catch {
-                promise.completeIfPending(with: .failure(error))
-            }
+        return stream.readingWhole(announcing: stream.length) { bytes in
+            var readable = request
+            readable.body = .bytes(bytes)
+            var live = request
+            live.body = .stream(ConnectRequest.OneShotStream(Self.once(bytes), length: stream.length))
+            return self.answer(readable, live: live, transfer: transfer)
         }
-        reading.withLock { $0 = task }
-        // Cancelled before the task was kept: the handler had no task to stop.
-        if promise.future.isCancelled { task.cancel() }
-        return promise.future
     }
 
     /// `bytes` as a sequence of one chunk.
