@@ -24,15 +24,15 @@ import Foundation
 /// On Linux, a URL whose host is an IPv6 address literal (`http://[::1]:8080/`) fails the same way, nothing sent:
 /// FoundationNetworking refuses it, and the error says so. Use a host name that resolves to the address.
 ///
-/// A transport made from a configuration owns its session and is its delegate. A request with a body, or with
-/// transfer options (a body from a file, a download, a size limit, progress, a stream), runs through the core's
-/// exchange, one URLSession task per hop: the same rules as every `HTTPEngine`, written once (redirects, the
-/// deadline, limits, downloads, progress, stream buffering). A plain request without a body, most GETs, takes
-/// URLSession's completion-handler path, the fastest on every platform; a redirect it gets is handed to the core's
-/// exchange. The session follows no redirect itself, so one rule applies to all: it keeps credentials home: `Authorization`,
-/// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are
-/// removed when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a
-/// URL with a `user:password@` part of its own, is not followed (the 3xx response is the answer). The fields of the
+/// A transport made from a configuration owns its session and is its delegate. A request with a body, or with transfer
+/// options (a body from a file, a download, a size limit, progress, a stream), runs through the core's exchange, one
+/// URLSession task per hop: the same rules as every `HTTPEngine`, written once (redirects, the deadline, limits,
+/// downloads, progress, stream buffering). A plain request without a body, most GETs, takes URLSession's
+/// completion-handler path, the fastest on every platform; a redirect it gets is handed to the core's exchange. The
+/// session follows no redirect itself, so one rule applies to all: it keeps credentials home: `Authorization`,
+/// `Proxy-Authorization`, `Cookie` and every other header named like a secret (`X-Api-Key`, `*-Token`…) are removed
+/// when a redirect goes to another scheme, host or port; a redirect to anything but http or https, or to a URL with a
+/// `user:password@` part of its own, is not followed (the 3xx response is the answer). The fields of the
 /// configuration's `httpAdditionalHeaders` named like a secret (`Authorization`, `X-Api-Key`…) are added to each
 /// request that lacks them rather than left to the session, so this rule removes them too (but `Proxy-Authorization`,
 /// which the session keeps sending to its proxy), and errors and logs hide them as the request's own.
@@ -237,8 +237,16 @@ public final class URLSessionTransport: Transport {
             // The core's exchange checks each hop it sends; this path is URLSession's alone, so the request is held to
             // the same rules here, whoever made it (a client's chain has checked it already, a caller of the
             // transport has not): a CR LF in a value or the method would otherwise be written into the request.
-            if !checked, let problem = (try? ConnectRequest(request))?.wireProblem(bodyFile: nil) {
-                return Future(error: problem)
+            // `prepared` has refused a request without a URL, the one the conversion throws for; were that to
+            // change, its error is the answer, not a request sent unchecked.
+            if !checked {
+                do {
+                    if let problem = try ConnectRequest(request).wireProblem(bodyFile: nil) {
+                        return Future(error: problem)
+                    }
+                } catch {
+                    return Future(error: error)
+                }
             }
             return sendWithCompletionHandler(request, observation: transfer.observation)
         }

@@ -251,6 +251,33 @@ final class URLSessionTransportTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    /// A `URLRequest` without a URL, handed straight to the transport, is refused with the client's error on every
+    /// path (plain over the transport's session and an app's, and with a body), never sent nor left unanswered.
+    func testAURLRequestWithoutAURLSentDirectlyFailsAsAnInvalidRequest() throws {
+        let session = URLSession(configuration: .ephemeral)
+        defer { session.finishTasksAndInvalidate() }
+        for transport in [URLSessionTransport(), URLSessionTransport(session: session)] {
+            for body in [nil, Data("payload".utf8)] {
+                // Given
+                var request = URLRequest(url: server.baseURL.appendingPathComponent("small"))
+                request.httpMethod = body == nil ? "GET" : "POST"
+                request.httpBody = body
+                request.url = nil
+
+                // When
+                let result = try transport.send(request).waitForResult(timeout: 10)
+
+                // Then
+                guard case .failure(let error as ConnectError) = result else {
+                    return XCTFail("a request without a URL was answered: \(result)")
+                }
+                XCTAssertEqual(error.kind, .invalidRequest)
+                XCTAssertEqual(error.message, "the request has no URL")
+            }
+        }
+        XCTAssertEqual(server.requestCount, 0)
+    }
+
     func testASchemeInCapitalsIsHTTPAllTheSame() throws {
         // Given URLs whose scheme is written in capitals, which RFC 3986 makes the same scheme
         let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
