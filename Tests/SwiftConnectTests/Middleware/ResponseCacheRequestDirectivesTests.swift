@@ -328,6 +328,34 @@ final class ResponseCacheRequestDirectivesTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 1)
     }
 
+    func testAMinFreshThatIsNotANumberIsMetByNothingStoredWhateverMaxStaleAccepts() throws {
+        // Given a response stored for 60 seconds
+        let clock = Guarded(Date(timeIntervalSince1970: 1_000))
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: (1...2).map { .json(string: #"{"version":\#($0)}"#) })
+        let (connect, _) = clockedClient(transport, clock: clock)
+        _ = try get(connect, nil).get()
+
+        // When a request accepts any staleness but asks a min-fresh it cannot say (not a number, negative, none),
+        // then nothing stored meets it, fresh or stale, as with the longest max-stale it could write
+        for minFresh in ["min-fresh=soon", "min-fresh=-1", "min-fresh", #"min-fresh="""#] {
+            for maxStale in ["max-stale", "max-stale=2147483648"] {
+                let asks = "only-if-cached, \(minFresh), \(maxStale)"
+                XCTAssertNotNil(failureOf(get(connect, asks)), "fresh: \(asks)")
+                clock.withLock { $0.addTimeInterval(1_000) }
+                XCTAssertNotNil(failureOf(get(connect, asks)), "stale: \(asks)")
+                clock.withLock { $0 = Date(timeIntervalSince1970: 1_000) }
+            }
+        }
+
+        // Then a min-fresh that is a number, with max-stale, still accepts any staleness
+        clock.withLock { $0.addTimeInterval(1_000) }
+        XCTAssertEqual(try get(connect, "only-if-cached, min-fresh=10, max-stale").get(), #"{"version":1}"#)
+        // And without only-if-cached, the request goes to the network
+        XCTAssertEqual(try get(connect, "min-fresh=soon, max-stale").get(), #"{"version":2}"#)
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     // MARK: - max-age (RFC 9111 §5.2.1.1)
 
     func testMaxAgeServesOnlyAResponseNoOlderThanItSays() throws {

@@ -107,7 +107,8 @@ import Foundation
 /// and stores nothing of its answer (what is stored stays); `no-cache`, `max-age=0` and, without `Cache-Control`,
 /// `Pragma: no-cache` serve nothing stored as it is: a stored response with a validator is revalidated (above), one
 /// without is fetched again in full, and the answer is stored; `min-fresh=N` serves only a response that stays fresh N
-/// seconds more; `max-stale` serves a response past its time to live too (`max-stale=N`: by at most N seconds; with
+/// seconds more (a `min-fresh` that is not a number, or has none, is met by nothing stored, with `max-stale` too);
+/// `max-stale` serves a response past its time to live too (`max-stale=N`: by at most N seconds; with
 /// `min-fresh`, its N seconds less), unless it says `must-revalidate`; `only-if-cached` serves a stored response or
 /// fails with nothing sent, as `.returnCacheDataDontLoad` does (RFC 9111's 504 is the answer of a shared cache; a
 /// private one has no one to send it from), and with `no-store` too, storing nothing. A response past its time to live
@@ -766,14 +767,19 @@ public final class ResponseCache: Sendable {
     /// (RFC 9111 §5.2.1.1 to §5.2.1.3): at most `max-age` seconds old (a response of unknown age never is); fresh
     /// for `min-fresh` more seconds, less the `max-stale` seconds of staleness the request accepts (both together:
     /// `min-fresh=10, max-stale=60` accepts a response stale by up to 50 seconds). A response that says
-    /// `must-revalidate` is never served stale.
+    /// `must-revalidate` is never served stale. An infinite `min-fresh` (an argument that is not a number,
+    /// ``CacheDirectives/minFresh``) is met by no stored response, whatever `max-stale` accepts.
     static func accepts(_ stored: StoredFreshness, now: Date, asks: RequestDirectives) -> Bool {
         if let maxAge = asks.maxAge {
             guard let generated = stored.generated, now.timeIntervalSince(generated) <= maxAge else { return false }
         }
+        let minFresh = asks.minFresh ?? 0
+        // Less a bare `max-stale` (infinity), an infinite `min-fresh` would be ∞ − ∞, which the comparison below
+        // reads as met: the request that asked for more freshness than it could say would get any stale response.
+        guard minFresh.isFinite else { return false }
         let freshFor = stored.expiry.timeIntervalSince(now)
         guard freshFor > 0 || (asks.maxStale != nil && !stored.mustRevalidate) else { return false }
-        return freshFor - (asks.minFresh ?? 0) >= -(asks.maxStale ?? 0)
+        return freshFor - minFresh >= -(asks.maxStale ?? 0)
     }
 
     /// The error of a request the cache cannot answer and must not send: `asking` says what forbids the network.
