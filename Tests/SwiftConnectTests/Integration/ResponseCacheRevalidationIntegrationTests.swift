@@ -49,6 +49,40 @@ final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(cache.hitCount, 1)
     }
 
+    /// RFC 9111 §4.3.5 through a real engine: a HEAD whose `ETag` and `Content-Length` (the engine's, as the server sent
+    /// them without a body) agree with the stored GET response leaves it served; once the document changed, a HEAD's
+    /// answer with the new `ETag` keeps the stored body from being served to the next GET. The HEAD has no cache rule.
+    func testAHeadThatShowsTheDocumentChangedKeepsTheStoredGetFromBeingServed() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let version = Guarded(1)
+        let answer: @Sendable (LocalServer.Request) -> LocalServer.Response = { _ in
+            let current = version.withLock { $0 }
+            return LocalServer.Response(
+                headers: [("ETag", "\"v\(current)\""), ("Content-Type", "application/json")],
+                body: Data(#"{"version":\#(current)}"#.utf8))
+        }
+        server.route("GET", "/doc", handler: answer)
+        server.route("HEAD", "/doc", handler: answer)
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: ResponseCache())
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let get = Route("/doc", baseURL: server.baseURL, options: rule)
+        // A HEAD that checks for a change is not cached itself.
+        let head = Route("/doc", baseURL: server.baseURL, method: .head)
+        let body = { String(decoding: try connect.request(get).wait(timeout: 10), as: UTF8.self) }
+
+        XCTAssertEqual(try body(), #"{"version":1}"#)
+        _ = try connect.response(for: head).wait(timeout: 10)
+        XCTAssertEqual(try body(), #"{"version":1}"#)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/doc"), 1, "the HEAD agreed: served from memory")
+
+        version.withLock { $0 = 2 }
+        let changed = try connect.response(for: head).wait(timeout: 10)
+        XCTAssertEqual(changed.header("ETag"), "\"v2\"")
+        XCTAssertEqual(try body(), #"{"version":2}"#)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/doc"), 2)
+    }
+
     /// A response that came gzip-encoded is stored decoded (the engine decoded it on its way), and a 304 to its
     /// revalidation serves that decoded body again: not decoded twice, not the 304's empty body.
     func testA304ToAGzipEncodedResponseServesItsDecodedBody() throws {

@@ -131,6 +131,12 @@ import Foundation
 /// given by its connector, its call or the client's options for its method) is a read by the rule's word, and removes
 /// nothing.
 ///
+/// A `200 OK` answer to a HEAD, with or without a rule, is checked against the GET response stored for its URL and
+/// credentials that a GET with its headers would be served (RFC 9111 §4.3.5): when it carries an `ETag`, a
+/// `Last-Modified` or a `Content-Length` other than the stored response's, that response is removed, from memory and
+/// from the storage, and the next GET goes to the network. One that agrees leaves it as it is (its headers are not
+/// updated). A rule's custom key, which HEAD and GET share, keeps one response for both already.
+///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the wire sends them (without the blanks around values; one variant per key: another value replaces
 /// it); one with `Vary: *` is not stored. The cache is safe to share between threads and clients.
@@ -598,7 +604,9 @@ public final class ResponseCache: Sendable {
         let policy = request.cachePolicy
         // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
         // serves one only when the request also says `only-if-cached` (it then sends, and stores, nothing).
-        if asks.noStore, !asks.onlyIfCached { return next(request) }
+        if asks.noStore, !asks.onlyIfCached {
+            return request.method == .head ? checkingStoredGET(request, rule: rule, next: next) : next(request)
+        }
         let limit = context.transfer.maxResponseBytes ?? .max
         // A request with a redirect limit of its own (`RequestOptions.maxRedirects`, `0` to take a redirect as the
         // answer) is not served a response a redirect led to: how many redirects it took is not known.
@@ -669,6 +677,8 @@ public final class ResponseCache: Sendable {
         let requestHeaders = request.allHTTPHeaderFields ?? [:]
         let hasCredentials = credentials != nil
         let requestURL = request.url
+        // A HEAD's answer is checked against the GET response stored for its URL (RFC 9111 §4.3.5).
+        let head: ConnectRequest? = request.method == .head ? copy request : nil
         let response: Future<ConnectResponse>
         if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
             // What the app removes meanwhile (a logout's removeAll(), removeResponse(forKey:)) is not served by the 304.
@@ -683,6 +693,7 @@ public final class ResponseCache: Sendable {
         }
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result else { return }
+            if let head { self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch) }
             // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
             // the answer of a fetch started earlier and answered later (``State/superseded``).
             let removeSuperseded = {
@@ -932,9 +943,8 @@ public final class ResponseCache: Sendable {
         _ stored: ConnectResponse, with answer: ConnectResponse, request: ConnectRequest
     ) -> ConnectResponse? {
         let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
-        let weak = { (etag: String) in etag.hasPrefix("W/") ? String(etag.dropFirst(2)) : etag }
         if let etag = trimmed(answer.header("ETag")) {
-            guard let storedETag = trimmed(stored.header("ETag")), weak(storedETag) == weak(etag) else { return nil }
+            guard let storedETag = trimmed(stored.header("ETag")), isSameETag(storedETag, etag) else { return nil }
         } else if let lastModified = trimmed(answer.header("Last-Modified")),
             lastModified != trimmed(stored.header("Last-Modified"))
         {
@@ -985,6 +995,7 @@ public final class ResponseCache: Sendable {
     /// Sends a request the cache neither serves nor stores; when its method is unsafe (RFC 9110 §9.2.1: any but
     /// GET, HEAD, OPTIONS and TRACE), a non-error answer removes what is stored for the resources it changed.
     func passing(_ request: consuming ConnectRequest, to next: @escaping Middleware.Next) -> Future<ConnectResponse> {
+        if request.method == .head { return checkingStoredGET(request, rule: nil, next: next) }
         guard !Self.isSafe(request.method) else { return next(request) }
         let target = request.url
         let response = next(request)
@@ -1027,6 +1038,106 @@ public final class ResponseCache: Sendable {
             // Then memory again: a fetch that read the storage before it was cleared does not keep what it read.
             _ = state.withLock { $0.invalidate(resources) }
         }
+    }
+
+    // MARK: - HEAD answers (RFC 9111 §4.3.5)
+
+    /// Sends `head`, a HEAD the cache neither serves nor stores, through `next`, and checks the GET response stored for
+    /// its URL against its answer (``checkStoredGET(for:rule:against:fetch:)``).
+    private func checkingStoredGET(_ head: ConnectRequest, rule: CacheRule?, next: @escaping Middleware.Next)
+        -> Future<ConnectResponse>
+    {
+        // Numbered as a fetch: a GET sent later has a newer answer, which this one's does not remove.
+        let fetch = state.withLock { state -> UInt64 in
+            state.fetches &+= 1
+            return state.fetches
+        }
+        let answer = next(head)
+        answer.whenComplete { [weak self] result in
+            guard let self, case .success(let response) = result else { return }
+            self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch)
+        }
+        return answer
+    }
+
+    /// RFC 9111 §4.3.5: "When a cache makes an inbound HEAD request for a target URI and receives a 200 (OK) response,
+    /// the cache SHOULD update or invalidate each of its stored GET responses that could have been chosen for that
+    /// request (see Section 4.1). For each of the stored responses that could have been chosen, if the stored response
+    /// and HEAD response have matching values for any received validator fields (ETag and Last-Modified) and, if the
+    /// HEAD response has a Content-Length header field, the value of Content-Length matches that of the stored
+    /// response, the cache SHOULD update the stored response as described below; otherwise, the cache SHOULD consider
+    /// the stored response to be stale."
+    ///
+    /// When `answer` to `head` is a `200 OK` that names another representation than the GET response stored for the
+    /// same URL and credentials (``headAnswer(_:contradicts:bodyCount:)``), that response goes, from memory and from
+    /// the storage: its body is not the resource's any more, and a GET must not be served it as fresh. (Removed rather
+    /// than kept stale: one entry per key, and the storage has no way to mark a record stale.) One that agrees leaves
+    /// it as it is: its headers are not updated. Only the response a GET with `head`'s headers would be served is
+    /// checked (`Vary`), and only under a key a GET would have: without the rule's custom key, which does not name the
+    /// method (a HEAD's answer stored there replaces the GET's already). `rule` is `nil` for a HEAD the cache does not
+    /// take: the GET is then looked for under its method and URL. `fetch` numbers `head`'s fetch: a GET fetch started
+    /// later has a newer answer, which stays.
+    private func checkStoredGET(
+        for head: ConnectRequest, rule: CacheRule?, against answer: ConnectResponse, fetch: UInt64
+    ) {
+        guard answer.statusCode == 200, rule?.key == nil else { return }
+        var get = head
+        get.method = .get
+        let key = Self.key(
+            for: get, rule: rule ?? CacheRule(timeToLive: 1), credentials: Self.credentialsDigest(of: head))
+        // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
+        // with these headers would be served.
+        let removed = state.withLock { state -> Bool? in
+            guard let entry = state.entries[key], entry.method == .get, entry.matches(head) else { return nil }
+            guard
+                Self.headAnswer(
+                    answer, contradicts: { entry.response.header($0) }, bodyCount: entry.response.data.count)
+            else { return false }
+            return state.supersede(key, method: .get, byFetch: fetch)
+        }
+        guard let storage else { return }
+        if let removed {
+            if removed { storage.removeResponses(forKey: key) }
+            return
+        }
+        // Then the storage, which a GET reads when memory has nothing (after a restart, or an eviction).
+        guard let record = storage.response(forKey: key), record.method == HTTPMethod.get.rawValue,
+            record.varying.allSatisfy({ head.value(forHTTPHeaderField: $0.name) == $0.value })
+        else { return }
+        let field = { (name: String) in
+            record.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
+        }
+        guard Self.headAnswer(answer, contradicts: field, bodyCount: record.body.count),
+            state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) })
+        else { return }
+        storage.removeResponses(forKey: key)
+    }
+
+    /// Whether `answer`, a HEAD's `200 OK`, names another representation than a stored GET response whose fields
+    /// `field` reads and whose body is `bodyCount` bytes long (RFC 9111 §4.3.5): an `ETag` it carries that the stored
+    /// response does not have (compared weakly, as a 304's is), a `Last-Modified` it carries that differs, or a
+    /// `Content-Length` other than the stored response's (its `Content-Length` field, else its body's length). A HEAD
+    /// answer that carries none of them says nothing against the stored response.
+    static func headAnswer(_ answer: ConnectResponse, contradicts field: (String) -> String?, bodyCount: Int) -> Bool {
+        let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
+        if let etag = trimmed(answer.header("ETag")) {
+            guard let stored = trimmed(field("ETag")), isSameETag(stored, etag) else { return true }
+        }
+        if let lastModified = trimmed(answer.header("Last-Modified")), lastModified != trimmed(field("Last-Modified")) {
+            return true
+        }
+        if let length = trimmed(answer.header("Content-Length")).flatMap({ Int($0) }) {
+            let stored = trimmed(field("Content-Length")).flatMap { Int($0) } ?? bodyCount
+            if stored != length { return true }
+        }
+        return false
+    }
+
+    /// Whether two `ETag` values name one representation, compared weakly (RFC 9110 §8.8.3.2), as `If-None-Match`
+    /// compares them: `W/"x"` and `"x"` do.
+    private static func isSameETag(_ first: String, _ second: String) -> Bool {
+        let weak = { (etag: String) in etag.hasPrefix("W/") ? etag.dropFirst(2) : Substring(etag) }
+        return weak(first) == weak(second)
     }
 
     /// Whether `method` is safe (RFC 9110 §9.2.1): an answer to it changes nothing stored.

@@ -1,0 +1,170 @@
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// RFC 9111 §4.3.5: a `200` answer to a HEAD tells the ``ResponseCache`` about the GET response it stores for the same
+/// URL: when the HEAD's `ETag`, `Last-Modified` or `Content-Length` differs from the stored response's, the stored
+/// body is not the resource's any more, and is not served again.
+final class ResponseCacheHeadTests: XCTestCase {
+    private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+
+    /// A transport whose GETs of `/a` answer `{"version":N}` with `getHeaders(N)`, N counting up, and whose HEADs of
+    /// `/a` answer `head` in turn.
+    private func server(
+        getHeaders: @escaping (Int) -> [String: String] = { ["ETag": #""v\#($0)""#] }, head: [FakeResponse]
+    ) -> FakeTransport {
+        let transport = FakeTransport()
+        transport.stub(.get, "/a", with: (1...4).map { .json(string: #"{"version":\#($0)}"#, headers: getHeaders($0)) })
+        transport.stub(.head, "/a", with: head)
+        return transport
+    }
+
+    private func client(_ transport: FakeTransport, cache: ResponseCache = ResponseCache()) -> Connect {
+        Connect(
+            transport: transport, retryPolicy: nil, responseCache: cache,
+            configuration: ServerConfiguration(host: "api.example.com"))
+    }
+
+    /// The body of `GET /a` under the cache rule, with `headers`.
+    private func get(_ connect: Connect, headers: [HTTPHeader] = []) throws -> String {
+        String(
+            decoding: try connect.request(Route("/a", headers: headers), options: rule).wait(timeout: 5), as: UTF8.self)
+    }
+
+    /// `HEAD /a` with `headers`, under the cache rule unless `cached` is `false`.
+    private func head(_ connect: Connect, headers: [HTTPHeader] = [], cached: Bool = true) throws {
+        let route = Route("/a", method: .head, headers: headers)
+        _ = try connect.response(for: route, options: cached ? rule : RequestOptions()).wait(timeout: 5)
+    }
+
+    /// How many GETs reached `transport`.
+    private func gets(_ transport: FakeTransport) -> Int {
+        transport.requests.filter { $0.httpMethod == "GET" }.count
+    }
+
+    func testAHeadWithAnotherETagKeepsTheStoredGetFromBeingServed() throws {
+        // Given a stored GET response with ETag "v1"
+        let transport = server(head: [.status(200, headers: ["ETag": #""v2""#])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD of its URL is answered with ETag "v2"
+        try head(connect)
+
+        // Then the next GET goes to the network, and its answer is stored
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadWithAnotherLastModifiedOrLengthKeepsTheStoredGetFromBeingServed() throws {
+        let monday = "Mon, 01 Jan 2024 00:00:00 GMT"
+        let tuesday = "Tue, 02 Jan 2024 00:00:00 GMT"
+        for answer in [
+            ["Last-Modified": tuesday],
+            ["Last-Modified": monday, "Content-Length": "99"],
+            ["ETag": #""v1""#, "Content-Length": "99"],
+        ] {
+            // Given a stored GET response with Last-Modified on Monday, ETag "v1" and a body of 13 bytes
+            let transport = server(
+                getHeaders: { ["Last-Modified": monday, "ETag": #""v\#($0)""#, "Content-Length": "13"] },
+                head: [.status(200, headers: answer)])
+            let connect = client(transport)
+            XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+            // When a HEAD is answered with another Last-Modified, or another Content-Length
+            try head(connect)
+
+            // Then the next GET goes to the network
+            XCTAssertEqual(try get(connect), #"{"version":2}"#, "\(answer)")
+        }
+    }
+
+    func testAHeadThatAgreesWithTheStoredGetLeavesItServed() throws {
+        for answer in [
+            ["ETag": #""v1""#, "Content-Length": "13"],
+            ["ETag": #"W/"v1""#],
+            [:],
+            ["Content-Type": "text/plain"],
+        ] {
+            // Given a stored GET response with ETag "v1" and a body of 13 bytes
+            let transport = server(head: [.status(200, headers: answer)])
+            let connect = client(transport)
+            XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+            // When a HEAD is answered with the same validators and length, or with none
+            try head(connect)
+
+            // Then the stored response is still served
+            XCTAssertEqual(try get(connect), #"{"version":1}"#, "\(answer)")
+            XCTAssertEqual(gets(transport), 1, "\(answer)")
+        }
+    }
+
+    func testAHeadAnsweredOtherwiseThan200LeavesTheStoredGet() throws {
+        // Given a stored GET response with ETag "v1"
+        let transport = server(head: [.status(204, headers: ["ETag": #""v2""#])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD is answered with another status than 200 (RFC 9111 §4.3.5 speaks of a 200 only)
+        try head(connect)
+
+        // Then the stored response is still served
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
+    func testAHeadTheCacheDoesNotStoreStillKeepsTheStoredGetFromBeingServed() throws {
+        // Given a stored GET response with ETag "v1"
+        let transport = server(head: [.status(200, headers: ["ETag": #""v2""#])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD without a cache rule is answered with ETag "v2"
+        try head(connect, cached: false)
+
+        // Then the next GET goes to the network
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadForAnotherVariantLeavesTheStoredGet() throws {
+        // Given a stored GET response that varies on Accept, asked with Accept: application/json
+        let transport = server(
+            getHeaders: { ["ETag": #""v\#($0)""#, "Vary": "Accept"] },
+            head: [.status(200, headers: ["ETag": #""csv""#, "Vary": "Accept"])])
+        let connect = client(transport)
+        let json = [HTTPHeader(name: "Accept", value: "application/json")]
+        XCTAssertEqual(try get(connect, headers: json), #"{"version":1}"#)
+
+        // When a HEAD asking for text/csv is answered with another ETag (it could not have chosen that response)
+        try head(connect, headers: [HTTPHeader(name: "Accept", value: "text/csv")])
+
+        // Then the stored response is still served to its variant
+        XCTAssertEqual(try get(connect, headers: json), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
+    func testAHeadWithAnotherETagKeepsTheStorageRecordFromBeingServed() throws {
+        // Given a GET response kept by a storage, read by a cache started again (nothing in its memory)
+        let storage = MemoryResponseStorage()
+        let transport = server(head: [.status(200, headers: ["ETag": #""v2""#])])
+        XCTAssertEqual(try get(client(transport, cache: ResponseCache(storage: storage))), #"{"version":1}"#)
+        let restarted = client(transport, cache: ResponseCache(storage: storage))
+
+        // When a HEAD is answered with another ETag
+        try head(restarted)
+
+        // Then the next GET, by this cache or by one started again, goes to the network
+        XCTAssertEqual(try get(restarted), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+        XCTAssertEqual(try get(client(transport, cache: ResponseCache(storage: storage))), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+}
