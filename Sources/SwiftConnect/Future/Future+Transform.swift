@@ -58,6 +58,9 @@ extension Future {
     /// }
     /// ```
     ///
+    /// A step that returns the future `flatMap` returned, or one that waits for it (a later stage of its chain),
+    /// could never complete: the returned future fails instead, with an error that says so.
+    ///
     /// - Parameter transform: Starts the next step from the value. An error it throws fails the result.
     /// - Returns: A future of the next step's value.
     @inlinable
@@ -146,6 +149,9 @@ extension Future {
     /// ```swift
     /// let todo = primary.request(endpoint).recover { _ in fallback.request(endpoint) }
     /// ```
+    ///
+    /// As with ``flatMap(_:)``, a recovery that returns the future `recover` returned, or one that waits for it,
+    /// fails that future with an error that says so, instead of leaving it pending for good.
     ///
     /// - Parameter body: Returns the future to use instead, or throws to keep failing.
     /// - Returns: A future of the value, from `self` or from the recovery.
@@ -266,9 +272,27 @@ extension Future {
                 return derived.resolve(newResult)
             case .next(let next):
                 derived.setUpstream(next)
+                // A step that returned `derived` itself, or a future that waits for it, closed a loop that nothing
+                // could ever complete (and that a walk up the chain, to report a cancellation, would go round for
+                // good): it fails instead. Looked for once the link is set, so that of two steps closing a loop at
+                // once on two threads, at least one sees the other's link.
+                if next.waitsFor(derived) { return derived.resolve(.failure(FutureCycleError())) }
                 return next.whenCompleteReturningWork { derived.resolve($0) }
             }
         }.run()
         return derived
+    }
+
+    /// Whether this future is `future`, or waits for it through the futures it follows while pending (the link
+    /// ``cancel()`` follows up the chain): a step of ``chain(_:)`` that completes `future` with it would wait for
+    /// itself.
+    @usableFromInline
+    func waitsFor(_ future: AnyObject) -> Bool {
+        var next: (any CancellableFuture)? = self
+        while let current = next {
+            if current === future { return true }
+            next = current.pendingUpstream
+        }
+        return false
     }
 }

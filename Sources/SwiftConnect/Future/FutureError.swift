@@ -46,3 +46,21 @@ protocol FutureErrorReporting {
     /// The error a future of this type fails with instead of `error`.
     static func reportedError(for error: FutureError) -> any Error
 }
+
+/// Why a future failed when a step of `flatMap(_:)` or the asynchronous `recover(_:)` returned a future
+/// that waits for the future the step completes: that future itself, or one that follows it (a later stage of its
+/// chain, or a step that returned it). Neither could ever complete, so both fail with this instead.
+///
+/// Internal: a public case of ``FutureError`` would break exhaustive `switch`es over it in users' code, a change
+/// kept for a release that may make it (the API check against 0.1.0 flags it). Its description says what happened.
+@usableFromInline
+struct FutureCycleError: Error, Hashable, CustomStringConvertible {
+    /// The error; it carries nothing else. Inlinable: ``Future/chain(_:)``, which fails with it, is.
+    @inlinable
+    init() {}
+
+    @usableFromInline
+    var description: String {
+        "a flatMap or recover step returned a future that waits for the step's own result: it could never complete"
+    }
+}
