@@ -11,9 +11,9 @@ final class FutureCycleTests: XCTestCase {
     func testFlatMapReturningItsOwnFutureFailsWithCycle() {
         // Given a flatMap whose step returns the very future flatMap returned
         let source = Promise<Int>()
-        let own = FutureSlot<Int>()
-        let future = source.future.flatMap { _ in own.future! }
-        own.future = future
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in own.withLock { $0 }! }
+        own.withLock { $0 = future }
 
         // When the source succeeds and the step runs
         source.succeed(1)
@@ -24,9 +24,9 @@ final class FutureCycleTests: XCTestCase {
 
     func testRecoverReturningItsOwnFutureFailsWithCycle() {
         let source = Promise<Int>()
-        let own = FutureSlot<Int>()
-        let future = source.future.recover { _ in own.future! }
-        own.future = future
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.recover { _ in own.withLock { $0 }! }
+        own.withLock { $0 = future }
 
         source.fail(TestError(1))
 
@@ -37,12 +37,12 @@ final class FutureCycleTests: XCTestCase {
         // Given two steps, each returning the other's future
         let first = Promise<Int>()
         let second = Promise<Int>()
-        let firstFollows = FutureSlot<Int>()
-        let secondFollows = FutureSlot<Int>()
-        let a = first.future.flatMap { _ in firstFollows.future! }
-        let b = second.future.flatMap { _ in secondFollows.future! }
-        firstFollows.future = b
-        secondFollows.future = a
+        let firstFollows = Guarded<Future<Int>?>(nil)
+        let secondFollows = Guarded<Future<Int>?>(nil)
+        let a = first.future.flatMap { _ in firstFollows.withLock { $0 }! }
+        let b = second.future.flatMap { _ in secondFollows.withLock { $0 }! }
+        firstFollows.withLock { $0 = b }
+        secondFollows.withLock { $0 = a }
 
         // When both steps run
         first.succeed(1)
@@ -56,10 +56,10 @@ final class FutureCycleTests: XCTestCase {
     func testFlatMapReturningAFutureChainedOnItselfFailsWithCycle() {
         // Given a step that returns a later stage of its own chain
         let source = Promise<Int>()
-        let own = FutureSlot<Int>()
-        let future = source.future.flatMap { _ in own.future! }
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in own.withLock { $0 }! }
         let later = future.map { $0 + 1 }
-        own.future = later
+        own.withLock { $0 = later }
 
         source.succeed(1)
 
@@ -67,12 +67,26 @@ final class FutureCycleTests: XCTestCase {
         XCTAssertEqual(error(of: later, timeout: 5) as? FutureCycleError, FutureCycleError())
     }
 
+    func testFlatMapReturningATimeoutOnItselfFailsWithCycleAtOnce() {
+        // Given a step that returns a time limit put on its own future (when the limit passed, its walk up the
+        // chain to report the timeout went round the loop for good)
+        let source = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in own.withLock { $0 }!.timeout(after: 60) }
+        own.withLock { $0 = future }
+
+        source.succeed(1)
+
+        // Then it fails with the loop at once, not with a timeout a minute later
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
     func testCancellingAFlatMapThatReturnedItsOwnFutureReturns() {
         // Given a self-returning step that has run
         let source = Promise<Int>()
-        let own = FutureSlot<Int>()
-        let future = source.future.flatMap { _ in own.future! }
-        own.future = future
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in own.withLock { $0 }! }
+        own.withLock { $0 = future }
         source.succeed(1)
 
         // When the future is cancelled from another thread (a walk up a looping chain would never return)
@@ -99,17 +113,5 @@ final class FutureCycleTests: XCTestCase {
     func testCycleErrorSaysWhatHappened() {
         let description = String(describing: FutureCycleError())
         XCTAssertTrue(description.contains("waits for the step's own result"), description)
-    }
-}
-
-/// Where a test keeps a future for a step to return once the future exists (the step runs later).
-private final class FutureSlot<Value: Sendable>: @unchecked Sendable {
-    // @unchecked Sendable: `lock` protects `stored`.
-    private let lock = NSLock()
-    private var stored: Future<Value>?
-
-    var future: Future<Value>? {
-        get { lock.withLock { stored } }
-        set { lock.withLock { stored = newValue } }
     }
 }
