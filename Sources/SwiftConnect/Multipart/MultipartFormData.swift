@@ -64,8 +64,9 @@ public struct MultipartFormData: Sendable {
     /// - Parameter boundary: The boundary; random by default. It must be 1 to 70 characters from RFC 2046's set
     ///   (letters, digits and `'()+_,-./:=? `), not ending in a space; otherwise encoding fails with
     ///   ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Content-Type`. It must also not occur in
-    ///   any part (RFC 2046): a part whose content holds the delimiter (CR LF `--` and the boundary) would end
-    ///   early and the parts after it would be lost, so encoding fails with
+    ///   any part (RFC 2046): a part whose content holds the delimiter (CR LF `--` and the boundary, or a lone LF or
+    ///   CR before `--` and the boundary, which lenient parsers such as Werkzeug's read as one) would end early and
+    ///   the parts after it would be lost, so encoding fails with
     ///   ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)`` instead. The random default never occurs.
     public init(boundary: String = MultipartFormData.randomBoundary()) {
         self.boundary = boundary
@@ -525,30 +526,41 @@ func autoreleasing<T>(_ body: () throws -> T) rethrows -> T {
     #endif
 }
 
-/// Looks for the delimiter `CR LF -- boundary` in a part's content, fed in pieces (RFC 2046: the boundary must not
-/// occur in any part). The content is read as following a CR LF, the blank line after the part's header, so content
-/// that starts with `--boundary` is found too.
+/// Looks for `--boundary` after a line break in a part's content, fed in pieces (RFC 2046: the boundary must not
+/// occur in any part). The delimiter is CR LF `--` and the boundary, but lenient parsers also end a part at a lone LF
+/// or CR before `--boundary` (Werkzeug, behind Flask, matches `(\r\n|\n|\r)--boundary`), so either of those counts:
+/// LF `--` boundary covers CR LF. The content is read as following a CR LF, the blank line after the part's header, so
+/// content that starts with `--boundary` is found too.
 struct DelimiterScan {
-    private let delimiter: [UInt8]
-    /// The last bytes seen, fewer than the delimiter's length: where a delimiter split across pieces starts.
+    /// LF `--` boundary, and CR `--` boundary: the same length.
+    private let delimiters: [[UInt8]]
+    /// The length of each delimiter.
+    private let length: Int
+    /// The last bytes seen, fewer than a delimiter's length: where a delimiter split across pieces starts.
     private var carry: [UInt8] = [0x0D, 0x0A]
 
     init(boundary: String) {
-        delimiter = Array("\r\n--\(boundary)".utf8)
+        delimiters = [Array("\n--\(boundary)".utf8), Array("\r--\(boundary)".utf8)]
+        length = delimiters[0].count
     }
 
-    /// Whether `piece`, after the pieces fed before, completes the delimiter.
+    /// Whether `piece`, after the pieces fed before, completes a delimiter.
     mutating func found(in piece: Data) -> Bool {
         var seam = carry
-        seam.append(contentsOf: piece.prefix(delimiter.count - 1))
-        if seam.withUnsafeBytes({ Self.contains($0, delimiter) }) { return true }
-        if piece.withUnsafeBytes({ Self.contains($0, delimiter) }) { return true }
-        carry = Array(seam.suffix(delimiter.count - 1))
-        if piece.count >= delimiter.count - 1 { carry = Array(piece.suffix(delimiter.count - 1)) }
+        seam.append(contentsOf: piece.prefix(length - 1))
+        if seam.withUnsafeBytes({ Self.containsAny($0, delimiters) }) { return true }
+        if piece.withUnsafeBytes({ Self.containsAny($0, delimiters) }) { return true }
+        carry = Array(seam.suffix(length - 1))
+        if piece.count >= length - 1 { carry = Array(piece.suffix(length - 1)) }
         return false
     }
 
-    /// Whether `needle` (which starts with CR) occurs in `haystack`: `memchr` to each CR, then `memcmp`, so an
+    /// Whether any of `needles` occurs in `haystack`.
+    private static func containsAny(_ haystack: UnsafeRawBufferPointer, _ needles: [[UInt8]]) -> Bool {
+        needles.contains { contains(haystack, $0) }
+    }
+
+    /// Whether `needle` occurs in `haystack`: `memchr` to each occurrence of its first byte, then `memcmp`, so an
     /// upload's bytes are not looked at one by one in Swift.
     private static func contains(_ haystack: UnsafeRawBufferPointer, _ needle: [UInt8]) -> Bool {
         guard let base = haystack.baseAddress, haystack.count >= needle.count else { return false }

@@ -320,6 +320,44 @@ final class MultipartFormDataTests: XCTestCase {
         XCTAssertEqual(parts.map(\.name), ["a"])
     }
 
+    /// Lenient parsers take a lone LF or CR before `--boundary` for a line break too (Werkzeug, behind Flask, matches
+    /// `(\r\n|\n|\r)--boundary`): a part holding `x\n--B` was encoded without error and such a server ended it there,
+    /// losing the parts after it. It is refused as the CR LF form is, in memory, to a file and across a file's pieces.
+    func testABoundaryAfterALoneLineFeedOrCarriageReturnIsRefused() throws {
+        let folder = try temporaryFolder()
+        let output = folder.appendingPathComponent("out.bin")
+        let split = folder.appendingPathComponent("split.bin")
+        var bytes = Data(repeating: 0x61, count: (1 << 20) - 2)
+        bytes.append(Data("\n--B\r\n".utf8))
+        try bytes.write(to: split)
+        let contents: [(String, (inout MultipartFormData) -> Void)] = [
+            ("a field, LF", { $0.append(field: "note", value: "x\n--B\r\nContent-Disposition: x") }),
+            ("a field, CR", { $0.append(field: "note", value: "x\r--B\r\n") }),
+            ("data, LF", { $0.append(File(name: "a", key: "doc", mimeType: .plainText, data: Data("x\n--B".utf8))) }),
+            ("a file, LF across pieces", { $0.append(File(key: "doc", fileURL: split)) }),
+        ]
+        for (label, add) in contents {
+            var form = MultipartFormData(boundary: "B")
+            add(&form)
+            form.append(File(name: "kept.txt", key: "later", mimeType: .plainText, data: Data("hi".utf8)))
+            for (way, encode) in [
+                ("in memory", { _ = try form.encodedData() }), ("to a file", { try form.write(to: output) }),
+            ] {
+                XCTAssertThrowsError(try encode(), "\(label), \(way)") { error in
+                    guard case .bodyEncodingFailed(let why)? = (error as? ConnectError)?.invalidRequestReason else {
+                        return XCTFail("\(label), \(way): \(error)")
+                    }
+                    XCTAssertTrue(why.contains("part 1"), why)
+                }
+            }
+        }
+        // A line break inside the content that no `--B` follows is content like any other.
+        var form = MultipartFormData(boundary: "B")
+        form.append(field: "a", value: "x\n-B\r--C\n\r-x--B")
+        let parts = try MultipartParser.parse(try form.encodedData(), contentType: form.contentType)
+        XCTAssertEqual(parts.map(\.name), ["a"])
+    }
+
     /// `write(to:)` replaces its destination only once the body is whole: a failure leaves the old file, and a part
     /// streamed from the destination itself reads its old content (it grew for ever before, having emptied it).
     func testWritingToAFileReplacesItOnlyOnceTheBodyIsWhole() throws {
