@@ -35,7 +35,7 @@ extension Connect {
     ///
     /// - Parameters:
     ///   - files: The files; `nil` or empty sends only the fields.
-    ///   - request: The connector; its method is used as is (usually POST): a GET or HEAD, which carries no body,
+    ///   - request: The connector; its method is used as is (usually POST): a GET, HEAD or TRACE, which carries no body,
     ///     fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, nothing sent. Its `.form`
     ///     parameters, or the keys of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
@@ -72,7 +72,7 @@ extension Connect {
     ///   - fields: Text fields, in order, sent before the files (after the connector's fields). A field or a file
     ///     with an empty name fails with ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, nothing
     ///     sent.
-    ///   - request: The connector; a GET or HEAD fails with
+    ///   - request: The connector; a GET, HEAD or TRACE fails with
     ///     ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``. Its `.form` parameters, or the keys of a
     ///     `.jsonObject` whose top level is a JSON object, become text fields first (see
     ///     ``upload(files:to:debugResponse:)``); any other

@@ -41,7 +41,7 @@ extension Connector {
     ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
     ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
-    ///   (`multipleBodies`), a body on a GET or HEAD
+    ///   (`multipleBodies`), a body on a GET, HEAD or TRACE
     ///   (`bodyNotAllowed`), a body that failed to encode (`bodyEncodingFailed`), or a `.query` item or `.form` field
     ///   with an empty name (`invalidParameter`).
     public func asURLRequest() throws -> URLRequest {

@@ -68,14 +68,15 @@ public struct HTTPMethod: RawRepresentable, Hashable, Sendable, ExpressibleByStr
 }
 
 extension HTTPMethod {
-    /// Whether a request of this method carries no body: `GET` and `HEAD` (any case, as ``init(rawValue:)``
+    /// Whether a request of this method carries no body: `GET`, `HEAD` and `TRACE` (any case, as ``init(rawValue:)``
     /// spells a standard method in capitals).
     ///
     /// RFC 9110 §9.3.1-2 give a GET's or HEAD's body no meaning; URLSession fails a GET's body and sends a HEAD
-    /// without it, which would lose the body and report a success. The one rule behind a connector's body
+    /// without it, which would lose the body and report a success. §9.3.8 says a client must not send content in a
+    /// TRACE, which the engines would send all the same. The one rule behind a connector's body
     /// (`asURLRequest()`), an upload's (`upload(files:to:)`) and the wire check every transport's request passes
     /// (`ConnectRequest.wireProblem(bodyFile:)`).
-    var refusesBody: Bool { self == .get || self == .head }
+    var refusesBody: Bool { self == .get || self == .head || self == .trace }
 }
 
 // MARK: - Standard methods

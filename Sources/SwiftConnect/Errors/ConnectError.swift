@@ -118,8 +118,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         case invalidMethod(String)
         /// The timeout is zero, negative or not a number (`.infinity` means no timeout).
         case invalidTimeout(TimeInterval)
-        /// A GET or HEAD request has a non-empty body: URLSession fails a GET with one ("resource exceeds maximum
-        /// size") and sends a HEAD without it. Send the values as `.query` parameters, or use another method.
+        /// A GET, HEAD or TRACE request has a non-empty body: URLSession fails a GET with one ("resource exceeds
+        /// maximum size") and sends a HEAD without it, and RFC 9110 forbids one on a TRACE. Send the values as `.query`
+        /// parameters, or use another method.
         case bodyNotAllowed(method: String)
         /// A ``JSONObject`` parameter cannot be sent as given: its key is written twice, its value could not be
         /// encoded, or it holds an object or nested array, which a query or form cannot carry (`reason` says
@@ -155,7 +156,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .invalidTimeout(let timeout):
                 return "the timeout \(timeout) is not a positive number of seconds (use .infinity for none)"
             case .bodyNotAllowed(let method):
-                return "a \(method) request cannot carry a body (URLSession refuses or drops it): "
+                let why = method == "TRACE" ? "RFC 9110 forbids one" : "URLSession refuses or drops it"
+                return "a \(method) request cannot carry a body (\(why)): "
                     + "send the values as .query parameters, or use another method such as POST"
             case .invalidParameter(let key, let reason):
                 return "the parameter '\(key)' cannot be sent: \(reason)"

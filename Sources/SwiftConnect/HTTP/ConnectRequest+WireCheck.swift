@@ -12,7 +12,7 @@ extension ConnectRequest {
     /// - a method that is not an RFC 9110 token (`GET / HTTP/1.1\r\n…` would be written into the request line);
     /// - a body (in memory, a stream or a file) on a GET or a HEAD, where it has no meaning (RFC 9110 9.3.1, 9.3.2):
     ///   many servers drop it, URLSession refuses a GET's and sends a HEAD without its body (lost, the call a
-    ///   success);
+    ///   success); or on a TRACE, which must not carry one (RFC 9110 9.3.8);
     /// - a header field whose name is not a token or whose value has a control character other than tab (CR, LF,
     ///   NUL…) or DEL, or text that is not ASCII, which engines send differently (`HTTPHeader.isSendableValue(_:)`);
     /// - a `Content-Length` that is not the length of the body: a larger one leaves the server waiting for bytes

@@ -644,6 +644,34 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
+    /// RFC 9110 §9.3.8: "A client MUST NOT send content in a TRACE request." A TRACE's body (a `JSONObject`'s too, placed
+    /// in the body as for any method but GET, HEAD and DELETE) went out as given; it is refused when built, and by the
+    /// wire check every request passes, nothing sent.
+    func testABodyOnATRACEIsRefused() throws {
+        let bodies: [any ParametersRepresentable] = [
+            Parameter.jsonObject(value: ["a": 1]), Parameter.form(key: "a", value: "1"),
+            Parameter.body(Data("x".utf8), contentType: "text/plain"), ["a": 1] as JSONObject,
+        ]
+        for method in [HTTPMethod.trace, HTTPMethod(rawValue: "trace")] {
+            for body in bodies {
+                let connector = Stub(method: method, parameters: body)
+                assertInvalidRequest(connector, .bodyNotAllowed(method: "TRACE"))
+                XCTAssertThrowsError(try connector.asURLRequest()) { error in
+                    let text = String(describing: error)
+                    XCTAssertTrue(text.contains("a TRACE request cannot carry a body"), text)
+                    XCTAssertTrue(text.contains("RFC 9110"), text)
+                }
+                let transport = FakeTransport.answering(.json(string: "{}"))
+                let result = try Connect(transport: transport, retryPolicy: nil).request(connector)
+                    .waitForResult(timeout: 5)
+                guard case .failure(let error as ConnectError) = result else { return XCTFail("sent: \(result)") }
+                XCTAssertEqual(error.invalidRequestReason, .bodyNotAllowed(method: "TRACE"))
+                XCTAssertEqual(transport.requests.count, 0, "nothing is sent")
+            }
+        }
+        XCTAssertNoThrow(try Stub(method: .trace).asURLRequest())
+    }
+
     func testBodyEncodingFailureThrowsBodyEncodingFailed() throws {
         // Given: JSONEncoder refuses NaN by default.
         let connector = Stub(parameters: Parameter.jsonObject(value: Payload(userName: "x", score: .nan)))
