@@ -219,6 +219,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     public var underlyingError: (any Error)?
     /// For ``Kind/decoding`` failures: the coding path to the value that failed, as `"todos[2].title"`.
     public var codingPath: String?
+    /// For ``Kind/decoding`` failures: the keys of the path to the value that failed that are a map's data under a
+    /// secret name (``Redaction/dataKeysUnderSecretName(in:)``), hidden as the request's secret values are wherever the
+    /// error shows text. ``codingPath`` keeps them.
+    var secretKeysInPath: [String] = []
     /// How many times the request was sent before this error: more than 1 when a ``RetryPolicy`` or the `retry` of a
     /// ``ConnectMiddlewareProtocol`` sent it again, 1 otherwise. Then ``description`` ends with "(after 3 attempts)".
     ///
@@ -395,7 +399,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The secret values of the request, to hide wherever the error shows text, those the response hands out in its
     /// header fields (``SecretValues/init(handedOutIn:)``: an `X-Auth-Token` the body quotes again), those a JSON
     /// body hands out under a secret name (a `session_id` the server's message quotes again), and for a decoding
-    /// failure, the value it failed on when that sits under a secret name (``failedSecretValues(in:)``).
+    /// failure, the value it failed on when that sits under a secret name (``failedSecretValues(in:)``) and the keys
+    /// of its path that are a map's data under one (``secretKeysInPath``).
     func secrets() -> SecretValues {
         var sent =
             switch storedRequest {
@@ -404,6 +409,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
             case .model(let sent): SecretValues(of: sent.request)
             }
         if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
+        if !secretKeysInPath.isEmpty { sent = sent.union(SecretValues(values: secretKeysInPath)) }
         guard let body else { return sent }
         let handedOut = Redaction.secretStrings(ofBody: body) + failedSecretValues(in: body)
         return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))

@@ -33,6 +33,31 @@ extension Redaction {
         return underSecret ? value : nil
     }
 
+    /// The keys of a decoding error's `path` that are a map's data under a secret name, to hide as its secret values:
+    /// each key after one that names a secret (``isSensitiveField(_:)``: `tokens`, `apiKeys`, `password`) that is not
+    /// an array's index nor a case without associated values of a `CodingKey` enum.
+    ///
+    /// A model's names are such cases (a synthesized `CodingKeys` too): `credentials.kind` shows its `kind`. The keys
+    /// of a `[String: T]`, and of a type that reads its keys from the data with a key type of its own, are the data's:
+    /// under a secret name a map can be keyed by the secrets themselves (`{"tokens": {"<the token>": …}}`), which the
+    /// path, the message and the underlying error would otherwise quote.
+    static func dataKeysUnderSecretName(in path: [any CodingKey]) -> [String] {
+        var underSecret = false
+        var keys: [String] = []
+        for key in path where key.intValue == nil {
+            if underSecret && !isModelName(key) { keys.append(key.stringValue) }
+            underSecret = underSecret || isSensitiveField(key.stringValue)
+        }
+        return keys
+    }
+
+    /// Whether `key` is a case without associated values of an enum: a model's name rather than a key from the data,
+    /// which decoders make as structs (`Dictionary`'s) or as an enum case that holds the text (`JSONDecoder`'s).
+    private static func isModelName(_ key: any CodingKey) -> Bool {
+        let mirror = Mirror(reflecting: key)
+        return mirror.displayStyle == .enum && mirror.children.isEmpty
+    }
+
     /// The strings and numbers `value` holds at any depth, as text: what an error that quotes a value shows of it.
     static func scalarTexts(of value: Any) -> [String] {
         if let object = value as? [String: Any] { return object.values.flatMap(scalarTexts) }

@@ -165,6 +165,9 @@ extension ConnectError {
         }
         var result = ConnectError(.decoding, message: message, body: body, underlyingError: error)
         result.codingPath = path
+        if let failed = (error as? DecodingError)?.codingPathOfFailure {
+            result.secretKeysInPath = Redaction.dataKeysUnderSecretName(in: failed)
+        }
         return result
     }
 
@@ -173,6 +176,7 @@ extension ConnectError {
     /// not quoted.
     mutating func explainNumberMisfit(_ misfit: JSONNumberFit.Misfit?, decoding type: Any.Type) {
         codingPath = misfit?.path
+        if let found = misfit { secretKeysInPath += Redaction.dataKeysUnderSecretName(in: found.codingPath) }
         var misfit = misfit
         if let found = misfit, let body, Redaction.valueUnderSecretName(at: found.codingPath, inJSON: body) != nil {
             misfit?.number = Redaction.placeholder

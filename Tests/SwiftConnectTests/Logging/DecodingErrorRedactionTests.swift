@@ -148,3 +148,54 @@ final class DecodingErrorRedactionTests: XCTestCase {
         }
     }
 }
+
+// MARK: - Keys under a secret name
+
+extension DecodingErrorRedactionTests {
+    /// A map under a secret name whose keys are the secrets themselves (`{"tokens": {"<token>": …}}`): the path to
+    /// the value that failed named the key, and every output of the error showed it.
+    func testAKeyOfAMapUnderASecretNameIsHiddenInThePath() throws {
+        struct Session: Decodable, Sendable { let tokens: [String: Int] }
+        let body = #"{"tokens":{"\#(password)":"soon"}}"#
+        let error = try XCTUnwrap(decodingError(body, as: Session.self))
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains(password), text)
+        }
+        XCTAssertTrue(error.debugDescription.contains("at: tokens.<redacted>"), error.debugDescription)
+        XCTAssertTrue(error.message.contains("at 'tokens.<redacted>'"), error.message)
+        // The property keeps the path, for code that looks the value up.
+        XCTAssertEqual(error.codingPath, "tokens.\(password)")
+    }
+
+    /// The model's names below a secret name, and a map's keys under an ordinary name, are shown: they help to fix
+    /// the model. Keys of a map deeper under the secret name are hidden, the model's names between them shown.
+    func testModelNamesBelowASecretNameAndOrdinaryMapKeysAreShown() throws {
+        struct Entry: Decodable, Sendable { let expires: Int }
+        struct Vault: Decodable, Sendable {
+            let apiKeys: [String: [String: Entry]]
+            let labels: [String: Int]?
+        }
+        let nested = try XCTUnwrap(
+            decodingError(#"{"apiKeys":{"\#(password)":{"k-73914682":{"expires":"never"}}}}"#, as: Vault.self))
+        for text in shownTexts(of: nested) {
+            XCTAssertFalse(text.contains(password), text)
+            XCTAssertFalse(text.contains("k-73914682"), text)
+        }
+        XCTAssertTrue(
+            nested.debugDescription.contains("at: apiKeys.<redacted>.<redacted>.expires"), nested.debugDescription)
+        let ordinary = try XCTUnwrap(decodingError(#"{"apiKeys":{},"labels":{"blue":"x"}}"#, as: Vault.self))
+        XCTAssertTrue(ordinary.debugDescription.contains("at: labels.blue"), ordinary.debugDescription)
+    }
+
+    /// A number that does not fit its type, found by SwiftConnect's own walk of the body: its path is hidden alike.
+    func testAKeyOfAMapUnderASecretNameIsHiddenWhereANumberDoesNotFit() throws {
+        struct Pins: Decodable, Sendable { let passwords: [String: Int] }
+        let body = #"{"passwords":{"\#(password)":123456789012345678901234567}}"#
+        let error = try XCTUnwrap(decodingError(body, as: Pins.self))
+        XCTAssertEqual(error.codingPath, "passwords.\(password)")
+        for text in shownTexts(of: error) {
+            XCTAssertFalse(text.contains(password), text)
+        }
+        XCTAssertTrue(error.message.contains("at 'passwords.<redacted>' does not fit Int"), error.message)
+    }
+}
