@@ -41,4 +41,19 @@ final class EventStreamRedactionTests: XCTestCase {
             Data(stream.utf8), contentType: "text/event-stream", redacting: false, pretty: false)
         XCTAssertEqual(raw, stream)
     }
+
+    /// A token one event hands out under a secret name, quoted again by a later event under an ordinary name (or in a
+    /// comment line): a JSON body hides it where it quotes it again, and so does a stream now.
+    func testATokenAnEventHandsOutIsHiddenWhereALaterEventQuotesIt() {
+        // Given: the token pushed once approved, then quoted in a message and a comment
+        let stream =
+            "data: {\"access_token\":\"tok-SSE-ECHO-24680\"}\n\n"
+            + "data: {\"message\":\"signed in with tok-SSE-ECHO-24680\"}\n\n"
+            + ": keep-alive for tok-SSE-ECHO-24680\n\n"
+        // When
+        let text = shown(stream)
+        // Then
+        XCTAssertFalse(text.contains("tok-SSE-ECHO-24680"), text)
+        XCTAssertTrue(text.contains("data: {\"message\":\"signed in with <redacted>\"}\n\n"), text)
+    }
 }
