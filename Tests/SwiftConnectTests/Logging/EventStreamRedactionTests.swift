@@ -56,4 +56,24 @@ final class EventStreamRedactionTests: XCTestCase {
         XCTAssertFalse(text.contains("tok-SSE-ECHO-24680"), text)
         XCTAssertTrue(text.contains("data: {\"message\":\"signed in with <redacted>\"}\n\n"), text)
     }
+
+    /// An event's data that is not JSON but reads as a URL-encoded form (`access_token=…&expires_in=3600`, as an older
+    /// OAuth provider answers) or as credentials (`Bearer …`) showed the secret: a `text/plain` body, or a header, hides
+    /// them so.
+    func testAnEventsFormDataAndCredentialsAreHidden() {
+        // Given: an event of form data, one of a bearer credential, and one of ordinary text
+        let stream =
+            "data: access_token=tok-SSE-FORM-13579&expires_in=3600\n\n"
+            + "data: Bearer tok-SSE-BEARER-97531\r\n\r\n"
+            + "data: hello=world and more\n\n"
+        // When
+        let text = shown(stream)
+        // Then
+        XCTAssertFalse(text.contains("tok-SSE-FORM-13579"), text)
+        XCTAssertFalse(text.contains("tok-SSE-BEARER-97531"), text)
+        XCTAssertEqual(
+            text,
+            "data: access_token=<redacted>&expires_in=3600\n\n" + "data: Bearer <redacted>\r\n\r\n"
+                + "data: hello=world and more\n\n")
+    }
 }
