@@ -66,7 +66,8 @@ public final class ResponseStream: AsyncSequence, Sendable {
             self.reader = reader
         }
 
-        /// The next chunk, or `nil` at the end of the body.
+        /// The next chunk, or `nil` at the end of the body; throws the request's or the transfer's error once, and
+        /// returns `nil` after it.
         public mutating func next() async throws -> Data? {
             try await reader.next()
         }
@@ -134,7 +135,11 @@ public final class ResponseStream: AsyncSequence, Sendable {
         }
 
         func next() async throws -> Data? {
+            // After the end or an error the iteration is over, as `AsyncIteratorProtocol` requires: `nil` from then
+            // on, not the error again (the body stream, or the failed head, would throw it at every call).
+            guard !isFinished.withLock({ $0 }) else { return nil }
             guard isFirst else {
+                isFinished.withLock { $0 = true }
                 throw ConnectError(
                     .rejected, message: "the body of this ResponseStream is already being read: it can be read once")
             }

@@ -276,6 +276,43 @@ final class ResponseStreamTests: XCTestCase {
         XCTAssertEqual(transport.cancelledRequests.count, 1)
     }
 
+    /// A transfer that breaks after some chunks: the chunks, its error once, then `nil`, as `AsyncIteratorProtocol`
+    /// requires of an iterator that has thrown; the error came again at every `next()`.
+    func testABrokenTransferThrowsOnceThenTheIteratorEnds() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .stream(chunks("a"), endingWith: URLError(.networkConnectionLost)))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        var iterator = stream.makeAsyncIterator()
+
+        let chunk = try await iterator.next()
+        XCTAssertEqual(chunk, Data("a".utf8))
+        do {
+            _ = try await iterator.next()
+            XCTFail("the broken transfer must fail the iteration")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .connectionLost)
+        }
+        let afterTheError = try await iterator.next()
+        XCTAssertNil(afterTheError)
+    }
+
+    /// A request that fails before its head: its error once, then `nil`; the head's error came at every `next()`.
+    func testAFailedRequestThrowsOnceThenTheIteratorEnds() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/feed", with: .failure(URLError(.cannotConnectToHost)))
+        let stream = Connect(transport: transport, retryPolicy: nil).stream(Feed())
+        var iterator = stream.makeAsyncIterator()
+
+        do {
+            _ = try await iterator.next()
+            XCTFail("the failed request must fail the iteration")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .cannotConnect)
+        }
+        let afterTheError = try await iterator.next()
+        XCTAssertNil(afterTheError)
+    }
+
     func testABodyCanBeReadOnce() async throws {
         let transport = FakeTransport()
         transport.stub(.get, "/feed", with: .stream(chunks("a")))
