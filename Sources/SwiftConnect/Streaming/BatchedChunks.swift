@@ -52,8 +52,9 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
         return nil
     }
 
-    /// Whether the iteration is over; throws, once, the failure that ended it, or ``ConnectError/Kind/cancelled``
-    /// when the reading task or the base was cancelled (the base is then cancelled, which stops its transfer).
+    /// Whether the iteration is over; throws, once, the failure that ended it (the base is then cancelled, which
+    /// stops its transfer), or ``ConnectError/Kind/cancelled`` when the reading task or the base was cancelled (the
+    /// base too).
     private mutating func isOver() throws -> Bool {
         if !isFinished || failure != nil, Task.isCancelled || stoppable?.isCancelled == true {
             isFinished = true
@@ -62,7 +63,9 @@ struct BatchedChunks<Base: AsyncIteratorProtocol, Batching: ChunkBatching> where
             throw ConnectError.cancelled()
         }
         if let failure {
+            // A parser's failure: nothing more is read, so the transfer stops, even if the caller keeps the iterator.
             self.failure = nil
+            stoppable?.cancel()
             throw failure
         }
         return isFinished

@@ -3,7 +3,8 @@ import Foundation
 // The three views share their shape: an iterator pulls one chunk from the base only when everything the last chunk
 // gave has been taken (never reading ahead), hands the chunk to a parser, and returns what it completed one by
 // one. A parser's failure comes after what the chunk completed before the failing line, as it would with the
-// chunks cut elsewhere; an error of the base comes as it is. After an error or the end, `next()` returns `nil`.
+// chunks cut elsewhere; an error of the base comes as it is. After an error or the end, `next()` returns `nil`; an
+// error stops the base's transfer (nothing more is read from it), even while the caller keeps the iterator.
 // A cancelled loop is handed nothing more: once its task is cancelled, or its `ResponseStream` (the call) is, the
 // next `next()` throws `.cancelled`, as the stream's own iterator does, and what the chunk in hand still held is
 // dropped (checked before each element, not once a chunk: a chunk can hold thousands of lines).
@@ -58,20 +59,19 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
     public struct AsyncIterator: AsyncIteratorProtocol {
         private var base: Base.AsyncIterator
         private var splitter: LineSplitter
-        private var lines: PendingElements<String> = PendingElements()
-        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
-        private let stoppable: (any StoppableChunks)?
+        private var lines: PendingElements<String>
 
         init(base: Base.AsyncIterator, splitter: LineSplitter) {
             self.base = base
             self.splitter = splitter
-            stoppable = base as? any StoppableChunks
+            // The base, when it can tell that its body was cancelled and be stopped (a `ResponseStream`'s).
+            lines = PendingElements(stopping: base as? any StoppableChunks)
         }
 
         /// The next line; `nil` at the end of the body.
         public mutating func next() async throws -> String? {
             while true {
-                try lines.checkCancellation(of: stoppable)
+                try lines.checkCancellation()
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -88,7 +88,7 @@ public struct ResponseLines<Base: AsyncSequence>: AsyncSequence where Base.Eleme
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> String? {
             while true {
-                try lines.checkCancellation(of: stoppable)
+                try lines.checkCancellation()
                 if let line = try lines.take() { return line }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -184,25 +184,24 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         private var splitter: LineSplitter
         private let decoder: JSONDecoder
         /// The lines to decode, with their numbers.
-        private var lines: PendingElements<(number: Int, bytes: Data)> = PendingElements()
+        private var lines: PendingElements<(number: Int, bytes: Data)>
         /// How many lines the body has had so far.
         private var lineCount = 0
         /// ``ResponseJSONLines/sentRequest``.
         var sentRequest: @Sendable () -> ConnectRequest? = { nil }
-        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
-        private let stoppable: (any StoppableChunks)?
 
         init(base: Base.AsyncIterator, splitter: LineSplitter, decoder: JSONDecoder) {
             self.base = base
             self.splitter = splitter
             self.decoder = decoder
-            stoppable = base as? any StoppableChunks
+            // The base, when it can tell that its body was cancelled and be stopped (a `ResponseStream`'s).
+            lines = PendingElements(stopping: base as? any StoppableChunks)
         }
 
         /// The next value; `nil` at the end of the body.
         public mutating func next() async throws -> Element? {
             while true {
-                try lines.checkCancellation(of: stoppable)
+                try lines.checkCancellation()
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -219,7 +218,7 @@ public struct ResponseJSONLines<Base: AsyncSequence, Element: Decodable>: AsyncS
         @available(macOS 15.0, iOS 18.0, tvOS 18.0, watchOS 11.0, *)
         public mutating func next(isolation actor: isolated (any Actor)?) async throws -> Element? {
             while true {
-                try lines.checkCancellation(of: stoppable)
+                try lines.checkCancellation()
                 if let line = try lines.take() { return try decode(line) }
                 guard !lines.isFinished else { return nil }
                 do {
@@ -383,10 +382,8 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
         private var parser: ServerSentEventParser
         private let onProgress: (@Sendable (String, Int?) -> Void)?
         /// The events to hand out, with the reconnection time at their dispatch.
-        private var events: PendingElements<(event: ServerSentEvent, reconnectionTime: Int?)> = PendingElements()
+        private var events: PendingElements<(event: ServerSentEvent, reconnectionTime: Int?)>
         private var reportedEnd = false
-        /// The base, when it can tell that its body was cancelled (a ``ResponseStream``'s).
-        private let stoppable: (any StoppableChunks)?
 
         /// The last event ID as of the last event handed out, or, once the iteration has ended, as of the end:
         /// `""` when none is set. Send it in `Last-Event-ID` when reconnecting, unless it is empty.
@@ -409,7 +406,9 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
             self.lastEventID = parser.lastEventID
             self.lastEventIDIfSet = parser.dispatchedEventID
             self.reconnectionTime = parser.reconnectionTime
-            stoppable = base as? any StoppableChunks
+            // The base, when it can tell that its body was cancelled and be stopped (a `ResponseStream`'s).
+            let stoppable = base as? any StoppableChunks
+            events = PendingElements(stopping: stoppable)
             stoppable?.require(mediaType: "text/event-stream")
         }
 
@@ -467,7 +466,7 @@ public struct ResponseEvents<Base: AsyncSequence>: AsyncSequence where Base.Elem
         /// dropped with the chunk in hand would have a reconnection skip them.
         private mutating func checkCancellation() throws {
             do {
-                try events.checkCancellation(of: stoppable)
+                try events.checkCancellation()
             } catch {
                 if !reportedEnd {
                     reportedEnd = true
@@ -521,12 +520,22 @@ protocol StoppableChunks {
 
 /// What an iterator has parsed and not handed out yet, and how its base ended.
 struct PendingElements<Element> {
+    /// The base, when it can be stopped (a ``ResponseStream``'s): stopped once the iteration ends with an error,
+    /// since nothing more will be read from it, even if the caller keeps the iterator.
+    private let source: (any StoppableChunks)?
     private var elements: [Element] = []
     private var index = 0
     /// Whether the base has ended (or failed, or the parser failed): nothing more is read from it.
     private(set) var isFinished = false
     /// The error to throw once the elements before it are taken.
     private var error: (any Error)?
+
+    /// Makes an empty list for the elements read from `source`.
+    ///
+    /// - Parameter source: The base, when it can be stopped.
+    init(stopping source: (any StoppableChunks)?) {
+        self.source = source
+    }
 
     /// Puts in what a chunk completed, when everything before has been taken; with `finishing`, nothing more is
     /// read, and `error`, if any, is thrown after these elements.
@@ -542,28 +551,29 @@ struct PendingElements<Element> {
         self.error = error
     }
 
-    /// Nothing more is handed out: the elements still there are dropped.
+    /// Nothing more is handed out: the elements still there are dropped, and the source is stopped.
     mutating func discard() {
         elements = []
         index = 0
         finish(throwing: nil)
+        source?.cancel()
     }
 
     /// Whether the iteration has ended, its elements taken and its error thrown: `next()` returns `nil`.
     private var isOver: Bool { isFinished && index >= elements.count && error == nil }
 
-    /// Ends the iteration with ``ConnectError/Kind/cancelled`` when the task that reads is cancelled, or `source`
-    /// (the base) was: the elements still there are dropped, and `source` is cancelled, which stops its transfer.
+    /// Ends the iteration with ``ConnectError/Kind/cancelled`` when the task that reads is cancelled, or the source
+    /// (the base) was: the elements still there are dropped, and the source is cancelled, which stops its transfer.
     /// Nothing happens once the iteration is over.
-    mutating func checkCancellation(of source: (any StoppableChunks)?) throws {
+    mutating func checkCancellation() throws {
         guard !isOver, Task.isCancelled || source?.isCancelled == true else { return }
         discard()
-        source?.cancel()
         throw ConnectError.cancelled()
     }
 
     /// The next element; `nil` when there is none (read the base unless ``isFinished``). Throws the error that
-    /// ended the iteration once the elements before it are taken, once.
+    /// ended the iteration once the elements before it are taken, once, and stops the source: a parser's failure
+    /// (a line too long) leaves the transfer running otherwise, as long as the caller keeps the iterator.
     mutating func take() throws -> Element? {
         if index < elements.count {
             defer { index += 1 }
@@ -571,6 +581,7 @@ struct PendingElements<Element> {
         }
         if let error {
             self.error = nil
+            source?.cancel()
             throw error
         }
         return nil

@@ -198,6 +198,97 @@ final class CancelledReaderTests: XCTestCase {
         }
         XCTAssertEqual(lines.prefix(3), ["one", "two", "three"])
     }
+
+    // MARK: - A view that fails on its own
+
+    /// A stream whose body is `body`, in one chunk, left open; `stopped` is fulfilled once its transfer is stopped.
+    private func openStream(_ body: String) -> (stream: ResponseStream, stopped: XCTestExpectation) {
+        let stopped = expectation(description: "the transfer is stopped")
+        let transport = FakeTransport()
+        transport.stub(
+            .get, "/open",
+            with: .stream { stream in
+                _ = await stream.send(Data(body.utf8))
+                await waitUntilCancelled()
+                stopped.fulfill()
+            })
+        return (Connect(transport: transport, retryPolicy: nil).stream(Route("/open", baseURL: base)), stopped)
+    }
+
+    private let tooLong = String(repeating: "x", count: 64)
+
+    /// A line too long ends the lines: the transfer stops at once, though the caller keeps the iterator (it ran on
+    /// until the iterator was released).
+    func testALineTooLongStopsTheTransferWhileTheIteratorIsKept() async throws {
+        let (stream, stopped) = openStream("ok\n" + tooLong)
+        var lines = ResponseLines(stream, maximumLineLength: 16).makeAsyncIterator()
+
+        let first = try await lines.next()
+        XCTAssertEqual(first, "ok")
+        do {
+            _ = try await lines.next()
+            XCTFail("the line too long must fail the iteration")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+        await fulfillment(of: [stopped], timeout: 10)
+        let after = try await lines.next()
+        XCTAssertNil(after)
+    }
+
+    /// A line that does not decode ends the JSON lines: the transfer stops though the caller keeps the iterator.
+    func testAJSONLineThatFailsToDecodeStopsTheTransferWhileTheIteratorIsKept() async throws {
+        let (stream, stopped) = openStream("1\nnot json\n")
+        var values = stream.jsonLines(of: Int.self).makeAsyncIterator()
+
+        let first = try await values.next()
+        XCTAssertEqual(first, 1)
+        do {
+            _ = try await values.next()
+            XCTFail("the line must fail to decode")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .decoding)
+        }
+        await fulfillment(of: [stopped], timeout: 10)
+        let after = try await values.next()
+        XCTAssertNil(after)
+    }
+
+    /// A line too long ends the events: the transfer stops though the caller keeps the iterator.
+    func testALineTooLongStopsTheEventsTransferWhileTheIteratorIsKept() async throws {
+        let (stream, stopped) = openStream("data: a\n\n" + tooLong)
+        var events = ResponseEvents(stream, maximumLineLength: 16).makeAsyncIterator()
+
+        let first = try await events.next()
+        XCTAssertEqual(first?.data, "a")
+        do {
+            _ = try await events.next()
+            XCTFail("the line too long must fail the iteration")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+        await fulfillment(of: [stopped], timeout: 10)
+        let after = try await events.next()
+        XCTAssertNil(after)
+    }
+
+    /// A line too long ends the batches of events: the transfer stops though the caller keeps the iterator.
+    func testALineTooLongStopsTheBatchesTransferWhileTheIteratorIsKept() async throws {
+        let (stream, stopped) = openStream("data: a\n\n" + tooLong)
+        var batches = ResponseEventBatches(stream, maximumLineLength: 16).makeAsyncIterator()
+
+        let first = try await batches.next()
+        XCTAssertEqual(first?.map(\.data.string), ["a"])
+        do {
+            _ = try await batches.next()
+            XCTFail("the line too long must fail the iteration")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+        await fulfillment(of: [stopped], timeout: 10)
+        let after = try await batches.next()
+        XCTAssertNil(after)
+    }
 }
 
 /// What a loop over `sequence` got: each element as text, then how the loop ended ("end", or the kind of the
