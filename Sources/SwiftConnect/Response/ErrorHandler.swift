@@ -27,9 +27,9 @@ import Foundation
 ///
 /// The client asks ``handle(_:)`` about every response whose status is outside 200..<300, whatever its body: empty,
 /// plain text, HTML, or bytes in any charset. Its default asks ``handle(response:)`` only about a body that is a JSON
-/// object (or an array holding one), and answers any other with a ``ConnectError`` of kind
-/// ``ConnectError/Kind/httpStatus`` (never a success, whatever ``handle(response:)`` would say of an empty object):
-/// for a backend whose errors are plain text, implement ``handle(_:)``.
+/// object (or an array holding one) of at most 64 KiB, nested at most 128 levels, and answers any other with a
+/// ``ConnectError`` of kind ``ConnectError/Kind/httpStatus`` (never a success, whatever ``handle(response:)`` would
+/// say of an empty object): for a backend whose errors are plain text, or larger, implement ``handle(_:)``.
 ///
 /// The client's retry loop asks the handler about every error response before its ``RetryPolicy`` retries by
 /// status: returning `nil` for, say, a 500 makes that 500 the answer, a success, and the request is not sent
@@ -45,7 +45,8 @@ public protocol ErrorHandling: Sendable {
     ///
     /// The default parses the body as a JSON object and asks ``handle(response:)``, completing a
     /// ``ConnectError`` it returns with the response's request, status, headers and body; a body that is not a
-    /// JSON object gives a ``ConnectError`` of kind ``ConnectError/Kind/httpStatus`` with the body kept.
+    /// JSON object, or is over 64 KiB or nested over 128 levels (not parsed), gives a ``ConnectError`` of kind
+    /// ``ConnectError/Kind/httpStatus`` with the body kept.
     ///
     /// - Parameter response: The response, whose status is outside 200..<300.
     /// - Returns: The error to fail with, or `nil` for success.
@@ -92,6 +93,8 @@ extension ErrorHandling {
 /// JSON array is read as its first object (`[1, {"message": "…"}]` as the object), or, with no object in it, as a
 /// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first). A body that is a
 /// JSON string (`"Invalid id"`, as Express's `res.json("Invalid id")` sends it) is the message.
+///
+/// A body over 64 KiB, or nested over 128 levels, is not parsed: a message is a line, and such a body is a dump.
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body. A short `text/plain`
@@ -193,6 +196,16 @@ public struct ErrorHandler: ErrorHandling {
 
 /// Reading error bodies.
 enum ErrorBody {
+    /// The largest error body parsed for a server's message, in bytes, as received (64 KiB).
+    ///
+    /// A message is a line or two, cut to ``SingleLineText/keptLimit`` characters anyway; a larger body is a dump (a
+    /// stack trace, a list of every failed record), and parsing it whole to find that line costs memory and CPU
+    /// in proportion to whatever the server sends when no `maxResponseBytes` is set. 64 KiB is what others keep of
+    /// an error body (``StreamingOptions/errorBodyLimit`` reads a streamed one that far): a body over it gives an
+    /// HTTP-status error with the body kept, as one that is not JSON does. Nesting is bounded as the logs bound it
+    /// (``Redaction/maximumJSONDepth``): a handler that walks or re-serialises the object recurses once per level.
+    static let messageBodyLimit = 64 << 10
+
     /// The longest plain-text body taken as the error's text, in bytes: longer, it is a stack trace or a page, not a
     /// message.
     static let plainTextLimit = 1_024
@@ -249,7 +262,7 @@ enum ErrorBody {
     }
 
     /// The body as a JSON object (the first element of a JSON array that is an object), or `nil` when it is not
-    /// one.
+    /// one, or is over the bounds of ``json(_:contentType:)``.
     ///
     /// A byte order mark before the JSON is allowed: UTF-8's is skipped, and a body starting with UTF-32's or
     /// UTF-16's (big- or little-endian) is read in that encoding. UTF-32's are looked for first: little-endian,
@@ -273,9 +286,13 @@ enum ErrorBody {
     }
 
     /// The body parsed as a JSON object, array or string, read as `jsonObject(_:contentType:)` reads it; `nil` for
-    /// a body that is none of these.
+    /// a body that is none of these, or larger than ``messageBodyLimit`` or nested deeper than
+    /// ``Redaction/maximumJSONDepth``, which is not parsed.
     static func json(_ data: Data, contentType: String?) -> Any? {
-        guard let data = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)) else { return nil }
+        guard data.count <= messageBodyLimit,
+            let data = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)),
+            !JSONDepth.exceeds(data, limit: Redaction.maximumJSONDepth)
+        else { return nil }
         guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }) else { return nil }
         if first == UInt8(ascii: "\"") {
             return try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String
