@@ -211,7 +211,7 @@ enum ErrorBody {
     static let plainTextLimit = 1_024
 
     /// A short `text/plain` body, trimmed and on one line (in the charset it declares, UTF-8 by default); `nil` for
-    /// another type, a longer body, one that is not text, or nothing but blanks.
+    /// another type, a longer body, one that is not text, or nothing that shows (``visibleText(_:)``).
     static func plainText(of response: ConnectResponse) -> String? {
         guard response.mediaType == "text/plain", response.data.count <= plainTextLimit else { return nil }
         let contentType = response.header("Content-Type")
@@ -219,9 +219,29 @@ enum ErrorBody {
             let text = unicodeText(response.data, contentType: contentType)
                 ?? String(data: BodyCharset.utf8(response.data, contentType: contentType), encoding: .utf8)
         else { return nil }
-        let line = SingleLineText.make(text.trimmingCharacters(in: .whitespacesAndNewlines))
+        guard let visible = visibleText(text) else { return nil }
+        let line = SingleLineText.make(visible)
         return line.isEmpty ? nil : line
     }
+
+    /// `text` without the blanks and byte order marks at its ends (U+FEFF: a server that writes its strings with
+    /// one sends it), or `nil` when nothing that shows is left: only white space, control characters and code points
+    /// that show as nothing (Unicode's default ignorable ones: zero-width spaces and joiners, bidirectional marks,
+    /// word joiners, Hangul fillers). Such a text would make an error read "Server error: ", a message of nothing.
+    static func visibleText(_ text: String) -> String? {
+        let trimmed = text.trimmingCharacters(in: blanksAndByteOrderMarks)
+        return trimmed.unicodeScalars.contains(where: shows) ? trimmed : nil
+    }
+
+    /// Whether `scalar` shows: not white space, a control character or a default ignorable code point.
+    private static func shows(_ scalar: Unicode.Scalar) -> Bool {
+        let properties = scalar.properties
+        if properties.isWhitespace || properties.isDefaultIgnorableCodePoint { return false }
+        return properties.generalCategory != .control
+    }
+
+    private static let blanksAndByteOrderMarks = CharacterSet.whitespacesAndNewlines.union(
+        CharacterSet(charactersIn: "\u{FEFF}"))
 
     /// `data` read in the UTF-16 or UTF-32 that `contentType` declares (`charset=utf-16`, `utf-16le`, `utf-32be`…),
     /// without its byte order mark; `nil` for another charset, or bytes that are not in it. `utf-16` and `utf-32` name
@@ -371,11 +391,10 @@ enum ErrorBody {
     }
 
     /// A JSON string value on one line, at most ``SingleLineText/messageLimit`` characters; `nil` when it is
-    /// not a string, or nothing but spaces and control characters.
+    /// not a string, or nothing that shows (``visibleText(_:)``: spaces, control characters, a byte order mark).
     static func string(_ value: Any?) -> String? {
-        guard let string = value as? String else { return nil }
-        let text = SingleLineText.make(
-            string.trimmingCharacters(in: .whitespacesAndNewlines), limit: SingleLineText.keptLimit)
+        guard let string = value as? String, let visible = visibleText(string) else { return nil }
+        let text = SingleLineText.make(visible, limit: SingleLineText.keptLimit)
         return text.isEmpty ? nil : text
     }
 }

@@ -531,6 +531,32 @@ final class ErrorHandlerTests: XCTestCase {
         XCTAssertEqual(error?.kind, .httpStatus)
     }
 
+    /// A message of nothing but characters that show as nothing (a byte order mark, U+FEFF, which a server that
+    /// writes its strings with one sends; zero-width spaces and joiners; a word joiner; a Hangul filler) was the
+    /// message: the error read "Server error: " and the next key was not read. It is no message, as blanks are.
+    func testAMessageOfNothingButInvisibleCharactersIsNoMessage() {
+        for invisible in [#"\ufeff"#, #"\u200b\ufeff"#, #" \u2060\u200d "#, #"\u3164"#, #"\u202e\u200f"#] {
+            let alone = errorFor(body: #"{"message":"\#(invisible)"}"#)
+            XCTAssertEqual(alone?.kind, .httpStatus, invisible)
+            XCTAssertEqual(alone?.message, "the server answered 400 Bad Request", invisible)
+            let next = errorFor(body: #"{"message":"\#(invisible)","error":"Quota exceeded"}"#)
+            XCTAssertEqual(next?.kind, .serverMessage, invisible)
+            XCTAssertEqual(next?.message, "Quota exceeded", invisible)
+        }
+        let plain = errorFor(body: "\u{FEFF}\u{200B}", status: 401, headers: ["Content-Type": "text/plain"])
+        XCTAssertEqual(plain?.message, "the server answered 401 Unauthorized")
+    }
+
+    /// A byte order mark at the start or end of a message (a string written with one) is dropped, as blanks are;
+    /// one inside it, and the joiners that make an emoji, stay.
+    func testAByteOrderMarkAroundAMessageIsDropped() {
+        XCTAssertEqual(errorFor(body: #"{"message":"\ufeff Invalid id\ufeff"}"#)?.message, "Invalid id")
+        XCTAssertEqual(errorFor(body: #"{"message":"a\ufeffb"}"#)?.message, "a\u{FEFF}b")
+        XCTAssertEqual(errorFor(body: #"{"message":"\ud83d\udc69\u200d\ud83d\udcbb"}"#)?.message, "👩\u{200D}💻")
+        let plain = errorFor(body: "\u{FEFF}Invalid token", status: 401, headers: ["Content-Type": "text/plain"])
+        XCTAssertEqual(plain?.message, "the server answered 401 Unauthorized: Invalid token")
+    }
+
     func testDescriptionPutsAMessageFromElsewhereOnOneLine() {
         // Given: a custom handler's error quoting the server verbatim
         let error = ConnectError(.serverMessage, message: "line one\r\nDecoding failed: forged\u{1B}[0m")
