@@ -382,8 +382,16 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     /// The start of the body as text, secrets hidden by name and by value (as it is if `secrets` is `nil`), on one
     /// line: it is the server's text, and its line breaks and escape sequences would forge the lines after it in
     /// ``debugDescription`` or reach the terminal that prints it.
+    ///
+    /// A body over ``excerptSourceLimit`` is not read for it: with secrets hidden it is shown by its size (its
+    /// secrets could be found only by parsing all of it), with secrets shown by its first bytes.
     func bodyExcerpt(hiding secrets: SecretValues?) -> String? {
         guard let body, !body.isEmpty else { return nil }
+        if body.count > ConnectError.excerptSourceLimit {
+            if secrets != nil { return "<\(body.count) bytes, not shown: too large to look for secrets in>" }
+            let start = String(decoding: body.prefix(ConnectError.excerptLimit), as: UTF8.self)
+            return SingleLineText.make(start, limit: ConnectError.excerptLimit) + " … (\(body.count) bytes in all)"
+        }
         let text = Redaction.bodyText(
             body,
             contentType: storedHead?.value(of: "Content-Type"),
@@ -577,6 +585,11 @@ extension ConnectError {
 
     /// How many bytes of a body an error description shows at most.
     static let excerptLimit = 512
+
+    /// The largest body ``debugDescription`` reads for its excerpt (1 MiB, as much as ``secrets()`` looks for the
+    /// secrets a body hands out in). Finding the secrets to hide in a JSON body means parsing and walking all of it,
+    /// for 512 bytes shown: 50 MB of JSON took about a minute in a debug build, each time the error was logged.
+    static let excerptSourceLimit = 1 << 20
 
     /// How many characters of the underlying error a debug description shows at most.
     static let underlyingLimit = 2_048

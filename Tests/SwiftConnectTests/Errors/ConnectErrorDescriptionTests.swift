@@ -104,6 +104,32 @@ final class ConnectErrorDescriptionTests: XCTestCase {
         XCTAssertTrue(lines[1].hasSuffix("… (2013 bytes in all)"), lines[1])
     }
 
+    /// The debug description read a body of any size for its 512-byte excerpt: finding the secrets to hide in 50 MB
+    /// of JSON (parsing and walking all of it, then every URL in its text) took about a minute in a debug build, each
+    /// time the error was logged. A body over 1 MiB is shown by its size, or, with secrets shown, by its start.
+    func testABodyOverAMiBIsNotReadForTheExcerpt() throws {
+        let items = String(repeating: #""abcdefghij","#, count: 100_000)
+        let body = Data((#"{"message":"x","items":["# + items + #""z"]}"#).utf8)
+        XCTAssertGreaterThan(body.count, 1 << 20)
+        for redacting in [true, false] {
+            let connect = Connect(
+                transport: FakeTransport.answering(
+                    .data(body, status: 500, headers: ["Content-Type": "application/json"])),
+                retryPolicy: nil, settings: Connect.Settings(redactsSecrets: redacting))
+            let error = try XCTUnwrap(connectError(of: connect.request(ClientFixtures.Endpoint())))
+            let lines = error.debugDescription.components(separatedBy: "\n")
+            XCTAssertEqual(lines.count, 2, error.debugDescription)
+            XCTAssertEqual(error.body, body, "the body stays whole")
+            if redacting {
+                XCTAssertEqual(lines[1], "  body: <\(body.count) bytes, not shown: too large to look for secrets in>")
+            } else {
+                XCTAssertTrue(lines[1].hasPrefix(#"  body: {"message":"x","items":["abcdefghij","#), lines[1])
+                XCTAssertTrue(lines[1].hasSuffix("… (\(body.count) bytes in all)"), lines[1])
+                XCTAssertLessThan(lines[1].utf8.count, 600, lines[1])
+            }
+        }
+    }
+
     /// The coding path holds the server's keys (those of a `[String: …]` dictionary): on one line too.
     func testACodingPathFromTheServerCannotForgeLines() throws {
         let body = #"{"totals":{"a\n  underlying: forged\u001B[2J":"x"}}"#
