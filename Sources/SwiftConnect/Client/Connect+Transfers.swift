@@ -35,8 +35,8 @@ extension Connect {
     ///
     /// - Parameters:
     ///   - files: The files; `nil` or empty sends only the fields.
-    ///   - request: The connector; its method is used as is (usually POST): a GET, HEAD or TRACE, which carries no body,
-    ///     fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, nothing sent. Its `.form`
+    ///   - request: The connector; its method is used as is (usually POST): a GET, HEAD or TRACE, which carries no
+    ///     body, fails with ``ConnectError/InvalidRequestReason/bodyNotAllowed(method:)``, nothing sent. Its `.form`
     ///     parameters, or the keys of its `.jsonObject`, become text fields.
     ///   - debugResponse: Logs the request and response.
     /// - Returns: A future of the response body, which knows its response (see ``Future/decoded(toType:decoder:)``).

@@ -7,9 +7,10 @@ extension Redaction {
     /// with a line feed, as a reader joins them) is JSON with a sensitive field shown as a JSON body is, compact and
     /// with those fields hidden (``redactJSON(_:)``), on the event's first `data:` line, its other `data:` lines left
     /// out. Data that starts like JSON, does not parse and holds a string (an event cut short, JSON deeper than
-    /// ``maximumJSONDepth``) is shown as the placeholder, since its secrets cannot be found; data without one (`[DONE]`)
-    /// as it came. Data of one line that reads as a URL-encoded form (``readsAsForm(_:)``) has its secret fields hidden
-    /// as a form's, and data that reads as credentials (``schemeCredential(in:)``: `Bearer …`) its credential. Every line's URLs are hidden as ``urlsInText(_:showing:)`` hides them; line ends are kept. A secret
+    /// ``maximumJSONDepth``) is shown as the placeholder, since its secrets cannot be found; data without one
+    /// (`[DONE]`) as it came. Data of one line that reads as a URL-encoded form (``readsAsForm(_:)``) has its secret
+    /// fields hidden as a form's, and data that reads as credentials (``schemeCredential(in:)``: `Bearer …`) its
+    /// credential. Every line's URLs are hidden as ``urlsInText(_:showing:)`` hides them; line ends are kept. A secret
     /// an event's data hands out under a secret name (``secretStrings(of:underSensitiveKey:)``) is hidden by value
     /// wherever the stream quotes it again (a later event's message, a comment), as a JSON body hides it.
     static func redactedEventStream(_ text: String) -> String {
@@ -50,8 +51,8 @@ extension Redaction {
         let shown: String
         var handedOut: [String] = []
         if start != UInt8(ascii: "{") && start != UInt8(ascii: "[") {
-            // Data of one line that is not JSON: a form's secret fields (`access_token=…&expires_in=3600`) hidden as a
-            // `text/plain` body's are, and the credential of `Bearer …` as a header's is.
+            // Data of one line that is not JSON: a form's secret fields (`access_token=…&expires_in=3600`) hidden as
+            // a `text/plain` body's are, and the credential of `Bearer …` as a header's is.
             guard !joined.contains(where: \.isNewline) else { return [] }
             var hidden = readsAsForm(joined) ? redactedQuery(joined) : joined
             if let credential = schemeCredential(in: hidden) {

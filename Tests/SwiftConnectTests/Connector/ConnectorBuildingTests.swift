@@ -644,9 +644,9 @@ final class ConnectorBuildingTests: XCTestCase {
         }
     }
 
-    /// RFC 9110 §9.3.8: "A client MUST NOT send content in a TRACE request." A TRACE's body (a `JSONObject`'s too, placed
-    /// in the body as for any method but GET, HEAD and DELETE) went out as given; it is refused when built, and by the
-    /// wire check every request passes, nothing sent.
+    /// RFC 9110 §9.3.8: "A client MUST NOT send content in a TRACE request." A TRACE's body (a `JSONObject`'s too,
+    /// placed in the body as for any method but GET, HEAD and DELETE) went out as given; it is refused when built, and
+    /// by the wire check every request passes, nothing sent.
     func testABodyOnATRACEIsRefused() throws {
         let bodies: [any ParametersRepresentable] = [
             Parameter.jsonObject(value: ["a": 1]), Parameter.form(key: "a", value: "1"),

@@ -49,9 +49,10 @@ final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(cache.hitCount, 1)
     }
 
-    /// RFC 9111 §4.3.5 through a real engine: a HEAD whose `ETag` and `Content-Length` (the engine's, as the server sent
-    /// them without a body) agree with the stored GET response leaves it served; once the document changed, a HEAD's
-    /// answer with the new `ETag` keeps the stored body from being served to the next GET. The HEAD has no cache rule.
+    /// RFC 9111 §4.3.5 through a real engine: a HEAD whose `ETag` and `Content-Length` (the engine's, as the server
+    /// sent them without a body) agree with the stored GET response leaves it served; once the document changed, a
+    /// HEAD's answer with the new `ETag` keeps the stored body from being served to the next GET. The HEAD has no cache
+    /// rule.
     func testAHeadThatShowsTheDocumentChangedKeepsTheStoredGetFromBeingServed() throws {
         let server = try LocalServer.started()
         defer { server.stop() }

@@ -57,9 +57,9 @@ final class EventStreamRedactionTests: XCTestCase {
         XCTAssertTrue(text.contains("data: {\"message\":\"signed in with <redacted>\"}\n\n"), text)
     }
 
-    /// An event's data that is not JSON but reads as a URL-encoded form (`access_token=…&expires_in=3600`, as an older
-    /// OAuth provider answers) or as credentials (`Bearer …`) showed the secret: a `text/plain` body, or a header, hides
-    /// them so.
+    /// An event's data that is not JSON but reads as a URL-encoded form (`access_token=…&expires_in=3600`, as an
+    /// older OAuth provider answers) or as credentials (`Bearer …`) showed the secret: a `text/plain` body, or a
+    /// header, hides them so.
     func testAnEventsFormDataAndCredentialsAreHidden() {
         // Given: an event of form data, one of a bearer credential, and one of ordinary text
         let stream =
