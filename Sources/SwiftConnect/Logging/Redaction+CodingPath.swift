@@ -12,7 +12,9 @@ extension Redaction {
     /// String value …", a type's own `init(from:)`): under a secret name, that value is a secret however it reads. A
     /// key is found as the path names it or, for a key strategy's name (`accessToken` for `access_token`), ignoring
     /// case, `_` and `-`. A path that goes on past what the body holds ends at the last value found.
-    static func valueUnderSecretName(at path: [any CodingKey], inJSON data: Data, limit: Int = 1 << 20) -> Any? {
+    static func valueUnderSecretName(
+        at path: [any CodingKey], inJSON data: Data, limit: Int = bodySecretScanLimit
+    ) -> Any? {
         guard !path.isEmpty, let json = jsonObject(data, limit: limit) else { return nil }
         var value = json
         var underSecret = false

@@ -819,9 +819,13 @@ package enum Redaction {
         return string.unicodeScalars.contains { $0.properties.numericType == .decimal } || string.count >= 20
     }
 
+    /// The largest body (1 MiB) looked at for the secrets it hands out (``secretStrings(ofBody:limit:)``,
+    /// ``valueUnderSecretName(at:inJSON:limit:)``): finding them means parsing and walking all of the JSON.
+    static let bodySecretScanLimit = 1 << 20
+
     /// The strings a JSON body of at most `limit` bytes hands out under secret names (``secretStrings(of:underSensitiveKey:)``);
     /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``.
-    static func secretStrings(ofBody data: Data, limit: Int = 1 << 20) -> [String] {
+    static func secretStrings(ofBody data: Data, limit: Int = bodySecretScanLimit) -> [String] {
         guard !data.isEmpty, data.count <= limit, startsLikeJSON(data),
             !JSONDepth.exceeds(data, limit: maximumJSONDepth),
             let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
