@@ -532,6 +532,36 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(Set(keys), [key])
     }
 
+    /// An `Idempotency-Key` left empty or blank (it goes on the wire empty) names no key: the server cannot tell two
+    /// sends apart by it, so the `POST` is sent once, as one without the header.
+    func testAPostWithAnEmptyOrBlankIdempotencyKeyIsNotReplayed() {
+        for key in ["", " ", "\t "] {
+            // Given
+            fake.removeRecordedRequests()
+            fake.stub(.post, "/items", with: [.status(503), Self.ok])
+            // When
+            let error = connectError(of: client().request(Endpoint(method: .post, headers: [.idempotencyKey(key)])))
+            // Then
+            XCTAssertEqual(error?.statusCode, 503, key.debugDescription)
+            XCTAssertEqual(fake.requests.count, 1, key.debugDescription)
+        }
+        XCTAssertEqual(clock.delays, [])
+    }
+
+    func testAddsIdempotencyKeyReplacesAnEmptyOrBlankOne() throws {
+        // Given
+        fake.stub(.post, "/items", with: [.status(503), Self.ok])
+        let endpoint = Endpoint(method: .post, headers: [.idempotencyKey(" ")])
+        // When
+        XCTAssertNotNil(value(of: client(policy(addsIdempotencyKey: true)).request(endpoint)))
+        // Then: both attempts carry the same UUID
+        let keys = fake.requests.map { $0.value(forHTTPHeaderField: "Idempotency-Key") }
+        XCTAssertEqual(keys.count, 2)
+        let key = try XCTUnwrap(keys.first ?? nil)
+        XCTAssertNotNil(UUID(uuidString: key), key)
+        XCTAssertEqual(Set(keys), [key])
+    }
+
     func testAddsIdempotencyKeyToPatchButNotToGetOrToAKeyedPost() {
         let connect = client(policy(addsIdempotencyKey: true))
         fake.stub("/items", with: Self.ok)

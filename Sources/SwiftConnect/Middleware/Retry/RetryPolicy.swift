@@ -23,12 +23,13 @@ import Foundation
 /// ## Which requests are replayed
 /// Only a request that is safe to send twice: its method is idempotent (`GET`, `HEAD`, `PUT`, `DELETE`,
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
-/// `Idempotency-Key` header. With ``addsIdempotencyKey`` on (and more than one attempt allowed), every `POST` and
-/// `PATCH` without that header gets one (a UUID, the same on every attempt), which makes it replayable. Any other
-/// `POST` is sent exactly once. An explicit `isRetrySafe` (of the connector, the call or the client) always wins
-/// over the method and the header: `false` keeps even an idempotent or keyed request from being retried by the
-/// policy. A middleware that asks for another attempt (a token refresh) still gets it: it knows why it asks.
-/// The method that counts is the connector's: the loop runs outside every middleware.
+/// `Idempotency-Key` header (one left empty or blank names no key, and counts as none). With ``addsIdempotencyKey``
+/// on (and more than one attempt allowed), every `POST` and `PATCH` without a key gets one (a UUID, the same on
+/// every attempt), which makes it replayable. Any other `POST` is sent exactly once. An explicit `isRetrySafe` (of
+/// the connector, the call or the client) always wins over the method and the header: `false` keeps even an
+/// idempotent or keyed request from being retried by the policy. A middleware that asks for another attempt (a
+/// token refresh) still gets it: it knows why it asks. The method that counts is the connector's: the loop runs
+/// outside every middleware.
 ///
 /// ## Which failures are retried
 /// - A response whose status is in ``retryableStatusCodes`` (by default 408, 429, 500, 502, 503 and 504),
@@ -101,9 +102,9 @@ public struct RetryPolicy: Sendable {
     /// The longest `Retry-After` wait the policy accepts, in seconds: a response asking for longer is not retried,
     /// and the call ends with it at once.
     public var maxRetryAfter: TimeInterval
-    /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header gets one (a UUID, the same on every
-    /// attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request sent once needs none.
-    /// The server must support the header for this to mean anything.
+    /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header (or with an empty or blank one) gets one (a
+    /// UUID, the same on every attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request
+    /// sent once needs none. The server must support the header for this to mean anything.
     public var addsIdempotencyKey: Bool
     /// The longest one attempt may take, in seconds, before it is abandoned (its connection closed) and, when the
     /// request is safe to send again, sent again on a new connection; `nil` (the default) lets each attempt use what
@@ -261,13 +262,20 @@ extension RetryPolicy {
     static func isReplayable(_ request: ConnectRequest, context: RequestContext) -> Bool {
         // An explicit choice of the connector, the call or the client wins, an `Idempotency-Key` included.
         if let isRetrySafe = context.options.isRetrySafe { return isRetrySafe }
-        return context.method.isIdempotent || request.value(forHTTPHeaderField: idempotencyKeyHeader) != nil
+        return context.method.isIdempotent || hasIdempotencyKey(request)
+    }
+
+    /// Whether `request` carries an `Idempotency-Key` that names a key. A field that is empty or blanks only names
+    /// none (it goes on the wire empty): a server cannot tell two sends of the request apart by it, so it makes
+    /// nothing safe to replay, and the policy's ``addsIdempotencyKey`` replaces it.
+    static func hasIdempotencyKey(_ request: ConnectRequest) -> Bool {
+        guard let value = request.value(forHTTPHeaderField: idempotencyKeyHeader) else { return false }
+        return !value.utf8.allSatisfy { $0 == UInt8(ascii: " ") || $0 == UInt8(ascii: "\t") }
     }
 
     /// Whether ``addingIdempotencyKeyIfNeeded(to:method:)`` adds a key to `request`.
     func needsIdempotencyKey(_ request: ConnectRequest, method: HTTPMethod) -> Bool {
-        addsIdempotencyKey && (method == .post || method == .patch)
-            && request.value(forHTTPHeaderField: RetryPolicy.idempotencyKeyHeader) == nil
+        addsIdempotencyKey && (method == .post || method == .patch) && !RetryPolicy.hasIdempotencyKey(request)
     }
 
     /// `request` with an `Idempotency-Key` added if the policy asks for one and the request needs one.
