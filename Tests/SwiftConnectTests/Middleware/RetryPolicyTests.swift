@@ -233,6 +233,38 @@ final class RetryPolicyTests: XCTestCase {
         }
     }
 
+    /// The settings out of their range count as their documentation says: a base delay that is not a positive number
+    /// is no wait and an infinite one the cap, a cap below 0 is 0, whatever the attempt's number.
+    func testABaseDelayOrACapOutOfRangeIsClampedAsDocumented() {
+        let attempts = [1, 2, 50, Int.max]
+        for (baseDelay, maxDelay, expected) in [
+            (-1.0, 30.0, 0.0), (0, 30, 0), (.nan, 30, 0), (-.infinity, 30, 0), (.infinity, 30, 30), (1, -5, 0),
+            (1, -.infinity, 0),
+        ] as [(Double, Double, Double)] {
+            let policy = RetryPolicy(baseDelay: baseDelay, maxDelay: maxDelay, jitter: RetryPolicy.noJitter)
+            XCTAssertEqual(
+                attempts.map { policy.backoffDelay(afterAttempt: $0) }, attempts.map { _ in expected },
+                "baseDelay \(baseDelay), maxDelay \(maxDelay)")
+        }
+    }
+
+    /// A `maxRetryAfter` below 0 or not a number counts as 0: a `Retry-After` of no wait is still retried, any other
+    /// ends the call with its response at once.
+    func testAMaxRetryAfterBelowZeroOrNotANumberAcceptsOnlyNoWait() {
+        for maxRetryAfter in [-5, -.infinity, .nan] as [TimeInterval] {
+            fake.removeRecordedRequests()
+            fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "0"]), Self.ok])
+            XCTAssertNotNil(value(of: client(policy(maxRetryAfter: maxRetryAfter)).request(Endpoint())))
+            XCTAssertEqual(fake.requests.count, 2, "\(maxRetryAfter)")
+            fake.removeRecordedRequests()
+            fake.stub(.get, "/items", with: [.status(503, headers: ["Retry-After": "1"]), Self.ok])
+            let error = connectError(of: client(policy(maxRetryAfter: maxRetryAfter)).request(Endpoint()))
+            XCTAssertEqual(error?.statusCode, 503, "\(maxRetryAfter)")
+            XCTAssertEqual(fake.requests.count, 1, "\(maxRetryAfter)")
+        }
+        XCTAssertEqual(clock.delays, [])
+    }
+
     func testEqualJitterOffersHalfTheDelayToTheFullDelay() {
         // Given: a jitter source that records its ranges and picks the bottom
         let ranges = Recorder<ClosedRange<Double>>()

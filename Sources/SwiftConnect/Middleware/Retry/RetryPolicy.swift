@@ -74,13 +74,15 @@ import Foundation
 public struct RetryPolicy: Sendable {
     /// How many times a request is sent at most, the first attempt included. Values below 1 count as 1.
     public var maxAttempts: Int
-    /// The wait before the first retry, in seconds, before jitter.
+    /// The wait before the first retry, in seconds, before jitter. A value that is not a positive number (0, below 0,
+    /// NaN) means no backoff wait; an infinite one waits ``maxDelay``.
     public var baseDelay: TimeInterval
     /// The factor the wait grows by after each retry. A value below 0 or not a number counts as 1: the same wait
     /// each time.
     public var multiplier: Double
     /// The longest wait between two attempts computed by backoff, in seconds (`Retry-After` has its own cap). A value
-    /// that is not a number means no wait, as a ``baseDelay`` that is not a positive number does.
+    /// below 0 counts as 0, and one that is not a number means no wait, as a ``baseDelay`` that is not a positive
+    /// number does.
     public var maxDelay: TimeInterval
     /// Picks the actual delay within a range: given `(delay / 2)...delay`, returns a value in it.
     ///
@@ -100,7 +102,8 @@ public struct RetryPolicy: Sendable {
     /// Whether a `Retry-After` header on a retryable response replaces the backoff delay.
     public var honorsRetryAfter: Bool
     /// The longest `Retry-After` wait the policy accepts, in seconds: a response asking for longer is not retried,
-    /// and the call ends with it at once.
+    /// and the call ends with it at once. A value below 0 or not a number counts as 0: only a `Retry-After` of no
+    /// wait (0, or a date already past) is retried.
     public var maxRetryAfter: TimeInterval
     /// Whether a `POST` or `PATCH` without an `Idempotency-Key` header (or with an empty or blank one) gets one (a
     /// UUID, the same on every attempt), making it safe to replay. Only when ``maxAttempts`` is above 1: a request
