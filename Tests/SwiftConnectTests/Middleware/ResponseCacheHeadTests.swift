@@ -9,7 +9,8 @@ import XCTest
 
 /// RFC 9111 §4.3.5: a `200` answer to a HEAD tells the ``ResponseCache`` about the GET response it stores for the same
 /// URL: when the HEAD's `ETag`, `Last-Modified` or `Content-Length` differs from the stored response's, the stored
-/// body is not the resource's any more, and is not served again.
+/// body is not the resource's any more, and is not served again; when they agree, the HEAD's header fields update the
+/// stored response's, as a 304's do, and with them its freshness.
 final class ResponseCacheHeadTests: XCTestCase {
     private let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
 
@@ -36,10 +37,17 @@ final class ResponseCacheHeadTests: XCTestCase {
             decoding: try connect.request(Route("/a", headers: headers), options: rule).wait(timeout: 5), as: UTF8.self)
     }
 
-    /// `HEAD /a` with `headers`, under the cache rule unless `cached` is `false`.
-    private func head(_ connect: Connect, headers: [HTTPHeader] = [], cached: Bool = true) throws {
+    /// `HEAD /a` with `headers`, under the cache rule unless `cached` is `false`, or under `options` when given.
+    private func head(
+        _ connect: Connect, headers: [HTTPHeader] = [], cached: Bool = true, options: RequestOptions? = nil
+    ) throws {
         let route = Route("/a", method: .head, headers: headers)
-        _ = try connect.response(for: route, options: cached ? rule : RequestOptions()).wait(timeout: 5)
+        _ = try connect.response(for: route, options: options ?? (cached ? rule : RequestOptions())).wait(timeout: 5)
+    }
+
+    /// The response to `GET /a` under the cache rule.
+    private func getResponse(_ connect: Connect) throws -> ConnectResponse {
+        try connect.response(for: Route("/a"), options: rule).wait(timeout: 5)
     }
 
     /// How many GETs reached `transport`.
@@ -166,5 +174,83 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 2)
         XCTAssertEqual(try get(client(transport, cache: ResponseCache(storage: storage))), #"{"version":2}"#)
         XCTAssertEqual(gets(transport), 2)
+    }
+
+    // MARK: - Updating the stored GET (RFC 9111 §4.3.5, §3.2)
+
+    func testAHeadThatAgreesRefreshesTheStoredGetsHeadersAndFreshness() throws {
+        // Given a stored GET response with ETag "v1", fresh for 60 seconds, now stale
+        let clock = ManualClock()
+        let transport = server(
+            getHeaders: { ["ETag": #""v\#($0)""#, "Cache-Control": "max-age=60"] },
+            head: [.status(200, headers: ["ETag": #""v1""#, "Cache-Control": "max-age=120", "X-Version": "2"])])
+        let connect = client(transport, cache: ResponseCache(now: { clock.now }))
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        clock.advance(100)
+
+        // When a HEAD of its URL is answered with the same ETag, a new max-age and another field
+        try head(connect)
+
+        // Then the stored response is served fresh, with the HEAD's fields, for the HEAD's max-age from now
+        let served = try getResponse(connect)
+        XCTAssertEqual(String(decoding: served.data, as: UTF8.self), #"{"version":1}"#)
+        XCTAssertEqual(served.header("X-Version"), "2")
+        XCTAssertEqual(served.header("Cache-Control"), "max-age=120")
+        XCTAssertEqual(gets(transport), 1)
+        clock.advance(121)
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadRefreshLastsNoLongerThanTheStoredGetsRule() throws {
+        // Given a GET response stored under a rule of 300 seconds, now stale
+        let clock = ManualClock()
+        let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, "Cache-Control": "max-age=3600"])])
+        let connect = client(transport, cache: ResponseCache(now: { clock.now }))
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        clock.advance(301)
+
+        // When a HEAD under a rule of an hour is answered with the same ETag and max-age=3600
+        try head(connect, options: RequestOptions(cache: CacheRule(timeToLive: 3600)))
+
+        // Then the GET is fresh again for its own rule's 300 seconds, not for the HEAD's rule or max-age
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        clock.advance(301)
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadThatAgreesButSaysNoStoreKeepsTheStoredGetFromBeingServed() throws {
+        // Given a stored GET response with ETag "v1"
+        let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, "Cache-Control": "no-store"])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD is answered with the same ETag and Cache-Control: no-store
+        try head(connect)
+
+        // Then the updated response may not be stored: the next GET goes to the network
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadRefreshReachesTheStorage() throws {
+        // Given a stored GET response, fresh for 60 seconds, in memory and in a storage, now stale
+        let clock = ManualClock()
+        let storage = MemoryResponseStorage()
+        let transport = server(
+            getHeaders: { ["ETag": #""v\#($0)""#, "Cache-Control": "max-age=60"] },
+            head: [.status(200, headers: ["ETag": #""v1""#, "Cache-Control": "max-age=120"])])
+        let connect = client(transport, cache: ResponseCache(storage: storage, now: { clock.now }))
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        clock.advance(100)
+
+        // When a HEAD is answered with the same ETag and a new max-age
+        try head(connect)
+
+        // Then a cache started again on the storage serves the refreshed response without the network
+        let restarted = client(transport, cache: ResponseCache(storage: storage, now: { clock.now }))
+        XCTAssertEqual(try get(restarted), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
     }
 }

@@ -134,8 +134,11 @@ import Foundation
 /// A `200 OK` answer to a HEAD, with or without a rule, is checked against the GET response stored for its URL and
 /// credentials that a GET with its headers would be served (RFC 9111 §4.3.5): when it carries an `ETag`, a
 /// `Last-Modified` or a `Content-Length` other than the stored response's, that response is removed, from memory and
-/// from the storage, and the next GET goes to the network. One that agrees leaves it as it is (its headers are not
-/// updated). A rule's custom key, which HEAD and GET share, keeps one response for both already.
+/// from the storage, and the next GET goes to the network. One that agrees updates it as a `304` would (above): its
+/// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's
+/// `max-age` can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read
+/// back from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
+/// keeps one response for both already.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the wire sends them (without the blanks around values; one variant per key: another value replaces
@@ -161,6 +164,10 @@ public final class ResponseCache: Sendable {
         /// Which insertion into memory put it there (``State/insertions``): a storage read tells by it whether memory
         /// changed under its key while it read.
         var insertion: UInt64 = 0
+        /// The time to live of the rule it was stored under, which a HEAD's answer refreshing it must not lengthen
+        /// (``refresh(_:underKey:for:by:fetch:generation:)``); `nil` for one read from the storage, which does not
+        /// keep it.
+        var timeToLive: TimeInterval?
 
         /// Whether `request` has the values of the headers the response varies on that the stored one had.
         func matches(_ request: ConnectRequest) -> Bool {
@@ -693,7 +700,9 @@ public final class ResponseCache: Sendable {
         }
         response.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result else { return }
-            if let head { self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch) }
+            if let head {
+                self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch, generation: generation)
+            }
             // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
             // the answer of a fetch started earlier and answered later (``State/superseded``).
             let removeSuperseded = {
@@ -717,15 +726,9 @@ public final class ResponseCache: Sendable {
                 removeSuperseded()
                 return
             }
-            // A rule that keeps a response for ever (`timeToLive: .infinity`) keeps it until the distant future: an
-            // infinite date is no date a storage can write (JSON has no infinity), and the entry was never stored.
-            let expiry = min(arrival.addingTimeInterval(freshness.lifetime), .distantFuture)
             let entry = Entry(
-                response: response,
-                freshness: StoredFreshness(
-                    expiry: expiry, generated: arrival.addingTimeInterval(-freshness.age),
-                    mustRevalidate: freshness.mustRevalidate),
-                size: size, tick: 0, method: method, varying: varying, fetch: fetch, resources: resources)
+                response: response, freshness: StoredFreshness(freshness, arrival: arrival), size: size, tick: 0,
+                method: method, varying: varying, fetch: fetch, resources: resources, timeToLive: rule.timeToLive)
             let stored = self.state.withLock { state -> Bool in
                 // Not stored over what the app removed since the fetch started (a logout's removeAll(), an
                 // invalidation after a write), nor over the answer of a fetch started later (stored, or removing).
@@ -735,33 +738,47 @@ public final class ResponseCache: Sendable {
                 state.insert(key, entry: entry, limit: self.maxBytes)
                 return true
             }
-            // A response to a request with credentials stays in memory (see `DiskResponseStorage`), and so does one
-            // a redirect brought from a URL that carries them (a signed link), or whose `Location` or
-            // `Content-Location` names one, or with a header named like a secret: its record would hold that URL or
-            // value. What the storage has under the key is older than this answer, and goes.
-            if stored, let storage = self.storage, !hasCredentials,
-                Self.carriesCredentials(response.storedHead.url) || Self.locationCarriesCredentials(response)
-                    || Self.hasSecretHeader(response)
-            {
-                storage.removeResponses(forKey: key)
-            } else if stored, let storage = self.storage, !hasCredentials {
-                var record = Self.stored(
-                    response, method: method, expiry: expiry, receivedAt: arrival, varying: varying)
-                // A redirect led here: a write to the URL asked for removes the file too, after a restart.
-                if resources.count > 1 { record.requestURL = requestURL }
-                storage.store(record, forKey: key)
-                // The app removed responses while the file was written (a logout's removeAll(), a write to the
-                // resource), or a fetch started later answered meanwhile, storing its answer (whose write this one
-                // may have overtaken) or removing the key (`no-store`): an older answer must not stay in the storage,
-                // to be served after a restart. It goes.
-                let isRemoved = self.state.withLock {
-                    $0.isRemoved(key, since: fetch, generation: generation) || $0.isInvalidated(resources, since: fetch)
-                        || $0.latestAnswer(forKey: key) > fetch
-                }
-                if isRemoved { storage.removeResponses(forKey: key) }
+            // A response to a request with credentials stays in memory (see `DiskResponseStorage`).
+            if stored, !hasCredentials {
+                self.write(
+                    entry, forKey: key, asked: requestURL, arrival: arrival, fetch: fetch, generation: generation)
             }
         }
         return response
+    }
+
+    /// Writes `entry`, which fetch number `fetch` (started in `generation`) just stored in memory under `key`, for a
+    /// request to `asked` without credentials, to the ``storage``, as having arrived at `arrival`.
+    ///
+    /// A response a redirect brought from a URL that carries credentials (a signed link), or whose `Location` or
+    /// `Content-Location` names one, or with a header named like a secret, stays in memory: its record would hold that
+    /// URL or value. What the storage has under the key is older than this answer, and goes.
+    private func write(
+        _ entry: Entry, forKey key: String, asked: URL, arrival: Date, fetch: UInt64, generation: UInt64
+    ) {
+        guard let storage else { return }
+        let response = entry.response
+        if Self.carriesCredentials(response.storedHead.url) || Self.locationCarriesCredentials(response)
+            || Self.hasSecretHeader(response)
+        {
+            storage.removeResponses(forKey: key)
+            return
+        }
+        var record = Self.stored(
+            response, method: entry.method, expiry: entry.freshness.expiry, receivedAt: arrival,
+            varying: entry.varying)
+        // A redirect led here: a write to the URL asked for removes the file too, after a restart.
+        if entry.isRedirected { record.requestURL = asked }
+        storage.store(record, forKey: key)
+        // The app removed responses while the file was written (a logout's removeAll(), a write to the resource), or
+        // a fetch started later answered meanwhile, storing its answer (whose write this one may have overtaken) or
+        // removing the key (`no-store`): an older answer must not stay in the storage, to be served after a restart.
+        // It goes.
+        let isRemoved = state.withLock {
+            $0.isRemoved(key, since: fetch, generation: generation) || $0.isInvalidated(entry.resources, since: fetch)
+                || $0.latestAnswer(forKey: key) > fetch
+        }
+        if isRemoved { storage.removeResponses(forKey: key) }
     }
 
     /// What decides whether a stored response may answer a request (``accepts(_:now:asks:)``).
@@ -928,8 +945,8 @@ public final class ResponseCache: Sendable {
                 bytesSent: sent, totalBytesToSend: sent, bytesReceived: received, totalBytesToReceive: received))
     }
 
-    /// The fields of a 304 that do not update a stored response (RFC 9111 §3.2): the stored body's own framing and
-    /// coding, and the fields of the connection that carried the 304.
+    /// The fields of a 304 or a HEAD's 200 that do not update a stored response (RFC 9111 §3.2): the stored body's own
+    /// framing and coding, and the fields of the connection that carried the answer.
     private static let fieldsNotUpdated: Set<String> = [
         "content-length", "content-encoding", "transfer-encoding", "content-range", "connection", "keep-alive",
         "proxy-connection", "te", "trailer", "upgrade",
@@ -950,6 +967,16 @@ public final class ResponseCache: Sendable {
         {
             return nil
         }
+        return updatingFields(of: stored, with: answer, url: request.url).answering(request)
+    }
+
+    /// `stored` with its header fields updated from `answer`, a 304 that validated it or a HEAD's 200 that agrees with
+    /// it (RFC 9111 §3.2): "the cache MUST add each header field in the provided response to the stored response,
+    /// replacing field values that are already present", but `fieldsNotUpdated`; its `Age` the answer's (none: 0: the
+    /// answer is as old as it says). Its status and body are kept, and its URL (`url` when it has none).
+    private static func updatingFields(of stored: ConnectResponse, with answer: ConnectResponse, url: URL)
+        -> ConnectResponse
+    {
         var fields = stored.head.headerFields
         fields[HeaderField.Name("Age")] = nil
         let updates = answer.head.headerFields.filter { !fieldsNotUpdated.contains($0.name.canonicalName) }
@@ -958,9 +985,7 @@ public final class ResponseCache: Sendable {
         for name in names {
             fields[values: name] = updates.filter { $0.name == name }.map(\.value)
         }
-        let updated = replacingHead(
-            of: stored, with: ResponseHead(status: stored.statusCode, headerFields: fields), url: request.url)
-        return updated.answering(request)
+        return replacingHead(of: stored, with: ResponseHead(status: stored.statusCode, headerFields: fields), url: url)
     }
 
     /// `response` with `head` in place of its own, keeping its URL (`url` when it has none) and HTTP version.
@@ -1043,19 +1068,19 @@ public final class ResponseCache: Sendable {
     // MARK: - HEAD answers (RFC 9111 §4.3.5)
 
     /// Sends `head`, a HEAD the cache neither serves nor stores, through `next`, and checks the GET response stored for
-    /// its URL against its answer (``checkStoredGET(for:rule:against:fetch:)``).
+    /// its URL against its answer (``checkStoredGET(for:rule:against:fetch:generation:)``).
     private func checkingStoredGET(_ head: ConnectRequest, rule: CacheRule?, next: @escaping Middleware.Next)
         -> Future<ConnectResponse>
     {
-        // Numbered as a fetch: a GET sent later has a newer answer, which this one's does not remove.
-        let fetch = state.withLock { state -> UInt64 in
+        // Numbered as a fetch: a GET sent later has a newer answer, which this one's neither removes nor updates.
+        let (fetch, generation) = state.withLock { state -> (UInt64, UInt64) in
             state.fetches &+= 1
-            return state.fetches
+            return (state.fetches, state.generation)
         }
         let answer = next(head)
         answer.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result else { return }
-            self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch)
+            self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch, generation: generation)
         }
         return answer
     }
@@ -1066,40 +1091,51 @@ public final class ResponseCache: Sendable {
     /// and HEAD response have matching values for any received validator fields (ETag and Last-Modified) and, if the
     /// HEAD response has a Content-Length header field, the value of Content-Length matches that of the stored
     /// response, the cache SHOULD update the stored response as described below; otherwise, the cache SHOULD consider
-    /// the stored response to be stale."
+    /// the stored response to be stale. If a cache updates a stored response with the metadata provided in a HEAD
+    /// response, the cache MUST use the header fields provided in the HEAD response to update the stored response (see
+    /// Section 3.2)."
     ///
     /// When `answer` to `head` is a `200 OK` that names another representation than the GET response stored for the
     /// same URL and credentials (``headAnswer(_:contradicts:bodyCount:)``), that response goes, from memory and from
     /// the storage: its body is not the resource's any more, and a GET must not be served it as fresh. (Removed rather
-    /// than kept stale: one entry per key, and the storage has no way to mark a record stale.) One that agrees leaves
-    /// it as it is: its headers are not updated. Only the response a GET with `head`'s headers would be served is
-    /// checked (`Vary`), and only under a key a GET would have: without the rule's custom key, which does not name the
-    /// method (a HEAD's answer stored there replaces the GET's already). `rule` is `nil` for a HEAD the cache does not
-    /// take: the GET is then looked for under its method and URL. `fetch` numbers `head`'s fetch: a GET fetch started
-    /// later has a newer answer, which stays.
+    /// than kept stale: one entry per key, and the storage has no way to mark a record stale.) One that agrees updates
+    /// the response in memory as a 304 would, its freshness with it
+    /// (``refresh(_:underKey:for:by:fetch:generation:)``). Only the response a GET with `head`'s headers would be
+    /// served is checked (`Vary`), and only under a key a GET would have: without the rule's custom key, which does
+    /// not name the method (a HEAD's answer stored there replaces the GET's already). `rule` is `nil` for a HEAD the
+    /// cache does not take: the GET is then looked for under its method and URL. `fetch` numbers `head`'s fetch,
+    /// started in `generation`: a GET fetch started later has a newer answer, which stays as it is.
     private func checkStoredGET(
-        for head: ConnectRequest, rule: CacheRule?, against answer: ConnectResponse, fetch: UInt64
+        for head: ConnectRequest, rule: CacheRule?, against answer: ConnectResponse, fetch: UInt64,
+        generation: UInt64
     ) {
         guard answer.statusCode == 200, rule?.key == nil else { return }
         var get = head
         get.method = .get
-        let key = Self.key(
-            for: get, rule: rule ?? CacheRule(timeToLive: 1), credentials: Self.credentialsDigest(of: head))
+        let credentials = Self.credentialsDigest(of: head)
+        let key = Self.key(for: get, rule: rule ?? CacheRule(timeToLive: 1), credentials: credentials)
         // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
         // with these headers would be served.
-        let removed = state.withLock { state -> Bool? in
+        let found = state.withLock { state -> HeadCheck? in
             guard let entry = state.entries[key], entry.method == .get, entry.matches(head) else { return nil }
             guard
                 Self.headAnswer(
                     answer, contradicts: { entry.response.header($0) }, bodyCount: entry.response.data.count)
-            else { return false }
-            return state.supersede(key, method: .get, byFetch: fetch)
+            else { return .agrees(entry) }
+            return .contradicts(removed: state.supersede(key, method: .get, byFetch: fetch))
+        }
+        switch found {
+        case .agrees(let entry):
+            refresh(
+                entry, underKey: key, for: head, by: answer, fetch: fetch, generation: generation,
+                hasCredentials: credentials != nil)
+            return
+        case .contradicts(let removed):
+            if removed { storage?.removeResponses(forKey: key) }
+            return
+        case nil: break
         }
         guard let storage else { return }
-        if let removed {
-            if removed { storage.removeResponses(forKey: key) }
-            return
-        }
         // Then the storage, which a GET reads when memory has nothing (after a restart, or an eviction).
         guard let record = storage.response(forKey: key), record.method == HTTPMethod.get.rawValue,
             record.varying.allSatisfy({ head.value(forHTTPHeaderField: $0.name) == $0.value })
@@ -1111,6 +1147,58 @@ public final class ResponseCache: Sendable {
             state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) })
         else { return }
         storage.removeResponses(forKey: key)
+    }
+
+    /// What memory has for a HEAD's `200 OK` (``checkStoredGET(for:rule:against:fetch:generation:)``).
+    private enum HeadCheck {
+        /// A GET response that agrees with the answer: to update.
+        case agrees(Entry)
+        /// A GET response that does not: removed, unless a newer answer stood (then `removed` is `false`).
+        case contradicts(removed: Bool)
+    }
+
+    /// Updates `entry`, the GET response memory has under `key`, from `answer`, the agreeing `200 OK` to `head` (RFC
+    /// 9111 §4.3.5): its header fields as a 304's would (``updatingFields(of:with:url:)``, §3.2), and its freshness
+    /// from them as if it had just arrived, by the time to live of the rule it was stored under (a HEAD's `max-age`
+    /// refreshes it, but no longer than that rule allows; the HEAD's own rule is not the GET's). The storage's copy is
+    /// written again, unless the request carries credentials (`hasCredentials`: it has none).
+    ///
+    /// Nothing changes when a fetch started after `head`'s (number `fetch`, in `generation`) stored or removed the
+    /// response meanwhile, when the app removed it, or when the entry was read from the storage (its rule's time to
+    /// live is not known). An updated response that may no longer be stored (the HEAD says `no-store`, or stale
+    /// without a validator) goes, as a GET's answer saying so would remove it.
+    private func refresh(
+        _ entry: Entry, underKey key: String, for head: ConnectRequest, by answer: ConnectResponse, fetch: UInt64,
+        generation: UInt64, hasCredentials: Bool
+    ) {
+        guard let timeToLive = entry.timeToLive else { return }
+        let response = Self.updatingFields(of: entry.response, with: answer, url: head.url)
+        let size = Self.estimatedSize(of: response)
+        let arrival = now()
+        guard size <= maxBytes,
+            let freshness = ResponseFreshness.freshness(of: response, timeToLive: timeToLive, now: arrival)
+        else {
+            guard state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) }) else { return }
+            storage?.removeResponses(forKey: key)
+            return
+        }
+        var refreshed = entry
+        refreshed.response = response
+        refreshed.freshness = StoredFreshness(freshness, arrival: arrival)
+        refreshed.size = size
+        refreshed.fetch = fetch
+        let stored = state.withLock { state -> Bool in
+            // Only the entry read: one stored since came from a fetch that is newer, or that is older and lost to it.
+            guard state.entries[key]?.insertion == entry.insertion,
+                !state.isRemoved(key, since: fetch, generation: generation),
+                !state.isInvalidated(entry.resources, since: fetch), !state.isOutdated(fetch, forKey: key)
+            else { return false }
+            state.insert(key, entry: refreshed, limit: maxBytes)
+            return true
+        }
+        if stored, !hasCredentials {
+            write(refreshed, forKey: key, asked: head.url, arrival: arrival, fetch: fetch, generation: generation)
+        }
     }
 
     /// Whether `answer`, a HEAD's `200 OK`, names another representation than a stored GET response whose fields
@@ -1329,6 +1417,17 @@ struct ResponseCacheStage: Middleware {
         // answer still removes what is stored for its resource).
         guard context.transfer.streaming == nil else { return cache.passing(request, to: next) }
         return cache.respond(to: request, context: context, next: next)
+    }
+}
+
+extension ResponseCache.StoredFreshness {
+    /// The freshness of a response that arrived at `arrival` with `freshness`: a rule that keeps a response for ever
+    /// (`timeToLive: .infinity`) keeps it until the distant future (an infinite date is no date a storage can write:
+    /// JSON has no infinity).
+    init(_ freshness: ResponseFreshness.Freshness, arrival: Date) {
+        self.init(
+            expiry: min(arrival.addingTimeInterval(freshness.lifetime), .distantFuture),
+            generated: arrival.addingTimeInterval(-freshness.age), mustRevalidate: freshness.mustRevalidate)
     }
 }
 
