@@ -498,9 +498,18 @@ public final class ResponseCache: Sendable {
 
     /// ``key(for:rule:)-(ConnectRequest,_)`` with the digest of the request's credentials already made.
     private static func key(for request: ConnectRequest, rule: CacheRule, credentials digest: String?) -> String {
+        key(for: request, named: rule.key, includesBody: rule.keyIncludesBody, credentials: digest)
+    }
+
+    /// The key `request` is stored under by a rule naming `custom` (`nil`: none) and whose key includes the body or
+    /// not (``CacheRule/keyIncludesBody``), with `digest`, the digest of its credentials: the rule's parts of
+    /// ``key(for:rule:)-(ConnectRequest,_)``, for a caller without a rule (a HEAD's look for the GET it checks).
+    private static func key(
+        for request: ConnectRequest, named custom: String?, includesBody: Bool, credentials digest: String?
+    ) -> String {
         // Without the URL's fragment, which is never sent (RFC 9110 §4.2.5): `/a#x` and `/a#y` ask for one resource.
-        var key = rule.key ?? "\(request.method.rawValue) \(request.url.absoluteStringWithoutFragment)"
-        if rule.keyIncludesBody {
+        var key = custom ?? "\(request.method.rawValue) \(request.url.absoluteStringWithoutFragment)"
+        if includesBody {
             key += bodyMarker + SHA256Hasher.hex(SHA256Hasher.hash(request.httpBody ?? Data()))
         }
         guard let digest else { return key }
@@ -1113,7 +1122,8 @@ public final class ResponseCache: Sendable {
         var get = head
         get.method = .get
         let credentials = Self.credentialsDigest(of: head)
-        let key = Self.key(for: get, rule: rule ?? CacheRule(timeToLive: 1), credentials: credentials)
+        let key = Self.key(
+            for: get, named: nil, includesBody: rule?.keyIncludesBody ?? false, credentials: credentials)
         // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
         // with these headers would be served.
         let found = state.withLock { state -> HeadCheck? in
