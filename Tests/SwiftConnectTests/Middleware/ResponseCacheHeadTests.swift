@@ -234,6 +234,35 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 2)
     }
 
+    func testAHeadThatAgreesButVariesOnEverythingKeepsTheStoredGetFromBeingServed() throws {
+        // Given a stored GET response with ETag "v1"
+        let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, "Vary": "*"])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD is answered with the same ETag and Vary: *
+        try head(connect)
+
+        // Then the updated response answers no request (RFC 9111 §4.1): the next GET goes to the network
+        XCTAssertEqual(try get(connect), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
+    func testAHeadThatAgreesWithANewVaryServesTheStoredGetToTheHeadsVariantOnly() throws {
+        // Given a stored GET response with ETag "v1" that varies on nothing
+        let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, "Vary": "Accept-Language"])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD asking for French is answered with the same ETag and Vary: Accept-Language
+        try head(connect, headers: [HTTPHeader(name: "Accept-Language", value: "fr")])
+
+        // Then the stored response answers a GET asking for French, and one asking for German goes to the network
+        XCTAssertEqual(try get(connect, headers: [HTTPHeader(name: "accept-language", value: "fr")]), #"{"version":1}"#)
+        XCTAssertEqual(try get(connect, headers: [HTTPHeader(name: "Accept-Language", value: "de")]), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
     func testAHeadRefreshReachesTheStorage() throws {
         // Given a stored GET response, fresh for 60 seconds, in memory and in a storage, now stale
         let clock = ManualClock()

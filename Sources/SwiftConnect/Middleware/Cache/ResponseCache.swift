@@ -1175,8 +1175,8 @@ public final class ResponseCache: Sendable {
     ///
     /// Nothing changes when a fetch started after `head`'s (number `fetch`, in `generation`) stored or removed the
     /// response meanwhile, when the app removed it, or when the entry was read from the storage (its rule's time to
-    /// live is not known). An updated response that may no longer be stored (the HEAD says `no-store`, or stale
-    /// without a validator) goes, as a GET's answer saying so would remove it.
+    /// live is not known). An updated response that may no longer be stored (the HEAD says `no-store` or `Vary: *`,
+    /// or it is stale without a validator) goes, as a GET's answer saying so would remove it.
     private func refresh(
         _ entry: Entry, underKey key: String, for head: ConnectRequest, by answer: ConnectResponse, fetch: UInt64,
         generation: UInt64, hasCredentials: Bool
@@ -1185,7 +1185,10 @@ public final class ResponseCache: Sendable {
         let response = Self.updatingFields(of: entry.response, with: answer, url: head.url)
         let size = Self.estimatedSize(of: response)
         let arrival = now()
+        // The request headers its `Vary` names now, with `head`'s values: those chose the representation the HEAD
+        // agrees on. `Vary: *` answers no request, and the response goes.
         guard size <= maxBytes,
+            let varying = Self.varying(of: response, requestHeaders: head.allHTTPHeaderFields ?? [:]),
             let freshness = ResponseFreshness.freshness(of: response, timeToLive: timeToLive, now: arrival)
         else {
             guard state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) }) else { return }
@@ -1196,6 +1199,7 @@ public final class ResponseCache: Sendable {
         refreshed.response = response
         refreshed.freshness = StoredFreshness(freshness, arrival: arrival)
         refreshed.size = size
+        refreshed.varying = varying
         refreshed.fetch = fetch
         let stored = state.withLock { state -> Bool in
             // Only the entry read: one stored since came from a fetch that is newer, or that is older and lost to it.
