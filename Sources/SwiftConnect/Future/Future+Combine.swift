@@ -22,12 +22,7 @@ extension Future {
         // Chained after this future: on its ``receive(on:)`` queue, as `map` would be.
         let derived = Future<(Value, Other)>(callbackQueue: callbackQueue)
         let values = Protected<(Value?, Other?)>((nil, nil))
-        // Weak: each input's callback holds `derived`, so holding the inputs here too would make a cycle that keeps
-        // a pair abandoned while pending (and its inputs) alive forever.
-        derived.setCancelHandler { [weak self, weak other] in
-            self?.cancelAsInput()
-            other?.cancelAsInput()
-        }
+        derived.waitOn(CombinedInputs([self, other]))
         whenCompleteReturningWork { [weak other] result in
             switch result {
             case .failure(let error):
@@ -80,11 +75,8 @@ extension Future {
         if futures.isEmpty { return Future(value: []) }
         let derived = Future<[Element]>(callbackQueue: sharedQueue(of: futures))
         let state = Protected(AllState<Element>(count: futures.count))
-        // Weak, as in `zip`: the inputs' callbacks hold `derived`.
-        let inputs = futures.map { WeakFuture(future: $0) }
-        derived.setCancelHandler {
-            for input in inputs { input.future?.cancelAsInput() }
-        }
+        let inputs = CombinedInputs(futures)
+        derived.waitOn(inputs)
         for (index, future) in futures.enumerated() {
             future.whenCompleteReturningWork { result in
                 switch result {
@@ -92,7 +84,7 @@ extension Future {
                     // The others' work is stopped before anyone hears of the failure, here and now, as in `zip` (this
                     // input, complete, stays as it is).
                     let (failed, work) = derived.complete(.failure(error), reportingDoubleCompletionAt: nil)
-                    if failed { for input in inputs { input.future?.cancel() } }
+                    if failed { inputs.cancelAll() }
                     return work
                 case .success(let value):
                     let values = state.withLock { $0.store(value, at: index) }
@@ -124,8 +116,6 @@ extension Future {
     public static func race(_ futures: [Future<Value>]) -> Future<Value> {
         if futures.isEmpty { return Future(error: FutureError.emptyRace) }
         let derived = Future<Value>(callbackQueue: sharedQueue(of: futures))
-        // Weak, as in `all`: the inputs' callbacks hold `derived` (and this array).
-        let inputs = futures.map { WeakFuture(future: $0) }
         // A complete input wins at once, read here: its callback may be delivered later, on its `receive(on:)`
         // queue, after one of a pending input that completes meanwhile.
         if let complete = futures.first(where: { $0.isCompleted }), let result = complete.result {
@@ -134,12 +124,10 @@ extension Future {
             work.run()
             return derived
         }
-        derived.setCancelHandler {
-            for input in inputs { input.future?.cancelAsInput() }
-        }
         // Its cancellation and timeout are reported as the first input's chain reports them (a race of requests:
-        // the client's error). The link is weak, as every upstream link; the cancel handler reaches the others.
-        derived.setUpstream(futures[0])
+        // the client's error): the inputs lead there (`followsFirst`).
+        let inputs = CombinedInputs(futures, followsFirst: true)
+        derived.waitOn(inputs)
         for future in futures {
             // Unowned: the callback is stored in `future` and only `future` runs it.
             future.whenCompleteReturningWork { [unowned future] result in
@@ -147,7 +135,7 @@ extension Future {
                 guard won else { return work }
                 // The losers' work is stopped before anyone hears of the winner. Their failures (`cancelled`)
                 // cannot reach `derived` any more.
-                for input in inputs where input.future !== future { input.future?.cancel() }
+                inputs.cancelAll(except: future)
                 return work
             }.run()
         }
@@ -176,11 +164,7 @@ extension Future {
         if futures.isEmpty { return Future(value: []) }
         let derived = Future<[Result<Element, any Error>]>(callbackQueue: sharedQueue(of: futures))
         let state = Protected(AllState<Result<Element, any Error>>(count: futures.count))
-        // Weak, as in `all`: the inputs' callbacks hold `derived`.
-        let inputs = futures.map { WeakFuture(future: $0) }
-        derived.setCancelHandler {
-            for input in inputs { input.future?.cancelAsInput() }
-        }
+        derived.waitOn(CombinedInputs(futures))
         for (index, future) in futures.enumerated() {
             future.whenCompleteReturningWork { result in
                 let results = state.withLock { $0.store(result, at: index) }
@@ -191,10 +175,73 @@ extension Future {
     }
 }
 
-/// An input of ``Future/all(_:)``, ``Future/race(_:)`` or ``Future/allSettled(_:)``, held weakly by the cancel handler
-/// of the future it feeds.
-private struct WeakFuture<Value: Sendable>: Sendable {
-    weak var future: Future<Value>?
+/// The inputs of a combination (``Future/zip(_:)``, ``Future/all(_:)``, ``Future/allSettled(_:)``,
+/// ``Future/race(_:)``), held weakly: each input's callback holds the combination, so holding the inputs too would
+/// make a cycle that keeps a combination abandoned while pending (and its inputs) alive forever.
+///
+/// The combination's upstream link points here (``Future/waitOn(_:)``), so a walk up a chain reaches every future a
+/// combination waits on: ``Future/waitsFor(_:)`` finds a `flatMap` step that returned a combination of its own
+/// future. To cancellation, it is a stage that completes nothing: the combination's cancel handler cancels the inputs
+/// (``cancelAsInputs()``), and a walk up the chain stops here, or, for a race, goes on to its first input.
+final class CombinedInputs: CancellableFuture {
+    /// A weak reference to one input.
+    private struct Input {
+        weak var future: (any CancellableFuture)?
+    }
+
+    private let inputs: [Input]
+    /// Whether a walk up the chain goes on to the first input (a race: it reports a cancellation as that input's
+    /// chain does).
+    private let followsFirst: Bool
+
+    /// Holds `futures` weakly.
+    ///
+    /// - Parameters:
+    ///   - futures: The combination's inputs, in order.
+    ///   - followsFirst: Whether ``pendingUpstream`` is the first input, for a race.
+    init(_ futures: [any CancellableFuture], followsFirst: Bool = false) {
+        inputs = futures.map { Input(future: $0) }
+        self.followsFirst = followsFirst
+    }
+
+    /// The inputs still alive.
+    var combinationInputs: [any CancellableFuture]? {
+        inputs.compactMap(\.future)
+    }
+
+    /// Cancels every input, from the combination's cancel handler: queued for the cancellation running on this
+    /// thread, if any (``Future/cancelAsInput()``).
+    func cancelAsInputs() {
+        for input in inputs { input.future?.cancelAsInput() }
+    }
+
+    /// Cancels every input but `winner`, here and now: a combination that failed or was won stops the others' work
+    /// before anyone hears of its result.
+    func cancelAll(except winner: AnyObject? = nil) {
+        for input in inputs where input.future !== winner { input.future?.cancel() }
+    }
+
+    func cancel() {
+        cancelAsInputs()
+    }
+
+    func cancelStep(failingWith error: any Error) -> (upstream: (any CancellableFuture)?, hasCallbacks: Bool) {
+        (pendingUpstream, false)
+    }
+
+    func runCancellationCallbacks() {}
+
+    func cancelStepsAsInput(notifying toNotify: inout [any CancellableFuture]) {}
+
+    func cancelAsInput() {
+        cancelAsInputs()
+    }
+
+    func ownReport(of error: FutureError) -> (any Error)? { nil }
+
+    var pendingUpstream: (any CancellableFuture)? {
+        followsFirst ? inputs.first?.future : nil
+    }
 }
 
 /// The values gathered so far by ``Future/all(_:)`` (and the results, by ``Future/allSettled(_:)``).
@@ -217,6 +264,13 @@ struct AllState<Element> {
 }
 
 extension Future {
+    /// Makes this combination wait on `inputs`: its cancellation cancels them, and its upstream link points at them
+    /// (held by the cancel handler while this future is pending: the link is weak).
+    func waitOn(_ inputs: CombinedInputs) {
+        setCancelHandler { inputs.cancelAsInputs() }
+        setUpstream(inputs)
+    }
+
     /// The ``receive(on:)`` queue every one of `futures` delivers on, if they share one: a combination of them is
     /// chained after each, so its callbacks run there too; `nil` when they have none, or different ones.
     static func sharedQueue<Element>(of futures: [Future<Element>]) -> DispatchQueue? {

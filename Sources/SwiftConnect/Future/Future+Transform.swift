@@ -58,8 +58,9 @@ extension Future {
     /// }
     /// ```
     ///
-    /// A step that returns the future `flatMap` returned, or one that waits for it (a later stage of its chain),
-    /// could never complete: the returned future fails instead, with an error that says so.
+    /// A step that returns the future `flatMap` returned, or one that waits for it (a later stage of its chain, or a
+    /// `zip`, `all`, `allSettled` or `race` with such a future among its inputs), could never complete: the returned
+    /// future fails instead, with an error that says so.
     ///
     /// - Parameter transform: Starts the next step from the value. An error it throws fails the result.
     /// - Returns: A future of the next step's value.
@@ -284,14 +285,36 @@ extension Future {
     }
 
     /// Whether this future is `future`, or waits for it through the futures it follows while pending (the link
-    /// ``cancel()`` follows up the chain): a step of ``chain(_:)`` that completes `future` with it would wait for
-    /// itself.
+    /// ``cancel()`` follows up the chain) and the inputs of the combinations among them (`zip`, `all`, `allSettled`,
+    /// `race`): a step of ``chain(_:)`` that completes `future` with it would wait for itself.
+    ///
+    /// A walk up a chain of one-source stages takes each stage's lock once and allocates nothing; only once it
+    /// reaches a combination does it search the futures waited on as a graph, each looked at once (inputs shared by
+    /// several combinations are no reason to look again).
     @usableFromInline
     func waitsFor(_ future: AnyObject) -> Bool {
         var next: (any CancellableFuture)? = self
         while let current = next {
             if current === future { return true }
+            if let inputs = current.combinationInputs { return Self.anyWaits(inputs, for: future) }
             next = current.pendingUpstream
+        }
+        return false
+    }
+
+    /// Whether one of `inputs` is `future` or waits for it (``waitsFor(_:)``), searched depth-first.
+    private static func anyWaits(_ inputs: [any CancellableFuture], for future: AnyObject) -> Bool {
+        var toVisit = inputs
+        // The futures looked at, held until the search ends so that an identifier is never reused meanwhile.
+        var visited: [ObjectIdentifier: any CancellableFuture] = [:]
+        while let current = toVisit.popLast() {
+            guard visited.updateValue(current, forKey: ObjectIdentifier(current)) == nil else { continue }
+            if current === future { return true }
+            if let inputs = current.combinationInputs {
+                toVisit.append(contentsOf: inputs)
+            } else if let upstream = current.pendingUpstream {
+                toVisit.append(upstream)
+            }
         }
         return false
     }

@@ -267,6 +267,11 @@ protocol CancellableFuture: AnyObject, Sendable {
     func ownReport(of error: FutureError) -> (any Error)?
     /// The future this one waits on, while it is pending.
     var pendingUpstream: (any CancellableFuture)? { get }
+    /// Cancels this future as an input of a combination whose cancel handler runs (``Future/cancelAsInput()``).
+    func cancelAsInput()
+    /// The futures a combination waits on (``CombinedInputs``); `nil` for a future, which waits on its
+    /// ``pendingUpstream`` alone.
+    var combinationInputs: [any CancellableFuture]? { get }
 }
 
 /// Futures that were just resolved and whose callbacks must run next.
@@ -614,6 +619,7 @@ extension Future {
 
     /// Cancels this future as ``cancel()`` does, for a combination that cancels its inputs from its cancel handler:
     /// inside a cancellation running on this thread, queued for it to cancel next instead of recursing.
+    @usableFromInline
     func cancelAsInput() {
         guard lock != nil, !isCompleted else { return }
         if NestedCancellations.enqueue(self) { return }
@@ -679,4 +685,7 @@ extension Future {
         guard let lock else { return nil }
         return lock.withLock { upstream }
     }
+
+    @usableFromInline
+    var combinationInputs: [any CancellableFuture]? { nil }
 }

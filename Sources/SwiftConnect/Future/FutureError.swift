@@ -49,7 +49,8 @@ protocol FutureErrorReporting {
 
 /// Why a future failed when a step of `flatMap(_:)` or the asynchronous `recover(_:)` returned a future
 /// that waits for the future the step completes: that future itself, or one that follows it (a later stage of its
-/// chain, or a step that returned it). Neither could ever complete, so both fail with this instead.
+/// chain, a step that returned it, or a combination with it among its inputs). Neither could ever complete, so both
+/// fail with this instead, and so does every future on the loop.
 ///
 /// Internal: a public case of ``FutureError`` would break exhaustive `switch`es over it in users' code, a change
 /// kept for a release that may make it (the API check against 0.1.0 flags it). Its description says what happened.

@@ -101,6 +101,136 @@ final class FutureCycleTests: XCTestCase {
         XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
     }
 
+    // MARK: Loops through a combination
+
+    func testFlatMapReturningAnAllThatWaitsForItFailsWithCycle() {
+        // Given a step that returns `all` of a later stage of its own chain
+        let source = Promise<Int>()
+        let own = Guarded<Future<[Int]>?>(nil)
+        let future = source.future.flatMap { _ in Future.all([own.withLock { $0 }!.map { $0.count }]) }
+        own.withLock { $0 = future }
+
+        // When the step runs
+        source.succeed(1)
+
+        // Then it fails with the loop instead of staying pending for good
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
+    func testFlatMapReturningAZipThatWaitsForItFailsWithCycle() {
+        // Given a step that returns a pair of a pending future and the step's own future
+        let source = Promise<Int>()
+        let other = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in other.future.zip(own.withLock { $0 }!).map { $0.1 } }
+        own.withLock { $0 = future }
+
+        source.succeed(1)
+
+        // Then it fails with the loop, and the pending input is cancelled with the pair
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+        XCTAssertTrue(other.future.isCancelled)
+    }
+
+    func testFlatMapReturningAZipWithItFirstFailsWithCycle() {
+        let source = Promise<Int>()
+        let other = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in own.withLock { $0 }!.zip(other.future).map { $0.0 } }
+        own.withLock { $0 = future }
+
+        source.succeed(1)
+
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
+    func testFlatMapReturningAnAllSettledThatWaitsForItFailsWithCycle() {
+        // Given a step that returns the settled results of its own future (and of another, pending)
+        let source = Promise<Int>()
+        let other = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in
+            Future.allSettled([other.future, own.withLock { $0 }!]).map { $0.count }
+        }
+        own.withLock { $0 = future }
+
+        source.succeed(1)
+
+        // Then the future fails with the loop (the settled results, once the other input completes, hold that failure)
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
+    func testFlatMapReturningARaceThatWaitsForItFailsWithCycle() {
+        // Given a race whose first input is pending elsewhere, and whose second is the step's own future
+        let source = Promise<Int>()
+        let other = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in Future.race([other.future, own.withLock { $0 }!]) }
+        own.withLock { $0 = future }
+
+        source.succeed(1)
+
+        // Then it fails with the loop, and the race's other input, having lost, is cancelled
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+        XCTAssertTrue(other.future.isCancelled)
+    }
+
+    func testTwoFlatMapsThatWaitForEachOtherThroughAllBothFailWithCycle() {
+        // Given two steps, each returning `all` of the other's future
+        let first = Promise<Int>()
+        let second = Promise<Int>()
+        let firstWaitsFor = Guarded<Future<Int>?>(nil)
+        let secondWaitsFor = Guarded<Future<Int>?>(nil)
+        let a = first.future.flatMap { _ in Future.all([firstWaitsFor.withLock { $0 }!]).map { $0[0] } }
+        let b = second.future.flatMap { _ in Future.all([secondWaitsFor.withLock { $0 }!]).map { $0[0] } }
+        firstWaitsFor.withLock { $0 = b }
+        secondWaitsFor.withLock { $0 = a }
+
+        // When both steps run
+        first.succeed(1)
+        second.succeed(2)
+
+        // Then both fail with the loop
+        XCTAssertEqual(error(of: a, timeout: 5) as? FutureCycleError, FutureCycleError())
+        XCTAssertEqual(error(of: b, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
+    func testCancellingAFlatMapThatReturnedAnAllOfItselfReturns() {
+        // Given a step that returned `all` of its own future (a loop the walk up a chain to report a cancellation
+        // must not go round for good)
+        let source = Promise<Int>()
+        let own = Guarded<Future<[Int]>?>(nil)
+        let future = source.future.flatMap { _ in Future.all([own.withLock { $0 }!.map { $0.count }]) }
+        own.withLock { $0 = future }
+        source.succeed(1)
+
+        // When it is cancelled from another thread
+        let cancelled = expectation(description: "cancel() returns")
+        DispatchQueue.global().async {
+            future.cancel()
+            cancelled.fulfill()
+        }
+
+        // Then cancel() returns, and the future keeps the failure it had
+        wait(for: [cancelled], timeout: 5)
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+    }
+
+    func testFlatMapReturningACombinationOfSharedPendingInputsStillFollowsIt() throws {
+        // Inputs shared by several combinations (a diamond) are no loop: each is looked at once.
+        let source = Promise<Int>()
+        let leaf = Promise<Int>()
+        var level = leaf.future
+        for _ in 0..<40 { level = level.zip(level).map { $0.0 + $0.1 } }
+        let shared = level
+        let future = source.future.flatMap { _ in Future.all([shared, shared]).map { $0[0] } }
+
+        source.succeed(1)
+        leaf.succeed(1)
+
+        XCTAssertEqual(try future.wait(timeout: 5), 1 << 40)
+    }
+
     func testFlatMapReturningAnotherPendingFutureStillFollowsIt() throws {
         // A next step that merely waits on the same source is no cycle.
         let source = Promise<Int>()
