@@ -9,10 +9,11 @@ extension Redaction {
     /// out. Data that starts like JSON, does not parse and holds a string (an event cut short, JSON deeper than
     /// ``maximumJSONDepth``) is shown as the placeholder, since its secrets cannot be found; data without one
     /// (`[DONE]`) as it came. Data of one line that reads as a URL-encoded form (``readsAsForm(_:)``) has its secret
-    /// fields hidden as a form's, and data that reads as credentials (``schemeCredential(in:)``: `Bearer …`) its
-    /// credential. Every line's URLs are hidden as ``urlsInText(_:showing:)`` hides them; line ends are kept. A secret
-    /// an event's data hands out under a secret name (``secretStrings(of:underSensitiveKey:)``) is hidden by value
-    /// wherever the stream quotes it again (a later event's message, a comment), as a JSON body hides it.
+    /// fields hidden as a form's, and data that reads as credentials (``plainTextCredential(in:contentType:)``:
+    /// `Bearer …`) its credential, as a plain-text body's. Every line's URLs are hidden as
+    /// ``urlsInText(_:showing:)`` hides them; line ends are kept. A secret an event's data hands out under a secret
+    /// name (``secretStrings(of:underSensitiveKey:)``) is hidden by value wherever the stream quotes it again (a later
+    /// event's message, a comment), as a JSON body hides it.
     static func redactedEventStream(_ text: String) -> String {
         // Split at each LF as bytes: in a `String`, CRLF is one `Character`.
         var lines: [String?] = text.utf8.split(separator: UInt8(ascii: "\n"), omittingEmptySubsequences: false).map {
@@ -55,7 +56,7 @@ extension Redaction {
             // a `text/plain` body's are, and the credential of `Bearer …` as a header's is.
             guard !joined.contains(where: \.isNewline) else { return [] }
             var hidden = readsAsForm(joined) ? redactedQuery(joined) : joined
-            if let credential = schemeCredential(in: hidden) {
+            if let credential = plainTextCredential(in: hidden, contentType: nil) {
                 hidden.replaceSubrange(credential, with: placeholder)
             }
             guard hidden != joined else { return [] }

@@ -506,6 +506,10 @@ package enum Redaction {
             // A form answered as text (an older OAuth provider's `access_token=…&expires=3600`).
             return truncated(redactedQuery(text), limit: limit)
         }
+        if redacting, let credential = plainTextCredential(in: text, contentType: contentType) {
+            // Credentials as text (`Bearer …`), hidden as an `Authorization` value's are.
+            return truncated(text.replacingCharacters(in: credential, with: placeholder), limit: limit)
+        }
         // Text quoting a URL (an error page's "see https://…?token=…"): the URL's secrets hidden.
         return truncated(redacting ? urlsInText(text) : text, limit: limit)
     }
@@ -519,6 +523,33 @@ package enum Redaction {
             guard let equals = pair.firstIndex(of: "=") else { return false }
             return equals > pair.startIndex
         }
+    }
+
+    /// Where the credential lies in a plain-text body (`text/plain`, or one without a type) that is one line of HTTP
+    /// credentials as an `Authorization` value reads them (``schemeCredential(in:)``: `Bearer …`, `Basic …`), line
+    /// ends around it aside: a token endpoint that answers the value to send, a request that posts one, an event's
+    /// data. `nil` for other text, such as `Bearer tokens are accepted`, and for a body of another type.
+    package static func plainTextCredential(in text: String, contentType: String?) -> Range<String.Index>? {
+        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
+        guard type.isEmpty || type == "text/plain", let first = text.firstIndex(where: { !$0.isNewline }),
+            let last = text.lastIndex(where: { !$0.isNewline })
+        else { return nil }
+        let line = String(text[first...last])
+        guard let credential = schemeCredential(in: line) else { return nil }
+        // The credential runs to the line's end.
+        let start = text.index(first, offsetBy: line.distance(from: line.startIndex, to: credential.lowerBound))
+        return start..<text.index(after: last)
+    }
+
+    /// The credential a body of at most ``bodySecretScanLimit`` bytes hands out as text
+    /// (``plainTextCredential(in:contentType:)``), to hide by value wherever it is quoted again (an error's message
+    /// made of the body); none for another body.
+    static func plainTextCredential(ofBody data: Data, contentType: String?) -> [String] {
+        guard !data.isEmpty, data.count <= bodySecretScanLimit,
+            let text = String(data: BodyCharset.utf8(data, contentType: contentType), encoding: .utf8),
+            let credential = plainTextCredential(in: text, contentType: contentType)
+        else { return [] }
+        return [String(text[credential])]
     }
 
     /// What is shown instead of a body whose secrets cannot be found: its size and why.

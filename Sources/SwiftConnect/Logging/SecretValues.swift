@@ -325,6 +325,12 @@ package struct SecretValues: Sendable, Equatable {
         if Redaction.carriesHTTPMessages(mediaType: type) {
             return httpMessageSecrets(String(decoding: body, as: UTF8.self))
         }
+        if let text = String(data: body, encoding: .utf8),
+            Redaction.plainTextCredential(in: text, contentType: contentType) != nil
+        {
+            // Credentials posted as text (`Basic …`): the secrets of an `Authorization` value of that text.
+            return headerSecrets(text.trimmingCharacters(in: .newlines), name: "Authorization")
+        }
         let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
         // The first character after white space, as JSON allows it and as redaction by name looks.
         let first = start.first { !Self.jsonWhitespace.contains($0) }
