@@ -406,8 +406,8 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
 
     /// The secret values of the request, to hide wherever the error shows text, those the response hands out in its
     /// header fields (``SecretValues/init(handedOutIn:)``: an `X-Auth-Token` the body quotes again), those a JSON
-    /// body hands out under a secret name (a `session_id` the server's message quotes again) or a plain-text body of
-    /// credentials (`Bearer …`, which the message quotes), and for a decoding
+    /// body hands out under a secret name (a `session_id` the server's message quotes again) or a plain-text body as
+    /// a form's secret field or as credentials (`Bearer …`: the message quotes such a body), and for a decoding
     /// failure, the value it failed on when that sits under a secret name (``failedSecretValues(in:)``) and the keys
     /// of its path that are a map's data under one (``secretKeysInPath``).
     func secrets() -> SecretValues {
@@ -422,7 +422,7 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         guard let body else { return sent }
         let handedOut =
             Redaction.secretStrings(ofBody: body) + failedSecretValues(in: body)
-            + Redaction.plainTextCredential(ofBody: body, contentType: storedHead?.value(of: "Content-Type"))
+            + Redaction.plainTextSecrets(ofBody: body, contentType: storedHead?.value(of: "Content-Type"))
         return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))
     }
 

@@ -541,14 +541,20 @@ package enum Redaction {
         return start..<text.index(after: last)
     }
 
-    /// The credential a body of at most ``bodySecretScanLimit`` bytes hands out as text
-    /// (``plainTextCredential(in:contentType:)``), to hide by value wherever it is quoted again (an error's message
-    /// made of the body); none for another body.
-    static func plainTextCredential(ofBody data: Data, contentType: String?) -> [String] {
+    /// The secrets a plain-text body (`text/plain`, or one without a type) of at most ``bodySecretScanLimit`` bytes
+    /// hands out, to hide by value wherever they are quoted again (an error's message made of the body): the values of
+    /// the secret fields of one that reads as a URL-encoded form (``readsAsForm(_:)``) that read as a credential
+    /// (``readsAsCredential(_:)``, as a JSON body's), or the credential of one that reads as credentials
+    /// (``plainTextCredential(in:contentType:)``); none for another body.
+    static func plainTextSecrets(ofBody data: Data, contentType: String?) -> [String] {
         guard !data.isEmpty, data.count <= bodySecretScanLimit,
-            let text = String(data: BodyCharset.utf8(data, contentType: contentType), encoding: .utf8),
-            let credential = plainTextCredential(in: text, contentType: contentType)
+            let text = String(data: BodyCharset.utf8(data, contentType: contentType), encoding: .utf8)
         else { return [] }
+        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
+        if (type.isEmpty || type == "text/plain") && readsAsForm(text) {
+            return SecretValues.formSecrets(text.trimmingCharacters(in: .newlines)).filter(readsAsCredential)
+        }
+        guard let credential = plainTextCredential(in: text, contentType: contentType) else { return [] }
         return [String(text[credential])]
     }
 

@@ -28,4 +28,24 @@ final class FormAsTextRedactionTests: XCTestCase {
                 Redaction.bodyText(Data(text.utf8), contentType: "text/plain", redacting: true, pretty: false), text)
         }
     }
+
+    /// A form answered as text with an error status made the error's message ("the server answered 400 Bad Request:
+    /// access_token=…"), which showed the secret field its body hides.
+    func testAnErrorHidesTheSecretFieldsOfAFormAnsweredAsText() throws {
+        // Given: a token endpoint that answers a 400 with a form as text
+        let body = "error=invalid_grant&refresh_token=\(token)&retry=no"
+        let transport = FakeTransport(
+            fallback: .data(Data(body.utf8), status: 400, headers: ["Content-Type": "text/plain"]))
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        // When
+        let result = try connect.request(ClientFixtures.Endpoint()).waitForResult(timeout: 5)
+        // Then
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("\(result)") }
+        XCTAssertTrue(error.message.contains("error=invalid_grant"), error.message)
+        var dumped = ""
+        dump(error, to: &dumped)
+        for text in [error.message, error.description, error.debugDescription, String(reflecting: error), dumped] {
+            XCTAssertFalse(text.contains(token), text)
+        }
+    }
 }
