@@ -146,7 +146,8 @@ enum RecordingRedaction {
         return String(decoding: result, as: UTF8.self)
     }
 
-    /// A request body with its secret fields replaced: JSON at any depth, URL-encoded forms; then secret values
+    /// A request body with its secret fields replaced: JSON at any depth, URL-encoded forms, the credential of a
+    /// plain-text body of credentials (`Basic …`); then secret values
     /// wherever they appear (multipart fields among them). JSON that cannot be read is withheld whole
     /// (``unreadableJSONBody``).
     static func requestBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
@@ -174,6 +175,8 @@ enum RecordingRedaction {
             let text = utf8Text(data)
         {
             redacted = Data(redactedForm(text).utf8)
+        } else if let text = hidingPlainTextCredential(in: data, contentType: contentType) {
+            redacted = Data(text.utf8)
         } else if isUnreadableJSON(data, contentType: contentType) {
             return Data(unreadableJSONBody.utf8)
         } else if let json = redactedJSON(data) ?? redactedJSONLines(data) {
@@ -391,7 +394,8 @@ enum RecordingRedaction {
 
     /// A response body with secret fields replaced (a token endpoint's answer: JSON at any depth, JSON lines, a
     /// URL-encoded form, as GitHub's and OAuth 1.0a's answer by default, XML's elements and attributes, as a SOAP
-    /// login's, or the JSON data of a server-sent event stream's events) and the request's secret values hidden
+    /// login's, or the JSON data of a server-sent event stream's events), the credential of a plain-text body of
+    /// credentials (`Bearer …`), and the request's secret values hidden
     /// wherever they appear (a server that echoes the request). JSON that cannot be read is withheld whole
     /// (``unreadableJSONBody``).
     static func responseBody(_ data: Data, contentType: String?, secrets: SecretValues) -> Data {
@@ -405,6 +409,9 @@ enum RecordingRedaction {
         if let text = utf8Text(data), isForm(contentType) || isFormAsText(text, contentType: contentType) {
             return hidingValues(in: Data(redactedForm(text).utf8), secrets: secrets)
         }
+        if let text = hidingPlainTextCredential(in: data, contentType: contentType) {
+            return hidingValues(in: Data(text.utf8), secrets: secrets)
+        }
         if isEventStream(contentType), let text = utf8Text(data) {
             // Each event's JSON data as a JSON answer (a device login's token pushed once approved).
             return hidingValues(in: hidingQuotedURLSecrets(in: Data(redactedEventStream(text).utf8)), secrets: secrets)
@@ -415,6 +422,16 @@ enum RecordingRedaction {
         }
         let redacted = redactedJSON(data) ?? redactedJSONLines(data) ?? hidingQuotedURLSecrets(in: data)
         return hidingValues(in: redacted, secrets: secrets)
+    }
+
+    /// A plain-text body that is one line of credentials (`Bearer …`, `Basic …`:
+    /// `Redaction.plainTextCredential(in:contentType:)`) with its credential replaced, as the logs hide it; `nil` for
+    /// another body.
+    private static func hidingPlainTextCredential(in data: Data, contentType: String?) -> String? {
+        guard let text = utf8Text(data),
+            let credential = Redaction.plainTextCredential(in: text, contentType: contentType)
+        else { return nil }
+        return text.replacingCharacters(in: credential, with: Redaction.placeholder)
     }
 
     /// UTF-8 text with the secrets of each URL it quotes (an error page's "see https://…?token=…", an XML
@@ -534,7 +551,8 @@ enum RecordingRedaction {
 
     /// The secret values a response with these fields and this body hands out: its cookies' values, the strings
     /// under a secret name of its body (JSON, JSON lines, a URL-encoded form, XML's secret elements and attributes,
-    /// or an event stream's JSON data; JSON that cannot be parsed, read token by token), and the secret items of the
+    /// or an event stream's JSON data; JSON that cannot be parsed, read token by token), the credential of a plain-text
+    /// body of credentials (`Bearer …`), and the secret items of the
     /// URLs it quotes (a `Location`'s `#access_token=…`, a `Link`'s, an upload link's `?upload_token=…` in the body).
     static func secretsHandedOut(fields: HeaderFields, body: Data) -> [String] {
         var found = cookies(in: fields).map(\.value) + secretsOfQuotedURLs(fields: fields, body: body)
@@ -546,6 +564,12 @@ enum RecordingRedaction {
         }
         if isXML(body, contentType: fields[.contentType]) {
             return found + XMLRedaction.secretValues(in: String(decoding: body, as: UTF8.self))
+        }
+        if let text = String(data: body, encoding: .utf8),
+            let credential = Redaction.plainTextCredential(in: text, contentType: fields[.contentType])
+        {
+            // Credentials answered as text (`Bearer …`).
+            return found + [String(text[credential])]
         }
         if let text = String(data: body, encoding: .utf8),
             isForm(fields[.contentType]) || isFormAsText(text, contentType: fields[.contentType])

@@ -55,4 +55,21 @@ final class RecordingNamedSecretsTests: XCTestCase {
         let handedOut = RecordingRedaction.secretsHandedOut(fields: [.contentType: "text/plain"], body: Data(body.utf8))
         XCTAssertTrue(handedOut.contains("fat-REC-1357913579"), "\(handedOut)")
     }
+
+    /// A plain-text body that is one line of credentials (`Bearer …`, `Basic …`), as the logs hide it: hidden in a
+    /// recorded answer and request, and known as a secret the answer hands out.
+    func testCredentialsAsTextStayOutOfTheRecording() throws {
+        let basic = Data("amy:cat-REC-PASSWORD-24680".utf8).base64EncodedString()
+        for (body, credential) in [("Bearer cat-REC-1357913579\n", "cat-REC-1357913579"), ("Basic \(basic)", basic)] {
+            let text = recorded(body, "text/plain")
+            XCTAssertFalse(text.contains(credential), text)
+            XCTAssertTrue(text.hasPrefix("Bearer <") || text.hasPrefix("Basic <"), text)
+            let handedOut = RecordingRedaction.secretsHandedOut(
+                fields: [.contentType: "text/plain"], body: Data(body.utf8))
+            XCTAssertTrue(handedOut.contains(credential), "\(handedOut)")
+            let sent = RecordingRedaction.requestBody(Data(body.utf8), contentType: nil, secrets: secrets)
+            XCTAssertFalse(String(decoding: sent, as: UTF8.self).contains(credential), "request: \(body)")
+        }
+        XCTAssertEqual(recorded("Bearer tokens are accepted", "text/plain"), "Bearer tokens are accepted")
+    }
 }
