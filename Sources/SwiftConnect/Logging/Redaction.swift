@@ -526,13 +526,14 @@ package enum Redaction {
     }
 
     /// Where the credential lies in a plain-text body (`text/plain`, or one without a type) that is one line of HTTP
-    /// credentials as an `Authorization` value reads them (``schemeCredential(in:)``: `Bearer …`, `Basic …`), line
-    /// ends around it aside: a token endpoint that answers the value to send, a request that posts one, an event's
-    /// data. `nil` for other text, such as `Bearer tokens are accepted`, and for a body of another type.
+    /// credentials as an `Authorization` value reads them (``schemeCredential(in:)``: `Bearer …`, `Basic …`), the
+    /// blanks and line ends around it aside, as around a field's value: a token endpoint that answers the value to
+    /// send, a request that posts one, an event's data. `nil` for other text, such as `Bearer tokens are accepted`,
+    /// and for a body of another type.
     package static func plainTextCredential(in text: String, contentType: String?) -> Range<String.Index>? {
         let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
-        guard type.isEmpty || type == "text/plain", let first = text.firstIndex(where: { !$0.isNewline }),
-            let last = text.lastIndex(where: { !$0.isNewline })
+        guard type.isEmpty || type == "text/plain", let first = text.firstIndex(where: { !$0.isWhitespace }),
+            let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return nil }
         let line = String(text[first...last])
         guard let credential = schemeCredential(in: line) else { return nil }

@@ -329,7 +329,7 @@ package struct SecretValues: Sendable, Equatable {
             Redaction.plainTextCredential(in: text, contentType: contentType) != nil
         {
             // Credentials posted as text (`Basic …`): the secrets of an `Authorization` value of that text.
-            return headerSecrets(text.trimmingCharacters(in: .newlines), name: "Authorization")
+            return headerSecrets(text.trimmingCharacters(in: .whitespacesAndNewlines), name: "Authorization")
         }
         let start = body.starts(with: [0xEF, 0xBB, 0xBF]) ? body.dropFirst(3) : body
         // The first character after white space, as JSON allows it and as redaction by name looks.

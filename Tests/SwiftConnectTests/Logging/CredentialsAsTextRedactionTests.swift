@@ -19,10 +19,10 @@ final class CredentialsAsTextRedactionTests: XCTestCase {
     private let basic = Data("amy:cat-PASSWORD-4321".utf8).base64EncodedString()
 
     func testABodyOfCredentialsHidesTheCredential() {
-        // Given: bodies of one line of credentials, under a text type or none, a line end after it or not
+        // Given: bodies of one line of credentials, under a text type or none, blanks or a line end around it or not
         let bodies = [
             ("Bearer \(token)", "Bearer <redacted>"), ("bearer \(token)\n", "bearer <redacted>\n"),
-            ("Basic \(basic)\r\n", "Basic <redacted>\r\n"),
+            ("Basic \(basic)\r\n", "Basic <redacted>\r\n"), (" Bearer \(token) \n", " Bearer <redacted> \n"),
         ]
         for (body, expected) in bodies {
             for type in ["text/plain", "text/plain; charset=utf-8", nil] {
