@@ -234,7 +234,10 @@ public enum ConnectEvent: Sendable {
     /// body's, when it arrived whole (`nil` for a streamed response, whose attempt ends with its head, a download
     /// to a file, or a body that came content-encoded, whose size on the wire is not known once decoded).
     case attemptEnded(attempt: Int, status: Int?, error: ConnectError?, bytesSent: Int64?, bytesReceived: Int64?)
-    /// The transport followed a redirect of `status` to `location` within the attempt.
+    /// The transport followed a redirect of `status` to `location` within the attempt. `location` is the URL as the
+    /// server wrote it, secrets included: to show it, set it as the `url` of the attempt's request and show that
+    /// request's ``ConnectRequest/redactedURL``, which also hides a secret of the request the `Location` repeats under
+    /// an ordinary name (`/next?state=<the token>`).
     case redirected(status: Int, location: URL)
     /// The request waited for a slot of the client's ``RequestQueue`` for `seconds`. A call that shares an identical
     /// request (``Connect/Settings/coalescesIdenticalRequests``) hears the wait of the shared one, from when it joined.
@@ -261,7 +264,9 @@ extension ConnectEvent: CustomReflectable {
     /// Each case with its values as the default reflection shows them, but a redirect's location redacted as every URL
     /// SwiftConnect prints (no `user:password@`, secret query values and fragment pairs hidden), so that `print(event)`
     /// and `dump(event)` in an observer of your own leak no presigned URL's signature: `redirected(status: 302,
-    /// location: https://s3.example.com/a.pdf?X-Amz-Signature=<redacted>)`. An ending error that is not a
+    /// location: https://s3.example.com/a.pdf?X-Amz-Signature=<redacted>)`. The event does not hold the request, so a
+    /// secret of the request the location repeats under an ordinary name is not known here: show the location through
+    /// the attempt's request for that (``redirected(status:location:)``). An ending error that is not a
     /// ``ConnectError`` (which hides its own secrets) is shown as its text, with every URL in it redacted.
     public var customMirror: Mirror {
         Mirror(self, children: Mirror(reflecting: Reflected(self)).children, displayStyle: .enum)
