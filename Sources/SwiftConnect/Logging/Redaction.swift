@@ -862,11 +862,13 @@ package enum Redaction {
     static let bodySecretScanLimit = 1 << 20
 
     /// The strings a JSON body of at most `limit` bytes hands out under secret names (``secretStrings(of:underSensitiveKey:)``);
-    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``.
+    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``. A body with a value
+    /// Foundation cannot hold (a number beyond `Double`, a lone surrogate) is read as ``JSONSyntax/value(of:)`` reads it.
     static func secretStrings(ofBody data: Data, limit: Int = bodySecretScanLimit) -> [String] {
         guard !data.isEmpty, data.count <= limit, startsLikeJSON(data),
             !JSONDepth.exceeds(data, limit: maximumJSONDepth),
-            let json = try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
+            // As the error handler reads it: a number beyond `Double` elsewhere hides no secret from the message.
+            let json = JSONSyntax.value(of: withoutBOM(data))
         else { return [] }
         return secretStrings(of: json)
     }

@@ -94,7 +94,10 @@ extension ErrorHandling {
 /// list of messages, as Rails sends `errors.full_messages` (`["Email can't be blank"]`: its first). A body that is a
 /// JSON string (`"Invalid id"`, as Express's `res.json("Invalid id")` sends it) is the message.
 ///
-/// A body over 64 KiB, or nested over 128 levels, is not parsed: a message is a line, and such a body is a dump.
+/// A body over 64 KiB, or nested over 128 levels, is not parsed: a message is a line, and such a body is a dump. A
+/// value Foundation's parser refuses though JSON allows it, a number beyond `Double`'s range (`1e400`) or a lone
+/// surrogate escape (`"\ud800"`), is read as `null` or U+FFFD: the message in another field is kept, and
+/// ``ErrorHandling/handle(response:)`` sees the object so.
 ///
 /// A message found gives a ``ConnectError`` of kind ``ConnectError/Kind/serverMessage``; none gives
 /// ``ConnectError/Kind/httpStatus``. Either way the error carries the status, headers and body. A short `text/plain`
@@ -307,18 +310,18 @@ enum ErrorBody {
 
     /// The body parsed as a JSON object, array or string, read as `jsonObject(_:contentType:)` reads it; `nil` for
     /// a body that is none of these, or larger than ``messageBodyLimit`` or nested deeper than
-    /// ``Redaction/maximumJSONDepth``, which is not parsed.
+    /// ``Redaction/maximumJSONDepth``, which is not parsed. A number beyond `Double`'s range is `NSNull` in it, and a
+    /// lone surrogate escape U+FFFD (``JSONSyntax/value(of:)``): Foundation refuses the whole body for either.
     static func json(_ data: Data, contentType: String?) -> Any? {
         guard data.count <= messageBodyLimit,
             let data = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)),
             !JSONDepth.exceeds(data, limit: Redaction.maximumJSONDepth)
         else { return nil }
         guard let first = data.first(where: { !JSONSyntax.isWhitespace($0) }) else { return nil }
-        if first == UInt8(ascii: "\"") {
-            return try? JSONSerialization.jsonObject(with: data, options: .fragmentsAllowed) as? String
-        }
+        // A value Foundation cannot hold (`1e400`, a lone `\ud800`) in a field nobody reads keeps the rest readable.
+        if first == UInt8(ascii: "\"") { return JSONSyntax.value(of: data) as? String }
         guard first == UInt8(ascii: "{") || first == UInt8(ascii: "[") else { return nil }
-        return try? JSONSerialization.jsonObject(with: data)
+        return JSONSyntax.value(of: data)
     }
 
     /// A message from a JSON value: a non-empty string, an object's `message` (or `msg`, `detail`,

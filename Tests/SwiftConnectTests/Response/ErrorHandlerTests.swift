@@ -650,6 +650,97 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    // MARK: - Values Foundation cannot represent
+
+    /// A number beyond `Double`'s range (`1e400`) is valid JSON that `JSONSerialization` refuses ("not representable
+    /// in Swift"): in another field than the message, it took the message with it, and the error said only the status.
+    func testANumberBeyondDoubleElsewhereKeepsTheMessage() {
+        let huge = String(repeating: "9", count: 400)
+        for number in ["1e400", "-1e400", "1.8e308", "1E+400", huge] {
+            let error = errorFor(
+                body: #"{"message": "Quota exceeded", "n": \#(number), "list": [\#(number)]}"#, status: 429)
+            XCTAssertEqual(error?.kind, .serverMessage, number)
+            XCTAssertEqual(error?.message, "Quota exceeded", number)
+        }
+        // In a problem, and in a body that is a list.
+        let problem = errorFor(
+            body: #"{"title":"Out of credit","detail":"Top up.","balance":-1e999}"#, status: 402,
+            headers: ["Content-Type": "application/problem+json"])
+        XCTAssertEqual(problem?.message, "Out of credit: Top up.")
+        XCTAssertEqual(errorFor(body: #"[1e400, {"error": "too many"}]"#, status: 429)?.message, "too many")
+    }
+
+    /// A lone surrogate escape (`\ud800` without its pair, or a `\udc00` alone) is valid JSON's grammar that
+    /// `JSONSerialization` refuses: elsewhere it took the message with it; in the message it reads as U+FFFD.
+    func testALoneSurrogateElsewhereKeepsTheMessage() {
+        for value in [#""\ud800""#, #""\udc00""#, #""\ud800\u0041""#, #""x\ud800\ud800\udc00""#] {
+            let error = errorFor(body: #"{"message": "Quota exceeded", "s": \#(value)}"#, status: 429)
+            XCTAssertEqual(error?.kind, .serverMessage, value)
+            XCTAssertEqual(error?.message, "Quota exceeded", value)
+        }
+        XCTAssertEqual(errorFor(body: #"{"message": "Quota exceeded", "\udfff": 1}"#)?.message, "Quota exceeded")
+        XCTAssertEqual(errorFor(body: #"{"message": "bad \ud800 name"}"#)?.message, "bad \u{FFFD} name")
+        XCTAssertEqual(errorFor(body: #""Invalid id \udc01""#)?.message, "Invalid id \u{FFFD}")
+        // A pair is one character, as before; an escaped backslash starts no escape.
+        XCTAssertEqual(errorFor(body: #"{"message": "hi \ud83d\ude00", "n": 1e400}"#)?.message, "hi 😀")
+        XCTAssertEqual(errorFor(body: #"{"message": "C:\\ud800", "n": 1e400}"#)?.message, #"C:\ud800"#)
+    }
+
+    /// Such a value is no message of its own, and text that is not JSON gives none, whatever it holds.
+    func testAnUnrepresentableValueIsNoMessageAndNoJSONIsMade() {
+        XCTAssertEqual(errorFor(body: #"{"message": 1e400}"#)?.kind, .httpStatus)
+        for body in [
+            #"{"message": "Quota exceeded", "n": 1e400"#,  // cut short
+            #"{"message": "Quota exceeded", "n": 01e400}"#,  // a leading zero
+            #"{"message": "Quota exceeded", "n": 1e400 1}"#,
+            #"{"message": "Quota exceeded", "s": "\ud80"}"#,
+            #"{"message": "Quota exceeded", 1e400}"#,
+        ] {
+            XCTAssertEqual(errorFor(body: body)?.kind, .httpStatus, body)
+        }
+    }
+
+    /// A custom handler's ``ErrorHandling/handle(response:)`` sees the object: the value Foundation cannot represent
+    /// is `NSNull` there, as JSON's `null`, and the rest is as sent.
+    func testACustomHandlerSeesTheObjectWithAnUnrepresentableValueAsNull() throws {
+        struct Seen: Error {
+            var code: Int?
+            var numberIsNull: Bool
+            var text: String?
+        }
+        struct Handler: ErrorHandlerProtocol {
+            func handle(response: [String: Any]) -> (any Error)? {
+                Seen(
+                    code: response["code"] as? Int, numberIsNull: response["n"] is NSNull,
+                    text: response["s"] as? String)
+            }
+        }
+        let connect = Connect(
+            transport: FakeTransport.answering(
+                .data(
+                    Data(#"{"code": 7, "n": 1e400, "s": "a\ud800"}"#.utf8), status: 400,
+                    headers: ["Content-Type": "application/json"])),
+            errorHandler: Handler(), retryPolicy: nil)
+        let error = try XCTUnwrap(self.error(of: connect.request(Endpoint())) as? Seen)
+        XCTAssertEqual(error.code, 7)
+        XCTAssertTrue(error.numberIsNull)
+        XCTAssertEqual(error.text, "a\u{FFFD}")
+    }
+
+    /// The body that does not parse as it came is still withheld from the error's excerpt (its secrets could not be
+    /// found there), and a secret it hands out under a secret name is hidden from the message that quotes it.
+    func testAnUnrepresentableValueHidesNoSecretTheBodyHandsOut() throws {
+        let token = "sess-UNREPR-27182818"
+        let body = #"{"message": "session \#(token) is open elsewhere", "session_id": "\#(token)", "n": 1e400}"#
+        let error = try XCTUnwrap(errorFor(body: body, status: 409))
+        XCTAssertEqual(error.kind, .serverMessage)
+        for text in [error.message, error.description, error.localizedDescription, error.debugDescription] {
+            XCTAssertFalse(text.contains(token), text)
+            XCTAssertTrue(text.contains("is open elsewhere"), text)
+        }
+        XCTAssertTrue(error.debugDescription.contains("of JSON that does not parse"), error.debugDescription)
+    }
+
     // MARK: - Custom handlers
 
     /// The usage guide's custom handler: it sees only the JSON object, so a `ConnectError` it returns has no
