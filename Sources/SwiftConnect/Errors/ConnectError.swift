@@ -420,9 +420,10 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         if let storedHead { sent = sent.union(SecretValues(handedOutIn: storedHead.head.headerFields)) }
         if !secretKeysInPath.isEmpty { sent = sent.union(SecretValues(values: secretKeysInPath)) }
         guard let body else { return sent }
+        let contentType = storedHead?.value(of: "Content-Type")
         let handedOut =
-            Redaction.secretStrings(ofBody: body) + failedSecretValues(in: body)
-            + Redaction.plainTextSecrets(ofBody: body, contentType: storedHead?.value(of: "Content-Type"))
+            Redaction.secretStrings(ofBody: body, contentType: contentType) + failedSecretValues(in: body)
+            + Redaction.plainTextSecrets(ofBody: body, contentType: contentType)
         return handedOut.isEmpty ? sent : sent.union(SecretValues(values: handedOut))
     }
 

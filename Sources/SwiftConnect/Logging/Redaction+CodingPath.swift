@@ -6,7 +6,7 @@ extension Redaction {
     /// The JSON value `data` holds at `path`, when a key along the path names a secret (``isSensitiveField(_:)``: a
     /// `password`, an `access_token`) or is the `value` of a name/value pair that names one
     /// (``isNamedSecretValue(_:in:)``); `nil` when none does, or when `data` is not JSON (the limits of
-    /// ``secretStrings(ofBody:limit:)``).
+    /// ``secretStrings(ofBody:contentType:limit:)``).
     ///
     /// A decoding error can quote the value it failed on (the standard library's "Cannot initialize Mode from invalid
     /// String value …", a type's own `init(from:)`): under a secret name, that value is a secret however it reads. A

@@ -857,18 +857,24 @@ package enum Redaction {
         return string.unicodeScalars.contains { $0.properties.numericType == .decimal } || string.count >= 20
     }
 
-    /// The largest body (1 MiB) looked at for the secrets it hands out (``secretStrings(ofBody:limit:)``,
+    /// The largest body (1 MiB) looked at for the secrets it hands out (``secretStrings(ofBody:contentType:limit:)``,
     /// ``valueUnderSecretName(at:inJSON:limit:)``): finding them means parsing and walking all of the JSON.
     static let bodySecretScanLimit = 1 << 20
 
     /// The strings a JSON body of at most `limit` bytes hands out under secret names (``secretStrings(of:underSensitiveKey:)``);
-    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``. A body with a value
-    /// Foundation cannot hold (a number beyond `Double`, a lone surrogate) is read as ``JSONSyntax/value(of:)`` reads it.
-    static func secretStrings(ofBody data: Data, limit: Int = bodySecretScanLimit) -> [String] {
-        guard !data.isEmpty, data.count <= limit, startsLikeJSON(data),
-            !JSONDepth.exceeds(data, limit: maximumJSONDepth),
-            // As the error handler reads it: a number beyond `Double` elsewhere hides no secret from the message.
-            let json = JSONSyntax.value(of: withoutBOM(data))
+    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``.
+    ///
+    /// The body is read as the error handler reads it for its message: in the single-byte charset `contentType`
+    /// declares, or in the UTF-16 or UTF-32 its byte order mark or its first character says (`JSONSyntax.utf8(_:)`),
+    /// with a value Foundation cannot hold (a number beyond `Double`, a lone surrogate) replaced
+    /// (``JSONSyntax/value(of:)``): a message found in it never shows what it hands out.
+    static func secretStrings(ofBody data: Data, contentType: String? = nil, limit: Int = bodySecretScanLimit)
+        -> [String]
+    {
+        guard !data.isEmpty, data.count <= limit,
+            let text = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)), startsLikeJSON(text),
+            !JSONDepth.exceeds(text, limit: maximumJSONDepth),
+            let json = JSONSyntax.value(of: text)
         else { return [] }
         return secretStrings(of: json)
     }

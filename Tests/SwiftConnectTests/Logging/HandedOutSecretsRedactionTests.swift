@@ -55,6 +55,32 @@ final class HandedOutSecretsRedactionTests: XCTestCase {
         }
     }
 
+    /// The error handler reads a JSON body in UTF-16 or UTF-32 (by its byte order mark, or the zeros of its first
+    /// character) and in the single-byte charset it declares: the secrets it hands out are read from it the same way,
+    /// and hidden from the message it gives.
+    func testAnErrorsMessageHidesASecretABodyInAnotherEncodingHandsOut() throws {
+        let json = #"{"message": "session \#(token) is open elsewhere, café", "session_id": "\#(token)"}"#
+        let bodies: [(Data, String)] = [
+            (Data([0xFF, 0xFE]) + json.data(using: .utf16LittleEndian)!, "application/json"),
+            (json.data(using: .utf16BigEndian)!, "application/json"),
+            (json.data(using: .utf32BigEndian)!, "application/json"),
+            (Data([0x00, 0x00, 0xFE, 0xFF]) + json.data(using: .utf32BigEndian)!, "application/json"),
+            (json.data(using: .isoLatin1)!, "application/json; charset=iso-8859-1"),
+        ]
+        for (body, contentType) in bodies {
+            let connect = Connect(
+                transport: FakeTransport.answering(.data(body, status: 409, headers: ["Content-Type": contentType])),
+                retryPolicy: nil)
+            let error = try XCTUnwrap(
+                connectError(of: connect.request(Route("/login", baseURL: URL(string: "https://api.example.com")!))))
+            XCTAssertEqual(error.kind, .serverMessage, contentType)
+            for text in [error.message, String(describing: error), String(reflecting: error)] {
+                XCTAssertFalse(text.contains(token), text)
+                XCTAssertTrue(text.contains("is open elsewhere, café"), text)
+            }
+        }
+    }
+
     /// What a validation error holds under a field's name is a message about it, not a secret: shown wherever else the
     /// body quotes it (the field itself is still hidden by name).
     func testAValidationMessageUnderASecretNameIsNotHiddenElsewhere() throws {
