@@ -650,6 +650,25 @@ final class ErrorHandlerTests: XCTestCase {
         }
     }
 
+    /// The handler is asked about error statuses only: a 2xx whose body reads as an error (`{"error": …}`, as some
+    /// APIs wrap a partial failure) is the answer, whatever the handler would say of it.
+    func testA2xxWithAnErrorShapedBodyStaysASuccess() {
+        struct EverythingFails: ErrorHandlerProtocol {
+            func handle(response: [String: Any]) -> (any Error)? { ConnectError(.serverMessage, message: "no") }
+            func handle(_ response: ConnectResponse) -> (any Error)? { ConnectError(.serverMessage, message: "no") }
+        }
+        let body = Data(#"{"error": "partial failure", "message": "one item failed"}"#.utf8)
+        for status in [200, 201, 202, 206, 299] {
+            for handler: any ErrorHandling in [ErrorHandler(), EverythingFails()] {
+                let connect = Connect(
+                    transport: FakeTransport.answering(
+                        .data(body, status: status, headers: ["Content-Type": "application/json"])),
+                    errorHandler: handler, retryPolicy: nil)
+                XCTAssertEqual(value(of: connect.request(Endpoint())), body, "\(status) \(type(of: handler))")
+            }
+        }
+    }
+
     // MARK: - Values Foundation cannot represent
 
     /// A number beyond `Double`'s range (`1e400`) is valid JSON that `JSONSerialization` refuses ("not representable
