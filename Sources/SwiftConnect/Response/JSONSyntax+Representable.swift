@@ -103,7 +103,7 @@ extension JSONSyntax {
         }
         var unit: UInt16 = 0
         for byte in bytes[index + 2..<index + 6] {
-            guard let digit = hexDigitValue(byte) else { return nil }
+            guard let digit = PercentEncoding.hexValue(byte) else { return nil }
             unit = unit << 4 | UInt16(digit)
         }
         return unit
@@ -135,15 +135,6 @@ extension JSONSyntax {
     private static func isNumberByte(_ byte: UInt8) -> Bool {
         isDigit(byte) || byte == minus || byte == UInt8(ascii: "+") || byte == UInt8(ascii: ".")
             || byte == UInt8(ascii: "e") || byte == UInt8(ascii: "E")
-    }
-
-    private static func hexDigitValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
     }
 
     private static let quote = UInt8(ascii: "\"")
