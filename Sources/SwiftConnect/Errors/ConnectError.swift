@@ -591,8 +591,9 @@ extension ConnectError {
     static let excerptLimit = 512
 
     /// The largest body ``debugDescription`` reads for its excerpt: as much as ``secrets()`` looks for the secrets a
-    /// body hands out in (``Redaction/bodySecretScanLimit``, 1 MiB). Finding the secrets to hide in a JSON body means parsing and walking all of it,
-    /// for 512 bytes shown: 50 MB of JSON took about a minute in a debug build, each time the error was logged.
+    /// body hands out in (``Redaction/bodySecretScanLimit``, 1 MiB). Finding the secrets to hide in a JSON body means
+    /// parsing and walking all of it, for 512 bytes shown: 50 MB of JSON took about a minute in a debug build, each
+    /// time the error was logged.
     static let excerptSourceLimit = Redaction.bodySecretScanLimit
 
     /// How many characters of the underlying error a debug description shows at most.

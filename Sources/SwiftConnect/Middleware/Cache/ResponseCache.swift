@@ -135,9 +135,9 @@ import Foundation
 /// credentials that a GET with its headers would be served (RFC 9111 §4.3.5): when it carries an `ETag`, a
 /// `Last-Modified` or a `Content-Length` other than the stored response's, that response is removed, from memory and
 /// from the storage, and the next GET goes to the network. One that agrees updates it as a `304` would (above): its
-/// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's
-/// `max-age` can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read
-/// back from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
+/// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's `max-age`
+/// can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read back
+/// from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
 /// keeps one response for both already.
 ///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
