@@ -34,23 +34,31 @@ final class FutureCycleTests: XCTestCase {
     }
 
     func testTwoFlatMapsThatFollowEachOtherBothFailWithCycle() {
-        // Given two steps, each returning the other's future
+        assertTwoStepsWaitingForEachOtherFail { $0 }
+    }
+
+    /// Two steps, each returning `wait(other)` of the other's future: both run, and both must fail with the loop
+    /// (the step that closed it, and the other, following it).
+    private func assertTwoStepsWaitingForEachOtherFail(
+        through wait: @escaping @Sendable (Future<Int>) -> Future<Int>, line: UInt = #line
+    ) {
+        // Given two steps, each returning (a future waiting for) the other's future
         let first = Promise<Int>()
         let second = Promise<Int>()
-        let firstFollows = Guarded<Future<Int>?>(nil)
-        let secondFollows = Guarded<Future<Int>?>(nil)
-        let a = first.future.flatMap { _ in firstFollows.withLock { $0 }! }
-        let b = second.future.flatMap { _ in secondFollows.withLock { $0 }! }
-        firstFollows.withLock { $0 = b }
-        secondFollows.withLock { $0 = a }
+        let firstWaitsFor = Guarded<Future<Int>?>(nil)
+        let secondWaitsFor = Guarded<Future<Int>?>(nil)
+        let a = first.future.flatMap { _ in wait(firstWaitsFor.withLock { $0 }!) }
+        let b = second.future.flatMap { _ in wait(secondWaitsFor.withLock { $0 }!) }
+        firstWaitsFor.withLock { $0 = b }
+        secondWaitsFor.withLock { $0 = a }
 
         // When both steps run
         first.succeed(1)
         second.succeed(2)
 
-        // Then the step that closed the loop fails, and the other, following it, fails alike
-        XCTAssertEqual(error(of: a, timeout: 5) as? FutureCycleError, FutureCycleError())
-        XCTAssertEqual(error(of: b, timeout: 5) as? FutureCycleError, FutureCycleError())
+        // Then both fail with the loop
+        XCTAssertEqual(error(of: a, timeout: 5) as? FutureCycleError, FutureCycleError(), line: line)
+        XCTAssertEqual(error(of: b, timeout: 5) as? FutureCycleError, FutureCycleError(), line: line)
     }
 
     func testFlatMapReturningAFutureChainedOnItselfFailsWithCycle() {
@@ -176,23 +184,7 @@ final class FutureCycleTests: XCTestCase {
     }
 
     func testTwoFlatMapsThatWaitForEachOtherThroughAllBothFailWithCycle() {
-        // Given two steps, each returning `all` of the other's future
-        let first = Promise<Int>()
-        let second = Promise<Int>()
-        let firstWaitsFor = Guarded<Future<Int>?>(nil)
-        let secondWaitsFor = Guarded<Future<Int>?>(nil)
-        let a = first.future.flatMap { _ in Future.all([firstWaitsFor.withLock { $0 }!]).map { $0[0] } }
-        let b = second.future.flatMap { _ in Future.all([secondWaitsFor.withLock { $0 }!]).map { $0[0] } }
-        firstWaitsFor.withLock { $0 = b }
-        secondWaitsFor.withLock { $0 = a }
-
-        // When both steps run
-        first.succeed(1)
-        second.succeed(2)
-
-        // Then both fail with the loop
-        XCTAssertEqual(error(of: a, timeout: 5) as? FutureCycleError, FutureCycleError())
-        XCTAssertEqual(error(of: b, timeout: 5) as? FutureCycleError, FutureCycleError())
+        assertTwoStepsWaitingForEachOtherFail { Future.all([$0]).map { $0[0] } }
     }
 
     func testCancellingAFlatMapThatReturnedAnAllOfItselfReturns() {
