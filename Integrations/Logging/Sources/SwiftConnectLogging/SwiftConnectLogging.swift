@@ -45,7 +45,7 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// | --- | --- |
 /// | a call that ended with a 2xx or 3xx | `debug` |
 /// | each attempt's end, each redirect, a queue wait, a cache lookup | `debug` |
-/// | an attempt sent again (a retry), a token refresh, a request held while offline | `info` |
+/// | a retry (once per attempt, however many sends), a token refresh, a request held while offline | `info` |
 /// | an attempt that got no response | `info` (the call's end says how it ended) |
 /// | a call that ended with a 4xx (the caller's to handle: a 404 may be an answer) | `info` |
 /// | a call that ended with a 5xx, or with no response | `warning` |
@@ -147,8 +147,9 @@ struct CallLogging: ConnectCallObserver {
         switch event {
         case .attemptStarted(let attempt, let request):
             let logger = logger(sending: request)
-            latest.set(request, logger: logger)
-            guard attempt > 1 else { return }
+            // A retry is said once, at its attempt's first send, however many sends the attempt makes (a hedge).
+            let isNewAttempt = latest.set(request, logger: logger, attempt: attempt)
+            guard attempt > 1, isNewAttempt else { return }
             logger.info(
                 "sending again (attempt \(attempt))",
                 metadata: ["attempt": "\(attempt)", "url.full": .string(request.redactedURL)])
@@ -228,19 +229,26 @@ struct CallLogging: ConnectCallObserver {
 }
 
 /// The request of a call's latest attempt, for hiding its secret values in a redirect's `Location` (a token sent in
-/// `Authorization` that a server echoes in the URL it redirects to), and the logger of that attempt's lines.
+/// `Authorization` that a server echoes in the URL it redirects to), the logger of that attempt's lines, and the
+/// highest attempt told started.
 final class LatestRequest:
-    // Checked by hand: `lock` protects `request` and `attemptLogger`.
+    // Checked by hand: `lock` protects `request`, `attemptLogger` and `lastAttempt`.
     @unchecked Sendable
 {
     private let lock = NSLock()
     private var request: ConnectRequest?
     private var attemptLogger: Logger?
+    /// The highest attempt told started, 0 before any.
+    private var lastAttempt = 0
 
-    func set(_ request: ConnectRequest, logger: Logger) {
+    /// Keeps `request`, a send of `attempt`, and its `logger`. Returns whether it is the attempt's first send: a
+    /// middleware may send an attempt's request more than once (a hedge).
+    func set(_ request: ConnectRequest, logger: Logger, attempt: Int) -> Bool {
         lock.withLock {
             self.request = request
             attemptLogger = logger
+            defer { lastAttempt = max(lastAttempt, attempt) }
+            return attempt > lastAttempt
         }
     }
 

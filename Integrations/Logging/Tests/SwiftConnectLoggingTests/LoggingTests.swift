@@ -190,6 +190,30 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(lines.filter { $0.0 == .warning }.map(\.1), ["call ended with status 503 after 3 attempts"])
     }
 
+    /// A retry whose attempt a middleware sends twice (a hedge) is one retry: one `info` line says it is sent again,
+    /// as `swiftconnect.client.retries` counts it once. Each send of the attempt said it, so one retry read as two.
+    func testAHedgedRetryIsOneLineSayingItIsSentAgain() throws {
+        // Given: both sends of the first attempt are refused, both of the second answered
+        let requests = Locked(0)
+        server.route("GET", "/todos/:id") { _ in
+            requests.withLock { count -> Int in
+                count += 1
+                return count
+            } <= 2 ? LocalServer.Response.status(503).withHeader("Retry-After", "0") : .json(string: "{}")
+        }
+        let hedge = AnyMiddleware { request, _, next in
+            let first = next(request)
+            let second = next(request)
+            return first.flatMap { response in second.map { _ in response } }
+        }
+        // When
+        _ = try client(middlewares: [hedge]).request(GetTodo(baseURL: server.baseURL)).wait(timeout: 10)
+        // Then
+        XCTAssertEqual(requests.withLock { $0 }, 4)
+        XCTAssertEqual(lines.filter { $0.0 == .info }.map(\.1), ["sending again (attempt 2)"])
+        XCTAssertEqual(lines.filter { $0.1.hasPrefix("attempt ") }.count, 4, "each send's end is its own line")
+    }
+
     /// An attempt answered 4xx or 5xx failed, as OpenTelemetry has it: its line says so in `error.type` (the status
     /// code), as the call's line and the tracing and metrics observers do; a 2xx attempt's line has none.
     func testAnAttemptAnsweredWithAFailureStatusCarriesItsErrorType() throws {
