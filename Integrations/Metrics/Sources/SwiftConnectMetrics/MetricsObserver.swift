@@ -45,7 +45,7 @@ import Foundation
 /// named; the waits, cache lookups and token refreshes, which belong to no send, by the call's.
 ///
 /// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend
-/// to show it in seconds, OpenTelemetry's unit for it. Its histogram buckets are the backend's to set: OpenTelemetry
+/// to show it in seconds, OpenTelemetry's unit for it; so do the two waits. Its histogram buckets are the backend's to set: OpenTelemetry
 /// recommends ``durationBuckets`` (seconds), which swift-prometheus's `PrometheusMetricsFactory` takes as
 /// `[Duration]`, by the metric's name:
 ///
@@ -186,10 +186,17 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
             let reason = error.map { ($0 as? ConnectError)?.kind.rawValue ?? "\(type(of: $0))" } ?? "cancelled"
             let outcome = [("error.type", reason)]
             for send in open { end(send, outcome: outcome) }
+        // Durations, shown in seconds as the request's duration is: OpenTelemetry's unit for a duration.
         case .queueWaited(let seconds):
-            Timer(label: "swiftconnect.client.queue.wait", dimensions: base, factory: factory).recordSeconds(seconds)
+            Timer(
+                label: "swiftconnect.client.queue.wait", dimensions: base, preferredDisplayUnit: .seconds,
+                factory: factory
+            ).recordSeconds(seconds)
         case .connectivityWaited(let seconds):
-            Timer(label: "swiftconnect.client.offline.wait", dimensions: base, factory: factory).recordSeconds(seconds)
+            Timer(
+                label: "swiftconnect.client.offline.wait", dimensions: base, preferredDisplayUnit: .seconds,
+                factory: factory
+            ).recordSeconds(seconds)
         case .cacheLookup(let hit):
             Counter(
                 label: "swiftconnect.client.cache.lookups", dimensions: base + [("outcome", hit ? "hit" : "miss")],

@@ -325,6 +325,30 @@ final class MetricsObserverTests: XCTestCase {
             metrics.timers(label: "swiftconnect.client.queue.wait", dimensions: base).flatMap(\.values).count, 1)
     }
 
+    /// The waits are durations, as `http.client.request.duration` is: they ask the backend to show them in seconds,
+    /// OpenTelemetry's unit for a duration, not in the nanoseconds a swift-metrics timer records.
+    func testTheWaitsAreShownInSeconds() throws {
+        // Given: a queue, and a network that is gone until the request is held (a loopback host is never held: a
+        // fake transport stands for a remote server)
+        let monitor = FakeConnectivityMonitor(.disconnected)
+        let connect = client(
+            FakeTransport.answering(.json(string: "{}")), middlewares: [ConnectivityMiddleware(monitor: monitor)],
+            queue: RequestQueue(maxConcurrentRequests: 1))
+        // When
+        let call = connect.request(GetTodo(baseURL: URL(string: "https://api.example.com")!))
+        monitor.set(.connected)
+        _ = try call.wait()
+        // Then
+        let labels = [
+            ("http.request.method", "GET"), ("url.template", "/todos/{id}"), ("server.address", "api.example.com"),
+        ]
+        for name in ["swiftconnect.client.queue.wait", "swiftconnect.client.offline.wait"] {
+            let wait = try metrics.expectTimer(name, labels)
+            XCTAssertEqual(wait.values.count, 1, name)
+            XCTAssertEqual(wait.displayUnit, .seconds, name)
+        }
+    }
+
     /// A request built elsewhere has no path template: it is labelled by its name as `swiftconnect.call`, and has
     /// no `url.template`, which OpenTelemetry defines as a path template (it was the name).
     func testARequestBuiltElsewhereIsLabelledByItsNameNotByATemplate() throws {
