@@ -44,10 +44,10 @@ import Foundation
 /// after every middleware (`POST` for a `PATCH` a middleware tunnels through `POST`), as `TracingObserver`'s span is
 /// named; the waits, cache lookups and token refreshes, which belong to no send, by the call's.
 ///
-/// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend
-/// to show it in seconds, OpenTelemetry's unit for it; so do the two waits. Its histogram buckets are the backend's to set: OpenTelemetry
-/// recommends ``durationBuckets`` (seconds), which swift-prometheus's `PrometheusMetricsFactory` takes as
-/// `[Duration]`, by the metric's name:
+/// `http.client.request.duration` is recorded in nanoseconds, as every swift-metrics timer is, and asks the backend to
+/// show it in seconds, OpenTelemetry's unit for it; so do the two waits. Its histogram buckets are the backend's to
+/// set: OpenTelemetry recommends ``durationBuckets`` (seconds), which swift-prometheus's `PrometheusMetricsFactory`
+/// takes as `[Duration]`, by the metric's name:
 ///
 /// ```swift
 /// let buckets: [Duration] = MetricsObserver.durationBuckets.map { .seconds($0) }
