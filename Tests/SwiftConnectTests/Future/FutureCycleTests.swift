@@ -126,14 +126,8 @@ final class FutureCycleTests: XCTestCase {
     }
 
     func testFlatMapReturningAZipThatWaitsForItFailsWithCycle() {
-        // Given a step that returns a pair of a pending future and the step's own future
-        let source = Promise<Int>()
-        let other = Promise<Int>()
-        let own = Guarded<Future<Int>?>(nil)
-        let future = source.future.flatMap { _ in other.future.zip(own.withLock { $0 }!).map { $0.1 } }
-        own.withLock { $0 = future }
-
-        source.succeed(1)
+        // Given a step that returns a pair of a pending future and the step's own future, when the step runs
+        let (future, other) = stepRunning { own, other in other.zip(own).map { $0.1 } }
 
         // Then it fails with the loop, and the pending input is cancelled with the pair
         XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
@@ -141,28 +135,14 @@ final class FutureCycleTests: XCTestCase {
     }
 
     func testFlatMapReturningAZipWithItFirstFailsWithCycle() {
-        let source = Promise<Int>()
-        let other = Promise<Int>()
-        let own = Guarded<Future<Int>?>(nil)
-        let future = source.future.flatMap { _ in own.withLock { $0 }!.zip(other.future).map { $0.0 } }
-        own.withLock { $0 = future }
-
-        source.succeed(1)
+        let (future, _) = stepRunning { own, other in own.zip(other).map { $0.0 } }
 
         XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
     }
 
     func testFlatMapReturningAnAllSettledThatWaitsForItFailsWithCycle() {
         // Given a step that returns the settled results of its own future (and of another, pending)
-        let source = Promise<Int>()
-        let other = Promise<Int>()
-        let own = Guarded<Future<Int>?>(nil)
-        let future = source.future.flatMap { _ in
-            Future.allSettled([other.future, own.withLock { $0 }!]).map { $0.count }
-        }
-        own.withLock { $0 = future }
-
-        source.succeed(1)
+        let (future, _) = stepRunning { own, other in Future.allSettled([other, own]).map { $0.count } }
 
         // Then the future fails with the loop (the settled results, once the other input completes, hold that failure)
         XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
@@ -170,17 +150,25 @@ final class FutureCycleTests: XCTestCase {
 
     func testFlatMapReturningARaceThatWaitsForItFailsWithCycle() {
         // Given a race whose first input is pending elsewhere, and whose second is the step's own future
-        let source = Promise<Int>()
-        let other = Promise<Int>()
-        let own = Guarded<Future<Int>?>(nil)
-        let future = source.future.flatMap { _ in Future.race([other.future, own.withLock { $0 }!]) }
-        own.withLock { $0 = future }
-
-        source.succeed(1)
+        let (future, other) = stepRunning { own, other in Future.race([other, own]) }
 
         // Then it fails with the loop, and the race's other input, having lost, is cancelled
         XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
         XCTAssertTrue(other.future.isCancelled)
+    }
+
+    /// A `flatMap` step that returns `combine(own, other)`, `own` being the future the `flatMap` returned and
+    /// `other` a pending promise's, run: the future, and the promise.
+    private func stepRunning(
+        _ combine: @escaping @Sendable (_ own: Future<Int>, _ other: Future<Int>) -> Future<Int>
+    ) -> (future: Future<Int>, other: Promise<Int>) {
+        let source = Promise<Int>()
+        let other = Promise<Int>()
+        let own = Guarded<Future<Int>?>(nil)
+        let future = source.future.flatMap { _ in combine(own.withLock { $0 }!, other.future) }
+        own.withLock { $0 = future }
+        source.succeed(1)
+        return (future, other)
     }
 
     func testTwoFlatMapsThatWaitForEachOtherThroughAllBothFailWithCycle() {
