@@ -5,17 +5,17 @@ import Foundation
 extension Redaction {
     /// The JSON value `data` holds at `path`, when a key along the path names a secret (``isSensitiveField(_:)``: a
     /// `password`, an `access_token`) or is the `value` of a name/value pair that names one
-    /// (``isNamedSecretValue(_:in:)``); `nil` when none does, or when `data` is not JSON (the limits of
-    /// ``secretStrings(ofBody:contentType:limit:)``).
+    /// (``isNamedSecretValue(_:in:)``); `nil` when none does, or when `data` is not JSON. It is read as
+    /// ``jsonBody(_:contentType:limit:)`` reads it: in the encoding the decoder read it in.
     ///
     /// A decoding error can quote the value it failed on (the standard library's "Cannot initialize Mode from invalid
     /// String value …", a type's own `init(from:)`): under a secret name, that value is a secret however it reads. A
     /// key is found as the path names it or, for a key strategy's name (`accessToken` for `access_token`), ignoring
     /// case, `_` and `-`. A path that goes on past what the body holds ends at the last value found.
     static func valueUnderSecretName(
-        at path: [any CodingKey], inJSON data: Data, limit: Int = bodySecretScanLimit
+        at path: [any CodingKey], inJSON data: Data, contentType: String? = nil, limit: Int = bodySecretScanLimit
     ) -> Any? {
-        guard !path.isEmpty, let json = jsonObject(data, limit: limit) else { return nil }
+        guard !path.isEmpty, let json = jsonBody(data, contentType: contentType, limit: limit) else { return nil }
         var value = json
         var underSecret = false
         for key in path {
@@ -80,12 +80,4 @@ extension Redaction {
         String(name.lowercased().unicodeScalars.filter { $0 != "_" && $0 != "-" })
     }
 
-    /// The JSON value of a body of at most `limit` bytes that starts like JSON and is not deeper than
-    /// ``maximumJSONDepth``.
-    private static func jsonObject(_ data: Data, limit: Int) -> Any? {
-        guard !data.isEmpty, data.count <= limit, startsLikeJSON(data),
-            !JSONDepth.exceeds(data, limit: maximumJSONDepth)
-        else { return nil }
-        return try? JSONSerialization.jsonObject(with: withoutBOM(data), options: [.fragmentsAllowed])
-    }
 }

@@ -858,25 +858,30 @@ package enum Redaction {
     }
 
     /// The largest body (1 MiB) looked at for the secrets it hands out (``secretStrings(ofBody:contentType:limit:)``,
-    /// ``valueUnderSecretName(at:inJSON:limit:)``): finding them means parsing and walking all of the JSON.
+    /// ``valueUnderSecretName(at:inJSON:contentType:limit:)``): finding them means parsing and walking all of the JSON.
     static let bodySecretScanLimit = 1 << 20
 
     /// The strings a JSON body of at most `limit` bytes hands out under secret names (``secretStrings(of:underSensitiveKey:)``);
-    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``.
-    ///
-    /// The body is read as the error handler reads it for its message: in the single-byte charset `contentType`
-    /// declares, or in the UTF-16 or UTF-32 its byte order mark or its first character says (`JSONSyntax.utf8(_:)`),
-    /// with a value Foundation cannot hold (a number beyond `Double`, a lone surrogate) replaced
-    /// (``JSONSyntax/value(of:)``): a message found in it never shows what it hands out.
+    /// none for a body that is larger, is not JSON or nests deeper than ``maximumJSONDepth``
+    /// (``jsonBody(_:contentType:limit:)``): a message found in it never shows what it hands out.
     static func secretStrings(ofBody data: Data, contentType: String? = nil, limit: Int = bodySecretScanLimit)
         -> [String]
     {
+        guard let json = jsonBody(data, contentType: contentType, limit: limit) else { return [] }
+        return secretStrings(of: json)
+    }
+
+    /// The value of a JSON object or array body of at most `limit` bytes and at most ``maximumJSONDepth`` deep, read
+    /// as the error handler reads it for its message and the decoder for a model: in the single-byte charset
+    /// `contentType` declares, or in the UTF-16 or UTF-32 its byte order mark or its first character says
+    /// (`JSONSyntax.utf8(_:)`), with a value Foundation cannot hold (a number beyond `Double`, a lone surrogate)
+    /// replaced (``JSONSyntax/value(of:)``). `nil` for any other body. The one reading of a body looked at for secrets.
+    static func jsonBody(_ data: Data, contentType: String?, limit: Int) -> Any? {
         guard !data.isEmpty, data.count <= limit,
             let text = JSONSyntax.utf8(BodyCharset.utf8(data, contentType: contentType)), startsLikeJSON(text),
-            !JSONDepth.exceeds(text, limit: maximumJSONDepth),
-            let json = JSONSyntax.value(of: text)
-        else { return [] }
-        return secretStrings(of: json)
+            !JSONDepth.exceeds(text, limit: maximumJSONDepth)
+        else { return nil }
+        return JSONSyntax.value(of: text)
     }
 
     /// A JSON value with the values of sensitive keys (and of pairs named like a secret) replaced, and the secrets of the URLs its strings and its keys

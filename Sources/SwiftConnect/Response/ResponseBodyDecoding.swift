@@ -75,16 +75,24 @@ func decodeBody<Decoded: Decodable>(
         let response = response()
         var error = error
         // The JSON parser reads UTF-8 (and UTF-16 and UTF-32): a body in the single-byte charset its response
-        // declares (`charset=ISO-8859-1`) is read again in that charset, and a failure is told of that text.
+        // declares (`charset=ISO-8859-1`) is read again in that charset, and a failure is told of that text. So is
+        // a UTF-32LE body after its byte order mark, `FF FE 00 00`, which the parser takes for UTF-16LE's `FF FE`
+        // followed by a NUL (seen with Swift 6.3's Foundation on Linux; a body it reads, it never gets here for).
         var text = data
-        if decoder is JSONDecoder, let contentType = response?.header("Content-Type") {
-            text = BodyCharset.utf8(data, contentType: contentType)
+        if decoder is JSONDecoder {
+            text = BodyCharset.utf8(data, contentType: response?.header("Content-Type"))
+            if text.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { text = JSONSyntax.utf8(text) ?? text }
             if text != data {
                 do { return try decoder.decode(type, from: text) } catch let converted { error = converted }
             }
         }
         var failure = ConnectError.decoding(
             error, body: data, as: type, keyDecodingStrategy: (decoder as? JSONDecoder)?.keyDecodingStrategy)
+        // The response first: what the failure says is read from its body in the charset its head declares.
+        if let response {
+            failure.storedRequest = response.storedRequest
+            failure.storedHead = response.storedHead
+        }
         if data.isEmpty {
             // Foundation says "not valid JSON", which sends people looking for a syntax error.
             failure.message =
@@ -109,10 +117,6 @@ func decodeBody<Decoded: Decodable>(
         } else if let json = decoder as? JSONDecoder, JSONNumberFit.isNotValidJSONReport(error) {
             // The JSON parses: Foundation says "not valid JSON", with no path, of a number that does not fit its type.
             failure.explainNumberMisfit(JSONNumberFit.locate(type, in: text, with: json), decoding: type)
-        }
-        if let response {
-            failure.storedRequest = response.storedRequest
-            failure.storedHead = response.storedHead
         }
         throw failure
     }
@@ -178,7 +182,10 @@ extension ConnectError {
         codingPath = misfit?.path
         if let found = misfit { secretKeysInPath += Redaction.dataKeysUnderSecretName(in: found.codingPath) }
         var misfit = misfit
-        if let found = misfit, let body, Redaction.valueUnderSecretName(at: found.codingPath, inJSON: body) != nil {
+        if let found = misfit, let body,
+            Redaction.valueUnderSecretName(
+                at: found.codingPath, inJSON: body, contentType: storedHead?.value(of: "Content-Type")) != nil
+        {
             misfit?.number = Redaction.placeholder
         }
         message = "could not decode \(type) from the response body: " + JSONNumberFit.explanation(of: misfit)

@@ -128,6 +128,23 @@ final class FutureDecodingTests: XCTestCase {
         XCTAssertThrowsError(try Future(value: Data([0x0A, 0x00, 0x00, 0x0A])).decoded(toType: Todo?.self).wait())
     }
 
+    /// A body with a value decodes in every encoding JSON is told apart in (`JSONSyntax.utf8(_:)`), marked or not:
+    /// Foundation's `JSONDecoder` reads a UTF-32LE body after its byte order mark (`FF FE 00 00`) as UTF-16LE.
+    func testAModelDecodesInUTF16AndUTF32WithOrWithoutAByteOrderMark() throws {
+        let json = #"{"id":7,"title":"café ✓"}"#
+        let encodings: [(String.Encoding, mark: [UInt8])] = [
+            (.utf16BigEndian, []), (.utf16BigEndian, [0xFE, 0xFF]),
+            (.utf16LittleEndian, []), (.utf16LittleEndian, [0xFF, 0xFE]),
+            (.utf32BigEndian, []), (.utf32BigEndian, [0x00, 0x00, 0xFE, 0xFF]),
+            (.utf32LittleEndian, []), (.utf32LittleEndian, [0xFF, 0xFE, 0x00, 0x00]),
+        ]
+        for (encoding, mark) in encodings {
+            let body = Data(mark) + (try XCTUnwrap(json.data(using: encoding)))
+            let result = Result { try Future(value: body).decoded(toType: Todo.self).wait() }
+            XCTAssertEqual(try? result.get(), Todo(id: 7, title: "café ✓"), "\(encoding) \(mark): \(result)")
+        }
+    }
+
     func testEmptyBodyFailureSaysTheBodyIsEmpty() {
         XCTAssertThrowsError(try Future(value: Data()).decoded(toType: Todo.self).wait()) { error in
             guard let error = error as? ConnectError else { return XCTFail("\(error)") }

@@ -111,6 +111,43 @@ final class DecodingErrorRedactionTests: XCTestCase {
         }
     }
 
+    /// A body in UTF-16 or UTF-32 (which `JSONDecoder` reads) or in the single-byte charset it declares (which the
+    /// library decodes again in it) is looked through for the value as a UTF-8 one is.
+    func testTheValueIsHiddenInABodyInAnotherEncoding() throws {
+        struct Login: Decodable, Sendable {
+            let user: String
+            let password: Mode
+        }
+        struct Pin: Decodable, Sendable { let password: Int }
+        let login = #"{"user":"amélie","password":"\#(password)"}"#
+        let number = "123456789012345678901234567"
+        let pin = #"{"password":\#(number)}"#
+        let bodies: [(String, Data, String, String)] = [
+            ("UTF-16LE", Data([0xFF, 0xFE]) + login.data(using: .utf16LittleEndian)!, "application/json", password),
+            ("UTF-16BE", login.data(using: .utf16BigEndian)!, "application/json", password),
+            (
+                "UTF-32LE", Data([0xFF, 0xFE, 0, 0]) + login.data(using: .utf32LittleEndian)!, "application/json",
+                password
+            ),
+            ("Latin-1", login.data(using: .isoLatin1)!, "application/json; charset=ISO-8859-1", password),
+            ("UTF-16LE number", Data([0xFF, 0xFE]) + pin.data(using: .utf16LittleEndian)!, "application/json", number),
+        ]
+        for (encoding, body, contentType, secret) in bodies {
+            let transport = FakeTransport.answering(.data(body, headers: ["Content-Type": contentType]))
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            let request = connect.request(Endpoint())
+            let error =
+                secret == number
+                ? connectError(of: request.decoded(toType: Pin.self))
+                : connectError(of: request.decoded(toType: Login.self))
+            XCTAssertEqual(error?.kind, .decoding, encoding)
+            XCTAssertEqual(error?.codingPath, "password", "\(encoding) \(error?.message ?? "")")
+            for text in try shownTexts(of: XCTUnwrap(error)) {
+                XCTAssertFalse(text.contains(secret), "\(encoding): \(text)")
+            }
+        }
+    }
+
     /// A value under an ordinary name is shown: it helps to fix the model.
     func testAValueUnderAnOrdinaryNameIsShown() throws {
         struct Profile: Decodable, Sendable { let mode: Mode }
