@@ -13,12 +13,12 @@ import Foundation
 ///
 /// What it records, every metric labelled by `http.request.method` (`_OTHER` for a method other than the nine
 /// OpenTelemetry knows, RFC 9110's and `PATCH`, such as `PROPFIND`, unless ``init(factory:knownMethods:)`` or
-/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the URL's path template up to its query:
-/// the base URL's path, then the connector's endpoint, such as `/v1/todos/{id}`) or, for a request built
-/// elsewhere, which has no template, `swiftconnect.call` (the name it was given, such as an OpenAPI operation's
-/// ID), and `server.address` (the host the connector names: the app's own servers), never by a URL or an ID, so
-/// that label sets stay bounded, as long as endpoints name their IDs as placeholders (`/todos/{id}`; an endpoint
-/// with the ID written in, `request("/todos/1")`, is a template of its own):
+/// `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists it), `url.template` (the URL's path template up to its query: the
+/// base URL's path, then the connector's endpoint, such as `/v1/todos/{id}`) or, for a request built elsewhere, which
+/// has no template, `swiftconnect.call` (the name it was given, such as an OpenAPI operation's ID), and
+/// `server.address` (the host the connector names, in lower case: the app's own servers), never by a URL or an ID, so
+/// that label sets stay bounded, as long as endpoints name their IDs as placeholders (`/todos/{id}`; an endpoint with
+/// the ID written in, `request("/todos/1")`, is a template of its own):
 ///
 /// | metric | kind | more labels |
 /// | --- | --- | --- |
@@ -132,7 +132,8 @@ final class CallMetrics: ConnectCallObserver, @unchecked Sendable {
         base = [
             ("http.request.method", methods.name(of: call.method)),
             path.isEmpty ? ("swiftconnect.call", call.name) : ("url.template", String(path)),
-            ("server.address", call.request.url.host ?? ""),
+            // Lower-cased: DNS names are case-insensitive (RFC 4343), and one server is one series.
+            ("server.address", call.request.url.host?.lowercased() ?? ""),
         ]
         let port = call.request.url.port ?? (call.request.url.scheme?.lowercased() == "http" ? 80 : 443)
         self.port = ("server.port", String(port))

@@ -349,6 +349,21 @@ final class MetricsObserverTests: XCTestCase {
         }
     }
 
+    /// A host names one server whatever its case (DNS names are case-insensitive, RFC 4343): `API.Example.com` and
+    /// `api.example.com` are one `server.address`, not two series.
+    func testTheServerAddressIsTheHostInLowerCase() throws {
+        let connect = client(FakeTransport.answering(.json(string: "{}")))
+        for host in ["API.Example.com", "api.example.com"] {
+            _ = try connect.request(GetTodo(baseURL: URL(string: "https://\(host)")!)).wait()
+        }
+        let labels = [
+            ("http.request.method", "GET"), ("url.template", "/todos/{id}"), ("server.address", "api.example.com"),
+            ("server.port", "443"), ("http.response.status_code", "200"),
+        ]
+        let durations = metrics.timers(label: "http.client.request.duration")
+        XCTAssertEqual(try metrics.expectTimer("http.client.request.duration", labels).values.count, 2, "\(durations)")
+    }
+
     /// A request built elsewhere has no path template: it is labelled by its name as `swiftconnect.call`, and has
     /// no `url.template`, which OpenTelemetry defines as a path template (it was the name).
     func testARequestBuiltElsewhereIsLabelledByItsNameNotByATemplate() throws {

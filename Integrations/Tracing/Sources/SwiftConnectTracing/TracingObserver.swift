@@ -22,9 +22,9 @@ import Tracing
 /// - is a child of the trace context of the task that made the call (a `Future` call included: the context is read
 ///   when the call starts, on the caller's task);
 /// - carries `http.request.method` (`_OTHER` for a method OpenTelemetry does not know, the method itself then in
-///   `http.request.method_original`), `server.address`, `server.port`, `url.full` (through the library's redaction:
-///   no user info, secret query values and credentials hidden), `url.template` (the URL's path template up to its
-///   query: the base URL's path, then the connector's endpoint; none for a request built elsewhere),
+///   `http.request.method_original`), `server.address` (in lower case), `server.port`, `url.full` (through the
+///   library's redaction: no user info, secret query values and credentials hidden), `url.template` (the URL's path
+///   template up to its query: the base URL's path, then the connector's endpoint; none for a request built elsewhere),
 ///   `swiftconnect.call` (the call's name), `http.request.resend_count` (from the call's second send: a retry,
 ///   or a middleware's second send of an attempt), `http.response.status_code`, and for a failure
 ///   `error.type` (the status code for 4xx and 5xx, the ``SwiftConnect/ConnectError/Kind`` for a failure with no
@@ -172,7 +172,8 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
                 if method != request.method.rawValue {
                     attributes["http.request.method_original"] = request.method.rawValue
                 }
-                attributes["server.address"] = request.url.host ?? ""
+                // Lower-cased as the metrics' label is: DNS names are case-insensitive (RFC 4343).
+                attributes["server.address"] = request.url.host?.lowercased() ?? ""
                 attributes["server.port"] = Self.port(of: request.url)
                 attributes["url.full"] = request.redactedURL
                 if let template { attributes["url.template"] = template }
@@ -211,7 +212,7 @@ final class CallTracing: ConnectCallObserver, @unchecked Sendable {
             // The span's status will be the last hop's: its URL and server are that hop's too.
             guard span.isRecording else { return }
             span.updateAttributes { attributes in
-                attributes["server.address"] = location.host ?? ""
+                attributes["server.address"] = location.host?.lowercased() ?? ""
                 attributes["server.port"] = Self.port(of: location)
                 attributes["url.full"] = url
             }

@@ -345,6 +345,15 @@ class TracingConformanceTests: XCTestCase {
         XCTAssertEqual(attributes(of: span)["server.port"], "443")
     }
 
+    /// A host names one server whatever its case (RFC 4343): `server.address` is the same for `API.Example.com` as
+    /// for `api.example.com`, as the metrics' label is.
+    func testTheServerAddressIsTheHostInLowerCase() throws {
+        let connect = client(FakeTransport.answering(.json(string: "{}")))
+        _ = try connect.request(GetTodo(baseURL: URL(string: "https://API.Example.com")!)).wait()
+        let span = try XCTUnwrap(tracer.finishedSpans.first)
+        XCTAssertEqual(attributes(of: span)["server.address"], "api.example.com")
+    }
+
     func testACacheHitMakesNoSpan() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let connect = Connect(
