@@ -428,9 +428,9 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
     }
 
     /// The value a ``Kind/decoding`` failure's `DecodingError` failed on, as text, when it sits under a secret name in
-    /// `body` (``Redaction/valueUnderSecretName(at:inJSON:contentType:limit:)``): its message may quote it ("Cannot initialize
-    /// Mode from invalid String value …"), and a password that reads as a word is not one the body hands out by its
-    /// look. None for another failure.
+    /// `body` (``Redaction/valueUnderSecretName(at:inJSON:contentType:limit:)``): its message may quote it ("Cannot
+    /// initialize Mode from invalid String value …"), and a password that reads as a word is not one the body hands out
+    /// by its look. None for another failure.
     private func failedSecretValues(in body: Data) -> [String] {
         guard kind == .decoding, let path = (underlyingError as? DecodingError)?.codingPathOfFailure,
             let value = Redaction.valueUnderSecretName(

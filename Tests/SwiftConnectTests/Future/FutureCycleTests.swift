@@ -97,16 +97,19 @@ final class FutureCycleTests: XCTestCase {
         own.withLock { $0 = future }
         source.succeed(1)
 
-        // When the future is cancelled from another thread (a walk up a looping chain would never return)
+        assertCancellingFromAnotherThreadReturns(future)
+    }
+
+    /// Cancels `future`, a loop that failed with the cycle, from another thread: `cancel()` must return (a walk up a
+    /// looping chain would never return), and the future keep the failure it already had.
+    private func assertCancellingFromAnotherThreadReturns<T>(_ future: Future<T>, line: UInt = #line) {
         let cancelled = expectation(description: "cancel() returns")
         DispatchQueue.global().async {
             future.cancel()
             cancelled.fulfill()
         }
-
-        // Then cancel() returns, and the future keeps the failure it already had
         wait(for: [cancelled], timeout: 5)
-        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError(), line: line)
     }
 
     // MARK: Loops through a combination
@@ -184,16 +187,7 @@ final class FutureCycleTests: XCTestCase {
         own.withLock { $0 = future }
         source.succeed(1)
 
-        // When it is cancelled from another thread
-        let cancelled = expectation(description: "cancel() returns")
-        DispatchQueue.global().async {
-            future.cancel()
-            cancelled.fulfill()
-        }
-
-        // Then cancel() returns, and the future keeps the failure it had
-        wait(for: [cancelled], timeout: 5)
-        XCTAssertEqual(error(of: future, timeout: 5) as? FutureCycleError, FutureCycleError())
+        assertCancellingFromAnotherThreadReturns(future)
     }
 
     func testFlatMapReturningACombinationOfSharedPendingInputsStillFollowsIt() throws {
