@@ -269,7 +269,8 @@ enum ErrorBody {
                     ? .utf16LittleEndian : .utf16BigEndian
             }
         case "utf-32":
-            if bytes.starts(with: [0xFF, 0xFE, 0x00, 0x00]) || bytes.starts(with: [0x00, 0x00, 0xFE, 0xFF]) {
+            if bytes.starts(with: JSONSyntax.utf32LittleEndianMark) || bytes.starts(with: JSONSyntax.utf32BigEndianMark)
+            {
                 encoding = bytes.first == 0xFF ? .utf32LittleEndian : .utf32BigEndian
                 bytes = bytes.dropFirst(4)
             } else {

@@ -81,7 +81,7 @@ func decodeBody<Decoded: Decodable>(
         var text = data
         if decoder is JSONDecoder {
             text = BodyCharset.utf8(data, contentType: response?.header("Content-Type"))
-            if text.starts(with: [0xFF, 0xFE, 0x00, 0x00]) { text = JSONSyntax.utf8(text) ?? text }
+            if text.starts(with: JSONSyntax.utf32LittleEndianMark) { text = JSONSyntax.utf8(text) ?? text }
             if text != data {
                 do { return try decoder.decode(type, from: text) } catch let converted { error = converted }
             }

@@ -150,6 +150,11 @@ public struct ResponseDecoders: Sendable {
 /// Reading a JSON body as `JSONDecoder` does (its encoding, whether it is blank), and explaining why a body is not
 /// JSON, for a decoding failure.
 enum JSONSyntax {
+    /// UTF-32LE's byte order mark, which begins with UTF-16LE's (`FF FE`): read first.
+    static let utf32LittleEndianMark: [UInt8] = [0xFF, 0xFE, 0x00, 0x00]
+    /// UTF-32BE's byte order mark.
+    static let utf32BigEndianMark: [UInt8] = [0x00, 0x00, 0xFE, 0xFF]
+
     /// Whether `byte` is JSON's white space (RFC 8259: space, tab, line feed, carriage return).
     static func isWhitespace(_ byte: UInt8) -> Bool {
         byte == 0x20 || byte == 0x0A || byte == 0x0D || byte == 0x09
@@ -179,7 +184,7 @@ enum JSONSyntax {
         let width: Int
         let bigEndian: Bool
         var units = data
-        if data.starts(with: [0x00, 0x00, 0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE, 0x00, 0x00]) {
+        if data.starts(with: utf32BigEndianMark) || data.starts(with: utf32LittleEndianMark) {
             (width, bigEndian) = (4, data[start] == 0)
             units = data.dropFirst(4)
         } else if data.starts(with: [0xFE, 0xFF]) || data.starts(with: [0xFF, 0xFE]) {
