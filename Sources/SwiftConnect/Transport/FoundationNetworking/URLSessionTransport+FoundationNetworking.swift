@@ -278,7 +278,7 @@ extension URLSessionTransport {
     /// while 256 pieces were queued was tried twice and dropped: it rarely had to wait, and runs went as high (+60 to
     /// +112 MiB).
     ///
-    /// Tests: `MemoryBoundTests` (`testASlowReaderOfAStreamStaysWithinTheBufferLimitPlus50MiB`,
+    /// Tests: `MemoryBoundTests` (`testASlowReaderOfAStreamStaysWithinItsMemoryBound`,
     /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceAndStaysUnder256MiB`), `IsolatedSessionTests`.
     static func stopOffTheCaller(sparing delegateQueue: OperationQueue, _ stop: @escaping @Sendable () -> Void) {
         #if canImport(FoundationNetworking)
