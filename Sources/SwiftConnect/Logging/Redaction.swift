@@ -502,7 +502,7 @@ package enum Redaction {
             let parts = redactedJSONParts(redactedMultipart(text, contentType: contentType), contentType: contentType)
             return truncated(urlsInText(parts), limit: limit)
         }
-        if redacting && (type.isEmpty || type == "text/plain") && readsAsForm(text) {
+        if redacting && isPlainText(mediaType: type) && readsAsForm(text) {
             // A form answered as text (an older OAuth provider's `access_token=…&expires=3600`).
             return truncated(redactedQuery(text), limit: limit)
         }
@@ -531,8 +531,8 @@ package enum Redaction {
     /// send, a request that posts one, an event's data. `nil` for other text, such as `Bearer tokens are accepted`,
     /// and for a body of another type.
     package static func plainTextCredential(in text: String, contentType: String?) -> Range<String.Index>? {
-        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
-        guard type.isEmpty || type == "text/plain", let first = text.firstIndex(where: { !$0.isWhitespace }),
+        guard isPlainText(mediaType: contentType.map(ConnectResponse.mediaType(of:)) ?? ""),
+            let first = text.firstIndex(where: { !$0.isWhitespace }),
             let last = text.lastIndex(where: { !$0.isWhitespace })
         else { return nil }
         let line = String(text[first...last])
@@ -542,17 +542,29 @@ package enum Redaction {
         return start..<text.index(after: last)
     }
 
+    /// Whether a body of media type `type` (as ``ConnectResponse/mediaType(of:)`` reads it) is read as plain text for
+    /// the secrets text can carry (a form, credentials): `text/plain`, or no type.
+    static func isPlainText(mediaType type: String) -> Bool {
+        type.isEmpty || type == "text/plain"
+    }
+
+    /// A plain-text body (``isPlainText(mediaType:)``) of at most ``bodySecretScanLimit`` bytes as text, in the charset
+    /// its type declares; `nil` for another body, which is neither converted nor copied.
+    static func plainText(of data: Data, contentType: String?) -> String? {
+        guard !data.isEmpty, data.count <= bodySecretScanLimit,
+            isPlainText(mediaType: contentType.map(ConnectResponse.mediaType(of:)) ?? "")
+        else { return nil }
+        return String(data: BodyCharset.utf8(data, contentType: contentType), encoding: .utf8)
+    }
+
     /// The secrets a plain-text body (`text/plain`, or one without a type) of at most ``bodySecretScanLimit`` bytes
     /// hands out, to hide by value wherever they are quoted again (an error's message made of the body): the values of
     /// the secret fields of one that reads as a URL-encoded form (``readsAsForm(_:)``) that read as a credential
     /// (``readsAsCredential(_:)``, as a JSON body's), or the credential of one that reads as credentials
     /// (``plainTextCredential(in:contentType:)``); none for another body.
     static func plainTextSecrets(ofBody data: Data, contentType: String?) -> [String] {
-        guard !data.isEmpty, data.count <= bodySecretScanLimit,
-            let text = String(data: BodyCharset.utf8(data, contentType: contentType), encoding: .utf8)
-        else { return [] }
-        let type = contentType.map(ConnectResponse.mediaType(of:)) ?? ""
-        if (type.isEmpty || type == "text/plain") && readsAsForm(text) {
+        guard let text = plainText(of: data, contentType: contentType) else { return [] }
+        if readsAsForm(text) {
             return SecretValues.formSecrets(text.trimmingCharacters(in: .newlines)).filter(readsAsCredential)
         }
         guard let credential = plainTextCredential(in: text, contentType: contentType) else { return [] }

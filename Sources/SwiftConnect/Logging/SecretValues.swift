@@ -325,7 +325,8 @@ package struct SecretValues: Sendable, Equatable {
         if Redaction.carriesHTTPMessages(mediaType: type) {
             return httpMessageSecrets(String(decoding: body, as: UTF8.self))
         }
-        if let text = String(data: body, encoding: .utf8),
+        // Only a plain-text body is read as text here: a binary or JSON upload is not copied for it on every output.
+        if let text = Redaction.plainText(of: body, contentType: contentType),
             Redaction.plainTextCredential(in: text, contentType: contentType) != nil
         {
             // Credentials posted as text (`Basic …`): the secrets of an `Authorization` value of that text.
