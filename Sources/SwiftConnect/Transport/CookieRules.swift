@@ -17,7 +17,8 @@ import Foundation
 ///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored;
 ///   a `Domain` that is the host's own name makes a domain cookie (for the hosts below it too), no `Domain` a
 ///   host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure`
-///   cookie set over plain http is ignored (RFC 6265bis §5.7).
+///   cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http that would replace
+///   or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
 ///   https only when `Secure`, until it expires; the longest paths first.
@@ -89,6 +90,37 @@ enum CookieRules {
         if secure { properties[.secure] = "TRUE" }
         if let expiry = maxAge ?? expires { properties[.expires] = expiry }
         return HTTPCookie(properties: properties)
+    }
+
+    /// Whether `cookie`, set by a response from `url` at `now`, must be ignored because it would replace or shadow a
+    /// `Secure` cookie of `stored` (RFC 6265bis §5.7, step 16, "Leave Secure Cookies Alone"): a cookie that is not
+    /// `Secure`, set over plain http, whose name is that of a `Secure` cookie not yet expired, whose domain and that
+    /// cookie's match one way or the other, and whose path is that cookie's or below it. Without this, any server on
+    /// plain http for the host (or an attacker on the network) could replace or delete (`Max-Age=0`) the session
+    /// cookie that only https may set and read.
+    static func overwritesSecureCookie(_ cookie: HTTPCookie, setBy url: URL, in stored: [HTTPCookie], now: Date)
+        -> Bool
+    {
+        guard !cookie.isSecure, !isSecure(url) else { return false }
+        let domain = bareDomain(of: cookie)
+        return stored.contains { existing in
+            guard existing.isSecure, existing.name == cookie.name else { return false }
+            if let expires = existing.expiresDate, expires <= now { return false }
+            let existingDomain = bareDomain(of: existing)
+            return (domainMatches(domain, existingDomain) || domainMatches(existingDomain, domain))
+                && pathMatches(cookie.path, existing.path)
+        }
+    }
+
+    /// A stored cookie's domain without the leading `.` that marks a domain cookie, lowercased.
+    private static func bareDomain(of cookie: HTTPCookie) -> String {
+        let domain = cookie.domain.lowercased()
+        return domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
+    }
+
+    /// Whether `host` domain-matches `domain` (§5.1.3): the same, or a name below it (never an IP address by suffix).
+    private static func domainMatches(_ host: String, _ domain: String) -> Bool {
+        host == domain || (!isIPAddress(host) && host.hasSuffix("." + domain))
     }
 
     /// The default path of a cookie set by `url` (§5.1.4): its path up to its last `/`, or `/`.

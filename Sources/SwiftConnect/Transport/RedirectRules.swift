@@ -353,7 +353,8 @@ enum RedirectRule {
 /// apply to its URL (``applied(to:now:)``), so a cookie for `/app` set on the way does not go on to `/public`, and one
 /// a later 3xx deletes (`Max-Age=0`, an `Expires` in the past) is no longer sent. Read by RFC 6265's rules
 /// (``CookieRules``): a cookie for a domain the setter is not in (`evil.example` setting one for `bank.example` on its
-/// way there), for a top-level domain, or `Secure` from plain http, is ignored. Kept apart from the request's own
+/// way there), for a top-level domain, `Secure` from plain http, or from plain http in place of a `Secure` one set
+/// on the way, is ignored. Kept apart from the request's own
 /// `Cookie` header, which the redirect rules keep or drop by origin.
 struct RedirectCookies: Sendable {
     /// The cookies set so far, one per name, domain and path (RFC 6265 §5.3, step 11): a later one replaces an
@@ -365,7 +366,9 @@ struct RedirectCookies: Sendable {
         guard let from = response.storedHead.url else { return }
         let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
         for value in values.flatMap(SetCookieFields.cookies(in:)) where SetCookieFields.isVisibleASCII(value) {
-            guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now) else { continue }
+            guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now),
+                !CookieRules.overwritesSecureCookie(cookie, setBy: from, in: cookies, now: now)
+            else { continue }
             cookies.removeAll {
                 $0.name == cookie.name && $0.path == cookie.path
                     && $0.domain.caseInsensitiveCompare(cookie.domain) == .orderedSame

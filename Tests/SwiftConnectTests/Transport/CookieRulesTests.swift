@@ -124,6 +124,30 @@ final class CookieRulesTests: XCTestCase {
         CookieRules.header(for: URL(string: url)!, from: cookies, keeping: existing, now: now)
     }
 
+    /// RFC 6265bis §5.7, step 16: over plain http, a cookie of a `Secure` one's name is ignored when the domains
+    /// match one way or the other and its path is the `Secure` one's or below; any other cookie is taken.
+    func testACookieFromPlainHTTPIsIgnoredInPlaceOfASecureOne() throws {
+        let plain = URL(string: "http://a.example.com/dir/page")!
+        let secure = try XCTUnwrap(cookie("sid=1; Secure; Domain=example.com; Path=/dir"))
+        func overwrites(_ text: String, from url: URL = plain, stored: [HTTPCookie]? = nil) throws -> Bool {
+            let new = try XCTUnwrap(cookie(text, from: url), text)
+            return CookieRules.overwritesSecureCookie(new, setBy: url, in: stored ?? [secure], now: now)
+        }
+        for text in ["sid=2", "sid=2; Path=/dir/sub", "sid=; Max-Age=0", "sid=2; Domain=a.example.com"] {
+            XCTAssertTrue(try overwrites(text), text)
+        }
+        // Another name, a path above the Secure one's, an https setter, an expired or a plain stored cookie
+        XCTAssertFalse(try overwrites("other=2"))
+        XCTAssertFalse(try overwrites("sid=2; Path=/"))
+        XCTAssertFalse(try overwrites("sid=2", from: URL(string: "https://a.example.com/dir/page")!))
+        let expired = try XCTUnwrap(cookie("sid=1; Secure; Path=/dir; Max-Age=0"))
+        XCTAssertFalse(try overwrites("sid=2", stored: [expired]))
+        let unsecured = try XCTUnwrap(cookie("sid=1; Path=/dir", from: plain))
+        XCTAssertFalse(try overwrites("sid=2", stored: [unsecured]))
+        // A host the Secure cookie's domain does not cover
+        XCTAssertFalse(try overwrites("sid=2", from: URL(string: "http://b.other.com/dir/page")!))
+    }
+
     func testASecureCookieGoesOverHTTPSOnly() {
         let cookies = [stored("s", secure: true), stored("p")]
         XCTAssertEqual(header("https://a.example.com/", cookies), "s=v; p=v")

@@ -144,6 +144,27 @@ import XCTest
             XCTAssertNotNil(stored("unwanted"), "a request that handles cookies keeps them")
         }
 
+        /// RFC 6265bis §5.7, step 16: a plain-http response can neither replace nor delete (`Max-Age=0`) a `Secure`
+        /// cookie of the same name, which only https may set; a cookie of another name it sets is kept.
+        func testAPlainHTTPResponseNeitherReplacesNorDeletesASecureCookie() throws {
+            store("sid", secure: true)
+            let sid = name("sid")
+            let other = name("other")
+            server.route("GET", "/toss") { _ in
+                LocalServer.Response(
+                    status: 200, headers: [("Set-Cookie", "\(sid)=evil; Path=/"), ("Set-Cookie", "\(other)=1; Path=/")])
+            }
+            server.route("GET", "/delete") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(sid)=; Max-Age=0; Path=/")])
+            }
+            _ = try sent("/toss")
+            _ = try sent("/delete")
+            let kept = try XCTUnwrap(stored("sid"), "a plain-http response deleted the Secure cookie")
+            XCTAssertTrue(kept.isSecure)
+            XCTAssertEqual(kept.value, "1")
+            XCTAssertEqual(stored("other")?.value, "1")
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")

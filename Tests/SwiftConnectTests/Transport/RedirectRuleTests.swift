@@ -234,6 +234,33 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(cookies.cookies.map(\.name), ["mine", "scoped"])
     }
 
+    /// RFC 6265bis §5.7, step 16: a cookie set over plain http neither replaces nor deletes a `Secure` one of the
+    /// same name whose domain and path it covers. A chain https → http → https where the http hop answered
+    /// `sid=evil` (or `Max-Age=0`) sent the attacker's value (or no session) back to the https origin.
+    func testACookieFromPlainHTTPNeitherReplacesNorDeletesASecureOne() throws {
+        func answer(_ hop: ConnectRequest, to location: String, setting cookies: [String]) -> ConnectResponse {
+            let fields = HeaderFields(
+                [HeaderField(name: .location, value: location)]
+                    + cookies.map { HeaderField(name: .setCookie, value: $0) })
+            return ConnectResponse(request: hop, head: ResponseHead(status: 302, headerFields: fields))!
+        }
+        var cookies = RedirectCookies()
+        let first = request()
+        let login = answer(first, to: "http://api.example.com/plain", setting: ["sid=good; Secure; Path=/"])
+        let plain = try XCTUnwrap(RedirectRule.next(after: first, answeredBy: login, cookies: &cookies))
+
+        let tossing = answer(
+            plain.request, to: "https://api.example.com/back",
+            setting: ["sid=evil; Path=/", "sid=; Max-Age=0; Path=/app", "theme=dark; Path=/"])
+        let back = try XCTUnwrap(RedirectRule.next(after: plain.request, answeredBy: tossing, cookies: &cookies))
+
+        XCTAssertEqual(cookies.applied(to: back.request).value(forHTTPHeaderField: "Cookie"), "sid=good; theme=dark")
+        // Over https, the same name may be replaced.
+        let renewing = answer(back.request, to: "/end", setting: ["sid=renewed; Path=/"])
+        let end = try XCTUnwrap(RedirectRule.next(after: back.request, answeredBy: renewing, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "theme=dark; sid=renewed")
+    }
+
     /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
     func testARequestThatHandlesNoCookiesGetsNoneFromARedirect() throws {
         var plain = URLRequest(url: origin)

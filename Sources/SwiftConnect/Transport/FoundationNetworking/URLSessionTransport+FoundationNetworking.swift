@@ -454,7 +454,7 @@ struct SessionCookies: Sendable {
     }
 
     /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it
-    /// replaces. Nothing for a `request` that handles no cookies (`httpShouldHandleCookies = false`: "whether
+    /// replaces, and one from plain http in place of a stored `Secure` one is ignored (RFC 6265bis §5.7). Nothing for a `request` that handles no cookies (`httpShouldHandleCookies = false`: "whether
     /// cookies will be sent with and set for this request").
     func keep(from response: URLResponse?, of request: URLRequest?) {
         guard accepts, request?.httpShouldHandleCookies ?? true, let response = response as? HTTPURLResponse,
@@ -463,8 +463,12 @@ struct SessionCookies: Sendable {
         let fields = SetCookieFields.readable(of: response)
         guard !fields.isEmpty else { return }
         let now = Date()
-        let cookies = fields.values.flatMap(SetCookieFields.cookies(in:)).compactMap {
+        var cookies = fields.values.flatMap(SetCookieFields.cookies(in:)).compactMap {
             CookieRules.cookie(from: $0, setBy: url, now: now)
+        }
+        // Over plain http, a cookie in place of a `Secure` one is ignored (RFC 6265bis §5.7, step 16).
+        if !cookies.allSatisfy(\.isSecure), let stored = storage.cookies, stored.contains(where: \.isSecure) {
+            cookies.removeAll { CookieRules.overwritesSecureCookie($0, setBy: url, in: stored, now: now) }
         }
         guard !cookies.isEmpty else { return }
         storage.setCookies(cookies, for: url, mainDocumentURL: nil)
