@@ -15,6 +15,8 @@ import Foundation
 ///   `data:…`, `mailto:…`) for a path on the same server and sends the request there (``leavesHTTP(_:to:)``).
 /// - **A host to go to.** A redirect to a URL without a host, or with one that no host name or IP address could be
 ///   (`//a%20b/`), is not followed (``namesNoHost(_:)``).
+/// - **A port to connect to.** Nor is one whose port is outside 1...65535 (`:0`, `:99999`): no server listens there,
+///   and each engine failed it in its own way (``namesNoUsablePort(_:)``).
 /// - **No credentials from the server.** Nor is a redirect to a URL with a `user:password@` part that the original
 ///   URL did not have, or to another origin with any: libcurl would send those credentials as
 ///   `Authorization: Basic` (``bringsCredentialsOfItsOwn(_:to:from:)``).
@@ -83,6 +85,9 @@ enum RedirectRules {
         if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
         let request = response.sentRequest
         let target = target(of: location, answeredBy: response.storedHead.url ?? request.url)
+        if let target, namesNoUsablePort(ConnectRequest(url: target)) {
+            return text + ": its port is not in 1...65535"
+        }
         if bringsCredentialsOfItsOwn(target, to: request, from: request.url) {
             return text + ": its URL carries credentials (user:password@)"
         }
@@ -141,6 +146,15 @@ enum RedirectRules {
             default: return false
             }
         }
+    }
+
+    /// Whether `request`, the next hop of a redirect, names a port no connection can use: one outside 1...65535
+    /// (`:0`, `:99999`). Foundation's URL takes any number of digits there; URLSession failed such a hop with
+    /// `URLError(.badURL)` against the first URL, and another engine could cut the number to 16 bits and reach another
+    /// port.
+    static func namesNoUsablePort(_ request: ConnectRequest) -> Bool {
+        guard let port = request.url.port else { return false }
+        return !(1...65_535).contains(port)
     }
 
     /// Whether a redirect leaves HTTP: its `location` names a scheme other than http or https, or the request to
@@ -250,7 +264,7 @@ enum RedirectRules {
             next.method = .get
             next.body = .none
         }
-        guard !leavesHTTP(location, to: next), !namesNoHost(next),
+        guard !leavesHTTP(location, to: next), !namesNoHost(next), !namesNoUsablePort(next),
             !bringsCredentialsOfItsOwn(url, to: next, from: hop.url)
         else {
             return nil
@@ -271,7 +285,8 @@ enum RedirectRules {
 /// `HTTPEngine`), over the core's own model: the next hop, after at most ``maxHops``. ``URLSessionTransport``'s
 /// plain path asks too, to know whether to hand a 3xx over to the core.
 ///
-/// - only to http and https URLs, never to a `Location` carrying `user:password@` credentials of its own;
+/// - only to http and https URLs with a host and a port in 1...65535, never to a `Location` carrying
+///   `user:password@` credentials of its own;
 /// - every credential header (`Authorization`, `Cookie`, `X-Api-Key`, `*-Token`…, as ``HTTPHeader`` judges them)
 ///   is removed when the redirect changes scheme, host or port;
 /// - 307 and 308 keep the method and the body, as do 301 and 302 for a method other than POST; 303, and 301/302

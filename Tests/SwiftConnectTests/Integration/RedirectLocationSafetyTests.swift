@@ -39,6 +39,21 @@ final class RedirectLocationSafetyTests: IntegrationTestCase {
         XCTAssertTrue(error is ConnectError, "\(error)")
     }
 
+    /// A `Location` whose port is outside 1...65535 names no server: the 302 is the answer, on every engine. One 65536
+    /// above a listening server's port was followed, and the engine failed it in its own way (URLSession:
+    /// `URLError(.badURL)` against the first URL); nothing reaches the server the port would wrap to.
+    func testARedirectToAPortOutsideTheRangeIsNotFollowed() throws {
+        let other = try LocalServer.started()
+        defer { other.stop() }
+        other.route("GET", "/x") { _ in .json(["wrapped": true]) }
+        for location in ["http://127.0.0.1:\(Int(other.port) + 65536)/x", "http://127.0.0.1:0/x"] {
+            let result = try follow(location)
+            guard case .success(let response) = result else { return XCTFail("\(location): got \(result)") }
+            XCTAssertEqual(response.statusCode, 302, "\(location): the redirect is the answer")
+        }
+        XCTAssertEqual(other.requests.count, 0)
+    }
+
     /// Sends a GET that the server answers with a 302 to `location`, through the transport under test.
     private func follow(_ location: String) throws -> Result<ConnectResponse, any Error> {
         let server = try LocalServer.started()

@@ -75,6 +75,20 @@ final class RedirectRuleTests: XCTestCase {
         }
     }
 
+    /// A port outside 1...65535 (`:0`, `:99999`) names no server: the 3xx is the answer, and its message says why.
+    /// It was followed, and failed as a transport error of the engine's making (URLSession: `badURL`, blamed on the
+    /// first URL).
+    func testARedirectToAPortNoConnectionCanUseIsNotFollowed() throws {
+        for location in ["https://api.example.com:0/x", "//api.example.com:99999/x", "http://10.0.0.1:65536/"] {
+            let response = redirect(302, to: location)
+            XCTAssertNil(RedirectRule.next(after: request(), answeredBy: response), location)
+            XCTAssertTrue(RedirectRules.notFollowed(response).hasSuffix(": its port is not in 1...65535"), location)
+        }
+        for location in ["https://api.example.com:1/x", "//api.example.com:65535/x", "http://10.0.0.1:8080/"] {
+            XCTAssertNotNil(RedirectRule.next(after: request(), answeredBy: redirect(302, to: location)), location)
+        }
+    }
+
     /// Several `Location` fields that differ name no one target (RFC 9110 §10.2.2 allows one field): the 3xx is the
     /// answer, as browsers refuse to follow it, and the error says why. Their values joined (`/one, /two`) were
     /// followed to `/one,%20/two`, a URL neither field named: URLSession hands them over joined, so a `,` followed by
