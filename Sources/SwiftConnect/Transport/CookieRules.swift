@@ -56,8 +56,10 @@ enum CookieRules {
                     maxAge = seconds <= 0 ? Date(timeIntervalSince1970: 0) : now.addingTimeInterval(seconds)
                 }
             case "domain":
+                // §5.2.3: one leading dot is ignored; `..example.com` keeps an empty label and matches no host.
                 if !attributeValue.isEmpty {
-                    domain = String(attributeValue.drop { $0 == "." }).lowercased()
+                    domain = String(attributeValue.hasPrefix(".") ? attributeValue.dropFirst() : attributeValue[...])
+                        .lowercased()
                 }
             case "path":
                 path = attributeValue.hasPrefix("/") ? attributeValue : nil

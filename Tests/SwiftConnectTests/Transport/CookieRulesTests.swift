@@ -84,6 +84,8 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertNil(cookie("a=1; Domain=com"), "a top-level domain")
         XCTAssertNil(cookie("a=1; Domain=other.com"), "a domain the host is not in")
         XCTAssertNil(cookie("a=1; Domain=ample.com"), "a suffix that is no label")
+        // One leading dot is ignored (RFC 6265bis §5.6.3), not every one: `..example.com` is no domain of the host.
+        XCTAssertNil(cookie("a=1; Domain=..example.com"), "a domain with an empty label")
         let address = URL(string: "http://10.1.2.3/")!
         XCTAssertNil(cookie("a=1; Domain=1.2.3", from: address), "an IP address's suffix")
         XCTAssertEqual(cookie("a=1; Domain=10.1.2.3", from: address)?.domain, "10.1.2.3")
