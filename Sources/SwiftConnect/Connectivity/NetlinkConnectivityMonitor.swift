@@ -706,7 +706,7 @@
             case apply(interrupted: Bool)
             /// The dump's end; `interrupted` as above.
             case end(interrupted: Bool)
-            /// The kernel ended the dump with this `errno`.
+            /// The kernel ended the dump with this `errno` (`EPROTO` for a code that is none).
             case failed(errorNumber: Int32)
         }
 
@@ -720,6 +720,9 @@
             case .done(let code) where code >= 0:
                 return .end(interrupted: interrupted)
             case .done(let code), .error(let code):
+                // A code that is no negative `errno` (an acknowledgement never asked for, a positive number, or the
+                // most negative `Int32`, which has no negation) is no answer the kernel gives: a protocol error.
+                guard code < 0, code > -4096 else { return .failed(errorNumber: EPROTO) }
                 // EBUSY: another dump still runs on this socket; EINTR: the dump was cut short.
                 guard -code == EBUSY || -code == EINTR else { return .failed(errorNumber: -code) }
                 return .end(interrupted: true)

@@ -111,6 +111,32 @@
             XCTAssertEqual(readings, [.apply(interrupted: true), .end(interrupted: true), .failed(errorNumber: EPERM)])
         }
 
+        /// The code of an end or error answering a dump is a negative `errno`; one that is not (the most negative
+        /// `Int32`, whose negation traps, a positive number, or an acknowledgement never asked for) fails the dump
+        /// as a protocol error instead of stopping the process or naming no error ("errno 0").
+        func testAnEndOrErrorOfADumpWhoseCodeIsNoErrnoFailsItAsAProtocolError() throws {
+            // Given: ends and errors of dump 7 carrying codes no kernel sends
+            let codes: [Int32] = [Int32.min, 1, 4_096]
+            let ends = codes.map {
+                NetlinkBytes.message(type: RTNetlink.NLMSG_DONE, sequence: 7, body: NetlinkBytes.integer($0))
+            }
+            let errors = (codes + [0]).map {
+                NetlinkBytes.message(
+                    type: RTNetlink.NLMSG_ERROR, sequence: 7,
+                    body: NetlinkBytes.integer($0) + [UInt8](repeating: 0, count: 16))
+            }
+            // When
+            let readings = try (ends + errors).map { try XCTUnwrap(NetlinkMessage.parse($0).first).reading(dump: 7) }
+            // Then: a positive end is an end as before (the kernel's own result is never positive)
+            XCTAssertEqual(
+                readings,
+                [
+                    .failed(errorNumber: EPROTO), .end(interrupted: false), .end(interrupted: false),
+                    .failed(errorNumber: EPROTO), .failed(errorNumber: EPROTO), .failed(errorNumber: EPROTO),
+                    .failed(errorNumber: EPROTO),
+                ])
+        }
+
         func testTheDumpRequestIsAHeaderAndAnEmptyFamilyHeader() {
             // When
             let link = NetlinkRequest.dump(RTNetlink.RTM_GETLINK, sequence: 5)
