@@ -279,6 +279,27 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertEqual(value(of: bob), Data("bob".utf8))
     }
 
+    /// Two users' cookies, or credentials in the URL, make two calls: neither gets the other's answer.
+    func testRequestsWithOtherCookiesOrURLCredentialsMakeSeparateCalls() {
+        // Given
+        let transport = ManualTransport()
+        let connect = coalescing(transport)
+        var alice = Endpoint()
+        alice.headers = [HTTPHeader(name: "Cookie", value: "session=alice")]
+        var bob = Endpoint()
+        bob.headers = [HTTPHeader(name: "Cookie", value: "session=bob")]
+        var aliceInURL = Endpoint()
+        aliceInURL.baseURL = URL(string: "https://alice:pw@api.example.com")!
+        var bobInURL = Endpoint()
+        bobInURL.baseURL = URL(string: "https://bob:pw@api.example.com")!
+        // When
+        let futures = [alice, bob, aliceInURL, bobInURL].map { connect.request($0) }
+        // Then
+        XCTAssertEqual(transport.requests.count, 4)
+        for index in 0..<4 { transport.respond(to: index, body: Data("\(index)".utf8)) }
+        for (index, future) in futures.enumerated() { XCTAssertEqual(value(of: future), Data("\(index)".utf8)) }
+    }
+
     func testACredentialOfAnAuthenticationMiddlewareInTheClientsOptionsCountsToo() {
         // Given: alice's request in flight, signed by an AuthenticationMiddleware of the client's options
         let transport = ManualTransport()
@@ -584,6 +605,95 @@ final class RequestCoalescerTests: XCTestCase {
         // Then
         XCTAssertEqual(transport.requests.count, 2)
         XCTAssertNotNil(value(of: fresh))
+    }
+
+    /// A caller that leaves while the shared request waits in the queue leaves it to the others: it keeps its place,
+    /// is sent when a slot frees, and answers the callers that stayed.
+    func testACallerLeavingASharedRequestThatWaitsInTheQueueLeavesItToTheOthers() {
+        // Given: one slot, taken; two identical calls sharing one request that waits for it
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let blocker = connect.request(Endpoint(endpoint: "/blocker"))
+        let first = connect.request(Endpoint())
+        let second = connect.request(Endpoint())
+        XCTAssertEqual(queue.pendingCount, 1)
+        // When: the first caller leaves, then the slot frees
+        first.cancel()
+        XCTAssertEqual(queue.pendingCount, 1, "the shared request still waits for the other caller")
+        transport.respond(to: 0)
+        // Then
+        XCTAssertEqual(transport.requests.map(\.url?.path), ["/blocker", "/items"])
+        transport.respond(to: 1, body: Data("shared".utf8))
+        XCTAssertNotNil(value(of: blocker))
+        XCTAssertEqual(connectError(of: first)?.kind, .cancelled)
+        XCTAssertEqual(value(of: second), Data("shared".utf8))
+        XCTAssertEqual(queue.runningCount, 0)
+    }
+
+    /// When every caller of a shared request that waits in the queue has left, it leaves the queue: it is never sent
+    /// and takes no slot.
+    func testEveryCallerLeavingASharedRequestThatWaitsInTheQueueTakesItOut() {
+        // Given
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let blocker = connect.request(Endpoint(endpoint: "/blocker"))
+        let callers = [connect.request(Endpoint()), connect.request(Endpoint())]
+        // When
+        for caller in callers { caller.cancel() }
+        // Then
+        XCTAssertEqual(queue.pendingCount, 0)
+        transport.respond(to: 0)
+        XCTAssertNotNil(value(of: blocker))
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(queue.runningCount, 0)
+    }
+
+    /// A transport that answers each request on another thread.
+    private final class AnsweringLater: Transport, Sendable {
+        let sent = Protected(0)
+
+        func send(_ request: URLRequest) -> Future<ConnectResponse> {
+            sent.withLock { $0 += 1 }
+            let promise = Promise<ConnectResponse>()
+            DispatchQueue.global().async {
+                promise.completeIfPending(with: .success(ConnectResponse(request: request, statusCode: 200)!))
+            }
+            return promise.future
+        }
+    }
+
+    /// Callers joining and leaving shared requests from many threads, through a queue, while the answers come on
+    /// others: every call ends, no slot stays taken, and no ended call is left to join (the next request is sent).
+    func testCallersJoiningAndLeavingFromManyThreadsLeaveNoCallBehind() throws {
+        // Given
+        let transport = AnsweringLater()
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let futures = Protected<[Future<Data>]>([])
+        // When: a third of the callers leave at once
+        DispatchQueue.concurrentPerform(iterations: 8) { thread in
+            for index in 0..<300 {
+                let future = connect.request(Endpoint(endpoint: "/items/\(index % 3)"))
+                if (index + thread) % 3 == 0 { future.cancel() }
+                futures.withLock { $0.append(future) }
+            }
+        }
+        // Then
+        for future in futures.withLock({ $0 }) { _ = try future.waitForResult(timeout: 10) }
+        XCTAssertEqual(queue.runningCount, 0)
+        XCTAssertEqual(queue.pendingCount, 0)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        let sent = transport.sent.withLock { $0 }
+        XCTAssertNoThrow(try connect.request(Endpoint(endpoint: "/items/0")).wait(timeout: 5))
+        XCTAssertEqual(transport.sent.withLock { $0 }, sent + 1)
     }
 
     func testCoalescingWorksWithARequestQueue() {

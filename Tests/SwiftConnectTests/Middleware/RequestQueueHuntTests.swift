@@ -148,6 +148,43 @@ final class RequestQueueHuntTests: XCTestCase {
         XCTAssertEqual(queue.pendingCount, 0)
     }
 
+    /// Requests that fail, are retried (a 503), are cancelled while running or end in an error status never hold more
+    /// slots than the cap: each retry queues again for one slot, the cancelled request frees its own, and when every
+    /// call has ended no slot is held and nothing waits.
+    func testTheCapHoldsWhileRequestsFailAreCancelledAndRetried() {
+        // Given: two slots, six requests, a retry allowed
+        let transport = ManualTransport()
+        let queue = RequestQueue(maxConcurrentRequests: 2)
+        let connect = Connect(
+            transport: transport, retryPolicy: RetryPolicy(maxAttempts: 2, clock: ImmediateRetryClock()),
+            requestQueue: queue)
+        let futures = (0..<6).map { connect.request(Endpoint(endpoint: "/r/\($0)")) }
+        let inFlight = { transport.futures.filter { !$0.isCompleted }.count }
+        XCTAssertEqual(transport.requests.count, 2)
+        // When: the first is answered 503 (its retry queues behind the others) and the second is cancelled
+        transport.respond(to: 0, status: 503)
+        XCTAssertEqual(inFlight(), 2)
+        XCTAssertEqual(queue.runningCount, 2)
+        futures[1].cancel()
+        XCTAssertEqual(inFlight(), 2)
+        XCTAssertEqual(queue.runningCount, 2)
+        // Then: the rest, answered one by one (one with a 500, retried too), never hold more than two slots
+        var answered = 2
+        while answered < transport.requests.count {
+            XCTAssertLessThanOrEqual(inFlight(), 2)
+            XCTAssertLessThanOrEqual(queue.runningCount, 2)
+            transport.respond(to: answered, status: answered == 3 ? 500 : 200)
+            answered += 1
+        }
+        // Each first attempt once (the cancelled one included: it was running), then the two retries, at the back
+        XCTAssertEqual(
+            transport.requests.map(\.url?.path), ["/r/0", "/r/1", "/r/2", "/r/3", "/r/4", "/r/5", "/r/0", "/r/3"])
+        for future in futures { XCTAssertTrue(future.isCompleted) }
+        XCTAssertEqual(connectError(of: futures[1])?.kind, .cancelled)
+        XCTAssertEqual(queue.runningCount, 0)
+        XCTAssertEqual(queue.pendingCount, 0)
+    }
+
     /// A retry queues again, as documented: behind the request that waited while the first attempt ran.
     func testARetryQueuesAgainBehindTheWaitingRequests() {
         let transport = FakeTransport(fallback: .json(["ok": true]))
