@@ -18,8 +18,9 @@ public struct TransferOptions: Sendable {
     /// Its length is read before it is sent, and it must not change until the answer comes. A file that shrinks
     /// meanwhile fails the call at once: `AsyncHTTPClientTransport` with ``ConnectError/Kind/transport``,
     /// ``URLSessionTransport`` on Linux, which watches the file while it is sent, with
-    /// ``ConnectError/Kind/invalidRequest`` naming the file (a file that grows fails as a lost connection there).
-    /// `Connect`'s uploads send a private copy, which nothing changes.
+    /// ``ConnectError/Kind/invalidRequest`` naming the file. A file that grows is sent as far as the length read, and
+    /// nothing past it reaches the server (``URLSessionTransport`` on Linux closes the connection after a file upload
+    /// for this reason). `Connect`'s uploads send a private copy, which nothing changes.
     public var bodyFile: URL?
     /// Where a successful (2xx) response body is written instead of memory. The file is replaced if it exists. A
     /// symbolic link there is replaced by the file, never followed: what it leads to is left as it was (a link planted

@@ -61,6 +61,10 @@ struct URLSessionHopEngine: HTTPEngine {
         } else {
             bodyReader = nil
         }
+        if case .file = hop.body {
+            request.setValue(
+                URLSessionTransport.connectionField(forBodyFileOf: request), forHTTPHeaderField: "Connection")
+        }
         if var refusal = ServerTrustPinning.refusal(of: request, pins: delegate.pins) {
             refusal.request = nil  // the core names the request its caller sent
             throw refusal

@@ -348,6 +348,42 @@ final class URLSessionTransportTests: XCTestCase {
             XCTAssertTrue(error.message.contains(file.path), error.message)
             XCTAssertTrue(error.message.contains("shrank"), error.message)
         }
+
+        /// A body file that grows while it is sent never puts the bytes past its announced length on the connection:
+        /// the server read them as the next request, and the next call on that connection got that request's answer.
+        func testABodyFileThatGrowsWhileSentPutsNothingPastItsLengthOnTheConnection() throws {
+            // Given a 64 MiB file (sparse), grown by a whole request once the server has the upload's head, before it
+            // reads the body (more than the socket buffers hold: libcurl has not reached the file's old end)
+            let file = FileManager.default.temporaryDirectory.appendingPathComponent("growing-\(UUID().uuidString)")
+            XCTAssertTrue(FileManager.default.createFile(atPath: file.path, contents: nil))
+            defer { try? FileManager.default.removeItem(at: file) }
+            XCTAssertEqual(truncate(file.path, 64 << 20), 0)
+            server.streamingRoute("POST", "/upload") { _, body in
+                let output = FileHandle(forWritingAtPath: file.path)
+                output?.seekToEndOfFile()
+                output?.write(Data("GET /other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n".utf8))
+                try? output?.close()
+                return .json(["received": body.readAll().count])
+            }
+            server.route("GET", "/other") { _ in .json(["answer": "other"]) }
+            server.route("GET", "/mine") { _ in .json(["answer": "mine"]) }
+            let transport = URLSessionTransport()
+            var upload = URLRequest(url: server.baseURL.appendingPathComponent("upload"), timeoutInterval: 60)
+            upload.httpMethod = "POST"
+
+            // When the upload is sent, then another request through the same transport
+            let uploaded = try transport.send(upload, transfer: TransferOptions(bodyFile: file)).waitForResult(
+                timeout: 30)
+            let mine = try transport.send(
+                URLRequest(url: server.baseURL.appendingPathComponent("mine"), timeoutInterval: 30),
+                transfer: TransferOptions()
+            ).wait(timeout: 30)
+
+            // Then the server read the announced length and no request from the file; the next call got its own answer
+            XCTAssertEqual(try uploaded.get().data, Data(#"{"received":67108864}"#.utf8))
+            XCTAssertEqual(server.requests.map(\.path), ["/upload", "/mine"])
+            XCTAssertEqual(String(decoding: mine.data, as: UTF8.self), #"{"answer":"mine"}"#)
+        }
     #endif
 
     // MARK: - Clients come and go

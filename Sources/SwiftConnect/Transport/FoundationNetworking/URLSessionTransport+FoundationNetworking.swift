@@ -67,6 +67,30 @@ extension URLSessionTransport {
     }
 }
 
+// MARK: - A body file that grows while it is sent puts its new bytes on the connection
+
+extension URLSessionTransport {
+    /// The `Connection` field a hop that uploads a body file goes out with: on Linux, `close`; elsewhere the
+    /// request's own.
+    ///
+    /// Defect: FoundationNetworking tells libcurl the file's length when the upload starts, then reads the file to
+    /// its end, and libcurl sends every byte read. A file that grows meanwhile (a log file still written to) puts
+    /// the bytes past the announced `Content-Length` on the connection: the server read them as the next request
+    /// and answered it, and the next call on that connection was handed that answer as its own. With
+    /// `Connection: close` the server reads the announced length, answers, and reads nothing more from the
+    /// connection, which is not used again (RFC 9112 §9.6); the server gets the file as it was when the upload
+    /// started, as over `AsyncHTTPClientTransport`, which reads no more than the length.
+    ///
+    /// Test: `URLSessionTransportTests.testABodyFileThatGrowsWhileSentPutsNothingPastItsLengthOnTheConnection`.
+    static func connectionField(forBodyFileOf request: URLRequest) -> String? {
+        #if canImport(FoundationNetworking)
+            return "close"
+        #else
+            return request.value(forHTTPHeaderField: "Connection")
+        #endif
+    }
+}
+
 // MARK: - A timeout too large for libcurl's milliseconds stops the process
 
 extension URLSessionTransport {
