@@ -64,6 +64,58 @@ final class AuthorizationTokenTests: XCTestCase {
         }
     }
 
+    /// RFC 7617: neither the user-id nor the password may contain a control character. A password read from a file
+    /// with its trailing newline is no CR or LF of the header once base64-encoded: it went out as a well-formed
+    /// `Authorization`, and the server answered 401 for a newline no one could see. It is a typed error instead, and
+    /// nothing is sent, whichever stage signs the request.
+    func testBasicCredentialsWithAControlCharacterAreATypedErrorNotSentEncoded() throws {
+        let transport = FakeTransport.answering(.status(200))
+        let base = URL(string: "https://a.example")!
+        let pairs = [
+            ("ann", "s3cret\n"), ("ann\r\n", "s3cret"), ("ann", "s3\0cret"), ("ann", "s3\tcret"),
+            ("ann", "s3cret\u{7F}"),
+        ]
+        for (username, password) in pairs {
+            let label = "\(username.debugDescription) / \(password.debugDescription)"
+            let token = AuthorizationToken.basic(username: username, password: password)
+            func assertRefused(_ outcome: () throws -> Void, _ stage: String) {
+                XCTAssertThrowsError(try outcome(), "\(stage), \(label)") { error in
+                    let connectError = error as? ConnectError
+                    XCTAssertEqual(connectError?.kind, .invalidRequest, "\(stage), \(label)")
+                    XCTAssertEqual(
+                        connectError?.invalidRequestReason, .invalidHeader(name: "Authorization"), "\(stage), \(label)")
+                    XCTAssertTrue("\(error)".contains("control character"), "\(stage), \(label): \(error)")
+                    XCTAssertFalse("\(error)".contains("cret"), "the credentials stay out of the message: \(error)")
+                    XCTAssertFalse("\(error)".contains(token.headerValue), "\(error)")
+                }
+            }
+            assertRefused({ _ = try SignedMe(token: token).asURLRequest() }, "AuthorizedConnector")
+            let viaConnector = Connect(transport: transport, retryPolicy: nil)
+            assertRefused({ _ = try viaConnector.request(SignedMe(token: token)).wait(timeout: 5) }, "Connect")
+            let viaBasic = Connect(
+                transport: transport, middlewares: [.basicAuthentication(username: username, password: password)],
+                retryPolicy: nil)
+            assertRefused({ _ = try viaBasic.request(Route("/me", baseURL: base)).wait(timeout: 5) }, "Basic")
+            let auth = AuthenticationMiddleware(credential: token) { _ in
+                Future(error: URLError(.userAuthenticationRequired))
+            }
+            let viaMiddleware = Connect(transport: transport, middlewares: [auth], retryPolicy: nil)
+            assertRefused(
+                { _ = try viaMiddleware.request(Route("/me", baseURL: base)).wait(timeout: 5) }, "middleware")
+        }
+        XCTAssertTrue(transport.requests.isEmpty)
+        // Text that is not ASCII goes as UTF-8 (RFC 7617 §2.1), and an empty password as an empty one.
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        for (username, password) in [("zoë", "pässwörd"), ("ann", "")] {
+            let token = AuthorizationToken.basic(username: username, password: password)
+            _ = try connect.request(SignedMe(token: token)).wait(timeout: 5)
+            XCTAssertEqual(
+                transport.requests.last?.value(forHTTPHeaderField: "Authorization"),
+                "Basic " + Data("\(username):\(password)".utf8).base64EncodedString())
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     /// `.bearer(token: "")` is sent as it is, not refused when the request is built: an app whose token store is
     /// still empty before the first refresh signs its connectors with it, and the request must reach the
     /// `AuthenticationMiddleware`, whose 401 starts the refresh.

@@ -79,7 +79,9 @@ import Foundation
 ///
 /// ## Invalid credentials
 /// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
-/// file with its trailing newline) cannot be sent as a header. A request to be signed with it, the first time
+/// file with its trailing newline) cannot be sent as a header, nor can ``AuthorizationToken/basic(username:password:)``
+/// credentials that RFC 7617 forbids (a `:` in the username, a control character in either). A request to be signed
+/// with it, the first time
 /// or after a refresh or ``setCredential(_:)``, fails with a ``ConnectError`` of kind
 /// ``ConnectError/Kind/invalidRequest`` whose ``ConnectError/invalidRequestReason`` is
 /// ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization`, and is not sent.
@@ -229,7 +231,8 @@ extension AuthenticationMiddleware {
         if let credential = signature.credential {
             // A value with CR, LF or NUL (a token read with its trailing newline) would be dropped on the way
             // out, and the request sent unsigned: fail it instead, and send nothing.
-            // So would a Basic username with a colon be sent as someone else's credentials.
+            // So would a Basic username with a colon be sent as someone else's credentials, and Basic credentials
+            // with a control character be sent base64-encoded, for the server to reject.
             guard credential.isSendable else {
                 _ = waiter.promise.completeIfPending(
                     with: .failure(credential.unsendableError(request: .sent(request))))

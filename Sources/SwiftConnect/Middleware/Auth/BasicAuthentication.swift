@@ -20,7 +20,8 @@ import Foundation
 /// wherever the library prints a request, and never follow a redirect to another origin.
 ///
 /// A user name with `:` (RFC 7617 forbids it: the server would split the pair there and read another user's
-/// credentials) or a value with CR, LF or NUL fails each request with ``ConnectError/Kind/invalidRequest``
+/// credentials), or a user name or password with a control character (RFC 7617 forbids those too: a password read
+/// from a file with its trailing newline, say), fails each request with ``ConnectError/Kind/invalidRequest``
 /// (``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization`), unsent.
 public struct BasicAuthentication: Middleware {
     /// The credentials, as the token sent.
