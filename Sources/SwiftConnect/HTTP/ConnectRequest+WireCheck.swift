@@ -28,7 +28,8 @@ extension ConnectRequest {
     /// - a host written with escapes that make no host name (`localhos%74%2F`): decoded, as URLSession decodes it,
     ///   it would send the request elsewhere (`EscapedHost`; one that makes a name goes as that name);
     /// - a user name in the URL whose escapes decode to a colon (`ann%3Ax:pw@`): sent as Basic credentials
-    ///   (`ann:x:pw`), it would be split at that colon and read as another user (`BasicUserinfo`);
+    ///   (`ann:x:pw`), it would be split at that colon and read as another user; or a user info whose escapes decode
+    ///   to a control character (`pw%0A`), which RFC 7617 forbids as well (`BasicUserinfo`);
     /// - a body stream that announces a length below 0: it would go out as a `Content-Length` no server reads as a
     ///   length, and a transport that does not read the body would answer it as if nothing were wrong.
     ///
@@ -220,10 +221,20 @@ enum BasicUserinfo {
     /// Why `url`'s user info cannot be sent as Basic credentials, or `nil`: its user name, decoded, holds a colon (an
     /// escaped one, `%3A`: a plain one ends the user name). RFC 7617 forbids one in the user-id: the server splits the
     /// credentials at the first colon and would read another user, with the rest of the name as the password, as
-    /// ``AuthorizationToken/basic(username:password:)`` refuses too.
+    /// ``AuthorizationToken/basic(username:password:)`` refuses too. Or its user name or password, decoded, holds a
+    /// control character (`pw%0A`), which RFC 7617 forbids as well: sent base64-encoded, it would be rejected by the
+    /// server for a character no one sees. One rule for both: ``BasicCredentials``.
     static func problem(of url: URL) -> String? {
-        guard let user = url.user(percentEncoded: false), user.utf8.contains(UInt8(ascii: ":")) else { return nil }
-        return "the URL's user name holds a colon (%3A), which Basic credentials cannot carry (RFC 7617): the server "
-            + "would read the name up to it as the user and the rest as the password"
+        guard let user = url.user(percentEncoded: false) else { return nil }
+        switch BasicCredentials.problem(username: user, password: url.password(percentEncoded: false) ?? "") {
+        case nil:
+            return nil
+        case .colonInUsername:
+            return "the URL's user name holds a colon (%3A), which Basic credentials cannot carry (RFC 7617): the "
+                + "server would read the name up to it as the user and the rest as the password"
+        case .controlCharacter:
+            return "the URL's user name or password holds an escaped control character (such as %0A), which Basic "
+                + "credentials cannot carry (RFC 7617)"
+        }
     }
 }

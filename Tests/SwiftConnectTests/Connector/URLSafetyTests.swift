@@ -187,6 +187,24 @@ final class URLSafetyTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// RFC 7617 forbids control characters in the user-id and password a URL's user info is sent as: an escaped
+    /// newline (`pw%0A`) went out base64-encoded in `Authorization: Basic`, for the server to reject unseen. Refused,
+    /// nothing sent, the credentials not shown.
+    func testAUserInfoWithAnEscapedControlCharacterIsRefusedRatherThanSentEncoded() throws {
+        for base in [
+            "https://ann:s3cret%0A@api.example.com", "https://ann%0D%0A:s3cret@api.example.com",
+            "http://ann:s3%00cret@127.0.0.1:8080/v1", "https://ann:s3%09cret@api.example.com",
+        ] {
+            let error = try refusal(Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/me"))
+            guard case .invalidURL? = error.invalidRequestReason else { return XCTFail("\(base): \(error)") }
+            XCTAssertTrue(error.message.contains("control character"), error.message)
+            XCTAssertFalse(error.description.contains("cret"), error.description)
+            XCTAssertThrowsError(
+                try Endpoint(baseURL: try XCTUnwrap(URL(string: base)), endpoint: "/me").asURLRequest(), base
+            ) { XCTAssertTrue("\($0)".contains("control character"), "\($0)") }
+        }
+    }
+
     func testAWholeURLAsTheEndpointIsRefused() throws {
         let base = try XCTUnwrap(URL(string: "https://api.example.com"))
         for endpoint in ["https://other.example.com/v1/items", "HTTP://other.example.com", "s3+x.y://bucket/key"] {

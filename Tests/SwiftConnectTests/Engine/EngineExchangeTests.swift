@@ -243,6 +243,17 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertTrue(engine.hops.isEmpty)
     }
 
+    /// A user info whose escapes decode to a control character (RFC 7617 forbids one in Basic credentials) never
+    /// reaches an engine base64-encoded, whoever made the request.
+    func testAUserInfoWithAnEscapedControlCharacterIsRefusedBeforeAnyHop() throws {
+        let engine = ScriptedEngine([.init(status: 204)])
+        let error = try XCTUnwrap(connectError(of: engine.send(request("http://ann:pw%0A@api.test/me"))))
+
+        XCTAssertEqual(error.kind, .invalidRequest)
+        XCTAssertTrue(error.message.contains("control character"), error.message)
+        XCTAssertTrue(engine.hops.isEmpty)
+    }
+
     func testAStreamThatFailsFailsTheExchangeUnsentInsteadOfSendingWhatItRead() throws {
         let engine = ScriptedEngine([.init(status: 200)])
         var request = request("http://api.test/upload", method: "POST")
