@@ -67,8 +67,9 @@ extension HTTPHeader {
     ///
     /// - Parameters:
     ///   - username: The user name. It must not contain a colon: the server splits the credentials at the first
-    ///     one. This function cannot fail, so it does not check; ``AuthorizationToken/basic(username:password:)``
-    ///     does, and fails the request with a typed error instead.
+    ///     one. Neither it nor the password may contain a control character (RFC 7617). This function cannot fail,
+    ///     so it does not check; ``AuthorizationToken/basic(username:password:)`` does, and fails the request with a
+    ///     typed error instead.
     ///   - password: The password.
     /// - Returns: The header.
     public static func authorization(username: String, password: String) -> HTTPHeader {

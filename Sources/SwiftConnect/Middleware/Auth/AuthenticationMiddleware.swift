@@ -105,7 +105,8 @@ import Foundation
 public final class AuthenticationMiddleware: Middleware {
     /// Renews a credential the server rejected.
     ///
-    /// - Parameter expired: The credential the server rejected, or `nil` if the requests carried none.
+    /// - Parameter expired: The credential the server rejected, or `nil` if the middleware had none (the requests
+    ///   went out as they were, with a connector's own `Authorization` if they had one).
     /// - Returns: A future of the new credential. Its failure fails every request waiting for it.
     public typealias Refresh = @Sendable (_ expired: AuthorizationToken?) -> Future<AuthorizationToken>
 
