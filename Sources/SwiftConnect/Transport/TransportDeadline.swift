@@ -72,7 +72,7 @@ final class DeadlineScheduler: @unchecked Sendable {
     /// When the timer is set to fire; `nil` when it is idle.
     private var armedAt: DispatchTime?
     private let timer: any DispatchSourceTimer
-    /// Where expired handlers run, each on its own, so a slow one delays no other.
+    /// Where expired handlers run, each on its own, so a slow one delays no other; handed out in time order.
     private let handlerQueue: DispatchQueue
 
     init(handlerQueue: DispatchQueue = .global()) {
@@ -120,7 +120,9 @@ final class DeadlineScheduler: @unchecked Sendable {
                     earliest = entry.time
                 }
             }
-            let expired = expiredKeys.compactMap { entries.removeValue(forKey: $0) }
+            // In time order: a timer that fires late (a busy machine) finds several expired, and the dictionary's
+            // order is no order.
+            let expired = expiredKeys.compactMap { entries.removeValue(forKey: $0) }.sorted { $0.time < $1.time }
             armedAt = earliest
             timer.schedule(deadline: earliest ?? .distantFuture, leeway: .milliseconds(10))
             return expired
