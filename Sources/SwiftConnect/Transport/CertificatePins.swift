@@ -5,8 +5,8 @@ import Foundation
 #endif
 
 /// Certificate pinning, the same on every engine: the public keys a host's certificate chain must contain, as
-/// SHA-256 hashes of their SubjectPublicKeyInfo, base64-encoded (the `pin-sha256` of RFC 7469, as TrustKit and
-/// OkHttp write them).
+/// SHA-256 hashes of their SubjectPublicKeyInfo, base64-encoded (the `pin-sha256` of RFC 7469, as TrustKit writes
+/// them; OkHttp's form, with `sha256/` before the hash, is the same pin).
 ///
 /// ```swift
 /// let pins = try CertificatePins([
@@ -35,7 +35,8 @@ public struct CertificatePins: Sendable, Equatable {
 
     /// Pins each host pattern (an exact name, or `*.` and a domain) to the base64 SHA-256 hashes given.
     ///
-    /// - Parameter pins: Host pattern → base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
+    /// - Parameter pins: Host pattern → base64-encoded SHA-256 hashes of SubjectPublicKeyInfo, each alone or after
+    ///   `sha256/` (as OkHttp writes them).
     /// - Throws: ``ConnectError/Kind/certificatePinning`` for a hash that is not 32 bytes of base64, an empty
     ///   list, or a malformed pattern.
     public init(_ pins: [String: [String]]) throws {
@@ -46,7 +47,7 @@ public struct CertificatePins: Sendable, Equatable {
     ///
     /// - Parameters:
     ///   - pattern: A host name, or `*.` followed by a domain.
-    ///   - hashes: Base64-encoded SHA-256 hashes of SubjectPublicKeyInfo.
+    ///   - hashes: Base64-encoded SHA-256 hashes of SubjectPublicKeyInfo, each alone or after `sha256/`.
     mutating func pin(_ pattern: String, sha256Base64 hashes: [String]) throws {
         var key = pattern.lowercased()
         let isWildcard = key.hasPrefix("*.")
@@ -75,12 +76,25 @@ public struct CertificatePins: Sendable, Equatable {
         if !isWildcard { key = Self.addressPinned(ComparableHost.normalized(key) ?? key) }
         var decoded = Set<Data>()
         for hash in hashes {
-            guard let bytes = Data(base64Encoded: hash), bytes.count == SHA256Hasher.digestByteCount else {
+            guard let bytes = Data(base64Encoded: Self.withoutAlgorithmPrefix(hash)),
+                bytes.count == SHA256Hasher.digestByteCount
+            else {
                 throw Self.invalid("'\(hash)' (for \(pattern)) is not a base64 SHA-256 hash")
             }
             decoded.insert(bytes)
         }
         pinsByPattern[key, default: []].formUnion(decoded)
+    }
+
+    /// `hash` without OkHttp's `sha256/` before it (in any case), which names the algorithm every pin here uses: the
+    /// pin an Android app's `CertificatePinner` is configured with is the same pin. Any other text is left as it is
+    /// (a `sha1/` pin then fails as not a SHA-256 hash).
+    static func withoutAlgorithmPrefix(_ hash: String) -> String {
+        let prefix = "sha256/"
+        guard hash.utf8.count > prefix.utf8.count, hash.prefix(prefix.count).lowercased() == prefix else {
+            return hash
+        }
+        return String(hash.dropFirst(prefix.count))
     }
 
     /// Whether no host is pinned.

@@ -92,6 +92,25 @@ final class CertificatePinsTests: XCTestCase {
         }
     }
 
+    /// A pin as OkHttp writes it (`sha256/` and the base64 hash), pasted from an Android app's configuration, is the
+    /// same pin as the hash alone; it used to be refused as "not a base64 SHA-256 hash". Another algorithm's prefix
+    /// (OkHttp's legacy `sha1/`) is still refused, by name.
+    func testAPinWithOkHttpsSHA256PrefixIsTheSamePin() throws {
+        let prefixed = try CertificatePins([
+            "api.example.com": ["sha256/" + Self.ecPin], "*.example.org": ["SHA256/" + Self.rsaPin],
+        ])
+        XCTAssertEqual(
+            prefixed, try CertificatePins(["api.example.com": [Self.ecPin], "*.example.org": [Self.rsaPin]]))
+        XCTAssertTrue(prefixed.accepts(host: "api.example.com", chain: [Self.ecCertificate]))
+
+        for pin in ["sha1/" + Self.ecPin, "sha256/", "sha256/sha256/" + Self.ecPin, "sha256:" + Self.ecPin] {
+            XCTAssertThrowsError(try CertificatePins(["api.example.com": [pin]]), pin) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+                XCTAssertTrue("\(error)".contains("is not a base64 SHA-256 hash"), "\(error)")
+            }
+        }
+    }
+
     /// The one rule every engine applies before sending: a pinned host is refused by a transport that cannot check
     /// its certificates, and over plain http by any transport; every other request goes.
     func testTheRefusalRuleEveryEngineApplies() throws {
