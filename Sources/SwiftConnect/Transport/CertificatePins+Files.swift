@@ -10,9 +10,10 @@ extension CertificatePins {
     /// let pins = try CertificatePins(files: ["api.example.com": [certificate]])
     /// ```
     ///
-    /// A file may hold a DER certificate (`.cer`, `.der`), or PEM text (`.pem`, `.crt`) with one or more
-    /// `CERTIFICATE`, `PUBLIC KEY` or `RSA PUBLIC KEY` blocks: each certificate and key counts as one pin of the
-    /// host, so a chain file or a file with the backup key pins them all.
+    /// A file may hold a DER certificate (`.cer`, `.der`: one, nothing after it), or PEM text (`.pem`, `.crt`) with
+    /// one or more `CERTIFICATE`, `PUBLIC KEY` or `RSA PUBLIC KEY` blocks: each certificate and key counts as one pin
+    /// of the host, so a chain file or a file with the backup key pins them all. Bytes a pin cannot be read from (a
+    /// second DER certificate after the first, say) fail rather than being skipped.
     ///
     /// - Parameter files: Host pattern (an exact name, or `*.` and a domain) → the files of its keys.
     /// - Throws: ``ConnectError/Kind/fileAccess`` for a file that cannot be read or is not a regular file (a
@@ -77,19 +78,26 @@ extension CertificatePins {
         }
         guard let blocks = PEMBlock.all(in: bytes) else {
             // Not PEM: a DER certificate, or a DER SubjectPublicKeyInfo.
-            if let info = try? subjectPublicKeyInfo(ofCertificate: bytes) { return [Array(info)] }
+            if let info = keyInfo(ofWholeCertificate: bytes[...]) { return [info] }
             if isSubjectPublicKeyInfo(bytes[...]) { return [bytes] }
+            // A certificate with more after it (another one, say): pinning the first alone would leave the rest
+            // unpinned without a word, a backup key among them.
+            var reader = DERReader(bytes[...])
+            if let first = try? reader.read(tag: 0x30), (try? subjectPublicKeyInfo(ofCertificate: bytes)) != nil {
+                throw pinSource(
+                    "the DER certificate is followed by \(bytes.count - first.whole.count) more bytes (another "
+                        + "certificate?): give each DER certificate a file of its own, or put them all in one PEM file")
+            }
             throw pinSource("the bytes are neither a certificate nor a public key, in DER or PEM")
         }
         var infos: [[UInt8]] = []
         for block in blocks {
             switch block.label {
             case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
-                do {
-                    infos.append(Array(try subjectPublicKeyInfo(ofCertificate: block.der)))
-                } catch {
-                    throw pinSource("a PEM CERTIFICATE block does not hold a DER X.509 certificate")
+                guard let info = keyInfo(ofWholeCertificate: block.der[...]) else {
+                    throw pinSource("a PEM CERTIFICATE block does not hold exactly one DER X.509 certificate")
                 }
+                infos.append(info)
             case "PUBLIC KEY":
                 guard isSubjectPublicKeyInfo(block.der[...]) else {
                     throw pinSource("a PEM PUBLIC KEY block does not hold a SubjectPublicKeyInfo")
@@ -106,6 +114,17 @@ extension CertificatePins {
         }
         guard !infos.isEmpty else { throw pinSource("the PEM text has no CERTIFICATE or PUBLIC KEY block") }
         return infos
+    }
+
+    /// The SubjectPublicKeyInfo of `der` when it is exactly one DER certificate, nothing after it, whose key is a
+    /// SubjectPublicKeyInfo; else `nil`. Stricter than the handshake's reader (``subjectPublicKeyInfo(ofCertificate:)``):
+    /// a file is where a pin comes from, and bytes it would skip may hold a key the caller meant to pin.
+    private static func keyInfo(ofWholeCertificate der: ArraySlice<UInt8>) -> [UInt8]? {
+        var outer = DERReader(der)
+        guard (try? outer.read(tag: 0x30)) != nil, outer.isAtEnd,
+            let info = try? subjectPublicKeyInfo(ofCertificate: Array(der)), isSubjectPublicKeyInfo(info)
+        else { return nil }
+        return Array(info)
     }
 
     /// Whether `der` is exactly one SubjectPublicKeyInfo: SEQUENCE { SEQUENCE algorithm, BIT STRING key }.

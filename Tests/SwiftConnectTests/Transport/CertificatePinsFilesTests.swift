@@ -90,6 +90,27 @@ final class CertificatePinsFilesTests: XCTestCase {
         }
     }
 
+    /// A DER file or PEM block holding more than one certificate (two DER certificates one after the other, a
+    /// certificate with bytes after it) is refused: it used to give the pin of the first certificate alone, so a backup
+    /// key put in the same file was silently not pinned, and the app was locked out once the server rotated to it.
+    func testBytesAfterACertificateAreRefusedNotIgnored() {
+        let cases: [(Data, String)] = [
+            (Vectors.ecCertificate + Vectors.rsaCertificate, "followed by \(Vectors.rsaCertificate.count) more bytes"),
+            (Vectors.ecCertificate + Data([0, 0]), "followed by 2 more bytes"),
+            (Data(Self.pem("CERTIFICATE", Vectors.ecCertificate + Data([0x30, 0x00])).utf8), "CERTIFICATE block"),
+        ]
+        for (bytes, words) in cases {
+            XCTAssertThrowsError(try CertificatePins.sha256Pins(ofPEMOrDER: bytes), words) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning, "\(error)")
+                XCTAssertTrue("\(error)".contains(words), "\(error)")
+            }
+        }
+        // Each in a file of its own, or both in one PEM file, they give both pins.
+        XCTAssertEqual(
+            try pins(Self.pem("CERTIFICATE", Vectors.ecCertificate) + Self.pem("CERTIFICATE", Vectors.rsaCertificate)),
+            [Vectors.ecPin, Vectors.rsaPin])
+    }
+
     func testPinsFromFilesInOneLine() throws {
         // Given: the files an app ships, one PEM chain and one DER backup certificate
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
