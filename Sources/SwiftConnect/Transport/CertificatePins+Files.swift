@@ -94,7 +94,8 @@ extension CertificatePins {
         for block in blocks {
             switch block.label {
             case "CERTIFICATE", "X509 CERTIFICATE", "TRUSTED CERTIFICATE":
-                guard let info = keyInfo(ofWholeCertificate: block.der[...]) else {
+                let trustSettings = block.label == "TRUSTED CERTIFICATE"
+                guard let info = keyInfo(ofWholeCertificate: block.der[...], trustSettingsAfter: trustSettings) else {
                     throw pinSource("a PEM CERTIFICATE block does not hold exactly one DER X.509 certificate")
                 }
                 infos.append(info)
@@ -119,9 +120,18 @@ extension CertificatePins {
     /// The SubjectPublicKeyInfo of `der` when it is exactly one DER certificate, nothing after it, whose key is a
     /// SubjectPublicKeyInfo; else `nil`. Stricter than the handshake's reader (``subjectPublicKeyInfo(ofCertificate:)``):
     /// a file is where a pin comes from, and bytes it would skip may hold a key the caller meant to pin.
-    private static func keyInfo(ofWholeCertificate der: ArraySlice<UInt8>) -> [UInt8]? {
+    ///
+    /// - Parameters:
+    ///   - der: The bytes.
+    ///   - trustSettingsAfter: Whether one SEQUENCE may follow the certificate: OpenSSL's trust settings
+    ///     (`X509_CERT_AUX`), which a `TRUSTED CERTIFICATE` block carries after it.
+    private static func keyInfo(ofWholeCertificate der: ArraySlice<UInt8>, trustSettingsAfter: Bool = false)
+        -> [UInt8]?
+    {
         var outer = DERReader(der)
-        guard (try? outer.read(tag: 0x30)) != nil, outer.isAtEnd,
+        guard (try? outer.read(tag: 0x30)) != nil else { return nil }
+        if trustSettingsAfter, !outer.isAtEnd, (try? outer.read(tag: 0x30)) == nil { return nil }
+        guard outer.isAtEnd,
             let info = try? subjectPublicKeyInfo(ofCertificate: Array(der)), isSubjectPublicKeyInfo(info)
         else { return nil }
         return Array(info)

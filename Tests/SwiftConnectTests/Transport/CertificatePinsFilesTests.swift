@@ -111,6 +111,21 @@ final class CertificatePinsFilesTests: XCTestCase {
             [Vectors.ecPin, Vectors.rsaPin])
     }
 
+    /// OpenSSL's `TRUSTED CERTIFICATE` block (`openssl x509 -trustout`) is a certificate followed by its trust
+    /// settings (`X509_CERT_AUX`, a SEQUENCE): it gives the certificate's pin. Anything else after the certificate
+    /// there is still refused.
+    func testATrustedCertificateBlockGivesItsCertificatesPin() {
+        // SEQUENCE { SEQUENCE { OID serverAuth } }: trusted for TLS servers.
+        let aux = Data([0x30, 0x0C, 0x30, 0x0A, 0x06, 0x08, 0x2B, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x01])
+        XCTAssertEqual(try pins(Self.pem("TRUSTED CERTIFICATE", Vectors.ecCertificate + aux)), [Vectors.ecPin])
+        XCTAssertEqual(try pins(Self.pem("TRUSTED CERTIFICATE", Vectors.rsaCertificate)), [Vectors.rsaPin])
+        for trailing in [aux + aux, Data([0x02, 0x01, 0x00]), aux.prefix(5)] {
+            XCTAssertThrowsError(try pins(Self.pem("TRUSTED CERTIFICATE", Vectors.ecCertificate + trailing))) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning, "\(error)")
+            }
+        }
+    }
+
     func testPinsFromFilesInOneLine() throws {
         // Given: the files an app ships, one PEM chain and one DER backup certificate
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(UUID().uuidString)
