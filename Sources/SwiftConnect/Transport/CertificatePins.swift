@@ -16,7 +16,8 @@ import Foundation
 /// ```
 ///
 /// A host matches its exact name, else the most specific `*.` pattern it is a subdomain of (at any depth:
-/// `*.example.com` covers `a.example.com` and `a.b.example.com`, not `example.com` itself). Several pins per host
+/// `*.example.com` covers `a.example.com` and `a.b.example.com`, not `example.com` itself; never an IP address, so
+/// a pattern whose last label is a number is refused). Several pins per host
 /// allow a key rotation: a chain passes when any certificate in it has any of the host's pins. A host without pins
 /// is not pinned.
 ///
@@ -69,6 +70,13 @@ public struct CertificatePins: Sendable, Equatable {
                 throw Self.invalid(
                     "'\(pattern)' is not a host name: pin the host alone (such as api.example.com), without a scheme, "
                         + "a port, a path or blanks, a name in another script in its ASCII form (xn--…)")
+            }
+            // No domain name ends in a number (RFC 3696 §2): such a wildcard could only match IPv4 addresses, which a
+            // wildcard never covers (RFC 6125 §6.4.3), and would pin them unasked.
+            if isWildcard, name.split(separator: ".").last?.utf8.allSatisfy({ (0x30...0x39).contains($0) }) == true {
+                throw Self.invalid(
+                    "'\(pattern)' would match IP addresses only: a wildcard covers host names, so pin each IP address "
+                        + "by writing it out")
             }
         }
         // An address written in another form (`127.1`, `[0:0::1]`, `::ffff:127.0.0.1`) is kept as every URL's host

@@ -111,6 +111,24 @@ final class CertificatePinsTests: XCTestCase {
         }
     }
 
+    /// A wildcard covers names, never IP addresses (RFC 6125 §6.4.3): a pattern whose last label is a number
+    /// (`*.0.0.1`) could only ever match an IPv4 address, and used to pin 127.0.0.1 unasked. It is refused when the
+    /// pins are made; an address is pinned by writing it out.
+    func testAWildcardThatCouldOnlyMatchAnIPAddressIsRefused() throws {
+        for pattern in ["*.0.0.1", "*.1", "*.example.123"] {
+            XCTAssertThrowsError(try CertificatePins([pattern: [Self.ecPin]]), pattern) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .certificatePinning)
+                XCTAssertTrue("\(error)".contains("IP address"), "\(error)")
+            }
+        }
+        let pins = try CertificatePins([
+            "*.example.com": [Self.ecPin], "127.0.0.1": [Self.rsaPin], "*.1x": [Self.ecPin],
+        ])
+        XCTAssertEqual(pins.pins(for: "127.0.0.1"), [Data(base64Encoded: Self.rsaPin)!])
+        XCTAssertNil(pins.pins(for: "127.0.0.2"))
+        XCTAssertNotNil(pins.pins(for: "a.1x"))
+    }
+
     /// The one rule every engine applies before sending: a pinned host is refused by a transport that cannot check
     /// its certificates, and over plain http by any transport; every other request goes.
     func testTheRefusalRuleEveryEngineApplies() throws {
