@@ -118,8 +118,9 @@ extension CertificatePins {
     }
 
     /// The SubjectPublicKeyInfo of `der` when it is exactly one DER certificate, nothing after it, whose key is a
-    /// SubjectPublicKeyInfo; else `nil`. Stricter than the handshake's reader (``subjectPublicKeyInfo(ofCertificate:)``):
-    /// a file is where a pin comes from, and bytes it would skip may hold a key the caller meant to pin.
+    /// SubjectPublicKeyInfo; else `nil`. Stricter than the handshake's reader
+    /// (``subjectPublicKeyInfo(ofCertificate:)``): a file is where a pin comes from, and bytes it would skip may hold a
+    /// key the caller meant to pin.
     ///
     /// - Parameters:
     ///   - der: The bytes.

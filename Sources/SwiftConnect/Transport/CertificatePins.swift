@@ -16,10 +16,9 @@ import Foundation
 /// ```
 ///
 /// A host matches its exact name, else the most specific `*.` pattern it is a subdomain of (at any depth:
-/// `*.example.com` covers `a.example.com` and `a.b.example.com`, not `example.com` itself; never an IP address, so
-/// a pattern whose last label is a number is refused). Several pins per host
-/// allow a key rotation: a chain passes when any certificate in it has any of the host's pins. A host without pins
-/// is not pinned.
+/// `*.example.com` covers `a.example.com` and `a.b.example.com`, not `example.com` itself; never an IP address, so a
+/// pattern whose last label is a number is refused). Several pins per host allow a key rotation: a chain passes when
+/// any certificate in it has any of the host's pins. A host without pins is not pinned.
 ///
 /// Engines check pins during the TLS handshake, in the chain they validated (``accepts(host:chain:)``):
 /// ``URLSessionTransport`` on Apple platforms and `AsyncHTTPClientTransport` on Linux. A server whose chain has none

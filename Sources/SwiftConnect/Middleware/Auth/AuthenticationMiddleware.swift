@@ -78,11 +78,10 @@ import Foundation
 /// after a redirect through another: the credential stayed behind there and does not come back.
 ///
 /// ## Invalid credentials
-/// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a
-/// file with its trailing newline) cannot be sent as a header, nor can ``AuthorizationToken/basic(username:password:)``
+/// A credential whose ``AuthorizationToken/headerValue`` contains CR, LF or NUL (such as a token read from a file with
+/// its trailing newline) cannot be sent as a header, nor can ``AuthorizationToken/basic(username:password:)``
 /// credentials that RFC 7617 forbids (a `:` in the username, a control character in either). A request to be signed
-/// with it, the first time
-/// or after a refresh or ``setCredential(_:)``, fails with a ``ConnectError`` of kind
+/// with it, the first time or after a refresh or ``setCredential(_:)``, fails with a ``ConnectError`` of kind
 /// ``ConnectError/Kind/invalidRequest`` whose ``ConnectError/invalidRequestReason`` is
 /// ``ConnectError/InvalidRequestReason/invalidHeader(name:)`` for `Authorization`, and is not sent.
 ///

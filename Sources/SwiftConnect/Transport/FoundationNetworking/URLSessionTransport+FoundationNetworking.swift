@@ -477,9 +477,10 @@ struct SessionCookies: Sendable {
         #endif
     }
 
-    /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it
-    /// replaces, and one from plain http in place of a stored `Secure` one is ignored (RFC 6265bis §5.7). Nothing for a `request` that handles no cookies (`httpShouldHandleCookies = false`: "whether
-    /// cookies will be sent with and set for this request").
+    /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it replaces,
+    /// and one from plain http in place of a stored `Secure` one is ignored (RFC 6265bis §5.7). Nothing for a `request`
+    /// that handles no cookies (`httpShouldHandleCookies = false`: "whether cookies will be sent with and set for this
+    /// request").
     func keep(from response: URLResponse?, of request: URLRequest?) {
         guard accepts, request?.httpShouldHandleCookies ?? true, let response = response as? HTTPURLResponse,
             let url = response.url
