@@ -17,7 +17,7 @@ let package = Package(
         // Certificate pinning: validating a pinned host's chain.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
-        // Tests only: a loopback TLS server (HTTP/1.1 and HTTP/2 by ALPN) with a CA made at run time.
+        // HTTP/2's errors; in the tests, a loopback TLS server (HTTP/1.1 and HTTP/2 by ALPN) with a CA made at run time.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
@@ -35,6 +35,8 @@ let package = Package(
                 .product(name: "NIOTLS", package: "swift-nio"),
                 .product(name: "NIOHTTPCompression", package: "swift-nio-extras"),
                 .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                // Classifying an HTTP/2 stream's reset (`NIOHTTP2Errors.StreamClosed`); AsyncHTTPClient depends on it.
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 // Pinning: the chain of a pinned host is validated here (NIOSSL hands over the raw chain).
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),

@@ -2,6 +2,7 @@ import AsyncHTTPClient
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOHTTP2
 import NIOHTTPCompression
 import NIOPosix
 import NIOSSL
@@ -24,7 +25,8 @@ import SwiftConnect
 /// the TLS layer is ``SwiftConnect/ConnectError/Kind/secureConnection``; a TLS connection that closes without
 /// `close_notify` (a body cut short) is ``SwiftConnect/ConnectError/Kind/connectionLost``. On Apple platforms,
 /// AsyncHTTPClient's default event loops are Network.framework's, whose socket and TLS errors are classified the same
-/// way.
+/// way. An HTTP/2 stream the server resets, or refuses as it goes away, is
+/// ``SwiftConnect/ConnectError/Kind/connectionLost``, as URLSession reports it.
 enum ErrorClassification {
     static func connectError(_ error: any Error, timeout: TimeInterval?) -> ConnectError {
         if let error = error as? ConnectError { return error }
@@ -103,6 +105,14 @@ enum ErrorClassification {
             return (.untrustedCertificate, "the server's certificate does not name the host (\(error))")
         case is NIOSSLExtraError, is BoringSSLError:
             return (.secureConnection, "the TLS connection failed (\(error))")
+        case let error as NIOHTTP2Errors.StreamClosed:
+            // An HTTP/2 server reset the stream (`RST_STREAM`), or refused it as it went away (`GOAWAY`: SwiftNIO
+            // closes each stream it never processed with `REFUSED_STREAM`): the exchange is lost with its stream, as
+            // URLSession reports it.
+            return (
+                .connectionLost,
+                "the server closed the request's HTTP/2 stream before the response was complete (\(error.errorCode))"
+            )
         default:
             #if canImport(Network)
                 if let classified = classifyNetworkFramework(error) { return classified }
