@@ -40,7 +40,7 @@ enum ErrorClassification {
             return ConnectError(
                 .timedOut, message: "no complete response within the timeout\(seconds)", underlyingError: error)
         case .invalidRequest:
-            var failure = ConnectError.invalidRequest(.invalidURL(""))
+            var failure = ConnectError.invalidRequest(invalidRequestReason(of: error))
             failure.message = message
             failure.underlyingError = error
             return failure
@@ -165,6 +165,19 @@ enum ErrorClassification {
         }
     #endif
 
+    /// The reason of an error AsyncHTTPClient refuses a request with, as the core names the same fault.
+    private static func invalidRequestReason(of error: any Error) -> ConnectError.InvalidRequestReason {
+        guard let error = error as? HTTPClientError else { return .invalidURL("") }
+        switch error {
+        case .traceRequestWithBody: return .bodyNotAllowed(method: "TRACE")
+        case .identityCodingIncorrectlyPresent: return .invalidHeader(name: "Transfer-Encoding")
+        case _ where error.isOne(of: .invalidHeaderFieldNames([]), .invalidHeaderFieldValues([])):
+            // AsyncHTTPClient names the values it refuses, not their fields: the name stays unknown.
+            return .invalidHeader(name: "")
+        default: return .invalidURL("")
+        }
+    }
+
     private static func classify(_ error: HTTPClientError) -> (ConnectError.Kind, String) {
         switch error {
         case .cancelled: return (.cancelled, "the request was cancelled")
@@ -173,8 +186,27 @@ enum ErrorClassification {
             return (.timedOut, "the request timed out (\(error))")
         case .remoteConnectionClosed:
             return (.connectionLost, "the connection closed before the response was complete")
+        case .uncleanShutdown:
+            // As `NIOSSLError.uncleanShutdown`.
+            return (.connectionLost, "the TLS connection closed without close_notify (\(error))")
         case .invalidURL, .emptyHost, .emptyScheme, .missingSocketPath:
             return (.invalidRequest, "the request's URL cannot be sent (\(error))")
+        case .traceRequestWithBody:
+            return (.invalidRequest, ConnectError.InvalidRequestReason.bodyNotAllowed(method: "TRACE").description)
+        case .identityCodingIncorrectlyPresent:
+            return (.invalidRequest, "the request's Transfer-Encoding names identity, which is no transfer coding")
+        case .invalidProxyResponse:
+            // The proxy answered its `CONNECT` with anything but a 2xx: nothing reached the server.
+            return (.cannotConnect, "the proxy did not open a tunnel to the server: nothing was sent to it")
+        case .proxyAuthenticationRequired:
+            // The credentials are the configuration's: another attempt gets the same 407.
+            return (
+                .transport,
+                "the proxy requires authentication (407): the client's configuration has no proxy credentials it "
+                    + "accepts; nothing was sent to the server"
+            )
+        case .writeAfterRequestSent:
+            return (.transport, "AsyncHTTPClient refused a part of the request body after the request ended")
         case .alreadyShutdown:
             return (.transport, "the AsyncHTTPClientTransport's client is shut down")
         case .invalidLocalAddress:
@@ -184,8 +216,32 @@ enum ErrorClassification {
             )
         case .bodyLengthMismatch:
             return (.transport, "the request body did not have the length announced (a file changed while sent?)")
+        // Those that carry a value: told apart by the description AsyncHTTPClient gives without it.
+        case _ where error.isOne(of: .invalidHeaderFieldNames([]), .invalidHeaderFieldValues([])):
+            // Its description quotes the names or values refused (an `Authorization` token): not repeated here.
+            return (
+                .invalidRequest,
+                "AsyncHTTPClient refused a header field of the request (\(error.shortDescription.lowercased())): "
+                    + "a name that is not an RFC 9110 token, or a value with a control character; nothing was sent"
+            )
+        case _ where error.isOne(of: .unsupportedScheme("")):
+            return (.invalidRequest, "the request's URL has a scheme AsyncHTTPClient cannot send (\(error))")
+        case _ where error.isOne(of: .serverOfferedUnsupportedApplicationProtocol("")):
+            // The TLS handshake settled on it (ALPN): the secure connection is unusable, not its answer.
+            return (.secureConnection, "the TLS handshake agreed on an application protocol not spoken (\(error))")
+        // Its short description names the file and line (AsyncHTTPClient 1.37): its start names the case.
+        case _ where error.shortDescription.hasPrefix("An internal state failure"):
+            return (.transport, "AsyncHTTPClient reached a state it does not expect (\(error))")
         default:
             return (.badResponse, "the request failed: \(error)")
         }
+    }
+}
+
+extension HTTPClientError {
+    /// Whether this is one of `errors`, whatever value it carries: `HTTPClientError` compares the values too, and has
+    /// no public case to match; ``shortDescription`` names the case alone.
+    fileprivate func isOne(of errors: HTTPClientError...) -> Bool {
+        errors.contains { $0.shortDescription == shortDescription }
     }
 }

@@ -10,8 +10,9 @@ import XCTest
 @testable import SwiftConnectAsyncHTTPClient
 
 /// The classification table, read with errors made here as AsyncHTTPClient and SwiftNIO make them: the kind a
-/// ``SwiftConnect/RetryPolicy`` reads, the engine's error kept underneath. Failures a loopback server
-/// cannot cause (a stream reset by an HTTP/2 server) are checked here only.
+/// ``SwiftConnect/RetryPolicy`` reads, the engine's error kept underneath, and a message that never quotes
+/// what the request carried. Failures a loopback server cannot cause (a stream reset by an HTTP/2 server, a proxy's
+/// refusal) are checked here only.
 final class ErrorClassificationTests: XCTestCase {
     /// Each error, the kind it must have, and why.
     private let table: [(error: any Error, kind: ConnectError.Kind, why: String)] = [
@@ -22,10 +23,27 @@ final class ErrorClassificationTests: XCTestCase {
         (HTTPClientError.cancelled, .cancelled, "cancelled"),
         (CancellationError(), .cancelled, "task cancelled"),
         (NIOSSLError.handshakeFailed(.sslError([])), .secureConnection, "TLS handshake"),
+        // The same event as `NIOSSLError.uncleanShutdown`: a TLS connection closed without `close_notify`.
+        (HTTPClientError.uncleanShutdown, .connectionLost, "unclean TLS shutdown"),
         // An HTTP/2 server that resets the stream (`RST_STREAM`), or refuses it as it goes away (`GOAWAY`): the
         // connection's exchange was lost, as URLSession reports it (`networkConnectionLost`).
         (NIOHTTP2Errors.streamClosed(streamID: 1, errorCode: .refusedStream), .connectionLost, "refused stream"),
         (NIOHTTP2Errors.streamClosed(streamID: 3, errorCode: .internalError), .connectionLost, "reset stream"),
+        // TLS agreed on a protocol AsyncHTTPClient does not speak: a failed secure connection, not a bad answer.
+        (HTTPClientError.serverOfferedUnsupportedApplicationProtocol("h3"), .secureConnection, "ALPN"),
+        // The proxy refused the tunnel: nothing reached the server.
+        (HTTPClientError.invalidProxyResponse, .cannotConnect, "proxy refused the tunnel"),
+        // The proxy wants credentials the configuration does not have: another attempt gets the same answer.
+        (HTTPClientError.proxyAuthenticationRequired, .transport, "proxy authentication"),
+        // What AsyncHTTPClient refuses to send: the request's fault, nothing sent, not the server's answer.
+        (HTTPClientError.invalidHeaderFieldNames(["X Bad"]), .invalidRequest, "header name"),
+        (HTTPClientError.invalidHeaderFieldValues(["Bearer SECRET-71\r\n"]), .invalidRequest, "header value"),
+        (HTTPClientError.traceRequestWithBody, .invalidRequest, "TRACE with a body"),
+        (HTTPClientError.unsupportedScheme("ftp"), .invalidRequest, "scheme"),
+        (HTTPClientError.identityCodingIncorrectlyPresent, .invalidRequest, "identity coding"),
+        // AsyncHTTPClient's own faults: not the server's answer, and not retried as one.
+        (HTTPClientError.writeAfterRequestSent, .transport, "write after the request"),
+        (HTTPClientError.internalStateFailure(), .transport, "internal state"),
         // The server's answer that is not HTTP.
         (HTTPParserError.invalidStatus, .badResponse, "not HTTP"),
     ]
@@ -43,5 +61,22 @@ final class ErrorClassificationTests: XCTestCase {
             XCTAssertEqual(
                 classified.underlyingError.map { String(reflecting: $0) }, String(reflecting: error), "\(why)")
         }
+    }
+
+    /// AsyncHTTPClient's error for a header value it refuses quotes the value: an `Authorization`'s token, say.
+    func testARefusedHeaderValueIsNotQuotedInTheMessage() {
+        let error = HTTPClientError.invalidHeaderFieldValues(["Bearer SECRET-71\r\n"])
+
+        let classified = ErrorClassification.connectError(error, timeout: nil)
+
+        XCTAssertFalse(classified.message.contains("SECRET-71"), classified.message)
+        XCTAssertFalse(classified.description.contains("SECRET-71"), classified.description)
+    }
+
+    /// A body on a `TRACE` is refused with the reason the core gives it.
+    func testATraceWithABodyIsRefusedAsTheCoreRefusesIt() {
+        let classified = ErrorClassification.connectError(HTTPClientError.traceRequestWithBody, timeout: nil)
+
+        XCTAssertEqual(classified.invalidRequestReason, .bodyNotAllowed(method: "TRACE"))
     }
 }
