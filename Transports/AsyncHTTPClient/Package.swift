@@ -17,7 +17,8 @@ let package = Package(
         // Certificate pinning: validating a pinned host's chain.
         .package(url: "https://github.com/apple/swift-certificates", from: "1.21.1"),
         .package(url: "https://github.com/apple/swift-asn1", from: "1.7.4"),
-        // HTTP/2's errors; in the tests, a loopback TLS server (HTTP/1.1 and HTTP/2 by ALPN) with a CA made at run time.
+        // HTTP/2's errors; in the tests, a loopback TLS server (HTTP/1.1 and HTTP/2 by ALPN) with a CA made at run
+        // time.
         .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-crypto", "3.12.3"..<"5.0.0"),
     ],
