@@ -118,8 +118,9 @@ enum Mutation: String, Sendable {
     case swallowsBodyFailure
     /// At any failure (a cancellation included), delivers more bytes, then ends the body cleanly.
     case bytesAfterStop
-    /// Waits for the head and reads the body in tasks the exchange's cancellation does not reach (the check may
-    /// cancel while the head is awaited, or once the body is read).
+    /// Waits for the head in a task the exchange's cancellation does not reach, then reads the whole body ahead in
+    /// another, which holds the connection until the body ends: neither a cancellation nor the body let go unread
+    /// (the core may drop it before iterating it, when the cancellation lands as the head arrives) stops the reading.
     case ignoresCancellation
     /// Reports every failure as an error nobody can classify.
     case opaqueFailures
@@ -230,9 +231,26 @@ struct MutantEngine: HTTPEngine {
             break
         }
         let decodes = mutation == .decodesGzipUndeclared && head.headerFields["Content-Encoding"] == "gzip"
+        let readAhead = mutation == .ignoresCancellation ? Self.readAhead(response.body) : nil
         return EngineResponse(
             head: head, httpVersion: response.httpVersion,
-            body: MutantBody(base: response.body, mutation: mutation, decodesGzip: decodes))
+            body: MutantBody(base: response.body, mutation: mutation, decodesGzip: decodes, readAhead: readAhead))
+    }
+
+    /// The pieces of `body`, read from now on by a detached task that keeps its own iterator (and so the connection)
+    /// until the body ends or fails: the reading stops neither when the reader's task is cancelled nor when the
+    /// stream is let go, and pieces nobody takes any more are dropped.
+    private static func readAhead(_ body: SocketBody) -> AsyncThrowingStream<Data, any Error> {
+        let (pieces, continuation) = AsyncThrowingStream.makeStream(of: Data.self)
+        Task.detached {
+            do {
+                for try await piece in body { continuation.yield(piece) }
+                continuation.finish()
+            } catch {
+                continuation.finish(throwing: error)
+            }
+        }
+        return pieces
     }
 }
 
@@ -241,17 +259,21 @@ struct MutantBody: AsyncSequence, Sendable {
     let base: SocketBody
     let mutation: Mutation
     let decodesGzip: Bool
+    /// The body as read ahead since the head came (``Mutation/ignoresCancellation``), or `nil`.
+    let readAhead: AsyncThrowingStream<Data, any Error>?
 
     func makeAsyncIterator() -> Iterator {
         Iterator(
-            base: decodesGzip ? nil : base.makeAsyncIterator(),
+            base: decodesGzip || readAhead != nil ? nil : base.makeAsyncIterator(),
             decoded: decodesGzip ? DecodedBody(base: base, coding: .gzip).makeAsyncIterator() : nil,
+            readAhead: readAhead?.makeAsyncIterator(),
             mutation: mutation)
     }
 
     struct Iterator: AsyncIteratorProtocol {
         var base: SocketBody.Iterator?
         var decoded: DecodedBody<SocketBody>.AsyncIterator?
+        var readAhead: AsyncThrowingStream<Data, any Error>.AsyncIterator?
         let mutation: Mutation
         var ended = false
 
@@ -277,19 +299,8 @@ struct MutantBody: AsyncSequence, Sendable {
 
         private mutating func basePiece() async throws -> Data? {
             if decoded != nil { return try await decoded!.next() }
-            switch mutation {
-            case .ignoresCancellation:
-                let iterator = base!
-                let (piece, after) = try await Task.detached {
-                    var iterator = iterator
-                    let piece = try await iterator.next()
-                    return (piece, iterator)
-                }.value
-                base = after
-                return piece
-            default:
-                return try await base!.next()
-            }
+            if readAhead != nil { return try await readAhead!.next() }
+            return try await base!.next()
         }
     }
 }
