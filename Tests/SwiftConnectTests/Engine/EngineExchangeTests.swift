@@ -223,6 +223,50 @@ final class EngineExchangeTests: XCTestCase {
         XCTAssertEqual(try failure(of: engine.send(slow)).kind, .timedOut)
     }
 
+    /// An engine whose endless body does not heed its task's cancellation: each piece asked for comes, and the
+    /// body tells when its reader lets it go.
+    final class DeafBodyEngine: HTTPEngine, Sendable {
+        struct Body: AsyncSequence, Sendable {
+            let engine: DeafBodyEngine
+            func makeAsyncIterator() -> Iterator { Iterator(reader: Reader(engine: engine)) }
+
+            struct Iterator: AsyncIteratorProtocol {
+                let reader: Reader
+                mutating func next() async throws -> Data? {
+                    reader.engine.firstPiece.signal()
+                    return Data(count: 16_384)
+                }
+            }
+        }
+
+        /// Held by the body's iterator: its end is the reader letting the body go.
+        final class Reader: Sendable {
+            let engine: DeafBodyEngine
+            init(engine: DeafBodyEngine) { self.engine = engine }
+            deinit { engine.letGo.signal() }
+        }
+
+        let firstPiece = DispatchSemaphore(value: 0)
+        let letGo = DispatchSemaphore(value: 0)
+
+        func send(_ hop: EngineRequest) async throws -> EngineResponse<Body> {
+            EngineResponse(head: ResponseHead(status: 200, headerFields: [:]), body: Body(engine: self))
+        }
+    }
+
+    /// The core stops reading a body once the exchange is cancelled, whatever the engine does with its task's
+    /// cancellation: it kept asking an engine that never ended its body for pieces, for ever, after the caller had
+    /// heard `.cancelled`, and kept them in memory.
+    func testACancelledExchangeStopsReadingABodyTheEngineDoesNotEnd() throws {
+        let engine = DeafBodyEngine()
+        let future = engine.send(request("http://api.test/endless"))
+        XCTAssertEqual(engine.firstPiece.wait(timeout: .now() + 10), .success, "the body was never read")
+        future.cancel()
+
+        XCTAssertEqual(try failure(of: future).kind, .cancelled)
+        XCTAssertEqual(engine.letGo.wait(timeout: .now() + 10), .success, "the core still reads the body")
+    }
+
     func testUserInfoBecomesBasicAuthorizationAndLeavesTheTarget() throws {
         let engine = ScriptedEngine([.init(status: 204)])
         _ = try engine.send(request("http://ann:p%40ss@api.test/me")).wait(timeout: 10)

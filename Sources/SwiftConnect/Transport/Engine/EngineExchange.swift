@@ -374,6 +374,8 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var received: Int64 = 0
         do {
             for try await part in source {
+                // The engine should end its body when the task is cancelled; the core stops asking either way.
+                try Task.checkCancellation()
                 try count(part, into: &received, limit: limit, head: head)
                 progress?.received(Int64(part.count))
                 guard await body.send(part) else { return answer }
@@ -437,6 +439,9 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var cut: ConnectError?
         do {
             for try await part in source {
+                // The engine should end its body when the task is cancelled (the deadline, the caller); the core stops
+                // asking either way: a body that never ends would be read, and kept, for ever.
+                try Task.checkCancellation()
                 if let kept, received + Int64(part.count) > kept {
                     // Leaving the loop lets the rest of the body go unread: the engine stops it with its connection.
                     body.append(part.prefix(Int(kept - received)))

@@ -30,7 +30,8 @@ import Foundation
 /// - delivers the body as it arrives, reading no further than its reader asks (that is the back-pressure);
 /// - stops when its task is cancelled or its body is let go unread: the core cancels the task for a deadline or a
 ///   caller that left, and lets the body go for a size limit, a redirect's long body, or a reader that left. The
-///   caller hears of a deadline when it passes, whether or not the engine has stopped by then.
+///   caller hears of a deadline when it passes, whether or not the engine has stopped by then, and the core asks for
+///   no piece of the body after a cancellation.
 ///
 /// The engine seam (this protocol, ``EngineRequest``, ``EngineResponse`` and ``RequestHead``) is SPI: an app sends
 /// with a ``Transport`` and never meets it. A module that writes an engine imports it with
