@@ -607,15 +607,21 @@ final class RequestCoalescerTests: XCTestCase {
         XCTAssertNotNil(value(of: fresh))
     }
 
+    /// A client that coalesces identical requests, sending them through a queue of one slot.
+    private func coalescingBehindOneSlot(_ transport: some Transport) -> (Connect, RequestQueue) {
+        let queue = RequestQueue(maxConcurrentRequests: 1)
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, requestQueue: queue,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        return (connect, queue)
+    }
+
     /// A caller that leaves while the shared request waits in the queue leaves it to the others: it keeps its place,
     /// is sent when a slot frees, and answers the callers that stayed.
     func testACallerLeavingASharedRequestThatWaitsInTheQueueLeavesItToTheOthers() {
         // Given: one slot, taken; two identical calls sharing one request that waits for it
         let transport = ManualTransport()
-        let queue = RequestQueue(maxConcurrentRequests: 1)
-        let connect = Connect(
-            transport: transport, retryPolicy: nil, requestQueue: queue,
-            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let (connect, queue) = coalescingBehindOneSlot(transport)
         let blocker = connect.request(Endpoint(endpoint: "/blocker"))
         let first = connect.request(Endpoint())
         let second = connect.request(Endpoint())
@@ -638,10 +644,7 @@ final class RequestCoalescerTests: XCTestCase {
     func testEveryCallerLeavingASharedRequestThatWaitsInTheQueueTakesItOut() {
         // Given
         let transport = ManualTransport()
-        let queue = RequestQueue(maxConcurrentRequests: 1)
-        let connect = Connect(
-            transport: transport, retryPolicy: nil, requestQueue: queue,
-            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let (connect, queue) = coalescingBehindOneSlot(transport)
         let blocker = connect.request(Endpoint(endpoint: "/blocker"))
         let callers = [connect.request(Endpoint()), connect.request(Endpoint())]
         // When
@@ -699,10 +702,7 @@ final class RequestCoalescerTests: XCTestCase {
     func testCoalescingWorksWithARequestQueue() {
         // Given
         let (transport, gate) = gatedTransport()
-        let queue = RequestQueue(maxConcurrentRequests: 1)
-        let connect = Connect(
-            transport: transport, retryPolicy: nil, requestQueue: queue,
-            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let (connect, queue) = coalescingBehindOneSlot(transport)
         // When
         let futures = (0..<4).map { _ in connect.request(Endpoint()) }
         // Then: one shared call, holding one slot
