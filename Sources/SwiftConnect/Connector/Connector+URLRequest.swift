@@ -9,9 +9,11 @@ extension Connector {
     ///
     /// - The URL is ``baseURL`` followed by ``endpoint``, with exactly one `/` between them. Each `{name}`
     ///   placeholder is replaced by its `.path` value, percent-encoded as one path segment (`a/b` → `a%2Fb`).
-    ///   A value that would make its segment `.` or `..` is refused. Placeholders may sit inside a segment
-    ///   (`/files/{name}.json`), in the endpoint's query (`/search?q={q}`), or repeat. Non-ASCII text written in
-    ///   the endpoint is percent-encoded as its UTF-8 bytes (`/café` → `/caf%C3%A9`), not normalized.
+    ///   A value that would make its segment `.` or `..` is refused, and so is such a segment written in the
+    ///   endpoint's path (`../admin`), which engines resolve differently, out of the base path. Placeholders may
+    ///   sit inside a segment (`/files/{name}.json`), in the endpoint's query (`/search?q={q}`), or repeat.
+    ///   Non-ASCII text written in the endpoint is percent-encoded as its UTF-8 bytes (`/café` → `/caf%C3%A9`), not
+    ///   normalized.
     /// - `.query` items follow any query already in the base URL or the endpoint, in order, with every
     ///   character outside RFC 3986 *unreserved* percent-encoded (`&` → `%26`, `=` → `%3D`, `+` → `%2B`,
     ///   space → `%20`), so no value can inject another item.
@@ -35,10 +37,11 @@ extension Connector {
     ///   ``ConnectError/invalidRequestReason`` says what is wrong: a placeholder without a value
     ///   (`missingPathValue`), a `.path` value that is empty in the path (`?q={q}` may be empty), repeated or
     ///   unused, or that would make its path
-    ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (`invalidURL`: also a
-    ///   relative ``baseURL``, such as a ``Route``'s without one, which only a client's server completes, or a user
-    ///   name with an escaped colon, `ann%3Ax:pw@`, which Basic credentials cannot carry; reported
-    ///   without `user:password@` and with sensitive query values hidden, as in logs), an invalid
+    ///   segment `.` or `..` (`dotSegmentPathValue`, also as `%2E`), an invalid URL (`invalidURL`: also an endpoint
+    ///   whose path has a `.` or `..` segment of its own, a relative ``baseURL``, such as a ``Route``'s without
+    ///   one, which only a client's server completes, or a user name with an escaped colon, `ann%3Ax:pw@`, which
+    ///   Basic credentials cannot carry; reported without `user:password@` and with sensitive query values hidden,
+    ///   as in logs), an invalid
     ///   method, a header name that is not a token, a value with CR/LF/NUL, a `Content-Length` that is not the
     ///   body's length or a `Transfer-Encoding`, which the transport sets itself (`invalidHeader`), two bodies
     ///   (`multipleBodies`), a body on a GET, HEAD or TRACE
@@ -588,19 +591,19 @@ struct RequestParts {
                 PercentEncoding.appendPathSegment(pathValues[match].value, to: &out)
                 index = nameEnd + 1
             case slash where marks.query == nil && marks.fragment == nil:
-                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder, invalidURL: invalidURL)
                 out.append(byte)
                 index += 1
                 segmentStart = out.count
                 segmentPlaceholder = nil
             case UInt8(ascii: "?") where marks.query == nil && marks.fragment == nil:
-                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder, invalidURL: invalidURL)
                 segmentPlaceholder = nil
                 marks.query = out.count
                 out.append(byte)
                 index += 1
             case UInt8(ascii: "#") where marks.fragment == nil:
-                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+                try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder, invalidURL: invalidURL)
                 segmentPlaceholder = nil
                 marks.fragment = out.count
                 out.append(byte)
@@ -636,14 +639,25 @@ struct RequestParts {
                 index += 1
             }
         }
-        try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder)
+        try checkSegment(out, from: segmentStart, placeholder: segmentPlaceholder, invalidURL: invalidURL)
     }
 
-    /// Throws when the path segment `out[start...]`, which holds the value of `pathValues[placeholder]`, is a
-    /// dot-segment: servers and proxies that normalise URLs would resolve it to another path, `%2E` or not.
-    private func checkSegment(_ out: [UInt8], from start: Int, placeholder: Int?) throws {
-        guard let placeholder, PercentEncoding.isDotSegment(out[start...]) else { return }
-        throw ConnectError.invalidRequest(.dotSegmentPathValue(key: pathValues[placeholder].key))
+    /// Throws when the path segment `out[start...]` of the endpoint is a dot-segment (`.` or `..`, `%2E` or not):
+    /// servers and proxies that normalise URLs would resolve it to another path. One that holds the value of
+    /// `pathValues[placeholder]` is that value's error; one written in the endpoint is an invalid URL: `URLSession`
+    /// resolves it before sending (`/api/v2/../admin` goes as `/api/admin`, out of the base path) and other engines
+    /// send it as written, so that the path the server sees would depend on the engine.
+    private func checkSegment(_ out: [UInt8], from start: Int, placeholder: Int?, invalidURL: InvalidURLContext) throws
+    {
+        guard PercentEncoding.isDotSegment(out[start...]) else { return }
+        if let placeholder {
+            throw ConnectError.invalidRequest(.dotSegmentPathValue(key: pathValues[placeholder].key))
+        }
+        var error = invalidURL.error()
+        error.message +=
+            ": the endpoint's path has a '.' or '..' segment, which URLSession resolves away (out of the base path) "
+            + "and other engines send as written: write the path it stands for"
+        throw error
     }
 }
 
