@@ -127,7 +127,7 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// The base URL, such as `https://api.example.com:8443/v2`, or `nil` when the parts do not make one: an
     /// empty host or one with a scheme, port, path or spaces in it, a port outside 1...65535, or a base path with
     /// characters a URL path cannot hold (`basePath` is percent-encoded text: write a space as `%20`; non-ASCII text
-    /// is percent-encoded as its UTF-8 bytes, as in an endpoint).
+    /// is percent-encoded as its UTF-8 bytes, as in an endpoint) or with a `.` or `..` segment (`/api/../v2`).
     public var baseURL: URL? {
         try? requireBaseURL()
     }
@@ -197,6 +197,14 @@ public struct ServerConfiguration: Sendable, Equatable {
         if !Self.isPercentEncodedPath(normalizedBasePath) {
             return "the base path '\(basePath)' is not a URL path: it may hold letters, digits, "
                 + "-._~!$&'()*+,;=:@/, %XX escapes and non-ASCII text (no spaces, '?' or '#')"
+        }
+        // Joined as written, such a segment would be resolved by URLSession before sending and by the server after
+        // other engines sent it: the path the server sees would depend on the engine.
+        if Array(normalizedBasePath.utf8).split(separator: UInt8(ascii: "/")).contains(where: {
+            PercentEncoding.isDotSegment($0)
+        }) {
+            return "the base path '\(basePath)' has a '.' or '..' segment, which engines resolve differently: "
+                + "write the path it stands for"
         }
         return nil
     }

@@ -69,4 +69,28 @@ final class BaseURLJoinTests: XCTestCase {
         _ = try connect.request(Route("users")).wait(timeout: 5)
         XCTAssertEqual(server.requests.map(\.target), ["/api/v2/users"])
     }
+
+    /// A base path is joined as written, so a dot-segment in it would be resolved by one engine and not another.
+    func testABasePathWithADotSegmentIsRefusedNothingSent() throws {
+        let configurations = [
+            ServerConfiguration(host: "h", basePath: "/api/../admin"),
+            ServerConfiguration(host: "h", basePath: "/api/./v2"),
+            ServerConfiguration(host: "h", basePath: "/api/%2e%2E"),
+            ServerConfiguration(baseURL: try XCTUnwrap(URL(string: "https://h/api/../admin"))),
+        ]
+        for configuration in configurations {
+            XCTAssertNil(configuration.baseURL, "\(configuration)")
+            let transport = FakeTransport.answering(.json(string: "{}"))
+            let connect = Connect(transport: transport, retryPolicy: nil, configuration: configuration)
+            XCTAssertThrowsError(try connect.request(Route("users")).wait(timeout: 5), "\(configuration)") { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
+                XCTAssertTrue((error as? ConnectError)?.message.contains("'.' or '..' segment") ?? false, "\(error)")
+            }
+            XCTAssertTrue(transport.requests.isEmpty)
+        }
+        // Dots inside a segment are text.
+        XCTAssertEqual(
+            ServerConfiguration(host: "h", basePath: "/v1.2/.well-known").baseURL?.absoluteString,
+            "https://h/v1.2/.well-known")
+    }
 }
