@@ -97,10 +97,12 @@ extension Connect {
             return Exchange(
                 sent: Future(error: redactsSecrets ? problem : ConnectError.showingSecrets(problem)), check: nil)
         }
-        if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
-            let url = configuration.appendingDefaultQueryItems(to: request.url)
-        {
-            request.url = url
+        if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty {
+            do {
+                if let url = try configuration.appendingDefaultQueryItems(to: request.url) { request.url = url }
+            } catch {
+                return Exchange(sent: Future(error: error), check: nil)
+            }
         }
         // The call's options first, then the request's own timeout when it was set (it is not the default), then
         // the client's defaults for the method and its own: as for headers, what the request says beats a default.

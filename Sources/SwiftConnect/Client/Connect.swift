@@ -465,7 +465,7 @@ extension Connect {
             }
         }
         if isForServer, let configuration, !configuration.defaultQueryItems.isEmpty,
-            let url = configuration.appendingDefaultQueryItems(to: blueprint.url)
+            let url = try configuration.appendingDefaultQueryItems(to: blueprint.url)
         {
             blueprint = blueprint.with(url: url)
         }

@@ -37,7 +37,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     public var defaultHeaders: [HTTPHeader]
     /// Query items appended to every request to this server that does not have an item of the same name
     /// already, after the connector's, in order: the request's own value wins. A connector whose absolute base
-    /// URL names another scheme, host or port does not get them.
+    /// URL names another scheme, host or port does not get them. An item with an empty name fails each request to
+    /// the server with ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)``, as a `.query` item's does.
     public var defaultQueryItems: [URLQueryItem]
 
     /// Creates a configuration.
@@ -244,10 +245,21 @@ public struct ServerConfiguration: Sendable, Equatable {
 
     /// `url` with the default query items it has no item of the same name for appended: RFC 3986 encoded, or as the
     /// base URL wrote them when they came from one; an item without a value as its name alone.
-    func appendingDefaultQueryItems(to url: URL?) -> URL? {
+    ///
+    /// - Throws: ``ConnectError/InvalidRequestReason/invalidParameter(key:reason:)`` for a default query item with an
+    ///   empty name (`?=v`, or a bare `&`), as a connector's `.query` item with one is refused; a base URL's query is
+    ///   sent as it was written.
+    func appendingDefaultQueryItems(to url: URL?) throws -> URL? {
+        let written = writtenQuery.flatMap { $0.decoded == defaultQueryItems ? $0.encoded : nil }
+        if written == nil, defaultQueryItems.contains(where: { $0.name.isEmpty }) {
+            throw ConnectError.invalidRequest(
+                .invalidParameter(
+                    key: "",
+                    reason: "a default query item of the ServerConfiguration has an empty name (it would go out as "
+                        + "?=value, or as a bare '&')"))
+        }
         guard let url, var components = URLComponents(url: url, resolvingAgainstBaseURL: false) else { return url }
         let present = Set((components.queryItems ?? []).map(\.name))
-        let written = writtenQuery.flatMap { $0.decoded == defaultQueryItems ? $0.encoded : nil }
         let added = defaultQueryItems.indices.compactMap { index -> String? in
             let item = defaultQueryItems[index]
             guard !present.contains(item.name) else { return nil }
