@@ -29,7 +29,7 @@ extension Connect {
         /// The decoders `decoded(toType:)` chooses from by content type. Defaults to JSON.
         public var decoders: ResponseDecoders
         /// Headers added to every request that does not set them already. Defaults to
-        /// `Accept: application/json`.
+        /// `Accept: application/json`. A name given twice (ignoring case) is one field, with the later value.
         public var defaultHeaders: [HTTPHeader]
         /// The most response-body bytes accepted for any request (a request's own limit overrides it); `nil`
         /// (the default) for no limit.

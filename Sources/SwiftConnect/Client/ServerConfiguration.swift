@@ -33,7 +33,8 @@ public struct ServerConfiguration: Sendable, Equatable {
     /// percent-encoded as its UTF-8 bytes, as an endpoint's is (`/städte` → `/st%C3%A4dte`).
     public var basePath: String
     /// Headers added to every request to this server that does not set them. A connector whose absolute base
-    /// URL names another scheme, host or port does not get them.
+    /// URL names another scheme, host or port does not get them. A name given twice (ignoring case) is one field,
+    /// with the later value, as in a connector's ``Connector/headers``: write a list value as one (`"a, b"`).
     public var defaultHeaders: [HTTPHeader]
     /// Query items appended to every request to this server that does not have an item of the same name
     /// already, after the connector's, in order: the request's own value wins. A connector whose absolute base
