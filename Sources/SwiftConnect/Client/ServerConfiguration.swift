@@ -302,12 +302,22 @@ enum RelativeBase {
     }
 
     /// The server's base URL followed by the path (and query) of a relative base URL such as `/api/v1`: a
-    /// relative base is resolved against the server, not replaced by it.
+    /// relative base is resolved against the server, not replaced by it. One whose path has a `.` or `..` segment is
+    /// an invalid URL, as an endpoint with one is.
     static func resolving(_ relative: URL, against server: URL) throws -> URL {
         guard let components = URLComponents(url: relative, resolvingAgainstBaseURL: false) else { return server }
         let path = components.percentEncodedPath
         let query = components.percentEncodedQuery
         guard path.contains(where: { $0 != "/" }) || query != nil else { return server }
+        // Under the server's base path, as an endpoint goes, with an endpoint's rule: URLSession would resolve such a
+        // segment before sending (out of the base path) and other engines send it as written.
+        if Array(path.utf8).split(separator: UInt8(ascii: "/")).contains(where: { PercentEncoding.isDotSegment($0) }) {
+            var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(relative.relativeString)))
+            error.message +=
+                ": the connector's relative base URL has a '.' or '..' segment, which engines resolve differently, "
+                + "out of the server's base path: write the path it stands for"
+            throw error
+        }
         var text = server.absoluteString
         while text.hasSuffix("/") { text.removeLast() }
         text += "/" + path.drop { $0 == "/" }

@@ -93,4 +93,22 @@ final class BaseURLJoinTests: XCTestCase {
             ServerConfiguration(host: "h", basePath: "/v1.2/.well-known").baseURL?.absoluteString,
             "https://h/v1.2/.well-known")
     }
+
+    /// A connector's relative base URL goes under the server's base path as an endpoint does, with the same rule.
+    func testARelativeBaseURLWithADotSegmentIsRefusedNothingSent() throws {
+        let transport = FakeTransport.answering(.json(string: "{}"))
+        let connect = Connect(
+            transport: transport, retryPolicy: nil, configuration: ServerConfiguration(host: "h", basePath: "/api/v2"))
+        for relative in ["/v1/../admin", "../admin", "/%2E%2E/admin", "./v1"] {
+            let base = try XCTUnwrap(URL(string: relative))
+            XCTAssertThrowsError(try connect.request(Route("users", baseURL: base)).wait(timeout: 5), relative) {
+                error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest, "\(error)")
+                XCTAssertTrue((error as? ConnectError)?.message.contains("'.' or '..' segment") ?? false, "\(error)")
+            }
+        }
+        XCTAssertEqual(transport.requests.map { $0.url?.absoluteString }, [])
+        _ = try connect.request(Route("users", baseURL: try XCTUnwrap(URL(string: "/v1.2/")))).wait(timeout: 5)
+        XCTAssertEqual(transport.requests.map { $0.url?.absoluteString }, ["https://h/api/v2/v1.2/users"])
+    }
 }
