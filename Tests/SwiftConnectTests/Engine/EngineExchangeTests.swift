@@ -847,11 +847,20 @@ final class EngineExchangeTests: XCTestCase {
 /// the progress handler after the call's future completed: the caller has heard the end.
 final class EngineExchangeProgressEndTests: XCTestCase {
     /// A body whose parts the test hands over one at a time; it does not heed cancellation, as a part already on its
-    /// way from an engine's connection does not. `handedOut` records each part the exchange took (`nil`: the end).
+    /// way from an engine's connection does not. `handedOut` records each part the exchange took (`nil`: the end);
+    /// `letGo` is signalled when the exchange lets its iterator go.
     final class HandFedBody: AsyncSequence, Sendable {
         typealias Element = Data
         private let state = Protected<(parts: [Data?], waiting: CheckedContinuation<Data?, Never>?)>(([], nil))
         let handedOut = Recorder<Data?>()
+        let letGo = DispatchSemaphore(value: 0)
+
+        /// Held by the iterator: its end is the exchange letting the body go.
+        final class Lease: Sendable {
+            let body: HandFedBody
+            init(_ body: HandFedBody) { self.body = body }
+            deinit { body.letGo.signal() }
+        }
 
         func feed(_ part: Data?) {
             let waiting = state.withLock { state -> CheckedContinuation<Data?, Never>? in
@@ -870,6 +879,7 @@ final class EngineExchangeProgressEndTests: XCTestCase {
 
         struct AsyncIterator: AsyncIteratorProtocol {
             let body: HandFedBody
+            let lease: Lease
             mutating func next() async -> Data? {
                 await withCheckedContinuation { continuation in
                     let ready = body.state.withLock { state -> Data?? in
@@ -887,7 +897,7 @@ final class EngineExchangeProgressEndTests: XCTestCase {
             }
         }
 
-        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self) }
+        func makeAsyncIterator() -> AsyncIterator { AsyncIterator(body: self, lease: Lease(self)) }
     }
 
     /// Answers 200 with a body of 1,000 bytes that the test hands over.
@@ -918,10 +928,11 @@ final class EngineExchangeProgressEndTests: XCTestCase {
         let reportsAtTheEnd = reports.values.count
         engine.body.feed(Data(count: 10))
         engine.body.feed(nil)
-        // The exchange asks for the end only after it handled the part before it.
-        XCTAssertTrue(engine.body.handedOut.wait(forCount: 3), "the exchange stopped reading")
-        // Then: nothing more was reported
+        // The exchange takes the part it was waiting for, and lets the body go once it has handled it.
+        XCTAssertEqual(engine.body.letGo.wait(timeout: .now() + 10), .success, "the exchange still reads the body")
+        // Then: nothing more was reported, and the body's end was not asked for
         XCTAssertEqual(reports.values.count, reportsAtTheEnd, "\(reports.values)")
+        XCTAssertEqual(engine.body.handedOut.values.count, 2, "\(engine.body.handedOut.values)")
     }
 
     func testAPartHandedOverAfterACancellationIsNotReported() throws {
