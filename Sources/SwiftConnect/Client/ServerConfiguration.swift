@@ -202,9 +202,7 @@ public struct ServerConfiguration: Sendable, Equatable {
         }
         // Joined as written, such a segment would be resolved by URLSession before sending and by the server after
         // other engines sent it: the path the server sees would depend on the engine.
-        if Array(normalizedBasePath.utf8).split(separator: UInt8(ascii: "/")).contains(where: {
-            PercentEncoding.isDotSegment($0)
-        }) {
+        if PercentEncoding.hasDotSegment(inPath: normalizedBasePath) {
             return "the base path '\(basePath)' has a '.' or '..' segment, which engines resolve differently: "
                 + "write the path it stands for"
         }
@@ -311,7 +309,7 @@ enum RelativeBase {
         guard path.contains(where: { $0 != "/" }) || query != nil else { return server }
         // Under the server's base path, as an endpoint goes, with an endpoint's rule: URLSession would resolve such a
         // segment before sending (out of the base path) and other engines send it as written.
-        if Array(path.utf8).split(separator: UInt8(ascii: "/")).contains(where: { PercentEncoding.isDotSegment($0) }) {
+        if PercentEncoding.hasDotSegment(inPath: path) {
             var error = ConnectError.invalidRequest(.invalidURL(Redaction.urlText(relative.relativeString)))
             error.message +=
                 ": the connector's relative base URL has a '.' or '..' segment, which engines resolve differently, "

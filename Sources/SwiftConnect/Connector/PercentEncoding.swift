@@ -135,6 +135,11 @@ package enum PercentEncoding {
         return dots <= 2
     }
 
+    /// Whether `path` (encoded) has a segment that ``isDotSegment(_:)``, such as `/a/../b` or `/a/%2E/b`.
+    static func hasDotSegment(inPath path: String) -> Bool {
+        Array(path.utf8).split(separator: UInt8(ascii: "/")).contains(where: isDotSegment)
+    }
+
     /// Whether `byte` is an ASCII hex digit.
     @inline(__always)
     static func isHexDigit(_ byte: UInt8) -> Bool {

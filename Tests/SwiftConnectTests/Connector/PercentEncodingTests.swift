@@ -94,6 +94,15 @@ final class PercentEncodingTests: XCTestCase {
         }
     }
 
+    func testAPathHasADotSegmentWhenAnyOfItsSegmentsIsOne() {
+        for path in ["/a/../b", "/a/%2E/b", "..", "/v1/.", "./v1", "//%2e%2E//"] {
+            XCTAssertTrue(PercentEncoding.hasDotSegment(inPath: path), path)
+        }
+        for path in ["", "/", "//", "/a/...b/c", "/a.b/c..", "/%252E/", "/v1/..%20/"] {
+            XCTAssertFalse(PercentEncoding.hasDotSegment(inPath: path), path)
+        }
+    }
+
     func testRandomStringsRoundTripAsPathAndQueryValues() throws {
         let seed: UInt64 = 0x5EED_2024_C0DE_F00D
         var random = XorShift(seed: seed)
