@@ -2,6 +2,10 @@ import Foundation
 import Logging
 @_spi(Observability) import SwiftConnect
 
+/// The `source` of every line this module writes: the library whose lines they are, so that a handler that routes or
+/// filters by source finds them under SwiftConnect's name rather than the bridge module's.
+let swiftConnectSource = "SwiftConnect"
+
 /// SwiftConnect's own output (debug output, the retry loop's notes) through a swift-log `Logger`.
 ///
 /// ```swift
@@ -12,6 +16,9 @@ import Logging
 ///
 /// What reaches it went through the library's redaction first, as everything it prints does (SECURITY.md):
 /// credentials by name and by value, secret query items and body fields.
+///
+/// Each line's `source` is `SwiftConnect`. Its `file`, `function` and `line` are this bridge's: the library does not say
+/// where in it a message was written.
 public struct SwiftLogConnectLogger: ConnectLogger {
     /// Where the lines go.
     public let logger: Logger
@@ -25,7 +32,7 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 
     /// Logs `message` at the swift-log level of the same name.
     public func log(_ level: LogLevel, _ message: String) {
-        logger.log(level: Self.level(of: level), "\(message)")
+        logger.log(level: Self.level(of: level), "\(message)", source: swiftConnectSource)
     }
 
     /// The swift-log level of a SwiftConnect level.
@@ -61,7 +68,8 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// carry the method its request went out with, after every middleware (`POST` for a `PATCH` a middleware tunnels
 /// through `POST`), as `TracingObserver`'s span is named; the others, the call's. What the logger's metadata provider
 /// gives on the task that makes the call (a trace ID) is on each of the call's lines, though they are written from the
-/// engine's threads. Nothing is made for a level the logger does not log.
+/// engine's threads. Nothing is made for a level the logger does not log. Each line's `source` is `SwiftConnect`; its
+/// `file`, `function` and `line` are where this module wrote it, one place for each kind of line.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
@@ -152,7 +160,8 @@ struct CallLogging: ConnectCallObserver {
             guard attempt > 1, isNewAttempt else { return }
             logger.info(
                 "sending again (attempt \(attempt))",
-                metadata: ["attempt": "\(attempt)", "url.full": .string(request.redactedURL)])
+                metadata: ["attempt": "\(attempt)", "url.full": .string(request.redactedURL)],
+                source: swiftConnectSource)
         case .attemptEnded(let attempt, let status, let error, _, _):
             let logger = attemptLogger
             if let status {
@@ -165,14 +174,14 @@ struct CallLogging: ConnectCallObserver {
                         // A 4xx or 5xx is a failed attempt, as OpenTelemetry has it: its type is the status code.
                         if status >= 400 { metadata["error.type"] = "\(status)" }
                         return metadata
-                    }())
+                    }(), source: swiftConnectSource)
             } else if let error {
                 logger.log(
                     level: error.kind == .cancelled ? .debug : .info,
                     "attempt \(attempt) got no response: \(error.kind.rawValue)",
                     metadata: [
                         "attempt": "\(attempt)", "error.type": .string(error.kind.rawValue), "url.full": .string(url),
-                    ])
+                    ], source: swiftConnectSource)
             }
         case .redirected(let status, let location):
             attemptLogger.debug(
@@ -180,24 +189,31 @@ struct CallLogging: ConnectCallObserver {
                 metadata: [
                     "http.response.status_code": "\(status)",
                     "location": .string(latest.redacted(location, else: request)), "url.full": .string(url),
-                ])
+                ], source: swiftConnectSource)
         case .queueWaited(let seconds):
             logger.debug(
-                "waited \(Self.milliseconds(seconds)) ms in the request queue", metadata: ["url.full": .string(url)])
+                "waited \(Self.milliseconds(seconds)) ms in the request queue", metadata: ["url.full": .string(url)],
+                source: swiftConnectSource)
         case .connectivityWaited(let seconds):
-            logger.info("held \(Self.milliseconds(seconds)) ms while offline", metadata: ["url.full": .string(url)])
+            logger.info(
+                "held \(Self.milliseconds(seconds)) ms while offline", metadata: ["url.full": .string(url)],
+                source: swiftConnectSource)
         case .cacheLookup(let hit):
-            logger.debug(hit ? "answered from the cache" : "not in the cache", metadata: ["url.full": .string(url)])
+            logger.debug(
+                hit ? "answered from the cache" : "not in the cache", metadata: ["url.full": .string(url)],
+                source: swiftConnectSource)
         case .tokenRefreshStarted:
-            logger.info("the server rejected the credential: refreshing it", metadata: ["url.full": .string(url)])
+            logger.info(
+                "the server rejected the credential: refreshing it", metadata: ["url.full": .string(url)],
+                source: swiftConnectSource)
         case .tokenRefreshEnded(let succeeded):
             if succeeded {
-                logger.info("credential refreshed", metadata: ["url.full": .string(url)])
+                logger.info("credential refreshed", metadata: ["url.full": .string(url)], source: swiftConnectSource)
             } else {
                 // `false` also when the app set another credential while the refresh ran (its token went unused).
                 logger.warning(
                     "refreshing the credential gave none in use: it failed, or the app set another",
-                    metadata: ["url.full": .string(url)])
+                    metadata: ["url.full": .string(url)], source: swiftConnectSource)
             }
         case .callEnded(let status, let error, let attempts):
             if let error {
@@ -207,18 +223,19 @@ struct CallLogging: ConnectCallObserver {
                 logger.log(
                     level: isCancellation ? .debug : .warning,
                     "call \(isCancellation ? "cancelled" : "failed") after \(attempts) attempt\(attempts == 1 ? "" : "s"): \(kind)",
-                    metadata: ["error.type": .string(kind), "url.full": .string(url)])
+                    metadata: ["error.type": .string(kind), "url.full": .string(url)], source: swiftConnectSource)
             } else if let status, status >= 400 {
                 logger.log(
                     level: status >= 500 ? .warning : .info,
                     "call ended with status \(status) after \(attempts) attempt\(attempts == 1 ? "" : "s")",
                     metadata: [
                         "http.response.status_code": "\(status)", "error.type": "\(status)", "url.full": .string(url),
-                    ])
+                    ], source: swiftConnectSource)
             } else if let status {
                 logger.debug(
                     "call succeeded with \(status)",
-                    metadata: ["http.response.status_code": "\(status)", "url.full": .string(url)])
+                    metadata: ["http.response.status_code": "\(status)", "url.full": .string(url)],
+                    source: swiftConnectSource)
             }
         }
     }
