@@ -44,6 +44,19 @@ final class SwiftLogConnectLoggerTests: XCTestCase {
             settings: Connect.Settings(logger: SwiftLogConnectLogger(logger), observers: [LoggingObserver(logger)]))
     }
 
+    /// Each SwiftConnect level is the swift-log level of the same name, and the logger's level filters them.
+    func testEachLevelIsTheSwiftLogLevelOfTheSameNameAndTheLoggersLevelFilters() {
+        // Given
+        var logger = self.logger!
+        logger.logLevel = .info
+        let bridge = SwiftLogConnectLogger(logger)
+        // When
+        for level in LogLevel.allCases { bridge.log(level, "\(level)") }
+        // Then: `debug` is below the logger's level
+        XCTAssertEqual(handler.entries.map(\.level), [.info, .warning, .error])
+        XCTAssertEqual(handler.entries.map { "\($0.message)" }, ["info", "warning", "error"])
+    }
+
     /// The lines name SwiftConnect as their `source`, the bridge's and the observer's alike, so that a handler that
     /// filters or routes by source finds the library's lines under its name, not under the bridge module's.
     func testTheLinesNameSwiftConnectAsTheirSource() throws {
@@ -57,6 +70,72 @@ final class SwiftLogConnectLoggerTests: XCTestCase {
         // Then: the request's and the response's debug output, the attempt's and the call's lines
         XCTAssertEqual(recorder.events.count, 4)
         XCTAssertEqual(recorder.events.map(\.source), Array(repeating: "SwiftConnect", count: 4))
+    }
+
+    /// Nothing the request or the response carries as a secret reaches a line, in its message or its metadata: the
+    /// URL's user info, a secret query item, `Authorization`, `Cookie`, `Set-Cookie`, a secret field of the body.
+    func testNoSecretReachesALineOrItsMetadata() throws {
+        // Given
+        server.route("GET", "/todos/7") { _ in
+            LocalServer.Response.json(string: #"{"token":"b0dy-T0KEN-77","page":2}"#)
+                .withHeader("Set-Cookie", "sid=SET-c00kie-55; HttpOnly")
+        }
+        struct Secretive: Connector {
+            var baseURL: URL
+            var endpoint: String { "/todos/7" }
+            var method: HTTPMethod { .get }
+            var headers: [HTTPHeader] {
+                [
+                    HTTPHeader(name: "Authorization", value: "Bearer AUTH-t0ken-12345"),
+                    HTTPHeader(name: "Cookie", value: "sid=REQ-c00kie-99"),
+                ]
+            }
+            var parameters: ParametersRepresentable? {
+                CompositeParameters(.query(key: "api_key", value: "QUERY-s3cr3t"))
+            }
+        }
+        var components = try XCTUnwrap(URLComponents(url: server.baseURL, resolvingAgainstBaseURL: false))
+        components.user = "amy"
+        components.password = "USER-pa55w0rd"
+        let recorder = RecordingLogHandler()
+        var logger = Logger(label: "tests") { _ in recorder }
+        logger.logLevel = .trace
+        // When
+        _ = try client(logger).request(Secretive(baseURL: try XCTUnwrap(components.url)), debugResponse: true).wait()
+        // Then
+        XCTAssertEqual(recorder.events.count, 4)
+        let written = recorder.events.map { event in
+            "\(event.message) " + (event.metadata ?? [:]).map { "\($0.key)=\($0.value)" }.joined(separator: " ")
+        }
+        for secret in [
+            "USER-pa55w0rd", "QUERY-s3cr3t", "AUTH-t0ken-12345", "REQ-c00kie-99", "SET-c00kie-55", "b0dy-T0KEN-77",
+        ] {
+            XCTAssertFalse(written.contains { $0.contains(secret) }, "\(secret) in \(written)")
+        }
+    }
+
+    /// A server's text with line breaks (a validation message in its error body) forges no line: what the call's
+    /// lines quote of the failure (the error's description) is on one line, and the observer's lines quote none of
+    /// the server's text.
+    func testAServersLineBreaksForgeNoLineOfTheFailure() throws {
+        // Given
+        server.route("GET", "/todos/7") { _ in
+            .json(string: #"{"message":"bad\r\n2026-01-01T00:00:00 critical : FORGED"}"#, status: 422)
+        }
+        struct Todo: Decodable {}
+        let recorder = RecordingLogHandler()
+        var logger = Logger(label: "tests") { _ in recorder }
+        logger.logLevel = .trace
+        // When
+        XCTAssertThrowsError(
+            try client(logger).request(GetTodo(baseURL: server.baseURL)).decoded(toType: Todo.self).wait())
+        // Then
+        XCTAssertFalse(recorder.events.isEmpty)
+        for event in recorder.events {
+            let values = (event.metadata ?? [:]).values.map { "\($0)" } + ["\(event.message)"]
+            XCTAssertFalse(
+                values.contains { $0.contains("FORGED") || $0.contains("\n") || $0.contains("\r") }, "\(values)")
+        }
     }
 }
 
