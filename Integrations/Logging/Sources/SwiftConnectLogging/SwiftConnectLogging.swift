@@ -17,8 +17,13 @@ let swiftConnectSource = "SwiftConnect"
 /// What reaches it went through the library's redaction first, as everything it prints does (SECURITY.md):
 /// credentials by name and by value, secret query items and body fields.
 ///
-/// Each line's `source` is `SwiftConnect`. Its `file`, `function` and `line` are this bridge's: the library does not say
-/// where in it a message was written.
+/// Each line's `source` is `SwiftConnect`. Its `file`, `function` and `line` are this bridge's: the library does not
+/// say where in it a message was written.
+///
+/// The logger's metadata provider is read as each line is written, as for any swift-log line. The request's debug
+/// output is written on the task that makes the call, but the outcome's, and the retry loop's notes, on the engine's
+/// threads, where a provider that reads task locals (a trace ID) finds none of that task's: ``LoggingObserver``'s
+/// lines carry them.
 public struct SwiftLogConnectLogger: ConnectLogger {
     /// Where the lines go.
     public let logger: Logger
@@ -64,12 +69,13 @@ public struct SwiftLogConnectLogger: ConnectLogger {
 /// `PATCH`, or than those ``init(_:knownMethods:)`` or `OTEL_INSTRUMENTATION_HTTP_KNOWN_METHODS` lists, the method
 /// itself then in `http.request.method_original`), `url.template`, `url.full` (through
 /// ``SwiftConnect/ConnectRequest/redactedURL``: no user info, secret query values and credentials hidden), and where
-/// known `attempt`, `http.response.status_code` and `error.type`. An attempt's lines (sent again, redirected, ended)
-/// carry the method its request went out with, after every middleware (`POST` for a `PATCH` a middleware tunnels
-/// through `POST`), as `TracingObserver`'s span is named; the others, the call's. What the logger's metadata provider
-/// gives on the task that makes the call (a trace ID) is on each of the call's lines, though they are written from the
-/// engine's threads. Nothing is made for a level the logger does not log. Each line's `source` is `SwiftConnect`; its
-/// `file`, `function` and `line` are where this module wrote it, one place for each kind of line.
+/// known `attempt`, `http.response.status_code` and `error.type`; a redirect's line also `location`, the URL it
+/// redirects to, redacted as `url.full` is and with the attempt's secret values hidden. An attempt's lines (sent again,
+/// redirected, ended) carry the method its request went out with, after every middleware (`POST` for a `PATCH` a
+/// middleware tunnels through `POST`), as `TracingObserver`'s span is named; the others, the call's. What the logger's
+/// metadata provider gives on the task that makes the call (a trace ID) is on each of the call's lines, though they are
+/// written from the engine's threads. Nothing is made for a level the logger does not log. Each line's `source` is
+/// `SwiftConnect`; its `file`, `function` and `line` are where this module wrote it, one place for each kind of line.
 public struct LoggingObserver: ConnectObserver {
     /// Where the lines go.
     public let logger: Logger
