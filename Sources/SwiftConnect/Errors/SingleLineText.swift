@@ -108,12 +108,16 @@ enum SingleLineText {
     /// Whether a character holds a control character, a line or paragraph separator or a bidirectional control.
     /// A control character is always a character of its own, except CR LF, which is one.
     private static func isLineBreaking(_ character: Character) -> Bool {
-        character.unicodeScalars.contains { scalar in
-            switch scalar.value {
-            // Bidirectional embeddings, overrides and isolates reorder the rest of a log line as it is shown.
-            case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
-            default: return false
-            }
+        character.unicodeScalars.contains(where: isUnsafe)
+    }
+
+    /// Whether `scalar` acts on the terminal or log viewer that shows it rather than being read: a control character
+    /// (C0, DEL, C1), a Unicode line or paragraph separator, or a bidirectional embedding, override or isolate.
+    static func isUnsafe(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        // Bidirectional embeddings, overrides and isolates reorder the rest of a log line as it is shown.
+        case 0x00..<0x20, 0x7F..<0xA0, 0x2028, 0x2029, 0x202A...0x202E, 0x2066...0x2069: return true
+        default: return false
         }
     }
 }

@@ -13,7 +13,8 @@ enum DebugOutput {
     }
 
     /// The response's status, headers and body; with `redacting`, secrets hidden by name and the values of
-    /// `secrets` hidden wherever they appear (a body that echoes the request's token).
+    /// `secrets` hidden wherever they appear (a body that echoes the request's token). The server's text is
+    /// ``printable(_:keepingLineBreaks:)``: each header on its line, the body with its own line breaks.
     static func response(_ response: ConnectResponse, redacting: Bool, secrets: SecretValues) -> String {
         // And those the response hands out in its fields (a login's `X-Auth-Token`), wherever its body quotes them.
         let secrets = redacting ? secrets.union(SecretValues(handedOutIn: response.head.headerFields)) : secrets
@@ -30,7 +31,8 @@ enum DebugOutput {
             // A name that is not a token is cut where a value could start, as the request's names are: it may be a
             // whole pasted header line.
             let shown = redacting ? HTTPHeader.shownName(name) : name
-            lines.append("\(shown): \(Redaction.headerValue(value, name: name, redacting: redacting))")
+            let line = "\(shown): \(Redaction.headerValue(value, name: name, redacting: redacting))"
+            lines.append(printable(line, keepingLineBreaks: false))
         }
         let body = Redaction.bodyText(
             response.data,
@@ -44,7 +46,7 @@ enum DebugOutput {
             lines.append(body)
         }
         lines.append(rule)
-        return secrets.hiding(in: lines.joined(separator: "\n"))
+        return printable(secrets.hiding(in: lines.joined(separator: "\n")), keepingLineBreaks: true)
     }
 
     /// The response (also the one inside an error-status failure), or the failure.
@@ -81,6 +83,32 @@ enum DebugOutput {
         // `ConnectError` shows an underlying error's.
         let shown = redacting && !(error is ConnectError) ? Redaction.urlsInText("\(error)") : "\(error)"
         let text = "\(rule)\nFAILED \(target ?? ""): \(shown)\n\(rule)"
-        return redacting ? SecretValues(of: request).hiding(in: text) : text
+        return printable(redacting ? SecretValues(of: request).hiding(in: text) : text, keepingLineBreaks: true)
+    }
+
+    /// `text` with what would act on the terminal or log viewer that shows it, rather than be read, written as an
+    /// escape (`\u{1B}`): the scalars ``SingleLineText`` replaces (control characters, so ESC and a lone CR that
+    /// writes over its line; the Unicode line separators; the bidirectional overrides), but the tab and, with
+    /// `keepingLineBreaks`, a line feed, a CR LF becoming one. The server's text (a body, a header value, an error's
+    /// message) can then send no escape sequence and hide nothing, though a body's own lines stay lines of the block.
+    static func printable(_ text: String, keepingLineBreaks: Bool) -> String {
+        // Most output is printable ASCII, tabs and line feeds: check the bytes first.
+        if text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) || $0 == 0x09 || (keepingLineBreaks && $0 == 0x0A) }) {
+            return text
+        }
+        var shown = String.UnicodeScalarView()
+        var scalars = text.unicodeScalars.makeIterator()
+        var next = scalars.next()
+        while let scalar = next {
+            next = scalars.next()
+            if scalar == "\t" || (keepingLineBreaks && scalar == "\n") || !SingleLineText.isUnsafe(scalar) {
+                shown.append(scalar)
+            } else if keepingLineBreaks && scalar == "\r" && next == "\n" {
+                continue  // the line feed after it ends the line
+            } else {
+                shown.append(contentsOf: "\\u{\(String(scalar.value, radix: 16, uppercase: true))}".unicodeScalars)
+            }
+        }
+        return String(shown)
     }
 }

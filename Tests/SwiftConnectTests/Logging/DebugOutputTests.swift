@@ -107,6 +107,39 @@ final class DebugOutputTests: XCTestCase {
         }
     }
 
+    /// The server's text in the response block (its body, a header value) keeps its line breaks but sends no control
+    /// character to the terminal or log viewer that shows it: ESC (a terminal's escape sequences), a lone CR (which
+    /// writes over the line it ends), NEL, the Unicode line separators and the bidirectional overrides are shown as
+    /// escapes. The body was written as it came.
+    func testTheServersControlCharactersAreShownAsEscapesNotSentToTheTerminal() {
+        // Given
+        let logger = MemoryLogger()
+        let body = "first\r\nsecond\rhidden \u{1B}[2J \u{202E}desrever\u{85}\u{2028}end\tx"
+        let fake = FakeTransport.answering(
+            .handler { request in
+                let headers = ["Content-Type": "text/plain", "X-Note": "a\u{1B}]0;owned\u{7}b"]
+                guard
+                    let response = ConnectResponse(
+                        request: request, statusCode: 200, headers: headers, data: Data(body.utf8))
+                else { return .failure(ConnectError(.badResponse, message: "no response")) }
+                return .success(response)
+            })
+        let connect = Connect(transport: fake, retryPolicy: nil, settings: Connect.Settings(logger: logger))
+        // When
+        _ = value(of: connect.request(Endpoint(), debugResponse: true))
+        // Then
+        let output = logger.messages.last ?? ""
+        let unsafe = output.unicodeScalars.filter { scalar in
+            scalar != "\n" && scalar != "\t"
+                && (scalar.value < 0x20 || (0x7F..<0xA0).contains(scalar.value)
+                    || [0x2028, 0x202E].contains(scalar.value))
+        }
+        XCTAssertEqual(unsafe.map(\.value), [], output.debugDescription)
+        XCTAssertTrue(
+            output.contains("\nfirst\nsecond\\u{D}hidden \\u{1B}[2J \\u{202E}desrever\\u{85}\\u{2028}end\tx\n"), output)
+        XCTAssertTrue(output.contains("X-Note: a\\u{1B}]0;owned\\u{7}b"), output)
+    }
+
     // MARK: - Redaction
 
     func testAuthorizationAndCookiesAreRedactedEverywhere() {
