@@ -100,10 +100,12 @@ public struct LoggingObserver: ConnectObserver {
     /// The logger's metadata provider, if any, is read here, on the task that makes the call, and what it gives joins
     /// the call's metadata: the events come from the engine's threads, where a provider that reads task locals (a
     /// trace ID) would find none of that task's values, or another task's.
+    ///
+    /// A logger that logs none of the call's lines (none is above `warning`) declines it: nothing is made for it.
     public func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? {
         var logger = logger
-        // Not read for a logger that logs none of the call's lines (none is above `warning`).
-        if logger.logLevel <= .warning, let provider = logger.metadataProvider {
+        guard logger.logLevel <= .warning else { return nil }
+        if let provider = logger.metadataProvider {
             for (key, value) in provider.get() { logger[metadataKey: key] = value }
             logger.handler.metadataProvider = nil
         }

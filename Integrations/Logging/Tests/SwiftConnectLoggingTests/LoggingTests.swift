@@ -315,6 +315,25 @@ final class LoggingTests: XCTestCase {
         XCTAssertEqual(handler.entries.map { $0.metadata["request.id"] }, ["r-42", "r-42"])
     }
 
+    /// A logger that logs none of a call's lines (its level above `warning`, the highest the observer writes) costs
+    /// the call nothing: the observer declines the call, so no logger is made ready with its metadata and no event is
+    /// handled for it. Each call's logger was made, and each attempt's request kept, for lines never written.
+    func testALoggerAboveWarningIsMadeNothingForACall() throws {
+        // Given: a call that ends with a 5xx after retries, whose lines go up to `warning`
+        server.route("GET", "/todos/:id") { _ in LocalServer.Response.status(503).withHeader("Retry-After", "0") }
+        let recorder = RecordingLogHandler()
+        var logger = Logger(label: "tests") { _ in recorder }
+        logger.logLevel = .error
+        let connect = Connect(
+            retryPolicy: RetryPolicy(clock: ImmediateRetryClock()),
+            settings: Connect.Settings(observers: [LoggingObserver(logger)]))
+        // When
+        XCTAssertNotNil(try? connect.request(GetTodo(baseURL: server.baseURL)).waitForResult())
+        // Then
+        XCTAssertEqual(recorder.events.count, 0)
+        XCTAssertEqual(recorder.metadataSetCount, 0)
+    }
+
     func testDebugOutputGoesThroughTheLoggerRedacted() throws {
         server.route("GET", "/todos/:id") { _ in .json(string: "{}") }
         let connect = Connect(settings: Connect.Settings(logger: SwiftLogConnectLogger(logger)))

@@ -143,13 +143,17 @@ final class SwiftLogConnectLoggerTests: XCTestCase {
 /// Its copies (each `Logger` holds one) share what they keep.
 struct RecordingLogHandler: LogHandler {
     private let recorded = Locked<[LogEvent]>([])
+    private let metadataSets = Locked(0)
     var metadata: Logger.Metadata = [:]
     var logLevel: Logger.Level = .trace
     var metadataProvider: Logger.MetadataProvider?
 
     subscript(metadataKey key: String) -> Logger.Metadata.Value? {
         get { metadata[key] }
-        set { metadata[key] = newValue }
+        set {
+            metadataSets.withLock { $0 += 1 }
+            metadata[key] = newValue
+        }
     }
 
     /// Keeps `event`, its metadata merged as swift-log's handlers merge it: the handler's, the provider's, the line's.
@@ -164,4 +168,7 @@ struct RecordingLogHandler: LogHandler {
 
     /// The events logged so far, oldest first.
     var events: [LogEvent] { recorded.withLock { $0 } }
+
+    /// How many times a metadata value was set on this handler or a copy of it: what a logger was made ready with.
+    var metadataSetCount: Int { metadataSets.withLock { $0 } }
 }
