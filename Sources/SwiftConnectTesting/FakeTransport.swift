@@ -98,7 +98,8 @@ public final class FakeTransport: Transport, Sendable {
     ///     an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL cannot hold as
     ///     it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match the root.
     ///   - query: Query items the request must have, by name and value as a server reads them (a `+` in the query is
-    ///     a space, `%2B` a plus), in any order; `nil` ignores the query.
+    ///     a space, `%2B` a plus, and an item without `=`, `?done`, has the value `""`), in any order; `nil` ignores
+    ///     the query.
     ///   - response: The response.
     public func stub(_ method: HTTPMethod?, _ path: String, query: [String: String]? = nil, with response: FakeResponse)
     {
@@ -203,8 +204,10 @@ public final class FakeTransport: Transport, Sendable {
     }
 
     /// The query items of `url` as a server reads them (`application/x-www-form-urlencoded`): split at `&`, then at
-    /// the first `=`, a `+` read as a space, escapes decoded. An item without `=` has no value.
-    static func queryItems(of url: URL) -> [(name: String, value: String?)] {
+    /// the first `=`, a `+` read as a space, escapes decoded. An item without `=` (`?done`, a `URLQueryItem` with a
+    /// `nil` value) has the empty value, as servers read it (and ``LocalServer``): it had none, so that no stub could
+    /// match it.
+    static func queryItems(of url: URL) -> [(name: String, value: String)] {
         guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else {
             return []
         }
@@ -214,7 +217,7 @@ public final class FakeTransport: Transport, Sendable {
         }
         return query.split(separator: "&").map { item in
             let parts = item.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            return (decoded(parts[0]), parts.count > 1 ? decoded(parts[1]) : nil)
+            return (decoded(parts[0]), parts.count > 1 ? decoded(parts[1]) : "")
         }
     }
 

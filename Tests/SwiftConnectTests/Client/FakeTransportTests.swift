@@ -138,6 +138,17 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(status(fake, "https://api.example.com/find?q=a%2Bb&tag=x%26y%3Dz"), 404)
     }
 
+    func testAQueryItemWithoutAValueMatchesAnEmptyValue() {
+        // Given: a flag sent as `?flag` (`URLQueryItem(name: "flag", value: nil)`), which a server reads as empty
+        let fake = FakeTransport()
+        fake.stub(.get, "/todos", query: ["done": ""], with: .status(204))
+        // When / Then
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?done"), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?done="), 204)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?done=no"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?undone"), 404)
+    }
+
     func testMatchesRequiredQueryItems() {
         // Given
         let fake = FakeTransport()
