@@ -619,6 +619,41 @@ final class LocalServerTests: XCTestCase {
         }
     }
 
+    func testAFramingHeaderThatDoesNotFrameTheBodyIsAnswered500() throws {
+        // Given: a handler's own Content-Length that is not its body's (the rest read as the next response, or a
+        // client waiting for bytes that never come), or a Transfer-Encoding over a body sent as it is
+        for (name, value) in [("Content-Length", "3"), ("Content-Length", "9"), ("Transfer-Encoding", "chunked")] {
+            server.route("GET", "/framed") { _ in LocalServer.Response.text("hello").withHeader(name, value) }
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send("GET /framed HTTP/1.1\r\nHost: x\r\n\r\n")
+            let answer = try client.readResponse()
+
+            // Then: a 500 saying why
+            XCTAssertEqual(answer.status, 500, "\(name): \(value)")
+            XCTAssertTrue(answer.text.contains(name), answer.text)
+        }
+    }
+
+    func testAFramingHeaderThatFramesTheBodyOrAnswersAHeadIsSent() throws {
+        // Given: the body's own length, and a HEAD's, which is the resource's
+        server.route("GET", "/exact") { _ in LocalServer.Response.text("hello").withHeader("content-length", "5") }
+        server.route("HEAD", "/resource") { _ in LocalServer.Response.status(200).withHeader("Content-Length", "100") }
+        let client = try RawClient(port: server.port)
+
+        // When
+        client.send("HEAD /resource HTTP/1.1\r\nHost: x\r\n\r\nGET /exact HTTP/1.1\r\nHost: x\r\n\r\n")
+        let head = try client.readResponse(bodyless: true)
+        let exact = try client.readResponse()
+
+        // Then
+        XCTAssertEqual(head.status, 200)
+        XCTAssertEqual(head.header("content-length"), "100")
+        XCTAssertEqual(exact.status, 200)
+        XCTAssertEqual(exact.text, "hello")
+    }
+
     func testALieAboutLengthBeyondIntOrBelowZeroIsAnswered500() throws {
         // Given: lies whose declared length overflows `Int` (which trapped, stopping the test process) or is negative,
         // with a body in memory and a streamed one of a known length

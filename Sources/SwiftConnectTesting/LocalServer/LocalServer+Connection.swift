@@ -123,12 +123,42 @@ extension LocalServer {
         /// `response`, or, if the handler built one the server cannot send (see ``Response/mistake``), a 500 whose
         /// body says why, also written to standard error so that a test author sees it whatever the client reports.
         private static func sendable(_ response: Response, answering request: Request) -> Response {
-            guard let mistake = response.mistake else { return response }
+            guard let mistake = response.mistake ?? framingMistake(of: response, answering: request) else {
+                return response
+            }
             let message =
                 "LocalServer: the response to \(request.method) \(request.path) cannot be sent: \(mistake); "
                 + "answered 500 instead"
             FileHandle.standardError.write(Data((message + "\n").utf8))
             return .text(message, status: 500)
+        }
+
+        /// Why the handler's own `Content-Length` or `Transfer-Encoding` (kept as they are for a body in memory sent
+        /// with no fault) does not frame the body the server sends, or `nil`. A length other than the body's left its
+        /// rest to be read as the next response, or the client waiting for bytes that never come; a transfer coding
+        /// announced a framing the bytes sent as they are do not have. A deliberate lie is a ``Response/Fault``
+        /// (``Response/Fault/lieAboutLength(extra:)``, ``Response/Fault/chunked``). No body is sent to a `HEAD` nor
+        /// with a 204 or 304, whose length may be the resource's.
+        static func framingMistake(of response: Response, answering request: Request) -> String? {
+            guard case .normal = response.fault, response.streamedBody == nil, request.method != "HEAD",
+                statusAllowsBody(response.status)
+            else { return nil }
+            let length = String(response.body.count)
+            for (name, value) in response.headers {
+                if name.caseInsensitiveEquals("transfer-encoding") {
+                    return "the header \(name): \(value) announces a framing the body, sent as it is, does not have "
+                        + "(withFault(.chunked) sends it chunked)"
+                }
+                if name.caseInsensitiveEquals("content-length"),
+                    value.trimmingCharacters(in: CharacterSet(charactersIn: " \t")) != length
+                {
+                    return
+                        "the header \(name): \(value) is not the length of the \(length)-byte body (the client would "
+                        + "read the rest as the next response, or wait for bytes never sent; "
+                        + "withFault(.lieAboutLength(extra:)) declares more on purpose)"
+                }
+            }
+            return nil
         }
 
         /// Reads the body delimited by `framing`, answering `Expect: 100-continue` first if asked to.

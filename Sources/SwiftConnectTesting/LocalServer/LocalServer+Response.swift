@@ -20,7 +20,9 @@ extension LocalServer {
         ///
         /// A name that is not a valid field name, or a value containing CR, LF or NUL, would split the response:
         /// the server sends a 500 instead, whose body says which header is wrong, and writes that on standard
-        /// error. To send a malformed response on purpose, use ``Fault/raw(_:)``.
+        /// error. So does a `Content-Length` other than the body's length, or a `Transfer-Encoding`, on a body sent
+        /// with no fault (a `HEAD`'s answer, a 204 and a 304 have no body, and may declare the resource's length).
+        /// To send a malformed response on purpose, use a ``Fault`` (``Fault/raw(_:)`` sends any bytes).
         public var headers: [(name: String, value: String)]
 
         /// The body. Never sent for `HEAD` requests nor for 1xx, 204 and 304 statuses.
