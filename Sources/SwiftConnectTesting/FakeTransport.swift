@@ -40,22 +40,49 @@ import SwiftConnect
 public final class FakeTransport: Transport, Sendable {
     private struct Route {
         let method: HTTPMethod?
-        let path: String
-        let query: [String: String]?
+        let target: StubTarget
         var responses: [FakeResponse]
         var served = 0
 
         func matches(_ request: URLRequest) -> Bool {
-            guard let url = request.url, FakeTransport.path(of: url) == FakeTransport.stubPath(path) else {
-                return false
-            }
+            guard let url = request.url else { return false }
             if let method, request.httpMethod != method.rawValue { return false }
+            return target.matches(url)
+        }
+    }
+
+    /// What a stub (or ``requests(to:)``) names: a path, as ``stubPath(_:)`` normalises it, and the query items a
+    /// request must have, `nil` for any query.
+    struct StubTarget {
+        let path: String
+        let query: [(name: String, value: String)]?
+
+        /// The target of a stub for `path` with `query`. A query written in the path (`/search?q=swift`, as in a
+        /// URL) is required as `query`'s items are, beside them, and a fragment (`#top`, never sent) is left out:
+        /// escaped into the path, they made a path no request has, so that the stub silently matched nothing.
+        init(_ path: String, query: [String: String]?) {
+            var path = Substring(path)
+            if let fragment = path.firstIndex(of: "#") { path = path[..<fragment] }
+            var items: [(name: String, value: String)]?
+            if let mark = path.firstIndex(of: "?") {
+                items = FakeTransport.queryItems(ofQuery: path[path.index(after: mark)...])
+                path = path[..<mark]
+            }
+            if let query {
+                items = (items ?? []) + query.sorted { $0.key < $1.key }.map { (name: $0.key, value: $0.value) }
+            }
+            self.path = FakeTransport.stubPath(String(path))
+            self.query = items
+        }
+
+        /// Whether a request to `url` is one to this target.
+        func matches(_ url: URL) -> Bool {
+            guard FakeTransport.path(of: url) == path else { return false }
             guard let query else { return true }
             let items = FakeTransport.queryItems(of: url)
-            for (name, value) in query where !items.contains(where: { $0.name == name && $0.value == value }) {
-                return false
+            return query.allSatisfy { required in
+                items.contains { $0.name == required.name && $0.value == required.value }
             }
-            return true
         }
     }
 
@@ -93,7 +120,8 @@ public final class FakeTransport: Transport, Sendable {
     /// - Parameters:
     ///   - method: The method to match; `nil` matches any.
     ///   - path: The URL path to match exactly, such as `/todos/1`, as it is sent: percent-encoded, and with its
-    ///     trailing slash, if any (`/notes/` and `/notes` are different paths). `/files/a%2Fb` (one segment) and
+    ///     trailing slash, if any (`/notes/` and `/notes` are different paths). A query written after it
+    ///     (`/search?q=swift`) is required as `query`'s items are, and a fragment (`#top`) is ignored. `/files/a%2Fb` (one segment) and
     ///     `/files/a/b` (two) are different paths, and so are `x;y` and `x%3By`; hex digits match in either case, and
     ///     an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL cannot hold as
     ///     it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match the root.
@@ -144,7 +172,8 @@ public final class FakeTransport: Transport, Sendable {
             let message = "FakeTransport: the stub for \(route) has no responses"
             responses = [.failure(ConnectError(.transport, message: message))]
         }
-        state.withLock { $0.routes.append(Route(method: method, path: path, query: query, responses: responses)) }
+        let target = StubTarget(path, query: query)
+        state.withLock { $0.routes.append(Route(method: method, target: target, responses: responses)) }
     }
 
     /// Every request sent so far, in order.
@@ -153,11 +182,11 @@ public final class FakeTransport: Transport, Sendable {
     /// The requests sent to `path` so far, in order.
     ///
     /// - Parameter path: The URL path, compared as a stub's path is: as sent (percent-encoded), trailing slash
-    ///   included.
+    ///   included, and a query written after `?` required as a stub requires it.
     /// - Returns: The matching requests.
     public func requests(to path: String) -> [URLRequest] {
-        let path = FakeTransport.stubPath(path)
-        return requests.filter { $0.url.map(FakeTransport.path(of:)) == path }
+        let target = StubTarget(path, query: nil)
+        return requests.filter { $0.url.map(target.matches) ?? false }
     }
 
     /// The path of `url` as a stub matches it: percent-encoded as sent (a decoded path made `a%2Fb` and `a/b` one
@@ -211,6 +240,11 @@ public final class FakeTransport: Transport, Sendable {
         guard let query = URLComponents(url: url, resolvingAgainstBaseURL: false)?.percentEncodedQuery else {
             return []
         }
+        return queryItems(ofQuery: Substring(query))
+    }
+
+    /// The items of a percent-encoded `query`, read as ``queryItems(of:)`` reads a URL's.
+    static func queryItems(ofQuery query: Substring) -> [(name: String, value: String)] {
         func decoded(_ text: Substring) -> String {
             let spaced = text.replacingOccurrences(of: "+", with: " ")
             return spaced.removingPercentEncoding ?? spaced

@@ -149,6 +149,23 @@ final class FakeTransportTests: XCTestCase {
         XCTAssertEqual(status(fake, "https://api.example.com/todos?undone"), 404)
     }
 
+    func testAQueryWrittenInTheStubsPathIsRequiredAsQueryItemsAre() {
+        // Given: the query written in the path, as in a URL, alone or beside `query:`
+        let fake = FakeTransport()
+        fake.stub(.get, "/search?q=swift&tag=a%26b", with: .status(200))
+        fake.stub(.get, "/todos?page=2", query: ["sort": "asc"], with: .status(206))
+        fake.stub(.get, "/notes#top", with: .status(204))
+        // When / Then: matched as a server reads the query, items in any order
+        XCTAssertEqual(status(fake, "https://api.example.com/search?tag=a%26b&q=swift"), 200)
+        XCTAssertEqual(status(fake, "https://api.example.com/search?q=swift"), 404, "tag is required too")
+        XCTAssertEqual(status(fake, "https://api.example.com/search?q=kotlin&tag=a%26b"), 404)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?sort=asc&page=2"), 206)
+        XCTAssertEqual(status(fake, "https://api.example.com/todos?page=2"), 404, "sort is required too")
+        XCTAssertEqual(status(fake, "https://api.example.com/notes"), 204, "a fragment is never sent")
+        XCTAssertEqual(fake.requests(to: "/todos?page=2").count, 2)
+        XCTAssertEqual(fake.requests(to: "/todos?sort=asc").count, 1)
+    }
+
     func testMatchesRequiredQueryItems() {
         // Given
         let fake = FakeTransport()
