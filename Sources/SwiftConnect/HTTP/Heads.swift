@@ -137,7 +137,8 @@ extension ResponseHead {
     ///
     /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field, but for
     /// `Set-Cookie`, whose fields cannot be joined (a cookie's `Expires` date has a comma): each cookie is a field of
-    /// its own again, as the server sent them.
+    /// its own again, as the server sent them wherever the joined text tells (``SetCookieFields/cookies(in:)`` says
+    /// where it cannot).
     public init(_ response: HTTPURLResponse) {
         var fields = HeaderFields()
         for (name, value) in response.allHeaderFields {

@@ -377,10 +377,13 @@ struct RedirectCookies: Sendable {
     private(set) var cookies: [HTTPCookie] = []
 
     /// Keeps the cookies `response` sets: only those in visible ASCII, as RFC 6265 writes them (``SetCookieFields``).
+    /// Each `Set-Cookie` field is one cookie, as RFC 6265 and browsers read them: an engine hands the core each field
+    /// (URLSession's joined fields are split again as its head is made, `ResponseHead.init(_:)`), so a comma in a
+    /// field's value is the value's.
     mutating func take(setBy response: ConnectResponse, now: Date = Date()) {
         guard let from = response.storedHead.url else { return }
         let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
-        for value in values.flatMap(SetCookieFields.cookies(in:)) where SetCookieFields.isVisibleASCII(value) {
+        for value in values.map({ Substring($0) }) where SetCookieFields.isVisibleASCII(value) {
             guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now),
                 !CookieRules.overwritesSecureCookie(cookie, setBy: from, in: cookies, now: now)
             else { continue }

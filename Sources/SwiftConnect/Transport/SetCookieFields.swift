@@ -44,18 +44,35 @@ package enum SetCookieFields {
         return readable
     }
 
-    /// The cookies of a `Set-Cookie` value, split at the commas that join repeated fields.
+    /// The cookies of a `Set-Cookie` value that Foundation joined from repeated fields (`HTTPURLResponse` joins them
+    /// with `", "`), split again where one field ended.
     ///
-    /// A piece whose text before its first `;` or `,` has no `=` is not a cookie: it is the rest of the one before it, cut
-    /// at the comma of an `Expires` date (`Expires=Wed, 09 Jun 2021 10:18:14 GMT`).
+    /// A comma splits only where a cookie's `name=` follows it (optional spaces or tabs, then a token or nothing,
+    /// then `=`): a comma in a value (`a=b,c`), in an attribute (`Comment=one, two`) or in an `Expires` date
+    /// (`Expires=Wed, 09 Jun 2077 10:18:14 GMT`) is part of its cookie, and so is any comma inside a quoted value
+    /// (`q="x, y=z"`, up to its closing quote before the next `;`). A name that is not a token (`k=v, w x=y`) starts
+    /// no cookie, but for one with characters outside ASCII (``startsACookie(_:)``). What stays ambiguous once joined: a field whose own comma is followed by `name=` (`a=1, b=2` in one
+    /// field, or `Path=/x,y=z`) reads as two, since two fields `a=1` and `b=2` are joined to the same text. An engine
+    /// that hands the core each field (AsyncHTTPClient) needs no split: each field is one cookie there.
     package static func cookies(in value: String) -> [Substring] {
         var cookies: [Substring] = []
         var start = value.startIndex
         var index = value.startIndex
+        // Before the cookie's first `;` and its first `=`: the `=` that ends its name is still to come.
+        var inName = true
         while index < value.endIndex {
-            if value[index] == ",", startsACookie(value[value.index(after: index)...]) {
+            switch value[index] {
+            case ";":
+                inName = false
+            case "=" where inName:
+                inName = false
+                if let close = closingQuote(ofValueAfter: index, in: value) { index = close }
+            case "," where startsACookie(value[value.index(after: index)...]):
                 cookies.append(value[start..<index])
                 start = value.index(after: index)
+                inName = true
+            default:
+                break
             }
             index = value.index(after: index)
         }
@@ -63,13 +80,37 @@ package enum SetCookieFields {
         return cookies
     }
 
-    /// Whether `text` begins with a `name=` pair: an `=` before any `;` or `,`.
-    private static func startsACookie(_ text: Substring) -> Bool {
-        for character in text {
-            if character == "=" { return true }
-            if character == ";" || character == "," { return false }
+    /// The closing `"` of a quoted cookie value that starts after the `=` at `equals` (optional spaces or tabs, then
+    /// `"`), when it comes before the next `;`; `nil` for a value that is not quoted, or whose quote is not closed.
+    private static func closingQuote(ofValueAfter equals: String.Index, in value: String) -> String.Index? {
+        let rest = value[value.index(after: equals)...].drop { $0 == " " || $0 == "\t" }
+        guard rest.first == "\"" else { return nil }
+        for index in rest.indices.dropFirst() {
+            if rest[index] == "\"" { return index }
+            if rest[index] == ";" { return nil }
         }
-        return false
+        return nil
+    }
+
+    /// Whether `text` begins with a cookie's `name=`: optional spaces or tabs, a name (a token, RFC 9110 §5.6.2, or
+    /// nothing), optional spaces or tabs, then `=`. A name with characters outside ASCII counts too: no such cookie is
+    /// kept (``isVisibleASCII(_:)``), but split off, it takes none of its neighbours with it.
+    private static func startsACookie(_ text: Substring) -> Bool {
+        let name = text.drop { $0 == " " || $0 == "\t" }.drop(while: isNameCharacter)
+        return name.drop { $0 == " " || $0 == "\t" }.first == "="
+    }
+
+    /// Whether `character` may be part of a cookie's name where a comma may split: a `tchar` of RFC 9110 §5.6.2 (a
+    /// letter, a digit or one of ``!#$%&'*+-.^_`|~``), or any character outside ASCII.
+    private static func isNameCharacter(_ character: Character) -> Bool {
+        guard let ascii = character.asciiValue else { return !character.isASCII }
+        switch ascii {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            return true
+        default:
+            return "!#$%&'*+-.^_`|~".utf8.contains(ascii)
+        }
     }
 
     /// Whether `cookie` has only visible ASCII, spaces and tabs.

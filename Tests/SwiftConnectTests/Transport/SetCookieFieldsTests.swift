@@ -42,6 +42,26 @@ final class SetCookieFieldsTests: XCTestCase {
         XCTAssertEqual(SetCookieFields.cookies(in: ""), [""])
     }
 
+    /// Foundation's joined list is split only where a comma is followed by a cookie's `name=`: a comma in a value, a
+    /// quoted value, an attribute or a date is its cookie's. A quoted `"x, y=z"` and `k=v, w x=y` were cut in two.
+    func testACommaSplitsTheJoinedListOnlyBeforeACookiesName() {
+        XCTAssertEqual(SetCookieFields.cookies(in: "a=b,c, d=1"), ["a=b,c", " d=1"])
+        XCTAssertEqual(SetCookieFields.cookies(in: #"q="x, y=z"; Path=/, d=1"#), [#"q="x, y=z"; Path=/"#, " d=1"])
+        XCTAssertEqual(SetCookieFields.cookies(in: #"q = "x,y=z",d=1"#), [#"q = "x,y=z""#, "d=1"])
+        XCTAssertEqual(SetCookieFields.cookies(in: "k=v, w x=y, d=1"), ["k=v, w x=y", " d=1"])
+        XCTAssertEqual(SetCookieFields.cookies(in: "d=2; Comment=one, two; Path=/"), ["d=2; Comment=one, two; Path=/"])
+        XCTAssertEqual(
+            SetCookieFields.cookies(in: "e=1; Expires=Wed, 09-Jun-2077 10:18:14 GMT,\tf =2"),
+            ["e=1; Expires=Wed, 09-Jun-2077 10:18:14 GMT", "\tf =2"])
+        // An unclosed quote, or one closed after the next `;`, quotes nothing
+        XCTAssertEqual(SetCookieFields.cookies(in: #"q="x, d=1"#), [#"q="x"#, " d=1"])
+        XCTAssertEqual(SetCookieFields.cookies(in: #"q="x; a, d="1""#), [#"q="x; a"#, #" d="1""#])
+        // A name outside ASCII splits too, so that dropping it keeps its neighbours
+        XCTAssertEqual(SetCookieFields.cookies(in: "a=1, 😀=2"), ["a=1", " 😀=2"])
+        // The limit: a field's own comma before `name=` cannot be told from two fields joined
+        XCTAssertEqual(SetCookieFields.cookies(in: "a=1, b=2"), ["a=1", " b=2"])
+    }
+
     func testValuesThatStoppedTheParserReachItAsNothing() {
         for value in Self.unreadable {
             let readable = SetCookieFields.readable(["Set-Cookie": value])

@@ -1,0 +1,73 @@
+import Foundation
+import SwiftConnectTesting
+import XCTest
+
+@testable import SwiftConnect
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The `Set-Cookie` and `Location` fields of a response as a server writes them on the wire, read by the core through
+/// both kinds of engine: URLSession, which hands the core repeated fields joined with `", "` (`HTTPURLResponse`), and
+/// `SocketEngine`, which hands them one by one as AsyncHTTPClient does. Each test starts its own `LocalServer` and
+/// sends raw header lines.
+final class ResponseHeaderWireTests: XCTestCase {
+    /// The engines under test, by name: URLSession without a cookie store of its own (only the core's redirect
+    /// cookies count) and `SocketEngine`.
+    private let engines: [(name: String, make: () -> any Transport)] = [
+        ("URLSession", TransportUnderTest.makeCookieless), ("SocketEngine", { SocketEngine() }),
+    ]
+
+    /// A started server, stopped when the test ends.
+    private func startedServer() throws -> LocalServer {
+        let server = try LocalServer.started()
+        addTeardownBlock { server.stop() }
+        return server
+    }
+
+    /// The cookies the hop after a 302 setting `setCookies` (one field each) carried, in order, on each engine.
+    private func cookiesSentAfterARedirect(setting setCookies: [String]) throws -> [String: [String]] {
+        let server = try startedServer()
+        server.route("GET", "/login") { _ in
+            LocalServer.Response(
+                status: 302, headers: [("Location", "/home")] + setCookies.map { ("Set-Cookie", $0) })
+        }
+        server.route("GET", "/home") { request in .text(request.header("Cookie") ?? "") }
+        var sent: [String: [String]] = [:]
+        for engine in engines {
+            let connect = Connect(transport: engine.make(), retryPolicy: nil)
+            let body = try connect.request(Route("/login", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
+            let header = String(decoding: body, as: UTF8.self)
+            sent[engine.name] = header.isEmpty ? [] : header.components(separatedBy: "; ")
+        }
+        return sent
+    }
+
+    // MARK: - Set-Cookie
+
+    /// A comma inside one `Set-Cookie` field (in the value, a quoted value, an attribute, an `Expires` date) is part
+    /// of that cookie on both engines: URLSession's joined list is split only where a comma is followed by a cookie's
+    /// `name=`. A value `"x, y=z"` was cut in two on every engine; `k=v, w x=y` made a cookie named `w x`.
+    func testACommaInsideOneSetCookieFieldStaysInThatCookieOnEveryEngine() throws {
+        let sent = try cookiesSentAfterARedirect(setting: [
+            "a=b,c; Path=/", #"q="x, y=z"; Path=/"#, "e=1; Expires=Wed, 09 Jun 2077 10:18:14 GMT; Path=/",
+            "d=2; Comment=one, two; Path=/", "k=v, w x=y; Path=/", "last=1",
+        ])
+
+        let expected = ["a=b,c", #"q="x, y=z""#, "e=1", "d=2", "k=v, w x=y", "last=1"]
+        XCTAssertEqual(sent["URLSession"], expected)
+        XCTAssertEqual(sent["SocketEngine"], expected)
+    }
+
+    /// An engine that hands the core each field (AsyncHTTPClient, `SocketEngine`) gets one cookie a field, as RFC
+    /// 6265 and browsers read them: `a=1, b=2` in one field is the cookie `a` with the value `1, b=2`. URLSession
+    /// joins repeated fields with `", "` before the core sees them, so there one field written that way cannot be
+    /// told from two: it is read as two (the documented limit of `SetCookieFields.cookies(in:)`).
+    func testOneSetCookieFieldIsOneCookieOnAnEngineThatKeepsFieldsApart() throws {
+        let sent = try cookiesSentAfterARedirect(setting: ["a=1, b=2; Path=/"])
+
+        XCTAssertEqual(sent["SocketEngine"], ["a=1, b=2"])
+        XCTAssertEqual(sent["URLSession"], ["a=1", "b=2"], "joined fields: the limit")
+    }
+}
