@@ -10,8 +10,9 @@ import Foundation
 /// no `Max-Age` (so no cookie could be deleted), stored a cookie for a whole top-level domain and sent cookies by
 /// domain alone.
 ///
-/// - **Storing** (§5.2, §5.3): ``cookie(from:setBy:now:)``. A cookie without `=` or without a name is ignored; the
-///   last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or less expires the cookie (which
+/// - **Storing** (§5.2, §5.3): ``cookie(from:setBy:now:)``. A cookie without `=` or without a name is ignored, and
+///   so is one whose name and value are over 4096 octets together (RFC 6265bis §5.6), or an attribute whose value is
+///   over 1024 octets (the attribute alone); the last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or less expires the cookie (which
 ///   deletes the one it replaces); `Expires` is read as §5.1.1 reads a cookie date (two-digit years included); a
 ///   `Domain` the host is not in, a `Domain` of one label (a top-level domain: this library has no public suffix
 ///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored;
@@ -37,7 +38,9 @@ enum CookieRules {
         guard let pair = pieces.first, let equals = pair.firstIndex(of: "=") else { return nil }
         let name = trimmed(pair[..<equals])
         let value = trimmed(pair[pair.index(after: equals)...])
-        guard !name.isEmpty else { return nil }
+        // RFC 6265bis §5.6: a name and value over 4096 octets together make the cookie ignored (a server's 100 KB
+        // cookie was kept and sent back on every request).
+        guard !name.isEmpty, name.utf8.count + value.utf8.count <= maxNameAndValueOctets else { return nil }
 
         var expires: Date?
         var maxAge: Date?
@@ -48,6 +51,8 @@ enum CookieRules {
             let split = attribute.firstIndex(of: "=")
             let attributeName = trimmed(attribute[..<(split ?? attribute.endIndex)]).lowercased()
             let attributeValue = split.map { trimmed(attribute[attribute.index(after: $0)...]) } ?? ""
+            // RFC 6265bis §5.6: an attribute whose value is over 1024 octets is ignored, the cookie kept.
+            guard attributeValue.utf8.count <= maxAttributeValueOctets else { continue }
             switch attributeName {
             case "expires":
                 if let date = cookieDate(attributeValue) { expires = date }
@@ -93,6 +98,12 @@ enum CookieRules {
         if let expiry = maxAge ?? expires { properties[.expires] = expiry }
         return HTTPCookie(properties: properties)
     }
+
+    /// The most octets a cookie's name and value may have together (RFC 6265bis §5.6): a longer cookie is ignored.
+    static let maxNameAndValueOctets = 4096
+
+    /// The most octets an attribute's value may have (RFC 6265bis §5.6): a longer attribute is ignored.
+    static let maxAttributeValueOctets = 1024
 
     /// Whether `cookie`, set by a response from `url` at `now`, must be ignored because it would replace or shadow a
     /// `Secure` cookie of `stored` (RFC 6265bis §5.7, step 16, "Leave Secure Cookies Alone"): a cookie that is not

@@ -65,6 +65,37 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie(" a = b c ; Path=/")?.value, "b c")
     }
 
+    /// RFC 6265bis §5.6: a name and value over 4096 octets together make the cookie ignored; an attribute whose value
+    /// is over 1024 octets is ignored, the cookie kept. A 100 KB cookie was stored and sent back on every request.
+    func testCookiesAndAttributesOverTheSizeLimitsAreIgnored() {
+        XCTAssertNil(cookie("big=\(String(repeating: "v", count: 100_000))"))
+        XCTAssertNil(cookie("n=\(String(repeating: "v", count: 4096))"), "4097 octets")
+        XCTAssertEqual(cookie("n=\(String(repeating: "v", count: 4095))")?.value.count, 4095, "4096 octets")
+        XCTAssertNil(cookie("n=\(String(repeating: "é", count: 2048))"), "counted in octets, not characters")
+        XCTAssertNil(cookie("\(String(repeating: "n", count: 4097))="), "the name counts too")
+
+        let longPath = "/" + String(repeating: "p", count: 1024)
+        XCTAssertEqual(cookie("a=1; Path=/ok; Path=\(longPath)")?.path, "/ok", "the long attribute alone is ignored")
+        XCTAssertEqual(cookie("a=1; Path=\(longPath.dropLast())")?.path, String(longPath.dropLast()), "1024 octets")
+        XCTAssertEqual(
+            cookie("a=1; Max-Age=60; Max-Age=\(String(repeating: "9", count: 1025))")?.expiresDate,
+            now.addingTimeInterval(60))
+        XCTAssertEqual(cookie("a=1; Domain=\(String(repeating: "x", count: 1025)).com")?.domain, "a.example.com")
+    }
+
+    /// A `Max-Age` with a sign other than `-` is no number (ignored), one with huge digits saturates: no trap, and a
+    /// `SameSite` in any case leaves the cookie stored.
+    func testOddMaxAgesAndSameSiteValuesNeitherTrapNorDropTheCookie() throws {
+        XCTAssertNil(try XCTUnwrap(cookie("a=1; Max-Age=+60")).expiresDate)
+        let far = try XCTUnwrap(cookie("a=1; Max-Age=\(String(repeating: "9", count: 400))")?.expiresDate)
+        XCTAssertGreaterThan(far, now.addingTimeInterval(365 * 24 * 3600))
+        let past = try XCTUnwrap(cookie("a=1; Max-Age=-\(String(repeating: "9", count: 400))")?.expiresDate)
+        XCTAssertLessThan(past, now)
+        for sameSite in ["Lax", "STRICT", "none", "bogus", ""] {
+            XCTAssertEqual(cookie("a=1; SameSite=\(sameSite)")?.value, "1", sameSite)
+        }
+    }
+
     func testTheDefaultPathIsTheRequestsDirectory() {
         XCTAssertEqual(cookie("a=1")?.path, "/dir")
         XCTAssertEqual(cookie("a=1; Path=relative")?.path, "/dir")

@@ -70,4 +70,20 @@ final class ResponseHeaderWireTests: XCTestCase {
         XCTAssertEqual(sent["SocketEngine"], ["a=1, b=2"])
         XCTAssertEqual(sent["URLSession"], ["a=1", "b=2"], "joined fields: the limit")
     }
+
+    /// RFC 6265bis §5.6: a cookie whose name and value are over 4096 octets together is ignored, and so is an
+    /// attribute whose value is over 1024 octets (the attribute, not the cookie). A 100 KB cookie was kept and sent
+    /// on every later hop; a 2000-octet `Path` scoped the cookie to a path nothing requests.
+    func testCookiesAndAttributesOverTheSizeLimitsAreIgnoredOnEveryEngine() throws {
+        let huge = String(repeating: "h", count: 100_000)
+        let sent = try cookiesSentAfterARedirect(setting: [
+            "big=\(huge); Path=/", "edge=\(String(repeating: "e", count: 4092))",
+            "over=\(String(repeating: "o", count: 4093))", "longpath=1; Path=/\(String(repeating: "p", count: 2000))",
+            "small=1",
+        ])
+
+        let expected = ["edge=\(String(repeating: "e", count: 4092))", "longpath=1", "small=1"]
+        XCTAssertEqual(sent["URLSession"], expected)
+        XCTAssertEqual(sent["SocketEngine"], expected)
+    }
 }
