@@ -29,7 +29,9 @@ import Foundation
 ///   itself, on every engine (so FoundationNetworking, which never sends a body again after a redirect, is never
 ///   asked to). A body it cannot read twice (a stream) is not sent again: a redirect that keeps the method is not
 ///   followed, and the 3xx response is the answer, which the error handler reports (``notFollowed(_:)``).
-/// - **One target.** A response with several `Location` fields that differ is the answer (``location(of:)``).
+/// - **One target.** A response with several `Location` fields that differ is the answer (``location(of:)``), and so
+///   is one whose `Location` has a space or a control character inside, once the blanks around it are trimmed
+///   (``hasBlankOrControlInside(_:)``).
 /// - **At most ``maxRedirects`` hops.**
 enum RedirectRules {
     /// Whether `request` (uploading `bodyFile`, if any) has a body the core can send again on a redirect: one in
@@ -83,6 +85,9 @@ enum RedirectRules {
         let text = " to '\(SingleLineText.make(shown))', not followed"
         if self.location(of: response) == nil { return text + ": it has several Location fields" }
         if let scheme = scheme(of: location), !isHTTP(scheme) { return text + ": it leaves HTTP" }
+        if let trimmed = self.location(of: response), hasBlankOrControlInside(trimmed) {
+            return text + ": it has a space or a control character inside"
+        }
         let request = response.sentRequest
         let target = target(of: location, answeredBy: response.storedHead.url ?? request.url)
         if let target, namesNoUsablePort(ConnectRequest(url: target)) {
@@ -215,6 +220,15 @@ enum RedirectRules {
         return first
     }
 
+    /// Whether `location`, a `Location` without the blanks around it, has a space, a tab or another control character
+    /// (U+0000–U+001F, U+007F) inside. A URI reference has none (RFC 3986, 2): such a `Location` is not followed on
+    /// any engine, rather than sent to what Foundation's parser makes of it (`/a b` became `/a%20b`, `/a\u{1}b` became
+    /// `/a%01b`, where browsers drop a tab and keep the rest): the server's own target is unknown, and a control
+    /// character there is more often an injection than a path.
+    static func hasBlankOrControlInside(_ location: String) -> Bool {
+        location.unicodeScalars.contains { $0.value <= 0x20 || $0.value == 0x7F }
+    }
+
     /// The fields `value` was joined from (`/a, /b`: `/a` and `/b`), each trimmed; `value` trimmed when it has no
     /// `,` followed by whitespace.
     private static func joinedFields(_ value: String) -> [String] {
@@ -332,7 +346,7 @@ enum RedirectRule {
         // A `Location` that is empty or not a URI reference is no redirect: the 3xx is the answer, as URLSession
         // makes it (an empty reference would resolve to the same URL, again and again). So are several that differ.
         guard (300..<400).contains(response.statusCode), let location = RedirectRules.location(of: response),
-            !location.isEmpty, URLComponents(string: location) != nil
+            !location.isEmpty, !RedirectRules.hasBlankOrControlInside(location), URLComponents(string: location) != nil
         else { return nil }
         let hasBody = RedirectRules.hasBodyToSendAgain(hop, bodyFile: bodyFile)
         guard let next = RedirectRules.nextHop(after: hop, answeredBy: response, location: location, hasBody: hasBody)

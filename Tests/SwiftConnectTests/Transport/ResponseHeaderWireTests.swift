@@ -86,4 +86,61 @@ final class ResponseHeaderWireTests: XCTestCase {
         XCTAssertEqual(sent["URLSession"], expected)
         XCTAssertEqual(sent["SocketEngine"], expected)
     }
+
+    // MARK: - Location
+
+    /// The 302 answering a `Location` of `location`, written as raw bytes, on each engine: the outcome of the call.
+    private func follow(rawLocation location: String) throws -> [String: Result<ConnectResponse, any Error>] {
+        let server = try startedServer()
+        server.route("GET", "/landing") { _ in .text("landed") }
+        let head = "HTTP/1.1 302 Found\r\nLocation:\(location)\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        server.route("GET", "/go") { _ in LocalServer.Response().withFault(.raw(Data(head.utf8))) }
+        var outcomes: [String: Result<ConnectResponse, any Error>] = [:]
+        for engine in engines {
+            let connect = Connect(transport: engine.make(), retryPolicy: nil)
+            outcomes[engine.name] = try connect.response(for: Route("/go", baseURL: server.baseURL, timeout: 10))
+                .waitForResult(timeout: 20)
+        }
+        return outcomes
+    }
+
+    /// RFC 9110 §5.5: the spaces and tabs around a field value are no part of it: a `Location` written
+    /// `Location:\t/landing\t` is followed to `/landing` on every engine.
+    func testALocationWithBlanksAroundItIsFollowed() throws {
+        for location in ["\t/landing\t", " /landing ", "\t /landing \t"] {
+            for (engine, outcome) in try follow(rawLocation: location) {
+                guard case .success(let response) = outcome else {
+                    XCTFail("\(engine) \(location.debugDescription): \(outcome)")
+                    continue
+                }
+                XCTAssertEqual(response.statusCode, 200, "\(engine) \(location.debugDescription)")
+                XCTAssertEqual(
+                    String(decoding: response.data, as: UTF8.self), "landed", "\(engine) \(location.debugDescription)")
+            }
+        }
+    }
+
+    /// A `Location` with a space, a tab or another control character inside is no URI reference (RFC 3986): the
+    /// redirect is not followed on any engine, and the 3xx, the answer, reaches the caller as a typed error that
+    /// names it. Nothing reaches `/landing`, nor a target cut at the character. A NUL is refused with the whole
+    /// answer, by the core (`SocketEngine`) or libcurl (URLSession).
+    func testALocationWithBlanksOrControlCharactersInsideIsNotFollowed() throws {
+        let locations = [
+            " /land ing", " /land\ting", " /land\u{00}ing", " /land\u{01}ing", " /land\u{7F}ing", " /landing\u{0B}",
+        ]
+        for location in locations {
+            for (engine, outcome) in try follow(rawLocation: location) {
+                guard case .failure(let error as ConnectError) = outcome else {
+                    XCTFail("\(engine) \(location.debugDescription): \(outcome)")
+                    continue
+                }
+                // A NUL makes the head invalid: every engine refuses the answer itself, with a typed error
+                if location.contains("\u{00}") { continue }
+                XCTAssertEqual(error.statusCode, 302, "\(engine) \(location.debugDescription): \(error)")
+                XCTAssertTrue(
+                    error.message.contains("not followed: it has a space or a control character inside"),
+                    "\(engine) \(location.debugDescription): \(error)")
+            }
+        }
+    }
 }
