@@ -165,6 +165,30 @@ import XCTest
             XCTAssertEqual(stored("other")?.value, "1")
         }
 
+        /// A cookie a redirect sets is stored before the redirect is followed: the next hop carries it, and the
+        /// storage keeps it for later requests; one with a comma in its value (the storage's joined fields split
+        /// again) keeps its whole value, and one over 4096 octets is not kept.
+        func testARedirectsCookiesAreStoredBeforeTheNextHop() throws {
+            let login = name("login")
+            let comma = name("comma")
+            let big = name("big")
+            server.route("GET", "/login") { _ in
+                LocalServer.Response(
+                    status: 302,
+                    headers: [
+                        ("Location", "/echo"), ("Set-Cookie", "\(login)=1; Path=/"),
+                        ("Set-Cookie", "\(comma)=a,b; Path=/"),
+                        ("Set-Cookie", "\(big)=\(String(repeating: "x", count: 5000)); Path=/"),
+                    ])
+            }
+            // Paths of one length: RFC 6265 §5.4 only asks (SHOULD) for the older first
+            XCTAssertEqual(try sent("/login").sorted(), ["\(comma)=a,b", "\(login)=1"])
+            XCTAssertEqual(stored("login")?.value, "1")
+            XCTAssertEqual(stored("comma")?.value, "a,b")
+            XCTAssertNil(stored("big"))
+            XCTAssertEqual(try sent("/echo").sorted(), ["\(comma)=a,b", "\(login)=1"])
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")
