@@ -334,6 +334,10 @@ extension ResponseDecoders {
 /// A `Date` is written as seconds since 1970 (`1700000000`), as ``XMLBodyDecoder`` reads one; XMLCoder's own encoder
 /// wrote seconds since 2001, which read back 31 years early. Set `dateEncodingStrategy` in `configure` for another
 /// form (`.iso8601` for XML Schema's `dateTime`).
+///
+/// A value that is a single value alone (a `String`, a number, a `Date`, an enum with a raw value, `nil`) is the root
+/// element's text: `Parameter.xml("hello", rootKey: "greeting")` sends `<greeting>hello</greeting>` (`nil`, an empty
+/// root element), which ``XMLBodyDecoder`` reads back as the value.
 public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// The name of the root element; `nil` names it after the value's type, which must then be an XML name (a
     /// generic type such as `[Order]` is not: the body fails to encode, nothing sent).
@@ -405,13 +409,20 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
                     codingPath: [],
                     debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
         }
-        var body = try encoder.encode(value, withRootKey: name, header: header)
+        // XMLCoder stops the process on a value that is no container ("Unrecognized top-level element"): such a value
+        // is the root element's text.
+        let isSingleValue = XMLSingleValue.isSingleValue(value)
+        func write() throws -> Data {
+            guard isSingleValue else { return try encoder.encode(value, withRootKey: name, header: header) }
+            return try encoder.encode(XMLSingleValue.Root(value: value), withRootKey: name, header: header)
+        }
+        var body = try write()
         if case .cdata = encoder.stringEncodingStrategy {
             // XMLCoder writes a value inside `<![CDATA[…]]>` as it is: `]]>` in it ends the section, and what follows
             // is read as markup (elements of the sender's choosing); a carriage return is read as a line feed. The
             // body must read as the same value written as escaped text.
             encoder.stringEncodingStrategy = .deferredToString
-            let escaped = try encoder.encode(value, withRootKey: name, header: header)
+            let escaped = try write()
             encoder.stringEncodingStrategy = .cdata
             // libxml2 keeps a carriage return in a CDATA section, which XML 1.0 (§2.11) has read as a line feed.
             let expected = Self.content(of: escaped)

@@ -408,6 +408,50 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: Data(body.utf8)), book)
     }
 
+    /// A value that is a text, a number, a date or `nil` alone is written as the root element's text
+    /// (`<value>hello</value>`), and decodes back as sent: XMLCoder stopped the process on such a value ("Unrecognized
+    /// top-level element of type: StringBox"). A value that encodes another through a single-value container (a
+    /// wrapper) is written as that one is.
+    func testASingleValueIsTheRootElementsTextNotACrash() throws {
+        enum Status: String, Codable, Sendable {
+            case active
+        }
+        struct Wrapper: Encodable {
+            var book: Book
+
+            func encode(to encoder: any Encoder) throws {
+                var container = encoder.singleValueContainer()
+                try container.encode(book)
+            }
+        }
+        let encoder = XMLBodyEncoder(rootKey: "value")
+        let decoder = XMLBodyDecoder()
+        let text = try encoder.encode("Fish & Chips <2>")
+        XCTAssertTrue(
+            String(decoding: text, as: UTF8.self).hasSuffix("<value>Fish &amp; Chips &lt;2&gt;</value>"),
+            String(decoding: text, as: UTF8.self))
+        XCTAssertEqual(try decoder.decode(String.self, from: text), "Fish & Chips <2>")
+        XCTAssertEqual(try decoder.decode(Int.self, from: encoder.encode(42)), 42)
+        XCTAssertEqual(try decoder.decode(Bool.self, from: encoder.encode(true)), true)
+        XCTAssertEqual(try decoder.decode(Status.self, from: encoder.encode(Status.active)), .active)
+        let date = Date(timeIntervalSince1970: 1_700_000_000)
+        XCTAssertEqual(try decoder.decode(Date.self, from: encoder.encode(date)), date)
+        let url = try XCTUnwrap(URL(string: "https://api.test/a?b=1&c=2"))
+        XCTAssertEqual(try decoder.decode(URL.self, from: encoder.encode(url)), url)
+        let amount = try XCTUnwrap(Decimal(string: "12.5"))
+        XCTAssertEqual(try decoder.decode(Decimal.self, from: encoder.encode(amount)), amount)
+        XCTAssertEqual(try decoder.decode(Data.self, from: encoder.encode(Data([1, 2, 3]))), Data([1, 2, 3]))
+        XCTAssertEqual(try decoder.decode(Int?.self, from: encoder.encode(Int?.some(7))), 7)
+        let none = String(decoding: try encoder.encode(String?.none), as: UTF8.self)
+        XCTAssertTrue(none.hasSuffix("<value />"), none)
+        let book = Book(id: 1, title: "Dune", tags: ["sf"])
+        XCTAssertEqual(try encoder.encode(Wrapper(book: book)), try encoder.encode(book))
+        // Through a client, unnamed: the root is named after the type.
+        let request = try Route(url: url, method: .post, parameters: Parameter.xml("hello")).asURLRequest()
+        let body = try XCTUnwrap(request.httpBody.map { String(decoding: $0, as: UTF8.self) })
+        XCTAssertTrue(body.hasSuffix("<String>hello</String>"), body)
+    }
+
     /// A root named after a generic type (`Array<Book>`) would be no XML: the request fails unsent instead; a plain
     /// type's name still names it.
     func testARootNamedAfterAGenericTypeIsRefusedNotSentAsBrokenXML() throws {
