@@ -403,11 +403,12 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         // would get a document it cannot parse.
         let name = rootKey ?? String(describing: T.self)
         guard Self.isXMLName(name) else {
+            // The type, not the value: the error's text is shown, and the value may hold a password.
+            let advice = rootKey == nil ? ": give a rootKey (such as \"orders\")" : ""
             throw EncodingError.invalidValue(
-                value,
+                String(describing: T.self),
                 EncodingError.Context(
-                    codingPath: [],
-                    debugDescription: "'\(name)' is not an XML element name: give a rootKey (such as \"orders\")"))
+                    codingPath: [], debugDescription: "'\(name)' is not an XML element name" + advice))
         }
         // XMLCoder stops the process on a value that is no container ("Unrecognized top-level element"): such a value
         // is the root element's text.

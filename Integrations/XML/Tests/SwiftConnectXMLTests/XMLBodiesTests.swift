@@ -461,6 +461,14 @@ final class XMLBodiesTests: XCTestCase {
             XCTAssertEqual((error as? ConnectError)?.kind, .invalidRequest)
             XCTAssertTrue("\(error)".contains("rootKey"), "\(error)")
         }
+        // The error names the type, not the value, whose text the request's error shows (it may hold a password).
+        let secret = Book(id: 1, title: "hunter2", tags: [])
+        XCTAssertThrowsError(
+            try Route(url: url, method: .post, parameters: Parameter.xml(secret, rootKey: "two words")).asURLRequest()
+        ) { error in
+            XCTAssertTrue("\(error)".contains("two words"), "\(error)")
+            XCTAssertFalse("\(error)".contains("hunter2"), "the error shows the value: \(error)")
+        }
         let named = try Route(url: url, method: .post, parameters: Parameter.xml(books[0])).asURLRequest()
         let body = try XCTUnwrap(named.httpBody.map { String(decoding: $0, as: UTF8.self) })
         XCTAssertTrue(body.contains("<Book>"), body)
