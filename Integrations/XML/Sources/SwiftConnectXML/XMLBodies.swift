@@ -377,9 +377,11 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     ///
     /// - Parameter value: The value.
     /// - Returns: The body.
-    /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when what XMLCoder wrote is not
-    ///   well-formed XML (a key that is no element name, such as `two words`, or a value holding a character XML 1.0
-    ///   cannot carry: a control character other than tab, line feed and carriage return), or when ``contentType``
+    /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when a key (as the key strategy gives it)
+    ///   or the root's name is no XML name with at most one colon (`two words`, `a>b`, `a:b:c`; the key `""`, XMLCoder's
+    ///   for an element's own text, is not a name), when what XMLCoder wrote is not well-formed XML (a value holding a
+    ///   character XML 1.0 cannot carry: a control character other than tab, line feed and carriage return, U+FFFE,
+    ///   U+FFFF), or when ``contentType``
     ///   names a charset this encoder does not write or that cannot carry a character of a name (in a text or an
     ///   attribute value such a character is written as a character reference, `&#xE9;`), or, with XMLCoder's `.cdata`
     ///   string strategy, when a value holds `]]>` or a carriage return, which a CDATA section cannot carry as it is
@@ -402,7 +404,7 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
         // XMLCoder names the root after the type as Swift writes it: `Array<Order>` is no XML name, and the server
         // would get a document it cannot parse.
         let name = rootKey ?? String(describing: T.self)
-        guard Self.isXMLName(name) else {
+        guard XMLName.isQualifiedName(name) else {
             // The type, not the value: the error's text is shown, and the value may hold a password.
             let advice = rootKey == nil ? ": give a rootKey (such as \"orders\")" : ""
             throw EncodingError.invalidValue(
@@ -417,7 +419,49 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
             guard isSingleValue else { return try encoder.encode(value, withRootKey: name, header: header) }
             return try encoder.encode(XMLSingleValue.Root(value: value), withRootKey: name, header: header)
         }
+        // Each key, as the key strategy gives it, is checked as XMLCoder asks for it: a key with markup in it (`a>b`)
+        // would be written as a well-formed document of another shape. XMLCoder's own conversions (snake case…) keep
+        // a key a name or not, and are checked by their keys in a second pass, which sees them before conversion.
+        let names = XMLName.Check()
+        let strategy = encoder.keyEncodingStrategy
+        let checksAsItWrites: Bool
+        switch strategy {
+        case .useDefaultKeys:
+            encoder.keyEncodingStrategy = .custom { path in
+                let key = path[path.count - 1]
+                names.check(key)
+                return key
+            }
+            checksAsItWrites = true
+        case .custom(let convert):
+            encoder.keyEncodingStrategy = .custom { path in
+                let key = convert(path)
+                names.check(key)
+                return key
+            }
+            checksAsItWrites = true
+        default:
+            checksAsItWrites = false
+        }
         var body = try write()
+        if !checksAsItWrites {
+            encoder.keyEncodingStrategy = .custom { path in
+                let key = path[path.count - 1]
+                names.check(key)
+                return key
+            }
+            _ = try write()
+            encoder.keyEncodingStrategy = strategy
+        }
+        if let refused = names.refused {
+            throw EncodingError.invalidValue(
+                String(describing: T.self),
+                EncodingError.Context(
+                    codingPath: [],
+                    debugDescription: "the key '\(Self.printable(refused))' is not an XML name, which an element or "
+                        + "an attribute needs (a letter or '_' first, then letters, digits, '-', '_' or '.', and at "
+                        + "most one ':' after a prefix): rename it in CodingKeys or with a keyEncodingStrategy"))
+        }
         if case .cdata = encoder.stringEncodingStrategy {
             // XMLCoder writes a value inside `<![CDATA[…]]>` as it is: `]]>` in it ends the section, and what follows
             // is read as markup (elements of the sender's choosing); a carriage return is read as a line feed. The
@@ -467,6 +511,16 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
             throw Self.notWellFormed(T.self, problem)
         }
         return body
+    }
+
+    /// At most 64 characters of `text` (a key), each outside printable ASCII and not a letter shown as `?`: fit for a
+    /// message.
+    private static func printable(_ text: String) -> String {
+        let shown = text.unicodeScalars.prefix(64).map { scalar in
+            (0x20..<0x7F).contains(scalar.value) || (scalar.value >= 0xA0 && scalar.properties.isAlphabetic)
+                ? Character(scalar) : "?"
+        }
+        return String(shown) + (text.unicodeScalars.count > 64 ? "…" : "")
     }
 
     /// The error for a body of `type` that is not well-formed XML, as the parser's `problem` says.
@@ -641,18 +695,6 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
 
         func parser(_ parser: XMLParser, resolveExternalEntityName name: String, systemID: String?) -> Data? {
             nil
-        }
-    }
-
-    /// Whether `name` is an XML element name, as far as ASCII goes: a letter or `_` first, then letters, digits,
-    /// `-`, `_` and `.` (and `:` for a prefix); any non-ASCII letter is let through for the parser to judge.
-    static func isXMLName(_ name: String) -> Bool {
-        guard let first = name.unicodeScalars.first,
-            first == "_" || first == ":" || !first.isASCII || first.properties.isAlphabetic
-        else { return false }
-        return name.unicodeScalars.allSatisfy { scalar in
-            !scalar.isASCII || scalar.properties.isAlphabetic || ("0"..."9").contains(scalar)
-                || "-_.:".unicodeScalars.contains(scalar)
         }
     }
 }

@@ -490,10 +490,50 @@ final class XMLBodiesTests: XCTestCase {
                 guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
                     return XCTFail("\(error)")
                 }
-                XCTAssertTrue(reason.contains("not well-formed"), reason)
+                // A key is refused by name before the document is judged.
+                XCTAssertTrue(reason.contains("not well-formed") || reason.contains("is not an XML name"), reason)
             }
         }
         XCTAssertEqual(transport.requests.count, 0, "a document the server cannot parse was sent")
+    }
+
+    /// A key that is no XML name fails to encode, nothing sent, as an element or an attribute, whatever the key
+    /// strategy, and so does such a root name: a key with markup in it (`a>b`) was written as a well-formed document of
+    /// another shape (`<a>b>x</a>b>`: an element `a`, then the text `b>`), and one with two colons (`a:b:c`), or a colon
+    /// first or last, as a document no namespace-aware parser reads. The error names the key.
+    func testAKeyThatIsNoXMLNameIsRefusedNotSentAsAnotherDocument() throws {
+        let encoders = [
+            XMLBodyEncoder(rootKey: "fields"),
+            XMLBodyEncoder(rootKey: "fields") { $0.nodeEncodingStrategy = .custom { _, _ in { _ in .attribute } } },
+            XMLBodyEncoder(rootKey: "fields") { $0.keyEncodingStrategy = .convertToSnakeCase },
+            XMLBodyEncoder(rootKey: "fields") { $0.keyEncodingStrategy = .custom { $0.last! } },
+        ]
+        for key in ["a>b", "a:b:c", ":a", "a:", "a:1", "1abc", "a b", "a/b", "a=b", "a:\u{300}b"] {
+            for (index, encoder) in encoders.enumerated() {
+                XCTAssertThrowsError(try encoder.encode([key: "x"]), "\(key.debugDescription), encoder \(index)") {
+                    XCTAssertTrue("\($0)".contains("is not an XML name"), "\($0)")
+                }
+            }
+            XCTAssertThrowsError(try XMLBodyEncoder(rootKey: key).encode(["id": 1]), key.debugDescription) {
+                XCTAssertTrue("\($0)".contains("is not an XML element name"), "\($0)")
+            }
+        }
+        let renamed = XMLBodyEncoder(rootKey: "fields") {
+            $0.keyEncodingStrategy = .custom { _ in XMLProbeKey(stringValue: "a>b") }
+        }
+        XCTAssertThrowsError(try renamed.encode(["ok": "x"])) { XCTAssertTrue("\($0)".contains("'a>b'"), "\($0)") }
+        // Names XML allows go out and come back as before: a prefix, letters of any script, a name led by `xml`, and
+        // the element's own text (the key "").
+        for key in ["soap:Body", "prénom", "名前", "xmlLang", "a-b.c_d·e", "_x", "a\u{300}"] {
+            for (index, encoder) in encoders.enumerated() {
+                let body = try encoder.encode([key: "x"])
+                // The snake-case encoder (2) renames the key.
+                guard index != 2 else { continue }
+                XCTAssertEqual(try XMLBodyDecoder().decode([String: String].self, from: body), [key: "x"])
+            }
+        }
+        let text = try XMLBodyEncoder(rootKey: "fields").encode(["": "x"])
+        XCTAssertTrue(String(decoding: text, as: UTF8.self).hasSuffix("<fields>x</fields>"))
     }
 
     /// With XMLCoder's `.cdata` string strategy, a value a CDATA section cannot carry as it is fails to encode, nothing
@@ -679,5 +719,19 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(receipt, Receipt(number: 42))
         let sent = try XCTUnwrap(transport.requests.first?.httpBody.map { String(decoding: $0, as: UTF8.self) })
         XCTAssertTrue(sent.contains("<order><id>1</id><title>Order</title></order>"), sent)
+    }
+}
+
+/// A coding key of any name.
+private struct XMLProbeKey: CodingKey {
+    let stringValue: String
+    let intValue: Int? = nil
+
+    init(stringValue: String) {
+        self.stringValue = stringValue
+    }
+
+    init?(intValue: Int) {
+        nil
     }
 }
