@@ -46,6 +46,11 @@ import XMLCoder
 /// XMLCoder reads it with `trimValueWhitespaces` off; names, attributes, CDATA sections and namespaces are kept. A
 /// decoder configured with `trimValueWhitespaces = false` reads every value as it is.
 ///
+/// An element that is absent reads as `nil` into an `Optional`; an empty one (`<title/>`, `<title></title>`) reads as
+/// `""` into a `String?`, not as `nil`, and fails as a `DecodingError.valueNotFound` into a number, a `Bool` or a
+/// `Date`, optional or not (decode such a field as `String?` and convert it where an empty element means none).
+/// XMLCoder decides this in its unboxing, which offers no hook.
+///
 /// Numbers and text are read as XMLCoder reads them, with Swift's own parsers. A `Decimal` keeps 38 significant digits
 /// and rounds off more, as `JSONDecoder` does. Unlike `JSONDecoder`, a `Double` or a `Float` past its range reads as
 /// infinity or zero (`1e400`, `1e-400`, `3.5e38` for a `Float`), and `NaN`, `INF` and `-INF` (in any case) read as
@@ -334,6 +339,13 @@ extension ResponseDecoders {
 /// A `Date` is written as seconds since 1970 (`1700000000`), as ``XMLBodyDecoder`` reads one; XMLCoder's own encoder
 /// wrote seconds since 2001, which read back 31 years early. Set `dateEncodingStrategy` in `configure` for another
 /// form (`.iso8601` for XML Schema's `dateTime`).
+///
+/// A `nil` property is written as no element, and reads back as `nil`. A `nil` inside an array is written as an empty
+/// element (`<note />`), which reads back as `""` into a `[String?]` and fails into a `[Int?]`: XMLCoder has no way to
+/// write one `nil` in a list, and this encoder no hook to refuse it. An array of one element is written as that element
+/// alone and an empty array as no element; both read back as sent. A text's white space at its ends is written as it
+/// is, but ``XMLBodyDecoder`` trims it, as XMLCoder does by default (`" two words "` reads back as `two words`): keep it
+/// with `trimValueWhitespaces = false` on the decoder, or send it in an attribute, whose value reads back whole.
 ///
 /// A value that is a single value alone (a `String`, a number, a `Date`, an enum with a raw value, `nil`) is the root
 /// element's text: `Parameter.xml("hello", rootKey: "greeting")` sends `<greeting>hello</greeting>` (`nil`, an empty

@@ -678,6 +678,66 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// What comes back of `nil`, of empty and of padded values, as the encoder's and decoder's documentation says:
+    /// XMLCoder decides it in its unboxing, which offers no hook. A `nil` property is no element and comes back `nil`;
+    /// `""` is an empty element and comes back `""`, as an empty element read into a `String?` does; an empty element
+    /// read into an `Int?` fails; `nil` in an array is an empty element, and comes back `""`; an array of one element
+    /// or none comes back as sent; a text's white space at its ends is trimmed unless the decoder keeps it, an
+    /// attribute's is kept.
+    func testNilEmptyAndPaddedValuesComeBackAsDocumented() throws {
+        struct Form: Codable, Equatable, Sendable {
+            var title: String?
+            var count: Int?
+            var tag: [String]
+            var note: [String?]
+        }
+        let encoder = XMLBodyEncoder(rootKey: "form")
+        let decoder = XMLBodyDecoder()
+        func text(_ data: Data) -> String { String(decoding: data, as: UTF8.self) }
+
+        let absent = try encoder.encode(Form(title: nil, count: nil, tag: [], note: []))
+        XCTAssertTrue(text(absent).hasSuffix("<form />"), text(absent))
+        XCTAssertEqual(try decoder.decode(Form.self, from: absent), Form(title: nil, count: nil, tag: [], note: []))
+
+        let empty = try encoder.encode(Form(title: "", count: 0, tag: ["only"], note: ["a", nil]))
+        XCTAssertTrue(
+            text(empty).hasSuffix("<form><title></title><count>0</count><tag>only</tag><note>a</note><note /></form>"),
+            text(empty))
+        XCTAssertEqual(
+            try decoder.decode(Form.self, from: empty), Form(title: "", count: 0, tag: ["only"], note: ["a", ""]))
+
+        let emptyElements = Data("<form><title/><tag/></form>".utf8)
+        XCTAssertEqual(
+            try decoder.decode(Form.self, from: emptyElements), Form(title: "", count: nil, tag: [""], note: []))
+        XCTAssertThrowsError(try decoder.decode(Form.self, from: Data("<form><count/></form>".utf8))) { error in
+            guard case .valueNotFound? = error as? DecodingError else { return XCTFail("\(error)") }
+        }
+
+        struct Flags: Codable, Sendable {
+            var done: Bool?
+            var due: Date?
+        }
+        for body in ["<flags><done/></flags>", "<flags><due/></flags>"] {
+            XCTAssertThrowsError(try decoder.decode(Flags.self, from: Data(body.utf8)), body) { error in
+                guard case .valueNotFound? = error as? DecodingError else { return XCTFail("\(error)") }
+            }
+        }
+
+        struct Padded: Codable, Equatable, Sendable {
+            var text: String
+            var lang: String
+        }
+        let padded = XMLBodyEncoder(rootKey: "padded") { encoder in
+            encoder.nodeEncodingStrategy = .custom { _, _ in
+                { key in key.stringValue == "lang" ? .attribute : .element }
+            }
+        }
+        let body = try padded.encode(Padded(text: "  two words \n", lang: " en "))
+        XCTAssertEqual(try decoder.decode(Padded.self, from: body), Padded(text: "two words", lang: " en "))
+        let keeping = XMLBodyDecoder { $0.trimValueWhitespaces = false }
+        XCTAssertEqual(try keeping.decode(Padded.self, from: body), Padded(text: "  two words \n", lang: " en "))
+    }
+
     /// Through a client, the body reaches the transport as encoded, and the XML answer decodes.
     func testARoundTripThroughAClient() throws {
         let transport = FakeTransport()
