@@ -20,7 +20,9 @@ extension Connector {
     /// - The body is the `.jsonObject` (encoded with ``jsonEncoder``, `Content-Type: application/json`), the
     ///   `.form` fields (`application/x-www-form-urlencoded; charset=utf-8`), or the raw `.body`. A
     ///   `Content-Type` in ``headers`` takes precedence over these defaults; an empty or blank one names none and is
-    ///   passed over, as if it were not set.
+    ///   passed over, as if it were not set. One that names another `charset` than an `.encoded` body's encoder
+    ///   (whose body is in the charset of its own type) fails as
+    ///   ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``: the server would read the body wrong.
     /// - ``headers`` are set in order, a later one replacing an earlier one of the same name (ignoring case).
     ///   If the connector is an ``AuthorizedConnector`` with a token, the token's `Authorization` replaces any
     ///   in ``headers``.
@@ -162,6 +164,23 @@ extension Connector {
                     .invalidHeader(name: "Content-Type"), request: partialRequest(method: method))
             }
             if Self.namesAType(contentType) { fields.setIfAbsent(name: "Content-Type", value: contentType) }
+            // The body is in the charset the encoder's own type names: sent under a type (the connector's, or the
+            // options', which replaces it once built) naming another, the server would read it wrong (`Café` in
+            // UTF-8 read as Latin-1 is `CafÃ©`). An upload replaces the body with one of its own.
+            let optionsType = optionsContentType.flatMap { Self.namesAType($0) ? $0 : nil }
+            if !bodyIsReplaced, let sentType = optionsType ?? fields.field(named: "Content-Type")?.value,
+                let written = MimeType(rawValue: contentType).parameter("charset"),
+                let sent = MimeType(rawValue: sentType).parameter("charset"),
+                !Self.namesSameCharset(written, sent)
+            {
+                throw ConnectError.invalidRequest(
+                    .bodyEncodingFailed(
+                        "the body is written in charset \(SingleLineText.make(written.debugDescription, limit: 40)), "
+                            + "as its encoder's Content-Type says, but the request's Content-Type names charset "
+                            + "\(SingleLineText.make(sent.debugDescription, limit: 40)): give the encoder that "
+                            + "Content-Type instead (XMLBodyEncoder(contentType:) writes its charset)"),
+                    request: partialRequest(method: method, body: body))
+            }
         case .form(var bytes)?:
             fields.setIfAbsent(name: "Content-Type", value: "application/x-www-form-urlencoded; charset=utf-8")
             // Escaped as the bytes of the charset the request's type names (the options' replaces the connector's
@@ -226,6 +245,22 @@ extension Connector {
 }
 
 extension Connector {
+    /// Whether two `charset` labels name the same charset: compared without case or surrounding blanks, with the
+    /// usual other names of UTF-8, ISO-8859-1 and US-ASCII taken as theirs.
+    static func namesSameCharset(_ first: String, _ second: String) -> Bool {
+        func canonical(_ label: String) -> String {
+            let name = label.trimmingCharacters(in: .whitespaces).lowercased()
+            switch name {
+            case "utf8": return "utf-8"
+            case "latin1", "l1", "iso_8859-1", "iso8859-1", "iso-ir-100", "cp819", "ibm819", "csisolatin1":
+                return "iso-8859-1"
+            case "ascii", "us", "iso646-us", "ansi_x3.4-1968", "csascii": return "us-ascii"
+            default: return name
+            }
+        }
+        return canonical(first) == canonical(second)
+    }
+
     /// The body `encode` makes, or its failure as ``ConnectError/InvalidRequestReason/bodyEncodingFailed(_:)``
     /// carrying the request built so far: one rule for JSON and every other body encoder.
     fileprivate static func encodedBody(_ encode: () throws -> Data, request: () -> URLRequest) throws -> Data {

@@ -162,7 +162,8 @@ extension Parameter {
 /// ```
 public protocol RequestBodyEncoder {
     /// The `Content-Type` the body is sent with, such as `application/xml; charset=utf-8`; empty or blank for
-    /// none (no `Content-Type` field, or a default header's).
+    /// none (no `Content-Type` field, or a default header's). A `charset` it names is the one the body is written
+    /// in: a request whose own `Content-Type` (the connector's, or a call's options') names another fails to build.
     var contentType: String { get }
 
     /// Encodes `value` as a body.

@@ -169,4 +169,43 @@ final class EncodedBodyTests: XCTestCase {
             XCTAssertNil(defaults.requests.first?.value(forHTTPHeaderField: "Content-Type"), blank.debugDescription)
         }
     }
+
+    /// A `Content-Type` set on the connector or in a call's options whose charset is not the one the encoder's own
+    /// type names fails the request, nothing sent: the body went out in the encoder's charset under the other label,
+    /// and a server reading by that label read `Café` (UTF-8) as `CafÃ©`. The same charset (in any case, or by another
+    /// name), or a type naming none, goes as before; so does any type when the encoder names no charset.
+    func testAContentTypeNamingAnotherCharsetThanTheEncodersFailsTheRequest() throws {
+        let encoded = Parameter.encoded(value: 1, encoder: Typeless(contentType: "text/csv; charset=utf-8"))
+        XCTAssertThrowsError(
+            try route(encoded, headers: [.contentType("text/csv; charset=ISO-8859-1")]).asURLRequest()
+        ) { error in
+            guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertTrue(reason.contains("ISO-8859-1") && reason.contains("utf-8"), reason)
+        }
+
+        // Given: the call's options name another charset
+        let transport = FakeTransport.answering(.status(204))
+        let client = Connect(transport: transport, retryPolicy: nil)
+
+        // When
+        let result = self.result(
+            of: client.response(
+                for: route(encoded), options: RequestOptions(headers: [.contentType("text/csv; charset=utf-16")])))
+
+        // Then
+        guard case .failure(let error) = result,
+            case .bodyEncodingFailed? = (error as? ConnectError)?.invalidRequestReason
+        else { return XCTFail(String(describing: result)) }
+        XCTAssertEqual(transport.requests.count, 0)
+
+        for type in ["text/csv; charset=UTF-8", "text/csv;charset=\"utf8\"", "application/vnd.app+csv"] {
+            let request = try route(encoded, headers: [.contentType(type)]).asURLRequest()
+            XCTAssertEqual(request.value(forHTTPHeaderField: "Content-Type"), type)
+        }
+        let plist = Parameter.encoded(value: Settings(theme: "x", volume: 1), encoder: PropertyListEncoder())
+        XCTAssertNoThrow(
+            try route(plist, headers: [.contentType("application/x-plist; charset=utf-16")]).asURLRequest())
+    }
 }

@@ -618,6 +618,30 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(plain, try XMLBodyEncoder(rootKey: "book").encode(book))
     }
 
+    /// A connector's `Content-Type` naming another charset than the encoder's fails the request, nothing sent: the
+    /// UTF-8 body went out labelled ISO-8859-1, and the server read `Café` as `CafÃ©`. The encoder given that type
+    /// writes the body in it.
+    func testAConnectorsContentTypeNamingAnotherCharsetFailsInsteadOfMislabellingTheBody() throws {
+        let book = Book(id: 7, title: "Café", tags: [])
+        let latin1 = "text/xml; charset=ISO-8859-1"
+        let mislabelled = Route(
+            url: url, method: .post, parameters: Parameter.xml(book, rootKey: "book"), headers: [.contentType(latin1)])
+        XCTAssertThrowsError(try mislabelled.asURLRequest()) { error in
+            guard case .bodyEncodingFailed(let reason)? = (error as? ConnectError)?.invalidRequestReason else {
+                return XCTFail("\(error)")
+            }
+            XCTAssertTrue(reason.contains("ISO-8859-1"), reason)
+        }
+        let encoder = XMLBodyEncoder(rootKey: "book", contentType: latin1)
+        let request = try Route(
+            url: url, method: .post, parameters: Parameter.encoded(value: book, encoder: encoder),
+            headers: [.contentType(latin1)]
+        ).asURLRequest()
+        let body = try XCTUnwrap(request.httpBody)
+        XCTAssertTrue(body.contains(0xE9), "not Latin-1")
+        XCTAssertEqual(try XMLBodyDecoder().decode(Book.self, from: body, contentType: latin1), book)
+    }
+
     /// A body in UTF-32, as its `Content-Type` names it, is written: the check that what is sent is well-formed read
     /// it with a parser that takes UTF-32's byte order mark for UTF-16's and does not read little-endian UTF-32 without
     /// one, so every such body failed to encode as "not well-formed", nothing sent. A value XML cannot carry still
