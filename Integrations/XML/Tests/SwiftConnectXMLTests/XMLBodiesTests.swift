@@ -50,6 +50,30 @@ final class XMLBodiesTests: XCTestCase {
         }
     }
 
+    /// An XML answer with an empty body, or an HTML error page where XML was expected, fails as a decoding error
+    /// that says so: "the response body is empty", or names the type the server declared.
+    func testAnEmptyOrHTMLAnswerFailsAsADecodingErrorThatSaysWhy() throws {
+        let answers: [(body: String, type: String, says: String)] = [
+            ("", "application/xml", "the response body is empty"),
+            ("\n", "text/xml; charset=utf-8", "only white space"),
+            ("<!DOCTYPE html><html><body>Bad gateway</body></html>", "text/html; charset=utf-8", "text/html"),
+        ]
+        for answer in answers {
+            let transport = FakeTransport()
+            transport.stub(.get, "/shelf", with: .data(Data(answer.body.utf8), headers: ["Content-Type": answer.type]))
+            XCTAssertThrowsError(
+                try client(transport).request(Route(url: url)).decoded(toType: Book.self).wait(timeout: 5)
+            ) { error in
+                XCTAssertEqual((error as? ConnectError)?.kind, .decoding, "\(error)")
+                XCTAssertTrue("\(error)".contains(answer.says), "\(error)")
+            }
+        }
+        // An empty body decodes as nil into an Optional, as a JSON one does.
+        let transport = FakeTransport()
+        transport.stub(.get, "/shelf", with: .data(Data(), headers: ["Content-Type": "application/xml"]))
+        XCTAssertNil(try client(transport).request(Route(url: url)).decoded(toType: Book?.self).wait(timeout: 5))
+    }
+
     func testJSONAnswersStillDecodeAsJSON() throws {
         let transport = FakeTransport.answering(.json(string: #"{"book":[{"id":3,"title":"Ulysses","tag":[]}]}"#))
         let shelf = try client(transport).request(Route(url: url)).decoded(toType: Shelf.self).wait(timeout: 5)
