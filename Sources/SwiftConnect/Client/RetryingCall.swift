@@ -54,6 +54,9 @@ final class RetryingCall:
         var sendTimers: [ObjectIdentifier: TransportDeadline] = [:]
         /// The number of the attempt that its own timeout abandoned, if any.
         var abandonedAttempt: Int?
+        /// The number of the latest attempt a send of which its own timeout stopped (0 for none): the usage guide's
+        /// retry hook is not asked about it (``RequestContext/attemptTimedOut``).
+        var timedOutAttempt = 0
         /// The progress reports of the latest attempt, when the call has a progress handler.
         var progress: AttemptProgress?
 
@@ -183,6 +186,7 @@ final class RetryingCall:
         if case .stream(let stream) = request.body { context.callBodyStream = stream }
         context.retryAdvice = RetryAdvice(earlierStreams: attempt > 1 ? withState { $0.sentStreams } : [])
         context.callHasEnded = { [weak self] in self?.withState { $0.isOver } ?? true }
+        context.attemptTimedOut = { [weak self] in self?.withState { $0.timedOutAttempt == attempt } ?? false }
         // The attempt counts as made once its request reaches the transport's door (or the identical one it shares
         // does); its own timeout counts while it is at the transport: not the time it waits in the queue, offline,
         // or for a token refresh before or after a 401.
@@ -338,7 +342,10 @@ final class RetryingCall:
         let timedOut = ConnectError.transportFailure(.deadlinePassed(after: policy.usableAttemptTimeout), sent: request)
         let key = ObjectIdentifier(timer)
         timer.start { [weak self] in
-            _ = self?.withState { $0.sendTimers.removeValue(forKey: key) }
+            self?.withState { state in
+                state.sendTimers.removeValue(forKey: key)
+                state.timedOutAttempt = attempt
+            }
             stop(timedOut)
         }
         return { [weak self, weak timer] in
@@ -382,6 +389,7 @@ final class RetryingCall:
                 state.attemptDeadline === timer
             else { return nil }
             state.abandonedAttempt = attempt
+            state.timedOutAttempt = attempt
             return state.inFlight
         }
         // Not registered yet: `startAttempt` cancels it when it is.

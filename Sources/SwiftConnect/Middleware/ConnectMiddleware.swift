@@ -143,6 +143,9 @@ extension ConnectMiddlewareProtocol {
         // attempt stopped from outside (the call's deadline, the attempt's own timeout, the caller) has its returned
         // future failed first: that failure asks nothing (`transformFailure` runs no closure for it).
         return next(sent).transformFailure { result in
+            // Stopped by its own timeout (its transport's future failed at the bottom, so this runs): the policy
+            // decides whether a timed-out attempt goes again, as for one the call's end stopped.
+            if context.attemptTimedOut?() == true || context.callHasEnded?() == true { return result }
             if let delay = self.retryDelay(after: result, of: adapted, attempt: context.attempt) {
                 context.retryAdvice.request(after: delay)
             }

@@ -138,6 +138,10 @@ public struct RequestContext: Sendable {
     /// hands on after that is not sent, and observers hear of no send after the call's end. `nil` outside the client's
     /// retry loop.
     var callHasEnded: (@Sendable () -> Bool)?
+    /// Whether a send of this attempt was stopped by the attempt's own timeout (``RetryPolicy/attemptTimeout``): the
+    /// usage guide's retry hook (``ConnectMiddlewareProtocol/retry(_:dueTo:attempt:)``) is not asked about it, the
+    /// policy decides whether it goes again. `nil` outside the client's retry loop.
+    var attemptTimedOut: (@Sendable () -> Bool)?
     /// Whether ``options``' cache rule is the client's own (``Connect/Settings/options``, which every request of the
     /// client gets), the method's, the connector's and the call's options setting none: the ``ResponseCache`` then
     /// caches GET and HEAD only, as under its default rule, so that a rule naming a key does not make a DELETE or a

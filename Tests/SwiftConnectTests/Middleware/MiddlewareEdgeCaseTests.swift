@@ -508,6 +508,32 @@ final class MiddlewareEdgeCaseTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2)
     }
 
+    /// As its documentation says, the hook is not asked about an attempt its own timeout (`attemptTimeout`) stopped:
+    /// the policy decides, and a POST, which may have reached the server, is not sent again on the hook's word.
+    func testGuideRetryIsNotAskedAboutAnAttemptItsOwnTimeoutStopped() {
+        struct AlwaysRetry: ConnectMiddlewareProtocol {
+            let asked: Counter
+            func retry(_ request: URLRequest, dueTo error: any Error, attempt: Int) -> RetryDecision {
+                asked.increment()
+                return .retry
+            }
+        }
+        // Given: a transport that never answers, and attempts of 0.05 s within a call of 60 s
+        let asked = Counter()
+        let transport = ManualTransport()
+        let connect = Connect(
+            transport: transport, middlewares: [AlwaysRetry(asked: asked)],
+            retryPolicy: RetryPolicy(maxAttempts: 3, baseDelay: 0, attemptTimeout: 0.05, clock: ImmediateRetryClock()))
+        var endpoint = Endpoint()
+        endpoint.method = .post
+        // When
+        let failure = connectError(of: connect.request(endpoint))
+        // Then: the POST timed out once, and the hook was not asked to send it again
+        XCTAssertEqual(failure?.kind, .timedOut)
+        XCTAssertEqual(asked.value, 0)
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
     func testGuideRetryStopsOnCancel() {
         let transport = ManualTransport()
         let connect = Connect(
