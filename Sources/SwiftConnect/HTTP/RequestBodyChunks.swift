@@ -96,7 +96,10 @@ extension RequestBodyChunks {
                     return nil
                 } catch {
                     ended = true
-                    if error is CancellationError { throw error }
+                    // The reading was stopped (the call cancelled, its deadline, the engine letting the body go): a
+                    // cancellation, as the exchange reports it. A `CancellationError` of the sequence's own (its
+                    // producer's task cancelled) while the body is still wanted is the body failing, like any other.
+                    if error is CancellationError, Task.isCancelled { throw error }
                     throw Self.failure("the body's sequence failed: \(error)", underlying: error)
                 }
             }

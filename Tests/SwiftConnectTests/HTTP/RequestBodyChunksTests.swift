@@ -194,6 +194,43 @@ final class RequestBodyChunksTests: XCTestCase {
         }
     #endif
 
+    /// A sequence that throws `CancellationError` of its own (its producer's task was cancelled; the call was not)
+    /// fails the call as any other producer's failure: `invalidRequest`, its error kept, and the server never gets
+    /// a whole body. Over URLSession it failed as a transport failure, "operation aborted by callback".
+    func testASequenceThatThrowsACancellationOfItsOwnFailsAsTheCoresInvalidRequest() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let received = Promise<(count: Int, complete: Bool)>()
+        server.streamingRoute("PUT", "/upload") { _, body in
+            var count = 0
+            while let piece = body.read() { count += piece.count }
+            _ = received.succeed((count, body.isComplete))
+            return .text("\(count)")
+        }
+        let body = ConnectRequest.OneShotStream(
+            AsyncThrowingStream<Data, any Error> { continuation in
+                continuation.yield(Data("part".utf8))
+                continuation.finish(throwing: CancellationError())
+            })
+        let request = ConnectRequest(
+            method: .put, url: server.baseURL.appendingPathComponent("upload"), body: .stream(body),
+            timeoutInterval: 10)
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+
+        do {
+            let response = try await connect.response(for: request, name: "upload").value
+            XCTFail("expected the producer's failure, got \(response.statusCode)")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .invalidRequest, "\(error)")
+            guard case .bodyEncodingFailed? = error.invalidRequestReason else { return XCTFail("\(error)") }
+            XCTAssertTrue(error.underlyingError is CancellationError, "\(error)")
+        }
+        // The server may not have seen the request at all; if it did, the body was not whole.
+        if let seen = try? await received.future.value(timeout: 5) {
+            XCTAssertFalse(seen.complete, "the server got a complete body of \(seen.count) bytes")
+        }
+    }
+
     func testABodyOfChunksThroughAURLRequestAndBackIsStillItsChunks() async throws {
         let body = ConnectRequest.OneShotStream([Data("one".utf8), Data("two".utf8)].async, length: 6)
         let request = ConnectRequest(
