@@ -42,9 +42,10 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection),
 /// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
 /// a timeout, no network) is tried again after the wait (which doubles while nothing gets through), and counts
-/// against ``EventSourceReconnection/maxAttempts``; the first connection's failure is thrown at once, so that an
-/// endpoint that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has
-/// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
+/// against ``EventSourceReconnection/maxAttempts``; a failure that would come again on every reconnection (a redirect
+/// loop, a certificate refused, a body no decoder reads) fails the source. The first connection's failure is thrown at
+/// once, so that an endpoint that cannot be reached is reported rather than retried for ever (the client's
+/// ``RetryPolicy`` has already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
 /// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or
 /// an event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
 /// reconnection. Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()``
@@ -258,10 +259,15 @@ public struct EventSource: AsyncSequence {
         }
 
         /// Whether `error` says the network did not carry the request (no connection, a timeout, no network), as
-        /// opposed to an answer the server gave or a cancellation.
+        /// opposed to an answer the server gave or a cancellation: the failures the default ``RetryPolicy`` retries,
+        /// and no network. The other transport failures (a redirect loop, a body no decoder reads, a certificate
+        /// refused, any `.transport` failure) come the same way on every reconnection, which would go on for ever.
         private static func isNetworkFailure(_ error: ConnectError) -> Bool {
-            error.isTransportFailure || error.kind == .timedOut || error.kind == .notConnected
+            networkFailures.contains(error.kind)
         }
+
+        /// The kinds of ``isNetworkFailure(_:)``.
+        private static let networkFailures = RetryPolicy.defaultRetryableFailures.union([.notConnected])
 
         /// Keeps the last event ID and the server's reconnection time.
         private mutating func record(_ iterator: ResponseEvents<ResponseStream>.AsyncIterator?) {

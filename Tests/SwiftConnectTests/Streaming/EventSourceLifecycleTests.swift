@@ -185,4 +185,41 @@ final class EventSourceLifecycleTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
         XCTAssertEqual(transport.requests[1].value(forHTTPHeaderField: "Last-Event-ID"), "1")
     }
+
+    /// A reconnection that fails for good, the same way each time (a redirect loop: the server answers, and would
+    /// answer so again), fails the source with that error, as an answer that is not an event stream does; only a
+    /// failure of the network (no connection, a timeout) is tried again. The loop was reconnected to until
+    /// `maxAttempts` ran out, for ever without one.
+    func testAReconnectionThatMeetsARedirectLoopFailsTheSourceInsteadOfReconnecting() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let connections = Guarded(0)
+        server.route("GET", "/feed") { _ in
+            let connection = connections.withLock { count -> Int in
+                count += 1
+                return count
+            }
+            guard connection == 1 else { return .redirect(to: "/feed", status: 302) }
+            return .text("id: 1\ndata: a\n\n", contentType: "text/event-stream")
+        }
+        let connect = Connect(transport: URLSessionTransport(), retryPolicy: nil)
+        var options = RequestOptions()
+        options.maxRedirects = 2
+        var received: [String] = []
+
+        do {
+            let source = connect.eventSource(
+                Route("/feed", baseURL: server.baseURL, timeout: 10), options: options,
+                reconnection: EventSourceReconnection(delay: 0, maxAttempts: 3))
+            for try await event in source { received.append(event.data) }
+            XCTFail("a redirect loop must fail the source")
+        } catch let error as ConnectError {
+            XCTAssertEqual((error.underlyingError as? URLError)?.code, .httpTooManyRedirects, "\(error)")
+            XCTAssertFalse(error.message.contains("gave up"), "reconnected after the loop: \(error.message)")
+        }
+        XCTAssertEqual(received, ["a"])
+        // The first connection, then one reconnection: its request and the two redirects it followed.
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/feed"), 4)
+    }
+
 }
