@@ -358,6 +358,19 @@ extension Connect {
                     // message explains without a path, rather than run a type's `init(from:)` again on a shape it
                     // may not be written for (a step that reads through `JSONValue` gets the path from it).
                     failure.explainNumberMisfit(nil, decoding: Endpoint.Response.self)
+                } else if case .dataCorrupted(let context) = error, context.codingPath.isEmpty {
+                    // The step found no value in the body: say that it has none, or, for a body that is not JSON,
+                    // the type the server declared (a sign-in page), as `decoded(toType:)` does.
+                    let contentType = response.header("Content-Type")
+                    if let message = ConnectError.noValueMessage(in: response.data, decoding: Endpoint.Response.self) {
+                        failure.message = message
+                    } else if case let note = JSONSyntax.declaredTypeNote(response.mediaType), !note.isEmpty,
+                        JSONSyntax.problem(in: BodyCharset.utf8(response.data, contentType: contentType)) != nil
+                    {
+                        failure.message =
+                            "could not decode \(Endpoint.Response.self) from the response body: invalid data: "
+                            + context.debugDescription + note
+                    }
                 }
                 throw failure.from(response)
             } catch {

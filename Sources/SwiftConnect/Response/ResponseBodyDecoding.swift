@@ -93,16 +93,8 @@ func decodeBody<Decoded: Decodable>(
             failure.storedRequest = response.storedRequest
             failure.storedHead = response.storedHead
         }
-        if data.isEmpty {
-            // Foundation says "not valid JSON", which sends people looking for a syntax error.
-            failure.message =
-                "could not decode \(type) from the response body: the response body is empty "
-                + "(decode an Optional or EmptyResponse for a response that may have no body)"
-        } else if JSONSyntax.isBlank(data) {
-            // As empty as no body (a server's lone newline); the parser says "Unexpected end of file".
-            failure.message =
-                "could not decode \(type) from the response body: the response body has only white space "
-                + "(decode an Optional or EmptyResponse for a response that may have no body)"
+        if let message = ConnectError.noValueMessage(in: data, decoding: type) {
+            failure.message = message
         } else if decoder is JSONDecoder, JSONDepth.exceeds(text, limit: JSONDepth.foundationLimit) {
             // Foundation calls valid JSON that is too deep "not valid JSON"; say what is wrong instead.
             failure.message =
@@ -147,6 +139,23 @@ public struct EmptyResponse: Decodable, Sendable, Equatable, EmptyDecodable {
 }
 
 extension ConnectError {
+    /// The message of a failure to decode `type` from `data` when `data` holds no value at all: empty, or only white
+    /// space (a server's lone newline, read as ``JSONSyntax/isBlank(_:)`` reads it); `nil` for a body with something
+    /// in it. Foundation says "not valid JSON" or "Unexpected end of file" of such a body, which sends people looking
+    /// for a syntax error.
+    static func noValueMessage(in data: Data, decoding type: Any.Type) -> String? {
+        let what: String
+        if data.isEmpty {
+            what = "is empty"
+        } else if JSONSyntax.isBlank(data) {
+            what = "has only white space"
+        } else {
+            return nil
+        }
+        return "could not decode \(type) from the response body: the response body \(what) "
+            + "(decode an Optional or EmptyResponse for a response that may have no body)"
+    }
+
     /// A decoding failure with the coding path of the value that failed and an excerpt of the body.
     ///
     /// - Parameter keyDecodingStrategy: The strategy of the `JSONDecoder` that failed, when known: with

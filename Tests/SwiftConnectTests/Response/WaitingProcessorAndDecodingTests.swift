@@ -128,6 +128,40 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
         XCTAssertEqual(error?.body, Data(#"{"id":"x"}"#.utf8))
     }
 
+    /// A step whose decoder finds no value in the body says why, as `decoded(toType:)` does: an empty or blank
+    /// body is said to be empty, and a body that is not JSON names the content type the server declared (a sign-in
+    /// page), rather than Foundation's "The given data was not valid JSON." alone.
+    func testAStepThatFindsNoJSONSaysTheBodyIsEmptyOrNamesItsContentType() {
+        struct Todo: Decodable { var id: Int }
+        struct GetTodo: DecodingConnector {
+            var baseURL: URL { URL(string: "https://api.test")! }
+            var endpoint: String { "/todo" }
+            func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Todo {
+                try JSONDecoder().decode(Todo.self, from: response.data)
+            }
+        }
+        func error(_ body: String, contentType: String) -> ConnectError? {
+            let answer = FakeResponse.data(Data(body.utf8), headers: ["Content-Type": contentType])
+            return connectError(of: Connect(transport: FakeTransport.answering(answer)).send(GetTodo()))
+        }
+
+        for (body, what) in [("", "is empty"), (" \r\n", "has only white space")] {
+            let empty = error(body, contentType: "application/json")
+            XCTAssertEqual(empty?.kind, .decoding)
+            XCTAssertEqual(
+                empty?.message,
+                "could not decode Todo from the response body: the response body \(what) "
+                    + "(decode an Optional or EmptyResponse for a response that may have no body)")
+        }
+        let page = error("<html><body>Sign in</body></html>", contentType: "text/html; charset=utf-8")
+        XCTAssertEqual(page?.kind, .decoding)
+        XCTAssertEqual(page?.response?.statusCode, 200)
+        XCTAssertTrue(page?.message.contains("not valid JSON") ?? false, page?.message ?? "")
+        XCTAssertTrue(page?.message.contains("the response's Content-Type is text/html") ?? false, page?.message ?? "")
+        // JSON that does not fit the model keeps the coding path's message.
+        XCTAssertEqual(error(#"{"id":"x"}"#, contentType: "application/json")?.codingPath, "id")
+    }
+
     /// JSON nested deeper than `JSONValue` decodes fails with a decoding error on a thread with Apple's 512 KiB
     /// dispatch stack (the process crashed at about 175 levels); shallower JSON decodes.
     func testJSONValueRefusesNestingThatWouldExhaustAThreadsStack() throws {
