@@ -87,7 +87,8 @@ extension ErrorHandling {
 ///   `non_field_errors` without its name.
 ///
 /// A problem without a `detail` gives the first error of its `errors` (RFC 9457's validation example) after the
-/// title: `Your request is not valid.: must be a positive integer (#/age)`.
+/// title: `Your request is not valid.: must be a positive integer (#/age)`; `errors` keyed by field (ASP.NET Core's
+/// validation problem) gives each field with its first message, as under `errors` above.
 ///
 /// Only text is a message: a number or a boolean (`"error": true`, `"message": 404`) is skipped. A body that is a
 /// JSON array is read as its first object (`[1, {"message": "…"}]` as the object), or, with no object in it, as a
@@ -348,7 +349,11 @@ enum ErrorBody {
 
     /// The first error of RFC 9457's `errors` extension, with its JSON pointer if it has one:
     /// `[{"detail": "must be a positive integer", "pointer": "#/age"}]` gives `must be a positive integer (#/age)`.
+    /// An object of them keyed by field, as ASP.NET Core's `ValidationProblemDetails` sends them
+    /// (`{"Name": ["The Name field is required."]}`), gives each field with its first message (``fieldMessages(_:)``);
+    /// one error with a message of its own, that message.
     static func problemError(_ value: Any?) -> String? {
+        if let fields = value as? [String: Any] { return hasOwnMessage(fields) ? text(fields) : fieldMessages(fields) }
         guard let errors = value as? [Any] else { return nil }
         for error in errors {
             guard let message = text(error) else { continue }

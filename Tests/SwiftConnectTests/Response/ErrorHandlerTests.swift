@@ -117,6 +117,27 @@ final class ErrorHandlerTests: XCTestCase {
             "Invalid: name is blank")
     }
 
+    /// ASP.NET Core's validation problem (`ValidationProblemDetails`, what an `[ApiController]` answers a bad model
+    /// with): no `detail`, its `errors` an object keyed by field. Each field's first message follows the title, as
+    /// under `errors` in a body of another type; before, only the title ("One or more validation errors occurred.")
+    /// was kept, which says nothing of what to fix.
+    func testAProblemsErrorsKeyedByFieldFollowTheTitle() {
+        let body = """
+            {"type":"https://tools.ietf.org/html/rfc9110#section-15.5.1","title":"One or more validation errors occurred.",
+             "status":400,"traceId":"00-1f-01","errors":{"Name":["The Name field is required."],"Age":["Too young."]}}
+            """
+        let error = errorFor(body: body, headers: ["Content-Type": "application/problem+json; charset=utf-8"])
+        XCTAssertEqual(error?.kind, .serverMessage)
+        XCTAssertEqual(
+            error?.message,
+            "One or more validation errors occurred.: Age: Too young.; Name: The Name field is required.")
+        // An `errors` object that is one error with a message of its own gives that message.
+        let one = #"{"title":"Invalid","errors":{"message":"name is blank","code":7}}"#
+        XCTAssertEqual(
+            errorFor(body: one, headers: ["Content-Type": "application/problem+json"])?.message,
+            "Invalid: name is blank")
+    }
+
     func testCustomMessageKeys() {
         // Given
         let connect = Connect(
