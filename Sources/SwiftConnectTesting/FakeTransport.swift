@@ -121,10 +121,11 @@ public final class FakeTransport: Transport, Sendable {
     ///   - method: The method to match; `nil` matches any.
     ///   - path: The URL path to match exactly, such as `/todos/1`, as it is sent: percent-encoded, and with its
     ///     trailing slash, if any (`/notes/` and `/notes` are different paths). A query written after it
-    ///     (`/search?q=swift`) is required as `query`'s items are, and a fragment (`#top`) is ignored. `/files/a%2Fb` (one segment) and
-    ///     `/files/a/b` (two) are different paths, and so are `x;y` and `x%3By`; hex digits match in either case, and
-    ///     an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL cannot hold as
-    ///     it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match the root.
+    ///     (`/search?q=swift`) is required as `query`'s items are, and a fragment (`#top`) is ignored. `/files/a%2Fb`
+    ///     (one segment) and `/files/a/b` (two) are different paths, and so are `x;y` and `x%3By`; hex digits match in
+    ///     either case, and an escaped unreserved character (`%7E`) matches the character (RFC 3986 §6.2.2). Text a URL
+    ///     cannot hold as it is (a space, `é`) stands for its UTF-8 escapes (`%20`, `%C3%A9`). `""` and `/` both match
+    ///     the root.
     ///   - query: Query items the request must have, by name and value as a server reads them (a `+` in the query is
     ///     a space, `%2B` a plus, and an item without `=`, `?done`, has the value `""`), in any order; `nil` ignores
     ///     the query.

@@ -39,17 +39,17 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// To resume a feed from an ID saved in an earlier run, put it in the connector's (or the options') `Last-Event-ID`
 /// header: the first connection sends it, the events without an `id` carry it, and the source goes on from there.
 ///
-/// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection),
-/// and a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection,
-/// a timeout, no network) is tried again after the wait (which doubles while nothing gets through), and counts
-/// against ``EventSourceReconnection/maxAttempts``; a failure that would come again on every reconnection (a redirect
-/// loop, a certificate refused, a body no decoder reads) fails the source. The first connection's failure is thrown at
-/// once, so that an endpoint that cannot be reached is reported rather than retried for ever (the client's
-/// ``RetryPolicy`` has already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
-/// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or
-/// an event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every
-/// reconnection. Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()``
-/// stops it too, while it reads or waits to reconnect.
+/// As the WHATWG rules say, a response that is not a `200` `text/event-stream` fails the source (no reconnection), and
+/// a `204 No Content` ends it. A reconnection that fails in the network (the server restarting: no connection, a
+/// timeout, no network) is tried again after the wait (which doubles while nothing gets through), and counts against
+/// ``EventSourceReconnection/maxAttempts``; a failure that would come again on every reconnection (a redirect loop, a
+/// certificate refused, a body no decoder reads) fails the source. The first connection's failure is thrown at once, so
+/// that an endpoint that cannot be reached is reported rather than retried for ever (the client's ``RetryPolicy`` has
+/// already retried it). A stream the network breaks is reconnected, and so is one whose body reaches the size limit
+/// (``RequestOptions/maxResponseBytes`` counts one connection's body); one that fails for what it carries (a line or an
+/// event's data over its limit, `.responseTooLarge`) fails the source, which would meet it again on every reconnection.
+/// Cancel the task, or break out of the loop, to stop; the client's ``Connect/cancelAllRequests()`` stops it too, while
+/// it reads or waits to reconnect.
 ///
 /// The connector's `timeout` bounds each connection, as it bounds any stream: with the default 60 s, a feed quiet for
 /// a minute is cut and reconnected (nothing is lost: it resumes from `Last-Event-ID`), and each such reconnection

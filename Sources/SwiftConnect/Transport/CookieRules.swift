@@ -10,16 +10,16 @@ import Foundation
 /// no `Max-Age` (so no cookie could be deleted), stored a cookie for a whole top-level domain and sent cookies by
 /// domain alone.
 ///
-/// - **Storing** (§5.2, §5.3): ``cookie(from:setBy:now:)``. A cookie without `=` or without a name is ignored, and
-///   so is one whose name and value are over 4096 octets together (RFC 6265bis §5.6), or an attribute whose value is
-///   over 1024 octets (the attribute alone); the last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or less expires the cookie (which
-///   deletes the one it replaces); `Expires` is read as §5.1.1 reads a cookie date (two-digit years included); a
-///   `Domain` the host is not in, a `Domain` of one label (a top-level domain: this library has no public suffix
-///   list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address make the cookie ignored;
-///   a `Domain` that is the host's own name makes a domain cookie (for the hosts below it too), no `Domain` a
-///   host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure`
-///   cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http that would replace
-///   or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``).
+/// - **Storing** (§5.2, §5.3): ``cookie(from:setBy:now:)``. A cookie without `=` or without a name is ignored, and so
+///   is one whose name and value are over 4096 octets together (RFC 6265bis §5.6), or an attribute whose value is over
+///   1024 octets (the attribute alone); the last of an attribute counts; `Max-Age` wins over `Expires`, and one of 0 or
+///   less expires the cookie (which deletes the one it replaces); `Expires` is read as §5.1.1 reads a cookie date
+///   (two-digit years included); a `Domain` the host is not in, a `Domain` of one label (a top-level domain: this
+///   library has no public suffix list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address
+///   make the cookie ignored; a `Domain` that is the host's own name makes a domain cookie (for the hosts below it
+///   too), no `Domain` a host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's
+///   directory; a `Secure` cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http
+///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
 ///   https only when `Secure`, until it expires; the longest paths first.

@@ -47,13 +47,14 @@ package enum SetCookieFields {
     /// The cookies of a `Set-Cookie` value that Foundation joined from repeated fields (`HTTPURLResponse` joins them
     /// with `", "`), split again where one field ended.
     ///
-    /// A comma splits only where a cookie's `name=` follows it (optional spaces or tabs, then a token or nothing,
-    /// then `=`): a comma in a value (`a=b,c`), in an attribute (`Comment=one, two`) or in an `Expires` date
-    /// (`Expires=Wed, 09 Jun 2077 10:18:14 GMT`) is part of its cookie, and so is any comma inside a quoted value
-    /// (`q="x, y=z"`, up to its closing quote before the next `;`). A name that is not a token (`k=v, w x=y`) starts
-    /// no cookie, but for one with characters outside ASCII (``startsACookie(_:)``). What stays ambiguous once joined: a field whose own comma is followed by `name=` (`a=1, b=2` in one
-    /// field, or `Path=/x,y=z`) reads as two, since two fields `a=1` and `b=2` are joined to the same text. An engine
-    /// that hands the core each field (AsyncHTTPClient) needs no split: each field is one cookie there.
+    /// A comma splits only where a cookie's `name=` follows it (optional spaces or tabs, then a token or nothing, then
+    /// `=`): a comma in a value (`a=b,c`), in an attribute (`Comment=one, two`) or in an `Expires` date (`Expires=Wed,
+    /// 09 Jun 2077 10:18:14 GMT`) is part of its cookie, and so is any comma inside a quoted value (`q="x, y=z"`, up to
+    /// its closing quote before the next `;`). A name that is not a token (`k=v, w x=y`) starts no cookie, but for one
+    /// with characters outside ASCII (``startsACookie(_:)``). What stays ambiguous once joined: a field whose own comma
+    /// is followed by `name=` (`a=1, b=2` in one field, or `Path=/x,y=z`) reads as two, since two fields `a=1` and
+    /// `b=2` are joined to the same text. An engine that hands the core each field (AsyncHTTPClient) needs no split:
+    /// each field is one cookie there.
     package static func cookies(in value: String) -> [Substring] {
         var cookies: [Substring] = []
         var start = value.startIndex

@@ -123,7 +123,8 @@ final class ErrorHandlerTests: XCTestCase {
     /// was kept, which says nothing of what to fix.
     func testAProblemsErrorsKeyedByFieldFollowTheTitle() {
         let body = """
-            {"type":"https://tools.ietf.org/html/rfc9110#section-15.5.1","title":"One or more validation errors occurred.",
+            {"type":"https://tools.ietf.org/html/rfc9110#section-15.5.1",
+             "title":"One or more validation errors occurred.",
              "status":400,"traceId":"00-1f-01","errors":{"Name":["The Name field is required."],"Age":["Too young."]}}
             """
         let error = errorFor(body: body, headers: ["Content-Type": "application/problem+json; charset=utf-8"])

@@ -344,8 +344,8 @@ extension ResponseDecoders {
 /// element (`<note />`), which reads back as `""` into a `[String?]` and fails into a `[Int?]`: XMLCoder has no way to
 /// write one `nil` in a list, and this encoder no hook to refuse it. An array of one element is written as that element
 /// alone and an empty array as no element; both read back as sent. A text's white space at its ends is written as it
-/// is, but ``XMLBodyDecoder`` trims it, as XMLCoder does by default (`" two words "` reads back as `two words`): keep it
-/// with `trimValueWhitespaces = false` on the decoder, or send it in an attribute, whose value reads back whole.
+/// is, but ``XMLBodyDecoder`` trims it, as XMLCoder does by default (`" two words "` reads back as `two words`): keep
+/// it with `trimValueWhitespaces = false` on the decoder, or send it in an attribute, whose value reads back whole.
 ///
 /// A value that is a single value alone (a `String`, a number, a `Date`, an enum with a raw value, `nil`) is the root
 /// element's text: `Parameter.xml("hello", rootKey: "greeting")` sends `<greeting>hello</greeting>` (`nil`, an empty
@@ -390,7 +390,7 @@ public struct XMLBodyEncoder: RequestBodyEncoder, Sendable {
     /// - Parameter value: The value.
     /// - Returns: The body.
     /// - Throws: XMLCoder's `EncodingError`, or `EncodingError.invalidValue` when a key (as the key strategy gives it)
-    ///   or the root's name is no XML name with at most one colon (`two words`, `a>b`, `a:b:c`; the key `""`, XMLCoder's
+    /// or the root's name is no XML name with at most one colon (`two words`, `a>b`, `a:b:c`; the key `""`, XMLCoder's
     ///   for an element's own text, is not a name), when what XMLCoder wrote is not well-formed XML (a value holding a
     ///   character XML 1.0 cannot carry: a control character other than tab, line feed and carriage return, U+FFFE,
     ///   U+FFFF), or when ``contentType``

@@ -1,7 +1,7 @@
 import Foundation
 
-/// The names ``XMLBodyEncoder`` writes, checked: XMLCoder writes an element's or an attribute's name as its key is,
-/// so a key with markup in it (`a>b`) gave a well-formed document of another shape (`<a>b>x</a>b>`: an element `a`, then
+/// The names ``XMLBodyEncoder`` writes, checked: XMLCoder writes an element's or an attribute's name as its key is, so
+/// a key with markup in it (`a>b`) gave a well-formed document of another shape (`<a>b>x</a>b>`: an element `a`, then
 /// the text `b>`), which no check of the document after it is written can tell from one meant so.
 enum XMLName {
     /// Whether `name` is a qualified name (Namespaces in XML 1.0 §4): an XML name (XML 1.0 §2.3) with at most one

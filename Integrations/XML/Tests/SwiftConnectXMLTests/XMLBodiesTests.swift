@@ -523,8 +523,8 @@ final class XMLBodiesTests: XCTestCase {
 
     /// A key that is no XML name fails to encode, nothing sent, as an element or an attribute, whatever the key
     /// strategy, and so does such a root name: a key with markup in it (`a>b`) was written as a well-formed document of
-    /// another shape (`<a>b>x</a>b>`: an element `a`, then the text `b>`), and one with two colons (`a:b:c`), or a colon
-    /// first or last, as a document no namespace-aware parser reads. The error names the key.
+    /// another shape (`<a>b>x</a>b>`: an element `a`, then the text `b>`), and one with two colons (`a:b:c`), or a
+    /// colon first or last, as a document no namespace-aware parser reads. The error names the key.
     func testAKeyThatIsNoXMLNameIsRefusedNotSentAsAnotherDocument() throws {
         let encoders = [
             XMLBodyEncoder(rootKey: "fields"),
