@@ -178,23 +178,9 @@ public struct XMLBodyDecoder: ResponseBodyDecoder {
     /// one) holds none.
     private static func holdsElements(_ decoder: any Decoder) -> Bool {
         guard let nodes = try? decoder.unkeyedContainer().count, nodes > 0,
-            let keys = try? decoder.container(keyedBy: AnyKey.self).allKeys
+            let keys = try? decoder.container(keyedBy: XMLName.Key.self).allKeys
         else { return false }
         return nodes > keys.filter { $0.stringValue == "" || $0.stringValue == "#CDATA" }.count
-    }
-
-    /// A key for any name, to list a keyed container's keys.
-    private struct AnyKey: CodingKey {
-        let stringValue: String
-        let intValue: Int? = nil
-
-        init(stringValue: String) {
-            self.stringValue = stringValue
-        }
-
-        init?(intValue: Int) {
-            nil
-        }
     }
 
     /// The date a number of seconds (`unitsPerSecond` 1) or milliseconds (1,000) since 1970 is, as XMLCoder's

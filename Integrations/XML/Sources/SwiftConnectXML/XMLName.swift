@@ -4,6 +4,24 @@ import Foundation
 /// a key with markup in it (`a>b`) gave a well-formed document of another shape (`<a>b>x</a>b>`: an element `a`, then
 /// the text `b>`), which no check of the document after it is written can tell from one meant so.
 enum XMLName {
+    /// A coding key of any name: to list a keyed container's keys, or to write XMLCoder's key for an element's own
+    /// text (``intrinsicText``).
+    struct Key: CodingKey {
+        /// XMLCoder's key for an element's own text: `""`.
+        static let intrinsicText = Key(stringValue: "")
+
+        let stringValue: String
+        let intValue: Int? = nil
+
+        init(stringValue: String) {
+            self.stringValue = stringValue
+        }
+
+        init?(intValue: Int) {
+            nil
+        }
+    }
+
     /// Whether `name` is a qualified name (Namespaces in XML 1.0 §4): an XML name (XML 1.0 §2.3) with at most one
     /// colon, between a prefix and a local name that are names themselves (`soap:Body`). A name with two colons, or one
     /// first or last, is a well-formed XML 1.0 name that no namespace-aware parser reads.

@@ -29,22 +29,8 @@ enum XMLSingleValue {
         var value: Value
 
         func encode(to encoder: any Encoder) throws {
-            var container = encoder.container(keyedBy: IntrinsicKey.self)
-            try container.encode(value, forKey: IntrinsicKey(stringValue: ""))
-        }
-    }
-
-    /// XMLCoder's key for an element's own text: `""`.
-    private struct IntrinsicKey: CodingKey {
-        let stringValue: String
-        let intValue: Int? = nil
-
-        init(stringValue: String) {
-            self.stringValue = stringValue
-        }
-
-        init?(intValue: Int) {
-            nil
+            var container = encoder.container(keyedBy: XMLName.Key.self)
+            try container.encode(value, forKey: XMLName.Key.intrinsicText)
         }
     }
 
@@ -77,7 +63,7 @@ enum XMLSingleValue {
 
         func unkeyedContainer() -> any UnkeyedEncodingContainer {
             if shape == nil { shape = .container }
-            return Stopping<IntrinsicKey>(codingPath: codingPath)
+            return Stopping<XMLName.Key>(codingPath: codingPath)
         }
 
         func singleValueContainer() -> any SingleValueEncodingContainer {

@@ -1,8 +1,9 @@
 import Foundation
 import SwiftConnect
 import SwiftConnectTesting
-import SwiftConnectXML
 import XCTest
+
+@testable import SwiftConnectXML
 
 #if canImport(FoundationXML)
     import FoundationXML
@@ -543,7 +544,7 @@ final class XMLBodiesTests: XCTestCase {
             }
         }
         let renamed = XMLBodyEncoder(rootKey: "fields") {
-            $0.keyEncodingStrategy = .custom { _ in XMLProbeKey(stringValue: "a>b") }
+            $0.keyEncodingStrategy = .custom { _ in XMLName.Key(stringValue: "a>b") }
         }
         XCTAssertThrowsError(try renamed.encode(["ok": "x"])) { XCTAssertTrue("\($0)".contains("'a>b'"), "\($0)") }
         // Names XML allows go out and come back as before: a prefix, letters of any script, a name led by `xml`, and
@@ -827,19 +828,5 @@ final class XMLBodiesTests: XCTestCase {
         XCTAssertEqual(receipt, Receipt(number: 42))
         let sent = try XCTUnwrap(transport.requests.first?.httpBody.map { String(decoding: $0, as: UTF8.self) })
         XCTAssertTrue(sent.contains("<order><id>1</id><title>Order</title></order>"), sent)
-    }
-}
-
-/// A coding key of any name.
-private struct XMLProbeKey: CodingKey {
-    let stringValue: String
-    let intValue: Int? = nil
-
-    init(stringValue: String) {
-        self.stringValue = stringValue
-    }
-
-    init?(intValue: Int) {
-        nil
     }
 }
