@@ -11,23 +11,7 @@ import XCTest
 #endif
 
 /// What `LoggingObserver` and `SwiftLogConnectLogger` write: levels, messages, metadata and redaction.
-final class LoggingTests: XCTestCase {
-    private var server: LocalServer!
-    private var handler: InMemoryLogHandler!
-    private var logger: Logger!
-
-    override func setUpWithError() throws {
-        server = try LocalServer.started()
-        let handler = InMemoryLogHandler()
-        self.handler = handler
-        logger = Logger(label: "tests") { _ in handler }
-        logger.logLevel = .trace
-    }
-
-    override func tearDown() {
-        server.stop()
-    }
-
+final class LoggingTests: LoggingTestCase {
     private struct GetTodo: Connector {
         var baseURL: URL
         var endpoint: String { "/todos/{id}" }

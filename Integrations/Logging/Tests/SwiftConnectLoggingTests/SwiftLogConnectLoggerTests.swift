@@ -12,23 +12,7 @@ import XCTest
 
 /// What `SwiftLogConnectLogger` writes of the library's own output: levels, the logger's metadata provider, where the
 /// lines say they come from, and that nothing secret or forged reaches them.
-final class SwiftLogConnectLoggerTests: XCTestCase {
-    private var server: LocalServer!
-    private var handler: InMemoryLogHandler!
-    private var logger: Logger!
-
-    override func setUpWithError() throws {
-        server = try LocalServer.started()
-        let handler = InMemoryLogHandler()
-        self.handler = handler
-        logger = Logger(label: "tests") { _ in handler }
-        logger.logLevel = .trace
-    }
-
-    override func tearDown() {
-        server.stop()
-    }
-
+final class SwiftLogConnectLoggerTests: LoggingTestCase {
     private struct GetTodo: Connector {
         var baseURL: URL
         var endpoint: String { "/todos/7" }
