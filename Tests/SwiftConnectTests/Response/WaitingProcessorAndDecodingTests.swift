@@ -112,16 +112,8 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
 
     /// A step that decodes and fails said so in Swift's raw words, without the coding path `decoded` gives.
     func testAStepWhoseDecodingFailsGivesTheCodingPath() {
-        struct Todo: Decodable { var id: Int }
-        struct GetTodo: DecodingConnector {
-            var baseURL: URL { URL(string: "https://api.test")! }
-            var endpoint: String { "/todo" }
-            func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Todo {
-                try JSONDecoder().decode(Todo.self, from: response.data)
-            }
-        }
         let transport = FakeTransport.answering(.json(string: #"{"id":"x"}"#))
-        let error = connectError(of: Connect(transport: transport).send(GetTodo()))
+        let error = connectError(of: Connect(transport: transport).send(TodoByJSONDecoder()))
         XCTAssertEqual(error?.kind, .decoding)
         XCTAssertEqual(error?.codingPath, "id")
         XCTAssertEqual(error?.response?.statusCode, 200)
@@ -132,17 +124,9 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
     /// body is said to be empty, and a body that is not JSON names the content type the server declared (a sign-in
     /// page), rather than Foundation's "The given data was not valid JSON." alone.
     func testAStepThatFindsNoJSONSaysTheBodyIsEmptyOrNamesItsContentType() {
-        struct Todo: Decodable { var id: Int }
-        struct GetTodo: DecodingConnector {
-            var baseURL: URL { URL(string: "https://api.test")! }
-            var endpoint: String { "/todo" }
-            func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Todo {
-                try JSONDecoder().decode(Todo.self, from: response.data)
-            }
-        }
         func error(_ body: String, contentType: String) -> ConnectError? {
             let answer = FakeResponse.data(Data(body.utf8), headers: ["Content-Type": contentType])
-            return connectError(of: Connect(transport: FakeTransport.answering(answer)).send(GetTodo()))
+            return connectError(of: Connect(transport: FakeTransport.answering(answer)).send(TodoByJSONDecoder()))
         }
 
         for (body, what) in [("", "is empty"), (" \r\n", "has only white space")] {
@@ -204,5 +188,18 @@ final class WaitingProcessorAndDecodingTests: XCTestCase {
         let error = connectError(of: Connect(transport: transport).send(LegacyUser()))
         XCTAssertEqual(error?.response?.statusCode, 404)
         XCTAssertNotEqual(error?.kind, .decoding)
+    }
+}
+
+/// A connector whose own step decodes the body with a plain `JSONDecoder`, as a user's step would: what SwiftConnect
+/// adds to such a step's failure is what the tests above check.
+private struct TodoByJSONDecoder: DecodingConnector {
+    struct Todo: Decodable { var id: Int }
+
+    var baseURL: URL { URL(string: "https://api.test")! }
+    var endpoint: String { "/todo" }
+
+    func decode(_ response: ConnectResponse, using decoders: ResponseDecoders) throws -> Todo {
+        try JSONDecoder().decode(Todo.self, from: response.data)
     }
 }
