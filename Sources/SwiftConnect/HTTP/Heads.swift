@@ -137,8 +137,8 @@ extension ResponseHead {
     ///
     /// Foundation keeps one value a name, repeated fields joined with `", "`: they come back as one field, but for
     /// `Set-Cookie`, whose fields cannot be joined (a cookie's `Expires` date has a comma): each cookie is a field of
-    /// its own again, as the server sent them wherever the joined text tells (``SetCookieFields/cookies(in:)`` says
-    /// where it cannot).
+    /// its own again, as the server sent them wherever the joined text tells: a comma starts another cookie only
+    /// before a cookie name and `=`, so one field written `a=1, b=2` reads as two cookies.
     public init(_ response: HTTPURLResponse) {
         var fields = HeaderFields()
         for (name, value) in response.allHeaderFields {
