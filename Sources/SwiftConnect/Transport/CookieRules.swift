@@ -237,17 +237,36 @@ enum CookieRules {
     }
 
     /// The `Cookie` header for a request to `url` that already carries `existing` (a caller's own, kept whole: its
-    /// cookies win over stored ones of the same name), with those of `cookies` that go there, the longest paths
-    /// first; `nil` when there is nothing to send.
+    /// cookies win over stored ones of the same name), with those of `cookies` that go there in §5.4's order: the
+    /// longest paths first, then the oldest (``creationTime(of:)``), then as `cookies` lists them (a storage's list
+    /// has no order: FoundationNetworking's comes from a dictionary); `nil` when there is nothing to send.
     static func header(for url: URL, from cookies: [HTTPCookie], keeping existing: String?, now: Date) -> String? {
         let own = pairs(of: existing)
         let stored =
             cookies
             .filter { sends($0, to: url, now: now) && !own.map(\.name).contains($0.name) }
-            .enumerated().sorted { ($0.element.path.count, -$0.offset) > ($1.element.path.count, -$1.offset) }
-            .map { ($0.element.name, $0.element.value) }
+            .enumerated()
+            .map { (cookie: $0.element, created: creationTime(of: $0.element) ?? .infinity, listed: $0.offset) }
+            .sorted { left, right in
+                guard left.cookie.path.count == right.cookie.path.count else {
+                    return left.cookie.path.count > right.cookie.path.count
+                }
+                return (left.created, left.listed) < (right.created, right.listed)
+            }
+            .map { ($0.cookie.name, $0.cookie.value) }
         let all = own + stored
         return all.isEmpty ? nil : all.map { "\($0.0)=\($0.1)" }.joined(separator: "; ")
+    }
+
+    /// When `cookie` was made, as its `properties` say (`Created`, seconds since 2001, which `HTTPCookie` sets as it
+    /// is made); `nil` when they do not say. RFC 6265 sends the older of two cookies of equal path length first.
+    static func creationTime(of cookie: HTTPCookie) -> Double? {
+        switch cookie.properties?[HTTPCookiePropertyKey("Created")] {
+        case let seconds as Double: return seconds
+        case let number as NSNumber: return number.doubleValue
+        case let date as Date: return date.timeIntervalSinceReferenceDate
+        default: return nil
+        }
     }
 
     /// The `name=value` pairs of a `Cookie` header, in order; a piece without a name is left out.

@@ -205,6 +205,24 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertNil(header("http://10.1.2.3/", address))
     }
 
+    #if canImport(FoundationNetworking)
+        /// §5.4: of cookies whose paths are as long, the oldest goes first, whatever order the storage lists them in
+        /// (FoundationNetworking's lists them from a dictionary). `HTTPCookie` records when it was made (`Created`).
+        func testCookiesOfEqualPathLengthGoOldestFirst() throws {
+            var made: [HTTPCookie] = []
+            for name in ["a", "b", "c", "d", "e"] {
+                // Each one made after the clock has moved on from the one before: no two alike
+                let before = made.last.flatMap(CookieRules.creationTime(of:)) ?? 0
+                while Date().timeIntervalSinceReferenceDate <= before {}
+                made.append(stored(name, path: name == "c" ? "/x" : "/"))
+            }
+            let created = made.map { CookieRules.creationTime(of: $0) }
+            XCTAssertEqual(created.compactMap { $0 }.count, made.count, "HTTPCookie records no creation time")
+            let listed = [made[4], made[1], made[3], made[2], made[0]]
+            XCTAssertEqual(header("https://a.example.com/x", listed), "c=v; a=v; b=v; d=v; e=v")
+        }
+    #endif
+
     func testTheRequestsOwnCookiesComeFirstAndWin() {
         let cookies = [stored("a"), stored("b")]
         XCTAssertEqual(header("https://a.example.com/", cookies, keeping: "b=mine; c=3"), "b=mine; c=3; a=v")

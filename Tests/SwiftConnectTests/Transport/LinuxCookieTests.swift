@@ -70,6 +70,21 @@ import XCTest
             XCTAssertEqual(try sent("/echo", headers: [own]), ["\(name("own"))=2", "\(name("stored"))=1"])
         }
 
+        /// RFC 6265 §5.4: the longer path first, then the older cookie, though the shared storage lists them in its
+        /// dictionary's order.
+        func testCookiesOfEqualPathLengthAreSentOldestFirst() throws {
+            let order = ["b", "e", "a", "d", "c", "f"]
+            var last = 0.0
+            for suffix in order {
+                // Each stored after the clock has moved on from the one before, so no two were made alike
+                while Date().timeIntervalSinceReferenceDate <= last {}
+                store(suffix)
+                last = try XCTUnwrap(stored(suffix).flatMap(CookieRules.creationTime(of:)))
+            }
+            store("deep", path: "/dir")
+            XCTAssertEqual(try sent("/dir/echo"), (["deep"] + order).map { "\(name($0))=1" })
+        }
+
         func testMaxAgeGivesAnExpiryAndMaxAgeZeroDeletes() throws {
             let kept = name("kept")
             server.route("GET", "/set") { _ in
