@@ -206,6 +206,41 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/smuggled"), 0)
     }
 
+    func testAnHTTP10ClientGetsABodyOfUnknownLengthDelimitedByTheClose() throws {
+        // Given: bodies of unknown length, which go chunked to HTTP/1.1, and HTTP/1.0, which has no transfer coding
+        // (RFC 9112 §6.1: a server must not send one to a 1.0 client)
+        server.route("GET", "/stream") { _ in
+            .stream(contentLength: nil) { write in _ = write(Data("hello, ".utf8)) && write(Data("world".utf8)) }
+        }
+        server.route("GET", "/fault") { _ in .text("hello, world").withFault(.chunked) }
+        server.route("GET", "/events") { _ in .serverSentEvents([ServerSentEvent(data: "hello, world")]) }
+        let bodies = ["/stream": "hello, world", "/fault": "hello, world", "/events": "data: hello, world\n\n"]
+        for (path, body) in bodies.sorted(by: { $0.key < $1.key }) {
+            let client = try RawClient(port: server.port)
+
+            // When: it asks to keep the connection open
+            client.send("GET \(path) HTTP/1.0\r\nConnection: keep-alive\r\n\r\n")
+            let response = try client.readResponse()
+
+            // Then: no transfer coding; the body runs to the close, which the server says it makes, and makes
+            XCTAssertEqual(response.status, 200, path)
+            XCTAssertNil(response.header("transfer-encoding"), path)
+            XCTAssertNil(response.header("content-length"), path)
+            XCTAssertEqual(response.header("connection"), "close", path)
+            XCTAssertTrue(client.sawEndOfStream, "\(path): the body ended without the server closing")
+            XCTAssertEqual(response.text, body, path)
+        }
+
+        // And an HTTP/1.1 client still gets them chunked on a connection kept open
+        let client = try RawClient(port: server.port)
+        client.send("GET /stream HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try client.readResponse()
+        XCTAssertEqual(response.header("transfer-encoding"), "chunked")
+        XCTAssertEqual(response.text, "hello, world")
+        client.send("GET /fault HTTP/1.1\r\nHost: x\r\n\r\n")
+        XCTAssertEqual(try client.readResponse().text, "hello, world")
+    }
+
     func testATransferCodingOtherThanChunkedAloneIsRefused() throws {
         // Given: codings the server does not decode, before `chunked` (RFC 9112 §6.1)
         server.route("POST", "/echo") { request in .data(request.body) }
@@ -1098,10 +1133,14 @@ private final class RawClient {
         }
     }
 
+    /// Whether a read found the end of the stream: the server closed (not a timeout or an error).
+    private(set) var sawEndOfStream = false
+
     /// Appends the next bytes to the buffer; `false` on end of stream, error or timeout.
     private func fill() -> Bool {
         var chunk = [UInt8](repeating: 0, count: 64 * 1024)
         let count = chunk.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, 0) }
+        if count == 0 { sawEndOfStream = true }
         guard count > 0 else { return false }
         buffer.append(contentsOf: chunk[..<count])
         return true

@@ -112,7 +112,9 @@ extension LocalServer {
                 && head.wantsKeepAlive
                 && !(response.header("connection")?.caseInsensitiveEquals("close") ?? false)
                 && !run.isStopping
-            let keepsOpen = write(response, isHead: head.method == "HEAD", keepAlive: keepAlive, whenWritten: finished)
+            let keepsOpen = write(
+                response, isHead: head.method == "HEAD", keepAlive: keepAlive, readsChunked: head.minorVersion >= 1,
+                whenWritten: finished)
             if mustClose {
                 finished()
                 lingerBeforeClosing()
@@ -217,16 +219,26 @@ extension LocalServer {
 
         /// Sends `response`, delay and fault included.
         ///
-        /// - Parameter whenWritten: Called, for a ``Response/Fault/raw(_:)`` answer, once it is written and before
-        ///   the linger that follows it.
+        /// - Parameters:
+        ///   - readsChunked: Whether the client reads a chunked body: not one of HTTP/1.0 (RFC 9112 §6.1), which gets
+        ///     a body of unknown length without a transfer coding, ended by closing the connection.
+        ///   - whenWritten: Called, for a ``Response/Fault/raw(_:)`` answer, once it is written and before the linger
+        ///     that follows it.
         /// - Returns: Whether the connection stays open for another request.
-        private func write(_ response: Response, isHead: Bool, keepAlive: Bool, whenWritten: () -> Void = {}) -> Bool {
+        private func write(
+            _ response: Response, isHead: Bool, keepAlive: Bool, readsChunked: Bool = true,
+            whenWritten: () -> Void = {}
+        ) -> Bool {
             if response.delay > 0, socket.waitForHangUp(seconds: response.delay) != .timedOut {
                 return false
             }
             let sendsBody = !isHead && Connection.statusAllowsBody(response.status)
+            // A body of unknown length, which the client cannot read chunked, is delimited by the close.
+            let unknownLength: UnknownLength = readsChunked ? .chunked : .close
+            let keepAlive = keepAlive && (readsChunked || !Connection.hasUnknownLength(response))
             if let streamed = response.streamedBody,
-                let keepsOpen = writeStreamed(response, streamed, sendsBody: sendsBody, keepAlive: keepAlive)
+                let keepsOpen = writeStreamed(
+                    response, streamed, sendsBody: sendsBody, keepAlive: keepAlive, unknownLength: unknownLength)
             {
                 return keepsOpen
             }
@@ -245,8 +257,10 @@ extension LocalServer {
                     of: response, length: response.body.count, keepAlive: keepAlive, keepsFraming: true)
                 return send(head: head, body: body) && keepAlive
             case .chunked:
-                let head = Connection.head(of: response, length: nil, keepAlive: keepAlive)
+                let head = Connection.head(
+                    of: response, length: nil, keepAlive: keepAlive, unknownLength: unknownLength)
                 guard sendsBody else { return socket.sendAll(head) && keepAlive }
+                guard unknownLength.isChunked else { return send(head: head, body: body) && closeWhenSent() }
                 var bytes = head
                 let chunkSize = max(1, (body.count + 2) / 3)
                 var start = body.startIndex
@@ -272,15 +286,17 @@ extension LocalServer {
                 hang(after: Array(partial.utf8))
                 return false
             case .trickle(let chunk, let interval):
-                let head = Connection.head(of: response, length: nil, keepAlive: keepAlive)
-                hang(after: head, trickling: sendsBody ? (chunk, interval) : nil)
+                let head = Connection.head(
+                    of: response, length: nil, keepAlive: keepAlive, unknownLength: unknownLength)
+                hang(after: head, trickling: sendsBody ? (chunk, interval, unknownLength.isChunked) : nil)
                 return false
             }
         }
 
         /// Sends `bytes`, then keeps the connection open, optionally trickling chunks, until the client leaves or
         /// the server stops; then resets it.
-        private func hang(after bytes: [UInt8], trickling: (chunk: Data, interval: TimeInterval)? = nil) {
+        private func hang(after bytes: [UInt8], trickling: (chunk: Data, interval: TimeInterval, chunked: Bool)? = nil)
+        {
             hang(afterSending: { socket.sendAll(bytes) }, trickling: trickling)
         }
 
@@ -290,13 +306,13 @@ extension LocalServer {
         /// - Parameter send: Writes the start of the response; returns `false` if the connection failed.
         private func hang(
             afterSending send: () -> Bool,
-            trickling: (chunk: Data, interval: TimeInterval)? = nil
+            trickling: (chunk: Data, interval: TimeInterval, chunked: Bool)? = nil
         ) {
             guard run.markAbortive(id: id) else { return }
             defer { socket.resetOnClose() }
             guard send() else { return }
             if let trickling {
-                trickle(trickling.chunk, every: trickling.interval)
+                trickle(trickling.chunk, every: trickling.interval, chunked: trickling.chunked)
             } else {
                 discardUntilHangUp()
             }
@@ -312,9 +328,10 @@ extension LocalServer {
             return socket.sendAll(head) && body.withUnsafeBytes { socket.sendAll($0) }
         }
 
-        /// Sends `chunk` every `interval` seconds until the client disconnects or the server stops.
-        private func trickle(_ chunk: Data, every interval: TimeInterval) {
-            let frame = Connection.chunkFrame(chunk)
+        /// Sends `chunk` every `interval` seconds until the client disconnects or the server stops: as a chunk, or
+        /// as it is when not `chunked`.
+        private func trickle(_ chunk: Data, every interval: TimeInterval, chunked: Bool) {
+            let frame = chunked ? Connection.chunkFrame(chunk) : Array(chunk)
             var nextSend = Socket.monotonicSeconds()
             while true {
                 switch socket.waitForReadable(seconds: nextSend - Socket.monotonicSeconds()) {
@@ -344,41 +361,55 @@ extension LocalServer {
             _ response: Response,
             _ streamed: Response.StreamedBody,
             sendsBody: Bool,
-            keepAlive: Bool
+            keepAlive: Bool,
+            unknownLength: UnknownLength
         ) -> Bool? {
             let length = streamed.contentLength.map { max(0, $0) }
+            let chunked = length == nil && unknownLength.isChunked
             switch response.fault {
             case .closeBeforeHeaders, .neverFinishHeaders, .trickle, .raw:
                 return nil
             case .normal:
-                let head = Connection.head(of: response, length: length, keepAlive: keepAlive)
+                let head = Connection.head(
+                    of: response, length: length, keepAlive: keepAlive, unknownLength: unknownLength)
                 guard socket.sendAll(head) else { return false }
                 guard sendsBody else { return keepAlive }
-                let pumped = pump(streamed, chunked: length == nil, limit: length)
+                let pumped = pump(streamed, chunked: chunked, limit: length)
                 guard pumped.succeeded else { return false }
                 if let length { return pumped.sent == length && keepAlive }
+                guard chunked else { return closeWhenSent() }
                 return socket.sendAll(Connection.lastChunk) && keepAlive
             case .chunked:
-                let head = Connection.head(of: response, length: nil, keepAlive: keepAlive)
+                let head = Connection.head(
+                    of: response, length: nil, keepAlive: keepAlive, unknownLength: unknownLength)
                 guard socket.sendAll(head) else { return false }
                 guard sendsBody else { return keepAlive }
-                guard pump(streamed, chunked: true, limit: nil).succeeded else { return false }
+                guard pump(streamed, chunked: unknownLength.isChunked, limit: nil).succeeded else { return false }
+                guard unknownLength.isChunked else { return closeWhenSent() }
                 return socket.sendAll(Connection.lastChunk) && keepAlive
             case .closeMidBody(let afterBytes):
-                let head = Connection.head(of: response, length: length, keepAlive: false)
+                let head = Connection.head(of: response, length: length, keepAlive: false, unknownLength: unknownLength)
                 if socket.sendAll(head), sendsBody {
-                    _ = pump(streamed, chunked: length == nil, limit: min(max(0, afterBytes), length ?? .max))
+                    _ = pump(streamed, chunked: chunked, limit: min(max(0, afterBytes), length ?? .max))
                 }
                 socket.shutdownWrite()
                 return false
             case .lieAboutLength(let extra):
-                let head = Connection.head(of: response, length: length.map { $0 + extra }, keepAlive: keepAlive)
+                let head = Connection.head(
+                    of: response, length: length.map { $0 + extra }, keepAlive: keepAlive, unknownLength: unknownLength)
                 hang(afterSending: {
                     guard socket.sendAll(head) else { return false }
-                    return !sendsBody || pump(streamed, chunked: length == nil, limit: length).succeeded
+                    return !sendsBody || pump(streamed, chunked: chunked, limit: length).succeeded
                 })
                 return false
             }
+        }
+
+        /// Ends a body delimited by the close: the sending direction is shut, so the client reads the end of the
+        /// stream at once; the connection then closes.
+        private func closeWhenSent() -> Bool {
+            socket.shutdownWrite()
+            return false
         }
 
         /// Runs the producer of `streamed`, sending what it writes as it writes it.
@@ -433,16 +464,41 @@ extension LocalServer {
 
         // MARK: - Serialising
 
+        /// How a body of unknown length is delimited: chunked, or, to a client that cannot read chunked (HTTP/1.0),
+        /// by closing the connection (RFC 9112 §6.1, §6.3).
+        enum UnknownLength {
+            case chunked
+            case close
+
+            var isChunked: Bool { self == .chunked }
+        }
+
+        /// Whether `response` has a body whose length is not known before it is sent (chunked to HTTP/1.1).
+        static func hasUnknownLength(_ response: Response) -> Bool {
+            switch response.fault {
+            case .chunked, .trickle: true
+            case .closeMidBody, .lieAboutLength, .normal:
+                response.streamedBody != nil && response.streamedBody?.contentLength == nil
+            case .closeBeforeHeaders, .neverFinishHeaders, .raw: false
+            }
+        }
+
         /// The status line and header block.
         ///
         /// - Parameters:
-        ///   - length: The `Content-Length` to declare, or `nil` for `Transfer-Encoding: chunked`.
+        ///   - length: The `Content-Length` to declare, or `nil` for a body of unknown length: `Transfer-Encoding:
+        ///     chunked`, or, when `unknownLength` is not chunked, no framing header and `Connection: close`.
         ///   - keepsFraming: Whether a `Content-Length` or `Transfer-Encoding` set by the handler is kept (and
         ///     none added); otherwise they are replaced.
-        static func head(of response: Response, length: Int?, keepAlive: Bool, keepsFraming: Bool = false) -> [UInt8] {
+        static func head(
+            of response: Response, length: Int?, keepAlive: Bool, keepsFraming: Bool = false,
+            unknownLength: UnknownLength = .chunked
+        ) -> [UInt8] {
             var text = "HTTP/1.1 \(response.status) \(reason(response.status))\r\n"
             var hasFraming = false
             var hasConnection = false
+            // A body delimited by the close says so, whatever `Connection` the handler set.
+            let closes = length == nil && !unknownLength.isChunked && statusAllowsBody(response.status)
             for (name, value) in response.headers {
                 let isFraming =
                     name.caseInsensitiveEquals("content-length") || name.caseInsensitiveEquals("transfer-encoding")
@@ -450,18 +506,21 @@ extension LocalServer {
                     guard keepsFraming else { continue }
                     hasFraming = true
                 }
-                if name.caseInsensitiveEquals("connection") { hasConnection = true }
+                if name.caseInsensitiveEquals("connection") {
+                    if closes { continue }
+                    hasConnection = true
+                }
                 text += "\(name): \(value)\r\n"
             }
             if !hasFraming, statusAllowsBody(response.status) {
                 if let length {
                     text += "Content-Length: \(length)\r\n"
-                } else {
+                } else if unknownLength.isChunked {
                     text += "Transfer-Encoding: chunked\r\n"
                 }
             }
             if !hasConnection {
-                text += keepAlive ? "Connection: keep-alive\r\n" : "Connection: close\r\n"
+                text += keepAlive && !closes ? "Connection: keep-alive\r\n" : "Connection: close\r\n"
             }
             text += "\r\n"
             return Array(text.utf8)

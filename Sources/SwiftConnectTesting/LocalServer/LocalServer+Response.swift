@@ -50,9 +50,12 @@ extension LocalServer {
         ///
         /// With a known ``contentLength`` the body is sent with that `Content-Length`: bytes written beyond it are
         /// dropped, and a producer that writes fewer leaves the client with a short body and a closed connection.
-        /// With `nil` the body is sent chunked, one chunk per non-empty write (an empty write sends nothing).
+        /// With `nil` the body is sent chunked, one chunk per non-empty write (an empty write sends nothing); to an
+        /// HTTP/1.0 request, which cannot read chunked (RFC 9112 §6.1), it is sent as written, without
+        /// `Transfer-Encoding`, and ended by closing the connection.
         public struct StreamedBody: Sendable {
-            /// The number of bytes the producer writes, or `nil` if unknown (the body is then sent chunked).
+            /// The number of bytes the producer writes, or `nil` if unknown (the body is then sent chunked, or to an
+            /// HTTP/1.0 request ended by closing the connection).
             public var contentLength: Int?
 
             /// Writes the body by calling `write` with successive pieces, then returns. `write` sends a piece at
@@ -120,10 +123,12 @@ extension LocalServer {
             case neverFinishHeaders
             /// Sends a chunked response whose chunks are `chunk`, one every `interval` seconds, for ever:
             /// until the client disconnects or the server stops, which resets the connection. The first chunk
-            /// goes out at once; an empty `chunk` sends nothing. An `interval` that is NaN, zero or negative is a
-            /// mistake: the server answers 500 instead, saying why (on standard error too).
+            /// goes out at once; an empty `chunk` sends nothing. To an HTTP/1.0 request, each `chunk` goes as it
+            /// is, without `Transfer-Encoding`. An `interval` that is NaN, zero or negative is a mistake: the server
+            /// answers 500 instead, saying why (on standard error too).
             case trickle(chunk: Data, interval: TimeInterval)
-            /// Sends the body with `Transfer-Encoding: chunked`, in a few chunks.
+            /// Sends the body with `Transfer-Encoding: chunked`, in a few chunks (to an HTTP/1.0 request, which
+            /// cannot read chunked: without `Transfer-Encoding`, ended by closing the connection).
             case chunked
             /// Sends `bytes` as the whole response, status line and headers included, exactly as given (no header
             /// is added, whatever the method or status), then closes the connection: for answers a well-behaved
@@ -283,7 +288,7 @@ extension LocalServer.Response {
     ///
     /// - Parameters:
     ///   - contentLength: The number of bytes `producer` writes, sent as `Content-Length`; `nil` sends the body
-    ///     with `Transfer-Encoding: chunked`.
+    ///     with `Transfer-Encoding: chunked` (to an HTTP/1.0 request: without it, ended by closing the connection).
     ///   - contentType: The `Content-Type`; `application/octet-stream` by default.
     ///   - status: The status code; 200 by default.
     ///   - producer: Writes the body by calling `write`, and returns when done or once `write` returns `false`.
@@ -320,7 +325,8 @@ extension LocalServer.Response {
     ///     why (on standard error too).
     ///   - interval: The wait before each event, in seconds; ended early, with no more events sent, when the client
     ///     leaves or the server stops (``LocalServer/stop()`` does not wait it out).
-    /// - Returns: The response, sent with `Transfer-Encoding: chunked`.
+    /// - Returns: The response, sent with `Transfer-Encoding: chunked` (to an HTTP/1.0 request: without it, ended
+    ///   by closing the connection).
     public static func serverSentEvents(_ events: [ServerSentEvent], interval: TimeInterval = 0) -> Self {
         var response = Self(headers: [("Content-Type", "text/event-stream"), ("Cache-Control", "no-cache")])
         // The wait ends when the client leaves or the server stops: `stop()` does not wait out the interval.
