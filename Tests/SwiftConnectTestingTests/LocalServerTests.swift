@@ -391,6 +391,106 @@ final class LocalServerTests: XCTestCase {
         XCTAssertEqual(server.requestCount, 0)
     }
 
+    func testAMalformedHeadOrLengthIsAnswered400AndTheConnectionCloses() throws {
+        // Given: a route that must never see these requests
+        server.route("*", "/echo") { request in .data(request.body) }
+        let post = "POST /echo HTTP/1.1\r\nHost: x\r\n"
+        let chunked = post + "Transfer-Encoding: chunked\r\n\r\n"
+        let heads = [
+            "obs-fold": "GET /echo HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n folded\r\n\r\n",
+            "obs-fold with a colon": "GET /echo HTTP/1.1\r\nHost: x\r\nX-A: 1\r\n\tX-B: 2\r\n\r\n",
+            "white space before the first field": "GET /echo HTTP/1.1\r\n Host: x\r\n\r\n",
+            "no colon": "GET /echo HTTP/1.1\r\nHost: x\r\nNoColon\r\n\r\n",
+            "space before the colon": "GET /echo HTTP/1.1\r\nHost : x\r\n\r\n",
+            "NUL in a value": "GET /echo HTTP/1.1\r\nHost: x\r\nX-A: a\u{0}b\r\n\r\n",
+            "NUL in a name": "GET /echo HTTP/1.1\r\nHost: x\r\nX\u{0}A: 1\r\n\r\n",
+            "NUL in the target": "GET /ec\u{0}ho HTTP/1.1\r\nHost: x\r\n\r\n",
+            "bare CR in a value": "GET /echo HTTP/1.1\r\nHost: x\r\nX-A: a\rb\r\n\r\n",
+            "signed length": post + "Content-Length: +3\r\n\r\nabc",
+            "negative length": post + "Content-Length: -3\r\n\r\nabc",
+            "spaced length": post + "Content-Length: 1 2\r\n\r\nabc",
+            "empty length": post + "Content-Length:\r\n\r\nabc",
+            "two lengths": post + "Content-Length: 3, 4\r\n\r\nabcd",
+            "two length fields": post + "Content-Length: 3\r\nContent-Length: 4\r\n\r\nabcd",
+            "hex length": post + "Content-Length: 0x3\r\n\r\nabc",
+            "length beyond Int": post + "Content-Length: 99999999999999999999\r\n\r\n",
+            "empty transfer encoding": post + "Transfer-Encoding:\r\n\r\n0\r\n\r\n",
+            "chunked then gzip": post + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+            "chunk size on a bare LF": chunked + "3\nabc\r\n0\r\n\r\n",
+            "chunk data on a bare LF": chunked + "3\r\nabc\n0\r\n\r\n",
+        ]
+        for (name, head) in heads.sorted(by: { $0.key < $1.key }) {
+            let client = try RawClient(port: server.port)
+
+            // When
+            client.send(head)
+            let response = try client.readResponse()
+
+            // Then: refused, and the connection closed after the answer
+            XCTAssertEqual(response.status, 400, name)
+            XCTAssertEqual(response.header("connection"), "close", name)
+            XCTAssertTrue(client.readsEndOfStream(), name)
+        }
+        XCTAssertEqual(server.requests.count, 0)
+        XCTAssertTrue(server.waitUntilNoConnection(timeout: 10))
+    }
+
+    func testChunkExtensionsAndTrailersAreSkippedAndEqualLengthsAccepted() throws {
+        // Given
+        server.route("POST", "/echo") { request in .data(request.body) }
+        let client = try RawClient(port: server.port)
+
+        // When: extensions (quoted too), trailer fields, then a length given twice alike (RFC 9110 §8.6)
+        client.send(
+            "POST /echo HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+                + "3;name=value;q=\"a;b\"\r\nabc\r\n2;x\r\nde\r\n0;last\r\nX-Sum: 5\r\nX-Other: 1\r\n\r\n"
+                + "POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2, 2\r\nContent-Length: 2\r\n\r\nfg")
+
+        // Then: the bodies alone, and the connection still serves the request that followed
+        XCTAssertEqual(try client.readResponse().text, "abcde")
+        XCTAssertEqual(try client.readResponse().text, "fg")
+    }
+
+    func testAClientThatClosesMidBodyLeavesNoRequestOrConnectionBehind() throws {
+        // Given: a buffered route and a streaming one
+        server.route("GET", "/ping") { _ in .text("pong") }
+        server.route("POST", "/echo") { request in .data(request.body) }
+        let streamed = Protected<[Bool]>([])
+        server.streamingRoute("POST", "/stream") { _, body in
+            _ = body.readAll()
+            streamed.withLock { $0.append(body.isComplete) }
+            return .status(200)
+        }
+        let bodies = [
+            "Content-Length: 10\r\n\r\nabc", "Transfer-Encoding: chunked\r\n\r\n5\r\nab",
+            "Transfer-Encoding: chunked\r\n\r\n0\r\nX-Trailer: 1\r\n",
+        ]
+        for path in ["/echo", "/stream"] {
+            for body in bodies {
+                // When: on a connection the server serves (a first answer tells), the client sends part of a
+                // body, then closes
+                let client = try RawClient(port: server.port)
+                client.send("GET /ping HTTP/1.1\r\nHost: x\r\n\r\n")
+                XCTAssertEqual(try client.readResponse().text, "pong")
+                client.send("POST \(path) HTTP/1.1\r\nHost: x\r\n" + body)
+                client.close()
+
+                // Then: the connection ends without an answer or a crash; nothing stays in flight
+                XCTAssertTrue(server.waitUntilNoConnection(timeout: 10), "\(path) \(body.debugDescription)")
+                XCTAssertEqual(server.requestsInFlight, 0)
+            }
+        }
+        XCTAssertEqual(server.requestCount(for: "POST", path: "/echo"), 0)
+        XCTAssertEqual(streamed.snapshot, [false, false, false], "a body cut short was read as whole")
+
+        // And the server still serves, and stops at once
+        let client = try RawClient(port: server.port)
+        client.send("POST /echo HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\nok")
+        XCTAssertEqual(try client.readResponse().text, "ok")
+        server.stop()
+        XCTAssertTrue(client.readsEndOfStream())
+    }
+
     func testARequestHeadEndedByBareLineFeedsIsAnsweredAtOnce() throws {
         // Given: RFC 9112 §2.2 lets a recipient accept a bare LF as a line terminator.
         server.route("*", "/lf") { request in .text("\(request.header("x-test") ?? "-") \(request.bodyText)") }
