@@ -271,4 +271,26 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(try get(restarted), #"{"version":1}"#)
         XCTAssertEqual(gets(transport), 1)
     }
+
+    // MARK: - A HEAD is not answered from the stored GET
+
+    func testAHeadGoesToTheNetworkWhileTheStoredGetIsFresh() throws {
+        // Given a fresh stored GET response with ETag "v1"
+        let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, "X-Answered-By": "head"])])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When a HEAD of its URL is made under the same rule, twice
+        let route = Route("/a", method: .head)
+        let first = try connect.response(for: route, options: rule).wait(timeout: 5)
+        let second = try connect.response(for: route, options: rule).wait(timeout: 5)
+
+        // Then the first is the server's answer to a HEAD (no body), the second the HEAD response stored for it
+        XCTAssertEqual(transport.requests.filter { $0.httpMethod == "HEAD" }.count, 1)
+        for answer in [first, second] {
+            XCTAssertEqual(answer.header("X-Answered-By"), "head")
+            XCTAssertTrue(answer.data.isEmpty)
+        }
+        XCTAssertEqual(gets(transport), 1)
+    }
 }

@@ -140,6 +140,11 @@ import Foundation
 /// from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
 /// keeps one response for both already.
 ///
+/// A HEAD is not answered from a stored GET response, which RFC 9111 allows but does not ask: it is served only a HEAD
+/// response stored under its own key, else it goes to the network. A HEAD asks the server what the resource is now
+/// (whether it is there, its size, its validators), and the stored GET's fields describe the body as this client
+/// received it (an engine may have decoded it), not as the server would answer a HEAD.
+///
 /// A response with a `Vary` header is served only to requests whose headers it names have the values the first
 /// request had, as the wire sends them (without the blanks around values; one variant per key: another value replaces
 /// it); one with `Vary: *` is not stored. The cache is safe to share between threads and clients.
