@@ -633,6 +633,38 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 2, "the second served from memory, as the 304 refreshed it")
     }
 
+    /// The fields a 304's `Connection` names belong to the connection that carried it (RFC 9110 §7.6.1), not to the
+    /// representation: they do not update the stored response (RFC 9111 §3.2, §3.1), served then and after.
+    func testTheFieldsA304sConnectionNamesDoNotUpdateTheStoredResponse() throws {
+        // Given a stored response with ETag "v1", stale
+        let clock = ManualClock()
+        let transport = FakeTransport.answering(
+            .handler { request in
+                guard request.value(forHTTPHeaderField: "If-None-Match") == "\"v1\"" else {
+                    return .success(ConnectResponse(request: request, statusCode: 200, headers: ["ETag": "\"v1\""])!)
+                }
+                let headers = ["ETag": "\"v1\"", "Connection": "X-Hop , close", "X-Hop": "1", "X-Kept": "2"]
+                return .success(ConnectResponse(request: request, statusCode: 304, headers: headers)!)
+            })
+        let connect = Connect(
+            transport: transport, retryPolicy: nil,
+            responseCache: ResponseCache(maxBytes: 1_000_000, now: { clock.now }))
+        _ = try get(connect)
+        clock.advance(61)
+
+        // When a 304 that names X-Hop in its Connection field revalidates it
+        for _ in 0..<2 {
+            let served = try get(connect)
+
+            // Then X-Hop and Connection are not among the stored response's fields, the 304's other fields are
+            XCTAssertEqual(served.statusCode, 200)
+            XCTAssertEqual(served.header("X-Kept"), "2")
+            XCTAssertNil(served.header("X-Hop"))
+            XCTAssertNil(served.header("Connection"))
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     /// A 304 served as the stored response ends a progress bar with the body served, as a hit does: the last report
     /// is the stored body's size of itself, not the 304's empty body (0 of 0), which left the bar at nothing.
     func testA304ServedFromTheStoreReportsTheStoredBodyAsProgress() throws {

@@ -960,7 +960,8 @@ public final class ResponseCache: Sendable {
     }
 
     /// The fields of a 304 or a HEAD's 200 that do not update a stored response (RFC 9111 §3.2): the stored body's own
-    /// framing and coding, and the fields of the connection that carried the answer.
+    /// framing and coding, and the fields of the connection that carried the answer (with those its `Connection`
+    /// names, ``updatingFields(of:with:url:)``).
     private static let fieldsNotUpdated: Set<String> = [
         "content-length", "content-encoding", "transfer-encoding", "content-range", "connection", "keep-alive",
         "proxy-connection", "te", "trailer", "upgrade",
@@ -986,14 +987,21 @@ public final class ResponseCache: Sendable {
 
     /// `stored` with its header fields updated from `answer`, a 304 that validated it or a HEAD's 200 that agrees with
     /// it (RFC 9111 §3.2): "the cache MUST add each header field in the provided response to the stored response,
-    /// replacing field values that are already present", but `fieldsNotUpdated`; its `Age` the answer's (none: 0: the
+    /// replacing field values that are already present", but `fieldsNotUpdated` and the fields the answer's
+    /// `Connection` names (§3.1: they are the connection's, RFC 9110 §7.6.1); its `Age` the answer's (none: 0: the
     /// answer is as old as it says). Its status and body are kept, and its URL (`url` when it has none).
     private static func updatingFields(of stored: ConnectResponse, with answer: ConnectResponse, url: URL)
         -> ConnectResponse
     {
         var fields = stored.head.headerFields
         fields[HeaderField.Name("Age")] = nil
-        let updates = answer.head.headerFields.filter { !fieldsNotUpdated.contains($0.name.canonicalName) }
+        let connectionFields = Set(
+            answer.head.headerFields[values: HeaderField.Name("Connection")]
+                .flatMap { $0.split(separator: ",") }
+                .map { HeaderField.Name(String(ResponseFreshness.trimmed($0))) })
+        let updates = answer.head.headerFields.filter {
+            !fieldsNotUpdated.contains($0.name.canonicalName) && !connectionFields.contains($0.name)
+        }
         var names: [HeaderField.Name] = []
         for field in updates where !names.contains(field.name) { names.append(field.name) }
         for name in names {
