@@ -145,9 +145,13 @@ import Foundation
 /// (whether it is there, its size, its validators), and the stored GET's fields describe the body as this client
 /// received it (an engine may have decoded it), not as the server would answer a HEAD.
 ///
-/// A response with a `Vary` header is served only to requests whose headers it names have the values the first
-/// request had, as the wire sends them (without the blanks around values; one variant per key: another value replaces
-/// it); one with `Vary: *` is not stored. The cache is safe to share between threads and clients.
+/// A response with a `Vary` header is served only to requests whose headers it names have the values the first request
+/// had, as the wire sends them (without the blanks around values; one variant per key: another value replaces it); one
+/// with `Vary: *` is not stored. The cache is safe to share between threads and clients, with one caution: it tells
+/// users apart only by the credentials it sees on a request. Cookies an engine adds from its own cookie storage
+/// (``URLSessionTransport`` does by default) and a `URLSessionConfiguration`'s `httpAdditionalHeaders` are added after
+/// the cache and are not in its key, so clients of two users signed in that way each need a cache of their own (or
+/// rules whose key names the user).
 public final class ResponseCache: Sendable {
     private struct Entry {
         var response: ConnectResponse
