@@ -38,7 +38,10 @@ import Dispatch
 /// adds); if the earlier callbacks have not started yet (their thread is still busy with another stage of the
 /// chain), it runs them first, then itself, on its own thread or, after ``receive(on:)``, in that order on the queue.
 /// Callbacks run outside the future's lock, so a callback may add callbacks or complete other futures. Long chains
-/// complete iteratively, without deep recursion. Once complete, a future releases its callbacks and its cancel
+/// complete iteratively, without deep recursion. A promise completed inside a callback runs its callbacks there,
+/// nested; past 32 such nested completions on a thread (a line of promises, each completed by a callback of the one
+/// before), the deeper ones run once the callback in progress returns, before the outermost completion does, so the
+/// stack cannot overflow. Once complete, a future releases its callbacks and its cancel
 /// handler, so nothing in a finished chain is kept alive.
 ///
 /// ## Cancellation
@@ -304,9 +307,17 @@ struct CallbackList {
     }
 
     /// Runs the callbacks of every listed future, then those of the futures they resolve, iteratively:
-    /// a chain of 10,000 stages uses constant stack.
+    /// a chain of 10,000 stages uses constant stack. Inside a callback (one that completes a promise) it runs at
+    /// once up to 32 runs deep on a thread, and deeper after the run in progress there (``NestedRuns``).
     @inlinable
     func run() {
+        guard first != nil else { return }
+        NestedRuns.run(self)
+    }
+
+    /// ``run()`` here and now, however deep the runs in progress on this thread.
+    @inlinable
+    func runHere() {
         guard var current = first else { return }
         if rest.isEmpty {
             // A linear chain, the common case: no array at all.

@@ -64,6 +64,8 @@ public struct Promise<Value: Sendable>: Sendable {
     /// (``Future/observe(on:_:)`` with a queue, or one chained after ``Future/receive(on:)``) is only handed to that
     /// queue, and runs there later. A thread that adds a callback at the same moment may take the callbacks waiting
     /// to run and run them first, on its own thread: then they may still be running when this method returns.
+    /// Inside callbacks nested more than 32 deep on this thread (each completing a promise whose callbacks complete
+    /// the next), the callbacks are left to the outermost completion, which runs them before it returns.
     ///
     /// - Parameters:
     ///   - result: The value or error.
