@@ -59,6 +59,9 @@ final class RetryingCall:
         var timedOutAttempt = 0
         /// The progress reports of the latest attempt, when the call has a progress handler.
         var progress: AttemptProgress?
+        /// The attempt the clock's wait follows, until the wait's action claims it: the action starts one attempt,
+        /// however often a clock of the app's runs it.
+        var waitingAfter: Int?
 
         /// The attempts the call made, as ``ConnectError/attempts`` and ``ConnectEvent/callEnded(status:error:attempts:)``
         /// report them: every attempt started, but one still running whose request never reached the transport's door
@@ -269,7 +272,8 @@ final class RetryingCall:
         progress?.settle(isTheAnswer: false)
         // No wait: the next attempt starts now, on this thread (the trampoline keeps the stack flat).
         guard wait > 0 else { return startAttempts() }
-        let timer = policy.clock.schedule(after: wait) { self.startAttempts() }
+        withState { $0.waitingAfter = attempt }
+        let timer = policy.clock.schedule(after: wait) { self.waitEnded(after: attempt) }
         let cancelTimer = withState { state -> Bool in
             if state.isOver { return true }
             // A clock may have run the action already (the next attempt started): nothing left to cancel.
@@ -277,6 +281,17 @@ final class RetryingCall:
             return false
         }
         if cancelTimer { timer.cancel() }
+    }
+
+    /// The wait after `attempt` ended: the next attempt starts, unless this wait's action started it already (a clock
+    /// that runs an action twice, against ``RetryClock``'s contract, would send the request again beside it).
+    private func waitEnded(after attempt: Int) {
+        let claimed = withState { state -> Bool in
+            guard state.waitingAfter == attempt else { return false }
+            state.waitingAfter = nil
+            return true
+        }
+        if claimed { startAttempts() }
     }
 
     /// How long to wait before the next attempt, or `nil` to stop with `result`.

@@ -902,6 +902,29 @@ final class RetryPolicyTests: XCTestCase {
         XCTAssertEqual(ran.value, 0)
     }
 
+    /// A clock of the app's that runs a wait's action twice (against ``RetryClock``'s contract) starts one attempt: the
+    /// second run, while that attempt is in flight, does not send the request again beside it.
+    func testAClockThatRunsAnActionTwiceStartsOneAttempt() {
+        // Given: attempt 1 failed with 503, and the clock holds the wait's action
+        let clock = KeepingClock()
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: RetryPolicy(clock: clock))
+        let future = connect.request(Endpoint())
+        transport.respond(to: 0, status: 503)
+        let actions = clock.actions.withLock { $0 }
+        XCTAssertEqual(actions.count, 1)
+        let action = actions.first
+        // When: the action runs, and runs again while attempt 2 is in flight
+        action?()
+        XCTAssertEqual(transport.requests.count, 2)
+        action?()
+        // Then: no attempt beside attempt 2, whose answer ends the call
+        XCTAssertEqual(transport.requests.count, 2, "a second attempt in flight at once")
+        transport.respond(to: 1, status: 200)
+        XCTAssertNotNil(value(of: future))
+        XCTAssertEqual(transport.requests.count, 2)
+    }
+
     // MARK: - The usage guide's retry hook
 
     func testGuideMiddlewareRetriesAndReadaptsEachAttempt() {
@@ -1360,6 +1383,16 @@ private struct CancellingRetryClock: RetryClock {
     func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
         target.withLock { $0 }?.cancel()
         action()
+        return RetryCancellables.none
+    }
+}
+
+/// A clock that keeps every wait's action for the test to run, as often as it likes.
+private final class KeepingClock: RetryClock {
+    let actions = Protected<[@Sendable () -> Void]>([])
+
+    func schedule(after seconds: TimeInterval, _ action: @escaping @Sendable () -> Void) -> any RetryCancellable {
+        actions.withLock { $0.append(action) }
         return RetryCancellables.none
     }
 }
