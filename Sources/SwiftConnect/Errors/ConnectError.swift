@@ -33,9 +33,12 @@ public struct ConnectError: Error, Sendable, CustomStringConvertible, CustomDebu
         /// engine). ``ConnectError/isTransportFailure`` is `true` for this kind and the finer ones.
         case transport
         /// No connection could be opened: the server refused it, the host is unreachable, or the device is offline.
-        /// Nothing reached the server.
+        /// Nothing went out on that connection, but the call may have reached a server before it: a redirect led to
+        /// the host that failed, or, through URLSession on Linux, libcurl was sending the request again by itself on
+        /// a new connection after a kept-alive one closed under it.
         case cannotConnect
-        /// The server's host name did not resolve (no such name, or the resolver failed). Nothing was sent.
+        /// The server's host name did not resolve (no such name, or the resolver failed). Nothing was sent to that
+        /// host, but a redirect may have led there from a server that had the request.
         case nameResolution
         /// The connection closed or was reset before the response was complete.
         case connectionLost

@@ -25,7 +25,11 @@ import Foundation
 /// `OPTIONS`, `TRACE`), the connector or call marked it `RequestOptions(isRetrySafe: true)`, or it carries an
 /// `Idempotency-Key` header (one left empty or blank names no key, and counts as none). With ``addsIdempotencyKey``
 /// on (and more than one attempt allowed), every `POST` and `PATCH` without a key gets one (a UUID, the same on
-/// every attempt), which makes it replayable. Any other `POST` is sent exactly once. An explicit `isRetrySafe` (of
+/// every attempt), which makes it replayable. Any other `POST` is sent exactly once, even after a failure that
+/// seems to say nothing was sent (a connection refused, a name that did not resolve): the hop that failed may be
+/// one a redirect led to after the server had the request, or, through URLSession on Linux, a new connection
+/// libcurl opened by itself to send the request again after the server read it on a kept-alive one and closed
+/// that. An explicit `isRetrySafe` (of
 /// the connector, the call or the client) always wins over the method and the header: `false` keeps even an
 /// idempotent or keyed request from being retried by the policy. A middleware that asks for another attempt (a
 /// token refresh) still gets it: it knows why it asks. The method that counts is the connector's: the loop runs
