@@ -339,6 +339,9 @@ struct MiddlewareChain: Sendable {
                     sent = transport.send(request, transfer: context.transfer)
                 }
             }
+            if let idle = context.transfer.streaming?.idleTimeout {
+                Self.boundingHeadWait(of: sent, to: idle, request: request)
+            }
             if let observation {
                 sent = Self.reportingEnd(
                     of: sent, attempt: context.attempt, to: observation, request: request, transfer: context.transfer)
@@ -365,6 +368,24 @@ struct MiddlewareChain: Sendable {
         }
         let next: Middleware.Next = { request in self.send(consume request, context: context, from: index + 1) }
         return middlewares[index].intercept(consume request, context: context, next: next)
+    }
+
+    /// Holds the wait for a streamed response's head to the stream's idle timeout (``StreamingOptions/idleTimeout``),
+    /// from now, as the transport gets `request`: when no head came within `seconds`, `sent` is cancelled, which stops
+    /// the engine's exchange, and fails with the error of a body that went quiet. Here, once for every transport:
+    /// an engine's own timers do not all cover the head (FoundationNetworking waits for ever on a server that accepts
+    /// the connection and stays silent), and the body's clock starts only with the head.
+    private static func boundingHeadWait(
+        of sent: Future<ConnectResponse>, to seconds: TimeInterval, request: ConnectRequest
+    ) {
+        guard !sent.isCompleted, let deadline = TransportDeadline(seconds: seconds) else { return }
+        var error = ResponseBodyStream.idleTimeoutError(after: seconds)
+        error.storedRequest = .sent(request)
+        let timedOut = error
+        // Held until the time passes or the head comes (the callback holds the deadline, which is then disarmed): a
+        // send whose transport let go of it fails as timed out too, rather than leaving the call waiting.
+        deadline.start { sent.cancel(failingWith: timedOut) }
+        sent.whenComplete { _ in deadline.cancel() }
     }
 
     /// Tells `observation` how the attempt `sent` ended: with the response's head, or an error. Returns `sent`'s

@@ -55,7 +55,9 @@ public struct EventSourceReconnection: Sendable, Hashable {
 /// a minute is cut and reconnected (nothing is lost: it resumes from `Last-Event-ID`), and each such reconnection
 /// without an event counts against ``EventSourceReconnection/maxAttempts`` and doubles the wait before the next one.
 /// For a long-lived feed, give the connector (or `options`) a `timeout` of `.infinity` and the stream an idle timeout
-/// that the server's heartbeat keeps from firing: `StreamingOptions(idleTimeout: 45)`.
+/// that the server's heartbeat keeps from firing: `StreamingOptions(idleTimeout: 45)`. It also bounds the wait for
+/// each connection's response head: a reconnection that gets none in time is cut and tried again, as a feed gone
+/// quiet is; the first connection's is thrown, as any failure of the first connection.
 public struct EventSource: AsyncSequence {
     /// An event.
     public typealias Element = ServerSentEvent

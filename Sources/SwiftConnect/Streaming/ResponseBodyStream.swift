@@ -35,6 +35,11 @@ public struct StreamingOptions: Sendable, Hashable {
     /// already received never trips it (an engine that paused for that reader is not the network going quiet); a
     /// reader busy elsewhere with nothing unread does not stop it. The same on every engine.
     ///
+    /// The clock starts when the request is handed to the transport, not when the response's head arrives: a server
+    /// that accepts the request and sends no head within this time fails the call the same way, and its exchange is
+    /// stopped. Sending the request, its body included, counts as that wait: a streamed call that uploads a large
+    /// body needs a limit above the upload's time. The retry policy may send it again, as any timeout.
+    ///
     /// `nil` (the default) for none, and so is a value that is not a positive finite number (zero, negative, NaN,
     /// infinity). The connector's `timeout` still bounds the whole stream unless it is `.infinity`, as suits a stream
     /// that may run for hours.
@@ -409,8 +414,8 @@ public final class ResponseBodyStream: Sendable {
     }
 
     /// Fails the stream when, from now on, no bytes arrive for `seconds` while none wait unread
-    /// (``StreamingOptions/idleTimeout``). The client starts it when the response head arrives, whatever the engine;
-    /// a second call does nothing.
+    /// (``StreamingOptions/idleTimeout``). The client starts it when the response head arrives, whatever the engine
+    /// (the wait for the head has the same limit, `MiddlewareChain`'s); a second call does nothing.
     ///
     /// - Parameter seconds: The longest wait for the next bytes.
     func startIdleTimeout(_ seconds: TimeInterval) {

@@ -316,7 +316,8 @@ extension Connect {
     /// Middlewares, retries, token refresh and the error handler apply as for ``request(_:debugResponse:)``, up to
     /// the response head; the cache and coalescing of identical requests do not (a body is read once), nor do
     /// response processors (they transform a body in memory). The connector's `timeout` bounds the whole stream:
-    /// give a long-lived stream `.infinity` and an ``StreamingOptions/idleTimeout`` instead.
+    /// give a long-lived stream `.infinity` and an ``StreamingOptions/idleTimeout`` instead, which bounds the wait
+    /// for the response's head too.
     ///
     /// - Parameters:
     ///   - connector: The endpoint.
