@@ -78,6 +78,10 @@ extension ErrorHandling {
 /// - the keys `msg`, `message`, `messge` (as the usage guide spells it), `error`, `err` holding a string, an
 ///   object holding a `message`, or a list of these (its first message: `"message": ["email is invalid"]`); an
 ///   OAuth 2 error (RFC 6749) gives its code and its `error_description`: `invalid_grant: The token has expired.`;
+///   an object without a `message` (or `msg`, `detail`, `description`) gives its `Message` (AWS), `reason`
+///   (Elasticsearch: `{"error": {"type": …, "reason": "no such index [logs]"}}`), `title` (a JSON:API error
+///   without a `detail`), or the message of an `error` inside it (`{"error": {"error": {"message": …}}}`);
+/// - AWS's capitalised `Message` (`{"__type": …, "Message": …}`), and its `Error` object;
 /// - `errors`: a list's first message (`errors[0].message`, or `errors[0]` as a string), or, keyed by field as
 ///   Rails and Laravel send validation errors (`{"email": ["is invalid"]}`), each field with its first message,
 ///   sorted by field: `email: is invalid; name: can't be blank` (Rails' `base` without its name);
@@ -165,6 +169,9 @@ public struct ErrorHandler: ErrorHandling {
                 return SingleLineText.make("\(text): \(description)", limit: SingleLineText.keptLimit)
             }
             return text
+        }
+        for key in ErrorBody.topLevelKeys where !messageKeys.contains(key) {
+            if let text = ErrorBody.text(object[key]) { return text }
         }
         if let errors = object["errors"] {
             // An object without a message of its own is a map of fields to their messages.
@@ -330,22 +337,47 @@ enum ErrorBody {
     /// `description`), or the first message in an array (`"message": ["email must be an email", …]`, as NestJS
     /// validation errors send it).
     ///
+    /// An object without one of these is read by the keys well-known APIs use (``fallbackKeys``): AWS's `Message`,
+    /// Elasticsearch's `reason`, JSON:API's `title`, and an `error` wrapped in another. The search goes at most
+    /// ``Redaction/maximumJSONDepth`` levels down: ``ErrorHandler/handle(response:)`` is public, and an object built in
+    /// code is not bounded by the parse.
+    ///
     /// The message is put on one line and cut to ``SingleLineText/keptLimit`` characters (errors show at most
     /// ``SingleLineText/messageLimit`` of them, secrets hidden first): it is the server's text, and it ends up in
     /// logs.
     static func text(_ value: Any?) -> String? {
+        text(value, depth: 0)
+    }
+
+    private static func text(_ value: Any?, depth: Int) -> String? {
         if let string = string(value) { return string }
+        // Deeper, it is no message: a line is not buried this far, and each level is a stack frame.
+        guard depth < Redaction.maximumJSONDepth else { return nil }
         if let object = value as? [String: Any] {
             for key in messageKeys {
-                if let text = text(object[key]) { return text }
+                if let text = text(object[key], depth: depth + 1) { return text }
+            }
+            for key in fallbackKeys {
+                if let text = text(object[key], depth: depth + 1) { return text }
             }
         } else if let array = value as? [Any] {
             for element in array {
-                if let text = text(element) { return text }
+                if let text = text(element, depth: depth + 1) { return text }
             }
         }
         return nil
     }
+
+    /// The keys of an error object's message where it has none at ``messageKeys``, as well-known APIs send them:
+    /// AWS's capitalised `Message` (`{"Error": {"Code": …, "Message": …}}`), Elasticsearch's `reason`
+    /// (`{"error": {"type": …, "reason": …}}`), JSON:API's `title` (an error without a `detail`), and an error
+    /// wrapped in another (`{"error": {"error": {"message": …}}}`, as gateways pass an upstream's on). Not read to
+    /// tell one error from a map of fields (``hasOwnMessage(_:)``): a field may be called `title` or `reason`.
+    private static let fallbackKeys = ["Message", "reason", "title", "error", "Error"]
+
+    /// The keys well-known APIs put their message under at the top level, read after ``ErrorHandler/messageKeys``:
+    /// AWS's JSON protocols capitalise it (`{"__type": …, "Message": …}`), its query protocol wraps it in `Error`.
+    static let topLevelKeys = ["Message", "Error"]
 
     /// The first error of RFC 9457's `errors` extension, with its JSON pointer if it has one:
     /// `[{"detail": "must be a positive integer", "pointer": "#/age"}]` gives `must be a positive integer (#/age)`.
@@ -426,8 +458,9 @@ extension ConnectError {
 
     /// An error status with no message the handler recognised; the body is kept, and said to be only its start
     /// when it is (a download's or a stream's error body, read in part for the error handler). A short plain-text
-    /// body of a 4xx or 5xx ("Invalid token") is said after the status; the kind stays ``Kind/httpStatus``: such a text is as often a
-    /// proxy's or a framework's as the backend's, no message to show a user as ``Kind/serverMessage`` ones are.
+    /// body of a 4xx or 5xx ("Invalid token") is said after the status; the kind stays ``Kind/httpStatus``: such a
+    /// text is as often a proxy's or a framework's as the backend's, no message to show a user as
+    /// ``Kind/serverMessage`` ones are.
     static func httpStatus(_ response: ConnectResponse) -> ConnectError {
         let status = response.statusCode
         let reason = HTTPURLResponse.localizedString(forStatusCode: status)
