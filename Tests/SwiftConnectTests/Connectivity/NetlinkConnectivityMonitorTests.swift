@@ -784,7 +784,7 @@
             name = "sc-test-\(id)"
             rootEnd = "scv\(id)a"
             namespaceEnd = "scv\(id)b"
-            subnet = Int.random(in: 1...254)
+            subnet = LabCommand.unusedSubnet(secondOctet: 213)
         }
 
         func addVeth() throws {

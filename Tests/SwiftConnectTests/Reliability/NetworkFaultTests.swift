@@ -78,6 +78,17 @@
             XCTAssertEqual(relay.clientPorts.count, 1)
         }
 
+        /// Two test processes may make labs at once: a new lab never takes the subnet of one that exists.
+        func testANewLabNeverChoosesTheSubnetOfALabThatExists() throws {
+            // Given: this test's lab, in 10.214.N.0/24
+            let subnet = try XCTUnwrap(Int(lab.hostAddress.split(separator: ".")[2]))
+            // When: another lab's subnet is chosen, many times
+            let chosen = Set((0..<2_000).map { _ in LabCommand.unusedSubnet(secondOctet: 214) })
+            // Then: never this one, and still at random among the others
+            XCTAssertFalse(chosen.contains(subnet))
+            XCTAssertGreaterThan(chosen.count, 100)
+        }
+
         // MARK: - Loss
 
         /// 10 % of the packets lost each way: TCP carries every body whole, a little later.

@@ -21,6 +21,27 @@
             }
         }
 
+        /// A third octet N, at random, such that no interface of the test's namespace has an address in
+        /// `10.<secondOctet>.N.0/24`. Two test processes may make labs at once (two worktrees, two packages' tests):
+        /// a second link in a subnet already in use takes, or fails on, the first one's route. (Chosen, then made, a
+        /// few milliseconds apart: two processes choosing in the same instant still meet once in 254.)
+        static func unusedSubnet(secondOctet: Int) -> Int {
+            var used = Set<Int>()
+            var list: UnsafeMutablePointer<ifaddrs>?
+            if getifaddrs(&list) == 0, let first = list {
+                defer { freeifaddrs(list) }
+                for entry in sequence(first: first, next: { $0.pointee.ifa_next }) {
+                    guard let address = entry.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET)
+                    else { continue }
+                    let octets = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) {
+                        withUnsafeBytes(of: $0.pointee.sin_addr.s_addr) { Array($0) }
+                    }
+                    if octets[0] == 10, Int(octets[1]) == secondOctet { used.insert(Int(octets[2])) }
+                }
+            }
+            return (1...254).filter { !used.contains($0) }.randomElement() ?? Int.random(in: 1...254)
+        }
+
         /// Runs `executable` with `arguments`, `input` on its standard input; returns its standard output.
         ///
         /// - Throws: ``NetworkLabError`` with the command and its standard error when it exits with a failure.
@@ -135,13 +156,13 @@
         /// Whether the lab's packet filter table exists yet.
         private let hasFilterTable = Protected(false)
 
-        /// A lab's names, and addresses in `10.<secondOctet>.N.0/24` (N at random).
+        /// A lab's names, and addresses in `10.<secondOctet>.N.0/24` (N at random, unused).
         private init(ip: String, nft: String?, tc: String?, secondOctet: Int = 214) {
             self.ip = ip
             self.nft = nft
             self.tc = tc
             let id = String(format: "%06x", UInt32.random(in: 0...0xFF_FFFF))
-            let subnet = Int.random(in: 1...254)
+            let subnet = LabCommand.unusedSubnet(secondOctet: secondOctet)
             namespace = "sc-lab-\(id)"
             hostInterface = "scl\(id)h"
             labInterface = "scl\(id)l"
