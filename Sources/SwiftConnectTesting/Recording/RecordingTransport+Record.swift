@@ -13,7 +13,8 @@ extension RecordingTransport {
     ///
     /// The recording is written before the future completes, so a test that has its answer has its file. A
     /// cancelled exchange is not recorded (the test stopped it; the server said nothing), unless the cancellation came
-    /// at the request's deadline: the client's deadline ended it, and it is recorded as the timeout it was.
+    /// at the request's deadline or failed the call with an error of its own (a streamed call's idle timeout, which
+    /// bounds the wait for the head): the client ended it, and it is recorded as the timeout it was.
     func record(
         _ request: ConnectRequest, redacted: RecordedRequest, secrets: SecretValues, transfer: TransferOptions
     ) -> Future<ConnectResponse> {
@@ -51,11 +52,16 @@ extension RecordingTransport {
                 response: HAR.Response(status: 0, headers: [], content: HAR.Content(Data(), mimeType: "")),
                 timings: HAR.Timings(send: 0, wait: (elapsed * 1000).rounded() / 1000, receive: 0), failure: failure)
         }
+        let answer = promise.future
         promise.setCancelHandler { [self] in
             // The client's deadline cancels before it reports the timeout: recorded now, the file is written before
-            // the caller hears of it.
+            // the caller hears of it. So is a cancellation that failed the call with an error of its own (a streamed
+            // call's idle timeout, which bounds the wait for the head): the future holds it already.
             let elapsed = Double(DispatchTime.now().uptimeNanoseconds &- start) / 1_000_000
-            if let timeout = Self.deadlineFailure(of: request, afterMilliseconds: elapsed), settles() {
+            let timeout =
+                Self.deadlineFailure(of: request, afterMilliseconds: elapsed)
+                ?? Self.cancellationFailure(of: answer, secrets: secrets)
+            if let timeout, settles() {
                 try? append(failed(timeout, elapsed), request: redacted)
             }
             live.cancel()
@@ -344,6 +350,17 @@ extension RecordingTransport {
     /// failed) hidden as a `Location`'s are, then the request's secret values.
     private static func shown(_ message: String, secrets: SecretValues) -> String {
         secrets.hiding(in: RecordingRedaction.redactedURLsQuoted(in: message))
+    }
+
+    /// The `_failure` of an exchange whose future the client cancelled failing it with an error that is no
+    /// cancellation (the idle timeout of a streamed call whose head did not come in time): that error, as the caller
+    /// gets it. `nil` for a plain cancellation, the test's own, which is not recorded.
+    private static func cancellationFailure(of answer: Future<ConnectResponse>, secrets: SecretValues) -> HAR.Failure? {
+        // The future is failed before its cancel handler runs: its error is the one the chain was cancelled with.
+        guard case .failure(let error)? = answer.result, !(error is FutureError), !(error is CancellationError) else {
+            return nil
+        }
+        return failure(error, secrets: secrets)
     }
 
     /// The `_failure` of an exchange cancelled `milliseconds` after it started, when that is at or past the request's

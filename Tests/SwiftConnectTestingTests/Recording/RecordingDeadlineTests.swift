@@ -107,6 +107,58 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertEqual((replayed.failure as? ConnectError)?.kind, .timedOut)
     }
 
+    /// A streamed call whose head never came within its idle timeout (`StreamingOptions.idleTimeout` bounds the wait
+    /// for the head from the hand-off to the transport): the client cut the exchange with the idle timeout's error,
+    /// which the recording keeps, and a replay fails the same typed way; it was taken for the test's own cancellation
+    /// and left out, a replay then finding no exchange to answer with.
+    func testAStreamWhoseHeadNeverCameWithinItsIdleTimeoutIsRecordedAsTimedOutAndReplayedSo() async throws {
+        // Given: a server that takes the request and never finishes its head
+        server.route("GET", "/headless") { _ in LocalServer.Response.status(200).withFault(.neverFinishHeaders) }
+        let recorder = RecordingTransport(fileURL: file, wrapping: URLSessionTransport(), mode: .record)
+        let route = Route("/headless", baseURL: server.baseURL, timeout: .infinity)
+        // When: streamed with an idle timeout of 0.3 s, recorded
+        let live = await streamError(
+            Connect(transport: recorder, retryPolicy: nil).stream(
+                route, streaming: StreamingOptions(idleTimeout: 0.3)))
+        XCTAssertEqual(live?.kind, .timedOut, "\(String(describing: live))")
+        XCTAssertTrue(recorder.waitUntilRecorded())
+        server.stop()
+        // Then: the recording says the exchange timed out, with the idle timeout's error
+        let recorded = try XCTUnwrap(recorder.entries.first?.failure, "the exchange was not recorded")
+        XCTAssertEqual(recorded.kind, ConnectError.Kind.timedOut.rawValue)
+        XCTAssertTrue(recorded.message.contains("StreamingOptions.idleTimeout"), recorded.message)
+        XCTAssertEqual(recorded.urlErrorCode, URLError.Code.timedOut.rawValue)
+        // And: a replay fails the same typed way, naming the idle timeout
+        let replayed = await streamError(
+            Connect(transport: replayer(), retryPolicy: nil).stream(
+                route, streaming: StreamingOptions(idleTimeout: 0.3)))
+        XCTAssertEqual(replayed?.kind, .timedOut, "\(String(describing: replayed))")
+        XCTAssertTrue(
+            replayed?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: replayed))")
+        XCTAssertEqual(replayed?.urlError?.code, .timedOut)
+    }
+
+    /// The error `stream` fails with, read in a task for at most 10 s (then cancelled, the test failing).
+    private func streamError(_ stream: ResponseStream) async -> ConnectError? {
+        let outcome = Promise<ConnectError?>()
+        let reading = Task {
+            do {
+                for try await _ in stream {}
+                outcome.succeed(nil)
+            } catch {
+                XCTAssertTrue(error is ConnectError, "\(error)")
+                outcome.succeed(error as? ConnectError)
+            }
+        }
+        defer { reading.cancel() }
+        guard let error = try? await outcome.future.value(timeout: 10) else {
+            XCTFail("the stream still ran 10 s after an idle timeout of 0.3 s")
+            stream.cancel()
+            return nil
+        }
+        return error
+    }
+
     func testAStreamStopsAtItsFirstPieceRecordedAfterTheDeadlineOrASilenceLongerThanItsIdleTimeout() async throws {
         // Given: three pieces recorded 0, 150 and 300 ms after the request (edited)
         server.route("GET", "/pieces") { _ in
