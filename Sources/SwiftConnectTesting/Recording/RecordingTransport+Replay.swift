@@ -231,12 +231,17 @@ extension RecordingTransport {
         // Instant replay keeps the deadlines by the recorded times (real time keeps them with latencies).
         let deadline = latencies ? nil : Self.deadline(of: request)
         if let deadline, entry.timings.wait > deadline { return Future(error: Self.deadlinePassed(for: request)) }
+        let idleLimit = latencies ? nil : transfer.streaming?.idleTimeout.map { $0 * 1000 }
+        if let idleLimit, idleLimit > 0, entry.failure == nil, entry.timings.wait > idleLimit {
+            // The idle timeout bounds the wait for the head too, from the hand-off to the transport: a head recorded
+            // later than it is the timeout the client would have met.
+            return Future(error: ResponseBodyStream.idleTimeoutError(after: idleLimit / 1000))
+        }
         // The size limit as an engine applies it to a stream: at the head for a declared length over it, else at the
         // piece that goes over it.
         let limit = transfer.maxResponseBytes
         let whole = replay(entry, for: request, transfer: unlimited)
         let start = DispatchTime.now().uptimeNanoseconds
-        let idleLimit = latencies ? nil : transfer.streaming?.idleTimeout.map { $0 * 1000 }
         let streamed = whole.map { response -> ConnectResponse in
             if let limit, let declared = Self.declaredLength(of: entry), declared > limit {
                 throw ConnectError.responseTooLarge(

@@ -138,6 +138,32 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertEqual(replayed?.urlError?.code, .timedOut)
     }
 
+    /// A streamed answer whose head came later than the idle timeout of the replaying call: live, the idle timeout
+    /// bounds the wait for the head and the call fails; an instant replay judges the recorded wait the same way, as
+    /// it does the call's deadline, rather than answering at once.
+    func testAStreamWhoseHeadWasRecordedLaterThanTheIdleTimeoutTimesOutInInstantReplay() async throws {
+        // Given: a stream whose head was recorded as coming after 3 s (edited, as a slow server's would be)
+        server.route("GET", "/late-head") { _ in
+            .stream(contentLength: nil, contentType: "text/plain") { write in _ = write(Data("a".utf8)) }
+        }
+        try record("/late-head", streaming: true) { entry in
+            entry.timings = HAR.Timings(send: 0, wait: 3_000, receive: 0)
+            entry.chunks = [HAR.Chunk(time: 3_000, size: 1)]
+        }
+        // When / Then: an idle timeout of 1 s fails with the idle timeout's error, at once
+        let start = DispatchTime.now()
+        let idle = await replayStream("/late-head", timeout: .infinity, idleTimeout: 1)
+        XCTAssertEqual(idle.pieces, [])
+        XCTAssertEqual(idle.error?.kind, .timedOut)
+        XCTAssertTrue(
+            idle.error?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: idle.error))")
+        XCTAssertLessThan(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9, 1)
+        // And: an idle timeout longer than the wait gets the body
+        let whole = await replayStream("/late-head", timeout: .infinity, idleTimeout: 5)
+        XCTAssertEqual(whole.pieces, ["a"])
+        XCTAssertNil(whole.error)
+    }
+
     /// The error `stream` fails with, read in a task for at most 10 s (then cancelled, the test failing).
     private func streamError(_ stream: ResponseStream) async -> ConnectError? {
         let outcome = Promise<ConnectError?>()
