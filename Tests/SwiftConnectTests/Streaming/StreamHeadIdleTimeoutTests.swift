@@ -47,6 +47,35 @@ final class StreamHeadIdleTimeoutTests: XCTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/silent"), 2)
     }
 
+    /// A streamed call whose streamed upload takes longer than the idle timeout (sending the request counts as the
+    /// wait for its head, a documented decision): the call fails with the idle timeout's typed error, naming
+    /// `StreamingOptions.idleTimeout`, and the exchange is stopped, the body's producer no longer asked for more.
+    func testAStreamedUploadLongerThanTheIdleTimeoutFailsWithTheIdleTimeoutOnEveryEngine() async throws {
+        server.route("POST", "/upload") { _ in .status(204) }
+        for (name, transport) in engines() {
+            // One chunk, then nothing until the end of the test: an upload still under way when the limit passes.
+            let (chunks, producer) = AsyncStream<Data>.makeStream()
+            producer.yield(Data("first part".utf8))
+            defer { producer.finish() }
+            let uploading = AnyMiddleware { request, _, next in
+                var request = request
+                request.body = .stream(ConnectRequest.OneShotStream(chunks))
+                return next(request)
+            }
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            let stream = connect.stream(
+                Route("/upload", baseURL: server.baseURL, method: .post, timeout: .infinity),
+                options: RequestOptions(middlewares: [uploading]), streaming: StreamingOptions(idleTimeout: 0.3))
+            let error = try await failure(of: stream, name)
+            XCTAssertEqual(error?.kind, .timedOut, "\(name): \(String(describing: error))")
+            XCTAssertEqual(error?.urlError?.code, .timedOut, "\(name)")
+            let message = error?.message ?? ""
+            XCTAssertTrue(message.contains("StreamingOptions.idleTimeout"), "\(name): \(message)")
+            XCTAssertEqual(error?.request?.url?.path, "/upload", "\(name): the error names the request sent")
+            XCTAssertTrue(server.waitUntilIdle(timeout: 30), "\(name): the exchange was not stopped")
+        }
+    }
+
     /// A head the server holds back, then sends within the idle timeout, starts the stream as usual: the body is read
     /// whole, and the wait for the head leaves no timer behind that cuts it.
     func testAHeadThatComesWithinTheIdleTimeoutStartsTheStream() async throws {
