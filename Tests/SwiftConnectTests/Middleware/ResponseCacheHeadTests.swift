@@ -128,6 +128,44 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 1)
     }
 
+    func testAHeadAnswered404Or410KeepsTheStoredGetFromBeingServed() throws {
+        // A GET answered 404 or 410 removes what is stored for it: a HEAD's is the same word that the resource is gone.
+        for status in [404, 410] {
+            for cached in [true, false] {
+                // Given a stored GET response, in memory and in a storage
+                let storage = MemoryResponseStorage()
+                let transport = server(head: [.status(status)])
+                let connect = client(transport, cache: ResponseCache(storage: storage))
+                XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+                // When a HEAD of its URL, under the cache rule or not, is answered 404 or 410
+                XCTAssertThrowsError(try head(connect, cached: cached))
+
+                // Then a cache started again on the storage goes to the network, and this one's memory serves nothing
+                // old (it reads the storage, which now holds the new answer)
+                let restarted = client(transport, cache: ResponseCache(storage: storage))
+                XCTAssertEqual(try get(restarted), #"{"version":2}"#, "\(status), rule: \(cached)")
+                XCTAssertEqual(try get(connect), #"{"version":2}"#, "\(status), rule: \(cached)")
+                XCTAssertEqual(gets(transport), 2, "\(status), rule: \(cached)")
+            }
+        }
+    }
+
+    func testAHeadAnsweredWithAnotherErrorLeavesTheStoredGet() throws {
+        // Given a stored GET response
+        let transport = server(head: [.status(503), .status(401)])
+        let connect = client(transport)
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+
+        // When HEADs of its URL are answered 503 and 401 (they say nothing of the resource)
+        XCTAssertThrowsError(try head(connect))
+        XCTAssertThrowsError(try head(connect))
+
+        // Then the stored response is still served
+        XCTAssertEqual(try get(connect), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
     func testAHeadTheCacheDoesNotStoreStillKeepsTheStoredGetFromBeingServed() throws {
         // Given a stored GET response with ETag "v1"
         let transport = server(head: [.status(200, headers: ["ETag": #""v2""#])])

@@ -201,6 +201,59 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(String(decoding: answer.data, as: UTF8.self), "version 2")
     }
 
+    /// RFC 9111 §4.3.4: a 304 to the caller's own conditional request that validates the stored response refreshes
+    /// it, as the cache's own revalidation would: its headers updated by the 304's, fresh again from now.
+    func testA304ToACallersOwnConditionalRequestRefreshesTheStoredResponse() throws {
+        let server = Server()
+        server.notModifiedHeaders = ["X-Refreshed": "yes"]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+
+        let answer = try? get(connect, headers: [HTTPHeader(name: "If-None-Match", value: "\"v1\"")])
+        XCTAssertNotEqual(answer?.statusCode, 200)
+        XCTAssertEqual(transport.requests.count, 2)
+
+        let served = try get(connect)
+        XCTAssertEqual(transport.requests.count, 2, "served fresh, without the network")
+        XCTAssertEqual(String(decoding: served.data, as: UTF8.self), "version 1")
+        XCTAssertEqual(served.header("X-Refreshed"), "yes")
+    }
+
+    /// A 304 without validators to the caller's own `If-Modified-Since` naming the stored `Last-Modified` validates it.
+    func testA304WithoutValidatorsToACallersIfModifiedSinceRefreshesTheStoredResponse() throws {
+        let server = Server()
+        server.sendsETag = false
+        server.extraHeaders = ["Last-Modified": server.lastModified]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+
+        _ = try? get(connect, headers: [HTTPHeader(name: "If-Modified-Since", value: server.lastModified)])
+        XCTAssertEqual(transport.requests.count, 2)
+
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 1")
+        XCTAssertEqual(transport.requests.count, 2, "served fresh, without the network")
+    }
+
+    /// A 304 to the caller's own conditional request that names another representation leaves the stored one stale.
+    func testA304ForAnotherRepresentationToACallersConditionalRequestLeavesTheStoredResponseStale() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+        clock.advance(61)
+        server.version = 2
+
+        _ = try? get(connect, headers: [HTTPHeader(name: "If-None-Match", value: "\"v2\"")])
+        XCTAssertEqual(transport.requests.count, 2)
+
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 2")
+        XCTAssertEqual(transport.requests.count, 3)
+    }
+
     /// A stored response without a validator is fetched again as before, with no conditional header.
     func testAStaleResponseWithoutAValidatorIsFetchedAgain() throws {
         let clock = ManualClock()

@@ -138,7 +138,8 @@ import Foundation
 /// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's `max-age`
 /// can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read back
 /// from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
-/// keeps one response for both already.
+/// keeps one response for both already. A `404 Not Found` or a `410 Gone` answer to a HEAD, with or without a rule,
+/// removes that GET response, from memory and from the storage, as the GET's own 404 would: the resource is not there.
 ///
 /// A HEAD is not answered from a stored GET response, which RFC 9111 allows but does not ask: it is served only a HEAD
 /// response stored under its own key, else it goes to the network. A HEAD asks the server what the resource is now
@@ -704,6 +705,12 @@ public final class ResponseCache: Sendable {
         let requestURL = request.url
         // A HEAD's answer is checked against the GET response stored for its URL (RFC 9111 §4.3.5).
         let head: ConnectRequest? = request.method == .head ? copy request : nil
+        // The caller's own conditional request (sent as it is): a 304 that validates the stored response refreshes it
+        // (RFC 9111 §4.3.4), as the cache's own revalidation would.
+        let ownConditional: ConnectRequest? =
+            revalidated != nil && Self.conditionalFields.contains { request.value(forHTTPHeaderField: $0) != nil }
+            ? copy request : nil
+        let storedStale = revalidated
         let response: Future<ConnectResponse>
         if let revalidated, let conditional = Self.conditional(request, for: revalidated) {
             // What the app removes meanwhile (a logout's removeAll(), removeResponse(forKey:)) is not served by the 304.
@@ -720,6 +727,13 @@ public final class ResponseCache: Sendable {
             guard let self, case .success(let response) = result else { return }
             if let head {
                 self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch, generation: generation)
+            }
+            if response.statusCode == 304, let ownConditional, let storedStale, !storedStale.isRedirected {
+                guard Self.validates(response, stored: storedStale.response, for: ownConditional) else { return }
+                self.refresh(
+                    storedStale, underKey: key, for: ownConditional, by: response, timeToLive: rule.timeToLive,
+                    fetch: fetch, generation: generation, hasCredentials: hasCredentials)
+                return
             }
             // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
             // the answer of a fetch started earlier and answered later (``State/superseded``).
@@ -1121,6 +1135,8 @@ public final class ResponseCache: Sendable {
     /// response, the cache MUST use the header fields provided in the HEAD response to update the stored response (see
     /// Section 3.2)."
     ///
+    /// When `answer` to `head` is a `404 Not Found` or a `410 Gone`, the GET response stored under that key goes, from
+    /// memory and from the storage, whatever its variant: the resource is not there, as a GET's 404 says.
     /// When `answer` to `head` is a `200 OK` that names another representation than the GET response stored for the
     /// same URL and credentials (``headAnswer(_:contradicts:bodyCount:)``), that response goes, from memory and from
     /// the storage: its body is not the resource's any more, and a GET must not be served it as fresh. (Removed rather
@@ -1135,12 +1151,20 @@ public final class ResponseCache: Sendable {
         for head: ConnectRequest, rule: CacheRule?, against answer: ConnectResponse, fetch: UInt64,
         generation: UInt64
     ) {
-        guard answer.statusCode == 200, rule?.key == nil else { return }
+        let isGone = Self.goneStatuses.contains(answer.statusCode)
+        guard answer.statusCode == 200 || isGone, rule?.key == nil else { return }
         var get = head
         get.method = .get
         let credentials = Self.credentialsDigest(of: head)
         let key = Self.key(
             for: get, named: nil, includesBody: rule?.keyIncludesBody ?? false, credentials: credentials)
+        // A 404 or a 410 says the resource is not there, whatever its representation: the GET response goes, as a
+        // GET's own 404 would remove it (its variants' key is the same), from memory and from the storage.
+        if isGone {
+            guard state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) }) else { return }
+            storage?.removeResponses(forKey: key)
+            return
+        }
         // Memory first: what it has under the key is what a GET would be served. `nil` when it has nothing that a GET
         // with these headers would be served.
         let found = state.withLock { state -> HeadCheck? in
@@ -1154,7 +1178,7 @@ public final class ResponseCache: Sendable {
         switch found {
         case .agrees(let entry):
             refresh(
-                entry, underKey: key, for: head, by: answer, fetch: fetch, generation: generation,
+                entry, underKey: key, for: head, by: answer, timeToLive: nil, fetch: fetch, generation: generation,
                 hasCredentials: credentials != nil)
             return
         case .contradicts(let removed):
@@ -1188,17 +1212,20 @@ public final class ResponseCache: Sendable {
     /// 9111 §4.3.5): its header fields as a 304's would (``updatingFields(of:with:url:)``, §3.2), and its freshness
     /// from them as if it had just arrived, by the time to live of the rule it was stored under (a HEAD's `max-age`
     /// refreshes it, but no longer than that rule allows; the HEAD's own rule is not the GET's). The storage's copy is
-    /// written again, unless the request carries credentials (`hasCredentials`: it has none).
+    /// written again, unless the request carries credentials (`hasCredentials`: it has none). `answer` may also be a
+    /// 304 that validated `entry` for the caller's own conditional request `head` (§4.3.4): `timeToLive` is then that
+    /// request's rule's, as for the cache's own revalidation, and `entry` may be one read from the storage (then
+    /// updated only while memory has nothing under `key`); `nil` takes the rule `entry` was stored under.
     ///
     /// Nothing changes when a fetch started after `head`'s (number `fetch`, in `generation`) stored or removed the
-    /// response meanwhile, when the app removed it, or when the entry was read from the storage (its rule's time to
-    /// live is not known). An updated response that may no longer be stored (the HEAD says `no-store` or `Vary: *`,
-    /// or it is stale without a validator) goes, as a GET's answer saying so would remove it.
+    /// response meanwhile, when the app removed it, or when, without `timeToLive`, the entry was read from the storage
+    /// (its rule's time to live is not known). An updated response that may no longer be stored (the answer says
+    /// `no-store` or `Vary: *`, or it is stale without a validator) goes, as a GET's answer saying so would remove it.
     private func refresh(
-        _ entry: Entry, underKey key: String, for head: ConnectRequest, by answer: ConnectResponse, fetch: UInt64,
-        generation: UInt64, hasCredentials: Bool
+        _ entry: Entry, underKey key: String, for head: ConnectRequest, by answer: ConnectResponse,
+        timeToLive: TimeInterval?, fetch: UInt64, generation: UInt64, hasCredentials: Bool
     ) {
-        guard let timeToLive = entry.timeToLive else { return }
+        guard let timeToLive = timeToLive ?? entry.timeToLive else { return }
         let response = Self.updatingFields(of: entry.response, with: answer, url: head.url)
         let size = Self.estimatedSize(of: response)
         let arrival = now()
@@ -1218,9 +1245,11 @@ public final class ResponseCache: Sendable {
         refreshed.size = size
         refreshed.varying = varying
         refreshed.fetch = fetch
+        refreshed.timeToLive = timeToLive
         let stored = state.withLock { state -> Bool in
             // Only the entry read: one stored since came from a fetch that is newer, or that is older and lost to it.
-            guard state.entries[key]?.insertion == entry.insertion,
+            // One read from the storage (insertion 0) only while memory still has nothing under the key.
+            guard (state.entries[key]?.insertion ?? 0) == entry.insertion,
                 !state.isRemoved(key, since: fetch, generation: generation),
                 !state.isInvalidated(entry.resources, since: fetch), !state.isOutdated(fetch, forKey: key)
             else { return false }
@@ -1230,6 +1259,29 @@ public final class ResponseCache: Sendable {
         if stored, !hasCredentials {
             write(refreshed, forKey: key, asked: head.url, arrival: arrival, fetch: fetch, generation: generation)
         }
+    }
+
+    /// Whether `answer`, a 304 to `request`, the caller's own conditional request, validates `stored` (RFC 9111
+    /// §4.3.4): the 304's `ETag` is the stored one's (compared weakly); without one, its `Last-Modified` is the stored
+    /// one's; without either, the request's own condition named the stored response alone: an `If-None-Match` of its
+    /// one `ETag`, or, without `If-None-Match`, an `If-Modified-Since` of its `Last-Modified`.
+    static func validates(_ answer: ConnectResponse, stored: ConnectResponse, for request: ConnectRequest) -> Bool {
+        let trimmed = { (value: String?) in value.map { String(ResponseFreshness.trimmed(Substring($0))) } }
+        let storedETag = trimmed(stored.header("ETag"))
+        let storedLastModified = trimmed(stored.header("Last-Modified"))
+        if let etag = trimmed(answer.header("ETag")) {
+            return storedETag.map { isSameETag($0, etag) } ?? false
+        }
+        if let lastModified = trimmed(answer.header("Last-Modified")) { return lastModified == storedLastModified }
+        if let ifNoneMatch = trimmed(request.value(forHTTPHeaderField: "If-None-Match")) {
+            // A list (or `*`) matched one of several: which one, the 304 does not say.
+            guard !ifNoneMatch.contains(","), ifNoneMatch != "*", let storedETag else { return false }
+            return isSameETag(storedETag, ifNoneMatch)
+        }
+        guard let ifModifiedSince = trimmed(request.value(forHTTPHeaderField: "If-Modified-Since")) else {
+            return false
+        }
+        return ifModifiedSince == storedLastModified
     }
 
     /// Whether `answer`, a HEAD's `200 OK`, names another representation than a stored GET response whose fields
