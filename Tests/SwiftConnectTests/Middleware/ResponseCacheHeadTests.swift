@@ -151,6 +151,23 @@ final class ResponseCacheHeadTests: XCTestCase {
         }
     }
 
+    func testAHeadAnswered404UnderASharedCustomKeyRemovesTheStoredGetFromMemoryToo() throws {
+        // Given a GET response stored under a custom key that HEAD and GET share, in memory and in a storage
+        let storage = MemoryResponseStorage()
+        let shared = RequestOptions(cache: CacheRule(timeToLive: 300, key: "a"))
+        let transport = server(head: [.status(404)])
+        let connect = client(transport, cache: ResponseCache(storage: storage))
+        let getA = { try connect.request(Route("/a"), options: shared).wait(timeout: 5) }
+        XCTAssertEqual(String(decoding: try getA(), as: UTF8.self), #"{"version":1}"#)
+
+        // When a HEAD under that key is answered 404
+        XCTAssertThrowsError(try head(connect, options: shared))
+
+        // Then memory does not serve the GET response the storage lost: the next GET goes to the network
+        XCTAssertEqual(String(decoding: try getA(), as: UTF8.self), #"{"version":2}"#)
+        XCTAssertEqual(gets(transport), 2)
+    }
+
     func testAHeadAnsweredWithAnotherErrorLeavesTheStoredGet() throws {
         // Given a stored GET response
         let transport = server(head: [.status(503), .status(401)])

@@ -297,17 +297,19 @@ public final class ResponseCache: Sendable {
         }
 
         /// Fetch number `fetch` was answered with a response that is not stored and removes the one under `key`:
-        /// removes it, unless a fetch started later answered already (its answer is newer, and stays).
+        /// removes it, unless a fetch started later answered already (its answer is newer, and stays). Only a response
+        /// of `method` goes from memory (a HEAD's answer says nothing of a GET's body under a shared custom key); `nil`
+        /// for an answer that says the resource is gone (a 404, a 410), which removes a response of any method.
         ///
         /// - Returns: Whether the response was removed (the storage's copy goes too).
-        mutating func supersede(_ key: String, method: HTTPMethod, byFetch fetch: UInt64) -> Bool {
+        mutating func supersede(_ key: String, method: HTTPMethod?, byFetch fetch: UInt64) -> Bool {
             guard latestAnswer(forKey: key) < fetch else { return false }
             if superseded[key] == nil, superseded.count >= Self.maxInvalidations {
                 superseded.removeAll()
                 generation &+= 1
             }
             superseded[key] = Supersession(fetch: fetch, lastFetchBefore: fetches)
-            if entries[key]?.method == method { remove(key) }
+            if method == nil || entries[key]?.method == method { remove(key) }
             return true
         }
 
@@ -737,14 +739,15 @@ public final class ResponseCache: Sendable {
             }
             // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
             // the answer of a fetch started earlier and answered later (``State/superseded``).
-            let removeSuperseded = {
+            let removeSuperseded = { (method: HTTPMethod?) in
                 guard self.state.withLock({ $0.supersede(key, method: method, byFetch: fetch) }) else { return }
                 self.storage?.removeResponses(forKey: key)
             }
             guard Self.isStorable(response) else {
                 // A 404 or a 410 is the server's word that the resource is not there (a server error says nothing
-                // of it, and leaves what is stored).
-                if Self.goneStatuses.contains(response.statusCode) { removeSuperseded() }
+                // of it, and leaves what is stored): what any method stored under the key goes, as the storage's
+                // record does (under a custom key HEAD and GET share, memory kept serving the GET's body).
+                if Self.goneStatuses.contains(response.statusCode) { removeSuperseded(nil) }
                 return
             }
             let resources = Self.resources(asked: requestURL, answered: response.storedHead.url)
@@ -755,7 +758,7 @@ public final class ResponseCache: Sendable {
             else {
                 // The server's newest answer for this key may not be stored (`no-store`, stale, `Vary: *`, too
                 // large).
-                removeSuperseded()
+                removeSuperseded(method)
                 return
             }
             let entry = Entry(
