@@ -221,6 +221,24 @@ final class ResponseCacheRevalidationTests: XCTestCase {
         XCTAssertEqual(served.header("X-Refreshed"), "yes")
     }
 
+    /// The same for a stale response a cache started again reads from its storage: the refreshed response goes to
+    /// memory and to the storage.
+    func testA304ToACallersOwnConditionalRequestRefreshesAResponseReadFromTheStorage() throws {
+        let server = Server()
+        let clock = ManualClock()
+        let storage = MemoryResponseStorage()
+        _ = try get(client(server, clock: clock, storage: storage).0)
+        clock.advance(61)
+        let (connect, transport, _) = client(server, clock: clock, storage: storage)
+
+        _ = try? get(connect, headers: [HTTPHeader(name: "If-None-Match", value: "\"v1\"")])
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 1")
+        let (restarted, restartedTransport, _) = client(server, clock: clock, storage: storage)
+        XCTAssertEqual(String(decoding: try get(restarted).data, as: UTF8.self), "version 1")
+        XCTAssertEqual(transport.requests.count, 1, "served fresh, without the network")
+        XCTAssertEqual(restartedTransport.requests.count, 0, "served fresh from the storage")
+    }
+
     /// A 304 without validators to the caller's own `If-Modified-Since` naming the stored `Last-Modified` validates it.
     func testA304WithoutValidatorsToACallersIfModifiedSinceRefreshesTheStoredResponse() throws {
         let server = Server()
