@@ -52,10 +52,13 @@ import Foundation
 ///   browser's reload asks), and whose stored response has a validator goes to the network conditional on it:
 ///   with `If-None-Match` naming its `ETag` and `If-Modified-Since` naming its `Last-Modified`, under the request's
 ///   own credentials and key. A request that is conditional already (`If-None-Match`, `If-Modified-Since`,
-///   `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as it is, and its caller gets the server's 304. A response
-///   without a validator and one a redirect led to are fetched in full, and so is any response for a request that
-///   bypasses the cache (``CacheRule/bypassesCache``, `.reloadIgnoringLocalCacheData`,
-///   `.reloadIgnoringLocalAndRemoteCacheData`): those ignore what is stored.
+///   `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as it is, and its caller gets the server's 304, which
+///   refreshes the stored response as below when it validates it (RFC 9111 §4.3.4: its `ETag`, or without one its
+///   `Last-Modified`, is the stored one's; without either, the request named the stored `ETag` alone in
+///   `If-None-Match`, or its `Last-Modified` in `If-Modified-Since`). A response without a validator and one a
+///   redirect led to are fetched in full, and so is any response for a request that bypasses the cache
+///   (``CacheRule/bypassesCache``, `.reloadIgnoringLocalCacheData`, `.reloadIgnoringLocalAndRemoteCacheData`): those
+///   ignore what is stored.
 /// - A `304 Not Modified` is served as the stored response: its status and body, its headers updated by the 304's
 ///   (but `Content-Length`, `Content-Encoding`, `Transfer-Encoding`, `Content-Range` and the connection's fields), its
 ///   `Age` the 304's. It is stored again as a new answer would be: fresh for the rule's time to live (or the
