@@ -22,7 +22,8 @@ import Foundation
 ///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
-///   https only when `Secure`, until it expires; the longest paths first.
+///   https only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
+///   another keeps that one's creation time, §5.3 step 11.3: ``keepCreationTimes(of:replacing:now:)``).
 ///
 /// Cookies are `HTTPCookie`s, as the platform's storage keeps them: a domain with a leading `.` is a domain cookie,
 /// one without is host-only (FoundationNetworking's own convention).
@@ -259,15 +260,76 @@ enum CookieRules {
     }
 
     /// When `cookie` was made, as its `properties` say (`Created`, seconds since 2001, which `HTTPCookie` sets as it
-    /// is made); `nil` when they do not say. RFC 6265 sends the older of two cookies of equal path length first.
+    /// is made), or the time it kept from the cookie it replaced (``keepCreationTimes(of:replacing:now:)``); `nil`
+    /// when they do not say. RFC 6265 sends the older of two cookies of equal path length first.
     static func creationTime(of cookie: HTTPCookie) -> Double? {
+        let made: Double
         switch cookie.properties?[HTTPCookiePropertyKey("Created")] {
-        case let seconds as Double: return seconds
-        case let number as NSNumber: return number.doubleValue
-        case let date as Date: return date.timeIntervalSinceReferenceDate
+        case let seconds as Double: made = seconds
+        case let number as NSNumber: made = number.doubleValue
+        case let date as Date: made = date.timeIntervalSinceReferenceDate
         default: return nil
         }
+        let kept = keptCreationTimes.withLock { $0[CookieIdentity(cookie)] }
+        return kept.flatMap { $0.replacement == made ? $0.created : nil } ?? made
     }
+
+    /// Records that each of `cookies` that replaces one of `stored` (the same name, domain and path, RFC 6265 §5.3
+    /// step 11) keeps that one's creation time (step 11.3), for ``creationTime(of:)`` to read: `HTTPCookie` sets its
+    /// own as it is made and takes none from its properties. Without this, a session cookie renewed on every response
+    /// went after every cookie of its path length. An expired one is skipped: it deletes, and is never sent.
+    ///
+    /// The record lives as long as the process, one per name, domain and path, at most
+    /// ``maxKeptCreationTimes`` (past that, it starts again empty: a renewed cookie then takes its own time, which
+    /// only changes the order); a cookie made again from its properties (a storage read from disk) has another time
+    /// of its own and takes its own time too.
+    static func keepCreationTimes(of cookies: [HTTPCookie], replacing stored: [HTTPCookie], now: Date = Date()) {
+        var kept: [(CookieIdentity, KeptCreationTime)] = []
+        for cookie in cookies where !(cookie.expiresDate.map { $0 <= now } ?? false) {
+            guard let replaced = stored.first(where: { isSameCookie($0, cookie) }),
+                let created = creationTime(of: replaced), let made = creationTime(of: cookie)
+            else { continue }
+            kept.append((CookieIdentity(cookie), KeptCreationTime(replacement: made, created: created)))
+        }
+        guard !kept.isEmpty else { return }
+        keptCreationTimes.withLock { times in
+            if times.count + kept.count > maxKeptCreationTimes { times.removeAll() }
+            for (identity, time) in kept { times[identity] = time }
+        }
+    }
+
+    /// The most creation times ``keepCreationTimes(of:replacing:now:)`` records.
+    static let maxKeptCreationTimes = 10_000
+
+    /// Whether `one` and `other` are the same cookie as RFC 6265 §5.3 step 11 tells them apart: the same name, domain
+    /// (the leading `.` of a domain cookie included: a host-only cookie is another) and path.
+    static func isSameCookie(_ one: HTTPCookie, _ other: HTTPCookie) -> Bool {
+        CookieIdentity(one) == CookieIdentity(other)
+    }
+
+    /// A cookie's name, domain (lowercased, its leading `.` kept) and path: what RFC 6265 §5.3 step 11 compares.
+    private struct CookieIdentity: Hashable {
+        let name: String
+        let domain: String
+        let path: String
+
+        init(_ cookie: HTTPCookie) {
+            name = cookie.name
+            domain = cookie.domain.lowercased()
+            path = cookie.path
+        }
+    }
+
+    /// The creation time a cookie that replaced another keeps, with its own, to know it again.
+    private struct KeptCreationTime {
+        /// The replacing cookie's own `Created`.
+        let replacement: Double
+        /// The creation time it keeps.
+        let created: Double
+    }
+
+    /// The creation times replacing cookies keep (``keepCreationTimes(of:replacing:now:)``).
+    private static let keptCreationTimes = Protected<[CookieIdentity: KeptCreationTime]>([:])
 
     /// The `name=value` pairs of a `Cookie` header, in order; a piece without a name is left out.
     static func pairs(of header: String?) -> [(name: String, value: String)] {

@@ -85,6 +85,34 @@ import XCTest
             XCTAssertEqual(try sent("/dir/echo"), (["deep"] + order).map { "\(name($0))=1" })
         }
 
+        /// RFC 6265 §5.3, step 11.3: a cookie that replaces a stored one (same name, domain and path) keeps the old
+        /// one's creation time, and so its place among cookies of equal path length (the oldest first, §5.4).
+        func testAReplacingCookieKeepsTheCreationTimeOfTheOneItReplaces() throws {
+            let first = name("first")
+            store("first")
+            let created = try XCTUnwrap(stored("first").flatMap(CookieRules.creationTime(of:)))
+            // The second made after the clock has moved on from the first, the replacement after the second
+            while Date().timeIntervalSinceReferenceDate <= created {}
+            store("second")
+            let second = try XCTUnwrap(stored("second").flatMap(CookieRules.creationTime(of:)))
+            while Date().timeIntervalSinceReferenceDate <= second {}
+            server.route("GET", "/renew") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(first)=2; Path=/")])
+            }
+            _ = try sent("/renew")
+            let renewed = try XCTUnwrap(stored("first"))
+            XCTAssertEqual(renewed.value, "2")
+            XCTAssertEqual(CookieRules.creationTime(of: renewed), created)
+            XCTAssertEqual(try sent("/echo"), ["\(first)=2", "\(name("second"))=1"])
+            // Replaced again, it still keeps the first one's time
+            server.route("GET", "/renew") { _ in
+                LocalServer.Response(status: 200, headers: [("Set-Cookie", "\(first)=3; Path=/")])
+            }
+            _ = try sent("/renew")
+            XCTAssertEqual(stored("first").flatMap(CookieRules.creationTime(of:)), created)
+            XCTAssertEqual(try sent("/echo"), ["\(first)=3", "\(name("second"))=1"])
+        }
+
         func testMaxAgeGivesAnExpiryAndMaxAgeZeroDeletes() throws {
             let kept = name("kept")
             server.route("GET", "/set") { _ in

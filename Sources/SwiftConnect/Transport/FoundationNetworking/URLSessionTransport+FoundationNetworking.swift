@@ -478,7 +478,8 @@ struct SessionCookies: Sendable {
     }
 
     /// Stores the cookies `response` sets, by RFC 6265, for its URL; an expired one deletes the stored one it replaces,
-    /// and one from plain http in place of a stored `Secure` one is ignored (RFC 6265bis §5.7). Nothing for a `request`
+    /// one that replaces a stored one keeps its creation time (§5.3, step 11.3), and one from plain http in place of a
+    /// stored `Secure` one is ignored (RFC 6265bis §5.7). Nothing for a `request`
     /// that handles no cookies (`httpShouldHandleCookies = false`: "whether cookies will be sent with and set for this
     /// request").
     func keep(from response: URLResponse?, of request: URLRequest?) {
@@ -496,6 +497,8 @@ struct SessionCookies: Sendable {
             cookies.removeAll { CookieRules.overwritesSecureCookie($0, setBy: url, in: stored, now: now) }
         }
         guard !cookies.isEmpty else { return }
+        // RFC 6265 §5.3, step 11.3: a cookie that replaces a stored one keeps its creation time (its place in §5.4).
+        CookieRules.keepCreationTimes(of: cookies, replacing: storage.cookies ?? [], now: now)
         storage.setCookies(cookies, for: url, mainDocumentURL: nil)
     }
 
