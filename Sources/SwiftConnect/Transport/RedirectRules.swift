@@ -355,21 +355,27 @@ enum RedirectRule {
         return Hop(request: next.request, keepsBody: next.keepsBody)
     }
 
-    /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`) in its `Cookie` header, each
-    /// replacing any of the same name; an expired one removes its name from the header.
+    /// `request` with those of `cookies` that apply to its URL (domain, path, `Secure`) in its `Cookie` header, after
+    /// the request's own and each in place of any of its own of the same name, in RFC 6265 §5.4's order: the longest
+    /// paths first, then as `cookies` lists them (the order they were first set, the oldest first); an expired one
+    /// removes its name from the header.
     static func adding(_ cookies: [HTTPCookie], to request: ConnectRequest, now: Date = Date()) -> ConnectRequest {
-        var pairs = CookieRules.pairs(of: request.headerFields[.cookie])
-        var changed = false
-        for cookie in cookies {
+        let applying = cookies.compactMap { cookie -> (cookie: HTTPCookie, isExpired: Bool)? in
             let isExpired = cookie.expiresDate.map { $0 <= now } ?? false
             // An expired cookie would not be sent: asking `sends` with a time before it tells whether it applies.
             let applies = CookieRules.sends(cookie, to: request.url, now: isExpired ? .distantPast : now)
-            guard applies else { continue }
-            pairs.removeAll { $0.name == cookie.name }
-            if !isExpired { pairs.append((cookie.name, cookie.value)) }
-            changed = true
+            return applies ? (cookie, isExpired) : nil
         }
-        guard changed else { return request }
+        guard !applying.isEmpty else { return request }
+        let names = Set(applying.map(\.cookie.name))
+        let own = CookieRules.pairs(of: request.headerFields[.cookie]).filter { !names.contains($0.name) }
+        let added = applying.filter { !$0.isExpired }.enumerated()
+            .sorted { left, right in
+                let (leftPath, rightPath) = (left.element.cookie.path.count, right.element.cookie.path.count)
+                return leftPath != rightPath ? leftPath > rightPath : left.offset < right.offset
+            }
+            .map { (name: $0.element.cookie.name, value: $0.element.cookie.value) }
+        let pairs = own + added
         var request = request
         request.headerFields[.cookie] =
             pairs.isEmpty ? nil : pairs.map { "\($0.name)=\($0.value)" }.joined(separator: "; ")
@@ -386,8 +392,9 @@ enum RedirectRule {
 /// on the way, is ignored. Kept apart from the request's own
 /// `Cookie` header, which the redirect rules keep or drop by origin.
 struct RedirectCookies: Sendable {
-    /// The cookies set so far, one per name, domain and path (RFC 6265 §5.3, step 11): a later one replaces an
-    /// earlier one; an expired one stays, to take its name out of the request's own header.
+    /// The cookies set so far, the oldest first, one per name, domain and path (RFC 6265 §5.3, step 11): a later one
+    /// replaces an earlier one in its place, keeping its creation time (step 11.3) and so its place in the order they
+    /// are sent in; an expired one stays, to take its name out of the request's own header.
     private(set) var cookies: [HTTPCookie] = []
 
     /// Keeps the cookies `response` sets: only those in visible ASCII, as RFC 6265 writes them (``SetCookieFields``).
@@ -401,15 +408,16 @@ struct RedirectCookies: Sendable {
             guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now),
                 !CookieRules.overwritesSecureCookie(cookie, setBy: from, in: cookies, now: now)
             else { continue }
-            cookies.removeAll {
-                $0.name == cookie.name && $0.path == cookie.path
-                    && $0.domain.caseInsensitiveCompare(cookie.domain) == .orderedSame
+            if let replaced = cookies.firstIndex(where: { CookieRules.isSameCookie($0, cookie) }) {
+                cookies[replaced] = cookie
+            } else {
+                cookies.append(cookie)
             }
-            cookies.append(cookie)
         }
     }
 
-    /// `request` with the cookies that apply to its URL in its `Cookie` header, each replacing any of the same name;
+    /// `request` with the cookies that apply to its URL in its `Cookie` header, in RFC 6265 §5.4's order, each
+    /// replacing any of the request's own of the same name;
     /// an expired one takes its name out.
     func applied(to request: ConnectRequest, now: Date = Date()) -> ConnectRequest {
         cookies.isEmpty ? request : RedirectRule.adding(cookies, to: request, now: now)

@@ -245,7 +245,8 @@ final class RedirectRuleTests: XCTestCase {
         let replacing = answer(open.request, to: "/app/end", setting: "scoped=2; Path=/app")
         let end = try XCTUnwrap(RedirectRule.next(after: open.request, answeredBy: replacing, cookies: &cookies))
         XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "scoped=2")
-        XCTAssertEqual(cookies.cookies.map(\.name), ["mine", "scoped"])
+        // The replacement keeps the place of the one it replaced (RFC 6265 §5.3, step 11.3)
+        XCTAssertEqual(cookies.cookies.map(\.name), ["scoped", "mine"])
     }
 
     /// RFC 6265bis §5.7, step 16: a cookie set over plain http neither replaces nor deletes a `Secure` one of the
@@ -272,7 +273,33 @@ final class RedirectRuleTests: XCTestCase {
         // Over https, the same name may be replaced.
         let renewing = answer(back.request, to: "/end", setting: ["sid=renewed; Path=/"])
         let end = try XCTUnwrap(RedirectRule.next(after: back.request, answeredBy: renewing, cookies: &cookies))
-        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "theme=dark; sid=renewed")
+        // It keeps the replaced one's place (RFC 6265 §5.3, step 11.3): set first, it goes first
+        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "sid=renewed; theme=dark")
+    }
+
+    /// RFC 6265 §5.4: a redirect's cookies go in the order the first request's go, the longer paths first, then the
+    /// older first; a cookie that replaces another keeps its place (§5.3, step 11.3), and cookies of one name but
+    /// other paths are each sent. They were appended as they were set, a replacement last, one per name.
+    func testRedirectCookiesGoLongerPathsFirstThenOldestFirst() throws {
+        func answer(_ hop: ConnectRequest, to location: String, setting cookies: [String]) -> ConnectResponse {
+            let fields = HeaderFields(
+                [HeaderField(name: .location, value: location)]
+                    + cookies.map { HeaderField(name: .setCookie, value: $0) })
+            return ConnectResponse(request: hop, head: ResponseHead(status: 302, headerFields: fields))!
+        }
+        var cookies = RedirectCookies()
+        let first = request(headers: ["Cookie": "mine=0"])
+        let setting = answer(
+            first, to: "/app/x/step",
+            setting: ["a=1; Path=/", "k=1; Path=/", "b=1; Path=/", "deep=1; Path=/app/x", "k=2; Path=/app"])
+        let step = try XCTUnwrap(RedirectRule.next(after: first, answeredBy: setting, cookies: &cookies))
+        XCTAssertEqual(
+            cookies.applied(to: step.request).value(forHTTPHeaderField: "Cookie"),
+            "mine=0; deep=1; k=2; a=1; k=1; b=1")
+
+        let replacing = answer(step.request, to: "/end", setting: ["a=2; Path=/"])
+        let end = try XCTUnwrap(RedirectRule.next(after: step.request, answeredBy: replacing, cookies: &cookies))
+        XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "mine=0; a=2; k=1; b=1")
     }
 
     /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
