@@ -19,7 +19,8 @@ import Foundation
 ///   make the cookie ignored; a `Domain` that is the host's own name makes a domain cookie (for the hosts below it
 ///   too), no `Domain` a host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's
 ///   directory; a `Secure` cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http
-///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``).
+///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``); `HttpOnly` is kept
+///   as the cookie's `isHTTPOnly` (it changes nothing in what an HTTP client sends).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
 ///   https only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
@@ -48,6 +49,7 @@ enum CookieRules {
         var domain: String?
         var path: String?
         var secure = false
+        var httpOnly = false
         for attribute in pieces.dropFirst() {
             let split = attribute.firstIndex(of: "=")
             let attributeName = trimmed(attribute[..<(split ?? attribute.endIndex)]).lowercased()
@@ -71,6 +73,8 @@ enum CookieRules {
                 path = attributeValue.hasPrefix("/") ? attributeValue : nil
             case "secure":
                 secure = true
+            case "httponly":
+                httpOnly = true
             default:
                 break
             }
@@ -96,6 +100,9 @@ enum CookieRules {
             .name: name, .value: value, .domain: storedDomain, .path: path ?? defaultPath(of: url),
         ]
         if secure { properties[.secure] = "TRUE" }
+        // §5.3 step 10: kept for whoever reads the storage (FoundationNetworking's own parser kept it); an HTTP
+        // client sends such a cookie all the same.
+        if httpOnly { properties[HTTPCookiePropertyKey("HttpOnly")] = "TRUE" }
         if let expiry = maxAge ?? expires { properties[.expires] = expiry }
         return HTTPCookie(properties: properties)
     }

@@ -96,6 +96,18 @@ final class CookieRulesTests: XCTestCase {
         }
     }
 
+    #if canImport(FoundationNetworking)
+        /// §5.3 step 10: `HttpOnly` sets the cookie's http-only flag. On Linux the session's storage keeps the
+        /// cookies `CookieRules` reads, and an app that reads them there saw `isHTTPOnly` false where
+        /// FoundationNetworking's own parser said true; the last of an attribute counts, and it takes no value.
+        func testHttpOnlyIsKept() throws {
+            XCTAssertEqual(try XCTUnwrap(cookie("a=1; HttpOnly")).isHTTPOnly, true)
+            XCTAssertEqual(try XCTUnwrap(cookie("a=1; path=/; httponly=yes; Secure")).isHTTPOnly, true)
+            XCTAssertEqual(try XCTUnwrap(cookie("a=1; Path=/")).isHTTPOnly, false)
+            XCTAssertEqual(try XCTUnwrap(cookie("a=1; HttpOnlyX")).isHTTPOnly, false)
+        }
+    #endif
+
     func testTheDefaultPathIsTheRequestsDirectory() {
         XCTAssertEqual(cookie("a=1")?.path, "/dir")
         XCTAssertEqual(cookie("a=1; Path=relative")?.path, "/dir")
