@@ -113,6 +113,28 @@ import XCTest
             XCTAssertEqual(try sent("/echo"), ["\(first)=3", "\(name("second"))=1"])
         }
 
+        /// A response from a host written another way (`127.1` for `127.0.0.1`, `[0:0::1]` for `[::1]`) sets its
+        /// cookie for the host it is (`ComparableHost`), and the cookie is stored: the storage's
+        /// `setCookies(_:for:mainDocumentURL:)` compared it with the URL's host as written and dropped it without a
+        /// word. (FoundationNetworking cannot send to `127.1`: the session's part is asked directly.)
+        func testACookieFromAHostWrittenAnotherWayIsStoredForTheHostItIs() throws {
+            let cookies = SessionCookies(storage: .shared, accepts: true, sends: true)
+            for (url, host) in [("http://127.1:8/set", "127.0.0.1"), ("http://[0:0::1]:8/set", "[::1]")] {
+                let spelled = name("spelled")
+                let response = try XCTUnwrap(
+                    HTTPURLResponse(
+                        url: try XCTUnwrap(URL(string: url)), statusCode: 200, httpVersion: nil,
+                        headerFields: ["Set-Cookie": "\(spelled)=1; Path=/"]))
+                cookies.keep(from: response, of: nil)
+                XCTAssertNotNil(stored("spelled"), url)
+                let request = cookies.adding(to: URLRequest(url: try XCTUnwrap(URL(string: "http://\(host):8/echo"))))
+                let sent = (request.value(forHTTPHeaderField: "Cookie") ?? "").split(separator: ";")
+                    .map { $0.trimmingCharacters(in: .whitespaces) }.filter { $0.hasPrefix(prefix) }
+                XCTAssertEqual(sent, ["\(spelled)=1"], url)
+                stored("spelled").map(HTTPCookieStorage.shared.deleteCookie)
+            }
+        }
+
         func testMaxAgeGivesAnExpiryAndMaxAgeZeroDeletes() throws {
             let kept = name("kept")
             server.route("GET", "/set") { _ in

@@ -499,7 +499,10 @@ struct SessionCookies: Sendable {
         guard !cookies.isEmpty else { return }
         // RFC 6265 §5.3, step 11.3: a cookie that replaces a stored one keeps its creation time (its place in §5.4).
         CookieRules.keepCreationTimes(of: cookies, replacing: storage.cookies ?? [], now: now)
-        storage.setCookies(cookies, for: url, mainDocumentURL: nil)
+        // One by one: `setCookies(_:for:mainDocumentURL:)` drops each whose domain is not the URL's host as written
+        // (`127.1`, `[0:0::1]`), where `CookieRules` set it for the host it is; every cookie here was checked already.
+        // `setCookie` still heeds the storage's own accept policy, and an expired cookie deletes.
+        cookies.forEach(storage.setCookie)
     }
 
     /// `request` with the stored cookies that apply to its URL added to its `Cookie` header, after the cookies it
