@@ -168,6 +168,7 @@ enum ReplayHarness {
         "testNoRedirectIsFollowedWithMaxRedirectsZero": Reason.serverSide,
         "testChunksArriveAsTheServerSendsThem": Reason.serverSide,
         "testAPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain": Reason.connectionLevel,
+        "testAStreamedPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain": Reason.connectionLevel,
         "testAPUTWhoseReusedConnectionIsClosedIsSentAgainByTheRetryPolicy": Reason.connectionLevel,
         "testBreakingOutOfTheLoopClosesTheConnection": Reason.connectionLevel,
         "testReleasingAnUnreadStreamClosesTheConnection": Reason.connectionLevel,

@@ -31,6 +31,24 @@ final class ReusedConnectionTests: IntegrationTestCase {
         XCTAssertEqual(server.requestCount(for: "GET", path: "/warm"), 1)
     }
 
+    /// The same for a body streamed from an `InputStream` (chunked, its length unknown): the server gets the request
+    /// once, whole. On Linux libcurl asks for the stream again before it would send the request a second time, and the
+    /// transport refuses, failing the call.
+    func testAStreamedPOSTWhoseReusedConnectionIsClosedFailsAtOnceAndIsNotSentAgain() throws {
+        let (server, connect) = try Self.pooledConnection(closedUnder: "/orders")
+        defer { server.stop() }
+        let stream = ConnectRequest.OneShotStream(InputStream(data: Data(Self.orderBody.utf8)))
+        let request = ConnectRequest(
+            method: .post, url: server.baseURL.appendingPathComponent("orders"), body: .stream(stream),
+            timeoutInterval: 60)
+
+        let result = try connect.response(for: request, name: "orders").waitForResult(timeout: 90)
+
+        guard case .failure(let error as ConnectError) = result else { return XCTFail("got \(result)") }
+        XCTAssertEqual(error.kind, .connectionLost, "\(error)")
+        XCTAssertEqual(server.requests.filter { $0.path == "/orders" }.map(\.bodyText), [Self.orderBody])
+    }
+
     /// The same for a body sent from a file (an upload of a file on disk goes through a temporary file).
     func testAnUploadFromAFileWhoseReusedConnectionIsClosedFailsAtOnce() throws {
         let (server, connect) = try Self.pooledConnection(closedUnder: "/uploads")
