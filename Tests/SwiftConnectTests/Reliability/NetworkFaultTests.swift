@@ -341,7 +341,7 @@
         }
     }
 
-    /// A name that does not resolve, and a name server that never answers, on both engines.
+    /// A name that does not resolve, a name with no address, and a name server that never answers, on both engines.
     ///
     /// The name server is the test's own (``LabNameServer``, in a ``NetworkLab``): the request runs in a child process
     /// (this test, started again) whose `/etc/resolv.conf` is replaced, in a mount namespace of its own (`unshare
@@ -359,6 +359,20 @@
                 }
             }
             try runInChild(#function, behaviour: .noSuchName, resolverTimeout: 2)
+        }
+
+        /// A name server that answers that the name exists but has no address (NOERROR, no A and no AAAA record):
+        /// the call fails with `.nameResolution` too, not `.cannotConnect`, since no address was ever tried.
+        func testANameWithNoAddressFailsWithNameResolution() throws {
+            if ProcessInfo.processInfo.environment[Self.childVariable] != nil {
+                return try resolveInChild(timeout: 20) { result in
+                    guard case .failure(let error) = result else {
+                        return XCTFail("an answer for a name without an address")
+                    }
+                    XCTAssertEqual(error.kind, .nameResolution, "\(error)")
+                }
+            }
+            try runInChild(#function, behaviour: .noAddress, resolverTimeout: 2)
         }
 
         /// A name server that never answers: the call still ends at its deadline, with `.timedOut`, although the

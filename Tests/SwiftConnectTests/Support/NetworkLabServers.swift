@@ -279,11 +279,15 @@
     }
 
     /// A DNS server in a lab (UDP port 53 at the lab's address) that answers every query "no such name"
-    /// (NXDOMAIN), or never answers.
+    /// (NXDOMAIN), or "the name exists but has no record of that type" (NOERROR, an empty answer), or never answers.
     final class LabNameServer: Sendable {
         /// How it answers.
         enum Behaviour: Sendable {
+            /// NXDOMAIN: the name does not exist.
             case noSuchName
+            /// NOERROR with no records: the name exists, with no address (no A, no AAAA).
+            case noAddress
+            /// No answer at all.
             case silence
         }
 
@@ -327,9 +331,13 @@
                 }
                 guard received >= 12 else { continue }
                 core.note("queries", received)
-                guard case .noSuchName = behaviour, let answer = noSuchName(Array(buffer[..<received])) else {
-                    continue
+                let answer: [UInt8]?
+                switch behaviour {
+                case .noSuchName: answer = Self.answer(to: Array(buffer[..<received]), responseCode: 3)
+                case .noAddress: answer = Self.answer(to: Array(buffer[..<received]), responseCode: 0)
+                case .silence: answer = nil
                 }
+                guard let answer else { continue }
                 _ = answer.withUnsafeBytes { bytes in
                     withUnsafePointer(to: &peer) {
                         $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
@@ -340,15 +348,16 @@
             }
         }
 
-        /// The NXDOMAIN answer to `query`: its id and question, no records (RFC 1035, section 4.1).
-        static func noSuchName(_ query: [UInt8]) -> [UInt8]? {
+        /// The answer to `query` with `responseCode` (3: NXDOMAIN, 0: NOERROR): its id and question, no records
+        /// (RFC 1035, section 4.1).
+        static func answer(to query: [UInt8], responseCode: UInt8) -> [UInt8]? {
             // The question: labels up to the root's empty one, then type and class.
             var end = 12
             while end < query.count, query[end] != 0 { end += Int(query[end]) + 1 }
             end += 5
             guard end <= query.count else { return nil }
             let recursionDesired = query[2] & 0x01
-            return [query[0], query[1], 0x80 | recursionDesired, 0x80 | 0x03, 0, 1, 0, 0, 0, 0, 0, 0]
+            return [query[0], query[1], 0x80 | recursionDesired, 0x80 | responseCode, 0, 1, 0, 0, 0, 0, 0, 0]
                 + query[12..<end]
         }
     }

@@ -3,6 +3,7 @@ import Foundation
 import NIOCore
 import NIOHTTP1
 import NIOHTTP2
+import NIOPosix
 import NIOSSL
 import SwiftConnect
 import XCTest
@@ -63,6 +64,35 @@ final class ErrorClassificationTests: XCTestCase {
         }
     }
 
+    /// A name that resolves to no address at all (its A and AAAA answers both empty) is a failure to resolve it, as
+    /// URLSession reports it (`cannotFindHost`), not a failure to connect: no address was ever tried. SwiftNIO then
+    /// reports a `NIOConnectionError` with no DNS error and no connection error; made here by SwiftNIO itself, with
+    /// a resolver that answers so.
+    func testANameWithNoAddressIsANameResolutionFailure() throws {
+        struct NoAddress: Resolver, Sendable {
+            let loop: any EventLoop
+            func initiateAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+                loop.makeSucceededFuture([])
+            }
+            func initiateAAAAQuery(host: String, port: Int) -> EventLoopFuture<[SocketAddress]> {
+                loop.makeSucceededFuture([])
+            }
+            func cancelQueries() {}
+        }
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        defer { try? group.syncShutdownGracefully() }
+        let loop = group.next()
+
+        let connected = ClientBootstrap(group: loop).resolver(NoAddress(loop: loop))
+            .connect(host: "nowhere.sc-lab.test", port: 80)
+        let error = try XCTUnwrap(Result { try connected.wait() }.failureValue)
+
+        XCTAssertTrue(error is NIOConnectionError, "\(error)")
+        let classified = ErrorClassification.connectError(error, timeout: nil)
+        XCTAssertEqual(classified.kind, .nameResolution, "\(classified)")
+        XCTAssertTrue(classified.message.contains("nowhere.sc-lab.test"), classified.message)
+    }
+
     /// AsyncHTTPClient's error for a header value it refuses quotes the value: an `Authorization`'s token, say.
     func testARefusedHeaderValueIsNotQuotedInTheMessage() {
         let error = HTTPClientError.invalidHeaderFieldValues(["Bearer SECRET-71\r\n"])
@@ -78,5 +108,13 @@ final class ErrorClassificationTests: XCTestCase {
         let classified = ErrorClassification.connectError(HTTPClientError.traceRequestWithBody, timeout: nil)
 
         XCTAssertEqual(classified.invalidRequestReason, .bodyNotAllowed(method: "TRACE"))
+    }
+}
+
+extension Result {
+    /// The failure, or `nil` for a success.
+    fileprivate var failureValue: Failure? {
+        guard case .failure(let error) = self else { return nil }
+        return error
     }
 }
