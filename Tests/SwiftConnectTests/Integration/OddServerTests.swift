@@ -97,6 +97,21 @@ final class OddServerTests: IntegrationTestCase {
         }
     }
 
+    /// A chunked body that ends with trailer fields (RFC 9112 §7.1.2): the body is the chunks' bytes, whole, and the
+    /// trailer's lines are neither part of it nor mistaken for its end.
+    func testAChunkedBodyWithTrailerFieldsIsTheChunksWhole() throws {
+        rawRoute(
+            "/trailers",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum, X-Count\r\n\r\n"
+                + "5\r\nhello\r\n6\r\n world\r\n0\r\nX-Checksum: abc123\r\nX-Count: 2\r\n\r\n")
+
+        for options in everyPath {
+            let response = value(of: connect.response(for: route("/trailers", options: options)))
+            XCTAssertEqual(response?.statusCode, 200)
+            XCTAssertEqual(response.map { String(decoding: $0.data, as: UTF8.self) }, "hello world")
+        }
+    }
+
     func testAnInvalidChunkSizeIsABadServerResponse() throws {
         rawRoute("/letters", "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\nabc\r\n0\r\n\r\n")
         rawRoute(

@@ -146,6 +146,71 @@ final class AsyncHTTPClientTransportTests: XCTestCase {
         }
     }
 
+    /// `shutdown()` while calls are in flight: one waiting for its head, one reading a body that never ends, and a
+    /// stream nobody reads yet (the engine waiting for its reader). The shutdown ends, and each call fails with the
+    /// typed error it promises (`.cancelled`), well before its deadline: none hangs, and none ends as a success.
+    func testShutdownFailsEveryCallInFlightTyped() throws {
+        let endlessStarted = routeEndlessBody()
+        // A body that never ends, slowly: `send` keeps every byte it reads.
+        let trickleStarted = DispatchSemaphore(value: 0)
+        server.route("GET", "/trickle") { _ in
+            trickleStarted.signal()
+            return LocalServer.Response().withFault(.trickle(chunk: Data("x".utf8), interval: 0.05))
+        }
+        let headAsked = DispatchSemaphore(value: 0)
+        let answerHead = DispatchSemaphore(value: 0)
+        server.route("GET", "/held") { _ in
+            headAsked.signal()
+            _ = answerHead.wait(timeout: .now() + 60)
+            return .text("late")
+        }
+        defer { answerHead.signal() }
+        let transport = AsyncHTTPClientTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let held = transport.send(request("/held", timeout: 60))
+        let trickle = transport.send(request("/trickle", timeout: 60))
+        // The stream: opened now, read only once the transport is shut down.
+        let opened = Promise<Void>()
+        let shutDown = Promise<Void>()
+        let streamEnded = Promise<Result<Int, any Error>>()
+        let baseURL = server.baseURL
+        Task {
+            let stream = connect.stream(SwiftConnect.Route("/endless", baseURL: baseURL, timeout: 60))
+            var count = 0
+            do {
+                _ = try await stream.response
+                _ = opened.succeed(())
+                try await shutDown.future.value
+                for try await part in stream { count += part.count }
+                _ = streamEnded.succeed(.success(count))
+            } catch {
+                _ = opened.succeed(())
+                _ = streamEnded.succeed(.failure(error))
+            }
+        }
+        XCTAssertEqual(headAsked.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(trickleStarted.wait(timeout: .now() + 10), .success)
+        XCTAssertEqual(endlessStarted.wait(timeout: .now() + 10), .success)
+        XCTAssertNoThrow(try opened.future.wait(timeout: 10))
+
+        let shutdownEnded = Promise<Void>()
+        Task {
+            try await transport.shutdown()
+            _ = shutdownEnded.succeed(())
+        }
+        XCTAssertNoThrow(try shutdownEnded.future.wait(timeout: 20), "the shutdown did not end")
+        _ = shutDown.succeed(())
+
+        for (name, result) in [
+            ("waiting for its head", try held.waitForResult(timeout: 10).map { _ in 0 }),
+            ("reading its body", try trickle.waitForResult(timeout: 10).map { _ in 0 }),
+            ("a stream", try streamEnded.future.wait(timeout: 10)),
+        ] {
+            guard case .failure(let error) = result else { return XCTFail("\(name): a success after the shutdown") }
+            XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(name): \(error)")
+        }
+    }
+
     /// The README's "Choosing an engine" example, verbatim (the root package's ReadmeExamplesTests checks it is
     /// here), against a local server.
     func testTheReadmeExample() async throws {
