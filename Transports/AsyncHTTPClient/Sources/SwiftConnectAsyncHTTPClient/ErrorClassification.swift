@@ -76,7 +76,13 @@ enum ErrorClassification {
             // Not retried by default: another attempt gets the same bytes.
             return (.transport, "the response body could not be decompressed (\(error))")
         case let error as NIOConnectionError:
-            if error.dnsAError != nil || error.dnsAAAAError != nil, error.connectionErrors.isEmpty {
+            // No address was tried: the resolver failed, or the name resolved to no address at all (its A and AAAA
+            // answers both empty, which SwiftNIO reports with neither DNS error set). URLSession reports both as
+            // `cannotFindHost`.
+            if error.connectionErrors.isEmpty {
+                guard error.dnsAError != nil || error.dnsAAAAError != nil else {
+                    return (.nameResolution, "\(error.host) resolved to no address")
+                }
                 return (.nameResolution, "could not resolve \(error.host)")
             }
             return (.cannotConnect, "could not connect to \(error.host):\(error.port) (\(error))")
