@@ -99,7 +99,12 @@ final class OddServerTests: IntegrationTestCase {
 
     /// A chunked body that ends with trailer fields (RFC 9112 §7.1.2): the body is the chunks' bytes, whole, and the
     /// trailer's lines are neither part of it nor mistaken for its end.
+    /// On FoundationNetworking the answer stops the process ("Transfer completed, but there's no response"): libcurl
+    /// hands the trailer's lines to the header callback, so not run there (a lead for its engine).
     func testAChunkedBodyWithTrailerFieldsIsTheChunksWhole() throws {
+        if Self.isFoundationNetworking {
+            throw XCTSkip("trailer fields stop the process on FoundationNetworking")
+        }
         rawRoute(
             "/trailers",
             "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nTrailer: X-Checksum, X-Count\r\n\r\n"
