@@ -40,6 +40,19 @@ import XCTest
                 stopsWith: nil)
         }
 
+        /// A chunked body that ends with trailer fields (RFC 9112 §7.1.2), which a server may send unasked: libcurl
+        /// hands the trailer's lines to the header callback, FoundationNetworking starts a new head with them and, at
+        /// the transfer's end, has no response. (`OddServerTests` checks the body on the other engines.)
+        func testAChunkedBodyWithTrailerFieldsStopsTheProcess() throws {
+            if let answer = KnownProcessStop.answerToReceive { return try KnownProcessStop.receive(answer) }
+            try KnownProcessStop.expect(
+                Self.test(#function),
+                receiving: Data(
+                    ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+                        + "5\r\nhello\r\n0\r\nX-Checksum: abc123\r\n\r\n").utf8),
+                stopsWith: "Transfer completed, but there's no response")
+        }
+
         /// `"Module.Class/method"` for XCTest's command line.
         private static func test(_ function: String) -> String {
             "\(String(reflecting: Self.self))/\(function.prefix { $0 != "(" })"
