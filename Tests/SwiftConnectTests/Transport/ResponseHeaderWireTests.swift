@@ -73,9 +73,10 @@ final class ResponseHeaderWireTests: XCTestCase {
 
     /// RFC 6265bis §5.6: a cookie whose name and value are over 4096 octets together is ignored, and so is an
     /// attribute whose value is over 1024 octets (the attribute, not the cookie). A 100 KB cookie was kept and sent
-    /// on every later hop; a 2000-octet `Path` scoped the cookie to a path nothing requests.
+    /// on every later hop; a 2000-octet `Path` scoped the cookie to a path nothing requests. The big cookie here is
+    /// 60 KB: its field stays under `SocketEngine`'s 64 KiB line limit, which refuses the whole answer otherwise.
     func testCookiesAndAttributesOverTheSizeLimitsAreIgnoredOnEveryEngine() throws {
-        let huge = String(repeating: "h", count: 100_000)
+        let huge = String(repeating: "h", count: 60_000)
         let sent = try cookiesSentAfterARedirect(setting: [
             "big=\(huge); Path=/", "edge=\(String(repeating: "e", count: 4092))",
             "over=\(String(repeating: "o", count: 4093))", "longpath=1; Path=/\(String(repeating: "p", count: 2000))",
