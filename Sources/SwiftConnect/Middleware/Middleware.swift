@@ -372,14 +372,15 @@ struct MiddlewareChain: Sendable {
 
     /// Holds the wait for a streamed response's head to the stream's idle timeout (``StreamingOptions/idleTimeout``),
     /// from now, as the transport gets `request`: when no head came within `seconds`, `sent` is cancelled, which stops
-    /// the engine's exchange, and fails with the error of a body that went quiet. Here, once for every transport:
-    /// an engine's own timers do not all cover the head (FoundationNetworking waits for ever on a server that accepts
-    /// the connection and stays silent), and the body's clock starts only with the head.
+    /// the engine's exchange, and fails `.timedOut` with the head's own wording (no byte of the answer came, so a quiet
+    /// body's would mislead). Here, once for every transport: an engine's own timers do not all cover the head
+    /// (FoundationNetworking waits for ever on a server that accepts the connection and stays silent), and the body's
+    /// clock starts only with the head.
     private static func boundingHeadWait(
         of sent: Future<ConnectResponse>, to seconds: TimeInterval, request: ConnectRequest
     ) {
         guard !sent.isCompleted, let deadline = TransportDeadline(seconds: seconds) else { return }
-        var error = ResponseBodyStream.idleTimeoutError(after: seconds)
+        var error = ResponseBodyStream.headTimeoutError(after: seconds)
         error.storedRequest = .sent(request)
         let timedOut = error
         // Held until the time passes or the head comes (the callback holds the deadline, which is then disarmed): a

@@ -435,6 +435,18 @@ public final class ResponseBodyStream: Sendable {
             underlyingError: URLError(.timedOut))
     }
 
+    /// The error of a streamed call whose response head did not come within `limit` seconds of the request's
+    /// hand-off to the transport (``StreamingOptions/idleTimeout`` bounds that wait too): the same kind as a quiet
+    /// body's, worded for what happened, since no byte of the answer came and the request may still have been
+    /// going out.
+    package static func headTimeoutError(after limit: TimeInterval) -> ConnectError {
+        ConnectError(
+            .timedOut,
+            message: "no response head within \(limit) s after the request was handed to the transport, its upload "
+                + "included (StreamingOptions.idleTimeout)",
+            underlyingError: URLError(.timedOut))
+    }
+
     /// Fails the stream when no bytes came for `limit` seconds, checking in `idle` seconds; re-armed for the time
     /// left while bytes keep coming.
     private func armIdleTimeout(after idle: TimeInterval, limit: TimeInterval) {

@@ -235,7 +235,7 @@ extension RecordingTransport {
         if let idleLimit, idleLimit > 0, entry.failure == nil, entry.timings.wait > idleLimit {
             // The idle timeout bounds the wait for the head too, from the hand-off to the transport: a head recorded
             // later than it is the timeout the client would have met.
-            return Future(error: ResponseBodyStream.idleTimeoutError(after: idleLimit / 1000))
+            return Future(error: ResponseBodyStream.headTimeoutError(after: idleLimit / 1000))
         }
         // The size limit as an engine applies it to a stream: at the head for a declared length over it, else at the
         // piece that goes over it.

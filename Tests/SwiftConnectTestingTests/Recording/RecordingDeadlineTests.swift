@@ -127,6 +127,7 @@ final class RecordingDeadlineTests: XCTestCase {
         let recorded = try XCTUnwrap(recorder.entries.first?.failure, "the exchange was not recorded")
         XCTAssertEqual(recorded.kind, ConnectError.Kind.timedOut.rawValue)
         XCTAssertTrue(recorded.message.contains("StreamingOptions.idleTimeout"), recorded.message)
+        XCTAssertTrue(recorded.message.contains("no response head within 0.3 s"), recorded.message)
         XCTAssertEqual(recorded.urlErrorCode, URLError.Code.timedOut.rawValue)
         // And: a replay fails the same typed way, naming the idle timeout
         let replayed = await streamError(
@@ -135,6 +136,8 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertEqual(replayed?.kind, .timedOut, "\(String(describing: replayed))")
         XCTAssertTrue(
             replayed?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: replayed))")
+        XCTAssertTrue(
+            replayed?.message.contains("no response head within 0.3 s") ?? false, "\(String(describing: replayed))")
         XCTAssertEqual(replayed?.urlError?.code, .timedOut)
     }
 
@@ -157,6 +160,8 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertEqual(idle.error?.kind, .timedOut)
         XCTAssertTrue(
             idle.error?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: idle.error))")
+        XCTAssertTrue(
+            idle.error?.message.contains("no response head within 1.0 s") ?? false, "\(String(describing: idle.error))")
         XCTAssertLessThan(Double(DispatchTime.now().uptimeNanoseconds - start.uptimeNanoseconds) / 1e9, 1)
         // And: an idle timeout longer than the wait gets the body
         let whole = await replayStream("/late-head", timeout: .infinity, idleTimeout: 5)
@@ -202,6 +207,8 @@ final class RecordingDeadlineTests: XCTestCase {
         XCTAssertEqual(idle.error?.kind, .timedOut)
         XCTAssertTrue(
             idle.error?.message.contains("StreamingOptions.idleTimeout") ?? false, "\(String(describing: idle.error))")
+        XCTAssertTrue(
+            idle.error?.message.contains("received no bytes for 0.1 s") ?? false, "\(String(describing: idle.error))")
         // A deadline of 0.2 s ends after the second
         let deadline = await replayStream("/pieces", timeout: 0.2, idleTimeout: nil)
         XCTAssertEqual(deadline.pieces, ["a", "b"])

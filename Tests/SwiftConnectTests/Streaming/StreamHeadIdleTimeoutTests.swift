@@ -28,8 +28,9 @@ final class StreamHeadIdleTimeoutTests: XCTestCase {
         [("URLSession", URLSessionTransport()), ("SocketEngine", SocketEngine())]
     }
 
-    /// A server that takes the request and never finishes its head: the stream fails with the idle timeout's error
-    /// (the same as a quiet body's), and the engine's exchange stops (the server sees the connection close).
+    /// A server that takes the request and never finishes its head: the stream fails with the idle timeout's
+    /// `.timedOut`, worded for the head (no response head within the limit, not a quiet body's "received no bytes"),
+    /// and the engine's exchange stops (the server sees the connection close).
     func testAServerThatNeverAnswersTimesTheStreamOutOnEveryEngine() async throws {
         server.route("GET", "/silent") { _ in LocalServer.Response.status(200).withFault(.neverFinishHeaders) }
         for (name, transport) in engines() {
@@ -41,6 +42,9 @@ final class StreamHeadIdleTimeoutTests: XCTestCase {
             XCTAssertEqual(error?.kind, .timedOut, "\(name): \(String(describing: error))")
             let message = error?.message ?? ""
             XCTAssertTrue(message.contains("StreamingOptions.idleTimeout"), "\(name): \(message)")
+            // The head's own wording: no byte of the answer came, so the body's "received no bytes" would mislead.
+            XCTAssertTrue(message.contains("no response head within 0.3 s"), "\(name): \(message)")
+            XCTAssertFalse(message.contains("received no bytes"), "\(name): \(message)")
             XCTAssertEqual(error?.request?.url?.path, "/silent", "\(name): the error names the request sent")
             XCTAssertTrue(server.waitUntilIdle(timeout: 30), "\(name): the exchange was not stopped")
         }
@@ -71,6 +75,9 @@ final class StreamHeadIdleTimeoutTests: XCTestCase {
             XCTAssertEqual(error?.urlError?.code, .timedOut, "\(name)")
             let message = error?.message ?? ""
             XCTAssertTrue(message.contains("StreamingOptions.idleTimeout"), "\(name): \(message)")
+            // The head's own wording: no byte of the answer came, so the body's "received no bytes" would mislead.
+            XCTAssertTrue(message.contains("no response head within 0.3 s"), "\(name): \(message)")
+            XCTAssertFalse(message.contains("received no bytes"), "\(name): \(message)")
             XCTAssertEqual(error?.request?.url?.path, "/upload", "\(name): the error names the request sent")
             XCTAssertTrue(server.waitUntilIdle(timeout: 30), "\(name): the exchange was not stopped")
         }
