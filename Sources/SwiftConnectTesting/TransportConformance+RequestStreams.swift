@@ -150,13 +150,17 @@ extension TransportConformance {
     }
 
     /// A body whose producer fails, or gives another length than it announced, fails the call with
-    /// `invalidRequest` (the producer's error underneath), and the server never gets it as a whole body.
+    /// `invalidRequest` (the producer's error underneath), and the server never gets it as a whole body: neither the
+    /// chunks so far of a body of unknown length, nor a body shorter than its `Content-Length` said, whether its
+    /// producer threw or ended early.
     static let failingRequestBodyStream = Check(name: "failing request body stream") { context in
         struct ProducerFailed: Error {}
         try context.withServer { server in
             let cases: [(String, Int64?, [Data], Bool)] = [
                 ("a producer that throws", nil, [], true),
+                ("a producer that throws after announcing a length", 200_000, [], true),
                 ("a body shorter than announced", 200_000, [], false),
+                ("a body one byte shorter than announced", 100_001, [], false),
                 ("a body longer than announced", 150_000, [Data(repeating: 2, count: 100_000)], false),
             ]
             for (name, length, rest, throwing) in cases {
