@@ -175,6 +175,28 @@ enum HTTPParser {
         return nil
     }
 
+    /// The end of the request head at the start of `buffer`, as ``endOfHead(in:from:)`` finds it, or `nil` while
+    /// it is incomplete; refuses a head over ``maximumHeadSize`` bytes, whatever reads brought it.
+    ///
+    /// An incomplete head is refused only once it is sure to go over: up to two bytes at its end (an LF, or an LF
+    /// and a CR) may be the start of the empty line, which the head's length leaves out. Refusing at the limit
+    /// itself turned a head of exactly 64 KiB away when a read ended inside its empty line, and let it in otherwise.
+    ///
+    /// - Parameters:
+    ///   - buffer: The received bytes, starting with the head.
+    ///   - offset: Where to start looking (see ``endOfHead(in:from:)``).
+    /// - Throws: ``HTTPParseError/headersTooLarge`` for a head over the limit.
+    static func requestHeadEnd(in buffer: ReceiveBuffer, from offset: Int) throws(HTTPParseError)
+        -> (headLength: Int, consumed: Int)?
+    {
+        if let end = endOfHead(in: buffer, from: offset) {
+            guard end.headLength <= maximumHeadSize else { throw .headersTooLarge }
+            return end
+        }
+        if buffer.readableCount > maximumHeadSize + 2 { throw .headersTooLarge }
+        return nil
+    }
+
     /// Parses the request line and headers in `bytes` (which excludes the blank line ending them).
     static func parseHead(_ bytes: UnsafeRawBufferPointer) throws(HTTPParseError) -> RequestHead {
         var lines = LineIterator(bytes: bytes)
@@ -359,9 +381,18 @@ struct ChunkedDecoder {
     }
 
     /// The length of the CRLF-terminated line at the start of `buffer`, or `nil` if it is incomplete.
+    ///
+    /// A line over ``maximumLineLength`` is refused whatever reads brought it: when one read brought it whole too
+    /// (it passed then, and was refused when split), and when incomplete only once it is sure to go over (a CR at
+    /// the end may be the first half of its CRLF: a line at the limit was refused when a read ended between the two).
     private static func lineLength(in buffer: ReceiveBuffer) throws(HTTPParseError) -> Int? {
-        if let end = buffer.firstOffset(of: HTTPParser.lineTerminator) { return end }
-        if buffer.readableCount > maximumLineLength { throw .malformed("chunk line too long") }
+        if let end = buffer.firstOffset(of: HTTPParser.lineTerminator) {
+            guard end <= maximumLineLength else { throw .malformed("chunk line too long") }
+            return end
+        }
+        let count = buffer.readableCount
+        let length = count > 0 && buffer.byte(at: count - 1) == 0x0D ? count - 1 : count
+        if length > maximumLineLength { throw .malformed("chunk line too long") }
         return nil
     }
 }

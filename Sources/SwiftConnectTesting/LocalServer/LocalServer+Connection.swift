@@ -38,15 +38,19 @@ extension LocalServer {
             while true {
                 // A head ended by bare LFs waited for a CRLF CRLF that never came, until the 64 KiB limit or the
                 // client gave up.
-                if let end = HTTPParser.endOfHead(in: input.buffer, from: searchFrom) {
+                let end: (headLength: Int, consumed: Int)?
+                do {
+                    end = try HTTPParser.requestHeadEnd(in: input.buffer, from: searchFrom)
+                } catch {
+                    return refuse(error)
+                }
+                if let end {
                     (headLength, consumed) = end
                     break
                 }
-                if input.buffer.readableCount > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
                 searchFrom = max(0, input.buffer.readableCount - 2)
                 guard input.receiveMore() else { return false }
             }
-            if headLength > HTTPParser.maximumHeadSize { return refuse(.headersTooLarge) }
 
             let parsed = input.buffer.withBytes(count: headLength) { bytes in
                 Result { () throws(HTTPParseError) in
