@@ -158,6 +158,44 @@ final class ContentDecodingTests: XCTestCase {
         XCTAssertEqual(afterGzip.reason, "there are bytes after the end of the compressed data")
         XCTAssertEqual(afterDeflate.reason, "there are bytes after the end of the compressed data")
     }
+
+    /// Every body, good or bad, gives the same outcome (its bytes, or the same reason) in one piece, byte by byte,
+    /// and cut in two anywhere: no decision waits on where a chunk ends (the deflate header's two bytes, the start
+    /// of a second gzip member, bytes after the end, a body cut short).
+    func testEveryOutcomeIsTheSameWhereverTheChunksAreCut() async throws {
+        let small = Data("a few words, a few words, a few words".utf8)
+        let gzip = Zlib.encode(small, format: .gzip)
+        var corrupt = gzip
+        corrupt[corrupt.startIndex + 12] ^= 0xFF
+        let bodies: [(name: String, body: Data, coding: ContentCoding)] = [
+            ("gzip", gzip, .gzip), ("two members", gzip + Zlib.encode(small, format: .gzip), .gzip),
+            ("member and junk", gzip + Data("junk".utf8), .gzip), ("member and 0x1F", gzip + Data([0x1F]), .gzip),
+            ("cut short", gzip.prefix(gzip.count - 3), .gzip), ("corrupt", corrupt, .gzip),
+            ("zlib", Zlib.encode(small, format: .zlib), .deflate), ("raw", Zlib.encode(small, format: .raw), .deflate),
+            ("zlib and junk", Zlib.encode(small, format: .zlib) + Data([0x1F, 0x8B]), .deflate),
+            ("one byte", Data([0x78]), .deflate),
+        ]
+        func outcome(_ chunks: [Data], _ coding: ContentCoding) async -> String {
+            var decoded = Data()
+            do {
+                for try await part in DecodedBody(base: Chunks(chunks), coding: coding) { decoded += part }
+                return "decoded \(String(decoding: decoded, as: UTF8.self))"
+            } catch {
+                return "failed: \(error)"
+            }
+        }
+        for (name, body, coding) in bodies {
+            let whole = await outcome([body], coding)
+            XCTAssertEqual(whole.hasPrefix("decoded"), ["gzip", "two members", "zlib", "raw"].contains(name), whole)
+            let bytes = await outcome(body.map { Data([$0]) }, coding)
+            XCTAssertEqual(bytes, whole, "\(name), byte by byte")
+            for cut in 1..<body.count {
+                let halves = [body.prefix(cut), body.dropFirst(cut)].map { Data($0) }
+                let split = await outcome(halves, coding)
+                XCTAssertEqual(split, whole, "\(name), cut at \(cut)")
+            }
+        }
+    }
 }
 
 /// Chunks handed over one by one, as an engine's body.
