@@ -23,6 +23,10 @@ public struct StreamingOptions: Sendable, Hashable {
     /// caught up with the sender, its bytes dropped as they come; SECURITY.md ("Time and size limits") states the
     /// memory this cost in the runs measured.
     ///
+    /// A chunk the engine received while nothing waits unread is always taken, even one larger than the limit: the
+    /// limit bounds what piles up behind a slow reader, and whether a reader happened to wait at that instant does
+    /// not decide the outcome.
+    ///
     /// A value below 1 counts as 1, whether given to the initializer or set here.
     public var bufferLimit: Int {
         // Clamped on every write, not only in `init`: 0 or less left an engine that pauses waiting for ever (its
@@ -137,7 +141,8 @@ public final class ResponseBodyStream: Sendable {
     // MARK: - The engine's side
 
     /// Adds a chunk without waiting. Returns `false` when the stream has ended (cancelled, failed): stop the
-    /// transfer. Over ``StreamingOptions/bufferLimit`` buffered bytes, the stream fails with
+    /// transfer. Over ``StreamingOptions/bufferLimit`` buffered bytes (a chunk into an empty buffer is always
+    /// taken), the stream fails with
     /// ``ConnectError/Kind/responseTooLarge`` after the chunks already buffered (the consumer gets them first; the
     /// chunk that did not fit is dropped), the cancel handler stops the transfer, and this returns `false`.
     ///
@@ -218,7 +223,10 @@ public final class ResponseBodyStream: Sendable {
                 state.consumer = nil
                 return .handedOver(consumer)
             }
-            guard state.bufferedBytes <= limit - chunk.count else { return .overflowed }
+            // An empty buffer takes any chunk: it has been received already, and refusing it made the outcome
+            // depend on whether a reader happened to wait at that instant (a limit below the engine's read size
+            // failed a stream whose reader kept up, now and then)
+            guard state.bufferedBytes == 0 || state.bufferedBytes <= limit - chunk.count else { return .overflowed }
             state.chunks.append(chunk)
             state.bufferedBytes += chunk.count
             return .buffered

@@ -504,6 +504,27 @@ final class ResponseStreamTests: XCTestCase {
         }
     }
 
+    /// A chunk larger than the limit is taken into an empty buffer, as it would be handed to a reader waiting at
+    /// that instant: the same bytes had failed the stream or not by the reader's timing. The next chunk behind it,
+    /// with the reader still behind, is the overflow.
+    func testOfferTakesAChunkOverTheLimitIntoAnEmptyBuffer() async throws {
+        let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 10))
+        XCTAssertTrue(body.offer(Data(count: 16)))
+        var iterator = ConnectStreamProbe(body)
+        let first = try await iterator.next()
+        XCTAssertEqual(first?.count, 16)
+        XCTAssertTrue(body.offer(Data(count: 16)), "an empty buffer again")
+        XCTAssertFalse(body.offer(Data(count: 1)), "behind a chunk over the limit")
+        let second = try await iterator.next()
+        XCTAssertEqual(second?.count, 16)
+        do {
+            _ = try await iterator.next()
+            XCTFail("an overflowed stream must fail")
+        } catch let error as ConnectError {
+            XCTAssertEqual(error.kind, .responseTooLarge)
+        }
+    }
+
     func testSendWaitsWhileTheReaderIsBehind() async throws {
         let body = ResponseBodyStream(options: StreamingOptions(bufferLimit: 100))
         let firstSent = Promise<Void>()
