@@ -1002,4 +1002,102 @@ final class ResponseCacheRevalidationTests: XCTestCase {
                 "cache miss", "start 1 -", "end 1 304", "call 200 after 1",
             ])
     }
+
+    // MARK: - A caller's conditional request answered from a fresh stored response (RFC 9111 §4.3.2)
+
+    /// What reached the caller: the response, or the status, fields and body of the error it came as.
+    private func outcome(
+        _ connect: Connect, headers: [HTTPHeader]
+    ) -> (status: Int?, headers: [String: String], body: Data, error: ConnectError.Kind?) {
+        do {
+            let response = try get(connect, headers: headers)
+            var fields: [String: String] = [:]
+            for field in response.head.headerFields { fields[field.name.canonicalName] = field.value }
+            return (response.statusCode, fields, response.data, nil)
+        } catch let error as ConnectError {
+            var fields: [String: String] = [:]
+            for (name, value) in error.headers { fields[name.lowercased()] = value }
+            return (error.statusCode, fields, error.body ?? Data(), error.kind)
+        } catch {
+            XCTFail("\(error)")
+            return (nil, [:], Data(), nil)
+        }
+    }
+
+    /// RFC 9111 §4.3.2: a caller's `If-None-Match` naming the `ETag` of a fresh stored response is answered by the
+    /// cache with a 304, without the network: the stored response's validator and cache fields, no body, reaching the
+    /// caller as a server's 304 to the same request does.
+    func testAFreshStoredResponseAnswersACallersMatchingIfNoneMatchWith304() throws {
+        let server = Server()
+        let fields = ["Last-Modified": server.lastModified, "Cache-Control": "max-age=60", "Date": server.lastModified]
+        server.extraHeaders = fields
+        server.notModifiedHeaders = fields
+        let clock = ManualClock()
+        // What a server's 304 to the caller's conditional request looks like to the caller (nothing stored).
+        let (uncached, _, _) = client(server, clock: clock)
+        let fromServer = outcome(uncached, headers: [HTTPHeader(name: "If-None-Match", value: "\"v1\"")])
+        XCTAssertEqual(fromServer.status, 304)
+
+        let (connect, transport, cache) = client(server, clock: clock)
+        _ = try get(connect)
+        for value in ["\"v1\"", "W/\"v1\"", "\"v0\", \"v1\"", "*"] {
+            let served = outcome(connect, headers: [HTTPHeader(name: "If-None-Match", value: value)])
+            XCTAssertEqual(transport.requests.count, 1, "answered from memory: \(value)")
+            XCTAssertEqual(served.status, 304, value)
+            XCTAssertEqual(served.error, fromServer.error, "as a server's 304 reaches the caller: \(value)")
+            XCTAssertTrue(served.body.isEmpty, value)
+            XCTAssertEqual(served.headers["etag"], "\"v1\"", value)
+            XCTAssertEqual(served.headers["last-modified"], server.lastModified, value)
+            XCTAssertEqual(served.headers["cache-control"], "max-age=60", value)
+            XCTAssertEqual(served.headers["date"], server.lastModified, value)
+            XCTAssertNil(served.headers["content-type"], "no representation metadata: \(value)")
+            XCTAssertNil(served.headers["content-length"], value)
+        }
+        XCTAssertEqual(cache.hitCount, 4)
+        // The stored response is still served whole to an unconditional request.
+        XCTAssertEqual(String(decoding: try get(connect).data, as: UTF8.self), "version 1")
+        XCTAssertEqual(transport.requests.count, 1)
+    }
+
+    /// An `If-None-Match` that names none of the stored `ETag`s is answered with the stored 200, and its
+    /// `If-Modified-Since` is not evaluated (RFC 9110 §13.2.2: `If-None-Match` wins).
+    func testAFreshStoredResponseAnswersACallersOtherIfNoneMatchWithItsBody() throws {
+        let server = Server()
+        server.extraHeaders = ["Last-Modified": server.lastModified]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+
+        let served = outcome(
+            connect,
+            headers: [
+                HTTPHeader(name: "If-None-Match", value: "\"v0\""),
+                HTTPHeader(name: "If-Modified-Since", value: server.lastModified),
+            ])
+        XCTAssertEqual(transport.requests.count, 1)
+        XCTAssertEqual(served.status, 200)
+        XCTAssertEqual(String(decoding: served.body, as: UTF8.self), "version 1")
+    }
+
+    /// An `If-Modified-Since` not older than the stored `Last-Modified` is answered with a 304; an older one (or one
+    /// that is no HTTP-date) with the stored 200.
+    func testAFreshStoredResponseAnswersACallersIfModifiedSince() throws {
+        let server = Server()
+        server.sendsETag = false
+        server.extraHeaders = ["Last-Modified": server.lastModified]
+        let clock = ManualClock()
+        let (connect, transport, _) = client(server, clock: clock)
+        _ = try get(connect)
+
+        for (value, status) in [
+            (server.lastModified, 304), ("Tue, 13 Jan 1970 00:00:00 GMT", 304), ("Mon, 12 Jan 1970 13:46:39 GMT", 200),
+            ("yesterday", 200),
+        ] {
+            let served = outcome(connect, headers: [HTTPHeader(name: "If-Modified-Since", value: value)])
+            XCTAssertEqual(transport.requests.count, 1, value)
+            XCTAssertEqual(served.status, status, value)
+            XCTAssertEqual(served.body.isEmpty, status == 304, value)
+            if status == 304 { XCTAssertEqual(served.headers["last-modified"], server.lastModified, value) }
+        }
+    }
 }

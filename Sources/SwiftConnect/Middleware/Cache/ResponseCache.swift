@@ -43,6 +43,14 @@ import Foundation
 /// another, under a custom key too: the key then ends with a digest of them (see
 /// ``key(for:rule:)-(ConnectRequest,_)``). A response served from the cache still passes back through your middlewares.
 ///
+/// A fresh stored response answers the caller's own conditional GET or HEAD as a server would (RFC 9111 §4.3.2):
+/// when its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
+/// `If-Modified-Since` is not older than the stored `Last-Modified`, the caller gets a `304 Not Modified`, without the
+/// network: no body, and of the stored fields only `Cache-Control`, `Content-Location`, `Date`, `ETag`, `Expires`,
+/// `Last-Modified`, `Vary` and `Age`. It reaches the caller as a server's 304 does (an error of kind
+/// ``ConnectError/Kind/httpStatus``), and counts as a hit. A request whose conditions do not match, or that has
+/// other conditions (`If-Match`…), is served the stored response.
+///
 /// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
 /// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
 ///
@@ -694,6 +702,8 @@ public final class ResponseCache: Sendable {
         if var cached {
             // Stored for a request that may have named another fragment (not part of the key).
             cached = cached.answering(request)
+            // The caller's own conditions, evaluated against what is served (RFC 9111 §4.3.2).
+            if let notModified = Self.notModified(cached, for: request, now: now) { cached = notModified }
             // Nothing crossed the wire, but a progress bar still ends.
             Self.reportServed(cached, for: request, to: context.transfer.progress)
             return Future(value: cached)
@@ -924,6 +934,69 @@ public final class ResponseCache: Sendable {
     private static let conditionalFields = [
         "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
     ]
+
+    /// The fields of a stored response that a 304 the cache answers with keeps (RFC 9110 §15.4.5: those a server's 304
+    /// sends, `Last-Modified` as a validator, and `Age`); the others describe the body it does not carry.
+    private static let notModifiedFields: Set<String> = [
+        "age", "cache-control", "content-location", "date", "etag", "expires", "last-modified", "vary",
+    ]
+
+    /// A `304 Not Modified` for `request`, the caller's own conditional GET or HEAD, when its conditions say that
+    /// `served`, the fresh stored 2xx response about to answer it, is what the caller has already (RFC 9111 §4.3.2):
+    /// its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
+    /// `If-Modified-Since` is an HTTP-date not older than the stored `Last-Modified`. The 304 has no body, and of
+    /// `served`'s fields only ``notModifiedFields``, as a server's 304 would. `nil` when the conditions do not match
+    /// (`served` answers), or cannot be judged: an `If-Modified-Since` that is no HTTP-date, a stored response without
+    /// `Last-Modified`, an `If-None-Match` that is no list of entity tags.
+    static func notModified(_ served: ConnectResponse, for request: ConnectRequest, now: Date) -> ConnectResponse? {
+        guard request.method == .get || request.method == .head, (200..<300).contains(served.statusCode) else {
+            return nil
+        }
+        let trimmed = { (value: String) in String(ResponseFreshness.trimmed(Substring(value))) }
+        if let ifNoneMatch = request.value(forHTTPHeaderField: "If-None-Match") {
+            guard let tags = entityTags(in: trimmed(ifNoneMatch)) else { return nil }
+            if tags != ["*"] {
+                guard let stored = served.header("ETag").map(trimmed), tags.contains(where: { isSameETag($0, stored) })
+                else { return nil }
+            }
+        } else if let ifModifiedSince = request.value(forHTTPHeaderField: "If-Modified-Since") {
+            guard let since = HTTPDate.date(from: trimmed(ifModifiedSince), now: now),
+                let lastModified = served.header("Last-Modified").flatMap({ HTTPDate.date(from: trimmed($0), now: now) }
+                ),
+                lastModified <= since
+            else { return nil }
+        } else {
+            return nil
+        }
+        var fields = HeaderFields()
+        for field in served.head.headerFields where notModifiedFields.contains(field.name.canonicalName) {
+            fields.append(field)
+        }
+        var notModified = replacingHead(
+            of: served, with: ResponseHead(status: 304, headerFields: fields), url: request.url)
+        notModified.data = Data()
+        return notModified
+    }
+
+    /// The entity tags of an `If-None-Match` value (RFC 9110 §8.8.3, §13.1.2): `["*"]` for `*`, else each tag of the
+    /// comma-separated list as written (`W/` kept; a tag may hold a comma inside its quotes). `nil` for a value that
+    /// is neither.
+    static func entityTags(in value: String) -> [String]? {
+        if value == "*" { return ["*"] }
+        var tags: [String] = []
+        var rest = Substring(value)
+        while true {
+            rest = rest.drop { $0 == " " || $0 == "\t" || $0 == "," }
+            guard !rest.isEmpty else { break }
+            let weak = rest.hasPrefix("W/")
+            let quoted = weak ? rest.dropFirst(2) : rest
+            guard quoted.first == "\"", let close = quoted.dropFirst().firstIndex(of: "\"") else { return nil }
+            tags.append(String(rest[..<quoted.index(after: close)]))
+            rest = quoted[quoted.index(after: close)...]
+            guard rest.isEmpty || rest.first == "," || rest.first == " " || rest.first == "\t" else { return nil }
+        }
+        return tags.isEmpty ? nil : tags
+    }
 
     /// `request` made conditional on `stale` (RFC 9111 §4.3.1): with `If-None-Match` naming its `ETag` and
     /// `If-Modified-Since` its `Last-Modified`. `nil` when the response has no validator (or none that can be sent),
