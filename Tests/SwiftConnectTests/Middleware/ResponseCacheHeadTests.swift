@@ -168,6 +168,59 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 2)
     }
 
+    /// Under a custom key HEAD and GET share, a HEAD's `200` that is not stored (`no-store`, `Vary: *`) is checked
+    /// against the GET response stored there as any HEAD's is (RFC 9111 §4.3.5): memory and the storage lose it
+    /// together, or keep it together, never one without the other.
+    func testAHeadAnsweredUnstorableUnderASharedCustomKeyTreatsMemoryAndStorageAlike() throws {
+        let answers: [[String: String]] = [
+            ["ETag": #""v1""#, "Cache-Control": "no-store"], ["ETag": #""v2""#, "Cache-Control": "no-store"],
+            ["ETag": #""v2""#, "Vary": "*"], ["ETag": #""v1""#, "Vary": "*"],
+        ]
+        for headers in answers {
+            // Given a GET response stored under a custom key that HEAD and GET share, in memory and in a storage
+            let storage = MemoryResponseStorage()
+            let shared = RequestOptions(cache: CacheRule(timeToLive: 300, key: "a"))
+            let transport = server(head: [.status(200, headers: headers)])
+            let connect = client(transport, cache: ResponseCache(storage: storage))
+            let getA = { (connect: Connect) in
+                String(decoding: try connect.request(Route("/a"), options: shared).wait(timeout: 5), as: UTF8.self)
+            }
+            XCTAssertEqual(try getA(connect), #"{"version":1}"#)
+
+            // When a HEAD under that key is answered 200 with fields that keep it out of the cache
+            try head(connect, options: shared)
+
+            // Then neither memory nor the storage (read when memory has nothing) serves the stored GET: it goes to
+            // the network, and a cache started again on the storage is served its answer
+            XCTAssertEqual(try getA(connect), #"{"version":2}"#, "\(headers)")
+            XCTAssertEqual(gets(transport), 2, "\(headers)")
+            XCTAssertEqual(try getA(client(transport, cache: ResponseCache(storage: storage))), #"{"version":2}"#)
+            XCTAssertEqual(gets(transport), 2, "\(headers)")
+        }
+    }
+
+    /// The same for a HEAD that asks for nothing to be stored (`Cache-Control: no-store`): its 404, or its 200 with
+    /// another `ETag`, removes the GET response stored under the shared key, from memory and from the storage.
+    func testAHeadAskingNoStoreUnderASharedCustomKeyChecksTheStoredGet() throws {
+        for answer in [FakeResponse.status(404), .status(410), .status(200, headers: ["ETag": #""v2""#])] {
+            let storage = MemoryResponseStorage()
+            let shared = RequestOptions(cache: CacheRule(timeToLive: 300, key: "a"))
+            let transport = server(head: [answer])
+            let connect = client(transport, cache: ResponseCache(storage: storage))
+            let getA = { (connect: Connect) in
+                String(decoding: try connect.request(Route("/a"), options: shared).wait(timeout: 5), as: UTF8.self)
+            }
+            XCTAssertEqual(try getA(connect), #"{"version":1}"#)
+
+            _ = try? head(connect, headers: [HTTPHeader(name: "Cache-Control", value: "no-store")], options: shared)
+
+            XCTAssertEqual(try getA(connect), #"{"version":2}"#, "\(answer)")
+            XCTAssertEqual(gets(transport), 2, "\(answer)")
+            XCTAssertEqual(try getA(client(transport, cache: ResponseCache(storage: storage))), #"{"version":2}"#)
+            XCTAssertEqual(gets(transport), 2, "\(answer)")
+        }
+    }
+
     func testAHeadAnsweredWithAnotherErrorLeavesTheStoredGet() throws {
         // Given a stored GET response
         let transport = server(head: [.status(503), .status(401)])

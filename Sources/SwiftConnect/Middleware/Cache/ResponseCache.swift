@@ -149,7 +149,10 @@ import Foundation
 /// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's `max-age`
 /// can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read back
 /// from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
-/// keeps one response for both already. A `404 Not Found` or a `410 Gone` answer to a HEAD, with or without a rule,
+/// keeps one response for both already: a HEAD's answer stored there replaces the GET's; one that is not stored (it
+/// says `no-store` or `Vary: *`, or the HEAD asked `no-store`) is checked against the GET response stored there as
+/// above. An answer to one method under a custom key that is not stored leaves a response of another method stored
+/// there, in memory and in the storage alike. A `404 Not Found` or a `410 Gone` answer to a HEAD, with or without a rule,
 /// removes that GET response, from memory and from the storage, as the GET's own 404 would: the resource is not there.
 ///
 /// A HEAD is not answered from a stored GET response, which RFC 9111 allows but does not ask: it is served only a HEAD
@@ -644,7 +647,8 @@ public final class ResponseCache: Sendable {
         // RFC 9111 §5.2.1.5: nothing of this exchange is stored. A stored response may still answer it; this cache
         // serves one only when the request also says `only-if-cached` (it then sends, and stores, nothing).
         if asks.noStore, !asks.onlyIfCached {
-            return request.method == .head ? checkingStoredGET(request, rule: rule, next: next) : next(request)
+            return request.method == .head
+                ? checkingStoredGET(request, rule: rule, sharesKey: rule.key != nil, next: next) : next(request)
         }
         let limit = context.transfer.maxResponseBytes ?? .max
         // A request with a redirect limit of its own (`RequestOptions.maxRedirects`, `0` to take a redirect as the
@@ -751,9 +755,15 @@ public final class ResponseCache: Sendable {
                 return
             }
             // The older response an answer supersedes, if any (a refetch), must not be served in its place, nor
-            // the answer of a fetch started earlier and answered later (``State/superseded``).
+            // the answer of a fetch started earlier and answered later (``State/superseded``). Under a custom key,
+            // which another method's response may hold, memory keeps that one, and so does the storage.
             let removeSuperseded = { (method: HTTPMethod?) in
                 guard self.state.withLock({ $0.supersede(key, method: method, byFetch: fetch) }) else { return }
+                if let method, rule.key != nil, let record = self.storage?.response(forKey: key),
+                    record.method != method.rawValue
+                {
+                    return
+                }
                 self.storage?.removeResponses(forKey: key)
             }
             guard Self.isStorable(response) else {
@@ -770,7 +780,11 @@ public final class ResponseCache: Sendable {
                 let freshness = ResponseFreshness.freshness(of: response, timeToLive: rule.timeToLive, now: arrival)
             else {
                 // The server's newest answer for this key may not be stored (`no-store`, stale, `Vary: *`, too
-                // large).
+                // large). A HEAD's 200 says what it can of the GET response a custom key shares with it (§4.3.5).
+                if let head, rule.key != nil {
+                    self.checkStoredGET(
+                        for: head, rule: rule, against: response, fetch: fetch, generation: generation, sharesKey: true)
+                }
                 removeSuperseded(method)
                 return
             }
@@ -1188,9 +1202,9 @@ public final class ResponseCache: Sendable {
 
     /// Sends `head`, a HEAD the cache neither serves nor stores, through `next`, and checks the GET response stored for
     /// its URL against its answer (``checkStoredGET(for:rule:against:fetch:generation:)``).
-    private func checkingStoredGET(_ head: ConnectRequest, rule: CacheRule?, next: @escaping Middleware.Next)
-        -> Future<ConnectResponse>
-    {
+    private func checkingStoredGET(
+        _ head: ConnectRequest, rule: CacheRule?, sharesKey: Bool = false, next: @escaping Middleware.Next
+    ) -> Future<ConnectResponse> {
         // Numbered as a fetch: a GET sent later has a newer answer, which this one's neither removes nor updates.
         let (fetch, generation) = state.withLock { state -> (UInt64, UInt64) in
             state.fetches &+= 1
@@ -1199,7 +1213,8 @@ public final class ResponseCache: Sendable {
         let answer = next(head)
         answer.whenComplete { [weak self] result in
             guard let self, case .success(let response) = result else { return }
-            self.checkStoredGET(for: head, rule: rule, against: response, fetch: fetch, generation: generation)
+            self.checkStoredGET(
+                for: head, rule: rule, against: response, fetch: fetch, generation: generation, sharesKey: sharesKey)
         }
         return answer
     }
@@ -1223,24 +1238,28 @@ public final class ResponseCache: Sendable {
     /// the response in memory as a 304 would, its freshness with it
     /// (``refresh(_:underKey:for:by:fetch:generation:)``). Only the response a GET with `head`'s headers would be
     /// served is checked (`Vary`), and only under a key a GET would have: without the rule's custom key, which does
-    /// not name the method (a HEAD's answer stored there replaces the GET's already). `rule` is `nil` for a HEAD the
-    /// cache does not take: the GET is then looked for under its method and URL. `fetch` numbers `head`'s fetch,
+    /// not name the method (a HEAD's answer stored there replaces the GET's already), unless `sharesKey`: then under
+    /// the rule's custom key, for a HEAD's answer that is not stored there (`no-store`, `Vary: *`, or a HEAD that
+    /// asked `no-store`), and a 404 or a 410 removes whatever method's response is there. `rule` is `nil` for a HEAD
+    /// the cache does not take: the GET is then looked for under its method and URL. `fetch` numbers `head`'s fetch,
     /// started in `generation`: a GET fetch started later has a newer answer, which stays as it is.
     private func checkStoredGET(
         for head: ConnectRequest, rule: CacheRule?, against answer: ConnectResponse, fetch: UInt64,
-        generation: UInt64
+        generation: UInt64, sharesKey: Bool = false
     ) {
         let isGone = Self.goneStatuses.contains(answer.statusCode)
-        guard answer.statusCode == 200 || isGone, rule?.key == nil else { return }
+        guard answer.statusCode == 200 || isGone, rule?.key == nil || sharesKey else { return }
         var get = head
         get.method = .get
         let credentials = Self.credentialsDigest(of: head)
         let key = Self.key(
-            for: get, named: nil, includesBody: rule?.keyIncludesBody ?? false, credentials: credentials)
+            for: get, named: sharesKey ? rule?.key : nil, includesBody: rule?.keyIncludesBody ?? false,
+            credentials: credentials)
         // A 404 or a 410 says the resource is not there, whatever its representation: the GET response goes, as a
-        // GET's own 404 would remove it (its variants' key is the same), from memory and from the storage.
+        // GET's own 404 would remove it (its variants' key is the same), from memory and from the storage; under a
+        // shared key, whatever method's response is there.
         if isGone {
-            guard state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) }) else { return }
+            guard state.withLock({ $0.supersede(key, method: sharesKey ? nil : .get, byFetch: fetch) }) else { return }
             storage?.removeResponses(forKey: key)
             return
         }
