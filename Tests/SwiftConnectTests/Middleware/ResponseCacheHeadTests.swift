@@ -221,6 +221,26 @@ final class ResponseCacheHeadTests: XCTestCase {
         }
     }
 
+    /// An answer of another method under a shared custom key that is not stored (a POST search answered `no-store`)
+    /// leaves the GET response stored there in memory, and so in the storage: a cache started again serves it too.
+    func testAnUnstoredAnswerOfAnotherMethodUnderASharedKeyLeavesTheStorageAsMemory() throws {
+        let storage = MemoryResponseStorage()
+        let shared = RequestOptions(cache: CacheRule(timeToLive: 300, key: "a"))
+        let transport = server(head: [])
+        transport.stub(.post, "/a", with: .json(string: "{}", headers: ["Cache-Control": "no-store"]))
+        let connect = client(transport, cache: ResponseCache(storage: storage))
+        let getA = { (connect: Connect) in
+            String(decoding: try connect.request(Route("/a"), options: shared).wait(timeout: 5), as: UTF8.self)
+        }
+        XCTAssertEqual(try getA(connect), #"{"version":1}"#)
+
+        _ = try connect.request(Route("/a", method: .post), options: shared).wait(timeout: 5)
+
+        XCTAssertEqual(try getA(connect), #"{"version":1}"#)
+        XCTAssertEqual(try getA(client(transport, cache: ResponseCache(storage: storage))), #"{"version":1}"#)
+        XCTAssertEqual(gets(transport), 1)
+    }
+
     func testAHeadAnsweredWithAnotherErrorLeavesTheStoredGet() throws {
         // Given a stored GET response
         let transport = server(head: [.status(503), .status(401)])
