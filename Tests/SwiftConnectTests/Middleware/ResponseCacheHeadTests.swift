@@ -304,6 +304,23 @@ final class ResponseCacheHeadTests: XCTestCase {
         XCTAssertEqual(gets(transport), 2)
     }
 
+    /// A HEAD that agrees but whose fields keep the updated response out of the cache (`no-store`, `Vary: *`) removes
+    /// a GET response only the storage has, as it removes one memory has
+    /// (`testAHeadThatAgreesButMayNotBeStoredKeepsTheStoredGetFromBeingServed`).
+    func testAHeadThatAgreesButMayNotBeStoredKeepsTheStorageRecordFromBeingServed() throws {
+        for field in [HTTPHeader(name: "Cache-Control", value: "no-store"), HTTPHeader(name: "Vary", value: "*")] {
+            let storage = MemoryResponseStorage()
+            let transport = server(head: [.status(200, headers: ["ETag": #""v1""#, field.name: field.value])])
+            XCTAssertEqual(try get(client(transport, cache: ResponseCache(storage: storage))), #"{"version":1}"#)
+            let restarted = client(transport, cache: ResponseCache(storage: storage))
+
+            try head(restarted)
+
+            XCTAssertEqual(try get(restarted), #"{"version":2}"#, "\(field.name): \(field.value)")
+            XCTAssertEqual(gets(transport), 2, "\(field.name): \(field.value)")
+        }
+    }
+
     // MARK: - Updating the stored GET (RFC 9111 §4.3.5, §3.2)
 
     func testAHeadThatAgreesRefreshesTheStoredGetsHeadersAndFreshness() throws {

@@ -148,7 +148,8 @@ import Foundation
 /// from the storage, and the next GET goes to the network. One that agrees updates it as a `304` would (above): its
 /// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's `max-age`
 /// can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read back
-/// from the storage, whose rule it does not know, is left as it is. A rule's custom key, which HEAD and GET share,
+/// from the storage, whose rule it does not know, is left as it is, unless the HEAD's answer says `no-store` or
+/// `Vary: *`, which removes it there as in memory. A rule's custom key, which HEAD and GET share,
 /// keeps one response for both already: a HEAD's answer stored there replaces the GET's; one that is not stored (it
 /// says `no-store` or `Vary: *`, or the HEAD asked `no-store`) is checked against the GET response stored there as
 /// above. An answer to one method under a custom key that is not stored leaves a response of another method stored
@@ -1292,7 +1293,13 @@ public final class ResponseCache: Sendable {
         let field = { (name: String) in
             record.headers.first { HTTPHeader.asciiCaseInsensitiveEquals($0.name, name) }?.value
         }
-        guard Self.headAnswer(answer, contradicts: field, bodyCount: record.body.count),
+        // One that agrees leaves the record as it is (its rule is not known), unless its fields would keep the
+        // updated response out of the cache, as they remove one memory has (`refresh`): `no-store`, `Vary: *`.
+        let cacheControl = ResponseFreshness.freshnessFields(of: answer.storedHead).cacheControl
+        let forbidsStoring =
+            (cacheControl.map { CacheDirectives($0).noStore } ?? false)
+            || Self.varying(of: answer, requestHeaders: [:]) == nil
+        guard Self.headAnswer(answer, contradicts: field, bodyCount: record.body.count) || forbidsStoring,
             state.withLock({ $0.supersede(key, method: .get, byFetch: fetch) })
         else { return }
         storage.removeResponses(forKey: key)

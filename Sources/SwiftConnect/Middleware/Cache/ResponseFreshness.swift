@@ -126,7 +126,7 @@ enum ResponseFreshness {
 
     /// The `Cache-Control`, `Expires` and `Pragma` values of `response`, found in one pass over its headers: a
     /// response with none of them (the common case) costs no more than one header lookup that misses.
-    private static func freshnessFields(of head: ConnectResponse.Head) -> (
+    static func freshnessFields(of head: ConnectResponse.Head) -> (
         cacheControl: String?, expires: String?, pragma: String?
     ) {
         let response: HTTPURLResponse
