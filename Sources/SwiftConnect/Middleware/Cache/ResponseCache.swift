@@ -149,12 +149,12 @@ import Foundation
 /// headers from the HEAD's, and with them its freshness, from now, by its own rule's time to live (the HEAD's `max-age`
 /// can refresh it, not lengthen what its rule allows), in memory and in the storage; a response the cache read back
 /// from the storage, whose rule it does not know, is left as it is, unless the HEAD's answer says `no-store` or
-/// `Vary: *`, which removes it there as in memory. A rule's custom key, which HEAD and GET share,
-/// keeps one response for both already: a HEAD's answer stored there replaces the GET's; one that is not stored (it
-/// says `no-store` or `Vary: *`, or the HEAD asked `no-store`) is checked against the GET response stored there as
-/// above. An answer to one method under a custom key that is not stored leaves a response of another method stored
-/// there, in memory and in the storage alike. A `404 Not Found` or a `410 Gone` answer to a HEAD, with or without a rule,
-/// removes that GET response, from memory and from the storage, as the GET's own 404 would: the resource is not there.
+/// `Vary: *`, which removes it there as in memory. A rule's custom key, which HEAD and GET share, keeps one response for both
+/// already: a HEAD's answer stored there replaces the GET's; one that is not stored (it says `no-store` or `Vary: *`,
+/// or the HEAD asked `no-store`) is checked against the GET response stored there as above. An answer to one method
+/// under a custom key that is not stored leaves a response of another method stored there, in memory and in the storage
+/// alike. A `404 Not Found` or a `410 Gone` answer to a HEAD, with or without a rule, removes that GET response, from
+/// memory and from the storage, as the GET's own 404 would: the resource is not there.
 ///
 /// A HEAD is not answered from a stored GET response, which RFC 9111 allows but does not ask: it is served only a HEAD
 /// response stored under its own key, else it goes to the network. A HEAD asks the server what the resource is now
