@@ -17,7 +17,7 @@ import Foundation
 ///   (two-digit years included); a `Domain` the host is not in, a `Domain` of one label (a top-level domain: this
 ///   library has no public suffix list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address
 ///   make the cookie ignored; a `Domain` that is the host's own name makes a domain cookie (for the hosts below it
-///   too), no `Domain` a host-only one; a `Path` that is not absolute is the default path (§5.1.4), the request's
+///   too), no `Domain` a host-only one, and so do `Domain=` (ignored) and `Domain=.` (empty once its dot is removed); a `Path` that is not absolute is the default path (§5.1.4), the request's
 ///   directory; a `Secure` cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http
 ///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``); `HttpOnly` is kept
 ///   as the cookie's `isHTTPOnly` (it changes nothing in what an HTTP client sends).
@@ -64,7 +64,8 @@ enum CookieRules {
                     maxAge = seconds <= 0 ? Date(timeIntervalSince1970: 0) : now.addingTimeInterval(seconds)
                 }
             case "domain":
-                // §5.2.3: one leading dot is ignored; `..example.com` keeps an empty label and matches no host.
+                // §5.2.3: an empty value is ignored; one leading dot is removed, and `..example.com` keeps an empty
+                // label and matches no host. `Domain=.` leaves an empty domain: a host-only cookie (§5.3 step 6).
                 if !attributeValue.isEmpty {
                     domain = String(attributeValue.hasPrefix(".") ? attributeValue.dropFirst() : attributeValue[...])
                         .lowercased()
@@ -87,11 +88,11 @@ enum CookieRules {
         if lowercasedName.hasPrefix("__secure-"), !secure { return nil }
         if lowercasedName.hasPrefix("__host-"), !secure || domain != nil || path != "/" { return nil }
         var storedDomain = host
-        if let domain, domain != host {
+        if let domain, !domain.isEmpty, domain != host {
             // §5.3 steps 5 and 6: a domain the host is in, of more than one label, never for an IP address.
             guard domain.contains("."), !isIPAddress(host), host.hasSuffix("." + domain) else { return nil }
             storedDomain = "." + domain
-        } else if domain != nil, host.contains("."), !isIPAddress(host) {
+        } else if domain == host, host.contains("."), !isIPAddress(host) {
             // §5.3 step 6: the host's own name as `Domain` makes a domain cookie too, for the hosts below it
             // (§4.1.2.3: `Domain=example.com` goes to `www.example.com`); only an address or one label stays host-only.
             storedDomain = "." + host

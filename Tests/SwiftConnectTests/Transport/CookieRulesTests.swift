@@ -134,6 +134,27 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie("a=1; Domain=10.1.2.3", from: address)?.domain, "10.1.2.3")
     }
 
+    /// RFC 6265 §5.2.3 and §5.3 step 6: `Domain=` (empty) is ignored, and `Domain=.` leaves an empty domain once its
+    /// dot is removed: both make a host-only cookie, as no `Domain` does (`Domain=.` was ignored whole). The last
+    /// `Domain` counts: `Domain=.` after a domain makes the cookie host-only, an empty one after a domain changes
+    /// nothing.
+    func testAnEmptyDomainOrALoneDotMakesAHostOnlyCookie() throws {
+        for text in ["a=1; Domain=", "a=1; Domain=.", "a=1; Domain = . ", "a=1; Domain=example.com; Domain=."] {
+            let made = cookie(text)
+            XCTAssertEqual(made?.domain, "a.example.com", text)
+            XCTAssertEqual(made?.value, "1", text)
+        }
+        XCTAssertEqual(cookie("a=1; Domain=example.com; Domain=")?.domain, ".example.com")
+        let address = URL(string: "http://10.1.2.3/")!
+        XCTAssertEqual(cookie("a=1; Domain=.", from: address)?.domain, "10.1.2.3")
+        // Host-only, it goes to its host alone, never to a host below it.
+        let hostOnly = try XCTUnwrap(cookie("a=1; Domain=."))
+        XCTAssertTrue(CookieRules.sends(hostOnly, to: page, now: now))
+        XCTAssertFalse(CookieRules.sends(hostOnly, to: URL(string: "https://b.a.example.com/dir/page")!, now: now))
+        // A `__Host-` cookie still may not carry a `Domain` attribute at all (RFC 6265bis §4.1.3.2).
+        XCTAssertNil(cookie("__Host-sid=x; Secure; Path=/; Domain=."))
+    }
+
     /// RFC 6265bis §4.1.3, as browsers enforce the prefixes: a sibling host cannot toss a `__Host-` cookie to its
     /// parent domain, nor plain http set a `__Secure-` one.
     func testCookiePrefixesAreEnforced() {
