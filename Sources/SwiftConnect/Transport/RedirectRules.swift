@@ -391,18 +391,41 @@ enum RedirectRule {
 /// way there), for a top-level domain, `Secure` from plain http, or from plain http in place of a `Secure` one set
 /// on the way, is ignored. Kept apart from the request's own
 /// `Cookie` header, which the redirect rules keep or drop by origin.
+///
+/// Bounded by RFC 6265 §6.1's minimums: at most ``maxCookiesPerDomain`` (50) cookies for one domain (a host-only
+/// cookie's host, a domain cookie's domain) and ``maxCookies`` (3000) in all; past a limit a new cookie is ignored,
+/// while one already kept is still replaced or deleted. A server that set 500 cookies on each of 20 redirects had
+/// every one sent on the hops after.
+///
+/// None is kept when the transport's cookies are off (``init(isOn:)``): a `URLSessionTransport` whose configuration
+/// sends no cookies (`httpShouldSetCookies = false`) or keeps none (no `httpCookieStorage`, or an accept policy of
+/// `.never`, the configuration's or the storage's), as URLSession's own redirects would send none.
 struct RedirectCookies: Sendable {
     /// The cookies set so far, the oldest first, one per name, domain and path (RFC 6265 §5.3, step 11): a later one
     /// replaces an earlier one in its place, keeping its creation time (step 11.3) and so its place in the order they
     /// are sent in; an expired one stays, to take its name out of the request's own header.
     private(set) var cookies: [HTTPCookie] = []
+    /// How many of ``cookies`` each domain has (lowercased, without the leading `.` of a domain cookie).
+    private var perDomain: [String: Int] = [:]
+    /// Whether redirects' cookies are kept at all.
+    private let isOn: Bool
+
+    /// The most cookies kept for one domain: RFC 6265 §6.1's minimum.
+    static let maxCookiesPerDomain = 50
+    /// The most cookies kept in all: RFC 6265 §6.1's minimum.
+    static let maxCookies = 3000
+
+    /// Cookies kept as redirects set them, or none at all when `isOn` is `false` (the transport's cookies are off).
+    init(isOn: Bool = true) {
+        self.isOn = isOn
+    }
 
     /// Keeps the cookies `response` sets: only those in visible ASCII, as RFC 6265 writes them (``SetCookieFields``).
     /// Each `Set-Cookie` field is one cookie, as RFC 6265 and browsers read them: an engine hands the core each field
     /// (URLSession's joined fields are split again as its head is made, `ResponseHead.init(_:)`), so a comma in a
     /// field's value is the value's.
     mutating func take(setBy response: ConnectResponse, now: Date = Date()) {
-        guard let from = response.storedHead.url else { return }
+        guard isOn, let from = response.storedHead.url else { return }
         let values = response.storedHead.head.headerFields[values: "Set-Cookie"]
         for value in values.map({ Substring($0) }) where SetCookieFields.isVisibleASCII(value) {
             guard let cookie = CookieRules.cookie(from: value, setBy: from, now: now),
@@ -410,10 +433,21 @@ struct RedirectCookies: Sendable {
             else { continue }
             if let replaced = cookies.firstIndex(where: { CookieRules.isSameCookie($0, cookie) }) {
                 cookies[replaced] = cookie
-            } else {
-                cookies.append(cookie)
+                continue
             }
+            let domain = Self.domain(of: cookie)
+            guard cookies.count < Self.maxCookies, perDomain[domain, default: 0] < Self.maxCookiesPerDomain else {
+                continue
+            }
+            cookies.append(cookie)
+            perDomain[domain, default: 0] += 1
         }
+    }
+
+    /// The domain a cookie counts against: its domain, lowercased, without the leading `.` of a domain cookie.
+    private static func domain(of cookie: HTTPCookie) -> String {
+        let domain = cookie.domain.lowercased()
+        return domain.hasPrefix(".") ? String(domain.dropFirst()) : domain
     }
 
     /// `request` with the cookies that apply to its URL in its `Cookie` header, in RFC 6265 §5.4's order, each
@@ -421,5 +455,28 @@ struct RedirectCookies: Sendable {
     /// an expired one takes its name out.
     func applied(to request: ConnectRequest, now: Date = Date()) -> ConnectRequest {
         cookies.isEmpty ? request : RedirectRule.adding(cookies, to: request, now: now)
+    }
+}
+
+/// What a `URLSessionTransport`'s configuration says of the cookies a redirect sets, for the call's next hops
+/// (``RedirectCookies``): URLSession sends them only when it both stores them and sends cookies. So they go on only
+/// when the configuration sends cookies (`httpShouldSetCookies`), has a `httpCookieStorage`, and neither it
+/// (`httpCookieAcceptPolicy`) nor the storage (`cookieAcceptPolicy`, read at each call) accepts `.never`.
+/// `.onlyFromMainDocumentDomain` accepts them: a request of this library names no main document, and URLSession
+/// then takes the cookies.
+struct RedirectCookieConsent: Sendable {
+    /// The storage whose policy is read at each call; `nil` when the configuration keeps or sends none.
+    private let storage: HTTPCookieStorage?
+
+    /// The consent of a session made from `configuration` (read before the transport takes its cookies over).
+    init(_ configuration: URLSessionConfiguration) {
+        let on = configuration.httpShouldSetCookies && configuration.httpCookieAcceptPolicy != .never
+        storage = on ? configuration.httpCookieStorage : nil
+    }
+
+    /// Whether a call made now keeps its redirects' cookies for its next hops.
+    var isGiven: Bool {
+        guard let storage else { return false }
+        return storage.cookieAcceptPolicy != .never
     }
 }

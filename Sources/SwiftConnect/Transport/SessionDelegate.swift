@@ -44,14 +44,20 @@ final class SessionDelegate: NSObject, URLSessionDataDelegate, Sendable {
     /// Where the cookies of each response are kept, on Linux, where the session's own parsing is off
     /// (``SessionCookies``); `nil` elsewhere, and when the configuration keeps no cookies.
     let cookies: SessionCookies?
+    /// Whether the session's configuration lets a redirect's cookies go on to the call's next hops; `nil` lets them
+    /// (a delegate made without a configuration, in tests).
+    let redirectCookies: RedirectCookieConsent?
 
-    /// Creates a delegate checking `pins`, keeping `cookies`; `beforeAnsweringRedirect` is for tests.
+    /// Creates a delegate checking `pins`, keeping `cookies`, and the cookies of redirects as `redirectCookies`
+    /// says; `beforeAnsweringRedirect` is for tests.
     init(
         pins: CertificatePins = CertificatePins(), cookies: SessionCookies? = nil,
+        redirectCookies: RedirectCookieConsent? = nil,
         beforeAnsweringRedirect: (@Sendable (URLSessionTask) -> Void)? = nil
     ) {
         self.pins = pins
         self.cookies = cookies
+        self.redirectCookies = redirectCookies
         self.beforeAnsweringRedirect = beforeAnsweringRedirect
         super.init()
     }

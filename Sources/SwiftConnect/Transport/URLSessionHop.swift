@@ -132,7 +132,8 @@ struct URLSessionHopEngine: HTTPEngine {
     /// A delegate like the transport's, for a session of the hop's own.
     private var isolatedDelegate: SessionDelegate {
         SessionDelegate(
-            pins: delegate.pins, cookies: delegate.cookies, beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
+            pins: delegate.pins, cookies: delegate.cookies, redirectCookies: delegate.redirectCookies,
+            beforeAnsweringRedirect: delegate.beforeAnsweringRedirect)
     }
 
     /// `hop` as URLSession takes it: the head's URL, method and fields (repeated fields joined, Foundation's way),

@@ -95,8 +95,11 @@ public final class URLSessionTransport: Transport {
     ///   - configuration: The session configuration.
     ///   - pins: The certificate pins.
     public convenience init(configuration: URLSessionConfiguration, pins: CertificatePins) {
+        // Read before the cookies are taken over: on Linux the session's own handling is turned off.
+        let consent = RedirectCookieConsent(configuration)
         let (configuration, cookies) = SessionCookies.takingOver(configuration)
-        self.init(configuration: configuration, delegate: SessionDelegate(pins: pins, cookies: cookies), pins: pins)
+        let delegate = SessionDelegate(pins: pins, cookies: cookies, redirectCookies: consent)
+        self.init(configuration: configuration, delegate: delegate, pins: pins)
     }
 
     /// Creates a transport with its own session and the given delegate (tests pass one with a hook).
@@ -296,7 +299,10 @@ public final class URLSessionTransport: Transport {
             transport: self, delegate: delegate, isolated: Self.needsSessionOfItsOwn(transfer, body: request.body),
             bufferLimit: transfer.streaming?.bufferLimit ?? .max)
         engine.extras = request.foundationExtras
-        return EngineExchange(engine: engine, request: request, transfer: transfer).start()
+        return EngineExchange(
+            engine: engine, request: request, transfer: transfer,
+            keepsRedirectCookies: delegate.redirectCookies?.isGiven ?? true
+        ).start()
     }
 
     /// `request` as URLSession can take it, or why it cannot be sent.
@@ -405,7 +411,10 @@ public final class URLSessionTransport: Transport {
             head: ResponseHead(response), body: URLSessionHopBody(stream: .finished(with: body)))
         var transfer = TransferOptions()
         transfer.observation = observation
-        let followed = EngineExchange(engine: engine, request: original, transfer: transfer).start(after: first)
+        let followed = EngineExchange(
+            engine: engine, request: original, transfer: transfer,
+            keepsRedirectCookies: delegate.redirectCookies?.isGiven ?? true
+        ).start(after: first)
         promise.setCancelHandler { followed.cancel() }
         followed.observe { promise.completeIfPending(with: $0) }
         return true

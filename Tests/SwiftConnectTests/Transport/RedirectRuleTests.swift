@@ -302,6 +302,42 @@ final class RedirectRuleTests: XCTestCase {
         XCTAssertEqual(cookies.applied(to: end.request).value(forHTTPHeaderField: "Cookie"), "mine=0; a=2; k=1; b=1")
     }
 
+    /// RFC 6265 §6.1's minimums as the bound on what one exchange's redirects keep: 50 cookies per domain and 3000 in
+    /// all. A server that set 500 cookies on each of 20 redirects had every one sent on the hops after. Past a limit a
+    /// new cookie is ignored; one already kept is still replaced or deleted.
+    func testTheCookiesOneExchangesRedirectsKeepAreBounded() throws {
+        func response(from url: URL, setting cookies: [String]) -> ConnectResponse {
+            let fields = HeaderFields(
+                [HeaderField(name: .location, value: "/next")]
+                    + cookies.map { HeaderField(name: .setCookie, value: $0) })
+            return ConnectResponse(
+                request: ConnectRequest(url: url), head: ResponseHead(status: 302, headerFields: fields))!
+        }
+        func sent(_ cookies: RedirectCookies, to url: URL = URL(string: "https://api.example.com/next")!) -> [String] {
+            CookieRules.pairs(of: cookies.applied(to: ConnectRequest(url: url)).value(forHTTPHeaderField: "Cookie"))
+                .map { "\($0.name)=\($0.value)" }
+        }
+        var cookies = RedirectCookies()
+        cookies.take(setBy: response(from: origin, setting: (0..<60).map { "c\($0)=1; Path=/" }))
+        XCTAssertEqual(sent(cookies), (0..<50).map { "c\($0)=1" }, "the first 50 of one domain")
+
+        cookies.take(setBy: response(from: origin, setting: ["c0=2; Path=/", "c1=; Max-Age=0; Path=/", "late=1"]))
+        XCTAssertEqual(sent(cookies), ["c0=2"] + (2..<50).map { "c\($0)=1" }, "a kept cookie is replaced and deleted")
+
+        // Another domain (the parent's domain cookies) has 50 of its own.
+        cookies.take(setBy: response(from: origin, setting: (0..<60).map { "d\($0)=1; Domain=example.com; Path=/" }))
+        XCTAssertEqual(sent(cookies).count, 49 + 50)
+
+        // 3000 in all, whatever the domains: 70 hosts of 50 each.
+        for host in 0..<70 {
+            let url = URL(string: "https://h\(host).example.org/")!
+            cookies.take(setBy: response(from: url, setting: (0..<50).map { "e\($0)=1; Path=/" }))
+        }
+        XCTAssertEqual(cookies.cookies.count, 3000)
+        XCTAssertEqual(sent(cookies, to: URL(string: "https://h57.example.org/")!).count, 50)
+        XCTAssertEqual(sent(cookies, to: URL(string: "https://h58.example.org/")!), [], "past the limit in all")
+    }
+
     /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
     func testARequestThatHandlesNoCookiesGetsNoneFromARedirect() throws {
         var plain = URLRequest(url: origin)

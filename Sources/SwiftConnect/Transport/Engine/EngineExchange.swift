@@ -33,7 +33,12 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
     /// ends the call, before the caller hears of it.
     private let progress: ExchangeProgress?
 
-    init(engine: Engine, request: ConnectRequest, transfer: TransferOptions) {
+    /// Whether the redirects' cookies go on to the next hops (``RedirectCookies``): not when the transport's
+    /// cookies are off (a `URLSessionTransport` configured without them).
+    private let keepsRedirectCookies: Bool
+
+    init(engine: Engine, request: ConnectRequest, transfer: TransferOptions, keepsRedirectCookies: Bool = true) {
+        self.keepsRedirectCookies = keepsRedirectCookies
         self.engine = engine
         original = request
         self.transfer = transfer
@@ -157,7 +162,7 @@ struct EngineExchange<Engine: HTTPEngine>: Sendable {
         var leftOrigin = false
         let maxRedirects = transfer.maxRedirects ?? RedirectRule.maxHops
         // The cookies the redirects set, each hop getting those that apply to it (`hop` keeps its own header).
-        var cookies = RedirectCookies()
+        var cookies = RedirectCookies(isOn: keepsRedirectCookies)
         let progress = handedOver.map(\.progress) ?? self.progress
         var resumed = handedOver?.response
         var leavesCaller = handedOver == nil
