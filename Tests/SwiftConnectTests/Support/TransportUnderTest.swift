@@ -1,6 +1,7 @@
 import Foundation
-import SwiftConnect
 import XCTest
+
+@testable import SwiftConnect
 
 /// The engine the shared integration tests (`Integration/`) run on.
 ///
@@ -18,12 +19,16 @@ enum TransportUnderTest {
         return URLSessionTransport(configuration: configuration)
     }
 
-    /// A transport that neither stores nor sends cookies, so that only the request's own `Cookie` header counts.
+    /// A transport with no cookie store, so that only the request's own `Cookie` header and the cookies one call's
+    /// redirects set count (those of AsyncHTTPClient's, which keeps no store). Made with a delegate that keeps the
+    /// redirects' cookies: a configuration with cookies off would drop them too, as URLSession's redirects do.
     static func makeCookieless() -> any Transport {
         let configuration = URLSessionTransport.defaultConfiguration
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        return URLSessionTransport(configuration: configuration)
+        // FoundationNetworking parses every response's cookies unless it accepts none (`SessionCookies`).
+        configuration.httpCookieAcceptPolicy = .never
+        return URLSessionTransport(configuration: configuration, delegate: SessionDelegate())
     }
 
     /// Whether the engine is URLSession (Apple's or FoundationNetworking): libcurl's and Apple's framing rules,
