@@ -17,10 +17,11 @@ import Foundation
 ///   (two-digit years included); a `Domain` the host is not in, a `Domain` of one label (a top-level domain: this
 ///   library has no public suffix list, so `co.uk` still passes) and any `Domain` but the host itself for an IP address
 ///   make the cookie ignored; a `Domain` that is the host's own name makes a domain cookie (for the hosts below it
-///   too), no `Domain` a host-only one, and so do `Domain=` (ignored) and `Domain=.` (empty once its dot is removed); a `Path` that is not absolute is the default path (§5.1.4), the request's
-///   directory; a `Secure` cookie set over plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http
-///   that would replace or shadow a `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``); `HttpOnly` is kept
-///   as the cookie's `isHTTPOnly` (it changes nothing in what an HTTP client sends).
+///   too), no `Domain` a host-only one, and so do `Domain=` (ignored) and `Domain=.` (empty once its dot is removed); a
+///   `Path` that is not absolute is the default path (§5.1.4), the request's directory; a `Secure` cookie set over
+///   plain http is ignored (RFC 6265bis §5.7), and so is one set over plain http that would replace or shadow a
+///   `Secure` one (``overwritesSecureCookie(_:setBy:in:now:)``); `HttpOnly` is kept as the cookie's `isHTTPOnly` (it
+///   changes nothing in what an HTTP client sends).
 /// - **Sending** (§5.4): ``sends(_:to:now:)`` and ``header(for:from:keeping:now:)``. A cookie goes to its host
 ///   (host-only) or to a host in its domain (never to an IP address by suffix), to its path or one below it, over
 ///   https only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
