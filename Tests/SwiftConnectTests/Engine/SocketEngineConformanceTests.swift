@@ -38,14 +38,16 @@ final class SocketEngineConformanceTests: XCTestCase {
     func testALineOverTheLimitIsRefusedWhateverTheReads() throws {
         let server = try startedServer()
         for (path, length) in [("/long", 70_000), ("/fits", 60_000)] {
-            let head = "HTTP/1.1 200 OK\r\nX-Long: \(String(repeating: "x", count: length))\r\n"
+            let head =
+                "HTTP/1.1 200 OK\r\nX-Long: \(String(repeating: "x", count: length))\r\n"
                 + "Content-Length: 2\r\nConnection: close\r\n\r\nok"
             server.route("GET", path) { _ in LocalServer.Response().withFault(.raw(Data(head.utf8))) }
         }
         let connect = Connect(transport: SocketEngine(), retryPolicy: nil)
 
         for _ in 0..<5 {
-            let long = try connect.request(Route("/long", baseURL: server.baseURL, timeout: 10)).waitForResult(timeout: 20)
+            let longRoute = Route("/long", baseURL: server.baseURL, timeout: 10)
+            let long = try connect.request(longRoute).waitForResult(timeout: 20)
             guard case .failure(let error as ConnectError) = long else { return XCTFail("\(long)") }
             XCTAssertTrue(error.message.contains("a line of the response is over 64 KiB"), "\(error)")
             let fits = try connect.request(Route("/fits", baseURL: server.baseURL, timeout: 10)).wait(timeout: 20)
