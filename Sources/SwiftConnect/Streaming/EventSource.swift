@@ -8,8 +8,8 @@ import Foundation
 public struct EventSourceReconnection: Sendable, Hashable {
     /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
     /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Each reconnection after the first in a row without
-    /// an event waits twice as long as the one before, up to 30 s (or this delay, when longer): a server that
-    /// answers and closes at once is not called in a loop.
+    /// an event waits twice as long as the one before (a delay of 0: 20 ms, then 40 ms…), up to 30 s (or this delay,
+    /// when longer): a server that answers and closes at once is not called in a loop.
     public var delay: TimeInterval
     /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit.
     public var maxAttempts: Int?
@@ -240,15 +240,19 @@ public struct EventSource: AsyncSequence {
         }
 
         /// The wait before reconnection number `failures` in a row without an event: `delay`, doubled for each one
-        /// after the first, up to 30 s (or `delay` itself, when longer).
+        /// after the first (from 10 ms at least, so that a delay of 0 backs off too), up to 30 s (or `delay` itself,
+        /// when longer).
         static func wait(_ delay: TimeInterval, failures: Int) -> TimeInterval {
-            guard failures > 1, delay > 0 else { return delay }
-            let doubled = delay * Double(1 << Swift.min(failures - 1, 16))
+            guard failures > 1 else { return delay }
+            let doubled = Swift.max(delay, shortestBackoffStep) * Double(1 << Swift.min(failures - 1, 16))
             return Swift.min(doubled, Swift.max(delay, longestBackoff))
         }
 
         /// The longest wait the doubling reaches, in seconds.
         static let longestBackoff: TimeInterval = 30
+        /// The least the doubling starts from, in seconds: doubling a delay of 0 gave 0, and a server that answers
+        /// and closes at once was called in a loop, as fast as it answered, for ever.
+        static let shortestBackoffStep: TimeInterval = 0.01
         /// The shortest wait a server's `retry:` sets, in seconds: `retry: 0` from a server that answers and closes
         /// at once would otherwise reconnect thousands of times a second.
         static let shortestServerRetry: TimeInterval = 0.5

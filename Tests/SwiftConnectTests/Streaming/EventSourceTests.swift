@@ -470,6 +470,19 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 3)
     }
 
+    /// A delay of 0 reconnects at once the first time, but the reconnections after it without an event still back
+    /// off: doubling nothing gave nothing, and a server that answers and closes at once was called in a loop.
+    func testADelayOfZeroStillBacksOffEventlessReconnections() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: Array(repeating: sse(": nothing\n\n"), count: 6) + [.status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let started = ContinuousClock.now
+        for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) {}
+        // Waits of 0, 20, 40, 80, 160 and 320 ms: sleeps last at least as long as asked, so this holds anywhere.
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(600))
+        XCTAssertEqual(transport.requests.count, 7)
+    }
+
     func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
         // Given: the server goes away after the first event (a restart), then comes back
         let transport = FakeTransport()
