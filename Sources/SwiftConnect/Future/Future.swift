@@ -31,16 +31,17 @@ import Dispatch
 /// global queue, and one that is cancelled on the thread that cancels it. To choose the queue, pass one:
 /// `observe(on: .main) { … }`, or insert ``receive(on:)`` in a chain.
 ///
-/// ## Guarantees A future completes at most once; later completions are ignored (and reported in debug builds). Every
-/// callback runs exactly once. The callbacks added while the future is pending run in the order they were added. One
-/// added once it is complete runs at once, also from inside another callback (so a callback may wait for what it adds);
-/// if the earlier callbacks have not started yet (their thread is still busy with another stage of the chain), it runs
-/// them first, then itself, on its own thread or, after ``receive(on:)``, in that order on the queue. Callbacks run
-/// outside the future's lock, so a callback may add callbacks or complete other futures. Long chains complete
-/// iteratively, without deep recursion. A promise completed inside a callback runs its callbacks there, nested; past 32
-/// such nested completions on a thread (a line of promises, each completed by a callback of the one before), the deeper
-/// ones run once the callback in progress returns, before the outermost completion does, so the stack cannot overflow.
-/// Once complete, a future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
+/// ## Guarantees
+/// A future completes at most once; later completions are ignored (and reported in debug builds). Every callback runs
+/// exactly once. The callbacks added while the future is pending run in the order they were added. One added once it is
+/// complete runs at once, also from inside another callback (so a callback may wait for what it adds); if the earlier
+/// callbacks have not started yet (their thread is still busy with another stage of the chain), it runs them first,
+/// then itself, on its own thread or, after ``receive(on:)``, in that order on the queue. Callbacks run outside the
+/// future's lock, so a callback may add callbacks or complete other futures. Long chains complete iteratively, without
+/// deep recursion. A promise completed inside a callback runs its callbacks there, nested; past 32 such nested
+/// completions on a thread (a line of promises, each completed by a callback of the one before), the deeper ones run
+/// once the callback in progress returns, before the outermost completion does, so the stack cannot overflow. Once
+/// complete, a future releases its callbacks and its cancel handler, so nothing in a finished chain is kept alive.
 ///
 /// ## Cancellation
 /// ``cancel()`` fails a pending future with ``FutureError/cancelled`` (a request's future: with the client's own
