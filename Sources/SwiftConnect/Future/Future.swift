@@ -603,7 +603,9 @@ extension Future {
             index += 1
         }
         NestedCancellations.end(previous: previous)
-        for future in toNotify { future.runCancellationCallbacks() }
+        // From the source down, as a completion runs them: what the source's callbacks do (a client forgetting the
+        // call it counts in flight) is done before the caller, at the end of the chain, hears of it.
+        for future in toNotify.reversed() { future.runCancellationCallbacks() }
     }
 
     /// Cancels `first` and the futures it waits on, up the chain, failing each with `error`; lists those whose

@@ -84,6 +84,24 @@ final class ConnectCancellationTests: XCTestCase {
         XCTAssertEqual(connect.requestsInFlight, 0)
     }
 
+    /// The caller hears of a cancellation once the client has let go of the call: a callback on the end of the
+    /// chain (what `await` and `wait()` resume from) sees no request in flight. The chain's callbacks ran from the
+    /// caller's end up, so the caller woke while the client still counted the call, and `requestsInFlight` read
+    /// 1 right after an `await` that threw the cancellation, when another thread cancelled.
+    func testACancelledCallerSeesNoRequestInFlight() {
+        // Given
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let todo = connect.request(TodoConnector.get(id: 1)).decoded(toType: Todo.self).map { $0.title }
+        let seen = Recorder<Int>()
+        todo.observe { _ in seen.append(connect.requestsInFlight) }
+        XCTAssertEqual(connect.requestsInFlight, 1)
+        // When
+        todo.cancel()
+        // Then
+        XCTAssertEqual(seen.values, [0])
+    }
+
     func testCancellingThroughAMiddlewareReachesTheTransport() {
         // Given: a middleware that maps the response, so the client's future is derived from the transport's
         let transport = ManualTransport()
