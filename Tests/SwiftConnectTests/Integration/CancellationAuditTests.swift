@@ -1,0 +1,283 @@
+import Dispatch
+import Foundation
+import SwiftConnect
+import SwiftConnectTesting
+import XCTest
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// Cancellation at the phases the unit tests reach with fakes, here through a real engine (``TransportUnderTest``)
+/// to a ``LocalServer`` on 127.0.0.1: each call ends `.cancelled`, once, and the server sees its connection go
+/// (an event the server reports, not a timer).
+final class CancellationAuditTests: IntegrationTestCase {
+    private func assertCancelled<T>(_ future: Future<T>, file: StaticString = #filePath, line: UInt = #line) {
+        XCTAssertThrowsError(try future.wait(timeout: 10), file: file, line: line) {
+            XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)", file: file, line: line)
+        }
+    }
+
+    /// A stale response's revalidation cancelled while the server holds its answer: the call ends cancelled, the
+    /// connection is closed, and what was stored is kept (the next call revalidates it again).
+    func testACancelledRevalidationEndsCancelledAndKeepsTheStoredResponse() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        let holds = Guarded(true)
+        server.route("GET", "/config") { request in
+            if request.header("If-None-Match") == "\"v1\"" {
+                if holds.withLock({ $0 }) {
+                    _ = arrived.succeed(())
+                    return LocalServer.Response.status(304).withHeader("ETag", "\"v1\"").delayed(by: 60)
+                }
+                return LocalServer.Response(status: 304, headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")])
+            }
+            return LocalServer.Response(
+                headers: [("ETag", "\"v1\""), ("Content-Type", "application/json")], body: Data(#"{"v":1}"#.utf8))
+        }
+        let clock = ManualClock()
+        let connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: ResponseCache(now: { clock.now }))
+        let route = Route("/config", baseURL: server.baseURL, options: RequestOptions(cache: CacheRule(timeToLive: 60)))
+        _ = try connect.response(for: route).wait(timeout: 10)
+        clock.advance(61)
+
+        let revalidation = connect.response(for: route)
+        try arrived.future.wait(timeout: 10)
+        revalidation.cancel()
+        assertCancelled(revalidation)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled revalidation still holds its connection")
+        XCTAssertEqual(connect.requestsInFlight, 0)
+
+        holds.withLock { $0 = false }
+        let again = try connect.response(for: route).wait(timeout: 10)
+        XCTAssertEqual(again.data, Data(#"{"v":1}"#.utf8))
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/config"), 3)
+    }
+
+    /// Two callers share one GET (coalescing): one cancels and the other still gets the answer; when both cancel
+    /// the shared exchange is cancelled and its connection closed.
+    func testCoalescedCallersCancelAloneAndTogether() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        let release = Gate()
+        server.route("GET", "/shared") { request in
+            _ = arrived.succeed(())
+            if request.queryItem("hold") == "yes" { return LocalServer.Response.text("late").delayed(by: 60) }
+            release.wait(timeout: 10)
+            return .text("shared")
+        }
+        let connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: nil,
+            settings: Connect.Settings(coalescesIdenticalRequests: true))
+        let route = Route("/shared", baseURL: server.baseURL)
+        let first = connect.request(route)
+        let second = connect.request(route)
+        try arrived.future.wait(timeout: 10)
+        first.cancel()
+        assertCancelled(first)
+        release.open()
+        XCTAssertEqual(String(decoding: try second.wait(timeout: 10), as: UTF8.self), "shared")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/shared"), 1)
+
+        let held = Promise<Void>()
+        server.route("GET", "/held") { _ in
+            _ = held.succeed(())
+            return LocalServer.Response.text("late").delayed(by: 60)
+        }
+        let heldRoute = Route("/held", baseURL: server.baseURL)
+        let third = connect.request(heldRoute)
+        let fourth = connect.request(heldRoute)
+        try held.future.wait(timeout: 10)
+        third.cancel()
+        fourth.cancel()
+        assertCancelled(third)
+        assertCancelled(fourth)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the shared exchange was not cancelled")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/held"), 1)
+    }
+
+    /// A stream body cancelled mid-upload: the call ends cancelled, the producer is cancelled (not leaked) and the
+    /// server sees the connection go.
+    func testAStreamUploadCancelledMidBodyStopsTheProducerAndTheConnection() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let firstPiece = Promise<Void>()
+        server.streamingRoute("POST", "/upload") { _, body in
+            var count = 0
+            while let piece = body.read() {
+                count += piece.count
+                if count >= 1_000 { _ = firstPiece.succeed(()) }
+            }
+            return .text("\(count)")
+        }
+        let released = Promise<Void>()
+        let never = Promise<Void>()
+        let chunks = AsyncThrowingStream<Data, any Error> { continuation in
+            let task = Task {
+                continuation.yield(Data(repeating: 1, count: 1_000))
+                await withTaskCancellationHandler {
+                    _ = try? await never.future.value
+                } onCancel: {
+                    _ = released.succeed(())
+                    _ = never.fail(CancellationError())
+                }
+                continuation.finish()
+            }
+            continuation.onTermination = { _ in task.cancel() }
+        }
+        var request = ConnectRequest(method: .post, url: server.baseURL.appendingPathComponent("upload"))
+        request.body = .stream(ConnectRequest.OneShotStream(chunks))
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let call = connect.response(for: request)
+        try firstPiece.future.wait(timeout: 10)
+        call.cancel()
+        assertCancelled(call)
+        XCTAssertNoThrow(try released.future.wait(timeout: 10), "the producer was never cancelled")
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled upload still holds its connection")
+    }
+
+    /// A buffered body cancelled after its head and part of it arrived: cancelled, and the connection closed.
+    func testABufferedBodyCancelledMidwayClosesTheConnection() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/endless") { _ in
+            .stream(contentLength: nil) { write in
+                while write(Data(count: 16 << 10)) {}
+            }
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let received = Promise<Void>()
+        let call = connect.request(
+            Route("/endless", baseURL: server.baseURL),
+            options: RequestOptions(progress: { if $0.bytesReceived > 0 { _ = received.succeed(()) } }))
+        try received.future.wait(timeout: 10)
+        call.cancel()
+        assertCancelled(call)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the server still streams to a cancelled request")
+    }
+
+    /// A call waiting in a full ``RequestQueue`` is cancelled unsent; the one running is cancelled on the wire.
+    func testQueuedAndRunningCallsCancelled() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        server.route("GET", "/slow") { _ in
+            _ = arrived.succeed(())
+            return LocalServer.Response.text("late").delayed(by: 60)
+        }
+        let connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: nil,
+            requestQueue: RequestQueue(maxConcurrentRequests: 1))
+        let running = connect.request(Route("/slow", baseURL: server.baseURL))
+        try arrived.future.wait(timeout: 10)
+        let waiting = connect.request(Route("/slow?second=1", baseURL: server.baseURL))
+        waiting.cancel()
+        assertCancelled(waiting)
+        running.cancel()
+        assertCancelled(running)
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10))
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/slow"), 1, "the cancelled waiting call was sent")
+    }
+
+    /// A call waiting for a token refresh is cancelled: it ends at once, and is never sent once the refresh ends.
+    func testACallWaitingForATokenRefreshIsCancelledUnsent() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/me") { request in
+            request.header("Authorization") == "Bearer new" ? .text("me") : .status(401)
+        }
+        let refreshing = Promise<Void>()
+        let token = Promise<AuthorizationToken>()
+        let auth = AuthenticationMiddleware(credential: .bearer(token: "old")) { _ in
+            _ = refreshing.succeed(())
+            return token.future
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), middlewares: [auth], retryPolicy: nil)
+        let call = connect.request(Route("/me", baseURL: server.baseURL))
+        try refreshing.future.wait(timeout: 10)
+        call.cancel()
+        assertCancelled(call)
+        _ = token.succeed(.bearer(token: "new"))
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/me"), 1)
+        XCTAssertEqual(String(decoding: try connect.request(Route("/me", baseURL: server.baseURL)).wait(timeout: 10),
+            as: UTF8.self), "me")
+    }
+}
+
+/// Cancellation edges with a fake transport: twice, after completion, from inside a middleware.
+final class CancellationEdgeAuditTests: XCTestCase {
+    private struct CancellingMiddleware: Middleware {
+        let target: Guarded<Future<Data>?>
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            target.withLock { $0 }?.cancel()
+            return next(request)
+        }
+    }
+
+    func testCancellingTwiceAndAfterCompletionEndsOnce() throws {
+        let transport = ManualTransport()
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let ends = Counter()
+        let call = connect.request(Route("/a", baseURL: URL(string: "http://127.0.0.1:9")!))
+        _ = call.always { ends.increment() }
+        XCTAssertTrue(transport.wait(forRequests: 1))
+        call.cancel()
+        call.cancel()
+        XCTAssertThrowsError(try call.wait(timeout: 10)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        transport.respond(to: 0, body: Data("late".utf8))
+        call.cancel()
+        XCTAssertEqual(ends.value, 1)
+        XCTAssertEqual(transport.cancellations.value, 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+
+        let done = connect.request(Route("/b", baseURL: URL(string: "http://127.0.0.1:9")!))
+        let doneEnds = Counter()
+        _ = done.always { doneEnds.increment() }
+        XCTAssertTrue(transport.wait(forRequests: 2))
+        transport.respond(to: 1, body: Data("ok".utf8))
+        XCTAssertEqual(try done.wait(timeout: 10), Data("ok".utf8))
+        done.cancel()
+        XCTAssertEqual(try done.wait(timeout: 10), Data("ok".utf8))
+        XCTAssertEqual(doneEnds.value, 1)
+        XCTAssertEqual(transport.cancellations.value, 1)
+    }
+
+    func testCancellingFromInsideAMiddlewareDoesNotDeadlock() throws {
+        let transport = ManualTransport()
+        let target = Guarded<Future<Data>?>(nil)
+        let gate = Gate()
+        let connect = Connect(
+            transport: transport,
+            middlewares: [
+                ClosureGate(gate: gate), CancellingMiddleware(target: target),
+            ], retryPolicy: nil)
+        let call = connect.request(Route("/a", baseURL: URL(string: "http://127.0.0.1:9")!))
+        target.withLock { $0 = call }
+        gate.open()
+        XCTAssertThrowsError(try call.wait(timeout: 10)) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled) }
+        XCTAssertEqual(connect.requestsInFlight, 0)
+    }
+
+    /// Holds each request until `gate` opens, off the calling thread.
+    private struct ClosureGate: Middleware {
+        let gate: Gate
+        func intercept(_ request: consuming ConnectRequest, context: RequestContext, next: @escaping Next)
+            -> Future<ConnectResponse>
+        {
+            let promise = Promise<ConnectResponse>()
+            let held = request
+            DispatchQueue.global().async {
+                gate.wait(timeout: 10)
+                let inner = next(held)
+                promise.setCancelHandler { inner.cancel() }
+                _ = inner.always { _ = promise.complete(with: inner.result!) }
+            }
+            return promise.future
+        }
+    }
+}
