@@ -44,7 +44,10 @@ final class SocketEngineCancellationTests: XCTestCase {
         let read = Guarded(0)
         server.streamingRoute("POST", "/upload") { _, body in
             while let piece = body.read() {
-                let count = read.withLock { $0 += piece.count; return $0 }
+                let count = read.withLock {
+                    $0 += piece.count
+                    return $0
+                }
                 if count >= 64 << 10, arrived.succeed(()) { cancelled.wait(timeout: 10) }
             }
             return .status(200)

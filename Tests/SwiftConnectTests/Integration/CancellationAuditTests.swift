@@ -31,7 +31,8 @@ final class CancellationAuditTests: IntegrationTestCase {
                     _ = arrived.succeed(())
                     return LocalServer.Response.status(304).withHeader("ETag", "\"v1\"").delayed(by: 60)
                 }
-                return LocalServer.Response(status: 304, headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")])
+                return LocalServer.Response(
+                    status: 304, headers: [("ETag", "\"v1\""), ("Cache-Control", "max-age=60")])
             }
             return LocalServer.Response(
                 headers: [("ETag", "\"v1\""), ("Content-Type", "application/json")], body: Data(#"{"v":1}"#.utf8))
@@ -143,9 +144,15 @@ final class CancellationAuditTests: IntegrationTestCase {
     func testABufferedBodyCancelledMidwayClosesTheConnection() throws {
         let server = try LocalServer.started()
         defer { server.stop() }
+        // Bounded (64 MiB), and told whether the client left first: a client that read it all would not be caught
+        // by the server going idle alone.
+        let leftEarly = Guarded(false)
         server.route("GET", "/endless") { _ in
             .stream(contentLength: nil) { write in
-                while write(Data(count: 16 << 10)) {}
+                for _ in 0..<4096 where !write(Data(count: 16 << 10)) {
+                    leftEarly.withLock { $0 = true }
+                    return
+                }
             }
         }
         let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
@@ -157,6 +164,7 @@ final class CancellationAuditTests: IntegrationTestCase {
         call.cancel()
         assertCancelled(call)
         XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the server still streams to a cancelled request")
+        XCTAssertTrue(leftEarly.withLock { $0 }, "the client read the whole body after the cancellation")
     }
 
     /// A call waiting in a full ``RequestQueue`` is cancelled unsent; the one running is cancelled on the wire.
@@ -202,8 +210,67 @@ final class CancellationAuditTests: IntegrationTestCase {
         assertCancelled(call)
         _ = token.succeed(.bearer(token: "new"))
         XCTAssertEqual(server.requestCount(for: "GET", path: "/me"), 1)
-        XCTAssertEqual(String(decoding: try connect.request(Route("/me", baseURL: server.baseURL)).wait(timeout: 10),
-            as: UTF8.self), "me")
+        XCTAssertEqual(
+            String(
+                decoding: try connect.request(Route("/me", baseURL: server.baseURL)).wait(timeout: 10),
+                as: UTF8.self), "me")
+    }
+}
+
+extension CancellationAuditTests {
+    private struct Events: ConnectObserver, ConnectCallObserver {
+        let recorded: Recorder<ConnectEvent>
+        let firstAttemptEnded: Promise<Void>
+        func observe(_ call: ConnectCall) -> (any ConnectCallObserver)? { self }
+        func record(_ event: ConnectEvent) {
+            recorded.append(event)
+            if case .attemptEnded = event { _ = firstAttemptEnded.succeed(()) }
+        }
+    }
+
+    /// A Task awaiting a call that waits out its `Retry-After` is cancelled: it ends cancelled at once, the second
+    /// attempt is never sent, and the observers hear the call end once.
+    func testATaskCancelledDuringARetryWaitEndsItOnce() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        server.route("GET", "/busy") { _ in LocalServer.Response.status(503).withHeader("Retry-After", "30") }
+        let recorded = Recorder<ConnectEvent>()
+        let ended = Promise<Void>()
+        var policy = RetryPolicy.default
+        policy.maxRetryAfter = 60
+        let connect = Connect(
+            transport: TransportUnderTest.make(), retryPolicy: policy,
+            settings: Connect.Settings(observers: [Events(recorded: recorded, firstAttemptEnded: ended)]))
+        let route = Route("/busy", baseURL: server.baseURL)
+        let task = Task { try await connect.request(route).value }
+        try await ended.future.value(timeout: 10)
+        task.cancel()
+        let result = await task.result
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)") }
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/busy"), 1)
+        XCTAssertEqual(connect.requestsInFlight, 0)
+        let ends = recorded.values.filter { if case .callEnded = $0 { return true } else { return false } }
+        XCTAssertEqual(ends.count, 1, "\(recorded.values)")
+    }
+
+    /// A Task reading a stream whose head has not come is cancelled: the loop ends cancelled, the connection goes.
+    func testATaskReadingAStreamCancelledBeforeItsHeadClosesTheConnection() async throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let arrived = Promise<Void>()
+        server.route("GET", "/slow") { _ in
+            _ = arrived.succeed(())
+            return LocalServer.Response.text("late").delayed(by: 60)
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil)
+        let request = ConnectRequest(method: .get, url: server.baseURL.appendingPathComponent("slow"))
+        let task = Task { for try await _ in connect.stream(request) {} }
+        try await arrived.future.value(timeout: 10)
+        task.cancel()
+        let result = await task.result
+        XCTAssertThrowsError(try result.get()) { XCTAssertEqual(($0 as? ConnectError)?.kind, .cancelled, "\($0)") }
+        XCTAssertTrue(server.waitUntilIdle(timeout: 10), "the cancelled stream still holds its connection")
+        XCTAssertEqual(connect.requestsInFlight, 0)
     }
 }
 
