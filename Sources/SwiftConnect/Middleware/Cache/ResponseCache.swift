@@ -45,11 +45,20 @@ import Foundation
 ///
 /// A fresh stored response answers the caller's own conditional GET or HEAD as a server would (RFC 9111 §4.3.2):
 /// when its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
-/// `If-Modified-Since` is not older than the stored `Last-Modified`, the caller gets a `304 Not Modified`, without the
-/// network: no body, and of the stored fields only `Cache-Control`, `Content-Location`, `Date`, `ETag`, `Expires`,
-/// `Last-Modified`, `Vary` and `Age`. It reaches the caller as a server's 304 does (an error of kind
-/// ``ConnectError/Kind/httpStatus``), and counts as a hit. A request whose conditions do not match, or that has
-/// other conditions (`If-Match`…), is served the stored response.
+/// `If-Modified-Since` is not older than the stored `Last-Modified` (without one, than the stored `Date`, as §4.3.2
+/// says a cache "SHOULD use"; without a `Date` that is an HTTP-date, nothing is compared), the caller gets a
+/// `304 Not Modified`, without the network: no body, and of the stored fields only `Cache-Control`,
+/// `Content-Location`, `Date`, `ETag`, `Expires`, `Last-Modified`, `Vary` and `Age`. It reaches the caller as a
+/// server's 304 does (an error of kind ``ConnectError/Kind/httpStatus``), and counts as a hit. A request whose
+/// conditions do not match is served the stored response. A request with `If-Match`, `If-Unmodified-Since` or
+/// `If-Range` is never answered from what is stored, fresh or not: RFC 9111 §4.3.2 says "the If-Match and
+/// If-Unmodified-Since conditional header fields are not applicable to a cache" and "A cache MUST NOT evaluate
+/// conditional header fields that only apply to an origin server", and `If-Range` is for a cache that serves partial
+/// responses (this one stores none). The cache cannot answer them itself either: a failed `If-Match` is a
+/// `412 Precondition Failed` about the server's current representation, which it never saw. Such a request goes to
+/// the network as it is (a miss), and its answer counts as below for the caller's own conditional request: a 304
+/// that validates the stored response refreshes it, a 2xx other than 206 replaces it, and a 412 or a `206 Partial
+/// Content` leaves it as it was, in memory and in the storage (a 206 is never stored).
 ///
 /// The cache is private (its client's). It serves a response past its time to live only to a request that accepts one
 /// (`max-stale`, `.returnCacheData…`, below); to any other, it revalidates it (RFC 9111 §4.3) when it can:
@@ -57,7 +66,8 @@ import Foundation
 /// - A GET or HEAD whose stored response is stale (or not fresh enough for the request's `max-age` or `min-fresh`),
 ///   or that asks to revalidate what is stored, fresh or not (`Cache-Control: no-cache` or `max-age=0`, without
 ///   `Cache-Control` `Pragma: no-cache`, or the `.reloadRevalidatingCacheData` policy: RFC 9111 §5.2.1.4, as a
-///   browser's reload asks), and whose stored response has a validator goes to the network conditional on it:
+///   browser's reload asks, or with a condition only the server can judge: `If-Match`, `If-Unmodified-Since`,
+///   `If-Range`, above), and whose stored response has a validator goes to the network conditional on it:
 ///   with `If-None-Match` naming its `ETag` and `If-Modified-Since` naming its `Last-Modified`, under the request's
 ///   own credentials and key. A request that is conditional already (`If-None-Match`, `If-Modified-Since`,
 ///   `If-Match`, `If-Unmodified-Since`, `If-Range`) goes as it is, and its caller gets the server's 304, which
@@ -662,7 +672,11 @@ public final class ResponseCache: Sendable {
         // A reload fetches in full, ignoring what is stored; a request that asks to revalidate (RFC 9111 §5.2.1.4)
         // is served nothing as it is, but what is stored is revalidated, fresh or not.
         let bypasses = rule.bypassesCache || Self.ignoresStoredData(policy)
-        let revalidates = asks.revalidate || policy == .reloadRevalidatingCacheData
+        // A condition only the origin server can judge (`If-Match`, `If-Unmodified-Since`, `If-Range`: RFC 9111
+        // §4.3.2) is not answered from what is stored: the request is sent as it is, as a revalidation would be.
+        let revalidates =
+            asks.revalidate || policy == .reloadRevalidatingCacheData
+            || Self.originConditionFields.contains { request.value(forHTTPHeaderField: $0) != nil }
         // `returnCacheData…`: a stored response is served even past its time to live.
         let servesStale = policy == .returnCacheDataElseLoad || policy == .returnCacheDataDontLoad
         let accepts = { (freshness: StoredFreshness) in
@@ -950,6 +964,13 @@ public final class ResponseCache: Sendable {
         "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
     ]
 
+    /// The request fields whose condition only the origin server can judge (RFC 9111 §4.3.2: "the If-Match and
+    /// If-Unmodified-Since conditional header fields are not applicable to a cache"; "A cache MUST NOT evaluate
+    /// conditional header fields that only apply to an origin server"), and `If-Range`, which only a cache that
+    /// serves partial responses evaluates (this one stores none). A request that carries one is sent to the server,
+    /// fresh stored response or not, and its answer counts as any answer to the caller's own conditional request.
+    private static let originConditionFields = ["If-Match", "If-Unmodified-Since", "If-Range"]
+
     /// The fields of a stored response that a 304 the cache answers with keeps (RFC 9110 §15.4.5: those a server's 304
     /// sends, `Last-Modified` as a validator, and `Age`); the others describe the body it does not carry.
     private static let notModifiedFields: Set<String> = [
@@ -959,10 +980,14 @@ public final class ResponseCache: Sendable {
     /// A `304 Not Modified` for `request`, the caller's own conditional GET or HEAD, when its conditions say that
     /// `served`, the fresh stored 2xx response about to answer it, is what the caller has already (RFC 9111 §4.3.2):
     /// its `If-None-Match` names the stored `ETag` (compared weakly) or is `*`, or, without `If-None-Match`, its
-    /// `If-Modified-Since` is an HTTP-date not older than the stored `Last-Modified`. The 304 has no body, and of
+    /// `If-Modified-Since` is an HTTP-date not older than the stored `Last-Modified`, or without one the stored `Date`
+    /// (RFC 9111 §4.3.2: "a cache SHOULD use the stored response's Date field value"). The 304 has no body, and of
     /// `served`'s fields only ``notModifiedFields``, as a server's 304 would. `nil` when the conditions do not match
     /// (`served` answers), or cannot be judged: an `If-Modified-Since` that is no HTTP-date, a stored response without
-    /// `Last-Modified`, an `If-None-Match` that is no list of entity tags.
+    /// `Last-Modified` and without a `Date` (or with one that is no HTTP-date: its arrival time, which §4.3.2 allows
+    /// next, is not the server's clock), an `If-None-Match` that is no list of entity tags. The request's
+    /// `If-Match`, `If-Unmodified-Since` and `If-Range` are not evaluated here: a request with one is never served
+    /// from what is stored (``originConditionFields``).
     static func notModified(_ served: ConnectResponse, for request: ConnectRequest, now: Date) -> ConnectResponse? {
         guard request.method == .get || request.method == .head, (200..<300).contains(served.statusCode) else {
             return nil
@@ -975,10 +1000,11 @@ public final class ResponseCache: Sendable {
                 else { return nil }
             }
         } else if let ifModifiedSince = request.value(forHTTPHeaderField: "If-Modified-Since") {
+            // RFC 9111 §4.3.2: without `Last-Modified`, the cache "SHOULD use the stored response's Date field value".
             guard let since = HTTPDate.date(from: trimmed(ifModifiedSince), now: now),
-                let lastModified = served.header("Last-Modified").flatMap({ HTTPDate.date(from: trimmed($0), now: now) }
-                ),
-                lastModified <= since
+                let modified = (served.header("Last-Modified") ?? served.header("Date"))
+                    .flatMap({ HTTPDate.date(from: trimmed($0), now: now) }),
+                modified <= since
             else { return nil }
         } else {
             return nil
