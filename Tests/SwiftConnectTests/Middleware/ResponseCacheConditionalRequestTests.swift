@@ -143,6 +143,31 @@ final class ResponseCacheConditionalRequestTests: XCTestCase {
         XCTAssertEqual(restartedTransport.requests.count, 1, "served from the storage")
     }
 
+    /// A write its call's rule caches as a read (a PUT under a custom key) with `If-Match`, the guard against lost
+    /// updates, reaches the server: the stored answer of an earlier PUT does not answer it in the server's place.
+    func testAPutARuleCachesWithIfMatchReachesTheServer() throws {
+        let origin = Origin()
+        let (connect, transport, _) = client(origin)
+        let putRule = RequestOptions(cache: CacheRule(timeToLive: 60, key: "put-a", keyIncludesBody: true))
+        let put = { (headers: [HTTPHeader]) in
+            try connect.response(
+                for: Route(
+                    "/a", baseURL: self.base, method: .put, parameters: ["x": 1] as JSONObject, headers: headers),
+                options: putRule
+            ).wait(timeout: 5)
+        }
+        XCTAssertEqual(try put([]).statusCode, 200)
+        XCTAssertEqual(try put([]).statusCode, 200)
+        XCTAssertEqual(transport.requests.count, 1, "the rule makes the PUT a read")
+        origin.conditionalAnswer = (412, [:], "")
+
+        XCTAssertThrowsError(try put([HTTPHeader(name: "If-Match", value: "\"v0\"")])) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 412)
+        }
+        XCTAssertEqual(transport.requests.count, 2)
+        XCTAssertEqual(transport.requests.last?.value(forHTTPHeaderField: "If-Match"), "\"v0\"")
+    }
+
     /// `only-if-cached` with `If-Match`: no stored response can answer the condition, and nothing may be sent, so the
     /// call fails with nothing sent, as it does when nothing is stored.
     func testOnlyIfCachedWithIfMatchFailsWithNothingSent() throws {
