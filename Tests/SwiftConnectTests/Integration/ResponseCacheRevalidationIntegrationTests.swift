@@ -121,4 +121,44 @@ final class ResponseCacheRevalidationIntegrationTests: IntegrationTestCase {
         XCTAssertEqual(String(decoding: revalidated.data, as: UTF8.self), expected)
         XCTAssertEqual(storage.response(forKey: key)?.body, Data(expected.utf8))
     }
+
+    /// RFC 9111 §4.3.2 through a real engine: a fresh stored response does not answer `If-Match` or `If-Range`, which
+    /// only the server can judge. The server gets them, and its 412 and 206 reach the caller and leave the stored 200,
+    /// which the next plain GET is served from memory, whole.
+    func testConditionsForTheServerReachItAndItsAnswersLeaveTheStoredResponse() throws {
+        let server = try LocalServer.started()
+        defer { server.stop() }
+        let seen = Recorder<(ifMatch: String?, ifRange: String?)>()
+        server.route("GET", "/doc") { request in
+            seen.append((request.header("If-Match"), request.header("If-Range")))
+            if request.header("If-Match") != nil { return LocalServer.Response(status: 412) }
+            if request.header("If-Range") == "\"v1\"", request.header("Range") == "bytes=0-3" {
+                return LocalServer.Response(
+                    status: 206, headers: [("ETag", "\"v1\""), ("Content-Range", "bytes 0-3/11")],
+                    body: Data("{\"ve".utf8))
+            }
+            return LocalServer.Response(headers: [("ETag", "\"v1\"")], body: Data(#"{"version"}"#.utf8))
+        }
+        let connect = Connect(transport: TransportUnderTest.make(), retryPolicy: nil, responseCache: ResponseCache())
+        let rule = RequestOptions(cache: CacheRule(timeToLive: 300))
+        let route = { (headers: [HTTPHeader]) in Route("/doc", baseURL: server.baseURL, headers: headers, options: rule)
+        }
+
+        XCTAssertEqual(try connect.response(for: route([])).wait(timeout: 10).statusCode, 200)
+        XCTAssertThrowsError(
+            try connect.response(for: route([HTTPHeader(name: "If-Match", value: "\"v0\"")])).wait(timeout: 10)
+        ) { XCTAssertEqual(($0 as? ConnectError)?.statusCode, 412) }
+        let partial = try connect.response(
+            for: route([HTTPHeader(name: "Range", value: "bytes=0-3"), HTTPHeader(name: "If-Range", value: "\"v1\"")])
+        ).wait(timeout: 10)
+        XCTAssertEqual(partial.statusCode, 206)
+        XCTAssertEqual(String(decoding: partial.data, as: UTF8.self), "{\"ve")
+
+        let served = try connect.response(for: route([])).wait(timeout: 10)
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/doc"), 3, "the last is served from memory")
+        XCTAssertEqual(seen.values.map(\.ifMatch), [nil, "\"v0\"", nil])
+        XCTAssertEqual(seen.values.map(\.ifRange), [nil, nil, "\"v1\""])
+        XCTAssertEqual(served.statusCode, 200)
+        XCTAssertEqual(String(decoding: served.data, as: UTF8.self), #"{"version"}"#)
+    }
 }
