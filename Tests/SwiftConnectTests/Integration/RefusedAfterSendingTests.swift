@@ -80,8 +80,9 @@ final class RefusedAfterSendingTests: IntegrationTestCase {
         // Then
         guard case .failure(let error as ConnectError) = result else { return XCTFail("got \(result)") }
         XCTAssertEqual(server.requestLines(), ["GET /warm HTTP/1.1", "POST /orders HTTP/1.1"])
-        // libcurl sent the POST again on a fresh connection, which was refused.
-        XCTAssertEqual(error.kind, .cannotConnect, "\(error)")
+        // libcurl sent the POST again on a fresh connection, which was refused; AsyncHTTPClient sends nothing again
+        // and reports the closed connection.
+        XCTAssertEqual(error.kind, TransportUnderTest.isURLSession ? .cannotConnect : .connectionLost, "\(error)")
         XCTAssertEqual(error.attempts, 1)
         XCTAssertEqual(clock.delays, [])
     }
