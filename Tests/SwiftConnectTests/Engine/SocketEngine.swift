@@ -211,17 +211,18 @@ private struct WireReader: Sendable {
     mutating func line() async throws -> String {
         while true {
             if let end = buffer.firstIndex(of: UInt8(ascii: "\n")) {
-                // The limit holds for the line whatever the reads it came in: a line over it is refused even when
-                // one read brought it whole (else a long line passes or not by how the kernel split the bytes)
-                guard end - buffer.startIndex <= pieceSize else {
-                    throw badResponse("a line of the response is over 64 KiB")
-                }
                 var line = buffer[..<end]
                 if line.last == UInt8(ascii: "\r") { line = line.dropLast() }
+                // The limit holds for the line's content whatever its line break (the CR of a CRLF does not count)
+                // and whatever the reads it came in: a line over it is refused even when one read brought it whole
+                // (else a long line passes or not by how the kernel split the bytes)
+                guard line.count <= pieceSize else { throw badResponse("a line of the response is over 64 KiB") }
                 buffer = Data(buffer[(end + 1)...])
                 return String(decoding: line, as: UTF8.self)
             }
-            guard buffer.count <= pieceSize else { throw badResponse("a line of the response is over 64 KiB") }
+            // No line break yet: a CR at the end may be the start of one, and is not counted
+            let content = buffer.count - (buffer.last == UInt8(ascii: "\r") ? 1 : 0)
+            guard content <= pieceSize else { throw badResponse("a line of the response is over 64 KiB") }
             guard try await fill() else { throw connectionLost("the connection closed before the response was whole") }
         }
     }

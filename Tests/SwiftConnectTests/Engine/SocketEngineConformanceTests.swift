@@ -55,6 +55,36 @@ final class SocketEngineConformanceTests: XCTestCase {
         }
     }
 
+    /// The 64 KiB limit counts a line's content, not its line break: a line of exactly 65,536 bytes is read whether
+    /// it ends with CRLF or a bare LF, and one of 65,537 is refused either way. Before, the CR of a CRLF counted, so
+    /// the same line passed with a bare LF and failed with CRLF.
+    func testTheLineLimitCountsTheContentWhateverTheLineBreak() throws {
+        let server = try startedServer()
+        let name = "X-Long: "
+        for (ending, label) in [("\r\n", "crlf"), ("\n", "lf")] {
+            for (suffix, length) in [("fits", 65_536), ("over", 65_537)] {
+                let line = name + String(repeating: "x", count: length - name.utf8.count)
+                XCTAssertEqual(line.utf8.count, length)
+                let head =
+                    ["HTTP/1.1 200 OK", line, "Content-Length: 2", "Connection: close", ""].joined(separator: ending)
+                    + ending + "ok"
+                server.route("GET", "/\(label)-\(suffix)") { _ in
+                    LocalServer.Response().withFault(.raw(Data(head.utf8)))
+                }
+            }
+        }
+        let connect = Connect(transport: SocketEngine(), retryPolicy: nil)
+
+        for label in ["crlf", "lf"] {
+            let fits = connect.request(Route("/\(label)-fits", baseURL: server.baseURL, timeout: 10))
+            XCTAssertEqual(try String(decoding: fits.wait(timeout: 20), as: UTF8.self), "ok", label)
+            let over = try connect.request(Route("/\(label)-over", baseURL: server.baseURL, timeout: 10))
+                .waitForResult(timeout: 20)
+            guard case .failure(let error as ConnectError) = over else { return XCTFail("\(label): \(over)") }
+            XCTAssertTrue(error.message.contains("a line of the response is over 64 KiB"), "\(label): \(error)")
+        }
+    }
+
     /// A redirect to another origin leaves `Authorization` behind, and one to the same origin keeps it: the
     /// engine sends each hop's head as the core made it.
     func testARedirectToAnotherOriginDropsTheCredential() throws {
