@@ -83,11 +83,14 @@ enum CookieRules {
         }
         // RFC 6265bis §5.7: only a secure origin sets a `Secure` cookie.
         if secure, !isSecure(url) { return nil }
-        // RFC 6265bis §4.1.3, as browsers enforce them: a `__Secure-` cookie is `Secure`; a `__Host-` one also has no
-        // `Domain` and the path `/`, so that a sibling host (`evil.example.com`) cannot set one for its parent.
+        // RFC 6265bis §4.1.3, as browsers enforce them: a `__Secure-` cookie is `Secure`; a `__Host-` one is also
+        // host-only with the path `/`, so that a sibling host (`evil.example.com`) cannot set one for its parent.
         let lowercasedName = name.lowercased()
         if lowercasedName.hasPrefix("__secure-"), !secure { return nil }
-        if lowercasedName.hasPrefix("__host-"), !secure || domain != nil || path != "/" { return nil }
+        // The latest draft's storage model asks for a host-only cookie, not for no `Domain` at all: `Domain=` and
+        // `Domain=.` (empty once its dot is removed) leave the cookie host-only, and so are allowed; any other
+        // `Domain`, the host's own name included, makes a domain cookie, refused.
+        if lowercasedName.hasPrefix("__host-"), !secure || !(domain ?? "").isEmpty || path != "/" { return nil }
         var storedDomain = host
         if let domain, !domain.isEmpty, domain != host {
             // §5.3 steps 5 and 6: a domain the host is in, of more than one label, never for an IP address.

@@ -151,8 +151,26 @@ final class CookieRulesTests: XCTestCase {
         let hostOnly = try XCTUnwrap(cookie("a=1; Domain=."))
         XCTAssertTrue(CookieRules.sends(hostOnly, to: page, now: now))
         XCTAssertFalse(CookieRules.sends(hostOnly, to: URL(string: "https://b.a.example.com/dir/page")!, now: now))
-        // A `__Host-` cookie still may not carry a `Domain` attribute at all (RFC 6265bis §4.1.3.2).
-        XCTAssertNil(cookie("__Host-sid=x; Secure; Path=/; Domain=."))
+    }
+
+    /// RFC 6265bis's storage model (the latest draft) asks of a `__Host-` cookie that its host-only flag be set, not
+    /// that it carry no `Domain`: `Domain=.` (empty once its dot is removed) and `Domain=` (ignored) leave it
+    /// host-only, so the cookie is kept, for its host alone; a `Domain` that names a domain, the host's own name
+    /// included, makes a domain cookie and the `__Host-` cookie is refused.
+    func testAHostPrefixedCookieWithAnEmptyDomainIsKeptHostOnly() throws {
+        for text in [
+            "__Host-sid=x; Secure; Path=/; Domain=.", "__Host-sid=x; Secure; Path=/; Domain=",
+            "__Host-sid=x; Domain=.; Secure; Path=/",
+        ] {
+            let made = try XCTUnwrap(cookie(text), text)
+            XCTAssertEqual(made.domain, "a.example.com", text)
+            XCTAssertTrue(made.isSecure, text)
+            XCTAssertFalse(CookieRules.sends(made, to: URL(string: "https://b.a.example.com/")!, now: now), text)
+        }
+        XCTAssertNil(cookie("__Host-sid=x; Secure; Path=/; Domain=a.example.com"), "the host's own name as Domain")
+        XCTAssertNil(cookie("__Host-sid=x; Secure; Path=/; Domain=.a.example.com"), "the host's own name, dotted")
+        XCTAssertNil(cookie("__Host-sid=x; Path=/; Domain=."), "not Secure")
+        XCTAssertNil(cookie("__Host-sid=x; Secure; Domain=."), "no Path=/")
     }
 
     /// RFC 6265bis §4.1.3, as browsers enforce the prefixes: a sibling host cannot toss a `__Host-` cookie to its
