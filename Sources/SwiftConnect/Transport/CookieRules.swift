@@ -27,6 +27,10 @@ import Foundation
 ///   https only when `Secure`, until it expires; the longest paths first, then the oldest (a cookie that replaced
 ///   another keeps that one's creation time, §5.3 step 11.3: ``keepCreationTimes(of:replacing:now:)``).
 ///
+/// - **Bounds** (§6.1, RFC 6265bis's eviction order): ``evictions(toStore:in:now:maxPerDomain:maxTotal:)``. The
+///   session's storage keeps at most 50 cookies per domain and 3000 in all; a new cookie past a bound evicts expired
+///   cookies first, then those that are not `Secure`, then the others, the least recently set first.
+///
 /// Cookies are `HTTPCookie`s, as the platform's storage keeps them: a domain with a leading `.` is a domain cookie,
 /// one without is host-only (FoundationNetworking's own convention).
 enum CookieRules {
@@ -111,6 +115,54 @@ enum CookieRules {
         if let expiry = maxAge ?? expires { properties[.expires] = expiry }
         return HTTPCookie(properties: properties)
     }
+
+    /// The cookies of `stored` to delete before `cookie` is stored, so that its domain keeps at most `maxPerDomain`
+    /// cookies and the storage `maxTotal` (RFC 6265 §6.1's minimums by default); none when `cookie` replaces a stored
+    /// one (the same name, domain and path) or deletes one (it has expired).
+    static func evictions(
+        toStore cookie: HTTPCookie, in stored: [HTTPCookie], now: Date,
+        maxPerDomain: Int = maxCookiesPerDomain, maxTotal: Int = maxCookies
+    ) -> [HTTPCookie] {
+        if let expires = cookie.expiresDate, expires <= now { return [] }
+        guard !stored.contains(where: { isSameCookie($0, cookie) }) else { return [] }
+        let domain = bareDomain(of: cookie)
+        var left = stored
+        var evicted: [HTTPCookie] = []
+        /// Takes the `count` first of `candidates` in RFC 6265bis's order out of `left` and into `evicted`.
+        func evict(_ count: Int, of candidates: [HTTPCookie], by priority: (HTTPCookie) -> Int) {
+            guard count > 0 else { return }
+            let chosen = candidates.map { (cookie: $0, priority: priority($0), set: madeTime(of: $0) ?? -.infinity) }
+                .sorted { ($0.priority, $0.set) < ($1.priority, $1.set) }
+                .prefix(count).map(\.cookie)
+            evicted += chosen
+            left.removeAll { kept in chosen.contains { isSameCookie($0, kept) } }
+        }
+        func isExpired(_ cookie: HTTPCookie) -> Bool { cookie.expiresDate.map { $0 <= now } ?? false }
+        // Its domain's: expired first, then those that are not `Secure`, then the others; the least recently set
+        // first within each.
+        let sameDomain = left.filter { bareDomain(of: $0) == domain }
+        evict(sameDomain.count - maxPerDomain + 1, of: sameDomain) { isExpired($0) ? 0 : $0.isSecure ? 2 : 1 }
+        // Then the whole storage's: expired first, then any, the least recently set first.
+        evict(left.count - maxTotal + 1, of: left) { isExpired($0) ? 0 : 1 }
+        return evicted
+    }
+
+    /// When `cookie` was last set: the time its `HTTPCookie` was made (`Created`), not the creation time it keeps
+    /// from a cookie it replaced. The storage keeps no
+    /// last-access time, so the cookie least recently set is evicted first; `nil` when its properties do not say.
+    private static func madeTime(of cookie: HTTPCookie) -> Double? {
+        switch cookie.properties?[HTTPCookiePropertyKey("Created")] {
+        case let seconds as Double: return seconds
+        case let number as NSNumber: return number.doubleValue
+        case let date as Date: return date.timeIntervalSinceReferenceDate
+        default: return nil
+        }
+    }
+
+    /// The most cookies a session's storage keeps for one domain: RFC 6265 §6.1's minimum.
+    static let maxCookiesPerDomain = 50
+    /// The most cookies a session's storage keeps in all: RFC 6265 §6.1's minimum.
+    static let maxCookies = 3000
 
     /// The most octets a cookie's name and value may have together (RFC 6265bis §5.6): a longer cookie is ignored.
     static let maxNameAndValueOctets = 4096
@@ -275,13 +327,7 @@ enum CookieRules {
     /// is made), or the time it kept from the cookie it replaced (``keepCreationTimes(of:replacing:now:)``); `nil`
     /// when they do not say. RFC 6265 sends the older of two cookies of equal path length first.
     static func creationTime(of cookie: HTTPCookie) -> Double? {
-        let made: Double
-        switch cookie.properties?[HTTPCookiePropertyKey("Created")] {
-        case let seconds as Double: made = seconds
-        case let number as NSNumber: made = number.doubleValue
-        case let date as Date: made = date.timeIntervalSinceReferenceDate
-        default: return nil
-        }
+        guard let made = madeTime(of: cookie) else { return nil }
         let kept = keptCreationTimes.withLock { $0[CookieIdentity(cookie)] }
         return kept.flatMap { $0.replacement == made ? $0.created : nil } ?? made
     }

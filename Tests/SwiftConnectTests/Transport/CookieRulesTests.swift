@@ -192,6 +192,69 @@ final class CookieRulesTests: XCTestCase {
         XCTAssertEqual(cookie("a=1", from: URL(string: "http://a.example.com/")!)?.isSecure, false)
     }
 
+    // MARK: - Bounds
+
+    /// A stored cookie for `domain` (a leading `.` for a domain cookie), `Secure` or not, expired or not.
+    private func stored(_ name: String, _ domain: String, secure: Bool = false, expired: Bool = false) -> HTTPCookie {
+        var properties: [HTTPCookiePropertyKey: Any] = [.name: name, .value: "1", .domain: domain, .path: "/"]
+        if secure { properties[.secure] = "TRUE" }
+        properties[.expires] = expired ? now.addingTimeInterval(-60) : now.addingTimeInterval(3600)
+        return HTTPCookie(properties: properties)!
+    }
+
+    private func evictions(_ new: HTTPCookie, _ cookies: [HTTPCookie], perDomain: Int = 3, total: Int = 100)
+        -> [String]
+    {
+        CookieRules.evictions(toStore: new, in: cookies, now: now, maxPerDomain: perDomain, maxTotal: total)
+            .map(\.name).sorted()
+    }
+
+    /// RFC 6265 §6.1 and 6265bis's eviction order: past a domain's bound, a new cookie makes room by evicting that
+    /// domain's expired cookies first, then those that are not `Secure`, then the others; a host-only cookie and a
+    /// domain cookie of one name count together; another domain's cookies are left alone.
+    func testANewCookiePastItsDomainsBoundEvictsExpiredThenPlainCookiesOfThatDomain() {
+        let new = stored("new", "a.example.com")
+        let others = (0..<5).map { stored("other\($0)", "b.example.com") }
+        XCTAssertEqual(
+            evictions(
+                new,
+                others + [
+                    stored("gone", "a.example.com", expired: true), stored("s1", "a.example.com", secure: true),
+                    stored("p1", ".a.example.com"),
+                ]),
+            ["gone"])
+        XCTAssertEqual(
+            evictions(
+                new,
+                others + [
+                    stored("s1", "a.example.com", secure: true), stored("p1", ".a.example.com"),
+                    stored("s2", "a.example.com", secure: true),
+                ]),
+            ["p1"])
+        let secure = (0..<3).map { stored("s\($0)", "a.example.com", secure: true) }
+        XCTAssertEqual(evictions(new, others + secure).count, 1)
+        // Under the bound, or replacing a stored cookie, or deleting one (expired): nothing is evicted
+        XCTAssertEqual(evictions(new, others + secure.dropLast()), [])
+        XCTAssertEqual(evictions(stored("s0", "a.example.com", secure: true), others + secure), [])
+        XCTAssertEqual(evictions(stored("x", "a.example.com", expired: true), others + secure), [])
+        // Past the bound already (a storage filled by others): down to one under it
+        let many = (0..<6).map { stored("m\($0)", "a.example.com") }
+        XCTAssertEqual(evictions(new, many).count, 4)
+    }
+
+    /// Past the bound in all, a new cookie evicts expired cookies first, then any.
+    func testANewCookiePastTheTotalBoundEvictsExpiredCookiesFirst() {
+        let new = stored("new", "c.example.com")
+        let full = [
+            stored("a1", "a.example.com"), stored("a2", "a.example.com"), stored("b1", "b.example.com"),
+            stored("b2", "b.example.com", expired: true),
+        ]
+        XCTAssertEqual(evictions(new, full, perDomain: 3, total: 4), ["b2"])
+        let live = full.dropLast() + [stored("b3", "b.example.com")]
+        XCTAssertEqual(evictions(new, Array(live), perDomain: 3, total: 4).count, 1)
+        XCTAssertEqual(evictions(new, Array(live), perDomain: 3, total: 5), [])
+    }
+
     // MARK: - Sending
 
     private func stored(

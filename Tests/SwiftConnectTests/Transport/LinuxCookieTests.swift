@@ -254,6 +254,30 @@ import XCTest
             XCTAssertEqual(try sent("/echo").sorted(), ["\(comma)=a,b", "\(login)=1"])
         }
 
+        /// RFC 6265 §6.1: the session's storage keeps at most 50 cookies per domain. A server that set a new cookie
+        /// on each of 55 calls had all 55 kept (and sent back on every request), and thousands grew the storage
+        /// without bound; now each past the 50th evicts the least recently set of its domain.
+        func testTheSessionKeepsAtMostFiftyCookiesPerDomainEvictingTheLeastRecentlySet() throws {
+            let cookies = SessionCookies(storage: .shared, accepts: true, sends: true)
+            let host = "bound-\(prefix).example"
+            let url = try XCTUnwrap(URL(string: "http://\(host)/set"))
+            let count = CookieRules.maxCookiesPerDomain + 5
+            var last = 0.0
+            for index in 0..<count {
+                // Each set after the clock has moved on from the one before, so that their order is known
+                while Date().timeIntervalSinceReferenceDate <= last {}
+                let response = try XCTUnwrap(
+                    HTTPURLResponse(
+                        url: url, statusCode: 200, httpVersion: nil,
+                        headerFields: ["Set-Cookie": "\(name("n\(index)"))=1; Path=/"]))
+                cookies.keep(from: response, of: nil)
+                last = try XCTUnwrap(stored("n\(index)").flatMap(CookieRules.creationTime(of:)), "n\(index)")
+            }
+            let kept = Set((HTTPCookieStorage.shared.cookies ?? []).filter { $0.domain == host }.map(\.name))
+            XCTAssertEqual(kept.count, CookieRules.maxCookiesPerDomain)
+            XCTAssertEqual(kept, Set((5..<count).map { name("n\($0)") }))
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")

@@ -438,11 +438,15 @@ extension SessionDelegate {
 /// - It sends the cookies its storage holds for a host by domain alone: a `Secure` cookie went over plain http, a
 ///   cookie for `/admin` to every path, an expired one until the next store; and it replaced a `Cookie` header the
 ///   request carried.
+/// - Its storage has no bound: a server that set a new cookie on every call grew it, and every request's `Cookie`,
+///   without end.
 ///
 /// So the transport's own sessions run with `httpCookieAcceptPolicy = .never` and `httpShouldSetCookies = false`,
 /// and the transport does both itself by RFC 6265 (``CookieRules``), in the storage the configuration names: it keeps
 /// each response's cookies (``keep(from:)``) when the configuration accepts cookies, and adds the ones that apply to
-/// each request (``adding(to:)``) when it sets them, after the request's own. A session given with
+/// each request (``adding(to:)``) when it sets them, after the request's own. It keeps at most 50 cookies per domain
+/// and 3000 in all (RFC 6265 §6.1), evicting others for a new one past a bound
+/// (``CookieRules/evictions(toStore:in:now:maxPerDomain:maxTotal:)``). A session given with
 /// ``URLSessionTransport/init(session:)`` is used as it is: the defects stay with it.
 ///
 /// Tests: `SetCookieSafetyTests`, `LinuxCookieTests`.
@@ -502,7 +506,20 @@ struct SessionCookies: Sendable {
         // One by one: `setCookies(_:for:mainDocumentURL:)` drops each whose domain is not the URL's host as written
         // (`127.1`, `[0:0::1]`), where `CookieRules` set it for the host it is; every cookie here was checked already.
         // `setCookie` still heeds the storage's own accept policy, and an expired cookie deletes.
-        cookies.forEach(storage.setCookie)
+        guard storage.cookieAcceptPolicy != .never else { return }
+        // RFC 6265 §6.1: at most 50 cookies per domain and 3000 in all; a new cookie past a bound evicts others
+        // first (``CookieRules/evictions(toStore:in:now:maxPerDomain:maxTotal:)``). FoundationNetworking's storage
+        // has no bound: a server setting a new cookie on every call grew it, and every request's `Cookie`, forever.
+        var current = storage.cookies ?? []
+        for cookie in cookies {
+            for evicted in CookieRules.evictions(toStore: cookie, in: current, now: now) {
+                storage.deleteCookie(evicted)
+                current.removeAll { CookieRules.isSameCookie($0, evicted) }
+            }
+            storage.setCookie(cookie)
+            current.removeAll { CookieRules.isSameCookie($0, cookie) }
+            if !(cookie.expiresDate.map { $0 <= now } ?? false) { current.append(cookie) }
+        }
     }
 
     /// `request` with the stored cookies that apply to its URL added to its `Cookie` header, after the cookies it
