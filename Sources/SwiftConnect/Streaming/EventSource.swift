@@ -8,7 +8,7 @@ import Foundation
 public struct EventSourceReconnection: Sendable, Hashable {
     /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
     /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Each reconnection after the first in a row without
-    /// an event waits twice as long as the one before (a delay of 0: 20 ms, then 40 ms…), up to 30 s (or this delay,
+    /// an event waits twice as long as the one before (a delay of 0: 0.02 s, then 0.04 s…), up to 30 s (or this delay,
     /// when longer): a server that answers and closes at once is not called in a loop.
     public var delay: TimeInterval
     /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit.
@@ -240,7 +240,7 @@ public struct EventSource: AsyncSequence {
         }
 
         /// The wait before reconnection number `failures` in a row without an event: `delay`, doubled for each one
-        /// after the first (from 10 ms at least, so that a delay of 0 backs off too), up to 30 s (or `delay` itself,
+        /// after the first (from 0.01 s at least, so that a delay of 0 backs off too), up to 30 s (or `delay` itself,
         /// when longer).
         static func wait(_ delay: TimeInterval, failures: Int) -> TimeInterval {
             guard failures > 1 else { return delay }
