@@ -15,9 +15,11 @@ final class TransportConformanceTests: XCTestCase {
         #if canImport(FoundationNetworking)
             return [
                 "cancellation closes the connection":
-                    "FoundationNetworking cannot stop a body transfer under way: a cancelled request's bytes keep "
-                    + "coming until libcurl's queue is free, piling up in memory meanwhile (the server's 256 MiB "
-                    + "after the cancellation were read in some runs on loopback, and stopped early in others)",
+                    "FoundationNetworking cannot stop a body transfer under way: the transport calls the task's "
+                    + "cancel() at once, which waits for libcurl's work queue (workQueue.sync), busy while a fast "
+                    + "sender keeps the socket full; a cancelled request's bytes keep coming until it is free, piling "
+                    + "up in memory meanwhile (the server's 256 MiB after the cancellation were read in some runs on "
+                    + "loopback, and stopped early in others)",
                 "streamed request body keeps its length":
                     "FoundationNetworking tells libcurl a body stream's size is unknown, so it goes out in chunks and "
                     + "its Content-Length field is dropped (a server that needs the length gets it over "
