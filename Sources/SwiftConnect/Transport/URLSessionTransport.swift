@@ -381,9 +381,12 @@ public final class URLSessionTransport: Transport {
         }
         let handler = TaskHandler(
             request: request, promise: promise, deadline: deadline, transport: self, observation: observation)
+        // FoundationNetworking's `cancel()` waits for libcurl's busy queue: off the caller, as a hop's stop.
+        let delegateQueue = session.delegateQueue
         let stop: @Sendable () -> Void = { [weak task, weak handler, delegate] in
             handler?.releaseTransport()
-            Self.cancel(task, through: delegate)
+            guard let task else { return }
+            Self.stopOffTheCaller(sparing: delegateQueue) { Self.cancel(task, through: delegate) }
         }
         slot.withLock { $0 = (handler, task.taskIdentifier) }
         delegate?.register(handler, for: task)

@@ -263,9 +263,9 @@ extension URLSessionTransport {
 // MARK: - A stop waits for libcurl's queue, which a fast sender keeps busy
 
 extension URLSessionTransport {
-    /// Runs `stop`, which cancels a hop's task and invalidates its session: on Linux on a thread of its own, which
-    /// the caller waits for half a second at most (`delegateQueue`, the session's delegate queue, not at all); at
-    /// once elsewhere.
+    /// Runs `stop`, which cancels a hop's task and invalidates its session, or cancels a plain exchange's task: on
+    /// Linux on a thread of its own, which the caller waits for half a second at most (`delegateQueue`, the
+    /// session's delegate queue, not at all); at once elsewhere.
     ///
     /// Defect: FoundationNetworking's `cancel()` and `invalidateAndCancel()` wait for the session's work queue
     /// (`workQueue.sync`), where libcurl reads; every session's work queue targets one serial queue of the process
@@ -276,6 +276,9 @@ extension URLSessionTransport {
     ///   every piece libcurl read meanwhile piled up behind it. A slow reader of a 256 MiB stream with an 8 MiB buffer
     ///   limit raised peak resident memory by 45 to 268 MiB (seven runs on loopback), +0 to +16 MiB (seventeen runs)
     ///   once the stop ran elsewhere, the delegate queue dropping each piece as it comes;
+    /// - the caller of `cancel()` on a plain exchange's future: held until the stop landed (0.06 to 2.4 s into a
+    ///   fast 512 MiB body), and for as long as another request's body stream waited for its producer, which holds
+    ///   the same queue (`PlainTaskCancellationTests`);
     /// - the exchange's task, when the core refused a body over its size limit or a stream's reader left: a
     ///   cooperative thread of Swift concurrency, blocked for seconds, and the caller's `.responseTooLarge` delivered
     ///   only when the stop landed (5.3 and 9.0 s into a fast 4 GiB body, in 2 runs of 6).
@@ -303,7 +306,8 @@ extension URLSessionTransport {
     /// +112 MiB).
     ///
     /// Tests: `MemoryBoundTests` (`testASlowReaderOfAStreamStaysWithinItsMemoryBound`,
-    /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceAndStaysUnder256MiB`), `IsolatedSessionTests`.
+    /// `testAFast4GiBResponseOverTheSizeLimitFailsAtOnceAndStaysUnder256MiB`), `IsolatedSessionTests`,
+    /// `PlainTaskCancellationTests`.
     static func stopOffTheCaller(sparing delegateQueue: OperationQueue, _ stop: @escaping @Sendable () -> Void) {
         #if canImport(FoundationNetworking)
             let stopped = DispatchSemaphore(value: 0)
