@@ -14,8 +14,12 @@ import Foundation
     /// for one) is sent cut short, as a success. This stream says it has bytes until its end and blocks in `read`
     /// until the next chunk is there. It blocks the session's work queue meanwhile: the transport sends such a body
     /// on a session of its own (``URLSessionTransport/needsSessionOfItsOwn(_:body:)``), and cancelling the hop
-    /// unblocks it. A failed chunk makes `read` return -1, which fails the task; the hop reports the chunks' own
-    /// error (``BlockingChunkReader/failure``).
+    /// unblocks it. That does not spare the other sessions: every session's work queue targets one serial queue of
+    /// the process, so until the next chunk comes every other URLSession request waits, and a thread that sends one
+    /// is held (a GET sent while an upload's producer waited: 60 s, the upload's timeout; RELIABILITY.md). Left: no
+    /// way around it through FoundationNetworking's API; `AsyncHTTPClientTransport` does not wait so. A failed chunk
+    /// makes `read` return -1, which fails the task; the hop reports the chunks' own error
+    /// (``BlockingChunkReader/failure``).
     ///
     /// Left as it is: FoundationNetworking tells libcurl a body stream's length is unknown, so the body goes out in
     /// chunks and a `Content-Length` set for it is dropped (`TransportConformanceTests.knownDefects`, "streamed
