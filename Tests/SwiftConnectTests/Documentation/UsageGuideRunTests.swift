@@ -166,6 +166,35 @@ final class UsageGuideRunTests: XCTestCase {
         XCTAssertEqual(parts.map(\.data), [Data("%PDF".utf8), Data([0, 1, 2])])
     }
 
+    /// "Using Connect": `upload(files:to:debugResponse:)` takes `[File]?`, as the guide's signature does: `nil` sends
+    /// the connector's fields alone, in a multipart body of no file.
+    func testAnUploadOfNilFilesSendsTheFieldsAlone() throws {
+        server.route("POST", "/profile") { _ in .json(string: "{}") }
+        struct Profile: Connector {
+            let server: URL
+            var baseURL: URL { server }
+            var endpoint: String { "/profile" }
+            var method: HTTPMethod { .post }
+            var headers: [HTTPHeader] { [] }
+            var parameters: ParametersRepresentable? { Parameter.jsonObject(value: ["name": "Ada"]) }
+        }
+        _ = try Connect().upload(files: nil, to: Profile(server: server.baseURL), debugResponse: false).wait()
+        let received = try XCTUnwrap(server.requests.last)
+        let parts = try MultipartParser.parse(received.body, contentType: XCTUnwrap(received.header("Content-Type")))
+        XCTAssertEqual(parts.map(\.name), ["name"])
+        XCTAssertEqual(parts.map(\.data), [Data("Ada".utf8)])
+        XCTAssertEqual(parts.map(\.filename), [nil])
+    }
+
+    /// "File also includes MimeType": the guide's four types, with their raw values, hashable as it says.
+    func testTheGuidesMimeTypesAreTheirMediaTypes() {
+        let types: Set<MimeType> = [.jpg, .png, .mp4, .pdf, MimeType(rawValue: "image/jpeg")]
+        XCTAssertEqual(types.count, 4)
+        XCTAssertEqual(
+            [MimeType.jpg, .png, .mp4, .pdf].map(\.rawValue),
+            ["image/jpeg", "image/png", "video/mp4", "application/pdf"])
+    }
+
     /// "ErrorHandler": outside 200..<300 the default handler finds `msg`, `messge`, `error` or `err`, or gives a
     /// generic error; a handler of yours that returns `nil` makes the response a success.
     func testTheErrorHandlerOverARealEngine() throws {
