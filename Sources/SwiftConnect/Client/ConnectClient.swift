@@ -8,6 +8,8 @@ import Foundation
 /// give its tests a fake of its own instead of a client with a fake transport.
 ///
 /// A conformer implements ``response(for:debugResponse:options:)``; the body and typed forms come with it.
+/// A connector whose base URL is relative (`/`, leaving the server to the client) has no URL of its own, and its
+/// `asURLRequest()` throws: a fake answers it for a URL of the fake's, as below.
 ///
 /// ```swift
 /// final class TodoStore {
@@ -24,7 +26,8 @@ import Foundation
 ///     func response(for connector: any Connector, debugResponse: Bool, options: RequestOptions)
 ///         -> Future<ConnectResponse>
 ///     {
-///         Future(result: Result { try .json(#"{"id":1,"title":"Test"}"#, for: connector.asURLRequest()) })
+///         let request = URLRequest(url: URL(string: "https://fake.test")!.appendingPathComponent(connector.endpoint))
+///         return Future(result: Result { try .json(#"{"id":1,"title":"Test"}"#, for: request) })
 ///     }
 /// }
 /// let store = TodoStore(client: CannedClient())
