@@ -60,6 +60,11 @@ final class MigrationTasksTests: XCTestCase {
         let posts = try PostsStore(client: fake).all().wait()
         XCTAssertEqual(posts, [Post(id: 7, title: "Canned")])
         XCTAssertEqual(fake.asked.withLock { $0 }, ["/posts"])
+        // Through the protocol, a call with options names `debugResponse:` too (ComingFromRemotli).
+        let client: any ConnectClient = fake
+        let once = RequestOptions(acceptsEveryStatus: true)
+        let again = client.request(GetAllPosts(), debugResponse: false, options: once).decoded(toType: [Post].self)
+        XCTAssertEqual(try again.wait(), [Post(id: 7, title: "Canned")])
     }
 
     /// Konex returned the `URLSessionDataTask` to cancel; here ``Future/cancel()`` "fails it with
@@ -77,6 +82,28 @@ final class MigrationTasksTests: XCTestCase {
         XCTAssertThrowsError(try call.wait()) { error in
             XCTAssertEqual((error as? ConnectError)?.kind, .cancelled, "\(error)")
         }
+    }
+
+    /// Konex: "`KonexClient(urlSession:)` is `Connect(baseURL: apiURL, transport: URLSessionTransport(session:
+    /// yourSession))`": the guide's connector, whose base URL is `/`, goes to the server through the app's session.
+    func testKonexAClientOnTheAppsOwnURLSession() throws {
+        server.route("GET", "/posts") { _ in .json(string: #"[{"id":1,"title":"First"}]"#) }
+        let yourSession = URLSession(configuration: .ephemeral)
+        defer { yourSession.invalidateAndCancel() }
+        let client = Connect(baseURL: apiURL, transport: URLSessionTransport(session: yourSession))
+        let posts = try client.request(GetAllPosts()).decoded(toType: [Post].self).wait()
+        XCTAssertEqual(posts, [Post(id: 1, title: "First")])
+    }
+
+    /// Konex sent each request once: "`RetryPolicy(maxAttempts: 1)` sends each request once", a 503 included.
+    func testKonexOneAttemptSendsA503dGetOnce() throws {
+        server.route("GET", "/posts") { _ in .json(string: #"{"msg":"busy"}"#, status: 503) }
+        let client = Connect(
+            retryPolicy: RetryPolicy(maxAttempts: 1), configuration: ServerConfiguration(baseURL: apiURL))
+        XCTAssertThrowsError(try client.request(GetAllPosts()).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 503, "\(error)")
+        }
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/posts"), 1)
     }
 
     // MARK: Remotli
@@ -132,6 +159,24 @@ final class MigrationTasksTests: XCTestCase {
         let post = try gateway.request(Route("/foo", method: .post)).decoded(toType: JSONValue.self).wait()
         XCTAssertEqual(get["h"]?.stringValue, "none")
         XCTAssertEqual(post["h"]?.stringValue, "post")
+    }
+
+    /// JustAPIs' `followRedirects = false` is `maxRedirects` set to `0`: the redirect is the answer, which fails the
+    /// call with its 3xx status unless the options accept every status; where it points is never asked.
+    func testJustAPIsNotFollowingARedirect() throws {
+        server.route("GET", "/old") { _ in .redirect(to: "/new") }
+        server.route("GET", "/new") { _ in .json(string: "{}") }
+        let gateway = Connect(baseURL: apiURL)
+        var stay = RequestOptions()
+        stay.maxRedirects = 0
+        XCTAssertThrowsError(try gateway.response(for: Route("/old"), options: stay).wait()) { error in
+            XCTAssertEqual((error as? ConnectError)?.statusCode, 302, "\(error)")
+        }
+        stay.acceptsEveryStatus = true
+        let redirect = try gateway.response(for: Route("/old"), options: stay).wait()
+        XCTAssertEqual(redirect.statusCode, 302)
+        XCTAssertEqual(redirect.header("Location"), "/new")
+        XCTAssertEqual(server.requestCount(for: "GET", path: "/new"), 0)
     }
 
     /// JustAPIs' tests stubbed requests with OHHTTPStubs; `FakeTransport` answers the gateway's `get("/foo",
