@@ -7,21 +7,24 @@ import Foundation
 /// How an ``EventSource`` reconnects, as a browser's `EventSource` does.
 public struct EventSourceReconnection: Sendable, Hashable {
     /// The wait before reconnecting, until the server sets another with a `retry:` field (half a second at least,
-    /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Each reconnection after the first in a row without
-    /// an event waits twice as long as the one before (a delay of 0: 0.02 s, then 0.04 s…), up to 30 s (or this delay,
-    /// when longer): a server that answers and closes at once is not called in a loop.
+    /// as Firefox keeps it). Defaults to 3 s, the WHATWG default. Every reconnection waits 0.01 s at least, a delay
+    /// of 0 included: a server that sends one event per connection and closes is not called in a loop. Each
+    /// reconnection after the first in a row without an event waits twice as long as the one before (a delay of 0:
+    /// 0.02 s, then 0.04 s…), up to 30 s (or this delay, when longer).
     public var delay: TimeInterval
-    /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit.
+    /// The most reconnections in a row without an event received in between; `nil` (the default) for no limit. One
+    /// below 0 counts as 0: no reconnection.
     public var maxAttempts: Int?
 
     /// Creates a reconnection policy.
     ///
     /// - Parameters:
     ///   - delay: The first wait before reconnecting, in seconds.
-    ///   - maxAttempts: The most reconnections in a row without an event; `nil` for no limit.
+    ///   - maxAttempts: The most reconnections in a row without an event; `nil` for no limit, and one below 0 is 0.
     public init(delay: TimeInterval = 3, maxAttempts: Int? = nil) {
         self.delay = max(0, delay)
-        self.maxAttempts = maxAttempts
+        // Clamped rather than refused: the initializer does not throw, and a negative count can only mean "none".
+        self.maxAttempts = maxAttempts.map { max(0, $0) }
     }
 }
 
@@ -200,7 +203,8 @@ public struct EventSource: AsyncSequence {
         /// failure (`.notConnected` offline, `.nameResolution`…), or `.connectionLost` when the stream only ended.
         private mutating func waitToReconnect(after failure: (any Error)? = nil) async throws {
             failures += 1
-            if let limit = source.reconnection.maxAttempts, failures > limit {
+            // Clamped here too: `maxAttempts` is a `var`, which an app may set below 0 after the initializer.
+            if let limit = source.reconnection.maxAttempts.map({ Swift.max(0, $0) }), failures > limit {
                 isFinished = true
                 let message =
                     "the event stream ended or could not be reached \(failures) times in a row without an "
@@ -239,19 +243,25 @@ public struct EventSource: AsyncSequence {
             error.kind == .responseTooLarge && error.storedHead != nil
         }
 
-        /// The wait before reconnection number `failures` in a row without an event: `delay`, doubled for each one
-        /// after the first (from 0.01 s at least, so that a delay of 0 backs off too), up to 30 s (or `delay` itself,
-        /// when longer).
+        /// The wait before reconnection number `failures` in a row without an event: `delay` (0.01 s at least),
+        /// doubled for each one after the first, up to 30 s (or `delay` itself, when longer).
+        ///
+        /// The floor applies to the first reconnection too: each event starts the count again, so with a delay of 0
+        /// a server that sent one event per connection and closed was called as fast as it answered, for ever. The
+        /// app asked for 0, but WHATWG lets the client wait, and 0.01 s (at most 100 connections a second) is no
+        /// delay a user notices. A `delay` set below 0 or to NaN (it is a `var`) waits the floor as well.
         static func wait(_ delay: TimeInterval, failures: Int) -> TimeInterval {
-            guard failures > 1 else { return delay }
-            let doubled = Swift.max(delay, shortestBackoffStep) * Double(1 << Swift.min(failures - 1, 16))
-            return Swift.min(doubled, Swift.max(delay, longestBackoff))
+            let base = delay >= shortestBackoffStep ? delay : shortestBackoffStep
+            guard failures > 1 else { return base }
+            let doubled = base * Double(1 << Swift.min(failures - 1, 16))
+            return Swift.min(doubled, Swift.max(base, longestBackoff))
         }
 
         /// The longest wait the doubling reaches, in seconds.
         static let longestBackoff: TimeInterval = 30
-        /// The least the doubling starts from, in seconds: doubling a delay of 0 gave 0, and a server that answers
-        /// and closes at once was called in a loop, as fast as it answered, for ever.
+        /// The shortest wait before any reconnection, and the least the doubling starts from, in seconds: doubling a
+        /// delay of 0 gave 0, and a server that answers and closes at once was called in a loop, as fast as it
+        /// answered, for ever.
         static let shortestBackoffStep: TimeInterval = 0.01
         /// The shortest wait a server's `retry:` sets, in seconds: `retry: 0` from a server that answers and closes
         /// at once would otherwise reconnect thousands of times a second.

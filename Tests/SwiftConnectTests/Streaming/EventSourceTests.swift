@@ -483,6 +483,43 @@ final class EventSourceTests: XCTestCase {
         XCTAssertEqual(transport.requests.count, 7)
     }
 
+    /// A delay of 0 with a server that sends one event per connection and closes: each event starts the back-off
+    /// again, so every reconnection was the first in a row and waited nothing, a loop as fast as the server answered,
+    /// for ever. Each reconnection now waits 0.01 s at least (20 of them: 0.2 s at least; a lower bound only, which
+    /// sleeps keep on any machine).
+    func testADelayOfZeroWaitsAMomentBetweenConnectionsThatEachHadAnEvent() async throws {
+        let transport = FakeTransport()
+        transport.stub(.get, "/events", with: Array(repeating: sse("data: tick\n\n"), count: 20) + [.status(204)])
+        let connect = Connect(transport: transport, retryPolicy: nil)
+        let started = ContinuousClock.now
+        var ticks = 0
+        for try await _ in connect.eventSource(Feed(), reconnection: EventSourceReconnection(delay: 0)) { ticks += 1 }
+        XCTAssertEqual(ticks, 20)
+        XCTAssertEqual(transport.requests.count, 21)
+        XCTAssertGreaterThanOrEqual(ContinuousClock.now - started, .milliseconds(200))
+    }
+
+    /// A negative `maxAttempts` (given to the initializer or set later) means no reconnection: it is clamped to 0,
+    /// not read as a limit of -1 ("gave up after -1 reconnections").
+    func testANegativeMostAttemptsMeansNoReconnection() async throws {
+        XCTAssertEqual(EventSourceReconnection(delay: 0, maxAttempts: -1).maxAttempts, 0)
+        var setLater = EventSourceReconnection(delay: 0)
+        setLater.maxAttempts = -5
+        for policy in [EventSourceReconnection(delay: 0, maxAttempts: -1), setLater] {
+            let transport = FakeTransport()
+            transport.stub(.get, "/events", with: sse(": nothing to say\n\n"))
+            let connect = Connect(transport: transport, retryPolicy: nil)
+            do {
+                for try await _ in connect.eventSource(Feed(), reconnection: policy) {}
+                XCTFail("a source that may not reconnect must end with its first connection")
+            } catch let error as ConnectError {
+                XCTAssertEqual(error.kind, .connectionLost)
+                XCTAssertTrue(error.message.contains("after 0 reconnections"), error.message)
+            }
+            XCTAssertEqual(transport.requests.count, 1, "no reconnection")
+        }
+    }
+
     func testAReconnectionTheNetworkRefusesIsTriedAgain() async throws {
         // Given: the server goes away after the first event (a restart), then comes back
         let transport = FakeTransport()
