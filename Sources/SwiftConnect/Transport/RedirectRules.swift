@@ -392,10 +392,13 @@ enum RedirectRule {
 /// on the way, is ignored. Kept apart from the request's own
 /// `Cookie` header, which the redirect rules keep or drop by origin.
 ///
-/// Bounded by RFC 6265 §6.1's minimums: at most ``maxCookiesPerDomain`` (50) cookies for one domain (a host-only
-/// cookie's host, a domain cookie's domain) and ``maxCookies`` (3000) in all; past a limit a new cookie is ignored,
-/// while one already kept is still replaced or deleted. A server that set 500 cookies on each of 20 redirects had
-/// every one sent on the hops after.
+/// Bounded by RFC 6265 §6.1's minimums: at most ``maxCookiesPerDomain`` (50) cookies alive for one domain (a
+/// host-only cookie's host, a domain cookie's domain) and ``maxCookies`` (3000) kept in all; past a limit a new cookie
+/// evicts the oldest, as a session's storage does (``CookieRules/evictions(toStore:in:now:maxPerDomain:maxTotal:)``):
+/// in its domain the oldest not `Secure`, then the oldest; in all, the deletions (expired cookies kept to take their
+/// names out of the request's header) first, then the oldest. Ignoring the new one instead kept the first 50 a server
+/// set, and a login's cookie set after them never went on. A server that set 500 cookies on each of 20 redirects had
+/// every one sent on the hops after. The cost is a scan of the kept cookies only when a bound is passed.
 ///
 /// None is kept when the transport's cookies are off (``init(isOn:)``): a `URLSessionTransport` whose configuration
 /// sends no cookies (`httpShouldSetCookies = false`) or keeps none (no `httpCookieStorage`, or an accept policy of
@@ -436,12 +439,35 @@ struct RedirectCookies: Sendable {
                 continue
             }
             let domain = Self.domain(of: cookie)
-            guard cookies.count < Self.maxCookies, perDomain[domain, default: 0] < Self.maxCookiesPerDomain else {
-                continue
-            }
             cookies.append(cookie)
             perDomain[domain, default: 0] += 1
+            evictPastBounds(of: domain, now: now)
         }
+    }
+
+    /// Removes the cookie that the one just added to `domain` takes the place of, when a bound is passed: in the
+    /// domain, past ``maxCookiesPerDomain`` alive (a deletion does not count), the oldest not `Secure`, else the
+    /// oldest; in all, past ``maxCookies``, the oldest deletion, else the oldest. ``cookies`` lists them the oldest
+    /// first (a replacement keeps its place, RFC 6265 §5.3 step 11.3): one call's hops have no other time to go by.
+    private mutating func evictPastBounds(of domain: String, now: Date) {
+        func isExpired(_ cookie: HTTPCookie) -> Bool { cookie.expiresDate.map { $0 <= now } ?? false }
+        if perDomain[domain, default: 0] > Self.maxCookiesPerDomain {
+            let alive = cookies.indices.filter { Self.domain(of: cookies[$0]) == domain && !isExpired(cookies[$0]) }
+            if alive.count > Self.maxCookiesPerDomain,
+                let oldest = alive.first(where: { !cookies[$0].isSecure }) ?? alive.first
+            {
+                remove(at: oldest)
+            }
+        }
+        if cookies.count > Self.maxCookies {
+            remove(at: cookies.firstIndex(where: isExpired) ?? cookies.startIndex)
+        }
+    }
+
+    /// Removes the cookie at `index` and its count.
+    private mutating func remove(at index: Int) {
+        let removed = cookies.remove(at: index)
+        perDomain[Self.domain(of: removed), default: 1] -= 1
     }
 
     /// The domain a cookie counts against: its domain, lowercased, without the leading `.` of a domain cookie.

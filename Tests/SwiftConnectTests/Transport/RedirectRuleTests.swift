@@ -304,8 +304,10 @@ final class RedirectRuleTests: XCTestCase {
 
     /// RFC 6265 §6.1's minimums as the bound on what one exchange's redirects keep: 50 cookies per domain and 3000 in
     /// all. A server that set 500 cookies on each of 20 redirects had every one sent on the hops after. Past a limit a
-    /// new cookie is ignored; one already kept is still replaced or deleted.
-    func testTheCookiesOneExchangesRedirectsKeepAreBounded() throws {
+    /// new cookie evicts the oldest (an expired one, kept to take its name out of the request's header, first), as a
+    /// session's storage does: the newest were ignored, so a login's cookie set after many others never went on. A
+    /// deletion does not count against its domain's bound.
+    func testTheCookiesOneExchangesRedirectsKeepAreBoundedEvictingTheOldest() throws {
         func response(from url: URL, setting cookies: [String]) -> ConnectResponse {
             let fields = HeaderFields(
                 [HeaderField(name: .location, value: "/next")]
@@ -319,23 +321,27 @@ final class RedirectRuleTests: XCTestCase {
         }
         var cookies = RedirectCookies()
         cookies.take(setBy: response(from: origin, setting: (0..<60).map { "c\($0)=1; Path=/" }))
-        XCTAssertEqual(sent(cookies), (0..<50).map { "c\($0)=1" }, "the first 50 of one domain")
+        XCTAssertEqual(sent(cookies), (10..<60).map { "c\($0)=1" }, "the last 50 of one domain")
 
-        cookies.take(setBy: response(from: origin, setting: ["c0=2; Path=/", "c1=; Max-Age=0; Path=/", "late=1"]))
-        XCTAssertEqual(sent(cookies), ["c0=2"] + (2..<50).map { "c\($0)=1" }, "a kept cookie is replaced and deleted")
+        cookies.take(setBy: response(from: origin, setting: ["c10=2; Path=/", "c11=; Max-Age=0; Path=/", "late=1"]))
+        XCTAssertEqual(
+            sent(cookies), ["c10=2"] + (12..<60).map { "c\($0)=1" } + ["late=1"],
+            "a kept cookie is replaced and deleted; the deletion leaves room for a new one")
 
         // Another domain (the parent's domain cookies) has 50 of its own.
         cookies.take(setBy: response(from: origin, setting: (0..<60).map { "d\($0)=1; Domain=example.com; Path=/" }))
-        XCTAssertEqual(sent(cookies).count, 49 + 50)
+        XCTAssertEqual(sent(cookies).count, 50 + 50)
 
-        // 3000 in all, whatever the domains: 70 hosts of 50 each.
+        // 3000 in all, whatever the domains: 70 hosts of 50 each evict the deletion, then the oldest.
         for host in 0..<70 {
             let url = URL(string: "https://h\(host).example.org/")!
             cookies.take(setBy: response(from: url, setting: (0..<50).map { "e\($0)=1; Path=/" }))
         }
         XCTAssertEqual(cookies.cookies.count, 3000)
-        XCTAssertEqual(sent(cookies, to: URL(string: "https://h57.example.org/")!).count, 50)
-        XCTAssertEqual(sent(cookies, to: URL(string: "https://h58.example.org/")!), [], "past the limit in all")
+        XCTAssertEqual(sent(cookies, to: URL(string: "https://h69.example.org/")!).count, 50, "the newest kept")
+        XCTAssertEqual(sent(cookies, to: URL(string: "https://h10.example.org/")!).count, 50)
+        XCTAssertEqual(sent(cookies, to: URL(string: "https://h9.example.org/")!), [], "the oldest evicted")
+        XCTAssertEqual(sent(cookies), [], "the oldest evicted")
     }
 
     /// A request that handles no cookies (`httpShouldHandleCookies = false`) gets none from a redirect either.
