@@ -29,7 +29,8 @@ import Foundation
 ///
 /// - **Bounds** (§6.1, RFC 6265bis's eviction order): ``evictions(toStore:in:now:maxPerDomain:maxTotal:)``. The
 ///   session's storage keeps at most 50 cookies per domain and 3000 in all; a new cookie past a bound evicts expired
-///   cookies first, then those that are not `Secure`, then the others, the least recently set first.
+///   cookies first, then those that are not `Secure`, then the others, the least recently used first: set, or sent
+///   (§5.4 step 3 updates a cookie's last-access time as it is sent: ``recordUse(of:at:)``).
 ///
 /// Cookies are `HTTPCookie`s, as the platform's storage keeps them: a domain with a leading `.` is a domain cookie,
 /// one without is host-only (FoundationNetworking's own convention).
@@ -131,25 +132,61 @@ enum CookieRules {
         /// Takes the `count` first of `candidates` in RFC 6265bis's order out of `left` and into `evicted`.
         func evict(_ count: Int, of candidates: [HTTPCookie], by priority: (HTTPCookie) -> Int) {
             guard count > 0 else { return }
-            let chosen = candidates.map { (cookie: $0, priority: priority($0), set: madeTime(of: $0) ?? -.infinity) }
-                .sorted { ($0.priority, $0.set) < ($1.priority, $1.set) }
+            let chosen = candidates.map { (cookie: $0, priority: priority($0), used: lastUseTime(of: $0)) }
+                .sorted { ($0.priority, $0.used) < ($1.priority, $1.used) }
                 .prefix(count).map(\.cookie)
             evicted += chosen
             left.removeAll { kept in chosen.contains { isSameCookie($0, kept) } }
         }
         func isExpired(_ cookie: HTTPCookie) -> Bool { cookie.expiresDate.map { $0 <= now } ?? false }
-        // Its domain's: expired first, then those that are not `Secure`, then the others; the least recently set
-        // first within each.
+        // Its domain's: expired first, then those that are not `Secure`, then the others; the least recently used
+        // (set or sent) first within each.
         let sameDomain = left.filter { bareDomain(of: $0) == domain }
         evict(sameDomain.count - maxPerDomain + 1, of: sameDomain) { isExpired($0) ? 0 : $0.isSecure ? 2 : 1 }
-        // Then the whole storage's: expired first, then any, the least recently set first.
+        // Then the whole storage's: expired first, then any, the least recently used first.
         evict(left.count - maxTotal + 1, of: left) { isExpired($0) ? 0 : 1 }
         return evicted
     }
 
+    /// When `cookie` was last used (RFC 6265 §5.3's last-access time): sent (``recordUse(of:at:)``), or else set;
+    /// `-infinity` when neither is known. The storage keeps no last-access time, so this record does.
+    static func lastUseTime(of cookie: HTTPCookie) -> Double {
+        guard let made = madeTime(of: cookie) else { return -.infinity }
+        let use = lastUses.withLock { $0[CookieIdentity(cookie)] }
+        return use.flatMap { $0.made == made ? Swift.max($0.used, made) : nil } ?? made
+    }
+
+    /// Records that `cookies` were sent at `now` (RFC 6265 §5.4 step 3: their last-access time), for the eviction
+    /// order (``evictions(toStore:in:now:maxPerDomain:maxTotal:)``): a cookie sent on every request (a login's) was
+    /// evicted as the oldest set, ahead of cookies never sent. One lock and a dictionary write per cookie sent; the
+    /// record lives as long as the process, one per name, domain and path, at most ``maxKeptCreationTimes`` (past
+    /// that, it starts again empty, which only changes the eviction order). A cookie set again (another `Created`)
+    /// does not take the record of the one it replaced: it was just set.
+    static func recordUse(of cookies: [HTTPCookie], at now: Date) {
+        guard !cookies.isEmpty else { return }
+        let used = now.timeIntervalSinceReferenceDate
+        let records = cookies.compactMap { cookie in
+            madeTime(of: cookie).map { (CookieIdentity(cookie), LastUse(made: $0, used: used)) }
+        }
+        lastUses.withLock { uses in
+            if uses.count + records.count > maxKeptCreationTimes { uses.removeAll() }
+            for (identity, use) in records { uses[identity] = use }
+        }
+    }
+
+    /// When a cookie was last sent, with its own `Created`, to know it again.
+    private struct LastUse {
+        /// The cookie's own `Created`.
+        let made: Double
+        /// When it was last sent, seconds since 2001.
+        let used: Double
+    }
+
+    /// The last-access times ``recordUse(of:at:)`` keeps.
+    private static let lastUses = Protected<[CookieIdentity: LastUse]>([:])
+
     /// When `cookie` was last set: the time its `HTTPCookie` was made (`Created`), not the creation time it keeps
-    /// from a cookie it replaced. The storage keeps no
-    /// last-access time, so the cookie least recently set is evicted first; `nil` when its properties do not say.
+    /// from a cookie it replaced; `nil` when its properties do not say.
     private static func madeTime(of cookie: HTTPCookie) -> Double? {
         switch cookie.properties?[HTTPCookiePropertyKey("Created")] {
         case let seconds as Double: return seconds
@@ -306,6 +343,13 @@ enum CookieRules {
     /// longest paths first, then the oldest (``creationTime(of:)``), then as `cookies` lists them (a storage's list
     /// has no order: FoundationNetworking's comes from a dictionary); `nil` when there is nothing to send.
     static func header(for url: URL, from cookies: [HTTPCookie], keeping existing: String?, now: Date) -> String? {
+        headerAndSent(for: url, from: cookies, keeping: existing, now: now).header
+    }
+
+    /// ``header(for:from:keeping:now:)``, and the stored cookies it sends (for ``recordUse(of:at:)``).
+    static func headerAndSent(for url: URL, from cookies: [HTTPCookie], keeping existing: String?, now: Date)
+        -> (header: String?, sent: [HTTPCookie])
+    {
         let own = pairs(of: existing)
         let stored =
             cookies
@@ -318,9 +362,9 @@ enum CookieRules {
                 }
                 return (left.created, left.listed) < (right.created, right.listed)
             }
-            .map { ($0.cookie.name, $0.cookie.value) }
-        let all = own + stored
-        return all.isEmpty ? nil : all.map { "\($0.0)=\($0.1)" }.joined(separator: "; ")
+            .map(\.cookie)
+        let all = own + stored.map { (name: $0.name, value: $0.value) }
+        return (all.isEmpty ? nil : all.map { "\($0.0)=\($0.1)" }.joined(separator: "; "), stored)
     }
 
     /// When `cookie` was made, as its `properties` say (`Created`, seconds since 2001, which `HTTPCookie` sets as it

@@ -278,6 +278,58 @@ import XCTest
             XCTAssertEqual(kept, Set((5..<count).map { name("n\($0)") }))
         }
 
+        /// RFC 6265 §5.4 step 3 and §6.1: sending a cookie makes it the most recently used, and the storage evicts
+        /// the least recently used first. A cookie sent on every request (a session's login) was evicted as the
+        /// oldest set, ahead of 49 that were never sent.
+        func testSendingACookieKeepsItFromEvictionAheadOfThoseNotSent() throws {
+            let cookies = SessionCookies(storage: .shared, accepts: true, sends: true)
+            let host = "access-\(prefix).example"
+            func keep(_ field: String) throws {
+                let url = try XCTUnwrap(URL(string: "http://\(host)/set"))
+                let response = try XCTUnwrap(
+                    HTTPURLResponse(url: url, statusCode: 200, httpVersion: nil, headerFields: ["Set-Cookie": field]))
+                cookies.keep(from: response, of: nil)
+            }
+            var last = 0.0
+            for index in 0..<CookieRules.maxCookiesPerDomain {
+                // Each set after the clock has moved on from the one before, so that their order is known
+                while Date().timeIntervalSinceReferenceDate <= last {}
+                try keep("\(name("n\(index)"))=1; Path=\(index == 0 ? "/used" : "/other")")
+                last = try XCTUnwrap(stored("n\(index)").flatMap(CookieRules.creationTime(of:)), "n\(index)")
+            }
+            while Date().timeIntervalSinceReferenceDate <= last {}
+            // The oldest is sent (alone: the others are for another path), after all of them were set.
+            let request = cookies.adding(to: URLRequest(url: try XCTUnwrap(URL(string: "http://\(host)/used/page"))))
+            XCTAssertEqual(request.value(forHTTPHeaderField: "Cookie"), "\(name("n0"))=1")
+            try keep("\(name("new"))=1; Path=/")
+            XCTAssertNotNil(stored("n0"), "the cookie just sent is the most recently used")
+            XCTAssertNil(stored("n1"), "the least recently used is evicted")
+            XCTAssertNotNil(stored("new"))
+        }
+
+        /// An expired cookie in the storage (it expired after it was stored) is never sent, and is evicted before
+        /// any cookie still alive when room is needed.
+        func testAnExpiredCookieIsNeitherSentNorKeptAheadOfALiveOne() throws {
+            let host = "expired-\(prefix).example"
+            let now = Date()
+            func cookie(_ suffix: String, expires: Date?) throws -> HTTPCookie {
+                var properties: [HTTPCookiePropertyKey: Any] = [
+                    .name: name(suffix), .value: "1", .domain: host, .path: "/",
+                ]
+                if let expires { properties[.expires] = expires }
+                return try XCTUnwrap(HTTPCookie(properties: properties))
+            }
+            // Stored when alive, expired since (as seen from `later`).
+            let later = now.addingTimeInterval(120)
+            let stale = try cookie("stale", expires: now.addingTimeInterval(60))
+            let live = try (0..<(CookieRules.maxCookiesPerDomain - 1)).map { try cookie("l\($0)", expires: nil) }
+            let url = try XCTUnwrap(URL(string: "http://\(host)/"))
+            XCTAssertNil(CookieRules.header(for: url, from: [stale], keeping: nil, now: later))
+            let evicted = CookieRules.evictions(
+                toStore: try cookie("new", expires: nil), in: live + [stale], now: later)
+            XCTAssertEqual(evicted.map(\.name), [name("stale")])
+        }
+
         func testACookieForAnAddressSuffixOrAnotherDomainIsNotKept() throws {
             let suffix = name("suffix")
             let other = name("other")

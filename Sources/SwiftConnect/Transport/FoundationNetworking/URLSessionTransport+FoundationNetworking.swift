@@ -449,8 +449,8 @@ extension SessionDelegate {
 /// and the transport does both itself by RFC 6265 (``CookieRules``), in the storage the configuration names: it keeps
 /// each response's cookies (``keep(from:)``) when the configuration accepts cookies, and adds the ones that apply to
 /// each request (``adding(to:)``) when it sets them, after the request's own. It keeps at most 50 cookies per domain
-/// and 3000 in all (RFC 6265 §6.1), evicting others for a new one past a bound
-/// (``CookieRules/evictions(toStore:in:now:maxPerDomain:maxTotal:)``). A session given with
+/// and 3000 in all (RFC 6265 §6.1), evicting others for a new one past a bound, the least recently used (set or
+/// sent) first (``CookieRules/evictions(toStore:in:now:maxPerDomain:maxTotal:)``). A session given with
 /// ``URLSessionTransport/init(session:)`` is used as it is: the defects stay with it.
 ///
 /// Tests: `SetCookieSafetyTests`, `LinuxCookieTests`.
@@ -534,9 +534,11 @@ struct SessionCookies: Sendable {
             !stored.isEmpty
         else { return request }
         let existing = request.value(forHTTPHeaderField: "Cookie")
-        guard let header = CookieRules.header(for: url, from: stored, keeping: existing, now: Date()),
-            header != existing
-        else { return request }
+        let now = Date()
+        let (header, sent) = CookieRules.headerAndSent(for: url, from: stored, keeping: existing, now: now)
+        // RFC 6265 §5.4 step 3: the cookies sent are the most recently used, the last the bound evicts.
+        CookieRules.recordUse(of: sent, at: now)
+        guard let header, header != existing else { return request }
         var request = request
         request.setValue(header, forHTTPHeaderField: "Cookie")
         return request
